@@ -1,0 +1,50 @@
+"""The command line: ``python -m engine [--db PATH] COMMAND ...``.
+
+Each command lives in ``engine/cli/<name>.py`` and exposes ``register(subparsers)``; this file
+only wires them together, resolves the store and turns user errors into one line on stderr.
+The library never prints; commands print their results on stdout (plain CSV for --format csv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import cli as cli_pkg
+from .errors import LensError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m engine",
+        description="Tournament Lens: leaderboards and cycle diagnostics for pairwise LLM judges.",
+    )
+    parser.add_argument("--db", help="DuckDB store (default: $LENS_DB, else data/lens.duckdb)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for info in sorted(pkgutil.iter_modules(cli_pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{cli_pkg.__name__}.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except LensError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. piped into `head`
+        return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

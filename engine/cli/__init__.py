@@ -1,0 +1,1 @@
+"""Command-line subcommands, one module each; every module defines ``register(subparsers)``."""

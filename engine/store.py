@@ -1,0 +1,205 @@
+"""The DuckDB store: where it lives, its schema (named, versioned migrations) and typed reads.
+
+Location: an explicit path, else ``$LENS_DB``, else ``data/lens.duckdb`` next to the shipped data.
+Migrations are the ``engine/migrations/NNN_name.sql`` files, applied in order once each and recorded
+in ``schema_migrations``; a module that needs tables adds a file there, never DDL in code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from .errors import LensError
+from .schema import VERDICT_COLUMNS, VERDICT_DTYPES
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"
+DEFAULT_DB_PATH = DATA_DIR / "lens.duckdb"
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+_MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
+
+
+class StoreError(LensError):
+    """A problem with the store that the user can act on (one clear sentence)."""
+
+
+def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
+    """The store file: ``db`` if given, else ``$LENS_DB``, else ``data/lens.duckdb``."""
+    if db:
+        return Path(db)
+    env = os.environ.get("LENS_DB")
+    if env:
+        return Path(env)
+    return DEFAULT_DB_PATH
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def list_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """All migration files, sorted by version; duplicate versions are a programming error."""
+    found: list[Migration] = []
+    for path in sorted(directory.glob("*.sql")):
+        m = _MIGRATION_NAME.match(path.name)
+        if not m:
+            raise StoreError(f"Migration file {path.name} does not match NNN_name.sql.")
+        found.append(Migration(int(m.group(1)), m.group(2), path.read_text(encoding="utf-8")))
+    versions = [m.version for m in found]
+    if len(versions) != len(set(versions)):
+        raise StoreError(f"Two migrations share a version number in {directory}.")
+    return found
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply every migration not yet recorded, each in its own transaction; returns names applied."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
+        " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+    )
+    done = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    applied = []
+    for mig in list_migrations():
+        if mig.version in done:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(mig.sql)
+            con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [mig.version, mig.name])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(f"{mig.version:03d}_{mig.name}")
+    return applied
+
+
+class Store:
+    """One open DuckDB database with the Tournament Lens schema applied."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False):
+        self.path = resolve_db_path(path)
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:  # locked by another process, unreadable file, ...
+            raise StoreError(f"Cannot open the store at {self.path}: {exc}") from exc
+        if not read_only:
+            migrate(self.con)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor for one unit of work (cursors are cheap; share the connection, not cursors)."""
+        return self.con.cursor()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """All-or-nothing block: commits on success, rolls back on any exception."""
+        cur = self.con.cursor()
+        cur.execute("BEGIN TRANSACTION")
+        try:
+            yield cur
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        else:
+            cur.execute("COMMIT")
+        finally:
+            cur.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reads ----------------------------------------------------------------------------------
+    def datasets(self) -> pd.DataFrame:
+        """One row per dataset with verdict, judge, model and prompt counts."""
+        return self.cursor().execute(
+            """
+            SELECT d.name, d.description, d.synthetic, d.version, d.source,
+                   count(v.verdict_id) AS verdicts,
+                   count(v.verdict_id) FILTER (WHERE v.winner = 'invalid') AS invalid,
+                   count(DISTINCT v.judge) AS judges,
+                   count(DISTINCT v.prompt_id) AS prompts,
+                   d.updated_at
+            FROM datasets d LEFT JOIN verdicts v ON v.dataset = d.name
+            GROUP BY ALL ORDER BY d.name
+            """
+        ).df()
+
+    def has_dataset(self, name: str) -> bool:
+        row = self.cursor().execute("SELECT 1 FROM datasets WHERE name = ?", [name]).fetchone()
+        return row is not None
+
+    def dataset_version(self, name: str) -> int:
+        """The dataset's version counter (part of every cache key)."""
+        row = self.cursor().execute("SELECT version FROM datasets WHERE name = ?", [name]).fetchone()
+        if row is None:
+            raise StoreError(f"There is no dataset named {name!r} in {self.path}.")
+        return int(row[0])
+
+    def verdicts(
+        self,
+        dataset: str,
+        *,
+        judge: str | list[str] | None = None,
+        category: str | list[str] | None = None,
+        valid_only: bool = False,
+    ) -> pd.DataFrame:
+        """The dataset's verdicts as a canonical frame (schema.VERDICT_COLUMNS plus verdict_id)."""
+        if not self.has_dataset(dataset):
+            raise StoreError(f"There is no dataset named {dataset!r} in {self.path}.")
+        where, params = ["dataset = ?"], [dataset]
+        for col, val in (("judge", judge), ("category", category)):
+            if val is None:
+                continue
+            vals = [val] if isinstance(val, str) else list(val)
+            where.append(f"{col} IN ({', '.join('?' for _ in vals)})")
+            params.extend(vals)
+        if valid_only:
+            where.append("winner <> 'invalid'")
+        cols = ", ".join(f'"{c}"' for c in ("verdict_id", *VERDICT_COLUMNS))
+        df = self.cursor().execute(
+            f"SELECT {cols} FROM verdicts WHERE {' AND '.join(where)} ORDER BY verdict_id", params
+        ).df()
+        return df.astype({"verdict_id": "int64", **VERDICT_DTYPES})
+
+    def prompt_texts(self, dataset: str) -> pd.DataFrame:
+        return self.cursor().execute(
+            "SELECT * FROM prompts WHERE dataset = ? ORDER BY prompt_id, variant, turn", [dataset]
+        ).df()
+
+    def answer_texts(self, dataset: str, prompt_id: str | None = None) -> pd.DataFrame:
+        sql, params = "SELECT * FROM answers WHERE dataset = ?", [dataset]
+        if prompt_id is not None:
+            sql += " AND prompt_id = ?"
+            params.append(prompt_id)
+        return self.cursor().execute(sql + " ORDER BY prompt_id, variant, turn, model", params).df()
+
+
+def open_store(db: str | os.PathLike[str] | None = None, *, ensure_default: bool = True) -> Store:
+    """Open (and migrate) the store; on first use import the shipped default dataset."""
+    store = Store(db)
+    if ensure_default:
+        from .shipped import ensure_default_dataset  # late import: shipped data needs the importer
+
+        ensure_default_dataset(store)
+    return store
