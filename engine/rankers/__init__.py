@@ -1,0 +1,28 @@
+"""Rankers: from a GraphStack to scores by model, behind one entry point ``rank(stack, ranker, **params)``.
+
+The registry ``RANKERS`` maps the CLI names (bt, davidson, elo, winrate, copeland, scorewin,
+rank-centrality, majority, pged, elspr, kemeny, borda, pairwise-majority) to functions.
+"""
+
+from __future__ import annotations
+
+from ..errors import LensError
+from ..graphs import GraphStack
+from . import bt, davidson, elo, elspr, kemeny, majority, pged, rank_centrality, simple  # noqa: F401 - registers
+from .base import RANKER_HELP, RANKERS, RankResult, ranks_from_scores
+
+
+def rank(stack: GraphStack, ranker: str = "bt", **params) -> RankResult:
+    """Rank the models of ``stack`` with the named ranker; unknown names or parameters are user errors."""
+    fn = RANKERS.get(ranker)
+    if fn is None:
+        raise LensError(f"Unknown ranker {ranker!r}; choose one of {', '.join(sorted(RANKERS))}.")
+    try:
+        return fn(stack, **params)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            raise LensError(f"The {ranker} ranker does not take that parameter ({exc}).") from None
+        raise
+
+
+__all__ = ["RANKERS", "RANKER_HELP", "RankResult", "rank", "ranks_from_scores"]

@@ -1,0 +1,119 @@
+"""The common face of every ranker: a frozen result, the W/T aggregation and the registry.
+
+Every ranker takes a GraphStack (T graphs over n models) plus keyword parameters and returns a
+``RankResult`` whose ``scores`` are a Series by model (higher is better). W and T follow paper 000,
+eq. 3-4: ``W[i, j]`` graphs where i beat j, ``T[i, j]`` graphs where they tied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import LensError
+from ..graphs import GraphStack
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """Scores by model (higher is better) plus how they were obtained.
+
+    ``details`` says solver, iterations, convergence, regularisation and ranker parameters;
+    ``extras`` holds optional artefacts such as a denoised graph (``graph``, a DataFrame adjacency)
+    and the ``removed`` edges for PGED/ELSPR, or a total ``order`` when the ranker defines one.
+    """
+
+    ranker: str
+    scores: pd.Series
+    details: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ranks(self) -> pd.Series:
+        """Rank by model, 1 = best; equal scores share the smallest rank of their group."""
+        return ranks_from_scores(self.scores)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(self.scores.index)
+
+
+def ranks_from_scores(scores: pd.Series) -> pd.Series:
+    """Competition ranks (1 = highest score, ties get the minimum rank), as int64."""
+    return scores.rank(ascending=False, method="min").astype(np.int64)
+
+
+def ranks_from_scores_batch(scores: np.ndarray) -> np.ndarray:
+    """(B, n) scores → (B, n) competition ranks (1 = best, ties get the min rank), vectorised."""
+    s = np.asarray(scores, dtype=np.float64)
+    # rank_i = 1 + #{j: s_j > s_i}; O(B n^2) but n is small (models), no Python loop.
+    return 1 + (s[:, None, :] > s[:, :, None]).sum(axis=2)
+
+
+def centred(x: np.ndarray) -> np.ndarray:
+    """Subtract the mean over the last axis (scores are identified only up to a shift)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x - x.mean(axis=-1, keepdims=True)
+
+
+def series(models: tuple[str, ...] | list[str], values: np.ndarray) -> pd.Series:
+    return pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index(list(models), name="model"), name="score")
+
+
+def win_tie(stack: GraphStack) -> tuple[np.ndarray, np.ndarray]:
+    """W and T of paper 000, eq. 3-4 (float64, (n, n)) summed over every graph of the stack."""
+    return stack.win_tie_matrices()
+
+
+def check_stack(stack: GraphStack, ranker: str) -> None:
+    """Refuse to rank nothing: an empty stack or fewer than two models is a user mistake."""
+    if stack.n < 2:
+        raise LensError(f"The {ranker} ranker needs at least two models, but the selection has {stack.n}.")
+    if stack.T == 0 or not stack.observed.any():
+        raise LensError(f"The {ranker} ranker got no compared pair: the selection holds no valid verdict.")
+
+
+def strongly_connected_batch(adj: np.ndarray) -> np.ndarray:
+    """(B, n, n) bool adjacency → (B,) bool: is each digraph strongly connected? (boolean closure)."""
+    a = np.asarray(adj, dtype=bool)
+    n = a.shape[-1]
+    reach = closure_batch(a)
+    return reach.reshape(a.shape[0], n * n).all(axis=1)
+
+
+def closure_batch(adj: np.ndarray) -> np.ndarray:
+    """Reflexive-transitive closure of a (B, n, n) bool adjacency by repeated squaring (log2 n steps)."""
+    a = np.asarray(adj, dtype=bool)
+    n = a.shape[-1]
+    reach = a | np.eye(n, dtype=bool)
+    steps = max(1, int(np.ceil(np.log2(max(n, 2)))))
+    for _ in range(steps):
+        r = reach.astype(np.float32)
+        reach = (r @ r) > 0
+    return reach
+
+
+RankerFn = Callable[..., RankResult]
+RANKERS: dict[str, RankerFn] = {}
+RANKER_HELP: dict[str, str] = {}
+
+
+def register(name: str, help_text: str) -> Callable[[RankerFn], RankerFn]:
+    """Decorator: add a ranker ``fn(stack, **params) -> RankResult`` to the registry under ``name``."""
+
+    def deco(fn: RankerFn) -> RankerFn:
+        RANKERS[name] = fn
+        RANKER_HELP[name] = help_text
+        return fn
+
+    return deco
+
+
+def adjacency_frame(models: tuple[str, ...] | list[str], mat: np.ndarray) -> pd.DataFrame:
+    """An (n, n) adjacency or weight matrix as a DataFrame with models on both axes (row beats column)."""
+    idx = pd.Index(list(models), name="model")
+    return pd.DataFrame(np.asarray(mat), index=idx, columns=pd.Index(list(models), name="opponent"))
