@@ -1,0 +1,65 @@
+"""``graphs``: one row per tournament graph with its cycle counts, draw rate and largest SCC."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import LensError
+from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
+from ..schema import DEFAULT_DATASET
+from ..structure import graph_table
+from ._common import add_format, store_from_args, write_frame
+
+COLUMNS = (
+    "judge", "prompt_id", "variant", "turn", "category", "n_models",
+    "c3", "c4", "c3_tie", "c4_tie", "c3_bad", "c4_bad", "draw_rate", "largest_scc",
+    "variant_kind", "n_pairs", "n_verdicts", "n_invalid",
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "graphs",
+        help="per-graph cycle counts (C3, C4, tie and bad), draw rate and largest SCC",
+        description="One row per graph (judge, prompt, variant, turn) of a dataset: the counts of "
+        "paper 000 App. A.2, the draw rate and the size of the largest strongly connected component.",
+    )
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--judge", help="only this judge's graphs")
+    p.add_argument("--category", help="only graphs of this category")
+    p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
+                   help="how several verdicts on one pair in one graph combine")
+    add_format(p)
+    p.set_defaults(func=run)
+
+
+def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None):
+    """The GraphStack the command's filters select; a LensError when they select nothing."""
+    store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
+    try:
+        verdicts = store.verdicts(args.dataset, judge=args.judge, category=getattr(args, "category", None))
+    finally:
+        store.close()
+    what = f"dataset {args.dataset!r}"
+    if args.judge is not None:
+        what += f", judge {args.judge!r}"
+    if getattr(args, "category", None) is not None:
+        what += f", category {args.category!r}"
+    if prompt_id is not None:
+        verdicts = verdicts[verdicts["prompt_id"] == prompt_id]
+        what += f", prompt {prompt_id!r}"
+        for col in ("variant", "turn"):
+            value = getattr(args, col, None)
+            if value is not None:
+                verdicts = verdicts[verdicts[col] == value]
+                what += f", {col} {value}"
+    stack = build_stack(verdicts, policy=args.policy)
+    if stack.T == 0:
+        raise LensError(f"There are no valid verdicts for {what}.")
+    return stack
+
+
+def run(args: argparse.Namespace) -> int:
+    table = graph_table(load_stack(args))
+    write_frame(table[list(COLUMNS)], args.format)
+    return 0
