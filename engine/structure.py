@@ -41,7 +41,7 @@ def scc_membership(adj: np.ndarray) -> np.ndarray:
     Products are float32 counts (exact: entries ≤ n), thresholded back to bool.
     """
     a = as_adjacency(adj)
-    T, n = a.shape[0], a.shape[1]
+    n = a.shape[1]
     r = a | np.eye(n, dtype=bool)[None]
     length = 1
     while length < n - 1:
