@@ -1,0 +1,109 @@
+"""Pair outcomes straight from a verdict table, without a dense (T, n, n) stack.
+
+For very many graphs (a million one-comparison prompts) a GraphStack is too large; this aggregates the
+verdict table into one combined outcome per (graph, pair) with the same combine policies as
+``engine.graphs`` and hands out W~ = W + T/2 or the pattern counts a bootstrap needs. Model and
+prompt columns given as pandas Categoricals are used through their codes (fast); plain strings are
+factorised first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import LensError
+from ..graphs import DEFAULT_POLICY, combine_counts
+from ..schema import GRAPH_KEY
+from .base import RankResult
+from .bt import fit_bt
+
+
+@dataclass(frozen=True)
+class VerdictCounts:
+    """One combined outcome per compared (graph, pair): ``outcome`` +1 lo won, -1 hi won, 0 tie."""
+
+    models: tuple[str, ...]
+    graph: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    outcome: np.ndarray
+    n_graphs: int
+
+    @property
+    def n(self) -> int:
+        return len(self.models)
+
+    def wtilde(self) -> np.ndarray:
+        """(n, n) half-tie win matrix W + T/2 (paper 000, eq. 3-4 and Section 3.3)."""
+        n = self.n
+        lo_pts = np.where(self.outcome > 0, 1.0, np.where(self.outcome == 0, 0.5, 0.0))
+        w = np.bincount(self.lo * n + self.hi, weights=lo_pts, minlength=n * n)
+        w += np.bincount(self.hi * n + self.lo, weights=1.0 - lo_pts, minlength=n * n)
+        return w.reshape(n, n)
+
+    def single_pair_graphs(self) -> bool:
+        """True when every graph holds exactly one compared pair (each outcome its own prompt)."""
+        return bool(np.bincount(self.graph, minlength=self.n_graphs).max(initial=0) <= 1)
+
+
+def _codes(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    if isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype):
+        cats = a.cat.categories.union(b.cat.categories)
+        ca = cats.get_indexer(a.cat.categories)[a.cat.codes.to_numpy()]
+        cb = cats.get_indexer(b.cat.categories)[b.cat.codes.to_numpy()]
+        models = tuple(str(c) for c in cats)
+    else:
+        codes, uniq = pd.factorize(np.concatenate([a.to_numpy(object), b.to_numpy(object)]), sort=True)
+        ca, cb = codes[: len(a)], codes[len(a):]
+        models = tuple(str(u) for u in uniq)
+    return ca.astype(np.int64), cb.astype(np.int64), models
+
+
+def _graph_ids(v: pd.DataFrame) -> np.ndarray:
+    cols = [c for c in GRAPH_KEY if c in v.columns]
+    if "prompt_id" not in cols:
+        raise LensError("The verdict table has no prompt_id column, so its graphs cannot be told apart.")
+    pid = v["prompt_id"]
+    codes = pid.cat.codes.to_numpy() if isinstance(pid.dtype, pd.CategoricalDtype) else pd.factorize(pid)[0]
+    if len(cols) == 1 or np.bincount(codes).max(initial=0) <= 1:
+        return pd.factorize(codes)[0].astype(np.int64)
+    return v.groupby(cols, sort=True, dropna=False, observed=True).ngroup().to_numpy(np.int64)
+
+
+def verdict_counts(verdicts: pd.DataFrame, policy: str = DEFAULT_POLICY) -> VerdictCounts:
+    """Combine a verdict table into one outcome per (graph, pair); invalid verdicts are left out."""
+    w = verdicts["winner"]
+    wv = w.to_numpy(object) if not isinstance(w.dtype, pd.CategoricalDtype) else np.asarray(w.astype(object))
+    valid = wv != "invalid"
+    v = verdicts if valid.all() else verdicts[valid]
+    wv = wv[valid]
+    a, b, models = _codes(v["model_a"], v["model_b"])
+    if (a == b).any():
+        row = int(np.flatnonzero(a == b)[0])
+        raise LensError(f"Verdict row {row} compares a model with itself ({models[a[row]]}).")
+    g = _graph_ids(v)
+    swap = a > b
+    lo, hi = np.where(swap, b, a), np.where(swap, a, b)
+    a_win, b_win, tie = wv == "A", wv == "B", wv == "tie"
+    lo_win = np.where(swap, b_win, a_win).astype(np.int64)
+    hi_win = np.where(swap, a_win, b_win).astype(np.int64)
+    n = len(models)
+    n_graphs = int(g.max()) + 1 if g.size else 0
+    pair_key = (g * n + lo) * n + hi
+    if np.unique(pair_key).size == pair_key.size:  # one verdict per (graph, pair): nothing to combine
+        out = lo_win - hi_win
+        return VerdictCounts(models, g, lo, hi, out.astype(np.int8), n_graphs)
+    frame = pd.DataFrame({"k": pair_key, "lw": lo_win, "hw": hi_win, "t": tie.astype(np.int64)})
+    agg = frame.groupby("k", sort=True).sum()
+    k = agg.index.to_numpy(np.int64)
+    out = combine_counts(agg["lw"].to_numpy(), agg["hw"].to_numpy(), agg["t"].to_numpy(), policy)
+    return VerdictCounts(models, k // (n * n), (k // n) % n, k % n, out, n_graphs)
+
+
+def fit_bt_verdicts(verdicts: pd.DataFrame, *, policy: str = DEFAULT_POLICY, **params) -> RankResult:
+    """Half-tie BT straight from a verdict table (aggregation included); params as ``fit_bt``."""
+    vc = verdict_counts(verdicts, policy)
+    return fit_bt(vc.wtilde(), None, vc.models, **params)
