@@ -1,0 +1,354 @@
+"""Validated verdicts → the store: import (all-or-nothing or skip-invalid), rename, delete, export.
+
+Policy (DESIGN.md, "Verdicts"): by default an import is all-or-nothing — one bad row and nothing
+is stored. With ``skip_invalid`` the good rows are stored and the rejected ones are returned (and
+written to a file by the CLI). Unparsable judge outputs are good rows with winner ``invalid``.
+``replace`` swaps the dataset's verdicts, prompts and answers for the new ones; without it the
+rows are appended, except rows identical to a verdict already stored in the dataset, which are
+rejected like duplicates inside a file (importing the same file twice is almost always a
+mistake, and a repeated vote can be told apart by its ``annotator``). Every import, refused or
+not, writes one ``import_log`` row; every change takes a fresh dataset version from a sequence.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import LensError
+from .schema import DEFAULT_DATASET, VERDICT_COLUMNS
+from .store import Store
+from .verdicts import ValidationReport, validate_bytes, validate_many
+
+PathOrBytes = str | os.PathLike[str] | bytes
+EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+EXPORT_COLUMNS: tuple[str, ...] = tuple(
+    c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")
+)
+"""Exported columns: everything a re-import needs to give back the same verdicts."""
+
+_CONTENT = [c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")]
+
+
+@dataclass(frozen=True, eq=False)
+class ImportResult:
+    """What an import did: ``status`` is ``stored`` or ``refused`` (then nothing was written)."""
+
+    dataset: str
+    import_id: int
+    status: str
+    mode: str
+    rows_read: int
+    rows_stored: int
+    rows_rejected: int
+    rows_invalid: int
+    version: int | None
+    report: ValidationReport
+    message: str = ""
+
+    def summary(self) -> str:
+        """The one-line account the CLI prints; ``read = stored + rejected`` always holds."""
+        return (
+            f"read {self.rows_read} = stored {self.rows_stored} + rejected {self.rows_rejected} "
+            f"(invalid judge outputs stored: {self.rows_invalid})"
+        )
+
+
+def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+    p = Path(path)
+    if p.is_dir():
+        raise LensError(f"{p} is a folder; give the verdict files inside it (for example {p}/*.jsonl).")
+    try:
+        return p.read_bytes()
+    except FileNotFoundError as exc:
+        raise LensError(f"There is no file {p}.") from exc
+    except OSError as exc:
+        raise LensError(f"Cannot read {p} ({exc.strerror}).") from exc
+
+
+def validate_file(
+    path_or_bytes: PathOrBytes,
+    filename: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    fmt: str | None = None,
+    dataset: str = DEFAULT_DATASET,
+    *,
+    model_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None,
+) -> ValidationReport:
+    """Read and check one verdict file (a path, or uploaded bytes with their file name); no DB.
+
+    ``column_map`` maps the file's column names to canonical ones; ``fmt`` overrides detection;
+    ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts).
+    """
+    if isinstance(path_or_bytes, bytes | bytearray):
+        data, name = bytes(path_or_bytes), filename or "upload"
+    else:
+        data, name = _read_bytes(path_or_bytes), filename or str(path_or_bytes)
+    return validate_bytes(data, name, dataset=dataset, fmt=fmt, column_map=column_map,
+                          model_names=model_names, judge_names=judge_names)
+
+
+def validate_paths(
+    paths: Sequence[str | os.PathLike[str]], *, dataset: str, fmt: str | None = None,
+    column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None,
+) -> ValidationReport:
+    """Several files checked as one import (e.g. a folder of review-format files)."""
+    return validate_many(((_read_bytes(p), str(p)) for p in paths), dataset=dataset, fmt=fmt,
+                         column_map=column_map, model_names=model_names, judge_names=judge_names)
+
+
+def _already_stored(cur, dataset: str, good: pd.DataFrame) -> pd.DataFrame:
+    """Incoming rows identical (all verdict content) to a stored verdict of the dataset."""
+    incoming = good[_CONTENT].assign(_row=range(len(good)))
+    cur.register("_incoming", incoming)
+    try:
+        cond = " AND ".join(f'v."{c}" IS NOT DISTINCT FROM i."{c}"' for c in _CONTENT)
+        return cur.execute(
+            f"""SELECT i._row, min(v.source_file) AS source_file, min(v.source_line) AS source_line
+                FROM _incoming i JOIN verdicts v ON v.dataset = ? AND {cond}
+                GROUP BY i._row ORDER BY i._row""",
+            [dataset],
+        ).df()
+    finally:
+        cur.unregister("_incoming")
+
+
+def _reject_stored(report: ValidationReport, hits: pd.DataFrame, dataset: str) -> ValidationReport:
+    """Move rows already in the store from ``good`` to ``rejected``, one sentence each."""
+    if hits.empty:
+        return report
+    rows = hits["_row"].to_numpy()
+    moved = report.good.iloc[rows]
+    where = [
+        f" (from {f} line {int(n)})" if isinstance(f, str) and pd.notna(n) else ""
+        for f, n in zip(hits["source_file"], hits["source_line"], strict=True)
+    ]
+    extra = pd.DataFrame({
+        "source_file": moved["source_file"].to_numpy(dtype=object),
+        "source_line": moved["source_line"].to_numpy(),
+        "reason": [f"is identical to a verdict already stored in dataset {dataset!r}{w}; "
+                   "use --replace to replace the dataset" for w in where],
+    })
+    for c in _CONTENT:
+        extra[c] = moved[c].astype(object).where(moved[c].notna(), None).to_numpy()
+    rejected = pd.concat([report.rejected, extra], ignore_index=True)
+    good = report.good.drop(index=report.good.index[rows]).reset_index(drop=True)
+    return replace(report, good=good, rejected=rejected)
+
+
+def _log(cur, dataset: str, report: ValidationReport, source: str, mode: str, status: str,
+         stored: int, detail: str) -> int:
+    row = cur.execute(
+        """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
+                                   rows_invalid, mode, status, detail)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING import_id""",
+        [dataset, source, report.format, report.rows_read, stored, report.n_rejected,
+         report.n_invalid if stored else 0, mode, status, detail],
+    ).fetchone()
+    return int(row[0])
+
+
+def log_refused(store: Store, dataset: str, source: str, fmt: str | None, detail: str, mode: str) -> int:
+    """Record an import that failed before any row could be checked (unreadable file, ...)."""
+    with store.transaction() as cur:
+        row = cur.execute(
+            """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
+                                       rows_invalid, mode, status, detail)
+               VALUES (?, ?, ?, 0, 0, 0, 0, ?, 'refused', ?) RETURNING import_id""",
+            [dataset, source, fmt, mode, detail],
+        ).fetchone()
+    return int(row[0])
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise LensError("A dataset needs a non-empty name.")
+    if name != name.strip():
+        raise LensError(f"The dataset name {name!r} starts or ends with spaces.")
+    return name
+
+
+def store_report(
+    store: Store,
+    report: ValidationReport,
+    dataset: str | None = None,
+    replace: bool = False,
+    skip_invalid: bool = False,
+    *,
+    description: str | None = None,
+    source: str | None = None,
+    synthetic: bool = False,
+) -> ImportResult:
+    """Write a validated report into ``dataset`` in one transaction (or refuse and write nothing).
+
+    Refused when any row is rejected and ``skip_invalid`` is False, or when nothing is left to
+    store; a refused import still gets its ``import_log`` row (status ``refused``).
+    """
+    dataset = _check_name(dataset or report.dataset)
+    mode = "skip-invalid" if skip_invalid else "all-or-nothing"
+    source = source or report.source
+    good = report.good.assign(dataset=dataset) if len(report.good) else report.good
+    report = _replace_good(report, good, dataset)
+    cur = store.cursor()
+    if not replace and store.has_dataset(dataset) and len(report.good):
+        report = _reject_stored(report, _already_stored(cur, dataset, report.good), dataset)
+
+    problem = ""
+    if report.n_rejected and not skip_invalid:
+        problem = (f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
+                   "(fix them, or use --skip-invalid to store the others)")
+    elif report.n_good == 0:
+        problem = "no valid rows to store, so nothing was stored"
+    if problem:
+        with store.transaction() as tx:
+            import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
+        return ImportResult(dataset, import_id, "refused", mode, report.rows_read, 0, report.n_rejected,
+                            0, None, report, problem)
+
+    with store.transaction() as tx:
+        version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
+        exists = tx.execute("SELECT 1 FROM datasets WHERE name = ?", [dataset]).fetchone() is not None
+        if exists:
+            tx.execute(
+                "UPDATE datasets SET version = ?, updated_at = current_timestamp,"
+                " description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
+                [version, description, source if replace else None, dataset],
+            )
+        else:
+            tx.execute(
+                "INSERT INTO datasets (name, description, source, synthetic, version) VALUES (?, ?, ?, ?, ?)",
+                [dataset, description, source, synthetic, version],
+            )
+        if replace:
+            for table in ("verdicts", "prompts", "answers"):
+                tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [dataset])
+        cols = ", ".join(f'"{c}"' for c in VERDICT_COLUMNS)
+        tx.register("_good", report.good[list(VERDICT_COLUMNS)])
+        tx.execute(f"INSERT INTO verdicts ({cols}) SELECT {cols} FROM _good")
+        tx.unregister("_good")
+        _write_texts(tx, report, dataset)
+        import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
+    return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,
+                        report.n_rejected, report.n_invalid, version, report)
+
+
+def _replace_good(report: ValidationReport, good: pd.DataFrame, dataset: str) -> ValidationReport:
+    prompts = report.prompts.assign(dataset=dataset) if len(report.prompts) else report.prompts
+    answers = report.answers.assign(dataset=dataset) if len(report.answers) else report.answers
+    return replace(report, good=good, prompts=prompts, answers=answers, dataset=dataset)
+
+
+def _write_texts(tx, report: ValidationReport, dataset: str) -> None:
+    """Prompt and answer texts: a new text for the same key replaces the stored one."""
+    if len(report.prompts):
+        p = report.prompts[["dataset", "prompt_id", "variant", "turn", "category", "variant_kind", "text"]]
+        tx.register("_prompts", p)
+        tx.execute(
+            "INSERT OR REPLACE INTO prompts (dataset, prompt_id, variant, turn, category, variant_kind, text)"
+            " SELECT dataset, prompt_id, variant, turn, category, variant_kind, text FROM _prompts"
+        )
+        tx.unregister("_prompts")
+    if len(report.answers):
+        a = report.answers[["dataset", "prompt_id", "variant", "turn", "model", "text"]]
+        tx.register("_answers", a)
+        tx.execute(
+            "INSERT OR REPLACE INTO answers (dataset, prompt_id, variant, turn, model, text)"
+            " SELECT dataset, prompt_id, variant, turn, model, text FROM _answers"
+        )
+        tx.unregister("_answers")
+
+
+def import_files(
+    store: Store,
+    paths: Sequence[str | os.PathLike[str]],
+    dataset: str,
+    *,
+    fmt: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    replace: bool = False,
+    skip_invalid: bool = False,
+    model_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None,
+) -> ImportResult:
+    """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised."""
+    dataset = _check_name(dataset)
+    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} files: {', '.join(map(str, paths[:3]))}…"
+    try:
+        report = validate_paths(paths, dataset=dataset, fmt=fmt, column_map=column_map,
+                                model_names=model_names, judge_names=judge_names)
+    except LensError as exc:
+        log_refused(store, dataset, source, fmt, str(exc), "skip-invalid" if skip_invalid else "all-or-nothing")
+        raise
+    return store_report(store, report, dataset, replace=replace, skip_invalid=skip_invalid, source=source)
+
+
+def write_rejected(report: ValidationReport, path: str | os.PathLike[str]) -> int:
+    """The rejected rows (file, line, reason, original fields) as CSV; returns the row count."""
+    report.rejected.to_csv(path, index=False, lineterminator="\n")
+    return report.n_rejected
+
+
+def _require(store: Store, name: str) -> None:
+    if not store.has_dataset(name):
+        known = ", ".join(store.datasets()["name"].tolist()) or "none"
+        raise LensError(f"There is no dataset named {name!r} (datasets: {known}).")
+
+
+def rename_dataset(store: Store, old: str, new: str) -> int:
+    """Rename a dataset (verdicts, prompts, answers move with it); returns its new version."""
+    _require(store, old)
+    _check_name(new)
+    if store.has_dataset(new):
+        raise LensError(f"A dataset named {new!r} already exists; delete it first or pick another name.")
+    with store.transaction() as tx:
+        version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
+        for table in ("verdicts", "prompts", "answers"):
+            tx.execute(f"UPDATE {table} SET dataset = ? WHERE dataset = ?", [new, old])
+        tx.execute("UPDATE datasets SET name = ?, version = ?, updated_at = current_timestamp WHERE name = ?",
+                   [new, version, old])
+    return version
+
+
+def delete_dataset(store: Store, name: str) -> int:
+    """Delete a dataset with its verdicts, prompts and answers; returns the verdicts removed."""
+    _require(store, name)
+    with store.transaction() as tx:
+        n = int(tx.execute("SELECT count(*) FROM verdicts WHERE dataset = ?", [name]).fetchone()[0])
+        for table in ("verdicts", "prompts", "answers"):
+            tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [name])
+        tx.execute("DELETE FROM datasets WHERE name = ?", [name])
+    return n
+
+
+def export_frame(store: Store, dataset: str) -> pd.DataFrame:
+    """The dataset's verdicts in the import format (winner ``invalid`` written as ``error``)."""
+    _require(store, dataset)
+    df = store.verdicts(dataset)[list(EXPORT_COLUMNS)]
+    return df.assign(winner=df["winner"].replace({"invalid": "error"}))
+
+
+def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv") -> int:
+    """Write the dataset's verdicts as csv, jsonl or parquet so that importing them gives them back."""
+    if fmt not in EXPORT_FORMATS:
+        raise LensError(f"Cannot export as {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}.")
+    df = export_frame(store, dataset)
+    if fmt == "csv":
+        df.to_csv(path_or_buffer, index=False, lineterminator="\n")
+    elif fmt == "jsonl":
+        text = df.to_json(orient="records", lines=True, force_ascii=False)
+        if isinstance(path_or_buffer, str | os.PathLike):
+            Path(path_or_buffer).write_text(text, encoding="utf-8")
+        elif isinstance(path_or_buffer, io.TextIOBase):
+            path_or_buffer.write(text)
+        else:
+            path_or_buffer.write(text.encode("utf-8"))
+    else:
+        df.to_parquet(path_or_buffer, index=False)
+    return int(len(df))

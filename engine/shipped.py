@@ -1,0 +1,105 @@
+"""The shipped default dataset ``vicuna80``, built from its raw rating files on first use.
+
+``data/vicuna80/raw`` holds the original review-format files of artidoro/qlora (gpt-4 judging the
+8-model round robin) and bcdnlp/PRD (bard, claude, gpt-3.5-turbo, vicuna-13b and human judges,
+and gpt-4 on the pairs with claude), the models' answers and the 80 questions (PROVENANCE.md
+there). Building from raw keeps the judges' rationales for the inspector and takes about a
+second, so no prebuilt copy is shipped. The store records that the bootstrap ran (``init_log``),
+so a user who deletes ``vicuna80`` does not get it back on the next start.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from .ingest import ImportResult, store_report
+from .schema import DEFAULT_DATASET
+from .store import DATA_DIR, Store
+from .verdicts import ValidationReport, validate_many
+
+VICUNA80_DIR = DATA_DIR / "vicuna80"
+INIT_STEP = "default_dataset"
+
+MODEL_NAMES: dict[str, str] = {
+    "7b-guanaco-vicuna-generations-topp0.9-temp0.7": "guanaco-7b",
+    "13b-guanaco-vicuna-generations-topp0.9-temp0.7": "guanaco-13b",
+    "30b-guanaco-vicuna-generations-topp0.9-temp0.7": "guanaco-33b",  # the 33B model, "30b" in qlora's files
+    "65b-guanaco-vicuna-generations-topp0.9-temp0.7": "guanaco-65b",
+}
+"""File-name parts → model names (the others are already short, once ``answer_`` is dropped)."""
+
+JUDGE_NAMES: dict[str, str] = {"gpt4": "gpt-4", "gpt35": "gpt-3.5-turbo"}
+"""PRD spells two judges differently from qlora; one name per judge."""
+
+DESCRIPTION = (
+    "Vicuna-bench: 80 questions, 9 models, pairwise verdicts of gpt-4, bard, claude, gpt-3.5-turbo, "
+    "vicuna-13b and human raters in both presentation orders (qlora + PRD, MIT)."
+)
+
+
+def rating_files(root: Path = VICUNA80_DIR) -> list[Path]:
+    """Every review-format rating file of the shipped data, in a fixed order."""
+    return sorted((root / "raw").glob("*/ratings-*/*.jsonl"))
+
+
+def _questions(root: Path) -> pd.DataFrame:
+    q = pd.read_csv(root / "vicuna80_questions.csv", dtype={"question_id": str})
+    return q.rename(columns={"question_id": "prompt_id"})
+
+
+def _answers(root: Path) -> pd.DataFrame:
+    """Each model's answer per question: PRD's ``answer_<model>`` files and qlora's guanaco runs."""
+    parts = []
+    for path in sorted((root / "raw" / "prd" / "generations").glob("answer_*.jsonl")):
+        model = path.stem.removeprefix("answer_")
+        parts += [(str(r["question_id"]), model, r["text"]) for r in map(json.loads, path.open(encoding="utf-8"))]
+    for path in sorted((root / "raw" / "qlora" / "generations").glob("*.jsonl")):
+        model = MODEL_NAMES[path.stem]
+        parts += [(str(r["question_id"]), model, r["generation"])
+                  for r in map(json.loads, path.open(encoding="utf-8"))]
+    df = pd.DataFrame(parts, columns=["prompt_id", "model", "text"])
+    return df.assign(dataset=DEFAULT_DATASET, variant=0, turn=1)
+
+
+def vicuna80_report(root: Path = VICUNA80_DIR) -> ValidationReport:
+    """The shipped dataset as a validated report: verdicts, the 80 questions and every answer."""
+    files = rating_files(root)
+    report = validate_many(
+        ((p.read_bytes(), p.relative_to(root).as_posix()) for p in files),
+        dataset=DEFAULT_DATASET, fmt="review", model_names=MODEL_NAMES, judge_names=JUDGE_NAMES,
+    )
+    q = _questions(root)
+    category = dict(zip(q["prompt_id"], q["category"], strict=True))
+    good = report.good.assign(category=report.good["prompt_id"].map(category).astype("string"))
+    prompts = q.assign(dataset=DEFAULT_DATASET, variant=0, turn=1, variant_kind="original")
+    return ValidationReport(
+        dataset=DEFAULT_DATASET, source="data/vicuna80/raw", format=report.format, good=good,
+        rejected=report.rejected, prompts=prompts, answers=_answers(root), rows_read=report.rows_read,
+    )
+
+
+def import_vicuna80(store: Store, *, replace: bool = False, root: Path = VICUNA80_DIR) -> ImportResult:
+    """Import the shipped dataset (all-or-nothing: the shipped files must validate cleanly)."""
+    return store_report(store, vicuna80_report(root), DEFAULT_DATASET, replace=replace,
+                        description=DESCRIPTION, source="data/vicuna80 (qlora + PRD rating files)")
+
+
+def ensure_default_dataset(store: Store) -> bool:
+    """On a store's first use import ``vicuna80``; True when it imported. Runs once per store."""
+    cur = store.cursor()
+    if cur.execute("SELECT 1 FROM init_log WHERE step = ?", [INIT_STEP]).fetchone():
+        return False
+    imported = False
+    detail = "vicuna80 was already there"
+    if not store.has_dataset(DEFAULT_DATASET):
+        result = import_vicuna80(store)
+        imported = result.status == "stored"
+        if not imported:  # not recorded: the next start tries again
+            return False
+        detail = f"import {result.import_id}: {result.summary()}"
+    with store.transaction() as tx:
+        tx.execute("INSERT OR IGNORE INTO init_log (step, detail) VALUES (?, ?)", [INIT_STEP, detail])
+    return imported
