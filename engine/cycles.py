@@ -24,8 +24,9 @@ i→j→i→j→i, Σ_v d_v of them. Hence
 and the same formula on B (whose tie degrees are the same d) gives C4_tie. Traces come from one
 matrix product per graph: tr(A³) = Σ_ij (A²)_ij A_ji and tr(A⁴) = Σ_ij (A²)_ij (A²)_ji.
 
-Exactness: A² is formed by float32 BLAS (entries ≤ n, all partial sums are integers < 2^24), the
-trace sums in float64 (values ≤ n⁴ < 2^53 for n < 90,000), then rounded to int64.
+Exactness: A² is formed by float32 BLAS (entries ≤ n, all partial sums are integers < 2^24); the
+trace sums accumulate in float32 while the closed-walk bound n(n−1)^(k−1) is below 2^24 (n ≤ 64
+for k = 4) and in float64 beyond (exact up to 2^53, n < 9,000), then are rounded to int64.
 """
 
 from __future__ import annotations
@@ -66,12 +67,14 @@ def _trace_terms(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     live = np.flatnonzero(a.any(axis=(1, 2)))
     if live.size == 0:
         return tr3, tr4
-    f = a[live].astype(np.float32)
+    f = (a if live.size == T else a[live]).astype(np.float32)
     a2 = np.matmul(f, f)
-    # float32 sums of tr(A³) stay exact while n³ < 2^24; beyond that accumulate in float64
-    acc3 = np.float32 if n < 256 else np.float64
+    # Every partial sum is an integer no larger than the closed-walk count n(n−1)^(k−1); float32
+    # holds those exactly below 2^24, so accumulate in float32 while that bound allows.
+    acc3 = np.float32 if n * (n - 1) ** 2 < 2**24 else np.float64
+    acc4 = np.float32 if n * (n - 1) ** 3 < 2**24 else np.float64
     tr3[live] = np.einsum("tij,tji->t", a2, f, dtype=acc3)
-    tr4[live] = np.einsum("tij,tji->t", a2, a2, dtype=np.float64)
+    tr4[live] = np.einsum("tij,tji->t", a2, a2, dtype=acc4)
     return tr3, tr4
 
 
