@@ -1,0 +1,49 @@
+"""``python -m engine calls``: what the model-call cache holds, and the spend so far."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..judging.cache import call_summary
+from ._common import add_format, store_from_args, write_frame
+
+
+def register(sub) -> None:
+    p = sub.add_parser("calls", help="summarise the cached model calls (counts, tokens, cost)")
+    p.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="MODEL=IN,OUT",
+        help="USD per 1M prompt,completion tokens for a model (repeatable)",
+    )
+    p.add_argument("--runs", action="store_true", help="list the judge/generate/perturb runs instead")
+    add_format(p)
+    p.set_defaults(func=run)
+
+
+def _prices(items: list[str]) -> dict[str, tuple[float, float]]:
+    from ..errors import LensError
+
+    out = {}
+    for it in items:
+        model, _, nums = it.rpartition("=")
+        try:
+            pin, pout = (float(x) for x in nums.split(","))
+        except ValueError:
+            raise LensError(f"--price {it!r} should look like MODEL=IN,OUT (USD per 1M tokens).") from None
+        out[model] = (pin, pout)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    store = store_from_args(args, ensure_default=False)
+    try:
+        if args.runs:
+            df = store.cursor().execute("SELECT * EXCLUDE (params) FROM judge_runs ORDER BY run_id").df()
+        else:
+            df = call_summary(store, _prices(args.price))
+        write_frame(df, args.format)
+        return 0
+    finally:
+        store.close()

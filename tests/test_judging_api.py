@@ -1,0 +1,226 @@
+"""The API judging path end to end: real openai client → scripted local HTTP server → DuckDB.
+
+Expected verdicts are recomputed here from the answer texts by the server's documented rules
+(longer answer wins, scores from lengths, p = len(first) / (len(first) + len(second))).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from judging_fake_openai import FakeOpenAI, score_of
+
+from engine.errors import LensError
+from engine.graphs import build_stack
+from engine.judging.backends import AuthenticationFailed
+from engine.judging.cache import call_summary
+from engine.judging.openai_backend import OpenAIBackend
+from engine.judging.persist import write_answers, write_prompts
+from engine.judging.pipeline import judge_run, load_inputs
+from engine.judging.protocols import TIE_BAND
+from engine.judging.runner import Runner
+
+REPO = Path(__file__).resolve().parent.parent
+MODELS = ["alpaca-13b", "gpt-4", "llama-13b"]
+
+
+def _runner(store, server, **kw):
+    kw.setdefault("concurrency", 4)
+    kw.setdefault("backoff_s", 0.01)
+    return Runner(store, OpenAIBackend("fake-judge", base_url=server.base_url, api_key="k"), **kw)
+
+
+def _answers(store, dataset):
+    a = store.answer_texts(dataset)
+    return {(r.prompt_id, r.variant, r.model): r.text for r in a.itertuples()}
+
+
+def _length_winner(a: str, b: str) -> str:
+    return "A" if len(a) > len(b) else "B" if len(b) > len(a) else "tie"
+
+
+def test_swapped_on_mt_bench_matches_rule_and_rerun_is_free(empty_store):
+    n_prompts, n_answers = load_inputs(empty_store, "mtb", "mt_bench", models=MODELS, limit_per_category=1)
+    assert (n_prompts, n_answers) == (8, 24)  # 8 categories × 1 prompt, 3 models
+    with FakeOpenAI() as srv:
+        rep = judge_run(empty_store, "mtb", _runner(empty_store, srv), protocol="swapped", judge="fake")
+        assert (rep.pairs, rep.verdicts, rep.invalid) == (24, 48, 0)
+        assert (rep.stats.made, rep.stats.cached, srv.total) == (48, 0, 48)
+        v = empty_store.verdicts("mtb")
+        text = _answers(empty_store, "mtb")
+        for r in v.itertuples():
+            ta, tb = text[(r.prompt_id, 0, r.model_a)], text[(r.prompt_id, 0, r.model_b)]
+            assert r.winner == _length_winner(ta, tb)
+        assert sorted(v["order"].value_counts().to_dict().items()) == [("AB", 24), ("BA", 24)]
+        # rerun: every call is cached, the server sees nothing, and verdicts are replaced, not doubled
+        rep2 = judge_run(empty_store, "mtb", _runner(empty_store, srv), protocol="swapped", judge="fake")
+        assert (rep2.stats.made, rep2.stats.cached, srv.total) == (0, 48, 48)
+        assert len(empty_store.verdicts("mtb")) == 48
+    stack = build_stack(empty_store.verdicts("mtb"))
+    assert stack.adj.shape == (8, 3, 3)
+
+
+def _synthetic(store, dataset, questions: dict[str, str]):
+    write_prompts(store, dataset, pd.DataFrame({"prompt_id": list(questions), "turn": 1, "category": "x", "text": list(questions.values())}))
+    rows = []
+    for pid in questions:
+        for m, t in (("m1", "short"), ("m2", "a much longer answer " * 3), ("m3", "medium size answer " * 30)):
+            rows.append({"prompt_id": pid, "turn": 1, "model": m, "text": t})
+    write_answers(store, dataset, pd.DataFrame(rows))
+
+
+def test_retries_garbage_and_invalid_storage(empty_store):
+    _synthetic(empty_store, "syn", {"p-rate": "RATE429 question", "p-flaky": "FLAKY500 question", "p-junk": "GARBAGE question"})
+    with FakeOpenAI() as srv:
+        r = _runner(empty_store, srv, max_retries=3)
+        rep = judge_run(empty_store, "syn", r, protocol="single", judge="fake")
+        # 3 pairs per prompt; the 429 prompt costs one extra attempt per call, the 500 prompt two
+        assert rep.stats.retries == 3 * 1 + 3 * 2
+        assert srv.statuses[429] == 3 and srv.statuses[500] == 6 and srv.statuses[200] == 9
+        v = empty_store.verdicts("syn")
+        junk = v[v["prompt_id"] == "p-junk"]
+        assert len(junk) == 3 and set(junk["winner"]) == {"invalid"}
+        assert junk["explanation"].str.contains("rather not choose").all()  # raw text kept
+        ok = v[v["prompt_id"] != "p-junk"]
+        assert set(ok["winner"]) <= {"A", "B"} and len(ok) == 6
+        attempts = empty_store.cursor().execute("SELECT max(attempts) FROM judge_calls").fetchone()[0]
+        assert attempts == 3
+
+
+def test_retries_exhausted_store_no_verdict(empty_store):
+    _synthetic(empty_store, "syn", {"p-flaky": "FLAKY500 question"})
+    with FakeOpenAI() as srv:
+        rep = judge_run(empty_store, "syn", _runner(empty_store, srv, max_retries=1), protocol="single")
+        assert rep.stats.failed == 3 and rep.verdicts == 0 and srv.statuses[500] == 6
+        assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 0
+        # a later run with more patience completes every call (the server now answers 200)
+        rep2 = judge_run(empty_store, "syn", _runner(empty_store, srv, max_retries=3), protocol="single")
+        assert (rep2.stats.made, rep2.verdicts) == (3, 3)
+
+
+def test_authentication_error_stops_clearly(empty_store):
+    _synthetic(empty_store, "syn", {"p1": "question"})
+    with FakeOpenAI(api_key="right") as srv:
+        runner = Runner(empty_store, OpenAIBackend("j", base_url=srv.base_url, api_key="wrong"), concurrency=2)
+        with pytest.raises(AuthenticationFailed, match="refused the API key"):
+            judge_run(empty_store, "syn", runner, protocol="single")
+        assert isinstance(AuthenticationFailed("x"), LensError)
+        assert srv.statuses[429] == srv.statuses[500] == 0 and srv.statuses[401] <= 3
+        assert empty_store.cursor().execute("SELECT status FROM judge_runs").fetchone()[0] == "failed"
+
+
+def test_concurrency_limit_is_respected(empty_store):
+    _synthetic(empty_store, "syn", {"p1": "q1", "p2": "q2", "p3": "q3"})
+    with FakeOpenAI(delay_s=0.15) as srv:
+        rep = judge_run(empty_store, "syn", _runner(empty_store, srv, concurrency=3), protocol="swapped")
+        assert rep.stats.made == 18
+        assert 2 <= srv.max_inflight <= 3
+
+
+def test_hybrid_falls_back_to_scores_when_orders_disagree(empty_store):
+    _synthetic(empty_store, "syn", {"p-ok": "plain question", "p-bias": "BIASED question"})
+    with FakeOpenAI() as srv:
+        rep = judge_run(empty_store, "syn", _runner(empty_store, srv), protocol="hybrid", judge="h")
+        # plain: both orders agree (length rule, never a tie here) → no scoring; biased: A then A →
+        # disagree → each answer scored once (3 answers; the cache dedupes the same answer across pairs)
+        assert rep.stats.made == 2 * 6 + 3
+        v = empty_store.verdicts("syn")
+        text = _answers(empty_store, "syn")
+        for r in v.itertuples():
+            ta, tb = text[(r.prompt_id, 0, r.model_a)], text[(r.prompt_id, 0, r.model_b)]
+            if r.prompt_id == "p-ok":
+                assert r.winner == _length_winner(ta, tb)
+            else:
+                sa, sb = score_of(ta), score_of(tb)
+                assert r.winner == ("A" if sa > sb else "B" if sb > sa else "tie")
+        assert len(v) == 6 and v["order"].isna().all()
+
+
+def test_soft_preference_from_logprobs_averages_both_orders(empty_store):
+    _synthetic(empty_store, "syn", {"p1": "question one"})
+    with FakeOpenAI() as srv:
+        judge_run(empty_store, "syn", _runner(empty_store, srv), protocol="soft", judge="s")
+    v = empty_store.verdicts("syn")
+    text = _answers(empty_store, "syn")
+    assert len(v) == 3
+    for r in v.itertuples():
+        la, lb = len(text[("p1", 0, r.model_a)]), len(text[("p1", 0, r.model_b)])
+        # P_AB = la/(la+lb); P_BA(first=B) = lb/(la+lb); mean(P_AB, 1 - P_BA) = la/(la+lb)
+        assert r.prob_a == pytest.approx(la / (la + lb), abs=1e-9)
+        expected = "A" if r.prob_a > TIE_BAND[1] else "B" if r.prob_a < TIE_BAND[0] else "tie"
+        assert r.winner == expected
+
+
+def test_swim_uses_log_comparisons(empty_store):
+    models = ["alpaca-13b", "claude-v1", "gpt-3.5-turbo", "gpt-4", "llama-13b", "vicuna-13b-v1.3"]
+    load_inputs(empty_store, "mtb", "mt_bench", models=models, categories=["writing"], limit_per_category=2)
+    with FakeOpenAI() as srv:
+        rep = judge_run(empty_store, "mtb", _runner(empty_store, srv), protocol="single", schedule="swim", seed=3)
+    comps = rep.swim.comparisons
+    # newcomers meet ceil(max(log2 s, 1)) ranked models for s = 1..5: 1+1+2+2+3 = 9 of the 15 pairs
+    assert len(comps) == 9 and len({frozenset(c) for c in comps}) == 9
+    assert rep.pairs == 9 * 2 and srv.total == 18
+    assert list(rep.swim.join_order[:1]) != [] and set(rep.swim.join_order) == set(models)
+    for k, (p, _x) in enumerate(comps):
+        assert p in rep.swim.join_order[1:]
+        assert k == 0 or rep.swim.join_order.index(p) >= rep.swim.join_order.index(comps[k - 1][0])
+
+
+def test_cli_judge_and_calls(tmp_path):
+    db = tmp_path / "cli.duckdb"
+    with FakeOpenAI() as srv:
+        cmd = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "cli", "--inputs", "mt_bench",
+               "--models", "gpt-4,llama-13b", "--categories", "math,coding", "--limit", "1", "--backend", "openai",
+               "--base-url", srv.base_url, "--model", "fake-judge", "--no-progress", "--format", "csv",
+               "--price-in", "1000", "--price-out", "2000"]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert out.returncode == 0, out.stderr
+        row = pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0]
+        assert (row.pairs, row.verdicts, row.calls_made) == (2, 4, 4)
+        calls = subprocess.run([sys.executable, "-m", "engine", "--db", str(db), "calls", "--format", "csv",
+                                "--price", "fake-judge=1000,2000"], capture_output=True, text=True, cwd=REPO, timeout=60)
+        df = pd.read_csv(pd.io.common.StringIO(calls.stdout))
+        assert df["calls"].sum() == 4
+        assert df["est_cost_usd"].sum() == pytest.approx(row.est_cost_usd, rel=1e-6)
+        bad = subprocess.run(cmd[:8] + ["--protocol", "hybrid", "--backend", "openai", "--model", "j", "--base-url",
+                                        srv.base_url, "--template", "nosuch"], capture_output=True, text=True, cwd=REPO, timeout=60)
+        assert bad.returncode == 2 and bad.stderr.startswith("error: There is no template 'nosuch'") and "Traceback" not in bad.stderr
+
+
+def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path):
+    db = tmp_path / "kill.duckdb"
+    with FakeOpenAI(delay_s=0.05) as srv:
+        cmd = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "k", "--inputs", "mt_bench",
+               "--models", "gpt-4,llama-13b,alpaca-13b", "--limit", "1", "--protocol", "swapped", "--backend", "openai",
+               "--base-url", srv.base_url, "--model", "fake-judge", "--concurrency", "2", "--no-progress", "--format", "csv"]
+        unique = 8 * 3 * 2  # prompts × pairs × orders
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while srv.total < 20 and time.time() < deadline:
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        seen_first = srv.total
+        assert 20 <= seen_first < unique
+        from engine.store import Store
+
+        with Store(db) as st:
+            stored = st.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0]
+        assert stored >= seen_first - 2  # at most the in-flight calls (concurrency 2) were lost
+        out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        row = pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0]
+        assert row.calls_cached == stored and row.calls_made == unique - stored
+        assert srv.total == seen_first + (unique - stored)
+    with Store(db) as st:
+        n_calls = st.cursor().execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone()
+        v = st.verdicts("k")
+    assert n_calls == (unique, unique)
+    assert len(v) == unique and not v.duplicated(["prompt_id", "model_a", "model_b", "order"]).any()
