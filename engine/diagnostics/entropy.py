@@ -1,0 +1,103 @@
+"""ELSPR non-transitivity and preference clarity (paper 004, Section 3.2, eq. 2-6), per graph.
+
+Edge convention. ELSPR draws an edge from the loser to the winner, so its in-degree d_in(v)
+counts the opponents v beat (or tied). The engine draws ``i → j`` when i beat j (a tie is both
+edges), so ELSPR's d_in(v) is our *out*-degree (row sum of ``adj``), and an ELSPR edge entering a
+component is one of our edges leaving it. SCCs are the same under either convention.
+
+- Non-transitive SCC (eq. 2): a component with more than 2 vertices in which at least one pair is
+  not a tie (a pair of reciprocal edges). An all-tie triangle is consistent.
+- ρ_non-trans (eq. 3): vertices in non-transitive SCCs over all vertices, summed over a set of graphs.
+- H² (eq. 4): with SCCs as communities, volume v(S) = Σ_{v∈S} d_in(v), v(G) the total,
+  ``H² = −Σ_S g_S/v(G)·log2(v(S)/v(G)) − Σ_v d_in(v)/v(G)·log2(d_in(v)/v(S(v)))``, where g_S counts
+  edges entering S from outside that are not between two singleton SCCs; 0·log 0 is taken as 0.
+- τ = H² / log2 n (eq. 5), n the graph's vertices; τ_avg is the mean over graphs (eq. 6).
+
+A graph's vertices are the models compared in it (a model of the stack that a graph never saw is
+not counted). ELSPR assumes complete graphs; on an incomplete one a missing pair is simply no edge.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .scc import mutual_reach
+
+
+def _present(stack) -> np.ndarray:
+    """(T, n) bool: model compared at least once in the graph."""
+    return np.asarray(stack.observed, dtype=bool).any(axis=-1)
+
+
+def nontransitive_vertices(adj: np.ndarray) -> np.ndarray:
+    """(T, n) bool: the vertex lies in an SCC of size > 2 that is not all ties (paper 004, eq. 2)."""
+    a = np.asarray(adj, dtype=bool)
+    n = a.shape[-1]
+    mutual = mutual_reach(a)
+    size = mutual.sum(axis=-1)
+    tie = a & a.swapaxes(-1, -2)
+    not_tie = (~tie & ~np.eye(n, dtype=bool)).astype(np.float32)
+    m = mutual.astype(np.float32)
+    # pairs (u, v), u ≠ v, inside i's component that are not ties
+    nontie_pairs = np.einsum("tiu,tuv,tiv->ti", m, not_tie, m)
+    return (size > 2) & (nontie_pairs > 0)
+
+
+def structural_entropy(adj: np.ndarray) -> np.ndarray:
+    """(T,) two-dimensional structural entropy H² of each graph (paper 004, eq. 4), in bits."""
+    a = np.asarray(adj, dtype=bool)
+    mutual = mutual_reach(a)
+    single = mutual.sum(axis=-1) == 1  # (T, n)
+    d = a.sum(axis=-1).astype(np.float64)  # ELSPR in-degree = our out-degree
+    vol_g = d.sum(axis=-1)  # (T,)
+    vol_s = np.einsum("tij,tj->ti", mutual.astype(np.float64), d)  # volume of each vertex's SCC
+    both_single = single[:, :, None] & single[:, None, :]
+    leaving = a & ~mutual & ~both_single  # our edges out of a component = ELSPR edges into it
+    e_out = leaving.sum(axis=-1).astype(np.float64)  # per vertex; summed over S gives g_S
+    with np.errstate(divide="ignore", invalid="ignore"):
+        safe_g = np.where(vol_g > 0, vol_g, 1.0)[:, None]
+        inter = np.where(e_out > 0, e_out / safe_g * np.log2(np.where(vol_s > 0, vol_s, 1.0) / safe_g), 0.0)
+        intra = np.where(d > 0, d / safe_g * np.log2(np.where(d > 0, d, 1.0) / np.where(vol_s > 0, vol_s, 1.0)), 0.0)
+    h = -(inter.sum(axis=-1) + intra.sum(axis=-1))
+    return np.where(vol_g > 0, h, 0.0) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def entropy_table(stack) -> pd.DataFrame:
+    """One row per graph: key columns, n_vertices, nontransitive_vertices, largest non-transitive
+    SCC share, h2 and tau (NaN for graphs with fewer than 2 vertices)."""
+    present = _present(stack)
+    nv = present.sum(axis=-1)
+    nt = nontransitive_vertices(stack.adj) & present
+    h2 = structural_entropy(stack.adj)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = np.where(nv >= 2, h2 / np.log2(np.maximum(nv, 2)), np.nan)
+    out = stack.keys.reset_index(drop=True).copy()
+    out["n_vertices"] = nv.astype(np.int64)
+    out["nontransitive_vertices"] = nt.sum(axis=-1).astype(np.int64)
+    out["h2"] = h2
+    out["tau"] = tau
+    return out
+
+
+def rho_nontrans(table: pd.DataFrame) -> float:
+    """ρ_non-trans of a set of graphs (paper 004, eq. 3) from ``entropy_table`` rows."""
+    total = int(table["n_vertices"].sum())
+    return float(table["nontransitive_vertices"].sum() / total) if total else float("nan")
+
+
+def entropy_summary(stack, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
+    """Per group (default per judge): graphs, ρ_non-trans (eq. 3), τ_avg (eq. 6), mean H²."""
+    table = entropy_table(stack)
+    if table.empty:
+        return pd.DataFrame(columns=[*by, "graphs", "rho_nontrans", "tau_avg", "h2_mean"])
+    g = table.groupby(list(by), sort=True, dropna=False)
+    out = g.agg(
+        graphs=("tau", "size"),
+        nt=("nontransitive_vertices", "sum"),
+        nv=("n_vertices", "sum"),
+        tau_avg=("tau", "mean"),
+        h2_mean=("h2", "mean"),
+    ).reset_index()
+    out["rho_nontrans"] = out["nt"] / out["nv"]
+    return out[[*by, "graphs", "rho_nontrans", "tau_avg", "h2_mean"]]

@@ -1,0 +1,96 @@
+"""SNTD (paper 001, eq. 3-5): zero on transitive soft triples, a direct per-triple formula, JSD."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.spatial.distance import jensenshannon
+
+from engine.diagnostics.sntd import bernoulli_jsd, sntd_arrays, sntd_summary, sntd_triples
+from engine.graphs import build_stack
+
+
+def logistic(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def bt_soft(gamma: np.ndarray) -> np.ndarray:
+    s = logistic(gamma[:, None] - gamma[None, :])
+    np.fill_diagonal(s, np.nan)
+    return s
+
+
+def slow_sntd(p_ab: float, p_bc: float, p_ac: float) -> float:
+    """Eq. 3-5 one triple at a time, with scipy's Jensen-Shannon distance squared (base 2)."""
+    s = {("a", "b"): math.log(p_ab / (1 - p_ab)), ("b", "c"): math.log(p_bc / (1 - p_bc)),
+         ("a", "c"): math.log(p_ac / (1 - p_ac))}
+
+    def gap(x, y):
+        return s[(x, y)] if (x, y) in s else -s[(y, x)]
+
+    total = 0.0
+    for (x, y), p in zip([("a", "b"), ("b", "c"), ("a", "c")], [p_ab, p_bc, p_ac], strict=False):
+        z = ({"a", "b", "c"} - {x, y}).pop()
+        hat = 1 / (1 + math.exp(-(gap(x, z) - gap(y, z))))
+        total += jensenshannon([p, 1 - p], [hat, 1 - hat], base=2) ** 2
+    return total / 3
+
+
+def test_transitive_soft_triples_have_zero_sntd():
+    rng = np.random.default_rng(0)
+    soft = np.stack([bt_soft(rng.normal(0, 2, size=6)) for _ in range(20)])
+    val, tri = sntd_arrays(soft)
+    assert tri.shape == (20, 3)
+    assert np.allclose(val, 0.0, atol=1e-12)
+
+
+def test_matches_direct_formula_and_is_order_free():
+    rng = np.random.default_rng(1)
+    n = 5
+    soft = np.full((30, n, n), np.nan)
+    iu, ju = np.triu_indices(n, 1)
+    p = rng.uniform(0.02, 0.98, size=(30, len(iu)))
+    soft[:, iu, ju] = p
+    soft[:, ju, iu] = 1 - p
+    val, tri = sntd_arrays(soft)
+    for t in range(0, 30, 7):
+        for k, (a, b, c) in enumerate(tri):
+            assert val[t, k] == pytest.approx(slow_sntd(soft[t, a, b], soft[t, b, c], soft[t, a, c]), rel=1e-9)
+    perm = rng.permutation(n)
+    val2, tri2 = sntd_arrays(soft[:, perm][:, :, perm])
+    # triple {a,b,c} of the permuted graph is triple {perm[a],perm[b],perm[c]} of the original
+    lookup = {tuple(sorted(t)): k for k, t in enumerate(tri.tolist())}
+    for k2, t2 in enumerate(tri2.tolist()):
+        k = lookup[tuple(sorted(perm[t2].tolist()))]
+        assert np.allclose(val2[:, k2], val[:, k])
+
+
+def test_bernoulli_jsd_against_scipy():
+    rng = np.random.default_rng(2)
+    p, q = rng.random(50), rng.random(50)
+    ref = [jensenshannon([a, 1 - a], [b, 1 - b]) ** 2 for a, b in zip(p, q, strict=False)]  # natural log
+    assert np.allclose(bernoulli_jsd(p, q, base=math.e), ref, atol=1e-12)
+    assert np.allclose(bernoulli_jsd(np.array([0.0]), np.array([1.0])), [1.0])  # disjoint: 1 bit
+
+
+def test_from_verdicts_averages_orders_and_skips_missing_pairs():
+    # two orders of (x, y) with prob 0.9 and 0.7 → mean 0.8; pair (y, z) missing in graph p2
+    rows = [
+        ("p1", "x", "y", 0.9, "AB"), ("p1", "y", "x", 0.3, "AB"),  # P(x>y): 0.9 and 0.7
+        ("p1", "y", "z", 0.6, "AB"), ("p1", "x", "z", 0.2, "AB"),
+        ("p2", "x", "y", 0.5, "AB"), ("p2", "x", "z", 0.5, "AB"),
+    ]
+    v = pd.DataFrame(rows, columns=["prompt_id", "model_a", "model_b", "prob_a", "order"])
+    v["winner"] = np.where(v["prob_a"] > 0.5, "A", np.where(v["prob_a"] < 0.5, "B", "tie"))
+    for c, val in {"dataset": "d", "judge": "j", "variant": 0, "turn": 1, "category": "c",
+                   "variant_kind": "original"}.items():
+        v[c] = val
+    stack = build_stack(v)
+    t = sntd_triples(stack)
+    assert len(t) == 1 and t["prompt_id"].iloc[0] == "p1"
+    assert t["sntd"].iloc[0] == pytest.approx(slow_sntd(0.8, 0.6, 0.2))
+    s = sntd_summary(stack)
+    assert s["soft_triples"].iloc[0] == 1
