@@ -1,0 +1,75 @@
+"""``leaderboard``: rank the models of a stored dataset (filters, keep-K truncation, ranker, bootstrap)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import LensError
+from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
+from ..leaderboard import leaderboard
+from ..rankers import RANKER_HELP, RANKERS
+from ..schema import DEFAULT_DATASET
+from ._common import add_format, store_from_args, write_frame
+
+
+def parse_params(items: list[str] | None) -> dict:
+    """``key=value`` pairs → dict; values become int, float or bool when they read as one."""
+    out: dict = {}
+    for item in items or []:
+        if "=" not in item:
+            raise LensError(f"Ranker parameter {item!r} is not of the form key=value.")
+        key, raw = item.split("=", 1)
+        val: object = raw
+        if raw.lower() in ("true", "false"):
+            val = raw.lower() == "true"
+        else:
+            for cast in (int, float):
+                try:
+                    val = cast(raw)
+                    break
+                except ValueError:
+                    continue
+        out[key.strip().replace("-", "_")] = val
+    return out
+
+
+def add_selection(p: argparse.ArgumentParser) -> None:
+    """Options shared by ``leaderboard`` and ``compare``: what to rank and how."""
+    p.add_argument("--dataset", default=DEFAULT_DATASET)
+    p.add_argument("--judge", help="only this judge's graphs (default: every judge, graphs pooled)")
+    p.add_argument("--category", help="only graphs of this category")
+    p.add_argument("--keep-k", type=int, help="keep the K graphs with the smallest S_mu = C3_bad + mu*C4_bad")
+    p.add_argument("--mu", type=float, default=1.0, help="weight of bad 4-cycles in S_mu (default 1)")
+    p.add_argument("--per-category", action="store_true", help="keep K graphs in each category")
+    p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
+                   help="how several verdicts on one pair in one graph combine")
+    p.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="ranker parameter, e.g. solver=mm, scale=elo, soft=true, k=32 (repeatable)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    rankers = ", ".join(f"{k} ({v})" for k, v in RANKER_HELP.items())
+    p = subparsers.add_parser(
+        "leaderboard", help="rank the models of a dataset",
+        description=f"Rank models from the tournament graphs of a dataset. Rankers: {rankers}.",
+    )
+    add_selection(p)
+    p.add_argument("--ranker", choices=sorted(RANKERS), default="bt")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="B", help="bootstrap resamples for CIs (0: none)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    add_format(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
+    try:
+        board = leaderboard(
+            store, args.dataset, judge=args.judge, category=args.category, ranker=args.ranker,
+            keep_k=args.keep_k, mu=args.mu, per_category=args.per_category, bootstrap=args.bootstrap,
+            seed=args.seed, policy=args.policy, ranker_params=parse_params(args.param),
+        )
+    finally:
+        store.close()
+    write_frame(board.table, args.format)
+    return 0
