@@ -133,7 +133,7 @@ def _reject_stored(report: ValidationReport, hits: pd.DataFrame, dataset: str) -
     extra = pd.DataFrame({
         "source_file": moved["source_file"].to_numpy(dtype=object),
         "source_line": moved["source_line"].to_numpy(),
-        "reason": [f"is identical to a verdict already stored in dataset {dataset!r}{w}; "
+        "reason": [f"the row is identical to a verdict already stored in dataset {dataset!r}{w}; "
                    "use --replace to replace the dataset" for w in where],
     })
     for c in _CONTENT:
@@ -352,3 +352,16 @@ def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv"
     else:
         df.to_parquet(path_or_buffer, index=False)
     return int(len(df))
+
+
+def dataset_table(store: Store) -> pd.DataFrame:
+    """One row per dataset: name, version, verdicts, invalid, judges, models, prompts, updated_at."""
+    models = store.cursor().execute(
+        """SELECT dataset AS name, count(DISTINCT m) AS models
+           FROM (SELECT dataset, model_a AS m FROM verdicts UNION ALL SELECT dataset, model_b FROM verdicts)
+           GROUP BY dataset"""
+    ).df()
+    df = store.datasets().merge(models, on="name", how="left")
+    df["models"] = df["models"].fillna(0).astype("int64")
+    cols = ["name", "version", "verdicts", "invalid", "judges", "models", "prompts", "synthetic", "updated_at"]
+    return df[cols]

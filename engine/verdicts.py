@@ -63,6 +63,7 @@ KNOWN_JUDGES: tuple[str, ...] = (
 )
 """Judge names recognised at the end of a review file name (others: the last dash-separated word)."""
 
+_CANON_ORDER: list[str] = [*REQUIRED, *OPTIONAL, *TEXTS]
 _REVIEW_NAME = re.compile(r"^(?P<first>.+?)-vs-(?P<rest>.+)-reviewer(?:[-_].*)?$")
 _MODEL_PREFIX = re.compile(r"^answer[-_]")
 
@@ -127,11 +128,11 @@ class ValidationReport:
 class _Raw:
     """Rows of one or more files: canonical-named values, original fields, lines, parse problems."""
 
-    canon: pd.DataFrame
-    orig: pd.DataFrame
-    file: np.ndarray
-    line: np.ndarray
-    problem: np.ndarray  # object: None or a reason found while parsing
+    canon: list[dict]  # canonical name → cell, per row
+    orig: list[dict]  # the row's original fields, for the rejected-rows report
+    file: list[str]
+    line: list[int]
+    problem: list[str | None]  # a reason found while parsing, else None
 
 
 def detect_format(data: bytes, filename: str) -> str:
@@ -170,7 +171,7 @@ def _split_lines(data: bytes) -> tuple[list[str], set[int]]:
     return lines, bad
 
 
-_BAD_BYTES = "contains bytes that are not valid UTF-8 text"
+_BAD_BYTES = "the line contains bytes that are not valid UTF-8 text"
 
 
 def _read_csv(data: bytes, filename: str) -> tuple[list[dict], list[int], list[str | None]]:
@@ -190,26 +191,26 @@ def _read_csv(data: bytes, filename: str) -> tuple[list[dict], list[int], list[s
         except csv.Error as exc:
             rows.append({})
             line_no.append(start)
-            problems.append(f"cannot be read as CSV ({exc})")
+            problems.append(f"the row cannot be read as CSV ({exc})")
             continue
         end = reader.line_num
         if not rec or all(not c.strip() for c in rec):
             continue  # blank line: not a row
         if header is None:
             if any(i in bad for i in range(start, end + 1)):
-                raise LensError(f"The header (line {start}) of {filename} {_BAD_BYTES}.")
+                raise LensError(f"The header (line {start}) of {filename} contains bytes that are not valid UTF-8 text.")
             header = [h.strip() for h in rec]
             continue
         bad_line = next((i for i in range(start, end + 1) if i in bad), None)
         if bad_line is not None:
             rows.append({})
             line_no.append(start)
-            problems.append(f"line {bad_line} {_BAD_BYTES}" if bad_line != start else _BAD_BYTES)
+            problems.append(_BAD_BYTES if bad_line == start else f"line {bad_line} of the row contains bytes that are not valid UTF-8 text")
             continue
         if len(rec) != len(header):
             rows.append(dict(zip(header, rec, strict=False)))
             line_no.append(start)
-            problems.append(f"has {len(rec)} fields but the header has {len(header)}")
+            problems.append(f"the row has {len(rec)} fields but the header has {len(header)}")
             continue
         rows.append(dict(zip(header, rec, strict=True)))
         line_no.append(start)
@@ -237,11 +238,11 @@ def _read_jsonl(data: bytes, filename: str) -> tuple[list[dict], list[int], list
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             rows.append({"raw_text": text})
-            problems.append(f"is not valid JSON ({exc.msg} at column {exc.colno})")
+            problems.append(f"the line is not valid JSON ({exc.msg} at column {exc.colno})")
             continue
         if not isinstance(obj, dict):
             rows.append({"raw_text": text})
-            problems.append("is not a JSON object")
+            problems.append("the line is not a JSON object")
             continue
         rows.append(obj)
         problems.append(None)
@@ -259,18 +260,20 @@ def _read_json_array(data: bytes, filename: str) -> tuple[list[dict], list[int],
     for obj in arr:
         ok = isinstance(obj, dict)
         rows.append(obj if ok else {"raw_text": json.dumps(obj)})
-        problems.append(None if ok else "is not a JSON object")
+        problems.append(None if ok else "the element is not a JSON object")
     return rows, list(range(1, len(arr) + 1)), problems
 
 
-def _read_parquet(data: bytes, filename: str) -> tuple[pd.DataFrame, list[int], list[str | None]]:
+def _read_parquet(data: bytes, filename: str) -> tuple[list[dict], list[int], list[str | None]]:
     try:
         df = pd.read_parquet(io.BytesIO(data))
     except Exception as exc:  # pyarrow raises several kinds for a damaged file
         raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
     df = df.reset_index(drop=True).astype(object).where(df.notna(), None)
     n = len(df)
-    return df, list(range(1, n + 1)), [None] * n
+    if n == 0:
+        raise LensError(f"{filename} has no rows.")
+    return df.to_dict("records"), list(range(1, n + 1)), [None] * n
 
 
 def parse_review_name(filename: str) -> tuple[str, str, str]:
@@ -313,7 +316,7 @@ def _review_rows(rows: list[dict], problems: list[str | None], filename: str) ->
             continue
         key = _scalar_text(rec.get("score"))
         if key is None:
-            problems[len(out)] = "has no score"
+            problems[len(out)] = "the row has no score"
         elif key not in REVIEW_SCORES:
             problems[len(out)] = f"score {key!r} is not 1, 2, 3 or -1"
         qid = _scalar_text(rec.get("question_id"))
@@ -345,35 +348,25 @@ def _read(
     fmt = fmt or detect_format(data, filename)
     if fmt not in FORMATS:
         raise LensError(f"Unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
-    readers = {"csv": _read_csv, "jsonl": _read_jsonl, "review": _read_jsonl, "json": _read_json_array}
-    if fmt == "parquet":
-        orig, lines, problems = _read_parquet(data, filename)
-        header_row = False
+    readers = {"csv": _read_csv, "jsonl": _read_jsonl, "review": _read_jsonl, "json": _read_json_array,
+               "parquet": _read_parquet}
+    rows, lines, problems = readers[fmt](data, filename)
+    if fmt == "csv":
+        header, rows = list(rows[0]), rows[1:]
     else:
-        rows, lines, problems = readers[fmt](data, filename)
-        header_row = fmt == "csv"
-        if fmt == "review":
-            canon_rows = _review_rows(rows, problems, filename)
-            orig = pd.DataFrame(rows, dtype=object)
-            canon = pd.DataFrame(canon_rows, dtype=object, columns=[
-                "prompt_id", "model_a", "model_b", "judge", "order", "winner", "annotator", "question",
-                "explanation"])
-            raw = _Raw(canon, orig, np.full(len(lines), filename, dtype=object), np.asarray(lines, np.int64),
-                       np.asarray(problems, dtype=object))
-            return raw, fmt
-        orig = pd.DataFrame(rows, dtype=object)
-    if header_row:
-        orig = orig.iloc[1:].reset_index(drop=True)
-    if len(lines) == 0:
+        header = list(dict.fromkeys(k for r in rows for k in r))
+    if not lines:
         raise LensError(f"{filename} has a header but no data rows.")
-    canon = _canonical_columns(orig, filename, column_map, check=any(p is None for p in problems))
-    raw = _Raw(canon, orig, np.full(len(lines), filename, dtype=object), np.asarray(lines, np.int64),
-               np.asarray(problems, dtype=object))
-    return raw, fmt
+    if fmt == "review":
+        canon = _review_rows(rows, problems, filename)
+    else:
+        chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
+        canon = [{chosen[k]: v for k, v in r.items() if k in chosen} for r in rows]
+    return _Raw(canon, rows, [filename] * len(lines), list(lines), list(problems)), fmt
 
 
-def _canonical_columns(orig: pd.DataFrame, filename: str, column_map: Mapping[str, str] | None,
-                       check: bool = True) -> pd.DataFrame:
+def _canonical_columns(header: list, filename: str, column_map: Mapping[str, str] | None,
+                       check: bool = True) -> dict:
     """Rename the file's columns to canonical names (user map, then case-insensitive + aliases)."""
     user = {str(k).strip().lower(): str(v).strip().lower() for k, v in (column_map or {}).items()}
     for target in user.values():
@@ -381,7 +374,7 @@ def _canonical_columns(orig: pd.DataFrame, filename: str, column_map: Mapping[st
             raise LensError(f"The column map names {target!r}, which is not a verdict column "
                             f"({', '.join(sorted(CANONICAL))}).")
     chosen: dict[str, str] = {}
-    for col in orig.columns:
+    for col in header:
         low = str(col).strip().lower()
         name = user.get(low) or (low if low in CANONICAL else COLUMN_ALIASES.get(low))
         if name is None:
@@ -397,13 +390,12 @@ def _canonical_columns(orig: pd.DataFrame, filename: str, column_map: Mapping[st
         chosen[col] = name
     missing = [c for c in REQUIRED if c not in chosen.values()]
     if missing and check:
-        found = ", ".join(map(str, orig.columns)) or "none"
+        found = ", ".join(map(str, header)) or "none"
         raise LensError(
             f"{filename} has no {' / '.join(missing)} column (required: {', '.join(REQUIRED)}; "
             f"found: {found})."
         )
-    canon = orig[list(chosen)].rename(columns=chosen)
-    return canon
+    return chosen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,6 +403,9 @@ def _canonical_columns(orig: pd.DataFrame, filename: str, column_map: Mapping[st
 # ---------------------------------------------------------------------------------------------
 def _scalar_text(v: object) -> str | None:
     """A cell as stripped text; None for missing/blank. Integral floats print without '.0'."""
+    if type(v) is str:
+        v = v.strip()
+        return v or None
     if v is None:
         return None
     if isinstance(v, float):
@@ -468,8 +463,7 @@ def _first_reason(reasons: pd.Series, mask: pd.Series | np.ndarray, text: pd.Ser
 def _normalise(raw: _Raw, dataset: str, model_names: Mapping[str, str] | None,
                judge_names: Mapping[str, str] | None) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame]:
     """Canonical values and one reason (or NA) per row; also the text columns."""
-    canon = raw.canon.reset_index(drop=True)
-    n = len(canon)
+    canon = pd.DataFrame.from_records(raw.canon, columns=_CANON_ORDER)
     reasons = pd.Series(raw.problem, dtype=object)
     txt = {c: _column(canon, c).map(_scalar_text) for c in
            ("prompt_id", "model_a", "model_b", "judge", "category", "annotator", "variant_kind", "order")}
@@ -532,8 +526,8 @@ def _normalise(raw: _Raw, dataset: str, model_names: Mapping[str, str] | None,
         "prob_a": prob,
         "annotator": txt["annotator"],
         "explanation": explanation,
-        "source_file": raw.file,
-        "source_line": raw.line,
+        "source_file": np.asarray(raw.file, dtype=object),
+        "source_line": np.asarray(raw.line, dtype=np.int64),
     })
     texts = pd.DataFrame({c: _column(canon, c).map(
         lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) or str(v).strip() == "" else str(v))
@@ -558,7 +552,7 @@ def _mark_duplicates(frame: pd.DataFrame, reasons: pd.Series) -> None:
         j = firsts[i]
         where = (f"line {int(frame.at[j, 'source_line'])}" if frame.at[j, "source_file"] == frame.at[i, "source_file"]
                  else f"{frame.at[j, 'source_file']} line {int(frame.at[j, 'source_line'])}")
-        reasons[i] = f"repeats {where} exactly (an identical verdict)"
+        reasons[i] = f"the row repeats {where} exactly (an identical verdict)"
 
 
 def _texts_tables(frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -582,13 +576,14 @@ def _texts_tables(frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray) -> t
 
 
 def _rejected_frame(raw: _Raw, reasons: pd.Series, bad: np.ndarray) -> pd.DataFrame:
-    orig = raw.orig.reset_index(drop=True).loc[bad]
-    orig = orig.map(_scalar_text) if len(orig) else orig
+    idx = np.flatnonzero(bad)
+    orig = pd.DataFrame([{k: _scalar_text(v) for k, v in raw.orig[i].items()} for i in idx], dtype=object)
+    orig.index = idx
     head = pd.DataFrame({
-        "source_file": raw.file[bad],
-        "source_line": raw.line[bad],
+        "source_file": np.asarray(raw.file, dtype=object)[idx],
+        "source_line": np.asarray(raw.line, dtype=np.int64)[idx],
         "reason": reasons[bad].astype(str).to_numpy(),
-    }, index=orig.index)
+    }, index=idx)
     out = pd.concat([head, orig.drop(columns=[c for c in head.columns if c in orig.columns])], axis=1)
     return out.reset_index(drop=True).astype({"source_line": "int64"})
 
@@ -635,11 +630,11 @@ def validate_many(
     if not raws:
         raise LensError("No files to import.")
     merged = _Raw(
-        canon=pd.concat([r.canon for r in raws], ignore_index=True),
-        orig=pd.concat([r.orig for r in raws], ignore_index=True),
-        file=np.concatenate([r.file for r in raws]),
-        line=np.concatenate([r.line for r in raws]),
-        problem=np.concatenate([r.problem for r in raws]),
+        canon=[c for r in raws for c in r.canon],
+        orig=[o for r in raws for o in r.orig],
+        file=[f for r in raws for f in r.file],
+        line=[n for r in raws for n in r.line],
+        problem=[p for r in raws for p in r.problem],
     )
     source = names[0] if len(names) == 1 else f"{len(names)} files"
     fmt_used = fmts[0] if len(set(fmts)) == 1 else "mixed"

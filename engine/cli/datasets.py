@@ -1,0 +1,76 @@
+"""``datasets``: list what the store holds; ``rename``, ``delete`` and ``export`` a dataset."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import LensError
+from ..ingest import EXPORT_FORMATS, dataset_table, delete_dataset, export_verdicts, rename_dataset
+from ._common import add_format, store_from_args, write_frame
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("datasets", help="list datasets; rename, delete or export one",
+                              description="Without a subcommand: one row per dataset with its counts.")
+    add_format(p)
+    p.set_defaults(func=run_list)
+    sub = p.add_subparsers(dest="action", metavar="ACTION")
+    r = sub.add_parser("rename", help="rename a dataset")
+    r.add_argument("old")
+    r.add_argument("new")
+    r.set_defaults(func=run_rename)
+    d = sub.add_parser("delete", help="delete a dataset with its verdicts, prompts and answers")
+    d.add_argument("name")
+    d.set_defaults(func=run_delete)
+    e = sub.add_parser("export", help="write a dataset's verdicts in the import format")
+    e.add_argument("name")
+    e.add_argument("path", help="output file (format from its extension unless --format)")
+    e.add_argument("--format", dest="export_format", choices=EXPORT_FORMATS, default=None)
+    e.set_defaults(func=run_export)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    store = store_from_args(args)
+    try:
+        write_frame(dataset_table(store), args.format)
+    finally:
+        store.close()
+    return 0
+
+
+def run_rename(args: argparse.Namespace) -> int:
+    store = store_from_args(args)
+    try:
+        version = rename_dataset(store, args.old, args.new)
+    finally:
+        store.close()
+    print(f"renamed {args.old!r} to {args.new!r} (version {version})")
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    store = store_from_args(args)
+    try:
+        n = delete_dataset(store, args.name)
+    finally:
+        store.close()
+    print(f"deleted dataset {args.name!r} ({n} verdicts)")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    fmt = args.export_format
+    if fmt is None:
+        suffix = Path(args.path).suffix.lower().lstrip(".")
+        fmt = {"csv": "csv", "jsonl": "jsonl", "ndjson": "jsonl", "parquet": "parquet", "pq": "parquet"}.get(suffix)
+        if fmt is None:
+            raise LensError(f"Cannot tell the export format from {args.path!r}; add --format "
+                            f"({', '.join(EXPORT_FORMATS)}).")
+    store = store_from_args(args)
+    try:
+        n = export_verdicts(store, args.name, args.path, fmt)
+    finally:
+        store.close()
+    print(f"wrote {n} verdicts of {args.name!r} to {args.path} ({fmt})")
+    return 0

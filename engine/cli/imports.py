@@ -1,0 +1,69 @@
+"""``import``: read verdict files, validate every row, store them (all-or-nothing by default)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import LensError
+from ..ingest import import_files, write_rejected
+from ..verdicts import FORMATS
+from ._common import store_from_args
+
+
+def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    out = {}
+    for v in values or []:
+        old, sep, new = v.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise LensError(f"{what} {v!r} is not of the form OLD=NEW.")
+        out[old.strip()] = new.strip()
+    return out
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "import",
+        help="import verdict files (CSV, JSONL, JSON, Parquet, review format) into a dataset",
+        description="Validate every row and store the verdicts in one transaction. Any rejected row "
+        "stops the import unless --skip-invalid; each is reported with its line and reason.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="one or more files, imported together")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--format", choices=FORMATS, default=None, help="override format detection")
+    p.add_argument("--replace", action="store_true", help="replace the dataset's verdicts and texts")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="store the good rows and write the rejected ones to --rejected")
+    p.add_argument("--rejected", metavar="PATH", help="where rejected rows go (default <input>.rejected.csv)")
+    p.add_argument("--map", action="append", metavar="FILECOL=COLUMN",
+                   help="treat the file's column FILECOL as the canonical COLUMN (repeatable)")
+    p.add_argument("--model-name", action="append", metavar="OLD=NEW", help="rename a model (repeatable)")
+    p.add_argument("--judge-name", action="append", metavar="OLD=NEW", help="rename a judge (repeatable)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    column_map = _pairs(args.map, "--map")
+    models = _pairs(args.model_name, "--model-name")
+    judges = _pairs(args.judge_name, "--judge-name")
+    store = store_from_args(args)
+    try:
+        result = import_files(
+            store, args.paths, args.dataset, fmt=args.format, column_map=column_map,
+            replace=args.replace, skip_invalid=args.skip_invalid, model_names=models, judge_names=judges,
+        )
+    finally:
+        store.close()
+    report = result.report
+    for sentence in report.sentences():
+        print(sentence, file=sys.stderr)
+    if result.status != "stored":
+        print(f"error: {result.message}.", file=sys.stderr)
+        return 2
+    print(result.summary())
+    if report.n_rejected:
+        path = args.rejected or f"{args.paths[0]}.rejected.csv"
+        write_rejected(report, path)
+        print(f"rejected rows written to {path}")
+    print(f"dataset {result.dataset!r} is now version {result.version}")
+    return 0
