@@ -207,3 +207,28 @@ def test_graph_table_on_a_built_stack_keeps_key_order():
     stack = build_stack(rows)
     table = graph_table(stack)
     pd.testing.assert_frame_equal(table[list(KEY_COLUMNS)], stack.keys[list(KEY_COLUMNS)])
+
+
+def test_graphs_command_on_the_shipped_data(shipped_db, capsys):
+    """Every graph of the shipped dataset: counts against networkx cycles on A and on B."""
+    from engine.schema import DEFAULT_DATASET
+    from engine.triads import classify_triples
+
+    assert main(["--db", str(shipped_db), "graphs", "--dataset", DEFAULT_DATASET, "--format", "csv"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out), dtype={"prompt_id": str})
+    store = Store(shipped_db)
+    stack = build_stack(store.verdicts(DEFAULT_DATASET))
+    store.close()
+    assert len(df) == stack.T > 0
+    assert df[["judge", "prompt_id"]].values.tolist() == stack.keys[["judge", "prompt_id"]].values.tolist()
+    for t in range(stack.T):
+        row = df.iloc[t]
+        for prefix, m in (("", stack.adj[t]), ("_tie", stack.ties[t])):
+            g = nx.DiGraph()
+            g.add_edges_from(zip(*np.nonzero(m), strict=True))
+            lengths = [len(c) for c in nx.simple_cycles(g, length_bound=4)]
+            assert (row[f"c3{prefix}"], row[f"c4{prefix}"]) == (lengths.count(3), lengths.count(4))
+    triads = classify_triples(stack)
+    bad = np.bincount(triads.loc[~triads["transitive"], "graph"], minlength=stack.T)
+    np.testing.assert_array_equal(df["c3_bad"], bad)
+    assert df["c3_bad"].sum() > 0 and df["c4_bad"].sum() > 0
