@@ -1,0 +1,154 @@
+"""Cycle statistics (paper 003): networkx enumeration against brute force, rates and participation
+against direct counts, and the count-distribution fits against scipy / closed forms."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from engine.cycles import cycle_counts
+from engine.diagnostics.cycle_stats import (
+    count_fits,
+    cycle_table,
+    fit_counts,
+    inconsistency_rates,
+    length_distribution,
+    nbinom_mle,
+    participation,
+    zip_mle,
+)
+from engine.graphs import GraphStack
+
+
+def random_graphs(rng, T, n):
+    probs = rng.dirichlet(np.ones(4), size=T)
+    cum = probs.cumsum(axis=1)
+    outcome = (rng.random((T, n, n))[..., None] > cum[:, None, None, :]).sum(axis=-1)
+    iu, ju = np.triu_indices(n, 1)
+    adj = np.zeros((T, n, n), dtype=bool)
+    o = outcome[:, iu, ju]
+    adj[:, iu, ju] = (o == 1) | (o == 3)
+    adj[:, ju, iu] = (o == 2) | (o == 3)
+    return adj
+
+
+def stack_of(adj, prompts=None):
+    T, n = adj.shape[0], adj.shape[1]
+    keys = pd.DataFrame({"dataset": "d", "judge": "j",
+                         "prompt_id": prompts if prompts is not None else [str(t) for t in range(T)],
+                         "variant": np.arange(T), "turn": 1, "category": "c", "variant_kind": "original",
+                         "n_verdicts": 1, "n_invalid": 0})
+    return GraphStack(tuple(f"m{i}" for i in range(n)), adj, adj | adj.swapaxes(1, 2), keys)
+
+
+def brute(a, length, edges):
+    """Every vertex subset and cyclic order (first vertex fixed); 'bad' drops all-tie cycles."""
+    tie = a & a.T
+    use = a & ~tie if edges == "strict" else a
+    found = []
+    for subset in itertools.combinations(range(a.shape[0]), length):
+        for order in itertools.permutations(subset[1:]):
+            seq = (subset[0], *order)
+            steps = [(seq[s], seq[(s + 1) % length]) for s in range(length)]
+            if all(use[i, j] for i, j in steps) and not (edges == "bad" and all(tie[i, j] for i, j in steps)):
+                found.append(seq)
+    return found
+
+
+@pytest.mark.parametrize("edges", ["bad", "strict"])
+def test_length_distribution_and_participation_against_brute_force(edges):
+    rng = np.random.default_rng(7)
+    n, L = 6, 5
+    adj = random_graphs(rng, 40, n)
+    table, part = cycle_table(stack_of(adj), length_bound=L, edges=edges)
+    through = np.zeros((40, n), dtype=np.int64)
+    for t in range(40):
+        for k in range(3, L + 1):
+            cyc = brute(adj[t], k, edges)
+            assert table.loc[t, f"len_{k}"] == len(cyc)
+            for c in cyc:
+                through[t, list(c)] += 1
+    got = np.zeros_like(through)
+    got[part["graph"].to_numpy(), [int(m[1:]) for m in part["model"]]] = part["cycles"].to_numpy()
+    assert np.array_equal(got, through)
+    dist = length_distribution(table)
+    assert dist["cycles"].sum() == table["cycles"].sum()
+    pr = participation(table, part).set_index("model")
+    assert pr.loc["m0", "participation_rate"] == pytest.approx(through[:, 0].sum() / table["cycles"].sum())
+
+
+def test_lengths_three_and_four_match_the_engine_counts():
+    adj = random_graphs(np.random.default_rng(11), 60, 7)
+    stack = stack_of(adj)
+    table, _ = cycle_table(stack, length_bound=4)
+    cc = cycle_counts(stack)
+    assert np.array_equal(table["len_3"].to_numpy(), cc["c3_bad"].to_numpy())
+    assert np.array_equal(table["len_4"].to_numpy(), cc["c4_bad"].to_numpy())
+
+
+def test_all_tie_triangle_has_no_bad_cycle_and_rates():
+    tie = ~np.eye(3, dtype=bool)
+    cyc = np.zeros((3, 3), dtype=bool)
+    cyc[0, 1] = cyc[1, 2] = cyc[2, 0] = True
+    lin = np.triu(np.ones((3, 3), dtype=bool), 1)
+    adj = np.stack([tie, cyc, lin, lin])
+    # prompts: p1 = (tie, cycle) → cyclic prompt; p2 = (linear, linear) → consistent
+    table, _ = cycle_table(stack_of(adj, prompts=["p1", "p1", "p2", "p2"]))
+    assert table["cycles"].tolist() == [0, 1, 0, 0]
+    r = inconsistency_rates(table).iloc[0]
+    assert r["graph_inconsistency_rate"] == 0.25 and r["prompt_inconsistency_rate"] == 0.5
+
+
+def test_negative_binomial_mle_matches_scipy_fit():
+    rng = np.random.default_rng(3)
+    x = stats.nbinom.rvs(0.7, 0.08, size=600, random_state=rng)
+    n, p, ll = nbinom_mle(x)
+    ref = stats.fit(stats.nbinom, x, bounds={"n": (0.01, 50), "p": (0.001, 0.999)},
+                    optimizer=lambda fun, bounds, **kw: __import__("scipy").optimize.differential_evolution(
+                        fun, bounds, seed=0, tol=1e-10))
+    ll_ref = stats.nbinom.logpmf(x, ref.params.n, ref.params.p).sum()
+    assert ll >= ll_ref - 1e-6  # at least as good as scipy's global search
+    assert n == pytest.approx(ref.params.n, rel=1e-2) and p == pytest.approx(ref.params.p, rel=1e-2)
+    # first-order condition in n at the profile optimum p = n / (n + mean)
+    h = 1e-5
+    f = lambda m: stats.nbinom.logpmf(x, m, m / (m + x.mean())).sum()  # noqa: E731
+    assert abs((f(n + h) - f(n - h)) / (2 * h)) < 1e-2
+
+
+def test_poisson_and_zip_fits():
+    rng = np.random.default_rng(4)
+    x = np.where(rng.random(800) < 0.3, 0, rng.poisson(4.0, 800))
+    fit = fit_counts(x)
+    assert fit.poisson_mu == pytest.approx(x.mean())  # closed-form MLE
+    assert fit.poisson_aic == pytest.approx(2 - 2 * stats.poisson.logpmf(x, x.mean()).sum())
+    pi, mu, ll = zip_mle(x)
+    # grid search on the ZIP likelihood never beats the optimiser
+    best = -np.inf
+    for gp in np.linspace(0.01, 0.6, 60):
+        for gm in np.linspace(2.5, 5.5, 61):
+            lz = np.where(x == 0, np.log(gp + (1 - gp) * np.exp(-gm)), np.log1p(-gp) + stats.poisson.logpmf(x, gm))
+            best = max(best, lz.sum())
+    assert ll >= best - 1e-9
+    assert pi == pytest.approx(0.3, abs=0.05) and mu == pytest.approx(4.0, abs=0.3)
+    assert fit.zip_aic < fit.poisson_aic  # zero inflation is real here
+
+
+def test_r2_is_one_minus_residual_share():
+    x = np.array([0, 0, 1, 1, 1, 2, 3, 5, 8, 0])
+    fit = fit_counts(x)
+    ks = np.arange(9)
+    ecdf = np.array([np.mean(x <= k) for k in ks])
+    model = stats.nbinom.cdf(ks, fit.nb_n, fit.nb_p)
+    assert fit.nb_r2 == pytest.approx(1 - ((ecdf - model) ** 2).sum() / ((ecdf - ecdf.mean()) ** 2).sum())
+
+
+def test_count_fits_per_group():
+    adj = random_graphs(np.random.default_rng(5), 30, 5)
+    table, _ = cycle_table(stack_of(adj))
+    fits = count_fits(table)
+    assert len(fits) == 1 and fits["samples"].iloc[0] == 30
+    assert fits["mean"].iloc[0] == pytest.approx(table["cycles"].mean())
