@@ -63,7 +63,6 @@ KNOWN_JUDGES: tuple[str, ...] = (
 )
 """Judge names recognised at the end of a review file name (others: the last dash-separated word)."""
 
-_CANON_ORDER: list[str] = [*REQUIRED, *OPTIONAL, *TEXTS]
 _REVIEW_NAME = re.compile(r"^(?P<first>.+?)-vs-(?P<rest>.+)-reviewer(?:[-_].*)?$")
 _MODEL_PREFIX = re.compile(r"^answer[-_]")
 
@@ -145,7 +144,7 @@ def detect_format(data: bytes, filename: str) -> str:
         return "csv"
     if head.startswith(b"["):
         return "json"
-    if head.startswith(b"{"):
+    if head.startswith(b"{") or name.endswith((".jsonl", ".ndjson", ".json")):
         first = head.split(b"\n", 1)[0]
         if _REVIEW_NAME.match(PurePath(filename).stem) and b'"score"' in first and b'"winner"' not in first:
             return "review"
@@ -446,93 +445,101 @@ def _nonneg_int(v: object) -> int | None | str:
     return int(f)
 
 
-def _column(canon: pd.DataFrame, name: str) -> pd.Series:
-    if name in canon.columns:
-        return canon[name]
-    return pd.Series([None] * len(canon), index=canon.index, dtype=object)
-
-
-def _first_reason(reasons: pd.Series, mask: pd.Series | np.ndarray, text: pd.Series | str) -> None:
-    """Record ``text`` for rows in ``mask`` that do not have a reason yet (first problem wins)."""
-    m = np.asarray(mask, dtype=bool) & reasons.isna().to_numpy()
-    if not m.any():
-        return
-    reasons[m] = text[m] if isinstance(text, pd.Series) else text
+def _text_or_none(v: object) -> str | None:
+    """Free text (explanations, questions, answers): kept as written; blank → None."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    t = v if isinstance(v, str) else str(v)
+    return t if t.strip() else None
 
 
 def _normalise(raw: _Raw, dataset: str, model_names: Mapping[str, str] | None,
                judge_names: Mapping[str, str] | None) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame]:
-    """Canonical values and one reason (or NA) per row; also the text columns."""
-    canon = pd.DataFrame.from_records(raw.canon, columns=_CANON_ORDER)
-    reasons = pd.Series(raw.problem, dtype=object)
-    txt = {c: _column(canon, c).map(_scalar_text) for c in
+    """Canonical values and one reason (or None) per row, the first problem found; also the texts.
+
+    Plain lists, one pass per column: the cells are Python objects of any type, and keeping
+    them out of pandas until they are clean avoids dtype guessing (NaN vs None, 1 vs 1.0).
+    """
+    rows = raw.canon
+    reasons: list[str | None] = list(raw.problem)
+
+    def col(name: str) -> list:
+        return [r.get(name) for r in rows]
+
+    def flag(bad: Iterable[bool], text) -> None:
+        for i, b in enumerate(bad):
+            if b and reasons[i] is None:
+                reasons[i] = text(i) if callable(text) else text
+
+    txt = {c: [_scalar_text(v) for v in col(c)] for c in
            ("prompt_id", "model_a", "model_b", "judge", "category", "annotator", "variant_kind", "order")}
     if model_names:
         for c in ("model_a", "model_b"):
-            txt[c] = txt[c].map(lambda s: model_names.get(s, s) if s is not None else None)
-    judge = txt["judge"].map(lambda s: DEFAULT_JUDGE if s is None else s)
+            txt[c] = [model_names.get(s, s) if s is not None else None for s in txt[c]]
+    judge = [DEFAULT_JUDGE if s is None else s for s in txt["judge"]]
     if judge_names:
-        judge = judge.map(lambda s: judge_names.get(s, s))
+        judge = [judge_names.get(s, s) for s in judge]
     for c in ("prompt_id", "model_a", "model_b"):
-        _first_reason(reasons, txt[c].isna(), f"{c} is empty")
-    _first_reason(reasons, (txt["model_a"] == txt["model_b"]) & txt["model_a"].notna(),
-                  "model_a and model_b are the same model (" + txt["model_a"].astype(str) + ")")
+        flag((s is None for s in txt[c]), f"{c} is empty")
+    ma, mb = txt["model_a"], txt["model_b"]
+    flag((a is not None and a == b for a, b in zip(ma, mb, strict=True)),
+         lambda i: f"model_a and model_b are the same model ({ma[i]})")
 
-    wkey = _column(canon, "winner").map(_winner_key)
-    winner = wkey.map(lambda k: WINNER_VALUES.get(k) if k is not None else None)
-    _first_reason(reasons, wkey.isna(), "winner is empty")
-    _first_reason(reasons, winner.isna(),
-                  "winner value " + _column(canon, "winner").map(lambda v: repr(_scalar_text(v)))
-                  + f" is not one of {_WINNER_HELP}")
+    wraw = col("winner")
+    wkey = [_winner_key(v) for v in wraw]
+    winner = [WINNER_VALUES.get(k) if k is not None else None for k in wkey]
+    flag((k is None for k in wkey), "winner is empty")
+    flag((w is None for w in winner),
+         lambda i: f"winner value {_scalar_text(wraw[i])!r} is not one of {_WINNER_HELP}")
 
-    variant = _column(canon, "variant").map(_nonneg_int)
-    turn = _column(canon, "turn").map(_nonneg_int)
-    for name, col in (("variant", variant), ("turn", turn)):
-        bad = col.map(lambda v: isinstance(v, str))
-        _first_reason(reasons, bad, f"{name} " + col.map(repr) + " is not a non-negative integer")
-    variant = variant.map(lambda v: 0 if v is None or isinstance(v, str) else v)
-    turn = turn.map(lambda v: DEFAULT_TURN if v is None or isinstance(v, str) else v)
+    ints = {}
+    for name, default in (("variant", 0), ("turn", DEFAULT_TURN)):
+        vals = [_nonneg_int(v) for v in col(name)]
+        flag((isinstance(v, str) for v in vals), lambda i, vals=vals, name=name:
+             f"{name} {vals[i]!r} is not a non-negative integer")
+        ints[name] = [default if v is None or isinstance(v, str) else v for v in vals]
 
-    order = txt["order"].map(lambda s: None if s is None else s.upper())
-    _first_reason(reasons, order.notna() & ~order.isin(["AB", "BA"]),
-                  "order " + txt["order"].map(repr) + " is not AB or BA")
+    order = [None if s is None else s.upper() for s in txt["order"]]
+    flag((o is not None and o not in ("AB", "BA") for o in order),
+         lambda i: f"order {txt['order'][i]!r} is not AB or BA")
 
-    vk = txt["variant_kind"].map(lambda s: None if s is None else s.lower())
-    _first_reason(reasons, vk.notna() & ~vk.isin(list(VARIANT_KINDS)),
-                  "variant_kind " + txt["variant_kind"].map(repr) + f" is not one of {', '.join(VARIANT_KINDS)}")
-    vk = vk.where(vk.notna(), variant.map(lambda v: "original" if v == 0 else "paraphrase"))
+    vk = [None if s is None else s.lower() for s in txt["variant_kind"]]
+    flag((k is not None and k not in VARIANT_KINDS for k in vk),
+         lambda i: f"variant_kind {txt['variant_kind'][i]!r} is not one of {', '.join(VARIANT_KINDS)}")
+    vk = [k if k is not None else ("original" if v == 0 else "paraphrase") for k, v in zip(vk, ints["variant"], strict=True)]
 
-    prob_raw = _column(canon, "prob_a")
-    prob_txt = prob_raw.map(_scalar_text)
-    prob = pd.to_numeric(prob_txt, errors="coerce").astype("float64")
-    _first_reason(reasons, prob_txt.notna() & prob.isna(), "prob_a " + prob_txt.map(repr) + " is not a number")
-    _first_reason(reasons, prob.notna() & ((prob < 0) | (prob > 1)),
-                  "prob_a " + prob_txt.map(str) + " is outside [0, 1]")
+    prob_txt = [_scalar_text(v) for v in col("prob_a")]
+    prob = []
+    for t in prob_txt:
+        try:
+            prob.append(math.nan if t is None else float(t))
+        except ValueError:
+            prob.append(None)
+    flag((p is None for p in prob), lambda i: f"prob_a {prob_txt[i]!r} is not a number")
+    flag((p is not None and not (0 <= p <= 1) and not math.isnan(p) for p in prob),
+         lambda i: f"prob_a {prob_txt[i]} is outside [0, 1]")
+    prob = [math.nan if p is None else p for p in prob]
 
-    explanation = _column(canon, "explanation").map(
-        lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) or str(v) == "" else str(v))
     frame = pd.DataFrame({
-        "dataset": dataset,
-        "judge": judge,
-        "prompt_id": txt["prompt_id"],
-        "variant": variant,
-        "variant_kind": vk,
-        "turn": turn,
-        "category": txt["category"],
-        "model_a": txt["model_a"],
-        "model_b": txt["model_b"],
-        "winner": winner,
-        "order": order,
-        "prob_a": prob,
-        "annotator": txt["annotator"],
-        "explanation": explanation,
-        "source_file": np.asarray(raw.file, dtype=object),
-        "source_line": np.asarray(raw.line, dtype=np.int64),
+        "dataset": pd.Series([dataset] * len(rows), dtype=object),
+        "judge": pd.Series(judge, dtype=object),
+        "prompt_id": pd.Series(txt["prompt_id"], dtype=object),
+        "variant": pd.Series(ints["variant"], dtype=np.int64),
+        "variant_kind": pd.Series(vk, dtype=object),
+        "turn": pd.Series(ints["turn"], dtype=np.int64),
+        "category": pd.Series(txt["category"], dtype=object),
+        "model_a": pd.Series(ma, dtype=object),
+        "model_b": pd.Series(mb, dtype=object),
+        "winner": pd.Series(winner, dtype=object),
+        "order": pd.Series(order, dtype=object),
+        "prob_a": pd.Series(prob, dtype=np.float64),
+        "annotator": pd.Series(txt["annotator"], dtype=object),
+        "explanation": pd.Series([_text_or_none(v) for v in col("explanation")], dtype=object),
+        "source_file": pd.Series(raw.file, dtype=object),
+        "source_line": pd.Series(raw.line, dtype=np.int64),
     })
-    texts = pd.DataFrame({c: _column(canon, c).map(
-        lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) or str(v).strip() == "" else str(v))
-        for c in TEXTS})
-    return frame, reasons, texts
+    texts = pd.DataFrame({c: pd.Series([_text_or_none(v) for v in col(c)], dtype=object) for c in TEXTS})
+    return frame, pd.Series(reasons, dtype=object), texts
 
 
 def _mark_duplicates(frame: pd.DataFrame, reasons: pd.Series) -> None:
