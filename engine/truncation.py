@@ -93,8 +93,8 @@ def key_order(keys: pd.DataFrame) -> np.ndarray:
     return np.lexsort(tuple(reversed(cols)))
 
 
-def _rank_within(scores: np.ndarray, keys: pd.DataFrame) -> np.ndarray:
-    """Order of graphs by (score, graph key): positions, best first."""
+def keep_order(scores: np.ndarray, keys: pd.DataFrame) -> np.ndarray:
+    """Positions of all graphs ordered by (score, graph key), best first: keep-K takes a prefix."""
     tie_rank = np.empty(len(keys), dtype=np.int64)
     tie_rank[key_order(keys)] = np.arange(len(keys))
     return np.lexsort((tie_rank, scores))
@@ -123,7 +123,7 @@ def select_keep_k(
     if not per_category:
         if not 1 <= k_int <= s.size:
             raise LensError(f"K must be between 1 and the pool size {s.size}; got {k_int}.")
-        order = _rank_within(s, keys)
+        order = keep_order(s, keys)
         kept = np.sort(order[:k_int])
         return Selection(index=kept, threshold=float(s[kept].max()), k=k_int, scores=s)
     if "category" not in keys.columns:
@@ -139,7 +139,7 @@ def select_keep_k(
             f"K must be between 1 and the smallest category size {int(sizes.min())} "
             f"(category {small!r}); got {k_int}."
         )
-    order = _rank_within(s, keys)
+    order = keep_order(s, keys)
     cat_codes, uniques = pd.factorize(cats, sort=True)
     ordered_codes = cat_codes[order]
     # rank of each graph within its category, following the global (score, key) order
