@@ -15,8 +15,8 @@ from engine.diagnostics.entropy import (
     nontransitive_vertices,
     structural_entropy,
 )
-from engine.diagnostics.scc import mutual_reach
 from engine.graphs import GraphStack
+from engine.structure import scc_membership
 
 
 def random_graphs(rng: np.random.Generator, T: int, n: int) -> np.ndarray:
@@ -112,7 +112,7 @@ def test_tie_contradiction_triangle_is_nontransitive():
 def test_against_networkx_slow_twin(n):
     rng = np.random.default_rng(n)
     adj = random_graphs(rng, 150, n)
-    mutual = mutual_reach(adj)
+    mutual = scc_membership(adj)
     nt = nontransitive_vertices(adj)
     h2 = structural_entropy(adj)
     for t in range(adj.shape[0]):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .scc import mutual_reach
+from ..structure import scc_membership
 
 
 def _present(stack) -> np.ndarray:
@@ -34,7 +34,7 @@ def nontransitive_vertices(adj: np.ndarray) -> np.ndarray:
     """(T, n) bool: the vertex lies in an SCC of size > 2 that is not all ties (paper 004, eq. 2)."""
     a = np.asarray(adj, dtype=bool)
     n = a.shape[-1]
-    mutual = mutual_reach(a)
+    mutual = scc_membership(a)
     size = mutual.sum(axis=-1)
     tie = a & a.swapaxes(-1, -2)
     not_tie = (~tie & ~np.eye(n, dtype=bool)).astype(np.float32)
@@ -47,7 +47,7 @@ def nontransitive_vertices(adj: np.ndarray) -> np.ndarray:
 def structural_entropy(adj: np.ndarray) -> np.ndarray:
     """(T,) two-dimensional structural entropy H² of each graph (paper 004, eq. 4), in bits."""
     a = np.asarray(adj, dtype=bool)
-    mutual = mutual_reach(a)
+    mutual = scc_membership(a)
     single = mutual.sum(axis=-1) == 1  # (T, n)
     d = a.sum(axis=-1).astype(np.float64)  # ELSPR in-degree = our out-degree
     vol_g = d.sum(axis=-1)  # (T,)

@@ -10,7 +10,7 @@ j reaching i; ``strict`` cyclic means a cycle of strict wins alone (a Condorcet 
 All orderings are enumerated when n! ≤ ``max_permutations``; otherwise ``max_permutations``
 orderings are drawn uniformly with ``seed`` (stated in the output). Only pairs judged in both orders
 enter; several verdicts in one order are combined by plurality first. Batched over graphs and
-orderings ((T·P, n, n) reachability), in chunks to bound memory.
+orderings ((T·P, n, n) reachability of engine.structure), in chunks to bound memory.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import GRAPH_KEY
-from .scc import mutual_reach
+from ..structure import scc_membership
 from .verdict_pairs import combine_outcomes, verdict_outcomes
 
 
@@ -66,8 +66,8 @@ def _cyclic(adj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(bad, strict) cyclic flags of a (B, n, n) adjacency stack."""
     strict = adj & ~adj.swapaxes(-1, -2)
     n = adj.shape[-1]
-    bad = (strict & mutual_reach(adj)).any(axis=(-1, -2))
-    strict_cyc = (mutual_reach(strict) & ~np.eye(n, dtype=bool)).any(axis=(-1, -2))
+    bad = (strict & scc_membership(adj)).any(axis=(-1, -2))
+    strict_cyc = (scc_membership(strict) & ~np.eye(n, dtype=bool)).any(axis=(-1, -2))
     return bad, strict_cyc
 
 
@@ -77,7 +77,7 @@ def stress_test(verdicts: pd.DataFrame, *, max_permutations: int = 5040, seed: i
     how many of the ordering graphs are cyclic (bad / strict)."""
     cols = [*GRAPH_KEY, "n_models", "orderings", "exhaustive", "cyclic_bad", "cyclic_strict"]
     frames = []
-    for judge, v in verdicts.groupby("judge", sort=True):  # per judge: its own model set
+    for _judge, v in verdicts.groupby("judge", sort=True):  # per judge: its own model set
         keys, models, F = first_shown_outcomes(v)
         if len(keys) == 0:
             continue
@@ -90,8 +90,8 @@ def stress_test(verdicts: pd.DataFrame, *, max_permutations: int = 5040, seed: i
         step = max(1, chunk // max(1, len(pos)))
         for t0 in range(0, len(keys), step):  # memory chunks of whole graphs, not a loop per graph
             f, g = F[t0:t0 + step, None], Fneg[t0:t0 + step, None]
-            O = np.where(before[None], f, g)  # (t, P, n, n)
-            adj = O >= 0  # NaN (pair not in both orders) gives no edge
+            out_i = np.where(before[None], f, g)  # (t, P, n, n)
+            adj = out_i >= 0  # NaN (pair not in both orders) gives no edge
             b, s = _cyclic(adj.reshape(-1, n, n))
             bad[t0:t0 + step] = b.reshape(len(f), -1).sum(axis=1)
             strict[t0:t0 + step] = s.reshape(len(f), -1).sum(axis=1)
