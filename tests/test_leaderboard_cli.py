@@ -1,0 +1,100 @@
+"""The leaderboard service and the leaderboard/compare commands on the shipped vicuna80 store."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+import choix
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine.__main__ import main
+from engine.cycles import cycle_counts
+from engine.graphs import build_stack
+from engine.leaderboard import leaderboard, leaderboard_from_stack
+from engine.rankers import RANKERS
+
+
+def run_cli(db, *args):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = main(["--db", str(db), *args])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_leaderboard_matches_choix_on_stored_verdicts(shipped_store):
+    board = leaderboard(shipped_store, "vicuna80", judge="gpt-4")
+    v = shipped_store.verdicts("vicuna80", judge="gpt-4")
+    st = build_stack(v)
+    W, T = st.win_tie_matrices()
+    ref = choix.ilsr_pairwise_dense(W + T / 2, tol=1e-12, max_iter=10_000)
+    ref = pd.Series(ref - ref.mean(), index=list(st.models))
+    np.testing.assert_allclose(board.scores.reindex(ref.index), ref, atol=1e-6)
+    t = board.table.set_index("model")
+    m = list(st.models)
+    np.testing.assert_array_equal(t.loc[m, "wins"].to_numpy(), W.sum(1))
+    np.testing.assert_array_equal(t.loc[m, "losses"].to_numpy(), W.sum(0))
+    np.testing.assert_array_equal(t.loc[m, "ties"].to_numpy(), T.sum(1))
+    assert board.params["judge"] == "gpt-4" and board.params["n_graphs"] == 80
+    assert list(board.table["rank"]) == sorted(board.table["rank"])
+
+
+def test_keep_k_ranks_exactly_the_k_lowest_scores(shipped_store):
+    v = shipped_store.verdicts("vicuna80", judge="gpt-4")
+    st = build_stack(v)
+    board = leaderboard_from_stack(st, keep_k=30, mu=0.5)
+    c = cycle_counts(st)
+    s = c["c3_bad"].to_numpy() + 0.5 * c["c4_bad"].to_numpy()
+    assert board.n_graphs == 30 and board.params["threshold"] == pytest.approx(np.sort(s)[29])
+    pos = st.keys.reset_index().merge(board.kept, on=["judge", "prompt_id", "variant", "turn"])["index"]
+    assert len(pos) == 30 and s[pos].max() <= np.sort(s)[29]
+    assert (s[np.setdiff1d(np.arange(st.T), pos)] >= np.sort(s)[29]).all()
+    # the ranking is the BT fit of exactly those graphs
+    W, T = st.win_tie_matrices(pos.to_numpy())
+    ref = choix.ilsr_pairwise_dense(W + T / 2, tol=1e-12, max_iter=10_000)
+    np.testing.assert_allclose(board.scores.reindex(list(st.models)), ref - ref.mean(), atol=1e-6)
+
+
+def test_every_ranker_runs_through_the_service(shipped_store):
+    for name in RANKERS:
+        board = leaderboard(shipped_store, "vicuna80", judge="claude", ranker=name)
+        assert len(board.table) == 5 and board.table["score"].notna().all(), name
+
+
+def test_cli_leaderboard_csv_with_bootstrap(shipped_db):
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--bootstrap", "50", "--seed", "3",
+                           "--format", "csv")
+    assert rc == 0, err
+    df = pd.read_csv(io.StringIO(out))
+    assert list(df.columns[:10]) == ["rank", "model", "score", "ci_low", "ci_high", "rank_low", "rank_high",
+                                     "wins", "losses", "ties"]
+    assert len(df) == 9 and (df["ci_low"] <= df["score"]).all() and (df["score"] <= df["ci_high"]).all()
+    rc2, out2, _ = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--bootstrap", "50", "--seed", "3",
+                           "--format", "csv")
+    assert out2 == out
+
+
+def test_cli_leaderboard_json_and_errors(shipped_db):
+    rc, out, _ = run_cli(shipped_db, "leaderboard", "--ranker", "davidson", "--judge", "bard", "--format", "json")
+    assert rc == 0 and len(json.loads(out)) == 5
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "nobody", "--format", "csv")
+    assert rc == 2 and out == "" and err.startswith("error: ") and err.count("\n") == 1
+    rc, _, err = run_cli(shipped_db, "leaderboard", "--keep-k", "0", "--format", "csv")
+    assert rc == 2 and "K must be" in err
+    rc, _, err = run_cli(shipped_db, "leaderboard", "--param", "solver", "--format", "csv")
+    assert rc == 2 and "key=value" in err
+
+
+def test_cli_compare_per_judge(shipped_db):
+    rc, out, err = run_cli(shipped_db, "compare", "--per-judge", "--ranker", "bt", "--format", "csv")
+    assert rc == 0, err
+    df = pd.read_csv(io.StringIO(out))
+    assert set(df["judge"]) == {"bard", "claude", "gpt-3.5-turbo", "gpt-4", "human", "vicuna-13b"}
+    assert ((df[["spearman", "kendall", "footrule", "chebyshev"]] >= 0).all().all())
+    assert ((df[["spearman", "kendall", "footrule", "chebyshev"]] <= 1).all().all())
+    assert set(df["n_shared"]) <= {5, 6}
+    rc, _, err = run_cli(shipped_db, "compare", "--reference-category", "nope", "--format", "csv")
+    assert rc == 2 and "no category 'nope'" in err

@@ -1,0 +1,64 @@
+"""Reference rankings: the shipped Arena files, dataset model mapping, and clear errors on bad files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.errors import LensError
+from engine.reference import (
+    DEFAULT_REFERENCE, REFERENCE_DIR, arena_category, load_mapping, load_reference, map_reference,
+    reference_for_dataset,
+)
+
+
+def test_shipped_json_full_and_categories():
+    full = load_reference()
+    raw = json.loads(DEFAULT_REFERENCE.read_text())
+    assert len(full) == len(raw["full"])
+    assert full["gpt-4-0314"] == pytest.approx(raw["full"]["gpt-4-0314"]["rating"])
+    assert full.is_monotonic_decreasing
+    coding = load_reference(category="coding")
+    assert coding["claude-1"] == pytest.approx(raw["coding"]["claude-1"]["rating"])
+
+
+def test_vicuna80_mapping_against_both_shipped_files():
+    js = reference_for_dataset("vicuna80")
+    assert list(js.index) == ["gpt4", "claude", "gpt35", "vicuna-13b", "guanaco-33b", "bard"]
+    assert sorted(js.attrs["unmapped"]) == ["guanaco-13b", "guanaco-65b", "guanaco-7b"]
+    csv = reference_for_dataset("vicuna80", path=REFERENCE_DIR / "lmsys_2024-06-19.csv")
+    assert csv["gpt4"] == 1186 and csv["bard"] == 1003  # GPT-4-0314, PaLM-Chat-Bison-001 rows
+    assert list(csv.index) == list(js.index)
+
+
+def test_mapped_models_missing_from_reference_are_listed(tmp_path):
+    p = tmp_path / "ref.json"
+    p.write_text(json.dumps({"full": {"gpt-4-0314": {"rating": 1200}, "claude-1": {"rating": 1100}}}))
+    s = map_reference(load_reference(p), load_mapping("vicuna80"))
+    assert list(s.index) == ["gpt4", "claude"]
+    assert "bard" in s.attrs["missing"]
+
+
+def test_bad_inputs_are_one_sentence_errors(tmp_path):
+    with pytest.raises(LensError, match="no category 'nope'"):
+        load_reference(category="nope")
+    with pytest.raises(LensError, match="does not exist"):
+        load_reference(tmp_path / "missing.json")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,arena_elo\nx,1000\ny,oops\n")
+    with pytest.raises(LensError, match="Line 3 .* non-numeric"):
+        load_reference(bad)
+    with pytest.raises(LensError, match="one overall ranking"):
+        load_reference(REFERENCE_DIR / "lmsys_2024-06-19.csv", category="coding")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(LensError, match="not valid JSON"):
+        load_reference(broken)
+    with pytest.raises(LensError, match="no model-name mapping"):
+        load_mapping("no_such_dataset")
+
+
+def test_category_mapping_uses_fallback_when_needed():
+    assert arena_category("vicuna80", "coding") == "coding"
+    assert arena_category("vicuna80", "generic") == "full"
