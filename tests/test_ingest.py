@@ -1,0 +1,282 @@
+"""Storing verdicts (engine/ingest.py) and the ``import`` / ``datasets`` commands, on a real
+on-disk DuckDB store: all-or-nothing, --skip-invalid, replace/append, rename, delete, export,
+and a property-style round trip file → store → Store.verdicts."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine.__main__ import main
+from engine.errors import LensError
+from engine.ingest import (
+    delete_dataset, export_verdicts, import_files, rename_dataset, store_report, validate_file,
+)
+from engine.schema import VERDICT_COLUMNS
+
+CONTENT = [c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")]
+GOOD_CSV = "prompt_id,model_a,model_b,winner\np1,x,y,A\np1,y,z,B\np2,x,z,tie\np2,x,y,error\n"
+BAD_CSV = "prompt_id,model_a,model_b,winner\np1,x,y,A\np1,y,y,B\np2,x,z,what\np3,x,z,tie\n"
+
+
+def count(store, table: str, dataset: str | None = None) -> int:
+    sql, params = f"SELECT count(*) FROM {table}", []
+    if dataset is not None:
+        sql += " WHERE dataset = ?"
+        params = [dataset]
+    return int(store.cursor().execute(sql, params).fetchone()[0])
+
+
+def log(store) -> pd.DataFrame:
+    return store.cursor().execute("SELECT * FROM import_log ORDER BY import_id").df()
+
+
+@pytest.fixture
+def cli_db(shipped_db, tmp_path):
+    """A store file that already went through first-use initialisation (a copy of the shipped one)."""
+    path = tmp_path / "cli.duckdb"
+    shutil.copy(shipped_db, path)
+    return path
+
+
+def write(tmp_path, name: str, text: str):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+# -- library -------------------------------------------------------------------------------------
+def test_store_report_writes_rows_and_log(empty_store, tmp_path):
+    rep = validate_file(write(tmp_path, "v.csv", GOOD_CSV), dataset="d")
+    res = store_report(empty_store, rep, "d")
+    assert (res.status, res.rows_read, res.rows_stored, res.rows_rejected, res.rows_invalid) == ("stored", 4, 4, 0, 1)
+    back = empty_store.verdicts("d")
+    assert back["winner"].tolist() == ["A", "B", "tie", "invalid"]
+    assert back["source_line"].tolist() == [2, 3, 4, 5]
+    assert empty_store.dataset_version("d") == res.version
+    lg = log(empty_store)
+    assert lg[["rows_read", "rows_stored", "rows_rejected", "rows_invalid", "status", "mode"]].values.tolist() == [
+        [4, 4, 0, 1, "stored", "all-or-nothing"]]
+
+
+def test_all_or_nothing_stores_nothing(empty_store, tmp_path):
+    store_report(empty_store, validate_file(write(tmp_path, "g.csv", GOOD_CSV), dataset="d"), "d")
+    before = (count(empty_store, "verdicts"), empty_store.dataset_version("d"))
+    res = store_report(empty_store, validate_file(write(tmp_path, "b.csv", BAD_CSV), dataset="d"), "d")
+    # lines 3-4 are bad; line 2 repeats a verdict already stored by the first import
+    assert res.status == "refused" and res.rows_stored == 0 and res.rows_rejected == 3
+    assert sorted(res.report.rejected["source_line"]) == [2, 3, 4]
+    assert (count(empty_store, "verdicts"), empty_store.dataset_version("d")) == before
+    assert log(empty_store)["status"].tolist() == ["stored", "refused"]
+    # a new dataset is not created by a refused import either
+    store_report(empty_store, validate_file(write(tmp_path, "b2.csv", BAD_CSV), dataset="e"), "e")
+    assert not empty_store.has_dataset("e")
+
+
+def test_skip_invalid_accounting(empty_store, tmp_path):
+    rep = validate_file(write(tmp_path, "b.csv", BAD_CSV), dataset="d")
+    res = store_report(empty_store, rep, "d", skip_invalid=True)
+    assert res.status == "stored"
+    assert res.rows_read == res.rows_stored + res.rows_rejected == 4
+    assert count(empty_store, "verdicts", "d") == res.rows_stored == 2
+    assert sorted(res.report.rejected["source_line"]) == [3, 4]
+
+
+def test_replace_and_append(empty_store, tmp_path):
+    first = store_report(empty_store, validate_file(write(tmp_path, "g.csv", GOOD_CSV), dataset="d"), "d")
+    more = "prompt_id,model_a,model_b,winner\np9,x,y,B\np9,y,z,A\n"
+    app = store_report(empty_store, validate_file(write(tmp_path, "m.csv", more), dataset="d"), "d")
+    assert app.status == "stored" and app.version > first.version
+    assert count(empty_store, "verdicts", "d") == 6
+    # appending rows identical to stored ones is refused, naming where the stored row came from
+    again = store_report(empty_store, validate_file(tmp_path / "m.csv", dataset="d"), "d")
+    assert again.status == "refused" and count(empty_store, "verdicts", "d") == 6
+    assert all("already stored in dataset 'd'" in s and "m.csv line" in s for s in again.report.sentences())
+    rep = store_report(empty_store, validate_file(tmp_path / "m.csv", dataset="d"), "d", replace=True)
+    assert rep.status == "stored" and rep.version > app.version
+    assert sorted(empty_store.verdicts("d")["prompt_id"]) == ["p9", "p9"]
+
+
+def test_texts_are_stored_and_replaced(empty_store, tmp_path):
+    text = "prompt_id,model_a,model_b,winner,question,answer_a,answer_b\np1,x,y,A,Why?,ax,ay\n"
+    store_report(empty_store, validate_file(write(tmp_path, "t.csv", text), dataset="d"), "d")
+    assert empty_store.prompt_texts("d")[["prompt_id", "text"]].values.tolist() == [["p1", "Why?"]]
+    assert empty_store.answer_texts("d")[["model", "text"]].values.tolist() == [["x", "ax"], ["y", "ay"]]
+    store_report(empty_store, validate_file(write(tmp_path, "u.csv", "prompt_id,model_a,model_b,winner\nq,x,y,A\n"),
+                                            dataset="d"), "d", replace=True)
+    assert count(empty_store, "prompts", "d") == 0 and count(empty_store, "answers", "d") == 0
+
+
+def test_file_level_error_is_logged(empty_store, tmp_path):
+    with pytest.raises(LensError, match="has no winner column"):
+        import_files(empty_store, [write(tmp_path, "x.csv", "prompt_id,model_a,model_b\n1,x,y\n")], "d")
+    lg = log(empty_store)
+    assert lg["status"].tolist() == ["refused"] and "has no winner column" in lg["detail"].iloc[0]
+
+
+def test_rename_delete_and_versions(empty_store, tmp_path):
+    r = store_report(empty_store, validate_file(write(tmp_path, "g.csv", GOOD_CSV), dataset="d"), "d")
+    v = rename_dataset(empty_store, "d", "e")
+    assert v > r.version and not empty_store.has_dataset("d") and count(empty_store, "verdicts", "e") == 4
+    with pytest.raises(LensError, match="no dataset named 'd'"):
+        rename_dataset(empty_store, "d", "f")
+    store_report(empty_store, validate_file(tmp_path / "g.csv", dataset="d"), "d")
+    with pytest.raises(LensError, match="already exists"):
+        rename_dataset(empty_store, "d", "e")
+    assert delete_dataset(empty_store, "e") == 4
+    assert count(empty_store, "verdicts", "e") == 0 and not empty_store.has_dataset("e")
+    # re-creating a deleted name never reuses a version (cache keys stay unambiguous)
+    again = store_report(empty_store, validate_file(tmp_path / "g.csv", dataset="e"), "e")
+    assert again.version > v
+
+
+def random_verdicts(seed: int, n: int = 60) -> pd.DataFrame:
+    """A random valid verdict table (distinct rows) in the canonical import format."""
+    rng = np.random.default_rng(seed)
+    models = ["m-1", "m,2", "m 3", "m\"4", "ünï"]
+    rows = []
+    for i in range(n):
+        a, b = rng.choice(len(models), size=2, replace=False)
+        rows.append({
+            "judge": str(rng.choice(["j1", "j2"])),
+            "prompt_id": f"q{i}",
+            "variant": int(rng.integers(0, 3)),
+            "turn": int(rng.integers(1, 3)),
+            "category": None if rng.random() < 0.3 else str(rng.choice(["math", "code, misc"])),
+            "model_a": models[a], "model_b": models[b],
+            "winner": str(rng.choice(["A", "B", "tie", "error"])),
+            "order": None if rng.random() < 0.3 else str(rng.choice(["AB", "BA"])),
+            "prob_a": None if rng.random() < 0.4 else float(np.round(rng.random(), 6)),
+            "annotator": None if rng.random() < 0.5 else f"a{int(rng.integers(0, 4))}",
+            "explanation": None if rng.random() < 0.3 else f"line one\nline \"two\", {i}",
+        })
+    return pd.DataFrame(rows)
+
+
+def expected_frame(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.copy()
+    out["winner"] = out["winner"].replace({"error": "invalid"})
+    out["variant_kind"] = np.where(out["variant"] == 0, "original", "paraphrase")
+    return out[CONTENT].astype(object).where(out[CONTENT].notna(), None).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_round_trip(empty_store, tmp_path, seed, fmt):
+    df = random_verdicts(seed)
+    path = tmp_path / f"v.{fmt}"
+    if fmt == "csv":
+        df.to_csv(path, index=False)
+    elif fmt == "jsonl":
+        path.write_text("\n".join(json.dumps({k: v for k, v in r.items() if v is not None}) for r in
+                                  df.astype(object).where(df.notna(), None).to_dict("records")) + "\n")
+    else:
+        df.to_parquet(path, index=False)
+    res = import_files(empty_store, [path], "rt")
+    assert res.status == "stored" and res.rows_stored == len(df)
+    got = empty_store.verdicts("rt")[CONTENT]
+    got = got.astype(object).where(got.notna(), None)
+    pd.testing.assert_frame_equal(got, expected_frame(df), check_dtype=False)
+    # export → import into another dataset gives the same verdicts back
+    out = tmp_path / f"out.{fmt}"
+    export_verdicts(empty_store, "rt", out, fmt)
+    import_files(empty_store, [out], "rt2")
+    again = empty_store.verdicts("rt2")[CONTENT]
+    pd.testing.assert_frame_equal(again.astype(object).where(again.notna(), None), got, check_dtype=False)
+
+
+def test_export_to_buffer(empty_store, tmp_path):
+    store_report(empty_store, validate_file(write(tmp_path, "g.csv", GOOD_CSV), dataset="d"), "d")
+    buf = io.StringIO()
+    assert export_verdicts(empty_store, "d", buf, "csv") == 4
+    back = pd.read_csv(io.StringIO(buf.getvalue()))
+    assert back["winner"].tolist() == ["A", "B", "tie", "error"]
+    with pytest.raises(LensError, match="Cannot export as 'xml'"):
+        export_verdicts(empty_store, "d", buf, "xml")
+
+
+# -- command line --------------------------------------------------------------------------------
+def test_cli_import_refused(cli_db, tmp_path, capsys):
+    path = write(tmp_path, "bad.csv", BAD_CSV)
+    rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "mine"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert err == [
+        f"{path} line 3: model_a and model_b are the same model (y).",
+        f"{path} line 4: winner value 'what' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error.",
+        "error: 2 of 4 rows were rejected, so nothing was stored "
+        "(fix them, or use --skip-invalid to store the others).",
+    ]
+    from engine.store import Store
+    with Store(cli_db) as s:
+        assert not s.has_dataset("mine")
+        assert log(s)["status"].tolist()[-1] == "refused"
+
+
+def test_cli_import_skip_invalid_writes_rejected(cli_db, tmp_path, capsys):
+    path = write(tmp_path, "bad.csv", BAD_CSV)
+    rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "mine", "--skip-invalid"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert out[0] == "read 4 = stored 2 + rejected 2 (invalid judge outputs stored: 0)"
+    rej = pd.read_csv(f"{path}.rejected.csv")
+    assert rej["source_line"].tolist() == [3, 4]
+    assert rej[["model_a", "model_b", "winner"]].values.tolist() == [["y", "y", "B"], ["x", "z", "what"]]
+    custom = tmp_path / "r.csv"
+    rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "other", "--skip-invalid",
+               "--rejected", str(custom)])
+    assert rc == 0 and len(pd.read_csv(custom)) == 2
+
+
+def test_cli_datasets_list_rename_export_delete(cli_db, tmp_path, capsys):
+    path = write(tmp_path, "g.csv", GOOD_CSV)
+    assert main(["--db", str(cli_db), "import", str(path), "--dataset", "mine"]) == 0
+    assert "read 4 = stored 4 + rejected 0 (invalid judge outputs stored: 1)" in capsys.readouterr().out
+    assert main(["--db", str(cli_db), "datasets", "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    mine = table.set_index("name").loc["mine"]
+    assert (mine["verdicts"], mine["invalid"], mine["judges"], mine["models"], mine["prompts"]) == (4, 1, 1, 3, 2)
+    assert main(["--db", str(cli_db), "datasets", "rename", "mine", "yours"]) == 0
+    out = tmp_path / "e.jsonl"
+    assert main(["--db", str(cli_db), "datasets", "export", "yours", str(out)]) == 0
+    assert [json.loads(x)["winner"] for x in out.read_text().splitlines()] == ["A", "B", "tie", "error"]
+    assert main(["--db", str(cli_db), "datasets", "delete", "yours"]) == 0
+    capsys.readouterr()
+    assert main(["--db", str(cli_db), "datasets", "delete", "yours"]) == 2
+    assert "no dataset named 'yours'" in capsys.readouterr().err
+
+
+def test_cli_import_review_folder_with_names(cli_db, tmp_path, capsys):
+    d = tmp_path / "reviews"
+    d.mkdir()
+    rows = [{"review_id": str(i), "question_id": i, "reviewer_id": 1, "text": "t", "score": s}
+            for i, s in enumerate([1, 2, 3, -1], start=1)]
+    for a, b in (("x", "y"), ("y", "x")):
+        (d / f"answer_{a}-vs-answer_{b}-gpt4-reviewer_threeclass.jsonl").write_text(
+            "\n".join(json.dumps(r) for r in rows) + "\n")
+    files = sorted(map(str, d.glob("*.jsonl")))
+    rc = main(["--db", str(cli_db), "import", *files, "--dataset", "rev", "--judge-name", "gpt4=gpt-4",
+               "--model-name", "x=model-x"])
+    assert rc == 0
+    assert "read 8 = stored 8 + rejected 0 (invalid judge outputs stored: 2)" in capsys.readouterr().out
+    from engine.store import Store
+    with Store(cli_db) as s:
+        v = s.verdicts("rev")
+    assert set(v["judge"]) == {"gpt-4"} and set(v["model_a"]) == {"model-x", "y"}
+    assert v.groupby("model_a")["winner"].apply(list).to_dict() == {
+        "model-x": ["A", "B", "tie", "invalid"], "y": ["A", "B", "tie", "invalid"]}
+
+
+def test_cli_bad_arguments(cli_db, tmp_path, capsys):
+    path = write(tmp_path, "g.csv", GOOD_CSV)
+    assert main(["--db", str(cli_db), "import", str(path), "--dataset", "m", "--map", "nonsense"]) == 2
+    assert "--map 'nonsense' is not of the form OLD=NEW" in capsys.readouterr().err
+    assert main(["--db", str(cli_db), "import", str(tmp_path / "nope.csv"), "--dataset", "m"]) == 2
+    assert "There is no file" in capsys.readouterr().err
+    assert main(["--db", str(cli_db), "datasets", "export", "vicuna80", str(tmp_path / "x.xml")]) == 2
+    assert "Cannot tell the export format" in capsys.readouterr().err
