@@ -15,7 +15,12 @@ import pytest
 from engine.__main__ import main
 from engine.errors import LensError
 from engine.ingest import (
-    delete_dataset, export_verdicts, import_files, rename_dataset, store_report, validate_file,
+    delete_dataset,
+    export_verdicts,
+    import_files,
+    rename_dataset,
+    store_report,
+    validate_file,
 )
 from engine.schema import VERDICT_COLUMNS
 
