@@ -56,26 +56,33 @@ def _square(a: np.ndarray) -> np.ndarray:
     return np.matmul(f, f)
 
 
-def _trace_terms(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(tr(A³), tr(A⁴)) per graph as float64, from one batched float32 product A².
+def _trace_terms(a: np.ndarray, symmetric: bool = False) -> tuple[np.ndarray, ...]:
+    """(tr(A³), tr(A⁴), Σ_v d_v, Σ_v d_v²) per graph as float64, from one batched float32 A².
 
-    Graphs without a single edge are skipped (their traces are 0): for the tie matrix B this
-    leaves out most of a typical stack at no cost.
+    Graphs without a single edge are skipped (their terms are 0): for the tie matrix B this
+    leaves out most of a typical stack at no cost. For a symmetric 0/1 matrix (B) the diagonal
+    of B² is the degree vector d (returned summed and squared-summed; zeros when not symmetric),
+    and the traces read B² row-wise.
     """
     T, n = a.shape[0], a.shape[1]
-    tr3, tr4 = np.zeros(T), np.zeros(T)
+    tr3, tr4, sum_d, sum_d2 = np.zeros(T), np.zeros(T), np.zeros(T), np.zeros(T)
     live = np.flatnonzero(a.any(axis=(1, 2)))
     if live.size == 0:
-        return tr3, tr4
+        return tr3, tr4, sum_d, sum_d2
     f = (a if live.size == T else a[live]).astype(np.float32)
     a2 = np.matmul(f, f)
     # Every partial sum is an integer no larger than the closed-walk count n(n−1)^(k−1); float32
     # holds those exactly below 2^24, so accumulate in float32 while that bound allows.
     acc3 = np.float32 if n * (n - 1) ** 2 < 2**24 else np.float64
     acc4 = np.float32 if n * (n - 1) ** 3 < 2**24 else np.float64
-    tr3[live] = np.einsum("tij,tji->t", a2, f, dtype=acc3)
-    tr4[live] = np.einsum("tij,tji->t", a2, a2, dtype=acc4)
-    return tr3, tr4
+    spec = "tij,tij->t" if symmetric else "tij,tji->t"  # contiguous reads when Aᵀ = A
+    tr3[live] = np.einsum(spec, a2, f, dtype=acc3)
+    tr4[live] = np.einsum(spec, a2, a2, dtype=acc4)
+    if symmetric:
+        d = np.diagonal(a2, axis1=1, axis2=2).astype(np.float64)
+        sum_d[live] = d.sum(axis=1)
+        sum_d2[live] = (d * d).sum(axis=1)
+    return tr3, tr4, sum_d, sum_d2
 
 
 def _to_int(x: np.ndarray) -> np.ndarray:
@@ -90,10 +97,9 @@ def cycle_counts_arrays(adj: np.ndarray) -> dict[str, np.ndarray]:
     """
     a = as_adjacency(adj)
     b = a & a.swapaxes(1, 2)
-    d = b.sum(axis=2, dtype=np.int64)
-    deg_term = 2 * (d * d).sum(axis=1) - d.sum(axis=1)
-    tr3, tr4 = _trace_terms(a)
-    tr3b, tr4b = _trace_terms(b)
+    tr3, tr4, _, _ = _trace_terms(a)
+    tr3b, tr4b, sum_d, sum_d2 = _trace_terms(b, symmetric=True)  # d_v = (B²)_vv
+    deg_term = 2 * sum_d2 - sum_d
     c3 = _to_int(tr3 / 3.0)
     c4 = _to_int((tr4 - deg_term) / 4.0)
     c3t = _to_int(tr3b / 3.0)
