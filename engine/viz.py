@@ -190,7 +190,7 @@ class CycleOverview:
 
 def inspector_link(dataset: str, judge: str, prompt_id: str, variant: int) -> str:
     """A relative URL that opens the inspector on one graph (a fresh session reads it too)."""
-    return "inspector?" + urlencode({"dataset": dataset, "judge": judge, "prompt_id": prompt_id, "variant": int(variant)})
+    return "prompt-inspector?" + urlencode({"dataset": dataset, "judge": judge, "prompt_id": prompt_id, "variant": int(variant)})
 
 
 def category_participation(stack, vertex_bad: np.ndarray) -> pd.DataFrame:
@@ -262,3 +262,77 @@ def denoised_view(stack) -> dict[str, tuple[np.ndarray, list[tuple[str, str]]]]:
             removed = [(stack.models[i], stack.models[j]) for i, j in np.argwhere(gone)]
         out[label] = (adj, removed)
     return out
+
+
+@dataclass(frozen=True)
+class JudgeOverview:
+    """Everything the Judges page shows for one dataset (optionally one category).
+
+    ``kappa_matrix``: judge × judge Cohen's κ on shared items (1 on the diagonal);
+    ``agreement``: the pairwise table (items, raw agreement, κ; per category when asked);
+    ``position``: order consistency, first-position win rates, McNemar per judge (and category);
+    ``transitivity``: PNT, SNTD, ρ_non-trans, τ per judge (and category).
+    """
+
+    judges: tuple[str, ...]
+    kappa_matrix: pd.DataFrame
+    agreement: pd.DataFrame
+    position: pd.DataFrame
+    transitivity: pd.DataFrame
+    worst_pnt: str
+    worst_position: str
+
+
+def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> JudgeOverview:
+    """Agreement, position bias and non-transitivity of every judge in ``verdicts``/``stack``."""
+    from .diagnostics.agreement import agreement
+    from .diagnostics.entropy import entropy_summary
+    from .diagnostics.nontransitivity import pnt_summary
+    from .diagnostics.position import position_table
+    from .diagnostics.sntd import sntd_summary
+
+    by = ("judge", "category") if by_category else ("judge",)
+    judges = tuple(sorted(verdicts["judge"].dropna().astype(str).unique()))
+    overall = agreement(verdicts)
+    mat = pd.DataFrame(np.eye(len(judges)), index=list(judges), columns=list(judges))
+    for j1, j2, k in overall[["judge_1", "judge_2", "kappa"]].itertuples(index=False):
+        mat.loc[j1, j2] = mat.loc[j2, j1] = k
+    table = agreement(verdicts, by_category=True) if by_category else overall
+    position = position_table(verdicts, by=by)
+    trans = pnt_summary(stack, by)
+    trans = trans.merge(sntd_summary(stack, by), on=list(by), how="left")
+    trans = trans.merge(entropy_summary(stack, by).drop(columns=["graphs"]), on=list(by), how="left")
+    per_judge = pnt_summary(stack)
+    worst_pnt = str(per_judge.sort_values("pnt").iloc[-1]["judge"]) if len(per_judge) else "—"
+    rate_col = "first_win_rate"
+    pos_j = position_table(verdicts) if by_category else position
+    if rate_col in pos_j.columns and pos_j[rate_col].notna().any():
+        worst_position = str(pos_j.loc[(pos_j[rate_col] - 0.5).abs().idxmax(), "judge"])
+    else:
+        worst_position = "—"
+    return JudgeOverview(judges, mat, table, position, trans, worst_pnt, worst_position)
+
+
+def nb_fit_frame(counts: np.ndarray) -> tuple[pd.DataFrame | None, str]:
+    """Negative binomial fit of per-graph cycle counts (paper 003) as expected graphs per count.
+
+    Returns (frame with ``k`` and ``expected`` = number of graphs × NB pmf(k), caption naming the fit
+    and how it compares with a Poisson by AIC), or (None, why) when the counts cannot be fitted.
+    """
+    from scipy import stats
+
+    from .diagnostics.cycle_stats import fit_counts
+    from .errors import LensError
+
+    x = np.asarray(counts, dtype=np.int64)
+    try:
+        fit = fit_counts(x)
+    except LensError as exc:
+        return None, str(exc)
+    k = np.arange(int(x.max()) + 1)
+    frame = pd.DataFrame({"k": k, "expected": x.size * stats.nbinom.pmf(k, fit.nb_n, fit.nb_p)})
+    caption = (
+        f"Negative binomial MLE: n = {fit.nb_n:.3g}, p = {fit.nb_p:.3g} (mean {fit.mean:.2f}, variance "
+        f"{fit.variance:.2f}); AIC {fit.nb_aic:.1f} vs Poisson {fit.poisson_aic:.1f}; R² of the CDF {fit.nb_r2:.3f}."
+    )
+    return frame, caption

@@ -96,4 +96,4 @@ def test_cycle_overview_matches_bruteforce():
         expect = (on_bad[sel] & present[sel]).sum(axis=0) / present[sel].sum(axis=0)
         assert np.allclose(ov.category_rates.loc[c].to_numpy(), expect)
     assert category_participation(stack, on_bad.astype(int)).shape == (2, n)
-    assert ov.graphs["link"].iloc[0].startswith("inspector?dataset=d&judge=j&prompt_id=")
+    assert ov.graphs["link"].iloc[0].startswith("prompt-inspector?dataset=d&judge=j&prompt_id=")

@@ -1,0 +1,88 @@
+"""Cycles: where the bad triads are — per model pair, per category and model, per graph."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.errors import LensError
+from engine.truncation import truncation_scores
+from pages._lens import current, cycle_overview, show_error
+
+st.title("🔁 Cycles")
+st.caption(
+    "A bad triad is three models whose verdicts admit no order: a strict cycle a>b>c>a or a tie "
+    "contradiction such as a~b, b~c, a>c (paper 001, App. B.1). Bad 4-cycles are counted as in "
+    "paper 000, App. A.2."
+)
+ch = current()
+try:
+    ov = cycle_overview(ch.key)
+except LensError as exc:
+    show_error(exc)
+    st.stop()
+
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Graphs", ov.n_graphs)
+c2.metric("Graphs with a bad triad", f"{ov.share_cyclic:.0%}")
+c3.metric("Bad triads in all", ov.total_bad_triads)
+c4.metric("Mean bad 4-cycles per graph", f"{ov.mean_c4_bad:.2f}")
+
+
+def heatmap(frame, title, colorbar, fmt):
+    fig = go.Figure(go.Heatmap(
+        z=frame.to_numpy(), x=[str(c) for c in frame.columns], y=[str(i) for i in frame.index],
+        colorscale="Reds", colorbar={"title": colorbar}, hovertemplate=f"%{{y}} × %{{x}}: %{{z:{fmt}}}<extra></extra>",
+    ))
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=420, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+h1, h2 = st.columns(2)
+h1.plotly_chart(heatmap(ov.per_pair, "Bad triads containing each pair", "triads", ".0f"), width="stretch")
+h2.plotly_chart(
+    heatmap(ov.category_rates, "Share of graphs where the model is on a bad triad", "share", ".2f"),
+    width="stretch",
+)
+
+st.subheader("Distribution of bad cycles per graph")
+d1, d2 = st.columns(2)
+for col, name, fit in ((d1, "c3_bad", ov.nb_c3), (d2, "c4_bad", ov.nb_c4)):
+    counts = ov.graphs[name]
+    hist = counts.value_counts().sort_index()
+    fig = go.Figure(go.Bar(x=hist.index, y=hist.to_numpy(), name="graphs", marker_color="#3b5bdb"))
+    if fit is not None:
+        fig.add_trace(go.Scatter(x=fit["k"], y=fit["expected"], mode="lines+markers", name="negative binomial fit",
+                                 line={"color": "#e03131"}))
+    fig.update_layout(
+        title={"text": f"{name} per graph", "font": {"size": 14}}, height=320, bargap=0.1,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis_title=name, yaxis_title="graphs",
+        legend={"orientation": "h", "y": -0.25},
+    )
+    col.plotly_chart(fig, width="stretch")
+    if fit is not None:
+        col.caption(ov.nb_caption[name])
+
+st.subheader("Graphs by truncation score")
+mu = st.select_slider("μ in S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ", options=[0.01, 0.1, 0.316, 1.0, 3.16, 10.0, 100.0], value=1.0, key="cycles_mu")
+table = ov.graphs.assign(s_mu=truncation_scores(ov.graphs, mu)).sort_values(
+    ["s_mu", "prompt_id"], ascending=[False, True]
+)
+table["inspect"] = table["link"]
+st.dataframe(
+    table.drop(columns=["link"]), hide_index=True, width="stretch", height=360,
+    column_config={"inspect": st.column_config.LinkColumn("inspect", display_text="open ↗")},
+)
+pick = st.selectbox(
+    "Open a graph in the inspector", range(len(table)), key="cycles_pick",
+    format_func=lambda i: f"prompt {table.iloc[i]['prompt_id']} · variant {table.iloc[i]['variant']} · "
+    f"{table.iloc[i]['judge']} · S_mu={table.iloc[i]['s_mu']:g}",
+)
+if st.button("Open in the inspector", key="cycles_open"):
+    row = table.iloc[pick]
+    st.session_state["insp_prompt"] = str(row["prompt_id"])
+    st.session_state["insp_variant"] = int(row["variant"])
+    st.session_state["insp_judge"] = str(row["judge"])
+    st.switch_page("pages/4_inspector.py")
+st.caption(f"{ch.caption()} · S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ with μ={mu:g}; highest first")

@@ -1,0 +1,85 @@
+"""Shared by the AppTest tests: the app on a temp store, caches cleared, independent recomputations.
+
+The app reads its store from $LENS_DB; every test points it at a temp on-disk DuckDB file. The
+helpers here recompute the numbers the pages show from the raw verdict rows with plain pandas and
+networkx (not the engine), so a page test fails when a page shows the wrong thing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import networkx as nx
+import pandas as pd
+import pytest
+from conftest import REPO
+
+
+def new_app(db: Path, monkeypatch: pytest.MonkeyPatch):
+    """A fresh AppTest of app.py on store ``db``, with every Streamlit cache emptied."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("LENS_DB", str(db))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
+    at.run()
+    return at
+
+
+@pytest.fixture
+def app(shipped_db: Path, monkeypatch: pytest.MonkeyPatch):
+    return new_app(shipped_db, monkeypatch)
+
+
+def assert_clean(at) -> None:
+    """No exception and no error box on the page."""
+    assert [e.message for e in at.exception] == []
+    assert [e.value for e in at.error] == []
+
+
+def combined_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Per graph and unordered pair, the combined outcome by plurality (equal counts → tie).
+
+    Columns: judge, prompt_id, variant, turn, lo, hi, outcome in {'lo', 'hi', 'tie'}.
+    Written with plain pandas, independently of engine.graphs.
+    """
+    v = verdicts[verdicts["winner"] != "invalid"].copy()
+    v["lo"] = v[["model_a", "model_b"]].min(axis=1)
+    v["hi"] = v[["model_a", "model_b"]].max(axis=1)
+    winner_name = v["model_a"].where(v["winner"] == "A", v["model_b"].where(v["winner"] == "B", "~tie"))
+    v["vote"] = winner_name.where(winner_name == "~tie", winner_name.eq(v["lo"]).map({True: "lo", False: "hi"}))
+    v.loc[v["vote"] == "~tie", "vote"] = "tie"
+    counts = v.groupby(["judge", "prompt_id", "variant", "turn", "lo", "hi", "vote"]).size().unstack(fill_value=0)
+    for c in ("lo", "hi", "tie"):
+        if c not in counts:
+            counts[c] = 0
+    top = counts[["lo", "hi", "tie"]].max(axis=1)
+    n_top = (counts[["lo", "hi", "tie"]].to_numpy() == top.to_numpy()[:, None]).sum(axis=1)
+    outcome = counts[["lo", "hi", "tie"]].idxmax(axis=1).where(n_top == 1, "tie")
+    return outcome.rename("outcome").reset_index()
+
+
+def graph_digraph(pairs: pd.DataFrame) -> nx.DiGraph:
+    """networkx DiGraph of one graph's combined outcomes (a tie is two reciprocal edges)."""
+    g = nx.DiGraph()
+    for lo, hi, out in pairs[["lo", "hi", "outcome"]].itertuples(index=False):
+        if out in ("lo", "tie"):
+            g.add_edge(lo, hi)
+        if out in ("hi", "tie"):
+            g.add_edge(hi, lo)
+    return g
+
+
+def bad_triads_bruteforce(g: nx.DiGraph) -> set[frozenset[str]]:
+    """Triples carrying a directed 3-cycle that is not made of ties only (enumerated, no algebra)."""
+    bad = set()
+    for a, b, c in itertools.combinations(sorted(g.nodes), 3):
+        for x, y, z in ((a, b, c), (a, c, b)):
+            if g.has_edge(x, y) and g.has_edge(y, z) and g.has_edge(z, x):
+                all_tie = g.has_edge(y, x) and g.has_edge(z, y) and g.has_edge(x, z)
+                if not all_tie:
+                    bad.add(frozenset((a, b, c)))
+    return bad
