@@ -20,7 +20,7 @@ from scipy import sparse
 from .errors import LensError
 from .graphs import DEFAULT_POLICY, GraphStack
 from .rankers import rank
-from .rankers.base import ranks_from_scores_batch
+from .rankers.base import ranks_from_scores_batch, single_thread_blas
 from .rankers.bt import fit_bt_batch_info
 from .rankers.counts import VerdictCounts, verdict_counts
 
@@ -107,7 +107,8 @@ def bootstrap(
     batched = ranker == "bt" and not params.get("soft", False) and params.get("scale", "log") == "log"
     if batched:
         bt_params = {k: v for k, v in params.items() if k in ("solver", "alpha", "on_degenerate")}
-        samples, n_reg = _bt_batched(stack, B, rng, unit, bt_params)
+        with single_thread_blas():
+            samples, n_reg = _bt_batched(stack, B, rng, unit, bt_params)
         method = "batched: multinomial graph weights, one matrix product, one batched Newton fit"
     else:
         weights = graph_weights(stack, B, rng, unit)
@@ -158,7 +159,7 @@ def bootstrap_bt_verdicts(
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(int(mult.sum()), mult / mult.sum(), size=B)
     wb = np.asarray((mat.T @ sparse.csr_matrix(counts.T.astype(np.float64))).T.todense())
-    fit = fit_bt_batch_info(wb.reshape(B, vc.n, vc.n), **params)
+    fit = fit_bt_batch_info(wb.reshape(B, vc.n, vc.n), **params)  # one batched Newton fit for all B
     return BootstrapResult(
         "bt", vc.models, int(B), int(seed), float(level), fit.scores, ranks_from_scores_batch(fit.scores),
         "batched over distinct graph patterns (verdict table)", int(fit.regularised.sum()),

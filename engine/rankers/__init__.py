@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..errors import LensError
 from ..graphs import GraphStack
 from . import bt, davidson, elo, elspr, kemeny, majority, pged, rank_centrality, simple  # noqa: F401 - registers
-from .base import RANKER_HELP, RANKERS, RankResult, ranks_from_scores
+from .base import RANKER_HELP, RANKERS, RankResult, ranks_from_scores, single_thread_blas
 
 
 def rank(stack: GraphStack, ranker: str = "bt", **params) -> RankResult:
@@ -18,7 +18,8 @@ def rank(stack: GraphStack, ranker: str = "bt", **params) -> RankResult:
     if fn is None:
         raise LensError(f"Unknown ranker {ranker!r}; choose one of {', '.join(sorted(RANKERS))}.")
     try:
-        return fn(stack, **params)
+        with single_thread_blas():
+            return fn(stack, **params)
     except TypeError as exc:
         if "unexpected keyword" in str(exc):
             raise LensError(f"The {ranker} ranker does not take that parameter ({exc}).") from None

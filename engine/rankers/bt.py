@@ -20,7 +20,9 @@ import numpy as np
 
 from ..errors import LensError
 from ..graphs import GraphStack
-from .base import RankResult, centred, check_stack, register, series, strongly_connected_batch
+from .base import (
+    RankResult, centred, check_stack, register, series, single_thread_blas, strongly_connected_batch,
+)
 
 DEFAULT_ALPHA = 0.1
 ELO_FACTOR = 400.0 / np.log(10.0)
@@ -76,35 +78,33 @@ def newton_batch(w: np.ndarray, tol: float = 1e-10, max_iter: int = 200) -> tupl
     wins = w.sum(axis=2)
     total = np.maximum(n_ij.sum(axis=(1, 2)) / 2.0, 1e-300)
     ones = np.full((n, n), 1.0 / n)
-    ll = _loglik(theta, w)
+    ll = -np.log(2.0) * w.sum(axis=(1, 2))  # log-likelihood at theta = 0
     converged = np.zeros(B, dtype=bool)
+    idx = np.arange(n)
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 - iterations are reported
         d = theta[:, :, None] - theta[:, None, :]
         p = 0.5 * (1.0 + np.tanh(0.5 * d))  # sigmoid without overflow
         grad = wins - (n_ij * p).sum(axis=2)
-        conv = np.abs(grad).max(axis=1) <= tol * total
-        converged |= conv
+        converged |= np.abs(grad).max(axis=1) <= tol * total
         if converged.all():
             break
-        c = n_ij * p * p.swapaxes(1, 2)
-        lap = -c
-        idx = np.arange(n)
-        lap[:, idx, idx] = c.sum(axis=2)
+        lap = n_ij * p * p.swapaxes(1, 2)
+        lap *= -1.0
+        lap[:, idx, idx] = -lap.sum(axis=2)
         step = np.linalg.solve(lap + ones, grad[:, :, None])[:, :, 0]
         step[converged] = 0.0
         # Backtracking: halve the step where the likelihood would not increase (concave objective).
         scale = np.ones(B)
         for _ in range(30):
-            cand = theta + scale[:, None] * step
-            ll_c = _loglik(cand, w)
+            ll_c = _loglik(theta + scale[:, None] * step, w)
             worse = (ll_c < ll - 1e-12 * np.abs(ll)) & ~converged
             if not worse.any():
                 break
             scale[worse] *= 0.5
-        theta = centred(theta + scale[:, None] * step)
-        ll = _loglik(theta, w)
-    return theta, it, converged
+        theta = theta + scale[:, None] * step
+        ll = np.where(converged, ll, ll_c)
+    return centred(theta), it, converged
 
 
 def mm_batch(w: np.ndarray, tol: float = 1e-10, max_iter: int = 100_000) -> tuple[np.ndarray, int, np.ndarray]:
@@ -137,13 +137,14 @@ def fit_bt_batch_info(
     max_iter: int | None = None,
 ) -> BatchFit:
     """Batched half-tie BT with diagnostics: which fits were regularised, iterations, convergence."""
-    w, bad = regularise(wtilde, alpha, on_degenerate)
-    if solver == "newton":
-        theta, it, conv = newton_batch(w, tol=tol, max_iter=max_iter or 200)
-    elif solver == "mm":
-        theta, it, conv = mm_batch(w, tol=tol, max_iter=max_iter or 100_000)
-    else:
+    if solver not in ("newton", "mm"):
         raise LensError(f"Unknown Bradley-Terry solver {solver!r}; choose newton or mm.")
+    with single_thread_blas():
+        w, bad = regularise(wtilde, alpha, on_degenerate)
+        if solver == "newton":
+            theta, it, conv = newton_batch(w, tol=tol, max_iter=max_iter or 200)
+        else:
+            theta, it, conv = mm_batch(w, tol=tol, max_iter=max_iter or 100_000)
     return BatchFit(theta, it, conv, bad)
 
 

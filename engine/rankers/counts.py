@@ -62,38 +62,52 @@ def _codes(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray, tuple[st
     return ca.astype(np.int64), cb.astype(np.int64), models
 
 
-def _graph_ids(v: pd.DataFrame) -> np.ndarray:
+def _graph_ids(v: pd.DataFrame) -> tuple[np.ndarray, bool]:
+    """Graph index per row, and whether every row is its own graph (unique prompt ids)."""
     cols = [c for c in GRAPH_KEY if c in v.columns]
     if "prompt_id" not in cols:
         raise LensError("The verdict table has no prompt_id column, so its graphs cannot be told apart.")
     pid = v["prompt_id"]
     codes = pid.cat.codes.to_numpy() if isinstance(pid.dtype, pd.CategoricalDtype) else pd.factorize(pid)[0]
-    if len(cols) == 1 or np.bincount(codes).max(initial=0) <= 1:
-        return pd.factorize(codes)[0].astype(np.int64)
-    return v.groupby(cols, sort=True, dropna=False, observed=True).ngroup().to_numpy(np.int64)
+    codes = codes.astype(np.int64)
+    if np.bincount(codes).max(initial=0) <= 1:
+        return codes, True
+    if len(cols) == 1:
+        return codes, False
+    return v.groupby(cols, sort=True, dropna=False, observed=True).ngroup().to_numpy(np.int64), False
+
+
+def _winner_flags(w: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boolean A / B / tie masks (categoricals compared once per category, not once per row)."""
+    if isinstance(w.dtype, pd.CategoricalDtype):
+        cats = np.asarray(w.cat.categories.astype(str))
+        codes = w.cat.codes.to_numpy()
+        return ((cats == k)[codes] & (codes >= 0) for k in ("A", "B", "tie"))  # type: ignore[return-value]
+    wv = w.to_numpy(object)
+    return wv == "A", wv == "B", wv == "tie"
 
 
 def verdict_counts(verdicts: pd.DataFrame, policy: str = DEFAULT_POLICY) -> VerdictCounts:
     """Combine a verdict table into one outcome per (graph, pair); invalid verdicts are left out."""
-    w = verdicts["winner"]
-    wv = w.to_numpy(object) if not isinstance(w.dtype, pd.CategoricalDtype) else np.asarray(w.astype(object))
-    valid = wv != "invalid"
-    v = verdicts if valid.all() else verdicts[valid]
-    wv = wv[valid]
+    a_win, b_win, tie = _winner_flags(verdicts["winner"])
+    valid = a_win | b_win | tie
+    v = verdicts
+    if not valid.all():
+        v = verdicts[valid]
+        a_win, b_win, tie = a_win[valid], b_win[valid], tie[valid]
     a, b, models = _codes(v["model_a"], v["model_b"])
     if (a == b).any():
         row = int(np.flatnonzero(a == b)[0])
         raise LensError(f"Verdict row {row} compares a model with itself ({models[a[row]]}).")
-    g = _graph_ids(v)
+    g, own_graph = _graph_ids(v)
     swap = a > b
     lo, hi = np.where(swap, b, a), np.where(swap, a, b)
-    a_win, b_win, tie = wv == "A", wv == "B", wv == "tie"
     lo_win = np.where(swap, b_win, a_win).astype(np.int64)
     hi_win = np.where(swap, a_win, b_win).astype(np.int64)
     n = len(models)
     n_graphs = int(g.max()) + 1 if g.size else 0
     pair_key = (g * n + lo) * n + hi
-    if np.unique(pair_key).size == pair_key.size:  # one verdict per (graph, pair): nothing to combine
+    if own_graph or not (np.diff(np.sort(pair_key)) == 0).any():  # one verdict per (graph, pair)
         out = lo_win - hi_win
         return VerdictCounts(models, g, lo, hi, out.astype(np.int8), n_graphs)
     frame = pd.DataFrame({"k": pair_key, "lw": lo_win, "hw": hi_win, "t": tie.astype(np.int64)})
