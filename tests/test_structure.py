@@ -196,6 +196,13 @@ def test_graphs_command_csv(db_path, capsys):
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert df[["judge", "prompt_id"]].values.tolist() == [["j1", "p1"]]
 
+    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "0.5", "--format", "csv"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert df.columns[-1] == "s_mu"
+    np.testing.assert_array_equal(df["s_mu"], df["c3_bad"] + 0.5 * df["c4_bad"])
+    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "-1", "--format", "csv"]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+
     assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--judge", "j9", "--format", "csv"]) == 2
     err = capsys.readouterr()
     assert err.out == "" and err.err == "error: There are no valid verdicts for dataset 'toy', judge 'j9'.\n"

@@ -8,6 +8,7 @@ from ..errors import LensError
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
 from ..schema import DEFAULT_DATASET
 from ..structure import graph_table
+from ..truncation import truncation_scores
 from ._common import add_format, store_from_args, write_frame
 
 COLUMNS = (
@@ -29,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--category", help="only graphs of this category")
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
                    help="how several verdicts on one pair in one graph combine")
+    p.add_argument("--mu", type=float,
+                   help="also print the truncation score s_mu = c3_bad + mu * c4_bad (paper 000, eq. 1)")
     add_format(p)
     p.set_defaults(func=run)
 
@@ -61,5 +64,9 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None):
 
 def run(args: argparse.Namespace) -> int:
     table = graph_table(load_stack(args))
-    write_frame(table[list(COLUMNS)], args.format)
+    columns = list(COLUMNS)
+    if args.mu is not None:
+        table["s_mu"] = truncation_scores(table, mu=args.mu)
+        columns.append("s_mu")
+    write_frame(table[columns], args.format)
     return 0
