@@ -149,19 +149,24 @@ def classify_triples(stack) -> pd.DataFrame:
     transitive), kind (categorical over ``KINDS``), transitive (bool). Sorted by graph, then triple.
     """
     pat, tri = triad_patterns(stack.adj, stack.observed)
-    g, m = np.nonzero(pat >= 0)
-    p = pat[g, m].astype(np.int64)
+    n_triples = pat.shape[1]
+    flat = pat.reshape(-1)
+    idx = np.flatnonzero(flat >= 0)
+    g, m = np.divmod(idx, max(n_triples, 1))
+    p = flat[idx]
+    code_type = np.int16 if len(stack.models) < 2**15 else np.int64
+    tri_codes = tri.astype(code_type).T.copy()  # (3, M): one contiguous row per position
     models = list(stack.models)
 
     def cat(codes: np.ndarray, categories: list[str]) -> pd.Categorical:
-        return pd.Categorical.from_codes(codes, categories=categories)
+        return pd.Categorical.from_codes(codes, categories=categories, validate=False)
 
     return pd.DataFrame({
-        "graph": g.astype(np.int64),
-        "model_a": cat(tri[m, 0], models),
-        "model_b": cat(tri[m, 1], models),
-        "model_c": cat(tri[m, 2], models),
-        "pattern": p.astype(np.int8),
+        "graph": g,
+        "model_a": cat(tri_codes[0][m], models),
+        "model_b": cat(tri_codes[1][m], models),
+        "model_c": cat(tri_codes[2][m], models),
+        "pattern": p,
         "pnt_pattern": _PNT[p],
         "kind": cat(_KIND_CODE[p], list(KINDS)),
         "transitive": _TRANSITIVE[p],
