@@ -1,4 +1,158 @@
 """Judge diagnostics (issue 5): non-transitivity, structure, cycles, position bias, agreement.
 
-Each module is one concept; ``diagnose`` (added below) dispatches a named table.
+One module per concept (see each docstring for the paper section):
+``nontransitivity`` (PNT, hard and soft; the B.5 heatmap), ``sntd`` (soft deviation),
+``entropy`` (ELSPR ρ_non-trans, H², τ), ``cycle_stats`` (lengths, rates, participation, fits),
+``position`` (order consistency, first-position rate, McNemar), ``order_stress`` (paper 003's
+order-permutation test), ``agreement`` (pairwise agreement, Cohen's κ), ``summary`` (paper 000,
+Figure 4). ``diagnose`` names each result table so the CLI and the app ask for it by name.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import LensError
+from ..graphs import DEFAULT_POLICY, build_stack
+from . import agreement as _agreement
+from . import cycle_stats, entropy, nontransitivity, order_stress, position, sntd, summary
+
+TABLES: dict[str, str] = {
+    "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win rate, McNemar p, agreement and κ with the reference judge",
+    "pnt": "PNT per group (default judge): triples, non-transitive triples and their kinds",
+    "sntd": "mean SNTD per group over triples with judge probabilities",
+    "heatmap": "mean PNT / SNTD on a grid of two win-rate gaps (paper 001, B.5)",
+    "entropy": "ρ_non-trans, τ_avg and mean H² per group (paper 004)",
+    "entropy-graphs": "per graph: vertices, vertices in non-transitive SCCs, H², τ",
+    "cycles": "graph- and prompt-level inconsistency rates and cycle counts per group",
+    "cycle-lengths": "cycle-length distribution per group",
+    "participation": "share of cycles through each model per group",
+    "cycle-fit": "negative binomial / Poisson / zero-inflated Poisson fits of per-prompt cycle counts",
+    "cycle-graphs": "per graph: cycles by length",
+    "position": "order consistency, first-position win rate and McNemar's test per group",
+    "stress": "order-permutation stress test per group (paper 003)",
+    "agreement": "agreement and Cohen's κ between judges (or against a reference judge)",
+    "structure": "mean bad cycles, draw rate and largest SCC by judge and category (paper 000, Fig. 4)",
+}
+
+
+def _verdicts(store_or_verdicts, dataset: str | None, judge) -> pd.DataFrame:
+    if isinstance(store_or_verdicts, pd.DataFrame):
+        v = store_or_verdicts
+        if dataset is not None and "dataset" in v.columns:
+            v = v[v["dataset"] == dataset]
+        if judge is not None:
+            judges = [judge] if isinstance(judge, str) else list(judge)
+            v = v[v["judge"].isin(judges)]
+    else:
+        if dataset is None:
+            raise LensError("Name the dataset to diagnose.")
+        v = store_or_verdicts.verdicts(dataset, judge=judge)
+    if v.empty:
+        who = f" for judge {judge}" if judge else ""
+        raise LensError(f"There are no verdicts{who} in dataset {dataset!r}.")
+    return v
+
+
+GRAPH_COLUMNS: tuple[str, ...] = ("dataset", "judge", "prompt_id", "variant", "turn", "category", "variant_kind")
+EXTRA_BY: dict[str, tuple[str, ...]] = {
+    "pnt": ("model_a", "model_b", "model_c"), "sntd": ("model_a", "model_b", "model_c"),
+    "position": ("lo", "hi"),
+}
+
+
+def _by(params: dict, default: tuple[str, ...], table: str = "") -> tuple[str, ...]:
+    """The grouping columns asked for, checked against those the table can group by."""
+    by = params.get("by") or default
+    by = tuple([by] if isinstance(by, str) else by)
+    allowed = (*GRAPH_COLUMNS, *EXTRA_BY.get(table, ()))
+    bad = [c for c in by if c not in allowed]
+    if bad:
+        raise LensError(f"Cannot group the {table or 'diagnostics'} table by {', '.join(bad)}; "
+                        f"choose from {', '.join(allowed)}.")
+    return by
+
+
+def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy: str = DEFAULT_POLICY,
+             tie_band: tuple[float, float] = nontransitivity.DEFAULT_TIE_BAND) -> pd.DataFrame:
+    """One row per judge with the headline numbers of every diagnostic."""
+    stack = build_stack(verdicts, policy=policy)
+    out = nontransitivity.pnt_summary(stack)[["judge", "triples", "pnt"]]
+    if stack.soft is not None and not np.isnan(stack.soft).all():
+        out = out.merge(nontransitivity.pnt_summary(stack, source="soft", tie_band=tie_band)[["judge", "pnt"]]
+                        .rename(columns={"pnt": "pnt_soft"}), on="judge", how="left")
+        out = out.merge(sntd.sntd_summary(stack)[["judge", "sntd_mean"]], on="judge", how="left")
+    out = out.merge(entropy.entropy_summary(stack)[["judge", "rho_nontrans", "tau_avg"]], on="judge", how="outer")
+    pos = position.position_table(verdicts, policy=policy)
+    out = out.merge(pos[["judge", "order_consistency", "first_win_rate", "first_win_rate_decisive", "p_value"]]
+                    .rename(columns={"p_value": "mcnemar_p"}), on="judge", how="left")
+    if reference is not None and reference in set(verdicts["judge"]):
+        ag = _agreement.agreement(verdicts, reference=reference, policy=policy)
+        ag = ag.rename(columns={"judge_1": "judge", "items": f"items_vs_{reference}",
+                               "agreement": f"agreement_vs_{reference}", "kappa": f"kappa_vs_{reference}"})
+        out = out.merge(ag.drop(columns=["judge_2"]), on="judge", how="left")
+        out[f"items_vs_{reference}"] = out[f"items_vs_{reference}"].astype("Int64")
+    return out.sort_values("judge").reset_index(drop=True)
+
+
+def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[str] | None = None, table: str = "overview",
+             **params) -> pd.DataFrame:
+    """The named diagnostics table (see ``TABLES``) for a store (``Store``) or a verdict frame.
+
+    Parameters by table: ``by`` (grouping columns), ``policy`` (combine policy), ``source`` and
+    ``tie_band`` (PNT), ``grid``/``sigma`` (heatmap), ``length_bound``/``edges`` (cycles),
+    ``max_permutations``/``seed`` (stress), ``reference``/``by_category`` (agreement, overview).
+    """
+    if table not in TABLES:
+        raise LensError(f"Unknown diagnostics table {table!r}; choose one of {', '.join(TABLES)}.")
+    v = _verdicts(store_or_verdicts, dataset, judge)
+    policy = params.get("policy", DEFAULT_POLICY)
+    band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
+    if table == "overview":
+        return overview(v, reference=params.get("reference", "human"), policy=policy, tie_band=band)
+    if table in ("position", "stress", "agreement"):
+        simple: dict[str, Callable[[], pd.DataFrame]] = {
+            "position": lambda: position.position_table(v, _by(params, ("judge",), "position"), policy),
+            "stress": lambda: order_stress.stress_summary(order_stress.stress_test(
+                v, max_permutations=int(params.get("max_permutations", 5040)), seed=int(params.get("seed", 0))),
+                _by(params, ("judge",), "stress")),
+            "agreement": lambda: _agreement.agreement(v, reference=params.get("reference"),
+                                                      by_category=bool(params.get("by_category", False)),
+                                                      policy=policy),
+        }
+        return simple[table]()
+    stack = build_stack(v, policy=policy)
+    if table == "pnt":
+        return nontransitivity.pnt_summary(stack, _by(params, ("judge",), "pnt"), source=params.get("source", "hard"),
+                                           tie_band=band)
+    if table == "sntd":
+        return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"))
+    if table == "heatmap":
+        return nontransitivity.gap_heatmap(stack, grid=int(params.get("grid", 35)),
+                                           sigma=float(params.get("sigma", 1.0)),
+                                           source=params.get("source", "hard"), tie_band=band)
+    if table == "entropy":
+        return entropy.entropy_summary(stack, _by(params, ("judge",), "entropy"))
+    if table == "entropy-graphs":
+        return entropy.entropy_table(stack)
+    if table == "structure":
+        return summary.structure_summary(stack, _by(params, summary.DEFAULT_BY, "structure"))
+    # cycle tables
+    ctab, part = cycle_stats.cycle_table(stack, length_bound=int(params.get("length_bound", 5)),
+                                         edges=params.get("edges", "bad"))
+    by = _by(params, ("judge",), table)
+    if table == "cycles":
+        return cycle_stats.inconsistency_rates(ctab, by)
+    if table == "cycle-lengths":
+        return cycle_stats.length_distribution(ctab, by)
+    if table == "participation":
+        return cycle_stats.participation(ctab, part, by)
+    if table == "cycle-fit":
+        return cycle_stats.count_fits(ctab, by)
+    return ctab  # cycle-graphs
+
+
+__all__ = ["TABLES", "diagnose", "overview"]

@@ -1,0 +1,66 @@
+"""``diagnose``: judge diagnostics tables (PNT, SNTD, ELSPR entropy, cycles, position bias,
+agreement, structure) for a dataset; the computation is engine.diagnostics.diagnose."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..diagnostics import TABLES, diagnose
+from ..errors import LensError
+from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
+from ..schema import DEFAULT_DATASET
+from ._common import add_format, store_from_args, write_frame
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "diagnose",
+        help="judge diagnostics: non-transitivity, entropy, cycles, position bias, agreement",
+        description="One named diagnostics table for a dataset. Tables: "
+        + "; ".join(f"{k}: {v}" for k, v in TABLES.items()) + ".",
+    )
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--judge", action="append", help="only this judge (repeat for several)")
+    p.add_argument("--table", choices=tuple(TABLES), default="overview")
+    p.add_argument("--by", help="comma-separated grouping columns (e.g. judge,category or judge,lo,hi)")
+    p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
+                   help="how several verdicts on one pair in one graph combine")
+    p.add_argument("--source", choices=("hard", "soft"), default="hard",
+                   help="PNT from verdicts (hard) or from judge probabilities through the tie band (soft)")
+    p.add_argument("--tie-band", nargs=2, type=float, metavar=("LOW", "HIGH"), default=(0.475, 0.525))
+    p.add_argument("--grid", type=int, default=35, help="heatmap cells per axis")
+    p.add_argument("--sigma", type=float, default=1.0, help="heatmap Gaussian smoothing, in cells (0: none)")
+    p.add_argument("--length-bound", type=int, default=5, help="longest cycle enumerated")
+    p.add_argument("--edges", choices=("bad", "strict"), default="bad",
+                   help="cycles through at least one strict edge (bad) or of strict wins only")
+    p.add_argument("--max-permutations", type=int, default=5040, help="stress test: orderings per graph")
+    p.add_argument("--seed", type=int, default=0, help="stress test: seed for sampled orderings")
+    p.add_argument("--reference", help="agreement / overview: compare every judge with this one "
+                   "(overview default: human)")
+    p.add_argument("--by-category", action="store_true", help="agreement per category")
+    add_format(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.length_bound < 3:
+        raise LensError(f"--length-bound must be at least 3; got {args.length_bound}.")
+    if args.max_permutations < 1:
+        raise LensError(f"--max-permutations must be at least 1; got {args.max_permutations}.")
+    params = {
+        "policy": args.policy, "source": args.source, "tie_band": tuple(args.tie_band), "grid": args.grid,
+        "sigma": args.sigma, "length_bound": args.length_bound, "edges": args.edges,
+        "max_permutations": args.max_permutations, "seed": args.seed, "by_category": args.by_category,
+    }
+    if args.by:
+        params["by"] = tuple(c.strip() for c in args.by.split(",") if c.strip())
+    if args.reference is not None or args.table == "overview":
+        params["reference"] = args.reference if args.reference is not None else "human"
+    store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
+    try:
+        judge = args.judge[0] if args.judge and len(args.judge) == 1 else args.judge
+        table = diagnose(store, args.dataset, judge=judge, table=args.table, **params)
+    finally:
+        store.close()
+    write_frame(table, args.format)
+    return 0

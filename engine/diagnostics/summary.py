@@ -1,0 +1,31 @@
+"""Descriptive structure of the comparison graphs by judge and category (paper 000, Figure 4):
+mean bad 3-/4-cycles, mean draw rate and mean largest-SCC size, as one tidy table.
+
+Built on engine.structure.graph_table (one row per graph); the grouping is a parameter, by default
+judge, category and variant kind (Figure 4 contrasts original and perturbed prompts).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..structure import graph_table
+
+DEFAULT_BY: tuple[str, ...] = ("judge", "category", "variant_kind")
+
+
+def structure_summary(stack, by: tuple[str, ...] = DEFAULT_BY) -> pd.DataFrame:
+    """Per group: graphs, mean models per graph, mean C3_bad / C4_bad, share of graphs with a bad
+    cycle, mean draw rate and mean largest-SCC size."""
+    g = graph_table(stack)
+    cols = [*by, "graphs", "n_models_mean", "c3_bad_mean", "c4_bad_mean", "bad_graph_share",
+            "draw_rate_mean", "largest_scc_mean"]
+    if g.empty:
+        return pd.DataFrame(columns=cols)
+    g = g.assign(bad=((g["c3_bad"] + g["c4_bad"]) > 0).astype(np.float64))
+    out = g.groupby(list(by), sort=True, dropna=False).agg(
+        graphs=("bad", "size"), n_models_mean=("n_models", "mean"), c3_bad_mean=("c3_bad", "mean"),
+        c4_bad_mean=("c4_bad", "mean"), bad_graph_share=("bad", "mean"), draw_rate_mean=("draw_rate", "mean"),
+        largest_scc_mean=("largest_scc", "mean")).reset_index()
+    return out[cols]

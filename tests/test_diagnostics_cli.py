@@ -1,0 +1,132 @@
+"""The diagnose command and structure summary on the shipped vicuna80 data, each number checked
+against an independent computation (plain loops, networkx, engine.cycles)."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections import Counter
+from contextlib import redirect_stderr, redirect_stdout
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine.__main__ import main
+from engine.cycles import cycle_counts
+from engine.diagnostics import diagnose
+from engine.diagnostics.summary import structure_summary
+from engine.graphs import GraphStack, build_stack
+
+
+def run_cli(db, *args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = main(["--db", str(db), "diagnose", *args])
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def verdicts(shipped_db):
+    from engine.store import Store
+
+    with Store(shipped_db) as s:
+        return s.verdicts("vicuna80")
+
+
+def test_overview_csv_against_direct_computations(shipped_db, verdicts):
+    rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--format", "csv")
+    assert rc == 0 and err == ""
+    t = pd.read_csv(io.StringIO(out)).set_index("judge")
+    assert set(t.index) == {"bard", "claude", "gpt-3.5-turbo", "gpt-4", "human", "vicuna-13b"}
+    stack = build_stack(verdicts)
+    cc = cycle_counts(stack)
+    for judge in ("gpt-3.5-turbo", "gpt-4"):
+        idx = np.nonzero((stack.keys["judge"] == judge).to_numpy())[0]
+        # PNT = bad triads / complete triples; C3_bad counts exactly the bad triads (engine.triads)
+        complete = sum(
+            all(stack.observed[t, x, y] for x, y in itertools.combinations(tri, 2))
+            for t in idx for tri in itertools.combinations(range(stack.n), 3)
+        )
+        assert t.loc[judge, "pnt"] == pytest.approx(cc["c3_bad"].to_numpy()[idx].sum() / complete)
+        # ρ_non-trans with networkx SCCs
+        nt = nv = 0
+        for k in idx:
+            a = stack.adj[k]
+            present = [i for i in range(stack.n) if stack.observed[k, i].any()]
+            g = nx.DiGraph([(i, j) for i in present for j in present if a[i, j]])
+            g.add_nodes_from(present)
+            nv += len(present)
+            for comp in nx.strongly_connected_components(g):
+                if len(comp) > 2 and any(not (a[u, v] and a[v, u]) for u in comp for v in comp if u != v):
+                    nt += len(comp)
+        assert t.loc[judge, "rho_nontrans"] == pytest.approx(nt / nv)
+    # order consistency and first-position rate by plain loops over the verdict rows
+    v = verdicts[(verdicts["judge"] == "claude") & (verdicts["winner"] != "invalid")]
+    firsts, seen = 0, {}
+    for r in v.itertuples():
+        first = r.model_a if r.order == "AB" else r.model_b
+        won = None if r.winner == "tie" else (r.model_a if r.winner == "A" else r.model_b)
+        firsts += won == first
+        seen.setdefault((r.prompt_id, frozenset((r.model_a, r.model_b))), []).append(won)
+    pairs = [w for w in seen.values() if len(w) == 2]
+    assert t.loc["claude", "first_win_rate"] == pytest.approx(firsts / len(v))
+    assert t.loc["claude", "order_consistency"] == pytest.approx(np.mean([w[0] == w[1] for w in pairs]))
+
+
+def test_agreement_with_human_majority_by_loops(verdicts):
+    t = diagnose(verdicts, "vicuna80", table="agreement", reference="human").set_index("judge_1")
+    v = verdicts[verdicts["winner"] != "invalid"]
+
+    def outcomes(judge):
+        votes = {}
+        for r in v[v["judge"] == judge].itertuples():
+            won = "tie" if r.winner == "tie" else (r.model_a if r.winner == "A" else r.model_b)
+            votes.setdefault((r.prompt_id, frozenset((r.model_a, r.model_b))), []).append(won)
+        res = {}
+        for item, ws in votes.items():
+            top = Counter(ws).most_common(2)
+            res[item] = top[0][0] if len(top) == 1 or top[0][1] > top[1][1] else "tie"
+        return res
+
+    human = outcomes("human")
+    llm = outcomes("gpt-3.5-turbo")
+    shared = [k for k in llm if k in human]
+    assert t.loc["gpt-3.5-turbo", "items"] == len(shared)
+    assert t.loc["gpt-3.5-turbo", "agreement"] == pytest.approx(np.mean([llm[k] == human[k] for k in shared]))
+
+
+def test_every_table_runs_and_bad_requests_are_one_sentence(shipped_db):
+    for table in ("pnt", "entropy", "position", "agreement", "structure"):
+        rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--table", table, "--judge", "claude",
+                               "--format", "json")
+        assert rc == 0 and out.strip().startswith("[")
+    for args, needle in (
+        (["--table", "pnt", "--source", "soft"], "no judge probabilities"),
+        (["--table", "pnt", "--by", "judge,nonsense"], "Cannot group"),
+        (["--judge", "nobody"], "no verdicts"),
+        (["--table", "cycles", "--length-bound", "2"], "at least 3"),
+    ):
+        rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", *args)
+        assert rc == 2 and out == "" and needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_structure_summary_against_networkx():
+    rng = np.random.default_rng(0)
+    T, n = 30, 5
+    o = rng.choice(3, size=(T, n, n), p=[0.45, 0.4, 0.15])  # i>j, j>i, tie
+    iu, ju = np.triu_indices(n, 1)
+    adj = np.zeros((T, n, n), dtype=bool)
+    adj[:, iu, ju] = (o[:, iu, ju] == 0) | (o[:, iu, ju] == 2)
+    adj[:, ju, iu] = (o[:, iu, ju] == 1) | (o[:, iu, ju] == 2)
+    obs = np.ones((T, n, n), dtype=bool) & ~np.eye(n, dtype=bool)
+    keys = pd.DataFrame({"dataset": "d", "judge": "j", "prompt_id": [str(t) for t in range(T)], "variant": 0,
+                         "turn": 1, "category": np.where(np.arange(T) % 2, "odd", "even"),
+                         "variant_kind": "original", "n_verdicts": 10, "n_invalid": 0})
+    s = structure_summary(GraphStack(tuple("abcde"), adj, obs, keys)).set_index("category")
+    for cat, sel in (("even", range(0, T, 2)), ("odd", range(1, T, 2))):
+        scc = [max(len(c) for c in nx.strongly_connected_components(nx.DiGraph(adj[t].astype(int)))) for t in sel]
+        draws = [(adj[t] & adj[t].T)[iu, ju].mean() for t in sel]
+        assert s.loc[cat, "largest_scc_mean"] == pytest.approx(np.mean(scc))
+        assert s.loc[cat, "draw_rate_mean"] == pytest.approx(np.mean(draws))
