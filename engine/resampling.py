@@ -3,6 +3,9 @@
 Each protocol is a *source pool* per category plus a *draw rule*; every draw is a multiset of graphs
 whose W and T (paper 000, eq. 3-4) are fitted by a ranker and compared with a reference ranking:
 
+"Every graph" below means the perturbed pool: originals and paraphrases (sampling replicates only
+ever enter the ``sample`` protocol).
+
 ==============  ===========================================  ==========================================
 protocol        pool (per category)                          draw (each of ``resamples`` outer draws)
 ==============  ===========================================  ==========================================
@@ -347,9 +350,10 @@ def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams,
         if proto not in PROTOCOLS:
             raise LensError(f"Unknown protocol {proto!r}; choose from {', '.join(PROTOCOLS)}.")
         rng = np.random.default_rng([p.seed, pi])
-        for cat, pos in cats.items():
+        for cat, allpos in cats.items():
+            pos = allpos[~samp[allpos]]  # the perturbed pool: originals + paraphrases
             if proto in ("trunc", "sample"):
-                pool = pos if proto == "trunc" else pos[orig[pos] | samp[pos]]
+                pool = pos if proto == "trunc" else allpos[orig[allpos] | samp[allpos]]
                 kept_pos = _kept(pool, order, p.keep)
                 kept, m, note = _note(pool.size, p.keep, p.draw, False)
                 if proto == "sample" and not samp[pos].any():
