@@ -14,16 +14,20 @@ never turned into a tie (graphs.build_stack leaves it out).
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import PurePath
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .errors import LensError
 from .schema import DEFAULT_JUDGE, DEFAULT_TURN, VARIANT_KINDS, VERDICT_COLUMNS, VERDICT_DTYPES
@@ -127,11 +131,12 @@ class ValidationReport:
 class _Raw:
     """Rows of one or more files: canonical-named values, original fields, lines, parse problems."""
 
-    canon: list[dict]  # canonical name → cell, per row
-    orig: list[dict]  # the row's original fields, for the rejected-rows report
+    cols: dict[str, list]  # canonical name → one cell per row (absent: no file has the column)
+    orig: list  # per row: a dict of its original fields, or (CSV) the list of its values
     file: list[str]
     line: list[int]
     problem: list[str | None]  # a reason found while parsing, else None
+    headers: dict[str, tuple] = field(default_factory=dict)  # CSV file → its header
 
 
 def detect_format(data: bytes, filename: str) -> str:
@@ -173,12 +178,38 @@ def _split_lines(data: bytes) -> tuple[list[str], set[int]]:
 _BAD_BYTES = "the line contains bytes that are not valid UTF-8 text"
 
 
-def _read_csv(data: bytes, filename: str) -> tuple[list[dict], list[int], list[str | None]]:
+def _read_csv_simple(lines: list[str], delim: str):
+    """The common case in one C-speed pass: when no field spans lines, record k is line k + 1.
+
+    Returns None when that does not hold (a quoted newline, a CSV error): the caller then walks
+    the file record by record to find each row's first line.
+    """
+    try:
+        recs = list(csv.reader(io.StringIO("\n".join(lines), newline=""), delimiter=delim))
+    except csv.Error:
+        return None
+    physical = len(lines) - (1 if lines and lines[-1] == "" else 0)
+    if len(recs) != physical:
+        return None
+    keep = [k for k, r in enumerate(recs) if "".join(r).strip()]
+    if not keep:
+        return None
+    header = [h.strip() for h in recs[keep[0]]]
+    width = len(header)
+    rows = [recs[k] for k in keep[1:]]
+    problems = [None if len(r) == width else f"the row has {len(r)} fields but the header has {width}" for r in rows]
+    return header, rows, [k + 1 for k in keep[1:]], problems
+
+
+def _read_csv(data: bytes, filename: str) -> tuple[list[str], list[list], list[int], list[str | None]]:
     lines, bad = _split_lines(data)
     delim = "\t" if filename.lower().endswith(".tsv") else ","
+    fast = None if bad else _read_csv_simple(lines, delim)
+    if fast is not None:
+        return fast
     reader = csv.reader(io.StringIO("\n".join(lines), newline=""), delimiter=delim)
     header: list[str] | None = None
-    rows: list[dict] = []
+    rows: list[list] = []
     line_no: list[int] = []
     problems: list[str | None] = []
     while True:
@@ -188,7 +219,7 @@ def _read_csv(data: bytes, filename: str) -> tuple[list[dict], list[int], list[s
         except StopIteration:
             break
         except csv.Error as exc:
-            rows.append({})
+            rows.append([])
             line_no.append(start)
             problems.append(f"the row cannot be read as CSV ({exc})")
             continue
@@ -202,22 +233,17 @@ def _read_csv(data: bytes, filename: str) -> tuple[list[dict], list[int], list[s
             continue
         bad_line = next((i for i in range(start, end + 1) if i in bad), None)
         if bad_line is not None:
-            rows.append({})
+            rows.append([])
             line_no.append(start)
             problems.append(_BAD_BYTES if bad_line == start else f"line {bad_line} of the row contains bytes that are not valid UTF-8 text")
             continue
-        if len(rec) != len(header):
-            rows.append(dict(zip(header, rec, strict=False)))
-            line_no.append(start)
-            problems.append(f"the row has {len(rec)} fields but the header has {len(header)}")
-            continue
-        rows.append(dict(zip(header, rec, strict=True)))
+        rows.append(rec)
         line_no.append(start)
-        problems.append(None)
+        problems.append(None if len(rec) == len(header)
+                        else f"the row has {len(rec)} fields but the header has {len(header)}")
     if header is None:
         raise LensError(f"{filename} is empty: it has no header and no rows.")
-    rows.insert(0, dict.fromkeys(header))  # keeps the header's columns even when every row failed
-    return rows, line_no, problems
+    return header, rows, line_no, problems
 
 
 def _read_jsonl(data: bytes, filename: str) -> tuple[list[dict], list[int], list[str | None]]:
@@ -263,7 +289,7 @@ def _read_json_array(data: bytes, filename: str) -> tuple[list[dict], list[int],
     return rows, list(range(1, len(arr) + 1)), problems
 
 
-def _read_parquet(data: bytes, filename: str) -> tuple[list[dict], list[int], list[str | None]]:
+def _read_parquet(data: bytes, filename: str) -> tuple[pd.DataFrame, list[int], list[str | None]]:
     try:
         df = pd.read_parquet(io.BytesIO(data))
     except Exception as exc:  # pyarrow raises several kinds for a damaged file
@@ -272,7 +298,7 @@ def _read_parquet(data: bytes, filename: str) -> tuple[list[dict], list[int], li
     n = len(df)
     if n == 0:
         raise LensError(f"{filename} has no rows.")
-    return df.to_dict("records"), list(range(1, n + 1)), [None] * n
+    return df, list(range(1, n + 1)), [None] * n
 
 
 def parse_review_name(filename: str) -> tuple[str, str, str]:
@@ -347,21 +373,49 @@ def _read(
     fmt = fmt or detect_format(data, filename)
     if fmt not in FORMATS:
         raise LensError(f"Unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
-    readers = {"csv": _read_csv, "jsonl": _read_jsonl, "review": _read_jsonl, "json": _read_json_array,
-               "parquet": _read_parquet}
-    rows, lines, problems = readers[fmt](data, filename)
     if fmt == "csv":
-        header, rows = list(rows[0]), rows[1:]
-    else:
-        header = list(dict.fromkeys(k for r in rows for k in r))
-    if not lines:
-        raise LensError(f"{filename} has a header but no data rows.")
-    if fmt == "review":
-        canon = _review_rows(rows, problems, filename)
-    else:
+        header, recs, lines, problems = _read_csv(data, filename)
+        if not lines:
+            raise LensError(f"{filename} has a header but no data rows.")
         chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
-        canon = [{chosen[k]: v for k, v in r.items() if k in chosen} for r in rows]
-    return _Raw(canon, rows, [filename] * len(lines), list(lines), list(problems)), fmt
+        width = len(header)
+        padded = (r if len(r) == width else (r + [None] * width)[:width] for r in recs)
+        columns = list(zip(*padded, strict=True))
+        cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
+        orig: list = recs
+    elif fmt == "parquet":
+        df, lines, problems = _read_parquet(data, filename)
+        chosen = _canonical_columns(list(df.columns), filename, column_map)
+        cols = {name: df[orig].tolist() for orig, name in chosen.items()}
+        orig = df.to_dict("records")
+    else:
+        reader = _read_json_array if fmt == "json" else _read_jsonl
+        orig, lines, problems = reader(data, filename)
+        if not lines:
+            raise LensError(f"{filename} has no rows.")
+        if fmt == "review":
+            rows = _review_rows(orig, problems, filename)
+            keys = dict.fromkeys(k for r in rows for k in r)
+            cols = {k: [r.get(k) for r in rows] for k in keys}
+        else:
+            header = list(dict.fromkeys(k for r in orig for k in r))
+            chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
+            cols = {name: [r.get(k) for r in orig] for k, name in chosen.items()}
+    headers = {filename: tuple(header)} if fmt == "csv" else {}
+    return _Raw(cols, orig, [filename] * len(lines), list(lines), list(problems), headers), fmt
+
+
+@contextmanager
+def _no_gc():
+    """Reading builds one small list or dict per row and holds them all; the cyclic collector
+    would rescan them again and again (none of them can form a cycle), so it waits until the end."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _canonical_columns(header: list, filename: str, column_map: Mapping[str, str] | None,
@@ -453,75 +507,114 @@ def _text_or_none(v: object) -> str | None:
     return t if t.strip() else None
 
 
+def _clean_text(cells: list) -> np.ndarray:
+    """Cells → stripped text or None (object array). All-text columns go through Arrow in C;
+    mixed columns (JSON numbers, Parquet ints/floats) cell by cell with ``_scalar_text``."""
+    try:
+        arr = pa.array(cells, type=pa.string(), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return np.array([_scalar_text(v) for v in cells] + [None], dtype=object)[:-1]
+    t = pc.utf8_trim_whitespace(arr)
+    t = pc.if_else(pc.equal(pc.utf8_length(t), 0), pa.scalar(None, pa.string()), t)
+    return t.to_numpy(zero_copy_only=False).astype(object)
+
+
+def _free_text(cells: list) -> np.ndarray:
+    """Free text (explanations, questions, answers) kept as written; blank or missing → None."""
+    try:
+        arr = pa.array(cells, type=pa.string(), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return np.array([_text_or_none(v) for v in cells] + [None], dtype=object)[:-1]
+    blank = pc.fill_null(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(arr)), 0), True)
+    keep = pc.invert(blank).to_numpy(zero_copy_only=False)
+    out = arr.to_numpy(zero_copy_only=False).astype(object)
+    out[~keep] = None
+    return out
+
+
+def _is_none(a: np.ndarray) -> np.ndarray:
+    return pd.isna(a) if len(a) else np.zeros(0, dtype=bool)
+
+
 def _normalise(raw: _Raw, dataset: str, model_names: Mapping[str, str] | None,
-               judge_names: Mapping[str, str] | None) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame]:
+               judge_names: Mapping[str, str] | None) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
     """Canonical values and one reason (or None) per row, the first problem found; also the texts.
 
-    Plain lists, one pass per column: the cells are Python objects of any type, and keeping
-    them out of pandas until they are clean avoids dtype guessing (NaN vs None, 1 vs 1.0).
+    Column at a time: text columns through Arrow, checks as boolean masks; only the sentences of
+    rejected rows are built one by one.
     """
-    rows = raw.canon
-    reasons: list[str | None] = list(raw.problem)
+    n = len(raw.line)
+    reasons = np.array(list(raw.problem) + [None], dtype=object)[:-1]
 
     def col(name: str) -> list:
-        return [r.get(name) for r in rows]
+        return raw.cols.get(name) or [None] * n
 
-    def flag(bad: Iterable[bool], text) -> None:
-        for i, b in enumerate(bad):
-            if b and reasons[i] is None:
-                reasons[i] = text(i) if callable(text) else text
+    def flag(bad: np.ndarray, text) -> None:
+        m = np.asarray(bad, dtype=bool) & _is_none(reasons)
+        for i in np.flatnonzero(m):
+            reasons[i] = text(i) if callable(text) else text
 
-    txt = {c: [_scalar_text(v) for v in col(c)] for c in
+    def rename(a: np.ndarray, names: Mapping[str, str]) -> np.ndarray:
+        return np.array([names.get(v, v) if v is not None else None for v in a] + [None], dtype=object)[:-1]
+
+    txt = {c: _clean_text(col(c)) for c in
            ("prompt_id", "model_a", "model_b", "judge", "category", "annotator", "variant_kind", "order")}
     if model_names:
         for c in ("model_a", "model_b"):
-            txt[c] = [model_names.get(s, s) if s is not None else None for s in txt[c]]
-    judge = [DEFAULT_JUDGE if s is None else s for s in txt["judge"]]
+            txt[c] = rename(txt[c], model_names)
+    judge = txt["judge"].copy()
+    judge[_is_none(judge)] = DEFAULT_JUDGE
     if judge_names:
-        judge = [judge_names.get(s, s) for s in judge]
+        judge = rename(judge, judge_names)
     for c in ("prompt_id", "model_a", "model_b"):
-        flag((s is None for s in txt[c]), f"{c} is empty")
+        flag(_is_none(txt[c]), f"{c} is empty")
     ma, mb = txt["model_a"], txt["model_b"]
-    flag((a is not None and a == b for a, b in zip(ma, mb, strict=True)),
-         lambda i: f"model_a and model_b are the same model ({ma[i]})")
+    flag(~_is_none(ma) & (ma == mb), lambda i: f"model_a and model_b are the same model ({ma[i]})")
 
     wraw = col("winner")
-    wkey = [_winner_key(v) for v in wraw]
-    winner = [WINNER_VALUES.get(k) if k is not None else None for k in wkey]
-    flag((k is None for k in wkey), "winner is empty")
-    flag((w is None for w in winner),
-         lambda i: f"winner value {_scalar_text(wraw[i])!r} is not one of {_WINNER_HELP}")
+    wtxt = _clean_text(wraw)
+    if all(isinstance(v, str) or v is None for v in wraw):
+        low = pc.utf8_lower(pa.array(wtxt, type=pa.string(), from_pandas=True))
+        keys = pd.Series(pc.replace_substring_regex(low, r"\s+", " ").to_numpy(zero_copy_only=False), dtype=object)
+    else:
+        keys = pd.Series([_winner_key(v) for v in wraw], dtype=object)
+    winner = keys.map(WINNER_VALUES).astype(object).to_numpy(copy=True)
+    winner[_is_none(winner)] = None
+    flag(_is_none(wtxt), "winner is empty")
+    flag(_is_none(winner), lambda i: f"winner value {_scalar_text(wraw[i])!r} is not one of {_WINNER_HELP}")
 
     ints = {}
     for name, default in (("variant", 0), ("turn", DEFAULT_TURN)):
-        vals = [_nonneg_int(v) for v in col(name)]
-        flag((isinstance(v, str) for v in vals), lambda i, vals=vals, name=name:
-             f"{name} {vals[i]!r} is not a non-negative integer")
-        ints[name] = [default if v is None or isinstance(v, str) else v for v in vals]
+        cells = col(name)
+        present = ~_is_none(_clean_text(cells))
+        num = pd.to_numeric(pd.Series(cells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(num) & (num >= 0) & (np.floor(num) == num)
+        flag(present & ~ok, lambda i, cells=cells, name=name:
+             f"{name} {_scalar_text(cells[i])!r} is not a non-negative integer")
+        ints[name] = np.where(present & ok, np.nan_to_num(num), default).astype(np.int64)
 
-    order = [None if s is None else s.upper() for s in txt["order"]]
-    flag((o is not None and o not in ("AB", "BA") for o in order),
+    order = pd.Series(txt["order"], dtype=object).str.upper().to_numpy(copy=True)
+    order[_is_none(order)] = None
+    flag(~_is_none(order) & ~np.isin(order, ["AB", "BA"]),
          lambda i: f"order {txt['order'][i]!r} is not AB or BA")
 
-    vk = [None if s is None else s.lower() for s in txt["variant_kind"]]
-    flag((k is not None and k not in VARIANT_KINDS for k in vk),
+    vk = pd.Series(txt["variant_kind"], dtype=object).str.lower().to_numpy(copy=True)
+    vk[_is_none(vk)] = None
+    flag(~_is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
          lambda i: f"variant_kind {txt['variant_kind'][i]!r} is not one of {', '.join(VARIANT_KINDS)}")
-    vk = [k if k is not None else ("original" if v == 0 else "paraphrase") for k, v in zip(vk, ints["variant"], strict=True)]
+    vk = np.where(_is_none(vk), np.where(ints["variant"] == 0, "original", "paraphrase"), vk).astype(object)
 
-    prob_txt = [_scalar_text(v) for v in col("prob_a")]
-    prob = []
-    for t in prob_txt:
-        try:
-            prob.append(math.nan if t is None else float(t))
-        except ValueError:
-            prob.append(None)
-    flag((p is None for p in prob), lambda i: f"prob_a {prob_txt[i]!r} is not a number")
-    flag((p is not None and not (0 <= p <= 1) and not math.isnan(p) for p in prob),
-         lambda i: f"prob_a {prob_txt[i]} is outside [0, 1]")
-    prob = [math.nan if p is None else p for p in prob]
+    pcells = col("prob_a")
+    ptxt = _clean_text(pcells)
+    present = ~_is_none(ptxt)
+    prob = pd.to_numeric(pd.Series(pcells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
+    flag(present & np.isnan(prob), lambda i: f"prob_a {ptxt[i]!r} is not a number")
+    with np.errstate(invalid="ignore"):
+        flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt[i]} is outside [0, 1]")
 
     frame = pd.DataFrame({
-        "dataset": pd.Series([dataset] * len(rows), dtype=object),
+        "dataset": pd.Series([dataset] * n, dtype=object),
         "judge": pd.Series(judge, dtype=object),
         "prompt_id": pd.Series(txt["prompt_id"], dtype=object),
         "variant": pd.Series(ints["variant"], dtype=np.int64),
@@ -532,20 +625,20 @@ def _normalise(raw: _Raw, dataset: str, model_names: Mapping[str, str] | None,
         "model_b": pd.Series(mb, dtype=object),
         "winner": pd.Series(winner, dtype=object),
         "order": pd.Series(order, dtype=object),
-        "prob_a": pd.Series(prob, dtype=np.float64),
+        "prob_a": pd.Series(np.where(present, prob, np.nan), dtype=np.float64),
         "annotator": pd.Series(txt["annotator"], dtype=object),
-        "explanation": pd.Series([_text_or_none(v) for v in col("explanation")], dtype=object),
+        "explanation": pd.Series(_free_text(col("explanation")), dtype=object),
         "source_file": pd.Series(raw.file, dtype=object),
         "source_line": pd.Series(raw.line, dtype=np.int64),
     })
-    texts = pd.DataFrame({c: pd.Series([_text_or_none(v) for v in col(c)], dtype=object) for c in TEXTS})
-    return frame, pd.Series(reasons, dtype=object), texts
+    texts = pd.DataFrame({c: pd.Series(_free_text(col(c)), dtype=object) for c in TEXTS})
+    return frame, reasons, texts
 
 
-def _mark_duplicates(frame: pd.DataFrame, reasons: pd.Series) -> None:
+def _mark_duplicates(frame: pd.DataFrame, reasons: np.ndarray) -> None:
     """Exact repeats of an earlier valid row (same content, any line) are rejected, naming both lines."""
     content = [c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")]
-    ok = reasons.isna().to_numpy()
+    ok = _is_none(reasons)
     if ok.sum() < 2:
         return
     sub = frame.loc[ok, content].astype(object).where(frame.loc[ok, content].notna(), "\x00")
@@ -582,14 +675,24 @@ def _texts_tables(frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray) -> t
     return prompts, answers
 
 
-def _rejected_frame(raw: _Raw, reasons: pd.Series, bad: np.ndarray) -> pd.DataFrame:
+def _original_fields(row, header: tuple | None) -> dict:
+    if isinstance(row, list):  # CSV values; a short row leaves the last fields empty
+        return {h: _scalar_text(v) for h, v in zip(header or (), row, strict=False)}
+    return {k: _scalar_text(v) for k, v in row.items()}
+
+
+def _rejected_frame(raw: _Raw, reasons: np.ndarray, bad: np.ndarray) -> pd.DataFrame:
     idx = np.flatnonzero(bad)
-    orig = pd.DataFrame([{k: _scalar_text(v) for k, v in raw.orig[i].items()} for i in idx], dtype=object)
+    fields = [_original_fields(raw.orig[i], raw.headers.get(raw.file[i])) for i in idx]
+    header = list(dict.fromkeys(k for f in fields for k in f))
+    if idx.size and raw.file[idx[0]] in raw.headers:
+        header = list(dict.fromkeys([*raw.headers[raw.file[idx[0]]], *header]))
+    orig = pd.DataFrame(fields, columns=header, dtype=object)
     orig.index = idx
     head = pd.DataFrame({
         "source_file": np.asarray(raw.file, dtype=object)[idx],
         "source_line": np.asarray(raw.line, dtype=np.int64)[idx],
-        "reason": reasons[bad].astype(str).to_numpy(),
+        "reason": reasons[bad].astype(str),
     }, index=idx)
     out = pd.concat([head, orig.drop(columns=[c for c in head.columns if c in orig.columns])], axis=1)
     return out.reset_index(drop=True).astype({"source_line": "int64"})
@@ -601,7 +704,7 @@ def validate_raw(raw: _Raw, *, dataset: str, source: str, fmt: str,
     """Normalise and check rows already read; used by ``validate_bytes`` and ``validate_many``."""
     frame, reasons, texts = _normalise(raw, dataset, model_names, judge_names)
     _mark_duplicates(frame, reasons)
-    bad = reasons.notna().to_numpy()
+    bad = ~_is_none(reasons)
     good = frame.loc[~bad].reset_index(drop=True).astype(VERDICT_DTYPES)
     prompts, answers = _texts_tables(frame, texts, ~bad)
     return ValidationReport(
@@ -617,7 +720,8 @@ def validate_bytes(
     judge_names: Mapping[str, str] | None = None,
 ) -> ValidationReport:
     """Validate one file's bytes (named ``filename``, which also gives review-format models/judge)."""
-    raw, found = _read(data, filename, fmt, column_map)
+    with _no_gc():
+        raw, found = _read(data, filename, fmt, column_map)
     return validate_raw(raw, dataset=dataset, source=filename, fmt=found,
                         model_names=model_names, judge_names=judge_names)
 
@@ -630,18 +734,21 @@ def validate_many(
     """Validate several files as one import (duplicates are checked across files too)."""
     raws, fmts, names = [], [], []
     for data, filename in files:
-        raw, found = _read(data, filename, fmt, column_map)
+        with _no_gc():
+            raw, found = _read(data, filename, fmt, column_map)
         raws.append(raw)
         fmts.append(found)
         names.append(filename)
     if not raws:
         raise LensError("No files to import.")
     merged = _Raw(
-        canon=[c for r in raws for c in r.canon],
+        cols={k: [v for r in raws for v in (r.cols.get(k) or [None] * len(r.line))]
+              for k in dict.fromkeys(k for r in raws for k in r.cols)},
         orig=[o for r in raws for o in r.orig],
         file=[f for r in raws for f in r.file],
         line=[n for r in raws for n in r.line],
         problem=[p for r in raws for p in r.problem],
+        headers={k: v for r in raws for k, v in r.headers.items()},
     )
     source = names[0] if len(names) == 1 else f"{len(names)} files"
     fmt_used = fmts[0] if len(set(fmts)) == 1 else "mixed"
