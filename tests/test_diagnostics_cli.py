@@ -130,3 +130,25 @@ def test_structure_summary_against_networkx():
         draws = [(adj[t] & adj[t].T)[iu, ju].mean() for t in sel]
         assert s.loc[cat, "largest_scc_mean"] == pytest.approx(np.mean(scc))
         assert s.loc[cat, "draw_rate_mean"] == pytest.approx(np.mean(draws))
+
+
+def test_overview_with_judge_probabilities():
+    # one graph, x>y (0.8), y>z (0.7), z>x (P(x>z) = 0.4): a soft strict cycle; hard verdicts agree
+    rows = [("p", "x", "y", 0.8), ("p", "y", "z", 0.7), ("p", "x", "z", 0.4)]
+    v = pd.DataFrame(rows, columns=["prompt_id", "model_a", "model_b", "prob_a"])
+    v["winner"] = np.where(v["prob_a"] > 0.5, "A", "B")
+    for c, val in {"dataset": "d", "judge": "j", "variant": 0, "turn": 1, "category": "c",
+                   "variant_kind": "original", "order": "AB"}.items():
+        v[c] = val
+    t = diagnose(v, "d", table="overview").iloc[0]
+    assert t["pnt"] == 1.0 and t["pnt_soft"] == 1.0
+    # SNTD by hand, in odds: odds(x>y) implied via z = odds(x>z) / odds(y>z), and so on
+    implied = {"xy": 0.4 * 0.3 / (0.4 * 0.3 + 0.6 * 0.7), "yz": 0.4 * 0.2 / (0.4 * 0.2 + 0.6 * 0.8),
+               "xz": 0.8 * 0.7 / (0.8 * 0.7 + 0.2 * 0.3)}
+    observed = {"xy": 0.8, "yz": 0.7, "xz": 0.4}
+
+    def jsd(p, q):
+        m = (p + q) / 2
+        return sum(0.5 * a * np.log2(a / b) for a, b in ((p, m), (1 - p, 1 - m), (q, m), (1 - q, 1 - m)))
+
+    assert t["sntd_mean"] == pytest.approx(np.mean([jsd(observed[k], implied[k]) for k in observed]))
