@@ -109,7 +109,12 @@ class FakeOpenAI:
             if "FLAKY500" in user and attempt <= 2:
                 return self._send(h, 500, {"error": {"message": "boom"}})
             text, top = self._reply(user, body)
-            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
             if body.get("logprobs") and top is not None:
                 choice["logprobs"] = {
                     "content": [
@@ -123,7 +128,14 @@ class FakeOpenAI:
                 }
             usage = {"prompt_tokens": len(user) // 4, "completion_tokens": max(1, len(text) // 4)}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-            resp = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice], "usage": usage}
+            resp = {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [choice],
+                "usage": usage,
+            }
             return self._send(h, 200, resp)
         finally:
             with self.lock:
@@ -155,4 +167,7 @@ class FakeOpenAI:
             tag = "[[A]]"
         else:
             tag = "[[A]]" if len(a) > len(b) else "[[B]]" if len(b) > len(a) else "[[TIE]]"
-        return f"The format is [[A]] or [[B]]. A has {len(a)} characters, B has {len(b)}.\nVerdict: {tag}", None
+        return (
+            f"The format is [[A]] or [[B]]. A has {len(a)} characters, B has {len(b)}.\nVerdict: {tag}",
+            None,
+        )

@@ -20,7 +20,6 @@ from judging_fake_openai import FakeOpenAI, score_of
 from engine.errors import LensError
 from engine.graphs import build_stack
 from engine.judging.backends import AuthenticationFailed
-from engine.judging.cache import call_summary
 from engine.judging.openai_backend import OpenAIBackend
 from engine.judging.persist import write_answers, write_prompts
 from engine.judging.pipeline import judge_run, load_inputs
@@ -68,16 +67,30 @@ def test_swapped_on_mt_bench_matches_rule_and_rerun_is_free(empty_store):
 
 
 def _synthetic(store, dataset, questions: dict[str, str]):
-    write_prompts(store, dataset, pd.DataFrame({"prompt_id": list(questions), "turn": 1, "category": "x", "text": list(questions.values())}))
+    write_prompts(
+        store,
+        dataset,
+        pd.DataFrame(
+            {"prompt_id": list(questions), "turn": 1, "category": "x", "text": list(questions.values())}
+        ),
+    )
     rows = []
     for pid in questions:
-        for m, t in (("m1", "short"), ("m2", "a much longer answer " * 3), ("m3", "medium size answer " * 30)):
+        for m, t in (
+            ("m1", "short"),
+            ("m2", "a much longer answer " * 3),
+            ("m3", "medium size answer " * 30),
+        ):
             rows.append({"prompt_id": pid, "turn": 1, "model": m, "text": t})
     write_answers(store, dataset, pd.DataFrame(rows))
 
 
 def test_retries_garbage_and_invalid_storage(empty_store):
-    _synthetic(empty_store, "syn", {"p-rate": "RATE429 question", "p-flaky": "FLAKY500 question", "p-junk": "GARBAGE question"})
+    _synthetic(
+        empty_store,
+        "syn",
+        {"p-rate": "RATE429 question", "p-flaky": "FLAKY500 question", "p-junk": "GARBAGE question"},
+    )
     with FakeOpenAI() as srv:
         r = _runner(empty_store, srv, max_retries=3)
         rep = judge_run(empty_store, "syn", r, protocol="single", judge="fake")
@@ -108,7 +121,9 @@ def test_retries_exhausted_store_no_verdict(empty_store):
 def test_authentication_error_stops_clearly(empty_store):
     _synthetic(empty_store, "syn", {"p1": "question"})
     with FakeOpenAI(api_key="right") as srv:
-        runner = Runner(empty_store, OpenAIBackend("j", base_url=srv.base_url, api_key="wrong"), concurrency=2)
+        runner = Runner(
+            empty_store, OpenAIBackend("j", base_url=srv.base_url, api_key="wrong"), concurrency=2
+        )
         with pytest.raises(AuthenticationFailed, match="refused the API key"):
             judge_run(empty_store, "syn", runner, protocol="single")
         assert isinstance(AuthenticationFailed("x"), LensError)
@@ -162,7 +177,9 @@ def test_swim_uses_log_comparisons(empty_store):
     models = ["alpaca-13b", "claude-v1", "gpt-3.5-turbo", "gpt-4", "llama-13b", "vicuna-13b-v1.3"]
     load_inputs(empty_store, "mtb", "mt_bench", models=models, categories=["writing"], limit_per_category=2)
     with FakeOpenAI() as srv:
-        rep = judge_run(empty_store, "mtb", _runner(empty_store, srv), protocol="single", schedule="swim", seed=3)
+        rep = judge_run(
+            empty_store, "mtb", _runner(empty_store, srv), protocol="single", schedule="swim", seed=3
+        )
     comps = rep.swim.comparisons
     # newcomers meet ceil(max(log2 s, 1)) ranked models for s = 1..5: 1+1+2+2+3 = 9 of the 15 pairs
     assert len(comps) == 9 and len({frozenset(c) for c in comps}) == 9
@@ -176,30 +193,120 @@ def test_swim_uses_log_comparisons(empty_store):
 def test_cli_judge_and_calls(tmp_path):
     db = tmp_path / "cli.duckdb"
     with FakeOpenAI() as srv:
-        cmd = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "cli", "--inputs", "mt_bench",
-               "--models", "gpt-4,llama-13b", "--categories", "math,coding", "--limit", "1", "--backend", "openai",
-               "--base-url", srv.base_url, "--model", "fake-judge", "--no-progress", "--format", "csv",
-               "--price-in", "1000", "--price-out", "2000"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "engine",
+            "--db",
+            str(db),
+            "judge",
+            "--dataset",
+            "cli",
+            "--inputs",
+            "mt_bench",
+            "--models",
+            "gpt-4,llama-13b",
+            "--categories",
+            "math,coding",
+            "--limit",
+            "1",
+            "--backend",
+            "openai",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "fake-judge",
+            "--no-progress",
+            "--format",
+            "csv",
+            "--price-in",
+            "1000",
+            "--price-out",
+            "2000",
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
         assert out.returncode == 0, out.stderr
         row = pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0]
         assert (row.pairs, row.verdicts, row.calls_made) == (2, 4, 4)
-        calls = subprocess.run([sys.executable, "-m", "engine", "--db", str(db), "calls", "--format", "csv",
-                                "--price", "fake-judge=1000,2000"], capture_output=True, text=True, cwd=REPO, timeout=60)
+        calls = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "engine",
+                "--db",
+                str(db),
+                "calls",
+                "--format",
+                "csv",
+                "--price",
+                "fake-judge=1000,2000",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
         df = pd.read_csv(pd.io.common.StringIO(calls.stdout))
         assert df["calls"].sum() == 4
         assert df["est_cost_usd"].sum() == pytest.approx(row.est_cost_usd, rel=1e-6)
-        bad = subprocess.run(cmd[:8] + ["--protocol", "hybrid", "--backend", "openai", "--model", "j", "--base-url",
-                                        srv.base_url, "--template", "nosuch"], capture_output=True, text=True, cwd=REPO, timeout=60)
-        assert bad.returncode == 2 and bad.stderr.startswith("error: There is no template 'nosuch'") and "Traceback" not in bad.stderr
+        bad = subprocess.run(
+            cmd[:8]
+            + [
+                "--protocol",
+                "hybrid",
+                "--backend",
+                "openai",
+                "--model",
+                "j",
+                "--base-url",
+                srv.base_url,
+                "--template",
+                "nosuch",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
+        assert (
+            bad.returncode == 2
+            and bad.stderr.startswith("error: There is no template 'nosuch'")
+            and "Traceback" not in bad.stderr
+        )
 
 
 def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path):
     db = tmp_path / "kill.duckdb"
     with FakeOpenAI(delay_s=0.05) as srv:
-        cmd = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "k", "--inputs", "mt_bench",
-               "--models", "gpt-4,llama-13b,alpaca-13b", "--limit", "1", "--protocol", "swapped", "--backend", "openai",
-               "--base-url", srv.base_url, "--model", "fake-judge", "--concurrency", "2", "--no-progress", "--format", "csv"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "engine",
+            "--db",
+            str(db),
+            "judge",
+            "--dataset",
+            "k",
+            "--inputs",
+            "mt_bench",
+            "--models",
+            "gpt-4,llama-13b,alpaca-13b",
+            "--limit",
+            "1",
+            "--protocol",
+            "swapped",
+            "--backend",
+            "openai",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "fake-judge",
+            "--concurrency",
+            "2",
+            "--no-progress",
+            "--format",
+            "csv",
+        ]
         unique = 8 * 3 * 2  # prompts × pairs × orders
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 60

