@@ -1,0 +1,144 @@
+"""`experiment baselines|keep-k|mu`: paper 000's Table 2 protocols and sensitivity curves, per judge."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import LensError
+from ..resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
+from ._common import add_format, store_from_args, write_frame
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("experiment", help="resampling protocols (Table 2) and keep-K / mu curves against a reference")
+    sub = p.add_subparsers(dest="experiment", required=True)
+    for name, helptext in (("baselines", "the six protocols of paper 000 Table 2, per category and macro"),
+                           ("keep-k", "distance to the reference for every keep-K"),
+                           ("mu", "distance to the reference along a log grid of mu at fixed K")):
+        q = sub.add_parser(name, help=helptext)
+        q.add_argument("--dataset", required=True)
+        q.add_argument("--reference", required=True,
+                       help="'arena' (shipped LMArena snapshot, per-category via data/mappings), 'truth' "
+                            "(a synthetic dataset's ground truth), or a reference file (JSON or CSV)")
+        q.add_argument("--overall", action="store_true", help="one overall reference for every category")
+        q.add_argument("--judge", action="append", help="judge(s) to run (default: every judge)")
+        q.add_argument("--resamples", type=int, default=100)
+        q.add_argument("--seed", type=int, default=DEFAULT_SEED)
+        q.add_argument("--no-cache", action="store_true", help="recompute even when a cached result exists")
+        if name == "baselines":
+            q.add_argument("--protocols", default=",".join(PROTOCOLS))
+            q.add_argument("--keep", type=int, default=25)
+            q.add_argument("--draw", type=int, default=20)
+            q.add_argument("--scorewin-draw", type=int, default=40)
+            q.add_argument("--random-draw", type=int, default=20)
+            q.add_argument("--random-reps", type=int, default=10)
+            q.add_argument("--single-draw", type=int, default=20)
+            q.add_argument("--mu", type=float, default=1.0)
+            q.add_argument("--table", metavar="DISTANCE", help="print the Table-2 layout (×1000) for one distance")
+        elif name == "keep-k":
+            q.add_argument("--mu", type=float, default=1.0)
+            q.add_argument("--ks", help="K values, e.g. 1,5,10 or 1:50 (default: 1 … pool size)")
+            q.add_argument("--pooled", action="store_true", help="one global pool instead of K per category")
+        else:
+            q.add_argument("--k", type=int, default=25)
+            q.add_argument("--mus", help="comma-separated mu values (default: 17 points from 0.01 to 100)")
+        add_format(q, default="table")
+        q.set_defaults(func=run)
+
+
+def _parse_ints(text: str) -> list[int]:
+    try:
+        if ":" in text:
+            parts = [int(x) for x in text.split(":")]
+            lo, hi = parts[0], parts[1]
+            step = parts[2] if len(parts) > 2 else 1
+            return list(range(lo, hi + 1, step))
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise LensError(f"Cannot read the list of whole numbers {text!r}; use 1,5,10 or 1:50.") from None
+
+
+def _parse_floats(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise LensError(f"Cannot read the list of numbers {text!r}; use e.g. 0.1,1,10.") from None
+
+
+def resolve_reference(store, dataset: str, spec: str, categories: list[str], overall: bool):
+    """A rating Series, or a mapping category → Series (per-category arena references)."""
+    if spec == "truth":
+        from ..synthetic import synthetic_truth
+
+        return synthetic_truth(store, dataset)
+    from ..reference import arena_category, reference_for_dataset
+
+    path = None if spec == "arena" else spec
+    if path is not None and not Path(path).exists():
+        raise LensError(f"The reference {spec!r} is neither 'arena', 'truth' nor an existing file.")
+    if overall or (path is not None and not str(path).lower().endswith(".json")):
+        return reference_for_dataset(dataset, None, path)
+    return {c: reference_for_dataset(dataset, arena_category(dataset, c, path), path) for c in categories}
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import results_cache
+    from ..graphs import build_stack
+
+    store = store_from_args(args)
+    if not store.has_dataset(args.dataset):
+        raise LensError(f"There is no dataset {args.dataset!r} in the store.")
+    verdicts = store.verdicts(args.dataset)
+    judges = args.judge or sorted(verdicts["judge"].dropna().unique())
+    frames = []
+    for judge in judges:
+        v = verdicts[verdicts["judge"] == judge]
+        if v.empty:
+            raise LensError(f"Dataset {args.dataset!r} has no verdicts by judge {judge!r}.")
+        cats = sorted(v["category"].astype("string").fillna("(none)").unique())
+        overall = args.overall or getattr(args, "pooled", False)
+        reference = resolve_reference(store, args.dataset, args.reference, cats, overall)
+        params, compute = _plan(args, lambda v=v: build_stack(v), reference)
+        params.update({"judge": judge, "reference": args.reference, "overall": args.overall})
+        kind = f"experiment-{args.experiment}"
+        if args.no_cache:
+            frame = compute()
+            results_cache.put(store, args.dataset, kind, params, frame)
+        else:
+            frame, _ = results_cache.cached(store, args.dataset, kind, params, compute)
+        frames.append(frame.assign(judge=judge))
+    out = pd.concat(frames, ignore_index=True)
+    out = out[["judge", *[c for c in out.columns if c != "judge"]]]
+    if args.experiment == "baselines" and args.table:
+        from ..resampling import table2
+
+        parts = [table2(f, args.table).reset_index().assign(judge=j) for j, f in out.groupby("judge", sort=False)]
+        tab = pd.concat(parts, ignore_index=True)
+        out = tab[["judge", *[c for c in tab.columns if c != "judge"]]]
+    write_frame(out, args.format)
+    return 0
+
+
+def _plan(args, stack_of, reference):
+    """(cache parameters, compute): the stack is only built when the cache misses."""
+    from ..curves import DEFAULT_MU_GRID, keep_k_curve, mu_curve
+    from ..resampling import run_protocols
+
+    if args.experiment == "baselines":
+        protocols = tuple(x.strip() for x in args.protocols.split(",") if x.strip())
+        p = ProtocolParams(keep=args.keep, draw=args.draw, scorewin_draw=args.scorewin_draw,
+                           random_draw=args.random_draw, random_reps=args.random_reps,
+                           single_draw=args.single_draw, resamples=args.resamples, seed=args.seed, mu=args.mu)
+        params = {"protocols": protocols, **p.__dict__}
+        return params, lambda: run_protocols(stack_of(), reference, protocols, p)
+    if args.experiment == "keep-k":
+        ks = _parse_ints(args.ks) if args.ks else None
+        params = {"ks": ks, "mu": args.mu, "pooled": args.pooled, "resamples": args.resamples, "seed": args.seed}
+        return params, lambda: keep_k_curve(stack_of(), reference, ks, mu=args.mu, per_category=not args.pooled,
+                                            resamples=args.resamples, seed=args.seed)
+    mus = _parse_floats(args.mus) if args.mus else list(DEFAULT_MU_GRID)
+    params = {"mus": mus, "k": args.k, "resamples": args.resamples, "seed": args.seed}
+    return params, lambda: mu_curve(stack_of(), reference, mus, k=args.k, resamples=args.resamples, seed=args.seed)
