@@ -152,3 +152,17 @@ def test_overview_with_judge_probabilities():
         return sum(0.5 * a * np.log2(a / b) for a, b in ((p, m), (1 - p, 1 - m), (q, m), (1 - q, 1 - m)))
 
     assert t["sntd_mean"] == pytest.approx(np.mean([jsd(observed[k], implied[k]) for k in observed]))
+
+
+def test_cached_tables_equal_fresh_ones(shipped_db):
+    from engine.diagnostics import diagnose_cached
+    from engine.store import Store
+
+    with Store(shipped_db) as store:
+        fresh = diagnose(store, "vicuna80", judge="claude", table="position")
+        first, hit1 = diagnose_cached(store, "vicuna80", judge="claude", table="position")
+        again, hit2 = diagnose_cached(store, "vicuna80", judge="claude", table="position")
+        other, hit3 = diagnose_cached(store, "vicuna80", judge="claude", table="position", by=("judge", "lo", "hi"))
+    assert (hit1, hit2, hit3) == (False, True, False)
+    pd.testing.assert_frame_equal(again, fresh, check_dtype=False)
+    assert len(other) == 10  # the 10 pairs of claude's five models

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..diagnostics import TABLES, diagnose
+from ..diagnostics import TABLES, diagnose, diagnose_cached
 from ..errors import LensError
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
 from ..schema import DEFAULT_DATASET
@@ -38,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", help="agreement / overview: compare every judge with this one "
                    "(overview default: human)")
     p.add_argument("--by-category", action="store_true", help="agreement per category")
+    p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the store's result cache")
     add_format(p)
     p.set_defaults(func=run)
 
@@ -59,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         judge = args.judge[0] if args.judge and len(args.judge) == 1 else args.judge
-        table = diagnose(store, args.dataset, judge=judge, table=args.table, **params)
+        if args.no_cache:
+            table = diagnose(store, args.dataset, judge=judge, table=args.table, **params)
+        else:
+            table, _hit = diagnose_cached(store, args.dataset, judge=judge, table=args.table, **params)
     finally:
         store.close()
     write_frame(table, args.format)

@@ -155,4 +155,15 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     return ctab  # cycle-graphs
 
 
-__all__ = ["TABLES", "diagnose", "overview"]
+def diagnose_cached(store, dataset: str, judge: str | list[str] | None = None, table: str = "overview",
+                    **params) -> tuple[pd.DataFrame, bool]:
+    """(table, hit): ``diagnose`` on a store through engine.results_cache, keyed by the dataset
+    version, the table name, the judge filter and the parameters (a new import misses)."""
+    from .. import results_cache
+
+    key = {"judge": judge if judge is None or isinstance(judge, str) else sorted(judge), **params}
+    return results_cache.cached(store, dataset, f"diagnose:{table}", key,
+                                lambda: diagnose(store, dataset, judge=judge, table=table, **params))
+
+
+__all__ = ["TABLES", "diagnose", "diagnose_cached", "overview"]
