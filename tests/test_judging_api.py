@@ -331,3 +331,35 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path):
         v = st.verdicts("k")
     assert n_calls == (unique, unique)
     assert len(v) == unique and not v.duplicated(["prompt_id", "model_a", "model_b", "order"]).any()
+
+
+def test_perturb_keeps_checked_rewrites_with_lineage_then_generate_answers(empty_store):
+    from engine.judging.generate import generate_answers
+    from engine.judging.paraphrase import lineage, perturb
+    from engine.judging.templates import get_template
+
+    load_inputs(empty_store, "p", "mt_bench", models=["gpt-4"], categories=["writing"], limit_per_category=2)
+    with FakeOpenAI() as srv:
+        runner = _runner(empty_store, srv)
+        rep = perturb(empty_store, "p", runner, 3, get_template("paraphrase"), get_template("equivalence"))
+        # the checker says YES to candidates 1 and 3 of 3: two variants per prompt
+        assert (rep.prompts, rep.candidates, rep.accepted) == (2, 6, 4) and srv.total == 4
+        prompts = empty_store.prompt_texts("p")
+        para = prompts[prompts["variant_kind"] == "paraphrase"]
+        assert sorted(para["variant"]) == [1, 1, 2, 2] and (para["parent_variant"] == 0).all()
+        for r in para.itertuples():
+            orig = prompts[(prompts["prompt_id"] == r.prompt_id) & (prompts["variant"] == 0)]["text"].iloc[0]
+            assert r.text == f"{orig} (rewording {2 * r.variant - 1})"
+        lin = lineage(empty_store, "p")
+        assert list(lin["candidate_index"]) == [0, 2, 0, 2]
+        keys = set(empty_store.cursor().execute("SELECT call_key FROM judge_calls").df()["call_key"])
+        assert set(lin["generator_call"]) | set(lin["check_call"]) <= keys
+        # rerun: cached, same variants, nothing doubled
+        rep2 = perturb(empty_store, "p", runner, 3, get_template("paraphrase"), get_template("equivalence"))
+        assert rep2.accepted == 4 and srv.total == 4 and len(empty_store.prompt_texts("p")) == 6
+        out = generate_answers(
+            empty_store, "p", runner, get_template("answer"), model_name="target", variants=[1, 2]
+        )
+        assert len(out) == 4 and srv.total == 8
+        ans = empty_store.answer_texts("p")
+        assert len(ans[ans["model"] == "target"]) == 4

@@ -1,0 +1,189 @@
+"""Parsing, templates, the call cache, verdict replacement and the schedulers, each checked
+against a value computed another way (hand-written expectations, choix, brute force)."""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine.errors import LensError
+from engine.judging.backends import ChatRequest, ChatResult, Decoding
+from engine.judging.cache import CallCache, call_key
+from engine.judging.parsing import parse_json_array, parse_score, parse_verdict, soft_preference
+from engine.judging.persist import write_verdicts
+from engine.judging.protocols import ROW_COLUMNS, soft_winner
+from engine.judging.schedule import bt_scores, round_robin_pairs, swim
+from engine.judging.templates import get_template, list_templates, parse_template_ref
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Use [[A]] or [[B]]. I pick [[B]]", "B"),
+        ("verdict: [A]", "A"),
+        ("[[tie]]", "tie"),
+        ("Final: [[C]]", "tie"),
+        ("[ B ] then later [[ A ]]", "A"),
+        ("A is better.", None),
+        ("[[D]]", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_parse_verdict_takes_last_valid_tag(text, expected):
+    assert parse_verdict(text) == expected
+
+
+def test_parse_score_and_json_array():
+    assert parse_score("maybe [[2]] ... final [[5]]") == 5
+    assert parse_score("[[6]] or [0]") is None
+    assert parse_json_array('```json\n["a", "b"]\n```', 2) == ["a", "b"]
+    assert parse_json_array('Sure: ["YES","NO","YES"] done', 3) == ["YES", "NO", "YES"]
+    assert parse_json_array('["a"]', 2) is None
+    assert parse_json_array("not json [", None) is None
+
+
+def test_soft_preference_is_a_softmax_over_the_letters():
+    la, lb = math.log(0.6), math.log(0.3)
+    assert soft_preference(({"A": la, " B": lb, "x": math.log(0.1)},)) == pytest.approx(0.6 / 0.9)
+    # the letters appear only at the second position: the first one is skipped
+    assert soft_preference(({"[[": -0.1, "The": -3.0}, {"B": la, "A": lb})) == pytest.approx(0.3 / 0.9)
+    # a letter missing from the top list is bounded by the smallest listed probability
+    assert soft_preference(({"A": math.log(0.9), "z": math.log(0.01)},)) == pytest.approx(0.9 / 0.91)
+    assert soft_preference(({"x": -1.0},)) is None and soft_preference(None) is None
+    assert [soft_winner(p) for p in (0.53, 0.525, 0.5, 0.475, 0.47)] == ["A", "tie", "tie", "tie", "B"]
+
+
+def test_templates_render_select_and_user_dir(tmp_path):
+    t = get_template("pairwise")
+    msgs = t.render(question="What is {x}?", answer_a="{{answer_b}}", answer_b="b")
+    assert msgs[0][0] == "system" and "What is {x}?" in msgs[1][1]
+    assert "{{answer_b}}" in msgs[1][1]  # values are inserted once, never re-expanded
+    with pytest.raises(LensError, match="needs a value for 'answer_b'"):
+        t.render(question="q", answer_a="a")
+    (tmp_path / "pairwise.v2.toml").write_text(
+        'kind = "pairwise"\nuser = "Q: {{question}} A: {{answer_a}} B: {{answer_b}}"\n'
+    )
+    assert get_template("pairwise", user_dir=tmp_path).version == 2
+    assert get_template("pairwise", 1, user_dir=tmp_path).version == 1
+    assert parse_template_ref("pairwise@2") == ("pairwise", 2)
+    (tmp_path / "score.v1.toml").write_text('kind = "score"\nuser = "x"\n')
+    with pytest.raises(LensError, match="exists twice"):
+        list_templates(tmp_path)
+    with pytest.raises(LensError, match="is a score template"):
+        get_template("score", kind="pairwise")
+
+
+def test_call_key_changes_with_every_part():
+    req = ChatRequest((("user", "hi"),), Decoding(), "pairwise", 1)
+    base = call_key("openai", "m", req)
+    assert base == call_key("openai", "m", ChatRequest((("user", "hi"),), Decoding(), "pairwise", 1))
+    variants = [
+        call_key("transformers", "m", req),
+        call_key("openai", "m2", req),
+        call_key("openai", "m", ChatRequest((("user", "hi!"),), Decoding(), "pairwise", 1)),
+        call_key("openai", "m", ChatRequest((("user", "hi"),), Decoding(max_tokens=5), "pairwise", 1)),
+        call_key("openai", "m", ChatRequest((("user", "hi"),), Decoding(), "pairwise", 2)),
+        call_key("openai", "m", ChatRequest((("user", "hi"),), Decoding(), "other", 1)),
+    ]
+    assert len({base, *variants}) == 7
+
+
+def test_cache_round_trip_and_no_double_insert(empty_store):
+    cache = CallCache(empty_store)
+    req = ChatRequest((("user", "hi"),), Decoding(top_logprobs=2), "soft", 1)
+    res = ChatResult("A", ({"A": -0.1, "B": -2.3},), 10, 1, 0.5)
+    k = call_key("openai", "m", req)
+    cache.put(k, "openai", "m", req, res, None)
+    cache.put(k, "openai", "m", req, res, None)
+    got = cache.get_many([k, "missing"])
+    assert list(got) == [k] and got[k].top_logprobs == res.top_logprobs and got[k].text == "A"
+    assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 1
+
+
+def test_write_verdicts_replaces_a_pairs_rows(empty_store):
+    def rows(winners):
+        return pd.DataFrame(
+            [
+                {
+                    "prompt_id": "1",
+                    "variant": 0,
+                    "variant_kind": "original",
+                    "turn": 1,
+                    "category": "c",
+                    "model_a": "x",
+                    "model_b": "y",
+                    "winner": w,
+                    "order": o,
+                    "prob_a": None,
+                    "explanation": "t",
+                }
+                for w, o in winners
+            ],
+            columns=ROW_COLUMNS,
+        )
+
+    write_verdicts(empty_store, "d", "j", rows([("A", "AB"), ("B", "BA")]), source="s")
+    v0 = empty_store.dataset_version("d")
+    write_verdicts(empty_store, "d", "j", rows([("tie", "AB"), ("invalid", "BA")]), source="s")
+    v = empty_store.verdicts("d")
+    assert sorted(v["winner"]) == ["invalid", "tie"] and empty_store.dataset_version("d") == v0 + 1
+    write_verdicts(empty_store, "d", "other-judge", rows([("A", "AB")]), source="s")
+    assert len(empty_store.verdicts("d")) == 3
+
+
+def _random_verdicts(models, seed, n=300):
+    rng = np.random.default_rng(seed)
+    strength = dict(zip(models, rng.normal(size=len(models)), strict=True))
+    rows = []
+    for _ in range(n):
+        a, b = rng.choice(models, 2, replace=False)
+        p = 1 / (1 + math.exp(strength[b] - strength[a]))
+        u = rng.random()
+        rows.append(
+            {"model_a": a, "model_b": b, "winner": "tie" if abs(u - p) < 0.05 else ("A" if u < p else "B")}
+        )
+    return pd.DataFrame(rows)
+
+
+def test_bt_scores_match_choix_on_half_ties():
+    choix = pytest.importorskip("choix")
+    models = ["a", "b", "c", "d", "e"]
+    v = _random_verdicts(models, seed=1)
+    ours = bt_scores(models, v, prior=0.0)
+    idx = {m: i for i, m in enumerate(models)}
+    data = []  # doubled counts: a win twice, a tie once each way (same MLE as W + T/2)
+    for r in v.itertuples():
+        i, j = idx[r.model_a], idx[r.model_b]
+        if r.winner == "A":
+            data += [(i, j), (i, j)]
+        elif r.winner == "B":
+            data += [(j, i), (j, i)]
+        else:
+            data += [(i, j), (j, i)]
+    ref = choix.ilsr_pairwise(len(models), data, alpha=0.0, max_iter=10_000, tol=1e-12)
+    np.testing.assert_allclose(ours, ref - ref.mean(), atol=1e-6)
+
+
+def test_round_robin_and_swim_counts():
+    models = [f"m{i}" for i in range(9)]
+    assert round_robin_pairs(models) == list(combinations(models, 2))
+    calls = []
+
+    def judge_pair(p, x):
+        calls.append((p, x))
+        return pd.DataFrame([{"model_a": p, "model_b": x, "winner": "A" if p > x else "B"}])
+
+    res = swim(models, judge_pair, seed=7)
+    expected = sum(math.ceil(max(math.log2(s), 1)) for s in range(1, 9))
+    assert len(calls) == expected == len(res.comparisons)
+    # every opponent had joined before the newcomer, and no pair is judged twice
+    pos = {m: i for i, m in enumerate(res.join_order)}
+    assert all(pos[x] < pos[p] for p, x in res.comparisons)
+    assert len({frozenset(c) for c in res.comparisons}) == len(res.comparisons)
+    assert set(res.scores.index) == set(models)
+    assert res.comparisons == swim(models, judge_pair, seed=7).comparisons  # seeded: reproducible
