@@ -44,7 +44,7 @@ def test_scores_general_form():
 
 def test_keep_k_matches_direct_sort_with_many_ties():
     rng = np.random.default_rng(0)
-    for trial in range(30):
+    for _trial in range(30):
         n = int(rng.integers(1, 60))
         ids = rng.permutation(n * 2)[:n]
         ids = [str(i) if i % 5 else f"q{i}" for i in ids]
