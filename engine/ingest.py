@@ -23,6 +23,7 @@ import pandas as pd
 from .errors import LensError
 from .schema import DEFAULT_DATASET, VERDICT_COLUMNS
 from .store import Store
+from .verdict_files import list_columns
 from .verdicts import ValidationReport, validate_bytes, validate_many
 
 PathOrBytes = str | os.PathLike[str] | bytes
@@ -92,6 +93,13 @@ def validate_file(
         data, name = _read_bytes(path_or_bytes), filename or str(path_or_bytes)
     return validate_bytes(data, name, dataset=dataset, fmt=fmt, column_map=column_map,
                           model_names=model_names, judge_names=judge_names)
+
+
+def file_columns(path_or_bytes: PathOrBytes, filename: str | None = None, fmt: str | None = None) -> list[str]:
+    """The column names a file has, so a form can offer a mapping to the canonical ones."""
+    if isinstance(path_or_bytes, bytes | bytearray):
+        return list_columns(bytes(path_or_bytes), filename or "upload", fmt)
+    return list_columns(_read_bytes(path_or_bytes), filename or str(path_or_bytes), fmt)
 
 
 def validate_paths(

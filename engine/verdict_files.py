@@ -406,3 +406,22 @@ def _canonical_columns(header: list, filename: str, column_map: Mapping[str, str
     return chosen
 
 
+
+
+def list_columns(data: bytes, filename: str, fmt: str | None = None) -> list[str]:
+    """The file's own column names, in order (for a column-mapping form before validation)."""
+    if not data or not data.strip():
+        raise LensError(f"{filename} is empty.")
+    fmt = fmt or detect_format(data, filename)
+    if fmt == "parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(io.BytesIO(data)).names)
+        except Exception as exc:  # pyarrow raises several kinds for a damaged file
+            raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
+    if fmt == "csv":
+        return _read_csv(data, filename)[0]
+    reader = _read_json_array if fmt == "json" else _read_jsonl
+    rows = reader(data, filename)[0]
+    return list(dict.fromkeys(k for r in rows[:1000] for k in r if k != "raw_text"))

@@ -285,3 +285,32 @@ def test_cli_bad_arguments(cli_db, tmp_path, capsys):
     assert "There is no file" in capsys.readouterr().err
     assert main(["--db", str(cli_db), "datasets", "export", "vicuna80", str(tmp_path / "x.xml")]) == 2
     assert "Cannot tell the export format" in capsys.readouterr().err
+
+
+def test_cli_check_stores_nothing(cli_db, tmp_path, capsys):
+    path = write(tmp_path, "bad.csv", BAD_CSV)
+    assert main(["--db", str(cli_db), "import", str(path), "--dataset", "chk", "--check"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out.strip() == "read 4 = valid 2 + rejected 2 (invalid judge outputs: 0); nothing stored (--check)"
+    assert len(cap.err.strip().splitlines()) == 2
+    good = write(tmp_path, "g.csv", GOOD_CSV)
+    assert main(["--db", str(cli_db), "import", str(good), "--dataset", "chk", "--check"]) == 0
+    from engine.store import Store
+    with Store(cli_db) as s:
+        assert not s.has_dataset("chk")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_file_columns(tmp_path, fmt):
+    from engine.ingest import file_columns
+
+    df = pd.DataFrame({"QID": ["1"], "left": ["x"], "right": ["y"], "Verdict": ["A"]})
+    path = tmp_path / f"v.{fmt}"
+    if fmt == "csv":
+        df.to_csv(path, index=False)
+    elif fmt == "jsonl":
+        df.to_json(path, orient="records", lines=True)
+    else:
+        df.to_parquet(path, index=False)
+    assert file_columns(path) == ["QID", "left", "right", "Verdict"]
+    assert file_columns(path.read_bytes(), path.name) == ["QID", "left", "right", "Verdict"]

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..errors import LensError
-from ..ingest import import_files, write_rejected
+from ..ingest import import_files, validate_paths, write_rejected
 from ..verdicts import FORMATS
 from ._common import store_from_args
 
@@ -34,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true", help="replace the dataset's verdicts and texts")
     p.add_argument("--skip-invalid", action="store_true",
                    help="store the good rows and write the rejected ones to --rejected")
+    p.add_argument("--check", action="store_true",
+                   help="validate only: report what would be stored and every rejected row, store nothing")
     p.add_argument("--rejected", metavar="PATH", help="where rejected rows go (default <input>.rejected.csv)")
     p.add_argument("--map", action="append", metavar="FILECOL=COLUMN",
                    help="treat the file's column FILECOL as the canonical COLUMN (repeatable)")
@@ -46,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     column_map = _pairs(args.map, "--map")
     models = _pairs(args.model_name, "--model-name")
     judges = _pairs(args.judge_name, "--judge-name")
+    if args.check:
+        return _check(args, column_map, models, judges)
     store = store_from_args(args)
     try:
         result = import_files(
@@ -67,3 +71,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"rejected rows written to {path}")
     print(f"dataset {result.dataset!r} is now version {result.version}")
     return 0
+
+
+def _check(args: argparse.Namespace, column_map: dict, models: dict, judges: dict) -> int:
+    """Validation without the store: the rows, the rejected ones, exit 2 when any is rejected."""
+    report = validate_paths(args.paths, dataset=args.dataset, fmt=args.format, column_map=column_map,
+                            model_names=models, judge_names=judges)
+    for sentence in report.sentences():
+        print(sentence, file=sys.stderr)
+    print(f"read {report.rows_read} = valid {report.n_good} + rejected {report.n_rejected} "
+          f"(invalid judge outputs: {report.n_invalid}); nothing stored (--check)")
+    return 2 if report.n_rejected else 0
