@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import resource
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ from engine.denoise import backward_arcs, denoise  # noqa: E402
 from engine.rankers.counts import fit_bt_verdicts, verdict_counts  # noqa: E402
 
 
-def make_data(n: int, N: int, seed: int = 0, categorical: bool = True) -> pd.DataFrame:
+def make_data(n: int, N: int, seed: int = 0, categorical: bool | str = True) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     theta = rng.normal(0, 1, n)
     i = rng.integers(0, n, N)
@@ -47,7 +46,9 @@ def make_data(n: int, N: int, seed: int = 0, categorical: bool = True) -> pd.Dat
         "prompt_id": np.char.add("p", np.arange(N).astype(str)).astype(object),
         "model_a": models[i], "model_b": models[j], "winner": winner.astype(object),
     })
-    if categorical:
+    if categorical == "arrow":
+        df = df.astype({c: "string[pyarrow]" for c in df.columns})
+    elif categorical:
         df = df.astype({"prompt_id": "category", "model_a": "category", "model_b": "category", "winner": "category"})
     return df
 
@@ -109,6 +110,7 @@ def bench_size(n: int, N: int, evalica_boot: bool, B: int = 100) -> list[dict]:
     rows = []
     df = make_data(n, N)
     df_obj = make_data(n, N, categorical=False)
+    df_arrow = make_data(n, N, categorical="arrow")
     winners = df["winner"].astype(str).map({"A": evalica.Winner.X, "B": evalica.Winner.Y, "tie": evalica.Winner.Draw}).tolist()
     xs, ys = df["model_a"].astype(str).tolist(), df["model_b"].astype(str).tolist()
     wt, models = wtilde_dense(df)
@@ -116,6 +118,17 @@ def bench_size(n: int, N: int, evalica_boot: bool, B: int = 100) -> list[dict]:
 
     t_ours, res = timed(lambda: fit_bt_verdicts(df))
     t_ours_obj, _ = timed(lambda: fit_bt_verdicts(df_obj))
+    t_ours_arrow, _ = timed(lambda: fit_bt_verdicts(df_arrow))
+
+    def choix_from_rows():
+        a, b = df["model_a"].cat.codes.to_numpy(), df["model_b"].cat.codes.to_numpy()
+        w = df["winner"].astype(str).to_numpy()
+        mat = np.zeros((n, n))
+        np.add.at(mat, (a, b), np.where(w == "A", 1.0, np.where(w == "tie", 0.5, 0.0)))
+        np.add.at(mat, (b, a), np.where(w == "B", 1.0, np.where(w == "tie", 0.5, 0.0)))
+        return choix.ilsr_pairwise_dense(mat, tol=1e-8, max_iter=1000)
+
+    t_choix_rows, _ = timed(choix_from_rows)
     t_ev, ev = timed(lambda: evalica.bradley_terry(xs, ys, winners))
     cw = counts["winner"].astype(str).map({"A": evalica.Winner.X, "B": evalica.Winner.Y, "tie": evalica.Winner.Draw}).tolist()
     t_ev_counts, _ = timed(lambda: evalica.bradley_terry(counts["model_a"].astype(str).tolist(),
@@ -134,9 +147,11 @@ def bench_size(n: int, N: int, evalica_boot: bool, B: int = 100) -> list[dict]:
     rows += [
         {"size": size, "task": "BT fit", "method": "ours, verdict table (categorical columns), grouping included", "seconds": t_ours},
         {"size": size, "task": "BT fit", "method": "ours, verdict table (object string columns), grouping included", "seconds": t_ours_obj},
+        {"size": size, "task": "BT fit", "method": "ours, verdict table (string[pyarrow] columns), grouping included", "seconds": t_ours_arrow},
         {"size": size, "task": "BT fit", "method": "evalica.bradley_terry, row API (Rust core)", "seconds": t_ev},
         {"size": size, "task": "BT fit", "method": "evalica.bradley_terry on pre-grouped counts (fit only)", "seconds": t_ev_counts},
         {"size": size, "task": "BT fit", "method": "choix.ilsr_pairwise_dense on W+T/2 (fit only)", "seconds": t_choix},
+        {"size": size, "task": "BT fit", "method": "choix.ilsr_pairwise_dense, dense matrix built from the rows", "seconds": t_choix_rows},
         {"size": size, "task": "BT fit", "method": "FastChat-style L-BFGS on grouped counts (fit only)", "seconds": t_fc},
         {"size": size, "task": "BT fit", "method": "FastChat-style L-BFGS, grouping included", "seconds": t_fc_group},
     ]
@@ -149,30 +164,32 @@ def bench_size(n: int, N: int, evalica_boot: bool, B: int = 100) -> list[dict]:
         {"size": size, "task": f"bootstrap B={B}", "method": "FastChat-style: resample rows, regroup, L-BFGS, single process", "seconds": t_fcb},
     ]
     sd_ratio = float(np.median(boot.samples.std(0) / fcb.std(0)))
-    if evalica_boot:
-        t_evb, _ = timed(lambda: evalica.bootstrap(evalica.bradley_terry, xs, ys, winners, n_resamples=B,
-                                                   bootstrap_method="percentile", random_state=1), repeat=1)
-        rows.append({"size": size, "task": f"bootstrap B={B}", "method": "evalica.bootstrap (percentile)", "seconds": t_evb})
+    b_ev = B if evalica_boot else 5
+    t_evb, _ = timed(lambda: evalica.bootstrap(evalica.bradley_terry, xs, ys, winners, n_resamples=b_ev,
+                                               bootstrap_method="percentile", random_state=1), repeat=1)
+    label = "evalica.bootstrap (percentile)" if b_ev == B else f"evalica.bootstrap (percentile), B={b_ev} run, x{B // b_ev} extrapolated"
+    rows.append({"size": size, "task": f"bootstrap B={B}", "method": label, "seconds": t_evb * B / b_ev})
     for r in rows:
         r["agreement"] = ""
     rows[0]["agreement"] = "max |ours - peer| log-strength: " + ", ".join(f"{k} {v:.1e}" for k, v in agree.items())
-    rows[-1 if not evalica_boot else -2]["agreement"] = f"median sd ratio ours/FastChat-style {sd_ratio:.3f}"
+    rows[-2]["agreement"] = f"median sd ratio ours/FastChat-style {sd_ratio:.3f}"
     return rows
 
 
 def peak_rss_ours(n: int, N: int, B: int = 100) -> tuple[float, float]:
-    """Peak RSS (GB) of a fresh process: data only, and data + our bootstrap."""
+    """Fresh process: resident memory (GB) after building the data, and the bootstrap's own peak
+    allocation on top of it (tracemalloc sees numpy's buffers)."""
     code = (
-        "import sys, resource; sys.path.insert(0, '.'); from bench.rankers import make_data; "
+        "import sys, gc, tracemalloc; sys.path.insert(0, '.'); from bench.rankers import make_data; "
         "from engine.bootstrap import bootstrap_bt_verdicts; "
-        f"df = make_data({n}, {N}); r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
-        f"bootstrap_bt_verdicts(df, B={B}, seed=1) if sys.argv[1] == 'boot' else None; "
-        "print(r0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        f"df = make_data({n}, {N}); gc.collect(); "
+        "rss = int(open('/proc/self/statm').read().split()[1]) * 4096; tracemalloc.start(); "
+        f"bootstrap_bt_verdicts(df, B={B}, seed=1); print(rss, tracemalloc.get_traced_memory()[1])"
     )
     root = Path(__file__).resolve().parent.parent
-    base = subprocess.run([sys.executable, "-c", code, "data"], capture_output=True, text=True, cwd=root, check=True)
-    boot = subprocess.run([sys.executable, "-c", code, "boot"], capture_output=True, text=True, cwd=root, check=True)
-    return int(base.stdout.split()[1]) / 1e6, int(boot.stdout.split()[1]) / 1e6
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
+    rss, peak = (int(x) for x in out.stdout.split())
+    return rss / 1e9, peak / 1e9
 
 
 def greedy_fas_quality(trials: int = 300, seed: int = 2026) -> dict:
@@ -212,17 +229,19 @@ def main() -> None:
         ours_obj = t["ours, verdict table (object string columns), grouping included"]
         print(f"\n{size}: evalica row / ours = {t['evalica.bradley_terry, row API (Rust core)'] / ours:.1f}x "
               f"(object strings {t['evalica.bradley_terry, row API (Rust core)'] / ours_obj:.1f}x); "
-              f"choix dense ILSR / ours = {t['choix.ilsr_pairwise_dense on W+T/2 (fit only)'] / ours:.2f}x")
+              f"choix dense ILSR / ours = {t['choix.ilsr_pairwise_dense on W+T/2 (fit only)'] / ours:.2f}x fit only, "
+              f"{t['choix.ilsr_pairwise_dense, dense matrix built from the rows'] / ours:.2f}x matrix built from rows")
         boot = t["ours (categorical), batched over graph patterns"]
         print(f"{size}: FastChat-style bootstrap / ours = "
               f"{t['FastChat-style: resample rows, regroup, L-BFGS, single process'] / boot:.1f}x"
-              + (f"; evalica bootstrap / ours = {t['evalica.bootstrap (percentile)'] / boot:.1f}x"
-                 if "evalica.bootstrap (percentile)" in t else "; evalica bootstrap skipped (about 10 GB RSS)"))
+              + "; evalica bootstrap / ours = "
+              + ", ".join(f"{t[k] / boot:.1f}x ({k})" for k in t if k.startswith("evalica.bootstrap")))
     if not args.no_memory:
         for s in args.sizes:
             n, N = (int(x) for x in s.split("x"))
             base, peak = peak_rss_ours(n, N)
-            print(f"{n} x {N:,}: peak RSS data only {base:.2f} GB, data + our bootstrap B=100 {peak:.2f} GB")
+            print(f"{n} x {N:,}: resident after building the data {base:.2f} GB; "
+                  f"peak extra allocation of our bootstrap B=100 {peak:.3f} GB")
     print("\ngreedy FAS (paper 002, Algorithm 1) vs exact minimum, random weighted digraphs n = 4..7:",
           greedy_fas_quality())
 

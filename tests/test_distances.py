@@ -10,7 +10,12 @@ import pytest
 from scipy.stats import kendalltau, spearmanr
 
 from engine.distances import (
-    DISTANCES, all_distances, chebyshev_distance, distances_batch, footrule_distance, kendall_distance,
+    DISTANCES,
+    all_distances,
+    chebyshev_distance,
+    distances_batch,
+    footrule_distance,
+    kendall_distance,
     spearman_distance,
 )
 from engine.errors import LensError

@@ -251,3 +251,18 @@ def test_no_ranker_returns_all_zero_scores(syn):
     _, st = syn
     for name in RANKERS:
         assert rank(st, name).scores.abs().max() > 0, name
+
+
+def test_majority_symmetric_reading_by_loops(syn):
+    _, st = syn
+    W, T = st.win_tie_matrices()
+    res = rank(st, "majority")
+    for i in range(st.n):
+        expect = 0.0
+        for j in range(st.n):
+            if j == i:
+                continue
+            t = W[i, j] + W[j, i] + T[i, j]
+            nij = W[i, j] + T[i, j] / 2
+            expect += 1.0 if nij > t / 2 else (0.5 if nij == t / 2 else 0.0)
+        assert res.scores.iloc[i] == expect

@@ -9,7 +9,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from engine.denoise import backward_arcs, denoise, descendant_counts, greedy_fas_order, is_acyclic
+from engine.denoise import denoise, descendant_counts, greedy_fas_order, is_acyclic
 from engine.graphs import build_stack
 from engine.rankers import rank
 from engine.rankers.elspr import cleaned_mask, reconstruct, split_verdicts

@@ -8,7 +8,12 @@ import pytest
 
 from engine.errors import LensError
 from engine.reference import (
-    DEFAULT_REFERENCE, REFERENCE_DIR, arena_category, load_mapping, load_reference, map_reference,
+    DEFAULT_REFERENCE,
+    REFERENCE_DIR,
+    arena_category,
+    load_mapping,
+    load_reference,
+    map_reference,
     reference_for_dataset,
 )
 

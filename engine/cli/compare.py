@@ -12,7 +12,7 @@ from ..rankers import RANKERS
 from ..reference import DEFAULT_REFERENCE, load_mapping, load_reference, map_reference
 from ..schema import DEFAULT_DATASET
 from ._common import add_format, store_from_args, write_frame
-from .leaderboard import add_selection, parse_params
+from .leaderboard import add_selection, ranker_params
 
 COLUMNS = ("judge", "ranker", "spearman", "kendall", "footrule", "chebyshev", "n_shared", "n_graphs", "models")
 
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                 board = leaderboard(
                     store, args.dataset, judge=judge, category=args.category, ranker=ranker,
                     keep_k=args.keep_k, mu=args.mu, per_category=args.per_category, policy=args.policy,
-                    ranker_params=parse_params(args.param),
+                    ranker_params=ranker_params(args),
                 )
                 d = compare_to_reference(board, ref)
                 rows.append({"judge": judge if judge is not None else "all", "ranker": ranker,

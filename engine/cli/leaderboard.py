@@ -45,6 +45,25 @@ def add_selection(p: argparse.ArgumentParser) -> None:
                    help="how several verdicts on one pair in one graph combine")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="ranker parameter, e.g. solver=mm, scale=elo, soft=true, k=32 (repeatable)")
+    p.add_argument("--judge-weight", action="append", metavar="JUDGE=W",
+                   help="weight of a judge's graphs for pged, borda, kemeny, pairwise-majority (paper 002, App. Q)")
+
+
+def ranker_params(args: argparse.Namespace) -> dict:
+    """Ranker parameters from --param and --judge-weight."""
+    params = parse_params(args.param)
+    if args.judge_weight:
+        weights = {}
+        for item in args.judge_weight:
+            judge, _, raw = item.rpartition("=")
+            try:
+                weights[judge] = float(raw)
+            except ValueError:
+                raise LensError(f"Judge weight {item!r} is not of the form JUDGE=number.") from None
+            if not judge:
+                raise LensError(f"Judge weight {item!r} is not of the form JUDGE=number.")
+        params["weights"] = weights
+    return params
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -67,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         board = leaderboard(
             store, args.dataset, judge=args.judge, category=args.category, ranker=args.ranker,
             keep_k=args.keep_k, mu=args.mu, per_category=args.per_category, bootstrap=args.bootstrap,
-            seed=args.seed, policy=args.policy, ranker_params=parse_params(args.param),
+            seed=args.seed, policy=args.policy, ranker_params=ranker_params(args),
         )
     finally:
         store.close()

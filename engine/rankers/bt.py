@@ -21,7 +21,13 @@ import numpy as np
 from ..errors import LensError
 from ..graphs import GraphStack
 from .base import (
-    RankResult, centred, check_stack, register, series, single_thread_blas, strongly_connected_batch,
+    RankResult,
+    centred,
+    check_stack,
+    register,
+    series,
+    single_thread_blas,
+    strongly_connected_batch,
 )
 
 DEFAULT_ALPHA = 0.1

@@ -50,16 +50,18 @@ class VerdictCounts:
 
 
 def _codes(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Integer model codes for both columns over one sorted model list (categoricals use their codes)."""
     if isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype):
-        cats = a.cat.categories.union(b.cat.categories)
-        ca = cats.get_indexer(a.cat.categories)[a.cat.codes.to_numpy()]
-        cb = cats.get_indexer(b.cat.categories)[b.cat.codes.to_numpy()]
-        models = tuple(str(c) for c in cats)
-    else:
-        codes, uniq = pd.factorize(np.concatenate([a.to_numpy(object), b.to_numpy(object)]), sort=True)
-        ca, cb = codes[: len(a)], codes[len(a):]
-        models = tuple(str(u) for u in uniq)
-    return ca.astype(np.int64), cb.astype(np.int64), models
+        ca, ua = a.cat.codes.to_numpy(), a.cat.categories
+        cb, ub = b.cat.codes.to_numpy(), b.cat.categories
+    else:  # factorise each column on its own (fast for Arrow-backed strings), then unify the few uniques
+        ca, ua = pd.factorize(a)
+        cb, ub = pd.factorize(b)
+    ua, ub = pd.Index(np.asarray(ua, dtype=object)), pd.Index(np.asarray(ub, dtype=object))
+    cats = ua.union(ub).sort_values()
+    ca = cats.get_indexer(ua)[ca]
+    cb = cats.get_indexer(ub)[cb]
+    return ca.astype(np.int64), cb.astype(np.int64), tuple(str(c) for c in cats)
 
 
 def _graph_ids(v: pd.DataFrame) -> tuple[np.ndarray, bool]:
