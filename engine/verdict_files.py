@@ -156,9 +156,22 @@ def _read_csv_simple(lines: list[str], delim: str):
     return header, rows, [k + 1 for k in keep[1:]], problems
 
 
+def _delimiter(lines: list[str], filename: str) -> str:
+    """Comma, unless the file is .tsv or its header has no comma but tabs or semicolons
+    (spreadsheets in many locales save CSV with ';')."""
+    if filename.lower().endswith(".tsv"):
+        return "\t"
+    first = next((ln for ln in lines if ln.strip()), "")
+    if "," not in first:
+        for d in ("\t", ";"):
+            if d in first:
+                return d
+    return ","
+
+
 def _read_csv(data: bytes, filename: str) -> tuple[list[str], list[list], list[int], list[str | None]]:
     lines, bad = _split_lines(data)
-    delim = "\t" if filename.lower().endswith(".tsv") else ","
+    delim = _delimiter(lines, filename)
     fast = None if bad else _read_csv_simple(lines, delim)
     if fast is not None:
         return fast

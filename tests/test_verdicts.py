@@ -130,9 +130,13 @@ def test_column_map_and_format_override():
         check(text, "v.txt", fmt="jsonl", column_map={"qid": "question_number"})
 
 
-def test_tsv():
+def test_tsv_semicolons_crlf_bom_and_empty_spreadsheet_rows():
     rep = check("prompt_id\tmodel_a\tmodel_b\twinner\np\tx\ty\tA\n", "v.tsv")
     assert rep.good["winner"].tolist() == ["A"]
+    rep = check("prompt_id;model_a;model_b;winner;explanation\np;x;y;B;a, b\n", "v.csv")
+    assert rep.good[["winner", "explanation"]].values.tolist() == [["B", "a, b"]]
+    rep = check(b"\xef\xbb\xbfprompt_id,model_a,model_b,winner\r\np1,x,y,A\r\n,,,\r\np2,x,y,B\r\n,,,\r\n")
+    assert rep.rows_read == 2 and rep.good["source_line"].tolist() == [2, 4]
 
 
 # -- review format -------------------------------------------------------------------------------
