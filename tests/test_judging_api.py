@@ -363,3 +363,71 @@ def test_perturb_keeps_checked_rewrites_with_lineage_then_generate_answers(empty
         assert len(out) == 4 and srv.total == 8
         ans = empty_store.answer_texts("p")
         assert len(ans[ans["model"] == "target"]) == 4
+
+
+def test_cli_perturb_generate_and_runs(tmp_path):
+    db = tmp_path / "pg.duckdb"
+    base = [sys.executable, "-m", "engine", "--db", str(db)]
+    with FakeOpenAI() as srv:
+        be = [
+            "--backend",
+            "openai",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "fake",
+            "--no-progress",
+            "--format",
+            "csv",
+        ]
+        load = subprocess.run(
+            base
+            + [
+                "judge",
+                "--dataset",
+                "pg",
+                "--inputs",
+                "mt_bench",
+                "--models",
+                "gpt-4,llama-13b",
+                "--categories",
+                "stem",
+                "--limit",
+                "1",
+                *be,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
+        assert load.returncode == 0, load.stderr
+        per = subprocess.run(
+            base + ["perturb", "--dataset", "pg", "-k", "2", *be],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
+        assert per.returncode == 0, per.stderr
+        row = pd.read_csv(pd.io.common.StringIO(per.stdout)).iloc[0]
+        assert (row.prompts, row.candidates, row.accepted) == (1, 2, 1)
+        gen = subprocess.run(
+            base + ["generate", "--dataset", "pg", "--variants", "1", "--as-model", "gpt-4", *be],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
+        assert gen.returncode == 0, gen.stderr
+        assert pd.read_csv(pd.io.common.StringIO(gen.stdout)).iloc[0].answers == 1
+        runs = subprocess.run(
+            base + ["calls", "--runs", "--format", "csv"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
+        df = pd.read_csv(pd.io.common.StringIO(runs.stdout))
+        assert list(df["kind"]) == ["judge", "perturb", "generate"] and set(df["status"]) == {"done"}
+        assert list(df["calls_made"]) == [2, 2, 1]
