@@ -32,6 +32,7 @@ TABLES: dict[str, str] = {
     "participation": "share of cycles through each model per group",
     "cycle-fit": "negative binomial / Poisson / zero-inflated Poisson fits of per-prompt cycle counts",
     "cycle-graphs": "per graph: cycles by length",
+    "cycle-prompts": "per prompt: cycles summed over its graphs (the unit of the distribution fit)",
     "position": "order consistency, first-position win rate and McNemar's test per group",
     "stress": "order-permutation stress test per group (paper 003)",
     "agreement": "agreement and Cohen's κ between judges (or against a reference judge)",
@@ -152,6 +153,8 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
         return cycle_stats.participation(ctab, part, by)
     if table == "cycle-fit":
         return cycle_stats.count_fits(ctab, by)
+    if table == "cycle-prompts":
+        return cycle_stats.prompt_counts(ctab, by)
     return ctab  # cycle-graphs
 
 

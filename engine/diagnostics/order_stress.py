@@ -75,7 +75,10 @@ def stress_test(verdicts: pd.DataFrame, *, max_permutations: int = 5040, seed: i
                 chunk: int = 200_000) -> pd.DataFrame:
     """One row per graph judged in both orders: models, orderings tried, whether exhaustive, and
     how many of the ordering graphs are cyclic (bad / strict)."""
-    cols = [*GRAPH_KEY, "n_models", "orderings", "exhaustive", "cyclic_bad", "cyclic_strict"]
+    cols = [*GRAPH_KEY, "category", "variant_kind", "n_models", "orderings", "exhaustive", "cyclic_bad",
+            "cyclic_strict"]
+    extra = [c for c in ("category", "variant_kind") if c in verdicts.columns]
+    labels = verdicts.drop_duplicates(list(GRAPH_KEY))[[*GRAPH_KEY, *extra]]
     frames = []
     for _judge, v in verdicts.groupby("judge", sort=True):  # per judge: its own model set
         keys, models, F = first_shown_outcomes(v)
@@ -96,7 +99,10 @@ def stress_test(verdicts: pd.DataFrame, *, max_permutations: int = 5040, seed: i
             bad[t0:t0 + step] = b.reshape(len(f), -1).sum(axis=1)
             strict[t0:t0 + step] = s.reshape(len(f), -1).sum(axis=1)
         present = ~np.isnan(F).all(axis=2)
-        out = keys.copy()
+        out = keys.merge(labels, on=list(GRAPH_KEY), how="left")
+        for c in ("category", "variant_kind"):
+            if c not in out.columns:
+                out[c] = pd.NA
         out["n_models"] = present.sum(axis=1)
         out["orderings"] = len(pos)
         out["exhaustive"] = exhaustive
