@@ -14,18 +14,18 @@ from engine.errors import LensError
 from engine.schema import DEFAULT_DATASET
 from pages._lens import ALL, choices, get_store
 
-st.set_page_config(page_title="Tournament Lens", page_icon="🔭", layout="wide")
+st.set_page_config(page_title="Tournament Lens", page_icon=":material/hub:", layout="wide")
 
 # url paths differ from the names Streamlit derives from the file names ("2_truncation.py" →
 # "truncation"): equal names would let the legacy pages/ directory routing run a page without app.py.
 PAGES = [
-    st.Page("pages/1_leaderboard.py", url_path="ranking", title="Leaderboard", icon="🏆", default=True),
-    st.Page("pages/2_truncation.py", url_path="keep-k", title="Truncation", icon="✂️"),
-    st.Page("pages/3_cycles.py", url_path="cycle-map", title="Cycles", icon="🔁"),
-    st.Page("pages/4_inspector.py", url_path="prompt-inspector", title="Prompt inspector", icon="🔎"),
-    st.Page("pages/5_judges.py", url_path="judge-diagnostics", title="Judges", icon="⚖️"),
-    st.Page("pages/6_data.py", url_path="datasets", title="Data", icon="🗂️"),
-    st.Page("pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon="🧪"),
+    st.Page("pages/1_leaderboard.py", url_path="ranking", title="Leaderboard", icon=":material/leaderboard:", default=True),
+    st.Page("pages/2_truncation.py", url_path="keep-k", title="Truncation", icon=":material/content_cut:"),
+    st.Page("pages/3_cycles.py", url_path="cycle-map", title="Cycles", icon=":material/cycle:"),
+    st.Page("pages/4_inspector.py", url_path="prompt-inspector", title="Prompt inspector", icon=":material/account_tree:"),
+    st.Page("pages/5_judges.py", url_path="judge-diagnostics", title="Judges", icon=":material/balance:"),
+    st.Page("pages/6_data.py", url_path="datasets", title="Data", icon=":material/database:"),
+    st.Page("pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon=":material/science:"),
 ]
 
 
@@ -57,8 +57,10 @@ def sidebar() -> None:
         st.stop()
     datasets = store.datasets()["name"].tolist()
     _seed_from_query()
+    if "_select_dataset" in st.session_state:  # set by the Data page after an import or rename
+        st.session_state["dataset"] = st.session_state.pop("_select_dataset")
     with st.sidebar:
-        st.markdown("### 🔭 Tournament Lens")
+        st.markdown("### :material/hub: Tournament Lens")
         if not datasets:
             st.info("The store holds no dataset yet; import one on the Data page.")
             st.session_state["dataset"] = None

@@ -292,6 +292,9 @@ def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> 
     from .diagnostics.sntd import sntd_summary
 
     by = ("judge", "category") if by_category else ("judge",)
+    # unknown presentation orders as None rather than pd.NA: diagnostics.verdict_pairs compares the
+    # order column elementwise, which pd.NA refuses (a dataset without an order column failed here)
+    verdicts = verdicts.assign(order=verdicts["order"].astype(object).where(verdicts["order"].notna(), None))
     judges = tuple(sorted(verdicts["judge"].dropna().astype(str).unique()))
     overall = agreement(verdicts)
     mat = pd.DataFrame(np.eye(len(judges)), index=list(judges), columns=list(judges))

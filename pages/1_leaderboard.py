@@ -12,7 +12,7 @@ from engine.errors import LensError
 from engine.viz import ci_plot_frame, escape_md
 from pages._lens import B_DEFAULT, SEED, current, leaderboard_result, show_error
 
-st.title("🏆 Leaderboard")
+st.title("Leaderboard")
 st.caption(
     "Every tournament graph of the chosen dataset, judge and category, aggregated into one ranking "
     "(W = wins, T = ties over graphs, paper 000 eq. 3–4). Intervals are percentile bootstrap intervals "
@@ -50,8 +50,13 @@ config = {
     "ref_diff": st.column_config.NumberColumn("Δ vs reference", format="%+d",
                                               help="Rank here among the mapped models minus the reference rank."),
     "n_graphs_model": st.column_config.NumberColumn("graphs"),
+    "rank_low": st.column_config.NumberColumn("rank CI low"),
+    "rank_high": st.column_config.NumberColumn("rank CI high"),
 }
-st.dataframe(table, hide_index=True, width="stretch", column_config=config)
+ORDER = ("rank", "model", "score", "ci_low", "ci_high", "wins", "losses", "ties", "bad_triads", "cycle_share",
+         "ref_rank", "ref_diff", "win_rate", "rank_low", "rank_high", "n_graphs_model")
+st.dataframe(table, hide_index=True, width="stretch", column_config=config,
+             column_order=[c for c in ORDER if c in table.columns])
 
 plot = ci_plot_frame(table)
 fig = go.Figure(go.Scatter(

@@ -13,7 +13,7 @@ from pages._lens import (
     reference_for_key, show_error, stack_for,
 )
 
-st.title("✂️ Truncation")
+st.title("Truncation")
 st.caption(
     "Each graph gets the score S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ (bad 3- and 4-cycles, paper 000 App. A.2). "
     "Keep-K keeps the K graphs with the smallest score and ranks the models from those alone."
@@ -77,12 +77,14 @@ if curves is not None:
         (cols[1], mu_frame, "mu", mu, f"distance vs μ (K={keep_k})"),
     ):
         fig = go.Figure()
-        fig.add_trace(go.Scatter(x=frame[x], y=frame["ci_high"], line={"width": 0}, showlegend=False, hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=frame[x], y=frame["ci_high"], mode="lines", line={"width": 0}, showlegend=False,
+                                 hoverinfo="skip"))
         fig.add_trace(go.Scatter(
-            x=frame[x], y=frame["ci_low"], fill="tonexty", fillcolor="rgba(59,91,219,0.15)", line={"width": 0},
+            x=frame[x], y=frame["ci_low"], mode="lines", fill="tonexty", fillcolor="rgba(59,91,219,0.15)", line={"width": 0},
             showlegend=False, hoverinfo="skip",
         ))
-        fig.add_trace(go.Scatter(x=frame[x], y=frame["point"], mode="lines+markers", name=metric, line={"color": "#3b5bdb"}))
+        fig.add_trace(go.Scatter(x=frame[x], y=frame["point"], mode="lines+markers", name=metric, line={"color": "#3b5bdb"},
+                                 showlegend=False))
         fig.add_vline(x=marker, line_dash="dash", line_color="#e03131")
         fig.update_layout(
             title={"text": title, "font": {"size": 14}}, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10},

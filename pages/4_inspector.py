@@ -9,7 +9,7 @@ from engine.errors import LensError
 from engine.viz import COLOR_BAD, escape_md, text_block, tournament_html, triad_edge_set
 from pages._lens import current, denoised_for, get_store, show_error, stack_for, triads_for, verdicts_for
 
-st.title("🔎 Prompt inspector")
+st.title("Prompt inspector")
 st.caption(
     "One tournament graph: arrows point from the winner to the loser, dashed links are ties, red edges "
     "lie on a bad (non-transitive) triad. Pick a triad to read the three verdicts behind it."

@@ -10,7 +10,7 @@ import streamlit as st
 from engine.errors import LensError
 from pages._lens import current, judge_diagnostics, show_error
 
-st.title("⚖️ Judges")
+st.title("Judges")
 st.caption(
     "Every judge of the dataset side by side (the sidebar's judge choice does not apply here; its "
     "category does). Verdicts on one pair in one prompt are first combined per judge (both orders → "
@@ -50,7 +50,10 @@ st.caption(
     "win rate: share of verdicts won by the answer shown first. McNemar's test (paper 003) asks whether "
     "showing a model first changes its outcome."
 )
-st.dataframe(jd.position, hide_index=True, width="stretch")
+if jd.position.empty:
+    st.info("No verdict of this dataset records which answer was shown first, so position bias cannot be measured.")
+else:
+    st.dataframe(jd.position, hide_index=True, width="stretch")
 
 st.subheader("Non-transitivity")
 st.caption(

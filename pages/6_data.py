@@ -14,7 +14,7 @@ from engine.verdicts import OPTIONAL, REQUIRED, TEXTS
 from engine.viz import escape_md
 from pages._lens import get_store, show_error
 
-st.title("🗂️ Data")
+st.title("Data")
 st.caption(
     "A verdict file has one row per judge verdict: prompt_id, model_a, model_b, winner (A, B or tie) "
     "and optional judge, variant, category, order, prob_a, explanation, question, answer_a, answer_b. "
@@ -82,7 +82,7 @@ with tab_import:
                     if result.status == "stored":
                         st.cache_data.clear()
                         st.session_state["data_stored"] = f"Stored dataset {target}: {result.summary()}."
-                        st.session_state["dataset"] = target
+                        st.session_state["_select_dataset"] = target
                         st.rerun()
                     else:
                         st.error(f"Nothing was stored: {result.message}.")
@@ -100,15 +100,19 @@ with tab_manage:
                 show_error(exc)
             else:
                 st.cache_data.clear()
+                if st.session_state.get("dataset") == pick:
+                    st.session_state["_select_dataset"] = new.strip()
+                st.session_state["data_stored"] = f"Renamed dataset {pick} to {new.strip()}."
                 st.rerun()
         confirm = st.checkbox("I understand that deleting removes every verdict of this dataset", key="manage_confirm")
         if r2.button("Delete", key="manage_delete", disabled=not confirm):
             try:
-                ingest.delete_dataset(store, pick)
+                removed = ingest.delete_dataset(store, pick)
             except LensError as exc:
                 show_error(exc)
             else:
                 st.cache_data.clear()
+                st.session_state["data_stored"] = f"Deleted dataset {pick} and its {removed:,} verdicts."
                 st.rerun()
 
 with tab_export:

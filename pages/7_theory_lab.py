@@ -10,7 +10,7 @@ import streamlit as st
 from engine.errors import LensError
 from pages._lens import SEED, recovery_result, show_error
 
-st.title("🧪 Theory lab")
+st.title("Theory lab")
 st.caption(
     "The truth is 1 ≻ 2 ≻ … ≻ n. Each of t graphs keeps every true edge with probability ½ + p and "
     "reverses it otherwise; the majority graph over the t graphs recovers the order exactly once t passes "

@@ -8,6 +8,7 @@ networkx (not the engine), so a page test fails when a page shows the wrong thin
 from __future__ import annotations
 
 import itertools
+import shutil
 from pathlib import Path
 
 import networkx as nx
@@ -31,7 +32,16 @@ def new_app(db: Path, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.fixture
 def app(shipped_db: Path, monkeypatch: pytest.MonkeyPatch):
+    """The app on the session's shipped store (tests that only read)."""
     return new_app(shipped_db, monkeypatch)
+
+
+@pytest.fixture
+def own_app(shipped_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The app on a private copy of the shipped store (tests that write)."""
+    copy = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, copy)
+    return new_app(copy, monkeypatch)
 
 
 def assert_clean(at) -> None:
