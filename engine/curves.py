@@ -5,7 +5,10 @@ Paper 000, Section 4.2 (Figures 2, 3, 5): for each K (every K from 1 to the pool
 Bradley-Terry, and measure the four distances of Appendix C.2 to the reference. The point value
 uses the kept graphs once; the band is the 2.5-97.5 % range over ``resamples`` bootstrap draws of
 the kept set (as many graphs as kept, with replacement). The ``macro`` rows average the categories
-per resample. Every fit of a curve — all K (or mu) × categories × resamples — is one batched call.
+per resample. Pools: ``perturbed`` (originals + paraphrases, default), ``sampling`` (originals +
+sampling replicates: the control of Figure 6) or ``all``. Bootstrap draws repeat graphs, so the
+band usually sits a little above the point value (a resample holds fewer distinct graphs).
+Every fit of a curve — all K (or mu) × categories × resamples — is one batched call.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from .resampling import (
     MACRO,
     ProtocolParams,
     _category_positions,
+    _is_original,
+    _is_sample,
     _kept,
     _reference_for,
     _scores_for_counts,
@@ -38,8 +43,23 @@ DEFAULT_MU_GRID: tuple[float, ...] = tuple(float(x) for x in np.logspace(-2, 2, 
 """0.01 … 100, four points per decade: four decades around the paper's mu = 1."""
 
 
-def _pools(stack: GraphStack, per_category: bool) -> dict[str, np.ndarray]:
-    return _category_positions(stack) if per_category else {"all": np.arange(stack.T)}
+POOLS: tuple[str, ...] = ("perturbed", "sampling", "all")
+"""perturbed: originals + paraphrases (the main pool); sampling: originals + sampling replicates
+(the sampling-only control of paper 000, Figure 6); all: every graph."""
+
+
+def _pools(stack: GraphStack, per_category: bool, pool: str = "perturbed") -> dict[str, np.ndarray]:
+    """Positions of the chosen pool, by category (or one ``all`` group)."""
+    if pool not in POOLS:
+        raise LensError(f"Unknown pool {pool!r}; choose one of {', '.join(POOLS)}.")
+    samp, orig = _is_sample(stack), _is_original(stack)
+    member = {"perturbed": ~samp, "sampling": orig | samp, "all": np.ones(stack.T, dtype=bool)}[pool]
+    groups = _category_positions(stack) if per_category else {"all": np.arange(stack.T)}
+    out = {c: pos[member[pos]] for c, pos in groups.items()}
+    out = {c: pos for c, pos in out.items() if pos.size}
+    if not out:
+        raise LensError(f"The {pool} pool is empty for this selection.")
+    return out
 
 
 def _evaluate(
@@ -112,6 +132,7 @@ def keep_k_curve(
     lam3: float = 1.0,
     lam4: float | None = None,
     per_category: bool = True,
+    pool: str = "perturbed",
     resamples: int = 100,
     seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
@@ -123,7 +144,7 @@ def keep_k_curve(
     """
     from .cycles import cycle_counts
 
-    pools = _pools(stack, per_category)
+    pools = _pools(stack, per_category, pool)
     order = keep_order(truncation_scores(cycle_counts(stack), mu=mu, lam3=lam3, lam4=lam4), stack.keys)
     kmax = max(p.size for p in pools.values())
     ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
@@ -140,6 +161,7 @@ def mu_curve(
     *,
     k: int = 25,
     per_category: bool = True,
+    pool: str = "perturbed",
     resamples: int = 100,
     seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
@@ -150,7 +172,7 @@ def mu_curve(
     from .cycles import cycle_counts
 
     counts = cycle_counts(stack)
-    pools = _pools(stack, per_category)
+    pools = _pools(stack, per_category, pool)
     mus = [float(m) for m in mus]
     if not mus or any(not np.isfinite(m) or m < 0 for m in mus):
         raise LensError(f"Every mu of a mu curve must be a finite number ≥ 0; got {mus}.")

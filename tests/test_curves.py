@@ -85,3 +85,18 @@ def test_cache_hits_then_misses_after_a_new_version(empty_store):
     _, hit_c = results_cache.cached(empty_store, "syn", "keep_k_curve", params, compute)
     assert not hit_c and len(calls) == 2
     assert results_cache.clear(empty_store, "syn") == 2
+
+
+def test_pools_perturbed_and_sampling_control():
+    d = generate(SyntheticParams(n_models=5, categories=1, prompts=3, paraphrases=2, samples=3, seed=4))
+    st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))
+    pert = keep_k_curve(st, d.truth, resamples=0)
+    samp = keep_k_curve(st, d.truth, resamples=0, pool="sampling")
+    assert pert.k.max() == 9 and samp.k.max() == 12  # 3 × (1 + 2) and 3 × (1 + 3) graphs
+    kinds = st.keys["variant_kind"].to_numpy()
+    scores = truncation_scores(cycle_counts(st))
+    pos = np.flatnonzero(kinds != "paraphrase")
+    sub = st.keys.iloc[pos].reset_index(drop=True)
+    kept = pos[select_keep_k(scores[pos], sub, 4).index]
+    row = samp[(samp.k == 4) & (samp.distance == "spearman")].iloc[0]
+    assert row.point == pytest.approx(direct_point(st, d.truth, kept)["spearman"], abs=1e-12)

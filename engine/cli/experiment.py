@@ -42,6 +42,8 @@ def register(subparsers) -> None:
             q.add_argument("--mu", type=float, default=1.0)
             q.add_argument("--ks", help="K values, e.g. 1,5,10 or 1:50 (default: 1 … pool size)")
             q.add_argument("--pooled", action="store_true", help="one global pool instead of K per category")
+            q.add_argument("--pool", choices=("perturbed", "sampling", "all"), default="perturbed",
+                           help="graphs to truncate: originals+paraphrases, originals+sampling replicates, or all")
         else:
             q.add_argument("--k", type=int, default=25)
             q.add_argument("--mus", help="comma-separated mu values (default: 17 points from 0.01 to 100)")
@@ -136,9 +138,10 @@ def _plan(args, stack_of, reference):
         return params, lambda: run_protocols(stack_of(), reference, protocols, p)
     if args.experiment == "keep-k":
         ks = _parse_ints(args.ks) if args.ks else None
-        params = {"ks": ks, "mu": args.mu, "pooled": args.pooled, "resamples": args.resamples, "seed": args.seed}
+        params = {"ks": ks, "mu": args.mu, "pooled": args.pooled, "pool": args.pool, "resamples": args.resamples,
+                  "seed": args.seed}
         return params, lambda: keep_k_curve(stack_of(), reference, ks, mu=args.mu, per_category=not args.pooled,
-                                            resamples=args.resamples, seed=args.seed)
+                                            pool=args.pool, resamples=args.resamples, seed=args.seed)
     mus = _parse_floats(args.mus) if args.mus else list(DEFAULT_MU_GRID)
     params = {"mus": mus, "k": args.k, "resamples": args.resamples, "seed": args.seed}
     return params, lambda: mu_curve(stack_of(), reference, mus, k=args.k, resamples=args.resamples, seed=args.seed)
