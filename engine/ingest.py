@@ -147,6 +147,7 @@ def _reject_stored(report: ValidationReport, hits: pd.DataFrame, dataset: str) -
     for c in _CONTENT:
         extra[c] = moved[c].astype(object).where(moved[c].notna(), None).to_numpy()
     rejected = pd.concat([report.rejected, extra], ignore_index=True)
+    rejected = rejected.sort_values(["source_file", "source_line"], kind="stable", ignore_index=True)
     good = report.good.drop(index=report.good.index[rows]).reset_index(drop=True)
     return replace(report, good=good, rejected=rejected)
 
