@@ -151,3 +151,21 @@ def test_count_fits_per_group():
     fits = count_fits(table)
     assert len(fits) == 1 and fits["samples"].iloc[0] == 30
     assert fits["mean"].iloc[0] == pytest.approx(table["cycles"].mean())
+
+
+def test_zero_inflated_negative_binomial_nests_the_negative_binomial():
+    rng = np.random.default_rng(6)
+    inflated = np.where(rng.random(700) < 0.25, 0, stats.nbinom.rvs(2.0, 0.2, size=700, random_state=rng))
+    fit = fit_counts(inflated)
+    assert fit.zinb_aic - 2 <= fit.nb_aic + 1e-9  # log-likelihood at least the NB's (one more parameter)
+    assert fit.zinb_pi == pytest.approx(0.25, abs=0.06) and fit.zinb_n == pytest.approx(2.0, rel=0.35)
+    assert fit.zinb_aic < fit.nb_aic  # real zero inflation is found
+    # the reported optimum is no worse than a coarse grid over (π, n) with p profiled on a grid too
+    x = inflated
+
+    def ll(pi, n, p):
+        return np.where(x == 0, np.log(pi + (1 - pi) * p**n), np.log1p(-pi) + stats.nbinom.logpmf(x, n, p)).sum()
+
+    best = max(ll(pi, n, p) for pi in np.linspace(0.15, 0.35, 9) for n in np.linspace(1.2, 3.0, 10)
+               for p in np.linspace(0.12, 0.3, 10))
+    assert 3 - fit.zinb_aic / 2 >= best - 1e-6
