@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .bootstrap import BootstrapResult, bootstrap as run_bootstrap
+from .bootstrap import BootstrapResult
+from .bootstrap import bootstrap as run_bootstrap
 from .distances import all_distances
 from .errors import LensError
 from .graphs import DEFAULT_POLICY, GraphStack, build_stack
