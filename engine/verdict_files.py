@@ -394,21 +394,25 @@ def _canonical_columns(header: list, filename: str, column_map: Mapping[str, str
         if target not in CANONICAL:
             raise LensError(f"The column map names {target!r}, which is not a verdict column "
                             f"({', '.join(sorted(CANONICAL))}).")
-    chosen: dict[str, str] = {}
+    best: dict[str, tuple[int, object]] = {}  # canonical name → (priority, file column)
     for col in header:
         low = str(col).strip().lower()
-        name = user.get(low) or (low if low in CANONICAL else COLUMN_ALIASES.get(low))
-        if name is None:
+        if low in user:
+            name, rank = user[low], 2  # the user's map wins over everything
+        elif low in CANONICAL:
+            name, rank = low, 1
+        elif low in COLUMN_ALIASES:
+            name, rank = COLUMN_ALIASES[low], 0  # an alias never overrides the canonical column
+        else:
             continue
-        exact = low == name or low in user
-        if name in chosen.values():
-            prev = next(c for c, n in chosen.items() if n == name)
-            if not exact:
-                continue  # an alias never overrides the canonical column
-            if str(prev).strip().lower() == name or str(prev).strip().lower() in user:
+        if name in best:
+            prev_rank, prev = best[name]
+            if rank == prev_rank and rank > 0:
                 raise LensError(f"{filename} has two columns that both mean {name!r}: {prev!r} and {col!r}.")
-            del chosen[prev]
-        chosen[col] = name
+            if rank <= prev_rank:
+                continue
+        best[name] = (rank, col)
+    chosen = {col: name for name, (_, col) in best.items()}
     missing = [c for c in REQUIRED if c not in chosen.values()]
     if missing and check:
         found = ", ".join(map(str, header)) or "none"

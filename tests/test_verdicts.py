@@ -130,6 +130,16 @@ def test_column_map_and_format_override():
         check(text, "v.txt", fmt="jsonl", column_map={"qid": "question_number"})
 
 
+def test_column_map_overrides_same_named_column_and_aliases_yield():
+    text = "prompt_id,model_a,model_b,winner,verdict\np,x,y,A,B\n"
+    assert check(text).good["winner"].tolist() == ["A"]
+    assert check(text, column_map={"verdict": "winner"}).good["winner"].tolist() == ["B"]
+    both = "prompt_id,question_id,model_a,model_b,winner\np,q,x,y,A\n"
+    assert check(both).good["prompt_id"].tolist() == ["p"]  # the alias yields to the real column
+    with pytest.raises(LensError, match="two columns that both mean 'winner'"):
+        check("prompt_id,model_a,model_b,Winner,WINNER\np,x,y,A,B\n")
+
+
 def test_tsv_semicolons_crlf_bom_and_empty_spreadsheet_rows():
     rep = check("prompt_id\tmodel_a\tmodel_b\twinner\np\tx\ty\tA\n", "v.tsv")
     assert rep.good["winner"].tolist() == ["A"]
