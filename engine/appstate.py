@@ -140,17 +140,30 @@ def with_model_cycles(table, stack):
 
 def with_reference(table, reference):
     """Add ``ref_rank`` (rank on the reference among the mapped models) and ``ref_diff`` = rank here
-    among the same models − ref_rank (positive: lower here than on the reference)."""
+    among the same models − ref_rank (positive: lower here than on the reference); competition
+    ranks (1 = best, equal values share the smallest rank)."""
+    import numpy as np
     import pandas as pd
 
     out = table.copy()
     if reference is None:
         return out
-    mapped = out[out["model"].isin(reference.index)]
-    ref_rank = reference.reindex(mapped["model"]).rank(ascending=False, method="min")
-    here = mapped["score"].rank(ascending=False, method="min")
-    out["ref_rank"] = pd.Series(ref_rank.to_numpy(), index=mapped.index).astype("Int64")
-    out["ref_diff"] = (pd.Series(here.to_numpy(), index=mapped.index) - out["ref_rank"]).astype("Int64")
+    models = out["model"].to_numpy(dtype=object)
+    ratings = reference.to_dict()
+    mapped = np.array([m in ratings for m in models])
+    ref = np.array([ratings[m] for m in models[mapped]], dtype=np.float64)
+    here = out["score"].to_numpy(np.float64)[mapped]
+
+    def comp_rank(x: np.ndarray) -> np.ndarray:
+        return 1 + (x[None, :] > x[:, None]).sum(axis=1)
+
+    ref_rank = np.full(len(out), -1, dtype=np.int64)
+    diff = np.zeros(len(out), dtype=np.int64)
+    ref_rank[mapped] = comp_rank(ref)
+    diff[mapped] = comp_rank(here) - ref_rank[mapped]
+    out["ref_rank"] = pd.array(np.where(mapped, ref_rank, 0), dtype="Int64")
+    out["ref_diff"] = pd.array(diff, dtype="Int64")
+    out.loc[~mapped, ["ref_rank", "ref_diff"]] = pd.NA
     return out
 
 
@@ -165,14 +178,82 @@ class AppBoard:
     reference_note: str
 
 
-def app_leaderboard(stack, *, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int,
-                    reference=None, reference_note: str = "", extra_params: dict | None = None) -> AppBoard:
-    """One slider move's engine work: keep-K by S_mu, rank, bootstrap CIs, cycle and reference columns."""
-    from .leaderboard import compare_to_reference, leaderboard_from_stack, truncate
+@dataclass(frozen=True, eq=False)
+class SliderContext:
+    """What every keep-K / mu move of one selection shares, computed once per selection.
 
-    board = leaderboard_from_stack(stack, ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
-                                   extra_params=extra_params)
-    kept = stack if keep_k is None else truncate(stack, keep_k, mu)[0]
-    table = with_reference(with_model_cycles(board.table, kept), reference)
+    ``counts``: per-graph cycle counts; ``tie_rank``: each graph's position in graph-key order
+    (the keep-K tie-break of ``engine.truncation.keep_order``, whose key sort is the costly part);
+    ``vertex_bad`` / ``present``: (T, n) bad triads through each model and whether it was compared.
+    A move then costs a lexsort, a subset, the ranker and the bootstrap (bench/app_latency.py).
+    """
+
+    stack: object
+    counts: object
+    tie_rank: object
+    vertex_bad: object
+    present: object
+
+    @classmethod
+    def of(cls, stack) -> SliderContext:
+        import numpy as np
+
+        from .cycles import cycle_counts, vertex_cycle_counts
+        from .truncation import key_order
+
+        tie_rank = np.empty(stack.T, dtype=np.int64)
+        tie_rank[key_order(stack.keys)] = np.arange(stack.T)
+        return cls(stack, cycle_counts(stack), tie_rank, vertex_cycle_counts(stack.adj)["c3_bad"],
+                   stack.observed.any(axis=2))
+
+    def kept(self, keep_k: int | None, mu: float):
+        """Positions of the K graphs of smallest S_mu (ties by graph key), sorted; all when K is None."""
+        import numpy as np
+
+        from .errors import LensError
+        from .truncation import truncation_scores
+
+        if keep_k is None:
+            return np.arange(self.stack.T), None
+        if int(keep_k) != keep_k or not 1 <= keep_k <= self.stack.T:
+            raise LensError(f"K must be a whole number between 1 and the pool size {self.stack.T}; got {keep_k!r}.")
+        scores = truncation_scores(self.counts, mu=mu)
+        order = np.lexsort((self.tie_rank, scores))[: int(keep_k)]
+        return np.sort(order), float(scores[order].max())
+
+
+def model_cycle_columns(table, ctx: SliderContext, idx):
+    """``bad_triads`` and ``cycle_share`` per model over the graphs at ``idx`` (see with_model_cycles)."""
+    import numpy as np
+
+    vb, present = ctx.vertex_bad[idx], ctx.present[idx]
+    seen = present.sum(axis=0)
+    share = np.divide(((vb > 0) & present).sum(axis=0), seen, out=np.full(ctx.stack.n, np.nan), where=seen > 0)
+    pos = {m: i for i, m in enumerate(ctx.stack.models)}
+    at = table["model"].map(pos).to_numpy()
+    out = table.copy()
+    out["bad_triads"] = vb.sum(axis=0)[at].astype(np.int64)
+    out["cycle_share"] = share[at]
+    return out
+
+
+def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int,
+                    reference=None, reference_note: str = "", extra_params: dict | None = None) -> AppBoard:
+    """One slider move's engine work: keep-K by S_mu, rank, bootstrap CIs, cycle and reference columns.
+
+    ``ctx`` is a SliderContext (or a GraphStack, wrapped on the fly). The ranking itself is
+    ``engine.leaderboard.leaderboard_from_stack`` on the kept graphs; ``params`` name the truncation.
+    """
+    from .graphs import GraphStack
+    from .leaderboard import compare_to_reference, leaderboard_from_stack
+
+    if isinstance(ctx, GraphStack):
+        ctx = SliderContext.of(ctx)
+    idx, threshold = ctx.kept(keep_k, mu)
+    params = {"keep_k": keep_k, "mu": mu if keep_k is not None else None, "per_category": False if keep_k else None,
+              "threshold": threshold, "n_graphs_pool": ctx.stack.T, **(extra_params or {})}
+    board = leaderboard_from_stack(ctx.stack.subset(idx), ranker=ranker, bootstrap=bootstrap, seed=seed,
+                                   extra_params=params)
+    table = with_reference(model_cycle_columns(board.table, ctx, idx), reference)
     dist = {} if reference is None else compare_to_reference(board, reference)
     return AppBoard(table, board.params, dist, reference_note)

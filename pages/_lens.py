@@ -149,6 +149,14 @@ def reference_for_key(dataset: str, category: str | None):
     return reference_for(dataset, category)
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def slider_context(key: CacheKey):
+    """Per-selection work shared by every slider move (read-only, so cached without copies)."""
+    from engine.appstate import SliderContext
+
+    return SliderContext.of(stack_for(key))
+
+
 @st.cache_data(max_entries=128, show_spinner="Ranking…")
 def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int):
     """The leaderboard (AppBoard) of the current choice, keep-K by S_mu when ``keep_k`` is given."""
@@ -156,7 +164,7 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
 
     ref, note = reference_for_key(key.dataset, key.category)
     return app_leaderboard(
-        stack_for(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
+        slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
         reference=ref, reference_note=note,
         extra_params={"dataset": key.dataset, "dataset_version": key.version, "judge": key.judge,
                       "category": key.category},
