@@ -4,8 +4,8 @@ Resampling T graphs with replacement gives graph t a multinomial count c_t (sum 
 Bradley-Terry the resampled W~_b = sum_t c_bt W~_t is one matrix product, and all B fits run at
 once in the batched Newton solver; identical graphs are pooled first (drawing T graphs uniformly is
 the same law as drawing T times among distinct graph patterns with probability multiplicity / T),
-which is exact and makes a million one-comparison prompts cheap. Other rankers are refitted once per
-resample (stated in ``method``). Intervals are percentile intervals of scores and of ranks.
+which is exact and makes a million one-comparison prompts cheap. Win rate, Copeland and score-of-win
+are batched the same way; other rankers are refitted once per resample (stated in ``method``). Intervals are percentile intervals of scores and of ranks.
 ``unit="prompt"`` resamples whole prompts (all variants and judges of a prompt id together).
 """
 
@@ -95,6 +95,32 @@ def _bt_batched(stack: GraphStack, B: int, rng: np.random.Generator, unit: str, 
     return fit.scores, int(fit.regularised.sum())
 
 
+COUNT_RANKERS = ("winrate", "copeland", "scorewin")
+
+
+def _counts_batched(stack: GraphStack, ranker: str, weights: np.ndarray) -> np.ndarray:
+    """Win rate / Copeland / score-of-win for all resamples from W_b and T_b (one product each)."""
+    n, T = stack.n, stack.T
+    wins = stack.wins.reshape(T, n * n).astype(np.float64)
+    ties = stack.ties.reshape(T, n * n).astype(np.float64)
+    obs = stack.observed.reshape(T, n * n).astype(np.float64)
+    wf = weights.astype(np.float64)
+    W = (wf @ wins).reshape(-1, n, n)
+    Tm = (wf @ ties).reshape(-1, n, n)
+    if ranker == "winrate":
+        games = (W + W.swapaxes(1, 2) + Tm).sum(axis=2)
+        num = W.sum(axis=2) + 0.5 * Tm.sum(axis=2)
+        return np.divide(num, games, out=np.full_like(num, np.nan), where=games > 0)
+    compared = (wf @ obs).reshape(-1, n, n) > 0
+    off = ~np.eye(n, dtype=bool)
+    adj = ((W > W.swapaxes(1, 2)) | ((W == W.swapaxes(1, 2)) & compared)) & off
+    if ranker == "scorewin":
+        return adj.sum(axis=2).astype(np.float64)
+    strict = adj & ~adj.swapaxes(1, 2)
+    tie = adj & adj.swapaxes(1, 2)
+    return strict.sum(axis=2) + 0.5 * tie.sum(axis=2)
+
+
 def bootstrap(
     stack: GraphStack, ranker: str = "bt", B: int = 100, seed: int = 0, *, level: float = 0.95,
     unit: str = "graph", **params,
@@ -110,6 +136,11 @@ def bootstrap(
         with single_thread_blas():
             samples, n_reg = _bt_batched(stack, B, rng, unit, bt_params)
         method = "batched: multinomial graph weights, one matrix product, one batched Newton fit"
+    elif ranker in COUNT_RANKERS and not params:
+        samples = _counts_batched(stack, ranker, graph_weights(stack, B, rng, unit))
+        if np.isnan(samples).any():
+            raise LensError("Some resample left a model without any comparison, so its win rate is undefined.")
+        n_reg, method = 0, "batched: multinomial graph weights, W and T of every resample in one product"
     else:
         weights = graph_weights(stack, B, rng, unit)
         rows, n_reg = [], 0

@@ -67,12 +67,13 @@ def test_seed_reproducible_and_other_rankers_loop(stack):
     a = bootstrap(stack, "bt", B=20, seed=11)
     b = bootstrap(stack, "bt", B=20, seed=11)
     np.testing.assert_array_equal(a.samples, b.samples)
-    c = bootstrap(stack, "winrate", B=10, seed=4)
-    w = graph_weights(stack, 10, np.random.default_rng(4))
-    for k in range(10):
-        sub = stack.subset(np.repeat(np.arange(stack.T), w[k]))
-        np.testing.assert_allclose(c.samples[k], rank(sub, "winrate").scores.to_numpy())
-    assert c.method == "one refit per resample"
+    for name in ("winrate", "copeland", "scorewin", "borda"):
+        c = bootstrap(stack, name, B=10, seed=4)
+        w = graph_weights(stack, 10, np.random.default_rng(4))
+        for k in range(10):
+            sub = stack.subset(np.repeat(np.arange(stack.T), w[k]))
+            np.testing.assert_allclose(c.samples[k], rank(sub, name).scores.to_numpy(), err_msg=name)
+        assert c.method.startswith("batched") == (name != "borda")
 
 
 def test_bad_requests_are_user_errors(stack):
