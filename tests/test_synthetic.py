@@ -56,19 +56,19 @@ def test_truth_of_a_real_dataset_is_refused(empty_store):
         synthetic_truth(empty_store, "vicuna80")
 
 
-def test_cli_synthetic_then_baselines_end_to_end(tmp_path):
+def test_cli_synthetic_then_baselines_end_to_end(tmp_path, capsys):
     import io
     import subprocess
     import sys
 
+    from engine.__main__ import main
     from engine.store import Store
 
     db = tmp_path / "cli.duckdb"
     base = [sys.executable, "-m", "engine", "--db", str(db)]
-    r = subprocess.run([*base, "simulate", "synthetic", "--name", "s", "--models", "6", "--categories", "2",
-                        "--prompts", "4", "--paraphrases", "2", "--samples", "1", "--seed", "5"],
-                       capture_output=True, text=True, check=True)
-    assert "stored 480" in r.stdout  # 2 categories × 4 prompts × 4 instances × 15 pairs
+    assert main(["--db", str(db), "simulate", "synthetic", "--name", "s", "--models", "6", "--categories", "2",
+                 "--prompts", "4", "--paraphrases", "2", "--samples", "1", "--seed", "5"]) == 0
+    assert "stored 480" in capsys.readouterr().out  # 2 categories × 4 prompts × 4 instances × 15 pairs
     cmd = [*base, "experiment", "baselines", "--dataset", "s", "--reference", "truth",
            "--protocols", "trunc,notrunc_boot", "--keep", "6", "--draw", "4", "--resamples", "10", "--format", "csv"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -78,8 +78,8 @@ def test_cli_synthetic_then_baselines_end_to_end(tmp_path):
         direct = run_protocols(st, synthetic_truth(store, "s"), ("trunc", "notrunc_boot"),
                                ProtocolParams(keep=6, draw=4, resamples=10, seed=20260324))
     assert np.allclose(frame["mean"].to_numpy(), direct["mean"].to_numpy())
-    again = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout  # served from the cache
-    assert again == out
-    bad = subprocess.run([*base, "experiment", "keep-k", "--dataset", "s", "--reference", "truth", "--ks", "1:x"],
-                         capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "1:x" in bad.stderr
+    assert main(cmd[3:]) == 0  # in-process this time: served from the cache, same bytes
+    assert capsys.readouterr().out == out
+    rc = main(["--db", str(db), "experiment", "keep-k", "--dataset", "s", "--reference", "truth", "--ks", "1:x"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.strip().count("\n") == 0 and "1:x" in err

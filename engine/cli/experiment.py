@@ -90,7 +90,10 @@ def run(args: argparse.Namespace) -> int:
     from .. import results_cache
     from ..graphs import build_stack
 
-    store = store_from_args(args)
+    store = store_from_args(args, ensure_default=False)
+    if not store.has_dataset(args.dataset):  # maybe the shipped default, not imported yet
+        store.close()
+        store = store_from_args(args)
     if not store.has_dataset(args.dataset):
         raise LensError(f"There is no dataset {args.dataset!r} in the store.")
     verdicts = store.verdicts(args.dataset)

@@ -77,7 +77,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
 
     p = SyntheticParams(n_models=args.models, categories=args.categories, prompts=args.prompts,
                         paraphrases=args.paraphrases, samples=args.samples, bad_rate=args.bad_rate, seed=args.seed)
-    store = store_from_args(args)
+    store = store_from_args(args, ensure_default=False)  # writing a new dataset needs no shipped import
     res = write_synthetic(store, args.name, p)
     print(f"synthetic dataset {args.name!r} (version {res.version}): {res.summary()}")
     return 0
