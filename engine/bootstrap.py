@@ -4,8 +4,9 @@ Resampling T graphs with replacement gives graph t a multinomial count c_t (sum 
 Bradley-Terry the resampled W~_b = sum_t c_bt W~_t is one matrix product, and all B fits run at
 once in the batched Newton solver; identical graphs are pooled first (drawing T graphs uniformly is
 the same law as drawing T times among distinct graph patterns with probability multiplicity / T),
-which is exact and makes a million one-comparison prompts cheap. Win rate, Copeland and score-of-win
-are batched the same way; other rankers are refitted once per resample (stated in ``method``). Intervals are percentile intervals of scores and of ranks.
+which is exact and makes a million one-comparison prompts cheap. Davidson (batched Newton on theta and
+log nu), win rate, Copeland and score-of-win are batched the same way; other rankers are refitted
+once per resample (stated in ``method``). Intervals are percentile intervals of scores and ranks.
 ``unit="prompt"`` resamples whole prompts (all variants and judges of a prompt id together).
 """
 
@@ -20,9 +21,10 @@ from scipy import sparse
 from .errors import LensError
 from .graphs import DEFAULT_POLICY, GraphStack
 from .rankers import rank
-from .rankers.base import ranks_from_scores_batch, single_thread_blas
-from .rankers.bt import fit_bt_batch_info
+from .rankers.base import ranks_from_scores_batch, single_thread_blas, strongly_connected_batch
+from .rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info
 from .rankers.counts import VerdictCounts, verdict_counts
+from .rankers.davidson import fit_davidson_batch
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,22 @@ def _counts_batched(stack: GraphStack, ranker: str, weights: np.ndarray) -> np.n
     return strict.sum(axis=2) + 0.5 * tie.sum(axis=2)
 
 
+def _davidson_batched(stack: GraphStack, weights: np.ndarray, params: dict) -> tuple[np.ndarray, int]:
+    """Davidson for all resamples at once; degenerate resamples get the single fit's virtual ties."""
+    n, T = stack.n, stack.T
+    wf = weights.astype(np.float64)
+    W = (wf @ stack.wins.reshape(T, n * n).astype(np.float64)).reshape(-1, n, n)
+    Tm = (wf @ stack.ties.reshape(T, n * n).astype(np.float64)).reshape(-1, n, n)
+    off = ~np.eye(n, dtype=bool)
+    bad = ~strongly_connected_batch(((W + Tm) > 0) & off)
+    if bad.any():
+        if params.get("on_degenerate", "regularize") == "raise":
+            raise LensError("The Davidson MLE does not exist for some bootstrap resample of this selection.")
+        Tm[bad] += params.get("alpha", DEFAULT_ALPHA) * off
+    theta, _, _ = fit_davidson_batch(W, Tm)
+    return theta, int(bad.sum())
+
+
 def bootstrap(
     stack: GraphStack, ranker: str = "bt", B: int = 100, seed: int = 0, *, level: float = 0.95,
     unit: str = "graph", **params,
@@ -136,6 +154,10 @@ def bootstrap(
         with single_thread_blas():
             samples, n_reg = _bt_batched(stack, B, rng, unit, bt_params)
         method = "batched: multinomial graph weights, one matrix product, one batched Newton fit"
+    elif ranker == "davidson" and params.get("scale", "log") == "log":
+        with single_thread_blas():
+            samples, n_reg = _davidson_batched(stack, graph_weights(stack, B, rng, unit), params)
+        method = "batched: multinomial graph weights, one matrix product, one batched Newton fit on (theta, log nu)"
     elif ranker in COUNT_RANKERS and not params:
         samples = _counts_batched(stack, ranker, graph_weights(stack, B, rng, unit))
         if np.isnan(samples).any():

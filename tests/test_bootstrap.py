@@ -89,3 +89,12 @@ def test_ranks_batch_twin():
     s = np.array([[0.1, 0.5, 0.5, -1.0]])
     assert ranks_from_scores_batch(s).tolist() == [[3, 1, 1, 4]]
     assert pd.Series(s[0]).rank(ascending=False, method="min").astype(int).tolist() == [3, 1, 1, 4]
+
+
+def test_batched_davidson_bootstrap_equals_lbfgs_refits(stack):
+    res = bootstrap(stack, "davidson", B=8, seed=2)
+    assert res.method.startswith("batched")
+    w = graph_weights(stack, 8, np.random.default_rng(2))
+    for k in range(8):
+        sub = stack.subset(np.repeat(np.arange(stack.T), w[k]))
+        np.testing.assert_allclose(res.samples[k], rank(sub, "davidson").scores.to_numpy(), atol=1e-5)

@@ -266,3 +266,12 @@ def test_majority_symmetric_reading_by_loops(syn):
             nij = W[i, j] + T[i, j] / 2
             expect += 1.0 if nij > t / 2 else (0.5 if nij == t / 2 else 0.0)
         assert res.scores.iloc[i] == expect
+
+
+def test_davidson_batch_without_ties_reduces_to_bt():
+    from engine.rankers.davidson import fit_davidson_batch
+
+    W = np.array([[0, 6, 4], [3, 0, 5], [2, 2, 0]], dtype=float)
+    theta, nu, conv = fit_davidson_batch(W[None], np.zeros((1, 3, 3)))
+    assert conv[0] and nu[0] < 1e-6  # at the lower bound: no ties observed
+    np.testing.assert_allclose(theta[0], fit_bt(W, None).scores.to_numpy(), atol=1e-5)
