@@ -11,6 +11,7 @@ cost is linear in the number of fits); the ratio is reported, never asserted.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -82,7 +83,8 @@ def main() -> None:
     with pd.option_context("display.width", 200, "display.max_colwidth", 80):
         print(out.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
     print(f"loop time measured on {args.loop_fits} fits each and scaled linearly; R = {args.resamples}; "
-          f"curve rows: {len(curve)}")
+          f"curve rows: {len(curve)}; load average (1 min) at the end: {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

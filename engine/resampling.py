@@ -324,10 +324,9 @@ def best_single_k(stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolPar
     kmax = max(int(v.size) for v in pools.values())
     if kmax == 0:
         raise LensError("The single-prompt baseline needs original-prompt graphs (variant 0), and there are none.")
-    groups = [(c, _kept(pools[c], order, k)) for k in range(1, kmax + 1) for c in cats if pools[c].size]
-    d = point_distances(stack, groups, refs)
-    curve = pd.DataFrame({"k": [k for k in range(1, kmax + 1) for c in cats if pools[c].size],
-                          "category": [c for _, c in [(k, c) for k in range(1, kmax + 1) for c in cats if pools[c].size]],
+    cells = [(k, c) for k in range(1, kmax + 1) for c in cats if pools[c].size]
+    d = point_distances(stack, [(c, _kept(pools[c], order, k)) for k, c in cells], refs)
+    curve = pd.DataFrame({"k": [k for k, _ in cells], "category": [c for _, c in cells],
                           distance: [x[distance] for x in d]})
     macro = curve.groupby("k")[distance].mean()
     return int(macro.idxmin()), curve

@@ -169,3 +169,27 @@ def test_bad_parameters_and_references_are_one_sentence():
         run_protocols(st, ref, ("nope",))
     with pytest.raises(LensError, match="category 'c1'"):
         run_protocols(st, {"c0": ref}, ("trunc",))
+
+
+def test_single_baseline_picks_the_best_global_k_by_brute_force():
+    from engine.resampling import best_single_k
+
+    st, ref = make_stack(n=5, cats=2, prompts=5, variants=2, seed=9)
+    refs = {c: reference_ranks(ref, st.models) for c in ("c0", "c1")}
+    k_best, curve = best_single_k(st, refs, ProtocolParams())
+    orig = np.flatnonzero(st.keys["variant"].to_numpy() == 0)
+    sub = st.subset(orig)
+    scores = truncation_scores(cycle_counts(sub))
+    ref_r = pd.Series(reference_ranks(ref, st.models), index=st.models)
+    macro = {}
+    for k in range(1, 6):
+        sel = select_keep_k(scores, sub.keys, k, per_category=True)
+        per_cat = []
+        for c in ("c0", "c1"):
+            kept = [i for i in sel.index if sub.keys.category[i] == c]
+            s = rank(sub.subset(kept), "bt", solver="mm").scores
+            r = pd.Series(ordinal_ranks(s.to_numpy()[None])[0], index=s.index)
+            per_cat.append(all_distances(r, ref_r)["spearman"])
+        macro[k] = np.mean(per_cat)
+    assert np.allclose(curve.groupby("k")["spearman"].mean().to_numpy(), [macro[k] for k in range(1, 6)])
+    assert k_best == min(macro, key=lambda k: (macro[k], k))
