@@ -107,7 +107,10 @@ def run(args: argparse.Namespace) -> int:
         overall = args.overall or getattr(args, "pooled", False)
         reference = resolve_reference(store, args.dataset, args.reference, cats, overall)
         params, compute = _plan(args, lambda v=v: build_stack(v), reference)
-        params.update({"judge": judge, "reference": args.reference, "overall": args.overall})
+        params.update({"judge": judge, "reference": args.reference, "overall": overall})
+        if args.reference not in ("arena", "truth"):  # a file: its content is part of the key
+            st_ = Path(args.reference).stat()
+            params["reference_file"] = [st_.st_size, st_.st_mtime_ns]
         kind = f"experiment-{args.experiment}"
         if args.no_cache:
             frame = compute()
