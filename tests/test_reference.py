@@ -67,3 +67,17 @@ def test_bad_inputs_are_one_sentence_errors(tmp_path):
 def test_category_mapping_uses_fallback_when_needed():
     assert arena_category("vicuna80", "coding") == "coding"
     assert arena_category("vicuna80", "generic") == "full"
+
+
+def test_mt_bench_mapping_covers_every_answer_file():
+    from pathlib import Path
+
+    answers = Path(__file__).resolve().parent.parent / "data" / "mt_bench" / "model_answer"
+    mapping = load_mapping("mt_bench")
+    assert mapping["model"].is_unique
+    if answers.exists():
+        assert {p.stem for p in answers.glob("*.jsonl")} <= set(mapping["model"])
+    ref = reference_for_dataset("mt_bench")
+    assert ref.attrs["missing"] == []  # every mapped name exists in the shipped JSON
+    assert len(ref) == (mapping["arena_model"] != "").sum() == 22
+    assert ref["gpt-4"] > ref["claude-v1"] > ref["vicuna-13b-v1.3"] > ref["llama-13b"]
