@@ -275,3 +275,15 @@ def test_davidson_batch_without_ties_reduces_to_bt():
     theta, nu, conv = fit_davidson_batch(W[None], np.zeros((1, 3, 3)))
     assert conv[0] and nu[0] < 1e-6  # at the lower bound: no ties observed
     np.testing.assert_allclose(theta[0], fit_bt(W, None).scores.to_numpy(), atol=1e-5)
+
+
+def test_elo_matches_evalica_in_the_same_order(syn):
+    from engine.rankers.elo import stack_outcomes
+
+    _, st = syn
+    i, j, s = stack_outcomes(st)
+    win = {1.0: evalica.Winner.X, 0.0: evalica.Winner.Y, 0.5: evalica.Winner.Draw}
+    ev = evalica.elo([st.models[a] for a in i], [st.models[b] for b in j], [win[x] for x in s], k=16.0)
+    ours = rank(st, "elo", k=16.0)
+    ref = ev.scores.reindex(list(st.models))
+    np.testing.assert_allclose(ours.scores, ref - ref.mean(), atol=1e-6)
