@@ -96,6 +96,8 @@ def test_bt_from_verdict_table_equals_stack_path(syn):
     np.testing.assert_allclose(a.reindex(b.index), b, atol=1e-9)
     cat = v.astype({"model_a": "category", "model_b": "category", "prompt_id": "category"})
     np.testing.assert_allclose(fit_bt_verdicts(cat).scores.reindex(b.index), b, atol=1e-9)
+    strings = v.astype({"model_a": "string", "model_b": "string", "prompt_id": "string", "winner": "string"})
+    np.testing.assert_allclose(fit_bt_verdicts(strings).scores.reindex(b.index), b, atol=1e-9)
 
 
 def test_degenerate_never_loses_is_regularised_and_stated():

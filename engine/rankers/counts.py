@@ -85,6 +85,8 @@ def _winner_flags(w: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cats = np.asarray(w.cat.categories.astype(str))
         codes = w.cat.codes.to_numpy()
         return ((cats == k)[codes] & (codes >= 0) for k in ("A", "B", "tie"))  # type: ignore[return-value]
+    if isinstance(w.dtype, pd.StringDtype):  # vectorised in Arrow, no Python objects
+        return tuple(w.eq(k).to_numpy(dtype=bool, na_value=False) for k in ("A", "B", "tie"))  # type: ignore[return-value]
     wv = w.to_numpy(object)
     return wv == "A", wv == "B", wv == "tie"
 
