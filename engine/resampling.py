@@ -147,8 +147,24 @@ def copeland_majority_batch(wins: np.ndarray, tie_value: float = 1.0, compared: 
     return beat.sum(axis=2) + tie_value * even.sum(axis=2)
 
 
+def unique_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first index of each distinct row, inverse map): identical draws are fitted once.
+
+    Rows are grouped by a random projection (fast) and the grouping is then checked exactly; if
+    two different rows ever shared a projection, nothing is merged.
+    """
+    h = counts @ np.random.default_rng(0).random(counts.shape[1])
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    if not np.array_equal(counts, counts[first[inverse]]):
+        return np.arange(counts.shape[0]), np.arange(counts.shape[0])
+    return first, inverse.ravel()
+
+
 def _scores_for_counts(counts: np.ndarray, stack_flat: dict[str, np.ndarray], n: int, ranker: str, p: ProtocolParams) -> np.ndarray:
-    """(B, T) graph multiplicities → (B, n) ranker scores."""
+    """(B, T) graph multiplicities → (B, n) ranker scores (each distinct draw fitted once)."""
+    first, inverse = unique_rows(counts)
+    if first.size < counts.shape[0]:
+        return _scores_for_counts(counts[first], stack_flat, n, ranker, p)[inverse]
     if ranker == "bt":
         from .rankers.bt import fit_bt_batch
 

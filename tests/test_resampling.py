@@ -193,3 +193,14 @@ def test_single_baseline_picks_the_best_global_k_by_brute_force():
         macro[k] = np.mean(per_cat)
     assert np.allclose(curve.groupby("k")["spearman"].mean().to_numpy(), [macro[k] for k in range(1, 6)])
     assert k_best == min(macro, key=lambda k: (macro[k], k))
+
+
+def test_unique_rows_groups_exactly_identical_draws():
+    from engine.resampling import unique_rows
+
+    rng = np.random.default_rng(4)
+    base = rng.integers(0, 3, (30, 12)).astype(float)
+    counts = base[rng.integers(0, 30, 200)]
+    first, inverse = unique_rows(counts)
+    assert np.array_equal(counts[first][inverse], counts)
+    assert first.size == len({tuple(r) for r in counts})
