@@ -12,7 +12,7 @@ from pages._lens import current, cycle_overview, show_error
 st.title("Cycles")
 st.caption(
     "A bad triad is three models whose verdicts admit no order: a strict cycle a>b>c>a or a tie "
-    "contradiction such as a~b, b~c, a>c (paper 001, App. B.1). Bad 4-cycles are counted as in "
+    "contradiction such as a∼b, b∼c, a>c (paper 001, App. B.1). Bad 4-cycles are counted as in "
     "paper 000, App. A.2."
 )
 ch = current()

@@ -84,15 +84,19 @@ m2.metric("Verdicts", int(key["n_verdicts"]))
 m3.metric("Bad triads", len(triads))
 m4.metric("Unparsable verdicts", int(key["n_invalid"]))
 
+method = st.radio(
+    "Denoised by", list(den), horizontal=True, key="insp_method",
+    help="PGED: greedy weighted feedback-arc-set removal on the strict wins (paper 002). ELSPR: each "
+    "strongly connected component re-ordered by win score (paper 004).",
+)
+d_adj, removed = den[method]
+d_adj = d_adj[present][:, present]
+removed_sub = [(pos[a], pos[b]) for a, b in removed if a in pos and b in pos]
 g1, g2 = st.columns(2)
 with g1:
     st.markdown("**Before denoising**")
     st.iframe(tournament_html(sub_models, adj, obs, highlight=hl), height=440)
 with g2:
-    method = st.radio("Denoised by", list(den), horizontal=True, key="insp_method")
-    d_adj, removed = den[method]
-    d_adj = d_adj[present][:, present]
-    removed_sub = [(pos[a], pos[b]) for a, b in removed if a in pos and b in pos]
     st.markdown(f"**After {escape_md(method)}** · {len(removed_sub)} edge(s) removed")
     st.iframe(tournament_html(sub_models, d_adj, None, removed=removed_sub), height=440)
 st.caption(

@@ -131,6 +131,20 @@ def wait_idle(page, timeout_s: float = 40) -> None:
     raise AssertionError("the app was still running after the timeout")
 
 
+def wait_drawn(page, timeout_s: float = 20) -> None:
+    """Wait until every plotly chart has drawn its SVG and every dataframe its canvas (lazy chunks)."""
+    page.wait_for_function(
+        """() => {
+            const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+            const frames = [...document.querySelectorAll('[data-testid="stDataFrame"]')];
+            return charts.every(c => c.querySelector('.main-svg'))
+                && frames.every(f => f.querySelector('canvas'));
+        }""",
+        timeout=timeout_s * 1000,
+    )
+    time.sleep(0.8)  # let the canvases paint
+
+
 def errors_on(page) -> list[str]:
     boxes = page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]')
     return [b.inner_text()[:300] for b in boxes]
@@ -143,6 +157,7 @@ def test_every_page_renders_without_error(server, browser):
         page.goto(f"{server}/{path}")
         wait_idle(page)
         assert errors_on(page) == [], f"page {name or 'leaderboard'} shows an error"
+        wait_drawn(page)
         page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
     page.close()
 
