@@ -9,8 +9,16 @@ import streamlit as st
 from engine.errors import LensError
 from engine.viz import escape_md, rank_change_frame
 from pages._lens import (
-    B_DEFAULT, CURVE_RESAMPLES, SEED, current, curves_result, leaderboard_result, protocol_table,
-    reference_for_key, show_error, stack_for,
+    B_DEFAULT,
+    CURVE_RESAMPLES,
+    SEED,
+    current,
+    curves_result,
+    leaderboard_result,
+    protocol_table,
+    reference_for_key,
+    show_error,
+    stack_for,
 )
 
 st.title("Truncation")
@@ -105,6 +113,6 @@ with st.expander("Protocol table (Table-2 shape)"):
         st.info("Choose one judge in the sidebar: the protocols compare one judge's graphs.")
     elif st.button("Compute the protocol table", key="protocol_go"):
         try:
-            st.dataframe(protocol_table(ch.key, ch.ranker, float(mu)), hide_index=True, width="stretch")
+            st.dataframe(protocol_table(ch.key, ch.ranker, float(mu)).reset_index(), hide_index=True, width="stretch")
         except LensError as exc:
             show_error(exc)

@@ -113,7 +113,8 @@ def triads_for(key: CacheKey, t: int):
 @st.cache_data(max_entries=16, show_spinner="Counting cycles…")
 def cycle_overview(key: CacheKey):
     """The Cycles page's heatmaps, distributions and graph table for the current choice."""
-    from engine.viz import cycle_overview as build, nb_fit_frame
+    from engine.viz import cycle_overview as build
+    from engine.viz import nb_fit_frame
 
     return build(stack_for(key), nb_fit=nb_fit_frame)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pandas as pd
+
+# ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import app, assert_clean, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
 
 

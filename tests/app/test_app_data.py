@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pandas as pd
+
+# ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import app, assert_clean, combined_outcomes, own_app  # noqa: F401
 from scipy.stats import binom
 

@@ -7,6 +7,8 @@ import itertools
 import networkx as nx
 import numpy as np
 import pandas as pd
+
+# ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import app, assert_clean, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
 
 
@@ -29,7 +31,7 @@ def _bad_cycles(g: nx.DiGraph, length: int) -> int:
     for cyc in nx.simple_cycles(g, length_bound=length):
         if len(cyc) != length:
             continue
-        ring = list(zip(cyc, cyc[1:] + cyc[:1]))
+        ring = list(zip(cyc, cyc[1:] + cyc[:1], strict=True))
         if not all(g.has_edge(b, a) for a, b in ring):
             n += 1
     return n
@@ -91,3 +93,49 @@ def test_every_ranker_renders(app):
         assert_clean(app)
         table = app.dataframe[0].value
         assert len(table) == 9 and set(itertools.chain(table["rank"])) <= set(range(1, 10))
+
+
+def _plotly_array(v) -> np.ndarray:
+    """A plotly spec array: a plain list or plotly's typed {dtype, bdata} form."""
+    import base64
+
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+    return np.asarray(v, dtype=np.float64)
+
+
+def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app, shipped_store):
+    import json
+
+    import choix
+    from scipy.stats import spearmanr
+
+    from engine.reference import reference_for_dataset
+
+    at = app.switch_page("pages/2_truncation.py").run()
+    assert_clean(at)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    line = next(t for t in spec["data"] if t.get("mode") == "lines+markers")
+    ks, ys = _plotly_array(line["x"]), _plotly_array(line["y"])
+    judge = at.session_state["judge"]
+    pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
+    assert ks[-1] == pairs.groupby(["prompt_id", "variant", "turn"]).ngroups
+
+    ref = reference_for_dataset("vicuna80")
+    models = sorted(ref.index)
+    pos = {m: i for i, m in enumerate(models)}
+    w = np.zeros((len(models), len(models)))
+    for lo, hi, out in pairs[["lo", "hi", "outcome"]].itertuples(index=False):
+        if lo in pos and hi in pos:
+            i, j = pos[lo], pos[hi]
+            if out == "lo":
+                w[i, j] += 1
+            elif out == "hi":
+                w[j, i] += 1
+            else:
+                w[i, j] += 0.5
+                w[j, i] += 0.5
+    # choix: comp_mat[i, j] = number of times i beat j
+    strength = choix.ilsr_pairwise_dense(w, alpha=0.0, tol=1e-12, max_iter=10_000)
+    rho = spearmanr(strength, ref.reindex(models).to_numpy()).statistic
+    assert abs(ys[-1] - (1 - rho) / 2) < 1e-9
