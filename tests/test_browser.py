@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, require
 
+pytestmark = pytest.mark.browser
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = REPO / "docs" / "screenshots"
 PAGES = {  # url path -> screenshot name

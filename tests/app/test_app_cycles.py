@@ -65,3 +65,16 @@ def test_inspector_triad_shows_its_verdicts(app, shipped_store):
     labels = " ".join(e.label for e in shown)
     for m in trio:
         assert m.replace("-", "\\-").replace(".", "\\.") in labels
+
+
+def test_sidebar_choice_persists_across_pages(app, shipped_store):
+    app.selectbox(key="judge").set_value("claude").run()
+    app.selectbox(key="category").set_value("coding").run()
+    for page in ("pages/3_cycles.py", "pages/4_inspector.py", "pages/1_leaderboard.py"):
+        at = app.switch_page(page).run()
+        assert_clean(at)
+        assert at.selectbox(key="judge").value == "claude" and at.selectbox(key="category").value == "coding"
+    pairs = _judge_pairs(shipped_store, "claude")
+    coding = shipped_store.verdicts("vicuna80", judge="claude", category="coding")["prompt_id"].unique()
+    graphs = pairs[pairs["prompt_id"].isin(coding)].groupby(["prompt_id", "variant", "turn"]).ngroups
+    assert {m.label: m.value for m in at.metric}["Graphs"] == str(graphs)

@@ -107,6 +107,12 @@ def test_judges_kappa_matches_a_crosstab(app, shipped_store):
     assert row["items"] == len(both)
     assert math.isclose(row["kappa"], (po - pe) / (1 - pe), rel_tol=1e-9)
 
+    at.toggle(key="judges_by_cat").set_value(True).run()
+    assert_clean(at)
+    per_cat = next(d.value for d in at.dataframe if "kappa" in d.value.columns)
+    cats = per_cat[(per_cat["judge_1"] == "gpt-4") & (per_cat["judge_2"] == "human")]
+    assert cats["items"].sum() == len(both) and len(cats) == 9
+
 
 def test_theory_lab_thresholds_and_closed_form(app):
     at = app.switch_page("pages/7_theory_lab.py").run()
