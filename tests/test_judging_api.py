@@ -432,3 +432,11 @@ def test_cli_perturb_generate_and_runs(tmp_path):
         df = pd.read_csv(pd.io.common.StringIO(runs.stdout))
         assert list(df["kind"]) == ["judge", "perturb", "generate"] and set(df["status"]) == {"done"}
         assert list(df["calls_made"]) == [2, 2, 1]
+
+
+def test_several_base_urls_share_the_load(empty_store):
+    _synthetic(empty_store, "syn", {"p1": "q1", "p2": "q2"})
+    with FakeOpenAI() as s1, FakeOpenAI() as s2:
+        backend = OpenAIBackend("fake", base_url=f"{s1.base_url},{s2.base_url}", api_key="k")
+        rep = judge_run(empty_store, "syn", Runner(empty_store, backend, concurrency=1), protocol="swapped")
+        assert rep.stats.made == 12 and (s1.total, s2.total) == (6, 6)

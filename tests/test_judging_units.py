@@ -187,3 +187,37 @@ def test_round_robin_and_swim_counts():
     assert len({frozenset(c) for c in res.comparisons}) == len(res.comparisons)
     assert set(res.scores.index) == set(models)
     assert res.comparisons == swim(models, judge_pair, seed=7).comparisons  # seeded: reproducible
+
+
+def test_swim_picks_the_closest_bt_score_after_the_first_opponent():
+    models = [f"m{i}" for i in range(8)]
+    rng = np.random.default_rng(0)
+    strength = dict(zip(models, rng.normal(size=8), strict=True))
+
+    def judge_pair(p, x):  # 5 prompts, noisy but deterministic given the pair
+        r = np.random.default_rng(abs(hash((p, x))) % 2**32)
+        pw = 1 / (1 + math.exp(strength[x] - strength[p]))
+        return pd.DataFrame(
+            [{"model_a": p, "model_b": x, "winner": "A" if r.random() < pw else "B"} for _ in range(5)]
+        )
+
+    cache = {}
+
+    def memo(p, x):
+        cache.setdefault((p, x), judge_pair(p, x))
+        return cache[(p, x)]
+
+    res = swim(models, memo, seed=11)
+    # replay: after a newcomer's first (random) opponent, each next opponent must be the ranked model
+    # (not yet met) whose BT score, fitted on all verdicts so far, is closest to the newcomer's
+    seen = []
+    for k, (p, o) in enumerate(res.comparisons):
+        first = k == 0 or res.comparisons[k - 1][0] != p
+        if not first:
+            ranked = list(res.join_order[: res.join_order.index(p)])
+            group = ranked + [p]
+            beta = dict(zip(group, bt_scores(group, pd.concat(seen, ignore_index=True)), strict=True))
+            met = {x for q, x in res.comparisons[:k] if q == p}
+            best = min((m for m in ranked if m not in met), key=lambda m: (abs(beta[m] - beta[p]), m))
+            assert o == best
+        seen.append(cache[(p, o)])
