@@ -103,6 +103,12 @@ def test_retries_garbage_and_invalid_storage(empty_store):
         assert junk["explanation"].str.contains("rather not choose").all()  # raw text kept
         ok = v[v["prompt_id"] != "p-junk"]
         assert set(ok["winner"]) <= {"A", "B"} and len(ok) == 6
+        text = _answers(empty_store, "syn")
+        for r in ok.itertuples():  # whatever order the seeded coin showed, the verdict maps back
+            assert r.winner == _length_winner(
+                text[(r.prompt_id, 0, r.model_a)], text[(r.prompt_id, 0, r.model_b)]
+            )
+        assert set(v["order"]) <= {"AB", "BA"}
         attempts = empty_store.cursor().execute("SELECT max(attempts) FROM judge_calls").fetchone()[0]
         assert attempts == 3
 

@@ -221,3 +221,13 @@ def test_swim_picks_the_closest_bt_score_after_the_first_opponent():
             best = min((m for m in ranked if m not in met), key=lambda m: (abs(beta[m] - beta[p]), m))
             assert o == best
         seen.append(cache[(p, o)])
+
+
+def test_single_protocol_order_flip_is_seeded_and_balanced():
+    from engine.judging.protocols import PairJob, shown_second
+
+    jobs = [PairJob(str(i), 0, 1, None, "original", "q", "a", "b", "x", "y") for i in range(400)]
+    flips = [shown_second(j, 0) for j in jobs]
+    assert flips == [shown_second(j, 0) for j in jobs]  # reproducible
+    assert flips != [shown_second(j, 1) for j in jobs]  # the seed matters
+    assert 160 <= sum(flips) <= 240  # about half (binomial(400, 1/2): ±4 sd)

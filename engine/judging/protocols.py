@@ -1,6 +1,7 @@
 """Judge protocols: how one pair of answers becomes verdict rows, batched over many pairs.
 
-- ``single``: one pairwise prompt, answers in the given order; one row (order ``AB``).
+- ``single``: one pairwise prompt; one row. The presentation order is a seeded coin flip per pair
+  (``single_order="random"``, the default) or always model_a first (``"AB"``), recorded in ``order``.
 - ``swapped``: the pairwise prompt in both orders; two rows (``AB`` and ``BA``), each mapped back to
   the models' identities. The graph builder combines them (agree → that winner, disagree → tie), as
   DESIGN.md says; paper 002, Appendix P, and paper 001, Section 3.3.
@@ -16,6 +17,7 @@ after all retries give no row (a rerun makes them), so nothing false is stored.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -70,6 +72,8 @@ class ProtocolConfig:
     decoding: Decoding = Decoding(max_tokens=256)
     soft_decoding: Decoding = Decoding(max_tokens=3, top_logprobs=10)
     score_decoding: Decoding = Decoding(max_tokens=192)
+    single_order: str = "random"  # or "AB"
+    seed: int = 0
 
     @classmethod
     def default(
@@ -123,14 +127,29 @@ def _hard(res: ChatResult | None, swapped: bool) -> str | None:
     return _SWAP[v] if swapped else v
 
 
+def shown_second(job: PairJob, seed: int) -> bool:
+    """Seeded coin flip per pair instance: True means model_a is shown second (order ``BA``)."""
+    key = f"{seed}|{job.prompt_id}|{job.variant}|{job.turn}|{job.model_a}|{job.model_b}"
+    return hashlib.sha256(key.encode("utf-8")).digest()[0] & 1 == 1
+
+
 def judge_single(jobs, cfg, runner) -> list[dict]:
-    res = runner.call(
-        [_pair_request(cfg.pairwise, cfg.decoding, j.question, j.answer_a, j.answer_b) for j in jobs],
-        "single",
-    )
+    if cfg.single_order not in ("random", "AB"):
+        raise LensError(f"single_order must be 'random' or 'AB', not {cfg.single_order!r}.")
+    flips = [cfg.single_order == "random" and shown_second(j, cfg.seed) for j in jobs]
+    reqs = [
+        _pair_request(
+            cfg.pairwise,
+            cfg.decoding,
+            j.question,
+            *((j.answer_b, j.answer_a) if f else (j.answer_a, j.answer_b)),
+        )
+        for j, f in zip(jobs, flips, strict=True)
+    ]
+    res = runner.call(reqs, "single")
     return [
-        _row(j, _hard(r, False) or "invalid", "AB", None, r.text)
-        for j, r in zip(jobs, res, strict=True)
+        _row(j, _hard(r, f) or "invalid", "BA" if f else "AB", None, r.text)
+        for j, f, r in zip(jobs, flips, res, strict=True)
         if r is not None
     ]
 
