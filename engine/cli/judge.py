@@ -8,6 +8,7 @@ Example (a local OpenAI-compatible server, three shipped MT-Bench models, 2 prom
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pandas as pd
 
@@ -84,7 +85,9 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, help="with --inputs: at most this many prompts per category")
     p.add_argument("--variants", help="comma-separated variant numbers to judge (default: all)")
     p.add_argument("--schedule", choices=("round-robin", "swim"), default="round-robin")
-    p.add_argument("--seed", type=int, default=0, help="SWIM's random join order and first opponents")
+    p.add_argument(
+        "--seed", type=int, default=0, help="SWIM's join order and first opponents; single's order coin"
+    )
     p.add_argument("--protocol", choices=PROTOCOLS, default="swapped")
     p.add_argument("--template", default="pairwise", help="pairwise template id[@version]")
     p.add_argument("--judge-name", help="judge column value (default: <model>:<protocol>)")
@@ -107,16 +110,10 @@ def run(args: argparse.Namespace) -> int:
                 limit_per_category=args.limit,
             )
         tid, ver = parse_template_ref(args.template)
-        cfg = ProtocolConfig.default(args.templates, pairwise=tid, version=ver)
+        cfg = ProtocolConfig.default(args.templates, pairwise=tid, version=ver, seed=args.seed)
         if args.max_tokens:
-            cfg = ProtocolConfig(
-                cfg.pairwise,
-                cfg.score,
-                cfg.soft,
-                Decoding(max_tokens=args.max_tokens),
-                cfg.soft_decoding,
-                Decoding(max_tokens=args.max_tokens),
-            )
+            dec = Decoding(max_tokens=args.max_tokens)
+            cfg = dataclasses.replace(cfg, decoding=dec, score_decoding=dec)
         runner = runner_from_args(args, store)
         variants = [int(v) for v in _csv(args.variants)] if args.variants else None
         params = {k: v for k, v in vars(args).items() if k not in ("func", "api_key")}
