@@ -29,10 +29,24 @@ PAGES = [
 ]
 
 
-def _keep_valid(key: str, options: list[str], default: str) -> None:
-    """Reset a persisted sidebar choice that the current dataset does not offer."""
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default if default in options else (options[0] if options else None)
+def _remember(key: str) -> None:
+    """on_change: copy a sidebar widget's value into its persistent twin ``_<key>``."""
+    st.session_state[f"_{key}"] = st.session_state[key]
+
+
+def _choice(label: str, options: list[str], key: str, default: str, **kwargs) -> str:
+    """A sidebar selectbox whose choice survives page switches.
+
+    The choice lives in a plain session key ``_<key>`` (widget state can be dropped when the page
+    changes); it is written into the widget's key before the widget is made, and back on change.
+    A remembered choice the current dataset does not offer falls back to ``default``.
+    """
+    value = st.session_state.get(f"_{key}")
+    if value not in options:
+        value = default if default in options else options[0]
+    st.session_state[f"_{key}"] = value
+    st.session_state[key] = value
+    return st.selectbox(label, options, key=key, on_change=_remember, args=(key,), **kwargs)
 
 
 def _seed_from_query() -> None:
@@ -43,7 +57,7 @@ def _seed_from_query() -> None:
     for key in ("dataset", "judge", "category", "ranker"):
         value = st.query_params.get(key)
         if value:
-            st.session_state[key] = value
+            st.session_state[f"_{key}"] = value
 
 
 def sidebar() -> None:
@@ -58,25 +72,19 @@ def sidebar() -> None:
     datasets = store.datasets()["name"].tolist()
     _seed_from_query()
     if "_select_dataset" in st.session_state:  # set by the Data page after an import or rename
-        st.session_state["dataset"] = st.session_state.pop("_select_dataset")
+        st.session_state["_dataset"] = st.session_state.pop("_select_dataset")
     with st.sidebar:
         st.markdown("### :material/hub: Tournament Lens")
         if not datasets:
             st.info("The store holds no dataset yet; import one on the Data page.")
             st.session_state["dataset"] = None
             return
-        _keep_valid("dataset", datasets, DEFAULT_DATASET)
-        dataset = st.selectbox("Dataset", datasets, key="dataset")
+        dataset = _choice("Dataset", datasets, "dataset", DEFAULT_DATASET)
         ch = choices(dataset, store.dataset_version(dataset))
-        judges = [ALL, *ch.judges]
-        _keep_valid("judge", judges, ch.default_judge)
-        st.selectbox("Judge", judges, key="judge", help="Each judge's verdicts form their own graphs.")
-        cats = [ALL, *ch.categories]
-        _keep_valid("category", cats, ALL)
-        st.selectbox("Category", cats, key="category")
-        rankers = list(RANKERS)
-        _keep_valid("ranker", rankers, "bt")
-        st.selectbox("Ranker", rankers, key="ranker", help="How the kept graphs become scores.")
+        _choice("Judge", [ALL, *ch.judges], "judge", ch.default_judge,
+                help="Each judge's verdicts form their own graphs.")
+        _choice("Category", [ALL, *ch.categories], "category", ALL)
+        _choice("Ranker", list(RANKERS), "ranker", "bt", help="How the kept graphs become scores.")
         st.caption(f"Store: `{store.path.name}`")
 
 

@@ -24,14 +24,14 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = REPO / "docs" / "screenshots"
-PAGES = {  # url path -> screenshot name
-    "": "leaderboard",
-    "keep-k": "truncation",
-    "cycle-map": "cycles",
-    "prompt-inspector": "inspector",
-    "judge-diagnostics": "judges",
-    "datasets": "data",
-    "theory-lab": "theory_lab",
+PAGES = {  # url path -> (screenshot name, page title)
+    "": ("leaderboard", "Leaderboard"),
+    "keep-k": ("truncation", "Truncation"),
+    "cycle-map": ("cycles", "Cycles"),
+    "prompt-inspector": ("inspector", "Prompt inspector"),
+    "judge-diagnostics": ("judges", "Judges"),
+    "datasets": ("data", "Data"),
+    "theory-lab": ("theory_lab", "Theory lab"),
 }
 XSS_SCRIPT = "<script>window.__xss=1</script>"
 XSS_IMG = "<img src=x onerror=window.__xss=1>"
@@ -80,11 +80,12 @@ def server(tmp_path_factory: pytest.TempPathFactory):
 
     port = _free_port()
     env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(REPO)}
+    log = open(tmp / "streamlit.log", "w+b")  # a file, not a pipe: a full pipe would stall the server
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none",
          "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 45
@@ -97,13 +98,15 @@ def server(tmp_path_factory: pytest.TempPathFactory):
             time.sleep(0.3)
     else:
         proc.kill()
-        pytest.fail("streamlit did not come up: " + proc.stdout.read().decode(errors="replace")[-2000:])
+        log.seek(0)
+        pytest.fail("streamlit did not come up: " + log.read().decode(errors="replace")[-2000:])
     yield url
     proc.terminate()
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+    log.close()
 
 
 @pytest.fixture(scope="module")
@@ -116,16 +119,21 @@ def browser(server):
         b.close()
 
 
-def wait_idle(page, timeout_s: float = 40) -> None:
-    """Wait until the app has rendered and Streamlit's 'running' indicator has been gone a moment."""
+def wait_idle(page, title: str | None = None, timeout_s: float = 40) -> None:
+    """Wait until the page (with ``title``) has rendered and Streamlit's 'running' indicator has
+    been gone a moment."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
-    page.wait_for_selector('[data-testid="stMainBlockContainer"] h1', timeout=timeout_s * 1000)
+    h1 = '[data-testid="stMainBlockContainer"] h1'
+    if title is None:
+        page.wait_for_selector(h1, timeout=timeout_s * 1000)
+    else:
+        page.wait_for_selector(f'{h1}:has-text("{title}")', timeout=timeout_s * 1000)
     deadline, quiet_since = time.time() + timeout_s, None
     while time.time() < deadline:
         running = page.query_selector('[data-testid="stStatusWidget"]')
         if running is None:
             quiet_since = quiet_since or time.time()
-            if time.time() - quiet_since > 0.6:
+            if time.time() - quiet_since > 0.5:
                 return
         else:
             quiet_since = None
@@ -152,13 +160,28 @@ def errors_on(page) -> list[str]:
     return [b.inner_text()[:300] for b in boxes]
 
 
+def open_page(page, server: str, path: str, first: bool, query: str = "") -> None:
+    """Go to a page: a full load the first time, then through the sidebar (same session)."""
+    if first:
+        page.goto(f"{server}/{path}{query}")
+    else:
+        page.click(f'[data-testid="stSidebarNav"] a[href$="/{path}"]' if path else
+                   '[data-testid="stSidebarNav"] a >> nth=0')
+    wait_idle(page, PAGES[path][1])
+
+
 def test_every_page_renders_without_error(server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1440, "height": 1700})
-    for path, name in PAGES.items():
-        page.goto(f"{server}/{path}")
-        wait_idle(page)
-        assert errors_on(page) == [], f"page {name or 'leaderboard'} shows an error"
+    for i, (path, (name, _)) in enumerate(PAGES.items()):
+        open_page(page, server, path, first=i == 0)
+        assert errors_on(page) == [], f"page {name} shows an error"
+        # the sidebar's judge (default gpt-4; a dropped widget state would show "(all)") persists
+        judge = page.eval_on_selector(
+            '[data-testid="stSidebar"] [data-testid="stSelectbox"]:has-text("Judge")',
+            "el => el.innerText + ' ' + [...el.querySelectorAll('input')].map(i => i.value).join(' ')",
+        )
+        assert "gpt-4" in judge, (name, judge)
         wait_drawn(page)
         page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
     page.close()
@@ -166,17 +189,17 @@ def test_every_page_renders_without_error(server, browser):
 
 def test_xss_dataset_runs_no_script(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    for path in ("", "cycle-map", "prompt-inspector", "judge-diagnostics", "datasets"):
-        page.goto(f"{server}/{path}?dataset=xss&judge=judge")
-        wait_idle(page)
+    paths = ("", "cycle-map", "judge-diagnostics", "datasets", "prompt-inspector")
+    for i, path in enumerate(paths):
+        open_page(page, server, path, first=i == 0, query="?dataset=xss&judge=judge")
         assert page.evaluate("typeof window.__xss") == "undefined", path
         for frame in page.frames:
             assert frame.evaluate("typeof window.__xss") == "undefined", (path, frame.url)
         assert errors_on(page) == [], path
-    # the payload is shown as text (the leaderboard's model names are in a dataframe canvas, so
-    # check the inspector, whose question is written as text)
-    page.goto(f"{server}/prompt-inspector?dataset=xss&judge=judge")
-    wait_idle(page)
-    assert "window.__xss=1" in page.inner_text('[data-testid="stMainBlockContainer"]')
+    # the sidebar kept the XSS dataset, and the inspector writes the question as text
+    main = page.inner_text('[data-testid="stMainBlockContainer"]')
+    assert "Question p1 <script>window.__xss=1</script>" in main
+    assert "onerror=window.__xss=1>" in main
+    wait_drawn(page)
     page.screenshot(path=str(SHOTS / "xss_inspector.png"))
     page.close()
