@@ -40,7 +40,7 @@ VERDICT_DTYPES: dict[str, str] = {
     "annotator": "string",
     "explanation": "string",
     "source_file": "string",
-    "source_line": "int64",
+    "source_line": "Int64",  # nullable: rows made by a judge run may have no file line
 }
 VERDICT_COLUMNS: tuple[str, ...] = tuple(VERDICT_DTYPES)
 
