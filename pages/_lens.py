@@ -179,7 +179,7 @@ def curves_result(key: CacheKey, ranker: str, mu: float, keep_k: int):
 
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
-        raise LensError(f"No sensitivity curves: {note}.")
+        raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
     stack = stack_for(key)
     kc = keep_k_curve(stack, ref, mu=mu, per_category=False, resamples=CURVE_RESAMPLES, seed=SEED)
     mc = mu_curve(stack, ref, k=keep_k, per_category=False, resamples=CURVE_RESAMPLES, seed=SEED)
@@ -194,7 +194,7 @@ def protocol_table(key: CacheKey, ranker: str, mu: float):
 
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
-        raise LensError(f"No protocol table: {note}.")
+        raise LensError(f"No protocol table: {note.rstrip('.')}.")
     return table2(run_protocols(stack_for(key), ref))
 
 
