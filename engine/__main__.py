@@ -22,6 +22,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Tournament Lens: leaderboards and cycle diagnostics for pairwise LLM judges.",
     )
     parser.add_argument("--db", help="DuckDB store (default: $LENS_DB, else data/lens.duckdb)")
+    parser.add_argument(
+        "--lock-wait", type=float, default=30.0, metavar="SECONDS",
+        help="how long to wait while another process (e.g. the app) holds the store (default 30)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(cli_pkg.__path__), key=lambda m: m.name):
         if info.name.startswith("_"):

@@ -3,12 +3,20 @@
 Location: an explicit path, else ``$LENS_DB``, else ``data/lens.duckdb`` next to the shipped data.
 Migrations are the ``engine/migrations/NNN_name.sql`` files, applied in order once each and recorded
 in ``schema_migrations``; a module that needs tables adds a file there, never DDL in code.
+
+DuckDB lets one process at a time hold a database file for writing. A long-lived process (the app)
+therefore opens the store with ``keep_open=False`` and does its work inside ``store.session()``: the
+file is released when the last session ends and reopened on the next use, so a ``judge`` run or an
+``import`` from the command line can write to the same file while the app is open. Opening waits up
+to ``lock_wait_s`` seconds for another process to let go of the file.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +37,26 @@ _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
 class StoreError(LensError):
     """A problem with the store that the user can act on (one clear sentence)."""
+
+
+class StoreBusy(StoreError):
+    """Another process holds the store file's write lock."""
+
+
+_DUCKDB_MAGIC = b"DUCK"
+
+
+def check_store_file(path: Path) -> None:
+    """Refuse a path that exists but is not a DuckDB database (DuckDB would silently open a CSV or
+    Parquet file as a temporary in-memory database, and every write would be lost)."""
+    if not path.exists():
+        return
+    if path.is_dir():
+        raise StoreError(f"The store path {path} is a folder; give a file such as {path / 'lens.duckdb'}.")
+    with open(path, "rb") as fh:
+        head = fh.read(12)
+    if len(head) < 12 or head[8:12] != _DUCKDB_MAGIC:
+        raise StoreError(f"{path} exists but is not a DuckDB database; give a new or existing .duckdb file.")
 
 
 def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
@@ -87,18 +115,85 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 class Store:
-    """One open DuckDB database with the Tournament Lens schema applied."""
+    """One DuckDB database with the Tournament Lens schema applied.
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False):
+    ``keep_open=True`` (the command line) holds the file from open to close. ``keep_open=False``
+    (the app) holds it only while a ``session()`` is active; ``con`` reopens it on demand.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        read_only: bool = False,
+        keep_open: bool = True,
+        lock_wait_s: float = 0.0,
+    ):
         self.path = resolve_db_path(path)
+        self.read_only = read_only
+        self.keep_open = keep_open
+        self.lock_wait_s = float(lock_wait_s)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._guard = threading.RLock()
+        self._sessions = 0
+        check_store_file(self.path)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.session():
+            if not read_only:
+                migrate(self.con)
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the file, waiting up to ``lock_wait_s`` while another process holds its lock."""
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.Error as exc:  # locked by another process, unreadable file, ...
+                locked = "lock" in str(exc).lower()
+                if locked and time.monotonic() < deadline:
+                    time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+                    delay = min(delay * 2, 0.5)
+                    continue
+                if locked:
+                    raise StoreBusy(
+                        f"The store at {self.path} is in use by another process (a judge run, an import "
+                        "or another app); try again when it has finished."
+                    ) from exc
+                raise StoreError(f"Cannot open the store at {self.path}: {exc}") from exc
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The open connection, (re)opened on first use."""
+        with self._guard:
+            if self._con is None:
+                self._con = self._connect()
+            return self._con
+
+    @contextmanager
+    def session(self) -> Iterator[Store]:
+        """A unit of work; with ``keep_open=False`` the file is released when the last one ends."""
+        with self._guard:
+            self._sessions += 1
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as exc:  # locked by another process, unreadable file, ...
-            raise StoreError(f"Cannot open the store at {self.path}: {exc}") from exc
-        if not read_only:
-            migrate(self.con)
+            yield self
+        finally:
+            with self._guard:
+                self._sessions -= 1
+                if self._sessions == 0 and not self.keep_open:
+                    self.release()
+
+    def release(self) -> None:
+        """Close the connection (the file lock goes with it); the next use reopens it."""
+        with self._guard:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._con is not None
 
     # -- plumbing -------------------------------------------------------------------------------
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -108,20 +203,21 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """All-or-nothing block: commits on success, rolls back on any exception."""
-        cur = self.con.cursor()
-        cur.execute("BEGIN TRANSACTION")
-        try:
-            yield cur
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        else:
-            cur.execute("COMMIT")
-        finally:
-            cur.close()
+        with self.session():
+            cur = self.con.cursor()
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            else:
+                cur.execute("COMMIT")
+            finally:
+                cur.close()
 
     def close(self) -> None:
-        self.con.close()
+        self.release()
 
     def __enter__(self) -> Store:
         return self
@@ -195,11 +291,18 @@ class Store:
         return self.cursor().execute(sql + " ORDER BY prompt_id, variant, turn, model", params).df()
 
 
-def open_store(db: str | os.PathLike[str] | None = None, *, ensure_default: bool = True) -> Store:
+def open_store(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    ensure_default: bool = True,
+    keep_open: bool = True,
+    lock_wait_s: float = 0.0,
+) -> Store:
     """Open (and migrate) the store; on first use import the shipped default dataset."""
-    store = Store(db)
+    store = Store(db, keep_open=keep_open, lock_wait_s=lock_wait_s)
     if ensure_default:
         from .shipped import ensure_default_dataset  # late import: shipped data needs the importer
 
-        ensure_default_dataset(store)
+        with store.session():
+            ensure_default_dataset(store)
     return store

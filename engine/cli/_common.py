@@ -12,7 +12,13 @@ from ..store import Store, open_store
 
 
 def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True) -> Store:
-    return open_store(getattr(args, "db", None), ensure_default=ensure_default)
+    """The store named by --db / $LENS_DB, waiting up to --lock-wait seconds if another process
+    (the app in the middle of a page, another command) holds the file."""
+    return open_store(
+        getattr(args, "db", None),
+        ensure_default=ensure_default,
+        lock_wait_s=getattr(args, "lock_wait", 30.0),
+    )
 
 
 def add_format(parser: argparse.ArgumentParser, default: str = "table") -> None:
