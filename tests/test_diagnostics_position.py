@@ -61,7 +61,7 @@ def direct(v: pd.DataFrame):
             pair = tuple(sorted((first, second)))
             res = 0 if won is None else (1 if won == pair[0] else -1)  # pair[0]'s view
             seen.setdefault((r.prompt_id, pair), {})[first] = res
-        cons = n01 = n10 = items = 0
+        cons = n01 = n10 = items = d01 = d10 = 0
         for (_, pair), d in seen.items():
             if len(d) < 2:
                 continue
@@ -70,7 +70,10 @@ def direct(v: pd.DataFrame):
             cons += when_first == when_second
             n01 += when_first > when_second
             n10 += when_first < when_second
-        out[j] = dict(first=first_w, ties=ties, n=len(g), items=items, cons=cons, n01=n01, n10=n10)
+            # classic 2×2 (ties dropped): the shown-first answer wins both times / the second one does
+            d01 += when_first == 1 and when_second == -1
+            d10 += when_first == -1 and when_second == 1
+        out[j] = dict(first=first_w, ties=ties, n=len(g), items=items, cons=cons, n01=n01, n10=n10, d01=d01, d10=d10)
     return out
 
 
@@ -85,9 +88,11 @@ def test_against_direct_counts():
         assert fr.loc[j, "first_wins"] == r["first"] and fr.loc[j, "ties"] == r["ties"]
         assert fr.loc[j, "first_win_rate"] == pytest.approx(r["first"] / r["n"])
         assert oc.loc[j, "items_both_orders"] == r["items"] and oc.loc[j, "consistent"] == r["cons"]
-        assert (mc.loc[j, "n01_first"], mc.loc[j, "n10_second"]) == (r["n01"], r["n10"])
+        assert (mc.loc[j, "n01_ordinal"], mc.loc[j, "n10_ordinal"]) == (r["n01"], r["n10"])
+        assert (mc.loc[j, "n01_ties_dropped"], mc.loc[j, "n10_ties_dropped"]) == (r["d01"], r["d10"])
     # a judge that picks the first answer 30% of the time shows it: more first-favouring reversals
-    assert (mc["n01_first"] > mc["n10_second"]).all()
+    assert (mc["n01_ordinal"] > mc["n10_ordinal"]).all()
+    assert (mc["n01_ties_dropped"] > mc["n10_ties_dropped"]).all()
 
 
 def test_mcnemar_statistic_and_pvalues():
@@ -108,7 +113,7 @@ def test_naming_does_not_change_the_test():
     rename = {"a": "z", "b": "y", "c": "x", "d": "w"}  # reverses which model of a pair is 'lo'
     ren["model_a"] = ren["model_a"].map(rename)
     ren["model_b"] = ren["model_b"].map(rename)
-    cols = ["n01_first", "n10_second", "chi2"]
+    cols = ["n01_ordinal", "n10_ordinal", "chi2_ordinal", "n01_ties_dropped", "n10_ties_dropped", "chi2_ties_dropped"]
     assert mcnemar(v)[cols].equals(mcnemar(ren)[cols])
 
 
@@ -120,12 +125,61 @@ def test_perfectly_position_biased_and_unbiased_judges():
     t = position_table(frame(rows)).set_index("judge")
     assert t.loc["first", "order_consistency"] == 0.0 and t.loc["fair", "order_consistency"] == 1.0
     assert t.loc["first", "first_win_rate"] == 1.0 and t.loc["fair", "first_win_rate"] == 0.5
-    assert t.loc["first", "n01_first"] == 8 and t.loc["fair", "n01_first"] == 0
-    assert t.loc["first", "p_exact"] == pytest.approx(2 * 0.5**8)
+    assert t.loc["first", "n01_ordinal"] == 8 and t.loc["fair", "n01_ordinal"] == 0
+    assert t.loc["first", "p_exact_ordinal"] == pytest.approx(2 * 0.5**8)
+    assert t.loc["first", "n01_ties_dropped"] == 8 and t.loc["first", "p_exact_ties_dropped"] == pytest.approx(2 * 0.5**8)
 
 
 def test_per_pair_grouping_sums_to_judge():
     v = random_verdicts(np.random.default_rng(5), judges=("j",))
     per_pair = mcnemar(v, by=("judge", "lo", "hi"))
     assert len(per_pair) == 6
-    assert per_pair["n01_first"].sum() == mcnemar(v)["n01_first"].iloc[0]
+    assert per_pair["n01_ordinal"].sum() == mcnemar(v)["n01_ordinal"].iloc[0]
+    assert per_pair["n10_ties_dropped"].sum() == mcnemar(v)["n10_ties_dropped"].iloc[0]
+
+
+def test_tie_rules_differ_as_worked_by_hand():
+    # four items of one judge (a vs b), outcome for a when shown first / second:
+    # win/tie (ordinal: favours first; 2×2: dropped), tie/loss (ordinal first; dropped),
+    # win/loss (both rules: favours first), loss/win (both rules: favours second)
+    rows = []
+    for p, (w_first, w_second) in enumerate((("A", "tie"), ("tie", "A"), ("A", "A"), ("B", "B"))):
+        rows += [("j", str(p), "a", "b", w_first, "AB"), ("j", str(p), "b", "a", w_second, "AB")]
+    t = position_table(frame(rows)).iloc[0]
+    assert (t["n01_ordinal"], t["n10_ordinal"]) == (3, 1)
+    assert (t["items_decisive"], t["n01_ties_dropped"], t["n10_ties_dropped"]) == (2, 1, 1)
+    assert t["chi2_ordinal"] == pytest.approx((3 - 1 - 1) ** 2 / 4)
+    assert t["chi2_ties_dropped"] == pytest.approx((abs(1 - 1) - 1) ** 2 / 2)
+    assert t["p_ties_dropped"] == pytest.approx(stats.chi2.sf(0.5, df=1))
+    assert t["p_exact_ordinal"] == pytest.approx(stats.binomtest(3, 4).pvalue)
+
+
+def test_counts_are_integers_and_single_orientation_judges_are_flagged():
+    rng = np.random.default_rng(8)
+    v = random_verdicts(rng, judges=("llm",))
+    # a 'human' judge with one orientation per pair (the source file's order taken at face value)
+    one = [("human", str(p), x, y, rng.choice(["A", "B", "tie"]), "AB")
+           for p in range(5) for x, y in itertools.combinations("abcd", 2)]
+    t = position_table(pd.concat([v, frame(one)], ignore_index=True)).set_index("judge")
+    for c in ("verdicts", "first_wins", "items_both_orders", "consistent", "n01_ordinal", "n10_ties_dropped"):
+        assert str(t[c].dtype) == "Int64", c
+    assert t.loc["llm", "both_orders"] and not t.loc["human", "both_orders"]
+    assert t.loc["human", "items_both_orders"] == 0 and pd.isna(t.loc["human", "order_consistency"])
+    assert pd.isna(t.loc["human", "n01_ordinal"]) and t.loc["human", "verdicts"] == 30
+    assert t.loc["human", "first_win_rate"] == pytest.approx((frame(one)["winner"] == "A").mean())
+    assert ".0" not in t[["verdicts", "first_wins", "n01_ordinal"]].to_csv()  # 800, not 800.0
+
+
+@pytest.mark.parametrize("unknown", [pd.NA, None, np.nan])
+def test_unknown_orders_are_left_out_not_a_crash(unknown):
+    rng = np.random.default_rng(9)
+    v = random_verdicts(rng, judges=("j",))
+    known = position_table(v)
+    # append the same judge's verdicts again under another judge name with no recorded order
+    blind = v.assign(judge="blind", order=unknown)
+    both = pd.concat([v, blind], ignore_index=True).astype({"order": "string"} if unknown is pd.NA else {})
+    t = position_table(both)
+    assert list(t["judge"]) == ["j"]  # the blind judge has no known order: no row
+    pd.testing.assert_frame_equal(t, known)
+    empty = position_table(blind)
+    assert empty.empty and "first_win_rate" in empty.columns

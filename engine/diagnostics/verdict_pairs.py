@@ -18,10 +18,31 @@ ITEM_KEY: tuple[str, ...] = (*GRAPH_KEY, "lo", "hi")
 """One comparison item: a pair of models in one graph."""
 
 
+def order_flags(order: pd.Series) -> np.ndarray:
+    """1.0 where model_a was shown first (``AB``), 0.0 where second (``BA``), NaN where the order is
+    unknown. NA-safe: the column may hold ``pd.NA``, ``None`` or NaN (a file without an order
+    column), as a string or an object column; any other value is refused with its row."""
+    s = pd.Series(order).astype("string")
+    unknown = s.isna().to_numpy()
+    bad = ~unknown & ~s.isin(["AB", "BA"]).fillna(False).to_numpy(bool)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise LensError(f"Verdict row {i + 1} has presentation order {s.iloc[i]!r}; expected AB, BA or empty.")
+    return np.where(unknown, np.nan, np.where(s.eq("AB").fillna(False).to_numpy(bool), 1.0, 0.0))
+
+
+def has_known_order(verdicts: pd.DataFrame) -> bool:
+    """Whether any valid verdict records its presentation order."""
+    if "order" not in verdicts.columns:
+        return False
+    valid = verdicts["winner"] != "invalid"
+    return bool(pd.Series(verdicts.loc[valid, "order"]).astype("string").notna().any())
+
+
 def verdict_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Valid verdicts with ``lo``, ``hi``, ``outcome`` (lo's side) and ``lo_first`` (True when lo
-    was shown first, False when second, NA when the order is unknown)."""
-    missing = [c for c in (*GRAPH_KEY, "model_a", "model_b", "winner", "order") if c not in verdicts.columns]
+    """Valid verdicts with ``lo``, ``hi``, ``outcome`` (lo's side) and ``lo_first`` (1.0 when lo
+    was shown first, 0.0 when second, NaN when the order is unknown or there is no order column)."""
+    missing = [c for c in (*GRAPH_KEY, "model_a", "model_b", "winner") if c not in verdicts.columns]
     if missing:
         raise LensError(f"The verdict table lacks the column(s) {', '.join(missing)}.")
     v = verdicts[verdicts["winner"] != "invalid"]
@@ -30,8 +51,7 @@ def verdict_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
     swap = a > b
     w = v["winner"].to_numpy(dtype=object)
     a_side = np.where(w == "A", 1, np.where(w == "B", -1, 0)).astype(np.int64)
-    order = v["order"].astype("object").to_numpy()
-    a_first = np.where(pd.isna(order), np.nan, np.where(order == "AB", 1.0, 0.0))
+    a_first = order_flags(v["order"]) if "order" in v.columns else np.full(len(v), np.nan)
     lo_first = np.where(np.isnan(a_first), np.nan, np.where(swap, 1.0 - a_first, a_first))
     out = v[[c for c in (*GRAPH_KEY, "category", "annotator") if c in v.columns]].copy()
     out["lo"] = np.where(swap, b, a)
