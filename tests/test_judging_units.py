@@ -24,23 +24,47 @@ from engine.judging.templates import get_template, list_templates, parse_templat
     "text, expected",
     [
         ("Use [[A]] or [[B]]. I pick [[B]]", "B"),
-        ("verdict: [A]", "A"),
-        ("[[tie]]", "tie"),
-        ("Final: [[C]]", "tie"),
-        ("[ B ] then later [[ A ]]", "A"),
+        ("Final:\n[[TIE]]", "tie"),
+        ("[[B]] at first, then on reflection [[A]]", "A"),
+        # only the exact, case-sensitive tags the shipped template asks for count
+        ("Use arr[c] here", None),
+        ("[[A]] is my verdict. Note B's code uses dp[b] wrongly.", "A"),
+        ("verdict: [A]", None),
+        ("[[tie]]", None),
+        ("[[a]]", None),
+        ("Final: [[C]]", None),
+        ("[[ A ]]", None),
         ("A is better.", None),
         ("[[D]]", None),
         ("", None),
         (None, None),
     ],
 )
-def test_parse_verdict_takes_last_valid_tag(text, expected):
+def test_parse_verdict_takes_last_exact_tag(text, expected):
     assert parse_verdict(text) == expected
+    assert parse_verdict(text, get_template("pairwise").tag_map) == expected  # the template's own tags
+
+
+def test_a_template_declares_its_tags_and_the_parser_uses_them(tmp_path):
+    (tmp_path / "mtb.v1.toml").write_text(
+        'kind = "pairwise"\nuser = "{{question}} {{answer_a}} {{answer_b}}"\n'
+        '[tags]\n"[[A]]" = "A"\n"[[B]]" = "B"\n"[[C]]" = "tie"\n'
+    )
+    t = get_template("mtb", user_dir=tmp_path)
+    assert t.tag_map == {"[[A]]": "A", "[[B]]": "B", "[[C]]": "tie"}
+    assert parse_verdict("I pick [[C]]", t.tag_map) == "tie"
+    assert parse_verdict("I pick [[TIE]]", t.tag_map) is None  # not one of this template's tags
+    assert parse_verdict("I pick [[C]]") is None  # nor of the shipped one
+    (tmp_path / "bad.v1.toml").write_text('kind = "pairwise"\nuser = "x"\n[tags]\n"[[A]]" = "A"\n"[[X]]" = "x"\n')
+    with pytest.raises(LensError, match="tags must mean A, B, tie"):
+        list_templates(tmp_path)
 
 
 def test_parse_score_and_json_array():
     assert parse_score("maybe [[2]] ... final [[5]]") == 5
     assert parse_score("[[6]] or [0]") is None
+    assert parse_score("[4] out of five") is None and parse_score("score: [[ 4 ]]") is None
+    assert parse_score("arr[3] then [[3]]") == 3
     assert parse_json_array('```json\n["a", "b"]\n```', 2) == ["a", "b"]
     assert parse_json_array('Sure: ["YES","NO","YES"] done', 3) == ["YES", "NO", "YES"]
     assert parse_json_array('["a"]', 2) is None
@@ -55,6 +79,12 @@ def test_soft_preference_is_a_softmax_over_the_letters():
     # a letter missing from the top list is bounded by the smallest listed probability
     assert soft_preference(({"A": math.log(0.9), "z": math.log(0.01)},)) == pytest.approx(0.9 / 0.91)
     assert soft_preference(({"x": -1.0},)) is None and soft_preference(None) is None
+    # the article " a" is not the letter A: only whole tokens, case-sensitive, count
+    top = {"The": -0.5, " a": -1.0, " B": -2.0, "A": -3.0}
+    assert soft_preference((top,)) == pytest.approx(math.exp(-3) / (math.exp(-3) + math.exp(-2)))
+    assert soft_preference(({" b": -0.1, "a": -0.2, "Apple": -0.3, "[[B]]": -1.0, "A": -2.0},)) == pytest.approx(
+        math.exp(-2) / (math.exp(-2) + math.exp(-1))
+    )
     assert [soft_winner(p) for p in (0.53, 0.525, 0.5, 0.475, 0.47)] == ["A", "tie", "tie", "tie", "B"]
 
 
@@ -68,8 +98,14 @@ def test_templates_render_select_and_user_dir(tmp_path):
     (tmp_path / "pairwise.v2.toml").write_text(
         'kind = "pairwise"\nuser = "Q: {{question}} A: {{answer_a}} B: {{answer_b}}"\n'
     )
-    assert get_template("pairwise", user_dir=tmp_path).version == 2
-    assert get_template("pairwise", 1, user_dir=tmp_path).version == 1
+    # a user file with a shipped id and a higher version is used only when asked for by version
+    assert get_template("pairwise", user_dir=tmp_path).version == 1
+    assert get_template("pairwise", user_dir=tmp_path).shipped
+    assert get_template("pairwise", 2, user_dir=tmp_path).version == 2
+    assert not get_template("pairwise", 2, user_dir=tmp_path).shipped
+    (tmp_path / "mine.v1.toml").write_text('kind = "answer"\nuser = "{{question}}"\n')
+    (tmp_path / "mine.v3.toml").write_text('kind = "answer"\nuser = "Q: {{question}}"\n')
+    assert get_template("mine", user_dir=tmp_path).version == 3  # a user-only id: its highest version
     assert parse_template_ref("pairwise@2") == ("pairwise", 2)
     (tmp_path / "score.v1.toml").write_text('kind = "score"\nuser = "x"\n')
     with pytest.raises(LensError, match="exists twice"):

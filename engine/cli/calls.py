@@ -17,7 +17,11 @@ def register(sub) -> None:
         metavar="MODEL=IN,OUT",
         help="USD per 1M prompt,completion tokens for a model (repeatable)",
     )
-    p.add_argument("--runs", action="store_true", help="list the judge/generate/perturb runs instead")
+    p.add_argument(
+        "--runs",
+        action="store_true",
+        help="list the judge/generate/perturb runs instead (status: running, done, failed-calls, failed, interrupted)",
+    )
     add_format(p)
     p.set_defaults(func=run)
 
@@ -40,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     store = store_from_args(args, ensure_default=False)
     try:
         if args.runs:
+            from ..judging.persist import mark_interrupted
+
+            mark_interrupted(store)  # runs whose process was killed show as interrupted, not running
             df = store.cursor().execute("SELECT * EXCLUDE (params) FROM judge_runs ORDER BY run_id").df()
         else:
             df = call_summary(store, _prices(args.price))

@@ -6,12 +6,11 @@ import argparse
 
 import pandas as pd
 
-from ..judging.backends import Decoding
-from ..judging.generate import generate_answers
-from ..judging.persist import finish_run, start_run
+from ..judging.generate import ANSWER_DECODING, generate_answers
+from ..judging.persist import finish_run, run_status, start_run
 from ..judging.templates import get_template, parse_template_ref
 from ._common import add_format, store_from_args, write_frame
-from .judge import _csv, add_backend_args, runner_from_args
+from .judge import _csv, add_backend_args, decoding_overrides, run_params, runner_from_args, with_overrides
 
 
 def register(sub) -> None:
@@ -38,10 +37,10 @@ def run(args: argparse.Namespace) -> int:
             runner.backend.name,
             runner.backend.model,
             None,
-            {k: v for k, v in vars(args).items() if k not in ("func", "api_key")},
+            run_params(args),
         )
         runner.run_id = run_id
-        status = "failed"
+        error: BaseException | None = None
         try:
             out = generate_answers(
                 store,
@@ -50,17 +49,20 @@ def run(args: argparse.Namespace) -> int:
                 template,
                 model_name=args.as_model,
                 variants=[int(v) for v in _csv(args.variants)] if args.variants else None,
-                decoding=Decoding(max_tokens=args.max_tokens or 512),
+                decoding=with_overrides(ANSWER_DECODING, decoding_overrides(args)),
             )
-            status = "done"
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
-            finish_run(store, run_id, runner.stats, status)
+            finish_run(store, run_id, runner.stats, run_status(runner.stats, error))
         s = runner.stats
         write_frame(
             pd.DataFrame(
                 [
                     {
                         "run_id": run_id,
+                        "status": run_status(s),
                         "answers": len(out),
                         "calls_made": s.made,
                         "calls_cached": s.cached,

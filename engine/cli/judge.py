@@ -3,6 +3,8 @@
 Example (a local OpenAI-compatible server, three shipped MT-Bench models, 2 prompts per category):
   python -m engine judge --dataset mtb-judge --inputs mt_bench --models gpt-4,llama-13b,alpaca-13b \
       --limit 2 --backend openai --base-url http://localhost:8000/v1 --model my-judge --protocol hybrid
+Add one model to that leaderboard with about log2 M comparisons per prompt:
+  python -m engine judge --dataset mtb-judge --schedule swim --add-model vicuna-13b-v1.3 ...
 """
 
 from __future__ import annotations
@@ -12,21 +14,41 @@ import dataclasses
 
 import pandas as pd
 
-from ..judging.backends import Decoding
+from ..errors import LensError
+from ..judging.backends import MAX_TOKENS_FIELDS, Decoding
 from ..judging.factory import BACKENDS, make_backend
 from ..judging.pipeline import judge_run, load_inputs
-from ..judging.protocols import PROTOCOLS, ProtocolConfig
+from ..judging.protocols import MAX_ANSWER_CHARS, PROTOCOLS, ProtocolConfig
 from ..judging.runner import Runner
-from ..judging.templates import parse_template_ref
 from ._common import add_format, store_from_args, write_frame
+
+_UNSET = object()
 
 
 def _csv(s: str | None) -> list[str] | None:
     return [x.strip() for x in s.split(",") if x.strip()] if s else None
 
 
-def add_backend_args(p: argparse.ArgumentParser) -> None:
-    """Backend, concurrency, retry and price options shared by judge, generate and perturb."""
+def _or_none(kind):
+    """An argparse type: a number, or ``none`` for 'do not send this parameter'."""
+
+    def parse(text: str):
+        if text.strip().lower() == "none":
+            return None
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number or 'none', not {text!r}") from None
+
+    return parse
+
+
+def add_backend_args(p: argparse.ArgumentParser, *, seed_flag: bool = True) -> None:
+    """Backend, decoding, concurrency, retry and price options shared by judge, generate and perturb.
+
+    ``seed_flag``: also accept ``--seed`` for the decoding seed (judge uses ``--seed`` for its
+    schedule, so there it is ``--decoding-seed`` only).
+    """
     g = p.add_argument_group("backend")
     g.add_argument("--backend", choices=BACKENDS, default="openai")
     g.add_argument("--model", help="model name on the server, or a local model (folder, HF id, smollm2)")
@@ -37,18 +59,62 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     g.add_argument("--gguf-file", help="local backend: GGUF file inside --model's folder")
     g.add_argument("--device", help="local backend: cpu or cuda (default: cuda when present)")
+    g.add_argument(
+        "--dtype",
+        choices=("auto", "float32", "bfloat16", "float16"),
+        default="auto",
+        help="local backend: weights dtype (auto: bfloat16 on cuda, float32 on cpu)",
+    )
     g.add_argument("--batch-size", type=int, default=8, help="local backend: requests generated together")
     g.add_argument("--threads", type=int, help="local backend: CPU threads for torch (default: torch's)")
     g.add_argument("--concurrency", type=int, default=4, help="API requests in flight")
     g.add_argument("--max-retries", type=int, default=5)
-    g.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds (doubles)")
+    g.add_argument(
+        "--backoff", type=float, default=1.0, help="first retry delay in seconds (doubles, with jitter)"
+    )
     g.add_argument(
         "--price-in", type=float, default=0.0, help="USD per 1M prompt tokens (for the cost estimate)"
     )
     g.add_argument("--price-out", type=float, default=0.0, help="USD per 1M completion tokens")
-    g.add_argument("--max-tokens", type=int, help="override the protocol's max new tokens")
     g.add_argument("--templates", help="folder with your own templates (<id>.v<version>.toml)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    d = p.add_argument_group("decoding (each is part of the call cache key; 'none' = not sent)")
+    d.add_argument("--max-tokens", type=_or_none(int), default=_UNSET, help="max new tokens")
+    d.add_argument(
+        "--max-tokens-field",
+        choices=MAX_TOKENS_FIELDS,
+        default=_UNSET,
+        help="request field for the token limit (OpenAI reasoning models need max_completion_tokens)",
+    )
+    d.add_argument("--temperature", type=_or_none(float), default=_UNSET, help="default 0 (greedy)")
+    d.add_argument("--top-p", type=_or_none(float), default=_UNSET, help="default none (not sent)")
+    flags = ["--decoding-seed", "--seed"] if seed_flag else ["--decoding-seed"]
+    d.add_argument(*flags, dest="decoding_seed", type=_or_none(int), default=_UNSET, help="default 0")
+
+
+def decoding_overrides(args: argparse.Namespace, *, token_limit: bool = True) -> dict:
+    """The decoding fields given on the command line (``token_limit``: include --max-tokens)."""
+    pairs = {
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "seed": args.decoding_seed,
+        "max_tokens_field": args.max_tokens_field,
+    }
+    if token_limit:
+        pairs["max_tokens"] = args.max_tokens
+    out = {k: v for k, v in pairs.items() if v is not _UNSET}
+    if out.get("max_tokens", 1) is not None and out.get("max_tokens", 1) < 1:
+        raise LensError("--max-tokens must be at least 1 (or none).")
+    return out
+
+
+def with_overrides(dec: Decoding, over: dict) -> Decoding:
+    return dataclasses.replace(dec, **over)
+
+
+def run_params(args: argparse.Namespace) -> dict:
+    """The run's arguments as recorded in judge_runs.params (no API key, unset options omitted)."""
+    return {k: v for k, v in vars(args).items() if k not in ("func", "api_key") and v is not _UNSET}
 
 
 def runner_from_args(args: argparse.Namespace, store) -> Runner:
@@ -62,6 +128,7 @@ def runner_from_args(args: argparse.Namespace, store) -> Runner:
         device=args.device,
         batch_size=args.batch_size,
         threads=args.threads,
+        dtype=args.dtype,
     )
     return Runner(
         store,
@@ -84,19 +151,58 @@ def register(sub) -> None:
     p.add_argument("--categories", help="comma-separated categories to load with --inputs")
     p.add_argument("--limit", type=int, help="with --inputs: at most this many prompts per category")
     p.add_argument("--variants", help="comma-separated variant numbers to judge (default: all)")
-    p.add_argument("--schedule", choices=("round-robin", "swim"), default="round-robin")
+    p.add_argument("--schedule", choices=("round-robin", "swim"), help="default round-robin")
+    p.add_argument(
+        "--add-model",
+        help="SWIM: add this model to the judge's stored leaderboard (ceil(log2 M) opponents per prompt)",
+    )
     p.add_argument(
         "--seed", type=int, default=0, help="SWIM's join order and first opponents; single's order coin"
     )
     p.add_argument("--protocol", choices=PROTOCOLS, default="swapped")
     p.add_argument("--template", default="pairwise", help="pairwise template id[@version]")
-    p.add_argument("--judge-name", help="judge column value (default: <model>:<protocol>)")
-    add_backend_args(p)
+    p.add_argument("--score-template", default="score", help="hybrid's 1-5 score template id[@version]")
+    p.add_argument("--soft-template", default="soft", help="soft protocol's template id[@version]")
+    p.add_argument(
+        "--max-answer-chars",
+        type=int,
+        default=MAX_ANSWER_CHARS,
+        help=f"cut longer answers to this many characters before judging (default {MAX_ANSWER_CHARS}; 0: never)",
+    )
+    p.add_argument(
+        "--judge-name",
+        help="judge column value (default: <model>:<protocol>, plus :<template>@<version> unless shipped v1)",
+    )
+    add_backend_args(p, seed_flag=False)
     add_format(p)
     p.set_defaults(func=run)
 
 
+def _config(args: argparse.Namespace) -> ProtocolConfig:
+    if args.max_answer_chars < 0:
+        raise LensError("--max-answer-chars cannot be negative.")
+    cfg = ProtocolConfig.default(
+        args.templates,
+        pairwise=args.template,
+        score=args.score_template,
+        soft=args.soft_template,
+        seed=args.seed,
+        max_answer_chars=args.max_answer_chars or None,
+    )
+    over = decoding_overrides(args)
+    rest = decoding_overrides(args, token_limit=False)  # the soft prompt keeps its 3 tokens
+    return dataclasses.replace(
+        cfg,
+        decoding=with_overrides(cfg.decoding, over),
+        score_decoding=with_overrides(cfg.score_decoding, over),
+        soft_decoding=with_overrides(cfg.soft_decoding, rest),
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    schedule = args.schedule or ("swim" if args.add_model else "round-robin")
+    if args.add_model and schedule != "swim":
+        raise LensError("--add-model works with --schedule swim only.")
     store = store_from_args(args, ensure_default=False)
     try:
         models = _csv(args.models)
@@ -105,18 +211,13 @@ def run(args: argparse.Namespace) -> int:
                 store,
                 args.dataset,
                 args.inputs,
-                models=models,
+                models=models + [args.add_model] if models and args.add_model else models,
                 categories=_csv(args.categories),
                 limit_per_category=args.limit,
             )
-        tid, ver = parse_template_ref(args.template)
-        cfg = ProtocolConfig.default(args.templates, pairwise=tid, version=ver, seed=args.seed)
-        if args.max_tokens:
-            dec = Decoding(max_tokens=args.max_tokens)
-            cfg = dataclasses.replace(cfg, decoding=dec, score_decoding=dec)
+        cfg = _config(args)
         runner = runner_from_args(args, store)
         variants = [int(v) for v in _csv(args.variants)] if args.variants else None
-        params = {k: v for k, v in vars(args).items() if k not in ("func", "api_key")}
         rep = judge_run(
             store,
             args.dataset,
@@ -126,18 +227,21 @@ def run(args: argparse.Namespace) -> int:
             judge=args.judge_name,
             models=models,
             variants=variants,
-            schedule=args.schedule,
+            schedule=schedule,
             seed=args.seed,
-            params=params,
+            add_model=args.add_model,
+            params=run_params(args),
         )
         s = rep.stats
         row = {
             "run_id": rep.run_id,
             "dataset": rep.dataset,
             "judge": rep.judge,
+            "status": rep.status,
             "pairs": rep.pairs,
             "verdicts": rep.verdicts,
             "invalid": rep.invalid,
+            "truncated": rep.truncated,
             "calls_made": s.made,
             "calls_cached": s.cached,
             "calls_failed": s.failed,

@@ -1,4 +1,8 @@
-"""``python -m engine perturb``: k paraphrases per prompt, filtered by a strict equivalence check."""
+"""``python -m engine perturb``: k paraphrases per prompt, filtered by a strict equivalence check.
+
+Reruns are additive: stored variants keep their numbers and texts (answers and verdicts refer to
+them); accepted rewrites that are new get new variant numbers (engine/judging/paraphrase.py).
+"""
 
 from __future__ import annotations
 
@@ -7,17 +11,21 @@ import argparse
 import pandas as pd
 
 from ..errors import LensError
-from ..judging.paraphrase import perturb
-from ..judging.persist import finish_run, start_run
-from ..judging.templates import get_template
+from ..judging.paraphrase import CHECK_DECODING, PARAPHRASE_DECODING, perturb
+from ..judging.persist import finish_run, run_status, start_run
+from ..judging.templates import get_template, parse_template_ref
 from ._common import add_format, store_from_args, write_frame
-from .judge import add_backend_args, runner_from_args
+from .judge import add_backend_args, decoding_overrides, run_params, runner_from_args, with_overrides
 
 
 def register(sub) -> None:
     p = sub.add_parser("perturb", help="paraphrase a dataset's prompts into checked variants")
     p.add_argument("--dataset", required=True)
     p.add_argument("-k", "--k", type=int, default=3, help="rewrites asked per prompt")
+    p.add_argument("--paraphrase-template", default="paraphrase", help="generator template id[@version]")
+    p.add_argument(
+        "--equivalence-template", default="equivalence", help="equivalence-check template id[@version]"
+    )
     add_backend_args(p)
     add_format(p)
     p.set_defaults(func=run)
@@ -28,8 +36,10 @@ def run(args: argparse.Namespace) -> int:
         raise LensError("-k must be at least 1.")
     store = store_from_args(args, ensure_default=False)
     try:
-        gen = get_template("paraphrase", kind="paraphrase", user_dir=args.templates)
-        chk = get_template("equivalence", kind="equivalence", user_dir=args.templates)
+        gen = get_template(*parse_template_ref(args.paraphrase_template), kind="paraphrase", user_dir=args.templates)
+        chk = get_template(
+            *parse_template_ref(args.equivalence_template), kind="equivalence", user_dir=args.templates
+        )
         runner = runner_from_args(args, store)
         run_id = start_run(
             store,
@@ -38,24 +48,37 @@ def run(args: argparse.Namespace) -> int:
             runner.backend.name,
             runner.backend.model,
             None,
-            {k: v for k, v in vars(args).items() if k not in ("func", "api_key")},
+            run_params(args),
         )
         runner.run_id = run_id
-        status = "failed"
+        error: BaseException | None = None
         try:
-            rep = perturb(store, args.dataset, runner, args.k, gen, chk)
-            status = "done"
+            rep = perturb(
+                store,
+                args.dataset,
+                runner,
+                args.k,
+                gen,
+                chk,
+                decoding=with_overrides(PARAPHRASE_DECODING, decoding_overrides(args)),
+                check_decoding=with_overrides(CHECK_DECODING, decoding_overrides(args, token_limit=False)),
+            )
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
-            finish_run(store, run_id, runner.stats, status)
+            finish_run(store, run_id, runner.stats, run_status(runner.stats, error))
         s = runner.stats
         write_frame(
             pd.DataFrame(
                 [
                     {
                         "run_id": run_id,
+                        "status": run_status(s),
                         "prompts": rep.prompts,
                         "candidates": rep.candidates,
                         "accepted": rep.accepted,
+                        "new_variants": rep.added,
                         "unparsable_generations": rep.unparsable_generations,
                         "unparsable_checks": rep.unparsable_checks,
                         "calls_made": s.made,

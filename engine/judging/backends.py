@@ -1,9 +1,13 @@
 """The one small interface every model backend implements, and the request/result records.
 
 A backend turns a batch of chat requests into completions. Requests carry their decoding
-parameters (deterministic by default: temperature 0), which are part of every cache key and stored
-with every call. Errors are classified so the runner can retry (429, 5xx, timeouts) or stop at once
-(authentication).
+parameters (deterministic by default: temperature 0, seed 0), which are part of every cache key and
+stored with every call. A parameter left as ``None`` is not sent at all, so a server's own default
+applies (OpenAI's reasoning models refuse ``temperature``, ``top_p`` and ``max_tokens``).
+``max_tokens_field`` names the request field that carries the token limit: ``max_tokens`` (most
+servers) or ``max_completion_tokens`` (OpenAI's reasoning models). Errors are classified so the
+runner can retry (429, 5xx, timeouts, malformed replies) or stop the whole run at once
+(authentication, an unknown model).
 """
 
 from __future__ import annotations
@@ -14,25 +18,40 @@ from typing import Protocol
 
 from ..errors import LensError
 
+MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
+
 
 @dataclass(frozen=True)
 class Decoding:
-    """Decoding parameters; the defaults give deterministic (greedy) decoding."""
+    """Decoding parameters; the defaults give deterministic (greedy) decoding. ``None`` = not sent."""
 
-    temperature: float = 0.0
-    max_tokens: int = 512
-    top_p: float = 1.0
+    temperature: float | None = 0.0
+    max_tokens: int | None = 512
+    top_p: float | None = None
     top_logprobs: int = 0  # >0: return the k most likely tokens (and logprobs) at each step
     seed: int | None = 0
+    max_tokens_field: str = "max_tokens"
+
+    def __post_init__(self) -> None:
+        if self.max_tokens_field not in MAX_TOKENS_FIELDS:
+            raise LensError(
+                f"The token-limit field must be one of {', '.join(MAX_TOKENS_FIELDS)}, "
+                f"not {self.max_tokens_field!r}."
+            )
 
     def as_dict(self) -> dict:
         return {
-            "temperature": float(self.temperature),
-            "max_tokens": int(self.max_tokens),
-            "top_p": float(self.top_p),
+            "temperature": None if self.temperature is None else float(self.temperature),
+            "max_tokens": None if self.max_tokens is None else int(self.max_tokens),
+            "top_p": None if self.top_p is None else float(self.top_p),
             "top_logprobs": int(self.top_logprobs),
             "seed": self.seed,
+            "max_tokens_field": self.max_tokens_field,
         }
+
+    def group_key(self) -> str:
+        """A string that is equal exactly when two decodings are (for grouping a batch)."""
+        return json.dumps(self.as_dict(), sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -50,6 +69,10 @@ class ChatRequest:
     def message_dicts(self) -> list[dict[str, str]]:
         return [{"role": r, "content": c} for r, c in self.messages]
 
+    def size(self) -> int:
+        """Characters in the messages: a cheap proxy of the prompt's token length."""
+        return sum(len(c) for _, c in self.messages)
+
 
 @dataclass(frozen=True)
 class ChatResult:
@@ -64,11 +87,26 @@ class ChatResult:
 
 
 class RetryableError(Exception):
-    """A transient failure (rate limit, server error, timeout): the runner retries with backoff."""
+    """A transient failure (rate limit, server error, timeout, malformed reply): retried with backoff.
+
+    ``retry_after`` is the server's own wait in seconds (a ``Retry-After`` header), when it gave one.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
-class AuthenticationFailed(LensError):
-    """The backend refused our credentials: retrying cannot help, so the run stops."""
+class BackendStopped(LensError):
+    """Retrying cannot help any call of this run (bad key, unknown model): the run stops at once."""
+
+
+class AuthenticationFailed(BackendStopped):
+    """The backend refused our credentials."""
+
+
+class ModelNotFound(BackendStopped):
+    """The server does not know the model (or has no chat endpoint at that URL)."""
 
 
 class Backend(Protocol):
@@ -76,9 +114,12 @@ class Backend(Protocol):
 
     ``batch_size`` > 1 means the backend is fastest when handed several requests at once (local
     batched generation); API backends take one request per call and gain from concurrency instead.
+    ``identity`` is what the call cache keys on besides the model: the backend's name plus whatever
+    changes its numbers (the local backend adds device type and dtype).
     """
 
     name: str
+    identity: str
     model: str
     batch_size: int
 

@@ -25,6 +25,7 @@ def make_backend(
     device: str | None = None,
     batch_size: int = 8,
     threads: int | None = None,
+    dtype: str | None = None,
 ) -> Backend:
     if kind == "openai":
         from .openai_backend import OpenAIBackend
@@ -45,6 +46,12 @@ def make_backend(
             label = "SmolLM2-135M-Instruct-Q4_1"
             model = prepare_gguf(*found, name=label)
         return TransformersBackend(
-            model, gguf_file=gguf_file, device=device, batch_size=batch_size, label=label, threads=threads
+            model,
+            gguf_file=gguf_file,
+            device=device,
+            batch_size=batch_size,
+            label=label,
+            threads=threads,
+            dtype=dtype,
         )
     raise LensError(f"Unknown backend {kind!r}; choose one of {', '.join(BACKENDS)}.")

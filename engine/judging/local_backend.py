@@ -1,11 +1,15 @@
 """Local Hugging Face transformers backend: batched greedy generation with the model's chat template.
 
-Runs on the GPU in bf16 when one is present, else on the CPU in fp32. Several requests are padded on
-the left and generated together (one forward pass per new token for the whole batch), which is what
-makes a local judge fast (bench/judging.py measures batched against one-at-a-time). When a request
-asks for ``top_logprobs``, the k most likely next tokens and their log-probabilities are read from
-the model's logits at each generated step: the soft protocol uses them (paper 001, Section 3.1).
-Models load offline from a local folder, optionally from a GGUF file (``gguf_file``).
+Runs on the GPU in bf16 when one is present, else on the CPU in fp32 (``dtype`` overrides). Several
+requests are padded on the left and generated together (one forward pass per new token for the
+whole batch), which is what makes a local judge fast (bench/judging.py measures batched against
+one-at-a-time). Requests are sorted by token length before batching, so a batch pads little; when
+a batch runs out of GPU memory it is split in half (and the backend's batch size stays halved), down
+to one request. Device type and dtype are part of ``identity``, hence of every call's cache key:
+CPU fp32 results are never reused for a GPU bf16 run. When a request asks for ``top_logprobs``, the
+k most likely next tokens and their log-probabilities are read from the model's logits at each
+generated step: the soft protocol uses them (paper 001, Section 3.1). Models load offline from a
+local folder, optionally from a GGUF file (``gguf_file``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from pathlib import Path
 
 from ..errors import LensError
 from .backends import ChatRequest, ChatResult
+
+DTYPES = ("float32", "bfloat16", "float16")
 
 
 def smollm2_gguf() -> tuple[str, str] | None:
@@ -80,6 +86,7 @@ class TransformersBackend:
         batch_size: int = 8,
         label: str | None = None,
         threads: int | None = None,
+        dtype: str | None = None,
     ):
         try:
             import torch
@@ -93,11 +100,17 @@ class TransformersBackend:
         if threads:
             torch.set_num_threads(int(threads))  # on a busy CPU, fewer threads beat oversubscription
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+        if dtype in (None, "auto"):
+            dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
+        if dtype not in DTYPES:
+            raise LensError(f"Unknown dtype {dtype!r}; choose auto, {', '.join(DTYPES)}.")
+        self.dtype = dtype
         kw = {"gguf_file": gguf_file} if gguf_file else {}
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model, **kw)
-            self.lm = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, **kw).to(self.device)
+            self.lm = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype), **kw).to(
+                self.device
+            )
         except (OSError, ValueError) as exc:
             raise LensError(f"Cannot load the local model {model!r}: {exc}") from exc
         self.lm.eval()
@@ -108,29 +121,65 @@ class TransformersBackend:
             raise LensError(f"The local model {model!r} has no chat template.")
         self.model = label or (f"{Path(model).name}/{gguf_file}" if gguf_file else model)
         self.batch_size = max(1, int(batch_size))
+        self.oom_splits = 0  # how often a batch was split after running out of GPU memory
+        self.identity = f"{self.name}[{torch.device(self.device).type},{self.dtype}]"
+
+    def _render(self, req: ChatRequest) -> str:
+        return self.tokenizer.apply_chat_template(
+            req.message_dicts(), add_generation_prompt=True, tokenize=False
+        )
 
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
-        out: list[ChatResult] = []
-        for i in range(0, len(requests), self.batch_size):
-            out.extend(self._batch(requests[i : i + self.batch_size]))
-        return out
+        """Results in the order of ``requests``; generated in batches of one decoding, longest first."""
+        if not requests:
+            return []
+        lengths = [len(ids) for ids in self.tokenizer([self._render(r) for r in requests], add_special_tokens=False)["input_ids"]]
+        order = sorted(range(len(requests)), key=lambda i: (requests[i].decoding.group_key(), -lengths[i]))
+        out: list[ChatResult | None] = [None] * len(requests)
+        i = 0
+        while i < len(order):
+            group = requests[order[i]].decoding.group_key()
+            j = i
+            while j < len(order) and j - i < self.batch_size and requests[order[j]].decoding.group_key() == group:
+                j += 1
+            idx = order[i:j]
+            for k, res in zip(idx, self._fitting([requests[k] for k in idx]), strict=True):
+                out[k] = res
+            i = j
+        return out  # type: ignore[return-value]
+
+    def _fitting(self, reqs: list[ChatRequest]) -> list[ChatResult]:
+        """``_batch``, split in halves while the GPU runs out of memory."""
+        torch = self._torch
+        try:
+            return self._batch(reqs)
+        except torch.OutOfMemoryError:
+            if len(reqs) == 1:
+                raise LensError(
+                    f"One request does not fit in {self.device} memory even alone; "
+                    "lower --max-tokens or use a smaller model."
+                ) from None
+        # outside the except block, so the failed batch's tensors are freed before retrying
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        half = len(reqs) // 2
+        self.batch_size = max(1, min(self.batch_size, half))
+        self.oom_splits += 1
+        return self._fitting(reqs[:half]) + self._fitting(reqs[half:])
 
     def _batch(self, reqs: list[ChatRequest]) -> list[ChatResult]:
         torch = self._torch
         d = reqs[0].decoding
         if any(r.decoding != d for r in reqs):  # the runner groups by decoding; be safe anyway
             return [res for r in reqs for res in self._batch([r])]
-        texts = [
-            self.tokenizer.apply_chat_template(r.message_dicts(), add_generation_prompt=True, tokenize=False)
-            for r in reqs
-        ]
+        texts = [self._render(r) for r in reqs]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
             self.device
         )
         start = time.perf_counter()
-        gen_kw: dict = {"max_new_tokens": d.max_tokens, "pad_token_id": self.tokenizer.pad_token_id}
-        if d.temperature > 0:
-            gen_kw.update(do_sample=True, temperature=d.temperature, top_p=d.top_p)
+        gen_kw: dict = {"max_new_tokens": d.max_tokens or 512, "pad_token_id": self.tokenizer.pad_token_id}
+        if d.temperature is None or d.temperature > 0:  # None: the model's default sampling (T = 1)
+            gen_kw.update(do_sample=True, temperature=d.temperature or 1.0, top_p=d.top_p or 1.0)
             if d.seed is not None:
                 torch.manual_seed(d.seed)
         else:

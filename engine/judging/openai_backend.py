@@ -2,19 +2,30 @@
 
 Judging scales past one machine by pointing this backend at several servers: ``base_url`` may be a
 comma-separated list, and requests are spread over them in turn. The client's own retries are off;
-the runner retries transient failures (429, 5xx, timeouts, dropped connections) with backoff and
-stops at once on an authentication error.
+the runner retries transient failures with backoff (and jitter): 429 (honouring ``Retry-After``),
+408, 5xx, timeouts, dropped connections, and replies that are not a well-formed chat completion (a
+200 whose body is not JSON, or lacks choices or message content). 401 and 403 (the key) and 404
+(an unknown model, or no chat endpoint at that URL) stop the run with one sentence; any other 4xx
+fails that one call. Only decoding parameters that are set (not ``None``) are sent, and the token
+limit goes in the field the decoding names (``max_tokens`` or ``max_completion_tokens``).
 """
 
 from __future__ import annotations
 
+import email.utils
 import itertools
 import os
 import threading
 import time
 
 from ..errors import LensError
-from .backends import AuthenticationFailed, ChatRequest, ChatResult, RetryableError
+from .backends import (
+    AuthenticationFailed,
+    ChatRequest,
+    ChatResult,
+    ModelNotFound,
+    RetryableError,
+)
 
 
 def _split_urls(base_url: str | list[str] | None) -> list[str | None]:
@@ -30,10 +41,85 @@ def _split_urls(base_url: str | list[str] | None) -> list[str | None]:
     return urls
 
 
+def retry_after_s(headers) -> float | None:
+    """The server's requested wait in seconds: ``retry-after-ms``, else ``retry-after`` (seconds or
+    an HTTP date); ``None`` when absent or unreadable."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        return seconds if seconds >= 0 and seconds != float("inf") else None
+    value = headers.get("retry-after")
+    if value:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def request_kwargs(model: str, req: ChatRequest) -> dict:
+    """The chat-completions arguments for ``req``: only the decoding parameters that are set."""
+    d = req.decoding
+    kwargs: dict = {"model": model, "messages": req.message_dicts()}
+    if d.temperature is not None:
+        kwargs["temperature"] = d.temperature
+    if d.top_p is not None:
+        kwargs["top_p"] = d.top_p
+    if d.max_tokens is not None:
+        kwargs[d.max_tokens_field] = d.max_tokens
+    if d.seed is not None:
+        kwargs["seed"] = d.seed
+    if d.top_logprobs > 0:
+        kwargs["logprobs"] = True
+        kwargs["top_logprobs"] = d.top_logprobs
+    return kwargs
+
+
+def read_completion(resp, latency: float) -> ChatResult:
+    """A ChatResult from a chat-completion reply; a malformed reply is a RetryableError."""
+    try:
+        choices = resp.choices
+        if not choices:
+            raise RetryableError("the server's reply has no choices")
+        message = choices[0].message
+        text = getattr(message, "content", None)
+        if not isinstance(text, str):
+            raise RetryableError("the server's reply has no message content")
+        top = None
+        lp = getattr(choices[0], "logprobs", None)
+        if lp is not None and getattr(lp, "content", None):
+            top = tuple(
+                {t.token: float(t.logprob) for t in (tok.top_logprobs or [])}
+                or {tok.token: float(tok.logprob)}
+                for tok in lp.content
+            )
+        usage = getattr(resp, "usage", None)
+        return ChatResult(
+            text=text,
+            top_logprobs=top,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            latency_s=latency,
+        )
+    except RetryableError:
+        raise
+    except (AttributeError, TypeError, IndexError, KeyError, ValueError) as exc:
+        raise RetryableError(f"the server's reply is not a chat completion ({exc})") from exc
+
+
 class OpenAIBackend:
     """Chat completions over HTTP with the ``openai`` client (one request per call, thread-safe)."""
 
     name = "openai"
+    identity = "openai"
     batch_size = 1
 
     def __init__(
@@ -59,7 +145,8 @@ class OpenAIBackend:
 
     def _client(self):
         with self._lock:
-            return self._clients[next(self._next)]
+            i = next(self._next)
+        return self._clients[i], self.base_urls[i]
 
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
         return [self._one(r) for r in requests]
@@ -67,56 +154,37 @@ class OpenAIBackend:
     def _one(self, req: ChatRequest) -> ChatResult:
         import openai
 
-        d = req.decoding
-        kwargs: dict = {
-            "model": self.model,
-            "messages": req.message_dicts(),
-            "temperature": d.temperature,
-            "top_p": d.top_p,
-            "max_tokens": d.max_tokens,
-        }
-        if d.seed is not None:
-            kwargs["seed"] = d.seed
-        if d.top_logprobs > 0:
-            kwargs["logprobs"] = True
-            kwargs["top_logprobs"] = d.top_logprobs
+        client, url = self._client()
         start = time.perf_counter()
         try:
-            resp = self._client().chat.completions.create(**kwargs)
+            resp = client.chat.completions.create(**request_kwargs(self.model, req))
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise AuthenticationFailed(
                 f"The server refused the API key ({exc.status_code}); set OPENAI_API_KEY or --api-key."
             ) from exc
+        except openai.NotFoundError as exc:
+            raise ModelNotFound(
+                f"The server at {url or 'api.openai.com'} answered 404 for model {self.model!r} "
+                f"({exc.message}); check --model and --base-url."
+            ) from exc
         except openai.RateLimitError as exc:
-            raise RetryableError(f"rate limited (429): {exc}") from exc
+            raise RetryableError(
+                f"rate limited (429): {exc.message}", retry_after=retry_after_s(exc.response.headers)
+            ) from exc
         except openai.APITimeoutError as exc:
             raise RetryableError(f"timed out: {exc}") from exc
         except openai.APIConnectionError as exc:
             raise RetryableError(f"connection failed: {exc}") from exc
+        except openai.APIResponseValidationError as exc:
+            raise RetryableError(f"the server's reply is not a chat completion ({exc.message})") from exc
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code == 408:
-                raise RetryableError(f"server error {exc.status_code}") from exc
+                raise RetryableError(
+                    f"server error {exc.status_code}", retry_after=retry_after_s(exc.response.headers)
+                ) from exc
             raise LensError(
                 f"The server rejected a request with status {exc.status_code}: {exc.message}"
             ) from exc
-        latency = time.perf_counter() - start
-        if not resp.choices:
-            raise RetryableError("the server returned no choices")
-        choice = resp.choices[0]
-        text = choice.message.content or ""
-        top = None
-        lp = getattr(choice, "logprobs", None)
-        if lp is not None and getattr(lp, "content", None):
-            top = tuple(
-                {t.token: float(t.logprob) for t in (tok.top_logprobs or [])}
-                or {tok.token: float(tok.logprob)}
-                for tok in lp.content
-            )
-        usage = resp.usage
-        return ChatResult(
-            text=text,
-            top_logprobs=top,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            latency_s=latency,
-        )
+        except ValueError as exc:  # a 200 whose body is not JSON (json.JSONDecodeError)
+            raise RetryableError(f"the server's reply is not JSON ({exc})") from exc
+        return read_completion(resp, time.perf_counter() - start)

@@ -1,11 +1,17 @@
 """Prompt perturbation: k paraphrases per prompt, kept only if a strict equivalence check says YES.
 
 Stage 1 asks the generator for a JSON array of exactly k rewrites of each original prompt; stage 2
-shows the original and the candidates to a checker that answers a JSON array of YES/NO, one per
-candidate (paper 000, Appendix C.1). Accepted rewrites become variants 1..m of the prompt (variant 0
-is the original), with ``variant_kind='paraphrase'``, ``parent_variant=0`` and a lineage row naming
-both calls. An unparsable reply rejects that prompt's candidates (counted, never guessed at).
-Both stages use the call cache, so rerunning is free and gives the same variants.
+shows the original and the candidates to a checker that answers a JSON array of ``"YES"``/``"NO"``
+(exactly those words), one per candidate (paper 000, Appendix C.1). An unparsable reply rejects that
+prompt's candidates (counted, never guessed at); a failed call changes nothing.
+
+Variants are stable: a stored variant is never renumbered, rewritten or deleted here, because
+answers and verdicts refer to it by number. An accepted rewrite whose text is already a variant of
+that prompt keeps that variant (and its lineage); a new one gets the next free number (above every
+number the prompt has in prompts, answers or verdicts), with ``variant_kind='paraphrase'``,
+``parent_variant=0`` and a lineage row naming both calls. So reruns are additive and idempotent:
+``perturb -k 3`` then ``perturb -k 1`` keeps every variant made by the first. Both stages use the
+call cache, so a rerun with the same k is free and gives the same variants.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ class PerturbReport:
     accepted: int
     unparsable_generations: int
     unparsable_checks: int
-    variants: pd.DataFrame
+    variants: pd.DataFrame  # every accepted rewrite with its (kept or new) variant number
+    added: int = 0  # accepted rewrites that became new variants
 
 
 def _candidate_list(cands: list[str]) -> str:
@@ -49,6 +56,7 @@ def perturb(
     *,
     checker_runner: Runner | None = None,
     decoding: Decoding = PARAPHRASE_DECODING,
+    check_decoding: Decoding = CHECK_DECODING,
     turn: int = 1,
 ) -> PerturbReport:
     """Make, check and store paraphrase variants of every original prompt of ``dataset``."""
@@ -74,33 +82,52 @@ def perturb(
             checker.render(
                 n=len(cands[i]), text=originals.at[i, "text"], candidates=_candidate_list(cands[i])
             ),
-            CHECK_DECODING,
+            check_decoding,
             checker.id,
             checker.version,
         )
         for i in todo
     ]
     chk_res = checker_runner.call(chk_reqs, desc="equivalence") if chk_reqs else []
-    variants, lineage = [], []
+    accepted: dict[int, list[tuple[int, str]]] = {}  # prompt row → [(candidate index, text)]
     bad_chk = 0
     for i, r in zip(todo, chk_res, strict=True):
         if r is None:
-            continue
+            continue  # the check failed after all retries: nothing changes for this prompt
         verdicts = parse_json_array(r.text, len(cands[i]))
-        if verdicts is None or not all(
-            isinstance(v, str) and v.strip().upper() in ("YES", "NO") for v in verdicts
-        ):
+        if verdicts is None or not all(isinstance(v, str) and v.strip() in ("YES", "NO") for v in verdicts):
             bad_chk += 1
             continue
+        accepted[i] = [(j, c) for j, (c, ok) in enumerate(zip(cands[i], verdicts, strict=True)) if ok.strip() == "YES"]
+    existing = prompts[(prompts["variant_kind"] == "paraphrase") & (prompts["turn"] == turn)]
+    known = {(r.prompt_id, r.text): int(r.variant) for r in existing.itertuples(index=False)}
+    top = _highest_variants(store, dataset)
+    variants, lineage_rows = [], []
+    added = 0
+    for i, items in accepted.items():
         p = originals.loc[i]
-        v = 0
-        for j, (c, ok) in enumerate(zip(cands[i], verdicts, strict=True)):
-            if ok.strip().upper() != "YES":
-                continue
-            v += 1
+        pid = p["prompt_id"]
+        for j, c in items:
+            v = known.get((pid, c))
+            if v is None:
+                v = top.get(pid, 0) + 1
+                top[pid] = v
+                known[(pid, c)] = v
+                added += 1
+                lineage_rows.append(
+                    {
+                        "prompt_id": pid,
+                        "variant": v,
+                        "turn": turn,
+                        "parent_variant": 0,
+                        "candidate_index": j,
+                        "generator_call": runner.key(gen_reqs[i]),
+                        "check_call": checker_runner.key(chk_reqs[todo.index(i)]),
+                    }
+                )
             variants.append(
                 {
-                    "prompt_id": p["prompt_id"],
+                    "prompt_id": pid,
                     "variant": v,
                     "turn": turn,
                     "category": p["category"],
@@ -109,23 +136,12 @@ def perturb(
                     "text": c,
                 }
             )
-            lineage.append(
-                {
-                    "prompt_id": p["prompt_id"],
-                    "variant": v,
-                    "turn": turn,
-                    "parent_variant": 0,
-                    "candidate_index": j,
-                    "generator_call": runner.key(gen_reqs[i]),
-                    "check_call": checker_runner.key(chk_reqs[todo.index(i)]),
-                }
-            )
     vdf = pd.DataFrame(
         variants,
         columns=["prompt_id", "variant", "turn", "category", "variant_kind", "parent_variant", "text"],
-    )
+    ).drop_duplicates(["prompt_id", "variant"])
     ldf = pd.DataFrame(
-        lineage,
+        lineage_rows,
         columns=[
             "prompt_id",
             "variant",
@@ -136,31 +152,42 @@ def perturb(
             "check_call",
         ],
     )
-    done_ids = pd.DataFrame({"prompt_id": [originals.at[i, "prompt_id"] for i in todo]})
-    with store.transaction() as cur:
-        ensure_dataset(cur, dataset, "judge run", "perturb")
-        cur.register("_ids", done_ids)
-        cur.execute(
-            "DELETE FROM prompts WHERE dataset = ? AND turn = ? AND variant_kind = 'paraphrase' AND prompt_id IN (SELECT prompt_id FROM _ids)",
-            [dataset, turn],
+    new_keys = {(r["prompt_id"], r["variant"]) for r in lineage_rows}
+    fresh = vdf[[(pid, v) in new_keys for pid, v in zip(vdf["prompt_id"], vdf["variant"], strict=True)]]
+    if not fresh.empty:
+        with store.transaction() as cur:
+            ensure_dataset(cur, dataset, "judge run", "perturb")
+            cur.register("_pv", fresh)
+            cur.execute(
+                "INSERT INTO prompts SELECT ?, prompt_id, variant, turn, category, variant_kind, parent_variant, text FROM _pv",
+                [dataset],
+            )
+            cur.register("_l", ldf)
+            cur.execute(
+                "INSERT INTO variant_lineage SELECT ?, prompt_id, variant, turn, parent_variant, candidate_index, generator_call, check_call FROM _l",
+                [dataset],
+            )
+            for t in ("_pv", "_l"):
+                cur.unregister(t)
+    return PerturbReport(
+        len(originals), sum(len(c) for c in cands if c), len(vdf), bad_gen, bad_chk, vdf.reset_index(drop=True), added
+    )
+
+
+def _highest_variants(store: Store, dataset: str) -> dict[str, int]:
+    """Per prompt, the highest variant number used anywhere (prompts, answers or verdicts)."""
+    rows = (
+        store.cursor()
+        .execute(
+            "SELECT prompt_id, max(variant) FROM ("
+            " SELECT prompt_id, variant FROM prompts WHERE dataset = ?"
+            " UNION ALL SELECT prompt_id, variant FROM answers WHERE dataset = ?"
+            " UNION ALL SELECT prompt_id, variant FROM verdicts WHERE dataset = ?) GROUP BY prompt_id",
+            [dataset, dataset, dataset],
         )
-        cur.execute(
-            "DELETE FROM variant_lineage WHERE dataset = ? AND turn = ? AND prompt_id IN (SELECT prompt_id FROM _ids)",
-            [dataset, turn],
-        )
-        cur.register("_pv", vdf)
-        cur.execute(
-            "INSERT INTO prompts SELECT ?, prompt_id, variant, turn, category, variant_kind, parent_variant, text FROM _pv",
-            [dataset],
-        )
-        cur.register("_l", ldf)
-        cur.execute(
-            "INSERT INTO variant_lineage SELECT ?, prompt_id, variant, turn, parent_variant, candidate_index, generator_call, check_call FROM _l",
-            [dataset],
-        )
-        for t in ("_ids", "_pv", "_l"):
-            cur.unregister(t)
-    return PerturbReport(len(originals), sum(len(c) for c in cands if c), len(vdf), bad_gen, bad_chk, vdf)
+        .fetchall()
+    )
+    return {str(pid): int(v) for pid, v in rows}
 
 
 def lineage(store: Store, dataset: str) -> pd.DataFrame:

@@ -1,41 +1,51 @@
-"""Reading model outputs: bracketed verdicts, 1–5 scores, JSON arrays, and soft preferences.
+"""Reading model outputs: verdict tags, 1–5 scores, JSON arrays, and soft preferences.
 
-Every parser returns ``None`` when the text holds nothing valid; callers store such outputs as
-``invalid`` with their raw text, never as a tie. When a text contains several verdict tags (a judge
-that restates the format before answering), the last valid one counts.
+Parsers accept only the exact tags a template asks for, case-sensitive: by default ``[[A]]``,
+``[[B]]`` and ``[[TIE]]`` for a verdict, ``[[1]]`` … ``[[5]]`` for a score, and the bare letters
+``A`` / ``B`` for a soft preference; a template may declare its own (``Template.tags``). So
+``arr[c]``, ``dp[b]`` or the article "a" never count as a verdict. Every parser returns ``None``
+when the text holds nothing valid; callers store such outputs as ``invalid`` with their raw text,
+never as a tie. When a text holds several tags (a judge that restates the format before
+answering), the last one counts.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+from collections.abc import Mapping
 
-_VERDICT = re.compile(r"\[\[\s*(A|B|C|TIE)\s*\]\]|\[\s*(A|B|C|TIE)\s*\]", re.IGNORECASE)
-_SCORE = re.compile(r"\[\[\s*([1-5])\s*\]\]|\[\s*([1-5])\s*\]")
-_TO_WINNER = {"A": "A", "B": "B", "C": "tie", "TIE": "tie"}
+VERDICT_TAGS: dict[str, str] = {"[[A]]": "A", "[[B]]": "B", "[[TIE]]": "tie"}
+SCORE_TAGS: dict[str, int] = {f"[[{i}]]": i for i in range(1, 6)}
+SOFT_LETTERS: dict[str, str] = {"A": "A", "B": "B"}
+_TOKEN_WRAPPING = " \t\r\n[]*\"'"
 
 
-def parse_verdict(text: str | None) -> str | None:
-    """The last bracketed verdict in ``text`` as ``A``, ``B`` or ``tie``; ``[[C]]``/``[C]`` mean tie."""
-    if not text:
+@functools.lru_cache(maxsize=64)
+def _tag_regex(tags: tuple[str, ...]) -> re.Pattern[str]:
+    # longest first, so "[[A]]" wins over a "[A]" inside it when a template declares both
+    return re.compile("|".join(re.escape(t) for t in sorted(tags, key=len, reverse=True)))
+
+
+def last_tag(text: str | None, tags: Mapping[str, object]) -> object | None:
+    """The meaning of the last exact occurrence of any key of ``tags`` in ``text`` (case-sensitive)."""
+    if not text or not tags:
         return None
-    found = _VERDICT.findall(text)
-    if not found:
-        return None
-    double, single = found[-1]
-    return _TO_WINNER[(double or single).upper()]
+    found = _tag_regex(tuple(tags)).findall(text)
+    return tags[found[-1]] if found else None
 
 
-def parse_score(text: str | None) -> int | None:
-    """The last bracketed score 1–5 in ``text`` (``[[4]]`` or ``[4]``)."""
-    if not text:
-        return None
-    found = _SCORE.findall(text)
-    if not found:
-        return None
-    double, single = found[-1]
-    return int(double or single)
+def parse_verdict(text: str | None, tags: Mapping[str, str] | None = None) -> str | None:
+    """The last verdict tag in ``text`` as ``A``, ``B`` or ``tie`` (default tags: VERDICT_TAGS)."""
+    return last_tag(text, VERDICT_TAGS if tags is None else tags)
+
+
+def parse_score(text: str | None, tags: Mapping[str, int] | None = None) -> int | None:
+    """The last score tag in ``text`` (default: ``[[1]]`` … ``[[5]]``)."""
+    v = last_tag(text, SCORE_TAGS if tags is None else tags)
+    return None if v is None else int(v)
 
 
 def parse_json_array(text: str | None, length: int | None = None) -> list | None:
@@ -60,26 +70,26 @@ def parse_json_array(text: str | None, length: int | None = None) -> list | None
     return None
 
 
-def _letter(token: str) -> str | None:
-    t = token.strip().strip("[]*\"'").strip().upper()
-    return t if t in ("A", "B") else None
-
-
-def soft_preference(top_logprobs: tuple[dict[str, float], ...] | list | None) -> float | None:
+def soft_preference(
+    top_logprobs: tuple[dict[str, float], ...] | list | None, letters: Mapping[str, str] | None = None
+) -> float | None:
     """P(A better) from the first generated position whose top tokens include the letter A or B.
 
-    The probabilities of the A-tokens and B-tokens at that position (spellings like ``" A"`` pooled)
-    are renormalised over the two letters: a softmax over the verdict tokens, as in paper 001,
-    Section 3.1. A letter missing from the top-k list gets at most the smallest listed probability,
-    so the result is a bound, not exactly 0 or 1. ``None`` when no position lists either letter.
+    A token counts as a letter only when, with surrounding whitespace, brackets, asterisks and
+    quotes stripped, it is exactly one of ``letters`` (default ``A`` → A, ``B`` → B; case-sensitive,
+    so the article " a" is not the letter A). The probabilities of each letter's spellings at that
+    position are pooled and renormalised over the two letters: a softmax over the verdict tokens, as
+    in paper 001, Section 3.1. A letter missing from the top-k list gets at most the smallest listed
+    probability, so the result is a bound, not exactly 0 or 1. ``None`` when no position lists either.
     """
     if not top_logprobs:
         return None
+    letters = SOFT_LETTERS if letters is None else letters
     for step in top_logprobs:
         mass = {"A": 0.0, "B": 0.0}
         for tok, lp in step.items():
-            letter = _letter(tok)
-            if letter is not None:
+            letter = letters.get(tok.strip(_TOKEN_WRAPPING))
+            if letter in mass:
                 mass[letter] += math.exp(lp)
         if mass["A"] == 0.0 and mass["B"] == 0.0:
             continue

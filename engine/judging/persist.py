@@ -8,6 +8,8 @@ Each write is one transaction, and the dataset's version is bumped so cached res
 from __future__ import annotations
 
 import json
+import os
+import socket
 
 import pandas as pd
 
@@ -100,21 +102,76 @@ def write_verdicts(
     return len(df)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def mark_interrupted(store: Store) -> int:
+    """Mark runs left ``running`` by a process that is gone (killed) as ``interrupted``; how many.
+
+    Only runs started on this host are checked (another host's process cannot be seen); runs
+    recorded before the pid column existed count as gone.
+    """
+    host = socket.gethostname()
+    rows = (
+        store.cursor()
+        .execute("SELECT run_id, pid, host FROM judge_runs WHERE status = 'running'")
+        .fetchall()
+    )
+    dead = [rid for rid, pid, h in rows if pid is None or (h == host and not _alive(int(pid)))]
+    if dead:
+        with store.transaction() as cur:
+            cur.execute(
+                "UPDATE judge_runs SET status = 'interrupted' WHERE status = 'running' AND run_id IN ("
+                + ", ".join("?" for _ in dead)
+                + ")",
+                dead,
+            )
+    return len(dead)
+
+
 def start_run(
     store: Store, kind: str, dataset: str, backend: str, model: str, protocol: str | None, params: dict
 ) -> int:
+    """Record a new run (status ``running``, this process's pid); first mark killed runs interrupted."""
+    mark_interrupted(store)
     with store.transaction() as cur:
         row = cur.execute(
-            "INSERT INTO judge_runs (kind, dataset, backend, model, protocol, params) VALUES (?, ?, ?, ?, ?, ?) RETURNING run_id",
-            [kind, dataset, backend, model, protocol, json.dumps(params, sort_keys=True, default=str)],
+            "INSERT INTO judge_runs (kind, dataset, backend, model, protocol, params, pid, host)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id",
+            [
+                kind,
+                dataset,
+                backend,
+                model,
+                protocol,
+                json.dumps(params, sort_keys=True, default=str),
+                os.getpid(),
+                socket.gethostname(),
+            ],
         ).fetchone()
     return int(row[0])
 
 
-def finish_run(store: Store, run_id: int, stats, status: str) -> None:
+def run_status(stats, error: BaseException | None = None) -> str:
+    """``done``, ``failed-calls`` (some calls failed after all retries), ``failed`` or ``interrupted``."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted"
+    if error is not None:
+        return "failed"
+    return "done" if stats.failed == 0 else "failed-calls"
+
+
+def finish_run(store: Store, run_id: int, stats, status: str, *, truncated_pairs: int = 0) -> None:
     with store.transaction() as cur:
         cur.execute(
             "UPDATE judge_runs SET status = ?, calls_made = ?, calls_cached = ?, calls_failed = ?,"
-            " finished_at = current_timestamp WHERE run_id = ?",
-            [status, stats.made, stats.cached, stats.failed, run_id],
+            " truncated_pairs = ?, finished_at = current_timestamp WHERE run_id = ?",
+            [status, stats.made, stats.cached, stats.failed, truncated_pairs, run_id],
         )

@@ -1,12 +1,16 @@
 """One judge run, end to end: inputs → pairs (round robin or SWIM) → protocol → stored verdicts.
 
-Verdicts are written after every chunk of pairs, and every model call is cached as it completes, so
-the app shows a growing dataset during a long run, and a killed run resumes by rerunning the same
-command: cached calls are read back, not repeated, and each pair's verdicts are replaced, not doubled.
+All pairs go through the runner's one pool at once (bounded by its concurrency), and each pair's
+rows are written as pairs complete, a small batch at a time (``VerdictWriter``), while every model
+call is cached the moment it completes. So the app shows a growing dataset during a long run, and
+a killed run resumes by rerunning the same command: cached calls are read back, not repeated, and
+each pair's verdicts are replaced, not doubled. ``schedule="swim"`` ranks the models with SWIM;
+with ``add_model`` it inserts one model into the judge's stored leaderboard instead.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pandas as pd
@@ -14,10 +18,18 @@ import pandas as pd
 from ..errors import LensError
 from ..store import Store
 from . import inputs as inp
-from .persist import finish_run, start_run, write_answers, write_prompts, write_verdicts
-from .protocols import PROTOCOLS, PairJob, ProtocolConfig, run_protocol
+from .persist import finish_run, run_status, start_run, write_answers, write_prompts, write_verdicts
+from .protocols import (
+    PROTOCOLS,
+    ROW_COLUMNS,
+    PairJob,
+    ProtocolConfig,
+    default_judge_name,
+    make_unit,
+    truncated_pairs,
+)
 from .runner import Runner, RunStats
-from .schedule import SwimResult, round_robin_pairs, swim
+from .schedule import SwimResult, opponents_for, round_robin_pairs, swim, swim_add, swim_comparisons
 
 
 @dataclass(frozen=True)
@@ -30,6 +42,8 @@ class JudgeReport:
     invalid: int
     stats: RunStats
     swim: SwimResult | None = None
+    truncated: int = 0
+    status: str = "done"
 
 
 def load_inputs(
@@ -104,6 +118,44 @@ def build_jobs(
     return jobs
 
 
+class VerdictWriter:
+    """Collects finished pairs' rows and writes them to ``verdicts`` in small batches.
+
+    ``add`` is called on the runner's (main) thread once per finished pair; every ``every`` pairs,
+    or ``every_s`` seconds, ``flush`` writes the buffered rows in one transaction. Rows are numbered
+    (``source_line``) in the order they are written.
+    """
+
+    def __init__(self, store: Store, dataset: str, judge: str, source: str, *, every: int = 16, every_s: float = 2.0):
+        self.store, self.dataset, self.judge, self.source = store, dataset, judge, source
+        self.every, self.every_s = every, every_s
+        self.buffer: list[dict] = []
+        self.pairs = self.verdicts = self.invalid = 0
+        self._since = 0
+        self._last = time.monotonic()
+
+    def add(self, rows: list[dict]) -> None:
+        self.buffer.extend(rows)
+        self.pairs += 1
+        self._since += 1
+        if self._since >= self.every or time.monotonic() - self._last >= self.every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        # ---- THE VERDICT WRITE POINT: the only place a judge run writes verdicts (one transaction
+        # per small batch of finished pairs; the calls behind them are already in judge_calls).
+        if self.buffer:
+            rows = pd.DataFrame(self.buffer, columns=ROW_COLUMNS)
+            write_verdicts(
+                self.store, self.dataset, self.judge, rows, source=self.source, first_line=self.verdicts + 1
+            )
+            self.verdicts += len(rows)
+            self.invalid += int((rows["winner"] == "invalid").sum())
+            self.buffer = []
+        self._since = 0
+        self._last = time.monotonic()
+
+
 def judge_run(
     store: Store,
     dataset: str,
@@ -116,36 +168,46 @@ def judge_run(
     variants: list[int] | None = None,
     schedule: str = "round-robin",
     seed: int = 0,
-    chunk_size: int = 32,
+    add_model: str | None = None,
+    flush_every: int = 16,
     params: dict | None = None,
 ) -> JudgeReport:
-    """Judge ``dataset``'s prompt instances with ``runner``'s backend and store the verdicts."""
+    """Judge ``dataset``'s prompt instances with ``runner``'s backend and store the verdicts.
+
+    ``add_model`` (SWIM only): insert that model into the leaderboard of ``judge``'s stored verdicts
+    on the other models, judging it against ceil(log2 M) of them per prompt; stored rows of other
+    pairs are not touched.
+    """
     if protocol not in PROTOCOLS:
         raise LensError(f"Unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}.")
     if schedule not in ("round-robin", "swim"):
         raise LensError(f"Unknown schedule {schedule!r}; choose round-robin or swim.")
+    if add_model is not None and schedule != "swim":
+        raise LensError("Adding a model (--add-model) needs the swim schedule.")
     cfg = cfg or ProtocolConfig.default()
-    judge = judge or f"{runner.backend.model}:{protocol}"
-    source = f"judge:{runner.backend.name}:{runner.backend.model}:{protocol}:{cfg.pairwise.id}@{cfg.pairwise.version}"
+    judge = judge or default_judge_name(runner.backend.model, protocol, cfg)
+    refs = ",".join(t.ref for t in cfg.templates_for(protocol))
+    source = f"judge:{runner.backend.name}:{runner.backend.model}:{protocol}:{refs}"
     run_id = start_run(
         store, "judge", dataset, runner.backend.name, runner.backend.model, protocol, params or {}
     )
     runner.run_id = run_id
-    counts = {"pairs": 0, "verdicts": 0, "invalid": 0}
-
-    def run_jobs(jobs: list[PairJob]) -> pd.DataFrame:
-        frames = []
-        for i in range(0, len(jobs), chunk_size):
-            rows = run_protocol(protocol, jobs[i : i + chunk_size], cfg, runner)
-            write_verdicts(store, dataset, judge, rows, source=source, first_line=counts["verdicts"] + 1)
-            counts["pairs"] += len(jobs[i : i + chunk_size])
-            counts["verdicts"] += len(rows)
-            counts["invalid"] += int((rows["winner"] == "invalid").sum())
-            frames.append(rows)
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-    status = "failed"
+    writer = VerdictWriter(store, dataset, judge, source, every=flush_every)
+    truncated = 0
     swim_result = None
+    error: BaseException | None = None
+
+    def run_jobs(jobs: list[PairJob], collect: list[dict] | None = None) -> None:
+        nonlocal truncated
+        truncated += truncated_pairs(jobs, cfg.max_answer_chars)
+
+        def done(rows: list[dict]) -> None:
+            if collect is not None:
+                collect.extend(rows)
+            writer.add(rows)
+
+        runner.drive((make_unit(protocol, j, cfg) for j in jobs), done)
+
     try:
         if schedule == "round-robin":
             jobs = build_jobs(store, dataset, models=models, variants=variants)
@@ -153,27 +215,63 @@ def judge_run(
                 raise LensError(
                     f"Dataset {dataset!r} has no prompt with answers from two of the chosen models."
                 )
-            run_jobs(jobs)
+            with runner.progress_bar(len(jobs), f"judge ({protocol})", "pair"):
+                run_jobs(jobs)
         else:
-            have = models or sorted(set(store.answer_texts(dataset)["model"]))
-            if len(have) < 2:
-                raise LensError("SWIM needs at least two models with answers.")
-
-            def judge_pair(p: str, x: str) -> pd.DataFrame:
-                a, b = sorted((p, x))
-                return run_jobs(build_jobs(store, dataset, models=have, variants=variants, pairs=[(a, b)]))
-
-            swim_result = swim(have, judge_pair, seed=seed)
-        status = "done"
+            swim_result = _run_swim(store, dataset, runner, judge, models, variants, seed, add_model, run_jobs)
+        writer.flush()
+    except BaseException as exc:
+        error = exc
+        try:
+            writer.flush()  # pairs that finished before the error are real verdicts
+        except Exception:  # noqa: BLE001 - the first error is the one to report
+            pass
+        raise
     finally:
-        finish_run(store, run_id, runner.stats, status)
+        finish_run(store, run_id, runner.stats, run_status(runner.stats, error), truncated_pairs=truncated)
     return JudgeReport(
         run_id,
         dataset,
         judge,
-        counts["pairs"],
-        counts["verdicts"],
-        counts["invalid"],
+        writer.pairs,
+        writer.verdicts,
+        writer.invalid,
         runner.stats,
         swim_result,
+        truncated,
+        run_status(runner.stats),
     )
+
+
+def _run_swim(store, dataset, runner, judge, models, variants, seed, add_model, run_jobs) -> SwimResult:
+    """SWIM from scratch over ``models``, or (``add_model``) one insertion into the stored leaderboard."""
+    answers = store.answer_texts(dataset)
+    have = models or sorted(set(answers["model"]))
+    n_prompts = len(build_jobs(store, dataset, models=have[:2], variants=variants)) if len(have) >= 2 else 0
+
+    def judge_pair(p: str, x: str) -> pd.DataFrame:
+        a, b = sorted((p, x))
+        rows: list[dict] = []
+        run_jobs(build_jobs(store, dataset, models=[a, b], variants=variants, pairs=[(a, b)]), rows)
+        return pd.DataFrame(rows, columns=ROW_COLUMNS)
+
+    if add_model is None:
+        if len(have) < 2:
+            raise LensError("SWIM needs at least two models with answers.")
+        with runner.progress_bar(swim_comparisons(len(have)) * n_prompts, "judge (swim)", "pair"):
+            return swim(have, judge_pair, seed=seed)
+    if add_model not in set(answers["model"]):
+        raise LensError(f"Dataset {dataset!r} holds no answers of model {add_model!r} to add.")
+    stored = store.verdicts(dataset, judge=judge) if store.has_dataset(dataset) else pd.DataFrame()
+    if not stored.empty:
+        stored = stored[(stored["model_a"] != add_model) & (stored["model_b"] != add_model)]
+    ranked = sorted(set(stored["model_a"]) | set(stored["model_b"])) if not stored.empty else []
+    if models:
+        ranked = [m for m in ranked if m in models]
+    if not ranked:
+        raise LensError(
+            f"Dataset {dataset!r} has no stored verdicts of judge {judge!r} to add {add_model!r} to; "
+            "judge the other models first, or name their judge with --judge-name."
+        )
+    with runner.progress_bar(opponents_for(len(ranked)) * max(n_prompts, 1), "judge (swim add)", "pair"):
+        return swim_add(add_model, ranked, stored, judge_pair, seed=seed)

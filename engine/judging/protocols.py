@@ -1,4 +1,8 @@
-"""Judge protocols: how one pair of answers becomes verdict rows, batched over many pairs.
+"""Judge protocols: how one pair of answers becomes verdict rows.
+
+Each protocol is a *unit* per pair (see ``runner``): a generator that yields the requests it needs,
+receives their results, maybe asks again, and returns the pair's rows. The runner drives all pairs
+through one pool, so the hybrid protocol's scoring calls overlap with other pairs' first calls.
 
 - ``single``: one pairwise prompt; one row. The presentation order is a seeded coin flip per pair
   (``single_order="random"``, the default) or always model_a first (``"AB"``), recorded in ``order``.
@@ -11,8 +15,11 @@
   verdict tokens' logprobs over the two orders (paper 001, Sections 3.1 and 3.3); the hard winner
   uses paper 001's tie band 0.475 ≤ prob_a ≤ 0.525. One row.
 
-Unparsable outputs give ``invalid`` rows carrying the raw text, never ties. Calls that failed
-after all retries give no row (a rerun makes them), so nothing false is stored.
+Answers longer than ``max_answer_chars`` (default 12,000 characters, as paper 000 does) are cut to
+that length before they go into a prompt; the row's explanation then ends with a note saying which
+answer was cut and from how many characters. Unparsable outputs give ``invalid`` rows carrying the
+raw text, never ties. Calls that failed after all retries give no row (a rerun makes them), so
+nothing false is stored.
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ from ..errors import LensError
 from .backends import ChatRequest, ChatResult, Decoding
 from .parsing import parse_score, parse_verdict, soft_preference
 from .runner import Runner
-from .templates import Template, get_template
+from .templates import Template, get_template, parse_template_ref
 
 PROTOCOLS = ("single", "swapped", "hybrid", "soft")
 TIE_BAND = (0.475, 0.525)
+MAX_ANSWER_CHARS = 12_000
 _SWAP = {"A": "B", "B": "A", "tie": "tie"}
 ROW_COLUMNS = [
     "prompt_id",
@@ -74,17 +82,77 @@ class ProtocolConfig:
     score_decoding: Decoding = Decoding(max_tokens=192)
     single_order: str = "random"  # or "AB"
     seed: int = 0
+    max_answer_chars: int | None = MAX_ANSWER_CHARS  # None: never cut
 
     @classmethod
     def default(
-        cls, user_dir=None, pairwise: str = "pairwise", version: int | None = None, **kw
+        cls,
+        user_dir=None,
+        pairwise: str = "pairwise",
+        version: int | None = None,
+        *,
+        score: str = "score",
+        soft: str = "soft",
+        **kw,
     ) -> ProtocolConfig:
+        """Templates by reference (``id`` or ``id@version``); ``version`` applies to ``pairwise``."""
+        pid, pver = parse_template_ref(pairwise)
+        sid, sver = parse_template_ref(score)
+        fid, fver = parse_template_ref(soft)
         return cls(
-            pairwise=get_template(pairwise, version, kind="pairwise", user_dir=user_dir),
-            score=get_template("score", kind="score", user_dir=user_dir),
-            soft=get_template("soft", kind="soft", user_dir=user_dir),
+            pairwise=get_template(pid, version if version is not None else pver, kind="pairwise", user_dir=user_dir),
+            score=get_template(sid, sver, kind="score", user_dir=user_dir),
+            soft=get_template(fid, fver, kind="soft", user_dir=user_dir),
             **kw,
         )
+
+    def templates_for(self, protocol: str) -> list[Template]:
+        """The templates ``protocol`` renders."""
+        return {
+            "single": [self.pairwise],
+            "swapped": [self.pairwise],
+            "hybrid": [self.pairwise, self.score],
+            "soft": [self.soft],
+        }[protocol]
+
+
+def default_judge_name(model: str, protocol: str, cfg: ProtocolConfig) -> str:
+    """``<model>:<protocol>``, plus ``:<id>@<version>`` of each template used unless all are shipped v1.
+
+    So a run with ``pairwise@2`` (or a user template) never overwrites the rows of a v1 run.
+    """
+    used = cfg.templates_for(protocol)
+    if all(t.shipped and t.version == 1 for t in used):
+        return f"{model}:{protocol}"
+    return f"{model}:{protocol}:{'+'.join(t.ref for t in used)}"
+
+
+def cut(text: str, limit: int | None) -> tuple[str, int | None]:
+    """``text`` cut to ``limit`` characters, and its original length when it was cut (else None)."""
+    if limit is None or len(text) <= limit:
+        return text, None
+    return text[:limit], len(text)
+
+
+class _Cut:
+    """The pair's answers as shown to the judge (cut to the limit) and the note recording any cut."""
+
+    def __init__(self, job: PairJob, limit: int | None):
+        self.a, la = cut(job.answer_a, limit)
+        self.b, lb = cut(job.answer_b, limit)
+        notes = [
+            f"answer of {m} cut to {limit} of {n} characters"
+            for m, n in ((job.model_a, la), (job.model_b, lb))
+            if n is not None
+        ]
+        self.note = f"\n[truncated: {'; '.join(notes)}]" if notes else ""
+
+
+def truncated_pairs(jobs: list[PairJob], limit: int | None) -> int:
+    """How many pairs have at least one answer longer than ``limit``."""
+    if limit is None:
+        return 0
+    return sum(len(j.answer_a) > limit or len(j.answer_b) > limit for j in jobs)
 
 
 def _pair_request(t: Template, dec: Decoding, q: str, first: str, second: str) -> ChatRequest:
@@ -107,21 +175,10 @@ def _row(job: PairJob, winner: str, order: str | None, prob_a: float | None, exp
     }
 
 
-def _both_orders(
-    jobs: list[PairJob], cfg: ProtocolConfig, runner: Runner, t: Template, dec: Decoding, desc: str
-):
-    reqs = []
-    for j in jobs:
-        reqs.append(_pair_request(t, dec, j.question, j.answer_a, j.answer_b))
-        reqs.append(_pair_request(t, dec, j.question, j.answer_b, j.answer_a))
-    res = runner.call(reqs, desc=desc)
-    return res[0::2], res[1::2]
-
-
-def _hard(res: ChatResult | None, swapped: bool) -> str | None:
+def _hard(res: ChatResult | None, swapped: bool, t: Template) -> str | None:
     if res is None:
         return None
-    v = parse_verdict(res.text)
+    v = parse_verdict(res.text, t.tag_map)
     if v is None:
         return None
     return _SWAP[v] if swapped else v
@@ -133,83 +190,56 @@ def shown_second(job: PairJob, seed: int) -> bool:
     return hashlib.sha256(key.encode("utf-8")).digest()[0] & 1 == 1
 
 
-def judge_single(jobs, cfg, runner) -> list[dict]:
+# -- units: one generator per pair -----------------------------------------------------------------
+def unit_single(job: PairJob, cfg: ProtocolConfig):
     if cfg.single_order not in ("random", "AB"):
         raise LensError(f"single_order must be 'random' or 'AB', not {cfg.single_order!r}.")
-    flips = [cfg.single_order == "random" and shown_second(j, cfg.seed) for j in jobs]
-    reqs = [
-        _pair_request(
-            cfg.pairwise,
-            cfg.decoding,
-            j.question,
-            *((j.answer_b, j.answer_a) if f else (j.answer_a, j.answer_b)),
-        )
-        for j, f in zip(jobs, flips, strict=True)
-    ]
-    res = runner.call(reqs, "single")
-    return [
-        _row(j, _hard(r, f) or "invalid", "BA" if f else "AB", None, r.text)
-        for j, f, r in zip(jobs, flips, res, strict=True)
-        if r is not None
-    ]
+    c = _Cut(job, cfg.max_answer_chars)
+    flip = cfg.single_order == "random" and shown_second(job, cfg.seed)
+    first, second = (c.b, c.a) if flip else (c.a, c.b)
+    (r,) = yield [_pair_request(cfg.pairwise, cfg.decoding, job.question, first, second)]
+    if r is None:
+        return []
+    return [_row(job, _hard(r, flip, cfg.pairwise) or "invalid", "BA" if flip else "AB", None, r.text + c.note)]
 
 
-def judge_swapped(jobs, cfg, runner) -> list[dict]:
-    ab, ba = _both_orders(jobs, cfg, runner, cfg.pairwise, cfg.decoding, "swapped")
+def _both(job: PairJob, c: _Cut, t: Template, dec: Decoding) -> list[ChatRequest]:
+    return [_pair_request(t, dec, job.question, c.a, c.b), _pair_request(t, dec, job.question, c.b, c.a)]
+
+
+def unit_swapped(job: PairJob, cfg: ProtocolConfig):
+    c = _Cut(job, cfg.max_answer_chars)
+    r1, r2 = yield _both(job, c, cfg.pairwise, cfg.decoding)
     rows = []
-    for j, r1, r2 in zip(jobs, ab, ba, strict=True):
-        if r1 is not None:
-            rows.append(_row(j, _hard(r1, False) or "invalid", "AB", None, r1.text))
-        if r2 is not None:
-            rows.append(_row(j, _hard(r2, True) or "invalid", "BA", None, r2.text))
+    if r1 is not None:
+        rows.append(_row(job, _hard(r1, False, cfg.pairwise) or "invalid", "AB", None, r1.text + c.note))
+    if r2 is not None:
+        rows.append(_row(job, _hard(r2, True, cfg.pairwise) or "invalid", "BA", None, r2.text + c.note))
     return rows
 
 
-def judge_hybrid(jobs, cfg, runner) -> list[dict]:
-    ab, ba = _both_orders(jobs, cfg, runner, cfg.pairwise, cfg.decoding, "hybrid: both orders")
-    rows, fallback = [], []
-    for j, r1, r2 in zip(jobs, ab, ba, strict=True):
-        if r1 is None or r2 is None:
-            continue  # a failed call: no row; a rerun completes it
-        v1, v2 = _hard(r1, False), _hard(r2, True)
-        if v1 is not None and v1 == v2:
-            rows.append(_row(j, v1, None, None, f"both orders: {v1}\n--- AB ---\n{r1.text}"))
-        else:
-            fallback.append((j, v1, v2, r1))
-    if fallback:
-        t, dec = cfg.score, cfg.score_decoding
-        reqs = []
-        for j, *_ in fallback:
-            reqs.append(ChatRequest(t.render(question=j.question, answer=j.answer_a), dec, t.id, t.version))
-            reqs.append(ChatRequest(t.render(question=j.question, answer=j.answer_b), dec, t.id, t.version))
-        res = runner.call(reqs, desc="hybrid: scoring")
-        for (j, v1, v2, _r1), sa, sb in zip(fallback, res[0::2], res[1::2], strict=True):
-            if sa is None or sb is None:
-                continue
-            a, b = parse_score(sa.text), parse_score(sb.text)
-            head = f"orders disagree (AB: {v1 or 'invalid'}, BA: {v2 or 'invalid'})"
-            if a is None or b is None:
-                rows.append(
-                    _row(
-                        j,
-                        "invalid",
-                        None,
-                        None,
-                        f"{head}; unparsable score\n--- A ---\n{sa.text}\n--- B ---\n{sb.text}",
-                    )
-                )
-                continue
-            winner = "A" if a > b else "B" if b > a else "tie"
-            rows.append(
-                _row(
-                    j,
-                    winner,
-                    None,
-                    None,
-                    f"{head}; scores A={a}, B={b}\n--- A ---\n{sa.text}\n--- B ---\n{sb.text}",
-                )
-            )
-    return rows
+def unit_hybrid(job: PairJob, cfg: ProtocolConfig):
+    c = _Cut(job, cfg.max_answer_chars)
+    r1, r2 = yield _both(job, c, cfg.pairwise, cfg.decoding)
+    if r1 is None or r2 is None:
+        return []  # a failed call: no row; a rerun completes it
+    v1, v2 = _hard(r1, False, cfg.pairwise), _hard(r2, True, cfg.pairwise)
+    if v1 is not None and v1 == v2:
+        return [_row(job, v1, None, None, f"both orders: {v1}\n--- AB ---\n{r1.text}{c.note}")]
+    t, dec = cfg.score, cfg.score_decoding
+    sa, sb = yield [
+        ChatRequest(t.render(question=job.question, answer=c.a), dec, t.id, t.version),
+        ChatRequest(t.render(question=job.question, answer=c.b), dec, t.id, t.version),
+    ]
+    if sa is None or sb is None:
+        return []
+    a, b = parse_score(sa.text, t.tag_map), parse_score(sb.text, t.tag_map)
+    head = f"orders disagree (AB: {v1 or 'invalid'}, BA: {v2 or 'invalid'})"
+    texts = f"\n--- A ---\n{sa.text}\n--- B ---\n{sb.text}{c.note}"
+    if a is None or b is None:
+        return [_row(job, "invalid", None, None, f"{head}; unparsable score{texts}")]
+    winner = "A" if a > b else "B" if b > a else "tie"
+    return [_row(job, winner, None, None, f"{head}; scores A={a}, B={b}{texts}")]
 
 
 def soft_winner(prob_a: float, band: tuple[float, float] = TIE_BAND) -> str:
@@ -221,42 +251,55 @@ def soft_winner(prob_a: float, band: tuple[float, float] = TIE_BAND) -> str:
     return "tie"
 
 
-def judge_soft(jobs, cfg, runner) -> list[dict]:
+def unit_soft(job: PairJob, cfg: ProtocolConfig):
     if cfg.soft_decoding.top_logprobs < 2:
         raise LensError("The soft protocol needs top_logprobs of at least 2.")
-    ab, ba = _both_orders(jobs, cfg, runner, cfg.soft, cfg.soft_decoding, "soft")
-    rows = []
-    for j, r1, r2 in zip(jobs, ab, ba, strict=True):
-        if r1 is None or r2 is None:
-            continue
-        p1, p2 = soft_preference(r1.top_logprobs), soft_preference(r2.top_logprobs)
-        if p1 is None or p2 is None:
-            rows.append(
-                _row(
-                    j,
-                    "invalid",
-                    None,
-                    None,
-                    f"no A/B token probabilities\n--- AB ---\n{r1.text}\n--- BA ---\n{r2.text}",
-                )
+    c = _Cut(job, cfg.max_answer_chars)
+    r1, r2 = yield _both(job, c, cfg.soft, cfg.soft_decoding)
+    if r1 is None or r2 is None:
+        return []
+    letters = cfg.soft.tag_map
+    p1, p2 = soft_preference(r1.top_logprobs, letters), soft_preference(r2.top_logprobs, letters)
+    if p1 is None or p2 is None:
+        return [
+            _row(
+                job,
+                "invalid",
+                None,
+                None,
+                f"no A/B token probabilities\n--- AB ---\n{r1.text}\n--- BA ---\n{r2.text}{c.note}",
             )
-            continue
-        p = min(1.0, max(0.0, (p1 + (1.0 - p2)) / 2.0))
-        rows.append(
-            _row(j, soft_winner(p), None, p, f"P(A) shown first {p1:.4f}; shown second {1.0 - p2:.4f}")
-        )
-    return rows
+        ]
+    p = min(1.0, max(0.0, (p1 + (1.0 - p2)) / 2.0))
+    return [_row(job, soft_winner(p), None, p, f"P(A) shown first {p1:.4f}; shown second {1.0 - p2:.4f}{c.note}")]
 
 
-_DISPATCH = {"single": judge_single, "swapped": judge_swapped, "hybrid": judge_hybrid, "soft": judge_soft}
+_UNITS = {"single": unit_single, "swapped": unit_swapped, "hybrid": unit_hybrid, "soft": unit_soft}
+
+
+def make_unit(protocol: str, job: PairJob, cfg: ProtocolConfig):
+    """The runner unit that judges ``job`` with ``protocol`` and returns its verdict rows."""
+    if protocol not in _UNITS:
+        raise LensError(f"Unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}.")
+    return _UNITS[protocol](job, cfg)
 
 
 def run_protocol(protocol: str, jobs: list[PairJob], cfg: ProtocolConfig, runner: Runner) -> pd.DataFrame:
-    """Judge ``jobs`` with ``protocol``; verdict rows (ROW_COLUMNS) for every pair whose calls completed."""
-    if protocol not in _DISPATCH:
+    """Judge ``jobs`` with ``protocol``; verdict rows (ROW_COLUMNS) for every pair whose calls completed,
+    in the order of ``jobs`` (all pairs go through the runner's one pool together)."""
+    if protocol not in _UNITS:
         raise LensError(f"Unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}.")
-    rows = _DISPATCH[protocol](jobs, cfg, runner) if jobs else []
-    return pd.DataFrame(rows, columns=ROW_COLUMNS)
+    out: list[list[dict]] = [[] for _ in jobs]
+
+    def indexed(i: int, job: PairJob):
+        rows = yield from make_unit(protocol, job, cfg)
+        return i, rows
+
+    def done(v) -> None:
+        out[v[0]] = v[1]
+
+    runner.drive((indexed(i, j) for i, j in enumerate(jobs)), done, total=len(jobs), desc=protocol, unit="pair")
+    return pd.DataFrame([r for rows in out for r in rows], columns=ROW_COLUMNS)
 
 
 def with_decoding(cfg: ProtocolConfig, **changes) -> ProtocolConfig:

@@ -1,30 +1,46 @@
-"""Executes model calls: cache first, then the backend with concurrency, retries and progress.
+"""Executes model calls: cache first, then the backend through one bounded pool, with retries.
 
-Each unique request is looked up in the call cache; only missing ones reach the backend. API
-backends run in a thread pool (``concurrency`` requests in flight); batched local backends get
-whole batches. Transient failures (429, 5xx, timeouts) are retried with exponential backoff; an
-authentication error stops the run at once. Worker threads only talk to the backend: the calling
-thread stores every finished call in DuckDB as soon as it arrives, so the runner is the store's one
-writer and a SIGKILL loses at most the calls still in flight.
+Work arrives as *units*: generators that yield a list of requests, receive the list of results
+(``None`` for a call that failed after all retries), may yield again (the hybrid protocol's scoring
+stage) and finally return a value, handed to ``on_done`` as soon as the unit finishes. ``drive``
+feeds every unit's requests through one pool of at most ``concurrency`` requests in flight (API
+backends) or one batch at a time (local batched backends, whose waiting requests are sorted by
+length so a batch pads little). Identical requests of different units share one call.
+
+Each request is first looked up in the call cache. Worker threads only talk to the backend: the
+calling thread stores every finished call in DuckDB the moment it arrives (one transaction each), so
+the runner is the store's one writer and a SIGKILL loses at most the calls still in flight.
+
+Transient failures are retried with exponential backoff and jitter (a delay drawn between half and
+all of ``backoff_s * 2**(attempt-1)``, capped at ``max_backoff_s``), or after the server's own
+``Retry-After`` when it sent one (capped at ``max_retry_after_s``). An authentication or unknown-model
+error stops the run: nothing new is sent, backoff sleeps end at once, calls already in flight are
+still stored, and the error is raised.
 """
 
 from __future__ import annotations
 
+import random
 import threading
-import time
-from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections import deque
+from collections.abc import Callable, Generator, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
 
 from ..errors import LensError
 from ..store import Store
-from .backends import AuthenticationFailed, Backend, ChatRequest, ChatResult, RetryableError
+from .backends import Backend, BackendStopped, ChatRequest, ChatResult, RetryableError
 from .cache import CallCache, call_key
+
+Unit = Generator[list[ChatRequest], list["ChatResult | None"], Any]
 
 
 @dataclass
 class RunStats:
-    """Counters for one runner (over all its ``call`` batches)."""
+    """Counters for one runner (over all its ``drive`` / ``call`` rounds)."""
 
     made: int = 0
     cached: int = 0
@@ -33,11 +49,14 @@ class RunStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    units_done: int = 0
+    waits_cut_short: int = 0  # backoff sleeps ended early by a stop
+    delays: list[float] = field(default_factory=list)  # every backoff delay, in seconds
     errors: list[str] = field(default_factory=list)
 
 
 class Runner:
-    """Runs ``ChatRequest`` lists through the cache and one backend; see the module docstring."""
+    """Runs units of ``ChatRequest`` lists through the cache and one backend; see the module docstring."""
 
     def __init__(
         self,
@@ -48,58 +67,88 @@ class Runner:
         max_retries: int = 5,
         backoff_s: float = 1.0,
         max_backoff_s: float = 30.0,
+        max_retry_after_s: float = 300.0,
         price_per_mtok: tuple[float, float] = (0.0, 0.0),
         progress: bool = False,
         run_id: int | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        jitter_seed: int | None = None,
     ):
         if concurrency < 1:
             raise LensError("Concurrency must be at least 1.")
+        if max_retries < 0:
+            raise LensError("The number of retries cannot be negative.")
         self.store, self.backend = store, backend
         self.cache = CallCache(store)
         self.concurrency = concurrency
         self.max_retries, self.backoff_s, self.max_backoff_s = max_retries, backoff_s, max_backoff_s
+        self.max_retry_after_s = max_retry_after_s
         self.price = price_per_mtok
-        self.progress, self.run_id, self._sleep = progress, run_id, sleep
+        self.progress, self.run_id = progress, run_id
         self.stats = RunStats()
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._rng = random.Random(jitter_seed)
+        self._bar = None
+
+    @property
+    def identity(self) -> str:
+        return getattr(self.backend, "identity", self.backend.name)
 
     def key(self, req: ChatRequest) -> str:
-        return call_key(self.backend.name, self.backend.model, req)
+        return call_key(self.identity, self.backend.model, req)
 
     # -- public ---------------------------------------------------------------------------------
-    def call(self, requests: list[ChatRequest], desc: str = "calls") -> list[ChatResult | None]:
-        """Results in the order of ``requests``; ``None`` where a call failed after all retries."""
-        keys = [self.key(r) for r in requests]
-        unique = dict(zip(keys, requests, strict=True))
-        done = self.cache.get_many(list(unique))
-        self.stats.cached += len(done)
-        todo = [(k, r) for k, r in unique.items() if k not in done]
-        bar = self._bar(len(unique), len(done), desc)
-        try:
-            if self.backend.batch_size > 1:
-                self._run_batched(todo, done, bar)
-            else:
-                self._run_pool(todo, done, bar)
-        finally:
-            if bar is not None:
-                bar.close()
-        return [done.get(k) for k in keys]
-
-    # -- internals ------------------------------------------------------------------------------
-    def _bar(self, total: int, initial: int, desc: str):
-        if not self.progress:
-            return None
+    @contextmanager
+    def progress_bar(self, total: int | None, desc: str, unit: str = "pair"):
+        """One bar for everything driven inside the block (units done of ``total``, with call stats)."""
+        if not self.progress or self._bar is not None:
+            yield
+            return
         from tqdm import tqdm
 
-        return tqdm(total=total, initial=initial, desc=desc, unit="call", leave=True)
+        self._bar = tqdm(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True)
+        try:
+            yield
+        finally:
+            self._bar.close()
+            self._bar = None
 
-    def _tick(self, bar) -> None:
-        if bar is None:
+    def drive(
+        self,
+        units: Iterable[Unit],
+        on_done: Callable[[Any], None] | None = None,
+        *,
+        total: int | None = None,
+        desc: str = "calls",
+        unit: str = "call",
+    ) -> None:
+        """Run every unit to completion; ``on_done(value)`` gets each unit's return value as it finishes."""
+        ctx = self.progress_bar(total, desc, unit) if self._bar is None else nullcontext()
+        with ctx:
+            _Drive(self, units, on_done).run()
+
+    def call(self, requests: list[ChatRequest], desc: str = "calls") -> list[ChatResult | None]:
+        """Results in the order of ``requests``; ``None`` where a call failed after all retries."""
+        out: list[ChatResult | None] = [None] * len(requests)
+
+        def one(i: int, req: ChatRequest):
+            (res,) = yield [req]
+            return i, res
+
+        def done(v) -> None:
+            out[v[0]] = v[1]
+
+        self.drive((one(i, r) for i, r in enumerate(requests)), done, total=len(requests), desc=desc)
+        return out
+
+    # -- used by the driver ---------------------------------------------------------------------
+    def _tick(self, units: int = 0) -> None:
+        if self._bar is None:
             return
         s = self.stats
-        bar.update(1)
-        bar.set_postfix(
+        if units:
+            self._bar.update(units)
+        self._bar.set_postfix(
             made=s.made,
             cached=s.cached,
             failed=s.failed,
@@ -108,17 +157,26 @@ class Runner:
             refresh=False,
         )
 
-    def _record(self, key: str, req: ChatRequest, res: ChatResult, done: dict) -> None:
-        self.cache.put(key, self.backend.name, self.backend.model, req, res, self.run_id)
-        done[key] = res
+    def _record(self, key: str, req: ChatRequest, res: ChatResult) -> None:
+        self.cache.put(key, self.identity, self.backend.model, req, res, self.run_id)
         s = self.stats
         s.made += 1
         s.prompt_tokens += res.prompt_tokens
         s.completion_tokens += res.completion_tokens
         s.cost_usd += (res.prompt_tokens * self.price[0] + res.completion_tokens * self.price[1]) / 1e6
 
+    def backoff_delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry ``attempt`` (1-based); see the module docstring."""
+        with self._lock:
+            u = self._rng.random()
+        if retry_after is not None:
+            wait_s = min(retry_after, self.max_retry_after_s)
+            return wait_s + u * min(1.0, 0.1 * wait_s)
+        base = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+        return base * (0.5 + 0.5 * u)
+
     def _with_retries(self, reqs: list[ChatRequest]) -> list[ChatResult]:
-        """Call the backend, retrying transient failures with exponential backoff."""
+        """Call the backend (in a worker thread), retrying transient failures."""
         attempt = 0
         while True:
             if self._stop.is_set():
@@ -129,8 +187,14 @@ class Runner:
                 attempt += 1
                 if attempt > self.max_retries:
                     raise _GaveUp(f"gave up after {attempt} attempts: {exc}") from exc
-                self.stats.retries += 1
-                self._sleep(min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)))
+                delay = self.backoff_delay(attempt, exc.retry_after)
+                with self._lock:
+                    self.stats.retries += 1
+                    self.stats.delays.append(delay)
+                if self._stop.wait(delay):  # a stop (bad key, unknown model) ends the sleep at once
+                    with self._lock:
+                        self.stats.waits_cut_short += 1
+                    raise _Stopped() from exc
                 continue
             if attempt:
                 res = [
@@ -141,57 +205,6 @@ class Runner:
                 ]
             return res
 
-    def _run_batched(self, todo, done, bar) -> None:
-        groups: dict = {}
-        for k, r in todo:
-            groups.setdefault(r.decoding, []).append((k, r))
-        bs = self.backend.batch_size
-        for items in groups.values():
-            for i in range(0, len(items), bs):
-                chunk = items[i : i + bs]
-                try:
-                    results = self._with_retries([r for _, r in chunk])
-                except _GaveUp as exc:
-                    self.stats.failed += len(chunk)
-                    self.stats.errors.append(str(exc))
-                    continue
-                for (k, r), res in zip(chunk, results, strict=True):
-                    self._record(k, r, res, done)
-                    self._tick(bar)
-
-    def _run_pool(self, todo, done, bar) -> None:
-        if not todo:
-            return
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge")
-        pending = {pool.submit(self._with_retries, [r]): (k, r) for k, r in todo}
-        auth: BaseException | None = None
-        try:
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    k, r = pending.pop(fut)
-                    try:
-                        (res,) = fut.result()
-                    except AuthenticationFailed as exc:
-                        auth = auth or exc
-                        self._stop.set()
-                        continue
-                    except _Stopped:
-                        continue
-                    except (_GaveUp, LensError) as exc:
-                        self.stats.failed += 1
-                        self.stats.errors.append(str(exc))
-                        self._tick(bar)
-                        continue
-                    self._record(k, r, res, done)
-                    self._tick(bar)
-        finally:
-            self._stop.set()
-            pool.shutdown(wait=True, cancel_futures=True)
-            self._stop.clear()
-        if auth is not None:
-            raise auth
-
 
 class _GaveUp(Exception):
     pass
@@ -199,3 +212,172 @@ class _GaveUp(Exception):
 
 class _Stopped(Exception):
     pass
+
+
+class _State:
+    """One unit in flight: its generator and the results of its current step."""
+
+    __slots__ = ("gen", "keys", "got", "need")
+
+    def __init__(self, gen: Unit):
+        self.gen = gen
+        self.keys: list[str] = []
+        self.got: dict[str, ChatResult | None] = {}
+        self.need: set[str] = set()
+
+
+class _Drive:
+    """One ``Runner.drive`` call: the waiting requests, the pool and who waits for which call."""
+
+    PULL = 64  # units started per cache lookup
+
+    def __init__(self, runner: Runner, units: Iterable[Unit], on_done):
+        self.r = runner
+        self.units = iter(units)
+        self.on_done = on_done
+        self.exhausted = False
+        self.batched = runner.backend.batch_size > 1
+        self.limit = 1 if self.batched else runner.concurrency
+        self.window = float("inf") if self.batched else max(2 * self.limit, self.PULL)
+        self.waiters: dict[str, list[_State]] = {}  # key → units waiting for that call
+        self.failed: set[str] = set()
+        self.ready: deque[tuple[str, ChatRequest]] = deque()
+        self.sorted = True
+        self.inflight: dict[Future, list[tuple[str, ChatRequest]]] = {}
+
+    def run(self) -> None:
+        r = self.r
+        pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
+        stopped: BaseException | None = None
+        try:
+            while True:
+                if stopped is None:
+                    self._fill()
+                    self._submit(pool)
+                if not self.inflight:
+                    if stopped is not None or (self.exhausted and not self.ready):
+                        break
+                    continue
+                finished, _ = wait(self.inflight, return_when=FIRST_COMPLETED)
+                deliveries: list[tuple[_State, str, ChatResult | None]] = []
+                for fut in finished:
+                    items = self.inflight.pop(fut)
+                    try:
+                        results = fut.result()
+                    except BackendStopped as exc:
+                        stopped = stopped or exc
+                        r._stop.set()
+                        continue
+                    except _Stopped:
+                        continue
+                    except (_GaveUp, LensError) as exc:
+                        r.stats.errors.append(str(exc))
+                        for k, _req in items:
+                            r.stats.failed += 1
+                            self.failed.add(k)
+                            deliveries += [(st, k, None) for st in self.waiters.pop(k, [])]
+                        r._tick()
+                        continue
+                    for (k, req), res in zip(items, results, strict=True):
+                        r._record(k, req, res)
+                        deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
+                    r._tick()
+                self._deliver(deliveries)
+        finally:
+            r._stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            r._stop.clear()
+        if stopped is not None:
+            raise stopped
+
+    # -- feeding --------------------------------------------------------------------------------
+    def _fill(self) -> None:
+        """Start units until enough requests wait (all of them for a batched backend)."""
+        while not self.exhausted and len(self.ready) < self.window:
+            batch = list(islice(self.units, self.PULL))
+            if not batch:
+                self.exhausted = True
+                break
+            self._step([(_State(g), None) for g in batch])
+
+    def _submit(self, pool: ThreadPoolExecutor) -> None:
+        r = self.r
+        while self.ready and len(self.inflight) < self.limit:
+            if self.batched:
+                items = self._next_batch()
+            else:
+                items = [self.ready.popleft()]
+            fut = pool.submit(r._with_retries, [req for _, req in items])
+            self.inflight[fut] = items
+
+    def _next_batch(self) -> list[tuple[str, ChatRequest]]:
+        """Up to batch_size waiting requests with one decoding, longest prompts first."""
+        if not self.sorted:
+            self.ready = deque(
+                sorted(self.ready, key=lambda kr: (kr[1].decoding.group_key(), -kr[1].size()))
+            )
+            self.sorted = True
+        bs = max(1, int(self.r.backend.batch_size))  # re-read: an out-of-memory fallback shrinks it
+        first = self.ready.popleft()
+        items = [first]
+        group = first[1].decoding.group_key()
+        while self.ready and len(items) < bs and self.ready[0][1].decoding.group_key() == group:
+            items.append(self.ready.popleft())
+        return items
+
+    # -- advancing units ------------------------------------------------------------------------
+    def _deliver(self, deliveries: list[tuple[_State, str, ChatResult | None]]) -> None:
+        resume = []
+        for st, k, res in deliveries:
+            if k not in st.need:
+                continue
+            st.got[k] = res
+            st.need.discard(k)
+            if not st.need:
+                resume.append((st, [st.got[x] for x in st.keys]))
+        if resume:
+            self._step(resume)
+
+    def _step(self, items: list[tuple[_State, list | None]]) -> None:
+        """Send results into units; look their next requests up in the cache in one query."""
+        r = self.r
+        queue = deque(items)
+        while queue:
+            asked: list[tuple[_State, list[ChatRequest]]] = []
+            while queue:
+                st, send = queue.popleft()
+                try:
+                    reqs = st.gen.send(send)
+                except StopIteration as stop:
+                    r.stats.units_done += 1
+                    if self.on_done is not None:
+                        self.on_done(stop.value)
+                    r._tick(1)
+                    continue
+                st.keys = [r.key(q) for q in reqs]
+                st.got, st.need = {}, set()
+                asked.append((st, reqs))
+            fresh = {
+                k for st, _ in asked for k in st.keys if k not in self.waiters and k not in self.failed
+            }
+            hits = r.cache.get_many(sorted(fresh)) if fresh else {}
+            r.stats.cached += len(hits)
+            for st, reqs in asked:
+                for k, q in zip(st.keys, reqs, strict=True):
+                    if k in hits:
+                        st.got[k] = hits[k]
+                    elif k in self.failed:
+                        st.got[k] = None
+                    elif k in self.waiters:
+                        if st not in self.waiters[k]:
+                            self.waiters[k].append(st)
+                        st.need.add(k)
+                    else:
+                        self.waiters[k] = [st]
+                        st.need.add(k)
+                        self.ready.append((k, q))
+                        self.sorted = False
+                if not st.need:
+                    queue.append((st, [st.got[k] for k in st.keys]))
+            if hits:
+                r._tick()

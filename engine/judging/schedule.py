@@ -5,7 +5,8 @@ both presentation orders are asked). SWIM adds models one at a time in a random 
 is first compared with one random ranked model on every prompt, then with the ranked models whose
 current Bradley–Terry score is closest to its own, ``ceil(max(log2 s, 1))`` opponents in all where
 ``s`` is the number already ranked, refitting BT after each opponent. That is about log2 M
-comparisons per prompt instead of M - 1.
+comparisons per prompt instead of M - 1. ``swim_add`` runs that insertion step alone, to add one
+model to a leaderboard whose verdicts are already stored.
 """
 
 from __future__ import annotations
@@ -74,6 +75,47 @@ class SwimResult:
     scores: pd.Series
 
 
+def opponents_for(s: int) -> int:
+    """How many ranked models a newcomer meets when ``s`` are ranked: ceil(max(log2 s, 1)), at most s."""
+    return min(s, math.ceil(max(math.log2(s), 1.0))) if s > 0 else 0
+
+
+def _fit(group: list[str], frames: list[pd.DataFrame]) -> dict[str, float]:
+    return dict(zip(group, bt_scores(group, pd.concat(frames, ignore_index=True)), strict=True))
+
+
+def _insert(
+    p: str,
+    ranked: list[str],
+    frames: list[pd.DataFrame],
+    judge_pair: Callable[[str, str], pd.DataFrame],
+    rng: np.random.Generator,
+    comparisons: list[tuple[str, str]],
+) -> None:
+    """Algorithm 1's insertion step: newcomer ``p`` meets a random ranked model, then the ranked
+    models closest to it in BT score (refitted on ``frames`` after each), ``opponents_for`` in all.
+    New verdict frames are appended to ``frames`` and the pairs to ``comparisons``."""
+    s = len(ranked)
+    c = opponents_for(s)
+    x = ranked[int(rng.integers(s))]
+    rest = [m for m in ranked if m != x]
+    frames.append(judge_pair(p, x))
+    comparisons.append((p, x))
+    group = ranked + [p]
+    beta = _fit(group, frames)
+    for _ in range(c - 1):
+        o = min(rest, key=lambda m: (abs(beta[m] - beta[p]), m))
+        rest.remove(o)
+        frames.append(judge_pair(p, o))
+        comparisons.append((p, o))
+        beta = _fit(group, frames)
+
+
+def swim_comparisons(m: int) -> int:
+    """Model pairs SWIM judges to rank ``m`` models from scratch."""
+    return sum(opponents_for(s) for s in range(1, m))
+
+
 def swim(
     models: list[str],
     judge_pair: Callable[[str, str], pd.DataFrame],
@@ -90,22 +132,7 @@ def swim(
     frames: list[pd.DataFrame] = []
     while queue:
         p = queue.pop(0)
-        s = len(ranked)
-        c = math.ceil(max(math.log2(s), 1.0))
-        x = ranked[int(rng.integers(s))]
-        rest = [m for m in ranked if m != x]
-        frames.append(judge_pair(p, x))
-        comparisons.append((p, x))
-        group = ranked + [p]
-        beta = dict(zip(group, bt_scores(group, pd.concat(frames, ignore_index=True)), strict=True))
-        for _ in range(c - 1):
-            if not rest:
-                break
-            o = min(rest, key=lambda m: (abs(beta[m] - beta[p]), m))
-            rest.remove(o)
-            frames.append(judge_pair(p, o))
-            comparisons.append((p, o))
-            beta = dict(zip(group, bt_scores(group, pd.concat(frames, ignore_index=True)), strict=True))
+        _insert(p, ranked, frames, judge_pair, rng, comparisons)
         ranked.append(p)
     allv = (
         pd.concat(frames, ignore_index=True)
@@ -114,3 +141,30 @@ def swim(
     )
     final = pd.Series(bt_scores(ranked, allv), index=ranked).sort_values(ascending=False)
     return SwimResult(tuple(unranked[i] for i in order), tuple(comparisons), final)
+
+
+def swim_add(
+    newcomer: str,
+    ranked: list[str],
+    verdicts: pd.DataFrame,
+    judge_pair: Callable[[str, str], pd.DataFrame],
+    *,
+    seed: int,
+) -> SwimResult:
+    """Add one model to an existing leaderboard with Algorithm 1's insertion step.
+
+    ``verdicts`` (model_a, model_b, winner) are the stored verdicts among the ``ranked`` models; the
+    BT scores fitted on them (plus each new comparison) pick the opponents, so ``newcomer`` meets
+    ``opponents_for(len(ranked))`` = ceil(log2 M) models on every prompt instead of M.
+    """
+    if newcomer in ranked:
+        raise ValueError("the newcomer is already ranked")
+    rng = np.random.default_rng(seed)
+    ranked = sorted(ranked)
+    keep = verdicts["model_a"].isin(ranked) & verdicts["model_b"].isin(ranked)
+    frames = [verdicts.loc[keep, ["model_a", "model_b", "winner"]]]
+    comparisons: list[tuple[str, str]] = []
+    _insert(newcomer, ranked, frames, judge_pair, rng, comparisons)
+    group = ranked + [newcomer]
+    final = pd.Series(bt_scores(group, pd.concat(frames, ignore_index=True)), index=group)
+    return SwimResult((*ranked, newcomer), tuple(comparisons), final.sort_values(ascending=False))

@@ -2,9 +2,16 @@
 
 Shipped templates live in ``engine/judging/templates/`` (written in the project's own words); users
 add theirs in a folder given by ``--templates`` or ``$LENS_TEMPLATES``. A template is selected by id
-and, optionally, version (default: the highest). Placeholders are ``{{name}}``; rendering replaces
-exactly those, so braces in questions and answers pass through untouched, and a missing value is an
-error rather than a silently empty prompt. The id and version are part of every call's cache key.
+and, optionally, version. Without a version, a shipped id means its highest *shipped* version: a
+user file ``pairwise.v2.toml`` is used only when asked for as ``pairwise@2``, so dropping a file in
+the templates folder never silently changes what an existing command does. An id only users ship
+defaults to its highest version. Placeholders are ``{{name}}``; rendering replaces exactly those, so
+braces in questions and answers pass through untouched, and a missing value is an error rather than
+a silently empty prompt. The id and version are part of every call's cache key.
+
+Templates whose output is parsed declare the exact tags they ask for in a ``[tags]`` table (tag →
+meaning): pairwise ``"[[A]]" = "A"`` … (meanings A, B, tie), score ``"[[4]]" = 4`` (integers),
+soft ``A = "A"`` (the letter tokens). Without the table the kind's defaults apply (parsing module).
 """
 
 from __future__ import annotations
@@ -16,11 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LensError
+from .parsing import SCORE_TAGS, SOFT_LETTERS, VERDICT_TAGS
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "templates"
 KINDS = ("pairwise", "score", "soft", "answer", "paraphrase", "equivalence")
 _FILE = re.compile(r"^([a-z0-9_\-]+)\.v(\d+)\.toml$")
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
+_DEFAULT_TAGS: dict[str, dict] = {"pairwise": VERDICT_TAGS, "score": SCORE_TAGS, "soft": SOFT_LETTERS}
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,17 @@ class Template:
     user: str
     description: str = ""
     path: str = ""
+    tags: tuple[tuple[str, object], ...] = ()
+    shipped: bool = False
+
+    @property
+    def tag_map(self) -> dict:
+        """The exact output tags this template asks for, and what each means (kind defaults if none)."""
+        return dict(self.tags) if self.tags else dict(_DEFAULT_TAGS.get(self.kind, {}))
+
+    @property
+    def ref(self) -> str:
+        return f"{self.id}@{self.version}"
 
     @property
     def placeholders(self) -> set[str]:
@@ -70,8 +90,37 @@ def _load(path: Path) -> Template:
     if not isinstance(raw.get("user"), str) or not raw["user"].strip():
         raise LensError(f"Template file {path.name} has no user message.")
     return Template(
-        tid, ver, kind, str(raw.get("system", "")), raw["user"], str(raw.get("description", "")), str(path)
+        tid,
+        ver,
+        kind,
+        str(raw.get("system", "")),
+        raw["user"],
+        str(raw.get("description", "")),
+        str(path),
+        _tags(path.name, kind, raw.get("tags")),
+        path.resolve().parent == SHIPPED_DIR,
     )
+
+
+def _tags(name: str, kind: str, raw: object) -> tuple[tuple[str, object], ...]:
+    """Validate a ``[tags]`` table for the template's kind."""
+    if raw is None:
+        return ()
+    if kind not in _DEFAULT_TAGS:
+        raise LensError(f"Template file {name} declares tags, but {kind} templates are not parsed by tag.")
+    if not isinstance(raw, dict) or not raw or not all(isinstance(k, str) and k for k in raw):
+        raise LensError(f"Template file {name} has a [tags] table that is empty or not tag = meaning.")
+    if kind == "score":
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in raw.values()):
+            raise LensError(f"Template file {name}: every score tag must mean a whole number.")
+    else:
+        allowed = {"A", "B", "tie"} if kind == "pairwise" else {"A", "B"}
+        bad = [v for v in raw.values() if v not in allowed]
+        if bad or not {"A", "B"} <= set(raw.values()):
+            raise LensError(
+                f"Template file {name}: {kind} tags must mean {', '.join(sorted(allowed))} and cover A and B."
+            )
+    return tuple(raw.items())
 
 
 def _dirs(user_dir: str | os.PathLike[str] | None) -> list[Path]:
@@ -106,10 +155,15 @@ def get_template(
     kind: str | None = None,
     user_dir: str | os.PathLike[str] | None = None,
 ) -> Template:
-    """The template ``template_id`` at ``version`` (default: its highest version)."""
+    """The template ``template_id`` at ``version``.
+
+    Without a version: the highest shipped version of a shipped id, else the highest user version.
+    """
     cands = [t for t in list_templates(user_dir) if t.id == template_id]
     if version is not None:
         cands = [t for t in cands if t.version == version]
+    elif any(t.shipped for t in cands):
+        cands = [t for t in cands if t.shipped]
     if not cands:
         known = sorted({t.id for t in list_templates(user_dir)})
         v = f" v{version}" if version is not None else ""
