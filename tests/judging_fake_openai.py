@@ -13,10 +13,19 @@ documented rules, so each test can compute the expected verdicts another way:
 - paraphrase prompts: a JSON array of k strings "<text> (rewording i)"; equivalence prompts: YES for
   odd-numbered candidates, NO for even;
 - a question containing ``GARBAGE`` gets text without any verdict tag; ``RATE429`` gets a 429 on the
-  first attempt; ``FLAKY500`` gets a 500 on the first two attempts;
-- ``delay_s`` makes every reply slow; ``api_key`` set means other keys get a 401.
+  first attempt; ``FLAKY500`` gets a 500 on the first two attempts; ``RETRYAFTER`` gets a 429 with
+  a ``Retry-After: <retry_after>`` header on the first attempt;
+- malformed 200 replies: ``NONJSON`` always gets a body that is not JSON, ``NOCHOICES`` always a JSON
+  body without ``choices``, ``ONCEBAD`` a non-JSON body on the first attempt only;
+- ``SLOW`` in the message makes that reply take ``slow_s`` seconds; ``AUTH401`` gets a 401;
+  the model name ``missing-model`` gets a 404 (model not found); ``fail_if`` (a substring) always
+  gets a 500;
+- ``delay_s`` makes every reply slow; ``api_key`` set means other keys get a 401;
+- ``hold`` = n: each of the first n requests waits until n requests are in flight (or
+  ``hold_timeout_s`` passed), so the peak in flight shows whether a client really keeps n open.
 
-It counts requests per message body, in-flight requests and their maximum.
+It counts requests per message body, in-flight requests and their maximum, and keeps each request's
+JSON body (``bodies``).
 """
 
 from __future__ import annotations
@@ -42,14 +51,29 @@ def score_of(answer: str) -> int:
 
 
 class FakeOpenAI:
-    def __init__(self, delay_s: float = 0.0, api_key: str | None = None):
+    def __init__(
+        self,
+        delay_s: float = 0.0,
+        api_key: str | None = None,
+        *,
+        slow_s: float = 1.0,
+        retry_after: str = "1",
+        fail_if: str | None = None,
+        hold: int | None = None,
+        hold_timeout_s: float = 5.0,
+    ):
         self.delay_s = delay_s
         self.api_key = api_key
+        self.slow_s, self.retry_after, self.fail_if = slow_s, retry_after, fail_if
+        self.hold, self.hold_timeout_s = hold, hold_timeout_s
+        self.bodies: list[dict] = []
         self.seen: Counter[str] = Counter()
         self.statuses: Counter[int] = Counter()
         self.inflight = 0
         self.max_inflight = 0
+        self.arrivals = 0
         self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -78,36 +102,62 @@ class FakeOpenAI:
         return sum(self.seen.values())
 
     # -- request handling ------------------------------------------------------------------------
-    def _send(self, h, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+    def _send(self, h, status: int, body: dict | bytes, headers: dict | None = None) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
         with self.lock:
             self.statuses[status] += 1
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                h.send_header(k, v)
+            h.end_headers()
+            h.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout)
+            pass
 
     def _handle(self, h) -> None:
         body = json.loads(h.rfile.read(int(h.headers["Content-Length"])))
+        with self.lock:
+            self.bodies.append(body)
         if h.path != "/v1/chat/completions":
             return self._send(h, 404, {"error": {"message": "not found"}})
         if self.api_key is not None and h.headers.get("Authorization") != f"Bearer {self.api_key}":
             return self._send(h, 401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
+        if body.get("model") == "missing-model":
+            msg = {"message": "The model `missing-model` does not exist", "code": "model_not_found"}
+            return self._send(h, 404, {"error": msg})
         key = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()
-        with self.lock:
+        with self.cond:
             self.seen[key] += 1
             attempt = self.seen[key]
+            self.arrivals += 1
             self.inflight += 1
             self.max_inflight = max(self.max_inflight, self.inflight)
+            self.cond.notify_all()
+            if self.hold and self.arrivals <= self.hold:  # the first `hold` requests wait for each other
+                self.cond.wait_for(lambda: self.inflight >= self.hold, timeout=self.hold_timeout_s)
         try:
             if self.delay_s:
                 time.sleep(self.delay_s)
             user = body["messages"][-1]["content"]
+            if "SLOW" in user:
+                time.sleep(self.slow_s)
+            if "AUTH401" in user:
+                return self._send(h, 401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
+            if self.fail_if is not None and self.fail_if in user:
+                return self._send(h, 500, {"error": {"message": "always failing"}})
             if "RATE429" in user and attempt == 1:
                 return self._send(h, 429, {"error": {"message": "slow down"}})
+            if "RETRYAFTER" in user and attempt == 1:
+                return self._send(h, 429, {"error": {"message": "wait"}}, {"Retry-After": self.retry_after})
             if "FLAKY500" in user and attempt <= 2:
                 return self._send(h, 500, {"error": {"message": "boom"}})
+            if "NONJSON" in user or ("ONCEBAD" in user and attempt == 1):
+                return self._send(h, 200, b"<html>upstream proxy error</html>")
+            if "NOCHOICES" in user:
+                return self._send(h, 200, {"id": "c1", "object": "chat.completion", "created": 0, "model": "m"})
             text, top = self._reply(user, body)
             choice = {
                 "index": 0,
@@ -138,7 +188,7 @@ class FakeOpenAI:
             }
             return self._send(h, 200, resp)
         finally:
-            with self.lock:
+            with self.cond:
                 self.inflight -= 1
 
     def _reply(self, user: str, body: dict):

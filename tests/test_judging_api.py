@@ -118,10 +118,13 @@ def test_retries_exhausted_store_no_verdict(empty_store):
     with FakeOpenAI() as srv:
         rep = judge_run(empty_store, "syn", _runner(empty_store, srv, max_retries=1), protocol="single")
         assert rep.stats.failed == 3 and rep.verdicts == 0 and srv.statuses[500] == 6
+        assert rep.status == "failed-calls"
         assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 0
         # a later run with more patience completes every call (the server now answers 200)
         rep2 = judge_run(empty_store, "syn", _runner(empty_store, srv, max_retries=3), protocol="single")
         assert (rep2.stats.made, rep2.verdicts) == (3, 3)
+    runs = empty_store.cursor().execute("SELECT status FROM judge_runs ORDER BY run_id").fetchall()
+    assert runs == [("failed-calls",), ("done",)]
 
 
 def test_authentication_error_stops_clearly(empty_store):
@@ -336,7 +339,10 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path):
     with Store(db) as st:
         n_calls = st.cursor().execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone()
         v = st.verdicts("k")
+        runs = st.cursor().execute("SELECT status, calls_made FROM judge_runs ORDER BY run_id").fetchall()
     assert n_calls == (unique, unique)
+    # the killed run was left 'running'; the next start marked it interrupted
+    assert runs == [("interrupted", 0), ("done", unique - stored)]
     assert len(v) == unique and not v.duplicated(["prompt_id", "model_a", "model_b", "order"]).any()
 
 
