@@ -1,13 +1,27 @@
 """Bootstrap confidence intervals for any ranker: resample graphs (prompts) with replacement.
 
-Resampling T graphs with replacement gives graph t a multinomial count c_t (sum T). For half-tie
-Bradley-Terry the resampled W~_b = sum_t c_bt W~_t is one matrix product, and all B fits run at
-once in the batched Newton solver; identical graphs are pooled first (drawing T graphs uniformly is
-the same law as drawing T times among distinct graph patterns with probability multiplicity / T),
-which is exact and makes a million one-comparison prompts cheap. Davidson (batched Newton on theta and
-log nu), win rate, Copeland and score-of-win are batched the same way; other rankers are refitted
-once per resample (stated in ``method``). Intervals are percentile intervals of scores and ranks.
-``unit="prompt"`` resamples whole prompts (all variants and judges of a prompt id together).
+Resampling T graphs with replacement gives graph t a multinomial count c_t (sum T). Every ranker
+whose statistic is built from sums over graphs is batched: the resampled sums are one matrix product
+c @ (per-graph contributions), and the fit runs on all B resamples at once:
+
+- half-tie BT (Newton batch; identical graphs pooled first, exact) and ``scale="elo"`` (a rescale);
+- Davidson (batched Newton on (theta, log nu), with the single fit's existence check and virtual wins);
+- win rate, Copeland, score-of-win, the eq. 5 majority graph (counts over graphs);
+- Borda / weight score (c @ per-graph points), pairwise majority (c @ per-graph "ranked above");
+- Kemeny (c @ per-graph evidence, then one subset DP vectorised over B);
+- ELSPR (its cleaned mask is fixed per graph: BT on c @ the cleaned wins and ties);
+- Rank Centrality (batched transition matrices and stationary laws);
+- PGED: global mode = Algorithm 1 on B ensembles at once; per-prompt mode = the per-question
+  rankings are fixed whenever every graph of a question is drawn equally often (``unit="prompt"``,
+  or one graph per question), so only the aggregation weights change (question multiplicities);
+  otherwise the B x Q per-question ensembles are denoised in one batched greedy pass, each question
+  weighted by the mean draw count of its graphs.
+
+Elo (sequential by nature) and soft BT are refitted once per resample. ``method`` says which path
+ran; ``n_regularised`` counts resamples that needed the stated regularisation and ``n_unconverged``
+those whose fit did not converge. Intervals are percentile intervals of scores and of ranks (ranks
+with the tolerance of ``ranks_from_scores``). ``unit="prompt"`` resamples whole prompts (all
+variants and judges of a prompt id together).
 """
 
 from __future__ import annotations
@@ -21,10 +35,24 @@ from scipy import sparse
 from .errors import LensError
 from .graphs import DEFAULT_POLICY, GraphStack
 from .rankers import rank
-from .rankers.base import ranks_from_scores_batch, single_thread_blas, strongly_connected_batch
-from .rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info
+from .rankers.base import ranks_from_scores_batch, single_thread_blas
+from .rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt_batch_info
 from .rankers.counts import VerdictCounts, verdict_counts
-from .rankers.davidson import fit_davidson_batch
+from .rankers.davidson import fit_davidson_stack_batch
+from .rankers.elspr import cleaned_contributions
+from .rankers.kemeny import kemeny_orders_batch, scores_from_orders
+from .rankers.majority import edge_counts, graph_from_counts, majority_scores
+from .rankers.pged import AGGREGATES, MODES, PROMPT_TIES, pged_per_prompt_scores, question_ids
+from .rankers.rank_centrality import rank_centrality_batch
+from .rankers.simple import (
+    borda_points,
+    borda_scores,
+    copeland_scores,
+    pairwise_majority_scores,
+    ranking_above,
+    winrate_scores,
+)
+from .rankers.simple import graph_weights as ranker_weights
 
 
 @dataclass(frozen=True)
@@ -40,6 +68,7 @@ class BootstrapResult:
     rank_samples: np.ndarray
     method: str
     n_regularised: int = 0
+    n_unconverged: int = 0
 
     def _ci(self, x: np.ndarray, integer: bool) -> pd.DataFrame:
         q = (1.0 - self.level) / 2.0
@@ -94,49 +123,112 @@ def _bt_batched(stack: GraphStack, B: int, rng: np.random.Generator, unit: str, 
     else:
         wb = graph_weights(stack, B, rng, unit).astype(np.float32) @ contrib
     fit = fit_bt_batch_info(wb.reshape(B, n, n).astype(np.float64), **params)
-    return fit.scores, int(fit.regularised.sum())
+    return fit.scores, int(fit.regularised.sum()), int((~fit.converged).sum())
 
 
-COUNT_RANKERS = ("winrate", "copeland", "scorewin")
+def _sums(c: np.ndarray, per_graph: np.ndarray) -> np.ndarray:
+    """(B, T) counts @ (T, n, n) per-graph arrays → (B, n, n) resampled sums (one product)."""
+    T, n, _ = per_graph.shape
+    return (c.astype(np.float64) @ per_graph.reshape(T, n * n).astype(np.float64)).reshape(-1, n, n)
 
 
-def _counts_batched(stack: GraphStack, ranker: str, weights: np.ndarray) -> np.ndarray:
-    """Win rate / Copeland / score-of-win for all resamples from W_b and T_b (one product each)."""
-    n, T = stack.n, stack.T
-    wins = stack.wins.reshape(T, n * n).astype(np.float64)
-    ties = stack.ties.reshape(T, n * n).astype(np.float64)
-    obs = stack.observed.reshape(T, n * n).astype(np.float64)
-    wf = weights.astype(np.float64)
-    W = (wf @ wins).reshape(-1, n, n)
-    Tm = (wf @ ties).reshape(-1, n, n)
-    if ranker == "winrate":
-        games = (W + W.swapaxes(1, 2) + Tm).sum(axis=2)
-        num = W.sum(axis=2) + 0.5 * Tm.sum(axis=2)
-        return np.divide(num, games, out=np.full_like(num, np.nan), where=games > 0)
-    compared = (wf @ obs).reshape(-1, n, n) > 0
-    off = ~np.eye(n, dtype=bool)
-    adj = ((W > W.swapaxes(1, 2)) | ((W == W.swapaxes(1, 2)) & compared)) & off
-    if ranker == "scorewin":
-        return adj.sum(axis=2).astype(np.float64)
-    strict = adj & ~adj.swapaxes(1, 2)
-    tie = adj & adj.swapaxes(1, 2)
-    return strict.sum(axis=2) + 0.5 * tie.sum(axis=2)
+def _allowed(ranker: str, params: dict, keys: tuple[str, ...]) -> bool:
+    return set(params) <= set(keys)
 
 
-def _davidson_batched(stack: GraphStack, weights: np.ndarray, params: dict) -> tuple[np.ndarray, int]:
-    """Davidson for all resamples at once; degenerate resamples get the single fit's virtual ties."""
-    n, T = stack.n, stack.T
-    wf = weights.astype(np.float64)
-    W = (wf @ stack.wins.reshape(T, n * n).astype(np.float64)).reshape(-1, n, n)
-    Tm = (wf @ stack.ties.reshape(T, n * n).astype(np.float64)).reshape(-1, n, n)
-    off = ~np.eye(n, dtype=bool)
-    bad = ~strongly_connected_batch(((W + Tm) > 0) & off)
-    if bad.any():
-        if params.get("on_degenerate", "regularize") == "raise":
-            raise LensError("The Davidson MLE does not exist for some bootstrap resample of this selection.")
-        Tm[bad] += params.get("alpha", DEFAULT_ALPHA) * off
-    theta, _, _ = fit_davidson_batch(W, Tm)
-    return theta, int(bad.sum())
+def _batched(stack: GraphStack, ranker: str, c: np.ndarray, params: dict) -> tuple[np.ndarray, int, int, str] | None:
+    """All B resamples of ``ranker`` from the resampling counts c (B, T), or None (no batched form)."""
+    wins, ties = stack.wins, stack.ties
+    if ranker == "davidson" and _allowed(ranker, params, ("alpha", "on_degenerate", "scale")):
+        scale = params.get("scale", "log")
+        if scale not in ("log", "elo"):
+            return None
+        theta, _, conv, bad = fit_davidson_stack_batch(
+            _sums(c, wins), _sums(c, ties), alpha=params.get("alpha", DEFAULT_ALPHA),
+            on_degenerate=params.get("on_degenerate", "regularize"))
+        theta = theta * ELO_FACTOR if scale == "elo" else theta
+        return theta, int(bad.sum()), int((~conv).sum()), "one batched Newton fit on (theta, log nu)"
+    if ranker in ("winrate", "copeland", "scorewin") and _allowed(ranker, params, ("normalize",)):
+        W = _sums(c, wins)
+        if ranker == "winrate":
+            out = winrate_scores(W, _sums(c, ties))
+            if np.isnan(out).any():
+                raise LensError("Some resample left a model without any comparison, so its win rate is undefined.")
+        else:
+            compared = _sums(c, stack.observed) > 0
+            out = copeland_scores(W, compared, 0.5 if ranker == "copeland" else 1.0, params.get("normalize", False))
+        return out, 0, 0, "W and T of every resample in one product"
+    if ranker == "majority" and _allowed(ranker, params, ("ties", "exact_half", "normalize")):
+        count2 = _sums(c, edge_counts(stack.adj, params.get("ties", "half")))
+        t = _sums(c, stack.observed)
+        g = graph_from_counts(count2, t, params.get("exact_half", "both"))
+        return majority_scores(g, t > 0, params.get("normalize", False)), 0, 0, "eq. 5 counts of every resample in one product"
+    if ranker == "borda" and _allowed(ranker, params, ("weights", "normalize")):
+        points, attainable = borda_points(stack)
+        g = c * ranker_weights(stack, params.get("weights"))[None]
+        return borda_scores(points, attainable, g, params.get("normalize", False)), 0, 0, "counts @ per-graph points"
+    if ranker == "pairwise-majority" and _allowed(ranker, params, ("weights", "normalize")):
+        g = c * ranker_weights(stack, params.get("weights"))[None]
+        present = stack.observed.any(axis=2).astype(np.float64)
+        both = present[:, :, None] * present[:, None, :]
+        ranked = _sums(g, both) > 0
+        out = pairwise_majority_scores(_sums(g, ranking_above(stack)), ranked, params.get("normalize", False))
+        return out, 0, 0, "counts @ per-graph 'ranked above' matrices"
+    if ranker == "kemeny" and _allowed(ranker, params, ("source", "weights", "exact_max")):
+        source = params.get("source", "pairs")
+        if source not in ("pairs", "rankings"):
+            return None
+        g = c * ranker_weights(stack, params.get("weights"))[None]
+        per_graph = wins + 0.5 * ties if source == "pairs" else ranking_above(stack)
+        orders, exact, _ = kemeny_orders_batch(_sums(g, per_graph), params.get("exact_max", 12))
+        how = "one subset DP vectorised over B" if exact else "local search per resample"
+        return scores_from_orders(orders), 0, 0, f"counts @ per-graph evidence, {how}"
+    if ranker == "elspr" and _allowed(ranker, params, ("alpha", "on_degenerate")):
+        cw, ct, _ = cleaned_contributions(stack)
+        with single_thread_blas():
+            fit = fit_bt_batch_info(_sums(c, cw + 0.5 * ct), alpha=params.get("alpha", DEFAULT_ALPHA),
+                                    on_degenerate=params.get("on_degenerate", "regularize"))
+        return (fit.scores, int(fit.regularised.sum()), int((~fit.converged).sum()),
+                "fixed cleaned pairs per graph, one batched BT fit")
+    if ranker == "rank-centrality" and _allowed(ranker, params, ("alpha", "on_degenerate")):
+        out, bad = rank_centrality_batch(_sums(c, wins + 0.5 * ties), params.get("alpha", DEFAULT_ALPHA),
+                                         params.get("on_degenerate", "regularize"))
+        return out, int(bad.sum()), 0, "batched transition matrices and stationary laws"
+    if ranker == "pged" and _allowed(ranker, params, ("weights", "mode", "aggregate", "prompt_ties", "exact_max")):
+        return _pged_batched(stack, c, params)
+    return None
+
+
+def _pged_batched(stack: GraphStack, c: np.ndarray, params: dict) -> tuple[np.ndarray, int, int, str] | None:
+    from .denoise import denoise_batch, descendant_counts_batch
+
+    mode = params.get("mode", "per-prompt")
+    aggregate = params.get("aggregate", "weight-score")
+    prompt_ties = params.get("prompt_ties", "average")
+    if mode not in MODES or aggregate not in AGGREGATES or prompt_ties not in PROMPT_TIES:
+        return None  # the single fit names the mistake
+    alpha = ranker_weights(stack, params.get("weights"))
+    if mode == "global":
+        _, dag, _ = denoise_batch(_sums(c * alpha[None], stack.wins))
+        return descendant_counts_batch(dag).astype(np.float64), 0, 0, "Algorithm 1 on all B ensembles at once"
+    q_of_t, qkeys = question_ids(stack)
+    n_q = len(qkeys)
+    cf = c.astype(np.float64)
+    size = np.bincount(q_of_t, minlength=n_q).astype(np.float64)
+    member = sparse.csr_matrix((np.ones(stack.T), (np.arange(stack.T), q_of_t)), shape=(stack.T, n_q))
+    m = np.asarray(cf @ member) / size[None]  # mean draw count of each question's graphs
+    hi = np.full((c.shape[0], n_q), -np.inf)
+    lo = np.full((c.shape[0], n_q), np.inf)
+    np.maximum.at(hi.T, q_of_t, cf.T)
+    np.minimum.at(lo.T, q_of_t, cf.T)
+    fixed = bool((hi == lo).all())
+    kw = {"aggregate": aggregate, "prompt_ties": prompt_ties, "exact_max": params.get("exact_max", 12)}
+    if fixed:
+        score, _ = pged_per_prompt_scores(stack, alpha, m, **kw)
+        return score, 0, 0, "fixed per-question rankings, aggregation weighted by question multiplicities"
+    score, _ = pged_per_prompt_scores(stack, alpha, m, g=cf, **kw)
+    return score, 0, 0, ("B x Q per-question ensembles denoised in one batched pass, questions weighted by the "
+                         "mean draw count of their graphs")
 
 
 def bootstrap(
@@ -148,34 +240,35 @@ def bootstrap(
     if stack.T == 0:
         raise LensError("There is no graph to resample in this selection.")
     rng = np.random.default_rng(seed)
-    batched = ranker == "bt" and not params.get("soft", False) and params.get("scale", "log") == "log"
-    if batched:
+    n_unconv = 0
+    if ranker == "bt" and not params.get("soft", False) and _allowed(
+            ranker, params, ("solver", "alpha", "on_degenerate", "scale", "soft")):
         bt_params = {k: v for k, v in params.items() if k in ("solver", "alpha", "on_degenerate")}
         with single_thread_blas():
-            samples, n_reg = _bt_batched(stack, B, rng, unit, bt_params)
+            samples, n_reg, n_unconv = _bt_batched(stack, B, rng, unit, bt_params)
+        if params.get("scale", "log") == "elo":
+            samples = samples * ELO_FACTOR
         method = "batched: multinomial graph weights, one matrix product, one batched Newton fit"
-    elif ranker == "davidson" and params.get("scale", "log") == "log":
-        with single_thread_blas():
-            samples, n_reg = _davidson_batched(stack, graph_weights(stack, B, rng, unit), params)
-        method = "batched: multinomial graph weights, one matrix product, one batched Newton fit on (theta, log nu)"
-    elif ranker in COUNT_RANKERS and not params:
-        samples = _counts_batched(stack, ranker, graph_weights(stack, B, rng, unit))
-        if np.isnan(samples).any():
-            raise LensError("Some resample left a model without any comparison, so its win rate is undefined.")
-        n_reg, method = 0, "batched: multinomial graph weights, W and T of every resample in one product"
     else:
         weights = graph_weights(stack, B, rng, unit)
-        rows, n_reg = [], 0
-        for b in range(B):  # rankers without a batched form: one fit per resample
-            idx = np.repeat(np.arange(stack.T), weights[b])
-            res = rank(stack.subset(idx), ranker, **params)
-            rows.append(res.scores.reindex(list(stack.models)).to_numpy(np.float64))
-            n_reg += "does not exist" in str(res.details.get("regularisation", ""))
-        samples = np.vstack(rows)
-        method = "one refit per resample"
+        out = _batched(stack, ranker, weights, params)
+        if out is not None:
+            samples, n_reg, n_unconv, how = out
+            method = f"batched: multinomial graph weights, {how}"
+        else:
+            rows, n_reg = [], 0
+            for b in range(B):  # rankers without a batched form: one fit per resample
+                idx = np.repeat(np.arange(stack.T), weights[b])
+                res = rank(stack.subset(idx), ranker, **params)
+                rows.append(res.scores.reindex(list(stack.models)).to_numpy(np.float64))
+                n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
+                n_unconv += res.details.get("converged", True) is False
+            samples = np.vstack(rows)
+            method = "one refit per resample"
+    samples = np.asarray(samples, dtype=np.float64)
     return BootstrapResult(
         ranker, stack.models, int(B), int(seed), float(level), samples, ranks_from_scores_batch(samples), method,
-        n_reg,
+        int(n_reg), int(n_unconv),
     )
 
 
@@ -216,4 +309,5 @@ def bootstrap_bt_verdicts(
     return BootstrapResult(
         "bt", vc.models, int(B), int(seed), float(level), fit.scores, ranks_from_scores_batch(fit.scores),
         "batched over distinct graph patterns (verdict table)", int(fit.regularised.sum()),
+        int((~fit.converged).sum()),
     )

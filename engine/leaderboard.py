@@ -22,6 +22,8 @@ from .graphs import DEFAULT_POLICY, GraphStack, build_stack
 from .rankers import RankResult, rank
 from .rankers.base import ranks_from_scores
 
+COUNTING_RANKERS = ("copeland", "scorewin", "majority", "borda", "pairwise-majority")
+
 TABLE_COLUMNS = (
     "rank", "model", "score", "ci_low", "ci_high", "rank_low", "rank_high", "wins", "losses", "ties",
     "win_rate", "n_graphs_model",
@@ -107,7 +109,9 @@ def leaderboard_from_stack(
             "n_graphs_model": stack.observed.any(axis=2).sum(axis=0).astype(np.int64),
         }
     )
-    table["rank"] = ranks_from_scores(scores).to_numpy()
+    # ranks: a ranker's stated total order when it has one (PGED's name tie-break, Kemeny's order),
+    # else competition ranks of the scores with the float tolerance of ranks_from_scores
+    table["rank"] = res.ranks.reindex(models).to_numpy()
     boot = None
     if bootstrap and int(bootstrap) > 0:
         boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, **params)
@@ -117,12 +121,7 @@ def leaderboard_from_stack(
     else:
         table["ci_low"] = table["ci_high"] = np.nan
         table["rank_low"] = table["rank_high"] = pd.array([pd.NA] * len(models), dtype="Int64")
-    if "order" in res.extras:  # rankers with a stated total order (PGED's lexicographic tie-break)
-        pos = {m: i for i, m in enumerate(res.extras["order"])}
-        table["_o"] = table["model"].map(pos)
-        table = table.sort_values(["_o"]).drop(columns="_o")
-    else:
-        table = table.sort_values(["rank", "model"], kind="stable")
+    table = table.sort_values(["rank", "model"], kind="stable")
     table = table[list(TABLE_COLUMNS)].reset_index(drop=True)
     info = {
         "ranker": ranker,
@@ -139,6 +138,9 @@ def leaderboard_from_stack(
         "bootstrap": int(bootstrap or 0),
         "seed": int(seed) if bootstrap else None,
         "bootstrap_method": boot.method if boot is not None else None,
+        "bootstrap_n_regularised": boot.n_regularised if boot is not None else None,
+        "bootstrap_n_unconverged": boot.n_unconverged if boot is not None else None,
+        "n_uncompared_pairs": int(((~stack.observed.any(axis=0)) & ~np.eye(stack.n, dtype=bool)).sum() // 2),
         "level": level if bootstrap else None,
         **(extra_params or {}),
     }
@@ -187,4 +189,61 @@ def compare_to_reference(board: Leaderboard, reference: pd.Series) -> dict[str, 
     out: dict[str, Any] = all_distances(board.ranks, ref_ranks)
     shared = [m for m in board.table["model"] if m in set(reference.index)]
     out["models"] = " ".join(shared)
+    return out
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def board_notes(board: Leaderboard) -> list[str]:
+    """One sentence per fit detail a reader of the table should know (regularisation, convergence,
+    nu, Elo's K and order, Kemeny exact or heuristic and its tie-break, PGED's mode, bootstrap
+    regularisations, the policy for pairs never compared). The CLI prints them; the library never does."""
+    p, d, r = board.params, board.result.details, board.params["ranker"]
+    out: list[str] = []
+    reg = d.get("regularisation")
+    if reg and float(d.get("alpha", 0.0) or 0.0) > 0:
+        out.append(f"{r}: {reg}.")
+    if d.get("converged") is False:
+        out.append(f"{r}: the fit did not converge ({d.get('convergence') or d.get('message', 'no reason given')}).")
+    if r == "davidson":
+        nu = d.get("nu")
+        out.append(f"davidson: tie parameter nu = {_fmt(nu)}"
+                   + (" (at its lower bound: no ties in the data)." if d.get("nu_at_lower_bound") else "."))
+    if r == "elo":
+        out.append(f"elo: K = {_fmt(d.get('k_factor'))}, base {_fmt(d.get('base'))}, scale {_fmt(d.get('scale'))}, "
+                   f"initial rating {_fmt(d.get('init'))}, {d.get('n_updates')} updates; order: {d.get('order')}.")
+    if r == "kemeny":
+        if d.get("exact"):
+            extra = (f"; {d['co_optimal_orders']} orders are co-optimal, tie-break: {d.get('tie_break')}"
+                     if (d.get("co_optimal_orders") or 1) > 1 else "; the optimal order is unique")
+            out.append(f"kemeny: exact (DP over subsets){extra}.")
+        else:
+            out.append(f"kemeny: heuristic ({d.get('method')}), not certified optimal.")
+    if r == "pged":
+        text = f"pged: {d.get('mode')}"
+        if "aggregate" in d:
+            text += f"; aggregate {d['aggregate']}; within a question: {d.get('prompt_ties')}"
+            if (d.get("co_optimal_orders") or 1) > 1:
+                text += f"; {d['co_optimal_orders']} co-optimal Kemeny orders"
+        out.append(text + f"; {d.get('n_removed_arcs')} arc(s) removed by denoising.")
+    if r == "elspr":
+        out.append(f"elspr: {d.get('pairs_discarded')} of {d.get('pairs_cleaned', 0) + d.get('pairs_discarded', 0)} "
+                   "compared pairs discarded by the reconstruction.")
+    if d.get("pairs_without_probability"):
+        out.append(f"{r}: {d['pairs_without_probability']} compared pair(s) had no judge probability and count "
+                   "as hard outcomes.")
+    if r in COUNTING_RANKERS and p.get("n_uncompared_pairs"):
+        out.append(f"{r}: {p['n_uncompared_pairs']} pair(s) of models were never compared; {d.get('uncompared_pairs')}.")
+    if p.get("bootstrap"):
+        if p.get("bootstrap_n_regularised"):
+            out.append(f"bootstrap: {p['bootstrap_n_regularised']} of {p['bootstrap']} resamples needed the "
+                       "stated regularisation.")
+        if p.get("bootstrap_n_unconverged"):
+            out.append(f"bootstrap: {p['bootstrap_n_unconverged']} of {p['bootstrap']} resample fits did not converge.")
+        if p.get("bootstrap_method") == "one refit per resample":
+            out.append(f"bootstrap: {r} has no batched form here; refitted once per resample.")
+    if p.get("n_invalid_verdicts"):
+        out.append(f"{p['n_invalid_verdicts']} invalid verdict(s) left out (never counted as ties).")
     return out

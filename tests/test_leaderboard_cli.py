@@ -78,8 +78,19 @@ def test_cli_leaderboard_csv_with_bootstrap(shipped_db):
 
 
 def test_cli_leaderboard_json_and_errors(shipped_db):
-    rc, out, _ = run_cli(shipped_db, "leaderboard", "--ranker", "davidson", "--judge", "bard", "--format", "json")
-    assert rc == 0 and len(json.loads(out)) == 5
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--ranker", "davidson", "--judge", "bard", "--format", "json")
+    obj = json.loads(out)
+    assert rc == 0 and set(obj) == {"params", "details", "notes", "table"} and len(obj["table"]) == 5
+    # the reported nu is the one of a direct Davidson fit on the judge's W and T
+    from engine.rankers.davidson import fit_davidson
+    from engine.store import Store
+
+    store = Store(shipped_db)
+    st = build_stack(store.verdicts("vicuna80", judge="bard"))
+    store.close()
+    W, T = st.win_tie_matrices()
+    assert obj["details"]["nu"] == pytest.approx(fit_davidson(W, T, st.models).details["nu"], rel=1e-9)
+    assert any(n.startswith("davidson: tie parameter nu = ") for n in obj["notes"]) and err == ""
     rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "nobody", "--format", "csv")
     assert rc == 2 and out == "" and err.startswith("error: ") and err.count("\n") == 1
     rc, _, err = run_cli(shipped_db, "leaderboard", "--keep-k", "0", "--format", "csv")

@@ -289,3 +289,184 @@ def test_elo_matches_evalica_in_the_same_order(syn):
     ours = rank(st, "elo", k=16.0)
     ref = ev.scores.reindex(list(st.models))
     np.testing.assert_allclose(ours.scores, ref - ref.mean(), atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- Davidson existence
+
+
+def _dav_loglik_direct(theta: np.ndarray, log_nu: float, W: np.ndarray, T: np.ndarray) -> float:
+    """The Davidson log-likelihood written from its probabilities (independent of the fitted code)."""
+    pi = np.exp(theta)
+    nu = np.exp(log_nu)
+    ll = 0.0
+    n = len(theta)
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            D = pi[i] + pi[j] + nu * np.sqrt(pi[i] * pi[j])
+            ll += W[i, j] * np.log(pi[i] / D)
+            if i < j:
+                ll += T[i, j] * np.log(nu * np.sqrt(pi[i] * pi[j]) / D)
+    return ll
+
+
+def _direct_davidson(W: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, float]:
+    """Maximise the direct likelihood with scipy (BFGS, numerical gradient, last theta fixed at 0)."""
+    n = W.shape[0]
+
+    def f(x):
+        return -_dav_loglik_direct(np.append(x[:-1], 0.0), x[-1], W, T)
+
+    opt = minimize(f, np.zeros(n), method="BFGS", options={"gtol": 1e-9, "maxiter": 10_000})
+    theta = np.append(opt.x[:-1], 0.0)
+    return theta - theta.mean(), float(np.exp(opt.x[-1]))
+
+
+def _wt(pairs, models):
+    n = len(models)
+    W, T = np.zeros((n, n)), np.zeros((n, n))
+    for a, b, k, kind in pairs:
+        i, j = models.index(a), models.index(b)
+        if kind == "win":
+            W[i, j] += k
+        else:
+            T[i, j] += k
+            T[j, i] += k
+    return W, T
+
+
+@pytest.mark.parametrize("pairs,models", [
+    ([("a", "b", 2, "win"), ("c", "b", 2, "win"), ("a", "c", 2, "tie")], ["a", "b", "c"]),  # the audit's case
+    ([("a", "b", 3, "win"), ("a", "b", 1, "tie")], ["a", "b"]),  # a beats b 3 times, ties once
+    ([("a", "b", 4, "tie"), ("b", "c", 2, "tie"), ("a", "c", 1, "win")], ["a", "b", "c"]),
+])
+def test_davidson_without_mle_is_regularised_bounded_and_equals_direct_optimum(pairs, models):
+    from engine.rankers.davidson import mle_exists, separating_direction
+
+    W, T = _wt(pairs, models)
+    assert not mle_exists(W, T)
+    # the separating direction really raises the likelihood without bound: strictly increasing along it
+    d = separating_direction(W, T)
+    lls = [_dav_loglik_direct(t * d[:-1], t * d[-1], W, T) for t in (0.0, 1.0, 2.0, 3.0, 4.0)]
+    assert np.all(np.diff(lls) > 0)
+    res = fit_davidson(W, T, models)
+    assert "does not exist" in res.details["regularisation"] and res.details["converged"]
+    assert res.scores.abs().max() < 10 and res.details["nu"] < 1000
+    # the fit is the MLE of the data plus alpha/2 virtual wins each way per pair (stated)
+    alpha = res.details["alpha"]
+    theta, nu = _direct_davidson(W + alpha / 2 * (1 - np.eye(len(models))), T)
+    np.testing.assert_allclose(res.scores.to_numpy(), theta, atol=1e-4)
+    assert res.details["nu"] == pytest.approx(nu, rel=1e-4)
+    with pytest.raises(LensError, match="does not exist"):
+        fit_davidson(W, T, models, on_degenerate="raise")
+
+
+def test_davidson_mle_can_exist_without_strongly_connected_strict_wins():
+    from engine.rankers.base import strongly_connected_batch
+    from engine.rankers.davidson import mle_exists
+
+    W, T = _wt([("a", "b", 2, "win"), ("b", "a", 1, "win"), ("c", "d", 1, "win"), ("d", "c", 3, "win"),
+                ("a", "c", 2, "tie"), ("b", "d", 1, "tie")], list("abcd"))
+    assert not strongly_connected_batch((W > 0)[None])[0]  # the strict wins alone leave two groups
+    assert mle_exists(W, T)  # the ties bind the groups, because the wins inside each bound nu
+    res = fit_davidson(W, T, list("abcd"))
+    assert res.details["regularisation"].startswith("none") and res.details["converged"]
+    theta, nu = _direct_davidson(W, T)
+    np.testing.assert_allclose(res.scores.to_numpy(), theta, atol=1e-4)
+    assert res.details["nu"] == pytest.approx(nu, rel=1e-4)
+
+
+def test_davidson_existence_check_against_the_likelihood_on_random_patterns():
+    from engine.rankers.davidson import mle_exists, separating_direction
+
+    rng = np.random.default_rng(12)
+    seen = {True: 0, False: 0}
+    for _ in range(40):
+        n = 3
+        W = rng.integers(0, 2, (n, n)) * (rng.random((n, n)) < 0.5).astype(float)
+        np.fill_diagonal(W, 0)
+        T = np.triu(rng.integers(0, 2, (n, n)) * (rng.random((n, n)) < 0.5), 1).astype(float)
+        T = T + T.T
+        if T.sum() == 0 or W.sum() == 0:
+            continue
+        ok = mle_exists(W, T)
+        seen[ok] += 1
+        if ok:  # a direct maximisation from zero ends at a finite stationary point
+            theta, nu = _direct_davidson(W, T)
+            assert np.abs(theta).max() < 8 and 1e-4 < nu < 1e4
+        else:  # the likelihood keeps rising along the found direction
+            d = separating_direction(W, T)
+            if d is None:  # disconnected pairs: the likelihood is flat along a group shift
+                continue
+            lls = [_dav_loglik_direct(t * d[:-1], t * d[-1], W, T) for t in (0.0, 1.0, 2.0, 3.0)]
+            assert np.all(np.diff(lls) > 0)
+    assert seen[True] >= 3 and seen[False] >= 3
+
+
+def test_davidson_convergence_is_flagged():
+    from engine.rankers.davidson import divergence, fit_davidson_batch
+
+    W = np.array([[0, 6, 4], [3, 0, 5], [2, 2, 0]], dtype=float)
+    T = np.array([[0, 2, 1], [2, 0, 3], [1, 3, 0]], dtype=float)
+    _, _, conv = fit_davidson_batch(W[None], T[None], max_iter=1)
+    assert not conv[0]
+    _, _, conv = fit_davidson_batch(W[None], T[None])
+    assert conv[0]
+    assert divergence(np.array([[30.0, -30.0]]), np.array([1.0]))[0]  # gap 60 > 50
+    assert divergence(np.array([[0.1, -0.1]]), np.array([1.4e10]))[0]  # the audit's runaway nu
+    assert divergence(np.array([[np.nan, 0.0]]), np.array([1.0]))[0]
+    assert not divergence(np.array([[2.0, -2.0]]), np.array([3.0]))[0]
+
+
+def test_davidson_never_wins_bootstrap_is_bounded_and_batched():
+    from engine.bootstrap import bootstrap, graph_weights
+
+    W = np.array([[0, 3, 2], [0, 0, 0], [1, 2, 0]], dtype=float)  # b never wins (nor ties)
+    T = np.array([[0, 0, 1], [0, 0, 0], [1, 0, 0]], dtype=float)
+    st = stack_from_wt(W, T, models=["a", "b", "c"])
+    res = bootstrap(st, "davidson", B=30, seed=5)
+    assert res.method.startswith("batched") and res.n_regularised == 30 and res.n_unconverged == 0
+    assert np.isfinite(res.samples).all() and np.abs(res.samples).max() < 10
+    ci = res.scores_ci
+    assert (ci["high"] - ci["low"]).max() < 10
+    w = graph_weights(st, 30, np.random.default_rng(5))
+    for k in range(30):
+        single = rank(st.subset(np.repeat(np.arange(st.T), w[k])), "davidson")
+        np.testing.assert_allclose(res.samples[k], single.scores.to_numpy(), atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- ranks and frozen results
+
+
+def test_ranks_use_a_tolerance_for_float_noise():
+    from engine.rankers.base import ranks_from_scores, ranks_from_scores_batch
+
+    # all-tie data: Rank Centrality's scores differ by ~1e-16 only; everyone shares rank 1
+    W = np.zeros((3, 3))
+    T = np.array([[0, 2, 2], [2, 0, 2], [2, 2, 0]], dtype=float)
+    res = rank(stack_from_wt(W, T, models=["a", "b", "c"]), "rank-centrality")
+    assert res.scores.abs().max() < 1e-12 and res.ranks.tolist() == [1, 1, 1]
+    # brute force: competition rank = 1 + #scores above by more than the tolerance (no chains here)
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(50, 6)).round(1) * 10
+    noisy = base + rng.normal(size=base.shape) * 1e-12
+    expect = 1 + (base[:, None, :] > base[:, :, None]).sum(axis=2)
+    np.testing.assert_array_equal(ranks_from_scores_batch(noisy), expect)
+    s = pd.Series(noisy[0], index=list("abcdef"))
+    assert ranks_from_scores(s).tolist() == expect[0].tolist()
+    assert ranks_from_scores(pd.Series([1.0, 1.0 + 1e-7])).tolist() == [2, 1]  # a real difference stays
+
+
+def test_results_are_frozen_and_picklable(syn):
+    import pickle
+
+    _, st = syn
+    res = rank(st, "elspr")
+    with pytest.raises(TypeError):
+        res.details["model"] = "x"
+    with pytest.raises(TypeError):
+        res.extras["order"] = []
+    again = pickle.loads(pickle.dumps(res))
+    assert again.details == res.details
+    np.testing.assert_array_equal(again.scores, res.scores)

@@ -108,11 +108,18 @@ def test_pged_ranker_ensemble_and_lexicographic_order():
     import pandas as pd
 
     st = build_stack(pd.concat(rows, ignore_index=True))
-    res = rank(st, "pged")
+    res = rank(st, "pged", mode="global")
     assert res.extras["removed"] == [("c", "a", 1.0)]
     assert res.scores.to_dict() == {"a": 3.0, "b": 2.0, "c": 0.0, "d": 0.0}
     assert res.extras["order"] == ["a", "b", "c", "d"]  # c and d tie on descendants: by name
     assert res.extras["graph"].loc["a", "b"] == 2.0
+    assert res.ranks.to_dict() == {"a": 1, "b": 2, "c": 3, "d": 4}  # the rank follows the stated order
+    # one prompt: the per-prompt mode denoises the same ensemble; weight score l - r + 1 with c, d
+    # sharing positions 3 and 4 (average 3.5): a 4, b 3, c 1.5, d 1.5
+    per = rank(st, "pged")
+    assert per.extras["removed"] == [("c", "a", 1.0)] and per.extras["graph"].equals(res.extras["graph"])
+    assert per.scores.to_dict() == {"a": 4.0, "b": 3.0, "c": 1.5, "d": 1.5}
+    assert per.extras["order"] == ["a", "b", "c", "d"]
 
 
 def test_elspr_reconstruction_matches_networkx_scc_twin():

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+
+import numpy as np
 
 from ..errors import LensError
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
-from ..leaderboard import leaderboard
+from ..leaderboard import _plain, board_notes, leaderboard
 from ..rankers import RANKER_HELP, RANKERS
 from ..schema import DEFAULT_DATASET
-from ._common import add_format, store_from_args, write_frame
+from ._common import add_format, store_from_args, write_frame, write_json
 
 
 def parse_params(items: list[str] | None) -> dict:
@@ -90,5 +94,19 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         store.close()
-    write_frame(board.table, args.format)
+    write_board(board, args.format)
     return 0
+
+
+def write_board(board, fmt: str) -> None:
+    """JSON: one object {params, details, notes, table}. CSV / table: the table on stdout (CSV stays
+    header + rows only) and one ``note: ...`` line per notable fit detail on stderr."""
+    notes = board_notes(board)
+    if fmt == "json":
+        details = {k: v for k, v in board.result.details.items() if not isinstance(v, np.ndarray)}
+        table = json.loads(board.table.to_json(orient="records", double_precision=10))
+        write_json(_plain({"params": board.params, "details": details, "notes": notes, "table": table}))
+        return
+    write_frame(board.table, fmt)
+    for line in notes:
+        sys.stderr.write(f"note: {line}\n")

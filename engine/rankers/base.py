@@ -20,6 +20,27 @@ from ..errors import LensError
 from ..graphs import GraphStack
 
 
+class FrozenDict(dict):
+    """A dict that refuses changes after construction (and still pickles, for Streamlit caches)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("RankResult details and extras are read-only; build them before constructing the result.")
+
+    __setitem__ = __delitem__ = _refuse
+    clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        import copy
+
+        return FrozenDict(copy.deepcopy(dict(self), memo))
+
+
 @dataclass(frozen=True)
 class RankResult:
     """Scores by model (higher is better) plus how they were obtained.
@@ -27,6 +48,7 @@ class RankResult:
     ``details`` says solver, iterations, convergence, regularisation and ranker parameters;
     ``extras`` holds optional artefacts such as a denoised graph (``graph``, a DataFrame adjacency)
     and the ``removed`` edges for PGED/ELSPR, or a total ``order`` when the ranker defines one.
+    Both are read-only after construction (``FrozenDict``): build them before constructing the result.
     """
 
     ranker: str
@@ -34,9 +56,22 @@ class RankResult:
     details: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", FrozenDict(self.details))
+        object.__setattr__(self, "extras", FrozenDict(self.extras))
+
     @property
     def ranks(self) -> pd.Series:
-        """Rank by model, 1 = best; equal scores share the smallest rank of their group."""
+        """Rank by model, 1 = best; scores equal within a tolerance share the smallest rank of their group.
+
+        When the ranker states a total order (``extras["order"]``, e.g. PGED's name tie-break or a
+        Kemeny order), the rank is the position in that order.
+        """
+        order = self.extras.get("order")
+        if order is not None:
+            pos = {m: k + 1 for k, m in enumerate(order)}
+            return pd.Series([pos[m] for m in self.scores.index], index=self.scores.index, dtype=np.int64,
+                             name="rank")
         return ranks_from_scores(self.scores)
 
     @property
@@ -44,16 +79,44 @@ class RankResult:
         return tuple(self.scores.index)
 
 
-def ranks_from_scores(scores: pd.Series) -> pd.Series:
-    """Competition ranks (1 = highest score, ties get the minimum rank), as int64."""
-    return scores.rank(ascending=False, method="min").astype(np.int64)
+TIE_RTOL = 1e-9
+"""Scores closer than TIE_RTOL * max(1, |score|) count as tied (floating-point noise is not an order)."""
 
 
-def ranks_from_scores_batch(scores: np.ndarray) -> np.ndarray:
-    """(B, n) scores → (B, n) competition ranks (1 = best, ties get the min rank), vectorised."""
-    s = np.asarray(scores, dtype=np.float64)
-    # rank_i = 1 + #{j: s_j > s_i}; O(B n^2) but n is small (models), no Python loop.
-    return 1 + (s[:, None, :] > s[:, :, None]).sum(axis=2)
+def ranks_from_scores(scores: pd.Series, rtol: float = TIE_RTOL) -> pd.Series:
+    """Competition ranks (1 = highest score; tied scores get the minimum rank of their group), int64.
+
+    Two scores are tied when they differ by at most ``rtol * max(1, |s|)``; groups are formed along
+    the sorted scores (a chain of near-equal scores is one group). Missing scores rank last.
+    """
+    s = pd.Series(scores, dtype=np.float64)
+    vals = s.to_numpy(np.float64)
+    ranks = ranks_from_scores_batch(vals[None], rtol)[0]
+    return pd.Series(ranks, index=s.index, name=s.name).astype(np.int64)
+
+
+def ranks_from_scores_batch(scores: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
+    """(B, n) scores → (B, n) competition ranks (1 = best, ties within tolerance get the min rank)."""
+    s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    B, n = s.shape
+    if n == 0:
+        return np.zeros((B, 0), dtype=np.int64)
+    key = np.where(np.isnan(s), -np.inf, s)
+    order = np.argsort(-key, axis=1, kind="stable")
+    srt = np.take_along_axis(key, order, axis=1)
+    with np.errstate(invalid="ignore"):
+        gap = srt[:, :-1] - srt[:, 1:]
+        scale = np.maximum(1.0, np.abs(srt[:, :-1]))
+        new_group = ~(gap <= rtol * scale)  # inf - inf (both missing) is nan: a new group is fine
+    both_missing = np.isneginf(srt[:, :-1]) & np.isneginf(srt[:, 1:])
+    new_group &= ~both_missing
+    start = np.zeros((B, n), dtype=np.int64)
+    pos = np.arange(1, n)
+    start[:, 1:] = np.where(new_group, pos[None, :], 0)
+    start = np.maximum.accumulate(start, axis=1)
+    ranks = np.empty((B, n), dtype=np.int64)
+    np.put_along_axis(ranks, order, start + 1, axis=1)
+    return ranks
 
 
 def centred(x: np.ndarray) -> np.ndarray:

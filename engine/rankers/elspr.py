@@ -60,26 +60,30 @@ def split_verdicts(verdicts: pd.DataFrame, stack: GraphStack) -> tuple[pd.DataFr
     return v[ok].reset_index(drop=True), v[~ok].reset_index(drop=True)
 
 
+def cleaned_contributions(stack: GraphStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-graph cleaned wins and ties (T, n, n) as float, and the reconstruction (T, n, n)."""
+    rec = reconstruct(stack.adj)
+    keep = cleaned_mask(stack, rec)
+    return (stack.wins & keep).astype(np.float64), (stack.ties & keep).astype(np.float64), rec
+
+
 @register("elspr", "ELSPR: SCCs re-ordered by win score per graph, BT on the cleaned pairs (paper 004)")
 def elspr(stack: GraphStack, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize") -> RankResult:
     check_stack(stack, "elspr")
-    rec = reconstruct(stack.adj)
+    cw, ct, rec = cleaned_contributions(stack)
     keep = cleaned_mask(stack, rec)
-    wins = (stack.wins & keep).sum(axis=0, dtype=np.float64)
-    ties = (stack.ties & keep).sum(axis=0, dtype=np.float64)
-    res = fit_bt(wins, ties, stack.models, alpha=alpha, on_degenerate=on_degenerate, ranker="elspr")
+    res = fit_bt(cw.sum(axis=0), ct.sum(axis=0), stack.models, alpha=alpha, on_degenerate=on_degenerate,
+                 ranker="elspr")
     n_pairs = int(stack.observed.sum() // 2)
     n_clean = int(keep.sum() // 2)
-    res.details.update(
-        {
-            "model": "half-tie Bradley-Terry on the ELSPR-cleaned pairs",
-            "pairs_cleaned": n_clean,
-            "pairs_discarded": n_pairs - n_clean,
-            "discarded_share": (n_pairs - n_clean) / n_pairs if n_pairs else 0.0,
-        }
-    )
-    res.extras["reconstructed"] = rec
-    res.extras["cleaned"] = keep
+    details = {
+        **res.details,
+        "model": "half-tie Bradley-Terry on the ELSPR-cleaned pairs",
+        "pairs_cleaned": n_clean,
+        "pairs_discarded": n_pairs - n_clean,
+        "discarded_share": (n_pairs - n_clean) / n_pairs if n_pairs else 0.0,
+    }
+    extras = {**res.extras, "reconstructed": rec, "cleaned": keep}
     if stack.T == 1:
-        res.extras["graph"] = adjacency_frame(stack.models, rec[0])
-    return res
+        extras["graph"] = adjacency_frame(stack.models, rec[0])
+    return RankResult("elspr", res.scores, details, extras)

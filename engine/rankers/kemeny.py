@@ -30,37 +30,70 @@ def agreement(C: np.ndarray, order: list[int] | tuple[int, ...]) -> float:
     return float(np.triu(sub, 1).sum())
 
 
-def kemeny_exact(C: np.ndarray) -> list[int]:
-    """Exact Kemeny order by DP over subsets: best[S] = best agreement placing S first."""
-    C = np.asarray(C, dtype=np.float64)
-    n = C.shape[0]
+def _bits(n: int) -> np.ndarray:
+    """(2^n, n) 0/1 membership of every subset mask."""
+    masks = np.arange(1 << n, dtype=np.int64)
+    return ((masks[:, None] >> np.arange(n)) & 1).astype(np.float64)
+
+
+def kemeny_exact_batch(C: np.ndarray, chunk_cells: int = 4_000_000) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Kemeny orders for B evidence matrices at once; returns (orders (B, n), co-optimal counts (B,)).
+
+    Dynamic programming over subsets R of the models, by subset size: h[R] = best agreement of an
+    order of R alone = max over v in R of (sum_{u in R} C[v, u] + h[R - v]) (v placed first in R).
+    Tie-break (stated): among co-optimal orders the one whose sequence of model indices (= model names,
+    stacks are sorted by name) is smallest, built front to back by taking the smallest v that keeps the
+    optimum. ``count[R]`` adds up the optimal choices, so the number of co-optimal orders comes for free.
+    Values within 1e-9 * max(1, |h|) count as equal.
+    """
+    C = np.array(C, dtype=np.float64)
+    if C.ndim == 2:
+        C = C[None]
+    B, n, _ = C.shape
+    C[:, np.arange(n), np.arange(n)] = 0.0
+    if n == 0:
+        return np.zeros((B, 0), dtype=np.int64), np.ones(B)
     full = (1 << n) - 1
-    best = np.full(1 << n, -np.inf)
-    choice = np.full(1 << n, -1, dtype=np.int64)
-    best[0] = 0.0
-    bits = np.array([1 << v for v in range(n)], dtype=np.int64)
-    rowsum = C.sum(axis=1) - np.diag(C)
-    for mask in range(1 << n):
-        base = best[mask]
-        if base == -np.inf:
-            continue
-        in_s = (mask & bits) != 0
-        # placing v next: v beats everything not yet placed; gain = sum_{u not in S, u != v} C[v, u]
-        placed_sum = C[:, in_s].sum(axis=1)
-        gain = rowsum - placed_sum
-        for v in np.flatnonzero(~in_s):
-            nm = mask | (1 << int(v))
-            val = base + gain[v]
-            if val > best[nm]:
-                best[nm] = val
-                choice[nm] = v
-    order: list[int] = []
-    mask = full
-    while mask:
-        v = int(choice[mask])
-        order.append(v)
-        mask &= ~(1 << v)
-    return order[::-1]
+    bits = _bits(n)
+    member = bits.astype(bool)
+    size = bits.sum(axis=1).astype(np.int64)
+    vbit = 1 << np.arange(n, dtype=np.int64)
+    orders = np.empty((B, n), dtype=np.int64)
+    counts = np.empty(B)
+    step = max(1, chunk_cells // ((1 << n) * n))
+    for b0 in range(0, B, step):
+        c = C[b0:b0 + step]
+        nb = c.shape[0]
+        rowsum = np.einsum("mu,bvu->bmv", bits, c)  # rowsum[b, R, v] = sum_{u in R} C[v, u]
+        h = np.full((nb, 1 << n), -np.inf)
+        cnt = np.zeros((nb, 1 << n))
+        h[:, 0], cnt[:, 0] = 0.0, 1.0
+        for k in range(1, n + 1):
+            masks = np.flatnonzero(size == k)
+            prev = masks[:, None] ^ vbit[None, :]
+            inside = member[masks]
+            vals = np.where(inside[None], rowsum[:, masks, :] + h[:, prev.clip(0, full)], -np.inf)
+            best = vals.max(axis=2)
+            opt = vals >= best[:, :, None] - 1e-9 * np.maximum(1.0, np.abs(best[:, :, None]))
+            h[:, masks] = best
+            cnt[:, masks] = np.where(opt & inside[None], cnt[:, prev.clip(0, full)], 0.0).sum(axis=2)
+        rows = np.arange(nb)
+        R = np.full(nb, full, dtype=np.int64)
+        for pos in range(n):
+            vals = np.where(member[R], rowsum[rows, R, :] + h[rows[:, None], R[:, None] ^ vbit[None, :]], -np.inf)
+            target = h[rows, R]
+            ok = vals >= target[:, None] - 1e-9 * np.maximum(1.0, np.abs(target[:, None]))
+            v = np.argmax(ok, axis=1)
+            orders[b0:b0 + nb, pos] = v
+            R = R ^ vbit[v]
+        counts[b0:b0 + nb] = cnt[:, full]
+    return orders, counts
+
+
+def kemeny_exact(C: np.ndarray) -> list[int]:
+    """Exact Kemeny order (the stated tie-break: smallest model-index sequence among co-optimal orders)."""
+    orders, _ = kemeny_exact_batch(np.asarray(C, dtype=np.float64)[None])
+    return [int(v) for v in orders[0]]
 
 
 def kemeny_local(C: np.ndarray) -> list[int]:
@@ -89,12 +122,44 @@ def kemeny_local(C: np.ndarray) -> list[int]:
 
 def kemeny_order(C: np.ndarray, exact_max: int = 12) -> tuple[list[int], bool]:
     """(order, exact): the exact Kemeny order when n <= exact_max, else the local-search heuristic."""
+    orders, exact, _ = kemeny_orders_batch(np.asarray(C, dtype=np.float64)[None], exact_max)
+    return [int(v) for v in orders[0]], exact
+
+
+def kemeny_orders_batch(C: np.ndarray, exact_max: int = 12) -> tuple[np.ndarray, bool, np.ndarray]:
+    """(orders (B, n), exact, co-optimal counts (B,), NaN when heuristic) for B evidence matrices."""
     if exact_max > EXACT_LIMIT:
         raise LensError(f"Exact Kemeny is limited to {EXACT_LIMIT} models (2^n subsets).")
-    n = np.asarray(C).shape[0]
+    C = np.asarray(C, dtype=np.float64)
+    B, n, _ = C.shape
     if n <= exact_max:
-        return kemeny_exact(C), True
-    return kemeny_local(C), False
+        orders, counts = kemeny_exact_batch(C)
+        return orders, True, counts
+    orders = np.array([kemeny_local(C[b]) for b in range(B)], dtype=np.int64).reshape(B, n)
+    return orders, False, np.full(B, np.nan)
+
+
+def scores_from_orders(orders: np.ndarray) -> np.ndarray:
+    """(B, n) orders → (B, n) scores: the number of models placed below each model."""
+    orders = np.asarray(orders, dtype=np.int64)
+    B, n = orders.shape
+    score = np.empty((B, n))
+    np.put_along_axis(score, orders, np.arange(n - 1, -1, -1, dtype=np.float64)[None].repeat(B, 0), axis=1)
+    return score
+
+
+def kemeny_evidence(stack: GraphStack, source: str, weights: np.ndarray | dict | None) -> np.ndarray:
+    """C (n, n) for the stack: W + T/2 over graphs ("pairs") or per-graph rankings ("rankings")."""
+    if source == "pairs":
+        alpha = graph_weights(stack, weights)
+        return np.einsum("t,tij->ij", alpha, stack.wins + 0.5 * stack.ties)
+    if source == "rankings":
+        return ranking_preferences(stack, weights)
+    raise LensError(f"Unknown Kemeny evidence {source!r}; choose pairs or rankings.")
+
+
+TIE_BREAK = ("among co-optimal orders, the one whose sequence of models is first by model name "
+             "(built front to back: the first model by name that keeps the optimum)")
 
 
 @register("kemeny", "Kemeny consensus order (exact DP for n <= 12, local search beyond)")
@@ -102,22 +167,18 @@ def kemeny(
     stack: GraphStack, *, source: str = "pairs", weights: np.ndarray | dict | None = None, exact_max: int = 12
 ) -> RankResult:
     check_stack(stack, "kemeny")
-    if source == "pairs":
-        alpha = graph_weights(stack, weights)
-        C = np.einsum("t,tij->ij", alpha, stack.wins + 0.5 * stack.ties)
-    elif source == "rankings":
-        C = ranking_preferences(stack, weights)
-    else:
-        raise LensError(f"Unknown Kemeny evidence {source!r}; choose pairs or rankings.")
-    order, exact = kemeny_order(C, exact_max)
-    score = np.empty(stack.n)
-    score[order] = np.arange(stack.n - 1, -1, -1, dtype=np.float64)
+    C = kemeny_evidence(stack, source, weights)
+    orders, exact, counts = kemeny_orders_batch(C[None], exact_max)
+    order = [int(v) for v in orders[0]]
+    score = scores_from_orders(orders)[0]
     details = {
         "score": "number of models placed below in the consensus order",
         "evidence": "W + T/2 over graphs" if source == "pairs" else "per-graph rankings (paper 002, eq. 11)",
         "exact": exact,
         "method": "DP over subsets" if exact else "Copeland start + single-model moves (local optimum)",
         "agreement": agreement(C, order),
+        "tie_break": TIE_BREAK if exact else "heuristic: Copeland order (stable by model name), first improving move",
+        "co_optimal_orders": int(counts[0]) if exact else None,
         "weighted": weights is not None,
     }
     return RankResult("kemeny", series(stack.models, score), details, {"order": [stack.models[i] for i in order]})

@@ -23,6 +23,33 @@ from ..graphs import GraphStack
 from .base import RankResult, adjacency_frame, check_stack, register, series
 
 
+def edge_counts(adj: np.ndarray, ties: str) -> np.ndarray:
+    """(T, n, n) per-graph doubled edge counts 2 N_ij: 2 per edge ("edge") or 2 per win + 1 per tie ("half")."""
+    a = np.asarray(adj, dtype=bool)
+    if ties == "edge":
+        return 2 * a.astype(np.int64)
+    if ties == "half":
+        strict = a & ~a.swapaxes(1, 2)
+        tie = a & a.swapaxes(1, 2)
+        return 2 * strict.astype(np.int64) + tie.astype(np.int64)
+    raise LensError(f"Unknown tie reading {ties!r} for the integration graph; choose half or edge.")
+
+
+def graph_from_counts(count2: np.ndarray, t: np.ndarray, exact_half: str) -> np.ndarray:
+    """(B, n, n) doubled counts 2 N_ij and comparisons t_ij → (B, n, n) bool eq. 5 graphs (no edge if t = 0)."""
+    if exact_half not in ("later", "both"):
+        raise LensError(f"Unknown exact-half rule {exact_half!r}; choose later or both.")
+    n = count2.shape[-1]
+    upper = np.triu(np.ones((n, n), dtype=bool), 1) & (t > 0)
+    fwd = upper & (count2 > t)  # N_ij > t/2
+    half = upper & (count2 == t)
+    back = upper & ~fwd
+    g = fwd | back.swapaxes(-1, -2)
+    if exact_half == "both":
+        g = g | half
+    return g
+
+
 def integration_graph(
     adj: np.ndarray, observed: np.ndarray, *, ties: str = "edge", exact_half: str = "later"
 ) -> np.ndarray:
@@ -30,37 +57,35 @@ def integration_graph(
 
     The defaults here are the literal eq. 5; the ranker's defaults are the symmetric reading.
     """
-    a = np.asarray(adj, dtype=bool)
-    if ties == "edge":
-        count2 = 2 * a.sum(axis=0, dtype=np.int64)
-    elif ties == "half":
-        strict = a & ~a.swapaxes(1, 2)
-        tie = a & a.swapaxes(1, 2)
-        count2 = 2 * strict.sum(axis=0, dtype=np.int64) + tie.sum(axis=0, dtype=np.int64)
-    else:
-        raise LensError(f"Unknown tie reading {ties!r} for the integration graph; choose half or edge.")
-    if exact_half not in ("later", "both"):
-        raise LensError(f"Unknown exact-half rule {exact_half!r}; choose later or both.")
-    t = observed.sum(axis=0, dtype=np.int64)
-    n = count2.shape[0]
-    upper = np.triu(np.ones((n, n), dtype=bool), 1) & (t > 0)
-    fwd = upper & (count2 > t)  # N_ij > t/2
-    half = upper & (count2 == t)
-    back = upper & ~fwd
-    g = fwd | back.T
-    if exact_half == "both":
-        g = g | half
-    return g
+    count2 = edge_counts(adj, ties).sum(axis=0)
+    t = np.asarray(observed).sum(axis=0, dtype=np.int64)
+    return graph_from_counts(count2[None], t[None], exact_half)[0]
+
+
+def majority_scores(g: np.ndarray, compared: np.ndarray, normalize: bool = False) -> np.ndarray:
+    """(B, n, n) integration graphs → (B, n) out-degree, a bidirectional edge counting 1/2."""
+    score = ((g & ~g.swapaxes(1, 2)).sum(axis=2) + 0.5 * (g & g.swapaxes(1, 2)).sum(axis=2)).astype(np.float64)
+    if normalize:
+        n = g.shape[-1]
+        opp = (compared & ~np.eye(n, dtype=bool)).sum(axis=2)
+        score = np.divide(score, opp, out=np.full(score.shape, np.nan), where=opp > 0)
+        if np.isnan(score).any():
+            raise LensError("The normalised majority score is undefined for a model never compared in this selection.")
+    return score
 
 
 @register("majority", "wins in the majority-vote integration graph (paper 000, eq. 5)")
-def majority(stack: GraphStack, *, ties: str = "half", exact_half: str = "both") -> RankResult:
+def majority(stack: GraphStack, *, ties: str = "half", exact_half: str = "both", normalize: bool = False) -> RankResult:
     check_stack(stack, "majority")
     g = integration_graph(stack.adj, stack.observed, ties=ties, exact_half=exact_half)
-    score = (g & ~g.T).sum(axis=1) + 0.5 * (g & g.T).sum(axis=1)
+    compared = stack.observed.any(axis=0)
+    score = majority_scores(g[None], compared[None], normalize)[0]
     return RankResult(
         "majority", series(stack.models, score),
         {"score": "out-degree in the eq. 5 integration graph (a bidirectional edge counts 1/2)",
-         "ties": ties, "exact_half": exact_half},
+         "ties": ties, "exact_half": exact_half, "normalized": bool(normalize),
+         "uncompared_pairs": "no edge for a pair never compared"
+         + ("; normalised: divided by the number of opponents compared" if normalize
+            else "; not normalised (normalize=true divides by compared opponents)")},
         {"graph": adjacency_frame(stack.models, g)},
     )

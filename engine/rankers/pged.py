@@ -1,23 +1,66 @@
 """PGED (paper 002): ensemble graphs, denoise by greedy weighted feedback arc set, rank by descendants.
 
 Graph ensemble (Section 3.2): w_E(u, v) = sum over graphs of alpha_t * [u beat v in graph t] (strict
-wins; ties are ignored as in Section 4). Denoising: Algorithm 1 (engine.denoise). Ranking (Section 3.4):
-desc(v) = number of vertices reachable from v in the DAG, higher first, ties broken lexicographically by
-model name (the total order is in ``extras["order"]``; ``scores`` keep the raw descendant counts).
+wins; ties are ignored as in Section 4). Denoising: Algorithm 1 (engine.denoise). Graph to ranking
+(Section 3.4): desc(v) = number of vertices reachable from v in the DAG, higher first, ties broken by
+model name.
+
+Two modes:
+
+- ``mode="per-prompt"`` (default; the paper's model-ranking procedure, Section 4.2 with Algorithm 2):
+  for every question (dataset, prompt_id, turn) the graphs of its judges and variants are ensembled,
+  denoised and turned into a ranking R_q over the models compared in that question; the rankings are
+  then aggregated by a rank-ensemble method of Appendix Q (``aggregate``): ``weight-score`` (default;
+  eq. 7-8, the method the paper uses to represent its ablation), ``kemeny`` (eq. 9, exact for
+  n <= 12) or ``pairwise-majority`` (eq. 11 read as Copeland on the majority relation). Models tied
+  on descendants inside a question share the average of their positions (``prompt_ties="average"``,
+  default) so that a name never earns points; ``prompt_ties="name"`` is the paper's literal
+  lexicographic tie-break inside each question. The final order breaks score ties by name.
+- ``mode="global"``: one ensemble over every graph of the selection, denoised once, ranked by
+  descendant count (the earlier behaviour; what the inspector shows for one graph either way).
+
+``extras``: ``order`` (the total order), ``graph`` (the denoised DAG; in per-prompt mode the weighted
+sum of every question's DAG), ``ensemble``, ``removed`` ((winner, loser, weight) summed over
+questions) and, per prompt, ``prompt_descendants`` (question × model descendant counts).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+from scipy import sparse
 
-from ..denoise import denoise, descendant_counts
+from ..denoise import denoise, denoise_batch, descendant_counts, descendant_counts_batch
+from ..errors import LensError
 from ..graphs import GraphStack
 from .base import RankResult, adjacency_frame, check_stack, register, series
+from .kemeny import kemeny_orders_batch, scores_from_orders
 from .simple import graph_weights
+
+MODES = ("per-prompt", "global")
+AGGREGATES = ("weight-score", "kemeny", "pairwise-majority")
+PROMPT_TIES = ("average", "name")
+QUESTION_KEY = ("dataset", "prompt_id", "turn")
+AGGREGATE_TEXT = {
+    "weight-score": "weight score (paper 002, App. Q eq. 7-8): sum over questions of l_q - r_q + 1, 0 when absent",
+    "kemeny": "Kemeny (paper 002, App. Q eq. 9): the order with most agreements with the per-question rankings",
+    "pairwise-majority": "pairwise majority (paper 002, App. Q eq. 11): pairs where most per-question rankings "
+                         "put the model above, + half the draws, among pairs some question ranked",
+}
+
+
+def question_ids(stack: GraphStack) -> tuple[np.ndarray, pd.DataFrame]:
+    """(T,) question index per graph (a question = dataset, prompt_id, turn) and the question keys."""
+    cols = [c for c in QUESTION_KEY if c in stack.keys.columns]
+    if not cols:
+        return np.arange(stack.T), pd.DataFrame(index=range(stack.T))
+    codes = stack.keys.groupby(cols, sort=True, dropna=False, observed=True).ngroup().to_numpy(np.int64)
+    first = pd.Series(np.arange(stack.T)).groupby(codes).first().to_numpy()
+    return codes, stack.keys.iloc[first][cols].reset_index(drop=True)
 
 
 def pged_from_weights(w: np.ndarray, models: tuple[str, ...]) -> RankResult:
-    """PGED steps 2-3 on an ensemble weight matrix (row beats column)."""
+    """PGED steps 2-3 on one ensemble weight matrix (row beats column): the global mode."""
     d = denoise(w)
     desc = descendant_counts(d.dag)
     order = sorted(range(len(models)), key=lambda i: (-int(desc[i]), models[i]))
@@ -25,6 +68,7 @@ def pged_from_weights(w: np.ndarray, models: tuple[str, ...]) -> RankResult:
         (models[i], models[j], float(w[i, j])) for i, j in zip(*np.nonzero(d.removed), strict=True)
     ]
     details = {
+        "mode": "global: one ensemble over every graph, denoised once",
         "score": "descendant count in the denoised DAG (paper 002, eq. 5); ties broken by model name",
         "n_removed_arcs": len(removed),
         "removed_weight": d.removed_weight,
@@ -40,11 +84,189 @@ def pged_from_weights(w: np.ndarray, models: tuple[str, ...]) -> RankResult:
     return RankResult("pged", series(models, desc), details, extras)
 
 
-@register("pged", "PGED: graph ensemble, greedy feedback-arc-set denoising, descendant count (paper 002)")
-def pged(stack: GraphStack, *, weights: np.ndarray | dict | None = None) -> RankResult:
+def prompt_rankings(
+    wq: np.ndarray, present: np.ndarray, prompt_ties: str = "average"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-question PGED rankings for (G, n, n) ensemble weights and (G, n) presence masks.
+
+    Returns (points (G, n) = l - r + 1 for present models, 0 otherwise (eq. 7), above (G, n, n) bool =
+    ranked strictly above, both present, descendant counts (G, n), DAGs (G, n, n), removed (G, n, n)).
+    """
+    G, n, _ = wq.shape
+    _, dag, removed = denoise_batch(wq)
+    desc = descendant_counts_batch(dag).astype(np.float64)
+    both = present[:, :, None] & present[:, None, :]
+    higher = (desc[:, None, :] > desc[:, :, None]) & both  # higher[g, i, j]: j has more descendants than i
+    same = (desc[:, None, :] == desc[:, :, None]) & both & ~np.eye(n, dtype=bool)
+    if prompt_ties == "average":
+        r = 1.0 + higher.sum(axis=2) + 0.5 * same.sum(axis=2)
+    elif prompt_ties == "name":
+        before = same & (np.arange(n)[None, None, :] < np.arange(n)[None, :, None])
+        r = 1.0 + higher.sum(axis=2) + before.sum(axis=2)
+    else:
+        raise LensError(f"Unknown prompt_ties {prompt_ties!r}; choose {' or '.join(PROMPT_TIES)}.")
+    length = present.sum(axis=1, keepdims=True)
+    points = np.where(present, length - r + 1.0, 0.0)
+    above = (r[:, :, None] < r[:, None, :]) & both
+    return points, above, desc, dag, removed
+
+
+def aggregate_rankings(
+    points: np.ndarray, above: np.ndarray, m: np.ndarray, aggregate: str, exact_max: int = 12
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Aggregate per-question rankings with question weights m (B, Q) → (scores (B, n), orders, counts).
+
+    ``points`` (Q, n) and ``above`` (Q, n, n) are fixed rankings, or (B, Q, n) / (B, Q, n, n) when the
+    rankings differ per resample. Orders (B, n) are returned for Kemeny only.
+    """
+    m = np.asarray(m, dtype=np.float64)
+    per_b = points.ndim == 3
+    if aggregate == "weight-score":
+        score = np.einsum("bq,bqn->bn", m, points) if per_b else m @ points
+        return score, None, None
+    C = np.einsum("bq,bqij->bij", m, above.astype(np.float64)) if per_b else np.einsum(
+        "bq,qij->bij", m, above.astype(np.float64))
+    if aggregate == "kemeny":
+        orders, _, counts = kemeny_orders_batch(C, exact_max)
+        return scores_from_orders(orders), orders, counts
+    if aggregate == "pairwise-majority":
+        n = C.shape[1]
+        ranked = (C + C.swapaxes(1, 2)) > 0
+        won = (C > C.swapaxes(1, 2)).sum(axis=2)
+        drawn = ((C == C.swapaxes(1, 2)) & ranked & ~np.eye(n, dtype=bool)).sum(axis=2)
+        return won + 0.5 * drawn, None, None
+    raise LensError(f"Unknown PGED aggregate {aggregate!r}; choose {', '.join(AGGREGATES)}.")
+
+
+def prompt_ensembles(stack: GraphStack, g: np.ndarray, q_of_t: np.ndarray, n_q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-question ensembles for graph weights g (B, T): weights (B, Q, n, n) and presence (B, Q, n).
+
+    One sparse product: rows (b, q), columns graphs t of question q, values g[b, t]. A model is present
+    in a question when a graph of it with positive weight compared the model.
+    """
+    n, T = stack.n, stack.T
+    g = np.asarray(g, dtype=np.float64)
+    B = g.shape[0]
+    rows = (np.arange(B)[:, None] * n_q + q_of_t[None, :]).ravel()
+    cols = np.tile(np.arange(T), B)
+    mix = sparse.csr_matrix((g.ravel(), (rows, cols)), shape=(B * n_q, T))
+    wins = stack.wins.reshape(T, n * n).astype(np.float64)
+    seen = stack.observed.any(axis=2).astype(np.float64)
+    wq = np.asarray(mix @ wins).reshape(B, n_q, n, n)
+    pres = np.asarray((mix > 0).astype(np.float64) @ seen).reshape(B, n_q, n) > 0
+    return wq, pres
+
+
+def pged_per_prompt_scores(
+    stack: GraphStack, alpha: np.ndarray, m: np.ndarray, *, aggregate: str, prompt_ties: str,
+    exact_max: int = 12, g: np.ndarray | None = None, chunk_cells: int = 20_000_000,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-prompt PGED scores for B weightings at once; returns (scores (B, n), Kemeny orders or None).
+
+    ``m`` (B, Q): question weights of the aggregation (bootstrap multiplicities). ``g`` (B, T): graph
+    weights of the per-question ensembles; None means ``alpha`` for every row, so one set of
+    per-question rankings serves all B (the ensembles only change by a positive factor per question,
+    which Algorithm 1 and the descendant counts ignore).
+    """
+    q_of_t = question_ids(stack)[0]
+    n_q = int(q_of_t.max()) + 1 if q_of_t.size else 0
+    n = stack.n
+    m = np.asarray(m, dtype=np.float64)
+    if g is None:
+        wq, pres = prompt_ensembles(stack, np.asarray(alpha, dtype=np.float64)[None], q_of_t, n_q)
+        points, above, *_ = prompt_rankings(wq[0], pres[0], prompt_ties)
+        score, orders, _ = aggregate_rankings(points, above, m, aggregate, exact_max)
+        return score, orders
+    B = g.shape[0]
+    step = max(1, chunk_cells // max(1, n_q * n * n))
+    scores, orders = [], []
+    for b0 in range(0, B, step):
+        gb = g[b0:b0 + step] * np.asarray(alpha, dtype=np.float64)[None]
+        nb = gb.shape[0]
+        wq, pres = prompt_ensembles(stack, gb, q_of_t, n_q)
+        points, above, *_ = prompt_rankings(wq.reshape(nb * n_q, n, n), pres.reshape(nb * n_q, n), prompt_ties)
+        s, o, _ = aggregate_rankings(points.reshape(nb, n_q, n), above.reshape(nb, n_q, n, n), m[b0:b0 + nb],
+                                     aggregate, exact_max)
+        scores.append(s)
+        orders.append(o)
+    return np.vstack(scores), (None if orders[0] is None else np.vstack(orders))
+
+
+def final_order(models: tuple[str, ...], score: np.ndarray, kemeny_order: np.ndarray | None) -> list[str]:
+    """The total order: Kemeny's own order, else score descending with ties by model name."""
+    if kemeny_order is not None:
+        return [models[i] for i in kemeny_order]
+    return [models[i] for i in sorted(range(len(models)), key=lambda i: (-float(score[i]), models[i]))]
+
+
+def pged_per_prompt(
+    stack: GraphStack, alpha: np.ndarray, *, aggregate: str, prompt_ties: str, exact_max: int
+) -> RankResult:
+    """The paper's model-ranking PGED: per-question ensemble → Algorithm 1 → ranking → rank ensemble."""
+    models = stack.models
+    q_of_t, qkeys = question_ids(stack)
+    n_q = len(qkeys)
+    wq, pres = prompt_ensembles(stack, alpha[None], q_of_t, n_q)
+    wq, pres = wq[0], pres[0]
+    points, above, desc, dag, removed = prompt_rankings(wq, pres, prompt_ties)
+    score, orders, counts = aggregate_rankings(points, above, np.ones((1, n_q)), aggregate, exact_max)
+    score = score[0]
+    order = final_order(models, score, None if orders is None else orders[0])
+    removed_w = np.where(removed, wq, 0.0).sum(axis=0)
+    removed_list = sorted(
+        ((models[i], models[j], float(removed_w[i, j])) for i, j in zip(*np.nonzero(removed.any(axis=0)), strict=True)),
+        key=lambda e: (-e[2], e[0], e[1]),
+    )
+    label = [" / ".join(str(v) for v in row) for row in qkeys.itertuples(index=False)] if qkeys.shape[1] else None
+    details = {
+        "mode": "per-prompt: one ensemble per question (its judges and variants), denoised, ranked, then aggregated "
+                "(paper 002, Section 4.2)",
+        "aggregate": aggregate,
+        "score": AGGREGATE_TEXT[aggregate],
+        "prompt_ties": ("models tied on descendants within a question share the average of their positions"
+                        if prompt_ties == "average" else
+                        "ties on descendants within a question broken by model name (paper 002, eq. 6)"),
+        "final_tie_break": "Kemeny tie-break (first co-optimal order by model name)" if aggregate == "kemeny"
+        else "equal scores ordered by model name",
+        "n_prompts": n_q,
+        "n_prompts_with_cycles_removed": int(removed.any(axis=(1, 2)).sum()),
+        "n_removed_arcs": int(removed.sum()),
+        "removed_weight": float(removed_w.sum()),
+        "total_weight": float(wq.sum()),
+    }
+    if aggregate == "kemeny":
+        details["co_optimal_orders"] = None if np.isnan(counts[0]) else int(counts[0])
+    extras = {
+        "graph": adjacency_frame(models, dag.sum(axis=0)),
+        "ensemble": adjacency_frame(models, wq.sum(axis=0)),
+        "removed": removed_list,
+        "order": order,
+        "prompt_descendants": pd.DataFrame(np.where(pres, desc, np.nan), columns=list(models), index=label),
+    }
+    return RankResult("pged", series(models, score), details, extras)
+
+
+@register("pged", "PGED: per-prompt graph ensemble, greedy feedback-arc-set denoising, rank ensemble (paper 002)")
+def pged(
+    stack: GraphStack,
+    *,
+    weights: np.ndarray | dict | None = None,
+    mode: str = "per-prompt",
+    aggregate: str = "weight-score",
+    prompt_ties: str = "average",
+    exact_max: int = 12,
+) -> RankResult:
     check_stack(stack, "pged")
+    if mode not in MODES:
+        raise LensError(f"Unknown PGED mode {mode!r}; choose {' or '.join(MODES)}.")
+    if aggregate not in AGGREGATES:
+        raise LensError(f"Unknown PGED aggregate {aggregate!r}; choose {', '.join(AGGREGATES)}.")
+    if prompt_ties not in PROMPT_TIES:
+        raise LensError(f"Unknown prompt_ties {prompt_ties!r}; choose {' or '.join(PROMPT_TIES)}.")
     alpha = graph_weights(stack, weights)
-    w = np.einsum("t,tij->ij", alpha, stack.wins.astype(np.float64))
-    res = pged_from_weights(w, stack.models)
-    res.details["weighted"] = weights is not None
-    return res
+    if mode == "global":
+        w = np.einsum("t,tij->ij", alpha, stack.wins.astype(np.float64))
+        res = pged_from_weights(w, stack.models)
+        return RankResult(res.ranker, res.scores, {**res.details, "weighted": weights is not None}, res.extras)
+    res = pged_per_prompt(stack, alpha, aggregate=aggregate, prompt_ties=prompt_ties, exact_max=exact_max)
+    return RankResult(res.ranker, res.scores, {**res.details, "weighted": weights is not None}, res.extras)

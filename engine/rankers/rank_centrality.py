@@ -12,28 +12,49 @@ from __future__ import annotations
 import numpy as np
 
 from ..graphs import GraphStack
-from .base import RankResult, centred, check_stack, register, series
+from .base import RankResult, centred, check_stack, register, series, single_thread_blas
 from .bt import DEFAULT_ALPHA, regularise
 
 
 def stationary(P: np.ndarray) -> np.ndarray:
-    """Stationary distribution of a row-stochastic matrix (least squares on pi (P - I) = 0, sum pi = 1)."""
-    n = P.shape[0]
-    A = np.vstack([(P - np.eye(n)).T, np.ones((1, n))])
-    b = np.zeros(n + 1)
-    b[-1] = 1.0
-    pi, *_ = np.linalg.lstsq(A, b, rcond=None)
+    """Stationary distribution of a row-stochastic matrix (pi (P - I) = 0 with one equation replaced by sum = 1)."""
+    return stationary_batch(np.asarray(P, dtype=np.float64)[None])[0]
+
+
+def stationary_batch(P: np.ndarray) -> np.ndarray:
+    """(B, n, n) row-stochastic, irreducible → (B, n) stationary laws, one batched linear solve."""
+    B, n, _ = P.shape
+    A = (P - np.eye(n)[None]).swapaxes(1, 2).copy()
+    A[:, -1, :] = 1.0
+    b = np.zeros((B, n, 1))
+    b[:, -1, 0] = 1.0
+    pi = np.linalg.solve(A, b)[:, :, 0]
     return np.clip(pi, 1e-300, None)
 
 
 def transition_matrix(wt: np.ndarray) -> np.ndarray:
-    n_ij = wt + wt.T
-    frac = np.divide(wt.T, n_ij, out=np.zeros_like(wt), where=n_ij > 0)  # share of i-j games j won
-    d_max = max(int((n_ij > 0).sum(axis=1).max()), 1)
-    P = frac / d_max
-    np.fill_diagonal(P, 0.0)
-    np.fill_diagonal(P, 1.0 - P.sum(axis=1))
+    return transition_batch(np.asarray(wt, dtype=np.float64)[None])[0]
+
+
+def transition_batch(wt: np.ndarray) -> np.ndarray:
+    """(B, n, n) W~ → (B, n, n) walk toward winners: P_ij = W~_ji / (W~_ij + W~_ji) / d_max, rest stays."""
+    B, n, _ = wt.shape
+    n_ij = wt + wt.swapaxes(1, 2)
+    frac = np.divide(wt.swapaxes(1, 2), n_ij, out=np.zeros_like(wt), where=n_ij > 0)  # share j won
+    d_max = np.maximum((n_ij > 0).sum(axis=2).max(axis=1), 1).astype(np.float64)
+    P = frac / d_max[:, None, None]
+    idx = np.arange(n)
+    P[:, idx, idx] = 0.0
+    P[:, idx, idx] = 1.0 - P.sum(axis=2)
     return P
+
+
+def rank_centrality_batch(wtilde: np.ndarray, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize"):
+    """(B, n, n) W~ → ((B, n) mean-centred log stationary laws, (B,) regularised) in one array pass."""
+    wt, bad = regularise(wtilde, alpha, on_degenerate)
+    with single_thread_blas():
+        pi = stationary_batch(transition_batch(wt))
+    return centred(np.log(pi)), bad
 
 
 @register("rank-centrality", "Rank Centrality: stationary law of a walk toward winners (log, centred)")
@@ -42,12 +63,14 @@ def rank_centrality(
 ) -> RankResult:
     check_stack(stack, "rank-centrality")
     W, T = stack.win_tie_matrices()
-    wt, bad = regularise((W + 0.5 * T)[None], alpha, on_degenerate)
-    pi = stationary(transition_matrix(wt[0]))
+    score, bad = rank_centrality_batch((W + 0.5 * T)[None], alpha, on_degenerate)
     details = {
         "score": "log stationary probability, mean-centred",
         "regularisation": (
-            f"the walk is not irreducible; added {alpha} virtual tie(s) to every pair" if bad[0] else "none"
+            f"the comparison digraph is not strongly connected (no unique stationary law); added {alpha} virtual "
+            "tie(s) to every pair"
+            if bad[0] else "none"
         ),
+        "alpha": alpha if bad[0] else 0.0,
     }
-    return RankResult("rank-centrality", series(stack.models, centred(np.log(pi))), details)
+    return RankResult("rank-centrality", series(stack.models, score[0]), details)

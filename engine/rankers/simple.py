@@ -9,6 +9,15 @@ pairwise majority of per-graph rankings.
   wins (+ ties/2); a model at rank r among l gets l - r + 1 points, absent models 0; optional weights;
 - pairwise majority (paper 002, Appendix Q, eq. 11-12): Copeland on the (weighted) majority relation
   of the per-graph rankings. Its eq. 11 argmax is the Kemeny order; ``kemeny`` computes that exactly.
+
+Uncompared pairs (incomplete designs, e.g. a judge that saw some model against only half the field):
+a pair never compared contributes nothing: no majority edge (Copeland, score-of-win), no draw
+(pairwise majority), no points in graphs where the model is absent (Borda, eq. 7). So a model with
+fewer opponents collects fewer points. ``normalize=True`` divides by what the model could have
+collected: the number of opponents it was compared with (Copeland, score-of-win, pairwise majority)
+or the points attainable in the graphs where it appears (Borda). Win rate is a share already.
+
+The kernels take (B, ...) arrays so the bootstrap runs every resample in one array operation.
 """
 
 from __future__ import annotations
@@ -19,51 +28,90 @@ from ..errors import LensError
 from ..graphs import GraphStack
 from .base import RankResult, adjacency_frame, check_stack, register, series
 
+UNCOMPARED = ("pairs never compared count for neither model (no edge, no draw); "
+              "a model with fewer opponents can collect fewer points")
+
+
+def _divide(num: np.ndarray, den: np.ndarray, what: str) -> np.ndarray:
+    out = np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+    if np.isnan(out).any():
+        raise LensError(f"The normalised {what} is undefined for a model never compared in this selection.")
+    return out
+
+
+def winrate_scores(W: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """(B, n, n) wins and ties → (B, n) (wins + ties/2) / comparisons (NaN without comparisons)."""
+    games = (W + W.swapaxes(1, 2) + T).sum(axis=2)
+    num = W.sum(axis=2) + 0.5 * T.sum(axis=2)
+    return np.divide(num, games, out=np.full(num.shape, np.nan), where=games > 0)
+
 
 @register("winrate", "share of comparisons won, ties counting one half")
 def winrate(stack: GraphStack) -> RankResult:
     check_stack(stack, "winrate")
     W, T = stack.win_tie_matrices()
-    games = (W + W.T + T).sum(axis=1)
-    score = np.divide(W.sum(axis=1) + 0.5 * T.sum(axis=1), games, out=np.full(stack.n, np.nan), where=games > 0)
+    score = winrate_scores(W[None], T[None])[0]
     if np.isnan(score).any():
         missing = [m for m, s in zip(stack.models, score, strict=True) if np.isnan(s)]
         raise LensError(f"Win rate is undefined for models never compared in this selection: {', '.join(missing)}.")
-    return RankResult("winrate", series(stack.models, score), {"score": "(wins + ties/2) / comparisons"})
+    return RankResult("winrate", series(stack.models, score),
+                      {"score": "(wins + ties/2) / comparisons", "uncompared_pairs": "not counted (a share)"})
 
 
 def majority_graph(W: np.ndarray, compared: np.ndarray) -> np.ndarray:
-    """Majority graph from strict wins (paper 000, Appendix A.3): exact majorities are bidirectional."""
-    adj = (W > W.T) | ((W == W.T) & compared)
-    np.fill_diagonal(adj, False)
-    return adj
+    """Majority graph from strict wins (paper 000, Appendix A.3): exact majorities are bidirectional.
+
+    Works on (n, n) or (B, n, n); pairs not ``compared`` get no edge.
+    """
+    Wt = np.swapaxes(W, -1, -2)
+    adj = (W > Wt) | ((W == Wt) & compared)
+    n = W.shape[-1]
+    return adj & ~np.eye(n, dtype=bool)
+
+
+def copeland_scores(W: np.ndarray, compared: np.ndarray, tie_value: float, normalize: bool = False) -> np.ndarray:
+    """(B, n, n) strict wins and compared pairs → (B, n) majority wins + tie_value * exact majorities."""
+    adj = majority_graph(W, compared)
+    strict = adj & ~adj.swapaxes(1, 2)
+    tie = adj & adj.swapaxes(1, 2)
+    score = strict.sum(axis=2) + tie_value * tie.sum(axis=2)
+    if normalize:
+        n = W.shape[-1]
+        opponents = (compared & ~np.eye(n, dtype=bool)).sum(axis=2)
+        score = _divide(score.astype(np.float64), opponents, "Copeland score")
+    return score.astype(np.float64)
+
+
+def _policy(normalize: bool) -> str:
+    return UNCOMPARED + ("; normalised: divided by the number of opponents the model was compared with"
+                         if normalize else "; not normalised (normalize=true divides by compared opponents)")
 
 
 @register("copeland", "Copeland on the majority graph: pairs won + half the exact majorities")
-def copeland(stack: GraphStack) -> RankResult:
+def copeland(stack: GraphStack, *, normalize: bool = False) -> RankResult:
     check_stack(stack, "copeland")
     W, _ = stack.win_tie_matrices()
     compared = stack.observed.any(axis=0)
-    adj = majority_graph(W, compared)
-    strict = adj & ~adj.T
-    tie = adj & adj.T
-    score = strict.sum(axis=1) + 0.5 * tie.sum(axis=1)
+    score = copeland_scores(W[None], compared[None], 0.5, normalize)[0]
     return RankResult(
         "copeland", series(stack.models, score),
-        {"score": "pairs won by strict-win majority + half the exact majorities (paper 000, A.3)"},
-        {"graph": adjacency_frame(stack.models, adj)},
+        {"score": "pairs won by strict-win majority + half the exact majorities (paper 000, A.3)",
+         "uncompared_pairs": _policy(normalize), "normalized": bool(normalize)},
+        {"graph": adjacency_frame(stack.models, majority_graph(W, compared))},
     )
 
 
 @register("scorewin", "score-of-win: out-degree of the majority graph, exact majorities both ways")
-def scorewin(stack: GraphStack) -> RankResult:
+def scorewin(stack: GraphStack, *, normalize: bool = False) -> RankResult:
     check_stack(stack, "scorewin")
     W, _ = stack.win_tie_matrices()
-    adj = majority_graph(W, stack.observed.any(axis=0))
+    compared = stack.observed.any(axis=0)
+    score = copeland_scores(W[None], compared[None], 1.0, normalize)[0]
     return RankResult(
-        "scorewin", series(stack.models, adj.sum(axis=1)),
-        {"score": "out-degree of the strict-win majority graph, exact majorities as two edges (paper 000, A.3)"},
-        {"graph": adjacency_frame(stack.models, adj)},
+        "scorewin", series(stack.models, score),
+        {"score": "out-degree of the strict-win majority graph, exact majorities as two edges (paper 000, A.3)",
+         "uncompared_pairs": _policy(normalize), "normalized": bool(normalize)},
+        {"graph": adjacency_frame(stack.models, majority_graph(W, compared))},
     )
 
 
@@ -94,37 +142,72 @@ def graph_weights(stack: GraphStack, weights: np.ndarray | dict | None) -> np.nd
     return w
 
 
-@register("borda", "weight score / Borda over per-graph rankings (paper 002, Appendix Q)")
-def borda(stack: GraphStack, *, weights: np.ndarray | dict | None = None) -> RankResult:
-    check_stack(stack, "borda")
+def borda_points(stack: GraphStack) -> tuple[np.ndarray, np.ndarray]:
+    """(T, n) weight-score points l_t - r_t + 1 (0 when absent, eq. 7) and (T, n) attainable points l_t."""
     ranks, present = graph_rankings(stack)
     length = present.sum(axis=1, keepdims=True)
     points = np.where(present, length - ranks + 1, 0).astype(np.float64)
+    return points, np.where(present, length, 0).astype(np.float64)
+
+
+def borda_scores(points: np.ndarray, attainable: np.ndarray, g: np.ndarray, normalize: bool = False) -> np.ndarray:
+    """Weight score for graph weights g (B, T): g @ points, optionally over g @ attainable."""
+    score = g @ points
+    return _divide(score, g @ attainable, "weight score") if normalize else score
+
+
+@register("borda", "weight score / Borda over per-graph rankings (paper 002, Appendix Q)")
+def borda(stack: GraphStack, *, weights: np.ndarray | dict | None = None, normalize: bool = False) -> RankResult:
+    check_stack(stack, "borda")
+    points, attainable = borda_points(stack)
     alpha = graph_weights(stack, weights)
-    score = alpha @ points
+    score = borda_scores(points, attainable, alpha[None], normalize)[0]
     return RankResult(
         "borda", series(stack.models, score),
-        {"score": "sum over graphs of alpha_t (l_t - r_t + 1) (paper 002, eq. 7-8)", "weighted": weights is not None},
+        {"score": "sum over graphs of alpha_t (l_t - r_t + 1) (paper 002, eq. 7-8)", "weighted": weights is not None,
+         "uncompared_pairs": "a model absent from a graph gets 0 points there (eq. 7)"
+         + ("; normalised: divided by the points attainable in the graphs where it appears" if normalize
+            else "; not normalised (normalize=true divides by the attainable points)"),
+         "normalized": bool(normalize)},
     )
+
+
+def ranking_above(stack: GraphStack) -> np.ndarray:
+    """(T, n, n) bool: graph t ranks i strictly above j, both present."""
+    ranks, present = graph_rankings(stack)
+    both = present[:, :, None] & present[:, None, :]
+    return (ranks[:, :, None] < ranks[:, None, :]) & both
 
 
 def ranking_preferences(stack: GraphStack, weights: np.ndarray | dict | None = None) -> np.ndarray:
     """C[i, j] = sum_t alpha_t 1{graph t ranks i strictly above j} (paper 002, eq. 11-12)."""
-    ranks, present = graph_rankings(stack)
     alpha = graph_weights(stack, weights)
-    both = present[:, :, None] & present[:, None, :]
-    above = (ranks[:, :, None] < ranks[:, None, :]) & both
-    return np.einsum("t,tij->ij", alpha, above.astype(np.float64))
+    return np.einsum("t,tij->ij", alpha, ranking_above(stack).astype(np.float64))
+
+
+def pairwise_majority_scores(C: np.ndarray, ranked: np.ndarray, normalize: bool = False) -> np.ndarray:
+    """(B, n, n) preferences and ranked pairs (some graph had both) → (B, n) majority wins + half the draws."""
+    n = C.shape[-1]
+    Ct = C.swapaxes(1, 2)
+    ranked = ranked & ~np.eye(n, dtype=bool)
+    score = (C > Ct).sum(axis=2) + 0.5 * ((C == Ct) & ranked).sum(axis=2)
+    if normalize:
+        score = _divide(score.astype(np.float64), ranked.sum(axis=2), "pairwise-majority score")
+    return score.astype(np.float64)
 
 
 @register("pairwise-majority", "Copeland on the (weighted) majority of per-graph rankings (paper 002, Q)")
-def pairwise_majority(stack: GraphStack, *, weights: np.ndarray | dict | None = None) -> RankResult:
+def pairwise_majority(
+    stack: GraphStack, *, weights: np.ndarray | dict | None = None, normalize: bool = False
+) -> RankResult:
     check_stack(stack, "pairwise-majority")
+    alpha = graph_weights(stack, weights)
     C = ranking_preferences(stack, weights)
-    won = (C > C.T).sum(axis=1)
-    tied = ((C == C.T) & ~np.eye(stack.n, dtype=bool)).sum(axis=1)
+    both = stack.observed.any(axis=2)
+    ranked = np.einsum("t,ti,tj->ij", alpha, both.astype(np.float64), both.astype(np.float64)) > 0
+    score = pairwise_majority_scores(C[None], ranked[None], normalize)[0]
     return RankResult(
-        "pairwise-majority", series(stack.models, won + 0.5 * tied),
+        "pairwise-majority", series(stack.models, score),
         {"score": "pairs where a (weighted) majority of graph rankings put the model above, + half the draws",
-         "weighted": weights is not None},
+         "weighted": weights is not None, "uncompared_pairs": _policy(normalize), "normalized": bool(normalize)},
     )
