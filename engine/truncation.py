@@ -1,23 +1,35 @@
 """Cycle-aware truncation: score each graph by its bad short cycles and keep the K most consistent.
 
 Paper 000, Section 3.1 / Appendix A.2: a graph's truncation score is
-``S = λ3·C3_bad + λ4·C4_bad`` (the paper's ``S_mu = C3_bad + mu·C4_bad`` is λ3 = 1, λ4 = mu).
-Keep-K keeps the K graphs with the smallest score, over the whole pool or K per category, and
-reports the threshold ``S_K`` (the largest kept score). Equal scores are ordered by the graph key
-(dataset, judge, prompt_id, variant, turn), prompt ids compared naturally (``"2" < "10"``), so a
-selection never depends on row order or on the random state.
+``S = λ3·C3_bad + λ4·C4_bad`` (the paper's ``S_mu = C3_bad + mu·C4_bad`` is λ3 = 1, λ4 = mu; any
+real λ is allowed, so a score can be negative). Keep-K keeps the K graphs with the smallest score,
+over the whole pool or K per category, and reports the threshold ``S_K`` (the largest kept score).
+A K larger than the pool (or than a category, per category) keeps all of it, and the selection
+says which groups were capped. Equal scores are ordered by the graph key (dataset, judge,
+prompt_id, variant, turn), prompt ids compared naturally (``"2" < "10"``), so a selection never
+depends on row order or on the random state.
+
+Scores always come from the graphs as judged, over every model in them: leaving out models
+(e.g. those without a reference rating) happens after truncation, for ranking and distances only.
+
+Pools (which graphs may be kept): ``perturbed`` = originals + paraphrases (the paper's Trunc, the
+default), ``sampling`` = originals + sampling replicates (the sampling-only control), ``all``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from .errors import LensError
 from .schema import GRAPH_KEY
+
+POOLS: tuple[str, ...] = ("perturbed", "sampling", "all")
+"""perturbed: originals + paraphrases (default); sampling: originals + sampling replicates
+(the control of paper 000, Figure 6); all: every graph."""
 
 
 @dataclass(frozen=True)
@@ -26,17 +38,26 @@ class Selection:
 
     ``index``: positional indices (into the scored pool) of the kept graphs, sorted ascending;
     ``threshold``: S_K, the largest kept score (a float, or a Series by category when per category);
-    ``k``: K; ``scores``: the score of every graph in the pool.
+    ``k``: K; ``scores``: the score of every graph in the pool; ``capped``: group → graphs kept
+    where the group (the pool, or a category) had fewer than K graphs; ``note``: that, in words.
     """
 
     index: np.ndarray
     threshold: float | pd.Series
     k: int
     scores: np.ndarray
+    capped: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_kept(self) -> int:
         return int(self.index.size)
+
+    @property
+    def note(self) -> str:
+        if not self.capped:
+            return ""
+        parts = ", ".join(f"{g} keeps all {m}" for g, m in self.capped.items())
+        return f"K = {self.k} is more than some groups hold: {parts}."
 
 
 def truncation_scores(
@@ -45,18 +66,29 @@ def truncation_scores(
     """S = lam3·C3_bad + lam4·C4_bad per graph (lam4 = mu when not given); paper 000, eq. (1).
 
     ``counts`` is the frame of ``engine.cycles.cycle_counts`` (columns ``c3_bad``, ``c4_bad``).
+    The weights are any finite real numbers (the paper's λ ∈ ℝ²).
     """
     missing = [c for c in ("c3_bad", "c4_bad") if c not in counts.columns]
     if missing:
         raise LensError(f"The cycle-count table lacks the column(s) {', '.join(missing)}.")
-    w4 = float(mu) if lam4 is None else float(lam4)
-    w3 = float(lam3)
-    for name, v in (("mu/lam4", w4), ("lam3", w3)):
-        if not np.isfinite(v) or v < 0:
-            raise LensError(f"The truncation weight {name} must be a finite number ≥ 0; got {v}.")
+    w3, w4 = check_weights(mu, lam3, lam4)
     c3 = counts["c3_bad"].to_numpy(dtype=np.float64)
     c4 = counts["c4_bad"].to_numpy(dtype=np.float64)
     return w3 * c3 + w4 * c4
+
+
+def check_weights(mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None) -> tuple[float, float]:
+    """(λ3, λ4) as floats (λ4 = mu unless given); refuses a weight that is not a finite number."""
+    out = []
+    for name, v in (("lam3", lam3), ("mu/lam4", mu if lam4 is None else lam4)):
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise LensError(f"The truncation weight {name} must be a number; got {v!r}.") from None
+        if not np.isfinite(x):
+            raise LensError(f"The truncation weight {name} must be a finite number; got {x}.")
+        out.append(x)
+    return out[0], out[1]
 
 
 _NUM = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s*$")
@@ -93,11 +125,54 @@ def key_order(keys: pd.DataFrame) -> np.ndarray:
     return np.lexsort(tuple(reversed(cols)))
 
 
+def key_rank(keys: pd.DataFrame) -> np.ndarray:
+    """Rank of every row in the graph-key order (0 = first): a stable id of a graph within a stack."""
+    r = np.empty(len(keys), dtype=np.int64)
+    r[key_order(keys)] = np.arange(len(keys))
+    return r
+
+
 def keep_order(scores: np.ndarray, keys: pd.DataFrame) -> np.ndarray:
     """Positions of all graphs ordered by (score, graph key), best first: keep-K takes a prefix."""
-    tie_rank = np.empty(len(keys), dtype=np.int64)
-    tie_rank[key_order(keys)] = np.arange(len(keys))
-    return np.lexsort((tie_rank, scores))
+    return np.lexsort((key_rank(keys), scores))
+
+
+def is_sample(keys: pd.DataFrame) -> np.ndarray:
+    """Sampling replicates (``variant_kind == "sample"``)."""
+    if "variant_kind" not in keys:
+        return np.zeros(len(keys), dtype=bool)
+    return (keys["variant_kind"].astype("string") == "sample").fillna(False).to_numpy(dtype=bool)
+
+
+def is_original(keys: pd.DataFrame) -> np.ndarray:
+    """Original prompts: ``variant_kind == "original"`` (or variant 0 when the kind is unknown)."""
+    variant = pd.to_numeric(keys["variant"]).to_numpy()
+    if "variant_kind" not in keys:
+        return variant == 0
+    kind = keys["variant_kind"].astype("string").fillna("original").to_numpy(dtype=object)
+    return (kind == "original") | ((variant == 0) & (kind != "sample"))
+
+
+def pool_mask(keys: pd.DataFrame, pool: str = "perturbed") -> np.ndarray:
+    """Which graphs belong to a pool (see ``POOLS``)."""
+    if pool not in POOLS:
+        raise LensError(f"Unknown pool {pool!r}; choose one of {', '.join(POOLS)}.")
+    if pool == "all":
+        return np.ones(len(keys), dtype=bool)
+    samp = is_sample(keys)
+    return ~samp if pool == "perturbed" else (samp | is_original(keys))
+
+
+def _whole_k(k) -> int:
+    try:
+        k_int = int(k)
+    except (TypeError, ValueError):
+        raise LensError(f"K must be a whole number; got {k!r}.") from None
+    if k_int != k:
+        raise LensError(f"K must be a whole number; got {k!r}.")
+    if k_int < 1:
+        raise LensError(f"K must be at least 1; got {k_int}.")
+    return k_int
 
 
 def select_keep_k(
@@ -106,43 +181,32 @@ def select_keep_k(
     """Keep the K graphs with the smallest score (K per category when ``per_category``).
 
     Ties in score are broken by graph key (see module docstring). ``keys`` has one row per score
-    (the ``GraphStack.keys`` frame); per category it needs a ``category`` column.
+    (the ``GraphStack.keys`` frame); per category it needs a ``category`` column. A group with
+    fewer than K graphs keeps them all (``Selection.capped`` says which).
     """
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1 or len(keys) != s.size:
         raise LensError(f"There are {s.size} scores but {len(keys)} graph keys; they must match one to one.")
     if np.isnan(s).any():
         raise LensError(f"Graph at position {int(np.flatnonzero(np.isnan(s))[0])} has no truncation score (NaN).")
-    try:
-        k_int = int(k)
-    except (TypeError, ValueError):
-        raise LensError(f"K must be a whole number; got {k!r}.") from None
-    if k_int != k:
-        raise LensError(f"K must be a whole number; got {k!r}.")
+    k_int = _whole_k(k)
+    if s.size == 0:
+        raise LensError("There are no graphs to keep.")
     keys = keys.reset_index(drop=True)
     if not per_category:
-        if not 1 <= k_int <= s.size:
-            raise LensError(f"K must be between 1 and the pool size {s.size}; got {k_int}.")
         order = keep_order(s, keys)
         kept = np.sort(order[:k_int])
-        return Selection(index=kept, threshold=float(s[kept].max()), k=k_int, scores=s)
+        capped = {"the pool": int(s.size)} if k_int > s.size else {}
+        return Selection(index=kept, threshold=float(s[kept].max()), k=k_int, scores=s, capped=capped)
     if "category" not in keys.columns:
         raise LensError("Per-category keep-K needs a category for every graph, and the keys have none.")
     cats = keys["category"].astype("string")
     if cats.isna().any():
         pos = int(np.flatnonzero(cats.isna().to_numpy())[0])
         raise LensError(f"Graph at position {pos} has no category, so per-category keep-K cannot place it.")
-    sizes = cats.value_counts()
-    if k_int < 1 or k_int > int(sizes.min()):
-        small = sizes.idxmin()
-        raise LensError(
-            f"K must be between 1 and the smallest category size {int(sizes.min())} "
-            f"(category {small!r}); got {k_int}."
-        )
     order = keep_order(s, keys)
     cat_codes, uniques = pd.factorize(cats, sort=True)
     ordered_codes = cat_codes[order]
-    # rank of each graph within its category, following the global (score, key) order
     # rank of each graph within its category along the (score, key) order: a stable sort by
     # category keeps that order inside each block, then subtract each block's start
     by_cat = np.argsort(ordered_codes, kind="stable")
@@ -153,4 +217,75 @@ def select_keep_k(
     thr = pd.Series(s[kept], index=cats.to_numpy()[kept]).groupby(level=0).max()
     thr.index.name = "category"
     thr.name = "threshold"
-    return Selection(index=kept, threshold=thr.astype(float), k=k_int, scores=s)
+    sizes = np.bincount(cat_codes, minlength=len(uniques))
+    capped = {str(uniques[c]): int(sizes[c]) for c in range(len(uniques)) if sizes[c] < k_int}
+    return Selection(index=kept, threshold=thr.astype(float), k=k_int, scores=s, capped=capped)
+
+
+@dataclass(frozen=True)
+class KeptGraphs:
+    """The graphs keep-K kept from a stack, for a leaderboard to rank and a person to read.
+
+    ``index``: positions in the stack of the kept graphs (ascending); ``table``: one row per kept
+    graph in keep order (smallest score first, ties by graph key) with its key, category, kind,
+    ``c3_bad``, ``c4_bad`` and ``score`` (S); ``threshold``: S_K (a float, or a Series by category);
+    ``selection``: the underlying Selection (positions into the pool); ``pool``: the pool's name;
+    ``n_pool``: its size; ``note``: caps and left-out graphs, in words ('' when nothing to say).
+    """
+
+    index: np.ndarray
+    table: pd.DataFrame
+    threshold: float | pd.Series
+    selection: Selection
+    pool: str
+    n_pool: int
+    note: str
+
+
+def keep_k_graphs(
+    stack,
+    k: int,
+    *,
+    mu: float = 1.0,
+    lam3: float = 1.0,
+    lam4: float | None = None,
+    per_category: bool = False,
+    pool: str = "perturbed",
+    counts: pd.DataFrame | None = None,
+) -> KeptGraphs:
+    """Keep-K on a GraphStack: score every graph as judged, keep the K smallest within ``pool``.
+
+    ``counts``: the stack's ``engine.cycles.cycle_counts`` frame when already computed. The
+    leaderboard ranks ``stack.subset(result.index)``; ``result.table`` and ``result.threshold``
+    are what to print.
+    """
+    if counts is None:
+        from .cycles import cycle_counts
+
+        counts = cycle_counts(stack)
+    scores = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
+    member = pool_mask(stack.keys, pool)
+    pos = np.flatnonzero(member)
+    if pos.size == 0:
+        raise LensError(f"The {pool} pool is empty for this selection, so there is nothing to keep.")
+    sub_keys = stack.keys.iloc[pos].reset_index(drop=True)
+    sel = select_keep_k(scores[pos], sub_keys, k, per_category=per_category)
+    kept = pos[sel.index]
+    in_order = kept[np.lexsort((key_rank(stack.keys)[kept], scores[kept]))]
+    cols = [c for c in (*GRAPH_KEY, "category", "variant_kind") if c in stack.keys.columns]
+    table = stack.keys.iloc[in_order][cols].reset_index(drop=True)
+    table["c3_bad"] = counts["c3_bad"].to_numpy()[in_order]
+    table["c4_bad"] = counts["c4_bad"].to_numpy()[in_order]
+    table["score"] = scores[in_order]
+    table.insert(0, "keep_rank", np.arange(1, in_order.size + 1))
+    notes = [sel.note] if sel.note else []
+    left_out = int(stack.T - pos.size)
+    if left_out:
+        notes.append(f"{left_out} graph(s) outside the {pool} pool were not considered.")
+    return KeptGraphs(np.sort(kept), table, sel.threshold, sel, pool, int(pos.size), " ".join(notes))
+
+
+__all__ = [
+    "POOLS", "KeptGraphs", "Selection", "check_weights", "is_original", "is_sample", "keep_k_graphs",
+    "keep_order", "key_order", "key_rank", "pool_mask", "select_keep_k", "truncation_scores",
+]

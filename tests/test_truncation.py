@@ -38,8 +38,12 @@ def test_scores_general_form():
     assert truncation_scores(c, mu=0.5, lam4=3.0).tolist() == [9.0, 15.0, 1.0]  # lam4 wins over mu
     with pytest.raises(LensError, match="c4_bad"):
         truncation_scores(c[["c3_bad"]])
-    with pytest.raises(LensError, match="≥ 0"):
-        truncation_scores(c, mu=-1)
+    # any real weights (the paper's λ ∈ ℝ²): scores may be negative
+    assert truncation_scores(c, mu=-1).tolist() == [1.0, -5.0, 1.0]
+    assert truncation_scores(c, lam3=-2.0, lam4=0.5).tolist() == [-5.0, 2.5, -2.0]
+    for bad in (float("nan"), float("inf"), "x"):
+        with pytest.raises(LensError, match="truncation weight"):
+            truncation_scores(c, mu=bad)
 
 
 def test_keep_k_matches_direct_sort_with_many_ties():
@@ -84,8 +88,117 @@ def test_per_category_matches_per_group_sort():
 
 def test_invalid_k_is_one_sentence():
     keys = _keys([1, 2, 3], categories=["a", "a", "b"])
-    for bad in (0, 4, 2.5):
+    for bad in (0, -1, 2.5, "x"):
         with pytest.raises(LensError, match="K must"):
             select_keep_k(np.zeros(3), keys, bad)
-    with pytest.raises(LensError, match="smallest category size 1"):
-        select_keep_k(np.zeros(3), keys, 2, per_category=True)
+
+
+def test_k_above_a_group_keeps_it_all_and_says_so():
+    keys = _keys([1, 2, 3, 4, 5], categories=["a", "a", "a", "b", "c"])
+    scores = np.array([3.0, 1.0, 2.0, 0.0, 5.0])
+    sel = select_keep_k(scores, keys, 2, per_category=True)
+    assert sel.index.tolist() == [1, 2, 3, 4]  # a: the 2 smallest; b and c: all they have
+    assert sel.capped == {"b": 1, "c": 1} and "b keeps all 1" in sel.note
+    assert sel.threshold.to_dict() == {"a": 2.0, "b": 0.0, "c": 5.0}
+    whole = select_keep_k(scores, keys, 9)
+    assert whole.index.tolist() == [0, 1, 2, 3, 4] and whole.capped == {"the pool": 5}
+    assert select_keep_k(scores, keys, 5).capped == {} and select_keep_k(scores, keys, 5).note == ""
+
+
+def test_negative_weights_order_by_score_then_key():
+    c = pd.DataFrame({"c3_bad": [2, 0, 1, 3, 0], "c4_bad": [0, 4, 1, 6, 1]})
+    keys = _keys(["3", "1", "10", "2", "20"])
+    s = truncation_scores(c, lam3=1.0, lam4=-0.5)  # [2, -2, 0.5, 0, -0.5]
+    assert s.tolist() == [2.0, -2.0, 0.5, 0.0, -0.5]
+    assert select_keep_k(s, keys, 3).index.tolist() == sorted([1, 4, 3])
+    assert select_keep_k(s, keys, 3).threshold == 0.0
+    tied = truncation_scores(c, lam3=0.0, lam4=0.0)  # all zero: the key decides (1 < 2 < 3 < 10 < 20)
+    assert select_keep_k(tied, keys, 3).index.tolist() == _direct(tied, keys, 3) == [0, 1, 3]
+
+
+def _stack_with_kinds(seed=0, n=5, prompts=6):
+    """Random tournaments: per prompt an original, two paraphrases and two sampling replicates."""
+    from engine.graphs import GraphStack
+
+    rng = np.random.default_rng(seed)
+    rows, adj = [], []
+    for q in range(prompts):
+        for v, kind in enumerate(["original", "paraphrase", "paraphrase", "sample", "sample"]):
+            a = np.zeros((n, n), bool)
+            iu, ju = np.triu_indices(n, 1)
+            fwd = rng.random(iu.size) < 0.6
+            a[iu[fwd], ju[fwd]] = True
+            a[ju[~fwd], iu[~fwd]] = True
+            adj.append(a)
+            rows.append({"dataset": "d", "judge": "j", "prompt_id": str(q + 1), "variant": v, "turn": 1,
+                         "category": "c" + str(q % 2), "variant_kind": kind})
+    adj = np.array(adj)
+    obs = np.ones_like(adj)
+    obs[:, range(n), range(n)] = False
+    return GraphStack(tuple(f"m{i}" for i in range(n)), adj, obs, pd.DataFrame(rows))
+
+
+def test_keep_k_graphs_pools_table_and_threshold():
+    from engine.cycles import cycle_counts
+    from engine.truncation import keep_k_graphs
+
+    st = _stack_with_kinds()
+    counts = cycle_counts(st)
+    kinds = st.keys["variant_kind"].to_numpy()
+    for pool, allowed in (("perturbed", {"original", "paraphrase"}), ("sampling", {"original", "sample"}),
+                          ("all", {"original", "paraphrase", "sample"})):
+        for mu, lam3 in ((1.0, 1.0), (-0.5, 2.0)):
+            s = truncation_scores(counts, mu=mu, lam3=lam3)
+            res = keep_k_graphs(st, 7, mu=mu, lam3=lam3, pool=pool)
+            pos = np.flatnonzero(np.isin(kinds, list(allowed)))
+            direct = pos[_direct(s[pos], st.keys.iloc[pos].reset_index(drop=True), 7)]
+            assert res.index.tolist() == sorted(direct.tolist()) and res.n_pool == pos.size
+            assert set(kinds[res.index]) <= allowed
+            t = res.table
+            assert t["score"].tolist() == sorted(t["score"]) and res.threshold == t["score"].max()
+            assert np.allclose(t["score"], lam3 * t["c3_bad"] + mu * t["c4_bad"])
+            # the table lists the kept graphs in (score, natural key) order
+            ordered = sorted(res.index, key=lambda i: (s[i], int(st.keys.prompt_id[i]), st.keys.variant[i]))
+            assert list(zip(t.prompt_id, t.variant, strict=True)) == [
+                (st.keys.prompt_id[i], st.keys.variant[i]) for i in ordered]
+    res = keep_k_graphs(st, 4, per_category=True, pool="all")
+    assert res.table.groupby("category").size().to_dict() == {"c0": 4, "c1": 4}
+    big = keep_k_graphs(st, 500, pool="perturbed")
+    assert big.index.size == 18 and "keeps all 18" in big.note and "12 graph(s) outside" in big.note
+
+
+def test_default_pool_never_keeps_sampling_replicates():
+    from engine.graphs import build_stack
+    from engine.synthetic import SyntheticParams, generate
+    from engine.truncation import keep_k_graphs
+
+    d = generate(SyntheticParams(n_models=6, categories=2, prompts=10, paraphrases=4, samples=4, seed=1))
+    st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))
+    res = keep_k_graphs(st, 150)  # more than the 2 × 10 × 5 originals and paraphrases
+    assert (res.table["variant_kind"] != "sample").all() and res.index.size == 100 and res.n_pool == 100
+    assert (keep_k_graphs(st, 150, pool="all").table["variant_kind"] == "sample").any()
+
+
+def test_leaderboard_cli_per_category_caps_small_categories(shipped_db, capsys):
+    import io
+
+    import choix
+
+    from engine.__main__ import main
+    from engine.cycles import cycle_counts
+    from engine.graphs import build_stack
+    from engine.store import Store
+
+    assert main(["--db", str(shipped_db), "leaderboard", "--dataset", "vicuna80", "--judge", "gpt-4",
+                 "--keep-k", "5", "--per-category", "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("model")
+    with Store(shipped_db) as store:
+        st = build_stack(store.verdicts("vicuna80", judge="gpt-4"))
+    sel = select_keep_k(truncation_scores(cycle_counts(st)), st.keys, 5, per_category=True)
+    sizes = st.keys["category"].value_counts()
+    assert sel.capped == {c: int(m) for c, m in sizes.items() if m < 5} and sel.capped  # math has 3 graphs
+    assert sel.index.size == int(np.minimum(sizes, 5).sum())
+    W, T = st.win_tie_matrices(sel.index)
+    ref = choix.ilsr_pairwise_dense(W + 0.5 * T, tol=1e-12, max_iter=100_000)
+    got = table["score"].reindex(list(st.models)).to_numpy()
+    np.testing.assert_allclose(got, ref - ref.mean(), atol=1e-6)
