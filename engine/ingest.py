@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -52,12 +53,22 @@ class ImportResult:
     report: ValidationReport
     message: str = ""
 
+    @property
+    def rows_held(self) -> int:
+        """Valid rows of a refused all-or-nothing import: neither stored nor rejected."""
+        return self.rows_read - self.rows_stored - self.rows_rejected
+
     def summary(self) -> str:
-        """The one-line account the CLI prints; ``read = stored + rejected`` always holds."""
-        return (
-            f"read {self.rows_read} = stored {self.rows_stored} + rejected {self.rows_rejected} "
-            f"(invalid judge outputs stored: {self.rows_invalid})"
-        )
+        """The one-line account the CLI prints; ``read = stored + rejected (+ held back)`` always holds.
+
+        A refused all-or-nothing import stores none of its valid rows; they are counted as held
+        back so that the sum still adds up.
+        """
+        head = f"read {self.rows_read} = stored {self.rows_stored} + rejected {self.rows_rejected}"
+        if self.rows_held:
+            return (f"{head} + held back {self.rows_held} (valid rows, not stored because "
+                    "the import is all-or-nothing)")
+        return f"{head} (invalid judge outputs stored: {self.rows_invalid})"
 
 
 def _read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -298,9 +309,62 @@ def import_files(
     return store_report(store, report, dataset, replace=replace, skip_invalid=skip_invalid, source=source)
 
 
+def _writable(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` as a Path if a file can be created there (probed with a temp file, removed again)."""
+    p = Path(path)
+    if p.is_dir():
+        raise LensError(f"Cannot write {what} to {p}: it is a folder; give a file name.")
+    if not p.parent.is_dir():
+        raise LensError(f"Cannot write {what} to {p}: there is no folder {p.parent}.")
+    try:
+        fd, probe = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise LensError(f"Cannot write {what} to {p} ({exc.strerror or exc}).") from exc
+    return p
+
+
+def _atomic_write(path: str | os.PathLike[str], write, what: str) -> Path:
+    """Call ``write(tmp_path)`` on a temp file beside ``path``, then rename it onto ``path``, so a
+    failure leaves no half-written file; an OSError becomes a LensError naming ``what``."""
+    p = _writable(path, what)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+        os.close(fd)
+        write(tmp)
+        os.replace(tmp, p)
+        tmp = None
+    except OSError as exc:
+        raise LensError(f"Cannot write {what} to {p} ({exc.strerror or exc}).") from exc
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return p
+
+
+def prepare_rejected(path: str | os.PathLike[str], inputs: Sequence[str | os.PathLike[str]] = ()) -> Path:
+    """Check, before anything is stored, that the rejected rows can be written to ``path``:
+    not a folder, the folder exists and takes a new file, and it is not one of the ``inputs``."""
+    p = _writable(path, "the rejected rows")
+    for src in inputs:
+        try:
+            same = p.exists() and p.samefile(src)
+        except OSError:
+            same = False
+        if same:
+            raise LensError(f"The rejected rows would overwrite the input file {src}; give another --rejected path.")
+    return p
+
+
 def write_rejected(report: ValidationReport, path: str | os.PathLike[str]) -> int:
-    """The rejected rows (file, line, reason, original fields) as CSV; returns the row count."""
-    report.rejected.to_csv(path, index=False, lineterminator="\n")
+    """The rejected rows (file, line, reason, original fields) as CSV; returns the row count.
+
+    Written to a temp file and renamed, so a failure leaves no partial file (LensError).
+    """
+    _atomic_write(path, lambda tmp: report.rejected.to_csv(tmp, index=False, lineterminator="\n"),
+                  "the rejected rows")
     return report.n_rejected
 
 
@@ -344,23 +408,33 @@ def export_frame(store: Store, dataset: str) -> pd.DataFrame:
 
 
 def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv") -> int:
-    """Write the dataset's verdicts as csv, jsonl or parquet so that importing them gives them back."""
+    """Write the dataset's verdicts as csv, jsonl or parquet so that importing them gives them back.
+
+    A path is written through a temp file and a rename (no partial file; LensError on failure).
+    """
     if fmt not in EXPORT_FORMATS:
         raise LensError(f"Cannot export as {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}.")
     df = export_frame(store, dataset)
+    if isinstance(path_or_buffer, str | os.PathLike):
+        _atomic_write(path_or_buffer, lambda tmp: _write_export(df, tmp, fmt), f"the verdicts of {dataset!r}")
+    else:
+        _write_export(df, path_or_buffer, fmt)
+    return int(len(df))
+
+
+def _write_export(df: pd.DataFrame, target, fmt: str) -> None:
     if fmt == "csv":
-        df.to_csv(path_or_buffer, index=False, lineterminator="\n")
+        df.to_csv(target, index=False, lineterminator="\n")
     elif fmt == "jsonl":
         text = df.to_json(orient="records", lines=True, force_ascii=False)
-        if isinstance(path_or_buffer, str | os.PathLike):
-            Path(path_or_buffer).write_text(text, encoding="utf-8")
-        elif isinstance(path_or_buffer, io.TextIOBase):
-            path_or_buffer.write(text)
+        if isinstance(target, str | os.PathLike):
+            Path(target).write_text(text, encoding="utf-8")
+        elif isinstance(target, io.TextIOBase):
+            target.write(text)
         else:
-            path_or_buffer.write(text.encode("utf-8"))
+            target.write(text.encode("utf-8"))
     else:
-        df.to_parquet(path_or_buffer, index=False)
-    return int(len(df))
+        df.to_parquet(target, index=False)
 
 
 def dataset_table(store: Store) -> pd.DataFrame:

@@ -12,6 +12,7 @@ never turned into a tie (graphs.build_stack leaves it out).
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -150,23 +151,49 @@ def _is_none(a: np.ndarray) -> np.ndarray:
     return pd.isna(a) if len(a) else np.zeros(0, dtype=bool)
 
 
+_CONTROL = r"[\x00-\x1f\x7f-\x9f]"
+"""Unicode category Cc (C0 and C1 control characters, tab and newline included)."""
+ID_COLUMNS: tuple[str, ...] = ("prompt_id", "model_a", "model_b", "judge", "category", "annotator")
+"""Columns that name things (graph keys, vertices, filters): no control characters allowed."""
+
+
+def _has_control(a: np.ndarray) -> np.ndarray:
+    """Per cell of a text/None object array: does it contain a control character?
+
+    ``a\\x00`` and ``a`` would otherwise be two different models that print the same.
+    """
+    if not len(a):
+        return np.zeros(0, dtype=bool)
+    hit = pc.match_substring_regex(pa.array(a, type=pa.string(), from_pandas=True), _CONTROL)
+    return pc.fill_null(hit, False).to_numpy(zero_copy_only=False)
+
+
+def _control_names(v: str) -> str:
+    found = list(dict.fromkeys(f"U+{ord(ch):04X}" for ch in v if unicodedata.category(ch) == "Cc"))
+    return ", ".join(found)
+
+
 def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None,
                judge_names: Mapping[str, str] | None) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
-    """Canonical values and one reason (or None) per row, the first problem found; also the texts.
+    """Canonical values and the reason (or None) per row; also the texts.
 
-    Column at a time: text columns through Arrow, checks as boolean masks; only the sentences of
-    rejected rows are built one by one.
+    A row that could not be read (a parse problem: wrong field count, bad bytes, not JSON) keeps
+    that one reason, its cells being unreliable; otherwise every problem of the row is listed, in
+    one sentence joined by semicolons. Column at a time: text columns through Arrow, checks as
+    boolean masks; only the sentences of rejected rows are built one by one.
     """
     n = len(raw.line)
     reasons = np.array(list(raw.problem) + [None], dtype=object)[:-1]
+    readable = _is_none(reasons)
 
     def col(name: str) -> list:
         return raw.cols.get(name) or [None] * n
 
     def flag(bad: np.ndarray, text) -> None:
-        m = np.asarray(bad, dtype=bool) & _is_none(reasons)
+        m = np.asarray(bad, dtype=bool) & readable
         for i in np.flatnonzero(m):
-            reasons[i] = text(i) if callable(text) else text
+            t = text(i) if callable(text) else text
+            reasons[i] = t if reasons[i] is None else f"{reasons[i]}; {t}"
 
     def rename(a: np.ndarray, names: Mapping[str, str]) -> np.ndarray:
         return np.array([names.get(v, v) if v is not None else None for v in a] + [None], dtype=object)[:-1]
@@ -180,8 +207,13 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     judge[_is_none(judge)] = DEFAULT_JUDGE
     if judge_names:
         judge = rename(judge, judge_names)
-    for c in ("prompt_id", "model_a", "model_b"):
-        flag(_is_none(txt[c]), f"{c} is empty")
+    ids = {**txt, "judge": judge}
+    for c in ID_COLUMNS:
+        if c in ("prompt_id", "model_a", "model_b"):
+            flag(_is_none(txt[c]), f"{c} is empty")
+        values = ids[c]
+        flag(_has_control(values), lambda i, c=c, values=values:
+             f"{c} {values[i]!r} contains a control character ({_control_names(values[i])})")
     ma, mb = txt["model_a"], txt["model_b"]
     flag(~_is_none(ma) & (ma == mb), lambda i: f"model_a and model_b are the same model ({ma[i]})")
 
@@ -195,7 +227,7 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     winner = keys.map(WINNER_VALUES).astype(object).to_numpy(copy=True)
     winner[_is_none(winner)] = None
     flag(_is_none(wtxt), "winner is empty")
-    flag(_is_none(winner), lambda i: f"winner value {cell_text(wraw[i])!r} is not one of {_WINNER_HELP}")
+    flag(~_is_none(wtxt) & _is_none(winner), lambda i: f"winner value {cell_text(wraw[i])!r} is not one of {_WINNER_HELP}")
 
     ints = {}
     for name, default in (("variant", 0), ("turn", DEFAULT_TURN)):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
 import shutil
 
 import numpy as np
@@ -214,6 +216,7 @@ def test_cli_import_refused(cli_db, tmp_path, capsys):
     assert err == [
         f"{path} line 3: model_a and model_b are the same model (y).",
         f"{path} line 4: winner value 'what' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error.",
+        "read 4 = stored 0 + rejected 2 + held back 2 (valid rows, not stored because the import is all-or-nothing)",
         "error: 2 of 4 rows were rejected, so nothing was stored "
         "(fix them, or use --skip-invalid to store the others).",
     ]
@@ -327,3 +330,144 @@ def test_export_to_bytes_buffer_reimports(empty_store, tmp_path, fmt):
     rep = vf(buf.getvalue(), f"d.{fmt}", dataset="d2")
     assert rep.n_rejected == 0
     pd.testing.assert_frame_equal(rep.good[CONTENT], empty_store.verdicts("d")[CONTENT], check_dtype=False)
+
+
+# -- read = stored + rejected (+ held back), and the rejected file -----------------------------------
+ACCOUNT = re.compile(r"read (\d+) = stored (\d+) \+ rejected (\d+)(?: \+ held back (\d+))?")
+
+
+def account(text: str) -> tuple[int, int, int, int]:
+    """The numbers of the one `read ...` line in ``text``; asserts there is exactly one."""
+    found = [m.groups() for m in map(ACCOUNT.match, text.splitlines()) if m]
+    assert len(found) == 1, text
+    return tuple(int(x or 0) for x in found[0])
+
+
+@pytest.mark.parametrize(("csv_text", "skip", "expect"), [
+    (GOOD_CSV, False, (4, 4, 0, 0)),
+    (BAD_CSV, False, (4, 0, 2, 2)),  # refused: the 2 valid rows are held back
+    (BAD_CSV, True, (4, 2, 2, 0)),
+    ("prompt_id,model_a,model_b,winner\np,x,x,A\nq,y,z,what\n", True, (2, 0, 2, 0)),
+    ("prompt_id,model_a,model_b,winner\np,x,x,A\nq,y,z,what\n", False, (2, 0, 2, 0)),
+])
+def test_cli_always_prints_read_equals_stored_plus_rejected(cli_db, tmp_path, capsys, csv_text, skip, expect):
+    path = write(tmp_path, "v.csv", csv_text)
+    rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "acc", *(["--skip-invalid"] if skip else [])])
+    cap = capsys.readouterr()
+    read, stored, rejected, held = account(cap.out + cap.err)
+    assert (read, stored, rejected, held) == expect
+    assert read == stored + rejected + held
+    # counted another way: data lines of the file, and what the store holds afterwards
+    assert read == len(csv_text.strip().splitlines()) - 1
+    from engine.store import Store
+    with Store(cli_db) as s:
+        n = len(s.verdicts("acc")) if s.has_dataset("acc") else 0
+    assert n == stored and rc == (0 if stored else 2)
+
+
+def test_import_result_accounting_holds_for_every_outcome(empty_store, tmp_path):
+    for text, skip in ((GOOD_CSV, False), (BAD_CSV, False), (BAD_CSV, True), (GOOD_CSV, False)):
+        res = store_report(empty_store, validate_file(write(tmp_path, "v.csv", text), dataset="d"), "d",
+                           skip_invalid=skip)
+        assert res.rows_read == res.rows_stored + res.rows_rejected + res.rows_held
+        assert (res.rows_held > 0) == (res.status == "refused" and res.report.n_good > 0)
+        nums = account(res.summary())
+        assert nums == (res.rows_read, res.rows_stored, res.rows_rejected, res.rows_held)
+
+
+def test_cli_skip_invalid_with_every_row_rejected_still_writes_the_file(cli_db, tmp_path, capsys):
+    path = write(tmp_path, "allbad.csv", "prompt_id,model_a,model_b,winner\np,x,x,A\nq,y,z,what\n")
+    rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "none", "--skip-invalid"])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2
+    assert err[-3:] == ["read 2 = stored 0 + rejected 2 (invalid judge outputs stored: 0)",
+                        f"rejected rows written to {path}.rejected.csv",
+                        "error: no valid rows to store, so nothing was stored."]
+    rej = pd.read_csv(f"{path}.rejected.csv")
+    assert rej["source_line"].tolist() == [2, 3] and rej["winner"].tolist() == ["A", "what"]
+
+
+def test_cli_explicit_rejected_file_in_all_or_nothing_mode(cli_db, tmp_path, capsys):
+    path = write(tmp_path, "bad.csv", BAD_CSV)
+    out = tmp_path / "why.csv"
+    assert main(["--db", str(cli_db), "import", str(path), "--dataset", "m", "--rejected", str(out)]) == 2
+    capsys.readouterr()
+    assert pd.read_csv(out)["source_line"].tolist() == [3, 4]
+
+
+def _log_count(db) -> int:
+    from engine.store import Store
+    with Store(db) as s:
+        return len(log(s))
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "folder", "input", "system"])
+def test_cli_unwritable_rejected_path_stores_nothing(cli_db, tmp_path, capsys, where):
+    """The audit's case: --rejected /nonexistent/dir/r.csv printed a traceback after storing the good rows."""
+    path = write(tmp_path, "bad.csv", BAD_CSV)
+    target, sentence = {
+        "missing-folder": ("/nonexistent/dir/r.csv",
+                           "error: Cannot write the rejected rows to /nonexistent/dir/r.csv: there is no folder "
+                           "/nonexistent/dir."),
+        "folder": (str(tmp_path), f"error: Cannot write the rejected rows to {tmp_path}: it is a folder; give a "
+                                  "file name."),
+        "input": (str(path), f"error: The rejected rows would overwrite the input file {path}; give another "
+                             "--rejected path."),
+        "system": ("/sys/r.csv", "error: Cannot write the rejected rows to /sys/r.csv (Permission denied)."),
+    }[where]
+    if where == "system" and not os.path.isdir("/sys"):
+        pytest.skip("no /sys on this system")
+    before = _log_count(cli_db)
+    rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "mine", "--skip-invalid", "--rejected", target])
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.out == "" and cap.err.splitlines() == [sentence]
+    from engine.store import Store
+    with Store(cli_db) as s:
+        assert not s.has_dataset("mine")
+    assert _log_count(cli_db) == before
+    assert path.read_text() == BAD_CSV
+
+
+def test_cli_default_rejected_file_in_a_read_only_folder(cli_db, tmp_path, capsys):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = write(folder, "bad.csv", BAD_CSV)
+    folder.chmod(0o555)
+    try:
+        if os.access(folder, os.W_OK):  # root ignores the mode; the /sys case above covers root
+            pytest.skip("this user can write to a read-only folder")
+        rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "mine", "--skip-invalid"])
+        err = capsys.readouterr().err.splitlines()
+        assert rc == 2
+        assert err == [f"error: Cannot write the rejected rows to {path}.rejected.csv (Permission denied)."]
+    finally:
+        folder.chmod(0o755)
+    from engine.store import Store
+    with Store(cli_db) as s:
+        assert not s.has_dataset("mine")
+
+
+def test_export_to_a_missing_folder_is_one_sentence(cli_db, tmp_path, capsys):
+    from engine.store import Store
+    with Store(cli_db) as s, pytest.raises(LensError, match=r"there is no folder /nonexistent\.$"):
+        export_verdicts(s, "vicuna80", "/nonexistent/x.csv")
+    assert main(["--db", str(cli_db), "datasets", "export", "vicuna80", "/nonexistent/x.csv"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: Cannot write the verdicts of 'vicuna80' to /nonexistent/x.csv: there is no folder /nonexistent."]
+    if os.path.isdir("/sys"):
+        assert main(["--db", str(cli_db), "datasets", "export", "vicuna80", "/sys/x.parquet"]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            "error: Cannot write the verdicts of 'vicuna80' to /sys/x.parquet (Permission denied)."]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_export_leaves_only_the_file(empty_store, tmp_path, fmt):
+    """Writes go through a temp file and a rename: afterwards the folder holds the file, nothing else."""
+    store_report(empty_store, validate_file(write(tmp_path, "g.csv", GOOD_CSV), dataset="d"), "d")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / f"d.{fmt}"
+    target.write_text("old content")
+    assert export_verdicts(empty_store, "d", target, fmt) == 4
+    assert sorted(p.name for p in out_dir.iterdir()) == [target.name]
+    assert validate_file(target, dataset="d").n_good == 4

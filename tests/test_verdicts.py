@@ -366,3 +366,89 @@ def test_random_tables_count_invariant():
     rep = check("\n".join(lines) + "\n")
     assert set(reasons(rep)) == planted
     assert rep.n_good == 300 - len(planted)
+
+
+# -- every problem of a row, in one sentence -------------------------------------------------------
+def test_all_problems_of_a_row_in_one_sentence():
+    rep = check(HEADER + "p,x,y,A,1.7,x,,XY\n,x,x,,,,0,\np2,x,y,A,,,,\n")
+    assert rep.sentences() == [
+        "v.csv line 2: variant 'x' is not a non-negative integer; order 'XY' is not AB or BA; "
+        "prob_a 1.7 is outside [0, 1].",
+        "v.csv line 3: prompt_id is empty; model_a and model_b are the same model (x); winner is empty.",
+    ]
+    # a row that cannot be read keeps that one reason (its cells are not trustworthy)
+    rep = check(HEADER + "p,x,y,A,1.7,x,\n")
+    assert reasons(rep) == {2: "the row has 7 fields but the header has 8"}
+
+
+# independent problems a row can have, in the order the sentence lists them
+COMBINABLE = [  # (column index in HEADER + ",category", bad value, reason)
+    (8, "c\x07t", "category 'c\\x07t' contains a control character (U+0007)"),
+    (3, "??", "winner value '??' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error"),
+    (5, "v1", "variant 'v1' is not a non-negative integer"),
+    (6, "-2", "turn '-2' is not a non-negative integer"),
+    (7, "ba!", "order 'ba!' is not AB or BA"),
+    (4, "3", "prob_a 3 is outside [0, 1]"),
+]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_rows_list_every_planted_problem(seed):
+    """Each row gets a random subset of independent problems; its one sentence must list exactly
+    those, in column-check order (the expected text is assembled while writing the file)."""
+    rng = np.random.default_rng(seed)
+    out, expected = [HEADER.strip() + ",category"], {}
+    for i in range(300):
+        row = [f"p{i}", "x", "y", "A", "", "", "", "", "c"]
+        picked = [k for k in range(len(COMBINABLE)) if rng.random() < 0.25]
+        for k in picked:
+            col, val, _ = COMBINABLE[k]
+            row[col] = val
+        if picked:
+            expected[i + 2] = "; ".join(COMBINABLE[k][2] for k in picked)
+        out.append(",".join(row))
+    rep = check("\n".join(out) + "\n")
+    assert reasons(rep) == expected
+    assert rep.n_good == 300 - len(expected)
+
+
+# -- control characters in names -----------------------------------------------------------------
+ID_COLS = ["prompt_id", "model_a", "model_b", "judge", "category", "annotator"]
+
+
+@pytest.mark.parametrize("column", ID_COLS)
+@pytest.mark.parametrize("char", ["\x00", "\x07", "\t", "\n", "\x1b", "\x7f", "\x9f"])
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_control_characters_in_names_are_rejected(column, char, fmt):
+    base = {"prompt_id": "p", "model_a": "a", "model_b": "b", "judge": "j", "category": "c",
+            "annotator": "h", "winner": "A"}
+    bad = dict(base, **{column: base[column] + char + "z"})
+    other = dict(base, prompt_id="q")
+    if fmt == "csv":
+        df = pd.DataFrame([other, bad])
+        data, name = df.to_csv(index=False).encode(), "v.csv"
+    else:
+        data, name = ("\n".join(json.dumps(r) for r in (other, bad)) + "\n").encode(), "v.jsonl"
+    rep = check(data, name)
+    (line, why), = reasons(rep).items()
+    assert line == (3 if fmt == "csv" else 2)
+    assert why == f"{column} {bad[column]!r} contains a control character (U+{ord(char):04X})"
+    assert rep.good["prompt_id"].tolist() == ["q"]
+    assert set(rep.good["model_a"]) == {"a"}
+
+
+def test_control_character_a_nul_is_not_a_second_model():
+    """The audit's case: ``a\\x00`` was stored as a model distinct from ``a``."""
+    rows = [{"prompt_id": "1", "model_a": "a", "model_b": "b", "winner": "A"},
+            {"prompt_id": "2", "model_a": "a\x00", "model_b": "b", "winner": "A"}]
+    rep = check("\n".join(json.dumps(r) for r in rows), "v.jsonl")
+    models = set(rep.good["model_a"]) | set(rep.good["model_b"])
+    assert models == {"a", "b"} and rep.n_rejected == 1
+
+
+def test_tabs_and_newlines_stay_in_free_texts():
+    text = 'prompt_id,model_a,model_b,winner,explanation,question\np,a,b,A,"x\ty\nz","q\tr"\n'
+    rep = check(text)
+    assert rep.n_rejected == 0
+    assert rep.good["explanation"].tolist() == ["x\ty\nz"]
+    assert rep.prompts["text"].tolist() == ["q\tr"]

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..errors import LensError
-from ..ingest import import_files, validate_paths, write_rejected
+from ..ingest import import_files, prepare_rejected, validate_paths, write_rejected
 from ..verdicts import FORMATS
 from ._common import store_from_args
 
@@ -36,7 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="store the good rows and write the rejected ones to --rejected")
     p.add_argument("--check", action="store_true",
                    help="validate only: report what would be stored and every rejected row, store nothing")
-    p.add_argument("--rejected", metavar="PATH", help="where rejected rows go (default <input>.rejected.csv)")
+    p.add_argument("--rejected", metavar="PATH",
+                   help="write the rejected rows (file, line, reason, fields) to this CSV; with --skip-invalid "
+                   "the default is <first input>.rejected.csv. Checked before anything is stored")
     p.add_argument("--map", action="append", metavar="FILECOL=COLUMN",
                    help="treat the file's column FILECOL as the canonical COLUMN (repeatable)")
     p.add_argument("--model-name", action="append", metavar="OLD=NEW", help="rename a model (repeatable)")
@@ -50,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
     judges = _pairs(args.judge_name, "--judge-name")
     if args.check:
         return _check(args, column_map, models, judges)
+    rejected_path = None
+    if args.rejected or args.skip_invalid:  # checked before anything is read or stored
+        rejected_path = prepare_rejected(args.rejected or f"{args.paths[0]}.rejected.csv", args.paths)
     store = store_from_args(args)
     try:
         result = import_files(
@@ -59,16 +64,23 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     report = result.report
+    stored = result.status == "stored"
+    out = sys.stdout if stored else sys.stderr
     for sentence in report.sentences():
         print(sentence, file=sys.stderr)
-    if result.status != "stored":
+    print(result.summary(), file=out)
+    if report.n_rejected and rejected_path is not None:
+        try:
+            write_rejected(report, rejected_path)
+        except LensError as exc:
+            if not stored:
+                raise
+            raise LensError(f"{str(exc).rstrip('.')}, although the {result.rows_stored} valid rows were stored "
+                            f"(dataset {result.dataset!r}, version {result.version}).") from exc
+        print(f"rejected rows written to {rejected_path}", file=out)
+    if not stored:
         print(f"error: {result.message}.", file=sys.stderr)
         return 2
-    print(result.summary())
-    if report.n_rejected:
-        path = args.rejected or f"{args.paths[0]}.rejected.csv"
-        write_rejected(report, path)
-        print(f"rejected rows written to {path}")
     print(f"dataset {result.dataset!r} is now version {result.version}")
     return 0
 
