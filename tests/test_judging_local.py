@@ -95,3 +95,46 @@ def test_batched_greedy_equals_one_at_a_time(smol):
     batched = [r.text for r in smol.complete(reqs)]
     single = [smol.complete([r])[0].text for r in reqs]
     assert batched == single
+
+
+def test_cache_key_includes_device_and_dtype(smol, empty_store):
+    from engine.judging.factory import make_backend
+
+    bf16 = make_backend("local", "smollm2", dtype="bfloat16", threads=1)
+    assert smol.identity == "transformers[cpu,float32]" and bf16.identity == "transformers[cpu,bfloat16]"
+    req = ChatRequest((("user", "Say hi."),), Decoding(max_tokens=4))
+    first = Runner(empty_store, smol)
+    first.call([req])
+    other = Runner(empty_store, bf16)
+    other.call([req])  # a different dtype is a different call, never the fp32 result reused
+    again = Runner(empty_store, smol)
+    again.call([req])
+    assert [(r.stats.made, r.stats.cached) for r in (first, other, again)] == [(1, 0), (1, 0), (0, 1)]
+    rows = empty_store.cursor().execute("SELECT backend FROM judge_calls ORDER BY backend").fetchall()
+    assert rows == [("transformers[cpu,bfloat16]",), ("transformers[cpu,float32]",)]
+
+
+def test_out_of_memory_splits_the_batch_and_keeps_the_results(smol, monkeypatch):
+    # No GPU is lent to this project, so CUDA running out of memory is simulated: generate() raises
+    # torch's own OutOfMemoryError for any batch of more than one request.
+    import torch
+
+    reqs = [
+        ChatRequest((("user", q),), Decoding(max_tokens=6))
+        for q in ("What is 2 + 2?", "Say hello.", "Name a fruit.", "Count to three, please, in words.")
+    ]
+    single = [smol.complete([r])[0].text for r in reqs]
+    real, sizes = smol.lm.generate, []
+
+    def limited(**kw):
+        sizes.append(int(kw["input_ids"].shape[0]))
+        if sizes[-1] > 1:
+            raise torch.OutOfMemoryError("simulated: CUDA out of memory")
+        return real(**kw)
+
+    monkeypatch.setattr(smol.lm, "generate", limited)
+    monkeypatch.setattr(smol, "batch_size", 4)
+    monkeypatch.setattr(smol, "oom_splits", 0)
+    out = smol.complete(reqs)
+    assert [r.text for r in out] == single  # same texts, in the order asked
+    assert sizes == [4, 2, 1, 1, 2, 1, 1] and smol.oom_splits == 3 and smol.batch_size == 1
