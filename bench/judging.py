@@ -8,7 +8,9 @@ CUDA is present, on the GPU. Not run by CI (a benchmark, not a test).
     python bench/judging.py [--workload judge|answer] [--pairs 16] [--batch-size 8] [--max-tokens 32] [--threads N]
 
 ``judge`` (long prompts, a short verdict) is prefill-bound, where batching gains little on a CPU;
-``answer`` (short prompts, long outputs) is decode-bound, where batching pays.
+``answer`` (short prompts, long outputs) is decode-bound, where batching pays. The backend sorts the
+requests by token length before cutting batches (less padding) and warms up at the measured batch
+size; ``--dtype`` picks the weights' dtype (default: bfloat16 on CUDA, float32 on CPU).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def requests(n_pairs: int, max_tokens: int) -> list[ChatRequest]:
 
 def measure(backend, reqs, batch_size: int) -> dict:
     backend.batch_size = batch_size
-    backend.complete(reqs[:1])  # warm-up
+    backend.complete(reqs[:batch_size])  # warm-up at the batch size measured (allocator, kernels)
     start = time.perf_counter()
     res = backend.complete(reqs)
     wall = time.perf_counter() - start
@@ -85,6 +87,7 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--threads", type=int)
     ap.add_argument("--workload", choices=("judge", "answer"), default="judge")
+    ap.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto")
     args = ap.parse_args()
     os.environ["HF_HUB_OFFLINE"] = "1"
     import torch
@@ -94,13 +97,14 @@ def main() -> None:
     reqs = make(args.pairs, args.max_tokens)
     rows = []
     for dev in devices:
-        backend = make_backend("local", "smollm2", device=dev, threads=args.threads)
+        backend = make_backend("local", "smollm2", device=dev, threads=args.threads, dtype=args.dtype)
         single = measure(backend, reqs, 1)
         batched = measure(backend, reqs, args.batch_size)
         same = sum(a == b for a, b in zip(single["texts"], batched["texts"], strict=True))
         rows.append(
             {
                 "device": dev if dev == "cpu" else torch.cuda.get_device_name(0),
+                "dtype": backend.dtype,
                 "workload": args.workload,
                 "threads": torch.get_num_threads(),
                 "pairs": len(reqs),

@@ -157,7 +157,9 @@ class FakeOpenAI:
             if "NONJSON" in user or ("ONCEBAD" in user and attempt == 1):
                 return self._send(h, 200, b"<html>upstream proxy error</html>")
             if "NOCHOICES" in user:
-                return self._send(h, 200, {"id": "c1", "object": "chat.completion", "created": 0, "model": "m"})
+                return self._send(
+                    h, 200, {"id": "c1", "object": "chat.completion", "created": 0, "model": "m"}
+                )
             text, top = self._reply(user, body)
             choice = {
                 "index": 0,

@@ -43,7 +43,9 @@ TEXT>>>"""
 
 
 def test_default_judge_name_carries_non_default_templates(tmp_path):
-    (tmp_path / "pairwise.v2.toml").write_text('kind = "pairwise"\nuser = "{{question}} {{answer_a}} {{answer_b}}"\n')
+    (tmp_path / "pairwise.v2.toml").write_text(
+        'kind = "pairwise"\nuser = "{{question}} {{answer_a}} {{answer_b}}"\n'
+    )
     (tmp_path / "score.v2.toml").write_text(SCORE_V2)
     base = ProtocolConfig.default(tmp_path)
     assert [default_judge_name("m", p, base) for p in ("single", "swapped", "hybrid", "soft")] == [
@@ -67,7 +69,11 @@ def test_call_key_covers_every_decoding_field_and_the_backend_identity():
         call_key("openai", "m", ChatRequest(req.messages, Decoding(top_p=1.0), "pairwise", 1)),
         call_key("openai", "m", ChatRequest(req.messages, Decoding(temperature=None), "pairwise", 1)),
         call_key("openai", "m", ChatRequest(req.messages, Decoding(seed=None), "pairwise", 1)),
-        call_key("openai", "m", ChatRequest(req.messages, Decoding(max_tokens_field="max_completion_tokens"), "pairwise", 1)),
+        call_key(
+            "openai",
+            "m",
+            ChatRequest(req.messages, Decoding(max_tokens_field="max_completion_tokens"), "pairwise", 1),
+        ),
         call_key("transformers[cpu,float32]", "m", req),
         call_key("transformers[cuda,bfloat16]", "m", req),
     }
@@ -75,11 +81,19 @@ def test_call_key_covers_every_decoding_field_and_the_backend_identity():
 
 
 def test_cut_and_truncated_answers_change_what_the_judge_sees(empty_store):
-    assert cut("abcdef", 4) == ("abcd", 6) and cut("abc", 4) == ("abc", None) and cut("abc", None) == ("abc", None)
+    assert (
+        cut("abcdef", 4) == ("abcd", 6)
+        and cut("abc", 4) == ("abc", None)
+        and cut("abc", None) == ("abc", None)
+    )
     answers = {"m1": "short", "m2": "a much longer answer " * 3, "m3": "medium size answer " * 30}
-    write_prompts(empty_store, "t", pd.DataFrame({"prompt_id": ["p"], "turn": 1, "category": "x", "text": ["q"]}))
+    write_prompts(
+        empty_store, "t", pd.DataFrame({"prompt_id": ["p"], "turn": 1, "category": "x", "text": ["q"]})
+    )
     write_answers(
-        empty_store, "t", pd.DataFrame([{"prompt_id": "p", "turn": 1, "model": m, "text": t} for m, t in answers.items()])
+        empty_store,
+        "t",
+        pd.DataFrame([{"prompt_id": "p", "turn": 1, "model": m, "text": t} for m, t in answers.items()]),
     )
     cfg = ProtocolConfig.default(max_answer_chars=40, single_order="AB")
     with FakeOpenAI() as srv:
@@ -112,11 +126,27 @@ def test_cli_selects_score_and_paraphrase_templates_and_user_versions_need_askin
     answers = {"m1": "short", "m2": "x" * 900}  # scores 1 and 3 by the server's length rule
     with Store(db) as st:
         # a position-biased question: both orders say [[A]], so hybrid falls back to 1-5 scores
-        write_prompts(st, "t", pd.DataFrame({"prompt_id": ["p"], "turn": 1, "category": "x", "text": ["BIASED q"]}))
-        write_answers(st, "t", pd.DataFrame([{"prompt_id": "p", "turn": 1, "model": m, "text": t} for m, t in answers.items()]))
+        write_prompts(
+            st, "t", pd.DataFrame({"prompt_id": ["p"], "turn": 1, "category": "x", "text": ["BIASED q"]})
+        )
+        write_answers(
+            st,
+            "t",
+            pd.DataFrame([{"prompt_id": "p", "turn": 1, "model": m, "text": t} for m, t in answers.items()]),
+        )
     base = [sys.executable, "-m", "engine", "--db", str(db)]
     with FakeOpenAI() as srv:
-        be = ["--base-url", srv.base_url, "--model", "fake", "--no-progress", "--format", "csv", "--templates", str(tdir)]
+        be = [
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "fake",
+            "--no-progress",
+            "--format",
+            "csv",
+            "--templates",
+            str(tdir),
+        ]
         runs = []
         for extra in ([], ["--score-template", "score@2"]):
             cmd = base + ["judge", "--dataset", "t", "--protocol", "hybrid", *be, *extra]
@@ -135,9 +165,19 @@ def test_cli_selects_score_and_paraphrase_templates_and_user_versions_need_askin
     assert [r.judge for r in runs] == ["fake:hybrid", "fake:hybrid:pairwise@1+score@2"]
     assert [(r.calls_made, r.calls_cached) for r in runs] == [(4, 0), (2, 2)]
     with Store(db) as st:
-        used = st.cursor().execute(
-            "SELECT template_id, template_version, count(*) FROM judge_calls GROUP BY ALL ORDER BY ALL"
-        ).fetchall()
+        used = (
+            st.cursor()
+            .execute(
+                "SELECT template_id, template_version, count(*) FROM judge_calls GROUP BY ALL ORDER BY ALL"
+            )
+            .fetchall()
+        )
         v = st.verdicts("t")
-    assert used == [("equivalence", 1, 1), ("pairwise", 1, 2), ("paraphrase", 2, 1), ("score", 1, 2), ("score", 2, 2)]
+    assert used == [
+        ("equivalence", 1, 1),
+        ("pairwise", 1, 2),
+        ("paraphrase", 2, 1),
+        ("score", 1, 2),
+        ("score", 2, 2),
+    ]
     assert list(v["winner"]) == ["B", "B"] and list(v["judge"]) == [r.judge for r in runs]

@@ -144,7 +144,9 @@ def test_unknown_model_stops_the_run_with_one_sentence(empty_store, tmp_path):
     _synthetic(empty_store, "syn", {"p1": "q1", "p2": "q2", "p3": "q3"})
     with FakeOpenAI() as srv:
         runner = _runner(empty_store, srv, model="missing-model", concurrency=2)
-        with pytest.raises(ModelNotFound, match=r"404 for model 'missing-model'.*check --model and --base-url"):
+        with pytest.raises(
+            ModelNotFound, match=r"404 for model 'missing-model'.*check --model and --base-url"
+        ):
             judge_run(empty_store, "syn", runner, protocol="swapped")
         assert isinstance(ModelNotFound("x"), LensError)
         assert len(srv.bodies) <= 2  # stopped after the first replies, not once per each of 18 calls
@@ -167,7 +169,9 @@ def test_only_set_decoding_parameters_are_sent(empty_store, tmp_path):
             [
                 ChatRequest(
                     msgs,
-                    Decoding(temperature=None, seed=None, max_tokens=77, max_tokens_field="max_completion_tokens"),
+                    Decoding(
+                        temperature=None, seed=None, max_tokens=77, max_tokens_field="max_completion_tokens"
+                    ),
                 )
             ]
         )

@@ -35,13 +35,17 @@ def _runner(store, srv):
 
 def test_add_model_makes_log2_m_comparisons_and_leaves_stored_verdicts_alone(empty_store):
     st = empty_store
-    load_inputs(st, "lb", "mt_bench", models=RANKED + [NEW], categories=["writing", "math"], limit_per_category=1)
+    load_inputs(
+        st, "lb", "mt_bench", models=RANKED + [NEW], categories=["writing", "math"], limit_per_category=1
+    )
     with FakeOpenAI() as srv:
         judge_run(st, "lb", _runner(st, srv), protocol="single", models=RANKED, judge="J")
         before = st.verdicts("lb", judge="J")
         assert len(before) == 10 * 2  # 10 pairs × 2 prompts
         sent = srv.total
-        rep = judge_run(st, "lb", _runner(st, srv), protocol="single", schedule="swim", add_model=NEW, judge="J", seed=4)
+        rep = judge_run(
+            st, "lb", _runner(st, srv), protocol="single", schedule="swim", add_model=NEW, judge="J", seed=4
+        )
         comps = rep.swim.comparisons
         c = math.ceil(math.log2(len(RANKED)))
         assert c == 3 and len(comps) == c and all(p == NEW for p, _ in comps)
@@ -82,11 +86,33 @@ def test_add_model_needs_a_stored_leaderboard(empty_store):
 
 def test_cli_add_model_uses_the_default_judge_name(tmp_path):
     db = tmp_path / "add.duckdb"
-    base = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "lb", "--protocol", "single"]
+    base = [
+        sys.executable,
+        "-m",
+        "engine",
+        "--db",
+        str(db),
+        "judge",
+        "--dataset",
+        "lb",
+        "--protocol",
+        "single",
+    ]
     with FakeOpenAI() as srv:
         be = ["--base-url", srv.base_url, "--model", "fake", "--no-progress", "--format", "csv"]
         first = subprocess.run(
-            base + ["--inputs", "mt_bench", "--categories", "coding", "--limit", "1", "--models", ",".join(RANKED), *be],
+            base
+            + [
+                "--inputs",
+                "mt_bench",
+                "--categories",
+                "coding",
+                "--limit",
+                "1",
+                "--models",
+                ",".join(RANKED),
+                *be,
+            ],
             capture_output=True,
             text=True,
             cwd=REPO,
@@ -94,7 +120,8 @@ def test_cli_add_model_uses_the_default_judge_name(tmp_path):
         )
         assert first.returncode == 0, first.stderr
         add = subprocess.run(
-            base + ["--inputs", "mt_bench", "--categories", "coding", "--limit", "1", "--add-model", NEW, *be],
+            base
+            + ["--inputs", "mt_bench", "--categories", "coding", "--limit", "1", "--add-model", NEW, *be],
             capture_output=True,
             text=True,
             cwd=REPO,

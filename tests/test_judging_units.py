@@ -55,7 +55,9 @@ def test_a_template_declares_its_tags_and_the_parser_uses_them(tmp_path):
     assert parse_verdict("I pick [[C]]", t.tag_map) == "tie"
     assert parse_verdict("I pick [[TIE]]", t.tag_map) is None  # not one of this template's tags
     assert parse_verdict("I pick [[C]]") is None  # nor of the shipped one
-    (tmp_path / "bad.v1.toml").write_text('kind = "pairwise"\nuser = "x"\n[tags]\n"[[A]]" = "A"\n"[[X]]" = "x"\n')
+    (tmp_path / "bad.v1.toml").write_text(
+        'kind = "pairwise"\nuser = "x"\n[tags]\n"[[A]]" = "A"\n"[[X]]" = "x"\n'
+    )
     with pytest.raises(LensError, match="tags must mean A, B, tie"):
         list_templates(tmp_path)
 
@@ -82,9 +84,9 @@ def test_soft_preference_is_a_softmax_over_the_letters():
     # the article " a" is not the letter A: only whole tokens, case-sensitive, count
     top = {"The": -0.5, " a": -1.0, " B": -2.0, "A": -3.0}
     assert soft_preference((top,)) == pytest.approx(math.exp(-3) / (math.exp(-3) + math.exp(-2)))
-    assert soft_preference(({" b": -0.1, "a": -0.2, "Apple": -0.3, "[[B]]": -1.0, "A": -2.0},)) == pytest.approx(
-        math.exp(-2) / (math.exp(-2) + math.exp(-1))
-    )
+    assert soft_preference(
+        ({" b": -0.1, "a": -0.2, "Apple": -0.3, "[[B]]": -1.0, "A": -2.0},)
+    ) == pytest.approx(math.exp(-2) / (math.exp(-2) + math.exp(-1)))
     assert [soft_winner(p) for p in (0.53, 0.525, 0.5, 0.475, 0.47)] == ["A", "tie", "tie", "tie", "B"]
 
 

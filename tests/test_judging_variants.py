@@ -28,7 +28,9 @@ def _runner(store, srv, model="fake", **kw):
 def _snapshot(store, ds):
     p = store.prompt_texts(ds)[["prompt_id", "variant", "turn", "variant_kind", "text"]]
     a = store.answer_texts(ds)[["prompt_id", "variant", "model", "text"]]
-    v = store.verdicts(ds)[["verdict_id", "prompt_id", "variant", "model_a", "model_b", "winner", "explanation"]]
+    v = store.verdicts(ds)[
+        ["verdict_id", "prompt_id", "variant", "model_a", "model_b", "winner", "explanation"]
+    ]
     return p.reset_index(drop=True), a.reset_index(drop=True), v.reset_index(drop=True)
 
 
@@ -56,7 +58,9 @@ def test_perturb_reruns_never_renumber_or_rewrite_variants(empty_store):
         assert (rep5.accepted, rep5.added) == (6, 2)
         prompts = st.prompt_texts("p")
         para = prompts[prompts["variant_kind"] == "paraphrase"]
-        expected = {(pid, v): f"{orig[pid]} (rewording {i})" for pid in orig for v, i in ((1, 1), (2, 3), (3, 5))}
+        expected = {
+            (pid, v): f"{orig[pid]} (rewording {i})" for pid in orig for v, i in ((1, 1), (2, 3), (3, 5))
+        }
         assert {(r.prompt_id, r.variant): r.text for r in para.itertuples()} == expected
         lin = lineage(st, "p")
         assert list(lin["variant"]) == [1, 2, 3, 1, 2, 3] and list(lin["candidate_index"]) == [0, 2, 4] * 2

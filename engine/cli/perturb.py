@@ -36,7 +36,9 @@ def run(args: argparse.Namespace) -> int:
         raise LensError("-k must be at least 1.")
     store = store_from_args(args, ensure_default=False)
     try:
-        gen = get_template(*parse_template_ref(args.paraphrase_template), kind="paraphrase", user_dir=args.templates)
+        gen = get_template(
+            *parse_template_ref(args.paraphrase_template), kind="paraphrase", user_dir=args.templates
+        )
         chk = get_template(
             *parse_template_ref(args.equivalence_template), kind="equivalence", user_dir=args.templates
         )

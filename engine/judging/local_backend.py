@@ -133,14 +133,23 @@ class TransformersBackend:
         """Results in the order of ``requests``; generated in batches of one decoding, longest first."""
         if not requests:
             return []
-        lengths = [len(ids) for ids in self.tokenizer([self._render(r) for r in requests], add_special_tokens=False)["input_ids"]]
+        lengths = [
+            len(ids)
+            for ids in self.tokenizer([self._render(r) for r in requests], add_special_tokens=False)[
+                "input_ids"
+            ]
+        ]
         order = sorted(range(len(requests)), key=lambda i: (requests[i].decoding.group_key(), -lengths[i]))
         out: list[ChatResult | None] = [None] * len(requests)
         i = 0
         while i < len(order):
             group = requests[order[i]].decoding.group_key()
             j = i
-            while j < len(order) and j - i < self.batch_size and requests[order[j]].decoding.group_key() == group:
+            while (
+                j < len(order)
+                and j - i < self.batch_size
+                and requests[order[j]].decoding.group_key() == group
+            ):
                 j += 1
             idx = order[i:j]
             for k, res in zip(idx, self._fitting([requests[k] for k in idx]), strict=True):

@@ -98,7 +98,9 @@ def perturb(
         if verdicts is None or not all(isinstance(v, str) and v.strip() in ("YES", "NO") for v in verdicts):
             bad_chk += 1
             continue
-        accepted[i] = [(j, c) for j, (c, ok) in enumerate(zip(cands[i], verdicts, strict=True)) if ok.strip() == "YES"]
+        accepted[i] = [
+            (j, c) for j, (c, ok) in enumerate(zip(cands[i], verdicts, strict=True)) if ok.strip() == "YES"
+        ]
     existing = prompts[(prompts["variant_kind"] == "paraphrase") & (prompts["turn"] == turn)]
     known = {(r.prompt_id, r.text): int(r.variant) for r in existing.itertuples(index=False)}
     top = _highest_variants(store, dataset)
@@ -170,7 +172,13 @@ def perturb(
             for t in ("_pv", "_l"):
                 cur.unregister(t)
     return PerturbReport(
-        len(originals), sum(len(c) for c in cands if c), len(vdf), bad_gen, bad_chk, vdf.reset_index(drop=True), added
+        len(originals),
+        sum(len(c) for c in cands if c),
+        len(vdf),
+        bad_gen,
+        bad_chk,
+        vdf.reset_index(drop=True),
+        added,
     )
 
 

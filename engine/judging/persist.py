@@ -120,9 +120,7 @@ def mark_interrupted(store: Store) -> int:
     """
     host = socket.gethostname()
     rows = (
-        store.cursor()
-        .execute("SELECT run_id, pid, host FROM judge_runs WHERE status = 'running'")
-        .fetchall()
+        store.cursor().execute("SELECT run_id, pid, host FROM judge_runs WHERE status = 'running'").fetchall()
     )
     dead = [rid for rid, pid, h in rows if pid is None or (h == host and not _alive(int(pid)))]
     if dead:

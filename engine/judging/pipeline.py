@@ -126,7 +126,9 @@ class VerdictWriter:
     (``source_line``) in the order they are written.
     """
 
-    def __init__(self, store: Store, dataset: str, judge: str, source: str, *, every: int = 16, every_s: float = 2.0):
+    def __init__(
+        self, store: Store, dataset: str, judge: str, source: str, *, every: int = 16, every_s: float = 2.0
+    ):
         self.store, self.dataset, self.judge, self.source = store, dataset, judge, source
         self.every, self.every_s = every, every_s
         self.buffer: list[dict] = []
@@ -218,7 +220,9 @@ def judge_run(
             with runner.progress_bar(len(jobs), f"judge ({protocol})", "pair"):
                 run_jobs(jobs)
         else:
-            swim_result = _run_swim(store, dataset, runner, judge, models, variants, seed, add_model, run_jobs)
+            swim_result = _run_swim(
+                store, dataset, runner, judge, models, variants, seed, add_model, run_jobs
+            )
         writer.flush()
     except BaseException as exc:
         error = exc

@@ -100,7 +100,9 @@ class ProtocolConfig:
         sid, sver = parse_template_ref(score)
         fid, fver = parse_template_ref(soft)
         return cls(
-            pairwise=get_template(pid, version if version is not None else pver, kind="pairwise", user_dir=user_dir),
+            pairwise=get_template(
+                pid, version if version is not None else pver, kind="pairwise", user_dir=user_dir
+            ),
             score=get_template(sid, sver, kind="score", user_dir=user_dir),
             soft=get_template(fid, fver, kind="soft", user_dir=user_dir),
             **kw,
@@ -200,7 +202,9 @@ def unit_single(job: PairJob, cfg: ProtocolConfig):
     (r,) = yield [_pair_request(cfg.pairwise, cfg.decoding, job.question, first, second)]
     if r is None:
         return []
-    return [_row(job, _hard(r, flip, cfg.pairwise) or "invalid", "BA" if flip else "AB", None, r.text + c.note)]
+    return [
+        _row(job, _hard(r, flip, cfg.pairwise) or "invalid", "BA" if flip else "AB", None, r.text + c.note)
+    ]
 
 
 def _both(job: PairJob, c: _Cut, t: Template, dec: Decoding) -> list[ChatRequest]:
@@ -271,7 +275,9 @@ def unit_soft(job: PairJob, cfg: ProtocolConfig):
             )
         ]
     p = min(1.0, max(0.0, (p1 + (1.0 - p2)) / 2.0))
-    return [_row(job, soft_winner(p), None, p, f"P(A) shown first {p1:.4f}; shown second {1.0 - p2:.4f}{c.note}")]
+    return [
+        _row(job, soft_winner(p), None, p, f"P(A) shown first {p1:.4f}; shown second {1.0 - p2:.4f}{c.note}")
+    ]
 
 
 _UNITS = {"single": unit_single, "swapped": unit_swapped, "hybrid": unit_hybrid, "soft": unit_soft}
@@ -298,7 +304,9 @@ def run_protocol(protocol: str, jobs: list[PairJob], cfg: ProtocolConfig, runner
     def done(v) -> None:
         out[v[0]] = v[1]
 
-    runner.drive((indexed(i, j) for i, j in enumerate(jobs)), done, total=len(jobs), desc=protocol, unit="pair")
+    runner.drive(
+        (indexed(i, j) for i, j in enumerate(jobs)), done, total=len(jobs), desc=protocol, unit="pair"
+    )
     return pd.DataFrame([r for rows in out for r in rows], columns=ROW_COLUMNS)
 
 

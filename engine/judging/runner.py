@@ -313,9 +313,7 @@ class _Drive:
     def _next_batch(self) -> list[tuple[str, ChatRequest]]:
         """Up to batch_size waiting requests with one decoding, longest prompts first."""
         if not self.sorted:
-            self.ready = deque(
-                sorted(self.ready, key=lambda kr: (kr[1].decoding.group_key(), -kr[1].size()))
-            )
+            self.ready = deque(sorted(self.ready, key=lambda kr: (kr[1].decoding.group_key(), -kr[1].size())))
             self.sorted = True
         bs = max(1, int(self.r.backend.batch_size))  # re-read: an out-of-memory fallback shrinks it
         first = self.ready.popleft()
@@ -357,9 +355,7 @@ class _Drive:
                 st.keys = [r.key(q) for q in reqs]
                 st.got, st.need = {}, set()
                 asked.append((st, reqs))
-            fresh = {
-                k for st, _ in asked for k in st.keys if k not in self.waiters and k not in self.failed
-            }
+            fresh = {k for st, _ in asked for k in st.keys if k not in self.waiters and k not in self.failed}
             hits = r.cache.get_many(sorted(fresh)) if fresh else {}
             r.stats.cached += len(hits)
             for st, reqs in asked:
