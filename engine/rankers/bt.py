@@ -94,6 +94,10 @@ without evaluating the likelihood: each pair term f(d) = log σ(d) has |f‴| �
 a step the likelihood rises by at least λ²(1 − φ(c)) with φ(c) = (e^c − c − 1)/c² < 1 for c < 1.79
 (λ² = gᵀδ, the Newton decrement; Bach 2010, generalised self-concordance)."""
 
+MAX_SPREAD = 8.0
+"""A Newton step is shortened to this pairwise spread (far from the optimum, e.g. a poor warm
+start, the quadratic model means little and a full step can overflow the probabilities)."""
+
 STEP_TOL = 1e-7
 """A fit whose Newton step is below this everywhere is done once the step is applied (quadratic
 convergence leaves an error of order STEP_TOL²)."""
@@ -175,14 +179,22 @@ def newton_batch(
             pending[rows[~worse]] = False
             ok[back] = False
         grad = (a - n_ij * p) @ inc
-        c = n_ij * p * (1.0 - p)
+        # N p (1 - p), floored so that a far-off start (|d| > 34) cannot make the Laplacian singular
+        c = n_ij * np.maximum(p * (1.0 - p), 1e-15)
         lap = np.zeros((c.shape[0], n * n))
         lap[:, i * n + j] = -c
         lap[:, j * n + i] = -c
         lap[:, diag] = c @ absinc
-        step = spd_solve(lap.reshape(-1, n, n) + ones, grad)
-        small = (np.abs(grad).max(axis=1) <= tol * total[active]) | (np.abs(step).max(axis=1) <= STEP_TOL)
-        long = ok & ~small & (step.max(axis=1) - step.min(axis=1) > SAFE_SPREAD)
+        lap = lap.reshape(-1, n, n) + ones
+        if ok.all():
+            step = spd_solve(lap, grad)
+        else:  # rows going back along their last step need no new one
+            step = np.zeros_like(grad)
+            step[ok] = spd_solve(lap[ok], grad[ok])
+        spread = step.max(axis=1) - step.min(axis=1)
+        step *= np.minimum(1.0, MAX_SPREAD / np.maximum(spread, 1e-300))[:, None]
+        small = ok & ((np.abs(grad).max(axis=1) <= tol * total[active]) | (np.abs(step).max(axis=1) <= STEP_TOL))
+        long = ok & ~small & (spread > SAFE_SPREAD)
         if long.any():
             rows = np.flatnonzero(long)
             ll_base[rows] = _ll_pairs(d[rows], e[rows], n_ij[rows], b[rows])
