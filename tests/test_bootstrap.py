@@ -102,3 +102,87 @@ def test_batched_davidson_bootstrap_equals_lbfgs_refits(stack):
     for k in range(8):
         sub = stack.subset(np.repeat(np.arange(stack.T), w[k]))
         np.testing.assert_allclose(res.samples[k], rank(sub, "davidson").scores.to_numpy(), atol=1e-5)
+
+
+def _loop(stack, name, B, seed, unit="graph", **params):
+    """Single fits on the resamples the bootstrap draws (same seed, same multinomial counts)."""
+    w = graph_weights(stack, B, np.random.default_rng(seed), unit)
+    rows = []
+    for k in range(B):
+        idx = np.repeat(np.arange(stack.T), w[k])
+        p = dict(params)
+        if isinstance(p.get("weights"), np.ndarray):
+            p["weights"] = p["weights"][idx]
+        rows.append(rank(stack.subset(idx), name, **p).scores.to_numpy())
+    return np.vstack(rows)
+
+
+@pytest.mark.parametrize("name,params", [
+    ("borda", {}), ("borda", {"normalize": True}), ("borda", {"weights": "array"}),
+    ("pairwise-majority", {}), ("pairwise-majority", {"weights": "array", "normalize": True}),
+    ("majority", {}), ("majority", {"ties": "edge", "exact_half": "later"}), ("majority", {"normalize": True}),
+    ("kemeny", {}), ("kemeny", {"source": "rankings"}), ("kemeny", {"exact_max": 3}),
+    ("elspr", {}), ("rank-centrality", {}), ("pged", {"mode": "global"}),
+    ("copeland", {"normalize": True}), ("scorewin", {}),
+    ("davidson", {"scale": "elo"}),
+])
+def test_batched_bootstrap_equals_a_loop_of_single_fits(stack, name, params):
+    if params.get("weights") == "array":
+        params = {**params, "weights": np.linspace(0.5, 1.5, stack.T)}
+    res = bootstrap(stack, name, B=12, seed=9, **params)
+    assert res.method.startswith("batched"), res.method
+    np.testing.assert_allclose(res.samples, _loop(stack, name, 12, 9, **params), atol=1e-6, err_msg=name)
+
+
+def test_bt_elo_scale_bootstrap_is_the_rescaled_log_bootstrap(stack):
+    a = bootstrap(stack, "bt", B=12, seed=2, unit="prompt", scale="elo")
+    b = bootstrap(stack, "bt", B=12, seed=2, unit="prompt")
+    assert a.method.startswith("batched")
+    np.testing.assert_allclose(a.samples, b.samples * 400 / np.log(10), atol=1e-9)
+    np.testing.assert_allclose(a.samples, _loop(stack, "bt", 12, 2, unit="prompt", scale="elo"), atol=1e-5)
+
+
+def _judged(seed=0):
+    theta = np.array([0.6, 0.3, 0.0, -0.2, -0.5])
+    return pd.concat([bt_verdicts(theta, 8, seed=seed + k, tie_nu=0.4, pairs_per_prompt=6).assign(judge=f"j{k}")
+                      for k in range(3)], ignore_index=True)
+
+
+@pytest.mark.parametrize("aggregate", ["weight-score", "kemeny", "pairwise-majority"])
+def test_pged_per_prompt_bootstrap_counts_a_redrawn_prompt_as_a_new_question(aggregate):
+    v = _judged()
+    st = build_stack(v)
+    B = 10
+    res = bootstrap(st, "pged", B=B, seed=6, unit="prompt", aggregate=aggregate)
+    assert res.method.startswith("batched: multinomial graph weights, fixed per-question")
+    ids = pd.factorize(st.keys["prompt_id"].astype(str))[0]
+    rng = np.random.default_rng(6)
+    n_units = ids.max() + 1
+    draws = rng.multinomial(n_units, np.full(n_units, 1 / n_units), size=B)
+    prompts = pd.factorize(st.keys["prompt_id"].astype(str))[1]
+    for b in range(B):  # the resample written out as verdicts: copy k of a prompt is prompt "<id>#k"
+        parts = [v[v["prompt_id"] == p].assign(prompt_id=f"{p}#{k}") for u, p in enumerate(prompts)
+                 for k in range(draws[b, u])]
+        single = rank(build_stack(pd.concat(parts, ignore_index=True)), "pged", aggregate=aggregate).scores
+        np.testing.assert_allclose(res.samples[b], single.reindex(list(st.models)).fillna(0).to_numpy())
+
+
+def test_pged_per_prompt_bootstrap_over_graphs_of_several_judges():
+    from engine.rankers.pged import pged_per_prompt_scores, question_ids
+
+    st = build_stack(_judged(3))
+    B = 8
+    res = bootstrap(st, "pged", B=B, seed=1)
+    assert "B x Q per-question ensembles" in res.method
+    c = graph_weights(st, B, np.random.default_rng(1)).astype(float)
+    q, keys = question_ids(st)
+    for b in range(B):  # one resample at a time: ensembles from the drawn graphs, questions by mean count
+        m = np.array([c[b, q == k].mean() for k in range(len(keys))])
+        one, _ = pged_per_prompt_scores(st, np.ones(st.T), m[None], g=c[b][None], aggregate="weight-score",
+                                        prompt_ties="average")
+        np.testing.assert_allclose(res.samples[b], one[0])
+    # chunking over resamples does not change anything
+    m_all = np.stack([[c[b, q == k].mean() for k in range(len(keys))] for b in range(B)])
+    small, _ = pged_per_prompt_scores(st, np.ones(st.T), m_all, g=c, aggregate="weight-score",
+                                      prompt_ties="average", chunk_cells=1)
+    np.testing.assert_allclose(res.samples, small)

@@ -109,3 +109,46 @@ def test_cli_compare_per_judge(shipped_db):
     assert set(df["n_shared"]) <= {5, 6}
     rc, _, err = run_cli(shipped_db, "compare", "--reference-category", "nope", "--format", "csv")
     assert rc == 2 and "no category 'nope'" in err
+
+
+def test_cli_csv_stays_clean_and_notes_go_to_stderr(shipped_db):
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--keep-k", "1", "--format", "csv")
+    assert rc == 0
+    lines = out.strip().split("\n")
+    assert lines[0].startswith("rank,model,score") and len(lines) == 1 + 5  # header + rows only
+    ranks = pd.read_csv(io.StringIO(out))["rank"].tolist()
+    assert ranks == sorted(ranks) and ranks[0] == 1
+    assert err.startswith("note: bt: the MLE does not exist") and "virtual tie" in err
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "human", "--ranker", "copeland", "--format", "table")
+    assert rc == 0 and "note:" not in out
+    assert "copeland: 4 pair(s) of models were never compared" in err  # claude met 4 of the 8 others
+    rc, _, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--ranker", "elo", "--format", "csv")
+    assert "elo: K = 4" in err and "order: graphs sorted by key" in err
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--ranker", "kemeny", "--format", "json")
+    obj = json.loads(out)
+    assert obj["details"]["exact"] is True and any(n.startswith("kemeny: exact") for n in obj["notes"])
+
+
+def test_rank_and_compare_follow_a_rankers_stated_order(shipped_db, shipped_store):
+    from engine.distances import all_distances
+    from engine.rankers import rank
+    from engine.reference import reference_for_dataset
+
+    st = build_stack(shipped_store.verdicts("vicuna80", judge="gpt-4"))
+    for params in ({"mode": "global"}, {}):
+        res = rank(st, "pged", **params)
+        board = leaderboard(shipped_store, "vicuna80", judge="gpt-4", ranker="pged", ranker_params=params)
+        order = res.extras["order"]
+        assert board.table["model"].tolist() == order and board.table["rank"].tolist() == list(range(1, 10))
+    # compare uses those ranks (global mode: descendant ties broken by name)
+    board = leaderboard(shipped_store, "vicuna80", judge="gpt-4", ranker="pged", ranker_params={"mode": "global"})
+    ref = reference_for_dataset("vicuna80")
+    pos = {m: k + 1 for k, m in enumerate(rank(st, "pged", mode="global").extras["order"])}
+    shared = [m for m in pos if m in ref.index]
+    expect = all_distances(pd.Series({m: pos[m] for m in shared}), ref.rank(ascending=False)[shared])
+    rc, out, err = run_cli(shipped_db, "compare", "--judge", "gpt-4", "--ranker", "pged", "--param", "mode=global",
+                           "--format", "csv")
+    row = pd.read_csv(io.StringIO(out)).iloc[0]
+    for k in ("spearman", "kendall", "footrule", "chebyshev"):
+        assert row[k] == pytest.approx(expect[k])
+    assert board.table.set_index("model")["rank"].to_dict() == pos
