@@ -1,14 +1,31 @@
 """Sensitivity curves: distance to the reference as a function of keep-K or of mu, with bands.
 
-Paper 000, Section 4.2 (Figures 2, 3, 5): for each K (every K from 1 to the pool size) or each mu
-(a log grid), keep the K graphs of smallest S_mu per category, rank them with half-tie
-Bradley-Terry, and measure the four distances of Appendix C.2 to the reference. The point value
-uses the kept graphs once; the band is the 2.5-97.5 % range over ``resamples`` bootstrap draws of
-the kept set (as many graphs as kept, with replacement). The ``macro`` rows average the categories
-per resample. Pools: ``perturbed`` (originals + paraphrases, default), ``sampling`` (originals +
-sampling replicates: the control of Figure 6) or ``all``. Bootstrap draws repeat graphs, so the
-band usually sits a little above the point value (a resample holds fewer distinct graphs).
-Every fit of a curve — all K (or mu) × categories × resamples — is one batched call.
+Paper 000, Section 4.2 (Figures 2, 3, 5, 6): for each K (every K from 1 to the pool size) or each
+mu (a log grid), keep the K graphs of smallest S_mu per category, rank them with half-tie
+Bradley-Terry, and measure the four distances of Appendix C.2 to the reference.
+
+What is plotted and what the band is (our choice, stated): the paper draws its curves from single
+point estimates and reports resampled summaries only for Table 2, where its method keeps 25 graphs
+and draws 20 of them *without replacement* 100 times, giving the mean with a 95 % interval. The
+curves follow that protocol at every x: keep K, draw ``m = round(draw_fraction·K)`` of the kept
+graphs without replacement (draw_fraction 0.8 = the paper's 25 → 20), ``resamples`` times. The
+plotted statistic is ``mean`` (the mean distance over the draws), and the band ``ci_low`` …
+``ci_high`` is its 95 % interval, mean ± 1.96·sd/√R — the "±" of Table 2 — so it always contains
+the curve. ``q_low``/``q_high`` (2.5/97.5 % of the draws' distances) show the spread of a single
+draw, and ``point`` is the paper's point estimate (all K kept graphs fitted once). A bootstrap with
+replacement is not used: its resamples hold fewer distinct graphs, which biases the distance upward
+and puts the band above the curve.
+
+Random numbers: the draws use the common random numbers of ``engine.resampling`` (one uniform per
+graph and resample, per group), so a cell's numbers do not depend on the other K or mu requested,
+the curve at K = 25 equals the Trunc25→20 cell of Table 2, and neighbouring K share most of their
+draws. Truncation scores are computed on the graphs as judged (every model); only ranking and
+distances use the reference-rated models.
+
+Speed: the x values are visited in order; at each, every group's R draws plus its point fit are one
+warm-started batch (started from the same row's fit at the previous x).
+Pools: ``perturbed`` (originals + paraphrases, default), ``sampling`` (originals + sampling
+replicates: the control of Figure 6) or ``all``.
 """
 
 from __future__ import annotations
@@ -20,107 +37,139 @@ import pandas as pd
 
 from .errors import LensError
 from .graphs import GraphStack
+from .rankers.base import single_thread_blas
 from .resampling import (
     DEFAULT_SEED,
     DISTANCES,
     MACRO,
-    ProtocolParams,
+    _by_key,
     _category_positions,
-    _is_original,
-    _is_sample,
     _kept,
     _reference_for,
-    _scores_for_counts,
+    bt_scores,
+    check_seed,
     common_models,
     distances_for_scores,
-    draw_counts,
     flat_matrices,
+    keep_draw_uniforms,
+    keep_draw_weights,
     reference_ranks,
 )
-from .truncation import keep_order, truncation_scores
+from .truncation import POOLS, check_weights, keep_order, key_rank, pool_mask, truncation_scores
 
 DEFAULT_MU_GRID: tuple[float, ...] = tuple(float(x) for x in np.logspace(-2, 2, 17))
 """0.01 … 100, four points per decade: four decades around the paper's mu = 1."""
 
+DRAW_FRACTION = 0.8
+"""Share of the kept graphs drawn (without replacement) per resample: the paper's 25 → 20."""
 
-POOLS: tuple[str, ...] = ("perturbed", "sampling", "all")
-"""perturbed: originals + paraphrases (the main pool); sampling: originals + sampling replicates
-(the sampling-only control of paper 000, Figure 6); all: every graph."""
+POOLED = "all"
+"""The group name of a pooled (not per-category) curve."""
+
+__all__ = ["DEFAULT_MU_GRID", "DRAW_FRACTION", "POOLS", "draw_size", "keep_k_curve", "mu_curve"]
+
+
+def draw_size(kept: int, draw_fraction: float = DRAW_FRACTION) -> int:
+    """Graphs drawn from ``kept``: round(draw_fraction·kept) (halves up), at least 1, at most kept."""
+    return int(min(kept, max(1, np.floor(draw_fraction * kept + 0.5 + 1e-9))))
 
 
 def _pools(stack: GraphStack, per_category: bool, pool: str = "perturbed") -> dict[str, np.ndarray]:
-    """Positions of the chosen pool, by category (or one ``all`` group)."""
-    if pool not in POOLS:
-        raise LensError(f"Unknown pool {pool!r}; choose one of {', '.join(POOLS)}.")
-    samp, orig = _is_sample(stack), _is_original(stack)
-    member = {"perturbed": ~samp, "sampling": orig | samp, "all": np.ones(stack.T, dtype=bool)}[pool]
-    groups = _category_positions(stack) if per_category else {"all": np.arange(stack.T)}
-    out = {c: pos[member[pos]] for c, pos in groups.items()}
+    """Positions of the chosen pool, by category (or one pooled group), in graph-key order."""
+    member = pool_mask(stack.keys, pool)
+    groups = _category_positions(stack) if per_category else {POOLED: np.arange(stack.T)}
+    krank = key_rank(stack.keys)
+    out = {c: _by_key(pos[member[pos]], krank) for c, pos in groups.items()}
     out = {c: pos for c, pos in out.items() if pos.size}
     if not out:
         raise LensError(f"The {pool} pool is empty for this selection.")
     return out
 
 
+def _check(resamples: int, seed: int, draw_fraction: float) -> None:
+    if int(resamples) != resamples or resamples < 0:
+        raise LensError(f"The number of resamples must be a whole number ≥ 0; got {resamples!r}.")
+    check_seed(seed)
+    if not 0 < float(draw_fraction) <= 1:
+        raise LensError(f"The draw fraction must lie in (0, 1]; got {draw_fraction!r}.")
+
+
 def _evaluate(
     stack: GraphStack,
     reference: pd.Series | Mapping[str, pd.Series],
-    cells: list[tuple[float, str, np.ndarray]],
+    pools: dict[str, np.ndarray],
+    xs: list[float],
+    kept_of: dict[tuple[int, str], np.ndarray],
     param: str,
     resamples: int,
     seed: int,
+    draw_fraction: float,
 ) -> pd.DataFrame:
-    """Point + bootstrap distances for every (x, category, kept positions) cell, in one batch."""
-    cats = sorted({c for _, c, _ in cells})
-    models = common_models(stack, reference, cats)
-    st = stack.restrict_models(models)
-    refs = {c: reference_ranks(_reference_for(reference, c), models) for c in cats}
-    rng = np.random.default_rng(seed)
-    T, R = st.T, resamples
-    blocks = []
-    for _, _, kept in cells:
-        point = np.zeros((1, T))
-        point[0, kept] = 1.0
-        blocks.append(point)
+    """Point + keep→draw distances for every (x, group) cell; ``kept_of[(x index, group)]`` are the
+    kept stack positions."""
+    groups = list(pools)
+    models = common_models(stack, reference, groups)
+    st = stack.restrict_models(models)  # after truncation: only ranking and distances drop models
+    refs = {g: reference_ranks(_reference_for(reference, g), models) for g in groups}
+    n, R, X, G = st.n, int(resamples), len(xs), len(groups)
+    krank = key_rank(st.keys)
+    wflat = flat_matrices(st)["wtilde"]
+    uni = {g: keep_draw_uniforms(seed, g, pools[g].size, R) for g in groups}
+    scores = np.zeros((X, G, 1 + R, n))
+    n_kept = np.zeros((X, G), dtype=np.int64)
+    n_draw = np.zeros((X, G), dtype=np.int64)
+    prev = None
+    for xi in range(X):
+        rows = []
+        for gi, g in enumerate(groups):
+            kept = _by_key(kept_of[(xi, g)], krank)
+            m = draw_size(kept.size, draw_fraction)
+            cols = np.searchsorted(krank[pools[g]], krank[kept])
+            w = np.vstack([np.ones((1, kept.size)), keep_draw_weights(uni[g][:, cols], m)]) if R else np.ones((1, kept.size))
+            rows.append(w @ wflat[kept])
+            n_kept[xi, gi], n_draw[xi, gi] = kept.size, m
+        fit = bt_scores(np.concatenate(rows).reshape(-1, n, n), prev)
+        prev = fit
+        scores[xi] = fit.reshape(G, 1 + R, n)
+    dist = {d: np.zeros((X, G, 1 + R)) for d in DISTANCES}
+    for gi, g in enumerate(groups):
+        d = distances_for_scores(scores[:, gi].reshape(-1, n), refs[g])
+        for k in DISTANCES:
+            dist[k][:, gi] = d[k].reshape(X, 1 + R)
+    frames = []
+    cats = groups + ([MACRO] if G > 1 else [])
+    for dname in DISTANCES:
+        v = dist[dname]
+        if G > 1:
+            v = np.concatenate([v, v.mean(axis=1, keepdims=True)], axis=1)  # macro: per-resample mean
+        point, res = v[:, :, 0], v[:, :, 1:]
+        flat_res = res.reshape(point.size, R)
         if R:
-            blocks.append(draw_counts(rng, kept, kept.size, R, True, T))
-    counts = np.concatenate(blocks, axis=0)
-    scores = _scores_for_counts(counts, flat_matrices(st), st.n, "bt", ProtocolParams())
-    per = 1 + R
-    dist: dict[int, dict[str, np.ndarray]] = {}
-    for cat in cats:
-        ids = [i for i, (_, c, _) in enumerate(cells) if c == cat]
-        rows = np.concatenate([np.arange(i * per, (i + 1) * per) for i in ids])
-        d = distances_for_scores(scores[rows], refs[cat])
-        for a, i in enumerate(ids):
-            dist[i] = {k: v[a * per:(a + 1) * per] for k, v in d.items()}
-    out = []
-    xs = list(dict.fromkeys(x for x, _, _ in cells))
-    for x in xs:
-        ids = [i for i, (xx, _, _) in enumerate(cells) if xx == x]
-        for dname in DISTANCES:
-            boots = []
-            for i in ids:
-                v = dist[i][dname]
-                boots.append(v[1:])
-                out.append(_row(param, x, cells[i][1], dname, v[0], v[1:], cells[i][2].size))
-            if len(ids) > 1:
-                point = float(np.mean([dist[i][dname][0] for i in ids]))
-                out.append(_row(param, x, MACRO, dname, point, np.mean(boots, axis=0) if R else np.array([]),
-                                int(sum(cells[i][2].size for i in ids))))
-    frame = pd.DataFrame(out)
+            mean = flat_res.mean(axis=1)
+            sd = flat_res.std(axis=1, ddof=1) if R > 1 else np.zeros(flat_res.shape[0])
+            q_lo, q_hi = np.quantile(flat_res, [0.025, 0.975], axis=1)
+        else:
+            mean = point.ravel()
+            sd = np.zeros(mean.size)
+            q_lo = q_hi = mean
+        half = 1.96 * sd / np.sqrt(max(R, 1))
+        kept = np.concatenate([n_kept, n_kept.sum(axis=1, keepdims=True)], axis=1) if G > 1 else n_kept
+        drawn = np.concatenate([n_draw, n_draw.sum(axis=1, keepdims=True)], axis=1) if G > 1 else n_draw
+        frames.append(pd.DataFrame({
+            param: np.repeat(np.asarray(xs, dtype=np.float64 if param == "mu" else np.int64), len(cats)),
+            "category": np.tile(np.asarray(cats, dtype=object), X),
+            "distance": dname,
+            "point": point.ravel(), "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
+            "half_width": half, "q_low": q_lo, "q_high": q_hi, "sd": sd,
+            "n_kept": kept.ravel(), "n_draw": drawn.ravel(), "resamples": R,
+        }))
+    frame = pd.concat(frames, ignore_index=True)
+    x_idx = np.tile(np.repeat(np.arange(X), len(cats)), len(DISTANCES))
+    d_idx = np.repeat(np.arange(len(DISTANCES)), X * len(cats))
+    c_idx = np.tile(np.arange(len(cats)), X * len(DISTANCES))
+    frame = frame.iloc[np.lexsort((c_idx, d_idx, x_idx))].reset_index(drop=True)  # x, then distance, then category
     frame.attrs["models"] = models
     return frame
-
-
-def _row(param: str, x: float, cat: str, dname: str, point: float, boots: np.ndarray, kept: int) -> dict:
-    if boots.size:
-        lo, hi = np.quantile(boots, [0.025, 0.975])
-        mean = float(boots.mean())
-    else:
-        lo = hi = mean = float(point)
-    return {param: x, "category": cat, "distance": dname, "point": float(point), "mean": mean,
-            "ci_low": float(lo), "ci_high": float(hi), "n_kept": kept}
 
 
 def keep_k_curve(
@@ -135,23 +184,27 @@ def keep_k_curve(
     pool: str = "perturbed",
     resamples: int = 100,
     seed: int = DEFAULT_SEED,
+    draw_fraction: float = DRAW_FRACTION,
 ) -> pd.DataFrame:
-    """Distance to the reference for every K (default 1 … the largest pool), paper 000 Fig. 2/5.
+    """Distance to the reference for every K (default 1 … the largest pool), paper 000 Fig. 2/5/6.
 
     K is per category when ``per_category`` (a category smaller than K keeps all its graphs;
-    ``n_kept`` says how many were kept). Columns: k, category, distance, point, mean, ci_low,
-    ci_high, n_kept.
+    ``n_kept`` says how many were kept, ``n_draw`` how many each resample draws). Columns: k,
+    category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
+    n_draw, resamples. Plot ``mean`` inside ``ci_low``…``ci_high`` (see the module docstring).
     """
     from .cycles import cycle_counts
 
+    _check(resamples, seed, draw_fraction)
     pools = _pools(stack, per_category, pool)
     order = keep_order(truncation_scores(cycle_counts(stack), mu=mu, lam3=lam3, lam4=lam4), stack.keys)
     kmax = max(p.size for p in pools.values())
     ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
     if not ks or min(ks) < 1:
         raise LensError(f"Every K of a keep-K curve must be ≥ 1; got {ks}.")
-    cells = [(k, c, _kept(pos, order, k)) for k in ks for c, pos in pools.items()]
-    return _evaluate(stack, reference, cells, "k", resamples, seed)
+    kept_of = {(xi, g): _kept(pos, order, k) for xi, k in enumerate(ks) for g, pos in pools.items()}
+    with single_thread_blas():
+        return _evaluate(stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction)
 
 
 def mu_curve(
@@ -164,22 +217,29 @@ def mu_curve(
     pool: str = "perturbed",
     resamples: int = 100,
     seed: int = DEFAULT_SEED,
+    draw_fraction: float = DRAW_FRACTION,
 ) -> pd.DataFrame:
     """Distance to the reference against mu in S_mu = C3_bad + mu·C4_bad at fixed K (paper 000 Fig. 3).
 
-    Columns: mu, category, distance, point, mean, ci_low, ci_high, n_kept.
+    mu may be any finite number (the default grid is 0.01 … 100 on a log scale). Columns: mu,
+    category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
+    n_draw, resamples.
     """
     from .cycles import cycle_counts
 
-    counts = cycle_counts(stack)
-    pools = _pools(stack, per_category, pool)
+    _check(resamples, seed, draw_fraction)
     mus = [float(m) for m in mus]
-    if not mus or any(not np.isfinite(m) or m < 0 for m in mus):
-        raise LensError(f"Every mu of a mu curve must be a finite number ≥ 0; got {mus}.")
+    if not mus:
+        raise LensError("A mu curve needs at least one mu.")
+    for m in mus:
+        check_weights(mu=m)
     if int(k) != k or k < 1:
         raise LensError(f"K must be a whole number ≥ 1; got {k!r}.")
-    cells = []
-    for m in mus:
+    counts = cycle_counts(stack)
+    pools = _pools(stack, per_category, pool)
+    kept_of = {}
+    for xi, m in enumerate(mus):
         order = keep_order(truncation_scores(counts, mu=m), stack.keys)
-        cells += [(m, c, _kept(pos, order, int(k))) for c, pos in pools.items()]
-    return _evaluate(stack, reference, cells, "mu", resamples, seed)
+        kept_of.update({(xi, g): _kept(pos, order, int(k)) for g, pos in pools.items()})
+    with single_thread_blas():
+        return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction)

@@ -24,12 +24,25 @@ When a pool is smaller than what a rule asks for, the rule takes the whole pool 
 so (``degenerate`` with a note): e.g. on data without paraphrases the trunc pool of 25 is the
 10 originals, and every draw of 20 is the whole pool, so the interval has width zero.
 
-Speed: a draw is a row of a (B, T) count matrix; ``counts @ W~`` gives every W~ at once and the
-rankers' batched Bradley-Terry fits them all in one call (no loop over graphs or resamples).
+Truncation scores come from the graphs as judged, over every model; models without a reference
+rating are dropped afterwards, for ranking and distances only.
+
+Random numbers (paper 000 uses seed 20260324): every (protocol, category) cell draws from its own
+generator seeded by (seed, a stable id of the protocol's name, a stable id of the category), so a
+cell's numbers do not depend on which other cells were requested. The keep→draw protocols (trunc,
+sample, single) use common random numbers: graph g of a pool (in graph-key order) gets the uniform
+``u[r, g]`` in outer resample r, and a draw of m from a kept set takes its m smallest ``u``. The
+sensitivity curves (``engine.curves``) use the same numbers, so their K = 25 point with draw 20 is
+the Trunc25→20 cell exactly.
+
+Speed: a draw is a row of weights over its pool's graphs; ``weights @ W~`` gives every W~ of a cell
+at once, identical W~ are fitted once, and every Bradley-Terry fit is warm-started from the fit on
+the cell's whole kept pool (``engine.rankers.bt``; the solution does not depend on the start).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,14 +52,17 @@ import pandas as pd
 
 from .errors import LensError
 from .graphs import GraphStack
-from .truncation import keep_order, truncation_scores
+from .rankers.base import single_thread_blas
+from .truncation import check_weights, is_original, is_sample, keep_order, key_rank, truncation_scores
 
 PROTOCOLS: tuple[str, ...] = ("trunc", "sample", "notrunc_boot", "scorewin", "random", "single")
 DISTANCES: tuple[str, ...] = ("spearman", "kendall", "footrule", "chebyshev")
 DEFAULT_SEED = 20260324
 MACRO = "macro"
-FIT_CHUNK = 1000
 MAPPINGS_DIR = Path(__file__).resolve().parent.parent / "data" / "mappings"
+RANK_RTOL = 1e-9
+"""Scores closer than RANK_RTOL·max(1, |score|) are tied (as the leaderboard's ranks): solver
+round-off is not an order. Tied models are then ordered by model position."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +88,18 @@ class ProtocolParams:
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise LensError(f"The protocol parameter {name} must be a whole number ≥ 1; got {v!r}.")
+        check_seed(self.seed)
+        check_weights(self.mu, self.lam3, self.lam4)
+        if not np.isfinite(float(self.copeland_tie)):
+            raise LensError(f"The score-of-win tie credit must be a finite number; got {self.copeland_tie!r}.")
         return self
+
+
+def check_seed(seed) -> int:
+    """A seed is a whole number ≥ 0 (numpy's seed sequences take no negative entropy)."""
+    if int(seed) != seed or seed < 0:
+        raise LensError(f"The seed must be a whole number ≥ 0; got {seed!r}.")
+    return int(seed)
 
 
 def label(protocol: str, p: ProtocolParams) -> str:
@@ -87,7 +114,59 @@ def label(protocol: str, p: ProtocolParams) -> str:
     }[protocol]
 
 
-# ----------------------------------------------------------------------------- draws
+# ----------------------------------------------------------------------------- random numbers
+
+
+def stable_id(name: str) -> int:
+    """A 32-bit id of a name that is the same in every run and on every machine (CRC-32)."""
+    return zlib.crc32(str(name).encode("utf-8"))
+
+
+def rng_for(seed: int, *names: str) -> np.random.Generator:
+    """The generator of one cell: seeded by (seed, stable ids of ``names``), independent of the rest."""
+    return np.random.default_rng([check_seed(seed), *(stable_id(n) for n in names)])
+
+
+def keep_draw_uniforms(seed: int, group: str, n_graphs: int, resamples: int) -> np.ndarray:
+    """(resamples, n_graphs) uniforms shared by every keep→draw cell of a group (common random numbers).
+
+    Column g belongs to the pool's g-th graph in graph-key order; row r is outer resample r, and a
+    longer run extends a shorter one (the first rows are the same).
+    """
+    return rng_for(seed, "keep-draw", group).random((int(resamples), int(n_graphs)))
+
+
+def keep_draw_weights(u: np.ndarray, m: int) -> np.ndarray:
+    """(R, K) 0/1 weights: in each row the ``m`` entries of ``u`` with the smallest values (all when m ≥ K).
+
+    With ``u`` uniform this is a uniformly random m-subset without replacement of the K columns.
+    """
+    u = np.atleast_2d(np.asarray(u, dtype=np.float64))
+    K = u.shape[1]
+    if m >= K:
+        return np.ones_like(u)
+    thresh = np.partition(u, m - 1, axis=1)[:, m - 1:m]
+    return (u <= thresh).astype(np.float64)
+
+
+def subset_weights(rng: np.random.Generator, pool_size: int, m: int, rows: int) -> np.ndarray:
+    """(rows, pool_size) 0/1 weights of ``rows`` independent m-subsets without replacement."""
+    m = min(int(m), int(pool_size))
+    out = np.zeros((rows, pool_size))
+    if pool_size == 0 or rows == 0:
+        return out
+    picks = np.argsort(rng.random((rows, pool_size)), axis=1)[:, :m]
+    np.put_along_axis(out, picks, 1.0, axis=1)
+    return out
+
+
+def bootstrap_weights(rng: np.random.Generator, pool_size: int, rows: int) -> np.ndarray:
+    """(rows, pool_size) multiplicities of ``rows`` draws of pool_size graphs with replacement."""
+    if pool_size == 0 or rows == 0:
+        return np.zeros((rows, pool_size))
+    picks = rng.integers(0, pool_size, size=(rows, pool_size))
+    flat = np.bincount((np.arange(rows)[:, None] * pool_size + picks).ravel(), minlength=rows * pool_size)
+    return flat.reshape(rows, pool_size).astype(np.float64)
 
 
 def draw_counts(rng: np.random.Generator, pool: np.ndarray, m: int, reps: int, replace: bool, T: int) -> np.ndarray:
@@ -111,21 +190,31 @@ def draw_counts(rng: np.random.Generator, pool: np.ndarray, m: int, reps: int, r
     return out
 
 
-# ----------------------------------------------------------------------------- rankers on count rows
+# ----------------------------------------------------------------------------- rankers on W~ rows
 
 
-def ordinal_ranks(scores: np.ndarray) -> np.ndarray:
-    """(B, n) scores → (B, n) ranks 1..n (1 = best); equal scores ordered by model position.
+def ordinal_ranks(scores: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
+    """(B, n) scores → (B, n) ranks 1..n (1 = best); tied scores ordered by model position.
 
-    A deterministic total order, so every distance compares two permutations. Scores are rounded
-    to 9 decimals first, so fits that are tied in exact arithmetic (equal rows of W~) but differ
-    by solver round-off are treated as tied, whichever solver produced them.
+    A deterministic total order, so every distance compares two permutations. Scores closer than
+    ``rtol·max(1, |s|)`` count as tied (along the sorted scores, so a chain of near-equal scores is
+    one tie group): fits that are tied in exact arithmetic but differ by solver round-off — or by
+    the start a warm-started solver came from — get the same ranks.
     """
-    s = np.round(np.asarray(scores, dtype=np.float64), 9)
-    n = s.shape[1]
-    idx = np.arange(n)
-    better = (s[:, None, :] > s[:, :, None]) | ((s[:, None, :] == s[:, :, None]) & (idx[None, :] < idx[:, None])[None])
-    return 1 + better.sum(axis=2)
+    s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    B, n = s.shape
+    order = np.argsort(-s, axis=1, kind="stable")
+    srt = np.take_along_axis(s, order, axis=1)
+    gap = srt[:, :-1] - srt[:, 1:]
+    new_group = gap > rtol * np.maximum(1.0, np.abs(srt[:, :-1]))
+    gid_sorted = np.zeros((B, n), dtype=np.int64)
+    gid_sorted[:, 1:] = np.cumsum(new_group, axis=1)
+    gid = np.empty_like(gid_sorted)
+    np.put_along_axis(gid, order, gid_sorted, axis=1)
+    pos = np.argsort(gid * n + np.arange(n)[None, :], axis=1)
+    ranks = np.empty((B, n), dtype=np.int64)
+    np.put_along_axis(ranks, pos, np.arange(1, n + 1)[None, :].repeat(B, axis=0), axis=1)
+    return ranks
 
 
 def copeland_majority_batch(wins: np.ndarray, tie_value: float = 1.0, compared: np.ndarray | None = None) -> np.ndarray:
@@ -153,29 +242,32 @@ def unique_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Rows are grouped by a random projection (fast) and the grouping is then checked exactly; if
     two different rows ever shared a projection, nothing is merged.
     """
+    counts = np.asarray(counts)
+    if counts.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     h = counts @ np.random.default_rng(0).random(counts.shape[1])
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
     if not np.array_equal(counts, counts[first[inverse]]):
         return np.arange(counts.shape[0]), np.arange(counts.shape[0])
-    return first, inverse.ravel()
+    return first, inverse
 
 
-def _scores_for_counts(counts: np.ndarray, stack_flat: dict[str, np.ndarray], n: int, ranker: str, p: ProtocolParams) -> np.ndarray:
-    """(B, T) graph multiplicities → (B, n) ranker scores (each distinct draw fitted once)."""
-    first, inverse = unique_rows(counts)
-    if first.size < counts.shape[0]:
-        return _scores_for_counts(counts[first], stack_flat, n, ranker, p)[inverse]
-    if ranker == "bt":
-        from .rankers.bt import fit_bt_batch
+def bt_scores(wt: np.ndarray, theta0: np.ndarray | None = None) -> np.ndarray:
+    """(B, n, n) half-tie win matrices → (B, n) BT log-strengths; equal matrices are fitted once.
 
-        wt = (counts @ stack_flat["wtilde"]).reshape(-1, n, n)
-        # chunks keep the solver's (B, n, n) temporaries in cache: ~2x faster than one huge batch
-        return np.concatenate([fit_bt_batch(wt[i:i + FIT_CHUNK]) for i in range(0, wt.shape[0], FIT_CHUNK)])
-    if ranker == "copeland_majority":
-        w = (counts @ stack_flat["wins"]).reshape(-1, n, n)
-        seen = (counts @ stack_flat["observed"]).reshape(-1, n, n) > 0
-        return copeland_majority_batch(w, p.copeland_tie, seen)
-    raise LensError(f"Unknown protocol ranker {ranker!r}; choose bt or copeland_majority.")
+    ``theta0`` (B, n) warm-starts each fit (e.g. from the fit on the cell's whole pool, or from the
+    neighbouring K of a curve); the result does not depend on it beyond round-off.
+    """
+    from .rankers.bt import fit_bt_batch
+
+    wt = np.asarray(wt, dtype=np.float64)
+    B, n, _ = wt.shape
+    if B == 0:
+        return np.zeros((0, n))
+    first, inverse = unique_rows(wt.reshape(B, n * n))
+    start = None if theta0 is None else np.asarray(theta0, dtype=np.float64)[first]
+    return fit_bt_batch(wt[first], theta0=start)[inverse]
 
 
 def flat_matrices(stack: GraphStack) -> dict[str, np.ndarray]:
@@ -188,12 +280,41 @@ def flat_matrices(stack: GraphStack) -> dict[str, np.ndarray]:
             "observed": stack.observed.astype(np.float64).reshape(T, n * n)}
 
 
+def permutation_distances(ranks: np.ndarray, ref_ranks: np.ndarray) -> dict[str, np.ndarray]:
+    """The four distances of paper 000 (App. C.2) for (B, n) permutation ranks against one (n,) permutation.
+
+    The fast path for ordinal ranks (no ties): equal to ``engine.distances.distances_batch`` there.
+    """
+    r = np.atleast_2d(np.asarray(ranks, dtype=np.int64))
+    ref = np.asarray(ref_ranks, dtype=np.int64)
+    n = r.shape[1]
+    if n < 2:
+        raise LensError("A ranking distance needs at least two models.")
+    d = (r - ref[None, :]).astype(np.float64)
+    by_ref = r[:, np.argsort(ref)]  # columns in reference order: discordant pairs are inversions
+    inv = np.triu(by_ref[:, :, None] > by_ref[:, None, :], 1).sum(axis=(1, 2))
+    return {
+        "spearman": 3.0 * (d * d).sum(axis=1) / (n * (n * n - 1)),
+        "kendall": 2.0 * inv / (n * (n - 1)),
+        "footrule": np.abs(d).sum(axis=1) / np.floor(n * n / 2.0),
+        "chebyshev": np.abs(d).max(axis=1) / (n - 1),
+    }
+
+
 def distances_for_scores(scores: np.ndarray, ref_ranks: np.ndarray) -> dict[str, np.ndarray]:
     """All four distances of paper 000 (Section 4.1, App. C.2) for (B, n) scores against a reference."""
-    from .distances import distances_batch
+    return permutation_distances(ordinal_ranks(scores), np.asarray(ref_ranks))
 
-    out = distances_batch(ordinal_ranks(scores), np.asarray(ref_ranks))
-    return {d: np.asarray(out[d], dtype=np.float64) for d in DISTANCES}
+
+def summarise(values: np.ndarray) -> dict[str, np.ndarray]:
+    """Per row of (cells, R) resample values: mean, ci_low/ci_high (2.5/97.5 %), half_width
+    (1.96·sd/√R, the interval of the mean) and sd — vectorised over cells."""
+    v = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    R = v.shape[1]
+    sd = v.std(axis=1, ddof=1) if R > 1 else np.zeros(v.shape[0])
+    lo, hi = np.quantile(v, [0.025, 0.975], axis=1) if R else (np.full(v.shape[0], np.nan),) * 2
+    return {"mean": v.mean(axis=1), "ci_low": lo, "ci_high": hi, "half_width": 1.96 * sd / np.sqrt(max(R, 1)),
+            "sd": sd}
 
 
 # ----------------------------------------------------------------------------- reference
@@ -245,15 +366,26 @@ def common_models(stack: GraphStack, reference: pd.Series | Mapping[str, pd.Seri
 
 @dataclass(frozen=True)
 class _Job:
+    """One (protocol, category) cell: ``weights`` (rows, P) over the graphs at stack positions ``cols``."""
+
     protocol: str
     category: str
-    counts: np.ndarray  # (rows, T)
+    cols: np.ndarray  # (P,) stack positions
+    weights: np.ndarray  # (rows, P) multiplicities
     reps: int  # rows averaged per outer resample (random), else 1
     ranker: str
     n_pool: int
     n_keep: int
     n_draw: int
     note: str
+    T: int
+
+    @property
+    def counts(self) -> np.ndarray:
+        """(rows, T) multiplicities over every graph of the stack."""
+        out = np.zeros((self.weights.shape[0], self.T))
+        out[:, self.cols] = self.weights
+        return out
 
 
 def _category_positions(stack: GraphStack) -> dict[str, np.ndarray]:
@@ -269,6 +401,23 @@ def _kept(pool: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
     return np.sort(ordered[: min(k, ordered.size)])
 
 
+def _by_key(pool: np.ndarray, krank: np.ndarray) -> np.ndarray:
+    """Pool positions in graph-key order (the column order of the common random numbers)."""
+    pool = np.asarray(pool, dtype=np.int64)
+    return pool[np.argsort(krank[pool], kind="stable")]
+
+
+def keep_draw_job_weights(pool: np.ndarray, kept: np.ndarray, m: int, krank: np.ndarray, seed: int, group: str,
+                          resamples: int) -> tuple[np.ndarray, np.ndarray]:
+    """(kept positions in key order, (R, kept) 0/1 weights): draws of ``m`` from ``kept`` ⊆ ``pool``
+    by the group's common random numbers."""
+    pool_k = _by_key(pool, krank)
+    kept_k = _by_key(kept, krank)
+    u = keep_draw_uniforms(seed, group, pool_k.size, resamples)
+    cols = np.searchsorted(krank[pool_k], krank[kept_k])
+    return kept_k, keep_draw_weights(u[:, cols], m)
+
+
 def _note(pool_size: int, keep: int | None, draw: int, replace_: bool) -> tuple[int, int, str]:
     kept = pool_size if keep is None else min(keep, pool_size)
     notes = []
@@ -281,46 +430,53 @@ def _note(pool_size: int, keep: int | None, draw: int, replace_: bool) -> tuple[
 
 
 def _is_original(stack: GraphStack) -> np.ndarray:
-    k = stack.keys
-    kind = k["variant_kind"].astype("string").fillna("original").to_numpy(dtype=object) if "variant_kind" in k else None
-    variant = pd.to_numeric(k["variant"]).to_numpy()
-    return (variant == 0) if kind is None else ((kind == "original") | ((variant == 0) & (kind != "sample")))
+    return is_original(stack.keys)
 
 
 def _is_sample(stack: GraphStack) -> np.ndarray:
-    if "variant_kind" not in stack.keys:
-        return np.zeros(stack.T, dtype=bool)
-    return (stack.keys["variant_kind"].astype("string") == "sample").fillna(False).to_numpy(dtype=bool)
+    return is_sample(stack.keys)
 
 
 def _fit_jobs(jobs: list[_Job], stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolParams) -> dict[int, dict[str, np.ndarray]]:
-    """Distances (per outer resample) of every job, all fits of one ranker done in one batch."""
+    """Distances (per outer resample) of every job; all BT fits in one warm-started batch."""
     flat = flat_matrices(stack)
+    n = stack.n
+    scores: dict[int, np.ndarray] = {}
+    bt = [i for i, j in enumerate(jobs) if j.ranker == "bt"]
+    if bt:
+        wt_rows = [jobs[i].weights @ flat["wtilde"][jobs[i].cols] for i in bt]
+        centre = bt_scores(np.stack([flat["wtilde"][jobs[i].cols].sum(axis=0) for i in bt]).reshape(-1, n, n))
+        theta0 = np.concatenate([np.repeat(centre[a][None], w.shape[0], axis=0) for a, w in enumerate(wt_rows)])
+        all_scores = bt_scores(np.concatenate(wt_rows).reshape(-1, n, n), theta0)
+        bounds = np.cumsum([0] + [w.shape[0] for w in wt_rows])
+        for a, i in enumerate(bt):
+            scores[i] = all_scores[bounds[a]:bounds[a + 1]]
+    for i, j in enumerate(jobs):
+        if j.ranker == "copeland_majority":
+            w = (j.weights @ flat["wins"][j.cols]).reshape(-1, n, n)
+            seen = (j.weights @ flat["observed"][j.cols]).reshape(-1, n, n) > 0
+            scores[i] = copeland_majority_batch(w, p.copeland_tie, seen)
+        elif j.ranker != "bt":
+            raise LensError(f"Unknown protocol ranker {j.ranker!r}; choose bt or copeland_majority.")
     out: dict[int, dict[str, np.ndarray]] = {}
-    for ranker in sorted({j.ranker for j in jobs}):
-        ids = [i for i, j in enumerate(jobs) if j.ranker == ranker]
-        counts = np.concatenate([jobs[i].counts for i in ids], axis=0)
-        scores = _scores_for_counts(counts, flat, stack.n, ranker, p)
-        bounds = np.cumsum([0] + [jobs[i].counts.shape[0] for i in ids])
-        for cat in sorted({jobs[i].category for i in ids}):
-            mine = [(i, bounds[a], bounds[a + 1]) for a, i in enumerate(ids) if jobs[i].category == cat]
-            rows = np.concatenate([np.arange(lo, hi) for _, lo, hi in mine])
-            d = distances_for_scores(scores[rows], refs[cat])
-            off = 0
-            for i, lo, hi in mine:
-                size = hi - lo
-                reps = jobs[i].reps
-                out[i] = {k: v[off:off + size].reshape(-1, reps).mean(axis=1) for k, v in d.items()}
-                off += size
+    for cat in sorted({j.category for j in jobs}):
+        mine = [i for i, j in enumerate(jobs) if j.category == cat]
+        d = distances_for_scores(np.concatenate([scores[i] for i in mine]), refs[cat])
+        off = 0
+        for i in mine:
+            size = scores[i].shape[0]
+            out[i] = {k: v[off:off + size].reshape(-1, jobs[i].reps).mean(axis=1) for k, v in d.items()}
+            off += size
     return out
 
 
 def point_distances(stack: GraphStack, groups: list[tuple[str, np.ndarray]], refs: dict[str, np.ndarray], ranker: str = "bt") -> list[dict[str, float]]:
     """Distances of single fits, one per (category, kept positions) group, in one batch."""
-    counts = np.zeros((len(groups), stack.T))
-    for r, (_, pos) in enumerate(groups):
-        counts[r, pos] = 1.0
-    scores = _scores_for_counts(counts, flat_matrices(stack), stack.n, ranker, ProtocolParams())
+    if ranker != "bt":
+        raise LensError(f"Point fits use the bt ranker; got {ranker!r}.")
+    flat = flat_matrices(stack)["wtilde"]
+    wt = np.stack([flat[pos].sum(axis=0) for _, pos in groups]).reshape(-1, stack.n, stack.n)
+    scores = bt_scores(wt)
     res: list[dict[str, float]] = [{} for _ in groups]
     for cat in sorted({c for c, _ in groups}):
         rows = [r for r, (c, _) in enumerate(groups) if c == cat]
@@ -330,12 +486,20 @@ def point_distances(stack: GraphStack, groups: list[tuple[str, np.ndarray]], ref
     return res
 
 
-def best_single_k(stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolParams, distance: str = "spearman") -> tuple[int, pd.DataFrame]:
+def graph_order(stack: GraphStack, p: ProtocolParams) -> np.ndarray:
+    """Keep order (by S and graph key) of every graph, scored on the graphs as judged (all models)."""
+    return keep_order(_scores(stack, p), stack.keys)
+
+
+def best_single_k(stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolParams, distance: str = "spearman",
+                  order: np.ndarray | None = None) -> tuple[int, pd.DataFrame]:
     """The single-prompt baseline's K: the global keep-K (K per category, capped at the category's
-    original-prompt pool) with the smallest macro-averaged distance; ties → the smaller K."""
+    original-prompt pool) with the smallest macro-averaged distance; ties → the smaller K.
+
+    ``order``: the keep order from the unrestricted stack (default: scored on ``stack`` itself)."""
     cats = _category_positions(stack)
     orig = _is_original(stack)
-    order = keep_order(_scores(stack, p), stack.keys)
+    order = graph_order(stack, p) if order is None else order
     pools = {c: pos[orig[pos]] for c, pos in cats.items()}
     kmax = max(int(v.size) for v in pools.values())
     if kmax == 0:
@@ -354,50 +518,54 @@ def _scores(stack: GraphStack, p: ProtocolParams) -> np.ndarray:
     return truncation_scores(cycle_counts(stack), mu=p.mu, lam3=p.lam3, lam4=p.lam4)
 
 
-def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams, single_k: int | None = None) -> list[_Job]:
-    """The draws of every (protocol, category) cell as count matrices (seeded per protocol)."""
+def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams, single_k: int | None = None,
+               order: np.ndarray | None = None) -> list[_Job]:
+    """The draws of every (protocol, category) cell as weight matrices over the cell's pool.
+
+    ``order``: keep order of the stack's graphs (default: scored on ``stack``; ``run_protocols``
+    passes the order scored before models were dropped). Seeds: see the module docstring.
+    """
     cats = _category_positions(stack)
-    order = keep_order(_scores(stack, p), stack.keys)
+    order = graph_order(stack, p) if order is None else order
+    krank = key_rank(stack.keys)
     orig, samp = _is_original(stack), _is_sample(stack)
     T, R = stack.T, p.resamples
     jobs: list[_Job] = []
-    for pi, proto in enumerate(protocols):
+    for proto in protocols:
         if proto not in PROTOCOLS:
             raise LensError(f"Unknown protocol {proto!r}; choose from {', '.join(PROTOCOLS)}.")
-        rng = np.random.default_rng([p.seed, pi])
         for cat, allpos in cats.items():
-            pos = allpos[~samp[allpos]]  # the perturbed pool: originals + paraphrases
-            if proto in ("trunc", "sample"):
-                pool = pos if proto == "trunc" else allpos[orig[allpos] | samp[allpos]]
-                kept_pos = _kept(pool, order, p.keep)
-                kept, m, note = _note(pool.size, p.keep, p.draw, False)
-                if proto == "sample" and not samp[pos].any():
-                    note = "no sampling replicates: pool is the original prompts only" + (f"; {note}" if note else "")
-                jobs.append(_Job(proto, cat, draw_counts(rng, kept_pos, p.draw, R, False, T), 1, "bt", pool.size, kept, m, note))
+            pos = _by_key(allpos[~samp[allpos]], krank)  # the perturbed pool: originals + paraphrases
+            if proto in ("trunc", "sample", "single"):
+                if proto == "trunc":
+                    pool, k, draw, note0 = pos, p.keep, p.draw, ""
+                elif proto == "sample":
+                    pool, k, draw = allpos[orig[allpos] | samp[allpos]], p.keep, p.draw
+                    note0 = "" if samp[allpos].any() else "no sampling replicates: pool is the original prompts only"
+                else:
+                    pool, draw = pos[orig[pos]], p.single_draw
+                    k = single_k if single_k is not None else p.keep
+                    note0 = f"K={k}"
+                kept, m, note = _note(pool.size, k, draw, False)
+                cols, w = keep_draw_job_weights(pool, _kept(pool, order, k), m, krank, p.seed, cat, R)
+                note = "; ".join(x for x in (note0, note) if x)
+                jobs.append(_Job(proto, cat, cols, w, 1, "bt", pool.size, kept, m, note, T))
             elif proto == "notrunc_boot":
-                jobs.append(_Job(proto, cat, draw_counts(rng, pos, pos.size, R, True, T), 1, "bt", pos.size, pos.size, pos.size, ""))
+                w = bootstrap_weights(rng_for(p.seed, proto, cat), pos.size, R)
+                jobs.append(_Job(proto, cat, pos, w, 1, "bt", pos.size, pos.size, pos.size, "", T))
             elif proto == "scorewin":
                 kept, m, note = _note(pos.size, None, p.scorewin_draw, False)
-                jobs.append(_Job(proto, cat, draw_counts(rng, pos, p.scorewin_draw, R, False, T), 1, "copeland_majority", pos.size, kept, m, note))
-            elif proto == "random":
+                w = subset_weights(rng_for(p.seed, proto, cat), pos.size, p.scorewin_draw, R)
+                jobs.append(_Job(proto, cat, pos, w, 1, "copeland_majority", pos.size, kept, m, note, T))
+            else:  # random
                 kept, m, note = _note(pos.size, None, p.random_draw, False)
-                c = draw_counts(rng, pos, p.random_draw, R * p.random_reps, False, T)
-                jobs.append(_Job(proto, cat, c, p.random_reps, "bt", pos.size, kept, m, note))
-            else:  # single
-                pool = pos[orig[pos]]
-                k = single_k if single_k is not None else p.keep
-                kept_pos = _kept(pool, order, k)
-                kept, m, note = _note(pool.size, k, p.single_draw, False)
-                jobs.append(_Job(proto, cat, draw_counts(rng, kept_pos, p.single_draw, R, False, T), 1, "bt", pool.size, kept, m, f"K={k}" + (f"; {note}" if note else "")))
+                w = subset_weights(rng_for(p.seed, proto, cat), pos.size, p.random_draw, R * p.random_reps)
+                jobs.append(_Job(proto, cat, pos, w, p.random_reps, "bt", pos.size, kept, m, note, T))
     return jobs
 
 
 def _summary(values: np.ndarray) -> dict[str, float]:
-    v = np.asarray(values, dtype=np.float64)
-    sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
-    lo, hi = np.quantile(v, [0.025, 0.975])
-    return {"mean": float(v.mean()), "ci_low": float(lo), "ci_high": float(hi),
-            "half_width": float(1.96 * sd / np.sqrt(v.size)), "sd": sd}
+    return {k: float(v[0]) for k, v in summarise(np.asarray(values)[None, :]).items()}
 
 
 def run_protocols(
@@ -408,41 +576,49 @@ def run_protocols(
 ) -> pd.DataFrame:
     """Run the protocols on one judge's graphs; a long Table-2-shaped frame.
 
-    ``reference``: one rating Series by model name, or a mapping category → Series. Models without
-    a rating in every needed reference are left out. One row per (protocol, category, distance)
-    plus a ``macro`` row per (protocol, distance) whose resampling distribution is the per-resample
-    mean over categories. Columns: protocol, label, category, distance, mean, ci_low, ci_high
-    (2.5/97.5 % of the resampling distribution), half_width (1.96·sd/√R, the interval of the
-    mean), sd, n_pool, n_keep, n_draw, resamples, degenerate, note.
+    ``reference``: one rating Series by model name, or a mapping category → Series. Truncation
+    scores use every model of the graphs; models without a rating in every needed reference are
+    then left out of the rankings. One row per (protocol, category, distance) plus a ``macro`` row
+    per (protocol, distance) whose resampling distribution is the per-resample mean over
+    categories. Columns: protocol, label, category, distance, mean, ci_low, ci_high (2.5/97.5 % of
+    the resampling distribution), half_width (1.96·sd/√R, the interval of the mean), sd, n_pool,
+    n_keep, n_draw, resamples, degenerate, note.
     """
     p = (params or ProtocolParams()).validate()
     protocols = tuple(protocols)
+    for proto in protocols:
+        if proto not in PROTOCOLS:
+            raise LensError(f"Unknown protocol {proto!r}; choose from {', '.join(PROTOCOLS)}.")
     if stack.T == 0:
         raise LensError("There are no graphs to resample.")
     cats = list(_category_positions(stack))
     models = common_models(stack, reference, cats)
+    order = graph_order(stack, p)  # the graphs as judged, every model (before any is dropped)
     st = stack.restrict_models(models)
     refs = {c: reference_ranks(_reference_for(reference, c), models) for c in cats}
-    single_k = best_single_k(st, refs, p)[0] if "single" in protocols else None
-    jobs = build_jobs(st, protocols, p, single_k)
-    dist = _fit_jobs(jobs, st, refs, p)
-    rows = []
+    with single_thread_blas():  # small matrices: threads only add synchronisation
+        single_k = best_single_k(st, refs, p, order=order)[0] if "single" in protocols else None
+        jobs = build_jobs(st, protocols, p, single_k, order=order)
+        dist = _fit_jobs(jobs, st, refs, p)
+    blocks = []
     for proto in protocols:
         mine = [i for i, j in enumerate(jobs) if j.protocol == proto]
         for dname in DISTANCES:
-            for i in mine:
-                j = jobs[i]
-                s = _summary(dist[i][dname])
-                rows.append({"protocol": proto, "label": label(proto, p), "category": j.category, "distance": dname, **s,
-                             "n_pool": j.n_pool, "n_keep": j.n_keep, "n_draw": j.n_draw, "resamples": p.resamples,
-                             "degenerate": s["ci_high"] - s["ci_low"] == 0.0, "note": j.note})
-            macro = np.mean([dist[i][dname] for i in mine], axis=0)
-            s = _summary(macro)
-            rows.append({"protocol": proto, "label": label(proto, p), "category": MACRO, "distance": dname, **s,
-                         "n_pool": sum(jobs[i].n_pool for i in mine), "n_keep": sum(jobs[i].n_keep for i in mine),
-                         "n_draw": sum(jobs[i].n_draw for i in mine), "resamples": p.resamples,
-                         "degenerate": s["ci_high"] - s["ci_low"] == 0.0, "note": f"{len(mine)} categories; models: {', '.join(models)}"})
-    return pd.DataFrame(rows)
+            vals = np.stack([dist[i][dname] for i in mine] + [np.mean([dist[i][dname] for i in mine], axis=0)])
+            s = summarise(vals)
+            js = [jobs[i] for i in mine]
+            block = pd.DataFrame({
+                "protocol": proto, "label": label(proto, p), "category": [j.category for j in js] + [MACRO],
+                "distance": dname, **s,
+                "n_pool": [j.n_pool for j in js] + [sum(j.n_pool for j in js)],
+                "n_keep": [j.n_keep for j in js] + [sum(j.n_keep for j in js)],
+                "n_draw": [j.n_draw for j in js] + [sum(j.n_draw for j in js)],
+                "resamples": p.resamples,
+                "note": [j.note for j in js] + [f"{len(js)} categories; models: {', '.join(models)}"],
+            })
+            block.insert(block.columns.get_loc("resamples") + 1, "degenerate", (s["ci_high"] - s["ci_low"]) == 0.0)
+            blocks.append(block)
+    return pd.concat(blocks, ignore_index=True)
 
 
 def table2(frame: pd.DataFrame, distance: str = "spearman", scale: float = 1000.0) -> pd.DataFrame:
@@ -457,6 +633,8 @@ def table2(frame: pd.DataFrame, distance: str = "spearman", scale: float = 1000.
 
 
 __all__ = [
-    "DEFAULT_SEED", "DISTANCES", "PROTOCOLS", "ProtocolParams", "best_single_k", "category_mapping",
-    "copeland_majority_batch", "draw_counts", "ordinal_ranks", "reference_ranks", "run_protocols", "table2",
+    "DEFAULT_SEED", "DISTANCES", "PROTOCOLS", "RANK_RTOL", "ProtocolParams", "best_single_k", "bt_scores",
+    "build_jobs", "category_mapping", "copeland_majority_batch", "draw_counts", "keep_draw_uniforms",
+    "keep_draw_weights", "ordinal_ranks", "permutation_distances", "reference_ranks", "rng_for", "run_protocols",
+    "stable_id", "summarise", "table2",
 ]

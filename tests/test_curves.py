@@ -31,23 +31,54 @@ def direct_point(st, truth, kept):
     return all_distances(r, pd.Series(reference_ranks(truth, st.models), index=st.models))
 
 
+def draws_by_hand(st, pool, kept, m, seed, group, R):
+    """Slow twin of the keep→draw rule: in resample r take the m kept graphs with the smallest u[r, g],
+    u indexed by the pool's graphs in graph-key order (prompt ids compared as numbers)."""
+    from engine.resampling import keep_draw_uniforms
+
+    keyed = sorted(pool, key=lambda g: (int(st.keys.prompt_id[g]), int(st.keys.variant[g])))
+    col = {g: c for c, g in enumerate(keyed)}
+    u = keep_draw_uniforms(seed, group, len(keyed), R)
+    return [sorted(kept, key=lambda g: u[r, col[g]])[:m] for r in range(R)]
+
+
 def test_keep_k_points_match_direct_selection_and_single_fits(data):
     st, truth = data
-    curve = keep_k_curve(st, truth, resamples=5, seed=1)
+    R = 5
+    curve = keep_k_curve(st, truth, resamples=R, seed=1)
     scores = truncation_scores(cycle_counts(st))
     assert sorted(curve.k.unique()) == list(range(1, 13))  # every K up to the pool size (12)
+    cats = st.keys.category.to_numpy()
     for k in (1, 4, 12):
         sel = select_keep_k(scores, st.keys, k, per_category=True)
         for cat in ("cat-1", "cat-2"):
             kept = [i for i in sel.index if st.keys.category[i] == cat]
+            m = max(1, int(np.floor(0.8 * len(kept) + 0.5)))
             d = direct_point(st, truth, kept)
+            draws = [direct_point(st, truth, g) for g in
+                     draws_by_hand(st, list(np.flatnonzero(cats == cat)), kept, m, 1, cat, R)]
             for dist in ("spearman", "kendall", "footrule", "chebyshev"):
                 row = curve[(curve.k == k) & (curve.category == cat) & (curve.distance == dist)].iloc[0]
                 assert row.point == pytest.approx(d[dist], abs=1e-12)
-                assert row.n_kept == k and row.ci_low - 1e-12 <= row["mean"] <= row.ci_high + 1e-12
-    macro = curve[(curve.category == MACRO) & (curve.distance == "spearman")].set_index("k")["point"]
-    per_cat = curve[(curve.category != MACRO) & (curve.distance == "spearman")].groupby("k")["point"].mean()
-    assert np.allclose(macro, per_cat)
+                vals = np.array([x[dist] for x in draws])
+                assert row["mean"] == pytest.approx(vals.mean(), abs=1e-12)
+                half = 1.96 * vals.std(ddof=1) / np.sqrt(R)
+                assert (row.ci_low, row.ci_high) == pytest.approx((vals.mean() - half, vals.mean() + half), abs=1e-12)
+                assert (row.q_low, row.q_high) == pytest.approx(tuple(np.quantile(vals, [0.025, 0.975])), abs=1e-12)
+                assert row.n_kept == k and row.n_draw == m
+    macro = curve[(curve.category == MACRO) & (curve.distance == "spearman")].set_index("k")
+    per_cat = curve[(curve.category != MACRO) & (curve.distance == "spearman")].groupby("k")
+    assert np.allclose(macro["point"], per_cat["point"].mean()) and np.allclose(macro["mean"], per_cat["mean"].mean())
+
+
+def test_the_band_brackets_the_plotted_curve():
+    # the audit's case: with bootstrap bands the K = 25 band (0.013-0.020) sat above the point (0.010)
+    d = generate(SyntheticParams(n_models=12, categories=2, prompts=10, paraphrases=4, samples=0, seed=9))
+    st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))
+    c = keep_k_curve(st, d.truth, ks=[5, 15, 25, 40], resamples=40)
+    assert ((c.ci_low <= c["mean"]) & (c["mean"] <= c.ci_high)).all()
+    assert ((c.q_low <= c["mean"]) & (c["mean"] <= c.q_high)).all()
+    assert (c[c.k == 25].ci_high > c[c.k == 25].ci_low).any()  # a real band, not a zero-width one
 
 
 def test_k_beyond_a_pool_keeps_the_whole_pool(data):
@@ -100,3 +131,47 @@ def test_pools_perturbed_and_sampling_control():
     kept = pos[select_keep_k(scores[pos], sub, 4).index]
     row = samp[(samp.k == 4) & (samp.distance == "spearman")].iloc[0]
     assert row.point == pytest.approx(direct_point(st, d.truth, kept)["spearman"], abs=1e-12)
+
+
+def test_a_curve_cell_does_not_depend_on_the_other_cells(data):
+    st, truth = data
+    cols = ["category", "distance", "point", "mean", "ci_low", "ci_high", "q_low", "q_high", "n_kept", "n_draw"]
+    alone = keep_k_curve(st, truth, ks=[6], resamples=20, seed=4)
+    grid = keep_k_curve(st, truth, ks=[2, 6, 12], resamples=20, seed=4)
+    pd.testing.assert_frame_equal(alone[cols], grid[grid.k == 6][cols].reset_index(drop=True))
+    one = mu_curve(st, truth, mus=[3.0], k=5, resamples=20, seed=4)
+    many = mu_curve(st, truth, mus=[0.01, 3.0, 100.0], k=5, resamples=20, seed=4)
+    pd.testing.assert_frame_equal(one[cols], many[many.mu == 3.0][cols].reset_index(drop=True))
+
+
+def test_curve_at_the_table_2_keep_equals_the_trunc_cell():
+    from engine.resampling import ProtocolParams, run_protocols
+
+    d = generate(SyntheticParams(n_models=8, categories=2, prompts=6, paraphrases=4, samples=2, seed=5))
+    st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))
+    c = keep_k_curve(st, d.truth, ks=[10, 25], resamples=30, seed=8)  # 25 → draw 20, 10 → draw 8
+    for keep, draw in ((25, 20), (10, 8)):
+        f = run_protocols(st, d.truth, ("trunc",), ProtocolParams(keep=keep, draw=draw, resamples=30, seed=8))
+        for cat in ("cat-1", "cat-2", MACRO):
+            a = c[(c.k == keep) & (c.category == cat) & (c.distance == "spearman")].iloc[0]
+            b = f[(f.category == cat) & (f.distance == "spearman")].iloc[0]
+            assert a["mean"] == b["mean"] and a.q_low == b.ci_low and a.q_high == b.ci_high
+            assert a.half_width == pytest.approx(b.half_width, abs=1e-15)
+
+
+def test_curves_score_graphs_with_every_model(data):
+    st, truth = data
+    rated = truth.drop(truth.index[0])  # the strongest model has no rating: ranked out, cycles kept
+    c = keep_k_curve(st, rated, resamples=0)
+    full = truncation_scores(cycle_counts(st))
+    cut = truncation_scores(cycle_counts(st.restrict_models(list(rated.index))))
+    sub = st.restrict_models(list(rated.index))
+    differs = 0
+    for k in range(1, 13):
+        sel = select_keep_k(full, st.keys, k, per_category=True)
+        other = select_keep_k(cut, st.keys, k, per_category=True)
+        differs += not np.array_equal(sel.index, other.index)
+        kept = [i for i in sel.index if st.keys.category[i] == "cat-1"]
+        row = c[(c.k == k) & (c.category == "cat-1") & (c.distance == "spearman")].iloc[0]
+        assert row.point == pytest.approx(direct_point(sub, rated, kept)["spearman"], abs=1e-12)
+    assert differs  # dropping the model first would have kept other graphs

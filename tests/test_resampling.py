@@ -77,11 +77,16 @@ def test_draw_counts_rules():
 
 def test_each_protocol_draws_from_its_pool():
     st, _ = make_stack(n=5, cats=2, prompts=4, variants=4, samples=2)
-    p = ProtocolParams(keep=6, draw=4, scorewin_draw=10, random_draw=5, random_reps=3, single_draw=2, resamples=20)
+    p = ProtocolParams(keep=6, draw=4, scorewin_draw=10, random_draw=5, random_reps=3, single_draw=2, resamples=40)
     jobs = build_jobs(st, ("trunc", "sample", "notrunc_boot", "scorewin", "random", "single"), p, single_k=3)
     scores = truncation_scores(cycle_counts(st))
     cat = st.keys["category"].to_numpy()
     kind = st.keys["variant_kind"].to_numpy()
+
+    def direct(pool, k):  # keep-K straight from select_keep_k on the pool's own scores and keys
+        sub = st.keys.iloc[pool].reset_index(drop=True)
+        return set(pool[select_keep_k(scores[pool], sub, k).index])
+
     for j in jobs:
         allpos = np.flatnonzero(cat == j.category)
         pos = allpos[kind[allpos] != "sample"]  # the perturbed pool
@@ -89,22 +94,21 @@ def test_each_protocol_draws_from_its_pool():
         assert used <= set(allpos)
         if j.protocol != "sample":
             assert used <= set(pos)
-        if j.protocol == "trunc":
-            sub = st.keys.iloc[pos].reset_index(drop=True)
-            direct = set(pos[select_keep_k(scores[pos], sub, 6).index])
-            assert used <= direct and (j.counts.sum(axis=1) == 4).all() and j.counts.max() == 1
-        elif j.protocol == "sample":
-            assert all(kind[u] in ("original", "sample") for u in used)
-            assert (j.counts.sum(axis=1) == 4).all() and j.counts.max() == 1
+        if j.protocol == "trunc":  # the kept set is exactly keep-K of the perturbed pool; draws without replacement
+            assert used == direct(pos, 6) and (j.counts.sum(axis=1) == 4).all() and j.counts.max() == 1
+        elif j.protocol == "sample":  # keep-K of originals + sampling replicates
+            pool = allpos[np.isin(kind[allpos], ["original", "sample"])]
+            assert used == direct(pool, 6) and (j.counts.sum(axis=1) == 4).all() and j.counts.max() == 1
         elif j.protocol == "notrunc_boot":
             assert (j.counts.sum(axis=1) == pos.size).all() and j.counts.max() > 1
         elif j.protocol == "scorewin":
             assert (j.counts.sum(axis=1) == 10).all() and j.counts.max() == 1 and j.ranker == "copeland_majority"
-        elif j.protocol == "random":
-            assert j.counts.shape[0] == 20 * 3 and (j.counts.sum(axis=1) == 5).all()
+        elif j.protocol == "random":  # subsets without replacement: every graph at most once per subset
+            assert j.counts.shape[0] == 40 * 3 and (j.counts.sum(axis=1) == 5).all() and j.counts.max() == 1
+            assert used == set(pos)
         else:  # single: originals only, the 3 best of them, 2 drawn
-            assert all(kind[u] == "original" for u in used) and len(used) <= 3
-            assert (j.counts.sum(axis=1) == 2).all()
+            pool = allpos[kind[allpos] == "original"]
+            assert used == direct(pool, 3) and (j.counts.sum(axis=1) == 2).all() and j.counts.max() == 1
 
 
 def test_copeland_batch_matches_rankers_single_fits():
@@ -126,28 +130,123 @@ def test_ordinal_ranks_break_ties_by_model_order():
     assert r.tolist() == [[3, 1, 2, 4], [1, 2, 3, 4]]
 
 
+def test_ordinal_ranks_near_ties_use_a_relative_tolerance():
+    s = np.array([
+        [2.0, 2.0 + 1e-12, 1.0, 2.0 - 3e-12],  # round-off around 2: one tie group, by model order
+        [1e6, 1e6 * (1 + 1e-10), -1e6, 0.0],  # relative: 1e-4 apart at 1e6 is still a tie
+        [0.3, 0.3 + 1e-6, 0.1, 0.2],  # a real gap is an order
+        [1e-12, 0.0, -1e-12, 5e-13],  # around 0 the tolerance is absolute (1e-9): all tied
+    ])
+    assert ordinal_ranks(s).tolist() == [[1, 2, 4, 3], [1, 2, 4, 3], [2, 1, 4, 3], [1, 2, 3, 4]]
+    # rounding to 9 decimals (the old rule) splits 0.4999999999 / 0.5000000001; the tolerance does not
+    assert ordinal_ranks(np.array([[0.5 - 1e-10, 0.5 + 1e-10, 0.0]])).tolist() == [[1, 2, 3]]
+    # a chain of near-equal scores is one group, and the result is always a permutation
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 4, (500, 7)).astype(float) + rng.normal(0, 1e-11, (500, 7))
+    r = ordinal_ranks(base)
+    assert (np.sort(r, axis=1) == np.arange(1, 8)).all()
+    clean = ordinal_ranks(np.round(base))  # the same ranks as the exact (integer) scores
+    assert np.array_equal(r, clean)
+
+
+def test_warm_and_cold_fits_give_the_same_ranks():
+    from engine.resampling import bt_scores
+
+    st, _ = make_stack(n=7, cats=1, prompts=30, variants=1, seed=12)
+    rng = np.random.default_rng(1)
+    w = (st.wins + 0.5 * st.ties).astype(float)
+    picks = rng.random((300, st.T)) < 0.3
+    wt = np.einsum("bt,tij->bij", picks.astype(float), w)
+    wt[:50, 0, 1] = wt[:50, 1, 0] = 2.0  # models 0 and 1 symmetric in these rows: exactly tied
+    wt[:50, 0, 2:] = wt[:50, 1, 2:]
+    wt[:50, 2:, 0] = wt[:50, 2:, 1]
+    cold = bt_scores(wt)
+    warm = bt_scores(wt, rng.normal(0, 3, (300, 7)))
+    assert np.abs(cold - warm).max() < 1e-9
+    assert np.array_equal(ordinal_ranks(cold), ordinal_ranks(warm))
+    assert (ordinal_ranks(cold[:50])[:, 0] < ordinal_ranks(cold[:50])[:, 1]).all()  # the tie goes to model order
+
+
+def test_permutation_distances_match_the_distances_module():
+    from engine.distances import distances_batch
+    from engine.resampling import permutation_distances
+
+    rng = np.random.default_rng(2)
+    for n in (2, 3, 6, 11):
+        ranks = np.argsort(rng.random((200, n)), axis=1) + 1
+        ref = rng.permutation(n) + 1
+        fast, slow = permutation_distances(ranks, ref), distances_batch(ranks, ref)
+        for d in ("spearman", "kendall", "footrule", "chebyshev"):
+            np.testing.assert_allclose(fast[d], slow[d], atol=1e-15)
+
+
+def loop_distance(st, ref, row, ranker="bt", dist="spearman"):
+    """The obvious twin: rank the drawn graphs with the rankers (MM for BT) and measure the distance."""
+    sub = st.subset(rows_to_index(row))
+    s = rank(sub, ranker, **({} if ranker == "scorewin" else {"solver": "mm"})).scores
+    r = pd.Series(ordinal_ranks(s.to_numpy()[None])[0], index=s.index)
+    return all_distances(r, pd.Series(reference_ranks(ref, st.models), index=st.models))[dist]
+
+
 def test_protocol_distances_match_a_loop_of_single_fits():
-    st, ref = make_stack(n=5, cats=2, prompts=4, variants=3, seed=5)
+    from engine.resampling import best_single_k
+
+    st, ref = make_stack(n=5, cats=2, prompts=4, variants=3, samples=2, seed=5)
     p = ProtocolParams(keep=8, draw=5, scorewin_draw=6, random_draw=4, random_reps=2, single_draw=3, resamples=6)
-    protos = ("trunc", "notrunc_boot", "scorewin", "random")
+    protos = ("trunc", "sample", "notrunc_boot", "scorewin", "random", "single")
     frame = run_protocols(st, ref, protos, p)
-    jobs = build_jobs(st, protos, p)
+    refs = {c: reference_ranks(ref, st.models) for c in ("c0", "c1")}
+    jobs = build_jobs(st, protos, p, single_k=best_single_k(st, refs, p)[0])
     for j in jobs:
-        per_row = []
-        for row in j.counts:
-            sub = st.subset(rows_to_index(row))
-            ranker = "scorewin" if j.protocol == "scorewin" else "bt"
-            kw = {} if ranker == "scorewin" else {"solver": "mm"}
-            s = rank(sub, ranker, **kw).scores
-            r = pd.Series(ordinal_ranks(s.to_numpy()[None])[0], index=s.index)
-            ref_r = pd.Series(reference_ranks(ref, st.models), index=st.models)
-            per_row.append(all_distances(r, ref_r)["spearman"])
+        ranker = "scorewin" if j.protocol == "scorewin" else "bt"
+        per_row = [loop_distance(st, ref, row, ranker) for row in j.counts]
         loop = np.asarray(per_row).reshape(-1, j.reps).mean(axis=1)
         got = frame[(frame.protocol == j.protocol) & (frame.category == j.category) & (frame.distance == "spearman")]
         assert got["mean"].iloc[0] == pytest.approx(loop.mean(), abs=1e-12)
+        lo, hi = np.quantile(loop, [0.025, 0.975])
+        assert (got["ci_low"].iloc[0], got["ci_high"].iloc[0]) == pytest.approx((lo, hi), abs=1e-12)
     macro = frame[(frame.protocol == "trunc") & (frame.category == MACRO) & (frame.distance == "spearman")]
     per_cat = frame[(frame.protocol == "trunc") & (frame.category != MACRO) & (frame.distance == "spearman")]
     assert macro["mean"].iloc[0] == pytest.approx(per_cat["mean"].mean())
+
+
+def test_a_cell_does_not_depend_on_what_else_was_requested():
+    st, ref = make_stack(n=5, cats=2, prompts=5, variants=3, seed=6)
+    p = ProtocolParams(keep=8, draw=6, scorewin_draw=6, random_draw=4, random_reps=2, resamples=12)
+    cols = ["protocol", "category", "distance", "mean", "ci_low", "ci_high", "half_width", "sd"]
+    alone = run_protocols(st, ref, ("trunc",), p)
+    after = run_protocols(st, ref, ("notrunc_boot", "random", "trunc"), p)
+    pd.testing.assert_frame_equal(alone[cols].reset_index(drop=True),
+                                  after[after.protocol == "trunc"][cols].reset_index(drop=True))
+    # a category's cells are the same when the other category is not there at all
+    one_cat = st.subset(np.flatnonzero(st.keys["category"].to_numpy() == "c1"))
+    a = run_protocols(one_cat, ref, ("trunc", "random", "notrunc_boot"), p)
+    b = run_protocols(st, ref, ("trunc", "random", "notrunc_boot"), p)
+    pd.testing.assert_frame_equal(a[a.category == "c1"][cols].reset_index(drop=True),
+                                  b[b.category == "c1"][cols].reset_index(drop=True))
+    # a longer run extends a shorter one: the first 12 keep→draw resamples are the same draws
+    longer = build_jobs(st, ("trunc",), ProtocolParams(keep=8, draw=6, resamples=30))
+    shorter = build_jobs(st, ("trunc",), p)
+    for x, y in zip(shorter, longer, strict=True):
+        assert np.array_equal(x.counts, y.counts[:12])
+
+
+def test_truncation_scores_use_every_model_not_only_the_rated_ones():
+    st, ref = make_stack(n=6, cats=1, prompts=8, variants=3, seed=11)
+    rated = ref.drop("m5")  # m5 has no reference rating: it is ranked out, but its cycles still count
+    p = ProtocolParams(keep=6, draw=6, resamples=3)
+    full = truncation_scores(cycle_counts(st))
+    restricted = truncation_scores(cycle_counts(st.restrict_models(list(rated.index))))
+    kept_full = np.sort(select_keep_k(full, st.keys, 6).index)
+    kept_restricted = np.sort(select_keep_k(restricted, st.keys, 6).index)
+    assert not np.array_equal(kept_full, kept_restricted)  # the choice matters on this stack
+    row = np.zeros(st.T)
+    row[kept_full] = 1
+    expect = loop_distance(st.restrict_models(list(rated.index)), rated, row)
+    f = run_protocols(st, rated, ("trunc",), p)  # draw 6 of 6: every resample is the kept set
+    got = f[(f.category == "c0") & (f.distance == "spearman")].iloc[0]
+    assert got["mean"] == pytest.approx(expect, abs=1e-12) and got.degenerate
+    assert "m5" not in got.note and "m5" not in f[f.category == MACRO].iloc[0].note
 
 
 def test_without_paraphrases_cells_degenerate_and_say_why():
