@@ -186,8 +186,8 @@ def test_every_table_by_judge_and_category_is_consistent():
     from engine.diagnostics import TABLES
 
     v = small_frame()
-    grouped = {"pnt", "entropy", "cycles", "cycle-lengths", "participation", "cycle-prompts", "position",
-               "stress", "structure"}
+    grouped = {"pnt", "patterns", "heatmap", "entropy", "cycles", "cycle-lengths", "participation", "cycle-prompts",
+               "position", "stress", "structure", "cycle-fit"}
     out = {}
     for table in TABLES:
         if table == "sntd":
@@ -202,3 +202,73 @@ def test_every_table_by_judge_and_category_is_consistent():
     assert out["cycle-lengths"]["cycles"].sum() == out["cycles"]["cycles"].sum()
     assert out["pnt"]["triples"].sum() == 2 * 8 * 4  # two judges, 8 complete graphs, C(4,3) triples each
     assert out["stress"]["ordering_graphs"].sum() == 2 * 8 * 24
+
+
+def test_heatmap_is_per_judge_and_takes_a_win_rate_file(shipped_db, verdicts, tmp_path):
+    from engine.diagnostics.nontransitivity import gap_heatmap, model_win_rates
+
+    rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--table", "heatmap", "--format", "csv")
+    assert rc == 0 and err == ""
+    h = pd.read_csv(io.StringIO(out))
+    assert set(h["judge"]) == {"bard", "claude", "gpt-3.5-turbo", "gpt-4", "human", "vicuna-13b"}
+    assert (h.groupby("judge").size() == 35 * 35).all()
+    gaps = out.splitlines()[1:]
+    assert not any("e-1" in line.split(",")[1] or "e-1" in line.split(",")[2] for line in gaps)
+    assert (h["gap_ab"] == 0.0).any()  # the centre of the odd grid prints as 0, not 2.8e-17
+    # the human judge's own win rates as a file: gpt-4's grid must equal the library call with them
+    stack = build_stack(verdicts)
+    rates = model_win_rates(stack.subset(np.flatnonzero((stack.keys["judge"] == "human").to_numpy())))
+    path = tmp_path / "wr.csv"
+    rates.rename_axis("model").reset_index().to_csv(path, index=False)
+    rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--table", "heatmap", "--judge", "gpt-4",
+                           "--win-rates", str(path), "--grid", "9", "--no-cache", "--format", "csv")
+    assert rc == 0, err
+    got = pd.read_csv(io.StringIO(out))
+    g4 = build_stack(verdicts[verdicts["judge"] == "gpt-4"])
+    ref = gap_heatmap(g4, win_rates=pd.read_csv(path).set_index("model")["win_rate"], grid=9)
+    assert np.array_equal(got["triples"], ref["triples"])
+    assert np.allclose(got[["gap_ab", "gap_bc", "pnt"]], ref[["gap_ab", "gap_bc", "pnt"]], equal_nan=True)
+    # a file that lacks a model, or --win-rates on another table: one sentence each
+    rates.drop("bard").rename_axis("model").reset_index().to_csv(path, index=False)
+    for args, needle in ((["--table", "heatmap"], "No win rate for model(s) bard"),
+                         (["--table", "pnt"], "heatmap table only")):
+        rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", *args, "--win-rates", str(path), "--no-cache")
+        assert rc == 2 and needle in err and err.count("\n") == 1
+
+
+def test_by_is_refused_where_it_does_not_apply(shipped_db):
+    for table in ("overview", "entropy-graphs", "cycle-graphs"):
+        rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--table", table, "--by", "category")
+        assert rc == 2 and out == "" and "cannot be grouped" in err and err.count("\n") == 1
+
+
+def test_cycles_count_every_length_by_default(shipped_db, verdicts):
+    rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--table", "cycle-graphs", "--judge", "gpt-4",
+                           "--format", "csv")
+    assert rc == 0
+    t = pd.read_csv(io.StringIO(out))
+    assert (t["length_bound"] == 9).all() and (t["models"] == 9).all()
+    stack = build_stack(verdicts[verdicts["judge"] == "gpt-4"])
+    cc = cycle_counts(stack)
+    assert np.array_equal(t["len_3"], cc["c3_bad"]) and np.array_equal(t["len_4"], cc["c4_bad"])
+    # two graphs against networkx's unbounded enumeration (bad = not all ties)
+    for k in (0, 41):
+        a = stack.adj[k]
+        tie = a & a.T
+        lens = Counter(len(c) for c in nx.simple_cycles(nx.DiGraph(a.astype(int)))
+                       if len(c) >= 3 and not all(tie[c[s], c[(s + 1) % len(c)]] for s in range(len(c))))
+        assert [t.loc[k, f"len_{n}"] for n in range(3, 10)] == [lens.get(n, 0) for n in range(3, 10)]
+    rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--table", "cycles", "--format", "csv")
+    r = pd.read_csv(io.StringIO(out)).set_index("judge")
+    assert r.loc["gpt-4", "length_bound"] == 9 and r.loc["claude", "length_bound"] == 5 and r["all_lengths"].all()
+
+
+def test_patterns_table_through_the_cli(shipped_db):
+    rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--table", "patterns", "--format", "csv")
+    pats = pd.read_csv(io.StringIO(out))
+    rc2, out2, _ = run_cli(shipped_db, "--dataset", "vicuna80", "--table", "pnt", "--format", "csv")
+    pnt = pd.read_csv(io.StringIO(out2)).set_index("judge")
+    assert rc == rc2 == 0 and (pats.groupby("judge").size() == 14).all()
+    assert pats.groupby("judge")["triples"].sum().to_dict() == pnt["nontransitive"].to_dict()
+    cyc = pats[pats["kind"] == "cycle"].groupby("judge")["triples"].sum()
+    assert cyc.to_dict() == pnt["cycle"].to_dict()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
@@ -169,3 +170,100 @@ def test_zero_inflated_negative_binomial_nests_the_negative_binomial():
     best = max(ll(pi, n, p) for pi in np.linspace(0.15, 0.35, 9) for n in np.linspace(1.2, 3.0, 10)
                for p in np.linspace(0.12, 0.3, 10))
     assert 3 - fit.zinb_aic / 2 >= best - 1e-6
+
+
+def test_subset_dp_counts_every_length_like_brute_force():
+    from engine.diagnostics.cycle_dp import cycles_by_length
+
+    rng = np.random.default_rng(12)
+    for n in (3, 5, 7):
+        adj = rng.random((15, n, n)) < 0.55
+        lengths, through = cycles_by_length(adj)
+        for t in range(15):
+            a = adj[t] & ~np.eye(n, dtype=bool)
+            want = np.zeros(n + 1, dtype=np.int64)
+            thr = np.zeros(n, dtype=np.int64)
+            for k in range(3, n + 1):
+                cyc = brute(a, k, "all")
+                want[k] = len(cyc)
+                for c in cyc:
+                    thr[list(c)] += 1
+            assert np.array_equal(lengths[t], want) and np.array_equal(through[t], thr)
+    # the complete digraph on k vertices has sum_c C(k, c) (c - 1)! cycles of length ≥ 3
+    import math
+
+    full = np.ones((1, 9, 9), dtype=bool)
+    assert cycles_by_length(full)[0][0, 3:].tolist() == [math.comb(9, c) * math.factorial(c - 1) for c in range(3, 10)]
+
+
+@pytest.mark.parametrize("edges", ["bad", "strict"])
+def test_default_counts_every_length_and_says_so(edges):
+    rng = np.random.default_rng(13)
+    n = 8
+    adj = random_graphs(rng, 12, n)
+    table, part = cycle_table(stack_of(adj), edges=edges)  # default: no bound
+    assert (table["length_bound"] == n).all() and (table["models"] == n).all()
+    assert [c for c in table.columns if c.startswith("len_")] == [f"len_{k}" for k in range(3, n + 1)]
+    for t in range(12):
+        tie = adj[t] & adj[t].T
+        use = adj[t] & ~tie if edges == "strict" else adj[t]
+        g = nx.DiGraph()
+        g.add_nodes_from(range(n))
+        g.add_edges_from(zip(*np.nonzero(use), strict=True))
+        lens = [len(c) for c in nx.simple_cycles(g)  # networkx, unbounded
+                if len(c) >= 3 and not (edges == "bad" and all(tie[c[s], c[(s + 1) % len(c)]] for s in range(len(c))))]
+        for k in range(3, n + 1):
+            assert table.loc[t, f"len_{k}"] == lens.count(k)
+        assert table.loc[t, "cycles"] == len(lens)
+    # the networkx fallback (forced with exact_max=0) agrees when given the full bound
+    slow, slow_part = cycle_table(stack_of(adj), edges=edges, length_bound=n, exact_max=0)
+    pd.testing.assert_frame_equal(slow.drop(columns="length_bound"), table.drop(columns="length_bound"))
+    pd.testing.assert_frame_equal(slow_part, part)
+
+
+def complete_stack(adj):
+    """The same graphs with every pair marked compared, so each graph has all its models."""
+    s = stack_of(adj)
+    obs = np.ones_like(adj) & ~np.eye(adj.shape[1], dtype=bool)
+    return GraphStack(s.models, adj, obs, s.keys)
+
+
+def test_explicit_bound_cuts_and_marks_unknown_lengths():
+    adj = random_graphs(np.random.default_rng(14), 10, 7)
+    full, _ = cycle_table(complete_stack(adj))
+    cut, part = cycle_table(complete_stack(adj), length_bound=4)
+    assert [c for c in cut.columns if c.startswith("len_")] == [f"len_{k}" for k in range(3, 8)]
+    assert cut[["len_5", "len_6", "len_7"]].isna().all().all()  # not counted: NA, not zero
+    assert (cut["length_bound"] == 4).all()
+    assert cut[["len_3", "len_4"]].equals(full[["len_3", "len_4"]])
+    assert (cut["cycles"] == full["len_3"] + full["len_4"]).all()
+    rates = inconsistency_rates(cut).iloc[0]
+    assert rates["length_bound"] == 4 and not rates["all_lengths"]
+    assert inconsistency_rates(full).iloc[0]["all_lengths"]
+    # the fallback bound for large graphs is stated in the table (forced via exact_max)
+    fb, _ = cycle_table(complete_stack(adj), exact_max=6)
+    assert (fb["length_bound"] == 5).all() and fb["len_5"].equals(full["len_5"])
+    assert fb["len_6"].isna().all() and fb["len_7"].isna().all()  # cut off: unknown, not zero
+    dist = length_distribution(fb).set_index("length")
+    assert dist.loc[6, "graphs_cut"] == 10 and pd.isna(dist.loc[6, "cycles"]) and dist.loc[3, "graphs_cut"] == 0
+    assert dist["share"].sum() == pytest.approx(1.0)
+    assert dist.loc[5, "share"] == pytest.approx(full["len_5"].sum() / fb["cycles"].sum())
+
+
+def test_graphs_with_fewer_models_get_their_own_bound():
+    # a 4-model graph and a 6-model graph in one stack of 6 models: each counted to its own size
+    rng = np.random.default_rng(15)
+    adj = random_graphs(rng, 2, 6)
+    obs = adj | adj.swapaxes(1, 2)
+    adj[0, 4:, :] = adj[0, :, 4:] = False
+    obs[0, 4:, :] = obs[0, :, 4:] = False
+    keys = pd.DataFrame({"dataset": "d", "judge": ["small", "big"], "prompt_id": ["0", "1"], "variant": 0,
+                         "turn": 1, "category": "c", "variant_kind": "original", "n_verdicts": 1, "n_invalid": 0})
+    table, part = cycle_table(GraphStack(tuple(f"m{i}" for i in range(6)), adj, obs, keys))
+    assert table["models"].tolist() == [4, 6] and table["length_bound"].tolist() == [4, 6]
+    assert table.loc[0, "len_5"] == 0 and table.loc[0, "len_6"] == 0  # impossible, so zero (not NA)
+    for t in range(2):
+        assert table.loc[t, "cycles"] == sum(len(brute(adj[t], k, "bad")) for k in range(3, 7))
+    assert set(part.loc[part["graph"] == 0, "model"]) <= {"m0", "m1", "m2", "m3"}
+    dist = length_distribution(table).set_index(["judge", "length"])
+    assert (("small", 5) not in dist.index) and (("big", 6) in dist.index)

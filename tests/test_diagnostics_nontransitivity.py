@@ -8,7 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.diagnostics.nontransitivity import gap_heatmap, pnt_summary, pnt_triples, soft_stack
+from engine.diagnostics.nontransitivity import (
+    gap_heatmap,
+    pattern_summary,
+    pnt_summary,
+    pnt_triples,
+    read_win_rates,
+    soft_stack,
+)
+from engine.errors import LensError
 from engine.graphs import GraphStack, build_stack
 
 SYM = {">": 0, "~": 1, "<": 2}
@@ -136,3 +144,84 @@ def test_heatmap_cells_and_smoothing():
     assert h["sntd"].dropna().gt(0).all()
     smooth = gap_heatmap(stack, win_rates=wr, grid=4, sigma=1.0)
     assert np.allclose(smooth["pnt"].dropna(), 1.0)  # a constant field stays constant
+
+
+def test_patterns_table_counts_each_b1_pattern():
+    # every one of the 27 outcome patterns once, as 27 graphs of one judge: each of the 14 numbered
+    # non-transitive patterns is counted exactly once, in the paper's order
+    combos = list(itertools.product(">~<", repeat=3))
+    adj = np.stack([triangle(c) for c in combos])
+    k = keys(len(combos))
+    k["judge"] = "j"
+    stack = GraphStack(("A", "B", "C"), adj, np.ones_like(adj), k)
+    t = pattern_summary(stack)
+    assert t["pnt_pattern"].tolist() == list(range(1, 15)) and (t["triples"] == 1).all()
+    assert t["outcomes"].tolist() == ["A{}B, B{}C, A{}C".format(*p) for p in PAPER_14]
+    assert t["share_of_triples"].sum() == pytest.approx(14 / 27)
+    assert t.loc[t["kind"] == "cycle", "pnt_pattern"].tolist() == [2, 13]
+    # on random graphs the per-pattern counts add up to PNT's non-transitive triples, per judge
+    rng = np.random.default_rng(2)
+    T, n = 30, 5
+    o = rng.choice(3, size=(T, n, n))
+    iu, ju = np.triu_indices(n, 1)
+    a = np.zeros((T, n, n), dtype=bool)
+    a[:, iu, ju] = o[:, iu, ju] != 1
+    a[:, ju, iu] = o[:, iu, ju] != 0
+    kk = keys(T)
+    kk["judge"] = np.where(np.arange(T) % 2, "j1", "j2")
+    st = GraphStack(tuple("abcde"), a, np.ones_like(a), kk)
+    pats = pattern_summary(st).groupby("judge")["triples"].sum()
+    pnt = pnt_summary(st).set_index("judge")["nontransitive"]
+    assert pats.to_dict() == pnt.to_dict()
+    # and by hand for one triple-pattern: strict cycles a>b>c>a with a < b < c in name order (pattern 2)
+    want = sum(1 for t in range(T) for x, y, z in itertools.combinations(range(n), 3)
+               if a[t, x, y] and not a[t, y, x] and a[t, y, z] and not a[t, z, y] and a[t, z, x] and not a[t, x, z])
+    got = pattern_summary(st, by=("dataset",))
+    assert got.loc[got["pnt_pattern"] == 2, "triples"].item() == want
+
+
+def two_judge_verdicts():
+    """j1: one strict cycle x>y>z>x; j2: the transitive x>y>z; both on the same prompt."""
+    cyc = soft_verdicts({("x", "y"): 0.9, ("y", "z"): 0.9, ("x", "z"): 0.1}).assign(judge="j1")
+    lin = soft_verdicts({("x", "y"): 0.9, ("y", "z"): 0.9, ("x", "z"): 0.9}).assign(judge="j2")
+    return pd.concat([cyc, lin], ignore_index=True)
+
+
+def test_heatmap_keeps_judges_apart():
+    v = two_judge_verdicts()
+    wr = {"x": 0.8, "y": 0.5, "z": 0.2}
+    h = gap_heatmap(build_stack(v), win_rates=wr, grid=5, sigma=0.0)
+    assert set(h["judge"]) == {"j1", "j2"} and len(h) == 2 * 25
+    for judge, want in (("j1", 1.0), ("j2", 0.0)):  # mixed judges would give 0.5 in every cell
+        g = h[h["judge"] == judge]
+        assert g["triples"].sum() == 6
+        assert np.allclose(g["pnt"].dropna(), want) and g["pnt"].notna().sum() == (g["triples"] > 0).sum()
+    # the centre cell of an odd grid is exactly 0 (not 2.8e-17), and so is every centre that should be
+    centres = np.linspace(-0.6, 0.6, 6)
+    centres = (centres[:-1] + centres[1:]) / 2
+    assert sorted(set(h["gap_ab"])) == pytest.approx(sorted(centres))
+    assert (h["gap_ab"] == 0.0).sum() == 2 * 5 and not np.signbit(h.loc[h["gap_ab"] == 0.0, "gap_ab"]).any()
+    # default win rates are each judge's own: j2 alone gives the same grid as j2 inside the pair
+    alone = gap_heatmap(build_stack(v[v["judge"] == "j2"]), grid=7, sigma=1.0)
+    inside = gap_heatmap(build_stack(v), grid=7, sigma=1.0)
+    pd.testing.assert_frame_equal(inside[inside["judge"] == "j2"].reset_index(drop=True), alone)
+    # j2's own win rates by hand: x 2/2, y 1/2, z 0/2 → span 1, edges −1, −5/7, …, 3/7, 5/7, 1;
+    # orientation (x, y, z) has gaps (0.5, 0.5): the cell [3/7, 5/7)², centre 4/7
+    cell = alone[np.isclose(alone["gap_ab"], 4 / 7) & np.isclose(alone["gap_bc"], 4 / 7)]
+    assert cell["triples"].item() == 1
+
+
+def test_win_rate_file_is_checked():
+    good = pd.DataFrame({"model": ["x", "y", "z"], "win_rate": ["57.5", "30", "5.8"]})
+    s = read_win_rates(good)
+    assert s.to_dict() == {"x": 57.5, "y": 30.0, "z": 5.8}
+    for frame, needle in (
+        (pd.DataFrame({"name": ["x"], "win_rate": [1]}), "lacks model"),
+        (pd.DataFrame({"model": ["x", "y"], "win_rate": ["0.5", "high"]}), "line 3"),
+        (pd.DataFrame({"model": ["x", "x"], "win_rate": [0.5, 0.4]}), "appears twice"),
+    ):
+        with pytest.raises(LensError, match=needle):
+            read_win_rates(frame)
+    v = two_judge_verdicts()
+    with pytest.raises(LensError, match="No win rate for model"):
+        gap_heatmap(build_stack(v), win_rates={"x": 1.0, "y": 0.5})

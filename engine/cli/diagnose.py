@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 
 from ..diagnostics import TABLES, diagnose, diagnose_cached
+from ..diagnostics.cycle_stats import EXACT_MAX, FALLBACK_BOUND
+from ..diagnostics.nontransitivity import read_win_rates
 from ..errors import LensError
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
 from ..schema import DEFAULT_DATASET
@@ -30,7 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tie-band", nargs=2, type=float, metavar=("LOW", "HIGH"), default=(0.475, 0.525))
     p.add_argument("--grid", type=int, default=35, help="heatmap cells per axis")
     p.add_argument("--sigma", type=float, default=1.0, help="heatmap Gaussian smoothing, in cells (0: none)")
-    p.add_argument("--length-bound", type=int, default=5, help="longest cycle enumerated")
+    p.add_argument("--win-rates", metavar="PATH",
+                   help="heatmap: a CSV with columns model,win_rate (e.g. AlpacaEval's) for the gap axes; "
+                   "default: each judge's own win rates")
+    p.add_argument("--length-bound", type=int, default=None,
+                   help="longest cycle counted (default: every length, up to the graph's number of models, "
+                   f"for graphs of at most {EXACT_MAX} models; {FALLBACK_BOUND} for larger ones)")
     p.add_argument("--edges", choices=("bad", "strict"), default="bad",
                    help="cycles through at least one strict edge (bad) or of strict wins only")
     p.add_argument("--max-permutations", type=int, default=5040, help="stress test: orderings per graph")
@@ -44,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.length_bound < 3:
+    if args.length_bound is not None and args.length_bound < 3:
         raise LensError(f"--length-bound must be at least 3; got {args.length_bound}.")
     if args.max_permutations < 1:
         raise LensError(f"--max-permutations must be at least 1; got {args.max_permutations}.")
@@ -55,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.by:
         params["by"] = tuple(c.strip() for c in args.by.split(",") if c.strip())
+    if args.win_rates is not None:
+        if args.table != "heatmap":
+            raise LensError("--win-rates applies to the heatmap table only (--table heatmap).")
+        params["win_rates"] = read_win_rates_file(args.win_rates).to_dict()
     if args.reference is not None or args.table == "overview":
         params["reference"] = args.reference if args.reference is not None else "human"
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
@@ -68,3 +79,17 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     write_frame(table, args.format)
     return 0
+
+
+def read_win_rates_file(path: str):
+    """The ``model,win_rate`` CSV named by --win-rates, checked (engine.diagnostics.nontransitivity)."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise LensError(f"The win-rate file {path} does not exist.") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise LensError(f"The win-rate file {path} is not a readable CSV ({type(exc).__name__}).") from None
+    frame = frame.replace("", None)
+    return read_win_rates(frame, source=f"The win-rate file {path}")

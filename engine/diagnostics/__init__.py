@@ -10,8 +10,6 @@ Figure 4). ``diagnose`` names each result table so the CLI and the app ask for i
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pandas as pd
 
@@ -19,12 +17,14 @@ from ..errors import LensError
 from ..graphs import DEFAULT_POLICY, build_stack
 from . import agreement as _agreement
 from . import cycle_stats, entropy, nontransitivity, order_stress, position, sntd, summary
+from .verdict_pairs import has_known_order
 
 TABLES: dict[str, str] = {
-    "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win rate, McNemar p, agreement and κ with the reference judge",
+    "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win rate, McNemar p (both tie rules), agreement and κ with the reference judge",
     "pnt": "PNT per group (default judge): triples, non-transitive triples and their kinds",
+    "patterns": "counts of the 14 non-transitive patterns of paper 001 B.1 (numbered 1-14) per group",
     "sntd": "mean SNTD per group over triples with judge probabilities",
-    "heatmap": "mean PNT / SNTD on a grid of two win-rate gaps (paper 001, B.5)",
+    "heatmap": "mean PNT / SNTD on a grid of two win-rate gaps per judge (paper 001, B.5)",
     "entropy": "ρ_non-trans, τ_avg and mean H² per group (paper 004)",
     "entropy-graphs": "per graph: vertices, vertices in non-transitive SCCs, H², τ",
     "cycles": "graph- and prompt-level inconsistency rates and cycle counts per group",
@@ -33,7 +33,7 @@ TABLES: dict[str, str] = {
     "cycle-fit": "negative binomial / Poisson / zero-inflated Poisson fits of per-prompt cycle counts",
     "cycle-graphs": "per graph: cycles by length",
     "cycle-prompts": "per prompt: cycles summed over its graphs (the unit of the distribution fit)",
-    "position": "order consistency, first-position win rate and McNemar's test per group",
+    "position": "order consistency, first-position win rate and McNemar's test (both tie rules) per group",
     "stress": "order-permutation stress test per group (paper 003)",
     "agreement": "agreement and Cohen's κ between judges (or against a reference judge)",
     "structure": "mean bad cycles, draw rate and largest SCC by judge and category (paper 000, Fig. 4)",
@@ -63,6 +63,10 @@ EXTRA_BY: dict[str, tuple[str, ...]] = {
     "pnt": ("model_a", "model_b", "model_c"), "sntd": ("model_a", "model_b", "model_c"),
     "position": ("lo", "hi"),
 }
+UNGROUPED: tuple[str, ...] = ("overview", "entropy-graphs", "cycle-graphs")
+"""Tables with one row per judge or per graph: ``by`` does not apply to them."""
+CACHE_VERSION = 2
+"""Part of every cache key: bump when a table's columns or numbers change, so old results are not served."""
 
 
 def _by(params: dict, default: tuple[str, ...], table: str = "") -> tuple[str, ...]:
@@ -88,8 +92,14 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
         out = out.merge(sntd.sntd_summary(stack)[["judge", "sntd_mean"]], on="judge", how="left")
     out = out.merge(entropy.entropy_summary(stack)[["judge", "rho_nontrans", "tau_avg"]], on="judge", how="outer")
     pos = position.position_table(verdicts, policy=policy)
-    out = out.merge(pos[["judge", "order_consistency", "first_win_rate", "first_win_rate_decisive", "p_value"]]
-                    .rename(columns={"p_value": "mcnemar_p"}), on="judge", how="left")
+    out = out.merge(pos[["judge", "order_consistency", "first_win_rate", "first_win_rate_decisive", "both_orders",
+                         "p_ordinal", "p_ties_dropped"]]
+                    .rename(columns={"p_ordinal": "mcnemar_p_ordinal", "p_ties_dropped": "mcnemar_p_ties_dropped"}),
+                    on="judge", how="left")
+    for c in ("order_consistency", "first_win_rate", "first_win_rate_decisive", "mcnemar_p_ordinal",
+              "mcnemar_p_ties_dropped"):  # NaN, not object, where no order is known
+        out[c] = pd.to_numeric(out[c], errors="coerce").astype(np.float64)
+    out["both_orders"] = out["both_orders"].astype("boolean")
     if reference is not None and reference in set(verdicts["judge"]):
         ag = _agreement.agreement(verdicts, reference=reference, policy=policy)
         ag = ag.rename(columns={"judge_1": "judge", "items": f"items_vs_{reference}",
@@ -99,40 +109,76 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
     return out.sort_values("judge").reset_index(drop=True)
 
 
+def _no_order(dataset: str | None, consequence: str) -> LensError:
+    return LensError(f"No verdict{' in dataset ' + repr(dataset) if dataset else ''} records which answer was "
+                     f"shown first (order AB/BA), so {consequence}; import the order column to get it.")
+
+
+def _agreement_by(params: dict) -> bool:
+    """``by`` for the agreement table: rows are always judge pairs; only category can be added."""
+    by = params.get("by")
+    if not by:
+        return bool(params.get("by_category", False))
+    by = (by,) if isinstance(by, str) else tuple(by)
+    bad = [c for c in by if c not in ("judge", "category")]
+    if bad:
+        raise LensError(f"The agreement table is per pair of judges and can only be broken down by category; "
+                        f"cannot group it by {', '.join(bad)}.")
+    return "category" in by or bool(params.get("by_category", False))
+
+
 def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[str] | None = None, table: str = "overview",
              **params) -> pd.DataFrame:
     """The named diagnostics table (see ``TABLES``) for a store (``Store``) or a verdict frame.
 
-    Parameters by table: ``by`` (grouping columns), ``policy`` (combine policy), ``source`` and
-    ``tie_band`` (PNT), ``grid``/``sigma`` (heatmap), ``length_bound``/``edges`` (cycles),
+    Parameters by table: ``by`` (grouping columns; refused by the per-judge / per-graph tables in
+    ``UNGROUPED``), ``policy`` (combine policy), ``source`` and ``tie_band`` (PNT, patterns),
+    ``grid``/``sigma``/``win_rates`` (heatmap; ``win_rates`` maps model → rate),
+    ``length_bound`` (None: every length where tractable)/``edges`` (cycles),
     ``max_permutations``/``seed`` (stress), ``reference``/``by_category`` (agreement, overview).
+    ``position`` and ``stress`` raise LensError when the verdicts carry no usable presentation order.
     """
     if table not in TABLES:
         raise LensError(f"Unknown diagnostics table {table!r}; choose one of {', '.join(TABLES)}.")
+    if table in UNGROUPED and params.get("by"):
+        raise LensError(f"The {table} table has one row per {'judge' if table == 'overview' else 'graph'} "
+                        "and cannot be grouped; drop --by.")
     v = _verdicts(store_or_verdicts, dataset, judge)
     policy = params.get("policy", DEFAULT_POLICY)
     band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
     if table == "overview":
         return overview(v, reference=params.get("reference", "human"), policy=policy, tie_band=band)
-    if table in ("position", "stress", "agreement"):
-        simple: dict[str, Callable[[], pd.DataFrame]] = {
-            "position": lambda: position.position_table(v, _by(params, ("judge",), "position"), policy),
-            "stress": lambda: order_stress.stress_summary(order_stress.stress_test(
-                v, max_permutations=int(params.get("max_permutations", 5040)), seed=int(params.get("seed", 0))),
-                _by(params, ("judge",), "stress")),
-            "agreement": lambda: _agreement.agreement(v, reference=params.get("reference"),
-                                                      by_category=bool(params.get("by_category", False)),
-                                                      policy=policy),
-        }
-        return simple[table]()
+    if table == "position":
+        if not has_known_order(v):
+            raise _no_order(dataset, "position bias cannot be measured")
+        return position.position_table(v, _by(params, ("judge",), "position"), policy)
+    if table == "stress":
+        if not has_known_order(v):
+            raise _no_order(dataset, "the order-permutation stress test cannot be run")
+        by = _by(params, ("judge",), "stress")
+        st = order_stress.stress_test(v, max_permutations=int(params.get("max_permutations", 5040)),
+                                      seed=int(params.get("seed", 0)))
+        if st.empty:
+            raise LensError("No pair of these verdicts was judged in both presentation orders, so the "
+                            "order-permutation stress test has nothing to permute.")
+        return order_stress.stress_summary(st, by)
+    if table == "agreement":
+        return _agreement.agreement(v, reference=params.get("reference"), by_category=_agreement_by(params),
+                                    policy=policy)
     stack = build_stack(v, policy=policy)
     if table == "pnt":
         return nontransitivity.pnt_summary(stack, _by(params, ("judge",), "pnt"), source=params.get("source", "hard"),
                                            tie_band=band)
+    if table == "patterns":
+        return nontransitivity.pattern_summary(stack, _by(params, ("judge",), "patterns"),
+                                               source=params.get("source", "hard"), tie_band=band)
     if table == "sntd":
+        if stack.soft is None or np.isnan(stack.soft).all():
+            raise LensError("These verdicts carry no judge probabilities (prob_a), so SNTD cannot be computed.")
         return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"))
     if table == "heatmap":
-        return nontransitivity.gap_heatmap(stack, grid=int(params.get("grid", 35)),
+        return nontransitivity.gap_heatmap(stack, by=_by(params, ("judge",), "heatmap"),
+                                           win_rates=params.get("win_rates"), grid=int(params.get("grid", 35)),
                                            sigma=float(params.get("sigma", 1.0)),
                                            source=params.get("source", "hard"), tie_band=band)
     if table == "entropy":
@@ -142,8 +188,11 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     if table == "structure":
         return summary.structure_summary(stack, _by(params, summary.DEFAULT_BY, "structure"))
     # cycle tables
-    ctab, part = cycle_stats.cycle_table(stack, length_bound=int(params.get("length_bound", 5)),
+    bound = params.get("length_bound")
+    ctab, part = cycle_stats.cycle_table(stack, length_bound=None if bound is None else int(bound),
                                          edges=params.get("edges", "bad"))
+    if table == "cycle-graphs":
+        return ctab
     by = _by(params, ("judge",), table)
     if table == "cycles":
         return cycle_stats.inconsistency_rates(ctab, by)
@@ -153,9 +202,7 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
         return cycle_stats.participation(ctab, part, by)
     if table == "cycle-fit":
         return cycle_stats.count_fits(ctab, by)
-    if table == "cycle-prompts":
-        return cycle_stats.prompt_counts(ctab, by)
-    return ctab  # cycle-graphs
+    return cycle_stats.prompt_counts(ctab, by)  # cycle-prompts
 
 
 def diagnose_cached(store, dataset: str, judge: str | list[str] | None = None, table: str = "overview",
@@ -164,9 +211,10 @@ def diagnose_cached(store, dataset: str, judge: str | list[str] | None = None, t
     version, the table name, the judge filter and the parameters (a new import misses)."""
     from .. import results_cache
 
-    key = {"judge": judge if judge is None or isinstance(judge, str) else sorted(judge), **params}
+    key = {"judge": judge if judge is None or isinstance(judge, str) else sorted(judge), **params,
+           "_version": CACHE_VERSION}
     return results_cache.cached(store, dataset, f"diagnose:{table}", key,
                                 lambda: diagnose(store, dataset, judge=judge, table=table, **params))
 
 
-__all__ = ["TABLES", "diagnose", "diagnose_cached", "overview"]
+__all__ = ["CACHE_VERSION", "TABLES", "UNGROUPED", "diagnose", "diagnose_cached", "overview"]

@@ -1,12 +1,15 @@
 """Cycle statistics of a judge (paper 003, Sections 3.3, 4.1-4.2 and Table 8).
 
-- Cycle enumeration per graph: directed simple cycles of length 3..L. ``edges="bad"`` enumerates
-  the cycles of ``adj`` (a tie is both edges) that are not made of ties only, the project's C3_bad /
-  C4_bad generalised to every length (lengths 3 and 4 equal engine.cycles' counts);
+- Cycle counts per graph: directed simple cycles of length 3..L. ``edges="bad"`` counts the cycles
+  of ``adj`` (a tie is both edges) that are not made of ties only, the project's C3_bad / C4_bad
+  generalised to every length (lengths 3 and 4 equal engine.cycles' counts);
   ``edges="strict"`` uses strict wins only (Condorcet cycles, as in paper 003).
-  Enumeration uses ``networkx.simple_cycles(G, length_bound=L)`` one graph at a time: the number
-  of cycles grows combinatorially, so this is a diagnostic, not a hot path; ``length_bound`` keeps
-  it bounded (default 5, the longest cycle of paper 003's five-model graphs).
+  Length bound: by default none, i.e. every length up to the graph's number of models (a 9-model
+  graph has cycles of length 3..9, and most of them are long), counted exactly by the batched
+  subset DP of ``cycle_dp`` for graphs of at most ``EXACT_MAX`` models; larger graphs fall back to
+  ``networkx.simple_cycles`` per graph with the stated bound ``FALLBACK_BOUND``. An explicit
+  ``length_bound`` cuts every graph at that length. The per-graph table says which bound was used
+  (``length_bound``) and ``len_c`` is NA for a length a graph's bound cut off (0 means none exist).
 - Inconsistency rates: share of graphs with at least one cycle (paper 003's stance level) and
   share of prompts with a cyclic graph among their variants / turns (its motion level).
 - Participation: per model, the share of all cycles that pass through it (paper 003, Table 7).
@@ -14,6 +17,9 @@
   ``nbinom(n, p)``), with R² of its CDF against the empirical CDF on 0..max, and AIC against
   Poisson, zero-inflated Poisson and zero-inflated negative binomial fits (paper 003, Section 4.2
   and Table 8).
+
+Every summary carries ``length_bound`` (the largest bound among its graphs) and ``all_lengths``
+(True when no graph of the group had a cycle length cut off).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from ..errors import LensError
+from . import cycle_dp
 
 CycleEdges = Literal["bad", "strict"]
 
@@ -50,44 +57,112 @@ def graph_cycles(adj: np.ndarray, *, length_bound: int = 5, edges: CycleEdges = 
     return out
 
 
-def cycle_table(stack, *, length_bound: int = 5, edges: CycleEdges = "bad") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per graph: key columns, ``cycles`` and ``len_3 … len_L``; and per (graph, model) the number
-    of those cycles through the model (long format: graph, model, cycles)."""
+EXACT_MAX = 12
+"""Graphs with at most this many models get every cycle length, counted exactly (cycle_dp)."""
+FALLBACK_BOUND = 5
+"""Default length bound for larger graphs (networkx enumeration per graph)."""
+
+
+def _edge_sets(adj: np.ndarray, edges: CycleEdges) -> tuple[np.ndarray, np.ndarray | None]:
+    """(edges to count cycles on, edges whose cycles are subtracted: the all-tie ones for "bad")."""
+    tie = adj & adj.swapaxes(-1, -2)
+    if edges == "strict":
+        return adj & ~tie, None
+    return adj, tie
+
+
+def cycle_table(stack, *, length_bound: int | None = None, edges: CycleEdges = "bad",
+                exact_max: int = EXACT_MAX) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per graph: key columns, ``models`` (models compared in it), ``length_bound`` (the longest
+    cycle counted), ``cycles`` and ``len_3 … len_L`` (Int64, NA for lengths cut off by the bound); and
+    per (graph, model) the number of those cycles through the model (long format: graph, model,
+    cycles). ``length_bound=None``: every length for graphs of ≤ ``exact_max`` models, else
+    ``FALLBACK_BOUND``."""
     if edges not in ("bad", "strict"):
         raise LensError(f"Unknown cycle edge set {edges!r}; choose bad or strict.")
-    if length_bound < 3:
+    if length_bound is not None and length_bound < 3:
         raise LensError(f"The cycle length bound must be at least 3; got {length_bound}.")
-    lengths = np.zeros((stack.T, length_bound + 1), dtype=np.int64)
+    adj = np.asarray(stack.adj, dtype=bool) & ~np.eye(stack.n, dtype=bool)
+    present = np.asarray(stack.observed, dtype=bool).any(axis=2) | np.asarray(stack.observed, dtype=bool).any(axis=1)
+    k_of = present.sum(axis=1)
+    exact = k_of <= min(exact_max, cycle_dp.MAX_VERTICES)
+    if length_bound is None:
+        bound = np.where(exact, k_of, FALLBACK_BOUND)
+    else:
+        bound = np.full(stack.T, int(length_bound))
+    top = int(max(bound.max(initial=3), 3))
+    lengths = np.zeros((stack.T, max(top, stack.n) + 1), dtype=np.int64)
     through = np.zeros((stack.T, stack.n), dtype=np.int64)
-    for t in range(stack.T):  # per-graph enumeration: see the module docstring
-        for cyc in graph_cycles(stack.adj[t], length_bound=length_bound, edges=edges):
+    for k in np.unique(k_of[exact]):  # one batch per graph size: models packed into the first k slots
+        t_idx = np.flatnonzero(exact & (k_of == k))
+        if k < 3:
+            continue
+        idx = np.argsort(~present[t_idx], axis=1, kind="stable")[:, :k]  # (B, k) present models, in order
+        sub = adj[t_idx[:, None, None], idx[:, :, None], idx[:, None, :]]
+        cap = None if length_bound is None else int(length_bound)
+        use, minus = _edge_sets(sub, edges)
+        ln, th = cycle_dp.cycles_by_length(use, cap)
+        if minus is not None:
+            ln_m, th_m = cycle_dp.cycles_by_length(minus, cap)
+            ln, th = ln - ln_m, th - th_m
+        lengths[t_idx, : k + 1] = ln
+        np.add.at(through, (t_idx[:, None], idx), th)
+    for t in np.flatnonzero(~exact):  # large graphs: networkx per graph, bounded (module docstring)
+        for cyc in graph_cycles(stack.adj[t], length_bound=int(bound[t]), edges=edges):
             lengths[t, len(cyc)] += 1
             through[t, list(cyc)] += 1
     table = stack.keys.reset_index(drop=True).copy()
     table.insert(0, "graph", np.arange(stack.T, dtype=np.int64))
+    table["models"] = k_of.astype(np.int64)
+    table["length_bound"] = bound.astype(np.int64)
     table["cycles"] = lengths.sum(axis=1)
-    for k in range(3, length_bound + 1):
-        table[f"len_{k}"] = lengths[:, k]
+    width = int(max(3, k_of.max(initial=3)))  # up to the largest graph: cut lengths show as NA
+    for c in range(3, width + 1):
+        col = pd.array(lengths[:, c], dtype="Int64")
+        col[(c > bound) & (c <= k_of)] = pd.NA  # cut off by the bound: unknown, not zero
+        table[f"len_{c}"] = col
     t_idx, m_idx = np.nonzero(through)
     part = pd.DataFrame({"graph": t_idx.astype(np.int64), "model": np.array(stack.models, dtype=object)[m_idx],
                          "cycles": through[t_idx, m_idx]})
     return table, part
 
 
+def _bounds(table: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
+    """Per group: the largest length bound used and whether no graph had a length cut off."""
+    t = table.assign(_all=(table["length_bound"] >= table["models"]))
+    return t.groupby(list(by), sort=True, dropna=False).agg(length_bound=("length_bound", "max"),
+                                                            all_lengths=("_all", "all")).reset_index()
+
+
+def _with_bounds(out: pd.DataFrame, table: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
+    if "length_bound" not in table.columns or out.empty:
+        return out
+    return out.merge(_bounds(table, by), on=list(by), how="left")
+
+
 def length_distribution(table: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
-    """Per group and cycle length: cycles and their share of the group's cycles."""
+    """Per group and cycle length (3 up to the group's largest graph): cycles, their share of the
+    group's counted cycles, and ``graphs_cut``: graphs of the group whose length bound left that
+    length uncounted (cycles is NA when that is all of them)."""
     cols = [c for c in table.columns if c.startswith("len_")]
-    long = table[[*by, *cols]].melt(id_vars=list(by), var_name="length", value_name="cycles")
+    long = table[[*by, "models", *cols]].melt(id_vars=[*by, "models"], var_name="length", value_name="cycles")
     long["length"] = long["length"].str[4:].astype(np.int64)
-    out = long.groupby([*by, "length"], sort=True, dropna=False)["cycles"].sum().reset_index()
+    long["cut"] = long["cycles"].isna().astype(np.int64)
+    long["possible"] = (long["length"] <= long["models"]).astype(np.int64)
+    out = long.groupby([*by, "length"], sort=True, dropna=False).agg(
+        cycles=("cycles", lambda c: c.sum(min_count=1)), graphs_cut=("cut", "sum"),
+        possible=("possible", "sum")).reset_index()
+    out = out[out["possible"] > 0].drop(columns="possible").reset_index(drop=True)
+    out["cycles"] = out["cycles"].astype("Int64")  # NA: every graph of the group had this length cut off
     total = out.groupby(list(by), dropna=False)["cycles"].transform("sum")
-    out["share"] = np.where(total > 0, out["cycles"] / total.where(total > 0, 1), np.nan)
-    return out
+    share = out["cycles"].astype(np.float64) / total.where(total > 0).astype(np.float64)
+    out["share"] = share.to_numpy(np.float64, na_value=np.nan)
+    return _with_bounds(out, table, by)
 
 
 def inconsistency_rates(table: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
     """Per group: graphs, share of graphs with a cycle, prompts, share of prompts with a cyclic graph,
-    cycles per graph and per prompt."""
+    cycles per graph and per prompt, and the length bound."""
     t = table.assign(cyclic=(table["cycles"] > 0).astype(np.int64))
     per_prompt = t.groupby([*by, "prompt_id"], sort=True, dropna=False).agg(
         cyclic=("cyclic", "max"), cycles=("cycles", "sum")).reset_index()
@@ -100,7 +175,7 @@ def inconsistency_rates(table: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -
     out["prompt_inconsistency_rate"] = out["cyclic_prompts"] / out["prompts"]
     out["cycles_per_graph"] = out["cycles"] / out["graphs"]
     out["cycles_per_prompt"] = out["cycles"] / out["prompts"]
-    return out
+    return _with_bounds(out, table, by)
 
 
 def participation(table: pd.DataFrame, part: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
@@ -110,12 +185,14 @@ def participation(table: pd.DataFrame, part: pd.DataFrame, by: tuple[str, ...] =
     total = table.groupby(list(by), dropna=False)["cycles"].sum().rename("total_cycles").reset_index()
     out = out.merge(total, on=list(by))
     out["participation_rate"] = out["cycles"] / out["total_cycles"]
-    return out.sort_values([*by, "participation_rate"], ascending=[True] * len(by) + [False]).reset_index(drop=True)
+    out = out.sort_values([*by, "participation_rate"], ascending=[True] * len(by) + [False]).reset_index(drop=True)
+    return _with_bounds(out, table, by)
 
 
 def prompt_counts(table: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
     """Cycles per prompt (summed over its graphs), the unit of the distribution fit."""
-    return table.groupby([*by, "prompt_id"], sort=True, dropna=False)["cycles"].sum().reset_index()
+    out = table.groupby([*by, "prompt_id"], sort=True, dropna=False)["cycles"].sum().reset_index()
+    return _with_bounds(out, table, by)
 
 
 @dataclass(frozen=True)
@@ -150,15 +227,31 @@ def _r2(ecdf: np.ndarray, fitted: np.ndarray) -> float:
     return 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
 
 
+def _nb_logpmf(k: np.ndarray, lgk1: np.ndarray, n: float, p: float) -> np.ndarray:
+    """log NB(k; n, p) in scipy's parametrisation, with gammaln(k + 1) precomputed (the fits call
+    this thousands of times; scipy.stats' per-call overhead dominated them)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = np.where(k > 0, k * np.log1p(-p), 0.0)
+    return special.gammaln(k + n) - special.gammaln(n) - lgk1 + n * np.log(p) + tail
+
+
+def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct values as float, their counts, gammaln(value + 1))."""
+    vals, cnt = np.unique(x, return_counts=True)
+    vals = vals.astype(np.float64)
+    return vals, cnt.astype(np.float64), special.gammaln(vals + 1.0)
+
+
 def nbinom_mle(x: np.ndarray) -> tuple[float, float, float]:
     """(n, p, log-likelihood) of the negative binomial MLE: for a fixed n the best p is n/(n + x̄),
     so only log n is searched (bounded to [e^-12, e^16]; a sample with variance ≤ mean drives n up
     to the bound, the Poisson limit)."""
     xbar = float(x.mean())
+    vals, cnt, lgk1 = _distinct(x)
 
     def nll(log_n: float) -> float:
         n = float(np.exp(log_n))
-        return -float(stats.nbinom.logpmf(x, n, n / (n + xbar)).sum())
+        return -float(cnt @ _nb_logpmf(vals, lgk1, n, n / (n + xbar)))
 
     grid = np.linspace(-12, 16, 57)
     start = grid[int(np.argmin([nll(g) for g in grid]))]
@@ -187,19 +280,20 @@ def zip_mle(x: np.ndarray) -> tuple[float, float, float]:
 def zinb_mle(x: np.ndarray, start: tuple[float, float]) -> tuple[float, float, float, float]:
     """(π, n, p, log-likelihood) of the zero-inflated negative binomial MLE, started from the
     negative binomial fit ``start = (n, p)`` with π small (the NB is the π = 0 member)."""
-    zeros = x == 0
+    zeros = int((x == 0).sum())
+    vals, cnt, lgk1 = _distinct(x[x > 0])
 
     def nll(theta: np.ndarray) -> float:
         pi, n, p = special.expit(theta[0]), float(np.exp(theta[1])), special.expit(theta[2])
         ll0 = np.log(pi + (1 - pi) * p**n)
-        llk = np.log1p(-pi) + stats.nbinom.logpmf(x[~zeros], n, p)
-        return -(zeros.sum() * ll0 + llk.sum())
+        llk = cnt.sum() * np.log1p(-pi) + cnt @ _nb_logpmf(vals, lgk1, n, p)
+        return -(zeros * ll0 + llk)
 
     p0 = min(max(start[1], 1e-9), 1 - 1e-9)
     best = None
     for pi0 in (1e-4, 0.1, 0.3):  # a few starts: the likelihood can have a flat ridge in π
         res = optimize.minimize(nll, x0=np.array([special.logit(pi0), np.log(start[0]), special.logit(p0)]),
-                                method="Nelder-Mead", options={"xatol": 1e-9, "fatol": 1e-11, "maxiter": 6000})
+                                method="Nelder-Mead", options={"xatol": 1e-7, "fatol": 1e-9, "maxiter": 2000})
         if best is None or res.fun < best.fun:
             best = res
     th = best.x
@@ -242,4 +336,4 @@ def count_fits(table: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.Data
             continue
         key = key if isinstance(key, tuple) else (key,)
         rows.append({**dict(zip(by, key, strict=True)), **vars(fit_counts(g["cycles"].to_numpy()))})
-    return pd.DataFrame(rows)
+    return _with_bounds(pd.DataFrame(rows), table, by)
