@@ -3,7 +3,9 @@
 Protocol tables and sensitivity curves take seconds; the app and the CLI ask for the same ones
 again and again. A result is stored as Parquet bytes under (dataset, dataset version, kind,
 sha256 of the canonical parameter JSON); importing new verdicts bumps the dataset version, so a
-stale result can never be served. Table: ``engine/migrations/021_results_cache.sql``.
+stale result can never be served. Inputs outside the store (reference snapshot, mapping files,
+the engine code, the results format) enter the parameters through
+``engine.protocol_inputs.input_fingerprint``. Table: ``engine/migrations/021_results_cache.sql``.
 """
 
 from __future__ import annotations
@@ -66,15 +68,21 @@ def put(store: Store, dataset: str, kind: str, params: dict[str, Any], frame: pd
         )
 
 
+def compute_and_put(store: Store, dataset: str, kind: str, params: dict[str, Any],
+                    compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """``compute()``, stored (with how long it took) for the next identical request."""
+    t0 = time.perf_counter()
+    frame = compute()
+    put(store, dataset, kind, params, frame, time.perf_counter() - t0)
+    return frame
+
+
 def cached(store: Store, dataset: str, kind: str, params: dict[str, Any], compute: Callable[[], pd.DataFrame]) -> tuple[pd.DataFrame, bool]:
     """(frame, hit): the cached result, or ``compute()`` stored for next time."""
     hit = get(store, dataset, kind, params)
     if hit is not None:
         return hit, True
-    t0 = time.perf_counter()
-    frame = compute()
-    put(store, dataset, kind, params, frame, time.perf_counter() - t0)
-    return frame, False
+    return compute_and_put(store, dataset, kind, params, compute), False
 
 
 def clear(store: Store, dataset: str | None = None) -> int:

@@ -175,3 +175,46 @@ def test_curves_score_graphs_with_every_model(data):
         row = c[(c.k == k) & (c.category == "cat-1") & (c.distance == "spearman")].iloc[0]
         assert row.point == pytest.approx(direct_point(sub, rated, kept)["spearman"], abs=1e-12)
     assert differs  # dropping the model first would have kept other graphs
+
+
+def test_cache_key_covers_mapping_files_reference_and_code(shipped_db, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from engine import reference
+    from engine.__main__ import main
+    from engine.protocol_inputs import RESULTS_FORMAT, input_fingerprint
+    from engine.store import Store
+
+    maps = tmp_path / "mappings"
+    shutil.copytree(reference.MAPPING_DIR, maps)
+    monkeypatch.setattr(reference, "MAPPING_DIR", maps)  # the engine reads the mappings from this copy
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(shipped_db, db)
+    args = ["--db", str(db), "experiment", "baselines", "--dataset", "vicuna80", "--reference", "arena",
+            "--judge", "gpt-4", "--protocols", "trunc,notrunc_boot", "--resamples", "4", "--format", "csv"]
+
+    def run_once():
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        with Store(db) as store:
+            n = store.cursor().execute("SELECT count(*) FROM results_cache").fetchone()[0]
+        return out, n
+
+    first, n1 = run_once()
+    again, n2 = run_once()
+    assert (n1, n2) == (1, 1) and first == again  # the second request is served from the cache
+    key = input_fingerprint("vicuna80", "arena")
+    assert key["results_format"] == RESULTS_FORMAT and len(key["code"]) == 64 and key["reference_file"]
+    cats = maps / "vicuna80.categories.csv"
+    text = cats.read_text().splitlines()
+    text[1] = ",".join([text[1].split(",")[0], "full", *text[1].split(",")[2:]])  # first category → overall
+    cats.write_text("\n".join(text) + "\n")
+    assert input_fingerprint("vicuna80", "arena") != key
+    _, n3 = run_once()
+    assert n3 == 2  # an edited mapping is a new key: recomputed, not served stale
+    models = maps / "vicuna80.models.csv"
+    models.write_text(models.read_text() + "\n")
+    _, n4 = run_once()
+    assert n4 == 3
+    _, n5 = run_once()
+    assert n5 == 3

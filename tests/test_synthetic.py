@@ -83,3 +83,36 @@ def test_cli_synthetic_then_baselines_end_to_end(tmp_path, capsys):
     rc = main(["--db", str(db), "experiment", "keep-k", "--dataset", "s", "--reference", "truth", "--ks", "1:x"])
     err = capsys.readouterr().err
     assert rc == 2 and err.strip().count("\n") == 0 and "1:x" in err
+
+
+def test_cli_scorewin_tie_and_mu_pool_options(tmp_path, capsys):
+    import io
+
+    from engine.__main__ import main
+    from engine.curves import mu_curve
+    from engine.store import Store
+
+    db = tmp_path / "cli.duckdb"
+    p = SyntheticParams(n_models=6, categories=2, prompts=4, paraphrases=2, samples=2, seed=6)
+    with Store(db) as store:
+        write_synthetic(store, "s", p)
+    base = ["--db", str(db), "experiment"]
+    frames = {}
+    for tie in ("1", "0.5"):
+        assert main([*base, "baselines", "--dataset", "s", "--reference", "truth", "--protocols", "scorewin",
+                     "--scorewin-draw", "5", "--scorewin-tie", tie, "--resamples", "30", "--format", "csv"]) == 0
+        frames[tie] = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert main([*base, "mu", "--dataset", "s", "--reference", "truth", "--mus", "0.1,1,10", "--k", "5",
+                 "--pooled", "--pool", "sampling", "--resamples", "6", "--format", "csv"]) == 0
+    mu_frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    with Store(db) as store:
+        st = build_stack(store.verdicts("s"))
+        truth = synthetic_truth(store, "s")
+    for tie in ("1", "0.5"):
+        direct = run_protocols(st, truth, ("scorewin",), ProtocolParams(scorewin_draw=5, resamples=30,
+                                                                        copeland_tie=float(tie)))
+        np.testing.assert_allclose(frames[tie]["mean"], direct["mean"], atol=1e-12)
+    assert not np.allclose(frames["1"]["mean"], frames["0.5"]["mean"])  # exact majorities do occur here
+    direct = mu_curve(st, truth, [0.1, 1.0, 10.0], k=5, per_category=False, pool="sampling", resamples=6)
+    np.testing.assert_allclose(mu_frame["mean"], direct["mean"], atol=1e-12)
+    assert set(mu_frame["category"]) == {"all"} and (mu_frame["n_kept"] == 5).all()

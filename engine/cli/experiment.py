@@ -1,14 +1,20 @@
-"""`experiment baselines|keep-k|mu`: paper 000's Table 2 protocols and sensitivity curves, per judge."""
+"""`experiment baselines|keep-k|mu`: paper 000's Table 2 protocols and sensitivity curves, per judge.
+
+Results are cached in the store (``engine.results_cache``) under the dataset version, every
+parameter, the judge, and ``engine.protocol_inputs.input_fingerprint`` (reference snapshot,
+mapping files, engine code, results format). The cache is looked up before anything is loaded, so
+a repeated request reads one row per judge and nothing else.
+"""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import pandas as pd
 
 from ..errors import LensError
 from ..resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
+from ..truncation import POOLS
 from ._common import add_format, store_from_args, write_frame
 
 
@@ -33,20 +39,28 @@ def register(subparsers) -> None:
             q.add_argument("--keep", type=int, default=25)
             q.add_argument("--draw", type=int, default=20)
             q.add_argument("--scorewin-draw", type=int, default=40)
+            q.add_argument("--scorewin-tie", type=float, default=1.0,
+                           help="credit of an exact majority (a bidirectional edge) in ScoreWin: 1 = out-degree "
+                                "of the majority graph with exact majorities both ways (paper 000, App. A.3), "
+                                "0.5 = classic Copeland")
             q.add_argument("--random-draw", type=int, default=20)
             q.add_argument("--random-reps", type=int, default=10)
             q.add_argument("--single-draw", type=int, default=20)
             q.add_argument("--mu", type=float, default=1.0)
             q.add_argument("--table", metavar="DISTANCE", help="print the Table-2 layout (×1000) for one distance")
-        elif name == "keep-k":
-            q.add_argument("--mu", type=float, default=1.0)
-            q.add_argument("--ks", help="K values, e.g. 1,5,10 or 1:50 (default: 1 … pool size)")
-            q.add_argument("--pooled", action="store_true", help="one global pool instead of K per category")
-            q.add_argument("--pool", choices=("perturbed", "sampling", "all"), default="perturbed",
-                           help="graphs to truncate: originals+paraphrases, originals+sampling replicates, or all")
         else:
-            q.add_argument("--k", type=int, default=25)
-            q.add_argument("--mus", help="comma-separated mu values (default: 17 points from 0.01 to 100)")
+            if name == "keep-k":
+                q.add_argument("--mu", type=float, default=1.0)
+                q.add_argument("--ks", help="K values, e.g. 1,5,10 or 1:50 (default: 1 … pool size)")
+            else:
+                q.add_argument("--k", type=int, default=25)
+                q.add_argument("--mus", help="comma-separated mu values (default: 17 points from 0.01 to 100)")
+            q.add_argument("--pooled", action="store_true",
+                           help="one global pool instead of K per category (uses one overall reference)")
+            q.add_argument("--pool", choices=POOLS, default="perturbed",
+                           help="graphs to truncate: originals+paraphrases, originals+sampling replicates, or all")
+            q.add_argument("--draw-fraction", type=float, default=0.8,
+                           help="share of the kept graphs each resample draws without replacement (0.8: 25 → 20)")
         add_format(q, default="table")
         q.set_defaults(func=run)
 
@@ -72,23 +86,23 @@ def _parse_floats(text: str) -> list[float]:
 
 def resolve_reference(store, dataset: str, spec: str, categories: list[str], overall: bool):
     """A rating Series, or a mapping category → Series (per-category arena references)."""
-    if spec == "truth":
-        from ..synthetic import synthetic_truth
+    from ..protocol_inputs import reference_ratings
 
-        return synthetic_truth(store, dataset)
-    from ..reference import arena_category, reference_for_dataset
+    return reference_ratings(store, dataset, spec, categories, overall)
 
-    path = None if spec == "arena" else spec
-    if path is not None and not Path(path).exists():
-        raise LensError(f"The reference {spec!r} is neither 'arena', 'truth' nor an existing file.")
-    if overall or (path is not None and not str(path).lower().endswith(".json")):
-        return reference_for_dataset(dataset, None, path)
-    return {c: reference_for_dataset(dataset, arena_category(dataset, c, path), path) for c in categories}
+
+def judges_of(store, dataset: str) -> list[str]:
+    """The dataset's judges, sorted, without loading its verdicts."""
+    rows = store.cursor().execute(
+        "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge", [dataset]
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def run(args: argparse.Namespace) -> int:
     from .. import results_cache
     from ..graphs import build_stack
+    from ..protocol_inputs import input_fingerprint
 
     store = store_from_args(args, ensure_default=False)
     if not store.has_dataset(args.dataset):  # maybe the shipped default, not imported yet
@@ -96,27 +110,31 @@ def run(args: argparse.Namespace) -> int:
         store = store_from_args(args)
     if not store.has_dataset(args.dataset):
         raise LensError(f"There is no dataset {args.dataset!r} in the store.")
-    verdicts = store.verdicts(args.dataset)
-    judges = args.judge or sorted(verdicts["judge"].dropna().unique())
-    frames = []
-    for judge in judges:
-        v = verdicts[verdicts["judge"] == judge]
+    judges = args.judge or judges_of(store, args.dataset)
+    overall = args.overall or getattr(args, "pooled", False)
+    inputs = input_fingerprint(args.dataset, args.reference)
+    kind = f"experiment-{args.experiment}"
+    loaded: dict[str, pd.DataFrame] = {}
+
+    def verdicts_of(judge: str) -> pd.DataFrame:
+        if "all" not in loaded:
+            loaded["all"] = store.verdicts(args.dataset)
+        v = loaded["all"][loaded["all"]["judge"] == judge]
         if v.empty:
             raise LensError(f"Dataset {args.dataset!r} has no verdicts by judge {judge!r}.")
-        cats = sorted(v["category"].astype("string").fillna("(none)").unique())
-        overall = args.overall or getattr(args, "pooled", False)
-        reference = resolve_reference(store, args.dataset, args.reference, cats, overall)
-        params, compute = _plan(args, lambda v=v: build_stack(v), reference)
-        params.update({"judge": judge, "reference": args.reference, "overall": overall})
-        if args.reference not in ("arena", "truth"):  # a file: its content is part of the key
-            st_ = Path(args.reference).stat()
-            params["reference_file"] = [st_.st_size, st_.st_mtime_ns]
-        kind = f"experiment-{args.experiment}"
-        if args.no_cache:
-            frame = compute()
-            results_cache.put(store, args.dataset, kind, params, frame)
-        else:
-            frame, _ = results_cache.cached(store, args.dataset, kind, params, compute)
+        return v
+
+    frames = []
+    for judge in judges:
+        params, compute = _plan(args)
+        params.update({"judge": judge, "reference": args.reference, "overall": overall, "inputs": inputs})
+        frame = None if args.no_cache else results_cache.get(store, args.dataset, kind, params)
+        if frame is None:
+            v = verdicts_of(judge)
+            cats = sorted(v["category"].astype("string").fillna("(none)").unique())
+            reference = resolve_reference(store, args.dataset, args.reference, cats, overall)
+            frame = results_cache.compute_and_put(store, args.dataset, kind, params,
+                                                  lambda v=v, ref=reference, f=compute: f(build_stack(v), ref))
         frames.append(frame.assign(judge=judge))
     out = pd.concat(frames, ignore_index=True)
     out = out[["judge", *[c for c in out.columns if c != "judge"]]]
@@ -130,8 +148,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plan(args, stack_of, reference):
-    """(cache parameters, compute): the stack is only built when the cache misses."""
+def _plan(args):
+    """(cache parameters, compute(stack, reference)): nothing is loaded until the cache misses."""
     from ..curves import DEFAULT_MU_GRID, keep_k_curve, mu_curve
     from ..resampling import run_protocols
 
@@ -139,15 +157,18 @@ def _plan(args, stack_of, reference):
         protocols = tuple(x.strip() for x in args.protocols.split(",") if x.strip())
         p = ProtocolParams(keep=args.keep, draw=args.draw, scorewin_draw=args.scorewin_draw,
                            random_draw=args.random_draw, random_reps=args.random_reps,
-                           single_draw=args.single_draw, resamples=args.resamples, seed=args.seed, mu=args.mu)
+                           single_draw=args.single_draw, resamples=args.resamples, seed=args.seed, mu=args.mu,
+                           copeland_tie=args.scorewin_tie).validate()
         params = {"protocols": protocols, **p.__dict__}
-        return params, lambda: run_protocols(stack_of(), reference, protocols, p)
+        return params, lambda st, ref: run_protocols(st, ref, protocols, p)
+    common = {"pooled": args.pooled, "pool": args.pool, "resamples": args.resamples, "seed": args.seed,
+              "draw_fraction": args.draw_fraction}
+    kw = {"per_category": not args.pooled, "pool": args.pool, "resamples": args.resamples, "seed": args.seed,
+          "draw_fraction": args.draw_fraction}
     if args.experiment == "keep-k":
         ks = _parse_ints(args.ks) if args.ks else None
-        params = {"ks": ks, "mu": args.mu, "pooled": args.pooled, "pool": args.pool, "resamples": args.resamples,
-                  "seed": args.seed}
-        return params, lambda: keep_k_curve(stack_of(), reference, ks, mu=args.mu, per_category=not args.pooled,
-                                            pool=args.pool, resamples=args.resamples, seed=args.seed)
+        params = {"ks": ks, "mu": args.mu, **common}
+        return params, lambda st, ref: keep_k_curve(st, ref, ks, mu=args.mu, **kw)
     mus = _parse_floats(args.mus) if args.mus else list(DEFAULT_MU_GRID)
-    params = {"mus": mus, "k": args.k, "resamples": args.resamples, "seed": args.seed}
-    return params, lambda: mu_curve(stack_of(), reference, mus, k=args.k, resamples=args.resamples, seed=args.seed)
+    params = {"mus": mus, "k": args.k, **common}
+    return params, lambda st, ref: mu_curve(st, ref, mus, k=args.k, **kw)
