@@ -6,7 +6,9 @@
   the stack) against networkx SCCs and eq. 4 written per graph;
 - SNTD (``sntd.sntd_arrays``, batched over graphs × triples) against a Python loop per triple;
 - order-permutation stress test (``order_stress.stress_test``, batched over graphs × orderings)
-  against building each ordering's graph in networkx and testing it for cycles.
+  against building each ordering's graph in networkx and testing it for cycles;
+- cycles of every length (``cycle_dp.cycles_by_length``, a subset DP batched over graphs) against
+  ``networkx.simple_cycles`` enumerated per graph without a length bound.
 
 Each peer's results are checked against the batched ones. Prints a Markdown table with wall and
 process CPU seconds and the speed-up ratio; nothing is asserted (speed is not a test).
@@ -27,6 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from engine.diagnostics.cycle_dp import cycles_by_length  # noqa: E402
 from engine.diagnostics.entropy import nontransitive_vertices, structural_entropy  # noqa: E402
 from engine.diagnostics.order_stress import stress_test  # noqa: E402
 from engine.diagnostics.sntd import sntd_arrays  # noqa: E402
@@ -125,6 +128,22 @@ def peer_stress(rows, prompts, models):
     return np.array(bad)
 
 
+def peer_cycles(adj):
+    """Per graph: cycles of each length ≥ 3 and cycles through each vertex, by networkx enumeration."""
+    T, n = adj.shape[0], adj.shape[1]
+    lengths = np.zeros((T, n + 1), dtype=np.int64)
+    through = np.zeros((T, n), dtype=np.int64)
+    for t in range(T):
+        g = nx.DiGraph()
+        g.add_nodes_from(range(n))
+        g.add_edges_from(zip(*(x.tolist() for x in np.nonzero(adj[t] & ~np.eye(n, dtype=bool))), strict=True))
+        for cyc in nx.simple_cycles(g):
+            if len(cyc) >= 3:
+                lengths[t, len(cyc)] += 1
+                through[t, cyc] += 1
+    return lengths, through
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=0)
@@ -154,6 +173,14 @@ def main() -> None:
     ref, pw, pc = timed(lambda: peer_stress(vrows, 40, models))
     assert np.array_equal(table.sort_values("prompt_id", key=lambda s: s.astype(int))["cyclic_bad"].to_numpy(), ref)
     rows.append(("stress test (40 prompts × 720 orderings, n=6)", w, c, "networkx per ordering", pw, pc))
+
+    for T, n in ((80, 9), (10, 11)):  # 80 nine-model graphs: vicuna80's gpt-4 judge has this shape
+        adj = random_graphs(rng, T, n)
+        (ln, th), w, c = timed(lambda adj=adj: cycles_by_length(adj))
+        (pl, pth), pw, pc = timed(lambda adj=adj: peer_cycles(adj))
+        assert np.array_equal(ln, pl) and np.array_equal(th, pth)
+        rows.append((f"cycles of every length (T={T}, n={n}, {int(ln.sum() / T)} cycles per graph)", w, c,
+                     "networkx simple_cycles per graph", pw, pc))
 
     print("| kernel | batched wall s | batched CPU s | peer | peer wall s | peer CPU s | speed-up (wall) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
