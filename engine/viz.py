@@ -1,16 +1,15 @@
-"""Engine-side builders for the app's pictures: safe text, pyvis tournament graphs, plot frames.
+"""Engine-side builders for the app's pages: safe Markdown text and the frames pages draw.
 
-The pages render; this module computes what they render. Every user-supplied string (model
-names, prompt texts, rationales) that reaches HTML or Markdown passes through ``escape_html`` or
-``escape_md`` here, so a dataset whose names hold ``<script>`` shows them as text. The graph
-drawing follows DESIGN.md's edge convention: ``i → j`` means *i beats j*, a tie is the pair of
-reciprocal edges (drawn once, undirected and dashed).
+The pages render; this module computes what they render (Cycles heatmaps and graph table,
+Judges tables, leaderboard display columns, plot frames). Every user-supplied string (model
+names, prompt texts, rationales) that reaches Markdown goes through ``escape_md`` here; long
+texts are shown with text elements, never Markdown. The tournament graph drawing is in
+``engine.graph_html`` and ``engine.inspector``.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,119 +18,34 @@ from urllib.parse import urlencode
 import numpy as np
 import pandas as pd
 
-# Colours shared by the graph drawings and the legend the inspector page shows.
-COLOR_EDGE = "#8a94a6"
-COLOR_BAD = "#e03131"
-COLOR_REMOVED = "#c0c6d0"
-COLOR_NODE = "#3b5bdb"
-COLOR_NODE_BAD = "#f08c00"
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>$:])")
+_ASCII_PUNCT = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
+"""Every ASCII punctuation character: CommonMark lets each be backslash-escaped to a literal."""
 
 
 def escape_html(text: object) -> str:
-    """``text`` as HTML text: ``<``, ``>``, ``&`` and quotes become entities."""
+    """``text`` as HTML text: ``<``, ``>``, ``&`` and quotes become entities (for HTML, never Markdown)."""
     return html.escape("" if text is None else str(text), quote=True)
 
 
 def escape_md(text: object) -> str:
-    """``text`` safe inside Streamlit Markdown: HTML-escaped, Markdown syntax backslash-escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", escape_html(text)).replace("\n", " ")
+    """``text`` as one line of Streamlit Markdown that renders exactly as written.
+
+    Every ASCII punctuation character is backslash-escaped (CommonMark turns ``\\x`` back into a
+    literal ``x``), so no Markdown, HTML, link, ``$…$`` math or entity can form; the escaped ``/``
+    and ``:`` also keep Streamlit's ``:material/…:`` icons and ``:emoji:`` shortcodes from
+    matching (both look for the bare sequence in the source). Line breaks become spaces. No HTML
+    entities are added, so an apostrophe stays an apostrophe. (A bare ``http://…`` or ``www.…``
+    still becomes a safe link: Streamlit links those in the rendered text.) Long texts should not
+    go through Markdown at all: pages show them with ``st.text``.
+    """
+    s = "" if text is None else str(text)
+    return _ASCII_PUNCT.sub(r"\\\1", s).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
 def text_block(text: object) -> str:
-    """A long user text (question, rationale, answer) as safe Markdown that keeps its line breaks."""
+    """A multi-line user text as escaped Markdown that keeps its line breaks (hard breaks)."""
     lines = ("" if text is None else str(text)).splitlines()
     return "  \n".join(escape_md(line) for line in lines)
-
-
-def _script_safe_json(obj: object) -> str:
-    """JSON that cannot close a ``<script>`` block: ``<``, ``>``, ``&`` as unicode escapes."""
-    text = json.dumps(obj, ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def edge_lists(adj: np.ndarray, observed: np.ndarray | None = None) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Strict edges ``(i, j)`` (i beat j) and tie pairs ``(i, j)`` with i < j, of one (n, n) graph."""
-    a = np.asarray(adj, dtype=bool)
-    if observed is not None:
-        a = a & np.asarray(observed, dtype=bool)
-    strict = a & ~a.T
-    tie = np.triu(a & a.T, 1)
-    return [tuple(map(int, e)) for e in np.argwhere(strict)], [tuple(map(int, e)) for e in np.argwhere(tie)]
-
-
-def triad_edge_set(triads: Iterable[Iterable[int]]) -> set[frozenset[int]]:
-    """The unordered vertex pairs that lie on at least one of the given triads."""
-    pairs: set[frozenset[int]] = set()
-    for tri in triads:
-        a, b, c = (int(v) for v in tri)
-        pairs.update({frozenset((a, b)), frozenset((b, c)), frozenset((a, c))})
-    return pairs
-
-
-def tournament_html(
-    models: Iterable[str],
-    adj: np.ndarray,
-    observed: np.ndarray | None = None,
-    *,
-    highlight: set[frozenset[int]] | None = None,
-    removed: Iterable[tuple[int, int]] = (),
-    height_px: int = 420,
-) -> str:
-    """A self-contained interactive pyvis page of one tournament graph.
-
-    Strict edges are arrows (winner → loser), ties undirected dashed links; pairs in ``highlight``
-    (e.g. edges on bad cycles) are red and thick; ``removed`` edges (i → j, e.g. a feedback arc set)
-    are drawn grey and dotted with the label "removed". vis.js is inlined, so the page works
-    offline, and every label and tooltip is JSON-escaped for a script block and shown as text.
-    """
-    from pyvis.network import Network  # heavy import, only where a graph is drawn
-
-    names = [str(m) for m in models]
-    highlight = highlight or set()
-    removed = [(int(i), int(j)) for i, j in removed]
-    removed_pairs = {frozenset(e) for e in removed}
-    strict, ties = edge_lists(adj, observed)
-    bad_nodes = {v for pair in highlight for v in pair}
-
-    net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line")
-    for i, name in enumerate(names):
-        net.add_node(
-            i, label=name, title=name, shape="dot", size=18,
-            color=COLOR_NODE_BAD if i in bad_nodes else COLOR_NODE, font={"size": 16},
-        )
-    for i, j in strict:
-        if frozenset((i, j)) in removed_pairs:
-            continue
-        bad = frozenset((i, j)) in highlight
-        net.add_edge(
-            i, j, title=f"{names[i]} beat {names[j]}", arrows="to",
-            color=COLOR_BAD if bad else COLOR_EDGE, width=3.5 if bad else 1.5,
-        )
-    for i, j in ties:
-        bad = frozenset((i, j)) in highlight
-        net.add_edge(
-            i, j, title=f"{names[i]} tied {names[j]}", arrows={"to": {"enabled": False}}, dashes=True,
-            color=COLOR_BAD if bad else COLOR_EDGE, width=3.5 if bad else 1.5,
-        )
-    for i, j in removed:
-        net.add_edge(
-            i, j, title=f"removed: {names[i]} beat {names[j]}", arrows="to", dashes=[2, 6],
-            color=COLOR_REMOVED, width=1.5, label="removed", font={"size": 10, "color": "#868e96"},
-        )
-    net.set_options(json.dumps({
-        "physics": {"solver": "forceAtlas2Based", "stabilization": {"iterations": 150}},
-        "edges": {"smooth": {"type": "continuous"}},
-        "interaction": {"hover": True, "tooltipDelay": 120},
-    }))
-    page = net.generate_html(notebook=False)
-    # pyvis embeds nodes/edges with Jinja's tojson (already HTML-safe); re-embed them with our own
-    # escaping as well, so the guarantee does not hang on a template detail of the pyvis version.
-    nodes_json, edges_json = _script_safe_json(net.nodes), _script_safe_json(net.edges)
-    page = re.sub(r"nodes = new vis\.DataSet\(.*?\);\n", lambda _: f"nodes = new vis.DataSet({nodes_json});\n", page, count=1, flags=re.S)
-    page = re.sub(r"edges = new vis\.DataSet\(.*?\);\n", lambda _: f"edges = new vis.DataSet({edges_json});\n", page, count=1, flags=re.S)
-    return page
 
 
 def pair_matrix_frame(per_pair: pd.DataFrame | np.ndarray, models: Iterable[str]) -> pd.DataFrame:
@@ -235,43 +149,17 @@ def cycle_overview(stack, nb_fit=None) -> CycleOverview:
     )
 
 
-DENOISERS: tuple[tuple[str, str], ...] = (("PGED", "pged"), ("ELSPR", "elspr"))
-"""(label, ranker name) of the rankers whose result carries a denoised graph (papers 002, 004)."""
-
-
-def denoised_view(stack) -> dict[str, tuple[np.ndarray, list[tuple[str, str]]]]:
-    """Each denoiser's graph for a one-graph stack: ``{label: (adjacency, removed (winner, loser))}``.
-
-    The adjacency is (n, n) bool over ``stack.models`` (edge i → j: i beats j after denoising);
-    removed edges are PGED's feedback arc set, and for ELSPR the input edges (a tie is two) that the
-    reconstruction re-oriented.
-    """
-    from .rankers import rank
-
-    out = {}
-    for label, name in DENOISERS:
-        res = rank(stack, name)
-        graph = res.extras["graph"]
-        adj = np.asarray(
-            graph.reindex(index=list(stack.models), columns=list(stack.models)).fillna(0).to_numpy(), dtype=bool
-        )
-        if "removed" in res.extras:  # PGED names its feedback arc set (ties never enter its graph)
-            removed = [(str(e[0]), str(e[1])) for e in res.extras["removed"]]
-        else:  # ELSPR re-orients edges inside SCCs: the input edges its graph no longer has
-            gone = stack.adj[0] & stack.observed[0] & ~adj
-            removed = [(stack.models[i], stack.models[j]) for i, j in np.argwhere(gone)]
-        out[label] = (adj, removed)
-    return out
-
-
 @dataclass(frozen=True)
 class JudgeOverview:
     """Everything the Judges page shows for one dataset (optionally one category).
 
-    ``kappa_matrix``: judge × judge Cohen's κ on shared items (1 on the diagonal);
+    ``kappa_matrix``: judge × judge Cohen's κ on shared items over the verdicts given (1 on the
+    diagonal); ``kappa_by_category``: the same matrix per category (only when split by category);
+    ``mean_kappa``: mean κ over the judge pairs (NaN with fewer than two judges);
     ``agreement``: the pairwise table (items, raw agreement, κ; per category when asked);
     ``position``: order consistency, first-position win rates, McNemar per judge (and category);
-    ``transitivity``: PNT, SNTD, ρ_non-trans, τ per judge (and category).
+    ``transitivity``: PNT, SNTD, ρ_non-trans, τ per judge (and category); ``has_prob``: whether
+    any verdict carries ``prob_a`` (SNTD needs it).
     """
 
     judges: tuple[str, ...]
@@ -281,6 +169,27 @@ class JudgeOverview:
     transitivity: pd.DataFrame
     worst_pnt: str
     worst_position: str
+    mean_kappa: float = float("nan")
+    kappa_by_category: dict[str, pd.DataFrame] | None = None
+    has_prob: bool = False
+
+
+def kappa_matrix(agreement: pd.DataFrame, judges: Iterable[str]) -> pd.DataFrame:
+    """Judge × judge κ from a pairwise agreement table (judge_1, judge_2, kappa); 1 on the diagonal."""
+    names = list(judges)
+    mat = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
+    for j1, j2, k in agreement[["judge_1", "judge_2", "kappa"]].itertuples(index=False):
+        if j1 in mat.index and j2 in mat.index:
+            mat.loc[j1, j2] = mat.loc[j2, j1] = k
+    return mat
+
+
+def mean_offdiagonal(mat: pd.DataFrame) -> float:
+    """Mean of the strictly upper triangle of a square matrix, NaNs left out (NaN if empty)."""
+    m = mat.to_numpy(dtype=np.float64)
+    upper = m[np.triu_indices(len(m), 1)]
+    upper = upper[~np.isnan(upper)]
+    return float(upper.mean()) if upper.size else float("nan")
 
 
 def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> JudgeOverview:
@@ -292,15 +201,15 @@ def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> 
     from .diagnostics.sntd import sntd_summary
 
     by = ("judge", "category") if by_category else ("judge",)
-    # unknown presentation orders as None rather than pd.NA: diagnostics.verdict_pairs compares the
-    # order column elementwise, which pd.NA refuses (a dataset without an order column failed here)
-    verdicts = verdicts.assign(order=verdicts["order"].astype(object).where(verdicts["order"].notna(), None))
     judges = tuple(sorted(verdicts["judge"].dropna().astype(str).unique()))
     overall = agreement(verdicts)
-    mat = pd.DataFrame(np.eye(len(judges)), index=list(judges), columns=list(judges))
-    for j1, j2, k in overall[["judge_1", "judge_2", "kappa"]].itertuples(index=False):
-        mat.loc[j1, j2] = mat.loc[j2, j1] = k
-    table = agreement(verdicts, by_category=True) if by_category else overall
+    mat = kappa_matrix(overall, judges)
+    per_cat = None
+    if by_category:
+        table = agreement(verdicts, by_category=True)
+        per_cat = {str(c): kappa_matrix(g, judges) for c, g in table.groupby("category", sort=True)}
+    else:
+        table = overall
     position = position_table(verdicts, by=by)
     trans = pnt_summary(stack, by)
     trans = trans.merge(sntd_summary(stack, by), on=list(by), how="left")
@@ -313,7 +222,47 @@ def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> 
         worst_position = str(pos_j.loc[(pos_j[rate_col] - 0.5).abs().idxmax(), "judge"])
     else:
         worst_position = "—"
-    return JudgeOverview(judges, mat, table, position, trans, worst_pnt, worst_position)
+    has_prob = bool("prob_a" in verdicts.columns and verdicts["prob_a"].notna().any())
+    return JudgeOverview(judges, mat, table, position, trans, worst_pnt, worst_position,
+                         mean_offdiagonal(mat), per_cat, has_prob)
+
+
+def graphs_by_score(graphs: pd.DataFrame, mu: float) -> pd.DataFrame:
+    """The per-graph table with ``s_mu`` = C3_bad + mu·C4_bad, highest first (then by prompt id)."""
+    from .truncation import truncation_scores
+
+    out = graphs.assign(s_mu=truncation_scores(graphs, mu))
+    return out.sort_values(["s_mu", "prompt_id"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+
+
+def dash_missing(frame: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    """``columns`` as text with "—" where a value is missing (tables otherwise print "None");
+    integers keep no decimals; a column named ``*_diff`` or ``rank_change`` gets a sign."""
+    out = frame.copy()
+    for col in columns:
+        if col not in out.columns:
+            continue
+        signed = col.endswith("_diff") or col == "rank_change"
+
+        def fmt(v, signed=signed):
+            if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+                return "—"
+            if isinstance(v, (int, np.integer)) or (isinstance(v, float) and float(v).is_integer()):
+                return f"{int(v):+d}" if signed else str(int(v))
+            return str(v)
+
+        out[col] = [fmt(v) for v in out[col].astype(object)]
+    return out
+
+
+def odd_t_grid(t_max: int, points: int = 25) -> np.ndarray:
+    """About ``points`` odd t from 1 to ``t_max`` (odd: with an even t half the pairs can split
+    t/2 : t/2, a tie the majority graph cannot orient, and the recovery curve zig-zags)."""
+    t_max = max(int(t_max), 1)
+    raw = np.linspace(1, t_max, points)
+    odd = 2 * np.floor(raw / 2) + 1
+    odd = odd[odd <= t_max]
+    return np.unique(odd.astype(np.int64))
 
 
 def nb_fit_frame(counts: np.ndarray) -> tuple[pd.DataFrame | None, str]:

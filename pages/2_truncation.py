@@ -7,16 +7,22 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import LensError
+from engine.truncation_view import PAPER_KEEP, best_k, default_keep_k
 from engine.viz import escape_md, rank_change_frame
 from pages._lens import (
     B_DEFAULT,
     CURVE_RESAMPLES,
     SEED,
+    board_columns,
+    board_display,
+    bootstrap_note,
     current,
-    curves_result,
+    keep_k_curve_for,
     leaderboard_result,
+    mu_curve_for,
     protocol_table,
     reference_for_key,
+    remember,
     show_error,
     stack_for,
 )
@@ -37,12 +43,23 @@ if T < 2:
     st.info("Truncation needs at least two graphs in the selection.")
     st.stop()
 
-left, right = st.columns(2)
-keep_k = left.slider("Keep K graphs", 1, T, value=T, key="keep_k")
+# a new selection (another pool size) opens on the paper's share of the pool again; the sliders'
+# values live in plain twins (_keep_k, _mu) so they survive a visit to another page
+if st.session_state.get("_keep_k_for") != ch.key:
+    st.session_state["_keep_k_for"] = ch.key
+    st.session_state["_keep_k"] = default_keep_k(T)
 MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # 0.01 … 100, 4 steps per decade
 MU_DEFAULT = 1.0  # paper 000, Section 4: mu = 1 by default
+st.session_state["keep_k"] = st.session_state["_keep_k"]
+st.session_state["mu"] = st.session_state.get("_mu", MU_DEFAULT)
+left, right = st.columns(2)
+keep_k = left.slider(
+    "Keep K graphs", 1, T, key="keep_k", on_change=remember, args=("keep_k",),
+    help=f"Opens at {default_keep_k(T)} = half the pool: paper 000 keeps {PAPER_KEEP[0]} of each category's "
+    f"{PAPER_KEEP[1]} graphs.",
+)
 mu = right.select_slider(
-    "μ (weight of bad 4-cycles), log scale", options=MU_STEPS, value=MU_DEFAULT, key="mu",
+    "μ (weight of bad 4-cycles), log scale", options=MU_STEPS, key="mu", on_change=remember, args=("mu",),
     format_func=lambda v: f"{v:g}",
 )
 try:
@@ -58,27 +75,30 @@ c1, c2, c3, c4 = st.columns(4)
 c1.metric("Graphs kept", f"{keep_k} of {T}")
 c2.metric("μ", f"{mu:g}")
 c3.metric("Models whose rank changed", moved)
-c4.metric("Leader", str(table.iloc[0]["model"]))
-show = [c for c in ("rank", "rank_change", "model", "score", "ci_low", "ci_high", "wins", "losses", "ties",
-                    "bad_triads", "ref_rank", "ref_diff") if c in table.columns]
+c4.metric("Leader", escape_md(table.iloc[0]["model"]))
+order = ["rank", "rank_change", "model", "score", "ci_low", "ci_high", "wins", "losses", "ties", "bad_triads",
+         "cycle_share", "ref_rank", "ref_diff"]
 st.dataframe(
-    table[show], hide_index=True, width="stretch",
-    column_config={"rank_change": st.column_config.NumberColumn("Δ rank vs all graphs", format="%+d")},
+    board_display(table), hide_index=True, width="stretch",
+    column_config=board_columns(kept.reference_note, f"{ch.ranker}"),
+    column_order=[c for c in order if c in table.columns],
 )
 st.caption(
-    f"{ch.caption()} · ranker {ch.ranker} · keep K={keep_k} of {T} graphs by S_μ with μ={mu:g} "
-    f"· bootstrap B={B_DEFAULT}, seed {SEED} · Δ rank against the same ranker on all {T} graphs"
+    f"{ch.caption()} · ranker {escape_md(ch.ranker)} · keep K={keep_k} of {T} graphs by S_μ with μ={mu:g} "
+    f"· {bootstrap_note(kept)} · Δ rank against the same ranker on all {T} graphs"
 )
 
 st.subheader("Sensitivity against the reference ranking")
 try:
-    curves = curves_result(ch.key, ch.ranker, float(mu), int(keep_k))
+    k_frame = keep_k_curve_for(ch.key, float(mu))
+    mu_frame = mu_curve_for(ch.key, int(keep_k))
 except LensError as exc:
     st.info(str(exc))
-    curves = None
-if curves is not None:
+    k_frame = mu_frame = None
+if k_frame is not None:
     ref_note = reference_for_key(ch.key.dataset, ch.key.category)[1]
-    k_frame, mu_frame, metric = curves
+    k_best = best_k(k_frame)
+    metric = "Spearman ρ distance"
     cols = st.columns(2)
     for col, frame, x, marker, title in (
         (cols[0], k_frame, "k", keep_k, f"distance vs K (μ={mu:g})"),
@@ -88,31 +108,60 @@ if curves is not None:
         fig.add_trace(go.Scatter(x=frame[x], y=frame["ci_high"], mode="lines", line={"width": 0}, showlegend=False,
                                  hoverinfo="skip"))
         fig.add_trace(go.Scatter(
-            x=frame[x], y=frame["ci_low"], mode="lines", fill="tonexty", fillcolor="rgba(59,91,219,0.15)", line={"width": 0},
-            showlegend=False, hoverinfo="skip",
+            x=frame[x], y=frame["ci_low"], mode="lines", fill="tonexty", fillcolor="rgba(59,91,219,0.15)",
+            line={"width": 0}, showlegend=False, hoverinfo="skip",
         ))
-        fig.add_trace(go.Scatter(x=frame[x], y=frame["point"], mode="lines+markers", name=metric, line={"color": "#3b5bdb"},
-                                 showlegend=False))
+        fig.add_trace(go.Scatter(x=frame[x], y=frame["point"], mode="lines+markers", name=metric,
+                                 line={"color": "#3b5bdb"}, marker={"size": 5}, showlegend=False))
         fig.add_vline(x=marker, line_dash="dash", line_color="#e03131")
+        if x == "k":
+            fig.add_vline(x=k_best, line_dash="dot", line_color="#2b8a3e", annotation_text=f"best K = {k_best}",
+                          annotation_position="top right", annotation_font_color="#2b8a3e")
         fig.update_layout(
             title={"text": title, "font": {"size": 14}}, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10},
             xaxis_title=x, yaxis_title=metric, xaxis_type="log" if x == "mu" else "linear",
         )
         col.plotly_chart(fig, width="stretch")
     st.caption(
-        f"Half-tie Bradley–Terry on the kept graphs against the {escape_md(ref_note)}. Bands: 2.5–97.5 % over "
-        f"{CURVE_RESAMPLES} bootstrap draws of the kept graphs; the dashed red line marks the current setting."
+        f"Paper 000's protocol, whatever the sidebar's ranker: half-tie Bradley–Terry on the kept graphs, "
+        f"Spearman distance to the {escape_md(ref_note)}. Bands: 2.5–97.5 % over {CURVE_RESAMPLES} bootstrap "
+        f"draws of the kept graphs. Dashed red: the current setting; dotted green: the K with the smallest "
+        f"distance at this μ ({k_best}). μ values that keep the same graphs share one point."
     )
 
-with st.expander("Protocol table (Table-2 shape)"):
+with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):
     st.caption(
         "The six protocols of paper 000, Table 2 (truncation 25 → 20 per category, sampling-only, no "
-        "truncation, score-of-win, random), distances to the reference × 1000, mean ± half-width."
+        "truncation, score-of-win, random, single prompt), Spearman distance to the reference × 1000, mean ± "
+        f"half-width, at μ = {mu:g}; like the curves they use half-tie Bradley–Terry, not the sidebar's ranker."
     )
+    params = (ch.key, float(mu))
+    if st.session_state.get("protocol_for") != params:
+        st.session_state.pop("protocol_result", None)
     if ch.key.judge is None:
         st.info("Choose one judge in the sidebar: the protocols compare one judge's graphs.")
-    elif st.button("Compute the protocol table", key="protocol_go"):
-        try:
-            st.dataframe(protocol_table(ch.key, ch.ranker, float(mu)).reset_index(), hide_index=True, width="stretch")
-        except LensError as exc:
-            show_error(exc)
+    elif "protocol_result" not in st.session_state:
+        if st.button("Compute the protocol table", key="protocol_go"):
+            try:
+                st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
+                st.session_state["protocol_for"] = params
+            except LensError as exc:
+                show_error(exc)
+    if "protocol_result" in st.session_state:
+        ptab = st.session_state["protocol_result"]
+        st.dataframe(
+            ptab, hide_index=True, width="stretch",
+            column_config={
+                "protocol": st.column_config.TextColumn("protocol", pinned=True),
+                "macro": st.column_config.TextColumn("macro", help="Mean over categories, per resample."),
+                "no spread": st.column_config.TextColumn(
+                    "no spread", help="Category cells whose resamples all gave the same distance (± 0)."),
+                "why": st.column_config.TextColumn("why ± 0", width="large"),
+            },
+        )
+        if not ptab["no spread"].str.startswith("0 of").all():
+            st.caption(
+                "“± 0” is no resampling spread: the pool a protocol draws from is no larger than a draw (here "
+                "about ten original prompts per category, no paraphrases or sampling replicates), so every "
+                "draw is the same set of graphs."
+            )

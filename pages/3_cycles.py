@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import LensError
-from engine.truncation import truncation_scores
+from engine.viz import graphs_by_score
 from pages._lens import current, cycle_overview, show_error
 
 st.title("Cycles")
@@ -65,24 +65,36 @@ for col, name, fit in ((d1, "c3_bad", ov.nb_c3), (d2, "c4_bad", ov.nb_c4)):
         col.caption(ov.nb_caption[name])
 
 st.subheader("Graphs by truncation score")
-mu = st.select_slider("μ in S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ", options=[0.01, 0.1, 0.316, 1.0, 3.16, 10.0, 100.0], value=1.0, key="cycles_mu")
-table = ov.graphs.assign(s_mu=truncation_scores(ov.graphs, mu)).sort_values(
-    ["s_mu", "prompt_id"], ascending=[False, True]
-)
-table["inspect"] = table["link"]
+mu = st.select_slider("μ in S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ", options=[0.01, 0.1, 0.316, 1.0, 3.16, 10.0, 100.0], value=1.0,
+                      key="cycles_mu")
+table = graphs_by_score(ov.graphs, mu)
 st.dataframe(
-    table.drop(columns=["link"]), hide_index=True, width="stretch", height=360,
-    column_config={"inspect": st.column_config.LinkColumn("inspect", display_text="open ↗")},
+    table, hide_index=True, width="stretch", height=360,
+    column_order=["judge", "prompt_id", "variant", "turn", "category", "s_mu", "c3_bad", "c4_bad", "c3", "c4",
+                  "c3_tie", "c4_tie", "link"],
+    column_config={
+        "link": st.column_config.LinkColumn("inspect", display_text="open ↗",
+                                            help="Opens the graph in the Prompt inspector (new tab)."),
+        "prompt_id": st.column_config.TextColumn("prompt"),
+        "s_mu": st.column_config.NumberColumn("S_μ", format="%.3g", help="C3_bad + μ·C4_bad; highest first."),
+        "c3_bad": st.column_config.NumberColumn("bad 3-cycles", help="Non-transitive triads (C3_bad)."),
+        "c4_bad": st.column_config.NumberColumn("bad 4-cycles", help="4-cycles not made of ties only (C4_bad)."),
+        "c3": st.column_config.NumberColumn("3-cycles", help="All directed 3-cycles, ties included."),
+        "c4": st.column_config.NumberColumn("4-cycles", help="All directed 4-cycles, ties included."),
+        "c3_tie": st.column_config.NumberColumn("tie 3-cycles", help="3-cycles made of ties only (harmless)."),
+        "c4_tie": st.column_config.NumberColumn("tie 4-cycles", help="4-cycles made of ties only (harmless)."),
+    },
 )
 pick = st.selectbox(
     "Open a graph in the inspector", range(len(table)), key="cycles_pick",
     format_func=lambda i: f"prompt {table.iloc[i]['prompt_id']} · variant {table.iloc[i]['variant']} · "
-    f"{table.iloc[i]['judge']} · S_mu={table.iloc[i]['s_mu']:g}",
+    f"{table.iloc[i]['judge']} · S_μ={table.iloc[i]['s_mu']:g}",
 )
 if st.button("Open in the inspector", key="cycles_open"):
     row = table.iloc[pick]
     st.session_state["insp_prompt"] = str(row["prompt_id"])
     st.session_state["insp_variant"] = int(row["variant"])
     st.session_state["insp_judge"] = str(row["judge"])
+    st.session_state.pop("insp_triad", None)
     st.switch_page("pages/4_inspector.py")
 st.caption(f"{ch.caption()} · S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ with μ={mu:g}; highest first")

@@ -8,16 +8,18 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import LensError
+from engine.viz import escape_md
 from pages._lens import current, judge_diagnostics, show_error
 
 st.title("Judges")
 st.caption(
-    "Every judge of the dataset side by side (the sidebar's judge choice does not apply here; its "
-    "category does). Verdicts on one pair in one prompt are first combined per judge (both orders → "
-    "one outcome; two disagreeing orders give a tie)."
+    "Every judge of the dataset side by side: the sidebar's judge choice does not apply here, its category "
+    "does. Verdicts on one pair in one prompt are first combined per judge (both orders → one outcome; two "
+    "disagreeing orders give a tie)."
 )
 ch = current()
-by_cat = st.toggle("Per category", key="judges_by_cat", help="Split every table by the prompt category.")
+by_cat = st.toggle("Per category", key="judges_by_cat",
+                   help="Split every table by the prompt category, and pick the category of the κ matrix.")
 try:
     jd = judge_diagnostics(ch.key.dataset, ch.key.version, ch.key.category, by_cat)
 except LensError as exc:
@@ -26,41 +28,115 @@ except LensError as exc:
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Judges", len(jd.judges))
-c2.metric("Mean κ over judge pairs", f"{np.nanmean(jd.kappa_matrix.to_numpy()[np.triu_indices(len(jd.judges), 1)]):.2f}"
-          if len(jd.judges) > 1 else "—")
-c3.metric("Least consistent judge (PNT)", str(jd.worst_pnt))
-c4.metric("Strongest first-position bias", str(jd.worst_position))
+c2.metric("Mean κ over judge pairs", "—" if np.isnan(jd.mean_kappa) else f"{jd.mean_kappa:.2f}",
+          help="Unweighted mean of Cohen's κ over every pair of judges (all categories).")
+c3.metric("Least consistent judge (PNT)", escape_md(jd.worst_pnt),
+          help="Highest share of non-transitive triples.")
+c4.metric("Strongest first-position bias", escape_md(jd.worst_position),
+          help="First-position win rate farthest from ½.")
 
 st.subheader("Agreement between judges (Cohen's κ)")
+mat, where = jd.kappa_matrix, "all categories"
+if by_cat and jd.kappa_by_category:
+    cats = ["(all)", *jd.kappa_by_category]
+    pick = st.selectbox("κ matrix for", cats, key="judges_kappa_cat")
+    if pick != "(all)":
+        mat, where = jd.kappa_by_category[pick], f"category {pick}"
 left, right = st.columns([3, 2])
-mat = jd.kappa_matrix
 fig = go.Figure(go.Heatmap(
     z=mat.to_numpy(), x=list(mat.columns), y=list(mat.index), zmin=-1, zmax=1, colorscale="RdBu",
     text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(mat.to_numpy()), texttemplate="%{text}",
     hovertemplate="%{y} vs %{x}: κ=%{z:.3f}<extra></extra>", colorbar={"title": "κ"},
 ))
-fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                  title={"text": f"κ on shared items, {where}", "font": {"size": 14}})
 fig.update_yaxes(autorange="reversed")
 left.plotly_chart(fig, width="stretch")
-right.dataframe(jd.agreement, hide_index=True, width="stretch", height=380)
+right.dataframe(
+    jd.agreement, hide_index=True, width="stretch", height=380,
+    column_config={
+        "judge_1": st.column_config.TextColumn("judge"),
+        "judge_2": st.column_config.TextColumn("vs judge"),
+        "items": st.column_config.NumberColumn("items", help="Pairs in prompts that both judges rated."),
+        "agreement": st.column_config.NumberColumn("agreement", format="%.2f",
+                                                   help="Share of shared items with the same combined outcome."),
+        "kappa": st.column_config.NumberColumn("κ", format="%.2f",
+                                               help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance)."),
+    },
+)
 
 st.subheader("Position bias")
 st.caption(
     "Order consistency: share of pairs judged in both orders whose two verdicts agree. First-position "
-    "win rate: share of verdicts won by the answer shown first. McNemar's test (paper 003) asks whether "
-    "showing a model first changes its outcome."
+    "win rate: share of verdicts won by the answer shown first (½ = no bias). McNemar's test (paper 003) "
+    "asks whether showing a model first changes its outcome; a small p says it does."
 )
 if jd.position.empty:
     st.info("No verdict of this dataset records which answer was shown first, so position bias cannot be measured.")
 else:
-    st.dataframe(jd.position, hide_index=True, width="stretch")
+    num, prog = st.column_config.NumberColumn, st.column_config.ProgressColumn
+    st.dataframe(
+        jd.position, hide_index=True, width="stretch",
+        column_order=[c for c in ("judge", "category", "verdicts", "first_win_rate", "first_win_rate_decisive",
+                                  "order_consistency", "p_exact_ties_dropped", "p_exact_ordinal", "both_orders",
+                                  "n01_ties_dropped", "n10_ties_dropped", "items_both_orders", "consistent",
+                                  "first_wins", "second_wins", "ties") if c in jd.position.columns],
+        column_config={
+            "judge": st.column_config.TextColumn("judge", pinned=True),
+            "verdicts": num("verdicts"),
+            "first_win_rate": prog("first shown wins", min_value=0.0, max_value=1.0, format="%.2f",
+                                   help="Share of all verdicts won by the answer shown first (ties count as not won)."),
+            "first_win_rate_decisive": prog("… of decisive", min_value=0.0, max_value=1.0, format="%.2f",
+                                            help="The same share among verdicts with a winner (ties left out)."),
+            "order_consistency": prog("order consistency", min_value=0.0, max_value=1.0, format="%.2f",
+                                      help="Pairs judged in both orders whose two verdicts agree."),
+            "p_exact_ties_dropped": num("McNemar p", format="%.2g",
+                                        help="Exact McNemar test on pairs judged in both orders, ties dropped."),
+            "p_exact_ordinal": num("McNemar p (ordinal)", format="%.2g",
+                                   help="Exact McNemar test with a tie counted between a loss and a win."),
+            "n01_ties_dropped": num("first shown won both", help="Pairs decisive in both orders where the answer "
+                                    "shown first won both times (the winner flipped with the order)."),
+            "n10_ties_dropped": num("second shown won both", help="Pairs decisive in both orders where the "
+                                    "answer shown second won both times."),
+            "both_orders": st.column_config.CheckboxColumn(
+                "both orders", help="Whether any pair was judged in both orders; without, the first-shown win "
+                "rate mixes position with answer quality."),
+            "items_both_orders": num("pairs in both orders"),
+            "consistent": num("consistent pairs"),
+            "first_wins": num("first wins"),
+            "second_wins": num("second wins"),
+            "ties": num("ties"),
+        },
+    )
 
 st.subheader("Non-transitivity")
 st.caption(
     "PNT: share of fully compared model triples whose combined verdicts admit no order (paper 001). "
-    "SNTD: mean Jensen-Shannon gap between the judge's probabilities and those implied by transitivity "
-    "(needs prob_a). ρ_non-trans and τ: ELSPR's share of vertices in non-transitive SCCs and normalized "
-    "structural entropy (paper 004)."
+    "SNTD: mean Jensen-Shannon gap between the judge's probabilities and those implied by transitivity. "
+    "ρ_non-trans and τ: ELSPR's share of vertices in non-transitive SCCs and normalized structural "
+    "entropy (paper 004)."
 )
-st.dataframe(jd.transitivity, hide_index=True, width="stretch")
-st.caption(f"{ch.caption()} · combine policy: plurality")
+if not jd.has_prob:
+    st.info("SNTD is empty: no verdict of this dataset carries a judge probability (prob_a), which it needs.")
+num = st.column_config.NumberColumn
+st.dataframe(
+    jd.transitivity, hide_index=True, width="stretch",
+    column_config={
+        "judge": st.column_config.TextColumn("judge", pinned=True),
+        "triples": num("triples", help="Model triples with all three pairs compared, over graphs."),
+        "nontransitive": num("non-transitive", help="Triples whose verdicts admit no order."),
+        "pnt": st.column_config.ProgressColumn("PNT", min_value=0.0, max_value=1.0, format="%.3f",
+                                               help="Share of non-transitive triples (paper 001)."),
+        "cycle": num("strict cycles", help="a > b > c > a"),
+        "tied_ends": num("tied ends", help="a > b > c, yet a ~ c"),
+        "unchained_ties": num("unchained ties", help="a ~ b ~ c, yet a > c"),
+        "soft_triples": num("triples with prob_a", help="Triples where every pair has a judge probability."),
+        "sntd_mean": num("SNTD", format="%.3f", help="Mean soft non-transitivity deviation (needs prob_a)."),
+        "rho_nontrans": num("ρ non-trans", format="%.3f",
+                            help="Share of vertices in non-transitive strongly connected components (ELSPR)."),
+        "tau_avg": num("τ", format="%.3f", help="Normalized structural entropy, averaged over graphs."),
+        "h2_mean": num("H₂", format="%.3f", help="Two-dimensional structural entropy, averaged over graphs."),
+    },
+)
+st.caption(f"{escape_md(ch.key.dataset)} (version {ch.key.version}) · all judges · "
+           f"{escape_md(ch.key.category or 'all categories')} · combine policy: plurality")

@@ -1,5 +1,5 @@
 """Data: upload verdicts (CSV, JSONL, Parquet), map columns, read the validation report, import;
-rename, delete and export datasets."""
+rename and delete datasets; export verdicts and results."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import streamlit as st
 
 from engine import ingest
 from engine.appstate import file_columns
+from engine.dataview import SKIP_LABEL, datasets_view, refusal_message
 from engine.errors import LensError
 from engine.verdicts import OPTIONAL, REQUIRED, TEXTS
 from engine.viz import escape_md
-from pages._lens import get_store, show_error
+from pages._lens import MU_DEFAULT, current, get_store, remember, results_zip_for, show_error
 
 st.title("Data")
 st.caption(
@@ -26,11 +27,29 @@ if "data_stored" in st.session_state:
     st.success(escape_md(st.session_state.pop("data_stored")))
 st.subheader("Datasets in the store")
 ds = store.datasets()
-st.dataframe(ds, hide_index=True, width="stretch")
+st.dataframe(datasets_view(ds), hide_index=True, width="stretch",
+             column_config={"description": st.column_config.TextColumn("description", width="large"),
+                            "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm")})
+names = ds["name"].tolist()
 
-tab_import, tab_manage, tab_export = st.tabs(["Import", "Rename / delete", "Export"])
+# the section is a persisted control (not st.tabs): a rename or delete reruns the page and keeps the
+# user in the section they were in, and only the chosen section's work runs
+SECTIONS = ["Import", "Rename / delete", "Export"]
+st.session_state["data_section"] = st.session_state.get("_data_section", SECTIONS[0])
+section = st.segmented_control("Section", SECTIONS, key="data_section", required=True,
+                               label_visibility="collapsed", on_change=remember, args=("data_section",))
 
-with tab_import:
+
+def _stored(message: str, select: str | None = None) -> None:
+    """After a change to the store: clear caches, say what happened, rerun in the same section."""
+    st.cache_data.clear()
+    st.session_state["data_stored"] = message
+    if select is not None:
+        st.session_state["_select_dataset"] = select
+    st.rerun()
+
+
+if section == "Import":
     up = st.file_uploader("Verdict file", type=["csv", "tsv", "jsonl", "json", "parquet"], key="data_upload")
     name = st.text_input("Name of the new dataset", key="data_name", placeholder="e.g. my-judge-run")
     if up is not None:
@@ -60,13 +79,15 @@ with tab_import:
         c3.metric("Rejected rows", report.n_rejected)
         c4.metric("Unparsable judge outputs", report.n_invalid, help="Stored as invalid, never counted as a tie.")
         if report.n_rejected:
-            st.error(f"{report.n_rejected} row(s) cannot be imported; fix them or import only the valid rows.")
-            st.dataframe(report.rejected[["source_line", "reason"]], hide_index=True, width="stretch")
+            st.error(f"{report.n_rejected} row(s) cannot be imported; fix them in the file, or tick "
+                     f"“{SKIP_LABEL}” below.")
+            st.dataframe(report.rejected[["source_line", "reason"]], hide_index=True, width="stretch",
+                         column_config={"source_line": st.column_config.NumberColumn("line")})
         else:
             st.success("Every row is valid.")
         with st.expander("Preview of the valid rows"):
             st.dataframe(report.good.head(50), hide_index=True, width="stretch")
-        skip = st.checkbox("Import only the valid rows", key="data_skip", disabled=not report.n_rejected)
+        skip = st.checkbox(SKIP_LABEL, key="data_skip", disabled=not report.n_rejected)
         if st.button("Import as a new dataset", key="data_import", type="primary"):
             target = name.strip()
             if not target:
@@ -80,16 +101,14 @@ with tab_import:
                     show_error(exc)
                 else:
                     if result.status == "stored":
-                        st.cache_data.clear()
-                        st.session_state["data_stored"] = f"Stored dataset {target}: {result.summary()}."
-                        st.session_state["_select_dataset"] = target
-                        st.rerun()
+                        _stored(f"Stored dataset {target}: {result.summary()}.", select=target)
                     else:
-                        st.error(f"Nothing was stored: {result.message}.")
+                        st.error(escape_md(refusal_message(result)))
 
-with tab_manage:
-    names = ds["name"].tolist()
-    if names:
+elif section == "Rename / delete":
+    if not names:
+        st.info("The store holds no dataset.")
+    else:
         pick = st.selectbox("Dataset", names, key="manage_pick")
         new = st.text_input("New name", key="manage_new")
         r1, r2, _ = st.columns([1, 1, 4])
@@ -99,11 +118,8 @@ with tab_manage:
             except LensError as exc:
                 show_error(exc)
             else:
-                st.cache_data.clear()
-                if st.session_state.get("dataset") == pick:
-                    st.session_state["_select_dataset"] = new.strip()
-                st.session_state["data_stored"] = f"Renamed dataset {pick} to {new.strip()}."
-                st.rerun()
+                select = new.strip() if st.session_state.get("dataset") == pick else None
+                _stored(f"Renamed dataset {pick} to {new.strip()}.", select=select)
         confirm = st.checkbox("I understand that deleting removes every verdict of this dataset", key="manage_confirm")
         if r2.button("Delete", key="manage_delete", disabled=not confirm):
             try:
@@ -111,19 +127,36 @@ with tab_manage:
             except LensError as exc:
                 show_error(exc)
             else:
-                st.cache_data.clear()
-                st.session_state["data_stored"] = f"Deleted dataset {pick} and its {removed:,} verdicts."
-                st.rerun()
+                _stored(f"Deleted dataset {pick} and its {removed:,} verdicts.")
 
-with tab_export:
-    names = ds["name"].tolist()
-    if names:
-        pick = st.selectbox("Dataset to export", names, key="export_pick")
-        fmt = st.radio("Format", ["csv", "jsonl", "parquet"], horizontal=True, key="export_fmt")
-        buffer = io.BytesIO()
-        try:
-            rows = ingest.export_verdicts(store, pick, buffer, fmt=fmt)
-        except LensError as exc:
-            show_error(exc)
-        else:
-            st.download_button(f"Download {rows:,} verdicts as .{fmt}", buffer.getvalue(), f"{pick}.{fmt}", key="export_go")
+else:
+    if not names:
+        st.info("The store holds no dataset.")
+    else:
+        st.markdown("**Verdicts**")
+        e1, e2 = st.columns([2, 1])
+        pick = e1.selectbox("Dataset to export", names, key="export_pick")
+        fmt = e2.radio("Format", ["csv", "jsonl", "parquet"], horizontal=True, key="export_fmt")
+
+        def verdict_file(dataset: str = pick, fmt: str = fmt) -> bytes:
+            buffer = io.BytesIO()
+            ingest.export_verdicts(store, dataset, buffer, fmt=fmt)
+            return buffer.getvalue()
+
+        n_rows = int(ds.set_index("name").loc[pick, "verdicts"])
+        st.download_button(f"Download {n_rows:,} verdicts as .{fmt}", verdict_file, f"{pick}.{fmt}", key="export_go",
+                           on_click="ignore", help="The file is written when you click; importing it gives "
+                           "the same verdicts back.")
+
+        st.markdown("**Results of the current selection**")
+        ch = current()
+        about = (f"dataset {ch.key.dataset} (version {ch.key.version}), judge {ch.key.judge or 'all judges'}, "
+                 f"{ch.key.category or 'all categories'}, ranker {ch.ranker}")
+        st.caption(escape_md(
+            f"{about}: the leaderboard (CSV and JSON with its parameters), the per-graph cycle table (S_μ with "
+            f"μ = {MU_DEFAULT:g}) and every judge diagnostic table, in one ZIP. Change the selection in the sidebar."
+        ))
+        st.download_button(
+            "Download results (.zip)", lambda: results_zip_for(ch.key, ch.ranker, MU_DEFAULT, about),
+            f"{ch.key.dataset}-results.zip", "application/zip", key="export_results", on_click="ignore",
+        )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
 
 from engine.appstate import ALL, CacheKey, dataset_choices
@@ -58,6 +57,12 @@ def current() -> Choice:
     return Choice(key, st.session_state.get("ranker", "bt"))
 
 
+def remember(key: str) -> None:
+    """on_change: copy a widget's value into its plain twin ``_<key>`` (widget state alone is
+    dropped when the user visits another page; the twin is written back before the widget)."""
+    st.session_state[f"_{key}"] = st.session_state[key]
+
+
 def show_error(exc: LensError) -> None:
     """A user mistake: one sentence in an error box, no traceback."""
     st.error(str(exc))
@@ -72,6 +77,8 @@ B_DEFAULT = 200
 """Bootstrap draws behind every interval the app shows."""
 SEED = 0
 """The app's fixed seed: the same choice always shows the same numbers."""
+MU_DEFAULT = 1.0
+"""Paper 000's weight of bad 4-cycles in S_mu (Section 4)."""
 CURVE_RESAMPLES = 100
 """Bootstrap draws behind each point's band on the sensitivity curves."""
 
@@ -102,12 +109,36 @@ def counts_for(key: CacheKey):
     return cycle_counts(stack_for(key))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def triads_for(key: CacheKey, t: int):
-    """The non-transitive triads of graph ``t`` (model_a, model_b, model_c, kind)."""
-    from engine.triads import cyclic_triads
+@st.cache_data(max_entries=64, show_spinner="Reading the graph…")
+def graph_view_for(key: CacheKey, t: int):
+    """Graph ``t`` as the inspector shows it (models, triads, pair loads, PGED and ELSPR changes)."""
+    from engine.inspector import graph_view
 
-    return cyclic_triads(stack_for(key), t)
+    return graph_view(stack_for(key), t)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) -> str:
+    """The before / after drawing of graph ``t`` with ``triad`` highlighted (about 0.5 MB of HTML)."""
+    from engine.inspector import inspector_html
+
+    return inspector_html(graph_view_for(key, t), method, triad)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def triad_view_for(key: CacheKey, t: int, triad: int):
+    """The verdicts, rationales and answers behind triad ``triad`` of graph ``t``."""
+    from engine.inspector import triad_view
+
+    view = graph_view_for(key, t)
+    answers = get_store().answer_texts(key.dataset, str(view.key["prompt_id"]))
+    return triad_view(view, triad, verdicts_for(key), answers)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def prompt_texts_for(dataset: str, version: int):
+    """Every stored question of ``dataset`` (``version`` keys the cache)."""
+    return get_store().prompt_texts(dataset)
 
 
 @st.cache_data(max_entries=16, show_spinner="Counting cycles…")
@@ -117,19 +148,6 @@ def cycle_overview(key: CacheKey):
     from engine.viz import nb_fit_frame
 
     return build(stack_for(key), nb_fit=nb_fit_frame)
-
-
-@st.cache_data(max_entries=64, show_spinner="Denoising…")
-def denoised_for(key: CacheKey, t: int) -> dict:
-    """Graph ``t`` after PGED (feedback-arc-set removal) and ELSPR (SCC reconstruction).
-
-    Returns ``{method: ((n, n) bool adjacency over the stack's models, removed edges as
-    (winner, loser) model names)}``.
-    """
-    from engine.viz import denoised_view
-
-    stack = stack_for(key)
-    return denoised_view(stack.subset([t]))
 
 
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
@@ -172,39 +190,105 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
     )
 
 
-@st.cache_data(max_entries=32, show_spinner="Computing sensitivity curves…")
-def curves_result(key: CacheKey, ranker: str, mu: float, keep_k: int):
-    """(distance vs K at this mu, distance vs mu at this K, distance name) against the reference."""
-    from engine.curves import keep_k_curve, mu_curve
+@st.cache_data(max_entries=32, show_spinner="Computing the keep-K curve…")
+def keep_k_curve_for(key: CacheKey, mu: float):
+    """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT)."""
+    from engine.truncation_view import keep_k_view
 
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    stack = stack_for(key)
-    kc = keep_k_curve(stack, ref, mu=mu, per_category=False, resamples=CURVE_RESAMPLES, seed=SEED)
-    mc = mu_curve(stack, ref, k=keep_k, per_category=False, resamples=CURVE_RESAMPLES, seed=SEED)
-    pick = lambda f: f[f["distance"] == "spearman"].sort_values(f.columns[0]).reset_index(drop=True)  # noqa: E731
-    return pick(kc), pick(mc), "Spearman ρ distance"
+    return keep_k_view(stack_for(key), ref, mu=mu, resamples=CURVE_RESAMPLES, seed=SEED)
+
+
+@st.cache_data(max_entries=256, show_spinner="Computing the μ curve…")
+def mu_curve_for(key: CacheKey, keep_k: int):
+    """Spearman distance to the reference against μ at this K (one fit per distinct kept set)."""
+    from engine.curves import DEFAULT_MU_GRID
+    from engine.truncation_view import mu_view
+
+    ref, note = reference_for_key(key.dataset, key.category)
+    if ref is None:
+        raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
+    return mu_view(slider_context(key), ref, k=keep_k, mus=DEFAULT_MU_GRID, resamples=CURVE_RESAMPLES, seed=SEED)
 
 
 @st.cache_data(max_entries=8, show_spinner="Running the Table-2 protocols…")
-def protocol_table(key: CacheKey, ranker: str, mu: float):
-    """The Table-2 frame (protocols × distances, mean ± sd over resamples) for the current choice."""
-    from engine.resampling import run_protocols, table2
+def protocol_table(key: CacheKey, mu: float):
+    """The Table-2 summary (protocols × categories, no-spread counts and why) at this μ."""
+    from engine.resampling import ProtocolParams, run_protocols
+    from engine.truncation_view import protocol_view
 
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
         raise LensError(f"No protocol table: {note.rstrip('.')}.")
-    return table2(run_protocols(stack_for(key), ref))
+    return protocol_view(run_protocols(stack_for(key), ref, params=ProtocolParams(mu=float(mu))))
 
 
 @st.cache_data(max_entries=64, show_spinner="Simulating…")
 def recovery_result(n: int, p: float, t_max: int, reps: int, seed: int):
-    """Recovery probability against t (about 25 points up to ``t_max``) for both graph models."""
+    """Recovery probability against odd t up to ``t_max`` (about 25 points) for both graph models."""
     from engine.simulate import recovery_curve
+    from engine.viz import odd_t_grid
 
-    ts = np.unique(np.linspace(1, t_max, 25).round().astype(int))
-    return recovery_curve(n, p, ts, reps=reps, seed=seed)
+    return recovery_curve(n, p, odd_t_grid(t_max), reps=reps, seed=seed)
+
+
+def results_zip_for(key: CacheKey, ranker: str, mu: float, about: str) -> bytes:
+    """Leaderboard, per-graph cycle table and judge diagnostics of ``key`` in one ZIP (built on click)."""
+    from engine.exports import results_zip
+
+    board = leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)
+    judges = judge_diagnostics(key.dataset, key.version, key.category, False)
+    return results_zip(board, cycle_overview(key), judges, mu=mu, about=about)
+
+
+def board_display(table):
+    """A leaderboard table as shown: reference columns as text with "—" where a model is unmapped."""
+    from engine.viz import dash_missing
+
+    return dash_missing(table, ["ref_rank", "ref_diff"])
+
+
+def board_columns(reference_note: str, ranker: str) -> dict:
+    """Column headers, formats and help texts of every leaderboard table the app shows."""
+    num = st.column_config.NumberColumn
+    return {
+        "rank": num("rank", width="small", help="1 = best; models with equal scores share a rank."),
+        "rank_change": num("Δ rank", format="%+d", help="Rank on all graphs minus rank on the kept graphs "
+                           "(positive: moved up when truncating)."),
+        "model": st.column_config.TextColumn("model", pinned=True),
+        "score": num("score", format="%.3f", help=f"The {ranker} ranker's score (higher is better)."),
+        "ci_low": num("CI low", format="%.3f", help="2.5 % bootstrap percentile of the score."),
+        "ci_high": num("CI high", format="%.3f", help="97.5 % bootstrap percentile of the score."),
+        "wins": num("W", help="Graphs where the model beat the other model of a pair (summed over pairs)."),
+        "losses": num("L", help="Lost pairs summed over graphs."),
+        "ties": num("T", help="Tied pairs summed over graphs."),
+        "win_rate": st.column_config.ProgressColumn("win rate", min_value=0.0, max_value=1.0, format="%.2f"),
+        "cycle_share": st.column_config.ProgressColumn(
+            "on a bad triad", min_value=0.0, max_value=1.0, format="%.2f",
+            help="Share of the graphs where the model was compared in which it lies on a bad triad."),
+        "bad_triads": num("bad triads", help="Non-transitive triads the model lies on, summed over graphs."),
+        "ref_rank": st.column_config.TextColumn("reference rank", alignment="right",
+                                                help=f"{reference_note}. — = not on the reference."),
+        "ref_diff": st.column_config.TextColumn("Δ vs reference", alignment="right",
+                                                help="Rank here among the mapped models minus the reference "
+                                                "rank (+ = lower here). — = not on the reference."),
+        "n_graphs_model": num("graphs", help="Graphs in which the model was compared."),
+        "rank_low": num("rank CI low"),
+        "rank_high": num("rank CI high"),
+    }
+
+
+def bootstrap_note(board) -> str:
+    """How the intervals were made, for a caption (and why a move can take seconds)."""
+    p = board.params
+    method = p.get("bootstrap_method") or ""
+    text = f"bootstrap B={p.get('bootstrap', B_DEFAULT)}, seed {p.get('seed', SEED)}"
+    if method == "one refit per resample":
+        text += (f" (the {p.get('ranker')} ranker has no batched bootstrap: each of the B resamples is a "
+                 "separate fit, so a change takes seconds)")
+    return text
 
 
 __all__ = ["ALL", "Choice", "current", "get_store", "show_error", "choices"]

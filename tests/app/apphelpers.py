@@ -8,6 +8,7 @@ networkx (not the engine), so a page test fails when a page shows the wrong thin
 from __future__ import annotations
 
 import itertools
+import re
 import shutil
 from pathlib import Path
 
@@ -48,6 +49,11 @@ def assert_clean(at) -> None:
     """No exception and no error box on the page."""
     assert [e.message for e in at.exception] == []
     assert [e.value for e in at.error] == []
+
+
+def unescape_md(md: str) -> str:
+    """Markdown written by engine.viz.escape_md back to its plain text (drop each escaping backslash)."""
+    return re.sub(r"\\(.)", r"\1", md)
 
 
 def combined_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:

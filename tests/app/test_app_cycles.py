@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pandas as pd
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
+from apphelpers import (  # noqa: F401
+    app,
+    assert_clean,
+    bad_triads_bruteforce,
+    combined_outcomes,
+    graph_digraph,
+    unescape_md,
+)
 
 
 def _judge_pairs(shipped_store, judge: str) -> pd.DataFrame:
@@ -42,29 +51,53 @@ def test_cycles_table_opens_the_inspector(app):
 
 
 def test_inspector_triad_shows_its_verdicts(app, shipped_store):
+    from engine.graph_html import VIOLET, page_panels
+
     at = app.switch_page("pages/4_inspector.py").run()
     assert_clean(at)
     judge = at.selectbox(key="insp_judge").value
     prompt = at.selectbox(key="insp_prompt").value
     pairs = _judge_pairs(shipped_store, judge)
-    g = graph_digraph(pairs[pairs["prompt_id"] == prompt])
-    expected = bad_triads_bruteforce(g)
+    mine = pairs[pairs["prompt_id"] == prompt]
+    expected = bad_triads_bruteforce(graph_digraph(mine))
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Bad triads"] == str(len(expected))
-    triads = at.dataframe[0].value
-    assert {frozenset(r) for r in triads[["model_a", "model_b", "model_c"]].itertuples(index=False)} == expected
+    options = at.selectbox(key="insp_triad").options
+    assert len(options) == len(at.dataframe[0].value) == len(expected)
 
-    last = len(triads) - 1
+    last = len(options) - 1
     at.selectbox(key="insp_triad").set_value(last).run()
     assert_clean(at)
-    trio = set(triads.iloc[last][["model_a", "model_b", "model_c"]])
+    headings = [unescape_md(m.value.strip("*")) for m in at.markdown if " vs " in m.value and m.value.startswith("**")]
+    assert len(headings) == 3  # one per pair of the triad, not one per verdict
+    trio = set()
     raw = shipped_store.verdicts("vicuna80", judge=judge)
-    raw = raw[(raw["prompt_id"] == prompt) & raw["model_a"].isin(trio) & raw["model_b"].isin(trio)]
-    shown = [e for e in at.expander if " vs " in e.label]
-    assert len(shown) == len(raw)
-    labels = " ".join(e.label for e in shown)
-    for m in trio:
-        assert m.replace("-", "\\-").replace(".", "\\.") in labels
+    raw = raw[raw["prompt_id"] == prompt]
+    n_verdicts = 0
+    for h in headings:
+        pair, result = h.split(": ", 1)[0], h.rsplit(" → ", 1)[1]
+        a, b = pair.split(" vs ")
+        trio |= {a, b}
+        lo, hi = sorted((a, b))
+        out = mine[(mine["lo"] == lo) & (mine["hi"] == hi)]["outcome"].iloc[0]
+        assert result == ("tie" if out == "tie" else f"{lo if out == 'lo' else hi} wins")
+        n_verdicts += int((((raw["model_a"] == a) & (raw["model_b"] == b))
+                           | ((raw["model_a"] == b) & (raw["model_b"] == a))).sum())
+    assert frozenset(trio) in expected
+    assert sum(m.value.startswith("Verdict ") for m in at.markdown) == n_verdicts
+    rationales = set(raw["explanation"].dropna())
+    assert sum(t.value in rationales for t in at.text) >= 3
+    # the drawing highlights exactly the chosen triad's three pairs
+    before = page_panels(at.get("iframe")[0].proto.srcdoc)[0]
+    names = {n["id"]: n["label"] for n in before["nodes"]}
+    violet = {frozenset((names[e["from"]], names[e["to"]])) for e in before["edges"]
+              if e["color"]["color"] == VIOLET}
+    assert violet == {frozenset(p) for p in itertools.combinations(trio, 2)}
+    # switching the denoiser redraws the right-hand graph only
+    at.get("button_group")[0].set_value("ELSPR").run()
+    assert_clean(at)
+    panels = page_panels(at.get("iframe")[0].proto.srcdoc)
+    assert panels[1]["title"].startswith("After ELSPR") and panels[0] == before
 
 
 def test_sidebar_choice_persists_across_pages(app, shipped_store):

@@ -3,13 +3,14 @@ thresholds and recovery by closed forms."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pandas as pd
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean, combined_outcomes, own_app  # noqa: F401
+from apphelpers import app, assert_clean, combined_outcomes, own_app, unescape_md  # noqa: F401
 from scipy.stats import binom
 
 BAD = (
@@ -45,7 +46,8 @@ def test_bad_upload_lists_row_errors_and_stores_nothing(own_app):
     rejected = next(d.value for d in at.dataframe if "reason" in d.value.columns)
     assert rejected["source_line"].tolist() == [3, 4]
     at.button(key="data_import").click().run()
-    assert any("Nothing was stored" in e.value for e in at.error)
+    refusal = [e.value for e in at.error if "Nothing was stored" in e.value]
+    assert refusal and "skip" not in refusal[0].replace("Import only the valid rows", "")  # no CLI flag
     after = _counts(get_store())
     assert after.equals(before) and "broken" not in after.index
 
@@ -78,18 +80,59 @@ def test_rename_then_delete_a_dataset(own_app):
 
     at = own_app.switch_page("pages/6_data.py").run()
     n = int(_counts(get_store()).loc["vicuna80", "verdicts"])
+    at.get("button_group")[0].set_value("Rename / delete").run()
     at.selectbox(key="manage_pick").set_value("vicuna80").run()
     at.text_input(key="manage_new").input("v80").run()
     at.button(key="manage_rename").click().run()
     assert_clean(at)
     assert at.session_state["dataset"] == "v80"
     assert _counts(get_store()).to_dict()["verdicts"] == {"v80": n}
+    # the page stays in the section the user was in
+    assert at.get("button_group")[0].value == "Rename / delete"
+    assert any("Renamed dataset vicuna80 to v80" in s.value for s in at.success)
     at.selectbox(key="manage_pick").set_value("v80").run()
     at.checkbox(key="manage_confirm").check().run()
     at.button(key="manage_delete").click().run()
     assert_clean(at)
     assert get_store().datasets().empty
-    assert any(f"{n:,} verdicts" in s.value for s in at.success)
+    assert any(f"{n:,} verdicts" in unescape_md(s.value) for s in at.success)
+    assert at.get("button_group")[0].value == "Rename / delete"
+
+
+def test_export_section_offers_verdicts_and_results(app):
+    at = app.switch_page("pages/6_data.py").run()
+    labels = {b.label for b in at.get("download_button")}
+    assert not any("verdicts as" in label for label in labels)  # nothing built outside the section
+    at.get("button_group")[0].set_value("Export").run()
+    assert_clean(at)
+    labels = {b.label for b in at.get("download_button")}
+    n = int(at.dataframe[0].value.set_index("name").loc["vicuna80", "verdicts"])
+    assert f"Download {n:,} verdicts as .csv" in labels and "Download results (.zip)" in labels
+
+
+def _kappa(items: pd.DataFrame, j1: str, j2: str) -> tuple[float, int]:
+    """Cohen's κ of two judges' combined outcomes on their shared items, by a pandas crosstab."""
+    key = ["prompt_id", "variant", "turn", "lo", "hi"]
+    a = items[items["judge"] == j1].set_index(key)["outcome"]
+    b = items[items["judge"] == j2].set_index(key)["outcome"]
+    both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner")
+    ct = pd.crosstab(both["a"], both["b"]).reindex(index=["lo", "tie", "hi"], columns=["lo", "tie", "hi"], fill_value=0)
+    m = ct.to_numpy(dtype=float) / ct.to_numpy().sum()
+    po, pe = np.trace(m), float(m.sum(axis=1) @ m.sum(axis=0))
+    return (po - pe) / (1 - pe), len(both)
+
+
+def _heatmap_z(at) -> tuple[np.ndarray, list[str]]:
+    import json
+
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    z = spec["data"][0]["z"]
+    if isinstance(z, dict):
+        import base64
+
+        shape = tuple(int(v) for v in str(z["shape"]).split(","))
+        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
+    return np.asarray(z, dtype=float), spec["data"][0]["x"]
 
 
 def test_judges_kappa_matches_a_crosstab(app, shipped_store):
@@ -98,34 +141,74 @@ def test_judges_kappa_matches_a_crosstab(app, shipped_store):
     table = next(d.value for d in at.dataframe if "kappa" in d.value.columns)
     row = table[(table["judge_1"] == "gpt-4") & (table["judge_2"] == "human")].iloc[0]
     items = combined_outcomes(shipped_store.verdicts("vicuna80"))
-    a = items[items["judge"] == "gpt-4"].set_index(["prompt_id", "variant", "turn", "lo", "hi"])["outcome"]
-    b = items[items["judge"] == "human"].set_index(["prompt_id", "variant", "turn", "lo", "hi"])["outcome"]
-    both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner")
-    ct = pd.crosstab(both["a"], both["b"]).reindex(index=["lo", "tie", "hi"], columns=["lo", "tie", "hi"], fill_value=0)
-    m = ct.to_numpy(dtype=float) / ct.to_numpy().sum()
-    po, pe = np.trace(m), float(m.sum(axis=1) @ m.sum(axis=0))
-    assert row["items"] == len(both)
-    assert math.isclose(row["kappa"], (po - pe) / (1 - pe), rel_tol=1e-9)
+    kappa, n_items = _kappa(items, "gpt-4", "human")
+    assert row["items"] == n_items
+    assert math.isclose(row["kappa"], kappa, rel_tol=1e-9)
+    judges = sorted(items["judge"].unique())
+    mean = np.mean([_kappa(items, a, b)[0] for a, b in itertools.combinations(judges, 2)])
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Mean κ over judge pairs"] == f"{mean:.2f}"
+    # the page ignores the sidebar's judge and says so; SNTD's empty column is explained
+    assert any("all judges" in c.value for c in at.main.get("caption"))
+    assert any("prob_a" in i.value for i in at.info)
 
     at.toggle(key="judges_by_cat").set_value(True).run()
     assert_clean(at)
     per_cat = next(d.value for d in at.dataframe if "kappa" in d.value.columns)
     cats = per_cat[(per_cat["judge_1"] == "gpt-4") & (per_cat["judge_2"] == "human")]
-    assert cats["items"].sum() == len(both) and len(cats) == 9
+    assert cats["items"].sum() == n_items and len(cats) == 9
+    # the κ matrix follows the category picked for it
+    at.selectbox(key="judges_kappa_cat").set_value("coding").run()
+    assert_clean(at)
+    z, names = _heatmap_z(at)
+    coding = shipped_store.verdicts("vicuna80", category="coding")
+    k_coding, _ = _kappa(combined_outcomes(coding), "gpt-4", "human")
+    assert math.isclose(z[names.index("gpt-4"), names.index("human")], k_coding, rel_tol=1e-9)
+
+
+def test_judges_page_on_a_dataset_without_presentation_order(own_app):
+    """Verdicts without an order column: the page renders, and says position bias cannot be measured."""
+    from engine.ingest import store_report, validate_file
+    from pages._lens import get_store
+
+    lines = ["prompt_id,model_a,model_b,winner,judge"]
+    for p in range(6):
+        for judge in ("j1", "j2"):
+            lines += [f"q{p},x,y,A,{judge}", f"q{p},y,z,{'B' if p % 2 else 'tie'},{judge}", f"q{p},x,z,A,{judge}"]
+    report = validate_file(("\n".join(lines) + "\n").encode(), "no_order.csv", dataset="noorder")
+    assert store_report(get_store(), report, "noorder").status == "stored"
+    at = own_app.run()
+    at.selectbox(key="dataset").set_value("noorder").run()
+    at = at.switch_page("pages/5_judges.py").run()
+    assert_clean(at)
+    assert any("shown first" in i.value for i in at.info)
+    table = next(d.value for d in at.dataframe if "kappa" in d.value.columns)
+    assert table["items"].tolist() == [18] and table["kappa"].tolist() == [1.0]
 
 
 def test_theory_lab_thresholds_and_closed_form(app):
+    import json
+
     at = app.switch_page("pages/7_theory_lab.py").run()
     at.slider(key="lab_n").set_value(12).run()
     at.slider(key="lab_p").set_value(0.2).run()
-    at.slider(key="lab_t").set_value(60).run()
+    at.slider(key="lab_t").set_value(61).run()
     assert_clean(at)
     rate = math.log(1 / (1 - 4 * 0.2**2))
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Threshold, all graphs"] == f"{4 * math.log(12) / rate:.1f}"
     assert metrics["Threshold, triangle-free graphs"] == f"{2 * math.log(12) / rate:.1f}"
-    # the simulated all-graph recovery at t = 60 is within sampling error of Π P[Bin(60, 0.7) > 30]
-    exact = binom.sf(30, 60, 0.7) ** (12 * 11 // 2)
-    sim = float(metrics["P(recovery) at t = 60"].split(" / ")[0])
+    # the simulated all-graph recovery at t = 61 is within sampling error of Π P[Bin(61, 0.7) > 30.5]
+    exact = binom.sf(30, 61, 0.7) ** (12 * 11 // 2)
+    sim = float(metrics["P(recovery) at t = 61"].split(" / ")[0])
     reps = at.select_slider(key="lab_reps").value
     assert abs(sim - exact) < 4 * math.sqrt(exact * (1 - exact) / reps) + 0.01
+    # every simulated t is odd (an even t lets a pair split t/2 : t/2)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    line = next(t for t in spec["data"] if t.get("name") == "all graphs (simulated)")
+    xs = line["x"]
+    if isinstance(xs, dict):
+        import base64
+
+        xs = np.frombuffer(base64.b64decode(xs["bdata"]), dtype=np.dtype(xs["dtype"]))
+    assert len(xs) > 10 and all(int(x) % 2 == 1 for x in xs)

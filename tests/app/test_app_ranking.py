@@ -56,18 +56,28 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
 
 
 def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_store):
+    from engine.reference import reference_for_dataset
+
+    all_graphs = app.dataframe[0].value.set_index("model")  # the Leaderboard page: every graph
     at = app.switch_page("pages/2_truncation.py").run()
     assert_clean(at)
     judge = at.session_state["judge"]
     pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
+    n_graphs = pairs.groupby(["prompt_id", "variant", "turn"]).ngroups
+    # opens on half the pool (paper 000 keeps 25 of each category's 50 graphs), not on every graph
+    assert at.slider(key="keep_k").value == round(n_graphs / 2)
+    before = at.dataframe[0].value.set_index("model")
+    mapped = set(reference_for_dataset("vicuna80").index)
+    assert (before["ref_rank"] == "—").sum() == len(set(before.index) - mapped) > 0
+    assert before.loc[sorted(mapped & set(before.index)), "ref_diff"].str.match(r"^[+-]\d+$").all()
+
     mu = float(at.select_slider(key="mu").value)
     scores = {}
     for key, g in pairs.groupby(["prompt_id", "variant", "turn"]):
         dg = graph_digraph(g)
         scores[key] = _bad_cycles(dg, 3) + mu * _bad_cycles(dg, 4)
     s = np.sort(np.array(list(scores.values())))
-    k = next(k for k in range(10, len(s)) if s[k - 1] < s[k])  # a K with no tie at the cut
-    before = at.dataframe[0].value.set_index("model")
+    k = next(k for k in range(10, len(s)) if s[k - 1] < s[k] and k != round(n_graphs / 2))  # no tie at the cut
     at.slider(key="keep_k").set_value(k).run()
     assert_clean(at)
     after = at.dataframe[0].value.set_index("model")
@@ -77,11 +87,33 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
     expect = _win_loss_tie(pairs[mask])
     assert (after[["wins", "losses", "ties"]].sort_index() == expect.sort_index()).all().all()
     assert not after["score"].sort_index().equals(before["score"].sort_index())
-    change = (before["rank"] - after["rank"]).sort_index()
+    change = (all_graphs["rank"] - after["rank"]).sort_index()
     assert after["rank_change"].sort_index().astype(int).tolist() == change.astype(int).tolist()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Graphs kept"] == f"{k} of {len(scores)}"
     assert metrics["Models whose rank changed"] == str(int((change != 0).sum()))
+    # the K survives a visit to another page
+    at = at.switch_page("pages/3_cycles.py").run()
+    at = at.switch_page("pages/2_truncation.py").run()
+    assert at.slider(key="keep_k").value == k
+
+
+def test_protocol_table_stays_until_mu_changes(app):
+    at = app.switch_page("pages/2_truncation.py").run()
+    at.button(key="protocol_go").click().run()
+    assert_clean(at)
+    table = next(d.value for d in at.dataframe if "no spread" in d.value.columns)
+    # vicuna80: about ten original prompts per category, so every truncation cell has no spread, and
+    # the table says why
+    trunc = table.set_index("protocol").iloc[0]
+    n_cats = int(trunc["no spread"].split(" of ")[1])
+    assert trunc["no spread"] == f"{n_cats} of {n_cats}" and "< keep 25" in trunc["why"]
+    at.slider(key="keep_k").set_value(12).run()
+    assert any("no spread" in d.value.columns for d in at.dataframe)  # a K move keeps it
+    at.select_slider(key="mu").set_value(0.1).run()
+    assert_clean(at)
+    assert not any("no spread" in d.value.columns for d in at.dataframe)  # it depends on μ
+    assert at.button(key="protocol_go") is not None
 
 
 def test_every_ranker_renders(app):

@@ -1,26 +1,72 @@
-"""engine.viz: escaping, the pyvis graph's edges, and the Cycles page frames against brute force."""
+"""engine.viz: Markdown escaping against a CommonMark parser, the Cycles frames against brute force,
+the Judges κ summary against a hand computation, and the small display helpers."""
 
 from __future__ import annotations
 
+import html
 import itertools
-import json
 import re
 
 import numpy as np
 import pandas as pd
+import pytest
+from markdown_it import MarkdownIt
 
 from engine.graphs import build_stack
 from engine.viz import (
     category_participation,
     cycle_overview,
-    edge_lists,
+    dash_missing,
     escape_md,
+    graphs_by_score,
+    kappa_matrix,
+    mean_offdiagonal,
+    odd_t_grid,
     text_block,
-    tournament_html,
-    triad_edge_set,
 )
 
 PAYLOAD = "<script>window.__xss=1</script><img src=x onerror=window.__xss=1>"
+TRICKY = [
+    "Assistant 1's answer", 'she said "fine"', ":material/home: icon", ":smile: and :+1:", "$x$ and $$y$$",
+    "**b** and _i_ and ~~s~~", "[l](javascript:alert(1))", "![img](x.png)", PAYLOAD, "a & b &amp; &#x27; &lt;",
+    "# not a heading", "1. not a list", "- not a bullet", "> not a quote", "`code`", "back\\slash \\*", "|a|b|",
+    ":red[colored] :blue-badge[b]", "x:y:z", "<http://example.com>", "100% \t tabs",
+]
+
+# Streamlit's Markdown front end (1.67): the source is searched for ":material/" (then rendered as an
+# icon) and for an emoji shortcode (then remark-emoji runs); math is detected on the source with
+# code spans and the escapes \\, \$ and \` taken out first.
+EMOJI_TRIGGER = re.compile(r":(?!material/|streamlit:)[\w+-][\w_+-]*:")
+ESCAPES = re.compile(r"\\[\\$`]")
+INLINE_MATH = re.compile(r"(?<!\$)\$(?![\s$])[^$\n]*?[^\s$]\$(?!\d)")
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_escape_md_renders_exactly_the_text(text):
+    md = MarkdownIt("commonmark", {"html": True, "linkify": False}).enable("strikethrough")
+    out = escape_md(text)
+    rendered = md.renderInline(out)
+    # the only markup CommonMark produces is the HTML-escaping of the text itself
+    assert html.unescape(rendered) == text
+    assert "<" not in rendered and ">" not in rendered.replace("&gt;", "")
+    # and Streamlit's own source-level extensions find nothing to turn into icons, emoji or math
+    assert ":material/" not in out
+    assert EMOJI_TRIGGER.search(out) is None
+    assert INLINE_MATH.search(ESCAPES.sub("_", out)) is None
+
+
+def test_escape_md_adds_no_entities_and_keeps_unicode():
+    assert escape_md("Assistant 1's “answer” — ok ✓") == "Assistant 1\\'s “answer” — ok ✓"
+    assert "&#" not in escape_md("it's") and "&" not in escape_md("it's")
+    assert escape_md(None) == "" and escape_md("two\nlines") == "two lines"
+
+
+def test_text_block_keeps_line_breaks():
+    md = MarkdownIt("commonmark")
+    block = text_block("line one\n# not a heading\n<b>x</b>")
+    assert block.split("  \n") == [escape_md("line one"), escape_md("# not a heading"), escape_md("<b>x</b>")]
+    rendered = md.render(block)
+    assert rendered == "<p>line one<br />\n# not a heading<br />\n&lt;b&gt;x&lt;/b&gt;</p>\n"
 
 
 def _random_verdicts(seed: int, n_models: int = 5, n_prompts: int = 12) -> pd.DataFrame:
@@ -38,34 +84,6 @@ def _random_verdicts(seed: int, n_models: int = 5, n_prompts: int = 12) -> pd.Da
     df["dataset"], df["judge"], df["variant"], df["turn"], df["variant_kind"] = "d", "j", 0, 1, "original"
     df["prob_a"] = np.nan
     return df
-
-
-def test_escape_md_and_text_block_render_no_markup():
-    out = escape_md(PAYLOAD + " **bold** [x](y)")
-    assert "<" not in out and ">" not in out
-    assert "\\*\\*bold\\*\\*" in out and "\\[x\\]\\(y\\)" in out
-    block = text_block("line one\n# not a heading\n<b>x</b>")
-    assert block.split("  \n") == ["line one", "\\# not a heading", "&lt;b&gt;x&lt;/b&gt;"]
-
-
-def test_tournament_html_has_every_edge_and_no_raw_payload():
-    adj = np.zeros((4, 4), dtype=bool)
-    adj[0, 1] = adj[1, 2] = adj[2, 0] = True  # a strict 3-cycle
-    adj[0, 3] = adj[3, 0] = True  # a tie
-    adj[3, 2] = True
-    names = [PAYLOAD, "b", "c", "d"]
-    page = tournament_html(names, adj, highlight=triad_edge_set([(0, 1, 2)]), removed=[(2, 0)])
-    assert "<script>window.__xss" not in page and "<img src=x" not in page
-    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);\n", page).group(1))
-    edges = json.loads(re.search(r"edges = new vis\.DataSet\((.*?)\);\n", page).group(1))
-    assert nodes[0]["label"] == PAYLOAD  # shown as text by vis.js, escaped only for the script block
-    strict, ties = edge_lists(adj)
-    assert len(strict) == 4 and ties == [(0, 3)]
-    drawn = {(e["from"], e["to"]): e for e in edges}
-    # (2, 0) is removed: drawn once, dotted, not as a live edge
-    assert set(drawn) == {(0, 1), (1, 2), (3, 2), (0, 3), (2, 0)}
-    assert drawn[(2, 0)]["label"] == "removed"
-    assert drawn[(0, 3)]["dashes"] is True and drawn[(0, 1)]["color"] != drawn[(3, 2)]["color"]
 
 
 def test_cycle_overview_matches_bruteforce():
@@ -97,3 +115,33 @@ def test_cycle_overview_matches_bruteforce():
         assert np.allclose(ov.category_rates.loc[c].to_numpy(), expect)
     assert category_participation(stack, on_bad.astype(int)).shape == (2, n)
     assert ov.graphs["link"].iloc[0].startswith("prompt-inspector?dataset=d&judge=j&prompt_id=")
+
+
+def test_graphs_by_score_sorts_like_a_hand_sort():
+    graphs = pd.DataFrame({"prompt_id": ["b", "a", "c", "d"], "c3_bad": [1, 2, 0, 2], "c4_bad": [5, 0, 1, 1],
+                           "c3": [1, 2, 0, 2], "c4": [5, 0, 1, 1], "c3_tie": 0, "c4_tie": 0})
+    out = graphs_by_score(graphs, 0.5)
+    s = {"b": 1 + 2.5, "a": 2.0, "c": 0.5, "d": 2.5}
+    assert out["prompt_id"].tolist() == sorted(s, key=lambda p: (-s[p], p))
+    assert np.allclose(out["s_mu"], [s[p] for p in out["prompt_id"]])
+
+
+def test_dash_missing_and_odd_grid():
+    t = pd.DataFrame({"ref_rank": pd.array([1, None, 3], dtype="Int64"),
+                      "ref_diff": pd.array([0, None, -2], dtype="Int64"), "x": [1.5, np.nan, 2]})
+    out = dash_missing(t, ["ref_rank", "ref_diff", "absent"])
+    assert out["ref_rank"].tolist() == ["1", "—", "3"] and out["ref_diff"].tolist() == ["+0", "—", "-2"]
+    assert out["x"].isna().sum() == 1  # other columns untouched
+    for t_max in (1, 5, 6, 120, 121, 399):
+        grid = odd_t_grid(t_max)
+        assert (grid % 2 == 1).all() and grid.min() == 1 and grid.max() <= t_max
+        assert grid.max() >= t_max - 1 - (t_max - 1) / 24 - 2  # reaches (almost) t_max
+        assert (np.diff(grid) > 0).all()
+
+
+def test_kappa_matrix_and_mean():
+    table = pd.DataFrame({"judge_1": ["a", "a", "b"], "judge_2": ["b", "c", "c"], "kappa": [0.5, np.nan, 0.1]})
+    mat = kappa_matrix(table, ["a", "b", "c"])
+    assert mat.loc["b", "a"] == 0.5 and np.isnan(mat.loc["c", "a"]) and mat.loc["c", "c"] == 1.0
+    assert mean_offdiagonal(mat) == pytest.approx((0.5 + 0.1) / 2)
+    assert np.isnan(mean_offdiagonal(kappa_matrix(table.iloc[:0], ["a"])))
