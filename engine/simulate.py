@@ -4,7 +4,9 @@ Model (Section 5.1): the truth is 1 ≻ 2 ≻ … ≻ n (``G*``); each of t grap
 i → j (i < j) with probability 1/2 + p_ij and reverses it otherwise, independently. The
 integration graph ``G~`` (eq. 5) keeps i → j when more than t/2 graphs have it. Exact recovery
 (``G~ = G*``) needs t ≈ 4 log n / log(1/(1−4p²)) graphs (Theorem 1); conditioning each graph on
-having no directed triangle lowers this to ≈ 2 log n / log(1/(1−4p²)) (Theorem 2).
+having no directed triangle lowers this to ≈ 2 log n / log(1/(1−4p²)) (Theorem 2). With even t a
+pair split t/2 : t/2 goes to the reversed edge (eq. 5 asks for more than t/2), so the default grids
+use odd t.
 
 Conditioned law (Section 5.2): a triangle-free tournament is transitive (Lemma 4), i.e. a
 permutation, and its law is Mallows(q) with q = (1/2 − p)/(1/2 + p). It is sampled exactly by
@@ -164,14 +166,43 @@ def exact_recovery_iid(n: int, p: float | np.ndarray, t: int) -> float:
     return float(np.prod(binom.sf(np.floor(t / 2.0), t, 0.5 + P[iu])))
 
 
+def wilson_interval(successes: np.ndarray, trials: int, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for binomial proportions: unlike the Wald interval it keeps a width at
+    0 and at ``trials`` successes (e.g. [0, 0.0095] for 0 of 400 at 95 %)."""
+    from scipy.stats import norm
+
+    k = np.asarray(successes, dtype=np.float64)
+    z = float(norm.ppf(0.5 + level / 2.0))
+    denom = trials + z * z
+    centre = (k + z * z / 2.0) / denom
+    half = z * np.sqrt(k * (trials - k) / trials + z * z / 4.0) / denom
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def odd_grid(t_max: int, points: int = 25) -> np.ndarray:
+    """About ``points`` odd t from 1 to ``t_max``: with odd t a pair can never split evenly (see
+    ``recovery_curve``), so the curve is not jagged by the even-t rule."""
+    if int(t_max) < 1:
+        raise LensError(f"The largest t must be at least 1; got {t_max}.")
+    raw = np.linspace(1, int(t_max), max(1, int(points)))
+    return np.unique(2 * np.floor((raw - 1) / 2).astype(np.int64) + 1)
+
+
 def recovery_curve(
-    n: int, p: float, ts: list[int] | np.ndarray, reps: int = 400, seed: int = 20260324,
+    n: int, p: float, ts: list[int] | np.ndarray | None = None, reps: int = 400, seed: int = 20260324,
     models: tuple[str, ...] = MODELS,
 ) -> pd.DataFrame:
-    """Simulated P[G~ = G*] against t for each model, with a 95 % binomial interval; the
+    """Simulated P[G~ = G*] against t for each model, with a 95 % Wilson interval; the
     unconditioned model also carries its closed form. Columns: model, t, prob, ci_low, ci_high,
-    exact, t_triangle_free (2 log n/…), t_iid (4 log n/…)."""
+    exact, t_triangle_free (2 log n/…), t_iid (4 log n/…), even_t.
+
+    Default ``ts``: odd t up to twice the unconditioned threshold (``odd_grid``). Even t, stated:
+    eq. 5 keeps i → j only when MORE than t/2 graphs have it, so a pair split exactly t/2 : t/2
+    goes to the reversed edge and counts as a failure; an even t therefore recovers less often than
+    the odd t − 1 before it, and ``even_t`` marks those rows.
+    """
     t2, t4 = thresholds(n, p)
+    ts = odd_grid(int(np.ceil(2 * t4)) + 1) if ts is None else ts
     rows = []
     for mi, model in enumerate(models):
         for ti, t in enumerate(ts):
@@ -179,12 +210,10 @@ def recovery_curve(
             if t < 1:
                 raise LensError(f"Every t must be ≥ 1; got {t}.")
             ok = recovered(pair_counts(n, p, t, reps, model, seed + 1000 * mi + ti), t)
-            prob = float(ok.mean())
-            half = 1.96 * np.sqrt(max(prob * (1 - prob), 1e-12) / reps)
-            rows.append({"model": model, "t": t, "prob": prob, "ci_low": max(0.0, prob - half),
-                         "ci_high": min(1.0, prob + half),
+            lo, hi = wilson_interval(ok.sum(), reps)
+            rows.append({"model": model, "t": t, "prob": float(ok.mean()), "ci_low": float(lo), "ci_high": float(hi),
                          "exact": exact_recovery_iid(n, p, t) if model == "iid" else np.nan,
-                         "t_triangle_free": t2, "t_iid": t4})
+                         "t_triangle_free": t2, "t_iid": t4, "even_t": t % 2 == 0})
     return pd.DataFrame(rows)
 
 

@@ -135,3 +135,32 @@ def test_bad_inputs():
         pair_counts(5, 0.2, 3, 2, "x", 0)
     with pytest.raises(LensError, match="one noise level"):
         pair_counts(3, np.full((3, 3), 0.2), 3, 2, "triangle_free", 0)
+
+
+def test_wilson_interval_matches_scipy_and_keeps_width_at_0_and_1():
+    from scipy.stats import binomtest
+
+    from engine.simulate import wilson_interval
+
+    for k, n in ((0, 400), (400, 400), (1, 50), (37, 120), (250, 250)):
+        lo, hi = wilson_interval(k, n)
+        ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        assert (lo, hi) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    lo, hi = wilson_interval(0, 400)
+    assert lo == 0 and hi > 0.005  # the Wald interval would be [0, 0]
+    c = recovery_curve(12, 0.2, [1, 301], reps=50, seed=0, models=("iid",))
+    assert c.prob.tolist() == [0.0, 1.0] and (c.ci_high - c.ci_low > 0.05).all()
+
+
+def test_default_grid_is_odd_and_even_t_are_marked():
+    from engine.simulate import odd_grid
+
+    g = odd_grid(120)
+    assert (g % 2 == 1).all() and g[0] == 1 and g[-1] <= 120 and len(g) >= 20
+    c = recovery_curve(6, 0.2, reps=20, seed=0, models=("iid",))
+    assert (c.t % 2 == 1).all() and c.t.max() >= 2 * thresholds(6, 0.2)[1] and not c.even_t.any()
+    # the even-t rule of eq. 5 is what the closed form says: t = 2 recovers less often than t = 1
+    c = recovery_curve(4, 0.2, [1, 2, 3], reps=20000, seed=1, models=("iid",))
+    exact = c.set_index("t")["exact"]
+    assert exact[2] < exact[1] < exact[3] and c.set_index("t")["even_t"].tolist() == [False, True, False]
+    assert abs(c.set_index("t")["prob"][2] - exact[2]) < 4 * np.sqrt(exact[2] * (1 - exact[2]) / 20000)

@@ -17,7 +17,9 @@ def register(subparsers) -> None:
     r = sub.add_parser("recovery", help="P[majority graph = truth] against t, with the 2 and 4 log n thresholds")
     r.add_argument("--n", type=int, default=30)
     r.add_argument("--p", type=float, default=0.25)
-    r.add_argument("--t", default="3:60:3", help="t values: 5,10,20 or start:stop[:step]")
+    r.add_argument("--t", default="3:63:4",
+                   help="t values: 5,10,20 or start:stop[:step] (default odd t: with even t a pair split "
+                        "t/2 : t/2 goes to the reversed edge, eq. 5)")
     r.add_argument("--reps", type=int, default=300)
     r.add_argument("--seed", type=int, default=20260324)
     r.add_argument("--model", choices=("both", "iid", "triangle_free"), default="both")
