@@ -3,7 +3,15 @@
 A graph is keyed by (dataset, judge, prompt_id, variant, turn). Edge ``i → j`` means *i beats j*;
 a tie is the pair of reciprocal edges. Pairs never compared in a graph have no edge and are False
 in ``observed``. Several valid verdicts on one pair in one graph are combined by a stated policy
-(see ``COMBINE_POLICIES``); invalid verdicts (unparsable judge outputs) never enter a graph.
+(see ``COMBINE_POLICIES``); invalid verdicts (unparsable judge outputs) never enter a graph: they
+are counted in ``keys.n_invalid`` of their graph, and a key whose verdicts are all invalid is no
+graph at all (an empty graph would score zero bad cycles and be kept first by keep-K) but is
+listed in ``GraphStack.invalid_only`` with its count, so no invalid verdict goes unreported.
+
+A graph's ``category`` (and ``variant_kind``) is the most frequent non-missing value among the
+verdicts of its key, valid and invalid; equal counts go to the first by name, and a key with no
+value is missing. The verdicts of one prompt normally agree; this rule makes the rare
+disagreement (files merged from two taxonomies) give the same label whatever the row order.
 """
 
 from __future__ import annotations
@@ -30,6 +38,11 @@ DEFAULT_POLICY: CombinePolicy = "plurality"
 KEY_COLUMNS = (*GRAPH_KEY, "category", "variant_kind")
 
 
+def _empty_invalid_only() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in KEY_COLUMNS}).assign(
+        n_invalid=pd.Series(dtype=np.int64))
+
+
 @dataclass(frozen=True, eq=False)
 class GraphStack:
     """T tournament graphs over one shared, sorted list of n models.
@@ -37,7 +50,9 @@ class GraphStack:
     ``adj[t, i, j]`` is True when, in graph t, there is an edge i → j (i beat j, or they tied);
     ``observed[t, i, j]`` is True (symmetrically) when the pair was compared in graph t;
     ``soft[t, i, j]`` is the mean judge probability that i beats j (NaN without ``prob_a``);
-    ``keys`` has one row per graph: the graph key, category, variant_kind and verdict counts.
+    ``keys`` has one row per graph: the graph key, category, variant_kind and verdict counts;
+    ``invalid_only`` lists the keys whose verdicts were all invalid (KEY_COLUMNS + n_invalid):
+    they are not graphs of the stack, and ``subset`` / ``restrict_models`` carry the frame along.
     """
 
     models: tuple[str, ...]
@@ -46,6 +61,7 @@ class GraphStack:
     keys: pd.DataFrame
     policy: str = DEFAULT_POLICY
     soft: np.ndarray | None = field(default=None)
+    invalid_only: pd.DataFrame = field(default_factory=_empty_invalid_only)
 
     @property
     def T(self) -> int:  # noqa: N802 - the papers' name for the number of graphs
@@ -75,6 +91,7 @@ class GraphStack:
             keys=self.keys.iloc[idx].reset_index(drop=True),
             policy=self.policy,
             soft=None if self.soft is None else self.soft[idx],
+            invalid_only=self.invalid_only,
         )
 
     def restrict_models(self, models: list[str] | tuple[str, ...]) -> GraphStack:
@@ -88,6 +105,7 @@ class GraphStack:
             keys=self.keys,
             policy=self.policy,
             soft=None if self.soft is None else self.soft[ix],
+            invalid_only=self.invalid_only,
         )
 
     def win_tie_matrices(self, index: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -100,27 +118,6 @@ class GraphStack:
 
     def key_of(self, t: int) -> dict[str, object]:
         return self.keys.iloc[int(t)].to_dict()
-
-
-def _pair_outcomes(valid: pd.DataFrame) -> pd.DataFrame:
-    """Per verdict: the unordered pair (lo < hi by name) and the outcome from lo's side."""
-    a, b = valid["model_a"].to_numpy(dtype=object), valid["model_b"].to_numpy(dtype=object)
-    swap = a > b
-    lo = np.where(swap, b, a)
-    hi = np.where(swap, a, b)
-    w = valid["winner"].to_numpy(dtype=object)
-    a_wins = w == "A"
-    b_wins = w == "B"
-    lo_wins = np.where(swap, b_wins, a_wins)
-    hi_wins = np.where(swap, a_wins, b_wins)
-    out = valid[list(KEY_COLUMNS)].copy()
-    out["lo"], out["hi"] = lo, hi
-    out["lo_win"] = lo_wins.astype(np.int64)
-    out["hi_win"] = hi_wins.astype(np.int64)
-    out["tie"] = (w == "tie").astype(np.int64)
-    p = valid["prob_a"].to_numpy(dtype=np.float64)
-    out["p_lo"] = np.where(swap, 1.0 - p, p)
-    return out
 
 
 def combine_counts(lo_win: np.ndarray, hi_win: np.ndarray, tie: np.ndarray, policy: str) -> np.ndarray:
@@ -138,6 +135,48 @@ def combine_counts(lo_win: np.ndarray, hi_win: np.ndarray, tie: np.ndarray, poli
     raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
 
 
+def _majority(gid: np.ndarray, groups: int, values: pd.Series) -> np.ndarray:
+    """Per group id 0..groups-1: the most frequent non-missing value, equal counts going to the
+    first by name; None where a group has no value (object array)."""
+    codes, uniques = pd.factorize(values, sort=True)  # codes follow name order; missing → -1
+    out = np.full(groups, None, dtype=object)
+    has = codes >= 0
+    if not has.any():
+        return out
+    width = len(uniques)
+    u, count = np.unique(gid[has].astype(np.int64) * width + codes[has], return_counts=True)
+    g, label = u // width, u % width
+    order = np.lexsort((label, -count, g))  # per group: highest count, then first name
+    g, label = g[order], label[order]
+    first = np.r_[True, g[1:] != g[:-1]]
+    out[g[first]] = np.asarray(uniques, dtype=object)[label[first]]
+    return out
+
+
+def _group_ids(frame: pd.DataFrame, by: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(group id per row in key order, index of each group's first row)."""
+    gid = frame.groupby(by, sort=True, dropna=False).ngroup().to_numpy(np.int64)
+    order = np.argsort(gid, kind="stable")
+    groups = int(gid.max()) + 1 if len(gid) else 0
+    return gid, order[np.searchsorted(gid[order], np.arange(groups))]
+
+
+def majority_label(verdicts: pd.DataFrame, column: str, by: list[str]) -> pd.DataFrame:
+    """Per group of ``by``: the most frequent non-missing value of ``column``, equal counts going
+    to the first by name (groups with no value are absent). Independent of the row order."""
+    gid, first = _group_ids(verdicts, by)
+    out = verdicts[by].iloc[first].reset_index(drop=True)
+    out[column] = pd.Series(_majority(gid, len(first), verdicts[column]), dtype=object)
+    return out[out[column].notna()].reset_index(drop=True)
+
+
+def _empty_stack(models: tuple[str, ...], policy: str, invalid_only: pd.DataFrame) -> GraphStack:
+    n = len(models)
+    z = np.zeros((0, n, n), dtype=bool)
+    keys = pd.DataFrame(columns=[*KEY_COLUMNS, "n_verdicts", "n_invalid"])
+    return GraphStack(models, z, z.copy(), keys, policy, np.zeros((0, n, n)), invalid_only)
+
+
 def build_stack(
     verdicts: pd.DataFrame,
     *,
@@ -146,54 +185,68 @@ def build_stack(
 ) -> GraphStack:
     """Turn a canonical verdict frame into a GraphStack (invalid verdicts are left out).
 
-    ``models`` fixes the vertex set and order (default: every model in the valid verdicts, sorted).
+    ``models`` fixes the vertex set and order (default: every model in the valid verdicts, sorted);
+    verdicts involving other models are ignored, invalid ones included.
     Graphs are ordered by their key, so the result does not depend on the row order of the input.
+    Keys whose verdicts are all invalid go to ``invalid_only`` (see the module docstring).
     """
     if policy not in COMBINE_POLICIES:
         raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
-    valid = verdicts[verdicts["winner"] != "invalid"]
+    winner = verdicts["winner"].to_numpy(dtype=object)
     if models is None:
-        models = tuple(sorted(set(valid["model_a"]).union(valid["model_b"])))
+        ok = winner != "invalid"
+        models = tuple(sorted(set(verdicts["model_a"][ok]).union(verdicts["model_b"][ok])))
     else:
         models = tuple(models)
-        valid = valid[valid["model_a"].isin(models) & valid["model_b"].isin(models)]
-    n = len(models)
-    empty_keys = pd.DataFrame(columns=[*KEY_COLUMNS, "n_verdicts", "n_invalid"])
-    if valid.empty:
-        z = np.zeros((0, n, n), dtype=bool)
-        return GraphStack(models, z, z.copy(), empty_keys, policy, np.zeros((0, n, n)))
-
-    po = _pair_outcomes(valid)
+        keep = (verdicts["model_a"].isin(models) & verdicts["model_b"].isin(models)).to_numpy()
+        verdicts, winner = verdicts[keep], winner[keep]
+    if verdicts.empty:
+        return _empty_stack(models, policy, _empty_invalid_only())
     key_cols = list(GRAPH_KEY)
-    grouped = po.groupby([*key_cols, "lo", "hi"], sort=True, dropna=False).agg(
-        lo_win=("lo_win", "sum"), hi_win=("hi_win", "sum"), tie=("tie", "sum"),
-        p_lo=("p_lo", "mean"), n=("tie", "size"),
-    ).reset_index()
+    invalid = winner == "invalid"
 
-    keys = (
-        po.groupby(key_cols, sort=True, dropna=False)
-        .agg(category=("category", "first"), variant_kind=("variant_kind", "first"), n_verdicts=("tie", "size"))
-        .reset_index()
-    )
-    invalid = verdicts[verdicts["winner"] == "invalid"]
-    if len(invalid):
-        inv_counts = invalid.groupby(key_cols, dropna=False).size().rename("n_invalid").reset_index()
-        keys = keys.merge(inv_counts, on=key_cols, how="left")
-    else:
-        keys["n_invalid"] = 0
-    keys["n_invalid"] = keys["n_invalid"].fillna(0).astype(np.int64)
-    keys = keys[[*KEY_COLUMNS, "n_verdicts", "n_invalid"]]
+    # every key of the verdicts, in key order, with its counts and labels
+    gid, first = _group_ids(verdicts, key_cols)
+    G = len(first)
+    all_keys = verdicts[key_cols].iloc[first].reset_index(drop=True)
+    for col in ("category", "variant_kind"):
+        all_keys[col] = pd.Series(_majority(gid, G, verdicts[col]), dtype=object)
+    all_keys["n_verdicts"] = np.bincount(gid[~invalid], minlength=G).astype(np.int64)
+    all_keys["n_invalid"] = np.bincount(gid[invalid], minlength=G).astype(np.int64)
+    is_graph = all_keys["n_verdicts"].to_numpy() > 0
+    invalid_only = all_keys.loc[~is_graph, [*KEY_COLUMNS, "n_invalid"]].reset_index(drop=True)
+    keys = all_keys.loc[is_graph, [*KEY_COLUMNS, "n_verdicts", "n_invalid"]].reset_index(drop=True)
+    T, n = len(keys), len(models)
+    if T == 0:
+        return _empty_stack(models, policy, invalid_only)
 
-    graph_index = pd.MultiIndex.from_frame(keys[key_cols])
-    t_idx = graph_index.get_indexer(pd.MultiIndex.from_frame(grouped[key_cols]))
-    pos = {m: i for i, m in enumerate(models)}
-    i_idx = grouped["lo"].map(pos).to_numpy(np.int64)
-    j_idx = grouped["hi"].map(pos).to_numpy(np.int64)
-    outcome = combine_counts(
-        grouped["lo_win"].to_numpy(), grouped["hi_win"].to_numpy(), grouped["tie"].to_numpy(), policy
-    )
+    # valid verdicts → (graph, lo, hi) with the outcome seen from lo (the lower model index)
+    v = ~invalid
+    t = (np.cumsum(is_graph) - 1)[gid[v]]
+    index = pd.Index(models)
+    ia = index.get_indexer(verdicts["model_a"].to_numpy(dtype=object)[v])
+    ib = index.get_indexer(verdicts["model_b"].to_numpy(dtype=object)[v])
+    w = winner[v]
+    a_first = ia < ib
+    lo, hi = np.where(a_first, ia, ib), np.where(a_first, ib, ia)
+    a_wins, b_wins = w == "A", w == "B"
+    prob = verdicts["prob_a"].to_numpy(dtype=np.float64)[v]
+    p_lo = np.where(a_first, prob, 1.0 - prob)
 
-    T = len(keys)
+    cell, inv = np.unique((t * n + lo) * n + hi, return_inverse=True)
+    inv = inv.ravel()
+    m = len(cell)
+    lo_win = np.bincount(inv, weights=np.where(a_first, a_wins, b_wins), minlength=m)
+    hi_win = np.bincount(inv, weights=np.where(a_first, b_wins, a_wins), minlength=m)
+    ties = np.bincount(inv, weights=w == "tie", minlength=m)
+    has_p = ~np.isnan(p_lo)
+    p_sum = np.bincount(inv, weights=np.where(has_p, p_lo, 0.0), minlength=m)
+    p_n = np.bincount(inv, weights=has_p, minlength=m)
+    p_mean = np.full(m, np.nan)
+    np.divide(p_sum, p_n, out=p_mean, where=p_n > 0)
+    outcome = combine_counts(lo_win, hi_win, ties, policy)
+
+    t_idx, i_idx, j_idx = cell // (n * n), (cell // n) % n, cell % n
     adj = np.zeros((T, n, n), dtype=bool)
     observed = np.zeros((T, n, n), dtype=bool)
     observed[t_idx, i_idx, j_idx] = True
@@ -201,7 +254,6 @@ def build_stack(
     adj[t_idx, i_idx, j_idx] = outcome >= 0  # lo beats hi, or tie
     adj[t_idx, j_idx, i_idx] = outcome <= 0  # hi beats lo, or tie
     soft = np.full((T, n, n), np.nan)
-    p_lo = grouped["p_lo"].to_numpy(np.float64)
-    soft[t_idx, i_idx, j_idx] = p_lo
-    soft[t_idx, j_idx, i_idx] = 1.0 - p_lo
-    return GraphStack(models, adj, observed, keys, policy, soft)
+    soft[t_idx, i_idx, j_idx] = p_mean
+    soft[t_idx, j_idx, i_idx] = 1.0 - p_mean
+    return GraphStack(models, adj, observed, keys, policy, soft, invalid_only)

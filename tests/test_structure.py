@@ -168,9 +168,11 @@ def test_graphs_command_csv(db_path, capsys):
     assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--format", "csv"]) == 0
     out = capsys.readouterr().out
     df = pd.read_csv(io.StringIO(out))
-    assert out.splitlines()[0].startswith(
-        "judge,prompt_id,variant,turn,category,n_models,c3,c4,c3_tie,c4_tie,c3_bad,c4_bad,draw_rate,largest_scc"
+    assert out.splitlines()[0] == (
+        "judge,prompt_id,variant,turn,category,n_models,c3,c4,c3_tie,c4_tie,c3_bad,c4_bad,draw_rate,largest_scc,"
+        "variant_kind,n_pairs,n_verdicts,n_invalid,policy"
     )
+    assert set(df["policy"]) == {"plurality"}
     assert df[["judge", "prompt_id"]].values.tolist() == [["j1", "p1"], ["j1", "p2"], ["j2", "p1"]]
     # every count against networkx on the graph drawn from the same rows
     verdicts = pd.DataFrame(ROWS, columns=["judge", "prompt_id", "category", "model_a", "model_b", "winner"])
@@ -200,7 +202,10 @@ def test_graphs_command_csv(db_path, capsys):
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert df.columns[-1] == "s_mu"
     np.testing.assert_array_equal(df["s_mu"], df["c3_bad"] + 0.5 * df["c4_bad"])
-    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "-1", "--format", "csv"]) == 2
+    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "-1", "--format", "csv"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))  # any finite weight (engine/truncation.py)
+    np.testing.assert_array_equal(df["s_mu"], df["c3_bad"] - df["c4_bad"])
+    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "inf", "--format", "csv"]) == 2
     assert capsys.readouterr().err.startswith("error: ")
 
     assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--judge", "j9", "--format", "csv"]) == 2

@@ -213,7 +213,7 @@ def test_triads_command_csv(db_path, capsys):
     assert capsys.readouterr().out == "model_a,model_b,model_c,kind\nx,y,z,cycle\n"
     assert main(["--db", str(db_path), "triads", "--dataset", "toy", "--prompt-id", "p1", "--format", "csv"]) == 0
     assert capsys.readouterr().out == (
-        "judge,variant,turn,model_a,model_b,model_c,kind\nj1,0,1,x,y,z,cycle\nj1,1,1,x,y,z,tied-ends\n"
+        "model_a,model_b,model_c,kind,judge,variant,turn\nx,y,z,cycle,j1,0,1\nx,y,z,tied-ends,j1,1,1\n"
     )
     assert main(["--db", str(db_path), "triads", "--dataset", "toy", "--prompt-id", "p2", "--format", "csv"]) == 0
     assert capsys.readouterr().out == "model_a,model_b,model_c,kind\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import LensError
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
@@ -14,8 +15,9 @@ from ._common import add_format, store_from_args, write_frame
 COLUMNS = (
     "judge", "prompt_id", "variant", "turn", "category", "n_models",
     "c3", "c4", "c3_tie", "c4_tie", "c3_bad", "c4_bad", "draw_rate", "largest_scc",
-    "variant_kind", "n_pairs", "n_verdicts", "n_invalid",
+    "variant_kind", "n_pairs", "n_verdicts", "n_invalid", "policy",
 )
+"""The DESIGN.md contract up to ``largest_scc``, then extra columns (``s_mu`` last with --mu)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,15 +60,32 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None):
                 what += f", {col} {value}"
     stack = build_stack(verdicts, policy=args.policy)
     if stack.T == 0:
-        raise LensError(f"There are no valid verdicts for {what}.")
+        n_inv = int(stack.invalid_only["n_invalid"].sum())
+        extra = f" (only {n_inv} invalid judge output{'s' if n_inv != 1 else ''})" if n_inv else ""
+        raise LensError(f"There are no valid verdicts for {what}{extra}.")
     return stack
 
 
+def invalid_only_note(stack) -> str | None:
+    """One line about keys whose verdicts were all invalid (not graphs, so not in the table)."""
+    k = len(stack.invalid_only)
+    if not k:
+        return None
+    n_inv = int(stack.invalid_only["n_invalid"].sum())
+    return (f"note: {k} graph{' has' if k == 1 else 's have'} only invalid verdicts ({n_inv}) "
+            f"and {'is' if k == 1 else 'are'} not in the table")
+
+
 def run(args: argparse.Namespace) -> int:
-    table = graph_table(load_stack(args))
+    stack = load_stack(args)
+    table = graph_table(stack)
+    table["policy"] = stack.policy
     columns = list(COLUMNS)
     if args.mu is not None:
         table["s_mu"] = truncation_scores(table, mu=args.mu)
         columns.append("s_mu")
+    note = invalid_only_note(stack)
+    if note:
+        print(note, file=sys.stderr)
     write_frame(table[columns], args.format)
     return 0

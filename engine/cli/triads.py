@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="The model triples of one prompt's graph whose verdicts admit no ranking "
         "(paper 001 App. B.1). kind: cycle (a>b, b>c, c>a), tied-ends (a>b, b>c, a~c), "
         "unchained-ties (a~b, b~c, a>c). With several matching graphs, judge, variant and turn "
-        "columns say which graph a row is from.",
+        "columns after kind say which graph a row is from.",
     )
     p.add_argument("--dataset", required=True)
     p.add_argument("--prompt-id", required=True, dest="prompt_id")
@@ -33,10 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     stack = load_stack(args, prompt_id=args.prompt_id)
     triads = nontransitive_triads(stack)
-    columns = ["model_a", "model_b", "model_c", "kind"]
+    columns = ["model_a", "model_b", "model_c", "kind"]  # the DESIGN.md contract, always first
     if stack.T > 1:
         keys = stack.keys[["judge", "variant", "turn"]].reset_index(drop=True)
-        triads = keys.iloc[triads["graph"].to_numpy()].reset_index(drop=True).join(triads)
-        columns = ["judge", "variant", "turn", *columns]
+        triads = triads.reset_index(drop=True).join(keys.iloc[triads["graph"].to_numpy()].reset_index(drop=True))
+        columns = [*columns, "judge", "variant", "turn"]
     write_frame(triads[columns], args.format)
     return 0
