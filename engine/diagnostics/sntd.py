@@ -6,6 +6,10 @@ present), Bradley-Terry gives the quality gap s_xy = logit φ_xy. Under transiti
 is implied by the other two: φ̂_xy = σ(s_xz − s_yz). SNTD is the mean over the three pairs of the
 Jensen-Shannon divergence between the Bernoulli laws (φ_xy, 1 − φ_xy) and (φ̂_xy, 1 − φ̂_xy).
 It is 0 for an exactly transitive triple and does not depend on how the triple is ordered.
+Order averaging: we average the probabilities of both presentation orders first (issue 5) and take
+one JSD of the averaged φ; paper 001's eq. 3 puts the expectation outside, E[JSD(φ ‖ φ̂)] over the
+judge's randomness (orders). The two agree when both orders give the same probabilities and differ
+otherwise (φ̂ is not linear in φ, and the JSD is convex).
 The logarithm base is a parameter (the paper does not state it; default 2, so JSD ≤ 1 bit).
 Probabilities are clipped to [eps, 1 − eps] so that 0/1 outputs give finite gaps.
 """
