@@ -21,15 +21,27 @@ i→j→i→j→i, Σ_v d_v of them. Hence
 
     C4 = (tr(A⁴) − 2 Σ_v d_v² + Σ_v d_v) / 4,
 
-and the same formula on B (whose tie degrees are the same d) gives C4_tie. Traces come from one
-matrix product per graph: tr(A³) = Σ_ij (A²)_ij A_ji and tr(A⁴) = Σ_ij (A²)_ij (A²)_ji.
+and the same formula on B (whose tie degrees are the same d) gives C4_tie.
 
-Exactness: A² is formed by float32 BLAS (entries ≤ n, all partial sums are integers < 2^24); the
-trace sums accumulate in float32 while the closed-walk bound n(n−1)^(k−1) is below 2^24 (n ≤ 64
-for k = 4) and in float64 beyond (exact up to 2^53, n < 9,000), then are rounded to int64.
+Kernel: one product per matrix, everything else elementwise. With P = A², tr(A³) = Σ_ij P_ji A_ij
+and tr(A⁴) = Σ_ij P_ij P_ji, so one contiguous copy of Pᵀ turns both traces into row dot products
+(no strided einsum); d_v = (A²)_vv (a tie i ↔ v is the 2-walk v→i→v), so the degrees and the
+"has a tie" test come free; B = A ∘ Aᵀ elementwise; with Q = B², tr(B³) = Σ Q ∘ B and
+tr(B⁴) = Σ Q ∘ Q (B is symmetric), computed only for graphs with a tie. The stack is processed
+in chunks of about 256 KiB per float32 operand, so a chunk's arrays stay in the core's cache,
+on two threads for large stacks (numpy releases the GIL in these calls).
+
+Exactness: P and Q are formed by float32 BLAS (entries ≤ n, all partial sums are integers
+< 2^24); the dot products accumulate in float32 while the closed-walk bound n(n−1)^(k−1) is below
+2^24 (n ≤ 64 for k = 4; every partial sum is a non-negative integer no larger than the total, so
+the summation order does not matter) and in float64 beyond (exact up to 2^53, n < 9,000), then
+are rounded to int64.
 """
 
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -37,6 +49,10 @@ import pandas as pd
 from .errors import LensError
 
 COUNT_COLUMNS: tuple[str, ...] = ("c3", "c4", "c3_tie", "c4_tie", "c3_bad", "c4_bad")
+_CHUNK_BYTES = 1 << 18
+"""Float32 bytes per operand in one chunk of the stack (a few such arrays fit a core's L2)."""
+_MIN_GRAPHS_PER_THREAD = 1024
+"""Below this many graphs per thread a second thread costs more than it saves."""
 
 
 def as_adjacency(adj: np.ndarray) -> np.ndarray:
@@ -56,49 +72,84 @@ def _square(a: np.ndarray) -> np.ndarray:
     return np.matmul(f, f)
 
 
-def _trace_terms(a: np.ndarray, symmetric: bool = False) -> tuple[np.ndarray, ...]:
-    """(tr(A³), tr(A⁴), Σ_v d_v, Σ_v d_v²) per graph as float64, from one batched float32 A².
+def _rowdot(x: np.ndarray, y: np.ndarray, dtype) -> np.ndarray:
+    """Σ_ij x[t, i, j] · y[t, i, j] per graph t, both contiguous, accumulated in ``dtype``."""
+    t = x.shape[0]
+    x = x.reshape(t, -1).astype(dtype, copy=False)
+    y = y.reshape(t, -1).astype(dtype, copy=False)
+    if _VECDOT is not None:  # numpy >= 2: a plain SIMD dot per row
+        return _VECDOT(x, y)
+    return np.einsum("tk,tk->t", x, y)
 
-    Graphs without a single edge are skipped (their terms are 0): for the tie matrix B this
-    leaves out most of a typical stack at no cost. For a symmetric 0/1 matrix (B) the diagonal
-    of B² is the degree vector d (returned summed and squared-summed; zeros when not symmetric),
-    and the traces read B² row-wise.
+
+_VECDOT = getattr(np, "vecdot", None)
+
+
+def _chunk_terms(adj: np.ndarray, out: np.ndarray) -> None:
+    """Write tr(A³), tr(A⁴), tr(B³), tr(B⁴), Σ_v d_v, Σ_v d_v² of each graph of a chunk into the
+    (6, t) float64 ``out`` (see the module docstring for the identities)."""
+    t, n = adj.shape[0], adj.shape[1]
+    acc = np.float32 if n * (n - 1) ** 3 < 2**24 else np.float64
+    f = (adj if adj.dtype == bool else adj.astype(bool)).astype(np.float32)
+    idx = np.arange(n)
+    f[:, idx, idx] = 0.0  # the diagonal is ignored
+    p = np.matmul(f, f)
+    pt = np.ascontiguousarray(p.transpose(0, 2, 1))
+    out[0] = _rowdot(pt, f, acc)
+    out[1] = _rowdot(p, pt, acc)
+    d = np.einsum("tii->ti", p).astype(np.float64)  # (A²)_vv = tie degree of v
+    out[4] = d.sum(axis=1)
+    out[5] = (d * d).sum(axis=1)
+    out[2:4] = 0.0
+    live = np.flatnonzero(out[4] > 0)  # graphs with at least one tie
+    if live.size == 0:
+        return
+    if live.size < t:
+        f = f[live]
+    bf = f * f.transpose(0, 2, 1)  # B = A ∘ Aᵀ
+    q = np.matmul(bf, bf)
+    out[2, live] = _rowdot(q, bf, acc)
+    out[3, live] = _rowdot(q, q, acc)
+
+
+def _trace_terms(a: np.ndarray, threads: int | None = None) -> np.ndarray:
+    """(6, T) float64: tr(A³), tr(A⁴), tr(B³), tr(B⁴), Σ d, Σ d² per graph, chunk by chunk.
+
+    ``threads``: None picks 2 when the stack is large enough and n ≤ 64 (bigger products go
+    through BLAS's own threads), else 1.
     """
     T, n = a.shape[0], a.shape[1]
-    tr3, tr4, sum_d, sum_d2 = np.zeros(T), np.zeros(T), np.zeros(T), np.zeros(T)
-    live = np.flatnonzero(a.any(axis=(1, 2)))
-    if live.size == 0:
-        return tr3, tr4, sum_d, sum_d2
-    f = (a if live.size == T else a[live]).astype(np.float32)
-    a2 = np.matmul(f, f)
-    # Every partial sum is an integer no larger than the closed-walk count n(n−1)^(k−1); float32
-    # holds those exactly below 2^24, so accumulate in float32 while that bound allows.
-    acc3 = np.float32 if n * (n - 1) ** 2 < 2**24 else np.float64
-    acc4 = np.float32 if n * (n - 1) ** 3 < 2**24 else np.float64
-    spec = "tij,tij->t" if symmetric else "tij,tji->t"  # contiguous reads when Aᵀ = A
-    tr3[live] = np.einsum(spec, a2, f, dtype=acc3)
-    tr4[live] = np.einsum(spec, a2, a2, dtype=acc4)
-    if symmetric:
-        d = np.diagonal(a2, axis1=1, axis2=2).astype(np.float64)
-        sum_d[live] = d.sum(axis=1)
-        sum_d2[live] = (d * d).sum(axis=1)
-    return tr3, tr4, sum_d, sum_d2
+    out = np.zeros((6, T))
+    if T == 0 or n == 0:
+        return out
+    chunk = max(1, _CHUNK_BYTES // (4 * n * n))
+    starts = range(0, T, chunk)
+    if threads is None:
+        threads = 2 if n <= 64 and T >= 2 * _MIN_GRAPHS_PER_THREAD and (os.cpu_count() or 1) >= 2 else 1
+    if threads <= 1 or len(starts) < 2:
+        for s in starts:
+            _chunk_terms(a[s:s + chunk], out[:, s:s + chunk])
+        return out
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(lambda s: _chunk_terms(a[s:s + chunk], out[:, s:s + chunk]), starts))
+    return out
 
 
 def _to_int(x: np.ndarray) -> np.ndarray:
     return np.rint(x).astype(np.int64)
 
 
-def cycle_counts_arrays(adj: np.ndarray) -> dict[str, np.ndarray]:
+def cycle_counts_arrays(adj: np.ndarray, *, threads: int | None = None) -> dict[str, np.ndarray]:
     """C3, C4, C3_tie, C4_tie, C3_bad, C4_bad for every graph of a (T, n, n) bool stack.
 
     Returns a dict of int64 arrays of length T keyed by ``COUNT_COLUMNS``. The diagonal of
     ``adj`` is ignored; a pair with edges both ways is a tie (paper 000, Appendix A.2).
+    ``threads``: worker threads over chunks of the stack (None: 2 for large stacks of n ≤ 64).
     """
-    a = as_adjacency(adj)
-    b = a & a.swapaxes(1, 2)
-    tr3, tr4, _, _ = _trace_terms(a)
-    tr3b, tr4b, sum_d, sum_d2 = _trace_terms(b, symmetric=True)  # d_v = (B²)_vv
+    a = np.asarray(adj)
+    if a.ndim != 3 or a.shape[1] != a.shape[2]:
+        raise LensError(f"An adjacency stack must have shape (T, n, n); got shape {a.shape}.")
+    tr3, tr4, tr3b, tr4b, sum_d, sum_d2 = _trace_terms(a, threads)
     deg_term = 2 * sum_d2 - sum_d
     c3 = _to_int(tr3 / 3.0)
     c4 = _to_int((tr4 - deg_term) / 4.0)

@@ -72,8 +72,28 @@ def check_against_numpy_brute(adj: np.ndarray) -> None:
 @pytest.mark.parametrize("n", range(3, 13))
 def test_random_graphs_with_ties_and_missing_pairs_match_enumeration(n):
     rng = np.random.default_rng(1000 + n)
-    T = 400 if n <= 8 else 120  # 3,000+ graphs over all n
+    T = 400 if n <= 8 else 120  # 6 x 400 + 4 x 120 = 2,880 graphs over n = 3..12
     check_against_numpy_brute(random_graphs(rng, T, n))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_chunked_and_threaded_kernel_matches_enumeration(threads):
+    """Several chunks of the stack (1,024 graphs each at n = 8), one chunk without a single tie
+    (its B part is skipped), on one thread and on two: every count equals enumeration."""
+    from engine.cycles import _CHUNK_BYTES
+
+    rng = np.random.default_rng(99)
+    n, T = 8, 3000
+    assert _CHUNK_BYTES // (4 * n * n) < T / 2  # at least three chunks
+    adj = random_graphs(rng, T, n)
+    tie_free = slice(1024, 2048)  # exactly the second chunk
+    adj[tie_free] &= ~adj[tie_free].swapaxes(1, 2) | np.triu(np.ones((n, n), dtype=bool))
+    assert not (adj[tie_free] & adj[tie_free].swapaxes(1, 2)).any()
+    got = cycle_counts_arrays(adj, threads=threads)
+    ties = adj & adj.swapaxes(1, 2)
+    for name, m, length in (("c3", adj, 3), ("c4", adj, 4), ("c3_tie", ties, 3), ("c4_tie", ties, 4)):
+        np.testing.assert_array_equal(got[name], brute_cycles_numpy(m, length), err_msg=name)
+    assert got["c3_tie"][tie_free].max() == 0 and got["c3_tie"].max() > 0
 
 
 def all_graphs_on_4_vertices() -> np.ndarray:
@@ -117,7 +137,9 @@ def test_tournament_identity_without_ties():
 
 
 def test_all_tie_complete_graph_closed_forms():
-    for n in (3, 4, 7, 30, 100):
+    # n = 64: tr(A⁴) = 63⁴ + 63, the most closed 4-walks a 64-vertex graph has, just below 2^24,
+    # the largest value summed in float32; n = 65 and 100 take the float64 sums
+    for n in (3, 4, 7, 30, 64, 65, 100):
         adj = ~np.eye(n, dtype=bool)[None]
         got = cycle_counts_arrays(adj)
         assert got["c3"][0] == got["c3_tie"][0] == 2 * comb(n, 3)
@@ -136,10 +158,12 @@ def test_networkx_simple_cycles_length_bound_4():
         assert got["c4"][t] == int((lengths == 4).sum())
 
 
-def test_large_n_float_accumulation_is_exact():
-    """n = 300 puts tr(A⁴) far beyond float32's exact range; compare with int64 matrix powers."""
-    rng = np.random.default_rng(11)
-    adj = random_graphs(rng, 2, 300)
+@pytest.mark.parametrize("n", [64, 65, 300])
+def test_large_n_float_accumulation_is_exact(n):
+    """n = 65 and 300 put tr(A⁴) beyond float32's exact range (float64 sums; n = 64 is the last
+    float32 one); compare with int64 matrix powers, ties and missing pairs included."""
+    rng = np.random.default_rng(11 + n)
+    adj = random_graphs(rng, 2, n)
     got = cycle_counts_arrays(adj)
     for t in range(2):
         a = adj[t].astype(np.int64)
