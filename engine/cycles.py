@@ -93,20 +93,21 @@ def _chunk_terms(adj: np.ndarray, out: np.ndarray) -> None:
     f = (adj if adj.dtype == bool else adj.astype(bool)).astype(np.float32)
     idx = np.arange(n)
     f[:, idx, idx] = 0.0  # the diagonal is ignored
+    ft = np.ascontiguousarray(f.transpose(0, 2, 1))
     p = np.matmul(f, f)
     pt = np.ascontiguousarray(p.transpose(0, 2, 1))
-    out[0] = _rowdot(pt, f, acc)
+    out[0] = _rowdot(p, ft, acc)
     out[1] = _rowdot(p, pt, acc)
-    d = np.einsum("tii->ti", p).astype(np.float64)  # (A²)_vv = tie degree of v
-    out[4] = d.sum(axis=1)
-    out[5] = (d * d).sum(axis=1)
+    out[4] = np.einsum("tii->t", p, dtype=acc)  # (A²)_vv = tie degree d_v
+    out[5] = np.einsum("tii,tii->t", p, p, dtype=acc)
     out[2:4] = 0.0
-    live = np.flatnonzero(out[4] > 0)  # graphs with at least one tie
-    if live.size == 0:
+    live = out[4] > 0  # graphs with at least one tie
+    if not live.any():
         return
-    if live.size < t:
-        f = f[live]
-    bf = f * f.transpose(0, 2, 1)  # B = A ∘ Aᵀ
+    bf = f * ft  # B = A ∘ Aᵀ
+    if not live.all():
+        live = np.flatnonzero(live)
+        bf = bf[live]
     q = np.matmul(bf, bf)
     out[2, live] = _rowdot(q, bf, acc)
     out[3, live] = _rowdot(q, q, acc)
