@@ -88,7 +88,7 @@ _VECDOT = getattr(np, "vecdot", None)
 def _chunk_terms(adj: np.ndarray, out: np.ndarray) -> None:
     """Write tr(A³), tr(A⁴), tr(B³), tr(B⁴), Σ_v d_v, Σ_v d_v² of each graph of a chunk into the
     (6, t) float64 ``out`` (see the module docstring for the identities)."""
-    t, n = adj.shape[0], adj.shape[1]
+    n = adj.shape[1]
     acc = np.float32 if n * (n - 1) ** 3 < 2**24 else np.float64
     f = (adj if adj.dtype == bool else adj.astype(bool)).astype(np.float32)
     idx = np.arange(n)
