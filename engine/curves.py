@@ -55,7 +55,7 @@ from .resampling import (
     keep_draw_weights,
     reference_ranks,
 )
-from .truncation import POOLS, check_weights, keep_order, key_rank, pool_mask, truncation_scores
+from .truncation import POOLS, check_weights, key_rank, pool_mask, truncation_scores
 
 DEFAULT_MU_GRID: tuple[float, ...] = tuple(float(x) for x in np.logspace(-2, 2, 17))
 """0.01 … 100, four points per decade: four decades around the paper's mu = 1."""
@@ -74,11 +74,10 @@ def draw_size(kept: int, draw_fraction: float = DRAW_FRACTION) -> int:
     return int(min(kept, max(1, np.floor(draw_fraction * kept + 0.5 + 1e-9))))
 
 
-def _pools(stack: GraphStack, per_category: bool, pool: str = "perturbed") -> dict[str, np.ndarray]:
+def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray) -> dict[str, np.ndarray]:
     """Positions of the chosen pool, by category (or one pooled group), in graph-key order."""
     member = pool_mask(stack.keys, pool)
     groups = _category_positions(stack) if per_category else {POOLED: np.arange(stack.T)}
-    krank = key_rank(stack.keys)
     out = {c: _by_key(pos[member[pos]], krank) for c, pos in groups.items()}
     out = {c: pos for c, pos in out.items() if pos.size}
     if not out:
@@ -104,15 +103,15 @@ def _evaluate(
     resamples: int,
     seed: int,
     draw_fraction: float,
+    krank: np.ndarray,
 ) -> pd.DataFrame:
     """Point + keep→draw distances for every (x, group) cell; ``kept_of[(x index, group)]`` are the
-    kept stack positions."""
+    kept stack positions, ``krank`` the graph-key rank of every graph."""
     groups = list(pools)
     models = common_models(stack, reference, groups)
     st = stack.restrict_models(models)  # after truncation: only ranking and distances drop models
     refs = {g: reference_ranks(_reference_for(reference, g), models) for g in groups}
     n, R, X, G = st.n, int(resamples), len(xs), len(groups)
-    krank = key_rank(st.keys)
     wflat = flat_matrices(st)["wtilde"]
     uni = {g: keep_draw_uniforms(seed, g, pools[g].size, R) for g in groups}
     scores = np.zeros((X, G, 1 + R, n))
@@ -196,15 +195,16 @@ def keep_k_curve(
     from .cycles import cycle_counts
 
     _check(resamples, seed, draw_fraction)
-    pools = _pools(stack, per_category, pool)
-    order = keep_order(truncation_scores(cycle_counts(stack), mu=mu, lam3=lam3, lam4=lam4), stack.keys)
+    krank = key_rank(stack.keys)
+    pools = _pools(stack, per_category, pool, krank)
+    order = np.lexsort((krank, truncation_scores(cycle_counts(stack), mu=mu, lam3=lam3, lam4=lam4)))
     kmax = max(p.size for p in pools.values())
     ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
     if not ks or min(ks) < 1:
         raise LensError(f"Every K of a keep-K curve must be ≥ 1; got {ks}.")
     kept_of = {(xi, g): _kept(pos, order, k) for xi, k in enumerate(ks) for g, pos in pools.items()}
     with single_thread_blas():
-        return _evaluate(stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction)
+        return _evaluate(stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank)
 
 
 def mu_curve(
@@ -236,10 +236,11 @@ def mu_curve(
     if int(k) != k or k < 1:
         raise LensError(f"K must be a whole number ≥ 1; got {k!r}.")
     counts = cycle_counts(stack)
-    pools = _pools(stack, per_category, pool)
+    krank = key_rank(stack.keys)
+    pools = _pools(stack, per_category, pool, krank)
     kept_of = {}
     for xi, m in enumerate(mus):
-        order = keep_order(truncation_scores(counts, mu=m), stack.keys)
+        order = np.lexsort((krank, truncation_scores(counts, mu=m)))  # = keep_order(scores, keys)
         kept_of.update({(xi, g): _kept(pos, order, int(k)) for g, pos in pools.items()})
     with single_thread_blas():
-        return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction)
+        return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction, krank)

@@ -54,7 +54,10 @@ def regularise(wtilde: np.ndarray, alpha: float, on_degenerate: str = "regulariz
         raise ValueError("half-tie win counts must be finite and non-negative")
     n = w.shape[1]
     off = ~np.eye(n, dtype=bool)
-    ok = strongly_connected_batch((w > 0) & off)
+    edges = (w > 0) & off
+    ok = (edges | ~off).reshape(w.shape[0], -1).all(axis=1)  # every pair both ways: strongly connected
+    if not ok.all():
+        ok[~ok] = strongly_connected_batch(edges[~ok])
     bad = ~ok
     if bad.any():
         if on_degenerate == "raise":
@@ -151,6 +154,9 @@ def newton_batch(
     i, j, inc, absinc, diag = _pairs(n)
     a, b = w[:, i, j], w[:, j, i]
     n_ij = a + b
+    half = 0.5 * n_ij
+    excess = a - half  # wins above a coin flip: the gradient is excess - half * tanh(d / 2)
+    floor = 1e-15 * n_ij
     total = np.maximum(n_ij.sum(axis=1), 1e-300)
     theta = np.zeros((B, n)) if theta0 is None else np.array(theta0, dtype=np.float64, copy=True)
     theta -= theta.mean(axis=1, keepdims=True)
@@ -165,22 +171,21 @@ def newton_batch(
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 - iterations are reported
         d = theta @ inc.T  # theta_i - theta_j per pair
-        e = np.exp(-np.abs(d))
-        q = 1.0 / (1.0 + e)
-        p = np.where(d >= 0.0, q, e * q)  # sigmoid(d) without overflow
+        t = np.tanh(0.5 * d)  # sigmoid(d) = (1 + t) / 2, sigmoid(d) sigmoid(-d) = (1 - t²) / 4
         ok = np.ones(active.size, dtype=bool)
         if pending.any():
             rows = np.flatnonzero(pending)
-            ll = _ll_pairs(d[rows], e[rows], n_ij[rows], b[rows])
+            ll = _ll_pairs(d[rows], np.exp(-np.abs(d[rows])), n_ij[rows], b[rows])
             worse = ll < ll_base[rows] - 1e-12 * np.abs(ll_base[rows])
             back = rows[worse]
             scale[back] *= 0.5  # go back half of the last step; checked again next iteration
             theta[back] -= scale[back, None] * step_prev[back]
             pending[rows[~worse]] = False
             ok[back] = False
-        grad = (a - n_ij * p) @ inc
+        grad = (excess - half * t) @ inc
         # N p (1 - p), floored so that a far-off start (|d| > 34) cannot make the Laplacian singular
-        c = n_ij * np.maximum(p * (1.0 - p), 1e-15)
+        t *= t
+        c = np.maximum(0.5 * (half - half * t), floor)
         lap = np.zeros((c.shape[0], n * n))
         lap[:, i * n + j] = -c
         lap[:, j * n + i] = -c
@@ -197,7 +202,7 @@ def newton_batch(
         long = ok & ~small & (spread > SAFE_SPREAD)
         if long.any():
             rows = np.flatnonzero(long)
-            ll_base[rows] = _ll_pairs(d[rows], e[rows], n_ij[rows], b[rows])
+            ll_base[rows] = _ll_pairs(d[rows], np.exp(-np.abs(d[rows])), n_ij[rows], b[rows])
             pending[rows] = True
             step_prev[rows], scale[rows] = step[rows], 1.0
         theta[ok] += step[ok]
@@ -209,7 +214,7 @@ def newton_batch(
             active = active[keep]
             if active.size == 0:
                 break
-            a, b, n_ij = a[keep], b[keep], n_ij[keep]
+            b, n_ij, half, excess, floor = b[keep], n_ij[keep], half[keep], excess[keep], floor[keep]
             theta, ll_base, step_prev, scale, pending = (
                 theta[keep], ll_base[keep], step_prev[keep], scale[keep], pending[keep])
     if active.size:
