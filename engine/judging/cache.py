@@ -1,8 +1,10 @@
 """The DuckDB call cache: every model call is stored once, keyed by a hash of what was asked.
 
-The key is sha256 over the canonical JSON of (backend, model, template id, template version,
-rendered messages, decoding parameters), so a rerun finds each call it already made and a changed
-template, model or decoding parameter makes a new call. Each completed call is committed on its own
+The key is sha256 over the canonical JSON of (backend identity, model, template id, template
+version, rendered messages, decoding parameters), so a rerun finds each call it already made and a
+changed template, model or decoding parameter makes a new call. The backend identity is its name
+plus whatever changes its numbers: ``openai``, or ``transformers[cpu,float32]`` /
+``transformers[cuda,bfloat16]`` for the local backend, so CPU results are never reused on a GPU. Each completed call is committed on its own
 (``put``), so a run killed at any moment (SIGKILL) keeps every call that finished and none twice.
 """
 
@@ -18,7 +20,10 @@ from .backends import ChatRequest, ChatResult
 
 
 def call_key(backend: str, model: str, req: ChatRequest) -> str:
-    """sha256 hex of the canonical request; the same request always gets the same key."""
+    """sha256 hex of the canonical request; the same request always gets the same key.
+
+    ``backend`` is the backend's ``identity`` (stored in ``judge_calls.backend``).
+    """
     payload = json.dumps(
         {
             "backend": backend,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import email.utils
 import itertools
 import os
+import re
 import threading
 import time
 
@@ -63,6 +64,11 @@ def retry_after_s(headers) -> float | None:
             return None
         return max(0.0, when.timestamp() - time.time())
     return None
+
+
+def _detail(exc) -> str:
+    """The server's own error message, without the client's "Error code: NNN - " prefix."""
+    return re.sub(r"^Error code: \d+ - ", "", str(getattr(exc, "message", exc))).strip().rstrip(".")
 
 
 def request_kwargs(model: str, req: ChatRequest) -> dict:
@@ -165,7 +171,7 @@ class OpenAIBackend:
         except openai.NotFoundError as exc:
             raise ModelNotFound(
                 f"The server at {url or 'api.openai.com'} answered 404 for model {self.model!r} "
-                f"({exc.message}); check --model and --base-url."
+                f"({_detail(exc)}); check --model and --base-url."
             ) from exc
         except openai.RateLimitError as exc:
             raise RetryableError(
@@ -183,7 +189,7 @@ class OpenAIBackend:
                     f"server error {exc.status_code}", retry_after=retry_after_s(exc.response.headers)
                 ) from exc
             raise LensError(
-                f"The server rejected a request with status {exc.status_code}: {exc.message}"
+                f"The server rejected a request with status {exc.status_code} ({_detail(exc)})."
             ) from exc
         except ValueError as exc:  # a 200 whose body is not JSON (json.JSONDecodeError)
             raise RetryableError(f"the server's reply is not JSON ({exc})") from exc
