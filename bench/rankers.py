@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.bootstrap import bootstrap_bt_verdicts  # noqa: E402
 from engine.denoise import backward_arcs, denoise  # noqa: E402
+from engine.rankers.bt import fit_bt  # noqa: E402
 from engine.rankers.counts import fit_bt_verdicts, verdict_counts  # noqa: E402
 
 
@@ -129,6 +130,7 @@ def bench_size(n: int, N: int, evalica_boot: bool, B: int = 100) -> list[dict]:
         return choix.ilsr_pairwise_dense(mat, tol=1e-8, max_iter=1000)
 
     t_choix_rows, _ = timed(choix_from_rows)
+    t_ours_fit, _ = timed(lambda: fit_bt(wt, None, models))
     t_ev, ev = timed(lambda: evalica.bradley_terry(xs, ys, winners))
     cw = counts["winner"].astype(str).map({"A": evalica.Winner.X, "B": evalica.Winner.Y, "tie": evalica.Winner.Draw}).tolist()
     t_ev_counts, _ = timed(lambda: evalica.bradley_terry(counts["model_a"].astype(str).tolist(),
@@ -150,6 +152,7 @@ def bench_size(n: int, N: int, evalica_boot: bool, B: int = 100) -> list[dict]:
         {"size": size, "task": "BT fit", "method": "ours, verdict table (string[pyarrow] columns), grouping included", "seconds": t_ours_arrow},
         {"size": size, "task": "BT fit", "method": "evalica.bradley_terry, row API (Rust core)", "seconds": t_ev},
         {"size": size, "task": "BT fit", "method": "evalica.bradley_terry on pre-grouped counts (fit only)", "seconds": t_ev_counts},
+        {"size": size, "task": "BT fit", "method": "ours, Newton on W+T/2 (fit only)", "seconds": t_ours_fit},
         {"size": size, "task": "BT fit", "method": "choix.ilsr_pairwise_dense on W+T/2 (fit only)", "seconds": t_choix},
         {"size": size, "task": "BT fit", "method": "choix.ilsr_pairwise_dense, dense matrix built from the rows", "seconds": t_choix_rows},
         {"size": size, "task": "BT fit", "method": "FastChat-style L-BFGS on grouped counts (fit only)", "seconds": t_fc},
@@ -226,11 +229,14 @@ def main() -> None:
     for size, g in df.groupby("size", sort=False):
         t = dict(zip(g["method"], g["seconds"], strict=True))
         ours = t["ours, verdict table (categorical columns), grouping included"]
-        ours_obj = t["ours, verdict table (object string columns), grouping included"]
-        print(f"\n{size}: evalica row / ours = {t['evalica.bradley_terry, row API (Rust core)'] / ours:.1f}x "
-              f"(object strings {t['evalica.bradley_terry, row API (Rust core)'] / ours_obj:.1f}x); "
-              f"choix dense ILSR / ours = {t['choix.ilsr_pairwise_dense on W+T/2 (fit only)'] / ours:.2f}x fit only, "
-              f"{t['choix.ilsr_pairwise_dense, dense matrix built from the rows'] / ours:.2f}x matrix built from rows")
+        ev = t["evalica.bradley_terry, row API (Rust core)"]
+        print(f"\n{size}: evalica row / ours from rows, by column type: "
+              + ", ".join(f"{kind} {ev / t[f'ours, verdict table ({kind} columns), grouping included']:.1f}x"
+                          for kind in ("categorical", "object string", "string[pyarrow]")))
+        print(f"{size}: choix dense ILSR vs ours, fit only on W+T/2: choix / ours = "
+              f"{t['choix.ilsr_pairwise_dense on W+T/2 (fit only)'] / t['ours, Newton on W+T/2 (fit only)']:.2f}x; "
+              f"from rows (categorical codes): choix / ours = "
+              f"{t['choix.ilsr_pairwise_dense, dense matrix built from the rows'] / ours:.2f}x")
         boot = t["ours (categorical), batched over graph patterns"]
         print(f"{size}: FastChat-style bootstrap / ours = "
               f"{t['FastChat-style: resample rows, regroup, L-BFGS, single process'] / boot:.1f}x"
