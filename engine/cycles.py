@@ -29,7 +29,8 @@ and tr(A⁴) = Σ_ij P_ij P_ji, so one contiguous copy of Pᵀ turns both traces
 "has a tie" test come free; B = A ∘ Aᵀ elementwise; with Q = B², tr(B³) = Σ Q ∘ B and
 tr(B⁴) = Σ Q ∘ Q (B is symmetric), computed only for graphs with a tie. The stack is processed
 in chunks of about 256 KiB per float32 operand, so a chunk's arrays stay in the core's cache,
-on two threads for large stacks (numpy releases the GIL in these calls).
+on two threads for large stacks (numpy releases the GIL in these calls) with BLAS itself kept
+on one thread.
 
 Exactness: P and Q are formed by float32 BLAS (entries ≤ n, all partial sums are integers
 < 2^24); the dot products accumulate in float32 while the closed-walk bound n(n−1)^(k−1) is below
@@ -41,18 +42,21 @@ are rounded to int64.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import ThreadpoolController
 
 from .errors import LensError
 
 COUNT_COLUMNS: tuple[str, ...] = ("c3", "c4", "c3_tie", "c4_tie", "c3_bad", "c4_bad")
 _CHUNK_BYTES = 1 << 18
 """Float32 bytes per operand in one chunk of the stack (a few such arrays fit a core's L2)."""
-_MIN_GRAPHS_PER_THREAD = 1024
-"""Below this many graphs per thread a second thread costs more than it saves."""
+_MIN_WORK_FOR_THREADS = 1 << 24
+"""Multiply-adds (T·n³) below which a second thread costs more than it saves (~2,000 graphs at n = 20)."""
 
 
 def as_adjacency(adj: np.ndarray) -> np.ndarray:
@@ -113,11 +117,27 @@ def _chunk_terms(adj: np.ndarray, out: np.ndarray) -> None:
     out[3, live] = _rowdot(q, q, acc)
 
 
+_BLAS = None
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread while the kernel runs: the batched products are many small ones, and a
+    multi-threaded BLAS re-synchronising its threads for each (n = 200: 100 products) cost far more
+    than it saved on a busy machine; the kernel splits the stack over its own threads instead.
+    (The same finding as ``engine.rankers.base.single_thread_blas``.)"""
+    global _BLAS
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    with _BLAS.limit(limits=1, user_api="blas"):
+        yield
+
+
 def _trace_terms(a: np.ndarray, threads: int | None = None) -> np.ndarray:
     """(6, T) float64: tr(A³), tr(A⁴), tr(B³), tr(B⁴), Σ d, Σ d² per graph, chunk by chunk.
 
-    ``threads``: None picks 2 when the stack is large enough and n ≤ 64 (bigger products go
-    through BLAS's own threads), else 1.
+    ``threads``: None picks 2 for a large stack (T·n³ ≥ 2^24, several chunks) on a machine with
+    two cores or more, else 1.
     """
     T, n = a.shape[0], a.shape[1]
     out = np.zeros((6, T))
@@ -126,13 +146,14 @@ def _trace_terms(a: np.ndarray, threads: int | None = None) -> np.ndarray:
     chunk = max(1, _CHUNK_BYTES // (4 * n * n))
     starts = range(0, T, chunk)
     if threads is None:
-        threads = 2 if n <= 64 and T >= 2 * _MIN_GRAPHS_PER_THREAD and (os.cpu_count() or 1) >= 2 else 1
-    if threads <= 1 or len(starts) < 2:
-        for s in starts:
-            _chunk_terms(a[s:s + chunk], out[:, s:s + chunk])
-        return out
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(lambda s: _chunk_terms(a[s:s + chunk], out[:, s:s + chunk]), starts))
+        threads = 2 if T * n**3 >= _MIN_WORK_FOR_THREADS and (os.cpu_count() or 1) >= 2 else 1
+    with _one_blas_thread():
+        if threads <= 1 or len(starts) < 2:
+            for s in starts:
+                _chunk_terms(a[s:s + chunk], out[:, s:s + chunk])
+        else:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                list(pool.map(lambda s: _chunk_terms(a[s:s + chunk], out[:, s:s + chunk]), starts))
     return out
 
 
