@@ -141,6 +141,21 @@ def test_cache_round_trip_and_no_double_insert(empty_store):
     got = cache.get_many([k, "missing"])
     assert list(got) == [k] and got[k].top_logprobs == res.top_logprobs and got[k].text == "A"
     assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 1
+    # several calls in one transaction: the repeated key is ignored, the stored values read back
+    more = [ChatRequest((("user", f"q{i}"),), Decoding(), "pairwise", 1) for i in range(3)]
+    batch = [
+        (call_key("openai", "m", r), r, ChatResult(f"t{i}", None, i, 2 * i, 0.25, 1 + i))
+        for i, r in enumerate(more)
+    ]
+    cache.put_many(batch + [(k, req, ChatResult("other", None))], "openai", "m", 7)
+    got = cache.get_many([b[0] for b in batch] + [k])
+    assert [got[b[0]] for b in batch] == [b[2] for b in batch] and got[k].text == "A"
+    rows = (
+        empty_store.cursor()
+        .execute("SELECT count(*), count(run_id), sum(run_id) FROM judge_calls")
+        .fetchone()
+    )
+    assert rows == (4, 3, 21)
 
 
 def test_write_verdicts_replaces_a_pairs_rows(empty_store):

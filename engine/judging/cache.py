@@ -4,8 +4,12 @@ The key is sha256 over the canonical JSON of (backend identity, model, template 
 version, rendered messages, decoding parameters), so a rerun finds each call it already made and a
 changed template, model or decoding parameter makes a new call. The backend identity is its name
 plus whatever changes its numbers: ``openai``, or ``transformers[cpu,float32]`` /
-``transformers[cuda,bfloat16]`` for the local backend, so CPU results are never reused on a GPU. Each completed call is committed on its own
-(``put``), so a run killed at any moment (SIGKILL) keeps every call that finished and none twice.
+``transformers[cuda,bfloat16]`` for the local backend, so CPU results are never reused on a GPU.
+
+Each completed call is committed as soon as it arrives, alone (``put``) or with the calls that
+finished at the same moment (``put_many``, one transaction), so a run killed at any moment (SIGKILL)
+keeps every call that was written and none twice; a call still in flight (or finished but not yet
+written) is made again by the rerun.
 """
 
 from __future__ import annotations
@@ -73,11 +77,36 @@ class CallCache:
         self, key: str, backend: str, model: str, req: ChatRequest, res: ChatResult, run_id: int | None
     ) -> None:
         """Store one completed call, committed at once (a duplicate key is ignored, not doubled)."""
-        with self.store.transaction() as cur:
-            cur.execute(
-                "INSERT INTO judge_calls (call_key, backend, model, template_id, template_version, messages,"
-                " decoding, text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts, run_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        self.put_many([(key, req, res)], backend, model, run_id)
+
+    def put_many(
+        self,
+        calls: list[tuple[str, ChatRequest, ChatResult]],
+        backend: str,
+        model: str,
+        run_id: int | None,
+    ) -> None:
+        """Store completed calls ``(key, request, result)`` in one transaction (duplicates ignored)."""
+        if not calls:
+            return
+        cols = [
+            "call_key",
+            "backend",
+            "model",
+            "template_id",
+            "template_version",
+            "messages",
+            "decoding",
+            "text",
+            "top_logprobs",
+            "prompt_tokens",
+            "completion_tokens",
+            "latency_s",
+            "attempts",
+            "run_id",
+        ]
+        df = pd.DataFrame(
+            [
                 [
                     key,
                     backend,
@@ -88,13 +117,23 @@ class CallCache:
                     json.dumps(req.decoding.as_dict(), sort_keys=True),
                     res.text,
                     json.dumps(list(res.top_logprobs)) if res.top_logprobs is not None else None,
-                    res.prompt_tokens,
-                    res.completion_tokens,
-                    res.latency_s,
-                    res.attempts,
+                    int(res.prompt_tokens),
+                    int(res.completion_tokens),
+                    float(res.latency_s),
+                    int(res.attempts),
                     run_id,
-                ],
+                ]
+                for key, req, res in calls
+            ],
+            columns=cols,
+        ).astype({"top_logprobs": "object", "run_id": "Int64"})
+        with self.store.transaction() as cur:
+            cur.register("_calls", df)
+            cur.execute(
+                f"INSERT INTO judge_calls ({', '.join(cols)}) SELECT {', '.join(cols)} FROM _calls"
+                " ON CONFLICT DO NOTHING"
             )
+            cur.unregister("_calls")
 
 
 def call_summary(store: Store, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:

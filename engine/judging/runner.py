@@ -8,8 +8,9 @@ backends) or one batch at a time (local batched backends, whose waiting requests
 length so a batch pads little). Identical requests of different units share one call.
 
 Each request is first looked up in the call cache. Worker threads only talk to the backend: the
-calling thread stores every finished call in DuckDB the moment it arrives (one transaction each), so
-the runner is the store's one writer and a SIGKILL loses at most the calls still in flight.
+calling thread stores finished calls in DuckDB the moment they arrive (the calls that finished
+together in one transaction), so the runner is the store's one writer and a SIGKILL loses at most
+the calls still in flight.
 
 Transient failures are retried with exponential backoff and jitter (a delay drawn between half and
 all of ``backoff_s * 2**(attempt-1)``, capped at ``max_backoff_s``), or after the server's own
@@ -157,13 +158,15 @@ class Runner:
             refresh=False,
         )
 
-    def _record(self, key: str, req: ChatRequest, res: ChatResult) -> None:
-        self.cache.put(key, self.identity, self.backend.model, req, res, self.run_id)
+    def _record(self, calls: list[tuple[str, ChatRequest, ChatResult]]) -> None:
+        """Store calls that just completed (one transaction) and count them."""
+        self.cache.put_many(calls, self.identity, self.backend.model, self.run_id)
         s = self.stats
-        s.made += 1
-        s.prompt_tokens += res.prompt_tokens
-        s.completion_tokens += res.completion_tokens
-        s.cost_usd += (res.prompt_tokens * self.price[0] + res.completion_tokens * self.price[1]) / 1e6
+        for _key, _req, res in calls:
+            s.made += 1
+            s.prompt_tokens += res.prompt_tokens
+            s.completion_tokens += res.completion_tokens
+            s.cost_usd += (res.prompt_tokens * self.price[0] + res.completion_tokens * self.price[1]) / 1e6
 
     def backoff_delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry ``attempt`` (1-based); see the module docstring."""
@@ -260,6 +263,7 @@ class _Drive:
                     continue
                 finished, _ = wait(self.inflight, return_when=FIRST_COMPLETED)
                 deliveries: list[tuple[_State, str, ChatResult | None]] = []
+                completed: list[tuple[str, ChatRequest, ChatResult]] = []
                 for fut in finished:
                     items = self.inflight.pop(fut)
                     try:
@@ -279,8 +283,10 @@ class _Drive:
                         r._tick()
                         continue
                     for (k, req), res in zip(items, results, strict=True):
-                        r._record(k, req, res)
+                        completed.append((k, req, res))
                         deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
+                if completed:
+                    r._record(completed)  # every call that finished just now, in one transaction
                     r._tick()
                 self._deliver(deliveries)
         finally:
