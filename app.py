@@ -14,7 +14,8 @@ from engine.errors import LensError
 from engine.schema import DEFAULT_DATASET
 from pages._lens import ALL, choices, get_store
 
-st.set_page_config(page_title="Tournament Lens", page_icon=":material/hub:", layout="wide")
+# an emoji favicon is drawn locally; a :material/…: one would be fetched from fonts.gstatic.com
+st.set_page_config(page_title="Tournament Lens", page_icon="🏆", layout="wide")
 
 # url paths differ from the names Streamlit derives from the file names ("2_truncation.py" →
 # "truncation"): equal names would let the legacy pages/ directory routing run a page without app.py.

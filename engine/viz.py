@@ -255,6 +255,20 @@ def dash_missing(frame: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
     return out
 
 
+def numbers_as_text(frame: pd.DataFrame, formats: dict[str, str]) -> tuple[pd.DataFrame, list[str]]:
+    """Numeric columns that have missing values, as text: each value with its format spec
+    (e.g. ``".2g"``), "—" where missing (tables would print "None"). Returns the frame and the
+    names of the columns it turned into text; complete columns stay numeric (sortable)."""
+    out, changed = frame.copy(), []
+    for col, spec in formats.items():
+        if col not in out.columns or not out[col].isna().any():
+            continue
+        out[col] = ["—" if pd.isna(v) else format(int(v) if spec.endswith("d") else float(v), spec)
+                    for v in out[col].astype(object)]
+        changed.append(col)
+    return out, changed
+
+
 def odd_t_grid(t_max: int, points: int = 25) -> np.ndarray:
     """About ``points`` odd t from 1 to ``t_max`` (odd: with an even t half the pairs can split
     t/2 : t/2, a tie the majority graph cannot orient, and the recovery curve zig-zags)."""

@@ -126,7 +126,8 @@ if k_frame is not None:
         f"Paper 000's protocol, whatever the sidebar's ranker: half-tie Bradley–Terry on the kept graphs, "
         f"Spearman distance to the {escape_md(ref_note)}. Bands: 2.5–97.5 % over {CURVE_RESAMPLES} bootstrap "
         f"draws of the kept graphs. Dashed red: the current setting; dotted green: the K with the smallest "
-        f"distance at this μ ({k_best}). μ values that keep the same graphs share one point."
+        f"distance at this μ ({k_best}). μ values that keep the same graphs share one point. A bootstrap draw "
+        "repeats some graphs and so holds fewer distinct ones, which is why the band can sit above the point."
     )
 
 with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):

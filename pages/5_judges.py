@@ -9,7 +9,7 @@ import streamlit as st
 
 from engine.errors import LensError
 from engine.viz import escape_md
-from pages._lens import current, judge_diagnostics, show_error
+from pages._lens import current, judge_diagnostics, show_error, show_table
 
 st.title("Judges")
 st.caption(
@@ -75,8 +75,10 @@ if jd.position.empty:
     st.info("No verdict of this dataset records which answer was shown first, so position bias cannot be measured.")
 else:
     num, prog = st.column_config.NumberColumn, st.column_config.ProgressColumn
-    st.dataframe(
+    show_table(
         jd.position, hide_index=True, width="stretch",
+        formats={"p_exact_ties_dropped": ".2g", "p_exact_ordinal": ".2g", "n01_ties_dropped": "d",
+                 "n10_ties_dropped": "d", "items_both_orders": "d", "consistent": "d"},
         column_order=[c for c in ("judge", "category", "verdicts", "first_win_rate", "first_win_rate_decisive",
                                   "order_consistency", "p_exact_ties_dropped", "p_exact_ordinal", "both_orders",
                                   "n01_ties_dropped", "n10_ties_dropped", "items_both_orders", "consistent",
@@ -119,8 +121,9 @@ st.caption(
 if not jd.has_prob:
     st.info("SNTD is empty: no verdict of this dataset carries a judge probability (prob_a), which it needs.")
 num = st.column_config.NumberColumn
-st.dataframe(
+show_table(
     jd.transitivity, hide_index=True, width="stretch",
+    formats={"soft_triples": "d", "sntd_mean": ".3f", "rho_nontrans": ".3f", "tau_avg": ".3f", "h2_mean": ".3f"},
     column_config={
         "judge": st.column_config.TextColumn("judge", pinned=True),
         "triples": num("triples", help="Model triples with all three pairs compared, over graphs."),

@@ -243,6 +243,19 @@ def results_zip_for(key: CacheKey, ranker: str, mu: float, about: str) -> bytes:
     return results_zip(board, cycle_overview(key), judges, mu=mu, about=about)
 
 
+def show_table(frame, column_config: dict, formats: dict[str, str], **kwargs) -> None:
+    """st.dataframe where numeric columns with missing values show "—" (not "None"): those
+    columns become right-aligned text with the label and help of their column config."""
+    from engine.viz import numbers_as_text
+
+    shown, changed = numbers_as_text(frame, formats)
+    config = dict(column_config)
+    for col in changed:
+        old = config.get(col) or {}
+        config[col] = st.column_config.TextColumn(old.get("label", col), help=old.get("help"), alignment="right")
+    st.dataframe(shown, column_config=config, **kwargs)
+
+
 def board_display(table):
     """A leaderboard table as shown: reference columns as text with "—" where a model is unmapped."""
     from engine.viz import dash_missing
@@ -257,7 +270,7 @@ def board_columns(reference_note: str, ranker: str) -> dict:
         "rank": num("rank", width="small", help="1 = best; models with equal scores share a rank."),
         "rank_change": num("Δ rank", format="%+d", help="Rank on all graphs minus rank on the kept graphs "
                            "(positive: moved up when truncating)."),
-        "model": st.column_config.TextColumn("model", pinned=True),
+        "model": st.column_config.TextColumn("model"),
         "score": num("score", format="%.3f", help=f"The {ranker} ranker's score (higher is better)."),
         "ci_low": num("CI low", format="%.3f", help="2.5 % bootstrap percentile of the score."),
         "ci_high": num("CI high", format="%.3f", help="97.5 % bootstrap percentile of the score."),

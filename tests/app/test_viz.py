@@ -21,6 +21,7 @@ from engine.viz import (
     graphs_by_score,
     kappa_matrix,
     mean_offdiagonal,
+    numbers_as_text,
     odd_t_grid,
     text_block,
 )
@@ -137,6 +138,15 @@ def test_dash_missing_and_odd_grid():
         assert (grid % 2 == 1).all() and grid.min() == 1 and grid.max() <= t_max
         assert grid.max() >= t_max - 1 - (t_max - 1) / 24 - 2  # reaches (almost) t_max
         assert (np.diff(grid) > 0).all()
+
+
+def test_numbers_as_text_only_touches_columns_with_gaps():
+    f = pd.DataFrame({"p": [0.000123, np.nan], "n": pd.array([3, None], dtype="Int64"), "k": [1.5, 2.0],
+                      "c": [2.0, np.nan]})
+    out, changed = numbers_as_text(f, {"p": ".2g", "n": "d", "k": ".1f", "c": "d"})
+    assert changed == ["p", "n", "c"]
+    assert out["p"].tolist() == ["0.00012", "—"] and out["n"].tolist() == ["3", "—"] and out["c"].tolist() == ["2", "—"]
+    assert out["k"].tolist() == [1.5, 2.0]
 
 
 def test_kappa_matrix_and_mean():
