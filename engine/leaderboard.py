@@ -32,7 +32,8 @@ TABLE_COLUMNS = (
 
 @dataclass(frozen=True)
 class Leaderboard:
-    """``table`` (one row per model, best first), ``params`` (what produced it), the kept graphs."""
+    """``table`` (one row per model, best first), ``params`` (what produced it), the graphs ranked
+    (``kept``: with keep-K, the kept-graph table in keep order with each graph's S_mu)."""
 
     table: pd.DataFrame
     params: dict[str, Any]
@@ -60,14 +61,17 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def truncate(stack: GraphStack, keep_k: int, mu: float = 1.0, per_category: bool = False):
-    """Keep the K graphs with the smallest S_mu = C3_bad + mu C4_bad (paper 000, Section 3.1)."""
-    from .cycles import cycle_counts
-    from .truncation import select_keep_k, truncation_scores
+def truncate(stack: GraphStack, keep_k: int, mu: float = 1.0, per_category: bool = False, pool: str = "perturbed"):
+    """Keep the K graphs with the smallest S_mu = C3_bad + mu C4_bad (paper 000, Section 3.1).
 
-    scores = truncation_scores(cycle_counts(stack), mu=mu)
-    sel = select_keep_k(scores, stack.keys, keep_k, per_category=per_category)
-    return stack.subset(sel.index), sel
+    Scores come from the graphs as judged; ``pool`` says which variants compete (``perturbed``:
+    originals and paraphrases, as the paper's Trunc; ``sampling``; ``all``). Returns the kept
+    sub-stack and ``engine.truncation.KeptGraphs`` (kept-graph table, threshold S_K, notes).
+    """
+    from .truncation import keep_k_graphs
+
+    kept = keep_k_graphs(stack, keep_k, mu=mu, per_category=per_category, pool=pool)
+    return stack.subset(kept.index), kept
 
 
 def leaderboard_from_stack(
@@ -77,6 +81,7 @@ def leaderboard_from_stack(
     keep_k: int | None = None,
     mu: float = 1.0,
     per_category: bool = False,
+    pool: str = "perturbed",
     bootstrap: int = 0,
     seed: int = 0,
     ranker_params: dict | None = None,
@@ -85,13 +90,14 @@ def leaderboard_from_stack(
 ) -> Leaderboard:
     """Rank a stack (optionally truncated to keep-K) and tabulate scores, CIs and win/loss/tie counts."""
     params = dict(ranker_params or {})
-    pool = stack.T
-    threshold = None
+    n_pool = stack.T
+    threshold, keep_note, kept_table = None, None, None
     if stack.T == 0:
         raise LensError("The selection holds no graph: no valid verdict matches the filters.")
     if keep_k is not None:
-        stack, sel = truncate(stack, keep_k, mu, per_category)
+        stack, sel = truncate(stack, keep_k, mu, per_category, pool)
         threshold = sel.threshold if not isinstance(sel.threshold, pd.Series) else sel.threshold.to_dict()
+        n_pool, keep_note, kept_table = sel.n_pool, sel.note or None, sel.table
     res = rank(stack, ranker, **params)
     models = list(stack.models)
     W, T = stack.win_tie_matrices()
@@ -131,8 +137,10 @@ def leaderboard_from_stack(
         "keep_k": keep_k,
         "mu": mu if keep_k is not None else None,
         "per_category": per_category if keep_k is not None else None,
+        "pool": pool if keep_k is not None else None,
         "threshold": _plain(threshold),
-        "n_graphs_pool": pool,
+        "keep_note": keep_note,
+        "n_graphs_pool": n_pool,
         "n_graphs": stack.T,
         "n_models": stack.n,
         "bootstrap": int(bootstrap or 0),
@@ -144,7 +152,8 @@ def leaderboard_from_stack(
         "level": level if bootstrap else None,
         **(extra_params or {}),
     }
-    return Leaderboard(table, info, stack.T, stack.keys.copy(), res, boot)
+    kept = kept_table if kept_table is not None else stack.keys.copy()
+    return Leaderboard(table, info, stack.T, kept, res, boot)
 
 
 def leaderboard(
@@ -157,6 +166,7 @@ def leaderboard(
     keep_k: int | None = None,
     mu: float = 1.0,
     per_category: bool = False,
+    pool: str = "perturbed",
     bootstrap: int = 0,
     seed: int = 0,
     policy: str = DEFAULT_POLICY,
@@ -178,7 +188,7 @@ def leaderboard(
         "n_invalid_verdicts": int((verdicts["winner"] == "invalid").sum()),
     }
     return leaderboard_from_stack(
-        stack, ranker=ranker, keep_k=keep_k, mu=mu, per_category=per_category, bootstrap=bootstrap, seed=seed,
+        stack, ranker=ranker, keep_k=keep_k, mu=mu, per_category=per_category, pool=pool, bootstrap=bootstrap, seed=seed,
         ranker_params=ranker_params, level=level, extra_params=extra,
     )
 
@@ -202,6 +212,16 @@ def board_notes(board: Leaderboard) -> list[str]:
     regularisations, the policy for pairs never compared). The CLI prints them; the library never does."""
     p, d, r = board.params, board.result.details, board.params["ranker"]
     out: list[str] = []
+    if p.get("keep_k") is not None:
+        thr = p.get("threshold")
+        thr_text = (", ".join(f"{k} {_fmt(v)}" for k, v in thr.items()) if isinstance(thr, dict) else _fmt(thr))
+        out.append(
+            f"keep-K: ranked the {p['n_graphs']} graph(s) of smallest S_mu = C3_bad + {_fmt(p['mu'])}*C4_bad "
+            f"out of {p['n_graphs_pool']} in the {p['pool']} pool"
+            f"{' (K per category)' if p.get('per_category') else ''}; threshold S_K = {thr_text}."
+        )
+        if p.get("keep_note"):
+            out.append(f"keep-K: {p['keep_note']}")
     reg = d.get("regularisation")
     if reg and float(d.get("alpha", 0.0) or 0.0) > 0:
         out.append(f"{r}: {reg}.")

@@ -118,7 +118,9 @@ def test_cli_csv_stays_clean_and_notes_go_to_stderr(shipped_db):
     assert lines[0].startswith("rank,model,score") and len(lines) == 1 + 5  # header + rows only
     ranks = pd.read_csv(io.StringIO(out))["rank"].tolist()
     assert ranks == sorted(ranks) and ranks[0] == 1
-    assert err.startswith("note: bt: the MLE does not exist") and "virtual tie" in err
+    notes = err.strip().split("\n")
+    assert notes[0].startswith("note: keep-K: ranked the 1 graph(s) of smallest S_mu") and "out of 80" in notes[0]
+    assert notes[1].startswith("note: bt: the MLE does not exist") and "virtual tie" in notes[1]
     rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "human", "--ranker", "copeland", "--format", "table")
     assert rc == 0 and "note:" not in out
     assert "copeland: 4 pair(s) of models were never compared" in err  # claude met 4 of the 8 others
@@ -152,3 +154,31 @@ def test_rank_and_compare_follow_a_rankers_stated_order(shipped_db, shipped_stor
     for k in ("spearman", "kendall", "footrule", "chebyshev"):
         assert row[k] == pytest.approx(expect[k])
     assert board.table.set_index("model")["rank"].to_dict() == pos
+
+
+def test_show_kept_lists_the_kept_graphs_in_keep_order_with_the_threshold(shipped_db, shipped_store):
+    """--show-kept prints the K graphs of smallest S_mu (ties by graph key), checked by a direct sort."""
+    from engine.cycles import cycle_counts
+
+    rc, out, err = run_cli(
+        shipped_db, "leaderboard", "--judge", "gpt-4", "--keep-k", "12", "--mu", "0.5", "--show-kept", "--format", "csv"
+    )
+    assert rc == 0
+    kept = pd.read_csv(io.StringIO(out), dtype={"prompt_id": str})
+    st = build_stack(shipped_store.verdicts("vicuna80", judge="gpt-4"))
+    counts = cycle_counts(st)
+    direct = st.keys[["prompt_id"]].copy()
+    direct["score"] = counts["c3_bad"].to_numpy() + 0.5 * counts["c4_bad"].to_numpy()
+    direct["pid"] = direct["prompt_id"].astype(int)  # vicuna80 ids are numbers: natural key order
+    direct = direct.sort_values(["score", "pid"], kind="stable").head(12)
+    assert kept["prompt_id"].tolist() == direct["prompt_id"].tolist()
+    assert kept["score"].tolist() == direct["score"].tolist()
+    assert kept["keep_rank"].tolist() == list(range(1, 13))
+    threshold = float(direct["score"].iloc[-1])
+    assert f"threshold S_K = {threshold:.4g}" in err
+    rc, out, _ = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--keep-k", "12", "--mu", "0.5", "--format", "json")
+    obj = json.loads(out)
+    assert [row["prompt_id"] for row in obj["kept"]] == direct["prompt_id"].tolist()
+    assert obj["params"]["threshold"] == threshold and obj["params"]["pool"] == "perturbed"
+    rc, _, err = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--show-kept")
+    assert rc == 2 and "give --keep-k" in err

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             for ranker in args.ranker or ["bt"]:
                 board = leaderboard(
                     store, args.dataset, judge=judge, category=args.category, ranker=ranker,
-                    keep_k=args.keep_k, mu=args.mu, per_category=args.per_category, policy=args.policy,
+                    keep_k=args.keep_k, mu=args.mu, per_category=args.per_category, pool=args.pool, policy=args.policy,
                     ranker_params=ranker_params(args),
                 )
                 d = compare_to_reference(board, ref)

@@ -45,6 +45,9 @@ def add_selection(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-k", type=int, help="keep the K graphs with the smallest S_mu = C3_bad + mu*C4_bad")
     p.add_argument("--mu", type=float, default=1.0, help="weight of bad 4-cycles in S_mu (default 1)")
     p.add_argument("--per-category", action="store_true", help="keep K graphs in each category")
+    p.add_argument("--pool", choices=("perturbed", "sampling", "all"), default="perturbed",
+                   help="which graphs compete for keep-K: perturbed = originals + paraphrases (the paper's "
+                        "Trunc, default), sampling = originals + sampling replicates, all")
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
                    help="how several verdicts on one pair in one graph combine")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
@@ -80,6 +83,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ranker", choices=sorted(RANKERS), default="bt")
     p.add_argument("--bootstrap", type=int, default=0, metavar="B", help="bootstrap resamples for CIs (0: none)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--show-kept", action="store_true",
+                   help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")
     add_format(p)
     p.set_defaults(func=run)
 
@@ -89,23 +94,33 @@ def run(args: argparse.Namespace) -> int:
     try:
         board = leaderboard(
             store, args.dataset, judge=args.judge, category=args.category, ranker=args.ranker,
-            keep_k=args.keep_k, mu=args.mu, per_category=args.per_category, bootstrap=args.bootstrap,
+            keep_k=args.keep_k, mu=args.mu, per_category=args.per_category, pool=args.pool, bootstrap=args.bootstrap,
             seed=args.seed, policy=args.policy, ranker_params=ranker_params(args),
         )
     finally:
         store.close()
+    if args.show_kept:
+        if args.keep_k is None:
+            raise LensError("--show-kept lists the graphs keep-K kept; give --keep-k K too.")
+        write_frame(board.kept, args.format)
+        for line in board_notes(board)[:2]:
+            sys.stderr.write(f"note: {line}\n")
+        return 0
     write_board(board, args.format)
     return 0
 
 
 def write_board(board, fmt: str) -> None:
-    """JSON: one object {params, details, notes, table}. CSV / table: the table on stdout (CSV stays
-    header + rows only) and one ``note: ...`` line per notable fit detail on stderr."""
+    """JSON: one object {params, details, notes, table, kept (with keep-K)}. CSV / table: the table on
+    stdout (CSV stays header + rows only) and one ``note: ...`` line per notable detail on stderr."""
     notes = board_notes(board)
     if fmt == "json":
         details = {k: v for k, v in board.result.details.items() if not isinstance(v, np.ndarray)}
         table = json.loads(board.table.to_json(orient="records", double_precision=10))
-        write_json(_plain({"params": board.params, "details": details, "notes": notes, "table": table}))
+        obj = {"params": board.params, "details": details, "notes": notes, "table": table}
+        if board.params.get("keep_k") is not None:
+            obj["kept"] = json.loads(board.kept.to_json(orient="records", double_precision=10))
+        write_json(_plain(obj))
         return
     write_frame(board.table, fmt)
     for line in notes:
