@@ -452,3 +452,39 @@ def test_several_base_urls_share_the_load(empty_store):
         backend = OpenAIBackend("fake", base_url=f"{s1.base_url},{s2.base_url}", api_key="k")
         rep = judge_run(empty_store, "syn", Runner(empty_store, backend, concurrency=1), protocol="swapped")
         assert rep.stats.made == 12 and (s1.total, s2.total) == (6, 6)
+
+
+def test_the_store_is_readable_while_a_judge_run_writes_to_it(tmp_path):
+    """`judge` lets go of the DuckDB file between its writes, so another process (the app) can
+    read the growing dataset during the run; the reader sees verdicts before the run ends."""
+    from engine.store import Store
+
+    db = tmp_path / "live.duckdb"
+    unique = 8 * 3 * 2  # prompts × pairs × orders
+    with FakeOpenAI(delay_s=0.25) as srv:
+        cmd = [
+            sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "live", "--inputs", "mt_bench",
+            "--models", "gpt-4,llama-13b,alpaca-13b", "--limit", "1", "--protocol", "swapped",
+            "--backend", "openai", "--base-url", srv.base_url, "--model", "fake-judge", "--concurrency", "2",
+            "--no-progress", "--format", "csv",
+        ]
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen_during_run = []
+        deadline = time.time() + 120
+        while proc.poll() is None and time.time() < deadline:
+            if db.exists() and srv.total >= 4:
+                store = Store(db, keep_open=False, lock_wait_s=30)
+                with store.session():
+                    n = store.cursor().execute(
+                        "SELECT count(*) FROM verdicts WHERE dataset = 'live'"
+                    ).fetchone()[0]
+                    status = store.cursor().execute("SELECT max(status) FROM judge_runs").fetchone()[0]
+                if proc.poll() is None and status == "running":
+                    seen_during_run.append(n)
+            time.sleep(0.3)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert seen_during_run, "the store could not be read while the run was going"
+    assert max(seen_during_run) > 0 and min(seen_during_run) < unique  # partial results, read mid-run
+    with Store(db) as st:
+        assert len(st.verdicts("live")) == unique

@@ -11,12 +11,14 @@ import pandas as pd
 from ..store import Store, open_store
 
 
-def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True) -> Store:
+def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True, keep_open: bool = True) -> Store:
     """The store named by --db / $LENS_DB, waiting up to --lock-wait seconds if another process
-    (the app in the middle of a page, another command) holds the file."""
+    (the app in the middle of a page, another command) holds the file. Long runs (judge, generate,
+    perturb) pass ``keep_open=False`` so the file is free between their writes."""
     return open_store(
         getattr(args, "db", None),
         ensure_default=ensure_default,
+        keep_open=keep_open,
         lock_wait_s=getattr(args, "lock_wait", 30.0),
     )
 

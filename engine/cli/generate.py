@@ -25,7 +25,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = store_from_args(args, ensure_default=False)
+    store = store_from_args(args, ensure_default=False, keep_open=False)  # file free between writes
     try:
         tid, ver = parse_template_ref(args.template)
         template = get_template(tid, ver, kind="answer", user_dir=args.templates)

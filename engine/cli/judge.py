@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     schedule = args.schedule or ("swim" if args.add_model else "round-robin")
     if args.add_model and schedule != "swim":
         raise LensError("--add-model works with --schedule swim only.")
-    store = store_from_args(args, ensure_default=False)
+    store = store_from_args(args, ensure_default=False, keep_open=False)  # file free between writes
     try:
         models = _csv(args.models)
         if args.inputs:

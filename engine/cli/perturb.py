@@ -34,7 +34,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise LensError("-k must be at least 1.")
-    store = store_from_args(args, ensure_default=False)
+    store = store_from_args(args, ensure_default=False, keep_open=False)  # file free between writes
     try:
         gen = get_template(
             *parse_template_ref(args.paraphrase_template), kind="paraphrase", user_dir=args.templates

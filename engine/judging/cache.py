@@ -64,13 +64,14 @@ class CallCache:
         """The cached results among ``keys`` (missing keys are absent from the dict)."""
         if not keys:
             return {}
-        cur = self.store.cursor()
-        cur.register("_wanted", pd.DataFrame({"call_key": list(dict.fromkeys(keys))}))
-        rows = cur.execute(
-            "SELECT c.call_key, text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts"
-            " FROM judge_calls c JOIN _wanted w USING (call_key)"
-        ).fetchall()
-        cur.unregister("_wanted")
+        with self.store.session():  # a store opened with keep_open=False lets go of the file after the read
+            cur = self.store.cursor()
+            cur.register("_wanted", pd.DataFrame({"call_key": list(dict.fromkeys(keys))}))
+            rows = cur.execute(
+                "SELECT c.call_key, text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts"
+                " FROM judge_calls c JOIN _wanted w USING (call_key)"
+            ).fetchall()
+            cur.unregister("_wanted")
         return {r[0]: _result_from_row(*r[1:]) for r in rows}
 
     def put(
