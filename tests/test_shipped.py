@@ -94,6 +94,7 @@ def test_graphs_leave_invalid_out(shipped):
     stack = build_stack(gpt4)
     assert int(stack.keys["n_invalid"].sum()) == 13
     assert int(stack.keys["n_verdicts"].sum()) == len(gpt4) - 13
+    assert stack.invalid_only.empty  # every shipped graph has valid verdicts too
 
 
 def test_generic_importer_gives_the_same_rows(shipped, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 
 import networkx as nx
@@ -11,7 +12,7 @@ import pytest
 
 from engine.__main__ import main
 from engine.cycles import cycle_counts_arrays
-from engine.graphs import KEY_COLUMNS, GraphStack
+from engine.graphs import KEY_COLUMNS, GraphStack, build_stack
 from engine.store import Store
 from engine.triads import KINDS, PATTERNS, classify_triples, cyclic_triads, nontransitive_triads
 
@@ -223,3 +224,20 @@ def test_triads_command_csv(db_path, capsys):
     assert captured.err.startswith("error: ") and "'nope'" in captured.err and captured.err.count("\n") == 1
     assert main(["--db", str(db_path), "triads", "--dataset", "missing", "--prompt-id", "p1"]) == 2
     assert "missing" in capsys.readouterr().err
+
+
+def test_triads_command_on_several_shipped_graphs_keeps_the_contract_first(shipped_db, capsys):
+    """Prompt 1 has a graph per judge: the four contract columns first, the graph's key after, and
+    each graph's rows are exactly its non-transitive triads (counted by C3_bad, App. A.2)."""
+
+    assert main(["--db", str(shipped_db), "triads", "--dataset", "vicuna80", "--prompt-id", "1",
+                 "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "model_a,model_b,model_c,kind,judge,variant,turn"
+    df = pd.read_csv(io.StringIO(out))
+    with Store(shipped_db) as s:
+        v = s.verdicts("vicuna80")
+    stack = build_stack(v[v["prompt_id"] == "1"])
+    assert stack.T == 6
+    bad = dict(zip(stack.keys["judge"], cycle_counts_arrays(stack.adj)["c3_bad"], strict=True))
+    assert df.groupby("judge").size().reindex(list(bad), fill_value=0).to_dict() == bad
