@@ -42,14 +42,12 @@ are rounded to int64.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import ThreadpoolController
 
+from .blas import single_thread_blas
 from .errors import LensError
 
 COUNT_COLUMNS: tuple[str, ...] = ("c3", "c4", "c3_tie", "c4_tie", "c3_bad", "c4_bad")
@@ -117,22 +115,6 @@ def _chunk_terms(adj: np.ndarray, out: np.ndarray) -> None:
     out[3, live] = _rowdot(q, q, acc)
 
 
-_BLAS = None
-
-
-@contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """BLAS on one thread while the kernel runs: the batched products are many small ones, and a
-    multi-threaded BLAS re-synchronising its threads for each (n = 200: 100 products) cost far more
-    than it saved on a busy machine; the kernel splits the stack over its own threads instead.
-    (The same finding as ``engine.rankers.base.single_thread_blas``.)"""
-    global _BLAS
-    if _BLAS is None:
-        _BLAS = ThreadpoolController()
-    with _BLAS.limit(limits=1, user_api="blas"):
-        yield
-
-
 def _trace_terms(a: np.ndarray, threads: int | None = None) -> np.ndarray:
     """(6, T) float64: tr(A³), tr(A⁴), tr(B³), tr(B⁴), Σ d, Σ d² per graph, chunk by chunk.
 
@@ -147,7 +129,7 @@ def _trace_terms(a: np.ndarray, threads: int | None = None) -> np.ndarray:
     starts = range(0, T, chunk)
     if threads is None:
         threads = 2 if T * n**3 >= _MIN_WORK_FOR_THREADS and (os.cpu_count() or 1) >= 2 else 1
-    with _one_blas_thread():
+    with single_thread_blas():
         if threads <= 1 or len(starts) < 2:
             for s in starts:
                 _chunk_terms(a[s:s + chunk], out[:, s:s + chunk])

@@ -7,15 +7,14 @@ eq. 3-4: ``W[i, j]`` graphs where i beat j, ``T[i, j]`` graphs where they tied.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import ThreadpoolController
 
+from ..blas import single_thread_blas  # noqa: F401 - re-exported
 from ..errors import LensError
 from ..graphs import GraphStack
 
@@ -185,19 +184,3 @@ def adjacency_frame(models: tuple[str, ...] | list[str], mat: np.ndarray) -> pd.
     return pd.DataFrame(np.asarray(mat), index=idx, columns=pd.Index(list(models), name="opponent"))
 
 
-_CONTROLLER = None
-
-
-@contextmanager
-def single_thread_blas() -> Iterator[None]:
-    """Run small dense linear algebra on one BLAS thread.
-
-    Our matrices are n x n with n = number of models (tens to hundreds); multi-threaded OpenBLAS
-    spends far longer synchronising threads than computing on them, and on a busy shared machine a
-    100 x 100 solve measured 0.09 s threaded against 0.0001 s on one thread.
-    """
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    with _CONTROLLER.limit(limits=1, user_api="blas"):
-        yield
