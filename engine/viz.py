@@ -42,6 +42,13 @@ def escape_md(text: object) -> str:
     return _ASCII_PUNCT.sub(r"\\\1", s).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
+def plot_labels(values: Iterable[object]) -> list[str]:
+    """Category labels for plotly (axis ticks, hover): plotly reads ``<b>``, ``<a href>`` … in
+    labels as markup and decodes entities, so ``<``, ``>`` and ``&`` go in as entities and the
+    label shows exactly as written."""
+    return [html.escape("" if v is None else str(v), quote=False) for v in values]
+
+
 def text_block(text: object) -> str:
     """A multi-line user text as escaped Markdown that keeps its line breaks (hard breaks)."""
     lines = ("" if text is None else str(text)).splitlines()

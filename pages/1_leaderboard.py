@@ -8,7 +8,7 @@ import streamlit as st
 
 from engine.errors import LensError
 from engine.exports import csv_bytes, leaderboard_json
-from engine.viz import ci_plot_frame, escape_md
+from engine.viz import ci_plot_frame, escape_md, plot_labels
 from pages._lens import (
     B_DEFAULT,
     SEED,
@@ -52,7 +52,7 @@ st.dataframe(board_display(table), hide_index=True, width="stretch",
 
 plot = ci_plot_frame(table)
 fig = go.Figure(go.Scatter(
-    x=plot["score"], y=plot["model"], mode="markers", marker={"size": 11, "color": "#3b5bdb"},
+    x=plot["score"], y=plot_labels(plot["model"]), mode="markers", marker={"size": 11, "color": "#3b5bdb"},
     error_x={"type": "data", "array": plot["err_plus"], "arrayminus": plot["err_minus"], "thickness": 1.6,
              "color": "#748ffc"},
     hovertemplate="%{y}: %{x:.3f}<extra></extra>",

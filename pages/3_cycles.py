@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import LensError
-from engine.viz import graphs_by_score
+from engine.viz import graphs_by_score, plot_labels
 from pages._lens import current, cycle_overview, show_error
 
 st.title("Cycles")
@@ -31,7 +31,7 @@ c4.metric("Mean bad 4-cycles per graph", f"{ov.mean_c4_bad:.2f}")
 
 def heatmap(frame, title, colorbar, fmt):
     fig = go.Figure(go.Heatmap(
-        z=frame.to_numpy(), x=[str(c) for c in frame.columns], y=[str(i) for i in frame.index],
+        z=frame.to_numpy(), x=plot_labels(frame.columns), y=plot_labels(frame.index),
         colorscale="Reds", colorbar={"title": colorbar}, hovertemplate=f"%{{y}} × %{{x}}: %{{z:{fmt}}}<extra></extra>",
     ))
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=420, margin={"l": 10, "r": 10, "t": 40, "b": 10})

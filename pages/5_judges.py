@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import LensError
-from engine.viz import escape_md
+from engine.viz import escape_md, plot_labels
 from pages._lens import current, judge_diagnostics, show_error, show_table
 
 st.title("Judges")
@@ -44,7 +44,7 @@ if by_cat and jd.kappa_by_category:
         mat, where = jd.kappa_by_category[pick], f"category {pick}"
 left, right = st.columns([3, 2])
 fig = go.Figure(go.Heatmap(
-    z=mat.to_numpy(), x=list(mat.columns), y=list(mat.index), zmin=-1, zmax=1, colorscale="RdBu",
+    z=mat.to_numpy(), x=plot_labels(mat.columns), y=plot_labels(mat.index), zmin=-1, zmax=1, colorscale="RdBu",
     text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(mat.to_numpy()), texttemplate="%{text}",
     hovertemplate="%{y} vs %{x}: κ=%{z:.3f}<extra></extra>", colorbar={"title": "κ"},
 ))

@@ -101,14 +101,6 @@ def stack_for(key: CacheKey):
     return build_stack(verdicts_for(key))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def counts_for(key: CacheKey):
-    """Per-graph cycle counts (C3, C4, their tie and bad parts), in stack order."""
-    from engine.cycles import cycle_counts
-
-    return cycle_counts(stack_for(key))
-
-
 @st.cache_data(max_entries=64, show_spinner="Reading the graph…")
 def graph_view_for(key: CacheKey, t: int):
     """Graph ``t`` as the inspector shows it (models, triads, pair loads, PGED and ELSPR changes)."""

@@ -276,6 +276,10 @@ def test_xss_dataset_runs_no_script(xss_server, browser):
         for frame in page.frames:
             assert frame.evaluate("typeof window.__xss") == "undefined", (path, frame.url)
         assert errors_on(page) == [], path
+        if path == "":  # the leaderboard chart's model ticks show the names as written (no markup)
+            wait_drawn(page)
+            ticks = page.eval_on_selector_all('[data-testid="stPlotlyChart"] .ytick text', "els => els.map(e => e.textContent)")
+            assert f"m1 {XSS_SCRIPT}" in ticks and f"m2 {XSS_IMG}" in ticks and "m3's :material/home:" in ticks, ticks
     # the sidebar kept the XSS dataset, and the inspector shows every text exactly as written
     wait_drawn(page)
     main = page.inner_text('[data-testid="stMainBlockContainer"]')

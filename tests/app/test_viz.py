@@ -23,6 +23,7 @@ from engine.viz import (
     mean_offdiagonal,
     numbers_as_text,
     odd_t_grid,
+    plot_labels,
     text_block,
 )
 
@@ -147,6 +148,14 @@ def test_numbers_as_text_only_touches_columns_with_gaps():
     assert changed == ["p", "n", "c"]
     assert out["p"].tolist() == ["0.00012", "—"] and out["n"].tolist() == ["3", "—"] and out["c"].tolist() == ["2", "—"]
     assert out["k"].tolist() == [1.5, 2.0]
+
+
+def test_plot_labels_escape_plotly_markup():
+    import html as h
+
+    labels = plot_labels(["<b>x</b> & y", "it's", None])
+    assert labels == ["&lt;b&gt;x&lt;/b&gt; &amp; y", "it's", ""]
+    assert [h.unescape(v) for v in labels[:2]] == ["<b>x</b> & y", "it's"]  # plotly decodes the entities
 
 
 def test_kappa_matrix_and_mean():
