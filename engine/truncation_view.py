@@ -3,9 +3,10 @@ sensitivity curves and the Table-2 protocol summary, as frames the page only dra
 
 The curves follow paper 000's protocol (half-tie Bradley-Terry on the kept graphs, Spearman
 distance to the reference), whatever ranker the sidebar holds, so nothing here depends on it.
-The μ curve at a given K is computed once per *distinct kept set*: on vicuna80 the 17 μ values
-of the grid keep only 1-4 different sets of graphs at any K, and the same graphs give the same
-numbers, so a K move costs one to four small fits instead of seventeen.
+Each x carries ``engine.curves``' numbers: ``mean`` over draws of 80 % of the kept graphs
+without replacement (the paper's 25 → 20) with its 95 % interval ``ci_low``/``ci_high``, and the
+``point`` estimate from all kept graphs at once. The pool is every graph of the selection, the
+same pool the live leaderboard truncates.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ PAPER_KEEP = (25, 50)
 """Paper 000 keeps the 25 graphs of smallest S_mu out of each category's 50 (Table 2)."""
 
 CURVE_DISTANCE = "spearman"
-CURVE_COLUMNS = ["point", "ci_low", "ci_high", "n_kept"]
+CURVE_COLUMNS = ["mean", "ci_low", "ci_high", "point", "q_low", "q_high", "n_kept", "n_draw"]
 
 
 def default_keep_k(n_graphs: int) -> int:
@@ -31,44 +32,32 @@ def default_keep_k(n_graphs: int) -> int:
 
 def _pick(frame: pd.DataFrame, x: str) -> pd.DataFrame:
     f = frame[(frame["distance"] == CURVE_DISTANCE) & (frame["category"] == "all")]
-    return f[[x, *CURVE_COLUMNS]].sort_values(x).reset_index(drop=True)
+    return f[[x, *[c for c in CURVE_COLUMNS if c in f.columns]]].sort_values(x).reset_index(drop=True)
 
 
 def keep_k_view(stack, reference, *, mu: float, resamples: int, seed: int) -> pd.DataFrame:
-    """Spearman distance to the reference against K = 1 … T at this μ, with bands (columns k,
-    point, ci_low, ci_high, n_kept), from ``engine.curves.keep_k_curve`` on the whole pool."""
+    """Spearman distance to the reference against K = 1 … T at this μ (columns k and
+    ``CURVE_COLUMNS``), from ``engine.curves.keep_k_curve`` on the whole pool."""
     from .curves import keep_k_curve
 
     return _pick(keep_k_curve(stack, reference, mu=mu, per_category=False, pool="all",
                               resamples=resamples, seed=seed), "k")
 
 
-def mu_view(ctx, reference, *, k: int, mus: Sequence[float], resamples: int, seed: int) -> pd.DataFrame:
-    """Spearman distance against μ at this K (columns mu, point, ci_low, ci_high, n_kept, group).
+def mu_view(stack, reference, *, k: int, mus: Sequence[float], resamples: int, seed: int) -> pd.DataFrame:
+    """Spearman distance against μ at this K (columns mu and ``CURVE_COLUMNS``), from
+    ``engine.curves.mu_curve`` on the whole pool (μ values that keep the same graphs get the same
+    numbers: its draws are common random numbers per graph)."""
+    from .curves import mu_curve
 
-    ``ctx`` is an ``engine.appstate.SliderContext``. μ values that keep the same K graphs form a
-    ``group`` and share one keep-K evaluation (``engine.curves.keep_k_curve`` at K with that μ):
-    same graphs, same distance and band.
-    """
-    from .curves import keep_k_curve
-
-    groups: dict[tuple[int, ...], list[float]] = {}
-    for mu in mus:
-        idx, _ = ctx.kept(int(k), float(mu))
-        groups.setdefault(tuple(int(i) for i in idx), []).append(float(mu))
-    rows = []
-    for g, members in enumerate(groups.values()):
-        f = keep_k_curve(ctx.stack, reference, ks=[int(k)], mu=members[0], per_category=False, pool="all",
-                         resamples=resamples, seed=seed)
-        cell = _pick(f, "k").iloc[0]
-        rows += [{"mu": m, **{c: cell[c] for c in CURVE_COLUMNS}, "group": g} for m in members]
-    return pd.DataFrame(rows).sort_values("mu").reset_index(drop=True)
+    return _pick(mu_curve(stack, reference, [float(m) for m in mus], k=int(k), per_category=False, pool="all",
+                          resamples=resamples, seed=seed), "mu")
 
 
-def best_k(curve: pd.DataFrame) -> int:
-    """The smallest K whose point distance is the curve's minimum."""
-    best = curve["point"].min()
-    return int(curve.loc[np.isclose(curve["point"], best), "k"].min())
+def best_k(curve: pd.DataFrame, column: str = "mean") -> int:
+    """The smallest K where the curve (``mean`` by default) is at its minimum."""
+    best = curve[column].min()
+    return int(curve.loc[np.isclose(curve[column], best), "k"].min())
 
 
 _POOL = re.compile(r"pool has (\d+) < keep (\d+)")

@@ -276,16 +276,6 @@ def numbers_as_text(frame: pd.DataFrame, formats: dict[str, str]) -> tuple[pd.Da
     return out, changed
 
 
-def odd_t_grid(t_max: int, points: int = 25) -> np.ndarray:
-    """About ``points`` odd t from 1 to ``t_max`` (odd: with an even t half the pairs can split
-    t/2 : t/2, a tie the majority graph cannot orient, and the recovery curve zig-zags)."""
-    t_max = max(int(t_max), 1)
-    raw = np.linspace(1, t_max, points)
-    odd = 2 * np.floor(raw / 2) + 1
-    odd = odd[odd <= t_max]
-    return np.unique(odd.astype(np.int64))
-
-
 def nb_fit_frame(counts: np.ndarray) -> tuple[pd.DataFrame | None, str]:
     """Negative binomial fit of per-graph cycle counts (paper 003) as expected graphs per count.
 

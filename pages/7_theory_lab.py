@@ -63,7 +63,7 @@ fig.update_layout(
 )
 st.plotly_chart(fig, width="stretch")
 st.caption(
-    f"n = {n}, p = {p:.2f}, {reps} replicates per t, seed {SEED}; bands are 95 % binomial intervals. t is odd: "
+    f"n = {n}, p = {p:.2f}, {reps} replicates per t, seed {SEED}; bands are 95 % Wilson intervals. t is odd: "
     "with an even t a pair can split t/2 : t/2, which the majority graph cannot orient, and the curve would "
     "zig-zag between odd and even t. The thresholds are asymptotic (n → ∞), so at small n the curves cross ½ "
     "near, not at, the lines."

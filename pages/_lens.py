@@ -195,14 +195,14 @@ def keep_k_curve_for(key: CacheKey, mu: float):
 
 @st.cache_data(max_entries=256, show_spinner="Computing the μ curve…")
 def mu_curve_for(key: CacheKey, keep_k: int):
-    """Spearman distance to the reference against μ at this K (one fit per distinct kept set)."""
+    """Spearman distance to the reference against μ at this K (paper protocol: half-tie BT)."""
     from engine.curves import DEFAULT_MU_GRID
     from engine.truncation_view import mu_view
 
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    return mu_view(slider_context(key), ref, k=keep_k, mus=DEFAULT_MU_GRID, resamples=CURVE_RESAMPLES, seed=SEED)
+    return mu_view(stack_for(key), ref, k=keep_k, mus=DEFAULT_MU_GRID, resamples=CURVE_RESAMPLES, seed=SEED)
 
 
 @st.cache_data(max_entries=8, show_spinner="Running the Table-2 protocols…")
@@ -220,10 +220,9 @@ def protocol_table(key: CacheKey, mu: float):
 @st.cache_data(max_entries=64, show_spinner="Simulating…")
 def recovery_result(n: int, p: float, t_max: int, reps: int, seed: int):
     """Recovery probability against odd t up to ``t_max`` (about 25 points) for both graph models."""
-    from engine.simulate import recovery_curve
-    from engine.viz import odd_t_grid
+    from engine.simulate import odd_grid, recovery_curve
 
-    return recovery_curve(n, p, odd_t_grid(t_max), reps=reps, seed=seed)
+    return recovery_curve(n, p, odd_grid(t_max), reps=reps, seed=seed)
 
 
 def results_zip_for(key: CacheKey, ranker: str, mu: float, about: str) -> bytes:

@@ -147,7 +147,7 @@ def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app, shipped_store):
     at = app.switch_page("pages/2_truncation.py").run()
     assert_clean(at)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    line = next(t for t in spec["data"] if t.get("mode") == "lines+markers")
+    line = next(t for t in spec["data"] if t.get("name") == "all kept graphs")  # the point estimate
     ks, ys = _plotly_array(line["x"]), _plotly_array(line["y"])
     judge = at.session_state["judge"]
     pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
