@@ -12,7 +12,8 @@ import streamlit as st
 
 from engine.errors import LensError
 from engine.schema import DEFAULT_DATASET
-from pages._lens import ALL, choices, get_store
+from engine.store import StoreBusy
+from pages._lens import ALL, choices, get_store, store_session
 
 # an emoji favicon is drawn locally; a :material/…: one would be fetched from fonts.gstatic.com
 st.set_page_config(page_title="Tournament Lens", page_icon="🏆", layout="wide")
@@ -65,11 +66,7 @@ def sidebar() -> None:
     """Dataset, judge, category and ranker pickers shared by every page."""
     from engine.rankers import RANKERS
 
-    try:
-        store = get_store()
-    except LensError as exc:
-        st.error(str(exc))
-        st.stop()
+    store = get_store()
     datasets = store.datasets()["name"].tolist()
     _seed_from_query()
     if "_select_dataset" in st.session_state:  # set by the Data page after an import or rename
@@ -89,5 +86,21 @@ def sidebar() -> None:
         st.caption(f"Store: `{store.path.name}`")
 
 
-sidebar()
-st.navigation(PAGES).run()
+def main() -> None:
+    """One script run holds the store file from the sidebar to the end of the page, then lets go."""
+    try:
+        with store_session():
+            sidebar()
+            st.navigation(PAGES).run()
+    except StoreBusy as exc:  # another process (a judge run, an import) kept the file past our wait
+        st.warning(str(exc))
+        st.button("Try again", icon=":material/refresh:")
+
+
+try:
+    get_store()
+except LensError as exc:  # the store cannot be opened at all (not a DuckDB file, busy, unreadable)
+    st.error(str(exc))
+    st.button("Try again", icon=":material/refresh:")
+    st.stop()
+main()

@@ -15,6 +15,7 @@ from pages._lens import (
     prompt_texts_for,
     show_error,
     stack_for,
+    store_session,
     triad_view_for,
 )
 
@@ -84,6 +85,11 @@ m4.metric("Unparsable verdicts", int(key["n_invalid"]))
 def graph_and_triad() -> None:
     """The drawing, the triad list and the chosen triad's verdicts: picking a triad or a denoiser
     reruns only this part, and the drawing comes from a cache."""
+    with store_session():  # a fragment rerun does not pass through app.py's session
+        _graph_and_triad()
+
+
+def _graph_and_triad() -> None:
     triads = view.triads
     labels = [f"{i + 1}. {s} ({k})" for i, (s, k) in enumerate(zip(triads["shape"], triads["kind"], strict=True))]
     if triads.empty:

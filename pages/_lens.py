@@ -7,6 +7,7 @@ version + filters) and the parameters, so a slider move only recomputes what cha
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import streamlit as st
@@ -16,15 +17,26 @@ from engine.errors import LensError
 from engine.store import Store, open_store, resolve_db_path
 from engine.viz import escape_md
 
+LOCK_WAIT_S = float(os.environ.get("LENS_LOCK_WAIT", "20"))
+"""How long a page waits while another process (a judge run, an import) holds the store file."""
+
 
 @st.cache_resource(show_spinner="Opening the store…")
 def _store(path: str) -> Store:
-    return open_store(path)
+    # keep_open=False: the file is held only while a script run (or a fragment) is in a session,
+    # so `python -m engine judge|import …` can write to the same store while the app is open.
+    wait = float(os.environ.get("LENS_LOCK_WAIT", LOCK_WAIT_S))
+    return open_store(path, keep_open=False, lock_wait_s=wait)
 
 
 def get_store() -> Store:
     """The one Store of this server process (per $LENS_DB path)."""
     return _store(str(resolve_db_path()))
+
+
+def store_session():
+    """``with store_session():`` holds the store file for one script run or fragment run."""
+    return get_store().session()
 
 
 @dataclass(frozen=True)
