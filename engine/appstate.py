@@ -182,10 +182,12 @@ class AppBoard:
 class SliderContext:
     """What every keep-K / mu move of one selection shares, computed once per selection.
 
-    ``counts``: per-graph cycle counts; ``tie_rank``: each graph's position in graph-key order
-    (the keep-K tie-break of ``engine.truncation.keep_order``, whose key sort is the costly part);
-    ``vertex_bad`` / ``present``: (T, n) bad triads through each model and whether it was compared.
-    A move then costs a lexsort, a subset, the ranker and the bootstrap (bench/app_latency.py).
+    ``counts``: per-graph cycle counts (of the graphs as judged); ``tie_rank``: each graph's
+    position in graph-key order (the keep-K tie-break of ``engine.truncation.keep_order``, whose key
+    sort is the costly part); ``vertex_bad`` / ``present``: (T, n) bad triads through each model and
+    whether it was compared; ``pool_pos``: the graphs keep-K chooses from (``pool``: perturbed =
+    originals + paraphrases, the paper's Trunc pool and the CLI's default; sampling replicates stay
+    out). A move then costs a lexsort, a subset, the ranker and the bootstrap (bench/app_latency.py).
     """
 
     stack: object
@@ -193,21 +195,29 @@ class SliderContext:
     tie_rank: object
     vertex_bad: object
     present: object
+    pool_pos: object = None
+    pool: str = "all"
 
     @classmethod
-    def of(cls, stack) -> SliderContext:
+    def of(cls, stack, pool: str = "perturbed") -> SliderContext:
         import numpy as np
 
         from .cycles import cycle_counts, vertex_cycle_counts
-        from .truncation import key_order
+        from .truncation import key_order, pool_mask
 
         tie_rank = np.empty(stack.T, dtype=np.int64)
         tie_rank[key_order(stack.keys)] = np.arange(stack.T)
         return cls(stack, cycle_counts(stack), tie_rank, vertex_cycle_counts(stack.adj)["c3_bad"],
-                   stack.observed.any(axis=2))
+                   stack.observed.any(axis=2), np.flatnonzero(pool_mask(stack.keys, pool)), pool)
+
+    @property
+    def n_pool(self) -> int:
+        """How many graphs keep-K chooses from."""
+        return int(self.stack.T if self.pool_pos is None else len(self.pool_pos))
 
     def kept(self, keep_k: int | None, mu: float):
-        """Positions of the K graphs of smallest S_mu (ties by graph key), sorted; all when K is None."""
+        """Positions of the K pool graphs of smallest S_mu (ties by graph key), sorted, and the
+        threshold S_K; every graph of the selection (pool or not) when K is None."""
         import numpy as np
 
         from .errors import LensError
@@ -215,11 +225,12 @@ class SliderContext:
 
         if keep_k is None:
             return np.arange(self.stack.T), None
-        if int(keep_k) != keep_k or not 1 <= keep_k <= self.stack.T:
-            raise LensError(f"K must be a whole number between 1 and the pool size {self.stack.T}; got {keep_k!r}.")
-        scores = truncation_scores(self.counts, mu=mu)
-        order = np.lexsort((self.tie_rank, scores))[: int(keep_k)]
-        return np.sort(order), float(scores[order].max())
+        if int(keep_k) != keep_k or not 1 <= keep_k <= self.n_pool:
+            raise LensError(f"K must be a whole number between 1 and the pool size {self.n_pool}; got {keep_k!r}.")
+        pos = np.arange(self.stack.T) if self.pool_pos is None else np.asarray(self.pool_pos)
+        scores = truncation_scores(self.counts, mu=mu)[pos]
+        order = np.lexsort((self.tie_rank[pos], scores))[: int(keep_k)]
+        return np.sort(pos[order]), float(scores[order].max())
 
 
 def model_cycle_columns(table, ctx: SliderContext, idx):
@@ -251,7 +262,8 @@ def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstra
         ctx = SliderContext.of(ctx)
     idx, threshold = ctx.kept(keep_k, mu)
     params = {"keep_k": keep_k, "mu": mu if keep_k is not None else None, "per_category": False if keep_k else None,
-              "threshold": threshold, "n_graphs_pool": ctx.stack.T, **(extra_params or {})}
+              "pool": ctx.pool if keep_k is not None else None, "threshold": threshold,
+              "n_graphs_pool": ctx.n_pool if keep_k is not None else ctx.stack.T, **(extra_params or {})}
     board = leaderboard_from_stack(ctx.stack.subset(idx), ranker=ranker, bootstrap=bootstrap, seed=seed,
                                    extra_params=params)
     table = with_reference(model_cycle_columns(board.table, ctx, idx), reference)

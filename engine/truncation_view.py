@@ -5,8 +5,9 @@ The curves follow paper 000's protocol (half-tie Bradley-Terry on the kept graph
 distance to the reference), whatever ranker the sidebar holds, so nothing here depends on it.
 Each x carries ``engine.curves``' numbers: ``mean`` over draws of 80 % of the kept graphs
 without replacement (the paper's 25 → 20) with its 95 % interval ``ci_low``/``ci_high``, and the
-``point`` estimate from all kept graphs at once. The pool is every graph of the selection, the
-same pool the live leaderboard truncates.
+``point`` estimate from all kept graphs at once. The pool is the selection's originals and
+paraphrases (paper 000's Trunc pool; sampling replicates stay out), the same pool the live
+leaderboard truncates (``engine.appstate.SliderContext``).
 """
 
 from __future__ import annotations
@@ -37,20 +38,20 @@ def _pick(frame: pd.DataFrame, x: str) -> pd.DataFrame:
 
 def keep_k_view(stack, reference, *, mu: float, resamples: int, seed: int) -> pd.DataFrame:
     """Spearman distance to the reference against K = 1 … T at this μ (columns k and
-    ``CURVE_COLUMNS``), from ``engine.curves.keep_k_curve`` on the whole pool."""
+    ``CURVE_COLUMNS``), from ``engine.curves.keep_k_curve`` on the perturbed pool."""
     from .curves import keep_k_curve
 
-    return _pick(keep_k_curve(stack, reference, mu=mu, per_category=False, pool="all",
+    return _pick(keep_k_curve(stack, reference, mu=mu, per_category=False, pool="perturbed",
                               resamples=resamples, seed=seed), "k")
 
 
 def mu_view(stack, reference, *, k: int, mus: Sequence[float], resamples: int, seed: int) -> pd.DataFrame:
     """Spearman distance against μ at this K (columns mu and ``CURVE_COLUMNS``), from
-    ``engine.curves.mu_curve`` on the whole pool (μ values that keep the same graphs get the same
+    ``engine.curves.mu_curve`` on the perturbed pool (μ values that keep the same graphs get the same
     numbers: its draws are common random numbers per graph)."""
     from .curves import mu_curve
 
-    return _pick(mu_curve(stack, reference, [float(m) for m in mus], k=int(k), per_category=False, pool="all",
+    return _pick(mu_curve(stack, reference, [float(m) for m in mus], k=int(k), per_category=False, pool="perturbed",
                           resamples=resamples, seed=seed), "mu")
 
 

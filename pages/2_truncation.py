@@ -20,6 +20,7 @@ from pages._lens import (
     keep_k_curve_for,
     leaderboard_result,
     mu_curve_for,
+    pool_size_for,
     protocol_table,
     reference_for_key,
     remember,
@@ -38,9 +39,10 @@ try:
 except LensError as exc:
     show_error(exc)
     st.stop()
-T = stack.T
+T = pool_size_for(ch.key)  # originals + paraphrases: sampling replicates do not compete for keep-K
+left_out = stack.T - T
 if T < 2:
-    st.info("Truncation needs at least two graphs in the selection.")
+    st.info("Truncation needs at least two graphs (originals or paraphrases) in the selection.")
     st.stop()
 
 # a new selection (another pool size) opens on the paper's share of the pool again; the sliders'
@@ -63,7 +65,8 @@ mu = right.select_slider(
     format_func=lambda v: f"{v:g}",
 )
 try:
-    full = leaderboard_result(ch.key, ch.ranker, None, float(mu), B_DEFAULT, SEED)
+    # the untruncated ranking of the same pool (every graph of the selection when nothing is left out)
+    full = leaderboard_result(ch.key, ch.ranker, T if left_out else None, float(mu), B_DEFAULT, SEED)
     kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
 except LensError as exc:
     show_error(exc)
@@ -86,6 +89,8 @@ st.dataframe(
 st.caption(
     f"{ch.caption()} · ranker {escape_md(ch.ranker)} · keep K={keep_k} of {T} graphs by S_μ with μ={mu:g} "
     f"· {bootstrap_note(kept)} · Δ rank against the same ranker on all {T} graphs"
+    + (f" · {left_out} sampling-replicate graph(s) are not in the pool (paper 000's Trunc pool: originals "
+       "and paraphrases)" if left_out else "")
 )
 
 st.subheader("Sensitivity against the reference ranking")

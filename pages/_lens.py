@@ -180,6 +180,11 @@ def slider_context(key: CacheKey):
     return SliderContext.of(stack_for(key))
 
 
+def pool_size_for(key: CacheKey) -> int:
+    """How many graphs the Truncation page's keep-K chooses from (originals and paraphrases)."""
+    return slider_context(key).n_pool
+
+
 @st.cache_data(max_entries=128, show_spinner="Ranking…")
 def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int):
     """The leaderboard (AppBoard) of the current choice, keep-K by S_mu when ``keep_k`` is given."""

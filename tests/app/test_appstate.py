@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 from engine.appstate import SliderContext, app_leaderboard, dataset_choices, file_columns, with_reference
 from engine.cycles import cycle_counts
+from engine.errors import LensError
 from engine.graphs import build_stack
 from engine.leaderboard import leaderboard_from_stack
 from engine.truncation import select_keep_k, truncation_scores
@@ -72,3 +74,31 @@ def test_dataset_choices_and_file_columns(shipped_store):
     assert ch.default_judge == sorted(per_judge.index, key=lambda j: (-per_judge[j], j))[0]
     assert file_columns(b"A,b c,D\n1,2,3\n", "x.csv") == ["A", "b c", "D"]
     assert file_columns(b'{"x": 1}\n{"y": 2, "x": 3}\n', "x.jsonl") == ["x", "y"]
+
+
+def test_keep_k_pool_leaves_sampling_replicates_out_like_the_cli():
+    """The app's keep-K chooses from originals + paraphrases, as ``truncation.keep_k_graphs`` (the
+    CLI's leaderboard) does; a direct sort over the pool graphs is the independent check."""
+    from engine.truncation import keep_k_graphs
+
+    stack = _stack(7)
+    kinds = np.array(["original", "paraphrase", "sample"])[np.arange(stack.T) % 3]
+    keys = stack.keys.copy()
+    keys["variant_kind"] = kinds
+    keys["variant"] = np.arange(stack.T) % 3
+    stack = dataclasses.replace(stack, keys=keys)
+    ctx = SliderContext.of(stack)
+    assert ctx.n_pool == int((kinds != "sample").sum())
+    counts = cycle_counts(stack)
+    for mu in (0.0, 1.0, 5.0):
+        scores = truncation_scores(counts, mu)
+        pool = [i for i in range(stack.T) if kinds[i] != "sample"]
+        for k in (1, 4, ctx.n_pool):
+            idx, threshold = ctx.kept(k, mu)
+            direct = sorted(sorted(pool, key=lambda i: (scores[i], ctx.tie_rank[i]))[:k])
+            assert idx.tolist() == direct and threshold == max(scores[direct])
+            assert idx.tolist() == keep_k_graphs(stack, k, mu=mu).index.tolist()
+    with pytest.raises(LensError, match="pool size"):
+        ctx.kept(ctx.n_pool + 1, 1.0)
+    idx, _ = ctx.kept(None, 1.0)
+    assert idx.tolist() == list(range(stack.T))  # the Leaderboard page: every graph of the selection
