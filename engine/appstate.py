@@ -99,15 +99,25 @@ def file_columns(data: bytes, filename: str) -> list[str]:
         return []
 
 
-def reference_for(dataset: str, category: str | None) -> tuple[object, str]:
+def reference_for(dataset: str, category: str | None, store=None) -> tuple[object, str]:
     """The reference ratings for the current choice and a note saying which, or (None, why not).
 
-    The category goes through the dataset's category mapping to a reference category; a dataset
+    A synthetic dataset (with ``store`` given) is measured against its own ground truth. Otherwise
+    the category goes through the dataset's category mapping to an LMArena category; a dataset
     without a model mapping has no reference (the pages then leave the reference columns out).
     """
     from .errors import LensError
     from .reference import arena_category, reference_for_dataset
 
+    if store is not None:
+        from .synthetic import synthetic_truth
+
+        try:
+            truth = synthetic_truth(store, dataset)
+        except LensError:
+            truth = None
+        if truth is not None:
+            return truth, f"ground truth of the synthetic dataset, {len(truth)} models"
     try:
         ref_cat = arena_category(dataset, category) if category else None
         ref = reference_for_dataset(dataset, ref_cat)

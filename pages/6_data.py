@@ -11,6 +11,7 @@ from engine import ingest
 from engine.appstate import file_columns
 from engine.dataview import SKIP_LABEL, datasets_view, refusal_message
 from engine.errors import LensError
+from engine.synthetic import write_synthetic
 from engine.verdicts import OPTIONAL, REQUIRED, TEXTS
 from engine.viz import escape_md
 from pages._lens import MU_DEFAULT, current, get_store, remember, results_zip_for, show_error
@@ -22,6 +23,7 @@ st.caption(
     "Every file is validated before anything is stored; a bad row is reported with its line and reason."
 )
 store = get_store()
+SYNTHETIC_NAME = "synthetic-demo"
 
 if "data_stored" in st.session_state:
     st.success(escape_md(st.session_state.pop("data_stored")))
@@ -104,6 +106,30 @@ if section == "Import":
                         _stored(f"Stored dataset {target}: {result.summary()}.", select=target)
                     else:
                         st.error(escape_md(refusal_message(result)))
+
+    with st.expander("No verdict file at hand? Add the labelled synthetic dataset"):
+        st.caption(
+            "A generated dataset with a known true ranking of 20 models: 8 categories × 10 prompts, each "
+            "prompt judged as written, in 4 paraphrases and in 4 sampling replicates, 40 % of the graphs "
+            "confused by a biased judge (engine/synthetic.py, seed fixed). It exercises what vicuna80 cannot: "
+            "paraphrase variants, the sampling-only pool, and curves against the ground truth. It is marked "
+            "synthetic everywhere it appears."
+        )
+        synth = st.text_input("Name", value=SYNTHETIC_NAME, key="synth_name")
+        if st.button("Generate and import", key="synth_make"):
+            target = synth.strip()
+            if not target:
+                st.error("Give the synthetic dataset a name first.")
+            elif store.has_dataset(target):
+                st.error(f"A dataset named {escape_md(target)} exists already; choose another name.")
+            else:
+                try:
+                    with st.spinner("Generating and validating about 137,000 verdicts…"):
+                        result = write_synthetic(store, target, replace=False)
+                except LensError as exc:
+                    show_error(exc)
+                else:
+                    _stored(f"Stored synthetic dataset {target}: {result.summary()}.", select=target)
 
 elif section == "Rename / delete":
     if not names:

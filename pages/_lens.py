@@ -164,12 +164,17 @@ def judge_diagnostics(dataset: str, version: int, category: str | None, by_categ
     return judge_overview(verdicts, build_stack(verdicts), by_category)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
 def reference_for_key(dataset: str, category: str | None):
-    """(reference ratings or None, a note naming it or saying why there is none)."""
+    """(reference ratings or None, a note naming it or saying why there is none): a synthetic
+    dataset's ground truth, else the LMArena ratings of the mapped models."""
+    return _reference(dataset, get_store().dataset_version(dataset), category)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _reference(dataset: str, version: int, category: str | None):
     from engine.appstate import reference_for
 
-    return reference_for(dataset, category)
+    return reference_for(dataset, category, get_store())
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

@@ -212,3 +212,32 @@ def test_theory_lab_thresholds_and_closed_form(app):
 
         xs = np.frombuffer(base64.b64decode(xs["bdata"]), dtype=np.dtype(xs["dtype"]))
     assert len(xs) > 10 and all(int(x) % 2 == 1 for x in xs)
+
+
+def test_synthetic_dataset_from_the_data_page_is_ranked_against_its_truth(own_app):
+    """The Data page adds the labelled synthetic dataset; on the Truncation page keep-K chooses from
+    its originals + paraphrases only and the curves use its ground truth (checked with pandas)."""
+    from engine.synthetic import SyntheticParams
+    from pages._lens import get_store
+
+    at = own_app.switch_page("pages/6_data.py").run()
+    at.button(key="synth_make").click().run()
+    assert_clean(at)
+    store = get_store()
+    assert at.session_state["dataset"] == "synthetic-demo"
+    ds = store.datasets().set_index("name")
+    assert bool(ds.loc["synthetic-demo", "synthetic"]) and ds.loc["synthetic-demo", "description"].startswith("SYNTHETIC")
+    p = SyntheticParams()
+    v = store.verdicts("synthetic-demo")
+    graphs = v.groupby(["prompt_id", "variant"])["variant_kind"].first()
+    assert len(graphs) == p.categories * p.prompts * (1 + p.paraphrases + p.samples)
+    pool = int((graphs != "sample").sum())
+    assert pool == p.categories * p.prompts * (1 + p.paraphrases)
+    at = at.switch_page("pages/2_truncation.py").run()
+    assert_clean(at)
+    assert at.slider(key="keep_k").max == pool
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Graphs kept"] == f"{pool // 2} of {pool}"
+    captions = " ".join(unescape_md(c.value) for c in at.caption)
+    assert f"{len(graphs) - pool} sampling-replicate graph(s) are not in the pool" in captions
+    assert "ground truth of the synthetic dataset, 20 models" in captions
