@@ -35,6 +35,8 @@ EXPORT_COLUMNS: tuple[str, ...] = tuple(
 """Exported columns: everything a re-import needs to give back the same verdicts."""
 
 _CONTENT = [c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")]
+DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth")
+"""Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -235,11 +237,17 @@ def store_report(
     with store.transaction() as tx:
         version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
         exists = tx.execute("SELECT 1 FROM datasets WHERE name = ?", [dataset]).fetchone() is not None
-        if exists:
+        if exists and replace:  # new content: the synthetic flag follows the new rows
+            tx.execute(
+                "UPDATE datasets SET version = ?, updated_at = current_timestamp, synthetic = ?,"
+                " description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
+                [version, synthetic, description, source, dataset],
+            )
+        elif exists:
             tx.execute(
                 "UPDATE datasets SET version = ?, updated_at = current_timestamp,"
-                " description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
-                [version, description, source if replace else None, dataset],
+                " description = coalesce(?, description) WHERE name = ?",
+                [version, description, dataset],
             )
         else:
             tx.execute(
@@ -249,6 +257,11 @@ def store_report(
         if replace:
             for table in ("verdicts", "prompts", "answers"):
                 tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [dataset])
+        if replace or not exists:
+            # a ground truth belongs to the rows it was generated with: a replaced or new dataset
+            # (its name perhaps left behind by an older delete or rename) starts without one;
+            # engine.synthetic writes the new truth after storing its rows
+            tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
         cols = ", ".join(f'"{c}"' for c in VERDICT_COLUMNS)
         tx.register("_good", report.good[list(VERDICT_COLUMNS)])
         tx.execute(f"INSERT INTO verdicts ({cols}) SELECT {cols} FROM _good")
@@ -375,14 +388,16 @@ def _require(store: Store, name: str) -> None:
 
 
 def rename_dataset(store: Store, old: str, new: str) -> int:
-    """Rename a dataset (verdicts, prompts, answers move with it); returns its new version."""
+    """Rename a dataset (verdicts, prompts, answers and a synthetic ground truth move with it, in one
+    transaction); returns its new version."""
     _require(store, old)
     _check_name(new)
     if store.has_dataset(new):
         raise LensError(f"A dataset named {new!r} already exists; delete it first or pick another name.")
     with store.transaction() as tx:
         version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
-        for table in ("verdicts", "prompts", "answers"):
+        tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [new])  # left by an older version
+        for table in DATASET_TABLES:
             tx.execute(f"UPDATE {table} SET dataset = ? WHERE dataset = ?", [new, old])
         tx.execute("UPDATE datasets SET name = ?, version = ?, updated_at = current_timestamp WHERE name = ?",
                    [new, version, old])
@@ -390,11 +405,12 @@ def rename_dataset(store: Store, old: str, new: str) -> int:
 
 
 def delete_dataset(store: Store, name: str) -> int:
-    """Delete a dataset with its verdicts, prompts and answers; returns the verdicts removed."""
+    """Delete a dataset with its verdicts, prompts, answers and synthetic ground truth (one
+    transaction); returns the verdicts removed."""
     _require(store, name)
     with store.transaction() as tx:
         n = int(tx.execute("SELECT count(*) FROM verdicts WHERE dataset = ?", [name]).fetchone()[0])
-        for table in ("verdicts", "prompts", "answers"):
+        for table in DATASET_TABLES:
             tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [name])
         tx.execute("DELETE FROM datasets WHERE name = ?", [name])
     return n

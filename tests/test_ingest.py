@@ -142,6 +142,44 @@ def test_rename_delete_and_versions(empty_store, tmp_path):
     assert again.version > v
 
 
+def test_ground_truth_moves_with_rename_and_goes_with_delete_or_replace(empty_store, tmp_path):
+    """A synthetic dataset's truth (table synthetic_truth) follows its rows: a rename moves it, an
+    unrelated dataset later stored under the old name has none, a replace import and a delete drop it."""
+    from engine.synthetic import SyntheticParams, synthetic_truth, write_synthetic
+
+    params = SyntheticParams(n_models=5, categories=1, prompts=3, paraphrases=1, samples=0)
+    write_synthetic(empty_store, "syn", params)
+    truth = synthetic_truth(empty_store, "syn")
+    assert len(truth) == 5 and count(empty_store, "synthetic_truth", "syn") == 5
+
+    rename_dataset(empty_store, "syn", "syn2")
+    pd.testing.assert_series_equal(synthetic_truth(empty_store, "syn2"), truth)
+    assert count(empty_store, "synthetic_truth", "syn") == 0
+    # an unrelated file under the old name: a plain dataset, no truth
+    store_report(empty_store, validate_file(write(tmp_path, "g.csv", GOOD_CSV), dataset="syn"), "syn")
+    with pytest.raises(LensError, match="no stored ground truth"):
+        synthetic_truth(empty_store, "syn")
+    flags = empty_store.datasets().set_index("name")["synthetic"]
+    assert bool(flags["syn2"]) and not bool(flags["syn"])
+
+    # replacing the synthetic dataset's rows with a plain file drops its truth and its flag
+    store_report(empty_store, validate_file(tmp_path / "g.csv", dataset="syn2"), "syn2", replace=True)
+    assert count(empty_store, "synthetic_truth", "syn2") == 0
+    assert not bool(empty_store.datasets().set_index("name").loc["syn2", "synthetic"])
+
+    write_synthetic(empty_store, "syn3", params)
+    assert delete_dataset(empty_store, "syn3") > 0
+    assert count(empty_store, "synthetic_truth") == 0
+
+    # a truth row left behind under a name (a store written by an older version) never reaches
+    # the dataset that takes the name, whether stored afresh or renamed onto it
+    with empty_store.transaction() as tx:
+        tx.execute("INSERT INTO synthetic_truth VALUES ('late', 'x', 1.0, 1, 0), ('moved', 'x', 1.0, 1, 0)")
+    store_report(empty_store, validate_file(tmp_path / "g.csv", dataset="late"), "late")
+    rename_dataset(empty_store, "syn", "moved")
+    assert count(empty_store, "synthetic_truth") == 0
+
+
 def random_verdicts(seed: int, n: int = 60) -> pd.DataFrame:
     """A random valid verdict table (distinct rows) in the canonical import format."""
     rng = np.random.default_rng(seed)
