@@ -71,8 +71,8 @@ def mapping_paths(dataset: str) -> list[Path]:
     """The dataset's model-name and category mapping files (existing or not)."""
     from . import reference
 
-    d = Path(reference.MAPPING_DIR)
-    return [d / f"{dataset}.models.csv", d / f"{dataset}.categories.csv"]
+    paths = [reference.mapping_path(dataset, kind) for kind in ("models", "categories")]
+    return [p for p in paths if p is not None]
 
 
 def code_digest() -> str:

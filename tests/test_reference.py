@@ -81,3 +81,21 @@ def test_mt_bench_mapping_covers_every_answer_file():
     assert ref.attrs["missing"] == []  # every mapped name exists in the shipped JSON
     assert len(ref) == (mapping["arena_model"] != "").sum() == 22
     assert ref["gpt-4"] > ref["claude-v1"] > ref["vicuna-13b-v1.3"] > ref["llama-13b"]
+
+
+def test_dataset_names_that_are_not_file_names_never_reach_a_mapping_file(tmp_path, monkeypatch):
+    from engine import reference
+
+    d = tmp_path / "mappings"
+    d.mkdir()
+    (tmp_path / "secret.models.csv").write_text("model,arena_model\nx,y\n")
+    (d / "ok.models.csv").write_text("model,arena_model\nx,y\n")
+    monkeypatch.setattr(reference, "MAPPING_DIR", d)
+    assert reference.has_mapping("ok") and len(reference.load_mapping("ok")) == 1
+    for name in ("../secret", "a/b", ".hidden", "a\\b", "x\ny"):
+        assert reference.mapping_path(name) is None
+        assert not reference.has_mapping(name)
+        with pytest.raises(LensError, match="not a plain file name"):
+            reference.load_mapping(name)
+        with pytest.raises(LensError, match="not a plain file name"):
+            reference.arena_category(name, "writing")

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pandas as pd
 
 from ..errors import LensError
 from ..leaderboard import compare_to_reference, leaderboard
 from ..rankers import RANKERS
-from ..reference import DEFAULT_REFERENCE, load_mapping, load_reference, map_reference
+from ..reference import (
+    ARENA,
+    has_mapping,
+    load_mapping,
+    load_mapping_file,
+    load_reference,
+    map_reference,
+    reference_notes,
+)
 from ..schema import DEFAULT_DATASET
 from ._common import add_format, store_from_args, write_frame
-from .leaderboard import add_selection, ranker_params
+from .leaderboard import add_selection, keep_k_options, ranker_params
 
 COLUMNS = ("judge", "ranker", "spearman", "kendall", "footrule", "chebyshev", "n_shared", "n_graphs", "models")
 
@@ -24,9 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "distances to a reference (paper 000, Section 4.1, Appendix C.2), on the models both rank.",
     )
     add_selection(p)
-    p.add_argument("--reference", default=str(DEFAULT_REFERENCE),
-                   help="LMArena per-category JSON or leaderboard CSV (default: the shipped 2025-03-07 JSON)")
+    p.add_argument("--reference", default=ARENA,
+                   help="'arena' (the shipped LMArena 2025-03-07 snapshot, default), or an LMArena per-category "
+                        "JSON or leaderboard CSV")
     p.add_argument("--reference-category", help="category of a JSON reference (default: full)")
+    p.add_argument("--model-map", metavar="PATH",
+                   help="CSV mapping the dataset's model names to the reference's: columns model and arena_model "
+                        "(or reference_model); default: data/mappings/<dataset>.models.csv")
     p.add_argument("--ranker", action="append", choices=sorted(RANKERS),
                    help="ranker(s) to compare (repeatable; default bt)")
     p.add_argument("--per-judge", action="store_true", help="one row per judge of the dataset")
@@ -34,10 +47,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def mapping_for(dataset: str, path: str | None) -> pd.DataFrame:
+    """--model-map, else the dataset's shipped mapping, else one sentence saying what to give."""
+    if path is not None:
+        return load_mapping_file(path)
+    if not has_mapping(dataset):
+        raise LensError(f"Dataset {dataset!r} has no model-name mapping to the reference; give --model-map PATH, a CSV "
+                        "with columns model (the dataset's name) and arena_model (the reference's name).")
+    return load_mapping(dataset)
+
+
 def run(args: argparse.Namespace) -> int:
-    ref = map_reference(load_reference(args.reference, args.reference_category), load_mapping(args.dataset))
+    mu, per_category, pool = keep_k_options(args)
+    params = ranker_params(args)
+    ref = map_reference(load_reference(args.reference, args.reference_category), mapping_for(args.dataset, args.model_map))
+    name = "the shipped Arena snapshot" if args.reference == ARENA else args.reference
     if len(ref) < 2:
-        raise LensError(f"Fewer than two models of dataset {args.dataset!r} appear in the reference {args.reference}.")
+        raise LensError(f"Fewer than two models of dataset {args.dataset!r} appear in the reference {name}.")
+    notes = reference_notes(ref)
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     rows = []
     try:
@@ -49,13 +76,19 @@ def run(args: argparse.Namespace) -> int:
             for ranker in args.ranker or ["bt"]:
                 board = leaderboard(
                     store, args.dataset, judge=judge, category=args.category, ranker=ranker,
-                    keep_k=args.keep_k, mu=args.mu, per_category=args.per_category, pool=args.pool, policy=args.policy,
-                    ranker_params=ranker_params(args),
+                    keep_k=args.keep_k, mu=mu, per_category=per_category, pool=pool, policy=args.policy,
+                    ranker_params=params,
                 )
                 d = compare_to_reference(board, ref)
-                rows.append({"judge": judge if judge is not None else "all", "ranker": ranker,
-                             "n_graphs": board.n_graphs, **d})
+                label = judge if judge is not None else "all"
+                rows.append({"judge": label, "ranker": ranker, "n_graphs": board.n_graphs, **d})
+                dropped = board.params.get("dropped_models")
+                if dropped:
+                    notes.append(f"judge {label}, {ranker}: {', '.join(dropped)} had no comparison in the ranked "
+                                 "graphs and were left out.")
     finally:
         store.close()
     write_frame(pd.DataFrame(rows, columns=list(COLUMNS)), args.format)
+    for line in notes:
+        sys.stderr.write(f"note: {line}\n")
     return 0
