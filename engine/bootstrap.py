@@ -19,13 +19,26 @@ c @ (per-graph contributions), and the fit runs on all B resamples at once:
 
 Elo (sequential by nature) and soft BT are refitted once per resample. ``method`` says which path
 ran; ``n_regularised`` counts resamples that needed the stated regularisation and ``n_unconverged``
-those whose fit did not converge. Intervals are percentile intervals of scores and of ranks (ranks
-with the tolerance of ``ranks_from_scores``). ``unit="prompt"`` resamples whole prompts (all
-variants and judges of a prompt id together).
+those whose fit did not converge.
+
+Unit. ``unit="graph"`` resamples graphs, ``unit="prompt"`` whole prompts (all variants, judges and
+turns of a prompt id together). The default follows the ranker's own unit: per-prompt PGED
+aggregates per question, so it resamples prompts (resampling graphs there would also redraw the
+per-question ensembles and shift every interval away from the point estimate: with every vicuna80
+judge pooled, gpt4's 676.5 got [607, 656]); every other ranker resamples graphs.
+
+Intervals are percentile intervals of scores and of ranks. Rank samples follow the point estimate's
+rule: a ranker that states a total order (PGED: score, then name; Kemeny: its order, whose scores
+are distinct) gives positions in that order; the others competition ranks with the tolerance of
+``ranks_from_scores``. A resample that leaves a model without the comparisons its score needs (a
+win rate, a normalised count) gives that model NaN there instead of stopping the bootstrap;
+``n_undefined`` counts such resamples and each model's intervals use the resamples where it is
+defined (its rank entry there is n, not counted).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,14 +48,22 @@ from scipy import sparse
 from .errors import LensError
 from .graphs import DEFAULT_POLICY, GraphStack
 from .rankers import rank
-from .rankers.base import ranks_from_scores_batch, single_thread_blas
+from .rankers.base import ordered_ranks_batch, ranks_from_scores_batch, single_thread_blas
 from .rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt_batch_info
 from .rankers.counts import VerdictCounts, verdict_counts
 from .rankers.davidson import fit_davidson_stack_batch
 from .rankers.elspr import cleaned_contributions
 from .rankers.kemeny import kemeny_orders_batch, scores_from_orders
 from .rankers.majority import edge_counts, graph_from_counts, majority_scores
-from .rankers.pged import AGGREGATES, MODES, PROMPT_TIES, pged_per_prompt_scores, question_ids
+from .rankers.pged import (
+    AGGREGATES,
+    DELTA_TIES,
+    MODES,
+    PROMPT_TIES,
+    ensemble_descendants,
+    pged_per_prompt_scores,
+    question_ids,
+)
 from .rankers.rank_centrality import rank_centrality_batch
 from .rankers.simple import (
     borda_points,
@@ -69,14 +90,19 @@ class BootstrapResult:
     method: str
     n_regularised: int = 0
     n_unconverged: int = 0
+    unit: str = "graph"
+    n_undefined: int = 0
 
     def _ci(self, x: np.ndarray, integer: bool) -> pd.DataFrame:
         q = (1.0 - self.level) / 2.0
-        if integer:
-            low = np.quantile(x, q, axis=0, method="lower")
-            high = np.quantile(x, 1.0 - q, axis=0, method="higher")
-        else:
-            low, high = np.quantile(x, [q, 1.0 - q], axis=0)
+        x = np.where(np.isnan(self.samples), np.nan, np.asarray(x, dtype=np.float64))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a model undefined in every resample: NaN
+            if integer:
+                low = np.nanquantile(x, q, axis=0, method="lower")
+                high = np.nanquantile(x, 1.0 - q, axis=0, method="higher")
+            else:
+                low, high = np.nanquantile(x, [q, 1.0 - q], axis=0)
         idx = pd.Index(list(self.models), name="model")
         return pd.DataFrame({"low": low, "high": high}, index=idx)
 
@@ -86,7 +112,10 @@ class BootstrapResult:
 
     @property
     def ranks_ci(self) -> pd.DataFrame:
-        return self._ci(self.rank_samples, integer=True).astype(np.int64)
+        ci = self._ci(self.rank_samples, integer=True)
+        if ci.isna().any().any():
+            return ci.astype("Int64")
+        return ci.astype(np.int64)
 
 
 def _check(B: int, level: float) -> None:
@@ -94,6 +123,18 @@ def _check(B: int, level: float) -> None:
         raise LensError(f"The number of bootstrap resamples must be at least 1; got {B}.")
     if not 0.0 < level < 1.0:
         raise LensError(f"The confidence level must lie strictly between 0 and 1; got {level}.")
+
+
+UNITS = ("graph", "prompt")
+ORDERED_RANKERS = ("pged", "kemeny")
+"""Rankers whose point rank is a position in a stated total order (score, then model name)."""
+
+
+def default_unit(ranker: str, params: dict) -> str:
+    """The ranker's own unit: prompts for per-prompt PGED (it aggregates per question), else graphs."""
+    if ranker == "pged" and params.get("mode", "per-prompt") == "per-prompt":
+        return "prompt"
+    return "graph"
 
 
 def _unit_ids(stack: GraphStack, unit: str) -> np.ndarray:
@@ -151,28 +192,30 @@ def _batched(stack: GraphStack, ranker: str, c: np.ndarray, params: dict) -> tup
     if ranker in ("winrate", "copeland", "scorewin") and _allowed(ranker, params, ("normalize",)):
         W = _sums(c, wins)
         if ranker == "winrate":
-            out = winrate_scores(W, _sums(c, ties))
-            if np.isnan(out).any():
-                raise LensError("Some resample left a model without any comparison, so its win rate is undefined.")
+            out = winrate_scores(W, _sums(c, ties))  # NaN where a resample left a model uncompared
         else:
             compared = _sums(c, stack.observed) > 0
-            out = copeland_scores(W, compared, 0.5 if ranker == "copeland" else 1.0, params.get("normalize", False))
+            out = copeland_scores(W, compared, 0.5 if ranker == "copeland" else 1.0, params.get("normalize", False),
+                                  strict=False)
         return out, 0, 0, "W and T of every resample in one product"
     if ranker == "majority" and _allowed(ranker, params, ("ties", "exact_half", "normalize")):
         count2 = _sums(c, edge_counts(stack.adj, params.get("ties", "half")))
         t = _sums(c, stack.observed)
         g = graph_from_counts(count2, t, params.get("exact_half", "both"))
-        return majority_scores(g, t > 0, params.get("normalize", False)), 0, 0, "eq. 5 counts of every resample in one product"
+        out = majority_scores(g, t > 0, params.get("normalize", False), strict=False)
+        return out, 0, 0, "eq. 5 counts of every resample in one product"
     if ranker == "borda" and _allowed(ranker, params, ("weights", "normalize")):
         points, attainable = borda_points(stack)
         g = c * ranker_weights(stack, params.get("weights"))[None]
-        return borda_scores(points, attainable, g, params.get("normalize", False)), 0, 0, "counts @ per-graph points"
+        out = borda_scores(points, attainable, g, params.get("normalize", False), strict=False)
+        return out, 0, 0, "counts @ per-graph points"
     if ranker == "pairwise-majority" and _allowed(ranker, params, ("weights", "normalize")):
         g = c * ranker_weights(stack, params.get("weights"))[None]
         present = stack.observed.any(axis=2).astype(np.float64)
         both = present[:, :, None] * present[:, None, :]
         ranked = _sums(g, both) > 0
-        out = pairwise_majority_scores(_sums(g, ranking_above(stack)), ranked, params.get("normalize", False))
+        out = pairwise_majority_scores(_sums(g, ranking_above(stack)), ranked, params.get("normalize", False),
+                                       strict=False)
         return out, 0, 0, "counts @ per-graph 'ranked above' matrices"
     if ranker == "kemeny" and _allowed(ranker, params, ("source", "weights", "exact_max")):
         source = params.get("source", "pairs")
@@ -194,23 +237,23 @@ def _batched(stack: GraphStack, ranker: str, c: np.ndarray, params: dict) -> tup
         out, bad = rank_centrality_batch(_sums(c, wins + 0.5 * ties), params.get("alpha", DEFAULT_ALPHA),
                                          params.get("on_degenerate", "regularize"))
         return out, int(bad.sum()), 0, "batched transition matrices and stationary laws"
-    if ranker == "pged" and _allowed(ranker, params, ("weights", "mode", "aggregate", "prompt_ties", "exact_max")):
+    if ranker == "pged" and _allowed(ranker, params,
+                                     ("weights", "mode", "aggregate", "prompt_ties", "delta_ties", "exact_max")):
         return _pged_batched(stack, c, params)
     return None
 
 
 def _pged_batched(stack: GraphStack, c: np.ndarray, params: dict) -> tuple[np.ndarray, int, int, str] | None:
-    from .denoise import denoise_batch, descendant_counts_batch
-
     mode = params.get("mode", "per-prompt")
     aggregate = params.get("aggregate", "weight-score")
     prompt_ties = params.get("prompt_ties", "average")
-    if mode not in MODES or aggregate not in AGGREGATES or prompt_ties not in PROMPT_TIES:
+    delta_ties = params.get("delta_ties", "average")
+    if mode not in MODES or aggregate not in AGGREGATES or prompt_ties not in PROMPT_TIES or delta_ties not in DELTA_TIES:
         return None  # the single fit names the mistake
     alpha = ranker_weights(stack, params.get("weights"))
     if mode == "global":
-        _, dag, _ = denoise_batch(_sums(c * alpha[None], stack.wins))
-        return descendant_counts_batch(dag).astype(np.float64), 0, 0, "Algorithm 1 on all B ensembles at once"
+        desc, _, _ = ensemble_descendants(_sums(c * alpha[None], stack.wins), delta_ties)
+        return desc, 0, 0, "Algorithm 1 on all B ensembles at once"
     q_of_t, qkeys = question_ids(stack)
     n_q = len(qkeys)
     cf = c.astype(np.float64)
@@ -222,7 +265,8 @@ def _pged_batched(stack: GraphStack, c: np.ndarray, params: dict) -> tuple[np.nd
     np.maximum.at(hi.T, q_of_t, cf.T)
     np.minimum.at(lo.T, q_of_t, cf.T)
     fixed = bool((hi == lo).all())
-    kw = {"aggregate": aggregate, "prompt_ties": prompt_ties, "exact_max": params.get("exact_max", 12)}
+    kw = {"aggregate": aggregate, "prompt_ties": prompt_ties, "exact_max": params.get("exact_max", 12),
+          "delta_ties": delta_ties}
     if fixed:
         score, _ = pged_per_prompt_scores(stack, alpha, m, **kw)
         return score, 0, 0, "fixed per-question rankings, aggregation weighted by question multiplicities"
@@ -233,14 +277,19 @@ def _pged_batched(stack: GraphStack, c: np.ndarray, params: dict) -> tuple[np.nd
 
 def bootstrap(
     stack: GraphStack, ranker: str = "bt", B: int = 100, seed: int = 0, *, level: float = 0.95,
-    unit: str = "graph", **params,
+    unit: str | None = None, **params,
 ) -> BootstrapResult:
-    """Percentile bootstrap of ``rank(stack, ranker, **params)`` over B resamples of graphs."""
+    """Percentile bootstrap of ``rank(stack, ranker, **params)`` over B resamples of graphs or prompts
+    (``unit``; None: the ranker's own unit, see ``default_unit``)."""
     _check(B, level)
     if stack.T == 0:
         raise LensError("There is no graph to resample in this selection.")
+    unit = default_unit(ranker, params) if unit is None else unit
+    if unit not in UNITS:
+        raise LensError(f"Unknown bootstrap unit {unit!r}; choose graph or prompt.")
     rng = np.random.default_rng(seed)
     n_unconv = 0
+    ranks = None
     if ranker == "bt" and not params.get("soft", False) and _allowed(
             ranker, params, ("solver", "alpha", "on_degenerate", "scale", "soft")):
         bt_params = {k: v for k, v in params.items() if k in ("solver", "alpha", "on_degenerate")}
@@ -256,19 +305,24 @@ def bootstrap(
             samples, n_reg, n_unconv, how = out
             method = f"batched: multinomial graph weights, {how}"
         else:
-            rows, n_reg = [], 0
+            rows, rank_rows, n_reg = [], [], 0
             for b in range(B):  # rankers without a batched form: one fit per resample
                 idx = np.repeat(np.arange(stack.T), weights[b])
                 res = rank(stack.subset(idx), ranker, **params)
                 rows.append(res.scores.reindex(list(stack.models)).to_numpy(np.float64))
+                rank_rows.append(res.ranks.reindex(list(stack.models)).to_numpy(np.int64))
                 n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
                 n_unconv += res.details.get("converged", True) is False
             samples = np.vstack(rows)
+            ranks = np.vstack(rank_rows)  # each refit's own rank rule
             method = "one refit per resample"
     samples = np.asarray(samples, dtype=np.float64)
+    if ranks is None:
+        ranks = (ordered_ranks_batch(samples, stack.models) if ranker in ORDERED_RANKERS
+                 else ranks_from_scores_batch(samples))
     return BootstrapResult(
-        ranker, stack.models, int(B), int(seed), float(level), samples, ranks_from_scores_batch(samples), method,
-        int(n_reg), int(n_unconv),
+        ranker, stack.models, int(B), int(seed), float(level), samples, ranks, method,
+        int(n_reg), int(n_unconv), unit, int(np.isnan(samples).any(axis=1).sum()),
     )
 
 

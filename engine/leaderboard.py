@@ -87,17 +87,28 @@ def leaderboard_from_stack(
     ranker_params: dict | None = None,
     level: float = 0.95,
     extra_params: dict | None = None,
+    bootstrap_unit: str | None = None,
 ) -> Leaderboard:
-    """Rank a stack (optionally truncated to keep-K) and tabulate scores, CIs and win/loss/tie counts."""
+    """Rank a stack (optionally truncated to keep-K) and tabulate scores, CIs and win/loss/tie counts.
+
+    Only models compared in the ranked graphs are ranked: after keep-K (or a filter) a model without
+    any comparison would otherwise get a score from regularisation alone (BT's virtual ties put four
+    unseen guanacos 3rd with every judge pooled and K = 10). Dropped models are listed in
+    ``params["dropped_models"]`` and in a note. ``bootstrap_unit``: graph or prompt (None: the
+    ranker's own unit, ``engine.bootstrap.default_unit``).
+    """
     params = dict(ranker_params or {})
     n_pool = stack.T
     threshold, keep_note, kept_table = None, None, None
+    if int(bootstrap or 0) < 0:
+        raise LensError(f"The number of bootstrap resamples must be 0 (no intervals) or more; got {bootstrap}.")
     if stack.T == 0:
         raise LensError("The selection holds no graph: no valid verdict matches the filters.")
     if keep_k is not None:
         stack, sel = truncate(stack, keep_k, mu, per_category, pool)
         threshold = sel.threshold if not isinstance(sel.threshold, pd.Series) else sel.threshold.to_dict()
         n_pool, keep_note, kept_table = sel.n_pool, sel.note or None, sel.table
+    stack, dropped = compared_models_only(stack, keep_k is not None)
     res = rank(stack, ranker, **params)
     models = list(stack.models)
     W, T = stack.win_tie_matrices()
@@ -120,7 +131,7 @@ def leaderboard_from_stack(
     table["rank"] = res.ranks.reindex(models).to_numpy()
     boot = None
     if bootstrap and int(bootstrap) > 0:
-        boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, **params)
+        boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, unit=bootstrap_unit, **params)
         sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
         table["ci_low"], table["ci_high"] = sci["low"].to_numpy(), sci["high"].to_numpy()
         table["rank_low"], table["rank_high"] = rci["low"].to_numpy(), rci["high"].to_numpy()
@@ -143,17 +154,34 @@ def leaderboard_from_stack(
         "n_graphs_pool": n_pool,
         "n_graphs": stack.T,
         "n_models": stack.n,
+        "dropped_models": dropped,
         "bootstrap": int(bootstrap or 0),
         "seed": int(seed) if bootstrap else None,
+        "bootstrap_unit": boot.unit if boot is not None else None,
         "bootstrap_method": boot.method if boot is not None else None,
         "bootstrap_n_regularised": boot.n_regularised if boot is not None else None,
         "bootstrap_n_unconverged": boot.n_unconverged if boot is not None else None,
+        "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
         "n_uncompared_pairs": int(((~stack.observed.any(axis=0)) & ~np.eye(stack.n, dtype=bool)).sum() // 2),
         "level": level if bootstrap else None,
         **(extra_params or {}),
     }
     kept = kept_table if kept_table is not None else stack.keys.copy()
     return Leaderboard(table, info, stack.T, kept, res, boot)
+
+
+def compared_models_only(stack: GraphStack, after_keep_k: bool = False) -> tuple[GraphStack, list[str]]:
+    """The stack over the models compared in at least one of its graphs, and the models dropped."""
+    seen = stack.observed.any(axis=(0, 2))
+    dropped = [m for m, s in zip(stack.models, seen, strict=True) if not s]
+    if not dropped:
+        return stack, []
+    kept = [m for m, s in zip(stack.models, seen, strict=True) if s]
+    if len(kept) < 2:
+        where = "the graphs keep-K kept" if after_keep_k else "the selection"
+        raise LensError(f"Only {len(kept)} model(s) ({', '.join(kept) or 'none'}) have a comparison in {where}; "
+                        "a ranking needs at least two.")
+    return stack.restrict_models(kept), dropped
 
 
 def leaderboard(
@@ -172,6 +200,7 @@ def leaderboard(
     policy: str = DEFAULT_POLICY,
     ranker_params: dict | None = None,
     level: float = 0.95,
+    bootstrap_unit: str | None = None,
 ) -> Leaderboard:
     """The leaderboard of a stored dataset under the given filters, truncation and ranker."""
     verdicts = store.verdicts(dataset, judge=judge, category=category)
@@ -189,7 +218,7 @@ def leaderboard(
     }
     return leaderboard_from_stack(
         stack, ranker=ranker, keep_k=keep_k, mu=mu, per_category=per_category, pool=pool, bootstrap=bootstrap, seed=seed,
-        ranker_params=ranker_params, level=level, extra_params=extra,
+        ranker_params=ranker_params, level=level, extra_params=extra, bootstrap_unit=bootstrap_unit,
     )
 
 
@@ -222,6 +251,12 @@ def board_notes(board: Leaderboard) -> list[str]:
         )
         if p.get("keep_note"):
             out.append(f"keep-K: {p['keep_note']}")
+    if p.get("dropped_models"):
+        dropped = p["dropped_models"]
+        one = len(dropped) == 1
+        prefix = "keep-K: " if p.get("keep_k") is not None else ""
+        out.append(f"{prefix}{', '.join(dropped)} {'has' if one else 'have'} no comparison in the ranked graphs "
+                   f"and {'is' if one else 'are'} left off the board.")
     reg = d.get("regularisation")
     if reg and float(d.get("alpha", 0.0) or 0.0) > 0:
         out.append(f"{r}: {reg}.")
@@ -247,7 +282,11 @@ def board_notes(board: Leaderboard) -> list[str]:
             text += f"; aggregate {d['aggregate']}; within a question: {d.get('prompt_ties')}"
             if (d.get("co_optimal_orders") or 1) > 1:
                 text += f"; {d['co_optimal_orders']} co-optimal Kemeny orders"
-        out.append(text + f"; {d.get('n_removed_arcs')} arc(s) removed by denoising.")
+        text += f"; delta ties: {d.get('delta_ties')}"
+        if d.get("n_prompts_with_delta_ties"):
+            text += f" ({d['n_prompts_with_delta_ties']} of {d.get('n_prompts')} questions had one)"
+        out.append(text + f"; {d.get('n_removed_arcs')} arc(s) removed by denoising (shown graph: delta ties "
+                   "to the first name).")
     if r == "elspr":
         out.append(f"elspr: {d.get('pairs_discarded')} of {d.get('pairs_cleaned', 0) + d.get('pairs_discarded', 0)} "
                    "compared pairs discarded by the reconstruction.")
@@ -257,6 +296,12 @@ def board_notes(board: Leaderboard) -> list[str]:
     if r in COUNTING_RANKERS and p.get("n_uncompared_pairs"):
         out.append(f"{r}: {p['n_uncompared_pairs']} pair(s) of models were never compared; {d.get('uncompared_pairs')}.")
     if p.get("bootstrap"):
+        if p.get("bootstrap_unit") == "prompt":
+            out.append(f"bootstrap: resampled prompts (all graphs of a prompt together), {p['bootstrap']} times"
+                       + (" (per-prompt PGED's own unit)." if r == "pged" else "."))
+        if p.get("bootstrap_n_undefined"):
+            out.append(f"bootstrap: {p['bootstrap_n_undefined']} of {p['bootstrap']} resamples left some model without "
+                       f"the comparisons its {r} score needs; that model's intervals use the other resamples.")
         if p.get("bootstrap_n_regularised"):
             out.append(f"bootstrap: {p['bootstrap_n_regularised']} of {p['bootstrap']} resamples needed the "
                        "stated regularisation.")

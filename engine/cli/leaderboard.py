@@ -43,10 +43,10 @@ def add_selection(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge", help="only this judge's graphs (default: every judge, graphs pooled)")
     p.add_argument("--category", help="only graphs of this category")
     p.add_argument("--keep-k", type=int, help="keep the K graphs with the smallest S_mu = C3_bad + mu*C4_bad")
-    p.add_argument("--mu", type=float, default=1.0, help="weight of bad 4-cycles in S_mu (default 1)")
-    p.add_argument("--per-category", action="store_true", help="keep K graphs in each category")
-    p.add_argument("--pool", choices=("perturbed", "sampling", "all"), default="perturbed",
-                   help="which graphs compete for keep-K: perturbed = originals + paraphrases (the paper's "
+    p.add_argument("--mu", type=float, help="with --keep-k: weight of bad 4-cycles in S_mu (default 1)")
+    p.add_argument("--per-category", action="store_true", help="with --keep-k: keep K graphs in each category")
+    p.add_argument("--pool", choices=("perturbed", "sampling", "all"),
+                   help="with --keep-k: which graphs compete: perturbed = originals + paraphrases (the paper's "
                         "Trunc, default), sampling = originals + sampling replicates, all")
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
                    help="how several verdicts on one pair in one graph combine")
@@ -54,6 +54,17 @@ def add_selection(p: argparse.ArgumentParser) -> None:
                    help="ranker parameter, e.g. solver=mm, scale=elo, soft=true, k=32 (repeatable)")
     p.add_argument("--judge-weight", action="append", metavar="JUDGE=W",
                    help="weight of a judge's graphs for pged, borda, kemeny, pairwise-majority (paper 002, App. Q)")
+
+
+def keep_k_options(args: argparse.Namespace) -> tuple[float, bool, str]:
+    """(mu, per_category, pool) after refusing keep-K options given without --keep-k."""
+    if args.keep_k is None:
+        for given, text in ((args.pool is not None, "--pool chooses which graphs keep-K keeps"),
+                            (args.mu is not None, "--mu weights bad 4-cycles in keep-K's S_mu"),
+                            (args.per_category, "--per-category keeps K graphs in each category")):
+            if given:
+                raise LensError(f"{text}; give --keep-k K too.")
+    return (1.0 if args.mu is None else args.mu), bool(args.per_category), (args.pool or "perturbed")
 
 
 def ranker_params(args: argparse.Namespace) -> dict:
@@ -82,6 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_selection(p)
     p.add_argument("--ranker", choices=sorted(RANKERS), default="bt")
     p.add_argument("--bootstrap", type=int, default=0, metavar="B", help="bootstrap resamples for CIs (0: none)")
+    p.add_argument("--bootstrap-unit", choices=("graph", "prompt"),
+                   help="what the bootstrap resamples (default: the ranker's own unit: prompts for per-prompt "
+                        "pged, graphs otherwise)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--show-kept", action="store_true",
                    help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")
@@ -90,24 +104,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.show_kept and args.keep_k is None:
+        raise LensError("--show-kept lists the graphs keep-K kept; give --keep-k K too.")
+    if args.bootstrap < 0:
+        raise LensError(f"--bootstrap takes the number of resamples, 0 (no intervals) or more; got {args.bootstrap}.")
+    if args.bootstrap_unit is not None and args.bootstrap == 0:
+        raise LensError("--bootstrap-unit says what the bootstrap resamples; give --bootstrap B too.")
+    mu, per_category, pool = keep_k_options(args)
+    params = ranker_params(args)
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         board = leaderboard(
             store, args.dataset, judge=args.judge, category=args.category, ranker=args.ranker,
-            keep_k=args.keep_k, mu=args.mu, per_category=args.per_category, pool=args.pool, bootstrap=args.bootstrap,
-            seed=args.seed, policy=args.policy, ranker_params=ranker_params(args),
+            keep_k=args.keep_k, mu=mu, per_category=per_category, pool=pool, bootstrap=args.bootstrap,
+            seed=args.seed, policy=args.policy, ranker_params=params, bootstrap_unit=args.bootstrap_unit,
         )
     finally:
         store.close()
     if args.show_kept:
-        if args.keep_k is None:
-            raise LensError("--show-kept lists the graphs keep-K kept; give --keep-k K too.")
-        write_frame(board.kept, args.format)
-        for line in board_notes(board)[:2]:
-            sys.stderr.write(f"note: {line}\n")
+        write_kept(board, args.format)
         return 0
     write_board(board, args.format)
     return 0
+
+
+def write_kept(board, fmt: str) -> None:
+    """--show-kept: the kept graphs; JSON {params, notes, kept}, else the table on stdout and the keep-K
+    notes on stderr."""
+    notes = [n for n in board_notes(board) if n.startswith("keep-K:")]
+    if fmt == "json":
+        kept = json.loads(board.kept.to_json(orient="records", double_precision=10))
+        write_json(_plain({"params": board.params, "notes": notes, "kept": kept}))
+        return
+    write_frame(board.kept, fmt)
+    for line in notes:
+        sys.stderr.write(f"note: {line}\n")
 
 
 def write_board(board, fmt: str) -> None:

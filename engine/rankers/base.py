@@ -118,6 +118,18 @@ def ranks_from_scores_batch(scores: np.ndarray, rtol: float = TIE_RTOL) -> np.nd
     return ranks
 
 
+def ordered_ranks_batch(scores: np.ndarray, names: tuple[str, ...] | list[str], rtol: float = TIE_RTOL) -> np.ndarray:
+    """(B, n) scores → (B, n) positions 1..n in the order "score descending (ties within the tolerance of
+    ``ranks_from_scores``), then model name": the stated total order of PGED, as ranks."""
+    s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    comp = ranks_from_scores_batch(s, rtol)
+    name_rank = np.argsort(np.argsort(np.asarray(list(names), dtype=object), kind="stable"), kind="stable")
+    order = np.lexsort((np.broadcast_to(name_rank, comp.shape), comp), axis=-1)
+    ranks = np.empty_like(comp)
+    np.put_along_axis(ranks, order, np.arange(1, s.shape[1] + 1)[None].repeat(s.shape[0], 0), axis=1)
+    return ranks
+
+
 def centred(x: np.ndarray) -> np.ndarray:
     """Subtract the mean over the last axis (scores are identified only up to a shift)."""
     x = np.asarray(x, dtype=np.float64)

@@ -62,14 +62,14 @@ def integration_graph(
     return graph_from_counts(count2[None], t[None], exact_half)[0]
 
 
-def majority_scores(g: np.ndarray, compared: np.ndarray, normalize: bool = False) -> np.ndarray:
+def majority_scores(g: np.ndarray, compared: np.ndarray, normalize: bool = False, strict: bool = True) -> np.ndarray:
     """(B, n, n) integration graphs → (B, n) out-degree, a bidirectional edge counting 1/2."""
     score = ((g & ~g.swapaxes(1, 2)).sum(axis=2) + 0.5 * (g & g.swapaxes(1, 2)).sum(axis=2)).astype(np.float64)
     if normalize:
         n = g.shape[-1]
         opp = (compared & ~np.eye(n, dtype=bool)).sum(axis=2)
         score = np.divide(score, opp, out=np.full(score.shape, np.nan), where=opp > 0)
-        if np.isnan(score).any():
+        if strict and np.isnan(score).any():
             raise LensError("The normalised majority score is undefined for a model never compared in this selection.")
     return score
 

@@ -5,6 +5,16 @@ wins; ties are ignored as in Section 4). Denoising: Algorithm 1 (engine.denoise)
 (Section 3.4): desc(v) = number of vertices reachable from v in the DAG, higher first, ties broken by
 model name.
 
+Delta ties (``delta_ties``). Algorithm 1 picks "a" vertex of largest weighted out-minus-in degree and
+leaves ties open; they are common (per question on vicuna80 with every judge pooled, 64 of 80
+ensembles have one). ``"average"`` (default): the descendant counts are averaged over every way of
+breaking those ties, each equally likely (``engine.denoise.expected_descendants_batch``), so no
+model gains from its name: two prompts that are both the cycle a > b > c > a give a, b and c equal
+scores. ``"name"``: the literal reading with the tie going to the first model by name (the earlier
+behaviour). Either way the DAG returned for display (``extras["graph"]``, ``removed``, the arc
+counts in ``details``) is Algorithm 1 with ties to the first name: one representative of the tied
+choices, which is the one place names still matter besides the stated final tie-break.
+
 Two modes:
 
 - ``mode="per-prompt"`` (default; the paper's model-ranking procedure, Section 4.2 with Algorithm 2):
@@ -30,10 +40,18 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ..denoise import denoise, denoise_batch, descendant_counts, descendant_counts_batch
+from ..denoise import (
+    DELTA_TIES,
+    TIE_RTOL,
+    denoise,
+    denoise_batch,
+    descendant_counts,
+    descendant_counts_batch,
+    expected_descendants_batch,
+)
 from ..errors import LensError
 from ..graphs import GraphStack
-from .base import RankResult, adjacency_frame, check_stack, register, series
+from .base import RankResult, adjacency_frame, check_stack, ordered_ranks_batch, register, series
 from .kemeny import kemeny_orders_batch, scores_from_orders
 from .simple import graph_weights
 
@@ -41,6 +59,11 @@ MODES = ("per-prompt", "global")
 AGGREGATES = ("weight-score", "kemeny", "pairwise-majority")
 PROMPT_TIES = ("average", "name")
 QUESTION_KEY = ("dataset", "prompt_id", "turn")
+DELTA_TIES_TEXT = {
+    "average": "Algorithm 1's delta ties broken uniformly at random, descendant counts averaged over every tie path "
+               "(exact; more than 2048 paths: tied candidates taken together); name-independent",
+    "name": "Algorithm 1's delta ties to the first model by name (the literal reading; name-dependent)",
+}
 AGGREGATE_TEXT = {
     "weight-score": "weight score (paper 002, App. Q eq. 7-8): sum over questions of l_q - r_q + 1, 0 when absent",
     "kemeny": "Kemeny (paper 002, App. Q eq. 9): the order with most agreements with the per-question rankings",
@@ -59,17 +82,39 @@ def question_ids(stack: GraphStack) -> tuple[np.ndarray, pd.DataFrame]:
     return codes, stack.keys.iloc[first][cols].reset_index(drop=True)
 
 
-def pged_from_weights(w: np.ndarray, models: tuple[str, ...]) -> RankResult:
+def check_delta_ties(delta_ties: str) -> None:
+    if delta_ties not in DELTA_TIES:
+        raise LensError(f"Unknown delta_ties {delta_ties!r}; choose {' or '.join(DELTA_TIES)}.")
+
+
+def ensemble_descendants(w: np.ndarray, delta_ties: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(G, n, n) ensembles → (descendant counts (G, n) float, tie paths (G,), grouped fallback (G,) bool)."""
+    check_delta_ties(delta_ties)
+    if delta_ties == "average":
+        return expected_descendants_batch(w)
+    _, dag, _ = denoise_batch(w)
+    G = np.asarray(w).shape[0]
+    return descendant_counts_batch(dag).astype(np.float64), np.ones(G, dtype=np.int64), np.zeros(G, dtype=bool)
+
+
+def pged_from_weights(w: np.ndarray, models: tuple[str, ...], delta_ties: str = "average") -> RankResult:
     """PGED steps 2-3 on one ensemble weight matrix (row beats column): the global mode."""
     d = denoise(w)
-    desc = descendant_counts(d.dag)
-    order = sorted(range(len(models)), key=lambda i: (-int(desc[i]), models[i]))
+    if delta_ties == "average":
+        desc, paths, grouped = (x[0] for x in expected_descendants_batch(np.asarray(w, dtype=np.float64)[None]))
+    else:
+        desc, paths, grouped = descendant_counts(d.dag).astype(np.float64), 1, False
+    order = final_order(models, desc, None)
     removed = [
         (models[i], models[j], float(w[i, j])) for i, j in zip(*np.nonzero(d.removed), strict=True)
     ]
     details = {
         "mode": "global: one ensemble over every graph, denoised once",
         "score": "descendant count in the denoised DAG (paper 002, eq. 5); ties broken by model name",
+        "delta_ties": DELTA_TIES_TEXT[delta_ties],
+        "n_tie_paths": None if grouped else int(paths),
+        "tie_fallback": bool(grouped),
+        "display_graph": "Algorithm 1 with delta ties to the first model by name (one of the tied choices)",
         "n_removed_arcs": len(removed),
         "removed_weight": d.removed_weight,
         "total_weight": float(np.asarray(w).sum() - np.trace(w)),
@@ -79,25 +124,29 @@ def pged_from_weights(w: np.ndarray, models: tuple[str, ...]) -> RankResult:
         "graph": adjacency_frame(models, d.dag),
         "ensemble": adjacency_frame(models, w),
         "removed": removed,
-        "order": [models[i] for i in order],
+        "order": order,
     }
     return RankResult("pged", series(models, desc), details, extras)
 
 
 def prompt_rankings(
-    wq: np.ndarray, present: np.ndarray, prompt_ties: str = "average"
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    wq: np.ndarray, present: np.ndarray, prompt_ties: str = "average", delta_ties: str = "average",
+    display: bool = False,
+) -> tuple:
     """Per-question PGED rankings for (G, n, n) ensemble weights and (G, n) presence masks.
 
     Returns (points (G, n) = l - r + 1 for present models, 0 otherwise (eq. 7), above (G, n, n) bool =
-    ranked strictly above, both present, descendant counts (G, n), DAGs (G, n, n), removed (G, n, n)).
+    ranked strictly above, both present, descendant counts (G, n) (averaged over delta-tie paths with
+    ``delta_ties="average"``), tie paths (G,), grouped fallback (G,)), plus with ``display`` the
+    name-rule DAGs (G, n, n) and removed arcs (G, n, n) shown to users.
     """
     G, n, _ = wq.shape
-    _, dag, removed = denoise_batch(wq)
-    desc = descendant_counts_batch(dag).astype(np.float64)
+    desc, paths, grouped = ensemble_descendants(wq, delta_ties)
     both = present[:, :, None] & present[:, None, :]
-    higher = (desc[:, None, :] > desc[:, :, None]) & both  # higher[g, i, j]: j has more descendants than i
-    same = (desc[:, None, :] == desc[:, :, None]) & both & ~np.eye(n, dtype=bool)
+    gap = desc[:, None, :] - desc[:, :, None]  # gap[g, i, j] = desc_j - desc_i
+    tol = TIE_RTOL * np.maximum(1.0, np.maximum(np.abs(desc[:, None, :]), np.abs(desc[:, :, None])))
+    higher = (gap > tol) & both  # higher[g, i, j]: j has more descendants than i
+    same = (np.abs(gap) <= tol) & both & ~np.eye(n, dtype=bool)
     if prompt_ties == "average":
         r = 1.0 + higher.sum(axis=2) + 0.5 * same.sum(axis=2)
     elif prompt_ties == "name":
@@ -108,7 +157,10 @@ def prompt_rankings(
     length = present.sum(axis=1, keepdims=True)
     points = np.where(present, length - r + 1.0, 0.0)
     above = (r[:, :, None] < r[:, None, :]) & both
-    return points, above, desc, dag, removed
+    if not display:
+        return points, above, desc, paths, grouped
+    _, dag, removed = denoise_batch(wq)
+    return points, above, desc, paths, grouped, dag, removed
 
 
 def aggregate_rankings(
@@ -159,7 +211,7 @@ def prompt_ensembles(stack: GraphStack, g: np.ndarray, q_of_t: np.ndarray, n_q: 
 
 def pged_per_prompt_scores(
     stack: GraphStack, alpha: np.ndarray, m: np.ndarray, *, aggregate: str, prompt_ties: str,
-    exact_max: int = 12, g: np.ndarray | None = None, chunk_cells: int = 20_000_000,
+    exact_max: int = 12, g: np.ndarray | None = None, chunk_cells: int = 20_000_000, delta_ties: str = "average",
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-prompt PGED scores for B weightings at once; returns (scores (B, n), Kemeny orders or None).
 
@@ -174,7 +226,7 @@ def pged_per_prompt_scores(
     m = np.asarray(m, dtype=np.float64)
     if g is None:
         wq, pres = prompt_ensembles(stack, np.asarray(alpha, dtype=np.float64)[None], q_of_t, n_q)
-        points, above, *_ = prompt_rankings(wq[0], pres[0], prompt_ties)
+        points, above, *_ = prompt_rankings(wq[0], pres[0], prompt_ties, delta_ties)
         score, orders, _ = aggregate_rankings(points, above, m, aggregate, exact_max)
         return score, orders
     B = g.shape[0]
@@ -184,7 +236,8 @@ def pged_per_prompt_scores(
         gb = g[b0:b0 + step] * np.asarray(alpha, dtype=np.float64)[None]
         nb = gb.shape[0]
         wq, pres = prompt_ensembles(stack, gb, q_of_t, n_q)
-        points, above, *_ = prompt_rankings(wq.reshape(nb * n_q, n, n), pres.reshape(nb * n_q, n), prompt_ties)
+        points, above, *_ = prompt_rankings(wq.reshape(nb * n_q, n, n), pres.reshape(nb * n_q, n), prompt_ties,
+                                            delta_ties)
         s, o, _ = aggregate_rankings(points.reshape(nb, n_q, n), above.reshape(nb, n_q, n, n), m[b0:b0 + nb],
                                      aggregate, exact_max)
         scores.append(s)
@@ -193,14 +246,17 @@ def pged_per_prompt_scores(
 
 
 def final_order(models: tuple[str, ...], score: np.ndarray, kemeny_order: np.ndarray | None) -> list[str]:
-    """The total order: Kemeny's own order, else score descending with ties by model name."""
+    """The total order: Kemeny's own order, else score descending (ties within the tolerance of
+    ``ranks_from_scores``) with ties by model name."""
     if kemeny_order is not None:
         return [models[i] for i in kemeny_order]
-    return [models[i] for i in sorted(range(len(models)), key=lambda i: (-float(score[i]), models[i]))]
+    pos = ordered_ranks_batch(np.asarray(score, dtype=np.float64)[None], models)[0]
+    return [models[i] for i in np.argsort(pos)]
 
 
 def pged_per_prompt(
-    stack: GraphStack, alpha: np.ndarray, *, aggregate: str, prompt_ties: str, exact_max: int
+    stack: GraphStack, alpha: np.ndarray, *, aggregate: str, prompt_ties: str, exact_max: int,
+    delta_ties: str = "average",
 ) -> RankResult:
     """The paper's model-ranking PGED: per-question ensemble → Algorithm 1 → ranking → rank ensemble."""
     models = stack.models
@@ -208,7 +264,8 @@ def pged_per_prompt(
     n_q = len(qkeys)
     wq, pres = prompt_ensembles(stack, alpha[None], q_of_t, n_q)
     wq, pres = wq[0], pres[0]
-    points, above, desc, dag, removed = prompt_rankings(wq, pres, prompt_ties)
+    points, above, desc, paths, grouped, dag, removed = prompt_rankings(wq, pres, prompt_ties, delta_ties,
+                                                                       display=True)
     score, orders, counts = aggregate_rankings(points, above, np.ones((1, n_q)), aggregate, exact_max)
     score = score[0]
     order = final_order(models, score, None if orders is None else orders[0])
@@ -228,6 +285,11 @@ def pged_per_prompt(
                         "ties on descendants within a question broken by model name (paper 002, eq. 6)"),
         "final_tie_break": "Kemeny tie-break (first co-optimal order by model name)" if aggregate == "kemeny"
         else "equal scores ordered by model name",
+        "delta_ties": DELTA_TIES_TEXT[delta_ties],
+        "n_prompts_with_delta_ties": int(((paths > 1) | grouped).sum()),
+        "n_prompts_tie_fallback": int(grouped.sum()),
+        "display_graph": "per question, Algorithm 1 with delta ties to the first model by name (one of the tied "
+                         "choices), summed",
         "n_prompts": n_q,
         "n_prompts_with_cycles_removed": int(removed.any(axis=(1, 2)).sum()),
         "n_removed_arcs": int(removed.sum()),
@@ -254,9 +316,11 @@ def pged(
     mode: str = "per-prompt",
     aggregate: str = "weight-score",
     prompt_ties: str = "average",
+    delta_ties: str = "average",
     exact_max: int = 12,
 ) -> RankResult:
     check_stack(stack, "pged")
+    check_delta_ties(delta_ties)
     if mode not in MODES:
         raise LensError(f"Unknown PGED mode {mode!r}; choose {' or '.join(MODES)}.")
     if aggregate not in AGGREGATES:
@@ -266,7 +330,8 @@ def pged(
     alpha = graph_weights(stack, weights)
     if mode == "global":
         w = np.einsum("t,tij->ij", alpha, stack.wins.astype(np.float64))
-        res = pged_from_weights(w, stack.models)
+        res = pged_from_weights(w, stack.models, delta_ties)
         return RankResult(res.ranker, res.scores, {**res.details, "weighted": weights is not None}, res.extras)
-    res = pged_per_prompt(stack, alpha, aggregate=aggregate, prompt_ties=prompt_ties, exact_max=exact_max)
+    res = pged_per_prompt(stack, alpha, aggregate=aggregate, prompt_ties=prompt_ties, exact_max=exact_max,
+                          delta_ties=delta_ties)
     return RankResult(res.ranker, res.scores, {**res.details, "weighted": weights is not None}, res.extras)

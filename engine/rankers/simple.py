@@ -32,9 +32,11 @@ UNCOMPARED = ("pairs never compared count for neither model (no edge, no draw); 
               "a model with fewer opponents can collect fewer points")
 
 
-def _divide(num: np.ndarray, den: np.ndarray, what: str) -> np.ndarray:
+def _divide(num: np.ndarray, den: np.ndarray, what: str, strict: bool = True) -> np.ndarray:
+    """num / den, NaN where den = 0; ``strict`` refuses that (a single fit), else the NaN stays (a
+    bootstrap resample that left a model without comparisons)."""
     out = np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
-    if np.isnan(out).any():
+    if strict and np.isnan(out).any():
         raise LensError(f"The normalised {what} is undefined for a model never compared in this selection.")
     return out
 
@@ -69,16 +71,18 @@ def majority_graph(W: np.ndarray, compared: np.ndarray) -> np.ndarray:
     return adj & ~np.eye(n, dtype=bool)
 
 
-def copeland_scores(W: np.ndarray, compared: np.ndarray, tie_value: float, normalize: bool = False) -> np.ndarray:
+def copeland_scores(
+    W: np.ndarray, compared: np.ndarray, tie_value: float, normalize: bool = False, strict: bool = True
+) -> np.ndarray:
     """(B, n, n) strict wins and compared pairs → (B, n) majority wins + tie_value * exact majorities."""
     adj = majority_graph(W, compared)
-    strict = adj & ~adj.swapaxes(1, 2)
+    one_way = adj & ~adj.swapaxes(1, 2)
     tie = adj & adj.swapaxes(1, 2)
-    score = strict.sum(axis=2) + tie_value * tie.sum(axis=2)
+    score = one_way.sum(axis=2) + tie_value * tie.sum(axis=2)
     if normalize:
         n = W.shape[-1]
         opponents = (compared & ~np.eye(n, dtype=bool)).sum(axis=2)
-        score = _divide(score.astype(np.float64), opponents, "Copeland score")
+        score = _divide(score.astype(np.float64), opponents, "Copeland score", strict)
     return score.astype(np.float64)
 
 
@@ -124,21 +128,42 @@ def graph_rankings(stack: GraphStack) -> tuple[np.ndarray, np.ndarray]:
     return ranks, present
 
 
+def _judge_weight(judge: str, value: object) -> float:
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise LensError(f"The weight of judge {judge!r} is {value!r}, not a number.") from None
+    if not np.isfinite(x) or x < 0:
+        raise LensError(f"The weight of judge {judge!r} is {value!r}; a judge weight must be a finite number >= 0.")
+    return x
+
+
 def graph_weights(stack: GraphStack, weights: np.ndarray | dict | None) -> np.ndarray:
-    """Per-graph weights alpha_t: None → 1, an array of length T, or a dict judge → weight."""
+    """Per-graph weights alpha_t: None → 1, an array of length T, or a dict judge → weight.
+
+    Weights must be finite and non-negative, and not all zero over the selection's graphs (that would
+    leave nothing to rank); a dict names the offending judge.
+    """
     if weights is None:
         return np.ones(stack.T)
     if isinstance(weights, dict):
+        checked = {str(j): _judge_weight(str(j), v) for j, v in weights.items()}
         judges = stack.keys["judge"].astype(str)
-        unknown = sorted(set(judges) - set(weights))
+        unknown = sorted(set(judges) - set(checked))
         if unknown:
             raise LensError(f"No weight given for judge(s) {', '.join(unknown)}.")
-        return judges.map(weights).to_numpy(np.float64)
+        w = judges.map(checked).to_numpy(np.float64)
+        if stack.T and not (w > 0).any():
+            raise LensError(f"Every judge of the selection has weight 0 ({', '.join(sorted(set(judges)))}); "
+                            "give at least one a positive weight.")
+        return w
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (stack.T,):
         raise LensError(f"Expected {stack.T} graph weights, got {w.size}.")
-    if (w < 0).any():
-        raise LensError("Graph weights must be non-negative.")
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise LensError("Graph weights must be finite and non-negative.")
+    if stack.T and not (w > 0).any():
+        raise LensError("Every graph weight is 0; give at least one graph a positive weight.")
     return w
 
 
@@ -150,10 +175,12 @@ def borda_points(stack: GraphStack) -> tuple[np.ndarray, np.ndarray]:
     return points, np.where(present, length, 0).astype(np.float64)
 
 
-def borda_scores(points: np.ndarray, attainable: np.ndarray, g: np.ndarray, normalize: bool = False) -> np.ndarray:
+def borda_scores(
+    points: np.ndarray, attainable: np.ndarray, g: np.ndarray, normalize: bool = False, strict: bool = True
+) -> np.ndarray:
     """Weight score for graph weights g (B, T): g @ points, optionally over g @ attainable."""
     score = g @ points
-    return _divide(score, g @ attainable, "weight score") if normalize else score
+    return _divide(score, g @ attainable, "weight score", strict) if normalize else score
 
 
 @register("borda", "weight score / Borda over per-graph rankings (paper 002, Appendix Q)")
@@ -185,14 +212,16 @@ def ranking_preferences(stack: GraphStack, weights: np.ndarray | dict | None = N
     return np.einsum("t,tij->ij", alpha, ranking_above(stack).astype(np.float64))
 
 
-def pairwise_majority_scores(C: np.ndarray, ranked: np.ndarray, normalize: bool = False) -> np.ndarray:
+def pairwise_majority_scores(
+    C: np.ndarray, ranked: np.ndarray, normalize: bool = False, strict: bool = True
+) -> np.ndarray:
     """(B, n, n) preferences and ranked pairs (some graph had both) → (B, n) majority wins + half the draws."""
     n = C.shape[-1]
     Ct = C.swapaxes(1, 2)
     ranked = ranked & ~np.eye(n, dtype=bool)
     score = (C > Ct).sum(axis=2) + 0.5 * ((C == Ct) & ranked).sum(axis=2)
     if normalize:
-        score = _divide(score.astype(np.float64), ranked.sum(axis=2), "pairwise-majority score")
+        score = _divide(score.astype(np.float64), ranked.sum(axis=2), "pairwise-majority score", strict)
     return score.astype(np.float64)
 
 
