@@ -13,7 +13,7 @@ from engine.graphs import build_stack
 from engine.rankers import rank
 from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.counts import verdict_counts
-from tests.test_rankers_data import bt_verdicts
+from tests.test_rankers_data import bt_verdicts, verdict_frame
 
 THETA = np.array([0.8, 0.3, 0.0, -0.4, -0.7])
 
@@ -172,8 +172,8 @@ def test_pged_per_prompt_bootstrap_over_graphs_of_several_judges():
 
     st = build_stack(_judged(3))
     B = 8
-    res = bootstrap(st, "pged", B=B, seed=1)
-    assert "B x Q per-question ensembles" in res.method
+    res = bootstrap(st, "pged", B=B, seed=1, unit="graph")
+    assert "B x Q per-question ensembles" in res.method and res.unit == "graph"
     c = graph_weights(st, B, np.random.default_rng(1)).astype(float)
     q, keys = question_ids(st)
     for b in range(B):  # one resample at a time: ensembles from the drawn graphs, questions by mean count
@@ -186,3 +186,66 @@ def test_pged_per_prompt_bootstrap_over_graphs_of_several_judges():
     small, _ = pged_per_prompt_scores(st, np.ones(st.T), m_all, g=c, aggregate="weight-score",
                                       prompt_ties="average", chunk_cells=1)
     np.testing.assert_allclose(res.samples, small)
+
+
+def test_default_unit_follows_the_ranker_and_unknown_units_are_refused(stack):
+    st = build_stack(_judged(2))
+    a = bootstrap(st, "pged", B=6, seed=4)
+    b = bootstrap(st, "pged", B=6, seed=4, unit="prompt")
+    assert a.unit == "prompt" and np.array_equal(a.samples, b.samples)
+    assert bootstrap(st, "pged", B=3, seed=4, mode="global").unit == "graph"
+    assert bootstrap(st, "bt", B=3, seed=4).unit == "graph"
+    with pytest.raises(LensError, match="Unknown bootstrap unit"):
+        bootstrap(st, "bt", B=3, unit="judge")
+
+
+def test_rank_samples_follow_the_point_rank_rule():
+    """PGED states an order (score, then name): each resample's ranks equal the ranks of a single fit on
+    that resample (a loop of fits, global mode on graphs); per prompt, positions by a Python sort."""
+    v = bt_verdicts(np.zeros(5), 6, seed=2, tie_nu=1.5, pairs_per_prompt=4)  # level models: many equal scores
+    st = build_stack(v)
+    B = 25
+    res = bootstrap(st, "pged", B=B, seed=3, mode="global")
+    w = graph_weights(st, B, np.random.default_rng(3), "graph")
+    for b in range(B):
+        single = rank(st.subset(np.repeat(np.arange(st.T), w[b])), "pged", mode="global")
+        assert res.rank_samples[b].tolist() == single.ranks.reindex(list(st.models)).tolist()
+    res = bootstrap(st, "pged", B=B, seed=3)
+    n_ties = 0
+    for b in range(B):
+        s = res.samples[b]
+        order = sorted(range(st.n), key=lambda i: (-s[i], st.models[i]))
+        assert res.rank_samples[b].tolist() == [order.index(i) + 1 for i in range(st.n)]
+        n_ties += len(set(s)) < st.n
+    assert n_ties > 0  # equal scores do occur, so the name rule is exercised
+    # competition ranks for the others: equal scores share the smallest rank
+    res = bootstrap(st, "copeland", B=B, seed=3)
+    for b in range(B):
+        s = res.samples[b]
+        assert res.rank_samples[b].tolist() == [1 + int((s > x).sum()) for x in s]
+
+
+def test_a_resample_without_a_models_comparisons_gives_nan_and_is_counted():
+    """Win rate (and normalised counts): a resample that drops every graph of a model leaves it
+    undefined there; the bootstrap carries on, counts such resamples and builds that model's interval
+    from the others (checked against single fits on the resamples where it is defined)."""
+    rows = [(f"p{k}", "a", "b", "A" if k % 3 else "B") for k in range(12)]
+    rows += [(f"p{k}", "b", "c", "tie") for k in range(2)]  # c appears in two graphs only
+    st = build_stack(verdict_frame(rows))
+    B = 60
+    w = graph_weights(st, B, np.random.default_rng(8), "graph")
+    has_c = st.observed.any(axis=2)[:, st.models.index("c")]
+    undefined = (w[:, has_c].sum(axis=1) == 0)
+    assert 0 < undefined.sum() < B
+    for name, params in (("winrate", {}), ("copeland", {"normalize": True}), ("borda", {"normalize": True})):
+        res = bootstrap(st, name, B=B, seed=8, **params)
+        assert res.n_undefined == undefined.sum(), name
+        ci = res.scores_ci
+        c = st.models.index("c")
+        assert np.isnan(res.samples[undefined, c]).all() and np.isfinite(res.samples[~undefined]).all()
+        defined = [rank(st.subset(np.repeat(np.arange(st.T), w[b])).restrict_models(["a", "b", "c"]), name,
+                        **params).scores["c"] for b in np.flatnonzero(~undefined)]
+        assert ci.loc["c", "low"] == pytest.approx(np.quantile(defined, 0.025))
+        assert ci.loc["c", "high"] == pytest.approx(np.quantile(defined, 0.975))
+        rci = res.ranks_ci
+        assert rci.notna().all().all() and (rci["low"] <= rci["high"]).all()

@@ -182,3 +182,105 @@ def test_show_kept_lists_the_kept_graphs_in_keep_order_with_the_threshold(shippe
     assert obj["params"]["threshold"] == threshold and obj["params"]["pool"] == "perturbed"
     rc, _, err = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--show-kept")
     assert rc == 2 and "give --keep-k" in err
+
+
+# ----------------------------------------------------------------------------- audit round 3
+
+
+def test_keep_k_leaves_models_without_kept_comparisons_off_the_board(shipped_db, shipped_store):
+    """Every judge pooled, K = 10: the ten kept graphs hold no guanaco comparison (5-model judges),
+    so the guanacos are dropped (and said so) and BT is the choix fit of the compared models alone."""
+    board = leaderboard(shipped_store, "vicuna80", keep_k=10)
+    v = shipped_store.verdicts("vicuna80")
+    kept = board.kept[["judge", "prompt_id", "variant", "turn"]].astype(str)
+    vv = v.assign(**{c: v[c].astype(str) for c in ("judge", "prompt_id", "variant", "turn")})
+    rows = vv.merge(kept, on=["judge", "prompt_id", "variant", "turn"])
+    rows = rows[rows["winner"] != "invalid"]
+    compared = sorted(set(rows["model_a"]) | set(rows["model_b"]))
+    assert sorted(board.table["model"]) == compared and len(compared) == 5
+    dropped = sorted((set(v["model_a"]) | set(v["model_b"])) - set(compared))
+    assert sorted(board.params["dropped_models"]) == dropped == ["guanaco-13b", "guanaco-33b", "guanaco-65b",
+                                                                 "guanaco-7b"]
+    st = build_stack(rows)
+    W, T = st.win_tie_matrices()
+    ref = choix.ilsr_pairwise_dense(W + T / 2, tol=1e-12, max_iter=10_000)
+    np.testing.assert_allclose(board.scores.reindex(list(st.models)), ref - ref.mean(), atol=1e-6)
+    assert (board.table["n_graphs_model"] > 0).all()
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--keep-k", "10", "--format", "json")
+    obj = json.loads(out)
+    assert rc == 0 and len(obj["table"]) == 5
+    assert any("guanaco-13b, guanaco-33b, guanaco-65b, guanaco-7b have no comparison" in n for n in obj["notes"])
+    # compare: only the compared shared models count (guanaco-33b is on the Arena but was not compared)
+    rc, out, err = run_cli(shipped_db, "compare", "--keep-k", "10", "--reference", "arena", "--format", "csv")
+    row = pd.read_csv(io.StringIO(out)).iloc[0]
+    assert rc == 0 and row["n_shared"] == 5 and "guanaco-33b" not in row["models"]
+    assert "guanaco-33b" in err and "left out" in err
+
+
+def test_app_slider_path_drops_models_and_keeps_cycle_columns_by_name(shipped_store):
+    from engine.appstate import SliderContext, app_leaderboard
+    from engine.cycles import vertex_cycle_counts
+
+    st = build_stack(shipped_store.verdicts("vicuna80"))
+    ctx = SliderContext.of(st)
+    app = app_leaderboard(ctx, ranker="bt", keep_k=10, mu=1.0, bootstrap=20, seed=1)
+    idx, _ = ctx.kept(10, 1.0)
+    sub = st.subset(idx)
+    seen = sub.observed.any(axis=(0, 2))
+    assert sorted(app.table["model"]) == sorted(m for m, s in zip(st.models, seen, strict=True) if s)
+    assert sorted(app.params["dropped_models"]) == sorted(m for m, s in zip(st.models, seen, strict=True) if not s)
+    bad = vertex_cycle_counts(sub.adj)["c3_bad"].sum(axis=0)  # per model over the kept graphs, full stack order
+    for row in app.table.itertuples(index=False):
+        assert row.bad_triads == bad[st.models.index(row.model)]
+
+
+@pytest.mark.parametrize("selection", [{}, {"judge": "gpt-4"}, {"judge": "bard", "keep_k": 5}])
+def test_point_estimates_and_ranks_lie_inside_their_bootstrap_intervals(shipped_store, selection):
+    """B = 100 for every ranker: the point score inside [ci_low, ci_high] and the point rank inside
+    [rank_low, rank_high] (PGED per prompt with every judge pooled used to give gpt4 676.5 with
+    [607, 656]; with bard's 5 kept graphs PGED's name-ordered ranks fell outside competition-rank
+    intervals)."""
+    for name in RANKERS:
+        board = leaderboard(shipped_store, "vicuna80", ranker=name, bootstrap=100, seed=0, **selection)
+        t = board.table
+        tol = 1e-9 * np.maximum(1, t["score"].abs())
+        assert ((t["ci_low"] - tol <= t["score"]) & (t["score"] <= t["ci_high"] + tol)).all(), (name, t)
+        assert ((t["rank_low"] <= t["rank"]) & (t["rank"] <= t["rank_high"])).all(), (name, t)
+
+
+def test_cli_refuses_options_it_would_ignore_and_show_kept_prints_only_keep_k(shipped_db):
+    for args, text in ((["--pool", "all"], "--pool chooses which graphs keep-K keeps; give --keep-k"),
+                       (["--mu", "0.5"], "--mu weights"), (["--per-category"], "--per-category keeps"),
+                       (["--bootstrap", "-5"], "--bootstrap takes the number of resamples"),
+                       (["--bootstrap-unit", "prompt"], "give --bootstrap B"),
+                       (["--judge-weight", "gpt-4=-5", "--ranker", "borda"], "weight of judge 'gpt-4'"),
+                       (["--judge-weight", "gpt-4=nan", "--ranker", "pged"], "weight of judge 'gpt-4'")):
+        rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", *args, "--format", "csv")
+        assert rc == 2 and out == "" and text in err and err.count("\n") == 1, (args, err)
+    rc, _, err = run_cli(shipped_db, "compare", "--pool", "all", "--format", "csv")
+    assert rc == 2 and "give --keep-k" in err
+    # --show-kept: keep-K notes only (claude, K = 1 also has a BT regularisation note on the board)
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--keep-k", "1", "--show-kept",
+                           "--format", "csv")
+    assert rc == 0 and err and all(line.startswith("note: keep-K:") for line in err.strip().split("\n"))
+    rc, out, _ = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--keep-k", "1", "--show-kept",
+                         "--format", "json")
+    obj = json.loads(out)
+    assert set(obj) == {"params", "notes", "kept"} and len(obj["kept"]) == 1
+    assert obj["params"]["keep_k"] == 1 and all(n.startswith("keep-K:") for n in obj["notes"])
+
+
+def test_cli_bootstrap_unit(shipped_db, shipped_store):
+    from engine.bootstrap import bootstrap
+    from engine.leaderboard import compared_models_only
+
+    base = ["leaderboard", "--ranker", "pged", "--judge", "gpt-4", "--bootstrap", "30", "--seed", "2", "--format",
+            "json"]
+    st = compared_models_only(build_stack(shipped_store.verdicts("vicuna80", judge="gpt-4")))[0]
+    for unit, expect in (([], "prompt"), (["--bootstrap-unit", "graph"], "graph")):
+        rc, out, err = run_cli(shipped_db, *base, *unit)
+        obj = json.loads(out)
+        assert rc == 0 and obj["params"]["bootstrap_unit"] == expect
+        ci = bootstrap(st, "pged", 30, 2, unit=expect).scores_ci
+        got = pd.DataFrame(obj["table"]).set_index("model")
+        np.testing.assert_allclose(got["ci_low"].reindex(ci.index), ci["low"])

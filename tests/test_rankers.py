@@ -73,20 +73,53 @@ def test_batch_equals_single_fits(syn):
     assert info.regularised[3] and info.regularised.sum() >= 1
 
 
-def test_invariant_to_relabelling_and_row_order(syn):
-    v, st = syn
-    base = rank(st, "bt").scores
+@pytest.mark.parametrize("perm", ["reversed", "shuffled"])
+def test_invariant_to_relabelling_and_row_order(perm):
+    """New names whose alphabetical order is a permutation of the old one (so a ranker that breaks
+    ties by index or name would move): every ranker's scores follow the models, not the names."""
+    # PGED per prompt: one judge per prompt and weights 1 make Algorithm 1's delta ties common here
+    v = bt_verdicts(THETA, 40, seed=3, tie_nu=0.6)
+    st = build_stack(v)
+    order = list(st.models)[::-1] if perm == "reversed" else list(np.random.default_rng(4).permutation(st.models))
+    ren = {m: f"z{k}" for k, m in enumerate(order)}  # sorted(new names) lists the models in `order`
+    assert [m for m in sorted(ren, key=ren.get)] != list(st.models)
     shuffled = v.sample(frac=1.0, random_state=1).reset_index(drop=True)
-    ren = {m: f"z{m}" for m in st.models}
     renamed = shuffled.assign(model_a=shuffled["model_a"].map(ren), model_b=shuffled["model_b"].map(ren))
-    other = rank(build_stack(renamed), "bt").scores
-    np.testing.assert_allclose(other.rename(index={v: k for k, v in ren.items()}).reindex(base.index), base, atol=1e-9)
+    other_stack = build_stack(renamed)
+    assert list(other_stack.models) == sorted(ren.values())
+    back = {new: old for old, new in ren.items()}
     for name in RANKERS:
         if name == "elo":  # order-dependent by design; its order is stated (graph key order)
             continue
         a = rank(st, name).scores
-        b = rank(build_stack(renamed), name).scores.rename(index={v: k for k, v in ren.items()}).reindex(a.index)
+        b = rank(other_stack, name).scores.rename(index=back).reindex(a.index)
         np.testing.assert_allclose(a, b, atol=1e-7, err_msg=name)
+    for params in ({"mode": "global"}, {"aggregate": "kemeny"}, {"aggregate": "pairwise-majority"}):
+        a = rank(st, "pged", **params).scores
+        b = rank(other_stack, "pged", **params).scores.rename(index=back).reindex(a.index)
+        np.testing.assert_allclose(a, b, atol=1e-7, err_msg=str(params))
+    # the literal reading of Algorithm 1 (delta ties to the first name) does depend on the names here
+    a = rank(st, "pged", delta_ties="name").scores
+    b = rank(other_stack, "pged", delta_ties="name").scores.rename(index=back).reindex(a.index)
+    assert not np.allclose(a, b)
+
+
+def test_two_perfect_cycles_give_every_model_the_same_score():
+    """Two prompts that are both a > b > c > a: by symmetry every model must score the same (BT: 0)."""
+    rows = [(p, x, y, "A") for p in ("p1", "p2") for x, y in (("a", "b"), ("b", "c"), ("c", "a"))]
+    st = build_stack(verdict_frame(rows))
+    np.testing.assert_allclose(rank(st, "bt").scores, 0.0, atol=1e-12)
+    for name in RANKERS:
+        if name in ("elo", "kemeny"):  # Elo: sequential; Kemeny: one of 3 co-optimal orders, stated
+            continue
+        s = rank(st, name).scores
+        assert s.max() - s.min() < 1e-9, (name, s.to_dict())
+    for params in ({"mode": "global"}, {"aggregate": "pairwise-majority"}):
+        s = rank(st, "pged", **params).scores
+        assert s.max() - s.min() < 1e-9, params
+    # the literal reading hands each cycle to the first name: a 3 + 3, b 2 + 2, c 1 + 1 points
+    assert rank(st, "pged", delta_ties="name").scores.to_dict() == {"a": 6.0, "b": 4.0, "c": 2.0}
+    assert rank(st, "kemeny").details["co_optimal_orders"] == 3
 
 
 def test_bt_from_verdict_table_equals_stack_path(syn):
@@ -470,3 +503,23 @@ def test_results_are_frozen_and_picklable(syn):
     again = pickle.loads(pickle.dumps(res))
     assert again.details == res.details
     np.testing.assert_array_equal(again.scores, res.scores)
+
+
+def test_judge_weights_must_be_finite_non_negative_and_not_all_zero():
+    import pandas as pd
+
+    v = pd.concat([bt_verdicts(THETA[:4], 6, seed=k).assign(judge=j) for k, j in enumerate(("j1", "j2"))],
+                  ignore_index=True)
+    st = build_stack(v)
+    for name in ("pged", "borda", "kemeny", "pairwise-majority"):
+        for bad in (-5.0, float("nan"), float("inf"), "x"):
+            with pytest.raises(LensError, match="weight of judge 'j1'"):
+                rank(st, name, weights={"j1": bad, "j2": 1.0})
+        with pytest.raises(LensError, match="Every judge of the selection has weight 0"):
+            rank(st, name, weights={"j1": 0.0, "j2": 0})
+        with pytest.raises(LensError, match="finite and non-negative"):
+            rank(st, name, weights=np.r_[np.ones(st.T - 1), np.nan])
+    # zero for one judge is allowed and equals ranking the other judge alone (a direct Borda count)
+    only = rank(st, "borda", weights={"j1": 0.0, "j2": 2.0}).scores
+    direct = rank(st.subset(np.flatnonzero(st.keys["judge"] == "j2")), "borda").scores * 2
+    np.testing.assert_allclose(only, direct.reindex(only.index))

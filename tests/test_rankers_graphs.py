@@ -108,18 +108,29 @@ def test_pged_ranker_ensemble_and_lexicographic_order():
     import pandas as pd
 
     st = build_stack(pd.concat(rows, ignore_index=True))
-    res = rank(st, "pged", mode="global")
+    # Ensemble a>b 2, b>c 3, c>a 1, a>d 2, b>d 1. Algorithm 1: d is a sink; then delta a = 2 - 1 = 1,
+    # b = 3 - 2 = 1, c = 1 - 3 = -2: a and b tie. Literal reading (tie to the first name): pick a,
+    # remove c>a; descendants a 3, b 2, c 0, d 0. Picking b instead removes a>b: b>c>a>d, so b 3,
+    # c 2, a 1, d 0. The default averages the two paths: a 2, b 2.5, c 1, d 0.
+    res = rank(st, "pged", mode="global", delta_ties="name")
     assert res.extras["removed"] == [("c", "a", 1.0)]
     assert res.scores.to_dict() == {"a": 3.0, "b": 2.0, "c": 0.0, "d": 0.0}
     assert res.extras["order"] == ["a", "b", "c", "d"]  # c and d tie on descendants: by name
     assert res.extras["graph"].loc["a", "b"] == 2.0
     assert res.ranks.to_dict() == {"a": 1, "b": 2, "c": 3, "d": 4}  # the rank follows the stated order
-    # one prompt: the per-prompt mode denoises the same ensemble; weight score l - r + 1 with c, d
-    # sharing positions 3 and 4 (average 3.5): a 4, b 3, c 1.5, d 1.5
-    per = rank(st, "pged")
+    avg = rank(st, "pged", mode="global")
+    assert avg.scores.to_dict() == {"a": 2.0, "b": 2.5, "c": 1.0, "d": 0.0} and avg.details["n_tie_paths"] == 2
+    assert avg.extras["order"] == ["b", "a", "c", "d"]
+    assert avg.extras["removed"] == res.extras["removed"]  # the display DAG is the first-name path
+    # one prompt: the per-prompt mode denoises the same ensemble; weight score l - r + 1, literal
+    # reading with c, d sharing positions 3 and 4 (average 3.5): a 4, b 3, c 1.5, d 1.5
+    per = rank(st, "pged", delta_ties="name")
     assert per.extras["removed"] == [("c", "a", 1.0)] and per.extras["graph"].equals(res.extras["graph"])
     assert per.scores.to_dict() == {"a": 4.0, "b": 3.0, "c": 1.5, "d": 1.5}
     assert per.extras["order"] == ["a", "b", "c", "d"]
+    per = rank(st, "pged")  # averaged descendants b 2.5 > a 2 > c 1 > d 0
+    assert per.scores.to_dict() == {"a": 3.0, "b": 4.0, "c": 2.0, "d": 1.0}
+    assert per.details["n_prompts_with_delta_ties"] == 1
 
 
 def test_elspr_reconstruction_matches_networkx_scc_twin():
@@ -235,8 +246,48 @@ def _multi_judge_stack(seed: int = 0, n_prompts: int = 6):
     return build_stack(pd.concat(frames, ignore_index=True))
 
 
-def _pged_twin(st, prompt_ties: str = "average"):
-    """Per-prompt PGED by loops: ensemble per question, sequential Algorithm 1, networkx descendants."""
+def brute_expected_descendants(w: np.ndarray) -> list:
+    """Algorithm 1 as nested loops (sinks, then sources, then the largest delta), branching on every
+    delta tie with equal probability; networkx descendants of each final DAG, averaged in exact fractions."""
+    from fractions import Fraction
+
+    n = w.shape[0]
+    out = [Fraction(0)] * n
+
+    def go(alive, head, tail, p):
+        while True:
+            sinks = [v for v in sorted(alive) if not any(w[v, x] > 0 for x in alive if x != v)]
+            if not sinks:
+                break
+            tail.insert(0, sinks[0])
+            alive = alive - {sinks[0]}
+        while True:
+            sources = [v for v in sorted(alive) if not any(w[x, v] > 0 for x in alive if x != v)]
+            if not sources:
+                break
+            head.append(sources[0])
+            alive = alive - {sources[0]}
+        if not alive:
+            pos = {v: k for k, v in enumerate(head + tail)}
+            g = nx.DiGraph()
+            g.add_nodes_from(range(n))
+            g.add_edges_from((i, j) for i in range(n) for j in range(n) if i != j and w[i, j] > 0 and pos[i] < pos[j])
+            for v in range(n):
+                out[v] += p * len(nx.descendants(g, v))
+            return
+        delta = {v: sum(w[v, x] - w[x, v] for x in alive if x != v) for v in alive}
+        top = max(delta.values())
+        tied = [v for v in sorted(alive) if delta[v] == top]
+        for u in tied:
+            go(alive - {u}, head + [u], list(tail), p / len(tied))
+
+    go(set(range(n)), [], [], Fraction(1))
+    return out
+
+
+def _pged_twin(st, prompt_ties: str = "average", delta_ties: str = "average"):
+    """Per-prompt PGED by loops: ensemble per question, sequential Algorithm 1 (every delta tie path
+    averaged, or ties to the first name), networkx descendants."""
     from scipy.stats import rankdata
 
     groups: dict = {}
@@ -252,8 +303,12 @@ def _pged_twin(st, prompt_ties: str = "average"):
                     w[i, j] += st.wins[t, i, j]
                     if st.observed[t, i, j]:
                         present |= {i, j}
-        g = nx.from_numpy_array(denoise(w).dag, create_using=nx.DiGraph)
-        desc = {v: len(nx.descendants(g, v)) for v in present}
+        if delta_ties == "average":
+            exact = brute_expected_descendants(w)
+            desc = {v: exact[v] for v in present}
+        else:
+            g = nx.from_numpy_array(denoise(w).dag, create_using=nx.DiGraph)
+            desc = {v: len(nx.descendants(g, v)) for v in present}
         members = sorted(present)
         if prompt_ties == "average":
             r = dict(zip(members, rankdata([-desc[v] for v in members], method="average"), strict=True))
@@ -265,11 +320,12 @@ def _pged_twin(st, prompt_ties: str = "average"):
     return points, rankings
 
 
-@pytest.mark.parametrize("prompt_ties", ["average", "name"])
-def test_pged_per_prompt_weight_score_matches_a_loop_twin(prompt_ties):
+@pytest.mark.parametrize("prompt_ties,delta_ties", [("average", "average"), ("name", "average"), ("average", "name"),
+                                                    ("name", "name")])
+def test_pged_per_prompt_weight_score_matches_a_loop_twin(prompt_ties, delta_ties):
     st = _multi_judge_stack()
-    res = rank(st, "pged", prompt_ties=prompt_ties)
-    points, _ = _pged_twin(st, prompt_ties)
+    res = rank(st, "pged", prompt_ties=prompt_ties, delta_ties=delta_ties)
+    points, _ = _pged_twin(st, prompt_ties, delta_ties)
     np.testing.assert_allclose(res.scores.to_numpy(), points)
     assert res.details["n_prompts"] == 6 and res.details["aggregate"] == "weight-score"
     expect = sorted(st.models, key=lambda m: (-points[st.models.index(m)], m))
@@ -409,3 +465,69 @@ def test_counting_rankers_state_and_normalise_uncompared_pairs():
     present = st.observed.any(axis=2)
     attain = (present * present.sum(axis=1, keepdims=True)).sum(axis=0)
     np.testing.assert_allclose(bn.to_numpy(), b.to_numpy() / attain)
+
+
+# ----------------------------------------------------------------------------- delta ties (name-independent PGED)
+
+
+def test_expected_descendants_equal_the_brute_force_average_over_tie_paths():
+    """Every delta-tie path of Algorithm 1 enumerated by nested loops (exact fractions, networkx
+    descendants) against the batched branching; then relabelling permutes the result."""
+    from engine.denoise import expected_descendants_batch
+
+    rng = np.random.default_rng(12)
+    ws = []
+    for n in range(1, 8):
+        for _ in range(25):  # small integer weights, sparse: many delta ties
+            w = (rng.integers(0, 3, size=(n, n)) * (rng.random((n, n)) < 0.6)).astype(float)
+            np.fill_diagonal(w, 0)
+            ws.append(w)
+    n_tied = 0
+    for w in ws:
+        desc, paths, grouped = expected_descendants_batch(w[None])
+        assert not grouped[0]
+        n_tied += paths[0] > 1
+        np.testing.assert_allclose(desc[0], [float(x) for x in brute_expected_descendants(w)], atol=1e-12)
+        perm = rng.permutation(w.shape[0])
+        other, _, _ = expected_descendants_batch(w[np.ix_(perm, perm)][None])
+        np.testing.assert_allclose(other[0], desc[0][perm], atol=1e-12)
+    assert n_tied > 40  # the sample does exercise ties
+    # batched over graphs of one size equals one at a time
+    same = np.stack([w for w in ws if w.shape[0] == 6])
+    np.testing.assert_allclose(expected_descendants_batch(same)[0],
+                               np.vstack([expected_descendants_batch(w[None])[0] for w in same]))
+
+
+def test_expected_descendants_fallback_on_fully_symmetric_graphs():
+    """Two judges that disagree on every pair: n! tie paths. Exact average by symmetry: (n - 1) / 2 each
+    (checked by brute force for n = 5); beyond the path cap the grouped fallback takes every tied
+    vertex at once, removing all arcs: 0 each, still equal for every model."""
+    from engine.denoise import expected_descendants_batch
+
+    w5 = np.ones((5, 5)) - np.eye(5)
+    assert [float(x) for x in brute_expected_descendants(w5)] == [2.0] * 5
+    desc, paths, grouped = expected_descendants_batch(w5[None])
+    assert paths[0] == 120 and not grouped[0]
+    np.testing.assert_allclose(desc[0], 2.0)
+    desc, paths, grouped = expected_descendants_batch(w5[None], max_paths=100)
+    assert grouped[0] and paths[0] == 0
+    np.testing.assert_allclose(desc[0], 0.0)
+    w9 = np.ones((9, 9)) - np.eye(9)  # 9! paths: over the default cap
+    desc, _, grouped = expected_descendants_batch(w9[None])
+    assert grouped[0] and np.ptp(desc[0]) == 0
+
+
+def test_pged_scores_do_not_depend_on_names_on_shipped_human_judge(shipped_store):
+    """vicuna80, human judge: names in reversed alphabetical order. The default gives the same scores;
+    the literal reading (delta ties to the first name) moves scores and ranks."""
+    v = shipped_store.verdicts("vicuna80", judge="human")
+    st = build_stack(v)
+    ren = {m: f"z{k}" for k, m in enumerate(list(st.models)[::-1])}
+    back = {b: a for a, b in ren.items()}
+    st2 = build_stack(v.assign(model_a=v["model_a"].map(ren), model_b=v["model_b"].map(ren)))
+    for params in ({}, {"mode": "global"}, {"aggregate": "kemeny"}):
+        a, b = rank(st, "pged", **params), rank(st2, "pged", **params)
+        np.testing.assert_allclose(b.scores.rename(index=back).reindex(a.scores.index), a.scores, err_msg=str(params))
+    a, b = rank(st, "pged", delta_ties="name"), rank(st2, "pged", delta_ties="name")
+    moved = a.ranks != b.ranks.rename(index=back).reindex(a.scores.index)
+    assert moved.sum() >= 4
