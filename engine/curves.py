@@ -7,8 +7,10 @@ Bradley-Terry, and measure the four distances of Appendix C.2 to the reference.
 What is plotted and what the band is (our choice, stated): the paper draws its curves from single
 point estimates and reports resampled summaries only for Table 2, where its method keeps 25 graphs
 and draws 20 of them *without replacement* 100 times, giving the mean with a 95 % interval. The
-curves follow that protocol at every x: keep K, draw ``m = round(draw_fraction·K)`` of the kept
-graphs without replacement (draw_fraction 0.8 = the paper's 25 → 20), ``resamples`` times. The
+curves follow that protocol at every x: keep K, draw ``m = min(round(draw_fraction·K), kept)`` of
+the kept graphs without replacement (draw_fraction 0.8 = the paper's 25 → 20; a group with fewer
+than K graphs keeps them all and, like Table 2's cell, draws min(20, kept) at K = 25),
+``resamples`` times. The
 plotted statistic is ``mean`` (the mean distance over the draws), and the band ``ci_low`` …
 ``ci_high`` is its 95 % interval, mean ± 1.96·sd/√R — the "±" of Table 2 — so it always contains
 the curve. ``q_low``/``q_high`` (2.5/97.5 % of the draws' distances) show the spread of a single
@@ -22,10 +24,16 @@ the curve at K = 25 equals the Trunc25→20 cell of Table 2, and neighbouring K 
 draws. Truncation scores are computed on the graphs as judged (every model); only ranking and
 distances use the reference-rated models.
 
+Bradley-Terry fits that stop at the solver's iteration cap are counted per row
+(``bt_nonconverged``: point fit + draws; the macro row sums its groups) and named in ``note``. A
+category whose pool is empty (e.g. no sampling replicates for ``pool="sampling"``) has no rows;
+the macro row's ``n_categories`` and ``note`` say over how many categories it averages and which
+were left out.
+
 Speed: the x values are visited in order; at each, every group's R draws plus its point fit are one
 warm-started batch (started from the same row's fit at the previous x).
 Pools: ``perturbed`` (originals + paraphrases, default), ``sampling`` (originals + sampling
-replicates: the control of Figure 6) or ``all``.
+replicates: the control of Figure 6; a category without replicates has an empty pool) or ``all``.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from .resampling import (
     _category_positions,
     _kept,
     _reference_for,
-    bt_scores,
+    bt_scores_info,
     check_seed,
     common_models,
     distances_for_scores,
@@ -55,7 +63,7 @@ from .resampling import (
     keep_draw_weights,
     reference_ranks,
 )
-from .truncation import POOLS, check_weights, key_rank, pool_mask, truncation_scores
+from .truncation import POOLS, check_weights, is_sample, key_rank, pool_mask, truncation_scores
 
 DEFAULT_MU_GRID: tuple[float, ...] = tuple(float(x) for x in np.logspace(-2, 2, 17))
 """0.01 … 100, four points per decade: four decades around the paper's mu = 1."""
@@ -69,20 +77,34 @@ POOLED = "all"
 __all__ = ["DEFAULT_MU_GRID", "DRAW_FRACTION", "POOLS", "draw_size", "keep_k_curve", "mu_curve"]
 
 
-def draw_size(kept: int, draw_fraction: float = DRAW_FRACTION) -> int:
-    """Graphs drawn from ``kept``: round(draw_fraction·kept) (halves up), at least 1, at most kept."""
-    return int(min(kept, max(1, np.floor(draw_fraction * kept + 0.5 + 1e-9))))
+def draw_size(k: int, kept: int | None = None, draw_fraction: float = DRAW_FRACTION) -> int:
+    """Graphs drawn when keeping ``k``: round(draw_fraction·k) (halves up), at least 1, at most the
+    ``kept`` graphs there are (default k). So K = 25 draws 20, as Table 2's Trunc25→20, and a group
+    with only 10 graphs draws all 10 there — as that cell does."""
+    kept = int(k) if kept is None else int(kept)
+    return int(min(kept, max(1, np.floor(draw_fraction * k + 0.5 + 1e-9))))
 
 
-def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray) -> dict[str, np.ndarray]:
-    """Positions of the chosen pool, by category (or one pooled group), in graph-key order."""
+def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray) -> tuple[dict[str, np.ndarray], list[str]]:
+    """(positions of the chosen pool by category — or one pooled group — in graph-key order, the
+    categories whose pool is empty and are left out)."""
     member = pool_mask(stack.keys, pool)
     groups = _category_positions(stack) if per_category else {POOLED: np.arange(stack.T)}
+    samp = is_sample(stack.keys)
+    if pool == "sampling":  # as Table 2's Sample cell: no replicates, no sampling pool (not the originals alone)
+        groups = {c: pos if samp[pos].any() else pos[:0] for c, pos in groups.items()}
     out = {c: _by_key(pos[member[pos]], krank) for c, pos in groups.items()}
+    left = [c for c, pos in out.items() if not pos.size]
     out = {c: pos for c, pos in out.items() if pos.size}
     if not out:
         raise LensError(f"The {pool} pool is empty for this selection.")
-    return out
+    return out, left
+
+
+def _with_bad(note: str, bad: int, fits: int) -> str:
+    if not bad:
+        return note
+    return "; ".join(x for x in (note, f"{bad} of {fits} Bradley-Terry fits did not converge") if x)
 
 
 def _check(resamples: int, seed: int, draw_fraction: float) -> None:
@@ -104,9 +126,12 @@ def _evaluate(
     seed: int,
     draw_fraction: float,
     krank: np.ndarray,
+    k_of: list[int],
+    left: list[str],
 ) -> pd.DataFrame:
     """Point + keep→draw distances for every (x, group) cell; ``kept_of[(x index, group)]`` are the
-    kept stack positions, ``krank`` the graph-key rank of every graph."""
+    kept stack positions, ``krank`` the graph-key rank of every graph, ``k_of[x index]`` the K kept
+    there, ``left`` the categories left out (empty pool)."""
     groups = list(pools)
     models = common_models(stack, reference, groups)
     st = stack.restrict_models(models)  # after truncation: only ranking and distances drop models
@@ -117,19 +142,21 @@ def _evaluate(
     scores = np.zeros((X, G, 1 + R, n))
     n_kept = np.zeros((X, G), dtype=np.int64)
     n_draw = np.zeros((X, G), dtype=np.int64)
+    bad = np.zeros((X, G), dtype=np.int64)
     prev = None
     for xi in range(X):
         rows = []
         for gi, g in enumerate(groups):
             kept = _by_key(kept_of[(xi, g)], krank)
-            m = draw_size(kept.size, draw_fraction)
+            m = draw_size(k_of[xi], kept.size, draw_fraction)
             cols = np.searchsorted(krank[pools[g]], krank[kept])
             w = np.vstack([np.ones((1, kept.size)), keep_draw_weights(uni[g][:, cols], m)]) if R else np.ones((1, kept.size))
             rows.append(w @ wflat[kept])
             n_kept[xi, gi], n_draw[xi, gi] = kept.size, m
-        fit = bt_scores(np.concatenate(rows).reshape(-1, n, n), prev)
+        fit, conv = bt_scores_info(np.concatenate(rows).reshape(-1, n, n), prev)
         prev = fit
         scores[xi] = fit.reshape(G, 1 + R, n)
+        bad[xi] = (~conv).reshape(G, 1 + R).sum(axis=1)
     dist = {d: np.zeros((X, G, 1 + R)) for d in DISTANCES}
     for gi, g in enumerate(groups):
         d = distances_for_scores(scores[:, gi].reshape(-1, n), refs[g])
@@ -137,6 +164,8 @@ def _evaluate(
             dist[k][:, gi] = d[k].reshape(X, 1 + R)
     frames = []
     cats = groups + ([MACRO] if G > 1 else [])
+    macro_note = (f"macro over {G} of {G + len(left)} categories"
+                  + (f" (left out, empty pool: {', '.join(left)})" if left else ""))
     for dname in DISTANCES:
         v = dist[dname]
         if G > 1:
@@ -154,13 +183,20 @@ def _evaluate(
         half = 1.96 * sd / np.sqrt(max(R, 1))
         kept = np.concatenate([n_kept, n_kept.sum(axis=1, keepdims=True)], axis=1) if G > 1 else n_kept
         drawn = np.concatenate([n_draw, n_draw.sum(axis=1, keepdims=True)], axis=1) if G > 1 else n_draw
+        nonconv = np.concatenate([bad, bad.sum(axis=1, keepdims=True)], axis=1) if G > 1 else bad
+        ncat = np.tile(np.array([1] * G + ([G] if G > 1 else [])), X)
+        notes = np.tile(np.array([""] * G + [macro_note] if G > 1 else [macro_note if left else ""], dtype=object), X)
+        fits = 1 + R
+        notes = np.array([_with_bad(t, int(b), fits * (c if c > 0 else 1))
+                          for t, b, c in zip(notes, nonconv.ravel(), ncat, strict=True)], dtype=object)
         frames.append(pd.DataFrame({
             param: np.repeat(np.asarray(xs, dtype=np.float64 if param == "mu" else np.int64), len(cats)),
             "category": np.tile(np.asarray(cats, dtype=object), X),
             "distance": dname,
             "point": point.ravel(), "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
             "half_width": half, "q_low": q_lo, "q_high": q_hi, "sd": sd,
-            "n_kept": kept.ravel(), "n_draw": drawn.ravel(), "resamples": R,
+            "n_kept": kept.ravel(), "n_draw": drawn.ravel(), "n_categories": ncat, "resamples": R,
+            "bt_nonconverged": nonconv.ravel(), "note": notes,
         }))
     frame = pd.concat(frames, ignore_index=True)
     x_idx = np.tile(np.repeat(np.arange(X), len(cats)), len(DISTANCES))
@@ -190,13 +226,13 @@ def keep_k_curve(
     K is per category when ``per_category`` (a category smaller than K keeps all its graphs;
     ``n_kept`` says how many were kept, ``n_draw`` how many each resample draws). Columns: k,
     category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
-    n_draw, resamples. Plot ``mean`` inside ``ci_low``…``ci_high`` (see the module docstring).
+    n_draw, n_categories, resamples, bt_nonconverged, note. Plot ``mean`` inside ``ci_low``…``ci_high`` (see the module docstring).
     """
     from .cycles import cycle_counts
 
     _check(resamples, seed, draw_fraction)
     krank = key_rank(stack.keys)
-    pools = _pools(stack, per_category, pool, krank)
+    pools, left = _pools(stack, per_category, pool, krank)
     order = np.lexsort((krank, truncation_scores(cycle_counts(stack), mu=mu, lam3=lam3, lam4=lam4)))
     kmax = max(p.size for p in pools.values())
     ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
@@ -204,7 +240,7 @@ def keep_k_curve(
         raise LensError(f"Every K of a keep-K curve must be ≥ 1; got {ks}.")
     kept_of = {(xi, g): _kept(pos, order, k) for xi, k in enumerate(ks) for g, pos in pools.items()}
     with single_thread_blas():
-        return _evaluate(stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank)
+        return _evaluate(stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank, ks, left)
 
 
 def mu_curve(
@@ -223,7 +259,7 @@ def mu_curve(
 
     mu may be any finite number (the default grid is 0.01 … 100 on a log scale). Columns: mu,
     category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
-    n_draw, resamples.
+    n_draw, n_categories, resamples, bt_nonconverged, note.
     """
     from .cycles import cycle_counts
 
@@ -237,10 +273,11 @@ def mu_curve(
         raise LensError(f"K must be a whole number ≥ 1; got {k!r}.")
     counts = cycle_counts(stack)
     krank = key_rank(stack.keys)
-    pools = _pools(stack, per_category, pool, krank)
+    pools, left = _pools(stack, per_category, pool, krank)
     kept_of = {}
     for xi, m in enumerate(mus):
         order = np.lexsort((krank, truncation_scores(counts, mu=m)))  # = keep_order(scores, keys)
         kept_of.update({(xi, g): _kept(pos, order, int(k)) for g, pos in pools.items()})
     with single_thread_blas():
-        return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction, krank)
+        return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction, krank,
+                         [int(k)] * len(mus), left)

@@ -6,8 +6,12 @@ Two jobs, both so that a repeated request is instant and a changed input is neve
   signatures (path, size, mtime) of the reference snapshot and the dataset's mapping files, so a
   run over many judges and categories parses each file once.
 - ``input_fingerprint``: the results-cache key part for those inputs — content hashes of the
-  reference file and the mapping files, a hash of the engine code that computes the results, and
-  ``RESULTS_FORMAT``. The dataset version (verdicts, synthetic truth) is keyed by the cache itself.
+  reference file and the mapping files, and ``RESULTS_FORMAT``. The dataset version (verdicts,
+  synthetic truth) is keyed by the cache itself.
+- ``code_digest(family)``: a hash of the engine files that compute a cached result — the family's
+  entry modules and everything they import (``code_files``), for the experiment (protocols,
+  curves) and the diagnose caches alike. ``engine.results_cache`` puts it into every key, so a
+  result cached by an older engine is never served after that code changed.
 
 The files are found through ``engine.reference`` (``DEFAULT_REFERENCE``, ``MAPPING_DIR``), read at
 call time.
@@ -23,15 +27,90 @@ import pandas as pd
 
 from .errors import LensError
 
-RESULTS_FORMAT = 2
-"""Bump when the meaning or columns of a cached protocol / curve frame change."""
+RESULTS_FORMAT = 3
+"""Bump when the meaning or columns of a cached protocol / curve frame change (3: empty cells are
+NaN and left out of the macro, ``bt_nonconverged`` / ``n_categories`` columns, Random's pool size,
+curve draws min(round(0.8·K), kept))."""
 
 ENGINE = Path(__file__).resolve().parent
-CODE_FILES: tuple[str, ...] = (
-    "resampling.py", "curves.py", "truncation.py", "cycles.py", "graphs.py", "distances.py",
-    "rankers/bt.py", "synthetic.py", "protocol_inputs.py",
-)
-"""Engine modules whose code decides a cached result (their hash is part of the key)."""
+ENTRY_FILES: dict[str, tuple[str, ...]] = {
+    "experiment": ("resampling.py", "curves.py", "truncation.py", "protocol_inputs.py", "synthetic.py",
+                   "reference.py", "cli/experiment.py"),
+    "diagnose": ("diagnostics/__init__.py", "cli/diagnose.py"),
+}
+"""Per cached-result family, the modules that compute it; ``code_files`` adds everything they
+import (transitively, lazy imports inside functions included)."""
+
+
+def _module_file(dotted: str) -> Path | None:
+    """engine.a.b → engine/a/b.py or engine/a/b/__init__.py (None outside the engine package)."""
+    parts = dotted.split(".")
+    if parts[0] != "engine":
+        return None
+    base = ENGINE.joinpath(*parts[1:])
+    for cand in (base.with_suffix(".py") if len(parts) > 1 else None, base / "__init__.py"):
+        if cand is not None and cand.is_file():
+            return cand
+    return None
+
+
+def _dotted(path: Path) -> str:
+    rel = path.relative_to(ENGINE.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@lru_cache(maxsize=1024)
+def _deps(path: str, size: int, mtime_ns: int) -> tuple[str, ...]:
+    """Engine files one file makes Python run: the modules it imports (anywhere in it, lazy imports
+    inside functions included) and its parent packages' ``__init__``. Memoised on its signature."""
+    import ast
+
+    p = Path(path)
+    me = _dotted(p)
+    package = me if p.name == "__init__.py" else me.rpartition(".")[0]
+    parts = me.split(".")
+    names = [".".join(parts[:i]) for i in range(1, len(parts))]  # parent packages
+    for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            names.append(mod)
+            names += [f"{mod}.{a.name}" for a in node.names]  # `from . import bt`: a submodule
+    files = {_module_file(x) for x in names} - {None, p}
+    return tuple(sorted(str(f) for f in files))
+
+
+def _stat(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return str(path), st.st_size, st.st_mtime_ns
+
+
+def code_files(family: str) -> tuple[str, ...]:
+    """Engine files (relative paths, sorted) whose code decides a cached result of ``family``
+    ('experiment' or 'diagnose'): its entry modules, every engine module they import, transitively,
+    and the package ``__init__`` files Python runs on the way."""
+    if family not in ENTRY_FILES:
+        raise LensError(f"Unknown cached-result family {family!r}; choose {' or '.join(ENTRY_FILES)}.")
+    todo = [str(ENGINE / f) for f in ENTRY_FILES[family]]
+    seen: set[str] = set()
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        todo += [d for d in _deps(*_stat(Path(f))) if d not in seen]
+    return tuple(sorted(str(Path(f).relative_to(ENGINE)) for f in seen))
+
+
+CODE_FILES: tuple[str, ...] = ENTRY_FILES["experiment"]
+"""The experiment family's entry modules (kept for callers that list them; see ``code_files``)."""
 
 
 def _signature(path: Path) -> tuple[str, int, int]:
@@ -75,19 +154,26 @@ def mapping_paths(dataset: str) -> list[Path]:
     return [p for p in paths if p is not None]
 
 
-def code_digest() -> str:
-    """sha256 over the engine modules that compute protocol and curve results."""
+def code_digest(family: str = "experiment") -> str:
+    """sha256 over the engine files that compute a cached result of ``family`` (``code_files``):
+    a result cached by another version of that code is never served."""
     h = hashlib.sha256()
-    for name in CODE_FILES:
+    for name in code_files(family):
         h.update(name.encode())
         h.update(file_digest(ENGINE / name).encode())
     return h.hexdigest()
 
 
+def family_of(kind: str) -> str:
+    """The code family of a results-cache kind: 'diagnose…' → diagnose, anything else → experiment."""
+    return "diagnose" if kind.startswith("diagnose") else "experiment"
+
+
 def input_fingerprint(dataset: str, spec: str) -> dict[str, str | int]:
-    """The cache-key part for everything outside the dataset: reference file, mappings, code, format."""
+    """The cache-key part for the inputs outside the store: reference file, mappings, results format.
+    (The engine code enters every results-cache key in ``engine.results_cache`` itself.)"""
     ref = reference_path(spec)
-    out: dict[str, str | int] = {"results_format": RESULTS_FORMAT, "code": code_digest()}
+    out: dict[str, str | int] = {"results_format": RESULTS_FORMAT}
     if ref is not None:
         out["reference_file"] = file_digest(ref)
         for p in mapping_paths(dataset):
@@ -133,4 +219,4 @@ def reference_ratings(store, dataset: str, spec: str, categories: list[str], ove
     return {c: _ratings(dataset, _arena_category(dataset, c, path, sig), path, sig).copy() for c in categories}
 
 
-__all__ = ["RESULTS_FORMAT", "code_digest", "file_digest", "input_fingerprint", "reference_ratings"]
+__all__ = ["ENTRY_FILES", "RESULTS_FORMAT", "code_digest", "code_files", "family_of", "file_digest", "input_fingerprint", "reference_ratings"]

@@ -14,15 +14,20 @@ sample          the same, on originals + sampling replicates  ``draw`` without r
 notrunc_boot    every graph                                   as many as the pool, with replacement
 scorewin        every graph                                   ``scorewin_draw`` without replacement;
                                                               Copeland on the majority graph
-random          every graph                                   ``random_reps`` subsets of ``random_draw``
-                                                              without replacement, distances averaged
+random          ``random_pool`` graphs of the category (all    ``random_reps`` subsets of ``random_draw``
+                when it has no more; else a fresh random      of the pool without replacement,
+                ``random_pool``-subset per outer resample)    distances averaged
 single          original prompts only, keep-K with the K      ``single_draw`` without replacement
                 that is best (macro) on that reduced pool
 ==============  ===========================================  ==========================================
 
 When a pool is smaller than what a rule asks for, the rule takes the whole pool and the row says
 so (``degenerate`` with a note): e.g. on data without paraphrases the trunc pool of 25 is the
-10 originals, and every draw of 20 is the whole pool, so the interval has width zero.
+10 originals, and every draw of 20 is the whole pool, so the interval has width zero. A cell
+whose pool is *empty* (``sample`` in a category without sampling replicates, ``single`` without
+originals, …) is NaN with a note naming it, and the macro row averages the other categories
+(``n_categories`` says over how many). Bradley-Terry fits that stop before the solver's
+convergence test is met are counted per cell (``bt_nonconverged``) and named in the note.
 
 Truncation scores come from the graphs as judged, over every model; models without a reference
 rating are dropped afterwards, for ranking and distances only.
@@ -44,7 +49,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +79,8 @@ class ProtocolParams:
     scorewin_draw: int = 40
     random_draw: int = 20
     random_reps: int = 10
+    random_pool: int = 50
+    """Graphs of a category Random draws its subsets from (paper 000: the 50-graph category pool)."""
     single_draw: int = 20
     resamples: int = 100
     seed: int = DEFAULT_SEED
@@ -84,7 +91,8 @@ class ProtocolParams:
     """Copeland credit for an exact majority (a bidirectional edge): 1 = out-degree of the majority graph."""
 
     def validate(self) -> ProtocolParams:
-        for name in ("keep", "draw", "scorewin_draw", "random_draw", "random_reps", "single_draw", "resamples"):
+        for name in ("keep", "draw", "scorewin_draw", "random_draw", "random_reps", "random_pool", "single_draw",
+                     "resamples"):
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise LensError(f"The protocol parameter {name} must be a whole number ≥ 1; got {v!r}.")
@@ -109,7 +117,7 @@ def label(protocol: str, p: ProtocolParams) -> str:
         "sample": f"Sample{p.keep}→{p.draw}",
         "notrunc_boot": "NoTrunc boot",
         "scorewin": f"ScoreWin{p.scorewin_draw}",
-        "random": f"Random→{p.random_draw}×{p.random_reps}",
+        "random": f"Random{p.random_pool}→{p.random_draw}×{p.random_reps}",
         "single": f"Single→{p.single_draw}",
     }[protocol]
 
@@ -157,6 +165,25 @@ def subset_weights(rng: np.random.Generator, pool_size: int, m: int, rows: int) 
         return out
     picks = np.argsort(rng.random((rows, pool_size)), axis=1)[:, :m]
     np.put_along_axis(out, picks, 1.0, axis=1)
+    return out
+
+
+def random_pool_weights(rng: np.random.Generator, pool_size: int, random_pool: int, m: int, resamples: int,
+                        reps: int) -> np.ndarray:
+    """(resamples·reps, pool_size) 0/1 weights of the Random protocol: per outer resample, ``reps``
+    m-subsets without replacement of a ``random_pool``-graph pool.
+
+    A category with at most ``random_pool`` graphs is that pool (paper 000: its 50-graph category
+    pool), and the rows are ``subset_weights``' (same random numbers). A larger category gets a
+    fresh uniformly random ``random_pool``-subset in each outer resample, shared by its ``reps`` rows.
+    """
+    if pool_size <= random_pool:
+        return subset_weights(rng, pool_size, m, resamples * reps)
+    member = np.repeat(subset_weights(rng, pool_size, random_pool, resamples), reps, axis=0) > 0
+    u = np.where(member, rng.random((resamples * reps, pool_size)), 2.0)  # non-members sort last
+    m = min(int(m), int(random_pool))
+    out = np.zeros((resamples * reps, pool_size))
+    np.put_along_axis(out, np.argsort(u, axis=1)[:, :m], 1.0, axis=1)
     return out
 
 
@@ -253,21 +280,29 @@ def unique_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse
 
 
-def bt_scores(wt: np.ndarray, theta0: np.ndarray | None = None) -> np.ndarray:
-    """(B, n, n) half-tie win matrices → (B, n) BT log-strengths; equal matrices are fitted once.
+def bt_scores_info(wt: np.ndarray, theta0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(B, n, n) half-tie win matrices → ((B, n) BT log-strengths, (B,) converged flags); equal
+    matrices are fitted once.
 
     ``theta0`` (B, n) warm-starts each fit (e.g. from the fit on the cell's whole pool, or from the
-    neighbouring K of a curve); the result does not depend on it beyond round-off.
+    neighbouring K of a curve); the result does not depend on it beyond round-off. A fit whose
+    flag is False stopped at the solver's iteration cap (``engine.rankers.bt.newton_batch``).
     """
-    from .rankers.bt import fit_bt_batch
+    from .rankers.bt import fit_bt_batch_info
 
     wt = np.asarray(wt, dtype=np.float64)
     B, n, _ = wt.shape
     if B == 0:
-        return np.zeros((0, n))
+        return np.zeros((0, n)), np.zeros(0, dtype=bool)
     first, inverse = unique_rows(wt.reshape(B, n * n))
     start = None if theta0 is None else np.asarray(theta0, dtype=np.float64)[first]
-    return fit_bt_batch(wt[first], theta0=start)[inverse]
+    fit = fit_bt_batch_info(wt[first], theta0=start)
+    return fit.scores[inverse], np.asarray(fit.converged, dtype=bool)[inverse]
+
+
+def bt_scores(wt: np.ndarray, theta0: np.ndarray | None = None) -> np.ndarray:
+    """(B, n, n) half-tie win matrices → (B, n) BT log-strengths (``bt_scores_info`` without the flags)."""
+    return bt_scores_info(wt, theta0)[0]
 
 
 def flat_matrices(stack: GraphStack) -> dict[str, np.ndarray]:
@@ -381,6 +416,11 @@ class _Job:
     T: int
 
     @property
+    def empty(self) -> bool:
+        """No graph to draw from: the cell is NaN and stays out of the macro average."""
+        return self.weights.shape[1] == 0 or self.n_keep == 0
+
+    @property
     def counts(self) -> np.ndarray:
         """(rows, T) multiplicities over every graph of the stack."""
         out = np.zeros((self.weights.shape[0], self.T))
@@ -437,52 +477,62 @@ def _is_sample(stack: GraphStack) -> np.ndarray:
     return is_sample(stack.keys)
 
 
-def _fit_jobs(jobs: list[_Job], stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolParams) -> dict[int, dict[str, np.ndarray]]:
-    """Distances (per outer resample) of every job; all BT fits in one warm-started batch."""
+def _fit_jobs(jobs: list[_Job], stack: GraphStack, refs: dict[str, np.ndarray],
+              p: ProtocolParams) -> tuple[dict[int, dict[str, np.ndarray]], dict[int, int]]:
+    """(distances per outer resample of every job — NaN for an empty job —, BT fits per job that did
+    not converge); all BT fits in one warm-started batch."""
     flat = flat_matrices(stack)
     n = stack.n
     scores: dict[int, np.ndarray] = {}
-    bt = [i for i, j in enumerate(jobs) if j.ranker == "bt"]
+    nonconv = {i: 0 for i in range(len(jobs))}
+    bt = [i for i, j in enumerate(jobs) if j.ranker == "bt" and not j.empty]
     if bt:
         wt_rows = [jobs[i].weights @ flat["wtilde"][jobs[i].cols] for i in bt]
         centre = bt_scores(np.stack([flat["wtilde"][jobs[i].cols].sum(axis=0) for i in bt]).reshape(-1, n, n))
         theta0 = np.concatenate([np.repeat(centre[a][None], w.shape[0], axis=0) for a, w in enumerate(wt_rows)])
-        all_scores = bt_scores(np.concatenate(wt_rows).reshape(-1, n, n), theta0)
+        all_scores, conv = bt_scores_info(np.concatenate(wt_rows).reshape(-1, n, n), theta0)
         bounds = np.cumsum([0] + [w.shape[0] for w in wt_rows])
         for a, i in enumerate(bt):
             scores[i] = all_scores[bounds[a]:bounds[a + 1]]
+            nonconv[i] = int((~conv[bounds[a]:bounds[a + 1]]).sum())
     for i, j in enumerate(jobs):
-        if j.ranker == "copeland_majority":
+        if j.ranker not in ("bt", "copeland_majority"):
+            raise LensError(f"Unknown protocol ranker {j.ranker!r}; choose bt or copeland_majority.")
+        if j.ranker == "copeland_majority" and not j.empty:
             w = (j.weights @ flat["wins"][j.cols]).reshape(-1, n, n)
             seen = (j.weights @ flat["observed"][j.cols]).reshape(-1, n, n) > 0
             scores[i] = copeland_majority_batch(w, p.copeland_tie, seen)
-        elif j.ranker != "bt":
-            raise LensError(f"Unknown protocol ranker {j.ranker!r}; choose bt or copeland_majority.")
     out: dict[int, dict[str, np.ndarray]] = {}
+    for i, j in enumerate(jobs):
+        if j.empty:
+            out[i] = {k: np.full(j.weights.shape[0] // j.reps, np.nan) for k in DISTANCES}
     for cat in sorted({j.category for j in jobs}):
-        mine = [i for i, j in enumerate(jobs) if j.category == cat]
+        mine = [i for i, j in enumerate(jobs) if j.category == cat and not j.empty]
+        if not mine:
+            continue
         d = distances_for_scores(np.concatenate([scores[i] for i in mine]), refs[cat])
         off = 0
         for i in mine:
             size = scores[i].shape[0]
             out[i] = {k: v[off:off + size].reshape(-1, jobs[i].reps).mean(axis=1) for k, v in d.items()}
             off += size
-    return out
+    return out, nonconv
 
 
 def point_distances(stack: GraphStack, groups: list[tuple[str, np.ndarray]], refs: dict[str, np.ndarray], ranker: str = "bt") -> list[dict[str, float]]:
-    """Distances of single fits, one per (category, kept positions) group, in one batch."""
+    """Distances of single fits, one per (category, kept positions) group, in one batch; each
+    dict also says whether its fit ``converged``."""
     if ranker != "bt":
         raise LensError(f"Point fits use the bt ranker; got {ranker!r}.")
     flat = flat_matrices(stack)["wtilde"]
     wt = np.stack([flat[pos].sum(axis=0) for _, pos in groups]).reshape(-1, stack.n, stack.n)
-    scores = bt_scores(wt)
+    scores, conv = bt_scores_info(wt)
     res: list[dict[str, float]] = [{} for _ in groups]
     for cat in sorted({c for c, _ in groups}):
         rows = [r for r, (c, _) in enumerate(groups) if c == cat]
         d = distances_for_scores(scores[rows], refs[cat])
         for a, r in enumerate(rows):
-            res[r] = {k: float(v[a]) for k, v in d.items()}
+            res[r] = {**{k: float(v[a]) for k, v in d.items()}, "converged": bool(conv[r])}
     return res
 
 
@@ -507,7 +557,7 @@ def best_single_k(stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolPar
     cells = [(k, c) for k in range(1, kmax + 1) for c in cats if pools[c].size]
     d = point_distances(stack, [(c, _kept(pools[c], order, k)) for k, c in cells], refs)
     curve = pd.DataFrame({"k": [k for k, _ in cells], "category": [c for _, c in cells],
-                          distance: [x[distance] for x in d]})
+                          distance: [x[distance] for x in d], "converged": [x["converged"] for x in d]})
     macro = curve.groupby("k")[distance].mean()
     return int(macro.idxmin()), curve
 
@@ -536,16 +586,18 @@ def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams,
             raise LensError(f"Unknown protocol {proto!r}; choose from {', '.join(PROTOCOLS)}.")
         for cat, allpos in cats.items():
             pos = _by_key(allpos[~samp[allpos]], krank)  # the perturbed pool: originals + paraphrases
+            empty = "no original or paraphrased prompts"
             if proto in ("trunc", "sample", "single"):
                 if proto == "trunc":
                     pool, k, draw, note0 = pos, p.keep, p.draw, ""
-                elif proto == "sample":
-                    pool, k, draw = allpos[orig[allpos] | samp[allpos]], p.keep, p.draw
-                    note0 = "" if samp[allpos].any() else "no sampling replicates: pool is the original prompts only"
+                elif proto == "sample":  # the original prompt's sampling replicates (and the original)
+                    has = samp[allpos].any()
+                    pool = allpos[orig[allpos] | samp[allpos]] if has else allpos[:0]
+                    k, draw, note0, empty = p.keep, p.draw, "", "no sampling replicates"
                 else:
                     pool, draw = pos[orig[pos]], p.single_draw
                     k = single_k if single_k is not None else p.keep
-                    note0 = f"K={k}"
+                    note0, empty = f"K={k}", "no original prompts"
                 kept, m, note = _note(pool.size, k, draw, False)
                 cols, w = keep_draw_job_weights(pool, _kept(pool, order, k), m, krank, p.seed, cat, R)
                 note = "; ".join(x for x in (note0, note) if x)
@@ -558,14 +610,29 @@ def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams,
                 w = subset_weights(rng_for(p.seed, proto, cat), pos.size, p.scorewin_draw, R)
                 jobs.append(_Job(proto, cat, pos, w, 1, "copeland_majority", pos.size, kept, m, note, T))
             else:  # random
-                kept, m, note = _note(pos.size, None, p.random_draw, False)
-                w = subset_weights(rng_for(p.seed, proto, cat), pos.size, p.random_draw, R * p.random_reps)
+                kept, m, note = _note(min(pos.size, p.random_pool), None, p.random_draw, False)
+                w = random_pool_weights(rng_for(p.seed, proto, cat), pos.size, p.random_pool, p.random_draw,
+                                        R, p.random_reps)
+                if 0 < pos.size < p.random_pool:
+                    note = "; ".join(x for x in (f"category pool has {pos.size} < {p.random_pool} graphs", note) if x)
+                elif pos.size > p.random_pool:
+                    note = "; ".join(x for x in (f"a random {p.random_pool} of {pos.size} graphs per resample", note)
+                                     if x)
                 jobs.append(_Job(proto, cat, pos, w, p.random_reps, "bt", pos.size, kept, m, note, T))
+            if jobs[-1].empty:
+                jobs[-1] = replace(jobs[-1], note=f"{label(proto, p)} / {cat}: empty pool ({empty}); left out of the macro")
     return jobs
 
 
 def _summary(values: np.ndarray) -> dict[str, float]:
     return {k: float(v[0]) for k, v in summarise(np.asarray(values)[None, :]).items()}
+
+
+def _with_nonconverged(note: str, bad: int, fits: int) -> str:
+    """``note`` plus, when some Bradley-Terry fits stopped at the iteration cap, how many."""
+    if not bad:
+        return note
+    return "; ".join(x for x in (note, f"{bad} of {fits} Bradley-Terry fits did not converge") if x)
 
 
 def run_protocols(
@@ -582,7 +649,9 @@ def run_protocols(
     per (protocol, distance) whose resampling distribution is the per-resample mean over
     categories. Columns: protocol, label, category, distance, mean, ci_low, ci_high (2.5/97.5 % of
     the resampling distribution), half_width (1.96·sd/√R, the interval of the mean), sd, n_pool,
-    n_keep, n_draw, resamples, degenerate, note.
+    n_keep, n_draw, n_categories (1 / 0 for an empty cell; the macro: categories averaged),
+    resamples, degenerate, bt_nonconverged (fits that stopped at the iteration cap), note.
+    An empty cell is NaN (degenerate, with a note naming it) and stays out of the macro.
     """
     p = (params or ProtocolParams()).validate()
     protocols = tuple(protocols)
@@ -597,35 +666,53 @@ def run_protocols(
     st = stack.restrict_models(models)
     refs = {c: reference_ranks(_reference_for(reference, c), models) for c in cats}
     with single_thread_blas():  # small matrices: threads only add synchronisation
-        single_k = best_single_k(st, refs, p, order=order)[0] if "single" in protocols else None
+        single_k, single_curve = best_single_k(st, refs, p, order=order) if "single" in protocols else (None, None)
         jobs = build_jobs(st, protocols, p, single_k, order=order)
-        dist = _fit_jobs(jobs, st, refs, p)
+        dist, nonconv = _fit_jobs(jobs, st, refs, p)
     blocks = []
     for proto in protocols:
         mine = [i for i, j in enumerate(jobs) if j.protocol == proto]
+        js = [jobs[i] for i in mine]
+        used = [i for i in mine if not jobs[i].empty]
+        left = [jobs[i].category for i in mine if jobs[i].empty]
+        fits = [jobs[i].weights.shape[0] if jobs[i].ranker == "bt" and not jobs[i].empty else 0 for i in mine]
+        bad = [nonconv[i] for i in mine]
+        # Single's K comes from point fits on its pool: those count too (on the macro row)
+        k_bad, k_fits = ((int((~single_curve["converged"]).sum()), len(single_curve)) if proto == "single"
+                         else (0, 0))
+        notes = [_with_nonconverged(j.note, b, f) for j, b, f in zip(js, bad, fits, strict=True)]
+        macro_note = (f"macro over {len(used)} of {len(mine)} categories"
+                      + (f" (left out, empty pool: {', '.join(left)})" if left else "")
+                      + f"; models: {', '.join(models)}")
         for dname in DISTANCES:
-            vals = np.stack([dist[i][dname] for i in mine] + [np.mean([dist[i][dname] for i in mine], axis=0)])
+            macro = (np.mean([dist[i][dname] for i in used], axis=0) if used
+                     else np.full(p.resamples, np.nan))  # per resample: the mean over the non-empty cells
+            vals = np.stack([dist[i][dname] for i in mine] + [macro])
             s = summarise(vals)
-            js = [jobs[i] for i in mine]
             block = pd.DataFrame({
                 "protocol": proto, "label": label(proto, p), "category": [j.category for j in js] + [MACRO],
                 "distance": dname, **s,
                 "n_pool": [j.n_pool for j in js] + [sum(j.n_pool for j in js)],
                 "n_keep": [j.n_keep for j in js] + [sum(j.n_keep for j in js)],
                 "n_draw": [j.n_draw for j in js] + [sum(j.n_draw for j in js)],
+                "n_categories": [0 if j.empty else 1 for j in js] + [len(used)],
                 "resamples": p.resamples,
-                "note": [j.note for j in js] + [f"{len(js)} categories; models: {', '.join(models)}"],
+                "bt_nonconverged": bad + [sum(bad) + k_bad],
+                "note": notes + [_with_nonconverged(macro_note, sum(bad) + k_bad, sum(fits) + k_fits)],
             })
-            block.insert(block.columns.get_loc("resamples") + 1, "degenerate", (s["ci_high"] - s["ci_low"]) == 0.0)
+            empty = np.array([j.empty for j in js] + [not used])
+            block.insert(block.columns.get_loc("resamples") + 1, "degenerate",
+                         empty | ((s["ci_high"] - s["ci_low"]) == 0.0))
             blocks.append(block)
     return pd.concat(blocks, ignore_index=True)
 
 
 def table2(frame: pd.DataFrame, distance: str = "spearman", scale: float = 1000.0) -> pd.DataFrame:
     """Pivot a ``run_protocols`` frame into paper 000's Table 2 layout: ``mean ± half_width``
-    (× ``scale``) by protocol label (rows) and category (columns, macro last)."""
+    (× ``scale``) by protocol label (rows) and category (columns, macro last); an empty cell is —."""
     f = frame[frame["distance"] == distance]
-    cell = f.assign(cell=[f"{m * scale:.0f} ± {h * scale:.0f}" for m, h in zip(f["mean"], f["half_width"], strict=True)])
+    cell = f.assign(cell=["—" if not np.isfinite(m) else f"{m * scale:.0f} ± {h * scale:.0f}"
+                          for m, h in zip(f["mean"], f["half_width"], strict=True)])
     wide = cell.pivot(index="label", columns="category", values="cell")
     cols = [c for c in wide.columns if c != MACRO] + ([MACRO] if MACRO in wide.columns else [])
     order = list(dict.fromkeys(f["label"]))
@@ -634,7 +721,7 @@ def table2(frame: pd.DataFrame, distance: str = "spearman", scale: float = 1000.
 
 __all__ = [
     "DEFAULT_SEED", "DISTANCES", "PROTOCOLS", "RANK_RTOL", "ProtocolParams", "best_single_k", "bt_scores",
-    "build_jobs", "category_mapping", "copeland_majority_batch", "draw_counts", "keep_draw_uniforms",
-    "keep_draw_weights", "ordinal_ranks", "permutation_distances", "reference_ranks", "rng_for", "run_protocols",
+    "bt_scores_info", "build_jobs", "category_mapping", "copeland_majority_batch", "draw_counts", "keep_draw_uniforms",
+    "keep_draw_weights", "ordinal_ranks", "permutation_distances", "random_pool_weights", "reference_ranks", "rng_for", "run_protocols",
     "stable_id", "summarise", "table2",
 ]

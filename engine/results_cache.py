@@ -3,9 +3,12 @@
 Protocol tables and sensitivity curves take seconds; the app and the CLI ask for the same ones
 again and again. A result is stored as Parquet bytes under (dataset, dataset version, kind,
 sha256 of the canonical parameter JSON); importing new verdicts bumps the dataset version, so a
-stale result can never be served. Inputs outside the store (reference snapshot, mapping files,
-the engine code, the results format) enter the parameters through
-``engine.protocol_inputs.input_fingerprint``. Table: ``engine/migrations/021_results_cache.sql``.
+stale result can never be served. Every key also carries the hash of the engine code that
+computes the result (``engine.protocol_inputs.code_digest`` of the kind's family: 'diagnose…'
+kinds → the diagnostics modules and what they import, every other kind → the protocol / curve
+modules and what they import), so a result cached by an older engine is never served. Inputs
+outside the store (reference snapshot, mapping files, results format) enter the parameters
+through ``engine.protocol_inputs.input_fingerprint``. Table: ``engine/migrations/021_results_cache.sql``.
 """
 
 from __future__ import annotations
@@ -47,19 +50,27 @@ def _to_bytes(frame: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
+def keyed(kind: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters as stored: ``params`` plus the digest of the engine code behind ``kind``."""
+    from .protocol_inputs import code_digest, family_of
+
+    return {**params, "_engine_code": code_digest(family_of(kind))}
+
+
 def get(store: Store, dataset: str, kind: str, params: dict[str, Any]) -> pd.DataFrame | None:
-    """The cached frame for this dataset version and parameters, or None."""
+    """The cached frame for this dataset version, parameters and engine code, or None."""
     version = store.dataset_version(dataset)
     row = store.cursor().execute(
         "SELECT frame FROM results_cache WHERE dataset = ? AND version = ? AND kind = ? AND param_hash = ?",
-        [dataset, version, kind, param_hash(params)],
+        [dataset, version, kind, param_hash(keyed(kind, params))],
     ).fetchone()
     return None if row is None else pd.read_parquet(io.BytesIO(bytes(row[0])))
 
 
 def put(store: Store, dataset: str, kind: str, params: dict[str, Any], frame: pd.DataFrame, seconds: float | None = None) -> None:
-    """Store (or replace) the frame for this dataset version and parameters."""
+    """Store (or replace) the frame for this dataset version, parameters and engine code."""
     version = store.dataset_version(dataset)
+    params = keyed(kind, params)
     with store.transaction() as tx:
         tx.execute(
             "INSERT OR REPLACE INTO results_cache (dataset, version, kind, param_hash, params, frame, seconds)"

@@ -159,6 +159,52 @@ def test_curve_at_the_table_2_keep_equals_the_trunc_cell():
             assert a.half_width == pytest.approx(b.half_width, abs=1e-15)
 
 
+def test_curve_at_k25_equals_the_default_trunc_cell_on_pools_smaller_than_25():
+    """A category of 9 graphs: Trunc25→20 keeps 9 and draws min(20, 9) = 9; the curve at K = 25
+    draws min(round(0.8·25), 9) = 9 too (not round(0.8·9) = 7), so the two are the same cell."""
+    from engine.resampling import ProtocolParams, run_protocols
+
+    d = generate(SyntheticParams(n_models=7, categories=2, prompts=3, paraphrases=2, samples=1, seed=6))
+    st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))
+    c = keep_k_curve(st, d.truth, ks=[5, 25], resamples=12, seed=2)
+    f = run_protocols(st, d.truth, ("trunc",), ProtocolParams(resamples=12, seed=2))
+    for cat in ("cat-1", "cat-2", MACRO):
+        for dist in ("spearman", "chebyshev"):
+            a = c[(c.k == 25) & (c.category == cat) & (c.distance == dist)].iloc[0]
+            b = f[(f.category == cat) & (f.distance == dist)].iloc[0]
+            assert (a.n_kept, a.n_draw) == (b.n_keep, b.n_draw)
+            assert a["mean"] == b["mean"] and a.q_low == b.ci_low and a.q_high == b.ci_high
+    row = c[(c.k == 25) & (c.category == "cat-1")].iloc[0]
+    assert (row.n_kept, row.n_draw) == (9, 9)
+    assert c[(c.k == 5) & (c.category == "cat-1")].n_draw.iloc[0] == 4  # round(0.8·5)
+    assert (c.bt_nonconverged == 0).all() and (f.bt_nonconverged == 0).all()
+
+
+def test_curve_macro_leaves_out_categories_with_an_empty_pool():
+    """pool='sampling' where a category has no sampling replicates: it has no rows, the macro row
+    says over how many categories it averages and names the one left out, and equals their mean."""
+    d = generate(SyntheticParams(n_models=6, categories=2, prompts=3, paraphrases=1, samples=2, seed=7))
+    v = d.verdicts
+    v = v[~((v.category == "cat-2") & (v.variant_kind == "sample"))]
+    st = build_stack(v.assign(dataset="s", turn=1, prob_a=np.nan))
+    c = keep_k_curve(st, d.truth, ks=[3, 6], pool="sampling", resamples=5, seed=1)
+    assert set(c.category) == {"cat-1"}  # a single group: no macro row, and no cat-2
+    assert c.note.str.contains(r"macro over 1 of 2 categories \(left out, empty pool: cat-2\)").all()
+    both = keep_k_curve(build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan)), d.truth, ks=[3],
+                        pool="sampling", resamples=5, seed=1)
+    assert (both[both.category == MACRO].n_categories == 2).all()
+    three = generate(SyntheticParams(n_models=6, categories=3, prompts=3, paraphrases=1, samples=2, seed=7)).verdicts
+    three = three[~((three.category == "cat-3") & (three.variant_kind == "sample"))]
+    c3 = keep_k_curve(build_stack(three.assign(dataset="s", turn=1, prob_a=np.nan)), d.truth, ks=[3],
+                      pool="sampling", resamples=5, seed=1)
+    macro = c3[c3.category == MACRO]
+    assert (macro.n_categories == 2).all()
+    assert macro.note.str.contains("macro over 2 of 3 categories").all() and macro.note.str.contains("cat-3").all()
+    for dist in ("spearman", "kendall"):
+        cells = c3[(c3.distance == dist) & (c3.category != MACRO)]
+        assert macro[macro.distance == dist].point.iloc[0] == pytest.approx(cells.point.mean(), abs=1e-15)
+
+
 def test_curves_score_graphs_with_every_model(data):
     st, truth = data
     rated = truth.drop(truth.index[0])  # the strongest model has no rating: ranked out, cycles kept
@@ -204,7 +250,10 @@ def test_cache_key_covers_mapping_files_reference_and_code(shipped_db, tmp_path,
     again, n2 = run_once()
     assert (n1, n2) == (1, 1) and first == again  # the second request is served from the cache
     key = input_fingerprint("vicuna80", "arena")
-    assert key["results_format"] == RESULTS_FORMAT and len(key["code"]) == 64 and key["reference_file"]
+    assert key["results_format"] == RESULTS_FORMAT and key["reference_file"] and "code" not in key
+    with Store(db) as store:  # the engine code enters the stored key in results_cache itself
+        stored = store.cursor().execute("SELECT params FROM results_cache").fetchone()[0]
+    assert '"_engine_code":"' in stored
     cats = maps / "vicuna80.categories.csv"
     text = cats.read_text().splitlines()
     text[1] = ",".join([text[1].split(",")[0], "full", *text[1].split(",")[2:]])  # first category → overall
@@ -218,3 +267,21 @@ def test_cache_key_covers_mapping_files_reference_and_code(shipped_db, tmp_path,
     assert n4 == 3
     _, n5 = run_once()
     assert n5 == 3
+
+
+def test_curve_counts_nonconverged_bt_fits(monkeypatch, data):
+    """The real solver capped at one Newton iteration from a cold start (the first K has no warm
+    start) converges on no fit: every group row counts its 1 + R fits, the macro sums them."""
+    from functools import partial
+
+    import engine.rankers.bt as bt_mod
+
+    st, truth = data
+    ok = keep_k_curve(st, truth, ks=[6], resamples=3, seed=1)
+    assert (ok.bt_nonconverged == 0).all() and not ok.note.str.contains("converge").any()
+    monkeypatch.setattr(bt_mod, "fit_bt_batch_info", partial(bt_mod.fit_bt_batch_info, max_iter=1))
+    c = keep_k_curve(st, truth, ks=[6], resamples=3, seed=1)
+    row = c[c.distance == "spearman"].set_index("category")
+    assert list(row.loc[["cat-1", "cat-2", MACRO], "bt_nonconverged"]) == [4, 4, 8]
+    assert "8 of 8 Bradley-Terry fits did not converge" in row.loc[MACRO, "note"]
+    assert row.loc[MACRO, "note"].startswith("macro over 2 of 2 categories")

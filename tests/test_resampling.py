@@ -303,3 +303,75 @@ def test_unique_rows_groups_exactly_identical_draws():
     first, inverse = unique_rows(counts)
     assert np.array_equal(counts[first][inverse], counts)
     assert first.size == len({tuple(r) for r in counts})
+
+
+def test_empty_cells_are_nan_and_left_out_of_the_macro():
+    """c1 has sampling replicates, c0 none: Sample's c0 cell is NaN (a note names it), the macro is
+    over 1 of 2 categories and equals the c1 cell, which is the same as when c1 is run alone."""
+    a, ref = make_stack(n=5, cats=2, prompts=4, variants=3, samples=2, seed=4)
+    keep = ~((a.keys["category"] == "c0") & (a.keys["variant_kind"] == "sample")).to_numpy()
+    st = a.subset(np.flatnonzero(keep))
+    p = ProtocolParams(keep=5, draw=3, resamples=30)
+    f = run_protocols(st, ref, ("sample", "trunc"), p)
+    s = f[f.protocol == "sample"].set_index(["category", "distance"])
+    for dist in ("spearman", "kendall", "footrule", "chebyshev"):
+        empty, cell, macro = s.loc[("c0", dist)], s.loc[("c1", dist)], s.loc[(MACRO, dist)]
+        assert np.isnan(empty["mean"]) and np.isnan(empty.ci_low) and empty.degenerate and empty.n_categories == 0
+        assert "Sample5→3 / c0: empty pool (no sampling replicates)" in empty.note
+        assert macro.n_categories == 1 and "macro over 1 of 2 categories (left out, empty pool: c0)" in macro.note
+        assert macro["mean"] == pytest.approx(cell["mean"], abs=1e-15)
+        assert (macro.ci_low, macro.ci_high) == pytest.approx((cell.ci_low, cell.ci_high), abs=1e-15)
+    alone = run_protocols(st.subset(np.flatnonzero(st.keys["category"].to_numpy() == "c1")), ref, ("sample",), p)
+    c1 = alone[(alone.category == "c1") & (alone.distance == "spearman")].iloc[0]
+    assert c1["mean"] == s.loc[("c1", "spearman")]["mean"]
+    t = f[(f.protocol == "trunc") & (f.category == MACRO)]
+    assert (t.n_categories == 2).all()  # trunc has both categories
+    assert table2(f).loc["Sample5→3", "c0"] == "—"
+
+
+def test_random_pool_parameter_label_and_draw_law():
+    """Random50→20×10 by default; a category larger than random_pool gets one random pool per outer
+    resample, shared by its reps: closed forms P(g in a subset) = m/P and P(g in both of a
+    resample's two subsets) = (q/P)·(m/q)² with q = random_pool."""
+    from engine.resampling import label, random_pool_weights, rng_for, subset_weights
+
+    assert label("random", ProtocolParams()) == "Random50→20×10"
+    assert ProtocolParams().random_pool == 50
+    with pytest.raises(LensError, match="random_pool"):
+        ProtocolParams(random_pool=0).validate()
+    small = random_pool_weights(rng_for(1, "x"), 8, 50, 3, 5, 2)  # pool ≤ 50: plain subsets, same numbers
+    np.testing.assert_array_equal(small, subset_weights(rng_for(1, "x"), 8, 3, 10))
+    P, q, m, R = 10, 4, 3, 20000
+    w = random_pool_weights(np.random.default_rng(5), P, q, m, R, 2)
+    assert (w.sum(axis=1) == m).all() and w.max() == 1
+    pair = w.reshape(R, 2, P)
+    assert ((pair.max(axis=1)).sum(axis=1) <= q).all()  # both subsets inside one pool of q
+    assert w.mean() == pytest.approx(m / P, abs=0.01)
+    both = (pair[:, 0] * pair[:, 1]).mean()
+    assert both == pytest.approx((q / P) * (m / q) ** 2, abs=0.01)  # 0.225, not (m/P)² = 0.09
+    st, ref = make_stack(n=5, cats=1, prompts=4, variants=3, seed=3)  # 12 graphs
+    f = run_protocols(st, ref, ("random",), ProtocolParams(random_pool=6, random_draw=4, random_reps=2, resamples=5))
+    row = f[(f.category == "c0") & (f.distance == "spearman")].iloc[0]
+    assert row.label == "Random6→4×2" and row.n_pool == 12 and row.n_keep == 6 and row.n_draw == 4
+    assert "a random 6 of 12 graphs per resample" in row.note
+
+
+def test_nonconverged_bt_fits_are_counted_not_hidden(monkeypatch):
+    """With the real solver capped at one Newton iteration every draw that differs from its pool's
+    whole-pool fit (the warm start) stops unconverged: each trunc cell counts R, the macro sums
+    them, ScoreWin (no BT) counts none; with the default cap there are none."""
+    from functools import partial
+
+    import engine.rankers.bt as bt_mod
+
+    st, ref = make_stack(n=6, cats=2, prompts=4, variants=4, seed=6)  # 16 graphs per category
+    p = ProtocolParams(keep=12, draw=6, scorewin_draw=8, resamples=7)
+    ok = run_protocols(st, ref, ("trunc", "scorewin"), p)
+    assert (ok.bt_nonconverged == 0).all() and not ok.note.str.contains("did not converge").any()
+    monkeypatch.setattr(bt_mod, "fit_bt_batch_info", partial(bt_mod.fit_bt_batch_info, max_iter=1))
+    capped = run_protocols(st, ref, ("trunc", "scorewin"), p)
+    t = capped[(capped.protocol == "trunc") & (capped.distance == "spearman")].set_index("category")
+    assert list(t.loc[["c0", "c1", MACRO], "bt_nonconverged"]) == [7, 7, 14]
+    assert "7 of 7 Bradley-Terry fits did not converge" in t.loc["c0", "note"]
+    assert "14 of 14 Bradley-Terry fits did not converge" in t.loc[MACRO, "note"]
+    assert (capped[capped.protocol == "scorewin"].bt_nonconverged == 0).all()

@@ -1,8 +1,8 @@
 """`experiment baselines|keep-k|mu`: paper 000's Table 2 protocols and sensitivity curves, per judge.
 
 Results are cached in the store (``engine.results_cache``) under the dataset version, every
-parameter, the judge, and ``engine.protocol_inputs.input_fingerprint`` (reference snapshot,
-mapping files, engine code, results format). The cache is looked up before anything is loaded, so
+parameter, the judge, ``engine.protocol_inputs.input_fingerprint`` (reference snapshot, mapping
+files, results format) and the hash of the engine code that computes them (added by the cache). The cache is looked up before anything is loaded, so
 a repeated request reads one row per judge and nothing else.
 """
 
@@ -45,6 +45,9 @@ def register(subparsers) -> None:
                                 "0.5 = classic Copeland")
             q.add_argument("--random-draw", type=int, default=20)
             q.add_argument("--random-reps", type=int, default=10)
+            q.add_argument("--random-pool", type=int, default=50,
+                           help="graphs of a category Random draws its subsets from (paper 000: the 50-graph "
+                                "category pool; a larger category gets a fresh random pool per resample)")
             q.add_argument("--single-draw", type=int, default=20)
             q.add_argument("--mu", type=float, default=1.0)
             q.add_argument("--table", metavar="DISTANCE", help="print the Table-2 layout (×1000) for one distance")
@@ -157,7 +160,7 @@ def _plan(args):
         protocols = tuple(x.strip() for x in args.protocols.split(",") if x.strip())
         p = ProtocolParams(keep=args.keep, draw=args.draw, scorewin_draw=args.scorewin_draw,
                            random_draw=args.random_draw, random_reps=args.random_reps,
-                           single_draw=args.single_draw, resamples=args.resamples, seed=args.seed, mu=args.mu,
+                           random_pool=args.random_pool, single_draw=args.single_draw, resamples=args.resamples, seed=args.seed, mu=args.mu,
                            copeland_tie=args.scorewin_tie).validate()
         params = {"protocols": protocols, **p.__dict__}
         return params, lambda st, ref: run_protocols(st, ref, protocols, p)
