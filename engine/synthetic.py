@@ -14,8 +14,14 @@ spirit of paper 000, Sections 3.1 and 5):
   ordering of the models, like a taste for long answers, weight ``distractor``) at low sharpness
   ``blur`` — so confused graphs carry both many cyclic triads and a shared bias.
 - A pair ties with probability ``tie_rate``·exp(−|Δ|); otherwise i beats j with σ(s·Δ).
+- With ``soft`` the judge also states a probability that the answer shown first is better
+  (``prob_a``): σ(s·Δ + ε) with ε ~ N(0, ``soft_noise``²) per verdict, oriented to the shown
+  order. ε is pair-level noise, so the stated probabilities are not exactly consistent in odds
+  (SNTD > 0 even on a clean graph).
 
-Every draw comes from one seeded generator; the dataset is written through the ingest module
+Every draw of the verdicts comes from one seeded generator; the probabilities come from a second
+stream seeded by (seed, ``SOFT_STREAM``), so asking for them leaves every verdict as it was. The
+dataset is written through the ingest module
 (validated like any upload) with ``synthetic = TRUE`` and its truth in ``synthetic_truth``.
 """
 
@@ -31,6 +37,8 @@ from .errors import LensError
 from .store import Store
 
 DEFAULT_SEED = 20260324
+SOFT_STREAM = 0x50524F42
+"""Second entry of the probability stream's seed (the verdicts use ``seed`` alone)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,8 @@ class SyntheticParams:
     distractor: float = 3.0
     bad_rate: float = 0.4
     tie_rate: float = 0.15
+    soft: bool = False
+    soft_noise: float = 0.5
     judge: str = "synthetic-judge"
     seed: int = DEFAULT_SEED
 
@@ -64,6 +74,8 @@ class SyntheticParams:
         for name in ("bad_rate", "tie_rate", "paraphrase_keep"):
             if not 0 <= getattr(self, name) <= 1:
                 raise LensError(f"The synthetic parameter {name} must lie in [0, 1].")
+        if not (np.isfinite(self.soft_noise) and self.soft_noise >= 0):
+            raise LensError(f"The synthetic parameter soft_noise must be a finite number ≥ 0; got {self.soft_noise!r}.")
         return self
 
 
@@ -120,6 +132,12 @@ def generate(params: SyntheticParams | None = None) -> SyntheticData:
     w = winner.ravel()
     w = np.where(flip & (w == "A"), "B", np.where(flip & (w == "B"), "A", w))
     model_arr = np.array(names)
+    extra = {}
+    if p.soft:  # its own stream: the verdicts above are the same with or without probabilities
+        soft_rng = np.random.default_rng([p.seed, SOFT_STREAM])
+        logit = (sharp[:, None] * delta).ravel() + soft_rng.normal(0.0, p.soft_noise, delta.size)
+        p_first = 1.0 / (1.0 + np.exp(-np.where(flip, -logit, logit)))  # P(the answer shown first is better)
+        extra["prob_a"] = np.clip(p_first, 1e-6, 1 - 1e-6)
     verdicts = pd.DataFrame({
         "prompt_id": (prompt + 1).astype(str),
         "variant": variant,
@@ -129,6 +147,7 @@ def generate(params: SyntheticParams | None = None) -> SyntheticData:
         "model_a": model_arr[np.where(flip, b, a)],
         "model_b": model_arr[np.where(flip, a, b)],
         "winner": w,
+        **extra,
     })
     graphs = pd.DataFrame({
         "prompt_id": (np.arange(G) // n_var + 1).astype(str), "variant": np.arange(G) % n_var,
@@ -150,7 +169,8 @@ def write_synthetic(store: Store, name: str, params: SyntheticParams | None = No
     report = validate_bytes(buf.getvalue().encode("utf-8"), f"{name}.csv", dataset=name, fmt="csv")
     desc = (f"SYNTHETIC data with a known ground truth (engine/synthetic.py, seed {p.seed}): "
             f"{p.n_models} models, {p.categories} categories × {p.prompts} prompts, {p.paraphrases} "
-            f"paraphrases and {p.samples} sampling replicates per prompt, {p.bad_rate:.0%} confused graphs.")
+            f"paraphrases and {p.samples} sampling replicates per prompt, {p.bad_rate:.0%} confused graphs"
+            + (f", judge probabilities (logit noise sd {p.soft_noise})." if p.soft else "."))
     result = store_report(store, report, name, replace=replace, description=desc,
                           source=f"engine.synthetic {asdict(p)}", synthetic=True)
     if result.status != "stored":

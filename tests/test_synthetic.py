@@ -116,3 +116,44 @@ def test_cli_scorewin_tie_and_mu_pool_options(tmp_path, capsys):
     direct = mu_curve(st, truth, [0.1, 1.0, 10.0], k=5, per_category=False, pool="sampling", resamples=6)
     np.testing.assert_allclose(mu_frame["mean"], direct["mean"], atol=1e-12)
     assert set(mu_frame["category"]) == {"all"} and (mu_frame["n_kept"] == 5).all()
+
+
+def test_judge_probabilities_leave_every_verdict_unchanged():
+    """prob_a comes from its own stream: the verdicts with soft=True are the verdicts without it."""
+    for seed in (7, 20260324):
+        hard = generate(SyntheticParams(n_models=6, categories=2, prompts=3, samples=1, seed=seed)).verdicts
+        soft = generate(SyntheticParams(n_models=6, categories=2, prompts=3, samples=1, seed=seed, soft=True,
+                                        soft_noise=1.3)).verdicts
+        assert "prob_a" not in hard.columns and soft["prob_a"].between(0, 1).all()
+        pd.testing.assert_frame_equal(soft.drop(columns="prob_a"), hard)
+
+
+def test_judge_probabilities_are_calibrated_for_the_shown_order():
+    """With no logit noise, P(A wins | not a tie) = prob_a (the verdict's own law): binned observed
+    win rates of the answer shown first match the mean prob_a of the bin within 4 standard errors."""
+    v = generate(SyntheticParams(n_models=10, categories=4, prompts=10, seed=3, soft=True, soft_noise=0.0)).verdicts
+    v = v[v.winner != "tie"]
+    bins = pd.cut(v.prob_a, np.linspace(0, 1, 11))
+    for _, g in v.groupby(bins, observed=True):
+        if len(g) < 200:
+            continue
+        p = g.prob_a.mean()
+        assert abs((g.winner == "A").mean() - p) < 4 * np.sqrt(p * (1 - p) / len(g)) + 0.01
+
+
+def test_probabilities_consistent_in_odds_without_noise_have_zero_sntd(empty_store):
+    """Stored through ingest; SNTD (engine.diagnostics.sntd) is 0 when every graph's probabilities come
+    from one strength vector (noise 0), and positive with pair-level noise."""
+    from engine.diagnostics import diagnose
+
+    means = {}
+    for noise in (0.0, 0.8):
+        name = f"soft-{noise}"
+        write_synthetic(empty_store, name, SyntheticParams(n_models=5, categories=1, prompts=3, paraphrases=1,
+                                                           samples=0, seed=2, soft=True, soft_noise=noise))
+        st = build_stack(empty_store.verdicts(name))
+        assert st.soft is not None and not np.isnan(st.soft[st.observed]).any()
+        means[noise] = float(diagnose(empty_store, name, table="sntd")["sntd_mean"].iloc[0])
+    assert means[0.0] == pytest.approx(0.0, abs=1e-9) and means[0.8] > 1e-3
+    with pytest.raises(Exception, match="soft_noise"):
+        SyntheticParams(soft=True, soft_noise=-1).validate()
