@@ -157,3 +157,28 @@ def test_probabilities_consistent_in_odds_without_noise_have_zero_sntd(empty_sto
     assert means[0.0] == pytest.approx(0.0, abs=1e-9) and means[0.8] > 1e-3
     with pytest.raises(Exception, match="soft_noise"):
         SyntheticParams(soft=True, soft_noise=-1).validate()
+
+
+def test_cli_random_pool_option_matches_the_library(tmp_path, capsys):
+    import io
+
+    from engine.__main__ import main
+    from engine.store import Store
+
+    db = tmp_path / "cli.duckdb"
+    p = SyntheticParams(n_models=6, categories=2, prompts=4, paraphrases=2, samples=0, seed=9)  # 12 graphs/category
+    with Store(db) as store:
+        write_synthetic(store, "s", p)
+        st, truth = build_stack(store.verdicts("s")), synthetic_truth(store, "s")
+    assert main(["--db", str(db), "experiment", "baselines", "--dataset", "s", "--reference", "truth",
+                 "--protocols", "random,sample", "--random-pool", "6", "--random-draw", "4", "--random-reps", "2",
+                 "--resamples", "5", "--format", "csv"]) == 0
+    frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    direct = run_protocols(st, truth, ("random", "sample"),
+                           ProtocolParams(random_pool=6, random_draw=4, random_reps=2, resamples=5))
+    np.testing.assert_allclose(frame["mean"], direct["mean"], atol=1e-12)  # NaN == NaN here
+    assert set(frame.loc[frame.protocol == "random", "label"]) == {"Random6→4×2"}
+    assert frame.loc[frame.protocol == "sample", "mean"].isna().all()  # no sampling replicates anywhere
+    assert main(["--db", str(db), "experiment", "baselines", "--dataset", "s", "--reference", "truth",
+                 "--random-pool", "0"]) == 2
+    assert "random_pool" in capsys.readouterr().err
