@@ -22,7 +22,10 @@ documented rules, so each test can compute the expected verdicts another way:
   gets a 500;
 - ``delay_s`` makes every reply slow; ``api_key`` set means other keys get a 401;
 - ``hold`` = n: each of the first n requests waits until n requests are in flight (or
-  ``hold_timeout_s`` passed), so the peak in flight shows whether a client really keeps n open.
+  ``hold_timeout_s`` passed), so the peak in flight shows whether a client really keeps n open;
+- ``gate``: a ``threading.Event``, set (open) at the start; while a test clears it, every request
+  is counted on arrival and then waits (up to a minute) until it is set again, so a test can keep
+  a run going for as long as it needs without guessing at timings.
 
 It counts requests per message body, in-flight requests and their maximum, and keeps each request's
 JSON body (``bodies``).
@@ -66,6 +69,8 @@ class FakeOpenAI:
         self.api_key = api_key
         self.slow_s, self.retry_after, self.fail_if = slow_s, retry_after, fail_if
         self.hold, self.hold_timeout_s = hold, hold_timeout_s
+        self.gate = threading.Event()
+        self.gate.set()
         self.bodies: list[dict] = []
         self.seen: Counter[str] = Counter()
         self.statuses: Counter[int] = Counter()
@@ -139,6 +144,7 @@ class FakeOpenAI:
             if self.hold and self.arrivals <= self.hold:  # the first `hold` requests wait for each other
                 self.cond.wait_for(lambda: self.inflight >= self.hold, timeout=self.hold_timeout_s)
         try:
+            self.gate.wait(timeout=60)
             if self.delay_s:
                 time.sleep(self.delay_s)
             user = body["messages"][-1]["content"]

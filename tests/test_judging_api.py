@@ -284,7 +284,10 @@ def test_cli_judge_and_calls(tmp_path):
         )
 
 
-def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path):
+@pytest.mark.parametrize("kill_after", [1, 20, 44])
+def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path, kill_after):
+    """SIGKILL once the server has seen ``kill_after`` of the 48 requests (first call, middle, near
+    the end), then rerun: nothing doubled, nothing lost, every verdict the length rule's."""
     db = tmp_path / "kill.duckdb"
     with FakeOpenAI(delay_s=0.05) as srv:
         cmd = [
@@ -319,18 +322,18 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path):
         unique = 8 * 3 * 2  # prompts × pairs × orders
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 60
-        while srv.total < 20 and time.time() < deadline:
-            time.sleep(0.01)
+        while srv.total < kill_after and time.time() < deadline:
+            time.sleep(0.005)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         seen_first = srv.total
-        assert 20 <= seen_first < unique
+        assert kill_after <= seen_first < unique
         from engine.store import Store
 
         with Store(db) as st:
             stored = st.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0]
         # only calls the server answered can be stored; those in flight at the kill are lost (and redone)
-        assert 0 < stored <= seen_first
+        assert 0 <= stored <= seen_first
         out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         row = pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0]
@@ -344,6 +347,10 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path):
     # the killed run was left 'running'; the next start marked it interrupted
     assert runs == [("interrupted", 0), ("done", unique - stored)]
     assert len(v) == unique and not v.duplicated(["prompt_id", "model_a", "model_b", "order"]).any()
+    with Store(db) as st:
+        text = _answers(st, "k")
+    for r in v.itertuples():  # the resumed dataset is the right one, not only the right size
+        assert r.winner == _length_winner(text[(r.prompt_id, 0, r.model_a)], text[(r.prompt_id, 0, r.model_b)])
 
 
 def test_perturb_keeps_checked_rewrites_with_lineage_then_generate_answers(empty_store):
@@ -488,3 +495,64 @@ def test_the_store_is_readable_while_a_judge_run_writes_to_it(tmp_path):
     assert max(seen_during_run) > 0 and min(seen_during_run) < unique  # partial results, read mid-run
     with Store(db) as st:
         assert len(st.verdicts("live")) == unique
+
+
+def test_two_judge_processes_on_one_store(tmp_path):
+    """Two `judge` processes on one store file: a second run making the same calls (same dataset,
+    backend and model) is refused with one sentence and writes nothing, so no call is paid twice;
+    a run with another judge model on the same dataset goes ahead beside it, both finish, and the
+    store holds each (model, messages) call once."""
+    from engine.store import Store
+
+    db = tmp_path / "two.duckdb"
+    unique = 8 * 3 * 2  # prompts × pairs × orders
+    with FakeOpenAI() as srv:
+
+        def cmd(model: str, limit: str = "1") -> list[str]:
+            return [
+                sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "two", "--inputs",
+                "mt_bench", "--models", "gpt-4,llama-13b,alpaca-13b", "--limit", limit, "--protocol",
+                "swapped", "--backend", "openai", "--base-url", srv.base_url, "--model", model,
+                "--concurrency", "2", "--no-progress", "--format", "csv",
+            ]  # fmt: skip
+
+        def models_seen() -> set[str]:
+            with srv.lock:
+                return {body["model"] for body in srv.bodies}
+
+        srv.gate.clear()  # replies wait until both runs are under way
+        first = subprocess.Popen(cmd("judge-a"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 90
+        while "judge-a" not in models_seen() and time.time() < deadline:  # recorded and calling
+            time.sleep(0.01)
+        # the same calls again, with --limit 2 so that any input it wrote would show as 16 prompts
+        same = subprocess.run(cmd("judge-a", limit="2"), cwd=REPO, capture_output=True, text=True, timeout=120)
+        other = subprocess.Popen(cmd("judge-b"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while "judge-b" not in models_seen() and time.time() < deadline:
+            time.sleep(0.01)
+        assert first.poll() is None and other.poll() is None  # both were running side by side
+        srv.gate.set()
+        out_first, err_first = first.communicate(timeout=120)
+        out_other, err_other = other.communicate(timeout=120)
+    assert same.returncode == 2 and same.stdout == ""
+    lines = same.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: Run 1 (judge of dataset 'two' with openai model 'judge-a'")
+    assert "still running on this store" in lines[0] and "Traceback" not in same.stderr
+    assert first.returncode == 0, err_first
+    assert other.returncode == 0, err_other
+    a = pd.read_csv(pd.io.common.StringIO(out_first)).iloc[0]
+    b = pd.read_csv(pd.io.common.StringIO(out_other)).iloc[0]
+    assert (a.status, a.calls_made, a.verdicts) == ("done", unique, unique)
+    assert (b.status, b.calls_made, b.verdicts) == ("done", unique, unique)
+    # the server saw every (model, messages) exactly once: 2 models × 48 calls, nothing repeated
+    sent = pd.Series([(body["model"], str(body["messages"])) for body in srv.bodies])
+    assert len(sent) == 2 * unique and not sent.duplicated().any()
+    with Store(db) as st:
+        cur = st.cursor()
+        assert cur.execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone() == (96, 96)
+        assert cur.execute("SELECT count(*) FROM prompts WHERE dataset = 'two'").fetchone()[0] == 8
+        runs = cur.execute("SELECT model, status FROM judge_runs ORDER BY model").fetchall()
+        v = st.verdicts("two")
+    assert runs == [("judge-a", "done"), ("judge-b", "done")]  # the refused run left no row
+    assert len(v) == 2 * unique
+    assert not v.duplicated(["judge", "prompt_id", "model_a", "model_b", "order"]).any()

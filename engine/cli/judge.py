@@ -17,6 +17,7 @@ import pandas as pd
 from ..errors import LensError
 from ..judging.backends import MAX_TOKENS_FIELDS, Decoding
 from ..judging.factory import BACKENDS, make_backend
+from ..judging.persist import ensure_no_live_run
 from ..judging.pipeline import judge_run, load_inputs
 from ..judging.protocols import MAX_ANSWER_CHARS, PROTOCOLS, ProtocolConfig
 from ..judging.runner import Runner
@@ -206,6 +207,10 @@ def run(args: argparse.Namespace) -> int:
     store = store_from_args(args, ensure_default=False, keep_open=False)  # file free between writes
     try:
         models = _csv(args.models)
+        cfg = _config(args)  # template and option mistakes are refused before anything is written
+        runner = runner_from_args(args, store)
+        # a live run making the same calls is refused here, before --inputs writes anything
+        ensure_no_live_run(store, "judge", args.dataset, runner.backend.name, runner.backend.model)
         if args.inputs:
             load_inputs(
                 store,
@@ -215,8 +220,6 @@ def run(args: argparse.Namespace) -> int:
                 categories=_csv(args.categories),
                 limit_per_category=args.limit,
             )
-        cfg = _config(args)
-        runner = runner_from_args(args, store)
         variants = [int(v) for v in _csv(args.variants)] if args.variants else None
         rep = judge_run(
             store,

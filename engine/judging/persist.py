@@ -3,6 +3,12 @@
 Verdicts replace, never duplicate: storing the rows of a pair first deletes that pair's earlier rows
 for the same dataset, judge and prompt instance, so a rerun or a resumed run leaves exactly one set.
 Each write is one transaction, and the dataset's version is bumped so cached results refresh.
+
+Runs are recorded with their process id and host. Two live runs that would make the same calls
+(same kind, dataset, backend and model), or two ``perturb`` runs of one dataset (they would hand out
+the same new variant numbers), are not allowed at once: the second ``start_run`` refuses with one
+sentence (``RunInProgress``), checked and recorded in one transaction so two processes starting
+together cannot both pass. The DuckDB file lock alone would let both run and pay for every call twice.
 """
 
 from __future__ import annotations
@@ -13,7 +19,12 @@ import socket
 
 import pandas as pd
 
+from ..errors import LensError
 from ..store import Store
+
+
+class RunInProgress(LensError):
+    """Another live process is already doing this run on the same store."""
 
 _PAIR_KEY = ["prompt_id", "variant", "turn", "model_a", "model_b"]
 
@@ -134,12 +145,51 @@ def mark_interrupted(store: Store) -> int:
     return len(dead)
 
 
+def _conflict(cur, kind: str, dataset: str, backend: str, model: str) -> tuple | None:
+    """A live run of another process on this host that clashes with the one about to start."""
+    host, me = socket.gethostname(), os.getpid()
+    rows = cur.execute(
+        "SELECT run_id, kind, backend, model, pid FROM judge_runs WHERE status = 'running' AND dataset = ?"
+        " AND host = ? AND pid IS NOT NULL AND pid <> ? AND kind = ? ORDER BY run_id",
+        [dataset, host, me, kind],
+    ).fetchall()
+    for row in rows:
+        same_calls = row[2] == backend and row[3] == model
+        if (same_calls or kind == "perturb") and _alive(int(row[4])):
+            return row
+    return None
+
+
+def _refusal(dataset: str, row: tuple) -> RunInProgress:
+    run_id, kind, backend, model, pid = row
+    return RunInProgress(
+        f"Run {run_id} ({kind} of dataset {dataset!r} with {backend} model {model!r}, process {pid}) is "
+        "still running on this store; wait for it to finish or stop it, then rerun (its finished calls "
+        "are reused)."
+    )
+
+
+def ensure_no_live_run(store: Store, kind: str, dataset: str, backend: str, model: str) -> None:
+    """Refuse early (before any input is written) if ``start_run`` would refuse; see the module docstring."""
+    with store.session():
+        row = _conflict(store.cursor(), kind, dataset, backend, model)
+    if row is not None:
+        raise _refusal(dataset, row)
+
+
 def start_run(
     store: Store, kind: str, dataset: str, backend: str, model: str, protocol: str | None, params: dict
 ) -> int:
-    """Record a new run (status ``running``, this process's pid); first mark killed runs interrupted."""
+    """Record a new run (status ``running``, this process's pid); first mark killed runs interrupted.
+
+    Raises ``RunInProgress`` if a live process is doing a clashing run (module docstring); the check
+    and the insert are one transaction.
+    """
     mark_interrupted(store)
     with store.transaction() as cur:
+        clash = _conflict(cur, kind, dataset, backend, model)
+        if clash is not None:
+            raise _refusal(dataset, clash)
         row = cur.execute(
             "INSERT INTO judge_runs (kind, dataset, backend, model, protocol, params, pid, host)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id",
