@@ -13,7 +13,7 @@ import streamlit as st
 from engine.errors import LensError
 from engine.schema import DEFAULT_DATASET
 from engine.store import StoreBusy
-from pages._lens import ALL, choices, get_store, store_session
+from pages._lens import ALL, busy_notice, choices, get_store, guarded_session, user_text
 
 # an emoji favicon is drawn locally; a :material/…: one would be fetched from fonts.gstatic.com
 st.set_page_config(page_title="Tournament Lens", page_icon="🏆", layout="wide")
@@ -87,20 +87,26 @@ def sidebar() -> None:
 
 
 def main() -> None:
-    """One script run holds the store file from the sidebar to the end of the page, then lets go."""
+    """Navigation first (its page links need no store), then one guarded store session from the
+    sidebar to the end of the page: a store another process holds past the wait is a warning with a
+    retry button (``pages._lens.guarded_session``), and the page links stay usable."""
+    page = st.navigation(PAGES)
     try:
-        with store_session():
-            sidebar()
-            st.navigation(PAGES).run()
-    except StoreBusy as exc:  # another process (a judge run, an import) kept the file past our wait
-        st.warning(str(exc))
-        st.button("Try again", icon=":material/refresh:")
+        get_store()
+    except StoreBusy as exc:  # held by another process while this server first opens it
+        busy_notice(exc, "busy_open")
+        return
+    except LensError as exc:  # the store cannot be opened at all (not a DuckDB file, unreadable)
+        st.error(user_text(exc))
+        st.button("Try again", icon=":material/refresh:", key="open_retry")
+        return
+    done = False
+    with guarded_session("busy_retry"):
+        sidebar()
+        page.run()
+        done = True
+    if not done:
+        st.sidebar.caption("The store is busy: the dataset, judge and ranker choices return when it is free.")
 
 
-try:
-    get_store()
-except LensError as exc:  # the store cannot be opened at all (not a DuckDB file, busy, unreadable)
-    st.error(str(exc))
-    st.button("Try again", icon=":material/refresh:")
-    st.stop()
 main()

@@ -99,33 +99,62 @@ def file_columns(data: bytes, filename: str) -> list[str]:
         return []
 
 
+def own_truth(store: Store, dataset: str):
+    """The synthetic ground truth that belongs to ``dataset`` now, or (None, why not).
+
+    A truth is used only when the dataset is flagged synthetic and the truth names every model
+    its verdicts compare: rows left under a name by a store written before ingest moved them with
+    a rename (or cleared them on a delete) describe other verdicts, so they are refused here.
+    """
+    from .errors import LensError
+    from .synthetic import synthetic_truth
+
+    row = store.cursor().execute("SELECT synthetic FROM datasets WHERE name = ?", [dataset]).fetchone()
+    if row is None or not row[0]:
+        return None, "not a synthetic dataset"
+    try:
+        truth = synthetic_truth(store, dataset)
+    except LensError as exc:
+        return None, str(exc)
+    models = {r[0] for r in store.cursor().execute(
+        "SELECT model_a FROM verdicts WHERE dataset = ? UNION SELECT model_b FROM verdicts WHERE dataset = ?",
+        [dataset, dataset]).fetchall()}
+    unknown = sorted(models - set(truth.index))
+    if unknown:
+        return None, (f"the stored ground truth of {dataset} does not name {len(unknown)} of its models "
+                      f"(e.g. {unknown[0]}), so it belongs to other verdicts and is not used")
+    return truth, f"ground truth of the synthetic dataset, {len(truth)} models"
+
+
 def reference_for(dataset: str, category: str | None, store=None) -> tuple[object, str]:
     """The reference ratings for the current choice and a note saying which, or (None, why not).
 
-    A synthetic dataset (with ``store`` given) is measured against its own ground truth. Otherwise
-    the category goes through the dataset's category mapping to an LMArena category; a dataset
-    without a model mapping has no reference (the pages then leave the reference columns out).
+    A synthetic dataset (with ``store`` given) is measured against its own ground truth
+    (``own_truth``). Otherwise the category goes through the dataset's category mapping to an
+    LMArena category; a dataset without a model mapping has no reference (the pages then leave the
+    reference columns out). The app caches the result per dataset version (a global sequence: every
+    import, rename or replace takes a new one), so a renamed or replaced dataset is looked up again.
     """
     from .errors import LensError
-    from .reference import arena_category, reference_for_dataset
+    from .reference import arena_category, has_mapping, reference_for_dataset
 
+    stale = ""
     if store is not None:
-        from .synthetic import synthetic_truth
-
-        try:
-            truth = synthetic_truth(store, dataset)
-        except LensError:
-            truth = None
+        truth, why = own_truth(store, dataset)
         if truth is not None:
-            return truth, f"ground truth of the synthetic dataset, {len(truth)} models"
+            return truth, why
+        if "ground truth" in why:
+            stale = f"; {why}"
+    if not has_mapping(dataset):  # said without the server's mapping folder path
+        return None, f"dataset {dataset} has no model-name mapping to the LMArena reference{stale}"
     try:
         ref_cat = arena_category(dataset, category) if category else None
         ref = reference_for_dataset(dataset, ref_cat)
     except LensError as exc:
-        return None, str(exc)
+        return None, str(exc).rstrip(".") + stale
     if len(ref) < 2:
-        return None, f"fewer than two models of {dataset} are on the reference leaderboard"
-    return ref, f"LMArena reference, category {ref_cat or 'full'}, {len(ref)} mapped models"
+        return None, f"fewer than two models of {dataset} are on the reference leaderboard{stale}"
+    return ref, f"LMArena reference, category {ref_cat or 'full'}, {len(ref)} mapped models{stale}"
 
 
 def with_model_cycles(table, stack):

@@ -1,8 +1,13 @@
-"""What the Data page says and lists: the datasets table as shown, and an import refusal worded
-for the page (the engine's own message names the command line's flag).
+"""What the Data page says and lists: the datasets table as shown, an import refusal worded
+for the page (the engine's own message names the command line's flag), and any error text a
+page shows, with server file paths cut down to their file names.
 """
 
 from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -20,7 +25,30 @@ def datasets_view(frame: pd.DataFrame) -> pd.DataFrame:
     for col in ("description", "source"):
         if col in out.columns:
             out[col] = out[col].astype(object).where(out[col].notna() & (out[col].astype(str) != ""), "—")
+    if "source" in out.columns:  # a command-line import records the file's server path
+        out["source"] = [v if v == "—" else without_paths(str(v)) for v in out["source"]]
     return out
+
+
+_ABS_PATH = re.compile(r"(?<![\w.~:/\\-])(?:[A-Za-z]:\\|/)(?:[^\s'\"`<>|/\\]+[/\\])+[^\s'\"`<>|/\\]*")
+"""An absolute POSIX or Windows path of at least two parts (a URL's ``//`` does not start one)."""
+_TRAILING = ".,;:)]}"
+
+
+def _name_only(match: re.Match) -> str:
+    path = match.group(0)
+    core = path.rstrip(_TRAILING)
+    name = re.split(r"[/\\]", core)[-1] or core
+    return name + path[len(core):]
+
+
+def without_paths(text: str, paths: Iterable[str | os.PathLike[str]] = ()) -> str:
+    """``text`` with every server file path replaced by its file name: the ``paths`` given (the
+    store file, a temp folder; matched whole, spaces and all) first, then any other absolute path."""
+    out = str(text)
+    for p in sorted({os.fspath(p) for p in paths if p}, key=len, reverse=True):
+        out = out.replace(p, os.path.basename(p.rstrip("/\\")) or p)
+    return _ABS_PATH.sub(_name_only, out)
 
 
 def refusal_message(result) -> str:

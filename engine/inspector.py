@@ -209,13 +209,25 @@ def graph_position(stack, prompt_id: str, variant: int, judge: str) -> int:
 
 
 def graph_choices(stack) -> dict[str, dict[int, list[str]]]:
-    """prompt_id → variant → judges with a graph, in the stack's order (the inspector's pickers)."""
+    """prompt_id → variant → judges with a graph (the inspector's pickers): prompts in natural order
+    (q2 before q10), variants by number, judges in the stack's order."""
+    from .labels import natural_sorted
+
     out: dict[str, dict[int, list[str]]] = {}
     for p, v, j in stack.keys[["prompt_id", "variant", "judge"]].itertuples(index=False):
         judges = out.setdefault(str(p), {}).setdefault(int(v), [])
         if str(j) not in judges:
             judges.append(str(j))
-    return out
+    return {p: dict(sorted(out[p].items())) for p in natural_sorted(out)}
+
+
+def variant_names(stack) -> dict[tuple[str, int], str]:
+    """(prompt_id, variant) → "original" / "paraphrase k" / "sample k" (``engine.labels.variant_labels``)."""
+    from .labels import variant_labels
+
+    keys = stack.keys.reset_index(drop=True)
+    names = variant_labels(keys)
+    return {(str(p), int(v)): str(n) for p, v, n in zip(keys["prompt_id"], keys["variant"], names, strict=True)}
 
 
 def question_text(prompts: pd.DataFrame, prompt_id: str, variant: int, turn: int) -> str | None:

@@ -55,6 +55,42 @@ def mu_view(stack, reference, *, k: int, mus: Sequence[float], resamples: int, s
                           resamples=resamples, seed=seed), "mu")
 
 
+MIN_Y_SPAN = 0.05
+"""Smallest y range of a sensitivity curve (Spearman distance): a flat curve stays a flat line in
+a readable band instead of an axis zoomed onto rounding noise."""
+
+
+def y_range(frame: pd.DataFrame, columns: Sequence[str] = ("ci_low", "ci_high", "mean", "point"),
+            min_span: float = MIN_Y_SPAN) -> list[float]:
+    """[low, high] for a curve's y axis: the data's range with 5 % padding, widened about its middle
+    to at least ``min_span`` (and kept at or above 0 where the data are: a distance is never negative)."""
+    vals = frame[[c for c in columns if c in frame.columns]].to_numpy(dtype=np.float64).ravel()
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return [0.0, min_span]
+    lo, hi = float(vals.min()), float(vals.max())
+    pad = 0.05 * (hi - lo)
+    lo, hi = lo - pad, hi + pad
+    if hi - lo < min_span:
+        mid = (lo + hi) / 2.0
+        lo, hi = mid - min_span / 2.0, mid + min_span / 2.0
+    if lo < 0 <= float(vals.min()):
+        lo, hi = 0.0, hi - lo
+    return [lo, hi]
+
+
+def format_s_mu(value: float, mu: float) -> str:
+    """S_mu = C3_bad + mu·C4_bad as text: a whole number when mu is (then so is S_mu), otherwise three
+    significant digits without an exponent (0.0316, 12.6, 1235)."""
+    v = float(value)
+    if not np.isfinite(v):
+        return "—"
+    if float(mu).is_integer() or v == 0:
+        return f"{round(v):d}" if float(mu).is_integer() else "0"
+    decimals = max(0, 2 - int(np.floor(np.log10(abs(v)))))
+    return f"{v:.{decimals}f}"
+
+
 def best_k(curve: pd.DataFrame, column: str = "mean") -> int:
     """The smallest K where the curve (``mean`` by default) is at its minimum."""
     best = curve[column].min()
@@ -80,6 +116,26 @@ def _summarise_notes(notes: Sequence[str]) -> str:
         lo, hi = min(sizes), max(sizes)
         merged.append(f"pools of {lo}{'' if lo == hi else f'–{hi}'} graphs < keep {keep}")
     return "; ".join(merged + parts)
+
+
+def protocol_sizes(params, frame: pd.DataFrame | None = None) -> str:
+    """The sizes the protocol table runs with, for its caption: each protocol's label from the
+    engine params (``engine.resampling.label``) and, once run (``frame``), the category pools
+    truncation chose from."""
+    from .resampling import MACRO, PROTOCOLS, label
+
+    names = ", ".join(label(proto, params) for proto in PROTOCOLS)
+    if frame is None or frame.empty:
+        return names
+    trunc = frame[(frame["protocol"] == "trunc") & (frame["category"] != MACRO)]
+    pools = trunc.drop_duplicates("category")["n_pool"].dropna().astype(int)
+    if pools.empty:
+        where = ""
+    else:
+        lo, hi = int(pools.min()), int(pools.max())
+        where = (f"; the {len(pools)} categor{'y' if len(pools) == 1 else 'ies'} here hold "
+                 f"{lo}{'' if lo == hi else f'–{hi}'} graphs each to keep {params.keep} from")
+    return f"{names}{where}"
 
 
 def protocol_view(frame: pd.DataFrame, distance: str = "spearman", scale: float = 1000.0) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import LensError
-from engine.truncation_view import PAPER_KEEP, best_k, default_keep_k
+from engine.truncation_view import PAPER_KEEP, best_k, default_keep_k, format_s_mu, protocol_sizes, y_range
 from engine.viz import escape_md, rank_change_frame
 from pages._lens import (
     B_DEFAULT,
@@ -21,11 +21,13 @@ from pages._lens import (
     leaderboard_result,
     mu_curve_for,
     pool_size_for,
+    protocol_params,
     protocol_table,
     reference_for_key,
     remember,
     show_error,
     stack_for,
+    user_text,
 )
 
 st.title("Truncation")
@@ -88,6 +90,7 @@ st.dataframe(
 )
 st.caption(
     f"{ch.caption()} · ranker {escape_md(ch.ranker)} · keep K={keep_k} of {T} graphs by S_μ with μ={mu:g} "
+    f"(kept: S_μ ≤ {escape_md(format_s_mu(kept.params['threshold'], mu))}) "
     f"· {bootstrap_note(kept)} · Δ rank against the same ranker on all {T} graphs"
     + (f" · {left_out} sampling-replicate graph(s) are not in the pool (paper 000's Trunc pool: originals "
        "and paraphrases)" if left_out else "")
@@ -98,7 +101,7 @@ try:
     k_frame = keep_k_curve_for(ch.key, float(mu))
     mu_frame = mu_curve_for(ch.key, int(keep_k))
 except LensError as exc:
-    st.info(str(exc))
+    st.info(user_text(exc))
     k_frame = mu_frame = None
 if k_frame is not None:
     ref_note = reference_for_key(ch.key.dataset, ch.key.category)[1]
@@ -127,6 +130,7 @@ if k_frame is not None:
         fig.update_layout(
             title={"text": title, "font": {"size": 14}}, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10},
             xaxis_title=x, yaxis_title=metric, xaxis_type="log" if x == "mu" else "linear",
+            yaxis_range=y_range(frame),  # a flat curve (common for μ) keeps a readable band
             legend={"orientation": "h", "y": -0.3, "x": 0}, showlegend=x == "k",
         )
         col.plotly_chart(fig, width="stretch")
@@ -139,11 +143,12 @@ if k_frame is not None:
     )
 
 with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):
-    st.caption(
-        "The six protocols of paper 000, Table 2 (truncation 25 → 20 per category, sampling-only, no "
-        "truncation, score-of-win, random, single prompt), Spearman distance to the reference × 1000, mean ± "
-        f"half-width, at μ = {mu:g}; like the curves they use half-tie Bradley–Terry, not the sidebar's ranker."
-    )
+    st.caption(escape_md(
+        "The six protocols of paper 000, Table 2 (truncation, sampling-only, no truncation, score-of-win, "
+        f"random, single prompt) with the engine's sizes: {protocol_sizes(protocol_params(mu))}. Spearman "
+        f"distance to the reference × 1000, mean ± half-width, at μ = {mu:g}; like the curves they use "
+        "half-tie Bradley–Terry, not the sidebar's ranker."
+    ))
     params = (ch.key, float(mu))
     if st.session_state.get("protocol_for") != params:
         st.session_state.pop("protocol_result", None)
@@ -157,7 +162,7 @@ with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in
             except LensError as exc:
                 show_error(exc)
     if "protocol_result" in st.session_state:
-        ptab = st.session_state["protocol_result"]
+        ptab, sizes = st.session_state["protocol_result"]
         st.dataframe(
             ptab, hide_index=True, width="stretch",
             column_config={
@@ -168,9 +173,9 @@ with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in
                 "why": st.column_config.TextColumn("why ± 0", width="large"),
             },
         )
+        st.caption(escape_md(f"Run with {sizes}."))
         if not ptab["no spread"].str.startswith("0 of").all():
             st.caption(
-                "“± 0” is no resampling spread: the pool a protocol draws from is no larger than a draw (here "
-                "about ten original prompts per category, no paraphrases or sampling replicates), so every "
-                "draw is the same set of graphs."
+                "“± 0” is no resampling spread: the pool a protocol draws from is no larger than a draw "
+                "(the pools are named above and in the “why” column), so every draw is the same set of graphs."
             )

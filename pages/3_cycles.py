@@ -5,9 +5,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from engine.cycles_view import graphs_table, integer_axis, integer_histogram, tick_style
 from engine.errors import LensError
+from engine.truncation_view import format_s_mu
 from engine.viz import graphs_by_score, plot_labels
-from pages._lens import current, cycle_overview, show_error
+from pages._lens import current, cycle_overview, show_error, stack_for
 
 st.title("Cycles")
 st.caption(
@@ -35,7 +37,10 @@ def heatmap(frame, title, colorbar, fmt):
         colorscale="Reds", colorbar={"title": colorbar}, hovertemplate=f"%{{y}} × %{{x}}: %{{z:{fmt}}}<extra></extra>",
     ))
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=420, margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    fig.update_yaxes(autorange="reversed")
+    # every label shown, slanted and smaller as the models grow (20 synthetic models stay readable)
+    x_style, y_style = tick_style(frame.shape[1]), tick_style(frame.shape[0])
+    fig.update_xaxes(tickangle=x_style["angle"], tickfont={"size": x_style["size"]}, automargin=True, dtick=1)
+    fig.update_yaxes(autorange="reversed", tickfont={"size": y_style["size"]}, automargin=True, dtick=1)
     return fig
 
 
@@ -49,16 +54,15 @@ h2.plotly_chart(
 st.subheader("Distribution of bad cycles per graph")
 d1, d2 = st.columns(2)
 for col, name, fit in ((d1, "c3_bad", ov.nb_c3), (d2, "c4_bad", ov.nb_c4)):
-    counts = ov.graphs[name]
-    hist = counts.value_counts().sort_index()
-    fig = go.Figure(go.Bar(x=hist.index, y=hist.to_numpy(), name="graphs", marker_color="#3b5bdb"))
+    k, n_graphs = integer_histogram(ov.graphs[name])  # one bar per whole number, empty ones included
+    fig = go.Figure(go.Bar(x=k, y=n_graphs, name="graphs", marker_color="#3b5bdb"))
     if fit is not None:
         fig.add_trace(go.Scatter(x=fit["k"], y=fit["expected"], mode="lines+markers", name="negative binomial fit",
                                  line={"color": "#e03131"}))
     fig.update_layout(
         title={"text": f"{name} per graph", "font": {"size": 14}}, height=320, bargap=0.1,
         margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis_title=name, yaxis_title="graphs",
-        legend={"orientation": "h", "y": -0.25},
+        legend={"orientation": "h", "y": -0.25}, xaxis=integer_axis(int(k.max())),
     )
     col.plotly_chart(fig, width="stretch")
     if fit is not None:
@@ -67,16 +71,20 @@ for col, name, fit in ((d1, "c3_bad", ov.nb_c3), (d2, "c4_bad", ov.nb_c4)):
 st.subheader("Graphs by truncation score")
 mu = st.select_slider("μ in S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ", options=[0.01, 0.1, 0.316, 1.0, 3.16, 10.0, 100.0], value=1.0,
                       key="cycles_mu")
-table = graphs_by_score(ov.graphs, mu)
+# equal scores: prompts in natural order (q2 before q10); variants named by kind, not number
+table = graphs_table(graphs_by_score(ov.graphs, mu), stack_for(ch.key).keys)
 st.dataframe(
     table, hide_index=True, width="stretch", height=360,
-    column_order=["judge", "prompt_id", "variant", "turn", "category", "s_mu", "c3_bad", "c4_bad", "c3", "c4",
+    column_order=["judge", "prompt_id", "variant_label", "turn", "category", "s_mu", "c3_bad", "c4_bad", "c3", "c4",
                   "c3_tie", "c4_tie", "link"],
     column_config={
         "link": st.column_config.LinkColumn("inspect", display_text="open ↗",
                                             help="Opens the graph in the Prompt inspector (new tab)."),
         "prompt_id": st.column_config.TextColumn("prompt"),
-        "s_mu": st.column_config.NumberColumn("S_μ", format="%.3g", help="C3_bad + μ·C4_bad; highest first."),
+        "variant_label": st.column_config.TextColumn("variant", help="The prompt as written (original), a "
+                                                     "paraphrase, or a sampling replicate of the original."),
+        "s_mu": st.column_config.NumberColumn("S_μ", format="%d" if float(mu).is_integer() else "%.4g",
+                                              help="C3_bad + μ·C4_bad; highest first."),
         "c3_bad": st.column_config.NumberColumn("bad 3-cycles", help="Non-transitive triads (C3_bad)."),
         "c4_bad": st.column_config.NumberColumn("bad 4-cycles", help="4-cycles not made of ties only (C4_bad)."),
         "c3": st.column_config.NumberColumn("3-cycles", help="All directed 3-cycles, ties included."),
@@ -87,8 +95,8 @@ st.dataframe(
 )
 pick = st.selectbox(
     "Open a graph in the inspector", range(len(table)), key="cycles_pick",
-    format_func=lambda i: f"prompt {table.iloc[i]['prompt_id']} · variant {table.iloc[i]['variant']} · "
-    f"{table.iloc[i]['judge']} · S_μ={table.iloc[i]['s_mu']:g}",
+    format_func=lambda i: f"prompt {table.iloc[i]['prompt_id']} · {table.iloc[i]['variant_label']} · "
+    f"{table.iloc[i]['judge']} · S_μ={format_s_mu(table.iloc[i]['s_mu'], mu)}",
 )
 if st.button("Open in the inspector", key="cycles_open"):
     row = table.iloc[pick]

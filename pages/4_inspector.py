@@ -6,16 +6,23 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.errors import LensError
-from engine.inspector import DENOISERS, TRIAD_KINDS, graph_choices, graph_position, question_text
+from engine.inspector import (
+    DENOISERS,
+    TRIAD_KINDS,
+    graph_choices,
+    graph_position,
+    question_text,
+    variant_names,
+)
 from engine.viz import escape_md
 from pages._lens import (
     current,
     graph_view_for,
+    guarded_session,
     inspector_html_for,
     prompt_texts_for,
     show_error,
     stack_for,
-    store_session,
     triad_view_for,
 )
 
@@ -51,7 +58,9 @@ if "insp_variant" not in st.session_state and qp.get("variant") is not None:
         pass
 if st.session_state.get("insp_variant") not in variants:
     st.session_state["insp_variant"] = variants[0]
-variant = c2.selectbox("Variant", variants, key="insp_variant", help="0 is the original prompt.")
+names = variant_names(stack)
+variant = c2.selectbox("Variant", variants, key="insp_variant", format_func=lambda v: names.get((prompt, v), str(v)),
+                       help="The prompt as written (original), a paraphrase of it, or a sampling replicate.")
 judges = tree[prompt][variant]
 if st.session_state.get("insp_judge") not in judges:
     st.session_state["insp_judge"] = judges[0]
@@ -66,7 +75,8 @@ except LensError as exc:
 key = view.key
 
 category = key["category"] if isinstance(key["category"], str) else "no category"
-st.markdown(f"**Question** · {escape_md(category)} · prompt {escape_md(prompt)}, variant {variant}")
+st.markdown(f"**Question** · {escape_md(category)} · prompt {escape_md(prompt)}, "
+            f"{escape_md(names.get((prompt, variant), str(variant)))}")
 question = question_text(prompt_texts_for(ch.dataset, ch.key.version), prompt, variant, key["turn"])
 with st.container(border=True):
     if question is None:
@@ -85,7 +95,9 @@ m4.metric("Unparsable verdicts", int(key["n_invalid"]))
 def graph_and_triad() -> None:
     """The drawing, the triad list and the chosen triad's verdicts: picking a triad or a denoiser
     reruns only this part, and the drawing comes from a cache."""
-    with store_session():  # a fragment rerun does not pass through app.py's session
+    # a fragment rerun does not pass through app.py's session: it holds the store itself, and a store
+    # held by a command-line writer is the same warning and retry as in app.py, not a traceback
+    with guarded_session("busy_retry_graph"):
         _graph_and_triad()
 
 

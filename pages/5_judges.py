@@ -17,6 +17,40 @@ st.caption(
     "does. Verdicts on one pair in one prompt are first combined per judge (both orders → one outcome; two "
     "disagreeing orders give a tie)."
 )
+
+
+def kappa_section(jd, by_cat: bool) -> None:
+    """The κ heatmap (per category on request) and the pairwise agreement table."""
+    mat, where = jd.kappa_matrix, "all categories"
+    if by_cat and jd.kappa_by_category:
+        cats = ["(all)", *jd.kappa_by_category]
+        pick = st.selectbox("κ matrix for", cats, key="judges_kappa_cat")
+        if pick != "(all)":
+            mat, where = jd.kappa_by_category[pick], f"category {pick}"
+    left, right = st.columns([3, 2])
+    fig = go.Figure(go.Heatmap(
+        z=mat.to_numpy(), x=plot_labels(mat.columns), y=plot_labels(mat.index), zmin=-1, zmax=1, colorscale="RdBu",
+        text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(mat.to_numpy()), texttemplate="%{text}",
+        hovertemplate="%{y} vs %{x}: κ=%{z:.3f}<extra></extra>", colorbar={"title": "κ"},
+    ))
+    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      title={"text": f"κ on shared items, {where}", "font": {"size": 14}})
+    fig.update_yaxes(autorange="reversed")
+    left.plotly_chart(fig, width="stretch")
+    right.dataframe(
+        jd.agreement, hide_index=True, width="stretch", height=380,
+        column_config={
+            "judge_1": st.column_config.TextColumn("judge"),
+            "judge_2": st.column_config.TextColumn("vs judge"),
+            "items": st.column_config.NumberColumn("items", help="Pairs in prompts that both judges rated."),
+            "agreement": st.column_config.NumberColumn("agreement", format="%.2f",
+                                                       help="Share of shared items with the same combined outcome."),
+            "kappa": st.column_config.NumberColumn("κ", format="%.2f",
+                                                   help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance)."),
+        },
+    )
+
+
 ch = current()
 by_cat = st.toggle("Per category", key="judges_by_cat",
                    help="Split every table by the prompt category, and pick the category of the κ matrix.")
@@ -33,37 +67,16 @@ c2.metric("Mean κ over judge pairs", "—" if np.isnan(jd.mean_kappa) else f"{j
 c3.metric("Least consistent judge (PNT)", escape_md(jd.worst_pnt),
           help="Highest share of non-transitive triples.")
 c4.metric("Strongest first-position bias", escape_md(jd.worst_position),
-          help="First-position win rate farthest from ½.")
+          help="First-position win rate farthest from ½, among the judges that judged some pair in both orders "
+          "(without both orders the rate mixes position with answer quality). — = no such judge.")
 
 st.subheader("Agreement between judges (Cohen's κ)")
-mat, where = jd.kappa_matrix, "all categories"
-if by_cat and jd.kappa_by_category:
-    cats = ["(all)", *jd.kappa_by_category]
-    pick = st.selectbox("κ matrix for", cats, key="judges_kappa_cat")
-    if pick != "(all)":
-        mat, where = jd.kappa_by_category[pick], f"category {pick}"
-left, right = st.columns([3, 2])
-fig = go.Figure(go.Heatmap(
-    z=mat.to_numpy(), x=plot_labels(mat.columns), y=plot_labels(mat.index), zmin=-1, zmax=1, colorscale="RdBu",
-    text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(mat.to_numpy()), texttemplate="%{text}",
-    hovertemplate="%{y} vs %{x}: κ=%{z:.3f}<extra></extra>", colorbar={"title": "κ"},
-))
-fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                  title={"text": f"κ on shared items, {where}", "font": {"size": 14}})
-fig.update_yaxes(autorange="reversed")
-left.plotly_chart(fig, width="stretch")
-right.dataframe(
-    jd.agreement, hide_index=True, width="stretch", height=380,
-    column_config={
-        "judge_1": st.column_config.TextColumn("judge"),
-        "judge_2": st.column_config.TextColumn("vs judge"),
-        "items": st.column_config.NumberColumn("items", help="Pairs in prompts that both judges rated."),
-        "agreement": st.column_config.NumberColumn("agreement", format="%.2f",
-                                                   help="Share of shared items with the same combined outcome."),
-        "kappa": st.column_config.NumberColumn("κ", format="%.2f",
-                                               help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance)."),
-    },
-)
+if len(jd.judges) < 2:  # κ compares two judges' verdicts on shared items
+    only = escape_md(jd.judges[0]) if jd.judges else "no judge"
+    st.info(f"This dataset has a single judge ({only}): Cohen's κ compares two judges on the items both rated, "
+            "so there is no κ matrix. Import another judge's verdicts on the same prompts to compare them.")
+else:
+    kappa_section(jd, by_cat)
 
 st.subheader("Position bias")
 st.caption(

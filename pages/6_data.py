@@ -14,7 +14,7 @@ from engine.errors import LensError
 from engine.synthetic import write_synthetic
 from engine.verdicts import OPTIONAL, REQUIRED, TEXTS
 from engine.viz import escape_md
-from pages._lens import MU_DEFAULT, current, get_store, remember, results_zip_for, show_error
+from pages._lens import MU_DEFAULT, current, get_store, remember, results_zip_for, show_error, user_text
 
 st.title("Data")
 st.caption(
@@ -26,7 +26,7 @@ store = get_store()
 SYNTHETIC_NAME = "synthetic-demo"
 
 if "data_stored" in st.session_state:
-    st.success(escape_md(st.session_state.pop("data_stored")))
+    st.success(user_text(st.session_state.pop("data_stored")))
 st.subheader("Datasets in the store")
 ds = store.datasets()
 st.dataframe(datasets_view(ds), hide_index=True, width="stretch",
@@ -146,7 +146,14 @@ elif section == "Rename / delete":
             else:
                 select = new.strip() if st.session_state.get("dataset") == pick else None
                 _stored(f"Renamed dataset {pick} to {new.strip()}.", select=select)
-        confirm = st.checkbox("I understand that deleting removes every verdict of this dataset", key="manage_confirm")
+        # the confirmation belongs to one dataset as it is now: another pick, a rename, a delete or a
+        # new import (a new version) unticks it, so a tick never carries over to another dataset
+        target = (pick, int(ds.set_index("name").loc[pick, "version"]))
+        if st.session_state.get("_confirm_for") != target:
+            st.session_state["_confirm_for"] = target
+            st.session_state["manage_confirm"] = False
+        confirm = st.checkbox(f"I understand that deleting removes every verdict of {escape_md(pick)}",
+                              key="manage_confirm")
         if r2.button("Delete", key="manage_delete", disabled=not confirm):
             try:
                 removed = ingest.delete_dataset(store, pick)

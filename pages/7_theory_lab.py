@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.errors import LensError
+from engine.theory_view import lab_plan
 from pages._lens import SEED, recovery_result, show_error
 
 st.title("Theory lab")
@@ -22,6 +23,19 @@ n = c1.slider("n (models)", 3, 30, 10, key="lab_n")
 p = c2.slider("p (judge's edge over a coin flip)", 0.02, 0.45, 0.15, step=0.01, key="lab_p")
 t_max = c3.slider("t (largest number of graphs, odd)", 5, 399, 121, step=2, key="lab_t")
 reps = st.select_slider("Simulated replicates per point", [100, 200, 400, 800], value=200, key="lab_reps")
+# the work grows as n² · replicates · Σt: light settings follow the sliders, heavy ones wait for a
+# button, and settings that would hold the server for a minute are refused (engine/theory_view.py)
+plan = lab_plan(n, t_max, reps)
+if plan.mode == "refused":
+    st.warning(plan.text)
+    st.stop()
+if plan.mode == "button":
+    st.info(plan.text)
+    ran = st.session_state.setdefault("lab_ran", [])
+    if (n, p, t_max, reps) not in ran:
+        if not st.button("Run the simulation", key="lab_go", type="primary"):
+            st.stop()
+        ran.append((n, p, t_max, reps))
 try:
     curve = recovery_result(n, p, t_max, reps, SEED)
 except LensError as exc:

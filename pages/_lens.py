@@ -8,13 +8,15 @@ version + filters) and the parameters, so a slider move only recomputes what cha
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import streamlit as st
 
 from engine.appstate import ALL, CacheKey, dataset_choices
+from engine.dataview import without_paths
 from engine.errors import LensError
-from engine.store import Store, open_store, resolve_db_path
+from engine.store import Store, StoreBusy, open_store, resolve_db_path
 from engine.viz import escape_md
 
 LOCK_WAIT_S = float(os.environ.get("LENS_LOCK_WAIT", "20"))
@@ -37,6 +39,30 @@ def get_store() -> Store:
 def store_session():
     """``with store_session():`` holds the store file for one script run or fragment run."""
     return get_store().session()
+
+
+def user_text(exc: BaseException | str) -> str:
+    """An error as a page shows it: server file paths cut to their names (the store file, an upload's
+    temp file), then escaped so Markdown and Streamlit syntax in it show as written."""
+    return escape_md(without_paths(str(exc), [str(resolve_db_path())]))
+
+
+def busy_notice(exc: StoreBusy, key: str) -> None:
+    """The store is held by another process (a judge run, an import): a warning and a retry button."""
+    st.warning(user_text(exc), icon=":material/hourglass_top:")
+    st.button("Try again", icon=":material/refresh:", key=key)
+
+
+@contextmanager
+def guarded_session(key: str = "busy_retry"):
+    """``with guarded_session():`` = ``store_session()`` for a script run (app.py) or a fragment run
+    (the inspector's graph), where a store held past the lock wait ends the block with
+    ``busy_notice`` instead of a traceback. ``key`` names the retry button (one per caller)."""
+    try:
+        with store_session():
+            yield
+    except StoreBusy as exc:
+        busy_notice(exc, key)
 
 
 @dataclass(frozen=True)
@@ -76,8 +102,9 @@ def remember(key: str) -> None:
 
 
 def show_error(exc: LensError) -> None:
-    """A user mistake: one sentence in an error box, no traceback."""
-    st.error(str(exc))
+    """A user mistake: one sentence in an error box (``user_text``: escaped, no server paths), no
+    traceback."""
+    st.error(user_text(exc))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -158,10 +185,11 @@ def cycle_overview(key: CacheKey):
 def judge_diagnostics(dataset: str, version: int, category: str | None, by_category: bool):
     """The Judges page's tables for every judge of ``dataset`` (``version`` keys the cache)."""
     from engine.graphs import build_stack
+    from engine.judges_view import with_worst_position
     from engine.viz import judge_overview
 
     verdicts = get_store().verdicts(dataset, category=category)
-    return judge_overview(verdicts, build_stack(verdicts), by_category)
+    return with_worst_position(judge_overview(verdicts, build_stack(verdicts), by_category), verdicts)
 
 
 def reference_for_key(dataset: str, category: str | None):
@@ -227,16 +255,27 @@ def mu_curve_for(key: CacheKey, keep_k: int):
     return mu_view(stack_for(key), ref, k=keep_k, mus=DEFAULT_MU_GRID, resamples=CURVE_RESAMPLES, seed=SEED)
 
 
+def protocol_params(mu: float):
+    """The engine's Table-2 protocol sizes (paper 000's defaults) at this μ: what the table runs with
+    and what its caption names."""
+    from engine.resampling import ProtocolParams
+
+    return ProtocolParams(mu=float(mu))
+
+
 @st.cache_data(max_entries=8, show_spinner="Running the Table-2 protocols…")
 def protocol_table(key: CacheKey, mu: float):
-    """The Table-2 summary (protocols × categories, no-spread counts and why) at this μ."""
-    from engine.resampling import ProtocolParams, run_protocols
-    from engine.truncation_view import protocol_view
+    """(the Table-2 summary: protocols × categories, no-spread counts and why, at this μ; the sizes
+    it ran with, category pools included, for the caption)."""
+    from engine.resampling import run_protocols
+    from engine.truncation_view import protocol_sizes, protocol_view
 
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
         raise LensError(f"No protocol table: {note.rstrip('.')}.")
-    return protocol_view(run_protocols(stack_for(key), ref, params=ProtocolParams(mu=float(mu))))
+    params = protocol_params(mu)
+    frame = run_protocols(stack_for(key), ref, params=params)
+    return protocol_view(frame), protocol_sizes(params, frame)
 
 
 @st.cache_data(max_entries=64, show_spinner="Simulating…")
@@ -317,4 +356,4 @@ def bootstrap_note(board) -> str:
     return text
 
 
-__all__ = ["ALL", "Choice", "current", "get_store", "show_error", "choices"]
+__all__ = ["ALL", "Choice", "current", "get_store", "guarded_session", "show_error", "choices", "user_text"]

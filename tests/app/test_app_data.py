@@ -57,7 +57,7 @@ def test_good_upload_with_mapped_columns_adds_a_dataset(own_app):
     data, n_rows = _good_csv()
     at.text_input(key="data_name").input("mine").run()
     at.file_uploader(key="data_upload").set_value(("mine.csv", data, "text/csv")).run()
-    assert any("no prompt_id" in e.value for e in at.error)  # names differ until mapped
+    assert any("no prompt_id" in unescape_md(e.value) for e in at.error)  # names differ until mapped
     for target, col in (("prompt_id", "Question ID"), ("model_a", "First"), ("model_b", "Second"),
                         ("winner", "Verdict")):
         at.selectbox(key=f"map_{target}").set_value(col).run()
