@@ -42,6 +42,12 @@ def _name_only(match: re.Match) -> str:
     return name + path[len(core):]
 
 
+def file_name(name: str) -> str:
+    """The last part of an uploaded file's name (a client may send a path; the page and every message
+    about the file use the name alone)."""
+    return re.split(r"[/\\]", str(name))[-1] or str(name)
+
+
 def without_paths(text: str, paths: Iterable[str | os.PathLike[str]] = ()) -> str:
     """``text`` with every server file path replaced by its file name: the ``paths`` given (the
     store file, a temp folder; matched whole, spaces and all) first, then any other absolute path."""

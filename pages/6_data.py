@@ -9,7 +9,7 @@ import streamlit as st
 
 from engine import ingest
 from engine.appstate import file_columns
-from engine.dataview import SKIP_LABEL, datasets_view, refusal_message
+from engine.dataview import SKIP_LABEL, datasets_view, file_name, refusal_message
 from engine.errors import LensError
 from engine.synthetic import write_synthetic
 from engine.verdicts import OPTIONAL, REQUIRED, TEXTS
@@ -55,9 +55,9 @@ if section == "Import":
     up = st.file_uploader("Verdict file", type=["csv", "tsv", "jsonl", "json", "parquet"], key="data_upload")
     name = st.text_input("Name of the new dataset", key="data_name", placeholder="e.g. my-judge-run")
     if up is not None:
-        data = up.getvalue()
-        cols = file_columns(data, up.name)
-        st.markdown(f"**{escape_md(up.name)}** · {len(data):,} bytes · columns: {escape_md(', '.join(cols)) or '—'}")
+        data, up_name = up.getvalue(), file_name(up.name)  # messages name the file, never a path
+        cols = file_columns(data, up_name)
+        st.markdown(f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(', '.join(cols)) or '—'}")
         lowered = {c.strip().lower() for c in cols}
         need_map = [c for c in REQUIRED if c not in lowered]
         with st.expander("Map columns", expanded=bool(need_map)):
@@ -71,7 +71,7 @@ if section == "Import":
                 if pick != "(same name)":
                     column_map[pick] = target
         try:
-            report = ingest.validate_file(data, up.name, column_map=column_map or None, dataset=name or "upload")
+            report = ingest.validate_file(data, up_name, column_map=column_map or None, dataset=name or "upload")
         except LensError as exc:
             show_error(exc)
             st.stop()
