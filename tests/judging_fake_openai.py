@@ -7,7 +7,9 @@ documented rules, so each test can compute the expected verdicts another way:
 - pairwise prompts: the longer answer wins (``[[A]]``/``[[B]]``, equal lengths ``[[TIE]]``); the
   reply first restates the format (``[[A]] or [[B]]``) so parsers must take the *last* tag;
   a question containing ``BIASED`` always gets ``[[A]]`` (pure position bias);
-- score prompts: ``[[s]]`` with s = min(5, 1 + len(answer) // 400);
+- score prompts: ``[[s]]`` with s = min(5, 1 + len(answer) // 400); a question containing
+  ``BADSCORE`` gets ``[[s + 5]]`` instead (outside 1–5, so unparsable) and, like ``BIASED``,
+  ``[[A]]`` for every pairwise prompt, so the hybrid protocol has to score it;
 - soft prompts: the letter of the longer answer, top logprobs A: log p, B: log(1-p) with
   p = len(first) / (len(first) + len(second));
 - paraphrase prompts: a JSON array of k strings "<text> (rewording i)"; equivalence prompts: YES for
@@ -212,7 +214,7 @@ class FakeOpenAI:
             n = int(re.search(r"and (\d+) numbered candidate", user).group(1))
             return json.dumps(["YES" if i % 2 == 1 else "NO" for i in range(1, n + 1)]), None
         if "ANSWER" in s:
-            sc = score_of(s["ANSWER"])
+            sc = score_of(s["ANSWER"]) + (5 if "BADSCORE" in q else 0)
             return f"Judging by length alone. Score: [[{sc}]]", None
         a, b = s.get("ANSWER A", ""), s.get("ANSWER B", "")
         if "Reply with exactly one" in user:
@@ -221,7 +223,7 @@ class FakeOpenAI:
             top = [("A", math.log(p)), ("B", math.log(1 - p)), ("The", math.log(1e-4))]
             top.sort(key=lambda t: -t[1] if t[0] == letter else 0)
             return letter, top
-        if "BIASED" in q:
+        if "BIASED" in q or "BADSCORE" in q:
             tag = "[[A]]"
         else:
             tag = "[[A]]" if len(a) > len(b) else "[[B]]" if len(b) > len(a) else "[[TIE]]"

@@ -167,6 +167,31 @@ def test_hybrid_falls_back_to_scores_when_orders_disagree(empty_store):
         assert len(v) == 6 and v["order"].isna().all()
 
 
+def test_hybrid_unparsable_output_is_stored_invalid_with_its_text_never_a_tie(empty_store):
+    """Hybrid: orders disagree and a score reply has no valid 1-5 tag (``[[s+5]]``), or nothing
+    parses at all (GARBAGE): each pair is one ``invalid`` row carrying the raw replies."""
+    _synthetic(empty_store, "syn", {"p-bad": "BADSCORE question", "p-junk": "GARBAGE question"})
+    with FakeOpenAI() as srv:
+        rep = judge_run(empty_store, "syn", _runner(empty_store, srv), protocol="hybrid", judge="h")
+        # 2 prompts × 3 pairs × 2 orders, then every answer scored once per prompt (3 + 3)
+        assert (rep.stats.made, rep.verdicts, rep.invalid) == (12 + 6, 6, 6)
+    v = empty_store.verdicts("syn")
+    assert len(v) == 6 and set(v["winner"]) == {"invalid"}
+    text = _answers(empty_store, "syn")
+    for r in v[v["prompt_id"] == "p-bad"].itertuples():
+        # BA says [[A]] = model_b: the orders disagree; the score replies are stored as written
+        assert r.explanation.startswith("orders disagree (AB: A, BA: B); unparsable score")
+        bad_a = score_of(text[("p-bad", 0, r.model_a)]) + 5
+        bad_b = score_of(text[("p-bad", 0, r.model_b)]) + 5
+        assert f"--- A ---\nJudging by length alone. Score: [[{bad_a}]]" in r.explanation
+        assert f"--- B ---\nJudging by length alone. Score: [[{bad_b}]]" in r.explanation
+    for r in v[v["prompt_id"] == "p-junk"].itertuples():
+        assert r.explanation.startswith("orders disagree (AB: invalid, BA: invalid); unparsable score")
+        assert r.explanation.count("I would rather not choose") == 2
+    g = build_stack(v)  # no invalid verdict reaches a graph as a tie
+    assert int(g.invalid_only["n_invalid"].sum()) == 6 and g.keys.empty
+
+
 def test_soft_preference_from_logprobs_averages_both_orders(empty_store):
     _synthetic(empty_store, "syn", {"p1": "question one"})
     with FakeOpenAI() as srv:
@@ -180,6 +205,11 @@ def test_soft_preference_from_logprobs_averages_both_orders(empty_store):
         assert r.prob_a == pytest.approx(la / (la + lb), abs=1e-9)
         expected = "A" if r.prob_a > TIE_BAND[1] else "B" if r.prob_a < TIE_BAND[0] else "tie"
         assert r.winner == expected
+    # an API reports only its top k: the letters the soft unit asks for are not sent, not stored and
+    # not in the key, so calls cached before the local backend could report them are still hits
+    decodings = {d for (d,) in empty_store.cursor().execute("SELECT decoding FROM judge_calls").fetchall()}
+    assert len(decodings) == 1 and "logprob_tokens" not in decodings.pop()
+    assert all("logprob_tokens" not in body for body in srv.bodies)
 
 
 def test_swim_uses_log_comparisons(empty_store):

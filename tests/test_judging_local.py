@@ -138,3 +138,41 @@ def test_out_of_memory_splits_the_batch_and_keeps_the_results(smol, monkeypatch)
     out = smol.complete(reqs)
     assert [r.text for r in out] == single  # same texts, in the order asked
     assert sizes == [4, 2, 1, 1, 2, 1, 1] and smol.oom_splits == 3 and smol.batch_size == 1
+
+
+def test_soft_prob_a_is_the_softmax_over_the_letters_from_the_logits(smol, empty_store):
+    """The local soft judge reads prob_a from the full logits, so a pair whose letters are not in
+    the top 10 (SmolLM2 starts its reply with "Here is a" or "```python") still gets a value: the
+    softmax over every vocabulary token that is the letter A or B, recomputed here by a plain
+    forward pass over each order's prompt, averaged as mean(P_AB, 1 - P_BA). None is invalid."""
+    import torch
+
+    load_inputs(
+        empty_store, "soft", "mt_bench", models=["gpt-4", "llama-13b"], categories=["coding"], limit_per_category=1
+    )
+    cfg = ProtocolConfig.default()
+    rep = judge_run(empty_store, "soft", Runner(empty_store, smol), protocol="soft", cfg=cfg, judge="s")
+    assert (rep.pairs, rep.verdicts, rep.invalid, rep.stats.made) == (1, 1, 0, 2)
+    v = empty_store.verdicts("soft").iloc[0]
+    prompts, answers = empty_store.prompt_texts("soft"), empty_store.answer_texts("soft")
+    q = prompts.iloc[0]["text"]
+    text = dict(zip(answers["model"], answers["text"], strict=True))
+    vocab = [smol.tokenizer.decode([i]).strip() for i in range(len(smol.tokenizer))]
+    a_ids = [i for i, t in enumerate(vocab) if t == "A"]
+    b_ids = [i for i, t in enumerate(vocab) if t == "B"]
+    assert a_ids and b_ids
+
+    def p_first(first: str, second: str) -> float:
+        msgs = [{"role": r, "content": c} for r, c in cfg.soft.render(question=q, answer_a=first, answer_b=second)]
+        ids = smol.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        with torch.inference_mode():
+            p = torch.softmax(smol.lm(**ids).logits[0, -1].double(), -1)
+        pa, pb = float(p[a_ids].sum()), float(p[b_ids].sum())
+        return pa / (pa + pb)
+
+    p_ab = p_first(text[v.model_a], text[v.model_b])
+    p_ba = p_first(text[v.model_b], text[v.model_a])
+    assert v.prob_a == pytest.approx((p_ab + 1 - p_ba) / 2, abs=1e-4)
+    assert v.winner == ("A" if v.prob_a > 0.525 else "B" if v.prob_a < 0.475 else "tie")
+    stored = empty_store.cursor().execute("SELECT DISTINCT decoding FROM judge_calls").fetchall()
+    assert len(stored) == 1 and '"logprob_tokens": ["A", "B"]' in stored[0][0]

@@ -131,6 +131,41 @@ def test_call_key_changes_with_every_part():
     assert len({base, *variants}) == 7
 
 
+def test_soft_letters_are_keyed_only_for_a_backend_that_reports_them(empty_store):
+    """The soft unit asks for its letters' logprobs (``logprob_tokens``). An API backend cannot
+    report them, so the runner drops the field: its key is the canonical JSON of the six decoding
+    fields, exactly as before the field existed (recomputed here by hand), and old cached calls
+    still hit. For the local backend the letters change what is stored, so they change the key."""
+    import hashlib
+    import json
+
+    from engine.judging.openai_backend import OpenAIBackend
+    from engine.judging.runner import Runner
+
+    dec = Decoding(max_tokens=3, top_logprobs=10, logprob_tokens=("A", "B"))
+    req = ChatRequest((("user", "hi"),), dec, "soft", 1)
+    canonical = {
+        "backend": "openai",
+        "model": "m",
+        "template": ["soft", 1],
+        "messages": [["user", "hi"]],
+        "decoding": {
+            "temperature": 0.0, "max_tokens": 3, "top_p": None, "top_logprobs": 10, "seed": 0,
+            "max_tokens_field": "max_tokens",
+        },
+    }  # fmt: skip
+    by_hand = hashlib.sha256(
+        json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+    ).hexdigest()
+    api = Runner(empty_store, OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", api_key="k"))
+    assert api.key(req) == by_hand
+    assert api.normalise(req).decoding.logprob_tokens == ()
+    plain = ChatRequest((("user", "hi"),), Decoding(max_tokens=3, top_logprobs=10), "soft", 1)
+    local = "transformers[cpu,float32]"
+    assert call_key(local, "m", req) != call_key(local, "m", plain)
+    assert dec.as_dict()["logprob_tokens"] == ["A", "B"] and "logprob_tokens" not in plain.decoding.as_dict()
+
+
 def test_cache_round_trip_and_no_double_insert(empty_store):
     cache = CallCache(empty_store)
     req = ChatRequest((("user", "hi"),), Decoding(top_logprobs=2), "soft", 1)

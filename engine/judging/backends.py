@@ -31,6 +31,11 @@ class Decoding:
     top_logprobs: int = 0  # >0: return the k most likely tokens (and logprobs) at each step
     seed: int | None = 0
     max_tokens_field: str = "max_tokens"
+    # Strings whose logprobs are reported at every step besides the top k, wherever they rank (the
+    # soft protocol's letters). Only a backend that sees the whole next-token distribution can
+    # (``Backend.full_logprobs``: the local one); for the others the runner drops the field, so it
+    # is neither in their call keys nor stored with their calls.
+    logprob_tokens: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_tokens_field not in MAX_TOKENS_FIELDS:
@@ -40,7 +45,7 @@ class Decoding:
             )
 
     def as_dict(self) -> dict:
-        return {
+        d = {
             "temperature": None if self.temperature is None else float(self.temperature),
             "max_tokens": None if self.max_tokens is None else int(self.max_tokens),
             "top_p": None if self.top_p is None else float(self.top_p),
@@ -48,6 +53,9 @@ class Decoding:
             "seed": self.seed,
             "max_tokens_field": self.max_tokens_field,
         }
+        if self.logprob_tokens:  # only when set, so every other call key stays what it was
+            d["logprob_tokens"] = list(self.logprob_tokens)
+        return d
 
     def group_key(self) -> str:
         """A string that is equal exactly when two decodings are (for grouping a batch)."""
@@ -115,7 +123,8 @@ class Backend(Protocol):
     ``batch_size`` > 1 means the backend is fastest when handed several requests at once (local
     batched generation); API backends take one request per call and gain from concurrency instead.
     ``identity`` is what the call cache keys on besides the model: the backend's name plus whatever
-    changes its numbers (the local backend adds device type and dtype).
+    changes its numbers (the local backend adds device type and dtype). ``full_logprobs`` (optional,
+    default False): the backend reports ``Decoding.logprob_tokens`` (it sees every token's logit).
     """
 
     name: str

@@ -8,8 +8,12 @@ a batch runs out of GPU memory it is split in half (and the backend's batch size
 to one request. Device type and dtype are part of ``identity``, hence of every call's cache key:
 CPU fp32 results are never reused for a GPU bf16 run. When a request asks for ``top_logprobs``, the
 k most likely next tokens and their log-probabilities are read from the model's logits at each
-generated step: the soft protocol uses them (paper 001, Section 3.1). Models load offline from a
-local folder, optionally from a GGUF file (``gguf_file``).
+generated step: the soft protocol uses them (paper 001, Section 3.1). Because every logit is at
+hand, the tokens named in ``Decoding.logprob_tokens`` (the soft letters, in every vocabulary spelling
+such as ``A`` and `` A``) are reported at each step too, wherever they rank, so a small model that
+does not put a letter in its top k still gets an exact softmax over the verdict tokens
+(``full_logprobs``). Models load offline from a local folder, optionally from a GGUF file
+(``gguf_file``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 
 from ..errors import LensError
 from .backends import ChatRequest, ChatResult
+from .parsing import TOKEN_WRAPPING
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -76,6 +81,7 @@ class TransformersBackend:
     """A causal LM with a chat template, loaded once; ``complete`` generates a batch at a time."""
 
     name = "transformers"
+    full_logprobs = True  # reports Decoding.logprob_tokens (see the module docstring)
 
     def __init__(
         self,
@@ -122,6 +128,7 @@ class TransformersBackend:
         self.model = label or (f"{Path(model).name}/{gguf_file}" if gguf_file else model)
         self.batch_size = max(1, int(batch_size))
         self.oom_splits = 0  # how often a batch was split after running out of GPU memory
+        self._watch: dict[tuple[str, ...], dict[str, list[int]]] = {}
         self.identity = f"{self.name}[{torch.device(self.device).type},{self.dtype}]"
 
     def _render(self, req: ChatRequest) -> str:
@@ -203,11 +210,14 @@ class TransformersBackend:
         eos_ids = self._eos_ids()
         prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
         tops = None
+        watched: dict[str, object] = {}  # spelling → (batch, steps) logprob of all its token ids
         if d.top_logprobs > 0:
             logits = torch.stack(gen.logits, dim=1).float()  # (batch, steps, vocab)
             lp = torch.log_softmax(logits, dim=-1)
             vals, idx = lp.topk(d.top_logprobs, dim=-1)
             tops = (vals.cpu().numpy(), idx.cpu().numpy())
+            for text, ids in self.spellings(d.logprob_tokens).items():
+                watched[text] = torch.logsumexp(lp[:, :, ids], dim=-1).cpu().numpy()
         results = []
         for b, row in enumerate(new.tolist()):
             n = len(row)
@@ -222,8 +232,11 @@ class TransformersBackend:
                 vals, idx = tops
                 top = tuple(
                     {
-                        self.tokenizer.decode([int(i)]): float(v)
-                        for v, i in zip(vals[b, s], idx[b, s], strict=True)
+                        **{
+                            self.tokenizer.decode([int(i)]): float(v)
+                            for v, i in zip(vals[b, s], idx[b, s], strict=True)
+                        },
+                        **{text: float(w[b, s]) for text, w in watched.items()},
                     }
                     for s in range(min(n, vals.shape[1]))
                 )
@@ -237,6 +250,22 @@ class TransformersBackend:
                 )
             )
         return results
+
+    def spellings(self, tokens: tuple[str, ...]) -> dict[str, list[int]]:
+        """Every decoded text of a vocabulary token that, stripped of whitespace, brackets, asterisks
+        and quotes, is one of ``tokens``, with its token ids (computed once per set of tokens)."""
+        key = tuple(sorted(set(tokens)))
+        if not key:
+            return {}
+        if key not in self._watch:
+            want = set(key)
+            found: dict[str, list[int]] = {}
+            for i in range(len(self.tokenizer)):
+                text = self.tokenizer.decode([i])
+                if text.strip(TOKEN_WRAPPING) in want:
+                    found.setdefault(text, []).append(i)
+            self._watch[key] = found
+        return self._watch[key]
 
     def _eos_ids(self) -> set[int]:
         ids = set()

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 VERDICT_TAGS: dict[str, str] = {"[[A]]": "A", "[[B]]": "B", "[[TIE]]": "tie"}
 SCORE_TAGS: dict[str, int] = {f"[[{i}]]": i for i in range(1, 6)}
 SOFT_LETTERS: dict[str, str] = {"A": "A", "B": "B"}
-_TOKEN_WRAPPING = " \t\r\n[]*\"'"
+TOKEN_WRAPPING = " \t\r\n[]*\"'"  # stripped from a token before it is compared with a letter
 
 
 @functools.lru_cache(maxsize=64)
@@ -88,7 +88,7 @@ def soft_preference(
     for step in top_logprobs:
         mass = {"A": 0.0, "B": 0.0}
         for tok, lp in step.items():
-            letter = letters.get(tok.strip(_TOKEN_WRAPPING))
+            letter = letters.get(tok.strip(TOKEN_WRAPPING))
             if letter in mass:
                 mass[letter] += math.exp(lp)
         if mass["A"] == 0.0 and mass["B"] == 0.0:

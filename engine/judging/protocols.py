@@ -13,7 +13,9 @@ through one pool, so the hybrid protocol's scoring calls overlap with other pair
   own and the higher score wins, equal scores a tie (paper 000, Appendix C.1). One row.
 - ``soft``: a one-letter prompt in both orders; prob_a is the mean of P(A better) read from the
   verdict tokens' logprobs over the two orders (paper 001, Sections 3.1 and 3.3); the hard winner
-  uses paper 001's tie band 0.475 ≤ prob_a ≤ 0.525. One row.
+  uses paper 001's tie band 0.475 ≤ prob_a ≤ 0.525. One row. The requests name the letters
+  (``Decoding.logprob_tokens``): a local model reports them from its logits wherever they rank, so
+  its prob_a is always defined; an API's top k may list neither letter, and then the row is invalid.
 
 Answers longer than ``max_answer_chars`` (default 12,000 characters, as paper 000 does) are cut to
 that length before they go into a prompt; the row's explanation then ends with a note saying which
@@ -259,10 +261,13 @@ def unit_soft(job: PairJob, cfg: ProtocolConfig):
     if cfg.soft_decoding.top_logprobs < 2:
         raise LensError("The soft protocol needs top_logprobs of at least 2.")
     c = _Cut(job, cfg.max_answer_chars)
-    r1, r2 = yield _both(job, c, cfg.soft, cfg.soft_decoding)
+    letters = cfg.soft.tag_map
+    # a local model reports the letters' logprobs wherever they rank (from its logits), so prob_a
+    # is always the softmax over the verdict tokens; an API gives only its top k
+    dec = replace(cfg.soft_decoding, logprob_tokens=tuple(sorted(letters)))
+    r1, r2 = yield _both(job, c, cfg.soft, dec)
     if r1 is None or r2 is None:
         return []
-    letters = cfg.soft.tag_map
     p1, p2 = soft_preference(r1.top_logprobs, letters), soft_preference(r2.top_logprobs, letters)
     if p1 is None or p2 is None:
         return [

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
@@ -96,7 +96,13 @@ class Runner:
         return getattr(self.backend, "identity", self.backend.name)
 
     def key(self, req: ChatRequest) -> str:
-        return call_key(self.identity, self.backend.model, req)
+        return call_key(self.identity, self.backend.model, self.normalise(req))
+
+    def normalise(self, req: ChatRequest) -> ChatRequest:
+        """``req`` as this backend can serve it: ``logprob_tokens`` dropped unless it reports them."""
+        if req.decoding.logprob_tokens and not getattr(self.backend, "full_logprobs", False):
+            return replace(req, decoding=replace(req.decoding, logprob_tokens=()))
+        return req
 
     # -- public ---------------------------------------------------------------------------------
     @contextmanager
@@ -358,6 +364,7 @@ class _Drive:
                         self.on_done(stop.value)
                     r._tick(1)
                     continue
+                reqs = [r.normalise(q) for q in reqs]
                 st.keys = [r.key(q) for q in reqs]
                 st.got, st.need = {}, set()
                 asked.append((st, reqs))
