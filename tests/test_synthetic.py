@@ -182,3 +182,27 @@ def test_cli_random_pool_option_matches_the_library(tmp_path, capsys):
     assert main(["--db", str(db), "experiment", "baselines", "--dataset", "s", "--reference", "truth",
                  "--random-pool", "0"]) == 2
     assert "random_pool" in capsys.readouterr().err
+
+
+def test_cli_soft_flags_store_the_library_probabilities(tmp_path, capsys):
+    """simulate synthetic --soft --soft-noise writes the prob_a of SyntheticParams(soft=True, ...)."""
+    from engine.__main__ import main
+    from engine.store import Store
+
+    db = tmp_path / "soft.duckdb"
+    assert main(["--db", str(db), "simulate", "synthetic", "--name", "s", "--models", "5", "--categories", "1",
+                 "--prompts", "3", "--paraphrases", "1", "--samples", "0", "--seed", "3", "--soft",
+                 "--soft-noise", "0.8"]) == 0
+    want = generate(SyntheticParams(n_models=5, categories=1, prompts=3, paraphrases=1, samples=0, seed=3, soft=True,
+                                    soft_noise=0.8)).verdicts
+    store = Store(db)
+    try:
+        got = store.verdicts("s")
+    finally:
+        store.close()
+    key = ["prompt_id", "variant", "model_a", "model_b"]
+    merged = got.merge(want, on=key, suffixes=("", "_want"))
+    assert len(merged) == len(want) == len(got)
+    np.testing.assert_allclose(merged["prob_a"].to_numpy(float), merged["prob_a_want"].to_numpy(float), rtol=1e-12)
+    assert main(["--db", str(db), "simulate", "synthetic", "--name", "t", "--soft", "--soft-noise", "-1"]) == 2
+    assert "soft_noise must be a finite number" in capsys.readouterr().err

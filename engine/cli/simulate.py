@@ -41,6 +41,9 @@ def register(subparsers) -> None:
     s.add_argument("--samples", type=int, default=4)
     s.add_argument("--bad-rate", type=float, default=0.4)
     s.add_argument("--seed", type=int, default=20260324)
+    s.add_argument("--soft", action="store_true",
+                   help="also write judge probabilities prob_a (own random stream: the verdicts stay the same)")
+    s.add_argument("--soft-noise", type=float, default=0.5, help="sd of the logit noise of prob_a (default 0.5)")
     s.set_defaults(func=run_synthetic)
 
 
@@ -78,7 +81,8 @@ def run_synthetic(args: argparse.Namespace) -> int:
     from ..synthetic import SyntheticParams, write_synthetic
 
     p = SyntheticParams(n_models=args.models, categories=args.categories, prompts=args.prompts,
-                        paraphrases=args.paraphrases, samples=args.samples, bad_rate=args.bad_rate, seed=args.seed)
+                        paraphrases=args.paraphrases, samples=args.samples, bad_rate=args.bad_rate, seed=args.seed,
+                        soft=args.soft, soft_noise=args.soft_noise)
     store = store_from_args(args, ensure_default=False)  # writing a new dataset needs no shipped import
     res = write_synthetic(store, args.name, p)
     print(f"synthetic dataset {args.name!r} (version {res.version}): {res.summary()}")
