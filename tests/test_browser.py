@@ -69,10 +69,10 @@ def xss_verdicts(path: Path) -> Path:
     return path
 
 
-def _serve(db: Path, log_path: Path):
+def _serve(db: Path, log_path: Path, **env_extra: str):
     """``streamlit run app.py`` on ``db`` and a free port; yields the base URL, stops the server."""
     port = _free_port()
-    env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(REPO), **env_extra}
     log = open(log_path, "w+b")  # a file, not a pipe: a full pipe would stall the server
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -294,4 +294,55 @@ def test_xss_dataset_runs_no_script(xss_server, browser):
     bold = [b.inner_text() for b in page.query_selector_all(f"{container} strong")]
     assert not any(t.strip() == "b" for t in bold), bold
     page.screenshot(path=str(SHOTS / "xss_inspector.png"))
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def busy_server(tmp_path_factory: pytest.TempPathFactory):
+    """The app on its own copy of the shipped store, waiting only 0.5 s for a held store file."""
+    _requirements()
+    from engine.store import open_store
+
+    tmp = tmp_path_factory.mktemp("browser_busy")
+    open_store(tmp / "lens.duckdb").close()
+    yield from _serve(tmp / "lens.duckdb", tmp / "streamlit.log", LENS_LOCK_WAIT="0.5")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _hold(db: Path) -> subprocess.Popen:
+    """Another process (as a CLI writer would) holding the store file's lock until killed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); print('held', flush=True); "
+         "time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_busy_store_inside_the_inspector_fragment_is_a_warning(busy_server, browser, tmp_path_factory):
+    """Only a browser reruns the inspector's fragment alone: a triad picked while a writer holds the
+    store shows the same warning and retry as app.py, no traceback, and the page links stay."""
+    db = Path(next(tmp_path_factory.getbasetemp().glob("browser_busy*")) / "lens.duckdb")
+    page = browser.new_page(viewport={"width": 1440, "height": 1300})
+    open_page(page, busy_server, "", first=True)  # a direct /prompt-inspector load shows "Page not found" first
+    open_page(page, busy_server, "prompt-inspector", first=False)
+    nav = '[data-testid="stSidebarNav"] a'
+    assert len(page.query_selector_all(nav)) == len(PAGES)
+    holder = _hold(db)
+    try:
+        pick_option(page, "Bad triad", 2)  # a fragment rerun: its triad's answers need the store
+        page.wait_for_selector('[data-testid="stAlertContentWarning"]', timeout=30_000)
+        wait_idle(page, "Prompt inspector")
+        main = page.inner_text('[data-testid="stMainBlockContainer"]')
+        assert "is in use by another process" in main and str(db.parent) not in main
+        assert errors_on(page) == [] and len(page.query_selector_all(nav)) == len(PAGES)
+        page.reload()  # a full run while the store is held: the warning, and the page links
+        page.wait_for_selector('[data-testid="stAlertContentWarning"]', timeout=30_000)
+        page.wait_for_selector(nav, timeout=30_000)
+        assert len(page.query_selector_all(nav)) == len(PAGES) and errors_on(page) == []
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    page.get_by_role("button", name="Try again").click()
+    wait_idle(page, "Prompt inspector")
+    assert errors_on(page) == [] and not page.query_selector_all('[data-testid="stAlertContentWarning"]')
     page.close()
