@@ -6,6 +6,7 @@ Expected verdicts are recomputed here from the answer texts by the server's docu
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -380,7 +381,9 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path, kill_after)
     with Store(db) as st:
         text = _answers(st, "k")
     for r in v.itertuples():  # the resumed dataset is the right one, not only the right size
-        assert r.winner == _length_winner(text[(r.prompt_id, 0, r.model_a)], text[(r.prompt_id, 0, r.model_b)])
+        assert r.winner == _length_winner(
+            text[(r.prompt_id, 0, r.model_a)], text[(r.prompt_id, 0, r.model_b)]
+        )
 
 
 def test_perturb_keeps_checked_rewrites_with_lineage_then_generate_answers(empty_store):
@@ -500,10 +503,33 @@ def test_the_store_is_readable_while_a_judge_run_writes_to_it(tmp_path):
     unique = 8 * 3 * 2  # prompts × pairs × orders
     with FakeOpenAI(delay_s=0.25) as srv:
         cmd = [
-            sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "live", "--inputs", "mt_bench",
-            "--models", "gpt-4,llama-13b,alpaca-13b", "--limit", "1", "--protocol", "swapped",
-            "--backend", "openai", "--base-url", srv.base_url, "--model", "fake-judge", "--concurrency", "2",
-            "--no-progress", "--format", "csv",
+            sys.executable,
+            "-m",
+            "engine",
+            "--db",
+            str(db),
+            "judge",
+            "--dataset",
+            "live",
+            "--inputs",
+            "mt_bench",
+            "--models",
+            "gpt-4,llama-13b,alpaca-13b",
+            "--limit",
+            "1",
+            "--protocol",
+            "swapped",
+            "--backend",
+            "openai",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "fake-judge",
+            "--concurrency",
+            "2",
+            "--no-progress",
+            "--format",
+            "csv",
         ]
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen_during_run = []
@@ -512,9 +538,11 @@ def test_the_store_is_readable_while_a_judge_run_writes_to_it(tmp_path):
             if db.exists() and srv.total >= 4:
                 store = Store(db, keep_open=False, lock_wait_s=30)
                 with store.session():
-                    n = store.cursor().execute(
-                        "SELECT count(*) FROM verdicts WHERE dataset = 'live'"
-                    ).fetchone()[0]
+                    n = (
+                        store.cursor()
+                        .execute("SELECT count(*) FROM verdicts WHERE dataset = 'live'")
+                        .fetchone()[0]
+                    )
                     status = store.cursor().execute("SELECT max(status) FROM judge_runs").fetchone()[0]
                 if proc.poll() is None and status == "running":
                     seen_during_run.append(n)
@@ -551,13 +579,19 @@ def test_two_judge_processes_on_one_store(tmp_path):
                 return {body["model"] for body in srv.bodies}
 
         srv.gate.clear()  # replies wait until both runs are under way
-        first = subprocess.Popen(cmd("judge-a"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = subprocess.Popen(
+            cmd("judge-a"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         deadline = time.time() + 90
         while "judge-a" not in models_seen() and time.time() < deadline:  # recorded and calling
             time.sleep(0.01)
         # the same calls again, with --limit 2 so that any input it wrote would show as 16 prompts
-        same = subprocess.run(cmd("judge-a", limit="2"), cwd=REPO, capture_output=True, text=True, timeout=120)
-        other = subprocess.Popen(cmd("judge-b"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        same = subprocess.run(
+            cmd("judge-a", limit="2"), cwd=REPO, capture_output=True, text=True, timeout=120
+        )
+        other = subprocess.Popen(
+            cmd("judge-b"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         while "judge-b" not in models_seen() and time.time() < deadline:
             time.sleep(0.01)
         assert first.poll() is None and other.poll() is None  # both were running side by side
@@ -566,7 +600,9 @@ def test_two_judge_processes_on_one_store(tmp_path):
         out_other, err_other = other.communicate(timeout=120)
     assert same.returncode == 2 and same.stdout == ""
     lines = same.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: Run 1 (judge of dataset 'two' with openai model 'judge-a'")
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: Run 1 (judge of dataset 'two' with openai model 'judge-a'"
+    )
     assert "still running on this store" in lines[0] and "Traceback" not in same.stderr
     assert first.returncode == 0, err_first
     assert other.returncode == 0, err_other
@@ -579,10 +615,80 @@ def test_two_judge_processes_on_one_store(tmp_path):
     assert len(sent) == 2 * unique and not sent.duplicated().any()
     with Store(db) as st:
         cur = st.cursor()
-        assert cur.execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone() == (96, 96)
+        assert cur.execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone() == (
+            96,
+            96,
+        )
         assert cur.execute("SELECT count(*) FROM prompts WHERE dataset = 'two'").fetchone()[0] == 8
         runs = cur.execute("SELECT model, status FROM judge_runs ORDER BY model").fetchall()
         v = st.verdicts("two")
     assert runs == [("judge-a", "done"), ("judge-b", "done")]  # the refused run left no row
     assert len(v) == 2 * unique
     assert not v.duplicated(["judge", "prompt_id", "model_a", "model_b", "order"]).any()
+
+
+def test_calls_counts_tokens_and_cost_match_the_store_and_the_server(tmp_path):
+    """`calls` and `calls --runs` against a direct SQL count, the fake server's own counts and
+    token rules (prompt tokens len(user) // 4, completion max(1, len(text) // 4)), and the prices."""
+    from engine.store import Store
+
+    db = tmp_path / "calls.duckdb"
+    hawaii = "travel blog post about a recent trip to Hawaii"  # prompt 81 only: 3 pairs × 2 orders fail
+
+    def judge(url: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [
+                sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "c", "--inputs",
+                "mt_bench", "--models", "gpt-4,llama-13b,alpaca-13b", "--limit", "1", "--backend", "openai",
+                "--base-url", url, "--model", "fake-judge", "--max-retries", "1", "--backoff", "0.01",
+                "--price-in", "1000", "--price-out", "2000", "--no-progress", "--format", "csv",
+            ],
+            cwd=REPO, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    def engine(*args: str) -> pd.DataFrame:
+        out = subprocess.run(
+            [sys.executable, "-m", "engine", "--db", str(db), *args, "--format", "csv"],
+            cwd=REPO, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        return pd.read_csv(pd.io.common.StringIO(out.stdout))
+
+    with FakeOpenAI(fail_if=hawaii) as bad:
+        first = judge(bad.base_url)
+    with FakeOpenAI() as good:  # the server's address is not part of a call's key
+        second = judge(good.base_url)
+    assert first.returncode == 1 and second.returncode == 0, second.stderr
+    r1 = pd.read_csv(pd.io.common.StringIO(first.stdout)).iloc[0]
+    r2 = pd.read_csv(pd.io.common.StringIO(second.stdout)).iloc[0]
+    assert (r1.status, r1.calls_made, r1.calls_cached, r1.calls_failed) == ("failed-calls", 42, 0, 6)
+    assert (r2.status, r2.calls_made, r2.calls_cached, r2.calls_failed) == ("done", 6, 42, 0)
+    assert bad.statuses == {200: 42, 500: 12} and good.statuses == {200: 6}  # 6 calls × 2 attempts
+    runs = engine("calls", "--runs")
+    assert runs[["status", "calls_made", "calls_cached", "calls_failed"]].values.tolist() == [
+        ["failed-calls", 42, 0, 6],
+        ["done", 6, 42, 0],
+    ]
+    summary = engine("calls", "--price", "fake-judge=1000,2000")
+    with Store(db) as st:
+        sql = (
+            st.cursor()
+            .execute("SELECT count(*), sum(prompt_tokens), sum(completion_tokens) FROM judge_calls")
+            .fetchone()
+        )
+        stored = st.cursor().execute("SELECT messages, text FROM judge_calls").fetchall()
+    # the server's token rule applied to what was asked and answered
+    ptok = sum(len(json.loads(m)[-1]["content"]) // 4 for m, _ in stored)
+    ctok = sum(max(1, len(t) // 4) for _, t in stored)
+    assert len(summary) == 1 and summary.iloc[0][
+        ["calls", "prompt_tokens", "completion_tokens"]
+    ].tolist() == [
+        48,
+        ptok,
+        ctok,
+    ]
+    assert sql == (48, ptok, ctok)
+    assert r1.calls_made + r2.calls_made == bad.statuses[200] + good.statuses[200] == 48
+    cost = (ptok * 1000 + ctok * 2000) / 1e6
+    assert summary.iloc[0]["est_cost_usd"] == pytest.approx(cost, rel=1e-9)
+    assert r1.est_cost_usd + r2.est_cost_usd == pytest.approx(cost, abs=2e-6)  # each rounded to 1e-6

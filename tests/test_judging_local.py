@@ -148,7 +148,12 @@ def test_soft_prob_a_is_the_softmax_over_the_letters_from_the_logits(smol, empty
     import torch
 
     load_inputs(
-        empty_store, "soft", "mt_bench", models=["gpt-4", "llama-13b"], categories=["coding"], limit_per_category=1
+        empty_store,
+        "soft",
+        "mt_bench",
+        models=["gpt-4", "llama-13b"],
+        categories=["coding"],
+        limit_per_category=1,
     )
     cfg = ProtocolConfig.default()
     rep = judge_run(empty_store, "soft", Runner(empty_store, smol), protocol="soft", cfg=cfg, judge="s")
@@ -163,8 +168,12 @@ def test_soft_prob_a_is_the_softmax_over_the_letters_from_the_logits(smol, empty
     assert a_ids and b_ids
 
     def p_first(first: str, second: str) -> float:
-        msgs = [{"role": r, "content": c} for r, c in cfg.soft.render(question=q, answer_a=first, answer_b=second)]
-        ids = smol.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        msgs = [
+            {"role": r, "content": c} for r, c in cfg.soft.render(question=q, answer_a=first, answer_b=second)
+        ]
+        ids = smol.tokenizer.apply_chat_template(
+            msgs, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
         with torch.inference_mode():
             p = torch.softmax(smol.lm(**ids).logits[0, -1].double(), -1)
         pa, pb = float(p[a_ids].sum()), float(p[b_ids].sum())

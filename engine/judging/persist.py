@@ -26,6 +26,7 @@ from ..store import Store
 class RunInProgress(LensError):
     """Another live process is already doing this run on the same store."""
 
+
 _PAIR_KEY = ["prompt_id", "variant", "turn", "model_a", "model_b"]
 
 
