@@ -319,3 +319,48 @@ def test_single_protocol_order_flip_is_seeded_and_balanced():
     assert flips == [shown_second(j, 0) for j in jobs]  # reproducible
     assert flips != [shown_second(j, 1) for j in jobs]  # the seed matters
     assert 160 <= sum(flips) <= 240  # about half (binomial(400, 1/2): ±4 sd)
+
+
+def test_start_run_refuses_a_clashing_run_of_a_live_process(empty_store):
+    """A run left ``running`` by another live process (a real one here) blocks only a run that
+    would make the same calls (same kind, dataset, backend, model) or a second perturb of the
+    dataset; once that process is gone the run is marked interrupted and nothing is refused."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from engine.judging.persist import RunInProgress, start_run
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        host = socket.gethostname()
+        with empty_store.transaction() as cur:
+            for kind, model in (("judge", "m"), ("perturb", "x")):
+                cur.execute(
+                    "INSERT INTO judge_runs (kind, dataset, backend, model, params, pid, host)"
+                    " VALUES (?, 'd', 'openai', ?, '{}', ?, ?)",
+                    [kind, model, other.pid, host],
+                )
+        fine = [
+            ("judge", "d", "openai", "m2"),  # another model: other calls
+            ("judge", "e", "openai", "m"),  # another dataset
+            ("generate", "d", "openai", "m"),  # another kind: other templates
+            ("judge", "d", "transformers", "m"),  # another backend
+        ]
+        for args in fine:
+            start_run(empty_store, *args, None, {})
+        for args, run_id in ((("judge", "d", "openai", "m"), 1), (("perturb", "d", "openai", "y"), 2)):
+            with pytest.raises(
+                RunInProgress, match=rf"^Run {run_id} \({args[0]} of dataset 'd' .*process {other.pid}\)"
+            ):
+                start_run(empty_store, *args, None, {})
+        n = empty_store.cursor().execute("SELECT count(*) FROM judge_runs").fetchone()[0]
+        assert n == 2 + len(fine)  # the refused runs were not recorded
+    finally:
+        os.kill(other.pid, signal.SIGKILL)
+        other.wait()
+    run_id = start_run(empty_store, "judge", "d", "openai", "m", None, {})
+    status = dict(empty_store.cursor().execute("SELECT run_id, status FROM judge_runs").fetchall())
+    assert status[1] == status[2] == "interrupted" and status[run_id] == "running"
