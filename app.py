@@ -10,24 +10,25 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages._lens import ALL, busy_notice, choices, get_store, guarded_session, user_text
 from engine.errors import LensError
 from engine.schema import DEFAULT_DATASET
 from engine.store import StoreBusy
-from pages._lens import ALL, busy_notice, choices, get_store, guarded_session, user_text
 
 # an emoji favicon is drawn locally; a :material/…: one would be fetched from fonts.gstatic.com
 st.set_page_config(page_title="Tournament Lens", page_icon="🏆", layout="wide")
 
-# url paths differ from the names Streamlit derives from the file names ("2_truncation.py" →
-# "truncation"): equal names would let the legacy pages/ directory routing run a page without app.py.
+# The page scripts live in app_pages/, not pages/: a folder named pages/ next to app.py switches on
+# Streamlit's legacy directory routing, which answered every direct address of a page (a bookmark,
+# the Cycles table's links) with a "Page not found" dialog. The url paths are ours, not the file names.
 PAGES = [
-    st.Page("pages/1_leaderboard.py", url_path="ranking", title="Leaderboard", icon=":material/leaderboard:", default=True),
-    st.Page("pages/2_truncation.py", url_path="keep-k", title="Truncation", icon=":material/content_cut:"),
-    st.Page("pages/3_cycles.py", url_path="cycle-map", title="Cycles", icon=":material/cycle:"),
-    st.Page("pages/4_inspector.py", url_path="prompt-inspector", title="Prompt inspector", icon=":material/account_tree:"),
-    st.Page("pages/5_judges.py", url_path="judge-diagnostics", title="Judges", icon=":material/balance:"),
-    st.Page("pages/6_data.py", url_path="datasets", title="Data", icon=":material/database:"),
-    st.Page("pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon=":material/science:"),
+    st.Page("app_pages/1_leaderboard.py", url_path="ranking", title="Leaderboard", icon=":material/leaderboard:", default=True),
+    st.Page("app_pages/2_truncation.py", url_path="keep-k", title="Truncation", icon=":material/content_cut:"),
+    st.Page("app_pages/3_cycles.py", url_path="cycle-map", title="Cycles", icon=":material/cycle:"),
+    st.Page("app_pages/4_inspector.py", url_path="prompt-inspector", title="Prompt inspector", icon=":material/account_tree:"),
+    st.Page("app_pages/5_judges.py", url_path="judge-diagnostics", title="Judges", icon=":material/balance:"),
+    st.Page("app_pages/6_data.py", url_path="datasets", title="Data", icon=":material/database:"),
+    st.Page("app_pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon=":material/science:"),
 ]
 
 
@@ -89,7 +90,7 @@ def sidebar() -> None:
 def main() -> None:
     """Navigation first (its page links need no store), then one guarded store session from the
     sidebar to the end of the page: a store another process holds past the wait is a warning with a
-    retry button (``pages._lens.guarded_session``), and the page links stay usable."""
+    retry button (``app_pages._lens.guarded_session``), and the page links stay usable."""
     page = st.navigation(PAGES)
     try:
         get_store()

@@ -266,6 +266,22 @@ def test_every_page_renders_without_error(server, browser, tmp_path):
     page.close()
 
 
+def test_every_page_opens_from_its_own_address(server, browser):
+    """A bookmark or a link to a page (the Cycles table links to the inspector) opens that page with
+    no "Page not found" dialog: with the page scripts in a folder named pages/ Streamlit's legacy
+    routing showed one on every direct address but the first page's."""
+    page = browser.new_page(viewport={"width": 1440, "height": 1300})
+    for path, (name, _) in PAGES.items():
+        if not path:
+            continue
+        open_page(page, server, path, first=True)
+        text = page.inner_text("body")
+        assert "Page not found" not in text, name
+        assert page.url.rstrip("/").endswith(path), (name, page.url)
+        assert errors_on(page) == [], name
+    page.close()
+
+
 def test_xss_dataset_runs_no_script(xss_server, browser):
     server = xss_server
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -278,10 +294,16 @@ def test_xss_dataset_runs_no_script(xss_server, browser):
         assert errors_on(page) == [], path
         if path == "":  # the leaderboard chart's model ticks show the names as written (no markup)
             wait_drawn(page)
+            page.wait_for_function(  # the chart's ticks are laid out after its svg appears
+                """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .ytick text')]
+                          .some(e => e.textContent.startsWith('m1 '))""", timeout=60_000)
             ticks = page.eval_on_selector_all('[data-testid="stPlotlyChart"] .ytick text', "els => els.map(e => e.textContent)")
             assert f"m1 {XSS_SCRIPT}" in ticks and f"m2 {XSS_IMG}" in ticks and "m3's :material/home:" in ticks, ticks
     # the sidebar kept the XSS dataset, and the inspector shows every text exactly as written
     wait_drawn(page)
+    page.wait_for_function(  # a loaded machine can draw the graph before the rationale below it
+        """() => { const m = document.querySelector('[data-testid="stMainBlockContainer"]');
+                   return m && m.innerText.includes('Because '); }""", timeout=60_000)
     main = page.inner_text('[data-testid="stMainBlockContainer"]')
     assert f"Question p1 {XSS_SCRIPT} {MARKUP}" in main
     assert f"Because {XSS_IMG} said so; {MARKUP}" in main
@@ -323,7 +345,7 @@ def test_busy_store_inside_the_inspector_fragment_is_a_warning(busy_server, brow
     store shows the same warning and retry as app.py, no traceback, and the page links stay."""
     db = Path(next(tmp_path_factory.getbasetemp().glob("browser_busy*")) / "lens.duckdb")
     page = browser.new_page(viewport={"width": 1440, "height": 1300})
-    open_page(page, busy_server, "", first=True)  # a direct /prompt-inspector load shows "Page not found" first
+    open_page(page, busy_server, "", first=True)
     open_page(page, busy_server, "prompt-inspector", first=False)
     nav = '[data-testid="stSidebarNav"] a'
     assert len(page.query_selector_all(nav)) == len(PAGES)

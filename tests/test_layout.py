@@ -23,6 +23,6 @@ def test_engine_never_imports_streamlit():
 
 
 def test_fixed_layout_exists():
-    for rel in ("app.py", "pages", "engine/__main__.py", "data", "tests", "bench", "requirements.txt",
+    for rel in ("app.py", "app_pages", "engine/__main__.py", "data", "tests", "bench", "requirements.txt",
                 "requirements-dev.txt", ".streamlit/config.toml", "README.md", ".ci/run"):
         assert (REPO / rel).exists(), rel

@@ -61,8 +61,8 @@ def _captions(at) -> str:
 
 
 def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used(shipped_db, tmp_path, monkeypatch):
+    from app_pages._lens import get_store
     from engine.synthetic import synthetic_truth
-    from pages._lens import get_store
 
     db = _store_with(tmp_path, shipped_db, synthetic="syn",
                      csvs={"plain": "prompt_id,model_a,model_b,winner\n1,m01,m02,A\n1,m02,m03,A\n1,m01,m03,A\n"})
@@ -79,14 +79,14 @@ def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used
         assert f"ground truth of the synthetic dataset, {len(truth)} models" in _captions(at)
 
     distance_matches_truth(at, "syn")
-    at = at.switch_page("pages/6_data.py").run()
+    at = at.switch_page("app_pages/6_data.py").run()
     at.get("button_group")[0].set_value("Rename / delete").run()
     at.selectbox(key="manage_pick").set_value("syn").run()
     at.text_input(key="manage_new").input("syn2").run()
     at.button(key="manage_rename").click().run()
     assert_clean(at)
     assert at.session_state["dataset"] == "syn2"
-    at = at.switch_page("pages/1_leaderboard.py").run()
+    at = at.switch_page("app_pages/1_leaderboard.py").run()
     assert_clean(at)
     distance_matches_truth(at, "syn2")  # the truth moved with the name; the cache is per version
 
@@ -117,7 +117,7 @@ def test_busy_store_is_a_warning_without_the_server_path_and_pages_stay_reachabl
     )
     try:
         assert holder.stdout.readline().strip() == "held"
-        for page in ("pages/4_inspector.py", "pages/6_data.py"):
+        for page in ("app_pages/4_inspector.py", "app_pages/6_data.py"):
             at = at.switch_page(page).run()  # navigation still registers and runs the page
             assert [e.message for e in at.exception] == []
             warnings = [unescape_md(w.value) for w in at.warning]
@@ -140,7 +140,7 @@ def test_busy_store_is_a_warning_without_the_server_path_and_pages_stay_reachabl
 def test_delete_confirmation_resets_and_errors_show_file_names_as_written(shipped_db, tmp_path, monkeypatch):
     db = _store_with(tmp_path, shipped_db, csvs={"aa": "prompt_id,model_a,model_b,winner\n1,x,y,A\n",
                                                  "bb": "prompt_id,model_a,model_b,winner\n1,x,y,B\n"})
-    at = new_app(db, monkeypatch).switch_page("pages/6_data.py").run()
+    at = new_app(db, monkeypatch).switch_page("app_pages/6_data.py").run()
     at.get("button_group")[0].set_value("Rename / delete").run()
     at.selectbox(key="manage_pick").set_value("aa").run()
     at.checkbox(key="manage_confirm").check().run()
@@ -156,7 +156,7 @@ def test_delete_confirmation_resets_and_errors_show_file_names_as_written(shippe
     at.checkbox(key="manage_confirm").check().run()
     at.button(key="manage_delete").click().run()
     assert_clean(at)
-    from pages._lens import get_store
+    from app_pages._lens import get_store
 
     assert set(get_store().datasets()["name"]) == {"aa", "vicuna80"}
     assert at.checkbox(key="manage_confirm").value is False  # nothing stays armed after a delete
@@ -180,7 +180,7 @@ def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipp
     from engine.resampling import ProtocolParams
     from engine.store import Store
 
-    at = new_app(shipped_db, monkeypatch).switch_page("pages/2_truncation.py").run()
+    at = new_app(shipped_db, monkeypatch).switch_page("app_pages/2_truncation.py").run()
     assert_clean(at)
     judge, k = at.session_state["judge"], at.slider(key="keep_k").value
     # the kept graphs' largest S_mu at mu = 1, a whole number: the K-th smallest of C3_bad + C4_bad
@@ -212,7 +212,7 @@ def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipp
 
 
 def test_theory_lab_runs_light_settings_waits_for_heavy_ones_and_refuses_too_heavy(app):
-    at = app.switch_page("pages/7_theory_lab.py").run()
+    at = app.switch_page("app_pages/7_theory_lab.py").run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 1  # the opening setting runs live
 
@@ -255,7 +255,7 @@ def test_judges_page_with_one_judge_and_the_position_bias_of_both_order_judges(s
     db = _store_with(tmp_path, shipped_db, csvs={"solo": solo, "orders": _orders_csv()})
     at = new_app(db, monkeypatch)
     at.selectbox(key="dataset").set_value("solo").run()
-    at = at.switch_page("pages/5_judges.py").run()
+    at = at.switch_page("app_pages/5_judges.py").run()
     assert_clean(at)
     assert any("single judge (only)" in i.value and "no κ matrix" in i.value for i in at.info)
     assert not at.get("plotly_chart")
@@ -281,7 +281,7 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
     db = _store_with(tmp_path, shipped_db, synthetic="syn")
     at = new_app(db, monkeypatch)
     at.selectbox(key="dataset").set_value("syn").run()
-    at = at.switch_page("pages/3_cycles.py").run()
+    at = at.switch_page("app_pages/3_cycles.py").run()
     assert_clean(at)
     charts = [_spec(c) for c in at.get("plotly_chart")]
     pair_map = charts[0]
@@ -313,7 +313,7 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
     for _, grp in table.groupby("s_mu", sort=False):
         ids = [int(p) for p in grp["prompt_id"]]
         assert ids == sorted(ids)
-    at = at.switch_page("pages/4_inspector.py").run()
+    at = at.switch_page("app_pages/4_inspector.py").run()
     assert_clean(at)
     prompts = at.selectbox(key="insp_prompt").options
     assert prompts == sorted(prompts, key=int) and "10" in prompts

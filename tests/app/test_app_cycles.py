@@ -22,7 +22,7 @@ def _judge_pairs(shipped_store, judge: str) -> pd.DataFrame:
 
 
 def test_cycles_page_counts_match_bruteforce(app, shipped_store):
-    at = app.switch_page("pages/3_cycles.py").run()
+    at = app.switch_page("app_pages/3_cycles.py").run()
     assert_clean(at)
     judge = at.session_state["judge"]
     pairs = _judge_pairs(shipped_store, judge)
@@ -41,7 +41,7 @@ def test_cycles_page_counts_match_bruteforce(app, shipped_store):
 
 
 def test_cycles_table_opens_the_inspector(app):
-    at = app.switch_page("pages/3_cycles.py").run()
+    at = app.switch_page("app_pages/3_cycles.py").run()
     at.selectbox(key="cycles_pick").set_value(2).run()
     row = at.dataframe[0].value.iloc[2]
     at.button(key="cycles_open").click().run()
@@ -53,7 +53,7 @@ def test_cycles_table_opens_the_inspector(app):
 def test_inspector_triad_shows_its_verdicts(app, shipped_store):
     from engine.graph_html import VIOLET, page_panels
 
-    at = app.switch_page("pages/4_inspector.py").run()
+    at = app.switch_page("app_pages/4_inspector.py").run()
     assert_clean(at)
     judge = at.selectbox(key="insp_judge").value
     prompt = at.selectbox(key="insp_prompt").value
@@ -103,7 +103,7 @@ def test_inspector_triad_shows_its_verdicts(app, shipped_store):
 def test_sidebar_choice_persists_across_pages(app, shipped_store):
     app.selectbox(key="judge").set_value("claude").run()
     app.selectbox(key="category").set_value("coding").run()
-    for page in ("pages/3_cycles.py", "pages/4_inspector.py", "pages/1_leaderboard.py"):
+    for page in ("app_pages/3_cycles.py", "app_pages/4_inspector.py", "app_pages/1_leaderboard.py"):
         at = app.switch_page(page).run()
         assert_clean(at)
         assert at.selectbox(key="judge").value == "claude" and at.selectbox(key="category").value == "coding"

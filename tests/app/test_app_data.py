@@ -34,9 +34,9 @@ def _counts(store) -> pd.DataFrame:
 
 
 def test_bad_upload_lists_row_errors_and_stores_nothing(own_app):
-    at = own_app.switch_page("pages/6_data.py").run()
+    at = own_app.switch_page("app_pages/6_data.py").run()
     assert_clean(at)
-    from pages._lens import get_store
+    from app_pages._lens import get_store
 
     before = _counts(get_store())
     at.text_input(key="data_name").input("broken").run()
@@ -53,7 +53,7 @@ def test_bad_upload_lists_row_errors_and_stores_nothing(own_app):
 
 
 def test_good_upload_with_mapped_columns_adds_a_dataset(own_app):
-    at = own_app.switch_page("pages/6_data.py").run()
+    at = own_app.switch_page("app_pages/6_data.py").run()
     data, n_rows = _good_csv()
     at.text_input(key="data_name").input("mine").run()
     at.file_uploader(key="data_upload").set_value(("mine.csv", data, "text/csv")).run()
@@ -65,7 +65,7 @@ def test_good_upload_with_mapped_columns_adds_a_dataset(own_app):
     assert {m.label: m.value for m in at.metric}["Valid rows"] == str(n_rows)
     at.button(key="data_import").click().run()
     assert_clean(at)
-    from pages._lens import get_store
+    from app_pages._lens import get_store
 
     store = get_store()
     assert _counts(store).loc["mine", "verdicts"] == n_rows
@@ -76,9 +76,9 @@ def test_good_upload_with_mapped_columns_adds_a_dataset(own_app):
 
 
 def test_rename_then_delete_a_dataset(own_app):
-    from pages._lens import get_store
+    from app_pages._lens import get_store
 
-    at = own_app.switch_page("pages/6_data.py").run()
+    at = own_app.switch_page("app_pages/6_data.py").run()
     n = int(_counts(get_store()).loc["vicuna80", "verdicts"])
     at.get("button_group")[0].set_value("Rename / delete").run()
     at.selectbox(key="manage_pick").set_value("vicuna80").run()
@@ -100,7 +100,7 @@ def test_rename_then_delete_a_dataset(own_app):
 
 
 def test_export_section_offers_verdicts_and_results(app):
-    at = app.switch_page("pages/6_data.py").run()
+    at = app.switch_page("app_pages/6_data.py").run()
     labels = {b.label for b in at.get("download_button")}
     assert not any("verdicts as" in label for label in labels)  # nothing built outside the section
     at.get("button_group")[0].set_value("Export").run()
@@ -136,7 +136,7 @@ def _heatmap_z(at) -> tuple[np.ndarray, list[str]]:
 
 
 def test_judges_kappa_matches_a_crosstab(app, shipped_store):
-    at = app.switch_page("pages/5_judges.py").run()
+    at = app.switch_page("app_pages/5_judges.py").run()
     assert_clean(at)
     table = next(d.value for d in at.dataframe if "kappa" in d.value.columns)
     row = table[(table["judge_1"] == "gpt-4") & (table["judge_2"] == "human")].iloc[0]
@@ -168,8 +168,8 @@ def test_judges_kappa_matches_a_crosstab(app, shipped_store):
 
 def test_judges_page_on_a_dataset_without_presentation_order(own_app):
     """Verdicts without an order column: the page renders, and says position bias cannot be measured."""
+    from app_pages._lens import get_store
     from engine.ingest import store_report, validate_file
-    from pages._lens import get_store
 
     lines = ["prompt_id,model_a,model_b,winner,judge"]
     for p in range(6):
@@ -179,7 +179,7 @@ def test_judges_page_on_a_dataset_without_presentation_order(own_app):
     assert store_report(get_store(), report, "noorder").status == "stored"
     at = own_app.run()
     at.selectbox(key="dataset").set_value("noorder").run()
-    at = at.switch_page("pages/5_judges.py").run()
+    at = at.switch_page("app_pages/5_judges.py").run()
     assert_clean(at)
     assert any("shown first" in i.value for i in at.info)
     table = next(d.value for d in at.dataframe if "kappa" in d.value.columns)
@@ -189,7 +189,7 @@ def test_judges_page_on_a_dataset_without_presentation_order(own_app):
 def test_theory_lab_thresholds_and_closed_form(app):
     import json
 
-    at = app.switch_page("pages/7_theory_lab.py").run()
+    at = app.switch_page("app_pages/7_theory_lab.py").run()
     at.slider(key="lab_n").set_value(12).run()
     at.slider(key="lab_p").set_value(0.2).run()
     at.slider(key="lab_t").set_value(61).run()
@@ -217,10 +217,10 @@ def test_theory_lab_thresholds_and_closed_form(app):
 def test_synthetic_dataset_from_the_data_page_is_ranked_against_its_truth(own_app):
     """The Data page adds the labelled synthetic dataset; on the Truncation page keep-K chooses from
     its originals + paraphrases only and the curves use its ground truth (checked with pandas)."""
+    from app_pages._lens import get_store
     from engine.synthetic import SyntheticParams
-    from pages._lens import get_store
 
-    at = own_app.switch_page("pages/6_data.py").run()
+    at = own_app.switch_page("app_pages/6_data.py").run()
     at.button(key="synth_make").click().run()
     assert_clean(at)
     store = get_store()
@@ -233,7 +233,7 @@ def test_synthetic_dataset_from_the_data_page_is_ranked_against_its_truth(own_ap
     assert len(graphs) == p.categories * p.prompts * (1 + p.paraphrases + p.samples)
     pool = int((graphs != "sample").sum())
     assert pool == p.categories * p.prompts * (1 + p.paraphrases)
-    at = at.switch_page("pages/2_truncation.py").run()
+    at = at.switch_page("app_pages/2_truncation.py").run()
     assert_clean(at)
     assert at.slider(key="keep_k").max == pool
     metrics = {m.label: m.value for m in at.metric}

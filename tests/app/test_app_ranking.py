@@ -59,7 +59,7 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
     from engine.reference import reference_for_dataset
 
     all_graphs = app.dataframe[0].value.set_index("model")  # the Leaderboard page: every graph
-    at = app.switch_page("pages/2_truncation.py").run()
+    at = app.switch_page("app_pages/2_truncation.py").run()
     assert_clean(at)
     judge = at.session_state["judge"]
     pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
@@ -93,13 +93,13 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
     assert metrics["Graphs kept"] == f"{k} of {len(scores)}"
     assert metrics["Models whose rank changed"] == str(int((change != 0).sum()))
     # the K survives a visit to another page
-    at = at.switch_page("pages/3_cycles.py").run()
-    at = at.switch_page("pages/2_truncation.py").run()
+    at = at.switch_page("app_pages/3_cycles.py").run()
+    at = at.switch_page("app_pages/2_truncation.py").run()
     assert at.slider(key="keep_k").value == k
 
 
 def test_protocol_table_stays_until_mu_changes(app):
-    at = app.switch_page("pages/2_truncation.py").run()
+    at = app.switch_page("app_pages/2_truncation.py").run()
     at.button(key="protocol_go").click().run()
     assert_clean(at)
     table = next(d.value for d in at.dataframe if "no spread" in d.value.columns)
@@ -144,7 +144,7 @@ def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app, shipped_store):
 
     from engine.reference import reference_for_dataset
 
-    at = app.switch_page("pages/2_truncation.py").run()
+    at = app.switch_page("app_pages/2_truncation.py").run()
     assert_clean(at)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     line = next(t for t in spec["data"] if t.get("name") == "all kept graphs")  # the point estimate

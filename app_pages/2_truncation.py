@@ -6,10 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.errors import LensError
-from engine.truncation_view import PAPER_KEEP, best_k, default_keep_k, format_s_mu, protocol_sizes, y_range
-from engine.viz import escape_md, rank_change_frame
-from pages._lens import (
+from app_pages._lens import (
     B_DEFAULT,
     CURVE_RESAMPLES,
     SEED,
@@ -29,6 +26,9 @@ from pages._lens import (
     stack_for,
     user_text,
 )
+from engine.errors import LensError
+from engine.truncation_view import PAPER_KEEP, best_k, default_keep_k, format_s_mu, protocol_sizes, y_range
+from engine.viz import escape_md, rank_change_frame
 
 st.title("Truncation")
 st.caption(

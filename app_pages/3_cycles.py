@@ -5,11 +5,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._lens import current, cycle_overview, show_error, stack_for
 from engine.cycles_view import graphs_table, integer_axis, integer_histogram, tick_style
 from engine.errors import LensError
 from engine.truncation_view import format_s_mu
 from engine.viz import graphs_by_score, plot_labels
-from pages._lens import current, cycle_overview, show_error, stack_for
 
 st.title("Cycles")
 st.caption(
@@ -104,5 +104,5 @@ if st.button("Open in the inspector", key="cycles_open"):
     st.session_state["insp_variant"] = int(row["variant"])
     st.session_state["insp_judge"] = str(row["judge"])
     st.session_state.pop("insp_triad", None)
-    st.switch_page("pages/4_inspector.py")
+    st.switch_page("app_pages/4_inspector.py")
 st.caption(f"{ch.caption()} · S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ with μ={mu:g}; highest first")

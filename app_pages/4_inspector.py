@@ -5,6 +5,16 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages._lens import (
+    current,
+    graph_view_for,
+    guarded_session,
+    inspector_html_for,
+    prompt_texts_for,
+    show_error,
+    stack_for,
+    triad_view_for,
+)
 from engine.errors import LensError
 from engine.inspector import (
     DENOISERS,
@@ -15,16 +25,6 @@ from engine.inspector import (
     variant_names,
 )
 from engine.viz import escape_md
-from pages._lens import (
-    current,
-    graph_view_for,
-    guarded_session,
-    inspector_html_for,
-    prompt_texts_for,
-    show_error,
-    stack_for,
-    triad_view_for,
-)
 
 st.title("Prompt inspector")
 st.caption(

@@ -7,6 +7,7 @@ import io
 
 import streamlit as st
 
+from app_pages._lens import MU_DEFAULT, current, get_store, remember, results_zip_for, show_error, user_text
 from engine import ingest
 from engine.appstate import file_columns
 from engine.dataview import SKIP_LABEL, datasets_view, file_name, refusal_message
@@ -14,7 +15,6 @@ from engine.errors import LensError
 from engine.synthetic import write_synthetic
 from engine.verdicts import OPTIONAL, REQUIRED, TEXTS
 from engine.viz import escape_md
-from pages._lens import MU_DEFAULT, current, get_store, remember, results_zip_for, show_error, user_text
 
 st.title("Data")
 st.caption(

@@ -7,9 +7,9 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._lens import SEED, recovery_result, show_error
 from engine.errors import LensError
 from engine.theory_view import lab_plan
-from pages._lens import SEED, recovery_result, show_error
 
 st.title("Theory lab")
 st.caption(

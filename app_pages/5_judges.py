@@ -7,9 +7,9 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._lens import current, judge_diagnostics, show_error, show_table
 from engine.errors import LensError
 from engine.viz import escape_md, plot_labels
-from pages._lens import current, judge_diagnostics, show_error, show_table
 
 st.title("Judges")
 st.caption(

@@ -6,10 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.errors import LensError
-from engine.exports import csv_bytes, leaderboard_json
-from engine.viz import ci_plot_frame, escape_md, plot_labels
-from pages._lens import (
+from app_pages._lens import (
     B_DEFAULT,
     SEED,
     board_columns,
@@ -19,6 +16,9 @@ from pages._lens import (
     leaderboard_result,
     show_error,
 )
+from engine.errors import LensError
+from engine.exports import csv_bytes, leaderboard_json
+from engine.viz import ci_plot_frame, escape_md, plot_labels
 
 st.title("Leaderboard")
 st.caption(
