@@ -97,6 +97,9 @@ def test_a_changed_code_digest_misses_both_caches(shipped_db, tmp_path, monkeypa
     args = ["--db", str(db), "experiment", "baselines", "--dataset", "vicuna80", "--reference", "arena",
             "--judge", "gpt-4", "--protocols", "trunc", "--resamples", "3", "--format", "csv"]
 
+    with Store(db) as store:  # the shared shipped store may hold results of earlier tests
+        store.cursor().execute("DELETE FROM results_cache")
+
     def rows(kind_prefix: str) -> int:
         with Store(db) as store:
             return store.cursor().execute("SELECT count(*) FROM results_cache WHERE kind LIKE ?",
