@@ -7,7 +7,7 @@ import argparse
 import pandas as pd
 
 from ..judging.generate import ANSWER_DECODING, generate_answers
-from ..judging.persist import finish_run, run_status, start_run
+from ..judging.persist import recorded_run, run_status
 from ..judging.templates import get_template, parse_template_ref
 from ._common import add_format, store_from_args, write_frame
 from .judge import _csv, add_backend_args, decoding_overrides, run_params, runner_from_args, with_overrides
@@ -30,18 +30,7 @@ def run(args: argparse.Namespace) -> int:
         tid, ver = parse_template_ref(args.template)
         template = get_template(tid, ver, kind="answer", user_dir=args.templates)
         runner = runner_from_args(args, store)
-        run_id = start_run(
-            store,
-            "generate",
-            args.dataset,
-            runner.backend.name,
-            runner.backend.model,
-            None,
-            run_params(args),
-        )
-        runner.run_id = run_id
-        error: BaseException | None = None
-        try:
+        with recorded_run(store, "generate", args.dataset, runner, run_params(args)) as run_id:
             out = generate_answers(
                 store,
                 args.dataset,
@@ -51,11 +40,6 @@ def run(args: argparse.Namespace) -> int:
                 variants=[int(v) for v in _csv(args.variants)] if args.variants else None,
                 decoding=with_overrides(ANSWER_DECODING, decoding_overrides(args)),
             )
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            finish_run(store, run_id, runner.stats, run_status(runner.stats, error))
         s = runner.stats
         write_frame(
             pd.DataFrame(

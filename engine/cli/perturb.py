@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..errors import LensError
 from ..judging.paraphrase import CHECK_DECODING, PARAPHRASE_DECODING, perturb
-from ..judging.persist import finish_run, run_status, start_run
+from ..judging.persist import recorded_run, run_status
 from ..judging.templates import get_template, parse_template_ref
 from ._common import add_format, store_from_args, write_frame
 from .judge import add_backend_args, decoding_overrides, run_params, runner_from_args, with_overrides
@@ -43,18 +43,7 @@ def run(args: argparse.Namespace) -> int:
             *parse_template_ref(args.equivalence_template), kind="equivalence", user_dir=args.templates
         )
         runner = runner_from_args(args, store)
-        run_id = start_run(
-            store,
-            "perturb",
-            args.dataset,
-            runner.backend.name,
-            runner.backend.model,
-            None,
-            run_params(args),
-        )
-        runner.run_id = run_id
-        error: BaseException | None = None
-        try:
+        with recorded_run(store, "perturb", args.dataset, runner, run_params(args)) as run_id:
             rep = perturb(
                 store,
                 args.dataset,
@@ -65,11 +54,6 @@ def run(args: argparse.Namespace) -> int:
                 decoding=with_overrides(PARAPHRASE_DECODING, decoding_overrides(args)),
                 check_decoding=with_overrides(CHECK_DECODING, decoding_overrides(args, token_limit=False)),
             )
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            finish_run(store, run_id, runner.stats, run_status(runner.stats, error))
         s = runner.stats
         write_frame(
             pd.DataFrame(

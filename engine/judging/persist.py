@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pandas as pd
 
@@ -224,3 +226,20 @@ def finish_run(store: Store, run_id: int, stats, status: str, *, truncated_pairs
             " truncated_pairs = ?, finished_at = current_timestamp WHERE run_id = ?",
             [status, stats.made, stats.cached, stats.failed, truncated_pairs, run_id],
         )
+
+
+@contextmanager
+def recorded_run(store: Store, kind: str, dataset: str, runner, params: dict) -> Iterator[int]:
+    """A ``start_run`` … ``finish_run`` bracket for a generate or perturb run driven by ``runner``:
+    yields the run id (also set on the runner, so its calls name the run) and records the final
+    status whatever happens inside (``interrupted`` on Ctrl-C, ``failed`` on an error)."""
+    run_id = start_run(store, kind, dataset, runner.backend.name, runner.backend.model, None, params)
+    runner.run_id = run_id
+    error: BaseException | None = None
+    try:
+        yield run_id
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        finish_run(store, run_id, runner.stats, run_status(runner.stats, error))
