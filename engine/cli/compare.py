@@ -59,7 +59,8 @@ def mapping_for(dataset: str, path: str | None) -> pd.DataFrame:
 
 def run(args: argparse.Namespace) -> int:
     mu, per_category, pool = keep_k_options(args)
-    params = ranker_params(args)
+    rankers = args.ranker or ["bt"]
+    params = {r: ranker_params(args, r) for r in rankers}
     ref = map_reference(load_reference(args.reference, args.reference_category), mapping_for(args.dataset, args.model_map))
     name = "the shipped Arena snapshot" if args.reference == ARENA else args.reference
     if len(ref) < 2:
@@ -73,11 +74,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             judges = [args.judge]
         for judge in judges:
-            for ranker in args.ranker or ["bt"]:
+            for ranker in rankers:
                 board = leaderboard(
                     store, args.dataset, judge=judge, category=args.category, ranker=ranker,
                     keep_k=args.keep_k, mu=mu, per_category=per_category, pool=pool, policy=args.policy,
-                    ranker_params=params,
+                    ranker_params=params[ranker],
                 )
                 d = compare_to_reference(board, ref)
                 label = judge if judge is not None else "all"

@@ -16,6 +16,7 @@ from ..errors import LensError
 from ..resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
 from ..truncation import POOLS
 from ._common import add_format, store_from_args, write_frame
+from .leaderboard import check_mu
 
 
 def register(subparsers) -> None:
@@ -107,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from ..graphs import build_stack
     from ..protocol_inputs import input_fingerprint
 
+    _plan(args)  # refuses bad options (e.g. a negative --mu) before the store is opened
     store = store_from_args(args, ensure_default=False)
     if not store.has_dataset(args.dataset):  # maybe the shipped default, not imported yet
         store.close()
@@ -156,6 +158,8 @@ def _plan(args):
     from ..curves import DEFAULT_MU_GRID, keep_k_curve, mu_curve
     from ..resampling import run_protocols
 
+    if getattr(args, "mu", None) is not None:
+        check_mu(args.mu, "--mu")
     if args.experiment == "baselines":
         protocols = tuple(x.strip() for x in args.protocols.split(",") if x.strip())
         p = ProtocolParams(keep=args.keep, draw=args.draw, scorewin_draw=args.scorewin_draw,
@@ -173,5 +177,7 @@ def _plan(args):
         params = {"ks": ks, "mu": args.mu, **common}
         return params, lambda st, ref: keep_k_curve(st, ref, ks, mu=args.mu, **kw)
     mus = _parse_floats(args.mus) if args.mus else list(DEFAULT_MU_GRID)
+    for mu in mus:
+        check_mu(mu, "--mus")
     params = {"mus": mus, "k": args.k, **common}
     return params, lambda st, ref: mu_curve(st, ref, mus, k=args.k, **kw)

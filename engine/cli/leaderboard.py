@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 import numpy as np
@@ -11,30 +12,10 @@ import numpy as np
 from ..errors import LensError
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
 from ..leaderboard import _plain, board_notes, leaderboard
-from ..rankers import RANKER_HELP, RANKERS
+from ..rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
+from ..rankers.params import param_kinds
 from ..schema import DEFAULT_DATASET
 from ._common import add_format, store_from_args, write_frame, write_json
-
-
-def parse_params(items: list[str] | None) -> dict:
-    """``key=value`` pairs → dict; values become int, float or bool when they read as one."""
-    out: dict = {}
-    for item in items or []:
-        if "=" not in item:
-            raise LensError(f"Ranker parameter {item!r} is not of the form key=value.")
-        key, raw = item.split("=", 1)
-        val: object = raw
-        if raw.lower() in ("true", "false"):
-            val = raw.lower() == "true"
-        else:
-            for cast in (int, float):
-                try:
-                    val = cast(raw)
-                    break
-                except ValueError:
-                    continue
-        out[key.strip().replace("-", "_")] = val
-    return out
 
 
 def add_selection(p: argparse.ArgumentParser) -> None:
@@ -64,12 +45,24 @@ def keep_k_options(args: argparse.Namespace) -> tuple[float, bool, str]:
                             (args.per_category, "--per-category keeps K graphs in each category")):
             if given:
                 raise LensError(f"{text}; give --keep-k K too.")
+    if args.mu is not None:
+        check_mu(args.mu, "--mu")
     return (1.0 if args.mu is None else args.mu), bool(args.per_category), (args.pool or "perturbed")
 
 
-def ranker_params(args: argparse.Namespace) -> dict:
-    """Ranker parameters from --param and --judge-weight."""
-    params = parse_params(args.param)
+def check_mu(mu: float, option: str) -> float:
+    """A keep-K weight of bad 4-cycles must be a finite number ≥ 0: a negative mu rewards 4-cycles and
+    keeps the most cyclic graphs (the engine's general C3 + mu C4 form stays general)."""
+    if not math.isfinite(mu) or mu < 0:
+        raise LensError(f"{option} weights bad 4-cycles in keep-K's S_mu and must be a finite number, 0 or more; "
+                        f"got {mu}.")
+    return mu
+
+
+def ranker_params(args: argparse.Namespace, ranker: str) -> dict:
+    """The ranker's parameters from --param and --judge-weight, checked by name, type and range
+    (``engine.rankers.params``) before the store is opened."""
+    params = parse_ranker_params(ranker, args.param)
     if args.judge_weight:
         weights = {}
         for item in args.judge_weight:
@@ -80,7 +73,10 @@ def ranker_params(args: argparse.Namespace) -> dict:
                 raise LensError(f"Judge weight {item!r} is not of the form JUDGE=number.") from None
             if not judge:
                 raise LensError(f"Judge weight {item!r} is not of the form JUDGE=number.")
-        params["weights"] = weights
+        if "weights" not in param_kinds(ranker):
+            takers = ", ".join(r for r in sorted(RANKERS) if "weights" in param_kinds(r))
+            raise LensError(f"--judge-weight weights judges for {takers}; the {ranker} ranker takes no judge weights.")
+        params["weights"] = check_ranker_params(ranker, {"weights": weights})["weights"]
     return params
 
 
@@ -111,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap_unit is not None and args.bootstrap == 0:
         raise LensError("--bootstrap-unit says what the bootstrap resamples; give --bootstrap B too.")
     mu, per_category, pool = keep_k_options(args)
-    params = ranker_params(args)
+    params = ranker_params(args, args.ranker)
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         board = leaderboard(

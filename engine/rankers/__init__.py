@@ -10,13 +10,16 @@ from ..errors import LensError
 from ..graphs import GraphStack
 from . import bt, davidson, elo, elspr, kemeny, majority, pged, rank_centrality, simple  # noqa: F401 - registers
 from .base import RANKER_HELP, RANKERS, RankResult, ranks_from_scores, single_thread_blas
+from .params import check_ranker_params, parse_ranker_params
 
 
 def rank(stack: GraphStack, ranker: str = "bt", **params) -> RankResult:
-    """Rank the models of ``stack`` with the named ranker; unknown names or parameters are user errors."""
+    """Rank the models of ``stack`` with the named ranker; unknown names or parameters, and parameters of
+    the wrong type or out of range (``engine.rankers.params``), are user errors."""
     fn = RANKERS.get(ranker)
     if fn is None:
         raise LensError(f"Unknown ranker {ranker!r}; choose one of {', '.join(sorted(RANKERS))}.")
+    check_ranker_params(ranker, params)
     try:
         with single_thread_blas():
             return fn(stack, **params)
@@ -26,4 +29,5 @@ def rank(stack: GraphStack, ranker: str = "bt", **params) -> RankResult:
         raise
 
 
-__all__ = ["RANKERS", "RANKER_HELP", "RankResult", "rank", "ranks_from_scores"]
+__all__ = ["RANKERS", "RANKER_HELP", "RankResult", "check_ranker_params", "parse_ranker_params", "rank",
+           "ranks_from_scores"]

@@ -1,0 +1,142 @@
+"""Bad CLI input found by the user audit: each is refused with exit 2 and one sentence on stderr
+(no traceback), and the accepted spellings give the numbers the library gives for the same values."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+import numpy as np
+import pytest
+
+from engine.__main__ import main
+from engine.errors import LensError
+from engine.graphs import build_stack
+from engine.leaderboard import leaderboard
+from engine.rankers import rank
+from engine.rankers.elo import elo_ratings, stack_outcomes
+
+
+def run_cli(db, *args):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = main(["--db", str(db), *args])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def refused(db, *args) -> str:
+    """Run a command that must be refused; return its one error sentence."""
+    rc, out, err = run_cli(db, *args)
+    assert rc == 2, (rc, out, err)
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--ranker", "elo", "--param", "k=abc"), ("k='abc'", "not a number")),
+    (("--ranker", "elo", "--param", "scale=abc"), ("scale='abc'", "not a number")),
+    (("--ranker", "elo", "--param", "base=x"), ("base='x'", "not a number")),
+    (("--ranker", "elo", "--param", "k=0"), ("k=", "greater than 0")),
+    (("--ranker", "elo", "--param", "k=-4"), ("k=", "greater than 0")),
+    (("--ranker", "elo", "--param", "base=1"), ("base=", "greater than 1")),
+    (("--ranker", "elo", "--param", "scale=0"), ("scale=", "greater than 0")),
+    (("--param", "soft=maybe"), ("soft='maybe'", "yes/no")),
+    (("--param", "alpha=abc"), ("alpha='abc'", "not a number")),
+    (("--param", "alpha=-0.5"), ("alpha=", "0 or more")),
+    (("--param", "alpha=nan"), ("alpha=", "finite")),
+    (("--ranker", "davidson", "--param", "alpha=-1"), ("alpha=", "davidson", "0 or more")),
+    (("--ranker", "rank-centrality", "--param", "alpha=-1"), ("alpha=", "0 or more")),
+    (("--ranker", "elo", "--param", "alpha=1"), ("no parameter 'alpha'", "k, base, scale, init, seed")),
+    (("--ranker", "winrate", "--param", "x=1"), ("no parameter 'x'", "no parameters")),
+    (("--ranker", "kemeny", "--param", "exact_max=many"), ("exact_max='many'", "whole number")),
+    (("--ranker", "kemeny", "--param", "weights=2"), ("--judge-weight",)),
+    (("--judge-weight", "gpt-4=2"), ("--judge-weight", "bt ranker takes no judge weights")),
+])
+def test_bad_ranker_parameters_are_one_sentence(shipped_db, args, words):
+    line = refused(shipped_db, "leaderboard", *args)
+    for w in words:
+        assert w in line, line
+
+
+def test_compare_checks_parameters_per_ranker(shipped_db):
+    line = refused(shipped_db, "compare", "--ranker", "bt", "--ranker", "elo", "--param", "k=8")
+    assert "bt ranker has no parameter 'k'" in line
+
+
+def test_library_refuses_out_of_range_parameters(shipped_store):
+    st = build_stack(shipped_store.verdicts("vicuna80", judge="gpt-4"))
+    with pytest.raises(LensError, match="alpha=-1 of davidson must be 0 or more"):
+        rank(st, "davidson", alpha=-1)
+    with pytest.raises(LensError, match="soft='no' of bt is not true or false"):
+        rank(st, "bt", soft="no")
+    with pytest.raises(LensError, match="base=1 of elo must be greater than 1"):
+        rank(st, "elo", base=1)
+
+
+def test_soft_no_means_off_and_soft_yes_means_on(shipped_db, shipped_store):
+    """The shipped store has no judge probabilities: soft BT must refuse, plain BT must run. Before the
+    fix ``soft=no`` was a non-empty string, so truthy, and turned soft BT on."""
+    plain = leaderboard(shipped_store, "vicuna80", judge="gpt-4").scores
+    for word in ("no", "false", "0", "NO"):
+        rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--param", f"soft={word}",
+                               "--format", "json")
+        assert rc == 0, err
+        got = {r["model"]: r["score"] for r in json.loads(out)["table"]}
+        np.testing.assert_allclose([got[m] for m in plain.index], plain.to_numpy(), atol=1e-9)
+    for word in ("yes", "true", "1"):
+        line = refused(shipped_db, "leaderboard", "--judge", "gpt-4", "--param", f"soft={word}")
+        assert "judge probabilities" in line
+
+
+def test_elo_parameters_reach_the_ranker(shipped_db, shipped_store):
+    """k=8 base=2 scale=100 from text give the ratings of the sequential loop run with those numbers."""
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--ranker", "elo", "--param", "k=8",
+                           "--param", "base=2", "--param", "scale=100", "--format", "json")
+    assert rc == 0, err
+    st = build_stack(shipped_store.verdicts("vicuna80", judge="gpt-4"))
+    i, j, s = stack_outcomes(st)
+    r = elo_ratings(i, j, s, st.n, k=8.0, base=2.0, scale=100.0)
+    expect = dict(zip(st.models, r - r.mean(), strict=True))
+    got = {row["model"]: row["score"] for row in json.loads(out)["table"]}
+    np.testing.assert_allclose([got[m] for m in st.models], [expect[m] for m in st.models], atol=1e-9)
+
+
+@pytest.mark.parametrize("args", [
+    ("leaderboard", "--keep-k", "5", "--mu", "-1"),
+    ("leaderboard", "--keep-k", "5", "--mu", "nan"),
+    ("compare", "--keep-k", "5", "--mu", "-0.5"),
+    ("compare", "--keep-k", "5", "--mu", "inf"),
+    ("experiment", "keep-k", "--dataset", "vicuna80", "--reference", "arena", "--mu", "-1"),
+    ("experiment", "baselines", "--dataset", "vicuna80", "--reference", "arena", "--mu", "-1"),
+    ("experiment", "mu", "--dataset", "vicuna80", "--reference", "arena", "--mus", "0.1,-2,10"),
+])
+def test_negative_or_nonfinite_mu_is_refused(shipped_db, args):
+    line = refused(shipped_db, *args)
+    assert "must be a finite number, 0 or more" in line and ("--mus" in line) == ("--mus" in args)
+
+
+def test_mu_zero_keeps_the_graphs_with_fewest_bad_3_cycles(shipped_db, shipped_store):
+    """mu = 0 is allowed: keep-K then ranks graphs by C3_bad alone (brute-force count per graph)."""
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--keep-k", "5", "--mu", "0",
+                           "--show-kept", "--format", "json")
+    assert rc == 0, err
+    kept = json.loads(out)["kept"]
+    st = build_stack(shipped_store.verdicts("vicuna80", judge="gpt-4"))
+    strict = st.adj & ~st.adj.transpose(0, 2, 1)
+    n = st.n
+    c3_bad = []
+    for t in range(st.T):  # directed 3-cycles over edges i→j (win or tie) with at least one strict edge
+        a, s, c = st.adj[t], strict[t], 0
+        for i in range(n):
+            for j in range(n):
+                for k in range(n):
+                    if i < j and i < k and j != k and a[i, j] and a[j, k] and a[k, i] and (s[i, j] or s[j, k] or s[k, i]):
+                        c += 1
+        c3_bad.append(c)
+    assert len(kept) == 5
+    pool = st.keys["variant_kind"].isin(["original", "paraphrase"]).to_numpy()
+    worst_kept = max(row["score"] for row in kept)
+    assert worst_kept == sorted(np.asarray(c3_bad)[pool])[4]
