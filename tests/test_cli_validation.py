@@ -140,3 +140,36 @@ def test_mu_zero_keeps_the_graphs_with_fewest_bad_3_cycles(shipped_db, shipped_s
     pool = st.keys["variant_kind"].isin(["original", "paraphrase"]).to_numpy()
     worst_kept = max(row["score"] for row in kept)
     assert worst_kept == sorted(np.asarray(c3_bad)[pool])[4]
+
+
+def test_compare_reference_truth_on_a_synthetic_dataset(db_path):
+    """compare --reference truth uses the stored ground truth: the distances equal scipy's Spearman
+    and Kendall between the leaderboard scores and the true strengths ((1 - rho) / 2, (1 - tau) / 2)."""
+    from scipy.stats import kendalltau, spearmanr
+
+    from engine.store import Store
+    from engine.synthetic import synthetic_truth
+
+    rc, _, err = run_cli(db_path, "simulate", "synthetic", "--name", "syn", "--models", "8", "--categories", "2",
+                         "--prompts", "3", "--paraphrases", "1", "--samples", "1", "--bad-rate", "0.6")
+    assert rc == 0, err
+    rc, out, err = run_cli(db_path, "compare", "--dataset", "syn", "--reference", "truth", "--format", "json")
+    assert rc == 0, err
+    (row,) = json.loads(out)
+    store = Store(db_path)
+    try:
+        scores = leaderboard(store, "syn").scores
+        truth = synthetic_truth(store, "syn").reindex(scores.index)
+    finally:
+        store.close()
+    assert row["n_shared"] == 8
+    assert row["spearman"] == pytest.approx((1 - spearmanr(scores, truth).statistic) / 2, abs=1e-9)
+    assert row["kendall"] == pytest.approx((1 - kendalltau(scores, truth).statistic) / 2, abs=1e-9)
+    line = refused(db_path, "compare", "--dataset", "syn", "--reference", "truth", "--model-map", "m.csv")
+    assert "--model-map does not apply" in line
+
+
+def test_compare_reference_truth_without_a_truth_is_one_sentence(shipped_db):
+    line = refused(shipped_db, "compare", "--reference", "truth")
+    assert "'vicuna80' has none" in line
+    assert "no dataset 'nope'" in refused(shipped_db, "compare", "--dataset", "nope", "--reference", "truth")

@@ -20,8 +20,11 @@ from ..reference import (
     reference_notes,
 )
 from ..schema import DEFAULT_DATASET
+from ..synthetic import synthetic_truth
 from ._common import add_format, store_from_args, write_frame
 from .leaderboard import add_selection, keep_k_options, ranker_params
+
+TRUTH = "truth"
 
 COLUMNS = ("judge", "ranker", "spearman", "kendall", "footrule", "chebyshev", "n_shared", "n_graphs", "models")
 
@@ -34,8 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_selection(p)
     p.add_argument("--reference", default=ARENA,
-                   help="'arena' (the shipped LMArena 2025-03-07 snapshot, default), or an LMArena per-category "
-                        "JSON or leaderboard CSV")
+                   help="'arena' (the shipped LMArena 2025-03-07 snapshot, default), 'truth' (a synthetic "
+                        "dataset's stored ground truth), or an LMArena per-category JSON or leaderboard CSV")
     p.add_argument("--reference-category", help="category of a JSON reference (default: full)")
     p.add_argument("--model-map", metavar="PATH",
                    help="CSV mapping the dataset's model names to the reference's: columns model and arena_model "
@@ -57,18 +60,38 @@ def mapping_for(dataset: str, path: str | None) -> pd.DataFrame:
     return load_mapping(dataset)
 
 
+def truth_reference(store, dataset: str) -> pd.Series:
+    """--reference truth: the stored ground-truth strengths of a synthetic dataset (engine.synthetic)."""
+    if not store.has_dataset(dataset):
+        raise LensError(f"There is no dataset {dataset!r} in the store.")
+    if not store.cursor().execute("SELECT count(*) FROM synthetic_truth WHERE dataset = ?", [dataset]).fetchone()[0]:
+        raise LensError(f"--reference truth needs a synthetic dataset with a stored ground truth, and {dataset!r} has "
+                        "none; use --reference arena or a reference file.")
+    return synthetic_truth(store, dataset)
+
+
 def run(args: argparse.Namespace) -> int:
     mu, per_category, pool = keep_k_options(args)
     rankers = args.ranker or ["bt"]
     params = {r: ranker_params(args, r) for r in rankers}
-    ref = map_reference(load_reference(args.reference, args.reference_category), mapping_for(args.dataset, args.model_map))
-    name = "the shipped Arena snapshot" if args.reference == ARENA else args.reference
-    if len(ref) < 2:
-        raise LensError(f"Fewer than two models of dataset {args.dataset!r} appear in the reference {name}.")
-    notes = reference_notes(ref)
+    truth = args.reference == TRUTH
+    if truth:
+        for given, option in ((args.model_map, "--model-map"), (args.reference_category, "--reference-category")):
+            if given is not None:
+                raise LensError(f"{option} does not apply to --reference truth: a synthetic dataset's truth already "
+                                "uses the dataset's own model names.")
+    else:
+        ref = map_reference(load_reference(args.reference, args.reference_category),
+                            mapping_for(args.dataset, args.model_map))
+        name = "the shipped Arena snapshot" if args.reference == ARENA else args.reference
+        if len(ref) < 2:
+            raise LensError(f"Fewer than two models of dataset {args.dataset!r} appear in the reference {name}.")
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     rows = []
     try:
+        if truth:
+            ref = truth_reference(store, args.dataset)
+        notes = reference_notes(ref)
         if args.per_judge:
             judges = sorted(store.verdicts(args.dataset, category=args.category)["judge"].dropna().unique())
         else:
