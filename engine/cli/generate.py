@@ -10,7 +10,15 @@ from ..judging.generate import ANSWER_DECODING, generate_answers
 from ..judging.persist import recorded_run, run_status
 from ..judging.templates import get_template, parse_template_ref
 from ._common import add_format, store_from_args, write_frame
-from .judge import _csv, add_backend_args, decoding_overrides, run_params, runner_from_args, with_overrides
+from .judge import (
+    _csv,
+    add_backend_args,
+    decoding_overrides,
+    finish_code,
+    run_params,
+    runner_from_args,
+    with_overrides,
+)
 
 
 def register(sub) -> None:
@@ -59,6 +67,6 @@ def run(args: argparse.Namespace) -> int:
             ),
             args.format,
         )
-        return 0 if s.failed == 0 else 1
+        return finish_code(s)
     finally:
         store.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 
 import pandas as pd
 
@@ -111,6 +112,15 @@ def decoding_overrides(args: argparse.Namespace, *, token_limit: bool = True) ->
 
 def with_overrides(dec: Decoding, over: dict) -> Decoding:
     return dataclasses.replace(dec, **over)
+
+
+def finish_code(stats) -> int:
+    """The exit code of a judge/generate/perturb run: 0, or 1 after saying on stderr why calls failed."""
+    sentence = stats.failure_sentence()
+    if sentence is None:
+        return 0
+    print(f"warning: {sentence}", file=sys.stderr)
+    return 1
 
 
 def run_params(args: argparse.Namespace) -> dict:
@@ -258,6 +268,6 @@ def run(args: argparse.Namespace) -> int:
             write_frame(
                 rep.swim.scores.rename("bt_score").reset_index().rename(columns={"index": "model"}), "table"
             )
-        return 0 if s.failed == 0 else 1
+        return finish_code(s)
     finally:
         store.close()

@@ -15,7 +15,14 @@ from ..judging.paraphrase import CHECK_DECODING, PARAPHRASE_DECODING, perturb
 from ..judging.persist import recorded_run, run_status
 from ..judging.templates import get_template, parse_template_ref
 from ._common import add_format, store_from_args, write_frame
-from .judge import add_backend_args, decoding_overrides, run_params, runner_from_args, with_overrides
+from .judge import (
+    add_backend_args,
+    decoding_overrides,
+    finish_code,
+    run_params,
+    runner_from_args,
+    with_overrides,
+)
 
 
 def register(sub) -> None:
@@ -75,6 +82,6 @@ def run(args: argparse.Namespace) -> int:
             ),
             args.format,
         )
-        return 0 if s.failed == 0 else 1
+        return finish_code(s)
     finally:
         store.close()

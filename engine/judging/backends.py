@@ -6,8 +6,8 @@ stored with every call. A parameter left as ``None`` is not sent at all, so a se
 applies (OpenAI's reasoning models refuse ``temperature``, ``top_p`` and ``max_tokens``).
 ``max_tokens_field`` names the request field that carries the token limit: ``max_tokens`` (most
 servers) or ``max_completion_tokens`` (OpenAI's reasoning models). Errors are classified so the
-runner can retry (429, 5xx, timeouts, malformed replies) or stop the whole run at once
-(authentication, an unknown model).
+runner can retry (429, 5xx, timeouts, malformed replies, failed connections) or stop the whole run
+at once (authentication, an unknown model, a server that no first call could reach).
 """
 
 from __future__ import annotations
@@ -105,6 +105,18 @@ class RetryableError(Exception):
         self.retry_after = retry_after
 
 
+class ConnectionFailed(RetryableError):
+    """No connection to the server could be made (refused, a name that does not resolve, no route).
+
+    ``url`` is the server's base URL and ``cause`` a few plain words (``connection refused``); the
+    runner stops a run whose first calls all end like this (``ServerUnreachable``).
+    """
+
+    def __init__(self, message: str, *, url: str, cause: str):
+        super().__init__(message)
+        self.url, self.cause = url, cause
+
+
 class BackendStopped(LensError):
     """Retrying cannot help any call of this run (bad key, unknown model): the run stops at once."""
 
@@ -115,6 +127,10 @@ class AuthenticationFailed(BackendStopped):
 
 class ModelNotFound(BackendStopped):
     """The server does not know the model (or has no chat endpoint at that URL)."""
+
+
+class ServerUnreachable(BackendStopped):
+    """The first calls of a run all failed to connect after their retries: the server is not there."""
 
 
 class Backend(Protocol):

@@ -6,16 +6,22 @@ the runner retries transient failures with backoff (and jitter): 429 (honouring 
 408, 5xx, timeouts, dropped connections, and replies that are not a well-formed chat completion (a
 200 whose body is not JSON, or lacks choices or message content). 401 and 403 (the key) and 404
 (an unknown model, or no chat endpoint at that URL) stop the run with one sentence; any other 4xx
-fails that one call. Only decoding parameters that are set (not ``None``) are sent, and the token
+fails that one call. A connection that cannot be made at all (refused, a host name that does not
+resolve, no route) is a ``ConnectionFailed`` naming the URL and the cause, so the runner can stop a
+run whose first calls all end that way. Without an API key *and* without a base URL (the client
+would send keyless calls to api.openai.com) the backend is refused before any call. Only decoding
+parameters that are set (not ``None``) are sent, and the token
 limit goes in the field the decoding names (``max_tokens`` or ``max_completion_tokens``).
 """
 
 from __future__ import annotations
 
 import email.utils
+import errno
 import itertools
 import os
 import re
+import socket
 import threading
 import time
 
@@ -24,9 +30,12 @@ from .backends import (
     AuthenticationFailed,
     ChatRequest,
     ChatResult,
+    ConnectionFailed,
     ModelNotFound,
     RetryableError,
 )
+
+DEFAULT_URL = "https://api.openai.com/v1"  # where the openai client goes without a base URL
 
 
 def _split_urls(base_url: str | list[str] | None) -> list[str | None]:
@@ -63,6 +72,28 @@ def retry_after_s(headers) -> float | None:
         except (TypeError, ValueError, IndexError):
             return None
         return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def connect_cause(exc: BaseException) -> str | None:
+    """Why no connection was made, in plain words, or ``None`` when one was (a dropped or timed-out
+    connection is not this). Walks the exception chain the client builds (its ``ConnectError``
+    wraps the socket error)."""
+    seen: list[BaseException] = []
+    x: BaseException | None = exc
+    while x is not None and x not in seen and len(seen) < 12:
+        seen.append(x)
+        x = x.__cause__ or x.__context__
+    for e in seen:
+        if isinstance(e, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(e, socket.gaierror):
+            return "the host name does not resolve"
+        if isinstance(e, OSError) and e.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+            return "no route to host" if e.errno == errno.EHOSTUNREACH else "network unreachable"
+    for e in seen:
+        if type(e).__name__ == "ConnectError":  # httpx's, under whichever module name it ships
+            return f"connection failed ({str(e) or type(e).__name__})"
     return None
 
 
@@ -141,8 +172,14 @@ class OpenAIBackend:
         self.model = model or os.environ.get("LENS_JUDGE_MODEL") or ""
         if not self.model:
             raise LensError("No model was named for the OpenAI-compatible backend (use --model).")
-        key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers ignore it
+        key = api_key or os.environ.get("OPENAI_API_KEY")
         self.base_urls = _split_urls(base_url)
+        if not key and self.base_urls == [None]:  # api.openai.com without a key: every call would fail
+            raise LensError(
+                "The openai backend has no API key and no server URL: set OPENAI_API_KEY or --api-key "
+                "for api.openai.com, or --base-url for your own OpenAI-compatible server."
+            )
+        key = key or "EMPTY"  # local servers ignore it
         self._clients = [
             OpenAI(api_key=key, base_url=u, max_retries=0, timeout=timeout_s) for u in self.base_urls
         ]
@@ -180,6 +217,10 @@ class OpenAIBackend:
         except openai.APITimeoutError as exc:
             raise RetryableError(f"timed out: {exc}") from exc
         except openai.APIConnectionError as exc:
+            cause = connect_cause(exc)
+            if cause is not None:
+                where = (url or DEFAULT_URL).rstrip("/")
+                raise ConnectionFailed(f"cannot reach {where}: {cause}", url=where, cause=cause) from exc
             raise RetryableError(f"connection failed: {exc}") from exc
         except openai.APIResponseValidationError as exc:
             raise RetryableError(f"the server's reply is not a chat completion ({exc.message})") from exc

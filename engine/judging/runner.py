@@ -16,7 +16,11 @@ Transient failures are retried with exponential backoff and jitter (a delay draw
 all of ``backoff_s * 2**(attempt-1)``, capped at ``max_backoff_s``), or after the server's own
 ``Retry-After`` when it sent one (capped at ``max_retry_after_s``). An authentication or unknown-model
 error stops the run: nothing new is sent, backoff sleeps end at once, calls already in flight are
-still stored, and the error is raised.
+still stored, and the error is raised. So does an unreachable server: when no call of the runner has
+succeeded yet and ``unreachable_after`` distinct calls (3) have each failed for good because no
+connection could be made, the run stops with ``ServerUnreachable`` (one sentence: the URL and the
+cause) instead of retrying every other call for minutes or hours. Cache hits are not calls: they are
+served as always, and a run whose first calls succeeded never trips this.
 """
 
 from __future__ import annotations
@@ -33,7 +37,15 @@ from typing import Any
 
 from ..errors import LensError
 from ..store import Store
-from .backends import Backend, BackendStopped, ChatRequest, ChatResult, RetryableError
+from .backends import (
+    Backend,
+    BackendStopped,
+    ChatRequest,
+    ChatResult,
+    ConnectionFailed,
+    RetryableError,
+    ServerUnreachable,
+)
 from .cache import CallCache, call_key
 
 Unit = Generator[list[ChatRequest], list["ChatResult | None"], Any]
@@ -54,6 +66,18 @@ class RunStats:
     waits_cut_short: int = 0  # backoff sleeps ended early by a stop
     delays: list[float] = field(default_factory=list)  # every backoff delay, in seconds
     errors: list[str] = field(default_factory=list)
+    unreachable: int = 0  # calls that failed for good without ever connecting
+
+    def failure_sentence(self) -> str | None:
+        """One sentence for the end of a run with failed calls (how many, the last cause); else None."""
+        if not self.failed:
+            return None
+        calls = "call" if self.failed == 1 else "calls"
+        last = self.errors[-1] if self.errors else "no cause recorded"
+        return (
+            f"{self.failed} {calls} failed after all retries ({self.made} made, {self.cached} cached), "
+            f"the last with: {last}; run the same command again to retry only the failed ones."
+        )
 
 
 class Runner:
@@ -73,9 +97,12 @@ class Runner:
         progress: bool = False,
         run_id: int | None = None,
         jitter_seed: int | None = None,
+        unreachable_after: int = 3,
     ):
         if concurrency < 1:
             raise LensError("Concurrency must be at least 1.")
+        if unreachable_after < 1:
+            raise LensError("unreachable_after must be at least 1.")
         if max_retries < 0:
             raise LensError("The number of retries cannot be negative.")
         self.store, self.backend = store, backend
@@ -85,6 +112,7 @@ class Runner:
         self.max_retry_after_s = max_retry_after_s
         self.price = price_per_mtok
         self.progress, self.run_id = progress, run_id
+        self.unreachable_after = unreachable_after
         self.stats = RunStats()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -287,6 +315,8 @@ class _Drive:
                             self.failed.add(k)
                             deliveries += [(st, k, None) for st in self.waiters.pop(k, [])]
                         r._tick()
+                        if stopped is None and isinstance(exc.__cause__, ConnectionFailed):
+                            stopped = self._unreachable(exc.__cause__, len(items))
                         continue
                     for (k, req), res in zip(items, results, strict=True):
                         completed.append((k, req, res))
@@ -301,6 +331,19 @@ class _Drive:
             r._stop.clear()
         if stopped is not None:
             raise stopped
+
+    def _unreachable(self, cause: ConnectionFailed, calls: int) -> ServerUnreachable | None:
+        """Count calls that never connected; the stop error once the breaker trips (module docstring)."""
+        r = self.r
+        r.stats.unreachable += calls
+        if r.stats.made or r.stats.unreachable < r.unreachable_after:
+            return None
+        r._stop.set()  # nothing new is sent; sleeping retries wake at once
+        n = r.stats.unreachable
+        return ServerUnreachable(
+            f"Cannot reach {cause.url}: {cause.cause} (the first {n} calls all failed after "
+            f"{r.max_retries + 1} attempts each and none succeeded); start the server or check --base-url."
+        )
 
     # -- feeding --------------------------------------------------------------------------------
     def _fill(self) -> None:
