@@ -173,3 +173,64 @@ def test_compare_reference_truth_without_a_truth_is_one_sentence(shipped_db):
     line = refused(shipped_db, "compare", "--reference", "truth")
     assert "'vicuna80' has none" in line
     assert "no dataset 'nope'" in refused(shipped_db, "compare", "--dataset", "nope", "--reference", "truth")
+
+
+VICUNA_JUDGES = "bard, claude, gpt-3.5-turbo, gpt-4, human, vicuna-13b"
+
+
+@pytest.mark.parametrize("args, option", [
+    (("leaderboard", "--judge", "gpt4"), "--judge"),
+    (("compare", "--judge", "gpt4"), "--judge"),
+    (("graphs", "--dataset", "vicuna80", "--judge", "gpt4"), "--judge"),
+    (("triads", "--dataset", "vicuna80", "--prompt-id", "1", "--judge", "gpt4"), "--judge"),
+    (("diagnose", "--dataset", "vicuna80", "--judge", "claude", "--judge", "gpt4"), "--judge"),
+    (("diagnose", "--dataset", "vicuna80", "--table", "agreement", "--reference", "nobody"), "--reference"),
+    (("experiment", "mu", "--dataset", "vicuna80", "--reference", "arena", "--judge", "gpt4"), "--judge"),
+])
+def test_unknown_judge_lists_the_datasets_judges(shipped_db, shipped_store, args, option):
+    line = refused(shipped_db, *args)
+    judges = ", ".join(sorted(shipped_store.verdicts("vicuna80")["judge"].unique()))
+    assert judges == VICUNA_JUDGES
+    assert f"({option}); its judges are {judges}." in line
+
+
+def _has_cyclic_triad(adj: np.ndarray) -> bool:
+    """Brute force over triples: a triad admits no ranking when it holds a directed 3-cycle of
+    win-or-tie edges other than an all-tie triangle (cycle, tied-ends, unchained-ties)."""
+    n = adj.shape[0]
+    tie = adj & adj.T
+    for i in range(n):
+        for j in range(n):
+            for k in range(n):
+                if len({i, j, k}) == 3 and adj[i, j] and adj[j, k] and adj[k, i]:
+                    if not (tie[i, j] and tie[j, k] and tie[k, i]):
+                        return True
+    return False
+
+
+@pytest.mark.parametrize("fmt, expect", [
+    ("csv", "model_a,model_b,model_c,kind\n"),
+    ("json", "[]\n"),
+    ("table", "model_a  model_b  model_c  kind\n(no rows)\n"),
+])
+def test_triads_of_an_acyclic_graph_print_an_empty_table(shipped_db, shipped_store, fmt, expect):
+    v = shipped_store.verdicts("vicuna80", judge="bard")
+    st = build_stack(v[v["prompt_id"] == "13"])
+    assert st.T == 1 and not _has_cyclic_triad(st.adj[0])
+    rc, out, err = run_cli(shipped_db, "triads", "--dataset", "vicuna80", "--prompt-id", "13", "--judge", "bard",
+                           "--format", fmt)
+    assert rc == 0, err
+    assert out == expect
+
+
+@pytest.mark.parametrize("fmt, expect", [
+    ("csv", "judge_1,judge_2,items,agreement,kappa\n"),
+    ("json", "[]\n"),
+    ("table", "judge_1  judge_2  items  agreement  kappa\n(no rows)\n"),
+])
+def test_agreement_of_a_single_judge_has_no_pairs(shipped_db, fmt, expect):
+    """One judge gives C(1, 2) = 0 judge pairs: a header and no rows, never pandas' 'Empty DataFrame'."""
+    rc, out, err = run_cli(shipped_db, "diagnose", "--dataset", "vicuna80", "--table", "agreement", "--judge", "gpt-4",
+                           "--format", fmt, "--no-cache")
+    assert rc == 0, err
+    assert out == expect and "Empty DataFrame" not in out

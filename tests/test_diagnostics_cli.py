@@ -105,7 +105,7 @@ def test_every_table_runs_and_bad_requests_are_one_sentence(shipped_db):
     for args, needle in (
         (["--table", "pnt", "--source", "soft"], "no judge probabilities"),
         (["--table", "pnt", "--by", "judge,nonsense"], "Cannot group"),
-        (["--judge", "nobody"], "no verdicts"),
+        (["--judge", "nobody"], "no judge 'nobody' (--judge); its judges are bard, claude"),
         (["--table", "cycles", "--length-bound", "2"], "at least 3"),
     ):
         rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", *args)

@@ -8,6 +8,7 @@ import sys
 
 import pandas as pd
 
+from ..errors import LensError
 from ..store import Store, open_store
 
 
@@ -23,17 +24,47 @@ def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True, ke
     )
 
 
+def dataset_judges(store: Store, dataset: str) -> list[str]:
+    """The dataset's judges, sorted, without loading its verdicts."""
+    rows = store.cursor().execute(
+        "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge", [dataset]
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def check_judges(store: Store, dataset: str, judges, option: str = "--judge") -> None:
+    """Refuse a judge the dataset does not have, listing the judges it has (one sentence); None passes.
+
+    Why: a misspelt judge (gpt4 for gpt-4) otherwise selects nothing and reads as "no valid verdict"
+    or, for agreement tables, as rows of zeros."""
+    if judges is None:
+        return
+    wanted = [judges] if isinstance(judges, str) else list(judges)
+    if not store.has_dataset(dataset):
+        raise LensError(f"There is no dataset {dataset!r} in the store.")
+    known = dataset_judges(store, dataset)
+    unknown = [j for j in wanted if j not in known]
+    if unknown:
+        raise LensError(f"Dataset {dataset!r} has no judge {', '.join(map(repr, unknown))} ({option}); its judges are "
+                        f"{', '.join(known) or 'none'}.")
+
+
 def add_format(parser: argparse.ArgumentParser, default: str = "table") -> None:
     parser.add_argument("--format", choices=("csv", "json", "table"), default=default)
 
 
 def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
-    """Print a frame: CSV (header + rows, nothing else), JSON records, or an aligned table."""
+    """Print a frame: CSV (header + rows, nothing else), JSON records, or an aligned table.
+
+    An empty frame is a header and no rows in every format (CSV: the header line; JSON: ``[]``;
+    table: the column names and a line ``(no rows)``), never pandas' "Empty DataFrame" text."""
     out = out or sys.stdout
-    if fmt == "csv":
+    if fmt == "table" and df.empty:
+        out.write("  ".join(str(c) for c in df.columns) + "\n(no rows)\n")
+    elif fmt == "csv":
         df.to_csv(out, index=False, lineterminator="\n")
     elif fmt == "json":
-        out.write(df.to_json(orient="records", indent=2, double_precision=10))
+        out.write("[]" if df.empty else df.to_json(orient="records", indent=2, double_precision=10))
         out.write("\n")
     else:
         with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):

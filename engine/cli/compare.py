@@ -21,7 +21,7 @@ from ..reference import (
 )
 from ..schema import DEFAULT_DATASET
 from ..synthetic import synthetic_truth
-from ._common import add_format, store_from_args, write_frame
+from ._common import add_format, check_judges, store_from_args, write_frame
 from .leaderboard import add_selection, keep_k_options, ranker_params
 
 TRUTH = "truth"
@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     rows = []
     try:
+        check_judges(store, args.dataset, args.judge)
         if truth:
             ref = truth_reference(store, args.dataset)
         notes = reference_notes(ref)

@@ -11,7 +11,7 @@ from ..diagnostics.nontransitivity import read_win_rates
 from ..errors import LensError
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
 from ..schema import DEFAULT_DATASET
-from ._common import add_format, store_from_args, write_frame
+from ._common import add_format, check_judges, store_from_args, write_frame
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
         params["reference"] = args.reference if args.reference is not None else "human"
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
+        check_judges(store, args.dataset, args.judge)
+        if args.reference is not None:
+            check_judges(store, args.dataset, args.reference, "--reference")
         judge = args.judge[0] if args.judge and len(args.judge) == 1 else args.judge
         if args.no_cache:
             table = diagnose(store, args.dataset, judge=judge, table=args.table, **params)

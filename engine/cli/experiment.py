@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import LensError
 from ..resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
 from ..truncation import POOLS
-from ._common import add_format, store_from_args, write_frame
+from ._common import add_format, check_judges, dataset_judges, store_from_args, write_frame
 from .leaderboard import check_mu
 
 
@@ -95,14 +95,6 @@ def resolve_reference(store, dataset: str, spec: str, categories: list[str], ove
     return reference_ratings(store, dataset, spec, categories, overall)
 
 
-def judges_of(store, dataset: str) -> list[str]:
-    """The dataset's judges, sorted, without loading its verdicts."""
-    rows = store.cursor().execute(
-        "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge", [dataset]
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
 def run(args: argparse.Namespace) -> int:
     from .. import results_cache
     from ..graphs import build_stack
@@ -115,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
         store = store_from_args(args)
     if not store.has_dataset(args.dataset):
         raise LensError(f"There is no dataset {args.dataset!r} in the store.")
-    judges = args.judge or judges_of(store, args.dataset)
+    check_judges(store, args.dataset, args.judge)
+    judges = args.judge or dataset_judges(store, args.dataset)
     overall = args.overall or getattr(args, "pooled", False)
     inputs = input_fingerprint(args.dataset, args.reference)
     kind = f"experiment-{args.experiment}"

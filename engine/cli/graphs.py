@@ -10,7 +10,7 @@ from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
 from ..schema import DEFAULT_DATASET
 from ..structure import graph_table
 from ..truncation import truncation_scores
-from ._common import add_format, store_from_args, write_frame
+from ._common import add_format, check_judges, store_from_args, write_frame
 
 COLUMNS = (
     "judge", "prompt_id", "variant", "turn", "category", "n_models",
@@ -42,6 +42,7 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None):
     """The GraphStack the command's filters select; a LensError when they select nothing."""
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
+        check_judges(store, args.dataset, args.judge)
         verdicts = store.verdicts(args.dataset, judge=args.judge, category=getattr(args, "category", None))
     finally:
         store.close()

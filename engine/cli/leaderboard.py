@@ -15,7 +15,7 @@ from ..leaderboard import _plain, board_notes, leaderboard
 from ..rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
 from ..rankers.params import param_kinds
 from ..schema import DEFAULT_DATASET
-from ._common import add_format, store_from_args, write_frame, write_json
+from ._common import add_format, check_judges, store_from_args, write_frame, write_json
 
 
 def add_selection(p: argparse.ArgumentParser) -> None:
@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     params = ranker_params(args, args.ranker)
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
+        check_judges(store, args.dataset, args.judge)
         board = leaderboard(
             store, args.dataset, judge=args.judge, category=args.category, ranker=args.ranker,
             keep_k=args.keep_k, mu=mu, per_category=per_category, pool=pool, bootstrap=args.bootstrap,
