@@ -234,3 +234,34 @@ def test_agreement_of_a_single_judge_has_no_pairs(shipped_db, fmt, expect):
                            "--format", fmt, "--no-cache")
     assert rc == 0, err
     assert out == expect and "Empty DataFrame" not in out
+
+
+def test_simulate_recovery_refuses_oversized_runs(db_path):
+    """Default t = 3:63:4 is 16 odd values summing to (3 + 63) · 16 / 2 = 528; n = 300, 1000 replicates is
+    300² · 1000 · 528 = 4.752e10 units, and the largest count under 5e9 is floor(5e9 / (300² · 528)) = 105."""
+    line = refused(db_path, "simulate", "recovery", "--n", "300", "--reps", "1000")
+    assert "4.75e+10" in line and "use --reps 105 or fewer" in line and "--no-limit" in line
+    from engine.cli.simulate import check_recovery_size
+
+    ts = list(range(3, 64, 4))
+    check_recovery_size(300, ts, 105)
+    with pytest.raises(LensError, match="--reps 105 or fewer"):
+        check_recovery_size(300, ts, 106)
+    assert "lower --n or the t values" in refused(db_path, "simulate", "recovery", "--n", "3000", "--t", "999999",
+                                                  "--reps", "1")
+
+
+def test_simulate_recovery_no_limit_runs_the_same_curve(db_path, monkeypatch):
+    """With the limit lowered to 1000 units, n = 5, t = 3,5, 10 reps (25 · 10 · 8 = 2000) is refused with
+    floor(1000 / 200) = 5 replicates; --no-limit runs it and prints the library's curve."""
+    import engine.cli.simulate as sim
+    from engine.simulate import MODELS, recovery_curve
+
+    monkeypatch.setattr(sim, "CLI_MAX_WORK", 1000.0)
+    args = ("simulate", "recovery", "--n", "5", "--t", "3,5", "--reps", "10", "--format", "json")
+    assert "use --reps 5 or fewer" in refused(db_path, *args)
+    rc, out, err = run_cli(db_path, *args, "--no-limit")
+    assert rc == 0, err
+    got = json.loads(out)
+    expect = recovery_curve(5, 0.25, [3, 5], 10, 20260324, MODELS)
+    np.testing.assert_allclose([r["prob"] for r in got], expect["prob"].to_numpy())

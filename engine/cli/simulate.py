@@ -23,6 +23,8 @@ def register(subparsers) -> None:
     r.add_argument("--reps", type=int, default=300)
     r.add_argument("--seed", type=int, default=20260324)
     r.add_argument("--model", choices=("both", "iid", "triangle_free"), default="both")
+    r.add_argument("--no-limit", action="store_true",
+                   help=f"run even above the size limit (n² · reps · Σt > {CLI_MAX_WORK:.0e}, minutes of work)")
     add_format(r, default="table")
     r.set_defaults(func=run_recovery)
     m = sub.add_parser("mallows", help="inversion counts of the exact Mallows sampler against the q-factorial law")
@@ -57,11 +59,41 @@ def _ts(text: str) -> list[int]:
         raise LensError(f"Cannot read the t values {text!r}; use 5,10,20 or 3:60:3.") from None
 
 
+CLI_MAX_WORK = 5e9
+"""Work units (n² · reps · Σt, engine.theory_view) ``simulate recovery`` runs without --no-limit: at the
+20-40 ns per unit measured for the theory lab, about two to three minutes on a 2-core box."""
+
+
+def recovery_work(n: int, ts: list[int], reps: int) -> float:
+    """n² · reps · Σt, the unit of engine.theory_view.lab_work, over the t values given."""
+    return float(n) * float(n) * float(reps) * float(sum(ts))
+
+
+def check_recovery_size(n: int, ts: list[int], reps: int, cap: float | None = None) -> None:
+    """Refuse a recovery run above ``cap`` work units (default ``CLI_MAX_WORK``), saying the largest --reps
+    that fits."""
+    cap = CLI_MAX_WORK if cap is None else cap
+    if reps < 1:
+        raise LensError(f"--reps must be at least 1; got {reps}.")
+    if n < 1:
+        raise LensError(f"--n must be at least 1; got {n}.")
+    work = recovery_work(n, ts, reps)
+    if work <= cap:
+        return
+    fit = int(cap // recovery_work(n, ts, 1))
+    hint = f"use --reps {fit} or fewer" if fit >= 1 else "lower --n or the t values"
+    raise LensError(f"This run is too large (n² · reps · Σt = {work:.3g}, the limit is {cap:.3g}): {hint}, "
+                    "or give --no-limit to run it anyway.")
+
+
 def run_recovery(args: argparse.Namespace) -> int:
     from ..simulate import MODELS, recovery_curve
 
     models = MODELS if args.model == "both" else (args.model,)
-    write_frame(recovery_curve(args.n, args.p, _ts(args.t), args.reps, args.seed, models), args.format)
+    ts = _ts(args.t)
+    if not args.no_limit:
+        check_recovery_size(args.n, ts, args.reps)
+    write_frame(recovery_curve(args.n, args.p, ts, args.reps, args.seed, models), args.format)
     return 0
 
 
