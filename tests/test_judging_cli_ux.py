@@ -87,7 +87,9 @@ def test_unreachable_server_stops_after_three_calls_and_cached_pairs_still_count
     # (each after 1 + 2 attempts) trips the breaker and the other 3 are never sent
     s = runner.stats
     assert (s.cached, s.made, s.failed, s.retries, s.unreachable) == (3, 0, 3, 6, 3)
-    runs = empty_store.cursor().execute("SELECT status, calls_cached, calls_failed FROM judge_runs").fetchall()
+    runs = (
+        empty_store.cursor().execute("SELECT status, calls_cached, calls_failed FROM judge_runs").fetchall()
+    )
     assert runs == [("done", 0, 0), ("failed", 3, 3)]
     v = empty_store.verdicts("syn")
     assert len(v) == 3 and set(zip(v["model_a"], v["model_b"], strict=True)) <= {("m1", "m2"), ("m2", "m1")}
@@ -175,3 +177,47 @@ def test_cli_failed_calls_end_with_a_sentence_naming_count_and_cause(tmp_path):
     )
     runs = _runs(db)
     assert list(runs["status"]) == ["failed-calls"] and int(runs["calls_failed"].iloc[0]) == 1
+
+
+# -- 2. an unknown dataset, or one without prompt texts, is refused before a run is recorded ---------
+
+
+@pytest.mark.parametrize("command", ["perturb", "generate", "judge"])
+def test_unknown_dataset_is_refused_with_the_known_ones_and_no_run(tmp_path, command):
+    db = tmp_path / "ds.duckdb"
+    with Store(db) as store:
+        _synthetic(store, "beta", {"p1": "q1"})
+        _synthetic(store, "alpha", {"p1": "q1"})
+    out = _cli(db, command, "--dataset", "nope", "--base-url", "http://127.0.0.1:1/v1", "--model", "m")
+    assert out.returncode == 2 and out.stdout == "" and "Traceback" not in out.stderr
+    assert out.stderr == (
+        f"error: There is no dataset named 'nope' in {db}; known datasets: alpha, beta.\n"
+    )  # the names as the store lists them: sorted
+    assert _runs(db).empty
+
+
+def test_a_dataset_without_prompt_texts_is_refused(tmp_path):
+    """'v' holds only variant 0 prompts with no verdicts: generate --variants 3 finds nothing to
+    answer, and a dataset row with no prompts at all has nothing to paraphrase."""
+    from engine.judging.persist import ensure_dataset
+
+    db = tmp_path / "np.duckdb"
+    with Store(db) as store:
+        _synthetic(store, "v", {"p1": "q1"})
+        with store.transaction() as cur:
+            ensure_dataset(cur, "bare", "no prompts", "test")
+    common = ["--base-url", "http://127.0.0.1:1/v1", "--model", "m"]
+    out = _cli(db, "perturb", "--dataset", "bare", *common)
+    assert out.returncode == 2 and out.stderr == (
+        "error: Dataset 'bare' has no prompt texts of variant 0 to paraphrase; load prompts with judge "
+        "--inputs, or choose a dataset that has them.\n"
+    )
+    out = _cli(db, "generate", "--dataset", "v", "--variants", "3", *common)
+    assert out.returncode == 2 and out.stderr.startswith(
+        "error: Dataset 'v' has no prompt texts of variant 3 "
+    )
+    out = _cli(db, "generate", "--dataset", "v", "--variants", "1,x", *common)
+    assert out.returncode == 2 and out.stderr == (
+        "error: --variants should be comma-separated whole numbers such as 0,1, not '1,x'.\n"
+    )
+    assert _runs(db).empty

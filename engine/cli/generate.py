@@ -7,14 +7,14 @@ import argparse
 import pandas as pd
 
 from ..judging.generate import ANSWER_DECODING, generate_answers
-from ..judging.persist import recorded_run, run_status
+from ..judging.persist import recorded_run, require_prompts, run_status
 from ..judging.templates import get_template, parse_template_ref
 from ._common import add_format, store_from_args, write_frame
 from .judge import (
-    _csv,
     add_backend_args,
     decoding_overrides,
     finish_code,
+    parse_variants,
     run_params,
     runner_from_args,
     with_overrides,
@@ -37,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         tid, ver = parse_template_ref(args.template)
         template = get_template(tid, ver, kind="answer", user_dir=args.templates)
+        variants = parse_variants(args.variants)
+        require_prompts(store, args.dataset, "answer", variants=variants)  # before a run is recorded
         runner = runner_from_args(args, store)
         with recorded_run(store, "generate", args.dataset, runner, run_params(args)) as run_id:
             out = generate_answers(
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
                 runner,
                 template,
                 model_name=args.as_model,
-                variants=[int(v) for v in _csv(args.variants)] if args.variants else None,
+                variants=variants,
                 decoding=with_overrides(ANSWER_DECODING, decoding_overrides(args)),
             )
         s = runner.stats

@@ -18,7 +18,7 @@ import pandas as pd
 from ..errors import LensError
 from ..judging.backends import MAX_TOKENS_FIELDS, Decoding
 from ..judging.factory import BACKENDS, make_backend
-from ..judging.persist import ensure_no_live_run
+from ..judging.persist import ensure_no_live_run, require_prompts
 from ..judging.pipeline import judge_run, load_inputs
 from ..judging.protocols import MAX_ANSWER_CHARS, PROTOCOLS, ProtocolConfig
 from ..judging.runner import Runner
@@ -29,6 +29,18 @@ _UNSET = object()
 
 def _csv(s: str | None) -> list[str] | None:
     return [x.strip() for x in s.split(",") if x.strip()] if s else None
+
+
+def parse_variants(text: str | None) -> list[int] | None:
+    """``--variants 0,2`` as numbers (``None`` when not given); anything else is one sentence."""
+    if not text:
+        return None
+    try:
+        return [int(v) for v in _csv(text) or []]
+    except ValueError:
+        raise LensError(
+            f"--variants should be comma-separated whole numbers such as 0,1, not {text!r}."
+        ) from None
 
 
 def _or_none(kind):
@@ -230,7 +242,8 @@ def run(args: argparse.Namespace) -> int:
                 categories=_csv(args.categories),
                 limit_per_category=args.limit,
             )
-        variants = [int(v) for v in _csv(args.variants)] if args.variants else None
+        variants = parse_variants(args.variants)
+        require_prompts(store, args.dataset, "judge", variants=variants)  # before a run is recorded
         rep = judge_run(
             store,
             args.dataset,

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..errors import LensError
 from ..judging.paraphrase import CHECK_DECODING, PARAPHRASE_DECODING, perturb
-from ..judging.persist import recorded_run, run_status
+from ..judging.persist import recorded_run, require_prompts, run_status
 from ..judging.templates import get_template, parse_template_ref
 from ._common import add_format, store_from_args, write_frame
 from .judge import (
@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         chk = get_template(
             *parse_template_ref(args.equivalence_template), kind="equivalence", user_dir=args.templates
         )
+        require_prompts(store, args.dataset, "paraphrase", variants=[0])  # before a run is recorded
         runner = runner_from_args(args, store)
         with recorded_run(store, "perturb", args.dataset, runner, run_params(args)) as run_id:
             rep = perturb(

@@ -172,6 +172,31 @@ def _refusal(dataset: str, row: tuple) -> RunInProgress:
     )
 
 
+def require_prompts(store: Store, dataset: str, purpose: str, *, variants: list[int] | None = None) -> None:
+    """Refuse (one sentence) a run on a dataset that does not exist or has no turn-1 prompt texts
+    (of ``variants``, when given): it would record a run that does nothing. Checked before
+    ``start_run``. ``purpose`` completes "has no prompt texts to ...", e.g. ``paraphrase``."""
+    if not store.has_dataset(dataset):
+        names = list(store.datasets()["name"])
+        known = (
+            f"known datasets: {', '.join(names[:12])}{f' and {len(names) - 12} more' if len(names) > 12 else ''}"
+            if names
+            else "the store holds no datasets yet (load prompts with judge --inputs mt_bench)"
+        )
+        raise LensError(f"There is no dataset named {dataset!r} in {store.path}; {known}.")
+    sql = "SELECT count(*) FROM prompts WHERE dataset = ? AND turn = 1"
+    params: list = [dataset]
+    if variants is not None:
+        sql += f" AND variant IN ({', '.join('?' for _ in variants) or 'NULL'})"
+        params += [int(v) for v in variants]
+    if store.cursor().execute(sql, params).fetchone()[0] == 0:
+        which = f" of variant {', '.join(map(str, variants))}" if variants is not None else ""
+        raise LensError(
+            f"Dataset {dataset!r} has no prompt texts{which} to {purpose}; load prompts with "
+            "judge --inputs, or choose a dataset that has them."
+        )
+
+
 def ensure_no_live_run(store: Store, kind: str, dataset: str, backend: str, model: str) -> None:
     """Refuse early (before any input is written) if ``start_run`` would refuse; see the module docstring."""
     with store.session():
