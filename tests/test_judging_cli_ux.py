@@ -221,3 +221,47 @@ def test_a_dataset_without_prompt_texts_is_refused(tmp_path):
         "error: --variants should be comma-separated whole numbers such as 0,1, not '1,x'.\n"
     )
     assert _runs(db).empty
+
+
+# -- 3. help ------------------------------------------------------------------------------------------
+
+
+def _subparsers() -> dict:
+    from engine.__main__ import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    return sub.choices
+
+
+@pytest.mark.parametrize("command", ["judge", "generate", "perturb", "calls"])
+def test_each_judging_command_has_a_one_sentence_description(command):
+    desc = _subparsers()[command].description
+    assert desc and desc[0].isupper() and desc.endswith(".") and desc.count(". ") == 0
+    assert "\n" not in desc
+
+
+def test_seed_means_the_schedule_in_judge_and_the_model_seed_in_generate_and_perturb():
+    from engine.cli.judge import _UNSET
+
+    subs = _subparsers()
+    common = ["--dataset", "d", "--seed", "7"]
+    j = subs["judge"].parse_args(common)
+    assert (j.seed, j.decoding_seed) == (7, _UNSET)  # the schedule; the request seed stays at its default
+    j = subs["judge"].parse_args([*common, "--decoding-seed", "3"])
+    assert (j.seed, j.decoding_seed) == (7, 3)
+    for command in ("generate", "perturb"):
+        a = subs[command].parse_args(common)
+        assert a.decoding_seed == 7 and not hasattr(a, "seed")
+    helps = {
+        c: {o: act.help for act in subs[c]._actions for o in act.option_strings}
+        for c in ("judge", "generate")
+    }
+    assert "schedule seed" in helps["judge"]["--seed"] and "--decoding-seed" in helps["judge"]["--seed"]
+    assert "sampling seed" in helps["judge"]["--decoding-seed"]
+    assert "--seed is the same option" in helps["generate"]["--seed"]
+    assert "--seed" not in helps["judge"]["--decoding-seed"]
+    out = subprocess.run(
+        [sys.executable, "-m", "engine", "generate", "--help"], capture_output=True, text=True, cwd=REPO
+    )
+    assert out.returncode == 0 and "model's sampling seed" in " ".join(out.stdout.split())

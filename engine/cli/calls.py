@@ -9,7 +9,12 @@ from ._common import add_format, store_from_args, write_frame
 
 
 def register(sub) -> None:
-    p = sub.add_parser("calls", help="summarise the cached model calls (counts, tokens, cost)")
+    p = sub.add_parser(
+        "calls",
+        help="summarise the cached model calls (counts, tokens, cost)",
+        description="Summarise the model-call cache per backend and model (calls, tokens, estimated cost), "
+        "or with --runs list the judge, generate and perturb runs and their status.",
+    )
     p.add_argument(
         "--price",
         action="append",

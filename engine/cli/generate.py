@@ -22,7 +22,12 @@ from .judge import (
 
 
 def register(sub) -> None:
-    p = sub.add_parser("generate", help="generate target-model answers for a dataset's prompts")
+    p = sub.add_parser(
+        "generate",
+        help="generate target-model answers for a dataset's prompts",
+        description="Have a model answer a dataset's prompts (all or some variants) and store the answers "
+        "under a model name, ready to judge.",
+    )
     p.add_argument("--dataset", required=True)
     p.add_argument("--as-model", help="model name to store the answers under (default: the backend's model)")
     p.add_argument("--variants", help="comma-separated variant numbers (default: all)")

@@ -103,7 +103,14 @@ def add_backend_args(p: argparse.ArgumentParser, *, seed_flag: bool = True) -> N
     d.add_argument("--temperature", type=_or_none(float), default=_UNSET, help="default 0 (greedy)")
     d.add_argument("--top-p", type=_or_none(float), default=_UNSET, help="default none (not sent)")
     flags = ["--decoding-seed", "--seed"] if seed_flag else ["--decoding-seed"]
-    d.add_argument(*flags, dest="decoding_seed", type=_or_none(int), default=_UNSET, help="default 0")
+    d.add_argument(
+        *flags,
+        dest="decoding_seed",
+        type=_or_none(int),
+        default=_UNSET,
+        help="the model's sampling seed, sent with every request (default 0)"
+        + ("; --seed is the same option here" if seed_flag else ""),
+    )
 
 
 def decoding_overrides(args: argparse.Namespace, *, token_limit: bool = True) -> dict:
@@ -165,7 +172,12 @@ def runner_from_args(args: argparse.Namespace, store) -> Runner:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("judge", help="run an LLM judge (round robin or SWIM) into a verdict dataset")
+    p = sub.add_parser(
+        "judge",
+        help="run an LLM judge (round robin or SWIM) into a verdict dataset",
+        description="Judge pairs of a dataset's answers with an LLM (round robin or SWIM) and store the "
+        "verdicts; every model call is cached, so a rerun pays only for calls not made yet.",
+    )
     p.add_argument(
         "--dataset", required=True, help="dataset to read prompts/answers from and write verdicts to"
     )
@@ -180,7 +192,11 @@ def register(sub) -> None:
         help="SWIM: add this model to the judge's stored leaderboard (ceil(log2 M) opponents per prompt)",
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="SWIM's join order and first opponents; single's order coin"
+        "--seed",
+        type=int,
+        default=0,
+        help="schedule seed: SWIM's join order and first opponents, and the single protocol's A/B order "
+        "coin (not the model's sampling seed: that is --decoding-seed)",
     )
     p.add_argument("--protocol", choices=PROTOCOLS, default="swapped")
     p.add_argument("--template", default="pairwise", help="pairwise template id[@version]")

@@ -26,7 +26,12 @@ from .judge import (
 
 
 def register(sub) -> None:
-    p = sub.add_parser("perturb", help="paraphrase a dataset's prompts into checked variants")
+    p = sub.add_parser(
+        "perturb",
+        help="paraphrase a dataset's prompts into checked variants",
+        description="Ask a model for k rewrites of each original prompt, keep those a strict equivalence "
+        "check accepts, and store them as new prompt variants (existing variants never change).",
+    )
     p.add_argument("--dataset", required=True)
     p.add_argument("-k", "--k", type=int, default=3, help="rewrites asked per prompt")
     p.add_argument("--paraphrase-template", default="paraphrase", help="generator template id[@version]")
