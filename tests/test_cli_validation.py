@@ -265,3 +265,40 @@ def test_simulate_recovery_no_limit_runs_the_same_curve(db_path, monkeypatch):
     got = json.loads(out)
     expect = recovery_curve(5, 0.25, [3, 5], 10, 20260324, MODELS)
     np.testing.assert_allclose([r["prob"] for r in got], expect["prob"].to_numpy())
+
+
+def _subparser(parser, *names):
+    import argparse
+
+    for name in names:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[name]
+    return parser
+
+
+def test_simulate_options_say_what_they_are_and_their_default():
+    from engine.__main__ import build_parser
+
+    root = build_parser()
+    for name in ("recovery", "mallows", "synthetic"):
+        for a in _subparser(root, "simulate", name)._actions:
+            if a.dest == "help":
+                continue
+            assert a.help, (name, a.dest)
+            if a.default not in (None, False):
+                assert f"default {a.default}" in a.help, (name, a.dest, a.help)
+    for cmd in ("leaderboard", "compare"):
+        (ds,) = [a for a in _subparser(root, cmd)._actions if a.dest == "dataset"]
+        assert "default vicuna80" in ds.help
+    for cmd in ("diagnose", "graphs", "triads"):
+        (ds,) = [a for a in _subparser(root, cmd)._actions if a.dest == "dataset"]
+        assert ds.required and ds.help
+    for exp in ("baselines", "keep-k", "mu"):
+        acts = {a.dest: a for a in _subparser(root, "experiment", exp)._actions}
+        assert acts["dataset"].help and "default 100" in acts["resamples"].help
+
+
+@pytest.mark.parametrize("group, choices", [("simulate", "recovery, mallows or synthetic"),
+                                            ("experiment", "baselines, keep-k or mu")])
+def test_a_command_group_without_subcommand_lists_the_choices(db_path, group, choices):
+    assert refused(db_path, group) == f"error: {group} needs one of {choices}; see python -m engine {group} -h."

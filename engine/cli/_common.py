@@ -49,8 +49,18 @@ def check_judges(store: Store, dataset: str, judges, option: str = "--judge") ->
                         f"{', '.join(known) or 'none'}.")
 
 
+def no_subcommand(sub: argparse._SubParsersAction, command: str):
+    """The ``func`` of a command group run without a subcommand: one sentence listing the choices."""
+    def refuse(args: argparse.Namespace) -> int:
+        names = list(sub.choices)
+        raise LensError(f"{command} needs one of {', '.join(names[:-1])} or {names[-1]}; "
+                        f"see python -m engine {command} -h.")
+    return refuse
+
+
 def add_format(parser: argparse.ArgumentParser, default: str = "table") -> None:
-    parser.add_argument("--format", choices=("csv", "json", "table"), default=default)
+    parser.add_argument("--format", choices=("csv", "json", "table"), default=default,
+                        help=f"output: csv (header + rows), json or an aligned table (default {default})")
 
 
 def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:

@@ -15,25 +15,27 @@ import pandas as pd
 from ..errors import LensError
 from ..resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
 from ..truncation import POOLS
-from ._common import add_format, check_judges, dataset_judges, store_from_args, write_frame
+from ._common import add_format, check_judges, dataset_judges, no_subcommand, store_from_args, write_frame
 from .leaderboard import check_mu
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("experiment", help="resampling protocols (Table 2) and keep-K / mu curves against a reference")
-    sub = p.add_subparsers(dest="experiment", required=True)
+    sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", title="experiments")
+    p.set_defaults(func=no_subcommand(sub, "experiment"))
     for name, helptext in (("baselines", "the six protocols of paper 000 Table 2, per category and macro"),
                            ("keep-k", "distance to the reference for every keep-K"),
                            ("mu", "distance to the reference along a log grid of mu at fixed K")):
         q = sub.add_parser(name, help=helptext)
-        q.add_argument("--dataset", required=True)
+        q.add_argument("--dataset", required=True, help="a stored dataset (see python -m engine datasets)")
         q.add_argument("--reference", required=True,
                        help="'arena' (shipped LMArena snapshot, per-category via data/mappings), 'truth' "
                             "(a synthetic dataset's ground truth), or a reference file (JSON or CSV)")
         q.add_argument("--overall", action="store_true", help="one overall reference for every category")
         q.add_argument("--judge", action="append", help="judge(s) to run (default: every judge)")
-        q.add_argument("--resamples", type=int, default=100)
-        q.add_argument("--seed", type=int, default=DEFAULT_SEED)
+        q.add_argument("--resamples", type=int, default=100,
+                       help="resamples per protocol / point, each a random draw of graphs (default 100)")
+        q.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
         q.add_argument("--no-cache", action="store_true", help="recompute even when a cached result exists")
         if name == "baselines":
             q.add_argument("--protocols", default=",".join(PROTOCOLS))

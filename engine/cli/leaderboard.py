@@ -20,7 +20,8 @@ from ._common import add_format, check_judges, store_from_args, write_frame, wri
 
 def add_selection(p: argparse.ArgumentParser) -> None:
     """Options shared by ``leaderboard`` and ``compare``: what to rank and how."""
-    p.add_argument("--dataset", default=DEFAULT_DATASET)
+    p.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
     p.add_argument("--judge", help="only this judge's graphs (default: every judge, graphs pooled)")
     p.add_argument("--category", help="only graphs of this category")
     p.add_argument("--keep-k", type=int, help="keep the K graphs with the smallest S_mu = C3_bad + mu*C4_bad")

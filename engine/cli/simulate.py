@@ -8,41 +8,46 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LensError
-from ._common import add_format, store_from_args, write_frame
+from ._common import add_format, no_subcommand, store_from_args, write_frame
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("simulate", help="random tournament model (recovery vs t), Mallows sampler, synthetic datasets")
-    sub = p.add_subparsers(dest="simulation", required=True)
+    sub = p.add_subparsers(dest="simulation", metavar="SIMULATION", title="simulations")
+    p.set_defaults(func=no_subcommand(sub, "simulate"))
     r = sub.add_parser("recovery", help="P[majority graph = truth] against t, with the 2 and 4 log n thresholds")
-    r.add_argument("--n", type=int, default=30)
-    r.add_argument("--p", type=float, default=0.25)
+    r.add_argument("--n", type=int, default=30, help="number of models (default 30)")
+    r.add_argument("--p", type=float, default=0.25,
+                   help="noise: each true edge is kept with probability 1/2 + p, 0 < p < 1/2 (default 0.25)")
     r.add_argument("--t", default="3:63:4",
-                   help="t values: 5,10,20 or start:stop[:step] (default odd t: with even t a pair split "
-                        "t/2 : t/2 goes to the reversed edge, eq. 5)")
-    r.add_argument("--reps", type=int, default=300)
-    r.add_argument("--seed", type=int, default=20260324)
-    r.add_argument("--model", choices=("both", "iid", "triangle_free"), default="both")
+                   help="t values: 5,10,20 or start:stop[:step] (default 3:63:4, odd t only: with even t a "
+                        "pair split t/2 : t/2 goes to the reversed edge, eq. 5)")
+    r.add_argument("--reps", type=int, default=300, help="replicates per t and model (default 300)")
+    r.add_argument("--seed", type=int, default=20260324, help="random seed (default 20260324)")
+    r.add_argument("--model", choices=("both", "iid", "triangle_free"), default="both",
+                   help="graph model: unconditioned (iid), triangle-free, or both (default both)")
     r.add_argument("--no-limit", action="store_true",
                    help=f"run even above the size limit (n² · reps · Σt > {CLI_MAX_WORK:.0e}, minutes of work)")
     add_format(r, default="table")
     r.set_defaults(func=run_recovery)
     m = sub.add_parser("mallows", help="inversion counts of the exact Mallows sampler against the q-factorial law")
-    m.add_argument("--n", type=int, default=6)
-    m.add_argument("--q", type=float, default=0.5)
-    m.add_argument("--size", type=int, default=20000)
-    m.add_argument("--seed", type=int, default=20260324)
+    m.add_argument("--n", type=int, default=6, help="permutation length (default 6)")
+    m.add_argument("--q", type=float, default=0.5, help="Mallows dispersion q in [0, 1] (default 0.5)")
+    m.add_argument("--size", type=int, default=20000, help="permutations sampled (default 20000)")
+    m.add_argument("--seed", type=int, default=20260324, help="random seed (default 20260324)")
     add_format(m, default="table")
     m.set_defaults(func=run_mallows)
     s = sub.add_parser("synthetic", help="generate a synthetic dataset with a known truth and store it")
-    s.add_argument("--name", required=True)
-    s.add_argument("--models", type=int, default=20)
-    s.add_argument("--categories", type=int, default=8)
-    s.add_argument("--prompts", type=int, default=10)
-    s.add_argument("--paraphrases", type=int, default=4)
-    s.add_argument("--samples", type=int, default=4)
-    s.add_argument("--bad-rate", type=float, default=0.4)
-    s.add_argument("--seed", type=int, default=20260324)
+    s.add_argument("--name", required=True, help="name of the new dataset in the store")
+    s.add_argument("--models", type=int, default=20, help="number of models (default 20)")
+    s.add_argument("--categories", type=int, default=8, help="number of categories (default 8)")
+    s.add_argument("--prompts", type=int, default=10, help="prompts per category (default 10)")
+    s.add_argument("--paraphrases", type=int, default=4, help="paraphrased variants per prompt (default 4)")
+    s.add_argument("--samples", type=int, default=4, help="sampling replicates per prompt (default 4)")
+    s.add_argument("--bad-rate", type=float, default=0.4,
+                   help="chance that a graph is confused: the judge half-follows a distractor, giving "
+                        "cyclic triads and a shared bias (default 0.4)")
+    s.add_argument("--seed", type=int, default=20260324, help="random seed (default 20260324)")
     s.add_argument("--soft", action="store_true",
                    help="also write judge probabilities prob_a (own random stream: the verdicts stay the same)")
     s.add_argument("--soft-noise", type=float, default=0.5, help="sd of the logit noise of prob_a (default 0.5)")

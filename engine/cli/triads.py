@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "unchained-ties (a~b, b~c, a>c). With several matching graphs, judge, variant and turn "
         "columns after kind say which graph a row is from.",
     )
-    p.add_argument("--dataset", required=True)
+    p.add_argument("--dataset", required=True, help="a stored dataset (see python -m engine datasets)")
     p.add_argument("--prompt-id", required=True, dest="prompt_id")
     p.add_argument("--variant", type=int, help="only this variant (0 = the original prompt)")
     p.add_argument("--turn", type=int, help="only this turn")
