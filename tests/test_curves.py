@@ -236,6 +236,8 @@ def test_cache_key_covers_mapping_files_reference_and_code(shipped_db, tmp_path,
     monkeypatch.setattr(reference, "MAPPING_DIR", maps)  # the engine reads the mappings from this copy
     db = tmp_path / "copy.duckdb"
     shutil.copy(shipped_db, db)
+    with Store(db) as store:  # the session's shared shipped store may hold results of earlier tests
+        store.cursor().execute("DELETE FROM results_cache")
     args = ["--db", str(db), "experiment", "baselines", "--dataset", "vicuna80", "--reference", "arena",
             "--judge", "gpt-4", "--protocols", "trunc,notrunc_boot", "--resamples", "4", "--format", "csv"]
 
