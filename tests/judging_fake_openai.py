@@ -26,7 +26,7 @@ documented rules, so each test can compute the expected verdicts another way:
 - ``hold`` = n: each of the first n requests waits until n requests are in flight (or
   ``hold_timeout_s`` passed), so the peak in flight shows whether a client really keeps n open;
 - ``gate``: a ``threading.Event``, set (open) at the start; while a test clears it, every request
-  is counted on arrival and then waits (up to a minute) until it is set again, so a test can keep
+  is counted on arrival and then waits (up to five minutes) until it is set again, so a test can keep
   a run going for as long as it needs without guessing at timings.
 
 It counts requests per message body, in-flight requests and their maximum, and keeps each request's
@@ -146,7 +146,7 @@ class FakeOpenAI:
             if self.hold and self.arrivals <= self.hold:  # the first `hold` requests wait for each other
                 self.cond.wait_for(lambda: self.inflight >= self.hold, timeout=self.hold_timeout_s)
         try:
-            self.gate.wait(timeout=60)
+            self.gate.wait(timeout=300)
             if self.delay_s:
                 time.sleep(self.delay_s)
             user = body["messages"][-1]["content"]
