@@ -210,7 +210,7 @@ def test_graphs_command_csv(db_path, capsys):
 
     assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--judge", "j9", "--format", "csv"]) == 2
     err = capsys.readouterr()
-    assert err.out == "" and err.err == "error: There are no valid verdicts for dataset 'toy', judge 'j9'.\n"
+    assert err.out == "" and err.err == "error: Dataset 'toy' has no judge 'j9' (--judge); its judges are j1, j2.\n"
 
 
 def test_graph_table_on_a_built_stack_keeps_key_order():
