@@ -14,9 +14,8 @@ from app_pages._lens import (
     bootstrap_note,
     current,
     leaderboard_result,
-    show_error,
+    or_stop,
 )
-from engine.errors import LensError
 from engine.exports import csv_bytes, leaderboard_json
 from engine.viz import ci_plot_frame, escape_md, plot_labels
 
@@ -27,11 +26,7 @@ st.caption(
     "over graphs; bad triads count the non-transitive triples a model sits in."
 )
 ch = current()
-try:
-    board = leaderboard_result(ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED)
-except LensError as exc:
-    show_error(exc)
-    st.stop()
+board = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED)
 table = board.table
 
 c1, c2, c3, c4 = st.columns(4)

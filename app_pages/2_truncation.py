@@ -17,6 +17,7 @@ from app_pages._lens import (
     keep_k_curve_for,
     leaderboard_result,
     mu_curve_for,
+    or_stop,
     pool_size_for,
     protocol_params,
     protocol_table,
@@ -36,11 +37,7 @@ st.caption(
     "Keep-K keeps the K graphs with the smallest score and ranks the models from those alone."
 )
 ch = current()
-try:
-    stack = stack_for(ch.key)
-except LensError as exc:
-    show_error(exc)
-    st.stop()
+stack = or_stop(stack_for, ch.key)
 T = pool_size_for(ch.key)  # originals + paraphrases: sampling replicates do not compete for keep-K
 left_out = stack.T - T
 if T < 2:

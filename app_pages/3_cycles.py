@@ -5,9 +5,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._lens import current, cycle_overview, show_error, stack_for
+from app_pages._lens import current, cycle_overview, or_stop, stack_for
 from engine.cycles_view import graphs_table, integer_axis, integer_histogram, tick_style
-from engine.errors import LensError
 from engine.truncation_view import format_s_mu
 from engine.viz import graphs_by_score, plot_labels
 
@@ -18,11 +17,7 @@ st.caption(
     "paper 000, App. A.2."
 )
 ch = current()
-try:
-    ov = cycle_overview(ch.key)
-except LensError as exc:
-    show_error(exc)
-    st.stop()
+ov = or_stop(cycle_overview, ch.key)
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Graphs", ov.n_graphs)

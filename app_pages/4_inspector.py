@@ -10,6 +10,7 @@ from app_pages._lens import (
     graph_view_for,
     guarded_session,
     inspector_html_for,
+    or_stop,
     prompt_texts_for,
     show_error,
     stack_for,
@@ -32,11 +33,7 @@ st.caption(
     "Pick a bad triad to see it in the graph and read the verdicts behind it."
 )
 ch = current()
-try:
-    stack = stack_for(ch.key)
-except LensError as exc:
-    show_error(exc)
-    st.stop()
+stack = or_stop(stack_for, ch.key)
 if stack.T == 0:
     st.info("The selection holds no graph.")
     st.stop()

@@ -7,8 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._lens import current, judge_diagnostics, show_error, show_table
-from engine.errors import LensError
+from app_pages._lens import current, judge_diagnostics, or_stop, show_table
 from engine.viz import escape_md, plot_labels
 
 st.title("Judges")
@@ -54,11 +53,7 @@ def kappa_section(jd, by_cat: bool) -> None:
 ch = current()
 by_cat = st.toggle("Per category", key="judges_by_cat",
                    help="Split every table by the prompt category, and pick the category of the κ matrix.")
-try:
-    jd = judge_diagnostics(ch.key.dataset, ch.key.version, ch.key.category, by_cat)
-except LensError as exc:
-    show_error(exc)
-    st.stop()
+jd = or_stop(judge_diagnostics, ch.key.dataset, ch.key.version, ch.key.category, by_cat)
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Judges", len(jd.judges))

@@ -7,7 +7,16 @@ import io
 
 import streamlit as st
 
-from app_pages._lens import MU_DEFAULT, current, get_store, remember, results_zip_for, show_error, user_text
+from app_pages._lens import (
+    MU_DEFAULT,
+    current,
+    get_store,
+    or_stop,
+    remember,
+    results_zip_for,
+    show_error,
+    user_text,
+)
 from engine import ingest
 from engine.appstate import file_columns
 from engine.dataview import SKIP_LABEL, datasets_view, file_name, refusal_message
@@ -70,11 +79,7 @@ if section == "Import":
                 )
                 if pick != "(same name)":
                     column_map[pick] = target
-        try:
-            report = ingest.validate_file(data, up_name, column_map=column_map or None, dataset=name or "upload")
-        except LensError as exc:
-            show_error(exc)
-            st.stop()
+        report = or_stop(ingest.validate_file, data, up_name, column_map=column_map or None, dataset=name or "upload")
         c1, c2, c3, c4 = st.columns(4)
         c1.metric("Rows read", report.rows_read)
         c2.metric("Valid rows", report.n_good)

@@ -7,8 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._lens import SEED, recovery_result, show_error
-from engine.errors import LensError
+from app_pages._lens import SEED, or_stop, recovery_result
 from engine.theory_view import lab_plan
 
 st.title("Theory lab")
@@ -36,11 +35,7 @@ if plan.mode == "button":
         if not st.button("Run the simulation", key="lab_go", type="primary"):
             st.stop()
         ran.append((n, p, t_max, reps))
-try:
-    curve = recovery_result(n, p, t_max, reps, SEED)
-except LensError as exc:
-    show_error(exc)
-    st.stop()
+curve = or_stop(recovery_result, n, p, t_max, reps, SEED)
 t2, t4 = float(curve["t_triangle_free"].iloc[0]), float(curve["t_iid"].iloc[0])
 
 m1, m2, m3 = st.columns(3)

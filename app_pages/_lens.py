@@ -107,6 +107,16 @@ def show_error(exc: LensError) -> None:
     st.error(user_text(exc))
 
 
+def or_stop(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, or, on a user mistake, its sentence in an error box and the page
+    stopped: what every page does with the one result it cannot render without."""
+    try:
+        return fn(*args, **kwargs)
+    except LensError as exc:
+        show_error(exc)
+        st.stop()
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def choices(dataset: str, version: int):
     return dataset_choices(get_store(), dataset)
