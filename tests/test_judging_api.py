@@ -31,6 +31,15 @@ REPO = Path(__file__).resolve().parent.parent
 MODELS = ["alpaca-13b", "gpt-4", "llama-13b"]
 
 
+def judge_cmd(db, dataset: str, base_url: str, *extra: str, models: str = "gpt-4,llama-13b,alpaca-13b",
+              model: str = "fake-judge", limit: str = "1") -> list[str]:
+    """A `judge` command line on MT-Bench (one question per category) against an OpenAI-compatible
+    server, CSV out, no progress bar; ``extra`` adds options."""
+    return [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", dataset, "--inputs", "mt_bench",
+            "--models", models, "--limit", limit, "--backend", "openai", "--base-url", base_url, "--model", model,
+            "--no-progress", "--format", "csv", *extra]
+
+
 def _runner(store, server, **kw):
     kw.setdefault("concurrency", 4)
     kw.setdefault("backoff_s", 0.01)
@@ -321,35 +330,7 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path, kill_after)
     the end), then rerun: nothing doubled, nothing lost, every verdict the length rule's."""
     db = tmp_path / "kill.duckdb"
     with FakeOpenAI(delay_s=0.05) as srv:
-        cmd = [
-            sys.executable,
-            "-m",
-            "engine",
-            "--db",
-            str(db),
-            "judge",
-            "--dataset",
-            "k",
-            "--inputs",
-            "mt_bench",
-            "--models",
-            "gpt-4,llama-13b,alpaca-13b",
-            "--limit",
-            "1",
-            "--protocol",
-            "swapped",
-            "--backend",
-            "openai",
-            "--base-url",
-            srv.base_url,
-            "--model",
-            "fake-judge",
-            "--concurrency",
-            "2",
-            "--no-progress",
-            "--format",
-            "csv",
-        ]
+        cmd = judge_cmd(db, "k", srv.base_url, "--protocol", "swapped", "--concurrency", "2")
         unique = 8 * 3 * 2  # prompts × pairs × orders
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 60
@@ -502,35 +483,7 @@ def test_the_store_is_readable_while_a_judge_run_writes_to_it(tmp_path):
     db = tmp_path / "live.duckdb"
     unique = 8 * 3 * 2  # prompts × pairs × orders
     with FakeOpenAI(delay_s=0.25) as srv:
-        cmd = [
-            sys.executable,
-            "-m",
-            "engine",
-            "--db",
-            str(db),
-            "judge",
-            "--dataset",
-            "live",
-            "--inputs",
-            "mt_bench",
-            "--models",
-            "gpt-4,llama-13b,alpaca-13b",
-            "--limit",
-            "1",
-            "--protocol",
-            "swapped",
-            "--backend",
-            "openai",
-            "--base-url",
-            srv.base_url,
-            "--model",
-            "fake-judge",
-            "--concurrency",
-            "2",
-            "--no-progress",
-            "--format",
-            "csv",
-        ]
+        cmd = judge_cmd(db, "live", srv.base_url, "--protocol", "swapped", "--concurrency", "2")
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen_during_run = []
         deadline = time.time() + 120
@@ -567,12 +520,8 @@ def test_two_judge_processes_on_one_store(tmp_path):
     with FakeOpenAI() as srv:
 
         def cmd(model: str, limit: str = "1") -> list[str]:
-            return [
-                sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "two", "--inputs",
-                "mt_bench", "--models", "gpt-4,llama-13b,alpaca-13b", "--limit", limit, "--protocol",
-                "swapped", "--backend", "openai", "--base-url", srv.base_url, "--model", model,
-                "--concurrency", "2", "--no-progress", "--format", "csv",
-            ]  # fmt: skip
+            return judge_cmd(db, "two", srv.base_url, "--protocol", "swapped", "--concurrency", "2",
+                             model=model, limit=limit)
 
         def models_seen() -> set[str]:
             with srv.lock:
@@ -638,12 +587,8 @@ def test_calls_counts_tokens_and_cost_match_the_store_and_the_server(tmp_path):
 
     def judge(url: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [
-                sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "c", "--inputs",
-                "mt_bench", "--models", "gpt-4,llama-13b,alpaca-13b", "--limit", "1", "--backend", "openai",
-                "--base-url", url, "--model", "fake-judge", "--max-retries", "1", "--backoff", "0.01",
-                "--price-in", "1000", "--price-out", "2000", "--no-progress", "--format", "csv",
-            ],
+            judge_cmd(db, "c", url, "--max-retries", "1", "--backoff", "0.01", "--price-in", "1000",
+                      "--price-out", "2000"),
             cwd=REPO, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
 
