@@ -162,10 +162,19 @@ def cycle_counts_arrays(adj: np.ndarray, *, threads: int | None = None) -> dict[
     return {"c3": c3, "c4": c4, "c3_tie": c3t, "c4_tie": c4t, "c3_bad": c3 - c3t, "c4_bad": c4 - c4t}
 
 
-def cycle_counts(stack) -> pd.DataFrame:
-    """One row per graph of a GraphStack (stack order, index 0..T-1), int64 ``COUNT_COLUMNS``."""
-    counts = cycle_counts_arrays(stack.adj)
-    return pd.DataFrame({c: counts[c] for c in COUNT_COLUMNS}, index=pd.RangeIndex(stack.T))
+def cycle_counts(graphs) -> pd.DataFrame:
+    """One row per graph of a GraphStack or GraphBuckets (key order, index 0..T-1), int64
+    ``COUNT_COLUMNS``; computed per size bucket over each graph's own models (graphs of fewer than
+    3 models hold no cycle and are not computed)."""
+    from .graph_buckets import as_buckets
+
+    b = as_buckets(graphs)
+    out = {c: np.zeros(b.T, dtype=np.int64) for c in COUNT_COLUMNS}
+    for bk in b.at_least(3):
+        counts = cycle_counts_arrays(bk.adj)
+        for c in COUNT_COLUMNS:
+            out[c][bk.graph] = counts[c]
+    return pd.DataFrame(out, index=pd.RangeIndex(b.T))
 
 
 def vertex_cycle_counts(adj: np.ndarray) -> dict[str, np.ndarray]:
