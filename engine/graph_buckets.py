@@ -181,7 +181,7 @@ def buckets_from_stack(stack: GraphStack) -> GraphBuckets:
     """Bucket a dense GraphStack (a graph's models: those in an observed pair or on an edge)."""
     adj = np.asarray(stack.adj, dtype=bool)
     obs = np.asarray(stack.observed, dtype=bool)
-    T, n = adj.shape[0], adj.shape[1]
+    n = adj.shape[1]
     off = ~np.eye(n, dtype=bool)
     touched = (adj | obs) & off
     present = touched.any(axis=2) | touched.any(axis=1)  # (T, n)
