@@ -177,6 +177,26 @@ def cycle_counts(graphs) -> pd.DataFrame:
     return pd.DataFrame(out, index=pd.RangeIndex(b.T))
 
 
+def cycle_capacity(graphs) -> pd.DataFrame:
+    """Per graph (key order): ``cap3`` / ``cap4``, the bad 3- / 4-cycles its compared pairs could
+    carry at most, whatever the outcomes: a bad 3-cycle needs a fully compared triple (it carries
+    at most one: engine/triads.py) and a bad 4-cycle an undirected 4-cycle of compared pairs (at
+    most one: a strict edge fixes the direction). Counted with the closed forms above on the
+    symmetric compared-pair matrix O, where every undirected cycle is two directed ones."""
+    from .graph_buckets import as_buckets
+
+    b = as_buckets(graphs)
+    cap3 = np.zeros(b.T, dtype=np.int64)
+    cap4 = np.zeros(b.T, dtype=np.int64)
+    for bk in b.at_least(3):
+        adj = np.asarray(bk.adj, dtype=bool)
+        o = np.asarray(bk.observed, dtype=bool) & (adj | adj.swapaxes(1, 2))
+        counts = cycle_counts_arrays(o)
+        cap3[bk.graph] = counts["c3"] // 2
+        cap4[bk.graph] = counts["c4"] // 2
+    return pd.DataFrame({"cap3": cap3, "cap4": cap4}, index=pd.RangeIndex(b.T))
+
+
 def vertex_cycle_counts(adj: np.ndarray) -> dict[str, np.ndarray]:
     """Per-vertex directed 3-cycle counts: (T, n) int64 ``c3``, ``c3_tie``, ``c3_bad``.
 

@@ -216,7 +216,9 @@ def graph_cells(
     winner = verdicts["winner"].to_numpy(dtype=object)
     if models is None:
         ok = winner != "invalid"
-        models = tuple(sorted(set(verdicts["model_a"][ok]).union(verdicts["model_b"][ok])))
+        names = pd.unique(np.concatenate([verdicts["model_a"].to_numpy(dtype=object)[ok],
+                                          verdicts["model_b"].to_numpy(dtype=object)[ok]]))
+        models = tuple(sorted(names))
     else:
         models = tuple(models)
         keep = (verdicts["model_a"].isin(models) & verdicts["model_b"].isin(models)).to_numpy()

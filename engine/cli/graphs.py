@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..errors import LensError
+from ..graph_buckets import build_buckets
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
 from ..schema import DEFAULT_DATASET
 from ..structure import graph_table
@@ -38,8 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None):
-    """The GraphStack the command's filters select; a LensError when they select nothing."""
+def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None, bucketed: bool = False):
+    """The GraphStack the command's filters select (``bucketed``: as engine.graph_buckets.GraphBuckets,
+    each graph over its own models); a LensError when they select nothing."""
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         check_judges(store, args.dataset, args.judge)
@@ -59,7 +61,7 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None):
             if value is not None:
                 verdicts = verdicts[verdicts[col] == value]
                 what += f", {col} {value}"
-    stack = build_stack(verdicts, policy=args.policy)
+    stack = (build_buckets if bucketed else build_stack)(verdicts, policy=args.policy)
     if stack.T == 0:
         n_inv = int(stack.invalid_only["n_invalid"].sum())
         extra = f" (only {n_inv} invalid judge output{'s' if n_inv != 1 else ''})" if n_inv else ""
@@ -78,7 +80,7 @@ def invalid_only_note(stack) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stack = load_stack(args)
+    stack = load_stack(args, bucketed=True)
     table = graph_table(stack)
     table["policy"] = stack.policy
     columns = list(COLUMNS)
