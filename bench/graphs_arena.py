@@ -84,7 +84,7 @@ def main() -> None:
         env = {**os.environ, "LENS_DB": str(Path(tmp) / "lens.duckdb")}
         secs, rss, rc, note = timed(["import", "--dataset", "arena", str(path)], env)
         print(f"load average: {os.getloadavg()}")
-        print(f"| command | wall s | peak RSS MB | exit | note |\n|---|---|---|---|---|")
+        print("| command | wall s | peak RSS MB | exit | note |\n|---|---|---|---|---|")
         print(f"| import | {secs:.1f} | {rss:.0f} | {rc} | {note[:80]} |")
         for name in args.commands.split(","):
             cmd = [*COMMANDS[name][:1], "--dataset", "arena", *COMMANDS[name][1:], "--format", "csv"]

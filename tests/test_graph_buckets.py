@@ -15,7 +15,13 @@ import pandas as pd
 import pytest
 
 from engine.__main__ import main
-from engine.cycles import COUNT_COLUMNS, cycle_capacity, cycle_counts, cycle_counts_arrays, vertex_cycle_counts
+from engine.cycles import (
+    COUNT_COLUMNS,
+    cycle_capacity,
+    cycle_counts,
+    cycle_counts_arrays,
+    vertex_cycle_counts,
+)
 from engine.diagnostics import diagnose
 from engine.diagnostics.cycle_stats import cycle_table
 from engine.diagnostics.entropy import nontransitive_vertices, structural_entropy
