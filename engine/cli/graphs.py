@@ -90,7 +90,7 @@ def no_cycle_note(k: int, total: int) -> str | None:
     if not k:
         return None
     return (f"note: {k} of {total} graph{'s' if total != 1 else ''} cannot hold a cycle (fewer than 3 models, or no "
-            "compared triple): their cycle counts are 0 by construction, not a measurement, and they have no s_mu")
+            "compared triple): their cycle counts are 0 by construction, not a measurement (no coverage, no s_mu)")
 
 
 def run(args: argparse.Namespace) -> int:
