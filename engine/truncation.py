@@ -358,6 +358,11 @@ def keep_k_graphs(
     table["score"] = scores[in_order]
     table.insert(0, "keep_rank", np.arange(1, in_order.size + 1))
     notes = [sel.note] if sel.note else []
+    pool_cov = coverage[pos]
+    if score == "coverage" and np.nanmin(pool_cov) < 1.0:
+        notes.append(f"Graphs compared different pairs (coverage {np.nanmin(pool_cov):.3g} to 1), so each score is "
+                     "S_mu scaled per cycle length by the cycles the graph's pairs could carry against the "
+                     "best-covered graph of the pool.")
     if n_no_cycle:
         notes.append(f"{n_no_cycle} graph{'s' if n_no_cycle != 1 else ''} of the {pool} pool cannot hold a cycle "
                      "(fewer than 3 models, or no compared triple) and "

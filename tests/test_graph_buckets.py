@@ -283,3 +283,26 @@ def test_diagnose_mixed_sizes_counts_left_out_graphs():
     rates = diagnose(v, table="cycles")
     assert rates["graphs"].sum() == b.T - small
     assert rates.attrs["notes"][0].startswith(f"{small} of {b.T} graphs have fewer than 3 models")
+
+
+def test_keep_k_prefers_the_better_covered_graph_at_equal_raw_counts():
+    # both graphs hold the cycle a>b>c>a and nothing else bad; graph 2 lost b-d to an invalid verdict,
+    # so it could carry 2 bad triads instead of 4: its rate is twice graph 1's (score 1·4/2 = 2)
+    full = [("a", "b", "A"), ("b", "c", "A"), ("c", "a", "A"), ("a", "d", "A"), ("b", "d", "A"), ("c", "d", "A")]
+    part = [("a", "b", "A"), ("b", "c", "A"), ("c", "a", "A"), ("a", "d", "A"), ("b", "d", "invalid"), ("c", "d", "A")]
+    v = pd.DataFrame(_rows("2", part) + _rows("1", full))
+    kept = keep_k_graphs(build_buckets(v), 2)
+    assert kept.table["prompt_id"].tolist() == ["1", "2"]
+    assert kept.table["raw_score"].tolist() == [1.0, 1.0] and kept.table["score"].tolist() == [1.0, 2.0]
+    assert kept.table["coverage"].tolist() == [1.0, 3 / 7]
+    assert "coverage 0.429 to 1" in kept.note
+    raw = keep_k_graphs(build_buckets(v), 1, score="raw")
+    assert raw.table["prompt_id"].tolist() == ["1"] and "coverage" not in raw.note  # equal raw: key order
+    # graph 1 with a second bad triad (a>b>d>a) and a bad 4-cycle: raw 3; graph 2 keeps one triangle of
+    # pairs (cap3 = 1, cap4 = 0) and its one bad triad: raw 1, scaled 1·4/1 = 4
+    full2 = [("a", "b", "A"), ("b", "c", "A"), ("c", "a", "A"), ("d", "a", "A"), ("b", "d", "A"), ("c", "d", "A")]
+    thin = [("a", "b", "A"), ("b", "c", "A"), ("c", "a", "A"), ("a", "d", "A"), ("b", "d", "invalid"),
+            ("c", "d", "invalid")]
+    v2 = build_buckets(pd.DataFrame(_rows("2", thin) + _rows("1", full2)))
+    assert keep_k_graphs(v2, 1).table[["prompt_id", "raw_score", "score"]].values.tolist() == [["1", 3.0, 3.0]]
+    assert keep_k_graphs(v2, 1, score="raw").table[["prompt_id", "score"]].values.tolist() == [["2", 1.0]]
