@@ -166,6 +166,7 @@ def with_model_cycles(table, stack):
 
     vb = vertex_cycle_counts(stack.adj)["c3_bad"]  # (T, n)
     present = stack.observed.any(axis=2)
+    present &= (present.sum(axis=1) >= 3)[:, None]  # graphs of 2 models hold no triad
     pos = {m: i for i, m in enumerate(stack.models)}
     idx = table["model"].map(pos).to_numpy()
     bad = vb.sum(axis=0)
@@ -224,9 +225,12 @@ class SliderContext:
     ``counts``: per-graph cycle counts (of the graphs as judged); ``tie_rank``: each graph's
     position in graph-key order (the keep-K tie-break of ``engine.truncation.keep_order``, whose key
     sort is the costly part); ``vertex_bad`` / ``present``: (T, n) bad triads through each model and
-    whether it was compared; ``pool_pos``: the graphs keep-K chooses from (``pool``: perturbed =
-    originals + paraphrases, the paper's Trunc pool and the CLI's default; sampling replicates stay
-    out). A move then costs a lexsort, a subset, the ranker and the bootstrap (bench/app_latency.py).
+    whether it was compared in a graph of at least 3 models (one that can hold a triad); ``pool_pos``:
+    the graphs keep-K chooses from (``pool``: perturbed = originals + paraphrases, the paper's Trunc
+    pool and the CLI's default; sampling replicates and graphs that cannot hold a cycle stay out);
+    ``capacity``: engine.cycles.cycle_capacity (keep-K's coverage score); ``n_no_cycle``: pool graphs
+    left out for holding no cycle. A move then costs a lexsort, a subset, the ranker and the bootstrap
+    (bench/app_latency.py).
     """
 
     stack: object
@@ -253,9 +257,10 @@ class SliderContext:
         capacity = cycle_capacity(stack)
         member = pool_mask(stack.keys, pool)
         holds = can_hold_cycle(capacity)
+        present = stack.observed.any(axis=2)
+        present &= (present.sum(axis=1) >= 3)[:, None]  # cycle_share over graphs that can hold a triad
         return cls(stack, cycle_counts(stack), tie_rank, vertex_cycle_counts(stack.adj)["c3_bad"],
-                   stack.observed.any(axis=2), np.flatnonzero(member & holds), pool, capacity,
-                   int((member & ~holds).sum()))
+                   present, np.flatnonzero(member & holds), pool, capacity, int((member & ~holds).sum()))
 
     @property
     def n_pool(self) -> int:

@@ -111,8 +111,8 @@ def graph_table(graphs) -> pd.DataFrame:
 def bad_triad_participation(graphs) -> tuple[pd.DataFrame, pd.DataFrame]:
     """How often each model and each pair sits in a bad (non-transitive) triad, over the graphs.
 
-    per_model: model, bad_triads (summed over graphs), graphs (graphs where the model was
-    compared at least once), graphs_with_bad (graphs where it is in ≥ 1 bad triad),
+    Graphs of fewer than 3 models are left out (they hold no triad). per_model: model, bad_triads
+    (summed over graphs), graphs (graphs where the model was compared at least once), graphs_with_bad (graphs where it is in ≥ 1 bad triad),
     participation_rate = graphs_with_bad / graphs (NaN if never compared); stack model order.
     per_pair: model_a, model_b (a before b in stack order), bad_triads, graphs (graphs where the
     pair was compared), graphs_with_bad, participation_rate; one row per unordered pair.
@@ -129,17 +129,13 @@ def bad_triad_participation(graphs) -> tuple[pd.DataFrame, pd.DataFrame]:
     graphs_p = np.zeros((n, n), dtype=np.int64)
     bad_p = np.zeros((n, n), dtype=np.int64)
     with_bad_p = np.zeros((n, n), dtype=np.int64)
-    for bk in b.buckets:
-        if bk.k < 2:
-            continue
+    for bk in b.at_least(3):  # a graph of 2 models holds no triad: it would only dilute the rates
         local = bk.local_stack(b.keys, b.policy)
         pairs = compared_pairs(local)
         mem = bk.members
         np.add.at(graphs_m, mem, pairs.any(axis=2).astype(np.int64))
         r, c = mem[:, :, None], mem[:, None, :]
         np.add.at(graphs_p, (r, c), pairs.astype(np.int64))
-        if bk.k < 3:
-            continue
         per_v = vertex_cycle_counts(bk.adj)["c3_bad"]  # (T_k, k)
         np.add.at(bad_m, mem, per_v)
         np.add.at(with_bad_m, mem, (per_v > 0).astype(np.int64))
