@@ -327,8 +327,11 @@ def keep_k_graphs(
     ``result.threshold`` are what to print.
     """
     from .cycles import cycle_capacity, cycle_counts
+    from .graph_buckets import as_buckets
 
     check_score(score)
+    if counts is None or capacity is None:
+        stack = as_buckets(stack)  # once, for both tables
     if counts is None:
         counts = cycle_counts(stack)
     if capacity is None:
