@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 
@@ -59,3 +60,9 @@ def turn_texts(conversation, turn) -> tuple[str | None, str | None]:
 def text_id(text: str) -> str:
     """A short stable id for a prompt that has only its text (first 12 hex digits of its sha256)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def record_id(prefix: str, rec: Mapping) -> str:
+    """A prompt id for a record that has none: a hash of its whole content, so that a record repeated
+    exactly lands on the same prompt (and is counted as a repeat) while any other gets its own."""
+    return prefix + text_id(json.dumps(rec, sort_keys=True, default=str, ensure_ascii=False))

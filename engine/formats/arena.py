@@ -5,14 +5,14 @@
 Every record is one vote by a person: judge ``human``, the voter id (the file's ``judge``) as the
 annotator, the time kept in ``tstamp`` and the battle's own id (``num``, ``battle_id``, ``id``,
 ``uid``) in ``battle_id``. Without a ``question_id`` each battle is its own prompt (the battle id,
-else ``battle<line>``).
+else ``battle-`` and a hash of the record, so an exact repeat lands on the same prompt).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._common import battle_id, pick, turn_texts
+from ._common import battle_id, pick, record_id, turn_texts
 
 FIELDS = frozenset({"model_a", "model_b", "winner", "tstamp"})
 MARKERS = frozenset({"anony", "language", "conv_metadata", "conversation_a"})
@@ -34,7 +34,7 @@ def rows(rec: Mapping, line: int) -> list[dict]:
     q, a = turn_texts(rec.get("conversation_a"), turn)
     q2, b = turn_texts(rec.get("conversation_b"), turn)
     return [{
-        "prompt_id": qid if qid is not None else (bid if bid is not None else f"battle{line}"),
+        "prompt_id": qid if qid is not None else (bid if bid is not None else record_id("battle-", rec)),
         "model_a": rec.get("model_a"),
         "model_b": rec.get("model_b"),
         "winner": rec.get("winner"),

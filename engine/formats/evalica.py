@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._common import battle_id, pick
+from ._common import battle_id, pick, record_id
 
 FIELDS = frozenset({"left", "right", "winner"})
 USED = FIELDS | {"id", "prompt", "prompt_id", "judge", "annotator", "worker", "category", "tstamp"}
@@ -26,7 +26,7 @@ def rows(rec: Mapping, line: int) -> list[dict]:
     raw = rec.get("winner")
     key = raw.strip().lower() if isinstance(raw, str) else raw
     return [{
-        "prompt_id": prompt if prompt is not None else (bid if bid is not None else f"row{line}"),
+        "prompt_id": prompt if prompt is not None else (bid if bid is not None else record_id("row-", rec)),
         "model_a": rec.get("left"),
         "model_b": rec.get("right"),
         "winner": WINNERS.get(key, raw),
