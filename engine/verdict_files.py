@@ -477,6 +477,23 @@ def _canonical_columns(header: list, filename: str, column_map: Mapping[str, str
 
 
 
+def sniff_tool(data: bytes, filename: str, fmt: str | None = None) -> str | None:
+    """The tool format ``read_rows`` would use for this file (``engine/formats``), or None for a
+    file of canonical columns; a file that cannot be read gives None (validation says why)."""
+    if fmt in TOOL_NAMES:
+        return fmt
+    if fmt is not None or not data or not data.strip():
+        return None
+    container = detect_format(data, filename)
+    if container == "review":
+        return None
+    try:
+        records = _records(data, filename, container)[0]
+    except LensError:
+        return None
+    return detect_tool(records)
+
+
 def list_columns(data: bytes, filename: str, fmt: str | None = None) -> list[str]:
     """The file's own column names, in order (for a column-mapping form before validation)."""
     if not data or not data.strip():

@@ -355,6 +355,18 @@ def _count_repeats(frame: pd.DataFrame, reasons: np.ndarray) -> int:
     return int(sub.duplicated(keep="first").sum())
 
 
+def parse_value_map(specs: Iterable[str] | None) -> dict[str, dict[str, str]]:
+    """``COLUMN:VALUE=NEW`` specs (``--map-value``, the Data page) → {column: {value: new}}."""
+    out: dict[str, dict[str, str]] = {}
+    for v in specs or []:
+        column, sep, rest = str(v).partition(":")
+        old, sep2, new = rest.partition("=")
+        if not sep or not sep2 or not column.strip() or not old.strip() or not new.strip():
+            raise LensError(f"The value map {v!r} is not of the form COLUMN:VALUE=NEW (e.g. winner:left=A).")
+        out.setdefault(column.strip().lower(), {})[old.strip()] = new.strip()
+    return out
+
+
 def apply_value_map(cols: dict[str, list], value_map: Mapping[str, Mapping[str, str]] | None) -> None:
     """Rewrite cells in place: ``{"winner": {"left": "A"}}`` turns every ``left`` (compared
     case-insensitively, spaces trimmed) of column winner into ``A`` before validation."""

@@ -232,7 +232,7 @@ def test_cli_map_value_and_judge(cli_db, tmp_path, capsys):
         v = s.verdicts("lr")
     assert v[["winner", "judge"]].values.tolist() == [["A", "crowd"], ["B", "crowd"]]
     assert main(["--db", str(cli_db), "import", str(p), "--dataset", "lr2", "--map-value", "winner=left"]) == 2
-    assert "COLUMN:VALUE=NEW" in capsys.readouterr().err
+    assert "COLUMN:VALUE=NEW" in capsys.readouterr().err  # one sentence, exit 2
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import sys
 
 from ..errors import LensError
 from ..ingest import import_files, prepare_rejected, validate_paths, write_rejected
-from ..verdicts import FORMATS, judge_from_filename
+from ..verdicts import FORMATS, judge_from_filename, parse_value_map
 from ._common import store_from_args
 
 
@@ -18,18 +18,6 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
         if not sep or not old.strip() or not new.strip():
             raise LensError(f"{what} {v!r} is not of the form OLD=NEW.")
         out[old.strip()] = new.strip()
-    return out
-
-
-def _value_map(values: list[str] | None) -> dict[str, dict[str, str]]:
-    """``--map-value COLUMN:VALUE=NEW`` (repeatable) → {column: {value: new}}."""
-    out: dict[str, dict[str, str]] = {}
-    for v in values or []:
-        column, sep, rest = v.partition(":")
-        old, sep2, new = rest.partition("=")
-        if not sep or not sep2 or not column.strip() or not old.strip() or not new.strip():
-            raise LensError(f"--map-value {v!r} is not of the form COLUMN:VALUE=NEW (e.g. winner:left=A).")
-        out.setdefault(column.strip().lower(), {})[old.strip()] = new.strip()
     return out
 
 
@@ -83,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     column_map = _pairs(args.map, "--map")
     models = _pairs(args.model_name, "--model-name")
     judges = _pairs(args.judge_name, "--judge-name")
-    values = _value_map(args.map_value)
+    values = parse_value_map(args.map_value)
     file_judges = _file_judges(args)
     if args.check:
         return _check(args, column_map, models, judges, values, file_judges)
