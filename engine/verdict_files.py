@@ -352,7 +352,8 @@ def read_rows(
     if fmt is not None and fmt not in FORMATS:
         raise LensError(f"Unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     named_tool = fmt if fmt in TOOL_NAMES else None
-    detect_tools = fmt is None or named_tool is not None
+    # a column map means canonical columns named otherwise: no tool is guessed then
+    detect_tools = (fmt is None and not column_map) or named_tool is not None
     fmt = detect_format(data, filename) if fmt is None or named_tool else fmt
     if fmt == "review" and named_tool:
         fmt = "jsonl"

@@ -255,3 +255,13 @@ def test_several_files_one_import_each_its_judge():
     paths = [FIX / "gpt-4_pair.jsonl", FIX / "alpha.jsonl"]
     rep = validate_paths(paths, dataset="d", file_judges={str(paths[0]): "J1", str(paths[1]): "J2"})
     assert rep.good.groupby("judge").size().to_dict() == {"J1": 6, "J2": 6}
+
+
+def test_a_column_map_reads_canonical_columns_with_a_value_map():
+    data = (FIX / "llmfao-comparisons.csv").read_bytes()
+    cmap = {"left": "model_a", "right": "model_b", "prompt": "prompt_id"}
+    rep = validate_bytes(data, "x.csv", dataset="d", column_map=cmap,
+                         value_map={"winner": {"left": "A", "right": "B"}})
+    assert rep.format == "csv" and rep.n_rejected == 0
+    assert rep.good["winner"].tolist() == ["A", "B", "tie", "tie"]
+    assert rep.good["battle_id"].tolist() == ["0", "1", "2", "3"]  # id is read as the battle id
