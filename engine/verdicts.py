@@ -363,7 +363,11 @@ def parse_value_map(specs: Iterable[str] | None) -> dict[str, dict[str, str]]:
         old, sep2, new = rest.partition("=")
         if not sep or not sep2 or not column.strip() or not old.strip() or not new.strip():
             raise LensError(f"The value map {v!r} is not of the form COLUMN:VALUE=NEW (e.g. winner:left=A).")
-        out.setdefault(column.strip().lower(), {})[old.strip()] = new.strip()
+        col = column.strip().lower()
+        if col not in CANONICAL:
+            raise LensError(f"The value map {v!r} names column {column.strip()!r}, which is not a verdict column "
+                            f"({', '.join(sorted(CANONICAL))}).")
+        out.setdefault(col, {})[old.strip()] = new.strip()
     return out
 
 

@@ -265,3 +265,11 @@ def test_a_column_map_reads_canonical_columns_with_a_value_map():
     assert rep.format == "csv" and rep.n_rejected == 0
     assert rep.good["winner"].tolist() == ["A", "B", "tie", "tie"]
     assert rep.good["battle_id"].tolist() == ["0", "1", "2", "3"]  # id is read as the battle id
+
+
+def test_value_map_names_a_verdict_column():
+    from engine.verdicts import parse_value_map
+
+    assert parse_value_map(["winner:left=A", "Winner: right = B"]) == {"winner": {"left": "A", "right": "B"}}
+    with pytest.raises(LensError, match="names column 'verdict', which is not a verdict column"):
+        parse_value_map(["verdict:left=A"])
