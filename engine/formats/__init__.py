@@ -59,9 +59,11 @@ def detect_tool(records: Sequence) -> str | None:
 
 
 def _lower_keys(rec: Mapping) -> Mapping:
-    if all(isinstance(k, str) and k == k.lower() for k in rec):
-        return rec
     return {str(k).strip().lower(): v for k, v in rec.items()}
+
+
+def _is_lower(rec: Mapping) -> bool:
+    return all(isinstance(k, str) and k == k.strip().lower() for k in rec)
 
 
 @dataclass
@@ -81,6 +83,7 @@ def expand(name: str, records: Sequence, lines: Sequence[int], problems: Sequenc
     fmt = tool(name)
     out = Expanded([], [], [], [], [])
     seen: dict[str, None] = {}
+    lower = None  # decided on the first record: the files we read have one set of field names
     for rec, line, prob in zip(records, lines, problems, strict=True):
         if prob is not None or not isinstance(rec, Mapping):
             out.rows.append({})
@@ -91,7 +94,9 @@ def expand(name: str, records: Sequence, lines: Sequence[int], problems: Sequenc
         if len(seen) < 200:
             for k in rec:
                 seen.setdefault(str(k), None)
-        made = fmt.rows(_lower_keys(rec), line) or [{PROBLEM: "the record holds no verdict"}]
+        if lower is None:
+            lower = _is_lower(rec)
+        made = fmt.rows(rec if lower else _lower_keys(rec), line) or [{PROBLEM: "the record holds no verdict"}]
         for row in made:
             reason = row.pop(PROBLEM, None)
             out.rows.append(row)

@@ -18,16 +18,10 @@ PROBLEM = "_problem"
 
 
 def pick(rec: Mapping, *names: str):
-    """The first present, non-empty field among ``names`` (exact key, then case-insensitive)."""
-    lower = None
+    """The first present, non-empty field among ``names`` (records reach the readers with lower-cased keys)."""
     for name in names:
         v = rec.get(name)
-        if v is None:
-            if lower is None:
-                lower = {str(k).lower(): k for k in rec}
-            k = lower.get(name.lower())
-            v = rec.get(k) if k is not None else None
-        if v is not None and not (isinstance(v, float) and math.isnan(v)) and v != "":
+        if v is not None and v != "" and not (isinstance(v, float) and math.isnan(v)):
             return v
     return None
 
