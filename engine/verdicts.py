@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import LensError
+from .formats import TOOL_NAMES
+from .formats import tool as tool_format
 from .schema import DEFAULT_JUDGE, DEFAULT_TURN, VARIANT_KINDS, VERDICT_COLUMNS, VERDICT_DTYPES
 from .verdict_files import (  # noqa: F401 - re-exported: the import vocabulary lives with the readers
     CANONICAL,
@@ -100,8 +102,11 @@ class ValidationReport:
         }
 
     def notes(self) -> list[str]:
-        """What the import kept and left out beside the rejected rows: repeated rows, dropped columns."""
+        """What the import kept and left out beside the rejected rows: the tool format the files were
+        read as, repeated rows, dropped columns."""
         out = []
+        if self.format in TOOL_NAMES:
+            out.append(f"Read as {tool_format(self.format).title} (--format {self.format}).")
         if self.repeats:
             out.append(f"{self.repeats} row{'s' if self.repeats != 1 else ''} "
                        f"repeat{'' if self.repeats != 1 else 's'} an earlier row; kept as separate verdicts.")

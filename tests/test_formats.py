@@ -116,7 +116,15 @@ def test_llmfao_left_right_rows():
     assert got == [("0", "8", "Alpha 7B", "Beta (13B)", "A"), ("1", "8", "Beta (13B)", "Gamma", "B"),
                    ("2", "5", "Gamma", "Alpha 7B", "tie"), ("3", "5", "Gamma", "Alpha 7B", "tie")]
     assert rep.repeats == 0  # rows 2 and 3 differ by their id
-    assert rep.notes() == ["llmfao-comparisons.csv: columns not kept (not verdict fields): model_x, model_y."]
+    assert rep.notes() == ["Read as evalica / LLMFAO left-right comparisons (--format evalica).",
+                           "llmfao-comparisons.csv: columns not kept (not verdict fields): model_x, model_y."]
+
+
+def test_field_names_in_any_case():
+    rep = validate_bytes(b"ID,Prompt,Left,Right,Winner\n7,p,x,y,Right\n", "c.csv", dataset="d")
+    assert rep.format == "evalica"
+    assert rep.good[["battle_id", "prompt_id", "model_a", "model_b", "winner"]].values.tolist() == [
+        ["7", "p", "x", "y", "B"]]
 
 
 def test_arena_log_keeps_time_voter_and_texts():
@@ -196,7 +204,7 @@ def test_generated_arena_log_keeps_every_battle(empty_store, tmp_path):
     rep = validate_bytes(json.dumps(bare).encode(), "bare.json", dataset="d")
     content = df.drop(columns=["num"]).astype(str)
     assert rep.n_good == len(recs) and rep.repeats == int(content.duplicated().sum()) > 0
-    assert rep.notes()[0] == f"{rep.repeats} rows repeat an earlier row; kept as separate verdicts."
+    assert rep.notes()[1] == f"{rep.repeats} rows repeat an earlier row; kept as separate verdicts."
 
 
 def test_cli_several_judges_from_file_names(cli_db, tmp_path, capsys):
