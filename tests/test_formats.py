@@ -281,3 +281,17 @@ def test_value_map_names_a_verdict_column():
     assert parse_value_map(["winner:left=A", "Winner: right = B"]) == {"winner": {"left": "A", "right": "B"}}
     with pytest.raises(LensError, match="names column 'verdict', which is not a verdict column"):
         parse_value_map(["verdict:left=A"])
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_new_columns_survive_export_and_reimport(empty_store, tmp_path, fmt):
+    from engine.ingest import export_verdicts
+
+    import_files(empty_store, [FIX / "alpha.jsonl", FIX / "arena_conversations.jsonl"], "src")
+    out = tmp_path / f"out.{fmt}"
+    export_verdicts(empty_store, "src", out, fmt)
+    res = import_files(empty_store, [out], "back")
+    assert res.status == "stored" and res.report.format == fmt
+    cols = ["judge", "prompt_id", "model_a", "model_b", "winner", "order", "battle_id", "tstamp", "strength"]
+    a, b = (empty_store.verdicts(d)[cols].astype(object) for d in ("src", "back"))
+    pd.testing.assert_frame_equal(a.where(a.notna(), None), b.where(b.notna(), None))
