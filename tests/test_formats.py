@@ -295,3 +295,21 @@ def test_new_columns_survive_export_and_reimport(empty_store, tmp_path, fmt):
     cols = ["judge", "prompt_id", "model_a", "model_b", "winner", "order", "battle_id", "tstamp", "strength"]
     a, b = (empty_store.verdicts(d)[cols].astype(object) for d in ("src", "back"))
     pd.testing.assert_frame_equal(a.where(a.notna(), None), b.where(b.notna(), None))
+
+
+def test_bt_over_an_imported_arena_log_equals_evalica_over_every_battle(empty_store, tmp_path):
+    import evalica
+
+    from engine.leaderboard import leaderboard
+
+    recs, df = make_arena_log(5, n=300)
+    path = tmp_path / "battles.json"
+    path.write_text(json.dumps(recs))
+    assert import_files(empty_store, [path], "arena").rows_stored == len(recs)
+    board = leaderboard(empty_store, "arena", ranker="bt")
+    ours = board.table.set_index("model")["score"]
+    win = df["winner"].map({"model_a": evalica.Winner.X, "model_b": evalica.Winner.Y,
+                            "tie": evalica.Winner.Draw, "tie (bothbad)": evalica.Winner.Draw})
+    ev = evalica.bradley_terry(df["model_a"], df["model_b"], win, tolerance=1e-12, limit=100_000)
+    ref = np.log(ev.scores.reindex(ours.index).to_numpy())
+    np.testing.assert_allclose(ours.to_numpy() - ours.mean(), ref - ref.mean(), atol=1e-5)
