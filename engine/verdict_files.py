@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import LensError
-from .formats import TOOL_NAMES, detect_tool, expand
+from .formats import TOOL_NAMES, detect_fields, detect_tool, expand
 
 CONTAINERS: tuple[str, ...] = ("csv", "jsonl", "json", "parquet", "review")
 FORMATS: tuple[str, ...] = (*CONTAINERS, *TOOL_NAMES)
@@ -410,13 +410,52 @@ def _records(data: bytes, filename: str, container: str) -> tuple[list, list[int
     return reader(data, filename)
 
 
+def _first_fields(data: bytes, filename: str, container: str) -> list | None:
+    """The field names of the file's first record, read cheaply (CSV header, first JSON line,
+    Parquet schema); None when that needs the whole file (a JSON array) or the file is damaged."""
+    if container == "parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(io.BytesIO(data)).names)
+        except Exception:  # the reader proper says what is wrong
+            return []
+    if container not in ("csv", "jsonl"):
+        return None
+    start = 0
+    for _ in range(1000):  # skip blank lines and lines that are not JSON objects
+        end = data.find(b"\n", start)
+        line = data[start:] if end < 0 else data[start:end]
+        text = line.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+        if text:
+            if container == "csv":
+                return next(csv.reader([text], delimiter=_delimiter([text], filename)), [])
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError:
+                obj = None
+            if isinstance(obj, dict):
+                return list(obj)
+        if end < 0:
+            return []
+        start = end + 1
+    return []
+
+
 def _tool_rows(data: bytes, filename: str, container: str, named: str | None) -> tuple[RawRows, str] | None:
     """Rows of a tool's judgment file (``engine/formats``), or None when no tool's fields match and
-    none was named."""
+    none was named (then the file is parsed once only, by the canonical reader)."""
+    name = named
+    if name is None:
+        fields = _first_fields(data, filename, container)
+        if fields is not None:
+            name = detect_fields(fields)
+            if name is None:
+                return None
     records, lines, problems = _records(data, filename, container)
     if not lines:
         return None  # the container's own reader says what is missing
-    name = named or detect_tool(records)
+    name = name or detect_tool(records)
     if name is None:
         return None
     ex = expand(name, records, lines, problems)
@@ -488,6 +527,9 @@ def sniff_tool(data: bytes, filename: str, fmt: str | None = None) -> str | None
     container = detect_format(data, filename)
     if container == "review":
         return None
+    fields = _first_fields(data, filename, container)
+    if fields is not None:
+        return detect_fields(fields)
     try:
         records = _records(data, filename, container)[0]
     except LensError:

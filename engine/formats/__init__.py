@@ -54,7 +54,12 @@ def detect_tool(records: Sequence) -> str | None:
     first = next((r for r in records if isinstance(r, Mapping) and "raw_text" not in r), None)
     if first is None:
         return None
-    keys = {str(k).strip().lower() for k in first}
+    return detect_fields(first)
+
+
+def detect_fields(fields) -> str | None:
+    """The tool whose record fields these are (names compared lower-cased), or None."""
+    keys = {str(k).strip().lower() for k in fields}
     return next((t.name for t in TOOLS if t.matches(keys)), None)
 
 
@@ -107,4 +112,4 @@ def expand(name: str, records: Sequence, lines: Sequence[int], problems: Sequenc
     return out
 
 
-__all__ = ["TOOLS", "TOOL_NAMES", "ToolFormat", "Expanded", "detect_tool", "expand", "tool"]
+__all__ = ["TOOLS", "TOOL_NAMES", "ToolFormat", "Expanded", "detect_fields", "detect_tool", "expand", "tool"]
