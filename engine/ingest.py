@@ -68,8 +68,8 @@ class ImportResult:
         """
         head = f"read {self.rows_read} = stored {self.rows_stored} + rejected {self.rows_rejected}"
         if self.rows_held:
-            return (f"{head} + held back {self.rows_held} (valid rows, not stored because "
-                    "the import is all-or-nothing)")
+            why = "the import is all-or-nothing" if self.rows_rejected else "the import was refused"
+            return f"{head} + held back {self.rows_held} (valid rows, not stored because {why})"
         return f"{head} (invalid judge outputs stored: {self.rows_invalid})"
 
 

@@ -223,7 +223,9 @@ def test_cli_several_judges_from_file_names(cli_db, tmp_path, capsys):
     assert v.groupby("judge")["winner"].apply(set).to_dict() == {"gpt4": {"A"}, "claude": {"B"}, "llama": {"tie"}}
     # the same file again is refused by its content; a new judge's file is added
     assert main(["--db", str(cli_db), "import", paths[0], "--dataset", "three"]) == 2
-    assert "gpt4.csv is already in dataset 'three'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "gpt4.csv is already in dataset 'three'" in err
+    assert "read 2 = stored 0 + rejected 0 + held back 2 (valid rows, not stored because the import was refused)" in err
     other = tmp_path / "mistral.csv"
     other.write_text("prompt_id,model_a,model_b,winner\np1,x,y,B\n")
     assert main(["--db", str(cli_db), "import", str(other), "--dataset", "three", "--judge-from", "filename"]) == 0
