@@ -121,10 +121,11 @@ def test_llmfao_left_right_rows():
 
 
 def test_field_names_in_any_case():
-    rep = validate_bytes(b"ID,Prompt,Left,Right,Winner\n7,p,x,y,Right\n", "c.csv", dataset="d")
+    rep = validate_bytes(b"ID,Prompt,Left,Right,Winner\n7,p,x,y,Right\n8,p,x,y,X\n9,p,x,y,Draw\n", "c.csv",
+                         dataset="d")
     assert rep.format == "evalica"
     assert rep.good[["battle_id", "prompt_id", "model_a", "model_b", "winner"]].values.tolist() == [
-        ["7", "p", "x", "y", "B"]]
+        ["7", "p", "x", "y", "B"], ["8", "p", "x", "y", "A"], ["9", "p", "x", "y", "tie"]]
 
 
 def test_arena_log_keeps_time_voter_and_texts():

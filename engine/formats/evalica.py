@@ -1,5 +1,5 @@
 """evalica / LLMFAO comparison tables: ``left, right, winner`` (winner ``left`` / ``right`` /
-``tie``), optionally with a ``prompt`` and a comparison ``id`` (LLMFAO also has ``model_x,
+``tie``; evalica's ``X`` / ``Y`` / ``Draw`` too), optionally with a ``prompt`` and a comparison ``id`` (LLMFAO also has ``model_x,
 model_y``: numeric model ids, not kept). ``left`` is model_a; the order shown is not recorded.
 """
 
@@ -11,7 +11,8 @@ from ._common import battle_id, pick, record_id
 
 FIELDS = frozenset({"left", "right", "winner"})
 USED = FIELDS | {"id", "prompt", "prompt_id", "judge", "annotator", "worker", "category", "tstamp"}
-WINNERS = {"left": "A", "right": "B", "tie": "tie", "draw": "tie"}
+WINNERS = {"left": "A", "right": "B", "tie": "tie", "draw": "tie", "x": "A", "y": "B"}
+"""LLMFAO writes left / right / tie; evalica's own outcome names are X, Y and Draw."""
 
 
 def matches(keys: set[str]) -> bool:
