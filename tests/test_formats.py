@@ -316,3 +316,13 @@ def test_bt_over_an_imported_arena_log_equals_evalica_over_every_battle(empty_st
     ev = evalica.bradley_terry(df["model_a"], df["model_b"], win, tolerance=1e-12, limit=100_000)
     ref = np.log(ev.scores.reindex(ours.index).to_numpy())
     np.testing.assert_allclose(ours.to_numpy() - ours.mean(), ref - ref.mean(), atol=1e-5)
+
+
+def test_odd_values_in_tool_records_are_row_reasons_not_crashes():
+    recs = [{"question_id": 1, "model_1": "x", "model_2": "y", "g1_winner": ["model_1"], "g2_winner": "model_9",
+             "judge": ["gpt-4", "pair-v2"], "turn": 1}]
+    rep = validate_bytes(json.dumps(recs[0]).encode() + b"\n", "p.jsonl", dataset="d")
+    assert rep.rows_read == 2 and rep.n_rejected == 2
+    assert rep.rejected["reason"].tolist() == [
+        "winner value '[\"model_1\"]' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error",
+        "winner value 'model_9' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error"]

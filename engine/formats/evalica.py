@@ -25,12 +25,12 @@ def rows(rec: Mapping, line: int) -> list[dict]:
     bid = battle_id(rec)
     prompt = pick(rec, "prompt_id", "prompt")
     raw = rec.get("winner")
-    key = raw.strip().lower() if isinstance(raw, str) else raw
+    key = raw.strip().lower() if isinstance(raw, str) else None
     return [{
         "prompt_id": prompt if prompt is not None else (bid if bid is not None else record_id("row-", rec)),
         "model_a": rec.get("left"),
         "model_b": rec.get("right"),
-        "winner": WINNERS.get(key, raw),
+        "winner": WINNERS.get(key, raw) if key else raw,
         "judge": pick(rec, "judge"),
         "annotator": pick(rec, "annotator", "worker"),
         "category": pick(rec, "category"),

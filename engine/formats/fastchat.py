@@ -48,8 +48,8 @@ def pair_rows(rec: Mapping, line: int) -> list[dict]:
     out = []
     for game, order in (("g1", "AB"), ("g2", "BA")):
         raw = rec.get(f"{game}_winner")
-        key = raw.strip().lower() if isinstance(raw, str) else raw
-        out.append({**common, "order": order, "winner": _PAIR_WINNERS.get(key, raw),
+        key = raw.strip().lower() if isinstance(raw, str) else None
+        out.append({**common, "order": order, "winner": _PAIR_WINNERS.get(key, raw) if key else raw,
                     "explanation": rec.get(f"{game}_judgment")})
     return out
 
