@@ -152,13 +152,19 @@ class GraphView:
 
 
 def graph_view(stack, t: int) -> GraphView:
-    """The inspector's view of graph ``t`` of ``stack`` (see GraphView)."""
+    """The inspector's view of graph ``t`` of ``stack`` (a GraphStack, or GraphBuckets: then only
+    graph ``t`` is laid out, over its own models; see GraphView)."""
+    import dataclasses
+
+    from .graph_buckets import GraphBuckets
     from .rankers import rank
     from .triads import cyclic_triads
 
     t = int(t)
     if not 0 <= t < stack.T:
         raise LensError(f"There is no graph {t}; the selection holds {stack.T}.")
+    if isinstance(stack, GraphBuckets):
+        return dataclasses.replace(graph_view(stack.one(t), 0), t=t)
     present = np.flatnonzero(stack.observed[t].any(axis=1))
     models = tuple(stack.models[i] for i in present)
     adj = stack.adj[t][np.ix_(present, present)]
