@@ -25,6 +25,7 @@ are read from the raw logits at each step (paper 001, Section 3.1), and the toke
 `` A``) are reported at each step too, wherever they rank, so a small model that does not put a
 letter in its top k still gets an exact softmax over the verdict tokens (``full_logprobs``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -231,7 +232,9 @@ class TransformersBackend:
         ids = self._token_ids(reqs)
         n = len(reqs)
         groups = (
-            prefix_groups(ids, min_prefix=self.min_prefix) if self.prefix_cache else [(0, [i]) for i in range(n)]
+            prefix_groups(ids, min_prefix=self.min_prefix)
+            if self.prefix_cache
+            else [(0, [i]) for i in range(n)]
         )
         shared = [(p, m) for p, m in groups if p > 0 and len(m) > 1]
         alone = [i for p, m in groups if not (p > 0 and len(m) > 1) for i in m]
