@@ -170,12 +170,11 @@ def run_local(args) -> list[dict]:
     best: dict[tuple[str, str], dict] = {}
     for rnd in range(args.rounds):
         for proto, name, reqs, fn in ways if rnd % 2 == 0 else list(reversed(ways)):
-            backend.passes, backend.prefix_tokens_saved = [], 0
+            backend.passes, backend.prefix_tokens_saved, backend.tokens_in = [], 0, 0
             with PeakRSS() as mem:
                 start = time.perf_counter()
                 res = fn(reqs)
                 wall = time.perf_counter() - start
-            through = sum(t for _, t in backend.passes) if backend.passes else None
             row = {
                 "protocol": proto,
                 "way": name,
@@ -185,8 +184,9 @@ def run_local(args) -> list[dict]:
                 "verdicts_per_s": round((len(reqs) // 2 if proto == "soft" else len(reqs)) / wall, 3),
                 "prompt_tok_per_s": round((soft_tokens if proto == "soft" else sw_tokens) / wall, 1),
                 "new_tokens": sum(r.completion_tokens for r in res),
-                "tokens_through_model": through,
-                "passes": len(backend.passes) if backend.passes else len(reqs),
+                "tokens_through_model": backend.tokens_in,
+                "max_pass_tokens": max((t for _, t in backend.passes), default=0),
+                "passes": len(backend.passes),
                 "peak_rss_mb": round(mem.peak / 2**20),
                 "_res": res,
             }

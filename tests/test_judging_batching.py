@@ -23,7 +23,7 @@ def test_budget_batches_cover_every_request_once_longest_first_under_the_budget(
             assert cost == padded_tokens(len(b), lengths[b[0]], extra)
             assert cost <= budget or len(b) == 1
         # greedy is tight: the next request would not have fitted in the batch before it
-        for b, nxt in zip(batches, batches[1:], strict=False):
+        for b in batches[:-1]:
             assert (len(b) + 1) * (lengths[b[0]] + extra) > budget
 
 

@@ -155,6 +155,7 @@ class TransformersBackend:
         self.oom_splits = 0  # how often a pass was cut again after running out of GPU memory
         self.passes: list[tuple[int, int]] = []  # (rows, padded tokens) of every forward pass made
         self.prefix_tokens_saved = 0  # prompt tokens not recomputed thanks to a shared prefix
+        self.tokens_in = 0  # prompt tokens fed to the model (padding not counted, a prefix once)
         self._watch: dict[tuple[str, ...], dict[str, list[int]]] = {}
         self.identity = f"{self.name}[{torch.device(self.device).type},{self.dtype}]"
 
@@ -288,6 +289,7 @@ class TransformersBackend:
         x = torch.tensor([prefix], device=self.device)
         out = self.lm(input_ids=x, attention_mask=torch.ones_like(x), use_cache=True, logits_to_keep=1)
         self.passes.append((1, len(prefix)))
+        self.tokens_in += len(prefix)
         return out.past_key_values
 
     def _last_logits(self, seqs: list[list[int]], prefix_len: int, cache):
@@ -303,6 +305,7 @@ class TransformersBackend:
             mask[r, prefix_len + width - len(s) :] = 1
         # positions count real tokens only, so a left-padded row sees the positions it has alone
         pos = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, prefix_len:]
+        self.tokens_in += sum(len(s) for s in seqs)
         past = None
         if cache is not None:
             past = copy.deepcopy(cache)
@@ -338,6 +341,7 @@ class TransformersBackend:
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
             self.device
         )
+        self.tokens_in += int(enc["attention_mask"].sum())
         start = time.perf_counter()
         gen_kw: dict = {"max_new_tokens": d.max_tokens or 512, "pad_token_id": self.tokenizer.pad_token_id}
         if d.temperature is None or d.temperature > 0:  # None: the model's default sampling (T = 1)
