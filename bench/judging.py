@@ -319,11 +319,11 @@ def main() -> None:
     out = HERE / "_results"
     out.mkdir(exist_ok=True)
     (out / f"judging_{args.mode}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    cols = list(rows[0])
+    cols = list(dict.fromkeys(c for r in rows for c in r))
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
-        print("| " + " | ".join(str(r[c]) for c in cols) + " |")
+        print("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
     print(json.dumps(meta))
 
 

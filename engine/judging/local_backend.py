@@ -42,7 +42,7 @@ from .parsing import TOKEN_WRAPPING
 
 DTYPES = ("float32", "bfloat16", "float16")
 DEFAULT_BATCH_SIZE = 32  # requests per backend call (the runner stores each call's results together)
-DEFAULT_BUDGET_CPU = 4096  # padded tokens per forward pass (bench/judging.py; see docs/notes/judging.md)
+DEFAULT_BUDGET_CPU = 1024  # padded tokens per pass on a CPU: as fast as larger ones here, less memory (notes)
 DEFAULT_BUDGET_GPU = 32768  # not measured on a GPU: no GPU was lent to this task
 
 
