@@ -459,34 +459,7 @@ def board_notes(board: Leaderboard) -> list[str]:
         out.append(f"{r}: {reg}.")
     if d.get("converged") is False:
         out.append(f"{r}: the fit did not converge ({d.get('convergence') or d.get('message', 'no reason given')}).")
-    if r == "davidson":
-        nu = d.get("nu")
-        out.append(f"davidson: tie parameter nu = {_fmt(nu)}"
-                   + (" (at its lower bound: no ties in the data)." if d.get("nu_at_lower_bound") else "."))
-    if r == "elo":
-        out.append(f"elo: K = {_fmt(d.get('k_factor'))}, base {_fmt(d.get('base'))}, scale {_fmt(d.get('scale'))}, "
-                   f"initial rating {_fmt(d.get('init'))}, {d.get('n_updates')} updates; order: {d.get('order')}.")
-    if r == "kemeny":
-        if d.get("exact"):
-            extra = (f"; {d['co_optimal_orders']} orders are co-optimal, tie-break: {d.get('tie_break')}"
-                     if (d.get("co_optimal_orders") or 1) > 1 else "; the optimal order is unique")
-            out.append(f"kemeny: exact (DP over subsets){extra}.")
-        else:
-            out.append(f"kemeny: heuristic ({d.get('method')}), not certified optimal.")
-    if r == "pged":
-        text = f"pged: {d.get('mode')}"
-        if "aggregate" in d:
-            text += f"; aggregate {d['aggregate']}; within a question: {d.get('prompt_ties')}"
-            if (d.get("co_optimal_orders") or 1) > 1:
-                text += f"; {d['co_optimal_orders']} co-optimal Kemeny orders"
-        text += f"; delta ties: {d.get('delta_ties')}"
-        if d.get("n_prompts_with_delta_ties"):
-            text += f" ({d['n_prompts_with_delta_ties']} of {d.get('n_prompts')} questions had one)"
-        out.append(text + f"; {d.get('n_removed_arcs')} arc(s) removed by denoising (shown graph: delta ties "
-                   "to the first name).")
-    if r == "elspr":
-        out.append(f"elspr: {d.get('pairs_discarded')} of {d.get('pairs_cleaned', 0) + d.get('pairs_discarded', 0)} "
-                   "compared pairs discarded by the reconstruction.")
+    out.extend(ranker_object(r).notes(d, p))
     if d.get("pairs_without_probability"):
         out.append(f"{r}: {d['pairs_without_probability']} compared pair(s) had no judge probability and count "
                    "as hard outcomes.")
@@ -508,4 +481,8 @@ def board_notes(board: Leaderboard) -> list[str]:
             out.append(f"bootstrap: {r} has no batched form here; refitted once per resample.")
     if p.get("n_invalid_verdicts"):
         out.append(f"{p['n_invalid_verdicts']} invalid verdict(s) left out (never counted as ties).")
+    if p.get("unit") == "votes" and p.get("n_votes") is not None and p.get("n_votes") != p.get("n_verdicts_valid"):
+        out.append(f"unit: {p['n_votes']} votes from {p['n_verdicts_valid']} valid verdicts; {UNIT_NOTES['votes']}.")
+    elif p.get("unit") == "votes":
+        out.append(f"unit: {p.get('n_votes')} votes, one per valid verdict; {UNIT_NOTES['votes']}.")
     return out
