@@ -19,7 +19,7 @@ from .bootstrap import BootstrapResult, _check
 from .errors import LensError
 from .rankers.base import ordered_ranks_batch, ranks_from_scores_batch
 from .rankers.objects import ranker_object
-from .rankers.votes import Votes
+from .rankers.votes import Votes, _all_distinct
 
 COUNT_UNITS = ("graph", "prompt", "vote")
 CHUNK_CELLS = 20_000_000
@@ -36,14 +36,13 @@ def unit_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.ndarra
         key = votes.graph if unit == "graph" else votes.prompt
     else:
         raise LensError(f"Unknown bootstrap unit {unit!r}; choose one of {', '.join(COUNT_UNITS)}.")
-    if key is not None:
-        _, unit_of, size = np.unique(key, return_inverse=True, return_counts=True)
-        unit_of = unit_of.ravel()
-    if key is None or size.max(initial=0) <= 1:  # one vote per unit: the patterns are the cells
+    if key is None or _all_distinct(key):  # one vote per unit: the patterns are the cells
         uniq, mult = np.unique(cells, return_counts=True)
         mat = sparse.csr_matrix((np.ones(uniq.size), (np.arange(uniq.size), uniq)), shape=(uniq.size, n_cells))
         return mat, mult
-    U = size.size
+    _, unit_of = np.unique(key, return_inverse=True)
+    unit_of = unit_of.ravel()
+    U = int(unit_of.max()) + 1
     units = sparse.csr_matrix((np.ones(cells.size), (unit_of, cells)), shape=(U, n_cells))
     units.sum_duplicates()
     rng = np.random.default_rng(0x5EED)

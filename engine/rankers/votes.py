@@ -113,23 +113,41 @@ class Votes:
         return PairCounts(self.models, W, T, votes=_per_model(self.lo, self.hi, n),
                           n_graphs=_distinct_per_model(self.graph, self.lo, self.hi, n),
                           n_prompts=_distinct_per_model(self.prompt, self.lo, self.hi, n),
-                          n_graph_total=int(np.unique(self.graph).size), soft=soft)
+                          n_graph_total=self.n_graphs_total(), soft=soft)
+
+    def n_graphs_total(self) -> int:
+        """The number of distinct graphs holding these votes."""
+        return int(self.graph.size) if _all_distinct(self.graph) else int(np.unique(self.graph).size)
 
 
 def _per_model(lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
     return (np.bincount(lo, minlength=n) + np.bincount(hi, minlength=n)).astype(np.int64)
 
 
+MIX = np.uint64(0x9E3779B97F4A7C15)
+"""An odd 64-bit constant (the golden ratio's bits): mixes a small code into a 64-bit key."""
+
+
 def _distinct_per_model(key: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
-    """Per model: the number of distinct keys (graphs, prompts) among the votes it took part in."""
+    """Per model: the number of distinct keys (graphs, prompts) among the votes it took part in.
+
+    Keys distinct across votes (one vote per graph, the arena case) make it the vote count; otherwise
+    each (key, model) is folded into one 64-bit value and counted once (a false match of two folded
+    values would need a 64-bit collision)."""
     if key.size == 0:
         return np.zeros(n, dtype=np.int64)
-    k = np.concatenate([key, key])
-    m = np.concatenate([lo, hi]).astype(np.int64)
-    order = np.lexsort((k, m))
-    k, m = k[order], m[order]
-    new = np.r_[True, (k[1:] != k[:-1]) | (m[1:] != m[:-1])]
-    return np.bincount(m[new], minlength=n).astype(np.int64)
+    if _all_distinct(key):
+        return _per_model(lo, hi, n)
+    m = np.concatenate([lo, hi]).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        folded = np.concatenate([key, key]) + (m + np.uint64(1)) * MIX
+    _, first = np.unique(folded, return_index=True)
+    return np.bincount(m[first].astype(np.int64), minlength=n).astype(np.int64)
+
+
+def _all_distinct(key: np.ndarray) -> bool:
+    s = np.sort(key)
+    return not bool((s[1:] == s[:-1]).any())
 
 
 @dataclass(frozen=True)
@@ -196,13 +214,15 @@ def votes(rows: VoteRows, policy: str = DEFAULT_POLICY) -> Votes:
     n_rows = a.size
     idx = np.arange(n_rows)
     # rows that may share a vote: same graph, voter and pair, presentation known
-    key = rows.graph ^ (rows.voter * np.uint64(0x9E3779B97F4A7C15))
     pair = lo * rows.n + hi
+    with np.errstate(over="ignore"):
+        key = rows.graph ^ (rows.voter * MIX)
+        folded = key + (pair.astype(np.uint64) + np.uint64(1)) * (MIX ^ np.uint64(0xFF51AFD7ED558CCD))
+    if _all_distinct(folded):  # no two verdicts share graph, voter and pair: each is a vote (the arena case)
+        return Votes(rows.models, lo, hi, lo_pts, rows.graph, rows.prompt, idx, p_lo, policy, n_rows)
     order = np.lexsort((idx, shown, pair, key))  # groups, then presentation, then source order
     ks, ps = key[order], pair[order]
     same_prev = np.r_[False, (ks[1:] == ks[:-1]) & (ps[1:] == ps[:-1])]
-    if not same_prev.any():  # every verdict its own vote: the arena case
-        return Votes(rows.models, lo, hi, lo_pts, rows.graph, rows.prompt, idx, p_lo, policy, n_rows)
     group = np.cumsum(~same_prev) - 1  # per sorted row: its (graph, voter, pair) group
     sh = shown[order]
     # occurrence number of each row among the rows of its group shown the same way
