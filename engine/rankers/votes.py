@@ -91,6 +91,14 @@ class Votes:
     def __len__(self) -> int:
         return int(self.lo.size)
 
+    def take(self, mask: np.ndarray) -> Votes:
+        """The votes where ``mask`` is True (e.g. those of the graphs keep-K kept)."""
+        from dataclasses import replace
+
+        return replace(self, lo=self.lo[mask], hi=self.hi[mask], outcome=self.outcome[mask], graph=self.graph[mask],
+                       prompt=self.prompt[mask], row=self.row[mask],
+                       p_lo=None if self.p_lo is None else self.p_lo[mask])
+
     def cells(self) -> np.ndarray:
         """Cell code per vote: (lo * n + hi) * 3 + outcome + 1 (one of 3 outcomes per pair)."""
         return (self.lo.astype(np.int64) * self.n + self.hi) * 3 + (self.outcome.astype(np.int64) + 1)
