@@ -459,7 +459,7 @@ def board_notes(board: Leaderboard) -> list[str]:
         out.append(f"{r}: {reg}.")
     if d.get("converged") is False:
         out.append(f"{r}: the fit did not converge ({d.get('convergence') or d.get('message', 'no reason given')}).")
-    out.extend(ranker_object(r).notes(d, p))
+    out.extend(ranker_object(r).notes(d, p, board.table))
     if d.get("pairs_without_probability"):
         out.append(f"{r}: {d['pairs_without_probability']} compared pair(s) had no judge probability and count "
                    "as hard outcomes.")
@@ -485,4 +485,6 @@ def board_notes(board: Leaderboard) -> list[str]:
         out.append(f"unit: {p['n_votes']} votes from {p['n_verdicts_valid']} valid verdicts; {UNIT_NOTES['votes']}.")
     elif p.get("unit") == "votes":
         out.append(f"unit: {p.get('n_votes')} votes, one per valid verdict; {UNIT_NOTES['votes']}.")
+    elif p.get("unit") == "graphs":
+        out.append(f"unit: {UNIT_NOTES['graphs']} (wins, losses, ties and votes count graph edges).")
     return out

@@ -217,3 +217,25 @@ def test_parquet_attached_in_place_ranks_like_the_store(shipped_store, tmp_path,
             attach(store, "none", str(tmp_path / "nothing-*.parquet"))
     finally:
         store.close()
+
+
+def test_sums_over_prompts_warn_when_participation_differs():
+    """Borda and PGED sum over prompts: a model in more prompts is warned about, unless normalised."""
+    from engine.leaderboard import board_notes, leaderboard_from_stack
+
+    rows = []
+    for q in range(6):  # x and y meet in every prompt, z only in the first two
+        models = ["x", "y", "z"] if q < 2 else ["x", "y"]
+        for i in range(len(models)):
+            for j in range(i + 1, len(models)):
+                rows.append({"prompt_id": f"q{q}", "model_a": models[i], "model_b": models[j], "winner": "B"})
+    stack = build_stack(frame(rows))
+    for r in ("borda", "pged"):
+        board = leaderboard_from_stack(stack, ranker=r)
+        assert board.table.set_index("model")["n_prompts"].to_dict() == {"x": 6, "y": 6, "z": 2}
+        warn = [n for n in board_notes(board) if "different numbers of prompts (2 to 6)" in n]
+        assert len(warn) == 1 and warn[0].startswith(f"{r}:")
+    normalised = leaderboard_from_stack(stack, ranker="borda", ranker_params={"normalize": True})
+    assert not [n for n in board_notes(normalised) if "different numbers of prompts" in n]
+    even = build_stack(frame([r for r in rows if r["prompt_id"] in ("q0", "q1")]))
+    assert not [n for n in board_notes(leaderboard_from_stack(even, ranker="borda")) if "different numbers" in n]

@@ -85,9 +85,22 @@ class Ranker:
         """(B, n) scores, regularised, unconverged, how: from (B, n, n) resampled W and T; None: no batch."""
         return None
 
-    def notes(self, details: dict, params: dict) -> list[str]:
+    def notes(self, details: dict, params: dict, table=None) -> list[str]:
         """Sentences a reader of this ranker's table should know (fit details beyond the shared ones)."""
         return []
+
+
+def participation_note(name: str, table, what: str, fix: str) -> list[str]:
+    """A warning when a ranker's scores are sums over prompts and models took part in different numbers
+    of prompts (a model that played more would rank higher for that alone)."""
+    if table is None or "n_prompts" not in getattr(table, "columns", ()) or len(table) == 0:
+        return []
+    took = table["n_prompts"].astype("float64")
+    if took.isna().all() or took.min() == took.max():
+        return []
+    return [f"{name}: {what} are sums over prompts, and the models took part in different numbers of prompts "
+            f"({int(took.min())} to {int(took.max())}): a model that played more collects more for that alone; "
+            f"{fix}."]
 
 
 class BT(Ranker):
@@ -126,7 +139,7 @@ class Davidson(Ranker):
         theta = theta * ELO_FACTOR if scale == "elo" else theta
         return theta, int(bad.sum()), int((~conv).sum()), "one batched Newton fit on (theta, log nu)"
 
-    def notes(self, details, params):
+    def notes(self, details, params, table=None):
         return [f"davidson: tie parameter nu = {_fmt(details.get('nu'))}"
                 + (" (at its lower bound: no ties in the data)." if details.get("nu_at_lower_bound") else ".")]
 
@@ -240,14 +253,14 @@ class Elo(Ranker):
                    "mean_rating": float(r.mean()), "unit": "votes"}
         return RankResult("elo", series(pc.models, r - r.mean()), details)
 
-    def notes(self, details, params):
+    def notes(self, details, params, table=None):
         return [f"elo: K = {_fmt(details.get('k_factor'))}, base {_fmt(details.get('base'))}, scale "
                 f"{_fmt(details.get('scale'))}, initial rating {_fmt(details.get('init'))}, {details.get('n_updates')} "
                 f"updates; order: {details.get('order')}."]
 
 
 class Kemeny(Ranker):
-    def notes(self, details, params):
+    def notes(self, details, params, table=None):
         if details.get("exact"):
             extra = (f"; {details['co_optimal_orders']} orders are co-optimal, tie-break: {details.get('tie_break')}"
                      if (details.get("co_optimal_orders") or 1) > 1 else "; the optimal order is unique")
@@ -259,7 +272,7 @@ class PGED(Ranker):
     def default_unit(self, params):
         return "prompt" if params.get("mode", "per-prompt") == "per-prompt" else "graph"
 
-    def notes(self, details, params):
+    def notes(self, details, params, table=None):
         d = details
         text = f"pged: {d.get('mode')}"
         if "aggregate" in d:
@@ -270,11 +283,21 @@ class PGED(Ranker):
         if d.get("n_prompts_with_delta_ties"):
             text += f" ({d['n_prompts_with_delta_ties']} of {d.get('n_prompts')} questions had one)"
         return [text + f"; {d.get('n_removed_arcs')} arc(s) removed by denoising (shown graph: delta ties "
-                "to the first name)."]
+                "to the first name)."] + participation_note(
+            "pged", table, "descendant counts (weight scores)",
+            "compare with bt or winrate, or restrict the selection to prompts every model took part in")
+
+
+class Borda(Ranker):
+    def notes(self, details, params, table=None):
+        if details.get("normalized"):
+            return []
+        return participation_note("borda", table, "weight scores",
+                                  "normalize=true divides by the points attainable where the model took part")
 
 
 class ELSPR(Ranker):
-    def notes(self, details, params):
+    def notes(self, details, params, table=None):
         d = details
         return [f"elspr: {d.get('pairs_discarded')} of {d.get('pairs_cleaned', 0) + d.get('pairs_discarded', 0)} "
                 "compared pairs discarded by the reconstruction."]
@@ -292,7 +315,7 @@ RANKER_OBJECTS: dict[str, Ranker] = {
     "pged": PGED("pged", ordered=True),
     "kemeny": Kemeny("kemeny", ordered=True),
     "elspr": ELSPR("elspr"),
-    "borda": Ranker("borda"),
+    "borda": Borda("borda"),
     "pairwise-majority": Ranker("pairwise-majority"),
 }
 """Every registered ranker as its object (same names as ``RANKERS``)."""
