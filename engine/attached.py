@@ -92,6 +92,7 @@ def attach(store, name: str, glob: str, description: str | None = None) -> dict:
                         f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); convert them or import with a value map.")
     n_rows = int(con.execute(f"SELECT count(*) FROM ({sel})").fetchone()[0])
     with store.transaction() as tx:
+        tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])  # left by a deleted dataset
         version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
         tx.execute("INSERT INTO datasets (name, description, source, version) VALUES (?, ?, ?, ?)",
                    [name, description or f"Parquet read in place: {glob}", glob, version])
