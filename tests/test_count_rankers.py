@@ -239,3 +239,14 @@ def test_sums_over_prompts_warn_when_participation_differs():
     assert not [n for n in board_notes(normalised) if "different numbers of prompts" in n]
     even = build_stack(frame([r for r in rows if r["prompt_id"] in ("q0", "q1")]))
     assert not [n for n in board_notes(leaderboard_from_stack(even, ranker="borda")) if "different numbers" in n]
+
+
+def test_soft_bt_from_votes_equals_the_stack_soft_fit():
+    v = tournaments(30, 6, 11)
+    rng = np.random.default_rng(11)
+    has = rng.random(len(v)) < 0.6
+    v.loc[has, "prob_a"] = rng.random(has.sum())
+    a = count_fit(v, "bt", soft=True)
+    b = rank(build_stack(v), "bt", soft=True)
+    np.testing.assert_allclose(a.scores.to_numpy(), b.scores.reindex(a.scores.index).to_numpy(), atol=1e-8)
+    assert a.details["pairs_without_probability"] == b.details["pairs_without_probability"] > 0

@@ -117,7 +117,7 @@ class Votes:
             key = self.lo.astype(np.int64) * n + self.hi
             s = np.bincount(key, weights=plo, minlength=n * n) + np.bincount(
                 self.hi.astype(np.int64) * n + self.lo, weights=1.0 - plo, minlength=n * n)
-            soft = (s.reshape(n, n), int(np.unique(key[~has]).size))
+            soft = (s.reshape(n, n), int((~has).sum()))  # votes counted as hard outcomes
         return PairCounts(self.models, W, T, votes=_per_model(self.lo, self.hi, n),
                           n_graphs=_distinct_per_model(self.graph, self.lo, self.hi, n),
                           n_prompts=_distinct_per_model(self.prompt, self.lo, self.hi, n),
