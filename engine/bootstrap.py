@@ -258,7 +258,9 @@ def bootstrap(
         raise LensError("There is no graph to resample in this selection.")
     unit = default_unit(ranker, params) if unit is None else unit
     if unit not in UNITS:
-        raise LensError(f"Unknown bootstrap unit {unit!r}; choose graph or prompt.")
+        extra = (" (single votes are resampled only by the count rankers: bt, davidson, elo, winrate, copeland, "
+                 "scorewin, rank-centrality, majority)" if unit == "vote" else "")
+        raise LensError(f"Unknown bootstrap unit {unit!r}; choose graph or prompt{extra}.")
     rng = np.random.default_rng(seed)
     n_unconv = 0
     ranks = None
