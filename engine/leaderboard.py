@@ -378,8 +378,11 @@ def _votes(rows, policy: str, ranker: str, params: dict | None) -> Votes:
     if ranker != "elo":
         return v
     order = (params or {}).get("order")
+    has_time = rows.when is not None and bool(np.isfinite(rows.when).any())
+    if order == "time" and not has_time:
+        return replace(v, order_used=ORDER_WORDS["input"] + "; order=time asked, but no verdict has a timestamp")
     if order is None:
-        order = "time" if rows.when is not None and np.isfinite(rows.when).any() else "input"
+        order = "time" if has_time else "input"
     return replace(v, order_used=ORDER_WORDS[order])
 
 
@@ -391,14 +394,17 @@ def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed,
     if policy not in COMBINE_POLICIES:
         raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
     params = ranker_object(ranker).check(params)
-    order = None
+    order, order_words = None, None
     if ranker == "elo":
         order = params.get("order")
-        if order is None:
+        if order in (None, "time"):
             cols = columns_of(store.cursor(), store_relation(store, dataset))
             has_time = "tstamp" in cols and store.cursor().execute(
                 f"SELECT count(tstamp) FROM {store_relation(store, dataset)}").fetchall()[0][0] > 0
+            if order == "time" and not has_time:
+                order_words = ORDER_WORDS["input"] + "; order=time asked, but no verdict has a timestamp"
             order = "time" if has_time else "input"
+        order_words = order_words or ORDER_WORDS[order]
     fetch = {"time": "time", "input": "input", "prompt": "prompt"}.get(order) if order else None
     rows = store_vote_rows(store, dataset, judge=judge, category=category, order_by=fetch)
     if len(rows) == 0:
@@ -408,7 +414,7 @@ def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed,
 
     v = make_votes(rows, policy)
     if ranker == "elo":
-        v = replace(v, order_used=ORDER_WORDS[order])
+        v = replace(v, order_used=order_words)
     judges = [r[0] for r in store.cursor().execute(
         f"SELECT DISTINCT judge FROM {store_relation(store, dataset)} ORDER BY judge").fetchall()]
     if judge is not None:

@@ -127,10 +127,11 @@ def _models_and_invalid(con, src: str) -> tuple[int, tuple[str, ...]]:
     """(invalid verdicts, sorted models of the valid verdicts) of a source; refuses self-comparisons."""
     row = con.execute(
         f"SELECT count(*) FILTER (WHERE winner = 'invalid'), count(*) FILTER (WHERE model_a = model_b "
-        f"AND winner <> 'invalid') FROM {src}").fetchall()[0]
+        f"AND winner <> 'invalid'), count(*) FILTER (WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
+        f"OR winner IS NULL) FROM {src}").fetchall()[0]
     if row[1]:
         raise LensError(f"{row[1]} verdict(s) compare a model with itself.")
-    bad = con.execute(
+    bad = [] if not row[2] else con.execute(
         f"SELECT DISTINCT winner FROM {src} WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') OR winner IS NULL "
         "LIMIT 3").fetchall()
     if bad:
