@@ -42,6 +42,10 @@ def canonical_select(glob: str, dataset: str, columns: set[str]) -> str:
             expr = _lit(dataset)
         elif col in columns:
             expr = f'"{col}"' if col not in TYPES else f'"{col}"::{TYPES[col]}'
+        elif col == "source_file":  # source order of files read in place: file name, then row
+            expr = "filename"
+        elif col == "source_line":
+            expr = "(file_row_number + 1)::INTEGER"
         elif col in DEFAULTS:
             expr = DEFAULTS[col]
         elif col in ("battle_id", "tstamp"):
@@ -50,7 +54,7 @@ def canonical_select(glob: str, dataset: str, columns: set[str]) -> str:
             expr = f"NULL::{TYPES.get(col, 'VARCHAR')}"
         parts.append(f'{expr} AS "{col}"')
     return (f"SELECT {', '.join(parts)} FROM read_parquet({_lit(glob)}, union_by_name = true, "
-            "filename = false)")
+            "filename = true, file_row_number = true)")
 
 
 def attached_glob(store, dataset: str) -> str | None:

@@ -250,3 +250,38 @@ def test_soft_bt_from_votes_equals_the_stack_soft_fit():
     b = rank(build_stack(v), "bt", soft=True)
     np.testing.assert_allclose(a.scores.to_numpy(), b.scores.reindex(a.scores.index).to_numpy(), atol=1e-8)
     assert a.details["pairs_without_probability"] == b.details["pairs_without_probability"] > 0
+
+
+def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
+    """`datasets attach` + `leaderboard --ranker elo` over Parquet with a tstamp column: time order by default,
+    stated in the note; order=input follows the file."""
+    import json
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(3)
+    rows = [{"prompt_id": f"p{k}", "model_a": f"m{k % 3}", "model_b": f"m{(k + 1) % 3}",
+             "winner": rng.choice(["A", "B", "tie"])} for k in range(40)]
+    v = frame(rows)[["prompt_id", "model_a", "model_b", "winner"]]
+    v["tstamp"] = rng.permutation(40).astype(float) + 1.7e9
+    v.to_parquet(tmp_path / "log.parquet")
+
+    def cli(*args):
+        out = subprocess.run([sys.executable, "-m", "engine", "--db", str(db_path), *args], capture_output=True,
+                             text=True)
+        assert out.returncode == 0, out.stderr
+        return out
+
+    assert "attached 40 verdicts in 1 Parquet file(s)" in cli("datasets", "attach", "log",
+                                                              str(tmp_path / "*.parquet")).stdout
+    models = ["m0", "m1", "m2"]
+    idx = {m: i for i, m in enumerate(models)}
+    s = v["winner"].map({"A": 1.0, "B": 0.0, "tie": 0.5}).to_numpy()
+    for param, order in ((None, np.argsort(v["tstamp"].to_numpy())), ("order=input", np.arange(40))):
+        args = ["leaderboard", "--dataset", "log", "--ranker", "elo", "--format", "json"]
+        got = json.loads(cli(*args, *(["--param", param] if param else [])).stdout)
+        r = elo_ratings(v["model_a"].map(idx).to_numpy()[order], v["model_b"].map(idx).to_numpy()[order], s[order], 3)
+        scores = {row["model"]: row["score"] for row in got["table"]}
+        np.testing.assert_allclose([scores[m] for m in models], r - r.mean(), atol=1e-9)
+        assert any(("order: by timestamp" if param is None else "order: source order") in n for n in got["notes"])
+        assert got["params"]["unit"] == "votes"
