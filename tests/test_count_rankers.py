@@ -285,3 +285,22 @@ def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
         np.testing.assert_allclose([scores[m] for m in models], r - r.mean(), atol=1e-9)
         assert any(("order: by timestamp" if param is None else "order: source order") in n for n in got["notes"])
         assert got["params"]["unit"] == "votes"
+
+
+def test_app_slider_ranks_the_votes_of_the_kept_graphs(shipped_store):
+    """The app's leaderboard with votes (count path) equals the stack path on a judge without annotators,
+    for every K tried (keep-K's kept graph keys select the votes)."""
+    from engine.appstate import SliderContext, app_leaderboard
+    from engine.vote_query import store_vote_rows
+
+    v = shipped_store.verdicts("vicuna80", judge="gpt-4")
+    ctx = SliderContext.of(build_stack(v))
+    vts = make_votes(store_vote_rows(shipped_store, "vicuna80", judge="gpt-4"))
+    for k in (None, 5, 40):
+        a = app_leaderboard(ctx, ranker="bt", keep_k=k, mu=1.0, bootstrap=0, seed=0, votes=vts)
+        b = app_leaderboard(ctx, ranker="bt", keep_k=k, mu=1.0, bootstrap=0, seed=0)
+        assert a.params["unit"] == "votes" and b.params["unit"] == "graphs"
+        ta, tb = a.table.set_index("model"), b.table.set_index("model").reindex(a.table["model"])
+        np.testing.assert_allclose(ta["score"], tb["score"], atol=1e-8)
+        for col in ("wins", "losses", "ties", "n_graphs_model", "bad_triads"):
+            np.testing.assert_array_equal(ta[col], tb[col], err_msg=f"K={k} {col}")
