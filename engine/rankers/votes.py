@@ -118,10 +118,14 @@ class Votes:
             s = np.bincount(key, weights=plo, minlength=n * n) + np.bincount(
                 self.hi.astype(np.int64) * n + self.lo, weights=1.0 - plo, minlength=n * n)
             soft = (s.reshape(n, n), int((~has).sum()))  # votes counted as hard outcomes
-        return PairCounts(self.models, W, T, votes=_per_model(self.lo, self.hi, n),
-                          n_graphs=_distinct_per_model(self.graph, self.lo, self.hi, n),
-                          n_prompts=_distinct_per_model(self.prompt, self.lo, self.hi, n),
-                          n_graph_total=self.n_graphs_total(), soft=soft)
+        graphs_distinct = _all_distinct(self.graph)  # one vote per graph: the arena case, no further sorting
+        n_graphs = (_per_model(self.lo, self.hi, n) if graphs_distinct
+                    else _distinct_per_model(self.graph, self.lo, self.hi, n))
+        n_prompts = n_graphs if graphs_distinct and _same_grouping(self.graph, self.prompt) else _distinct_per_model(
+            self.prompt, self.lo, self.hi, n)
+        return PairCounts(self.models, W, T, votes=_per_model(self.lo, self.hi, n), n_graphs=n_graphs,
+                          n_prompts=n_prompts, n_graph_total=int(self.graph.size) if graphs_distinct
+                          else self.n_graphs_total(), soft=soft)
 
     def n_graphs_total(self) -> int:
         """The number of distinct graphs holding these votes."""
@@ -151,6 +155,11 @@ def _distinct_per_model(key: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int)
         folded = np.concatenate([key, key]) + (m + np.uint64(1)) * MIX
     _, first = np.unique(folded, return_index=True)
     return np.bincount(m[first].astype(np.int64), minlength=n).astype(np.int64)
+
+
+def _same_grouping(graph: np.ndarray, prompt: np.ndarray) -> bool:
+    """True when graphs and prompts are the same (distinct) units: every prompt key distinct too."""
+    return _all_distinct(prompt)
 
 
 def _all_distinct(key: np.ndarray) -> bool:
