@@ -18,7 +18,8 @@ REQUIRED = ("prompt_id", "model_a", "model_b", "winner")
 DEFAULTS = {
     "judge": f"'{DEFAULT_JUDGE}'", "variant": "0", "variant_kind": "'original'", "turn": str(DEFAULT_TURN),
 }
-TYPES = {"variant": "INTEGER", "turn": "INTEGER", "prob_a": "DOUBLE", "source_line": "INTEGER", "tstamp": "DOUBLE"}
+TYPES = {"variant": "INTEGER", "turn": "INTEGER", "prob_a": "DOUBLE", "source_line": "INTEGER", "tstamp": "DOUBLE",
+         "strength": "INTEGER"}
 
 
 def _lit(value: str) -> str:
@@ -37,7 +38,7 @@ def parquet_columns(con, glob: str) -> set[str]:
 def canonical_select(glob: str, dataset: str, columns: set[str]) -> str:
     """A SELECT giving the canonical verdict columns (and battle_id / tstamp when present) over the files."""
     parts = []
-    for col in (*VERDICT_COLUMNS, "battle_id", "tstamp"):
+    for col in dict.fromkeys((*VERDICT_COLUMNS, "battle_id", "tstamp")):  # battle_id, tstamp: migration 030
         if col == "dataset":
             expr = _lit(dataset)
         elif col in columns:
@@ -48,8 +49,6 @@ def canonical_select(glob: str, dataset: str, columns: set[str]) -> str:
             expr = "(file_row_number + 1)::INTEGER"
         elif col in DEFAULTS:
             expr = DEFAULTS[col]
-        elif col in ("battle_id", "tstamp"):
-            continue
         else:
             expr = f"NULL::{TYPES.get(col, 'VARCHAR')}"
         parts.append(f'{expr} AS "{col}"')

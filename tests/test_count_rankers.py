@@ -25,7 +25,8 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     """A canonical verdict frame from partial rows (defaults for the rest)."""
     base = {"dataset": "d", "judge": "j", "variant": 0, "variant_kind": "original", "turn": 1, "category": None,
             "order": None, "prob_a": np.nan, "annotator": None, "explanation": None, "source_file": "f",
-            "source_line": None}
+            "source_line": None, "battle_id": None, "tstamp": np.nan, "strength": None}
+    base = {k: v for k, v in base.items() if k in VERDICT_DTYPES}
     df = pd.DataFrame([{**base, **r} for r in rows])
     df["source_line"] = np.arange(1, len(df) + 1)
     return df[list(VERDICT_DTYPES)].astype(VERDICT_DTYPES)
@@ -304,3 +305,14 @@ def test_app_slider_ranks_the_votes_of_the_kept_graphs(shipped_store):
         np.testing.assert_allclose(ta["score"], tb["score"], atol=1e-8)
         for col in ("wins", "losses", "ties", "n_graphs_model", "bad_triads"):
             np.testing.assert_array_equal(ta[col], tb[col], err_msg=f"K={k} {col}")
+
+
+def test_distinct_battle_ids_keep_two_orders_apart():
+    """Two presentation orders of one pair in one graph are one vote, unless their battle ids differ."""
+    rows = [{"prompt_id": "q", "model_a": "x", "model_b": "y", "winner": "A", "order": "AB"},
+            {"prompt_id": "q", "model_a": "y", "model_b": "x", "winner": "A", "order": "AB"}]
+    one = make_votes(frame_vote_rows(frame(rows)))
+    assert len(one) == 1 and one.pair_counts().T[0, 1] == 1  # disagreeing orders: one tied vote
+    two = make_votes(frame_vote_rows(frame([{**r, "battle_id": str(k)} for k, r in enumerate(rows)])))
+    pc = two.pair_counts()
+    assert len(two) == 2 and pc.W[0, 1] == 1 and pc.W[1, 0] == 1 and pc.T[0, 1] == 0
