@@ -136,3 +136,19 @@ def test_inspector_graph_on_buckets_equals_the_dense_stack(mixed):
     assert tree == walk and list(tree)[:3] == ["b0", "b1", "b2"] and tree["t0"][0] == ["j1", "j2"]
     assert graph_choices(buckets) is tree  # computed once per graphs object
     assert set(variant_names(buckets).values()) == {"original"}
+
+
+def test_keep_k_curve_keeps_what_the_leaderboard_keeps_on_mixed_pairs(mixed):
+    from engine.curves import _pools, pool_scores
+    from engine.truncation import keep_k_graphs, key_rank
+
+    stack, _ = mixed
+    krank = key_rank(stack.keys)
+    pools, _ = _pools(stack, False, "perturbed", krank)
+    (pos,) = pools.values()
+    order = np.lexsort((krank, pool_scores(stack, "perturbed", mu=1.0)))
+    ranked = order[np.isin(order, pos)]
+    for k in (1, 3, 10, pos.size):
+        kept = keep_k_graphs(stack, k, mu=1.0, per_category=False, pool="perturbed")
+        assert sorted(ranked[:k]) == sorted(kept.index)
+    assert pos.size == kept.n_pool  # no-cycle graphs out of both pools
