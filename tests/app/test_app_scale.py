@@ -152,3 +152,16 @@ def test_keep_k_curve_keeps_what_the_leaderboard_keeps_on_mixed_pairs(mixed):
         kept = keep_k_graphs(stack, k, mu=1.0, per_category=False, pool="perturbed")
         assert sorted(ranked[:k]) == sorted(kept.index)
     assert pos.size == kept.n_pool  # no-cycle graphs out of both pools
+
+
+def test_natural_sorted_fast_path_equals_natural_key():
+    import random
+
+    from engine.labels import natural_key, natural_sorted
+
+    rng = random.Random(1)
+    ids = [rng.choice(["b", "B", "q", "", "x_", "ab"]) + rng.choice(["", str(rng.randint(0, 3000)),
+                                                                     "0" + str(rng.randint(0, 30))])
+           for _ in range(5000)]
+    assert natural_sorted(ids) == sorted(ids, key=natural_key)  # vectorised: prefix + number ids
+    assert natural_sorted([*ids, "a1b2"]) == sorted([*ids, "a1b2"], key=natural_key)  # falls back
