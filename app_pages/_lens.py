@@ -117,6 +117,18 @@ def or_stop(fn, *args, **kwargs):
         st.stop()
 
 
+def datasets_table():
+    """``Store.datasets()`` (counts over every verdict: seconds on a million-verdict store), computed
+    again only when a dataset is added, changed (its version moves) or removed."""
+    stamp = tuple(get_store().cursor().execute("SELECT name, version FROM datasets ORDER BY name").fetchall())
+    return _datasets_table(stamp)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _datasets_table(stamp: tuple):
+    return get_store().datasets()
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def choices(dataset: str, version: int):
     return dataset_choices(get_store(), dataset)
@@ -223,12 +235,12 @@ def cycle_overview(key: CacheKey):
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
 def judge_diagnostics(dataset: str, version: int, category: str | None, by_category: bool):
     """The Judges page's tables for every judge of ``dataset`` (``version`` keys the cache)."""
-    from engine.graph_buckets import build_buckets
     from engine.judges_view import with_worst_position
     from engine.viz import judge_overview
 
-    verdicts = get_store().verdicts(dataset, category=category)  # graphs bucketed: each over its own models
-    return with_worst_position(judge_overview(verdicts, build_buckets(verdicts), by_category), verdicts)
+    key = CacheKey(dataset, version, None, category)  # every judge: the caches of the sidebar's "(all)"
+    verdicts = verdicts_for(key)
+    return with_worst_position(judge_overview(verdicts, stack_for(key), by_category), verdicts)
 
 
 def reference_for_key(dataset: str, category: str | None):
