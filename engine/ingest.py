@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import LensError
+from .exports import write_csv
 from .schema import DEFAULT_DATASET, VERDICT_COLUMNS
 from .store import Store
 from .verdict_files import list_columns
@@ -376,7 +377,7 @@ def write_rejected(report: ValidationReport, path: str | os.PathLike[str]) -> in
 
     Written to a temp file and renamed, so a failure leaves no partial file (LensError).
     """
-    _atomic_write(path, lambda tmp: report.rejected.to_csv(tmp, index=False, lineterminator="\n"),
+    _atomic_write(path, lambda tmp: write_csv(report.rejected, tmp),
                   "the rejected rows")
     return report.n_rejected
 
@@ -440,7 +441,7 @@ def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv"
 
 def _write_export(df: pd.DataFrame, target, fmt: str) -> None:
     if fmt == "csv":
-        df.to_csv(target, index=False, lineterminator="\n")
+        write_csv(df, target)  # formula-like cells neutralised (engine/exports.py); jsonl/parquet raw
     elif fmt == "jsonl":
         text = df.to_json(orient="records", lines=True, force_ascii=False)
         if isinstance(target, str | os.PathLike):

@@ -26,6 +26,9 @@ import numpy as np
 import pandas as pd
 
 from .errors import LensError
+from .exports import restore_csv_cell
+
+_QUOTE_LEAD = re.compile(rb"(?:^|[,;\t\r\n\"])'")  # a field that may start with ' (neutralised by write_csv)
 
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "json", "parquet", "review")
 """Accepted ``fmt`` values; ``None`` means detect from the file name and its first bytes."""
@@ -343,6 +346,10 @@ def read_rows(
         raise LensError(f"Unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     if fmt == "csv":
         header, recs, lines, problems = _read_csv(data, filename)
+        # a CSV the tool wrote has ' before formula-like cells (engine/exports.py): read them back raw
+        if _QUOTE_LEAD.search(data):  # (cheap test first: most files have no cell starting with ')
+            header = [restore_csv_cell(h) for h in header]
+            recs = [[restore_csv_cell(c) for c in r] for r in recs]
         if not lines:
             raise LensError(f"{filename} has a header but no data rows.")
         chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
