@@ -369,3 +369,60 @@ def test_journal_rows_round_trip_into_the_cache(empty_store, tmp_path):
     ).fetchall()
     assert got == [("k1", "t", '[{"A": -0.1}]', 3, 4, 2, 7, "http://s/v1")]
     assert os.path.exists(tmp_path)
+
+
+# -- item 7 (judge side): a full disk --------------------------------------------------------------------
+
+
+def _file_size_limit(limit: int):
+    """preexec_fn: files of the child may not grow past ``limit`` bytes (a real EFBIG from the kernel,
+    the same refusal as a full disk; CPython ignores SIGXFSZ, so the write fails instead of killing)."""
+    import resource
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
+    db = tmp_path / "full.duckdb"
+    with FakeOpenAI() as srv:
+        warm = subprocess.run(judge_cmd(db, "d", srv.base_url, "--protocol", "single", models="gpt-4,llama-13b",
+                                        model="warm"), cwd=REPO, capture_output=True, text=True, timeout=240)
+        assert warm.returncode == 0, warm.stderr
+        warm_calls = srv.statuses[200]  # 8 prompts x 1 pair x 1 order
+        # the write-ahead log may grow to 60 kB: the run fills it part way through its 48 calls
+        full = subprocess.run(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped"), cwd=REPO,
+                              capture_output=True, text=True, timeout=240, preexec_fn=_file_size_limit(60_000))
+        paid_full = srv.statuses[200] - warm_calls
+        lines = full.stderr.strip().splitlines()
+        assert full.returncode == 2 and full.stdout == "" and len(lines) == 1, full.stderr
+        assert lines[0].startswith(f"error: The judge run stopped because the store at {db} could not be written: "
+                                   f"the disk holding {tmp_path} is full (or a file-size limit was reached); the ")
+        assert lines[0].endswith("free some space and rerun.") and "Traceback" not in full.stderr
+        assert 0 < paid_full < UNIQUE
+        journals = list(tmp_path.glob("full.duckdb.calls-*.jsonl"))
+        assert len(journals) == 1
+        again = subprocess.run(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped"), cwd=REPO,
+                               capture_output=True, text=True, timeout=240)
+        sent = [(b["model"], json.dumps(b["messages"])) for b in srv.bodies]
+    assert again.returncode == 0, again.stderr
+    r = _csv_row(again.stdout)
+    assert (r.status, r.verdicts, r.calls_made + r.calls_cached) == ("done", UNIQUE, UNIQUE)
+    assert r.calls_cached == paid_full and len(sent) == len(set(sent)) == warm_calls + UNIQUE  # each paid once
+    assert not list(tmp_path.glob("full.duckdb.calls-*.jsonl"))
+
+
+def test_a_full_disk_before_any_call_is_one_sentence(tmp_path):
+    db = tmp_path / "full0.duckdb"
+    Store(db).close()
+    out = subprocess.run(judge_cmd(db, "d", "http://127.0.0.1:9/v1"), cwd=REPO, capture_output=True, text=True,
+                         timeout=240, preexec_fn=_file_size_limit(1))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == (
+        "error: The disk is full (or a file-size limit was reached): the write that hit it was not stored and the "
+        "store is as it was before it; free some space and run the command again."
+    )
+    with Store(db) as st:
+        assert not st.has_dataset("d") and st.cursor().execute("SELECT count(*) FROM judge_runs").fetchone()[0] == 0

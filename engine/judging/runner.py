@@ -50,7 +50,7 @@ from typing import Any
 
 import duckdb
 
-from ..errors import LensError
+from ..errors import LensError, is_disk_full
 from ..store import Store, StoreBusy, StoreError
 from . import journal
 from .backends import (
@@ -66,7 +66,6 @@ from .backends import (
 from .cache import CallCache, call_key, call_rows
 
 STORE_ERRORS = (StoreError, duckdb.Error, OSError)
-_DISK_FULL = ("no space left", "file too large", "disk full", "disk is full", "errno 28", "errno 27")
 
 
 class ServerStalled(BackendStopped):
@@ -77,22 +76,12 @@ class StoreUnavailable(LensError):
     """The store could not take a run's finished calls; they were kept in a journal."""
 
 
-def is_disk_full(exc: BaseException) -> bool:
-    """The error is the file system refusing to grow a file (no space left, or a file-size limit)."""
-    import errno as _errno
-
-    if isinstance(exc, OSError) and exc.errno in (_errno.ENOSPC, _errno.EFBIG):
-        return True
-    text = str(exc).lower()
-    return any(t in text for t in _DISK_FULL)
-
-
 def store_problem(store: Store, exc: BaseException) -> str:
     """Why the store could not be written, in a few words (busy, disk full, or the cause)."""
     if isinstance(exc, StoreBusy):
         return f"it stayed in use by another process past the {store.lock_wait_s:g} s lock wait"
     if is_disk_full(exc):
-        return f"the disk holding {store.path.parent} is full"
+        return f"the disk holding {store.path.parent} is full (or a file-size limit was reached)"
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return f"the write failed ({first})"
 
@@ -307,9 +296,10 @@ class Runner:
             if self.stats.journaled
             else "no finished call was lost"
         )
+        then = "free some space and rerun" if is_disk_full(exc) else "rerun when the store is free"
         return StoreUnavailable(
             f"The judge run stopped because the store at {self.store.path} could not be written: "
-            f"{store_problem(self.store, exc)}; {kept}; rerun when the store is free."
+            f"{store_problem(self.store, exc)}; {kept}; {then}."
         )
 
     def _count(self, calls: list[tuple[str, ChatRequest, ChatResult]]) -> None:
