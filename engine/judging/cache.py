@@ -248,10 +248,19 @@ class CallCache:
                 "UPDATE judge_call_leases SET expires_at = ? WHERE owner = ?", [time.time() + LEASE_S, self.owner]
             )
 
-    def release(self) -> None:
-        """Drop every lease of this owner (the run ended; unmade calls are free for others)."""
+    def release(self, keys: list[str] | None = None) -> None:
+        """Drop this owner's leases on ``keys`` (calls it gave up), or all of them (the run ended):
+        other runs may then make those calls."""
         with self.store.transaction() as cur:
-            cur.execute("DELETE FROM judge_call_leases WHERE owner = ?", [self.owner])
+            if keys is None:
+                cur.execute("DELETE FROM judge_call_leases WHERE owner = ?", [self.owner])
+                return
+            cur.register("_gone", pd.DataFrame({"call_key": list(keys)}))
+            cur.execute(
+                "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _gone)",
+                [self.owner],
+            )
+            cur.unregister("_gone")
 
 
 def call_summary(store: Store, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:

@@ -159,7 +159,7 @@ class Runner:
         self.stats = RunStats()
         self._journal_filed = False
         self.journal_file = None
-        self._stalled: set[int] = set()  # ids of requests that timed out with no call succeeded yet
+        self._stalled = 0  # attempts that timed out while no call of this runner had succeeded
         self._succeeded = False
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -358,8 +358,8 @@ class Runner:
         with self._lock:
             if self._succeeded or self.stats.made:
                 return
-            self._stalled.add(len(self._stalled))
-            n = len(self._stalled)
+            self._stalled += 1
+            n = self._stalled
         if n >= self.unreachable_after:
             self._stop.set()
             raise ServerStalled(
@@ -408,6 +408,7 @@ class _Drive:
         self.sorted = True
         self.inflight: dict[Future, list[tuple[str, ChatRequest]]] = {}
         self.held: dict[str, ChatRequest] = {}  # claimed by another live run: wait for its result
+        self.given_up: list[str] = []  # calls that failed for good here, whose claims are to be dropped
         self.next_poll = 0.0
 
     def run(self) -> None:
@@ -456,6 +457,7 @@ class _Drive:
                             r.stats.failed += 1
                             self.failed.add(k)
                             deliveries += [(st, k, None) for st in self.waiters.pop(k, [])]
+                        self.given_up += [k for k, _req in items]  # their claims are dropped below
                         r._tick()
                         if stopped is None and isinstance(exc.__cause__, ConnectionFailed):
                             stopped = self._unreachable(exc.__cause__, len(items))
@@ -463,6 +465,12 @@ class _Drive:
                     for (k, req), res in zip(items, results, strict=True):
                         completed.append((k, req, res))
                         deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
+                if self.given_up and store_exc is None:
+                    try:  # another run waiting for these calls may try them itself
+                        r.cache.release(self.given_up)
+                    except STORE_ERRORS:
+                        pass  # they are dropped when the run ends, or lapse
+                    self.given_up = []
                 if completed:
                     try:
                         r._record(completed, journal_only=store_exc is not None)  # one transaction
