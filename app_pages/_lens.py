@@ -325,31 +325,41 @@ def board_display(table):
     return dash_missing(table, ["ref_rank", "ref_diff"])
 
 
-def board_columns(reference_note: str, ranker: str) -> dict:
-    """Column headers, formats and help texts of every leaderboard table the app shows."""
+def board_columns(reference_note: str, ranker: str, score_label: str | None = None, digits: int = 3) -> dict:
+    """Column headers, formats, widths and help texts of every leaderboard table the app shows
+    (``digits``: the score's decimals, fewer for large scores so nothing is clipped)."""
     num = st.column_config.NumberColumn
+    text = st.column_config.TextColumn
+    fmt = f"%.{digits}f"
     return {
+        "shared_rank": num("rank", width="small", format="%d",
+                           help="1 + the number of models whose rank interval lies wholly above this one "
+                           "(LMArena's convention; without a bootstrap the ranker's own rank)."),
         "rank": num("rank", width="small", help="1 = best; models with equal scores share a rank."),
         "rank_change": num("Δ rank", format="%+d", help="Rank on all graphs minus rank on the kept graphs "
                            "(positive: moved up when truncating)."),
-        "model": st.column_config.TextColumn("model"),
-        "score": num("score", format="%.3f", help=f"The {ranker} ranker's score (higher is better)."),
-        "ci_low": num("CI low", format="%.3f", help="2.5 % bootstrap percentile of the score."),
-        "ci_high": num("CI high", format="%.3f", help="97.5 % bootstrap percentile of the score."),
-        "wins": num("W", help="Graphs where the model beat the other model of a pair (summed over pairs)."),
-        "losses": num("L", help="Lost pairs summed over graphs."),
-        "ties": num("T", help="Tied pairs summed over graphs."),
-        "win_rate": st.column_config.ProgressColumn("win rate", min_value=0.0, max_value=1.0, format="%.2f"),
-        "cycle_share": st.column_config.ProgressColumn(
-            "on a bad triad", min_value=0.0, max_value=1.0, format="%.2f",
-            help="Share of the graphs where the model was compared in which it lies on a bad triad."),
-        "bad_triads": num("bad triads", help="Non-transitive triads the model lies on, summed over graphs."),
-        "ref_rank": st.column_config.TextColumn("reference rank", alignment="right",
-                                                help=f"{reference_note}. — = not on the reference."),
-        "ref_diff": st.column_config.TextColumn("Δ vs reference", alignment="right",
-                                                help="Rank here among the mapped models minus the reference "
-                                                "rank (+ = lower here). — = not on the reference."),
-        "n_graphs_model": num("graphs", help="Graphs in which the model was compared."),
+        "model": text("model", width="medium"),
+        "score": num("score", format=fmt, width="small", help=score_label or f"The {ranker} ranker's score (higher is better)."),
+        "interval": text("95% CI", width="small", help="Bootstrap percentile interval of the score as +above / -below it."),
+        "votes": num("votes", width="small", help="Votes the model took part in (one per compared pair and graph)."),
+        "n_prompts": num("prompts", width="small", help="Prompts with a graph in which the model was compared."),
+        "rank_range": text("rank CI", width="small", help="95 % bootstrap interval of the rank."),
+        "ci_low": num("CI low", format=fmt, help="2.5 % bootstrap percentile of the score."),
+        "ci_high": num("CI high", format=fmt, help="97.5 % bootstrap percentile of the score."),
+        "wins": num("W", width="small", help="Graphs where the model beat the other model of a pair (summed over pairs)."),
+        "losses": num("L", width="small", help="Lost pairs summed over graphs."),
+        "ties": num("T", width="small", help="Tied pairs summed over graphs."),
+        "win_rate": num("win rate", format="%.2f", width="small", help="(W + T/2) / (W + L + T)."),
+        "cycle_share": num("on bad triad", format="%.2f", width="small",
+                           help="Share of the graphs where the model was compared in which it lies on a bad triad."),
+        "bad_triads": num("bad triads", width="small",
+                          help="Non-transitive triads the model lies on, summed over graphs."),
+        "ref_rank": text("ref. rank", alignment="right", width="small",
+                         help=f"{reference_note}. — = not on the reference."),
+        "ref_diff": text("Δ vs ref.", alignment="right", width="small",
+                         help="Rank here among the mapped models minus the reference rank (+ = lower here). "
+                         "— = not on the reference."),
+        "n_graphs_model": num("graphs", width="small", help="Graphs in which the model was compared."),
         "rank_low": num("rank CI low"),
         "rank_high": num("rank CI high"),
     }

@@ -303,8 +303,10 @@ def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstra
     params = {"keep_k": keep_k, "mu": mu if keep_k is not None else None, "per_category": False if keep_k else None,
               "pool": ctx.pool if keep_k is not None else None, "threshold": threshold,
               "n_graphs_pool": ctx.n_pool if keep_k is not None else ctx.stack.T, **(extra_params or {})}
-    board = leaderboard_from_stack(ctx.stack.subset(idx), ranker=ranker, bootstrap=bootstrap, seed=seed,
-                                   extra_params=params)
-    table = with_reference(model_cycle_columns(board.table, ctx, idx), reference)
+    from .leaderboard_view import with_participation
+
+    kept = ctx.stack.subset(idx)
+    board = leaderboard_from_stack(kept, ranker=ranker, bootstrap=bootstrap, seed=seed, extra_params=params)
+    table = with_reference(model_cycle_columns(with_participation(board.table, kept), ctx, idx), reference)
     dist = {} if reference is None else compare_to_reference(board, reference)
     return AppBoard(table, board.params, dist, reference_note)
