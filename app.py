@@ -81,7 +81,8 @@ def sidebar() -> None:
         dataset = _choice("Dataset", datasets, "dataset", DEFAULT_DATASET)
         ch = choices(dataset, store.dataset_version(dataset))
         _choice("Judge", [ALL, *ch.judges], "judge", ch.default_judge,
-                help="Each judge's verdicts form their own graphs.")
+                help="Each judge's verdicts form their own graphs. Opens on the judge covering the most models; "
+              "(all) pools every judge, as the command line does without --judge.")
         _choice("Category", [ALL, *ch.categories], "category", ALL)
         _choice("Ranker", list(RANKERS), "ranker", "bt", help="How the kept graphs become scores.")
         st.caption(f"Store: `{store.path.name}`")
