@@ -160,11 +160,23 @@ def graph_view_for(key: CacheKey, t: int):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) -> str:
-    """The before / after drawing of graph ``t`` with ``triad`` highlighted (about 0.5 MB of HTML)."""
-    from engine.inspector import inspector_html
+def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) -> tuple[str, str]:
+    """(the before / after drawing of graph ``t`` with ``triad`` highlighted, about 0.5 MB of HTML; a
+    sentence on the models left out when the graph has more than ``FOCUS_LIMIT`` models, else "")."""
+    from engine.inspector import focus_models, focus_summary, inspector_html, restrict_view
 
-    return inspector_html(graph_view_for(key, t), method, triad)
+    view = graph_view_for(key, t)
+    keep = focus_models(view, triad)
+    shown = view if len(keep) == len(view.models) else restrict_view(view, keep)
+    return inspector_html(shown, method, triad), focus_summary(view, keep)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def prompt_menu_for(key: CacheKey):
+    """The inspector's prompt picker rows: text, bad triads and S_μ per prompt, worst first."""
+    from engine.inspector import prompt_menu
+
+    return prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
