@@ -434,8 +434,17 @@ def big_server(tmp_path_factory: pytest.TempPathFactory):
 OVERFLOW = """() => {
     const doc = document.documentElement;
     const main = document.querySelector('[data-testid="stMain"]') || document.body;
+    // an element past the right edge counts unless an ancestor inside the window clips or scrolls it
+    // (a wide table scrolling in its own frame is fine; one that pushes the page is not)
+    const contained = e => {
+        for (let a = e.parentElement; a; a = a.parentElement) {
+            const o = getComputedStyle(a).overflowX;
+            if (o !== 'visible' && a.getBoundingClientRect().right <= window.innerWidth + 1) return true;
+        }
+        return false;
+    };
     const wide = [...document.querySelectorAll('[data-testid="stMainBlockContainer"] *')]
-        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.checkVisibility())
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.checkVisibility() && !contained(e))
         .map(e => (e.getAttribute('data-testid') || e.tagName) + ':' + Math.round(e.getBoundingClientRect().right));
     return {page: doc.scrollWidth - doc.clientWidth, main: main.scrollWidth - main.clientWidth, wide: wide.slice(0, 5)};
 }"""
