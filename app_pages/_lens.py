@@ -236,10 +236,9 @@ def matrix_figure(frame, title: str, colorbar: str, fmt: str, colorscale: str = 
         margin={"l": 10, "r": 10, "t": 40, "b": 10}, plot_bgcolor="#c3c8d1",
     )
     fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=0 if frame.shape[1] <= 6 else -90,
-                     tickfont={"size": geo.font_px}, automargin=True, showgrid=False, zeroline=False,
-                     constrain="domain", scaleanchor="y")
+                     tickfont={"size": geo.font_px}, automargin=True, showgrid=False, zeroline=False)
     fig.update_yaxes(tickmode="array", tickvals=ys, ticktext=yl, autorange="reversed", tickfont={"size": geo.font_px},
-                     automargin=True, showgrid=False, zeroline=False, constrain="domain")
+                     automargin=True, showgrid=False, zeroline=False)
     return fig
 
 
@@ -384,18 +383,18 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
     text = st.column_config.TextColumn
     fmt = f"%.{digits}f"
     return {
-        "shared_rank": num("rank", width="small", format="%d",
+        "shared_rank": num("rank", width=48, format="%d", pinned=True,
                            help="1 + the number of models whose rank interval lies wholly above this one "
                            "(LMArena's convention; without a bootstrap the ranker's own rank)."),
         "rank": num("rank", width="small", help="1 = best; models with equal scores share a rank."),
         "rank_change": num("Δ rank", format="%+d", help="Rank on all graphs minus rank on the kept graphs "
                            "(positive: moved up when truncating)."),
-        "model": text("model", width="medium"),
-        "score": num("score", format=fmt, width="small", help=score_label or f"The {ranker} ranker's score (higher is better)."),
-        "interval": text("95% CI", width="small", help="Bootstrap percentile interval of the score as +above / -below it."),
-        "votes": num("votes", width="small", help="Votes the model took part in (one per compared pair and graph)."),
-        "n_prompts": num("prompts", width="small", help="Prompts with a graph in which the model was compared."),
-        "rank_range": text("rank CI", width="small", help="95 % bootstrap interval of the rank."),
+        "model": text("model", width="medium", pinned=True),
+        "score": num("score", format=fmt, width=70, help=score_label or f"The {ranker} ranker's score (higher is better)."),
+        "interval": text("95% CI", width=118, help="Bootstrap percentile interval of the score as +above / -below it."),
+        "votes": num("votes", width=58, help="Votes the model took part in (one per compared pair and graph)."),
+        "n_prompts": num("prompts", width=64, help="Prompts with a graph in which the model was compared."),
+        "rank_range": text("rank CI", width=64, help="95 % bootstrap interval of the rank."),
         "ci_low": num("CI low", format=fmt, help="2.5 % bootstrap percentile of the score."),
         "ci_high": num("CI high", format=fmt, help="97.5 % bootstrap percentile of the score."),
         "wins": num("W", width="small", help="Graphs where the model beat the other model of a pair (summed over pairs)."),

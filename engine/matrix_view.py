@@ -24,8 +24,9 @@ MIN_FONT_PX = 9
 LINE_FACTOR = 1.25
 """Shown labels are at least this many font sizes apart (no overlap, one line of text each)."""
 
-MAX_PLOT_PX = 760
-"""The matrix area never grows past this (it fits the main column beside the sidebar at 1280 px)."""
+MAX_PLOT_PX = 520
+"""The matrix area never grows past this: with its labels (up to 220 px) and colour bar it fits the
+main column beside the sidebar at 1280 px (about 750 px)."""
 
 KINDS = {
     "win fraction": "Share of the row model's battles against the column model that it won (ties count half).",
