@@ -398,8 +398,9 @@ def sparse_verdicts(path: Path, n: int = 70, prompts: int = 60, per: int = 12, s
     return path
 
 
-def battle_log(path: Path, n: int = 100, battles: int = 2000, seed: int = 2) -> Path:
-    """An arena-style battle log: 2,000 single battles (each its own prompt) among 100 models."""
+def battle_log(path: Path, n: int = 100, battles: int = 1000, seed: int = 2) -> Path:
+    """An arena-style battle log: 1,000 single battles (each its own prompt) among 100 models (more
+    battles make the per-graph cycle arrays of today's engine, T x 100 x 100, several GB)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
