@@ -20,6 +20,47 @@ st.caption(
 ch = current()
 ov = or_stop(cycle_overview, ch.key)
 
+
+def model_matrices() -> None:
+    """Win fraction, battles and bad triads per pair: they need no cycle, so a battle log of two-model
+    graphs (left out of every cycle number) still gets them."""
+    st.subheader("Model × model")
+    mats = or_stop(pair_matrices_for, ch.key, ch.ranker)
+    order = list(mats.models)
+    m1, m2, m3 = st.columns([2, 1, 2])
+    kind = m1.segmented_control("Matrix", list(KINDS), default="win fraction", required=True, key="cycles_matrix",
+                                help=" · ".join(f"{k}: {v}" for k, v in KINDS.items()))
+    top_n = int(m2.number_input("Top models", min_value=2, max_value=max(2, len(order)), value=min(len(order), 40),
+                                step=5, key="cycles_top_n", help="The first N of the current ranking."))
+    extra = m3.multiselect("Add models", [m for m in order[top_n:]], key="cycles_extra",
+                           help="Search for models below the top N to add them.", placeholder="Search models")
+    shown = select_models(order, top_n, extra)
+    frame = mats.get(kind).loc[shown, shown]
+    fmt, scale, zmax = {"win fraction": (".2f", "RdBu", 1.0), "battles": (".0f", "Blues", None),
+                        "bad triads": (".0f", "Reds", None)}[kind]
+    st.plotly_chart(matrix_figure(frame, f"{kind.capitalize()} per pair, rows and columns in {ch.ranker} ranking order",
+                                  kind, fmt, scale, zmax), width="content")
+    st.caption(
+        f"{KINDS[kind]} Grey: the two models were never compared in this selection (hover says so). Every colour "
+        f"scale starts at 0. Showing {len(shown)} of {len(order)} models, ranked by {ch.ranker} without a bootstrap; "
+        "labels are thinned when the models no longer fit one per row."
+    )
+    rates = ov.category_rates.reindex(columns=shown)
+    if ov.n_graphs and len(rates):
+            st.plotly_chart(matrix_figure(rates, "Share of graphs where the model is on a bad triad, per category",
+                                      "share", ".2f", "Reds", 1.0), width="content")
+
+
+if ov.n_left_out:
+    left = (f"{ov.n_left_out} graph{'s' if ov.n_left_out != 1 else ''} of this selection "
+            f"{'have' if ov.n_left_out != 1 else 'has'} fewer than 3 models and {'are' if ov.n_left_out != 1 else 'is'} "
+            "left out of every number on this page: no cycle fits in 2 models.")
+    if ov.n_graphs == 0:
+        st.info(left + " No graph is left to count cycles in.")
+        model_matrices()
+        st.stop()
+    st.caption(left)
+
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Graphs", ov.n_graphs)
 c2.metric("Graphs with a bad triad", f"{ov.share_cyclic:.0%}")
@@ -27,30 +68,7 @@ c3.metric("Bad triads in all", ov.total_bad_triads)
 c4.metric("Mean bad 4-cycles per graph", f"{ov.mean_c4_bad:.2f}")
 
 
-st.subheader("Model × model")
-mats = or_stop(pair_matrices_for, ch.key, ch.ranker)
-order = list(mats.models)
-m1, m2, m3 = st.columns([2, 1, 2])
-kind = m1.segmented_control("Matrix", list(KINDS), default="win fraction", required=True, key="cycles_matrix",
-                            help=" · ".join(f"{k}: {v}" for k, v in KINDS.items()))
-top_n = int(m2.number_input("Top models", min_value=2, max_value=max(2, len(order)), value=min(len(order), 40),
-                            step=5, key="cycles_top_n", help="The first N of the current ranking."))
-extra = m3.multiselect("Add models", [m for m in order[top_n:]], key="cycles_extra",
-                       help="Search for models below the top N to add them.", placeholder="Search models")
-shown = select_models(order, top_n, extra)
-frame = mats.get(kind).loc[shown, shown]
-fmt, scale, zmax = {"win fraction": (".2f", "RdBu", 1.0), "battles": (".0f", "Blues", None),
-                    "bad triads": (".0f", "Reds", None)}[kind]
-st.plotly_chart(matrix_figure(frame, f"{kind.capitalize()} per pair, rows and columns in {ch.ranker} ranking order",
-                              kind, fmt, scale, zmax), width="content")
-st.caption(
-    f"{KINDS[kind]} Grey: the two models were never compared in this selection (hover says so). Every colour "
-    f"scale starts at 0. Showing {len(shown)} of {len(order)} models, ranked by {ch.ranker} without a bootstrap; "
-    "labels are thinned when the models no longer fit one per row."
-)
-rates = ov.category_rates.reindex(columns=shown)
-st.plotly_chart(matrix_figure(rates, "Share of graphs where the model is on a bad triad, per category", "share",
-                              ".2f", "Reds", 1.0), width="content")
+model_matrices()
 
 st.subheader("Distribution of bad cycles per graph")
 d1, d2 = st.columns(2)
