@@ -317,7 +317,16 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
         assert ids == sorted(ids)
     at = at.switch_page("app_pages/4_inspector.py").run()
     assert_clean(at)
-    prompts = at.selectbox(key="insp_prompt").options
-    assert prompts == sorted(prompts, key=int) and "10" in prompts
+    # the picker lists prompts worst first (S_μ summed over the prompt's graphs), equal S_μ in natural order
+    labels = at.selectbox(key="insp_prompt").options
+    prompts = [lab.split(" · ")[0] for lab in labels]
+    s_mu = [float(lab.split("S_μ ")[1].split(" ")[0]) for lab in labels]
+    expect = table.groupby(table["prompt_id"].astype(str))["c3_bad"].sum() + \
+        table.groupby(table["prompt_id"].astype(str))["c4_bad"].sum()
+    assert s_mu == [float(expect[p]) for p in prompts] and s_mu == sorted(s_mu, reverse=True)
+    for value in set(s_mu):
+        ids = [int(p) for p, v in zip(prompts, s_mu, strict=True) if v == value]
+        assert ids == sorted(ids)
+    assert "10" in prompts
     variant_box = at.selectbox(key="insp_variant")
     assert variant_box.options == ["original", "paraphrase 1", "paraphrase 2", "sample 1", "sample 2"]
