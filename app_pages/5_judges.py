@@ -45,7 +45,8 @@ def kappa_section(jd, by_cat: bool) -> None:
             "agreement": st.column_config.NumberColumn("agreement", format="%.2f",
                                                        help="Share of shared items with the same combined outcome."),
             "kappa": st.column_config.NumberColumn("κ", format="%.2f",
-                                                   help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance)."),
+                                                   help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance) on which model won "
+                                                        "each item, both presentation orders combined first."),
         },
     )
 

@@ -35,7 +35,7 @@ TABLES: dict[str, str] = {
     "cycle-prompts": "per prompt: cycles summed over its graphs (the unit of the distribution fit)",
     "position": "order consistency, first-position win rate and McNemar's test (both tie rules) per group",
     "stress": "order-permutation stress test per group (paper 003)",
-    "agreement": "agreement and Cohen's κ between judges (or against a reference judge)",
+    "agreement": "agreement and Cohen's κ between judges (or against a reference judge), on each item's verdict after both presentation orders are combined (which model won, not which position)",
     "structure": "mean bad cycles, draw rate and largest SCC by judge and category (paper 000, Fig. 4)",
 }
 
