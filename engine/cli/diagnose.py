@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", help="agreement / overview: compare every judge with this one "
                    "(overview default: human)")
     p.add_argument("--by-category", action="store_true", help="agreement per category")
+    p.add_argument("--sntd", choices=("averaged", "per-order"), default="averaged",
+                   help="sntd table: one divergence of the order-averaged probabilities (default, as the app "
+                   "shows) or paper 001's eq. 3 literally, the divergence averaged over the presentation orders")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the store's result cache")
     add_format(p)
     p.set_defaults(func=run)
@@ -66,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
         if args.table != "heatmap":
             raise LensError("--win-rates applies to the heatmap table only (--table heatmap).")
         params["win_rates"] = read_win_rates_file(args.win_rates).to_dict()
+    if args.sntd != "averaged":
+        if args.table != "sntd":
+            raise LensError("--sntd applies to the sntd table only (--table sntd).")
+        params["sntd_variant"] = args.sntd
     if args.reference is not None or args.table == "overview":
         params["reference"] = args.reference if args.reference is not None else "human"
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)

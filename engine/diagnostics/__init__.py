@@ -23,7 +23,9 @@ TABLES: dict[str, str] = {
     "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win rate, McNemar p (both tie rules), agreement and κ with the reference judge",
     "pnt": "PNT per group (default judge): triples, non-transitive triples and their kinds",
     "patterns": "counts of the 14 non-transitive patterns of paper 001 B.1 (numbered 1-14) per group",
-    "sntd": "mean SNTD per group over triples with judge probabilities",
+    "sntd": "mean SNTD per group over triples with judge probabilities (default: one divergence of the "
+            "order-averaged probabilities, as the app shows; --sntd per-order: paper 001's eq. 3, the "
+            "divergence averaged over the presentation orders)",
     "heatmap": "mean PNT / SNTD on a grid of two win-rate gaps per judge (paper 001, B.5)",
     "entropy": "ρ_non-trans, τ_avg and mean H² per group (paper 004)",
     "entropy-graphs": "per graph: vertices, vertices in non-transitive SCCs, H², τ",
@@ -135,7 +137,8 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     ``UNGROUPED``), ``policy`` (combine policy), ``source`` and ``tie_band`` (PNT, patterns),
     ``grid``/``sigma``/``win_rates`` (heatmap; ``win_rates`` maps model → rate),
     ``length_bound`` (None: every length where tractable)/``edges`` (cycles),
-    ``max_permutations``/``seed`` (stress), ``reference``/``by_category`` (agreement, overview).
+    ``max_permutations``/``seed`` (stress), ``reference``/``by_category`` (agreement, overview),
+    ``sntd_variant`` (sntd: ``averaged`` or ``per-order``, engine.diagnostics.sntd).
     ``position`` and ``stress`` raise LensError when the verdicts carry no usable presentation order.
     """
     if table not in TABLES:
@@ -175,7 +178,10 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     if table == "sntd":
         if stack.soft is None or np.isnan(stack.soft).all():
             raise LensError("These verdicts carry no judge probabilities (prob_a), so SNTD cannot be computed.")
-        return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"))
+        variant = params.get("sntd_variant", "averaged")
+        if variant not in sntd.SNTD_VARIANTS:
+            raise LensError(f"Unknown SNTD variant {variant!r}; choose one of {', '.join(sntd.SNTD_VARIANTS)}.")
+        return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"), variant=variant, verdicts=v)
     if table == "heatmap":
         return nontransitivity.gap_heatmap(stack, by=_by(params, ("judge",), "heatmap"),
                                            win_rates=params.get("win_rates"), grid=int(params.get("grid", 35)),
