@@ -138,7 +138,8 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     ``grid``/``sigma``/``win_rates`` (heatmap; ``win_rates`` maps model → rate),
     ``length_bound`` (None: every length where tractable)/``edges`` (cycles),
     ``max_permutations``/``seed`` (stress), ``reference``/``by_category`` (agreement, overview),
-    ``sntd_variant`` (sntd: ``averaged`` or ``per-order``, engine.diagnostics.sntd).
+    ``sntd_variant`` (sntd: ``averaged`` or ``per-order``, engine.diagnostics.sntd), ``r2_on``
+    (cycle-fit: ``cdf`` or ``pmf``; paper 003's defaults are ``edges="strict"``, ``r2_on="pmf"``).
     ``position`` and ``stress`` raise LensError when the verdicts carry no usable presentation order.
     """
     if table not in TABLES:
@@ -207,7 +208,7 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     if table == "participation":
         return cycle_stats.participation(ctab, part, by)
     if table == "cycle-fit":
-        return cycle_stats.count_fits(ctab, by)
+        return cycle_stats.count_fits(ctab, by, r2_on=params.get("r2_on", "cdf"))
     return cycle_stats.prompt_counts(ctab, by)  # cycle-prompts
 
 
