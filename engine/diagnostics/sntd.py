@@ -30,7 +30,6 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from ..graphs import build_stack
 from ..schema import GRAPH_KEY
 from .verdict_pairs import order_flags
 
@@ -87,74 +86,87 @@ def _triple_sntd(p_ab: np.ndarray, p_bc: np.ndarray, p_ac: np.ndarray, eps: floa
     return (bernoulli_jsd(p_ab, hat_ab, base) + bernoulli_jsd(p_bc, hat_bc, base) + bernoulli_jsd(p_ac, hat_ac, base)) / 3.0
 
 
-def sntd_arrays_per_order(soft2: np.ndarray, *, eps: float = 1e-6, base: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
-    """Paper 001's eq. 3 literally: ``soft2`` (2, T, n, n) holds each pair's probability in its two
-    presentation orders (``order_soft``); the (T, K) SNTD is the mean over the 8 combinations of one
-    draw per pair. Triples with a pair lacking a probability are NaN."""
-    s2 = np.asarray(soft2, dtype=np.float64)
-    n = s2.shape[-1]
-    tri = triple_index(n)
-    if len(tri) == 0:
-        return np.zeros((s2.shape[1], 0)), tri
-    a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
-    total = np.zeros((s2.shape[1], len(tri)))
-    for o_ab, o_bc, o_ac in itertools.product((0, 1), repeat=3):
-        total += _triple_sntd(s2[o_ab][:, a, b], s2[o_bc][:, b, c], s2[o_ac][:, a, c], eps, base)
-    missing = np.isnan(s2[0][:, a, b]) | np.isnan(s2[0][:, b, c]) | np.isnan(s2[0][:, a, c])
-    return np.where(missing, np.nan, total / 8.0), tri
-
-
-def order_soft(verdicts: pd.DataFrame, stack) -> np.ndarray:
-    """(2, T, n, n) for the graphs of ``stack`` (built from ``verdicts``): P(i beats j) averaged over
-    the verdicts where the pair's model first by name (lower index) was shown first [0] or second [1].
-    A pair judged in one order only, or without a recorded order, uses what it has in both slots."""
-    v = verdicts[verdicts["winner"] != "invalid"]
-    v = v[v["model_a"].isin(stack.models) & v["model_b"].isin(stack.models)]
-    rank = {m: i for i, m in enumerate(stack.models)}
-    a_lower = v["model_a"].map(rank).to_numpy() < v["model_b"].map(rank).to_numpy()
+def order_draws(verdicts: pd.DataFrame, models: tuple[str, ...]) -> pd.DataFrame:
+    """Per graph key and pair lo < hi (positions in ``models``): ``p0`` / ``p1``, the mean P(lo beats
+    hi) over the verdicts with lo shown first / second. A pair judged in one order only, or without a
+    recorded order (counted in both), has the same value in both columns."""
+    v = verdicts[(verdicts["winner"] != "invalid") & verdicts["prob_a"].notna()]
+    v = v[v["model_a"].isin(models) & v["model_b"].isin(models)]
+    pos = {m: i for i, m in enumerate(models)}
+    ia, ib = v["model_a"].map(pos).to_numpy(), v["model_b"].map(pos).to_numpy()
+    a_lo = ia < ib
     a_first = order_flags(v["order"]) if "order" in v.columns else np.full(len(v), np.nan)
-    lower_first = np.where(a_lower, a_first, 1.0 - a_first)  # NaN stays NaN
-    unknown = np.isnan(lower_first)
-    want = stack.keys[list(GRAPH_KEY)].reset_index(drop=True)
-    out = np.full((2, *stack.adj.shape), np.nan)
-    for slot, keep in enumerate((unknown | (lower_first == 1.0), unknown | (lower_first == 0.0))):
-        if not keep.any():
-            continue
-        sub = build_stack(v[keep], policy=stack.policy, models=stack.models)
-        if sub.soft is None or len(sub.keys) == 0:
-            continue
-        got = sub.keys[list(GRAPH_KEY)].reset_index(drop=True).assign(_sub=np.arange(len(sub.keys)))
-        where = want.assign(_t=np.arange(len(want))).merge(got, on=list(GRAPH_KEY), how="inner")
-        out[slot, where["_t"].to_numpy()] = sub.soft[where["_sub"].to_numpy()]
-    for slot in (0, 1):  # one order only: that order's probability is both draws
-        gap = np.isnan(out[slot])
-        out[slot][gap] = out[1 - slot][gap]
+    lo_first = np.where(a_lo, a_first, 1.0 - a_first)  # NaN (unknown order) stays NaN
+    prob = v["prob_a"].to_numpy(dtype=np.float64)
+    base = v[list(GRAPH_KEY)].reset_index(drop=True).assign(
+        lo=np.where(a_lo, v["model_a"], v["model_b"]), hi=np.where(a_lo, v["model_b"], v["model_a"]),
+        p=np.where(a_lo, prob, 1.0 - prob))
+    keys = [*GRAPH_KEY, "lo", "hi"]
+    draws = []
+    for slot, keep in ((0, np.isnan(lo_first) | (lo_first == 1.0)), (1, np.isnan(lo_first) | (lo_first == 0.0))):
+        draws.append(base[keep].groupby(keys, sort=False, dropna=False)["p"].mean().rename(f"p{slot}"))
+    out = pd.concat(draws, axis=1).reset_index()
+    out["p0"] = out["p0"].fillna(out["p1"])
+    out["p1"] = out["p1"].fillna(out["p0"])
     return out
+
+
+def per_order_sntd(triples: pd.DataFrame, verdicts: pd.DataFrame, models: tuple[str, ...], *,
+                   eps: float = 1e-6, base: float = 2.0) -> np.ndarray:
+    """Paper 001's eq. 3 literally for the rows of ``sntd_triples``: per triple, the mean over the 8
+    combinations of one draw per pair (``order_draws``) of the triple's deviation."""
+    if triples.empty:
+        return np.zeros(0)
+    d = order_draws(verdicts, models)
+    cols = {}
+    for x, y in (("model_a", "model_b"), ("model_b", "model_c"), ("model_a", "model_c")):
+        m = triples[list(GRAPH_KEY)].assign(lo=triples[x].to_numpy(), hi=triples[y].to_numpy()).merge(
+            d, on=[*GRAPH_KEY, "lo", "hi"], how="left")
+        cols[(x, y)] = (m["p0"].to_numpy(np.float64), m["p1"].to_numpy(np.float64))
+    ab, bc, ac = cols[("model_a", "model_b")], cols[("model_b", "model_c")], cols[("model_a", "model_c")]
+    total = np.zeros(len(triples))
+    for o_ab, o_bc, o_ac in itertools.product((0, 1), repeat=3):
+        total += _triple_sntd(ab[o_ab], bc[o_bc], ac[o_ac], eps, base)
+    return total / 8.0
 
 
 def sntd_triples(stack, *, eps: float = 1e-6, base: float = 2.0, variant: str = "averaged",
                  verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per graph and model triple with probabilities on all three pairs: key columns,
     graph (position in the stack), model_a < model_b < model_c (by stack order), sntd.
+    ``stack``: a GraphStack or GraphBuckets (each graph's triples over its own models).
     ``variant="per-order"`` (paper 001's eq. 3 literally) needs the ``verdicts`` the stack was built from."""
     if variant not in SNTD_VARIANTS:
         raise ValueError(f"SNTD variant must be one of {', '.join(SNTD_VARIANTS)}; got {variant!r}.")
-    soft = stack.soft if stack.soft is not None else np.full(stack.adj.shape, np.nan)
+    if variant == "per-order" and verdicts is None:
+        raise ValueError("The per-order SNTD needs the verdicts the stack was built from.")
+    from ..graph_buckets import as_buckets
+
+    b = as_buckets(stack)
+    g_all, tri_all, val_all = [], [], []
+    for bk in b.at_least(3):
+        if bk.soft is None:
+            continue
+        val, tri = sntd_arrays(bk.soft, eps=eps, base=base)
+        t_idx, k_idx = np.nonzero(~np.isnan(val))
+        g_all.append(bk.graph[t_idx])
+        tri_all.append(np.take_along_axis(bk.members[t_idx], tri[k_idx], axis=1))
+        val_all.append(val[t_idx, k_idx])
+    g = np.concatenate(g_all) if g_all else np.zeros(0, np.int64)
+    glob = np.concatenate(tri_all) if tri_all else np.zeros((0, 3), np.int64)
+    val = np.concatenate(val_all) if val_all else np.zeros(0)
+    order = np.lexsort((glob[:, 2], glob[:, 1], glob[:, 0], g))
+    g, glob, val = g[order], glob[order], val[order]
+    models = np.array(b.models, dtype=object)
+    keys = b.keys.reset_index(drop=True)
+    out = keys.iloc[g].reset_index(drop=True)
+    out.insert(0, "graph", g.astype(np.int64))
+    out["model_a"] = models[glob[:, 0]] if len(g) else []
+    out["model_b"] = models[glob[:, 1]] if len(g) else []
+    out["model_c"] = models[glob[:, 2]] if len(g) else []
+    out["sntd"] = val
     if variant == "per-order":
-        if verdicts is None:
-            raise ValueError("The per-order SNTD needs the verdicts the stack was built from.")
-        val, tri = sntd_arrays_per_order(order_soft(verdicts, stack), eps=eps, base=base)
-    else:
-        val, tri = sntd_arrays(soft, eps=eps, base=base)
-    t_idx, k_idx = np.nonzero(~np.isnan(val))
-    models = np.array(stack.models, dtype=object)
-    keys = stack.keys.reset_index(drop=True)
-    out = keys.iloc[t_idx].reset_index(drop=True)
-    out.insert(0, "graph", t_idx.astype(np.int64))
-    out["model_a"] = models[tri[k_idx, 0]] if len(k_idx) else []
-    out["model_b"] = models[tri[k_idx, 1]] if len(k_idx) else []
-    out["model_c"] = models[tri[k_idx, 2]] if len(k_idx) else []
-    out["sntd"] = val[t_idx, k_idx]
+        out["sntd"] = per_order_sntd(out, verdicts, tuple(b.models), eps=eps, base=base)
     return out
 
 
