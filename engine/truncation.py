@@ -80,7 +80,7 @@ def truncation_scores(
 SCORES: dict[str, str] = {
     "coverage": "bad cycles per cycle the graph's compared pairs could carry, in units of the best-covered "
                 "graph scored with it (S_mu itself where every graph compared the same pairs)",
-    "raw": "S_mu as counted (paper 000, eq. 1), whatever pairs the graph compared",
+    "raw": "S_mu as counted (paper 000, Section 4.1 and Appendix A.2), whatever pairs the graph compared",
 }
 """How a graph's truncation score treats missing pairs; ``coverage`` is the default (docs/notes/cycles.md)."""
 DEFAULT_SCORE = "coverage"
