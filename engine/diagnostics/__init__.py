@@ -68,7 +68,7 @@ EXTRA_BY: dict[str, tuple[str, ...]] = {
 }
 UNGROUPED: tuple[str, ...] = ("overview", "entropy-graphs", "cycle-graphs")
 """Tables with one row per judge or per graph: ``by`` does not apply to them."""
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 """Part of every cache key: bump when a table's columns or numbers change, so old results are not served."""
 
 
