@@ -19,13 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 
 from .errors import LensError
+from .import_limits import NAME_MAX_CHARS, TEXT_MAX_CHARS, check_dataset_name
 from .schema import DEFAULT_DATASET, VERDICT_COLUMNS
+from .staging import no_space, sql_path
 from .store import Store
 from .verdict_files import list_columns
-from .verdicts import ValidationReport, validate_bytes, validate_many
+from .verdicts import ValidationReport, content_json_sql, recount, validate_sources
 
 PathOrBytes = str | os.PathLike[str] | bytes
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
@@ -73,18 +76,6 @@ class ImportResult:
         return f"{head} (invalid judge outputs stored: {self.rows_invalid})"
 
 
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
-    p = Path(path)
-    if p.is_dir():
-        raise LensError(f"{p} is a folder; give the verdict files inside it (for example {p}/*.jsonl).")
-    try:
-        return p.read_bytes()
-    except FileNotFoundError as exc:
-        raise LensError(f"There is no file {p}.") from exc
-    except OSError as exc:
-        raise LensError(f"Cannot read {p} ({exc.strerror}).") from exc
-
-
 def validate_file(
     path_or_bytes: PathOrBytes,
     filename: str | None = None,
@@ -98,21 +89,22 @@ def validate_file(
     """Read and check one verdict file (a path, or uploaded bytes with their file name); no DB.
 
     ``column_map`` maps the file's column names to canonical ones; ``fmt`` overrides detection;
-    ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts).
+    ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts). The file
+    is read in batches (memory bounded by one batch) and the rows are staged on disk.
     """
     if isinstance(path_or_bytes, bytes | bytearray):
-        data, name = bytes(path_or_bytes), filename or "upload"
+        source, name = bytes(path_or_bytes), filename or "upload"
     else:
-        data, name = _read_bytes(path_or_bytes), filename or str(path_or_bytes)
-    return validate_bytes(data, name, dataset=dataset, fmt=fmt, column_map=column_map,
-                          model_names=model_names, judge_names=judge_names)
+        source, name = path_or_bytes, filename or str(path_or_bytes)
+    return validate_sources([(source, name)], dataset=dataset, fmt=fmt, column_map=column_map,
+                            model_names=model_names, judge_names=judge_names)
 
 
 def file_columns(path_or_bytes: PathOrBytes, filename: str | None = None, fmt: str | None = None) -> list[str]:
-    """The column names a file has, so a form can offer a mapping to the canonical ones."""
+    """The column names a file has, so a form can offer a mapping to the canonical ones (reads the header only)."""
     if isinstance(path_or_bytes, bytes | bytearray):
         return list_columns(bytes(path_or_bytes), filename or "upload", fmt)
-    return list_columns(_read_bytes(path_or_bytes), filename or str(path_or_bytes), fmt)
+    return list_columns(path_or_bytes, filename or str(path_or_bytes), fmt)
 
 
 def validate_paths(
@@ -120,49 +112,36 @@ def validate_paths(
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
     judge_names: Mapping[str, str] | None = None,
 ) -> ValidationReport:
-    """Several files checked as one import (e.g. a folder of review-format files)."""
-    return validate_many(((_read_bytes(p), str(p)) for p in paths), dataset=dataset, fmt=fmt,
-                         column_map=column_map, model_names=model_names, judge_names=judge_names)
+    """Several files checked as one import (e.g. a folder of review-format files); no DB."""
+    return validate_sources([(p, str(p)) for p in paths], dataset=dataset, fmt=fmt, column_map=column_map,
+                            model_names=model_names, judge_names=judge_names)
 
 
-def _already_stored(cur, dataset: str, good: pd.DataFrame) -> pd.DataFrame:
-    """Incoming rows identical (all verdict content) to a stored verdict of the dataset."""
-    incoming = good[_CONTENT].assign(_row=range(len(good)))
-    cur.register("_incoming", incoming)
+def _reject_stored(tx, report: ValidationReport, dataset: str) -> ValidationReport:
+    """Move valid rows identical (all verdict content) to a verdict already stored in ``dataset``
+    from the good rows to the rejected ones, one sentence each (SQL over the stage files)."""
+    cond = " AND ".join(f'v."{c}" IS NOT DISTINCT FROM i."{c}"' for c in _CONTENT)
+    tx.execute(f"""CREATE OR REPLACE TEMP TABLE _stored_hits AS
+        SELECT i.seq, any_value(i.source_file) AS source_file, any_value(i.source_line) AS source_line,
+               min(v.source_file) AS first_file, min(v.source_line) AS first_line,
+               any_value({content_json_sql('i')}) AS fields
+        FROM ({report.good_sql()}) i JOIN verdicts v ON v.dataset = ? AND {cond} GROUP BY i.seq""", [dataset])
     try:
-        cond = " AND ".join(f'v."{c}" IS NOT DISTINCT FROM i."{c}"' for c in _CONTENT)
-        return cur.execute(
-            f"""SELECT i._row, min(v.source_file) AS source_file, min(v.source_line) AS source_line
-                FROM _incoming i JOIN verdicts v ON v.dataset = ? AND {cond}
-                GROUP BY i._row ORDER BY i._row""",
-            [dataset],
-        ).df()
+        if tx.execute("SELECT count(*) FROM _stored_hits").fetchone()[0] == 0:
+            return report
+        rej, seqs = report.stage.new_file("rejected"), report.stage.new_file("excluded")
+        said = sql_path(f"the row is identical to a verdict already stored in dataset {dataset!r}")
+        tx.execute(f"""COPY (SELECT seq, source_file, source_line,
+              {said} || CASE WHEN first_file IS NOT NULL AND first_line IS NOT NULL
+                      THEN ' (from ' || first_file || ' line ' || first_line || ')' ELSE '' END
+              || '; use --replace to replace the dataset' AS reason, fields
+            FROM _stored_hits ORDER BY seq) TO {sql_path(rej)} (FORMAT parquet)""")
+        tx.execute(f"COPY (SELECT seq FROM _stored_hits) TO {sql_path(seqs)} (FORMAT parquet)")
     finally:
-        cur.unregister("_incoming")
-
-
-def _reject_stored(report: ValidationReport, hits: pd.DataFrame, dataset: str) -> ValidationReport:
-    """Move rows already in the store from ``good`` to ``rejected``, one sentence each."""
-    if hits.empty:
-        return report
-    rows = hits["_row"].to_numpy()
-    moved = report.good.iloc[rows]
-    where = [
-        f" (from {f} line {int(n)})" if isinstance(f, str) and pd.notna(n) else ""
-        for f, n in zip(hits["source_file"], hits["source_line"], strict=True)
-    ]
-    extra = pd.DataFrame({
-        "source_file": moved["source_file"].to_numpy(dtype=object),
-        "source_line": moved["source_line"].to_numpy(),
-        "reason": [f"the row is identical to a verdict already stored in dataset {dataset!r}{w}; "
-                   "use --replace to replace the dataset" for w in where],
-    })
-    for c in _CONTENT:
-        extra[c] = moved[c].astype(object).where(moved[c].notna(), None).to_numpy()
-    rejected = pd.concat([report.rejected, extra], ignore_index=True)
-    rejected = rejected.sort_values(["source_file", "source_line"], kind="stable", ignore_index=True)
-    good = report.good.drop(index=report.good.index[rows]).reset_index(drop=True)
-    return replace(report, good=good, rejected=rejected)
+        tx.execute("DROP TABLE IF EXISTS _stored_hits")
+    names = tuple(dict.fromkeys([*report.field_names, *(c for c in _CONTENT if c != "dataset")]))
+    return recount(replace(report, excluded=(*report.excluded, seqs), rejected_files=(*report.rejected_files, rej),
+                           field_names=names))
 
 
 def _log(cur, dataset: str, report: ValidationReport, source: str, mode: str, status: str,
@@ -190,11 +169,7 @@ def log_refused(store: Store, dataset: str, source: str, fmt: str | None, detail
 
 
 def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise LensError("A dataset needs a non-empty name.")
-    if name != name.strip():
-        raise LensError(f"The dataset name {name!r} starts or ends with spaces.")
-    return name
+    return check_dataset_name(name)
 
 
 def store_report(
@@ -211,91 +186,81 @@ def store_report(
     """Write a validated report into ``dataset`` in one transaction (or refuse and write nothing).
 
     Refused when any row is rejected and ``skip_invalid`` is False, or when nothing is left to
-    store; a refused import still gets its ``import_log`` row (status ``refused``).
+    store; a refused import still gets its ``import_log`` row (status ``refused``). The rows are
+    inserted straight from the report's stage files, so the store's lock is held only for the
+    check against stored verdicts and the insert, and memory stays bounded. A full disk is one
+    sentence and the transaction is rolled back: nothing of the import is stored.
     """
     dataset = _check_name(dataset or report.dataset)
     mode = "skip-invalid" if skip_invalid else "all-or-nothing"
     source = source or report.source
-    good = report.good.assign(dataset=dataset) if len(report.good) else report.good
-    report = _replace_good(report, good, dataset)
-    cur = store.cursor()
-    if not replace and store.has_dataset(dataset) and len(report.good):
-        report = _reject_stored(report, _already_stored(cur, dataset, report.good), dataset)
-
-    problem = ""
-    if report.n_rejected and not skip_invalid:
-        problem = (f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
-                   "(fix them, or use --skip-invalid to store the others)")
-    elif report.n_good == 0:
-        problem = "no valid rows to store, so nothing was stored"
-    if problem:
+    try:
         with store.transaction() as tx:
-            import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
-        return ImportResult(dataset, import_id, "refused", mode, report.rows_read, 0, report.n_rejected,
-                            0, None, report, problem)
-
-    with store.transaction() as tx:
-        version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
-        exists = tx.execute("SELECT 1 FROM datasets WHERE name = ?", [dataset]).fetchone() is not None
-        if exists and replace:  # new content: the synthetic flag follows the new rows
-            tx.execute(
-                "UPDATE datasets SET version = ?, updated_at = current_timestamp, synthetic = ?,"
-                " description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
-                [version, synthetic, description, source, dataset],
-            )
-        elif exists:
-            tx.execute(
-                "UPDATE datasets SET version = ?, updated_at = current_timestamp,"
-                " description = coalesce(?, description) WHERE name = ?",
-                [version, description, dataset],
-            )
-        else:
-            tx.execute(
-                "INSERT INTO datasets (name, description, source, synthetic, version) VALUES (?, ?, ?, ?, ?)",
-                [dataset, description, source, synthetic, version],
-            )
-        if replace:
-            for table in ("verdicts", "prompts", "answers"):
-                tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [dataset])
-        if replace or not exists:
-            # a ground truth belongs to the rows it was generated with: a replaced or new dataset
-            # (its name perhaps left behind by an older delete or rename) starts without one;
-            # engine.synthetic writes the new truth after storing its rows
-            tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
-        cols = ", ".join(f'"{c}"' for c in VERDICT_COLUMNS)
-        tx.register("_good", report.good[list(VERDICT_COLUMNS)])
-        tx.execute(f"INSERT INTO verdicts ({cols}) SELECT {cols} FROM _good")
-        tx.unregister("_good")
-        _write_texts(tx, report, dataset)
-        import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
+            exists = tx.execute("SELECT 1 FROM datasets WHERE name = ?", [dataset]).fetchone() is not None
+            if not replace and exists and report.n_good:
+                report = _reject_stored(tx, report, dataset)
+            problem = ""
+            if report.n_rejected and not skip_invalid:
+                problem = (f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
+                           "(fix them, or use --skip-invalid to store the others)")
+            elif report.n_good == 0:
+                problem = "no valid rows to store, so nothing was stored"
+            if problem:
+                import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
+                return ImportResult(dataset, import_id, "refused", mode, report.rows_read, 0, report.n_rejected,
+                                    0, None, report, problem)
+            version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic)
+            import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
+    except (duckdb.Error, OSError) as exc:
+        if no_space(exc):
+            raise LensError(f"The disk holding the store {store.path} is full, so nothing of this import was stored "
+                            "(the store is unchanged); free some space and import again.") from exc
+        raise
     return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,
                         report.n_rejected, report.n_invalid, version, report)
 
 
-def _replace_good(report: ValidationReport, good: pd.DataFrame, dataset: str) -> ValidationReport:
-    prompts = report.prompts.assign(dataset=dataset) if len(report.prompts) else report.prompts
-    answers = report.answers.assign(dataset=dataset) if len(report.answers) else report.answers
-    return replace(report, good=good, prompts=prompts, answers=answers, dataset=dataset)
-
-
-def _write_texts(tx, report: ValidationReport, dataset: str) -> None:
-    """Prompt and answer texts: a new text for the same key replaces the stored one."""
-    if len(report.prompts):
-        p = report.prompts[["dataset", "prompt_id", "variant", "turn", "category", "variant_kind", "text"]]
-        tx.register("_prompts", p)
+def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replace: bool,
+                description: str | None, source: str, synthetic: bool) -> int:
+    """The dataset row, its verdicts and texts, inside the caller's transaction; returns the version."""
+    version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
+    if exists and replace:  # new content: the synthetic flag follows the new rows
         tx.execute(
-            "INSERT OR REPLACE INTO prompts (dataset, prompt_id, variant, turn, category, variant_kind, text)"
-            " SELECT dataset, prompt_id, variant, turn, category, variant_kind, text FROM _prompts"
+            "UPDATE datasets SET version = ?, updated_at = current_timestamp, synthetic = ?,"
+            " description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
+            [version, synthetic, description, source, dataset],
         )
-        tx.unregister("_prompts")
-    if len(report.answers):
-        a = report.answers[["dataset", "prompt_id", "variant", "turn", "model", "text"]]
-        tx.register("_answers", a)
+    elif exists:
         tx.execute(
-            "INSERT OR REPLACE INTO answers (dataset, prompt_id, variant, turn, model, text)"
-            " SELECT dataset, prompt_id, variant, turn, model, text FROM _answers"
+            "UPDATE datasets SET version = ?, updated_at = current_timestamp,"
+            " description = coalesce(?, description) WHERE name = ?",
+            [version, description, dataset],
         )
-        tx.unregister("_answers")
+    else:
+        tx.execute(
+            "INSERT INTO datasets (name, description, source, synthetic, version) VALUES (?, ?, ?, ?, ?)",
+            [dataset, description, source, synthetic, version],
+        )
+    if replace:
+        for table in ("verdicts", "prompts", "answers"):
+            tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [dataset])
+    if replace or not exists:
+        # a ground truth belongs to the rows it was generated with: a replaced or new dataset
+        # (its name perhaps left behind by an older delete or rename) starts without one;
+        # engine.synthetic writes the new truth after storing its rows
+        tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
+    cols = [c for c in VERDICT_COLUMNS if c != "dataset"]
+    names = ", ".join(f'"{c}"' for c in cols)
+    tx.execute(f'INSERT INTO verdicts ("dataset", {names}) SELECT ?, {names} FROM ({report.good_sql()}) ORDER BY seq',
+               [dataset])
+    tx.execute(
+        "INSERT OR REPLACE INTO prompts (dataset, prompt_id, variant, turn, category, variant_kind, text)"
+        f" SELECT ?, prompt_id, variant, turn, category, variant_kind, text FROM ({report.texts_sql('prompts')})",
+        [dataset])
+    tx.execute(
+        "INSERT OR REPLACE INTO answers (dataset, prompt_id, variant, turn, model, text)"
+        f" SELECT ?, prompt_id, variant, turn, model, text FROM ({report.texts_sql('answers')})", [dataset])
+    return version
 
 
 def import_files(
@@ -376,8 +341,14 @@ def write_rejected(report: ValidationReport, path: str | os.PathLike[str]) -> in
 
     Written to a temp file and renamed, so a failure leaves no partial file (LensError).
     """
-    _atomic_write(path, lambda tmp: report.rejected.to_csv(tmp, index=False, lineterminator="\n"),
-                  "the rejected rows")
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            for k, chunk in enumerate(report.iter_rejected()):
+                chunk.to_csv(fh, index=False, header=k == 0, lineterminator="\n")
+            if report.n_rejected == 0:
+                report.rejected_head(0).to_csv(fh, index=False, lineterminator="\n")
+
+    _atomic_write(path, write, "the rejected rows")
     return report.n_rejected
 
 
@@ -420,7 +391,21 @@ def export_frame(store: Store, dataset: str) -> pd.DataFrame:
     """The dataset's verdicts in the import format (winner ``invalid`` written as ``error``)."""
     _require(store, dataset)
     df = store.verdicts(dataset)[list(EXPORT_COLUMNS)]
+    _check_export_limits(df, dataset)
     return df.assign(winner=df["winner"].replace({"invalid": "error"}))
+
+
+def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:
+    """Refuse to write a file the import would refuse: a name or text over the import's limits
+    (rows stored by other means than an import, e.g. a judge reply, may be longer)."""
+    for col, limit, what in (*((c, NAME_MAX_CHARS, "name") for c in ("prompt_id", "model_a", "model_b", "judge",
+                                                                         "category", "annotator")),
+                             ("explanation", TEXT_MAX_CHARS, "text")):
+        lens = df[col].astype(object).map(lambda v: len(v) if isinstance(v, str) else 0)
+        if len(lens) and lens.max() > limit:
+            i = int(lens.to_numpy().argmax())
+            raise LensError(f"Verdict {i + 1} of {dataset!r} has a {col} of {int(lens.iloc[i]):,} characters, over the "
+                            f"import's limit of {limit:,} for a {what}; the exported file could not be imported again.")
 
 
 def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv") -> int:
