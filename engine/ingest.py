@@ -263,6 +263,11 @@ def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replac
     return version
 
 
+def import_source(paths: Sequence[str | os.PathLike[str]]) -> str:
+    """How ``import_log`` and ``datasets.source`` name the files of an import."""
+    return str(paths[0]) if len(paths) == 1 else f"{len(paths)} files: {', '.join(map(str, paths[:3]))}…"
+
+
 def import_files(
     store: Store,
     paths: Sequence[str | os.PathLike[str]],
@@ -277,7 +282,7 @@ def import_files(
 ) -> ImportResult:
     """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised."""
     dataset = _check_name(dataset)
-    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} files: {', '.join(map(str, paths[:3]))}…"
+    source = import_source(paths)
     try:
         report = validate_paths(paths, dataset=dataset, fmt=fmt, column_map=column_map,
                                 model_names=model_names, judge_names=judge_names)

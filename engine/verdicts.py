@@ -466,6 +466,7 @@ class ReportBuilder:
         self.files = {k: self.stage.new_file(k) for k in ("good", "rejected", "prompts", "answers")}
         self.rows = 0
         self.good_batches = 0
+        self.n_good = self.n_invalid = self.n_rejected = 0
         self.field_names: dict[str, None] = {}
 
     def add(self, raw: RawRows) -> None:
@@ -477,6 +478,9 @@ class ReportBuilder:
         seq = np.arange(self.rows, self.rows + n, dtype=np.int64)
         self.rows += n
         bad = ~_is_none(reasons)
+        self.n_rejected += int(bad.sum())
+        self.n_good += int((~bad).sum())
+        self.n_invalid += int(((frame["winner"] == "invalid").to_numpy() & ~bad).sum())
         if (~bad).any():
             self.good_batches += 1
             self.stage.append(self.files["good"], "good", frame.loc[~bad].assign(seq=seq[~bad]))
@@ -503,17 +507,19 @@ class ReportBuilder:
         excluded: tuple[str, ...] = ()
         rejected = (self.files["rejected"],)
         if self.good_batches > 1:
-            dup_rej, dup_seq = _repeats_across_batches(stage, self.files["good"])
+            dup_rej, dup_seq, n_dup, n_dup_invalid = _repeats_across_batches(stage, self.files["good"])
             if dup_seq:
                 excluded, rejected = (dup_seq,), (*rejected, dup_rej)
                 self.field_names.update(dict.fromkeys(_CONTENT_FIELDS))
-        report = ValidationReport(
-            dataset=self.dataset, source=source, format=fmt, rows_read=self.rows, n_good=0, n_rejected=0,
-            n_invalid=0, stage=stage, good_file=self.files["good"], excluded=excluded, rejected_files=rejected,
+                self.n_good -= n_dup
+                self.n_rejected += n_dup
+                self.n_invalid -= n_dup_invalid
+        return ValidationReport(
+            dataset=self.dataset, source=source, format=fmt, rows_read=self.rows, n_good=self.n_good,
+            n_rejected=self.n_rejected, n_invalid=self.n_invalid, stage=stage, good_file=self.files["good"], excluded=excluded, rejected_files=rejected,
             prompts_file=self.files["prompts"], answers_file=self.files["answers"],
             field_names=tuple(self.field_names),
         )
-        return recount(report)
 
 
 _CONTENT = [c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")]
@@ -539,8 +545,9 @@ def content_json_sql(alias: str = "") -> str:
     return "to_json({" + ", ".join(f"'{c}': {p}\"{c}\"" for c in _CONTENT_FIELDS) + "})"
 
 
-def _repeats_across_batches(stage: Stage, good_file: str) -> tuple[str | None, str | None]:
-    """Rows repeating a row of an earlier batch exactly: (rejected file, excluded-seq file) or Nones."""
+def _repeats_across_batches(stage: Stage, good_file: str) -> tuple[str | None, str | None, int, int]:
+    """Rows repeating a row of an earlier batch exactly: (rejected file, excluded-seq file, count,
+    count with winner invalid), or Nones and zeros."""
     part = ", ".join(f'"{c}"' for c in _CONTENT)
     rej, seqs = stage.new_file("rejected"), stage.new_file("excluded")
     con = stage.connect()
@@ -549,8 +556,9 @@ def _repeats_across_batches(stage: Stage, good_file: str) -> tuple[str | None, s
             SELECT *, first_value(source_file) OVER w AS first_file, first_value(source_line) OVER w AS first_line,
                    row_number() OVER w AS rn
             FROM read_parquet({sql_path(good_file)}) WINDOW w AS (PARTITION BY {part} ORDER BY seq)) WHERE rn > 1""")
-        if con.execute("SELECT count(*) FROM dups").fetchone()[0] == 0:
-            return None, None
+        n, n_invalid = con.execute("SELECT count(*), count(*) FILTER (WHERE winner = 'invalid') FROM dups").fetchone()
+        if n == 0:
+            return None, None, 0, 0
         con.execute(f"""COPY (SELECT seq, source_file, source_line,
               'the row repeats ' || CASE WHEN first_file = source_file THEN '' ELSE first_file || ' ' END
               || 'line ' || first_line || ' exactly (an identical verdict)' AS reason,
@@ -560,7 +568,7 @@ def _repeats_across_batches(stage: Stage, good_file: str) -> tuple[str | None, s
         raise stage.full(exc) from exc
     finally:
         con.close()
-    return rej, seqs
+    return rej, seqs, int(n), int(n_invalid)
 
 
 def validate_sources(
