@@ -7,7 +7,14 @@ import sys
 
 from ..errors import LensError
 from ..import_limits import check_dataset_name
-from ..ingest import import_source, log_refused, prepare_rejected, store_report, validate_paths, write_rejected
+from ..ingest import (
+    import_source,
+    log_refused,
+    prepare_rejected,
+    store_report,
+    validate_paths,
+    write_rejected,
+)
 from ..verdicts import FORMATS
 from ._common import store_from_args
 
