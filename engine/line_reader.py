@@ -30,12 +30,15 @@ Line = tuple[int, str, str | None]
 
 
 class LineFeed:
-    """Numbered physical lines of a binary file, read in blocks; lines can be pushed back."""
+    """Numbered physical lines of a binary file, read in blocks; lines can be pushed back.
+
+    Lines are kept as segments (first number, texts, problems or None, position) so that the
+    common path hands out whole lists of texts without a tuple per line."""
 
     def __init__(self, fh):
         self.fh = fh
         self.no = 0
-        self.pending: deque[Line] = deque()
+        self.segs: deque[list] = deque()
         self.eof = False
         self.first = True
 
@@ -65,7 +68,7 @@ class LineFeed:
         self._split(data)
         if too_long:
             self.no += 1
-            self.pending.append((self.no, "", TOO_LONG))
+            self.segs.append([self.no, [""], [TOO_LONG], 0])
 
     def _split(self, data: bytes) -> None:
         try:
@@ -81,38 +84,61 @@ class LineFeed:
                     bad.add(i)
                     parts.append(piece.decode("utf-8", errors="replace"))
         last = parts.pop()
-        start = self.no + 1
-        if bad is None:
-            self.pending.extend(zip(range(start, start + len(parts)), [p + "\n" for p in parts],
-                                    [None] * len(parts), strict=True))
-        else:
-            self.pending.extend((start + i, p + "\n", BAD_BYTES if i in bad else None) for i, p in enumerate(parts))
-        self.no += len(parts)
+        texts = [p + "\n" for p in parts]
         if last:  # the file's last line, without a final newline
-            self.no += 1
-            self.pending.append((self.no, last, BAD_BYTES if bad and len(parts) in bad else None))
+            texts.append(last)
             self.eof = True
+        probs = None if not bad else [BAD_BYTES if i in bad else None for i in range(len(texts))]
+        if texts:
+            self.segs.append([self.no + 1, texts, probs, 0])
+        self.no += len(texts)
+
+    def _head(self) -> list | None:
+        while self.segs and self.segs[0][3] >= len(self.segs[0][1]):
+            self.segs.popleft()
+        if not self.segs:
+            self._read_block()
+            while self.segs and self.segs[0][3] >= len(self.segs[0][1]):
+                self.segs.popleft()
+        return self.segs[0] if self.segs else None
 
     def next_line(self) -> Line | None:
         """The next line, or None at the end of the file."""
-        if not self.pending:
-            self._read_block()
-        return self.pending.popleft() if self.pending else None
+        seg = self._head()
+        if seg is None:
+            return None
+        start, texts, probs, pos = seg
+        seg[3] = pos + 1
+        return start + pos, texts[pos], probs[pos] if probs else None
 
     def peek(self) -> Line | None:
-        if not self.pending:
-            self._read_block()
-        return self.pending[0] if self.pending else None
+        seg = self._head()
+        if seg is None:
+            return None
+        start, texts, probs, pos = seg
+        return start + pos, texts[pos], probs[pos] if probs else None
 
-    def take(self, max_lines: int) -> list[Line]:
-        """Up to ``max_lines`` next lines (at least one unless the file has ended)."""
-        if not self.pending:
-            self._read_block()
-        n = min(max_lines, len(self.pending))
-        return [self.pending.popleft() for _ in range(n)]
+    def take(self, max_lines: int) -> tuple[int, list[str], list | None] | None:
+        """Up to ``max_lines`` next lines as (first number, texts, problems or None); None at the end."""
+        seg = self._head()
+        if seg is None:
+            return None
+        start, texts, probs, pos = seg
+        end = min(len(texts), pos + max_lines)
+        seg[3] = end
+        if pos == 0 and end == len(texts):
+            return start, texts, probs
+        return start + pos, texts[pos:end], probs[pos:end] if probs else None
 
-    def push_back(self, lines: list[Line]) -> None:
-        self.pending.extendleft(reversed(lines))
+    def push_back(self, start: int, texts: list[str], probs: list | None) -> None:
+        """Put consecutive lines (first number ``start``) back in front."""
+        if texts:
+            self.segs.appendleft([start, texts, probs, 0])
+
+    def push_back_lines(self, lines: list[Line]) -> None:
+        if lines:
+            probs = [p for _, _, p in lines]
+            self.push_back(lines[0][0], [t for _, t, _ in lines], probs if any(probs) else None)
 
 
 def delimiter_of(header_line: str, filename: str) -> str:
@@ -224,7 +250,7 @@ def _walk(feed: LineFeed, delim: str, width: int, upto: int, out: CsvChunk) -> N
                 reason = (f"a quoted field that starts in this line is not closed where the row should end "
                           f"(an unbalanced quote): it runs to line {end}{' and the end of the file' if unclosed else ''}"
                           f"; lines {start + 1}–{end} are read again as rows of their own")
-                feed.push_back(taken[1:])
+                feed.push_back_lines(taken[1:])
             out.lines.append(start)
             out.recs.append(None)
             out.problems.append(reason)
@@ -245,12 +271,12 @@ def csv_chunks(feed: LineFeed, delim: str, width: int, max_lines: int = 65_536) 
     """The data records after the header, a chunk of lines at a time; blank lines are not rows."""
     while True:
         block = feed.take(max_lines)
-        if not block:
+        if block is None:
             return
+        first, texts, probs = block
         out = CsvChunk()
-        texts = [t for _, t, _ in block]
         recs = None
-        if all(p is None for _, _, p in block):
+        if probs is None:
             try:
                 recs = list(csv.reader(texts, delimiter=delim, strict=True))
             except csv.Error:
@@ -258,15 +284,20 @@ def csv_chunks(feed: LineFeed, delim: str, width: int, max_lines: int = 65_536) 
             if recs is not None and len(recs) != len(texts):
                 recs = None
         if recs is None:  # a row spans lines, a quote error, bad bytes: record by record
-            feed.push_back(block)
-            _walk(feed, delim, width, block[-1][0], out)
+            feed.push_back(first, texts, probs)
+            _walk(feed, delim, width, first + len(texts) - 1, out)
             yield out
             continue
         out.chars = sum(map(len, texts))
-        first = block[0][0]
-        for k, r in enumerate(recs):
-            if "".join(r).strip():
-                out.lines.append(first + k)
-                out.recs.append(r)
-                out.problems.append(None if len(r) == width else f"the row has {len(r)} fields but the header has {width}")
+        blank = [k for k, r in enumerate(recs) if not r or not r[0].strip()]
+        blank = {k for k in blank if not "".join(recs[k]).strip()}
+        if blank:
+            keep = [k for k in range(len(recs)) if k not in blank]
+            recs = [recs[k] for k in keep]
+            out.lines = [first + k for k in keep]
+        else:
+            out.lines = list(range(first, first + len(recs)))
+        out.recs = recs
+        out.problems = [None if len(r) == width else f"the row has {len(r)} fields but the header has {width}"
+                        for r in recs]
         yield out

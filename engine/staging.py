@@ -74,10 +74,10 @@ class Stage:
         """Append ``frame`` (columns of ``SCHEMAS[kind]``) to the stage file ``name``."""
         schema = SCHEMAS[kind]
         try:
-            table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
+            table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False, nthreads=1)
             w = self._writers.get(name)
             if w is None:
-                w = self._writers[name] = pq.ParquetWriter(name, schema, compression="zstd")
+                w = self._writers[name] = pq.ParquetWriter(name, schema, compression="lz4")
             w.write_table(table)
         except OSError as exc:
             raise self.full(exc) from exc

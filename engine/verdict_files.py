@@ -143,9 +143,11 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
         nonlocal chosen
         if chosen is None:
             chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
-        padded = [r if r is not None and len(r) == width else ((r or []) + [None] * width)[:width] for r in recs]
-        columns = list(zip(*padded, strict=True))
-        cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
+        if all(p is None for p in problems):  # every row has the header's width
+            cols = {name: [r[j] for r in recs] for j, name in ((header.index(o), n) for o, n in chosen.items())}
+        else:
+            padded = [r if r is not None and len(r) == width else ((r or []) + [None] * width)[:width] for r in recs]
+            cols = {name: [r[j] for r in padded] for j, name in ((header.index(o), n) for o, n in chosen.items())}
         orig = [r if r is not None else [] for r in recs]
         return RawRows(cols, orig, [filename] * len(lines), lines, problems, {filename: tuple(header)})
 
@@ -201,9 +203,11 @@ def _jsonl_batches(fh, filename: str, fmt: str, column_map: Mapping[str, str] | 
     seen: dict[str, int] = {}
     while True:
         block = feed.take(min(65_536, batch_rows()))
-        if not block:
+        if block is None:
             break
-        for no, text, prob in block:
+        start, texts, probs = block
+        for k, text in enumerate(texts):
+            no, prob = start + k, probs[k] if probs else None
             if not text.strip():
                 continue
             lines.append(no)
@@ -281,6 +285,13 @@ def _blank_rows(arr, mask: np.ndarray):
     return pc.if_else(m, pa.scalar(None, arr.type), arr)
 
 
+def _is_text(t: pa.DataType) -> bool:
+    """A string or binary column, dictionary-encoded or not."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
 def _parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Iterator[RawRows]:
     """Parquet row batches; string columns stay dictionary-encoded until their size is known, so a
     small file whose texts expand to gigabytes is refused before it is decoded."""
@@ -301,8 +312,7 @@ def _parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) ->
     stored = sum(md.row_group(g).column(j).total_uncompressed_size for g in range(md.num_row_groups)
                  for j in range(md.num_columns) if md.row_group(g).column(j).path_in_schema.split(".")[0] in read)
     _check_expansion(filename, size, stored)
-    texts = [c for c in read if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)
-             or pa.types.is_binary(schema.field(c).type) or pa.types.is_large_binary(schema.field(c).type)]
+    texts = [c for c in read if _is_text(schema.field(c).type)]
     decoded = 0
     first_line = 1
     cap = 4 * TEXT_MAX_CHARS
@@ -348,10 +358,18 @@ def _parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) ->
         raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
 
 
+def _size(n: int) -> str:
+    """Bytes as a short size: 8.1 KiB, 2.8 GiB."""
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 2**k:
+            return f"{n / 2**k:,.1f} {unit}"
+    return f"{n} bytes"
+
+
 def _check_expansion(filename: str, size: int, decoded: int) -> None:
     if decoded > EXPANSION_FREE_BYTES and decoded > EXPANSION_MAX_RATIO * size:
         raise LensError(
-            f"{filename} expands from {size / 2**20:,.1f} MiB to more than {decoded / 2**20:,.0f} MiB of text "
+            f"{filename} expands from {_size(size)} to more than {_size(decoded)} of text "
             f"(over {EXPANSION_MAX_RATIO} times its size), so it is refused as a possible decompression bomb; "
             "split it into smaller files or keep its long texts out of the verdict file.")
 

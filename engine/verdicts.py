@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import LensError
-from .import_limits import INT_MAX, INVISIBLE_RE, NAME_MAX_CHARS, TEXT_MAX_CHARS, bad_characters
+from .import_limits import INT_MAX, INVISIBLE_RE, NAME_MAX_CHARS, TEXT_MAX_CHARS, bad_characters, batch_rows
 from .schema import DEFAULT_JUDGE, DEFAULT_TURN, VARIANT_KINDS, VERDICT_COLUMNS, VERDICT_DTYPES
 from .staging import Stage, sql_path
 from .verdict_files import (  # noqa: F401 - re-exported: the import vocabulary lives with the readers
@@ -39,13 +39,12 @@ from .verdict_files import (  # noqa: F401 - re-exported: the import vocabulary 
     RawRows,
     cell_text,
     detect_format,
+    merge_raw,
     no_gc,
     parse_review_name,
     read_rows,
 )
-from .verdict_files import (
-    iter_raw as read_batches,
-)
+from .verdict_files import iter_raw as read_batches
 
 WINNER_VALUES: dict[str, str] = {
     "a": "A", "model_a": "A", "1": "A", "1.0": "A",
@@ -467,6 +466,8 @@ class ReportBuilder:
         self.rows = 0
         self.good_batches = 0
         self.n_good = self.n_invalid = self.n_rejected = 0
+        self.hashes: list[np.ndarray] = []  # content hash of every valid row so far (8 bytes a row)
+        self.may_repeat = False  # a hash of one batch met one of an earlier batch: check exactly
         self.field_names: dict[str, None] = {}
 
     def add(self, raw: RawRows) -> None:
@@ -483,6 +484,10 @@ class ReportBuilder:
         self.n_invalid += int(((frame["winner"] == "invalid").to_numpy() & ~bad).sum())
         if (~bad).any():
             self.good_batches += 1
+            h = pd.util.hash_pandas_object(frame.loc[~bad, _CONTENT], index=False).to_numpy()
+            if self.hashes and not self.may_repeat:
+                self.may_repeat = bool(np.isin(h, np.concatenate(self.hashes)).any())
+            self.hashes.append(h)
             self.stage.append(self.files["good"], "good", frame.loc[~bad].assign(seq=seq[~bad]))
             prompts, answers = _texts_tables(frame.assign(seq=seq), texts, ~bad)
             if len(prompts):
@@ -506,7 +511,8 @@ class ReportBuilder:
                 self.files[kind] = stage.empty(kind)
         excluded: tuple[str, ...] = ()
         rejected = (self.files["rejected"],)
-        if self.good_batches > 1:
+        self.hashes = []
+        if self.may_repeat:
             dup_rej, dup_seq, n_dup, n_dup_invalid = _repeats_across_batches(stage, self.files["good"])
             if dup_seq:
                 excluded, rejected = (dup_seq,), (*rejected, dup_rej)
@@ -582,12 +588,20 @@ def validate_sources(
     """
     builder = ReportBuilder(dataset, model_names, judge_names)
     fmts, names = [], []
+    pending: list[RawRows] = []  # small files are checked together, a batch at a time
+    rows = 0
     for source, filename in sources:
         found, batches = read_batches(source, filename, fmt, column_map)
         for raw in batches:
-            builder.add(raw)
+            pending.append(raw)
+            rows += len(raw.line)
+            if rows >= batch_rows():
+                builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
+                pending, rows = [], 0
         fmts.append(found)
         names.append(filename)
+    if pending:
+        builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
     if not names:
         raise LensError("No files to import.")
     return builder.finish(names[0] if len(names) == 1 else f"{len(names)} files",
