@@ -21,7 +21,15 @@ from .import_limits import LINE_MAX_BYTES, TEXT_MAX_CHARS
 
 BLOCK_BYTES = 4 * 2**20
 BAD_BYTES = "the line contains bytes that are not valid UTF-8 text"
-TOO_LONG = f"the line is longer than {LINE_MAX_BYTES // 2**20} MiB, the longest a verdict row may be; it was skipped"
+
+
+def too_long() -> str:
+    """The problem of a line over ``LINE_MAX_BYTES``."""
+    return f"the line is longer than {_limit()}, the longest a verdict row may be; it was skipped"
+
+
+def _limit() -> str:
+    return f"{LINE_MAX_BYTES // 2**20} MiB" if LINE_MAX_BYTES >= 2**20 else f"{LINE_MAX_BYTES:,} bytes"
 
 csv.field_size_limit(TEXT_MAX_CHARS + 1)  # a text of TEXT_MAX_CHARS characters (as exported) reads back
 
@@ -68,7 +76,7 @@ class LineFeed:
         self._split(data)
         if too_long:
             self.no += 1
-            self.segs.append([self.no, [""], [TOO_LONG], 0])
+            self.segs.append([self.no, [""], [too_long()], 0])
 
     def _split(self, data: bytes) -> None:
         try:
@@ -89,6 +97,11 @@ class LineFeed:
             texts.append(last)
             self.eof = True
         probs = None if not bad else [BAD_BYTES if i in bad else None for i in range(len(texts))]
+        if texts and max(map(len, texts)) > LINE_MAX_BYTES:  # a line inside the block (a small limit)
+            probs = probs or [None] * len(texts)
+            for i, t in enumerate(texts):
+                if len(t) > LINE_MAX_BYTES:
+                    texts[i], probs[i] = "\n", too_long()
         if texts:
             self.segs.append([self.no + 1, texts, probs, 0])
         self.no += len(texts)
@@ -189,7 +202,7 @@ def csv_header(feed: LineFeed, filename: str) -> tuple[list[str], str]:
     if any(p is not None for _, _, p in taken):
         raise LensError(f"The header (line {taken[0][0]}) of {filename} contains bytes that are not valid UTF-8 text"
                         if any(p == BAD_BYTES for _, _, p in taken) else
-                        f"The header (line {taken[0][0]}) of {filename} is longer than {LINE_MAX_BYTES // 2**20} MiB.")
+                        f"The header (line {taken[0][0]}) of {filename} is longer than {_limit()}.")
     if err is not None or rec is None:
         raise LensError(f"The header (line {taken[0][0]}) of {filename} cannot be read as CSV ({err}).")
     return [h.strip() for h in rec], delim
@@ -230,13 +243,11 @@ def _walk(feed: LineFeed, delim: str, width: int, upto: int, out: CsvChunk) -> N
         problem = next(((no, p) for no, _, p in taken if p is not None), None)
         if problem is not None:
             no, p = problem
-            if rec is not None and len(taken) == 1 and not any(c.strip() for c in rec):
-                continue
             out.lines.append(start)
             out.recs.append(None)
             out.problems.append(p if no == start else
                                 f"line {no} of the row contains bytes that are not valid UTF-8 text" if p == BAD_BYTES
-                                else f"line {no} of the row is longer than {LINE_MAX_BYTES // 2**20} MiB")
+                                else f"line {no} of the row is longer than {_limit()}")
             continue
         if rec is not None and (not rec or all(not c.strip() for c in rec)) and len(taken) == 1:
             continue  # blank line: not a row

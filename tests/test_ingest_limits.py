@@ -5,6 +5,7 @@ Memory is measured as the peak RSS of a child process (``ru_maxrss``), never as 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -154,15 +155,14 @@ def test_a_line_longer_than_the_limit_is_skipped_not_held(monkeypatch):
     data = f"{HEAD}\np1,a,b,A\np2,{'z' * 5000},b,A\np3,a,b,B\n".encode()
     rep = validate_file(data, "long.csv", dataset="d")
     assert rep.rows_read == 3 and rep.n_good == 2
-    assert rep.sentences() == [f"long.csv line 3: {lr.TOO_LONG}."]
+    assert rep.sentences() == ["long.csv line 3: the line is longer than 1,000 bytes, the longest a verdict row may be; it was skipped."]
 
 
 def test_json_array_over_the_limit_is_one_sentence(monkeypatch):
     import engine.verdict_files as vf
 
     monkeypatch.setattr(vf, "JSON_ARRAY_MAX_BYTES", 100)
-    data = ("[" + ",".join('{"prompt_id": "p%d", "model_a": "a", "model_b": "b", "winner": "A"}' % i
-                           for i in range(10)) + "]").encode()
+    data = json.dumps([{"prompt_id": f"p{i}", "model_a": "a", "model_b": "b", "winner": "A"} for i in range(10)]).encode()
     with pytest.raises(LensError, match=r"convert it to JSON Lines"):
         validate_file(data, "big.json", dataset="d")
 
