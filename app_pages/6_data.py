@@ -3,6 +3,7 @@ rename and delete datasets; export verdicts and results."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 
 import streamlit as st
@@ -51,6 +52,14 @@ section = st.segmented_control("Section", SECTIONS, key="data_section", required
                                label_visibility="collapsed", on_change=remember, args=("data_section",))
 
 
+@st.cache_resource(max_entries=4, show_spinner="Validating the file…")
+def _validated(digest: str, _data: bytes, name: str, mapping: tuple[tuple[str, str], ...]):
+    """The upload's validation report, once per content (``digest``), file name and column map: a
+    rerun of the page (a click, a typed name) reuses it instead of reading the whole file again.
+    The rows stay staged on disk (engine.staging); the dataset name is given when storing."""
+    return ingest.validate_file(_data, name, column_map=dict(mapping) or None, dataset="upload")
+
+
 def _stored(message: str, select: str | None = None) -> None:
     """After a change to the store: clear caches, say what happened, rerun in the same section."""
     st.cache_data.clear()
@@ -79,7 +88,9 @@ if section == "Import":
                 )
                 if pick != "(same name)":
                     column_map[pick] = target
-        report = or_stop(ingest.validate_file, data, up_name, column_map=column_map or None, dataset=name or "upload")
+        digest = hashlib.sha256(data).hexdigest()
+        with store.unheld():  # another process may write to the store while the file is read
+            report = or_stop(_validated, digest, data, up_name, tuple(sorted(column_map.items())))
         c1, c2, c3, c4 = st.columns(4)
         c1.metric("Rows read", report.rows_read)
         c2.metric("Valid rows", report.n_good)
@@ -88,12 +99,15 @@ if section == "Import":
         if report.n_rejected:
             st.error(f"{report.n_rejected} row(s) cannot be imported; fix them in the file, or tick "
                      f"“{SKIP_LABEL}” below.")
-            st.dataframe(report.rejected[["source_line", "reason"]], hide_index=True, width="stretch",
+            shown = report.rejected_head(1000)
+            if report.n_rejected > len(shown):
+                st.caption(f"The first {len(shown):,} of {report.n_rejected:,} rejected rows:")
+            st.dataframe(shown[["source_line", "reason"]], hide_index=True, width="stretch",
                          column_config={"source_line": st.column_config.NumberColumn("line")})
         else:
             st.success("Every row is valid.")
         with st.expander("Preview of the valid rows"):
-            st.dataframe(report.good.head(50), hide_index=True, width="stretch")
+            st.dataframe(report.preview(50), hide_index=True, width="stretch")
         skip = st.checkbox(SKIP_LABEL, key="data_skip", disabled=not report.n_rejected)
         if st.button("Import as a new dataset", key="data_import", type="primary"):
             target = name.strip()
