@@ -144,10 +144,11 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
         if chosen is None:
             chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
         if all(p is None for p in problems):  # every row has the header's width
-            cols = {name: [r[j] for r in recs] for j, name in ((header.index(o), n) for o, n in chosen.items())}
+            columns = list(zip(*recs, strict=True))
         else:
             padded = [r if r is not None and len(r) == width else ((r or []) + [None] * width)[:width] for r in recs]
-            cols = {name: [r[j] for r in padded] for j, name in ((header.index(o), n) for o, n in chosen.items())}
+            columns = list(zip(*padded, strict=True))
+        cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
         orig = [r if r is not None else [] for r in recs]
         return RawRows(cols, orig, [filename] * len(lines), lines, problems, {filename: tuple(header)})
 

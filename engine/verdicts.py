@@ -267,7 +267,9 @@ def _has_control(a: np.ndarray) -> np.ndarray:
     """
     if not len(a):
         return np.zeros(0, dtype=bool)
-    hit = pc.match_substring_regex(pa.array(a, type=pa.string(), from_pandas=True), INVISIBLE_RE)
+    arr = pa.array(a, type=pa.string(), from_pandas=True)
+    ascii_only = pc.all(pc.string_is_ascii(arr)).as_py()  # the common case: a cheaper pattern
+    hit = pc.match_substring_regex(arr, r"[\x00-\x1f\x7f]" if ascii_only else INVISIBLE_RE)
     return pc.fill_null(hit, False).to_numpy(zero_copy_only=False)
 
 
