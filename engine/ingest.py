@@ -4,19 +4,20 @@ Policy (DESIGN.md, "Verdicts"): by default an import is all-or-nothing — one b
 is stored. With ``skip_invalid`` the good rows are stored and the rejected ones are returned (and
 written to a file by the CLI). Unparsable judge outputs are good rows with winner ``invalid``.
 ``replace`` swaps the dataset's verdicts, prompts and answers for the new ones; without it the
-rows are appended, except rows identical to a verdict already stored in the dataset, which are
-rejected like duplicates inside a file (importing the same file twice is almost always a
-mistake, and a repeated vote can be told apart by its ``annotator``). Every import, refused or
-not, writes one ``import_log`` row; every change takes a fresh dataset version from a sequence.
+rows are appended. A file whose bytes are already in the dataset (``dataset_files``, by sha256) is
+refused: importing the same file twice is almost always a mistake, while a row that repeats
+another is a repeated vote and is kept. Every import, refused or not, writes one ``import_log``
+row; every change takes a fresh dataset version from a sequence.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -25,10 +26,10 @@ import pandas as pd
 from .errors import LensError
 from .import_limits import NAME_MAX_CHARS, TEXT_MAX_CHARS, check_dataset_name
 from .schema import DEFAULT_DATASET, VERDICT_COLUMNS
-from .staging import no_space, sql_path
+from .staging import no_space
 from .store import Store
 from .verdict_files import list_columns
-from .verdicts import ValidationReport, content_json_sql, recount, validate_sources
+from .verdicts import ValidationReport, validate_sources
 
 PathOrBytes = str | os.PathLike[str] | bytes
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
@@ -37,8 +38,7 @@ EXPORT_COLUMNS: tuple[str, ...] = tuple(
 )
 """Exported columns: everything a re-import needs to give back the same verdicts."""
 
-_CONTENT = [c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")]
-DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth")
+DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files")
 """Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
 
 
@@ -71,8 +71,8 @@ class ImportResult:
         """
         head = f"read {self.rows_read} = stored {self.rows_stored} + rejected {self.rows_rejected}"
         if self.rows_held:
-            return (f"{head} + held back {self.rows_held} (valid rows, not stored because "
-                    "the import is all-or-nothing)")
+            why = "the import is all-or-nothing" if self.rows_rejected else "the import was refused"
+            return f"{head} + held back {self.rows_held} (valid rows, not stored because {why})"
         return f"{head} (invalid judge outputs stored: {self.rows_invalid})"
 
 
@@ -85,19 +85,24 @@ def validate_file(
     *,
     model_names: Mapping[str, str] | None = None,
     judge_names: Mapping[str, str] | None = None,
+    value_map: Mapping[str, Mapping[str, str]] | None = None,
+    judge: str | None = None,
 ) -> ValidationReport:
     """Read and check one verdict file (a path, or uploaded bytes with their file name); no DB.
 
     ``column_map`` maps the file's column names to canonical ones; ``fmt`` overrides detection;
-    ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts). The file
-    is read in batches (memory bounded by one batch) and the rows are staged on disk.
+    ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts);
+    ``value_map`` rewrites cell values (``{"winner": {"left": "A"}}``); ``judge`` names the
+    judge of every row. The file is read in batches (memory bounded by one batch) and the rows
+    are staged on disk.
     """
     if isinstance(path_or_bytes, bytes | bytearray):
         source, name = bytes(path_or_bytes), filename or "upload"
     else:
         source, name = path_or_bytes, filename or str(path_or_bytes)
     return validate_sources([(source, name)], dataset=dataset, fmt=fmt, column_map=column_map,
-                            model_names=model_names, judge_names=judge_names)
+                            model_names=model_names, judge_names=judge_names, value_map=value_map,
+                            file_judges={name: judge} if judge else None)
 
 
 def file_columns(path_or_bytes: PathOrBytes, filename: str | None = None, fmt: str | None = None) -> list[str]:
@@ -110,48 +115,50 @@ def file_columns(path_or_bytes: PathOrBytes, filename: str | None = None, fmt: s
 def validate_paths(
     paths: Sequence[str | os.PathLike[str]], *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
-    judge_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
 ) -> ValidationReport:
-    """Several files checked as one import (e.g. a folder of review-format files); no DB."""
+    """Several files checked as one import (e.g. a folder of review-format files); no DB.
+    ``file_judges`` maps a path (as given) to the judge of its rows."""
+    judges = {str(k): v for k, v in (file_judges or {}).items()}
     return validate_sources([(p, str(p)) for p in paths], dataset=dataset, fmt=fmt, column_map=column_map,
-                            model_names=model_names, judge_names=judge_names)
+                            model_names=model_names, judge_names=judge_names, value_map=value_map,
+                            file_judges=judges)
 
 
-def _reject_stored(tx, report: ValidationReport, dataset: str) -> ValidationReport:
-    """Move valid rows identical (all verdict content) to a verdict already stored in ``dataset``
-    from the good rows to the rejected ones, one sentence each (SQL over the stage files)."""
-    cond = " AND ".join(f'v."{c}" IS NOT DISTINCT FROM i."{c}"' for c in _CONTENT)
-    tx.execute(f"""CREATE OR REPLACE TEMP TABLE _stored_hits AS
-        SELECT i.seq, any_value(i.source_file) AS source_file, any_value(i.source_line) AS source_line,
-               min(v.source_file) AS first_file, min(v.source_line) AS first_line,
-               any_value({content_json_sql('i')}) AS fields
-        FROM ({report.good_sql()}) i JOIN verdicts v ON v.dataset = ? AND {cond} GROUP BY i.seq""", [dataset])
-    try:
-        if tx.execute("SELECT count(*) FROM _stored_hits").fetchone()[0] == 0:
-            return report
-        rej, seqs = report.stage.new_file("rejected"), report.stage.new_file("excluded")
-        said = sql_path(f"the row is identical to a verdict already stored in dataset {dataset!r}")
-        tx.execute(f"""COPY (SELECT seq, source_file, source_line,
-              {said} || CASE WHEN first_file IS NOT NULL AND first_line IS NOT NULL
-                      THEN ' (from ' || first_file || ' line ' || first_line || ')' ELSE '' END
-              || '; use --replace to replace the dataset' AS reason, fields
-            FROM _stored_hits ORDER BY seq) TO {sql_path(rej)} (FORMAT parquet)""")
-        tx.execute(f"COPY (SELECT seq FROM _stored_hits) TO {sql_path(seqs)} (FORMAT parquet)")
-    finally:
-        tx.execute("DROP TABLE IF EXISTS _stored_hits")
-    names = tuple(dict.fromkeys([*report.field_names, *(c for c in _CONTENT if c != "dataset")]))
-    return recount(replace(report, excluded=(*report.excluded, seqs), rejected_files=(*report.rejected_files, rej),
-                           field_names=names))
+def _known_files(cur, dataset: str, report: ValidationReport, *, stored: bool = True) -> str:
+    """Why the import repeats a file: one already in the dataset, or the same bytes given twice; '' if not."""
+    seen: dict[str, str] = {}
+    for name, digest in report.file_hashes.items():
+        if digest in seen:
+            return (f"{Path(name).name} has the same content as {Path(seen[digest]).name}; "
+                    "give each file once")
+        seen[digest] = name
+    if not seen or not stored:
+        return ""
+    hit = cur.execute(
+        f"SELECT content_hash, source FROM dataset_files WHERE dataset = ? AND content_hash IN "
+        f"({', '.join('?' for _ in seen)}) ORDER BY source LIMIT 1",
+        [dataset, *seen],
+    ).fetchone()
+    if hit is None:
+        return ""
+    name = Path(seen[hit[0]]).name
+    return (f"{name} is already in dataset {dataset!r} (imported as {Path(hit[1]).name}); importing the "
+            "same file twice would count every verdict twice: use --replace to replace the dataset")
 
 
 def _log(cur, dataset: str, report: ValidationReport, source: str, mode: str, status: str,
          stored: int, detail: str) -> int:
+    dropped = sorted({c for cols in report.dropped.values() for c in cols})
     row = cur.execute(
         """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
-                                   rows_invalid, mode, status, detail)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING import_id""",
+                                   rows_invalid, mode, status, detail, content_hashes, dropped_columns)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING import_id""",
         [dataset, source, report.format, report.rows_read, stored, report.n_rejected,
-         report.n_invalid if stored else 0, mode, status, detail],
+         report.n_invalid if stored else 0, mode, status, detail,
+         json.dumps(dict(report.file_hashes)) if report.file_hashes else None,
+         json.dumps(dropped) if dropped else None],
     ).fetchone()
     return int(row[0])
 
@@ -197,13 +204,12 @@ def store_report(
     try:
         with store.transaction() as tx:
             exists = tx.execute("SELECT 1 FROM datasets WHERE name = ?", [dataset]).fetchone() is not None
-            if not replace and exists and report.n_good:
-                report = _reject_stored(tx, report, dataset)
-            problem = ""
-            if report.n_rejected and not skip_invalid:
+            # with --replace the stored files go, so only the same bytes given twice in this import count
+            problem = _known_files(tx, dataset, report, stored=not replace)
+            if not problem and report.n_rejected and not skip_invalid:
                 problem = (f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
                            "(fix them, or use --skip-invalid to store the others)")
-            elif report.n_good == 0:
+            elif not problem and report.n_good == 0:
                 problem = "no valid rows to store, so nothing was stored"
             if problem:
                 import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
@@ -211,6 +217,11 @@ def store_report(
                                     0, None, report, problem)
             version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic)
             import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
+            if replace:
+                tx.execute("DELETE FROM dataset_files WHERE dataset = ?", [dataset])
+            for name, digest in report.file_hashes.items():
+                tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id)"
+                           " VALUES (?, ?, ?, ?)", [dataset, digest, name, import_id])
     except (duckdb.Error, OSError) as exc:
         if no_space(exc):
             raise LensError(f"The disk holding the store {store.path} is full, so nothing of this import was stored "
@@ -279,13 +290,16 @@ def import_files(
     skip_invalid: bool = False,
     model_names: Mapping[str, str] | None = None,
     judge_names: Mapping[str, str] | None = None,
+    value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
 ) -> ImportResult:
     """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised."""
     dataset = _check_name(dataset)
     source = import_source(paths)
     try:
         report = validate_paths(paths, dataset=dataset, fmt=fmt, column_map=column_map,
-                                model_names=model_names, judge_names=judge_names)
+                                model_names=model_names, judge_names=judge_names, value_map=value_map,
+                                file_judges=file_judges)
     except LensError as exc:
         log_refused(store, dataset, source, fmt, str(exc), "skip-invalid" if skip_invalid else "all-or-nothing")
         raise

@@ -25,7 +25,8 @@ from .errors import LensError
 from .schema import VERDICT_COLUMNS
 
 _S, _I, _F = pa.string(), pa.int64(), pa.float64()
-_VERDICT_TYPES = {c: _S for c in VERDICT_COLUMNS} | {"variant": _I, "turn": _I, "prob_a": _F, "source_line": _I}
+_VERDICT_TYPES = {c: _S for c in VERDICT_COLUMNS} | {"variant": _I, "turn": _I, "prob_a": _F, "source_line": _I,
+                                                     "tstamp": _F, "strength": _I}
 SCHEMAS: dict[str, pa.Schema] = {
     "good": pa.schema([("seq", _I), *((c, _VERDICT_TYPES[c]) for c in VERDICT_COLUMNS)]),
     "rejected": pa.schema([("seq", _I), ("source_file", _S), ("source_line", _I), ("reason", _S), ("fields", _S)]),

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import LensError
+from .formats import TOOL_NAMES, detect_fields, detect_tool, expand
 from .import_limits import (
     BATCH_TEXT_BYTES,
     EXPANSION_FREE_BYTES,
@@ -37,12 +38,16 @@ from .import_limits import (
 )
 from .line_reader import LineFeed, csv_chunks, csv_header
 
-FORMATS: tuple[str, ...] = ("csv", "jsonl", "json", "parquet", "review")
-"""Accepted ``fmt`` values; ``None`` means detect from the file name and its first bytes."""
+CONTAINERS: tuple[str, ...] = ("csv", "jsonl", "json", "parquet", "review")
+FORMATS: tuple[str, ...] = (*CONTAINERS, *TOOL_NAMES)
+"""Accepted ``fmt`` values; ``None`` means detect from the file name, its first bytes and the
+fields of its first record. A container name (csv, jsonl, …) reads the file as canonical columns;
+a tool name (``engine/formats``) reads it with that tool's field meanings."""
 
 REQUIRED: tuple[str, ...] = ("prompt_id", "model_a", "model_b", "winner")
 OPTIONAL: tuple[str, ...] = (
     "judge", "variant", "variant_kind", "turn", "category", "order", "prob_a", "annotator", "explanation",
+    "battle_id", "tstamp", "strength",
 )
 TEXTS: tuple[str, ...] = ("question", "answer_a", "answer_b")
 """Optional texts: they go to the ``prompts`` / ``answers`` tables, not to each verdict."""
@@ -52,6 +57,11 @@ COLUMN_ALIASES: dict[str, str] = {
     "question_id": "prompt_id",  # lmsys battles, MT-Bench judgments
     "rationale": "explanation",
     "position": "order",
+    "num": "battle_id",  # Arena battle logs
+    "id": "battle_id",
+    "uid": "battle_id",
+    "timestamp": "tstamp",
+    "worker": "annotator",  # crowd files
 }
 
 REVIEW_SCORES: dict[str, str] = {"1": "A", "2": "B", "3": "tie", "-1": "invalid"}
@@ -102,6 +112,7 @@ class RawRows:
     line: list[int]
     problem: list[str | None]  # a reason found while parsing, else None
     headers: dict[str, tuple] = field(default_factory=dict)  # CSV file → its header
+    dropped: dict[str, list[str]] = field(default_factory=dict)  # file → its columns not kept
 
 
 def detect_format(data: bytes, filename: str) -> str:
@@ -120,6 +131,12 @@ def detect_format(data: bytes, filename: str) -> str:
             return "review"
         return "jsonl"
     return "csv"
+
+
+def _dropped(filename: str, header: list, chosen: Mapping) -> dict[str, list[str]]:
+    """The file's columns that are not verdict fields (reported, not kept)."""
+    out = [str(c) for c in header if c not in chosen and c != "raw_text"]
+    return {filename: out} if out else {}
 
 
 def _batcher(max_rows: int):
@@ -150,7 +167,8 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
             columns = list(zip(*padded, strict=True))
         cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
         orig = [r if r is not None else [] for r in recs]
-        return RawRows(cols, orig, [filename] * len(lines), lines, problems, {filename: tuple(header)})
+        return RawRows(cols, orig, [filename] * len(lines), lines, problems, {filename: tuple(header)},
+                       _dropped(filename, header, chosen))
 
     for chunk in csv_chunks(feed, delim, width, max_lines=min(65_536, batch_rows())):
         lines += chunk.lines
@@ -190,18 +208,28 @@ def _record_batch(rows: list[dict], lines: list[int], problems: list, filename: 
         header = list(dict.fromkeys(k for r in rows for k in r))
         chosen = _canonical_columns(header, filename, column_map, check=check and any(p is None for p in problems))
         cols = {name: [r.get(k) for r in rows] for k, name in chosen.items()}
+        return RawRows(cols, rows, [filename] * len(lines), lines, problems, {}, _dropped(filename, header, chosen))
     return RawRows(cols, rows, [filename] * len(lines), lines, problems)
 
 
 def _jsonl_batches(fh, filename: str, fmt: str, column_map: Mapping[str, str] | None) -> Iterator[RawRows]:
+    first = True
+    seen: dict[str, int] = {}
+    for rows, lines, problems in _jsonl_records(fh):
+        yield _record_batch(rows, lines, problems, filename, fmt, column_map, first, seen)
+        first = False
+    if first:
+        raise LensError(f"{filename} has no rows.")
+
+
+def _jsonl_records(fh) -> Iterator[tuple[list[dict], list[int], list[str | None]]]:
+    """JSON Lines → batches of (objects, line numbers, problems); a bad line is a problem, not an error."""
     feed = LineFeed(fh)
     full = _batcher(batch_rows())
     rows: list[dict] = []
     lines: list[int] = []
     problems: list[str | None] = []
     chars = 0
-    first = True
-    seen: dict[str, int] = {}
     while True:
         block = feed.take(min(65_536, batch_rows()))
         if block is None:
@@ -221,16 +249,14 @@ def _jsonl_batches(fh, filename: str, fmt: str, column_map: Mapping[str, str] | 
             rows.append(obj)
             problems.append(prob)
         if lines and full(len(lines), chars):
-            yield _record_batch(rows, lines, problems, filename, fmt, column_map, first, seen)
-            first = False
+            yield rows, lines, problems
             rows, lines, problems, chars = [], [], [], 0
     if lines:
-        yield _record_batch(rows, lines, problems, filename, fmt, column_map, first, seen)
-    elif first:
-        raise LensError(f"{filename} has no rows.")
+        yield rows, lines, problems
 
 
-def _json_array_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Iterator[RawRows]:
+def _json_array_batches(fh, filename: str, column_map: Mapping[str, str] | None,
+                        records_only: bool = False) -> Iterator:
     size = fh.seek(0, io.SEEK_END)
     fh.seek(0)
     if size > JSON_ARRAY_MAX_BYTES:
@@ -251,6 +277,9 @@ def _json_array_batches(fh, filename: str, column_map: Mapping[str, str] | None)
         part = arr[k:k + step]
         rows = [o if isinstance(o, dict) else {"raw_text": json.dumps(o)} for o in part]
         problems = [None if isinstance(o, dict) else "the element is not a JSON object" for o in part]
+        if records_only:
+            yield rows, list(range(k + 1, k + len(part) + 1)), problems
+            continue
         yield _record_batch(rows, list(range(k + 1, k + len(part) + 1)), problems, filename, "json",
                             column_map, k == 0, {})
 
@@ -351,7 +380,8 @@ def _parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) ->
                 by_orig = {c: arrays[c].slice(a, b - a).to_pylist() for c in read}
                 cols = {name: by_orig[orig] for orig, name in chosen.items()}
                 lines = list(range(first_line + a, first_line + b))
-                yield RawRows(cols, _ColumnRecords(by_orig, b - a), [filename] * (b - a), lines, problems[a:b])
+                yield RawRows(cols, _ColumnRecords(by_orig, b - a), [filename] * (b - a), lines, problems[a:b], {},
+                              _dropped(filename, list(schema.names), chosen))
             first_line += n
     except LensError:
         raise
@@ -375,6 +405,108 @@ def _check_expansion(filename: str, size: int, decoded: int) -> None:
             "split it into smaller files or keep its long texts out of the verdict file.")
 
 
+def _record_batches(fh, filename: str, container: str) -> Iterator[tuple[list, list[int], list]]:
+    """The file's records as dicts of its own fields, a batch at a time (for a tool's adapter)."""
+    if container == "csv":
+        feed = LineFeed(fh)
+        header, delim = csv_header(feed, filename)
+        for chunk in csv_chunks(feed, delim, len(header), max_lines=min(65_536, batch_rows())):
+            if chunk.lines:
+                yield ([dict(zip(header, r, strict=False)) if r is not None else {} for r in chunk.recs],
+                       chunk.lines, chunk.problems)
+    elif container == "parquet":
+        import pyarrow.parquet as pq
+
+        size = max(fh.seek(0, io.SEEK_END), 1)
+        fh.seek(0)
+        try:
+            pf = pq.ParquetFile(fh)
+            md = pf.metadata
+            _check_expansion(filename, size, sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups)))
+            line = 1
+            for batch in pf.iter_batches(batch_size=min(batch_rows(), 20_000)):
+                recs = batch.to_pylist()
+                yield recs, list(range(line, line + len(recs))), [None] * len(recs)
+                line += len(recs)
+        except LensError:
+            raise
+        except Exception as exc:  # pyarrow raises several kinds for a damaged file
+            raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
+    elif container == "json":
+        yield from _json_array_batches(fh, filename, {}, records_only=True)
+    else:
+        yield from _jsonl_records(fh)
+
+
+def _first_fields(fh, filename: str, container: str) -> list | None:
+    """The field names of the file's first record, read cheaply (CSV header, first JSON line,
+    Parquet schema); None for a JSON array (its records are read instead)."""
+    try:
+        if container == "parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                return list(pq.read_schema(fh).names)
+            except Exception:  # the reader proper says what is wrong
+                return []
+        if container == "csv":
+            try:
+                return csv_header(LineFeed(fh), filename)[0]
+            except LensError:
+                return []
+        if container != "jsonl":
+            return None
+        feed = LineFeed(fh)
+        for _ in range(1000):  # skip blank lines and lines that are not JSON objects
+            item = feed.next_line()
+            if item is None:
+                return []
+            if item[1].strip() and item[2] is None:
+                obj, prob = _json_line(item[1])
+                if prob is None:
+                    return list(obj)
+        return []
+    finally:
+        fh.seek(0)
+
+
+def _tool_batches(fh, filename: str, container: str, name: str) -> Iterator[RawRows]:
+    """Rows of tool ``name``'s judgment file (``engine/formats``), mapped a batch of records at a time."""
+    any_rows = False
+    for records, lines, problems in _record_batches(fh, filename, container):
+        ex = expand(name, records, lines, problems)
+        if not ex.lines:
+            continue
+        any_rows = True
+        keys = dict.fromkeys(k for r in ex.rows for k in r)
+        cols = {k: [r.get(k) for r in ex.rows] for k in keys}
+        yield RawRows(cols, ex.origs, [filename] * len(ex.lines), ex.lines, ex.problems, {},
+                      {filename: ex.dropped} if ex.dropped else {})
+    if not any_rows:
+        raise LensError(f"{filename} has no rows.")
+
+
+def sniff_tool(data: bytes, filename: str, fmt: str | None = None) -> str | None:
+    """The tool format ``iter_raw`` would use for this file (``engine/formats``), or None for a
+    file of canonical columns; a file that cannot be read gives None (validation says why)."""
+    if fmt in TOOL_NAMES:
+        return fmt
+    if fmt is not None or not data or not data.strip():
+        return None
+    container = detect_format(data[:4096], filename)
+    if container == "review":
+        return None
+    fh = io.BytesIO(data)
+    fields = _first_fields(fh, filename, container)
+    if fields is not None:
+        return detect_fields(fields)
+    try:
+        first = next(_record_batches(fh, filename, container), None)
+    except LensError:
+        return None
+    return detect_tool(first[0]) if first else None
+
+
 def _open(source, filename: str):
     """A seekable binary file for ``source`` (a path, or bytes)."""
     if isinstance(source, bytes | bytearray | memoryview):
@@ -395,10 +527,34 @@ def iter_raw(source, filename: str, fmt: str | None = None,
     if not head.strip() and len(head) < 4096:
         fh.close()
         raise LensError(f"{filename} is empty.")
-    fmt = fmt or detect_format(head, filename)
-    if fmt not in FORMATS:
+    if fmt is not None and fmt not in FORMATS:
         fh.close()
         raise LensError(f"Unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    named_tool = fmt if fmt in TOOL_NAMES else None
+    # a column map means canonical columns named otherwise: no tool is guessed then
+    detect_tools = (fmt is None and not column_map) or named_tool is not None
+    fmt = detect_format(head, filename) if fmt is None or named_tool else fmt
+    if fmt == "review" and named_tool:
+        fmt = "jsonl"
+    tool_name = named_tool
+    if detect_tools and fmt != "review" and tool_name is None:
+        fields = _first_fields(fh, filename, fmt)
+        if fields is None:  # a JSON array: the first records say
+            try:
+                first = next(_record_batches(fh, filename, fmt), None)
+            except LensError:
+                first = None
+            fh.seek(0)
+            tool_name = detect_tool(first[0]) if first else None
+        else:
+            tool_name = detect_fields(fields)
+    if tool_name is not None:
+        container = fmt
+
+        def tool_batches() -> Iterator[RawRows]:
+            with fh:
+                yield from _tool_batches(fh, filename, container, tool_name)
+        return tool_name, tool_batches()
 
     def batches() -> Iterator[RawRows]:
         with fh:
@@ -560,7 +716,8 @@ def list_columns(source, filename: str, fmt: str | None = None) -> list[str]:
         fh.seek(0)
         if not head.strip() and len(head) < 4096:
             raise LensError(f"{filename} is empty.")
-        fmt = fmt or detect_format(head, filename)
+        if fmt is None or fmt in TOOL_NAMES:
+            fmt = detect_format(head, filename)
         if fmt == "parquet":
             try:
                 import pyarrow.parquet as pq

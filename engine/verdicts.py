@@ -11,11 +11,13 @@ never turned into a tie (graphs.build_stack leaves it out).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 
 import duckdb
 import numpy as np
@@ -24,6 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import LensError
+from .formats import TOOL_NAMES
+from .formats import tool as tool_format
 from .import_limits import INT_MAX, INVISIBLE_RE, NAME_MAX_CHARS, TEXT_MAX_CHARS, bad_characters, batch_rows
 from .schema import DEFAULT_JUDGE, DEFAULT_TURN, VARIANT_KINDS, VERDICT_COLUMNS, VERDICT_DTYPES
 from .staging import Stage, sql_path
@@ -80,6 +84,24 @@ class ValidationReport:
     prompts_file: str
     answers_file: str
     field_names: tuple[str, ...] = ()
+    dropped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # file → columns not kept
+    repeats: int = 0  # valid rows equal to an earlier row in everything but their line (kept)
+    file_hashes: Mapping[str, str] = field(default_factory=dict)  # file → sha256 of its bytes
+
+    def notes(self) -> list[str]:
+        """What the import kept and left out beside the rejected rows: the tool format the files were
+        read as, repeated rows, dropped columns."""
+        out = []
+        if self.format in TOOL_NAMES:
+            out.append(f"Read as {tool_format(self.format).title} (--format {self.format}).")
+        if self.repeats:
+            out.append(f"{self.repeats} row{'s' if self.repeats != 1 else ''} "
+                       f"repeat{'' if self.repeats != 1 else 's'} an earlier row; kept as separate verdicts.")
+        for f, cols in self.dropped.items():
+            if cols:
+                out.append(f"{PurePath(f).name}: column{'s' if len(cols) != 1 else ''} not kept "
+                           f"(not verdict fields): {', '.join(cols)}.")
+        return out
 
     @property
     def ok(self) -> bool:
@@ -371,6 +393,16 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     with np.errstate(invalid="ignore"):
         flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt[i]} is outside [0, 1]")
 
+    stamp = _seconds(col("tstamp"))
+    flag(stamp.bad, lambda i: f"tstamp {cell_text(col('tstamp')[i])!r} is not a time "
+                              "(seconds since 1970, or a date such as 2024-05-01T12:00:00Z)")
+    scells = col("strength")
+    stxt = _clean_text(scells)
+    spresent = ~_is_none(stxt)
+    snum = pd.to_numeric(pd.Series(scells, dtype=object).where(spresent, None), errors="coerce").to_numpy(float)
+    flag(spresent & ~np.isin(snum, [1.0, 2.0]), lambda i: f"strength {stxt[i]!r} is not 1 or 2")
+    strength = pd.array(np.where(spresent & np.isin(snum, [1.0, 2.0]), snum, np.nan), dtype="Float64")
+
     frame = pd.DataFrame({
         "dataset": pd.Series([dataset] * n, dtype=object),
         "judge": pd.Series(judge, dtype=object),
@@ -386,6 +418,9 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
         "prob_a": pd.Series(np.where(present, prob, np.nan), dtype=np.float64),
         "annotator": pd.Series(txt["annotator"], dtype=object),
         "explanation": pd.Series(free["explanation"], dtype=object),
+        "battle_id": pd.Series(_clean_text(col("battle_id")), dtype=object),
+        "tstamp": pd.Series(stamp.values, dtype=np.float64),
+        "strength": pd.Series(strength, dtype="Float64").astype("Int64"),
         "source_file": pd.Series(raw.file, dtype=object),
         "source_line": pd.Series(raw.line, dtype=np.int64),
     })
@@ -393,24 +428,78 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     return frame, reasons, texts
 
 
-def _mark_duplicates(frame: pd.DataFrame, reasons: np.ndarray) -> None:
-    """Exact repeats of an earlier valid row (same content, any line) are rejected, naming both lines."""
+@dataclass(frozen=True)
+class _Stamps:
+    values: np.ndarray  # seconds since the epoch, NaN where missing or bad
+    bad: np.ndarray  # present but not a time
+
+
+def _seconds(cells: list) -> _Stamps:
+    """Time cells → seconds since the epoch: numbers as they are, text as a number or a date
+    (a date without a zone is read as UTC)."""
+    n = len(cells)
+    present = ~_is_none(_clean_text(cells)) if n else np.zeros(0, dtype=bool)
+    num = pd.to_numeric(pd.Series(cells, dtype=object).where(present, None),
+                        errors="coerce").to_numpy(float, copy=True)
+    bad = present & np.isnan(num)
+    for i in np.flatnonzero(bad):
+        try:
+            t = pd.Timestamp(str(cells[i]).strip())
+        except (ValueError, TypeError, OverflowError):
+            continue
+        if pd.isna(t):
+            continue
+        t = t.tz_localize("UTC") if t.tzinfo is None else t
+        num[i] = t.timestamp()
+        bad[i] = False
+    with np.errstate(invalid="ignore"):
+        bad |= present & ~bad & ~np.isfinite(num)
+    num[bad] = np.nan
+    return _Stamps(num, bad)
+
+
+def _count_repeats(frame: pd.DataFrame, reasons: np.ndarray) -> int:
+    """Valid rows equal to an earlier valid row in everything but their place in the file.
+
+    A repeated row is a repeated vote (crowd and Arena files hold many), so it is kept; a battle
+    id column keeps distinct battles apart, and this count is reported in one line.
+    """
     content = [c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")]
     ok = _is_none(reasons)
     if ok.sum() < 2:
-        return
+        return 0
     sub = frame.loc[ok, content].astype(object).where(frame.loc[ok, content].notna(), "\x00")
-    dup = sub.duplicated(keep="first").to_numpy()
-    if not dup.any():
-        return
-    first_idx = sub.groupby(content, sort=False, dropna=False).ngroup()
-    firsts = pd.Series(sub.index, index=sub.index).groupby(first_idx.to_numpy()).transform("first")
-    idx = sub.index[dup]
-    for i in idx:
-        j = firsts[i]
-        where = (f"line {int(frame.at[j, 'source_line'])}" if frame.at[j, "source_file"] == frame.at[i, "source_file"]
-                 else f"{frame.at[j, 'source_file']} line {int(frame.at[j, 'source_line'])}")
-        reasons[i] = f"the row repeats {where} exactly (an identical verdict)"
+    return int(sub.duplicated(keep="first").sum())
+
+
+def parse_value_map(specs: Iterable[str] | None) -> dict[str, dict[str, str]]:
+    """``COLUMN:VALUE=NEW`` specs (``--map-value``, the Data page) → {column: {value: new}}."""
+    out: dict[str, dict[str, str]] = {}
+    for v in specs or []:
+        column, sep, rest = str(v).partition(":")
+        old, sep2, new = rest.partition("=")
+        if not sep or not sep2 or not column.strip() or not old.strip() or not new.strip():
+            raise LensError(f"The value map {v!r} is not of the form COLUMN:VALUE=NEW (e.g. winner:left=A).")
+        col = column.strip().lower()
+        if col not in CANONICAL:
+            raise LensError(f"The value map {v!r} names column {column.strip()!r}, which is not a verdict column "
+                            f"({', '.join(sorted(CANONICAL))}).")
+        out.setdefault(col, {})[old.strip()] = new.strip()
+    return out
+
+
+def apply_value_map(cols: dict[str, list], value_map: Mapping[str, Mapping[str, str]] | None) -> None:
+    """Rewrite cells in place: ``{"winner": {"left": "A"}}`` turns every ``left`` (compared
+    case-insensitively, spaces trimmed) of column winner into ``A`` before validation."""
+    for column, mapping in (value_map or {}).items():
+        cells = cols.get(column)
+        if not cells or not mapping:
+            continue
+        low = {str(k).strip().lower(): v for k, v in mapping.items()}
+        for i, v in enumerate(cells):
+            t = cell_text(v)
+            if t is not None and t.lower() in low:
+                cells[i] = low[t.lower()]
 
 
 def _texts_tables(frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -461,8 +550,12 @@ class ReportBuilder:
     """Validates raw-row batches one at a time into a stage (memory bounded by one batch)."""
 
     def __init__(self, dataset: str, model_names: Mapping[str, str] | None = None,
-                 judge_names: Mapping[str, str] | None = None):
+                 judge_names: Mapping[str, str] | None = None,
+                 value_map: Mapping[str, Mapping[str, str]] | None = None):
         self.dataset, self.model_names, self.judge_names = dataset, model_names, judge_names
+        self.value_map = value_map
+        self.repeats = 0
+        self.dropped: dict[str, list[str]] = {}
         self.stage = Stage()
         self.files = {k: self.stage.new_file(k) for k in ("good", "rejected", "prompts", "answers")}
         self.rows = 0
@@ -474,9 +567,13 @@ class ReportBuilder:
 
     def add(self, raw: RawRows) -> None:
         """Check one batch and append its rows to the stage."""
+        apply_value_map(raw.cols, self.value_map)
+        for f, cols in raw.dropped.items():
+            known = self.dropped.setdefault(f, [])
+            known += [c for c in cols if c not in known]
         with no_gc():
             frame, reasons, texts = _normalise(raw, self.dataset, self.model_names, self.judge_names)
-            _mark_duplicates(frame, reasons)
+            self.repeats += _count_repeats(frame, reasons)
         n = len(frame)
         seq = np.arange(self.rows, self.rows + n, dtype=np.int64)
         self.rows += n
@@ -504,102 +601,106 @@ class ReportBuilder:
                 "fields": _fields_json(raw, idx, self.field_names),
             }))
 
-    def finish(self, source: str, fmt: str) -> ValidationReport:
-        """Close the stage files, reject repeats across batches, count; the report."""
+    def finish(self, source: str, fmt: str, file_hashes: Mapping[str, str] | None = None) -> ValidationReport:
+        """Close the stage files, count repeats across batches; the report."""
         stage = self.stage
         stage.close()
         for kind, name in self.files.items():
             if not os.path.exists(name):
                 self.files[kind] = stage.empty(kind)
-        excluded: tuple[str, ...] = ()
-        rejected = (self.files["rejected"],)
         self.hashes = []
-        if self.may_repeat:
-            dup_rej, dup_seq, n_dup, n_dup_invalid = _repeats_across_batches(stage, self.files["good"])
-            if dup_seq:
-                excluded, rejected = (dup_seq,), (*rejected, dup_rej)
-                self.field_names.update(dict.fromkeys(_CONTENT_FIELDS))
-                self.n_good -= n_dup
-                self.n_rejected += n_dup
-                self.n_invalid -= n_dup_invalid
+        if self.may_repeat:  # some row may repeat one of an earlier batch: count them all exactly
+            self.repeats = _repeats(stage, self.files["good"])
         return ValidationReport(
             dataset=self.dataset, source=source, format=fmt, rows_read=self.rows, n_good=self.n_good,
-            n_rejected=self.n_rejected, n_invalid=self.n_invalid, stage=stage, good_file=self.files["good"], excluded=excluded, rejected_files=rejected,
-            prompts_file=self.files["prompts"], answers_file=self.files["answers"],
-            field_names=tuple(self.field_names),
+            n_rejected=self.n_rejected, n_invalid=self.n_invalid, stage=stage, good_file=self.files["good"],
+            excluded=(), rejected_files=(self.files["rejected"],), prompts_file=self.files["prompts"],
+            answers_file=self.files["answers"], field_names=tuple(self.field_names),
+            dropped={f: tuple(c) for f, c in self.dropped.items()}, repeats=self.repeats,
+            file_hashes=dict(file_hashes or {}),
         )
 
 
 _CONTENT = [c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")]
-_CONTENT_FIELDS = [c for c in _CONTENT if c != "dataset"]
 
 
-def recount(report: ValidationReport) -> ValidationReport:
-    """The report with ``n_good``, ``n_invalid`` and ``n_rejected`` counted from its stage files."""
-    con = report.stage.connect()
-    try:
-        good, invalid = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE winner = 'invalid') FROM ({report.good_sql()})").fetchone()
-        files = ", ".join(sql_path(f) for f in report.rejected_files)
-        rejected = con.execute(f"SELECT count(*) FROM read_parquet([{files}])").fetchone()[0]
-    finally:
-        con.close()
-    return replace(report, n_good=int(good), n_invalid=int(invalid), n_rejected=int(rejected))
-
-
-def content_json_sql(alias: str = "") -> str:
-    """SQL building the JSON object of a verdict's content (the fields of a rejected repeat)."""
-    p = f"{alias}." if alias else ""
-    return "to_json({" + ", ".join(f"'{c}': {p}\"{c}\"" for c in _CONTENT_FIELDS) + "})"
-
-
-def _repeats_across_batches(stage: Stage, good_file: str) -> tuple[str | None, str | None, int, int]:
-    """Rows repeating a row of an earlier batch exactly: (rejected file, excluded-seq file, count,
-    count with winner invalid), or Nones and zeros."""
+def _repeats(stage: Stage, good_file: str) -> int:
+    """Valid rows equal to an earlier one in everything but their line, over every batch (SQL)."""
     part = ", ".join(f'"{c}"' for c in _CONTENT)
-    rej, seqs = stage.new_file("rejected"), stage.new_file("excluded")
     con = stage.connect()
     try:
-        con.execute(f"""CREATE TEMP TABLE dups AS SELECT * FROM (
-            SELECT *, first_value(source_file) OVER w AS first_file, first_value(source_line) OVER w AS first_line,
-                   row_number() OVER w AS rn
-            FROM read_parquet({sql_path(good_file)}) WINDOW w AS (PARTITION BY {part} ORDER BY seq)) WHERE rn > 1""")
-        n, n_invalid = con.execute("SELECT count(*), count(*) FILTER (WHERE winner = 'invalid') FROM dups").fetchone()
-        if n == 0:
-            return None, None, 0, 0
-        con.execute(f"""COPY (SELECT seq, source_file, source_line,
-              'the row repeats ' || CASE WHEN first_file = source_file THEN '' ELSE first_file || ' ' END
-              || 'line ' || first_line || ' exactly (an identical verdict)' AS reason,
-              {content_json_sql()} AS fields FROM dups ORDER BY seq) TO {sql_path(rej)} (FORMAT parquet)""")
-        con.execute(f"COPY (SELECT seq FROM dups) TO {sql_path(seqs)} (FORMAT parquet)")
+        return int(con.execute(f"""SELECT count(*) - count(DISTINCT ({part}))
+                                   FROM read_parquet({sql_path(good_file)})""").fetchone()[0])
     except duckdb.Error as exc:
         raise stage.full(exc) from exc
     finally:
         con.close()
-    return rej, seqs, int(n), int(n_invalid)
+
+
+def content_hash(data: bytes, filename: str = "", fmt: str = "") -> str:
+    """sha256 hex of a file's bytes: the same file imported twice into one dataset is refused by it.
+    A review-format file's name is part of its content (it names the models and the judge)."""
+    h = hashlib.sha256()
+    if fmt == "review":
+        h.update(PurePath(filename).name.encode("utf-8") + b"\x00")
+    h.update(data)
+    return h.hexdigest()
+
+
+def set_judge(raw: RawRows, judge: str) -> None:
+    """Every row of ``raw`` gets ``judge`` (one judge per file: ``--judge-from filename``, the app)."""
+    raw.cols["judge"] = [judge] * len(raw.line)
+
+
+def judge_from_filename(filename: str) -> str:
+    """The judge a file stands for under ``--judge-from filename``: its name without folder and extension."""
+    name = PurePath(filename).name
+    for ext in (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".txt", ".parquet", ".pq"):
+        if name.lower().endswith(ext):
+            return name[: -len(ext)] or name
+    return name
+
+
+def file_hash(source, filename: str, fmt: str) -> str:
+    """``content_hash`` of a path or bytes, reading a file a megabyte at a time."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return content_hash(bytes(source), filename, fmt)
+    h = hashlib.sha256()
+    if fmt == "review":
+        h.update(PurePath(filename).name.encode("utf-8") + b"\x00")
+    with open(source, "rb") as fh:
+        for chunk in iter(lambda: fh.read(2**20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def validate_sources(
     sources: Iterable[tuple[object, str]], *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
-    judge_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
 ) -> ValidationReport:
     """Validate files (each a path or bytes, with its name) as one import, one batch at a time.
 
-    Repeats are checked across every batch and file; memory is bounded by one batch.
+    Repeated rows are counted across every batch and file; memory is bounded by one batch.
+    ``file_judges`` puts the rows of a file (by the name given) under its own judge.
     """
-    builder = ReportBuilder(dataset, model_names, judge_names)
-    fmts, names = [], []
+    builder = ReportBuilder(dataset, model_names, judge_names, value_map)
+    fmts, names, hashes = [], [], {}
     pending: list[RawRows] = []  # small files are checked together, a batch at a time
     rows = 0
     for source, filename in sources:
         found, batches = read_batches(source, filename, fmt, column_map)
+        judge = (file_judges or {}).get(filename)
         for raw in batches:
+            if judge:
+                set_judge(raw, judge)
             pending.append(raw)
             rows += len(raw.line)
             if rows >= batch_rows():
                 builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
                 pending, rows = [], 0
+        hashes[filename] = file_hash(source, filename, found)
         fmts.append(found)
         names.append(filename)
     if pending:
@@ -607,33 +708,39 @@ def validate_sources(
     if not names:
         raise LensError("No files to import.")
     return builder.finish(names[0] if len(names) == 1 else f"{len(names)} files",
-                          fmts[0] if len(set(fmts)) == 1 else "mixed")
+                          fmts[0] if len(set(fmts)) == 1 else "mixed", hashes)
 
 
 def validate_raw(raw: RawRows, *, dataset: str, source: str, fmt: str,
                  model_names: Mapping[str, str] | None = None,
-                 judge_names: Mapping[str, str] | None = None) -> ValidationReport:
+                 judge_names: Mapping[str, str] | None = None,
+                 value_map: Mapping[str, Mapping[str, str]] | None = None,
+                 file_hashes: Mapping[str, str] | None = None) -> ValidationReport:
     """Normalise and check rows already read (one batch), e.g. from a format adapter."""
-    builder = ReportBuilder(dataset, model_names, judge_names)
+    builder = ReportBuilder(dataset, model_names, judge_names, value_map)
     builder.add(raw)
-    return builder.finish(source, fmt)
+    return builder.finish(source, fmt, file_hashes)
 
 
 def validate_bytes(
     data: bytes, filename: str, *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
-    judge_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
+    judge: str | None = None,
 ) -> ValidationReport:
-    """Validate one file's bytes (named ``filename``, which also gives review-format models/judge)."""
+    """Validate one file's bytes (named ``filename``, which also gives review-format models/judge);
+    ``judge`` puts every row under that judge."""
     return validate_sources([(data, filename)], dataset=dataset, fmt=fmt, column_map=column_map,
-                            model_names=model_names, judge_names=judge_names)
+                            model_names=model_names, judge_names=judge_names, value_map=value_map,
+                            file_judges={filename: judge} if judge else None)
 
 
 def validate_many(
     files: Iterable[tuple[bytes, str]], *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
-    judge_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
 ) -> ValidationReport:
-    """Validate several files as one import (duplicates are checked across files too)."""
-    return validate_sources(files, dataset=dataset, fmt=fmt, column_map=column_map,
-                            model_names=model_names, judge_names=judge_names)
+    """Validate several files as one import (repeated rows are counted across files too)."""
+    return validate_sources(files, dataset=dataset, fmt=fmt, column_map=column_map, model_names=model_names,
+                            judge_names=judge_names, value_map=value_map, file_judges=file_judges)
