@@ -644,6 +644,8 @@ def merge_raw(parts: list[RawRows]) -> RawRows:
         line=[x for r in parts for x in r.line],
         problem=[p for r in parts for p in r.problem],
         headers={k: v for r in parts for k, v in r.headers.items()},
+        dropped={k: list(dict.fromkeys(c for r in parts for c in r.dropped.get(k, [])))
+                 for k in dict.fromkeys(k for r in parts for k in r.dropped)},
     )
 
 
