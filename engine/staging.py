@@ -78,7 +78,7 @@ class Stage:
             table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False, nthreads=1)
             w = self._writers.get(name)
             if w is None:
-                w = self._writers[name] = pq.ParquetWriter(name, schema, compression="lz4")
+                w = self._writers[name] = pq.ParquetWriter(name, schema, compression="lz4", use_dictionary=False)
             w.write_table(table)
         except OSError as exc:
             raise self.full(exc) from exc
