@@ -11,6 +11,7 @@ never turned into a tie (graphs.build_stack leaves it out).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
@@ -688,6 +689,19 @@ def validate_sources(
     builder = ReportBuilder(dataset, model_names, judge_names, value_map)
     fmts, names, hashes = [], [], {}
     pending: list[RawRows] = []  # small files are checked together, a batch at a time
+    with no_gc():  # the batch's per-row lists cannot form cycles; the collector would rescan them
+        _read_into(builder, sources, fmt, column_map, file_judges, pending, fmts, names, hashes)
+    if pending:
+        builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
+    if not names:
+        raise LensError("No files to import.")
+    return builder.finish(names[0] if len(names) == 1 else f"{len(names)} files",
+                          fmts[0] if len(set(fmts)) == 1 else "mixed", hashes)
+
+
+def _read_into(builder: ReportBuilder, sources, fmt, column_map, file_judges, pending: list, fmts: list,
+               names: list, hashes: dict) -> None:
+    """Read every file batch by batch into ``builder`` (small batches are pooled in ``pending``)."""
     rows = 0
     for source, filename in sources:
         found, batches = read_batches(source, filename, fmt, column_map)
@@ -699,16 +713,12 @@ def validate_sources(
             rows += len(raw.line)
             if rows >= batch_rows():
                 builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
-                pending, rows = [], 0
+                pending.clear()
+                rows = 0
+                gc.collect()  # once per batch: whatever cycles the batch left are freed here
         hashes[filename] = file_hash(source, filename, found)
         fmts.append(found)
         names.append(filename)
-    if pending:
-        builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
-    if not names:
-        raise LensError("No files to import.")
-    return builder.finish(names[0] if len(names) == 1 else f"{len(names)} files",
-                          fmts[0] if len(set(fmts)) == 1 else "mixed", hashes)
 
 
 def validate_raw(raw: RawRows, *, dataset: str, source: str, fmt: str,
