@@ -3,7 +3,7 @@
 ``streamlit run app.py`` opens on the shipped vicuna80 data (the store imports it on first use).
 The sidebar's choices (dataset, judge, category, ranker) have explicit widget keys and live in
 ``st.session_state``, so they persist while the user moves between pages. Pages only render
-engine results; see DESIGN.md for the page list.
+engine results; see README.md, "The app", for the page list.
 """
 
 from __future__ import annotations

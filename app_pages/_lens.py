@@ -142,6 +142,15 @@ def verdicts_for(key: CacheKey):
     return get_store().verdicts(key.dataset, **_filters(key))
 
 
+@st.cache_data(max_entries=16, show_spinner="Counting votes…")
+def votes_for(key: CacheKey):
+    """The votes of the current choice (``engine.rankers.votes``), read by DuckDB: the count rankers' input."""
+    from engine.rankers.votes import votes
+    from engine.vote_query import store_vote_rows
+
+    return votes(store_vote_rows(get_store(), key.dataset, **_filters(key)))
+
+
 @st.cache_data(max_entries=16, show_spinner="Building tournament graphs…")
 def stack_for(key: CacheKey):
     """The GraphStack of the current choice (one graph per judge, prompt, variant and turn)."""
@@ -194,12 +203,12 @@ def cycle_overview(key: CacheKey):
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
 def judge_diagnostics(dataset: str, version: int, category: str | None, by_category: bool):
     """The Judges page's tables for every judge of ``dataset`` (``version`` keys the cache)."""
-    from engine.graphs import build_stack
+    from engine.graph_buckets import build_buckets
     from engine.judges_view import with_worst_position
     from engine.viz import judge_overview
 
-    verdicts = get_store().verdicts(dataset, category=category)
-    return with_worst_position(judge_overview(verdicts, build_stack(verdicts), by_category), verdicts)
+    verdicts = get_store().verdicts(dataset, category=category)  # graphs bucketed: each over its own models
+    return with_worst_position(judge_overview(verdicts, build_buckets(verdicts), by_category), verdicts)
 
 
 def reference_for_key(dataset: str, category: str | None):
@@ -236,7 +245,7 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
     ref, note = reference_for_key(key.dataset, key.category)
     return app_leaderboard(
         slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
-        reference=ref, reference_note=note,
+        reference=ref, reference_note=note, votes=votes_for(key),
         extra_params={"dataset": key.dataset, "dataset_version": key.version, "judge": key.judge,
                       "category": key.category},
     )

@@ -4,6 +4,7 @@ agreement, structure) for a dataset; the computation is engine.diagnostics.diagn
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..diagnostics import TABLES, diagnose, diagnose_cached
 from ..diagnostics.cycle_stats import EXACT_MAX, FALLBACK_BOUND
@@ -40,11 +41,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    f"for graphs of at most {EXACT_MAX} models; {FALLBACK_BOUND} for larger ones)")
     p.add_argument("--edges", choices=("bad", "strict"), default="bad",
                    help="cycles through at least one strict edge (bad) or of strict wins only")
+    p.add_argument("--r2", choices=("cdf", "pmf"), default="cdf",
+                   help="cycle-fit: R² of each fit against the empirical CDF (default) or PMF; paper 003's "
+                   "defaults are --edges strict --r2 pmf")
     p.add_argument("--max-permutations", type=int, default=5040, help="stress test: orderings per graph")
     p.add_argument("--seed", type=int, default=0, help="stress test: seed for sampled orderings")
     p.add_argument("--reference", help="agreement / overview: compare every judge with this one "
                    "(overview default: human)")
     p.add_argument("--by-category", action="store_true", help="agreement per category")
+    p.add_argument("--sntd", choices=("averaged", "per-order"), default="averaged",
+                   help="sntd table: one divergence of the order-averaged probabilities (default, as the app "
+                   "shows) or paper 001's eq. 3 literally, the divergence averaged over the presentation orders")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the store's result cache")
     add_format(p)
     p.set_defaults(func=run)
@@ -66,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
         if args.table != "heatmap":
             raise LensError("--win-rates applies to the heatmap table only (--table heatmap).")
         params["win_rates"] = read_win_rates_file(args.win_rates).to_dict()
+    if args.r2 != "cdf":
+        if args.table != "cycle-fit":
+            raise LensError("--r2 applies to the cycle-fit table only (--table cycle-fit).")
+        params["r2_on"] = args.r2
+    if args.sntd != "averaged":
+        if args.table != "sntd":
+            raise LensError("--sntd applies to the sntd table only (--table sntd).")
+        params["sntd_variant"] = args.sntd
     if args.reference is not None or args.table == "overview":
         params["reference"] = args.reference if args.reference is not None else "human"
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
@@ -80,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
             table, _hit = diagnose_cached(store, args.dataset, judge=judge, table=args.table, **params)
     finally:
         store.close()
+    for note in table.attrs.get("notes") or ():
+        print(f"note: {note}", file=sys.stderr)
     write_frame(table, args.format)
     return 0
 

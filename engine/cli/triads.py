@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     stack = load_stack(args, prompt_id=args.prompt_id)
     triads = nontransitive_triads(stack)
-    columns = ["model_a", "model_b", "model_c", "kind"]  # the DESIGN.md contract, always first
+    columns = ["model_a", "model_b", "model_c", "kind"]  # README.md's triads columns, always first
     if stack.T > 1:
         keys = stack.keys[["judge", "variant", "turn"]].reset_index(drop=True)
         triads = triads.reset_index(drop=True).join(keys.iloc[triads["graph"].to_numpy()].reset_index(drop=True))

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LensError
-from ..graphs import DEFAULT_POLICY, build_stack
+from ..graph_buckets import build_buckets
+from ..graphs import DEFAULT_POLICY
 from . import agreement as _agreement
 from . import cycle_stats, entropy, nontransitivity, order_stress, position, sntd, summary
 from .verdict_pairs import has_known_order
@@ -23,7 +24,9 @@ TABLES: dict[str, str] = {
     "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win rate, McNemar p (both tie rules), agreement and κ with the reference judge",
     "pnt": "PNT per group (default judge): triples, non-transitive triples and their kinds",
     "patterns": "counts of the 14 non-transitive patterns of paper 001 B.1 (numbered 1-14) per group",
-    "sntd": "mean SNTD per group over triples with judge probabilities",
+    "sntd": "mean SNTD per group over triples with judge probabilities (default: one divergence of the "
+            "order-averaged probabilities, as the app shows; --sntd per-order: paper 001's eq. 3, the "
+            "divergence averaged over the presentation orders)",
     "heatmap": "mean PNT / SNTD on a grid of two win-rate gaps per judge (paper 001, B.5)",
     "entropy": "ρ_non-trans, τ_avg and mean H² per group (paper 004)",
     "entropy-graphs": "per graph: vertices, vertices in non-transitive SCCs, H², τ",
@@ -35,7 +38,7 @@ TABLES: dict[str, str] = {
     "cycle-prompts": "per prompt: cycles summed over its graphs (the unit of the distribution fit)",
     "position": "order consistency, first-position win rate and McNemar's test (both tie rules) per group",
     "stress": "order-permutation stress test per group (paper 003)",
-    "agreement": "agreement and Cohen's κ between judges (or against a reference judge)",
+    "agreement": "agreement and Cohen's κ between judges (or against a reference judge), on each item's verdict after both presentation orders are combined (which model won, not which position)",
     "structure": "mean bad cycles, draw rate and largest SCC by judge and category (paper 000, Fig. 4)",
 }
 
@@ -65,7 +68,7 @@ EXTRA_BY: dict[str, tuple[str, ...]] = {
 }
 UNGROUPED: tuple[str, ...] = ("overview", "entropy-graphs", "cycle-graphs")
 """Tables with one row per judge or per graph: ``by`` does not apply to them."""
-CACHE_VERSION = 2
+CACHE_VERSION = 4
 """Part of every cache key: bump when a table's columns or numbers change, so old results are not served."""
 
 
@@ -84,9 +87,9 @@ def _by(params: dict, default: tuple[str, ...], table: str = "") -> tuple[str, .
 def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy: str = DEFAULT_POLICY,
              tie_band: tuple[float, float] = nontransitivity.DEFAULT_TIE_BAND) -> pd.DataFrame:
     """One row per judge with the headline numbers of every diagnostic."""
-    stack = build_stack(verdicts, policy=policy)
+    stack = build_buckets(verdicts, policy=policy)
     out = nontransitivity.pnt_summary(stack)[["judge", "triples", "pnt"]]
-    if stack.soft is not None and not np.isnan(stack.soft).all():
+    if stack.has_soft:
         out = out.merge(nontransitivity.pnt_summary(stack, source="soft", tie_band=tie_band)[["judge", "pnt"]]
                         .rename(columns={"pnt": "pnt_soft"}), on="judge", how="left")
         out = out.merge(sntd.sntd_summary(stack)[["judge", "sntd_mean"]], on="judge", how="left")
@@ -106,7 +109,11 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
                                "agreement": f"agreement_vs_{reference}", "kappa": f"kappa_vs_{reference}"})
         out = out.merge(ag.drop(columns=["judge_2"]), on="judge", how="left")
         out[f"items_vs_{reference}"] = out[f"items_vs_{reference}"].astype("Int64")
-    return out.sort_values("judge").reset_index(drop=True)
+    out = out.sort_values("judge").reset_index(drop=True)
+    note = small_graph_note(stack, "overview")
+    if note:
+        out.attrs["notes"] = [note]
+    return out
 
 
 def _no_order(dataset: str | None, consequence: str) -> LensError:
@@ -135,7 +142,9 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     ``UNGROUPED``), ``policy`` (combine policy), ``source`` and ``tie_band`` (PNT, patterns),
     ``grid``/``sigma``/``win_rates`` (heatmap; ``win_rates`` maps model → rate),
     ``length_bound`` (None: every length where tractable)/``edges`` (cycles),
-    ``max_permutations``/``seed`` (stress), ``reference``/``by_category`` (agreement, overview).
+    ``max_permutations``/``seed`` (stress), ``reference``/``by_category`` (agreement, overview),
+    ``sntd_variant`` (sntd: ``averaged`` or ``per-order``, engine.diagnostics.sntd), ``r2_on``
+    (cycle-fit: ``cdf`` or ``pmf``; paper 003's defaults are ``edges="strict"``, ``r2_on="pmf"``).
     ``position`` and ``stress`` raise LensError when the verdicts carry no usable presentation order.
     """
     if table not in TABLES:
@@ -165,7 +174,44 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     if table == "agreement":
         return _agreement.agreement(v, reference=params.get("reference"), by_category=_agreement_by(params),
                                     policy=policy)
-    stack = build_stack(v, policy=policy)
+    stack = build_buckets(v, policy=policy)
+    out = _graph_table(stack, table, params, v)
+    notes = [n for n in (small_graph_note(stack, table), _empty_note(out, table, stack)) if n]
+    if notes:
+        out.attrs["notes"] = notes
+    return out
+
+
+SMALL_GRAPH_TABLES: tuple[str, ...] = (
+    "overview", "pnt", "patterns", "sntd", "heatmap", "entropy", "cycles", "cycle-lengths", "participation",
+    "cycle-fit", "cycle-graphs", "cycle-prompts", "structure",
+)
+"""Tables whose triad / cycle statistics leave out graphs of fewer than 3 models."""
+
+
+def small_graph_note(stack, table: str) -> str | None:
+    """One sentence saying how many graphs a triad / cycle table left out for having < 3 models."""
+    k = stack.n_below(3)
+    if table not in SMALL_GRAPH_TABLES or not k:
+        return None
+    what = "its bad-cycle columns" if table == "structure" else "every cycle and triad statistic"
+    return (f"{k} of {stack.T} graph{'s' if stack.T != 1 else ''} have fewer than 3 models and are left out of "
+            f"{what}: no cycle or triad fits in 2 models.")
+
+
+def _empty_note(out: pd.DataFrame, table: str, stack) -> str | None:
+    """Why a triad table came out empty (no graph holds a fully compared triple)."""
+    if table not in ("pnt", "patterns", "sntd", "heatmap") or not out.empty:
+        return None
+    if not stack.at_least(3):
+        return (f"No graph has 3 or more models (largest: {int(stack.sizes.max(initial=0))}), so there is no "
+                "model triple to classify.")
+    return "No graph has a model triple with all three pairs compared, so there is no triple to classify."
+
+
+def _graph_table(stack, table: str, params: dict, v: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The graph-based tables of ``diagnose`` on the bucketed graphs."""
+    band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
     if table == "pnt":
         return nontransitivity.pnt_summary(stack, _by(params, ("judge",), "pnt"), source=params.get("source", "hard"),
                                            tie_band=band)
@@ -173,9 +219,12 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
         return nontransitivity.pattern_summary(stack, _by(params, ("judge",), "patterns"),
                                                source=params.get("source", "hard"), tie_band=band)
     if table == "sntd":
-        if stack.soft is None or np.isnan(stack.soft).all():
+        if not stack.has_soft:
             raise LensError("These verdicts carry no judge probabilities (prob_a), so SNTD cannot be computed.")
-        return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"))
+        variant = params.get("sntd_variant", "averaged")
+        if variant not in sntd.SNTD_VARIANTS:
+            raise LensError(f"Unknown SNTD variant {variant!r}; choose one of {', '.join(sntd.SNTD_VARIANTS)}.")
+        return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"), variant=variant, verdicts=v)
     if table == "heatmap":
         return nontransitivity.gap_heatmap(stack, by=_by(params, ("judge",), "heatmap"),
                                            win_rates=params.get("win_rates"), grid=int(params.get("grid", 35)),
@@ -201,7 +250,7 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     if table == "participation":
         return cycle_stats.participation(ctab, part, by)
     if table == "cycle-fit":
-        return cycle_stats.count_fits(ctab, by)
+        return cycle_stats.count_fits(ctab, by, r2_on=params.get("r2_on", "cdf"))
     return cycle_stats.prompt_counts(ctab, by)  # cycle-prompts
 
 
@@ -217,4 +266,5 @@ def diagnose_cached(store, dataset: str, judge: str | list[str] | None = None, t
                                 lambda: diagnose(store, dataset, judge=judge, table=table, **params))
 
 
-__all__ = ["CACHE_VERSION", "TABLES", "UNGROUPED", "diagnose", "diagnose_cached", "overview"]
+__all__ = ["CACHE_VERSION", "SMALL_GRAPH_TABLES", "TABLES", "UNGROUPED", "diagnose", "diagnose_cached", "overview",
+           "small_graph_note"]
