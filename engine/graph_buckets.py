@@ -108,6 +108,19 @@ class GraphBuckets:
         return GraphBuckets(self.models, self.keys.iloc[idx].reset_index(drop=True), tuple(out), self.policy,
                             self.invalid_only)
 
+    def win_tie_matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """(n, n) float64 W (graphs where i beat j) and Tm (graphs where they tied), summed over the
+        graphs bucket by bucket: GraphStack.win_tie_matrices without the (T, n, n) stack."""
+        n = self.n
+        w = np.zeros(n * n, dtype=np.float64)
+        tm = np.zeros(n * n, dtype=np.float64)
+        for b in self.buckets:
+            at = (b.members[:, :, None] * n + b.members[:, None, :]).reshape(-1)
+            back = b.adj.swapaxes(1, 2)
+            w += np.bincount(at, weights=(b.adj & ~back).reshape(-1), minlength=n * n)
+            tm += np.bincount(at, weights=(b.adj & back).reshape(-1), minlength=n * n)
+        return w.reshape(n, n), tm.reshape(n, n)
+
     def locate(self, t: int) -> tuple[Bucket, int]:
         """(the bucket holding graph ``t``, its row in that bucket)."""
         for b in self.buckets:

@@ -165,3 +165,10 @@ def test_natural_sorted_fast_path_equals_natural_key():
            for _ in range(5000)]
     assert natural_sorted(ids) == sorted(ids, key=natural_key)  # vectorised: prefix + number ids
     assert natural_sorted([*ids, "a1b2"]) == sorted([*ids, "a1b2"], key=natural_key)  # falls back
+
+
+def test_win_tie_matrices_on_buckets_equal_the_dense_stack(mixed):
+    stack, buckets = mixed
+    (w, t), (wd, td) = buckets.win_tie_matrices(), stack.win_tie_matrices()
+    assert w.sum() > 0 and t.sum() > 0
+    assert np.array_equal(w, wd) and np.array_equal(t, td)
