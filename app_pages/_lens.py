@@ -315,9 +315,11 @@ def judge_diagnostics(dataset: str, version: int, category: str | None, by_categ
     from engine.judges_view import with_worst_position
     from engine.viz import judge_overview
 
-    key = CacheKey(dataset, version, None, category)  # every judge: the caches of the sidebar's "(all)"
-    verdicts = verdicts_for(key)
-    return with_worst_position(judge_overview(verdicts, stack_for(key), by_category), verdicts)
+    # every judge: the graphs cached for the sidebar's "(all)"; the verdicts read afresh, not through
+    # verdicts_for, whose cache would hand out one more unpickled copy (2.3 GB peak at 1M verdicts)
+    verdicts = get_store().verdicts(dataset, category=category)
+    return with_worst_position(judge_overview(verdicts, stack_for(CacheKey(dataset, version, None, category)),
+                                              by_category), verdicts)
 
 
 def reference_for_key(dataset: str, category: str | None):
