@@ -44,7 +44,7 @@ import battlegen  # noqa: E402
 from procmeter import Run, measure  # noqa: E402
 
 DEFAULT_WORKLOADS = "100kx100,100kx200,1mx100,1mx200,10mx100,10mx200,t10000x20"
-QUICK_WORKLOADS = "20kx50,t300x10"
+QUICK_WORKLOADS = "20kx50,t200x10"
 
 
 def parse_count(text: str) -> int:
@@ -194,7 +194,7 @@ def main() -> None:
     ap.add_argument("--sizes", help="arena sizes (100k,1m,10m); with --models instead of --workloads")
     ap.add_argument("--models", default="100,200", help="model counts for --sizes (default 100,200)")
     ap.add_argument("--workloads", help=f"explicit workloads (default {DEFAULT_WORKLOADS})")
-    ap.add_argument("--quick", action="store_true", help=f"about a minute: {QUICK_WORKLOADS}, B=10 bootstraps")
+    ap.add_argument("--quick", action="store_true", help=f"about a minute: {QUICK_WORKLOADS}, B=10 bootstraps, no CSV import")
     ap.add_argument("--bootstrap", type=int, default=100)
     ap.add_argument("--fastchat-rounds", type=int, default=100)
     ap.add_argument("--fastchat-full-max", type=int, default=2_000_000,
@@ -210,7 +210,7 @@ def main() -> None:
     ap.add_argument("--json", help="write every result row to this JSON file")
     a = ap.parse_args()
     if a.quick:
-        a.bootstrap, a.fastchat_rounds = 10, 10
+        a.bootstrap, a.fastchat_rounds, a.csv = 10, 10, False
         spec = a.workloads or QUICK_WORKLOADS
     elif a.sizes:
         spec = ",".join(f"{s}x{m}" for s in a.sizes.split(",") for m in a.models.split(","))
