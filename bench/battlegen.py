@@ -60,8 +60,14 @@ def _davidson(rng: np.random.Generator, d: np.ndarray) -> np.ndarray:
     return np.where(u < pa_, 0, np.where(u < pa_ + pb, 1, 2))
 
 
-def arena_chunks(n_battles: int, n_models: int, seed: int = 0, chunk: int = 500_000) -> Iterator[pa.Table]:
-    """Chatbot-Arena-shaped battles as pyarrow tables of at most ``chunk`` rows."""
+def arena_chunks(n_battles: int, n_models: int, seed: int = 0, chunk: int = 500_000,
+                 short_winners: bool = False) -> Iterator[pa.Table]:
+    """Chatbot-Arena-shaped battles as pyarrow tables of at most ``chunk`` rows.
+
+    Winners are spelled as the Arena logs do (``model_a``, ``model_b``, ``tie``, ``tie (bothbad)``),
+    or with ``short_winners`` as ``A``, ``B``, ``tie`` (the same battles otherwise).
+    """
+    spellings = ["A", "B", "tie", "tie"] if short_winners else ["model_a", "model_b", "tie", "tie (bothbad)"]
     names, theta, pop = model_names(n_models), strengths(n_models, seed), _popularity(n_models, seed)
     for start in range(0, n_battles, chunk):
         m = min(chunk, n_battles - start)
@@ -80,7 +86,7 @@ def arena_chunks(n_battles: int, n_models: int, seed: int = 0, chunk: int = 500_
         prompt[rep], a[rep], b[rep] = prompt[src], a[src], b[src]
         code = _davidson(rng, theta[a] - theta[b])
         bothbad = rng.random(m) < 1 / 3
-        winner = np.array(["model_a", "model_b", "tie", "tie (bothbad)"], dtype=object)[
+        winner = np.array(spellings, dtype=object)[
             np.where((code == 2) & bothbad, 3, code)]
         tstamp = ARENA_T0 + ids * 1.5 + rng.random(m)
         yield pa.table({
@@ -138,9 +144,10 @@ def write_tables(tables: Iterator[pa.Table], path: Path) -> int:
     return rows
 
 
-def write(kind: str, path: Path, n: int, n_models: int, seed: int = 0) -> int:
+def write(kind: str, path: Path, n: int, n_models: int, seed: int = 0, short_winners: bool = False) -> int:
     """Write an ``arena`` log of ``n`` battles or a ``tournament`` set of ``n`` prompts to ``path``."""
-    chunks = arena_chunks(n, n_models, seed) if kind == "arena" else tournament_chunks(n, n_models, seed)
+    chunks = (arena_chunks(n, n_models, seed, short_winners=short_winners) if kind == "arena"
+              else tournament_chunks(n, n_models, seed))
     return write_tables(chunks, path)
 
 
@@ -151,8 +158,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, required=True, help="battles (arena) or prompts (tournament)")
     ap.add_argument("--models", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--short-winners", action="store_true", help="arena winners as A/B/tie instead of model_a/…")
     a = ap.parse_args()
-    print(write(a.kind, a.path, a.n, a.models, a.seed), "rows written to", a.path)
+    print(write(a.kind, a.path, a.n, a.models, a.seed, a.short_winners), "rows written to", a.path)
 
 
 if __name__ == "__main__":

@@ -141,6 +141,8 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
                                                       "--format", "csv"))
     else:
         print("  import failed: the engine steps are skipped", flush=True)
+    if a.attach and kind == "arena":
+        attach_steps(step, work, pq, a)
     step("peer: evalica bradley_terry", [sys.executable, str(REPO / "bench/peer_evalica.py"), str(pq)])
     rounds = a.fastchat_rounds if rows <= a.fastchat_full_max else max(1, a.fastchat_rounds // 10)
     fc = step(f"peer: FastChat-style bootstrap B={rounds}",
@@ -155,6 +157,38 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
         for p in (store, store.with_name(store.name + ".wal")):
             p.unlink(missing_ok=True)
     return results
+
+
+def has_attach() -> bool:
+    """Whether this engine has ``datasets attach`` (Parquet read in place, issue 12)."""
+    r = subprocess.run([sys.executable, "-m", "engine", "datasets", "attach", "--help"], cwd=REPO, capture_output=True)
+    return r.returncode == 0
+
+
+def attach_steps(step, work: Path, pq: Path, a: argparse.Namespace) -> None:
+    """The same battles as a Parquet dataset read in place: attach, leaderboard, bootstrap.
+
+    A dataset read in place takes the canonical winner spellings (A, B, tie), so these rows read a
+    copy of the log written with them (the same battles; ``*-short.parquet``).
+    """
+    if not has_attach():
+        print("  (no `datasets attach` in this engine: the in-place rows are skipped)", flush=True)
+        return
+    short = pq.with_name(pq.stem + "-short.parquet")
+    if not short.exists():
+        n, models = (int(x) for x in pq.stem.split("-")[1].split("x"))
+        battlegen.write("arena", short, n, models, short_winners=True)
+    pq = short
+    store = work / "store-attached.duckdb"
+    fresh_store(store)
+    att = step("datasets attach (Parquet in place)", engine_cmd(store, "datasets", "attach", "bench-pq", str(pq)))
+    if att.ok:
+        step("leaderboard (attached Parquet)", engine_cmd(store, "leaderboard", "--dataset", "bench-pq", "--format", "csv"))
+        step(f"leaderboard --bootstrap {a.bootstrap} (attached Parquet)",
+             engine_cmd(store, "leaderboard", "--dataset", "bench-pq", "--bootstrap", str(a.bootstrap), "--seed", "0",
+                        "--format", "csv"))
+    for p in (store, store.with_name(store.name + ".wal")):
+        p.unlink(missing_ok=True)
 
 
 def fmt_status(r: dict) -> str:
@@ -205,6 +239,8 @@ def main() -> None:
     ap.add_argument("--csv-max", type=int, default=1_000_000, help="CSV import only up to this many rows")
     ap.add_argument("--work", default="/tmp/lens-bench", help="folder for data files and stores (reused)")
     ap.add_argument("--keep", action="store_true", help="keep the stores after the run")
+    ap.add_argument("--attach", action="store_true",
+                    help="also time `datasets attach` + leaderboard on the Parquet file read in place (arena workloads)")
     ap.add_argument("--app", action="store_true", help="also time every app page on the first arena store")
     ap.add_argument("--md", help="append the table, with date, commit and load, to this Markdown file")
     ap.add_argument("--json", help="write every result row to this JSON file")
