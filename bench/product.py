@@ -231,7 +231,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help=f"about a minute: {QUICK_WORKLOADS}, B=10 bootstraps, no CSV import")
     ap.add_argument("--bootstrap", type=int, default=100)
     ap.add_argument("--fastchat-rounds", type=int, default=100)
-    ap.add_argument("--fastchat-full-max", type=int, default=2_000_000,
+    ap.add_argument("--fastchat-full-max", type=int, default=200_000,
                     help="above this many rows the FastChat-style peer runs a tenth of the rounds (extrapolated)")
     ap.add_argument("--cap-gb", type=float, default=8.0, help="memory cap per process tree (default 8)")
     ap.add_argument("--timeout", type=float, default=900.0, help="wall-time cap per process, seconds")
