@@ -51,13 +51,14 @@ class RssWatch(threading.Thread):
             time.sleep(0.05)
 
 
-def start_server(db: Path, log: Path) -> tuple[subprocess.Popen, str]:
+def start_server(db: Path, log: Path, root: Path = REPO) -> tuple[subprocess.Popen, str]:
+    """``streamlit run app.py`` of the checkout ``root`` on the store ``db``; the process and its URL."""
     port = _free_port()
-    env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(root)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
          "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        cwd=root, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     import urllib.request
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
@@ -86,11 +87,12 @@ def timed_open(page, url: str | None, path: str, timeout_s: float) -> tuple[floa
     return time.perf_counter() - t0 - QUIET_S, ("error box: " + errors[0][:80]) if errors else ""
 
 
-def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float) -> str:
+def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root: Path = REPO) -> str:
+    """Every page opened twice (computing, then cached) in headless Chromium; a Markdown table."""
     from playwright.sync_api import sync_playwright
 
     log = Path(db).with_suffix(".streamlit.log")
-    server, url = start_server(db, log)
+    server, url = start_server(db, log, root)
     watch = RssWatch(server.pid, cap_gb)
     watch.start()
     rows: dict[str, list] = {p: [None, "", None, ""] for p in PAGES}
@@ -134,6 +136,7 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/lens-bench")
     ap.add_argument("--cap-gb", type=float, default=8.0)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a page may take before it is given up")
+    ap.add_argument("--repo", type=Path, default=REPO, help="the checkout whose app is served (default: this one)")
     a = ap.parse_args()
     db = a.db
     if db is None:
@@ -148,10 +151,10 @@ def main() -> None:
         if not db.exists():
             fresh_store(db)
             subprocess.run(engine_cmd(db, "import", str(pq), "--dataset", a.dataset, "--skip-invalid", "--rejected",
-                                      str(work / "rejected-app.csv")), cwd=REPO, check=True, capture_output=True)
+                                      str(work / "rejected-app.csv")), cwd=a.repo, check=True, capture_output=True)
     print(f"app pages on {db} (dataset {a.dataset}), {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
           file=sys.stderr)
-    print(measure_pages(db, a.dataset, a.cap_gb, a.timeout))
+    print(measure_pages(db, a.dataset, a.cap_gb, a.timeout, a.repo))
 
 
 if __name__ == "__main__":

@@ -37,8 +37,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "bench"))
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent  # the checkout whose engine is measured (--repo changes it)
+sys.path.insert(0, str(BENCH))
 
 import battlegen  # noqa: E402
 from procmeter import Run, measure  # noqa: E402
@@ -143,10 +144,10 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
         print("  import failed: the engine steps are skipped", flush=True)
     if a.attach and kind == "arena":
         attach_steps(step, work, pq, a)
-    step("peer: evalica bradley_terry", [sys.executable, str(REPO / "bench/peer_evalica.py"), str(pq)])
+    step("peer: evalica bradley_terry", [sys.executable, str(BENCH / "peer_evalica.py"), str(pq)])
     rounds = a.fastchat_rounds if rows <= a.fastchat_full_max else max(1, a.fastchat_rounds // 10)
     fc = step(f"peer: FastChat-style bootstrap B={rounds}",
-              [sys.executable, str(REPO / "bench/peer_fastchat.py"), str(pq), "--rounds", str(rounds)],
+              [sys.executable, str(BENCH / "peer_fastchat.py"), str(pq), "--rounds", str(rounds)],
               rounds=rounds)
     if rounds != a.fastchat_rounds and fc.ok:
         results[-1]["note"] = f"B={rounds} run; B={a.fastchat_rounds} ≈ {fc.wall_s * a.fastchat_rounds / rounds:,.0f} s"
@@ -220,7 +221,7 @@ def markdown(results: list[dict]) -> str:
 
 def git_head() -> str:
     r = subprocess.run(["git", "log", "-1", "--format=%h %s"], cwd=REPO, capture_output=True, text=True)
-    return r.stdout.strip()
+    return r.stdout.strip() or f"engine at {REPO} (not a git checkout)"
 
 
 def main() -> None:
@@ -242,9 +243,13 @@ def main() -> None:
     ap.add_argument("--attach", action="store_true",
                     help="also time `datasets attach` + leaderboard on the Parquet file read in place (arena workloads)")
     ap.add_argument("--app", action="store_true", help="also time every app page on the first arena store")
+    ap.add_argument("--repo", help="measure the engine of another checkout (default: this one)")
     ap.add_argument("--md", help="append the table, with date, commit and load, to this Markdown file")
     ap.add_argument("--json", help="write every result row to this JSON file")
     a = ap.parse_args()
+    if a.repo:
+        global REPO
+        REPO = Path(a.repo).resolve()
     if a.quick:
         a.bootstrap, a.fastchat_rounds, a.csv = 10, 10, False
         spec = a.workloads or QUICK_WORKLOADS
@@ -269,8 +274,8 @@ def main() -> None:
         first = next(((k, n, m) for k, n, m, _ in workloads if k == "arena"), None)
         if first:
             store = Path(a.work) / f"store-{first[0]}-{first[1]}x{first[2]}.duckdb"
-            cmd = [sys.executable, str(REPO / "bench/app_pages.py"), "--db", str(store), "--dataset", "bench",
-                   "--cap-gb", str(a.cap_gb)]
+            cmd = [sys.executable, str(BENCH / "app_pages.py"), "--db", str(store), "--dataset", "bench",
+                   "--cap-gb", str(a.cap_gb), "--repo", str(REPO)]
             app_md = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True).stdout
     print()
     print(table)
