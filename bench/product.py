@@ -123,34 +123,42 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
         print(f"  {name:<34} {r.wall_s:8.1f} s {r.peak_gb:6.2f} GB  {r.status}", flush=True)
         return r
 
-    if cs is not None:  # CSV import into its own store, dropped after
+    want = set(a.steps.split(","))
+    if cs is not None and "import" in want:  # CSV import into its own store, dropped after
         csv_store = work / "store-csv.duckdb"
         fresh_store(csv_store)
         step("import (CSV)", engine_cmd(csv_store, "import", str(cs), "--dataset", "bench", "--skip-invalid",
                                          "--rejected", str(out_dir / "rejected-csv.csv")))
         for p in (csv_store, csv_store.with_name(csv_store.name + ".wal")):
             p.unlink(missing_ok=True)
-    fresh_store(store)
-    imp = step("import (Parquet)", engine_cmd(store, "import", str(pq), "--dataset", "bench", "--skip-invalid",
-                                              "--rejected", str(out_dir / "rejected-parquet.csv")))
-    if imp.ok:
+    if want & {"import", "leaderboard", "bootstrap", "diagnose"}:
+        fresh_store(store)
+        imp = step("import (Parquet)", engine_cmd(store, "import", str(pq), "--dataset", "bench", "--skip-invalid",
+                                                  "--rejected", str(out_dir / "rejected-parquet.csv")))
+        if not imp.ok:
+            print("  import failed: the engine steps are skipped", flush=True)
+            want -= {"leaderboard", "bootstrap", "diagnose"}
+    if "leaderboard" in want:
         step("leaderboard", engine_cmd(store, "leaderboard", "--dataset", "bench", "--format", "csv"))
+    if "bootstrap" in want:
         step(f"leaderboard --bootstrap {a.bootstrap}",
              engine_cmd(store, "leaderboard", "--dataset", "bench", "--bootstrap", str(a.bootstrap), "--seed", "0",
                         "--format", "csv"))
+    if "diagnose" in want:
         step("diagnose --table overview", engine_cmd(store, "diagnose", "--dataset", "bench", "--table", "overview",
                                                       "--format", "csv"))
-    else:
-        print("  import failed: the engine steps are skipped", flush=True)
-    if a.attach and kind == "arena":
+    if (a.attach or "attach" in want) and kind == "arena":
         attach_steps(step, work, pq, a)
-    step("peer: evalica bradley_terry", [sys.executable, str(BENCH / "peer_evalica.py"), str(pq)])
-    rounds = a.fastchat_rounds if rows <= a.fastchat_full_max else max(1, a.fastchat_rounds // 10)
-    fc = step(f"peer: FastChat-style bootstrap B={rounds}",
-              [sys.executable, str(BENCH / "peer_fastchat.py"), str(pq), "--rounds", str(rounds)],
-              rounds=rounds)
-    if rounds != a.fastchat_rounds and fc.ok:
-        results[-1]["note"] = f"B={rounds} run; B={a.fastchat_rounds} ≈ {fc.wall_s * a.fastchat_rounds / rounds:,.0f} s"
+    if "evalica" in want:
+        step("peer: evalica bradley_terry", [sys.executable, str(BENCH / "peer_evalica.py"), str(pq)])
+    if "fastchat" in want:
+        rounds = a.fastchat_rounds if rows <= a.fastchat_full_max else max(1, a.fastchat_rounds // 10)
+        fc = step(f"peer: FastChat-style bootstrap B={rounds}",
+                  [sys.executable, str(BENCH / "peer_fastchat.py"), str(pq), "--rounds", str(rounds)],
+                  rounds=rounds)
+        if rounds != a.fastchat_rounds and fc.ok:
+            results[-1]["note"] = (f"B={rounds} run; B={a.fastchat_rounds} ≈ "
+                                   f"{fc.wall_s * a.fastchat_rounds / rounds:,.0f} s")
     load_after = uptime()
     for r in results:
         r["load_before"], r["load_after"] = load_before, load_after
@@ -240,6 +248,8 @@ def main() -> None:
     ap.add_argument("--csv-max", type=int, default=1_000_000, help="CSV import only up to this many rows")
     ap.add_argument("--work", default="/tmp/lens-bench", help="folder for data files and stores (reused)")
     ap.add_argument("--keep", action="store_true", help="keep the stores after the run")
+    ap.add_argument("--steps", default="import,leaderboard,bootstrap,diagnose,evalica,fastchat",
+                    help="which processes to run (also: attach); the engine steps need the import")
     ap.add_argument("--attach", action="store_true",
                     help="also time `datasets attach` + leaderboard on the Parquet file read in place (arena workloads)")
     ap.add_argument("--app", action="store_true", help="also time every app page on the first arena store")
