@@ -71,7 +71,7 @@ def start_server(db: Path, log: Path, root: Path = REPO) -> tuple[subprocess.Pop
     raise SystemExit("streamlit did not come up: " + log.read_text()[-1500:])
 
 
-def timed_open(page, url: str | None, path: str, timeout_s: float) -> tuple[float | None, str]:
+def timed_open(page, url: str | None, path: str, timeout_s: float, watch: RssWatch) -> tuple[float | None, str]:
     """Open one page (by URL when given, else through the sidebar); seconds to idle, and a note."""
     t0 = time.perf_counter()
     try:
@@ -80,9 +80,17 @@ def timed_open(page, url: str | None, path: str, timeout_s: float) -> tuple[floa
         else:
             page.click(f'[data-testid="stSidebarNav"] a[href$="/{path}"]' if path
                        else '[data-testid="stSidebarNav"] a >> nth=0')
-        wait_idle(page, PAGES[path][1], timeout_s=timeout_s)
-    except Exception as exc:  # a timeout or a dead server: reported, not raised
+    except Exception as exc:  # a dead server: reported, not raised
         return None, type(exc).__name__
+    while True:  # in short waits, so a server killed past its cap ends the wait at once
+        try:
+            wait_idle(page, PAGES[path][1], timeout_s=10)
+            break
+        except Exception:
+            if watch.killed:
+                return None, "server killed"
+            if time.perf_counter() - t0 > timeout_s:
+                return None, f"not open after {timeout_s:g} s"
     errors = errors_on(page)
     return time.perf_counter() - t0 - QUIET_S, ("error box: " + errors[0][:80]) if errors else ""
 
@@ -106,7 +114,7 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
                         break
                     first_load = visit == 0 and i == 0
                     secs, note = timed_open(page, f"{url}/{path}?dataset={dataset}" if first_load else None, path,
-                                            timeout_s)
+                                            timeout_s, watch)
                     rows[path][2 * visit: 2 * visit + 2] = [secs, note]
                     print(f"  visit {visit + 1} {PAGES[path][1]:<18} "
                           f"{'-' if secs is None else f'{secs:.2f} s'} {note} (server {watch.peak / 1024**3:.2f} GB)",
