@@ -138,6 +138,8 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
         if not imp.ok:
             print("  import failed: the engine steps are skipped", flush=True)
             want -= {"leaderboard", "bootstrap", "diagnose"}
+    if "startup" in want and store.exists():  # the floor under every engine step: start, import, open the store
+        step("startup floor: `datasets` (no work)", engine_cmd(store, "datasets", "--format", "csv"))
     if "leaderboard" in want:
         step("leaderboard", engine_cmd(store, "leaderboard", "--dataset", "bench", "--format", "csv"))
     if "bootstrap" in want:
@@ -248,7 +250,7 @@ def main() -> None:
     ap.add_argument("--csv-max", type=int, default=1_000_000, help="CSV import only up to this many rows")
     ap.add_argument("--work", default="/tmp/lens-bench", help="folder for data files and stores (reused)")
     ap.add_argument("--keep", action="store_true", help="keep the stores after the run")
-    ap.add_argument("--steps", default="import,leaderboard,bootstrap,diagnose,evalica,fastchat",
+    ap.add_argument("--steps", default="import,startup,leaderboard,bootstrap,diagnose,evalica,fastchat",
                     help="which processes to run (also: attach); the engine steps need the import")
     ap.add_argument("--attach", action="store_true",
                     help="also time `datasets attach` + leaderboard on the Parquet file read in place (arena workloads)")
