@@ -24,11 +24,20 @@ from app_pages._lens import (
     reference_for_key,
     remember,
     show_error,
+    slider_context,
     stack_for,
     user_text,
 )
 from engine.errors import LensError
-from engine.truncation_view import PAPER_KEEP, best_k, default_keep_k, format_s_mu, protocol_sizes, y_range
+from engine.truncation_view import (
+    PAPER_KEEP,
+    best_k,
+    default_keep_k,
+    format_s_mu,
+    no_cycle_text,
+    protocol_sizes,
+    y_range,
+)
 from engine.viz import escape_md, rank_change_frame
 
 st.title("Truncation")
@@ -38,8 +47,15 @@ st.caption(
 )
 ch = current()
 stack = or_stop(stack_for, ch.key)
-T = pool_size_for(ch.key)  # originals + paraphrases: sampling replicates do not compete for keep-K
-left_out = stack.T - T
+T = pool_size_for(ch.key)  # originals + paraphrases that can hold a cycle: the graphs keep-K chooses from
+n_no_cycle = slider_context(ch.key).n_no_cycle
+left_out = stack.T - T - n_no_cycle  # sampling replicates
+no_cycle = no_cycle_text(n_no_cycle, T)
+if T == 0 and no_cycle:
+    st.info(no_cycle)
+    st.stop()
+if no_cycle:
+    st.caption(no_cycle)
 if T < 2:
     st.info("Truncation needs at least two graphs (originals or paraphrases) in the selection.")
     st.stop()
@@ -65,7 +81,7 @@ mu = right.select_slider(
 )
 try:
     # the untruncated ranking of the same pool (every graph of the selection when nothing is left out)
-    full = leaderboard_result(ch.key, ch.ranker, T if left_out else None, float(mu), B_DEFAULT, SEED)
+    full = leaderboard_result(ch.key, ch.ranker, T if T < stack.T else None, float(mu), B_DEFAULT, SEED)
     kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
 except LensError as exc:
     show_error(exc)

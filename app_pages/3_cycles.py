@@ -18,6 +18,14 @@ st.caption(
 )
 ch = current()
 ov = or_stop(cycle_overview, ch.key)
+if ov.n_left_out:
+    left = (f"{ov.n_left_out} graph{'s' if ov.n_left_out != 1 else ''} of this selection "
+            f"{'have' if ov.n_left_out != 1 else 'has'} fewer than 3 models and {'are' if ov.n_left_out != 1 else 'is'} "
+            "left out of every number on this page: no cycle fits in 2 models.")
+    if ov.n_graphs == 0:
+        st.info(left + " No graph is left to count cycles in.")
+        st.stop()
+    st.caption(left)
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Graphs", ov.n_graphs)

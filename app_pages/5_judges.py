@@ -126,6 +126,11 @@ st.caption(
     "ρ_non-trans and τ: ELSPR's share of vertices in non-transitive SCCs and normalized structural "
     "entropy (paper 004)."
 )
+if jd.n_left_out:
+    st.info(f"{jd.n_left_out} graph{'s' if jd.n_left_out != 1 else ''} of this dataset "
+            f"{'have' if jd.n_left_out != 1 else 'has'} fewer than 3 models and "
+            f"{'are' if jd.n_left_out != 1 else 'is'} left out of these numbers: no triple or cycle fits in 2 models."
+            + ("" if len(jd.transitivity) else " No graph is left, so the table is empty."))
 if not jd.has_prob:
     st.info("SNTD is empty: no verdict of this dataset carries a judge probability (prob_a), which it needs.")
 num = st.column_config.NumberColumn

@@ -21,15 +21,19 @@ from engine import ingest
 from engine.appstate import file_columns
 from engine.dataview import SKIP_LABEL, datasets_view, file_name, refusal_message
 from engine.errors import LensError
+from engine.formats import tool as tool_format
 from engine.synthetic import write_synthetic
-from engine.verdicts import OPTIONAL, REQUIRED, TEXTS
+from engine.verdict_files import sniff_tool
+from engine.verdicts import FORMATS, OPTIONAL, REQUIRED, TEXTS, parse_value_map
 from engine.viz import escape_md
 
 st.title("Data")
 st.caption(
     "A verdict file has one row per judge verdict: prompt_id, model_a, model_b, winner (A, B or tie) "
-    "and optional judge, variant, category, order, prob_a, explanation, question, answer_a, answer_b. "
-    "Every file is validated before anything is stored; a bad row is reported with its line and reason."
+    "and optional judge, variant, category, order, prob_a, explanation, question, answer_a, answer_b, battle_id, "
+    "tstamp. The judgment files of FastChat (MT-Bench pairwise and human), Arena-Hard, AlpacaEval, evalica / LLMFAO "
+    "and Chatbot Arena logs are recognised by their fields. Every file is validated before anything is stored; "
+    "a bad row is reported with its line and reason."
 )
 store = get_store()
 SYNTHETIC_NAME = "synthetic-demo"
@@ -61,14 +65,33 @@ def _stored(message: str, select: str | None = None) -> None:
 
 
 if section == "Import":
+    into = st.radio("Import into", ["a new dataset", "an existing dataset"], key="data_target", horizontal=True,
+                    disabled=not names, help="Add a file (one judge's verdicts, say) to a dataset already stored.")
+    adding = into == "an existing dataset" and bool(names)
     up = st.file_uploader("Verdict file", type=["csv", "tsv", "jsonl", "json", "parquet"], key="data_upload")
-    name = st.text_input("Name of the new dataset", key="data_name", placeholder="e.g. my-judge-run")
+    if adding:
+        name = st.selectbox("Dataset to add the file to", names, key="data_into")
+    else:
+        name = st.text_input("Name of the new dataset", key="data_name", placeholder="e.g. my-judge-run")
+    f1, f2, f3 = st.columns(3)
+    fmt_pick = f1.selectbox("Format", ["detect", *FORMATS], key="data_format",
+                            help="detect: from the file's name, bytes and fields; a container name (csv, jsonl, …) "
+                            "reads canonical columns; a tool name reads that tool's judgment file")
+    judge_pick = f2.text_input("Judge of this file", key="data_judge", placeholder="from the file",
+                               help="Every row of the file goes under this judge (empty: the file's judge column, "
+                               "else 'judge').")
+    values_text = f3.text_input("Value map", key="data_values", placeholder="winner:left=A, winner:right=B",
+                                help="COLUMN:VALUE=NEW, comma-separated: read another spelling as a canonical value.")
     if up is not None:
         data, up_name = up.getvalue(), file_name(up.name)  # messages name the file, never a path
+        fmt = None if fmt_pick == "detect" else fmt_pick
+        value_map = or_stop(parse_value_map, [v for v in values_text.split(",") if v.strip()])
         cols = file_columns(data, up_name)
-        st.markdown(f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(', '.join(cols)) or '—'}")
+        tool = sniff_tool(data, up_name, fmt)
+        st.markdown(f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(', '.join(cols)) or '—'}"
+                    + (f" · read as **{escape_md(tool_format(tool).title)}**" if tool else ""))
         lowered = {c.strip().lower() for c in cols}
-        need_map = [c for c in REQUIRED if c not in lowered]
+        need_map = [c for c in REQUIRED if c not in lowered] if tool is None else []
         with st.expander("Map columns", expanded=bool(need_map)):
             st.caption("Pick the file column that holds each verdict field when the names differ.")
             column_map: dict[str, str] = {}
@@ -79,7 +102,8 @@ if section == "Import":
                 )
                 if pick != "(same name)":
                     column_map[pick] = target
-        report = or_stop(ingest.validate_file, data, up_name, column_map=column_map or None, dataset=name or "upload")
+        report = or_stop(ingest.validate_file, data, up_name, column_map=column_map or None, fmt=fmt,
+                         dataset=name or "upload", value_map=value_map or None, judge=judge_pick.strip() or None)
         c1, c2, c3, c4 = st.columns(4)
         c1.metric("Rows read", report.rows_read)
         c2.metric("Valid rows", report.n_good)
@@ -92,14 +116,17 @@ if section == "Import":
                          column_config={"source_line": st.column_config.NumberColumn("line")})
         else:
             st.success("Every row is valid.")
+        for note in report.notes():  # repeated rows kept, columns not kept
+            st.info(escape_md(note))
         with st.expander("Preview of the valid rows"):
             st.dataframe(report.good.head(50), hide_index=True, width="stretch")
         skip = st.checkbox(SKIP_LABEL, key="data_skip", disabled=not report.n_rejected)
-        if st.button("Import as a new dataset", key="data_import", type="primary"):
-            target = name.strip()
+        label = f"Add to dataset {name}" if adding else "Import as a new dataset"
+        if st.button(label, key="data_import", type="primary"):
+            target = (name or "").strip()
             if not target:
                 st.error("Give the new dataset a name first.")
-            elif store.has_dataset(target):
+            elif store.has_dataset(target) and not adding:
                 st.error(f"A dataset named {escape_md(target)} exists already; choose another name.")
             else:
                 try:
@@ -108,7 +135,8 @@ if section == "Import":
                     show_error(exc)
                 else:
                     if result.status == "stored":
-                        _stored(f"Stored dataset {target}: {result.summary()}.", select=target)
+                        what = f"Added {up_name} to dataset" if adding else "Stored dataset"
+                        _stored(f"{what} {target}: {result.summary()}.", select=target)
                     else:
                         st.error(escape_md(refusal_message(result)))
 

@@ -194,12 +194,12 @@ def cycle_overview(key: CacheKey):
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
 def judge_diagnostics(dataset: str, version: int, category: str | None, by_category: bool):
     """The Judges page's tables for every judge of ``dataset`` (``version`` keys the cache)."""
-    from engine.graphs import build_stack
+    from engine.graph_buckets import build_buckets
     from engine.judges_view import with_worst_position
     from engine.viz import judge_overview
 
-    verdicts = get_store().verdicts(dataset, category=category)
-    return with_worst_position(judge_overview(verdicts, build_stack(verdicts), by_category), verdicts)
+    verdicts = get_store().verdicts(dataset, category=category)  # graphs bucketed: each over its own models
+    return with_worst_position(judge_overview(verdicts, build_buckets(verdicts), by_category), verdicts)
 
 
 def reference_for_key(dataset: str, category: str | None):

@@ -166,6 +166,7 @@ def with_model_cycles(table, stack):
 
     vb = vertex_cycle_counts(stack.adj)["c3_bad"]  # (T, n)
     present = stack.observed.any(axis=2)
+    present &= (present.sum(axis=1) >= 3)[:, None]  # graphs of 2 models hold no triad
     pos = {m: i for i, m in enumerate(stack.models)}
     idx = table["model"].map(pos).to_numpy()
     bad = vb.sum(axis=0)
@@ -224,9 +225,12 @@ class SliderContext:
     ``counts``: per-graph cycle counts (of the graphs as judged); ``tie_rank``: each graph's
     position in graph-key order (the keep-K tie-break of ``engine.truncation.keep_order``, whose key
     sort is the costly part); ``vertex_bad`` / ``present``: (T, n) bad triads through each model and
-    whether it was compared; ``pool_pos``: the graphs keep-K chooses from (``pool``: perturbed =
-    originals + paraphrases, the paper's Trunc pool and the CLI's default; sampling replicates stay
-    out). A move then costs a lexsort, a subset, the ranker and the bootstrap (bench/app_latency.py).
+    whether it was compared in a graph of at least 3 models (one that can hold a triad); ``pool_pos``:
+    the graphs keep-K chooses from (``pool``: perturbed = originals + paraphrases, the paper's Trunc
+    pool and the CLI's default; sampling replicates and graphs that cannot hold a cycle stay out);
+    ``capacity``: engine.cycles.cycle_capacity (keep-K's coverage score); ``n_no_cycle``: pool graphs
+    left out for holding no cycle. A move then costs a lexsort, a subset, the ranker and the bootstrap
+    (bench/app_latency.py).
     """
 
     stack: object
@@ -236,18 +240,27 @@ class SliderContext:
     present: object
     pool_pos: object = None
     pool: str = "all"
+    capacity: object = None
+    n_no_cycle: int = 0
 
     @classmethod
     def of(cls, stack, pool: str = "perturbed") -> SliderContext:
+        """The context of a stack; graphs that cannot hold a cycle stay out of the keep-K pool
+        (``n_no_cycle`` counts them), as in ``engine.truncation.keep_k_graphs``."""
         import numpy as np
 
-        from .cycles import cycle_counts, vertex_cycle_counts
-        from .truncation import key_order, pool_mask
+        from .cycles import cycle_capacity, cycle_counts, vertex_cycle_counts
+        from .truncation import can_hold_cycle, key_order, pool_mask
 
         tie_rank = np.empty(stack.T, dtype=np.int64)
         tie_rank[key_order(stack.keys)] = np.arange(stack.T)
+        capacity = cycle_capacity(stack)
+        member = pool_mask(stack.keys, pool)
+        holds = can_hold_cycle(capacity)
+        present = stack.observed.any(axis=2)
+        present &= (present.sum(axis=1) >= 3)[:, None]  # cycle_share over graphs that can hold a triad
         return cls(stack, cycle_counts(stack), tie_rank, vertex_cycle_counts(stack.adj)["c3_bad"],
-                   stack.observed.any(axis=2), np.flatnonzero(pool_mask(stack.keys, pool)), pool)
+                   present, np.flatnonzero(member & holds), pool, capacity, int((member & ~holds).sum()))
 
     @property
     def n_pool(self) -> int:
@@ -260,14 +273,20 @@ class SliderContext:
         import numpy as np
 
         from .errors import LensError
-        from .truncation import truncation_scores
+        from .truncation import graph_scores, truncation_scores
 
         if keep_k is None:
             return np.arange(self.stack.T), None
+        if self.n_pool == 0 and self.n_no_cycle:
+            raise LensError(f"No graph of the {self.pool} pool can hold a cycle ({self.n_no_cycle} graphs, each with "
+                            "fewer than 3 models or no compared triple), so keep-K has no score to keep graphs by.")
         if int(keep_k) != keep_k or not 1 <= keep_k <= self.n_pool:
             raise LensError(f"K must be a whole number between 1 and the pool size {self.n_pool}; got {keep_k!r}.")
         pos = np.arange(self.stack.T) if self.pool_pos is None else np.asarray(self.pool_pos)
-        scores = truncation_scores(self.counts, mu=mu)[pos]
+        if self.capacity is None:
+            scores = truncation_scores(self.counts, mu=mu)[pos]
+        else:  # the coverage score of keep_k_graphs, reference capacity taken over the pool
+            scores = graph_scores(self.counts, self.capacity, mu=mu, among=pos)[0][pos]
         order = np.lexsort((self.tie_rank[pos], scores))[: int(keep_k)]
         return np.sort(pos[order]), float(scores[order].max())
 

@@ -162,10 +162,39 @@ def cycle_counts_arrays(adj: np.ndarray, *, threads: int | None = None) -> dict[
     return {"c3": c3, "c4": c4, "c3_tie": c3t, "c4_tie": c4t, "c3_bad": c3 - c3t, "c4_bad": c4 - c4t}
 
 
-def cycle_counts(stack) -> pd.DataFrame:
-    """One row per graph of a GraphStack (stack order, index 0..T-1), int64 ``COUNT_COLUMNS``."""
-    counts = cycle_counts_arrays(stack.adj)
-    return pd.DataFrame({c: counts[c] for c in COUNT_COLUMNS}, index=pd.RangeIndex(stack.T))
+def cycle_counts(graphs) -> pd.DataFrame:
+    """One row per graph of a GraphStack or GraphBuckets (key order, index 0..T-1), int64
+    ``COUNT_COLUMNS``; computed per size bucket over each graph's own models (graphs of fewer than
+    3 models hold no cycle and are not computed)."""
+    from .graph_buckets import as_buckets
+
+    b = as_buckets(graphs)
+    out = {c: np.zeros(b.T, dtype=np.int64) for c in COUNT_COLUMNS}
+    for bk in b.at_least(3):
+        counts = cycle_counts_arrays(bk.adj)
+        for c in COUNT_COLUMNS:
+            out[c][bk.graph] = counts[c]
+    return pd.DataFrame(out, index=pd.RangeIndex(b.T))
+
+
+def cycle_capacity(graphs) -> pd.DataFrame:
+    """Per graph (key order): ``cap3`` / ``cap4``, the bad 3- / 4-cycles its compared pairs could
+    carry at most, whatever the outcomes: a bad 3-cycle needs a fully compared triple (it carries
+    at most one: engine/triads.py) and a bad 4-cycle an undirected 4-cycle of compared pairs (at
+    most one: a strict edge fixes the direction). Counted with the closed forms above on the
+    symmetric compared-pair matrix O, where every undirected cycle is two directed ones."""
+    from .graph_buckets import as_buckets
+
+    b = as_buckets(graphs)
+    cap3 = np.zeros(b.T, dtype=np.int64)
+    cap4 = np.zeros(b.T, dtype=np.int64)
+    for bk in b.at_least(3):
+        adj = np.asarray(bk.adj, dtype=bool)
+        o = np.asarray(bk.observed, dtype=bool) & (adj | adj.swapaxes(1, 2))
+        counts = cycle_counts_arrays(o)
+        cap3[bk.graph] = counts["c3"] // 2
+        cap4[bk.graph] = counts["c4"] // 2
+    return pd.DataFrame({"cap3": cap3, "cap4": cap4}, index=pd.RangeIndex(b.T))
 
 
 def vertex_cycle_counts(adj: np.ndarray) -> dict[str, np.ndarray]:

@@ -66,4 +66,6 @@ def refusal_message(result) -> str:
                 f"in the file, or tick “{SKIP_LABEL}” to store the other {good:,}.")
     if result.report.n_good == 0:
         return "Nothing was stored: the file has no valid row."
-    return f"Nothing was stored: {result.message}."
+    message = result.message.replace("use --replace to replace the dataset",
+                                      "delete the dataset first, or import the file as a new dataset")
+    return f"Nothing was stored: {message}."

@@ -49,7 +49,8 @@ class GraphStack:
 
     ``adj[t, i, j]`` is True when, in graph t, there is an edge i → j (i beat j, or they tied);
     ``observed[t, i, j]`` is True (symmetrically) when the pair was compared in graph t;
-    ``soft[t, i, j]`` is the mean judge probability that i beats j (NaN without ``prob_a``);
+    ``soft[t, i, j]`` is the mean judge probability that i beats j (NaN where no verdict on the pair
+    has ``prob_a``; ``soft`` is None when no verdict of the stack has one);
     ``keys`` has one row per graph: the graph key, category, variant_kind and verdict counts;
     ``invalid_only`` lists the keys whose verdicts were all invalid (KEY_COLUMNS + n_invalid):
     they are not graphs of the stack, and ``subset`` / ``restrict_models`` carry the frame along.
@@ -177,31 +178,55 @@ def _empty_stack(models: tuple[str, ...], policy: str, invalid_only: pd.DataFram
     return GraphStack(models, z, z.copy(), keys, policy, np.zeros((0, n, n)), invalid_only)
 
 
-def build_stack(
+@dataclass(frozen=True)
+class GraphCells:
+    """The combined outcome of every compared pair of every graph, before any layout: ``keys`` and
+    ``invalid_only`` as in GraphStack; per cell (one per graph and unordered pair) the graph ``t``,
+    the model indices ``lo < hi`` into ``models``, ``outcome`` (+1 lo wins, −1 hi wins, 0 tie) and
+    ``p_lo`` (mean judge probability that lo wins; None when no verdict carries ``prob_a``)."""
+
+    models: tuple[str, ...]
+    keys: pd.DataFrame
+    invalid_only: pd.DataFrame
+    policy: str
+    t: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    outcome: np.ndarray
+    p_lo: np.ndarray | None
+
+    @property
+    def T(self) -> int:  # noqa: N802 - the papers' name for the number of graphs
+        return len(self.keys)
+
+
+def graph_cells(
     verdicts: pd.DataFrame,
     *,
     policy: str = DEFAULT_POLICY,
     models: list[str] | tuple[str, ...] | None = None,
-) -> GraphStack:
-    """Turn a canonical verdict frame into a GraphStack (invalid verdicts are left out).
+) -> GraphCells:
+    """Combine a canonical verdict frame into one outcome per graph and pair (see ``build_stack``).
 
-    ``models`` fixes the vertex set and order (default: every model in the valid verdicts, sorted);
-    verdicts involving other models are ignored, invalid ones included.
-    Graphs are ordered by their key, so the result does not depend on the row order of the input.
-    Keys whose verdicts are all invalid go to ``invalid_only`` (see the module docstring).
+    Memory grows with the number of compared pairs, not with T·n²: both the dense GraphStack and the
+    bucketed layout of engine.graph_buckets are built from these cells.
     """
     if policy not in COMBINE_POLICIES:
         raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
     winner = verdicts["winner"].to_numpy(dtype=object)
     if models is None:
         ok = winner != "invalid"
-        models = tuple(sorted(set(verdicts["model_a"][ok]).union(verdicts["model_b"][ok])))
+        names = pd.unique(np.concatenate([verdicts["model_a"].to_numpy(dtype=object)[ok],
+                                          verdicts["model_b"].to_numpy(dtype=object)[ok]]))
+        models = tuple(sorted(names))
     else:
         models = tuple(models)
         keep = (verdicts["model_a"].isin(models) & verdicts["model_b"].isin(models)).to_numpy()
         verdicts, winner = verdicts[keep], winner[keep]
+    none = np.zeros(0, dtype=np.int64)
     if verdicts.empty:
-        return _empty_stack(models, policy, _empty_invalid_only())
+        keys = pd.DataFrame(columns=[*KEY_COLUMNS, "n_verdicts", "n_invalid"])
+        return GraphCells(models, keys, _empty_invalid_only(), policy, none, none, none, none.astype(np.int8), None)
     key_cols = list(GRAPH_KEY)
     invalid = winner == "invalid"
 
@@ -216,9 +241,10 @@ def build_stack(
     is_graph = all_keys["n_verdicts"].to_numpy() > 0
     invalid_only = all_keys.loc[~is_graph, [*KEY_COLUMNS, "n_invalid"]].reset_index(drop=True)
     keys = all_keys.loc[is_graph, [*KEY_COLUMNS, "n_verdicts", "n_invalid"]].reset_index(drop=True)
-    T, n = len(keys), len(models)
-    if T == 0:
-        return _empty_stack(models, policy, invalid_only)
+    if len(keys) == 0:
+        keys = pd.DataFrame(columns=[*KEY_COLUMNS, "n_verdicts", "n_invalid"])
+        return GraphCells(models, keys, invalid_only, policy, none, none, none, none.astype(np.int8), None)
+    n = len(models)
 
     # valid verdicts → (graph, lo, hi) with the outcome seen from lo (the lower model index)
     v = ~invalid
@@ -230,30 +256,61 @@ def build_stack(
     a_first = ia < ib
     lo, hi = np.where(a_first, ia, ib), np.where(a_first, ib, ia)
     a_wins, b_wins = w == "A", w == "B"
-    prob = verdicts["prob_a"].to_numpy(dtype=np.float64)[v]
-    p_lo = np.where(a_first, prob, 1.0 - prob)
 
-    cell, inv = np.unique((t * n + lo) * n + hi, return_inverse=True)
+    cell, inv = np.unique((t.astype(np.int64) * n + lo) * n + hi, return_inverse=True)
     inv = inv.ravel()
     m = len(cell)
     lo_win = np.bincount(inv, weights=np.where(a_first, a_wins, b_wins), minlength=m)
     hi_win = np.bincount(inv, weights=np.where(a_first, b_wins, a_wins), minlength=m)
     ties = np.bincount(inv, weights=w == "tie", minlength=m)
-    has_p = ~np.isnan(p_lo)
-    p_sum = np.bincount(inv, weights=np.where(has_p, p_lo, 0.0), minlength=m)
-    p_n = np.bincount(inv, weights=has_p, minlength=m)
-    p_mean = np.full(m, np.nan)
-    np.divide(p_sum, p_n, out=p_mean, where=p_n > 0)
     outcome = combine_counts(lo_win, hi_win, ties, policy)
+    p_mean = None
+    if "prob_a" in verdicts.columns:
+        prob = verdicts["prob_a"].to_numpy(dtype=np.float64)[v]
+        has_p = ~np.isnan(prob)
+        if has_p.any():  # no float array at all when no verdict carries a probability
+            p_lo = np.where(a_first, prob, 1.0 - prob)
+            p_sum = np.bincount(inv, weights=np.where(has_p, p_lo, 0.0), minlength=m)
+            p_n = np.bincount(inv, weights=has_p, minlength=m)
+            p_mean = np.full(m, np.nan)
+            np.divide(p_sum, p_n, out=p_mean, where=p_n > 0)
+    return GraphCells(models, keys, invalid_only, policy, cell // (n * n), (cell // n) % n, cell % n, outcome, p_mean)
 
-    t_idx, i_idx, j_idx = cell // (n * n), (cell // n) % n, cell % n
+
+def build_stack(
+    verdicts: pd.DataFrame,
+    *,
+    policy: str = DEFAULT_POLICY,
+    models: list[str] | tuple[str, ...] | None = None,
+) -> GraphStack:
+    """Turn a canonical verdict frame into a GraphStack (invalid verdicts are left out).
+
+    ``models`` fixes the vertex set and order (default: every model in the valid verdicts, sorted);
+    verdicts involving other models are ignored, invalid ones included.
+    Graphs are ordered by their key, so the result does not depend on the row order of the input.
+    Keys whose verdicts are all invalid go to ``invalid_only`` (see the module docstring).
+    ``soft`` is None when no verdict carries a judge probability (``prob_a``).
+    The stack is dense, (T, n, n) per array: per-graph analysis on many graphs over many models
+    uses engine.graph_buckets instead, whose cost is each graph's own size.
+    """
+    return stack_from_cells(graph_cells(verdicts, policy=policy, models=models))
+
+
+def stack_from_cells(cells: GraphCells) -> GraphStack:
+    """The dense GraphStack of combined cells."""
+    models, T, n = cells.models, cells.T, len(cells.models)
+    if T == 0:
+        return _empty_stack(models, cells.policy, cells.invalid_only)
+    t_idx, i_idx, j_idx, outcome = cells.t, cells.lo, cells.hi, cells.outcome
     adj = np.zeros((T, n, n), dtype=bool)
     observed = np.zeros((T, n, n), dtype=bool)
     observed[t_idx, i_idx, j_idx] = True
     observed[t_idx, j_idx, i_idx] = True
     adj[t_idx, i_idx, j_idx] = outcome >= 0  # lo beats hi, or tie
     adj[t_idx, j_idx, i_idx] = outcome <= 0  # hi beats lo, or tie
-    soft = np.full((T, n, n), np.nan)
-    soft[t_idx, i_idx, j_idx] = p_mean
-    soft[t_idx, j_idx, i_idx] = 1.0 - p_mean
-    return GraphStack(models, adj, observed, keys, policy, soft, invalid_only)
+    soft = None
+    if cells.p_lo is not None:
+        soft = np.full((T, n, n), np.nan)
+        soft[t_idx, i_idx, j_idx] = cells.p_lo
+        soft[t_idx, j_idx, i_idx] = 1.0 - cells.p_lo
+    return GraphStack(models, adj, observed, cells.keys, cells.policy, soft, cells.invalid_only)

@@ -4,15 +4,16 @@ Policy (DESIGN.md, "Verdicts"): by default an import is all-or-nothing — one b
 is stored. With ``skip_invalid`` the good rows are stored and the rejected ones are returned (and
 written to a file by the CLI). Unparsable judge outputs are good rows with winner ``invalid``.
 ``replace`` swaps the dataset's verdicts, prompts and answers for the new ones; without it the
-rows are appended, except rows identical to a verdict already stored in the dataset, which are
-rejected like duplicates inside a file (importing the same file twice is almost always a
-mistake, and a repeated vote can be told apart by its ``annotator``). Every import, refused or
-not, writes one ``import_log`` row; every change takes a fresh dataset version from a sequence.
+rows are appended. A file whose bytes are already in the dataset (``dataset_files``, by sha256) is
+refused: importing the same file twice is almost always a mistake, while a row that repeats
+another is a repeated vote and is kept. Every import, refused or not, writes one ``import_log``
+row; every change takes a fresh dataset version from a sequence.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -34,8 +35,7 @@ EXPORT_COLUMNS: tuple[str, ...] = tuple(
 )
 """Exported columns: everything a re-import needs to give back the same verdicts."""
 
-_CONTENT = [c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")]
-DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth")
+DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files")
 """Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
 
 
@@ -68,8 +68,8 @@ class ImportResult:
         """
         head = f"read {self.rows_read} = stored {self.rows_stored} + rejected {self.rows_rejected}"
         if self.rows_held:
-            return (f"{head} + held back {self.rows_held} (valid rows, not stored because "
-                    "the import is all-or-nothing)")
+            why = "the import is all-or-nothing" if self.rows_rejected else "the import was refused"
+            return f"{head} + held back {self.rows_held} (valid rows, not stored because {why})"
         return f"{head} (invalid judge outputs stored: {self.rows_invalid})"
 
 
@@ -94,18 +94,23 @@ def validate_file(
     *,
     model_names: Mapping[str, str] | None = None,
     judge_names: Mapping[str, str] | None = None,
+    value_map: Mapping[str, Mapping[str, str]] | None = None,
+    judge: str | None = None,
 ) -> ValidationReport:
     """Read and check one verdict file (a path, or uploaded bytes with their file name); no DB.
 
     ``column_map`` maps the file's column names to canonical ones; ``fmt`` overrides detection;
-    ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts).
+    ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts);
+    ``value_map`` rewrites cell values (``{"winner": {"left": "A"}}``); ``judge`` names the
+    judge of every row.
     """
     if isinstance(path_or_bytes, bytes | bytearray):
         data, name = bytes(path_or_bytes), filename or "upload"
     else:
         data, name = _read_bytes(path_or_bytes), filename or str(path_or_bytes)
     return validate_bytes(data, name, dataset=dataset, fmt=fmt, column_map=column_map,
-                          model_names=model_names, judge_names=judge_names)
+                          model_names=model_names, judge_names=judge_names, value_map=value_map,
+                          judge=judge)
 
 
 def file_columns(path_or_bytes: PathOrBytes, filename: str | None = None, fmt: str | None = None) -> list[str]:
@@ -118,61 +123,50 @@ def file_columns(path_or_bytes: PathOrBytes, filename: str | None = None, fmt: s
 def validate_paths(
     paths: Sequence[str | os.PathLike[str]], *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
-    judge_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
 ) -> ValidationReport:
-    """Several files checked as one import (e.g. a folder of review-format files)."""
+    """Several files checked as one import (e.g. a folder of review-format files); ``file_judges``
+    maps a path (as given) to the judge of its rows."""
+    judges = {str(k): v for k, v in (file_judges or {}).items()}
     return validate_many(((_read_bytes(p), str(p)) for p in paths), dataset=dataset, fmt=fmt,
-                         column_map=column_map, model_names=model_names, judge_names=judge_names)
+                         column_map=column_map, model_names=model_names, judge_names=judge_names,
+                         value_map=value_map, file_judges=judges)
 
 
-def _already_stored(cur, dataset: str, good: pd.DataFrame) -> pd.DataFrame:
-    """Incoming rows identical (all verdict content) to a stored verdict of the dataset."""
-    incoming = good[_CONTENT].assign(_row=range(len(good)))
-    cur.register("_incoming", incoming)
-    try:
-        cond = " AND ".join(f'v."{c}" IS NOT DISTINCT FROM i."{c}"' for c in _CONTENT)
-        return cur.execute(
-            f"""SELECT i._row, min(v.source_file) AS source_file, min(v.source_line) AS source_line
-                FROM _incoming i JOIN verdicts v ON v.dataset = ? AND {cond}
-                GROUP BY i._row ORDER BY i._row""",
-            [dataset],
-        ).df()
-    finally:
-        cur.unregister("_incoming")
-
-
-def _reject_stored(report: ValidationReport, hits: pd.DataFrame, dataset: str) -> ValidationReport:
-    """Move rows already in the store from ``good`` to ``rejected``, one sentence each."""
-    if hits.empty:
-        return report
-    rows = hits["_row"].to_numpy()
-    moved = report.good.iloc[rows]
-    where = [
-        f" (from {f} line {int(n)})" if isinstance(f, str) and pd.notna(n) else ""
-        for f, n in zip(hits["source_file"], hits["source_line"], strict=True)
-    ]
-    extra = pd.DataFrame({
-        "source_file": moved["source_file"].to_numpy(dtype=object),
-        "source_line": moved["source_line"].to_numpy(),
-        "reason": [f"the row is identical to a verdict already stored in dataset {dataset!r}{w}; "
-                   "use --replace to replace the dataset" for w in where],
-    })
-    for c in _CONTENT:
-        extra[c] = moved[c].astype(object).where(moved[c].notna(), None).to_numpy()
-    rejected = pd.concat([report.rejected, extra], ignore_index=True)
-    rejected = rejected.sort_values(["source_file", "source_line"], kind="stable", ignore_index=True)
-    good = report.good.drop(index=report.good.index[rows]).reset_index(drop=True)
-    return replace(report, good=good, rejected=rejected)
+def _known_files(cur, dataset: str, report: ValidationReport, *, stored: bool = True) -> str:
+    """Why the import repeats a file: one already in the dataset, or the same bytes given twice; '' if not."""
+    seen: dict[str, str] = {}
+    for name, digest in report.file_hashes.items():
+        if digest in seen:
+            return (f"{Path(name).name} has the same content as {Path(seen[digest]).name}; "
+                    "give each file once")
+        seen[digest] = name
+    if not seen or not stored:
+        return ""
+    hit = cur.execute(
+        f"SELECT content_hash, source FROM dataset_files WHERE dataset = ? AND content_hash IN "
+        f"({', '.join('?' for _ in seen)}) ORDER BY source LIMIT 1",
+        [dataset, *seen],
+    ).fetchone()
+    if hit is None:
+        return ""
+    name = Path(seen[hit[0]]).name
+    return (f"{name} is already in dataset {dataset!r} (imported as {Path(hit[1]).name}); importing the "
+            "same file twice would count every verdict twice: use --replace to replace the dataset")
 
 
 def _log(cur, dataset: str, report: ValidationReport, source: str, mode: str, status: str,
          stored: int, detail: str) -> int:
+    dropped = sorted({c for cols in report.dropped.values() for c in cols})
     row = cur.execute(
         """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
-                                   rows_invalid, mode, status, detail)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING import_id""",
+                                   rows_invalid, mode, status, detail, content_hashes, dropped_columns)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING import_id""",
         [dataset, source, report.format, report.rows_read, stored, report.n_rejected,
-         report.n_invalid if stored else 0, mode, status, detail],
+         report.n_invalid if stored else 0, mode, status, detail,
+         json.dumps(dict(report.file_hashes)) if report.file_hashes else None,
+         json.dumps(dropped) if dropped else None],
     ).fetchone()
     return int(row[0])
 
@@ -219,14 +213,12 @@ def store_report(
     good = report.good.assign(dataset=dataset) if len(report.good) else report.good
     report = _replace_good(report, good, dataset)
     cur = store.cursor()
-    if not replace and store.has_dataset(dataset) and len(report.good):
-        report = _reject_stored(report, _already_stored(cur, dataset, report.good), dataset)
-
-    problem = ""
-    if report.n_rejected and not skip_invalid:
+    # with --replace the stored files go, so only the same bytes given twice in this import count
+    problem = _known_files(cur, dataset, report, stored=not replace)
+    if not problem and report.n_rejected and not skip_invalid:
         problem = (f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
                    "(fix them, or use --skip-invalid to store the others)")
-    elif report.n_good == 0:
+    elif not problem and report.n_good == 0:
         problem = "no valid rows to store, so nothing was stored"
     if problem:
         with store.transaction() as tx:
@@ -268,6 +260,11 @@ def store_report(
         tx.unregister("_good")
         _write_texts(tx, report, dataset)
         import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
+        if replace:
+            tx.execute("DELETE FROM dataset_files WHERE dataset = ?", [dataset])
+        for name, digest in report.file_hashes.items():
+            tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id)"
+                       " VALUES (?, ?, ?, ?)", [dataset, digest, name, import_id])
     return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,
                         report.n_rejected, report.n_invalid, version, report)
 
@@ -309,13 +306,16 @@ def import_files(
     skip_invalid: bool = False,
     model_names: Mapping[str, str] | None = None,
     judge_names: Mapping[str, str] | None = None,
+    value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
 ) -> ImportResult:
     """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised."""
     dataset = _check_name(dataset)
     source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} files: {', '.join(map(str, paths[:3]))}…"
     try:
         report = validate_paths(paths, dataset=dataset, fmt=fmt, column_map=column_map,
-                                model_names=model_names, judge_names=judge_names)
+                                model_names=model_names, judge_names=judge_names, value_map=value_map,
+                                file_judges=file_judges)
     except LensError as exc:
         log_refused(store, dataset, source, fmt, str(exc), "skip-invalid" if skip_invalid else "all-or-nothing")
         raise

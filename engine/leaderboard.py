@@ -18,7 +18,7 @@ from .bootstrap import BootstrapResult
 from .bootstrap import bootstrap as run_bootstrap
 from .distances import all_distances
 from .errors import LensError
-from .graphs import DEFAULT_POLICY, GraphStack, build_stack
+from .graphs import DEFAULT_POLICY, GraphStack, graph_cells, stack_from_cells
 from .rankers import RankResult, rank
 from .rankers.base import ranks_from_scores
 
@@ -207,7 +207,13 @@ def leaderboard(
     if verdicts.empty or (verdicts["winner"] == "invalid").all():
         what = ", ".join(f"{k} {v!r}" for k, v in (("judge", judge), ("category", category)) if v is not None)
         raise LensError(f"Dataset {dataset!r} has no valid verdict{' for ' + what if what else ''}.")
-    stack = build_stack(verdicts, policy=policy)
+    cells = graph_cells(verdicts, policy=policy)
+    if keep_k is not None:  # refuse keep-K where no graph can hold a cycle before any (T, n, n) array
+        from .graph_buckets import buckets_from_cells
+        from .truncation import keep_k_graphs
+
+        keep_k_graphs(buckets_from_cells(cells), keep_k, mu=mu, per_category=per_category, pool=pool)
+    stack = stack_from_cells(cells)
     extra = {
         "dataset": dataset,
         "dataset_version": store.dataset_version(dataset),

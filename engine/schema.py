@@ -39,6 +39,9 @@ VERDICT_DTYPES: dict[str, str] = {
     "prob_a": "float64",
     "annotator": "string",
     "explanation": "string",
+    "battle_id": "string",  # the source's own id of the battle / vote (migration 030); may be missing
+    "tstamp": "float64",  # seconds since the epoch when the source has a time; NaN otherwise
+    "strength": "Int64",  # 2 = strong (A>>B), 1 = clear (A>B); missing for ties and plain winners
     "source_file": "string",
     "source_line": "Int64",  # nullable: rows made by a judge run may have no file line
 }

@@ -68,61 +68,100 @@ def n_models(stack) -> np.ndarray:
     return compared_pairs(stack).any(axis=2).sum(axis=1).astype(np.int64)
 
 
-def graph_table(stack) -> pd.DataFrame:
-    """One row per graph (stack order): key columns, n_verdicts, n_invalid, n_models, n_pairs,
-    c3, c4, c3_tie, c4_tie, c3_bad, c4_bad, draw_rate, largest_scc."""
-    keys = stack.keys.reset_index(drop=True)
+def graph_table(graphs) -> pd.DataFrame:
+    """One row per graph (key order): key columns, n_verdicts, n_invalid, n_models, n_pairs,
+    c3, c4, c3_tie, c4_tie, c3_bad, c4_bad, draw_rate, largest_scc.
+
+    ``graphs``: a GraphStack or engine.graph_buckets.GraphBuckets; computed bucket by bucket, each
+    graph over its own models (a graph of fewer than 3 models has no cycle: its counts are 0
+    without computing them)."""
+    from .graph_buckets import as_buckets
+
+    b = as_buckets(graphs)
+    keys = b.keys.reset_index(drop=True)
     cols = [c for c in (*KEY_COLUMNS, "n_verdicts", "n_invalid") if c in keys.columns]
     out = keys[cols].copy()
-    out["n_models"] = n_models(stack)
-    out["n_pairs"] = (compared_pairs(stack).sum(axis=(1, 2)) // 2).astype(np.int64)
-    counts = cycle_counts_arrays(stack.adj)
+    T = b.T
+    n_mod = np.zeros(T, dtype=np.int64)
+    n_pairs = np.zeros(T, dtype=np.int64)
+    counts = {c: np.zeros(T, dtype=np.int64) for c in COUNT_COLUMNS}
+    rate = np.full(T, np.nan)
+    scc = np.full(T, 1 if b.n else 0, dtype=np.int64)  # an empty graph: every vertex alone
+    for bk in b.buckets:
+        local = bk.local_stack(keys, b.policy)
+        g = bk.graph
+        n_mod[g] = n_models(local)
+        n_pairs[g] = compared_pairs(local).sum(axis=(1, 2)) // 2
+        rate[g] = draw_rate(local)
+        if bk.k >= 1:
+            scc[g] = largest_scc(local)
+        if bk.k >= 3:
+            cc = cycle_counts_arrays(bk.adj)
+            for c in COUNT_COLUMNS:
+                counts[c][g] = cc[c]
+    out["n_models"] = n_mod
+    out["n_pairs"] = n_pairs
     for c in COUNT_COLUMNS:
         out[c] = counts[c]
-    out["draw_rate"] = draw_rate(stack)
-    out["largest_scc"] = largest_scc(stack)
+    out["draw_rate"] = rate
+    out["largest_scc"] = scc
     return out
 
 
-def bad_triad_participation(stack) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """How often each model and each pair sits in a bad (non-transitive) triad, over the stack.
+def bad_triad_participation(graphs) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """How often each model and each pair sits in a bad (non-transitive) triad, over the graphs.
 
-    per_model: model, bad_triads (summed over graphs), graphs (graphs where the model was
-    compared at least once), graphs_with_bad (graphs where it is in ≥ 1 bad triad),
+    Graphs of fewer than 3 models are left out (they hold no triad). per_model: model, bad_triads
+    (summed over graphs), graphs (graphs where the model was compared at least once), graphs_with_bad (graphs where it is in ≥ 1 bad triad),
     participation_rate = graphs_with_bad / graphs (NaN if never compared); stack model order.
     per_pair: model_a, model_b (a before b in stack order), bad_triads, graphs (graphs where the
     pair was compared), graphs_with_bad, participation_rate; one row per unordered pair.
+    ``graphs``: a GraphStack or GraphBuckets (computed per bucket, scattered onto the models).
     """
-    models = list(stack.models)
+    from .graph_buckets import as_buckets
+
+    b = as_buckets(graphs)
+    models = list(b.models)
     n = len(models)
-    pairs = compared_pairs(stack)
-    per_v = vertex_cycle_counts(stack.adj)["c3_bad"]  # (T, n)
-    present = pairs.any(axis=2)
-    graphs = present.sum(axis=0).astype(np.int64)
-    with_bad = (per_v > 0).sum(axis=0).astype(np.int64)
+    graphs_m = np.zeros(n, dtype=np.int64)
+    bad_m = np.zeros(n, dtype=np.int64)
+    with_bad_m = np.zeros(n, dtype=np.int64)
+    graphs_p = np.zeros((n, n), dtype=np.int64)
+    bad_p = np.zeros((n, n), dtype=np.int64)
+    with_bad_p = np.zeros((n, n), dtype=np.int64)
+    for bk in b.at_least(3):  # a graph of 2 models holds no triad: it would only dilute the rates
+        local = bk.local_stack(b.keys, b.policy)
+        pairs = compared_pairs(local)
+        mem = bk.members
+        np.add.at(graphs_m, mem, pairs.any(axis=2).astype(np.int64))
+        r, c = mem[:, :, None], mem[:, None, :]
+        np.add.at(graphs_p, (r, c), pairs.astype(np.int64))
+        per_v = vertex_cycle_counts(bk.adj)["c3_bad"]  # (T_k, k)
+        np.add.at(bad_m, mem, per_v)
+        np.add.at(with_bad_m, mem, (per_v > 0).astype(np.int64))
+        per_p = pair_cycle_counts(bk.adj)["c3_bad"]  # (T_k, k, k) symmetric
+        np.add.at(bad_p, (r, c), per_p)
+        np.add.at(with_bad_p, (r, c), (per_p > 0).astype(np.int64))
     rate = np.full(n, np.nan)
-    np.divide(with_bad, graphs, out=rate, where=graphs > 0)
+    np.divide(with_bad_m, graphs_m, out=rate, where=graphs_m > 0)
     per_model = pd.DataFrame({
         "model": models,
-        "bad_triads": per_v.sum(axis=0).astype(np.int64),
-        "graphs": graphs,
-        "graphs_with_bad": with_bad,
+        "bad_triads": bad_m,
+        "graphs": graphs_m,
+        "graphs_with_bad": with_bad_m,
         "participation_rate": rate,
     })
-
-    per_p = pair_cycle_counts(stack.adj)["c3_bad"]  # (T, n, n) symmetric
     iu, ju = np.triu_indices(n, 1)
-    p_graphs = pairs[:, iu, ju].sum(axis=0).astype(np.int64)
-    p_with_bad = (per_p[:, iu, ju] > 0).sum(axis=0).astype(np.int64)
+    p_graphs = graphs_p[iu, ju]
     p_rate = np.full(len(iu), np.nan)
-    np.divide(p_with_bad, p_graphs, out=p_rate, where=p_graphs > 0)
+    np.divide(with_bad_p[iu, ju], p_graphs, out=p_rate, where=p_graphs > 0)
     names = np.asarray(models, dtype=object)
     per_pair = pd.DataFrame({
         "model_a": names[iu],
         "model_b": names[ju],
-        "bad_triads": per_p[:, iu, ju].sum(axis=0).astype(np.int64),
+        "bad_triads": bad_p[iu, ju],
         "graphs": p_graphs,
-        "graphs_with_bad": p_with_bad,
+        "graphs_with_bad": with_bad_p[iu, ju],
         "participation_rate": p_rate,
     }).astype({"model_a": str, "model_b": str})
     return per_model.astype({"model": str}), per_pair

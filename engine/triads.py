@@ -141,31 +141,46 @@ def triad_patterns(adj: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, n
     return pat, tri
 
 
-def classify_triples(stack) -> pd.DataFrame:
+def _bucket_patterns(graphs):
+    """Per bucket of at least 3 models: (bucket, (T_k, M_k) pattern ids, (M_k, 3) local triples)."""
+    from .graph_buckets import as_buckets
+
+    b = as_buckets(graphs)
+    return b, [(bk, *triad_patterns(bk.adj, bk.observed)) for bk in b.at_least(3)]
+
+
+def classify_triples(graphs) -> pd.DataFrame:
     """Every fully compared triple of every graph, models in stack order (a < b < c).
 
     Columns: graph (position in the stack), model_a, model_b, model_c (categoricals over
     ``stack.models``), pattern (0..26), pnt_pattern (1..14 per paper 001 App. B.1, 0 if
     transitive), kind (categorical over ``KINDS``), transitive (bool). Sorted by graph, then triple.
+    ``graphs``: a GraphStack or GraphBuckets; each graph's triples come from its own models.
     """
-    pat, tri = triad_patterns(stack.adj, stack.observed)
-    n_triples = pat.shape[1]
-    flat = pat.reshape(-1)
-    idx = np.flatnonzero(flat >= 0)
-    g, m = np.divmod(idx, max(n_triples, 1))
-    p = flat[idx]
-    code_type = np.int16 if len(stack.models) < 2**15 else np.int64
-    tri_codes = tri.astype(code_type).T.copy()  # (3, M): one contiguous row per position
-    models = list(stack.models)
+    b, parts = _bucket_patterns(graphs)
+    g_all, codes, pats = [], [], []
+    for bk, pat, tri in parts:
+        g, m = np.nonzero(pat >= 0)
+        g_all.append(bk.graph[g])
+        codes.append(np.take_along_axis(bk.members[g], tri[m], axis=1) if len(g) else np.zeros((0, 3), np.int64))
+        pats.append(pat[g, m])
+    g = np.concatenate(g_all) if g_all else np.zeros(0, np.int64)
+    tri_codes = np.concatenate(codes) if codes else np.zeros((0, 3), np.int64)
+    p = np.concatenate(pats).astype(np.int8) if pats else np.zeros(0, np.int8)
+    order = np.lexsort((tri_codes[:, 2], tri_codes[:, 1], tri_codes[:, 0], g)) if len(g) else np.zeros(0, np.int64)
+    g, tri_codes, p = g[order].astype(np.int64), tri_codes[order], p[order]
+    code_type = np.int16 if len(b.models) < 2**15 else np.int64
+    tri_codes = tri_codes.astype(code_type).T.copy()  # (3, K): one contiguous row per position
+    models = list(b.models)
 
-    def cat(codes: np.ndarray, categories: list[str]) -> pd.Categorical:
-        return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+    def cat(c: np.ndarray, categories: list[str]) -> pd.Categorical:
+        return pd.Categorical.from_codes(c, categories=categories, validate=False)
 
     return pd.DataFrame({
         "graph": g,
-        "model_a": cat(tri_codes[0][m], models),
-        "model_b": cat(tri_codes[1][m], models),
-        "model_c": cat(tri_codes[2][m], models),
+        "model_a": cat(tri_codes[0], models),
+        "model_b": cat(tri_codes[1], models),
+        "model_c": cat(tri_codes[2], models),
         "pattern": p,
         "pnt_pattern": _PNT[p],
         "kind": cat(_KIND_CODE[p], list(KINDS)),
@@ -173,19 +188,32 @@ def classify_triples(stack) -> pd.DataFrame:
     })
 
 
-def nontransitive_triads(stack) -> pd.DataFrame:
+def nontransitive_triads(graphs) -> pd.DataFrame:
     """The non-transitive triples of all graphs, oriented so the kind reads x, y, z = model_a, b, c.
 
     Columns: graph, model_a, model_b, model_c (str), kind. Orientation (see the module table):
     ``cycle`` a > b > c > a starting at the model first in stack order; ``tied-ends``
-    a > b > c with a ~ c; ``unchained-ties`` a ~ b ~ c with a > c.
+    a > b > c with a ~ c; ``unchained-ties`` a ~ b ~ c with a > c. Sorted by graph, then triple.
     """
-    pat, tri = triad_patterns(stack.adj, stack.observed)
-    bad = (pat >= 0) & ~_TRANSITIVE[np.where(pat >= 0, pat, 0)]
-    g, m = np.nonzero(bad)
-    p = pat[g, m].astype(np.int64)
-    oriented = np.take_along_axis(tri[m], _PERM[p], axis=1)
-    names = np.asarray(stack.models, dtype=object)
+    b, parts = _bucket_patterns(graphs)
+    g_all, oriented_all, p_all, sort_all = [], [], [], []
+    for bk, pat, tri in parts:
+        bad = (pat >= 0) & ~_TRANSITIVE[np.where(pat >= 0, pat, 0)]
+        g, m = np.nonzero(bad)
+        p = pat[g, m].astype(np.int64)
+        glob = np.take_along_axis(bk.members[g], tri[m], axis=1)  # sorted triple, global indices
+        g_all.append(bk.graph[g])
+        sort_all.append(glob)
+        oriented_all.append(np.take_along_axis(glob, _PERM[p], axis=1))
+        p_all.append(p)
+    if g_all:
+        g, glob = np.concatenate(g_all), np.concatenate(sort_all)
+        oriented, p = np.concatenate(oriented_all), np.concatenate(p_all)
+        order = np.lexsort((glob[:, 2], glob[:, 1], glob[:, 0], g))
+        g, oriented, p = g[order], oriented[order], p[order]
+    else:
+        g, oriented, p = np.zeros(0, np.int64), np.zeros((0, 3), np.int64), np.zeros(0, np.int64)
+    names = np.asarray(b.models, dtype=object)
     return pd.DataFrame({
         "graph": g.astype(np.int64),
         "model_a": names[oriented[:, 0]],

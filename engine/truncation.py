@@ -77,6 +77,61 @@ def truncation_scores(
     return w3 * c3 + w4 * c4
 
 
+SCORES: dict[str, str] = {
+    "coverage": "bad cycles per cycle the graph's compared pairs could carry, in units of the best-covered "
+                "graph scored with it (S_mu itself where every graph compared the same pairs)",
+    "raw": "S_mu as counted (paper 000, eq. 1), whatever pairs the graph compared",
+}
+"""How a graph's truncation score treats missing pairs; ``coverage`` is the default (docs/notes/cycles.md)."""
+DEFAULT_SCORE = "coverage"
+
+
+def check_score(score: str) -> str:
+    """The score kind, checked against ``SCORES``."""
+    if score not in SCORES:
+        raise LensError(f"Unknown truncation score {score!r}; choose one of {', '.join(SCORES)}.")
+    return score
+
+
+def can_hold_cycle(capacity: pd.DataFrame) -> np.ndarray:
+    """(T,) bool: the graph's compared pairs could carry a bad 3- or 4-cycle (engine.cycles.cycle_capacity)."""
+    return ((capacity["cap3"].to_numpy() + capacity["cap4"].to_numpy()) > 0)
+
+
+def graph_scores(
+    counts: pd.DataFrame, capacity: pd.DataFrame, *, mu: float = 1.0, lam3: float = 1.0,
+    lam4: float | None = None, score: str = DEFAULT_SCORE, among: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(score, coverage) per graph, comparable across graphs that compared different pairs.
+
+    ``capacity`` (engine.cycles.cycle_capacity): the bad 3- / 4-cycles each graph's compared
+    pairs could carry, cap3 and cap4. The reference R3, R4 is the largest capacity among the
+    graphs scored together (``among``: positions, default all). ``coverage`` scales each length
+    by R/cap: S = λ3·C3_bad·R3/cap3 + λ4·C4_bad·R4/cap4 (a length the graph cannot carry adds 0),
+    the score the graph would have if its rate of bad cycles held on the best-covered graph;
+    equal to the raw S where cap = R. ``raw``: λ3·C3_bad + λ4·C4_bad. Coverage per graph is
+    (cap3 + cap4) / (R3 + R4), NaN where the reference carries no cycle.
+    """
+    check_score(score)
+    raw = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
+    cap3 = capacity["cap3"].to_numpy(np.float64)
+    cap4 = capacity["cap4"].to_numpy(np.float64)
+    idx = np.arange(len(cap3)) if among is None else np.asarray(among, dtype=np.int64)
+    r3 = float(cap3[idx].max(initial=0.0))
+    r4 = float(cap4[idx].max(initial=0.0))
+    coverage = np.full(len(cap3), np.nan)
+    if r3 + r4 > 0:
+        coverage = (cap3 + cap4) / (r3 + r4)
+    if score == "raw":
+        return raw, coverage
+    w3, w4 = check_weights(mu, lam3, lam4)
+    f3 = np.divide(r3, cap3, out=np.zeros_like(cap3), where=cap3 > 0)
+    f4 = np.divide(r4, cap4, out=np.zeros_like(cap4), where=cap4 > 0)
+    c3 = counts["c3_bad"].to_numpy(np.float64)
+    c4 = counts["c4_bad"].to_numpy(np.float64)
+    return w3 * c3 * f3 + w4 * c4 * f4, coverage
+
+
 def check_weights(mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None) -> tuple[float, float]:
     """(λ3, λ4) as floats (λ4 = mu unless given); refuses a weight that is not a finite number."""
     out = []
@@ -228,9 +283,12 @@ class KeptGraphs:
 
     ``index``: positions in the stack of the kept graphs (ascending); ``table``: one row per kept
     graph in keep order (smallest score first, ties by graph key) with its key, category, kind,
-    ``c3_bad``, ``c4_bad`` and ``score`` (S); ``threshold``: S_K (a float, or a Series by category);
-    ``selection``: the underlying Selection (positions into the pool); ``pool``: the pool's name;
-    ``n_pool``: its size; ``note``: caps and left-out graphs, in words ('' when nothing to say).
+    ``c3_bad``, ``c4_bad``, ``coverage``, ``raw_score`` (S_mu as counted) and ``score`` (the one
+    keep-K sorted by, see ``SCORES``); ``threshold``: S_K (a float, or a Series by category);
+    ``selection``: the underlying Selection (positions into the scored pool); ``pool``: the pool's
+    name; ``n_pool``: the graphs that competed; ``note``: caps and left-out graphs, in words ('' when
+    nothing to say); ``score_kind``: coverage or raw; ``n_no_cycle``: graphs of the pool left out
+    because they cannot hold a cycle.
     """
 
     index: np.ndarray
@@ -240,6 +298,8 @@ class KeptGraphs:
     pool: str
     n_pool: int
     note: str
+    score_kind: str = DEFAULT_SCORE
+    n_no_cycle: int = 0
 
 
 def keep_k_graphs(
@@ -252,22 +312,42 @@ def keep_k_graphs(
     per_category: bool = False,
     pool: str = "perturbed",
     counts: pd.DataFrame | None = None,
+    capacity: pd.DataFrame | None = None,
+    score: str = DEFAULT_SCORE,
 ) -> KeptGraphs:
-    """Keep-K on a GraphStack: score every graph as judged, keep the K smallest within ``pool``.
+    """Keep-K on a GraphStack or GraphBuckets: score every graph as judged, keep the K smallest
+    within ``pool``.
 
-    ``counts``: the stack's ``engine.cycles.cycle_counts`` frame when already computed. The
-    leaderboard ranks ``stack.subset(result.index)``; ``result.table`` and ``result.threshold``
-    are what to print.
+    Graphs that cannot hold a cycle (fewer than 3 models, or no compared triple or 4-cycle of
+    pairs) are left out of the pool and counted in the note: their zero is not evidence of
+    consistency. A pool where no graph can hold a cycle is refused (LensError). ``score``: coverage
+    (default) or raw, see ``SCORES`` / ``graph_scores``; the reference capacity is the largest in the
+    pool. ``counts`` / ``capacity``: engine.cycles' ``cycle_counts`` / ``cycle_capacity`` frames when
+    already computed. The leaderboard ranks ``stack.subset(result.index)``; ``result.table`` and
+    ``result.threshold`` are what to print.
     """
-    if counts is None:
-        from .cycles import cycle_counts
+    from .cycles import cycle_capacity, cycle_counts
+    from .graph_buckets import as_buckets
 
+    check_score(score)
+    if counts is None or capacity is None:
+        stack = as_buckets(stack)  # once, for both tables
+    if counts is None:
         counts = cycle_counts(stack)
-    scores = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
+    if capacity is None:
+        capacity = cycle_capacity(stack)
     member = pool_mask(stack.keys, pool)
-    pos = np.flatnonzero(member)
-    if pos.size == 0:
+    if not member.any():
         raise LensError(f"The {pool} pool is empty for this selection, so there is nothing to keep.")
+    holds = can_hold_cycle(capacity)
+    pos = np.flatnonzero(member & holds)
+    n_no_cycle = int((member & ~holds).sum())
+    if pos.size == 0:
+        raise LensError(f"No graph of the {pool} pool can hold a cycle ({n_no_cycle} graph"
+                        f"{'s' if n_no_cycle != 1 else ''}, each with fewer than 3 models or no compared "
+                        "triple), so keep-K has no score to keep graphs by.")
+    scores, coverage = graph_scores(counts, capacity, mu=mu, lam3=lam3, lam4=lam4, score=score, among=pos)
+    raw = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
     sub_keys = stack.keys.iloc[pos].reset_index(drop=True)
     sel = select_keep_k(scores[pos], sub_keys, k, per_category=per_category)
     kept = pos[sel.index]
@@ -276,16 +356,29 @@ def keep_k_graphs(
     table = stack.keys.iloc[in_order][cols].reset_index(drop=True)
     table["c3_bad"] = counts["c3_bad"].to_numpy()[in_order]
     table["c4_bad"] = counts["c4_bad"].to_numpy()[in_order]
+    table["coverage"] = coverage[in_order]
+    table["raw_score"] = raw[in_order]
     table["score"] = scores[in_order]
     table.insert(0, "keep_rank", np.arange(1, in_order.size + 1))
     notes = [sel.note] if sel.note else []
-    left_out = int(stack.T - pos.size)
+    pool_cov = coverage[pos]
+    if score == "coverage" and np.nanmin(pool_cov) < 1.0:
+        notes.append(f"Graphs compared different pairs (coverage {np.nanmin(pool_cov):.3g} to 1), so each score is "
+                     "S_mu scaled per cycle length by the cycles the graph's pairs could carry against the "
+                     "best-covered graph of the pool.")
+    if n_no_cycle:
+        notes.append(f"{n_no_cycle} graph{'s' if n_no_cycle != 1 else ''} of the {pool} pool cannot hold a cycle "
+                     "(fewer than 3 models, or no compared triple) and "
+                     f"{'were' if n_no_cycle != 1 else 'was'} left out.")
+    left_out = int(stack.T - member.sum())
     if left_out:
         notes.append(f"{left_out} graph(s) outside the {pool} pool were not considered.")
-    return KeptGraphs(np.sort(kept), table, sel.threshold, sel, pool, int(pos.size), " ".join(notes))
+    return KeptGraphs(np.sort(kept), table, sel.threshold, sel, pool, int(pos.size), " ".join(notes), score,
+                      n_no_cycle)
 
 
 __all__ = [
-    "POOLS", "KeptGraphs", "Selection", "check_weights", "is_original", "is_sample", "keep_k_graphs",
+    "DEFAULT_SCORE", "POOLS", "SCORES", "KeptGraphs", "Selection", "can_hold_cycle", "check_score", "check_weights",
+    "graph_scores", "is_original", "is_sample", "keep_k_graphs",
     "keep_order", "key_order", "key_rank", "pool_mask", "select_keep_k", "truncation_scores",
 ]

@@ -36,6 +36,20 @@ def _pick(frame: pd.DataFrame, x: str) -> pd.DataFrame:
     return f[[x, *[c for c in CURVE_COLUMNS if c in f.columns]]].sort_values(x).reset_index(drop=True)
 
 
+def no_cycle_text(n_no_cycle: int, n_pool: int) -> str:
+    """What the Truncation page says about graphs that cannot hold a cycle: why none can be kept
+    when the pool is empty, else how many were left out ('' when none)."""
+    if not n_no_cycle:
+        return ""
+    s = "s" if n_no_cycle != 1 else ""
+    if n_pool == 0:
+        return (f"No graph of this selection can hold a cycle ({n_no_cycle} graph{s}, each with fewer than 3 models "
+                "or no compared triple), so keep-K has no score to keep graphs by.")
+    return (f"{n_no_cycle} graph{s} cannot hold a cycle (fewer than 3 models, or no compared triple) and "
+            f"{'are' if s else 'is'} left out of keep-K: a score of 0 there would not be evidence of consistency. "
+            "Scores are scaled by coverage (docs/notes/cycles.md).")
+
+
 def keep_k_view(stack, reference, *, mu: float, resamples: int, seed: int) -> pd.DataFrame:
     """Spearman distance to the reference against K = 1 … T at this μ (columns k and
     ``CURVE_COLUMNS``), from ``engine.curves.keep_k_curve`` on the perturbed pool."""

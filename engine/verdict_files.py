@@ -26,13 +26,18 @@ import numpy as np
 import pandas as pd
 
 from .errors import LensError
+from .formats import TOOL_NAMES, detect_fields, detect_tool, expand
 
-FORMATS: tuple[str, ...] = ("csv", "jsonl", "json", "parquet", "review")
-"""Accepted ``fmt`` values; ``None`` means detect from the file name and its first bytes."""
+CONTAINERS: tuple[str, ...] = ("csv", "jsonl", "json", "parquet", "review")
+FORMATS: tuple[str, ...] = (*CONTAINERS, *TOOL_NAMES)
+"""Accepted ``fmt`` values; ``None`` means detect from the file name, its first bytes and the
+fields of its first record. A container name (csv, jsonl, …) reads the file as canonical columns;
+a tool name (``engine/formats``) reads it with that tool's field meanings."""
 
 REQUIRED: tuple[str, ...] = ("prompt_id", "model_a", "model_b", "winner")
 OPTIONAL: tuple[str, ...] = (
     "judge", "variant", "variant_kind", "turn", "category", "order", "prob_a", "annotator", "explanation",
+    "battle_id", "tstamp", "strength",
 )
 TEXTS: tuple[str, ...] = ("question", "answer_a", "answer_b")
 """Optional texts: they go to the ``prompts`` / ``answers`` tables, not to each verdict."""
@@ -42,6 +47,11 @@ COLUMN_ALIASES: dict[str, str] = {
     "question_id": "prompt_id",  # lmsys battles, MT-Bench judgments
     "rationale": "explanation",
     "position": "order",
+    "num": "battle_id",  # Arena battle logs
+    "id": "battle_id",
+    "uid": "battle_id",
+    "timestamp": "tstamp",
+    "worker": "annotator",  # crowd files
 }
 
 REVIEW_SCORES: dict[str, str] = {"1": "A", "2": "B", "3": "tie", "-1": "invalid"}
@@ -92,6 +102,7 @@ class RawRows:
     line: list[int]
     problem: list[str | None]  # a reason found while parsing, else None
     headers: dict[str, tuple] = field(default_factory=dict)  # CSV file → its header
+    dropped: dict[str, list[str]] = field(default_factory=dict)  # file → its columns not kept
 
 
 def detect_format(data: bytes, filename: str) -> str:
@@ -338,9 +349,18 @@ def read_rows(
     """One file → raw rows with canonical column names (file-level problems raise LensError)."""
     if not data or not data.strip():
         raise LensError(f"{filename} is empty.")
-    fmt = fmt or detect_format(data, filename)
-    if fmt not in FORMATS:
+    if fmt is not None and fmt not in FORMATS:
         raise LensError(f"Unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    named_tool = fmt if fmt in TOOL_NAMES else None
+    # a column map means canonical columns named otherwise: no tool is guessed then
+    detect_tools = (fmt is None and not column_map) or named_tool is not None
+    fmt = detect_format(data, filename) if fmt is None or named_tool else fmt
+    if fmt == "review" and named_tool:
+        fmt = "jsonl"
+    if detect_tools and fmt != "review":
+        found = _tool_rows(data, filename, fmt, named_tool)
+        if found is not None:
+            return found
     if fmt == "csv":
         header, recs, lines, problems = _read_csv(data, filename)
         if not lines:
@@ -353,7 +373,8 @@ def read_rows(
         orig: list = recs
     elif fmt == "parquet":
         df, lines, problems = _read_parquet(data, filename)
-        chosen = _canonical_columns(list(df.columns), filename, column_map)
+        header = list(df.columns)
+        chosen = _canonical_columns(header, filename, column_map)
         cols = {name: df[orig].tolist() for orig, name in chosen.items()}
         orig = df.to_dict("records")
     else:
@@ -370,7 +391,78 @@ def read_rows(
             chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
             cols = {name: [r.get(k) for r in orig] for k, name in chosen.items()}
     headers = {filename: tuple(header)} if fmt == "csv" else {}
-    return RawRows(cols, orig, [filename] * len(lines), list(lines), list(problems), headers), fmt
+    kept = set(chosen) if fmt != "review" else set()
+    dropped = [str(c) for c in header if c not in kept and c != "raw_text"] if fmt != "review" else []
+    raw = RawRows(cols, orig, [filename] * len(lines), list(lines), list(problems), headers,
+                  {filename: dropped} if dropped else {})
+    return raw, fmt
+
+
+def _records(data: bytes, filename: str, container: str) -> tuple[list, list[int], list[str | None]]:
+    """The file's records as dicts of its own fields (CSV rows zipped with the header)."""
+    if container == "csv":
+        header, recs, lines, problems = _read_csv(data, filename)
+        return [dict(zip(header, r, strict=False)) for r in recs], lines, problems
+    if container == "parquet":
+        df, lines, problems = _read_parquet(data, filename)
+        return df.to_dict("records"), lines, problems
+    reader = _read_json_array if container == "json" else _read_jsonl
+    return reader(data, filename)
+
+
+def _first_fields(data: bytes, filename: str, container: str) -> list | None:
+    """The field names of the file's first record, read cheaply (CSV header, first JSON line,
+    Parquet schema); None when that needs the whole file (a JSON array) or the file is damaged."""
+    if container == "parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(io.BytesIO(data)).names)
+        except Exception:  # the reader proper says what is wrong
+            return []
+    if container not in ("csv", "jsonl"):
+        return None
+    start = 0
+    for _ in range(1000):  # skip blank lines and lines that are not JSON objects
+        end = data.find(b"\n", start)
+        line = data[start:] if end < 0 else data[start:end]
+        text = line.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+        if text:
+            if container == "csv":
+                return next(csv.reader([text], delimiter=_delimiter([text], filename)), [])
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError:
+                obj = None
+            if isinstance(obj, dict):
+                return list(obj)
+        if end < 0:
+            return []
+        start = end + 1
+    return []
+
+
+def _tool_rows(data: bytes, filename: str, container: str, named: str | None) -> tuple[RawRows, str] | None:
+    """Rows of a tool's judgment file (``engine/formats``), or None when no tool's fields match and
+    none was named (then the file is parsed once only, by the canonical reader)."""
+    name = named
+    if name is None:
+        fields = _first_fields(data, filename, container)
+        if fields is not None:
+            name = detect_fields(fields)
+            if name is None:
+                return None
+    records, lines, problems = _records(data, filename, container)
+    if not lines:
+        return None  # the container's own reader says what is missing
+    name = name or detect_tool(records)
+    if name is None:
+        return None
+    ex = expand(name, records, lines, problems)
+    keys = dict.fromkeys(k for r in ex.rows for k in r)
+    cols = {k: [r.get(k) for r in ex.rows] for k in keys}
+    return RawRows(cols, ex.origs, [filename] * len(ex.lines), ex.lines, ex.problems, {},
+                   {filename: ex.dropped} if ex.dropped else {}), name
 
 
 @contextmanager
@@ -425,11 +517,32 @@ def _canonical_columns(header: list, filename: str, column_map: Mapping[str, str
 
 
 
+def sniff_tool(data: bytes, filename: str, fmt: str | None = None) -> str | None:
+    """The tool format ``read_rows`` would use for this file (``engine/formats``), or None for a
+    file of canonical columns; a file that cannot be read gives None (validation says why)."""
+    if fmt in TOOL_NAMES:
+        return fmt
+    if fmt is not None or not data or not data.strip():
+        return None
+    container = detect_format(data, filename)
+    if container == "review":
+        return None
+    fields = _first_fields(data, filename, container)
+    if fields is not None:
+        return detect_fields(fields)
+    try:
+        records = _records(data, filename, container)[0]
+    except LensError:
+        return None
+    return detect_tool(records)
+
+
 def list_columns(data: bytes, filename: str, fmt: str | None = None) -> list[str]:
     """The file's own column names, in order (for a column-mapping form before validation)."""
     if not data or not data.strip():
         raise LensError(f"{filename} is empty.")
-    fmt = fmt or detect_format(data, filename)
+    if fmt is None or fmt in TOOL_NAMES:
+        fmt = detect_format(data, filename)
     if fmt == "parquet":
         try:
             import pyarrow.parquet as pq

@@ -11,10 +11,12 @@ never turned into a tie (graphs.build_stack leaves it out).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import PurePath
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import LensError
+from .formats import TOOL_NAMES
+from .formats import tool as tool_format
 from .schema import DEFAULT_JUDGE, DEFAULT_TURN, VARIANT_KINDS, VERDICT_COLUMNS, VERDICT_DTYPES
 from .verdict_files import (  # noqa: F401 - re-exported: the import vocabulary lives with the readers
     CANONICAL,
@@ -68,6 +72,9 @@ class ValidationReport:
     prompts: pd.DataFrame
     answers: pd.DataFrame
     rows_read: int
+    dropped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # file → columns not kept
+    repeats: int = 0  # valid rows equal to an earlier row in everything but their line (kept)
+    file_hashes: Mapping[str, str] = field(default_factory=dict)  # file → sha256 of its bytes
 
     @property
     def n_good(self) -> int:
@@ -93,6 +100,21 @@ class ValidationReport:
             "rejected": self.n_rejected,
             "invalid": self.n_invalid,
         }
+
+    def notes(self) -> list[str]:
+        """What the import kept and left out beside the rejected rows: the tool format the files were
+        read as, repeated rows, dropped columns."""
+        out = []
+        if self.format in TOOL_NAMES:
+            out.append(f"Read as {tool_format(self.format).title} (--format {self.format}).")
+        if self.repeats:
+            out.append(f"{self.repeats} row{'s' if self.repeats != 1 else ''} "
+                       f"repeat{'' if self.repeats != 1 else 's'} an earlier row; kept as separate verdicts.")
+        for f, cols in self.dropped.items():
+            if cols:
+                out.append(f"{PurePath(f).name}: column{'s' if len(cols) != 1 else ''} not kept "
+                           f"(not verdict fields): {', '.join(cols)}.")
+        return out
 
     def sentences(self) -> list[str]:
         """One sentence per rejected row: ``<file> line <n>: <reason>.``"""
@@ -259,6 +281,16 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     with np.errstate(invalid="ignore"):
         flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt[i]} is outside [0, 1]")
 
+    stamp = _seconds(col("tstamp"))
+    flag(stamp.bad, lambda i: f"tstamp {cell_text(col('tstamp')[i])!r} is not a time "
+                              "(seconds since 1970, or a date such as 2024-05-01T12:00:00Z)")
+    scells = col("strength")
+    stxt = _clean_text(scells)
+    spresent = ~_is_none(stxt)
+    snum = pd.to_numeric(pd.Series(scells, dtype=object).where(spresent, None), errors="coerce").to_numpy(float)
+    flag(spresent & ~np.isin(snum, [1.0, 2.0]), lambda i: f"strength {stxt[i]!r} is not 1 or 2")
+    strength = pd.array(np.where(spresent & np.isin(snum, [1.0, 2.0]), snum, np.nan), dtype="Float64")
+
     frame = pd.DataFrame({
         "dataset": pd.Series([dataset] * n, dtype=object),
         "judge": pd.Series(judge, dtype=object),
@@ -274,6 +306,9 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
         "prob_a": pd.Series(np.where(present, prob, np.nan), dtype=np.float64),
         "annotator": pd.Series(txt["annotator"], dtype=object),
         "explanation": pd.Series(_free_text(col("explanation")), dtype=object),
+        "battle_id": pd.Series(_clean_text(col("battle_id")), dtype=object),
+        "tstamp": pd.Series(stamp.values, dtype=np.float64),
+        "strength": pd.Series(strength, dtype="Float64").astype("Int64"),
         "source_file": pd.Series(raw.file, dtype=object),
         "source_line": pd.Series(raw.line, dtype=np.int64),
     })
@@ -281,24 +316,78 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     return frame, reasons, texts
 
 
-def _mark_duplicates(frame: pd.DataFrame, reasons: np.ndarray) -> None:
-    """Exact repeats of an earlier valid row (same content, any line) are rejected, naming both lines."""
+@dataclass(frozen=True)
+class _Stamps:
+    values: np.ndarray  # seconds since the epoch, NaN where missing or bad
+    bad: np.ndarray  # present but not a time
+
+
+def _seconds(cells: list) -> _Stamps:
+    """Time cells → seconds since the epoch: numbers as they are, text as a number or a date
+    (a date without a zone is read as UTC)."""
+    n = len(cells)
+    present = ~_is_none(_clean_text(cells)) if n else np.zeros(0, dtype=bool)
+    num = pd.to_numeric(pd.Series(cells, dtype=object).where(present, None),
+                        errors="coerce").to_numpy(float, copy=True)
+    bad = present & np.isnan(num)
+    for i in np.flatnonzero(bad):
+        try:
+            t = pd.Timestamp(str(cells[i]).strip())
+        except (ValueError, TypeError, OverflowError):
+            continue
+        if pd.isna(t):
+            continue
+        t = t.tz_localize("UTC") if t.tzinfo is None else t
+        num[i] = t.timestamp()
+        bad[i] = False
+    with np.errstate(invalid="ignore"):
+        bad |= present & ~bad & ~np.isfinite(num)
+    num[bad] = np.nan
+    return _Stamps(num, bad)
+
+
+def _count_repeats(frame: pd.DataFrame, reasons: np.ndarray) -> int:
+    """Valid rows equal to an earlier valid row in everything but their place in the file.
+
+    A repeated row is a repeated vote (crowd and Arena files hold many), so it is kept; a battle
+    id column keeps distinct battles apart, and this count is reported in one line.
+    """
     content = [c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")]
     ok = _is_none(reasons)
     if ok.sum() < 2:
-        return
+        return 0
     sub = frame.loc[ok, content].astype(object).where(frame.loc[ok, content].notna(), "\x00")
-    dup = sub.duplicated(keep="first").to_numpy()
-    if not dup.any():
-        return
-    first_idx = sub.groupby(content, sort=False, dropna=False).ngroup()
-    firsts = pd.Series(sub.index, index=sub.index).groupby(first_idx.to_numpy()).transform("first")
-    idx = sub.index[dup]
-    for i in idx:
-        j = firsts[i]
-        where = (f"line {int(frame.at[j, 'source_line'])}" if frame.at[j, "source_file"] == frame.at[i, "source_file"]
-                 else f"{frame.at[j, 'source_file']} line {int(frame.at[j, 'source_line'])}")
-        reasons[i] = f"the row repeats {where} exactly (an identical verdict)"
+    return int(sub.duplicated(keep="first").sum())
+
+
+def parse_value_map(specs: Iterable[str] | None) -> dict[str, dict[str, str]]:
+    """``COLUMN:VALUE=NEW`` specs (``--map-value``, the Data page) → {column: {value: new}}."""
+    out: dict[str, dict[str, str]] = {}
+    for v in specs or []:
+        column, sep, rest = str(v).partition(":")
+        old, sep2, new = rest.partition("=")
+        if not sep or not sep2 or not column.strip() or not old.strip() or not new.strip():
+            raise LensError(f"The value map {v!r} is not of the form COLUMN:VALUE=NEW (e.g. winner:left=A).")
+        col = column.strip().lower()
+        if col not in CANONICAL:
+            raise LensError(f"The value map {v!r} names column {column.strip()!r}, which is not a verdict column "
+                            f"({', '.join(sorted(CANONICAL))}).")
+        out.setdefault(col, {})[old.strip()] = new.strip()
+    return out
+
+
+def apply_value_map(cols: dict[str, list], value_map: Mapping[str, Mapping[str, str]] | None) -> None:
+    """Rewrite cells in place: ``{"winner": {"left": "A"}}`` turns every ``left`` (compared
+    case-insensitively, spaces trimmed) of column winner into ``A`` before validation."""
+    for column, mapping in (value_map or {}).items():
+        cells = cols.get(column)
+        if not cells or not mapping:
+            continue
+        low = {str(k).strip().lower(): v for k, v in mapping.items()}
+        for i, v in enumerate(cells):
+            t = cell_text(v)
+            if t is not None and t.lower() in low:
+                cells[i] = low[t.lower()]
 
 
 def _texts_tables(frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -346,42 +435,80 @@ def _rejected_frame(raw: RawRows, reasons: np.ndarray, bad: np.ndarray) -> pd.Da
 
 def validate_raw(raw: RawRows, *, dataset: str, source: str, fmt: str,
                  model_names: Mapping[str, str] | None = None,
-                 judge_names: Mapping[str, str] | None = None) -> ValidationReport:
+                 judge_names: Mapping[str, str] | None = None,
+                 value_map: Mapping[str, Mapping[str, str]] | None = None,
+                 file_hashes: Mapping[str, str] | None = None) -> ValidationReport:
     """Normalise and check rows already read; used by ``validate_bytes`` and ``validate_many``."""
+    apply_value_map(raw.cols, value_map)
     frame, reasons, texts = _normalise(raw, dataset, model_names, judge_names)
-    _mark_duplicates(frame, reasons)
+    repeats = _count_repeats(frame, reasons)
     bad = ~_is_none(reasons)
     good = frame.loc[~bad].reset_index(drop=True).astype(VERDICT_DTYPES)
     prompts, answers = _texts_tables(frame, texts, ~bad)
     return ValidationReport(
         dataset=dataset, source=source, format=fmt, good=good,
         rejected=_rejected_frame(raw, reasons, bad), prompts=prompts, answers=answers,
-        rows_read=int(len(frame)),
+        rows_read=int(len(frame)), dropped={f: tuple(c) for f, c in raw.dropped.items()},
+        repeats=repeats, file_hashes=dict(file_hashes or {}),
     )
+
+
+def content_hash(data: bytes, filename: str = "", fmt: str = "") -> str:
+    """sha256 hex of a file's bytes: the same file imported twice into one dataset is refused by it.
+    A review-format file's name is part of its content (it names the models and the judge)."""
+    h = hashlib.sha256()
+    if fmt == "review":
+        h.update(PurePath(filename).name.encode("utf-8") + b"\x00")
+    h.update(data)
+    return h.hexdigest()
+
+
+def set_judge(raw: RawRows, judge: str) -> None:
+    """Every row of ``raw`` gets ``judge`` (one judge per file: ``--judge-from filename``, the app)."""
+    raw.cols["judge"] = [judge] * len(raw.line)
+
+
+def judge_from_filename(filename: str) -> str:
+    """The judge a file stands for under ``--judge-from filename``: its name without folder and extension."""
+    name = PurePath(filename).name
+    for ext in (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".txt", ".parquet", ".pq"):
+        if name.lower().endswith(ext):
+            return name[: -len(ext)] or name
+    return name
 
 
 def validate_bytes(
     data: bytes, filename: str, *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
-    judge_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
+    judge: str | None = None,
 ) -> ValidationReport:
-    """Validate one file's bytes (named ``filename``, which also gives review-format models/judge)."""
+    """Validate one file's bytes (named ``filename``, which also gives review-format models/judge);
+    ``judge`` puts every row under that judge."""
     with no_gc():
         raw, found = read_rows(data, filename, fmt, column_map)
+    if judge:
+        set_judge(raw, judge)
     return validate_raw(raw, dataset=dataset, source=filename, fmt=found,
-                        model_names=model_names, judge_names=judge_names)
+                        model_names=model_names, judge_names=judge_names, value_map=value_map,
+                        file_hashes={filename: content_hash(data, filename, found)})
 
 
 def validate_many(
     files: Iterable[tuple[bytes, str]], *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
-    judge_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
 ) -> ValidationReport:
-    """Validate several files as one import (duplicates are checked across files too)."""
-    raws, fmts, names = [], [], []
+    """Validate several files as one import (repeated rows are counted across files too);
+    ``file_judges`` puts the rows of a file (by the name given) under its own judge."""
+    raws, fmts, names, hashes = [], [], [], {}
     for data, filename in files:
         with no_gc():
             raw, found = read_rows(data, filename, fmt, column_map)
+        if file_judges and file_judges.get(filename):
+            set_judge(raw, file_judges[filename])
+        hashes[filename] = content_hash(data, filename, found)
         raws.append(raw)
         fmts.append(found)
         names.append(filename)
@@ -395,8 +522,10 @@ def validate_many(
         line=[n for r in raws for n in r.line],
         problem=[p for r in raws for p in r.problem],
         headers={k: v for r in raws for k, v in r.headers.items()},
+        dropped={k: v for r in raws for k, v in r.dropped.items()},
     )
     source = names[0] if len(names) == 1 else f"{len(names)} files"
     fmt_used = fmts[0] if len(set(fmts)) == 1 else "mixed"
     return validate_raw(merged, dataset=dataset, source=source, fmt=fmt_used,
-                        model_names=model_names, judge_names=judge_names)
+                        model_names=model_names, judge_names=judge_names, value_map=value_map,
+                        file_hashes=hashes)

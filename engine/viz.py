@@ -94,7 +94,8 @@ class CycleOverview:
     ``category_rates``: category × model share of the graphs (where the model appears) in which the
     model lies on at least one bad triad; ``graphs``: one row per graph with its key, counts and an
     inspector link; ``nb_c3`` / ``nb_c4``: expected number of graphs per count under the fitted
-    negative binomial (paper 003), with ``nb_caption`` naming the fitted parameters.
+    negative binomial (paper 003), with ``nb_caption`` naming the fitted parameters; ``n_left_out``:
+    graphs of fewer than 3 models, left out of all of it (no cycle fits in them).
     """
 
     n_graphs: int
@@ -107,6 +108,7 @@ class CycleOverview:
     nb_c3: pd.DataFrame | None
     nb_c4: pd.DataFrame | None
     nb_caption: dict[str, str]
+    n_left_out: int = 0
 
 
 def inspector_link(dataset: str, judge: str, prompt_id: str, variant: int) -> str:
@@ -131,6 +133,11 @@ def cycle_overview(stack, nb_fit=None) -> CycleOverview:
     """Build the Cycles page's frames (batched over graphs; ``nb_fit(counts) -> (frame, caption)``)."""
     from .cycles import cycle_counts, pair_cycle_counts, vertex_cycle_counts
 
+    observed = np.asarray(stack.observed, dtype=bool)
+    can = (observed.any(axis=2).sum(axis=1) >= 3) if stack.T else np.zeros(0, dtype=bool)
+    n_left_out = int((~can).sum())
+    if n_left_out:  # graphs of < 3 models hold no cycle: counting them as acyclic would be vacuous
+        stack = stack.subset(np.flatnonzero(can))
     counts = cycle_counts(stack)
     per_pair = pair_cycle_counts(stack.adj)["c3_bad"].sum(axis=0)
     vertex_bad = vertex_cycle_counts(stack.adj)["c3_bad"]
@@ -141,7 +148,7 @@ def cycle_overview(stack, nb_fit=None) -> CycleOverview:
     ]
     fits, captions = {}, {}
     for name in ("c3_bad", "c4_bad"):
-        fits[name], captions[name] = (None, "") if nb_fit is None else nb_fit(counts[name].to_numpy())
+        fits[name], captions[name] = (None, "") if nb_fit is None or not stack.T else nb_fit(counts[name].to_numpy())
     return CycleOverview(
         n_graphs=stack.T,
         share_cyclic=float((counts["c3_bad"] > 0).mean()) if stack.T else 0.0,
@@ -153,6 +160,7 @@ def cycle_overview(stack, nb_fit=None) -> CycleOverview:
         nb_c3=fits["c3_bad"],
         nb_c4=fits["c4_bad"],
         nb_caption=captions,
+        n_left_out=n_left_out,
     )
 
 
@@ -179,6 +187,7 @@ class JudgeOverview:
     mean_kappa: float = float("nan")
     kappa_by_category: dict[str, pd.DataFrame] | None = None
     has_prob: bool = False
+    n_left_out: int = 0
 
 
 def kappa_matrix(agreement: pd.DataFrame, judges: Iterable[str]) -> pd.DataFrame:
@@ -200,13 +209,17 @@ def mean_offdiagonal(mat: pd.DataFrame) -> float:
 
 
 def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> JudgeOverview:
-    """Agreement, position bias and non-transitivity of every judge in ``verdicts``/``stack``."""
+    """Agreement, position bias and non-transitivity of every judge in ``verdicts``/``stack`` (a
+    GraphStack or engine.graph_buckets.GraphBuckets; graphs of fewer than 3 models hold no triple and
+    are counted in ``n_left_out``)."""
     from .diagnostics.agreement import agreement
     from .diagnostics.entropy import entropy_summary
     from .diagnostics.nontransitivity import pnt_summary
     from .diagnostics.position import position_table
     from .diagnostics.sntd import sntd_summary
+    from .graph_buckets import as_buckets
 
+    stack = as_buckets(stack)
     by = ("judge", "category") if by_category else ("judge",)
     judges = tuple(sorted(verdicts["judge"].dropna().astype(str).unique()))
     overall = agreement(verdicts)
@@ -231,7 +244,7 @@ def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> 
         worst_position = "—"
     has_prob = bool("prob_a" in verdicts.columns and verdicts["prob_a"].notna().any())
     return JudgeOverview(judges, mat, table, position, trans, worst_pnt, worst_position,
-                         mean_offdiagonal(mat), per_cat, has_prob)
+                         mean_offdiagonal(mat), per_cat, has_prob, stack.n_below(3))
 
 
 def graphs_by_score(graphs: pd.DataFrame, mu: float) -> pd.DataFrame:

@@ -227,7 +227,9 @@ def test_graphs_command_notes_invalid_only_graphs(shipped_db, tmp_path, capsys):
     capsys.readouterr()
     assert main(["--db", str(db_path), "graphs", "--dataset", "small", "--format", "csv"]) == 0
     cap = capsys.readouterr()
-    assert cap.err == "note: 1 graph has only invalid verdicts (3) and is not in the table\n"
+    assert cap.err == ("note: 1 graph has only invalid verdicts (3) and is not in the table\n"
+                       "note: 2 of 2 graphs cannot hold a cycle (fewer than 3 models, or no compared triple): their "
+                       "cycle counts are 0 by construction, not a measurement (no coverage, no s_mu)\n")
     df = pd.read_csv(io.StringIO(cap.out), dtype={"prompt_id": str})
     assert df["prompt_id"].tolist() == ["1", "3"] and int(df["n_invalid"].sum()) == 2
     assert df.columns[-1] == "policy" and set(df["policy"]) == {"plurality"}

@@ -75,9 +75,9 @@ def test_all_or_nothing_stores_nothing(empty_store, tmp_path):
     store_report(empty_store, validate_file(write(tmp_path, "g.csv", GOOD_CSV), dataset="d"), "d")
     before = (count(empty_store, "verdicts"), empty_store.dataset_version("d"))
     res = store_report(empty_store, validate_file(write(tmp_path, "b.csv", BAD_CSV), dataset="d"), "d")
-    # lines 3-4 are bad; line 2 repeats a verdict already stored by the first import
-    assert res.status == "refused" and res.rows_stored == 0 and res.rows_rejected == 3
-    assert sorted(res.report.rejected["source_line"]) == [2, 3, 4]
+    # lines 3-4 are bad; line 2 equals a stored verdict, which is another vote, not an error
+    assert res.status == "refused" and res.rows_stored == 0 and res.rows_rejected == 2
+    assert sorted(res.report.rejected["source_line"]) == [3, 4]
     assert (count(empty_store, "verdicts"), empty_store.dataset_version("d")) == before
     assert log(empty_store)["status"].tolist() == ["stored", "refused"]
     # a new dataset is not created by a refused import either
@@ -100,13 +100,22 @@ def test_replace_and_append(empty_store, tmp_path):
     app = store_report(empty_store, validate_file(write(tmp_path, "m.csv", more), dataset="d"), "d")
     assert app.status == "stored" and app.version > first.version
     assert count(empty_store, "verdicts", "d") == 6
-    # appending rows identical to stored ones is refused, naming where the stored row came from
-    again = store_report(empty_store, validate_file(tmp_path / "m.csv", dataset="d"), "d")
+    # the same file again is refused by its content (even under another name), naming the stored file
+    (tmp_path / "copy.csv").write_bytes((tmp_path / "m.csv").read_bytes())
+    again = store_report(empty_store, validate_file(tmp_path / "copy.csv", dataset="d"), "d")
     assert again.status == "refused" and count(empty_store, "verdicts", "d") == 6
-    assert all("already stored in dataset 'd'" in s and "m.csv line" in s for s in again.report.sentences())
+    assert "copy.csv is already in dataset 'd' (imported as m.csv)" in again.message
+    assert "--replace" in again.message and again.report.n_rejected == 0
+    # the same rows in a different file are other votes: stored
+    (tmp_path / "m2.csv").write_text(more + "p9,x,z,tie\n")
+    assert store_report(empty_store, validate_file(tmp_path / "m2.csv", dataset="d"), "d").status == "stored"
+    assert count(empty_store, "verdicts", "d") == 9
     rep = store_report(empty_store, validate_file(tmp_path / "m.csv", dataset="d"), "d", replace=True)
     assert rep.status == "stored" and rep.version > app.version
     assert sorted(empty_store.verdicts("d")["prompt_id"]) == ["p9", "p9"]
+    # after --replace only m.csv is in the dataset: g.csv may come back, m.csv may not
+    assert store_report(empty_store, validate_file(tmp_path / "g.csv", dataset="d"), "d").status == "stored"
+    assert store_report(empty_store, validate_file(tmp_path / "m.csv", dataset="d"), "d").status == "refused"
 
 
 def test_texts_are_stored_and_replaced(empty_store, tmp_path):
@@ -207,6 +216,7 @@ def expected_frame(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy()
     out["winner"] = out["winner"].replace({"error": "invalid"})
     out["variant_kind"] = np.where(out["variant"] == 0, "original", "paraphrase")
+    out = out.reindex(columns=CONTENT)  # battle_id, tstamp, strength: not in these files
     return out[CONTENT].astype(object).where(out[CONTENT].notna(), None).reset_index(drop=True)
 
 

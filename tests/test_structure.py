@@ -109,7 +109,8 @@ def test_bad_triad_participation_matches_enumeration():
     assert per_model["model"].tolist() == list(stack.models)
     np.testing.assert_array_equal(per_model["bad_triads"], bm)
     np.testing.assert_array_equal(per_model["graphs_with_bad"], bg)
-    present = (stack.adj | stack.adj.swapaxes(1, 2)).any(axis=2).sum(axis=0)
+    seen = (stack.adj | stack.adj.swapaxes(1, 2)).any(axis=2)
+    present = (seen & (seen.sum(axis=1) >= 3)[:, None]).sum(axis=0)  # graphs of < 3 models hold no triad
     np.testing.assert_array_equal(per_model["graphs"], present)
     np.testing.assert_allclose(per_model["participation_rate"], bg / present, rtol=1e-15)
     iu, ju = np.triu_indices(7, 1)
@@ -161,6 +162,9 @@ ROWS = [
 ]
 
 
+ROWS_FRAME = pd.DataFrame(ROWS, columns=["judge", "prompt_id", "category", "model_a", "model_b", "winner"])
+
+
 def test_graphs_command_csv(db_path, capsys):
     store = Store(db_path)
     insert_verdicts(store, "toy", ROWS)
@@ -170,9 +174,15 @@ def test_graphs_command_csv(db_path, capsys):
     df = pd.read_csv(io.StringIO(out))
     assert out.splitlines()[0] == (
         "judge,prompt_id,variant,turn,category,n_models,c3,c4,c3_tie,c4_tie,c3_bad,c4_bad,draw_rate,largest_scc,"
-        "variant_kind,n_pairs,n_verdicts,n_invalid,policy"
+        "variant_kind,n_pairs,n_verdicts,n_invalid,coverage,policy"
     )
     assert set(df["policy"]) == {"plurality"}
+    caps = []  # coverage: (triangles + 4-cycles of compared pairs) over the best graph's, by networkx
+    for row in df.itertuples(index=False):
+        sub = ROWS_FRAME[(ROWS_FRAME.judge == row.judge) & (ROWS_FRAME.prompt_id == row.prompt_id)]
+        und = nx.Graph(sub.loc[sub.winner != "invalid", ["model_a", "model_b"]].itertuples(index=False))
+        caps.append(len(list(nx.simple_cycles(und, length_bound=4))))
+    assert df["coverage"].tolist() == pytest.approx([c / max(caps) for c in caps])
     assert df[["judge", "prompt_id"]].values.tolist() == [["j1", "p1"], ["j1", "p2"], ["j2", "p1"]]
     # every count against networkx on the graph drawn from the same rows
     verdicts = pd.DataFrame(ROWS, columns=["judge", "prompt_id", "category", "model_a", "model_b", "winner"])
@@ -198,13 +208,22 @@ def test_graphs_command_csv(db_path, capsys):
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert df[["judge", "prompt_id"]].values.tolist() == [["j1", "p1"]]
 
-    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "0.5", "--format", "csv"]) == 0
+    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "0.5", "--score", "raw",
+                 "--format", "csv"]) == 0
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert df.columns[-1] == "s_mu"
     np.testing.assert_array_equal(df["s_mu"], df["c3_bad"] + 0.5 * df["c4_bad"])
-    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "-1", "--format", "csv"]) == 0
+    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "-1", "--score", "raw",
+                 "--format", "csv"]) == 0
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))  # any finite weight (engine/truncation.py)
     np.testing.assert_array_equal(df["s_mu"], df["c3_bad"] - df["c4_bad"])
+    # the default scales by coverage: p1 (complete on 4: 4 triples, 3 four-cycles) is the reference;
+    # p2 misses x-z (2 triples, 1 four-cycle): 1 bad 3-cycle · 4/2 + 0.5 · 1 bad 4-cycle · 3/1
+    assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "0.5", "--format", "csv"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    c3, c4 = df["c3_bad"].tolist(), df["c4_bad"].tolist()
+    assert c3[1] == 1 and c4[1] == 1  # w>y>z>w and w>x>y>z>w
+    assert df["s_mu"].tolist() == [c3[0] + 0.5 * c4[0], 1 * 4 / 2 + 0.5 * 1 * 3 / 1, 0.0]
     assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "inf", "--format", "csv"]) == 2
     assert capsys.readouterr().err.startswith("error: ")
 

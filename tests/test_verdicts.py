@@ -237,17 +237,25 @@ def test_line_numbers_survive_multiline_fields_and_blank_lines():
     assert rep.good["explanation"].tolist()[0] == "one\ntwo\nthree"
 
 
-def test_duplicates_report_both_lines():
+def test_repeated_rows_are_kept_and_counted():
     rep = check(HEADER + "p,x,y,A,,,,\np,x,y,B,,,,\np,x,y,A,,,,\np,x,y,A,,0,1,\n")
-    # line 5 equals line 2 once defaults are applied (variant 0, turn 1)
-    assert reasons(rep) == {4: "the row repeats line 2 exactly (an identical verdict)",
-                            5: "the row repeats line 2 exactly (an identical verdict)"}
+    # lines 4 and 5 equal line 2 once defaults are applied (variant 0, turn 1): three votes for x
+    assert rep.n_rejected == 0 and rep.good["winner"].tolist() == ["A", "B", "A", "A"]
+    assert rep.repeats == 2
+    assert rep.notes() == ["2 rows repeat an earlier row; kept as separate verdicts."]
 
 
-def test_duplicates_across_files_name_the_file():
+def test_a_battle_id_keeps_equal_rows_apart():
+    text = "num,prompt_id,model_a,model_b,winner\n1,p,x,y,A\n2,p,x,y,A\n2,p,x,y,A\n"
+    rep = check(text)
+    assert rep.good["battle_id"].tolist() == ["1", "2", "2"]
+    assert rep.repeats == 1  # only the row with the same num repeats
+
+
+def test_repeats_across_files_are_counted_too():
     a = (HEADER + "p,x,y,A,,,,\n").encode()
-    rep = validate_many([(a, "a.csv"), (a, "b.csv")], dataset="d")
-    assert rep.sentences() == ["b.csv line 2: the row repeats a.csv line 2 exactly (an identical verdict)."]
+    rep = validate_many([(a, "a.csv"), (a + b"p,x,y,B,,,,\n", "b.csv")], dataset="d")
+    assert rep.n_rejected == 0 and rep.n_good == 3 and rep.repeats == 1
 
 
 def test_undecodable_bytes_cost_one_line():

@@ -4,6 +4,7 @@ agreement, structure) for a dataset; the computation is engine.diagnostics.diagn
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..diagnostics import TABLES, diagnose, diagnose_cached
 from ..diagnostics.cycle_stats import EXACT_MAX, FALLBACK_BOUND
@@ -80,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
             table, _hit = diagnose_cached(store, args.dataset, judge=judge, table=args.table, **params)
     finally:
         store.close()
+    for note in table.attrs.get("notes") or ():
+        print(f"note: {note}", file=sys.stderr)
     write_frame(table, args.format)
     return 0
 

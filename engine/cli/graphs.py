@@ -5,17 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 
+import numpy as np
+
+from ..cycles import cycle_capacity
 from ..errors import LensError
+from ..graph_buckets import build_buckets
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
 from ..schema import DEFAULT_DATASET
 from ..structure import graph_table
-from ..truncation import truncation_scores
+from ..truncation import DEFAULT_SCORE, SCORES, can_hold_cycle, graph_scores
 from ._common import add_format, check_judges, store_from_args, write_frame
 
 COLUMNS = (
     "judge", "prompt_id", "variant", "turn", "category", "n_models",
     "c3", "c4", "c3_tie", "c4_tie", "c3_bad", "c4_bad", "draw_rate", "largest_scc",
-    "variant_kind", "n_pairs", "n_verdicts", "n_invalid", "policy",
+    "variant_kind", "n_pairs", "n_verdicts", "n_invalid", "coverage", "policy",
 )
 """The DESIGN.md contract up to ``largest_scc``, then extra columns (``s_mu`` last with --mu)."""
 
@@ -33,13 +37,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
                    help="how several verdicts on one pair in one graph combine")
     p.add_argument("--mu", type=float,
-                   help="also print the truncation score s_mu = c3_bad + mu * c4_bad (paper 000, eq. 1)")
+                   help="also print the truncation score s_mu = c3_bad + mu * c4_bad (paper 000, eq. 1), "
+                   "scaled by coverage unless --score raw")
+    p.add_argument("--score", choices=tuple(SCORES), default=DEFAULT_SCORE,
+                   help="with --mu: " + "; ".join(f"{k}: {v}" for k, v in SCORES.items()))
     add_format(p)
     p.set_defaults(func=run)
 
 
-def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None):
-    """The GraphStack the command's filters select; a LensError when they select nothing."""
+def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None, bucketed: bool = False):
+    """The GraphStack the command's filters select (``bucketed``: as engine.graph_buckets.GraphBuckets,
+    each graph over its own models); a LensError when they select nothing."""
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         check_judges(store, args.dataset, args.judge)
@@ -59,7 +67,7 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None):
             if value is not None:
                 verdicts = verdicts[verdicts[col] == value]
                 what += f", {col} {value}"
-    stack = build_stack(verdicts, policy=args.policy)
+    stack = (build_buckets if bucketed else build_stack)(verdicts, policy=args.policy)
     if stack.T == 0:
         n_inv = int(stack.invalid_only["n_invalid"].sum())
         extra = f" (only {n_inv} invalid judge output{'s' if n_inv != 1 else ''})" if n_inv else ""
@@ -77,16 +85,28 @@ def invalid_only_note(stack) -> str | None:
             f"and {'is' if k == 1 else 'are'} not in the table")
 
 
+def no_cycle_note(k: int, total: int) -> str | None:
+    """One line about graphs whose compared pairs cannot carry a cycle (counts 0 by construction)."""
+    if not k:
+        return None
+    return (f"note: {k} of {total} graph{'s' if total != 1 else ''} cannot hold a cycle (fewer than 3 models, or no "
+            "compared triple): their cycle counts are 0 by construction, not a measurement (no coverage, no s_mu)")
+
+
 def run(args: argparse.Namespace) -> int:
-    stack = load_stack(args)
+    stack = load_stack(args, bucketed=True)
     table = graph_table(stack)
     table["policy"] = stack.policy
+    capacity = cycle_capacity(stack)
+    holds = can_hold_cycle(capacity)
+    s_mu, table["coverage"] = graph_scores(table, capacity, mu=1.0 if args.mu is None else args.mu,
+                                           score=args.score, among=np.flatnonzero(holds))
     columns = list(COLUMNS)
     if args.mu is not None:
-        table["s_mu"] = truncation_scores(table, mu=args.mu)
+        table["s_mu"] = np.where(holds, s_mu, np.nan)  # no score where no cycle fits
         columns.append("s_mu")
-    note = invalid_only_note(stack)
-    if note:
-        print(note, file=sys.stderr)
+    for note in (invalid_only_note(stack), no_cycle_note(int((~holds).sum()), stack.T)):
+        if note:
+            print(note, file=sys.stderr)
     write_frame(table[columns], args.format)
     return 0

@@ -7,7 +7,7 @@ import sys
 
 from ..errors import LensError
 from ..ingest import import_files, prepare_rejected, validate_paths, write_rejected
-from ..verdicts import FORMATS
+from ..verdicts import FORMATS, judge_from_filename, parse_value_map
 from ._common import store_from_args
 
 
@@ -21,6 +21,18 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
     return out
 
 
+def _file_judges(args: argparse.Namespace) -> dict[str, str] | None:
+    """Each file's judge: ``--judge NAME`` for all files, ``--judge-from filename`` for one per file."""
+    if args.judge and args.judge_from == "filename":
+        raise LensError("Give either --judge NAME or --judge-from filename, not both.")
+    if args.judge:
+        return {str(p): args.judge for p in args.paths}
+    if args.judge_from == "filename":
+        judges = {str(p): judge_from_filename(str(p)) for p in args.paths}
+        return judges
+    return None
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "import",
@@ -30,7 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="one or more files, imported together")
     p.add_argument("--dataset", required=True)
-    p.add_argument("--format", choices=FORMATS, default=None, help="override format detection")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="override detection: a container (csv, jsonl, json, parquet, review) read as canonical "
+                   "columns, or a tool's judgment file (fastchat-pair, mtbench-human, arena-hard, alpaca-eval, "
+                   "evalica, arena)")
     p.add_argument("--replace", action="store_true", help="replace the dataset's verdicts and texts")
     p.add_argument("--skip-invalid", action="store_true",
                    help="store the good rows and write the rejected ones to --rejected")
@@ -43,6 +58,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="treat the file's column FILECOL as the canonical COLUMN (repeatable)")
     p.add_argument("--model-name", action="append", metavar="OLD=NEW", help="rename a model (repeatable)")
     p.add_argument("--judge-name", action="append", metavar="OLD=NEW", help="rename a judge (repeatable)")
+    p.add_argument("--map-value", action="append", metavar="COLUMN:VALUE=NEW",
+                   help="read VALUE in COLUMN as NEW before checking, e.g. winner:left=A (repeatable)")
+    p.add_argument("--judge", metavar="NAME", help="put every row under judge NAME")
+    p.add_argument("--judge-from", choices=["column", "filename"], default="column",
+                   help="filename: each file's rows under a judge named after the file (a.json → a); "
+                   "column (default): the judge column, else 'judge'")
     p.set_defaults(func=run)
 
 
@@ -50,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
     column_map = _pairs(args.map, "--map")
     models = _pairs(args.model_name, "--model-name")
     judges = _pairs(args.judge_name, "--judge-name")
+    values = parse_value_map(args.map_value)
+    file_judges = _file_judges(args)
     if args.check:
-        return _check(args, column_map, models, judges)
+        return _check(args, column_map, models, judges, values, file_judges)
     rejected_path = None
     if args.rejected or args.skip_invalid:  # checked before anything is read or stored
         rejected_path = prepare_rejected(args.rejected or f"{args.paths[0]}.rejected.csv", args.paths)
@@ -60,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         result = import_files(
             store, args.paths, args.dataset, fmt=args.format, column_map=column_map,
             replace=args.replace, skip_invalid=args.skip_invalid, model_names=models, judge_names=judges,
+            value_map=values, file_judges=file_judges,
         )
     finally:
         store.close()
@@ -68,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout if stored else sys.stderr
     for sentence in report.sentences():
         print(sentence, file=sys.stderr)
+    for note in report.notes():
+        print(note, file=out)
     print(result.summary(), file=out)
     if report.n_rejected and rejected_path is not None:
         try:
@@ -85,12 +111,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(args: argparse.Namespace, column_map: dict, models: dict, judges: dict) -> int:
+def _check(args: argparse.Namespace, column_map: dict, models: dict, judges: dict, values: dict,
+           file_judges: dict | None) -> int:
     """Validation without the store: the rows, the rejected ones, exit 2 when any is rejected."""
     report = validate_paths(args.paths, dataset=args.dataset, fmt=args.format, column_map=column_map,
-                            model_names=models, judge_names=judges)
+                            model_names=models, judge_names=judges, value_map=values, file_judges=file_judges)
     for sentence in report.sentences():
         print(sentence, file=sys.stderr)
+    for note in report.notes():
+        print(note)
     print(f"read {report.rows_read} = valid {report.n_good} + rejected {report.n_rejected} "
           f"(invalid judge outputs: {report.n_invalid}); nothing stored (--check)")
     return 2 if report.n_rejected else 0

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LensError
-from ..graphs import DEFAULT_POLICY, build_stack
+from ..graph_buckets import build_buckets
+from ..graphs import DEFAULT_POLICY
 from . import agreement as _agreement
 from . import cycle_stats, entropy, nontransitivity, order_stress, position, sntd, summary
 from .verdict_pairs import has_known_order
@@ -65,7 +66,7 @@ EXTRA_BY: dict[str, tuple[str, ...]] = {
 }
 UNGROUPED: tuple[str, ...] = ("overview", "entropy-graphs", "cycle-graphs")
 """Tables with one row per judge or per graph: ``by`` does not apply to them."""
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 """Part of every cache key: bump when a table's columns or numbers change, so old results are not served."""
 
 
@@ -84,9 +85,9 @@ def _by(params: dict, default: tuple[str, ...], table: str = "") -> tuple[str, .
 def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy: str = DEFAULT_POLICY,
              tie_band: tuple[float, float] = nontransitivity.DEFAULT_TIE_BAND) -> pd.DataFrame:
     """One row per judge with the headline numbers of every diagnostic."""
-    stack = build_stack(verdicts, policy=policy)
+    stack = build_buckets(verdicts, policy=policy)
     out = nontransitivity.pnt_summary(stack)[["judge", "triples", "pnt"]]
-    if stack.soft is not None and not np.isnan(stack.soft).all():
+    if stack.has_soft:
         out = out.merge(nontransitivity.pnt_summary(stack, source="soft", tie_band=tie_band)[["judge", "pnt"]]
                         .rename(columns={"pnt": "pnt_soft"}), on="judge", how="left")
         out = out.merge(sntd.sntd_summary(stack)[["judge", "sntd_mean"]], on="judge", how="left")
@@ -106,7 +107,11 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
                                "agreement": f"agreement_vs_{reference}", "kappa": f"kappa_vs_{reference}"})
         out = out.merge(ag.drop(columns=["judge_2"]), on="judge", how="left")
         out[f"items_vs_{reference}"] = out[f"items_vs_{reference}"].astype("Int64")
-    return out.sort_values("judge").reset_index(drop=True)
+    out = out.sort_values("judge").reset_index(drop=True)
+    note = small_graph_note(stack, "overview")
+    if note:
+        out.attrs["notes"] = [note]
+    return out
 
 
 def _no_order(dataset: str | None, consequence: str) -> LensError:
@@ -165,7 +170,44 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     if table == "agreement":
         return _agreement.agreement(v, reference=params.get("reference"), by_category=_agreement_by(params),
                                     policy=policy)
-    stack = build_stack(v, policy=policy)
+    stack = build_buckets(v, policy=policy)
+    out = _graph_table(stack, table, params)
+    notes = [n for n in (small_graph_note(stack, table), _empty_note(out, table, stack)) if n]
+    if notes:
+        out.attrs["notes"] = notes
+    return out
+
+
+SMALL_GRAPH_TABLES: tuple[str, ...] = (
+    "overview", "pnt", "patterns", "sntd", "heatmap", "entropy", "cycles", "cycle-lengths", "participation",
+    "cycle-fit", "cycle-graphs", "cycle-prompts", "structure",
+)
+"""Tables whose triad / cycle statistics leave out graphs of fewer than 3 models."""
+
+
+def small_graph_note(stack, table: str) -> str | None:
+    """One sentence saying how many graphs a triad / cycle table left out for having < 3 models."""
+    k = stack.n_below(3)
+    if table not in SMALL_GRAPH_TABLES or not k:
+        return None
+    what = "its bad-cycle columns" if table == "structure" else "every cycle and triad statistic"
+    return (f"{k} of {stack.T} graph{'s' if stack.T != 1 else ''} have fewer than 3 models and are left out of "
+            f"{what}: no cycle or triad fits in 2 models.")
+
+
+def _empty_note(out: pd.DataFrame, table: str, stack) -> str | None:
+    """Why a triad table came out empty (no graph holds a fully compared triple)."""
+    if table not in ("pnt", "patterns", "sntd", "heatmap") or not out.empty:
+        return None
+    if not stack.at_least(3):
+        return (f"No graph has 3 or more models (largest: {int(stack.sizes.max(initial=0))}), so there is no "
+                "model triple to classify.")
+    return "No graph has a model triple with all three pairs compared, so there is no triple to classify."
+
+
+def _graph_table(stack, table: str, params: dict) -> pd.DataFrame:
+    """The graph-based tables of ``diagnose`` on the bucketed graphs."""
+    band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
     if table == "pnt":
         return nontransitivity.pnt_summary(stack, _by(params, ("judge",), "pnt"), source=params.get("source", "hard"),
                                            tie_band=band)
@@ -173,7 +215,7 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
         return nontransitivity.pattern_summary(stack, _by(params, ("judge",), "patterns"),
                                                source=params.get("source", "hard"), tie_band=band)
     if table == "sntd":
-        if stack.soft is None or np.isnan(stack.soft).all():
+        if not stack.has_soft:
             raise LensError("These verdicts carry no judge probabilities (prob_a), so SNTD cannot be computed.")
         return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"))
     if table == "heatmap":
@@ -217,4 +259,5 @@ def diagnose_cached(store, dataset: str, judge: str | list[str] | None = None, t
                                 lambda: diagnose(store, dataset, judge=judge, table=table, **params))
 
 
-__all__ = ["CACHE_VERSION", "TABLES", "UNGROUPED", "diagnose", "diagnose_cached", "overview"]
+__all__ = ["CACHE_VERSION", "SMALL_GRAPH_TABLES", "TABLES", "UNGROUPED", "diagnose", "diagnose_cached", "overview",
+           "small_graph_note"]

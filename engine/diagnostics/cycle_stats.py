@@ -73,57 +73,71 @@ def _edge_sets(adj: np.ndarray, edges: CycleEdges) -> tuple[np.ndarray, np.ndarr
 
 def cycle_table(stack, *, length_bound: int | None = None, edges: CycleEdges = "bad",
                 exact_max: int = EXACT_MAX) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per graph: key columns, ``models`` (models compared in it), ``length_bound`` (the longest
-    cycle counted), ``cycles`` and ``len_3 … len_L`` (Int64, NA for lengths cut off by the bound); and
-    per (graph, model) the number of those cycles through the model (long format: graph, model,
-    cycles). ``length_bound=None``: every length for graphs of ≤ ``exact_max`` models, else
-    ``FALLBACK_BOUND``."""
+    """Per graph of at least 3 models: ``graph`` (its position in the stack), key columns, ``models``
+    (models compared in it), ``length_bound`` (the longest cycle counted), ``cycles`` and
+    ``len_3 … len_L`` (Int64, NA for lengths cut off by the bound); and per (graph, model) the
+    number of those cycles through the model (long format: graph, model, cycles).
+    ``length_bound=None``: every length for graphs of ≤ ``exact_max`` models, else ``FALLBACK_BOUND``.
+
+    Graphs of fewer than 3 models can hold no cycle and are left out (not counted as acyclic):
+    ``table.attrs["left_out"]`` is how many. ``stack``: a GraphStack or GraphBuckets, computed
+    per size bucket over each graph's own models."""
+    from ..graph_buckets import as_buckets
+
     if edges not in ("bad", "strict"):
         raise LensError(f"Unknown cycle edge set {edges!r}; choose bad or strict.")
     if length_bound is not None and length_bound < 3:
         raise LensError(f"The cycle length bound must be at least 3; got {length_bound}.")
-    adj = np.asarray(stack.adj, dtype=bool) & ~np.eye(stack.n, dtype=bool)
-    present = np.asarray(stack.observed, dtype=bool).any(axis=2) | np.asarray(stack.observed, dtype=bool).any(axis=1)
-    k_of = present.sum(axis=1)
+    b = as_buckets(stack)
+    buckets = b.at_least(3)
+    graph = np.concatenate([bk.graph for bk in buckets]) if buckets else np.zeros(0, np.int64)
+    k_of = np.concatenate([np.full(bk.T, bk.k, np.int64) for bk in buckets]) if buckets else graph.copy()
     exact = k_of <= min(exact_max, cycle_dp.MAX_VERTICES)
-    if length_bound is None:
-        bound = np.where(exact, k_of, FALLBACK_BOUND)
-    else:
-        bound = np.full(stack.T, int(length_bound))
-    top = int(max(bound.max(initial=3), 3))
-    lengths = np.zeros((stack.T, max(top, stack.n) + 1), dtype=np.int64)
-    through = np.zeros((stack.T, stack.n), dtype=np.int64)
-    for k in np.unique(k_of[exact]):  # one batch per graph size: models packed into the first k slots
-        t_idx = np.flatnonzero(exact & (k_of == k))
-        if k < 3:
-            continue
-        idx = np.argsort(~present[t_idx], axis=1, kind="stable")[:, :k]  # (B, k) present models, in order
-        sub = adj[t_idx[:, None, None], idx[:, :, None], idx[:, None, :]]
-        cap = None if length_bound is None else int(length_bound)
-        use, minus = _edge_sets(sub, edges)
-        ln, th = cycle_dp.cycles_by_length(use, cap)
-        if minus is not None:
-            ln_m, th_m = cycle_dp.cycles_by_length(minus, cap)
-            ln, th = ln - ln_m, th - th_m
-        lengths[t_idx, : k + 1] = ln
-        np.add.at(through, (t_idx[:, None], idx), th)
-    for t in np.flatnonzero(~exact):  # large graphs: networkx per graph, bounded (module docstring)
-        for cyc in graph_cycles(stack.adj[t], length_bound=int(bound[t]), edges=edges):
-            lengths[t, len(cyc)] += 1
-            through[t, list(cyc)] += 1
-    table = stack.keys.reset_index(drop=True).copy()
-    table.insert(0, "graph", np.arange(stack.T, dtype=np.int64))
+    bound = np.where(exact, k_of, FALLBACK_BOUND) if length_bound is None else np.full(graph.size, int(length_bound))
+    width = int(max(3, k_of.max(initial=3)))
+    lengths = np.zeros((graph.size, width + 1), dtype=np.int64)
+    part_g, part_m, part_c = [], [], []
+    cap = None if length_bound is None else int(length_bound)
+    row = 0
+    for bk in buckets:  # one batch per graph size: each graph over its own k models
+        rows = np.arange(row, row + bk.T)
+        row += bk.T
+        adj = bk.adj & ~np.eye(bk.k, dtype=bool)
+        if bk.k <= min(exact_max, cycle_dp.MAX_VERTICES):
+            use, minus = _edge_sets(adj, edges)
+            ln, th = cycle_dp.cycles_by_length(use, cap)
+            if minus is not None:
+                ln_m, th_m = cycle_dp.cycles_by_length(minus, cap)
+                ln, th = ln - ln_m, th - th_m
+            lengths[rows, : bk.k + 1] = ln
+        else:  # large graphs: networkx per graph, bounded (module docstring)
+            th = np.zeros((bk.T, bk.k), dtype=np.int64)
+            for i in range(bk.T):
+                for cyc in graph_cycles(adj[i], length_bound=int(bound[rows[i]]), edges=edges):
+                    lengths[rows[i], len(cyc)] += 1
+                    th[i, list(cyc)] += 1
+        t_idx, s_idx = np.nonzero(th)
+        part_g.append(bk.graph[t_idx])
+        part_m.append(bk.members[t_idx, s_idx])
+        part_c.append(th[t_idx, s_idx])
+    order = np.argsort(graph, kind="stable")
+    graph, k_of, bound, lengths = graph[order], k_of[order], bound[order], lengths[order]
+    table = b.keys.iloc[graph].reset_index(drop=True).copy()
+    table.insert(0, "graph", graph.astype(np.int64))
     table["models"] = k_of.astype(np.int64)
     table["length_bound"] = bound.astype(np.int64)
     table["cycles"] = lengths.sum(axis=1)
-    width = int(max(3, k_of.max(initial=3)))  # up to the largest graph: cut lengths show as NA
-    for c in range(3, width + 1):
+    for c in range(3, width + 1):  # up to the largest graph: cut lengths show as NA
         col = pd.array(lengths[:, c], dtype="Int64")
         col[(c > bound) & (c <= k_of)] = pd.NA  # cut off by the bound: unknown, not zero
         table[f"len_{c}"] = col
-    t_idx, m_idx = np.nonzero(through)
-    part = pd.DataFrame({"graph": t_idx.astype(np.int64), "model": np.array(stack.models, dtype=object)[m_idx],
-                         "cycles": through[t_idx, m_idx]})
+    pg = np.concatenate(part_g) if part_g else np.zeros(0, np.int64)
+    pm = np.concatenate(part_m) if part_m else np.zeros(0, np.int64)
+    pc = np.concatenate(part_c) if part_c else np.zeros(0, np.int64)
+    po = np.lexsort((pm, pg))
+    part = pd.DataFrame({"graph": pg[po].astype(np.int64), "model": np.array(b.models, dtype=object)[pm[po]],
+                         "cycles": pc[po].astype(np.int64)})
+    table.attrs["left_out"] = b.n_below(3)
     return table, part
 
 

@@ -65,16 +65,26 @@ def structural_entropy(adj: np.ndarray) -> np.ndarray:
 
 def entropy_table(stack) -> pd.DataFrame:
     """One row per graph: key columns, n_vertices, nontransitive_vertices, largest non-transitive
-    SCC share, h2 and tau (NaN for graphs with fewer than 2 vertices)."""
-    present = _present(stack)
-    nv = present.sum(axis=-1)
-    nt = nontransitive_vertices(stack.adj) & present
-    h2 = structural_entropy(stack.adj)
+    SCC share, h2 and tau (NaN for graphs with fewer than 2 vertices). ``stack``: a GraphStack or
+    GraphBuckets; each graph is computed over its own models (absent models add nothing to H²)."""
+    from ..graph_buckets import as_buckets
+
+    b = as_buckets(stack)
+    nv = np.zeros(b.T, dtype=np.int64)
+    nt = np.zeros(b.T, dtype=np.int64)
+    h2 = np.zeros(b.T)
+    for bk in b.buckets:
+        if bk.k == 0:
+            continue
+        present = np.asarray(bk.observed, dtype=bool).any(axis=-1)
+        nv[bk.graph] = present.sum(axis=-1)
+        nt[bk.graph] = (nontransitive_vertices(bk.adj) & present).sum(axis=-1)
+        h2[bk.graph] = structural_entropy(bk.adj)
     with np.errstate(divide="ignore", invalid="ignore"):
         tau = np.where(nv >= 2, h2 / np.log2(np.maximum(nv, 2)), np.nan)
-    out = stack.keys.reset_index(drop=True).copy()
-    out["n_vertices"] = nv.astype(np.int64)
-    out["nontransitive_vertices"] = nt.sum(axis=-1).astype(np.int64)
+    out = b.keys.reset_index(drop=True).copy()
+    out["n_vertices"] = nv
+    out["nontransitive_vertices"] = nt
     out["h2"] = h2
     out["tau"] = tau
     return out
@@ -87,8 +97,11 @@ def rho_nontrans(table: pd.DataFrame) -> float:
 
 
 def entropy_summary(stack, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
-    """Per group (default per judge): graphs, ρ_non-trans (eq. 3), τ_avg (eq. 6), mean H²."""
+    """Per group (default per judge): graphs, ρ_non-trans (eq. 3), τ_avg (eq. 6), mean H², over
+    the graphs of at least 3 models (a graph of 2 can have no non-transitive component; counting
+    its vertices would only dilute ρ_non-trans)."""
     table = entropy_table(stack)
+    table = table[table["n_vertices"] >= 3]
     if table.empty:
         return pd.DataFrame(columns=[*by, "graphs", "rho_nontrans", "tau_avg", "h2_mean"])
     g = table.groupby(list(by), sort=True, dropna=False)

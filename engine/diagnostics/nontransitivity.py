@@ -29,6 +29,7 @@ import pandas as pd
 from scipy import ndimage
 
 from ..errors import LensError
+from ..graph_buckets import Bucket, GraphBuckets, as_buckets
 from ..graphs import GraphStack
 from ..triads import PATTERNS, classify_triples
 from .sntd import sntd_triples
@@ -37,30 +38,48 @@ Source = Literal["hard", "soft"]
 DEFAULT_TIE_BAND: tuple[float, float] = (0.475, 0.525)
 
 
-def soft_stack(stack: GraphStack, tie_band: tuple[float, float] = DEFAULT_TIE_BAND) -> GraphStack:
-    """The stack re-read from probabilities: i → j when P(i beats j) ≥ low (win or tie); pairs
-    without a probability are not compared."""
+def soft_stack(stack, tie_band: tuple[float, float] = DEFAULT_TIE_BAND):
+    """The graphs re-read from probabilities: i → j when P(i beats j) ≥ low (win or tie); pairs
+    without a probability are not compared. A GraphStack gives a GraphStack, GraphBuckets give
+    GraphBuckets (each bucket re-read over its own models)."""
     low, high = tie_band
     if not (0.0 <= low <= high <= 1.0):
         raise LensError(f"The tie band must satisfy 0 ≤ low ≤ high ≤ 1; got {low}-{high}.")
+    if isinstance(stack, GraphBuckets):
+        if not stack.has_soft:
+            raise LensError("These verdicts carry no judge probabilities (prob_a), so soft PNT cannot be computed.")
+        out = []
+        for bk in stack.buckets:
+            if bk.soft is None:
+                continue
+            adj, observed = _soft_edges(bk.soft, low, high)
+            out.append(Bucket(bk.graph, bk.members, adj, observed, bk.soft))
+        return GraphBuckets(stack.models, stack.keys, tuple(out), f"soft {low}-{high}", stack.invalid_only)
     if stack.soft is None or np.isnan(stack.soft).all():
         raise LensError("These verdicts carry no judge probabilities (prob_a), so soft PNT cannot be computed.")
-    n = stack.n
+    adj, observed = _soft_edges(stack.soft, low, high)
+    return GraphStack(stack.models, adj, observed, stack.keys, f"soft {low}-{high}", stack.soft)
+
+
+def _soft_edges(soft: np.ndarray, low: float, high: float) -> tuple[np.ndarray, np.ndarray]:
+    """(adj, observed) of a (T, n, n) probability array read through the tie band."""
+    n = soft.shape[-1]
     iu, ju = np.triu_indices(n, 1)
-    p = stack.soft[:, iu, ju]  # P(i beats j) for i < j; the lower triangle is 1 − p
+    p = soft[:, iu, ju]  # P(i beats j) for i < j; the lower triangle is 1 − p
     has = ~np.isnan(p)
-    adj = np.zeros_like(stack.adj)
-    observed = np.zeros_like(stack.observed)
+    adj = np.zeros(soft.shape, dtype=bool)
+    observed = np.zeros(soft.shape, dtype=bool)
     adj[:, iu, ju] = has & (p >= low)
     adj[:, ju, iu] = has & (p <= high)
     observed[:, iu, ju] = has
     observed[:, ju, iu] = has
-    return GraphStack(stack.models, adj, observed, stack.keys, f"soft {low}-{high}", stack.soft)
+    return adj, observed
 
 
-def pnt_triples(stack: GraphStack, *, source: Source = "hard",
+def pnt_triples(stack, *, source: Source = "hard",
                 tie_band: tuple[float, float] = DEFAULT_TIE_BAND) -> pd.DataFrame:
-    """classify_triples of the chosen source with the graph key columns joined in."""
+    """classify_triples of the chosen source with the graph key columns joined in (a GraphStack
+    or GraphBuckets; only graphs of at least 3 models hold a triple)."""
     if source not in ("hard", "soft"):
         raise LensError(f"Unknown PNT source {source!r}; choose hard or soft.")
     s = soft_stack(stack, tie_band) if source == "soft" else stack
@@ -118,14 +137,20 @@ def pattern_summary(stack: GraphStack, by: tuple[str, ...] = ("judge",), *, sour
     return out[cols].sort_values([*by, "pnt_pattern"]).reset_index(drop=True)
 
 
-def model_win_rates(stack: GraphStack) -> pd.Series:
-    """(wins + ties/2) / comparisons per model over the whole stack (the heatmap's default axis)."""
-    wins = stack.wins.sum(axis=(0, 2)).astype(np.float64)
-    ties = stack.ties.sum(axis=(0, 2)).astype(np.float64)
-    games = stack.observed.sum(axis=(0, 2)).astype(np.float64)
+def model_win_rates(stack) -> pd.Series:
+    """(wins + ties/2) / comparisons per model over all graphs (the heatmap's default axis)."""
+    b = as_buckets(stack)
+    n = b.n
+    wins, ties, games = np.zeros(n), np.zeros(n), np.zeros(n)
+    for bk in b.buckets:
+        a = bk.adj
+        back = a.swapaxes(1, 2)
+        np.add.at(wins, bk.members, (a & ~back).sum(axis=2))
+        np.add.at(ties, bk.members, (a & back).sum(axis=2))
+        np.add.at(games, bk.members, bk.observed.sum(axis=2))
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(games > 0, (wins + ties / 2) / np.where(games > 0, games, 1), np.nan)
-    return pd.Series(rate, index=list(stack.models), name="win_rate")
+    return pd.Series(rate, index=list(b.models), name="win_rate")
 
 
 def read_win_rates(frame: pd.DataFrame, source: str = "the win-rate file") -> pd.Series:
@@ -178,6 +203,7 @@ def gap_heatmap(stack: GraphStack, *, by: tuple[str, ...] = ("judge",), win_rate
     if sigma < 0:
         raise LensError(f"The heatmap smoothing sigma must be at least 0; got {sigma}.")
     given = None if win_rates is None else pd.Series(win_rates, dtype=np.float64)
+    stack = as_buckets(stack)
     t = pnt_triples(stack, source=source, tie_band=tie_band)
     t = t.assign(nt=(~t["transitive"]).astype(float))
     soft = sntd_triples(stack)

@@ -69,18 +69,33 @@ def sntd_arrays(soft: np.ndarray, *, eps: float = 1e-6, base: float = 2.0) -> tu
 
 def sntd_triples(stack, *, eps: float = 1e-6, base: float = 2.0) -> pd.DataFrame:
     """One row per graph and model triple with probabilities on all three pairs: key columns,
-    graph (position in the stack), model_a < model_b < model_c (by stack order), sntd."""
-    soft = stack.soft if stack.soft is not None else np.full(stack.adj.shape, np.nan)
-    val, tri = sntd_arrays(soft, eps=eps, base=base)
-    t_idx, k_idx = np.nonzero(~np.isnan(val))
-    models = np.array(stack.models, dtype=object)
-    keys = stack.keys.reset_index(drop=True)
-    out = keys.iloc[t_idx].reset_index(drop=True)
-    out.insert(0, "graph", t_idx.astype(np.int64))
-    out["model_a"] = models[tri[k_idx, 0]] if len(k_idx) else []
-    out["model_b"] = models[tri[k_idx, 1]] if len(k_idx) else []
-    out["model_c"] = models[tri[k_idx, 2]] if len(k_idx) else []
-    out["sntd"] = val[t_idx, k_idx]
+    graph (position in the stack), model_a < model_b < model_c (by stack order), sntd.
+    ``stack``: a GraphStack or GraphBuckets (each graph's triples over its own models)."""
+    from ..graph_buckets import as_buckets
+
+    b = as_buckets(stack)
+    g_all, tri_all, val_all = [], [], []
+    for bk in b.at_least(3):
+        if bk.soft is None:
+            continue
+        val, tri = sntd_arrays(bk.soft, eps=eps, base=base)
+        t_idx, k_idx = np.nonzero(~np.isnan(val))
+        g_all.append(bk.graph[t_idx])
+        tri_all.append(np.take_along_axis(bk.members[t_idx], tri[k_idx], axis=1))
+        val_all.append(val[t_idx, k_idx])
+    g = np.concatenate(g_all) if g_all else np.zeros(0, np.int64)
+    glob = np.concatenate(tri_all) if tri_all else np.zeros((0, 3), np.int64)
+    val = np.concatenate(val_all) if val_all else np.zeros(0)
+    order = np.lexsort((glob[:, 2], glob[:, 1], glob[:, 0], g))
+    g, glob, val = g[order], glob[order], val[order]
+    models = np.array(b.models, dtype=object)
+    keys = b.keys.reset_index(drop=True)
+    out = keys.iloc[g].reset_index(drop=True)
+    out.insert(0, "graph", g.astype(np.int64))
+    out["model_a"] = models[glob[:, 0]] if len(g) else []
+    out["model_b"] = models[glob[:, 1]] if len(g) else []
+    out["model_c"] = models[glob[:, 2]] if len(g) else []
+    out["sntd"] = val
     return out
 
 
