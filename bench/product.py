@@ -149,8 +149,8 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
     if "diagnose" in want:
         step("diagnose --table overview", engine_cmd(store, "diagnose", "--dataset", "bench", "--table", "overview",
                                                       "--format", "csv"))
-    if (a.attach or "attach" in want) and kind == "arena":
-        attach_steps(step, work, pq, a)
+    if a.attach or "attach" in want:
+        attach_steps(step, work, pq, a, kind)
     if "evalica" in want:
         step("peer: evalica bradley_terry", [sys.executable, str(BENCH / "peer_evalica.py"), str(pq)])
     if "fastchat" in want:
@@ -176,7 +176,7 @@ def has_attach() -> bool:
     return r.returncode == 0
 
 
-def attach_steps(step, work: Path, pq: Path, a: argparse.Namespace) -> None:
+def attach_steps(step, work: Path, pq: Path, a: argparse.Namespace, kind: str = "arena") -> None:
     """The same battles as a Parquet dataset read in place: attach, leaderboard, bootstrap.
 
     A dataset read in place takes the canonical winner spellings (A, B, tie), so these rows read a
@@ -185,11 +185,12 @@ def attach_steps(step, work: Path, pq: Path, a: argparse.Namespace) -> None:
     if not has_attach():
         print("  (no `datasets attach` in this engine: the in-place rows are skipped)", flush=True)
         return
-    short = pq.with_name(pq.stem + "-short.parquet")
-    if not short.exists():
-        n, models = (int(x) for x in pq.stem.split("-")[1].split("x"))
-        battlegen.write("arena", short, n, models, short_winners=True)
-    pq = short
+    if kind == "arena":  # tournaments are written with A / B / tie already
+        short = pq.with_name(pq.stem + "-short.parquet")
+        if not short.exists():
+            n, models = (int(x) for x in pq.stem.split("-")[1].split("x"))
+            battlegen.write("arena", short, n, models, short_winners=True)
+        pq = short
     store = work / "store-attached.duckdb"
     fresh_store(store)
     att = step("datasets attach (Parquet in place)", engine_cmd(store, "datasets", "attach", "bench-pq", str(pq)))
