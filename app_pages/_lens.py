@@ -142,6 +142,15 @@ def verdicts_for(key: CacheKey):
     return get_store().verdicts(key.dataset, **_filters(key))
 
 
+@st.cache_data(max_entries=16, show_spinner="Counting votes…")
+def votes_for(key: CacheKey):
+    """The votes of the current choice (``engine.rankers.votes``), read by DuckDB: the count rankers' input."""
+    from engine.rankers.votes import votes
+    from engine.vote_query import store_vote_rows
+
+    return votes(store_vote_rows(get_store(), key.dataset, **_filters(key)))
+
+
 @st.cache_data(max_entries=16, show_spinner="Building tournament graphs…")
 def stack_for(key: CacheKey):
     """The GraphStack of the current choice (one graph per judge, prompt, variant and turn)."""
@@ -236,7 +245,7 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
     ref, note = reference_for_key(key.dataset, key.category)
     return app_leaderboard(
         slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
-        reference=ref, reference_note=note,
+        reference=ref, reference_note=note, votes=votes_for(key),
         extra_params={"dataset": key.dataset, "dataset_version": key.version, "judge": key.judge,
                       "category": key.category},
     )

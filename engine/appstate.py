@@ -291,6 +291,22 @@ class SliderContext:
         return np.sort(pos[order]), float(scores[order].max())
 
 
+_GRAPH_HASHES: dict[int, object] = {}
+
+
+def graph_hashes(ctx: SliderContext):
+    """The 64-bit graph keys (``engine.vote_query.GRAPH_HASH``) of the context's graphs, computed once."""
+    from .vote_query import key_hashes
+
+    got = _GRAPH_HASHES.get(id(ctx))
+    if got is None or got[0] is not ctx:
+        got = (ctx, key_hashes(ctx.stack.keys))
+        if len(_GRAPH_HASHES) > 16:
+            _GRAPH_HASHES.clear()
+        _GRAPH_HASHES[id(ctx)] = got
+    return got[1]
+
+
 def model_cycle_columns(table, ctx: SliderContext, idx):
     """``bad_triads`` and ``cycle_share`` per model over the graphs at ``idx`` (see with_model_cycles)."""
     import numpy as np
@@ -307,14 +323,20 @@ def model_cycle_columns(table, ctx: SliderContext, idx):
 
 
 def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int,
-                    reference=None, reference_note: str = "", extra_params: dict | None = None) -> AppBoard:
+                    reference=None, reference_note: str = "", extra_params: dict | None = None,
+                    votes=None) -> AppBoard:
     """One slider move's engine work: keep-K by S_mu, rank, bootstrap CIs, cycle and reference columns.
 
-    ``ctx`` is a SliderContext (or a GraphStack, wrapped on the fly). The ranking itself is
-    ``engine.leaderboard.leaderboard_from_stack`` on the kept graphs; ``params`` name the truncation.
+    ``ctx`` is a SliderContext (or a GraphStack, wrapped on the fly). With ``votes`` (the selection's
+    ``engine.rankers.votes.Votes``) a count ranker ranks the votes of the kept graphs
+    (``engine.leaderboard.leaderboard_from_votes``, the CLI's count path); otherwise
+    ``engine.leaderboard.leaderboard_from_stack`` ranks the kept graphs. ``params`` name the truncation.
     """
+    import numpy as np
+
     from .graphs import GraphStack
-    from .leaderboard import compare_to_reference, leaderboard_from_stack
+    from .leaderboard import compare_to_reference, leaderboard_from_stack, leaderboard_from_votes
+    from .rankers import ranker_object
 
     if isinstance(ctx, GraphStack):
         ctx = SliderContext.of(ctx)
@@ -322,8 +344,13 @@ def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstra
     params = {"keep_k": keep_k, "mu": mu if keep_k is not None else None, "per_category": False if keep_k else None,
               "pool": ctx.pool if keep_k is not None else None, "threshold": threshold,
               "n_graphs_pool": ctx.n_pool if keep_k is not None else ctx.stack.T, **(extra_params or {})}
-    board = leaderboard_from_stack(ctx.stack.subset(idx), ranker=ranker, bootstrap=bootstrap, seed=seed,
-                                   extra_params=params)
+    if votes is not None and ranker_object(ranker).counts:
+        kept_votes = votes if keep_k is None else votes.take(np.isin(votes.graph, graph_hashes(ctx)[idx]))
+        board = leaderboard_from_votes(kept_votes, ranker=ranker, bootstrap=bootstrap, seed=seed,
+                                       extra_params={**params, "n_graphs": len(idx)})
+    else:
+        board = leaderboard_from_stack(ctx.stack.subset(idx), ranker=ranker, bootstrap=bootstrap, seed=seed,
+                                       extra_params=params)
     table = with_reference(model_cycle_columns(board.table, ctx, idx), reference)
     dist = {} if reference is None else compare_to_reference(board, reference)
     return AppBoard(table, board.params, dist, reference_note)

@@ -47,14 +47,12 @@ from scipy import sparse
 
 from .errors import LensError
 from .graphs import DEFAULT_POLICY, GraphStack
-from .rankers import rank
+from .rankers import RANKER_OBJECTS, rank, ranker_object
 from .rankers.base import ordered_ranks_batch, ranks_from_scores_batch, single_thread_blas
-from .rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt_batch_info
+from .rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info
 from .rankers.counts import VerdictCounts, verdict_counts
-from .rankers.davidson import fit_davidson_stack_batch
 from .rankers.elspr import cleaned_contributions
 from .rankers.kemeny import kemeny_orders_batch, scores_from_orders
-from .rankers.majority import edge_counts, graph_from_counts, majority_scores
 from .rankers.pged import (
     AGGREGATES,
     DELTA_TIES,
@@ -64,14 +62,11 @@ from .rankers.pged import (
     pged_per_prompt_scores,
     question_ids,
 )
-from .rankers.rank_centrality import rank_centrality_batch
 from .rankers.simple import (
     borda_points,
     borda_scores,
-    copeland_scores,
     pairwise_majority_scores,
     ranking_above,
-    winrate_scores,
 )
 from .rankers.simple import graph_weights as ranker_weights
 
@@ -126,15 +121,13 @@ def _check(B: int, level: float) -> None:
 
 
 UNITS = ("graph", "prompt")
-ORDERED_RANKERS = ("pged", "kemeny")
+ORDERED_RANKERS = tuple(name for name, obj in RANKER_OBJECTS.items() if obj.ordered)
 """Rankers whose point rank is a position in a stated total order (score, then model name)."""
 
 
 def default_unit(ranker: str, params: dict) -> str:
-    """The ranker's own unit: prompts for per-prompt PGED (it aggregates per question), else graphs."""
-    if ranker == "pged" and params.get("mode", "per-prompt") == "per-prompt":
-        return "prompt"
-    return "graph"
+    """The ranker's own unit (``Ranker.default_unit``): prompts for per-prompt PGED, else graphs."""
+    return ranker_object(ranker).default_unit(params)
 
 
 def _unit_ids(stack: GraphStack, unit: str) -> np.ndarray:
@@ -163,8 +156,9 @@ def _bt_batched(stack: GraphStack, B: int, rng: np.random.Generator, unit: str, 
         wb = counts.astype(np.float32) @ contrib[first]
     else:
         wb = graph_weights(stack, B, rng, unit).astype(np.float32) @ contrib
-    fit = fit_bt_batch_info(wb.reshape(B, n, n).astype(np.float64), **params)
-    return fit.scores, int(fit.regularised.sum()), int((~fit.converged).sum())
+    wb = wb.reshape(B, n, n).astype(np.float64)
+    scores, n_reg, n_unconv, _ = ranker_object("bt").fit_counts_batch(wb, np.zeros_like(wb), **params)
+    return scores, n_reg, n_unconv
 
 
 def _sums(c: np.ndarray, per_graph: np.ndarray) -> np.ndarray:
@@ -180,30 +174,12 @@ def _allowed(ranker: str, params: dict, keys: tuple[str, ...]) -> bool:
 def _batched(stack: GraphStack, ranker: str, c: np.ndarray, params: dict) -> tuple[np.ndarray, int, int, str] | None:
     """All B resamples of ``ranker`` from the resampling counts c (B, T), or None (no batched form)."""
     wins, ties = stack.wins, stack.ties
-    if ranker == "davidson" and _allowed(ranker, params, ("alpha", "on_degenerate", "scale")):
-        scale = params.get("scale", "log")
-        if scale not in ("log", "elo"):
-            return None
-        theta, _, conv, bad = fit_davidson_stack_batch(
-            _sums(c, wins), _sums(c, ties), alpha=params.get("alpha", DEFAULT_ALPHA),
-            on_degenerate=params.get("on_degenerate", "regularize"))
-        theta = theta * ELO_FACTOR if scale == "elo" else theta
-        return theta, int(bad.sum()), int((~conv).sum()), "one batched Newton fit on (theta, log nu)"
-    if ranker in ("winrate", "copeland", "scorewin") and _allowed(ranker, params, ("normalize",)):
-        W = _sums(c, wins)
-        if ranker == "winrate":
-            out = winrate_scores(W, _sums(c, ties))  # NaN where a resample left a model uncompared
-        else:
-            compared = _sums(c, stack.observed) > 0
-            out = copeland_scores(W, compared, 0.5 if ranker == "copeland" else 1.0, params.get("normalize", False),
-                                  strict=False)
-        return out, 0, 0, "W and T of every resample in one product"
-    if ranker == "majority" and _allowed(ranker, params, ("ties", "exact_half", "normalize")):
-        count2 = _sums(c, edge_counts(stack.adj, params.get("ties", "half")))
-        t = _sums(c, stack.observed)
-        g = graph_from_counts(count2, t, params.get("exact_half", "both"))
-        out = majority_scores(g, t > 0, params.get("normalize", False), strict=False)
-        return out, 0, 0, "eq. 5 counts of every resample in one product"
+    obj = ranker_object(ranker)
+    if obj.counts and obj.has_batch(params):  # count rankers: their own batched fit on resampled W and T
+        out = obj.fit_counts_batch(_sums(c, wins), _sums(c, ties), **params)
+        if out is not None:
+            scores, n_reg, n_unconv, how = out
+            return scores, n_reg, n_unconv, f"W and T of every resample in one product, {how}"
     if ranker == "borda" and _allowed(ranker, params, ("weights", "normalize")):
         points, attainable = borda_points(stack)
         g = c * ranker_weights(stack, params.get("weights"))[None]
@@ -233,10 +209,6 @@ def _batched(stack: GraphStack, ranker: str, c: np.ndarray, params: dict) -> tup
                                     on_degenerate=params.get("on_degenerate", "regularize"))
         return (fit.scores, int(fit.regularised.sum()), int((~fit.converged).sum()),
                 "fixed cleaned pairs per graph, one batched BT fit")
-    if ranker == "rank-centrality" and _allowed(ranker, params, ("alpha", "on_degenerate")):
-        out, bad = rank_centrality_batch(_sums(c, wins + 0.5 * ties), params.get("alpha", DEFAULT_ALPHA),
-                                         params.get("on_degenerate", "regularize"))
-        return out, int(bad.sum()), 0, "batched transition matrices and stationary laws"
     if ranker == "pged" and _allowed(ranker, params,
                                      ("weights", "mode", "aggregate", "prompt_ties", "delta_ties", "exact_max")):
         return _pged_batched(stack, c, params)
@@ -286,17 +258,16 @@ def bootstrap(
         raise LensError("There is no graph to resample in this selection.")
     unit = default_unit(ranker, params) if unit is None else unit
     if unit not in UNITS:
-        raise LensError(f"Unknown bootstrap unit {unit!r}; choose graph or prompt.")
+        extra = (" (single votes are resampled only by the count rankers: bt, davidson, elo, winrate, copeland, "
+                 "scorewin, rank-centrality, majority)" if unit == "vote" else "")
+        raise LensError(f"Unknown bootstrap unit {unit!r}; choose graph or prompt{extra}.")
     rng = np.random.default_rng(seed)
     n_unconv = 0
     ranks = None
     if ranker == "bt" and not params.get("soft", False) and _allowed(
             ranker, params, ("solver", "alpha", "on_degenerate", "scale", "soft")):
-        bt_params = {k: v for k, v in params.items() if k in ("solver", "alpha", "on_degenerate")}
         with single_thread_blas():
-            samples, n_reg, n_unconv = _bt_batched(stack, B, rng, unit, bt_params)
-        if params.get("scale", "log") == "elo":
-            samples = samples * ELO_FACTOR
+            samples, n_reg, n_unconv = _bt_batched(stack, B, rng, unit, params)
         method = "batched: multinomial graph weights, one matrix product, one batched Newton fit"
     else:
         weights = graph_weights(stack, B, rng, unit)

@@ -253,14 +253,11 @@ def copeland_majority_batch(wins: np.ndarray, tie_value: float = 1.0, compared: 
     0.5 = classic Copeland as ``rankers`` ``copeland``). Pairs never compared (``compared`` False,
     (B, n, n)) have no edge; without ``compared`` every pair counts as compared.
     """
+    from .rankers.simple import copeland_scores  # the one Copeland kernel (rankers copeland / scorewin)
+
     w = np.asarray(wins, dtype=np.float64)
-    n = w.shape[1]
-    off = ~np.eye(n, dtype=bool)
-    if compared is not None:
-        off = off & np.asarray(compared, dtype=bool)
-    beat = (w > w.swapaxes(1, 2)) & off
-    even = (w == w.swapaxes(1, 2)) & off
-    return beat.sum(axis=2) + tie_value * even.sum(axis=2)
+    seen = np.ones(w.shape, dtype=bool) if compared is None else np.asarray(compared, dtype=bool)
+    return copeland_scores(w, seen, tie_value, normalize=False, strict=False)
 
 
 def unique_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

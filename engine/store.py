@@ -273,6 +273,14 @@ class Store:
         if valid_only:
             where.append("winner <> 'invalid'")
         cols = ", ".join(f'"{c}"' for c in ("verdict_id", *VERDICT_COLUMNS))
+        from .attached import attached_relation
+
+        attached = attached_relation(self, dataset)  # Parquet files read in place (engine.attached)
+        if attached is not None:
+            rel = f"(SELECT row_number() OVER () AS verdict_id, * FROM {attached})"
+            df = self.cursor().execute(f"SELECT {cols} FROM {rel} WHERE {' AND '.join(where)} ORDER BY verdict_id",
+                                       params).df()
+            return df.astype({"verdict_id": "int64", **VERDICT_DTYPES})
         df = self.cursor().execute(
             f"SELECT {cols} FROM verdicts WHERE {' AND '.join(where)} ORDER BY verdict_id", params
         ).df()

@@ -125,7 +125,10 @@ def test_cli_csv_stays_clean_and_notes_go_to_stderr(shipped_db):
     assert rc == 0 and "note:" not in out
     assert "copeland: 4 pair(s) of models were never compared" in err  # claude met 4 of the 8 others
     rc, _, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--ranker", "elo", "--format", "csv")
-    assert "elo: K = 4" in err and "order: graphs sorted by key" in err
+    assert "elo: K = 4" in err and "order: source order (file, line)" in err  # no timestamps: source order
+    rc, _, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--ranker", "elo", "--param", "order=prompt",
+                         "--format", "csv")
+    assert rc == 0 and "order: graph key, then model pair" in err
     rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--ranker", "kemeny", "--format", "json")
     obj = json.loads(out)
     assert obj["details"]["exact"] is True and any(n.startswith("kemeny: exact") for n in obj["notes"])

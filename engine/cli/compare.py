@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
             judges = sorted(store.verdicts(args.dataset, category=args.category)["judge"].dropna().unique())
         else:
             judges = [args.judge]
+        units: dict[str, str] = {}
         for judge in judges:
             for ranker in rankers:
                 board = leaderboard(
@@ -104,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
                     keep_k=args.keep_k, mu=mu, per_category=per_category, pool=pool, policy=args.policy,
                     ranker_params=params[ranker],
                 )
+                units[ranker] = board.params.get("unit", "graphs")
                 d = compare_to_reference(board, ref)
                 label = judge if judge is not None else "all"
                 rows.append({"judge": label, "ranker": ranker, "n_graphs": board.n_graphs, **d})
@@ -111,6 +113,12 @@ def run(args: argparse.Namespace) -> int:
                 if dropped:
                     notes.append(f"judge {label}, {ranker}: {', '.join(dropped)} had no comparison in the ranked "
                                  "graphs and were left out.")
+        by_unit: dict[str, list[str]] = {}
+        for r, u in units.items():
+            by_unit.setdefault(u, []).append(r)
+        notes.append("unit: " + "; ".join(f"{', '.join(rs)} ranked {'votes' if u == 'votes' else 'graph edges'}"
+                                          for u, rs in sorted(by_unit.items()))
+                     + " (votes: each judge/annotator/battle on a pair counts; graph edges: one per pair and graph).")
     finally:
         store.close()
     write_frame(pd.DataFrame(rows, columns=list(COLUMNS)), args.format)

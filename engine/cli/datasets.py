@@ -1,4 +1,4 @@
-"""``datasets``: list what the store holds; ``rename``, ``delete`` and ``export`` a dataset."""
+"""``datasets``: list what the store holds; ``rename``, ``delete``, ``export`` a dataset; ``attach`` Parquet in place."""
 
 from __future__ import annotations
 
@@ -28,6 +28,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("path", help="output file (format from its extension unless --format)")
     e.add_argument("--format", dest="export_format", choices=EXPORT_FORMATS, default=None)
     e.set_defaults(func=run_export)
+    a = sub.add_parser("attach", help="register Parquet files (a glob) as a dataset read in place, without copying",
+                       description="The files stay where they are and DuckDB reads them on every use (engine/attached.py); "
+                                   "columns prompt_id, model_a, model_b, winner are required, judge, variant, turn, order, "
+                                   "annotator, prob_a, battle_id, tstamp are used when present.")
+    a.add_argument("name")
+    a.add_argument("files", help="a path or glob of Parquet files, e.g. 'logs/*.parquet' (quote it)")
+    a.add_argument("--description")
+    a.set_defaults(func=run_attach)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -36,6 +44,19 @@ def run_list(args: argparse.Namespace) -> int:
         write_frame(dataset_table(store), args.format)
     finally:
         store.close()
+    return 0
+
+
+def run_attach(args: argparse.Namespace) -> int:
+    from ..attached import attach
+
+    store = store_from_args(args)
+    try:
+        info = attach(store, args.name, args.files, args.description)
+    finally:
+        store.close()
+    print(f"attached {info['verdicts']} verdicts in {info['files']} Parquet file(s) as dataset {args.name!r} "
+          f"(read in place, version {info['version']})")
     return 0
 
 

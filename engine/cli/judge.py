@@ -79,7 +79,14 @@ def add_backend_args(p: argparse.ArgumentParser, *, seed_flag: bool = True) -> N
         default="auto",
         help="local backend: weights dtype (auto: bfloat16 on cuda, float32 on cpu)",
     )
-    g.add_argument("--batch-size", type=int, default=8, help="local backend: requests generated together")
+    g.add_argument(
+        "--batch-size", type=int, help="local backend: requests handed over and stored together (default 32)"
+    )
+    g.add_argument(
+        "--token-budget",
+        type=int,
+        help="local backend: padded tokens per forward pass (default 1024 on cpu, 32768 on cuda)",
+    )
     g.add_argument("--threads", type=int, help="local backend: CPU threads for torch (default: torch's)")
     g.add_argument("--concurrency", type=int, default=4, help="API requests in flight")
     g.add_argument("--max-retries", type=int, default=5)
@@ -159,6 +166,7 @@ def runner_from_args(args: argparse.Namespace, store) -> Runner:
         batch_size=args.batch_size,
         threads=args.threads,
         dtype=args.dtype,
+        token_budget=args.token_budget,
     )
     return Runner(
         store,

@@ -90,9 +90,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_selection(p)
     p.add_argument("--ranker", choices=sorted(RANKERS), default="bt")
     p.add_argument("--bootstrap", type=int, default=0, metavar="B", help="bootstrap resamples for CIs (0: none)")
-    p.add_argument("--bootstrap-unit", choices=("graph", "prompt"),
+    p.add_argument("--bootstrap-unit", choices=("graph", "prompt", "vote"),
                    help="what the bootstrap resamples (default: the ranker's own unit: prompts for per-prompt "
-                        "pged, graphs otherwise)")
+                        "pged, graphs otherwise; vote = single votes, for the count rankers without keep-K)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--show-kept", action="store_true",
                    help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")

@@ -23,9 +23,10 @@ def make_backend(
     timeout_s: float = 120.0,
     gguf_file: str | None = None,
     device: str | None = None,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     threads: int | None = None,
     dtype: str | None = None,
+    token_budget: int | None = None,
 ) -> Backend:
     if kind == "openai":
         from .openai_backend import OpenAIBackend
@@ -53,5 +54,6 @@ def make_backend(
             label=label,
             threads=threads,
             dtype=dtype,
+            token_budget=token_budget,
         )
     raise LensError(f"Unknown backend {kind!r}; choose one of {', '.join(BACKENDS)}.")

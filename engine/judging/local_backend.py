@@ -1,33 +1,49 @@
-"""Local Hugging Face transformers backend: batched greedy generation with the model's chat template.
+"""Local Hugging Face transformers backend: budgeted forward passes with the model's chat template.
 
-Runs on the GPU in bf16 when one is present, else on the CPU in fp32 (``dtype`` overrides). Several
-requests are padded on the left and generated together (one forward pass per new token for the
-whole batch), which is what makes a local judge fast (bench/judging.py measures batched against
-one-at-a-time). Requests are sorted by token length before batching, so a batch pads little; when
-a batch runs out of GPU memory it is split in half (and the backend's batch size stays halved), down
-to one request. Device type and dtype are part of ``identity``, hence of every call's cache key:
-CPU fp32 results are never reused for a GPU bf16 run. When a request asks for ``top_logprobs``, the
-k most likely next tokens and their log-probabilities are read from the model's logits at each
-generated step: the soft protocol uses them (paper 001, Section 3.1). Because every logit is at
-hand, the tokens named in ``Decoding.logprob_tokens`` (the soft letters, in every vocabulary spelling
-such as ``A`` and `` A``) are reported at each step too, wherever they rank, so a small model that
-does not put a letter in its top k still gets an exact softmax over the verdict tokens
-(``full_logprobs``). Models load offline from a local folder, optionally from a GGUF file
-(``gguf_file``).
+Runs on the GPU in bf16 when one is present, else on the CPU in fp32 (``dtype`` overrides). Device
+type and dtype are part of ``identity``, hence of every call's cache key: CPU fp32 results are never
+reused for a GPU bf16 run. Models load offline from a local folder, optionally from a GGUF file.
+
+Every forward pass holds at most ``token_budget`` padded tokens (rows × padded length, plus the new
+tokens of a generation or a cached prefix per row; ``batching``): requests are sorted by token
+length, longest first, and cut where the next one would pass the budget, so short prompts go many
+to a pass and long ones few, and a pass pads little. A pass that runs out of GPU memory halves the
+budget (it stays lowered, ``oom_splits`` counts it) and is cut again, down to one request.
+
+Two paths. A greedy request for one token (the soft protocol: ``normalise`` turns its letters
+request into one token, since only the first step is read) is **one forward pass**, no
+``generate``: the logits after the prompt give the token, its top-k logprobs and the letters'
+logprobs. Prompts with a long common token prefix (the two presentation orders of a pair share the
+system prompt, the template head and the question; round-robin pairs with the same first answer
+share that too) compute the prefix once (``prefix_groups``) and continue it from its cached keys
+and values for every member. Every other request is generated with ``generate`` (left padding, one
+step per new token for the whole pass), budgeted the same way but without prefix reuse.
+
+When a request asks for ``top_logprobs``, the k most likely next tokens and their log-probabilities
+are read from the raw logits at each step (paper 001, Section 3.1), and the tokens named in
+``Decoding.logprob_tokens`` (the soft letters, in every vocabulary spelling such as ``A`` and
+`` A``) are reported at each step too, wherever they rank, so a small model that does not put a
+letter in its top k still gets an exact softmax over the verdict tokens (``full_logprobs``).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import LensError
 from .backends import ChatRequest, ChatResult
+from .batching import budget_batches, padded_tokens, prefix_groups
 from .parsing import TOKEN_WRAPPING
 
 DTYPES = ("float32", "bfloat16", "float16")
+DEFAULT_BATCH_SIZE = 32  # requests per backend call (the runner stores each call's results together)
+DEFAULT_BUDGET_CPU = 1024  # padded tokens per pass on a CPU: as fast as larger ones here, less memory (notes)
+DEFAULT_BUDGET_GPU = 32768  # not measured on a GPU: no GPU was lent to this task
 
 
 def smollm2_gguf() -> tuple[str, str] | None:
@@ -78,7 +94,7 @@ def prepare_gguf(folder: str, gguf_file: str, name: str) -> str:
 
 
 class TransformersBackend:
-    """A causal LM with a chat template, loaded once; ``complete`` generates a batch at a time."""
+    """A causal LM with a chat template, loaded once; ``complete`` runs budgeted forward passes."""
 
     name = "transformers"
     full_logprobs = True  # reports Decoding.logprob_tokens (see the module docstring)
@@ -89,10 +105,13 @@ class TransformersBackend:
         *,
         gguf_file: str | None = None,
         device: str | None = None,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         label: str | None = None,
         threads: int | None = None,
         dtype: str | None = None,
+        token_budget: int | None = None,
+        prefix_cache: bool = True,
+        min_prefix: int = 16,
     ):
         try:
             import torch
@@ -126,8 +145,17 @@ class TransformersBackend:
         if not getattr(self.tokenizer, "chat_template", None):
             raise LensError(f"The local model {model!r} has no chat template.")
         self.model = label or (f"{Path(model).name}/{gguf_file}" if gguf_file else model)
-        self.batch_size = max(1, int(batch_size))
-        self.oom_splits = 0  # how often a batch was split after running out of GPU memory
+        # requests the runner hands over per call (their results are stored together)
+        self.batch_size = max(1, int(batch_size or DEFAULT_BATCH_SIZE))
+        on_gpu = self.device.startswith("cuda")
+        self.token_budget = int(token_budget or (DEFAULT_BUDGET_GPU if on_gpu else DEFAULT_BUDGET_CPU))
+        if self.token_budget < 1:
+            raise LensError("The token budget must be at least 1 token.")
+        self.prefix_cache, self.min_prefix = bool(prefix_cache), int(min_prefix)
+        self.oom_splits = 0  # how often a pass was cut again after running out of GPU memory
+        self.passes: list[tuple[int, int]] = []  # (rows, padded tokens) of every forward pass made
+        self.prefix_tokens_saved = 0  # prompt tokens not recomputed thanks to a shared prefix
+        self.tokens_in = 0  # prompt tokens fed to the model (padding not counted, a prefix once)
         self._watch: dict[tuple[str, ...], dict[str, list[int]]] = {}
         self.identity = f"{self.name}[{torch.device(self.device).type},{self.dtype}]"
 
@@ -136,62 +164,184 @@ class TransformersBackend:
             req.message_dicts(), add_generation_prompt=True, tokenize=False
         )
 
+    # -- hooks the runner uses ------------------------------------------------------------------
+    def normalise(self, req: ChatRequest) -> ChatRequest:
+        """A request that reads letters' logprobs needs only the first step: ask for one token.
+
+        The soft protocol reads the letters at the first position that lists either, and this
+        backend lists them at every position (``full_logprobs``), so the first position decides and
+        the request is one forward pass (``_score``). The call key has ``max_tokens = 1``.
+        """
+        d = req.decoding
+        if d.logprob_tokens and d.max_tokens != 1:
+            return replace(req, decoding=replace(d, max_tokens=1))
+        return req
+
+    def batch_order(self, req: ChatRequest):
+        """How the runner sorts waiting requests of one decoding before handing ``batch_size`` over:
+        one-pass requests by their messages (shared prefixes side by side), others longest first."""
+        return req.messages if _one_pass(req.decoding) else -req.size()
+
+    # -- public ---------------------------------------------------------------------------------
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
-        """Results in the order of ``requests``; generated in batches of one decoding, longest first."""
-        if not requests:
-            return []
-        lengths = [
-            len(ids)
-            for ids in self.tokenizer([self._render(r) for r in requests], add_special_tokens=False)[
-                "input_ids"
-            ]
-        ]
-        order = sorted(range(len(requests)), key=lambda i: (requests[i].decoding.group_key(), -lengths[i]))
+        """Results in the order of ``requests``: one-pass requests by ``_score``, others generated;
+        every forward pass holds at most ``token_budget`` padded tokens (``batching``)."""
         out: list[ChatResult | None] = [None] * len(requests)
-        i = 0
-        while i < len(order):
-            group = requests[order[i]].decoding.group_key()
-            j = i
-            while (
-                j < len(order)
-                and j - i < self.batch_size
-                and requests[order[j]].decoding.group_key() == group
-            ):
-                j += 1
-            idx = order[i:j]
-            for k, res in zip(idx, self._fitting([requests[k] for k in idx]), strict=True):
-                out[k] = res
-            i = j
+        groups: dict[str, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault(r.decoding.group_key(), []).append(i)
+        for idx in groups.values():
+            reqs = [requests[i] for i in idx]
+            run = self._score if _one_pass(reqs[0].decoding) else self._generate
+            for i, res in zip(idx, run(reqs), strict=True):
+                out[i] = res
         return out  # type: ignore[return-value]
 
-    def _fitting(self, reqs: list[ChatRequest]) -> list[ChatResult]:
-        """``_batch``, split in halves while the GPU runs out of memory."""
+    # -- planning and memory --------------------------------------------------------------------
+    def _budgeted(self, rows: list[int], lengths: list[int], extra: int, run) -> None:
+        """``run(batch)`` for ``rows`` cut by the token budget (``extra`` tokens more per row); a
+        pass that runs out of GPU memory halves the budget (it stays lowered) and is cut again."""
         torch = self._torch
-        try:
-            return self._batch(reqs)
-        except torch.OutOfMemoryError:
-            if len(reqs) == 1:
-                raise LensError(
-                    f"One request does not fit in {self.device} memory even alone; "
-                    "lower --max-tokens or use a smaller model."
-                ) from None
-        # outside the except block, so the failed batch's tensors are freed before retrying
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        half = len(reqs) // 2
-        self.batch_size = max(1, min(self.batch_size, half))
-        self.oom_splits += 1
-        return self._fitting(reqs[:half]) + self._fitting(reqs[half:])
+        for cut in budget_batches([lengths[i] for i in rows], self.token_budget, extra=extra):
+            batch = [rows[k] for k in cut]
+            padded = padded_tokens(len(batch), max(lengths[i] for i in batch), extra)
+            try:
+                run(batch)
+                self.passes.append((len(batch), padded))
+                continue
+            except torch.OutOfMemoryError:
+                if len(batch) == 1:
+                    raise LensError(
+                        f"One request does not fit in {self.device} memory even alone; "
+                        "lower --max-tokens or use a smaller model."
+                    ) from None
+            # outside the except block, so the failed pass's tensors are freed before retrying
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            self.token_budget = max(1, padded // 2)
+            self.oom_splits += 1
+            self._budgeted(batch, lengths, extra, run)
+
+    def _token_ids(self, reqs: list[ChatRequest]) -> list[list[int]]:
+        return self.tokenizer([self._render(r) for r in reqs], add_special_tokens=False)["input_ids"]
+
+    # -- one forward pass per request: letters' probabilities -----------------------------------
+    def _score(self, reqs: list[ChatRequest]) -> list[ChatResult]:
+        """Greedy one-token requests: the next-token distribution after each prompt, one forward
+        pass per batch. Prompts with a long common prefix (``prefix_groups``) compute it once and
+        reuse its keys and values for every member; the rest are batched by the budget."""
+        ids = self._token_ids(reqs)
+        n = len(reqs)
+        groups = (
+            prefix_groups(ids, min_prefix=self.min_prefix)
+            if self.prefix_cache
+            else [(0, [i]) for i in range(n)]
+        )
+        shared = [(p, m) for p, m in groups if p > 0 and len(m) > 1]
+        alone = [i for p, m in groups if not (p > 0 and len(m) > 1) for i in m]
+        logits: list = [None] * n
+        start = time.perf_counter()
+
+        def run(prefix_len: int, cache, batch: list[int]) -> None:
+            last = self._last_logits([ids[i][prefix_len:] for i in batch], prefix_len, cache)
+            for k, i in enumerate(batch):
+                logits[i] = last[k]
+
+        with self._torch.inference_mode():
+            for p, members in shared:
+                cache = self._prefix_cache(ids[members[0]][:p])
+                self.prefix_tokens_saved += (len(members) - 1) * p
+                suffix = [len(x) - p for x in ids]
+                self._budgeted(members, suffix, p, lambda b, p=p, c=cache: run(p, c, b))
+            self._budgeted(alone, [len(x) for x in ids], 0, lambda b: run(0, None, b))
+        latency = (time.perf_counter() - start) / max(n, 1)
+        d = reqs[0].decoding
+        eos_ids = self._eos_ids()
+        watched = self.spellings(d.logprob_tokens)
+        out = []
+        for i in range(n):
+            lp = self._torch.log_softmax(logits[i].float(), dim=-1)
+            tok = int(lp.argmax())
+            top = None
+            if d.top_logprobs > 0:
+                vals, idx = lp.topk(d.top_logprobs)
+                top = (
+                    {
+                        **{self.tokenizer.decode([int(j)]): float(v) for v, j in zip(vals, idx, strict=True)},
+                        **{t: float(self._torch.logsumexp(lp[w], dim=-1)) for t, w in watched.items()},
+                    },
+                )
+            text = "" if tok in eos_ids else self.tokenizer.decode([tok], skip_special_tokens=True)
+            out.append(
+                ChatResult(
+                    text=text,
+                    top_logprobs=top,
+                    prompt_tokens=len(ids[i]),
+                    completion_tokens=1,
+                    latency_s=latency,
+                )
+            )
+        return out
+
+    def _prefix_cache(self, prefix: list[int]):
+        """The keys and values of ``prefix`` (one row), computed once for a group of prompts."""
+        torch = self._torch
+        x = torch.tensor([prefix], device=self.device)
+        out = self.lm(input_ids=x, attention_mask=torch.ones_like(x), use_cache=True, logits_to_keep=1)
+        self.passes.append((1, len(prefix)))
+        self.tokens_in += len(prefix)
+        return out.past_key_values
+
+    def _last_logits(self, seqs: list[list[int]], prefix_len: int, cache):
+        """Logits of the next token after each of ``seqs`` (left-padded, one pass), which continue a
+        cached prefix of ``prefix_len`` tokens when ``cache`` is given (copied, not changed)."""
+        torch = self._torch
+        rows, width = len(seqs), max(len(s) for s in seqs)
+        x = torch.full((rows, width), int(self.tokenizer.pad_token_id), dtype=torch.long)
+        mask = torch.zeros((rows, prefix_len + width), dtype=torch.long)
+        mask[:, :prefix_len] = 1
+        for r, s in enumerate(seqs):
+            x[r, width - len(s) :] = torch.tensor(s)
+            mask[r, prefix_len + width - len(s) :] = 1
+        # positions count real tokens only, so a left-padded row sees the positions it has alone
+        pos = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, prefix_len:]
+        self.tokens_in += sum(len(s) for s in seqs)
+        past = None
+        if cache is not None:
+            past = copy.deepcopy(cache)
+            past.batch_repeat_interleave(rows)
+        out = self.lm(
+            input_ids=x.to(self.device),
+            attention_mask=mask.to(self.device),
+            position_ids=pos.to(self.device),
+            past_key_values=past,
+            use_cache=past is not None,
+            logits_to_keep=1,
+        )
+        return out.logits[:, -1]
+
+    # -- generation ------------------------------------------------------------------------------
+    def _generate(self, reqs: list[ChatRequest]) -> list[ChatResult]:
+        """Greedy or sampled generation, batched by the budget counting the new tokens too."""
+        d = reqs[0].decoding
+        lengths = [len(x) for x in self._token_ids(reqs)]
+        out: list[ChatResult | None] = [None] * len(reqs)
+
+        def run(batch: list[int]) -> None:
+            for i, res in zip(batch, self._batch([reqs[i] for i in batch]), strict=True):
+                out[i] = res
+
+        self._budgeted(list(range(len(reqs))), lengths, d.max_tokens or 512, run)
+        return out  # type: ignore[return-value]
 
     def _batch(self, reqs: list[ChatRequest]) -> list[ChatResult]:
         torch = self._torch
         d = reqs[0].decoding
-        if any(r.decoding != d for r in reqs):  # the runner groups by decoding; be safe anyway
-            return [res for r in reqs for res in self._batch([r])]
         texts = [self._render(r) for r in reqs]
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
             self.device
         )
+        self.tokens_in += int(enc["attention_mask"].sum())
         start = time.perf_counter()
         gen_kw: dict = {"max_new_tokens": d.max_tokens or 512, "pad_token_id": self.tokenizer.pad_token_id}
         if d.temperature is None or d.temperature > 0:  # None: the model's default sampling (T = 1)
@@ -275,3 +425,8 @@ class TransformersBackend:
             elif src:
                 ids.update(int(x) for x in src)
         return ids
+
+
+def _one_pass(d) -> bool:
+    """A greedy request for one token: one forward pass gives its token and logprobs."""
+    return d.max_tokens == 1 and d.temperature == 0

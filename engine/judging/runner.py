@@ -130,7 +130,8 @@ class Runner:
         """``req`` as this backend can serve it: ``logprob_tokens`` dropped unless it reports them."""
         if req.decoding.logprob_tokens and not getattr(self.backend, "full_logprobs", False):
             return replace(req, decoding=replace(req.decoding, logprob_tokens=()))
-        return req
+        own = getattr(self.backend, "normalise", None)  # the local backend: letters need one token
+        return own(req) if own is not None else req
 
     # -- public ---------------------------------------------------------------------------------
     @contextmanager
@@ -366,9 +367,11 @@ class _Drive:
             self.inflight[fut] = items
 
     def _next_batch(self) -> list[tuple[str, ChatRequest]]:
-        """Up to batch_size waiting requests with one decoding, longest prompts first."""
+        """Up to batch_size waiting requests with one decoding, longest prompts first (or in the
+        backend's ``batch_order``: the local backend puts prompts with a shared prefix together)."""
         if not self.sorted:
-            self.ready = deque(sorted(self.ready, key=lambda kr: (kr[1].decoding.group_key(), -kr[1].size())))
+            order = getattr(self.r.backend, "batch_order", None) or (lambda q: -q.size())
+            self.ready = deque(sorted(self.ready, key=lambda kr: (kr[1].decoding.group_key(), order(kr[1]))))
             self.sorted = True
         bs = max(1, int(self.r.backend.batch_size))  # re-read: an out-of-memory fallback shrinks it
         first = self.ready.popleft()

@@ -28,7 +28,7 @@ def round_robin_pairs(models: list[str]) -> list[tuple[str, str]]:
 def bt_scores(
     models: list[str], verdicts: pd.DataFrame, *, prior: float = 0.1, iters: int = 10_000, tol: float = 1e-10
 ) -> np.ndarray:
-    """Half-tie Bradley–Terry log-strengths (mean-centred) by Hunter's MM iterations.
+    """Half-tie Bradley–Terry log-strengths (mean-centred) by the shared Newton kernel (``engine.rankers.bt``).
 
     Wins count 1, ties 1/2 to each side (paper 000, Section 3); ``prior`` pseudo-wins each way on
     every pair keep the estimate finite when a model has won (or lost) everything, which happens
@@ -51,19 +51,12 @@ def bt_scores(
         np.add.at(w, (b[win == "B"], a[win == "B"]), 1.0)
         np.add.at(w, (a[win == "tie"], b[win == "tie"]), 0.5)
         np.add.at(w, (b[win == "tie"], a[win == "tie"]), 0.5)
-    games = w + w.T
-    wins = w.sum(axis=1)
-    p = np.ones(n)
-    for _ in range(iters):
-        denom = (games / (p[:, None] + p[None, :])).sum(axis=1)
-        new = wins / denom
-        new /= np.exp(np.log(new).mean())
-        if np.max(np.abs(new - p)) < tol:
-            p = new
-            break
-        p = new
-    s = np.log(p)
-    return s - s.mean()
+    if n < 2:
+        return np.zeros(n)
+    from ..rankers.bt import fit_bt_batch_info  # the one BT kernel (the prior keeps the MLE finite)
+
+    fit = fit_bt_batch_info(w[None], tol=tol, max_iter=max(200, iters // 50))
+    return fit.scores[0]
 
 
 @dataclass(frozen=True)

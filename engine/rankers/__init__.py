@@ -10,6 +10,7 @@ from ..errors import LensError
 from ..graphs import GraphStack
 from . import bt, davidson, elo, elspr, kemeny, majority, pged, rank_centrality, simple  # noqa: F401 - registers
 from .base import RANKER_HELP, RANKERS, RankResult, ranks_from_scores, single_thread_blas
+from .objects import RANKER_OBJECTS, fit_counts, ranker_object  # noqa: E402 - needs the registry filled
 from .params import check_ranker_params, parse_ranker_params
 
 
@@ -29,5 +30,5 @@ def rank(stack: GraphStack, ranker: str = "bt", **params) -> RankResult:
         raise
 
 
-__all__ = ["RANKERS", "RANKER_HELP", "RankResult", "check_ranker_params", "parse_ranker_params", "rank",
+__all__ = ["RANKERS", "RANKER_OBJECTS", "fit_counts", "ranker_object", "RANKER_HELP", "RankResult", "check_ranker_params", "parse_ranker_params", "rank",
            "ranks_from_scores"]

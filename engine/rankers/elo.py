@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import LensError
 from ..graphs import GraphStack
 from .base import RankResult, centred, check_stack, register, series
 
@@ -45,9 +46,16 @@ def stack_outcomes(stack: GraphStack, order: np.ndarray | None = None) -> tuple[
 @register("elo", "online Elo (K=4, base 10, scale 400, init 1000; graph order by key)")
 def elo(
     stack: GraphStack, *, k: float = 4.0, base: float = 10.0, scale: float = 400.0, init: float = 1000.0,
-    seed: int | None = None,
+    seed: int | None = None, order: str | None = None,
 ) -> RankResult:
+    """Elo over the graph edges of a stack, graph by graph in key order (``order=prompt``; the time and
+    input orders need the verdicts: the leaderboard's count path, ``engine.rankers.objects.Elo``)."""
     check_stack(stack, "elo")
+    if order not in (None, "prompt"):
+        if order in ("time", "input"):
+            raise LensError(f"Elo order={order} needs the verdicts in source order; a graph stack is ordered by "
+                            "graph key (order=prompt). Use the leaderboard, which ranks Elo from the verdicts.")
+        raise LensError(f"Elo order={order!r} is not one of time, input, prompt.")
     order = None if seed is None else np.random.default_rng(seed).permutation(stack.T)
     i, j, s = stack_outcomes(stack, order)
     r = elo_ratings(i, j, s, stack.n, k=k, base=base, scale=scale, init=init)

@@ -1,0 +1,344 @@
+"""One object per ranker: its parameters, its fits (on pair counts or on graphs), its batched fit for
+the bootstrap, its rank rule, its default resampling unit and the notes printed under its table.
+
+``RANKER_OBJECTS[name]`` is what the leaderboard, the bootstrap and the protocols dispatch through.
+Count rankers (bt, davidson, elo, winrate, copeland, scorewin, rank-centrality, majority) fit from
+``PairCounts`` (W wins and T ties per pair, in votes) that DuckDB aggregates; they never need a
+(T, n, n) graph stack. Graph rankers (pged, elspr, kemeny, borda, pairwise-majority) need the
+graphs and fit on a GraphStack. The stack entry points in the ranker modules stay for the app's
+slider and the protocols; on the same W and T both paths call the same kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import LensError
+from ..graphs import GraphStack
+from .base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
+from .bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt, fit_bt_batch_info
+from .davidson import fit_davidson, fit_davidson_stack_batch
+from .elo import elo_ratings
+from .majority import graph_from_counts, majority_scores
+from .params import check_ranker_params
+from .rank_centrality import rank_centrality_batch
+from .simple import UNCOMPARED, copeland_scores, majority_graph, winrate_scores
+from .votes import PairCounts, Votes
+
+ELO_ORDERS = ("time", "input", "prompt")
+"""Elo's update orders: by timestamp (source order among equal or missing times), by source order
+(file, line), or by graph key then model pair (the stack's order)."""
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def check_counts(pc: PairCounts, ranker: str) -> None:
+    """Refuse to rank nothing: fewer than two models or no compared pair."""
+    if pc.n < 2:
+        raise LensError(f"The {ranker} ranker needs at least two models, but the selection has {pc.n}.")
+    if not pc.compared.any():
+        raise LensError(f"The {ranker} ranker got no compared pair: the selection holds no valid verdict.")
+
+
+@dataclass(frozen=True)
+class Ranker:
+    """Everything about one ranker; subclasses override the fits they have."""
+
+    name: str
+    counts: bool = False
+    """True: fitted from pair counts (no graphs needed)."""
+    ordered: bool = False
+    """Rank rule: True = position in a stated total order (score, then name); False = competition ranks."""
+
+    @property
+    def help(self) -> str:
+        return RANKER_HELP[self.name]
+
+    def check(self, params: dict) -> dict:
+        """Typed, range-checked parameters (``engine.rankers.params``)."""
+        return check_ranker_params(self.name, dict(params))
+
+    def default_unit(self, params: dict) -> str:
+        """What the bootstrap resamples unless told: graphs."""
+        return "graph"
+
+    def fit_graphs(self, stack: GraphStack, **params) -> RankResult:
+        """The fit on a GraphStack (every ranker has one)."""
+        from . import rank
+
+        return rank(stack, self.name, **params)
+
+    def fit_counts(self, pc: PairCounts, votes: Votes | None = None, **params) -> RankResult:
+        raise LensError(f"The {self.name} ranker needs the tournament graphs, not pair counts.")
+
+    def has_batch(self, params: dict) -> bool:
+        """Whether ``fit_counts_batch`` fits all bootstrap resamples at once for these parameters."""
+        return self.counts and self.name != "elo" and not (self.name == "bt" and params.get("soft", False)) and not (
+            self.name == "davidson" and params.get("scale", "log") not in ("log", "elo"))
+
+    def fit_counts_batch(self, W: np.ndarray, T: np.ndarray, **params) -> tuple | None:
+        """(B, n) scores, regularised, unconverged, how: from (B, n, n) resampled W and T; None: no batch."""
+        return None
+
+    def notes(self, details: dict, params: dict, table=None) -> list[str]:
+        """Sentences a reader of this ranker's table should know (fit details beyond the shared ones)."""
+        return []
+
+
+def participation_note(name: str, table, what: str, fix: str) -> list[str]:
+    """A warning when a ranker's scores are sums over prompts and models took part in different numbers
+    of prompts (a model that played more would rank higher for that alone)."""
+    if table is None or "n_prompts" not in getattr(table, "columns", ()) or len(table) == 0:
+        return []
+    took = table["n_prompts"].astype("float64")
+    if took.isna().all() or took.min() == took.max():
+        return []
+    return [f"{name}: {what} are sums over prompts, and the models took part in different numbers of prompts "
+            f"({int(took.min())} to {int(took.max())}): a model that played more collects more for that alone; "
+            f"{fix}."]
+
+
+class BT(Ranker):
+    def fit_counts(self, pc, votes=None, *, solver="newton", alpha=DEFAULT_ALPHA, on_degenerate="regularize",
+                   scale="log", soft=False):
+        check_counts(pc, "bt")
+        if soft:
+            if pc.soft is None:
+                raise LensError("Soft Bradley-Terry needs judge probabilities (a prob_a column), and this selection "
+                                "has none.")
+            res = fit_bt(pc.soft[0], None, pc.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate,
+                         scale=scale)
+            details = {**res.details, "model": "soft Bradley-Terry (wins weighted by the judge's probability, "
+                       "paper 001)", "pairs_without_probability": pc.soft[1]}
+            return RankResult(res.ranker, res.scores, details, dict(res.extras))
+        return fit_bt(pc.W, pc.T, pc.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
+
+    def fit_counts_batch(self, W, T, *, solver="newton", alpha=DEFAULT_ALPHA, on_degenerate="regularize",
+                         scale="log", soft=False):
+        if soft:
+            return None
+        fit = fit_bt_batch_info(W + 0.5 * T, solver=solver, alpha=alpha, on_degenerate=on_degenerate)
+        scores = fit.scores * ELO_FACTOR if scale == "elo" else fit.scores
+        return scores, int(fit.regularised.sum()), int((~fit.converged).sum()), "one batched Newton fit"
+
+
+class Davidson(Ranker):
+    def fit_counts(self, pc, votes=None, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
+        check_counts(pc, "davidson")
+        return fit_davidson(pc.W, pc.T, pc.models, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
+
+    def fit_counts_batch(self, W, T, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
+        if scale not in ("log", "elo"):
+            return None
+        theta, _, conv, bad = fit_davidson_stack_batch(W, T, alpha=alpha, on_degenerate=on_degenerate)
+        theta = theta * ELO_FACTOR if scale == "elo" else theta
+        return theta, int(bad.sum()), int((~conv).sum()), "one batched Newton fit on (theta, log nu)"
+
+    def notes(self, details, params, table=None):
+        return [f"davidson: tie parameter nu = {_fmt(details.get('nu'))}"
+                + (" (at its lower bound: no ties in the data)." if details.get("nu_at_lower_bound") else ".")]
+
+
+class WinRate(Ranker):
+    def fit_counts(self, pc, votes=None):
+        check_counts(pc, "winrate")
+        score = winrate_scores(pc.W[None], pc.T[None])[0]
+        if np.isnan(score).any():
+            missing = [m for m, s in zip(pc.models, score, strict=True) if np.isnan(s)]
+            raise LensError(f"Win rate is undefined for models never compared in this selection: {', '.join(missing)}.")
+        return RankResult("winrate", series(pc.models, score),
+                          {"score": "(wins + ties/2) / comparisons", "uncompared_pairs": "not counted (a share)"})
+
+    def fit_counts_batch(self, W, T):
+        return winrate_scores(W, T), 0, 0, "W and T of every resample"
+
+
+def _policy(normalize: bool) -> str:
+    return UNCOMPARED + ("; normalised: divided by the number of opponents the model was compared with"
+                         if normalize else "; not normalised (normalize=true divides by compared opponents)")
+
+
+class Copeland(Ranker):
+    """Copeland (tie value 1/2) and score-of-win (tie value 1) on the strict-win majority graph."""
+
+    def _tie_value(self) -> float:
+        return 0.5 if self.name == "copeland" else 1.0
+
+    def fit_counts(self, pc, votes=None, *, normalize=False):
+        from .base import adjacency_frame
+
+        check_counts(pc, self.name)
+        score = copeland_scores(pc.W[None], pc.compared[None], self._tie_value(), normalize)[0]
+        what = ("pairs won by strict-win majority + half the exact majorities (paper 000, A.3)"
+                if self.name == "copeland" else
+                "out-degree of the strict-win majority graph, exact majorities as two edges (paper 000, A.3)")
+        return RankResult(self.name, series(pc.models, score),
+                          {"score": what, "uncompared_pairs": _policy(normalize), "normalized": bool(normalize)},
+                          {"graph": adjacency_frame(pc.models, majority_graph(pc.W, pc.compared))})
+
+    def fit_counts_batch(self, W, T, *, normalize=False):
+        compared = (W + W.swapaxes(1, 2) + T) > 0
+        out = copeland_scores(W, compared, self._tie_value(), normalize, strict=False)
+        return out, 0, 0, "W of every resample"
+
+
+class RankCentrality(Ranker):
+    def fit_counts(self, pc, votes=None, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize"):
+        check_counts(pc, "rank-centrality")
+        score, bad = rank_centrality_batch(pc.wtilde()[None], alpha, on_degenerate)
+        details = {
+            "score": "log stationary probability, mean-centred",
+            "regularisation": (f"the comparison digraph is not strongly connected (no unique stationary law); added "
+                               f"{alpha} virtual tie(s) to every pair" if bad[0] else "none"),
+            "alpha": alpha if bad[0] else 0.0,
+        }
+        return RankResult("rank-centrality", series(pc.models, score[0]), details)
+
+    def fit_counts_batch(self, W, T, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize"):
+        out, bad = rank_centrality_batch(W + 0.5 * T, alpha, on_degenerate)
+        return out, int(bad.sum()), 0, "batched transition matrices and stationary laws"
+
+
+def _count2(W: np.ndarray, T: np.ndarray, ties: str) -> np.ndarray:
+    """Doubled eq. 5 edge counts 2 N_ij from wins and ties ("half": a tie is half an edge each way)."""
+    if ties == "half":
+        return 2.0 * W + T
+    if ties == "edge":
+        return 2.0 * (W + T)
+    raise LensError(f"Unknown tie reading {ties!r} for the integration graph; choose half or edge.")
+
+
+class Majority(Ranker):
+    def fit_counts(self, pc, votes=None, *, ties="half", exact_half="both", normalize=False):
+        from .base import adjacency_frame
+
+        check_counts(pc, "majority")
+        t = pc.W + pc.W.T + pc.T
+        g = graph_from_counts(_count2(pc.W, pc.T, ties)[None], t[None], exact_half)[0]
+        score = majority_scores(g[None], pc.compared[None], normalize)[0]
+        return RankResult(
+            "majority", series(pc.models, score),
+            {"score": "out-degree in the eq. 5 integration graph (a bidirectional edge counts 1/2)",
+             "ties": ties, "exact_half": exact_half, "normalized": bool(normalize),
+             "uncompared_pairs": "no edge for a pair never compared"
+             + ("; normalised: divided by the number of opponents compared" if normalize
+                else "; not normalised (normalize=true divides by compared opponents)")},
+            {"graph": adjacency_frame(pc.models, g)},
+        )
+
+    def fit_counts_batch(self, W, T, *, ties="half", exact_half="both", normalize=False):
+        t = W + W.swapaxes(1, 2) + T
+        g = graph_from_counts(_count2(W, T, ties), t, exact_half)
+        return majority_scores(g, t > 0, normalize, strict=False), 0, 0, "eq. 5 counts of every resample"
+
+
+class Elo(Ranker):
+    """Online Elo over votes in a stated order (``order``: time, input or prompt; ``ELO_ORDERS``)."""
+
+    def fit_counts(self, pc, votes=None, *, k=4.0, base=10.0, scale=400.0, init=1000.0, seed=None, order=None):
+        check_counts(pc, "elo")
+        if votes is None:
+            raise LensError("Elo needs the votes in order, not only their counts.")
+        idx = np.arange(len(votes)) if seed is None else np.random.default_rng(seed).permutation(len(votes))
+        s = np.where(votes.outcome > 0, 1.0, np.where(votes.outcome == 0, 0.5, 0.0))
+        r = elo_ratings(votes.lo[idx], votes.hi[idx], s[idx], pc.n, k=k, base=base, scale=scale, init=init)
+        used = votes.order_used
+        details = {"k_factor": k, "base": base, "scale": scale, "init": init, "n_updates": int(len(s)),
+                   "order": used if seed is None else f"votes shuffled with seed {seed}",
+                   "mean_rating": float(r.mean()), "unit": "votes"}
+        return RankResult("elo", series(pc.models, r - r.mean()), details)
+
+    def notes(self, details, params, table=None):
+        return [f"elo: K = {_fmt(details.get('k_factor'))}, base {_fmt(details.get('base'))}, scale "
+                f"{_fmt(details.get('scale'))}, initial rating {_fmt(details.get('init'))}, {details.get('n_updates')} "
+                f"updates; order: {details.get('order')}."]
+
+
+class Kemeny(Ranker):
+    def notes(self, details, params, table=None):
+        if details.get("exact"):
+            extra = (f"; {details['co_optimal_orders']} orders are co-optimal, tie-break: {details.get('tie_break')}"
+                     if (details.get("co_optimal_orders") or 1) > 1 else "; the optimal order is unique")
+            return [f"kemeny: exact (DP over subsets){extra}."]
+        return [f"kemeny: heuristic ({details.get('method')}), not certified optimal."]
+
+
+class PGED(Ranker):
+    def default_unit(self, params):
+        return "prompt" if params.get("mode", "per-prompt") == "per-prompt" else "graph"
+
+    def notes(self, details, params, table=None):
+        d = details
+        text = f"pged: {d.get('mode')}"
+        if "aggregate" in d:
+            text += f"; aggregate {d['aggregate']}; within a question: {d.get('prompt_ties')}"
+            if (d.get("co_optimal_orders") or 1) > 1:
+                text += f"; {d['co_optimal_orders']} co-optimal Kemeny orders"
+        text += f"; delta ties: {d.get('delta_ties')}"
+        if d.get("n_prompts_with_delta_ties"):
+            text += f" ({d['n_prompts_with_delta_ties']} of {d.get('n_prompts')} questions had one)"
+        return [text + f"; {d.get('n_removed_arcs')} arc(s) removed by denoising (shown graph: delta ties "
+                "to the first name)."] + participation_note(
+            "pged", table, "descendant counts (weight scores)",
+            "compare with bt or winrate, or restrict the selection to prompts every model took part in")
+
+
+class Borda(Ranker):
+    def notes(self, details, params, table=None):
+        if details.get("normalized"):
+            return []
+        return participation_note("borda", table, "weight scores",
+                                  "normalize=true divides by the points attainable where the model took part")
+
+
+class ELSPR(Ranker):
+    def notes(self, details, params, table=None):
+        d = details
+        return [f"elspr: {d.get('pairs_discarded')} of {d.get('pairs_cleaned', 0) + d.get('pairs_discarded', 0)} "
+                "compared pairs discarded by the reconstruction."]
+
+
+RANKER_OBJECTS: dict[str, Ranker] = {
+    "bt": BT("bt", counts=True),
+    "davidson": Davidson("davidson", counts=True),
+    "elo": Elo("elo", counts=True),
+    "winrate": WinRate("winrate", counts=True),
+    "copeland": Copeland("copeland", counts=True),
+    "scorewin": Copeland("scorewin", counts=True),
+    "rank-centrality": RankCentrality("rank-centrality", counts=True),
+    "majority": Majority("majority", counts=True),
+    "pged": PGED("pged", ordered=True),
+    "kemeny": Kemeny("kemeny", ordered=True),
+    "elspr": ELSPR("elspr"),
+    "borda": Borda("borda"),
+    "pairwise-majority": Ranker("pairwise-majority"),
+}
+"""Every registered ranker as its object (same names as ``RANKERS``)."""
+
+assert set(RANKER_OBJECTS) == set(RANKERS), "every registered ranker needs its object"
+
+
+def ranker_object(name: str) -> Ranker:
+    """The ranker object of a name; an unknown name is a user error naming the choices."""
+    obj = RANKER_OBJECTS.get(name)
+    if obj is None:
+        raise LensError(f"Unknown ranker {name!r}; choose one of {', '.join(sorted(RANKER_OBJECTS))}.")
+    return obj
+
+
+def fit_counts(name: str, pc: PairCounts, votes: Votes | None = None, **params) -> RankResult:
+    """Fit a count ranker from pair counts with checked parameters (one thread of BLAS)."""
+    obj = ranker_object(name)
+    params = obj.check(params)
+    try:
+        with single_thread_blas():
+            return obj.fit_counts(pc, votes, **params)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            raise LensError(f"The {name} ranker does not take that parameter ({exc}).") from None
+        raise
