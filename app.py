@@ -3,7 +3,7 @@
 ``streamlit run app.py`` opens on the shipped vicuna80 data (the store imports it on first use).
 The sidebar's choices (dataset, judge, category, ranker) have explicit widget keys and live in
 ``st.session_state``, so they persist while the user moves between pages. Pages only render
-engine results; see DESIGN.md for the page list.
+engine results; see README.md, "The app", for the page list.
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def sidebar() -> None:
         dataset = _choice("Dataset", datasets, "dataset", DEFAULT_DATASET)
         ch = choices(dataset, store.dataset_version(dataset))
         _choice("Judge", [ALL, *ch.judges], "judge", ch.default_judge,
-                help="Each judge's verdicts form their own graphs.")
+                help="Each judge's verdicts form their own graphs. Opens on the judge covering the most models; "
+              "(all) pools every judge, as the command line does without --judge.")
         _choice("Category", [ALL, *ch.categories], "category", ALL)
         _choice("Ranker", list(RANKERS), "ranker", "bt", help="How the kept graphs become scores.")
         st.caption(f"Store: `{store.path.name}`")

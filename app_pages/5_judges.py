@@ -45,7 +45,8 @@ def kappa_section(jd, by_cat: bool) -> None:
             "agreement": st.column_config.NumberColumn("agreement", format="%.2f",
                                                        help="Share of shared items with the same combined outcome."),
             "kappa": st.column_config.NumberColumn("κ", format="%.2f",
-                                                   help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance)."),
+                                                   help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance) on which model won "
+                                                        "each item, both presentation orders combined first."),
         },
     )
 
@@ -147,7 +148,8 @@ show_table(
         "tied_ends": num("tied ends", help="a > b > c, yet a ~ c"),
         "unchained_ties": num("unchained ties", help="a ~ b ~ c, yet a > c"),
         "soft_triples": num("triples with prob_a", help="Triples where every pair has a judge probability."),
-        "sntd_mean": num("SNTD", format="%.3f", help="Mean soft non-transitivity deviation (needs prob_a)."),
+        "sntd_mean": num("SNTD", format="%.3f", help="Mean soft non-transitivity deviation (needs prob_a), on the probabilities averaged over "
+                                         "both presentation orders; `diagnose --sntd per-order` gives paper 001's eq. 3 literally."),
         "rho_nontrans": num("ρ non-trans", format="%.3f",
                             help="Share of vertices in non-transitive strongly connected components (ELSPR)."),
         "tau_avg": num("τ", format="%.3f", help="Normalized structural entropy, averaged over graphs."),

@@ -201,7 +201,9 @@ else:
     else:
         st.markdown("**Verdicts**")
         e1, e2 = st.columns([2, 1])
-        pick = e1.selectbox("Dataset to export", names, key="export_pick")
+        sidebar_ds = st.session_state.get("dataset")  # the export opens on the sidebar's dataset
+        pick = e1.selectbox("Dataset to export", names, key="export_pick",
+                            index=names.index(sidebar_ds) if sidebar_ds in names else 0)
         fmt = e2.radio("Format", ["csv", "jsonl", "parquet"], horizontal=True, key="export_fmt")
 
         def verdict_file(dataset: str = pick, fmt: str = fmt) -> bytes:

@@ -1,6 +1,6 @@
 """Validated verdicts → the store: import (all-or-nothing or skip-invalid), rename, delete, export.
 
-Policy (DESIGN.md, "Verdicts"): by default an import is all-or-nothing — one bad row and nothing
+Policy (README.md, "Command line", ``import``): by default an import is all-or-nothing — one bad row and nothing
 is stored. With ``skip_invalid`` the good rows are stored and the rejected ones are returned (and
 written to a file by the CLI). Unparsable judge outputs are good rows with winner ``invalid``.
 ``replace`` swaps the dataset's verdicts, prompts and answers for the new ones; without it the

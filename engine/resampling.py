@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .distances import distances_batch
 from .errors import LensError
 from .graphs import GraphStack
 from .rankers.base import single_thread_blas
@@ -244,6 +245,29 @@ def ordinal_ranks(scores: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
     return ranks
 
 
+def fractional_ranks(scores: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
+    """(B, n) scores → (B, n) float ranks (1 = best), tied scores sharing their average rank.
+
+    The same tie groups as ``ordinal_ranks`` (scores within ``rtol·max(1, |s|)`` along the sorted
+    order), but a group of g models at positions k+1..k+g all get k + (g+1)/2, so the result does
+    not depend on model names or positions (as ``engine.distances`` ranks for ``compare``).
+    """
+    s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    B, n = s.shape
+    order = np.argsort(-s, axis=1, kind="stable")
+    srt = np.take_along_axis(s, order, axis=1)
+    starts = np.ones((B, n), dtype=bool)
+    starts[:, 1:] = (srt[:, :-1] - srt[:, 1:]) > rtol * np.maximum(1.0, np.abs(srt[:, :-1]))
+    ends = np.ones((B, n), dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    pos = np.arange(n)[None, :].repeat(B, axis=0)
+    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=1)  # group start, per sorted slot
+    last = np.minimum.accumulate(np.where(ends, pos, n - 1)[:, ::-1], axis=1)[:, ::-1]  # group end
+    ranks = np.empty((B, n), dtype=np.float64)
+    np.put_along_axis(ranks, order, 0.5 * (first + last) + 1.0, axis=1)
+    return ranks
+
+
 def copeland_majority_batch(wins: np.ndarray, tie_value: float = 1.0, compared: np.ndarray | None = None) -> np.ndarray:
     """Score-of-win on majority graphs, batched: (B, n, n) strict-win counts → (B, n) scores.
 
@@ -334,8 +358,25 @@ def permutation_distances(ranks: np.ndarray, ref_ranks: np.ndarray) -> dict[str,
 
 
 def distances_for_scores(scores: np.ndarray, ref_ranks: np.ndarray) -> dict[str, np.ndarray]:
-    """All four distances of paper 000 (Section 4.1, App. C.2) for (B, n) scores against a reference."""
-    return permutation_distances(ordinal_ranks(scores), np.asarray(ref_ranks))
+    """All four distances of paper 000 (Section 4.1, App. C.2) for (B, n) scores against a reference.
+
+    Tied scores share their average rank (``fractional_ranks``; distances as ``engine.distances``
+    and ``compare`` take them), never an order by model name: rows without a tie take the
+    permutation fast path, rows with one ``engine.distances.distances_batch``.
+    """
+    ranks = fractional_ranks(scores)
+    ref = np.asarray(ref_ranks)
+    srt = np.sort(ranks, axis=1)
+    tied = (srt[:, 1:] == srt[:, :-1]).any(axis=1)  # a group of 3 shares the whole number k + 2
+    if not tied.any():
+        return permutation_distances(ranks.astype(np.int64), ref)
+    out = {k: np.empty(len(ranks)) for k in DISTANCES}
+    for rows, fn in ((~tied, lambda r: permutation_distances(r.astype(np.int64), ref)),
+                     (tied, lambda r: distances_batch(r, ref))):
+        if rows.any():
+            for k, val in fn(ranks[rows]).items():
+                out[k][rows] = val
+    return out
 
 
 def summarise(values: np.ndarray) -> dict[str, np.ndarray]:
@@ -719,6 +760,6 @@ def table2(frame: pd.DataFrame, distance: str = "spearman", scale: float = 1000.
 __all__ = [
     "DEFAULT_SEED", "DISTANCES", "PROTOCOLS", "RANK_RTOL", "ProtocolParams", "best_single_k", "bt_scores",
     "bt_scores_info", "build_jobs", "category_mapping", "copeland_majority_batch", "draw_counts", "keep_draw_uniforms",
-    "keep_draw_weights", "ordinal_ranks", "permutation_distances", "random_pool_weights", "reference_ranks", "rng_for", "run_protocols",
+    "keep_draw_weights", "fractional_ranks", "ordinal_ranks", "permutation_distances", "random_pool_weights", "reference_ranks", "rng_for", "run_protocols",
     "stable_id", "summarise", "table2",
 ]

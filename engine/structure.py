@@ -1,7 +1,7 @@
 """Per-graph structure of a GraphStack, batched: draw rate, largest SCC, bad-triad participation.
 
 Draw rate is the share of compared pairs that tied. The largest strongly connected component
-(paper 000, App. B; paper 004) comes from the reachability closure R = (I ∨ A)^(n−1), built by
+(paper 000, Appendix C.2, Figure 4; paper 004) comes from the reachability closure R = (I ∨ A)^(n−1), built by
 repeated boolean squaring on the whole (T, n, n) stack: i and j share a component iff R_ij ∧ R_ji.
 Bad-triad participation counts, per model and per pair, the non-transitive triads (paper 001,
 App. B.1; engine/triads.py) that contain them, from the per-vertex and per-pair non-tie 3-cycle

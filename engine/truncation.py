@@ -63,7 +63,7 @@ class Selection:
 def truncation_scores(
     counts: pd.DataFrame, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None
 ) -> np.ndarray:
-    """S = lam3·C3_bad + lam4·C4_bad per graph (lam4 = mu when not given); paper 000, eq. (1).
+    """S = lam3·C3_bad + lam4·C4_bad per graph (lam4 = mu when not given); paper 000, Section 4.1 and Appendix A.2.
 
     ``counts`` is the frame of ``engine.cycles.cycle_counts`` (columns ``c3_bad``, ``c4_bad``).
     The weights are any finite real numbers (the paper's λ ∈ ℝ²).
@@ -80,7 +80,7 @@ def truncation_scores(
 SCORES: dict[str, str] = {
     "coverage": "bad cycles per cycle the graph's compared pairs could carry, in units of the best-covered "
                 "graph scored with it (S_mu itself where every graph compared the same pairs)",
-    "raw": "S_mu as counted (paper 000, eq. 1), whatever pairs the graph compared",
+    "raw": "S_mu as counted (paper 000, Section 4.1 and Appendix A.2), whatever pairs the graph compared",
 }
 """How a graph's truncation score treats missing pairs; ``coverage`` is the default (docs/notes/cycles.md)."""
 DEFAULT_SCORE = "coverage"

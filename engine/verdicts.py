@@ -2,8 +2,7 @@
 
 ``engine/verdict_files.py`` reads the files (CSV/TSV, JSON Lines, JSON array, Parquet, the
 Vicuna-bench review format) into raw rows with their true line numbers; this module turns those
-rows into the canonical frame of ``schema.VERDICT_DTYPES`` (DESIGN.md, "Verdicts: the one input
-format"): defaults, winner spellings, checks, duplicates, prompt and answer texts. Nothing is dropped silently: a row is either in ``good`` or in ``rejected`` with one
+rows into the canonical frame of ``schema.VERDICT_DTYPES`` (README.md, "Data format"): defaults, winner spellings, checks, duplicates, prompt and answer texts. Nothing is dropped silently: a row is either in ``good`` or in ``rejected`` with one
 sentence saying why, so ``rows_read == n_good + n_rejected`` always holds. An unparsable judge
 output (``error``, review score -1) is a *valid* row with winner ``invalid``: counted, stored,
 never turned into a tie (graphs.build_stack leaves it out).

@@ -12,7 +12,7 @@ from engine.cycles import cycle_counts
 from engine.distances import all_distances
 from engine.graphs import build_stack
 from engine.rankers import rank
-from engine.resampling import MACRO, ordinal_ranks, reference_ranks
+from engine.resampling import MACRO, fractional_ranks, reference_ranks
 from engine.synthetic import SyntheticParams, generate, write_synthetic
 from engine.truncation import select_keep_k, truncation_scores
 
@@ -27,7 +27,7 @@ def data():
 
 def direct_point(st, truth, kept):
     s = rank(st.subset(kept), "bt", solver="mm").scores
-    r = pd.Series(ordinal_ranks(s.to_numpy()[None])[0], index=s.index)
+    r = pd.Series(fractional_ranks(s.to_numpy()[None])[0], index=s.index)
     return all_distances(r, pd.Series(reference_ranks(truth, st.models), index=st.models))
 
 

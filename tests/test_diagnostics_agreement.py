@@ -58,3 +58,32 @@ def test_agreement_with_human_majority_and_categories():
     assert t["kappa"].iloc[0] == pytest.approx(cohen_kappa(np.array([1, 0, -1]), np.array([1, 0, 1])))
     c = agreement(v, reference="human", by_category=True).set_index("category")
     assert c.loc["u", "agreement"] == 1.0 and c.loc["w", "agreement"] == 0.0
+
+
+def test_kappa_is_on_the_combined_model_outcome_not_the_shown_position():
+    """Hand-worked: κ is read on which model won each item (both orders combined), which differs
+    here from κ on the A/B labels as shown, so the test tells the two readings apart."""
+    rows = []
+    # item p1: both judges, a wins in both orders (AB: A; BA, b shown first: B) → +1, +1
+    for j in ("X", "Y"):
+        rows += [(j, "p1", "u", "a", "b", "A", "AB"), (j, "p1", "u", "b", "a", "B", "BA")]
+    # item p2: X a wins both (+1); Y says "A" both times, i.e. a then b → disagree → tie (0)
+    rows += [("X", "p2", "u", "a", "b", "A", "AB"), ("X", "p2", "u", "b", "a", "B", "BA")]
+    rows += [("Y", "p2", "u", "a", "b", "A", "AB"), ("Y", "p2", "u", "b", "a", "A", "BA")]
+    # item p3: both judges, b wins in both orders → −1, −1
+    for j in ("X", "Y"):
+        rows += [(j, "p3", "u", "a", "b", "B", "AB"), (j, "p3", "u", "b", "a", "A", "BA")]
+    # item p4: X tie both (0); Y says "B" both times, i.e. b then a → disagree → tie (0)
+    rows += [("X", "p4", "u", "a", "b", "tie", "AB"), ("X", "p4", "u", "b", "a", "tie", "BA")]
+    rows += [("Y", "p4", "u", "a", "b", "B", "AB"), ("Y", "p4", "u", "b", "a", "B", "BA")]
+    t = agreement(frame(rows)).iloc[0]
+    # outcomes X (+1, +1, −1, 0), Y (+1, 0, −1, 0): p_o = 3/4; marginals X (2, 1, 1)/4,
+    # Y (1, 2, 1)/4 over (+1, 0, −1): p_e = (2·1 + 1·2 + 1·1)/16 = 5/16; κ = (7/16)/(11/16) = 7/11
+    assert (t["judge_1"], t["judge_2"], t["items"]) == ("X", "Y", 4)
+    assert t["agreement"] == pytest.approx(3 / 4)
+    assert t["kappa"] == pytest.approx(7 / 11)
+    # the shown-position reading (per item and order: X A,B,A,B,B,A,tie,tie; Y A,B,A,A,B,A,B,B):
+    # p_o = 5/8, p_e = (3·3 + 3·5 + 2·0)/64 = 3/8, κ = 0.4 — a different number
+    shown_x = [r[5] for r in rows if r[0] == "X"]
+    shown_y = [r[5] for r in rows if r[0] == "Y"]
+    assert cohen_kappa(np.array(shown_x), np.array(shown_y)) == pytest.approx(0.4)

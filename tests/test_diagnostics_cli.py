@@ -272,3 +272,23 @@ def test_patterns_table_through_the_cli(shipped_db):
     assert pats.groupby("judge")["triples"].sum().to_dict() == pnt["nontransitive"].to_dict()
     cyc = pats[pats["kind"] == "cycle"].groupby("judge")["triples"].sum()
     assert cyc.to_dict() == pnt["cycle"].to_dict()
+
+
+def test_paper_variants_are_flags_of_their_own_tables(shipped_db, verdicts):
+    """--r2 pmf (paper 003's R²) and --sntd per-order (paper 001's eq. 3) belong to one table each."""
+    from engine.diagnostics.cycle_stats import count_fits, cycle_table
+    from engine.graph_buckets import build_buckets
+
+    for args, needle in ((["--table", "cycles", "--r2", "pmf"], "--r2 applies to the cycle-fit table only"),
+                         (["--table", "pnt", "--sntd", "per-order"], "--sntd applies to the sntd table only")):
+        rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", *args)
+        assert rc == 2 and out == "" and needle in err and err.count("\n") == 1
+    rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--judge", "human", "--table", "cycle-fit",
+                           "--edges", "strict", "--r2", "pmf", "--no-cache", "--format", "csv")
+    assert rc == 0
+    got = pd.read_csv(io.StringIO(out))
+    table, _ = cycle_table(build_buckets(verdicts[verdicts["judge"] == "human"]), edges="strict")
+    want = count_fits(table, r2_on="pmf")
+    assert got["r2_on"].tolist() == ["pmf"]
+    assert got["nb_r2"].iloc[0] == pytest.approx(want["nb_r2"].iloc[0], rel=1e-9)
+    assert got["mean"].iloc[0] == pytest.approx(want["mean"].iloc[0], rel=1e-12)

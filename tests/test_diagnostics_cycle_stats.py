@@ -22,6 +22,7 @@ from engine.diagnostics.cycle_stats import (
     participation,
     zip_mle,
 )
+from engine.errors import LensError
 from engine.graphs import GraphStack
 
 
@@ -270,3 +271,35 @@ def test_graphs_with_fewer_models_get_their_own_bound():
     assert set(part.loc[part["graph"] == 0, "model"]) <= {"m0", "m1", "m2", "m3"}
     dist = length_distribution(table).set_index(["judge", "length"])
     assert (("small", 5) not in dist.index) and (("big", 6) in dist.index)
+
+
+def test_r2_on_the_pmf_paper_003_reading():
+    """R² against the empirical PMF (paper 003's Figure 2b): the same fits, compared point by point
+    with the share of samples at each count 0..max, written out with scipy's PMFs."""
+    x = np.array([0, 0, 1, 1, 1, 2, 3, 5, 8, 0])
+    cdf_fit, fit = fit_counts(x), fit_counts(x, r2_on="pmf")
+    assert (fit.nb_n, fit.nb_p, fit.nb_aic) == (cdf_fit.nb_n, cdf_fit.nb_p, cdf_fit.nb_aic)  # same fits
+    assert (cdf_fit.r2_on, fit.r2_on) == ("cdf", "pmf")
+    ks = np.arange(9)
+    epmf = np.array([np.mean(x == k) for k in ks])  # 3/10, 3/10, 1/10, 1/10, 0, 1/10, 0, 0, 1/10
+
+    def r2(model):
+        return 1 - ((epmf - model) ** 2).sum() / ((epmf - epmf.mean()) ** 2).sum()
+
+    assert fit.nb_r2 == pytest.approx(r2(stats.nbinom.pmf(ks, fit.nb_n, fit.nb_p)))
+    assert fit.poisson_r2 == pytest.approx(r2(stats.poisson.pmf(ks, x.mean())))
+    zip_pmf = np.where(ks == 0, fit.zip_pi, 0) + (1 - fit.zip_pi) * stats.poisson.pmf(ks, fit.zip_mu)
+    assert fit.zip_r2 == pytest.approx(r2(zip_pmf))
+    assert fit.nb_r2 != pytest.approx(cdf_fit.nb_r2)  # the two readings are different numbers
+    with pytest.raises(LensError):
+        fit_counts(x, r2_on="sf")
+
+
+def test_paper_003_defaults_strict_cycles_and_pmf_r2():
+    adj = random_graphs(np.random.default_rng(7), 30, 5)
+    strict, _ = cycle_table(stack_of(adj), edges="strict")
+    fits = count_fits(strict, r2_on="pmf")
+    direct = fit_counts(strict["cycles"].to_numpy(), r2_on="pmf")  # one prompt per graph here
+    assert fits["r2_on"].iloc[0] == "pmf"
+    assert fits["nb_r2"].iloc[0] == pytest.approx(direct.nb_r2)
+    assert fits["mean"].iloc[0] == pytest.approx(strict["cycles"].mean())

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import jensenshannon
 
+from engine.diagnostics import diagnose
 from engine.diagnostics.sntd import bernoulli_jsd, sntd_arrays, sntd_summary, sntd_triples
 from engine.graphs import build_stack
 
@@ -94,3 +95,56 @@ def test_from_verdicts_averages_orders_and_skips_missing_pairs():
     assert t["sntd"].iloc[0] == pytest.approx(slow_sntd(0.8, 0.6, 0.2))
     s = sntd_summary(stack)
     assert s["soft_triples"].iloc[0] == 1
+
+
+def soft_verdicts(rows) -> pd.DataFrame:
+    """Verdict rows (prompt_id, model_a, model_b, prob_a, order) of one judge, winners from prob_a."""
+    v = pd.DataFrame(rows, columns=["prompt_id", "model_a", "model_b", "prob_a", "order"])
+    v["winner"] = np.where(v["prob_a"] > 0.5, "A", np.where(v["prob_a"] < 0.5, "B", "tie"))
+    for c, val in {"dataset": "d", "judge": "j", "variant": 0, "turn": 1, "category": "c",
+                   "variant_kind": "original"}.items():
+        v[c] = val
+    return v
+
+
+def test_per_order_sntd_is_paper_001_eq3_literally_hand_worked():
+    """Pairs (a,b), (b,c) at 0.5 in both orders; P(a>c) is 0.5 with a shown first, 0.9 with c first.
+    Averaged: φ_ac = 0.7, so φ̂_ab = φ̂_bc = 0.7, φ̂_ac = 0.5 and SNTD = JSD(0.5‖0.7) = 0.030305 bit.
+    Per order: the draws with φ_ac = 0.5 are exactly transitive (0); those with 0.9 give JSD(0.5‖0.9)
+    = 0.146793 bit by the same argument; the mean over the orders is 0.073397 bit."""
+    v = soft_verdicts([
+        ("p", "a", "b", 0.5, "AB"), ("p", "b", "a", 0.5, "AB"),
+        ("p", "b", "c", 0.5, "AB"), ("p", "c", "b", 0.5, "AB"),
+        ("p", "a", "c", 0.5, "AB"), ("p", "c", "a", 0.1, "AB"),  # P(a>c) = 0.5 (a first), 0.9 (c first)
+    ])
+    stack = build_stack(v)
+    averaged = sntd_triples(stack)["sntd"].iloc[0]
+    literal = sntd_triples(stack, variant="per-order", verdicts=v)["sntd"].iloc[0]
+    assert averaged == pytest.approx(0.0303051448, abs=1e-9)
+    assert averaged == pytest.approx(slow_sntd(0.5, 0.5, 0.7))
+    assert literal == pytest.approx(0.0733965512, abs=1e-9)
+    assert literal == pytest.approx((slow_sntd(0.5, 0.5, 0.5) + slow_sntd(0.5, 0.5, 0.9)) / 2)
+    # the diagnose entry point and its stated default
+    d = diagnose(v, table="sntd")
+    assert d["sntd_mean"].iloc[0] == pytest.approx(averaged)
+    assert diagnose(v, table="sntd", sntd_variant="per-order")["sntd_mean"].iloc[0] == pytest.approx(literal)
+
+
+def test_per_order_sntd_mixes_all_eight_draws_and_equals_averaged_with_one_order():
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.05, 0.95, size=6)  # (ab, ba-shown), (bc, cb-shown), (ac, ca-shown) as P(lower wins)
+    v = soft_verdicts([
+        ("p", "a", "b", p[0], "AB"), ("p", "b", "a", 1 - p[1], "AB"),
+        ("p", "b", "c", p[2], "AB"), ("p", "c", "b", 1 - p[3], "AB"),
+        ("p", "a", "c", p[4], "AB"), ("p", "c", "a", 1 - p[5], "AB"),
+    ])
+    literal = sntd_triples(build_stack(v), variant="per-order", verdicts=v)["sntd"].iloc[0]
+    brute = np.mean([slow_sntd(x, y, z) for x in p[0:2] for y in p[2:4] for z in p[4:6]])
+    assert literal == pytest.approx(brute, rel=1e-9)
+    # one order only (the first row of each pair): both variants read the same probabilities
+    one = v.iloc[[0, 2, 4]]
+    st = build_stack(one)
+    assert sntd_triples(st, variant="per-order", verdicts=one)["sntd"].iloc[0] == pytest.approx(
+        sntd_triples(st)["sntd"].iloc[0], rel=1e-12)
+    with pytest.raises(ValueError):
+        sntd_triples(st, variant="per-order")

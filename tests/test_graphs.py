@@ -33,7 +33,7 @@ def frame(rows: list[tuple], judge: str = "j") -> pd.DataFrame:
 
 
 def reference_outcome(winners: list[str], policy: str) -> str | None:
-    """The policy as DESIGN.md states it, written out plainly. ``winners`` are the verdicts on one
+    """The policy as README.md, "Data format", states it, written out plainly. ``winners`` are the verdicts on one
     pair seen from one side: 'me', 'other' or 'tie' ('invalid' is ignored). None: no edge."""
     votes = [w for w in winners if w != "invalid"]
     if not votes:

@@ -1,4 +1,4 @@
-"""The engine never imports streamlit, and the fixed layout of DESIGN.md exists."""
+"""The engine never imports streamlit, and the layout of README.md, "Layout", exists."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from engine.resampling import (
     build_jobs,
     copeland_majority_batch,
     draw_counts,
+    fractional_ranks,
     ordinal_ranks,
     reference_ranks,
     run_protocols,
@@ -184,7 +185,7 @@ def loop_distance(st, ref, row, ranker="bt", dist="spearman"):
     """The obvious twin: rank the drawn graphs with the rankers (MM for BT) and measure the distance."""
     sub = st.subset(rows_to_index(row))
     s = rank(sub, ranker, **({} if ranker == "scorewin" else {"solver": "mm"})).scores
-    r = pd.Series(ordinal_ranks(s.to_numpy()[None])[0], index=s.index)
+    r = pd.Series(fractional_ranks(s.to_numpy()[None])[0], index=s.index)
     return all_distances(r, pd.Series(reference_ranks(ref, st.models), index=st.models))[dist]
 
 
@@ -287,7 +288,7 @@ def test_single_baseline_picks_the_best_global_k_by_brute_force():
         for c in ("c0", "c1"):
             kept = [i for i in sel.index if sub.keys.category[i] == c]
             s = rank(sub.subset(kept), "bt", solver="mm").scores
-            r = pd.Series(ordinal_ranks(s.to_numpy()[None])[0], index=s.index)
+            r = pd.Series(fractional_ranks(s.to_numpy()[None])[0], index=s.index)
             per_cat.append(all_distances(r, ref_r)["spearman"])
         macro[k] = np.mean(per_cat)
     assert np.allclose(curve.groupby("k")["spearman"].mean().to_numpy(), [macro[k] for k in range(1, 6)])
@@ -375,3 +376,65 @@ def test_nonconverged_bt_fits_are_counted_not_hidden(monkeypatch):
     assert "7 of 7 Bradley-Terry fits did not converge" in t.loc["c0", "note"]
     assert "14 of 14 Bradley-Terry fits did not converge" in t.loc[MACRO, "note"]
     assert (capped[capped.protocol == "scorewin"].bt_nonconverged == 0).all()
+
+
+def test_fractional_ranks_are_scipys_average_ranks_and_name_free():
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(11)
+    s = rng.integers(0, 4, size=(200, 7)).astype(np.float64)  # integer scores: many ties (ScoreWin-like)
+    r = fractional_ranks(s)
+    np.testing.assert_array_equal(r, rankdata(-s, axis=1, method="average"))
+    perm = rng.permutation(7)  # reordering the models (renaming them) moves the ranks with them
+    np.testing.assert_array_equal(fractional_ranks(s[:, perm]), r[:, perm])
+    # near-ties within the relative tolerance form one group, as in ordinal_ranks
+    assert fractional_ranks(np.array([[0.5 - 1e-10, 0.5 + 1e-10, 0.0]])).tolist() == [[1.5, 1.5, 3.0]]
+
+
+def test_protocol_distances_take_tied_scores_at_their_average_rank():
+    from engine.distances import distances_batch
+    from engine.resampling import distances_for_scores
+
+    rng = np.random.default_rng(12)
+    s = rng.integers(0, 3, size=(100, 6)).astype(np.float64)
+    s[:10] = rng.permutation(6)  # some rows without a tie take the permutation fast path
+    ref = np.array([2, 1, 3, 6, 5, 4])
+    got, want = distances_for_scores(s, ref), distances_batch(rankdata_avg(s), ref)
+    for d in want:
+        np.testing.assert_allclose(got[d], want[d], atol=1e-15)
+    # a reversed model order (names reversed) with the reference reversed too: the same distances
+    rev = distances_for_scores(s[:, ::-1], ref[::-1])
+    for d in want:
+        np.testing.assert_allclose(rev[d], got[d], atol=1e-15)
+
+
+def rankdata_avg(s):
+    from scipy.stats import rankdata
+
+    return rankdata(-s, axis=1, method="average")
+
+
+def test_reversed_model_names_leave_vicuna80_table2_unchanged(shipped_store):
+    """Issue 16: tie-breaking by model name moved ScoreWin's macro Spearman by 0.035 (gpt-4) and
+    0.048 (human) when the names were reversed; with average ranks the frame is the same."""
+    from engine.graphs import build_stack
+    from engine.protocol_inputs import reference_ratings
+
+    for judge in ("gpt-4", "human"):
+        v = shipped_store.verdicts("vicuna80", judge=judge)
+        cats = sorted(v["category"].dropna().unique())
+        ref = reference_ratings(shipped_store, "vicuna80", "arena", cats, False)
+        names = sorted(set(v["model_a"]) | set(v["model_b"]))
+        ren = {m: f"{len(names) - i:02d}{m}" for i, m in enumerate(names)}  # sort order reversed
+        assert sorted(ren.values()) == [ren[m] for m in reversed(names)]
+        rv = v.assign(model_a=v["model_a"].map(ren), model_b=v["model_b"].map(ren))
+        rref = ({c: r.rename(index=ren) for c, r in ref.items()} if isinstance(ref, dict)
+                else ref.rename(index=ren))
+        a = run_protocols(build_stack(v), ref)
+        b = run_protocols(build_stack(rv), rref)
+        num = ["mean", "ci_low", "ci_high", "half_width", "sd"]
+        pd.testing.assert_frame_equal(a[num], b[num], rtol=0, atol=1e-12)
+        same = [c for c in a.columns if c not in (*num, "note")]
+        pd.testing.assert_frame_equal(a[same], b[same])
+        scorewin = a[(a.protocol == "scorewin") & (a.category == MACRO) & (a.distance == "spearman")]
+        assert np.isfinite(scorewin["mean"].iloc[0])

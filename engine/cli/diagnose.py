@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="One named diagnostics table for a dataset. Tables: "
         + "; ".join(f"{k}: {v}" for k, v in TABLES.items()) + ".",
     )
-    p.add_argument("--dataset", required=True, help="a stored dataset (see python -m engine datasets)")
+    p.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
     p.add_argument("--judge", action="append", help="only this judge (repeat for several)")
     p.add_argument("--table", choices=tuple(TABLES), default="overview")
     p.add_argument("--by", help="comma-separated grouping columns (e.g. judge,category or judge,lo,hi)")
@@ -41,11 +42,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    f"for graphs of at most {EXACT_MAX} models; {FALLBACK_BOUND} for larger ones)")
     p.add_argument("--edges", choices=("bad", "strict"), default="bad",
                    help="cycles through at least one strict edge (bad) or of strict wins only")
+    p.add_argument("--r2", choices=("cdf", "pmf"), default="cdf",
+                   help="cycle-fit: R² of each fit against the empirical CDF (default) or PMF; paper 003's "
+                   "defaults are --edges strict --r2 pmf")
     p.add_argument("--max-permutations", type=int, default=5040, help="stress test: orderings per graph")
     p.add_argument("--seed", type=int, default=0, help="stress test: seed for sampled orderings")
     p.add_argument("--reference", help="agreement / overview: compare every judge with this one "
                    "(overview default: human)")
     p.add_argument("--by-category", action="store_true", help="agreement per category")
+    p.add_argument("--sntd", choices=("averaged", "per-order"), default="averaged",
+                   help="sntd table: one divergence of the order-averaged probabilities (default, as the app "
+                   "shows) or paper 001's eq. 3 literally, the divergence averaged over the presentation orders")
     p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the store's result cache")
     add_format(p)
     p.set_defaults(func=run)
@@ -67,6 +74,14 @@ def run(args: argparse.Namespace) -> int:
         if args.table != "heatmap":
             raise LensError("--win-rates applies to the heatmap table only (--table heatmap).")
         params["win_rates"] = read_win_rates_file(args.win_rates).to_dict()
+    if args.r2 != "cdf":
+        if args.table != "cycle-fit":
+            raise LensError("--r2 applies to the cycle-fit table only (--table cycle-fit).")
+        params["r2_on"] = args.r2
+    if args.sntd != "averaged":
+        if args.table != "sntd":
+            raise LensError("--sntd applies to the sntd table only (--table sntd).")
+        params["sntd_variant"] = args.sntd
     if args.reference is not None or args.table == "overview":
         params["reference"] = args.reference if args.reference is not None else "human"
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)

@@ -21,7 +21,7 @@ COLUMNS = (
     "c3", "c4", "c3_tie", "c4_tie", "c3_bad", "c4_bad", "draw_rate", "largest_scc",
     "variant_kind", "n_pairs", "n_verdicts", "n_invalid", "coverage", "policy",
 )
-"""The DESIGN.md contract up to ``largest_scc``, then extra columns (``s_mu`` last with --mu)."""
+"""README.md's graphs columns up to ``largest_scc``, then extra columns (``s_mu`` last with --mu)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,13 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="One row per graph (judge, prompt, variant, turn) of a dataset: the counts of "
         "paper 000 App. A.2, the draw rate and the size of the largest strongly connected component.",
     )
-    p.add_argument("--dataset", required=True, help="a stored dataset (see python -m engine datasets)")
+    p.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
     p.add_argument("--judge", help="only this judge's graphs")
     p.add_argument("--category", help="only graphs of this category")
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
                    help="how several verdicts on one pair in one graph combine")
     p.add_argument("--mu", type=float,
-                   help="also print the truncation score s_mu = c3_bad + mu * c4_bad (paper 000, eq. 1), "
+                   help="also print the truncation score s_mu = c3_bad + mu * c4_bad (paper 000, Section 4.1 and Appendix A.2), "
                    "scaled by coverage unless --score raw")
     p.add_argument("--score", choices=tuple(SCORES), default=DEFAULT_SCORE,
                    help="with --mu: " + "; ".join(f"{k}: {v}" for k, v in SCORES.items()))

@@ -24,7 +24,9 @@ TABLES: dict[str, str] = {
     "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win rate, McNemar p (both tie rules), agreement and κ with the reference judge",
     "pnt": "PNT per group (default judge): triples, non-transitive triples and their kinds",
     "patterns": "counts of the 14 non-transitive patterns of paper 001 B.1 (numbered 1-14) per group",
-    "sntd": "mean SNTD per group over triples with judge probabilities",
+    "sntd": "mean SNTD per group over triples with judge probabilities (default: one divergence of the "
+            "order-averaged probabilities, as the app shows; --sntd per-order: paper 001's eq. 3, the "
+            "divergence averaged over the presentation orders)",
     "heatmap": "mean PNT / SNTD on a grid of two win-rate gaps per judge (paper 001, B.5)",
     "entropy": "ρ_non-trans, τ_avg and mean H² per group (paper 004)",
     "entropy-graphs": "per graph: vertices, vertices in non-transitive SCCs, H², τ",
@@ -36,7 +38,7 @@ TABLES: dict[str, str] = {
     "cycle-prompts": "per prompt: cycles summed over its graphs (the unit of the distribution fit)",
     "position": "order consistency, first-position win rate and McNemar's test (both tie rules) per group",
     "stress": "order-permutation stress test per group (paper 003)",
-    "agreement": "agreement and Cohen's κ between judges (or against a reference judge)",
+    "agreement": "agreement and Cohen's κ between judges (or against a reference judge), on each item's verdict after both presentation orders are combined (which model won, not which position)",
     "structure": "mean bad cycles, draw rate and largest SCC by judge and category (paper 000, Fig. 4)",
 }
 
@@ -66,7 +68,7 @@ EXTRA_BY: dict[str, tuple[str, ...]] = {
 }
 UNGROUPED: tuple[str, ...] = ("overview", "entropy-graphs", "cycle-graphs")
 """Tables with one row per judge or per graph: ``by`` does not apply to them."""
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 """Part of every cache key: bump when a table's columns or numbers change, so old results are not served."""
 
 
@@ -140,7 +142,9 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
     ``UNGROUPED``), ``policy`` (combine policy), ``source`` and ``tie_band`` (PNT, patterns),
     ``grid``/``sigma``/``win_rates`` (heatmap; ``win_rates`` maps model → rate),
     ``length_bound`` (None: every length where tractable)/``edges`` (cycles),
-    ``max_permutations``/``seed`` (stress), ``reference``/``by_category`` (agreement, overview).
+    ``max_permutations``/``seed`` (stress), ``reference``/``by_category`` (agreement, overview),
+    ``sntd_variant`` (sntd: ``averaged`` or ``per-order``, engine.diagnostics.sntd), ``r2_on``
+    (cycle-fit: ``cdf`` or ``pmf``; paper 003's defaults are ``edges="strict"``, ``r2_on="pmf"``).
     ``position`` and ``stress`` raise LensError when the verdicts carry no usable presentation order.
     """
     if table not in TABLES:
@@ -171,7 +175,7 @@ def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[st
         return _agreement.agreement(v, reference=params.get("reference"), by_category=_agreement_by(params),
                                     policy=policy)
     stack = build_buckets(v, policy=policy)
-    out = _graph_table(stack, table, params)
+    out = _graph_table(stack, table, params, v)
     notes = [n for n in (small_graph_note(stack, table), _empty_note(out, table, stack)) if n]
     if notes:
         out.attrs["notes"] = notes
@@ -205,7 +209,7 @@ def _empty_note(out: pd.DataFrame, table: str, stack) -> str | None:
     return "No graph has a model triple with all three pairs compared, so there is no triple to classify."
 
 
-def _graph_table(stack, table: str, params: dict) -> pd.DataFrame:
+def _graph_table(stack, table: str, params: dict, v: pd.DataFrame | None = None) -> pd.DataFrame:
     """The graph-based tables of ``diagnose`` on the bucketed graphs."""
     band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
     if table == "pnt":
@@ -217,7 +221,10 @@ def _graph_table(stack, table: str, params: dict) -> pd.DataFrame:
     if table == "sntd":
         if not stack.has_soft:
             raise LensError("These verdicts carry no judge probabilities (prob_a), so SNTD cannot be computed.")
-        return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"))
+        variant = params.get("sntd_variant", "averaged")
+        if variant not in sntd.SNTD_VARIANTS:
+            raise LensError(f"Unknown SNTD variant {variant!r}; choose one of {', '.join(sntd.SNTD_VARIANTS)}.")
+        return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"), variant=variant, verdicts=v)
     if table == "heatmap":
         return nontransitivity.gap_heatmap(stack, by=_by(params, ("judge",), "heatmap"),
                                            win_rates=params.get("win_rates"), grid=int(params.get("grid", 35)),
@@ -243,7 +250,7 @@ def _graph_table(stack, table: str, params: dict) -> pd.DataFrame:
     if table == "participation":
         return cycle_stats.participation(ctab, part, by)
     if table == "cycle-fit":
-        return cycle_stats.count_fits(ctab, by)
+        return cycle_stats.count_fits(ctab, by, r2_on=params.get("r2_on", "cdf"))
     return cycle_stats.prompt_counts(ctab, by)  # cycle-prompts
 
 

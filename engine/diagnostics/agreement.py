@@ -1,4 +1,4 @@
-"""Agreement between judges on the same comparison items (paper 000, Appendix C.2 context).
+"""Agreement between judges on the same comparison items (a standard statistic; no paper defines it).
 
 An item is a pair of models in one prompt instance (dataset, prompt_id, variant, turn). Each
 judge's verdicts on an item (both presentation orders, or several human votes) are first combined
@@ -6,6 +6,13 @@ into one outcome by a stated policy (default ``plurality``: two disagreeing orde
 three human votes give their majority). Two judges are then compared on the items both judged:
 raw agreement (share of equal outcomes among win-lo / tie / win-hi) and Cohen's κ,
 ``κ = (p_o − p_e) / (1 − p_e)`` with p_e from the two judges' outcome frequencies.
+
+The labels are about the models, not the positions: "lo" is the pair's model first by name, and
+the outcome is read after both presentation orders are combined, so κ is NOT computed on the A/B
+labels as shown (those would mix position bias into agreement and have no pairing when two judges
+saw different orders, or humans no order). Position effects are the ``position`` table's (paper
+003's McNemar). Because the three labels are tied to name order, κ (not the raw agreement) can move
+slightly under a renaming that reorders some pairs (≤ 0.011 on vicuna80; docs/notes/diagnostics.md).
 """
 
 from __future__ import annotations

@@ -14,9 +14,11 @@
   share of prompts with a cyclic graph among their variants / turns (its motion level).
 - Participation: per model, the share of all cycles that pass through it (paper 003, Table 7).
 - Distribution fit of per-prompt cycle counts: negative binomial by maximum likelihood (scipy's
-  ``nbinom(n, p)``), with R² of its CDF against the empirical CDF on 0..max, and AIC against
-  Poisson, zero-inflated Poisson and zero-inflated negative binomial fits (paper 003, Section 4.2
-  and Table 8).
+  ``nbinom(n, p)``), with R² of its CDF against the empirical CDF on 0..max (``r2_on="cdf"``, the
+  default) or of its PMF against the empirical PMF (``r2_on="pmf"``), and AIC against Poisson,
+  zero-inflated Poisson and zero-inflated negative binomial fits (paper 003, Section 4.2 and
+  Table 8). Paper 003 plots both (its Figure 2) and reads as an R² on the PMF; its defaults are
+  ``edges="strict"`` (Condorcet cycles) with ``r2_on="pmf"``; the project's are ``"bad"``/``"cdf"``.
 
 Every summary carries ``length_bound`` (the largest bound among its graphs) and ``all_lengths``
 (True when no graph of the group had a cycle length cut off).
@@ -233,6 +235,11 @@ class CountFit:
     samples: int
     mean: float
     variance: float
+    r2_on: str = "cdf"
+
+
+R2_ON: tuple[str, ...] = ("cdf", "pmf")
+"""What the fits' R² compares with the empirical distribution on 0..max: the CDF or the PMF."""
 
 
 def _r2(ecdf: np.ndarray, fitted: np.ndarray) -> float:
@@ -314,8 +321,11 @@ def zinb_mle(x: np.ndarray, start: tuple[float, float]) -> tuple[float, float, f
     return float(special.expit(th[0])), float(np.exp(th[1])), float(special.expit(th[2])), -float(best.fun)
 
 
-def fit_counts(counts: np.ndarray | pd.Series) -> CountFit:
-    """Negative binomial, Poisson and zero-inflated Poisson fits of non-negative integer counts."""
+def fit_counts(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> CountFit:
+    """Negative binomial, Poisson and zero-inflated Poisson fits of non-negative integer counts; R² on
+    the CDF (default) or the PMF (``r2_on="pmf"``, paper 003's reading)."""
+    if r2_on not in R2_ON:
+        raise LensError(f"R² is computed on the cdf or the pmf; got {r2_on!r}.")
     x = np.asarray(counts, dtype=np.int64)
     if x.size < 2:
         raise LensError("A distribution fit needs at least two counts.")
@@ -332,22 +342,30 @@ def fit_counts(counts: np.ndarray | pd.Series) -> CountFit:
     if ll_zinb < ll_nb:  # the NB is the π = 0 member of the family: never report a worse optimum
         bpi, bn, bp, ll_zinb = 0.0, n, p, ll_nb
     zbcdf = bpi + (1 - bpi) * stats.nbinom.cdf(ks, bn, bp)
+    nb_fit, po_fit = stats.nbinom.cdf(ks, n, p), stats.poisson.cdf(ks, mu)
+    emp = ecdf
+    if r2_on == "pmf":  # the same fits, compared point by point with the empirical PMF
+        emp = np.bincount(x, minlength=ks.size) / x.size
+        nb_fit, po_fit = stats.nbinom.pmf(ks, n, p), stats.poisson.pmf(ks, mu)
+        zcdf = np.where(ks == 0, pi, 0.0) + (1 - pi) * stats.poisson.pmf(ks, zmu)
+        zbcdf = np.where(ks == 0, bpi, 0.0) + (1 - bpi) * stats.nbinom.pmf(ks, bn, bp)
     return CountFit(
-        nb_n=n, nb_p=p, nb_loglik=ll_nb, nb_aic=4 - 2 * ll_nb, nb_r2=_r2(ecdf, stats.nbinom.cdf(ks, n, p)),
-        poisson_mu=mu, poisson_aic=2 - 2 * ll_po, poisson_r2=_r2(ecdf, stats.poisson.cdf(ks, mu)),
-        zip_pi=pi, zip_mu=zmu, zip_aic=4 - 2 * ll_zip, zip_r2=_r2(ecdf, zcdf),
-        zinb_pi=bpi, zinb_n=bn, zinb_p=bp, zinb_aic=6 - 2 * ll_zinb, zinb_r2=_r2(ecdf, zbcdf),
-        samples=int(x.size), mean=mu, variance=float(x.var(ddof=1)),
+        nb_n=n, nb_p=p, nb_loglik=ll_nb, nb_aic=4 - 2 * ll_nb, nb_r2=_r2(emp, nb_fit),
+        poisson_mu=mu, poisson_aic=2 - 2 * ll_po, poisson_r2=_r2(emp, po_fit),
+        zip_pi=pi, zip_mu=zmu, zip_aic=4 - 2 * ll_zip, zip_r2=_r2(emp, zcdf),
+        zinb_pi=bpi, zinb_n=bn, zinb_p=bp, zinb_aic=6 - 2 * ll_zinb, zinb_r2=_r2(emp, zbcdf),
+        samples=int(x.size), mean=mu, variance=float(x.var(ddof=1)), r2_on=r2_on,
     )
 
 
-def count_fits(table: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
-    """Per group: the fits of per-prompt cycle counts as one row (groups with < 2 prompts skipped)."""
+def count_fits(table: pd.DataFrame, by: tuple[str, ...] = ("judge",), r2_on: str = "cdf") -> pd.DataFrame:
+    """Per group: the fits of per-prompt cycle counts as one row (groups with < 2 prompts skipped);
+    ``r2_on`` as in ``fit_counts``."""
     pc = prompt_counts(table, by)
     rows = []
     for key, g in pc.groupby(list(by), sort=True, dropna=False):  # one fit per judge
         if len(g) < 2:
             continue
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key, strict=True)), **vars(fit_counts(g["cycles"].to_numpy()))})
+        rows.append({**dict(zip(by, key, strict=True)), **vars(fit_counts(g["cycles"].to_numpy(), r2_on))})
     return _with_bounds(pd.DataFrame(rows), table, by)

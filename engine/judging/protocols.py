@@ -8,7 +8,7 @@ through one pool, so the hybrid protocol's scoring calls overlap with other pair
   (``single_order="random"``, the default) or always model_a first (``"AB"``), recorded in ``order``.
 - ``swapped``: the pairwise prompt in both orders; two rows (``AB`` and ``BA``), each mapped back to
   the models' identities. The graph builder combines them (agree → that winner, disagree → tie), as
-  DESIGN.md says; paper 002, Appendix P, and paper 001, Section 3.3.
+  README.md, "Data format", says; paper 002, Appendix P, and paper 001, Section 3.4 (position switching).
 - ``hybrid``: both orders; if they agree that verdict stands, else each answer is scored 1–5 on its
   own and the higher score wins, equal scores a tie (paper 000, Appendix C.1). One row.
 - ``soft``: a one-letter prompt in both orders; prob_a is the mean of P(A better) read from the

@@ -1,4 +1,4 @@
-"""Half-tie Bradley-Terry (paper 000, Section 3.3): fit log-strengths to W~ = W + T/2.
+"""Half-tie Bradley-Terry (paper 000, Section 3.2): fit log-strengths to W~ = W + T/2.
 
 P(i beats j) = sigmoid(theta_i - theta_j). Two solvers that must agree: a batched damped Newton
 method (the default; the negative Hessian is the graph Laplacian with weights N_ij p_ij p_ji, made
@@ -367,7 +367,7 @@ def fit_bt(
     scale: str = "log",
     ranker: str = "bt",
 ) -> RankResult:
-    """Single half-tie BT fit from W (wins) and T (ties): W~ = W + T/2 (paper 000, Section 3.3)."""
+    """Single half-tie BT fit from W (wins) and T (ties): W~ = W + T/2 (paper 000, Section 3.2)."""
     W = np.asarray(W, dtype=np.float64)
     wt = W if T is None else W + 0.5 * np.asarray(T, dtype=np.float64)
     n = wt.shape[0]

@@ -37,7 +37,7 @@ class VerdictCounts:
         return len(self.models)
 
     def wtilde(self) -> np.ndarray:
-        """(n, n) half-tie win matrix W + T/2 (paper 000, eq. 3-4 and Section 3.3)."""
+        """(n, n) half-tie win matrix W + T/2 (paper 000, eq. 3-4 and Section 3.2)."""
         n = self.n
         lo_pts = np.where(self.outcome > 0, 1.0, np.where(self.outcome == 0, 0.5, 0.0))
         w = np.bincount(self.lo * n + self.hi, weights=lo_pts, minlength=n * n)

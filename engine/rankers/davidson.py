@@ -1,4 +1,4 @@
-"""Davidson (1970) model with explicit ties (paper 000, Section 3.3).
+"""Davidson (1970) model with explicit ties (paper 000, Sections 2.2 and 3.2).
 
 P(i > j) = pi_i / D, P(tie) = nu * sqrt(pi_i pi_j) / D with D = pi_i + pi_j + nu * sqrt(pi_i pi_j),
 nu >= 0. Fitted by L-BFGS-B over (theta_1..theta_{n-1}, log nu) with the last log-strength fixed

@@ -2,7 +2,7 @@
 
 Eq. 5, for each pair i < j (model order of the stack), over the t graphs that compared the pair:
 edge i -> j when more than t/2 of them hold the edge i -> j, otherwise j -> i. It is the pairwise MLE
-of the random tournament model (paper 000, Section 5.3), stated for tournaments without ties.
+of the random tournament model (paper 000, Section 5.2), stated for tournaments without ties.
 With ties two readings are possible and both are offered:
 
 - ``ties="half"`` (default): a tie counts half an edge each way, so N_ij = W_ij + T_ij / 2;

@@ -1,4 +1,4 @@
-"""Rank Centrality (Negahban, Oh and Shah, 2017), cited by paper 000, Section 2.
+"""Rank Centrality (Negahban, Oh and Shah, 2017), cited by paper 000, Section 1.1.
 
 A random walk moves from i to j with probability (1 / d_max) * W~_ji / (W~_ij + W~_ji) (toward the
 winner), W~ = W + T/2, d_max the largest number of distinct opponents; the rest stays at i. Scores are
