@@ -95,7 +95,8 @@ def timed_open(page, url: str | None, path: str, timeout_s: float, watch: RssWat
     return time.perf_counter() - t0 - QUIET_S, ("error box: " + errors[0][:80]) if errors else ""
 
 
-def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root: Path = REPO) -> str:
+def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root: Path = REPO,
+                  pages: list[str] | None = None) -> str:
     """Every page opened twice (computing, then cached) in headless Chromium; a Markdown table."""
     from playwright.sync_api import sync_playwright
 
@@ -103,13 +104,14 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
     server, url = start_server(db, log, root)
     watch = RssWatch(server.pid, cap_gb)
     watch.start()
-    rows: dict[str, list] = {p: [None, "", None, ""] for p in PAGES}
+    order = list(PAGES) if pages is None else pages
+    rows: dict[str, list] = {p: [None, "", None, ""] for p in order}
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
             page = browser.new_page(viewport={"width": 1440, "height": 1300})
             for visit in (0, 1):
-                for i, path in enumerate(PAGES):
+                for i, path in enumerate(order):
                     if watch.killed:
                         break
                     first_load = visit == 0 and i == 0
@@ -145,6 +147,8 @@ def main() -> None:
     ap.add_argument("--cap-gb", type=float, default=8.0)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a page may take before it is given up")
     ap.add_argument("--repo", type=Path, default=REPO, help="the checkout whose app is served (default: this one)")
+    ap.add_argument("--pages", help="url paths to visit, in order, comma-separated ('' or 'leaderboard' for the first "
+                                    f"page; default all: {','.join(p or 'leaderboard' for p in PAGES)})")
     a = ap.parse_args()
     db = a.db
     if db is None:
@@ -162,7 +166,11 @@ def main() -> None:
                                       str(work / "rejected-app.csv")), cwd=a.repo, check=True, capture_output=True)
     print(f"app pages on {db} (dataset {a.dataset}), {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
           file=sys.stderr)
-    print(measure_pages(db, a.dataset, a.cap_gb, a.timeout, a.repo))
+    pages = None if a.pages is None else ["" if p in ("", "leaderboard") else p for p in a.pages.split(",")]
+    unknown = [p for p in pages or [] if p not in PAGES]
+    if unknown:
+        raise SystemExit(f"unknown page(s) {unknown}; pages: {list(PAGES)}")
+    print(measure_pages(db, a.dataset, a.cap_gb, a.timeout, a.repo, pages))
 
 
 if __name__ == "__main__":
