@@ -80,16 +80,25 @@ def test_malformed_200_replies_are_retried_then_counted_as_failed_calls(empty_st
 
 
 def test_client_timeout_retries_then_fails_cleanly(empty_store):
-    _synthetic(empty_store, "syn", {"p-slow": "SLOW question"})
+    _synthetic(empty_store, "syn", {"p-slow": "SLOW question", "p-fast": "quick question"})
     with FakeOpenAI(slow_s=3.0) as srv:
-        runner = _runner(empty_store, srv, timeout_s=0.3, max_retries=1, concurrency=3)
+        runner = _runner(empty_store, srv, timeout_s=0.3, max_retries=1, concurrency=6)
         rep = judge_run(empty_store, "syn", runner, protocol="single")
-        # 3 calls, each sent twice (the first attempt and one retry), each attempt timing out
-        assert (rep.stats.failed, rep.stats.made, rep.stats.retries) == (3, 0, 3)
-        assert srv.total == 6 and set(srv.seen.values()) == {2}
-    assert "timed out" in rep.stats.errors[0]
-    assert empty_store.verdicts("syn").empty and _status(empty_store) == ["failed-calls"]
-    assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 0
+        # the fast prompt's 3 calls succeed (so the stall detector stays off); the slow prompt's 3 are
+        # each sent twice (the first attempt and one retry), each attempt timing out
+        assert (rep.stats.failed, rep.stats.made, rep.stats.retries) == (3, 3, 3)
+        slow = [n for body, n in _by_question(srv).items() if "SLOW" in body]
+        assert srv.total == 9 and slow == [2, 2, 2]
+    assert "no complete reply" in rep.stats.errors[0] and "within 0.3 s" in rep.stats.errors[0]
+    assert set(empty_store.verdicts("syn")["prompt_id"]) == {"p-fast"} and _status(empty_store) == ["failed-calls"]
+    assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 3
+
+
+def _by_question(srv) -> dict[str, int]:
+    """Requests per distinct message body (the server counts them by a hash; here by the text)."""
+    from collections import Counter
+
+    return dict(Counter(b["messages"][-1]["content"] for b in srv.bodies))
 
 
 def test_retry_after_is_honoured_and_backoff_has_jitter(empty_store):
