@@ -14,6 +14,7 @@ documented rules, so each test can compute the expected verdicts another way:
   p = len(first) / (len(first) + len(second));
 - paraphrase prompts: a JSON array of k strings "<text> (rewording i)"; equivalence prompts: YES for
   odd-numbered candidates, NO for even;
+- a question containing ``HUGE`` gets a reply of ``huge_chars`` characters with its tag at the end;
 - a question containing ``GARBAGE`` gets text without any verdict tag; ``RATE429`` gets a 429 on the
   first attempt; ``FLAKY500`` gets a 500 on the first two attempts; ``RETRYAFTER`` gets a 429 with
   a ``Retry-After: <retry_after>`` header on the first attempt;
@@ -72,6 +73,7 @@ class FakeOpenAI:
         trickle_s: float = 0.2,
         trickle_bytes: int = 200,
         port: int = 0,
+        huge_chars: int = 1_100_000,
     ):
         self.delay_s = delay_s
         self.api_key = api_key
@@ -79,6 +81,7 @@ class FakeOpenAI:
         self.hold, self.hold_timeout_s = hold, hold_timeout_s
         self.trickle_s, self.trickle_bytes = trickle_s, trickle_bytes
         self.trickled = 0
+        self.huge_chars = huge_chars
         self.gate = threading.Event()
         self.gate.set()
         self.bodies: list[dict] = []
@@ -233,6 +236,8 @@ class FakeOpenAI:
         q = s.get("QUESTION", "")
         if "GARBAGE" in q:
             return "Both answers have merits and I would rather not choose.", None
+        if "HUGE" in q:  # a runaway reply: over the store's text limit, the verdict tag at its very end
+            return "x" * self.huge_chars + " [[A]]", None
         if "Reply with a JSON array holding exactly" in user:
             k = int(re.search(r"Produce (\d+) different", user).group(1))
             text = user.split("<<<TEXT\n", 1)[1].split("\nTEXT>>>", 1)[0]

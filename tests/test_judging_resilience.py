@@ -242,3 +242,19 @@ def test_one_progress_bar_for_the_whole_run(tmp_path):
     last = frames[-1]
     assert "24/24" in last and "made=48" in last and "cached=0" in last and "failed=0" in last
     assert "tokens=" in last and "cost=$" in last
+
+
+def test_a_runaway_reply_is_cut_to_the_text_limit_and_stored_invalid_with_its_text(empty_store):
+    """A reply over the store's text limit (1 MiB) is cut with a stated marker: the call cache and the
+    verdict hold at most the limit, and the verdict tag past the cut leaves it invalid, never a tie."""
+    from engine.import_limits import TEXT_MAX_CHARS
+
+    _synthetic(empty_store, "syn", {"p-huge": "HUGE question"})
+    with FakeOpenAI(huge_chars=TEXT_MAX_CHARS + 5000) as srv:
+        rep = judge_run(empty_store, "syn", _runner(empty_store, srv), protocol="single")
+    assert (rep.stats.made, rep.stats.failed) == (3, 0)
+    lengths = empty_store.cursor().execute("SELECT length(text) FROM judge_calls").fetchall()
+    assert [n for (n,) in lengths] == [TEXT_MAX_CHARS] * 3
+    v = empty_store.verdicts("syn")
+    assert list(v["winner"]) == ["invalid"] * 3
+    assert all("reply cut here" in e and len(e) <= TEXT_MAX_CHARS + 1000 for e in v["explanation"])

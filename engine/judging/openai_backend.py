@@ -31,6 +31,7 @@ import threading
 import time
 
 from ..errors import LensError
+from ..import_limits import TEXT_MAX_CHARS
 from .backends import (
     AuthenticationFailed,
     ChatRequest,
@@ -133,6 +134,16 @@ def request_kwargs(model: str, req: ChatRequest) -> dict:
     return kwargs
 
 
+def capped_reply(text: str) -> str:
+    """A reply cut to the store's text limit (``import_limits.TEXT_MAX_CHARS``) with a stated marker, so
+    a runaway server cannot bloat the store and the stored text still re-imports; a verdict tag that
+    fell past the cut leaves the reply unparsable, stored invalid with its text, never a tie."""
+    if len(text) <= TEXT_MAX_CHARS:
+        return text
+    marker = f"\n[reply cut here: {len(text):,} characters, over the {TEXT_MAX_CHARS:,}-character limit]"
+    return text[: TEXT_MAX_CHARS - len(marker)] + marker
+
+
 def read_completion(resp, latency: float) -> ChatResult:
     """A ChatResult from a chat-completion reply; a malformed reply is a RetryableError."""
     try:
@@ -143,6 +154,7 @@ def read_completion(resp, latency: float) -> ChatResult:
         text = getattr(message, "content", None)
         if not isinstance(text, str):
             raise RetryableError("the server's reply has no message content")
+        text = capped_reply(text)
         top = None
         lp = getattr(choices[0], "logprobs", None)
         if lp is not None and getattr(lp, "content", None):
