@@ -54,6 +54,9 @@ def refused(db, *args) -> str:
     (("--ranker", "kemeny", "--param", "exact_max=many"), ("exact_max='many'", "whole number")),
     (("--ranker", "kemeny", "--param", "weights=2"), ("--judge-weight",)),
     (("--judge-weight", "gpt-4=2"), ("--judge-weight", "bt ranker takes no judge weights")),
+    (("--ranker", "elo", "--param", "order=bogus"), ("order='bogus'", "time, input, prompt")),
+    (("--param", "on_degenerate=bogus"), ("on_degenerate='bogus'", "regularize, raise")),
+    (("--ranker", "davidson", "--param", "on_degenerate=x"), ("on_degenerate='x'", "regularize, raise")),
 ])
 def test_bad_ranker_parameters_are_one_sentence(shipped_db, args, words):
     line = refused(shipped_db, "leaderboard", *args)
