@@ -105,6 +105,9 @@ def test_elo_parameters_reach_the_ranker(shipped_db, shipped_store):
     expect = dict(zip(st.models, r - r.mean(), strict=True))
     got = {row["model"]: row["score"] for row in json.loads(out)["table"]}
     np.testing.assert_allclose([got[m] for m in st.models], [expect[m] for m in st.models], atol=1e-9)
+    # the printed score is the rating less the initial 1000 (updates are zero-sum), and the note says so
+    np.testing.assert_allclose(r.mean(), 1000.0, atol=1e-9)
+    assert any("score = rating - 1000" in note for note in json.loads(out)["notes"]), out
 
 
 @pytest.mark.parametrize("args", [

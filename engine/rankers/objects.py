@@ -253,7 +253,8 @@ class Elo(Ranker):
     def notes(self, details, params, table=None):
         return [f"elo: K = {_fmt(details.get('k_factor'))}, base {_fmt(details.get('base'))}, scale "
                 f"{_fmt(details.get('scale'))}, initial rating {_fmt(details.get('init'))}, {details.get('n_updates')} "
-                f"updates; order: {details.get('order')}."]
+                f"updates; order: {details.get('order')}; score = rating - {_fmt(details.get('init'))} (updates are "
+                "zero-sum, so 0 is the average model)."]
 
 
 class Kemeny(Ranker):
