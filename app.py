@@ -81,7 +81,8 @@ def sidebar() -> None:
         dataset = _choice("Dataset", datasets, "dataset", DEFAULT_DATASET)
         ch = choices(dataset, store.dataset_version(dataset))
         _choice("Judge", [ALL, *ch.judges], "judge", ch.default_judge,
-                help="Each judge's verdicts form their own graphs.")
+                help="Each judge's verdicts form their own graphs. Opens on the judge covering the most models; "
+              "(all) pools every judge, as the command line does without --judge.")
         _choice("Category", [ALL, *ch.categories], "category", ALL)
         _choice("Ranker", list(RANKERS), "ranker", "bt", help="How the kept graphs become scores.")
         st.caption(f"Store: `{store.path.name}`")
@@ -101,12 +102,10 @@ def main() -> None:
         st.error(user_text(exc))
         st.button("Try again", icon=":material/refresh:", key="open_retry")
         return
-    done = False
-    with guarded_session("busy_retry"):
+    with guarded_session("busy_retry") as outcome:  # busy store, stray or unexpected errors: one sentence
         sidebar()
         page.run()
-        done = True
-    if not done:
+    if outcome.busy:
         st.sidebar.caption("The store is busy: the dataset, judge and ranker choices return when it is free.")
 
 

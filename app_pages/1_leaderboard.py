@@ -1,5 +1,6 @@
-"""Leaderboard: models ranked from every graph of the current choice, with bootstrap CIs, cycle
-participation per model and the rank on the reference leaderboard where one is mapped."""
+"""Leaderboard: models ranked from every graph of the current choice in the field's conventions
+(shared rank from the rank intervals, score +x / -y, votes, prompts), then cycle participation per
+model and the rank on the reference leaderboard where one is mapped."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from app_pages._lens import (
     or_stop,
 )
 from engine.exports import csv_bytes, leaderboard_json
+from engine.leaderboard_view import board_view, elo_factor, on_scale
 from engine.viz import ci_plot_frame, escape_md, plot_labels
 
 st.title("Leaderboard")
@@ -29,23 +31,33 @@ ch = current()
 board = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED)
 table = board.table
 
+elo_ok = elo_factor(ch.ranker) is not None
+elo = st.toggle("Elo-like scale (400·log10 units around 1000)", key="lb_elo", disabled=not elo_ok,
+                help="Shows BT / Davidson log-strengths and Elo ratings as 1000 + 400·log10 units, as arena "
+                "leaderboards do." if elo_ok else f"The {ch.ranker} score is not a log-strength; no Elo reading.")
+view = board_view(table, ranker=ch.ranker, n_graphs=board.params["n_graphs"], elo_scale=bool(elo and elo_ok),
+                  reference_note=board.reference_note)
+
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Models", len(table))
 c2.metric("Graphs", board.params["n_graphs"])
-c3.metric("Leader", escape_md(table.iloc[0]["model"]))
+c3.metric("Leader", escape_md(view.frame.iloc[0]["model"]))
 if board.distances:
     c4.metric("Spearman distance to reference", f"{board.distances['spearman']:.3f}",
               help=f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.")
 else:
     c4.metric("Reference", "none", help=board.reference_note)
 
-ORDER = ("rank", "model", "score", "ci_low", "ci_high", "wins", "losses", "ties", "bad_triads", "cycle_share",
-         "ref_rank", "ref_diff", "win_rate", "rank_low", "rank_high", "n_graphs_model")
-st.dataframe(board_display(table), hide_index=True, width="stretch",
-             column_config=board_columns(board.reference_note, ch.ranker),
-             column_order=[c for c in ORDER if c in table.columns])
+for note in view.notes:
+    st.warning(escape_md(note), icon=":material/info:")
+st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
+             height=min(38 + 35 * len(view.frame), 640),
+             column_config=board_columns(board.reference_note, ch.ranker, view.score_label, view.digits))
+st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
+if view.delta_note:
+    st.caption(escape_md(view.delta_note))
 
-plot = ci_plot_frame(table)
+plot = ci_plot_frame(on_scale(table, ch.ranker, bool(elo and elo_ok)))
 fig = go.Figure(go.Scatter(
     x=plot["score"], y=plot_labels(plot["model"]), mode="markers", marker={"size": 11, "color": "#3b5bdb"},
     error_x={"type": "data", "array": plot["err_plus"], "arrayminus": plot["err_minus"], "thickness": 1.6,
@@ -53,10 +65,12 @@ fig = go.Figure(go.Scatter(
     hovertemplate="%{y}: %{x:.3f}<extra></extra>",
 ))
 fig.update_layout(
-    height=max(260, 36 * len(plot) + 90), margin={"l": 10, "r": 10, "t": 40, "b": 10},
-    xaxis_title=f"score ({ch.ranker})", yaxis_title=None, plot_bgcolor="#fbfcfe",
+    height=max(260, min(36, max(14, 2400 // max(len(plot), 1))) * len(plot) + 90),
+    margin={"l": 10, "r": 10, "t": 40, "b": 10},
+    xaxis_title=view.score_label, yaxis_title=None, plot_bgcolor="#fbfcfe",
     title={"text": f"Scores with 95 % bootstrap intervals (B = {B_DEFAULT})", "font": {"size": 14}},
 )
+fig.update_yaxes(tickfont={"size": 12 if len(plot) <= 40 else 9}, automargin=True)
 st.plotly_chart(fig, width="stretch")
 
 d1, d2, _ = st.columns([1, 1, 4])

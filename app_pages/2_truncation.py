@@ -29,6 +29,7 @@ from app_pages._lens import (
     user_text,
 )
 from engine.errors import LensError
+from engine.leaderboard_view import score_digits
 from engine.truncation_view import (
     PAPER_KEEP,
     best_k,
@@ -98,7 +99,7 @@ order = ["rank", "rank_change", "model", "score", "ci_low", "ci_high", "wins", "
          "cycle_share", "ref_rank", "ref_diff"]
 st.dataframe(
     board_display(table), hide_index=True, width="stretch",
-    column_config=board_columns(kept.reference_note, f"{ch.ranker}"),
+    column_config=board_columns(kept.reference_note, f"{ch.ranker}", digits=score_digits(table["score"])),
     column_order=[c for c in order if c in table.columns],
 )
 st.caption(

@@ -5,10 +5,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._lens import current, cycle_overview, or_stop, stack_for
-from engine.cycles_view import graphs_table, integer_axis, integer_histogram, tick_style
+from app_pages._lens import current, cycle_overview, matrix_figure, or_stop, pair_matrices_for, stack_for
+from engine.cycles_view import graphs_table, integer_axis, integer_histogram
+from engine.matrix_view import KINDS, select_models
 from engine.truncation_view import format_s_mu
-from engine.viz import graphs_by_score, plot_labels
+from engine.viz import graphs_by_score
 
 st.title("Cycles")
 st.caption(
@@ -18,12 +19,45 @@ st.caption(
 )
 ch = current()
 ov = or_stop(cycle_overview, ch.key)
+
+
+def model_matrices() -> None:
+    """Win fraction, battles and bad triads per pair: they need no cycle, so a battle log of two-model
+    graphs (left out of every cycle number) still gets them."""
+    st.subheader("Model × model")
+    mats = or_stop(pair_matrices_for, ch.key, ch.ranker)
+    order = list(mats.models)
+    m1, m2, m3 = st.columns([2, 1, 2])
+    kind = m1.segmented_control("Matrix", list(KINDS), default="win fraction", required=True, key="cycles_matrix",
+                                help=" · ".join(f"{k}: {v}" for k, v in KINDS.items()))
+    top_n = int(m2.number_input("Top models", min_value=2, max_value=max(2, len(order)), value=min(len(order), 40),
+                                step=5, key="cycles_top_n", help="The first N of the current ranking."))
+    extra = m3.multiselect("Add models", [m for m in order[top_n:]], key="cycles_extra",
+                           help="Search for models below the top N to add them.", placeholder="Search models")
+    shown = select_models(order, top_n, extra)
+    frame = mats.get(kind).loc[shown, shown]
+    fmt, scale, zmax = {"win fraction": (".2f", "RdBu", 1.0), "battles": (".0f", "Blues", None),
+                        "bad triads": (".0f", "Reds", None)}[kind]
+    st.plotly_chart(matrix_figure(frame, f"{kind.capitalize()} per pair, rows and columns in {ch.ranker} ranking order",
+                                  kind, fmt, scale, zmax), width="content")
+    st.caption(
+        f"{KINDS[kind]} Grey: the two models were never compared in this selection (hover says so). Every colour "
+        f"scale starts at 0. Showing {len(shown)} of {len(order)} models, ranked by {ch.ranker} without a bootstrap; "
+        "labels are thinned when the models no longer fit one per row."
+    )
+    rates = ov.category_rates.reindex(columns=shown)
+    if ov.n_graphs and len(rates):
+            st.plotly_chart(matrix_figure(rates, "Share of graphs where the model is on a bad triad, per category",
+                                      "share", ".2f", "Reds", 1.0), width="content")
+
+
 if ov.n_left_out:
     left = (f"{ov.n_left_out} graph{'s' if ov.n_left_out != 1 else ''} of this selection "
             f"{'have' if ov.n_left_out != 1 else 'has'} fewer than 3 models and {'are' if ov.n_left_out != 1 else 'is'} "
             "left out of every number on this page: no cycle fits in 2 models.")
     if ov.n_graphs == 0:
         st.info(left + " No graph is left to count cycles in.")
+        model_matrices()
         st.stop()
     st.caption(left)
 
@@ -34,25 +68,7 @@ c3.metric("Bad triads in all", ov.total_bad_triads)
 c4.metric("Mean bad 4-cycles per graph", f"{ov.mean_c4_bad:.2f}")
 
 
-def heatmap(frame, title, colorbar, fmt):
-    fig = go.Figure(go.Heatmap(
-        z=frame.to_numpy(), x=plot_labels(frame.columns), y=plot_labels(frame.index),
-        colorscale="Reds", colorbar={"title": colorbar}, hovertemplate=f"%{{y}} × %{{x}}: %{{z:{fmt}}}<extra></extra>",
-    ))
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=420, margin={"l": 10, "r": 10, "t": 40, "b": 10})
-    # every label shown, slanted and smaller as the models grow (20 synthetic models stay readable)
-    x_style, y_style = tick_style(frame.shape[1]), tick_style(frame.shape[0])
-    fig.update_xaxes(tickangle=x_style["angle"], tickfont={"size": x_style["size"]}, automargin=True, dtick=1)
-    fig.update_yaxes(autorange="reversed", tickfont={"size": y_style["size"]}, automargin=True, dtick=1)
-    return fig
-
-
-h1, h2 = st.columns(2)
-h1.plotly_chart(heatmap(ov.per_pair, "Bad triads containing each pair", "triads", ".0f"), width="stretch")
-h2.plotly_chart(
-    heatmap(ov.category_rates, "Share of graphs where the model is on a bad triad", "share", ".2f"),
-    width="stretch",
-)
+model_matrices()
 
 st.subheader("Distribution of bad cycles per graph")
 d1, d2 = st.columns(2)

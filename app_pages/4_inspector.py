@@ -11,6 +11,7 @@ from app_pages._lens import (
     guarded_session,
     inspector_html_for,
     or_stop,
+    prompt_menu_for,
     prompt_texts_for,
     show_error,
     stack_for,
@@ -39,14 +40,18 @@ if stack.T == 0:
     st.stop()
 
 tree = graph_choices(stack)
-prompts = list(tree)
+menu = prompt_menu_for(ch.key)  # worst first: S_μ, then bad triads
+labels = dict(zip(menu["prompt_id"], menu["label"], strict=True))
+prompts = [p for p in menu["prompt_id"] if p in tree] + [p for p in tree if p not in labels]
 qp = st.query_params
 if "insp_prompt" not in st.session_state and qp.get("prompt_id") in tree:
     st.session_state["insp_prompt"] = qp.get("prompt_id")
 if st.session_state.get("insp_prompt") not in tree:
     st.session_state["insp_prompt"] = prompts[0]
 c1, c2, c3 = st.columns([2, 1, 1])
-prompt = c1.selectbox("Prompt", prompts, key="insp_prompt")
+prompt = c1.selectbox("Prompt", prompts, key="insp_prompt", format_func=lambda p: labels.get(p, p),
+                      help="Worst first: S_μ = C3_bad + C4_bad and bad triads summed over the prompt's graphs "
+                      "(every judge and variant of the selection), then the question's first words.")
 variants = sorted(tree[prompt])
 if "insp_variant" not in st.session_state and qp.get("variant") is not None:
     try:
@@ -101,38 +106,51 @@ def graph_and_triad() -> None:
 def _graph_and_triad() -> None:
     triads = view.triads
     labels = [f"{i + 1}. {s} ({k})" for i, (s, k) in enumerate(zip(triads["shape"], triads["kind"], strict=True))]
-    if triads.empty:
-        choice = None
-    else:
-        if st.session_state.get("insp_triad") not in range(len(labels)):
-            st.session_state["insp_triad"] = 0
-        choice = st.selectbox("Bad triad", range(len(labels)), format_func=lambda i: labels[i], key="insp_triad",
-                              help="Its three pairs are drawn violet and thick in both graphs; the rest is muted.")
-    method = st.segmented_control(
-        "Denoised by", list(DENOISERS), default="PGED", required=True, key="insp_method",
-        help="PGED: greedy weighted feedback-arc-set removal on the strict wins (paper 002). ELSPR: each "
-        "strongly connected component re-ordered by win count (paper 004).",
-    )
-    st.iframe(inspector_html_for(ch.key, t, method, choice), height=490)
-    st.caption(
-        "Before: an edge's colour and width grow with the number of bad triads through the pair (grey: none); "
-        "node size likewise. After: grey = unchanged, teal = changed by the denoiser (dark: re-oriented or made "
-        "a tie; light: a tie resolved into a win; dotted: a pair never compared that it ordered), dotted orange "
-        "= removed, faded dashed = a tie PGED sets aside. Hover an edge for what happened to it; scroll to zoom."
-    )
-    if method in view.denoised:
-        st.caption(escape_md(view.denoised[method].note))
-
-    st.subheader(f"Bad triads ({len(triads)})")
-    if triads.empty:
-        st.success("This graph has no bad triad: its verdicts are transitive.")
-        return
+    left, right = st.columns([3, 2], gap="medium")
+    with right:
+        if triads.empty:
+            choice = None
+        else:
+            if st.session_state.get("insp_triad") not in range(len(labels)):
+                st.session_state["insp_triad"] = 0
+            choice = st.selectbox(f"Bad triad ({len(labels)})", range(len(labels)), format_func=lambda i: labels[i],
+                                  key="insp_triad",
+                                  help="Its three pairs are drawn violet and thick in both graphs; the rest is muted.")
+        method = st.segmented_control(
+            "Denoised by", list(DENOISERS), default="PGED", required=True, key="insp_method",
+            help="PGED: greedy weighted feedback-arc-set removal on the strict wins (paper 002). ELSPR: each "
+            "strongly connected component re-ordered by win count (paper 004).",
+        )
+    html, left_out = inspector_html_for(ch.key, t, method, choice)
+    with left:
+        st.iframe(html, height=490)
+        if left_out:
+            st.info(escape_md(left_out), icon=":material/filter_alt:")
+        st.caption(
+            "Before: an edge's colour and width grow with the number of bad triads through the pair (grey: none); "
+            "node size likewise. After: grey = unchanged, teal = changed by the denoiser (dark: re-oriented or "
+            "made a tie; light: a tie resolved into a win; dotted: a pair never compared that it ordered), dotted "
+            "orange = removed, faded dashed = a tie PGED sets aside. Hover an edge for what happened to it; scroll "
+            "to zoom."
+        )
+        if method in view.denoised:
+            st.caption(escape_md(view.denoised[method].note))
+    with right:
+        if triads.empty:
+            st.success("This graph has no bad triad: its verdicts are transitive.")
+            return
+        with st.container(height=420, border=False):
+            _triad_detail(choice)
     legend = " · ".join(f"{k}: {v}" for k, v in TRIAD_KINDS.items())
-    st.caption(escape_md(f"Kinds (paper 001, App. B.1): {legend}. a ~ b is a tie."))
-    table = triads[["shape", "kind"]].rename(columns={"shape": "triad"})
-    table.insert(0, "#", range(1, len(table) + 1))
-    st.dataframe(table, hide_index=True, width="stretch", height=min(35 * len(table) + 38, 250))
+    with st.expander(f"All {len(triads)} bad triads of this graph"):
+        st.caption(escape_md(f"Kinds (paper 001, App. B.1): {legend}. a ~ b is a tie."))
+        table = triads[["shape", "kind"]].rename(columns={"shape": "triad"})
+        table.insert(0, "#", range(1, len(table) + 1))
+        st.dataframe(table, hide_index=True, width="stretch", height=min(35 * len(table) + 38, 250))
 
+
+def _triad_detail(choice: int) -> None:
+    """The chosen triad's three pairs: combined outcome, every verdict with its rationale, the answers."""
     tv = triad_view_for(ch.key, t, choice)
     st.markdown(f"#### Triad {choice + 1}: {escape_md(tv.shape)}")
     st.caption(escape_md(f"{tv.kind}: {tv.explanation}. Each pair's edge combines its verdicts ({view.policy} "
@@ -148,14 +166,13 @@ def _graph_and_triad() -> None:
                     st.text(v.rationale)
                 else:
                     st.caption("No rationale was stored for this verdict.")
-            with st.expander(f"Answers of {escape_md(pair.a)} and {escape_md(pair.b)} side by side"):
-                left, right = st.columns(2)
-                for col, m in ((left, pair.a), (right, pair.b)):
-                    col.markdown(f"**{escape_md(m)}**")
+            with st.expander(f"Answers of {escape_md(pair.a)} and {escape_md(pair.b)}"):
+                for m in (pair.a, pair.b):
+                    st.markdown(f"**{escape_md(m)}**")
                     if tv.answers.get(m):
-                        col.text(tv.answers[m])
+                        st.text(tv.answers[m])
                     else:
-                        col.caption("No answer text stored.")
+                        st.caption("No answer text stored.")
 
 
 graph_and_triad()

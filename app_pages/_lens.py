@@ -7,10 +7,12 @@ version + filters) and the parameters, so a slider move only recomputes what cha
 
 from __future__ import annotations
 
+import logging
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
 import streamlit as st
 
 from engine.appstate import ALL, CacheKey, dataset_choices
@@ -53,16 +55,41 @@ def busy_notice(exc: StoreBusy, key: str) -> None:
     st.button("Try again", icon=":material/refresh:", key=key)
 
 
+@dataclass
+class SessionOutcome:
+    """What ``guarded_session`` ended with: ``busy`` when the store was held past the lock wait."""
+
+    busy: bool = False
+
+
 @contextmanager
 def guarded_session(key: str = "busy_retry"):
     """``with guarded_session():`` = ``store_session()`` for a script run (app.py) or a fragment run
     (the inspector's graph), where a store held past the lock wait ends the block with
-    ``busy_notice`` instead of a traceback. ``key`` names the retry button (one per caller)."""
+    ``busy_notice`` instead of a traceback, a stray ``LensError`` with its sentence and any other
+    error with ``internal_error`` (never a traceback or a server path). ``key`` names the retry
+    button (one per caller)."""
+    outcome = SessionOutcome()
     try:
         with store_session():
-            yield
+            yield outcome
     except StoreBusy as exc:
+        outcome.busy = True
         busy_notice(exc, key)
+    except LensError as exc:  # a user mistake no page caught: its sentence, never a traceback
+        show_error(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug or a damaged store: one sentence here, details in the log
+        internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> None:
+    """An unexpected error: a sentence naming only its kind on the page (a traceback would show server
+    file paths and code), the full traceback in the server's log (stderr)."""
+    logging.getLogger("tournament_lens.app").error("page failed", exc_info=exc)
+    st.error(
+        f"This page stopped on an unexpected error ({type(exc).__name__}); the details are in the "
+        "server's log. Try another choice in the sidebar, or reload the page."
+    )
 
 
 @dataclass(frozen=True)
@@ -168,11 +195,23 @@ def graph_view_for(key: CacheKey, t: int):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) -> str:
-    """The before / after drawing of graph ``t`` with ``triad`` highlighted (about 0.5 MB of HTML)."""
-    from engine.inspector import inspector_html
+def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) -> tuple[str, str]:
+    """(the before / after drawing of graph ``t`` with ``triad`` highlighted, about 0.5 MB of HTML; a
+    sentence on the models left out when the graph has more than ``FOCUS_LIMIT`` models, else "")."""
+    from engine.inspector import focus_models, focus_summary, inspector_html, restrict_view
 
-    return inspector_html(graph_view_for(key, t), method, triad)
+    view = graph_view_for(key, t)
+    keep = focus_models(view, triad)
+    shown = view if len(keep) == len(view.models) else restrict_view(view, keep)
+    return inspector_html(shown, method, triad), focus_summary(view, keep)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def prompt_menu_for(key: CacheKey):
+    """The inspector's prompt picker rows: text, bad triads and S_μ per prompt, worst first."""
+    from engine.inspector import prompt_menu
+
+    return prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -198,6 +237,44 @@ def cycle_overview(key: CacheKey):
     from engine.viz import nb_fit_frame
 
     return build(stack_for(key), nb_fit=nb_fit_frame)
+
+
+@st.cache_data(max_entries=16, show_spinner="Building the model × model matrices…")
+def pair_matrices_for(key: CacheKey, ranker: str):
+    """Win fraction, battles and bad triads per model pair, in the ranker's point order (no bootstrap)."""
+    from engine.matrix_view import pair_matrices
+
+    order = leaderboard_result(key, ranker, None, 1.0, 0, SEED).table["model"].tolist()
+    return pair_matrices(stack_for(key), order, cycle_overview(key).per_pair.to_numpy())
+
+
+def matrix_figure(frame, title: str, colorbar: str, fmt: str, colorscale: str = "Reds", zmax: float | None = None):
+    """A heatmap whose colour scale starts at 0, grey (with "not compared" on hover) where a value is
+    missing, square cells and tick labels sized and thinned by ``engine.matrix_view.heatmap_geometry``."""
+    import plotly.graph_objects as go
+
+    from engine.matrix_view import heatmap_geometry, hover_text
+    from engine.viz import plot_labels
+
+    geo = heatmap_geometry(frame.index, frame.columns)
+    z = frame.to_numpy(dtype=float)
+    top = zmax if zmax is not None else (float(np.nanmax(z)) if np.isfinite(z).any() else 1.0)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(frame.shape[1])), y=list(range(frame.shape[0])), zmin=0.0, zmax=max(top, 1e-9),
+        colorscale=colorscale, colorbar={"title": colorbar, "len": min(1.0, max(0.3, 300 / geo.height_px))},
+        text=hover_text(frame, fmt), hovertemplate="%{text}<extra></extra>", hoverongaps=True,
+    ))
+    xs, xl = geo.ticks(plot_labels(frame.columns), "x")
+    ys, yl = geo.ticks(plot_labels(frame.index), "y")
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}}, width=geo.width_px, height=geo.height_px,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10}, plot_bgcolor="#c3c8d1",
+    )
+    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=0 if frame.shape[1] <= 6 else -90,
+                     tickfont={"size": geo.font_px}, automargin=True, showgrid=False, zeroline=False)
+    fig.update_yaxes(tickmode="array", tickvals=ys, ticktext=yl, autorange="reversed", tickfont={"size": geo.font_px},
+                     automargin=True, showgrid=False, zeroline=False)
+    return fig
 
 
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
@@ -334,31 +411,41 @@ def board_display(table):
     return dash_missing(table, ["ref_rank", "ref_diff"])
 
 
-def board_columns(reference_note: str, ranker: str) -> dict:
-    """Column headers, formats and help texts of every leaderboard table the app shows."""
+def board_columns(reference_note: str, ranker: str, score_label: str | None = None, digits: int = 3) -> dict:
+    """Column headers, formats, widths and help texts of every leaderboard table the app shows
+    (``digits``: the score's decimals, fewer for large scores so nothing is clipped)."""
     num = st.column_config.NumberColumn
+    text = st.column_config.TextColumn
+    fmt = f"%.{digits}f"
     return {
+        "shared_rank": num("rank", width=48, format="%d", pinned=True,
+                           help="1 + the number of models whose rank interval lies wholly above this one "
+                           "(LMArena's convention; without a bootstrap the ranker's own rank)."),
         "rank": num("rank", width="small", help="1 = best; models with equal scores share a rank."),
         "rank_change": num("Δ rank", format="%+d", help="Rank on all graphs minus rank on the kept graphs "
                            "(positive: moved up when truncating)."),
-        "model": st.column_config.TextColumn("model"),
-        "score": num("score", format="%.3f", help=f"The {ranker} ranker's score (higher is better)."),
-        "ci_low": num("CI low", format="%.3f", help="2.5 % bootstrap percentile of the score."),
-        "ci_high": num("CI high", format="%.3f", help="97.5 % bootstrap percentile of the score."),
-        "wins": num("W", help="Graphs where the model beat the other model of a pair (summed over pairs)."),
-        "losses": num("L", help="Lost pairs summed over graphs."),
-        "ties": num("T", help="Tied pairs summed over graphs."),
-        "win_rate": st.column_config.ProgressColumn("win rate", min_value=0.0, max_value=1.0, format="%.2f"),
-        "cycle_share": st.column_config.ProgressColumn(
-            "on a bad triad", min_value=0.0, max_value=1.0, format="%.2f",
-            help="Share of the graphs where the model was compared in which it lies on a bad triad."),
-        "bad_triads": num("bad triads", help="Non-transitive triads the model lies on, summed over graphs."),
-        "ref_rank": st.column_config.TextColumn("reference rank", alignment="right",
-                                                help=f"{reference_note}. — = not on the reference."),
-        "ref_diff": st.column_config.TextColumn("Δ vs reference", alignment="right",
-                                                help="Rank here among the mapped models minus the reference "
-                                                "rank (+ = lower here). — = not on the reference."),
-        "n_graphs_model": num("graphs", help="Graphs in which the model was compared."),
+        "model": text("model", width="medium", pinned=True),
+        "score": num("score", format=fmt, width=70, help=score_label or f"The {ranker} ranker's score (higher is better)."),
+        "interval": text("95% CI", width=118, help="Bootstrap percentile interval of the score as +above / -below it."),
+        "votes": num("votes", width=58, help="Votes the model took part in (one per compared pair and graph)."),
+        "n_prompts": num("prompts", width=64, help="Prompts with a graph in which the model was compared."),
+        "rank_range": text("rank CI", width=64, help="95 % bootstrap interval of the rank."),
+        "ci_low": num("CI low", format=fmt, help="2.5 % bootstrap percentile of the score."),
+        "ci_high": num("CI high", format=fmt, help="97.5 % bootstrap percentile of the score."),
+        "wins": num("W", width="small", help="Graphs where the model beat the other model of a pair (summed over pairs)."),
+        "losses": num("L", width="small", help="Lost pairs summed over graphs."),
+        "ties": num("T", width="small", help="Tied pairs summed over graphs."),
+        "win_rate": num("win rate", format="%.2f", width="small", help="(W + T/2) / (W + L + T)."),
+        "cycle_share": num("on bad triad", format="%.2f", width="small",
+                           help="Share of the graphs where the model was compared in which it lies on a bad triad."),
+        "bad_triads": num("bad triads", width="small",
+                          help="Non-transitive triads the model lies on, summed over graphs."),
+        "ref_rank": text("ref. rank", alignment="right", width="small",
+                         help=f"{reference_note}. — = not on the reference."),
+        "ref_diff": text("Δ vs ref.", alignment="right", width="small",
+                         help="Rank here among the mapped models minus the reference rank (+ = lower here). "
+                         "— = not on the reference."),
+        "n_graphs_model": num("graphs", width="small", help="Graphs in which the model was compared."),
         "rank_low": num("rank CI low"),
         "rank_high": num("rank CI high"),
     }

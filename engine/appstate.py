@@ -351,6 +351,11 @@ def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstra
     else:
         board = leaderboard_from_stack(ctx.stack.subset(idx), ranker=ranker, bootstrap=bootstrap, seed=seed,
                                        extra_params=params)
-    table = with_reference(model_cycle_columns(board.table, ctx, idx), reference)
+    table = board.table
+    if not {"votes", "n_prompts"} <= set(table.columns):  # a table without the engine's vote columns
+        from .leaderboard_view import with_participation
+
+        table = with_participation(table, ctx.stack.subset(idx))
+    table = with_reference(model_cycle_columns(table, ctx, idx), reference)
     dist = {} if reference is None else compare_to_reference(board, reference)
     return AppBoard(table, board.params, dist, reference_note)

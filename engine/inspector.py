@@ -486,3 +486,94 @@ def inspector_html(view: GraphView, label: str, index: int | None = None, height
     if label in view.denoised:
         panels.append(after_panel(view, label, index))
     return network_page(panels, height_px)
+
+
+# ---------------------------------------------------------------------------- large graphs
+
+FOCUS_LIMIT = 25
+"""Graphs with more models than this are drawn as the subgraph that matters (see ``focus_models``)."""
+
+
+def focus_models(view: GraphView, index: int | None = None, limit: int = FOCUS_LIMIT) -> list[int]:
+    """The models drawn for a large graph: every model when there are at most ``limit``; otherwise the
+    chosen triad's three, then the models on the most bad triads (then by name), up to ``limit``; a
+    graph without bad triads shows its first ``limit`` models in the layout order."""
+    m = len(view.models)
+    if m <= limit:
+        return list(range(m))
+    chosen: list[int] = []
+    if index is not None and 0 <= int(index) < len(view.triads):
+        chosen = [int(v) for v in view.triads.iloc[int(index)][["ia", "ib", "ic"]]]
+    ranked = sorted(range(m), key=lambda k: (-int(view.node_bad[k]), view.models[k]))
+    rest = [k for k in ranked if view.node_bad[k] > 0 and k not in chosen]
+    keep = chosen + rest[: max(0, limit - len(chosen))]
+    if not keep:
+        keep = list(view.order[:limit])
+    return sorted(set(keep))
+
+
+def restrict_view(view: GraphView, keep: list[int]) -> GraphView:
+    """``view`` over the models ``keep`` (view indices): adjacency, loads, layout order and the denoised
+    graphs restricted to them. Triads keep their rows (so a triad's number stays the same); the ones
+    with a model left out get indices -1 and are not drawn."""
+    keep = sorted(int(k) for k in keep)
+    new = {old: i for i, old in enumerate(keep)}
+    idx = np.asarray(keep, dtype=np.int64)
+    tri = view.triads.copy()
+    for col in ("ia", "ib", "ic"):
+        tri[col] = tri[col].map(lambda v: new.get(int(v), -1)).astype(np.int64)
+    denoised = {}
+    for label, d in view.denoised.items():
+        ch = d.changes[d.changes["i"].isin(keep) & d.changes["j"].isin(keep)].copy()
+        ch["i"], ch["j"] = ch["i"].map(new), ch["j"].map(new)
+        denoised[label] = Denoised(d.label, d.adj[np.ix_(idx, idx)], ch.reset_index(drop=True), d.counts, d.note)
+    order = tuple(new[k] for k in view.order if k in new)
+    return GraphView(view.t, view.key, tuple(view.models[k] for k in keep), view.adj[np.ix_(idx, idx)],
+                     view.observed[np.ix_(idx, idx)], tri, view.pair_bad[np.ix_(idx, idx)], view.node_bad[idx],
+                     order, denoised, view.policy)
+
+
+def focus_summary(view: GraphView, keep: list[int]) -> str:
+    """One sentence on what a focused drawing leaves out (empty when every model is drawn)."""
+    m = len(view.models)
+    if len(keep) >= m:
+        return ""
+    out = sorted(set(range(m)) - set(keep))
+    rel = relations(view.adj, view.observed)
+    inside = set(keep)
+    hidden_edges = sum(1 for i in range(m) for j in range(i + 1, m)
+                       if rel[i, j] != 9 and not (i in inside and j in inside))
+    on_bad = sum(1 for k in out if view.node_bad[k] > 0)
+    return (f"{m} models: drawn are the {len(keep)} on the most bad triads (the chosen triad's included); "
+            f"{len(out)} others are left out ({on_bad} of them on some bad triad), with the {hidden_edges} "
+            "compared pairs that involve them.")
+
+
+def prompt_menu(graphs: pd.DataFrame, prompts: pd.DataFrame | None, mu: float = 1.0, width: int = 60) -> pd.DataFrame:
+    """The inspector's prompt picker: one row per prompt with its bad triads and S_mu summed over its
+    graphs (every judge and variant of the selection), the start of its question, and a label;
+    worst first (highest S_mu, then most bad triads, then natural prompt order)."""
+    from .labels import natural_key
+
+    g = graphs.assign(prompt_id=graphs["prompt_id"].astype(str),
+                      s_mu=graphs["c3_bad"].astype(float) + mu * graphs["c4_bad"].astype(float))
+    per = g.groupby("prompt_id", sort=False).agg(bad_triads=("c3_bad", "sum"), s_mu=("s_mu", "sum"),
+                                                 graphs=("c3_bad", "size")).reset_index()
+    texts: dict[str, str] = {}
+    if prompts is not None and len(prompts):
+        first = prompts.assign(prompt_id=prompts["prompt_id"].astype(str)).sort_values(["variant", "turn"])
+        for p, t in first.drop_duplicates("prompt_id")[["prompt_id", "text"]].itertuples(index=False):
+            if isinstance(t, str):
+                texts[p] = " ".join(t.split())
+    per["text"] = [texts.get(p, "") for p in per["prompt_id"]]
+    order = sorted(range(len(per)), key=lambda i: (-per["s_mu"].iat[i], -per["bad_triads"].iat[i],
+                                                   natural_key(per["prompt_id"].iat[i])))
+    per = per.iloc[order].reset_index(drop=True)
+
+    def label(r) -> str:
+        text = r.text if len(r.text) <= width else r.text[: width - 1] + "…"
+        s = f"{r.s_mu:g}"
+        return f"{r.prompt_id} · {int(r.bad_triads)} bad triads · S_μ {s}" + (f" · {text}" if text else "")
+
+    per["label"] = [label(r) for r in per.itertuples(index=False)]
+    return per

@@ -11,6 +11,7 @@ so a user who deletes ``vicuna80`` does not get it back on the next start.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -75,10 +76,8 @@ def vicuna80_report(root: Path = VICUNA80_DIR) -> ValidationReport:
     category = dict(zip(q["prompt_id"], q["category"], strict=True))
     good = report.good.assign(category=report.good["prompt_id"].map(category).astype("string"))
     prompts = q.assign(dataset=DEFAULT_DATASET, variant=0, turn=1, variant_kind="original")
-    return ValidationReport(
-        dataset=DEFAULT_DATASET, source="data/vicuna80/raw", format=report.format, good=good,
-        rejected=report.rejected, prompts=prompts, answers=_answers(root), rows_read=report.rows_read,
-    )
+    report = report.with_frames(good=good, prompts=prompts, answers=_answers(root))
+    return replace(report, source="data/vicuna80/raw")
 
 
 def import_vicuna80(store: Store, *, replace: bool = False, root: Path = VICUNA80_DIR) -> ImportResult:

@@ -232,7 +232,11 @@ def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> 
         table = overall
     position = position_table(verdicts, by=by)
     trans = pnt_summary(stack, by)
-    trans = trans.merge(sntd_summary(stack, by), on=list(by), how="left")
+    has_prob = bool("prob_a" in verdicts.columns and verdicts["prob_a"].notna().any())
+    # SNTD needs judge probabilities; without any it is empty, and computing it anyway walks every
+    # triple of every graph (over 6 GB on a 100-model battle log of 1,000 two-model graphs)
+    sntd = sntd_summary(stack, by) if has_prob else pd.DataFrame(columns=[*by, "soft_triples", "sntd_mean"])
+    trans = trans.merge(sntd, on=list(by), how="left")
     trans = trans.merge(entropy_summary(stack, by).drop(columns=["graphs"]), on=list(by), how="left")
     per_judge = pnt_summary(stack)
     worst_pnt = str(per_judge.sort_values("pnt").iloc[-1]["judge"]) if len(per_judge) else "—"
@@ -242,7 +246,6 @@ def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> 
         worst_position = str(pos_j.loc[(pos_j[rate_col] - 0.5).abs().idxmax(), "judge"])
     else:
         worst_position = "—"
-    has_prob = bool("prob_a" in verdicts.columns and verdicts["prob_a"].notna().any())
     return JudgeOverview(judges, mat, table, position, trans, worst_pnt, worst_position,
                          mean_offdiagonal(mat), per_cat, has_prob, stack.n_below(3))
 

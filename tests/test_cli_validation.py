@@ -169,7 +169,7 @@ def test_compare_reference_truth_on_a_synthetic_dataset(db_path):
     finally:
         store.close()
     assert row["n_shared"] == 8
-    assert row["spearman"] == pytest.approx((1 - spearmanr(scores, truth).statistic) / 2, abs=1e-9)
+    assert row["spearman_distance"] == pytest.approx((1 - spearmanr(scores, truth).statistic) / 2, abs=1e-9)
     assert row["kendall"] == pytest.approx((1 - kendalltau(scores, truth).statistic) / 2, abs=1e-9)
     line = refused(db_path, "compare", "--dataset", "syn", "--reference", "truth", "--model-map", "m.csv")
     assert "--model-map does not apply" in line
@@ -293,12 +293,9 @@ def test_simulate_options_say_what_they_are_and_their_default():
             assert a.help, (name, a.dest)
             if a.default not in (None, False):
                 assert f"default {a.default}" in a.help, (name, a.dest, a.help)
-    for cmd in ("leaderboard", "compare"):
+    for cmd in ("leaderboard", "compare", "diagnose", "graphs", "triads"):  # the README: commands that read
         (ds,) = [a for a in _subparser(root, cmd)._actions if a.dest == "dataset"]
-        assert "default vicuna80" in ds.help
-    for cmd in ("diagnose", "graphs", "triads"):
-        (ds,) = [a for a in _subparser(root, cmd)._actions if a.dest == "dataset"]
-        assert ds.required and ds.help
+        assert "default vicuna80" in ds.help and ds.default == "vicuna80" and not ds.required
     for exp in ("baselines", "keep-k", "mu"):
         acts = {a.dest: a for a in _subparser(root, "experiment", exp)._actions}
         assert acts["dataset"].help and "default 100" in acts["resamples"].help

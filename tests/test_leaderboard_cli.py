@@ -104,8 +104,8 @@ def test_cli_compare_per_judge(shipped_db):
     assert rc == 0, err
     df = pd.read_csv(io.StringIO(out))
     assert set(df["judge"]) == {"bard", "claude", "gpt-3.5-turbo", "gpt-4", "human", "vicuna-13b"}
-    assert ((df[["spearman", "kendall", "footrule", "chebyshev"]] >= 0).all().all())
-    assert ((df[["spearman", "kendall", "footrule", "chebyshev"]] <= 1).all().all())
+    assert ((df[["spearman_distance", "kendall", "footrule", "chebyshev"]] >= 0).all().all())
+    assert ((df[["spearman_distance", "kendall", "footrule", "chebyshev"]] <= 1).all().all())
     assert set(df["n_shared"]) <= {5, 6}
     rc, _, err = run_cli(shipped_db, "compare", "--reference-category", "nope", "--format", "csv")
     assert rc == 2 and "no category 'nope'" in err
@@ -155,7 +155,8 @@ def test_rank_and_compare_follow_a_rankers_stated_order(shipped_db, shipped_stor
                            "--format", "csv")
     row = pd.read_csv(io.StringIO(out)).iloc[0]
     for k in ("spearman", "kendall", "footrule", "chebyshev"):
-        assert row[k] == pytest.approx(expect[k])
+        assert row["spearman_distance" if k == "spearman" else k] == pytest.approx(expect[k])
+    assert row["spearman_rho"] == pytest.approx(1 - 2 * expect["spearman"])
     assert board.table.set_index("model")["rank"].to_dict() == pos
 
 

@@ -9,6 +9,7 @@ import sys
 import pandas as pd
 
 from ..errors import LensError
+from ..exports import write_csv
 from ..store import Store, open_store
 
 
@@ -49,6 +50,22 @@ def check_judges(store: Store, dataset: str, judges, option: str = "--judge") ->
                         f"{', '.join(known) or 'none'}.")
 
 
+def pooled_judges_note(store: Store, dataset: str) -> str | None:
+    """Without --judge the graphs of every judge are pooled; with several judges, one sentence naming
+    them and the judge the app opens on (``engine.appstate.dataset_choices``), so "the leaderboard"
+    of the command line and of the app can be told apart. None for a one-judge dataset."""
+    from ..appstate import dataset_choices
+
+    if not store.has_dataset(dataset):
+        return None
+    choice = dataset_choices(store, dataset)
+    if len(choice.judges) < 2:
+        return None
+    return (f"no --judge: the graphs of all {len(choice.judges)} judges are pooled ({', '.join(choice.judges)}); "
+            f"the app opens on judge {choice.default_judge} (the one covering the most models): "
+            f"--judge {choice.default_judge} gives that view.")
+
+
 def no_subcommand(sub: argparse._SubParsersAction, command: str):
     """The ``func`` of a command group run without a subcommand: one sentence listing the choices."""
     def refuse(args: argparse.Namespace) -> int:
@@ -63,16 +80,42 @@ def add_format(parser: argparse.ArgumentParser, default: str = "table") -> None:
                         help=f"output: csv (header + rows), json or an aligned table (default {default})")
 
 
+TERMINAL_ROWS = 40
+"""A table printed to a terminal shows at most this many rows (the first 30 and the last 10)."""
+
+
+def on_terminal(out) -> bool:
+    """Whether ``out`` is an interactive terminal (a table there is summarised, never in a pipe or file)."""
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
-    """Print a frame: CSV (header + rows, nothing else), JSON records, or an aligned table.
+    """Print a frame: CSV (header + rows, nothing else; cells a spreadsheet would evaluate get a
+    leading ``'``), JSON records (raw values), or an aligned table.
 
     An empty frame is a header and no rows in every format (CSV: the header line; JSON: ``[]``;
-    table: the column names and a line ``(no rows)``), never pandas' "Empty DataFrame" text."""
+    table: the column names and a line ``(no rows)``), never pandas' "Empty DataFrame" text.
+    A table of more than ``TERMINAL_ROWS`` rows printed to a terminal shows its first 30 and last 10
+    rows and a line saying how many are left out (2,401 keep-K rows are unreadable on a screen); in a
+    pipe or file, and with --format csv or json, every row is printed."""
     out = out or sys.stdout
-    if fmt == "table" and df.empty:
+    if fmt == "table" and len(df) > TERMINAL_ROWS and on_terminal(out):
+        head, tail = df.head(TERMINAL_ROWS - 10), df.tail(10)
+        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
+            lines = df.iloc[list(range(TERMINAL_ROWS - 10)) + list(range(len(df) - 10, len(df)))] \
+                .to_string(index=False).splitlines()
+        n_head = len(head) + 1  # the header line
+        skipped = len(df) - len(head) - len(tail)
+        out.write("\n".join(lines[:n_head]) + "\n")
+        out.write(f"… {skipped:,} of {len(df):,} rows not shown on a terminal; --format csv (or a pipe) prints all\n")
+        out.write("\n".join(lines[n_head:]) + "\n")
+    elif fmt == "table" and df.empty:
         out.write("  ".join(str(c) for c in df.columns) + "\n(no rows)\n")
     elif fmt == "csv":
-        df.to_csv(out, index=False, lineterminator="\n")
+        write_csv(df, out)  # formula-like cells neutralised for spreadsheets (engine/exports.py)
     elif fmt == "json":
         out.write("[]" if df.empty else df.to_json(orient="records", indent=2, double_precision=10))
         out.write("\n")

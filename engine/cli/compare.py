@@ -21,19 +21,23 @@ from ..reference import (
 )
 from ..schema import DEFAULT_DATASET
 from ..synthetic import synthetic_truth
-from ._common import add_format, check_judges, store_from_args, write_frame
+from ._common import add_format, check_judges, pooled_judges_note, store_from_args, write_frame
 from .leaderboard import add_selection, keep_k_options, ranker_params
 
 TRUTH = "truth"
 
-COLUMNS = ("judge", "ranker", "spearman", "kendall", "footrule", "chebyshev", "n_shared", "n_graphs", "models")
+COLUMNS = ("judge", "ranker", "spearman_rho", "spearman_distance", "kendall", "footrule", "chebyshev", "n_shared",
+           "n_graphs", "models")
+"""``spearman_rho`` is Spearman's correlation (1 = same order); ``spearman_distance`` = (1 - rho) / 2 and the
+other three are normalised distances (0 = same order, 1 = reversed)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "compare", help="ranking distances of leaderboards to a reference ranking",
-        description="Rank a dataset and print the normalised Spearman, Kendall tau, footrule and Chebyshev "
-        "distances to a reference (paper 000, Section 4.1, Appendix C.2), on the models both rank.",
+        description="Rank a dataset and print Spearman's rho (spearman_rho) and the normalised Spearman "
+        "(spearman_distance = (1 - rho) / 2), Kendall tau, footrule and Chebyshev distances to a reference "
+        "(paper 000, Section 4.1, Appendix C.2; 0 = same order), on the models both rank.",
     )
     add_selection(p)
     p.add_argument("--reference", default=ARENA,
@@ -93,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
         if truth:
             ref = truth_reference(store, args.dataset)
         notes = reference_notes(ref)
+        if args.judge is None and not args.per_judge:
+            pooled = pooled_judges_note(store, args.dataset)
+            notes += [pooled] if pooled else []
         if args.per_judge:
             judges = sorted(store.verdicts(args.dataset, category=args.category)["judge"].dropna().unique())
         else:
@@ -108,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
                 units[ranker] = board.params.get("unit", "graphs")
                 d = compare_to_reference(board, ref)
                 label = judge if judge is not None else "all"
+                d["spearman_distance"] = d.pop("spearman")
+                d["spearman_rho"] = 1.0 - 2.0 * d["spearman_distance"]
                 rows.append({"judge": label, "ranker": ranker, "n_graphs": board.n_graphs, **d})
                 dropped = board.params.get("dropped_models")
                 if dropped:

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="One named diagnostics table for a dataset. Tables: "
         + "; ".join(f"{k}: {v}" for k, v in TABLES.items()) + ".",
     )
-    p.add_argument("--dataset", required=True, help="a stored dataset (see python -m engine datasets)")
+    p.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
     p.add_argument("--judge", action="append", help="only this judge (repeat for several)")
     p.add_argument("--table", choices=tuple(TABLES), default="overview")
     p.add_argument("--by", help="comma-separated grouping columns (e.g. judge,category or judge,lo,hi)")

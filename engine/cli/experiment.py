@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..errors import LensError
 from ..resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
+from ..schema import DEFAULT_DATASET
 from ..truncation import POOLS
 from ._common import add_format, check_judges, dataset_judges, no_subcommand, store_from_args, write_frame
 from .leaderboard import check_mu
@@ -27,7 +28,8 @@ def register(subparsers) -> None:
                            ("keep-k", "distance to the reference for every keep-K"),
                            ("mu", "distance to the reference along a log grid of mu at fixed K")):
         q = sub.add_parser(name, help=helptext)
-        q.add_argument("--dataset", required=True, help="a stored dataset (see python -m engine datasets)")
+        q.add_argument("--dataset", default=DEFAULT_DATASET,
+                       help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
         q.add_argument("--reference", required=True,
                        help="'arena' (shipped LMArena snapshot, per-category via data/mappings), 'truth' "
                             "(a synthetic dataset's ground truth), or a reference file (JSON or CSV)")

@@ -31,7 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="One row per graph (judge, prompt, variant, turn) of a dataset: the counts of "
         "paper 000 App. A.2, the draw rate and the size of the largest strongly connected component.",
     )
-    p.add_argument("--dataset", required=True, help="a stored dataset (see python -m engine datasets)")
+    p.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
     p.add_argument("--judge", help="only this judge's graphs")
     p.add_argument("--category", help="only graphs of this category")
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,

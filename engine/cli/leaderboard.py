@@ -15,7 +15,7 @@ from ..leaderboard import _plain, board_notes, leaderboard
 from ..rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
 from ..rankers.params import param_kinds
 from ..schema import DEFAULT_DATASET
-from ._common import add_format, check_judges, store_from_args, write_frame, write_json
+from ._common import add_format, check_judges, pooled_judges_note, store_from_args, write_frame, write_json
 
 
 def add_selection(p: argparse.ArgumentParser) -> None:
@@ -112,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         check_judges(store, args.dataset, args.judge)
+        pooled = pooled_judges_note(store, args.dataset) if args.judge is None else None
         board = leaderboard(
             store, args.dataset, judge=args.judge, category=args.category, ranker=args.ranker,
             keep_k=args.keep_k, mu=mu, per_category=per_category, pool=pool, bootstrap=args.bootstrap,
@@ -121,8 +122,10 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     if args.show_kept:
         write_kept(board, args.format)
-        return 0
-    write_board(board, args.format)
+    else:
+        write_board(board, args.format)
+    if pooled:
+        sys.stderr.write(f"note: {pooled}\n")
     return 0
 
 
@@ -139,18 +142,35 @@ def write_kept(board, fmt: str) -> None:
         sys.stderr.write(f"note: {line}\n")
 
 
+INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high")
+"""The leaderboard columns only a bootstrap fills."""
+
+NO_BOOTSTRAP_NOTE = ("no --bootstrap: the interval columns (ci_low, ci_high, rank_low, rank_high) are left out; "
+                     "--bootstrap B adds them.")
+
+
+def printed_table(board):
+    """The table as printed: without a bootstrap the interval columns are left out (not NaN / <NA>)."""
+    if board.params.get("bootstrap"):
+        return board.table
+    return board.table.drop(columns=[c for c in INTERVAL_COLUMNS if c in board.table.columns])
+
+
 def write_board(board, fmt: str) -> None:
     """JSON: one object {params, details, notes, table, kept (with keep-K)}. CSV / table: the table on
-    stdout (CSV stays header + rows only) and one ``note: ...`` line per notable detail on stderr."""
+    stdout (CSV stays header + rows only) and one ``note: ...`` line per notable detail on stderr.
+    Without --bootstrap the interval columns are left out and a note says so once."""
     notes = board_notes(board)
+    if not board.params.get("bootstrap"):
+        notes.append(NO_BOOTSTRAP_NOTE)
     if fmt == "json":
         details = {k: v for k, v in board.result.details.items() if not isinstance(v, np.ndarray)}
-        table = json.loads(board.table.to_json(orient="records", double_precision=10))
+        table = json.loads(printed_table(board).to_json(orient="records", double_precision=10))
         obj = {"params": board.params, "details": details, "notes": notes, "table": table}
         if board.params.get("keep_k") is not None:
             obj["kept"] = json.loads(board.kept.to_json(orient="records", double_precision=10))
         write_json(_plain(obj))
         return
-    write_frame(board.table, fmt)
+    write_frame(printed_table(board), fmt)
     for line in notes:
         sys.stderr.write(f"note: {line}\n")

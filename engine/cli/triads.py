@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
+from ..schema import DEFAULT_DATASET
 from ..triads import nontransitive_triads
 from ._common import add_format, write_frame
 from .graphs import load_stack
@@ -19,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "unchained-ties (a~b, b~c, a>c). With several matching graphs, judge, variant and turn "
         "columns after kind say which graph a row is from.",
     )
-    p.add_argument("--dataset", required=True, help="a stored dataset (see python -m engine datasets)")
+    p.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
     p.add_argument("--prompt-id", required=True, dest="prompt_id")
     p.add_argument("--variant", type=int, help="only this variant (0 = the original prompt)")
     p.add_argument("--turn", type=int, help="only this turn")

@@ -286,11 +286,13 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
     charts = [_spec(c) for c in at.get("plotly_chart")]
     pair_map = charts[0]
     assert len(pair_map["data"][0]["x"]) == 20
-    for axis in ("xaxis", "yaxis"):
-        assert pair_map["layout"][axis]["tickfont"]["size"] <= 10
-    assert pair_map["layout"]["xaxis"]["tickangle"] == -45
-    # 20 rows of 10 px text (about 12 px a line) fit the plot's height minus its margins
-    assert 20 * 1.2 * pair_map["layout"]["yaxis"]["tickfont"]["size"] <= pair_map["layout"]["height"] - 50
+    # 20 models: every label shown, at least 9 px, rows at least 1.25 font sizes apart (engine.matrix_view)
+    assert len(pair_map["layout"]["yaxis"]["tickvals"]) == 20
+    font = pair_map["layout"]["yaxis"]["tickfont"]["size"]
+    assert font >= 9 and pair_map["layout"]["xaxis"]["tickfont"]["size"] >= 9
+    assert pair_map["layout"]["height"] >= 20 * 1.25 * font + 50  # 20 rows, each 1.25 font sizes high
+    assert pair_map["data"][0]["zmin"] == 0
+    assert pair_map["layout"]["xaxis"]["tickangle"] == -90
 
     table = at.dataframe[0].value
     for spec, name in ((charts[2], "c3_bad"), (charts[3], "c4_bad")):
@@ -315,7 +317,16 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
         assert ids == sorted(ids)
     at = at.switch_page("app_pages/4_inspector.py").run()
     assert_clean(at)
-    prompts = at.selectbox(key="insp_prompt").options
-    assert prompts == sorted(prompts, key=int) and "10" in prompts
+    # the picker lists prompts worst first (S_μ summed over the prompt's graphs), equal S_μ in natural order
+    labels = at.selectbox(key="insp_prompt").options
+    prompts = [lab.split(" · ")[0] for lab in labels]
+    s_mu = [float(lab.split("S_μ ")[1].split(" ")[0]) for lab in labels]
+    expect = table.groupby(table["prompt_id"].astype(str))["c3_bad"].sum() + \
+        table.groupby(table["prompt_id"].astype(str))["c4_bad"].sum()
+    assert s_mu == [float(expect[p]) for p in prompts] and s_mu == sorted(s_mu, reverse=True)
+    for value in set(s_mu):
+        ids = [int(p) for p, v in zip(prompts, s_mu, strict=True) if v == value]
+        assert ids == sorted(ids)
+    assert "10" in prompts
     variant_box = at.selectbox(key="insp_variant")
     assert variant_box.options == ["original", "paraphrase 1", "paraphrase 2", "sample 1", "sample 2"]

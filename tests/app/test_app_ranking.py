@@ -50,8 +50,15 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
             for m in tri:
                 per_model[m] += 1
     assert table["bad_triads"].to_dict() == per_model
-    assert list(table["rank"]) == sorted(table["rank"])
-    assert (table["ci_low"] <= table["score"] + 1e-9).all() and (table["score"] <= table["ci_high"] + 1e-9).all()
+    assert list(table["shared_rank"]) == sorted(table["shared_rank"])
+    # the interval as +x / -y: both parts non-negative (the score lies inside its interval)
+    parts = table["interval"].str.extract(r"^\+([0-9.]+) / -([0-9.]+)$").astype(float)
+    assert parts.notna().all().all() and (parts >= 0).all().all()
+    # votes and prompts per model, recomputed from the combined outcomes (one vote per pair and graph)
+    assert (table["votes"] == table[["wins", "losses", "ties"]].sum(axis=1)).all()
+    per_prompt = pd.concat([pairs[["prompt_id", "lo"]].rename(columns={"lo": "m"}),
+                            pairs[["prompt_id", "hi"]].rename(columns={"hi": "m"})]).drop_duplicates()
+    assert table["n_prompts"].sort_index().tolist() == per_prompt.groupby("m").size().sort_index().tolist()
     assert {b.label for b in app.get("download_button")} == {"Download CSV", "Download JSON"}
 
 
@@ -87,7 +94,8 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
     expect = _win_loss_tie(pairs[mask])
     assert (after[["wins", "losses", "ties"]].sort_index() == expect.sort_index()).all().all()
     assert not after["score"].sort_index().equals(before["score"].sort_index())
-    change = (all_graphs["rank"] - after["rank"]).sort_index()
+    all_rank = all_graphs["score"].rank(ascending=False, method="min")  # bt: no equal scores here
+    change = (all_rank - after["rank"]).sort_index()
     assert after["rank_change"].sort_index().astype(int).tolist() == change.astype(int).tolist()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Graphs kept"] == f"{k} of {len(scores)}"
@@ -124,7 +132,7 @@ def test_every_ranker_renders(app):
         app.selectbox(key="ranker").set_value(name).run()
         assert_clean(app)
         table = app.dataframe[0].value
-        assert len(table) == 9 and set(itertools.chain(table["rank"])) <= set(range(1, 10))
+        assert len(table) == 9 and set(itertools.chain(table["shared_rank"])) <= set(range(1, 10))
 
 
 def _plotly_array(v) -> np.ndarray:
