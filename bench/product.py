@@ -19,7 +19,7 @@ runs, each as its own process with wall time and peak RSS of the process tree me
 
 Workload names: ``<N>x<models>`` for an arena log (``100k``, ``1m``, ``10m`` or a number), and
 ``t<prompts>x<models>`` for per-prompt tournaments in both presentation orders. ``--app`` also
-measures every app page on the first arena workload's store (bench/app_pages.py). Prints one
+measures every app page on the first arena workload's store (bench/app_page_timing.py). Prints one
 Markdown table (and writes it with the machine's load average to ``--md``); nothing is asserted:
 the machine is shared and timings are noisy, so the load average is recorded beside each workload.
 """
@@ -287,7 +287,7 @@ def main() -> None:
         first = next(((k, n, m) for k, n, m, _ in workloads if k == "arena"), None)
         if first:
             store = Path(a.work) / f"store-{first[0]}-{first[1]}x{first[2]}.duckdb"
-            cmd = [sys.executable, str(BENCH / "app_pages.py"), "--db", str(store), "--dataset", "bench",
+            cmd = [sys.executable, str(BENCH / "app_page_timing.py"), "--db", str(store), "--dataset", "bench",
                    "--cap-gb", str(a.cap_gb), "--repo", str(REPO)]
             app_md = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True).stdout
     print()

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.append(str(REPO / "bench"))  # after the repo: bench/ names must not shadow app_pages or engine
 
 import battlegen  # noqa: E402
 from peer_fastchat import fit_bt, win_matrix  # noqa: E402

@@ -1,7 +1,7 @@
 """App benchmark: how long each page takes to open in a real browser, and the server's peak RSS.
 
-    python bench/app_pages.py --db STORE --dataset NAME [--cap-gb 8] [--timeout 300]
-    python bench/app_pages.py --battles 1m --models 100        # builds the store itself first
+    python bench/app_page_timing.py --db STORE --dataset NAME [--cap-gb 8] [--timeout 300]
+    python bench/app_page_timing.py --battles 1m --models 100        # builds the store itself first
 
 Starts ``streamlit run app.py`` on the store (as tests/test_browser.py does, whose helpers it uses),
 opens ``/?dataset=NAME`` in headless Chromium, then visits every page through the sidebar twice:
