@@ -9,7 +9,14 @@ import numpy as np
 import pandas as pd
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
+from apphelpers import (  # noqa: F401
+    app,
+    assert_clean,
+    bad_triads_bruteforce,
+    combined_outcomes,
+    graph_digraph,
+    judge_of,
+)
 
 
 def _win_loss_tie(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -40,12 +47,12 @@ def _bad_cycles(g: nx.DiGraph, length: int) -> int:
 def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
     assert_clean(app)
     table = app.dataframe[0].value.set_index("model")
-    judge = app.session_state["judge"]
+    judge = judge_of(app)
     pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
     expect = _win_loss_tie(pairs)
     assert (table[["wins", "losses", "ties"]].sort_index() == expect.sort_index()).all().all()
     per_model = {m: 0 for m in table.index}
-    for _, g in pairs.groupby(["prompt_id", "variant", "turn"]):
+    for _, g in pairs.groupby(["judge", "prompt_id", "variant", "turn"]):
         for tri in bad_triads_bruteforce(graph_digraph(g)):
             for m in tri:
                 per_model[m] += 1
@@ -68,9 +75,9 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
     all_graphs = app.dataframe[0].value.set_index("model")  # the Leaderboard page: every graph
     at = app.switch_page("app_pages/2_truncation.py").run()
     assert_clean(at)
-    judge = at.session_state["judge"]
+    judge = judge_of(at)
     pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
-    n_graphs = pairs.groupby(["prompt_id", "variant", "turn"]).ngroups
+    n_graphs = pairs.groupby(["judge", "prompt_id", "variant", "turn"]).ngroups
     # opens on half the pool (paper 000 keeps 25 of each category's 50 graphs), not on every graph
     assert at.slider(key="keep_k").value == round(n_graphs / 2)
     before = at.dataframe[0].value.set_index("model")
@@ -80,7 +87,7 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
 
     mu = float(at.select_slider(key="mu").value)
     scores = {}
-    for key, g in pairs.groupby(["prompt_id", "variant", "turn"]):
+    for key, g in pairs.groupby(["judge", "prompt_id", "variant", "turn"]):
         dg = graph_digraph(g)
         scores[key] = _bad_cycles(dg, 3) + mu * _bad_cycles(dg, 4)
     s = np.sort(np.array(list(scores.values())))
@@ -157,9 +164,9 @@ def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app, shipped_store):
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     line = next(t for t in spec["data"] if t.get("name") == "all kept graphs")  # the point estimate
     ks, ys = _plotly_array(line["x"]), _plotly_array(line["y"])
-    judge = at.session_state["judge"]
+    judge = judge_of(at)
     pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
-    assert ks[-1] == pairs.groupby(["prompt_id", "variant", "turn"]).ngroups
+    assert ks[-1] == pairs.groupby(["judge", "prompt_id", "variant", "turn"]).ngroups
 
     ref = reference_for_dataset("vicuna80")
     models = sorted(ref.index)
