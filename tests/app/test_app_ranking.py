@@ -48,8 +48,11 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
     assert_clean(app)
     table = app.dataframe[0].value.set_index("model")
     judge = judge_of(app)
-    pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
-    expect = _win_loss_tie(pairs)
+    verdicts = shipped_store.verdicts("vicuna80", judge=judge)
+    pairs = combined_outcomes(verdicts)
+    # one vote per judge and annotator on a pair of a graph (several human raters: several votes)
+    votes = combined_outcomes(verdicts.assign(judge=verdicts["judge"] + "|" + verdicts["annotator"].fillna("")))
+    expect = _win_loss_tie(votes)
     assert (table[["wins", "losses", "ties"]].sort_index() == expect.sort_index()).all().all()
     per_model = {m: 0 for m in table.index}
     for _, g in pairs.groupby(["judge", "prompt_id", "variant", "turn"]):
@@ -61,7 +64,7 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
     # the interval as +x / -y: both parts non-negative (the score lies inside its interval)
     parts = table["interval"].str.extract(r"^\+([0-9.]+) / -([0-9.]+)$").astype(float)
     assert parts.notna().all().all() and (parts >= 0).all().all()
-    # votes and prompts per model, recomputed from the combined outcomes (one vote per pair and graph)
+    # votes and prompts per model, recomputed from the vote units above
     assert (table["votes"] == table[["wins", "losses", "ties"]].sum(axis=1)).all()
     per_prompt = pd.concat([pairs[["prompt_id", "lo"]].rename(columns={"lo": "m"}),
                             pairs[["prompt_id", "hi"]].rename(columns={"hi": "m"})]).drop_duplicates()
