@@ -18,6 +18,9 @@ from apphelpers import (  # noqa: F401
     judge_of,
 )
 
+PAPER_JUDGE = "gpt-4"
+"""Truncation tests use one judge's graphs, as paper 000 does (the app opens on all judges)."""
+
 
 def _win_loss_tie(pairs: pd.DataFrame) -> pd.DataFrame:
     """wins / losses / ties per model over the given graphs' combined outcomes (pandas only)."""
@@ -75,6 +78,7 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
 def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_store):
     from engine.reference import reference_for_dataset
 
+    app.selectbox(key="judge").set_value(PAPER_JUDGE).run()  # truncation is per judge (paper 000)
     all_graphs = app.dataframe[0].value.set_index("model")  # the Leaderboard page: every graph
     at = app.switch_page("app_pages/2_truncation.py").run()
     assert_clean(at)
@@ -100,7 +104,7 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
     after = at.dataframe[0].value.set_index("model")
     kept = {key for key, v in scores.items() if v < s[k]}
     assert len(kept) == k
-    mask = [key in kept for key in pairs[["prompt_id", "variant", "turn"]].itertuples(index=False, name=None)]
+    mask = [key in kept for key in pairs[["judge", "prompt_id", "variant", "turn"]].itertuples(index=False, name=None)]
     expect = _win_loss_tie(pairs[mask])
     assert (after[["wins", "losses", "ties"]].sort_index() == expect.sort_index()).all().all()
     assert not after["score"].sort_index().equals(before["score"].sort_index())
@@ -118,6 +122,7 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
 
 def test_protocol_table_stays_until_mu_changes(app):
     at = app.switch_page("app_pages/2_truncation.py").run()
+    at.selectbox(key="judge").set_value(PAPER_JUDGE).run()  # the protocols compare one judge's graphs
     at.button(key="protocol_go").click().run()
     assert_clean(at)
     table = next(d.value for d in at.dataframe if "no spread" in d.value.columns)
