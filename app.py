@@ -107,12 +107,10 @@ def main() -> None:
         st.error(user_text(exc))
         st.button("Try again", icon=":material/refresh:", key="open_retry")
         return
-    done = False
-    with guarded_session("busy_retry"):
+    with guarded_session("busy_retry") as outcome:  # busy store, stray or unexpected errors: one sentence
         sidebar()
         page.run()
-        done = True
-    if not done:
+    if outcome.busy:
         st.sidebar.caption("The store is busy: the dataset, judge and ranker choices return when it is free.")
 
 

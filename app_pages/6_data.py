@@ -3,7 +3,9 @@ rename and delete datasets; export verdicts and results."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 
 import streamlit as st
 
@@ -55,6 +57,17 @@ section = st.segmented_control("Section", SECTIONS, key="data_section", required
                                label_visibility="collapsed", on_change=remember, args=("data_section",))
 
 
+@st.cache_resource(max_entries=4, show_spinner="Validating the file…")
+def _validated(digest: str, _data: bytes, name: str, options: str):
+    """The upload's validation report, once per content (``digest``), file name and options (column
+    map, format, value map, judge: JSON): a rerun of the page (a click, a typed name) reuses it
+    instead of reading the whole file again. The rows stay staged on disk (engine.staging); the
+    dataset is named when storing."""
+    o = json.loads(options)
+    return ingest.validate_file(_data, name, column_map=o["map"] or None, fmt=o["fmt"], dataset="upload",
+                                value_map=o["values"] or None, judge=o["judge"])
+
+
 def _stored(message: str, select: str | None = None) -> None:
     """After a change to the store: clear caches, say what happened, rerun in the same section."""
     st.cache_data.clear()
@@ -102,8 +115,10 @@ if section == "Import":
                 )
                 if pick != "(same name)":
                     column_map[pick] = target
-        report = or_stop(ingest.validate_file, data, up_name, column_map=column_map or None, fmt=fmt,
-                         dataset=name or "upload", value_map=value_map or None, judge=judge_pick.strip() or None)
+        options = json.dumps({"map": column_map, "fmt": fmt, "values": value_map,
+                              "judge": judge_pick.strip() or None}, sort_keys=True)
+        with store.unheld():  # another process may write to the store while the file is read
+            report = or_stop(_validated, hashlib.sha256(data).hexdigest(), data, up_name, options)
         c1, c2, c3, c4 = st.columns(4)
         c1.metric("Rows read", report.rows_read)
         c2.metric("Valid rows", report.n_good)
@@ -112,14 +127,17 @@ if section == "Import":
         if report.n_rejected:
             st.error(f"{report.n_rejected} row(s) cannot be imported; fix them in the file, or tick "
                      f"“{SKIP_LABEL}” below.")
-            st.dataframe(report.rejected[["source_line", "reason"]], hide_index=True, width="stretch",
+            shown = report.rejected_head(1000)
+            if report.n_rejected > len(shown):
+                st.caption(f"The first {len(shown):,} of {report.n_rejected:,} rejected rows:")
+            st.dataframe(shown[["source_line", "reason"]], hide_index=True, width="stretch",
                          column_config={"source_line": st.column_config.NumberColumn("line")})
         else:
             st.success("Every row is valid.")
         for note in report.notes():  # repeated rows kept, columns not kept
             st.info(escape_md(note))
         with st.expander("Preview of the valid rows"):
-            st.dataframe(report.good.head(50), hide_index=True, width="stretch")
+            st.dataframe(report.preview(50), hide_index=True, width="stretch")
         skip = st.checkbox(SKIP_LABEL, key="data_skip", disabled=not report.n_rejected)
         label = f"Add to dataset {name}" if adding else "Import as a new dataset"
         if st.button(label, key="data_import", type="primary"):

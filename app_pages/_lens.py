@@ -7,6 +7,7 @@ version + filters) and the parameters, so a slider move only recomputes what cha
 
 from __future__ import annotations
 
+import logging
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -54,16 +55,41 @@ def busy_notice(exc: StoreBusy, key: str) -> None:
     st.button("Try again", icon=":material/refresh:", key=key)
 
 
+@dataclass
+class SessionOutcome:
+    """What ``guarded_session`` ended with: ``busy`` when the store was held past the lock wait."""
+
+    busy: bool = False
+
+
 @contextmanager
 def guarded_session(key: str = "busy_retry"):
     """``with guarded_session():`` = ``store_session()`` for a script run (app.py) or a fragment run
     (the inspector's graph), where a store held past the lock wait ends the block with
-    ``busy_notice`` instead of a traceback. ``key`` names the retry button (one per caller)."""
+    ``busy_notice`` instead of a traceback, a stray ``LensError`` with its sentence and any other
+    error with ``internal_error`` (never a traceback or a server path). ``key`` names the retry
+    button (one per caller)."""
+    outcome = SessionOutcome()
     try:
         with store_session():
-            yield
+            yield outcome
     except StoreBusy as exc:
+        outcome.busy = True
         busy_notice(exc, key)
+    except LensError as exc:  # a user mistake no page caught: its sentence, never a traceback
+        show_error(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug or a damaged store: one sentence here, details in the log
+        internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> None:
+    """An unexpected error: a sentence naming only its kind on the page (a traceback would show server
+    file paths and code), the full traceback in the server's log (stderr)."""
+    logging.getLogger("tournament_lens.app").error("page failed", exc_info=exc)
+    st.error(
+        f"This page stopped on an unexpected error ({type(exc).__name__}); the details are in the "
+        "server's log. Try another choice in the sidebar, or reload the page."
+    )
 
 
 @dataclass(frozen=True)

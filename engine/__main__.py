@@ -13,7 +13,7 @@ import pkgutil
 import sys
 
 from . import cli as cli_pkg
-from .errors import LensError
+from .errors import LensError, disk_full_sentence, is_disk_full
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not is_disk_full(exc):
+            raise
+        print(f"error: {disk_full_sentence()}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,22 +1,69 @@
 """Results as downloadable files: the leaderboard (CSV, JSON with its parameters), the per-graph
-cycle table and the judge diagnostics, alone or together in one ZIP.
+cycle table and the judge diagnostics, alone or together in one ZIP; and the one CSV writer.
 
 The app's download buttons call these lazily (only when clicked), so building a file never slows
-a page. Everything is plain CSV / JSON that pandas reads back unchanged.
+a page.
+
+Every CSV the tool writes (these files, ``--format csv`` on the command line, ``datasets export``,
+rejected rows) goes through ``write_csv``, which makes cells inert for spreadsheets: a text cell (or
+column name) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return would be
+evaluated as a formula by Excel, LibreOffice or Google Sheets (``=HYPERLINK(...)`` as a model name),
+so it gets a leading ``'`` (the OWASP rule), which spreadsheets show as text and hide. Plain numbers
+(``-0.5``, ``+3``, ``1e-3``) are left alone. A cell that already starts with ``'`` gets one more, so
+``restore_csv_cell`` undoes the rule exactly (for reading such a CSV back). JSON, JSON lines and
+Parquet keep the raw values.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 import pandas as pd
 
+_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def neutralise_cell(value):
+    """``value`` as a spreadsheet will not evaluate it: ``'`` before a text that starts with a formula
+    character (or with ``'``); numbers, plain numeric text and everything else unchanged."""
+    if not isinstance(value, str) or not value:
+        return value
+    if value[0] == "'" or (value[0] in _TRIGGERS and not _PLAIN_NUMBER.fullmatch(value)):
+        return "'" + value
+    return value
+
+
+def restore_csv_cell(value):
+    """Undo ``neutralise_cell`` (for reading back a CSV the tool wrote): one leading ``'`` is dropped
+    when a formula character or another ``'`` follows it."""
+    if isinstance(value, str) and len(value) > 1 and value[0] == "'" and (value[1] in _TRIGGERS or value[1] == "'"):
+        return value[1:]
+    return value
+
+
+def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` whose text cells and column names are neutralised (``neutralise_cell``)."""
+    out = frame.copy()
+    for col in out.columns:
+        if out[col].dtype == object or isinstance(out[col].dtype, pd.StringDtype | pd.CategoricalDtype):
+            out[col] = out[col].astype(object).map(neutralise_cell)
+    out.columns = [neutralise_cell(c) if isinstance(c, str) else c for c in out.columns]
+    return out
+
+
+def write_csv(frame: pd.DataFrame, target=None, **kwargs):
+    """THE way the tool writes CSV: ``frame`` neutralised, no index, ``\\n`` line ends, to ``target``
+    (a path or an open file; ``None`` returns the text). ``kwargs`` go to ``DataFrame.to_csv``."""
+    return csv_safe(frame).to_csv(target, index=False, lineterminator="\n", **kwargs)
+
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """A frame as UTF-8 CSV (no index, ``\\n`` line ends)."""
-    return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    """A frame as UTF-8 CSV (neutralised, no index, ``\\n`` line ends)."""
+    return write_csv(frame).encode("utf-8")
 
 
 def leaderboard_json(board) -> bytes:

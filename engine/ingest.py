@@ -17,16 +17,20 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 
 from .errors import LensError
+from .exports import write_csv
+from .import_limits import NAME_MAX_CHARS, TEXT_MAX_CHARS, check_dataset_name
 from .schema import DEFAULT_DATASET, VERDICT_COLUMNS
+from .staging import no_space
 from .store import Store
 from .verdict_files import list_columns
-from .verdicts import ValidationReport, validate_bytes, validate_many
+from .verdicts import ValidationReport, validate_sources
 
 PathOrBytes = str | os.PathLike[str] | bytes
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
@@ -74,18 +78,6 @@ class ImportResult:
         return f"{head} (invalid judge outputs stored: {self.rows_invalid})"
 
 
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
-    p = Path(path)
-    if p.is_dir():
-        raise LensError(f"{p} is a folder; give the verdict files inside it (for example {p}/*.jsonl).")
-    try:
-        return p.read_bytes()
-    except FileNotFoundError as exc:
-        raise LensError(f"There is no file {p}.") from exc
-    except OSError as exc:
-        raise LensError(f"Cannot read {p} ({exc.strerror}).") from exc
-
-
 def validate_file(
     path_or_bytes: PathOrBytes,
     filename: str | None = None,
@@ -103,22 +95,23 @@ def validate_file(
     ``column_map`` maps the file's column names to canonical ones; ``fmt`` overrides detection;
     ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts);
     ``value_map`` rewrites cell values (``{"winner": {"left": "A"}}``); ``judge`` names the
-    judge of every row.
+    judge of every row. The file is read in batches (memory bounded by one batch) and the rows
+    are staged on disk.
     """
     if isinstance(path_or_bytes, bytes | bytearray):
-        data, name = bytes(path_or_bytes), filename or "upload"
+        source, name = bytes(path_or_bytes), filename or "upload"
     else:
-        data, name = _read_bytes(path_or_bytes), filename or str(path_or_bytes)
-    return validate_bytes(data, name, dataset=dataset, fmt=fmt, column_map=column_map,
-                          model_names=model_names, judge_names=judge_names, value_map=value_map,
-                          judge=judge)
+        source, name = path_or_bytes, filename or str(path_or_bytes)
+    return validate_sources([(source, name)], dataset=dataset, fmt=fmt, column_map=column_map,
+                            model_names=model_names, judge_names=judge_names, value_map=value_map,
+                            file_judges={name: judge} if judge else None)
 
 
 def file_columns(path_or_bytes: PathOrBytes, filename: str | None = None, fmt: str | None = None) -> list[str]:
-    """The column names a file has, so a form can offer a mapping to the canonical ones."""
+    """The column names a file has, so a form can offer a mapping to the canonical ones (reads the header only)."""
     if isinstance(path_or_bytes, bytes | bytearray):
         return list_columns(bytes(path_or_bytes), filename or "upload", fmt)
-    return list_columns(_read_bytes(path_or_bytes), filename or str(path_or_bytes), fmt)
+    return list_columns(path_or_bytes, filename or str(path_or_bytes), fmt)
 
 
 def validate_paths(
@@ -127,12 +120,12 @@ def validate_paths(
     judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
     file_judges: Mapping[str, str] | None = None,
 ) -> ValidationReport:
-    """Several files checked as one import (e.g. a folder of review-format files); ``file_judges``
-    maps a path (as given) to the judge of its rows."""
+    """Several files checked as one import (e.g. a folder of review-format files); no DB.
+    ``file_judges`` maps a path (as given) to the judge of its rows."""
     judges = {str(k): v for k, v in (file_judges or {}).items()}
-    return validate_many(((_read_bytes(p), str(p)) for p in paths), dataset=dataset, fmt=fmt,
-                         column_map=column_map, model_names=model_names, judge_names=judge_names,
-                         value_map=value_map, file_judges=judges)
+    return validate_sources([(p, str(p)) for p in paths], dataset=dataset, fmt=fmt, column_map=column_map,
+                            model_names=model_names, judge_names=judge_names, value_map=value_map,
+                            file_judges=judges)
 
 
 def _known_files(cur, dataset: str, report: ValidationReport, *, stored: bool = True) -> str:
@@ -185,11 +178,7 @@ def log_refused(store: Store, dataset: str, source: str, fmt: str | None, detail
 
 
 def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise LensError("A dataset needs a non-empty name.")
-    if name != name.strip():
-        raise LensError(f"The dataset name {name!r} starts or ends with spaces.")
-    return name
+    return check_dataset_name(name)
 
 
 def store_report(
@@ -206,96 +195,91 @@ def store_report(
     """Write a validated report into ``dataset`` in one transaction (or refuse and write nothing).
 
     Refused when any row is rejected and ``skip_invalid`` is False, or when nothing is left to
-    store; a refused import still gets its ``import_log`` row (status ``refused``).
+    store; a refused import still gets its ``import_log`` row (status ``refused``). The rows are
+    inserted straight from the report's stage files, so the store's lock is held only for the
+    check against stored verdicts and the insert, and memory stays bounded. A full disk is one
+    sentence and the transaction is rolled back: nothing of the import is stored.
     """
     dataset = _check_name(dataset or report.dataset)
     mode = "skip-invalid" if skip_invalid else "all-or-nothing"
     source = source or report.source
-    good = report.good.assign(dataset=dataset) if len(report.good) else report.good
-    report = _replace_good(report, good, dataset)
-    cur = store.cursor()
-    # with --replace the stored files go, so only the same bytes given twice in this import count
-    problem = _known_files(cur, dataset, report, stored=not replace)
-    if not problem and report.n_rejected and not skip_invalid:
-        problem = (f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
-                   "(fix them, or use --skip-invalid to store the others)")
-    elif not problem and report.n_good == 0:
-        problem = "no valid rows to store, so nothing was stored"
-    if problem:
+    try:
         with store.transaction() as tx:
-            import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
-        return ImportResult(dataset, import_id, "refused", mode, report.rows_read, 0, report.n_rejected,
-                            0, None, report, problem)
-
-    with store.transaction() as tx:
-        version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
-        exists = tx.execute("SELECT 1 FROM datasets WHERE name = ?", [dataset]).fetchone() is not None
-        if exists and replace:  # new content: the synthetic flag follows the new rows
-            tx.execute(
-                "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1,"
-                " updated_at = current_timestamp, synthetic = ?, description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
-                [version, synthetic, description, source, dataset],
-            )
-        elif exists:
-            tx.execute(
-                "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1,"
-                " updated_at = current_timestamp, description = coalesce(?, description) WHERE name = ?",
-                [version, description, dataset],
-            )
-        else:
-            tx.execute(
-                "INSERT INTO datasets (name, description, source, synthetic, version, revision)"
-                " VALUES (?, ?, ?, ?, ?, 1)",
-                [dataset, description, source, synthetic, version],
-            )
-        if replace:
-            for table in ("verdicts", "prompts", "answers"):
-                tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [dataset])
-        if replace or not exists:
-            # a ground truth belongs to the rows it was generated with: a replaced or new dataset
-            # (its name perhaps left behind by an older delete or rename) starts without one;
-            # engine.synthetic writes the new truth after storing its rows
-            tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
-        cols = ", ".join(f'"{c}"' for c in VERDICT_COLUMNS)
-        tx.register("_good", report.good[list(VERDICT_COLUMNS)])
-        tx.execute(f"INSERT INTO verdicts ({cols}) SELECT {cols} FROM _good")
-        tx.unregister("_good")
-        _write_texts(tx, report, dataset)
-        import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
-        if replace:
-            tx.execute("DELETE FROM dataset_files WHERE dataset = ?", [dataset])
-        for name, digest in report.file_hashes.items():
-            tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id)"
-                       " VALUES (?, ?, ?, ?)", [dataset, digest, name, import_id])
-        revision = int(tx.execute("SELECT revision FROM datasets WHERE name = ?", [dataset]).fetchone()[0])
+            exists = tx.execute("SELECT 1 FROM datasets WHERE name = ?", [dataset]).fetchone() is not None
+            # with --replace the stored files go, so only the same bytes given twice in this import count
+            problem = _known_files(tx, dataset, report, stored=not replace)
+            if not problem and report.n_rejected and not skip_invalid:
+                problem = (f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
+                           "(fix them, or use --skip-invalid to store the others)")
+            elif not problem and report.n_good == 0:
+                problem = "no valid rows to store, so nothing was stored"
+            if problem:
+                import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
+                return ImportResult(dataset, import_id, "refused", mode, report.rows_read, 0, report.n_rejected,
+                                    0, None, report, problem)
+            version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic)
+            import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
+            if replace:
+                tx.execute("DELETE FROM dataset_files WHERE dataset = ?", [dataset])
+            for name, digest in report.file_hashes.items():
+                tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id)"
+                           " VALUES (?, ?, ?, ?)", [dataset, digest, name, import_id])
+            revision = int(tx.execute("SELECT revision FROM datasets WHERE name = ?", [dataset]).fetchone()[0])
+    except (duckdb.Error, OSError) as exc:
+        if no_space(exc):
+            raise LensError(f"The disk holding the store {store.path} is full, so nothing of this import was stored "
+                            "(the store is unchanged); free some space and import again.") from exc
+        raise
     return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,
                         report.n_rejected, report.n_invalid, version, report, revision=revision)
 
 
-def _replace_good(report: ValidationReport, good: pd.DataFrame, dataset: str) -> ValidationReport:
-    prompts = report.prompts.assign(dataset=dataset) if len(report.prompts) else report.prompts
-    answers = report.answers.assign(dataset=dataset) if len(report.answers) else report.answers
-    return replace(report, good=good, prompts=prompts, answers=answers, dataset=dataset)
+def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replace: bool,
+                description: str | None, source: str, synthetic: bool) -> int:
+    """The dataset row, its verdicts and texts, inside the caller's transaction; returns the version."""
+    version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
+    if exists and replace:  # new content: the synthetic flag follows the new rows
+        tx.execute(
+            "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1, updated_at = current_timestamp,"
+            " synthetic = ?, description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
+            [version, synthetic, description, source, dataset],
+        )
+    elif exists:
+        tx.execute(
+            "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1,"
+            " updated_at = current_timestamp, description = coalesce(?, description) WHERE name = ?",
+            [version, description, dataset],
+        )
+    else:
+        tx.execute(
+            "INSERT INTO datasets (name, description, source, synthetic, version, revision) VALUES (?, ?, ?, ?, ?, 1)",
+            [dataset, description, source, synthetic, version],
+        )
+    if replace:
+        for table in ("verdicts", "prompts", "answers"):
+            tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [dataset])
+    if replace or not exists:
+        # a ground truth belongs to the rows it was generated with: a replaced or new dataset
+        # (its name perhaps left behind by an older delete or rename) starts without one;
+        # engine.synthetic writes the new truth after storing its rows
+        tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
+    cols = [c for c in VERDICT_COLUMNS if c != "dataset"]
+    names = ", ".join(f'"{c}"' for c in cols)
+    tx.execute(f'INSERT INTO verdicts ("dataset", {names}) SELECT ?, {names} FROM ({report.good_sql()}) ORDER BY seq',
+               [dataset])
+    tx.execute(
+        "INSERT OR REPLACE INTO prompts (dataset, prompt_id, variant, turn, category, variant_kind, text)"
+        f" SELECT ?, prompt_id, variant, turn, category, variant_kind, text FROM ({report.texts_sql('prompts')})",
+        [dataset])
+    tx.execute(
+        "INSERT OR REPLACE INTO answers (dataset, prompt_id, variant, turn, model, text)"
+        f" SELECT ?, prompt_id, variant, turn, model, text FROM ({report.texts_sql('answers')})", [dataset])
+    return version
 
 
-def _write_texts(tx, report: ValidationReport, dataset: str) -> None:
-    """Prompt and answer texts: a new text for the same key replaces the stored one."""
-    if len(report.prompts):
-        p = report.prompts[["dataset", "prompt_id", "variant", "turn", "category", "variant_kind", "text"]]
-        tx.register("_prompts", p)
-        tx.execute(
-            "INSERT OR REPLACE INTO prompts (dataset, prompt_id, variant, turn, category, variant_kind, text)"
-            " SELECT dataset, prompt_id, variant, turn, category, variant_kind, text FROM _prompts"
-        )
-        tx.unregister("_prompts")
-    if len(report.answers):
-        a = report.answers[["dataset", "prompt_id", "variant", "turn", "model", "text"]]
-        tx.register("_answers", a)
-        tx.execute(
-            "INSERT OR REPLACE INTO answers (dataset, prompt_id, variant, turn, model, text)"
-            " SELECT dataset, prompt_id, variant, turn, model, text FROM _answers"
-        )
-        tx.unregister("_answers")
+def import_source(paths: Sequence[str | os.PathLike[str]]) -> str:
+    """How ``import_log`` and ``datasets.source`` name the files of an import."""
+    return str(paths[0]) if len(paths) == 1 else f"{len(paths)} files: {', '.join(map(str, paths[:3]))}…"
 
 
 def import_files(
@@ -314,7 +298,7 @@ def import_files(
 ) -> ImportResult:
     """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised."""
     dataset = _check_name(dataset)
-    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} files: {', '.join(map(str, paths[:3]))}…"
+    source = import_source(paths)
     try:
         report = validate_paths(paths, dataset=dataset, fmt=fmt, column_map=column_map,
                                 model_names=model_names, judge_names=judge_names, value_map=value_map,
@@ -379,8 +363,14 @@ def write_rejected(report: ValidationReport, path: str | os.PathLike[str]) -> in
 
     Written to a temp file and renamed, so a failure leaves no partial file (LensError).
     """
-    _atomic_write(path, lambda tmp: report.rejected.to_csv(tmp, index=False, lineterminator="\n"),
-                  "the rejected rows")
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            for k, chunk in enumerate(report.iter_rejected()):
+                write_csv(chunk, fh, header=k == 0)
+            if report.n_rejected == 0:
+                write_csv(report.rejected_head(0), fh)
+
+    _atomic_write(path, write, "the rejected rows")
     return report.n_rejected
 
 
@@ -423,7 +413,21 @@ def export_frame(store: Store, dataset: str) -> pd.DataFrame:
     """The dataset's verdicts in the import format (winner ``invalid`` written as ``error``)."""
     _require(store, dataset)
     df = store.verdicts(dataset)[list(EXPORT_COLUMNS)]
+    _check_export_limits(df, dataset)
     return df.assign(winner=df["winner"].replace({"invalid": "error"}))
+
+
+def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:
+    """Refuse to write a file the import would refuse: a name or text over the import's limits
+    (rows stored by other means than an import, e.g. a judge reply, may be longer)."""
+    for col, limit, what in (*((c, NAME_MAX_CHARS, "name") for c in ("prompt_id", "model_a", "model_b", "judge",
+                                                                         "category", "annotator")),
+                             ("explanation", TEXT_MAX_CHARS, "text")):
+        lens = df[col].astype(object).map(lambda v: len(v) if isinstance(v, str) else 0)
+        if len(lens) and lens.max() > limit:
+            i = int(lens.to_numpy().argmax())
+            raise LensError(f"Verdict {i + 1} of {dataset!r} has a {col} of {int(lens.iloc[i]):,} characters, over the "
+                            f"import's limit of {limit:,} for a {what}; the exported file could not be imported again.")
 
 
 def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv") -> int:
@@ -443,7 +447,7 @@ def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv"
 
 def _write_export(df: pd.DataFrame, target, fmt: str) -> None:
     if fmt == "csv":
-        df.to_csv(target, index=False, lineterminator="\n")
+        write_csv(df, target)  # formula-like cells neutralised (engine/exports.py); jsonl/parquet raw
     elif fmt == "jsonl":
         text = df.to_json(orient="records", lines=True, force_ascii=False)
         if isinstance(target, str | os.PathLike):

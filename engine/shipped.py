@@ -14,6 +14,7 @@ Without the prebuilt files the raw ones are imported. The store records that the
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -81,41 +82,45 @@ def vicuna80_report(root: Path = VICUNA80_DIR) -> ValidationReport:
     category = dict(zip(q["prompt_id"], q["category"], strict=True))
     good = report.good.assign(category=report.good["prompt_id"].map(category).astype("string"))
     prompts = q.assign(dataset=DEFAULT_DATASET, variant=0, turn=1, variant_kind="original")
-    return ValidationReport(
-        dataset=DEFAULT_DATASET, source="data/vicuna80/raw", format=report.format, good=good,
-        rejected=report.rejected, prompts=prompts, answers=_answers(root), rows_read=report.rows_read,
-    )
+    report = report.with_frames(good=good, prompts=prompts, answers=_answers(root))
+    return replace(report, source="data/vicuna80/raw")
 
 
 def write_prebuilt(root: Path = VICUNA80_DIR) -> Path:
-    """Validate the raw files and write the result as Parquet + manifest (run after changing raw/)."""
+    """Validate the raw files and write the validated stage files (verdicts, prompts, answers, each
+    with its ``seq``) as zstd Parquet + a manifest; run after changing raw/."""
+    import pyarrow.parquet as pq
+
     report = vicuna80_report(root)
-    if report.n_rejected:
+    if report.n_rejected or report.excluded:
         raise ValueError(f"{report.n_rejected} shipped rows do not validate; nothing written")
     out = root / PREBUILT
     out.mkdir(exist_ok=True)
-    for name in _FRAMES:
-        getattr(report, name).to_parquet(out / f"{name}.parquet", compression="zstd", index=False)
+    for name, path in zip(_FRAMES, (report.good_file, report.prompts_file, report.answers_file), strict=True):
+        pq.write_table(pq.read_table(path), out / f"{name}.parquet", compression="zstd")
     manifest = {"format": report.format, "rows_read": report.rows_read, "repeats": report.repeats,
-                "dropped": {k: list(v) for k, v in report.dropped.items()},
-                "file_hashes": dict(report.file_hashes), "rejected_columns": list(report.rejected.columns)}
+                "n_good": report.n_good, "n_invalid": report.n_invalid, "field_names": list(report.field_names),
+                "dropped": {k: list(v) for k, v in report.dropped.items()}, "file_hashes": dict(report.file_hashes)}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return out
 
 
 def prebuilt_report(root: Path = VICUNA80_DIR) -> ValidationReport | None:
-    """The shipped dataset read from its prebuilt Parquet files; None when they are not there."""
+    """The shipped dataset as a report whose rows are the prebuilt Parquet files (the store inserts
+    them straight from there); None when they are not there."""
+    from .staging import Stage
+
     folder = root / PREBUILT
     if not (folder / "manifest.json").is_file():
         return None
     m = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    frames = {name: pd.read_parquet(folder / f"{name}.parquet") for name in _FRAMES}
     return ValidationReport(
-        dataset=DEFAULT_DATASET, source="data/vicuna80/raw", format=m["format"], good=frames["good"],
-        rejected=pd.DataFrame(columns=m["rejected_columns"]), prompts=frames["prompts"],
-        answers=frames["answers"], rows_read=m["rows_read"],
-        dropped={k: tuple(v) for k, v in m["dropped"].items()}, repeats=m["repeats"],
-        file_hashes=m["file_hashes"],
+        dataset=DEFAULT_DATASET, source="data/vicuna80/raw", format=m["format"], rows_read=m["rows_read"],
+        n_good=m["n_good"], n_rejected=0, n_invalid=m["n_invalid"], stage=Stage(),
+        good_file=str(folder / "good.parquet"), excluded=(), rejected_files=(),
+        prompts_file=str(folder / "prompts.parquet"), answers_file=str(folder / "answers.parquet"),
+        field_names=tuple(m["field_names"]), dropped={k: tuple(v) for k, v in m["dropped"].items()},
+        repeats=m["repeats"], file_hashes=m["file_hashes"],
     )
 
 

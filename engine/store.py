@@ -191,6 +191,16 @@ class Store:
                 self._con.close()
                 self._con = None
 
+    @contextmanager
+    def unheld(self) -> Iterator[Store]:
+        """A block that does not use the store (reading and validating an upload): with
+        ``keep_open=False`` the file is let go first when no other session of this process is using
+        it, so another process (a judge run, an import) can write meanwhile; the next use reopens it."""
+        with self._guard:
+            if not self.keep_open and self._sessions <= 1:
+                self.release()
+        yield self
+
     @property
     def is_open(self) -> bool:
         return self._con is not None

@@ -11,22 +11,33 @@ reason; problems of the whole file raise ``LensError`` with one sentence.
 
 from __future__ import annotations
 
-import csv
 import gc
 import io
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .errors import LensError
+from .exports import restore_csv_cell
 from .formats import TOOL_NAMES, detect_fields, detect_tool, expand
+from .import_limits import (
+    BATCH_TEXT_BYTES,
+    EXPANSION_FREE_BYTES,
+    EXPANSION_MAX_RATIO,
+    JSON_ARRAY_MAX_BYTES,
+    TEXT_MAX_CHARS,
+    batch_rows,
+    open_source,
+)
+from .line_reader import LineFeed, csv_chunks, csv_header
 
 CONTAINERS: tuple[str, ...] = ("csv", "jsonl", "json", "parquet", "review")
 FORMATS: tuple[str, ...] = (*CONTAINERS, *TOOL_NAMES)
@@ -123,161 +134,444 @@ def detect_format(data: bytes, filename: str) -> str:
     return "csv"
 
 
-def _split_lines(data: bytes) -> tuple[list[str], set[int]]:
-    """Decode line by line so one bad byte costs one line, not the file; returns bad line numbers."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        return data.decode("utf-8").split("\n"), set()
-    except UnicodeDecodeError:
-        pass
-    lines, bad = [], set()
-    for i, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            lines.append(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            bad.add(i)
-            lines.append(raw.decode("utf-8", errors="replace"))
-    return lines, bad
+def _dropped(filename: str, header: list, chosen: Mapping) -> dict[str, list[str]]:
+    """The file's columns that are not verdict fields (reported, not kept)."""
+    out = [str(c) for c in header if c not in chosen and c != "raw_text"]
+    return {filename: out} if out else {}
 
 
-_BAD_BYTES = "the line contains bytes that are not valid UTF-8 text"
+def _batcher(max_rows: int):
+    """Whether a batch of ``rows`` rows and ``chars`` characters is full."""
+    return lambda rows, chars: rows >= max_rows or chars >= BATCH_TEXT_BYTES
 
 
-def _read_csv_simple(lines: list[str], delim: str):
-    """The common case in one C-speed pass: when no field spans lines, record k is line k + 1.
-
-    Returns None when that does not hold (a quoted newline, a CSV error): the caller then walks
-    the file record by record to find each row's first line.
-    """
-    try:
-        recs = list(csv.reader(io.StringIO("\n".join(lines), newline=""), delimiter=delim))
-    except csv.Error:
-        return None
-    physical = len(lines) - (1 if lines and lines[-1] == "" else 0)
-    if len(recs) != physical:
-        return None
-    keep = [k for k, r in enumerate(recs) if "".join(r).strip()]
-    if not keep:
-        return None
-    header = [h.strip() for h in recs[keep[0]]]
+def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Iterator[RawRows]:
+    feed = LineFeed(fh)
+    header, delim = csv_header(feed, filename)
+    header = [restore_csv_cell(h) for h in header]
     width = len(header)
-    rows = [recs[k] for k in keep[1:]]
-    problems = [None if len(r) == width else f"the row has {len(r)} fields but the header has {width}" for r in rows]
-    return header, rows, [k + 1 for k in keep[1:]], problems
-
-
-def _delimiter(lines: list[str], filename: str) -> str:
-    """Comma, unless the file is .tsv or its header has no comma but tabs or semicolons
-    (spreadsheets in many locales save CSV with ';')."""
-    if filename.lower().endswith(".tsv"):
-        return "\t"
-    first = next((ln for ln in lines if ln.strip()), "")
-    if "," not in first:
-        for d in ("\t", ";"):
-            if d in first:
-                return d
-    return ","
-
-
-def _read_csv(data: bytes, filename: str) -> tuple[list[str], list[list], list[int], list[str | None]]:
-    lines, bad = _split_lines(data)
-    delim = _delimiter(lines, filename)
-    fast = None if bad else _read_csv_simple(lines, delim)
-    if fast is not None:
-        return fast
-    reader = csv.reader(io.StringIO("\n".join(lines), newline=""), delimiter=delim)
-    header: list[str] | None = None
-    rows: list[list] = []
-    line_no: list[int] = []
+    full = _batcher(batch_rows())
+    chosen = None
+    lines: list[int] = []
+    recs: list = []
     problems: list[str | None] = []
-    while True:
-        start = reader.line_num + 1
-        try:
-            rec = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            rows.append([])
-            line_no.append(start)
-            problems.append(f"the row cannot be read as CSV ({exc})")
-            continue
-        end = reader.line_num
-        if not rec or all(not c.strip() for c in rec):
-            continue  # blank line: not a row
-        if header is None:
-            if any(i in bad for i in range(start, end + 1)):
-                raise LensError(f"The header (line {start}) of {filename} contains bytes that are not valid UTF-8 text.")
-            header = [h.strip() for h in rec]
-            continue
-        bad_line = next((i for i in range(start, end + 1) if i in bad), None)
-        if bad_line is not None:
-            rows.append([])
-            line_no.append(start)
-            problems.append(_BAD_BYTES if bad_line == start else f"line {bad_line} of the row contains bytes that are not valid UTF-8 text")
-            continue
-        rows.append(rec)
-        line_no.append(start)
-        problems.append(None if len(rec) == len(header)
-                        else f"the row has {len(rec)} fields but the header has {len(header)}")
-    if header is None:
-        raise LensError(f"{filename} is empty: it has no header and no rows.")
-    return header, rows, line_no, problems
+    chars = 0
+    any_rows = False
+
+    def build() -> RawRows:
+        nonlocal chosen, recs
+        # a CSV the tool wrote has ' before formula-like cells (engine/exports.py): read them back raw
+        recs = [[restore_csv_cell(c) for c in r] if r is not None and any(
+            isinstance(c, str) and c[:1] == "'" for c in r) else r for r in recs]
+        if chosen is None:
+            chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
+        if all(p is None for p in problems):  # every row has the header's width
+            columns = list(zip(*recs, strict=True))
+        else:
+            padded = [r if r is not None and len(r) == width else ((r or []) + [None] * width)[:width] for r in recs]
+            columns = list(zip(*padded, strict=True))
+        cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
+        orig = [r if r is not None else [] for r in recs]
+        return RawRows(cols, orig, [filename] * len(lines), lines, problems, {filename: tuple(header)},
+                       _dropped(filename, header, chosen))
+
+    for chunk in csv_chunks(feed, delim, width, max_lines=min(65_536, batch_rows())):
+        lines += chunk.lines
+        recs += chunk.recs
+        problems += chunk.problems
+        chars += chunk.chars
+        if lines and full(len(lines), chars):
+            any_rows = True
+            yield build()
+            lines, recs, problems, chars = [], [], [], 0
+    if lines:
+        yield build()
+    elif not any_rows:
+        raise LensError(f"{filename} has a header but no data rows.")
 
 
-def _read_jsonl(data: bytes, filename: str) -> tuple[list[dict], list[int], list[str | None]]:
-    lines, bad = _split_lines(data)
-    rows: list[dict] = []
-    line_no: list[int] = []
-    problems: list[str | None] = []
-    for i, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        line_no.append(i)
-        if i in bad:
-            rows.append({"raw_text": text})
-            problems.append(_BAD_BYTES)
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            rows.append({"raw_text": text})
-            problems.append(f"the line is not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(obj, dict):
-            rows.append({"raw_text": text})
-            problems.append("the line is not a JSON object")
-            continue
-        rows.append(obj)
-        problems.append(None)
-    return rows, line_no, problems
-
-
-def _read_json_array(data: bytes, filename: str) -> tuple[list[dict], list[int], list[str | None]]:
+def _json_line(text: str) -> tuple[dict, str | None]:
     try:
-        arr = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {"raw_text": text}, f"the line is not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return {"raw_text": text[:200]}, "the line is not valid JSON (nested too deeply)"
+    if not isinstance(obj, dict):
+        return {"raw_text": text}, "the line is not a JSON object"
+    return obj, None
+
+
+def _record_batch(rows: list[dict], lines: list[int], problems: list, filename: str, fmt: str,
+                  column_map: Mapping[str, str] | None, check: bool, seen: dict) -> RawRows:
+    """JSON objects → raw rows with canonical column names (review records mapped first)."""
+    if fmt == "review":
+        mapped = _review_rows(rows, problems, filename, seen)
+        keys = dict.fromkeys(k for r in mapped for k in r)
+        cols = {k: [r.get(k) for r in mapped] for k in keys}
+    else:
+        header = list(dict.fromkeys(k for r in rows for k in r))
+        chosen = _canonical_columns(header, filename, column_map, check=check and any(p is None for p in problems))
+        cols = {name: [r.get(k) for r in rows] for k, name in chosen.items()}
+        return RawRows(cols, rows, [filename] * len(lines), lines, problems, {}, _dropped(filename, header, chosen))
+    return RawRows(cols, rows, [filename] * len(lines), lines, problems)
+
+
+def _jsonl_batches(fh, filename: str, fmt: str, column_map: Mapping[str, str] | None) -> Iterator[RawRows]:
+    first = True
+    seen: dict[str, int] = {}
+    for rows, lines, problems in _jsonl_records(fh):
+        yield _record_batch(rows, lines, problems, filename, fmt, column_map, first, seen)
+        first = False
+    if first:
+        raise LensError(f"{filename} has no rows.")
+
+
+def _jsonl_records(fh) -> Iterator[tuple[list[dict], list[int], list[str | None]]]:
+    """JSON Lines → batches of (objects, line numbers, problems); a bad line is a problem, not an error."""
+    feed = LineFeed(fh)
+    full = _batcher(batch_rows())
+    rows: list[dict] = []
+    lines: list[int] = []
+    problems: list[str | None] = []
+    chars = 0
+    while True:
+        block = feed.take(min(65_536, batch_rows()))
+        if block is None:
+            break
+        start, texts, probs = block
+        for k, text in enumerate(texts):
+            no, prob = start + k, probs[k] if probs else None
+            if not text.strip():
+                continue
+            lines.append(no)
+            chars += len(text)
+            if prob is not None:
+                rows.append({"raw_text": text[:1000]})
+                problems.append(prob)
+                continue
+            obj, prob = _json_line(text)
+            rows.append(obj)
+            problems.append(prob)
+        if lines and full(len(lines), chars):
+            yield rows, lines, problems
+            rows, lines, problems, chars = [], [], [], 0
+    if lines:
+        yield rows, lines, problems
+
+
+def _json_array_batches(fh, filename: str, column_map: Mapping[str, str] | None,
+                        records_only: bool = False) -> Iterator:
+    size = fh.seek(0, io.SEEK_END)
+    fh.seek(0)
+    if size > JSON_ARRAY_MAX_BYTES:
+        raise LensError(
+            f"{filename} is a JSON array of {size / 2**20:,.0f} MiB; arrays over {JSON_ARRAY_MAX_BYTES // 2**20} MiB "
+            "are not read (a JSON array is parsed whole, about ten times its size in memory): convert it to JSON "
+            "Lines, one object per line (for example jq -c '.[]' file.json > file.jsonl), and import that.")
+    try:
+        arr = json.loads(fh.read().decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise LensError(f"{filename} is not a readable JSON array ({exc}).") from exc
     if not isinstance(arr, list):
         raise LensError(f"{filename} holds one JSON value, not an array of verdict objects.")
-    rows, problems = [], []
-    for obj in arr:
-        ok = isinstance(obj, dict)
-        rows.append(obj if ok else {"raw_text": json.dumps(obj)})
-        problems.append(None if ok else "the element is not a JSON object")
-    return rows, list(range(1, len(arr) + 1)), problems
+    if not arr:
+        raise LensError(f"{filename} has no rows.")
+    step = batch_rows()
+    for k in range(0, len(arr), step):
+        part = arr[k:k + step]
+        rows = [o if isinstance(o, dict) else {"raw_text": json.dumps(o)} for o in part]
+        problems = [None if isinstance(o, dict) else "the element is not a JSON object" for o in part]
+        if records_only:
+            yield rows, list(range(k + 1, k + len(part) + 1)), problems
+            continue
+        yield _record_batch(rows, list(range(k + 1, k + len(part) + 1)), problems, filename, "json",
+                            column_map, k == 0, {})
 
 
-def _read_parquet(data: bytes, filename: str) -> tuple[pd.DataFrame, list[int], list[str | None]]:
+class _ColumnRecords:
+    """Rows of a column table as dicts on demand (only rejected rows are ever looked at)."""
+
+    def __init__(self, cols: dict[str, list], n: int):
+        self.cols, self.n = cols, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> dict:
+        return {k: v[i] for k, v in self.cols.items()}
+
+
+def _text_sizes(arr) -> tuple[np.ndarray, object]:
+    """Bytes per row of a string column (dictionary or not), without decoding it."""
+    if pa.types.is_dictionary(arr.type):
+        lens = pc.take(pc.binary_length(arr.dictionary), arr.indices)
+    else:
+        lens = pc.binary_length(arr)
+    return np.asarray(pc.fill_null(lens, 0).to_numpy(zero_copy_only=False), dtype=np.int64), arr
+
+
+def _blank_rows(arr, mask: np.ndarray):
+    """``arr`` with the masked rows set to null, without decoding them."""
+    m = pa.array(mask)
+    if pa.types.is_dictionary(arr.type):
+        idx = pc.if_else(m, pa.scalar(None, arr.indices.type), arr.indices)
+        return pa.DictionaryArray.from_arrays(idx, arr.dictionary)
+    return pc.if_else(m, pa.scalar(None, arr.type), arr)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    """A string or binary column, dictionary-encoded or not."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def _parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Iterator[RawRows]:
+    """Parquet row batches; string columns stay dictionary-encoded until their size is known, so a
+    small file whose texts expand to gigabytes is refused before it is decoded."""
+    import pyarrow.parquet as pq
+
+    size = max(fh.seek(0, io.SEEK_END), 1)
+    fh.seek(0)
     try:
-        df = pd.read_parquet(io.BytesIO(data))
+        pf = pq.ParquetFile(fh)
+        schema = pf.schema_arrow
     except Exception as exc:  # pyarrow raises several kinds for a damaged file
         raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
-    df = df.reset_index(drop=True).astype(object).where(df.notna(), None)
-    n = len(df)
-    if n == 0:
+    chosen = _canonical_columns(list(schema.names), filename, column_map)
+    if pf.metadata.num_rows == 0:
         raise LensError(f"{filename} has no rows.")
-    return df, list(range(1, n + 1)), [None] * n
+    read = list(chosen)
+    md = pf.metadata
+    stored = sum(md.row_group(g).column(j).total_uncompressed_size for g in range(md.num_row_groups)
+                 for j in range(md.num_columns) if md.row_group(g).column(j).path_in_schema.split(".")[0] in read)
+    _check_expansion(filename, size, stored)
+    texts = [c for c in read if _is_text(schema.field(c).type)]
+    decoded = 0
+    first_line = 1
+    cap = 4 * TEXT_MAX_CHARS
+    try:
+        fh.seek(0)
+        batches = pq.ParquetFile(fh, read_dictionary=texts).iter_batches(batch_size=batch_rows(), columns=read)
+        for batch in batches:
+            n = batch.num_rows
+            sizes = np.zeros(n, dtype=np.int64)
+            problems: list[str | None] = [None] * n
+            arrays = {c: batch.column(c) for c in read}
+            for c in texts:
+                lens, arr = _text_sizes(arrays[c])
+                over = lens > cap
+                if over.any():
+                    arrays[c] = _blank_rows(arr, over)
+                    for i in np.flatnonzero(over):
+                        what = f"{c} is {int(lens[i]):,} bytes long, more than any verdict field may hold"
+                        problems[i] = what if problems[i] is None else f"{problems[i]}; {what}"
+                    lens = np.where(over, 0, lens)
+                sizes += lens
+            decoded += int(sizes.sum())
+            _check_expansion(filename, size, decoded)
+            bounds = [0]
+            run = 0
+            for i, s in enumerate(sizes.tolist()):
+                if run and run + s > BATCH_TEXT_BYTES:
+                    bounds.append(i)
+                    run = 0
+                run += s
+            bounds.append(n)
+            for a, b in zip(bounds, bounds[1:], strict=False):
+                if b <= a:
+                    continue
+                by_orig = {c: arrays[c].slice(a, b - a).to_pylist() for c in read}
+                cols = {name: by_orig[orig] for orig, name in chosen.items()}
+                lines = list(range(first_line + a, first_line + b))
+                yield RawRows(cols, _ColumnRecords(by_orig, b - a), [filename] * (b - a), lines, problems[a:b], {},
+                              _dropped(filename, list(schema.names), chosen))
+            first_line += n
+    except LensError:
+        raise
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
+
+
+def _size(n: int) -> str:
+    """Bytes as a short size: 8.1 KiB, 2.8 GiB."""
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 2**k:
+            return f"{n / 2**k:,.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _check_expansion(filename: str, size: int, decoded: int) -> None:
+    if decoded > EXPANSION_FREE_BYTES and decoded > EXPANSION_MAX_RATIO * size:
+        raise LensError(
+            f"{filename} expands from {_size(size)} to more than {_size(decoded)} of text "
+            f"(over {EXPANSION_MAX_RATIO} times its size), so it is refused as a possible decompression bomb; "
+            "split it into smaller files or keep its long texts out of the verdict file.")
+
+
+def _record_batches(fh, filename: str, container: str) -> Iterator[tuple[list, list[int], list]]:
+    """The file's records as dicts of its own fields, a batch at a time (for a tool's adapter)."""
+    if container == "csv":
+        feed = LineFeed(fh)
+        header, delim = csv_header(feed, filename)
+        for chunk in csv_chunks(feed, delim, len(header), max_lines=min(65_536, batch_rows())):
+            if chunk.lines:
+                yield ([dict(zip(header, r, strict=False)) if r is not None else {} for r in chunk.recs],
+                       chunk.lines, chunk.problems)
+    elif container == "parquet":
+        import pyarrow.parquet as pq
+
+        size = max(fh.seek(0, io.SEEK_END), 1)
+        fh.seek(0)
+        try:
+            pf = pq.ParquetFile(fh)
+            md = pf.metadata
+            _check_expansion(filename, size, sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups)))
+            line = 1
+            for batch in pf.iter_batches(batch_size=min(batch_rows(), 20_000)):
+                recs = batch.to_pylist()
+                yield recs, list(range(line, line + len(recs))), [None] * len(recs)
+                line += len(recs)
+        except LensError:
+            raise
+        except Exception as exc:  # pyarrow raises several kinds for a damaged file
+            raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
+    elif container == "json":
+        yield from _json_array_batches(fh, filename, {}, records_only=True)
+    else:
+        yield from _jsonl_records(fh)
+
+
+def _first_fields(fh, filename: str, container: str) -> list | None:
+    """The field names of the file's first record, read cheaply (CSV header, first JSON line,
+    Parquet schema); None for a JSON array (its records are read instead)."""
+    try:
+        if container == "parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                return list(pq.read_schema(fh).names)
+            except Exception:  # the reader proper says what is wrong
+                return []
+        if container == "csv":
+            try:
+                return csv_header(LineFeed(fh), filename)[0]
+            except LensError:
+                return []
+        if container != "jsonl":
+            return None
+        feed = LineFeed(fh)
+        for _ in range(1000):  # skip blank lines and lines that are not JSON objects
+            item = feed.next_line()
+            if item is None:
+                return []
+            if item[1].strip() and item[2] is None:
+                obj, prob = _json_line(item[1])
+                if prob is None:
+                    return list(obj)
+        return []
+    finally:
+        fh.seek(0)
+
+
+def _tool_batches(fh, filename: str, container: str, name: str) -> Iterator[RawRows]:
+    """Rows of tool ``name``'s judgment file (``engine/formats``), mapped a batch of records at a time."""
+    any_rows = False
+    for records, lines, problems in _record_batches(fh, filename, container):
+        ex = expand(name, records, lines, problems)
+        if not ex.lines:
+            continue
+        any_rows = True
+        keys = dict.fromkeys(k for r in ex.rows for k in r)
+        cols = {k: [r.get(k) for r in ex.rows] for k in keys}
+        yield RawRows(cols, ex.origs, [filename] * len(ex.lines), ex.lines, ex.problems, {},
+                      {filename: ex.dropped} if ex.dropped else {})
+    if not any_rows:
+        raise LensError(f"{filename} has no rows.")
+
+
+def sniff_tool(data: bytes, filename: str, fmt: str | None = None) -> str | None:
+    """The tool format ``iter_raw`` would use for this file (``engine/formats``), or None for a
+    file of canonical columns; a file that cannot be read gives None (validation says why)."""
+    if fmt in TOOL_NAMES:
+        return fmt
+    if fmt is not None or not data or not data.strip():
+        return None
+    container = detect_format(data[:4096], filename)
+    if container == "review":
+        return None
+    fh = io.BytesIO(data)
+    fields = _first_fields(fh, filename, container)
+    if fields is not None:
+        return detect_fields(fields)
+    try:
+        first = next(_record_batches(fh, filename, container), None)
+    except LensError:
+        return None
+    return detect_tool(first[0]) if first else None
+
+
+def _open(source, filename: str):
+    """A seekable binary file for ``source`` (a path, or bytes)."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return io.BytesIO(source)
+    return open_source(source)
+
+
+def iter_raw(source, filename: str, fmt: str | None = None,
+             column_map: Mapping[str, str] | None = None) -> tuple[str, Iterator[RawRows]]:
+    """One file (a path, or bytes) → its format and an iterator of raw-row batches.
+
+    Memory is bounded by one batch (``import_limits.batch_rows()`` rows or about
+    ``BATCH_TEXT_BYTES`` of text); file-level problems raise ``LensError`` with one sentence.
+    """
+    fh = _open(source, filename)
+    head = fh.read(4096)
+    fh.seek(0)
+    if not head.strip() and len(head) < 4096:
+        fh.close()
+        raise LensError(f"{filename} is empty.")
+    if fmt is not None and fmt not in FORMATS:
+        fh.close()
+        raise LensError(f"Unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    named_tool = fmt if fmt in TOOL_NAMES else None
+    # a column map means canonical columns named otherwise: no tool is guessed then
+    detect_tools = (fmt is None and not column_map) or named_tool is not None
+    fmt = detect_format(head, filename) if fmt is None or named_tool else fmt
+    if fmt == "review" and named_tool:
+        fmt = "jsonl"
+    tool_name = named_tool
+    if detect_tools and fmt != "review" and tool_name is None:
+        fields = _first_fields(fh, filename, fmt)
+        if fields is None:  # a JSON array: the first records say
+            try:
+                first = next(_record_batches(fh, filename, fmt), None)
+            except LensError:
+                first = None
+            fh.seek(0)
+            tool_name = detect_tool(first[0]) if first else None
+        else:
+            tool_name = detect_fields(fields)
+    if tool_name is not None:
+        container = fmt
+
+        def tool_batches() -> Iterator[RawRows]:
+            with fh:
+                yield from _tool_batches(fh, filename, container, tool_name)
+        return tool_name, tool_batches()
+
+    def batches() -> Iterator[RawRows]:
+        with fh:
+            if fmt == "csv":
+                yield from _csv_batches(fh, filename, column_map)
+            elif fmt == "parquet":
+                yield from _parquet_batches(fh, filename, column_map)
+            elif fmt == "json":
+                yield from _json_array_batches(fh, filename, column_map)
+            else:
+                yield from _jsonl_batches(fh, filename, fmt, column_map)
+    return fmt, batches()
 
 
 def parse_review_name(filename: str) -> tuple[str, str, str]:
@@ -305,14 +599,15 @@ def parse_review_name(filename: str) -> tuple[str, str, str]:
     return first, second, judge
 
 
-def _review_rows(rows: list[dict], problems: list[str | None], filename: str) -> list[dict]:
+def _review_rows(rows: list[dict], problems: list[str | None], filename: str,
+                 seen: dict[str, int] | None = None) -> list[dict]:
     """Review records → canonical-named records: first shown model = model_a, order AB.
 
     Rows with a review id carry the judge's rationale in ``text``; rows without one (human votes)
     carry the question there, and repeated rows are separate votes, numbered per question.
     """
     first, second, judge = parse_review_name(filename)
-    seen: dict[str, int] = {}
+    seen = {} if seen is None else seen  # vote numbers per question, carried across batches
     out = []
     for rec, prob in zip(rows, problems, strict=True):
         if prob is not None:
@@ -343,126 +638,28 @@ def _review_rows(rows: list[dict], problems: list[str | None], filename: str) ->
     return out
 
 
+def merge_raw(parts: list[RawRows]) -> RawRows:
+    """Several batches (or files) as one ``RawRows``."""
+    n = [len(r.line) for r in parts]
+    return RawRows(
+        cols={k: [v for r, m in zip(parts, n, strict=True) for v in (r.cols.get(k) or [None] * m)]
+              for k in dict.fromkeys(k for r in parts for k in r.cols)},
+        orig=[r.orig[i] for r in parts for i in range(len(r.line))],
+        file=[f for r in parts for f in r.file],
+        line=[x for r in parts for x in r.line],
+        problem=[p for r in parts for p in r.problem],
+        headers={k: v for r in parts for k, v in r.headers.items()},
+        dropped={k: list(dict.fromkeys(c for r in parts for c in r.dropped.get(k, [])))
+                 for k in dict.fromkeys(k for r in parts for k in r.dropped)},
+    )
+
+
 def read_rows(
     data: bytes, filename: str, fmt: str | None, column_map: Mapping[str, str] | None
 ) -> tuple[RawRows, str]:
-    """One file → raw rows with canonical column names (file-level problems raise LensError)."""
-    if not data or not data.strip():
-        raise LensError(f"{filename} is empty.")
-    if fmt is not None and fmt not in FORMATS:
-        raise LensError(f"Unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
-    named_tool = fmt if fmt in TOOL_NAMES else None
-    # a column map means canonical columns named otherwise: no tool is guessed then
-    detect_tools = (fmt is None and not column_map) or named_tool is not None
-    fmt = detect_format(data, filename) if fmt is None or named_tool else fmt
-    if fmt == "review" and named_tool:
-        fmt = "jsonl"
-    if detect_tools and fmt != "review":
-        found = _tool_rows(data, filename, fmt, named_tool)
-        if found is not None:
-            return found
-    if fmt == "csv":
-        header, recs, lines, problems = _read_csv(data, filename)
-        if not lines:
-            raise LensError(f"{filename} has a header but no data rows.")
-        chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
-        width = len(header)
-        padded = (r if len(r) == width else (r + [None] * width)[:width] for r in recs)
-        columns = list(zip(*padded, strict=True))
-        cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
-        orig: list = recs
-    elif fmt == "parquet":
-        df, lines, problems = _read_parquet(data, filename)
-        header = list(df.columns)
-        chosen = _canonical_columns(header, filename, column_map)
-        cols = {name: df[orig].tolist() for orig, name in chosen.items()}
-        orig = df.to_dict("records")
-    else:
-        reader = _read_json_array if fmt == "json" else _read_jsonl
-        orig, lines, problems = reader(data, filename)
-        if not lines:
-            raise LensError(f"{filename} has no rows.")
-        if fmt == "review":
-            rows = _review_rows(orig, problems, filename)
-            keys = dict.fromkeys(k for r in rows for k in r)
-            cols = {k: [r.get(k) for r in rows] for k in keys}
-        else:
-            header = list(dict.fromkeys(k for r in orig for k in r))
-            chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
-            cols = {name: [r.get(k) for r in orig] for k, name in chosen.items()}
-    headers = {filename: tuple(header)} if fmt == "csv" else {}
-    kept = set(chosen) if fmt != "review" else set()
-    dropped = [str(c) for c in header if c not in kept and c != "raw_text"] if fmt != "review" else []
-    raw = RawRows(cols, orig, [filename] * len(lines), list(lines), list(problems), headers,
-                  {filename: dropped} if dropped else {})
-    return raw, fmt
-
-
-def _records(data: bytes, filename: str, container: str) -> tuple[list, list[int], list[str | None]]:
-    """The file's records as dicts of its own fields (CSV rows zipped with the header)."""
-    if container == "csv":
-        header, recs, lines, problems = _read_csv(data, filename)
-        return [dict(zip(header, r, strict=False)) for r in recs], lines, problems
-    if container == "parquet":
-        df, lines, problems = _read_parquet(data, filename)
-        return df.to_dict("records"), lines, problems
-    reader = _read_json_array if container == "json" else _read_jsonl
-    return reader(data, filename)
-
-
-def _first_fields(data: bytes, filename: str, container: str) -> list | None:
-    """The field names of the file's first record, read cheaply (CSV header, first JSON line,
-    Parquet schema); None when that needs the whole file (a JSON array) or the file is damaged."""
-    if container == "parquet":
-        try:
-            import pyarrow.parquet as pq
-
-            return list(pq.read_schema(io.BytesIO(data)).names)
-        except Exception:  # the reader proper says what is wrong
-            return []
-    if container not in ("csv", "jsonl"):
-        return None
-    start = 0
-    for _ in range(1000):  # skip blank lines and lines that are not JSON objects
-        end = data.find(b"\n", start)
-        line = data[start:] if end < 0 else data[start:end]
-        text = line.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
-        if text:
-            if container == "csv":
-                return next(csv.reader([text], delimiter=_delimiter([text], filename)), [])
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError:
-                obj = None
-            if isinstance(obj, dict):
-                return list(obj)
-        if end < 0:
-            return []
-        start = end + 1
-    return []
-
-
-def _tool_rows(data: bytes, filename: str, container: str, named: str | None) -> tuple[RawRows, str] | None:
-    """Rows of a tool's judgment file (``engine/formats``), or None when no tool's fields match and
-    none was named (then the file is parsed once only, by the canonical reader)."""
-    name = named
-    if name is None:
-        fields = _first_fields(data, filename, container)
-        if fields is not None:
-            name = detect_fields(fields)
-            if name is None:
-                return None
-    records, lines, problems = _records(data, filename, container)
-    if not lines:
-        return None  # the container's own reader says what is missing
-    name = name or detect_tool(records)
-    if name is None:
-        return None
-    ex = expand(name, records, lines, problems)
-    keys = dict.fromkeys(k for r in ex.rows for k in r)
-    cols = {k: [r.get(k) for r in ex.rows] for k in keys}
-    return RawRows(cols, ex.origs, [filename] * len(ex.lines), ex.lines, ex.problems, {},
-                   {filename: ex.dropped} if ex.dropped else {}), name
+    """One file's bytes → all its raw rows at once (small files and tests; imports use ``iter_raw``)."""
+    found, batches = iter_raw(data, filename, fmt, column_map)
+    return merge_raw(list(batches)), found
 
 
 @contextmanager
@@ -517,41 +714,33 @@ def _canonical_columns(header: list, filename: str, column_map: Mapping[str, str
 
 
 
-def sniff_tool(data: bytes, filename: str, fmt: str | None = None) -> str | None:
-    """The tool format ``read_rows`` would use for this file (``engine/formats``), or None for a
-    file of canonical columns; a file that cannot be read gives None (validation says why)."""
-    if fmt in TOOL_NAMES:
-        return fmt
-    if fmt is not None or not data or not data.strip():
-        return None
-    container = detect_format(data, filename)
-    if container == "review":
-        return None
-    fields = _first_fields(data, filename, container)
-    if fields is not None:
-        return detect_fields(fields)
-    try:
-        records = _records(data, filename, container)[0]
-    except LensError:
-        return None
-    return detect_tool(records)
+def list_columns(source, filename: str, fmt: str | None = None) -> list[str]:
+    """The file's own column names, in order (for a column-mapping form before validation); reads
+    only the header, the first 1,000 JSON objects or the Parquet schema."""
+    fh = _open(source, filename)
+    with fh:
+        head = fh.read(4096)
+        fh.seek(0)
+        if not head.strip() and len(head) < 4096:
+            raise LensError(f"{filename} is empty.")
+        if fmt is None or fmt in TOOL_NAMES:
+            fmt = detect_format(head, filename)
+        if fmt == "parquet":
+            try:
+                import pyarrow.parquet as pq
 
-
-def list_columns(data: bytes, filename: str, fmt: str | None = None) -> list[str]:
-    """The file's own column names, in order (for a column-mapping form before validation)."""
-    if not data or not data.strip():
-        raise LensError(f"{filename} is empty.")
-    if fmt is None or fmt in TOOL_NAMES:
-        fmt = detect_format(data, filename)
-    if fmt == "parquet":
-        try:
-            import pyarrow.parquet as pq
-
-            return list(pq.read_schema(io.BytesIO(data)).names)
-        except Exception as exc:  # pyarrow raises several kinds for a damaged file
-            raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
-    if fmt == "csv":
-        return _read_csv(data, filename)[0]
-    reader = _read_json_array if fmt == "json" else _read_jsonl
-    rows = reader(data, filename)[0]
-    return list(dict.fromkeys(k for r in rows[:1000] for k in r if k != "raw_text"))
+                return list(pq.read_schema(fh).names)
+            except Exception as exc:  # pyarrow raises several kinds for a damaged file
+                raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
+        if fmt == "csv":
+            return csv_header(LineFeed(fh), filename)[0]
+        if fmt == "json":
+            rows = next(_json_array_batches(fh, filename, {}), None)
+            objs = rows.orig if rows is not None else []
+        else:
+            feed = LineFeed(fh)
+            objs = []
+            while len(objs) < 1000 and (item := feed.next_line()) is not None:
+                if item[1].strip() and item[2] is None:
+                    objs.append(_json_line(item[1])[0])
+    return list(dict.fromkeys(k for r in list(objs)[:1000] for k in r if k != "raw_text"))

@@ -10,13 +10,16 @@ never turned into a tie (graphs.build_stack leaves it out).
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import json
 import math
-import unicodedata
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -25,7 +28,9 @@ import pyarrow.compute as pc
 from .errors import LensError
 from .formats import TOOL_NAMES
 from .formats import tool as tool_format
+from .import_limits import INT_MAX, INVISIBLE_RE, NAME_MAX_CHARS, TEXT_MAX_CHARS, bad_characters, batch_rows
 from .schema import DEFAULT_JUDGE, DEFAULT_TURN, VARIANT_KINDS, VERDICT_COLUMNS, VERDICT_DTYPES
+from .staging import Stage, sql_path
 from .verdict_files import (  # noqa: F401 - re-exported: the import vocabulary lives with the readers
     CANONICAL,
     COLUMN_ALIASES,
@@ -38,10 +43,12 @@ from .verdict_files import (  # noqa: F401 - re-exported: the import vocabulary 
     RawRows,
     cell_text,
     detect_format,
+    merge_raw,
     no_gc,
     parse_review_name,
     read_rows,
 )
+from .verdict_files import iter_raw as read_batches
 
 WINNER_VALUES: dict[str, str] = {
     "a": "A", "model_a": "A", "1": "A", "1.0": "A",
@@ -55,50 +62,31 @@ _WINNER_HELP = "A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error"
 
 @dataclass(frozen=True, eq=False)
 class ValidationReport:
-    """What a verdict file holds, before anything is stored.
+    """What verdict files hold, before anything is stored; the rows themselves are staged on disk.
 
-    ``good``: canonical verdict frame (schema.VERDICT_DTYPES); ``rejected``: one row per refused
-    input row with ``source_file, source_line, reason`` and the row's original fields;
-    ``prompts`` / ``answers``: texts found in the file (columns of the tables of the same name);
-    ``rows_read``: data rows seen (blank lines are not rows).
+    ``good`` (canonical verdicts, schema.VERDICT_DTYPES), ``rejected`` (``source_file,
+    source_line, reason`` and the row's original fields), ``prompts`` / ``answers`` (texts) are
+    read back from the stage when asked; ``good_sql()`` lets the store insert them without loading
+    them. ``rows_read`` = data rows seen (blank lines are not rows) = ``n_good + n_rejected``.
     """
 
     dataset: str
     source: str
     format: str
-    good: pd.DataFrame
-    rejected: pd.DataFrame
-    prompts: pd.DataFrame
-    answers: pd.DataFrame
     rows_read: int
+    n_good: int
+    n_rejected: int
+    n_invalid: int
+    stage: Stage
+    good_file: str
+    excluded: tuple[str, ...]
+    rejected_files: tuple[str, ...]
+    prompts_file: str
+    answers_file: str
+    field_names: tuple[str, ...] = ()
     dropped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # file → columns not kept
     repeats: int = 0  # valid rows equal to an earlier row in everything but their line (kept)
     file_hashes: Mapping[str, str] = field(default_factory=dict)  # file → sha256 of its bytes
-
-    @property
-    def n_good(self) -> int:
-        return int(len(self.good))
-
-    @property
-    def n_rejected(self) -> int:
-        return int(len(self.rejected))
-
-    @property
-    def n_invalid(self) -> int:
-        """Stored-able rows whose judge output was unparsable (winner ``invalid``)."""
-        return int((self.good["winner"] == "invalid").sum())
-
-    @property
-    def ok(self) -> bool:
-        return self.n_rejected == 0
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "rows_read": self.rows_read,
-            "good": self.n_good,
-            "rejected": self.n_rejected,
-            "invalid": self.n_invalid,
-        }
 
     def notes(self) -> list[str]:
         """What the import kept and left out beside the rejected rows: the tool format the files were
@@ -115,13 +103,110 @@ class ValidationReport:
                            f"(not verdict fields): {', '.join(cols)}.")
         return out
 
-    def sentences(self) -> list[str]:
+    @property
+    def ok(self) -> bool:
+        return self.n_rejected == 0
+
+    def counts(self) -> dict[str, int]:
+        return {"rows_read": self.rows_read, "good": self.n_good, "rejected": self.n_rejected,
+                "invalid": self.n_invalid}
+
+    def good_sql(self) -> str:
+        """SQL for the valid rows (columns ``seq`` + schema.VERDICT_COLUMNS), for any DuckDB connection."""
+        sql = f"SELECT * FROM read_parquet({sql_path(self.good_file)})"
+        if self.excluded:
+            files = ", ".join(sql_path(f) for f in self.excluded)
+            sql += f" WHERE seq NOT IN (SELECT seq FROM read_parquet([{files}]))"
+        return sql
+
+    def texts_sql(self, kind: str) -> str:
+        """SQL for the first text per key (``kind``: prompts or answers), in file order."""
+        path, key = ((self.prompts_file, "prompt_id, variant, turn") if kind == "prompts"
+                     else (self.answers_file, "prompt_id, variant, turn, model"))
+        return (f"SELECT * EXCLUDE (seq) FROM (SELECT DISTINCT ON ({key}) * FROM read_parquet({sql_path(path)}) "
+                f"ORDER BY {key}, seq) ORDER BY seq")
+
+    def rejected_sql(self) -> str:
+        files = ", ".join(sql_path(f) for f in self.rejected_files)
+        return f"SELECT * FROM read_parquet([{files}]) ORDER BY seq"
+
+    def _frame(self, sql: str, limit: int | None = None) -> pd.DataFrame:
+        con = self.stage.connect()
+        try:
+            return con.execute(sql + (f" LIMIT {int(limit)}" if limit is not None else "")).df()
+        finally:
+            con.close()
+
+    def preview(self, n: int = 50) -> pd.DataFrame:
+        """The first ``n`` valid rows (a page shows these without loading the rest)."""
+        cols = ", ".join(f'"{c}"' for c in VERDICT_COLUMNS)
+        df = self._frame(f"SELECT {cols} FROM ({self.good_sql()}) ORDER BY seq", n)
+        return df.astype(VERDICT_DTYPES)
+
+    @property
+    def good(self) -> pd.DataFrame:
+        """Every valid row in file order (loads them all: for tests and small files)."""
+        return self.preview(None)
+
+    @property
+    def prompts(self) -> pd.DataFrame:
+        return self._frame(self.texts_sql("prompts"))
+
+    @property
+    def answers(self) -> pd.DataFrame:
+        return self._frame(self.texts_sql("answers"))
+
+    def rejected_head(self, n: int | None = None) -> pd.DataFrame:
+        """The first ``n`` rejected rows (all when None) with their original fields as columns."""
+        return self._expand(self._frame(self.rejected_sql(), n))
+
+    @property
+    def rejected(self) -> pd.DataFrame:
+        return self.rejected_head(None)
+
+    def _expand(self, df: pd.DataFrame) -> pd.DataFrame:
+        head = pd.DataFrame({"source_file": df["source_file"].astype(object),
+                             "source_line": df["source_line"].astype("int64"),
+                             "reason": df["reason"].astype(object)})
+        fields = pd.DataFrame([json.loads(f) for f in df["fields"]], columns=list(self.field_names), dtype=object)
+        fields = fields.drop(columns=[c for c in head.columns if c in fields.columns])
+        return pd.concat([head, fields], axis=1)
+
+    def iter_rejected(self, chunk: int = 50_000) -> Iterator[pd.DataFrame]:
+        """The rejected rows, a chunk at a time (bounded memory for any number of them)."""
+        con = self.stage.connect()
+        try:
+            result = con.execute(self.rejected_sql())
+            while True:
+                df = result.fetch_df_chunk(max(1, chunk // 2048))
+                if df.empty:
+                    return
+                yield self._expand(df)
+        finally:
+            con.close()
+
+    def iter_sentences(self) -> Iterator[str]:
         """One sentence per rejected row: ``<file> line <n>: <reason>.``"""
-        rej = self.rejected
-        return [
-            f"{f} line {int(n)}: {r}."
-            for f, n, r in zip(rej["source_file"], rej["source_line"], rej["reason"], strict=True)
-        ]
+        for rej in self.iter_rejected():
+            for f, n, r in zip(rej["source_file"], rej["source_line"], rej["reason"], strict=True):
+                yield f"{f} line {int(n)}: {r}."
+
+    def sentences(self) -> list[str]:
+        return list(self.iter_sentences())
+
+    def with_frames(self, *, good: pd.DataFrame | None = None, prompts: pd.DataFrame | None = None,
+                    answers: pd.DataFrame | None = None) -> ValidationReport:
+        """The report with its valid rows or texts replaced by these frames (file order = row order)."""
+        changes: dict = {}
+        if good is not None:
+            g = good.reset_index(drop=True)
+            changes.update(good_file=self.stage.write("good", g.assign(seq=np.arange(len(g)))), excluded=(),
+                           n_good=len(g), n_invalid=int((g["winner"] == "invalid").sum()))
+        for kind, frame in (("prompts", prompts), ("answers", answers)):
+            if frame is not None:
+                f = frame.reset_index(drop=True)
+                changes[f"{kind}_file"] = self.stage.write(kind, f.assign(seq=np.arange(len(f))))
+        return replace(self, **changes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,13 +229,17 @@ def _text_or_none(v: object) -> str | None:
 
 
 def _clean_text(cells: list) -> np.ndarray:
-    """Cells → stripped text or None (object array). All-text columns go through Arrow in C;
-    mixed columns (JSON numbers, Parquet ints/floats) cell by cell with ``cell_text``."""
+    """Cells → stripped NFC text or None (object array). All-text columns go through Arrow in C;
+    mixed columns (JSON numbers, Parquet ints/floats) cell by cell with ``cell_text``.
+
+    NFC: a name spelt with a combining accent (NFD) and the same name precomposed are one name."""
     try:
         arr = pa.array(cells, type=pa.string(), from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return np.array([cell_text(v) for v in cells] + [None], dtype=object)[:-1]
+        arr = pa.array([cell_text(v) for v in cells], type=pa.string())
     t = pc.utf8_trim_whitespace(arr)
+    if not pc.all(pc.string_is_ascii(t)).as_py() and len(t):
+        t = pc.utf8_normalize(t, "NFC")
     t = pc.if_else(pc.equal(pc.utf8_length(t), 0), pa.scalar(None, pa.string()), t)
     return t.to_numpy(zero_copy_only=False).astype(object)
 
@@ -172,10 +261,25 @@ def _is_none(a: np.ndarray) -> np.ndarray:
     return pd.isna(a) if len(a) else np.zeros(0, dtype=bool)
 
 
-_CONTROL = r"[\x00-\x1f\x7f-\x9f]"
-"""Unicode category Cc (C0 and C1 control characters, tab and newline included)."""
 ID_COLUMNS: tuple[str, ...] = ("prompt_id", "model_a", "model_b", "judge", "category", "annotator")
-"""Columns that name things (graph keys, vertices, filters): no control characters allowed."""
+"""Columns that name things (graph keys, vertices, filters): no control, invisible or separator
+characters, at most ``NAME_MAX_CHARS`` characters."""
+FREE_TEXTS: tuple[str, ...] = ("explanation", *TEXTS)
+"""Free texts: kept as written, at most ``TEXT_MAX_CHARS`` characters."""
+
+
+def _short(v: object, n: int = 60) -> str:
+    """A value quoted for a message, cut to ``n`` characters (a 10 MB name is not printed whole)."""
+    t = v if isinstance(v, str) else str(v)
+    return repr(t) if len(t) <= n else repr(t[:n]) + f"… ({len(t):,} characters)"
+
+
+def _lengths(a: np.ndarray) -> np.ndarray:
+    """Characters per cell of a text/None object array (0 for None)."""
+    if not len(a):
+        return np.zeros(0, dtype=np.int64)
+    lens = pc.utf8_length(pa.array(a, type=pa.string(), from_pandas=True))
+    return np.asarray(pc.fill_null(lens, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _has_control(a: np.ndarray) -> np.ndarray:
@@ -185,13 +289,10 @@ def _has_control(a: np.ndarray) -> np.ndarray:
     """
     if not len(a):
         return np.zeros(0, dtype=bool)
-    hit = pc.match_substring_regex(pa.array(a, type=pa.string(), from_pandas=True), _CONTROL)
+    arr = pa.array(a, type=pa.string(), from_pandas=True)
+    ascii_only = pc.all(pc.string_is_ascii(arr)).as_py()  # the common case: a cheaper pattern
+    hit = pc.match_substring_regex(arr, r"[\x00-\x1f\x7f]" if ascii_only else INVISIBLE_RE)
     return pc.fill_null(hit, False).to_numpy(zero_copy_only=False)
-
-
-def _control_names(v: str) -> str:
-    found = list(dict.fromkeys(f"U+{ord(ch):04X}" for ch in v if unicodedata.category(ch) == "Cc"))
-    return ", ".join(found)
 
 
 def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None,
@@ -233,8 +334,11 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
         if c in ("prompt_id", "model_a", "model_b"):
             flag(_is_none(txt[c]), f"{c} is empty")
         values = ids[c]
+        lens = _lengths(values)
+        flag(lens > NAME_MAX_CHARS, lambda i, c=c, lens=lens:
+             f"{c} is {lens[i]:,} characters long; the limit for a name is {NAME_MAX_CHARS}")
         flag(_has_control(values), lambda i, c=c, values=values:
-             f"{c} {values[i]!r} contains a control character ({_control_names(values[i])})")
+             f"{c} {_short(values[i], NAME_MAX_CHARS)} contains {bad_characters(values[i])}")
     ma, mb = txt["model_a"], txt["model_b"]
     flag(~_is_none(ma) & (ma == mb), lambda i: f"model_a and model_b are the same model ({ma[i]})")
 
@@ -248,7 +352,7 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     winner = keys.map(WINNER_VALUES).astype(object).to_numpy(copy=True)
     winner[_is_none(winner)] = None
     flag(_is_none(wtxt), "winner is empty")
-    flag(~_is_none(wtxt) & _is_none(winner), lambda i: f"winner value {cell_text(wraw[i])!r} is not one of {_WINNER_HELP}")
+    flag(~_is_none(wtxt) & _is_none(winner), lambda i: f"winner value {_short(cell_text(wraw[i]))} is not one of {_WINNER_HELP}")
 
     ints = {}
     for name, default in (("variant", 0), ("turn", DEFAULT_TURN)):
@@ -256,27 +360,36 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
         present = ~_is_none(_clean_text(cells))
         num = pd.to_numeric(pd.Series(cells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
         with np.errstate(invalid="ignore"):
-            ok = np.isfinite(num) & (num >= 0) & (np.floor(num) == num)
-        flag(present & ~ok, lambda i, cells=cells, name=name:
-             f"{name} {cell_text(cells[i])!r} is not a non-negative integer")
+            whole = np.isfinite(num) & (num >= 0) & (np.floor(num) == num)
+            ok = whole & (num <= INT_MAX)
+        flag(present & ~whole, lambda i, cells=cells, name=name:
+             f"{name} {_short(cell_text(cells[i]))} is not a non-negative integer")
+        flag(present & whole & ~ok, lambda i, cells=cells, name=name:
+             f"{name} {cell_text(cells[i])} is larger than {INT_MAX:,}, the largest the store keeps")
         ints[name] = np.where(present & ok, np.nan_to_num(num), default).astype(np.int64)
 
     order = pd.Series(txt["order"], dtype=object).str.upper().to_numpy(copy=True)
     order[_is_none(order)] = None
     flag(~_is_none(order) & ~np.isin(order, ["AB", "BA"]),
-         lambda i: f"order {txt['order'][i]!r} is not AB or BA")
+         lambda i: f"order {_short(txt['order'][i])} is not AB or BA")
 
     vk = pd.Series(txt["variant_kind"], dtype=object).str.lower().to_numpy(copy=True)
     vk[_is_none(vk)] = None
     flag(~_is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
-         lambda i: f"variant_kind {txt['variant_kind'][i]!r} is not one of {', '.join(VARIANT_KINDS)}")
+         lambda i: f"variant_kind {_short(txt['variant_kind'][i])} is not one of {', '.join(VARIANT_KINDS)}")
     vk = np.where(_is_none(vk), np.where(ints["variant"] == 0, "original", "paraphrase"), vk).astype(object)
+
+    free = {c: _free_text(col(c)) for c in FREE_TEXTS}
+    for c, values in free.items():
+        lens = _lengths(values)
+        flag(lens > TEXT_MAX_CHARS, lambda i, c=c, lens=lens:
+             f"{c} is {lens[i]:,} characters long; the limit for a text is {TEXT_MAX_CHARS:,}")
 
     pcells = col("prob_a")
     ptxt = _clean_text(pcells)
     present = ~_is_none(ptxt)
     prob = pd.to_numeric(pd.Series(pcells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
-    flag(present & np.isnan(prob), lambda i: f"prob_a {ptxt[i]!r} is not a number")
+    flag(present & np.isnan(prob), lambda i: f"prob_a {_short(ptxt[i])} is not a number")
     with np.errstate(invalid="ignore"):
         flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt[i]} is outside [0, 1]")
 
@@ -304,14 +417,14 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
         "order": pd.Series(order, dtype=object),
         "prob_a": pd.Series(np.where(present, prob, np.nan), dtype=np.float64),
         "annotator": pd.Series(txt["annotator"], dtype=object),
-        "explanation": pd.Series(_free_text(col("explanation")), dtype=object),
+        "explanation": pd.Series(free["explanation"], dtype=object),
         "battle_id": pd.Series(_clean_text(col("battle_id")), dtype=object),
         "tstamp": pd.Series(stamp.values, dtype=np.float64),
         "strength": pd.Series(strength, dtype="Float64").astype("Int64"),
         "source_file": pd.Series(raw.file, dtype=object),
         "source_line": pd.Series(raw.line, dtype=np.int64),
     })
-    texts = pd.DataFrame({c: pd.Series(_free_text(col(c)), dtype=object) for c in TEXTS})
+    texts = pd.DataFrame({c: pd.Series(free[c], dtype=object) for c in TEXTS})
     return frame, reasons, texts
 
 
@@ -395,12 +508,12 @@ def _texts_tables(frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray) -> t
     f = frame.loc[ok]
     t = texts.loc[ok]
     mq = t["question"].notna()
-    q = f.loc[mq, [*key, "category", "variant_kind"]].assign(text=t.loc[mq, "question"].to_numpy())
+    q = f.loc[mq, ["seq", *key, "category", "variant_kind"]].assign(text=t.loc[mq, "question"].to_numpy())
     prompts = q.drop_duplicates(key, keep="first").reset_index(drop=True)
     parts = []
     for side in ("a", "b"):
         m = t[f"answer_{side}"].notna()
-        parts.append(f.loc[m, key].assign(model=f.loc[m, f"model_{side}"].to_numpy(),
+        parts.append(f.loc[m, ["seq", *key]].assign(model=f.loc[m, f"model_{side}"].to_numpy(),
                                           text=t.loc[m, f"answer_{side}"].to_numpy()))
     answers = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     answers = answers.drop_duplicates([*key, "model"], keep="first").reset_index(drop=True)
@@ -415,41 +528,113 @@ def _original_fields(row, header: tuple | None) -> dict:
     return {k: cell_text(v) for k, v in row.items()}
 
 
-def _rejected_frame(raw: RawRows, reasons: np.ndarray, bad: np.ndarray) -> pd.DataFrame:
-    idx = np.flatnonzero(bad)
-    fields = [_original_fields(raw.orig[i], raw.headers.get(raw.file[i])) for i in idx]
-    header = list(dict.fromkeys(k for f in fields for k in f))
-    if idx.size and raw.file[idx[0]] in raw.headers:
-        header = list(dict.fromkeys([*raw.headers[raw.file[idx[0]]], *header]))
-    orig = pd.DataFrame(fields, columns=header, dtype=object)
-    orig.index = idx
-    head = pd.DataFrame({
-        "source_file": np.asarray(raw.file, dtype=object)[idx],
-        "source_line": np.asarray(raw.line, dtype=np.int64)[idx],
-        "reason": reasons[bad].astype(str),
-    }, index=idx)
-    out = pd.concat([head, orig.drop(columns=[c for c in head.columns if c in orig.columns])], axis=1)
-    return out.reset_index(drop=True).astype({"source_line": "int64"})
+def _fields_json(raw: RawRows, idx: np.ndarray, names: dict) -> list[str]:
+    """Original fields of the rows ``idx`` as JSON objects; their names are added to ``names``."""
+    out = []
+    for i in idx:
+        header = raw.headers.get(raw.file[i])
+        if header and len(names) < _MAX_FIELD_NAMES:
+            names.update(dict.fromkeys(header))
+        fields = _original_fields(raw.orig[i], header)
+        if len(names) < _MAX_FIELD_NAMES:
+            names.update(dict.fromkeys(fields))
+        out.append(json.dumps(fields, ensure_ascii=False))
+    return out
 
 
-def validate_raw(raw: RawRows, *, dataset: str, source: str, fmt: str,
-                 model_names: Mapping[str, str] | None = None,
+_MAX_FIELD_NAMES = 1000
+"""Columns of the rejected-rows table at most (a JSON file may name a new key in every row)."""
+
+
+class ReportBuilder:
+    """Validates raw-row batches one at a time into a stage (memory bounded by one batch)."""
+
+    def __init__(self, dataset: str, model_names: Mapping[str, str] | None = None,
                  judge_names: Mapping[str, str] | None = None,
-                 value_map: Mapping[str, Mapping[str, str]] | None = None,
-                 file_hashes: Mapping[str, str] | None = None) -> ValidationReport:
-    """Normalise and check rows already read; used by ``validate_bytes`` and ``validate_many``."""
-    apply_value_map(raw.cols, value_map)
-    frame, reasons, texts = _normalise(raw, dataset, model_names, judge_names)
-    repeats = _count_repeats(frame, reasons)
-    bad = ~_is_none(reasons)
-    good = frame.loc[~bad].reset_index(drop=True).astype(VERDICT_DTYPES)
-    prompts, answers = _texts_tables(frame, texts, ~bad)
-    return ValidationReport(
-        dataset=dataset, source=source, format=fmt, good=good,
-        rejected=_rejected_frame(raw, reasons, bad), prompts=prompts, answers=answers,
-        rows_read=int(len(frame)), dropped={f: tuple(c) for f, c in raw.dropped.items()},
-        repeats=repeats, file_hashes=dict(file_hashes or {}),
-    )
+                 value_map: Mapping[str, Mapping[str, str]] | None = None):
+        self.dataset, self.model_names, self.judge_names = dataset, model_names, judge_names
+        self.value_map = value_map
+        self.repeats = 0
+        self.dropped: dict[str, list[str]] = {}
+        self.stage = Stage()
+        self.files = {k: self.stage.new_file(k) for k in ("good", "rejected", "prompts", "answers")}
+        self.rows = 0
+        self.good_batches = 0
+        self.n_good = self.n_invalid = self.n_rejected = 0
+        self.hashes: list[np.ndarray] = []  # content hash of every valid row so far (8 bytes a row)
+        self.may_repeat = False  # a hash of one batch met one of an earlier batch: check exactly
+        self.field_names: dict[str, None] = {}
+
+    def add(self, raw: RawRows) -> None:
+        """Check one batch and append its rows to the stage."""
+        apply_value_map(raw.cols, self.value_map)
+        for f, cols in raw.dropped.items():
+            known = self.dropped.setdefault(f, [])
+            known += [c for c in cols if c not in known]
+        with no_gc():
+            frame, reasons, texts = _normalise(raw, self.dataset, self.model_names, self.judge_names)
+            self.repeats += _count_repeats(frame, reasons)
+        n = len(frame)
+        seq = np.arange(self.rows, self.rows + n, dtype=np.int64)
+        self.rows += n
+        bad = ~_is_none(reasons)
+        self.n_rejected += int(bad.sum())
+        self.n_good += int((~bad).sum())
+        self.n_invalid += int(((frame["winner"] == "invalid").to_numpy() & ~bad).sum())
+        if (~bad).any():
+            self.good_batches += 1
+            h = pd.util.hash_pandas_object(frame.loc[~bad, _CONTENT], index=False).to_numpy()
+            if self.hashes and not self.may_repeat:
+                self.may_repeat = bool(np.isin(h, np.concatenate(self.hashes)).any())
+            self.hashes.append(h)
+            self.stage.append(self.files["good"], "good", frame.loc[~bad].assign(seq=seq[~bad]))
+            prompts, answers = _texts_tables(frame.assign(seq=seq), texts, ~bad)
+            if len(prompts):
+                self.stage.append(self.files["prompts"], "prompts", prompts)
+            if len(answers):
+                self.stage.append(self.files["answers"], "answers", answers)
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            self.stage.append(self.files["rejected"], "rejected", pd.DataFrame({
+                "seq": seq[idx], "source_file": np.asarray(raw.file, dtype=object)[idx],
+                "source_line": np.asarray(raw.line, dtype=np.int64)[idx], "reason": reasons[idx].astype(str),
+                "fields": _fields_json(raw, idx, self.field_names),
+            }))
+
+    def finish(self, source: str, fmt: str, file_hashes: Mapping[str, str] | None = None) -> ValidationReport:
+        """Close the stage files, count repeats across batches; the report."""
+        stage = self.stage
+        stage.close()
+        for kind, name in self.files.items():
+            if not os.path.exists(name):
+                self.files[kind] = stage.empty(kind)
+        self.hashes = []
+        if self.may_repeat:  # some row may repeat one of an earlier batch: count them all exactly
+            self.repeats = _repeats(stage, self.files["good"])
+        return ValidationReport(
+            dataset=self.dataset, source=source, format=fmt, rows_read=self.rows, n_good=self.n_good,
+            n_rejected=self.n_rejected, n_invalid=self.n_invalid, stage=stage, good_file=self.files["good"],
+            excluded=(), rejected_files=(self.files["rejected"],), prompts_file=self.files["prompts"],
+            answers_file=self.files["answers"], field_names=tuple(self.field_names),
+            dropped={f: tuple(c) for f, c in self.dropped.items()}, repeats=self.repeats,
+            file_hashes=dict(file_hashes or {}),
+        )
+
+
+_CONTENT = [c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")]
+
+
+def _repeats(stage: Stage, good_file: str) -> int:
+    """Valid rows equal to an earlier one in everything but their line, over every batch (SQL)."""
+    part = ", ".join(f'"{c}"' for c in _CONTENT)
+    con = stage.connect()
+    try:
+        return int(con.execute(f"""SELECT count(*) - count(DISTINCT ({part}))
+                                   FROM read_parquet({sql_path(good_file)})""").fetchone()[0])
+    except duckdb.Error as exc:
+        raise stage.full(exc) from exc
+    finally:
+        con.close()
 
 
 def content_hash(data: bytes, filename: str = "", fmt: str = "") -> str:
@@ -476,6 +661,76 @@ def judge_from_filename(filename: str) -> str:
     return name
 
 
+def file_hash(source, filename: str, fmt: str) -> str:
+    """``content_hash`` of a path or bytes, reading a file a megabyte at a time."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return content_hash(bytes(source), filename, fmt)
+    h = hashlib.sha256()
+    if fmt == "review":
+        h.update(PurePath(filename).name.encode("utf-8") + b"\x00")
+    with open(source, "rb") as fh:
+        for chunk in iter(lambda: fh.read(2**20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def validate_sources(
+    sources: Iterable[tuple[object, str]], *, dataset: str, fmt: str | None = None,
+    column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
+) -> ValidationReport:
+    """Validate files (each a path or bytes, with its name) as one import, one batch at a time.
+
+    Repeated rows are counted across every batch and file; memory is bounded by one batch.
+    ``file_judges`` puts the rows of a file (by the name given) under its own judge.
+    """
+    builder = ReportBuilder(dataset, model_names, judge_names, value_map)
+    fmts, names, hashes = [], [], {}
+    pending: list[RawRows] = []  # small files are checked together, a batch at a time
+    with no_gc():  # the batch's per-row lists cannot form cycles; the collector would rescan them
+        _read_into(builder, sources, fmt, column_map, file_judges, pending, fmts, names, hashes)
+    if pending:
+        builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
+    if not names:
+        raise LensError("No files to import.")
+    return builder.finish(names[0] if len(names) == 1 else f"{len(names)} files",
+                          fmts[0] if len(set(fmts)) == 1 else "mixed", hashes)
+
+
+def _read_into(builder: ReportBuilder, sources, fmt, column_map, file_judges, pending: list, fmts: list,
+               names: list, hashes: dict) -> None:
+    """Read every file batch by batch into ``builder`` (small batches are pooled in ``pending``)."""
+    rows = 0
+    for source, filename in sources:
+        found, batches = read_batches(source, filename, fmt, column_map)
+        judge = (file_judges or {}).get(filename)
+        for raw in batches:
+            if judge:
+                set_judge(raw, judge)
+            pending.append(raw)
+            rows += len(raw.line)
+            if rows >= batch_rows():
+                builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
+                pending.clear()
+                rows = 0
+                gc.collect()  # once per batch: whatever cycles the batch left are freed here
+        hashes[filename] = file_hash(source, filename, found)
+        fmts.append(found)
+        names.append(filename)
+
+
+def validate_raw(raw: RawRows, *, dataset: str, source: str, fmt: str,
+                 model_names: Mapping[str, str] | None = None,
+                 judge_names: Mapping[str, str] | None = None,
+                 value_map: Mapping[str, Mapping[str, str]] | None = None,
+                 file_hashes: Mapping[str, str] | None = None) -> ValidationReport:
+    """Normalise and check rows already read (one batch), e.g. from a format adapter."""
+    builder = ReportBuilder(dataset, model_names, judge_names, value_map)
+    builder.add(raw)
+    return builder.finish(source, fmt, file_hashes)
+
+
 def validate_bytes(
     data: bytes, filename: str, *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
@@ -484,13 +739,9 @@ def validate_bytes(
 ) -> ValidationReport:
     """Validate one file's bytes (named ``filename``, which also gives review-format models/judge);
     ``judge`` puts every row under that judge."""
-    with no_gc():
-        raw, found = read_rows(data, filename, fmt, column_map)
-    if judge:
-        set_judge(raw, judge)
-    return validate_raw(raw, dataset=dataset, source=filename, fmt=found,
-                        model_names=model_names, judge_names=judge_names, value_map=value_map,
-                        file_hashes={filename: content_hash(data, filename, found)})
+    return validate_sources([(data, filename)], dataset=dataset, fmt=fmt, column_map=column_map,
+                            model_names=model_names, judge_names=judge_names, value_map=value_map,
+                            file_judges={filename: judge} if judge else None)
 
 
 def validate_many(
@@ -499,32 +750,6 @@ def validate_many(
     judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
     file_judges: Mapping[str, str] | None = None,
 ) -> ValidationReport:
-    """Validate several files as one import (repeated rows are counted across files too);
-    ``file_judges`` puts the rows of a file (by the name given) under its own judge."""
-    raws, fmts, names, hashes = [], [], [], {}
-    for data, filename in files:
-        with no_gc():
-            raw, found = read_rows(data, filename, fmt, column_map)
-        if file_judges and file_judges.get(filename):
-            set_judge(raw, file_judges[filename])
-        hashes[filename] = content_hash(data, filename, found)
-        raws.append(raw)
-        fmts.append(found)
-        names.append(filename)
-    if not raws:
-        raise LensError("No files to import.")
-    merged = RawRows(
-        cols={k: [v for r in raws for v in (r.cols.get(k) or [None] * len(r.line))]
-              for k in dict.fromkeys(k for r in raws for k in r.cols)},
-        orig=[o for r in raws for o in r.orig],
-        file=[f for r in raws for f in r.file],
-        line=[n for r in raws for n in r.line],
-        problem=[p for r in raws for p in r.problem],
-        headers={k: v for r in raws for k, v in r.headers.items()},
-        dropped={k: v for r in raws for k, v in r.dropped.items()},
-    )
-    source = names[0] if len(names) == 1 else f"{len(names)} files"
-    fmt_used = fmts[0] if len(set(fmts)) == 1 else "mixed"
-    return validate_raw(merged, dataset=dataset, source=source, fmt=fmt_used,
-                        model_names=model_names, judge_names=judge_names, value_map=value_map,
-                        file_hashes=hashes)
+    """Validate several files as one import (repeated rows are counted across files too)."""
+    return validate_sources(files, dataset=dataset, fmt=fmt, column_map=column_map, model_names=model_names,
+                            judge_names=judge_names, value_map=value_map, file_judges=file_judges)

@@ -14,6 +14,7 @@ documented rules, so each test can compute the expected verdicts another way:
   p = len(first) / (len(first) + len(second));
 - paraphrase prompts: a JSON array of k strings "<text> (rewording i)"; equivalence prompts: YES for
   odd-numbered candidates, NO for even;
+- a question containing ``HUGE`` gets a reply of ``huge_chars`` characters with its tag at the end;
 - a question containing ``GARBAGE`` gets text without any verdict tag; ``RATE429`` gets a 429 on the
   first attempt; ``FLAKY500`` gets a 500 on the first two attempts; ``RETRYAFTER`` gets a 429 with
   a ``Retry-After: <retry_after>`` header on the first attempt;
@@ -22,7 +23,10 @@ documented rules, so each test can compute the expected verdicts another way:
 - ``SLOW`` in the message makes that reply take ``slow_s`` seconds; ``AUTH401`` gets a 401;
   the model name ``missing-model`` gets a 404 (model not found); ``fail_if`` (a substring) always
   gets a 500;
-- ``delay_s`` makes every reply slow; ``api_key`` set means other keys get a 401;
+- ``TRICKLE`` in the message: a 200 whose body (``trickle_bytes`` long) is sent one byte every
+  ``trickle_s`` seconds; ``trickled`` counts the bytes that went out before the client hung up;
+- ``delay_s`` makes every reply slow; ``api_key`` set means other keys get a 401; ``port`` (0: any
+  free one) lets a new server take the address of one that was stopped;
 - ``hold`` = n: each of the first n requests waits until n requests are in flight (or
   ``hold_timeout_s`` passed), so the peak in flight shows whether a client really keeps n open;
 - ``gate``: a ``threading.Event``, set (open) at the start; while a test clears it, every request
@@ -66,11 +70,18 @@ class FakeOpenAI:
         fail_if: str | None = None,
         hold: int | None = None,
         hold_timeout_s: float = 5.0,
+        trickle_s: float = 0.2,
+        trickle_bytes: int = 200,
+        port: int = 0,
+        huge_chars: int = 1_100_000,
     ):
         self.delay_s = delay_s
         self.api_key = api_key
         self.slow_s, self.retry_after, self.fail_if = slow_s, retry_after, fail_if
         self.hold, self.hold_timeout_s = hold, hold_timeout_s
+        self.trickle_s, self.trickle_bytes = trickle_s, trickle_bytes
+        self.trickled = 0
+        self.huge_chars = huge_chars
         self.gate = threading.Event()
         self.gate.set()
         self.bodies: list[dict] = []
@@ -90,7 +101,7 @@ class FakeOpenAI:
             def do_POST(self):
                 outer._handle(self)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -152,6 +163,8 @@ class FakeOpenAI:
             user = body["messages"][-1]["content"]
             if "SLOW" in user:
                 time.sleep(self.slow_s)
+            if "TRICKLE" in user:
+                return self._trickle(h)
             if "AUTH401" in user:
                 return self._send(h, 401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
             if self.fail_if is not None and self.fail_if in user:
@@ -201,11 +214,30 @@ class FakeOpenAI:
             with self.cond:
                 self.inflight -= 1
 
+    def _trickle(self, h) -> None:
+        """Headers at once, then the body one byte at a time (never a complete reply in time)."""
+        try:
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(self.trickle_bytes))
+            h.end_headers()
+            h.wfile.flush()
+            for _ in range(self.trickle_bytes):
+                h.wfile.write(b" ")
+                h.wfile.flush()
+                with self.lock:
+                    self.trickled += 1
+                time.sleep(self.trickle_s)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def _reply(self, user: str, body: dict):
         s = sections(user)
         q = s.get("QUESTION", "")
         if "GARBAGE" in q:
             return "Both answers have merits and I would rather not choose.", None
+        if "HUGE" in q:  # a runaway reply: over the store's text limit, the verdict tag at its very end
+            return "x" * self.huge_chars + " [[A]]", None
         if "Reply with a JSON array holding exactly" in user:
             k = int(re.search(r"Produce (\d+) different", user).group(1))
             text = user.split("<<<TEXT\n", 1)[1].split("\nTEXT>>>", 1)[0]

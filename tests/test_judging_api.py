@@ -602,7 +602,7 @@ def test_calls_counts_tokens_and_cost_match_the_store_and_the_server(tmp_path):
 
     with FakeOpenAI(fail_if=hawaii) as bad:
         first = judge(bad.base_url)
-    with FakeOpenAI() as good:  # the server's address is not part of a call's key
+    with FakeOpenAI(port=bad.port) as good:  # the same address (the server is part of a call's key)
         second = judge(good.base_url)
     assert first.returncode == 1 and second.returncode == 0, second.stderr
     r1 = pd.read_csv(pd.io.common.StringIO(first.stdout)).iloc[0]

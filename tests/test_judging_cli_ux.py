@@ -70,7 +70,7 @@ def test_unreachable_server_stops_after_three_calls_and_cached_pairs_still_count
         live = Runner(empty_store, OpenAIBackend("fake", base_url=srv.base_url, api_key="k"))
         judge_run(empty_store, "syn", live, protocol="single", models=["m1", "m2"])
         assert live.stats.made == 3
-    dead = _dead_url()
+    dead = srv.base_url  # the same server, now stopped (the server is part of a call's key)
     runner = Runner(
         empty_store,
         OpenAIBackend("fake", base_url=dead, api_key="k"),

@@ -80,16 +80,25 @@ def test_malformed_200_replies_are_retried_then_counted_as_failed_calls(empty_st
 
 
 def test_client_timeout_retries_then_fails_cleanly(empty_store):
-    _synthetic(empty_store, "syn", {"p-slow": "SLOW question"})
+    _synthetic(empty_store, "syn", {"p-slow": "SLOW question", "p-fast": "quick question"})
     with FakeOpenAI(slow_s=3.0) as srv:
-        runner = _runner(empty_store, srv, timeout_s=0.3, max_retries=1, concurrency=3)
+        runner = _runner(empty_store, srv, timeout_s=0.3, max_retries=1, concurrency=6)
         rep = judge_run(empty_store, "syn", runner, protocol="single")
-        # 3 calls, each sent twice (the first attempt and one retry), each attempt timing out
-        assert (rep.stats.failed, rep.stats.made, rep.stats.retries) == (3, 0, 3)
-        assert srv.total == 6 and set(srv.seen.values()) == {2}
-    assert "timed out" in rep.stats.errors[0]
-    assert empty_store.verdicts("syn").empty and _status(empty_store) == ["failed-calls"]
-    assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 0
+        # the fast prompt's 3 calls succeed (so the stall detector stays off); the slow prompt's 3 are
+        # each sent twice (the first attempt and one retry), each attempt timing out
+        assert (rep.stats.failed, rep.stats.made, rep.stats.retries) == (3, 3, 3)
+        slow = [n for body, n in _by_question(srv).items() if "SLOW" in body]
+        assert srv.total == 9 and slow == [2, 2, 2]
+    assert "no complete reply" in rep.stats.errors[0] and "within 0.3 s" in rep.stats.errors[0]
+    assert set(empty_store.verdicts("syn")["prompt_id"]) == {"p-fast"} and _status(empty_store) == ["failed-calls"]
+    assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 3
+
+
+def _by_question(srv) -> dict[str, int]:
+    """Requests per distinct message body (the server counts them by a hash; here by the text)."""
+    from collections import Counter
+
+    return dict(Counter(b["messages"][-1]["content"] for b in srv.bodies))
 
 
 def test_retry_after_is_honoured_and_backoff_has_jitter(empty_store):
@@ -233,3 +242,19 @@ def test_one_progress_bar_for_the_whole_run(tmp_path):
     last = frames[-1]
     assert "24/24" in last and "made=48" in last and "cached=0" in last and "failed=0" in last
     assert "tokens=" in last and "cost=$" in last
+
+
+def test_a_runaway_reply_is_cut_to_the_text_limit_and_stored_invalid_with_its_text(empty_store):
+    """A reply over the store's text limit (1 MiB) is cut with a stated marker: the call cache and the
+    verdict hold at most the limit, and the verdict tag past the cut leaves it invalid, never a tie."""
+    from engine.import_limits import TEXT_MAX_CHARS
+
+    _synthetic(empty_store, "syn", {"p-huge": "HUGE question"})
+    with FakeOpenAI(huge_chars=TEXT_MAX_CHARS + 5000) as srv:
+        rep = judge_run(empty_store, "syn", _runner(empty_store, srv), protocol="single")
+    assert (rep.stats.made, rep.stats.failed) == (3, 0)
+    lengths = empty_store.cursor().execute("SELECT length(text) FROM judge_calls").fetchall()
+    assert [n for (n,) in lengths] == [TEXT_MAX_CHARS] * 3
+    v = empty_store.verdicts("syn")
+    assert list(v["winner"]) == ["invalid"] * 3
+    assert all("reply cut here" in e and len(e) <= TEXT_MAX_CHARS + 1000 for e in v["explanation"])

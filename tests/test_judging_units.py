@@ -154,11 +154,15 @@ def test_soft_letters_are_keyed_only_for_a_backend_that_reports_them(empty_store
             "max_tokens_field": "max_tokens",
         },
     }  # fmt: skip
-    by_hand = hashlib.sha256(
-        json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
-    ).hexdigest()
-    api = Runner(empty_store, OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", api_key="k"))
-    assert api.key(req) == by_hand
+    def by_hand(doc: dict) -> str:
+        return hashlib.sha256(
+            json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+        ).hexdigest()
+
+    api = Runner(empty_store, OpenAIBackend("m", base_url="http://user:SECRET@127.0.0.1:9/v1/", api_key="k"))
+    # the server (without its credentials or trailing slash) is part of the key; the pre-040 key is not
+    assert api.key(req) == by_hand({**canonical, "server": "http://127.0.0.1:9/v1"})
+    assert api.legacy_key(req) == by_hand(canonical)
     assert api.normalise(req).decoding.logprob_tokens == ()
     plain = ChatRequest((("user", "hi"),), Decoding(max_tokens=3, top_logprobs=10), "soft", 1)
     local = "transformers[cpu,float32]"

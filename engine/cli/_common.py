@@ -9,6 +9,7 @@ import sys
 import pandas as pd
 
 from ..errors import LensError
+from ..exports import write_csv
 from ..store import Store, open_store
 
 
@@ -92,7 +93,8 @@ def on_terminal(out) -> bool:
 
 
 def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
-    """Print a frame: CSV (header + rows, nothing else), JSON records, or an aligned table.
+    """Print a frame: CSV (header + rows, nothing else; cells a spreadsheet would evaluate get a
+    leading ``'``), JSON records (raw values), or an aligned table.
 
     An empty frame is a header and no rows in every format (CSV: the header line; JSON: ``[]``;
     table: the column names and a line ``(no rows)``), never pandas' "Empty DataFrame" text.
@@ -113,7 +115,7 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     elif fmt == "table" and df.empty:
         out.write("  ".join(str(c) for c in df.columns) + "\n(no rows)\n")
     elif fmt == "csv":
-        df.to_csv(out, index=False, lineterminator="\n")
+        write_csv(df, out)  # formula-like cells neutralised for spreadsheets (engine/exports.py)
     elif fmt == "json":
         out.write("[]" if df.empty else df.to_json(orient="records", indent=2, double_precision=10))
         out.write("\n")

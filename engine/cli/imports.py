@@ -6,7 +6,15 @@ import argparse
 import sys
 
 from ..errors import LensError
-from ..ingest import import_files, prepare_rejected, validate_paths, write_rejected
+from ..import_limits import check_dataset_name
+from ..ingest import (
+    import_source,
+    log_refused,
+    prepare_rejected,
+    store_report,
+    validate_paths,
+    write_rejected,
+)
 from ..verdicts import FORMATS, judge_from_filename, parse_value_map
 from ._common import store_from_args
 
@@ -78,19 +86,28 @@ def run(args: argparse.Namespace) -> int:
     rejected_path = None
     if args.rejected or args.skip_invalid:  # checked before anything is read or stored
         rejected_path = prepare_rejected(args.rejected or f"{args.paths[0]}.rejected.csv", args.paths)
+    dataset = check_dataset_name(args.dataset)
+    mode = "skip-invalid" if args.skip_invalid else "all-or-nothing"
+    try:  # read and validate first: the store's lock is taken only to write
+        report = validate_paths(args.paths, dataset=dataset, fmt=args.format, column_map=column_map,
+                                model_names=models, judge_names=judges, value_map=values, file_judges=file_judges)
+    except LensError as exc:
+        store = store_from_args(args)
+        try:
+            log_refused(store, dataset, import_source(args.paths), args.format, str(exc), mode)
+        finally:
+            store.close()
+        raise
     store = store_from_args(args)
     try:
-        result = import_files(
-            store, args.paths, args.dataset, fmt=args.format, column_map=column_map,
-            replace=args.replace, skip_invalid=args.skip_invalid, model_names=models, judge_names=judges,
-            value_map=values, file_judges=file_judges,
-        )
+        result = store_report(store, report, dataset, replace=args.replace, skip_invalid=args.skip_invalid,
+                              source=import_source(args.paths))
     finally:
         store.close()
     report = result.report
     stored = result.status == "stored"
     out = sys.stdout if stored else sys.stderr
-    for sentence in report.sentences():
+    for sentence in report.iter_sentences():
         print(sentence, file=sys.stderr)
     for note in report.notes():
         print(note, file=out)
@@ -116,7 +133,7 @@ def _check(args: argparse.Namespace, column_map: dict, models: dict, judges: dic
     """Validation without the store: the rows, the rejected ones, exit 2 when any is rejected."""
     report = validate_paths(args.paths, dataset=args.dataset, fmt=args.format, column_map=column_map,
                             model_names=models, judge_names=judges, value_map=values, file_judges=file_judges)
-    for sentence in report.sentences():
+    for sentence in report.iter_sentences():
         print(sentence, file=sys.stderr)
     for note in report.notes():
         print(note)

@@ -22,6 +22,7 @@ from ..judging.persist import ensure_no_live_run, require_prompts
 from ..judging.pipeline import judge_run, load_inputs
 from ..judging.protocols import MAX_ANSWER_CHARS, PROTOCOLS, ProtocolConfig
 from ..judging.runner import Runner
+from ..judging.urls import redact_urls
 from ._common import add_format, store_from_args, write_frame
 
 _UNSET = object()
@@ -70,7 +71,15 @@ def add_backend_args(p: argparse.ArgumentParser, *, seed_flag: bool = True) -> N
         "--base-url", help="OpenAI-compatible base URL(s), comma-separated (default $OPENAI_BASE_URL)"
     )
     g.add_argument("--api-key", help="API key (default $OPENAI_API_KEY)")
-    g.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    g.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds a whole request may take (above 0; default 120)"
+    )
+    g.add_argument(
+        "--force",
+        action="store_true",
+        help="start even if the store records a live run making the same calls (e.g. its process id was "
+        "reused); shared calls are still paid once",
+    )
     g.add_argument("--gguf-file", help="local backend: GGUF file inside --model's folder")
     g.add_argument("--device", help="local backend: cpu or cuda (default: cuda when present)")
     g.add_argument(
@@ -150,11 +159,23 @@ def finish_code(stats) -> int:
 
 
 def run_params(args: argparse.Namespace) -> dict:
-    """The run's arguments as recorded in judge_runs.params (no API key, unset options omitted)."""
-    return {k: v for k, v in vars(args).items() if k not in ("func", "api_key") and v is not _UNSET}
+    """The run's arguments as recorded in judge_runs.params (no API key, a key inside --base-url
+    hidden, unset options omitted)."""
+    out = {k: v for k, v in vars(args).items() if k not in ("func", "api_key") and v is not _UNSET}
+    if out.get("base_url"):
+        out["base_url"] = redact_urls(str(out["base_url"]))
+    return out
+
+
+def check_timeout(args: argparse.Namespace) -> None:
+    """``--timeout`` must be a positive number of seconds (0 would fail every call as unreachable)."""
+    t = getattr(args, "timeout", 120.0)
+    if not t > 0 or t == float("inf"):
+        raise LensError(f"--timeout must be a number of seconds above 0, not {t:g}.")
 
 
 def runner_from_args(args: argparse.Namespace, store) -> Runner:
+    check_timeout(args)
     backend = make_backend(
         args.backend,
         args.model,
@@ -256,7 +277,9 @@ def run(args: argparse.Namespace) -> int:
         cfg = _config(args)  # template and option mistakes are refused before anything is written
         runner = runner_from_args(args, store)
         # a live run making the same calls is refused here, before --inputs writes anything
-        ensure_no_live_run(store, "judge", args.dataset, runner.backend.name, runner.backend.model)
+        ensure_no_live_run(
+            store, "judge", args.dataset, runner.backend.name, runner.backend.model, force=args.force
+        )
         if args.inputs:
             load_inputs(
                 store,
@@ -281,6 +304,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             add_model=args.add_model,
             params=run_params(args),
+            force=args.force,
         )
         s = rep.stats
         row = {

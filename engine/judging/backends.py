@@ -117,6 +117,15 @@ class ConnectionFailed(RetryableError):
         self.url, self.cause = url, cause
 
 
+class NoReply(RetryableError):
+    """The server took the request but sent no complete reply within the timeout (``url``, ``timeout_s``);
+    the runner stops a run whose first attempts all end like this (``ServerStalled``)."""
+
+    def __init__(self, message: str, *, url: str, timeout_s: float):
+        super().__init__(message)
+        self.url, self.timeout_s = url, timeout_s
+
+
 class BackendStopped(LensError):
     """Retrying cannot help any call of this run (bad key, unknown model): the run stops at once."""
 

@@ -1,10 +1,20 @@
 """The DuckDB call cache: every model call is stored once, keyed by a hash of what was asked.
 
 The key is sha256 over the canonical JSON of (backend identity, model, template id, template
-version, rendered messages, decoding parameters), so a rerun finds each call it already made and a
-changed template, model or decoding parameter makes a new call. The backend identity is its name
-plus whatever changes its numbers: ``openai``, or ``transformers[cpu,float32]`` /
-``transformers[cuda,bfloat16]`` for the local backend, so CPU results are never reused on a GPU.
+version, rendered messages, decoding parameters and, for a server backend, the server), so a rerun
+finds each call it already made and a changed template, model, decoding parameter or server makes a
+new call. The backend identity is its name plus whatever changes its numbers: ``openai``, or
+``transformers[cpu,float32]`` / ``transformers[cuda,bfloat16]`` for the local backend, so CPU
+results are never reused on a GPU. The server is the sorted list of base URLs without credentials
+(``server_label``): one ``--model`` name on two different servers may be two different models, so
+they do not share outputs; replicas named together in one ``--base-url`` list share one key. Calls
+stored before the server was part of the key (``server`` NULL) are still found by their old key.
+
+Before a run makes a call it *claims* it (``claim``: a row in ``judge_call_leases`` naming the run's
+process, renewed while it runs), in one transaction with the check that nobody stored or claimed it
+yet; another run that needs the same call (any dataset) waits for it to appear in the cache instead
+of paying for it again. A lease whose owner died (same host: its pid and start time, see
+``liveness``) or that was not renewed in time (another host) can be taken over.
 
 Each completed call is committed as soon as it arrives, alone (``put``) or with the calls that
 finished at the same moment (``put_many``, one transaction), so a run killed at any moment (SIGKILL)
@@ -16,26 +26,35 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+import uuid
 
 import pandas as pd
 
 from ..store import Store
 from .backends import ChatRequest, ChatResult
+from .liveness import me, owner_name, same_process_alive
+
+LEASE_S = 120.0  # a claim not renewed for this long (its owner on another host stopped) lapses
 
 
-def call_key(backend: str, model: str, req: ChatRequest) -> str:
+def call_key(backend: str, model: str, req: ChatRequest, server: str | None = None) -> str:
     """sha256 hex of the canonical request; the same request always gets the same key.
 
-    ``backend`` is the backend's ``identity`` (stored in ``judge_calls.backend``).
+    ``backend`` is the backend's ``identity`` (stored in ``judge_calls.backend``); ``server`` the
+    server backend's ``server_label`` (``None`` for a local backend, and for the pre-040 key).
     """
+    doc = {
+        "backend": backend,
+        "model": model,
+        "template": [req.template_id, int(req.template_version)],
+        "messages": [[r, c] for r, c in req.messages],
+        "decoding": req.decoding.as_dict(),
+    }
+    if server is not None:
+        doc["server"] = server
     payload = json.dumps(
-        {
-            "backend": backend,
-            "model": model,
-            "template": [req.template_id, int(req.template_version)],
-            "messages": [[r, c] for r, c in req.messages],
-            "decoding": req.decoding.as_dict(),
-        },
+        doc,
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
@@ -54,24 +73,88 @@ def _result_from_row(text, top, ptok, ctok, latency, attempts) -> ChatResult:
     )
 
 
+CALL_COLUMNS = [
+    "call_key",
+    "backend",
+    "model",
+    "template_id",
+    "template_version",
+    "messages",
+    "decoding",
+    "text",
+    "top_logprobs",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_s",
+    "attempts",
+    "run_id",
+    "server",
+]
+
+
+def call_rows(
+    calls: list[tuple[str, ChatRequest, ChatResult]],
+    backend: str,
+    model: str,
+    run_id: int | None,
+    server: str | None = None,
+) -> list[dict]:
+    """``judge_calls`` rows (CALL_COLUMNS) for completed calls ``(key, request, result)``."""
+    return [
+        {
+            "call_key": key,
+            "backend": backend,
+            "model": model,
+            "template_id": req.template_id,
+            "template_version": int(req.template_version),
+            "messages": req.messages_json(),
+            "decoding": json.dumps(req.decoding.as_dict(), sort_keys=True),
+            "text": res.text,
+            "top_logprobs": json.dumps(list(res.top_logprobs)) if res.top_logprobs is not None else None,
+            "prompt_tokens": int(res.prompt_tokens),
+            "completion_tokens": int(res.completion_tokens),
+            "latency_s": float(res.latency_s),
+            "attempts": int(res.attempts),
+            "run_id": run_id,
+            "server": server,
+        }
+        for key, req, res in calls
+    ]
+
+
 class CallCache:
-    """Reads and writes ``judge_calls``; the owning process is the only writer of the store."""
+    """Reads and writes ``judge_calls`` and this cache's leases in ``judge_call_leases``.
+
+    Each ``CallCache`` is one lease owner (its process plus a random token, so two runners in one
+    process do not mistake each other's claims for their own)."""
 
     def __init__(self, store: Store):
         self.store = store
+        self.owner = f"{owner_name()}:{uuid.uuid4().hex[:8]}"
 
-    def get_many(self, keys: list[str]) -> dict[str, ChatResult]:
-        """The cached results among ``keys`` (missing keys are absent from the dict)."""
+    def get_many(self, keys: list[str], legacy: dict[str, str] | None = None) -> dict[str, ChatResult]:
+        """The cached results among ``keys`` (missing keys are absent from the dict).
+
+        ``legacy`` maps a key to the key the same request had before the server was part of it: a
+        key not found is looked up by its legacy key among calls stored without a server."""
         if not keys:
             return {}
+        sql = (
+            "SELECT w.k, text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts"
+            " FROM judge_calls c JOIN _wanted w ON c.call_key = w.call_key"
+        )
         with self.store.session():  # a store opened with keep_open=False lets go of the file after the read
             cur = self.store.cursor()
-            cur.register("_wanted", pd.DataFrame({"call_key": list(dict.fromkeys(keys))}))
-            rows = cur.execute(
-                "SELECT c.call_key, text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts"
-                " FROM judge_calls c JOIN _wanted w USING (call_key)"
-            ).fetchall()
+            wanted = list(dict.fromkeys(keys))
+            cur.register("_wanted", pd.DataFrame({"call_key": wanted, "k": wanted}))
+            rows = cur.execute(sql).fetchall()
             cur.unregister("_wanted")
+            found = {r[0] for r in rows}
+            old = {k: legacy[k] for k in wanted if legacy and k not in found and k in legacy}
+            if old:
+                cur.register("_wanted", pd.DataFrame({"call_key": list(old.values()), "k": list(old)}))
+                rows += cur.execute(sql + " WHERE c.server IS NULL").fetchall()
+                cur.unregister("_wanted")
         return {r[0]: _result_from_row(*r[1:]) for r in rows}
 
     def put(
@@ -86,55 +169,98 @@ class CallCache:
         backend: str,
         model: str,
         run_id: int | None,
+        server: str | None = None,
     ) -> None:
-        """Store completed calls ``(key, request, result)`` in one transaction (duplicates ignored)."""
-        if not calls:
+        """Store completed calls ``(key, request, result)`` in one transaction (duplicates ignored)
+        and drop this owner's claims on them."""
+        if calls:
+            self.put_rows(call_rows(calls, backend, model, run_id, server))
+
+    def put_rows(self, rows: list[dict]) -> None:
+        """Insert ``judge_calls`` rows (CALL_COLUMNS dicts) in one transaction; duplicates ignored."""
+        if not rows:
             return
-        cols = [
-            "call_key",
-            "backend",
-            "model",
-            "template_id",
-            "template_version",
-            "messages",
-            "decoding",
-            "text",
-            "top_logprobs",
-            "prompt_tokens",
-            "completion_tokens",
-            "latency_s",
-            "attempts",
-            "run_id",
-        ]
-        df = pd.DataFrame(
-            [
-                [
-                    key,
-                    backend,
-                    model,
-                    req.template_id,
-                    int(req.template_version),
-                    req.messages_json(),
-                    json.dumps(req.decoding.as_dict(), sort_keys=True),
-                    res.text,
-                    json.dumps(list(res.top_logprobs)) if res.top_logprobs is not None else None,
-                    int(res.prompt_tokens),
-                    int(res.completion_tokens),
-                    float(res.latency_s),
-                    int(res.attempts),
-                    run_id,
-                ]
-                for key, req, res in calls
-            ],
-            columns=cols,
-        ).astype({"top_logprobs": "object", "run_id": "Int64"})
+        df = pd.DataFrame(rows, columns=CALL_COLUMNS).astype(
+            {"top_logprobs": "object", "run_id": "Int64", "server": "object"}
+        )
+        cols = ", ".join(CALL_COLUMNS)
         with self.store.transaction() as cur:
             cur.register("_calls", df)
+            cur.execute(f"INSERT INTO judge_calls ({cols}) SELECT {cols} FROM _calls ON CONFLICT DO NOTHING")
             cur.execute(
-                f"INSERT INTO judge_calls ({', '.join(cols)}) SELECT {', '.join(cols)} FROM _calls"
-                " ON CONFLICT DO NOTHING"
+                "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _calls)",
+                [self.owner],
             )
             cur.unregister("_calls")
+
+    # -- leases ---------------------------------------------------------------------------------
+    def claim(self, keys: list[str]) -> tuple[set[str], set[str]]:
+        """Claim the calls ``keys`` for this owner: (claimed, held) where *held* are stored already or
+        claimed by a live owner, in one transaction. A lease whose owner is gone or lapsed is taken."""
+        if not keys:
+            return set(), set()
+        host, pid, started = me()
+        now = time.time()
+        wanted = list(dict.fromkeys(keys))
+        with self.store.transaction() as cur:
+            cur.register("_wanted", pd.DataFrame({"call_key": wanted}))
+            stored = {
+                r[0] for r in cur.execute("SELECT call_key FROM judge_calls JOIN _wanted USING (call_key)").fetchall()
+            }
+            leases = cur.execute(
+                "SELECT call_key, owner, host, pid, started, expires_at FROM judge_call_leases"
+                " JOIN _wanted USING (call_key)"
+            ).fetchall()
+            cur.unregister("_wanted")
+            held, stale = set(stored), []
+            for key, owner, lhost, lpid, lstarted, expires in leases:
+                if owner == self.owner:
+                    continue
+                lapsed = expires < now or (lhost == host and not same_process_alive(int(lpid), lstarted))
+                if lapsed:
+                    stale.append(key)
+                else:
+                    held.add(key)
+            if stale:
+                cur.execute(
+                    f"DELETE FROM judge_call_leases WHERE call_key IN ({', '.join('?' for _ in stale)})", stale
+                )
+            mine = [k for k in wanted if k not in held]
+            if mine:
+                cur.register(
+                    "_mine",
+                    pd.DataFrame({"call_key": mine}),
+                )
+                cur.execute(
+                    "INSERT INTO judge_call_leases (call_key, owner, host, pid, started, expires_at)"
+                    " SELECT call_key, ?, ?, ?, ?, ? FROM _mine ON CONFLICT DO UPDATE SET"
+                    " owner = excluded.owner, host = excluded.host, pid = excluded.pid,"
+                    " started = excluded.started, expires_at = excluded.expires_at",
+                    [self.owner, host, pid, started, now + LEASE_S],
+                )
+                cur.unregister("_mine")
+        return set(mine), held
+
+    def renew(self) -> None:
+        """Push this owner's leases ``LEASE_S`` into the future (called while the run goes on)."""
+        with self.store.transaction() as cur:
+            cur.execute(
+                "UPDATE judge_call_leases SET expires_at = ? WHERE owner = ?", [time.time() + LEASE_S, self.owner]
+            )
+
+    def release(self, keys: list[str] | None = None) -> None:
+        """Drop this owner's leases on ``keys`` (calls it gave up), or all of them (the run ended):
+        other runs may then make those calls."""
+        with self.store.transaction() as cur:
+            if keys is None:
+                cur.execute("DELETE FROM judge_call_leases WHERE owner = ?", [self.owner])
+                return
+            cur.register("_gone", pd.DataFrame({"call_key": list(keys)}))
+            cur.execute(
+                "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _gone)",
+                [self.owner],
+            )
+            cur.unregister("_gone")
 
 
 def call_summary(store: Store, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:

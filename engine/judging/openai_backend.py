@@ -12,6 +12,11 @@ run whose first calls all end that way. Without an API key *and* without a base 
 would send keyless calls to api.openai.com) the backend is refused before any call. Only decoding
 parameters that are set (not ``None``) are sent, and the token
 limit goes in the field the decoding names (``max_tokens`` or ``max_completion_tokens``).
+
+``timeout_s`` bounds the whole request (``deadline_http``), not each read: a reply that has not
+fully arrived by then is a ``NoReply`` (retried; the runner stops a run whose first attempts all end
+so). A key inside a URL (``http://user:KEY@host``) is used for the request but shown and stored only
+redacted (``urls``); ``server`` (the URL list without credentials) is part of every call's key.
 """
 
 from __future__ import annotations
@@ -26,14 +31,18 @@ import threading
 import time
 
 from ..errors import LensError
+from ..import_limits import TEXT_MAX_CHARS
 from .backends import (
     AuthenticationFailed,
     ChatRequest,
     ChatResult,
     ConnectionFailed,
     ModelNotFound,
+    NoReply,
     RetryableError,
 )
+from .deadline_http import deadline, http_client
+from .urls import redact_url, redact_urls, server_label
 
 DEFAULT_URL = "https://api.openai.com/v1"  # where the openai client goes without a base URL
 
@@ -48,6 +57,11 @@ def _split_urls(base_url: str | list[str] | None) -> list[str | None]:
     urls = [u for u in base_url if u]
     if not urls:
         raise LensError("The --base-url option was given but names no URL.")
+    for u in urls:
+        if not re.match(r"(?i)^https?://[^/\s]", u):
+            raise LensError(
+                f"The server URL {redact_url(u)!r} does not start with http:// or https:// and a host."
+            )
     return urls
 
 
@@ -120,6 +134,16 @@ def request_kwargs(model: str, req: ChatRequest) -> dict:
     return kwargs
 
 
+def capped_reply(text: str) -> str:
+    """A reply cut to the store's text limit (``import_limits.TEXT_MAX_CHARS``) with a stated marker, so
+    a runaway server cannot bloat the store and the stored text still re-imports; a verdict tag that
+    fell past the cut leaves the reply unparsable, stored invalid with its text, never a tie."""
+    if len(text) <= TEXT_MAX_CHARS:
+        return text
+    marker = f"\n[reply cut here: {len(text):,} characters, over the {TEXT_MAX_CHARS:,}-character limit]"
+    return text[: TEXT_MAX_CHARS - len(marker)] + marker
+
+
 def read_completion(resp, latency: float) -> ChatResult:
     """A ChatResult from a chat-completion reply; a malformed reply is a RetryableError."""
     try:
@@ -130,6 +154,7 @@ def read_completion(resp, latency: float) -> ChatResult:
         text = getattr(message, "content", None)
         if not isinstance(text, str):
             raise RetryableError("the server's reply has no message content")
+        text = capped_reply(text)
         top = None
         lp = getattr(choices[0], "logprobs", None)
         if lp is not None and getattr(lp, "content", None):
@@ -172,6 +197,9 @@ class OpenAIBackend:
         self.model = model or os.environ.get("LENS_JUDGE_MODEL") or ""
         if not self.model:
             raise LensError("No model was named for the OpenAI-compatible backend (use --model).")
+        if not timeout_s > 0:  # also refuses NaN
+            raise LensError(f"--timeout must be a number of seconds above 0, not {timeout_s:g}.")
+        self.timeout_s = float(timeout_s)
         key = api_key or os.environ.get("OPENAI_API_KEY")
         self.base_urls = _split_urls(base_url)
         if not key and self.base_urls == [None]:  # api.openai.com without a key: every call would fail
@@ -181,15 +209,21 @@ class OpenAIBackend:
             )
         key = key or "EMPTY"  # local servers ignore it
         self._clients = [
-            OpenAI(api_key=key, base_url=u, max_retries=0, timeout=timeout_s) for u in self.base_urls
+            OpenAI(
+                api_key=key, base_url=u, max_retries=0, timeout=timeout_s, http_client=http_client(timeout_s)
+            )
+            for u in self.base_urls
         ]
+        shown = [(u or DEFAULT_URL).rstrip("/") for u in self.base_urls]
+        self.shown_urls = [redact_url(u) for u in shown]  # for messages: never a credential
+        self.server = server_label(shown)
         self._next = itertools.cycle(range(len(self._clients)))
         self._lock = threading.Lock()
 
     def _client(self):
         with self._lock:
             i = next(self._next)
-        return self._clients[i], self.base_urls[i]
+        return self._clients[i], self.shown_urls[i]
 
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
         return [self._one(r) for r in requests]
@@ -200,28 +234,31 @@ class OpenAIBackend:
         client, url = self._client()
         start = time.perf_counter()
         try:
-            resp = client.chat.completions.create(**request_kwargs(self.model, req))
+            with deadline(self.timeout_s):
+                resp = client.chat.completions.create(**request_kwargs(self.model, req))
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise AuthenticationFailed(
                 f"The server refused the API key ({exc.status_code}); set OPENAI_API_KEY or --api-key."
             ) from exc
         except openai.NotFoundError as exc:
             raise ModelNotFound(
-                f"The server at {url or 'api.openai.com'} answered 404 for model {self.model!r} "
-                f"({_detail(exc)}); check --model and --base-url."
+                f"The server at {url} answered 404 for model {self.model!r} "
+                f"({redact_urls(_detail(exc))}); check --model and --base-url."
             ) from exc
         except openai.RateLimitError as exc:
             raise RetryableError(
                 f"rate limited (429): {exc.message}", retry_after=retry_after_s(exc.response.headers)
             ) from exc
         except openai.APITimeoutError as exc:
-            raise RetryableError(f"timed out: {exc}") from exc
+            raise NoReply(
+                f"no complete reply from {url} within {self.timeout_s:g} s", url=url, timeout_s=self.timeout_s
+            ) from exc
         except openai.APIConnectionError as exc:
             cause = connect_cause(exc)
             if cause is not None:
-                where = (url or DEFAULT_URL).rstrip("/")
-                raise ConnectionFailed(f"cannot reach {where}: {cause}", url=where, cause=cause) from exc
-            raise RetryableError(f"connection failed: {exc}") from exc
+                cause = redact_urls(cause)
+                raise ConnectionFailed(f"cannot reach {url}: {cause}", url=url, cause=cause) from exc
+            raise RetryableError(f"connection failed: {redact_urls(str(exc))}") from exc
         except openai.APIResponseValidationError as exc:
             raise RetryableError(f"the server's reply is not a chat completion ({exc.message})") from exc
         except openai.APIStatusError as exc:
@@ -230,7 +267,7 @@ class OpenAIBackend:
                     f"server error {exc.status_code}", retry_after=retry_after_s(exc.response.headers)
                 ) from exc
             raise LensError(
-                f"The server rejected a request with status {exc.status_code} ({_detail(exc)})."
+                f"The server rejected a request with status {exc.status_code} ({redact_urls(_detail(exc))})."
             ) from exc
         except ValueError as exc:  # a 200 whose body is not JSON (json.JSONDecodeError)
             raise RetryableError(f"the server's reply is not JSON ({exc})") from exc

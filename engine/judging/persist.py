@@ -9,6 +9,9 @@ Runs are recorded with their process id and host. Two live runs that would make 
 the same new variant numbers), are not allowed at once: the second ``start_run`` refuses with one
 sentence (``RunInProgress``), checked and recorded in one transaction so two processes starting
 together cannot both pass. The DuckDB file lock alone would let both run and pay for every call twice.
+A run's process is recognised by its id *and* start time (``liveness``): a killed run whose id now
+belongs to another process counts as gone. ``force=True`` starts anyway and marks the clashing runs
+``interrupted`` (the call cache's claims still keep the two from paying for one call twice).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import duckdb
 import pandas as pd
 
 from ..errors import LensError
 from ..store import Store
+from .liveness import me, same_process_alive
 
 
 class RunInProgress(LensError):
@@ -116,27 +121,24 @@ def write_verdicts(
     return len(df)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
-
-
 def mark_interrupted(store: Store) -> int:
     """Mark runs left ``running`` by a process that is gone (killed) as ``interrupted``; how many.
 
     Only runs started on this host are checked (another host's process cannot be seen); runs
-    recorded before the pid column existed count as gone.
+    recorded before the pid column existed count as gone. A process counts as the run's only when
+    its start time matches the one recorded (a reused pid is another process).
     """
     host = socket.gethostname()
     rows = (
-        store.cursor().execute("SELECT run_id, pid, host FROM judge_runs WHERE status = 'running'").fetchall()
+        store.cursor()
+        .execute("SELECT run_id, pid, host, pid_started FROM judge_runs WHERE status = 'running'")
+        .fetchall()
     )
-    dead = [rid for rid, pid, h in rows if pid is None or (h == host and not _alive(int(pid)))]
+    dead = [
+        rid
+        for rid, pid, h, started in rows
+        if pid is None or (h == host and not same_process_alive(int(pid), started))
+    ]
     if dead:
         with store.transaction() as cur:
             cur.execute(
@@ -150,16 +152,16 @@ def mark_interrupted(store: Store) -> int:
 
 def _conflict(cur, kind: str, dataset: str, backend: str, model: str) -> tuple | None:
     """A live run of another process on this host that clashes with the one about to start."""
-    host, me = socket.gethostname(), os.getpid()
+    host, mypid = socket.gethostname(), os.getpid()
     rows = cur.execute(
-        "SELECT run_id, kind, backend, model, pid FROM judge_runs WHERE status = 'running' AND dataset = ?"
-        " AND host = ? AND pid IS NOT NULL AND pid <> ? AND kind = ? ORDER BY run_id",
-        [dataset, host, me, kind],
+        "SELECT run_id, kind, backend, model, pid, pid_started FROM judge_runs WHERE status = 'running'"
+        " AND dataset = ? AND host = ? AND pid IS NOT NULL AND pid <> ? AND kind = ? ORDER BY run_id",
+        [dataset, host, mypid, kind],
     ).fetchall()
     for row in rows:
         same_calls = row[2] == backend and row[3] == model
-        if (same_calls or kind == "perturb") and _alive(int(row[4])):
-            return row
+        if (same_calls or kind == "perturb") and same_process_alive(int(row[4]), row[5]):
+            return row[:5]
     return None
 
 
@@ -168,7 +170,7 @@ def _refusal(dataset: str, row: tuple) -> RunInProgress:
     return RunInProgress(
         f"Run {run_id} ({kind} of dataset {dataset!r} with {backend} model {model!r}, process {pid}) is "
         "still running on this store; wait for it to finish or stop it, then rerun (its finished calls "
-        "are reused)."
+        "are reused), or add --force if that process is not this run."
     )
 
 
@@ -197,8 +199,12 @@ def require_prompts(store: Store, dataset: str, purpose: str, *, variants: list[
         )
 
 
-def ensure_no_live_run(store: Store, kind: str, dataset: str, backend: str, model: str) -> None:
+def ensure_no_live_run(
+    store: Store, kind: str, dataset: str, backend: str, model: str, *, force: bool = False
+) -> None:
     """Refuse early (before any input is written) if ``start_run`` would refuse; see the module docstring."""
+    if force:
+        return
     with store.session():
         row = _conflict(store.cursor(), kind, dataset, backend, model)
     if row is not None:
@@ -206,7 +212,15 @@ def ensure_no_live_run(store: Store, kind: str, dataset: str, backend: str, mode
 
 
 def start_run(
-    store: Store, kind: str, dataset: str, backend: str, model: str, protocol: str | None, params: dict
+    store: Store,
+    kind: str,
+    dataset: str,
+    backend: str,
+    model: str,
+    protocol: str | None,
+    params: dict,
+    *,
+    force: bool = False,
 ) -> int:
     """Record a new run (status ``running``, this process's pid); first mark killed runs interrupted.
 
@@ -215,12 +229,14 @@ def start_run(
     """
     mark_interrupted(store)
     with store.transaction() as cur:
-        clash = _conflict(cur, kind, dataset, backend, model)
-        if clash is not None:
-            raise _refusal(dataset, clash)
+        while (clash := _conflict(cur, kind, dataset, backend, model)) is not None:
+            if not force:
+                raise _refusal(dataset, clash)
+            cur.execute("UPDATE judge_runs SET status = 'interrupted' WHERE run_id = ?", [clash[0]])
+        host, pid, started = me()
         row = cur.execute(
-            "INSERT INTO judge_runs (kind, dataset, backend, model, protocol, params, pid, host)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id",
+            "INSERT INTO judge_runs (kind, dataset, backend, model, protocol, params, pid, host, pid_started)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id",
             [
                 kind,
                 dataset,
@@ -228,8 +244,9 @@ def start_run(
                 model,
                 protocol,
                 json.dumps(params, sort_keys=True, default=str),
-                os.getpid(),
-                socket.gethostname(),
+                pid,
+                host,
+                started,
             ],
         ).fetchone()
     return int(row[0])
@@ -254,11 +271,15 @@ def finish_run(store: Store, run_id: int, stats, status: str, *, truncated_pairs
 
 
 @contextmanager
-def recorded_run(store: Store, kind: str, dataset: str, runner, params: dict) -> Iterator[int]:
+def recorded_run(
+    store: Store, kind: str, dataset: str, runner, params: dict, *, force: bool = False
+) -> Iterator[int]:
     """A ``start_run`` … ``finish_run`` bracket for a generate or perturb run driven by ``runner``:
     yields the run id (also set on the runner, so its calls name the run) and records the final
     status whatever happens inside (``interrupted`` on Ctrl-C, ``failed`` on an error)."""
-    run_id = start_run(store, kind, dataset, runner.backend.name, runner.backend.model, None, params)
+    run_id = start_run(
+        store, kind, dataset, runner.backend.name, runner.backend.model, None, params, force=force
+    )
     runner.run_id = run_id
     error: BaseException | None = None
     try:
@@ -267,4 +288,8 @@ def recorded_run(store: Store, kind: str, dataset: str, runner, params: dict) ->
         error = exc
         raise
     finally:
-        finish_run(store, run_id, runner.stats, run_status(runner.stats, error))
+        try:
+            finish_run(store, run_id, runner.stats, run_status(runner.stats, error))
+        except (LensError, OSError, duckdb.Error):
+            if error is None:
+                raise  # else the run's own error (often: the store is unavailable) is the one to report

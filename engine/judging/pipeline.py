@@ -28,7 +28,7 @@ from .protocols import (
     make_unit,
     truncated_pairs,
 )
-from .runner import Runner, RunStats
+from .runner import STORE_ERRORS, Runner, RunStats
 from .schedule import SwimResult, opponents_for, round_robin_pairs, swim, swim_add, swim_comparisons
 
 
@@ -173,12 +173,14 @@ def judge_run(
     add_model: str | None = None,
     flush_every: int = 16,
     params: dict | None = None,
+    force: bool = False,
 ) -> JudgeReport:
     """Judge ``dataset``'s prompt instances with ``runner``'s backend and store the verdicts.
 
     ``add_model`` (SWIM only): insert that model into the leaderboard of ``judge``'s stored verdicts
     on the other models, judging it against ceil(log2 M) of them per prompt; stored rows of other
-    pairs are not touched.
+    pairs are not touched. ``force``: start even if a live run of the same calls is recorded
+    (``persist.start_run``).
     """
     if protocol not in PROTOCOLS:
         raise LensError(f"Unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}.")
@@ -191,7 +193,7 @@ def judge_run(
     refs = ",".join(t.ref for t in cfg.templates_for(protocol))
     source = f"judge:{runner.backend.name}:{runner.backend.model}:{protocol}:{refs}"
     run_id = start_run(
-        store, "judge", dataset, runner.backend.name, runner.backend.model, protocol, params or {}
+        store, "judge", dataset, runner.backend.name, runner.backend.model, protocol, params or {}, force=force
     )
     runner.run_id = run_id
     writer = VerdictWriter(store, dataset, judge, source, every=flush_every)
@@ -232,7 +234,12 @@ def judge_run(
             pass
         raise
     finally:
-        finish_run(store, run_id, runner.stats, run_status(runner.stats, error), truncated_pairs=truncated)
+        try:
+            finish_run(store, run_id, runner.stats, run_status(runner.stats, error), truncated_pairs=truncated)
+        except STORE_ERRORS:
+            if error is None:
+                raise
+            # the run already failed (often: the store is unavailable); that error is the one to report
     return JudgeReport(
         run_id,
         dataset,

@@ -20,13 +20,26 @@ still stored, and the error is raised. So does an unreachable server: when no ca
 succeeded yet and ``unreachable_after`` distinct calls (3) have each failed for good because no
 connection could be made, the run stops with ``ServerUnreachable`` (one sentence: the URL and the
 cause) instead of retrying every other call for minutes or hours. Cache hits are not calls: they are
-served as always, and a run whose first calls succeeded never trips this.
+served as always, and a run whose first calls succeeded never trips this. A server that takes
+connections but never answers is caught the same way (``ServerStalled``): when no call has succeeded
+yet and ``unreachable_after`` distinct calls have each timed out, the run stops at once.
+
+Before a request is sent it is claimed in the cache (``CallCache.claim``); a request another live run
+has claimed is not sent: the runner polls the cache until that run stores it (or its claim lapses,
+and then makes it itself), so runs of any datasets that need one call pay for it once. The claims are
+renewed while the run goes on and dropped when it ends.
+
+When the store cannot take the finished calls (busy past the lock wait, disk full), they go to a
+journal beside the store (``journal``), nothing new is sent, the calls in flight are journaled as
+they finish, and the run stops with one sentence (``StoreUnavailable``). The next runner on that
+store files the journals into the cache before its first lookup.
 """
 
 from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -35,18 +48,42 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
-from ..errors import LensError
-from ..store import Store
+import duckdb
+
+from ..errors import LensError, is_disk_full
+from ..store import Store, StoreBusy, StoreError
+from . import journal
 from .backends import (
     Backend,
     BackendStopped,
     ChatRequest,
     ChatResult,
     ConnectionFailed,
+    NoReply,
     RetryableError,
     ServerUnreachable,
 )
-from .cache import CallCache, call_key
+from .cache import CallCache, call_key, call_rows
+
+STORE_ERRORS = (StoreError, duckdb.Error, OSError)
+
+
+class ServerStalled(BackendStopped):
+    """The first calls of a run all timed out: the server takes connections but does not answer."""
+
+
+class StoreUnavailable(LensError):
+    """The store could not take a run's finished calls; they were kept in a journal."""
+
+
+def store_problem(store: Store, exc: BaseException) -> str:
+    """Why the store could not be written, in a few words (busy, disk full, or the cause)."""
+    if isinstance(exc, StoreBusy):
+        return f"it stayed in use by another process past the {store.lock_wait_s:g} s lock wait"
+    if is_disk_full(exc):
+        return f"the disk holding {store.path.parent} is full (or a file-size limit was reached)"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"the write failed ({first})"
 
 Unit = Generator[list[ChatRequest], list["ChatResult | None"], Any]
 
@@ -67,6 +104,9 @@ class RunStats:
     delays: list[float] = field(default_factory=list)  # every backoff delay, in seconds
     errors: list[str] = field(default_factory=list)
     unreachable: int = 0  # calls that failed for good without ever connecting
+    journaled: int = 0  # finished calls kept in the journal because the store could not take them
+    filed: int = 0  # journaled calls of earlier runs filed into the cache by this runner
+    waited: int = 0  # calls another live run had claimed, waited for instead of paid for
 
     def failure_sentence(self) -> str | None:
         """One sentence for the end of a run with failed calls (how many, the last cause); else None."""
@@ -98,6 +138,8 @@ class Runner:
         run_id: int | None = None,
         jitter_seed: int | None = None,
         unreachable_after: int = 3,
+        poll_s: float = 0.25,
+        renew_s: float = 30.0,
     ):
         if concurrency < 1:
             raise LensError("Concurrency must be at least 1.")
@@ -113,7 +155,12 @@ class Runner:
         self.price = price_per_mtok
         self.progress, self.run_id = progress, run_id
         self.unreachable_after = unreachable_after
+        self.poll_s, self.renew_s = poll_s, renew_s
         self.stats = RunStats()
+        self._journal_filed = False
+        self.journal_file = None
+        self._stalled = 0  # attempts that timed out while no call of this runner had succeeded
+        self._succeeded = False
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._rng = random.Random(jitter_seed)
@@ -123,8 +170,28 @@ class Runner:
     def identity(self) -> str:
         return getattr(self.backend, "identity", self.backend.name)
 
+    @property
+    def server(self) -> str | None:
+        """The server part of the call key (``None`` for a local backend)."""
+        return getattr(self.backend, "server", None)
+
     def key(self, req: ChatRequest) -> str:
+        return call_key(self.identity, self.backend.model, self.normalise(req), self.server)
+
+    def legacy_key(self, req: ChatRequest) -> str | None:
+        """The key this request had before the server was part of it (``None``: unchanged)."""
+        if self.server is None:
+            return None
         return call_key(self.identity, self.backend.model, self.normalise(req))
+
+    def file_journals(self) -> int:
+        """File the journals of earlier runs on this store into the cache (once per runner)."""
+        if self._journal_filed or str(self.store.path) == ":memory:":
+            return 0
+        self._journal_filed = True
+        n = journal.file_pending(self.store.path, self.cache.put_rows)
+        self.stats.filed += n
+        return n
 
     def normalise(self, req: ChatRequest) -> ChatRequest:
         """``req`` as this backend can serve it: ``logprob_tokens`` dropped unless it reports them."""
@@ -159,6 +226,7 @@ class Runner:
         unit: str = "call",
     ) -> None:
         """Run every unit to completion; ``on_done(value)`` gets each unit's return value as it finishes."""
+        self.file_journals()
         ctx = self.progress_bar(total, desc, unit) if self._bar is None else nullcontext()
         with ctx:
             _Drive(self, units, on_done).run()
@@ -193,9 +261,49 @@ class Runner:
             refresh=False,
         )
 
-    def _record(self, calls: list[tuple[str, ChatRequest, ChatResult]]) -> None:
-        """Store calls that just completed (one transaction) and count them."""
-        self.cache.put_many(calls, self.identity, self.backend.model, self.run_id)
+    def _record(self, calls: list[tuple[str, ChatRequest, ChatResult]], journal_only: bool = False) -> None:
+        """Store calls that just completed (one transaction) and count them; when the store cannot
+        take them, append them to the journal and raise the store's error."""
+        rows = call_rows(calls, self.identity, self.backend.model, self.run_id, self.server)
+        failure: BaseException | None = None
+        if not journal_only:
+            try:
+                self.cache.put_rows(rows)
+            except STORE_ERRORS as exc:
+                failure = exc
+        if journal_only or failure is not None:
+            self._journal(rows)
+        self._count(calls)
+        if failure is not None:
+            raise failure
+
+    def _journal(self, rows: list[dict]) -> None:
+        path = journal.journal_path(self.store.path)
+        try:
+            journal.append(path, rows)
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"{len(rows)} finished calls could be stored neither in {self.store.path} nor in the journal "
+                f"{path} ({exc.strerror or exc}); they are lost and a rerun pays for them again."
+            ) from exc
+        self.stats.journaled += len(rows)
+        self.journal_file = path
+
+    def store_lost(self, exc: BaseException) -> StoreUnavailable:
+        """The one sentence for a run stopped because the store could not take its calls."""
+        kept = (
+            f"the {self.stats.journaled} finished calls not yet stored are kept in {self.journal_file} and "
+            "the next run on this store files them into the cache"
+            if self.stats.journaled
+            else "no finished call was lost"
+        )
+        then = "free some space and rerun" if is_disk_full(exc) else "rerun when the store is free"
+        return StoreUnavailable(
+            f"The judge run stopped because the store at {self.store.path} could not be written: "
+            f"{store_problem(self.store, exc)}; {kept}; {then}."
+        )
+
+    def _count(self, calls: list[tuple[str, ChatRequest, ChatResult]]) -> None:
         s = self.stats
         for _key, _req, res in calls:
             s.made += 1
@@ -222,6 +330,8 @@ class Runner:
             try:
                 res = self.backend.complete(reqs)
             except RetryableError as exc:
+                if isinstance(exc, NoReply):
+                    self._check_stall(exc)
                 attempt += 1
                 if attempt > self.max_retries:
                     raise _GaveUp(f"gave up after {attempt} attempts: {exc}") from exc
@@ -234,6 +344,7 @@ class Runner:
                         self.stats.waits_cut_short += 1
                     raise _Stopped() from exc
                 continue
+            self._succeeded = True
             if attempt:
                 res = [
                     ChatResult(
@@ -242,6 +353,21 @@ class Runner:
                     for r in res
                 ]
             return res
+
+    def _check_stall(self, exc: NoReply) -> None:
+        """Stop the run when its first ``unreachable_after`` attempts all timed out (module docstring)."""
+        with self._lock:
+            if self._succeeded or self.stats.made:
+                return
+            self._stalled += 1
+            n = self._stalled
+        if n >= self.unreachable_after:
+            self._stop.set()
+            raise ServerStalled(
+                f"The server at {exc.url} takes connections but sent no complete reply within the "
+                f"{exc.timeout_s:g} s timeout to any of the first {n} attempts; check that it is serving "
+                "the model, or raise --timeout."
+            ) from exc
 
 
 class _GaveUp(Exception):
@@ -282,21 +408,38 @@ class _Drive:
         self.ready: deque[tuple[str, ChatRequest]] = deque()
         self.sorted = True
         self.inflight: dict[Future, list[tuple[str, ChatRequest]]] = {}
+        self.held: dict[str, ChatRequest] = {}  # claimed by another live run: wait for its result
+        self.given_up: list[str] = []  # calls that failed for good here, whose claims are to be dropped
+        self.next_poll = 0.0
 
     def run(self) -> None:
         r = self.r
         pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
         stopped: BaseException | None = None
+        store_exc: BaseException | None = None  # the store refused a write: finished calls go to the journal
+        next_renew = time.monotonic() + r.renew_s
         try:
             while True:
-                if stopped is None:
-                    self._fill()
-                    self._submit(pool)
+                if stopped is None and store_exc is None:
+                    try:
+                        self._fill()
+                        self._poll_held()
+                        if time.monotonic() >= next_renew:
+                            r.cache.renew()
+                            next_renew = time.monotonic() + r.renew_s
+                    except STORE_ERRORS as exc:
+                        store_exc = exc
+                        r._stop.set()
+                    else:
+                        self._submit(pool)
                 if not self.inflight:
-                    if stopped is not None or (self.exhausted and not self.ready):
+                    if stopped is not None or store_exc is not None or (self.exhausted and not self.ready and not self.held):
                         break
+                    if self.held and not self.ready:
+                        time.sleep(r.poll_s)  # another run is making these calls; wait for its results
                     continue
-                finished, _ = wait(self.inflight, return_when=FIRST_COMPLETED)
+                timeout = r.poll_s if self.held else max(0.05, next_renew - time.monotonic())
+                finished, _ = wait(self.inflight, timeout=timeout, return_when=FIRST_COMPLETED)
                 deliveries: list[tuple[_State, str, ChatResult | None]] = []
                 completed: list[tuple[str, ChatRequest, ChatResult]] = []
                 for fut in finished:
@@ -315,6 +458,7 @@ class _Drive:
                             r.stats.failed += 1
                             self.failed.add(k)
                             deliveries += [(st, k, None) for st in self.waiters.pop(k, [])]
+                        self.given_up += [k for k, _req in items]  # their claims are dropped below
                         r._tick()
                         if stopped is None and isinstance(exc.__cause__, ConnectionFailed):
                             stopped = self._unreachable(exc.__cause__, len(items))
@@ -322,16 +466,61 @@ class _Drive:
                     for (k, req), res in zip(items, results, strict=True):
                         completed.append((k, req, res))
                         deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
+                if self.given_up and store_exc is None:
+                    try:  # another run waiting for these calls may try them itself
+                        r.cache.release(self.given_up)
+                    except STORE_ERRORS:
+                        pass  # they are dropped when the run ends, or lapse
+                    self.given_up = []
                 if completed:
-                    r._record(completed)  # every call that finished just now, in one transaction
+                    try:
+                        r._record(completed, journal_only=store_exc is not None)  # one transaction
+                    except STORE_ERRORS as exc:  # the calls are in the journal; stop sending
+                        store_exc = store_exc or exc
+                        r._stop.set()
                     r._tick()
-                self._deliver(deliveries)
+                if store_exc is not None:
+                    continue  # units cannot go on without the store; in-flight calls are journaled
+                try:
+                    self._deliver(deliveries)
+                except STORE_ERRORS as exc:
+                    store_exc = exc
+                    r._stop.set()
         finally:
             r._stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
             r._stop.clear()
+            try:
+                r.cache.release()
+            except STORE_ERRORS:
+                pass  # the leases lapse on their own once this process is gone
+        if store_exc is not None:
+            raise r.store_lost(store_exc) from store_exc
         if stopped is not None:
             raise stopped
+
+    def _poll_held(self) -> None:
+        """Calls another run claimed: take the ones it stored, claim again the ones it gave up."""
+        r = self.r
+        now = time.monotonic()
+        if not self.held or now < self.next_poll:
+            return
+        self.next_poll = now + r.poll_s
+        hits = r.cache.get_many(sorted(self.held))
+        deliveries = []
+        for k, res in hits.items():
+            self.held.pop(k, None)
+            r.stats.cached += 1
+            r.stats.waited += 1
+            deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
+        if self.held:
+            mine, _ = r.cache.claim(sorted(self.held))
+            for k in sorted(mine):
+                self.ready.append((k, self.held.pop(k)))
+                self.sorted = False
+        if hits:
+            r._tick()
+        self._deliver(deliveries)
 
     def _unreachable(self, cause: ConnectionFailed, calls: int) -> ServerUnreachable | None:
         """Count calls that never connected; the stop error once the breaker trips (module docstring)."""
@@ -415,8 +604,12 @@ class _Drive:
                 st.got, st.need = {}, set()
                 asked.append((st, reqs))
             fresh = {k for st, _ in asked for k in st.keys if k not in self.waiters and k not in self.failed}
-            hits = r.cache.get_many(sorted(fresh)) if fresh else {}
+            reqs_of = {k: q for st, reqs in asked for k, q in zip(st.keys, reqs, strict=True)}
+            legacy = {k: lk for k in fresh if (lk := r.legacy_key(reqs_of[k])) is not None}
+            hits = r.cache.get_many(sorted(fresh), legacy) if fresh else {}
             r.stats.cached += len(hits)
+            to_make = sorted(fresh - hits.keys())
+            claimed, _held = r.cache.claim(to_make) if to_make else (set(), set())
             for st, reqs in asked:
                 for k, q in zip(st.keys, reqs, strict=True):
                     if k in hits:
@@ -430,8 +623,11 @@ class _Drive:
                     else:
                         self.waiters[k] = [st]
                         st.need.add(k)
-                        self.ready.append((k, q))
-                        self.sorted = False
+                        if k in claimed:
+                            self.ready.append((k, q))
+                            self.sorted = False
+                        else:  # stored or claimed by another run since the lookup: wait for it
+                            self.held[k] = q
                 if not st.need:
                     queue.append((st, [st.got[k] for k in st.keys]))
             if hits:
