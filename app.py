@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages._lens import ALL, busy_notice, choices, get_store, guarded_session, user_text
+from app_pages._lens import ALL, busy_notice, choices, datasets_table, get_store, guarded_session, user_text
 from engine.errors import LensError
 from engine.schema import DEFAULT_DATASET
 from engine.store import StoreBusy
@@ -73,7 +73,7 @@ def sidebar() -> None:
     from engine.rankers import RANKERS
 
     store = get_store()
-    datasets = store.datasets()["name"].tolist()
+    datasets = datasets_table()["name"].tolist()
     _seed_from_query()
     if "_select_dataset" in st.session_state:  # set by the Data page after an import or rename
         st.session_state["_dataset"] = st.session_state.pop("_select_dataset")

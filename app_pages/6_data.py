@@ -12,6 +12,7 @@ import streamlit as st
 from app_pages._lens import (
     MU_DEFAULT,
     current,
+    datasets_table,
     get_store,
     or_stop,
     remember,
@@ -43,7 +44,7 @@ SYNTHETIC_NAME = "synthetic-demo"
 if "data_stored" in st.session_state:
     st.success(user_text(st.session_state.pop("data_stored")))
 st.subheader("Datasets in the store")
-ds = store.datasets()
+ds = datasets_table()
 st.dataframe(datasets_view(ds), hide_index=True, width="stretch",
              column_config={"description": st.column_config.TextColumn("description", width="large"),
                             "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm")})

@@ -145,6 +145,18 @@ def or_stop(fn, *args, **kwargs):
         st.stop()
 
 
+def datasets_table():
+    """``Store.datasets()`` (counts over every verdict: seconds on a million-verdict store), computed
+    again only when a dataset is added, changed (its version moves) or removed."""
+    stamp = tuple(get_store().cursor().execute("SELECT name, version FROM datasets ORDER BY name").fetchall())
+    return _datasets_table(stamp)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _datasets_table(stamp: tuple):
+    return get_store().datasets()
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def choices(dataset: str, version: int):
     return dataset_choices(get_store(), dataset)
@@ -179,12 +191,32 @@ def votes_for(key: CacheKey):
     return votes(store_vote_rows(get_store(), key.dataset, **_filters(key)))
 
 
-@st.cache_data(max_entries=16, show_spinner="Building tournament graphs…")
+@st.cache_resource(max_entries=16, show_spinner="Building tournament graphs…")
 def stack_for(key: CacheKey):
-    """The GraphStack of the current choice (one graph per judge, prompt, variant and turn)."""
-    from engine.graphs import build_stack
+    """The graphs of the current choice (one per judge, prompt, variant and turn) as
+    ``engine.graph_buckets.GraphBuckets``: each graph over its own models, so a battle log of a
+    million one-pair graphs holds a million 2 × 2 cells, not a (T, n, n) stack. Read-only, so
+    cached as a resource (no copy per rerun); ``keys`` and ``T`` as on a GraphStack."""
+    from engine.graph_buckets import build_buckets
 
-    return build_stack(verdicts_for(key))
+    return build_buckets(verdicts_for(key))
+
+
+def dense_stack_for(key: CacheKey, what: str):
+    """The current choice as one dense GraphStack, for the computations that still need one model
+    axis across graphs (the sensitivity curves, the Table-2 protocols); a sentence instead when no
+    graph can hold a cycle (those curves and tables rank by keep-K on cycle scores) or the stack would
+    exceed ``engine.appstate.DENSE_CELL_LIMIT``."""
+    from engine.appstate import DENSE_CELL_LIMIT
+
+    graphs = stack_for(key)
+    if not graphs.at_least(3):
+        raise LensError(f"No {what}: no graph of the selection has 3 or more models, so none can hold a "
+                        "cycle and keep-K has nothing to choose by.")
+    if graphs.T * graphs.n * graphs.n > DENSE_CELL_LIMIT:
+        raise LensError(f"No {what}: the {graphs.T:,} graphs over {graphs.n} models are too many for them "
+                        f"(more than {DENSE_CELL_LIMIT:,} graph × model × model cells); choose a judge or category.")
+    return graphs.dense()
 
 
 @st.cache_data(max_entries=64, show_spinner="Reading the graph…")
@@ -281,12 +313,14 @@ def matrix_figure(frame, title: str, colorbar: str, fmt: str, colorscale: str = 
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
 def judge_diagnostics(dataset: str, version: int, category: str | None, by_category: bool):
     """The Judges page's tables for every judge of ``dataset`` (``version`` keys the cache)."""
-    from engine.graph_buckets import build_buckets
     from engine.judges_view import with_worst_position
     from engine.viz import judge_overview
 
-    verdicts = get_store().verdicts(dataset, category=category)  # graphs bucketed: each over its own models
-    return with_worst_position(judge_overview(verdicts, build_buckets(verdicts), by_category), verdicts)
+    # every judge: the graphs cached for the sidebar's "(all)"; the verdicts read afresh, not through
+    # verdicts_for, whose cache would hand out one more unpickled copy (2.3 GB peak at 1M verdicts)
+    verdicts = get_store().verdicts(dataset, category=category)
+    return with_worst_position(judge_overview(verdicts, stack_for(CacheKey(dataset, version, None, category)),
+                                              by_category), verdicts)
 
 
 def reference_for_key(dataset: str, category: str | None):
@@ -337,7 +371,7 @@ def keep_k_curve_for(key: CacheKey, mu: float):
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    return keep_k_view(stack_for(key), ref, mu=mu, resamples=CURVE_RESAMPLES, seed=SEED)
+    return keep_k_view(dense_stack_for(key, "sensitivity curves"), ref, mu=mu, resamples=CURVE_RESAMPLES, seed=SEED)
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the μ curve…")
@@ -349,7 +383,7 @@ def mu_curve_for(key: CacheKey, keep_k: int):
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    return mu_view(stack_for(key), ref, k=keep_k, mus=DEFAULT_MU_GRID, resamples=CURVE_RESAMPLES, seed=SEED)
+    return mu_view(dense_stack_for(key, "sensitivity curves"), ref, k=keep_k, mus=DEFAULT_MU_GRID, resamples=CURVE_RESAMPLES, seed=SEED)
 
 
 def protocol_params(mu: float):
@@ -371,7 +405,7 @@ def protocol_table(key: CacheKey, mu: float):
     if ref is None:
         raise LensError(f"No protocol table: {note.rstrip('.')}.")
     params = protocol_params(mu)
-    frame = run_protocols(stack_for(key), ref, params=params)
+    frame = run_protocols(dense_stack_for(key, "protocol table"), ref, params=params)
     return protocol_view(frame), protocol_sizes(params, frame)
 
 

@@ -9,6 +9,7 @@ store here, so the app holds no SQL. Every cached result in the app is keyed by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .store import Store
 
@@ -222,45 +223,68 @@ class AppBoard:
 class SliderContext:
     """What every keep-K / mu move of one selection shares, computed once per selection.
 
-    ``counts``: per-graph cycle counts (of the graphs as judged); ``tie_rank``: each graph's
-    position in graph-key order (the keep-K tie-break of ``engine.truncation.keep_order``, whose key
-    sort is the costly part); ``vertex_bad`` / ``present``: (T, n) bad triads through each model and
-    whether it was compared in a graph of at least 3 models (one that can hold a triad); ``pool_pos``:
-    the graphs keep-K chooses from (``pool``: perturbed = originals + paraphrases, the paper's Trunc
-    pool and the CLI's default; sampling replicates and graphs that cannot hold a cycle stay out);
-    ``capacity``: engine.cycles.cycle_capacity (keep-K's coverage score); ``n_no_cycle``: pool graphs
-    left out for holding no cycle. A move then costs a lexsort, a subset, the ranker and the bootstrap
-    (bench/app_latency.py).
+    ``stack``: the selection's graphs as ``engine.graph_buckets.GraphBuckets`` (each graph over its
+    own models, so a battle log of T one-pair graphs costs T·4 cells, not T·n²); ``counts``: per-graph
+    cycle counts (of the graphs as judged); ``part_graph`` / ``part_model`` / ``part_bad`` /
+    ``part_present``: one entry per (graph of at least 3 models, model of that graph): the bad triads
+    through the model and whether it was compared there (the sparse form of a (T, n) table; graphs
+    of fewer than 3 models hold no triad and have no entry); ``pool_pos``: the graphs keep-K chooses
+    from (``pool``: perturbed = originals + paraphrases, the paper's Trunc pool and the CLI's
+    default; sampling replicates and graphs that cannot hold a cycle stay out); ``capacity``:
+    engine.cycles.cycle_capacity (keep-K's coverage score); ``n_no_cycle``: pool graphs left out for
+    holding no cycle. ``tie_rank`` (each graph's position in graph-key order, keep-K's tie-break, the
+    costly key sort) is computed on the first keep-K move. A move then costs a lexsort, a subset,
+    the ranker and the bootstrap (bench/app_latency.py).
     """
 
     stack: object
     counts: object
-    tie_rank: object
-    vertex_bad: object
-    present: object
+    part_graph: object
+    part_model: object
+    part_bad: object
+    part_present: object
     pool_pos: object = None
     pool: str = "all"
     capacity: object = None
     n_no_cycle: int = 0
 
     @classmethod
-    def of(cls, stack, pool: str = "perturbed") -> SliderContext:
-        """The context of a stack; graphs that cannot hold a cycle stay out of the keep-K pool
-        (``n_no_cycle`` counts them), as in ``engine.truncation.keep_k_graphs``."""
+    def of(cls, graphs, pool: str = "perturbed") -> SliderContext:
+        """The context of a GraphStack or GraphBuckets; graphs that cannot hold a cycle stay out of
+        the keep-K pool (``n_no_cycle`` counts them), as in ``engine.truncation.keep_k_graphs``."""
         import numpy as np
 
         from .cycles import cycle_capacity, cycle_counts, vertex_cycle_counts
-        from .truncation import can_hold_cycle, key_order, pool_mask
+        from .graph_buckets import as_buckets
+        from .truncation import can_hold_cycle, pool_mask
 
-        tie_rank = np.empty(stack.T, dtype=np.int64)
-        tie_rank[key_order(stack.keys)] = np.arange(stack.T)
-        capacity = cycle_capacity(stack)
-        member = pool_mask(stack.keys, pool)
+        b = as_buckets(graphs)
+        capacity = cycle_capacity(b)
+        member = pool_mask(b.keys, pool)
         holds = can_hold_cycle(capacity)
-        present = stack.observed.any(axis=2)
-        present &= (present.sum(axis=1) >= 3)[:, None]  # cycle_share over graphs that can hold a triad
-        return cls(stack, cycle_counts(stack), tie_rank, vertex_cycle_counts(stack.adj)["c3_bad"],
-                   present, np.flatnonzero(member & holds), pool, capacity, int((member & ~holds).sum()))
+        g, m, bad, pres = [np.zeros(0, np.int64)] * 3 + [np.zeros(0, bool)]
+        parts = []
+        for bk in b.at_least(3):
+            seen = bk.observed.any(axis=2)
+            seen &= (seen.sum(axis=1) >= 3)[:, None]  # cycle_share over graphs that can hold a triad
+            vb = vertex_cycle_counts(bk.adj)["c3_bad"]
+            r, c = np.nonzero(seen | (vb > 0))
+            parts.append((bk.graph[r], bk.members[r, c], vb[r, c].astype(np.int64), seen[r, c]))
+        if parts:
+            g, m, bad, pres = (np.concatenate(x) for x in zip(*parts, strict=True))
+        return cls(b, cycle_counts(b), g, m, bad, pres, np.flatnonzero(member & holds), pool, capacity,
+                   int((member & ~holds).sum()))
+
+    @cached_property
+    def tie_rank(self):
+        """Each graph's position in graph-key order (``engine.truncation.key_order``)."""
+        import numpy as np
+
+        from .truncation import key_order
+
+        out = np.empty(self.stack.T, dtype=np.int64)
+        out[key_order(self.stack.keys)] = np.arange(self.stack.T)
+        return out
 
     @property
     def n_pool(self) -> int:
@@ -308,18 +332,45 @@ def graph_hashes(ctx: SliderContext):
 
 
 def model_cycle_columns(table, ctx: SliderContext, idx):
-    """``bad_triads`` and ``cycle_share`` per model over the graphs at ``idx`` (see with_model_cycles)."""
+    """``bad_triads`` and ``cycle_share`` per model over the graphs at ``idx`` (see with_model_cycles),
+    summed from the context's sparse (graph, model) entries."""
     import numpy as np
 
-    vb, present = ctx.vertex_bad[idx], ctx.present[idx]
-    seen = present.sum(axis=0)
-    share = np.divide(((vb > 0) & present).sum(axis=0), seen, out=np.full(ctx.stack.n, np.nan), where=seen > 0)
+    n = ctx.stack.n
+    chosen = np.zeros(ctx.stack.T, dtype=bool)
+    chosen[np.asarray(idx, dtype=np.int64)] = True
+    at_idx = chosen[ctx.part_graph]
+    model, bad, pres = ctx.part_model[at_idx], ctx.part_bad[at_idx], ctx.part_present[at_idx]
+    seen = np.bincount(model[pres], minlength=n)
+    on_bad = np.bincount(model[pres & (bad > 0)], minlength=n)
+    share = np.divide(on_bad, seen, out=np.full(n, np.nan), where=seen > 0)
+    bad_sum = np.bincount(model, weights=bad, minlength=n)
     pos = {m: i for i, m in enumerate(ctx.stack.models)}
     at = table["model"].map(pos).to_numpy()
     out = table.copy()
-    out["bad_triads"] = vb.sum(axis=0)[at].astype(np.int64)
+    out["bad_triads"] = bad_sum[at].astype(np.int64)
     out["cycle_share"] = share[at]
     return out
+
+
+DENSE_CELL_LIMIT = 100_000_000
+"""The most graph × model × model cells a ranker that needs whole graphs gets as one dense stack
+(two bool arrays plus the ranker's float work: about 1-2 GB); larger selections are refused with a
+sentence instead of exhausting the server's memory."""
+
+
+def ranked_stack(ctx: SliderContext, idx, ranker: str):
+    """The graphs at ``idx`` as one dense GraphStack (over the selection's models), for a ranker that
+    reads whole graphs; a LensError when that stack would exceed ``DENSE_CELL_LIMIT``."""
+    from .errors import LensError
+
+    sub = ctx.stack.subset(idx)
+    n = sub.n
+    if sub.T * n * n > DENSE_CELL_LIMIT:
+        raise LensError(f"The {ranker} ranker reads whole graphs, and the {sub.T:,} graphs over {n} models here "
+                        f"would need {sub.T * n * n:,} cells (more than {DENSE_CELL_LIMIT:,}); choose a ranker fitted "
+                        "from counts, a judge or category, or keep fewer graphs.")
+    return sub.dense()
 
 
 def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int,
@@ -327,18 +378,17 @@ def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstra
                     votes=None) -> AppBoard:
     """One slider move's engine work: keep-K by S_mu, rank, bootstrap CIs, cycle and reference columns.
 
-    ``ctx`` is a SliderContext (or a GraphStack, wrapped on the fly). With ``votes`` (the selection's
+    ``ctx`` is a SliderContext (or a GraphStack / GraphBuckets, wrapped on the fly). With ``votes`` (the selection's
     ``engine.rankers.votes.Votes``) a count ranker ranks the votes of the kept graphs
     (``engine.leaderboard.leaderboard_from_votes``, the CLI's count path); otherwise
     ``engine.leaderboard.leaderboard_from_stack`` ranks the kept graphs. ``params`` name the truncation.
     """
     import numpy as np
 
-    from .graphs import GraphStack
     from .leaderboard import compare_to_reference, leaderboard_from_stack, leaderboard_from_votes
     from .rankers import ranker_object
 
-    if isinstance(ctx, GraphStack):
+    if not isinstance(ctx, SliderContext):
         ctx = SliderContext.of(ctx)
     idx, threshold = ctx.kept(keep_k, mu)
     params = {"keep_k": keep_k, "mu": mu if keep_k is not None else None, "per_category": False if keep_k else None,
@@ -349,7 +399,7 @@ def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstra
         board = leaderboard_from_votes(kept_votes, ranker=ranker, bootstrap=bootstrap, seed=seed,
                                        extra_params={**params, "n_graphs": len(idx)})
     else:
-        board = leaderboard_from_stack(ctx.stack.subset(idx), ranker=ranker, bootstrap=bootstrap, seed=seed,
+        board = leaderboard_from_stack(ranked_stack(ctx, idx, ranker), ranker=ranker, bootstrap=bootstrap, seed=seed,
                                        extra_params=params)
     table = board.table
     if not {"votes", "n_prompts"} <= set(table.columns):  # a table without the engine's vote columns

@@ -63,7 +63,7 @@ from .resampling import (
     keep_draw_weights,
     reference_ranks,
 )
-from .truncation import POOLS, check_weights, is_sample, key_rank, pool_mask, truncation_scores
+from .truncation import POOLS, can_hold_cycle, check_weights, graph_scores, is_sample, key_rank, pool_mask
 
 DEFAULT_MU_GRID: tuple[float, ...] = tuple(float(x) for x in np.logspace(-2, 2, 17))
 """0.01 … 100, four points per decade: four decades around the paper's mu = 1."""
@@ -87,8 +87,11 @@ def draw_size(k: int, kept: int | None = None, draw_fraction: float = DRAW_FRACT
 
 def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray) -> tuple[dict[str, np.ndarray], list[str]]:
     """(positions of the chosen pool by category — or one pooled group — in graph-key order, the
-    categories whose pool is empty and are left out)."""
-    member = pool_mask(stack.keys, pool)
+    categories whose pool is empty and are left out). Graphs that cannot hold a cycle stay out of
+    the pool, as in ``engine.truncation.keep_k_graphs``: their zero score is no evidence."""
+    from .cycles import cycle_capacity
+
+    member = pool_mask(stack.keys, pool) & can_hold_cycle(cycle_capacity(stack))
     groups = _category_positions(stack) if per_category else {POOLED: np.arange(stack.T)}
     samp = is_sample(stack.keys)
     if pool == "sampling":  # as Table 2's Sample cell: no replicates, no sampling pool (not the originals alone)
@@ -99,6 +102,19 @@ def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray) 
     if not out:
         raise LensError(f"The {pool} pool is empty for this selection.")
     return out, left
+
+
+def pool_scores(stack: GraphStack, pool: str, *, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None,
+                counts: pd.DataFrame | None = None, capacity: pd.DataFrame | None = None) -> np.ndarray:
+    """Every graph's keep-K score, as ``engine.truncation.keep_k_graphs`` scores it: S_mu normalised
+    by coverage (``graph_scores``), the reference capacity taken over the ``pool`` graphs that can
+    hold a cycle; equal to the raw S_mu where all graphs compare the same pairs."""
+    from .cycles import cycle_capacity, cycle_counts
+
+    counts = cycle_counts(stack) if counts is None else counts
+    capacity = cycle_capacity(stack) if capacity is None else capacity
+    among = np.flatnonzero(pool_mask(stack.keys, pool) & can_hold_cycle(capacity))
+    return graph_scores(counts, capacity, mu=mu, lam3=lam3, lam4=lam4, among=among)[0]
 
 
 def _with_bad(note: str, bad: int, fits: int) -> str:
@@ -228,12 +244,10 @@ def keep_k_curve(
     category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
     n_draw, n_categories, resamples, bt_nonconverged, note. Plot ``mean`` inside ``ci_low``…``ci_high`` (see the module docstring).
     """
-    from .cycles import cycle_counts
-
     _check(resamples, seed, draw_fraction)
     krank = key_rank(stack.keys)
     pools, left = _pools(stack, per_category, pool, krank)
-    order = np.lexsort((krank, truncation_scores(cycle_counts(stack), mu=mu, lam3=lam3, lam4=lam4)))
+    order = np.lexsort((krank, pool_scores(stack, pool, mu=mu, lam3=lam3, lam4=lam4)))
     kmax = max(p.size for p in pools.values())
     ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
     if not ks or min(ks) < 1:
@@ -261,7 +275,7 @@ def mu_curve(
     category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
     n_draw, n_categories, resamples, bt_nonconverged, note.
     """
-    from .cycles import cycle_counts
+    from .cycles import cycle_capacity, cycle_counts
 
     _check(resamples, seed, draw_fraction)
     mus = [float(m) for m in mus]
@@ -271,12 +285,12 @@ def mu_curve(
         check_weights(mu=m)
     if int(k) != k or k < 1:
         raise LensError(f"K must be a whole number ≥ 1; got {k!r}.")
-    counts = cycle_counts(stack)
+    counts, capacity = cycle_counts(stack), cycle_capacity(stack)
     krank = key_rank(stack.keys)
     pools, left = _pools(stack, per_category, pool, krank)
     kept_of = {}
     for xi, m in enumerate(mus):
-        order = np.lexsort((krank, truncation_scores(counts, mu=m)))  # = keep_order(scores, keys)
+        order = np.lexsort((krank, pool_scores(stack, pool, mu=m, counts=counts, capacity=capacity)))
         kept_of.update({(xi, g): _kept(pos, order, int(k)) for g, pos in pools.items()})
     with single_thread_blas():
         return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction, krank,

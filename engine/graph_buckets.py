@@ -108,6 +108,36 @@ class GraphBuckets:
         return GraphBuckets(self.models, self.keys.iloc[idx].reset_index(drop=True), tuple(out), self.policy,
                             self.invalid_only)
 
+    def win_tie_matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """(n, n) float64 W (graphs where i beat j) and Tm (graphs where they tied), summed over the
+        graphs bucket by bucket: GraphStack.win_tie_matrices without the (T, n, n) stack."""
+        n = self.n
+        w = np.zeros(n * n, dtype=np.float64)
+        tm = np.zeros(n * n, dtype=np.float64)
+        for b in self.buckets:
+            at = (b.members[:, :, None] * n + b.members[:, None, :]).reshape(-1)
+            back = b.adj.swapaxes(1, 2)
+            w += np.bincount(at, weights=(b.adj & ~back).reshape(-1), minlength=n * n)
+            tm += np.bincount(at, weights=(b.adj & back).reshape(-1), minlength=n * n)
+        return w.reshape(n, n), tm.reshape(n, n)
+
+    def locate(self, t: int) -> tuple[Bucket, int]:
+        """(the bucket holding graph ``t``, its row in that bucket)."""
+        for b in self.buckets:
+            hit = np.flatnonzero(b.graph == int(t))
+            if hit.size:
+                return b, int(hit[0])
+        raise IndexError(f"no graph {t} among {self.T}")
+
+    def one(self, t: int) -> GraphStack:
+        """Graph ``t`` alone as a (1, k, k) GraphStack over its own k models (real names, global
+        order): what a single-graph view (the inspector) needs, never the (T, n, n) stack."""
+        b, r = self.locate(t)
+        models = tuple(self.models[i] for i in b.members[r])
+        soft = None if b.soft is None else b.soft[r : r + 1]
+        return GraphStack(models, b.adj[r : r + 1], b.observed[r : r + 1],
+                          self.keys.iloc[[int(t)]].reset_index(drop=True), self.policy, soft)
+
     def dense(self) -> GraphStack:
         """The same graphs as one (T, n, n) GraphStack over every model."""
         T, n = self.T, self.n

@@ -13,6 +13,7 @@ verdicts.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,13 +153,19 @@ class GraphView:
 
 
 def graph_view(stack, t: int) -> GraphView:
-    """The inspector's view of graph ``t`` of ``stack`` (see GraphView)."""
+    """The inspector's view of graph ``t`` of ``stack`` (a GraphStack, or GraphBuckets: then only
+    graph ``t`` is laid out, over its own models; see GraphView)."""
+    import dataclasses
+
+    from .graph_buckets import GraphBuckets
     from .rankers import rank
     from .triads import cyclic_triads
 
     t = int(t)
     if not 0 <= t < stack.T:
         raise LensError(f"There is no graph {t}; the selection holds {stack.T}.")
+    if isinstance(stack, GraphBuckets):
+        return dataclasses.replace(graph_view(stack.one(t), 0), t=t)
     present = np.flatnonzero(stack.observed[t].any(axis=1))
     models = tuple(stack.models[i] for i in present)
     adj = stack.adj[t][np.ix_(present, present)]
@@ -208,26 +215,50 @@ def graph_position(stack, prompt_id: str, variant: int, judge: str) -> int:
     return int(hit.sort_values("turn").index[0])
 
 
+_PER_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _once(graphs, name: str, make):
+    """``make()``, computed once per graphs object (the app holds one per selection, read-only):
+    the pickers below walk every graph key, seconds on a million-graph battle log."""
+    try:
+        per = _PER_GRAPHS.setdefault(graphs, {})
+    except TypeError:  # not weak-referenceable or not hashable: compute every time
+        return make()
+    if name not in per:
+        per[name] = make()
+    return per[name]
+
+
 def graph_choices(stack) -> dict[str, dict[int, list[str]]]:
     """prompt_id → variant → judges with a graph (the inspector's pickers): prompts in natural order
-    (q2 before q10), variants by number, judges in the stack's order."""
+    (q2 before q10), variants by number, judges in the stack's order. Computed once per stack."""
     from .labels import natural_sorted
 
-    out: dict[str, dict[int, list[str]]] = {}
-    for p, v, j in stack.keys[["prompt_id", "variant", "judge"]].itertuples(index=False):
-        judges = out.setdefault(str(p), {}).setdefault(int(v), [])
-        if str(j) not in judges:
-            judges.append(str(j))
-    return {p: dict(sorted(out[p].items())) for p in natural_sorted(out)}
+    def make():
+        keys = stack.keys
+        frame = pd.DataFrame({"p": keys["prompt_id"].astype(str), "v": keys["variant"].astype(int),
+                              "j": keys["judge"].astype(str)}).drop_duplicates()  # first seen: stack order
+        out: dict[str, dict[int, list[str]]] = {}
+        for p, v, j in zip(frame["p"].tolist(), frame["v"].tolist(), frame["j"].tolist(), strict=True):
+            out.setdefault(p, {}).setdefault(v, []).append(j)
+        return {p: dict(sorted(out[p].items())) for p in natural_sorted(out)}
+
+    return _once(stack, "graph_choices", make)
 
 
 def variant_names(stack) -> dict[tuple[str, int], str]:
-    """(prompt_id, variant) → "original" / "paraphrase k" / "sample k" (``engine.labels.variant_labels``)."""
+    """(prompt_id, variant) → "original" / "paraphrase k" / "sample k" (``engine.labels.variant_labels``);
+    computed once per stack."""
     from .labels import variant_labels
 
-    keys = stack.keys.reset_index(drop=True)
-    names = variant_labels(keys)
-    return {(str(p), int(v)): str(n) for p, v, n in zip(keys["prompt_id"], keys["variant"], names, strict=True)}
+    def make():
+        keys = stack.keys.reset_index(drop=True)
+        names = variant_labels(keys)
+        return dict(zip(zip(keys["prompt_id"].astype(str).tolist(), keys["variant"].astype(int).tolist(),
+                            strict=True), names.astype(str).tolist(), strict=True))
+
+    return _once(stack, "variant_names", make)
 
 
 def question_text(prompts: pd.DataFrame, prompt_id: str, variant: int, turn: int) -> str | None:

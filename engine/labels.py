@@ -22,9 +22,25 @@ def natural_key(text: object) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.casefold()) for p in parts if p != "")
 
 
+_PREFIX_NUMBER = re.compile(r"^(\D*)(\d{0,15})$", re.ASCII)
+
+
 def natural_sorted(values: Iterable[object]) -> list:
-    """``values`` sorted by ``natural_key`` (ties keep their order)."""
-    return sorted(values, key=natural_key)
+    """``values`` sorted by ``natural_key`` (ties keep their order). Ids of one text prefix and one
+    trailing number (b17, q2, 10: every arena and per-prompt id seen so far) are sorted vectorised,
+    as (prefix, number) with the same ties; any other id sorts all of them by ``natural_key``."""
+    import numpy as np
+
+    values = list(values)
+    text = pd.Series([str(v) for v in values], dtype=object)
+    parts = text.str.extract(_PREFIX_NUMBER) if len(text) > 1000 else None
+    if parts is None or parts.isna().any().any():
+        return sorted(values, key=natural_key)
+    prefix = parts[0].str.casefold()
+    digits = parts[1]
+    order = np.lexsort((pd.to_numeric(digits.where(digits != "", "0")).to_numpy(np.int64),
+                        (digits != "").to_numpy(), pd.factorize(prefix, sort=True)[0], (prefix != "").to_numpy()))
+    return [values[i] for i in order]
 
 
 def variant_labels(keys: pd.DataFrame) -> pd.Series:
@@ -40,8 +56,8 @@ def variant_labels(keys: pd.DataFrame) -> pd.Series:
     distinct = frame.drop_duplicates(["prompt", "variant"]).sort_values(["prompt", "variant"])
     distinct["k"] = distinct.groupby(["prompt", "kind"]).cumcount() + 1
     distinct["n"] = distinct.groupby(["prompt", "kind"])["variant"].transform("size")
-    distinct["label"] = [kd if kd == "original" and n == 1 else f"{kd} {k}"
-                         for kd, k, n in distinct[["kind", "k", "n"]].itertuples(index=False)]
+    plain = (distinct["kind"] == "original") & (distinct["n"] == 1)
+    distinct["label"] = distinct["kind"].where(plain, distinct["kind"] + " " + distinct["k"].astype(str))
     lookup = distinct.set_index(["prompt", "variant"])["label"]
     idx = pd.MultiIndex.from_frame(frame[["prompt", "variant"]])
     return pd.Series(lookup.reindex(idx).to_numpy(), index=keys.index, dtype=object)

@@ -59,7 +59,15 @@ from .distances import distances_batch
 from .errors import LensError
 from .graphs import GraphStack
 from .rankers.base import single_thread_blas
-from .truncation import check_weights, is_original, is_sample, keep_order, key_rank, truncation_scores
+from .truncation import (
+    can_hold_cycle,
+    check_weights,
+    graph_scores,
+    is_original,
+    is_sample,
+    keep_order,
+    key_rank,
+)
 
 PROTOCOLS: tuple[str, ...] = ("trunc", "sample", "notrunc_boot", "scorewin", "random", "single")
 DISTANCES: tuple[str, ...] = ("spearman", "kendall", "footrule", "chebyshev")
@@ -601,9 +609,17 @@ def best_single_k(stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolPar
 
 
 def _scores(stack: GraphStack, p: ProtocolParams) -> np.ndarray:
-    from .cycles import cycle_counts
+    """Each graph's keep-K score as ``engine.truncation.keep_k_graphs`` scores it (coverage-normalised
+    S_mu, reference capacity over the perturbed pool's graphs that can hold a cycle, else over all
+    such graphs); the raw S_mu where all graphs compare the same pairs."""
+    from .cycles import cycle_capacity, cycle_counts
 
-    return truncation_scores(cycle_counts(stack), mu=p.mu, lam3=p.lam3, lam4=p.lam4)
+    counts, capacity = cycle_counts(stack), cycle_capacity(stack)
+    holds = can_hold_cycle(capacity)
+    among = np.flatnonzero(holds & ~is_sample(stack.keys))
+    if among.size == 0:
+        among = np.flatnonzero(holds)
+    return graph_scores(counts, capacity, mu=p.mu, lam3=p.lam3, lam4=p.lam4, among=among)[0]
 
 
 def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams, single_k: int | None = None,

@@ -129,33 +129,66 @@ def category_participation(stack, vertex_bad: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(rate, index=pd.Index(labels, name="category"), columns=list(stack.models))
 
 
-def cycle_overview(stack, nb_fit=None) -> CycleOverview:
-    """Build the Cycles page's frames (batched over graphs; ``nb_fit(counts) -> (frame, caption)``)."""
-    from .cycles import cycle_counts, pair_cycle_counts, vertex_cycle_counts
+def bucket_cycle_maps(graphs) -> tuple[np.ndarray, pd.DataFrame]:
+    """(n, n) bad triads per model pair summed over the graphs, and the category × model share of
+    graphs (where the model was compared) with the model on a bad triad: the Cycles page's two
+    heatmaps, accumulated bucket by bucket over each graph's own models (equal to
+    ``pair_cycle_counts(stack.adj)`` summed and ``category_participation`` on the dense stack)."""
+    from .cycles import pair_cycle_counts, vertex_cycle_counts
+    from .graph_buckets import as_buckets
 
-    observed = np.asarray(stack.observed, dtype=bool)
-    can = (observed.any(axis=2).sum(axis=1) >= 3) if stack.T else np.zeros(0, dtype=bool)
+    b = as_buckets(graphs)
+    n = b.n
+    cats = b.keys["category"].astype("string").fillna("(none)").to_numpy(dtype=object) if b.T else np.zeros(0, object)
+    labels, inverse = np.unique(cats, return_inverse=True)
+    per_pair = np.zeros(n * n, dtype=np.int64)
+    on_bad = np.zeros(len(labels) * n, dtype=np.float64)
+    present = np.zeros(len(labels) * n, dtype=np.float64)
+    for bk in b.buckets:
+        seen = bk.observed.any(axis=2)  # (T_k, k)
+        cell = inverse[bk.graph][:, None] * n + bk.members  # (T_k, k): category × model
+        present += np.bincount(cell[seen], minlength=present.size)
+        if bk.k < 3:
+            continue
+        pc = pair_cycle_counts(bk.adj)["c3_bad"]
+        flat = bk.members[:, :, None] * n + bk.members[:, None, :]
+        per_pair += np.bincount(flat.reshape(-1), weights=pc.reshape(-1), minlength=n * n).astype(np.int64)
+        vb = vertex_cycle_counts(bk.adj)["c3_bad"]
+        on_bad += np.bincount(cell[(vb > 0) & seen], minlength=on_bad.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = (on_bad / present).reshape(len(labels), n)
+    return per_pair.reshape(n, n), pd.DataFrame(rate, index=pd.Index(labels, name="category"), columns=list(b.models))
+
+
+def cycle_overview(graphs, nb_fit=None) -> CycleOverview:
+    """Build the Cycles page's frames from a GraphStack or GraphBuckets, per size bucket over each
+    graph's own models; graphs of fewer than 3 models are left out and counted (``nb_fit(counts)
+    -> (frame, caption)``)."""
+    from .cycles import cycle_counts
+    from .graph_buckets import as_buckets
+
+    b = as_buckets(graphs)
+    can = b.sizes >= 3
     n_left_out = int((~can).sum())
     if n_left_out:  # graphs of < 3 models hold no cycle: counting them as acyclic would be vacuous
-        stack = stack.subset(np.flatnonzero(can))
-    counts = cycle_counts(stack)
-    per_pair = pair_cycle_counts(stack.adj)["c3_bad"].sum(axis=0)
-    vertex_bad = vertex_cycle_counts(stack.adj)["c3_bad"]
-    keys = stack.keys.reset_index(drop=True)
+        b = b.subset(np.flatnonzero(can))
+    counts = cycle_counts(b)
+    per_pair, category_rates = bucket_cycle_maps(b)
+    keys = b.keys.reset_index(drop=True)
     graphs = pd.concat([keys[["judge", "prompt_id", "variant", "turn", "category"]], counts], axis=1)
     graphs["link"] = [
         inspector_link(d, j, p, v) for d, j, p, v in keys[["dataset", "judge", "prompt_id", "variant"]].itertuples(index=False)
     ]
     fits, captions = {}, {}
     for name in ("c3_bad", "c4_bad"):
-        fits[name], captions[name] = (None, "") if nb_fit is None or not stack.T else nb_fit(counts[name].to_numpy())
+        fits[name], captions[name] = (None, "") if nb_fit is None or not b.T else nb_fit(counts[name].to_numpy())
     return CycleOverview(
-        n_graphs=stack.T,
-        share_cyclic=float((counts["c3_bad"] > 0).mean()) if stack.T else 0.0,
+        n_graphs=b.T,
+        share_cyclic=float((counts["c3_bad"] > 0).mean()) if b.T else 0.0,
         total_bad_triads=int(counts["c3_bad"].sum()),
-        mean_c4_bad=float(counts["c4_bad"].mean()) if stack.T else 0.0,
-        per_pair=pair_matrix_frame(per_pair, stack.models),
-        category_rates=category_participation(stack, vertex_bad),
+        mean_c4_bad=float(counts["c4_bad"].mean()) if b.T else 0.0,
+        per_pair=pair_matrix_frame(per_pair, b.models),
+        category_rates=category_rates,
         graphs=graphs,
         nb_c3=fits["c3_bad"],
         nb_c4=fits["c4_bad"],

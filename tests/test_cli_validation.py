@@ -54,6 +54,9 @@ def refused(db, *args) -> str:
     (("--ranker", "kemeny", "--param", "exact_max=many"), ("exact_max='many'", "whole number")),
     (("--ranker", "kemeny", "--param", "weights=2"), ("--judge-weight",)),
     (("--judge-weight", "gpt-4=2"), ("--judge-weight", "bt ranker takes no judge weights")),
+    (("--ranker", "elo", "--param", "order=bogus"), ("order='bogus'", "time, input, prompt")),
+    (("--param", "on_degenerate=bogus"), ("on_degenerate='bogus'", "regularize, raise")),
+    (("--ranker", "davidson", "--param", "on_degenerate=x"), ("on_degenerate='x'", "regularize, raise")),
 ])
 def test_bad_ranker_parameters_are_one_sentence(shipped_db, args, words):
     line = refused(shipped_db, "leaderboard", *args)
@@ -102,6 +105,9 @@ def test_elo_parameters_reach_the_ranker(shipped_db, shipped_store):
     expect = dict(zip(st.models, r - r.mean(), strict=True))
     got = {row["model"]: row["score"] for row in json.loads(out)["table"]}
     np.testing.assert_allclose([got[m] for m in st.models], [expect[m] for m in st.models], atol=1e-9)
+    # the printed score is the rating less the initial 1000 (updates are zero-sum), and the note says so
+    np.testing.assert_allclose(r.mean(), 1000.0, atol=1e-9)
+    assert any("score = rating - 1000" in note for note in json.loads(out)["notes"]), out
 
 
 @pytest.mark.parametrize("args", [

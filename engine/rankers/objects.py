@@ -23,14 +23,11 @@ from .bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt, fit_bt_batch_info
 from .davidson import fit_davidson, fit_davidson_stack_batch
 from .elo import elo_ratings
 from .majority import graph_from_counts, majority_scores
+from .params import ELO_ORDERS as ELO_ORDERS  # re-exported: leaderboard reads it here
 from .params import check_ranker_params
 from .rank_centrality import rank_centrality_batch
 from .simple import UNCOMPARED, copeland_scores, majority_graph, winrate_scores
 from .votes import PairCounts, Votes
-
-ELO_ORDERS = ("time", "input", "prompt")
-"""Elo's update orders: by timestamp (source order among equal or missing times), by source order
-(file, line), or by graph key then model pair (the stack's order)."""
 
 
 def _fmt(v: Any) -> str:
@@ -256,7 +253,8 @@ class Elo(Ranker):
     def notes(self, details, params, table=None):
         return [f"elo: K = {_fmt(details.get('k_factor'))}, base {_fmt(details.get('base'))}, scale "
                 f"{_fmt(details.get('scale'))}, initial rating {_fmt(details.get('init'))}, {details.get('n_updates')} "
-                f"updates; order: {details.get('order')}."]
+                f"updates; order: {details.get('order')}; score = rating - {_fmt(details.get('init'))} (updates are "
+                "zero-sum, so 0 is the average model)."]
 
 
 class Kemeny(Ranker):

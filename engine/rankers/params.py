@@ -28,6 +28,16 @@ RANGES: dict[tuple[str, str], tuple[Callable[[float], bool], str]] = {
 }
 """(ranker, parameter) → (accepts value, the range in words); numbers must also be finite."""
 
+ELO_ORDERS = ("time", "input", "prompt")
+"""Elo's update orders (``--param order=…``): by timestamp (source order among equal or missing times), by
+source order (file, line), or by graph key then model pair (the stack's order)."""
+
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("elo", "order"): ELO_ORDERS,
+    **{(r, "on_degenerate"): ("regularize", "raise") for r in ("bt", "davidson", "rank-centrality", "elspr")},
+}
+"""(ranker, word parameter) → the words it accepts; a ranker checking its own words needs no entry."""
+
 
 def param_kinds(ranker: str) -> dict[str, str]:
     """Parameter name → kind (float, int, bool, str, weights) from the ranker's keyword-only arguments."""
@@ -118,4 +128,7 @@ def check_ranker_params(ranker: str, params: dict) -> dict:
                 raise LensError(f"Ranker parameter {name}={value!r} of {ranker} must be {rule[1]}.")
         if kind == "str" and not isinstance(value, str):
             raise LensError(f"Ranker parameter {name}={value!r} of {ranker} must be a word, not a number.")
+        allowed = CHOICES.get((ranker, name))
+        if allowed is not None and value is not None and value not in allowed:
+            raise LensError(f"Ranker parameter {name}={value!r} of {ranker} is not one of {', '.join(allowed)}.")
     return params
