@@ -52,6 +52,11 @@ def _choice(label: str, options: list[str], key: str, default: str, **kwargs) ->
     return st.selectbox(label, options, key=key, on_change=_remember, args=(key,), **kwargs)
 
 
+def _judge_label(value: str) -> str:
+    """The judge picker's text: the pooled choice is spelled out."""
+    return "all judges (pooled)" if value == ALL else value
+
+
 def _seed_from_query() -> None:
     """A link such as ``?dataset=x&judge=y`` sets the sidebar once, when a session starts."""
     if st.session_state.get("_seeded"):
@@ -80,9 +85,9 @@ def sidebar() -> None:
             return
         dataset = _choice("Dataset", datasets, "dataset", DEFAULT_DATASET)
         ch = choices(dataset, store.dataset_version(dataset))
-        _choice("Judge", [ALL, *ch.judges], "judge", ch.default_judge,
-                help="Each judge's verdicts form their own graphs. Opens on the judge covering the most models; "
-              "(all) pools every judge, as the command line does without --judge.")
+        _choice("Judge", [ALL, *ch.judges], "judge", ALL, format_func=_judge_label,
+                help="Each judge's verdicts form their own graphs. Opens on all judges pooled, as the command "
+                     f"line does without --judge; {ch.default_judge} is the judge covering the most models.")
         _choice("Category", [ALL, *ch.categories], "category", ALL)
         _choice("Ranker", list(RANKERS), "ranker", "bt", help="How the kept graphs become scores.")
         st.caption(f"Store: `{store.path.name}`")

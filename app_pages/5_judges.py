@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._lens import current, judge_diagnostics, or_stop, show_table
+from app_pages._lens import current, get_store, judge_diagnostics, or_stop, show_table
 from engine.viz import escape_md, plot_labels
 
 st.title("Judges")
@@ -156,5 +156,5 @@ show_table(
         "h2_mean": num("H₂", format="%.3f", help="Two-dimensional structural entropy, averaged over graphs."),
     },
 )
-st.caption(f"{escape_md(ch.key.dataset)} (version {ch.key.version}) · all judges · "
+st.caption(f"{escape_md(ch.key.dataset)} (version {get_store().dataset_revision(ch.dataset)}) · all judges · "
            f"{escape_md(ch.key.category or 'all categories')} · combine policy: plurality")

@@ -237,7 +237,7 @@ else:
 
         st.markdown("**Results of the current selection**")
         ch = current()
-        about = (f"dataset {ch.key.dataset} (version {ch.key.version}), judge {ch.key.judge or 'all judges'}, "
+        about = (f"dataset {ch.key.dataset} (version {store.dataset_revision(ch.dataset)}), judge {ch.key.judge or 'all judges'}, "
                  f"{ch.key.category or 'all categories'}, ranker {ch.ranker}")
         st.caption(escape_md(
             f"{about}: the leaderboard (CSV and JSON with its parameters), the per-graph cycle table (S_μ with "

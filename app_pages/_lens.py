@@ -107,7 +107,8 @@ class Choice:
         """One line naming exactly the data behind a result (escaped by the caller's st.caption)."""
         judge = self.key.judge or "all judges"
         cat = self.key.category or "all categories"
-        text = f"dataset {self.key.dataset} (version {self.key.version}) · judge {judge} · {cat}"
+        version = get_store().dataset_revision(self.key.dataset)  # the dataset's own count, not the cache number
+        text = f"dataset {self.key.dataset} (version {version}) · judge {judge} · {cat}"
         return escape_md(text)
 
 

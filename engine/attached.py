@@ -97,7 +97,7 @@ def attach(store, name: str, glob: str, description: str | None = None) -> dict:
     with store.transaction() as tx:
         tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])  # left by a deleted dataset
         version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
-        tx.execute("INSERT INTO datasets (name, description, source, version) VALUES (?, ?, ?, ?)",
+        tx.execute("INSERT INTO datasets (name, description, source, version, revision) VALUES (?, ?, ?, ?, 1)",
                    [name, description or f"Parquet read in place: {glob}", glob, version])
         tx.execute("INSERT INTO attached_datasets (name, files) VALUES (?, ?)", [name, glob])
     return {"dataset": name, "glob": glob, "files": n_files, "verdicts": n_rows, "version": version}

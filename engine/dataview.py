@@ -19,7 +19,9 @@ DATASET_COLUMNS = ["name", "version", "verdicts", "invalid", "judges", "prompts"
 
 
 def datasets_view(frame: pd.DataFrame) -> pd.DataFrame:
-    """``Store.datasets()`` as the page lists it: known columns first, missing text as "—"."""
+    """``Store.datasets()`` as the page lists it: version counted per dataset, known columns first, "—" for no text."""
+    if "revision" in frame.columns:  # the store-wide number keys caches; users see the dataset's own count
+        frame = frame.drop(columns="version").rename(columns={"revision": "version"})
     cols = [c for c in DATASET_COLUMNS if c in frame.columns] + [c for c in frame.columns if c not in DATASET_COLUMNS]
     out = frame[cols].copy()
     for col in ("description", "source"):

@@ -55,9 +55,10 @@ class ImportResult:
     rows_stored: int
     rows_rejected: int
     rows_invalid: int
-    version: int | None
+    version: int | None  # store-wide number (cache keys)
     report: ValidationReport
     message: str = ""
+    revision: int | None = None  # the dataset's own change count, shown as its version
 
     @property
     def rows_held(self) -> int:
@@ -223,13 +224,14 @@ def store_report(
             for name, digest in report.file_hashes.items():
                 tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id)"
                            " VALUES (?, ?, ?, ?)", [dataset, digest, name, import_id])
+            revision = int(tx.execute("SELECT revision FROM datasets WHERE name = ?", [dataset]).fetchone()[0])
     except (duckdb.Error, OSError) as exc:
         if no_space(exc):
             raise LensError(f"The disk holding the store {store.path} is full, so nothing of this import was stored "
                             "(the store is unchanged); free some space and import again.") from exc
         raise
     return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,
-                        report.n_rejected, report.n_invalid, version, report)
+                        report.n_rejected, report.n_invalid, version, report, revision=revision)
 
 
 def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replace: bool,
@@ -238,19 +240,19 @@ def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replac
     version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
     if exists and replace:  # new content: the synthetic flag follows the new rows
         tx.execute(
-            "UPDATE datasets SET version = ?, updated_at = current_timestamp, synthetic = ?,"
-            " description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
+            "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1, updated_at = current_timestamp,"
+            " synthetic = ?, description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
             [version, synthetic, description, source, dataset],
         )
     elif exists:
         tx.execute(
-            "UPDATE datasets SET version = ?, updated_at = current_timestamp,"
-            " description = coalesce(?, description) WHERE name = ?",
+            "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1,"
+            " updated_at = current_timestamp, description = coalesce(?, description) WHERE name = ?",
             [version, description, dataset],
         )
     else:
         tx.execute(
-            "INSERT INTO datasets (name, description, source, synthetic, version) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO datasets (name, description, source, synthetic, version, revision) VALUES (?, ?, ?, ?, ?, 1)",
             [dataset, description, source, synthetic, version],
         )
     if replace:
@@ -390,8 +392,8 @@ def rename_dataset(store: Store, old: str, new: str) -> int:
         tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [new])  # left by an older version
         for table in DATASET_TABLES:
             tx.execute(f"UPDATE {table} SET dataset = ? WHERE dataset = ?", [new, old])
-        tx.execute("UPDATE datasets SET name = ?, version = ?, updated_at = current_timestamp WHERE name = ?",
-                   [new, version, old])
+        tx.execute("UPDATE datasets SET name = ?, version = ?, revision = coalesce(revision, 0) + 1,"
+                   " updated_at = current_timestamp WHERE name = ?", [new, version, old])
     return version
 
 
@@ -459,7 +461,7 @@ def _write_export(df: pd.DataFrame, target, fmt: str) -> None:
 
 
 def dataset_table(store: Store) -> pd.DataFrame:
-    """One row per dataset: name, version, verdicts, invalid, judges, models, prompts, updated_at."""
+    """One row per dataset: name, version (its own change count), verdicts, invalid, judges, models, prompts."""
     models = store.cursor().execute(
         """SELECT dataset AS name, count(DISTINCT m) AS models
            FROM (SELECT dataset, model_a AS m FROM verdicts UNION ALL SELECT dataset, model_b FROM verdicts)
@@ -467,5 +469,6 @@ def dataset_table(store: Store) -> pd.DataFrame:
     ).df()
     df = store.datasets().merge(models, on="name", how="left")
     df["models"] = df["models"].fillna(0).astype("int64")
+    df["version"] = df["revision"]  # the dataset's own count; the store-wide number only keys caches
     cols = ["name", "version", "verdicts", "invalid", "judges", "models", "prompts", "synthetic", "updated_at"]
     return df[cols]

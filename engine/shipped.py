@@ -3,9 +3,12 @@
 ``data/vicuna80/raw`` holds the original review-format files of artidoro/qlora (gpt-4 judging the
 8-model round robin) and bcdnlp/PRD (bard, claude, gpt-3.5-turbo, vicuna-13b and human judges,
 and gpt-4 on the pairs with claude), the models' answers and the 80 questions (PROVENANCE.md
-there). Building from raw keeps the judges' rationales for the inspector and takes about a
-second, so no prebuilt copy is shipped. The store records that the bootstrap ran (``init_log``),
-so a user who deletes ``vicuna80`` does not get it back on the next start.
+there). Validating those files takes 3-6 s on a busy 2-core box, so the validated result (verdicts
+with the judges' rationales, questions, answers) is also shipped as Parquet in
+``data/vicuna80/prebuilt`` and inserted directly on a store's first use; ``write_prebuilt`` rebuilds
+it from the raw files and tests/test_shipped.py checks that it equals what the importer produces.
+Without the prebuilt files the raw ones are imported. The store records that the bootstrap ran
+(``init_log``), so a user who deletes ``vicuna80`` does not get it back on the next start.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from .store import DATA_DIR, Store
 from .verdicts import ValidationReport, validate_many
 
 VICUNA80_DIR = DATA_DIR / "vicuna80"
+PREBUILT = "prebuilt"
+"""Folder under the dataset root holding the validated frames as Parquet plus ``manifest.json``."""
+_FRAMES = ("good", "prompts", "answers")
 INIT_STEP = "default_dataset"
 
 MODEL_NAMES: dict[str, str] = {
@@ -80,9 +86,48 @@ def vicuna80_report(root: Path = VICUNA80_DIR) -> ValidationReport:
     return replace(report, source="data/vicuna80/raw")
 
 
+def write_prebuilt(root: Path = VICUNA80_DIR) -> Path:
+    """Validate the raw files and write the validated stage files (verdicts, prompts, answers, each
+    with its ``seq``) as zstd Parquet + a manifest; run after changing raw/."""
+    import pyarrow.parquet as pq
+
+    report = vicuna80_report(root)
+    if report.n_rejected or report.excluded:
+        raise ValueError(f"{report.n_rejected} shipped rows do not validate; nothing written")
+    out = root / PREBUILT
+    out.mkdir(exist_ok=True)
+    for name, path in zip(_FRAMES, (report.good_file, report.prompts_file, report.answers_file), strict=True):
+        pq.write_table(pq.read_table(path), out / f"{name}.parquet", compression="zstd")
+    manifest = {"format": report.format, "rows_read": report.rows_read, "repeats": report.repeats,
+                "n_good": report.n_good, "n_invalid": report.n_invalid, "field_names": list(report.field_names),
+                "dropped": {k: list(v) for k, v in report.dropped.items()}, "file_hashes": dict(report.file_hashes)}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return out
+
+
+def prebuilt_report(root: Path = VICUNA80_DIR) -> ValidationReport | None:
+    """The shipped dataset as a report whose rows are the prebuilt Parquet files (the store inserts
+    them straight from there); None when they are not there."""
+    from .staging import Stage
+
+    folder = root / PREBUILT
+    if not (folder / "manifest.json").is_file():
+        return None
+    m = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return ValidationReport(
+        dataset=DEFAULT_DATASET, source="data/vicuna80/raw", format=m["format"], rows_read=m["rows_read"],
+        n_good=m["n_good"], n_rejected=0, n_invalid=m["n_invalid"], stage=Stage(),
+        good_file=str(folder / "good.parquet"), excluded=(), rejected_files=(),
+        prompts_file=str(folder / "prompts.parquet"), answers_file=str(folder / "answers.parquet"),
+        field_names=tuple(m["field_names"]), dropped={k: tuple(v) for k, v in m["dropped"].items()},
+        repeats=m["repeats"], file_hashes=m["file_hashes"],
+    )
+
+
 def import_vicuna80(store: Store, *, replace: bool = False, root: Path = VICUNA80_DIR) -> ImportResult:
-    """Import the shipped dataset (all-or-nothing: the shipped files must validate cleanly)."""
-    return store_report(store, vicuna80_report(root), DEFAULT_DATASET, replace=replace,
+    """Import the shipped dataset (prebuilt Parquet when present, else the raw files; all-or-nothing)."""
+    report = prebuilt_report(root) or vicuna80_report(root)
+    return store_report(store, report, DEFAULT_DATASET, replace=replace,
                         description=DESCRIPTION, source="data/vicuna80 (qlora + PRD rating files)")
 
 

@@ -240,7 +240,7 @@ class Store:
         """One row per dataset with verdict, judge, model and prompt counts."""
         return self.cursor().execute(
             """
-            SELECT d.name, d.description, d.synthetic, d.version, d.source,
+            SELECT d.name, d.description, d.synthetic, d.version, d.revision, d.source,
                    count(v.verdict_id) AS verdicts,
                    count(v.verdict_id) FILTER (WHERE v.winner = 'invalid') AS invalid,
                    count(DISTINCT v.judge) AS judges,
@@ -255,8 +255,15 @@ class Store:
         row = self.cursor().execute("SELECT 1 FROM datasets WHERE name = ?", [name]).fetchone()
         return row is not None
 
+    def dataset_revision(self, name: str) -> int:
+        """The dataset's own change count (1, 2, 3, ...), shown to users as its version."""
+        row = self.cursor().execute("SELECT revision FROM datasets WHERE name = ?", [name]).fetchone()
+        if row is None:
+            raise StoreError(f"There is no dataset named {name!r} in {self.path}.")
+        return int(row[0] or 1)
+
     def dataset_version(self, name: str) -> int:
-        """The dataset's version counter (part of every cache key)."""
+        """The dataset's store-wide version number (part of every cache key; never reused by a name)."""
         row = self.cursor().execute("SELECT version FROM datasets WHERE name = ?", [name]).fetchone()
         if row is None:
             raise StoreError(f"There is no dataset named {name!r} in {self.path}.")

@@ -148,3 +148,58 @@ def test_per_order_sntd_mixes_all_eight_draws_and_equals_averaged_with_one_order
         sntd_triples(st)["sntd"].iloc[0], rel=1e-12)
     with pytest.raises(ValueError):
         sntd_triples(st, variant="per-order")
+
+
+def _dense_verdicts(n_models: int, n_prompts: int, with_prob: bool, seed: int = 0) -> pd.DataFrame:
+    """Every pair of ``n_models`` judged once on each of ``n_prompts`` prompts, prob_a random or absent."""
+    rng = np.random.default_rng(seed)
+    names = [f"m{i:03d}" for i in range(n_models)]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    rows = [(f"p{p}", a, b, float(rng.uniform(0.05, 0.95)) if with_prob else np.nan, "AB")
+            for p in range(n_prompts) for a, b in pairs]
+    v = soft_verdicts(rows)
+    if not with_prob:
+        v["winner"] = rng.choice(["A", "B", "tie"], len(v))
+    return v
+
+
+def test_no_probability_gives_an_empty_result_with_a_reason_and_allocates_nothing_per_triple():
+    """150 models (551,300 triples per graph): without prob_a nothing of that size is allocated."""
+    import tracemalloc
+
+    from engine.diagnostics.sntd import NO_PROBABILITY
+
+    stack = build_stack(_dense_verdicts(150, 2, with_prob=False))
+    assert stack.soft is None
+    tracemalloc.start()
+    t = sntd_triples(stack)
+    s = sntd_summary(stack)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert t.empty and s.empty and list(s.columns) == ["judge", "soft_triples", "sntd_mean"]
+    assert t.attrs["reason"] == s.attrs["reason"] == NO_PROBABILITY
+    assert peak < 2 * 551_300 * 8  # less than two float arrays over one graph's triples
+
+
+def test_blocked_computation_equals_the_whole_arrays_and_bounds_memory():
+    """Computed in small blocks, SNTD equals sntd_arrays on the whole (graphs, triples) array, and the
+    peak memory follows the block size, not graphs x triples."""
+    import tracemalloc
+
+    v = _dense_verdicts(40, 6, with_prob=True, seed=3)
+    stack = build_stack(v)
+    whole, tri = sntd_arrays(stack.soft)
+    expect = np.sort(whole[~np.isnan(whole)])
+    assert len(expect) == 6 * len(tri) == 6 * 9880
+    tracemalloc.start()
+    small = sntd_triples(stack, max_cells=5_000)
+    _, peak_small = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    tracemalloc.start()
+    big = sntd_triples(stack, max_cells=10**8)
+    _, peak_big = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    pd.testing.assert_frame_equal(small, big)
+    np.testing.assert_allclose(np.sort(small["sntd"].to_numpy()), expect, rtol=0, atol=1e-15)
+    assert "reason" not in small.attrs
+    assert peak_small < peak_big / 2  # the per-triple work no longer holds every cell at once

@@ -80,3 +80,20 @@ def test_batch_equals_single_and_needs_two_models():
             assert out[k][b] == pytest.approx(single[k])
     with pytest.raises(LensError, match="at least two"):
         spearman_distance(pd.Series({"a": 1, "b": 2}), pd.Series({"a": 1, "z": 2}))
+
+
+def test_numpy_average_ranks_equal_scipy_rankdata():
+    """engine.distances.rankdata (numpy, keeps scipy.stats off the first page) equals scipy's, ties included."""
+    import numpy as np
+    from scipy.stats import rankdata as scipy_rankdata
+
+    from engine.distances import rankdata
+
+    rng = np.random.default_rng(7)
+    for shape in [(1,), (6,), (40, 9), (3, 200)]:
+        for levels in (2, 5, 1000):
+            x = rng.integers(0, levels, size=shape).astype(float)
+            for axis in range(x.ndim):
+                assert np.array_equal(rankdata(x, axis=axis), scipy_rankdata(x, method="average", axis=axis))
+    x = np.array([[1.0, np.nan, 2.0], [3.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(rankdata(x, axis=1), scipy_rankdata(x, method="average", axis=1))

@@ -127,12 +127,26 @@ def test_compare_names_rho_and_distance(shipped_db):
     assert "spearman" not in pd.read_csv(io.StringIO(out)).columns
 
 
-def test_pooled_judges_are_said_with_the_app_default(shipped_db, shipped_store):
+def test_cli_default_judge_is_the_apps_first_view(shipped_db, shipped_store, monkeypatch):
+    """Both pool all judges by default: the CLI's leaderboard equals the one the app opens on."""
+    from streamlit.testing.v1 import AppTest
+
     from engine.appstate import dataset_choices
 
     default = dataset_choices(shipped_store, "vicuna80").default_judge
     rc, out, err = run_cli(shipped_db, "leaderboard", "--format", "csv")
-    assert rc == 0 and f"the app opens on judge {default}" in err and "all 6 judges are pooled" in err
+    assert rc == 0 and "all 6 judges are pooled" in err and "as in the app's first view (all judges)" in err
+    assert f"({default} covers the most models)" in err
+    cli = pd.read_csv(io.StringIO(out)).set_index("model")
+    monkeypatch.setenv("LENS_DB", str(shipped_db))
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception and at.session_state["judge"] == "(all)"
+    assert at.selectbox(key="judge").format_func("(all)") == "all judges (pooled)"
+    app = at.dataframe[0].value.set_index("model")
+    assert sorted(app.index) == sorted(cli.index)
+    assert (app.loc[cli.index, ["wins", "losses", "ties"]].to_numpy() == cli[["wins", "losses", "ties"]].to_numpy()).all()
+    assert list(app.sort_values("score", ascending=False).index) == list(cli.sort_values("score", ascending=False).index)
     rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", default, "--format", "csv")
     assert "pooled" not in err
 

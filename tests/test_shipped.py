@@ -12,7 +12,15 @@ import pytest
 
 from engine.graphs import build_stack
 from engine.ingest import delete_dataset, import_files
-from engine.shipped import JUDGE_NAMES, MODEL_NAMES, VICUNA80_DIR, ensure_default_dataset
+from engine.shipped import (
+    JUDGE_NAMES,
+    MODEL_NAMES,
+    VICUNA80_DIR,
+    ensure_default_dataset,
+    import_vicuna80,
+    prebuilt_report,
+    vicuna80_report,
+)
 from engine.store import Store, open_store
 
 LONG = VICUNA80_DIR / "vicuna80_pairwise_long.csv"
@@ -129,3 +137,28 @@ def test_existing_dataset_is_not_reimported(shipped_db, tmp_path):
         assert ensure_default_dataset(s) is False
         assert s.dataset_version("vicuna80") == version
         assert s.cursor().execute("SELECT count(*) FROM init_log").fetchone()[0] == 1
+
+
+def test_prebuilt_parquet_equals_the_raw_import():
+    """The shipped Parquet is exactly what validating the raw files gives (rebuild: write_prebuilt)."""
+    built, raw = prebuilt_report(), vicuna80_report()
+    assert built is not None, "data/vicuna80/prebuilt is missing"
+    for name in ("good", "prompts", "answers"):
+        pd.testing.assert_frame_equal(getattr(built, name), getattr(raw, name), check_exact=True)
+    assert (built.format, built.rows_read, built.repeats) == (raw.format, raw.rows_read, raw.repeats)
+    assert (dict(built.dropped), dict(built.file_hashes)) == (dict(raw.dropped), dict(raw.file_hashes))
+    assert built.n_rejected == raw.n_rejected == 0
+
+
+def test_raw_files_are_imported_without_the_prebuilt_copy(shipped, tmp_path):
+    """A checkout without data/vicuna80/prebuilt still gets the same rows, from the raw files."""
+    root = tmp_path / "v80"
+    root.mkdir()
+    for name in ("raw", "vicuna80_questions.csv"):
+        (root / name).symlink_to(VICUNA80_DIR / name)
+    assert prebuilt_report(root) is None
+    with Store(tmp_path / "r.duckdb") as s:
+        assert import_vicuna80(s, root=root).status == "stored"
+        got = s.verdicts("vicuna80")
+    cols = [*KEY, "annotator", "category", "explanation", "source_file", "source_line"]
+    pd.testing.assert_series_equal(multiset(got, cols), multiset(shipped, cols))

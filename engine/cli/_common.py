@@ -51,9 +51,9 @@ def check_judges(store: Store, dataset: str, judges, option: str = "--judge") ->
 
 
 def pooled_judges_note(store: Store, dataset: str) -> str | None:
-    """Without --judge the graphs of every judge are pooled; with several judges, one sentence naming
-    them and the judge the app opens on (``engine.appstate.dataset_choices``), so "the leaderboard"
-    of the command line and of the app can be told apart. None for a one-judge dataset."""
+    """Without --judge the graphs of every judge are pooled, as in the app's first view; with several
+    judges, one sentence naming them and the judge covering the most models
+    (``engine.appstate.dataset_choices``). None for a one-judge dataset."""
     from ..appstate import dataset_choices
 
     if not store.has_dataset(dataset):
@@ -61,9 +61,9 @@ def pooled_judges_note(store: Store, dataset: str) -> str | None:
     choice = dataset_choices(store, dataset)
     if len(choice.judges) < 2:
         return None
-    return (f"no --judge: the graphs of all {len(choice.judges)} judges are pooled ({', '.join(choice.judges)}); "
-            f"the app opens on judge {choice.default_judge} (the one covering the most models): "
-            f"--judge {choice.default_judge} gives that view.")
+    return (f"no --judge: the graphs of all {len(choice.judges)} judges are pooled ({', '.join(choice.judges)}), "
+            f"as in the app's first view (all judges); --judge J gives one judge's view "
+            f"({choice.default_judge} covers the most models).")
 
 
 def no_subcommand(sub: argparse._SubParsersAction, command: str):

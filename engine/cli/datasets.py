@@ -56,14 +56,15 @@ def run_attach(args: argparse.Namespace) -> int:
     finally:
         store.close()
     print(f"attached {info['verdicts']} verdicts in {info['files']} Parquet file(s) as dataset {args.name!r} "
-          f"(read in place, version {info['version']})")
+          "(read in place, version 1)")
     return 0
 
 
 def run_rename(args: argparse.Namespace) -> int:
     store = store_from_args(args)
     try:
-        version = rename_dataset(store, args.old, args.new)
+        rename_dataset(store, args.old, args.new)
+        version = store.dataset_revision(args.new)
     finally:
         store.close()
     print(f"renamed {args.old!r} to {args.new!r} (version {version})")

@@ -119,12 +119,12 @@ def run(args: argparse.Namespace) -> int:
             if not stored:
                 raise
             raise LensError(f"{str(exc).rstrip('.')}, although the {result.rows_stored} valid rows were stored "
-                            f"(dataset {result.dataset!r}, version {result.version}).") from exc
+                            f"(dataset {result.dataset!r}, version {result.revision}).") from exc
         print(f"rejected rows written to {rejected_path}", file=out)
     if not stored:
         print(f"error: {result.message}.", file=sys.stderr)
         return 2
-    print(f"dataset {result.dataset!r} is now version {result.version}")
+    print(f"dataset {result.dataset!r} is now version {result.revision}")
     return 0
 
 

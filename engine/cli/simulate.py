@@ -122,5 +122,5 @@ def run_synthetic(args: argparse.Namespace) -> int:
                         soft=args.soft, soft_noise=args.soft_noise)
     store = store_from_args(args, ensure_default=False)  # writing a new dataset needs no shipped import
     res = write_synthetic(store, args.name, p)
-    print(f"synthetic dataset {args.name!r} (version {res.version}): {res.summary()}")
+    print(f"synthetic dataset {args.name!r} (version {res.revision}): {res.summary()}")
     return 0

@@ -130,12 +130,46 @@ def per_order_sntd(triples: pd.DataFrame, verdicts: pd.DataFrame, models: tuple[
     return total / 8.0
 
 
+MAX_CELLS = 1 << 20
+"""At most this many (graph, triple) values are computed at once (~8 MB per float array), so the
+memory of SNTD does not grow with graphs x C(n, 3)."""
+
+NO_PROBABILITY = "no verdict carries a judge probability (prob_a), so SNTD is not defined"
+"""The reason an SNTD result is empty when the stack has no probabilities at all."""
+
+
+def _chunked_values(soft: np.ndarray, eps: float, base: float, max_cells: int):
+    """(graph rows, triple indices, values) of the defined SNTDs of ``soft`` (T, k, k), computed in
+    blocks of at most ``max_cells`` (graph, triple) cells; graphs without any probability skipped."""
+    k = soft.shape[-1]
+    tri = triple_index(k)
+    rows = np.flatnonzero(~np.isnan(soft).all(axis=(1, 2)))
+    if len(tri) == 0 or len(rows) == 0:
+        return
+    tri_step = max(1, min(len(tri), max_cells))
+    graph_step = max(1, max_cells // tri_step)
+    for g0 in range(0, len(rows), graph_step):
+        block = rows[g0:g0 + graph_step]
+        s = soft[block]
+        for k0 in range(0, len(tri), tri_step):
+            part = tri[k0:k0 + tri_step]
+            a, b, c = part[:, 0], part[:, 1], part[:, 2]
+            p_ab, p_bc, p_ac = s[:, a, b], s[:, b, c], s[:, a, c]
+            ok = ~(np.isnan(p_ab) | np.isnan(p_bc) | np.isnan(p_ac))
+            t_idx, k_idx = np.nonzero(ok)
+            if len(t_idx):
+                val = _triple_sntd(p_ab[ok], p_bc[ok], p_ac[ok], eps, base)
+                yield block[t_idx], k0 + k_idx, val
+
+
 def sntd_triples(stack, *, eps: float = 1e-6, base: float = 2.0, variant: str = "averaged",
-                 verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+                 verdicts: pd.DataFrame | None = None, max_cells: int = MAX_CELLS) -> pd.DataFrame:
     """One row per graph and model triple with probabilities on all three pairs: key columns,
     graph (position in the stack), model_a < model_b < model_c (by stack order), sntd.
     ``stack``: a GraphStack or GraphBuckets (each graph's triples over its own models).
-    ``variant="per-order"`` (paper 001's eq. 3 literally) needs the ``verdicts`` the stack was built from."""
+    ``variant="per-order"`` (paper 001's eq. 3 literally) needs the ``verdicts`` the stack was built from.
+    Without any probability the result is empty and ``attrs["reason"]`` says why (nothing is
+    allocated per triple); otherwise at most ``max_cells`` (graph, triple) values are held at once."""
     if variant not in SNTD_VARIANTS:
         raise ValueError(f"SNTD variant must be one of {', '.join(SNTD_VARIANTS)}; got {variant!r}.")
     if variant == "per-order" and verdicts is None:
@@ -144,14 +178,13 @@ def sntd_triples(stack, *, eps: float = 1e-6, base: float = 2.0, variant: str = 
 
     b = as_buckets(stack)
     g_all, tri_all, val_all = [], [], []
-    for bk in b.at_least(3):
-        if bk.soft is None:
-            continue
-        val, tri = sntd_arrays(bk.soft, eps=eps, base=base)
-        t_idx, k_idx = np.nonzero(~np.isnan(val))
-        g_all.append(bk.graph[t_idx])
-        tri_all.append(np.take_along_axis(bk.members[t_idx], tri[k_idx], axis=1))
-        val_all.append(val[t_idx, k_idx])
+    with_soft = [bk for bk in b.at_least(3) if bk.soft is not None]
+    for bk in with_soft:
+        tri = triple_index(bk.k)
+        for t_idx, k_idx, val in _chunked_values(bk.soft, eps, base, max_cells):
+            g_all.append(bk.graph[t_idx])
+            tri_all.append(np.take_along_axis(bk.members[t_idx], tri[k_idx], axis=1))
+            val_all.append(val)
     g = np.concatenate(g_all) if g_all else np.zeros(0, np.int64)
     glob = np.concatenate(tri_all) if tri_all else np.zeros((0, 3), np.int64)
     val = np.concatenate(val_all) if val_all else np.zeros(0)
@@ -167,6 +200,8 @@ def sntd_triples(stack, *, eps: float = 1e-6, base: float = 2.0, variant: str = 
     out["sntd"] = val
     if variant == "per-order":
         out["sntd"] = per_order_sntd(out, verdicts, tuple(b.models), eps=eps, base=base)
+    if not with_soft:
+        out.attrs["reason"] = NO_PROBABILITY
     return out
 
 
@@ -177,6 +212,8 @@ def sntd_summary(stack, by: tuple[str, ...] = ("judge",), *, eps: float = 1e-6, 
     t = sntd_triples(stack, eps=eps, base=base, variant=variant, verdicts=verdicts)
     cols = [*by, "soft_triples", "sntd_mean"]
     if t.empty:
-        return pd.DataFrame(columns=cols)
+        out = pd.DataFrame(columns=cols)
+        out.attrs.update(t.attrs)
+        return out
     out = t.groupby(list(by), sort=True, dropna=False).agg(soft_triples=("sntd", "size"), sntd_mean=("sntd", "mean"))
     return out.reset_index()[cols]

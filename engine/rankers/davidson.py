@@ -32,7 +32,6 @@ front, divergence is not expected; the flag guards against optimiser failure.)
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog, minimize
 
 from ..errors import LensError
 from ..graphs import GraphStack
@@ -102,6 +101,8 @@ def separating_direction(W: np.ndarray, T: np.ndarray) -> np.ndarray | None:
     A = np.vstack(rows)
     c = A.sum(axis=0)  # minimise sum of (A x) = maximise the total slack -sum(A x)
     a_eq = np.append(np.ones(n), 0.0)[None]
+    from scipy.optimize import linprog  # here, not at import: scipy.optimize costs ~1 s to load
+
     res = linprog(c, A_ub=A, b_ub=np.zeros(len(A)), A_eq=a_eq, b_eq=[0.0], bounds=[(-1.0, 1.0)] * (n + 1),
                   method="highs")
     if res.status != 0:  # pragma: no cover - the zero vector is always feasible and the box bounds it
@@ -197,6 +198,8 @@ def fit_davidson(
         note = regularisation_note(alpha)
     iu = np.triu_indices(n, 1)
     n_tot = (W + W.T + T)[iu].sum()
+    from scipy.optimize import minimize  # loaded only when a Davidson fit runs
+
     with single_thread_blas():
         theta0 = fit_bt_batch((W + 0.5 * T)[None], alpha=alpha)[0]
         nu0 = max(T[iu].sum(), 0.5) / max(n_tot - T[iu].sum(), 0.5)

@@ -45,6 +45,12 @@ def own_app(shipped_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return new_app(copy, monkeypatch)
 
 
+def judge_of(at) -> str | None:
+    """The sidebar's judge as a verdict filter: None for "all judges" (the app's first view)."""
+    judge = at.session_state["judge"]
+    return None if judge == "(all)" else judge
+
+
 def assert_clean(at) -> None:
     """No exception and no error box on the page."""
     assert [e.message for e in at.exception] == []

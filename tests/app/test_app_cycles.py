@@ -13,6 +13,7 @@ from apphelpers import (  # noqa: F401
     bad_triads_bruteforce,
     combined_outcomes,
     graph_digraph,
+    judge_of,
     unescape_md,
 )
 
@@ -24,11 +25,11 @@ def _judge_pairs(shipped_store, judge: str) -> pd.DataFrame:
 def test_cycles_page_counts_match_bruteforce(app, shipped_store):
     at = app.switch_page("app_pages/3_cycles.py").run()
     assert_clean(at)
-    judge = at.session_state["judge"]
+    judge = judge_of(at)
     pairs = _judge_pairs(shipped_store, judge)
     per_graph = {
         key: len(bad_triads_bruteforce(graph_digraph(g)))
-        for key, g in pairs.groupby(["prompt_id", "variant", "turn"])
+        for key, g in pairs.groupby(["judge", "prompt_id", "variant", "turn"])
     }
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Graphs"] == str(len(per_graph))

@@ -9,7 +9,17 @@ import numpy as np
 import pandas as pd
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
+from apphelpers import (  # noqa: F401
+    app,
+    assert_clean,
+    bad_triads_bruteforce,
+    combined_outcomes,
+    graph_digraph,
+    judge_of,
+)
+
+PAPER_JUDGE = "gpt-4"
+"""Truncation tests use one judge's graphs, as paper 000 does (the app opens on all judges)."""
 
 
 def _win_loss_tie(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -40,12 +50,15 @@ def _bad_cycles(g: nx.DiGraph, length: int) -> int:
 def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
     assert_clean(app)
     table = app.dataframe[0].value.set_index("model")
-    judge = app.session_state["judge"]
-    pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
-    expect = _win_loss_tie(pairs)
+    judge = judge_of(app)
+    verdicts = shipped_store.verdicts("vicuna80", judge=judge)
+    pairs = combined_outcomes(verdicts)
+    # one vote per judge and annotator on a pair of a graph (several human raters: several votes)
+    votes = combined_outcomes(verdicts.assign(judge=verdicts["judge"] + "|" + verdicts["annotator"].fillna("")))
+    expect = _win_loss_tie(votes)
     assert (table[["wins", "losses", "ties"]].sort_index() == expect.sort_index()).all().all()
     per_model = {m: 0 for m in table.index}
-    for _, g in pairs.groupby(["prompt_id", "variant", "turn"]):
+    for _, g in pairs.groupby(["judge", "prompt_id", "variant", "turn"]):
         for tri in bad_triads_bruteforce(graph_digraph(g)):
             for m in tri:
                 per_model[m] += 1
@@ -54,7 +67,7 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
     # the interval as +x / -y: both parts non-negative (the score lies inside its interval)
     parts = table["interval"].str.extract(r"^\+([0-9.]+) / -([0-9.]+)$").astype(float)
     assert parts.notna().all().all() and (parts >= 0).all().all()
-    # votes and prompts per model, recomputed from the combined outcomes (one vote per pair and graph)
+    # votes and prompts per model, recomputed from the vote units above
     assert (table["votes"] == table[["wins", "losses", "ties"]].sum(axis=1)).all()
     per_prompt = pd.concat([pairs[["prompt_id", "lo"]].rename(columns={"lo": "m"}),
                             pairs[["prompt_id", "hi"]].rename(columns={"hi": "m"})]).drop_duplicates()
@@ -65,12 +78,13 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
 def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_store):
     from engine.reference import reference_for_dataset
 
+    app.selectbox(key="judge").set_value(PAPER_JUDGE).run()  # truncation is per judge (paper 000)
     all_graphs = app.dataframe[0].value.set_index("model")  # the Leaderboard page: every graph
     at = app.switch_page("app_pages/2_truncation.py").run()
     assert_clean(at)
-    judge = at.session_state["judge"]
+    judge = judge_of(at)
     pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
-    n_graphs = pairs.groupby(["prompt_id", "variant", "turn"]).ngroups
+    n_graphs = pairs.groupby(["judge", "prompt_id", "variant", "turn"]).ngroups
     # opens on half the pool (paper 000 keeps 25 of each category's 50 graphs), not on every graph
     assert at.slider(key="keep_k").value == round(n_graphs / 2)
     before = at.dataframe[0].value.set_index("model")
@@ -80,7 +94,7 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
 
     mu = float(at.select_slider(key="mu").value)
     scores = {}
-    for key, g in pairs.groupby(["prompt_id", "variant", "turn"]):
+    for key, g in pairs.groupby(["judge", "prompt_id", "variant", "turn"]):
         dg = graph_digraph(g)
         scores[key] = _bad_cycles(dg, 3) + mu * _bad_cycles(dg, 4)
     s = np.sort(np.array(list(scores.values())))
@@ -90,7 +104,7 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
     after = at.dataframe[0].value.set_index("model")
     kept = {key for key, v in scores.items() if v < s[k]}
     assert len(kept) == k
-    mask = [key in kept for key in pairs[["prompt_id", "variant", "turn"]].itertuples(index=False, name=None)]
+    mask = [key in kept for key in pairs[["judge", "prompt_id", "variant", "turn"]].itertuples(index=False, name=None)]
     expect = _win_loss_tie(pairs[mask])
     assert (after[["wins", "losses", "ties"]].sort_index() == expect.sort_index()).all().all()
     assert not after["score"].sort_index().equals(before["score"].sort_index())
@@ -108,6 +122,7 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
 
 def test_protocol_table_stays_until_mu_changes(app):
     at = app.switch_page("app_pages/2_truncation.py").run()
+    at.selectbox(key="judge").set_value(PAPER_JUDGE).run()  # the protocols compare one judge's graphs
     at.button(key="protocol_go").click().run()
     assert_clean(at)
     table = next(d.value for d in at.dataframe if "no spread" in d.value.columns)
@@ -157,9 +172,9 @@ def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app, shipped_store):
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     line = next(t for t in spec["data"] if t.get("name") == "all kept graphs")  # the point estimate
     ks, ys = _plotly_array(line["x"]), _plotly_array(line["y"])
-    judge = at.session_state["judge"]
+    judge = judge_of(at)
     pairs = combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
-    assert ks[-1] == pairs.groupby(["prompt_id", "variant", "turn"]).ngroups
+    assert ks[-1] == pairs.groupby(["judge", "prompt_id", "variant", "turn"]).ngroups
 
     ref = reference_for_dataset("vicuna80")
     models = sorted(ref.index)
