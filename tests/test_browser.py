@@ -237,7 +237,12 @@ def test_every_page_renders_without_error(server, browser, tmp_path):
     for i, (path, (name, _)) in enumerate(PAGES.items()):
         open_page(page, server, path, first=i == 0)
         assert errors_on(page) == [], f"page {name} shows an error"
-        # the sidebar's judge (default gpt-4; a dropped widget state would show "(all)") persists
+        if i == 0:  # the app opens on all judges pooled; pick one judge, which must then persist
+            page.get_by_role("combobox", name="Judge").click()
+            page.locator('[role="option"]', has_text="gpt-4").first.click()
+            wait_idle(page, PAGES[path][1])
+            assert errors_on(page) == [], f"page {name} shows an error with judge gpt-4"
+        # the sidebar's judge (gpt-4, chosen above; a dropped widget state would show all judges) persists
         judge = page.eval_on_selector(
             '[data-testid="stSidebar"] [data-testid="stSelectbox"]:has-text("Judge")',
             "el => el.innerText + ' ' + [...el.querySelectorAll('input')].map(i => i.value).join(' ')",
