@@ -23,8 +23,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from .csv_cells import write_csv
 from .errors import LensError
-from .exports import write_csv
 from .import_limits import NAME_MAX_CHARS, TEXT_MAX_CHARS, check_dataset_name
 from .schema import DEFAULT_DATASET, VERDICT_COLUMNS
 from .staging import no_space

@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .csv_cells import restore_csv_cell
 from .errors import LensError
-from .exports import restore_csv_cell
 from .formats import TOOL_NAMES, detect_fields, detect_tool, expand
 from .import_limits import (
     BATCH_TEXT_BYTES,

@@ -8,8 +8,8 @@ import sys
 
 import pandas as pd
 
+from ..csv_cells import write_csv
 from ..errors import LensError
-from ..exports import write_csv
 from ..store import Store, open_store
 
 
@@ -53,8 +53,8 @@ def check_judges(store: Store, dataset: str, judges, option: str = "--judge") ->
 def pooled_judges_note(store: Store, dataset: str) -> str | None:
     """Without --judge the graphs of every judge are pooled, as in the app's first view; with several
     judges, one sentence naming them and the judge covering the most models
-    (``engine.appstate.dataset_choices``). None for a one-judge dataset."""
-    from ..appstate import dataset_choices
+    (``engine.dataset_choices``). None for a one-judge dataset."""
+    from ..dataset_choices import dataset_choices
 
     if not store.has_dataset(dataset):
         return None
