@@ -177,6 +177,28 @@ def read_completion(resp, latency: float) -> ChatResult:
         raise RetryableError(f"the server's reply is not a chat completion ({exc})") from exc
 
 
+_BUILD_LOCK = threading.Lock()
+_SAMPLE_REPLY = {
+    "id": "warm-up", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "x"},
+                 "logprobs": {"content": [{"token": "x", "logprob": 0.0, "bytes": None,
+                                           "top_logprobs": [{"token": "x", "logprob": 0.0, "bytes": None}]}]}}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+
+
+def build_reply_models() -> None:
+    """Build the ``openai`` package's reply models once, in this thread, before any worker thread
+    parses a reply: their schemas are built lazily on first use, and two threads doing that at once
+    can fail with pydantic's "BaseModel cannot be instantiated directly" (seen once in a full test run:
+    a judge run's first replies parsed by concurrent workers)."""
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletion
+
+    with _BUILD_LOCK:
+        construct_type(type_=ChatCompletion, value=_SAMPLE_REPLY)
+
+
 class OpenAIBackend:
     """Chat completions over HTTP with the ``openai`` client (one request per call, thread-safe)."""
 
@@ -219,6 +241,8 @@ class OpenAIBackend:
         self.server = server_label(shown)
         self._next = itertools.cycle(range(len(self._clients)))
         self._lock = threading.Lock()
+        build_reply_models()
+
 
     def _client(self):
         with self._lock:
