@@ -74,18 +74,25 @@ def majority_scores(g: np.ndarray, compared: np.ndarray, normalize: bool = False
     return score
 
 
-@register("majority", "wins in the majority-vote integration graph (paper 000, eq. 5)")
-def majority(stack: GraphStack, *, ties: str = "half", exact_half: str = "both", normalize: bool = False) -> RankResult:
-    check_stack(stack, "majority")
-    g = integration_graph(stack.adj, stack.observed, ties=ties, exact_half=exact_half)
-    compared = stack.observed.any(axis=0)
+def majority_result(models: tuple[str, ...], g: np.ndarray, compared: np.ndarray, *, ties: str, exact_half: str,
+                    normalize: bool) -> RankResult:
+    """The eq. 5 ranker's result from its integration graph ``g`` (n, n) and the compared pairs: shared
+    by the graph path (``majority``) and the count path (``objects.Majority``)."""
     score = majority_scores(g[None], compared[None], normalize)[0]
     return RankResult(
-        "majority", series(stack.models, score),
+        "majority", series(models, score),
         {"score": "out-degree in the eq. 5 integration graph (a bidirectional edge counts 1/2)",
          "ties": ties, "exact_half": exact_half, "normalized": bool(normalize),
          "uncompared_pairs": "no edge for a pair never compared"
          + ("; normalised: divided by the number of opponents compared" if normalize
             else "; not normalised (normalize=true divides by compared opponents)")},
-        {"graph": adjacency_frame(stack.models, g)},
+        {"graph": adjacency_frame(models, g)},
     )
+
+
+@register("majority", "wins in the majority-vote integration graph (paper 000, eq. 5)")
+def majority(stack: GraphStack, *, ties: str = "half", exact_half: str = "both", normalize: bool = False) -> RankResult:
+    check_stack(stack, "majority")
+    g = integration_graph(stack.adj, stack.observed, ties=ties, exact_half=exact_half)
+    return majority_result(stack.models, g, stack.observed.any(axis=0), ties=ties, exact_half=exact_half,
+                           normalize=normalize)

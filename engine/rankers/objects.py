@@ -212,21 +212,12 @@ def _count2(W: np.ndarray, T: np.ndarray, ties: str) -> np.ndarray:
 
 class Majority(Ranker):
     def fit_counts(self, pc, votes=None, *, ties="half", exact_half="both", normalize=False):
-        from .base import adjacency_frame
+        from .majority import majority_result
 
         check_counts(pc, "majority")
         t = pc.W + pc.W.T + pc.T
         g = graph_from_counts(_count2(pc.W, pc.T, ties)[None], t[None], exact_half)[0]
-        score = majority_scores(g[None], pc.compared[None], normalize)[0]
-        return RankResult(
-            "majority", series(pc.models, score),
-            {"score": "out-degree in the eq. 5 integration graph (a bidirectional edge counts 1/2)",
-             "ties": ties, "exact_half": exact_half, "normalized": bool(normalize),
-             "uncompared_pairs": "no edge for a pair never compared"
-             + ("; normalised: divided by the number of opponents compared" if normalize
-                else "; not normalised (normalize=true divides by compared opponents)")},
-            {"graph": adjacency_frame(pc.models, g)},
-        )
+        return majority_result(pc.models, g, pc.compared, ties=ties, exact_half=exact_half, normalize=normalize)
 
     def fit_counts_batch(self, W, T, *, ties="half", exact_half="both", normalize=False):
         t = W + W.swapaxes(1, 2) + T
