@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from engine.cycles import cycle_counts
 from engine.diagnostics.cycle_stats import (
     count_fits,
     cycle_table,
@@ -23,7 +22,8 @@ from engine.diagnostics.cycle_stats import (
     zip_mle,
 )
 from engine.errors import LensError
-from engine.graphs import GraphStack
+from engine.graphs.cycles import cycle_counts
+from engine.graphs.stack import GraphStack
 
 
 def random_graphs(rng, T, n):
