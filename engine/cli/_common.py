@@ -12,6 +12,7 @@ from engine.errors import LensError
 from engine.ingest.csv_cells import write_csv
 from engine.ingest.shipped import open_store
 from engine.store.connection import Store
+from engine.store.datasets import dataset_judges  # noqa: F401  (re-exported: cli modules import it from here)
 
 
 def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True, keep_open: bool = True) -> Store:
@@ -24,14 +25,6 @@ def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True, ke
         keep_open=keep_open,
         lock_wait_s=getattr(args, "lock_wait", 30.0),
     )
-
-
-def dataset_judges(store: Store, dataset: str) -> list[str]:
-    """The dataset's judges, sorted, without loading its verdicts."""
-    rows = store.cursor().execute(
-        "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge", [dataset]
-    ).fetchall()
-    return [r[0] for r in rows]
 
 
 def check_judges(store: Store, dataset: str, judges, option: str = "--judge") -> None:
