@@ -49,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
     store = store_from_args(args, ensure_default=False)
     try:
         if args.runs:
-            from engine.judging.persist import mark_interrupted
+            from engine.judging.persist import mark_interrupted, run_table
 
             mark_interrupted(store)  # runs whose process was killed show as interrupted, not running
-            df = store.cursor().execute("SELECT * EXCLUDE (params) FROM judge_runs ORDER BY run_id").df()
+            df = run_table(store)
         else:
             df = call_summary(store, _prices(args.price))
         write_frame(df, args.format)
