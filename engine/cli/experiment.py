@@ -9,6 +9,7 @@ a repeated request reads one row per judge and nothing else.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -25,6 +26,9 @@ from engine.errors import LensError
 from engine.experiments.resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
 from engine.graphs.truncation import POOLS
 from engine.store.schema import DEFAULT_DATASET
+
+if TYPE_CHECKING:
+    from engine.store.connection import Store
 
 
 def register(subparsers) -> None:
@@ -99,7 +103,7 @@ def _parse_floats(text: str) -> list[float]:
         raise LensError(f"Cannot read the list of numbers {text!r}; use e.g. 0.1,1,10.") from None
 
 
-def resolve_reference(store, dataset: str, spec: str, categories: list[str], overall: bool):
+def resolve_reference(store: Store, dataset: str, spec: str, categories: list[str], overall: bool):
     """A rating Series, or a mapping category → Series (per-category arena references)."""
     from engine.experiments.protocol_inputs import reference_ratings
 

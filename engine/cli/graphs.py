@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +16,10 @@ from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
 from engine.graphs.structure import graph_table
 from engine.graphs.truncation import DEFAULT_SCORE, SCORES, can_hold_cycle, graph_scores
 from engine.store.schema import DEFAULT_DATASET
+
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
 
 COLUMNS = (
     "judge", "prompt_id", "variant", "turn", "category", "n_models",
@@ -76,7 +81,7 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None, bucket
     return stack
 
 
-def invalid_only_note(stack) -> str | None:
+def invalid_only_note(stack: GraphStack | GraphBuckets) -> str | None:
     """One line about keys whose verdicts were all invalid (not graphs, so not in the table)."""
     k = len(stack.invalid_only)
     if not k:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -24,6 +25,9 @@ from engine.judging.pipeline import judge_run, load_inputs
 from engine.judging.protocols import MAX_ANSWER_CHARS, PROTOCOLS, ProtocolConfig
 from engine.judging.runner import Runner
 from engine.judging.urls import redact_urls
+
+if TYPE_CHECKING:
+    from engine.store.connection import Store
 
 _UNSET = object()
 
@@ -174,7 +178,7 @@ def check_timeout(args: argparse.Namespace) -> None:
         raise LensError(f"--timeout must be a number of seconds above 0, not {t:g}.")
 
 
-def runner_from_args(args: argparse.Namespace, store) -> Runner:
+def runner_from_args(args: argparse.Namespace, store: Store) -> Runner:
     check_timeout(args)
     backend = make_backend(
         args.backend,

@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
 from engine.store.schema import GRAPH_KEY
+
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
 
 POOLS: tuple[str, ...] = ("perturbed", "sampling", "all")
 """perturbed: originals + paraphrases (default); sampling: originals + sampling replicates
@@ -303,7 +308,7 @@ class KeptGraphs:
 
 
 def keep_k_graphs(
-    stack,
+    stack: GraphStack | GraphBuckets,
     k: int,
     *,
     mu: float = 1.0,

@@ -268,7 +268,7 @@ def judge_run(
     )
 
 
-def _run_swim(store, dataset, runner, judge, models, variants, seed, add_model, run_jobs) -> SwimResult:
+def _run_swim(store: Store, dataset, runner, judge, models, variants, seed, add_model, run_jobs) -> SwimResult:
     """SWIM from scratch over ``models``, or (``add_model``) one insertion into the stored leaderboard."""
     answers = store.answer_texts(dataset)
     have = models or sorted(set(answers["model"]))
