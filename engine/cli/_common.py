@@ -70,6 +70,7 @@ def no_subcommand(sub: argparse._SubParsersAction, command: str):
 
 
 def add_format(parser: argparse.ArgumentParser, default: str = "table") -> None:
+    """Add ``--format`` (table, csv, json) so every command writes its table the same ways."""
     parser.add_argument("--format", choices=("csv", "json", "table"), default=default,
                         help=f"output: csv (header + rows), json or an aligned table (default {default})")
 
@@ -119,6 +120,7 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
 
 
 def write_json(obj: object, out=None) -> None:
+    """Write ``obj`` as indented JSON (non-JSON values as strings) for machine readers."""
     out = out or sys.stdout
     json.dump(obj, out, indent=2, default=str)
     out.write("\n")

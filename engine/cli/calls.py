@@ -9,6 +9,7 @@ from engine.judging.cache import call_summary
 
 
 def register(sub) -> None:
+    """Add ``calls`` (cache summary with estimated cost, or ``--runs``) to the parser."""
     p = sub.add_parser(
         "calls",
         help="summarise the cached model calls (counts, tokens, cost)",
@@ -46,6 +47,7 @@ def _prices(items: list[str]) -> dict[str, tuple[float, float]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the call cache's totals per model and template, or the recorded runs; exit status."""
     store = store_from_args(args, ensure_default=False)
     try:
         if args.runs:

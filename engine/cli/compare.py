@@ -35,6 +35,7 @@ other three are normalised distances (0 = same order, 1 = reversed)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``compare`` (leaderboards of several rankers against a reference) to the parser."""
     p = subparsers.add_parser(
         "compare", help="ranking distances of leaderboards to a reference ranking",
         description="Rank a dataset and print Spearman's rho (spearman_rho) and the normalised Spearman "
@@ -77,6 +78,7 @@ def truth_reference(store: Store, dataset: str) -> pd.Series:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Rank with each asked ranker and print its distances to the reference; exit status."""
     mu, per_category, pool = keep_k_options(args)
     rankers = args.ranker or ["bt"]
     params = {r: ranker_params(args, r) for r in rankers}

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers) -> None:
+    """Add ``experiment baselines|keep-k|mu`` and their options to the parser."""
     p = subparsers.add_parser("experiment", help="resampling protocols (Table 2) and keep-K / mu curves against a reference")
     sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", title="experiments")
     p.set_defaults(func=no_subcommand(sub, "experiment"))
@@ -111,6 +112,7 @@ def resolve_reference(store: Store, dataset: str, spec: str, categories: list[st
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the asked protocols or sensitivity curve per judge against the reference and print it; exit status."""
     from engine.experiments import results_cache
     from engine.experiments.protocol_inputs import input_fingerprint
     from engine.graphs.stack import build_stack

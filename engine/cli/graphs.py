@@ -30,6 +30,7 @@ COLUMNS = (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``graphs`` (one row per tournament graph) and its filters to the parser."""
     p = subparsers.add_parser(
         "graphs",
         help="per-graph cycle counts (C3, C4, tie and bad), draw rate and largest SCC",
@@ -100,6 +101,7 @@ def no_cycle_note(k: int, total: int) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Build the selected graphs and print their cycle counts and structure; exit status."""
     stack = load_stack(args, bucketed=True)
     table = graph_table(stack)
     table["policy"] = stack.policy

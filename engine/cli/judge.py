@@ -150,6 +150,7 @@ def decoding_overrides(args: argparse.Namespace, *, token_limit: bool = True) ->
 
 
 def with_overrides(dec: Decoding, over: dict) -> Decoding:
+    """The decoding with the options the user set on the command line replacing its defaults."""
     return dataclasses.replace(dec, **over)
 
 
@@ -179,6 +180,7 @@ def check_timeout(args: argparse.Namespace) -> None:
 
 
 def runner_from_args(args: argparse.Namespace, store: Store) -> Runner:
+    """A Runner on the backend, model, retries and concurrency the options name (timeout checked first)."""
     check_timeout(args)
     backend = make_backend(
         args.backend,
@@ -205,6 +207,7 @@ def runner_from_args(args: argparse.Namespace, store: Store) -> Runner:
 
 
 def register(sub) -> None:
+    """Add ``judge`` (an LLM judge over a dataset's answers) and its backend and protocol options to the parser."""
     p = sub.add_parser(
         "judge",
         help="run an LLM judge (round robin or SWIM) into a verdict dataset",
@@ -272,6 +275,7 @@ def _config(args: argparse.Namespace) -> ProtocolConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Judge the selected pairs as one recorded run and print its report; exit status (1 when calls failed)."""
     schedule = args.schedule or ("swim" if args.add_model else "round-robin")
     if args.add_model and schedule != "swim":
         raise LensError("--add-model works with --schedule swim only.")

@@ -55,10 +55,12 @@ class Selection:
 
     @property
     def n_kept(self) -> int:
+        """How many graphs the selection kept (K, or fewer where a group held fewer)."""
         return int(self.index.size)
 
     @property
     def note(self) -> str:
+        """One sentence naming the groups that held fewer than K graphs; empty when none did."""
         if not self.capped:
             return ""
         parts = ", ".join(f"{g} keeps all {m}" for g, m in self.capped.items())

@@ -65,6 +65,7 @@ class SyntheticParams:
     seed: int = DEFAULT_SEED
 
     def validate(self) -> SyntheticParams:
+        """These parameters when every count and rate is in range, else one LensError sentence."""
         for name in ("n_models", "categories", "prompts"):
             if getattr(self, name) < (3 if name == "n_models" else 1):
                 raise LensError(f"A synthetic dataset needs {name} ≥ {3 if name == 'n_models' else 1}.")
