@@ -32,8 +32,7 @@ import uuid
 import pandas as pd
 
 from engine.judging.backends import ChatRequest, ChatResult
-from engine.judging.liveness import me, owner_name, same_process_alive
-from engine.judging.persist import (
+from engine.judging.call_rows import (
     call_totals,
     claim_calls,
     insert_calls,
@@ -41,6 +40,7 @@ from engine.judging.persist import (
     renew_leases,
     stored_calls,
 )
+from engine.judging.liveness import me, owner_name, same_process_alive
 from engine.store.connection import Store
 
 LEASE_S = 120.0  # a claim not renewed for this long (its owner on another host stopped) lapses

@@ -1,11 +1,11 @@
 """Writing judging outputs into the store: prompts, answers, verdicts, runs and variant lineage.
 
-This is judging's one table-access module: every SQL statement on the judging tables (judge_runs,
-judge_calls, judge_call_leases, variant_lineage) and every write judging makes to the verdict tables
-lives here; ``cache`` (keys, lease policy), ``paraphrase`` (variant numbering) and the CLI call these
-named functions. It stays in the judging package rather than in ``engine.store`` because those
-tables, their lease and run-liveness rules and the row shapes (ChatRequest, run stats) are judging's
-own, and the store layer may import nothing above it; the store keeps the shared tables' reads.
+Judging's table access lives in two modules and nowhere else: this one (prompts, answers, verdicts,
+paraphrase variants and their lineage, runs) and ``call_rows`` (the call cache's ``judge_calls`` and
+``judge_call_leases``); ``paraphrase`` (variant numbering), ``cache`` (keys, lease policy) and the CLI
+call their named functions and build no SQL. They stay in the judging package rather than in
+``engine.store`` because those tables, their run-liveness and lease rules and their row shapes
+(ChatRequest, run stats) are judging's own, while the store layer may import nothing above it.
 
 Verdicts replace, never duplicate: storing the rows of a pair first deletes that pair's earlier rows
 for the same dataset, judge and prompt instance, so a rerun or a resumed run leaves exactly one set.
@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import duckdb
@@ -346,109 +346,3 @@ def lineage(store: Store, dataset: str) -> pd.DataFrame:
 def run_table(store: Store) -> pd.DataFrame:
     """Every recorded run (without its parameter JSON), oldest first, for ``calls --runs``."""
     return store.cursor().execute("SELECT * EXCLUDE (params) FROM judge_runs ORDER BY run_id").df()
-
-
-# -- the call cache's rows and leases (engine.judging.cache decides keys and lease policy) -----------
-_CALL_RESULT = "text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts"
-
-
-def stored_calls(store: Store, keys: list[str], legacy: dict[str, str] | None = None) -> list[tuple]:
-    """(key, text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts) of the stored
-    calls among ``keys``; a key not found is looked up by its ``legacy`` key among calls stored
-    without a server (before the server was part of the key)."""
-    sql = f"SELECT w.k, {_CALL_RESULT} FROM judge_calls c JOIN _wanted w ON c.call_key = w.call_key"
-    with store.session():  # a store opened with keep_open=False lets go of the file after the read
-        cur = store.cursor()
-        wanted = list(dict.fromkeys(keys))
-        cur.register("_wanted", pd.DataFrame({"call_key": wanted, "k": wanted}))
-        rows = cur.execute(sql).fetchall()
-        cur.unregister("_wanted")
-        found = {r[0] for r in rows}
-        old = {k: legacy[k] for k in wanted if legacy and k not in found and k in legacy}
-        if old:
-            cur.register("_wanted", pd.DataFrame({"call_key": list(old.values()), "k": list(old)}))
-            rows += cur.execute(sql + " WHERE c.server IS NULL").fetchall()
-            cur.unregister("_wanted")
-    return rows
-
-
-def insert_calls(store: Store, calls: pd.DataFrame, owner: str) -> None:
-    """Insert ``judge_calls`` rows (its columns, by name) and drop ``owner``'s leases on them, in one
-    transaction; a key stored already is ignored, not doubled."""
-    cols = ", ".join(calls.columns)
-    with store.transaction() as cur:
-        cur.register("_calls", calls)
-        cur.execute(f"INSERT INTO judge_calls ({cols}) SELECT {cols} FROM _calls ON CONFLICT DO NOTHING")
-        cur.execute(
-            "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _calls)", [owner]
-        )
-        cur.unregister("_calls")
-
-
-def claim_calls(
-    store: Store, keys: list[str], owner: str, me: tuple[str, int, float], expires_at: float,
-    lapsed: Callable[[str, int | None, float, float], bool],
-) -> tuple[list[str], set[str]]:
-    """In one transaction: the keys stored already or leased by another owner whose lease has not
-    ``lapsed(host, pid, started, expires_at)`` are *held*; lapsed leases are dropped and every other
-    key is leased to ``owner`` (process ``me`` = host, pid, start time) until ``expires_at``.
-    Returns (claimed, held)."""
-    wanted = list(dict.fromkeys(keys))
-    with store.transaction() as cur:
-        cur.register("_wanted", pd.DataFrame({"call_key": wanted}))
-        held = {r[0] for r in cur.execute("SELECT call_key FROM judge_calls JOIN _wanted USING (call_key)").fetchall()}
-        leases = cur.execute(
-            "SELECT call_key, owner, host, pid, started, expires_at FROM judge_call_leases JOIN _wanted USING (call_key)"
-        ).fetchall()
-        cur.unregister("_wanted")
-        stale = []
-        for key, lowner, lhost, lpid, lstarted, expires in leases:
-            if lowner == owner:
-                continue
-            if lapsed(lhost, lpid, lstarted, expires):
-                stale.append(key)
-            else:
-                held.add(key)
-        if stale:
-            cur.execute(f"DELETE FROM judge_call_leases WHERE call_key IN ({', '.join('?' for _ in stale)})", stale)
-        mine = [k for k in wanted if k not in held]
-        if mine:
-            cur.register("_mine", pd.DataFrame({"call_key": mine}))
-            cur.execute(
-                "INSERT INTO judge_call_leases (call_key, owner, host, pid, started, expires_at)"
-                " SELECT call_key, ?, ?, ?, ?, ? FROM _mine ON CONFLICT DO UPDATE SET"
-                " owner = excluded.owner, host = excluded.host, pid = excluded.pid,"
-                " started = excluded.started, expires_at = excluded.expires_at",
-                [owner, *me, expires_at],
-            )
-            cur.unregister("_mine")
-    return mine, held
-
-
-def renew_leases(store: Store, owner: str, expires_at: float) -> None:
-    """Move every lease of ``owner`` to expire at ``expires_at`` (its run is still going)."""
-    with store.transaction() as cur:
-        cur.execute("UPDATE judge_call_leases SET expires_at = ? WHERE owner = ?", [expires_at, owner])
-
-
-def release_leases(store: Store, owner: str, keys: list[str] | None = None) -> None:
-    """Drop ``owner``'s leases on ``keys``, or all of them for None, so other runs may make those calls."""
-    with store.transaction() as cur:
-        if keys is None:
-            cur.execute("DELETE FROM judge_call_leases WHERE owner = ?", [owner])
-            return
-        cur.register("_gone", pd.DataFrame({"call_key": list(keys)}))
-        cur.execute(
-            "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _gone)", [owner]
-        )
-        cur.unregister("_gone")
-
-
-def call_totals(store: Store) -> pd.DataFrame:
-    """Stored calls, tokens and seconds per backend, model and template version (``calls`` summary)."""
-    return store.cursor().execute(
-        "SELECT backend, model, template_id, template_version, count(*) AS calls,"
-        " sum(prompt_tokens)::BIGINT AS prompt_tokens, sum(completion_tokens)::BIGINT AS completion_tokens,"
-        " round(sum(latency_s), 3) AS seconds, min(created_at) AS first_call, max(created_at) AS last_call"
-        " FROM judge_calls GROUP BY ALL ORDER BY backend, model, template_id, template_version"
-    ).df()
