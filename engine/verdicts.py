@@ -233,6 +233,11 @@ def _clean_text(cells: list) -> np.ndarray:
     mixed columns (JSON numbers, Parquet ints/floats) cell by cell with ``cell_text``.
 
     NFC: a name spelt with a combining accent (NFD) and the same name precomposed are one name."""
+    return _clean_arrow(cells).to_numpy(zero_copy_only=False)
+
+
+def _clean_arrow(cells: list) -> pa.Array:
+    """``_clean_text`` as an Arrow string array (the checks of lengths and characters read it as it is)."""
     try:
         arr = pa.array(cells, type=pa.string(), from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -240,8 +245,7 @@ def _clean_text(cells: list) -> np.ndarray:
     t = pc.utf8_trim_whitespace(arr)
     if not pc.all(pc.string_is_ascii(t)).as_py() and len(t):
         t = pc.utf8_normalize(t, "NFC")
-    t = pc.if_else(pc.equal(pc.utf8_length(t), 0), pa.scalar(None, pa.string()), t)
-    return t.to_numpy(zero_copy_only=False).astype(object)
+    return pc.if_else(pc.equal(pc.utf8_length(t), 0), pa.scalar(None, pa.string()), t)
 
 
 def _free_text(cells: list) -> np.ndarray:
@@ -255,6 +259,43 @@ def _free_text(cells: list) -> np.ndarray:
     out = arr.to_numpy(zero_copy_only=False).astype(object)
     out[~keep] = None
     return out
+
+
+def _numbers(cells: list, present: np.ndarray) -> np.ndarray:
+    """The present cells as floats, NaN where absent or not a number (text is parsed as a number).
+    A column of numbers, or of nothing, is converted in bulk."""
+    if not present.any():
+        return np.full(len(cells), np.nan)
+    try:
+        arr = pa.array(cells, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        arr = None
+    if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
+        num = np.asarray(pc.cast(arr, pa.float64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.float64)
+        return np.where(present, num, np.nan)
+    return pd.to_numeric(pd.Series(cells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
+
+
+def _all_text(cells: list) -> bool:
+    """Is every cell a str or None (Arrow infers a text or an all-null column)?"""
+    try:
+        t = pa.array(cells).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return False
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+
+
+def _present(cells: list) -> np.ndarray:
+    """Per cell: is there a value (not None, NaN or blank text)? A column of numbers is checked in
+    bulk; text and mixed columns as ``_clean_text`` sees them."""
+    try:
+        arr = pa.array(cells, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        arr = None
+    if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
+                            or pa.types.is_null(arr.type)):
+        return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return ~_is_none(_clean_text(cells))
 
 
 def _is_none(a: np.ndarray) -> np.ndarray:
@@ -274,22 +315,27 @@ def _short(v: object, n: int = 60) -> str:
     return repr(t) if len(t) <= n else repr(t[:n]) + f"… ({len(t):,} characters)"
 
 
-def _lengths(a: np.ndarray) -> np.ndarray:
-    """Characters per cell of a text/None object array (0 for None)."""
+def _as_arrow(a) -> pa.Array:
+    """A text/None object array as an Arrow string array (one already in Arrow as it is)."""
+    return a if isinstance(a, pa.Array) else pa.array(a, type=pa.string(), from_pandas=True)
+
+
+def _lengths(a) -> np.ndarray:
+    """Characters per cell of a text/None object array or Arrow string array (0 for None)."""
     if not len(a):
         return np.zeros(0, dtype=np.int64)
-    lens = pc.utf8_length(pa.array(a, type=pa.string(), from_pandas=True))
+    lens = pc.utf8_length(_as_arrow(a))
     return np.asarray(pc.fill_null(lens, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def _has_control(a: np.ndarray) -> np.ndarray:
+def _has_control(a) -> np.ndarray:
     """Per cell of a text/None object array: does it contain a control character?
 
     ``a\\x00`` and ``a`` would otherwise be two different models that print the same.
     """
     if not len(a):
         return np.zeros(0, dtype=bool)
-    arr = pa.array(a, type=pa.string(), from_pandas=True)
+    arr = _as_arrow(a)
     ascii_only = pc.all(pc.string_is_ascii(arr)).as_py()  # the common case: a cheaper pattern
     hit = pc.match_substring_regex(arr, r"[\x00-\x1f\x7f]" if ascii_only else INVISIBLE_RE)
     return pc.fill_null(hit, False).to_numpy(zero_copy_only=False)
@@ -320,32 +366,37 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     def rename(a: np.ndarray, names: Mapping[str, str]) -> np.ndarray:
         return np.array([names.get(v, v) if v is not None else None for v in a] + [None], dtype=object)[:-1]
 
-    txt = {c: _clean_text(col(c)) for c in
-           ("prompt_id", "model_a", "model_b", "judge", "category", "annotator", "variant_kind", "order")}
+    arrow = {c: _clean_arrow(col(c)) for c in
+             ("prompt_id", "model_a", "model_b", "judge", "category", "annotator", "variant_kind", "order")}
+    txt = {c: a.to_numpy(zero_copy_only=False) for c, a in arrow.items()}
     if model_names:
         for c in ("model_a", "model_b"):
             txt[c] = rename(txt[c], model_names)
+            arrow[c] = _as_arrow(txt[c])
     judge = txt["judge"].copy()
     judge[_is_none(judge)] = DEFAULT_JUDGE
+    arrow["judge"] = pc.fill_null(arrow["judge"], DEFAULT_JUDGE)
     if judge_names:
         judge = rename(judge, judge_names)
+        arrow["judge"] = _as_arrow(judge)
     ids = {**txt, "judge": judge}
     for c in ID_COLUMNS:
         if c in ("prompt_id", "model_a", "model_b"):
             flag(_is_none(txt[c]), f"{c} is empty")
         values = ids[c]
-        lens = _lengths(values)
+        lens = _lengths(arrow[c])
         flag(lens > NAME_MAX_CHARS, lambda i, c=c, lens=lens:
              f"{c} is {lens[i]:,} characters long; the limit for a name is {NAME_MAX_CHARS}")
-        flag(_has_control(values), lambda i, c=c, values=values:
+        flag(_has_control(arrow[c]), lambda i, c=c, values=values:
              f"{c} {_short(values[i], NAME_MAX_CHARS)} contains {bad_characters(values[i])}")
     ma, mb = txt["model_a"], txt["model_b"]
     flag(~_is_none(ma) & (ma == mb), lambda i: f"model_a and model_b are the same model ({ma[i]})")
 
     wraw = col("winner")
-    wtxt = _clean_text(wraw)
-    if all(isinstance(v, str) or v is None for v in wraw):
-        low = pc.utf8_lower(pa.array(wtxt, type=pa.string(), from_pandas=True))
+    warr = _clean_arrow(wraw)
+    wtxt = warr.to_numpy(zero_copy_only=False)
+    if _all_text(wraw):
+        low = pc.utf8_lower(warr)
         keys = pd.Series(pc.replace_substring_regex(low, r"\s+", " ").to_numpy(zero_copy_only=False), dtype=object)
     else:
         keys = pd.Series([_winner_key(v) for v in wraw], dtype=object)
@@ -357,8 +408,8 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     ints = {}
     for name, default in (("variant", 0), ("turn", DEFAULT_TURN)):
         cells = col(name)
-        present = ~_is_none(_clean_text(cells))
-        num = pd.to_numeric(pd.Series(cells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
+        present = _present(cells)
+        num = _numbers(cells, present)
         with np.errstate(invalid="ignore"):
             whole = np.isfinite(num) & (num >= 0) & (np.floor(num) == num)
             ok = whole & (num <= INT_MAX)
@@ -386,21 +437,22 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
              f"{c} is {lens[i]:,} characters long; the limit for a text is {TEXT_MAX_CHARS:,}")
 
     pcells = col("prob_a")
-    ptxt = _clean_text(pcells)
-    present = ~_is_none(ptxt)
-    prob = pd.to_numeric(pd.Series(pcells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
-    flag(present & np.isnan(prob), lambda i: f"prob_a {_short(ptxt[i])} is not a number")
+    present = _present(pcells)
+
+    def ptxt(i: int) -> str:
+        return _clean_text([pcells[i]])[0]
+    prob = _numbers(pcells, present)
+    flag(present & np.isnan(prob), lambda i: f"prob_a {_short(ptxt(i))} is not a number")
     with np.errstate(invalid="ignore"):
-        flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt[i]} is outside [0, 1]")
+        flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt(i)} is outside [0, 1]")
 
     stamp = _seconds(col("tstamp"))
     flag(stamp.bad, lambda i: f"tstamp {cell_text(col('tstamp')[i])!r} is not a time "
                               "(seconds since 1970, or a date such as 2024-05-01T12:00:00Z)")
     scells = col("strength")
-    stxt = _clean_text(scells)
-    spresent = ~_is_none(stxt)
-    snum = pd.to_numeric(pd.Series(scells, dtype=object).where(spresent, None), errors="coerce").to_numpy(float)
-    flag(spresent & ~np.isin(snum, [1.0, 2.0]), lambda i: f"strength {stxt[i]!r} is not 1 or 2")
+    spresent = _present(scells)
+    snum = _numbers(scells, spresent)
+    flag(spresent & ~np.isin(snum, [1.0, 2.0]), lambda i: f"strength {_clean_text([scells[i]])[0]!r} is not 1 or 2")
     strength = pd.array(np.where(spresent & np.isin(snum, [1.0, 2.0]), snum, np.nan), dtype="Float64")
 
     frame = pd.DataFrame({
@@ -438,9 +490,8 @@ def _seconds(cells: list) -> _Stamps:
     """Time cells → seconds since the epoch: numbers as they are, text as a number or a date
     (a date without a zone is read as UTC)."""
     n = len(cells)
-    present = ~_is_none(_clean_text(cells)) if n else np.zeros(0, dtype=bool)
-    num = pd.to_numeric(pd.Series(cells, dtype=object).where(present, None),
-                        errors="coerce").to_numpy(float, copy=True)
+    present = _present(cells) if n else np.zeros(0, dtype=bool)
+    num = _numbers(cells, present).copy()
     bad = present & np.isnan(num)
     for i in np.flatnonzero(bad):
         try:
@@ -456,20 +507,6 @@ def _seconds(cells: list) -> _Stamps:
         bad |= present & ~bad & ~np.isfinite(num)
     num[bad] = np.nan
     return _Stamps(num, bad)
-
-
-def _count_repeats(frame: pd.DataFrame, reasons: np.ndarray) -> int:
-    """Valid rows equal to an earlier valid row in everything but their place in the file.
-
-    A repeated row is a repeated vote (crowd and Arena files hold many), so it is kept; a battle
-    id column keeps distinct battles apart, and this count is reported in one line.
-    """
-    content = [c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")]
-    ok = _is_none(reasons)
-    if ok.sum() < 2:
-        return 0
-    sub = frame.loc[ok, content].astype(object).where(frame.loc[ok, content].notna(), "\x00")
-    return int(sub.duplicated(keep="first").sum())
 
 
 def parse_value_map(specs: Iterable[str] | None) -> dict[str, dict[str, str]]:
@@ -561,8 +598,6 @@ class ReportBuilder:
         self.rows = 0
         self.good_batches = 0
         self.n_good = self.n_invalid = self.n_rejected = 0
-        self.hashes: list[np.ndarray] = []  # content hash of every valid row so far (8 bytes a row)
-        self.may_repeat = False  # a hash of one batch met one of an earlier batch: check exactly
         self.field_names: dict[str, None] = {}
 
     def add(self, raw: RawRows) -> None:
@@ -573,7 +608,6 @@ class ReportBuilder:
             known += [c for c in cols if c not in known]
         with no_gc():
             frame, reasons, texts = _normalise(raw, self.dataset, self.model_names, self.judge_names)
-            self.repeats += _count_repeats(frame, reasons)
         n = len(frame)
         seq = np.arange(self.rows, self.rows + n, dtype=np.int64)
         self.rows += n
@@ -583,10 +617,6 @@ class ReportBuilder:
         self.n_invalid += int(((frame["winner"] == "invalid").to_numpy() & ~bad).sum())
         if (~bad).any():
             self.good_batches += 1
-            h = pd.util.hash_pandas_object(frame.loc[~bad, _CONTENT], index=False).to_numpy()
-            if self.hashes and not self.may_repeat:
-                self.may_repeat = bool(np.isin(h, np.concatenate(self.hashes)).any())
-            self.hashes.append(h)
             self.stage.append(self.files["good"], "good", frame.loc[~bad].assign(seq=seq[~bad]))
             prompts, answers = _texts_tables(frame.assign(seq=seq), texts, ~bad)
             if len(prompts):
@@ -608,8 +638,7 @@ class ReportBuilder:
         for kind, name in self.files.items():
             if not os.path.exists(name):
                 self.files[kind] = stage.empty(kind)
-        self.hashes = []
-        if self.may_repeat:  # some row may repeat one of an earlier batch: count them all exactly
+        if self.n_good > 1:  # one SQL pass over the staged rows, across every batch and file
             self.repeats = _repeats(stage, self.files["good"])
         return ValidationReport(
             dataset=self.dataset, source=source, format=fmt, rows_read=self.rows, n_good=self.n_good,
