@@ -160,14 +160,17 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
 
     def build() -> RawRows:
         nonlocal chosen, recs
+        clean = all(p is None for p in problems)  # every row has the header's width
         # a CSV the tool wrote has ' before formula-like cells (engine/exports.py): read them back raw
-        recs = [[restore_csv_cell(c) for c in r] if r is not None and any(
-            isinstance(c, str) and c[:1] == "'" for c in r) else r for r in recs]
+        # (a batch without any ' in its cells, seen one column at a time, has none to restore)
+        columns = list(zip(*recs, strict=True)) if clean else None
+        if columns is None or any("'" in "\x1f".join(c) for c in columns):
+            recs = [[restore_csv_cell(c) for c in r] if r is not None and any(
+                isinstance(c, str) and c[:1] == "'" for c in r) else r for r in recs]
+            columns = list(zip(*recs, strict=True)) if clean else None
         if chosen is None:
             chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
-        if all(p is None for p in problems):  # every row has the header's width
-            columns = list(zip(*recs, strict=True))
-        else:
+        if columns is None:
             padded = [r if r is not None and len(r) == width else ((r or []) + [None] * width)[:width] for r in recs]
             columns = list(zip(*padded, strict=True))
         cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
