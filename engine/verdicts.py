@@ -298,6 +298,17 @@ def _present(cells: list) -> np.ndarray:
     return ~_is_none(_clean_text(cells))
 
 
+def _text_series(a: pa.Array) -> pd.Series:
+    """An Arrow string array as a pandas column without making a Python string per cell (the stage
+    writes it back to Arrow as it is)."""
+    return pd.Series(pd.arrays.ArrowExtensionArray(a))
+
+
+def _nulls(a: pa.Array) -> np.ndarray:
+    """Per cell of an Arrow array: is it null?"""
+    return np.asarray(a.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def _is_none(a: np.ndarray) -> np.ndarray:
     return pd.isna(a) if len(a) else np.zeros(0, dtype=bool)
 
@@ -368,42 +379,45 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
 
     arrow = {c: _clean_arrow(col(c)) for c in
              ("prompt_id", "model_a", "model_b", "judge", "category", "annotator", "variant_kind", "order")}
-    txt = {c: a.to_numpy(zero_copy_only=False) for c, a in arrow.items()}
     if model_names:
         for c in ("model_a", "model_b"):
-            txt[c] = rename(txt[c], model_names)
-            arrow[c] = _as_arrow(txt[c])
-    judge = txt["judge"].copy()
-    judge[_is_none(judge)] = DEFAULT_JUDGE
+            arrow[c] = _as_arrow(rename(arrow[c].to_numpy(zero_copy_only=False), model_names))
     arrow["judge"] = pc.fill_null(arrow["judge"], DEFAULT_JUDGE)
     if judge_names:
-        judge = rename(judge, judge_names)
-        arrow["judge"] = _as_arrow(judge)
-    ids = {**txt, "judge": judge}
+        arrow["judge"] = _as_arrow(rename(arrow["judge"].to_numpy(zero_copy_only=False), judge_names))
+    txt: dict[str, np.ndarray] = {}  # object arrays, made only where Python needs them
+
+    def values(c: str) -> np.ndarray:
+        if c not in txt:
+            txt[c] = arrow[c].to_numpy(zero_copy_only=False)
+        return txt[c]
+
     for c in ID_COLUMNS:
         if c in ("prompt_id", "model_a", "model_b"):
-            flag(_is_none(txt[c]), f"{c} is empty")
-        values = ids[c]
+            flag(_nulls(arrow[c]), f"{c} is empty")
         lens = _lengths(arrow[c])
         flag(lens > NAME_MAX_CHARS, lambda i, c=c, lens=lens:
              f"{c} is {lens[i]:,} characters long; the limit for a name is {NAME_MAX_CHARS}")
-        flag(_has_control(arrow[c]), lambda i, c=c, values=values:
-             f"{c} {_short(values[i], NAME_MAX_CHARS)} contains {bad_characters(values[i])}")
-    ma, mb = txt["model_a"], txt["model_b"]
-    flag(~_is_none(ma) & (ma == mb), lambda i: f"model_a and model_b are the same model ({ma[i]})")
+        flag(_has_control(arrow[c]), lambda i, c=c:
+             f"{c} {_short(values(c)[i], NAME_MAX_CHARS)} contains {bad_characters(values(c)[i])}")
+    same = pc.fill_null(pc.equal(arrow["model_a"], arrow["model_b"]), False).to_numpy(zero_copy_only=False)
+    flag(same, lambda i: f"model_a and model_b are the same model ({values('model_a')[i]})")
 
     wraw = col("winner")
     warr = _clean_arrow(wraw)
-    wtxt = warr.to_numpy(zero_copy_only=False)
     if _all_text(wraw):
-        low = pc.utf8_lower(warr)
-        keys = pd.Series(pc.replace_substring_regex(low, r"\s+", " ").to_numpy(zero_copy_only=False), dtype=object)
+        low = pc.replace_substring_regex(pc.utf8_lower(warr), r"\s+", " ")
+        enc = pc.dictionary_encode(low)  # a handful of distinct spellings: map those, then take
+        mapped = pd.Series(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object).map(WINNER_VALUES)
+        words = np.append(mapped.astype(object).to_numpy(copy=True), None)
+        winner = words[pc.fill_null(enc.indices, len(enc.dictionary)).to_numpy(zero_copy_only=False)]
     else:
         keys = pd.Series([_winner_key(v) for v in wraw], dtype=object)
-    winner = keys.map(WINNER_VALUES).astype(object).to_numpy(copy=True)
+        winner = keys.map(WINNER_VALUES).astype(object).to_numpy(copy=True)
     winner[_is_none(winner)] = None
-    flag(_is_none(wtxt), "winner is empty")
-    flag(~_is_none(wtxt) & _is_none(winner), lambda i: f"winner value {_short(cell_text(wraw[i]))} is not one of {_WINNER_HELP}")
+    wnull = _nulls(warr)
+    flag(wnull, "winner is empty")
+    flag(~wnull & _is_none(winner), lambda i: f"winner value {_short(cell_text(wraw[i]))} is not one of {_WINNER_HELP}")
 
     ints = {}
     for name, default in (("variant", 0), ("turn", DEFAULT_TURN)):
@@ -419,15 +433,15 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
              f"{name} {cell_text(cells[i])} is larger than {INT_MAX:,}, the largest the store keeps")
         ints[name] = np.where(present & ok, np.nan_to_num(num), default).astype(np.int64)
 
-    order = pd.Series(txt["order"], dtype=object).str.upper().to_numpy(copy=True)
+    order = pd.Series(values("order"), dtype=object).str.upper().to_numpy(copy=True)
     order[_is_none(order)] = None
     flag(~_is_none(order) & ~np.isin(order, ["AB", "BA"]),
-         lambda i: f"order {_short(txt['order'][i])} is not AB or BA")
+         lambda i: f"order {_short(values('order')[i])} is not AB or BA")
 
-    vk = pd.Series(txt["variant_kind"], dtype=object).str.lower().to_numpy(copy=True)
+    vk = pd.Series(values("variant_kind"), dtype=object).str.lower().to_numpy(copy=True)
     vk[_is_none(vk)] = None
     flag(~_is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
-         lambda i: f"variant_kind {_short(txt['variant_kind'][i])} is not one of {', '.join(VARIANT_KINDS)}")
+         lambda i: f"variant_kind {_short(values('variant_kind')[i])} is not one of {', '.join(VARIANT_KINDS)}")
     vk = np.where(_is_none(vk), np.where(ints["variant"] == 0, "original", "paraphrase"), vk).astype(object)
 
     free = {c: _free_text(col(c)) for c in FREE_TEXTS}
@@ -457,20 +471,20 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
 
     frame = pd.DataFrame({
         "dataset": pd.Series([dataset] * n, dtype=object),
-        "judge": pd.Series(judge, dtype=object),
-        "prompt_id": pd.Series(txt["prompt_id"], dtype=object),
+        "judge": _text_series(arrow["judge"]),
+        "prompt_id": _text_series(arrow["prompt_id"]),
         "variant": pd.Series(ints["variant"], dtype=np.int64),
         "variant_kind": pd.Series(vk, dtype=object),
         "turn": pd.Series(ints["turn"], dtype=np.int64),
-        "category": pd.Series(txt["category"], dtype=object),
-        "model_a": pd.Series(ma, dtype=object),
-        "model_b": pd.Series(mb, dtype=object),
+        "category": _text_series(arrow["category"]),
+        "model_a": _text_series(arrow["model_a"]),
+        "model_b": _text_series(arrow["model_b"]),
         "winner": pd.Series(winner, dtype=object),
         "order": pd.Series(order, dtype=object),
         "prob_a": pd.Series(np.where(present, prob, np.nan), dtype=np.float64),
-        "annotator": pd.Series(txt["annotator"], dtype=object),
+        "annotator": _text_series(arrow["annotator"]),
         "explanation": pd.Series(free["explanation"], dtype=object),
-        "battle_id": pd.Series(_clean_text(col("battle_id")), dtype=object),
+        "battle_id": _text_series(_clean_arrow(col("battle_id"))),
         "tstamp": pd.Series(stamp.values, dtype=np.float64),
         "strength": pd.Series(strength, dtype="Float64").astype("Int64"),
         "source_file": pd.Series(raw.file, dtype=object),
@@ -614,7 +628,7 @@ class ReportBuilder:
         bad = ~_is_none(reasons)
         self.n_rejected += int(bad.sum())
         self.n_good += int((~bad).sum())
-        self.n_invalid += int(((frame["winner"] == "invalid").to_numpy() & ~bad).sum())
+        self.n_invalid += int(((frame["winner"] == "invalid").to_numpy(dtype=bool) & ~bad).sum())
         if (~bad).any():
             self.good_batches += 1
             self.stage.append(self.files["good"], "good", frame.loc[~bad].assign(seq=seq[~bad]))
