@@ -6,11 +6,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from engine.graph_buckets import build_buckets
-from engine.judges_view import JUDGE_COLUMNS, with_worst_position
-from engine.schema import DEFAULT_DATASET, VERDICT_COLUMNS
-from engine.store import StoreError
-from engine.viz import judge_overview
+from engine.graphs.buckets import build_buckets
+from engine.store.connection import StoreError
+from engine.store.schema import DEFAULT_DATASET, VERDICT_COLUMNS
+from engine.views.judges_view import JUDGE_COLUMNS, with_worst_position
+from engine.views.viz import judge_overview
 
 
 def test_verdicts_columns_reads_those_columns_with_the_same_values(shipped_store) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .verdict_pairs import paired_orders, verdict_outcomes
+from engine.diagnostics.verdict_pairs import paired_orders, verdict_outcomes
 
 RULES: tuple[str, ...] = ("ordinal", "ties_dropped")
 
