@@ -19,7 +19,7 @@ from engine.graphs.stack import DEFAULT_POLICY, GraphStack, graph_cells, stack_f
 from engine.rankers import RankResult, fit_counts, rank, ranker_object
 from engine.rankers.base import ranks_from_scores
 from engine.rankers.objects import ELO_ORDERS
-from engine.rankers.votes import Votes
+from engine.rankers.votes import PairCounts, Votes
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.bootstrap import BootstrapResult
 from engine.ranking.bootstrap import bootstrap as run_bootstrap
@@ -221,7 +221,37 @@ def leaderboard_from_votes(
         raise LensError(f"The number of bootstrap resamples must be 0 (no intervals) or more; got {bootstrap}.")
     if len(votes) == 0:
         raise LensError("The selection holds no graph: no valid verdict matches the filters.")
-    pc = votes.pair_counts()
+    return leaderboard_from_counts(votes.pair_counts(), votes, n_votes=len(votes), n_verdicts=votes.n_verdicts,
+                                   policy=votes.policy, ranker=ranker, bootstrap=bootstrap, seed=seed,
+                                   ranker_params=params, level=level, extra_params=extra_params,
+                                   bootstrap_unit=bootstrap_unit, kept=kept)
+
+
+def leaderboard_from_counts(
+    pc: PairCounts,
+    votes: Votes | None = None,
+    *,
+    n_votes: int,
+    n_verdicts: int,
+    policy: str,
+    ranker: str = "bt",
+    bootstrap: int = 0,
+    seed: int = 0,
+    ranker_params: dict | None = None,
+    level: float = 0.95,
+    extra_params: dict | None = None,
+    bootstrap_unit: str | None = None,
+    kept: pd.DataFrame | None = None,
+) -> Leaderboard:
+    """Rank from vote pair counts (``votes``: the votes themselves, needed by Elo and the bootstrap)."""
+    obj = ranker_object(ranker)
+    params = obj.check(dict(ranker_params or {}))
+    if int(bootstrap or 0) < 0:
+        raise LensError(f"The number of bootstrap resamples must be 0 (no intervals) or more; got {bootstrap}.")
+    if n_votes == 0:
+        raise LensError("The selection holds no graph: no valid verdict matches the filters.")
+    if (votes is None) and (bootstrap or obj.name == "elo"):
+        raise ValueError("The bootstrap and Elo need the votes, not only their pair counts.")
     seen = pc.votes > 0
     dropped = [m for m, k in zip(pc.models, seen, strict=True) if not k]
     if dropped:
@@ -256,7 +286,7 @@ def leaderboard_from_votes(
     info = {
         "ranker": ranker, "ranker_params": _plain(params),
         "ranker_details": _plain({k: v for k, v in res.details.items() if not isinstance(v, np.ndarray)}),
-        "policy": votes.policy, "keep_k": None, "mu": None, "per_category": None, "pool": None, "threshold": None,
+        "policy": policy, "keep_k": None, "mu": None, "per_category": None, "pool": None, "threshold": None,
         "keep_note": None, "n_graphs_pool": n_graphs, "n_graphs": n_graphs, "n_models": pc.n,
         "dropped_models": dropped, "bootstrap": int(bootstrap or 0), "seed": int(seed) if bootstrap else None,
         "bootstrap_unit": boot.unit if boot is not None else None,
@@ -266,7 +296,7 @@ def leaderboard_from_votes(
         "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
         "n_uncompared_pairs": int((~pc.compared & ~np.eye(pc.n, dtype=bool)).sum() // 2),
         "level": level if bootstrap else None,
-        "unit": "votes", "n_votes": len(votes), "n_verdicts_valid": votes.n_verdicts,
+        "unit": "votes", "n_votes": n_votes, "n_verdicts_valid": n_verdicts,
         "fit_from": "pair counts aggregated from the verdicts (no graph stack)",
         **(extra_params or {}),
     }
@@ -395,8 +425,9 @@ def _votes(rows, policy: str, ranker: str, params: dict | None) -> Votes:
 def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed, policy, params, level, unit):
     """The count path of ``leaderboard``: DuckDB → VoteRows → votes → pair counts → fit."""
     from engine.graphs.stack import COMBINE_POLICIES
+    from engine.ranking.count_query import pair_counts_sql
     from engine.ranking.vote_query import columns_of, store_relation, store_vote_rows
-    from engine.store.datasets import relation_judges, relation_timestamp_count
+    from engine.store.datasets import relation_timestamp_count
 
     if policy not in COMBINE_POLICIES:
         raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
@@ -412,22 +443,45 @@ def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed,
             order = "time" if has_time else "input"
         order_words = order_words or ORDER_WORDS[order]
     fetch = {"time": "time", "input": "input", "prompt": "prompt"}.get(order) if order else None
+    extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
+             "category": category}
+    if ranker != "elo" and not bootstrap:  # counts suffice: aggregated in DuckDB when no group needs pairing
+        sc = pair_counts_sql(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
+                             policy=policy)
+        if sc is not None:
+            if sc.n_votes == 0:
+                _no_valid(dataset, judge, category)
+            extra.update(judges=_judges(store, dataset, judge), n_invalid_verdicts=sc.n_invalid)
+            return leaderboard_from_counts(sc.counts, None, n_votes=sc.n_votes, n_verdicts=sc.n_verdicts,
+                                           policy=policy, ranker=ranker, ranker_params=params, level=level,
+                                           extra_params=extra)
     rows = store_vote_rows(store, dataset, judge=judge, category=category, order_by=fetch)
     if len(rows) == 0:
-        what = ", ".join(f"{k} {v!r}" for k, v in (("judge", judge), ("category", category)) if v is not None)
-        raise LensError(f"Dataset {dataset!r} has no valid verdict{' for ' + what if what else ''}.")
+        _no_valid(dataset, judge, category)
     from dataclasses import replace
 
     v = make_votes(rows, policy)
     if ranker == "elo":
         v = replace(v, order_used=order_words)
+    extra.update(judges=_judges(store, dataset, judge), n_invalid_verdicts=rows.n_invalid)
+    return leaderboard_from_votes(v, ranker=ranker, bootstrap=bootstrap, seed=seed, ranker_params=params,
+                                  level=level, extra_params=extra, bootstrap_unit=unit)
+
+
+def _no_valid(dataset, judge, category):
+    what = ", ".join(f"{k} {v!r}" for k, v in (("judge", judge), ("category", category)) if v is not None)
+    raise LensError(f"Dataset {dataset!r} has no valid verdict{' for ' + what if what else ''}.")
+
+
+def _judges(store, dataset: str, judge) -> list[str]:
+    """The judges of a dataset's verdicts, within the judge filter when one is given."""
+    from engine.ranking.vote_query import store_relation
+    from engine.store.datasets import relation_judges
+
     judges = relation_judges(store, store_relation(store, dataset))
     if judge is not None:
         judges = [j for j in judges if j in ([judge] if isinstance(judge, str) else list(judge))]
-    extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
-             "judges": judges, "category": category, "n_invalid_verdicts": rows.n_invalid}
-    return leaderboard_from_votes(v, ranker=ranker, bootstrap=bootstrap, seed=seed, ranker_params=params,
-                                  level=level, extra_params=extra, bootstrap_unit=unit)
+    return judges
 
 
 def compare_to_reference(board: Leaderboard, reference: pd.Series) -> dict[str, Any]:

@@ -58,8 +58,7 @@ def read_vote_rows(
     missing = {"judge", "prompt_id", "variant", "turn", "model_a", "model_b", "winner"} - cols
     if missing:
         raise LensError(f"The verdict source has no {', '.join(sorted(missing))} column(s).")
-    where = _where(judge, category)
-    src = f"(SELECT * FROM {relation}" + (f" WHERE {' AND '.join(where)})" if where else ")")
+    src = filtered_source(relation, cols, judge, category)
     n_invalid, models = _models_and_invalid(con, src)
     if not models:
         return VoteRows((), *(np.zeros(0, dtype=t) for t in (np.int16, np.int16, np.int8, np.int8)),
@@ -123,8 +122,14 @@ def _source_order(cols: set[str]) -> str:
     return ", ".join(f"{k} NULLS LAST" for k in keys) if keys else "1"
 
 
-def _models_and_invalid(con, src: str) -> tuple[int, tuple[str, ...]]:
-    """(invalid verdicts, sorted models of the valid verdicts) of a source; refuses self-comparisons."""
+def filtered_source(relation: str, cols: set[str], judge=None, category=None) -> str:
+    """The SQL subquery of ``relation``'s rows under the judge / category filters."""
+    where = _where(judge, category)
+    return f"(SELECT * FROM {relation}" + (f" WHERE {' AND '.join(where)})" if where else ")")
+
+
+def check_winners(con, src: str) -> int:
+    """The invalid verdicts of a source; refuses self-comparisons and winners other than A, B, tie, invalid."""
     row = con.execute(
         f"SELECT count(*) FILTER (WHERE winner = 'invalid'), count(*) FILTER (WHERE model_a = model_b "
         f"AND winner <> 'invalid'), count(*) FILTER (WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
@@ -136,10 +141,16 @@ def _models_and_invalid(con, src: str) -> tuple[int, tuple[str, ...]]:
         "LIMIT 3").fetchall()
     if bad:
         raise LensError(f"Verdict winners must be A, B, tie or invalid; found {', '.join(repr(b[0]) for b in bad)}.")
+    return int(row[0])
+
+
+def _models_and_invalid(con, src: str) -> tuple[int, tuple[str, ...]]:
+    """(invalid verdicts, sorted models of the valid verdicts) of a source; refuses self-comparisons."""
+    n_invalid = check_winners(con, src)
     names = con.execute(
         f"SELECT DISTINCT m FROM (SELECT model_a AS m FROM {src} WHERE winner <> 'invalid' "
         f"UNION ALL SELECT model_b FROM {src} WHERE winner <> 'invalid')").fetchall()
-    return int(row[0]), tuple(sorted(str(r[0]) for r in names))
+    return n_invalid, tuple(sorted(str(r[0]) for r in names))
 
 
 def store_relation(store, dataset: str) -> str:
