@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from engine.errors import LensError
 from engine.rankers.votes import A_WINS, TIE, PairCounts
-from engine.ranking.vote_query import GRAPH_HASH, _models_and_invalid, columns_of, filtered_source
+from engine.ranking.vote_query import GRAPH_HASH, columns_of, filtered_source
 
 MAX_PACKED = 127
 """Verdicts per graph the packed counters hold: nine 7-bit counts (order known lo-first / hi-first /
@@ -48,13 +49,14 @@ def pair_counts_sql(con, relation: str, *, judge=None, category=None, policy: st
     (some group needs source-order pairing, or some verdict carries a judge probability)."""
     cols = columns_of(con, relation)
     src = filtered_source(relation, cols, judge, category)
-    n_invalid, models = _models_and_invalid(con, src)
-    if "prob_a" in cols and con.execute(
-            f"SELECT count(prob_a) FROM {src} WHERE winner <> 'invalid'").fetchall()[0][0]:
-        return None
-    keys = con.execute(f"SELECT DISTINCT judge, variant, turn FROM {src} WHERE winner <> 'invalid'").fetchall()
+    n_invalid, has_prob, keys, both_orders = _source_facts(con, src, "prob_a" in cols, "order" in cols)
+    if has_prob or both_orders:
+        return None  # judge probabilities, or verdicts that may pair into votes: the per-verdict path
     if len(keys) > 1:
         return None  # several judges, variants or turns per prompt: distinct prompts need the per-verdict path
+    models = tuple(sorted(str(r[0]) for r in con.execute(
+        f"SELECT DISTINCT m FROM (SELECT model_a AS m FROM {src} WHERE winner <> 'invalid' "
+        f"UNION ALL SELECT model_b FROM {src} WHERE winner <> 'invalid')").fetchall()))
     n = len(models)
     if n == 0:
         return SqlCounts(PairCounts(models, np.zeros((0, 0)), np.zeros((0, 0)), votes=np.zeros(0, np.int64),
@@ -87,9 +89,9 @@ def pair_counts_sql(con, relation: str, *, judge=None, category=None, policy: st
     single = np.ones(g.size, dtype=bool)
     n_graphs = np.zeros(n, dtype=np.int64)
     if shared.size:
-        at = np.minimum(np.searchsorted(shared, g), shared.size - 1)
-        single = shared[at] != g
-        gid, slo, shi, ssh = at[~single], lo[~single], hi[~single], shown[~single]
+        rows, gid = _rows_in(g, shared)
+        single[rows] = False
+        slo, shi, ssh = lo[rows], hi[rows], shown[rows]
         first = np.full(shared.size, g.size)
         np.minimum.at(first, gid, np.arange(gid.size))
         if bool(((slo != slo[first][gid]) | (shi != shi[first][gid])).any()):
@@ -109,3 +111,39 @@ def pair_counts_sql(con, relation: str, *, judge=None, category=None, policy: st
                     n_graph_total=int(single.sum()) + int(shared.size))
     n_votes = n_verdicts = int(g.size)
     return SqlCounts(pc, n_votes, n_verdicts, n_invalid)
+
+
+def _rows_in(key: np.ndarray, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of ``key`` whose value is in ``sorted_keys``, that value's index there).
+
+    A bit table on the keys' low bits picks candidate rows first (a binary search of every row costs
+    ~10x more at 10^7 rows); only the few candidates are searched exactly."""
+    bits = int(min(26, max(16, np.ceil(np.log2(max(sorted_keys.size, 1))) + 6)))
+    low = np.uint64((1 << bits) - 1)
+    table = np.zeros(1 << bits, dtype=bool)
+    table[(sorted_keys & low).astype(np.intp)] = True
+    cand = np.flatnonzero(table[(key & low).astype(np.intp)])
+    at = np.minimum(np.searchsorted(sorted_keys, key[cand]), sorted_keys.size - 1)
+    hit = sorted_keys[at] == key[cand]
+    return cand[hit], at[hit]
+
+
+def _source_facts(con, src: str, prob_column: bool, order_column: bool) -> tuple[int, bool, set, bool]:
+    """(invalid verdicts, whether a valid verdict has a judge probability, the (judge, variant, turn)
+    keys of the valid verdicts, whether valid verdicts show both orders AB and BA) in one scan;
+    refuses what ``vote_query.check_winners`` refuses."""
+    prob = "count(prob_a)" if prob_column else "0"
+    orders = ("count(*) FILTER (WHERE \"order\" = 'AB'), count(*) FILTER (WHERE \"order\" = 'BA')"
+              if order_column else "0, 0")
+    rows = con.execute(f"SELECT judge, variant, turn, winner, count(*), count(*) FILTER (WHERE model_a = model_b), "
+                       f"{prob}, {orders} FROM {src} GROUP BY ALL").fetchall()
+    valid = [r for r in rows if r[3] in ("A", "B", "tie")]
+    n_self = sum(r[5] for r in rows if r[3] is not None and r[3] != "invalid")
+    if n_self:
+        raise LensError(f"{n_self} verdict(s) compare a model with itself.")
+    bad = list(dict.fromkeys(r[3] for r in rows if r[3] not in ("A", "B", "tie", "invalid")))[:3]
+    if bad:
+        raise LensError(f"Verdict winners must be A, B, tie or invalid; found {', '.join(repr(b) for b in bad)}.")
+    n_invalid = sum(r[4] for r in rows if r[3] == "invalid")
+    both = bool(sum(r[7] for r in valid)) and bool(sum(r[8] for r in valid))
+    return n_invalid, any(r[6] for r in valid), {r[:3] for r in valid}, both
