@@ -1,0 +1,117 @@
+"""The leaderboard's DuckDB pair counts (``engine.ranking.count_query``) against the per-verdict vote path
+(``vote_query`` rows → ``votes`` → ``pair_counts``) on random battle logs: repeated battles, several
+annotators, ties, invalid rows, unknown and one-sided presentation orders, prompts holding several
+pairs, and both orders (where the SQL path must step aside)."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine.rankers.objects import fit_counts
+from engine.rankers.votes import votes as make_votes
+from engine.ranking import count_query
+from engine.ranking.count_query import pair_counts_sql
+from engine.ranking.leaderboard import leaderboard
+from engine.ranking.vote_query import frame_vote_rows
+from tests.test_count_rankers import frame
+
+
+def battle_log(seed: int, n: int = 3000, n_models: int = 9, orders: tuple = (None,), multi_pair: bool = False,
+               n_judges: int = 1) -> pd.DataFrame:
+    """An arena-shaped random log: mostly one battle per prompt, some prompts battled again (same pair,
+    own battle id, or no battle id and another annotator), ties, invalid verdicts."""
+    rng = np.random.default_rng(seed)
+    models = [f"m{i}" for i in range(n_models)]
+    strength = rng.normal(0, 1, n_models)
+    rows, q = [], 0
+    while len(rows) < n:
+        i, j = rng.choice(n_models, 2, replace=False)
+        for k in range(1 + int(rng.random() < 0.15) + int(rng.random() < 0.05)):  # repeated battles
+            u = rng.random()
+            w = ("invalid" if u < 0.03 else "tie" if u < 0.2
+                 else "A" if rng.random() < 1 / (1 + np.exp(strength[j] - strength[i])) else "B")
+            rows.append({"prompt_id": f"q{q}", "model_a": models[i], "model_b": models[j], "winner": w,
+                         "order": orders[rng.integers(len(orders))],
+                         "annotator": None if rng.random() < 0.5 else f"h{rng.integers(3)}",
+                         "battle_id": f"b{len(rows)}" if rng.random() < 0.7 else None,
+                         "judge": f"j{rng.integers(n_judges)}"})
+            if k == 0 and rng.random() < 0.3:  # the very same row again (a repeated vote)
+                rows.append(dict(rows[-1]))
+        if multi_pair and rng.random() < 0.2:
+            a, b = rng.choice(n_models, 2, replace=False)
+            rows.append({**rows[-1], "model_a": models[a], "model_b": models[b]})
+        q += 1
+    v = frame(rows)
+    v["tstamp"] = np.arange(len(v), dtype=np.float64)
+    return v
+
+
+def python_path(v: pd.DataFrame, policy: str):
+    rows = frame_vote_rows(v)
+    vts = make_votes(rows, policy)
+    return vts.pair_counts(), len(vts), vts.n_verdicts, rows.n_invalid
+
+
+def sql_path(v: pd.DataFrame, policy: str):
+    con = duckdb.connect()
+    try:
+        con.register("lens_log", v)
+        return pair_counts_sql(con, "lens_log", policy=policy)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("policy", ["plurality", "net", "unanimous"])
+@pytest.mark.parametrize("orders", [(None,), ("AB", None), ("BA",)])
+def test_sql_pair_counts_equal_the_vote_path(seed, policy, orders):
+    v = battle_log(seed, orders=orders)
+    sc = sql_path(v, policy)
+    assert sc is not None  # the arena shape takes the SQL path
+    pc, n_votes, n_verdicts, n_invalid = python_path(v, policy)
+    assert sc.counts.models == pc.models
+    for name in ("W", "T", "votes", "n_graphs", "n_prompts"):
+        np.testing.assert_array_equal(getattr(sc.counts, name), getattr(pc, name), err_msg=name)
+    assert (sc.counts.n_graph_total, sc.n_votes, sc.n_verdicts, sc.n_invalid) == (
+        pc.n_graph_total, n_votes, n_verdicts, n_invalid)
+    assert n_invalid > 0 and pc.T.sum() > 0 and pc.n_graph_total < n_verdicts  # the log has what it should
+    for ranker in ("bt", "davidson", "copeland", "rank-centrality"):
+        a, b = fit_counts(ranker, sc.counts).scores, fit_counts(ranker, pc).scores
+        np.testing.assert_allclose(a.to_numpy(), b.reindex(a.index).to_numpy(), rtol=0, atol=1e-10, err_msg=ranker)
+
+
+@pytest.mark.parametrize("case", ["both orders", "several pairs per prompt", "several judges", "probabilities"])
+def test_sql_path_steps_aside_where_votes_need_the_verdicts(case):
+    kw = {"both orders": {"orders": ("AB", "BA")}, "several pairs per prompt": {"multi_pair": True},
+          "several judges": {"n_judges": 2}, "probabilities": {}}[case]
+    v = battle_log(5, n=800, **kw)
+    if case == "probabilities":
+        v["prob_a"] = np.where(np.arange(len(v)) % 3 == 0, 0.7, np.nan)
+    assert sql_path(v, "plurality") is None
+
+
+@pytest.mark.parametrize("kw", [{"orders": (None,)}, {"orders": ("AB", "BA")}, {"multi_pair": True}])
+def test_leaderboard_over_attached_log_equals_the_vote_path(tmp_path, db_path, monkeypatch, kw):
+    from engine.store.attached import attach
+    from engine.store.connection import Store
+
+    v = battle_log(7, n=2000, **kw).drop(columns=["dataset", "source_file", "source_line"])
+    v.to_parquet(tmp_path / "log.parquet")
+    store = Store(db_path)
+    try:
+        attach(store, "log", str(tmp_path / "log.parquet"))
+        taken = []
+        real = count_query.pair_counts_sql
+        monkeypatch.setattr(count_query, "pair_counts_sql", lambda *a, **k: taken.append(real(*a, **k)) or taken[-1])
+        fast = leaderboard(store, "log", ranker="bt")
+        assert (taken[0] is not None) == (kw == {"orders": (None,)})
+        monkeypatch.setattr(count_query, "pair_counts_sql", lambda *a, **k: None)
+        slow = leaderboard(store, "log", ranker="bt")
+    finally:
+        store.close()
+    pd.testing.assert_frame_equal(fast.table, slow.table, rtol=0, atol=1e-10)
+    same = ("n_votes", "n_verdicts_valid", "n_invalid_verdicts", "n_graphs", "judges", "dropped_models")
+    assert {k: fast.params[k] for k in same} == {k: slow.params[k] for k in same}
