@@ -1,7 +1,7 @@
-"""The leaderboard's DuckDB pair counts (``engine.ranking.count_query``) against the per-verdict vote path
+"""The leaderboard's lean pair counts (``engine.ranking.count_query``) against the per-verdict vote path
 (``vote_query`` rows → ``votes`` → ``pair_counts``) on random battle logs: repeated battles, several
 annotators, ties, invalid rows, unknown and one-sided presentation orders, prompts holding several
-pairs, and both orders (where the SQL path must step aside)."""
+pairs, and both orders (where the lean path must step aside)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from engine.rankers.objects import fit_counts
 from engine.rankers.votes import votes as make_votes
 from engine.ranking import count_query
-from engine.ranking.count_query import pair_counts_sql
+from engine.ranking.count_query import lean_pair_counts
 from engine.ranking.leaderboard import leaderboard
 from engine.ranking.vote_query import frame_vote_rows
 from tests.test_count_rankers import frame
@@ -55,11 +55,11 @@ def python_path(v: pd.DataFrame, policy: str):
     return vts.pair_counts(), len(vts), vts.n_verdicts, rows.n_invalid
 
 
-def sql_path(v: pd.DataFrame, policy: str):
+def lean_path(v: pd.DataFrame, policy: str):
     con = duckdb.connect()
     try:
         con.register("lens_log", v)
-        return pair_counts_sql(con, "lens_log", policy=policy)
+        return lean_pair_counts(con, "lens_log")
     finally:
         con.close()
 
@@ -67,10 +67,10 @@ def sql_path(v: pd.DataFrame, policy: str):
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize("policy", ["plurality", "net", "unanimous"])
 @pytest.mark.parametrize("orders", [(None,), ("AB", None), ("BA",)])
-def test_sql_pair_counts_equal_the_vote_path(seed, policy, orders):
+def test_lean_pair_counts_equal_the_vote_path(seed, policy, orders):
     v = battle_log(seed, orders=orders)
-    sc = sql_path(v, policy)
-    assert sc is not None  # the arena shape takes the SQL path
+    sc = lean_path(v, policy)
+    assert sc is not None  # the arena shape takes the lean path
     pc, n_votes, n_verdicts, n_invalid = python_path(v, policy)
     assert sc.counts.models == pc.models
     for name in ("W", "T", "votes", "n_graphs", "n_prompts"):
@@ -84,13 +84,13 @@ def test_sql_pair_counts_equal_the_vote_path(seed, policy, orders):
 
 
 @pytest.mark.parametrize("case", ["both orders", "several pairs per prompt", "several judges", "probabilities"])
-def test_sql_path_steps_aside_where_votes_need_the_verdicts(case):
+def test_lean_path_steps_aside_where_votes_need_the_verdicts(case):
     kw = {"both orders": {"orders": ("AB", "BA")}, "several pairs per prompt": {"multi_pair": True},
           "several judges": {"n_judges": 2}, "probabilities": {}}[case]
     v = battle_log(5, n=800, **kw)
     if case == "probabilities":
         v["prob_a"] = np.where(np.arange(len(v)) % 3 == 0, 0.7, np.nan)
-    assert sql_path(v, "plurality") is None
+    assert lean_path(v, "plurality") is None
 
 
 @pytest.mark.parametrize("kw", [{"orders": (None,)}, {"orders": ("AB", "BA")}, {"multi_pair": True}])
@@ -104,11 +104,11 @@ def test_leaderboard_over_attached_log_equals_the_vote_path(tmp_path, db_path, m
     try:
         attach(store, "log", str(tmp_path / "log.parquet"))
         taken = []
-        real = count_query.pair_counts_sql
-        monkeypatch.setattr(count_query, "pair_counts_sql", lambda *a, **k: taken.append(real(*a, **k)) or taken[-1])
+        real = count_query.lean_pair_counts
+        monkeypatch.setattr(count_query, "lean_pair_counts", lambda *a, **k: taken.append(real(*a, **k)) or taken[-1])
         fast = leaderboard(store, "log", ranker="bt")
         assert (taken[0] is not None) == (kw == {"orders": (None,)})
-        monkeypatch.setattr(count_query, "pair_counts_sql", lambda *a, **k: None)
+        monkeypatch.setattr(count_query, "lean_pair_counts", lambda *a, **k: None)
         slow = leaderboard(store, "log", ranker="bt")
     finally:
         store.close()

@@ -425,7 +425,7 @@ def _votes(rows, policy: str, ranker: str, params: dict | None) -> Votes:
 def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed, policy, params, level, unit):
     """The count path of ``leaderboard``: DuckDB → VoteRows → votes → pair counts → fit."""
     from engine.graphs.stack import COMBINE_POLICIES
-    from engine.ranking.count_query import pair_counts_sql
+    from engine.ranking.count_query import lean_pair_counts
     from engine.ranking.vote_query import columns_of, store_relation, store_vote_rows
     from engine.store.datasets import relation_timestamp_count
 
@@ -445,9 +445,8 @@ def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed,
     fetch = {"time": "time", "input": "input", "prompt": "prompt"}.get(order) if order else None
     extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
              "category": category}
-    if ranker != "elo" and not bootstrap:  # counts suffice: aggregated in DuckDB when no group needs pairing
-        sc = pair_counts_sql(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
-                             policy=policy)
+    if ranker != "elo" and not bootstrap:  # counts suffice; the lean fetch when every verdict is its own vote
+        sc = lean_pair_counts(store.cursor(), store_relation(store, dataset), judge=judge, category=category)
         if sc is not None:
             if sc.n_votes == 0:
                 _no_valid(dataset, judge, category)
