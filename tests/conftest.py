@@ -53,3 +53,48 @@ def shipped_store(shipped_db: Path):
     store = Store(shipped_db)
     yield store
     store.close()
+
+
+def run_engine(args: list[str], *, env: dict[str, str] | None = None, check: bool = False):
+    """Run ``python -m engine ARGS`` in this process (no second interpreter to start): the command's
+    exit code, stdout and stderr as a ``subprocess.CompletedProcess``.
+
+    For tests where a second process is not what is tested. Like a process: ``SystemExit`` (argparse)
+    gives its code, an unexpected exception exit code 1 with its traceback on stderr; ``env`` replaces
+    the environment for the call and the current folder is the repository's. ``check`` raises
+    ``CalledProcessError`` on a non-zero exit, as ``subprocess.run(check=True)`` does.
+    """
+    import contextlib
+    import io
+    import subprocess
+    import traceback
+
+    from engine.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(REPO)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=err)
+            except Exception:
+                traceback.print_exc(file=err)
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(saved_env)
+    done = subprocess.CompletedProcess(["python", "-m", "engine", *map(str, args)], int(code or 0),
+                                       out.getvalue(), err.getvalue())
+    if check:
+        done.check_returncode()
+    return done
