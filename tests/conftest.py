@@ -61,11 +61,13 @@ def run_engine(args: list[str], *, env: dict[str, str] | None = None, check: boo
 
     For tests where a second process is not what is tested. Like a process: ``SystemExit`` (argparse)
     gives its code, an unexpected exception exit code 1 with its traceback on stderr; ``env`` replaces
-    the environment for the call and the current folder is the repository's. ``check`` raises
-    ``CalledProcessError`` on a non-zero exit, as ``subprocess.run(check=True)`` does.
+    the environment for the call and the current folder is the repository's; log records of WARNING
+    and above reach its stderr, as Python's last-resort handler prints them in a fresh process.
+    ``check`` raises ``CalledProcessError`` on a non-zero exit, as ``subprocess.run(check=True)`` does.
     """
     import contextlib
     import io
+    import logging
     import subprocess
     import traceback
 
@@ -73,11 +75,14 @@ def run_engine(args: list[str], *, env: dict[str, str] | None = None, check: boo
 
     out, err = io.StringIO(), io.StringIO()
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    last_resort = logging.StreamHandler(err)
+    last_resort.setLevel(logging.WARNING)
     try:
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
         os.chdir(REPO)
+        logging.getLogger().addHandler(last_resort)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 code = main([str(a) for a in args])
@@ -89,6 +94,7 @@ def run_engine(args: list[str], *, env: dict[str, str] | None = None, check: boo
                 traceback.print_exc(file=err)
                 code = 1
     finally:
+        logging.getLogger().removeHandler(last_resort)
         os.chdir(saved_cwd)
         if env is not None:
             os.environ.clear()
