@@ -12,8 +12,8 @@ import streamlit as st
 
 from app_pages._lens import ALL, busy_notice, choices, datasets_table, get_store, guarded_session, user_text
 from engine.errors import LensError
-from engine.schema import DEFAULT_DATASET
-from engine.store import StoreBusy
+from engine.store.connection import StoreBusy
+from engine.store.schema import DEFAULT_DATASET
 
 # an emoji favicon is drawn locally; a :material/…: one would be fetched from fonts.gstatic.com
 st.set_page_config(page_title="Tournament Lens", page_icon="🏆", layout="wide")

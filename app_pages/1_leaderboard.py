@@ -17,9 +17,9 @@ from app_pages._lens import (
     leaderboard_result,
     or_stop,
 )
-from engine.exports import csv_bytes, leaderboard_json
-from engine.leaderboard_view import board_view, elo_factor, on_scale
-from engine.viz import ci_plot_frame, escape_md, plot_labels
+from engine.views.exports import csv_bytes, leaderboard_json
+from engine.views.leaderboard_view import board_view, elo_factor, on_scale
+from engine.views.viz import ci_plot_frame, escape_md, plot_labels
 
 st.title("Leaderboard")
 st.caption(

@@ -29,8 +29,8 @@ from app_pages._lens import (
     user_text,
 )
 from engine.errors import LensError
-from engine.leaderboard_view import score_digits
-from engine.truncation_view import (
+from engine.views.leaderboard_view import score_digits
+from engine.views.truncation_view import (
     PAPER_KEEP,
     best_k,
     default_keep_k,
@@ -39,7 +39,7 @@ from engine.truncation_view import (
     protocol_sizes,
     y_range,
 )
-from engine.viz import escape_md, rank_change_frame
+from engine.views.viz import escape_md, rank_change_frame
 
 st.title("Truncation")
 st.caption(

@@ -6,10 +6,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages._lens import current, cycle_overview, matrix_figure, or_stop, pair_matrices_for, stack_for
-from engine.cycles_view import graphs_table, integer_axis, integer_histogram
-from engine.matrix_view import KINDS, select_models
-from engine.truncation_view import format_s_mu
-from engine.viz import graphs_by_score
+from engine.views.cycles_view import graphs_table, integer_axis, integer_histogram
+from engine.views.matrix_view import KINDS, select_models
+from engine.views.truncation_view import format_s_mu
+from engine.views.viz import graphs_by_score
 
 st.title("Cycles")
 st.caption(

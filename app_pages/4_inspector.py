@@ -18,7 +18,7 @@ from app_pages._lens import (
     triad_view_for,
 )
 from engine.errors import LensError
-from engine.inspector import (
+from engine.views.inspector import (
     DENOISERS,
     TRIAD_KINDS,
     graph_choices,
@@ -26,7 +26,7 @@ from engine.inspector import (
     question_text,
     variant_names,
 )
-from engine.viz import escape_md
+from engine.views.viz import escape_md
 
 st.title("Prompt inspector")
 st.caption(

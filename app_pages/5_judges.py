@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages._lens import current, get_store, judge_diagnostics, or_stop, show_table
-from engine.viz import escape_md, plot_labels
+from engine.views.viz import escape_md, plot_labels
 
 st.title("Judges")
 st.caption(

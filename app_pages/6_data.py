@@ -20,15 +20,15 @@ from app_pages._lens import (
     show_error,
     user_text,
 )
-from engine import ingest
-from engine.appstate import file_columns
-from engine.dataview import SKIP_LABEL, datasets_view, file_name, refusal_message
 from engine.errors import LensError
-from engine.formats import tool as tool_format
-from engine.synthetic import write_synthetic
-from engine.verdict_files import sniff_tool
-from engine.verdicts import FORMATS, OPTIONAL, REQUIRED, TEXTS, parse_value_map
-from engine.viz import escape_md
+from engine.ingest import importer as ingest
+from engine.ingest.formats import tool as tool_format
+from engine.ingest.synthetic import write_synthetic
+from engine.ingest.verdict_files import sniff_tool
+from engine.ingest.verdicts import FORMATS, OPTIONAL, REQUIRED, TEXTS, parse_value_map
+from engine.views.appstate import file_columns
+from engine.views.dataview import SKIP_LABEL, datasets_view, file_name, refusal_message
+from engine.views.viz import escape_md
 
 st.title("Data")
 st.caption(
@@ -62,7 +62,7 @@ section = st.segmented_control("Section", SECTIONS, key="data_section", required
 def _validated(digest: str, _data: bytes, name: str, options: str):
     """The upload's validation report, once per content (``digest``), file name and options (column
     map, format, value map, judge: JSON): a rerun of the page (a click, a typed name) reuses it
-    instead of reading the whole file again. The rows stay staged on disk (engine.staging); the
+    instead of reading the whole file again. The rows stay staged on disk (engine.ingest.staging); the
     dataset is named when storing."""
     o = json.loads(options)
     return ingest.validate_file(_data, name, column_map=o["map"] or None, fmt=o["fmt"], dataset="upload",
@@ -163,7 +163,7 @@ if section == "Import":
         st.caption(
             "A generated dataset with a known true ranking of 20 models: 8 categories × 10 prompts, each "
             "prompt judged as written, in 4 paraphrases and in 4 sampling replicates, 40 % of the graphs "
-            "confused by a biased judge (engine/synthetic.py, seed fixed). It exercises what vicuna80 cannot: "
+            "confused by a biased judge (engine/ingest/synthetic.py, seed fixed). It exercises what vicuna80 cannot: "
             "paraphrase variants, the sampling-only pool, and curves against the ground truth. It is marked "
             "synthetic everywhere it appears."
         )

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages._lens import SEED, or_stop, recovery_result
-from engine.theory_view import lab_plan
+from engine.views.theory_view import lab_plan
 
 st.title("Theory lab")
 st.caption(
@@ -23,7 +23,7 @@ p = c2.slider("p (judge's edge over a coin flip)", 0.02, 0.45, 0.15, step=0.01, 
 t_max = c3.slider("t (largest number of graphs, odd)", 5, 399, 121, step=2, key="lab_t")
 reps = st.select_slider("Simulated replicates per point", [100, 200, 400, 800], value=200, key="lab_reps")
 # the work grows as n² · replicates · Σt: light settings follow the sliders, heavy ones wait for a
-# button, and settings that would hold the server for a minute are refused (engine/theory_view.py)
+# button, and settings that would hold the server for a minute are refused (engine/views/theory_view.py)
 plan = lab_plan(n, t_max, reps)
 if plan.mode == "refused":
     st.warning(plan.text)

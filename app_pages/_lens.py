@@ -1,7 +1,7 @@
 """What every page shares: the one store, the sidebar's current choice, cached engine calls.
 
 Pages are short scripts that read the shared choice and render; all computation is an engine
-call. Results are cached with ``st.cache_data`` keyed by ``engine.appstate.CacheKey`` (dataset
+call. Results are cached with ``st.cache_data`` keyed by ``engine.views.appstate.CacheKey`` (dataset
 version + filters) and the parameters, so a slider move only recomputes what changed.
 """
 
@@ -15,11 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from engine.appstate import ALL, CacheKey, dataset_choices
-from engine.dataview import without_paths
 from engine.errors import LensError
-from engine.store import Store, StoreBusy, open_store, resolve_db_path
-from engine.viz import escape_md
+from engine.ingest.shipped import open_store
+from engine.store.connection import Store, StoreBusy, resolve_db_path
+from engine.views.appstate import ALL, CacheKey, dataset_choices
+from engine.views.dataview import without_paths
+from engine.views.viz import escape_md
 
 LOCK_WAIT_S = float(os.environ.get("LENS_LOCK_WAIT", "20"))
 """How long a page waits while another process (a judge run, an import) holds the store file."""
@@ -186,7 +187,7 @@ def verdicts_for(key: CacheKey):
 def votes_for(key: CacheKey):
     """The votes of the current choice (``engine.rankers.votes``), read by DuckDB: the count rankers' input."""
     from engine.rankers.votes import votes
-    from engine.vote_query import store_vote_rows
+    from engine.ranking.vote_query import store_vote_rows
 
     return votes(store_vote_rows(get_store(), key.dataset, **_filters(key)))
 
@@ -194,10 +195,10 @@ def votes_for(key: CacheKey):
 @st.cache_resource(max_entries=16, show_spinner="Building tournament graphs…")
 def stack_for(key: CacheKey):
     """The graphs of the current choice (one per judge, prompt, variant and turn) as
-    ``engine.graph_buckets.GraphBuckets``: each graph over its own models, so a battle log of a
+    ``engine.graphs.buckets.GraphBuckets``: each graph over its own models, so a battle log of a
     million one-pair graphs holds a million 2 × 2 cells, not a (T, n, n) stack. Read-only, so
     cached as a resource (no copy per rerun); ``keys`` and ``T`` as on a GraphStack."""
-    from engine.graph_buckets import build_buckets
+    from engine.graphs.buckets import build_buckets
 
     return build_buckets(verdicts_for(key))
 
@@ -206,8 +207,8 @@ def dense_stack_for(key: CacheKey, what: str):
     """The current choice as one dense GraphStack, for the computations that still need one model
     axis across graphs (the sensitivity curves, the Table-2 protocols); a sentence instead when no
     graph can hold a cycle (those curves and tables rank by keep-K on cycle scores) or the stack would
-    exceed ``engine.appstate.DENSE_CELL_LIMIT``."""
-    from engine.appstate import DENSE_CELL_LIMIT
+    exceed ``engine.views.appstate.DENSE_CELL_LIMIT``."""
+    from engine.views.appstate import DENSE_CELL_LIMIT
 
     graphs = stack_for(key)
     if not graphs.at_least(3):
@@ -222,7 +223,7 @@ def dense_stack_for(key: CacheKey, what: str):
 @st.cache_data(max_entries=64, show_spinner="Reading the graph…")
 def graph_view_for(key: CacheKey, t: int):
     """Graph ``t`` as the inspector shows it (models, triads, pair loads, PGED and ELSPR changes)."""
-    from engine.inspector import graph_view
+    from engine.views.inspector import graph_view
 
     return graph_view(stack_for(key), t)
 
@@ -231,7 +232,7 @@ def graph_view_for(key: CacheKey, t: int):
 def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) -> tuple[str, str]:
     """(the before / after drawing of graph ``t`` with ``triad`` highlighted, about 0.5 MB of HTML; a
     sentence on the models left out when the graph has more than ``FOCUS_LIMIT`` models, else "")."""
-    from engine.inspector import focus_models, focus_summary, inspector_html, restrict_view
+    from engine.views.inspector import focus_models, focus_summary, inspector_html, restrict_view
 
     view = graph_view_for(key, t)
     keep = focus_models(view, triad)
@@ -242,7 +243,7 @@ def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) ->
 @st.cache_data(max_entries=16, show_spinner=False)
 def prompt_menu_for(key: CacheKey):
     """The inspector's prompt picker rows: text, bad triads and S_μ per prompt, worst first."""
-    from engine.inspector import prompt_menu
+    from engine.views.inspector import prompt_menu
 
     return prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version))
 
@@ -250,7 +251,7 @@ def prompt_menu_for(key: CacheKey):
 @st.cache_data(max_entries=64, show_spinner=False)
 def triad_view_for(key: CacheKey, t: int, triad: int):
     """The verdicts, rationales and answers behind triad ``triad`` of graph ``t``."""
-    from engine.inspector import triad_view
+    from engine.views.inspector import triad_view
 
     view = graph_view_for(key, t)
     answers = get_store().answer_texts(key.dataset, str(view.key["prompt_id"]))
@@ -266,8 +267,8 @@ def prompt_texts_for(dataset: str, version: int):
 @st.cache_data(max_entries=16, show_spinner="Counting cycles…")
 def cycle_overview(key: CacheKey):
     """The Cycles page's heatmaps, distributions and graph table for the current choice."""
-    from engine.viz import cycle_overview as build
-    from engine.viz import nb_fit_frame
+    from engine.views.viz import cycle_overview as build
+    from engine.views.viz import nb_fit_frame
 
     return build(stack_for(key), nb_fit=nb_fit_frame)
 
@@ -275,7 +276,7 @@ def cycle_overview(key: CacheKey):
 @st.cache_data(max_entries=16, show_spinner="Building the model × model matrices…")
 def pair_matrices_for(key: CacheKey, ranker: str):
     """Win fraction, battles and bad triads per model pair, in the ranker's point order (no bootstrap)."""
-    from engine.matrix_view import pair_matrices
+    from engine.views.matrix_view import pair_matrices
 
     order = leaderboard_result(key, ranker, None, 1.0, 0, SEED).table["model"].tolist()
     return pair_matrices(stack_for(key), order, cycle_overview(key).per_pair.to_numpy())
@@ -283,11 +284,11 @@ def pair_matrices_for(key: CacheKey, ranker: str):
 
 def matrix_figure(frame, title: str, colorbar: str, fmt: str, colorscale: str = "Reds", zmax: float | None = None):
     """A heatmap whose colour scale starts at 0, grey (with "not compared" on hover) where a value is
-    missing, square cells and tick labels sized and thinned by ``engine.matrix_view.heatmap_geometry``."""
+    missing, square cells and tick labels sized and thinned by ``engine.views.matrix_view.heatmap_geometry``."""
     import plotly.graph_objects as go
 
-    from engine.matrix_view import heatmap_geometry, hover_text
-    from engine.viz import plot_labels
+    from engine.views.matrix_view import heatmap_geometry, hover_text
+    from engine.views.viz import plot_labels
 
     geo = heatmap_geometry(frame.index, frame.columns)
     z = frame.to_numpy(dtype=float)
@@ -313,8 +314,8 @@ def matrix_figure(frame, title: str, colorbar: str, fmt: str, colorscale: str = 
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
 def judge_diagnostics(dataset: str, version: int, category: str | None, by_category: bool):
     """The Judges page's tables for every judge of ``dataset`` (``version`` keys the cache)."""
-    from engine.judges_view import with_worst_position
-    from engine.viz import judge_overview
+    from engine.views.judges_view import with_worst_position
+    from engine.views.viz import judge_overview
 
     # every judge: the graphs cached for the sidebar's "(all)"; the verdicts read afresh, not through
     # verdicts_for, whose cache would hand out one more unpickled copy (2.3 GB peak at 1M verdicts)
@@ -331,7 +332,7 @@ def reference_for_key(dataset: str, category: str | None):
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _reference(dataset: str, version: int, category: str | None):
-    from engine.appstate import reference_for
+    from engine.views.appstate import reference_for
 
     return reference_for(dataset, category, get_store())
 
@@ -339,7 +340,7 @@ def _reference(dataset: str, version: int, category: str | None):
 @st.cache_resource(max_entries=16, show_spinner=False)
 def slider_context(key: CacheKey):
     """Per-selection work shared by every slider move (read-only, so cached without copies)."""
-    from engine.appstate import SliderContext
+    from engine.views.appstate import SliderContext
 
     return SliderContext.of(stack_for(key))
 
@@ -352,7 +353,7 @@ def pool_size_for(key: CacheKey) -> int:
 @st.cache_data(max_entries=128, show_spinner="Ranking…")
 def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int):
     """The leaderboard (AppBoard) of the current choice, keep-K by S_mu when ``keep_k`` is given."""
-    from engine.appstate import app_leaderboard
+    from engine.views.appstate import app_leaderboard
 
     ref, note = reference_for_key(key.dataset, key.category)
     return app_leaderboard(
@@ -366,7 +367,7 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
 @st.cache_data(max_entries=32, show_spinner="Computing the keep-K curve…")
 def keep_k_curve_for(key: CacheKey, mu: float):
     """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT)."""
-    from engine.truncation_view import keep_k_view
+    from engine.views.truncation_view import keep_k_view
 
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
@@ -377,8 +378,8 @@ def keep_k_curve_for(key: CacheKey, mu: float):
 @st.cache_data(max_entries=256, show_spinner="Computing the μ curve…")
 def mu_curve_for(key: CacheKey, keep_k: int):
     """Spearman distance to the reference against μ at this K (paper protocol: half-tie BT)."""
-    from engine.curves import DEFAULT_MU_GRID
-    from engine.truncation_view import mu_view
+    from engine.experiments.curves import DEFAULT_MU_GRID
+    from engine.views.truncation_view import mu_view
 
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
@@ -389,7 +390,7 @@ def mu_curve_for(key: CacheKey, keep_k: int):
 def protocol_params(mu: float):
     """The engine's Table-2 protocol sizes (paper 000's defaults) at this μ: what the table runs with
     and what its caption names."""
-    from engine.resampling import ProtocolParams
+    from engine.experiments.resampling import ProtocolParams
 
     return ProtocolParams(mu=float(mu))
 
@@ -398,8 +399,8 @@ def protocol_params(mu: float):
 def protocol_table(key: CacheKey, mu: float):
     """(the Table-2 summary: protocols × categories, no-spread counts and why, at this μ; the sizes
     it ran with, category pools included, for the caption)."""
-    from engine.resampling import run_protocols
-    from engine.truncation_view import protocol_sizes, protocol_view
+    from engine.experiments.resampling import run_protocols
+    from engine.views.truncation_view import protocol_sizes, protocol_view
 
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
@@ -412,14 +413,14 @@ def protocol_table(key: CacheKey, mu: float):
 @st.cache_data(max_entries=64, show_spinner="Simulating…")
 def recovery_result(n: int, p: float, t_max: int, reps: int, seed: int):
     """Recovery probability against odd t up to ``t_max`` (about 25 points) for both graph models."""
-    from engine.simulate import odd_grid, recovery_curve
+    from engine.experiments.simulate import odd_grid, recovery_curve
 
     return recovery_curve(n, p, odd_grid(t_max), reps=reps, seed=seed)
 
 
 def results_zip_for(key: CacheKey, ranker: str, mu: float, about: str) -> bytes:
     """Leaderboard, per-graph cycle table and judge diagnostics of ``key`` in one ZIP (built on click)."""
-    from engine.exports import results_zip
+    from engine.views.exports import results_zip
 
     board = leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)
     judges = judge_diagnostics(key.dataset, key.version, key.category, False)
@@ -429,7 +430,7 @@ def results_zip_for(key: CacheKey, ranker: str, mu: float, about: str) -> bytes:
 def show_table(frame, column_config: dict, formats: dict[str, str], **kwargs) -> None:
     """st.dataframe where numeric columns with missing values show "—" (not "None"): those
     columns become right-aligned text with the label and help of their column config."""
-    from engine.viz import numbers_as_text
+    from engine.views.viz import numbers_as_text
 
     shown, changed = numbers_as_text(frame, formats)
     config = dict(column_config)
@@ -441,7 +442,7 @@ def show_table(frame, column_config: dict, formats: dict[str, str], **kwargs) ->
 
 def board_display(table):
     """A leaderboard table as shown: reference columns as text with "—" where a model is unmapped."""
-    from engine.viz import dash_missing
+    from engine.views.viz import dash_missing
 
     return dash_missing(table, ["ref_rank", "ref_diff"])
 

@@ -2,7 +2,7 @@
 
     python bench/app_latency.py [--repeats 15] [--db PATH]
 
-A move of the keep-K or mu slider runs ``engine.appstate.app_leaderboard`` on the selection's
+A move of the keep-K or mu slider runs ``engine.views.appstate.app_leaderboard`` on the selection's
 ``SliderContext`` that the page already holds (``st.cache_resource``: GraphStack, cycle counts,
 graph-key order): S_mu, keep-K, the ranker, a B = 200 bootstrap, per-model cycle columns and the
 reference distances. It is timed (median of
@@ -31,11 +31,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.appstate import SliderContext, app_leaderboard, reference_for  # noqa: E402
-from engine.graphs import build_stack  # noqa: E402
-from engine.leaderboard import truncate  # noqa: E402
+from engine.graphs.stack import build_stack  # noqa: E402
+from engine.ingest.shipped import open_store  # noqa: E402
 from engine.rankers import rank  # noqa: E402
-from engine.store import open_store  # noqa: E402
+from engine.ranking.leaderboard import truncate  # noqa: E402
+from engine.views.appstate import SliderContext, app_leaderboard, reference_for  # noqa: E402
 
 B = 200
 

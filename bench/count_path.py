@@ -34,7 +34,7 @@ def generate(db: Path, parquet: Path, battles: int, models: int) -> None:
     """A store with dataset ``arena`` and the same battles as one Parquet file."""
     import duckdb
 
-    from engine.store import Store
+    from engine.store.connection import Store
 
     Store(db).close()
     con = duckdb.connect(str(db))

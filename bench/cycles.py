@@ -3,7 +3,7 @@
     python bench/cycles.py [--scale 10000x20 ...] [--budget 20 | --full] [--threads N] [--seed 0]
 
 For each scale (T graphs × n models; complete graphs, 20 % ties, as in the paper's data) it times
-``engine.cycles.cycle_counts_arrays`` on the whole stack, then each baseline graph by graph on the
+``engine.graphs.cycles.cycle_counts_arrays`` on the whole stack, then each baseline graph by graph on the
 same graphs until its time budget runs out:
 
 - ``enumerate``: paper 000 App. A.2 as written, every vertex triple/quadruple and every cyclic
@@ -34,10 +34,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.cycles import cycle_counts_arrays  # noqa: E402
-from engine.graphs import KEY_COLUMNS, GraphStack  # noqa: E402
-from engine.structure import draw_rate, largest_scc  # noqa: E402
-from engine.triads import classify_triples  # noqa: E402
+from engine.graphs.cycles import cycle_counts_arrays  # noqa: E402
+from engine.graphs.stack import KEY_COLUMNS, GraphStack  # noqa: E402
+from engine.graphs.structure import draw_rate, largest_scc  # noqa: E402
+from engine.graphs.triads import classify_triples  # noqa: E402
 
 SCALES = ((400, 20), (10_000, 20), (100, 200))
 
@@ -131,13 +131,13 @@ def best_of(fn, repeat: int = 5, clock=time.perf_counter) -> float:
 
 
 def previous_kernel(rev: str):
-    """``cycle_counts_arrays`` of engine/cycles.py as committed at git revision ``rev``."""
+    """``cycle_counts_arrays`` of engine/graphs/cycles.py as committed at git revision ``rev``."""
     root = Path(__file__).resolve().parent.parent
-    src = subprocess.run(["git", "show", f"{rev}:engine/cycles.py"], cwd=root, capture_output=True,
+    src = subprocess.run(["git", "show", f"{rev}:engine/graphs/cycles.py"], cwd=root, capture_output=True,
                          text=True, check=True).stdout
     module = types.ModuleType(f"engine.cycles_at_{rev}")
     module.__package__ = "engine"
-    exec(compile(src, f"{rev}:engine/cycles.py", "exec"), module.__dict__)  # noqa: S102 - our own file
+    exec(compile(src, f"{rev}:engine/graphs/cycles.py", "exec"), module.__dict__)  # noqa: S102 - our own file
     return module.cycle_counts_arrays
 
 
@@ -184,7 +184,7 @@ def main() -> None:
     parser.add_argument("--tie-rate", type=float, default=0.2)
     parser.add_argument("--batched-only", action="store_true", help="skip the baselines (quick re-timing)")
     parser.add_argument("--against", metavar="REV",
-                        help="also time engine/cycles.py of this git revision on the same stacks (before/after)")
+                        help="also time engine/graphs/cycles.py of this git revision on the same stacks (before/after)")
     args = parser.parse_args()
     old = previous_kernel(args.against) if args.against else None
     budget = float("inf") if args.full else args.budget

@@ -9,7 +9,7 @@ protocol) × 20 models.
 - Table 2: the six protocols × 8 categories × 100 resamples (Random × 10 subsets).
 
 The batched engine is timed end to end. The naive twin is the obvious loop — for every draw,
-``engine.rankers.rank(stack.subset(draw), "bt")`` and ``engine.distances.all_distances`` — timed on
+``engine.rankers.rank(stack.subset(draw), "bt")`` and ``engine.ranking.distances.all_distances`` — timed on
 ``--loop-fits`` draws of the same workload and scaled to the full number of fits (the loop's cost
 is linear in the number of fits); the ratio is reported, never asserted. ``--before DIR`` also
 times the batched workloads with the engine found in DIR (e.g. an exported older commit), in
@@ -41,8 +41,8 @@ def loadavg() -> str:
 def workload():
     import numpy as np
 
-    from engine.graphs import build_stack
-    from engine.synthetic import SyntheticParams, generate
+    from engine.graphs.stack import build_stack
+    from engine.ingest.synthetic import SyntheticParams, generate
 
     d = generate(SyntheticParams(n_models=20, categories=8, prompts=10, paraphrases=4, samples=4))
     stack = build_stack(d.verdicts.assign(dataset="bench", turn=1, prob_a=np.nan))
@@ -52,8 +52,8 @@ def workload():
 
 def batched_seconds(resamples: int) -> dict[str, float]:
     """Time the batched keep-K curve and Table 2 with whichever ``engine`` is first on sys.path."""
-    from engine.curves import keep_k_curve
-    from engine.resampling import PROTOCOLS, ProtocolParams, run_protocols
+    from engine.experiments.curves import keep_k_curve
+    from engine.experiments.resampling import PROTOCOLS, ProtocolParams, run_protocols
 
     stack, perturbed, truth = workload()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -69,9 +69,9 @@ def loop_seconds_per_fit(stack, truth, draws: list) -> float:
     """Time the naive loop on the given draws (lists of stack positions); seconds per fit."""
     import pandas as pd
 
-    from engine.distances import all_distances
+    from engine.experiments.resampling import reference_ranks
     from engine.rankers import rank
-    from engine.resampling import reference_ranks
+    from engine.ranking.distances import all_distances
 
     ref = pd.Series(reference_ranks(truth, stack.models), index=stack.models)
     t0 = time.perf_counter()
@@ -97,9 +97,15 @@ def main() -> None:
     import numpy as np
     import pandas as pd
 
-    from engine.curves import draw_size
-    from engine.resampling import PROTOCOLS, ProtocolParams, best_single_k, build_jobs, reference_ranks
-    from engine.truncation import keep_order, truncation_scores
+    from engine.experiments.curves import draw_size
+    from engine.experiments.resampling import (
+        PROTOCOLS,
+        ProtocolParams,
+        best_single_k,
+        build_jobs,
+        reference_ranks,
+    )
+    from engine.graphs.truncation import keep_order, truncation_scores
 
     print(f"load average at start: {loadavg()} ({os.cpu_count()} CPUs)")
     runs: dict[str, list[dict[str, float]]] = {"after": []}
@@ -112,7 +118,7 @@ def main() -> None:
                                  capture_output=True, text=True, check=True).stdout
             runs[name].append(json.loads(out.strip().splitlines()[-1]))
 
-    from engine.cycles import cycle_counts
+    from engine.graphs.cycles import cycle_counts
 
     stack, perturbed, truth = workload()
     rng = np.random.default_rng(0)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from engine.verdicts import validate_bytes  # noqa: E402
+from engine.ingest.verdicts import validate_bytes  # noqa: E402
 
 
 def arena_log(n: int, seed: int = 0) -> tuple[bytes, bytes]:

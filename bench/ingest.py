@@ -18,10 +18,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.ingest import store_report  # noqa: E402
-from engine.shipped import vicuna80_report  # noqa: E402
-from engine.store import Store  # noqa: E402
-from engine.verdicts import validate_bytes  # noqa: E402
+from engine.ingest.importer import store_report  # noqa: E402
+from engine.ingest.shipped import vicuna80_report  # noqa: E402
+from engine.ingest.verdicts import validate_bytes  # noqa: E402
+from engine.store.connection import Store  # noqa: E402
 
 
 def table(rows: int, seed: int = 0) -> pd.DataFrame:

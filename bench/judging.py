@@ -240,7 +240,7 @@ def start_server(delay: float, slots: int):
 def run_openai(args) -> tuple[list[dict], dict]:
     from engine.judging.factory import make_backend
     from engine.judging.runner import Runner
-    from engine.store import Store
+    from engine.store.connection import Store
 
     cfg = ProtocolConfig.default()
     dec = cfg.decoding

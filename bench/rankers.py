@@ -28,10 +28,10 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.bootstrap import bootstrap_bt_verdicts  # noqa: E402
-from engine.denoise import backward_arcs, denoise  # noqa: E402
+from engine.graphs.denoise import backward_arcs, denoise  # noqa: E402
 from engine.rankers.bt import fit_bt  # noqa: E402
 from engine.rankers.counts import fit_bt_verdicts, verdict_counts  # noqa: E402
+from engine.ranking.bootstrap import bootstrap_bt_verdicts  # noqa: E402
 
 
 def make_data(n: int, N: int, seed: int = 0, categorical: bool | str = True) -> pd.DataFrame:
@@ -184,7 +184,7 @@ def peak_rss_ours(n: int, N: int, B: int = 100) -> tuple[float, float]:
     allocation on top of it (tracemalloc sees numpy's buffers)."""
     code = (
         "import sys, gc, tracemalloc; sys.path.insert(0, '.'); from bench.rankers import make_data; "
-        "from engine.bootstrap import bootstrap_bt_verdicts; "
+        "from engine.ranking.bootstrap import bootstrap_bt_verdicts; "
         f"df = make_data({n}, {N}); gc.collect(); "
         "rss = int(open('/proc/self/statm').read().split()[1]) * 4096; tracemalloc.start(); "
         f"bootstrap_bt_verdicts(df, B={B}, seed=1); print(rss, tracemalloc.get_traced_memory()[1])"

@@ -12,8 +12,8 @@ import importlib
 import pkgutil
 import sys
 
-from . import cli as cli_pkg
-from .errors import LensError, disk_full_sentence, is_disk_full
+from engine import cli as cli_pkg
+from engine.errors import LensError, disk_full_sentence, is_disk_full
 
 
 def build_parser() -> argparse.ArgumentParser:

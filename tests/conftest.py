@@ -28,7 +28,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def empty_store(db_path: Path):
-    from engine.store import Store
+    from engine.store.connection import Store
 
     store = Store(db_path)
     yield store
@@ -38,7 +38,7 @@ def empty_store(db_path: Path):
 @pytest.fixture(scope="session")
 def shipped_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store file with the shipped default dataset imported (done once per test session)."""
-    from engine.store import open_store
+    from engine.ingest.shipped import open_store
 
     path = tmp_path_factory.mktemp("shipped") / "lens.duckdb"
     store = open_store(path)
@@ -48,7 +48,7 @@ def shipped_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def shipped_store(shipped_db: Path):
-    from engine.store import Store
+    from engine.store.connection import Store
 
     store = Store(shipped_db)
     yield store

@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.bootstrap import bootstrap, bootstrap_bt_verdicts, graph_weights, pattern_counts
 from engine.errors import LensError
-from engine.graphs import build_stack
+from engine.graphs.stack import build_stack
 from engine.rankers import rank
 from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.counts import verdict_counts
+from engine.ranking.bootstrap import bootstrap, bootstrap_bt_verdicts, graph_weights, pattern_counts
 from tests.test_rankers_data import bt_verdicts, verdict_frame
 
 THETA = np.array([0.8, 0.3, 0.0, -0.4, -0.7])

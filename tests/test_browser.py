@@ -116,7 +116,7 @@ def _requirements() -> None:
 def server(tmp_path_factory: pytest.TempPathFactory):
     """The app on a store with the shipped data only (what the screenshots show)."""
     _requirements()
-    from engine.store import open_store
+    from engine.ingest.shipped import open_store
 
     tmp = tmp_path_factory.mktemp("browser")
     open_store(tmp / "lens.duckdb").close()
@@ -127,8 +127,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
 def xss_server(tmp_path_factory: pytest.TempPathFactory):
     """The app on a store with the shipped data and the XSS dataset."""
     _requirements()
-    from engine.ingest import store_report, validate_file
-    from engine.store import open_store
+    from engine.ingest.importer import store_report, validate_file
+    from engine.ingest.shipped import open_store
 
     tmp = tmp_path_factory.mktemp("browser_xss")
     store = open_store(tmp / "lens.duckdb")
@@ -328,7 +328,7 @@ def test_xss_dataset_runs_no_script(xss_server, browser):
 def busy_server(tmp_path_factory: pytest.TempPathFactory):
     """The app on its own copy of the shipped store, waiting only 0.5 s for a held store file."""
     _requirements()
-    from engine.store import open_store
+    from engine.ingest.shipped import open_store
 
     tmp = tmp_path_factory.mktemp("browser_busy")
     open_store(tmp / "lens.duckdb").close()
@@ -425,8 +425,8 @@ def battle_log(path: Path, n: int = 100, battles: int = 1000, seed: int = 2) -> 
 def big_server(tmp_path_factory: pytest.TempPathFactory):
     """The app on a store with the shipped data, the 70-model sparse set and the 100-model battle log."""
     _requirements()
-    from engine.ingest import store_report, validate_file
-    from engine.store import open_store
+    from engine.ingest.importer import store_report, validate_file
+    from engine.ingest.shipped import open_store
 
     tmp = tmp_path_factory.mktemp("browser_big")
     store = open_store(tmp / "lens.duckdb")

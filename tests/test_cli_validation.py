@@ -12,10 +12,10 @@ import pytest
 
 from engine.__main__ import main
 from engine.errors import LensError
-from engine.graphs import build_stack
-from engine.leaderboard import leaderboard
+from engine.graphs.stack import build_stack
 from engine.rankers import rank
 from engine.rankers.elo import elo_ratings, stack_outcomes
+from engine.ranking.leaderboard import leaderboard
 
 
 def run_cli(db, *args):
@@ -153,8 +153,8 @@ def test_compare_reference_truth_on_a_synthetic_dataset(db_path):
     and Kendall between the leaderboard scores and the true strengths ((1 - rho) / 2, (1 - tau) / 2)."""
     from scipy.stats import kendalltau, spearmanr
 
-    from engine.store import Store
-    from engine.synthetic import synthetic_truth
+    from engine.ingest.synthetic import synthetic_truth
+    from engine.store.connection import Store
 
     rc, _, err = run_cli(db_path, "simulate", "synthetic", "--name", "syn", "--models", "8", "--categories", "2",
                          "--prompts", "3", "--paraphrases", "1", "--samples", "1", "--bad-rate", "0.6")
@@ -261,7 +261,7 @@ def test_simulate_recovery_no_limit_runs_the_same_curve(db_path, monkeypatch):
     """With the limit lowered to 1000 units, n = 5, t = 3,5, 10 reps (25 · 10 · 8 = 2000) is refused with
     floor(1000 / 200) = 5 replicates; --no-limit runs it and prints the library's curve."""
     import engine.cli.simulate as sim
-    from engine.simulate import MODELS, recovery_curve
+    from engine.experiments.simulate import MODELS, recovery_curve
 
     monkeypatch.setattr(sim, "CLI_MAX_WORK", 1000.0)
     args = ("simulate", "recovery", "--n", "5", "--t", "3,5", "--reps", "10", "--format", "json")

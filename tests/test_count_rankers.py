@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 from conftest import run_engine
 
-from engine.graphs import build_stack
-from engine.leaderboard import leaderboard
+from engine.graphs.stack import build_stack
 from engine.rankers import rank
 from engine.rankers.elo import elo_ratings
 from engine.rankers.objects import fit_counts
 from engine.rankers.votes import votes as make_votes
-from engine.schema import VERDICT_DTYPES
-from engine.vote_query import frame_vote_rows
+from engine.ranking.leaderboard import leaderboard
+from engine.ranking.vote_query import frame_vote_rows
+from engine.store.schema import VERDICT_DTYPES
 
 COUNT_RANKERS = ("bt", "davidson", "winrate", "copeland", "scorewin", "rank-centrality", "majority")
 
@@ -144,7 +144,7 @@ def test_vote_unit_hand_worked():
 
 
 def test_count_bootstrap_patterns_rebuild_every_unit(shipped_store):
-    from engine.count_bootstrap import unit_patterns
+    from engine.ranking.count_bootstrap import unit_patterns
 
     v = tournaments(30, 6, 3)
     vts = make_votes(frame_vote_rows(v))
@@ -192,9 +192,9 @@ def test_elo_follows_timestamps_when_present():
 
 
 def test_parquet_attached_in_place_ranks_like_the_store(shipped_store, tmp_path, db_path):
-    from engine.attached import attach
     from engine.errors import LensError
-    from engine.store import Store
+    from engine.store.attached import attach
+    from engine.store.connection import Store
 
     v = shipped_store.verdicts("vicuna80", judge="gpt-4").drop(columns=["verdict_id", "dataset"])
     half = len(v) // 2
@@ -215,15 +215,18 @@ def test_parquet_attached_in_place_ranks_like_the_store(shipped_store, tmp_path,
         with pytest.raises(LensError, match="no winner column"):
             v.drop(columns=["winner"]).to_parquet(tmp_path / "bad.parquet")
             attach(store, "bad", str(tmp_path / "bad.parquet"))
-        with pytest.raises(LensError, match="Cannot read Parquet files"):
+        with pytest.raises(LensError, match="No file matches .*nothing-"):
             attach(store, "none", str(tmp_path / "nothing-*.parquet"))
+        (tmp_path / "text.parquet").write_text("not parquet")
+        with pytest.raises(LensError, match="Cannot read Parquet files"):
+            attach(store, "text", str(tmp_path / "text.parquet"))
     finally:
         store.close()
 
 
 def test_sums_over_prompts_warn_when_participation_differs():
     """Borda and PGED sum over prompts: a model in more prompts is warned about, unless normalised."""
-    from engine.leaderboard import board_notes, leaderboard_from_stack
+    from engine.ranking.leaderboard import board_notes, leaderboard_from_stack
 
     rows = []
     for q in range(6):  # x and y meet in every prompt, z only in the first two
@@ -289,8 +292,8 @@ def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
 def test_app_slider_ranks_the_votes_of_the_kept_graphs(shipped_store):
     """The app's leaderboard with votes (count path) equals the stack path on a judge without annotators,
     for every K tried (keep-K's kept graph keys select the votes)."""
-    from engine.appstate import SliderContext, app_leaderboard
-    from engine.vote_query import store_vote_rows
+    from engine.ranking.vote_query import store_vote_rows
+    from engine.views.appstate import SliderContext, app_leaderboard
 
     v = shipped_store.verdicts("vicuna80", judge="gpt-4")
     ctx = SliderContext.of(build_stack(v))

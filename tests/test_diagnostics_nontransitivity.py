@@ -1,4 +1,4 @@
-"""PNT (paper 001, eq. 2 and App. B.1) on top of engine.triads, soft tie band, and the B.5 heatmap."""
+"""PNT (paper 001, eq. 2 and App. B.1) on top of engine.graphs.triads, soft tie band, and the B.5 heatmap."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from engine.diagnostics.nontransitivity import (
     soft_stack,
 )
 from engine.errors import LensError
-from engine.graphs import GraphStack, build_stack
+from engine.graphs.stack import GraphStack, build_stack
 
 SYM = {">": 0, "~": 1, "<": 2}
 # Paper 001, Appendix B.1, the 14 non-transitive patterns as (A vs B, B vs C, A vs C). Items 11 and

@@ -18,7 +18,7 @@ from engine.__main__ import main
 from engine.diagnostics import TABLES, diagnose
 from engine.diagnostics.agreement import agreement
 from engine.diagnostics.position import position_table
-from engine.store import Store
+from engine.store.connection import Store
 
 ORDER_TABLES = ("position", "stress")
 

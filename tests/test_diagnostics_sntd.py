@@ -11,7 +11,7 @@ from scipy.spatial.distance import jensenshannon
 
 from engine.diagnostics import diagnose
 from engine.diagnostics.sntd import bernoulli_jsd, sntd_arrays, sntd_summary, sntd_triples
-from engine.graphs import build_stack
+from engine.graphs.stack import build_stack
 
 
 def logistic(x):

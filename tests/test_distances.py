@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau, spearmanr
 
-from engine.distances import (
+from engine.errors import LensError
+from engine.ranking.distances import (
     DISTANCES,
     all_distances,
     chebyshev_distance,
@@ -18,7 +19,6 @@ from engine.distances import (
     kendall_distance,
     spearman_distance,
 )
-from engine.errors import LensError
 
 
 def perm_series(p, names):
@@ -83,11 +83,11 @@ def test_batch_equals_single_and_needs_two_models():
 
 
 def test_numpy_average_ranks_equal_scipy_rankdata():
-    """engine.distances.rankdata (numpy, keeps scipy.stats off the first page) equals scipy's, ties included."""
+    """engine.ranking.distances.rankdata (numpy, keeps scipy.stats off the first page) equals scipy's, ties included."""
     import numpy as np
     from scipy.stats import rankdata as scipy_rankdata
 
-    from engine.distances import rankdata
+    from engine.ranking.distances import rankdata
 
     rng = np.random.default_rng(7)
     for shape in [(1,), (6,), (40, 9), (3, 200)]:

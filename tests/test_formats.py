@@ -1,4 +1,4 @@
-"""Readers of the field's judgment files (engine/formats): small fixtures written in each tool's own
+"""Readers of the field's judgment files (engine/ingest/formats): small fixtures written in each tool's own
 field names (tests/fixtures/formats, content invented), detection from the content, ``--format``
 overrides, value maps, per-file judges, repeated votes, dropped columns, and a generated
 Arena-shaped log with repeated battles."""
@@ -16,10 +16,10 @@ import pytest
 
 from engine.__main__ import main
 from engine.errors import LensError
-from engine.formats import detect_tool
-from engine.formats.alpaca_eval import hard_winner
-from engine.ingest import import_files, store_report, validate_file, validate_paths
-from engine.verdicts import validate_bytes
+from engine.ingest.formats import detect_tool
+from engine.ingest.formats.alpaca_eval import hard_winner
+from engine.ingest.importer import import_files, store_report, validate_file, validate_paths
+from engine.ingest.verdicts import validate_bytes
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "formats"
 
@@ -218,7 +218,7 @@ def test_cli_several_judges_from_file_names(cli_db, tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "read 6 = stored 6" in out
     assert "gpt4.csv: column not kept (not verdict fields): extra." in out
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(cli_db) as s:
         v = s.verdicts("three")
     assert v.groupby("judge")["winner"].apply(set).to_dict() == {"gpt4": {"A"}, "claude": {"B"}, "llama": {"tie"}}
@@ -238,7 +238,7 @@ def test_cli_map_value_and_judge(cli_db, tmp_path, capsys):
     rc = main(["--db", str(cli_db), "import", str(p), "--dataset", "lr", "--map-value", "winner:left=A",
                "--map-value", "winner:right=B", "--judge", "crowd"])
     assert rc == 0
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(cli_db) as s:
         v = s.verdicts("lr")
     assert v[["winner", "judge"]].values.tolist() == [["A", "crowd"], ["B", "crowd"]]
@@ -279,7 +279,7 @@ def test_a_column_map_reads_canonical_columns_with_a_value_map():
 
 
 def test_value_map_names_a_verdict_column():
-    from engine.verdicts import parse_value_map
+    from engine.ingest.verdicts import parse_value_map
 
     assert parse_value_map(["winner:left=A", "Winner: right = B"]) == {"winner": {"left": "A", "right": "B"}}
     with pytest.raises(LensError, match="names column 'verdict', which is not a verdict column"):
@@ -288,7 +288,7 @@ def test_value_map_names_a_verdict_column():
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_new_columns_survive_export_and_reimport(empty_store, tmp_path, fmt):
-    from engine.ingest import export_verdicts
+    from engine.ingest.importer import export_verdicts
 
     import_files(empty_store, [FIX / "alpha.jsonl", FIX / "arena_conversations.jsonl"], "src")
     out = tmp_path / f"out.{fmt}"
@@ -303,7 +303,7 @@ def test_new_columns_survive_export_and_reimport(empty_store, tmp_path, fmt):
 def test_bt_over_an_imported_arena_log_equals_evalica_over_every_battle(empty_store, tmp_path):
     import evalica
 
-    from engine.leaderboard import leaderboard
+    from engine.ranking.leaderboard import leaderboard
 
     recs, df = make_arena_log(5, n=300)
     path = tmp_path / "battles.json"

@@ -1,4 +1,4 @@
-"""engine.graph_buckets: graphs bucketed by their own number of models give the same per-graph
+"""engine.graphs.buckets: graphs bucketed by their own number of models give the same per-graph
 results as the dense (T, n, n) stack and as brute force, on random graphs of mixed sizes (two-model
 battles, small and large tournaments, missing pairs, invalid verdicts, probabilities on some);
 graphs of fewer than 3 models are left out of cycle statistics with a stated count; keep-K's
@@ -15,24 +15,24 @@ import pandas as pd
 import pytest
 
 from engine.__main__ import main
-from engine.cycles import (
-    COUNT_COLUMNS,
-    cycle_capacity,
-    cycle_counts,
-    cycle_counts_arrays,
-    vertex_cycle_counts,
-)
 from engine.diagnostics import diagnose
 from engine.diagnostics.cycle_stats import cycle_table
 from engine.diagnostics.entropy import nontransitive_vertices, structural_entropy
 from engine.diagnostics.nontransitivity import model_win_rates, pnt_triples
 from engine.diagnostics.sntd import sntd_arrays, sntd_triples
 from engine.errors import LensError
-from engine.graph_buckets import as_buckets, build_buckets
-from engine.graphs import build_stack
-from engine.structure import bad_triad_participation, graph_table, largest_scc
-from engine.triads import classify_triples, nontransitive_triads, triad_patterns
-from engine.truncation import graph_scores, keep_k_graphs
+from engine.graphs.buckets import as_buckets, build_buckets
+from engine.graphs.cycles import (
+    COUNT_COLUMNS,
+    cycle_capacity,
+    cycle_counts,
+    cycle_counts_arrays,
+    vertex_cycle_counts,
+)
+from engine.graphs.stack import build_stack
+from engine.graphs.structure import bad_triad_participation, graph_table, largest_scc
+from engine.graphs.triads import classify_triples, nontransitive_triads, triad_patterns
+from engine.graphs.truncation import graph_scores, keep_k_graphs
 
 
 def mixed_verdicts(seed: int, n_models: int = 9, graphs: int = 60) -> pd.DataFrame:

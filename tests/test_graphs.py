@@ -1,4 +1,4 @@
-"""engine.graphs: how verdicts on one pair combine (every policy, hand-worked and against a tiny
+"""engine.graphs.stack: how verdicts on one pair combine (every policy, hand-worked and against a tiny
 independent implementation), graphs with only invalid verdicts, the category rule, and the
 ``policy`` column of the ``graphs`` command."""
 
@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from engine.__main__ import main
-from engine.graphs import COMBINE_POLICIES, build_stack, majority_label
-from engine.ingest import import_files
-from engine.schema import DEFAULT_DATASET
-from engine.store import Store
+from engine.graphs.stack import COMBINE_POLICIES, build_stack, majority_label
+from engine.ingest.importer import import_files
+from engine.store.connection import Store
+from engine.store.schema import DEFAULT_DATASET
 
 
 def frame(rows: list[tuple], judge: str = "j") -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Storing verdicts (engine/ingest.py) and the ``import`` / ``datasets`` commands, on a real
+"""Storing verdicts (engine/ingest/importer.py) and the ``import`` / ``datasets`` commands, on a real
 on-disk DuckDB store: all-or-nothing, --skip-invalid, replace/append, rename, delete, export,
 and a property-style round trip file → store → Store.verdicts."""
 
@@ -16,7 +16,7 @@ import pytest
 
 from engine.__main__ import main
 from engine.errors import LensError
-from engine.ingest import (
+from engine.ingest.importer import (
     delete_dataset,
     export_verdicts,
     import_files,
@@ -24,7 +24,7 @@ from engine.ingest import (
     store_report,
     validate_file,
 )
-from engine.schema import VERDICT_COLUMNS
+from engine.store.schema import VERDICT_COLUMNS
 
 CONTENT = [c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")]
 GOOD_CSV = "prompt_id,model_a,model_b,winner\np1,x,y,A\np1,y,z,B\np2,x,z,tie\np2,x,y,error\n"
@@ -154,7 +154,7 @@ def test_rename_delete_and_versions(empty_store, tmp_path):
 def test_ground_truth_moves_with_rename_and_goes_with_delete_or_replace(empty_store, tmp_path):
     """A synthetic dataset's truth (table synthetic_truth) follows its rows: a rename moves it, an
     unrelated dataset later stored under the old name has none, a replace import and a delete drop it."""
-    from engine.synthetic import SyntheticParams, synthetic_truth, write_synthetic
+    from engine.ingest.synthetic import SyntheticParams, synthetic_truth, write_synthetic
 
     params = SyntheticParams(n_models=5, categories=1, prompts=3, paraphrases=1, samples=0)
     write_synthetic(empty_store, "syn", params)
@@ -268,7 +268,7 @@ def test_cli_import_refused(cli_db, tmp_path, capsys):
         "error: 2 of 4 rows were rejected, so nothing was stored "
         "(fix them, or use --skip-invalid to store the others).",
     ]
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(cli_db) as s:
         assert not s.has_dataset("mine")
         assert log(s)["status"].tolist()[-1] == "refused"
@@ -320,7 +320,7 @@ def test_cli_import_review_folder_with_names(cli_db, tmp_path, capsys):
                "--model-name", "x=model-x"])
     assert rc == 0
     assert "read 8 = stored 8 + rejected 0 (invalid judge outputs stored: 2)" in capsys.readouterr().out
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(cli_db) as s:
         v = s.verdicts("rev")
     assert set(v["judge"]) == {"gpt-4"} and set(v["model_a"]) == {"model-x", "y"}
@@ -346,14 +346,14 @@ def test_cli_check_stores_nothing(cli_db, tmp_path, capsys):
     assert len(cap.err.strip().splitlines()) == 2
     good = write(tmp_path, "g.csv", GOOD_CSV)
     assert main(["--db", str(cli_db), "import", str(good), "--dataset", "chk", "--check"]) == 0
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(cli_db) as s:
         assert not s.has_dataset("chk")
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_file_columns(tmp_path, fmt):
-    from engine.ingest import file_columns
+    from engine.ingest.importer import file_columns
 
     df = pd.DataFrame({"QID": ["1"], "left": ["x"], "right": ["y"], "Verdict": ["A"]})
     path = tmp_path / f"v.{fmt}"
@@ -370,7 +370,7 @@ def test_file_columns(tmp_path, fmt):
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_export_to_bytes_buffer_reimports(empty_store, tmp_path, fmt):
     """The app's download button hands a BytesIO; what it gets must import back to the same rows."""
-    from engine.ingest import validate_file as vf
+    from engine.ingest.importer import validate_file as vf
 
     store_report(empty_store, vf(write(tmp_path, "g.csv", GOOD_CSV), dataset="d"), "d")
     buf = io.BytesIO()
@@ -407,7 +407,7 @@ def test_cli_always_prints_read_equals_stored_plus_rejected(cli_db, tmp_path, ca
     assert read == stored + rejected + held
     # counted another way: data lines of the file, and what the store holds afterwards
     assert read == len(csv_text.strip().splitlines()) - 1
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(cli_db) as s:
         n = len(s.verdicts("acc")) if s.has_dataset("acc") else 0
     assert n == stored and rc == (0 if stored else 2)
@@ -444,7 +444,7 @@ def test_cli_explicit_rejected_file_in_all_or_nothing_mode(cli_db, tmp_path, cap
 
 
 def _log_count(db) -> int:
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(db) as s:
         return len(log(s))
 
@@ -469,7 +469,7 @@ def test_cli_unwritable_rejected_path_stores_nothing(cli_db, tmp_path, capsys, w
     rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "mine", "--skip-invalid", "--rejected", target])
     cap = capsys.readouterr()
     assert rc == 2 and cap.out == "" and cap.err.splitlines() == [sentence]
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(cli_db) as s:
         assert not s.has_dataset("mine")
     assert _log_count(cli_db) == before
@@ -490,13 +490,13 @@ def test_cli_default_rejected_file_in_a_read_only_folder(cli_db, tmp_path, capsy
         assert err == [f"error: Cannot write the rejected rows to {path}.rejected.csv (Permission denied)."]
     finally:
         folder.chmod(0o755)
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(cli_db) as s:
         assert not s.has_dataset("mine")
 
 
 def test_export_to_a_missing_folder_is_one_sentence(cli_db, tmp_path, capsys):
-    from engine.store import Store
+    from engine.store.connection import Store
     with Store(cli_db) as s, pytest.raises(LensError, match=r"there is no folder /nonexistent\.$"):
         export_verdicts(s, "vicuna80", "/nonexistent/x.csv")
     assert main(["--db", str(cli_db), "datasets", "export", "vicuna80", "/nonexistent/x.csv"]) == 2

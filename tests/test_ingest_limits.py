@@ -23,9 +23,9 @@ import pytest
 
 from engine.__main__ import main
 from engine.errors import LensError
-from engine.import_limits import INT_MAX, NAME_MAX_CHARS, TEXT_MAX_CHARS
-from engine.ingest import export_verdicts, store_report, validate_file
-from engine.store import Store
+from engine.ingest.importer import export_verdicts, store_report, validate_file
+from engine.ingest.limits import INT_MAX, NAME_MAX_CHARS, TEXT_MAX_CHARS
+from engine.store.connection import Store
 
 REPO = Path(__file__).resolve().parent.parent
 HEAD = "prompt_id,model_a,model_b,winner"
@@ -148,7 +148,7 @@ def test_dev_zero_and_a_fifo_are_refused_at_once(cli_db, tmp_path, kind):
 
 
 def test_a_line_longer_than_the_limit_is_skipped_not_held(monkeypatch):
-    import engine.line_reader as lr
+    import engine.ingest.line_reader as lr
 
     monkeypatch.setattr(lr, "LINE_MAX_BYTES", 1000)
     data = f"{HEAD}\np1,a,b,A\np2,{'z' * 5000},b,A\np3,a,b,B\n".encode()
@@ -158,7 +158,7 @@ def test_a_line_longer_than_the_limit_is_skipped_not_held(monkeypatch):
 
 
 def test_json_array_over_the_limit_is_one_sentence(monkeypatch):
-    import engine.verdict_files as vf
+    import engine.ingest.verdict_files as vf
 
     monkeypatch.setattr(vf, "JSON_ARRAY_MAX_BYTES", 100)
     data = json.dumps([{"prompt_id": f"p{i}", "model_a": "a", "model_b": "b", "winner": "A"} for i in range(10)]).encode()

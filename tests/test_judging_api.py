@@ -20,7 +20,7 @@ from conftest import run_engine
 from judging_fake_openai import FakeOpenAI, score_of
 
 from engine.errors import LensError
-from engine.graphs import build_stack
+from engine.graphs.stack import build_stack
 from engine.judging.backends import AuthenticationFailed
 from engine.judging.openai_backend import OpenAIBackend
 from engine.judging.persist import write_answers, write_prompts
@@ -327,7 +327,7 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path, kill_after)
         proc.wait()
         seen_first = srv.total
         assert kill_after <= seen_first < unique
-        from engine.store import Store
+        from engine.store.connection import Store
 
         with Store(db) as st:
             stored = st.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0]
@@ -449,7 +449,7 @@ def test_several_base_urls_share_the_load(empty_store):
 def test_the_store_is_readable_while_a_judge_run_writes_to_it(tmp_path):
     """`judge` lets go of the DuckDB file between its writes, so another process (the app) can
     read the growing dataset during the run; the reader sees verdicts before the run ends."""
-    from engine.store import Store
+    from engine.store.connection import Store
 
     db = tmp_path / "live.duckdb"
     unique = 8 * 3 * 2  # prompts × pairs × orders
@@ -484,7 +484,7 @@ def test_two_judge_processes_on_one_store(tmp_path):
     backend and model) is refused with one sentence and writes nothing, so no call is paid twice;
     a run with another judge model on the same dataset goes ahead beside it, both finish, and the
     store holds each (model, messages) call once."""
-    from engine.store import Store
+    from engine.store.connection import Store
 
     db = tmp_path / "two.duckdb"
     unique = 8 * 3 * 2  # prompts × pairs × orders
@@ -551,7 +551,7 @@ def test_two_judge_processes_on_one_store(tmp_path):
 def test_calls_counts_tokens_and_cost_match_the_store_and_the_server(tmp_path):
     """`calls` and `calls --runs` against a direct SQL count, the fake server's own counts and
     token rules (prompt tokens len(user) // 4, completion max(1, len(text) // 4)), and the prices."""
-    from engine.store import Store
+    from engine.store.connection import Store
 
     db = tmp_path / "calls.duckdb"
     hawaii = "travel blog post about a recent trip to Hawaii"  # prompt 81 only: 3 pairs × 2 orders fail

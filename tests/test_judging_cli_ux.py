@@ -24,7 +24,7 @@ from engine.judging.openai_backend import OpenAIBackend
 from engine.judging.persist import write_answers, write_prompts
 from engine.judging.pipeline import judge_run
 from engine.judging.runner import Runner
-from engine.store import Store
+from engine.store.connection import Store
 
 REPO = Path(__file__).resolve().parent.parent
 ANSWERS = (("m1", "short"), ("m2", "a much longer answer " * 3), ("m3", "medium size answer " * 30))

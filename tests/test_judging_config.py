@@ -20,7 +20,7 @@ from engine.judging.persist import write_answers, write_prompts
 from engine.judging.pipeline import judge_run
 from engine.judging.protocols import ProtocolConfig, cut, default_judge_name
 from engine.judging.runner import Runner
-from engine.store import Store
+from engine.store.connection import Store
 
 REPO = Path(__file__).resolve().parent.parent
 SCORE_V2 = '''kind = "score"

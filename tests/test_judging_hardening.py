@@ -28,7 +28,7 @@ from engine.judging.liveness import process_started
 from engine.judging.openai_backend import OpenAIBackend
 from engine.judging.persist import RunInProgress, start_run
 from engine.judging.runner import Runner, ServerStalled
-from engine.store import Store
+from engine.store.connection import Store
 
 REPO = Path(__file__).resolve().parent.parent
 UNIQUE = 8 * 3 * 2  # MT-Bench with --limit 1: 8 prompts x 3 pairs x 2 orders (swapped)

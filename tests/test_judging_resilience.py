@@ -202,7 +202,7 @@ def test_only_set_decoding_parameters_are_sent(empty_store, tmp_path):
     for b in sent:
         assert set(b) == {"model", "messages", "top_p", "max_completion_tokens"}
         assert (b["top_p"], b["max_completion_tokens"]) == (0.9, 300)
-    from engine.store import Store
+    from engine.store.connection import Store
 
     with Store(db) as st:
         recorded = st.cursor().execute("SELECT DISTINCT decoding FROM judge_calls").fetchall()
@@ -246,7 +246,7 @@ def test_one_progress_bar_for_the_whole_run(tmp_path):
 def test_a_runaway_reply_is_cut_to_the_text_limit_and_stored_invalid_with_its_text(empty_store):
     """A reply over the store's text limit (1 MiB) is cut with a stated marker: the call cache and the
     verdict hold at most the limit, and the verdict tag past the cut leaves it invalid, never a tie."""
-    from engine.import_limits import TEXT_MAX_CHARS
+    from engine.ingest.limits import TEXT_MAX_CHARS
 
     _synthetic(empty_store, "syn", {"p-huge": "HUGE question"})
     with FakeOpenAI(huge_chars=TEXT_MAX_CHARS + 5000) as srv:

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from engine.__main__ import main
-from engine.cycles import cycle_counts
-from engine.graphs import build_stack
-from engine.leaderboard import leaderboard, leaderboard_from_stack
+from engine.graphs.cycles import cycle_counts
+from engine.graphs.stack import build_stack
 from engine.rankers import RANKERS
+from engine.ranking.leaderboard import leaderboard, leaderboard_from_stack
 
 
 def run_cli(db, *args):
@@ -83,7 +83,7 @@ def test_cli_leaderboard_json_and_errors(shipped_db):
     assert rc == 0 and set(obj) == {"params", "details", "notes", "table"} and len(obj["table"]) == 5
     # the reported nu is the one of a direct Davidson fit on the judge's W and T
     from engine.rankers.davidson import fit_davidson
-    from engine.store import Store
+    from engine.store.connection import Store
 
     store = Store(shipped_db)
     st = build_stack(store.verdicts("vicuna80", judge="bard"))
@@ -135,9 +135,9 @@ def test_cli_csv_stays_clean_and_notes_go_to_stderr(shipped_db):
 
 
 def test_rank_and_compare_follow_a_rankers_stated_order(shipped_db, shipped_store):
-    from engine.distances import all_distances
     from engine.rankers import rank
-    from engine.reference import reference_for_dataset
+    from engine.ranking.distances import all_distances
+    from engine.ranking.reference import reference_for_dataset
 
     st = build_stack(shipped_store.verdicts("vicuna80", judge="gpt-4"))
     for params in ({"mode": "global"}, {}):
@@ -162,7 +162,7 @@ def test_rank_and_compare_follow_a_rankers_stated_order(shipped_db, shipped_stor
 
 def test_show_kept_lists_the_kept_graphs_in_keep_order_with_the_threshold(shipped_db, shipped_store):
     """--show-kept prints the K graphs of smallest S_mu (ties by graph key), checked by a direct sort."""
-    from engine.cycles import cycle_counts
+    from engine.graphs.cycles import cycle_counts
 
     rc, out, err = run_cli(
         shipped_db, "leaderboard", "--judge", "gpt-4", "--keep-k", "12", "--mu", "0.5", "--show-kept", "--format", "csv"
@@ -222,8 +222,8 @@ def test_keep_k_leaves_models_without_kept_comparisons_off_the_board(shipped_db,
 
 
 def test_app_slider_path_drops_models_and_keeps_cycle_columns_by_name(shipped_store):
-    from engine.appstate import SliderContext, app_leaderboard
-    from engine.cycles import vertex_cycle_counts
+    from engine.graphs.cycles import vertex_cycle_counts
+    from engine.views.appstate import SliderContext, app_leaderboard
 
     st = build_stack(shipped_store.verdicts("vicuna80"))
     ctx = SliderContext.of(st)
@@ -275,8 +275,8 @@ def test_cli_refuses_options_it_would_ignore_and_show_kept_prints_only_keep_k(sh
 
 
 def test_cli_bootstrap_unit(shipped_db, shipped_store):
-    from engine.bootstrap import bootstrap
-    from engine.leaderboard import compared_models_only
+    from engine.ranking.bootstrap import bootstrap
+    from engine.ranking.leaderboard import compared_models_only
 
     base = ["leaderboard", "--ranker", "pged", "--judge", "gpt-4", "--bootstrap", "30", "--seed", "2", "--format",
             "json"]

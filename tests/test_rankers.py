@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import check_grad, minimize
 
 from engine.errors import LensError
-from engine.graphs import build_stack
+from engine.graphs.stack import build_stack
 from engine.rankers import RANKERS, rank
 from engine.rankers.bt import fit_bt, fit_bt_batch, fit_bt_batch_info
 from engine.rankers.counts import fit_bt_verdicts
@@ -396,7 +396,7 @@ def test_davidson_without_mle_is_regularised_bounded_and_equals_direct_optimum(p
 
 
 def test_davidson_mle_can_exist_without_strongly_connected_strict_wins():
-    from engine.rankers.base import strongly_connected_batch
+    from engine.graphs.reachability import strongly_connected_batch
     from engine.rankers.davidson import mle_exists
 
     W, T = _wt([("a", "b", 2, "win"), ("b", "a", 1, "win"), ("c", "d", 1, "win"), ("d", "c", 3, "win"),
@@ -453,7 +453,7 @@ def test_davidson_convergence_is_flagged():
 
 
 def test_davidson_never_wins_bootstrap_is_bounded_and_batched():
-    from engine.bootstrap import bootstrap, graph_weights
+    from engine.ranking.bootstrap import bootstrap, graph_weights
 
     W = np.array([[0, 3, 2], [0, 0, 0], [1, 2, 0]], dtype=float)  # b never wins (nor ties)
     T = np.array([[0, 0, 1], [0, 0, 0], [1, 0, 0]], dtype=float)

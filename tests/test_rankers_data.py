@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from engine.graphs import GraphStack, build_stack
+from engine.graphs.stack import GraphStack, build_stack
 
 
 def verdict_frame(rows: list[tuple], judge: str = "judge") -> pd.DataFrame:

@@ -9,8 +9,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from engine.denoise import denoise, descendant_counts, greedy_fas_order, is_acyclic
-from engine.graphs import build_stack
+from engine.graphs.denoise import denoise, descendant_counts, greedy_fas_order, is_acyclic
+from engine.graphs.stack import build_stack
 from engine.rankers import rank
 from engine.rankers.elspr import cleaned_mask, reconstruct, split_verdicts
 from engine.rankers.kemeny import agreement, kemeny_exact, kemeny_local, kemeny_order
@@ -223,7 +223,7 @@ def test_borda_weight_score_by_loops():
 
 
 def test_batched_greedy_equals_the_sequential_algorithm():
-    from engine.denoise import denoise_batch, greedy_fas_order_batch
+    from engine.graphs.denoise import denoise_batch, greedy_fas_order_batch
 
     rng = np.random.default_rng(31)
     for n in range(1, 9):
@@ -473,7 +473,7 @@ def test_counting_rankers_state_and_normalise_uncompared_pairs():
 def test_expected_descendants_equal_the_brute_force_average_over_tie_paths():
     """Every delta-tie path of Algorithm 1 enumerated by nested loops (exact fractions, networkx
     descendants) against the batched branching; then relabelling permutes the result."""
-    from engine.denoise import expected_descendants_batch
+    from engine.graphs.denoise import expected_descendants_batch
 
     rng = np.random.default_rng(12)
     ws = []
@@ -502,7 +502,7 @@ def test_expected_descendants_fallback_on_fully_symmetric_graphs():
     """Two judges that disagree on every pair: n! tie paths. Exact average by symmetry: (n - 1) / 2 each
     (checked by brute force for n = 5); beyond the path cap the grouped fallback takes every tied
     vertex at once, removing all arcs: 0 each, still equal for every model."""
-    from engine.denoise import expected_descendants_batch
+    from engine.graphs.denoise import expected_descendants_batch
 
     w5 = np.ones((5, 5)) - np.eye(5)
     assert [float(x) for x in brute_expected_descendants(w5)] == [2.0] * 5

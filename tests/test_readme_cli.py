@@ -20,7 +20,7 @@ from conftest import REPO
 from scipy.stats import spearmanr
 
 from engine.__main__ import build_parser, main
-from engine.schema import DEFAULT_DATASET
+from engine.store.schema import DEFAULT_DATASET
 
 
 def run_cli(db, *args):
@@ -112,7 +112,7 @@ def test_interval_columns_only_with_bootstrap_said_once(shipped_db):
 
 
 def test_compare_names_rho_and_distance(shipped_db):
-    from engine.reference import reference_for_dataset
+    from engine.ranking.reference import reference_for_dataset
 
     rc, out, err = run_cli(shipped_db, "compare", "--judge", "gpt-4", "--format", "csv")
     row = pd.read_csv(io.StringIO(out)).iloc[0]
@@ -131,7 +131,7 @@ def test_cli_default_judge_is_the_apps_first_view(shipped_db, shipped_store, mon
     """Both pool all judges by default: the CLI's leaderboard equals the one the app opens on."""
     from streamlit.testing.v1 import AppTest
 
-    from engine.appstate import dataset_choices
+    from engine.views.appstate import dataset_choices
 
     default = dataset_choices(shipped_store, "vicuna80").default_judge
     rc, out, err = run_cli(shipped_db, "leaderboard", "--format", "csv")

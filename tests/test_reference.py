@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engine.errors import LensError
-from engine.reference import (
+from engine.ranking.reference import (
     DEFAULT_REFERENCE,
     REFERENCE_DIR,
     arena_category,
@@ -84,7 +84,7 @@ def test_mt_bench_mapping_covers_every_answer_file():
 
 
 def test_dataset_names_that_are_not_file_names_never_reach_a_mapping_file(tmp_path, monkeypatch):
-    from engine import reference
+    from engine.ranking import reference
 
     d = tmp_path / "mappings"
     d.mkdir()

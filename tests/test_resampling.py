@@ -6,12 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.cycles import cycle_counts
-from engine.distances import all_distances
 from engine.errors import LensError
-from engine.graphs import GraphStack
-from engine.rankers import rank
-from engine.resampling import (
+from engine.experiments.resampling import (
     MACRO,
     ProtocolParams,
     build_jobs,
@@ -23,7 +19,11 @@ from engine.resampling import (
     run_protocols,
     table2,
 )
-from engine.truncation import select_keep_k, truncation_scores
+from engine.graphs.cycles import cycle_counts
+from engine.graphs.stack import GraphStack
+from engine.graphs.truncation import select_keep_k, truncation_scores
+from engine.rankers import rank
+from engine.ranking.distances import all_distances
 
 
 def make_stack(n=5, cats=2, prompts=3, variants=3, samples=0, seed=0, complete=True):
@@ -151,7 +151,7 @@ def test_ordinal_ranks_near_ties_use_a_relative_tolerance():
 
 
 def test_warm_and_cold_fits_give_the_same_ranks():
-    from engine.resampling import bt_scores
+    from engine.experiments.resampling import bt_scores
 
     st, _ = make_stack(n=7, cats=1, prompts=30, variants=1, seed=12)
     rng = np.random.default_rng(1)
@@ -169,8 +169,8 @@ def test_warm_and_cold_fits_give_the_same_ranks():
 
 
 def test_permutation_distances_match_the_distances_module():
-    from engine.distances import distances_batch
-    from engine.resampling import permutation_distances
+    from engine.experiments.resampling import permutation_distances
+    from engine.ranking.distances import distances_batch
 
     rng = np.random.default_rng(2)
     for n in (2, 3, 6, 11):
@@ -190,7 +190,7 @@ def loop_distance(st, ref, row, ranker="bt", dist="spearman"):
 
 
 def test_protocol_distances_match_a_loop_of_single_fits():
-    from engine.resampling import best_single_k
+    from engine.experiments.resampling import best_single_k
 
     st, ref = make_stack(n=5, cats=2, prompts=4, variants=3, samples=2, seed=5)
     p = ProtocolParams(keep=8, draw=5, scorewin_draw=6, random_draw=4, random_reps=2, single_draw=3, resamples=6)
@@ -272,7 +272,7 @@ def test_bad_parameters_and_references_are_one_sentence():
 
 
 def test_single_baseline_picks_the_best_global_k_by_brute_force():
-    from engine.resampling import best_single_k
+    from engine.experiments.resampling import best_single_k
 
     st, ref = make_stack(n=5, cats=2, prompts=5, variants=2, seed=9)
     refs = {c: reference_ranks(ref, st.models) for c in ("c0", "c1")}
@@ -296,7 +296,7 @@ def test_single_baseline_picks_the_best_global_k_by_brute_force():
 
 
 def test_unique_rows_groups_exactly_identical_draws():
-    from engine.resampling import unique_rows
+    from engine.experiments.resampling import unique_rows
 
     rng = np.random.default_rng(4)
     base = rng.integers(0, 3, (30, 12)).astype(float)
@@ -334,7 +334,7 @@ def test_random_pool_parameter_label_and_draw_law():
     """Random50→20×10 by default; a category larger than random_pool gets one random pool per outer
     resample, shared by its reps: closed forms P(g in a subset) = m/P and P(g in both of a
     resample's two subsets) = (q/P)·(m/q)² with q = random_pool."""
-    from engine.resampling import label, random_pool_weights, rng_for, subset_weights
+    from engine.experiments.resampling import label, random_pool_weights, rng_for, subset_weights
 
     assert label("random", ProtocolParams()) == "Random50→20×10"
     assert ProtocolParams().random_pool == 50
@@ -392,8 +392,8 @@ def test_fractional_ranks_are_scipys_average_ranks_and_name_free():
 
 
 def test_protocol_distances_take_tied_scores_at_their_average_rank():
-    from engine.distances import distances_batch
-    from engine.resampling import distances_for_scores
+    from engine.experiments.resampling import distances_for_scores
+    from engine.ranking.distances import distances_batch
 
     rng = np.random.default_rng(12)
     s = rng.integers(0, 3, size=(100, 6)).astype(np.float64)
@@ -417,8 +417,8 @@ def rankdata_avg(s):
 def test_reversed_model_names_leave_vicuna80_table2_unchanged(shipped_store):
     """Issue 16: tie-breaking by model name moved ScoreWin's macro Spearman by 0.035 (gpt-4) and
     0.048 (human) when the names were reversed; with average ranks the frame is the same."""
-    from engine.graphs import build_stack
-    from engine.protocol_inputs import reference_ratings
+    from engine.experiments.protocol_inputs import reference_ratings
+    from engine.graphs.stack import build_stack
 
     for judge in ("gpt-4", "human"):
         v = shipped_store.verdicts("vicuna80", judge=judge)

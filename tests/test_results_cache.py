@@ -1,5 +1,5 @@
-"""The engine-code fingerprint of the experiment and diagnose result caches (engine.results_cache,
-engine.protocol_inputs.code_files / code_digest): a result cached by other code is never served."""
+"""The engine-code fingerprint of the experiment and diagnose result caches (engine.experiments.results_cache,
+engine.experiments.protocol_inputs.code_files / code_digest): a result cached by other code is never served."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import protocol_inputs
-from engine.protocol_inputs import code_digest, code_files
+from engine.experiments import protocol_inputs
+from engine.experiments.protocol_inputs import code_digest, code_files
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -20,14 +20,14 @@ LOADED = r"""
 import json, sys
 import numpy as np
 from pathlib import Path
-from engine.synthetic import SyntheticParams, generate
-from engine.graphs import build_stack
+from engine.ingest.synthetic import SyntheticParams, generate
+from engine.graphs.stack import build_stack
 family = sys.argv[1]
 d = generate(SyntheticParams(n_models=5, categories=2, prompts=3, paraphrases=1, samples=1, seed=1))
 v = d.verdicts.assign(dataset="s", turn=1, prob_a=0.5, order="AB")
 if family == "experiment":
-    from engine.resampling import run_protocols
-    from engine.curves import keep_k_curve, mu_curve
+    from engine.experiments.resampling import run_protocols
+    from engine.experiments.curves import keep_k_curve, mu_curve
     st = build_stack(v)
     run_protocols(st, d.truth)
     keep_k_curve(st, d.truth, ks=[2], resamples=2)
@@ -53,11 +53,12 @@ def test_code_files_hold_every_engine_module_python_runs(family):
                          cwd=REPO).stdout
     loaded = set(json.loads(out.strip().splitlines()[-1]))
     files = set(code_files(family))
-    missing = loaded - files - {"synthetic.py", "__main__.py"} if family == "diagnose" else loaded - files
+    missing = loaded - files - {"ingest/synthetic.py", "__main__.py"} if family == "diagnose" else loaded - files
     assert not missing, missing
-    must = {"graphs.py", "cycles.py", "errors.py"}
-    must |= ({"rankers/bt.py", "resampling.py", "curves.py", "truncation.py", "reference.py"} if family == "experiment"
-             else {"diagnostics/sntd.py", "diagnostics/cycle_stats.py", "diagnostics/entropy.py", "triads.py"})
+    must = {"graphs/stack.py", "graphs/cycles.py", "errors.py"}
+    must |= ({"rankers/bt.py", "experiments/resampling.py", "experiments/curves.py", "graphs/truncation.py",
+                "ranking/reference.py"} if family == "experiment"
+             else {"diagnostics/sntd.py", "diagnostics/cycle_stats.py", "diagnostics/entropy.py", "graphs/triads.py"})
     assert must <= files
     assert not any(f.startswith("diagnostics/") for f in code_files("experiment"))
     assert "rankers/bt.py" not in code_files("diagnose")
@@ -90,7 +91,7 @@ def test_a_changed_code_digest_misses_both_caches(shipped_db, tmp_path, monkeypa
     numbers) once the digest of their own code changes; the other family's change leaves them alone."""
     from engine.__main__ import main
     from engine.diagnostics import diagnose_cached
-    from engine.store import Store
+    from engine.store.connection import Store
 
     db = tmp_path / "copy.duckdb"
     shutil.copy(shipped_db, db)

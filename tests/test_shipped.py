@@ -1,4 +1,4 @@
-"""The shipped default dataset (engine/shipped.py): built from the raw rating files, it must give
+"""The shipped default dataset (engine/ingest/shipped.py): built from the raw rating files, it must give
 exactly the verdicts of data/vicuna80/vicuna80_pairwise_long.csv (a table derived independently),
 with the questions, every model's answers, and a bootstrap that runs once per store."""
 
@@ -10,18 +10,19 @@ import shutil
 import pandas as pd
 import pytest
 
-from engine.graphs import build_stack
-from engine.ingest import delete_dataset, import_files
-from engine.shipped import (
+from engine.graphs.stack import build_stack
+from engine.ingest.importer import delete_dataset, import_files
+from engine.ingest.shipped import (
     JUDGE_NAMES,
     MODEL_NAMES,
     VICUNA80_DIR,
     ensure_default_dataset,
     import_vicuna80,
+    open_store,
     prebuilt_report,
     vicuna80_report,
 )
-from engine.store import Store, open_store
+from engine.store.connection import Store
 
 LONG = VICUNA80_DIR / "vicuna80_pairwise_long.csv"
 KEY = ["prompt_id", "judge", "model_a", "model_b", "winner"]

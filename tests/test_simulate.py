@@ -7,9 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from engine.cycles import cycle_counts_arrays
 from engine.errors import LensError
-from engine.simulate import (
+from engine.experiments.simulate import (
     alpha_d,
     crossing,
     exact_recovery_iid,
@@ -24,6 +23,7 @@ from engine.simulate import (
     sample_graphs,
     thresholds,
 )
+from engine.graphs.cycles import cycle_counts_arrays
 
 
 def brute_inversion_law(n, q):
@@ -140,7 +140,7 @@ def test_bad_inputs():
 def test_wilson_interval_matches_scipy_and_keeps_width_at_0_and_1():
     from scipy.stats import binomtest
 
-    from engine.simulate import wilson_interval
+    from engine.experiments.simulate import wilson_interval
 
     for k, n in ((0, 400), (400, 400), (1, 50), (37, 120), (250, 250)):
         lo, hi = wilson_interval(k, n)
@@ -153,7 +153,7 @@ def test_wilson_interval_matches_scipy_and_keeps_width_at_0_and_1():
 
 
 def test_default_grid_is_odd_and_even_t_are_marked():
-    from engine.simulate import odd_grid
+    from engine.experiments.simulate import odd_grid
 
     g = odd_grid(120)
     assert (g % 2 == 1).all() and g[0] == 1 and g[-1] <= 120 and len(g) >= 20

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import LensError
-from engine.store import Store, StoreBusy, StoreError, open_store
+from engine.ingest.shipped import open_store
+from engine.store.connection import Store, StoreBusy, StoreError
 
 REPO = Path(__file__).resolve().parent.parent
 

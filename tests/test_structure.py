@@ -1,4 +1,4 @@
-"""engine.structure and the `graphs` command: draw rate, SCCs, participation, the graph table."""
+"""engine.graphs.structure and the `graphs` command: draw rate, SCCs, participation, the graph table."""
 
 from __future__ import annotations
 
@@ -11,10 +11,16 @@ import pandas as pd
 import pytest
 
 from engine.__main__ import main
-from engine.cycles import COUNT_COLUMNS, cycle_counts
-from engine.graphs import KEY_COLUMNS, GraphStack, build_stack
-from engine.store import Store
-from engine.structure import bad_triad_participation, draw_rate, graph_table, largest_scc, scc_membership
+from engine.graphs.cycles import COUNT_COLUMNS, cycle_counts
+from engine.graphs.stack import KEY_COLUMNS, GraphStack, build_stack
+from engine.graphs.structure import (
+    bad_triad_participation,
+    draw_rate,
+    graph_table,
+    largest_scc,
+    scc_membership,
+)
+from engine.store.connection import Store
 
 
 def random_stack(seed: int, T: int, n: int, sparse: bool = False) -> GraphStack:
@@ -215,7 +221,7 @@ def test_graphs_command_csv(db_path, capsys):
     np.testing.assert_array_equal(df["s_mu"], df["c3_bad"] + 0.5 * df["c4_bad"])
     assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--mu", "-1", "--score", "raw",
                  "--format", "csv"]) == 0
-    df = pd.read_csv(io.StringIO(capsys.readouterr().out))  # any finite weight (engine/truncation.py)
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))  # any finite weight (engine/graphs/truncation.py)
     np.testing.assert_array_equal(df["s_mu"], df["c3_bad"] - df["c4_bad"])
     # the default scales by coverage: p1 (complete on 4: 4 triples, 3 four-cycles) is the reference;
     # p2 misses x-z (2 triples, 1 four-cycle): 1 bad 3-cycle · 4/2 + 0.5 · 1 bad 4-cycle · 3/1
@@ -242,8 +248,8 @@ def test_graph_table_on_a_built_stack_keeps_key_order():
 
 def test_graphs_command_on_the_shipped_data(shipped_db, capsys):
     """Every graph of the shipped dataset: counts against networkx cycles on A and on B."""
-    from engine.schema import DEFAULT_DATASET
-    from engine.triads import classify_triples
+    from engine.graphs.triads import classify_triples
+    from engine.store.schema import DEFAULT_DATASET
 
     assert main(["--db", str(shipped_db), "graphs", "--dataset", DEFAULT_DATASET, "--format", "csv"]) == 0
     df = pd.read_csv(io.StringIO(capsys.readouterr().out), dtype={"prompt_id": str})

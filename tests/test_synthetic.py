@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.cycles import cycle_counts
-from engine.graphs import build_stack
-from engine.resampling import MACRO, ProtocolParams, run_protocols
-from engine.synthetic import SyntheticParams, generate, synthetic_truth, write_synthetic
+from engine.experiments.resampling import MACRO, ProtocolParams, run_protocols
+from engine.graphs.cycles import cycle_counts
+from engine.graphs.stack import build_stack
+from engine.ingest.synthetic import SyntheticParams, generate, synthetic_truth, write_synthetic
 
 SMALL = SyntheticParams(n_models=8, categories=2, prompts=10, paraphrases=4, samples=4, seed=7)
 
@@ -62,7 +62,7 @@ def test_cli_synthetic_then_baselines_end_to_end(tmp_path, capsys):
     import sys
 
     from engine.__main__ import main
-    from engine.store import Store
+    from engine.store.connection import Store
 
     db = tmp_path / "cli.duckdb"
     base = [sys.executable, "-m", "engine", "--db", str(db)]
@@ -89,8 +89,8 @@ def test_cli_scorewin_tie_and_mu_pool_options(tmp_path, capsys):
     import io
 
     from engine.__main__ import main
-    from engine.curves import mu_curve
-    from engine.store import Store
+    from engine.experiments.curves import mu_curve
+    from engine.store.connection import Store
 
     db = tmp_path / "cli.duckdb"
     p = SyntheticParams(n_models=6, categories=2, prompts=4, paraphrases=2, samples=2, seed=6)
@@ -163,7 +163,7 @@ def test_cli_random_pool_option_matches_the_library(tmp_path, capsys):
     import io
 
     from engine.__main__ import main
-    from engine.store import Store
+    from engine.store.connection import Store
 
     db = tmp_path / "cli.duckdb"
     p = SyntheticParams(n_models=6, categories=2, prompts=4, paraphrases=2, samples=0, seed=9)  # 12 graphs/category
@@ -187,7 +187,7 @@ def test_cli_random_pool_option_matches_the_library(tmp_path, capsys):
 def test_cli_soft_flags_store_the_library_probabilities(tmp_path, capsys):
     """simulate synthetic --soft --soft-noise writes the prob_a of SyntheticParams(soft=True, ...)."""
     from engine.__main__ import main
-    from engine.store import Store
+    from engine.store.connection import Store
 
     db = tmp_path / "soft.duckdb"
     assert main(["--db", str(db), "simulate", "synthetic", "--name", "s", "--models", "5", "--categories", "1",

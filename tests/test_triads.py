@@ -1,4 +1,4 @@
-"""engine.triads and the `triads` command: triple patterns against a direct transitivity check."""
+"""engine.graphs.triads and the `triads` command: triple patterns against a direct transitivity check."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from engine.__main__ import main
-from engine.cycles import cycle_counts_arrays
-from engine.graphs import KEY_COLUMNS, GraphStack, build_stack
-from engine.store import Store
-from engine.triads import KINDS, PATTERNS, classify_triples, cyclic_triads, nontransitive_triads
+from engine.graphs.cycles import cycle_counts_arrays
+from engine.graphs.stack import KEY_COLUMNS, GraphStack, build_stack
+from engine.graphs.triads import KINDS, PATTERNS, classify_triples, cyclic_triads, nontransitive_triads
+from engine.store.connection import Store
 
 SYM = {">": 0, "~": 1, "<": 2}
 
@@ -34,7 +34,7 @@ def random_stack(seed: int, T: int, n: int) -> GraphStack:
     return GraphStack(models, adj, adj | adj.swapaxes(1, 2), keys)
 
 
-# Paper 001, Appendix B.1, as (A vs B, B vs C, A vs C), with items 11 and 12 mirrored (see engine/triads.py).
+# Paper 001, Appendix B.1, as (A vs B, B vs C, A vs C), with items 11 and 12 mirrored (see engine/graphs/triads.py).
 PAPER_B1 = [
     "> > ~", "> > <", "> ~ ~", "> ~ <", "~ > ~", "~ > <", "~ ~ >", "~ ~ <", "~ < >", "~ < ~",
     "< ~ >", "< ~ ~", "< < >", "< < ~",

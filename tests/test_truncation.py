@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from engine.errors import LensError
-from engine.truncation import key_order, select_keep_k, truncation_scores
+from engine.graphs.truncation import key_order, select_keep_k, truncation_scores
 
 
 def _keys(prompt_ids, categories=None, variants=None):
@@ -118,7 +118,7 @@ def test_negative_weights_order_by_score_then_key():
 
 def _stack_with_kinds(seed=0, n=5, prompts=6):
     """Random tournaments: per prompt an original, two paraphrases and two sampling replicates."""
-    from engine.graphs import GraphStack
+    from engine.graphs.stack import GraphStack
 
     rng = np.random.default_rng(seed)
     rows, adj = [], []
@@ -139,8 +139,8 @@ def _stack_with_kinds(seed=0, n=5, prompts=6):
 
 
 def test_keep_k_graphs_pools_table_and_threshold():
-    from engine.cycles import cycle_counts
-    from engine.truncation import keep_k_graphs
+    from engine.graphs.cycles import cycle_counts
+    from engine.graphs.truncation import keep_k_graphs
 
     st = _stack_with_kinds()
     counts = cycle_counts(st)
@@ -168,9 +168,9 @@ def test_keep_k_graphs_pools_table_and_threshold():
 
 
 def test_default_pool_never_keeps_sampling_replicates():
-    from engine.graphs import build_stack
-    from engine.synthetic import SyntheticParams, generate
-    from engine.truncation import keep_k_graphs
+    from engine.graphs.stack import build_stack
+    from engine.graphs.truncation import keep_k_graphs
+    from engine.ingest.synthetic import SyntheticParams, generate
 
     d = generate(SyntheticParams(n_models=6, categories=2, prompts=10, paraphrases=4, samples=4, seed=1))
     st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))
@@ -185,9 +185,9 @@ def test_leaderboard_cli_per_category_caps_small_categories(shipped_db, capsys):
     import choix
 
     from engine.__main__ import main
-    from engine.cycles import cycle_counts
-    from engine.graphs import build_stack
-    from engine.store import Store
+    from engine.graphs.cycles import cycle_counts
+    from engine.graphs.stack import build_stack
+    from engine.store.connection import Store
 
     assert main(["--db", str(shipped_db), "leaderboard", "--dataset", "vicuna80", "--judge", "gpt-4",
                  "--keep-k", "5", "--per-category", "--format", "csv"]) == 0

@@ -1,4 +1,4 @@
-"""Verdict parsing and validation (engine/verdicts.py): formats, aliases, defaults, every rejection
+"""Verdict parsing and validation (engine/ingest/verdicts.py): formats, aliases, defaults, every rejection
 reason with its exact line number, and the invariant rows_read = good + rejected."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from engine.errors import LensError
-from engine.ingest import validate_file
-from engine.schema import VERDICT_COLUMNS, VERDICT_DTYPES
-from engine.verdicts import detect_format, parse_review_name, validate_bytes, validate_many
+from engine.ingest.importer import validate_file
+from engine.ingest.verdicts import detect_format, parse_review_name, validate_bytes, validate_many
+from engine.store.schema import VERDICT_COLUMNS, VERDICT_DTYPES
 
 
 def check(data: bytes | str, name: str = "v.csv", **kw):

@@ -8,9 +8,10 @@ import sys
 
 import pandas as pd
 
-from ..csv_cells import write_csv
-from ..errors import LensError
-from ..store import Store, open_store
+from engine.errors import LensError
+from engine.ingest.csv_cells import write_csv
+from engine.ingest.shipped import open_store
+from engine.store.connection import Store
 
 
 def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True, keep_open: bool = True) -> Store:
@@ -53,8 +54,8 @@ def check_judges(store: Store, dataset: str, judges, option: str = "--judge") ->
 def pooled_judges_note(store: Store, dataset: str) -> str | None:
     """Without --judge the graphs of every judge are pooled, as in the app's first view; with several
     judges, one sentence naming them and the judge covering the most models
-    (``engine.dataset_choices``). None for a one-judge dataset."""
-    from ..dataset_choices import dataset_choices
+    (``engine.store.datasets``). None for a one-judge dataset."""
+    from engine.store.datasets import dataset_choices
 
     if not store.has_dataset(dataset):
         return None
@@ -115,7 +116,7 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     elif fmt == "table" and df.empty:
         out.write("  ".join(str(c) for c in df.columns) + "\n(no rows)\n")
     elif fmt == "csv":
-        write_csv(df, out)  # formula-like cells neutralised for spreadsheets (engine/exports.py)
+        write_csv(df, out)  # formula-like cells neutralised for spreadsheets (engine/views/exports.py)
     elif fmt == "json":
         out.write("[]" if df.empty else df.to_json(orient="records", indent=2, double_precision=10))
         out.write("\n")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..judging.cache import call_summary
-from ._common import add_format, store_from_args, write_frame
+from engine.cli._common import add_format, store_from_args, write_frame
+from engine.judging.cache import call_summary
 
 
 def register(sub) -> None:
@@ -32,7 +32,7 @@ def register(sub) -> None:
 
 
 def _prices(items: list[str]) -> dict[str, tuple[float, float]]:
-    from ..errors import LensError
+    from engine.errors import LensError
 
     out = {}
     for it in items:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     store = store_from_args(args, ensure_default=False)
     try:
         if args.runs:
-            from ..judging.persist import mark_interrupted
+            from engine.judging.persist import mark_interrupted
 
             mark_interrupted(store)  # runs whose process was killed show as interrupted, not running
             df = store.cursor().execute("SELECT * EXCLUDE (params) FROM judge_runs ORDER BY run_id").df()

@@ -7,10 +7,13 @@ import sys
 
 import pandas as pd
 
-from ..errors import LensError
-from ..leaderboard import compare_to_reference, leaderboard
-from ..rankers import RANKERS
-from ..reference import (
+from engine.cli._common import add_format, check_judges, pooled_judges_note, store_from_args, write_frame
+from engine.cli.leaderboard import add_selection, keep_k_options, ranker_params
+from engine.errors import LensError
+from engine.ingest.synthetic import synthetic_truth
+from engine.rankers import RANKERS
+from engine.ranking.leaderboard import compare_to_reference, leaderboard
+from engine.ranking.reference import (
     ARENA,
     has_mapping,
     load_mapping,
@@ -19,10 +22,7 @@ from ..reference import (
     map_reference,
     reference_notes,
 )
-from ..schema import DEFAULT_DATASET
-from ..synthetic import synthetic_truth
-from ._common import add_format, check_judges, pooled_judges_note, store_from_args, write_frame
-from .leaderboard import add_selection, keep_k_options, ranker_params
+from engine.store.schema import DEFAULT_DATASET
 
 TRUTH = "truth"
 
@@ -65,7 +65,7 @@ def mapping_for(dataset: str, path: str | None) -> pd.DataFrame:
 
 
 def truth_reference(store, dataset: str) -> pd.Series:
-    """--reference truth: the stored ground-truth strengths of a synthetic dataset (engine.synthetic)."""
+    """--reference truth: the stored ground-truth strengths of a synthetic dataset (engine.ingest.synthetic)."""
     if not store.has_dataset(dataset):
         raise LensError(f"There is no dataset {dataset!r} in the store.")
     if not store.cursor().execute("SELECT count(*) FROM synthetic_truth WHERE dataset = ?", [dataset]).fetchone()[0]:

@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import LensError
-from ..ingest import EXPORT_FORMATS, dataset_table, delete_dataset, export_verdicts, rename_dataset
-from ._common import add_format, store_from_args, write_frame
+from engine.cli._common import add_format, store_from_args, write_frame
+from engine.errors import LensError
+from engine.ingest.importer import (
+    EXPORT_FORMATS,
+    dataset_table,
+    delete_dataset,
+    export_verdicts,
+    rename_dataset,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("--format", dest="export_format", choices=EXPORT_FORMATS, default=None)
     e.set_defaults(func=run_export)
     a = sub.add_parser("attach", help="register Parquet files (a glob) as a dataset read in place, without copying",
-                       description="The files stay where they are and DuckDB reads them on every use (engine/attached.py); "
+                       description="The files stay where they are and DuckDB reads them on every use (engine/store/attached.py); "
                                    "columns prompt_id, model_a, model_b, winner are required, judge, variant, turn, order, "
                                    "annotator, prob_a, battle_id, tstamp are used when present.")
     a.add_argument("name")
@@ -48,7 +54,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_attach(args: argparse.Namespace) -> int:
-    from ..attached import attach
+    from engine.store.attached import attach
 
     store = store_from_args(args)
     try:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..diagnostics import TABLES, diagnose, diagnose_cached
-from ..diagnostics.cycle_stats import EXACT_MAX, FALLBACK_BOUND
-from ..diagnostics.nontransitivity import read_win_rates
-from ..errors import LensError
-from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
-from ..schema import DEFAULT_DATASET
-from ._common import add_format, check_judges, store_from_args, write_frame
+from engine.cli._common import add_format, check_judges, store_from_args, write_frame
+from engine.diagnostics import TABLES, diagnose, diagnose_cached
+from engine.diagnostics.cycle_stats import EXACT_MAX, FALLBACK_BOUND
+from engine.diagnostics.nontransitivity import read_win_rates
+from engine.errors import LensError
+from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
+from engine.store.schema import DEFAULT_DATASET
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

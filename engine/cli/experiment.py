@@ -1,7 +1,7 @@
 """`experiment baselines|keep-k|mu`: paper 000's Table 2 protocols and sensitivity curves, per judge.
 
-Results are cached in the store (``engine.results_cache``) under the dataset version, every
-parameter, the judge, ``engine.protocol_inputs.input_fingerprint`` (reference snapshot, mapping
+Results are cached in the store (``engine.experiments.results_cache``) under the dataset version, every
+parameter, the judge, ``engine.experiments.protocol_inputs.input_fingerprint`` (reference snapshot, mapping
 files, results format) and the hash of the engine code that computes them (added by the cache). The cache is looked up before anything is loaded, so
 a repeated request reads one row per judge and nothing else.
 """
@@ -12,12 +12,19 @@ import argparse
 
 import pandas as pd
 
-from ..errors import LensError
-from ..resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
-from ..schema import DEFAULT_DATASET
-from ..truncation import POOLS
-from ._common import add_format, check_judges, dataset_judges, no_subcommand, store_from_args, write_frame
-from .leaderboard import check_mu
+from engine.cli._common import (
+    add_format,
+    check_judges,
+    dataset_judges,
+    no_subcommand,
+    store_from_args,
+    write_frame,
+)
+from engine.cli.leaderboard import check_mu
+from engine.errors import LensError
+from engine.experiments.resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
+from engine.graphs.truncation import POOLS
+from engine.store.schema import DEFAULT_DATASET
 
 
 def register(subparsers) -> None:
@@ -94,15 +101,15 @@ def _parse_floats(text: str) -> list[float]:
 
 def resolve_reference(store, dataset: str, spec: str, categories: list[str], overall: bool):
     """A rating Series, or a mapping category → Series (per-category arena references)."""
-    from ..protocol_inputs import reference_ratings
+    from engine.experiments.protocol_inputs import reference_ratings
 
     return reference_ratings(store, dataset, spec, categories, overall)
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import results_cache
-    from ..graphs import build_stack
-    from ..protocol_inputs import input_fingerprint
+    from engine.experiments import results_cache
+    from engine.experiments.protocol_inputs import input_fingerprint
+    from engine.graphs.stack import build_stack
 
     _plan(args)  # refuses bad options (e.g. a negative --mu) before the store is opened
     store = store_from_args(args, ensure_default=False)
@@ -141,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     out = pd.concat(frames, ignore_index=True)
     out = out[["judge", *[c for c in out.columns if c != "judge"]]]
     if args.experiment == "baselines" and args.table:
-        from ..resampling import table2
+        from engine.experiments.resampling import table2
 
         parts = [table2(f, args.table).reset_index().assign(judge=j) for j, f in out.groupby("judge", sort=False)]
         tab = pd.concat(parts, ignore_index=True)
@@ -152,8 +159,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _plan(args):
     """(cache parameters, compute(stack, reference)): nothing is loaded until the cache misses."""
-    from ..curves import DEFAULT_MU_GRID, keep_k_curve, mu_curve
-    from ..resampling import run_protocols
+    from engine.experiments.curves import DEFAULT_MU_GRID, keep_k_curve, mu_curve
+    from engine.experiments.resampling import run_protocols
 
     if getattr(args, "mu", None) is not None:
         check_mu(args.mu, "--mu")

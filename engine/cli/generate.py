@@ -6,11 +6,8 @@ import argparse
 
 import pandas as pd
 
-from ..judging.generate import ANSWER_DECODING, generate_answers
-from ..judging.persist import recorded_run, require_prompts, run_status
-from ..judging.templates import get_template, parse_template_ref
-from ._common import add_format, store_from_args, write_frame
-from .judge import (
+from engine.cli._common import add_format, store_from_args, write_frame
+from engine.cli.judge import (
     add_backend_args,
     decoding_overrides,
     finish_code,
@@ -19,6 +16,9 @@ from .judge import (
     runner_from_args,
     with_overrides,
 )
+from engine.judging.generate import ANSWER_DECODING, generate_answers
+from engine.judging.persist import recorded_run, require_prompts, run_status
+from engine.judging.templates import get_template, parse_template_ref
 
 
 def register(sub) -> None:

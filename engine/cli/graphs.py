@@ -7,14 +7,14 @@ import sys
 
 import numpy as np
 
-from ..cycles import cycle_capacity
-from ..errors import LensError
-from ..graph_buckets import build_buckets
-from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
-from ..schema import DEFAULT_DATASET
-from ..structure import graph_table
-from ..truncation import DEFAULT_SCORE, SCORES, can_hold_cycle, graph_scores
-from ._common import add_format, check_judges, store_from_args, write_frame
+from engine.cli._common import add_format, check_judges, store_from_args, write_frame
+from engine.errors import LensError
+from engine.graphs.buckets import build_buckets
+from engine.graphs.cycles import cycle_capacity
+from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
+from engine.graphs.structure import graph_table
+from engine.graphs.truncation import DEFAULT_SCORE, SCORES, can_hold_cycle, graph_scores
+from engine.store.schema import DEFAULT_DATASET
 
 COLUMNS = (
     "judge", "prompt_id", "variant", "turn", "category", "n_models",
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None, bucketed: bool = False):
-    """The GraphStack the command's filters select (``bucketed``: as engine.graph_buckets.GraphBuckets,
+    """The GraphStack the command's filters select (``bucketed``: as engine.graphs.buckets.GraphBuckets,
     each graph over its own models); a LensError when they select nothing."""
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import LensError
-from ..import_limits import check_dataset_name
-from ..ingest import (
+from engine.cli._common import store_from_args
+from engine.errors import LensError
+from engine.ingest.importer import (
     import_source,
     log_refused,
     prepare_rejected,
@@ -15,8 +15,8 @@ from ..ingest import (
     validate_paths,
     write_rejected,
 )
-from ..verdicts import FORMATS, judge_from_filename, parse_value_map
-from ._common import store_from_args
+from engine.ingest.limits import check_dataset_name
+from engine.ingest.verdicts import FORMATS, judge_from_filename, parse_value_map
 
 
 def _pairs(values: list[str] | None, what: str) -> dict[str, str]:

@@ -15,15 +15,15 @@ import sys
 
 import pandas as pd
 
-from ..errors import LensError
-from ..judging.backends import MAX_TOKENS_FIELDS, Decoding
-from ..judging.factory import BACKENDS, make_backend
-from ..judging.persist import ensure_no_live_run, require_prompts
-from ..judging.pipeline import judge_run, load_inputs
-from ..judging.protocols import MAX_ANSWER_CHARS, PROTOCOLS, ProtocolConfig
-from ..judging.runner import Runner
-from ..judging.urls import redact_urls
-from ._common import add_format, store_from_args, write_frame
+from engine.cli._common import add_format, store_from_args, write_frame
+from engine.errors import LensError
+from engine.judging.backends import MAX_TOKENS_FIELDS, Decoding
+from engine.judging.factory import BACKENDS, make_backend
+from engine.judging.persist import ensure_no_live_run, require_prompts
+from engine.judging.pipeline import judge_run, load_inputs
+from engine.judging.protocols import MAX_ANSWER_CHARS, PROTOCOLS, ProtocolConfig
+from engine.judging.runner import Runner
+from engine.judging.urls import redact_urls
 
 _UNSET = object()
 

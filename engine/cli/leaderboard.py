@@ -9,13 +9,20 @@ import sys
 
 import numpy as np
 
-from ..errors import LensError
-from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
-from ..leaderboard import _plain, board_notes, leaderboard
-from ..rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
-from ..rankers.params import param_kinds
-from ..schema import DEFAULT_DATASET
-from ._common import add_format, check_judges, pooled_judges_note, store_from_args, write_frame, write_json
+from engine.cli._common import (
+    add_format,
+    check_judges,
+    pooled_judges_note,
+    store_from_args,
+    write_frame,
+    write_json,
+)
+from engine.errors import LensError
+from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
+from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
+from engine.rankers.params import param_kinds
+from engine.ranking.leaderboard import _plain, board_notes, leaderboard
+from engine.store.schema import DEFAULT_DATASET
 
 
 def add_selection(p: argparse.ArgumentParser) -> None:

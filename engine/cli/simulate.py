@@ -7,8 +7,8 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from ..errors import LensError
-from ._common import add_format, no_subcommand, store_from_args, write_frame
+from engine.cli._common import add_format, no_subcommand, store_from_args, write_frame
+from engine.errors import LensError
 
 
 def register(subparsers) -> None:
@@ -65,12 +65,12 @@ def _ts(text: str) -> list[int]:
 
 
 CLI_MAX_WORK = 5e9
-"""Work units (n² · reps · Σt, engine.theory_view) ``simulate recovery`` runs without --no-limit: at the
+"""Work units (n² · reps · Σt, engine.views.theory_view) ``simulate recovery`` runs without --no-limit: at the
 20-40 ns per unit measured for the theory lab, about two to three minutes on a 2-core box."""
 
 
 def recovery_work(n: int, ts: list[int], reps: int) -> float:
-    """n² · reps · Σt, the unit of engine.theory_view.lab_work, over the t values given."""
+    """n² · reps · Σt, the unit of engine.views.theory_view.lab_work, over the t values given."""
     return float(n) * float(n) * float(reps) * float(sum(ts))
 
 
@@ -92,7 +92,7 @@ def check_recovery_size(n: int, ts: list[int], reps: int, cap: float | None = No
 
 
 def run_recovery(args: argparse.Namespace) -> int:
-    from ..simulate import MODELS, recovery_curve
+    from engine.experiments.simulate import MODELS, recovery_curve
 
     models = MODELS if args.model == "both" else (args.model,)
     ts = _ts(args.t)
@@ -103,7 +103,7 @@ def run_recovery(args: argparse.Namespace) -> int:
 
 
 def run_mallows(args: argparse.Namespace) -> int:
-    from ..simulate import inversion_law, inversions, mallows_permutations
+    from engine.experiments.simulate import inversion_law, inversions, mallows_permutations
 
     if args.n < 1 or args.size < 1:
         raise LensError("The Mallows check needs n ≥ 1 and size ≥ 1.")
@@ -115,7 +115,7 @@ def run_mallows(args: argparse.Namespace) -> int:
 
 
 def run_synthetic(args: argparse.Namespace) -> int:
-    from ..synthetic import SyntheticParams, write_synthetic
+    from engine.ingest.synthetic import SyntheticParams, write_synthetic
 
     p = SyntheticParams(n_models=args.models, categories=args.categories, prompts=args.prompts,
                         paraphrases=args.paraphrases, samples=args.samples, bad_rate=args.bad_rate, seed=args.seed,

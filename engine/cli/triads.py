@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..graphs import COMBINE_POLICIES, DEFAULT_POLICY
-from ..schema import DEFAULT_DATASET
-from ..triads import nontransitive_triads
-from ._common import add_format, write_frame
-from .graphs import load_stack
+from engine.cli._common import add_format, write_frame
+from engine.cli.graphs import load_stack
+from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
+from engine.graphs.triads import nontransitive_triads
+from engine.store.schema import DEFAULT_DATASET
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -6,6 +6,9 @@ One module per concept (see each docstring for the paper section):
 ``position`` (order consistency, first-position rate, McNemar), ``order_stress`` (paper 003's
 order-permutation test), ``agreement`` (pairwise agreement, Cohen's κ), ``summary`` (paper 000,
 Figure 4). ``diagnose`` names each result table so the CLI and the app ask for it by name.
+
+May import: ``engine.experiments`` (the result cache), ``engine.ranking``, ``engine.rankers``,
+``engine.graphs``, ``engine.store``, ``engine.errors``.
 """
 
 from __future__ import annotations
@@ -13,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import LensError
-from ..graph_buckets import build_buckets
-from ..graphs import DEFAULT_POLICY
-from . import agreement as _agreement
-from . import cycle_stats, entropy, nontransitivity, order_stress, position, sntd, summary
-from .verdict_pairs import has_known_order
+from engine.diagnostics import agreement as _agreement
+from engine.diagnostics import cycle_stats, entropy, nontransitivity, order_stress, position, sntd, summary
+from engine.diagnostics.verdict_pairs import has_known_order
+from engine.errors import LensError
+from engine.graphs.buckets import build_buckets
+from engine.graphs.stack import DEFAULT_POLICY
 
 TABLES: dict[str, str] = {
     "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win rate, McNemar p (both tie rules), agreement and κ with the reference judge",
@@ -256,9 +259,9 @@ def _graph_table(stack, table: str, params: dict, v: pd.DataFrame | None = None)
 
 def diagnose_cached(store, dataset: str, judge: str | list[str] | None = None, table: str = "overview",
                     **params) -> tuple[pd.DataFrame, bool]:
-    """(table, hit): ``diagnose`` on a store through engine.results_cache, keyed by the dataset
+    """(table, hit): ``diagnose`` on a store through engine.experiments.results_cache, keyed by the dataset
     version, the table name, the judge filter and the parameters (a new import misses)."""
-    from .. import results_cache
+    from engine.experiments import results_cache
 
     key = {"judge": judge if judge is None or isinstance(judge, str) else sorted(judge), **params,
            "_version": CACHE_VERSION}

@@ -22,7 +22,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from .verdict_pairs import combine_outcomes, verdict_outcomes
+from engine.diagnostics.verdict_pairs import combine_outcomes, verdict_outcomes
 
 INSTANCE: tuple[str, ...] = ("dataset", "prompt_id", "variant", "turn", "lo", "hi")
 

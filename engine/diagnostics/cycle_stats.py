@@ -2,7 +2,7 @@
 
 - Cycle counts per graph: directed simple cycles of length 3..L. ``edges="bad"`` counts the cycles
   of ``adj`` (a tie is both edges) that are not made of ties only, the project's C3_bad / C4_bad
-  generalised to every length (lengths 3 and 4 equal engine.cycles' counts);
+  generalised to every length (lengths 3 and 4 equal engine.graphs.cycles' counts);
   ``edges="strict"`` uses strict wins only (Condorcet cycles, as in paper 003).
   Length bound: by default none, i.e. every length up to the graph's number of models (a 9-model
   graph has cycles of length 3..9, and most of them are long), counted exactly by the batched
@@ -26,6 +26,7 @@ Every summary carries ``length_bound`` (the largest bound among its graphs) and 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,8 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
-from ..errors import LensError
-from . import cycle_dp
+from engine.diagnostics import cycle_dp
+from engine.errors import LensError
 
 CycleEdges = Literal["bad", "strict"]
 
@@ -84,7 +85,7 @@ def cycle_table(stack, *, length_bound: int | None = None, edges: CycleEdges = "
     Graphs of fewer than 3 models can hold no cycle and are left out (not counted as acyclic):
     ``table.attrs["left_out"]`` is how many. ``stack``: a GraphStack or GraphBuckets, computed
     per size bucket over each graph's own models."""
-    from ..graph_buckets import as_buckets
+    from engine.graphs.buckets import as_buckets
 
     if edges not in ("bad", "strict"):
         raise LensError(f"Unknown cycle edge set {edges!r}; choose bad or strict.")
@@ -368,4 +369,5 @@ def count_fits(table: pd.DataFrame, by: tuple[str, ...] = ("judge",), r2_on: str
             continue
         key = key if isinstance(key, tuple) else (key,)
         rows.append({**dict(zip(by, key, strict=True)), **vars(fit_counts(g["cycles"].to_numpy(), r2_on))})
-    return _with_bounds(pd.DataFrame(rows), table, by)
+    columns = [*by, *(f.name for f in dataclasses.fields(CountFit))]  # the header, even with no group to fit
+    return _with_bounds(pd.DataFrame(rows, columns=columns), table, by)

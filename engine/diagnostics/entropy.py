@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..structure import scc_membership
+from engine.graphs.structure import scc_membership
 
 
 def _present(stack) -> np.ndarray:
@@ -67,7 +67,7 @@ def entropy_table(stack) -> pd.DataFrame:
     """One row per graph: key columns, n_vertices, nontransitive_vertices, largest non-transitive
     SCC share, h2 and tau (NaN for graphs with fewer than 2 vertices). ``stack``: a GraphStack or
     GraphBuckets; each graph is computed over its own models (absent models add nothing to H²)."""
-    from ..graph_buckets import as_buckets
+    from engine.graphs.buckets import as_buckets
 
     b = as_buckets(stack)
     nv = np.zeros(b.T, dtype=np.int64)

@@ -1,7 +1,7 @@
 """Hard non-transitivity PNT (paper 001, Section 3.1 eq. 2 and Appendix B.1) and the gap-vs-gap
 heatmap of Appendix B.5.
 
-Every fully compared model triple of every graph is classified by engine.triads.classify_triples
+Every fully compared model triple of every graph is classified by engine.graphs.triads.classify_triples
 (27 outcome patterns, 14 non-transitive ones). PNT is the share of non-transitive triples, per
 group: per judge, per dataset, or per model triple (over the prompts). Two sources:
 
@@ -11,7 +11,7 @@ group: per judge, per dataset, or per model triple (over the prompts). Two sourc
   (default band 0.475-0.525, a parameter).
 
 Patterns: ``pattern_summary`` counts each of the 14 non-transitive patterns of Appendix B.1 (numbered
-1..14 as in engine.triads; A < B < C are the triple's models in name order) per group.
+1..14 as in engine.graphs.triads; A < B < C are the triple's models in name order) per group.
 
 Heatmap (Appendix B.5), one grid per judge (or per ``by`` group): for every ordered triple (x, y, z) the two gaps wr(x) − wr(y) and
 wr(y) − wr(z) of model win rates place the triple's mean PNT (over graphs) and mean SNTD in a
@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 from scipy import ndimage
 
-from ..errors import LensError
-from ..graph_buckets import Bucket, GraphBuckets, as_buckets
-from ..graphs import GraphStack
-from ..triads import PATTERNS, classify_triples
-from .sntd import sntd_triples
+from engine.diagnostics.sntd import sntd_triples
+from engine.errors import LensError
+from engine.graphs.buckets import Bucket, GraphBuckets, as_buckets
+from engine.graphs.stack import GraphStack
+from engine.graphs.triads import PATTERNS, classify_triples
 
 Source = Literal["hard", "soft"]
 DEFAULT_TIE_BAND: tuple[float, float] = (0.475, 0.525)

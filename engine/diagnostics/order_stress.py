@@ -10,7 +10,7 @@ j reaching i; ``strict`` cyclic means a cycle of strict wins alone (a Condorcet 
 All orderings are enumerated when n! ≤ ``max_permutations``; otherwise ``max_permutations``
 orderings are drawn uniformly with ``seed`` (stated in the output). Only pairs judged in both orders
 enter; several verdicts in one order are combined by plurality first. Batched over graphs and
-orderings ((T·P, n, n) reachability of engine.structure), in chunks to bound memory.
+orderings ((T·P, n, n) reachability of engine.graphs.structure), in chunks to bound memory.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..schema import GRAPH_KEY
-from ..structure import scc_membership
-from .verdict_pairs import combine_outcomes, verdict_outcomes
+from engine.diagnostics.verdict_pairs import combine_outcomes, verdict_outcomes
+from engine.graphs.structure import scc_membership
+from engine.store.schema import GRAPH_KEY
 
 
 def orderings(n: int, max_permutations: int, seed: int) -> tuple[np.ndarray, bool]:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .verdict_pairs import paired_orders, verdict_outcomes
+from engine.diagnostics.verdict_pairs import paired_orders, verdict_outcomes
 
 RULES: tuple[str, ...] = ("ordinal", "ties_dropped")
 

@@ -30,8 +30,8 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from ..schema import GRAPH_KEY
-from .verdict_pairs import order_flags
+from engine.diagnostics.verdict_pairs import order_flags
+from engine.store.schema import GRAPH_KEY
 
 SNTD_VARIANTS: tuple[str, ...] = ("averaged", "per-order")
 """``averaged``: one JSD of the order-averaged probabilities; ``per-order``: paper 001's eq. 3, the
@@ -174,7 +174,7 @@ def sntd_triples(stack, *, eps: float = 1e-6, base: float = 2.0, variant: str = 
         raise ValueError(f"SNTD variant must be one of {', '.join(SNTD_VARIANTS)}; got {variant!r}.")
     if variant == "per-order" and verdicts is None:
         raise ValueError("The per-order SNTD needs the verdicts the stack was built from.")
-    from ..graph_buckets import as_buckets
+    from engine.graphs.buckets import as_buckets
 
     b = as_buckets(stack)
     g_all, tri_all, val_all = [], [], []

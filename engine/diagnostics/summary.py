@@ -1,7 +1,7 @@
 """Descriptive structure of the comparison graphs by judge and category (paper 000, Figure 4):
 mean bad 3-/4-cycles, mean draw rate and mean largest-SCC size, as one tidy table.
 
-Built on engine.structure.graph_table (one row per graph); the grouping is a parameter, by default
+Built on engine.graphs.structure.graph_table (one row per graph); the grouping is a parameter, by default
 judge, category and variant kind (Figure 4 contrasts original and perturbed prompts).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..structure import graph_table
+from engine.graphs.structure import graph_table
 
 DEFAULT_BY: tuple[str, ...] = ("judge", "category", "variant_kind")
 

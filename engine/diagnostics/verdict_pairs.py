@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import LensError
-from ..graphs import combine_counts
-from ..schema import GRAPH_KEY
+from engine.errors import LensError
+from engine.graphs.stack import combine_counts
+from engine.store.schema import GRAPH_KEY
 
 ITEM_KEY: tuple[str, ...] = (*GRAPH_KEY, "lo", "hi")
 """One comparison item: a pair of models in one graph."""
@@ -64,7 +64,7 @@ def verdict_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 
 def combine_outcomes(frame: pd.DataFrame, by: list[str], policy: str = "plurality") -> pd.DataFrame:
-    """One outcome per group of verdicts (``by`` columns), combined by an engine.graphs policy."""
+    """One outcome per group of verdicts (``by`` columns), combined by an engine.graphs.stack policy."""
     o = frame["outcome"].to_numpy()
     tmp = frame[by].copy()
     tmp["lo_win"], tmp["hi_win"], tmp["tie"] = (o > 0).astype(np.int64), (o < 0).astype(np.int64), (o == 0).astype(np.int64)

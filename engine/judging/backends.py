@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..errors import LensError
+from engine.errors import LensError
 
 MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
 

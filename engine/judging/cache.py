@@ -31,9 +31,9 @@ import uuid
 
 import pandas as pd
 
-from ..store import Store
-from .backends import ChatRequest, ChatResult
-from .liveness import me, owner_name, same_process_alive
+from engine.judging.backends import ChatRequest, ChatResult
+from engine.judging.liveness import me, owner_name, same_process_alive
+from engine.store.connection import Store
 
 LEASE_S = 120.0  # a claim not renewed for this long (its owner on another host stopped) lapses
 

@@ -8,8 +8,8 @@ transformers folder in the model cache (``local_backend.prepare_gguf``).
 
 from __future__ import annotations
 
-from ..errors import LensError
-from .backends import Backend
+from engine.errors import LensError
+from engine.judging.backends import Backend
 
 BACKENDS = ("openai", "local")
 
@@ -29,11 +29,11 @@ def make_backend(
     token_budget: int | None = None,
 ) -> Backend:
     if kind == "openai":
-        from .openai_backend import OpenAIBackend
+        from engine.judging.openai_backend import OpenAIBackend
 
         return OpenAIBackend(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
     if kind == "local":
-        from .local_backend import TransformersBackend, prepare_gguf, smollm2_gguf
+        from engine.judging.local_backend import TransformersBackend, prepare_gguf, smollm2_gguf
 
         if not model:
             raise LensError("The local backend needs --model (a local folder, a cached HF id, or smollm2).")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..errors import LensError
-from ..store import Store
-from .backends import ChatRequest, Decoding
-from .persist import write_answers
-from .runner import Runner
-from .templates import Template
+from engine.errors import LensError
+from engine.judging.backends import ChatRequest, Decoding
+from engine.judging.persist import write_answers
+from engine.judging.runner import Runner
+from engine.judging.templates import Template
+from engine.store.connection import Store
 
 ANSWER_DECODING = Decoding(max_tokens=512)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import LensError
-from ..store import DATA_DIR
+from engine.errors import LensError
+from engine.store.connection import DATA_DIR
 
 MT_BENCH_DIR = DATA_DIR / "mt_bench"
 

@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from .liveness import me, same_process_alive
+from engine.judging.liveness import me, same_process_alive
 
 
 def journal_dir_and_prefix(store_path: Path) -> tuple[Path, str]:

@@ -35,10 +35,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import LensError
-from .backends import ChatRequest, ChatResult
-from .batching import budget_batches, padded_tokens, prefix_groups
-from .parsing import TOKEN_WRAPPING
+from engine.errors import LensError
+from engine.judging.backends import ChatRequest, ChatResult
+from engine.judging.batching import budget_batches, padded_tokens, prefix_groups
+from engine.judging.parsing import TOKEN_WRAPPING
 
 DTYPES = ("float32", "bfloat16", "float16")
 DEFAULT_BATCH_SIZE = 32  # requests per backend call (the runner stores each call's results together)

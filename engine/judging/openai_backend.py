@@ -30,9 +30,9 @@ import socket
 import threading
 import time
 
-from ..errors import LensError
-from ..import_limits import TEXT_MAX_CHARS
-from .backends import (
+from engine.errors import LensError
+from engine.ingest.limits import TEXT_MAX_CHARS
+from engine.judging.backends import (
     AuthenticationFailed,
     ChatRequest,
     ChatResult,
@@ -41,8 +41,8 @@ from .backends import (
     NoReply,
     RetryableError,
 )
-from .deadline_http import deadline, http_client
-from .urls import redact_url, redact_urls, server_label
+from engine.judging.deadline_http import deadline, http_client
+from engine.judging.urls import redact_url, redact_urls, server_label
 
 DEFAULT_URL = "https://api.openai.com/v1"  # where the openai client goes without a base URL
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..store import Store
-from .backends import ChatRequest, Decoding
-from .parsing import parse_json_array
-from .persist import ensure_dataset
-from .runner import Runner
-from .templates import Template
+from engine.judging.backends import ChatRequest, Decoding
+from engine.judging.parsing import parse_json_array
+from engine.judging.persist import ensure_dataset
+from engine.judging.runner import Runner
+from engine.judging.templates import Template
+from engine.store.connection import Store
 
 PARAPHRASE_DECODING = Decoding(max_tokens=1024)
 CHECK_DECODING = Decoding(max_tokens=64)

@@ -25,9 +25,9 @@ from contextlib import contextmanager
 import duckdb
 import pandas as pd
 
-from ..errors import LensError
-from ..store import Store
-from .liveness import me, same_process_alive
+from engine.errors import LensError
+from engine.judging.liveness import me, same_process_alive
+from engine.store.connection import Store
 
 
 class RunInProgress(LensError):

@@ -15,11 +15,17 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..errors import LensError
-from ..store import Store
-from . import inputs as inp
-from .persist import finish_run, run_status, start_run, write_answers, write_prompts, write_verdicts
-from .protocols import (
+from engine.errors import LensError
+from engine.judging import inputs as inp
+from engine.judging.persist import (
+    finish_run,
+    run_status,
+    start_run,
+    write_answers,
+    write_prompts,
+    write_verdicts,
+)
+from engine.judging.protocols import (
     PROTOCOLS,
     ROW_COLUMNS,
     PairJob,
@@ -28,8 +34,16 @@ from .protocols import (
     make_unit,
     truncated_pairs,
 )
-from .runner import STORE_ERRORS, Runner, RunStats
-from .schedule import SwimResult, opponents_for, round_robin_pairs, swim, swim_add, swim_comparisons
+from engine.judging.runner import STORE_ERRORS, Runner, RunStats
+from engine.judging.schedule import (
+    SwimResult,
+    opponents_for,
+    round_robin_pairs,
+    swim,
+    swim_add,
+    swim_comparisons,
+)
+from engine.store.connection import Store
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,11 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from ..errors import LensError
-from .backends import ChatRequest, ChatResult, Decoding
-from .parsing import parse_score, parse_verdict, soft_preference
-from .runner import Runner
-from .templates import Template, get_template, parse_template_ref
+from engine.errors import LensError
+from engine.judging.backends import ChatRequest, ChatResult, Decoding
+from engine.judging.parsing import parse_score, parse_verdict, soft_preference
+from engine.judging.runner import Runner
+from engine.judging.templates import Template, get_template, parse_template_ref
 
 PROTOCOLS = ("single", "swapped", "hybrid", "soft")
 TIE_BAND = (0.475, 0.525)

@@ -50,10 +50,9 @@ from typing import Any
 
 import duckdb
 
-from ..errors import LensError, is_disk_full
-from ..store import Store, StoreBusy, StoreError
-from . import journal
-from .backends import (
+from engine.errors import LensError, is_disk_full
+from engine.judging import journal
+from engine.judging.backends import (
     Backend,
     BackendStopped,
     ChatRequest,
@@ -63,7 +62,8 @@ from .backends import (
     RetryableError,
     ServerUnreachable,
 )
-from .cache import CallCache, call_key, call_rows
+from engine.judging.cache import CallCache, call_key, call_rows
+from engine.store.connection import Store, StoreBusy, StoreError
 
 STORE_ERRORS = (StoreError, duckdb.Error, OSError)
 

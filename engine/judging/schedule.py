@@ -53,7 +53,7 @@ def bt_scores(
         np.add.at(w, (b[win == "tie"], a[win == "tie"]), 0.5)
     if n < 2:
         return np.zeros(n)
-    from ..rankers.bt import fit_bt_batch_info  # the one BT kernel (the prior keeps the MLE finite)
+    from engine.rankers.bt import fit_bt_batch_info  # the one BT kernel (the prior keeps the MLE finite)
 
     fit = fit_bt_batch_info(w[None], tol=tol, max_iter=max(200, iters // 50))
     return fit.scores[0]

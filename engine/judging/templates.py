@@ -22,8 +22,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import LensError
-from .parsing import SCORE_TAGS, SOFT_LETTERS, VERDICT_TAGS
+from engine.errors import LensError
+from engine.judging.parsing import SCORE_TAGS, SOFT_LETTERS, VERDICT_TAGS
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "templates"
 KINDS = ("pairwise", "score", "soft", "answer", "paraphrase", "equivalence")

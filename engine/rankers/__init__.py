@@ -2,16 +2,18 @@
 
 The registry ``RANKERS`` maps the CLI names (bt, davidson, elo, winrate, copeland, scorewin,
 rank-centrality, majority, pged, elspr, kemeny, borda, pairwise-majority) to functions.
+
+May import: ``engine.graphs``, ``engine.store.schema``, ``engine.blas``, ``engine.errors``.
 """
 
 from __future__ import annotations
 
-from ..errors import LensError
-from ..graphs import GraphStack
-from . import bt, davidson, elo, elspr, kemeny, majority, pged, rank_centrality, simple  # noqa: F401 - registers
-from .base import RANKER_HELP, RANKERS, RankResult, ranks_from_scores, single_thread_blas
-from .objects import RANKER_OBJECTS, fit_counts, ranker_object  # noqa: E402 - needs the registry filled
-from .params import check_ranker_params, parse_ranker_params
+from engine.errors import LensError
+from engine.graphs.stack import GraphStack
+from engine.rankers import bt, davidson, elo, elspr, kemeny, majority, pged, rank_centrality, simple  # noqa: F401 - registers
+from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, ranks_from_scores, single_thread_blas
+from engine.rankers.objects import RANKER_OBJECTS, fit_counts, ranker_object  # noqa: E402 - needs the registry filled
+from engine.rankers.params import check_ranker_params, parse_ranker_params
 
 
 def rank(stack: GraphStack, ranker: str = "bt", **params) -> RankResult:

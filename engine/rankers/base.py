@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..blas import single_thread_blas  # noqa: F401 - re-exported
-from ..errors import LensError
-from ..graphs import GraphStack
+from engine.blas import single_thread_blas  # noqa: F401 - re-exported
+from engine.errors import LensError
+from engine.graphs.stack import GraphStack
 
 
 class FrozenDict(dict):
@@ -151,27 +151,6 @@ def check_stack(stack: GraphStack, ranker: str) -> None:
         raise LensError(f"The {ranker} ranker needs at least two models, but the selection has {stack.n}.")
     if stack.T == 0 or not stack.observed.any():
         raise LensError(f"The {ranker} ranker got no compared pair: the selection holds no valid verdict.")
-
-
-def strongly_connected_batch(adj: np.ndarray) -> np.ndarray:
-    """(B, n, n) bool adjacency → (B,) bool: is each digraph strongly connected? (boolean closure)."""
-    a = np.asarray(adj, dtype=bool)
-    n = a.shape[-1]
-    reach = closure_batch(a)
-    return reach.reshape(a.shape[0], n * n).all(axis=1)
-
-
-def closure_batch(adj: np.ndarray) -> np.ndarray:
-    """Reflexive-transitive closure of a (B, n, n) bool adjacency by repeated squaring (log2 n steps)."""
-    a = np.asarray(adj, dtype=bool)
-    n = a.shape[-1]
-    reach = a | np.eye(n, dtype=bool)
-    steps = max(1, int(np.ceil(np.log2(max(n, 2)))))
-    with single_thread_blas():
-        for _ in range(steps):
-            r = reach.astype(np.float32)
-            reach = (r @ r) > 0
-    return reach
 
 
 RankerFn = Callable[..., RankResult]

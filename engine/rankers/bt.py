@@ -19,16 +19,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import LensError
-from ..graphs import GraphStack
-from .base import (
+from engine.errors import LensError
+from engine.graphs.reachability import strongly_connected_batch
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import (
     RankResult,
     centred,
     check_stack,
     register,
     series,
     single_thread_blas,
-    strongly_connected_batch,
 )
 
 DEFAULT_ALPHA = 0.1

@@ -2,7 +2,7 @@
 
 For very many graphs (a million one-comparison prompts) a GraphStack is too large; this aggregates the
 verdict table into one combined outcome per (graph, pair) with the same combine policies as
-``engine.graphs`` and hands out W~ = W + T/2 or the pattern counts a bootstrap needs. Model and
+``engine.graphs.stack`` and hands out W~ = W + T/2 or the pattern counts a bootstrap needs. Model and
 prompt columns given as pandas Categoricals are used through their codes (fast); plain strings are
 factorised first.
 """
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import LensError
-from ..graphs import DEFAULT_POLICY, combine_counts
-from ..schema import GRAPH_KEY
-from .base import RankResult
-from .bt import fit_bt
+from engine.errors import LensError
+from engine.graphs.stack import DEFAULT_POLICY, combine_counts
+from engine.rankers.base import RankResult
+from engine.rankers.bt import fit_bt
+from engine.store.schema import GRAPH_KEY
 
 
 @dataclass(frozen=True)

@@ -33,18 +33,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LensError
-from ..graphs import GraphStack
-from .base import (
+from engine.errors import LensError
+from engine.graphs.reachability import strongly_connected_batch
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import (
     RankResult,
     centred,
     check_stack,
     register,
     series,
     single_thread_blas,
-    strongly_connected_batch,
 )
-from .bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt_batch
+from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt_batch
 
 NU_MIN = 1e-12
 THETA_GAP_MAX = 50.0

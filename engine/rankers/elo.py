@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LensError
-from ..graphs import GraphStack
-from .base import RankResult, centred, check_stack, register, series
+from engine.errors import LensError
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import RankResult, centred, check_stack, register, series
 
 
 def elo_ratings(

@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..graphs import GraphStack
-from ..schema import GRAPH_KEY
-from .base import RankResult, adjacency_frame, check_stack, closure_batch, register
-from .bt import DEFAULT_ALPHA, fit_bt
+from engine.graphs.reachability import closure_batch
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import RankResult, adjacency_frame, check_stack, register
+from engine.rankers.bt import DEFAULT_ALPHA, fit_bt
+from engine.store.schema import GRAPH_KEY
 
 
 def reconstruct(adj: np.ndarray) -> np.ndarray:

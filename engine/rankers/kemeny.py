@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LensError
-from ..graphs import GraphStack
-from .base import RankResult, check_stack, register, series
-from .simple import graph_weights, ranking_preferences
+from engine.errors import LensError
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import RankResult, check_stack, register, series
+from engine.rankers.simple import graph_weights, ranking_preferences
 
 EXACT_LIMIT = 16
 

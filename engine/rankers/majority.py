@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LensError
-from ..graphs import GraphStack
-from .base import RankResult, adjacency_frame, check_stack, register, series
+from engine.errors import LensError
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import RankResult, adjacency_frame, check_stack, register, series
 
 
 def edge_counts(adj: np.ndarray, ties: str) -> np.ndarray:

@@ -16,18 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LensError
-from ..graphs import GraphStack
-from .base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
-from .bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt, fit_bt_batch_info
-from .davidson import fit_davidson, fit_davidson_stack_batch
-from .elo import elo_ratings
-from .majority import graph_from_counts, majority_scores
-from .params import ELO_ORDERS as ELO_ORDERS  # re-exported: leaderboard reads it here
-from .params import check_ranker_params
-from .rank_centrality import rank_centrality_batch
-from .simple import UNCOMPARED, copeland_scores, majority_graph, winrate_scores
-from .votes import PairCounts, Votes
+from engine.errors import LensError
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
+from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt, fit_bt_batch_info
+from engine.rankers.davidson import fit_davidson, fit_davidson_stack_batch
+from engine.rankers.elo import elo_ratings
+from engine.rankers.majority import graph_from_counts, majority_scores
+from engine.rankers.params import ELO_ORDERS as ELO_ORDERS  # re-exported: leaderboard reads it here
+from engine.rankers.params import check_ranker_params
+from engine.rankers.rank_centrality import rank_centrality_batch
+from engine.rankers.simple import UNCOMPARED, copeland_scores, majority_graph, winrate_scores
+from engine.rankers.votes import PairCounts, Votes
 
 
 def _fmt(v: Any) -> str:
@@ -66,7 +66,7 @@ class Ranker:
 
     def fit_graphs(self, stack: GraphStack, **params) -> RankResult:
         """The fit on a GraphStack (every ranker has one)."""
-        from . import rank
+        from engine.rankers import rank
 
         return rank(stack, self.name, **params)
 
@@ -167,7 +167,7 @@ class Copeland(Ranker):
         return 0.5 if self.name == "copeland" else 1.0
 
     def fit_counts(self, pc, votes=None, *, normalize=False):
-        from .base import adjacency_frame
+        from engine.rankers.base import adjacency_frame
 
         check_counts(pc, self.name)
         score = copeland_scores(pc.W[None], pc.compared[None], self._tie_value(), normalize)[0]
@@ -212,7 +212,7 @@ def _count2(W: np.ndarray, T: np.ndarray, ties: str) -> np.ndarray:
 
 class Majority(Ranker):
     def fit_counts(self, pc, votes=None, *, ties="half", exact_half="both", normalize=False):
-        from .majority import majority_result
+        from engine.rankers.majority import majority_result
 
         check_counts(pc, "majority")
         t = pc.W + pc.W.T + pc.T

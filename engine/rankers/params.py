@@ -12,8 +12,8 @@ import inspect
 import math
 from collections.abc import Callable
 
-from ..errors import LensError
-from .base import RANKERS
+from engine.errors import LensError
+from engine.rankers.base import RANKERS
 
 TRUE_WORDS = ("true", "1", "yes")
 FALSE_WORDS = ("false", "0", "no")

@@ -1,14 +1,14 @@
 """PGED (paper 002): ensemble graphs, denoise by greedy weighted feedback arc set, rank by descendants.
 
 Graph ensemble (Section 3.2): w_E(u, v) = sum over graphs of alpha_t * [u beat v in graph t] (strict
-wins; ties are ignored as in Section 4). Denoising: Algorithm 1 (engine.denoise). Graph to ranking
+wins; ties are ignored as in Section 4). Denoising: Algorithm 1 (engine.graphs.denoise). Graph to ranking
 (Section 3.4): desc(v) = number of vertices reachable from v in the DAG, higher first, ties broken by
 model name.
 
 Delta ties (``delta_ties``). Algorithm 1 picks "a" vertex of largest weighted out-minus-in degree and
 leaves ties open; they are common (per question on vicuna80 with every judge pooled, 64 of 80
 ensembles have one). ``"average"`` (default): the descendant counts are averaged over every way of
-breaking those ties, each equally likely (``engine.denoise.expected_descendants_batch``), so no
+breaking those ties, each equally likely (``engine.graphs.denoise.expected_descendants_batch``), so no
 model gains from its name: two prompts that are both the cycle a > b > c > a give a, b and c equal
 scores. ``"name"``: the literal reading with the tie going to the first model by name (the earlier
 behaviour). Either way the DAG returned for display (``extras["graph"]``, ``removed``, the arc
@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ..denoise import (
+from engine.errors import LensError
+from engine.graphs.denoise import (
     DELTA_TIES,
     TIE_RTOL,
     denoise,
@@ -49,11 +50,17 @@ from ..denoise import (
     descendant_counts_batch,
     expected_descendants_batch,
 )
-from ..errors import LensError
-from ..graphs import GraphStack
-from .base import RankResult, adjacency_frame, check_stack, ordered_ranks_batch, register, series
-from .kemeny import kemeny_orders_batch, scores_from_orders
-from .simple import graph_weights
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import (
+    RankResult,
+    adjacency_frame,
+    check_stack,
+    ordered_ranks_batch,
+    register,
+    series,
+)
+from engine.rankers.kemeny import kemeny_orders_batch, scores_from_orders
+from engine.rankers.simple import graph_weights
 
 MODES = ("per-prompt", "global")
 AGGREGATES = ("weight-score", "kemeny", "pairwise-majority")

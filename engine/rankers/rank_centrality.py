@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graphs import GraphStack
-from .base import RankResult, centred, check_stack, register, series, single_thread_blas
-from .bt import DEFAULT_ALPHA, regularise
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import RankResult, centred, check_stack, register, series, single_thread_blas
+from engine.rankers.bt import DEFAULT_ALPHA, regularise
 
 
 def stationary(P: np.ndarray) -> np.ndarray:

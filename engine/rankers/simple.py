@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LensError
-from ..graphs import GraphStack
-from .base import RankResult, adjacency_frame, check_stack, register, series
+from engine.errors import LensError
+from engine.graphs.stack import GraphStack
+from engine.rankers.base import RankResult, adjacency_frame, check_stack, register, series
 
 UNCOMPARED = ("pairs never compared count for neither model (no edge, no draw); "
               "a model with fewer opponents can collect fewer points")

@@ -2,12 +2,12 @@
 
 A *vote* (contract 2 of the project brief): the verdicts of one judge and one annotator on one pair
 in one graph that differ only in presentation order (AB vs BA) and carry no distinct battle id are
-one vote, combined by the stated policy (``engine.graphs.COMBINE_POLICIES``); every other verdict
+one vote, combined by the stated policy (``engine.graphs.stack.COMBINE_POLICIES``); every other verdict
 is a vote of its own (a repeated row is a repeated vote). The k-th verdict shown lo-first pairs with
 the k-th shown hi-first, in source order; a verdict whose order is unknown is its own vote.
 
 ``VoteRows`` holds one entry per valid verdict as small integers and 64-bit keys (graph, prompt,
-annotator + battle id), read by ``engine.vote_query`` from DuckDB; ``votes()`` pairs them into
+annotator + battle id), read by ``engine.ranking.vote_query`` from DuckDB; ``votes()`` pairs them into
 ``Votes``; ``PairCounts`` holds the per-pair sums every count ranker uses: W (strict wins),
 T (ties), in votes. Memory is a few bytes per verdict plus O(n^2), never T * n^2.
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..graphs import DEFAULT_POLICY, GraphStack, combine_counts
+from engine.graphs.stack import DEFAULT_POLICY, GraphStack, combine_counts
 
 A_WINS, B_WINS, TIE = 1, 2, 3
 """Winner codes of ``VoteRows.winner`` (invalid verdicts never enter)."""

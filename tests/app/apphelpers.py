@@ -58,7 +58,7 @@ def assert_clean(at) -> None:
 
 
 def unescape_md(md: str) -> str:
-    """Markdown written by engine.viz.escape_md back to its plain text (drop each escaping backslash)."""
+    """Markdown written by engine.views.viz.escape_md back to its plain text (drop each escaping backslash)."""
     return re.sub(r"\\(.)", r"\1", md)
 
 
@@ -66,7 +66,7 @@ def combined_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Per graph and unordered pair, the combined outcome by plurality (equal counts → tie).
 
     Columns: judge, prompt_id, variant, turn, lo, hi, outcome in {'lo', 'hi', 'tie'}.
-    Written with plain pandas, independently of engine.graphs.
+    Written with plain pandas, independently of engine.graphs.stack.
     """
     v = verdicts[verdicts["winner"] != "invalid"].copy()
     v["lo"] = v[["model_a", "model_b"]].min(axis=1)

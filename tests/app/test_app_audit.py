@@ -25,9 +25,9 @@ SMALL = {"n_models": 20, "categories": 2, "prompts": 6, "paraphrases": 2, "sampl
 
 
 def _store_with(tmp_path, shipped_db, synthetic: str | None = None, csvs: dict[str, str] | None = None):
-    from engine import ingest
-    from engine.store import Store
-    from engine.synthetic import SyntheticParams, write_synthetic
+    from engine.ingest import importer as ingest
+    from engine.ingest.synthetic import SyntheticParams, write_synthetic
+    from engine.store.connection import Store
 
     db = tmp_path / "lens.duckdb"
     shutil.copyfile(shipped_db, db)
@@ -62,7 +62,7 @@ def _captions(at) -> str:
 
 def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used(shipped_db, tmp_path, monkeypatch):
     from app_pages._lens import get_store
-    from engine.synthetic import synthetic_truth
+    from engine.ingest.synthetic import synthetic_truth
 
     db = _store_with(tmp_path, shipped_db, synthetic="syn",
                      csvs={"plain": "prompt_id,model_a,model_b,winner\n1,m01,m02,A\n1,m02,m03,A\n1,m01,m03,A\n"})
@@ -175,10 +175,10 @@ def test_delete_confirmation_resets_and_errors_show_file_names_as_written(shippe
 
 
 def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipped_db, monkeypatch):
-    from engine.cycles import cycle_counts
-    from engine.graphs import build_stack
-    from engine.resampling import ProtocolParams
-    from engine.store import Store
+    from engine.experiments.resampling import ProtocolParams
+    from engine.graphs.cycles import cycle_counts
+    from engine.graphs.stack import build_stack
+    from engine.store.connection import Store
 
     at = new_app(shipped_db, monkeypatch).switch_page("app_pages/2_truncation.py").run()
     at.selectbox(key="judge").set_value("gpt-4").run()  # one judge's graphs, as paper 000 (app opens on all)
@@ -277,7 +277,7 @@ def test_judges_page_with_one_judge_and_the_position_bias_of_both_order_judges(s
 
 
 def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_db, tmp_path, monkeypatch):
-    from engine.store import Store
+    from engine.store.connection import Store
 
     db = _store_with(tmp_path, shipped_db, synthetic="syn")
     at = new_app(db, monkeypatch)
@@ -287,7 +287,7 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
     charts = [_spec(c) for c in at.get("plotly_chart")]
     pair_map = charts[0]
     assert len(pair_map["data"][0]["x"]) == 20
-    # 20 models: every label shown, at least 9 px, rows at least 1.25 font sizes apart (engine.matrix_view)
+    # 20 models: every label shown, at least 9 px, rows at least 1.25 font sizes apart (engine.views.matrix_view)
     assert len(pair_map["layout"]["yaxis"]["tickvals"]) == 20
     font = pair_map["layout"]["yaxis"]["tickfont"]["size"]
     assert font >= 9 and pair_map["layout"]["xaxis"]["tickfont"]["size"] >= 9

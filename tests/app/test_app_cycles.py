@@ -52,7 +52,7 @@ def test_cycles_table_opens_the_inspector(app):
 
 
 def test_inspector_triad_shows_its_verdicts(app, shipped_store):
-    from engine.graph_html import VIOLET, page_panels
+    from engine.views.graph_html import VIOLET, page_panels
 
     at = app.switch_page("app_pages/4_inspector.py").run()
     assert_clean(at)

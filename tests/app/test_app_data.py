@@ -169,7 +169,7 @@ def test_judges_kappa_matches_a_crosstab(app, shipped_store):
 def test_judges_page_on_a_dataset_without_presentation_order(own_app):
     """Verdicts without an order column: the page renders, and says position bias cannot be measured."""
     from app_pages._lens import get_store
-    from engine.ingest import store_report, validate_file
+    from engine.ingest.importer import store_report, validate_file
 
     lines = ["prompt_id,model_a,model_b,winner,judge"]
     for p in range(6):
@@ -218,7 +218,7 @@ def test_synthetic_dataset_from_the_data_page_is_ranked_against_its_truth(own_ap
     """The Data page adds the labelled synthetic dataset; on the Truncation page keep-K chooses from
     its originals + paraphrases only and the curves use its ground truth (checked with pandas)."""
     from app_pages._lens import get_store
-    from engine.synthetic import SyntheticParams
+    from engine.ingest.synthetic import SyntheticParams
 
     at = own_app.switch_page("app_pages/6_data.py").run()
     at.button(key="synth_make").click().run()

@@ -9,7 +9,7 @@ from apphelpers import own_app  # noqa: F401
 
 def test_upload_is_validated_once_across_interactions(own_app, monkeypatch):
     """The audit: the Data page re-validated the whole upload on every interaction."""
-    from engine import ingest
+    from engine.ingest import importer as ingest
 
     calls = []
     real = ingest.validate_file

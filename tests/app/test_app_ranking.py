@@ -76,7 +76,7 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
 
 
 def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_store):
-    from engine.reference import reference_for_dataset
+    from engine.ranking.reference import reference_for_dataset
 
     app.selectbox(key="judge").set_value(PAPER_JUDGE).run()  # truncation is per judge (paper 000)
     all_graphs = app.dataframe[0].value.set_index("model")  # the Leaderboard page: every graph
@@ -165,7 +165,7 @@ def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app, shipped_store):
     import choix
     from scipy.stats import spearmanr
 
-    from engine.reference import reference_for_dataset
+    from engine.ranking.reference import reference_for_dataset
 
     at = app.switch_page("app_pages/2_truncation.py").run()
     assert_clean(at)

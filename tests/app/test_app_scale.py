@@ -42,8 +42,8 @@ def arena_rows(battles: int, models: int, tournaments: int, seed: int) -> pd.Dat
 
 @pytest.fixture(scope="module")
 def arena_db(shipped_db, tmp_path_factory):
-    from engine import ingest
-    from engine.store import Store
+    from engine.ingest import importer as ingest
+    from engine.store.connection import Store
 
     db = tmp_path_factory.mktemp("arena") / "lens.duckdb"
     shutil.copyfile(shipped_db, db)
@@ -70,20 +70,20 @@ def test_every_page_renders_on_an_arena_shaped_log(arena_db, monkeypatch):
 
 @pytest.fixture(scope="module")
 def mixed():
-    from engine.graph_buckets import build_buckets
-    from engine.graphs import build_stack
+    from engine.graphs.buckets import build_buckets
+    from engine.graphs.stack import build_stack
 
     rows = arena_rows(300, 9, 25, 7)
     rows = pd.concat([rows, rows[rows["prompt_id"].str.startswith("t")].assign(judge="j2")], ignore_index=True)
     rows["judge"] = rows["judge"].fillna("j1")
-    from engine import ingest
+    from engine.ingest import importer as ingest
 
     frame = ingest.validate_file(rows.to_csv(index=False).encode(), "mixed.csv", dataset="mixed").good
     return build_stack(frame), build_buckets(frame)
 
 
 def test_slider_context_on_buckets_equals_the_dense_stack(mixed):
-    from engine.appstate import SliderContext, model_cycle_columns, with_model_cycles
+    from engine.views.appstate import SliderContext, model_cycle_columns, with_model_cycles
 
     stack, buckets = mixed
     dense, sparse = SliderContext.of(stack), SliderContext.of(buckets)
@@ -101,8 +101,8 @@ def test_slider_context_on_buckets_equals_the_dense_stack(mixed):
 
 
 def test_cycle_maps_on_buckets_equal_the_dense_stack(mixed):
-    from engine.cycles import pair_cycle_counts, vertex_cycle_counts
-    from engine.viz import category_participation, cycle_overview
+    from engine.graphs.cycles import pair_cycle_counts, vertex_cycle_counts
+    from engine.views.viz import category_participation, cycle_overview
 
     stack, buckets = mixed
     ov = cycle_overview(buckets)
@@ -118,7 +118,7 @@ def test_cycle_maps_on_buckets_equal_the_dense_stack(mixed):
 
 
 def test_inspector_graph_on_buckets_equals_the_dense_stack(mixed):
-    from engine.inspector import graph_choices, graph_view, variant_names
+    from engine.views.inspector import graph_choices, graph_view, variant_names
 
     stack, buckets = mixed
     for t in [0, 1, stack.T - 1, *np.flatnonzero(stack.observed.any(axis=2).sum(axis=1) >= 4)[:3]]:
@@ -139,8 +139,8 @@ def test_inspector_graph_on_buckets_equals_the_dense_stack(mixed):
 
 
 def test_keep_k_curve_keeps_what_the_leaderboard_keeps_on_mixed_pairs(mixed):
-    from engine.curves import _pools, pool_scores
-    from engine.truncation import keep_k_graphs, key_rank
+    from engine.experiments.curves import _pools, pool_scores
+    from engine.graphs.truncation import keep_k_graphs, key_rank
 
     stack, _ = mixed
     krank = key_rank(stack.keys)
@@ -157,7 +157,7 @@ def test_keep_k_curve_keeps_what_the_leaderboard_keeps_on_mixed_pairs(mixed):
 def test_natural_sorted_fast_path_equals_natural_key():
     import random
 
-    from engine.labels import natural_key, natural_sorted
+    from engine.views.labels import natural_key, natural_sorted
 
     rng = random.Random(1)
     ids = [rng.choice(["b", "B", "q", "", "x_", "ab"]) + rng.choice(["", str(rng.randint(0, 3000)),

@@ -10,8 +10,8 @@ from apphelpers import assert_clean, new_app
 
 
 def _store_with(tmp_path, shipped_db, csvs):
-    from engine import ingest
-    from engine.store import Store
+    from engine.ingest import importer as ingest
+    from engine.store.connection import Store
 
     db = tmp_path / "lens.duckdb"
     shutil.copyfile(shipped_db, db)

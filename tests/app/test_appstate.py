@@ -1,4 +1,4 @@
-"""engine.appstate: the slider fast path against engine.truncation.select_keep_k and pandas ranks."""
+"""engine.views.appstate: the slider fast path against engine.graphs.truncation.select_keep_k and pandas ranks."""
 
 from __future__ import annotations
 
@@ -9,12 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.appstate import SliderContext, app_leaderboard, dataset_choices, file_columns, with_reference
-from engine.cycles import cycle_counts
 from engine.errors import LensError
-from engine.graphs import build_stack
-from engine.leaderboard import leaderboard_from_stack
-from engine.truncation import select_keep_k, truncation_scores
+from engine.graphs.cycles import cycle_counts
+from engine.graphs.stack import build_stack
+from engine.graphs.truncation import select_keep_k, truncation_scores
+from engine.ranking.leaderboard import leaderboard_from_stack
+from engine.views.appstate import (
+    SliderContext,
+    app_leaderboard,
+    dataset_choices,
+    file_columns,
+    with_reference,
+)
 
 
 def _stack(seed: int, n_prompts: int = 30):
@@ -79,7 +85,7 @@ def test_dataset_choices_and_file_columns(shipped_store):
 def test_keep_k_pool_leaves_sampling_replicates_out_like_the_cli():
     """The app's keep-K chooses from originals + paraphrases, as ``truncation.keep_k_graphs`` (the
     CLI's leaderboard) does; a direct sort over the pool graphs is the independent check."""
-    from engine.truncation import keep_k_graphs
+    from engine.graphs.truncation import keep_k_graphs
 
     stack = _stack(7)
     kinds = np.array(["original", "paraphrase", "sample"])[np.arange(stack.T) % 3]

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.cycles_view import integer_histogram
-from engine.dataview import datasets_view, file_name, without_paths
-from engine.labels import natural_sorted, variant_labels
-from engine.theory_view import LIVE_WORK, MAX_WORK, lab_plan, lab_work
-from engine.truncation_view import MIN_Y_SPAN, format_s_mu, y_range
+from engine.views.cycles_view import integer_histogram
+from engine.views.dataview import datasets_view, file_name, without_paths
+from engine.views.labels import natural_sorted, variant_labels
+from engine.views.theory_view import LIVE_WORK, MAX_WORK, lab_plan, lab_work
+from engine.views.truncation_view import MIN_Y_SPAN, format_s_mu, y_range
 
 
 def test_without_paths_keeps_names_only():
@@ -103,9 +103,9 @@ def test_integer_histogram_matches_counter_and_numpy():
 
 
 def test_own_truth_follows_a_rename_and_refuses_other_verdicts(empty_store):
-    from engine import ingest
-    from engine.appstate import own_truth, reference_for
-    from engine.synthetic import SyntheticParams, synthetic_truth, write_synthetic
+    from engine.ingest import importer as ingest
+    from engine.ingest.synthetic import SyntheticParams, synthetic_truth, write_synthetic
+    from engine.views.appstate import own_truth, reference_for
 
     write_synthetic(empty_store, "syn", SyntheticParams(n_models=5, categories=1, prompts=3, paraphrases=0,
                                                         samples=0), replace=False)

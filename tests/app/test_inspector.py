@@ -1,4 +1,4 @@
-"""engine.inspector and engine.graph_html: the graph view against brute force (pandas plurality +
+"""engine.views.inspector and engine.views.graph_html: the graph view against brute force (pandas plurality +
 enumeration, networkx for SCCs and acyclicity), the triad view against the stored verdicts, and
 the drawing's HTML (no external resource, the chosen triad highlighted, payloads kept as text)."""
 
@@ -14,9 +14,9 @@ import pytest
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import bad_triads_bruteforce, combined_outcomes, graph_digraph
 
-from engine.graph_html import ORANGE, VIOLET, network_page, page_panels, vis_network_js
-from engine.graphs import build_stack
-from engine.inspector import (
+from engine.graphs.stack import build_stack
+from engine.views.graph_html import ORANGE, VIOLET, network_page, page_panels, vis_network_js
+from engine.views.inspector import (
     graph_choices,
     graph_position,
     graph_view,
@@ -232,7 +232,7 @@ def test_inspector_html_is_self_contained_and_highlights_the_triad():
 
 
 def test_network_page_escapes_every_string():
-    from engine.graph_html import Panel, edge, node
+    from engine.views.graph_html import Panel, edge, node
 
     page = network_page([Panel(PAYLOAD, [node(0, PAYLOAD, (0, 0), color="#000", size=3, title=PAYLOAD)],
                                [edge(0, 0, color="#000", width=1, title=PAYLOAD)])])

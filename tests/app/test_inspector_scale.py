@@ -12,12 +12,19 @@ import pandas as pd
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
 
-from engine.inspector import FOCUS_LIMIT, focus_models, focus_summary, graph_view, prompt_menu, restrict_view
+from engine.views.inspector import (
+    FOCUS_LIMIT,
+    focus_models,
+    focus_summary,
+    graph_view,
+    prompt_menu,
+    restrict_view,
+)
 
 
 def test_prompt_menu_worst_first_with_text(shipped_store):
-    from engine.graphs import build_stack
-    from engine.viz import cycle_overview
+    from engine.graphs.stack import build_stack
+    from engine.views.viz import cycle_overview
 
     verdicts = shipped_store.verdicts("vicuna80", judge="gpt-4")
     ov = cycle_overview(build_stack(verdicts))
@@ -37,7 +44,7 @@ def test_prompt_menu_worst_first_with_text(shipped_store):
 def _big_graph(n: int = 40):
     """A 40-model tournament: a strict order except for a 3-cycle among m05, m17, m30 and a tie
     contradiction among m10, m11, m12; some pairs never compared."""
-    from engine.graphs import build_stack
+    from engine.graphs.stack import build_stack
 
     names = [f"m{i:02d}" for i in range(n)]
     rows = []

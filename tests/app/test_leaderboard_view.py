@@ -1,4 +1,4 @@
-"""The leaderboard display (engine.leaderboard_view): shared ranks, +x / -y, Elo-like scale, votes,
+"""The leaderboard display (engine.views.leaderboard_view): shared ranks, +x / -y, Elo-like scale, votes,
 prompts and small-sample notes, each checked against a hand-worked case or a second computation."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.leaderboard_view import (
+from engine.views.leaderboard_view import (
     SMALL_GRAPHS,
     SMALL_VOTES,
     board_view,
@@ -62,7 +62,7 @@ def test_without_bootstrap_the_rank_note_says_what_rank_is_shown():
 
 
 def test_elo_scale_matches_the_bt_ranker_own_elo_scale():
-    from engine.graphs import build_stack
+    from engine.graphs.stack import build_stack
     from engine.rankers import rank
 
     rows = []
@@ -95,7 +95,7 @@ def test_small_sample_notes():
 
 
 def test_participation_counts_votes_and_prompts_with_pandas(shipped_store):
-    from engine.graphs import build_stack
+    from engine.graphs.stack import build_stack
 
     verdicts = shipped_store.verdicts("vicuna80", judge="claude")
     part = participation(build_stack(verdicts))

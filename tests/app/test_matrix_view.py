@@ -1,4 +1,4 @@
-"""Model × model matrices (engine.matrix_view) against pandas counts and brute-force bad triads on
+"""Model × model matrices (engine.views.matrix_view) against pandas counts and brute-force bad triads on
 the shipped data, and the heatmap geometry's legibility rules from 5 to 200 models."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import app, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
 
-from engine.matrix_view import (
+from engine.views.matrix_view import (
     LINE_FACTOR,
     MAX_PLOT_PX,
     MIN_FONT_PX,
@@ -26,7 +26,7 @@ from engine.matrix_view import (
 
 @pytest.fixture
 def claude(shipped_store):
-    from engine.graphs import build_stack
+    from engine.graphs.stack import build_stack
 
     verdicts = shipped_store.verdicts("vicuna80", judge="gpt-4")  # claude met 4 of its 8 opponents
     return build_stack(verdicts), combined_outcomes(verdicts)

@@ -1,5 +1,5 @@
-"""engine.truncation_view, engine.exports and engine.dataview against independent computations:
-the μ curve against engine.curves.mu_curve and select_keep_k, the protocol summary against the
+"""engine.views.truncation_view, engine.views.exports and engine.views.dataview against independent computations:
+the μ curve against engine.experiments.curves.mu_curve and select_keep_k, the protocol summary against the
 run_protocols rows, the results ZIP read back with pandas, the refusal wording."""
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.appstate import app_leaderboard
-from engine.curves import DEFAULT_MU_GRID
-from engine.cycles import cycle_counts
-from engine.dataview import SKIP_LABEL, datasets_view, refusal_message
-from engine.exports import csv_bytes, leaderboard_json, results_zip
-from engine.graphs import build_stack
-from engine.truncation import select_keep_k, truncation_scores
-from engine.truncation_view import best_k, default_keep_k, keep_k_view, mu_view, protocol_view
-from engine.viz import cycle_overview, judge_overview
+from engine.experiments.curves import DEFAULT_MU_GRID
+from engine.graphs.cycles import cycle_counts
+from engine.graphs.stack import build_stack
+from engine.graphs.truncation import select_keep_k, truncation_scores
+from engine.views.appstate import app_leaderboard
+from engine.views.dataview import SKIP_LABEL, datasets_view, refusal_message
+from engine.views.exports import csv_bytes, leaderboard_json, results_zip
+from engine.views.truncation_view import best_k, default_keep_k, keep_k_view, mu_view, protocol_view
+from engine.views.viz import cycle_overview, judge_overview
 
 
 def _verdicts(seed: int, n_prompts: int = 24, judges=("j",)) -> pd.DataFrame:
@@ -82,7 +82,7 @@ def test_keep_k_view_and_best_k():
 
 
 def test_protocol_view_summarises_run_protocols():
-    from engine.resampling import ProtocolParams, run_protocols, table2
+    from engine.experiments.resampling import ProtocolParams, run_protocols, table2
 
     stack = build_stack(_verdicts(2))
     frame = run_protocols(stack, REF, params=ProtocolParams(mu=0.5, resamples=20))
@@ -129,7 +129,7 @@ def test_results_zip_reads_back():
 
 
 def test_refusal_message_names_the_page_checkbox(empty_store):
-    from engine.ingest import store_report, validate_file
+    from engine.ingest.importer import store_report, validate_file
 
     bad = b"prompt_id,model_a,model_b,winner\np1,a,b,A\np1,a,a,B\np2,a,c,maybe\np2,b,c,tie\n"
     result = store_report(empty_store, validate_file(bad, "bad.csv", dataset="x"), "x")

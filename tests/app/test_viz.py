@@ -1,4 +1,4 @@
-"""engine.viz: Markdown escaping against a CommonMark parser, the Cycles frames against brute force,
+"""engine.views.viz: Markdown escaping against a CommonMark parser, the Cycles frames against brute force,
 the Judges κ summary against a hand computation, and the small display helpers."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from engine.graphs import build_stack
-from engine.viz import (
+from engine.graphs.stack import build_stack
+from engine.views.viz import (
     category_participation,
     cycle_overview,
     dash_missing,

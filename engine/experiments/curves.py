@@ -1,0 +1,305 @@
+"""Sensitivity curves: distance to the reference as a function of keep-K or of mu, with bands.
+
+Paper 000, Section 4.2 (Figures 2, 3, 5, 6): for each K (every K from 1 to the pool size) or each
+mu (a log grid), keep the K graphs of smallest S_mu per category, rank them with half-tie
+Bradley-Terry, and measure the four distances of Appendix C.2 to the reference.
+
+What is plotted and what the band is (our choice, stated): the paper draws its curves from single
+point estimates and reports resampled summaries only for Table 2, where its method keeps 25 graphs
+and draws 20 of them *without replacement* 100 times, giving the mean with a 95 % interval. The
+curves follow that protocol at every x: keep K, draw ``m = min(round(draw_fraction·K), kept)`` of
+the kept graphs without replacement (draw_fraction 0.8 = the paper's 25 → 20; a group with fewer
+than K graphs keeps them all and, like Table 2's cell, draws min(20, kept) at K = 25),
+``resamples`` times. The
+plotted statistic is ``mean`` (the mean distance over the draws), and the band ``ci_low`` …
+``ci_high`` is its 95 % interval, mean ± 1.96·sd/√R — the "±" of Table 2 — so it always contains
+the curve. ``q_low``/``q_high`` (2.5/97.5 % of the draws' distances) show the spread of a single
+draw, and ``point`` is the paper's point estimate (all K kept graphs fitted once). A bootstrap with
+replacement is not used: its resamples hold fewer distinct graphs, which biases the distance upward
+and puts the band above the curve.
+
+Random numbers: the draws use the common random numbers of ``engine.experiments.resampling`` (one uniform per
+graph and resample, per group), so a cell's numbers do not depend on the other K or mu requested,
+the curve at K = 25 equals the Trunc25→20 cell of Table 2, and neighbouring K share most of their
+draws. Truncation scores are computed on the graphs as judged (every model); only ranking and
+distances use the reference-rated models.
+
+Bradley-Terry fits that stop at the solver's iteration cap are counted per row
+(``bt_nonconverged``: point fit + draws; the macro row sums its groups) and named in ``note``. A
+category whose pool is empty (e.g. no sampling replicates for ``pool="sampling"``) has no rows;
+the macro row's ``n_categories`` and ``note`` say over how many categories it averages and which
+were left out.
+
+Speed: the x values are visited in order; at each, every group's R draws plus its point fit are one
+warm-started batch (started from the same row's fit at the previous x).
+Pools: ``perturbed`` (originals + paraphrases, default), ``sampling`` (originals + sampling
+replicates: the control of Figure 6; a category without replicates has an empty pool) or ``all``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from engine.errors import LensError
+from engine.experiments.resampling import (
+    DEFAULT_SEED,
+    DISTANCES,
+    MACRO,
+    _by_key,
+    _category_positions,
+    _kept,
+    _reference_for,
+    bt_scores_info,
+    check_seed,
+    common_models,
+    distances_for_scores,
+    flat_matrices,
+    keep_draw_uniforms,
+    keep_draw_weights,
+    reference_ranks,
+)
+from engine.graphs.stack import GraphStack
+from engine.graphs.truncation import (
+    POOLS,
+    can_hold_cycle,
+    check_weights,
+    graph_scores,
+    is_sample,
+    key_rank,
+    pool_mask,
+)
+from engine.rankers.base import single_thread_blas
+
+DEFAULT_MU_GRID: tuple[float, ...] = tuple(float(x) for x in np.logspace(-2, 2, 17))
+"""0.01 … 100, four points per decade: four decades around the paper's mu = 1."""
+
+DRAW_FRACTION = 0.8
+"""Share of the kept graphs drawn (without replacement) per resample: the paper's 25 → 20."""
+
+POOLED = "all"
+"""The group name of a pooled (not per-category) curve."""
+
+__all__ = ["DEFAULT_MU_GRID", "DRAW_FRACTION", "POOLS", "draw_size", "keep_k_curve", "mu_curve"]
+
+
+def draw_size(k: int, kept: int | None = None, draw_fraction: float = DRAW_FRACTION) -> int:
+    """Graphs drawn when keeping ``k``: round(draw_fraction·k) (halves up), at least 1, at most the
+    ``kept`` graphs there are (default k). So K = 25 draws 20, as Table 2's Trunc25→20, and a group
+    with only 10 graphs draws all 10 there — as that cell does."""
+    kept = int(k) if kept is None else int(kept)
+    return int(min(kept, max(1, np.floor(draw_fraction * k + 0.5 + 1e-9))))
+
+
+def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray) -> tuple[dict[str, np.ndarray], list[str]]:
+    """(positions of the chosen pool by category — or one pooled group — in graph-key order, the
+    categories whose pool is empty and are left out). Graphs that cannot hold a cycle stay out of
+    the pool, as in ``engine.graphs.truncation.keep_k_graphs``: their zero score is no evidence."""
+    from engine.graphs.cycles import cycle_capacity
+
+    member = pool_mask(stack.keys, pool) & can_hold_cycle(cycle_capacity(stack))
+    groups = _category_positions(stack) if per_category else {POOLED: np.arange(stack.T)}
+    samp = is_sample(stack.keys)
+    if pool == "sampling":  # as Table 2's Sample cell: no replicates, no sampling pool (not the originals alone)
+        groups = {c: pos if samp[pos].any() else pos[:0] for c, pos in groups.items()}
+    out = {c: _by_key(pos[member[pos]], krank) for c, pos in groups.items()}
+    left = [c for c, pos in out.items() if not pos.size]
+    out = {c: pos for c, pos in out.items() if pos.size}
+    if not out:
+        raise LensError(f"The {pool} pool is empty for this selection.")
+    return out, left
+
+
+def pool_scores(stack: GraphStack, pool: str, *, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None,
+                counts: pd.DataFrame | None = None, capacity: pd.DataFrame | None = None) -> np.ndarray:
+    """Every graph's keep-K score, as ``engine.graphs.truncation.keep_k_graphs`` scores it: S_mu normalised
+    by coverage (``graph_scores``), the reference capacity taken over the ``pool`` graphs that can
+    hold a cycle; equal to the raw S_mu where all graphs compare the same pairs."""
+    from engine.graphs.cycles import cycle_capacity, cycle_counts
+
+    counts = cycle_counts(stack) if counts is None else counts
+    capacity = cycle_capacity(stack) if capacity is None else capacity
+    among = np.flatnonzero(pool_mask(stack.keys, pool) & can_hold_cycle(capacity))
+    return graph_scores(counts, capacity, mu=mu, lam3=lam3, lam4=lam4, among=among)[0]
+
+
+def _with_bad(note: str, bad: int, fits: int) -> str:
+    if not bad:
+        return note
+    return "; ".join(x for x in (note, f"{bad} of {fits} Bradley-Terry fits did not converge") if x)
+
+
+def _check(resamples: int, seed: int, draw_fraction: float) -> None:
+    if int(resamples) != resamples or resamples < 0:
+        raise LensError(f"The number of resamples must be a whole number ≥ 0; got {resamples!r}.")
+    check_seed(seed)
+    if not 0 < float(draw_fraction) <= 1:
+        raise LensError(f"The draw fraction must lie in (0, 1]; got {draw_fraction!r}.")
+
+
+def _evaluate(
+    stack: GraphStack,
+    reference: pd.Series | Mapping[str, pd.Series],
+    pools: dict[str, np.ndarray],
+    xs: list[float],
+    kept_of: dict[tuple[int, str], np.ndarray],
+    param: str,
+    resamples: int,
+    seed: int,
+    draw_fraction: float,
+    krank: np.ndarray,
+    k_of: list[int],
+    left: list[str],
+) -> pd.DataFrame:
+    """Point + keep→draw distances for every (x, group) cell; ``kept_of[(x index, group)]`` are the
+    kept stack positions, ``krank`` the graph-key rank of every graph, ``k_of[x index]`` the K kept
+    there, ``left`` the categories left out (empty pool)."""
+    groups = list(pools)
+    models = common_models(stack, reference, groups)
+    st = stack.restrict_models(models)  # after truncation: only ranking and distances drop models
+    refs = {g: reference_ranks(_reference_for(reference, g), models) for g in groups}
+    n, R, X, G = st.n, int(resamples), len(xs), len(groups)
+    wflat = flat_matrices(st)["wtilde"]
+    uni = {g: keep_draw_uniforms(seed, g, pools[g].size, R) for g in groups}
+    scores = np.zeros((X, G, 1 + R, n))
+    n_kept = np.zeros((X, G), dtype=np.int64)
+    n_draw = np.zeros((X, G), dtype=np.int64)
+    bad = np.zeros((X, G), dtype=np.int64)
+    prev = None
+    for xi in range(X):
+        rows = []
+        for gi, g in enumerate(groups):
+            kept = _by_key(kept_of[(xi, g)], krank)
+            m = draw_size(k_of[xi], kept.size, draw_fraction)
+            cols = np.searchsorted(krank[pools[g]], krank[kept])
+            w = np.vstack([np.ones((1, kept.size)), keep_draw_weights(uni[g][:, cols], m)]) if R else np.ones((1, kept.size))
+            rows.append(w @ wflat[kept])
+            n_kept[xi, gi], n_draw[xi, gi] = kept.size, m
+        fit, conv = bt_scores_info(np.concatenate(rows).reshape(-1, n, n), prev)
+        prev = fit
+        scores[xi] = fit.reshape(G, 1 + R, n)
+        bad[xi] = (~conv).reshape(G, 1 + R).sum(axis=1)
+    dist = {d: np.zeros((X, G, 1 + R)) for d in DISTANCES}
+    for gi, g in enumerate(groups):
+        d = distances_for_scores(scores[:, gi].reshape(-1, n), refs[g])
+        for k in DISTANCES:
+            dist[k][:, gi] = d[k].reshape(X, 1 + R)
+    frames = []
+    cats = groups + ([MACRO] if G > 1 else [])
+    macro_note = (f"macro over {G} of {G + len(left)} categories"
+                  + (f" (left out, empty pool: {', '.join(left)})" if left else ""))
+    for dname in DISTANCES:
+        v = dist[dname]
+        if G > 1:
+            v = np.concatenate([v, v.mean(axis=1, keepdims=True)], axis=1)  # macro: per-resample mean
+        point, res = v[:, :, 0], v[:, :, 1:]
+        flat_res = res.reshape(point.size, R)
+        if R:
+            mean = flat_res.mean(axis=1)
+            sd = flat_res.std(axis=1, ddof=1) if R > 1 else np.zeros(flat_res.shape[0])
+            q_lo, q_hi = np.quantile(flat_res, [0.025, 0.975], axis=1)
+        else:
+            mean = point.ravel()
+            sd = np.zeros(mean.size)
+            q_lo = q_hi = mean
+        half = 1.96 * sd / np.sqrt(max(R, 1))
+        kept = np.concatenate([n_kept, n_kept.sum(axis=1, keepdims=True)], axis=1) if G > 1 else n_kept
+        drawn = np.concatenate([n_draw, n_draw.sum(axis=1, keepdims=True)], axis=1) if G > 1 else n_draw
+        nonconv = np.concatenate([bad, bad.sum(axis=1, keepdims=True)], axis=1) if G > 1 else bad
+        ncat = np.tile(np.array([1] * G + ([G] if G > 1 else [])), X)
+        notes = np.tile(np.array([""] * G + [macro_note] if G > 1 else [macro_note if left else ""], dtype=object), X)
+        fits = 1 + R
+        notes = np.array([_with_bad(t, int(b), fits * (c if c > 0 else 1))
+                          for t, b, c in zip(notes, nonconv.ravel(), ncat, strict=True)], dtype=object)
+        frames.append(pd.DataFrame({
+            param: np.repeat(np.asarray(xs, dtype=np.float64 if param == "mu" else np.int64), len(cats)),
+            "category": np.tile(np.asarray(cats, dtype=object), X),
+            "distance": dname,
+            "point": point.ravel(), "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
+            "half_width": half, "q_low": q_lo, "q_high": q_hi, "sd": sd,
+            "n_kept": kept.ravel(), "n_draw": drawn.ravel(), "n_categories": ncat, "resamples": R,
+            "bt_nonconverged": nonconv.ravel(), "note": notes,
+        }))
+    frame = pd.concat(frames, ignore_index=True)
+    x_idx = np.tile(np.repeat(np.arange(X), len(cats)), len(DISTANCES))
+    d_idx = np.repeat(np.arange(len(DISTANCES)), X * len(cats))
+    c_idx = np.tile(np.arange(len(cats)), X * len(DISTANCES))
+    frame = frame.iloc[np.lexsort((c_idx, d_idx, x_idx))].reset_index(drop=True)  # x, then distance, then category
+    frame.attrs["models"] = models
+    return frame
+
+
+def keep_k_curve(
+    stack: GraphStack,
+    reference: pd.Series | Mapping[str, pd.Series],
+    ks: list[int] | range | None = None,
+    *,
+    mu: float = 1.0,
+    lam3: float = 1.0,
+    lam4: float | None = None,
+    per_category: bool = True,
+    pool: str = "perturbed",
+    resamples: int = 100,
+    seed: int = DEFAULT_SEED,
+    draw_fraction: float = DRAW_FRACTION,
+) -> pd.DataFrame:
+    """Distance to the reference for every K (default 1 … the largest pool), paper 000 Fig. 2/5/6.
+
+    K is per category when ``per_category`` (a category smaller than K keeps all its graphs;
+    ``n_kept`` says how many were kept, ``n_draw`` how many each resample draws). Columns: k,
+    category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
+    n_draw, n_categories, resamples, bt_nonconverged, note. Plot ``mean`` inside ``ci_low``…``ci_high`` (see the module docstring).
+    """
+    _check(resamples, seed, draw_fraction)
+    krank = key_rank(stack.keys)
+    pools, left = _pools(stack, per_category, pool, krank)
+    order = np.lexsort((krank, pool_scores(stack, pool, mu=mu, lam3=lam3, lam4=lam4)))
+    kmax = max(p.size for p in pools.values())
+    ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
+    if not ks or min(ks) < 1:
+        raise LensError(f"Every K of a keep-K curve must be ≥ 1; got {ks}.")
+    kept_of = {(xi, g): _kept(pos, order, k) for xi, k in enumerate(ks) for g, pos in pools.items()}
+    with single_thread_blas():
+        return _evaluate(stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank, ks, left)
+
+
+def mu_curve(
+    stack: GraphStack,
+    reference: pd.Series | Mapping[str, pd.Series],
+    mus: list[float] | tuple[float, ...] | np.ndarray = DEFAULT_MU_GRID,
+    *,
+    k: int = 25,
+    per_category: bool = True,
+    pool: str = "perturbed",
+    resamples: int = 100,
+    seed: int = DEFAULT_SEED,
+    draw_fraction: float = DRAW_FRACTION,
+) -> pd.DataFrame:
+    """Distance to the reference against mu in S_mu = C3_bad + mu·C4_bad at fixed K (paper 000 Fig. 3).
+
+    mu may be any finite number (the default grid is 0.01 … 100 on a log scale). Columns: mu,
+    category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
+    n_draw, n_categories, resamples, bt_nonconverged, note.
+    """
+    from engine.graphs.cycles import cycle_capacity, cycle_counts
+
+    _check(resamples, seed, draw_fraction)
+    mus = [float(m) for m in mus]
+    if not mus:
+        raise LensError("A mu curve needs at least one mu.")
+    for m in mus:
+        check_weights(mu=m)
+    if int(k) != k or k < 1:
+        raise LensError(f"K must be a whole number ≥ 1; got {k!r}.")
+    counts, capacity = cycle_counts(stack), cycle_capacity(stack)
+    krank = key_rank(stack.keys)
+    pools, left = _pools(stack, per_category, pool, krank)
+    kept_of = {}
+    for xi, m in enumerate(mus):
+        order = np.lexsort((krank, pool_scores(stack, pool, mu=m, counts=counts, capacity=capacity)))
+        kept_of.update({(xi, g): _kept(pos, order, int(k)) for g, pos in pools.items()})
+    with single_thread_blas():
+        return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction, krank,
+                         [int(k)] * len(mus), left)

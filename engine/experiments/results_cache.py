@@ -1,0 +1,105 @@
+"""DuckDB cache of protocol and curve results, keyed by dataset name + version + parameter hash.
+
+Protocol tables and sensitivity curves take seconds; the app and the CLI ask for the same ones
+again and again. A result is stored as Parquet bytes under (dataset, dataset version, kind,
+sha256 of the canonical parameter JSON); importing new verdicts bumps the dataset version, so a
+stale result can never be served. Every key also carries the hash of the engine code that
+computes the result (``engine.experiments.protocol_inputs.code_digest`` of the kind's family: 'diagnose…'
+kinds → the diagnostics modules and what they import, every other kind → the protocol / curve
+modules and what they import), so a result cached by an older engine is never served. Inputs
+outside the store (reference snapshot, mapping files, results format) enter the parameters
+through ``engine.experiments.protocol_inputs.input_fingerprint``. Table: ``engine/store/migrations/021_results_cache.sql``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from engine.store.connection import Store
+
+
+def canonical_params(params: dict[str, Any]) -> str:
+    """Sorted-key JSON of the parameters (tuples as lists, numpy scalars as Python numbers)."""
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): norm(x) for k, x in sorted(v.items(), key=lambda kv: str(kv[0]))}
+        if isinstance(v, (list, tuple)):
+            return [norm(x) for x in v]
+        if hasattr(v, "item") and callable(v.item):
+            return v.item()
+        return v
+
+    return json.dumps(norm(params), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def param_hash(params: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_params(params).encode("utf-8")).hexdigest()
+
+
+def _to_bytes(frame: pd.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    frame.reset_index(drop=True).to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def keyed(kind: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters as stored: ``params`` plus the digest of the engine code behind ``kind``."""
+    from engine.experiments.protocol_inputs import code_digest, family_of
+
+    return {**params, "_engine_code": code_digest(family_of(kind))}
+
+
+def get(store: Store, dataset: str, kind: str, params: dict[str, Any]) -> pd.DataFrame | None:
+    """The cached frame for this dataset version, parameters and engine code, or None."""
+    version = store.dataset_version(dataset)
+    row = store.cursor().execute(
+        "SELECT frame FROM results_cache WHERE dataset = ? AND version = ? AND kind = ? AND param_hash = ?",
+        [dataset, version, kind, param_hash(keyed(kind, params))],
+    ).fetchone()
+    return None if row is None else pd.read_parquet(io.BytesIO(bytes(row[0])))
+
+
+def put(store: Store, dataset: str, kind: str, params: dict[str, Any], frame: pd.DataFrame, seconds: float | None = None) -> None:
+    """Store (or replace) the frame for this dataset version, parameters and engine code."""
+    version = store.dataset_version(dataset)
+    params = keyed(kind, params)
+    with store.transaction() as tx:
+        tx.execute(
+            "INSERT OR REPLACE INTO results_cache (dataset, version, kind, param_hash, params, frame, seconds)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [dataset, version, kind, param_hash(params), canonical_params(params), _to_bytes(frame), seconds],
+        )
+
+
+def compute_and_put(store: Store, dataset: str, kind: str, params: dict[str, Any],
+                    compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """``compute()``, stored (with how long it took) for the next identical request."""
+    t0 = time.perf_counter()
+    frame = compute()
+    put(store, dataset, kind, params, frame, time.perf_counter() - t0)
+    return frame
+
+
+def cached(store: Store, dataset: str, kind: str, params: dict[str, Any], compute: Callable[[], pd.DataFrame]) -> tuple[pd.DataFrame, bool]:
+    """(frame, hit): the cached result, or ``compute()`` stored for next time."""
+    hit = get(store, dataset, kind, params)
+    if hit is not None:
+        return hit, True
+    return compute_and_put(store, dataset, kind, params, compute), False
+
+
+def clear(store: Store, dataset: str | None = None) -> int:
+    """Drop cached results (of one dataset, or all); returns how many rows went."""
+    with store.transaction() as tx:
+        where, args = ("WHERE dataset = ?", [dataset]) if dataset else ("", [])
+        n = int(tx.execute(f"SELECT count(*) FROM results_cache {where}", args).fetchone()[0])
+        tx.execute(f"DELETE FROM results_cache {where}", args)
+    return n

@@ -1,0 +1,384 @@
+"""Cycle-aware truncation: score each graph by its bad short cycles and keep the K most consistent.
+
+Paper 000, Section 3.1 / Appendix A.2: a graph's truncation score is
+``S = λ3·C3_bad + λ4·C4_bad`` (the paper's ``S_mu = C3_bad + mu·C4_bad`` is λ3 = 1, λ4 = mu; any
+real λ is allowed, so a score can be negative). Keep-K keeps the K graphs with the smallest score,
+over the whole pool or K per category, and reports the threshold ``S_K`` (the largest kept score).
+A K larger than the pool (or than a category, per category) keeps all of it, and the selection
+says which groups were capped. Equal scores are ordered by the graph key (dataset, judge,
+prompt_id, variant, turn), prompt ids compared naturally (``"2" < "10"``), so a selection never
+depends on row order or on the random state.
+
+Scores always come from the graphs as judged, over every model in them: leaving out models
+(e.g. those without a reference rating) happens after truncation, for ranking and distances only.
+
+Pools (which graphs may be kept): ``perturbed`` = originals + paraphrases (the paper's Trunc, the
+default), ``sampling`` = originals + sampling replicates (the sampling-only control), ``all``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from engine.errors import LensError
+from engine.store.schema import GRAPH_KEY
+
+POOLS: tuple[str, ...] = ("perturbed", "sampling", "all")
+"""perturbed: originals + paraphrases (default); sampling: originals + sampling replicates
+(the control of paper 000, Figure 6); all: every graph."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which graphs keep-K kept.
+
+    ``index``: positional indices (into the scored pool) of the kept graphs, sorted ascending;
+    ``threshold``: S_K, the largest kept score (a float, or a Series by category when per category);
+    ``k``: K; ``scores``: the score of every graph in the pool; ``capped``: group → graphs kept
+    where the group (the pool, or a category) had fewer than K graphs; ``note``: that, in words.
+    """
+
+    index: np.ndarray
+    threshold: float | pd.Series
+    k: int
+    scores: np.ndarray
+    capped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_kept(self) -> int:
+        return int(self.index.size)
+
+    @property
+    def note(self) -> str:
+        if not self.capped:
+            return ""
+        parts = ", ".join(f"{g} keeps all {m}" for g, m in self.capped.items())
+        return f"K = {self.k} is more than some groups hold: {parts}."
+
+
+def truncation_scores(
+    counts: pd.DataFrame, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None
+) -> np.ndarray:
+    """S = lam3·C3_bad + lam4·C4_bad per graph (lam4 = mu when not given); paper 000, Section 4.1 and Appendix A.2.
+
+    ``counts`` is the frame of ``engine.graphs.cycles.cycle_counts`` (columns ``c3_bad``, ``c4_bad``).
+    The weights are any finite real numbers (the paper's λ ∈ ℝ²).
+    """
+    missing = [c for c in ("c3_bad", "c4_bad") if c not in counts.columns]
+    if missing:
+        raise LensError(f"The cycle-count table lacks the column(s) {', '.join(missing)}.")
+    w3, w4 = check_weights(mu, lam3, lam4)
+    c3 = counts["c3_bad"].to_numpy(dtype=np.float64)
+    c4 = counts["c4_bad"].to_numpy(dtype=np.float64)
+    return w3 * c3 + w4 * c4
+
+
+SCORES: dict[str, str] = {
+    "coverage": "bad cycles per cycle the graph's compared pairs could carry, in units of the best-covered "
+                "graph scored with it (S_mu itself where every graph compared the same pairs)",
+    "raw": "S_mu as counted (paper 000, Section 4.1 and Appendix A.2), whatever pairs the graph compared",
+}
+"""How a graph's truncation score treats missing pairs; ``coverage`` is the default (docs/notes/cycles.md)."""
+DEFAULT_SCORE = "coverage"
+
+
+def check_score(score: str) -> str:
+    """The score kind, checked against ``SCORES``."""
+    if score not in SCORES:
+        raise LensError(f"Unknown truncation score {score!r}; choose one of {', '.join(SCORES)}.")
+    return score
+
+
+def can_hold_cycle(capacity: pd.DataFrame) -> np.ndarray:
+    """(T,) bool: the graph's compared pairs could carry a bad 3- or 4-cycle (engine.graphs.cycles.cycle_capacity)."""
+    return ((capacity["cap3"].to_numpy() + capacity["cap4"].to_numpy()) > 0)
+
+
+def graph_scores(
+    counts: pd.DataFrame, capacity: pd.DataFrame, *, mu: float = 1.0, lam3: float = 1.0,
+    lam4: float | None = None, score: str = DEFAULT_SCORE, among: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(score, coverage) per graph, comparable across graphs that compared different pairs.
+
+    ``capacity`` (engine.graphs.cycles.cycle_capacity): the bad 3- / 4-cycles each graph's compared
+    pairs could carry, cap3 and cap4. The reference R3, R4 is the largest capacity among the
+    graphs scored together (``among``: positions, default all). ``coverage`` scales each length
+    by R/cap: S = λ3·C3_bad·R3/cap3 + λ4·C4_bad·R4/cap4 (a length the graph cannot carry adds 0),
+    the score the graph would have if its rate of bad cycles held on the best-covered graph;
+    equal to the raw S where cap = R. ``raw``: λ3·C3_bad + λ4·C4_bad. Coverage per graph is
+    (cap3 + cap4) / (R3 + R4), NaN where the reference carries no cycle.
+    """
+    check_score(score)
+    raw = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
+    cap3 = capacity["cap3"].to_numpy(np.float64)
+    cap4 = capacity["cap4"].to_numpy(np.float64)
+    idx = np.arange(len(cap3)) if among is None else np.asarray(among, dtype=np.int64)
+    r3 = float(cap3[idx].max(initial=0.0))
+    r4 = float(cap4[idx].max(initial=0.0))
+    coverage = np.full(len(cap3), np.nan)
+    if r3 + r4 > 0:
+        coverage = (cap3 + cap4) / (r3 + r4)
+    if score == "raw":
+        return raw, coverage
+    w3, w4 = check_weights(mu, lam3, lam4)
+    f3 = np.divide(r3, cap3, out=np.zeros_like(cap3), where=cap3 > 0)
+    f4 = np.divide(r4, cap4, out=np.zeros_like(cap4), where=cap4 > 0)
+    c3 = counts["c3_bad"].to_numpy(np.float64)
+    c4 = counts["c4_bad"].to_numpy(np.float64)
+    return w3 * c3 * f3 + w4 * c4 * f4, coverage
+
+
+def check_weights(mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None) -> tuple[float, float]:
+    """(λ3, λ4) as floats (λ4 = mu unless given); refuses a weight that is not a finite number."""
+    out = []
+    for name, v in (("lam3", lam3), ("mu/lam4", mu if lam4 is None else lam4)):
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise LensError(f"The truncation weight {name} must be a number; got {v!r}.") from None
+        if not np.isfinite(x):
+            raise LensError(f"The truncation weight {name} must be a finite number; got {x}.")
+        out.append(x)
+    return out[0], out[1]
+
+
+_NUM = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s*$")
+
+
+def natural_key_order(values: pd.Series) -> np.ndarray:
+    """Rank codes of ``values`` in natural order: numeric strings numerically, before the others,
+    which compare as text. Returns int64 codes (equal values → equal codes)."""
+    s = values.astype("string").fillna("")
+    is_num = s.str.match(_NUM).fillna(False).to_numpy(dtype=bool)
+    num = np.where(is_num, pd.to_numeric(s.where(is_num), errors="coerce").to_numpy(dtype=np.float64), 0.0)
+    text = s.to_numpy(dtype=object)
+    frame = pd.DataFrame({"nonnum": ~is_num, "num": num, "text": text})
+    ordered = frame.drop_duplicates().sort_values(["nonnum", "num", "text"]).reset_index(drop=True)
+    ordered["code"] = np.arange(len(ordered), dtype=np.int64)
+    return frame.merge(ordered, on=["nonnum", "num", "text"], how="left")["code"].to_numpy(np.int64)
+
+
+def key_order(keys: pd.DataFrame) -> np.ndarray:
+    """Positions of ``keys`` rows sorted by graph key (prompt_id natural); a total, stable order."""
+    cols: list[np.ndarray] = []
+    for c in GRAPH_KEY:
+        if c not in keys.columns:
+            continue
+        if c == "prompt_id":
+            cols.append(natural_key_order(keys[c]))
+        elif c in ("variant", "turn"):
+            cols.append(pd.to_numeric(keys[c], errors="coerce").fillna(-1).to_numpy(np.float64))
+        else:
+            cols.append(pd.factorize(keys[c].astype("string").fillna(""), sort=True)[0])
+    if not cols:
+        return np.arange(len(keys))
+    # np.lexsort: last key is primary
+    return np.lexsort(tuple(reversed(cols)))
+
+
+def key_rank(keys: pd.DataFrame) -> np.ndarray:
+    """Rank of every row in the graph-key order (0 = first): a stable id of a graph within a stack."""
+    r = np.empty(len(keys), dtype=np.int64)
+    r[key_order(keys)] = np.arange(len(keys))
+    return r
+
+
+def keep_order(scores: np.ndarray, keys: pd.DataFrame) -> np.ndarray:
+    """Positions of all graphs ordered by (score, graph key), best first: keep-K takes a prefix."""
+    return np.lexsort((key_rank(keys), scores))
+
+
+def is_sample(keys: pd.DataFrame) -> np.ndarray:
+    """Sampling replicates (``variant_kind == "sample"``)."""
+    if "variant_kind" not in keys:
+        return np.zeros(len(keys), dtype=bool)
+    return (keys["variant_kind"].astype("string") == "sample").fillna(False).to_numpy(dtype=bool)
+
+
+def is_original(keys: pd.DataFrame) -> np.ndarray:
+    """Original prompts: ``variant_kind == "original"`` (or variant 0 when the kind is unknown)."""
+    variant = pd.to_numeric(keys["variant"]).to_numpy()
+    if "variant_kind" not in keys:
+        return variant == 0
+    kind = keys["variant_kind"].astype("string").fillna("original").to_numpy(dtype=object)
+    return (kind == "original") | ((variant == 0) & (kind != "sample"))
+
+
+def pool_mask(keys: pd.DataFrame, pool: str = "perturbed") -> np.ndarray:
+    """Which graphs belong to a pool (see ``POOLS``)."""
+    if pool not in POOLS:
+        raise LensError(f"Unknown pool {pool!r}; choose one of {', '.join(POOLS)}.")
+    if pool == "all":
+        return np.ones(len(keys), dtype=bool)
+    samp = is_sample(keys)
+    return ~samp if pool == "perturbed" else (samp | is_original(keys))
+
+
+def _whole_k(k) -> int:
+    try:
+        k_int = int(k)
+    except (TypeError, ValueError):
+        raise LensError(f"K must be a whole number; got {k!r}.") from None
+    if k_int != k:
+        raise LensError(f"K must be a whole number; got {k!r}.")
+    if k_int < 1:
+        raise LensError(f"K must be at least 1; got {k_int}.")
+    return k_int
+
+
+def select_keep_k(
+    scores: np.ndarray, keys: pd.DataFrame, k: int, per_category: bool = False
+) -> Selection:
+    """Keep the K graphs with the smallest score (K per category when ``per_category``).
+
+    Ties in score are broken by graph key (see module docstring). ``keys`` has one row per score
+    (the ``GraphStack.keys`` frame); per category it needs a ``category`` column. A group with
+    fewer than K graphs keeps them all (``Selection.capped`` says which).
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or len(keys) != s.size:
+        raise LensError(f"There are {s.size} scores but {len(keys)} graph keys; they must match one to one.")
+    if np.isnan(s).any():
+        raise LensError(f"Graph at position {int(np.flatnonzero(np.isnan(s))[0])} has no truncation score (NaN).")
+    k_int = _whole_k(k)
+    if s.size == 0:
+        raise LensError("There are no graphs to keep.")
+    keys = keys.reset_index(drop=True)
+    if not per_category:
+        order = keep_order(s, keys)
+        kept = np.sort(order[:k_int])
+        capped = {"the pool": int(s.size)} if k_int > s.size else {}
+        return Selection(index=kept, threshold=float(s[kept].max()), k=k_int, scores=s, capped=capped)
+    if "category" not in keys.columns:
+        raise LensError("Per-category keep-K needs a category for every graph, and the keys have none.")
+    cats = keys["category"].astype("string")
+    if cats.isna().any():
+        pos = int(np.flatnonzero(cats.isna().to_numpy())[0])
+        raise LensError(f"Graph at position {pos} has no category, so per-category keep-K cannot place it.")
+    order = keep_order(s, keys)
+    cat_codes, uniques = pd.factorize(cats, sort=True)
+    ordered_codes = cat_codes[order]
+    # rank of each graph within its category along the (score, key) order: a stable sort by
+    # category keeps that order inside each block, then subtract each block's start
+    by_cat = np.argsort(ordered_codes, kind="stable")
+    starts = np.searchsorted(ordered_codes[by_cat], np.arange(len(uniques)))
+    within = np.empty(order.size, dtype=np.int64)
+    within[by_cat] = np.arange(order.size) - starts[ordered_codes[by_cat]]
+    kept = np.sort(order[within < k_int])
+    thr = pd.Series(s[kept], index=cats.to_numpy()[kept]).groupby(level=0).max()
+    thr.index.name = "category"
+    thr.name = "threshold"
+    sizes = np.bincount(cat_codes, minlength=len(uniques))
+    capped = {str(uniques[c]): int(sizes[c]) for c in range(len(uniques)) if sizes[c] < k_int}
+    return Selection(index=kept, threshold=thr.astype(float), k=k_int, scores=s, capped=capped)
+
+
+@dataclass(frozen=True)
+class KeptGraphs:
+    """The graphs keep-K kept from a stack, for a leaderboard to rank and a person to read.
+
+    ``index``: positions in the stack of the kept graphs (ascending); ``table``: one row per kept
+    graph in keep order (smallest score first, ties by graph key) with its key, category, kind,
+    ``c3_bad``, ``c4_bad``, ``coverage``, ``raw_score`` (S_mu as counted) and ``score`` (the one
+    keep-K sorted by, see ``SCORES``); ``threshold``: S_K (a float, or a Series by category);
+    ``selection``: the underlying Selection (positions into the scored pool); ``pool``: the pool's
+    name; ``n_pool``: the graphs that competed; ``note``: caps and left-out graphs, in words ('' when
+    nothing to say); ``score_kind``: coverage or raw; ``n_no_cycle``: graphs of the pool left out
+    because they cannot hold a cycle.
+    """
+
+    index: np.ndarray
+    table: pd.DataFrame
+    threshold: float | pd.Series
+    selection: Selection
+    pool: str
+    n_pool: int
+    note: str
+    score_kind: str = DEFAULT_SCORE
+    n_no_cycle: int = 0
+
+
+def keep_k_graphs(
+    stack,
+    k: int,
+    *,
+    mu: float = 1.0,
+    lam3: float = 1.0,
+    lam4: float | None = None,
+    per_category: bool = False,
+    pool: str = "perturbed",
+    counts: pd.DataFrame | None = None,
+    capacity: pd.DataFrame | None = None,
+    score: str = DEFAULT_SCORE,
+) -> KeptGraphs:
+    """Keep-K on a GraphStack or GraphBuckets: score every graph as judged, keep the K smallest
+    within ``pool``.
+
+    Graphs that cannot hold a cycle (fewer than 3 models, or no compared triple or 4-cycle of
+    pairs) are left out of the pool and counted in the note: their zero is not evidence of
+    consistency. A pool where no graph can hold a cycle is refused (LensError). ``score``: coverage
+    (default) or raw, see ``SCORES`` / ``graph_scores``; the reference capacity is the largest in the
+    pool. ``counts`` / ``capacity``: engine.graphs.cycles' ``cycle_counts`` / ``cycle_capacity`` frames when
+    already computed. The leaderboard ranks ``stack.subset(result.index)``; ``result.table`` and
+    ``result.threshold`` are what to print.
+    """
+    from engine.graphs.buckets import as_buckets
+    from engine.graphs.cycles import cycle_capacity, cycle_counts
+
+    check_score(score)
+    if counts is None or capacity is None:
+        stack = as_buckets(stack)  # once, for both tables
+    if counts is None:
+        counts = cycle_counts(stack)
+    if capacity is None:
+        capacity = cycle_capacity(stack)
+    member = pool_mask(stack.keys, pool)
+    if not member.any():
+        raise LensError(f"The {pool} pool is empty for this selection, so there is nothing to keep.")
+    holds = can_hold_cycle(capacity)
+    pos = np.flatnonzero(member & holds)
+    n_no_cycle = int((member & ~holds).sum())
+    if pos.size == 0:
+        raise LensError(f"No graph of the {pool} pool can hold a cycle ({n_no_cycle} graph"
+                        f"{'s' if n_no_cycle != 1 else ''}, each with fewer than 3 models or no compared "
+                        "triple), so keep-K has no score to keep graphs by.")
+    scores, coverage = graph_scores(counts, capacity, mu=mu, lam3=lam3, lam4=lam4, score=score, among=pos)
+    raw = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
+    sub_keys = stack.keys.iloc[pos].reset_index(drop=True)
+    sel = select_keep_k(scores[pos], sub_keys, k, per_category=per_category)
+    kept = pos[sel.index]
+    in_order = kept[np.lexsort((key_rank(stack.keys)[kept], scores[kept]))]
+    cols = [c for c in (*GRAPH_KEY, "category", "variant_kind") if c in stack.keys.columns]
+    table = stack.keys.iloc[in_order][cols].reset_index(drop=True)
+    table["c3_bad"] = counts["c3_bad"].to_numpy()[in_order]
+    table["c4_bad"] = counts["c4_bad"].to_numpy()[in_order]
+    table["coverage"] = coverage[in_order]
+    table["raw_score"] = raw[in_order]
+    table["score"] = scores[in_order]
+    table.insert(0, "keep_rank", np.arange(1, in_order.size + 1))
+    notes = [sel.note] if sel.note else []
+    pool_cov = coverage[pos]
+    if score == "coverage" and np.nanmin(pool_cov) < 1.0:
+        notes.append(f"Graphs compared different pairs (coverage {np.nanmin(pool_cov):.3g} to 1), so each score is "
+                     "S_mu scaled per cycle length by the cycles the graph's pairs could carry against the "
+                     "best-covered graph of the pool.")
+    if n_no_cycle:
+        notes.append(f"{n_no_cycle} graph{'s' if n_no_cycle != 1 else ''} of the {pool} pool cannot hold a cycle "
+                     "(fewer than 3 models, or no compared triple) and "
+                     f"{'were' if n_no_cycle != 1 else 'was'} left out.")
+    left_out = int(stack.T - member.sum())
+    if left_out:
+        notes.append(f"{left_out} graph(s) outside the {pool} pool were not considered.")
+    return KeptGraphs(np.sort(kept), table, sel.threshold, sel, pool, int(pos.size), " ".join(notes), score,
+                      n_no_cycle)
+
+
+__all__ = [
+    "DEFAULT_SCORE", "POOLS", "SCORES", "KeptGraphs", "Selection", "can_hold_cycle", "check_score", "check_weights",
+    "graph_scores", "is_original", "is_sample", "keep_k_graphs",
+    "keep_order", "key_order", "key_rank", "pool_mask", "select_keep_k", "truncation_scores",
+]

@@ -1,0 +1,474 @@
+"""Validated verdicts → the store: import (all-or-nothing or skip-invalid), rename, delete, export.
+
+Policy (README.md, "Command line", ``import``): by default an import is all-or-nothing — one bad row and nothing
+is stored. With ``skip_invalid`` the good rows are stored and the rejected ones are returned (and
+written to a file by the CLI). Unparsable judge outputs are good rows with winner ``invalid``.
+``replace`` swaps the dataset's verdicts, prompts and answers for the new ones; without it the
+rows are appended. A file whose bytes are already in the dataset (``dataset_files``, by sha256) is
+refused: importing the same file twice is almost always a mistake, while a row that repeats
+another is a repeated vote and is kept. Every import, refused or not, writes one ``import_log``
+row; every change takes a fresh dataset version from a sequence.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from engine.errors import LensError
+from engine.ingest.csv_cells import write_csv
+from engine.ingest.limits import NAME_MAX_CHARS, TEXT_MAX_CHARS, check_dataset_name
+from engine.ingest.staging import no_space
+from engine.ingest.verdict_files import list_columns
+from engine.ingest.verdicts import ValidationReport, validate_sources
+from engine.store.connection import Store
+from engine.store.schema import DEFAULT_DATASET, VERDICT_COLUMNS
+
+PathOrBytes = str | os.PathLike[str] | bytes
+EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+EXPORT_COLUMNS: tuple[str, ...] = tuple(
+    c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")
+)
+"""Exported columns: everything a re-import needs to give back the same verdicts."""
+
+DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files")
+"""Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
+
+
+@dataclass(frozen=True, eq=False)
+class ImportResult:
+    """What an import did: ``status`` is ``stored`` or ``refused`` (then nothing was written)."""
+
+    dataset: str
+    import_id: int
+    status: str
+    mode: str
+    rows_read: int
+    rows_stored: int
+    rows_rejected: int
+    rows_invalid: int
+    version: int | None  # store-wide number (cache keys)
+    report: ValidationReport
+    message: str = ""
+    revision: int | None = None  # the dataset's own change count, shown as its version
+
+    @property
+    def rows_held(self) -> int:
+        """Valid rows of a refused all-or-nothing import: neither stored nor rejected."""
+        return self.rows_read - self.rows_stored - self.rows_rejected
+
+    def summary(self) -> str:
+        """The one-line account the CLI prints; ``read = stored + rejected (+ held back)`` always holds.
+
+        A refused all-or-nothing import stores none of its valid rows; they are counted as held
+        back so that the sum still adds up.
+        """
+        head = f"read {self.rows_read} = stored {self.rows_stored} + rejected {self.rows_rejected}"
+        if self.rows_held:
+            why = "the import is all-or-nothing" if self.rows_rejected else "the import was refused"
+            return f"{head} + held back {self.rows_held} (valid rows, not stored because {why})"
+        return f"{head} (invalid judge outputs stored: {self.rows_invalid})"
+
+
+def validate_file(
+    path_or_bytes: PathOrBytes,
+    filename: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    fmt: str | None = None,
+    dataset: str = DEFAULT_DATASET,
+    *,
+    model_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None,
+    value_map: Mapping[str, Mapping[str, str]] | None = None,
+    judge: str | None = None,
+) -> ValidationReport:
+    """Read and check one verdict file (a path, or uploaded bytes with their file name); no DB.
+
+    ``column_map`` maps the file's column names to canonical ones; ``fmt`` overrides detection;
+    ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts);
+    ``value_map`` rewrites cell values (``{"winner": {"left": "A"}}``); ``judge`` names the
+    judge of every row. The file is read in batches (memory bounded by one batch) and the rows
+    are staged on disk.
+    """
+    if isinstance(path_or_bytes, bytes | bytearray):
+        source, name = bytes(path_or_bytes), filename or "upload"
+    else:
+        source, name = path_or_bytes, filename or str(path_or_bytes)
+    return validate_sources([(source, name)], dataset=dataset, fmt=fmt, column_map=column_map,
+                            model_names=model_names, judge_names=judge_names, value_map=value_map,
+                            file_judges={name: judge} if judge else None)
+
+
+def file_columns(path_or_bytes: PathOrBytes, filename: str | None = None, fmt: str | None = None) -> list[str]:
+    """The column names a file has, so a form can offer a mapping to the canonical ones (reads the header only)."""
+    if isinstance(path_or_bytes, bytes | bytearray):
+        return list_columns(bytes(path_or_bytes), filename or "upload", fmt)
+    return list_columns(path_or_bytes, filename or str(path_or_bytes), fmt)
+
+
+def validate_paths(
+    paths: Sequence[str | os.PathLike[str]], *, dataset: str, fmt: str | None = None,
+    column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
+) -> ValidationReport:
+    """Several files checked as one import (e.g. a folder of review-format files); no DB.
+    ``file_judges`` maps a path (as given) to the judge of its rows."""
+    judges = {str(k): v for k, v in (file_judges or {}).items()}
+    return validate_sources([(p, str(p)) for p in paths], dataset=dataset, fmt=fmt, column_map=column_map,
+                            model_names=model_names, judge_names=judge_names, value_map=value_map,
+                            file_judges=judges)
+
+
+def _known_files(cur, dataset: str, report: ValidationReport, *, stored: bool = True) -> str:
+    """Why the import repeats a file: one already in the dataset, or the same bytes given twice; '' if not."""
+    seen: dict[str, str] = {}
+    for name, digest in report.file_hashes.items():
+        if digest in seen:
+            return (f"{Path(name).name} has the same content as {Path(seen[digest]).name}; "
+                    "give each file once")
+        seen[digest] = name
+    if not seen or not stored:
+        return ""
+    hit = cur.execute(
+        f"SELECT content_hash, source FROM dataset_files WHERE dataset = ? AND content_hash IN "
+        f"({', '.join('?' for _ in seen)}) ORDER BY source LIMIT 1",
+        [dataset, *seen],
+    ).fetchone()
+    if hit is None:
+        return ""
+    name = Path(seen[hit[0]]).name
+    return (f"{name} is already in dataset {dataset!r} (imported as {Path(hit[1]).name}); importing the "
+            "same file twice would count every verdict twice: use --replace to replace the dataset")
+
+
+def _log(cur, dataset: str, report: ValidationReport, source: str, mode: str, status: str,
+         stored: int, detail: str) -> int:
+    dropped = sorted({c for cols in report.dropped.values() for c in cols})
+    row = cur.execute(
+        """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
+                                   rows_invalid, mode, status, detail, content_hashes, dropped_columns)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING import_id""",
+        [dataset, source, report.format, report.rows_read, stored, report.n_rejected,
+         report.n_invalid if stored else 0, mode, status, detail,
+         json.dumps(dict(report.file_hashes)) if report.file_hashes else None,
+         json.dumps(dropped) if dropped else None],
+    ).fetchone()
+    return int(row[0])
+
+
+def log_refused(store: Store, dataset: str, source: str, fmt: str | None, detail: str, mode: str) -> int:
+    """Record an import that failed before any row could be checked (unreadable file, ...)."""
+    with store.transaction() as cur:
+        row = cur.execute(
+            """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
+                                       rows_invalid, mode, status, detail)
+               VALUES (?, ?, ?, 0, 0, 0, 0, ?, 'refused', ?) RETURNING import_id""",
+            [dataset, source, fmt, mode, detail],
+        ).fetchone()
+    return int(row[0])
+
+
+def _check_name(name: str) -> str:
+    return check_dataset_name(name)
+
+
+def store_report(
+    store: Store,
+    report: ValidationReport,
+    dataset: str | None = None,
+    replace: bool = False,
+    skip_invalid: bool = False,
+    *,
+    description: str | None = None,
+    source: str | None = None,
+    synthetic: bool = False,
+) -> ImportResult:
+    """Write a validated report into ``dataset`` in one transaction (or refuse and write nothing).
+
+    Refused when any row is rejected and ``skip_invalid`` is False, or when nothing is left to
+    store; a refused import still gets its ``import_log`` row (status ``refused``). The rows are
+    inserted straight from the report's stage files, so the store's lock is held only for the
+    check against stored verdicts and the insert, and memory stays bounded. A full disk is one
+    sentence and the transaction is rolled back: nothing of the import is stored.
+    """
+    dataset = _check_name(dataset or report.dataset)
+    mode = "skip-invalid" if skip_invalid else "all-or-nothing"
+    source = source or report.source
+    try:
+        with store.transaction() as tx:
+            exists = tx.execute("SELECT 1 FROM datasets WHERE name = ?", [dataset]).fetchone() is not None
+            # with --replace the stored files go, so only the same bytes given twice in this import count
+            problem = _known_files(tx, dataset, report, stored=not replace)
+            if not problem and report.n_rejected and not skip_invalid:
+                problem = (f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
+                           "(fix them, or use --skip-invalid to store the others)")
+            elif not problem and report.n_good == 0:
+                problem = "no valid rows to store, so nothing was stored"
+            if problem:
+                import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
+                return ImportResult(dataset, import_id, "refused", mode, report.rows_read, 0, report.n_rejected,
+                                    0, None, report, problem)
+            version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic)
+            import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
+            if replace:
+                tx.execute("DELETE FROM dataset_files WHERE dataset = ?", [dataset])
+            for name, digest in report.file_hashes.items():
+                tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id)"
+                           " VALUES (?, ?, ?, ?)", [dataset, digest, name, import_id])
+            revision = int(tx.execute("SELECT revision FROM datasets WHERE name = ?", [dataset]).fetchone()[0])
+    except (duckdb.Error, OSError) as exc:
+        if no_space(exc):
+            raise LensError(f"The disk holding the store {store.path} is full, so nothing of this import was stored "
+                            "(the store is unchanged); free some space and import again.") from exc
+        raise
+    return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,
+                        report.n_rejected, report.n_invalid, version, report, revision=revision)
+
+
+def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replace: bool,
+                description: str | None, source: str, synthetic: bool) -> int:
+    """The dataset row, its verdicts and texts, inside the caller's transaction; returns the version."""
+    version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
+    if exists and replace:  # new content: the synthetic flag follows the new rows
+        tx.execute(
+            "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1, updated_at = current_timestamp,"
+            " synthetic = ?, description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
+            [version, synthetic, description, source, dataset],
+        )
+    elif exists:
+        tx.execute(
+            "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1,"
+            " updated_at = current_timestamp, description = coalesce(?, description) WHERE name = ?",
+            [version, description, dataset],
+        )
+    else:
+        tx.execute(
+            "INSERT INTO datasets (name, description, source, synthetic, version, revision) VALUES (?, ?, ?, ?, ?, 1)",
+            [dataset, description, source, synthetic, version],
+        )
+    if replace:
+        for table in ("verdicts", "prompts", "answers"):
+            tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [dataset])
+    if replace or not exists:
+        # a ground truth belongs to the rows it was generated with: a replaced or new dataset
+        # (its name perhaps left behind by an older delete or rename) starts without one;
+        # engine.ingest.synthetic writes the new truth after storing its rows
+        tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
+    cols = [c for c in VERDICT_COLUMNS if c != "dataset"]
+    names = ", ".join(f'"{c}"' for c in cols)
+    tx.execute(f'INSERT INTO verdicts ("dataset", {names}) SELECT ?, {names} FROM ({report.good_sql()}) ORDER BY seq',
+               [dataset])
+    tx.execute(
+        "INSERT OR REPLACE INTO prompts (dataset, prompt_id, variant, turn, category, variant_kind, text)"
+        f" SELECT ?, prompt_id, variant, turn, category, variant_kind, text FROM ({report.texts_sql('prompts')})",
+        [dataset])
+    tx.execute(
+        "INSERT OR REPLACE INTO answers (dataset, prompt_id, variant, turn, model, text)"
+        f" SELECT ?, prompt_id, variant, turn, model, text FROM ({report.texts_sql('answers')})", [dataset])
+    return version
+
+
+def import_source(paths: Sequence[str | os.PathLike[str]]) -> str:
+    """How ``import_log`` and ``datasets.source`` name the files of an import."""
+    return str(paths[0]) if len(paths) == 1 else f"{len(paths)} files: {', '.join(map(str, paths[:3]))}…"
+
+
+def import_files(
+    store: Store,
+    paths: Sequence[str | os.PathLike[str]],
+    dataset: str,
+    *,
+    fmt: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    replace: bool = False,
+    skip_invalid: bool = False,
+    model_names: Mapping[str, str] | None = None,
+    judge_names: Mapping[str, str] | None = None,
+    value_map: Mapping[str, Mapping[str, str]] | None = None,
+    file_judges: Mapping[str, str] | None = None,
+) -> ImportResult:
+    """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised."""
+    dataset = _check_name(dataset)
+    source = import_source(paths)
+    try:
+        report = validate_paths(paths, dataset=dataset, fmt=fmt, column_map=column_map,
+                                model_names=model_names, judge_names=judge_names, value_map=value_map,
+                                file_judges=file_judges)
+    except LensError as exc:
+        log_refused(store, dataset, source, fmt, str(exc), "skip-invalid" if skip_invalid else "all-or-nothing")
+        raise
+    return store_report(store, report, dataset, replace=replace, skip_invalid=skip_invalid, source=source)
+
+
+def _writable(path: str | os.PathLike[str], what: str) -> Path:
+    """``path`` as a Path if a file can be created there (probed with a temp file, removed again)."""
+    p = Path(path)
+    if p.is_dir():
+        raise LensError(f"Cannot write {what} to {p}: it is a folder; give a file name.")
+    if not p.parent.is_dir():
+        raise LensError(f"Cannot write {what} to {p}: there is no folder {p.parent}.")
+    try:
+        fd, probe = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise LensError(f"Cannot write {what} to {p} ({exc.strerror or exc}).") from exc
+    return p
+
+
+def _atomic_write(path: str | os.PathLike[str], write, what: str) -> Path:
+    """Call ``write(tmp_path)`` on a temp file beside ``path``, then rename it onto ``path``, so a
+    failure leaves no half-written file; an OSError becomes a LensError naming ``what``."""
+    p = _writable(path, what)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+        os.close(fd)
+        write(tmp)
+        os.replace(tmp, p)
+        tmp = None
+    except OSError as exc:
+        raise LensError(f"Cannot write {what} to {p} ({exc.strerror or exc}).") from exc
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return p
+
+
+def prepare_rejected(path: str | os.PathLike[str], inputs: Sequence[str | os.PathLike[str]] = ()) -> Path:
+    """Check, before anything is stored, that the rejected rows can be written to ``path``:
+    not a folder, the folder exists and takes a new file, and it is not one of the ``inputs``."""
+    p = _writable(path, "the rejected rows")
+    for src in inputs:
+        try:
+            same = p.exists() and p.samefile(src)
+        except OSError:
+            same = False
+        if same:
+            raise LensError(f"The rejected rows would overwrite the input file {src}; give another --rejected path.")
+    return p
+
+
+def write_rejected(report: ValidationReport, path: str | os.PathLike[str]) -> int:
+    """The rejected rows (file, line, reason, original fields) as CSV; returns the row count.
+
+    Written to a temp file and renamed, so a failure leaves no partial file (LensError).
+    """
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            for k, chunk in enumerate(report.iter_rejected()):
+                write_csv(chunk, fh, header=k == 0)
+            if report.n_rejected == 0:
+                write_csv(report.rejected_head(0), fh)
+
+    _atomic_write(path, write, "the rejected rows")
+    return report.n_rejected
+
+
+def _require(store: Store, name: str) -> None:
+    if not store.has_dataset(name):
+        known = ", ".join(store.datasets()["name"].tolist()) or "none"
+        raise LensError(f"There is no dataset named {name!r} (datasets: {known}).")
+
+
+def rename_dataset(store: Store, old: str, new: str) -> int:
+    """Rename a dataset (verdicts, prompts, answers and a synthetic ground truth move with it, in one
+    transaction); returns its new version."""
+    _require(store, old)
+    _check_name(new)
+    if store.has_dataset(new):
+        raise LensError(f"A dataset named {new!r} already exists; delete it first or pick another name.")
+    with store.transaction() as tx:
+        version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
+        tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [new])  # left by an older version
+        for table in DATASET_TABLES:
+            tx.execute(f"UPDATE {table} SET dataset = ? WHERE dataset = ?", [new, old])
+        tx.execute("UPDATE datasets SET name = ?, version = ?, revision = coalesce(revision, 0) + 1,"
+                   " updated_at = current_timestamp WHERE name = ?", [new, version, old])
+    return version
+
+
+def delete_dataset(store: Store, name: str) -> int:
+    """Delete a dataset with its verdicts, prompts, answers and synthetic ground truth (one
+    transaction); returns the verdicts removed."""
+    _require(store, name)
+    with store.transaction() as tx:
+        n = int(tx.execute("SELECT count(*) FROM verdicts WHERE dataset = ?", [name]).fetchone()[0])
+        for table in DATASET_TABLES:
+            tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [name])
+        tx.execute("DELETE FROM datasets WHERE name = ?", [name])
+    return n
+
+
+def export_frame(store: Store, dataset: str) -> pd.DataFrame:
+    """The dataset's verdicts in the import format (winner ``invalid`` written as ``error``)."""
+    _require(store, dataset)
+    df = store.verdicts(dataset)[list(EXPORT_COLUMNS)]
+    _check_export_limits(df, dataset)
+    return df.assign(winner=df["winner"].replace({"invalid": "error"}))
+
+
+def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:
+    """Refuse to write a file the import would refuse: a name or text over the import's limits
+    (rows stored by other means than an import, e.g. a judge reply, may be longer)."""
+    for col, limit, what in (*((c, NAME_MAX_CHARS, "name") for c in ("prompt_id", "model_a", "model_b", "judge",
+                                                                         "category", "annotator")),
+                             ("explanation", TEXT_MAX_CHARS, "text")):
+        lens = df[col].astype(object).map(lambda v: len(v) if isinstance(v, str) else 0)
+        if len(lens) and lens.max() > limit:
+            i = int(lens.to_numpy().argmax())
+            raise LensError(f"Verdict {i + 1} of {dataset!r} has a {col} of {int(lens.iloc[i]):,} characters, over the "
+                            f"import's limit of {limit:,} for a {what}; the exported file could not be imported again.")
+
+
+def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv") -> int:
+    """Write the dataset's verdicts as csv, jsonl or parquet so that importing them gives them back.
+
+    A path is written through a temp file and a rename (no partial file; LensError on failure).
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise LensError(f"Cannot export as {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}.")
+    df = export_frame(store, dataset)
+    if isinstance(path_or_buffer, str | os.PathLike):
+        _atomic_write(path_or_buffer, lambda tmp: _write_export(df, tmp, fmt), f"the verdicts of {dataset!r}")
+    else:
+        _write_export(df, path_or_buffer, fmt)
+    return int(len(df))
+
+
+def _write_export(df: pd.DataFrame, target, fmt: str) -> None:
+    if fmt == "csv":
+        write_csv(df, target)  # formula-like cells neutralised (engine/views/exports.py); jsonl/parquet raw
+    elif fmt == "jsonl":
+        text = df.to_json(orient="records", lines=True, force_ascii=False)
+        if isinstance(target, str | os.PathLike):
+            Path(target).write_text(text, encoding="utf-8")
+        elif isinstance(target, io.TextIOBase):
+            target.write(text)
+        else:
+            target.write(text.encode("utf-8"))
+    else:
+        df.to_parquet(target, index=False)
+
+
+def dataset_table(store: Store) -> pd.DataFrame:
+    """One row per dataset: name, version (its own change count), verdicts, invalid, judges, models, prompts."""
+    models = store.cursor().execute(
+        """SELECT dataset AS name, count(DISTINCT m) AS models
+           FROM (SELECT dataset, model_a AS m FROM verdicts UNION ALL SELECT dataset, model_b FROM verdicts)
+           GROUP BY dataset"""
+    ).df()
+    df = store.datasets().merge(models, on="name", how="left")
+    df["models"] = df["models"].fillna(0).astype("int64")
+    df["version"] = df["revision"]  # the dataset's own count; the store-wide number only keys caches
+    cols = ["name", "version", "verdicts", "invalid", "judges", "models", "prompts", "synthetic", "updated_at"]
+    return df[cols]

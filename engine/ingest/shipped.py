@@ -1,0 +1,166 @@
+"""The shipped default dataset ``vicuna80``, built from its raw rating files on first use.
+
+``data/vicuna80/raw`` holds the original review-format files of artidoro/qlora (gpt-4 judging the
+8-model round robin) and bcdnlp/PRD (bard, claude, gpt-3.5-turbo, vicuna-13b and human judges,
+and gpt-4 on the pairs with claude), the models' answers and the 80 questions (PROVENANCE.md
+there). Validating those files takes 3-6 s on a busy 2-core box, so the validated result (verdicts
+with the judges' rationales, questions, answers) is also shipped as Parquet in
+``data/vicuna80/prebuilt`` and inserted directly on a store's first use; ``write_prebuilt`` rebuilds
+it from the raw files and tests/test_shipped.py checks that it equals what the importer produces.
+Without the prebuilt files the raw ones are imported. The store records that the bootstrap ran
+(``init_log``), so a user who deletes ``vicuna80`` does not get it back on the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from engine.ingest.importer import ImportResult, store_report
+from engine.ingest.verdicts import ValidationReport, validate_many
+from engine.store.connection import DATA_DIR, Store
+from engine.store.schema import DEFAULT_DATASET
+
+VICUNA80_DIR = DATA_DIR / "vicuna80"
+PREBUILT = "prebuilt"
+"""Folder under the dataset root holding the validated frames as Parquet plus ``manifest.json``."""
+_FRAMES = ("good", "prompts", "answers")
+INIT_STEP = "default_dataset"
+
+MODEL_NAMES: dict[str, str] = {
+    "7b-guanaco-vicuna-generations-topp0.9-temp0.7": "guanaco-7b",
+    "13b-guanaco-vicuna-generations-topp0.9-temp0.7": "guanaco-13b",
+    "30b-guanaco-vicuna-generations-topp0.9-temp0.7": "guanaco-33b",  # the 33B model, "30b" in qlora's files
+    "65b-guanaco-vicuna-generations-topp0.9-temp0.7": "guanaco-65b",
+}
+"""File-name parts → model names (the others are already short, once ``answer_`` is dropped)."""
+
+JUDGE_NAMES: dict[str, str] = {"gpt4": "gpt-4", "gpt35": "gpt-3.5-turbo"}
+"""PRD spells two judges differently from qlora; one name per judge."""
+
+DESCRIPTION = (
+    "Vicuna-bench: 80 questions, 9 models, pairwise verdicts of gpt-4, bard, claude, gpt-3.5-turbo, "
+    "vicuna-13b and human raters in both presentation orders (qlora + PRD, MIT)."
+)
+
+
+def rating_files(root: Path = VICUNA80_DIR) -> list[Path]:
+    """Every review-format rating file of the shipped data, in a fixed order."""
+    return sorted((root / "raw").glob("*/ratings-*/*.jsonl"))
+
+
+def _questions(root: Path) -> pd.DataFrame:
+    q = pd.read_csv(root / "vicuna80_questions.csv", dtype={"question_id": str})
+    return q.rename(columns={"question_id": "prompt_id"})
+
+
+def _answers(root: Path) -> pd.DataFrame:
+    """Each model's answer per question: PRD's ``answer_<model>`` files and qlora's guanaco runs."""
+    parts = []
+    for path in sorted((root / "raw" / "prd" / "generations").glob("answer_*.jsonl")):
+        model = path.stem.removeprefix("answer_")
+        parts += [(str(r["question_id"]), model, r["text"]) for r in map(json.loads, path.open(encoding="utf-8"))]
+    for path in sorted((root / "raw" / "qlora" / "generations").glob("*.jsonl")):
+        model = MODEL_NAMES[path.stem]
+        parts += [(str(r["question_id"]), model, r["generation"])
+                  for r in map(json.loads, path.open(encoding="utf-8"))]
+    df = pd.DataFrame(parts, columns=["prompt_id", "model", "text"])
+    return df.assign(dataset=DEFAULT_DATASET, variant=0, turn=1)
+
+
+def vicuna80_report(root: Path = VICUNA80_DIR) -> ValidationReport:
+    """The shipped dataset as a validated report: verdicts, the 80 questions and every answer."""
+    files = rating_files(root)
+    report = validate_many(
+        ((p.read_bytes(), p.relative_to(root).as_posix()) for p in files),
+        dataset=DEFAULT_DATASET, fmt="review", model_names=MODEL_NAMES, judge_names=JUDGE_NAMES,
+    )
+    q = _questions(root)
+    category = dict(zip(q["prompt_id"], q["category"], strict=True))
+    good = report.good.assign(category=report.good["prompt_id"].map(category).astype("string"))
+    prompts = q.assign(dataset=DEFAULT_DATASET, variant=0, turn=1, variant_kind="original")
+    report = report.with_frames(good=good, prompts=prompts, answers=_answers(root))
+    return replace(report, source="data/vicuna80/raw")
+
+
+def write_prebuilt(root: Path = VICUNA80_DIR) -> Path:
+    """Validate the raw files and write the validated stage files (verdicts, prompts, answers, each
+    with its ``seq``) as zstd Parquet + a manifest; run after changing raw/."""
+    import pyarrow.parquet as pq
+
+    report = vicuna80_report(root)
+    if report.n_rejected or report.excluded:
+        raise ValueError(f"{report.n_rejected} shipped rows do not validate; nothing written")
+    out = root / PREBUILT
+    out.mkdir(exist_ok=True)
+    for name, path in zip(_FRAMES, (report.good_file, report.prompts_file, report.answers_file), strict=True):
+        pq.write_table(pq.read_table(path), out / f"{name}.parquet", compression="zstd")
+    manifest = {"format": report.format, "rows_read": report.rows_read, "repeats": report.repeats,
+                "n_good": report.n_good, "n_invalid": report.n_invalid, "field_names": list(report.field_names),
+                "dropped": {k: list(v) for k, v in report.dropped.items()}, "file_hashes": dict(report.file_hashes)}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return out
+
+
+def prebuilt_report(root: Path = VICUNA80_DIR) -> ValidationReport | None:
+    """The shipped dataset as a report whose rows are the prebuilt Parquet files (the store inserts
+    them straight from there); None when they are not there."""
+    from engine.ingest.staging import Stage
+
+    folder = root / PREBUILT
+    if not (folder / "manifest.json").is_file():
+        return None
+    m = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return ValidationReport(
+        dataset=DEFAULT_DATASET, source="data/vicuna80/raw", format=m["format"], rows_read=m["rows_read"],
+        n_good=m["n_good"], n_rejected=0, n_invalid=m["n_invalid"], stage=Stage(),
+        good_file=str(folder / "good.parquet"), excluded=(), rejected_files=(),
+        prompts_file=str(folder / "prompts.parquet"), answers_file=str(folder / "answers.parquet"),
+        field_names=tuple(m["field_names"]), dropped={k: tuple(v) for k, v in m["dropped"].items()},
+        repeats=m["repeats"], file_hashes=m["file_hashes"],
+    )
+
+
+def import_vicuna80(store: Store, *, replace: bool = False, root: Path = VICUNA80_DIR) -> ImportResult:
+    """Import the shipped dataset (prebuilt Parquet when present, else the raw files; all-or-nothing)."""
+    report = prebuilt_report(root) or vicuna80_report(root)
+    return store_report(store, report, DEFAULT_DATASET, replace=replace,
+                        description=DESCRIPTION, source="data/vicuna80 (qlora + PRD rating files)")
+
+
+def ensure_default_dataset(store: Store) -> bool:
+    """On a store's first use import ``vicuna80``; True when it imported. Runs once per store."""
+    cur = store.cursor()
+    if cur.execute("SELECT 1 FROM init_log WHERE step = ?", [INIT_STEP]).fetchone():
+        return False
+    imported = False
+    detail = "vicuna80 was already there"
+    if not store.has_dataset(DEFAULT_DATASET):
+        result = import_vicuna80(store)
+        imported = result.status == "stored"
+        if not imported:  # not recorded: the next start tries again
+            return False
+        detail = f"import {result.import_id}: {result.summary()}"
+    with store.transaction() as tx:
+        tx.execute("INSERT OR IGNORE INTO init_log (step, detail) VALUES (?, ?)", [INIT_STEP, detail])
+    return imported
+
+
+def open_store(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    ensure_default: bool = True,
+    keep_open: bool = True,
+    lock_wait_s: float = 0.0,
+) -> Store:
+    """Open (and migrate) the store; on first use import the shipped default dataset. It lives here,
+    above the importer, so the store layer never needs the importer."""
+    store = Store(db, keep_open=keep_open, lock_wait_s=lock_wait_s)
+    if ensure_default:
+        with store.session():
+            ensure_default_dataset(store)
+    return store

@@ -1,0 +1,119 @@
+"""The staging folder of one import: validated batches spilled to Parquet, so memory stays bounded.
+
+An import reads and validates its files one batch at a time; each batch's valid rows, rejected
+rows and texts are appended to Parquet files in a temporary folder (``$LENS_TMPDIR`` or the
+system's), never held together in memory. The store then inserts straight from those files in
+one short transaction, and the report reads them back only when asked (``ValidationReport.good``,
+``.rejected``). The folder goes when the last report using it is garbage-collected.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.errors import LensError
+from engine.store.schema import VERDICT_COLUMNS
+
+_S, _I, _F = pa.string(), pa.int64(), pa.float64()
+_VERDICT_TYPES = {c: _S for c in VERDICT_COLUMNS} | {"variant": _I, "turn": _I, "prob_a": _F, "source_line": _I,
+                                                     "tstamp": _F, "strength": _I}
+SCHEMAS: dict[str, pa.Schema] = {
+    "good": pa.schema([("seq", _I), *((c, _VERDICT_TYPES[c]) for c in VERDICT_COLUMNS)]),
+    "rejected": pa.schema([("seq", _I), ("source_file", _S), ("source_line", _I), ("reason", _S), ("fields", _S)]),
+    "prompts": pa.schema([("seq", _I), ("dataset", _S), ("prompt_id", _S), ("variant", _I), ("turn", _I),
+                          ("category", _S), ("variant_kind", _S), ("text", _S)]),
+    "answers": pa.schema([("seq", _I), ("dataset", _S), ("prompt_id", _S), ("variant", _I), ("turn", _I),
+                          ("model", _S), ("text", _S)]),
+    "excluded": pa.schema([("seq", _I)]),
+}
+"""Columns of each kind of staged file (``seq``: the row's position in the import, file order)."""
+
+
+def sql_path(path: str | os.PathLike[str]) -> str:
+    """A file path as a single-quoted SQL string literal."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def no_space(exc: BaseException) -> bool:
+    """Is this error a full disk (or quota)?"""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    return "no space left" in text or "disk quota" in text or "not enough space" in text
+
+
+class Stage:
+    """A temporary folder of Parquet files written one batch at a time."""
+
+    def __init__(self):
+        root = os.environ.get("LENS_TMPDIR") or None
+        try:
+            self.dir = Path(tempfile.mkdtemp(prefix="lens-import-", dir=root))
+        except OSError as exc:
+            raise LensError(f"Cannot create the import's temporary folder in {root or tempfile.gettempdir()} "
+                            f"({exc.strerror or exc}); set LENS_TMPDIR to a writable folder.") from exc
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.dir), True)
+        self._writers: dict[str, pq.ParquetWriter] = {}
+        self._count = 0
+
+    def new_file(self, kind: str) -> str:
+        """A fresh file name of this stage for a table of ``kind``."""
+        self._count += 1
+        return str(self.dir / f"{kind}-{self._count}.parquet")
+
+    def append(self, name: str, kind: str, frame: pd.DataFrame) -> None:
+        """Append ``frame`` (columns of ``SCHEMAS[kind]``) to the stage file ``name``."""
+        schema = SCHEMAS[kind]
+        try:
+            table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False, nthreads=1)
+            w = self._writers.get(name)
+            if w is None:
+                w = self._writers[name] = pq.ParquetWriter(name, schema, compression="lz4", use_dictionary=False)
+            w.write_table(table)
+        except OSError as exc:
+            raise self.full(exc) from exc
+
+    def write(self, kind: str, frame: pd.DataFrame) -> str:
+        """``frame`` as a new, closed stage file; returns its path."""
+        name = self.new_file(kind)
+        self.append(name, kind, frame)
+        self.close(name)
+        return name
+
+    def close(self, name: str | None = None) -> None:
+        """Finish one file (or all): footers written, readable by any connection."""
+        for key in [name] if name else list(self._writers):
+            w = self._writers.pop(key, None)
+            if w is not None:
+                try:
+                    w.close()
+                except OSError as exc:
+                    raise self.full(exc) from exc
+
+    def empty(self, kind: str) -> str:
+        """An empty file of ``kind``."""
+        return self.write(kind, pd.DataFrame({c: pd.Series([], dtype=object) for c in SCHEMAS[kind].names}))
+
+    def full(self, exc: BaseException) -> LensError:
+        """The one sentence for a failure to write the stage (a full disk, mostly)."""
+        if no_space(exc):
+            return LensError(f"The disk holding the import's temporary files ({self.dir.parent}) is full, so nothing "
+                             "was stored; free some space or set LENS_TMPDIR to a folder on a larger disk.")
+        return LensError(f"Cannot write the import's temporary files in {self.dir.parent} ({exc}); nothing was stored.")
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection for reading this stage, spilling to the stage folder."""
+        con = duckdb.connect()
+        con.execute(f"SET temp_directory = {sql_path(self.dir / 'spill')}")
+        con.execute("SET memory_limit = '1GB'")
+        return con

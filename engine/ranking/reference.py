@@ -1,0 +1,216 @@
+"""Reference rankings: LMArena ratings (per-category JSON or leaderboard CSV) mapped to dataset names.
+
+Files: the arena-catalog JSON ``{category: {model: {rating, rating_q025, rating_q975}}}`` and the
+leaderboard CSVs (a ``model`` column plus ``arena_elo``/``arena_score``/``rating``). The shipped
+copies live in ``data/arena_reference`` (see PROVENANCE.md there). A dataset's model names are mapped
+by ``data/mappings/<dataset>.models.csv`` (columns model, arena_model, arena_display, match, note);
+matching is case-insensitive on either reference name. A user's own dataset brings its own mapping
+file (``load_mapping_file``: a CSV with ``model`` and ``arena_model``, or ``reference_model``).
+Unmapped models are dropped and listed in the result's ``attrs["unmapped"]``; mapped models absent
+from the reference in ``attrs["missing"]`` (``reference_notes`` says both in sentences). Ratings
+must be finite numbers: a NaN or infinite rating is refused, naming the model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from engine.errors import LensError
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+REFERENCE_DIR = DATA / "arena_reference"
+MAPPING_DIR = DATA / "mappings"
+DEFAULT_REFERENCE = REFERENCE_DIR / "leaderboard-text_2025-03-07.json"
+DEFAULT_CATEGORY = "full"
+ARENA = "arena"
+"""The name that stands for the shipped LMArena snapshot (``DEFAULT_REFERENCE``) on the command line."""
+MAP_COLUMNS = ("arena_model", "reference_model")
+RATING_COLUMNS = ("rating", "arena_elo", "arena_score", "score", "elo")
+
+
+def _read_json(path: Path, category: str | None) -> pd.Series:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise LensError(f"The reference file {path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+    if not isinstance(data, dict) or not data:
+        raise LensError(f"The reference file {path} is not a {{category: {{model: rating}}}} object.")
+    cat = category or DEFAULT_CATEGORY
+    if cat not in data:
+        raise LensError(f"The reference file {path.name} has no category {cat!r}; it has {', '.join(sorted(data))}.")
+    ratings = {}
+    for model, entry in data[cat].items():
+        value = entry.get("rating") if isinstance(entry, dict) else entry
+        try:
+            ratings[str(model)] = float(value)
+        except (TypeError, ValueError):
+            raise LensError(f"Reference model {model!r} in category {cat!r} has no numeric rating.") from None
+        if not math.isfinite(ratings[str(model)]):
+            raise LensError(f"Reference model {model!r} in category {cat!r} of {path.name} has the rating {value!r}; "
+                            "a rating must be a finite number.")
+    return pd.Series(ratings, dtype="float64")
+
+
+def _read_csv(path: Path, category: str | None) -> pd.Series:
+    if category is not None:
+        raise LensError(f"The leaderboard CSV {path.name} has one overall ranking; it has no category {category!r}.")
+    df = pd.read_csv(path)
+    cols = {c.lower(): c for c in df.columns}
+    if "model" not in cols:
+        raise LensError(f"The reference CSV {path.name} has no 'model' column.")
+    rating = next((cols[c] for c in RATING_COLUMNS if c in cols), None)
+    if rating is None:
+        raise LensError(f"The reference CSV {path.name} has none of the rating columns {', '.join(RATING_COLUMNS)}.")
+    values = pd.to_numeric(df[rating], errors="coerce")
+    bad = values.isna()
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0]) + 2
+        raise LensError(f"Line {row} of {path.name} has a non-numeric {rating} value {df[rating].iloc[row - 2]!r}.")
+    inf = ~values.map(math.isfinite)
+    if inf.any():
+        k = int(inf.to_numpy().nonzero()[0][0])
+        raise LensError(f"Line {k + 2} of {path.name}: model {df[cols['model']].iloc[k]!r} has the rating "
+                        f"{df[rating].iloc[k]!r}; a rating must be a finite number.")
+    return pd.Series(values.to_numpy(), index=df[cols["model"]].astype(str), dtype="float64")
+
+
+def reference_file(spec: str | Path | None) -> Path:
+    """The file behind a reference spec: None or 'arena' → the shipped snapshot, else the path itself."""
+    return DEFAULT_REFERENCE if spec is None or str(spec) == ARENA else Path(spec)
+
+
+def load_reference(path: str | Path | None = None, category: str | None = None) -> pd.Series:
+    """Rating by reference model name (higher is better), sorted best first ('arena' or None: the
+    shipped snapshot)."""
+    p = reference_file(path)
+    if not p.exists():
+        raise LensError(f"The reference file {p} does not exist.")
+    s = _read_json(p, category) if p.suffix.lower() == ".json" else _read_csv(p, category)
+    s = s[~s.index.duplicated(keep="first")].sort_values(ascending=False)
+    s.index.name = "model"
+    s.name = "rating"
+    return s
+
+
+def reference_categories(path: str | Path | None = None) -> list[str]:
+    """Categories of a per-category JSON reference (a CSV has none)."""
+    p = reference_file(path)
+    if p.suffix.lower() != ".json":
+        return []
+    return sorted(json.loads(p.read_text()))
+
+
+def mapping_path(dataset: str, kind: str = "models") -> Path | None:
+    """``data/mappings/<dataset>.<kind>.csv``, or None for a dataset name that is not a plain file name
+    (a separator, a leading dot, a control character): such a name can have no shipped mapping, and
+    must not reach a file outside that folder."""
+    name = str(dataset)
+    if (not name or name.startswith(".") or "/" in name or "\\" in name
+            or any(ord(ch) < 32 for ch in name) or Path(name).name != name):
+        return None
+    return MAPPING_DIR / f"{name}.{kind}.csv"
+
+
+def has_mapping(dataset: str, kind: str = "models") -> bool:
+    """Whether the dataset has a shipped mapping file of this kind (models or categories)."""
+    path = mapping_path(dataset, kind)
+    return path is not None and path.exists()
+
+
+def load_mapping(dataset: str) -> pd.DataFrame:
+    """The dataset's model-name mapping (model → arena_model / arena_display)."""
+    path = mapping_path(dataset, "models")
+    if path is None:
+        raise LensError(f"There is no model-name mapping for dataset {dataset!r} (its name is not a plain file name).")
+    if not path.exists():
+        raise LensError(f"There is no model-name mapping for dataset {dataset!r} (expected {path}).")
+    return load_mapping_file(path)
+
+
+def load_mapping_file(path: str | Path) -> pd.DataFrame:
+    """A model-name mapping CSV: ``model`` (the dataset's name) and ``arena_model`` or
+    ``reference_model`` (the reference's name; empty: not on the reference), optional ``arena_display``."""
+    path = Path(path)
+    if not path.exists():
+        raise LensError(f"The model-name mapping file {path} does not exist.")
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise LensError(f"The mapping file {path.name} is not a readable CSV ({str(exc).strip()}).") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    target = next((c for c in MAP_COLUMNS if c in df.columns), None)
+    if "model" not in df.columns or target is None:
+        raise LensError(f"The mapping file {path.name} needs the columns 'model' and 'arena_model' (or "
+                        f"'reference_model'); it has {', '.join(map(repr, df.columns))}.")
+    if target != "arena_model":
+        df = df.rename(columns={target: "arena_model"})
+    dup = df["model"][df["model"].duplicated()]
+    if not dup.empty:
+        raise LensError(f"The mapping file {path.name} lists the model {dup.iloc[0]!r} twice.")
+    if "arena_display" not in df.columns:
+        df["arena_display"] = ""
+    return df
+
+
+def map_reference(ref: pd.Series, mapping: pd.DataFrame) -> pd.Series:
+    """Re-index a reference by dataset model names through a mapping; unmapped/missing go to attrs."""
+    lower = {str(k).lower(): k for k in ref.index}
+    out, unmapped, missing = {}, [], []
+    for row in mapping.itertuples(index=False):
+        names = [n for n in (row.arena_model, row.arena_display) if n]
+        if not names:
+            unmapped.append(row.model)
+            continue
+        hit = next((lower[n.lower()] for n in names if n.lower() in lower), None)
+        if hit is None:
+            missing.append(row.model)
+        else:
+            out[row.model] = float(ref[hit])
+    s = pd.Series(out, dtype="float64", name="rating").sort_values(ascending=False)
+    s.index.name = "model"
+    s.attrs["unmapped"] = unmapped
+    s.attrs["missing"] = missing
+    return s
+
+
+def reference_notes(ref: pd.Series) -> list[str]:
+    """Sentences for what ``map_reference`` left out: mapped models the reference lacks, and models the
+    mapping gives no reference name."""
+    out = []
+    missing, unmapped = ref.attrs.get("missing") or [], ref.attrs.get("unmapped") or []
+    if missing:
+        out.append(f"reference: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} mapped but not in the "
+                   "reference, so left out of the distances.")
+    if unmapped:
+        out.append(f"reference: the mapping gives {', '.join(unmapped)} no reference name, so "
+                   f"{'it is' if len(unmapped) == 1 else 'they are'} left out of the distances.")
+    return out
+
+
+def arena_category(dataset: str, category: str, path: str | Path | None = None) -> str:
+    """The reference category for a dataset category (data/mappings/<dataset>.categories.csv, with fallback)."""
+    mp = mapping_path(dataset, "categories")
+    if mp is None:
+        raise LensError(f"There is no category mapping for dataset {dataset!r} (its name is not a plain file name).")
+    if not mp.exists():
+        raise LensError(f"There is no category mapping for dataset {dataset!r} (expected {mp}).")
+    df = pd.read_csv(mp, dtype=str, keep_default_na=False)
+    row = df[df["category"] == category]
+    if row.empty:
+        raise LensError(f"Dataset {dataset!r} has no category {category!r} in its category mapping.")
+    cats = set(reference_categories(path))
+    first, fallback = row["arena_category"].iloc[0], row.get("fallback_category", pd.Series([""])).iloc[0]
+    if not cats or first in cats:
+        return first
+    if fallback and fallback in cats:
+        return fallback
+    raise LensError(f"The reference has neither {first!r} nor a fallback category for {category!r}.")
+
+
+def reference_for_dataset(dataset: str, category: str | None = None, path: str | Path | None = None) -> pd.Series:
+    """The reference ratings by the dataset's model names (``category`` is a reference category)."""
+    return map_reference(load_reference(path, category), load_mapping(dataset))

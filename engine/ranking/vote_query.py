@@ -1,0 +1,179 @@
+"""Read the verdicts a count ranker needs straight from DuckDB as small integer columns (``VoteRows``).
+
+The source is a stored dataset (the ``verdicts`` table), Parquet files attached in place
+(``engine.store.attached``) or an in-memory verdict frame; the same SQL runs on each. One scan returns,
+per valid verdict, two model codes, the winner and presentation-order codes and 64-bit hashes of
+the graph key, the prompt id and (annotator, battle id): a few bytes per verdict, no strings in
+Python. The optional ``battle_id`` and ``tstamp`` columns (migration 030) are used when present.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from engine.errors import LensError
+from engine.rankers.votes import VoteRows
+
+GRAPH_HASH = "hash(judge::VARCHAR, prompt_id::VARCHAR, variant::BIGINT, turn::BIGINT)"
+"""The 64-bit graph key of a verdict row (the dataset is fixed within one query)."""
+
+
+def literal(value: str) -> str:
+    """A SQL string literal (quotes doubled), for the few names a query filters on."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _where(judge, category) -> list[str]:
+    where = []
+    for col, val in (("judge", judge), ("category", category)):
+        if val is None:
+            continue
+        vals = [val] if isinstance(val, str) else list(val)
+        where.append(f"{col} IN ({', '.join(literal(v) for v in vals)})")
+    return where
+
+
+def columns_of(con: duckdb.DuckDBPyConnection, relation: str) -> set[str]:
+    """The column names of a relation (a table, a subquery or a read_parquet call)."""
+    return {str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()}
+
+
+def read_vote_rows(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    *,
+    judge=None,
+    category=None,
+    order_by: str | None = None,
+    need_prob: bool = True,
+) -> VoteRows:
+    """One ``VoteRows`` entry per valid verdict of ``relation`` under the judge / category filters.
+
+    ``order_by`` ("input" or "time") orders the rows by source position (or time, then source
+    position); None keeps the scan order (the table's insertion order).
+    """
+    cols = columns_of(con, relation)
+    missing = {"judge", "prompt_id", "variant", "turn", "model_a", "model_b", "winner"} - cols
+    if missing:
+        raise LensError(f"The verdict source has no {', '.join(sorted(missing))} column(s).")
+    where = _where(judge, category)
+    src = f"(SELECT * FROM {relation}" + (f" WHERE {' AND '.join(where)})" if where else ")")
+    n_invalid, models = _models_and_invalid(con, src)
+    if not models:
+        return VoteRows((), *(np.zeros(0, dtype=t) for t in (np.int16, np.int16, np.int8, np.int8)),
+                        *(np.zeros(0, dtype=np.uint64) for _ in range(3)), n_invalid=n_invalid)
+    order_col = "\"order\"" if "order" in cols else "NULL"
+    annot = "annotator" if "annotator" in cols else "NULL"
+    battle = "battle_id" if "battle_id" in cols else "NULL"
+    has_time = "tstamp" in cols
+    prob = "prob_a" if ("prob_a" in cols and need_prob) else None
+    if prob is not None:
+        has_prob = con.execute(f"SELECT count(prob_a) FROM {src} WHERE winner <> 'invalid'").fetchall()[0][0]
+        prob = prob if has_prob else None
+    codes = pd.DataFrame({"model": list(models), "code": np.arange(len(models), dtype=np.int16)})
+    con.register("lens_model_codes", codes)
+    try:
+        sort = ""
+        if order_by == "input":
+            sort = " ORDER BY " + _source_order(cols)
+        elif order_by == "time" and has_time:
+            sort = " ORDER BY tstamp NULLS LAST, " + _source_order(cols)
+        elif order_by == "time":
+            sort = " ORDER BY " + _source_order(cols)
+        elif order_by == "prompt":
+            sort = (" ORDER BY judge, prompt_id, variant, turn, least(model_a, model_b), greatest(model_a, model_b), "
+                    + _source_order(cols))
+        sql = f"""
+            SELECT ma.code AS a, mb.code AS b,
+                   (CASE s.winner WHEN 'A' THEN 1 WHEN 'B' THEN 2 ELSE 3 END)::TINYINT AS w,
+                   (CASE {order_col} WHEN 'AB' THEN 1 WHEN 'BA' THEN 2 ELSE 0 END)::TINYINT AS o,
+                   {GRAPH_HASH} AS g, hash(prompt_id::VARCHAR) AS p,
+                   hash({annot}::VARCHAR, {battle}::VARCHAR) AS u
+                   {', tstamp::DOUBLE AS ts' if has_time else ''}
+                   {', prob_a::DOUBLE AS pa' if prob else ''}
+            FROM {src} s
+            JOIN lens_model_codes ma ON s.model_a = ma.model
+            JOIN lens_model_codes mb ON s.model_b = mb.model
+            WHERE s.winner <> 'invalid'{sort}"""
+        out = con.execute(sql).fetchnumpy()
+    finally:
+        con.unregister("lens_model_codes")
+    when = None
+    if has_time:
+        when = np.asarray(out["ts"], dtype=np.float64) if "ts" in out else None
+        if when is not None and np.ma.isMaskedArray(out["ts"]):
+            when = out["ts"].filled(np.nan).astype(np.float64)
+    pa = None
+    if prob:
+        col = out["pa"]
+        pa = col.filled(np.nan).astype(np.float64) if np.ma.isMaskedArray(col) else np.asarray(col, np.float64)
+    return VoteRows(models, _plain(out["a"], np.int16), _plain(out["b"], np.int16), _plain(out["w"], np.int8),
+                    _plain(out["o"], np.int8), _plain(out["g"], np.uint64), _plain(out["p"], np.uint64),
+                    _plain(out["u"], np.uint64), when, pa, n_invalid)
+
+
+def _plain(x, dtype) -> np.ndarray:
+    return np.asarray(x.filled(0) if np.ma.isMaskedArray(x) else x, dtype=dtype)
+
+
+def _source_order(cols: set[str]) -> str:
+    keys = [c for c in ("source_file", "source_line", "verdict_id") if c in cols]
+    return ", ".join(f"{k} NULLS LAST" for k in keys) if keys else "1"
+
+
+def _models_and_invalid(con, src: str) -> tuple[int, tuple[str, ...]]:
+    """(invalid verdicts, sorted models of the valid verdicts) of a source; refuses self-comparisons."""
+    row = con.execute(
+        f"SELECT count(*) FILTER (WHERE winner = 'invalid'), count(*) FILTER (WHERE model_a = model_b "
+        f"AND winner <> 'invalid'), count(*) FILTER (WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
+        f"OR winner IS NULL) FROM {src}").fetchall()[0]
+    if row[1]:
+        raise LensError(f"{row[1]} verdict(s) compare a model with itself.")
+    bad = [] if not row[2] else con.execute(
+        f"SELECT DISTINCT winner FROM {src} WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') OR winner IS NULL "
+        "LIMIT 3").fetchall()
+    if bad:
+        raise LensError(f"Verdict winners must be A, B, tie or invalid; found {', '.join(repr(b[0]) for b in bad)}.")
+    names = con.execute(
+        f"SELECT DISTINCT m FROM (SELECT model_a AS m FROM {src} WHERE winner <> 'invalid' "
+        f"UNION ALL SELECT model_b FROM {src} WHERE winner <> 'invalid')").fetchall()
+    return int(row[0]), tuple(sorted(str(r[0]) for r in names))
+
+
+def store_relation(store, dataset: str) -> str:
+    """The SQL relation of a dataset's verdicts: the verdicts table, or its attached Parquet files."""
+    from engine.store.attached import attached_relation
+
+    rel = attached_relation(store, dataset)
+    if rel is not None:
+        return rel
+    return f"(SELECT * FROM verdicts WHERE dataset = {literal(dataset)})"
+
+
+def store_vote_rows(store, dataset: str, *, judge=None, category=None, order_by: str | None = None) -> VoteRows:
+    """``read_vote_rows`` over a stored (or attached) dataset."""
+    return read_vote_rows(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
+                          order_by=order_by)
+
+
+def frame_vote_rows(verdicts: pd.DataFrame, *, order_by: str | None = None) -> VoteRows:
+    """``read_vote_rows`` over an in-memory verdict frame (tests, the app's cached selection)."""
+    con = duckdb.connect()
+    try:
+        con.register("lens_frame", verdicts)
+        return read_vote_rows(con, "lens_frame", order_by=order_by)
+    finally:
+        con.close()
+
+
+def key_hashes(keys: pd.DataFrame) -> np.ndarray:
+    """The 64-bit graph keys (``GRAPH_HASH``) of a frame of graph keys (e.g. the graphs keep-K kept)."""
+    con = duckdb.connect()
+    try:
+        con.register("lens_keys", keys[["judge", "prompt_id", "variant", "turn"]])
+        out = con.execute(f"SELECT {GRAPH_HASH} AS g FROM lens_keys").fetchnumpy()["g"]
+    finally:
+        con.close()
+    return np.asarray(out, dtype=np.uint64)

@@ -1,0 +1,115 @@
+"""Parquet files as a dataset read in place: the verdicts stay in the user's files, DuckDB scans them.
+
+For verdict sets larger than the store should hold (10^8 rows), ``attach`` records a glob of Parquet
+files under a dataset name; every read of that dataset (``store_relation``: the count path of the
+leaderboard and bootstrap; ``Store.verdicts`` for the graph path) selects from
+``read_parquet(glob)`` with the canonical columns. Required columns: prompt_id, model_a, model_b,
+winner; judge (default ``judge``), variant (0), turn (1) and the rest are optional. Nothing is
+copied; the files must stay where they are, and changing them changes the dataset (re-attach to
+bump its version for caches).
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+
+from engine.errors import LensError
+from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VERDICT_COLUMNS
+
+REQUIRED = ("prompt_id", "model_a", "model_b", "winner")
+DEFAULTS = {
+    "judge": f"'{DEFAULT_JUDGE}'", "variant": "0", "variant_kind": "'original'", "turn": str(DEFAULT_TURN),
+}
+TYPES = {"variant": "INTEGER", "turn": "INTEGER", "prob_a": "DOUBLE", "source_line": "INTEGER", "tstamp": "DOUBLE",
+         "strength": "INTEGER"}
+
+
+def _lit(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def parquet_columns(con, glob: str) -> set[str]:
+    """The column names of the Parquet files a glob names (one clear sentence when none match)."""
+    if "://" not in glob and not globlib.glob(glob, recursive=True):
+        raise LensError(f"No file matches {glob!r}: attach reads Parquet files that exist (check the path; "
+                        "quote a glob such as 'logs/*.parquet' so that the shell passes it whole).")
+    try:
+        rows = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(glob)}, union_by_name = true)").fetchall()
+    except Exception as exc:  # duckdb.IOException / InvalidInputException: no file, not Parquet
+        raise LensError(f"Cannot read Parquet files at {glob!r}: {str(exc).splitlines()[0]}") from None
+    return {str(r[0]) for r in rows}
+
+
+def canonical_select(glob: str, dataset: str, columns: set[str]) -> str:
+    """A SELECT giving the canonical verdict columns (and battle_id / tstamp when present) over the files."""
+    parts = []
+    for col in dict.fromkeys((*VERDICT_COLUMNS, "battle_id", "tstamp")):  # battle_id, tstamp: migration 030
+        if col == "dataset":
+            expr = _lit(dataset)
+        elif col in columns:
+            expr = f'"{col}"' if col not in TYPES else f'"{col}"::{TYPES[col]}'
+        elif col == "source_file":  # source order of files read in place: file name, then row
+            expr = "filename"
+        elif col == "source_line":
+            expr = "(file_row_number + 1)::INTEGER"
+        elif col in DEFAULTS:
+            expr = DEFAULTS[col]
+        else:
+            expr = f"NULL::{TYPES.get(col, 'VARCHAR')}"
+        parts.append(f'{expr} AS "{col}"')
+    return (f"SELECT {', '.join(parts)} FROM read_parquet({_lit(glob)}, union_by_name = true, "
+            "filename = true, file_row_number = true)")
+
+
+def attached_glob(store, dataset: str) -> str | None:
+    """The glob of an attached dataset, or None for a dataset stored in the verdicts table."""
+    try:
+        row = store.cursor().execute("SELECT files FROM attached_datasets WHERE name = ?", [dataset]).fetchone()
+    except Exception:  # a read-only store opened before migration 050
+        return None
+    return None if row is None else str(row[0])
+
+
+def attached_relation(store, dataset: str) -> str | None:
+    """The canonical SELECT (in parentheses) of an attached dataset, or None when it is stored."""
+    glob = attached_glob(store, dataset)
+    if glob is None:
+        return None
+    cols = parquet_columns(store.cursor(), glob)
+    return f"({canonical_select(glob, dataset, cols)})"
+
+
+def attach(store, name: str, glob: str, description: str | None = None) -> dict:
+    """Register Parquet files (a glob) as dataset ``name`` read in place; returns its row and file counts."""
+    if not name or not name.strip():
+        raise LensError("A dataset name must not be empty.")
+    if store.has_dataset(name):
+        raise LensError(f"There is already a dataset named {name!r}; delete it or choose another name.")
+    con = store.cursor()
+    cols = parquet_columns(con, glob)
+    missing = [c for c in REQUIRED if c not in cols]
+    if missing:
+        raise LensError(f"The Parquet files at {glob!r} have no {', '.join(missing)} column(s); a verdict needs "
+                        f"{', '.join(REQUIRED)}.")
+    sel = canonical_select(glob, name, cols)
+    n_files = int(con.execute(f"SELECT count(*) FROM glob({_lit(glob)})").fetchone()[0])
+    bad = con.execute(f"SELECT winner, count(*) FROM ({sel}) WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
+                      "OR winner IS NULL GROUP BY winner LIMIT 3").fetchall()
+    if bad:
+        raise LensError(f"The Parquet files at {glob!r} have winners other than A, B, tie or invalid "
+                        f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); convert them or import with a value map.")
+    n_rows = int(con.execute(f"SELECT count(*) FROM ({sel})").fetchone()[0])
+    with store.transaction() as tx:
+        tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])  # left by a deleted dataset
+        version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
+        tx.execute("INSERT INTO datasets (name, description, source, version, revision) VALUES (?, ?, ?, ?, 1)",
+                   [name, description or f"Parquet read in place: {glob}", glob, version])
+        tx.execute("INSERT INTO attached_datasets (name, files) VALUES (?, ?)", [name, glob])
+    return {"dataset": name, "glob": glob, "files": n_files, "verdicts": n_rows, "version": version}
+
+
+def detach(store, name: str) -> None:
+    """Forget an attached dataset (its files are left alone)."""
+    with store.transaction() as tx:
+        tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])
+        tx.execute("DELETE FROM datasets WHERE name = ?", [name])

@@ -1,0 +1,385 @@
+"""Engine-side helpers for the app's shared state: what the sidebar offers and the cache keys.
+
+The sidebar (dataset, judge, category, ranker) is shared by every page; its choices come from the
+store here, so the app holds no SQL. Every cached result in the app is keyed by
+``CacheKey`` — the dataset's version counter plus the parameters — so an import, rename or delete
+(which bump or drop the version) can never serve a stale result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from engine.store.connection import Store
+from engine.store.datasets import DatasetChoices, dataset_choices  # noqa: F401 - re-exported
+
+ALL = "(all)"
+"""The sidebar's 'no filter' choice for judge and category."""
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Everything a cached page result depends on; hashable, so it keys ``st.cache_data``."""
+
+    dataset: str
+    version: int
+    judge: str | None
+    category: str | None
+
+    @classmethod
+    def of(cls, store: Store, dataset: str, judge: str | None, category: str | None) -> CacheKey:
+        """The key for the sidebar's current choice; ``ALL`` means no filter (``None``)."""
+        return cls(
+            dataset,
+            store.dataset_version(dataset),
+            None if judge in (None, ALL) else judge,
+            None if category in (None, ALL) else category,
+        )
+
+
+def file_columns(data: bytes, filename: str) -> list[str]:
+    """The column names of an uploaded verdict file (CSV header, JSONL keys, Parquet schema).
+
+    Used only to offer a column map when the names differ from the canonical ones; reading and
+    validating the rows is ``engine.ingest.verdicts``' job. Unreadable files give an empty list (the
+    validator then reports the actual problem).
+    """
+    import io
+    import json
+
+    import pandas as pd
+
+    name = filename.lower()
+    try:
+        if name.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            return [str(c) for c in pq.read_schema(io.BytesIO(data)).names]
+        if name.endswith((".jsonl", ".ndjson")):
+            keys: dict[str, None] = {}
+            for line in data.decode("utf-8-sig", errors="replace").splitlines()[:200]:
+                if line.strip():
+                    obj = json.loads(line)
+                    if isinstance(obj, dict):
+                        keys.update(dict.fromkeys(map(str, obj)))
+            return list(keys)
+        sep = "\t" if name.endswith(".tsv") else ","
+        return [str(c) for c in pd.read_csv(io.BytesIO(data), nrows=0, sep=sep, encoding="utf-8-sig").columns]
+    except (ValueError, UnicodeDecodeError, OSError, ImportError):
+        return []
+
+
+def own_truth(store: Store, dataset: str):
+    """The synthetic ground truth that belongs to ``dataset`` now, or (None, why not).
+
+    A truth is used only when the dataset is flagged synthetic and the truth names every model
+    its verdicts compare: rows left under a name by a store written before ingest moved them with
+    a rename (or cleared them on a delete) describe other verdicts, so they are refused here.
+    """
+    from engine.errors import LensError
+    from engine.ingest.synthetic import synthetic_truth
+
+    row = store.cursor().execute("SELECT synthetic FROM datasets WHERE name = ?", [dataset]).fetchone()
+    if row is None or not row[0]:
+        return None, "not a synthetic dataset"
+    try:
+        truth = synthetic_truth(store, dataset)
+    except LensError as exc:
+        return None, str(exc)
+    models = {r[0] for r in store.cursor().execute(
+        "SELECT model_a FROM verdicts WHERE dataset = ? UNION SELECT model_b FROM verdicts WHERE dataset = ?",
+        [dataset, dataset]).fetchall()}
+    unknown = sorted(models - set(truth.index))
+    if unknown:
+        return None, (f"the stored ground truth of {dataset} does not name {len(unknown)} of its models "
+                      f"(e.g. {unknown[0]}), so it belongs to other verdicts and is not used")
+    return truth, f"ground truth of the synthetic dataset, {len(truth)} models"
+
+
+def reference_for(dataset: str, category: str | None, store=None) -> tuple[object, str]:
+    """The reference ratings for the current choice and a note saying which, or (None, why not).
+
+    A synthetic dataset (with ``store`` given) is measured against its own ground truth
+    (``own_truth``). Otherwise the category goes through the dataset's category mapping to an
+    LMArena category; a dataset without a model mapping has no reference (the pages then leave the
+    reference columns out). The app caches the result per dataset version (a global sequence: every
+    import, rename or replace takes a new one), so a renamed or replaced dataset is looked up again.
+    """
+    from engine.errors import LensError
+    from engine.ranking.reference import arena_category, has_mapping, reference_for_dataset
+
+    stale = ""
+    if store is not None:
+        truth, why = own_truth(store, dataset)
+        if truth is not None:
+            return truth, why
+        if "ground truth" in why:
+            stale = f"; {why}"
+    if not has_mapping(dataset):  # said without the server's mapping folder path
+        return None, f"dataset {dataset} has no model-name mapping to the LMArena reference{stale}"
+    try:
+        ref_cat = arena_category(dataset, category) if category else None
+        ref = reference_for_dataset(dataset, ref_cat)
+    except LensError as exc:
+        return None, str(exc).rstrip(".") + stale
+    if len(ref) < 2:
+        return None, f"fewer than two models of {dataset} are on the reference leaderboard{stale}"
+    return ref, f"LMArena reference, category {ref_cat or 'full'}, {len(ref)} mapped models{stale}"
+
+
+def with_model_cycles(table, stack):
+    """Add each model's bad triads (summed over the graphs ranked) and cycle participation (share
+    of the graphs where the model was compared in which it lies on a bad triad)."""
+    import numpy as np
+
+    from engine.graphs.cycles import vertex_cycle_counts
+
+    vb = vertex_cycle_counts(stack.adj)["c3_bad"]  # (T, n)
+    present = stack.observed.any(axis=2)
+    present &= (present.sum(axis=1) >= 3)[:, None]  # graphs of 2 models hold no triad
+    pos = {m: i for i, m in enumerate(stack.models)}
+    idx = table["model"].map(pos).to_numpy()
+    bad = vb.sum(axis=0)
+    share = np.divide(((vb > 0) & present).sum(axis=0), present.sum(axis=0),
+                      out=np.full(stack.n, np.nan), where=present.sum(axis=0) > 0)
+    out = table.copy()
+    out["bad_triads"] = bad[idx].astype(np.int64)
+    out["cycle_share"] = share[idx]
+    return out
+
+
+def with_reference(table, reference):
+    """Add ``ref_rank`` (rank on the reference among the mapped models) and ``ref_diff`` = rank here
+    among the same models − ref_rank (positive: lower here than on the reference); competition
+    ranks (1 = best, equal values share the smallest rank)."""
+    import numpy as np
+    import pandas as pd
+
+    out = table.copy()
+    if reference is None:
+        return out
+    models = out["model"].to_numpy(dtype=object)
+    ratings = reference.to_dict()
+    mapped = np.array([m in ratings for m in models])
+    ref = np.array([ratings[m] for m in models[mapped]], dtype=np.float64)
+    here = out["score"].to_numpy(np.float64)[mapped]
+
+    def comp_rank(x: np.ndarray) -> np.ndarray:
+        return 1 + (x[None, :] > x[:, None]).sum(axis=1)
+
+    ref_rank = np.full(len(out), -1, dtype=np.int64)
+    diff = np.zeros(len(out), dtype=np.int64)
+    ref_rank[mapped] = comp_rank(ref)
+    diff[mapped] = comp_rank(here) - ref_rank[mapped]
+    out["ref_rank"] = pd.array(np.where(mapped, ref_rank, 0), dtype="Int64")
+    out["ref_diff"] = pd.array(diff, dtype="Int64")
+    out.loc[~mapped, ["ref_rank", "ref_diff"]] = pd.NA
+    return out
+
+
+@dataclass(frozen=True)
+class AppBoard:
+    """A leaderboard as the app shows it: the table (with cycle and reference columns), the
+    engine's params, and the distances to the reference (empty without one)."""
+
+    table: object
+    params: dict
+    distances: dict
+    reference_note: str
+
+
+@dataclass(frozen=True, eq=False)
+class SliderContext:
+    """What every keep-K / mu move of one selection shares, computed once per selection.
+
+    ``stack``: the selection's graphs as ``engine.graphs.buckets.GraphBuckets`` (each graph over its
+    own models, so a battle log of T one-pair graphs costs T·4 cells, not T·n²); ``counts``: per-graph
+    cycle counts (of the graphs as judged); ``part_graph`` / ``part_model`` / ``part_bad`` /
+    ``part_present``: one entry per (graph of at least 3 models, model of that graph): the bad triads
+    through the model and whether it was compared there (the sparse form of a (T, n) table; graphs
+    of fewer than 3 models hold no triad and have no entry); ``pool_pos``: the graphs keep-K chooses
+    from (``pool``: perturbed = originals + paraphrases, the paper's Trunc pool and the CLI's
+    default; sampling replicates and graphs that cannot hold a cycle stay out); ``capacity``:
+    engine.graphs.cycles.cycle_capacity (keep-K's coverage score); ``n_no_cycle``: pool graphs left out for
+    holding no cycle. ``tie_rank`` (each graph's position in graph-key order, keep-K's tie-break, the
+    costly key sort) is computed on the first keep-K move. A move then costs a lexsort, a subset,
+    the ranker and the bootstrap (bench/app_latency.py).
+    """
+
+    stack: object
+    counts: object
+    part_graph: object
+    part_model: object
+    part_bad: object
+    part_present: object
+    pool_pos: object = None
+    pool: str = "all"
+    capacity: object = None
+    n_no_cycle: int = 0
+
+    @classmethod
+    def of(cls, graphs, pool: str = "perturbed") -> SliderContext:
+        """The context of a GraphStack or GraphBuckets; graphs that cannot hold a cycle stay out of
+        the keep-K pool (``n_no_cycle`` counts them), as in ``engine.graphs.truncation.keep_k_graphs``."""
+        import numpy as np
+
+        from engine.graphs.buckets import as_buckets
+        from engine.graphs.cycles import cycle_capacity, cycle_counts, vertex_cycle_counts
+        from engine.graphs.truncation import can_hold_cycle, pool_mask
+
+        b = as_buckets(graphs)
+        capacity = cycle_capacity(b)
+        member = pool_mask(b.keys, pool)
+        holds = can_hold_cycle(capacity)
+        g, m, bad, pres = [np.zeros(0, np.int64)] * 3 + [np.zeros(0, bool)]
+        parts = []
+        for bk in b.at_least(3):
+            seen = bk.observed.any(axis=2)
+            seen &= (seen.sum(axis=1) >= 3)[:, None]  # cycle_share over graphs that can hold a triad
+            vb = vertex_cycle_counts(bk.adj)["c3_bad"]
+            r, c = np.nonzero(seen | (vb > 0))
+            parts.append((bk.graph[r], bk.members[r, c], vb[r, c].astype(np.int64), seen[r, c]))
+        if parts:
+            g, m, bad, pres = (np.concatenate(x) for x in zip(*parts, strict=True))
+        return cls(b, cycle_counts(b), g, m, bad, pres, np.flatnonzero(member & holds), pool, capacity,
+                   int((member & ~holds).sum()))
+
+    @cached_property
+    def tie_rank(self):
+        """Each graph's position in graph-key order (``engine.graphs.truncation.key_order``)."""
+        import numpy as np
+
+        from engine.graphs.truncation import key_order
+
+        out = np.empty(self.stack.T, dtype=np.int64)
+        out[key_order(self.stack.keys)] = np.arange(self.stack.T)
+        return out
+
+    @property
+    def n_pool(self) -> int:
+        """How many graphs keep-K chooses from."""
+        return int(self.stack.T if self.pool_pos is None else len(self.pool_pos))
+
+    def kept(self, keep_k: int | None, mu: float):
+        """Positions of the K pool graphs of smallest S_mu (ties by graph key), sorted, and the
+        threshold S_K; every graph of the selection (pool or not) when K is None."""
+        import numpy as np
+
+        from engine.errors import LensError
+        from engine.graphs.truncation import graph_scores, truncation_scores
+
+        if keep_k is None:
+            return np.arange(self.stack.T), None
+        if self.n_pool == 0 and self.n_no_cycle:
+            raise LensError(f"No graph of the {self.pool} pool can hold a cycle ({self.n_no_cycle} graphs, each with "
+                            "fewer than 3 models or no compared triple), so keep-K has no score to keep graphs by.")
+        if int(keep_k) != keep_k or not 1 <= keep_k <= self.n_pool:
+            raise LensError(f"K must be a whole number between 1 and the pool size {self.n_pool}; got {keep_k!r}.")
+        pos = np.arange(self.stack.T) if self.pool_pos is None else np.asarray(self.pool_pos)
+        if self.capacity is None:
+            scores = truncation_scores(self.counts, mu=mu)[pos]
+        else:  # the coverage score of keep_k_graphs, reference capacity taken over the pool
+            scores = graph_scores(self.counts, self.capacity, mu=mu, among=pos)[0][pos]
+        order = np.lexsort((self.tie_rank[pos], scores))[: int(keep_k)]
+        return np.sort(pos[order]), float(scores[order].max())
+
+
+_GRAPH_HASHES: dict[int, object] = {}
+
+
+def graph_hashes(ctx: SliderContext):
+    """The 64-bit graph keys (``engine.ranking.vote_query.GRAPH_HASH``) of the context's graphs, computed once."""
+    from engine.ranking.vote_query import key_hashes
+
+    got = _GRAPH_HASHES.get(id(ctx))
+    if got is None or got[0] is not ctx:
+        got = (ctx, key_hashes(ctx.stack.keys))
+        if len(_GRAPH_HASHES) > 16:
+            _GRAPH_HASHES.clear()
+        _GRAPH_HASHES[id(ctx)] = got
+    return got[1]
+
+
+def model_cycle_columns(table, ctx: SliderContext, idx):
+    """``bad_triads`` and ``cycle_share`` per model over the graphs at ``idx`` (see with_model_cycles),
+    summed from the context's sparse (graph, model) entries."""
+    import numpy as np
+
+    n = ctx.stack.n
+    chosen = np.zeros(ctx.stack.T, dtype=bool)
+    chosen[np.asarray(idx, dtype=np.int64)] = True
+    at_idx = chosen[ctx.part_graph]
+    model, bad, pres = ctx.part_model[at_idx], ctx.part_bad[at_idx], ctx.part_present[at_idx]
+    seen = np.bincount(model[pres], minlength=n)
+    on_bad = np.bincount(model[pres & (bad > 0)], minlength=n)
+    share = np.divide(on_bad, seen, out=np.full(n, np.nan), where=seen > 0)
+    bad_sum = np.bincount(model, weights=bad, minlength=n)
+    pos = {m: i for i, m in enumerate(ctx.stack.models)}
+    at = table["model"].map(pos).to_numpy()
+    out = table.copy()
+    out["bad_triads"] = bad_sum[at].astype(np.int64)
+    out["cycle_share"] = share[at]
+    return out
+
+
+DENSE_CELL_LIMIT = 100_000_000
+"""The most graph × model × model cells a ranker that needs whole graphs gets as one dense stack
+(two bool arrays plus the ranker's float work: about 1-2 GB); larger selections are refused with a
+sentence instead of exhausting the server's memory."""
+
+
+def ranked_stack(ctx: SliderContext, idx, ranker: str):
+    """The graphs at ``idx`` as one dense GraphStack (over the selection's models), for a ranker that
+    reads whole graphs; a LensError when that stack would exceed ``DENSE_CELL_LIMIT``."""
+    from engine.errors import LensError
+
+    sub = ctx.stack.subset(idx)
+    n = sub.n
+    if sub.T * n * n > DENSE_CELL_LIMIT:
+        raise LensError(f"The {ranker} ranker reads whole graphs, and the {sub.T:,} graphs over {n} models here "
+                        f"would need {sub.T * n * n:,} cells (more than {DENSE_CELL_LIMIT:,}); choose a ranker fitted "
+                        "from counts, a judge or category, or keep fewer graphs.")
+    return sub.dense()
+
+
+def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int,
+                    reference=None, reference_note: str = "", extra_params: dict | None = None,
+                    votes=None) -> AppBoard:
+    """One slider move's engine work: keep-K by S_mu, rank, bootstrap CIs, cycle and reference columns.
+
+    ``ctx`` is a SliderContext (or a GraphStack / GraphBuckets, wrapped on the fly). With ``votes`` (the selection's
+    ``engine.rankers.votes.Votes``) a count ranker ranks the votes of the kept graphs
+    (``engine.ranking.leaderboard.leaderboard_from_votes``, the CLI's count path); otherwise
+    ``engine.ranking.leaderboard.leaderboard_from_stack`` ranks the kept graphs. ``params`` name the truncation.
+    """
+    import numpy as np
+
+    from engine.rankers import ranker_object
+    from engine.ranking.leaderboard import (
+        compare_to_reference,
+        leaderboard_from_stack,
+        leaderboard_from_votes,
+    )
+
+    if not isinstance(ctx, SliderContext):
+        ctx = SliderContext.of(ctx)
+    idx, threshold = ctx.kept(keep_k, mu)
+    params = {"keep_k": keep_k, "mu": mu if keep_k is not None else None, "per_category": False if keep_k else None,
+              "pool": ctx.pool if keep_k is not None else None, "threshold": threshold,
+              "n_graphs_pool": ctx.n_pool if keep_k is not None else ctx.stack.T, **(extra_params or {})}
+    if votes is not None and ranker_object(ranker).counts:
+        kept_votes = votes if keep_k is None else votes.take(np.isin(votes.graph, graph_hashes(ctx)[idx]))
+        board = leaderboard_from_votes(kept_votes, ranker=ranker, bootstrap=bootstrap, seed=seed,
+                                       extra_params={**params, "n_graphs": len(idx)})
+    else:
+        board = leaderboard_from_stack(ranked_stack(ctx, idx, ranker), ranker=ranker, bootstrap=bootstrap, seed=seed,
+                                       extra_params=params)
+    table = board.table
+    if not {"votes", "n_prompts"} <= set(table.columns):  # a table without the engine's vote columns
+        from engine.views.leaderboard_view import with_participation
+
+        table = with_participation(table, ctx.stack.subset(idx))
+    table = with_reference(model_cycle_columns(table, ctx, idx), reference)
+    dist = {} if reference is None else compare_to_reference(board, reference)
+    return AppBoard(table, board.params, dist, reference_note)

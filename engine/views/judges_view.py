@@ -1,0 +1,35 @@
+"""What the Judges page adds to ``engine.views.viz.judge_overview``: the judge with the strongest
+first-position bias, chosen only among judges whose pairs were judged in both orders.
+
+A first-shown win rate far from ½ means position bias only when the same pairs were also shown the
+other way round; a judge that always saw A first mixes position with answer quality (the better
+answer may simply be the one listed first), so it cannot be the "strongest bias".
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+RATE = "first_win_rate"
+
+
+def worst_position(position: pd.DataFrame) -> str:
+    """The judge whose first-shown win rate is farthest from ½ among the rows of a per-judge
+    ``position_table`` with ``both_orders``; "—" when no judge judged a pair in both orders."""
+    if position.empty or RATE not in position.columns or "both_orders" not in position.columns:
+        return "—"
+    rows = position[position["both_orders"].astype(bool) & position[RATE].notna()]
+    if rows.empty:
+        return "—"
+    gap = (rows[RATE].astype(float) - 0.5).abs()
+    return str(rows.loc[gap.idxmax(), "judge"])
+
+
+def with_worst_position(overview, verdicts: pd.DataFrame):
+    """``overview`` (a JudgeOverview) with ``worst_position`` taken over the judges that judged both
+    orders (``engine.diagnostics.position.position_table`` per judge, whatever the page's split)."""
+    import dataclasses
+
+    from engine.diagnostics.position import position_table
+
+    return dataclasses.replace(overview, worst_position=worst_position(position_table(verdicts)))

@@ -1,0 +1,160 @@
+"""The leaderboard as the field shows it (LMArena-style): a shared rank from the rank intervals, the
+score with its interval as +x / -y, votes and prompts per model, an Elo-like display scale on
+request, then this project's columns (bad triads, share on a bad triad, reference rank).
+
+The engine's table (``engine.ranking.leaderboard``) keeps the numbers; this module only derives the
+display columns and the notes a reader needs (what rank is shown, small samples, what
+"Δ vs reference" compares). Pages render the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+ELO_CENTRE = 1000.0
+"""The Elo-like display scale is centred here (the arena's customary starting rating)."""
+
+ELO_FACTOR = {"bt": 400.0 / np.log(10.0), "davidson": 400.0 / np.log(10.0), "elo": 1.0}
+"""Multiplier from a ranker's score to 400·log10 units: BT and Davidson scores are natural-log
+strengths (400/ln 10 per unit), Elo ratings already are (centred on 0 by the ranker)."""
+
+SMALL_GRAPHS = 10
+"""Fewer graphs than this in a selection gets a visible small-sample note."""
+
+SMALL_VOTES = 20
+"""A model with fewer votes than this is named in a small-sample note: with 20 votes the standard
+error of a win rate is at least about 0.1, as large as most gaps between neighbouring models."""
+
+DISPLAY_ORDER = (
+    "shared_rank", "model", "score", "interval", "votes", "n_prompts", "rank_range", "n_graphs_model",
+    "wins", "losses", "ties", "win_rate", "bad_triads", "cycle_share", "ref_rank", "ref_diff",
+)
+"""Most important first: what LMArena shows (rank, model, score ± interval, votes), then ours."""
+
+
+def shared_ranks(rank_low, rank_high) -> np.ndarray:
+    """LMArena's rank when intervals overlap: 1 + the number of models whose rank interval lies
+    wholly above this one (their worst rank is better than this model's best rank)."""
+    lo = np.asarray(rank_low, dtype=np.float64)
+    hi = np.asarray(rank_high, dtype=np.float64)
+    return 1 + (hi[None, :] < lo[:, None]).sum(axis=1)
+
+
+def elo_factor(ranker: str) -> float | None:
+    """The factor to 400·log10 units for ``ranker``, or None when its score has no such reading."""
+    return ELO_FACTOR.get(ranker)
+
+
+def on_scale(table: pd.DataFrame, ranker: str, elo_scale: bool) -> pd.DataFrame:
+    """``table`` with score and interval on the Elo-like scale (1000 + 400·log10 units) when asked."""
+    if not elo_scale:
+        return table
+    factor = elo_factor(ranker)
+    if factor is None:
+        raise ValueError(f"the {ranker} score has no Elo-like reading")
+    cols = [c for c in ("score", "ci_low", "ci_high") if c in table.columns]
+    return table.assign(**{c: ELO_CENTRE + factor * table[c].astype(np.float64) for c in cols})
+
+
+def participation(stack) -> pd.DataFrame:
+    """Per model of ``stack``: ``votes`` (compared pairs summed over graphs: one vote per pair and
+    graph, the vote unit of a per-prompt tournament) and ``n_prompts`` (distinct prompts of the
+    graphs it was compared in). Used when the engine's table does not carry them."""
+    obs = np.asarray(stack.observed, dtype=bool)  # (T, n, n)
+    n = len(stack.models)
+    off = ~np.eye(n, dtype=bool)
+    votes = (obs & off[None]).sum(axis=(0, 2))
+    present = obs.any(axis=2)  # (T, n)
+    prompts = stack.keys["prompt_id"].astype(str).to_numpy()
+    n_prompts = [len(set(prompts[present[:, i]])) for i in range(n)]
+    return pd.DataFrame({"votes": votes.astype(np.int64), "n_prompts": np.asarray(n_prompts, dtype=np.int64)},
+                        index=pd.Index(list(stack.models), name="model"))
+
+
+def with_participation(table: pd.DataFrame, stack) -> pd.DataFrame:
+    """``table`` with ``votes`` and ``n_prompts`` filled from ``stack`` where the engine left them out."""
+    missing = [c for c in ("votes", "n_prompts") if c not in table.columns]
+    if not missing:
+        return table
+    part = participation(stack)
+    out = table.copy()
+    for col in missing:
+        out[col] = out["model"].map(part[col]).astype("Int64")
+    return out
+
+
+def _fmt(v: float, digits: int) -> str:
+    return f"{v:.{digits}f}"
+
+
+def score_digits(values) -> int:
+    """Decimals that keep a score column short: 1 from 100 up, 2 from 10, else 3."""
+    x = np.abs(np.asarray(values, dtype=np.float64))
+    top = float(np.nanmax(x)) if x.size and np.isfinite(x).any() else 0.0
+    return 1 if top >= 100 else 2 if top >= 10 else 3
+
+
+@dataclass(frozen=True)
+class BoardView:
+    """The display table (``DISPLAY_ORDER`` columns present), the score's unit and decimals, what the
+    rank column means, and the notes to show above the table."""
+
+    frame: pd.DataFrame
+    score_label: str
+    digits: int
+    rank_note: str
+    notes: tuple[str, ...]
+    delta_note: str | None
+
+
+def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bool = False,
+               reference_note: str | None = None, level: float | None = 0.95) -> BoardView:
+    """The leaderboard in the field's conventions (see the module docstring) from an app or CLI table
+    with at least ``rank, model, score, ci_low, ci_high, rank_low, rank_high``."""
+    out = on_scale(table, ranker, elo_scale).copy()
+    score_label = "Elo-like score (400·log10 units, mean 1000)" if elo_scale else f"{ranker} score"
+    has_ci = out["ci_low"].notna().any() if "ci_low" in out.columns else False
+    digits = score_digits(out["score"])
+    if has_ci:
+        plus = (out["ci_high"] - out["score"]).clip(lower=0)
+        minus = (out["score"] - out["ci_low"]).clip(lower=0)
+        out["interval"] = [("—" if pd.isna(p) or pd.isna(m) else f"+{_fmt(p, digits)} / -{_fmt(m, digits)}")
+                           for p, m in zip(plus, minus, strict=True)]
+    else:
+        out["interval"] = "—"
+    ranked = "rank_low" in out.columns and out["rank_low"].notna().all() and out["rank_high"].notna().all()
+    if ranked:
+        out["shared_rank"] = shared_ranks(out["rank_low"], out["rank_high"])
+        out["rank_range"] = [f"{int(a)}–{int(b)}" if a != b else f"{int(a)}"
+                             for a, b in zip(out["rank_low"], out["rank_high"], strict=True)]
+        pct = f"{level:.0%}" if level else "the"
+        rank_note = (f"rank = 1 + the number of models whose {pct} bootstrap rank interval lies wholly above "
+                     "this model's (LMArena's convention): models whose intervals overlap share a rank.")
+    else:
+        out["shared_rank"] = out["rank"].astype(np.int64)
+        out["rank_range"] = "—"
+        rank_note = ("rank = the ranker's own order of the point scores (no bootstrap, so no rank intervals "
+                     "and no shared ranks).")
+    out = out.sort_values(["shared_rank", "rank", "model"], kind="stable").reset_index(drop=True)
+    notes: list[str] = []
+    if n_graphs < SMALL_GRAPHS:
+        notes.append(f"Small sample: this selection has only {n_graphs} graph(s) (fewer than {SMALL_GRAPHS}); "
+                     "the order can change with a few more prompts.")
+    if "votes" in out.columns:
+        few = out.loc[out["votes"].astype("Float64") < SMALL_VOTES, "model"].astype(str).tolist()
+        if few:
+            shown = ", ".join(few[:8]) + (f" and {len(few) - 8} more" if len(few) > 8 else "")
+            notes.append(f"Few votes: {shown} {'has' if len(few) == 1 else 'have'} fewer than {SMALL_VOTES} "
+                         "votes; treat their places as preliminary.")
+    delta_note = None
+    if "ref_rank" in out.columns and out["ref_rank"].notna().any():
+        n_mapped = int(out["ref_rank"].notna().sum())
+        delta_note = (f"Δ vs reference = this model's rank among the {n_mapped} models that are on the reference, "
+                      "minus its rank there (+2: two places lower here). Ranks are counted among those "
+                      f"{n_mapped} models only, so they can differ from the rank column"
+                      + (f"; {reference_note}." if reference_note else "."))
+    cols = [c for c in DISPLAY_ORDER if c in out.columns]
+    return BoardView(out[cols], score_label, digits, rank_note, tuple(notes), delta_note)

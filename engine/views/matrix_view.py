@@ -1,0 +1,137 @@
+"""Model × model matrices (LMArena's win-fraction and battle-count heatmaps, plus this project's bad
+triads per pair), ordered by the current ranking, and the heatmap geometry that keeps them
+readable from 5 to 200 models.
+
+A pair never compared is NaN in every matrix (drawn grey, "not compared" on hover), never 0: a
+white "0 bad triads" cell for a pair that was never judged made sparsely compared models look more
+consistent than they are. Pages draw; this module computes the numbers and the sizes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+NOT_COMPARED = "not compared"
+"""Hover text of a cell whose two models never met in the selection."""
+
+MIN_FONT_PX = 9
+"""Smallest tick label drawn; below this a label is not legible on a normal screen."""
+
+LINE_FACTOR = 1.25
+"""Shown labels are at least this many font sizes apart (no overlap, one line of text each)."""
+
+MAX_PLOT_PX = 520
+"""The matrix area never grows past this: with its labels (up to 220 px) and colour bar it fits the
+main column beside the sidebar at 1280 px (about 750 px)."""
+
+KINDS = {
+    "win fraction": "Share of the row model's battles against the column model that it won (ties count half).",
+    "battles": "Pairs judged between the two models, summed over graphs (one per pair and graph).",
+    "bad triads": "Bad triads containing the pair, summed over graphs.",
+}
+"""The three matrices and what a cell holds."""
+
+
+@dataclass(frozen=True)
+class PairMatrices:
+    """``win_fraction``, ``battles`` and ``bad_triads``: model × model frames in ranking order,
+    NaN where the two models were never compared (and on the diagonal)."""
+
+    models: tuple[str, ...]
+    win_fraction: pd.DataFrame
+    battles: pd.DataFrame
+    bad_triads: pd.DataFrame
+
+    def get(self, kind: str) -> pd.DataFrame:
+        """The matrix named by a key of ``KINDS``."""
+        return {"win fraction": self.win_fraction, "battles": self.battles, "bad triads": self.bad_triads}[kind]
+
+
+def pair_matrices(stack, order, bad_per_pair=None) -> PairMatrices:
+    """The three matrices of ``stack`` with rows and columns in ``order`` (the ranking; models of the
+    stack not in it go last by name). ``bad_per_pair``: (n, n) bad triads per pair summed over graphs
+    in stack model order (``engine.graphs.cycles.pair_cycle_counts``), computed here when not given."""
+    models = list(stack.models)
+    first = [m for m in order if m in models]
+    names = first + sorted(m for m in models if m not in set(first))
+    W, T = stack.win_tie_matrices()
+    W, T = np.asarray(W, dtype=np.float64), np.asarray(T, dtype=np.float64)
+    games = W + W.T + T
+    if bad_per_pair is None:
+        from engine.graphs.cycles import pair_cycle_counts
+
+        bad_per_pair = pair_cycle_counts(stack.adj)["c3_bad"].sum(axis=0)
+    bad = np.asarray(bad_per_pair, dtype=np.float64)
+    met = games > 0
+    np.fill_diagonal(met, False)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(met, (W + 0.5 * T) / games, np.nan)
+    idx = [models.index(m) for m in names]
+
+    def frame(a: np.ndarray) -> pd.DataFrame:
+        a = np.where(met, a, np.nan)[np.ix_(idx, idx)]
+        return pd.DataFrame(a, index=names, columns=names)
+
+    return PairMatrices(tuple(names), frame(frac), frame(games), frame(bad))
+
+
+def select_models(order, top_n: int, extra=()) -> list[str]:
+    """The first ``top_n`` models of the ranking plus the ``extra`` ones searched for, in ranking order."""
+    order = list(order)
+    keep = set(order[: max(0, int(top_n))]) | set(extra)
+    return [m for m in order if m in keep]
+
+
+def hover_text(frame: pd.DataFrame, fmt: str) -> list[list[str]]:
+    """Per cell: "row vs column: value" with ``fmt`` (e.g. ``".2f"``), or "…: not compared" where the
+    value is NaN; names escaped for plotly (``engine.views.viz.plot_labels``)."""
+    from engine.views.viz import plot_labels
+
+    rows, cols = plot_labels(frame.index), plot_labels(frame.columns)
+    return [[f"{r} vs {c}: " + (NOT_COMPARED if pd.isna(v) else format(float(v), fmt))
+             for c, v in zip(cols, values, strict=True)]
+            for r, values in zip(rows, frame.to_numpy(), strict=True)]
+
+
+@dataclass(frozen=True)
+class HeatmapGeometry:
+    """Pixel sizes of a heatmap: cell edge, plot width/height (including label margins), tick font
+    size, and which labels are shown (every ``x_step``-th column, ``y_step``-th row)."""
+
+    cell_px: float
+    width_px: int
+    height_px: int
+    font_px: int
+    x_step: int
+    y_step: int
+    left_px: int
+    bottom_px: int
+
+    def ticks(self, labels, axis: str) -> tuple[list[int], list[str]]:
+        """(tick positions, tick labels) of the shown labels along ``axis`` ('x' or 'y')."""
+        step = self.x_step if axis == "x" else self.y_step
+        labels = list(labels)
+        pos = list(range(0, len(labels), step))
+        return pos, [labels[i] for i in pos]
+
+
+def heatmap_geometry(row_labels, col_labels, max_plot_px: int = MAX_PLOT_PX) -> HeatmapGeometry:
+    """Square cells of 28 px for a few models, shrinking as models are added so the matrix stays
+    within ``max_plot_px``; tick labels keep at least ``MIN_FONT_PX`` and are thinned (every k-th)
+    so shown labels are ``LINE_FACTOR`` font sizes apart. Margins fit the longest shown label."""
+    rows, cols = list(row_labels), list(col_labels)
+    n = max(len(rows), len(cols), 1)
+    cell = min(28.0, max_plot_px / n)
+    font = int(max(MIN_FONT_PX, min(12, math.floor(cell * 0.8))))
+    step = max(1, math.ceil(LINE_FACTOR * font / cell))
+    longest_y = max((len(str(s)) for s in rows[::step]), default=1)
+    longest_x = max((len(str(s)) for s in cols[::step]), default=1)
+    left = int(min(220, 12 + 0.62 * font * longest_y))
+    bottom = int(min(220, 12 + 0.62 * font * longest_x))  # x labels run vertically (-90°)
+    width = int(left + cell * len(cols) + 110)  # + the colour bar
+    height = int(50 + cell * len(rows) + bottom)
+    return HeatmapGeometry(cell, width, height, font, step, step, left, bottom)
