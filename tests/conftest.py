@@ -10,6 +10,17 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
+SLOW_FILES_FIRST = ("test_judging_local.py", "test_judging_api.py", "test_judging_hardening.py", "test_browser.py",
+                    "test_verdicts.py", "test_ingest_limits.py", "test_judging_cli_ux.py")
+"""The files that take longest, started first: with one file per xdist worker (pyproject addopts), a
+long file started last would leave the other worker idle at the end."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the files of SLOW_FILES_FIRST first, in that order; every other file keeps its place."""
+    rank = {name: k for k, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
 
 def require(condition: bool, reason: str) -> None:
     """Skip locally when an optional part is missing; in CI a missing part is a failure."""
