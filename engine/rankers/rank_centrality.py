@@ -33,6 +33,7 @@ def stationary_batch(P: np.ndarray) -> np.ndarray:
 
 
 def transition_matrix(wt: np.ndarray) -> np.ndarray:
+    """The (n, n) walk toward winners of one W + T/2 matrix (see ``transition_batch``)."""
     return transition_batch(np.asarray(wt, dtype=np.float64)[None])[0]
 
 
@@ -61,6 +62,7 @@ def rank_centrality_batch(wtilde: np.ndarray, alpha: float = DEFAULT_ALPHA, on_d
 def rank_centrality(
     stack: GraphStack, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize"
 ) -> RankResult:
+    """Rank Centrality on the stack's W + T/2: log stationary probabilities, mean-centred."""
     check_stack(stack, "rank-centrality")
     W, T = stack.win_tie_matrices()
     score, bad = rank_centrality_batch((W + 0.5 * T)[None], alpha, on_degenerate)

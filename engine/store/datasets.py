@@ -38,3 +38,28 @@ def dataset_choices(store: Store, dataset: str) -> DatasetChoices:
     judges = tuple(sorted(r[0] for r in rows))
     default = rows[0][0] if rows else ""
     return DatasetChoices(judges, tuple(c[0] for c in cats), default, {r[0]: int(r[1]) for r in rows})
+
+
+def dataset_stamps(store: Store) -> tuple[tuple[str, int], ...]:
+    """(name, version) of every dataset, by name: a cheap key that changes whenever a dataset does,
+    so the app recomputes its per-dataset counts only then."""
+    return tuple(store.cursor().execute("SELECT name, version FROM datasets ORDER BY name").fetchall())
+
+
+def dataset_judges(store: Store, dataset: str) -> list[str]:
+    """The dataset's judges, sorted, without loading its verdicts."""
+    rows = store.cursor().execute(
+        "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge", [dataset]
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def relation_judges(store: Store, relation: str) -> list[str]:
+    """The distinct judges of a verdict relation (a table or a read_parquet scan), sorted: the count
+    path names the judges it used without loading rows."""
+    return [r[0] for r in store.cursor().execute(f"SELECT DISTINCT judge FROM {relation} ORDER BY judge").fetchall()]
+
+
+def relation_timestamp_count(store: Store, relation: str) -> int:
+    """How many rows of a verdict relation carry a ``tstamp``: Elo plays them in time order only when some do."""
+    return int(store.cursor().execute(f"SELECT count(tstamp) FROM {relation}").fetchall()[0][0])
