@@ -390,7 +390,7 @@ def mu_curve_for(key: CacheKey, keep_k: int):
 def protocol_params(mu: float):
     """The engine's Table-2 protocol sizes (paper 000's defaults) at this μ: what the table runs with
     and what its caption names."""
-    from engine.experiments.resampling import ProtocolParams
+    from engine.experiments.protocols import ProtocolParams
 
     return ProtocolParams(mu=float(mu))
 
@@ -399,7 +399,7 @@ def protocol_params(mu: float):
 def protocol_table(key: CacheKey, mu: float):
     """(the Table-2 summary: protocols × categories, no-spread counts and why, at this μ; the sizes
     it ran with, category pools included, for the caption)."""
-    from engine.experiments.resampling import run_protocols
+    from engine.experiments.protocol_runs import run_protocols
     from engine.views.truncation_view import protocol_sizes, protocol_view
 
     ref, note = reference_for_key(key.dataset, key.category)

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
+from engine.graphs.stack import GraphStack
+from engine.ranking.distances import ordinal_ranks
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 REFERENCE_DIR = DATA / "arena_reference"
@@ -214,3 +218,32 @@ def arena_category(dataset: str, category: str, path: str | Path | None = None) 
 def reference_for_dataset(dataset: str, category: str | None = None, path: str | Path | None = None) -> pd.Series:
     """The reference ratings by the dataset's model names (``category`` is a reference category)."""
     return map_reference(load_reference(path, category), load_mapping(dataset))
+
+
+# ----------------------------------------------------------------------------- reference ranks of a stack's models
+
+
+def reference_ranks(reference: pd.Series, models: tuple[str, ...]) -> np.ndarray:
+    """Ranks 1..n (1 = highest reference rating) of ``models`` in their given order."""
+    missing = [m for m in models if m not in reference.index]
+    if missing:
+        raise LensError(f"The reference has no rating for model(s) {', '.join(missing)}.")
+    r = reference.reindex(list(models)).to_numpy(dtype=np.float64)
+    return ordinal_ranks(r[None, :])[0]
+
+
+def reference_of(reference: pd.Series | Mapping[str, pd.Series], category: str | None) -> pd.Series:
+    if isinstance(reference, pd.Series):
+        return reference
+    if category in reference:
+        return reference[category]
+    raise LensError(f"No reference ranking is given for category {category!r}.")
+
+
+def common_models(stack: GraphStack, reference: pd.Series | Mapping[str, pd.Series], categories: list[str]) -> tuple[str, ...]:
+    """Models of the stack that every needed reference rates (rankings are compared on these)."""
+    refs = [reference] if isinstance(reference, pd.Series) else [reference_of(reference, c) for c in categories]
+    keep = [m for m in stack.models if all(m in r.index and np.isfinite(r[m]) for r in refs)]
+    if len(keep) < 2:
+        raise LensError("Fewer than two of the dataset's models have a reference rating, so no ranking can be compared.")
+    return tuple(keep)

@@ -220,18 +220,17 @@ class SliderContext:
 
     @classmethod
     def of(cls, graphs, pool: str = "perturbed") -> SliderContext:
-        """The context of a GraphStack or GraphBuckets; graphs that cannot hold a cycle stay out of
-        the keep-K pool (``n_no_cycle`` counts them), as in ``engine.graphs.truncation.keep_k_graphs``."""
+        """The context of a GraphStack or GraphBuckets; the keep-K pool is
+        ``engine.graphs.truncation.keep_pool`` (graphs that cannot hold a cycle stay out, ``n_no_cycle``)."""
         import numpy as np
 
         from engine.graphs.buckets import as_buckets
         from engine.graphs.cycles import cycle_capacity, cycle_counts, vertex_cycle_counts
-        from engine.graphs.truncation import can_hold_cycle, pool_mask
+        from engine.graphs.truncation import keep_pool
 
         b = as_buckets(graphs)
         capacity = cycle_capacity(b)
-        member = pool_mask(b.keys, pool)
-        holds = can_hold_cycle(capacity)
+        pool_pos, n_no_cycle = keep_pool(b.keys, capacity, pool)
         g, m, bad, pres = [np.zeros(0, np.int64)] * 3 + [np.zeros(0, bool)]
         parts = []
         for bk in b.at_least(3):
@@ -242,19 +241,14 @@ class SliderContext:
             parts.append((bk.graph[r], bk.members[r, c], vb[r, c].astype(np.int64), seen[r, c]))
         if parts:
             g, m, bad, pres = (np.concatenate(x) for x in zip(*parts, strict=True))
-        return cls(b, cycle_counts(b), g, m, bad, pres, np.flatnonzero(member & holds), pool, capacity,
-                   int((member & ~holds).sum()))
+        return cls(b, cycle_counts(b), g, m, bad, pres, pool_pos, pool, capacity, n_no_cycle)
 
     @cached_property
     def tie_rank(self):
-        """Each graph's position in graph-key order (``engine.graphs.truncation.key_order``)."""
-        import numpy as np
+        """Each graph's position in graph-key order (``engine.graphs.truncation.key_rank``)."""
+        from engine.graphs.truncation import key_rank
 
-        from engine.graphs.truncation import key_order
-
-        out = np.empty(self.stack.T, dtype=np.int64)
-        out[key_order(self.stack.keys)] = np.arange(self.stack.T)
-        return out
+        return key_rank(self.stack.keys)
 
     @property
     def n_pool(self) -> int:
@@ -262,27 +256,30 @@ class SliderContext:
         return int(self.stack.T if self.pool_pos is None else len(self.pool_pos))
 
     def kept(self, keep_k: int | None, mu: float):
-        """Positions of the K pool graphs of smallest S_mu (ties by graph key), sorted, and the
-        threshold S_K; every graph of the selection (pool or not) when K is None."""
+        """Positions of the K pool graphs of smallest S_mu (``engine.graphs.truncation.keep_k_index``),
+        sorted, and the threshold S_K; every graph of the selection (pool or not) when K is None."""
         import numpy as np
 
-        from engine.errors import LensError
-        from engine.graphs.truncation import graph_scores, truncation_scores
+        from engine.graphs.truncation import (
+            check_k,
+            graph_scores,
+            keep_k_index,
+            no_cycle_refusal,
+            truncation_scores,
+        )
 
         if keep_k is None:
             return np.arange(self.stack.T), None
         if self.n_pool == 0 and self.n_no_cycle:
-            raise LensError(f"No graph of the {self.pool} pool can hold a cycle ({self.n_no_cycle} graphs, each with "
-                            "fewer than 3 models or no compared triple), so keep-K has no score to keep graphs by.")
-        if int(keep_k) != keep_k or not 1 <= keep_k <= self.n_pool:
-            raise LensError(f"K must be a whole number between 1 and the pool size {self.n_pool}; got {keep_k!r}.")
+            raise no_cycle_refusal(self.pool, self.n_no_cycle)
+        k = check_k(keep_k, self.n_pool)
         pos = np.arange(self.stack.T) if self.pool_pos is None else np.asarray(self.pool_pos)
         if self.capacity is None:
-            scores = truncation_scores(self.counts, mu=mu)[pos]
+            scores = truncation_scores(self.counts, mu=mu)
         else:  # the coverage score of keep_k_graphs, reference capacity taken over the pool
-            scores = graph_scores(self.counts, self.capacity, mu=mu, among=pos)[0][pos]
-        order = np.lexsort((self.tie_rank[pos], scores))[: int(keep_k)]
-        return np.sort(pos[order]), float(scores[order].max())
+            scores = graph_scores(self.counts, self.capacity, mu=mu, among=pos)[0]
+        idx = keep_k_index(scores, self.tie_rank, k, among=pos)
+        return idx, float(scores[idx].max())
 
 
 _GRAPH_HASHES: dict[int, object] = {}
