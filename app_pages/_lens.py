@@ -18,7 +18,8 @@ import streamlit as st
 from engine.errors import LensError
 from engine.ingest.shipped import open_store
 from engine.store.connection import Store, StoreBusy, resolve_db_path
-from engine.views.appstate import ALL, CacheKey, dataset_choices
+from engine.store.datasets import dataset_choices
+from engine.views.appstate import ALL, CacheKey
 from engine.views.dataview import without_paths
 from engine.views.viz import escape_md
 
@@ -332,7 +333,7 @@ def reference_for_key(dataset: str, category: str | None):
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _reference(dataset: str, version: int, category: str | None):
-    from engine.views.appstate import reference_for
+    from engine.ranking.reference import reference_for
 
     return reference_for(dataset, category, get_store())
 

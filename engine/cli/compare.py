@@ -10,7 +10,6 @@ import pandas as pd
 from engine.cli._common import add_format, check_judges, pooled_judges_note, store_from_args, write_frame
 from engine.cli.leaderboard import add_selection, keep_k_options, ranker_params
 from engine.errors import LensError
-from engine.ingest.synthetic import synthetic_truth
 from engine.rankers import RANKERS
 from engine.ranking.leaderboard import compare_to_reference, leaderboard
 from engine.ranking.reference import (
@@ -22,6 +21,7 @@ from engine.ranking.reference import (
     map_reference,
     reference_notes,
 )
+from engine.store.datasets import synthetic_truth
 from engine.store.schema import DEFAULT_DATASET
 
 TRUTH = "truth"

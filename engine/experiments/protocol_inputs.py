@@ -210,7 +210,7 @@ def reference_ratings(store, dataset: str, spec: str, categories: list[str], ove
     signatures; every call returns fresh copies.
     """
     if spec == "truth":
-        from engine.ingest.synthetic import synthetic_truth
+        from engine.store.datasets import synthetic_truth
 
         return synthetic_truth(store, dataset)
     path = None if spec == "arena" else str(reference_path(spec))

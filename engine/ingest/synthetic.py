@@ -186,12 +186,3 @@ def write_synthetic(store: Store, name: str, params: SyntheticParams | None = No
         tx.unregister("_truth")
     return result
 
-
-def synthetic_truth(store: Store, name: str) -> pd.Series:
-    """The ground-truth strength by model of a synthetic dataset (higher is better)."""
-    df = store.cursor().execute(
-        "SELECT model, strength FROM synthetic_truth WHERE dataset = ? ORDER BY rank", [name]
-    ).df()
-    if df.empty:
-        raise LensError(f"Dataset {name!r} has no stored ground truth (only synthetic datasets do).")
-    return pd.Series(df["strength"].to_numpy(), index=pd.Index(df["model"], name="model"), name="strength")
