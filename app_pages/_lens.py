@@ -233,7 +233,7 @@ def graph_view_for(key: CacheKey, t: int):
 def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) -> tuple[str, str]:
     """(the before / after drawing of graph ``t`` with ``triad`` highlighted, about 0.5 MB of HTML; a
     sentence on the models left out when the graph has more than ``FOCUS_LIMIT`` models, else "")."""
-    from engine.views.inspector import focus_models, focus_summary, inspector_html, restrict_view
+    from engine.views.inspector_draw import focus_models, focus_summary, inspector_html, restrict_view
 
     view = graph_view_for(key, t)
     keep = focus_models(view, triad)
@@ -252,7 +252,7 @@ def prompt_menu_for(key: CacheKey):
 @st.cache_data(max_entries=64, show_spinner=False)
 def triad_view_for(key: CacheKey, t: int, triad: int):
     """The verdicts, rationales and answers behind triad ``triad`` of graph ``t``."""
-    from engine.views.inspector import triad_view
+    from engine.views.inspector_triads import triad_view
 
     view = graph_view_for(key, t)
     answers = get_store().answer_texts(key.dataset, str(view.key["prompt_id"]))
