@@ -103,8 +103,3 @@ def attach(store, name: str, glob: str, description: str | None = None) -> dict:
     return {"dataset": name, "glob": glob, "files": n_files, "verdicts": n_rows, "version": version}
 
 
-def detach(store, name: str) -> None:
-    """Forget an attached dataset (its files are left alone)."""
-    with store.transaction() as tx:
-        tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])
-        tx.execute("DELETE FROM datasets WHERE name = ?", [name])
