@@ -101,7 +101,8 @@ def main() -> None:
     from engine.experiments.curves import draw_size
     from engine.experiments.protocol_runs import best_single_k
     from engine.experiments.protocols import PROTOCOLS, ProtocolParams, build_jobs
-    from engine.graphs.truncation import keep_order, truncation_scores
+    from engine.graphs.key_order import key_rank
+    from engine.graphs.truncation import truncation_scores
     from engine.ranking.reference import reference_ranks
 
     print(f"load average at start: {loadavg()} ({os.cpu_count()} CPUs)")
@@ -119,7 +120,7 @@ def main() -> None:
 
     stack, perturbed, truth = workload()
     rng = np.random.default_rng(0)
-    order = keep_order(truncation_scores(cycle_counts(perturbed)), perturbed.keys)
+    order = np.lexsort((key_rank(perturbed.keys), truncation_scores(cycle_counts(perturbed))))  # keep order
     cats = perturbed.keys["category"].to_numpy()
     draws = []
     for r in range(args.loop_fits):  # keep→draw subsamples of kept sets of random size, as in the curve

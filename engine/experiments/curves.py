@@ -47,6 +47,7 @@ from engine.errors import LensError
 from engine.experiments.batch_fits import bt_scores_info, flat_matrices
 from engine.experiments.draws import DEFAULT_SEED, by_key, check_seed, keep_draw_uniforms, keep_draw_weights
 from engine.experiments.protocols import MACRO, category_positions
+from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
 from engine.graphs.truncation import (
     POOLS,
@@ -55,7 +56,6 @@ from engine.graphs.truncation import (
     is_sample,
     keep_k_index,
     keep_pool,
-    key_rank,
 )
 from engine.rankers.base import single_thread_blas
 from engine.ranking.distances import DISTANCES, distances_for_scores

@@ -22,8 +22,9 @@ from engine.experiments.protocols import (
     keep_scores,
     label,
 )
+from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
-from engine.graphs.truncation import is_original, keep_k_index, key_rank
+from engine.graphs.truncation import is_original, keep_k_index
 from engine.rankers.base import single_thread_blas
 from engine.ranking.distances import DISTANCES, distances_for_scores
 from engine.ranking.reference import common_models, reference_of, reference_ranks

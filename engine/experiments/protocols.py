@@ -62,6 +62,7 @@ from engine.experiments.draws import (
     rng_for,
     subset_weights,
 )
+from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
 from engine.graphs.truncation import (
     can_hold_cycle,
@@ -70,7 +71,6 @@ from engine.graphs.truncation import (
     is_original,
     is_sample,
     keep_k_index,
-    key_rank,
 )
 
 PROTOCOLS: tuple[str, ...] = ("trunc", "sample", "notrunc_boot", "scorewin", "random", "single")

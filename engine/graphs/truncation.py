@@ -18,13 +18,13 @@ default), ``sampling`` = originals + sampling replicates (the sampling-only cont
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
+from engine.graphs.key_order import key_rank
 from engine.store.schema import GRAPH_KEY
 
 POOLS: tuple[str, ...] = ("perturbed", "sampling", "all")
@@ -144,52 +144,6 @@ def check_weights(mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None)
             raise LensError(f"The truncation weight {name} must be a finite number; got {x}.")
         out.append(x)
     return out[0], out[1]
-
-
-_NUM = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s*$")
-
-
-def natural_key_order(values: pd.Series) -> np.ndarray:
-    """Rank codes of ``values`` in natural order: numeric strings numerically, before the others,
-    which compare as text. Returns int64 codes (equal values → equal codes)."""
-    s = values.astype("string").fillna("")
-    is_num = s.str.match(_NUM).fillna(False).to_numpy(dtype=bool)
-    num = np.where(is_num, pd.to_numeric(s.where(is_num), errors="coerce").to_numpy(dtype=np.float64), 0.0)
-    text = s.to_numpy(dtype=object)
-    frame = pd.DataFrame({"nonnum": ~is_num, "num": num, "text": text})
-    ordered = frame.drop_duplicates().sort_values(["nonnum", "num", "text"]).reset_index(drop=True)
-    ordered["code"] = np.arange(len(ordered), dtype=np.int64)
-    return frame.merge(ordered, on=["nonnum", "num", "text"], how="left")["code"].to_numpy(np.int64)
-
-
-def key_order(keys: pd.DataFrame) -> np.ndarray:
-    """Positions of ``keys`` rows sorted by graph key (prompt_id natural); a total, stable order."""
-    cols: list[np.ndarray] = []
-    for c in GRAPH_KEY:
-        if c not in keys.columns:
-            continue
-        if c == "prompt_id":
-            cols.append(natural_key_order(keys[c]))
-        elif c in ("variant", "turn"):
-            cols.append(pd.to_numeric(keys[c], errors="coerce").fillna(-1).to_numpy(np.float64))
-        else:
-            cols.append(pd.factorize(keys[c].astype("string").fillna(""), sort=True)[0])
-    if not cols:
-        return np.arange(len(keys))
-    # np.lexsort: last key is primary
-    return np.lexsort(tuple(reversed(cols)))
-
-
-def key_rank(keys: pd.DataFrame) -> np.ndarray:
-    """Rank of every row in the graph-key order (0 = first): a stable id of a graph within a stack."""
-    r = np.empty(len(keys), dtype=np.int64)
-    r[key_order(keys)] = np.arange(len(keys))
-    return r
-
-
-def keep_order(scores: np.ndarray, keys: pd.DataFrame) -> np.ndarray:
-    """Positions of all graphs ordered by (score, graph key), best first: keep-K takes a prefix."""
-    return np.lexsort((key_rank(keys), scores))
 
 
 def is_sample(keys: pd.DataFrame) -> np.ndarray:
@@ -411,5 +365,5 @@ def keep_k_graphs(
 __all__ = [
     "DEFAULT_SCORE", "POOLS", "SCORES", "KeptGraphs", "Selection", "can_hold_cycle", "check_score", "check_weights",
     "check_k", "graph_scores", "is_original", "is_sample", "keep_k_graphs", "keep_k_index",
-    "keep_order", "keep_pool", "no_cycle_refusal", "key_order", "key_rank", "pool_mask", "select_keep_k", "truncation_scores",
+    "keep_pool", "no_cycle_refusal", "pool_mask", "select_keep_k", "truncation_scores",
 ]

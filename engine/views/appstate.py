@@ -144,8 +144,8 @@ class SliderContext:
 
     @cached_property
     def tie_rank(self) -> np.ndarray:
-        """Each graph's position in graph-key order (``engine.graphs.truncation.key_rank``)."""
-        from engine.graphs.truncation import key_rank
+        """Each graph's position in graph-key order (``engine.graphs.key_order.key_rank``)."""
+        from engine.graphs.key_order import key_rank
 
         return key_rank(self.stack.keys)
 

@@ -159,7 +159,8 @@ def test_inspector_graph_on_buckets_equals_the_dense_stack(mixed):
 
 def test_keep_k_curve_keeps_what_the_leaderboard_keeps_on_mixed_pairs(mixed):
     from engine.experiments.curves import _pools, pool_scores
-    from engine.graphs.truncation import keep_k_graphs, key_rank
+    from engine.graphs.key_order import key_rank
+    from engine.graphs.truncation import keep_k_graphs
 
     stack, _ = mixed
     krank = key_rank(stack.keys)
