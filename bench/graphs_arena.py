@@ -3,27 +3,28 @@
     python bench/graphs_arena.py [--battles 100000] [--models 80] [--tournaments 0] [--seed 0]
                                  [--commands graphs,heatmap,overview,keep-k]
 
-Writes a battle log (``--battles`` rows, each a fresh prompt with one random pair of ``--models``
-models, winners from a Bradley-Terry model with 10 % ties), plus ``--tournaments`` per-prompt
-tournaments of 6 models each (so some graphs can hold a cycle), imports it into a fresh store and
-runs each command under ``/usr/bin/time -v``, printing wall seconds, peak RSS and the load average.
+Writes bench/battlegen.py's arena log (``--battles`` rows over ``--models`` models, one pair per
+prompt) plus ``--tournaments`` round robins of 6 models (so some graphs can hold a cycle), imports it
+into a fresh store and runs each command as a measured process (bench/procmeter.py: wall seconds,
+peak RSS of the process tree, a memory cap), printing the load average beside the table.
 Speed is measured, never asserted; the machine is shared, so read the load beside every number.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
 
-ROOT = Path(__file__).resolve().parent.parent
+import battlegen  # noqa: E402
+from procmeter import measure  # noqa: E402
 
 COMMANDS = {
     "graphs": ["graphs"],
@@ -34,40 +35,15 @@ COMMANDS = {
 }
 
 
-def battle_log(battles: int, models: int, tournaments: int, seed: int) -> pd.DataFrame:
-    """One pair per prompt (arena shape), then small per-prompt tournaments."""
-    rng = np.random.default_rng(seed)
-    names = np.array([f"model-{i:03d}" for i in range(models)], dtype=object)
-    skill = rng.normal(0, 1, models)
-    a = rng.integers(0, models, battles)
-    b = (a + rng.integers(1, models, battles)) % models
-    p = 1 / (1 + np.exp(skill[b] - skill[a]))
-    u = rng.random(battles)
-    winner = np.where(u < 0.1, "tie", np.where(rng.random(battles) < p, "A", "B"))
-    frames = [pd.DataFrame({"prompt_id": [f"b{i}" for i in range(battles)], "model_a": names[a],
-                            "model_b": names[b], "winner": winner})]
-    rows = []
-    for t in range(tournaments):
-        pick = rng.choice(models, 6, replace=False)
-        for i in range(6):
-            for j in range(i + 1, 6):
-                pa = 1 / (1 + np.exp(skill[pick[j]] - skill[pick[i]]))
-                rows.append((f"t{t}", names[pick[i]], names[pick[j]], "A" if rng.random() < pa else "B"))
-    if rows:
-        frames.append(pd.DataFrame(rows, columns=["prompt_id", "model_a", "model_b", "winner"]))
-    return pd.concat(frames, ignore_index=True)
-
-
-def timed(cmd: list[str], env: dict) -> tuple[float, float, int, str]:
-    """(wall s, peak RSS MB, exit code, first stderr note) of a CLI process."""
-    out = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "engine", *cmd], cwd=ROOT, env=env,
-                         capture_output=True, text=True)
-    err = out.stderr
-    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", err)
-    secs = (int(wall.group(1) or 0) * 3600 + int(wall.group(2)) * 60 + float(wall.group(3))) if wall else float("nan")
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
-    note = next((ln for ln in err.splitlines() if ln.startswith(("note:", "error"))), "")
-    return secs, int(rss.group(1)) / 1024 if rss else float("nan"), out.returncode, note
+def write_log(path: Path, battles: int, models: int, tournaments: int, seed: int) -> int:
+    """The arena log of bench/battlegen.py (one pair per prompt), then ``tournaments`` round robins of
+    its first 6 models in both orders (graphs that can hold a cycle); returns the row count."""
+    chunks = battlegen.arena_chunks(battles, models, seed, short_winners=True)
+    if tournaments:
+        small = (t.drop_columns(["judge", "order"]) for t in battlegen.tournament_chunks(tournaments, 6, seed))
+        arena = (t.drop_columns(["battle_id", "tstamp"]) for t in chunks)
+        chunks = itertools.chain(arena, small)
+    return battlegen.write_tables(chunks, path)
 
 
 def main() -> None:
@@ -77,19 +53,20 @@ def main() -> None:
     ap.add_argument("--tournaments", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--commands", default="graphs,heatmap,overview,keep-k")
+    ap.add_argument("--cap-gb", type=float, default=8.0)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "arena.csv"
-        battle_log(args.battles, args.models, args.tournaments, args.seed).to_csv(path, index=False)
+        path = Path(tmp) / "arena.parquet"
+        write_log(path, args.battles, args.models, args.tournaments, args.seed)
         env = {**os.environ, "LENS_DB": str(Path(tmp) / "lens.duckdb")}
-        secs, rss, rc, note = timed(["import", "--dataset", "arena", str(path)], env)
+        engine = [sys.executable, "-m", "engine"]
         print(f"load average: {os.getloadavg()}")
-        print("| command | wall s | peak RSS MB | exit | note |\n|---|---|---|---|---|")
-        print(f"| import | {secs:.1f} | {rss:.0f} | {rc} | {note[:80]} |")
-        for name in args.commands.split(","):
-            cmd = [*COMMANDS[name][:1], "--dataset", "arena", *COMMANDS[name][1:], "--format", "csv"]
-            secs, rss, rc, note = timed(cmd, env)
-            print(f"| {' '.join(cmd)} | {secs:.1f} | {rss:.0f} | {rc} | {note[:120]} |", flush=True)
+        print("| command | wall s | peak RSS GB | status |\n|---|---|---|---|")
+        for cmd in [["import", "--dataset", "arena", str(path)]] + [
+                [*COMMANDS[n][:1], "--dataset", "arena", *COMMANDS[n][1:], "--format", "csv"]
+                for n in args.commands.split(",")]:
+            run = measure([*engine, *cmd], cap_gb=args.cap_gb, timeout_s=3600, cwd=ROOT, env=env)
+            print(f"| {' '.join(cmd[:4])} | {run.wall_s:.1f} | {run.peak_gb:.2f} | {run.status} |", flush=True)
         print(f"load average: {os.getloadavg()}")
 
 

@@ -214,8 +214,11 @@ def test_parquet_attached_in_place_ranks_like_the_store(shipped_store, tmp_path,
         with pytest.raises(LensError, match="no winner column"):
             v.drop(columns=["winner"]).to_parquet(tmp_path / "bad.parquet")
             attach(store, "bad", str(tmp_path / "bad.parquet"))
-        with pytest.raises(LensError, match="Cannot read Parquet files"):
+        with pytest.raises(LensError, match="No file matches .*nothing-"):
             attach(store, "none", str(tmp_path / "nothing-*.parquet"))
+        (tmp_path / "text.parquet").write_text("not parquet")
+        with pytest.raises(LensError, match="Cannot read Parquet files"):
+            attach(store, "text", str(tmp_path / "text.parquet"))
     finally:
         store.close()
 

@@ -303,3 +303,21 @@ def test_paper_003_defaults_strict_cycles_and_pmf_r2():
     assert fits["r2_on"].iloc[0] == "pmf"
     assert fits["nb_r2"].iloc[0] == pytest.approx(direct.nb_r2)
     assert fits["mean"].iloc[0] == pytest.approx(strict["cycles"].mean())
+
+
+def test_cycle_fit_on_graphs_of_two_models_keeps_its_header_and_says_why_it_is_empty():
+    """An arena-shaped set (one pair per prompt): no graph can hold a cycle, so no fit; the table still
+    has the fit's columns (not a blank header) and a note counts the graphs left out, cached or not."""
+    import dataclasses
+
+    from engine.diagnostics import diagnose
+    from engine.diagnostics.cycle_stats import CountFit
+
+    v = pd.DataFrame({"prompt_id": [f"q{i}" for i in range(6)], "model_a": list("aabbcc"),
+                      "model_b": list("bccaab"), "winner": list("ABABAB"), "dataset": "d", "judge": "j",
+                      "variant": 0, "turn": 1, "order": "AB", "category": "c", "variant_kind": "original"})
+    out = diagnose(v, table="cycle-fit")
+    assert out.empty
+    assert list(out.columns) == ["judge", *(f.name for f in dataclasses.fields(CountFit))]
+    assert out.attrs["notes"] == ["6 of 6 graphs have fewer than 3 models and are left out of every cycle and "
+                                  "triad statistic: no cycle or triad fits in 2 models."]

@@ -6,6 +6,9 @@ One module per concept (see each docstring for the paper section):
 ``position`` (order consistency, first-position rate, McNemar), ``order_stress`` (paper 003's
 order-permutation test), ``agreement`` (pairwise agreement, Cohen's κ), ``summary`` (paper 000,
 Figure 4). ``diagnose`` names each result table so the CLI and the app ask for it by name.
+
+May import: ``engine.experiments`` (the result cache), ``engine.ranking``, ``engine.rankers``,
+``engine.graphs``, ``engine.store``, ``engine.errors``.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ Every summary carries ``length_bound`` (the largest bound among its graphs) and 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -368,4 +369,5 @@ def count_fits(table: pd.DataFrame, by: tuple[str, ...] = ("judge",), r2_on: str
             continue
         key = key if isinstance(key, tuple) else (key,)
         rows.append({**dict(zip(by, key, strict=True)), **vars(fit_counts(g["cycles"].to_numpy(), r2_on))})
-    return _with_bounds(pd.DataFrame(rows), table, by)
+    columns = [*by, *(f.name for f in dataclasses.fields(CountFit))]  # the header, even with no group to fit
+    return _with_bounds(pd.DataFrame(rows, columns=columns), table, by)

@@ -6,4 +6,7 @@ Pieces, one concept per module: ``backends`` (the call interface), ``openai_back
 ``runner`` (concurrency, retries, progress), ``schedule`` (round robin, SWIM), ``inputs``
 (shipped MT-Bench prompts and answers), ``generate`` and ``paraphrase`` (new answers, new variants),
 ``pipeline`` (one judge run from pairs to stored verdicts).
+
+May import: ``engine.diagnostics`` and every layer below it (the store for calls and verdicts,
+``engine.rankers`` for SWIM's scheduling, ``engine.ingest.limits`` for reply sizes).
 """

@@ -2,6 +2,8 @@
 
 The registry ``RANKERS`` maps the CLI names (bt, davidson, elo, winrate, copeland, scorewin,
 rank-centrality, majority, pged, elspr, kemeny, borda, pairwise-majority) to functions.
+
+May import: ``engine.graphs``, ``engine.store.schema``, ``engine.blas``, ``engine.errors``.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ bump its version for caches).
 
 from __future__ import annotations
 
+import glob as globlib
+
 from engine.errors import LensError
 from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VERDICT_COLUMNS
 
@@ -28,6 +30,9 @@ def _lit(value: str) -> str:
 
 def parquet_columns(con, glob: str) -> set[str]:
     """The column names of the Parquet files a glob names (one clear sentence when none match)."""
+    if "://" not in glob and not globlib.glob(glob, recursive=True):
+        raise LensError(f"No file matches {glob!r}: attach reads Parquet files that exist (check the path; "
+                        "quote a glob such as 'logs/*.parquet' so that the shell passes it whole).")
     try:
         rows = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(glob)}, union_by_name = true)").fetchall()
     except Exception as exc:  # duckdb.IOException / InvalidInputException: no file, not Parquet

@@ -6,6 +6,8 @@ in the canonical vocabulary (``prompt_id, model_a, model_b, winner, judge, order
 ``_problem``. Pure functions, no I/O: ``engine/ingest/verdict_files.py`` reads the container (JSON Lines,
 JSON array, CSV, Parquet) and hands the records here. ``detect_tool`` picks a tool from the fields
 of the first readable record; ``--format NAME`` names it instead.
+
+May import: ``engine.errors`` only (pure record mapping).
 """
 
 from __future__ import annotations
