@@ -11,8 +11,7 @@ from engine.cli._common import add_format, check_judges, pooled_judges_note, sto
 from engine.cli.leaderboard import add_selection, keep_k_options, ranker_params
 from engine.errors import LensError
 from engine.rankers import RANKERS
-from engine.ranking.distances import compare_to_reference
-from engine.ranking.leaderboard import leaderboard
+from engine.ranking.leaderboard import compare_to_reference, leaderboard
 from engine.ranking.reference import (
     ARENA,
     has_mapping,

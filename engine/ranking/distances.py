@@ -12,15 +12,10 @@ pair tied in either ranking is not discordant for kendall.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
-
-if TYPE_CHECKING:
-    from engine.ranking.leaderboard import Leaderboard
 
 DISTANCES: tuple[str, ...] = ("spearman", "kendall", "footrule", "chebyshev")
 RANK_RTOL = 1e-9
@@ -121,17 +116,6 @@ def all_distances(r: pd.Series, r_ref: pd.Series) -> dict[str, float]:
     a, b = _shared(r, r_ref)
     out = {k: float(v[0]) for k, v in distances_batch(a[None], b).items()}
     out["n_shared"] = len(a)
-    return out
-
-
-def compare_to_reference(board: Leaderboard, reference: pd.Series) -> dict[str, Any]:
-    """The four ranking distances between a leaderboard and reference ratings, on shared models."""
-    from engine.rankers.base import ranks_from_scores
-
-    ref_ranks = ranks_from_scores(reference.astype(np.float64))
-    out: dict[str, Any] = all_distances(board.ranks, ref_ranks)
-    shared = [m for m in board.table["model"] if m in set(reference.index)]
-    out["models"] = " ".join(shared)
     return out
 
 

@@ -17,12 +17,14 @@ import pandas as pd
 from engine.errors import LensError
 from engine.graphs.stack import DEFAULT_POLICY, GraphStack, graph_cells, stack_from_cells
 from engine.rankers import RankResult, fit_counts, rank, ranker_object
+from engine.rankers.base import ranks_from_scores
 from engine.rankers.objects import ELO_ORDERS
 from engine.rankers.votes import Votes
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.bootstrap import BootstrapResult
 from engine.ranking.bootstrap import bootstrap as run_bootstrap
 from engine.ranking.count_bootstrap import bootstrap_counts
+from engine.ranking.distances import all_distances
 from engine.ranking.vote_query import frame_vote_rows, key_hashes
 
 COUNTING_RANKERS = ("copeland", "scorewin", "majority", "borda", "pairwise-majority")
@@ -427,3 +429,12 @@ def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed,
              "judges": judges, "category": category, "n_invalid_verdicts": rows.n_invalid}
     return leaderboard_from_votes(v, ranker=ranker, bootstrap=bootstrap, seed=seed, ranker_params=params,
                                   level=level, extra_params=extra, bootstrap_unit=unit)
+
+
+def compare_to_reference(board: Leaderboard, reference: pd.Series) -> dict[str, Any]:
+    """The four ranking distances between a leaderboard and reference ratings, on shared models."""
+    ref_ranks = ranks_from_scores(reference.astype(np.float64))
+    out: dict[str, Any] = all_distances(board.ranks, ref_ranks)
+    shared = [m for m in board.table["model"] if m in set(reference.index)]
+    out["models"] = " ".join(shared)
+    return out

@@ -252,8 +252,8 @@ def app_leaderboard(ctx: SliderContext | GraphStack | GraphBuckets, *, ranker: s
     import numpy as np
 
     from engine.rankers import ranker_object
-    from engine.ranking.distances import compare_to_reference
     from engine.ranking.leaderboard import (
+        compare_to_reference,
         leaderboard_from_stack,
         leaderboard_from_votes,
     )
