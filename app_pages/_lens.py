@@ -18,7 +18,7 @@ import streamlit as st
 from engine.errors import LensError
 from engine.ingest.shipped import open_store
 from engine.store.connection import Store, StoreBusy, resolve_db_path
-from engine.store.datasets import dataset_choices
+from engine.store.datasets import dataset_choices, dataset_stamps
 from engine.views.appstate import ALL, CacheKey
 from engine.views.dataview import without_paths
 from engine.views.viz import escape_md
@@ -150,8 +150,7 @@ def or_stop(fn, *args, **kwargs):
 def datasets_table():
     """``Store.datasets()`` (counts over every verdict: seconds on a million-verdict store), computed
     again only when a dataset is added, changed (its version moves) or removed."""
-    stamp = tuple(get_store().cursor().execute("SELECT name, version FROM datasets ORDER BY name").fetchall())
-    return _datasets_table(stamp)
+    return _datasets_table(dataset_stamps(get_store()))
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

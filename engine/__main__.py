@@ -17,6 +17,7 @@ from engine.errors import LensError, disk_full_sentence, is_disk_full
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m engine`` parser: global options and every subcommand's ``register``."""
     parser = argparse.ArgumentParser(
         prog="python -m engine",
         description="Tournament Lens: leaderboards and cycle diagnostics for pairwise LLM judges.",
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command line; a LensError becomes its one sentence on stderr and exit status 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -153,8 +153,8 @@ def test_compare_reference_truth_on_a_synthetic_dataset(db_path):
     and Kendall between the leaderboard scores and the true strengths ((1 - rho) / 2, (1 - tau) / 2)."""
     from scipy.stats import kendalltau, spearmanr
 
+    from engine.ingest.synthetic import synthetic_truth
     from engine.store.connection import Store
-    from engine.store.datasets import synthetic_truth
 
     rc, _, err = run_cli(db_path, "simulate", "synthetic", "--name", "syn", "--models", "8", "--categories", "2",
                          "--prompts", "3", "--paraphrases", "1", "--samples", "1", "--bad-rate", "0.6")

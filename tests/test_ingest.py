@@ -154,8 +154,7 @@ def test_rename_delete_and_versions(empty_store, tmp_path):
 def test_ground_truth_moves_with_rename_and_goes_with_delete_or_replace(empty_store, tmp_path):
     """A synthetic dataset's truth (table synthetic_truth) follows its rows: a rename moves it, an
     unrelated dataset later stored under the old name has none, a replace import and a delete drop it."""
-    from engine.ingest.synthetic import SyntheticParams, write_synthetic
-    from engine.store.datasets import synthetic_truth
+    from engine.ingest.synthetic import SyntheticParams, synthetic_truth, write_synthetic
 
     params = SyntheticParams(n_models=5, categories=1, prompts=3, paraphrases=1, samples=0)
     write_synthetic(empty_store, "syn", params)

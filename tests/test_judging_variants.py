@@ -87,3 +87,25 @@ def test_new_variant_numbers_skip_numbers_used_by_answers_or_verdicts(empty_stor
     with FakeOpenAI() as srv:
         rep = perturb(st, "p", _runner(st, srv), 3, GEN, CHK)
     assert sorted(rep.variants["variant"]) == [8, 9]
+
+
+def test_perturb_names_its_columns_so_a_later_migration_cannot_shift_them(empty_store):
+    """A migration that adds a column to prompts or variant_lineage (here: one with a default, added
+    last) must leave perturb's rows intact: a positional INSERT ... SELECT would fail on the column
+    count, or with a column in the middle put each value under the wrong name."""
+    st = empty_store
+    load_inputs(st, "p", "mt_bench", models=["gpt-4"], categories=["writing"], limit_per_category=1)
+    orig = {r.prompt_id: r.text for r in st.prompt_texts("p").itertuples()}
+    st.cursor().execute("ALTER TABLE prompts ADD COLUMN note VARCHAR DEFAULT 'later migration'")
+    st.cursor().execute("ALTER TABLE variant_lineage ADD COLUMN reviewed BOOLEAN DEFAULT false")
+    with FakeOpenAI() as srv:
+        rep = perturb(st, "p", _runner(st, srv), 3, GEN, CHK)
+    assert (rep.accepted, rep.added) == (2, 2)  # rewordings 1 and 3 (odd ones pass the check)
+    para = st.prompt_texts("p").query("variant_kind == 'paraphrase'")
+    pid = next(iter(orig))
+    assert {(r.variant, r.text, r.parent_variant, r.note) for r in para.itertuples()} == {
+        (1, f"{orig[pid]} (rewording 1)", 0, "later migration"),
+        (2, f"{orig[pid]} (rewording 3)", 0, "later migration"),
+    }
+    lin = lineage(st, "p")
+    assert list(lin["candidate_index"]) == [0, 2] and list(lin["reviewed"]) == [False, False]

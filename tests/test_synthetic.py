@@ -10,8 +10,7 @@ from engine.experiments.protocol_runs import run_protocols
 from engine.experiments.protocols import MACRO, ProtocolParams
 from engine.graphs.cycles import cycle_counts
 from engine.graphs.stack import build_stack
-from engine.ingest.synthetic import SyntheticParams, generate, write_synthetic
-from engine.store.datasets import synthetic_truth
+from engine.ingest.synthetic import SyntheticParams, generate, synthetic_truth, write_synthetic
 
 SMALL = SyntheticParams(n_models=8, categories=2, prompts=10, paraphrases=4, samples=4, seed=7)
 

@@ -12,6 +12,7 @@ from engine.errors import LensError
 from engine.ingest.csv_cells import write_csv
 from engine.ingest.shipped import open_store
 from engine.store.connection import Store
+from engine.store.datasets import dataset_judges  # noqa: F401  (re-exported: cli modules import it from here)
 
 
 def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True, keep_open: bool = True) -> Store:
@@ -24,14 +25,6 @@ def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True, ke
         keep_open=keep_open,
         lock_wait_s=getattr(args, "lock_wait", 30.0),
     )
-
-
-def dataset_judges(store: Store, dataset: str) -> list[str]:
-    """The dataset's judges, sorted, without loading its verdicts."""
-    rows = store.cursor().execute(
-        "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge", [dataset]
-    ).fetchall()
-    return [r[0] for r in rows]
 
 
 def check_judges(store: Store, dataset: str, judges, option: str = "--judge") -> None:
@@ -77,6 +70,7 @@ def no_subcommand(sub: argparse._SubParsersAction, command: str):
 
 
 def add_format(parser: argparse.ArgumentParser, default: str = "table") -> None:
+    """Add ``--format`` (table, csv, json) so every command writes its table the same ways."""
     parser.add_argument("--format", choices=("csv", "json", "table"), default=default,
                         help=f"output: csv (header + rows), json or an aligned table (default {default})")
 
@@ -126,6 +120,7 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
 
 
 def write_json(obj: object, out=None) -> None:
+    """Write ``obj`` as indented JSON (non-JSON values as strings) for machine readers."""
     out = out or sys.stdout
     json.dump(obj, out, indent=2, default=str)
     out.write("\n")

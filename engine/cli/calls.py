@@ -9,6 +9,7 @@ from engine.judging.cache import call_summary
 
 
 def register(sub) -> None:
+    """Add ``calls`` (cache summary with estimated cost, or ``--runs``) to the parser."""
     p = sub.add_parser(
         "calls",
         help="summarise the cached model calls (counts, tokens, cost)",
@@ -46,13 +47,14 @@ def _prices(items: list[str]) -> dict[str, tuple[float, float]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the call cache's totals per model and template, or the recorded runs; exit status."""
     store = store_from_args(args, ensure_default=False)
     try:
         if args.runs:
-            from engine.judging.persist import mark_interrupted
+            from engine.judging.persist import mark_interrupted, run_table
 
             mark_interrupted(store)  # runs whose process was killed show as interrupted, not running
-            df = store.cursor().execute("SELECT * EXCLUDE (params) FROM judge_runs ORDER BY run_id").df()
+            df = run_table(store)
         else:
             df = call_summary(store, _prices(args.price))
         write_frame(df, args.format)

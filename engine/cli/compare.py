@@ -10,6 +10,7 @@ import pandas as pd
 from engine.cli._common import add_format, check_judges, pooled_judges_note, store_from_args, write_frame
 from engine.cli.leaderboard import add_selection, keep_k_options, ranker_params
 from engine.errors import LensError
+from engine.ingest.synthetic import synthetic_truth
 from engine.rankers import RANKERS
 from engine.ranking.leaderboard import compare_to_reference, leaderboard
 from engine.ranking.reference import (
@@ -21,8 +22,9 @@ from engine.ranking.reference import (
     map_reference,
     reference_notes,
 )
-from engine.store.datasets import synthetic_truth
+from engine.store.connection import Store
 from engine.store.schema import DEFAULT_DATASET
+from engine.store.truth import has_truth
 
 TRUTH = "truth"
 
@@ -33,6 +35,7 @@ other three are normalised distances (0 = same order, 1 = reversed)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``compare`` (leaderboards of several rankers against a reference) to the parser."""
     p = subparsers.add_parser(
         "compare", help="ranking distances of leaderboards to a reference ranking",
         description="Rank a dataset and print Spearman's rho (spearman_rho) and the normalised Spearman "
@@ -64,17 +67,18 @@ def mapping_for(dataset: str, path: str | None) -> pd.DataFrame:
     return load_mapping(dataset)
 
 
-def truth_reference(store, dataset: str) -> pd.Series:
+def truth_reference(store: Store, dataset: str) -> pd.Series:
     """--reference truth: the stored ground-truth strengths of a synthetic dataset (engine.ingest.synthetic)."""
     if not store.has_dataset(dataset):
         raise LensError(f"There is no dataset {dataset!r} in the store.")
-    if not store.cursor().execute("SELECT count(*) FROM synthetic_truth WHERE dataset = ?", [dataset]).fetchone()[0]:
+    if not has_truth(store, dataset):
         raise LensError(f"--reference truth needs a synthetic dataset with a stored ground truth, and {dataset!r} has "
                         "none; use --reference arena or a reference file.")
     return synthetic_truth(store, dataset)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Rank with each asked ranker and print its distances to the reference; exit status."""
     mu, per_category, pool = keep_k_options(args)
     rankers = args.ranker or ["bt"]
     params = {r: ranker_params(args, r) for r in rankers}

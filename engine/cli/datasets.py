@@ -17,6 +17,7 @@ from engine.ingest.importer import (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``datasets`` and its ``attach``/``rename``/``delete``/``export`` subcommands to the parser."""
     p = subparsers.add_parser("datasets", help="list datasets; rename, delete or export one",
                               description="Without a subcommand: one row per dataset with its counts.")
     add_format(p)
@@ -45,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    """Print one row per stored dataset with its counts; exit status."""
     store = store_from_args(args)
     try:
         write_frame(dataset_table(store), args.format)
@@ -54,6 +56,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_attach(args: argparse.Namespace) -> int:
+    """Record a Parquet glob as a dataset read in place (nothing copied); exit status."""
     from engine.store.attached import attach
 
     store = store_from_args(args)
@@ -67,6 +70,7 @@ def run_attach(args: argparse.Namespace) -> int:
 
 
 def run_rename(args: argparse.Namespace) -> int:
+    """Rename a dataset everywhere it is referenced, in one transaction; exit status."""
     store = store_from_args(args)
     try:
         rename_dataset(store, args.old, args.new)
@@ -78,6 +82,7 @@ def run_rename(args: argparse.Namespace) -> int:
 
 
 def run_delete(args: argparse.Namespace) -> int:
+    """Delete a dataset and every row that belongs to it; exit status."""
     store = store_from_args(args)
     try:
         n = delete_dataset(store, args.name)
@@ -88,6 +93,7 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    """Write a dataset's verdicts to a CSV or Parquet file (format from the option or suffix); exit status."""
     fmt = args.export_format
     if fmt is None:
         suffix = Path(args.path).suffix.lower().lstrip(".")

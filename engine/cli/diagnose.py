@@ -16,6 +16,7 @@ from engine.store.schema import DEFAULT_DATASET
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``diagnose`` (judge diagnostics tables and their options) to the parser."""
     p = subparsers.add_parser(
         "diagnose",
         help="judge diagnostics: non-transitivity, entropy, cycles, position bias, agreement",
@@ -59,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Compute (or serve from cache) the asked diagnostics table and print it; exit status."""
     if args.length_bound is not None and args.length_bound < 3:
         raise LensError(f"--length-bound must be at least 3; got {args.length_bound}.")
     if args.max_permutations < 1:

@@ -9,6 +9,7 @@ a repeated request reads one row per judge and nothing else.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -27,8 +28,12 @@ from engine.experiments.protocols import PROTOCOLS, ProtocolParams
 from engine.graphs.truncation import POOLS
 from engine.store.schema import DEFAULT_DATASET
 
+if TYPE_CHECKING:
+    from engine.store.connection import Store
+
 
 def register(subparsers) -> None:
+    """Add ``experiment baselines|keep-k|mu`` and their options to the parser."""
     p = subparsers.add_parser("experiment", help="resampling protocols (Table 2) and keep-K / mu curves against a reference")
     sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", title="experiments")
     p.set_defaults(func=no_subcommand(sub, "experiment"))
@@ -100,7 +105,7 @@ def _parse_floats(text: str) -> list[float]:
         raise LensError(f"Cannot read the list of numbers {text!r}; use e.g. 0.1,1,10.") from None
 
 
-def resolve_reference(store, dataset: str, spec: str, categories: list[str], overall: bool):
+def resolve_reference(store: Store, dataset: str, spec: str, categories: list[str], overall: bool):
     """A rating Series, or a mapping category → Series (per-category arena references)."""
     from engine.experiments.protocol_inputs import reference_ratings
 
@@ -108,6 +113,7 @@ def resolve_reference(store, dataset: str, spec: str, categories: list[str], ove
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the asked protocols or sensitivity curve per judge against the reference and print it; exit status."""
     from engine.experiments import results_cache
     from engine.experiments.protocol_inputs import input_fingerprint
     from engine.graphs.stack import build_stack

@@ -22,6 +22,7 @@ from engine.judging.templates import get_template, parse_template_ref
 
 
 def register(sub) -> None:
+    """Add ``generate`` (a target model answers a dataset's prompts) to the parser."""
     p = sub.add_parser(
         "generate",
         help="generate target-model answers for a dataset's prompts",
@@ -38,6 +39,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Generate and store the missing answers as one recorded run; exit status (1 when calls failed)."""
     store = store_from_args(args, ensure_default=False, keep_open=False)  # file free between writes
     try:
         tid, ver = parse_template_ref(args.template)

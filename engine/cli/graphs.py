@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +17,10 @@ from engine.graphs.structure import graph_table
 from engine.graphs.truncation import DEFAULT_SCORE, SCORES, can_hold_cycle, graph_scores
 from engine.store.schema import DEFAULT_DATASET
 
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
+
 COLUMNS = (
     "judge", "prompt_id", "variant", "turn", "category", "n_models",
     "c3", "c4", "c3_tie", "c4_tie", "c3_bad", "c4_bad", "draw_rate", "largest_scc",
@@ -25,6 +30,7 @@ COLUMNS = (
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``graphs`` (one row per tournament graph) and its filters to the parser."""
     p = subparsers.add_parser(
         "graphs",
         help="per-graph cycle counts (C3, C4, tie and bad), draw rate and largest SCC",
@@ -76,7 +82,7 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None, bucket
     return stack
 
 
-def invalid_only_note(stack) -> str | None:
+def invalid_only_note(stack: GraphStack | GraphBuckets) -> str | None:
     """One line about keys whose verdicts were all invalid (not graphs, so not in the table)."""
     k = len(stack.invalid_only)
     if not k:
@@ -95,6 +101,7 @@ def no_cycle_note(k: int, total: int) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Build the selected graphs and print their cycle counts and structure; exit status."""
     stack = load_stack(args, bucketed=True)
     table = graph_table(stack)
     table["policy"] = stack.policy

@@ -42,6 +42,7 @@ def _file_judges(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``import`` (verdict files into a dataset) and its format and policy options to the parser."""
     p = subparsers.add_parser(
         "import",
         help="import verdict files (CSV, JSONL, JSON, Parquet, review format) into a dataset",
@@ -76,6 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Validate and store the given verdict files, reporting rejected rows; exit status."""
     column_map = _pairs(args.map, "--map")
     models = _pairs(args.model_name, "--model-name")
     judges = _pairs(args.judge_name, "--judge-name")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -24,6 +25,9 @@ from engine.judging.pipeline import judge_run, load_inputs
 from engine.judging.protocols import MAX_ANSWER_CHARS, PROTOCOLS, ProtocolConfig
 from engine.judging.runner import Runner
 from engine.judging.urls import redact_urls
+
+if TYPE_CHECKING:
+    from engine.store.connection import Store
 
 _UNSET = object()
 
@@ -146,6 +150,7 @@ def decoding_overrides(args: argparse.Namespace, *, token_limit: bool = True) ->
 
 
 def with_overrides(dec: Decoding, over: dict) -> Decoding:
+    """The decoding with the options the user set on the command line replacing its defaults."""
     return dataclasses.replace(dec, **over)
 
 
@@ -174,7 +179,8 @@ def check_timeout(args: argparse.Namespace) -> None:
         raise LensError(f"--timeout must be a number of seconds above 0, not {t:g}.")
 
 
-def runner_from_args(args: argparse.Namespace, store) -> Runner:
+def runner_from_args(args: argparse.Namespace, store: Store) -> Runner:
+    """A Runner on the backend, model, retries and concurrency the options name (timeout checked first)."""
     check_timeout(args)
     backend = make_backend(
         args.backend,
@@ -201,6 +207,7 @@ def runner_from_args(args: argparse.Namespace, store) -> Runner:
 
 
 def register(sub) -> None:
+    """Add ``judge`` (an LLM judge over a dataset's answers) and its backend and protocol options to the parser."""
     p = sub.add_parser(
         "judge",
         help="run an LLM judge (round robin or SWIM) into a verdict dataset",
@@ -268,6 +275,7 @@ def _config(args: argparse.Namespace) -> ProtocolConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Judge the selected pairs as one recorded run and print its report; exit status (1 when calls failed)."""
     schedule = args.schedule or ("swim" if args.add_model else "round-robin")
     if args.add_model and schedule != "swim":
         raise LensError("--add-model works with --schedule swim only.")

@@ -90,6 +90,7 @@ def ranker_params(args: argparse.Namespace, ranker: str) -> dict:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``leaderboard`` and its selection, keep-K, ranker and bootstrap options to the parser."""
     rankers = ", ".join(f"{k} ({v})" for k, v in RANKER_HELP.items())
     p = subparsers.add_parser(
         "leaderboard", help="rank the models of a dataset",
@@ -109,6 +110,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Rank the selected verdicts and print the table with its notes; exit status."""
     if args.show_kept and args.keep_k is None:
         raise LensError("--show-kept lists the graphs keep-K kept; give --keep-k K too.")
     if args.bootstrap < 0:

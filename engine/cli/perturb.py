@@ -26,6 +26,7 @@ from engine.judging.templates import get_template, parse_template_ref
 
 
 def register(sub) -> None:
+    """Add ``perturb`` (k checked paraphrases per prompt) to the parser."""
     p = sub.add_parser(
         "perturb",
         help="paraphrase a dataset's prompts into checked variants",
@@ -44,6 +45,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Paraphrase and check the dataset's prompts as one recorded run, storing new variants; exit status."""
     if args.k < 1:
         raise LensError("-k must be at least 1.")
     store = store_from_args(args, ensure_default=False, keep_open=False)  # file free between writes

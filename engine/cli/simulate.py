@@ -12,6 +12,7 @@ from engine.errors import LensError
 
 
 def register(subparsers) -> None:
+    """Add ``simulate recovery|mallows|synthetic`` and their options to the parser."""
     p = subparsers.add_parser("simulate", help="random tournament model (recovery vs t), Mallows sampler, synthetic datasets")
     sub = p.add_subparsers(dest="simulation", metavar="SIMULATION", title="simulations")
     p.set_defaults(func=no_subcommand(sub, "simulate"))
@@ -92,6 +93,7 @@ def check_recovery_size(n: int, ts: list[int], reps: int, cap: float | None = No
 
 
 def run_recovery(args: argparse.Namespace) -> int:
+    """Print the theory lab's recovery probability against the number of graphs t; exit status."""
     from engine.experiments.simulate import MODELS, recovery_curve
 
     models = MODELS if args.model == "both" else (args.model,)
@@ -103,6 +105,7 @@ def run_recovery(args: argparse.Namespace) -> int:
 
 
 def run_mallows(args: argparse.Namespace) -> int:
+    """Draw Mallows permutations and print their inversion counts beside the exact law; exit status."""
     from engine.experiments.simulate import inversion_law, inversions, mallows_permutations
 
     if args.n < 1 or args.size < 1:
@@ -115,6 +118,7 @@ def run_mallows(args: argparse.Namespace) -> int:
 
 
 def run_synthetic(args: argparse.Namespace) -> int:
+    """Generate a synthetic dataset with a known ground truth and store it; exit status."""
     from engine.ingest.synthetic import SyntheticParams, write_synthetic
 
     p = SyntheticParams(n_models=args.models, categories=args.categories, prompts=args.prompts,

@@ -12,6 +12,7 @@ from engine.store.schema import DEFAULT_DATASET
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``triads`` (one prompt's non-transitive triads) to the parser."""
     p = subparsers.add_parser(
         "triads",
         help="cyclic triads of a prompt's graph: strict cycles and tie contradictions",
@@ -33,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the cyclic triads of the chosen prompt's graph(s) with their kind; exit status."""
     stack = load_stack(args, prompt_id=args.prompt_id)
     triads = nontransitive_triads(stack)
     columns = ["model_a", "model_b", "model_c", "kind"]  # README.md's triads columns, always first

@@ -13,6 +13,8 @@ May import: ``engine.experiments`` (the result cache), ``engine.ranking``, ``eng
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
@@ -22,6 +24,11 @@ from engine.diagnostics.verdict_pairs import has_known_order
 from engine.errors import LensError
 from engine.graphs.buckets import build_buckets
 from engine.graphs.stack import DEFAULT_POLICY
+
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
+    from engine.store.connection import Store
 
 TABLES: dict[str, str] = {
     "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win rate, McNemar p (both tie rules), agreement and κ with the reference judge",
@@ -192,7 +199,7 @@ SMALL_GRAPH_TABLES: tuple[str, ...] = (
 """Tables whose triad / cycle statistics leave out graphs of fewer than 3 models."""
 
 
-def small_graph_note(stack, table: str) -> str | None:
+def small_graph_note(stack: GraphStack | GraphBuckets, table: str) -> str | None:
     """One sentence saying how many graphs a triad / cycle table left out for having < 3 models."""
     k = stack.n_below(3)
     if table not in SMALL_GRAPH_TABLES or not k:
@@ -202,7 +209,7 @@ def small_graph_note(stack, table: str) -> str | None:
             f"{what}: no cycle or triad fits in 2 models.")
 
 
-def _empty_note(out: pd.DataFrame, table: str, stack) -> str | None:
+def _empty_note(out: pd.DataFrame, table: str, stack: GraphStack | GraphBuckets) -> str | None:
     """Why a triad table came out empty (no graph holds a fully compared triple)."""
     if table not in ("pnt", "patterns", "sntd", "heatmap") or not out.empty:
         return None
@@ -212,7 +219,7 @@ def _empty_note(out: pd.DataFrame, table: str, stack) -> str | None:
     return "No graph has a model triple with all three pairs compared, so there is no triple to classify."
 
 
-def _graph_table(stack, table: str, params: dict, v: pd.DataFrame | None = None) -> pd.DataFrame:
+def _graph_table(stack: GraphStack | GraphBuckets, table: str, params: dict, v: pd.DataFrame | None = None) -> pd.DataFrame:
     """The graph-based tables of ``diagnose`` on the bucketed graphs."""
     band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
     if table == "pnt":
@@ -257,7 +264,7 @@ def _graph_table(stack, table: str, params: dict, v: pd.DataFrame | None = None)
     return cycle_stats.prompt_counts(ctab, by)  # cycle-prompts
 
 
-def diagnose_cached(store, dataset: str, judge: str | list[str] | None = None, table: str = "overview",
+def diagnose_cached(store: Store, dataset: str, judge: str | list[str] | None = None, table: str = "overview",
                     **params) -> tuple[pd.DataFrame, bool]:
     """(table, hit): ``diagnose`` on a store through engine.experiments.results_cache, keyed by the dataset
     version, the table name, the judge filter and the parameters (a new import misses)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import networkx as nx
 import numpy as np
@@ -37,6 +37,10 @@ from scipy import optimize, special, stats
 
 from engine.diagnostics import cycle_dp
 from engine.errors import LensError
+
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
 
 CycleEdges = Literal["bad", "strict"]
 
@@ -74,7 +78,7 @@ def _edge_sets(adj: np.ndarray, edges: CycleEdges) -> tuple[np.ndarray, np.ndarr
     return adj, tie
 
 
-def cycle_table(stack, *, length_bound: int | None = None, edges: CycleEdges = "bad",
+def cycle_table(stack: GraphStack | GraphBuckets, *, length_bound: int | None = None, edges: CycleEdges = "bad",
                 exact_max: int = EXACT_MAX) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per graph of at least 3 models: ``graph`` (its position in the stack), key columns, ``models``
     (models compared in it), ``length_bound`` (the longest cycle counted), ``cycles`` and

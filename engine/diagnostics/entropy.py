@@ -19,10 +19,16 @@ not counted). ELSPR assumes complete graphs; on an incomplete one a missing pair
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from engine.graphs.structure import scc_membership
+
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
 
 
 def nontransitive_vertices(adj: np.ndarray) -> np.ndarray:
@@ -58,7 +64,7 @@ def structural_entropy(adj: np.ndarray) -> np.ndarray:
     return np.where(vol_g > 0, h, 0.0) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def entropy_table(stack) -> pd.DataFrame:
+def entropy_table(stack: GraphStack | GraphBuckets) -> pd.DataFrame:
     """One row per graph: key columns, n_vertices, nontransitive_vertices, largest non-transitive
     SCC share, h2 and tau (NaN for graphs with fewer than 2 vertices). ``stack``: a GraphStack or
     GraphBuckets; each graph is computed over its own models (absent models add nothing to H²)."""
@@ -85,7 +91,7 @@ def entropy_table(stack) -> pd.DataFrame:
     return out
 
 
-def entropy_summary(stack, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
+def entropy_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
     """Per group (default per judge): graphs, ρ_non-trans (eq. 3), τ_avg (eq. 6), mean H², over
     the graphs of at least 3 models (a graph of 2 can have no non-transitive component; counting
     its vertices would only dilute ρ_non-trans)."""

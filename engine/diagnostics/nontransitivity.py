@@ -38,7 +38,7 @@ Source = Literal["hard", "soft"]
 DEFAULT_TIE_BAND: tuple[float, float] = (0.475, 0.525)
 
 
-def soft_stack(stack, tie_band: tuple[float, float] = DEFAULT_TIE_BAND):
+def soft_stack(stack: GraphStack | GraphBuckets, tie_band: tuple[float, float] = DEFAULT_TIE_BAND):
     """The graphs re-read from probabilities: i → j when P(i beats j) ≥ low (win or tie); pairs
     without a probability are not compared. A GraphStack gives a GraphStack, GraphBuckets give
     GraphBuckets (each bucket re-read over its own models)."""
@@ -76,7 +76,7 @@ def _soft_edges(soft: np.ndarray, low: float, high: float) -> tuple[np.ndarray, 
     return adj, observed
 
 
-def pnt_triples(stack, *, source: Source = "hard",
+def pnt_triples(stack: GraphStack | GraphBuckets, *, source: Source = "hard",
                 tie_band: tuple[float, float] = DEFAULT_TIE_BAND) -> pd.DataFrame:
     """classify_triples of the chosen source with the graph key columns joined in (a GraphStack
     or GraphBuckets; only graphs of at least 3 models hold a triple)."""
@@ -92,7 +92,7 @@ def pnt_triples(stack, *, source: Source = "hard",
     return out
 
 
-def pnt_summary(stack: GraphStack, by: tuple[str, ...] = ("judge",), *, source: Source = "hard",
+def pnt_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge",), *, source: Source = "hard",
                 tie_band: tuple[float, float] = DEFAULT_TIE_BAND) -> pd.DataFrame:
     """Per group: triples, non-transitive triples, PNT, and counts of the three non-transitive kinds
     (strict cycle, chain with tied ends, unchained ties). ``by`` may include model_a/b/c."""
@@ -110,7 +110,7 @@ def pnt_summary(stack: GraphStack, by: tuple[str, ...] = ("judge",), *, source: 
     return out[cols]
 
 
-def pattern_summary(stack: GraphStack, by: tuple[str, ...] = ("judge",), *, source: Source = "hard",
+def pattern_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge",), *, source: Source = "hard",
                     tie_band: tuple[float, float] = DEFAULT_TIE_BAND) -> pd.DataFrame:
     """Per group and each non-transitive pattern 1..14 of paper 001 B.1 (all 14 rows per group, zero
     counts included): the pattern's outcomes (A vs B, B vs C, A vs C with A < B < C by model name),
@@ -137,7 +137,7 @@ def pattern_summary(stack: GraphStack, by: tuple[str, ...] = ("judge",), *, sour
     return out[cols].sort_values([*by, "pnt_pattern"]).reset_index(drop=True)
 
 
-def model_win_rates(stack) -> pd.Series:
+def model_win_rates(stack: GraphStack | GraphBuckets) -> pd.Series:
     """(wins + ties/2) / comparisons per model over all graphs (the heatmap's default axis)."""
     b = as_buckets(stack)
     n = b.n
@@ -186,7 +186,7 @@ def _place(tri_models: np.ndarray, wr: pd.Series, edges: np.ndarray, grid: int) 
     return cell(r[..., 0] - r[..., 1]), cell(r[..., 1] - r[..., 2])
 
 
-def gap_heatmap(stack: GraphStack, *, by: tuple[str, ...] = ("judge",), win_rates: pd.Series | dict | None = None,
+def gap_heatmap(stack: GraphStack | GraphBuckets, *, by: tuple[str, ...] = ("judge",), win_rates: pd.Series | dict | None = None,
                 grid: int = 35, sigma: float = 1.0, source: Source = "hard",
                 tie_band: tuple[float, float] = DEFAULT_TIE_BAND) -> pd.DataFrame:
     """Mean PNT and SNTD of ordered model triples on a grid of (wr(a) − wr(b), wr(b) − wr(c)), per

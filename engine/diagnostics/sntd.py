@@ -26,12 +26,17 @@ Probabilities are clipped to [eps, 1 − eps] so that 0/1 outputs give finite ga
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from engine.diagnostics.verdict_pairs import order_flags
 from engine.store.schema import GRAPH_KEY
+
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
 
 SNTD_VARIANTS: tuple[str, ...] = ("averaged", "per-order")
 """``averaged``: one JSD of the order-averaged probabilities; ``per-order``: paper 001's eq. 3, the
@@ -162,7 +167,7 @@ def _chunked_values(soft: np.ndarray, eps: float, base: float, max_cells: int):
                 yield block[t_idx], k0 + k_idx, val
 
 
-def sntd_triples(stack, *, eps: float = 1e-6, base: float = 2.0, variant: str = "averaged",
+def sntd_triples(stack: GraphStack | GraphBuckets, *, eps: float = 1e-6, base: float = 2.0, variant: str = "averaged",
                  verdicts: pd.DataFrame | None = None, max_cells: int = MAX_CELLS) -> pd.DataFrame:
     """One row per graph and model triple with probabilities on all three pairs: key columns,
     graph (position in the stack), model_a < model_b < model_c (by stack order), sntd.
@@ -205,7 +210,7 @@ def sntd_triples(stack, *, eps: float = 1e-6, base: float = 2.0, variant: str = 
     return out
 
 
-def sntd_summary(stack, by: tuple[str, ...] = ("judge",), *, eps: float = 1e-6, base: float = 2.0,
+def sntd_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge",), *, eps: float = 1e-6, base: float = 2.0,
                  variant: str = "averaged", verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per group: soft triples and mean SNTD (paper 001, Table 1 style aggregate); ``variant`` as in
     ``sntd_triples``."""

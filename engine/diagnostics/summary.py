@@ -7,15 +7,21 @@ judge, category and variant kind (Figure 4 contrasts original and perturbed prom
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from engine.graphs.structure import graph_table
 
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
+
 DEFAULT_BY: tuple[str, ...] = ("judge", "category", "variant_kind")
 
 
-def structure_summary(stack, by: tuple[str, ...] = DEFAULT_BY) -> pd.DataFrame:
+def structure_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = DEFAULT_BY) -> pd.DataFrame:
     """Per group: graphs, mean models per graph, mean C3_bad / C4_bad and share of graphs with a bad
     cycle (over the ``graphs_min3`` graphs of at least 3 models, NaN if none: a 2-model graph can
     hold no cycle), mean draw rate and mean largest-SCC size (over every graph)."""

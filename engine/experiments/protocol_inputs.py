@@ -22,10 +22,14 @@ from __future__ import annotations
 import hashlib
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from engine.errors import LensError
+
+if TYPE_CHECKING:
+    from engine.store.connection import Store
 
 RESULTS_FORMAT = 3
 """Bump when the meaning or columns of a cached protocol / curve frame change (3: empty cells are
@@ -201,7 +205,7 @@ def _files_signature(dataset: str, spec: str) -> tuple:
     return tuple(_signature(p) if p is not None and p.exists() else (str(p), -1, -1) for p in files)
 
 
-def reference_ratings(store, dataset: str, spec: str, categories: list[str], overall: bool):
+def reference_ratings(store: Store, dataset: str, spec: str, categories: list[str], overall: bool):
     """A rating Series (overall) or a mapping category → Series (per-category arena references).
 
     ``spec``: 'arena' (the shipped LMArena snapshot, categories mapped by
@@ -210,7 +214,7 @@ def reference_ratings(store, dataset: str, spec: str, categories: list[str], ove
     signatures; every call returns fresh copies.
     """
     if spec == "truth":
-        from engine.store.datasets import synthetic_truth
+        from engine.ingest.synthetic import synthetic_truth
 
         return synthetic_truth(store, dataset)
     path = None if spec == "arena" else str(reference_path(spec))

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from engine.store.connection import Store
+from engine.store.results_table import delete_results, read_result, write_result
 
 
 def canonical_params(params: dict[str, Any]) -> str:
@@ -41,6 +42,7 @@ def canonical_params(params: dict[str, Any]) -> str:
 
 
 def param_hash(params: dict[str, Any]) -> str:
+    """sha256 hex of the canonical parameter JSON: the cache key part that names what was asked."""
     return hashlib.sha256(canonical_params(params).encode("utf-8")).hexdigest()
 
 
@@ -60,23 +62,16 @@ def keyed(kind: str, params: dict[str, Any]) -> dict[str, Any]:
 def get(store: Store, dataset: str, kind: str, params: dict[str, Any]) -> pd.DataFrame | None:
     """The cached frame for this dataset version, parameters and engine code, or None."""
     version = store.dataset_version(dataset)
-    row = store.cursor().execute(
-        "SELECT frame FROM results_cache WHERE dataset = ? AND version = ? AND kind = ? AND param_hash = ?",
-        [dataset, version, kind, param_hash(keyed(kind, params))],
-    ).fetchone()
-    return None if row is None else pd.read_parquet(io.BytesIO(bytes(row[0])))
+    frame = read_result(store, dataset, version, kind, param_hash(keyed(kind, params)))
+    return None if frame is None else pd.read_parquet(io.BytesIO(frame))
 
 
 def put(store: Store, dataset: str, kind: str, params: dict[str, Any], frame: pd.DataFrame, seconds: float | None = None) -> None:
     """Store (or replace) the frame for this dataset version, parameters and engine code."""
     version = store.dataset_version(dataset)
     params = keyed(kind, params)
-    with store.transaction() as tx:
-        tx.execute(
-            "INSERT OR REPLACE INTO results_cache (dataset, version, kind, param_hash, params, frame, seconds)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [dataset, version, kind, param_hash(params), canonical_params(params), _to_bytes(frame), seconds],
-        )
+    write_result(store, dataset, version, kind, param_hash(params), canonical_params(params), _to_bytes(frame),
+                 seconds)
 
 
 def compute_and_put(store: Store, dataset: str, kind: str, params: dict[str, Any],
@@ -98,8 +93,4 @@ def cached(store: Store, dataset: str, kind: str, params: dict[str, Any], comput
 
 def clear(store: Store, dataset: str | None = None) -> int:
     """Drop cached results (of one dataset, or all); returns how many rows went."""
-    with store.transaction() as tx:
-        where, args = ("WHERE dataset = ?", [dataset]) if dataset else ("", [])
-        n = int(tx.execute(f"SELECT count(*) FROM results_cache {where}", args).fetchone()[0])
-        tx.execute(f"DELETE FROM results_cache {where}", args)
-    return n
+    return delete_results(store, dataset)

@@ -41,10 +41,12 @@ class Bucket:
 
     @property
     def k(self) -> int:
+        """Models per graph in this bucket (every graph of a bucket has the same count)."""
         return int(self.members.shape[1])
 
     @property
     def T(self) -> int:  # noqa: N802 - the papers' name for the number of graphs
+        """Number of graphs in this bucket."""
         return int(self.graph.size)
 
     def local_stack(self, keys: pd.DataFrame, policy: str = DEFAULT_POLICY) -> GraphStack:
@@ -66,10 +68,12 @@ class GraphBuckets:
 
     @property
     def T(self) -> int:  # noqa: N802
+        """Number of graphs over all buckets."""
         return len(self.keys)
 
     @property
     def n(self) -> int:
+        """Number of distinct models over all graphs."""
         return len(self.models)
 
     @property

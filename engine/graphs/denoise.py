@@ -43,10 +43,12 @@ class Denoised:
 
     @property
     def removed_weight(self) -> float:
+        """Total weight of the removed backward arcs: what denoising discarded."""
         return float(self.removed_weights.sum())
 
     @property
     def removed_weights(self) -> np.ndarray:
+        """(n, n) input weights on the removed arcs, 0 elsewhere."""
         return np.where(self.removed, self._w, 0.0)
 
     _w: np.ndarray = None  # the input weights (kept for removed_weights)

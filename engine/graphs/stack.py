@@ -66,10 +66,12 @@ class GraphStack:
 
     @property
     def T(self) -> int:  # noqa: N802 - the papers' name for the number of graphs
+        """Number of graphs in the stack."""
         return int(self.adj.shape[0])
 
     @property
     def n(self) -> int:
+        """Number of models (the shared vertex set of every graph)."""
         return len(self.models)
 
     @property
@@ -118,6 +120,7 @@ class GraphStack:
         return wins.sum(axis=0, dtype=np.float64), ties.sum(axis=0, dtype=np.float64)
 
     def key_of(self, t: int) -> dict[str, object]:
+        """The key columns (dataset, judge, prompt, variant, turn, ...) of graph ``t`` as a dict."""
         return self.keys.iloc[int(t)].to_dict()
 
 
@@ -197,6 +200,7 @@ class GraphCells:
 
     @property
     def T(self) -> int:  # noqa: N802 - the papers' name for the number of graphs
+        """Number of graphs the cells describe."""
         return len(self.keys)
 
 

@@ -10,6 +10,8 @@ counts of engine/graphs/cycles.py (each bad triad carries exactly one non-tie di
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
@@ -22,14 +24,17 @@ from engine.graphs.cycles import (
 )
 from engine.graphs.stack import KEY_COLUMNS
 
+if TYPE_CHECKING:
+    from engine.graphs.stack import GraphStack
 
-def compared_pairs(stack) -> np.ndarray:
+
+def compared_pairs(stack: GraphStack) -> np.ndarray:
     """(T, n, n) bool, symmetric: the pair was compared in the graph (observed, with an edge)."""
     adj = np.asarray(stack.adj, dtype=bool)
     return np.asarray(stack.observed, dtype=bool) & (adj | adj.swapaxes(1, 2))
 
 
-def draw_rate(stack) -> np.ndarray:
+def draw_rate(stack: GraphStack) -> np.ndarray:
     """(T,) float: tied pairs / compared pairs per graph; NaN for a graph with no compared pair."""
     pairs = compared_pairs(stack)
     n_pairs = pairs.sum(axis=(1, 2)) // 2
@@ -60,7 +65,7 @@ def scc_membership(adj: np.ndarray) -> np.ndarray:
     return r & r.swapaxes(1, 2)
 
 
-def largest_scc(stack) -> np.ndarray:
+def largest_scc(stack: GraphStack) -> np.ndarray:
     """(T,) int64: size of the largest strongly connected component of each graph (0 if n = 0)."""
     adj = stack.adj if hasattr(stack, "adj") else stack
     member = scc_membership(adj)
@@ -69,7 +74,7 @@ def largest_scc(stack) -> np.ndarray:
     return member.sum(axis=2).max(axis=1).astype(np.int64)
 
 
-def n_models(stack) -> np.ndarray:
+def n_models(stack: GraphStack) -> np.ndarray:
     """(T,) int64: models with at least one compared pair in the graph."""
     return compared_pairs(stack).any(axis=2).sum(axis=1).astype(np.int64)
 

@@ -38,9 +38,13 @@ Pairs count as compared where ``observed`` is set and at least one edge is prese
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from engine.graphs.stack import GraphStack
 
 KINDS: tuple[str, ...] = (
     "order", "tie-top", "tie-bottom", "all-tie", "cycle", "tied-ends", "unchained-ties",
@@ -223,7 +227,7 @@ def nontransitive_triads(graphs) -> pd.DataFrame:
     }).astype({"model_a": str, "model_b": str, "model_c": str, "kind": str})
 
 
-def cyclic_triads(stack, t: int) -> pd.DataFrame:
+def cyclic_triads(stack: GraphStack, t: int) -> pd.DataFrame:
     """Non-transitive triads of graph ``t``: model_a, model_b, model_c, kind (see nontransitive_triads)."""
     df = nontransitive_triads(stack.subset([int(t)]))
     return df.drop(columns="graph").reset_index(drop=True)

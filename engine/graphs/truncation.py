@@ -19,6 +19,7 @@ default), ``sampling`` = originals + sampling replicates (the sampling-only cont
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,10 @@ import pandas as pd
 from engine.errors import LensError
 from engine.graphs.key_order import key_rank
 from engine.store.schema import GRAPH_KEY
+
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
 
 POOLS: tuple[str, ...] = ("perturbed", "sampling", "all")
 """perturbed: originals + paraphrases (default); sampling: originals + sampling replicates
@@ -50,10 +55,12 @@ class Selection:
 
     @property
     def n_kept(self) -> int:
+        """How many graphs the selection kept (K, or fewer where a group held fewer)."""
         return int(self.index.size)
 
     @property
     def note(self) -> str:
+        """One sentence naming the groups that held fewer than K graphs; empty when none did."""
         if not self.capped:
             return ""
         parts = ", ".join(f"{g} keeps all {m}" for g, m in self.capped.items())
@@ -293,7 +300,7 @@ class KeptGraphs:
 
 
 def keep_k_graphs(
-    stack,
+    stack: GraphStack | GraphBuckets,
     k: int,
     *,
     mu: float = 1.0,

@@ -125,6 +125,7 @@ class LineFeed:
         return start + pos, texts[pos], probs[pos] if probs else None
 
     def peek(self) -> Line | None:
+        """The next line (number, text, problem) without consuming it; None at the end."""
         seg = self._head()
         if seg is None:
             return None
@@ -149,6 +150,7 @@ class LineFeed:
             self.segs.appendleft([start, texts, probs, 0])
 
     def push_back_lines(self, lines: list[Line]) -> None:
+        """Put (number, text, problem) lines taken too early back in front, in order."""
         if lines:
             probs = [p for _, _, p in lines]
             self.push_back(lines[0][0], [t for _, t, _ in lines], probs if any(probs) else None)

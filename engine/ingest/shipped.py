@@ -23,6 +23,7 @@ import pandas as pd
 from engine.ingest.importer import ImportResult, store_report
 from engine.ingest.verdicts import ValidationReport, validate_many
 from engine.store.connection import DATA_DIR, Store
+from engine.store.init_log import init_step_done, record_init_step
 from engine.store.schema import DEFAULT_DATASET
 
 VICUNA80_DIR = DATA_DIR / "vicuna80"
@@ -134,8 +135,7 @@ def import_vicuna80(store: Store, *, replace: bool = False, root: Path = VICUNA8
 
 def ensure_default_dataset(store: Store) -> bool:
     """On a store's first use import ``vicuna80``; True when it imported. Runs once per store."""
-    cur = store.cursor()
-    if cur.execute("SELECT 1 FROM init_log WHERE step = ?", [INIT_STEP]).fetchone():
+    if init_step_done(store, INIT_STEP):
         return False
     imported = False
     detail = "vicuna80 was already there"
@@ -145,8 +145,7 @@ def ensure_default_dataset(store: Store) -> bool:
         if not imported:  # not recorded: the next start tries again
             return False
         detail = f"import {result.import_id}: {result.summary()}"
-    with store.transaction() as tx:
-        tx.execute("INSERT OR IGNORE INTO init_log (step, detail) VALUES (?, ?)", [INIT_STEP, detail])
+    record_init_step(store, INIT_STEP, detail)
     return imported
 
 

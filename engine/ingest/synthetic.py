@@ -65,6 +65,7 @@ class SyntheticParams:
     seed: int = DEFAULT_SEED
 
     def validate(self) -> SyntheticParams:
+        """These parameters when every count and rate is in range, else one LensError sentence."""
         for name in ("n_models", "categories", "prompts"):
             if getattr(self, name) < (3 if name == "n_models" else 1):
                 raise LensError(f"A synthetic dataset needs {name} ≥ {3 if name == 'n_models' else 1}.")
@@ -161,6 +162,7 @@ def write_synthetic(store: Store, name: str, params: SyntheticParams | None = No
     """Generate and store a synthetic dataset through the ingest module; returns its ImportResult."""
     from engine.ingest.importer import store_report
     from engine.ingest.verdicts import validate_bytes
+    from engine.store.truth import replace_truth  # lazy, like the two above: generating needs no store
 
     data = generate(params)
     p = data.params
@@ -179,10 +181,15 @@ def write_synthetic(store: Store, name: str, params: SyntheticParams | None = No
     truth["rank"] = truth["strength"].rank(ascending=False, method="first").astype(int)
     truth["dataset"] = name
     truth["seed"] = p.seed
-    with store.transaction() as tx:
-        tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [name])
-        tx.register("_truth", truth[["dataset", "model", "strength", "rank", "seed"]])
-        tx.execute("INSERT INTO synthetic_truth SELECT dataset, model, strength, rank, seed FROM _truth")
-        tx.unregister("_truth")
+    replace_truth(store, name, truth)
     return result
 
+
+def synthetic_truth(store: Store, name: str) -> pd.Series:
+    """The ground-truth strength by model of a synthetic dataset (higher is better)."""
+    from engine.store.truth import truth_frame
+
+    df = truth_frame(store, name)
+    if df.empty:
+        raise LensError(f"Dataset {name!r} has no stored ground truth (only synthetic datasets do).")
+    return pd.Series(df["strength"].to_numpy(), index=pd.Index(df["model"], name="model"), name="strength")

@@ -45,6 +45,7 @@ class Decoding:
             )
 
     def as_dict(self) -> dict:
+        """The decoding parameters as plain JSON values: part of the call-cache key and the stored call."""
         d = {
             "temperature": None if self.temperature is None else float(self.temperature),
             "max_tokens": None if self.max_tokens is None else int(self.max_tokens),
@@ -72,9 +73,11 @@ class ChatRequest:
     template_version: int = 1
 
     def messages_json(self) -> str:
+        """The messages as a JSON list of role/content objects, as stored in judge_calls."""
         return json.dumps([{"role": r, "content": c} for r, c in self.messages], ensure_ascii=False)
 
     def message_dicts(self) -> list[dict[str, str]]:
+        """The messages as role/content dicts, the shape chat APIs take."""
         return [{"role": r, "content": c} for r, c in self.messages]
 
     def size(self) -> int:
@@ -157,4 +160,5 @@ class Backend(Protocol):
     model: str
     batch_size: int
 
-    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]: ...
+    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        """One result per request, in order (a backend may batch them)."""

@@ -32,6 +32,14 @@ import uuid
 import pandas as pd
 
 from engine.judging.backends import ChatRequest, ChatResult
+from engine.judging.call_rows import (
+    call_totals,
+    claim_calls,
+    insert_calls,
+    release_leases,
+    renew_leases,
+    stored_calls,
+)
 from engine.judging.liveness import me, owner_name, same_process_alive
 from engine.store.connection import Store
 
@@ -139,23 +147,7 @@ class CallCache:
         key not found is looked up by its legacy key among calls stored without a server."""
         if not keys:
             return {}
-        sql = (
-            "SELECT w.k, text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts"
-            " FROM judge_calls c JOIN _wanted w ON c.call_key = w.call_key"
-        )
-        with self.store.session():  # a store opened with keep_open=False lets go of the file after the read
-            cur = self.store.cursor()
-            wanted = list(dict.fromkeys(keys))
-            cur.register("_wanted", pd.DataFrame({"call_key": wanted, "k": wanted}))
-            rows = cur.execute(sql).fetchall()
-            cur.unregister("_wanted")
-            found = {r[0] for r in rows}
-            old = {k: legacy[k] for k in wanted if legacy and k not in found and k in legacy}
-            if old:
-                cur.register("_wanted", pd.DataFrame({"call_key": list(old.values()), "k": list(old)}))
-                rows += cur.execute(sql + " WHERE c.server IS NULL").fetchall()
-                cur.unregister("_wanted")
-        return {r[0]: _result_from_row(*r[1:]) for r in rows}
+        return {r[0]: _result_from_row(*r[1:]) for r in stored_calls(self.store, keys, legacy)}
 
     def put(
         self, key: str, backend: str, model: str, req: ChatRequest, res: ChatResult, run_id: int | None
@@ -183,15 +175,7 @@ class CallCache:
         df = pd.DataFrame(rows, columns=CALL_COLUMNS).astype(
             {"top_logprobs": "object", "run_id": "Int64", "server": "object"}
         )
-        cols = ", ".join(CALL_COLUMNS)
-        with self.store.transaction() as cur:
-            cur.register("_calls", df)
-            cur.execute(f"INSERT INTO judge_calls ({cols}) SELECT {cols} FROM _calls ON CONFLICT DO NOTHING")
-            cur.execute(
-                "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _calls)",
-                [self.owner],
-            )
-            cur.unregister("_calls")
+        insert_calls(self.store, df, self.owner)
 
     # -- leases ---------------------------------------------------------------------------------
     def claim(self, keys: list[str]) -> tuple[set[str], set[str]]:
@@ -201,66 +185,21 @@ class CallCache:
             return set(), set()
         host, pid, started = me()
         now = time.time()
-        wanted = list(dict.fromkeys(keys))
-        with self.store.transaction() as cur:
-            cur.register("_wanted", pd.DataFrame({"call_key": wanted}))
-            stored = {
-                r[0] for r in cur.execute("SELECT call_key FROM judge_calls JOIN _wanted USING (call_key)").fetchall()
-            }
-            leases = cur.execute(
-                "SELECT call_key, owner, host, pid, started, expires_at FROM judge_call_leases"
-                " JOIN _wanted USING (call_key)"
-            ).fetchall()
-            cur.unregister("_wanted")
-            held, stale = set(stored), []
-            for key, owner, lhost, lpid, lstarted, expires in leases:
-                if owner == self.owner:
-                    continue
-                lapsed = expires < now or (lhost == host and not same_process_alive(int(lpid), lstarted))
-                if lapsed:
-                    stale.append(key)
-                else:
-                    held.add(key)
-            if stale:
-                cur.execute(
-                    f"DELETE FROM judge_call_leases WHERE call_key IN ({', '.join('?' for _ in stale)})", stale
-                )
-            mine = [k for k in wanted if k not in held]
-            if mine:
-                cur.register(
-                    "_mine",
-                    pd.DataFrame({"call_key": mine}),
-                )
-                cur.execute(
-                    "INSERT INTO judge_call_leases (call_key, owner, host, pid, started, expires_at)"
-                    " SELECT call_key, ?, ?, ?, ?, ? FROM _mine ON CONFLICT DO UPDATE SET"
-                    " owner = excluded.owner, host = excluded.host, pid = excluded.pid,"
-                    " started = excluded.started, expires_at = excluded.expires_at",
-                    [self.owner, host, pid, started, now + LEASE_S],
-                )
-                cur.unregister("_mine")
+
+        def lapsed(lhost: str, lpid: int | None, lstarted: float, expires: float) -> bool:
+            return expires < now or (lhost == host and not same_process_alive(int(lpid), lstarted))
+
+        mine, held = claim_calls(self.store, keys, self.owner, (host, pid, started), now + LEASE_S, lapsed)
         return set(mine), held
 
     def renew(self) -> None:
         """Push this owner's leases ``LEASE_S`` into the future (called while the run goes on)."""
-        with self.store.transaction() as cur:
-            cur.execute(
-                "UPDATE judge_call_leases SET expires_at = ? WHERE owner = ?", [time.time() + LEASE_S, self.owner]
-            )
+        renew_leases(self.store, self.owner, time.time() + LEASE_S)
 
     def release(self, keys: list[str] | None = None) -> None:
         """Drop this owner's leases on ``keys`` (calls it gave up), or all of them (the run ended):
         other runs may then make those calls."""
-        with self.store.transaction() as cur:
-            if keys is None:
-                cur.execute("DELETE FROM judge_call_leases WHERE owner = ?", [self.owner])
-                return
-            cur.register("_gone", pd.DataFrame({"call_key": list(keys)}))
-            cur.execute(
-                "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _gone)",
-                [self.owner],
-            )
-            cur.unregister("_gone")
+        release_leases(self.store, self.owner, None if keys is None else list(keys))
 
 
 def call_summary(store: Store, prices: dict[str, tuple[float, float]] | None = None) -> pd.DataFrame:
@@ -269,16 +208,7 @@ def call_summary(store: Store, prices: dict[str, tuple[float, float]] | None = N
     ``prices`` maps a model to (USD per 1M prompt tokens, USD per 1M completion tokens); models
     without a price get cost 0 (local models, or unknown prices).
     """
-    df = (
-        store.cursor()
-        .execute(
-            "SELECT backend, model, template_id, template_version, count(*) AS calls,"
-            " sum(prompt_tokens)::BIGINT AS prompt_tokens, sum(completion_tokens)::BIGINT AS completion_tokens,"
-            " round(sum(latency_s), 3) AS seconds, min(created_at) AS first_call, max(created_at) AS last_call"
-            " FROM judge_calls GROUP BY ALL ORDER BY backend, model, template_id, template_version"
-        )
-        .df()
-    )
+    df = call_totals(store)
     prices = prices or {}
     df["est_cost_usd"] = [
         (pt * prices.get(m, (0.0, 0.0))[0] + ct * prices.get(m, (0.0, 0.0))[1]) / 1e6

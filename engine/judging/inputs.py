@@ -64,6 +64,7 @@ def read_questions(folder: Path, turns: tuple[int, ...] = (1,)) -> pd.DataFrame:
 
 
 def available_models(folder: Path) -> list[str]:
+    """Models that have an answer file in a FastChat-style folder (``model_answer/*.jsonl``), sorted."""
     return sorted(p.stem for p in (folder / "model_answer").glob("*.jsonl"))
 
 

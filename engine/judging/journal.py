@@ -18,6 +18,7 @@ from engine.judging.liveness import me, same_process_alive
 
 
 def journal_dir_and_prefix(store_path: Path) -> tuple[Path, str]:
+    """The folder and file-name prefix of every process's call journal for one store file."""
     return store_path.parent, f"{store_path.name}.calls-"
 
 

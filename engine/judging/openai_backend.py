@@ -250,6 +250,7 @@ class OpenAIBackend:
         return self._clients[i], self.shown_urls[i]
 
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        """One result per request, each sent on its own (the server batches concurrent requests)."""
         return [self._one(r) for r in requests]
 
     def _one(self, req: ChatRequest) -> ChatResult:

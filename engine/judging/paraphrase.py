@@ -22,7 +22,7 @@ import pandas as pd
 
 from engine.judging.backends import ChatRequest, Decoding
 from engine.judging.parsing import parse_json_array
-from engine.judging.persist import ensure_dataset
+from engine.judging.persist import LINEAGE_COLUMNS, PROMPT_COLUMNS, highest_variants, lineage, write_variants
 from engine.judging.runner import Runner
 from engine.judging.templates import Template
 from engine.store.connection import Store
@@ -33,6 +33,8 @@ CHECK_DECODING = Decoding(max_tokens=64)
 
 @dataclass(frozen=True)
 class PerturbReport:
+    """What a perturb run did: prompts seen, candidates, accepted and new variants, unparsable replies."""
+
     prompts: int
     candidates: int
     accepted: int
@@ -103,7 +105,7 @@ def perturb(
         ]
     existing = prompts[(prompts["variant_kind"] == "paraphrase") & (prompts["turn"] == turn)]
     known = {(r.prompt_id, r.text): int(r.variant) for r in existing.itertuples(index=False)}
-    top = _highest_variants(store, dataset)
+    top = highest_variants(store, dataset)
     variants, lineage_rows = [], []
     added = 0
     for i, items in accepted.items():
@@ -140,37 +142,16 @@ def perturb(
             )
     vdf = pd.DataFrame(
         variants,
-        columns=["prompt_id", "variant", "turn", "category", "variant_kind", "parent_variant", "text"],
+        columns=list(PROMPT_COLUMNS),
     ).drop_duplicates(["prompt_id", "variant"])
     ldf = pd.DataFrame(
         lineage_rows,
-        columns=[
-            "prompt_id",
-            "variant",
-            "turn",
-            "parent_variant",
-            "candidate_index",
-            "generator_call",
-            "check_call",
-        ],
+        columns=list(LINEAGE_COLUMNS),
     )
     new_keys = {(r["prompt_id"], r["variant"]) for r in lineage_rows}
     fresh = vdf[[(pid, v) in new_keys for pid, v in zip(vdf["prompt_id"], vdf["variant"], strict=True)]]
     if not fresh.empty:
-        with store.transaction() as cur:
-            ensure_dataset(cur, dataset, "judge run", "perturb")
-            cur.register("_pv", fresh)
-            cur.execute(
-                "INSERT INTO prompts SELECT ?, prompt_id, variant, turn, category, variant_kind, parent_variant, text FROM _pv",
-                [dataset],
-            )
-            cur.register("_l", ldf)
-            cur.execute(
-                "INSERT INTO variant_lineage SELECT ?, prompt_id, variant, turn, parent_variant, candidate_index, generator_call, check_call FROM _l",
-                [dataset],
-            )
-            for t in ("_pv", "_l"):
-                cur.unregister(t)
+        write_variants(store, dataset, fresh, ldf)
     return PerturbReport(
         len(originals),
         sum(len(c) for c in cands if c),
@@ -179,31 +160,6 @@ def perturb(
         bad_chk,
         vdf.reset_index(drop=True),
         added,
-    )
-
-
-def _highest_variants(store: Store, dataset: str) -> dict[str, int]:
-    """Per prompt, the highest variant number used anywhere (prompts, answers or verdicts)."""
-    rows = (
-        store.cursor()
-        .execute(
-            "SELECT prompt_id, max(variant) FROM ("
-            " SELECT prompt_id, variant FROM prompts WHERE dataset = ?"
-            " UNION ALL SELECT prompt_id, variant FROM answers WHERE dataset = ?"
-            " UNION ALL SELECT prompt_id, variant FROM verdicts WHERE dataset = ?) GROUP BY prompt_id",
-            [dataset, dataset, dataset],
-        )
-        .fetchall()
-    )
-    return {str(pid): int(v) for pid, v in rows}
-
-
-def lineage(store: Store, dataset: str) -> pd.DataFrame:
-    """The lineage rows of a dataset's paraphrased variants."""
-    return (
-        store.cursor()
-        .execute("SELECT * FROM variant_lineage WHERE dataset = ? ORDER BY prompt_id, variant", [dataset])
-        .df()
     )
 
 

@@ -1,5 +1,12 @@
 """Writing judging outputs into the store: prompts, answers, verdicts, runs and variant lineage.
 
+Judging's table access lives in two modules and nowhere else: this one (prompts, answers, verdicts,
+paraphrase variants and their lineage, runs) and ``call_rows`` (the call cache's ``judge_calls`` and
+``judge_call_leases``); ``paraphrase`` (variant numbering), ``cache`` (keys, lease policy) and the CLI
+call their named functions and build no SQL. They stay in the judging package rather than in
+``engine.store`` because those tables, their run-liveness and lease rules and their row shapes
+(ChatRequest, run stats) are judging's own, while the store layer may import nothing above it.
+
 Verdicts replace, never duplicate: storing the rows of a pair first deletes that pair's earlier rows
 for the same dataset, judge and prompt instance, so a rerun or a resumed run leaves exactly one set.
 Each write is one transaction, and the dataset's version is bumped so cached results refresh.
@@ -37,7 +44,8 @@ class RunInProgress(LensError):
 _PAIR_KEY = ["prompt_id", "variant", "turn", "model_a", "model_b"]
 
 
-def ensure_dataset(cur, dataset: str, description: str, source: str) -> None:
+def ensure_dataset(cur: duckdb.DuckDBPyConnection, dataset: str, description: str, source: str) -> None:
+    """Create the dataset's row if it is new (inside the caller's transaction), so judged rows always have one."""
     cur.execute(
         "INSERT INTO datasets (name, description, source) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
         [dataset, description, source],
@@ -262,6 +270,7 @@ def run_status(stats, error: BaseException | None = None) -> str:
 
 
 def finish_run(store: Store, run_id: int, stats, status: str, *, truncated_pairs: int = 0) -> None:
+    """Record a run's end: its status, call counts and truncated pairs, so ``calls --runs`` shows the outcome."""
     with store.transaction() as cur:
         cur.execute(
             "UPDATE judge_runs SET status = ?, calls_made = ?, calls_cached = ?, calls_failed = ?,"
@@ -293,3 +302,47 @@ def recorded_run(
         except (LensError, OSError, duckdb.Error):
             if error is None:
                 raise  # else the run's own error (often: the store is unavailable) is the one to report
+
+
+# -- paraphrase variants (perturb) -------------------------------------------------------------------
+PROMPT_COLUMNS = ("prompt_id", "variant", "turn", "category", "variant_kind", "parent_variant", "text")
+LINEAGE_COLUMNS = ("prompt_id", "variant", "turn", "parent_variant", "candidate_index", "generator_call", "check_call")
+
+
+def write_variants(store: Store, dataset: str, prompts: pd.DataFrame, lineage_rows: pd.DataFrame) -> None:
+    """Insert new paraphrase variants (PROMPT_COLUMNS) and their lineage rows (LINEAGE_COLUMNS) in one
+    transaction, naming every column so a migration that adds one cannot shift the values."""
+    pcols, lcols = ", ".join(PROMPT_COLUMNS), ", ".join(LINEAGE_COLUMNS)
+    with store.transaction() as cur:
+        ensure_dataset(cur, dataset, "judge run", "perturb")
+        cur.register("_pv", prompts[list(PROMPT_COLUMNS)])
+        cur.execute(f"INSERT INTO prompts (dataset, {pcols}) SELECT ?, {pcols} FROM _pv", [dataset])
+        cur.register("_l", lineage_rows[list(LINEAGE_COLUMNS)])
+        cur.execute(f"INSERT INTO variant_lineage (dataset, {lcols}) SELECT ?, {lcols} FROM _l", [dataset])
+        for t in ("_pv", "_l"):
+            cur.unregister(t)
+
+
+def highest_variants(store: Store, dataset: str) -> dict[str, int]:
+    """Per prompt, the highest variant number used anywhere (prompts, answers or verdicts), so a new
+    paraphrase never takes a number that answers or verdicts already refer to."""
+    rows = store.cursor().execute(
+        "SELECT prompt_id, max(variant) FROM ("
+        " SELECT prompt_id, variant FROM prompts WHERE dataset = ?"
+        " UNION ALL SELECT prompt_id, variant FROM answers WHERE dataset = ?"
+        " UNION ALL SELECT prompt_id, variant FROM verdicts WHERE dataset = ?) GROUP BY prompt_id",
+        [dataset, dataset, dataset],
+    ).fetchall()
+    return {str(pid): int(v) for pid, v in rows}
+
+
+def lineage(store: Store, dataset: str) -> pd.DataFrame:
+    """The lineage rows of a dataset's paraphrased variants."""
+    return store.cursor().execute(
+        "SELECT * FROM variant_lineage WHERE dataset = ? ORDER BY prompt_id, variant", [dataset]
+    ).df()
+
+
+def run_table(store: Store) -> pd.DataFrame:
+    """Every recorded run (without its parameter JSON), oldest first, for ``calls --runs``."""
+    return store.cursor().execute("SELECT * EXCLUDE (params) FROM judge_runs ORDER BY run_id").df()

@@ -49,6 +49,8 @@ from engine.store.connection import Store
 
 @dataclass(frozen=True)
 class JudgeReport:
+    """What a judge run did: its id, pairs and verdicts written (invalid among them), call stats and status."""
+
     run_id: int
     dataset: str
     judge: str
@@ -152,6 +154,7 @@ class VerdictWriter:
         self._last = time.monotonic()
 
     def add(self, rows: list[dict]) -> None:
+        """Buffer one finished pair's rows; flush when enough pairs or seconds have gone by."""
         self.buffer.extend(rows)
         self.pairs += 1
         self._since += 1
@@ -161,6 +164,7 @@ class VerdictWriter:
     def flush(self) -> None:
         # ---- THE VERDICT WRITE POINT: the only place a judge run writes verdicts (one transaction
         # per small batch of finished pairs; the calls behind them are already in judge_calls).
+        """Write the buffered rows as one transaction (the only place a judge run writes verdicts)."""
         if self.buffer:
             rows = pd.DataFrame(self.buffer, columns=ROW_COLUMNS)
             write_verdicts(
@@ -269,7 +273,7 @@ def judge_run(
     )
 
 
-def _run_swim(store, dataset, runner, judge, models, variants, seed, add_model, run_jobs) -> SwimResult:
+def _run_swim(store: Store, dataset, runner, judge, models, variants, seed, add_model, run_jobs) -> SwimResult:
     """SWIM from scratch over ``models``, or (``add_model``) one insertion into the stored leaderboard."""
     answers = store.answer_texts(dataset)
     have = models or sorted(set(answers["model"]))

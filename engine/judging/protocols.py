@@ -193,6 +193,7 @@ def shown_second(job: PairJob, seed: int) -> bool:
 
 # -- units: one generator per pair -----------------------------------------------------------------
 def unit_single(job: PairJob, cfg: ProtocolConfig):
+    """One call per pair in one presentation order (seeded random or always AB); one row."""
     if cfg.single_order not in ("random", "AB"):
         raise LensError(f"single_order must be 'random' or 'AB', not {cfg.single_order!r}.")
     c = _Cut(job, cfg.max_answer_chars)
@@ -211,6 +212,7 @@ def _both(job: PairJob, c: _Cut, t: Template, dec: Decoding) -> list[ChatRequest
 
 
 def unit_swapped(job: PairJob, cfg: ProtocolConfig):
+    """Both presentation orders asked; one row per order, so position bias stays visible."""
     c = _Cut(job, cfg.max_answer_chars)
     r1, r2 = yield _both(job, c, cfg.pairwise, cfg.decoding)
     rows = []
@@ -222,6 +224,7 @@ def unit_swapped(job: PairJob, cfg: ProtocolConfig):
 
 
 def unit_hybrid(job: PairJob, cfg: ProtocolConfig):
+    """Both orders; if they agree one row, else each answer scored alone and the scores decide."""
     c = _Cut(job, cfg.max_answer_chars)
     r1, r2 = yield _both(job, c, cfg.pairwise, cfg.decoding)
     if r1 is None or r2 is None:
@@ -255,6 +258,7 @@ def soft_winner(prob_a: float, band: tuple[float, float] = TIE_BAND) -> str:
 
 
 def unit_soft(job: PairJob, cfg: ProtocolConfig):
+    """Both orders with token probabilities; one row whose prob_a is the two orders' P(A wins) averaged."""
     if cfg.soft_decoding.top_logprobs < 2:
         raise LensError("The soft protocol needs top_logprobs of at least 2.")
     c = _Cut(job, cfg.max_answer_chars)

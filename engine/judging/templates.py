@@ -34,6 +34,8 @@ _DEFAULT_TAGS: dict[str, dict] = {"pairwise": VERDICT_TAGS, "score": SCORE_TAGS,
 
 @dataclass(frozen=True)
 class Template:
+    """A versioned prompt template: system and user text with ``{{name}}`` placeholders, and its tags."""
+
     id: str
     version: int
     kind: str
@@ -51,10 +53,12 @@ class Template:
 
     @property
     def ref(self) -> str:
+        """``id@version``: how runs and the call cache name this template."""
         return f"{self.id}@{self.version}"
 
     @property
     def placeholders(self) -> set[str]:
+        """The ``{{name}}`` placeholders the template needs filled."""
         return set(_PLACEHOLDER.findall(self.system)) | set(_PLACEHOLDER.findall(self.user))
 
     def render(self, **values: object) -> tuple[tuple[str, str], ...]:

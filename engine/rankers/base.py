@@ -75,6 +75,7 @@ class RankResult:
 
     @property
     def models(self) -> tuple[str, ...]:
+        """The ranked models in score-index order."""
         return tuple(self.scores.index)
 
 
@@ -137,6 +138,7 @@ def centred(x: np.ndarray) -> np.ndarray:
 
 
 def series(models: tuple[str, ...] | list[str], values: np.ndarray) -> pd.Series:
+    """Scores as a float Series indexed by model, the shape every ranker returns."""
     return pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index(list(models), name="model"), name="score")
 
 

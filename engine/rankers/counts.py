@@ -34,6 +34,7 @@ class VerdictCounts:
 
     @property
     def n(self) -> int:
+        """Number of models."""
         return len(self.models)
 
     def wtilde(self) -> np.ndarray:

@@ -152,6 +152,7 @@ def virtual_wins(n: int, alpha: float) -> np.ndarray:
 
 
 def regularisation_note(alpha: float) -> str:
+    """The sentence a table carries when the Davidson fit needed ``alpha`` virtual comparisons per pair."""
     return (
         "the Davidson MLE does not exist (strict wins and ties leave some model's strength or nu unbounded); "
         f"added {alpha / 2:g} virtual win(s) each way to every pair of models ({alpha:g} virtual comparisons "
@@ -243,6 +244,7 @@ def fit_davidson(
 def davidson(
     stack: GraphStack, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize", scale: str = "log"
 ) -> RankResult:
+    """Davidson strengths with an explicit tie parameter nu, fitted on the stack's summed W and T."""
     check_stack(stack, "davidson")
     W, T = stack.win_tie_matrices()
     return fit_davidson(W, T, stack.models, alpha=alpha, on_degenerate=on_degenerate, scale=scale)

@@ -70,6 +70,7 @@ def cleaned_contributions(stack: GraphStack) -> tuple[np.ndarray, np.ndarray, np
 
 @register("elspr", "ELSPR: SCCs re-ordered by win score per graph, BT on the cleaned pairs (paper 004)")
 def elspr(stack: GraphStack, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize") -> RankResult:
+    """Bradley-Terry on the pairs left after ELSPR's per-graph cycle cleaning (paper 004), with what it dropped."""
     check_stack(stack, "elspr")
     cw, ct, rec = cleaned_contributions(stack)
     keep = cleaned_mask(stack, rec)

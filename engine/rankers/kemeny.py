@@ -166,6 +166,7 @@ TIE_BREAK = ("among co-optimal orders, the one whose sequence of models is first
 def kemeny(
     stack: GraphStack, *, source: str = "pairs", weights: np.ndarray | dict | None = None, exact_max: int = 12
 ) -> RankResult:
+    """The order disagreeing least with the pairwise evidence: exact up to ``exact_max`` models, else local search."""
     check_stack(stack, "kemeny")
     C = kemeny_evidence(stack, source, weights)
     orders, exact, counts = kemeny_orders_batch(C[None], exact_max)

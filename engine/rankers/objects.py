@@ -53,6 +53,7 @@ class Ranker:
 
     @property
     def help(self) -> str:
+        """The ranker's one-line description, as the CLI and app list it."""
         return RANKER_HELP[self.name]
 
     def check(self, params: dict) -> dict:
@@ -64,6 +65,7 @@ class Ranker:
         return "graph"
 
     def fit_counts(self, pc: PairCounts, votes: Votes | None = None, **params) -> RankResult:
+        """The fit on pair counts (and ordered votes); a graph-only ranker refuses with one sentence."""
         raise LensError(f"The {self.name} ranker needs the tournament graphs, not pair counts.")
 
     def has_batch(self, params: dict) -> bool:
@@ -94,8 +96,11 @@ def participation_note(name: str, table, what: str, fix: str) -> list[str]:
 
 
 class BT(Ranker):
+    """Half-tie Bradley-Terry, fitted from pair counts (hard, or soft from judge probabilities)."""
+
     def fit_counts(self, pc, votes=None, *, solver="newton", alpha=DEFAULT_ALPHA, on_degenerate="regularize",
                    scale="log", soft=False):
+        """Bradley-Terry on W + T/2 (``soft``: probability-weighted wins), regularised where no MLE exists."""
         check_counts(pc, "bt")
         if soft:
             if pc.soft is None:
@@ -110,6 +115,7 @@ class BT(Ranker):
 
     def fit_counts_batch(self, W, T, *, solver="newton", alpha=DEFAULT_ALPHA, on_degenerate="regularize",
                          scale="log", soft=False):
+        """Every bootstrap resample's Bradley-Terry fit at once; None for soft (fitted one by one)."""
         if soft:
             return None
         fit = fit_bt_batch_info(W + 0.5 * T, solver=solver, alpha=alpha, on_degenerate=on_degenerate)
@@ -118,11 +124,15 @@ class BT(Ranker):
 
 
 class Davidson(Ranker):
+    """Davidson's tie model, fitted from pair counts."""
+
     def fit_counts(self, pc, votes=None, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
+        """Davidson strengths and nu from the pair counts' W and T."""
         check_counts(pc, "davidson")
         return fit_davidson(pc.W, pc.T, pc.models, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
 
     def fit_counts_batch(self, W, T, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
+        """Every resample's Davidson fit in one batched Newton solve; None for scales it cannot batch."""
         if scale not in ("log", "elo"):
             return None
         theta, _, conv, bad = fit_davidson_stack_batch(W, T, alpha=alpha, on_degenerate=on_degenerate)
@@ -130,12 +140,16 @@ class Davidson(Ranker):
         return theta, int(bad.sum()), int((~conv).sum()), "one batched Newton fit on (theta, log nu)"
 
     def notes(self, details, params, table=None):
+        """The fitted tie parameter nu, and whether it sits at its lower bound."""
         return [f"davidson: tie parameter nu = {_fmt(details.get('nu'))}"
                 + (" (at its lower bound: no ties in the data)." if details.get("nu_at_lower_bound") else ".")]
 
 
 class WinRate(Ranker):
+    """Share of comparisons won (ties one half), from pair counts."""
+
     def fit_counts(self, pc, votes=None):
+        """Win rates from the pair counts; refuses when a model was never compared."""
         check_counts(pc, "winrate")
         score = winrate_scores(pc.W[None], pc.T[None])[0]
         if np.isnan(score).any():
@@ -145,6 +159,7 @@ class WinRate(Ranker):
                           {"score": "(wins + ties/2) / comparisons", "uncompared_pairs": "not counted (a share)"})
 
     def fit_counts_batch(self, W, T):
+        """Win rates of every resample at once."""
         return winrate_scores(W, T), 0, 0, "W and T of every resample"
 
 
@@ -160,6 +175,7 @@ class Copeland(Ranker):
         return 0.5 if self.name == "copeland" else 1.0
 
     def fit_counts(self, pc, votes=None, *, normalize=False):
+        """Pairs won by majority of votes plus the tie value times exact majorities, from pair counts."""
         from engine.rankers.base import adjacency_frame
 
         check_counts(pc, self.name)
@@ -172,13 +188,17 @@ class Copeland(Ranker):
                           {"graph": adjacency_frame(pc.models, majority_graph(pc.W, pc.compared))})
 
     def fit_counts_batch(self, W, T, *, normalize=False):
+        """Copeland scores of every resample at once."""
         compared = (W + W.swapaxes(1, 2) + T) > 0
         out = copeland_scores(W, compared, self._tie_value(), normalize, strict=False)
         return out, 0, 0, "W of every resample"
 
 
 class RankCentrality(Ranker):
+    """Rank Centrality's stationary law, from pair counts."""
+
     def fit_counts(self, pc, votes=None, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize"):
+        """Log stationary law of the walk toward winners on W + T/2, regularised when not strongly connected."""
         check_counts(pc, "rank-centrality")
         score, bad = rank_centrality_batch(pc.wtilde()[None], alpha, on_degenerate)
         details = {
@@ -190,6 +210,7 @@ class RankCentrality(Ranker):
         return RankResult("rank-centrality", series(pc.models, score[0]), details)
 
     def fit_counts_batch(self, W, T, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize"):
+        """Every resample's stationary law in one batch."""
         out, bad = rank_centrality_batch(W + 0.5 * T, alpha, on_degenerate)
         return out, int(bad.sum()), 0, "batched transition matrices and stationary laws"
 
@@ -204,7 +225,10 @@ def _count2(W: np.ndarray, T: np.ndarray, ties: str) -> np.ndarray:
 
 
 class Majority(Ranker):
+    """Paper 000's eq. 5 majority ranker, from pair counts."""
+
     def fit_counts(self, pc, votes=None, *, ties="half", exact_half="both", normalize=False):
+        """Out-degree of the majority graph built from the pair counts (same result as the graph path)."""
         from engine.rankers.majority import majority_result
 
         check_counts(pc, "majority")
@@ -213,6 +237,7 @@ class Majority(Ranker):
         return majority_result(pc.models, g, pc.compared, ties=ties, exact_half=exact_half, normalize=normalize)
 
     def fit_counts_batch(self, W, T, *, ties="half", exact_half="both", normalize=False):
+        """Eq. 5 scores of every resample at once."""
         t = W + W.swapaxes(1, 2) + T
         g = graph_from_counts(_count2(W, T, ties), t, exact_half)
         return majority_scores(g, t > 0, normalize, strict=False), 0, 0, "eq. 5 counts of every resample"
@@ -222,6 +247,7 @@ class Elo(Ranker):
     """Online Elo over votes in a stated order (``order``: time, input or prompt; ``ELO_ORDERS``)."""
 
     def fit_counts(self, pc, votes=None, *, k=4.0, base=10.0, scale=400.0, init=1000.0, seed=None, order=None):
+        """Sequential Elo over the votes in their stated order (or a seeded shuffle); needs the votes, not counts."""
         check_counts(pc, "elo")
         if votes is None:
             raise LensError("Elo needs the votes in order, not only their counts.")
@@ -235,6 +261,7 @@ class Elo(Ranker):
         return RankResult("elo", series(pc.models, r - r.mean()), details)
 
     def notes(self, details, params, table=None):
+        """Elo's constants, update count and order, and why 0 is the average model."""
         return [f"elo: K = {_fmt(details.get('k_factor'))}, base {_fmt(details.get('base'))}, scale "
                 f"{_fmt(details.get('scale'))}, initial rating {_fmt(details.get('init'))}, {details.get('n_updates')} "
                 f"updates; order: {details.get('order')}; score = rating - {_fmt(details.get('init'))} (updates are "
@@ -242,7 +269,10 @@ class Elo(Ranker):
 
 
 class Kemeny(Ranker):
+    """Kemeny consensus (graph path only)."""
+
     def notes(self, details, params, table=None):
+        """Whether the order is exact and unique, or a heuristic that is not certified optimal."""
         if details.get("exact"):
             extra = (f"; {details['co_optimal_orders']} orders are co-optimal, tie-break: {details.get('tie_break')}"
                      if (details.get("co_optimal_orders") or 1) > 1 else "; the optimal order is unique")
@@ -251,10 +281,14 @@ class Kemeny(Ranker):
 
 
 class PGED(Ranker):
+    """PGED's graph ensemble and denoising (graph path only)."""
+
     def default_unit(self, params):
+        """Resample prompts in per-prompt mode (graphs of one prompt move together), else graphs."""
         return "prompt" if params.get("mode", "per-prompt") == "per-prompt" else "graph"
 
     def notes(self, details, params, table=None):
+        """The mode and aggregation used, co-optimal orders and the participation warning."""
         d = details
         text = f"pged: {d.get('mode')}"
         if "aggregate" in d:
@@ -271,7 +305,10 @@ class PGED(Ranker):
 
 
 class Borda(Ranker):
+    """Weight score / Borda over per-graph rankings (graph path only)."""
+
     def notes(self, details, params, table=None):
+        """The participation warning unless the scores were normalised."""
         if details.get("normalized"):
             return []
         return participation_note("borda", table, "weight scores",
@@ -279,7 +316,10 @@ class Borda(Ranker):
 
 
 class ELSPR(Ranker):
+    """ELSPR's cleaned Bradley-Terry (graph path only)."""
+
     def notes(self, details, params, table=None):
+        """How many compared pairs the reconstruction discarded."""
         d = details
         return [f"elspr: {d.get('pairs_discarded')} of {d.get('pairs_cleaned', 0) + d.get('pairs_discarded', 0)} "
                 "compared pairs discarded by the reconstruction."]

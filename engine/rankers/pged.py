@@ -90,6 +90,7 @@ def question_ids(stack: GraphStack) -> tuple[np.ndarray, pd.DataFrame]:
 
 
 def check_delta_ties(delta_ties: str) -> None:
+    """Refuse an unknown ``delta_ties`` with one sentence listing the choices."""
     if delta_ties not in DELTA_TIES:
         raise LensError(f"Unknown delta_ties {delta_ties!r}; choose {' or '.join(DELTA_TIES)}.")
 
@@ -326,6 +327,7 @@ def pged(
     delta_ties: str = "average",
     exact_max: int = 12,
 ) -> RankResult:
+    """PGED (paper 002): per-graph rankings from greedy feedback-arc-set denoising, combined by ``aggregate``."""
     check_stack(stack, "pged")
     check_delta_ties(delta_ties)
     if mode not in MODES:

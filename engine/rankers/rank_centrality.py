@@ -52,6 +52,7 @@ def rank_centrality_batch(wtilde: np.ndarray, alpha: float = DEFAULT_ALPHA, on_d
 def rank_centrality(
     stack: GraphStack, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize"
 ) -> RankResult:
+    """Rank Centrality on the stack's W + T/2: log stationary probabilities, mean-centred."""
     check_stack(stack, "rank-centrality")
     W, T = stack.win_tie_matrices()
     score, bad = rank_centrality_batch((W + 0.5 * T)[None], alpha, on_degenerate)

@@ -50,6 +50,7 @@ def winrate_scores(W: np.ndarray, T: np.ndarray) -> np.ndarray:
 
 @register("winrate", "share of comparisons won, ties counting one half")
 def winrate(stack: GraphStack) -> RankResult:
+    """Share of comparisons won over all graphs, ties counting one half; refuses a never-compared model."""
     check_stack(stack, "winrate")
     W, T = stack.win_tie_matrices()
     score = winrate_scores(W[None], T[None])[0]
@@ -93,6 +94,7 @@ def _policy(normalize: bool) -> str:
 
 @register("copeland", "Copeland on the majority graph: pairs won + half the exact majorities")
 def copeland(stack: GraphStack, *, normalize: bool = False) -> RankResult:
+    """Pairs won by majority over the graphs plus half the exact majorities (paper 000, A.3)."""
     check_stack(stack, "copeland")
     W, _ = stack.win_tie_matrices()
     compared = stack.observed.any(axis=0)
@@ -107,6 +109,7 @@ def copeland(stack: GraphStack, *, normalize: bool = False) -> RankResult:
 
 @register("scorewin", "score-of-win: out-degree of the majority graph, exact majorities both ways")
 def scorewin(stack: GraphStack, *, normalize: bool = False) -> RankResult:
+    """Out-degree of the majority graph with exact majorities counted as a win both ways."""
     check_stack(stack, "scorewin")
     W, _ = stack.win_tie_matrices()
     compared = stack.observed.any(axis=0)
@@ -185,6 +188,7 @@ def borda_scores(
 
 @register("borda", "weight score / Borda over per-graph rankings (paper 002, Appendix Q)")
 def borda(stack: GraphStack, *, weights: np.ndarray | dict | None = None, normalize: bool = False) -> RankResult:
+    """Borda points of each graph's ranking, weighted per graph and summed (paper 002, Appendix Q)."""
     check_stack(stack, "borda")
     points, attainable = borda_points(stack)
     alpha = graph_weights(stack, weights)
@@ -229,6 +233,7 @@ def pairwise_majority_scores(
 def pairwise_majority(
     stack: GraphStack, *, weights: np.ndarray | dict | None = None, normalize: bool = False
 ) -> RankResult:
+    """Copeland on the weighted majority of the per-graph rankings (paper 002, Appendix Q)."""
     check_stack(stack, "pairwise-majority")
     alpha = graph_weights(stack, weights)
     C = ranking_preferences(stack, weights)

@@ -53,6 +53,7 @@ class VoteRows:
 
     @property
     def n(self) -> int:
+        """Number of models."""
         return len(self.models)
 
     def __len__(self) -> int:
@@ -86,6 +87,7 @@ class Votes:
 
     @property
     def n(self) -> int:
+        """Number of models."""
         return len(self.models)
 
     def __len__(self) -> int:
@@ -185,6 +187,7 @@ class PairCounts:
 
     @property
     def n(self) -> int:
+        """Number of models."""
         return len(self.models)
 
     @property

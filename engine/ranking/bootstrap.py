@@ -103,10 +103,12 @@ class BootstrapResult:
 
     @property
     def scores_ci(self) -> pd.DataFrame:
+        """Per model, the percentile interval of its score over the resamples (low, high)."""
         return self._ci(self.samples, integer=False)
 
     @property
     def ranks_ci(self) -> pd.DataFrame:
+        """Per model, the interval of its rank over the resamples (integers; Int64 where undefined)."""
         ci = self._ci(self.rank_samples, integer=True)
         if ci.isna().any().any():
             return ci.astype("Int64")

@@ -396,6 +396,7 @@ def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed,
     """The count path of ``leaderboard``: DuckDB → VoteRows → votes → pair counts → fit."""
     from engine.graphs.stack import COMBINE_POLICIES
     from engine.ranking.vote_query import columns_of, store_relation, store_vote_rows
+    from engine.store.datasets import relation_judges, relation_timestamp_count
 
     if policy not in COMBINE_POLICIES:
         raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
@@ -405,8 +406,7 @@ def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed,
         order = params.get("order")
         if order in (None, "time"):
             cols = columns_of(store.cursor(), store_relation(store, dataset))
-            has_time = "tstamp" in cols and store.cursor().execute(
-                f"SELECT count(tstamp) FROM {store_relation(store, dataset)}").fetchall()[0][0] > 0
+            has_time = "tstamp" in cols and relation_timestamp_count(store, store_relation(store, dataset)) > 0
             if order == "time" and not has_time:
                 order_words = ORDER_WORDS["input"] + "; order=time asked, but no verdict has a timestamp"
             order = "time" if has_time else "input"
@@ -421,8 +421,7 @@ def _count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed,
     v = make_votes(rows, policy)
     if ranker == "elo":
         v = replace(v, order_used=order_words)
-    judges = [r[0] for r in store.cursor().execute(
-        f"SELECT DISTINCT judge FROM {store_relation(store, dataset)} ORDER BY judge").fetchall()]
+    judges = relation_judges(store, store_relation(store, dataset))
     if judge is not None:
         judges = [j for j in judges if j in ([judge] if isinstance(judge, str) else list(judge))]
     extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,

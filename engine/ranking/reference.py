@@ -231,7 +231,8 @@ def own_truth(store: Store, dataset: str) -> tuple[pd.Series | None, str]:
     its verdicts compare: rows left under a name by a store written before ingest moved them with
     a rename (or cleared them on a delete) describe other verdicts, so they are refused here.
     """
-    from engine.store.datasets import dataset_models, is_synthetic, synthetic_truth
+    from engine.ingest.synthetic import synthetic_truth
+    from engine.store.datasets import dataset_models, is_synthetic
 
     if not is_synthetic(store, dataset):
         return None, "not a synthetic dataset"

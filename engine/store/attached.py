@@ -12,9 +12,15 @@ bump its version for caches).
 from __future__ import annotations
 
 import glob as globlib
+from typing import TYPE_CHECKING
 
 from engine.errors import LensError
 from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VERDICT_COLUMNS
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from engine.store.connection import Store
 
 REQUIRED = ("prompt_id", "model_a", "model_b", "winner")
 DEFAULTS = {
@@ -28,7 +34,7 @@ def _lit(value: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def parquet_columns(con, glob: str) -> set[str]:
+def parquet_columns(con: duckdb.DuckDBPyConnection, glob: str) -> set[str]:
     """The column names of the Parquet files a glob names (one clear sentence when none match)."""
     if "://" not in glob and not globlib.glob(glob, recursive=True):
         raise LensError(f"No file matches {glob!r}: attach reads Parquet files that exist (check the path; "
@@ -61,7 +67,7 @@ def canonical_select(glob: str, dataset: str, columns: set[str]) -> str:
             "filename = true, file_row_number = true)")
 
 
-def attached_glob(store, dataset: str) -> str | None:
+def attached_glob(store: Store, dataset: str) -> str | None:
     """The glob of an attached dataset, or None for a dataset stored in the verdicts table."""
     try:
         row = store.cursor().execute("SELECT files FROM attached_datasets WHERE name = ?", [dataset]).fetchone()
@@ -70,7 +76,7 @@ def attached_glob(store, dataset: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def attached_relation(store, dataset: str) -> str | None:
+def attached_relation(store: Store, dataset: str) -> str | None:
     """The canonical SELECT (in parentheses) of an attached dataset, or None when it is stored."""
     glob = attached_glob(store, dataset)
     if glob is None:
@@ -79,7 +85,7 @@ def attached_relation(store, dataset: str) -> str | None:
     return f"({canonical_select(glob, dataset, cols)})"
 
 
-def attach(store, name: str, glob: str, description: str | None = None) -> dict:
+def attach(store: Store, name: str, glob: str, description: str | None = None) -> dict:
     """Register Parquet files (a glob) as dataset ``name`` read in place; returns its row and file counts."""
     if not name or not name.strip():
         raise LensError("A dataset name must not be empty.")

@@ -71,6 +71,8 @@ def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
 
 @dataclass(frozen=True)
 class Migration:
+    """One schema migration file: its number, name and SQL."""
+
     version: int
     name: str
     sql: str
@@ -203,6 +205,7 @@ class Store:
 
     @property
     def is_open(self) -> bool:
+        """Whether a connection (and so the file lock) is held right now."""
         return self._con is not None
 
     # -- plumbing -------------------------------------------------------------------------------
@@ -227,6 +230,7 @@ class Store:
                 cur.close()
 
     def close(self) -> None:
+        """Let go of the file; a keep_open=False store reopens it on its next use."""
         self.release()
 
     def __enter__(self) -> Store:
@@ -252,6 +256,7 @@ class Store:
         ).df()
 
     def has_dataset(self, name: str) -> bool:
+        """Whether a dataset of that name exists (checked before a read, to say so in one sentence)."""
         row = self.cursor().execute("SELECT 1 FROM datasets WHERE name = ?", [name]).fetchone()
         return row is not None
 
@@ -304,11 +309,13 @@ class Store:
         return df.astype({"verdict_id": "int64", **VERDICT_DTYPES})
 
     def prompt_texts(self, dataset: str) -> pd.DataFrame:
+        """The dataset's prompt texts, all variants and turns, for the inspector and judging."""
         return self.cursor().execute(
             "SELECT * FROM prompts WHERE dataset = ? ORDER BY prompt_id, variant, turn", [dataset]
         ).df()
 
     def answer_texts(self, dataset: str, prompt_id: str | None = None) -> pd.DataFrame:
+        """The dataset's answer texts (of one prompt, when given), for the inspector and judging."""
         sql, params = "SELECT * FROM answers WHERE dataset = ?", [dataset]
         if prompt_id is not None:
             sql += " AND prompt_id = ?"

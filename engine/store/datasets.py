@@ -1,5 +1,5 @@
 """What a dataset offers to choose from: its judges (and the one covering the most models), its
-categories, its models, whether it is synthetic and its stored ground truth. Shared by the app's
+categories, its models and whether it is synthetic. Shared by the app's
 sidebar, the reference choice and the command line's notes; no heavy imports, so the cached-result
 code fingerprints (``protocol_inputs.code_files``) stay within their family."""
 
@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
-
-from engine.errors import LensError
 from engine.store.connection import Store
 
 
@@ -44,6 +41,31 @@ def dataset_choices(store: Store, dataset: str) -> DatasetChoices:
     return DatasetChoices(judges, tuple(c[0] for c in cats), default, {r[0]: int(r[1]) for r in rows})
 
 
+def dataset_stamps(store: Store) -> tuple[tuple[str, int], ...]:
+    """(name, version) of every dataset, by name: a cheap key that changes whenever a dataset does,
+    so the app recomputes its per-dataset counts only then."""
+    return tuple(store.cursor().execute("SELECT name, version FROM datasets ORDER BY name").fetchall())
+
+
+def dataset_judges(store: Store, dataset: str) -> list[str]:
+    """The dataset's judges, sorted, without loading its verdicts."""
+    rows = store.cursor().execute(
+        "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge", [dataset]
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def relation_judges(store: Store, relation: str) -> list[str]:
+    """The distinct judges of a verdict relation (a table or a read_parquet scan), sorted: the count
+    path names the judges it used without loading rows."""
+    return [r[0] for r in store.cursor().execute(f"SELECT DISTINCT judge FROM {relation} ORDER BY judge").fetchall()]
+
+
+def relation_timestamp_count(store: Store, relation: str) -> int:
+    """How many rows of a verdict relation carry a ``tstamp``: Elo plays them in time order only when some do."""
+    return int(store.cursor().execute(f"SELECT count(tstamp) FROM {relation}").fetchall()[0][0])
+
+
 def is_synthetic(store: Store, dataset: str) -> bool:
     """Whether ``dataset`` is flagged synthetic (written by ``engine.ingest.synthetic``); False when absent."""
     row = store.cursor().execute("SELECT synthetic FROM datasets WHERE name = ?", [dataset]).fetchone()
@@ -56,12 +78,3 @@ def dataset_models(store: Store, dataset: str) -> set[str]:
         "SELECT model_a FROM verdicts WHERE dataset = ? UNION SELECT model_b FROM verdicts WHERE dataset = ?",
         [dataset, dataset]).fetchall()}
 
-
-def synthetic_truth(store: Store, name: str) -> pd.Series:
-    """The ground-truth strength by model of a synthetic dataset (higher is better)."""
-    df = store.cursor().execute(
-        "SELECT model, strength FROM synthetic_truth WHERE dataset = ? ORDER BY rank", [name]
-    ).df()
-    if df.empty:
-        raise LensError(f"Dataset {name!r} has no stored ground truth (only synthetic datasets do).")
-    return pd.Series(df["strength"].to_numpy(), index=pd.Index(df["model"], name="model"), name="strength")

@@ -10,9 +10,13 @@ display columns and the notes a reader needs (what rank is shown, small samples,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from engine.graphs.stack import GraphStack
 
 ELO_CENTRE = 1000.0
 """The Elo-like display scale is centred here (the arena's customary starting rating)."""
@@ -59,7 +63,7 @@ def on_scale(table: pd.DataFrame, ranker: str, elo_scale: bool) -> pd.DataFrame:
     return table.assign(**{c: ELO_CENTRE + factor * table[c].astype(np.float64) for c in cols})
 
 
-def participation(stack) -> pd.DataFrame:
+def participation(stack: GraphStack) -> pd.DataFrame:
     """Per model of ``stack``: ``votes`` (compared pairs summed over graphs: one vote per pair and
     graph, the vote unit of a per-prompt tournament) and ``n_prompts`` (distinct prompts of the
     graphs it was compared in). Used when the engine's table does not carry them."""
@@ -74,7 +78,7 @@ def participation(stack) -> pd.DataFrame:
                         index=pd.Index(list(stack.models), name="model"))
 
 
-def with_participation(table: pd.DataFrame, stack) -> pd.DataFrame:
+def with_participation(table: pd.DataFrame, stack: GraphStack) -> pd.DataFrame:
     """``table`` with ``votes`` and ``n_prompts`` filled from ``stack`` where the engine left them out."""
     missing = [c for c in ("votes", "n_prompts") if c not in table.columns]
     if not missing:

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from engine.graphs.stack import GraphStack
 
 NOT_COMPARED = "not compared"
 """Hover text of a cell whose two models never met in the selection."""
@@ -51,7 +55,7 @@ class PairMatrices:
         return {"win fraction": self.win_fraction, "battles": self.battles, "bad triads": self.bad_triads}[kind]
 
 
-def pair_matrices(stack, order, bad_per_pair=None) -> PairMatrices:
+def pair_matrices(stack: GraphStack, order, bad_per_pair=None) -> PairMatrices:
     """The three matrices of ``stack`` with rows and columns in ``order`` (the ranking; models of the
     stack not in it go last by name). ``bad_per_pair``: (n, n) bad triads per pair summed over graphs
     in stack model order (``engine.graphs.cycles.pair_cycle_counts``), computed here when not given."""

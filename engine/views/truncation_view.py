@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from engine.graphs.stack import GraphStack
 
 PAPER_KEEP = (25, 50)
 """Paper 000 keeps the 25 graphs of smallest S_mu out of each category's 50 (Table 2)."""
@@ -50,7 +54,7 @@ def no_cycle_text(n_no_cycle: int, n_pool: int) -> str:
             "Scores are scaled by coverage (docs/notes/cycles.md).")
 
 
-def keep_k_view(stack, reference, *, mu: float, resamples: int, seed: int) -> pd.DataFrame:
+def keep_k_view(stack: GraphStack, reference, *, mu: float, resamples: int, seed: int) -> pd.DataFrame:
     """Spearman distance to the reference against K = 1 … T at this μ (columns k and
     ``CURVE_COLUMNS``), from ``engine.experiments.curves.keep_k_curve`` on the perturbed pool."""
     from engine.experiments.curves import keep_k_curve
@@ -59,7 +63,7 @@ def keep_k_view(stack, reference, *, mu: float, resamples: int, seed: int) -> pd
                               resamples=resamples, seed=seed), "k")
 
 
-def mu_view(stack, reference, *, k: int, mus: Sequence[float], resamples: int, seed: int) -> pd.DataFrame:
+def mu_view(stack: GraphStack, reference, *, k: int, mus: Sequence[float], resamples: int, seed: int) -> pd.DataFrame:
     """Spearman distance against μ at this K (columns mu and ``CURVE_COLUMNS``), from
     ``engine.experiments.curves.mu_curve`` on the perturbed pool (μ values that keep the same graphs get the same
     numbers: its draws are common random numbers per graph)."""

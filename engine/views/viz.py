@@ -13,10 +13,15 @@ import html
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
 
 _ASCII_PUNCT = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
 """Every ASCII punctuation character: CommonMark lets each be backslash-escaped to a literal."""
@@ -111,7 +116,7 @@ def inspector_link(dataset: str, judge: str, prompt_id: str, variant: int) -> st
     return "prompt-inspector?" + urlencode({"dataset": dataset, "judge": judge, "prompt_id": prompt_id, "variant": int(variant)})
 
 
-def category_participation(stack, vertex_bad: np.ndarray) -> pd.DataFrame:
+def category_participation(stack: GraphStack, vertex_bad: np.ndarray) -> pd.DataFrame:
     """Category × model share of graphs (where the model was compared) with the model on a bad triad."""
     present = stack.observed.any(axis=2)  # (T, n)
     on_bad = (vertex_bad > 0) & present
@@ -236,7 +241,7 @@ def mean_offdiagonal(mat: pd.DataFrame) -> float:
     return float(upper.mean()) if upper.size else float("nan")
 
 
-def judge_overview(verdicts: pd.DataFrame, stack, by_category: bool = False) -> JudgeOverview:
+def judge_overview(verdicts: pd.DataFrame, stack: GraphStack | GraphBuckets, by_category: bool = False) -> JudgeOverview:
     """Agreement, position bias and non-transitivity of every judge in ``verdicts``/``stack`` (a
     GraphStack or engine.graphs.buckets.GraphBuckets; graphs of fewer than 3 models hold no triple and
     are counted in ``n_left_out``)."""

@@ -62,7 +62,7 @@ def _captions(at) -> str:
 
 def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used(shipped_db, tmp_path, monkeypatch):
     from app_pages._lens import get_store
-    from engine.store.datasets import synthetic_truth
+    from engine.ingest.synthetic import synthetic_truth
 
     db = _store_with(tmp_path, shipped_db, synthetic="syn",
                      csvs={"plain": "prompt_id,model_a,model_b,winner\n1,m01,m02,A\n1,m02,m03,A\n1,m01,m03,A\n"})

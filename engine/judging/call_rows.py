@@ -1,0 +1,117 @@
+"""The call cache's tables: ``judge_calls`` (one row per completed model call) and
+``judge_call_leases`` (calls a live run has claimed). Only SQL lives here; ``engine.judging.cache``
+decides the keys, the row contents and when a lease has lapsed (see its docstring), and
+``engine.judging.persist`` holds judging's other table access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from engine.store.connection import Store
+
+_CALL_RESULT = "text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts"
+
+
+def stored_calls(store: Store, keys: list[str], legacy: dict[str, str] | None = None) -> list[tuple]:
+    """(key, text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts) of the stored
+    calls among ``keys``; a key not found is looked up by its ``legacy`` key among calls stored
+    without a server (before the server was part of the key)."""
+    sql = f"SELECT w.k, {_CALL_RESULT} FROM judge_calls c JOIN _wanted w ON c.call_key = w.call_key"
+    with store.session():  # a store opened with keep_open=False lets go of the file after the read
+        cur = store.cursor()
+        wanted = list(dict.fromkeys(keys))
+        cur.register("_wanted", pd.DataFrame({"call_key": wanted, "k": wanted}))
+        rows = cur.execute(sql).fetchall()
+        cur.unregister("_wanted")
+        found = {r[0] for r in rows}
+        old = {k: legacy[k] for k in wanted if legacy and k not in found and k in legacy}
+        if old:
+            cur.register("_wanted", pd.DataFrame({"call_key": list(old.values()), "k": list(old)}))
+            rows += cur.execute(sql + " WHERE c.server IS NULL").fetchall()
+            cur.unregister("_wanted")
+    return rows
+
+
+def insert_calls(store: Store, calls: pd.DataFrame, owner: str) -> None:
+    """Insert ``judge_calls`` rows (its columns, by name) and drop ``owner``'s leases on them, in one
+    transaction; a key stored already is ignored, not doubled."""
+    cols = ", ".join(calls.columns)
+    with store.transaction() as cur:
+        cur.register("_calls", calls)
+        cur.execute(f"INSERT INTO judge_calls ({cols}) SELECT {cols} FROM _calls ON CONFLICT DO NOTHING")
+        cur.execute(
+            "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _calls)", [owner]
+        )
+        cur.unregister("_calls")
+
+
+def claim_calls(
+    store: Store, keys: list[str], owner: str, me: tuple[str, int, float], expires_at: float,
+    lapsed: Callable[[str, int | None, float, float], bool],
+) -> tuple[list[str], set[str]]:
+    """In one transaction: the keys stored already or leased by another owner whose lease has not
+    ``lapsed(host, pid, started, expires_at)`` are *held*; lapsed leases are dropped and every other
+    key is leased to ``owner`` (process ``me`` = host, pid, start time) until ``expires_at``.
+    Returns (claimed, held)."""
+    wanted = list(dict.fromkeys(keys))
+    with store.transaction() as cur:
+        cur.register("_wanted", pd.DataFrame({"call_key": wanted}))
+        held = {r[0] for r in cur.execute("SELECT call_key FROM judge_calls JOIN _wanted USING (call_key)").fetchall()}
+        leases = cur.execute(
+            "SELECT call_key, owner, host, pid, started, expires_at FROM judge_call_leases JOIN _wanted USING (call_key)"
+        ).fetchall()
+        cur.unregister("_wanted")
+        stale = []
+        for key, lowner, lhost, lpid, lstarted, expires in leases:
+            if lowner == owner:
+                continue
+            if lapsed(lhost, lpid, lstarted, expires):
+                stale.append(key)
+            else:
+                held.add(key)
+        if stale:
+            cur.execute(f"DELETE FROM judge_call_leases WHERE call_key IN ({', '.join('?' for _ in stale)})", stale)
+        mine = [k for k in wanted if k not in held]
+        if mine:
+            cur.register("_mine", pd.DataFrame({"call_key": mine}))
+            cur.execute(
+                "INSERT INTO judge_call_leases (call_key, owner, host, pid, started, expires_at)"
+                " SELECT call_key, ?, ?, ?, ?, ? FROM _mine ON CONFLICT DO UPDATE SET"
+                " owner = excluded.owner, host = excluded.host, pid = excluded.pid,"
+                " started = excluded.started, expires_at = excluded.expires_at",
+                [owner, *me, expires_at],
+            )
+            cur.unregister("_mine")
+    return mine, held
+
+
+def renew_leases(store: Store, owner: str, expires_at: float) -> None:
+    """Move every lease of ``owner`` to expire at ``expires_at`` (its run is still going)."""
+    with store.transaction() as cur:
+        cur.execute("UPDATE judge_call_leases SET expires_at = ? WHERE owner = ?", [expires_at, owner])
+
+
+def release_leases(store: Store, owner: str, keys: list[str] | None = None) -> None:
+    """Drop ``owner``'s leases on ``keys``, or all of them for None, so other runs may make those calls."""
+    with store.transaction() as cur:
+        if keys is None:
+            cur.execute("DELETE FROM judge_call_leases WHERE owner = ?", [owner])
+            return
+        cur.register("_gone", pd.DataFrame({"call_key": list(keys)}))
+        cur.execute(
+            "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _gone)", [owner]
+        )
+        cur.unregister("_gone")
+
+
+def call_totals(store: Store) -> pd.DataFrame:
+    """Stored calls, tokens and seconds per backend, model and template version (``calls`` summary)."""
+    return store.cursor().execute(
+        "SELECT backend, model, template_id, template_version, count(*) AS calls,"
+        " sum(prompt_tokens)::BIGINT AS prompt_tokens, sum(completion_tokens)::BIGINT AS completion_tokens,"
+        " round(sum(latency_s), 3) AS seconds, min(created_at) AS first_call, max(created_at) AS last_call"
+        " FROM judge_calls GROUP BY ALL ORDER BY backend, model, template_id, template_version"
+    ).df()

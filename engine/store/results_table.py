@@ -1,0 +1,36 @@
+"""Rows of the results cache table (``results_cache``): Parquet bytes of a computed frame under
+(dataset, dataset version, kind, parameter hash). The keys and the encoding are decided by
+``engine.experiments.results_cache``; this module only reads and writes the rows."""
+
+from __future__ import annotations
+
+from engine.store.connection import Store
+
+
+def read_result(store: Store, dataset: str, version: int, kind: str, param_hash: str) -> bytes | None:
+    """The stored frame bytes under this key, or None when nothing is stored."""
+    row = store.cursor().execute(
+        "SELECT frame FROM results_cache WHERE dataset = ? AND version = ? AND kind = ? AND param_hash = ?",
+        [dataset, version, kind, param_hash],
+    ).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def write_result(store: Store, dataset: str, version: int, kind: str, param_hash: str, params_json: str,
+                 frame: bytes, seconds: float | None) -> None:
+    """Store (or replace) one result row, committed at once."""
+    with store.transaction() as tx:
+        tx.execute(
+            "INSERT OR REPLACE INTO results_cache (dataset, version, kind, param_hash, params, frame, seconds)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [dataset, version, kind, param_hash, params_json, frame, seconds],
+        )
+
+
+def delete_results(store: Store, dataset: str | None = None) -> int:
+    """Delete the stored results of one dataset (or all, for None) in one transaction; how many went."""
+    with store.transaction() as tx:
+        where, args = ("WHERE dataset = ?", [dataset]) if dataset else ("", [])
+        n = int(tx.execute(f"SELECT count(*) FROM results_cache {where}", args).fetchone()[0])
+        tx.execute(f"DELETE FROM results_cache {where}", args)
+    return n
