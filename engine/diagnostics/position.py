@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from engine.diagnostics.verdict_pairs import paired_orders, verdict_outcomes
 
@@ -77,6 +76,8 @@ def first_position_rate(verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",)
 def mcnemar_stat(n01: int, n10: int) -> tuple[float, float, float]:
     """(χ², p, p_exact) of McNemar's test with continuity correction; NaN χ² and p = 1 without
     discordant items."""
+    from scipy import stats  # imported here: every CLI command imports this module
+
     m = n01 + n10
     if m == 0:
         return float("nan"), 1.0, 1.0
