@@ -24,6 +24,7 @@ from engine.errors import LensError
 from engine.ingest import importer as ingest
 from engine.ingest.formats import tool as tool_format
 from engine.ingest.synthetic import write_synthetic
+from engine.ingest.verdict_export import export_verdicts
 from engine.ingest.verdict_files import sniff_tool
 from engine.ingest.verdicts import FORMATS, OPTIONAL, REQUIRED, TEXTS, parse_value_map
 from engine.views.dataview import SKIP_LABEL, datasets_view, file_name, refusal_message
@@ -229,7 +230,7 @@ else:
 
         def verdict_file(dataset: str = pick, fmt: str = fmt) -> bytes:
             buffer = io.BytesIO()
-            ingest.export_verdicts(store, dataset, buffer, fmt=fmt)
+            export_verdicts(store, dataset, buffer, fmt=fmt)
             return buffer.getvalue()
 
         n_rows = int(ds.set_index("name").loc[pick, "verdicts"])

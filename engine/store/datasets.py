@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.errors import LensError
 from engine.store.connection import Store
 
 
@@ -78,3 +79,9 @@ def dataset_models(store: Store, dataset: str) -> set[str]:
         "SELECT model_a FROM verdicts WHERE dataset = ? UNION SELECT model_b FROM verdicts WHERE dataset = ?",
         [dataset, dataset]).fetchall()}
 
+
+def require_dataset(store: Store, name: str) -> None:
+    """Refuse, in one sentence listing the datasets there are, a name that is not one of them."""
+    if not store.has_dataset(name):
+        known = ", ".join(store.datasets()["name"].tolist()) or "none"
+        raise LensError(f"There is no dataset named {name!r} (datasets: {known}).")
