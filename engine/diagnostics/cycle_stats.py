@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 import networkx as nx
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
+from scipy import special  # optimize and stats are imported where used: every CLI command imports this module
 
 from engine.diagnostics import cycle_dp
 from engine.errors import LensError
@@ -272,6 +272,8 @@ def nbinom_mle(x: np.ndarray) -> tuple[float, float, float]:
     """(n, p, log-likelihood) of the negative binomial MLE: for a fixed n the best p is n/(n + x̄),
     so only log n is searched (bounded to [e^-12, e^16]; a sample with variance ≤ mean drives n up
     to the bound, the Poisson limit)."""
+    from scipy import optimize
+
     xbar = float(x.mean())
     vals, cnt, lgk1 = _distinct(x)
 
@@ -289,6 +291,8 @@ def nbinom_mle(x: np.ndarray) -> tuple[float, float, float]:
 
 def zip_mle(x: np.ndarray) -> tuple[float, float, float]:
     """(π, μ, log-likelihood) of the zero-inflated Poisson MLE."""
+    from scipy import optimize, stats
+
     zeros = x == 0
 
     def nll(theta: np.ndarray) -> float:
@@ -306,6 +310,8 @@ def zip_mle(x: np.ndarray) -> tuple[float, float, float]:
 def zinb_mle(x: np.ndarray, start: tuple[float, float]) -> tuple[float, float, float, float]:
     """(π, n, p, log-likelihood) of the zero-inflated negative binomial MLE, started from the
     negative binomial fit ``start = (n, p)`` with π small (the NB is the π = 0 member)."""
+    from scipy import optimize
+
     zeros = int((x == 0).sum())
     vals, cnt, lgk1 = _distinct(x[x > 0])
 
@@ -329,6 +335,8 @@ def zinb_mle(x: np.ndarray, start: tuple[float, float]) -> tuple[float, float, f
 def fit_counts(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> CountFit:
     """Negative binomial, Poisson and zero-inflated Poisson fits of non-negative integer counts; R² on
     the CDF (default) or the PMF (``r2_on="pmf"``, paper 003's reading)."""
+    from scipy import stats
+
     if r2_on not in R2_ON:
         raise LensError(f"R² is computed on the cdf or the pmf; got {r2_on!r}.")
     x = np.asarray(counts, dtype=np.int64)

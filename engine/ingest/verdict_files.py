@@ -160,14 +160,17 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
 
     def build() -> RawRows:
         nonlocal chosen, recs
+        clean = all(p is None for p in problems)  # every row has the header's width
         # a CSV the tool wrote has ' before formula-like cells (engine/views/exports.py): read them back raw
-        recs = [[restore_csv_cell(c) for c in r] if r is not None and any(
-            isinstance(c, str) and c[:1] == "'" for c in r) else r for r in recs]
+        # (a batch without any ' in its cells, seen one column at a time, has none to restore)
+        columns = list(zip(*recs, strict=True)) if clean else None
+        if columns is None or any("'" in "\x1f".join(c) for c in columns):
+            recs = [[restore_csv_cell(c) for c in r] if r is not None and any(
+                isinstance(c, str) and c[:1] == "'" for c in r) else r for r in recs]
+            columns = list(zip(*recs, strict=True)) if clean else None
         if chosen is None:
             chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
-        if all(p is None for p in problems):  # every row has the header's width
-            columns = list(zip(*recs, strict=True))
-        else:
+        if columns is None:
             padded = [r if r is not None and len(r) == width else ((r or []) + [None] * width)[:width] for r in recs]
             columns = list(zip(*padded, strict=True))
         cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
@@ -320,6 +323,21 @@ def _blank_rows(arr, mask: np.ndarray):
     return pc.if_else(m, pa.scalar(None, arr.type), arr)
 
 
+def _cells(arr) -> list:
+    """An Arrow column as a list of Python values (what ``to_pylist`` gives), decoded in bulk:
+    text through NumPy object arrays (a dictionary column decodes its dictionary once), numbers
+    without nulls through NumPy; other types cell by cell."""
+    t = arr.type
+    if pa.types.is_dictionary(t) and _is_text(t):
+        words = np.append(arr.dictionary.to_numpy(zero_copy_only=False).astype(object), None)
+        idx = pc.fill_null(arr.indices, len(arr.dictionary)).to_numpy(zero_copy_only=False)
+        return words[idx].tolist()
+    if _is_text(t) or (arr.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)
+                                                 or pa.types.is_boolean(t))):
+        return arr.to_numpy(zero_copy_only=False).tolist()
+    return arr.to_pylist()
+
+
 def _is_text(t: pa.DataType) -> bool:
     """A string or binary column, dictionary-encoded or not."""
     if pa.types.is_dictionary(t):
@@ -373,7 +391,7 @@ def _parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) ->
             _check_expansion(filename, size, decoded)
             bounds = [0]
             run = 0
-            for i, s in enumerate(sizes.tolist()):
+            for i, s in enumerate(sizes.tolist() if int(sizes.sum()) > BATCH_TEXT_BYTES else ()):  # one slice when it fits
                 if run and run + s > BATCH_TEXT_BYTES:
                     bounds.append(i)
                     run = 0
@@ -382,7 +400,7 @@ def _parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) ->
             for a, b in zip(bounds, bounds[1:], strict=False):
                 if b <= a:
                     continue
-                by_orig = {c: arrays[c].slice(a, b - a).to_pylist() for c in read}
+                by_orig = {c: _cells(arrays[c].slice(a, b - a)) for c in read}
                 cols = {name: by_orig[orig] for orig, name in chosen.items()}
                 lines = list(range(first_line + a, first_line + b))
                 yield RawRows(cols, _ColumnRecords(by_orig, b - a), [filename] * (b - a), lines, problems[a:b], {},

@@ -240,6 +240,11 @@ def _clean_text(cells: list) -> np.ndarray:
     mixed columns (JSON numbers, Parquet ints/floats) cell by cell with ``cell_text``.
 
     NFC: a name spelt with a combining accent (NFD) and the same name precomposed are one name."""
+    return _clean_arrow(cells).to_numpy(zero_copy_only=False)
+
+
+def _clean_arrow(cells: list) -> pa.Array:
+    """``_clean_text`` as an Arrow string array (the checks of lengths and characters read it as it is)."""
     try:
         arr = pa.array(cells, type=pa.string(), from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -247,8 +252,7 @@ def _clean_text(cells: list) -> np.ndarray:
     t = pc.utf8_trim_whitespace(arr)
     if not pc.all(pc.string_is_ascii(t)).as_py() and len(t):
         t = pc.utf8_normalize(t, "NFC")
-    t = pc.if_else(pc.equal(pc.utf8_length(t), 0), pa.scalar(None, pa.string()), t)
-    return t.to_numpy(zero_copy_only=False).astype(object)
+    return pc.if_else(pc.equal(pc.utf8_length(t), 0), pa.scalar(None, pa.string()), t)
 
 
 def _free_text(cells: list) -> np.ndarray:
@@ -262,6 +266,60 @@ def _free_text(cells: list) -> np.ndarray:
     out = arr.to_numpy(zero_copy_only=False).astype(object)
     out[~keep] = None
     return out
+
+
+def _numbers(cells: list, present: np.ndarray) -> np.ndarray:
+    """The present cells as floats, NaN where absent or not a number (text is parsed as a number).
+    A column of numbers, or of nothing, is converted in bulk."""
+    if not present.any():
+        return np.full(len(cells), np.nan)
+    try:
+        arr = pa.array(cells, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        arr = None
+    if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
+        num = np.asarray(pc.cast(arr, pa.float64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.float64)
+        return np.where(present, num, np.nan)
+    if arr is not None and pa.types.is_string(arr.type):  # text (CSV): Arrow parses it when every cell is a number
+        try:
+            num = pc.cast(pc.if_else(pa.array(present), arr, pa.scalar(None, pa.string())), pa.float64())
+            return np.asarray(pc.fill_null(num, np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass  # some cell is not a plain number: pandas says which
+    return pd.to_numeric(pd.Series(cells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
+
+
+def _all_text(cells: list) -> bool:
+    """Is every cell a str or None (Arrow infers a text or an all-null column)?"""
+    try:
+        t = pa.array(cells).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return False
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+
+
+def _present(cells: list) -> np.ndarray:
+    """Per cell: is there a value (not None, NaN or blank text)? A column of numbers is checked in
+    bulk; text and mixed columns as ``_clean_text`` sees them."""
+    try:
+        arr = pa.array(cells, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        arr = None
+    if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
+                            or pa.types.is_null(arr.type)):
+        return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return ~_is_none(_clean_text(cells))
+
+
+def _text_series(a: pa.Array) -> pd.Series:
+    """An Arrow string array as a pandas column without making a Python string per cell (the stage
+    writes it back to Arrow as it is)."""
+    return pd.Series(pd.arrays.ArrowExtensionArray(a))
+
+
+def _nulls(a: pa.Array) -> np.ndarray:
+    """Per cell of an Arrow array: is it null?"""
+    return np.asarray(a.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _is_none(a: np.ndarray) -> np.ndarray:
@@ -281,22 +339,27 @@ def _short(v: object, n: int = 60) -> str:
     return repr(t) if len(t) <= n else repr(t[:n]) + f"… ({len(t):,} characters)"
 
 
-def _lengths(a: np.ndarray) -> np.ndarray:
-    """Characters per cell of a text/None object array (0 for None)."""
+def _as_arrow(a) -> pa.Array:
+    """A text/None object array as an Arrow string array (one already in Arrow as it is)."""
+    return a if isinstance(a, pa.Array) else pa.array(a, type=pa.string(), from_pandas=True)
+
+
+def _lengths(a) -> np.ndarray:
+    """Characters per cell of a text/None object array or Arrow string array (0 for None)."""
     if not len(a):
         return np.zeros(0, dtype=np.int64)
-    lens = pc.utf8_length(pa.array(a, type=pa.string(), from_pandas=True))
+    lens = pc.utf8_length(_as_arrow(a))
     return np.asarray(pc.fill_null(lens, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def _has_control(a: np.ndarray) -> np.ndarray:
+def _has_control(a) -> np.ndarray:
     """Per cell of a text/None object array: does it contain a control character?
 
     ``a\\x00`` and ``a`` would otherwise be two different models that print the same.
     """
     if not len(a):
         return np.zeros(0, dtype=bool)
-    arr = pa.array(a, type=pa.string(), from_pandas=True)
+    arr = _as_arrow(a)
     ascii_only = pc.all(pc.string_is_ascii(arr)).as_py()  # the common case: a cheaper pattern
     hit = pc.match_substring_regex(arr, r"[\x00-\x1f\x7f]" if ascii_only else INVISIBLE_RE)
     return pc.fill_null(hit, False).to_numpy(zero_copy_only=False)
@@ -327,45 +390,53 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     def rename(a: np.ndarray, names: Mapping[str, str]) -> np.ndarray:
         return np.array([names.get(v, v) if v is not None else None for v in a] + [None], dtype=object)[:-1]
 
-    txt = {c: _clean_text(col(c)) for c in
-           ("prompt_id", "model_a", "model_b", "judge", "category", "annotator", "variant_kind", "order")}
+    arrow = {c: _clean_arrow(col(c)) for c in
+             ("prompt_id", "model_a", "model_b", "judge", "category", "annotator", "variant_kind", "order")}
     if model_names:
         for c in ("model_a", "model_b"):
-            txt[c] = rename(txt[c], model_names)
-    judge = txt["judge"].copy()
-    judge[_is_none(judge)] = DEFAULT_JUDGE
+            arrow[c] = _as_arrow(rename(arrow[c].to_numpy(zero_copy_only=False), model_names))
+    arrow["judge"] = pc.fill_null(arrow["judge"], DEFAULT_JUDGE)
     if judge_names:
-        judge = rename(judge, judge_names)
-    ids = {**txt, "judge": judge}
+        arrow["judge"] = _as_arrow(rename(arrow["judge"].to_numpy(zero_copy_only=False), judge_names))
+    txt: dict[str, np.ndarray] = {}  # object arrays, made only where Python needs them
+
+    def values(c: str) -> np.ndarray:
+        if c not in txt:
+            txt[c] = arrow[c].to_numpy(zero_copy_only=False)
+        return txt[c]
+
     for c in ID_COLUMNS:
         if c in ("prompt_id", "model_a", "model_b"):
-            flag(_is_none(txt[c]), f"{c} is empty")
-        values = ids[c]
-        lens = _lengths(values)
+            flag(_nulls(arrow[c]), f"{c} is empty")
+        lens = _lengths(arrow[c])
         flag(lens > NAME_MAX_CHARS, lambda i, c=c, lens=lens:
              f"{c} is {lens[i]:,} characters long; the limit for a name is {NAME_MAX_CHARS}")
-        flag(_has_control(values), lambda i, c=c, values=values:
-             f"{c} {_short(values[i], NAME_MAX_CHARS)} contains {bad_characters(values[i])}")
-    ma, mb = txt["model_a"], txt["model_b"]
-    flag(~_is_none(ma) & (ma == mb), lambda i: f"model_a and model_b are the same model ({ma[i]})")
+        flag(_has_control(arrow[c]), lambda i, c=c:
+             f"{c} {_short(values(c)[i], NAME_MAX_CHARS)} contains {bad_characters(values(c)[i])}")
+    same = pc.fill_null(pc.equal(arrow["model_a"], arrow["model_b"]), False).to_numpy(zero_copy_only=False)
+    flag(same, lambda i: f"model_a and model_b are the same model ({values('model_a')[i]})")
 
     wraw = col("winner")
-    wtxt = _clean_text(wraw)
-    if all(isinstance(v, str) or v is None for v in wraw):
-        low = pc.utf8_lower(pa.array(wtxt, type=pa.string(), from_pandas=True))
-        keys = pd.Series(pc.replace_substring_regex(low, r"\s+", " ").to_numpy(zero_copy_only=False), dtype=object)
+    warr = _clean_arrow(wraw)
+    if _all_text(wraw):
+        low = pc.replace_substring_regex(pc.utf8_lower(warr), r"\s+", " ")
+        enc = pc.dictionary_encode(low)  # a handful of distinct spellings: map those, then take
+        mapped = pd.Series(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object).map(WINNER_VALUES)
+        words = np.append(mapped.astype(object).to_numpy(copy=True), None)
+        winner = words[pc.fill_null(enc.indices, len(enc.dictionary)).to_numpy(zero_copy_only=False)]
     else:
         keys = pd.Series([_winner_key(v) for v in wraw], dtype=object)
-    winner = keys.map(WINNER_VALUES).astype(object).to_numpy(copy=True)
+        winner = keys.map(WINNER_VALUES).astype(object).to_numpy(copy=True)
     winner[_is_none(winner)] = None
-    flag(_is_none(wtxt), "winner is empty")
-    flag(~_is_none(wtxt) & _is_none(winner), lambda i: f"winner value {_short(cell_text(wraw[i]))} is not one of {_WINNER_HELP}")
+    wnull = _nulls(warr)
+    flag(wnull, "winner is empty")
+    flag(~wnull & _is_none(winner), lambda i: f"winner value {_short(cell_text(wraw[i]))} is not one of {_WINNER_HELP}")
 
     ints = {}
     for name, default in (("variant", 0), ("turn", DEFAULT_TURN)):
         cells = col(name)
-        present = ~_is_none(_clean_text(cells))
-        num = pd.to_numeric(pd.Series(cells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
+        present = _present(cells)
+        num = _numbers(cells, present)
         with np.errstate(invalid="ignore"):
             whole = np.isfinite(num) & (num >= 0) & (np.floor(num) == num)
             ok = whole & (num <= INT_MAX)
@@ -375,15 +446,15 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
              f"{name} {cell_text(cells[i])} is larger than {INT_MAX:,}, the largest the store keeps")
         ints[name] = np.where(present & ok, np.nan_to_num(num), default).astype(np.int64)
 
-    order = pd.Series(txt["order"], dtype=object).str.upper().to_numpy(copy=True)
+    order = pd.Series(values("order"), dtype=object).str.upper().to_numpy(copy=True)
     order[_is_none(order)] = None
     flag(~_is_none(order) & ~np.isin(order, ["AB", "BA"]),
-         lambda i: f"order {_short(txt['order'][i])} is not AB or BA")
+         lambda i: f"order {_short(values('order')[i])} is not AB or BA")
 
-    vk = pd.Series(txt["variant_kind"], dtype=object).str.lower().to_numpy(copy=True)
+    vk = pd.Series(values("variant_kind"), dtype=object).str.lower().to_numpy(copy=True)
     vk[_is_none(vk)] = None
     flag(~_is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
-         lambda i: f"variant_kind {_short(txt['variant_kind'][i])} is not one of {', '.join(VARIANT_KINDS)}")
+         lambda i: f"variant_kind {_short(values('variant_kind')[i])} is not one of {', '.join(VARIANT_KINDS)}")
     vk = np.where(_is_none(vk), np.where(ints["variant"] == 0, "original", "paraphrase"), vk).astype(object)
 
     free = {c: _free_text(col(c)) for c in FREE_TEXTS}
@@ -393,39 +464,40 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
              f"{c} is {lens[i]:,} characters long; the limit for a text is {TEXT_MAX_CHARS:,}")
 
     pcells = col("prob_a")
-    ptxt = _clean_text(pcells)
-    present = ~_is_none(ptxt)
-    prob = pd.to_numeric(pd.Series(pcells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
-    flag(present & np.isnan(prob), lambda i: f"prob_a {_short(ptxt[i])} is not a number")
+    present = _present(pcells)
+
+    def ptxt(i: int) -> str:
+        return _clean_text([pcells[i]])[0]
+    prob = _numbers(pcells, present)
+    flag(present & np.isnan(prob), lambda i: f"prob_a {_short(ptxt(i))} is not a number")
     with np.errstate(invalid="ignore"):
-        flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt[i]} is outside [0, 1]")
+        flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt(i)} is outside [0, 1]")
 
     stamp = _seconds(col("tstamp"))
     flag(stamp.bad, lambda i: f"tstamp {cell_text(col('tstamp')[i])!r} is not a time "
                               "(seconds since 1970, or a date such as 2024-05-01T12:00:00Z)")
     scells = col("strength")
-    stxt = _clean_text(scells)
-    spresent = ~_is_none(stxt)
-    snum = pd.to_numeric(pd.Series(scells, dtype=object).where(spresent, None), errors="coerce").to_numpy(float)
-    flag(spresent & ~np.isin(snum, [1.0, 2.0]), lambda i: f"strength {stxt[i]!r} is not 1 or 2")
+    spresent = _present(scells)
+    snum = _numbers(scells, spresent)
+    flag(spresent & ~np.isin(snum, [1.0, 2.0]), lambda i: f"strength {_clean_text([scells[i]])[0]!r} is not 1 or 2")
     strength = pd.array(np.where(spresent & np.isin(snum, [1.0, 2.0]), snum, np.nan), dtype="Float64")
 
     frame = pd.DataFrame({
         "dataset": pd.Series([dataset] * n, dtype=object),
-        "judge": pd.Series(judge, dtype=object),
-        "prompt_id": pd.Series(txt["prompt_id"], dtype=object),
+        "judge": _text_series(arrow["judge"]),
+        "prompt_id": _text_series(arrow["prompt_id"]),
         "variant": pd.Series(ints["variant"], dtype=np.int64),
         "variant_kind": pd.Series(vk, dtype=object),
         "turn": pd.Series(ints["turn"], dtype=np.int64),
-        "category": pd.Series(txt["category"], dtype=object),
-        "model_a": pd.Series(ma, dtype=object),
-        "model_b": pd.Series(mb, dtype=object),
+        "category": _text_series(arrow["category"]),
+        "model_a": _text_series(arrow["model_a"]),
+        "model_b": _text_series(arrow["model_b"]),
         "winner": pd.Series(winner, dtype=object),
         "order": pd.Series(order, dtype=object),
         "prob_a": pd.Series(np.where(present, prob, np.nan), dtype=np.float64),
-        "annotator": pd.Series(txt["annotator"], dtype=object),
+        "annotator": _text_series(arrow["annotator"]),
         "explanation": pd.Series(free["explanation"], dtype=object),
-        "battle_id": pd.Series(_clean_text(col("battle_id")), dtype=object),
+        "battle_id": _text_series(_clean_arrow(col("battle_id"))),
         "tstamp": pd.Series(stamp.values, dtype=np.float64),
         "strength": pd.Series(strength, dtype="Float64").astype("Int64"),
         "source_file": pd.Series(raw.file, dtype=object),
@@ -445,9 +517,8 @@ def _seconds(cells: list) -> _Stamps:
     """Time cells → seconds since the epoch: numbers as they are, text as a number or a date
     (a date without a zone is read as UTC)."""
     n = len(cells)
-    present = ~_is_none(_clean_text(cells)) if n else np.zeros(0, dtype=bool)
-    num = pd.to_numeric(pd.Series(cells, dtype=object).where(present, None),
-                        errors="coerce").to_numpy(float, copy=True)
+    present = _present(cells) if n else np.zeros(0, dtype=bool)
+    num = _numbers(cells, present).copy()
     bad = present & np.isnan(num)
     for i in np.flatnonzero(bad):
         try:
@@ -463,20 +534,6 @@ def _seconds(cells: list) -> _Stamps:
         bad |= present & ~bad & ~np.isfinite(num)
     num[bad] = np.nan
     return _Stamps(num, bad)
-
-
-def _count_repeats(frame: pd.DataFrame, reasons: np.ndarray) -> int:
-    """Valid rows equal to an earlier valid row in everything but their place in the file.
-
-    A repeated row is a repeated vote (crowd and Arena files hold many), so it is kept; a battle
-    id column keeps distinct battles apart, and this count is reported in one line.
-    """
-    content = [c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")]
-    ok = _is_none(reasons)
-    if ok.sum() < 2:
-        return 0
-    sub = frame.loc[ok, content].astype(object).where(frame.loc[ok, content].notna(), "\x00")
-    return int(sub.duplicated(keep="first").sum())
 
 
 def parse_value_map(specs: Iterable[str] | None) -> dict[str, dict[str, str]]:
@@ -568,8 +625,6 @@ class ReportBuilder:
         self.rows = 0
         self.good_batches = 0
         self.n_good = self.n_invalid = self.n_rejected = 0
-        self.hashes: list[np.ndarray] = []  # content hash of every valid row so far (8 bytes a row)
-        self.may_repeat = False  # a hash of one batch met one of an earlier batch: check exactly
         self.field_names: dict[str, None] = {}
 
     def add(self, raw: RawRows) -> None:
@@ -580,20 +635,15 @@ class ReportBuilder:
             known += [c for c in cols if c not in known]
         with no_gc():
             frame, reasons, texts = _normalise(raw, self.dataset, self.model_names, self.judge_names)
-            self.repeats += _count_repeats(frame, reasons)
         n = len(frame)
         seq = np.arange(self.rows, self.rows + n, dtype=np.int64)
         self.rows += n
         bad = ~_is_none(reasons)
         self.n_rejected += int(bad.sum())
         self.n_good += int((~bad).sum())
-        self.n_invalid += int(((frame["winner"] == "invalid").to_numpy() & ~bad).sum())
+        self.n_invalid += int(((frame["winner"] == "invalid").to_numpy(dtype=bool) & ~bad).sum())
         if (~bad).any():
             self.good_batches += 1
-            h = pd.util.hash_pandas_object(frame.loc[~bad, _CONTENT], index=False).to_numpy()
-            if self.hashes and not self.may_repeat:
-                self.may_repeat = bool(np.isin(h, np.concatenate(self.hashes)).any())
-            self.hashes.append(h)
             self.stage.append(self.files["good"], "good", frame.loc[~bad].assign(seq=seq[~bad]))
             prompts, answers = _texts_tables(frame.assign(seq=seq), texts, ~bad)
             if len(prompts):
@@ -615,8 +665,7 @@ class ReportBuilder:
         for kind, name in self.files.items():
             if not os.path.exists(name):
                 self.files[kind] = stage.empty(kind)
-        self.hashes = []
-        if self.may_repeat:  # some row may repeat one of an earlier batch: count them all exactly
+        if self.n_good > 1:  # one SQL pass over the staged rows, across every batch and file
             self.repeats = _repeats(stage, self.files["good"])
         return ValidationReport(
             dataset=self.dataset, source=source, format=fmt, rows_read=self.rows, n_good=self.n_good,

@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,8 +281,10 @@ class Store:
         judge: str | list[str] | None = None,
         category: str | list[str] | None = None,
         valid_only: bool = False,
+        columns: Sequence[str] | None = None,
     ) -> pd.DataFrame:
-        """The dataset's verdicts as a canonical frame (schema.VERDICT_COLUMNS plus verdict_id)."""
+        """The dataset's verdicts as a canonical frame (schema.VERDICT_COLUMNS plus verdict_id);
+        ``columns`` reads only those (a page that needs a few columns of a million verdicts)."""
         if not self.has_dataset(dataset):
             raise StoreError(f"There is no dataset named {dataset!r} in {self.path}.")
         where, params = ["dataset = ?"], [dataset]
@@ -294,7 +296,14 @@ class Store:
             params.extend(vals)
         if valid_only:
             where.append("winner <> 'invalid'")
-        cols = ", ".join(f'"{c}"' for c in ("verdict_id", *VERDICT_COLUMNS))
+        if columns is not None:
+            unknown = sorted(set(columns) - set(VERDICT_COLUMNS))
+            if unknown:
+                raise StoreError(f"Verdicts have no column(s) {', '.join(unknown)}.")
+        keep = ("verdict_id", *(VERDICT_COLUMNS if columns is None else
+                                [c for c in VERDICT_COLUMNS if c in set(columns)]))
+        dtypes = {c: t for c, t in VERDICT_DTYPES.items() if c in keep}
+        cols = ", ".join(f'"{c}"' for c in keep)
         from engine.store.attached import attached_relation
 
         attached = attached_relation(self, dataset)  # Parquet files read in place (engine.store.attached)
@@ -302,11 +311,11 @@ class Store:
             rel = f"(SELECT row_number() OVER () AS verdict_id, * FROM {attached})"
             df = self.cursor().execute(f"SELECT {cols} FROM {rel} WHERE {' AND '.join(where)} ORDER BY verdict_id",
                                        params).df()
-            return df.astype({"verdict_id": "int64", **VERDICT_DTYPES})
+            return df.astype({"verdict_id": "int64", **dtypes})
         df = self.cursor().execute(
             f"SELECT {cols} FROM verdicts WHERE {' AND '.join(where)} ORDER BY verdict_id", params
         ).df()
-        return df.astype({"verdict_id": "int64", **VERDICT_DTYPES})
+        return df.astype({"verdict_id": "int64", **dtypes})
 
     def prompt_texts(self, dataset: str) -> pd.DataFrame:
         """The dataset's prompt texts, all variants and turns, for the inspector and judging."""

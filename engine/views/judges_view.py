@@ -12,6 +12,13 @@ import pandas as pd
 
 RATE = "first_win_rate"
 
+JUDGE_COLUMNS: tuple[str, ...] = (
+    "dataset", "judge", "prompt_id", "variant", "turn", "category", "annotator",
+    "model_a", "model_b", "winner", "order", "prob_a",
+)
+"""The verdict columns the Judges page reads (κ, position bias, the SNTD check): a million-verdict
+store's battle ids, source names and explanations stay out of the server's memory."""
+
 
 def worst_position(position: pd.DataFrame) -> str:
     """The judge whose first-shown win rate is farthest from ½ among the rows of a per-judge
