@@ -8,6 +8,7 @@ import evalica
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_engine
 
 from engine.graphs.stack import build_stack
 from engine.rankers import rank
@@ -225,7 +226,8 @@ def test_parquet_attached_in_place_ranks_like_the_store(shipped_store, tmp_path,
 
 def test_sums_over_prompts_warn_when_participation_differs():
     """Borda and PGED sum over prompts: a model in more prompts is warned about, unless normalised."""
-    from engine.ranking.leaderboard import board_notes, leaderboard_from_stack
+    from engine.ranking.board_notes import board_notes
+    from engine.ranking.leaderboard import leaderboard_from_stack
 
     rows = []
     for q in range(6):  # x and y meet in every prompt, z only in the first two
@@ -260,8 +262,6 @@ def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
     """`datasets attach` + `leaderboard --ranker elo` over Parquet with a tstamp column: time order by default,
     stated in the note; order=input follows the file."""
     import json
-    import subprocess
-    import sys
 
     rng = np.random.default_rng(3)
     rows = [{"prompt_id": f"p{k}", "model_a": f"m{k % 3}", "model_b": f"m{(k + 1) % 3}",
@@ -271,8 +271,7 @@ def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
     v.to_parquet(tmp_path / "log.parquet")
 
     def cli(*args):
-        out = subprocess.run([sys.executable, "-m", "engine", "--db", str(db_path), *args], capture_output=True,
-                             text=True)
+        out = run_engine(["--db", str(db_path), *args])
         assert out.returncode == 0, out.stderr
         return out
 
