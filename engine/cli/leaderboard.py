@@ -21,8 +21,9 @@ from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
 from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
 from engine.rankers.params import param_kinds
+from engine.ranking.board import plain_values
 from engine.ranking.board_notes import board_notes
-from engine.ranking.leaderboard import _plain, leaderboard
+from engine.ranking.leaderboard import leaderboard
 from engine.store.schema import DEFAULT_DATASET
 
 
@@ -145,7 +146,7 @@ def write_kept(board, fmt: str) -> None:
     notes = [n for n in board_notes(board) if n.startswith("keep-K:")]
     if fmt == "json":
         kept = json.loads(board.kept.to_json(orient="records", double_precision=10))
-        write_json(_plain({"params": board.params, "notes": notes, "kept": kept}))
+        write_json(plain_values({"params": board.params, "notes": notes, "kept": kept}))
         return
     write_frame(board.kept, fmt)
     for line in notes:
@@ -179,7 +180,7 @@ def write_board(board, fmt: str) -> None:
         obj = {"params": board.params, "details": details, "notes": notes, "table": table}
         if board.params.get("keep_k") is not None:
             obj["kept"] = json.loads(board.kept.to_json(orient="records", double_precision=10))
-        write_json(_plain(obj))
+        write_json(plain_values(obj))
         return
     write_frame(printed_table(board), fmt)
     for line in notes:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.rankers import ranker_object
-from engine.ranking.leaderboard import COUNTING_RANKERS, UNIT_NOTES, Leaderboard
+from engine.ranking.board import COUNTING_RANKERS, UNIT_NOTES, Leaderboard
 
 
 def _fmt(v: Any) -> str:

@@ -246,17 +246,14 @@ def app_leaderboard(ctx: SliderContext | GraphStack | GraphBuckets, *, ranker: s
 
     ``ctx`` is a SliderContext (or a GraphStack / GraphBuckets, wrapped on the fly). With ``votes`` (the selection's
     ``engine.rankers.votes.Votes``) a count ranker ranks the votes of the kept graphs
-    (``engine.ranking.leaderboard.leaderboard_from_votes``, the CLI's count path); otherwise
+    (``engine.ranking.count_board.leaderboard_from_votes``, the CLI's count path); otherwise
     ``engine.ranking.leaderboard.leaderboard_from_stack`` ranks the kept graphs. ``params`` name the truncation.
     """
     import numpy as np
 
     from engine.rankers import ranker_object
-    from engine.ranking.leaderboard import (
-        compare_to_reference,
-        leaderboard_from_stack,
-        leaderboard_from_votes,
-    )
+    from engine.ranking.count_board import leaderboard_from_votes
+    from engine.ranking.leaderboard import compare_to_reference, leaderboard_from_stack
 
     if not isinstance(ctx, SliderContext):
         ctx = SliderContext.of(ctx)
