@@ -44,7 +44,7 @@ def parse_block(texts: list[str], delim: str, width: int) -> tuple[list[list], l
     try:
         table = pacsv.read_csv(
             io.BytesIO("".join(texts).encode("utf-8")),
-            read_options=pacsv.ReadOptions(column_names=names),
+            read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
             parse_options=pacsv.ParseOptions(delimiter=delim, quote_char='"', double_quote=True, escape_char=False,
                                              newlines_in_values=False, ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.string()),
@@ -55,10 +55,12 @@ def parse_block(texts: list[str], delim: str, width: int) -> tuple[list[list], l
     if table.num_rows != len(texts) or table.num_columns != width:
         return None
     arrays = [table.column(i).combine_chunks() for i in range(width)]
-    maybe = None  # rows that may be blank (every field empty after strip)
+    maybe = None  # rows that may be blank (every field empty after strip); most rows end this at column 0
     for a in arrays:
         m = pc.or_(pc.match_substring_regex(a, _BLANK), pc.invert(pc.string_is_ascii(a)))
         maybe = m if maybe is None else pc.and_(maybe, m)
+        if not pc.any(maybe).as_py():
+            break
     columns = [a.to_numpy(zero_copy_only=False).tolist() for a in arrays]
     keep = list(range(len(texts)))
     if pc.any(maybe).as_py():
