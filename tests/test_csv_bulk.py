@@ -123,7 +123,8 @@ def test_unbalanced_quote_is_left_to_the_line_reader(monkeypatch):
     _same(fast, slow)
 
 
-@pytest.mark.parametrize("line", ['"ab"c', 'ab"c', ' "ab"', '"a\rb"', "a\rb", '"a""b"', '""', '"é, ü"'])
+@pytest.mark.parametrize("line", ['"ab"c', 'ab"c', ' "ab"', '"a\rb"', "a\rb", '"a""b"', '""', '"é, ü"',
+                                  "a\x00b", '"a\x1fb"', "\u2028"])
 def test_parse_block_refuses_or_matches_python_csv(line):
     """A single line: Arrow's fields equal Python's csv fields, or the block is refused (None)."""
     texts = [f"x,{line},y\n", "1,2,3\n"]
