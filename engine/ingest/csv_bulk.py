@@ -23,6 +23,30 @@ _BLANK = r"^[ \t\n\r\x0b\x0c\x1c-\x1f]*$"
 """A field Python's ``str.strip`` empties, when the field is ASCII (non-ASCII fields are checked in Python)."""
 
 
+class TextCells:
+    """A column of CSV text cells kept as one Arrow string array: validation reads ``arrow`` as it
+    is; per-cell code indexes or iterates it as Python strings (made only for the cells it reads)."""
+
+    __slots__ = ("arrow",)
+
+    def __init__(self, arrow: pa.Array):
+        self.arrow = arrow
+
+    def __len__(self) -> int:
+        return len(self.arrow)
+
+    def __getitem__(self, i: int) -> str:
+        return self.arrow[i].as_py()
+
+    def __iter__(self):
+        return iter(self.arrow.to_pylist())
+
+    @staticmethod
+    def join(parts: list[TextCells]) -> TextCells:
+        """Consecutive blocks' cells as one column."""
+        return parts[0] if len(parts) == 1 else TextCells(pa.concat_arrays([p.arrow for p in parts]))
+
+
 def _line_pattern(delim: str) -> str:
     """RE2 pattern of one line that is a single well-formed record (with its line end)."""
     d = f"\\x{ord(delim):02x}"
@@ -30,9 +54,9 @@ def _line_pattern(delim: str) -> str:
     return f"^(?:{field})(?:{d}(?:{field}))*\\r?\\n?$"
 
 
-def parse_block(texts: list[str], delim: str, width: int) -> tuple[list[list], list[int]] | None:
-    """The block's fields as one Python list per column, and the offsets of the lines that are rows
-    (blank lines are not rows); None when the block must be read record by record."""
+def parse_block(texts: list[str], delim: str, width: int) -> tuple[list[TextCells], list[int]] | None:
+    """The block's fields by column, and the offsets of the lines that are rows (blank lines are
+    not rows); None when the block must be read record by record."""
     if not texts:
         return None
     lines = pa.array(texts, type=pa.string())
@@ -61,12 +85,11 @@ def parse_block(texts: list[str], delim: str, width: int) -> tuple[list[list], l
         maybe = m if maybe is None else pc.and_(maybe, m)
         if not pc.any(maybe).as_py():
             break
-    columns = [a.to_numpy(zero_copy_only=False).tolist() for a in arrays]
     keep = list(range(len(texts)))
     if pc.any(maybe).as_py():
         blank = {int(k) for k in pc.indices_nonzero(maybe).to_pylist()
-                 if not "".join(c[k] for c in columns).strip()}
+                 if not "".join(a[k].as_py() for a in arrays).strip()}
         if blank:
             keep = [k for k in keep if k not in blank]
-            columns = [[c[k] for k in keep] for c in columns]
-    return columns, keep
+            arrays = [a.take(pa.array(keep, type=pa.int64())) for a in arrays]
+    return [TextCells(a) for a in arrays], keep

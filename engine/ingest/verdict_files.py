@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import LensError
+from engine.ingest.csv_bulk import TextCells
 from engine.ingest.csv_cells import restore_csv_cell
 from engine.ingest.formats import TOOL_NAMES, detect_fields, detect_tool, expand
 from engine.ingest.limits import (
@@ -159,10 +160,10 @@ class _CsvRows:
         return [c[i] for c in self.columns]
 
 
-def _restored(column: list) -> list:
+def _restored(column: TextCells) -> TextCells | list:
     """A CSV column with the tool's formula guard (engine/ingest/csv_cells.py) taken off its cells;
-    a column without any ' in it has none to restore."""
-    if "'" not in "\x1f".join(column):
+    a column without any ' in it has none to restore (and stays in Arrow)."""
+    if not pc.any(pc.match_substring(column.arrow, "'")).as_py():
         return column
     return [restore_csv_cell(c) if c[:1] == "'" else c for c in column]
 
@@ -186,8 +187,9 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
         if chosen is None:
             chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
         if all(c.cols is not None for c in chunks):  # every block parsed in bulk: every row has the header's width
-            columns = [_restored([v for c in chunks for v in c.cols[j]]) for j in range(width)]
-            cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
+            columns = [_restored(TextCells.join([c.cols[j] for c in chunks])) for j in range(width)]
+            cols = {name: (c if isinstance(c := columns[header.index(orig)], TextCells) else list(c))
+                    for orig, name in chosen.items()}  # (a list is copied: a value map rewrites it)
             return RawRows(cols, _CsvRows(columns, len(lines)), [filename] * len(lines), lines, problems,
                            {filename: tuple(header)}, _dropped(filename, header, chosen))
         recs = [r for c in chunks for r in (c.recs if c.cols is None else map(list, zip(*c.cols, strict=True)))]
