@@ -24,9 +24,9 @@ from engine.errors import LensError
 from engine.ingest import importer as ingest
 from engine.ingest.formats import tool as tool_format
 from engine.ingest.synthetic import write_synthetic
+from engine.ingest.verdict_export import export_verdicts
 from engine.ingest.verdict_files import sniff_tool
 from engine.ingest.verdicts import FORMATS, OPTIONAL, REQUIRED, TEXTS, parse_value_map
-from engine.views.appstate import file_columns
 from engine.views.dataview import SKIP_LABEL, datasets_view, file_name, refusal_message
 from engine.views.viz import escape_md
 
@@ -100,7 +100,10 @@ if section == "Import":
         data, up_name = up.getvalue(), file_name(up.name)  # messages name the file, never a path
         fmt = None if fmt_pick == "detect" else fmt_pick
         value_map = or_stop(parse_value_map, [v for v in values_text.split(",") if v.strip()])
-        cols = file_columns(data, up_name)
+        try:
+            cols = ingest.file_columns(data, up_name, fmt)
+        except LensError:
+            cols = []  # the validation report below names the problem
         tool = sniff_tool(data, up_name, fmt)
         st.markdown(f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(', '.join(cols)) or '—'}"
                     + (f" · read as **{escape_md(tool_format(tool).title)}**" if tool else ""))
@@ -227,7 +230,7 @@ else:
 
         def verdict_file(dataset: str = pick, fmt: str = fmt) -> bytes:
             buffer = io.BytesIO()
-            ingest.export_verdicts(store, dataset, buffer, fmt=fmt)
+            export_verdicts(store, dataset, buffer, fmt=fmt)
             return buffer.getvalue()
 
         n_rows = int(ds.set_index("name").loc[pick, "verdicts"])

@@ -18,8 +18,8 @@ import streamlit as st
 from engine.errors import LensError
 from engine.ingest.shipped import open_store
 from engine.store.connection import Store, StoreBusy, resolve_db_path
-from engine.store.datasets import dataset_stamps
-from engine.views.appstate import ALL, CacheKey, dataset_choices
+from engine.store.datasets import dataset_choices, dataset_stamps
+from engine.views.appstate import ALL, CacheKey
 from engine.views.dataview import without_paths
 from engine.views.viz import escape_md
 
@@ -232,7 +232,7 @@ def graph_view_for(key: CacheKey, t: int):
 def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) -> tuple[str, str]:
     """(the before / after drawing of graph ``t`` with ``triad`` highlighted, about 0.5 MB of HTML; a
     sentence on the models left out when the graph has more than ``FOCUS_LIMIT`` models, else "")."""
-    from engine.views.inspector import focus_models, focus_summary, inspector_html, restrict_view
+    from engine.views.inspector_draw import focus_models, focus_summary, inspector_html, restrict_view
 
     view = graph_view_for(key, t)
     keep = focus_models(view, triad)
@@ -251,7 +251,7 @@ def prompt_menu_for(key: CacheKey):
 @st.cache_data(max_entries=64, show_spinner=False)
 def triad_view_for(key: CacheKey, t: int, triad: int):
     """The verdicts, rationales and answers behind triad ``triad`` of graph ``t``."""
-    from engine.views.inspector import triad_view
+    from engine.views.inspector_triads import triad_view
 
     view = graph_view_for(key, t)
     answers = get_store().answer_texts(key.dataset, str(view.key["prompt_id"]))
@@ -333,7 +333,7 @@ def reference_for_key(dataset: str, category: str | None):
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _reference(dataset: str, version: int, category: str | None):
-    from engine.views.appstate import reference_for
+    from engine.ranking.reference import reference_for
 
     return reference_for(dataset, category, get_store())
 
@@ -391,7 +391,7 @@ def mu_curve_for(key: CacheKey, keep_k: int):
 def protocol_params(mu: float):
     """The engine's Table-2 protocol sizes (paper 000's defaults) at this μ: what the table runs with
     and what its caption names."""
-    from engine.experiments.resampling import ProtocolParams
+    from engine.experiments.protocols import ProtocolParams
 
     return ProtocolParams(mu=float(mu))
 
@@ -400,7 +400,7 @@ def protocol_params(mu: float):
 def protocol_table(key: CacheKey, mu: float):
     """(the Table-2 summary: protocols × categories, no-spread counts and why, at this μ; the sizes
     it ran with, category pools included, for the caption)."""
-    from engine.experiments.resampling import run_protocols
+    from engine.experiments.protocol_runs import run_protocols
     from engine.views.truncation_view import protocol_sizes, protocol_view
 
     ref, note = reference_for_key(key.dataset, key.category)

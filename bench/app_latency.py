@@ -35,7 +35,8 @@ from engine.graphs.stack import build_stack  # noqa: E402
 from engine.ingest.shipped import open_store  # noqa: E402
 from engine.rankers import rank  # noqa: E402
 from engine.ranking.leaderboard import truncate  # noqa: E402
-from engine.views.appstate import SliderContext, app_leaderboard, reference_for  # noqa: E402
+from engine.ranking.reference import reference_for  # noqa: E402
+from engine.views.appstate import SliderContext, app_leaderboard  # noqa: E402
 
 B = 200
 

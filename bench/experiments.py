@@ -53,7 +53,8 @@ def workload():
 def batched_seconds(resamples: int) -> dict[str, float]:
     """Time the batched keep-K curve and Table 2 with whichever ``engine`` is first on sys.path."""
     from engine.experiments.curves import keep_k_curve
-    from engine.experiments.resampling import PROTOCOLS, ProtocolParams, run_protocols
+    from engine.experiments.protocol_runs import run_protocols
+    from engine.experiments.protocols import PROTOCOLS, ProtocolParams
 
     stack, perturbed, truth = workload()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -69,9 +70,9 @@ def loop_seconds_per_fit(stack, truth, draws: list) -> float:
     """Time the naive loop on the given draws (lists of stack positions); seconds per fit."""
     import pandas as pd
 
-    from engine.experiments.resampling import reference_ranks
     from engine.rankers import rank
     from engine.ranking.distances import all_distances
+    from engine.ranking.reference import reference_ranks
 
     ref = pd.Series(reference_ranks(truth, stack.models), index=stack.models)
     t0 = time.perf_counter()
@@ -98,14 +99,11 @@ def main() -> None:
     import pandas as pd
 
     from engine.experiments.curves import draw_size
-    from engine.experiments.resampling import (
-        PROTOCOLS,
-        ProtocolParams,
-        best_single_k,
-        build_jobs,
-        reference_ranks,
-    )
-    from engine.graphs.truncation import keep_order, truncation_scores
+    from engine.experiments.protocol_runs import best_single_k
+    from engine.experiments.protocols import PROTOCOLS, ProtocolParams, build_jobs
+    from engine.graphs.key_order import key_rank
+    from engine.graphs.truncation import truncation_scores
+    from engine.ranking.reference import reference_ranks
 
     print(f"load average at start: {loadavg()} ({os.cpu_count()} CPUs)")
     runs: dict[str, list[dict[str, float]]] = {"after": []}
@@ -122,7 +120,7 @@ def main() -> None:
 
     stack, perturbed, truth = workload()
     rng = np.random.default_rng(0)
-    order = keep_order(truncation_scores(cycle_counts(perturbed)), perturbed.keys)
+    order = np.lexsort((key_rank(perturbed.keys), truncation_scores(cycle_counts(perturbed))))  # keep order
     cats = perturbed.keys["category"].to_numpy()
     draws = []
     for r in range(args.loop_fits):  # keep→draw subsamples of kept sets of random size, as in the curve

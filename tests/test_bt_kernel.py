@@ -10,17 +10,8 @@ import choix
 import numpy as np
 import pytest
 
-from engine.rankers.bt import (
-    _ll_pairs,
-    _loglik,
-    _pairs,
-    fit_bt_batch,
-    fit_bt_batch_info,
-    mm_batch,
-    newton_batch,
-    regularise,
-    spd_solve,
-)
+from engine.rankers.bt import fit_bt_batch, fit_bt_batch_info, regularise
+from engine.rankers.bt_solvers import _ll_pairs, _loglik, _pairs, mm_batch, newton_batch, spd_solve
 
 
 def random_wtilde(B, n, seed, density=1.0, scale=6):

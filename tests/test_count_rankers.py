@@ -225,7 +225,8 @@ def test_parquet_attached_in_place_ranks_like_the_store(shipped_store, tmp_path,
 
 def test_sums_over_prompts_warn_when_participation_differs():
     """Borda and PGED sum over prompts: a model in more prompts is warned about, unless normalised."""
-    from engine.ranking.leaderboard import board_notes, leaderboard_from_stack
+    from engine.ranking.board_notes import board_notes
+    from engine.ranking.leaderboard import leaderboard_from_stack
 
     rows = []
     for q in range(6):  # x and y meet in every prompt, z only in the first two

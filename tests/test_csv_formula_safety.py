@@ -21,7 +21,8 @@ import pandas as pd
 import pytest
 
 from engine.__main__ import main
-from engine.ingest.importer import export_verdicts, import_files
+from engine.ingest.importer import import_files
+from engine.ingest.verdict_export import export_verdicts
 from engine.views.exports import neutralise_cell, restore_csv_cell, results_zip
 
 HOSTILE = ['=HYPERLINK("http://evil.example/?x=1","click")', "+cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0",
@@ -150,7 +151,8 @@ def test_cli_csv_outputs_are_inert_and_json_raw(tmp_path, capsys):
 
 
 def test_rejected_rows_csv_is_inert(empty_store, tmp_path):
-    from engine.ingest.importer import validate_file, write_rejected
+    from engine.ingest.importer import validate_file
+    from engine.ingest.verdict_export import write_rejected
 
     path = tmp_path / "bad.csv"
     path.write_text('prompt_id,model_a,model_b,winner\np1,"=cmd()",m2,maybe\n', encoding="utf-8")

@@ -8,13 +8,14 @@ import pytest
 
 from engine.experiments import results_cache
 from engine.experiments.curves import keep_k_curve, mu_curve
-from engine.experiments.resampling import MACRO, fractional_ranks, reference_ranks
+from engine.experiments.protocols import MACRO
 from engine.graphs.cycles import cycle_counts
 from engine.graphs.stack import build_stack
 from engine.graphs.truncation import select_keep_k, truncation_scores
 from engine.ingest.synthetic import SyntheticParams, generate, write_synthetic
 from engine.rankers import rank
-from engine.ranking.distances import all_distances
+from engine.ranking.distances import all_distances, fractional_ranks
+from engine.ranking.reference import reference_ranks
 
 P = SyntheticParams(n_models=6, categories=2, prompts=4, paraphrases=2, samples=0, seed=3)
 
@@ -34,7 +35,7 @@ def direct_point(st, truth, kept):
 def draws_by_hand(st, pool, kept, m, seed, group, R):
     """Slow twin of the keep→draw rule: in resample r take the m kept graphs with the smallest u[r, g],
     u indexed by the pool's graphs in graph-key order (prompt ids compared as numbers)."""
-    from engine.experiments.resampling import keep_draw_uniforms
+    from engine.experiments.draws import keep_draw_uniforms
 
     keyed = sorted(pool, key=lambda g: (int(st.keys.prompt_id[g]), int(st.keys.variant[g])))
     col = {g: c for c, g in enumerate(keyed)}
@@ -145,7 +146,8 @@ def test_a_curve_cell_does_not_depend_on_the_other_cells(data):
 
 
 def test_curve_at_the_table_2_keep_equals_the_trunc_cell():
-    from engine.experiments.resampling import ProtocolParams, run_protocols
+    from engine.experiments.protocol_runs import run_protocols
+    from engine.experiments.protocols import ProtocolParams
 
     d = generate(SyntheticParams(n_models=8, categories=2, prompts=6, paraphrases=4, samples=2, seed=5))
     st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))
@@ -162,7 +164,8 @@ def test_curve_at_the_table_2_keep_equals_the_trunc_cell():
 def test_curve_at_k25_equals_the_default_trunc_cell_on_pools_smaller_than_25():
     """A category of 9 graphs: Trunc25→20 keeps 9 and draws min(20, 9) = 9; the curve at K = 25
     draws min(round(0.8·25), 9) = 9 too (not round(0.8·9) = 7), so the two are the same cell."""
-    from engine.experiments.resampling import ProtocolParams, run_protocols
+    from engine.experiments.protocol_runs import run_protocols
+    from engine.experiments.protocols import ProtocolParams
 
     d = generate(SyntheticParams(n_models=7, categories=2, prompts=3, paraphrases=2, samples=1, seed=6))
     st = build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan))

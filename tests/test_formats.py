@@ -288,7 +288,7 @@ def test_value_map_names_a_verdict_column():
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_new_columns_survive_export_and_reimport(empty_store, tmp_path, fmt):
-    from engine.ingest.importer import export_verdicts
+    from engine.ingest.verdict_export import export_verdicts
 
     import_files(empty_store, [FIX / "alpha.jsonl", FIX / "arena_conversations.jsonl"], "src")
     out = tmp_path / f"out.{fmt}"

@@ -18,12 +18,12 @@ from engine.__main__ import main
 from engine.errors import LensError
 from engine.ingest.importer import (
     delete_dataset,
-    export_verdicts,
     import_files,
     rename_dataset,
     store_report,
     validate_file,
 )
+from engine.ingest.verdict_export import export_verdicts
 from engine.store.schema import VERDICT_COLUMNS
 
 CONTENT = [c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")]

@@ -23,8 +23,9 @@ import pytest
 
 from engine.__main__ import main
 from engine.errors import LensError
-from engine.ingest.importer import export_verdicts, store_report, validate_file
+from engine.ingest.importer import store_report, validate_file
 from engine.ingest.limits import INT_MAX, NAME_MAX_CHARS, TEXT_MAX_CHARS
+from engine.ingest.verdict_export import export_verdicts
 from engine.store.connection import Store
 
 REPO = Path(__file__).resolve().parent.parent

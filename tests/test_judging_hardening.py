@@ -26,7 +26,8 @@ from engine.judging.cache import CallCache, call_rows
 from engine.judging.liveness import process_started
 from engine.judging.openai_backend import OpenAIBackend
 from engine.judging.persist import RunInProgress, start_run
-from engine.judging.runner import Runner, ServerStalled
+from engine.judging.run_errors import ServerStalled
+from engine.judging.runner import Runner
 from engine.store.connection import Store
 
 REPO = Path(__file__).resolve().parent.parent

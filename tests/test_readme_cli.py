@@ -131,7 +131,7 @@ def test_cli_default_judge_is_the_apps_first_view(shipped_db, shipped_store, mon
     """Both pool all judges by default: the CLI's leaderboard equals the one the app opens on."""
     from streamlit.testing.v1 import AppTest
 
-    from engine.views.appstate import dataset_choices
+    from engine.store.datasets import dataset_choices
 
     default = dataset_choices(shipped_store, "vicuna80").default_judge
     rc, out, err = run_cli(shipped_db, "leaderboard", "--format", "csv")

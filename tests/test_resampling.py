@@ -7,23 +7,15 @@ import pandas as pd
 import pytest
 
 from engine.errors import LensError
-from engine.experiments.resampling import (
-    MACRO,
-    ProtocolParams,
-    build_jobs,
-    copeland_majority_batch,
-    draw_counts,
-    fractional_ranks,
-    ordinal_ranks,
-    reference_ranks,
-    run_protocols,
-    table2,
-)
+from engine.experiments.batch_fits import copeland_majority_batch
+from engine.experiments.protocol_runs import run_protocols, table2
+from engine.experiments.protocols import MACRO, ProtocolParams, build_jobs
 from engine.graphs.cycles import cycle_counts
 from engine.graphs.stack import GraphStack
 from engine.graphs.truncation import select_keep_k, truncation_scores
 from engine.rankers import rank
-from engine.ranking.distances import all_distances
+from engine.ranking.distances import all_distances, fractional_ranks, ordinal_ranks
+from engine.ranking.reference import reference_ranks
 
 
 def make_stack(n=5, cats=2, prompts=3, variants=3, samples=0, seed=0, complete=True):
@@ -59,21 +51,6 @@ def make_stack(n=5, cats=2, prompts=3, variants=3, samples=0, seed=0, complete=T
 
 def rows_to_index(row: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(row.size), row.astype(int))
-
-
-def test_draw_counts_rules():
-    rng = np.random.default_rng(1)
-    pool = np.array([2, 5, 7, 9, 11])
-    c = draw_counts(rng, pool, 3, 200, False, 12)
-    assert (c.sum(axis=1) == 3).all() and c.max() == 1
-    assert set(np.flatnonzero(c.sum(axis=0))) <= set(pool)
-    c = draw_counts(rng, pool, 9, 50, False, 12)  # more than the pool: whole pool each time
-    assert (c[:, pool] == 1).all() and c.sum() == 50 * 5
-    c = draw_counts(rng, pool, 5, 400, True, 12)
-    assert (c.sum(axis=1) == 5).all() and c.max() > 1  # repeats happen with replacement
-    assert set(np.flatnonzero(c.sum(axis=0))) == set(pool)
-    # each pool member equally likely: mean multiplicity 1 (with replacement, m = |pool|)
-    assert np.allclose(c[:, pool].mean(axis=0), 1.0, atol=0.2)
 
 
 def test_each_protocol_draws_from_its_pool():
@@ -151,7 +128,7 @@ def test_ordinal_ranks_near_ties_use_a_relative_tolerance():
 
 
 def test_warm_and_cold_fits_give_the_same_ranks():
-    from engine.experiments.resampling import bt_scores
+    from engine.experiments.batch_fits import bt_scores
 
     st, _ = make_stack(n=7, cats=1, prompts=30, variants=1, seed=12)
     rng = np.random.default_rng(1)
@@ -169,8 +146,7 @@ def test_warm_and_cold_fits_give_the_same_ranks():
 
 
 def test_permutation_distances_match_the_distances_module():
-    from engine.experiments.resampling import permutation_distances
-    from engine.ranking.distances import distances_batch
+    from engine.ranking.distances import distances_batch, permutation_distances
 
     rng = np.random.default_rng(2)
     for n in (2, 3, 6, 11):
@@ -190,7 +166,7 @@ def loop_distance(st, ref, row, ranker="bt", dist="spearman"):
 
 
 def test_protocol_distances_match_a_loop_of_single_fits():
-    from engine.experiments.resampling import best_single_k
+    from engine.experiments.protocol_runs import best_single_k
 
     st, ref = make_stack(n=5, cats=2, prompts=4, variants=3, samples=2, seed=5)
     p = ProtocolParams(keep=8, draw=5, scorewin_draw=6, random_draw=4, random_reps=2, single_draw=3, resamples=6)
@@ -272,7 +248,7 @@ def test_bad_parameters_and_references_are_one_sentence():
 
 
 def test_single_baseline_picks_the_best_global_k_by_brute_force():
-    from engine.experiments.resampling import best_single_k
+    from engine.experiments.protocol_runs import best_single_k
 
     st, ref = make_stack(n=5, cats=2, prompts=5, variants=2, seed=9)
     refs = {c: reference_ranks(ref, st.models) for c in ("c0", "c1")}
@@ -296,7 +272,7 @@ def test_single_baseline_picks_the_best_global_k_by_brute_force():
 
 
 def test_unique_rows_groups_exactly_identical_draws():
-    from engine.experiments.resampling import unique_rows
+    from engine.experiments.batch_fits import unique_rows
 
     rng = np.random.default_rng(4)
     base = rng.integers(0, 3, (30, 12)).astype(float)
@@ -334,7 +310,8 @@ def test_random_pool_parameter_label_and_draw_law():
     """Random50→20×10 by default; a category larger than random_pool gets one random pool per outer
     resample, shared by its reps: closed forms P(g in a subset) = m/P and P(g in both of a
     resample's two subsets) = (q/P)·(m/q)² with q = random_pool."""
-    from engine.experiments.resampling import label, random_pool_weights, rng_for, subset_weights
+    from engine.experiments.draws import random_pool_weights, rng_for, subset_weights
+    from engine.experiments.protocols import label
 
     assert label("random", ProtocolParams()) == "Random50→20×10"
     assert ProtocolParams().random_pool == 50
@@ -392,8 +369,7 @@ def test_fractional_ranks_are_scipys_average_ranks_and_name_free():
 
 
 def test_protocol_distances_take_tied_scores_at_their_average_rank():
-    from engine.experiments.resampling import distances_for_scores
-    from engine.ranking.distances import distances_batch
+    from engine.ranking.distances import distances_batch, distances_for_scores
 
     rng = np.random.default_rng(12)
     s = rng.integers(0, 3, size=(100, 6)).astype(np.float64)

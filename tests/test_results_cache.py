@@ -26,7 +26,7 @@ family = sys.argv[1]
 d = generate(SyntheticParams(n_models=5, categories=2, prompts=3, paraphrases=1, samples=1, seed=1))
 v = d.verdicts.assign(dataset="s", turn=1, prob_a=0.5, order="AB")
 if family == "experiment":
-    from engine.experiments.resampling import run_protocols
+    from engine.experiments.protocol_runs import run_protocols
     from engine.experiments.curves import keep_k_curve, mu_curve
     st = build_stack(v)
     run_protocols(st, d.truth)
@@ -56,7 +56,7 @@ def test_code_files_hold_every_engine_module_python_runs(family):
     missing = loaded - files - {"ingest/synthetic.py", "__main__.py"} if family == "diagnose" else loaded - files
     assert not missing, missing
     must = {"graphs/stack.py", "graphs/cycles.py", "errors.py"}
-    must |= ({"rankers/bt.py", "experiments/resampling.py", "experiments/curves.py", "graphs/truncation.py",
+    must |= ({"rankers/bt.py", "experiments/protocols.py", "experiments/protocol_runs.py", "experiments/draws.py", "experiments/curves.py", "graphs/truncation.py",
                 "ranking/reference.py"} if family == "experiment"
              else {"diagnostics/sntd.py", "diagnostics/cycle_stats.py", "diagnostics/entropy.py", "graphs/triads.py"})
     assert must <= files

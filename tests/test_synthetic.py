@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.experiments.resampling import MACRO, ProtocolParams, run_protocols
+from engine.experiments.protocol_runs import run_protocols
+from engine.experiments.protocols import MACRO, ProtocolParams
 from engine.graphs.cycles import cycle_counts
 from engine.graphs.stack import build_stack
 from engine.ingest.synthetic import SyntheticParams, generate, synthetic_truth, write_synthetic

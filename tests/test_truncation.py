@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from engine.errors import LensError
-from engine.graphs.truncation import key_order, select_keep_k, truncation_scores
+from engine.graphs.key_order import key_order
+from engine.graphs.truncation import select_keep_k, truncation_scores
 
 
 def _keys(prompt_ids, categories=None, variants=None):

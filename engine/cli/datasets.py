@@ -7,13 +7,8 @@ from pathlib import Path
 
 from engine.cli._common import add_format, store_from_args, write_frame
 from engine.errors import LensError
-from engine.ingest.importer import (
-    EXPORT_FORMATS,
-    dataset_table,
-    delete_dataset,
-    export_verdicts,
-    rename_dataset,
-)
+from engine.ingest.importer import dataset_table, delete_dataset, rename_dataset
+from engine.ingest.verdict_export import EXPORT_FORMATS, export_verdicts
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -23,7 +23,8 @@ from engine.cli._common import (
 )
 from engine.cli.leaderboard import check_mu
 from engine.errors import LensError
-from engine.experiments.resampling import DEFAULT_SEED, PROTOCOLS, ProtocolParams
+from engine.experiments.draws import DEFAULT_SEED
+from engine.experiments.protocols import PROTOCOLS, ProtocolParams
 from engine.graphs.truncation import POOLS
 from engine.store.schema import DEFAULT_DATASET
 
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     out = pd.concat(frames, ignore_index=True)
     out = out[["judge", *[c for c in out.columns if c != "judge"]]]
     if args.experiment == "baselines" and args.table:
-        from engine.experiments.resampling import table2
+        from engine.experiments.protocol_runs import table2
 
         parts = [table2(f, args.table).reset_index().assign(judge=j) for j, f in out.groupby("judge", sort=False)]
         tab = pd.concat(parts, ignore_index=True)
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
 def _plan(args):
     """(cache parameters, compute(stack, reference)): nothing is loaded until the cache misses."""
     from engine.experiments.curves import DEFAULT_MU_GRID, keep_k_curve, mu_curve
-    from engine.experiments.resampling import run_protocols
+    from engine.experiments.protocol_runs import run_protocols
 
     if getattr(args, "mu", None) is not None:
         check_mu(args.mu, "--mu")

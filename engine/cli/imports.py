@@ -7,15 +7,9 @@ import sys
 
 from engine.cli._common import store_from_args
 from engine.errors import LensError
-from engine.ingest.importer import (
-    import_source,
-    log_refused,
-    prepare_rejected,
-    store_report,
-    validate_paths,
-    write_rejected,
-)
+from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
 from engine.ingest.limits import check_dataset_name
+from engine.ingest.verdict_export import prepare_rejected, write_rejected
 from engine.ingest.verdicts import FORMATS, judge_from_filename, parse_value_map
 
 

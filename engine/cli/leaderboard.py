@@ -21,7 +21,8 @@ from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
 from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
 from engine.rankers.params import param_kinds
-from engine.ranking.leaderboard import _plain, board_notes, leaderboard
+from engine.ranking.board_notes import board_notes
+from engine.ranking.leaderboard import _plain, leaderboard
 from engine.store.schema import DEFAULT_DATASET
 
 

@@ -14,7 +14,6 @@ float64 for k ≤ 16.
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 
@@ -88,6 +87,3 @@ def cycles_by_length(adj: np.ndarray, max_length: int | None = None, *,
     return lengths, through
 
 
-def count_upper_bound(k: int) -> int:
-    """Directed simple cycles of the complete digraph on k vertices (all lengths ≥ 3)."""
-    return sum(math.comb(k, c) * math.factorial(c - 1) for c in range(3, k + 1))

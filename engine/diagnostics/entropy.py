@@ -31,11 +31,6 @@ if TYPE_CHECKING:
     from engine.graphs.stack import GraphStack
 
 
-def _present(stack: GraphStack | GraphBuckets) -> np.ndarray:
-    """(T, n) bool: model compared at least once in the graph."""
-    return np.asarray(stack.observed, dtype=bool).any(axis=-1)
-
-
 def nontransitive_vertices(adj: np.ndarray) -> np.ndarray:
     """(T, n) bool: the vertex lies in an SCC of size > 2 that is not all ties (paper 004, eq. 2)."""
     a = np.asarray(adj, dtype=bool)
@@ -94,12 +89,6 @@ def entropy_table(stack: GraphStack | GraphBuckets) -> pd.DataFrame:
     out["h2"] = h2
     out["tau"] = tau
     return out
-
-
-def rho_nontrans(table: pd.DataFrame) -> float:
-    """ρ_non-trans of a set of graphs (paper 004, eq. 3) from ``entropy_table`` rows."""
-    total = int(table["n_vertices"].sum())
-    return float(table["nontransitive_vertices"].sum() / total) if total else float("nan")
 
 
 def entropy_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:

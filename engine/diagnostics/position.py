@@ -73,18 +73,6 @@ def first_position_rate(verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",)
     return _int64(out[cols], ("verdicts", "first_wins", "second_wins", "ties"))
 
 
-def mcnemar_counts(out_lo_first: np.ndarray, out_hi_first: np.ndarray, rule: str = "ordinal") -> tuple[int, int]:
-    """(n01, n10): items that favour the first / the second position under ``rule`` (see the
-    module docstring). Outcomes are lo's (+1 win, 0 tie, −1 loss) when lo / hi was shown first."""
-    a = np.asarray(out_lo_first)
-    b = np.asarray(out_hi_first)
-    if rule == "ordinal":
-        return int((a > b).sum()), int((a < b).sum())
-    if rule == "ties_dropped":  # lo won first & lost second: first won twice; the mirror: second twice
-        return int(((a > 0) & (b < 0)).sum()), int(((a < 0) & (b > 0)).sum())
-    raise ValueError(f"Unknown McNemar tie rule {rule!r}; choose one of {', '.join(RULES)}.")
-
-
 def mcnemar_stat(n01: int, n10: int) -> tuple[float, float, float]:
     """(χ², p, p_exact) of McNemar's test with continuity correction; NaN χ² and p = 1 without
     discordant items."""

@@ -18,7 +18,7 @@ draw, and ``point`` is the paper's point estimate (all K kept graphs fitted once
 replacement is not used: its resamples hold fewer distinct graphs, which biases the distance upward
 and puts the band above the curve.
 
-Random numbers: the draws use the common random numbers of ``engine.experiments.resampling`` (one uniform per
+Random numbers: the draws use the common random numbers of ``engine.experiments.draws`` (one uniform per
 graph and resample, per group), so a cell's numbers do not depend on the other K or mu requested,
 the curve at K = 25 equals the Trunc25→20 cell of Table 2, and neighbouring K share most of their
 draws. Truncation scores are computed on the graphs as judged (every model); only ranking and
@@ -44,34 +44,22 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
-from engine.experiments.resampling import (
-    DEFAULT_SEED,
-    DISTANCES,
-    MACRO,
-    _by_key,
-    _category_positions,
-    _kept,
-    _reference_for,
-    bt_scores_info,
-    check_seed,
-    common_models,
-    distances_for_scores,
-    flat_matrices,
-    keep_draw_uniforms,
-    keep_draw_weights,
-    reference_ranks,
-)
+from engine.experiments.batch_fits import bt_scores_info, flat_matrices
+from engine.experiments.draws import DEFAULT_SEED, by_key, check_seed, keep_draw_uniforms, keep_draw_weights
+from engine.experiments.protocols import MACRO, category_positions
+from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
 from engine.graphs.truncation import (
     POOLS,
-    can_hold_cycle,
     check_weights,
     graph_scores,
     is_sample,
-    key_rank,
-    pool_mask,
+    keep_k_index,
+    keep_pool,
 )
 from engine.rankers.base import single_thread_blas
+from engine.ranking.distances import DISTANCES, distances_for_scores
+from engine.ranking.reference import common_models, reference_of, reference_ranks
 
 DEFAULT_MU_GRID: tuple[float, ...] = tuple(float(x) for x in np.logspace(-2, 2, 17))
 """0.01 … 100, four points per decade: four decades around the paper's mu = 1."""
@@ -82,7 +70,7 @@ DRAW_FRACTION = 0.8
 POOLED = "all"
 """The group name of a pooled (not per-category) curve."""
 
-__all__ = ["DEFAULT_MU_GRID", "DRAW_FRACTION", "POOLS", "draw_size", "keep_k_curve", "mu_curve"]
+__all__ = ["DEFAULT_MU_GRID", "DRAW_FRACTION", "POOLS", "draw_size", "keep_k_curve", "keep_k_selections", "mu_curve"]
 
 
 def draw_size(k: int, kept: int | None = None, draw_fraction: float = DRAW_FRACTION) -> int:
@@ -99,12 +87,13 @@ def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray) 
     the pool, as in ``engine.graphs.truncation.keep_k_graphs``: their zero score is no evidence."""
     from engine.graphs.cycles import cycle_capacity
 
-    member = pool_mask(stack.keys, pool) & can_hold_cycle(cycle_capacity(stack))
-    groups = _category_positions(stack) if per_category else {POOLED: np.arange(stack.T)}
+    member = np.zeros(stack.T, dtype=bool)
+    member[keep_pool(stack.keys, cycle_capacity(stack), pool)[0]] = True
+    groups = category_positions(stack) if per_category else {POOLED: np.arange(stack.T)}
     samp = is_sample(stack.keys)
     if pool == "sampling":  # as Table 2's Sample cell: no replicates, no sampling pool (not the originals alone)
         groups = {c: pos if samp[pos].any() else pos[:0] for c, pos in groups.items()}
-    out = {c: _by_key(pos[member[pos]], krank) for c, pos in groups.items()}
+    out = {c: by_key(pos[member[pos]], krank) for c, pos in groups.items()}
     left = [c for c, pos in out.items() if not pos.size]
     out = {c: pos for c, pos in out.items() if pos.size}
     if not out:
@@ -121,7 +110,7 @@ def pool_scores(stack: GraphStack, pool: str, *, mu: float = 1.0, lam3: float = 
 
     counts = cycle_counts(stack) if counts is None else counts
     capacity = cycle_capacity(stack) if capacity is None else capacity
-    among = np.flatnonzero(pool_mask(stack.keys, pool) & can_hold_cycle(capacity))
+    among = keep_pool(stack.keys, capacity, pool)[0]
     return graph_scores(counts, capacity, mu=mu, lam3=lam3, lam4=lam4, among=among)[0]
 
 
@@ -159,7 +148,7 @@ def _evaluate(
     groups = list(pools)
     models = common_models(stack, reference, groups)
     st = stack.restrict_models(models)  # after truncation: only ranking and distances drop models
-    refs = {g: reference_ranks(_reference_for(reference, g), models) for g in groups}
+    refs = {g: reference_ranks(reference_of(reference, g), models) for g in groups}
     n, R, X, G = st.n, int(resamples), len(xs), len(groups)
     wflat = flat_matrices(st)["wtilde"]
     uni = {g: keep_draw_uniforms(seed, g, pools[g].size, R) for g in groups}
@@ -171,7 +160,7 @@ def _evaluate(
     for xi in range(X):
         rows = []
         for gi, g in enumerate(groups):
-            kept = _by_key(kept_of[(xi, g)], krank)
+            kept = by_key(kept_of[(xi, g)], krank)
             m = draw_size(k_of[xi], kept.size, draw_fraction)
             cols = np.searchsorted(krank[pools[g]], krank[kept])
             w = np.vstack([np.ones((1, kept.size)), keep_draw_weights(uni[g][:, cols], m)]) if R else np.ones((1, kept.size))
@@ -231,6 +220,24 @@ def _evaluate(
     return frame
 
 
+def keep_k_selections(
+    stack: GraphStack, ks: list[int] | range | None = None, *, mu: float = 1.0, lam3: float = 1.0,
+    lam4: float | None = None, per_category: bool = True, pool: str = "perturbed",
+) -> tuple[list[int], dict[str, np.ndarray], list[str], np.ndarray, dict[tuple[int, str], np.ndarray]]:
+    """The graphs a keep-K curve keeps: (the Ks, the pool positions per group, the groups left out
+    (empty pool), the graph-key rank, ``kept_of[(K index, group)]`` = kept stack positions). Every K
+    keeps through ``engine.graphs.truncation.keep_k_index``, as the app and the CLI do."""
+    krank = key_rank(stack.keys)
+    pools, left = _pools(stack, per_category, pool, krank)
+    scores = pool_scores(stack, pool, mu=mu, lam3=lam3, lam4=lam4)
+    kmax = max(p.size for p in pools.values())
+    ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
+    if not ks or min(ks) < 1:
+        raise LensError(f"Every K of a keep-K curve must be ≥ 1; got {ks}.")
+    kept_of = {(xi, g): keep_k_index(scores, krank, k, among=pos) for xi, k in enumerate(ks) for g, pos in pools.items()}
+    return ks, pools, left, krank, kept_of
+
+
 def keep_k_curve(
     stack: GraphStack,
     reference: pd.Series | Mapping[str, pd.Series],
@@ -253,14 +260,8 @@ def keep_k_curve(
     n_draw, n_categories, resamples, bt_nonconverged, note. Plot ``mean`` inside ``ci_low``…``ci_high`` (see the module docstring).
     """
     _check(resamples, seed, draw_fraction)
-    krank = key_rank(stack.keys)
-    pools, left = _pools(stack, per_category, pool, krank)
-    order = np.lexsort((krank, pool_scores(stack, pool, mu=mu, lam3=lam3, lam4=lam4)))
-    kmax = max(p.size for p in pools.values())
-    ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
-    if not ks or min(ks) < 1:
-        raise LensError(f"Every K of a keep-K curve must be ≥ 1; got {ks}.")
-    kept_of = {(xi, g): _kept(pos, order, k) for xi, k in enumerate(ks) for g, pos in pools.items()}
+    ks, pools, left, krank, kept_of = keep_k_selections(stack, ks, mu=mu, lam3=lam3, lam4=lam4,
+                                                        per_category=per_category, pool=pool)
     with single_thread_blas():
         return _evaluate(stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank, ks, left)
 
@@ -298,8 +299,8 @@ def mu_curve(
     pools, left = _pools(stack, per_category, pool, krank)
     kept_of = {}
     for xi, m in enumerate(mus):
-        order = np.lexsort((krank, pool_scores(stack, pool, mu=m, counts=counts, capacity=capacity)))
-        kept_of.update({(xi, g): _kept(pos, order, int(k)) for g, pos in pools.items()})
+        scores = pool_scores(stack, pool, mu=m, counts=counts, capacity=capacity)
+        kept_of.update({(xi, g): keep_k_index(scores, krank, int(k), among=pos) for g, pos in pools.items()})
     with single_thread_blas():
         return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction, krank,
                          [int(k)] * len(mus), left)

@@ -38,7 +38,7 @@ curve draws min(round(0.8·K), kept))."""
 
 ENGINE = Path(__file__).resolve().parents[1]
 ENTRY_FILES: dict[str, tuple[str, ...]] = {
-    "experiment": ("experiments/resampling.py", "experiments/curves.py", "graphs/truncation.py",
+    "experiment": ("experiments/protocols.py", "experiments/protocol_runs.py", "experiments/curves.py", "graphs/truncation.py",
                    "experiments/protocol_inputs.py", "ingest/synthetic.py", "ranking/reference.py",
                    "cli/experiment.py"),
     "diagnose": ("diagnostics/__init__.py", "cli/diagnose.py"),

@@ -18,7 +18,6 @@ default), ``sampling`` = originals + sampling replicates (the sampling-only cont
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
+from engine.graphs.key_order import key_rank
 from engine.store.schema import GRAPH_KEY
 
 if TYPE_CHECKING:
@@ -153,52 +153,6 @@ def check_weights(mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None)
     return out[0], out[1]
 
 
-_NUM = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s*$")
-
-
-def natural_key_order(values: pd.Series) -> np.ndarray:
-    """Rank codes of ``values`` in natural order: numeric strings numerically, before the others,
-    which compare as text. Returns int64 codes (equal values → equal codes)."""
-    s = values.astype("string").fillna("")
-    is_num = s.str.match(_NUM).fillna(False).to_numpy(dtype=bool)
-    num = np.where(is_num, pd.to_numeric(s.where(is_num), errors="coerce").to_numpy(dtype=np.float64), 0.0)
-    text = s.to_numpy(dtype=object)
-    frame = pd.DataFrame({"nonnum": ~is_num, "num": num, "text": text})
-    ordered = frame.drop_duplicates().sort_values(["nonnum", "num", "text"]).reset_index(drop=True)
-    ordered["code"] = np.arange(len(ordered), dtype=np.int64)
-    return frame.merge(ordered, on=["nonnum", "num", "text"], how="left")["code"].to_numpy(np.int64)
-
-
-def key_order(keys: pd.DataFrame) -> np.ndarray:
-    """Positions of ``keys`` rows sorted by graph key (prompt_id natural); a total, stable order."""
-    cols: list[np.ndarray] = []
-    for c in GRAPH_KEY:
-        if c not in keys.columns:
-            continue
-        if c == "prompt_id":
-            cols.append(natural_key_order(keys[c]))
-        elif c in ("variant", "turn"):
-            cols.append(pd.to_numeric(keys[c], errors="coerce").fillna(-1).to_numpy(np.float64))
-        else:
-            cols.append(pd.factorize(keys[c].astype("string").fillna(""), sort=True)[0])
-    if not cols:
-        return np.arange(len(keys))
-    # np.lexsort: last key is primary
-    return np.lexsort(tuple(reversed(cols)))
-
-
-def key_rank(keys: pd.DataFrame) -> np.ndarray:
-    """Rank of every row in the graph-key order (0 = first): a stable id of a graph within a stack."""
-    r = np.empty(len(keys), dtype=np.int64)
-    r[key_order(keys)] = np.arange(len(keys))
-    return r
-
-
-def keep_order(scores: np.ndarray, keys: pd.DataFrame) -> np.ndarray:
-    """Positions of all graphs ordered by (score, graph key), best first: keep-K takes a prefix."""
-    return np.lexsort((key_rank(keys), scores))
-
-
 def is_sample(keys: pd.DataFrame) -> np.ndarray:
     """Sampling replicates (``variant_kind == "sample"``)."""
     if "variant_kind" not in keys:
@@ -225,16 +179,61 @@ def pool_mask(keys: pd.DataFrame, pool: str = "perturbed") -> np.ndarray:
     return ~samp if pool == "perturbed" else (samp | is_original(keys))
 
 
-def _whole_k(k) -> int:
+def check_k(k, n_pool: int | None = None) -> int:
+    """K as an int: a whole number of at least 1 and, when ``n_pool`` is given (the app's slider,
+    which never offers more), at most the pool size. Elsewhere a K above a group's size keeps it all."""
     try:
         k_int = int(k)
     except (TypeError, ValueError):
-        raise LensError(f"K must be a whole number; got {k!r}.") from None
-    if k_int != k:
-        raise LensError(f"K must be a whole number; got {k!r}.")
+        k_int = None
+    if k_int is None or k_int != k or (n_pool is not None and not 1 <= k_int <= n_pool):
+        bound = "" if n_pool is None else f" between 1 and the pool size {n_pool}"
+        raise LensError(f"K must be a whole number{bound}; got {k!r}.")
     if k_int < 1:
         raise LensError(f"K must be at least 1; got {k_int}.")
     return k_int
+
+
+def keep_pool(keys: pd.DataFrame, capacity: pd.DataFrame, pool: str = "perturbed") -> tuple[np.ndarray, int]:
+    """(positions of the ``pool`` graphs that can hold a cycle, how many pool graphs cannot): the graphs
+    keep-K chooses from. A graph that cannot hold a cycle scores 0, which is no evidence of consistency."""
+    member = pool_mask(keys, pool)
+    holds = can_hold_cycle(capacity)
+    return np.flatnonzero(member & holds), int((member & ~holds).sum())
+
+
+def no_cycle_refusal(pool: str, n_no_cycle: int) -> LensError:
+    """The one sentence keep-K refuses with when no graph of the pool can hold a cycle."""
+    return LensError(f"No graph of the {pool} pool can hold a cycle ({n_no_cycle} graph"
+                     f"{'s' if n_no_cycle != 1 else ''}, each with fewer than 3 models or no compared "
+                     "triple), so keep-K has no score to keep graphs by.")
+
+
+def keep_k_index(
+    scores: np.ndarray, tie_rank: np.ndarray, k: int, among: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
+) -> np.ndarray:
+    """THE keep-K: positions of the ``k`` graphs of smallest score, sorted ascending.
+
+    ``scores`` and ``tie_rank`` (``key_rank``: the graph-key order, so equal scores never depend on row
+    order) have one entry per graph; ``among``: the pool's positions (default all); ``groups``: one
+    group code per graph to keep ``k`` per group (per category). A pool or group with fewer than ``k``
+    graphs keeps them all. The app's slider, the CLI's ``--keep-k``, the curves and the protocols all
+    select through this function.
+    """
+    pos = np.arange(len(scores)) if among is None else np.asarray(among, dtype=np.int64)
+    order = pos[np.lexsort((np.asarray(tie_rank)[pos], np.asarray(scores)[pos]))]
+    if groups is None:
+        return np.sort(order[:k])
+    codes = np.asarray(groups)[order]
+    # rank of each graph within its group along the (score, key) order: a stable sort by group keeps
+    # that order inside each block, then subtract each block's start
+    by_group = np.argsort(codes, kind="stable")
+    sorted_codes = codes[by_group]
+    starts = np.searchsorted(sorted_codes, sorted_codes, side="left")
+    within = np.empty(order.size, dtype=np.int64)
+    within[by_group] = np.arange(order.size) - starts
+    return np.sort(order[within < k])
 
 
 def select_keep_k(
@@ -251,13 +250,12 @@ def select_keep_k(
         raise LensError(f"There are {s.size} scores but {len(keys)} graph keys; they must match one to one.")
     if np.isnan(s).any():
         raise LensError(f"Graph at position {int(np.flatnonzero(np.isnan(s))[0])} has no truncation score (NaN).")
-    k_int = _whole_k(k)
+    k_int = check_k(k)
     if s.size == 0:
         raise LensError("There are no graphs to keep.")
     keys = keys.reset_index(drop=True)
     if not per_category:
-        order = keep_order(s, keys)
-        kept = np.sort(order[:k_int])
+        kept = keep_k_index(s, key_rank(keys), k_int)
         capped = {"the pool": int(s.size)} if k_int > s.size else {}
         return Selection(index=kept, threshold=float(s[kept].max()), k=k_int, scores=s, capped=capped)
     if "category" not in keys.columns:
@@ -266,16 +264,8 @@ def select_keep_k(
     if cats.isna().any():
         pos = int(np.flatnonzero(cats.isna().to_numpy())[0])
         raise LensError(f"Graph at position {pos} has no category, so per-category keep-K cannot place it.")
-    order = keep_order(s, keys)
     cat_codes, uniques = pd.factorize(cats, sort=True)
-    ordered_codes = cat_codes[order]
-    # rank of each graph within its category along the (score, key) order: a stable sort by
-    # category keeps that order inside each block, then subtract each block's start
-    by_cat = np.argsort(ordered_codes, kind="stable")
-    starts = np.searchsorted(ordered_codes[by_cat], np.arange(len(uniques)))
-    within = np.empty(order.size, dtype=np.int64)
-    within[by_cat] = np.arange(order.size) - starts[ordered_codes[by_cat]]
-    kept = np.sort(order[within < k_int])
+    kept = keep_k_index(s, key_rank(keys), k_int, groups=cat_codes)
     thr = pd.Series(s[kept], index=cats.to_numpy()[kept]).groupby(level=0).max()
     thr.index.name = "category"
     thr.name = "threshold"
@@ -343,16 +333,11 @@ def keep_k_graphs(
         counts = cycle_counts(stack)
     if capacity is None:
         capacity = cycle_capacity(stack)
-    member = pool_mask(stack.keys, pool)
-    if not member.any():
+    pos, n_no_cycle = keep_pool(stack.keys, capacity, pool)
+    if pos.size + n_no_cycle == 0:
         raise LensError(f"The {pool} pool is empty for this selection, so there is nothing to keep.")
-    holds = can_hold_cycle(capacity)
-    pos = np.flatnonzero(member & holds)
-    n_no_cycle = int((member & ~holds).sum())
     if pos.size == 0:
-        raise LensError(f"No graph of the {pool} pool can hold a cycle ({n_no_cycle} graph"
-                        f"{'s' if n_no_cycle != 1 else ''}, each with fewer than 3 models or no compared "
-                        "triple), so keep-K has no score to keep graphs by.")
+        raise no_cycle_refusal(pool, n_no_cycle)
     scores, coverage = graph_scores(counts, capacity, mu=mu, lam3=lam3, lam4=lam4, score=score, among=pos)
     raw = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
     sub_keys = stack.keys.iloc[pos].reset_index(drop=True)
@@ -377,7 +362,7 @@ def keep_k_graphs(
         notes.append(f"{n_no_cycle} graph{'s' if n_no_cycle != 1 else ''} of the {pool} pool cannot hold a cycle "
                      "(fewer than 3 models, or no compared triple) and "
                      f"{'were' if n_no_cycle != 1 else 'was'} left out.")
-    left_out = int(stack.T - member.sum())
+    left_out = int(stack.T - pos.size - n_no_cycle)
     if left_out:
         notes.append(f"{left_out} graph(s) outside the {pool} pool were not considered.")
     return KeptGraphs(np.sort(kept), table, sel.threshold, sel, pool, int(pos.size), " ".join(notes), score,
@@ -386,6 +371,6 @@ def keep_k_graphs(
 
 __all__ = [
     "DEFAULT_SCORE", "POOLS", "SCORES", "KeptGraphs", "Selection", "can_hold_cycle", "check_score", "check_weights",
-    "graph_scores", "is_original", "is_sample", "keep_k_graphs",
-    "keep_order", "key_order", "key_rank", "pool_mask", "select_keep_k", "truncation_scores",
+    "check_k", "graph_scores", "is_original", "is_sample", "keep_k_graphs", "keep_k_index",
+    "keep_pool", "no_cycle_refusal", "pool_mask", "select_keep_k", "truncation_scores",
 ]

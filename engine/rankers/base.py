@@ -142,11 +142,6 @@ def series(models: tuple[str, ...] | list[str], values: np.ndarray) -> pd.Series
     return pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index(list(models), name="model"), name="score")
 
 
-def win_tie(stack: GraphStack) -> tuple[np.ndarray, np.ndarray]:
-    """W and T of paper 000, eq. 3-4 (float64, (n, n)) summed over every graph of the stack."""
-    return stack.win_tie_matrices()
-
-
 def check_stack(stack: GraphStack, ranker: str) -> None:
     """Refuse to rank nothing: an empty stack or fewer than two models is a user mistake."""
     if stack.n < 2:

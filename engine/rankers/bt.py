@@ -2,7 +2,8 @@
 
 P(i beats j) = sigmoid(theta_i - theta_j). Two solvers that must agree: a batched damped Newton
 method (the default; the negative Hessian is the graph Laplacian with weights N_ij p_ij p_ji, made
-invertible by the mean-zero constraint) and Hunter's (2004) minorization-maximization. Both run on a
+invertible by the mean-zero constraint) and Hunter's (2004) minorization-maximization, both in
+``engine.rankers.bt_solvers``. Both run on a
 (B, n, n) stack of matrices at once, so bootstrap resamples cost one array operation, not B fits.
 
 The MLE exists only when the comparison digraph (edge i -> j when W~_ij > 0) is strongly connected.
@@ -15,7 +16,6 @@ to every pair of models (alpha/2 to each side of W~) and says so in the result; 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -24,12 +24,12 @@ from engine.graphs.reachability import strongly_connected_batch
 from engine.graphs.stack import GraphStack
 from engine.rankers.base import (
     RankResult,
-    centred,
     check_stack,
     register,
     series,
     single_thread_blas,
 )
+from engine.rankers.bt_solvers import DEFAULT_CHUNK, mm_batch, newton_batch
 
 DEFAULT_ALPHA = 0.1
 ELO_FACTOR = 400.0 / np.log(10.0)
@@ -70,251 +70,6 @@ def regularise(wtilde: np.ndarray, alpha: float, on_degenerate: str = "regulariz
         w = w.copy()
         w[bad] += (alpha / 2.0) * off
     return w, bad
-
-
-def _loglik(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Dense BT log-likelihood sum_ij W~_ij log sigmoid(theta_i - theta_j) for (B, n) theta (a slow twin)."""
-    d = theta[:, :, None] - theta[:, None, :]
-    return -(w * np.logaddexp(0.0, -d)).sum(axis=(1, 2))
-
-
-@lru_cache(maxsize=32)
-def _pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Upper-triangle pair indices (i < j), the (P, n) signed incidence, flat positions of ij / ji / ii."""
-    i, j = np.triu_indices(n, 1)
-    inc = np.zeros((i.size, n))
-    inc[np.arange(i.size), i] = 1.0
-    inc[np.arange(i.size), j] = -1.0
-    return i, j, inc, np.abs(inc), np.arange(n) * (n + 1)
-
-
-DEFAULT_CHUNK = 256
-"""Fits per Newton batch: keeps the (B, pairs) and (B, n, n) temporaries in cache."""
-
-SAFE_SPREAD = 1.5
-"""A Newton step whose largest pairwise change max_i δ_i − min_i δ_i is at most this is accepted
-without evaluating the likelihood: each pair term f(d) = log σ(d) has |f‴| ≤ |f″|, so along such
-a step the likelihood rises by at least λ²(1 − φ(c)) with φ(c) = (e^c − c − 1)/c² < 1 for c < 1.79
-(λ² = gᵀδ, the Newton decrement; Bach 2010, generalised self-concordance)."""
-
-MAX_SPREAD = 8.0
-"""A Newton step is shortened to this pairwise spread (far from the optimum, e.g. a poor warm
-start, the quadratic model means little)."""
-
-STEP_TOL = 1e-7
-"""A fit whose Newton step is below this everywhere (in log-strength units, which do not depend on
-the size of the counts) is done once the step is applied: quadratic convergence leaves an error of
-order STEP_TOL²."""
-
-GRAD_TOL = 1e-10
-"""A fit is also done (after applying its step) when every model's gradient is below this share of
-that model's own terms Σ_j (W~_ij σ(−d_ij) + W~_ji σ(d_ij)): the fit is then the exact optimum of
-data changed by that relative amount, pair by pair. Measured per model, a pair with a tiny count
-is judged on its own scale (a test against the total count passed wrong fits when some counts
-were 1e9 times others)."""
-
-
-def _ll_pairs(d: np.ndarray, e: np.ndarray, n_ij: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """BT log-likelihood from pair differences d, e = exp(-|d|), counts N_ij and the losses b = W~_ji."""
-    return -(n_ij * (np.maximum(-d, 0.0) + np.log1p(e))).sum(axis=1) - (b * d).sum(axis=1)
-
-
-def spd_solve(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve (B, n, n) symmetric positive definite systems for (B, n) right-hand sides.
-
-    Batched Cholesky (LAPACK) and a forward / back substitution vectorised over the batch: about
-    half the time of ``np.linalg.solve`` for the small matrices here. Falls back to that when a
-    matrix is not numerically positive definite.
-    """
-    try:
-        chol = np.linalg.cholesky(m)
-    except np.linalg.LinAlgError:
-        return np.linalg.solve(m, rhs[:, :, None])[:, :, 0]
-    n = m.shape[1]
-    diag = np.diagonal(chol, axis1=1, axis2=2)
-    y = np.empty_like(rhs)
-    for k in range(n):
-        y[:, k] = (rhs[:, k] - np.einsum("bj,bj->b", chol[:, k, :k], y[:, :k])) / diag[:, k]
-    x = np.empty_like(rhs)
-    for k in range(n - 1, -1, -1):
-        x[:, k] = (y[:, k] - np.einsum("bj,bj->b", chol[:, k + 1:, k], x[:, k + 1:])) / diag[:, k]
-    return x
-
-
-def mle_spread_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(B,) upper bound on the MLE's spread max θ − min θ, from the pair counts a = W~_ij and
-    b = W~_ji (i < j, (B, pairs)) of strongly connected comparison digraphs.
-
-    Cut the sorted MLE between two neighbours into an upper set S and the rest. The gradient summed
-    over S is zero: Σ W~_ji σ(θ_i − θ_j) = Σ W~_ij σ(θ_j − θ_i) over i ∈ S, j ∉ S. Strong
-    connectivity gives some W~_ji ≥ w_min there, and σ(θ_i − θ_j) ≥ 1/2, so the left side is at least
-    w_min / 2; every term on the right is at most W~_ij e^(−gap). So each gap is at most
-    log(2N / w_min) and the spread at most (n − 1) log(2N / w_min), with N the total count and
-    w_min the smallest positive entry.
-    """
-    n = int(round((1 + np.sqrt(1 + 8 * a.shape[1])) / 2))
-    w_min = np.minimum(np.min(a, axis=1, where=a > 0, initial=np.inf),
-                       np.min(b, axis=1, where=b > 0, initial=np.inf))
-    total = a.sum(axis=1) + b.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.isfinite(w_min), (n - 1) * np.log(2.0 * total / w_min), 0.0)
-
-
-def cold_rows(theta: np.ndarray, d: np.ndarray, e: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(B,) rows whose start ``theta`` (with its pair differences d and e = exp(−|d|)) should be
-    replaced by zeros: less likely than zeros, or spread more than twice ``mle_spread_bound`` (zeros
-    are within the bound of the optimum, so a start further out would only cost capped steps)."""
-    ll = _ll_pairs(d, e, a + b, b)
-    ll0 = -np.log(2.0) * (a + b).sum(axis=1)
-    spread = theta.max(axis=1) - theta.min(axis=1)
-    return ~(ll >= ll0) | ~(spread <= 2.0 * mle_spread_bound(a, b))
-
-
-def newton_batch(
-    w: np.ndarray, tol: float = GRAD_TOL, max_iter: int = 200, theta0: np.ndarray | None = None,
-) -> tuple[np.ndarray, int, np.ndarray]:
-    """Safeguarded Newton on the BT log-likelihood for every (n, n) matrix of ``w`` at once.
-
-    Returns (theta (B, n) mean-centred, iterations, converged (B,)). ``w`` must give an MLE (a
-    strongly connected comparison digraph; ``regularise`` sees to it). ``theta0`` (B, n) is an
-    optional warm start (e.g. a neighbouring fit); a row whose start is less likely than zeros, or
-    spread more than twice ``mle_spread_bound``, starts from zeros instead (``cold_rows``). A row that has not met
-    the stopping rule after ``max_iter`` iterations is returned as it stands with converged False.
-
-    Works on the n(n-1)/2 pairs i < j only. Each iteration forms σ(d) and σ(−d) from exp(−|d|)
-    (so tiny probabilities keep their relative precision) and from them the gradient and the
-    Laplacian (the negative Hessian, made invertible by adding 1/n: the mean-zero constraint). The
-    gradient sums to zero in exact arithmetic; its floating-point sum is put back on the models in
-    proportion to their term sums (where the round-off is), so a model joined to the rest only by
-    tiny counts is not pushed by the round-off of huge ones. Safeguard: a step within
-    ``SAFE_SPREAD`` provably raises the likelihood and is taken as is; a longer one (capped at
-    ``MAX_SPREAD``) is taken tentatively, and when the next iteration finds the likelihood lower it
-    goes back half of it (backtracking; the objective is concave). Stopping rule, per fit: the
-    Newton step is below ``STEP_TOL`` everywhere, or every model's gradient is below ``tol`` times
-    its own term sum; the step is applied after the test (so the error is of order the squared
-    step) and the fit leaves the batch (active-set compaction).
-    """
-    B, n, _ = w.shape
-    i, j, inc, absinc, diag = _pairs(n)
-    a, b = w[:, i, j], w[:, j, i]
-    n_ij = a + b
-    floor = 1e-15 * n_ij  # N p (1 - p) floored: past |d| ≈ 745 it underflows and the Laplacian would be singular
-    theta = np.zeros((B, n)) if theta0 is None else centred(np.array(theta0, dtype=np.float64).reshape(B, n))
-    P = i.size
-    inc_t = np.ascontiguousarray(inc.T)
-    # work arrays, reused every iteration (views of the first m rows while m fits remain): a fresh
-    # (B, pairs) temporary per operation cost more in page faults than the arithmetic
-    d_, e_, big_, small_, q_, p_, t_ = (np.empty((B, P)) for _ in range(7))
-    pos_ = np.empty((B, P), dtype=bool)
-    lap_ = np.empty((B, n * n))
-    out = np.zeros((B, n))
-    converged = np.zeros(B, dtype=bool)
-    active = np.arange(B)
-    pending = np.zeros(B, dtype=bool)  # rows standing on a tentative (long) step
-    ll_base = np.full(B, -np.inf)  # likelihood where that step started
-    step_prev = np.zeros((B, n))
-    scale = np.ones(B)
-    ones = np.full((n, n), 1.0 / n)
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 - iterations are reported
-        m = active.size
-        d, e, big, small, q, p, t, pos = (x[:m] for x in (d_, e_, big_, small_, q_, p_, t_, pos_))
-        np.matmul(theta, inc_t, out=d)  # theta_i - theta_j per pair
-        np.abs(d, out=e)
-        np.negative(e, out=e)
-        np.exp(e, out=e)  # e = exp(-|d|)
-        if it == 1 and theta0 is not None:
-            cold = cold_rows(theta, d, e, a, b)
-            if cold.any():  # a far warm start: these rows start from zeros
-                theta[cold] = 0.0
-                d[cold] = 0.0
-                e[cold] = 1.0
-        np.add(e, 1.0, out=big)
-        np.reciprocal(big, out=big)  # the larger of σ(d), σ(−d)
-        np.multiply(e, big, out=small)  # the smaller one, exact to round-off however large |d|
-        np.greater_equal(d, 0.0, out=pos)
-        ok = np.ones(m, dtype=bool)
-        if pending.any():
-            rows = np.flatnonzero(pending)
-            ll = _ll_pairs(d[rows], e[rows], n_ij[rows], b[rows])
-            worse = ll < ll_base[rows] - 1e-12 * np.abs(ll_base[rows])
-            back = rows[worse]
-            scale[back] *= 0.5  # go back half of the last step; checked again next iteration
-            theta[back] -= scale[back, None] * step_prev[back]
-            pending[rows[~worse]] = False
-            ok[back] = False
-        np.copyto(q, big)
-        np.copyto(q, small, where=pos)  # σ(−d)
-        np.copyto(p, small)
-        np.copyto(p, big, where=pos)  # σ(d)
-        np.multiply(q, a, out=q)  # W~_ij σ(−d): i's wins beyond the model's expectation...
-        np.multiply(p, b, out=p)  # ... less W~_ji σ(d)
-        np.subtract(q, p, out=t)
-        grad = t @ inc
-        np.add(q, p, out=t)
-        mass = t @ absinc  # each model's term sum: the scale of its gradient's round-off
-        total = mass.sum(axis=1, keepdims=True)
-        grad -= grad.sum(axis=1, keepdims=True) * (mass / np.maximum(total, 1e-300))
-        c = np.multiply(big, small, out=t)
-        np.multiply(c, n_ij, out=c)
-        np.maximum(c, floor, out=c)  # N p (1 - p)
-        lap = lap_[:m]
-        lap[:, i * n + j] = c
-        lap[:, j * n + i] = c
-        np.negative(lap, out=lap)
-        lap[:, diag] = c @ absinc
-        lap = lap.reshape(m, n, n)
-        lap += ones
-        if ok.all():
-            step = spd_solve(lap, grad)
-        else:  # rows going back along their last step need no new one
-            step = np.zeros_like(grad)
-            step[ok] = spd_solve(lap[ok], grad[ok])
-        spread = step.max(axis=1) - step.min(axis=1)
-        step *= np.minimum(1.0, MAX_SPREAD / np.maximum(spread, 1e-300))[:, None]
-        small_step = np.abs(step).max(axis=1) <= STEP_TOL
-        flat = (np.abs(grad) <= tol * mass).all(axis=1)
-        done = ok & (small_step | flat)
-        long = ok & ~done & (spread > SAFE_SPREAD)
-        if long.any():
-            rows = np.flatnonzero(long)
-            ll_base[rows] = _ll_pairs(d[rows], e[rows], n_ij[rows], b[rows])
-            pending[rows] = True
-            step_prev[rows], scale[rows] = step[rows], 1.0
-        theta[ok] += step[ok]
-        if done.any():
-            out[active[done]] = theta[done]
-            converged[active[done]] = True
-            keep = ~done
-            active = active[keep]
-            if active.size == 0:
-                break
-            a, b, n_ij, floor = a[keep], b[keep], n_ij[keep], floor[keep]
-            theta, ll_base, step_prev, scale, pending = (
-                theta[keep], ll_base[keep], step_prev[keep], scale[keep], pending[keep])
-    if active.size:
-        out[active] = theta
-    return centred(out), it, converged
-
-
-def mm_batch(w: np.ndarray, tol: float = 1e-10, max_iter: int = 100_000) -> tuple[np.ndarray, int, np.ndarray]:
-    """Hunter's MM iteration pi_i <- W~_i / sum_j N_ij / (pi_i + pi_j), batched; returns log-strengths."""
-    B, n, _ = w.shape
-    n_ij = w + w.swapaxes(1, 2)
-    wins = w.sum(axis=2)
-    pi = np.ones((B, n))
-    converged = np.zeros(B, dtype=bool)
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007
-        denom = (n_ij / (pi[:, :, None] + pi[:, None, :])).sum(axis=2)
-        new = wins / denom
-        new /= np.exp(np.log(new).mean(axis=1, keepdims=True))
-        delta = np.abs(np.log(new) - np.log(pi)).max(axis=1)
-        pi = new
-        converged = delta < tol
-        if converged.all():
-            break
-    return centred(np.log(pi)), it, converged
 
 
 def fit_bt_batch_info(

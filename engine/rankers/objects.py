@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from engine.errors import LensError
-from engine.graphs.stack import GraphStack
 from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
 from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt, fit_bt_batch_info
 from engine.rankers.davidson import fit_davidson, fit_davidson_stack_batch
@@ -64,12 +63,6 @@ class Ranker:
     def default_unit(self, params: dict) -> str:
         """What the bootstrap resamples unless told: graphs."""
         return "graph"
-
-    def fit_graphs(self, stack: GraphStack, **params) -> RankResult:
-        """The fit on a GraphStack (every ranker has one)."""
-        from engine.rankers import rank
-
-        return rank(stack, self.name, **params)
 
     def fit_counts(self, pc: PairCounts, votes: Votes | None = None, **params) -> RankResult:
         """The fit on pair counts (and ordered votes); a graph-only ranker refuses with one sentence."""

@@ -16,11 +16,6 @@ from engine.rankers.base import RankResult, centred, check_stack, register, seri
 from engine.rankers.bt import DEFAULT_ALPHA, regularise
 
 
-def stationary(P: np.ndarray) -> np.ndarray:
-    """Stationary distribution of a row-stochastic matrix (pi (P - I) = 0 with one equation replaced by sum = 1)."""
-    return stationary_batch(np.asarray(P, dtype=np.float64)[None])[0]
-
-
 def stationary_batch(P: np.ndarray) -> np.ndarray:
     """(B, n, n) row-stochastic, irreducible → (B, n) stationary laws, one batched linear solve."""
     B, n, _ = P.shape
@@ -30,11 +25,6 @@ def stationary_batch(P: np.ndarray) -> np.ndarray:
     b[:, -1, 0] = 1.0
     pi = np.linalg.solve(A, b)[:, :, 0]
     return np.clip(pi, 1e-300, None)
-
-
-def transition_matrix(wt: np.ndarray) -> np.ndarray:
-    """The (n, n) walk toward winners of one W + T/2 matrix (see ``transition_batch``)."""
-    return transition_batch(np.asarray(wt, dtype=np.float64)[None])[0]
 
 
 def transition_batch(wt: np.ndarray) -> np.ndarray:

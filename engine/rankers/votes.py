@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.graphs.stack import DEFAULT_POLICY, GraphStack, combine_counts
+from engine.graphs.stack import DEFAULT_POLICY, combine_counts
 
 A_WINS, B_WINS, TIE = 1, 2, 3
 """Winner codes of ``VoteRows.winner`` (invalid verdicts never enter)."""
@@ -208,16 +208,6 @@ class PairCounts:
         return PairCounts(tuple(m for m, k in zip(self.models, keep, strict=True) if k), self.W[ix], self.T[ix],
                           pick(self.votes), pick(self.n_graphs), pick(self.n_prompts), self.n_graph_total, soft,
                           self.unit)
-
-    @classmethod
-    def from_stack(cls, stack: GraphStack) -> PairCounts:
-        """The counts of a GraphStack, one vote per graph edge (the stack-based rankers' unit)."""
-        W, T = stack.win_tie_matrices()
-        present = stack.observed.any(axis=2)
-        n_graphs = present.sum(axis=0).astype(np.int64)
-        return cls(stack.models, W, T, votes=(W.sum(axis=1) + W.sum(axis=0) + T.sum(axis=1)).astype(np.int64),
-                   n_graphs=n_graphs, n_prompts=None, n_graph_total=stack.T, unit="graphs")
-
 
 def votes(rows: VoteRows, policy: str = DEFAULT_POLICY) -> Votes:
     """Pair verdicts into votes (module docstring) and combine each vote by ``policy``."""

@@ -18,6 +18,9 @@ import pandas as pd
 from engine.errors import LensError
 
 DISTANCES: tuple[str, ...] = ("spearman", "kendall", "footrule", "chebyshev")
+RANK_RTOL = 1e-9
+"""Scores closer than RANK_RTOL·max(1, |score|) are tied (as the leaderboard's ranks): solver
+round-off is not an order. Tied models are then ordered by model position."""
 
 
 def _shared(r: pd.Series, r_ref: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -113,4 +116,97 @@ def all_distances(r: pd.Series, r_ref: pd.Series) -> dict[str, float]:
     a, b = _shared(r, r_ref)
     out = {k: float(v[0]) for k, v in distances_batch(a[None], b).items()}
     out["n_shared"] = len(a)
+    return out
+
+
+# ----------------------------------------------------------------------------- batches of rankings
+
+
+def ordinal_ranks(scores: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
+    """(B, n) scores → (B, n) ranks 1..n (1 = best); tied scores ordered by model position.
+
+    A deterministic total order, so every distance compares two permutations. Scores closer than
+    ``rtol·max(1, |s|)`` count as tied (along the sorted scores, so a chain of near-equal scores is
+    one tie group): fits that are tied in exact arithmetic but differ by solver round-off — or by
+    the start a warm-started solver came from — get the same ranks.
+    """
+    s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    B, n = s.shape
+    order = np.argsort(-s, axis=1, kind="stable")
+    srt = np.take_along_axis(s, order, axis=1)
+    gap = srt[:, :-1] - srt[:, 1:]
+    new_group = gap > rtol * np.maximum(1.0, np.abs(srt[:, :-1]))
+    gid_sorted = np.zeros((B, n), dtype=np.int64)
+    gid_sorted[:, 1:] = np.cumsum(new_group, axis=1)
+    gid = np.empty_like(gid_sorted)
+    np.put_along_axis(gid, order, gid_sorted, axis=1)
+    pos = np.argsort(gid * n + np.arange(n)[None, :], axis=1)
+    ranks = np.empty((B, n), dtype=np.int64)
+    np.put_along_axis(ranks, pos, np.arange(1, n + 1)[None, :].repeat(B, axis=0), axis=1)
+    return ranks
+
+
+def fractional_ranks(scores: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
+    """(B, n) scores → (B, n) float ranks (1 = best), tied scores sharing their average rank.
+
+    The same tie groups as ``ordinal_ranks`` (scores within ``rtol·max(1, |s|)`` along the sorted
+    order), but a group of g models at positions k+1..k+g all get k + (g+1)/2, so the result does
+    not depend on model names or positions (as ``engine.ranking.distances`` ranks for ``compare``).
+    """
+    s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    B, n = s.shape
+    order = np.argsort(-s, axis=1, kind="stable")
+    srt = np.take_along_axis(s, order, axis=1)
+    starts = np.ones((B, n), dtype=bool)
+    starts[:, 1:] = (srt[:, :-1] - srt[:, 1:]) > rtol * np.maximum(1.0, np.abs(srt[:, :-1]))
+    ends = np.ones((B, n), dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    pos = np.arange(n)[None, :].repeat(B, axis=0)
+    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=1)  # group start, per sorted slot
+    last = np.minimum.accumulate(np.where(ends, pos, n - 1)[:, ::-1], axis=1)[:, ::-1]  # group end
+    ranks = np.empty((B, n), dtype=np.float64)
+    np.put_along_axis(ranks, order, 0.5 * (first + last) + 1.0, axis=1)
+    return ranks
+
+
+def permutation_distances(ranks: np.ndarray, ref_ranks: np.ndarray) -> dict[str, np.ndarray]:
+    """The four distances of paper 000 (App. C.2) for (B, n) permutation ranks against one (n,) permutation.
+
+    The fast path for ordinal ranks (no ties): equal to ``engine.ranking.distances.distances_batch`` there.
+    """
+    r = np.atleast_2d(np.asarray(ranks, dtype=np.int64))
+    ref = np.asarray(ref_ranks, dtype=np.int64)
+    n = r.shape[1]
+    if n < 2:
+        raise LensError("A ranking distance needs at least two models.")
+    d = (r - ref[None, :]).astype(np.float64)
+    by_ref = r[:, np.argsort(ref)]  # columns in reference order: discordant pairs are inversions
+    inv = np.triu(by_ref[:, :, None] > by_ref[:, None, :], 1).sum(axis=(1, 2))
+    return {
+        "spearman": 3.0 * (d * d).sum(axis=1) / (n * (n * n - 1)),
+        "kendall": 2.0 * inv / (n * (n - 1)),
+        "footrule": np.abs(d).sum(axis=1) / np.floor(n * n / 2.0),
+        "chebyshev": np.abs(d).max(axis=1) / (n - 1),
+    }
+
+
+def distances_for_scores(scores: np.ndarray, ref_ranks: np.ndarray) -> dict[str, np.ndarray]:
+    """All four distances of paper 000 (Section 4.1, App. C.2) for (B, n) scores against a reference.
+
+    Tied scores share their average rank (``fractional_ranks``; distances as ``engine.ranking.distances``
+    and ``compare`` take them), never an order by model name: rows without a tie take the
+    permutation fast path, rows with one ``engine.ranking.distances.distances_batch``.
+    """
+    ranks = fractional_ranks(scores)
+    ref = np.asarray(ref_ranks)
+    srt = np.sort(ranks, axis=1)
+    tied = (srt[:, 1:] == srt[:, :-1]).any(axis=1)  # a group of 3 shares the whole number k + 2
+    if not tied.any():
+        return permutation_distances(ranks.astype(np.int64), ref)
+    out = {k: np.empty(len(ranks)) for k in DISTANCES}
+    for rows, fn in ((~tied, lambda r: permutation_distances(r.astype(np.int64), ref)),
+                     (tied, lambda r: distances_batch(r, ref))):
+        if rows.any():
+            for k, val in fn(ranks[rows]).items():
+                out[k][rows] = val
     return out

@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
+from engine.graphs.stack import GraphStack
+from engine.ranking.distances import ordinal_ranks
+from engine.store.connection import Store
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 REFERENCE_DIR = DATA / "arena_reference"
@@ -214,3 +219,87 @@ def arena_category(dataset: str, category: str, path: str | Path | None = None) 
 def reference_for_dataset(dataset: str, category: str | None = None, path: str | Path | None = None) -> pd.Series:
     """The reference ratings by the dataset's model names (``category`` is a reference category)."""
     return map_reference(load_reference(path, category), load_mapping(dataset))
+
+
+# ----------------------------------------------------------------------------- the reference of a dataset choice
+
+
+def own_truth(store: Store, dataset: str) -> tuple[pd.Series | None, str]:
+    """The synthetic ground truth that belongs to ``dataset`` now, or (None, why not).
+
+    A truth is used only when the dataset is flagged synthetic and the truth names every model
+    its verdicts compare: rows left under a name by a store written before ingest moved them with
+    a rename (or cleared them on a delete) describe other verdicts, so they are refused here.
+    """
+    from engine.ingest.synthetic import synthetic_truth
+    from engine.store.datasets import dataset_models, is_synthetic
+
+    if not is_synthetic(store, dataset):
+        return None, "not a synthetic dataset"
+    try:
+        truth = synthetic_truth(store, dataset)
+    except LensError as exc:
+        return None, str(exc)
+    models = dataset_models(store, dataset)
+    unknown = sorted(models - set(truth.index))
+    if unknown:
+        return None, (f"the stored ground truth of {dataset} does not name {len(unknown)} of its models "
+                      f"(e.g. {unknown[0]}), so it belongs to other verdicts and is not used")
+    return truth, f"ground truth of the synthetic dataset, {len(truth)} models"
+
+
+def reference_for(dataset: str, category: str | None, store: Store | None = None) -> tuple[pd.Series | None, str]:
+    """The reference ratings for the current choice and a note saying which, or (None, why not).
+
+    A synthetic dataset (with ``store`` given) is measured against its own ground truth
+    (``own_truth``). Otherwise the category goes through the dataset's category mapping to an
+    LMArena category; a dataset without a model mapping has no reference (the pages then leave the
+    reference columns out). The app caches the result per dataset version (a global sequence: every
+    import, rename or replace takes a new one), so a renamed or replaced dataset is looked up again.
+    """
+    stale = ""
+    if store is not None:
+        truth, why = own_truth(store, dataset)
+        if truth is not None:
+            return truth, why
+        if "ground truth" in why:
+            stale = f"; {why}"
+    if not has_mapping(dataset):  # said without the server's mapping folder path
+        return None, f"dataset {dataset} has no model-name mapping to the LMArena reference{stale}"
+    try:
+        ref_cat = arena_category(dataset, category) if category else None
+        ref = reference_for_dataset(dataset, ref_cat)
+    except LensError as exc:
+        return None, str(exc).rstrip(".") + stale
+    if len(ref) < 2:
+        return None, f"fewer than two models of {dataset} are on the reference leaderboard{stale}"
+    return ref, f"LMArena reference, category {ref_cat or 'full'}, {len(ref)} mapped models{stale}"
+
+
+# ----------------------------------------------------------------------------- reference ranks of a stack's models
+
+
+def reference_ranks(reference: pd.Series, models: tuple[str, ...]) -> np.ndarray:
+    """Ranks 1..n (1 = highest reference rating) of ``models`` in their given order."""
+    missing = [m for m in models if m not in reference.index]
+    if missing:
+        raise LensError(f"The reference has no rating for model(s) {', '.join(missing)}.")
+    r = reference.reindex(list(models)).to_numpy(dtype=np.float64)
+    return ordinal_ranks(r[None, :])[0]
+
+
+def reference_of(reference: pd.Series | Mapping[str, pd.Series], category: str | None) -> pd.Series:
+    if isinstance(reference, pd.Series):
+        return reference
+    if category in reference:
+        return reference[category]
+    raise LensError(f"No reference ranking is given for category {category!r}.")
+
+
+def common_models(stack: GraphStack, reference: pd.Series | Mapping[str, pd.Series], categories: list[str]) -> tuple[str, ...]:
+    """Models of the stack that every needed reference rates (rankings are compared on these)."""
+    refs = [reference] if isinstance(reference, pd.Series) else [reference_of(reference, c) for c in categories]
+    keep = [m for m in stack.models if all(m in r.index and np.isfinite(r[m]) for r in refs)]
+    if len(keep) < 2:
+        raise LensError("Fewer than two of the dataset's models have a reference rating, so no ranking can be compared.")
+    return tuple(keep)

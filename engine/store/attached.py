@@ -114,8 +114,3 @@ def attach(store: Store, name: str, glob: str, description: str | None = None) -
     return {"dataset": name, "glob": glob, "files": n_files, "verdicts": n_rows, "version": version}
 
 
-def detach(store: Store, name: str) -> None:
-    """Forget an attached dataset (its files are left alone)."""
-    with store.transaction() as tx:
-        tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])
-        tx.execute("DELETE FROM datasets WHERE name = ?", [name])

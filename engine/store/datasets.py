@@ -1,11 +1,13 @@
-"""What a dataset offers to choose from: its judges (and the one covering the most models) and its
-categories. Shared by the app's sidebar and the command line's notes; no heavy imports, so the
-cached-result code fingerprints (``protocol_inputs.code_files``) stay within their family."""
+"""What a dataset offers to choose from: its judges (and the one covering the most models), its
+categories, its models and whether it is synthetic. Shared by the app's
+sidebar, the reference choice and the command line's notes; no heavy imports, so the cached-result
+code fingerprints (``protocol_inputs.code_files``) stay within their family."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.errors import LensError
 from engine.store.connection import Store
 
 
@@ -63,3 +65,23 @@ def relation_judges(store: Store, relation: str) -> list[str]:
 def relation_timestamp_count(store: Store, relation: str) -> int:
     """How many rows of a verdict relation carry a ``tstamp``: Elo plays them in time order only when some do."""
     return int(store.cursor().execute(f"SELECT count(tstamp) FROM {relation}").fetchall()[0][0])
+
+
+def is_synthetic(store: Store, dataset: str) -> bool:
+    """Whether ``dataset`` is flagged synthetic (written by ``engine.ingest.synthetic``); False when absent."""
+    row = store.cursor().execute("SELECT synthetic FROM datasets WHERE name = ?", [dataset]).fetchone()
+    return bool(row is not None and row[0])
+
+
+def dataset_models(store: Store, dataset: str) -> set[str]:
+    """Every model name the dataset's verdicts compare (either side, valid or not)."""
+    return {r[0] for r in store.cursor().execute(
+        "SELECT model_a FROM verdicts WHERE dataset = ? UNION SELECT model_b FROM verdicts WHERE dataset = ?",
+        [dataset, dataset]).fetchall()}
+
+
+def require_dataset(store: Store, name: str) -> None:
+    """Refuse, in one sentence listing the datasets there are, a name that is not one of them."""
+    if not store.has_dataset(name):
+        known = ", ".join(store.datasets()["name"].tolist()) or "none"
+        raise LensError(f"There is no dataset named {name!r} (datasets: {known}).")

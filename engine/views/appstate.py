@@ -1,18 +1,28 @@
-"""Engine-side helpers for the app's shared state: what the sidebar offers and the cache keys.
+"""The app's shared state: the cache key of a sidebar choice, and one slider move's engine work.
 
-The sidebar (dataset, judge, category, ranker) is shared by every page; its choices come from the
-store here, so the app holds no SQL. Every cached result in the app is keyed by
-``CacheKey`` — the dataset's version counter plus the parameters — so an import, rename or delete
-(which bump or drop the version) can never serve a stale result.
+The sidebar (dataset, judge, category, ranker) is shared by every page; its choices come from
+``engine.store.datasets.dataset_choices`` and its reference from ``engine.ranking.reference.reference_for``.
+Every cached result in the app is keyed by ``CacheKey`` — the dataset's version counter plus the
+parameters — so an import, rename or delete (which bump or drop the version) can never serve a
+stale result. ``SliderContext`` holds what every keep-K / mu move of one selection shares; keep-K
+itself is ``engine.graphs.truncation.keep_k_index``, as in the CLI and the curves.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from engine.store.connection import Store
-from engine.store.datasets import DatasetChoices, dataset_choices  # noqa: F401 - re-exported
+
+if TYPE_CHECKING:  # the heavy imports stay lazy: the app's first page loads without them
+    import numpy as np
+    import pandas as pd
+
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
+    from engine.rankers.votes import Votes
 
 ALL = "(all)"
 """The sidebar's 'no filter' choice for judge and category."""
@@ -38,118 +48,7 @@ class CacheKey:
         )
 
 
-def file_columns(data: bytes, filename: str) -> list[str]:
-    """The column names of an uploaded verdict file (CSV header, JSONL keys, Parquet schema).
-
-    Used only to offer a column map when the names differ from the canonical ones; reading and
-    validating the rows is ``engine.ingest.verdicts``' job. Unreadable files give an empty list (the
-    validator then reports the actual problem).
-    """
-    import io
-    import json
-
-    import pandas as pd
-
-    name = filename.lower()
-    try:
-        if name.endswith(".parquet"):
-            import pyarrow.parquet as pq
-
-            return [str(c) for c in pq.read_schema(io.BytesIO(data)).names]
-        if name.endswith((".jsonl", ".ndjson")):
-            keys: dict[str, None] = {}
-            for line in data.decode("utf-8-sig", errors="replace").splitlines()[:200]:
-                if line.strip():
-                    obj = json.loads(line)
-                    if isinstance(obj, dict):
-                        keys.update(dict.fromkeys(map(str, obj)))
-            return list(keys)
-        sep = "\t" if name.endswith(".tsv") else ","
-        return [str(c) for c in pd.read_csv(io.BytesIO(data), nrows=0, sep=sep, encoding="utf-8-sig").columns]
-    except (ValueError, UnicodeDecodeError, OSError, ImportError):
-        return []
-
-
-def own_truth(store: Store, dataset: str):
-    """The synthetic ground truth that belongs to ``dataset`` now, or (None, why not).
-
-    A truth is used only when the dataset is flagged synthetic and the truth names every model
-    its verdicts compare: rows left under a name by a store written before ingest moved them with
-    a rename (or cleared them on a delete) describe other verdicts, so they are refused here.
-    """
-    from engine.errors import LensError
-    from engine.ingest.synthetic import synthetic_truth
-
-    row = store.cursor().execute("SELECT synthetic FROM datasets WHERE name = ?", [dataset]).fetchone()
-    if row is None or not row[0]:
-        return None, "not a synthetic dataset"
-    try:
-        truth = synthetic_truth(store, dataset)
-    except LensError as exc:
-        return None, str(exc)
-    models = {r[0] for r in store.cursor().execute(
-        "SELECT model_a FROM verdicts WHERE dataset = ? UNION SELECT model_b FROM verdicts WHERE dataset = ?",
-        [dataset, dataset]).fetchall()}
-    unknown = sorted(models - set(truth.index))
-    if unknown:
-        return None, (f"the stored ground truth of {dataset} does not name {len(unknown)} of its models "
-                      f"(e.g. {unknown[0]}), so it belongs to other verdicts and is not used")
-    return truth, f"ground truth of the synthetic dataset, {len(truth)} models"
-
-
-def reference_for(dataset: str, category: str | None, store=None) -> tuple[object, str]:
-    """The reference ratings for the current choice and a note saying which, or (None, why not).
-
-    A synthetic dataset (with ``store`` given) is measured against its own ground truth
-    (``own_truth``). Otherwise the category goes through the dataset's category mapping to an
-    LMArena category; a dataset without a model mapping has no reference (the pages then leave the
-    reference columns out). The app caches the result per dataset version (a global sequence: every
-    import, rename or replace takes a new one), so a renamed or replaced dataset is looked up again.
-    """
-    from engine.errors import LensError
-    from engine.ranking.reference import arena_category, has_mapping, reference_for_dataset
-
-    stale = ""
-    if store is not None:
-        truth, why = own_truth(store, dataset)
-        if truth is not None:
-            return truth, why
-        if "ground truth" in why:
-            stale = f"; {why}"
-    if not has_mapping(dataset):  # said without the server's mapping folder path
-        return None, f"dataset {dataset} has no model-name mapping to the LMArena reference{stale}"
-    try:
-        ref_cat = arena_category(dataset, category) if category else None
-        ref = reference_for_dataset(dataset, ref_cat)
-    except LensError as exc:
-        return None, str(exc).rstrip(".") + stale
-    if len(ref) < 2:
-        return None, f"fewer than two models of {dataset} are on the reference leaderboard{stale}"
-    return ref, f"LMArena reference, category {ref_cat or 'full'}, {len(ref)} mapped models{stale}"
-
-
-def with_model_cycles(table, stack):
-    """Add each model's bad triads (summed over the graphs ranked) and cycle participation (share
-    of the graphs where the model was compared in which it lies on a bad triad)."""
-    import numpy as np
-
-    from engine.graphs.cycles import vertex_cycle_counts
-
-    vb = vertex_cycle_counts(stack.adj)["c3_bad"]  # (T, n)
-    present = stack.observed.any(axis=2)
-    present &= (present.sum(axis=1) >= 3)[:, None]  # graphs of 2 models hold no triad
-    pos = {m: i for i, m in enumerate(stack.models)}
-    idx = table["model"].map(pos).to_numpy()
-    bad = vb.sum(axis=0)
-    share = np.divide(((vb > 0) & present).sum(axis=0), present.sum(axis=0),
-                      out=np.full(stack.n, np.nan), where=present.sum(axis=0) > 0)
-    out = table.copy()
-    out["bad_triads"] = bad[idx].astype(np.int64)
-    out["cycle_share"] = share[idx]
-    return out
-
-
-def with_reference(table, reference):
+def with_reference(table: pd.DataFrame, reference: pd.Series | None) -> pd.DataFrame:
     """Add ``ref_rank`` (rank on the reference among the mapped models) and ``ref_diff`` = rank here
     among the same models − ref_rank (positive: lower here than on the reference); competition
     ranks (1 = best, equal values share the smallest rank)."""
@@ -183,7 +82,7 @@ class AppBoard:
     """A leaderboard as the app shows it: the table (with cycle and reference columns), the
     engine's params, and the distances to the reference (empty without one)."""
 
-    table: object
+    table: pd.DataFrame
     params: dict
     distances: dict
     reference_note: str
@@ -207,31 +106,30 @@ class SliderContext:
     the ranker and the bootstrap (bench/app_latency.py).
     """
 
-    stack: object
-    counts: object
-    part_graph: object
-    part_model: object
-    part_bad: object
-    part_present: object
-    pool_pos: object = None
+    stack: GraphBuckets
+    counts: pd.DataFrame
+    part_graph: np.ndarray
+    part_model: np.ndarray
+    part_bad: np.ndarray
+    part_present: np.ndarray
+    pool_pos: np.ndarray | None = None
     pool: str = "all"
-    capacity: object = None
+    capacity: pd.DataFrame | None = None
     n_no_cycle: int = 0
 
     @classmethod
-    def of(cls, graphs, pool: str = "perturbed") -> SliderContext:
-        """The context of a GraphStack or GraphBuckets; graphs that cannot hold a cycle stay out of
-        the keep-K pool (``n_no_cycle`` counts them), as in ``engine.graphs.truncation.keep_k_graphs``."""
+    def of(cls, graphs: GraphStack | GraphBuckets, pool: str = "perturbed") -> SliderContext:
+        """The context of a GraphStack or GraphBuckets; the keep-K pool is
+        ``engine.graphs.truncation.keep_pool`` (graphs that cannot hold a cycle stay out, ``n_no_cycle``)."""
         import numpy as np
 
         from engine.graphs.buckets import as_buckets
         from engine.graphs.cycles import cycle_capacity, cycle_counts, vertex_cycle_counts
-        from engine.graphs.truncation import can_hold_cycle, pool_mask
+        from engine.graphs.truncation import keep_pool
 
         b = as_buckets(graphs)
         capacity = cycle_capacity(b)
-        member = pool_mask(b.keys, pool)
-        holds = can_hold_cycle(capacity)
+        pool_pos, n_no_cycle = keep_pool(b.keys, capacity, pool)
         g, m, bad, pres = [np.zeros(0, np.int64)] * 3 + [np.zeros(0, bool)]
         parts = []
         for bk in b.at_least(3):
@@ -242,53 +140,51 @@ class SliderContext:
             parts.append((bk.graph[r], bk.members[r, c], vb[r, c].astype(np.int64), seen[r, c]))
         if parts:
             g, m, bad, pres = (np.concatenate(x) for x in zip(*parts, strict=True))
-        return cls(b, cycle_counts(b), g, m, bad, pres, np.flatnonzero(member & holds), pool, capacity,
-                   int((member & ~holds).sum()))
+        return cls(b, cycle_counts(b), g, m, bad, pres, pool_pos, pool, capacity, n_no_cycle)
 
     @cached_property
-    def tie_rank(self):
-        """Each graph's position in graph-key order (``engine.graphs.truncation.key_order``)."""
-        import numpy as np
+    def tie_rank(self) -> np.ndarray:
+        """Each graph's position in graph-key order (``engine.graphs.key_order.key_rank``)."""
+        from engine.graphs.key_order import key_rank
 
-        from engine.graphs.truncation import key_order
-
-        out = np.empty(self.stack.T, dtype=np.int64)
-        out[key_order(self.stack.keys)] = np.arange(self.stack.T)
-        return out
+        return key_rank(self.stack.keys)
 
     @property
     def n_pool(self) -> int:
         """How many graphs keep-K chooses from."""
         return int(self.stack.T if self.pool_pos is None else len(self.pool_pos))
 
-    def kept(self, keep_k: int | None, mu: float):
-        """Positions of the K pool graphs of smallest S_mu (ties by graph key), sorted, and the
-        threshold S_K; every graph of the selection (pool or not) when K is None."""
+    def kept(self, keep_k: int | None, mu: float) -> tuple[np.ndarray, float | None]:
+        """Positions of the K pool graphs of smallest S_mu (``engine.graphs.truncation.keep_k_index``),
+        sorted, and the threshold S_K; every graph of the selection (pool or not) when K is None."""
         import numpy as np
 
-        from engine.errors import LensError
-        from engine.graphs.truncation import graph_scores, truncation_scores
+        from engine.graphs.truncation import (
+            check_k,
+            graph_scores,
+            keep_k_index,
+            no_cycle_refusal,
+            truncation_scores,
+        )
 
         if keep_k is None:
             return np.arange(self.stack.T), None
         if self.n_pool == 0 and self.n_no_cycle:
-            raise LensError(f"No graph of the {self.pool} pool can hold a cycle ({self.n_no_cycle} graphs, each with "
-                            "fewer than 3 models or no compared triple), so keep-K has no score to keep graphs by.")
-        if int(keep_k) != keep_k or not 1 <= keep_k <= self.n_pool:
-            raise LensError(f"K must be a whole number between 1 and the pool size {self.n_pool}; got {keep_k!r}.")
+            raise no_cycle_refusal(self.pool, self.n_no_cycle)
+        k = check_k(keep_k, self.n_pool)
         pos = np.arange(self.stack.T) if self.pool_pos is None else np.asarray(self.pool_pos)
         if self.capacity is None:
-            scores = truncation_scores(self.counts, mu=mu)[pos]
+            scores = truncation_scores(self.counts, mu=mu)
         else:  # the coverage score of keep_k_graphs, reference capacity taken over the pool
-            scores = graph_scores(self.counts, self.capacity, mu=mu, among=pos)[0][pos]
-        order = np.lexsort((self.tie_rank[pos], scores))[: int(keep_k)]
-        return np.sort(pos[order]), float(scores[order].max())
+            scores = graph_scores(self.counts, self.capacity, mu=mu, among=pos)[0]
+        idx = keep_k_index(scores, self.tie_rank, k, among=pos)
+        return idx, float(scores[idx].max())
 
 
-_GRAPH_HASHES: dict[int, object] = {}
+_GRAPH_HASHES: dict[int, tuple[SliderContext, np.ndarray]] = {}
 
 
-def graph_hashes(ctx: SliderContext):
+def graph_hashes(ctx: SliderContext) -> np.ndarray:
     """The 64-bit graph keys (``engine.ranking.vote_query.GRAPH_HASH``) of the context's graphs, computed once."""
     from engine.ranking.vote_query import key_hashes
 
@@ -301,7 +197,7 @@ def graph_hashes(ctx: SliderContext):
     return got[1]
 
 
-def model_cycle_columns(table, ctx: SliderContext, idx):
+def model_cycle_columns(table: pd.DataFrame, ctx: SliderContext, idx: np.ndarray) -> pd.DataFrame:
     """``bad_triads`` and ``cycle_share`` per model over the graphs at ``idx`` (see with_model_cycles),
     summed from the context's sparse (graph, model) entries."""
     import numpy as np
@@ -329,7 +225,7 @@ DENSE_CELL_LIMIT = 100_000_000
 sentence instead of exhausting the server's memory."""
 
 
-def ranked_stack(ctx: SliderContext, idx, ranker: str):
+def ranked_stack(ctx: SliderContext, idx: np.ndarray, ranker: str) -> GraphStack:
     """The graphs at ``idx`` as one dense GraphStack (over the selection's models), for a ranker that
     reads whole graphs; a LensError when that stack would exceed ``DENSE_CELL_LIMIT``."""
     from engine.errors import LensError
@@ -343,9 +239,9 @@ def ranked_stack(ctx: SliderContext, idx, ranker: str):
     return sub.dense()
 
 
-def app_leaderboard(ctx, *, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int,
-                    reference=None, reference_note: str = "", extra_params: dict | None = None,
-                    votes=None) -> AppBoard:
+def app_leaderboard(ctx: SliderContext | GraphStack | GraphBuckets, *, ranker: str, keep_k: int | None, mu: float,
+                    bootstrap: int, seed: int, reference: pd.Series | None = None, reference_note: str = "",
+                    extra_params: dict | None = None, votes: Votes | None = None) -> AppBoard:
     """One slider move's engine work: keep-K by S_mu, rank, bootstrap CIs, cycle and reference columns.
 
     ``ctx`` is a SliderContext (or a GraphStack / GraphBuckets, wrapped on the fly). With ``votes`` (the selection's

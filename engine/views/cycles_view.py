@@ -30,14 +30,6 @@ def integer_axis(max_k: int) -> dict:
     return {"tickformat": "d", "dtick": max(1, int(np.ceil(max_k / 10)))}
 
 
-def tick_style(n_labels: int) -> dict:
-    """Font size and x-label angle for a heatmap with ``n_labels`` models per side: 12 px upright up
-    to 8 models, then slanted and smaller (10 px up to 20 models, 8 px beyond), so 20 names
-    neither overlap on the y axis of a 420 px plot nor run into each other along the x axis."""
-    size = 12 if n_labels <= 8 else 10 if n_labels <= 20 else 8
-    return {"size": size, "angle": 0 if n_labels <= 8 else -45}
-
-
 def graphs_table(graphs: pd.DataFrame, keys: pd.DataFrame | None = None) -> pd.DataFrame:
     """The per-graph table (``engine.views.viz.graphs_by_score`` output: ``s_mu`` highest first) re-ordered so
     equal scores list prompts in natural order (q2 before q10), then variant and judge, with a

@@ -138,9 +138,9 @@ def _summarise_notes(notes: Sequence[str]) -> str:
 
 def protocol_sizes(params, frame: pd.DataFrame | None = None) -> str:
     """The sizes the protocol table runs with, for its caption: each protocol's label from the
-    engine params (``engine.experiments.resampling.label``) and, once run (``frame``), the category pools
+    engine params (``engine.experiments.protocols.label``) and, once run (``frame``), the category pools
     truncation chose from."""
-    from engine.experiments.resampling import MACRO, PROTOCOLS, label
+    from engine.experiments.protocols import MACRO, PROTOCOLS, label
 
     names = ", ".join(label(proto, params) for proto in PROTOCOLS)
     if frame is None or frame.empty:
@@ -157,10 +157,11 @@ def protocol_sizes(params, frame: pd.DataFrame | None = None) -> str:
 
 
 def protocol_view(frame: pd.DataFrame, distance: str = "spearman", scale: float = 1000.0) -> pd.DataFrame:
-    """``engine.experiments.resampling.run_protocols`` output as the page's table: one row per protocol with
+    """``engine.experiments.protocol_runs.run_protocols`` output as the page's table: one row per protocol with
     the macro cell and every category's cell (mean ± half-width × ``scale``, as ``table2``), how
     many category cells have no resampling spread, and why (the engine's notes, summarised)."""
-    from engine.experiments.resampling import MACRO, table2
+    from engine.experiments.protocol_runs import table2
+    from engine.experiments.protocols import MACRO
 
     cells = table2(frame, distance=distance, scale=scale)
     f = frame[frame["distance"] == distance]

@@ -27,11 +27,6 @@ _ASCII_PUNCT = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
 """Every ASCII punctuation character: CommonMark lets each be backslash-escaped to a literal."""
 
 
-def escape_html(text: object) -> str:
-    """``text`` as HTML text: ``<``, ``>``, ``&`` and quotes become entities (for HTML, never Markdown)."""
-    return html.escape("" if text is None else str(text), quote=True)
-
-
 def escape_md(text: object) -> str:
     """``text`` as one line of Streamlit Markdown that renders exactly as written.
 

@@ -175,7 +175,7 @@ def test_delete_confirmation_resets_and_errors_show_file_names_as_written(shippe
 
 
 def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipped_db, monkeypatch):
-    from engine.experiments.resampling import ProtocolParams
+    from engine.experiments.protocols import ProtocolParams
     from engine.graphs.cycles import cycle_counts
     from engine.graphs.stack import build_stack
     from engine.store.connection import Store

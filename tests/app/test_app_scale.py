@@ -82,21 +82,40 @@ def mixed():
     return build_stack(frame), build_buckets(frame)
 
 
+def dense_model_cycles(table, stack):
+    """The dense (T, n) oracle of ``model_cycle_columns``: each model's bad triads summed over the
+    graphs and its cycle share (graphs where it lies on a bad triad / graphs where it was compared)."""
+    from engine.graphs.cycles import vertex_cycle_counts
+
+    vb = vertex_cycle_counts(stack.adj)["c3_bad"]  # (T, n)
+    present = stack.observed.any(axis=2)
+    present &= (present.sum(axis=1) >= 3)[:, None]  # graphs of 2 models hold no triad
+    pos = {m: i for i, m in enumerate(stack.models)}
+    idx = table["model"].map(pos).to_numpy()
+    bad = vb.sum(axis=0)
+    share = np.divide(((vb > 0) & present).sum(axis=0), present.sum(axis=0),
+                      out=np.full(stack.n, np.nan), where=present.sum(axis=0) > 0)
+    out = table.copy()
+    out["bad_triads"] = bad[idx].astype(np.int64)
+    out["cycle_share"] = share[idx]
+    return out
+
+
 def test_slider_context_on_buckets_equals_the_dense_stack(mixed):
-    from engine.views.appstate import SliderContext, model_cycle_columns, with_model_cycles
+    from engine.views.appstate import SliderContext, model_cycle_columns
 
     stack, buckets = mixed
     dense, sparse = SliderContext.of(stack), SliderContext.of(buckets)
     assert sparse.n_pool == dense.n_pool > 0 and sparse.n_no_cycle == dense.n_no_cycle > 0
     pd.testing.assert_frame_equal(sparse.counts, dense.counts)
     table = pd.DataFrame({"model": list(stack.models)})
-    want = with_model_cycles(table, stack)  # the dense (T, n) computation
+    want = dense_model_cycles(table, stack)  # the dense (T, n) computation
     pd.testing.assert_frame_equal(model_cycle_columns(table, sparse, np.arange(stack.T)), want)
     for k in (1, 5, sparse.n_pool):
         idx, thr = sparse.kept(k, 1.0)
         idx_d, thr_d = dense.kept(k, 1.0)
         assert np.array_equal(idx, idx_d) and thr == thr_d
-        kept = with_model_cycles(table, stack.subset(idx))
+        kept = dense_model_cycles(table, stack.subset(idx))
         pd.testing.assert_frame_equal(model_cycle_columns(table, sparse, idx), kept)
 
 
@@ -140,7 +159,8 @@ def test_inspector_graph_on_buckets_equals_the_dense_stack(mixed):
 
 def test_keep_k_curve_keeps_what_the_leaderboard_keeps_on_mixed_pairs(mixed):
     from engine.experiments.curves import _pools, pool_scores
-    from engine.graphs.truncation import keep_k_graphs, key_rank
+    from engine.graphs.key_order import key_rank
+    from engine.graphs.truncation import keep_k_graphs
 
     stack, _ = mixed
     krank = key_rank(stack.keys)

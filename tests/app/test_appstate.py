@@ -13,14 +13,10 @@ from engine.errors import LensError
 from engine.graphs.cycles import cycle_counts
 from engine.graphs.stack import build_stack
 from engine.graphs.truncation import select_keep_k, truncation_scores
+from engine.ingest.importer import file_columns
 from engine.ranking.leaderboard import leaderboard_from_stack
-from engine.views.appstate import (
-    SliderContext,
-    app_leaderboard,
-    dataset_choices,
-    file_columns,
-    with_reference,
-)
+from engine.store.datasets import dataset_choices
+from engine.views.appstate import SliderContext, app_leaderboard, with_reference
 
 
 def _stack(seed: int, n_prompts: int = 30):

@@ -105,7 +105,7 @@ def test_integer_histogram_matches_counter_and_numpy():
 def test_own_truth_follows_a_rename_and_refuses_other_verdicts(empty_store):
     from engine.ingest import importer as ingest
     from engine.ingest.synthetic import SyntheticParams, synthetic_truth, write_synthetic
-    from engine.views.appstate import own_truth, reference_for
+    from engine.ranking.reference import own_truth, reference_for
 
     write_synthetic(empty_store, "syn", SyntheticParams(n_models=5, categories=1, prompts=3, paraphrases=0,
                                                         samples=0), replace=False)

@@ -16,15 +16,9 @@ from apphelpers import bad_triads_bruteforce, combined_outcomes, graph_digraph
 
 from engine.graphs.stack import build_stack
 from engine.views.graph_html import ORANGE, VIOLET, network_page, page_panels, vis_network_js
-from engine.views.inspector import (
-    graph_choices,
-    graph_position,
-    graph_view,
-    inspector_html,
-    pair_changes,
-    question_text,
-    triad_view,
-)
+from engine.views.inspector import graph_choices, graph_position, graph_view, pair_changes, question_text
+from engine.views.inspector_draw import inspector_html
+from engine.views.inspector_triads import triad_view
 
 PAYLOAD = "<script>window.__xss=1</script><img src=x onerror=window.__xss=1>"
 

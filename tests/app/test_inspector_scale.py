@@ -12,14 +12,8 @@ import pandas as pd
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
 
-from engine.views.inspector import (
-    FOCUS_LIMIT,
-    focus_models,
-    focus_summary,
-    graph_view,
-    prompt_menu,
-    restrict_view,
-)
+from engine.views.inspector import graph_view, prompt_menu
+from engine.views.inspector_draw import FOCUS_LIMIT, focus_models, focus_summary, restrict_view
 
 
 def test_prompt_menu_worst_first_with_text(shipped_store):

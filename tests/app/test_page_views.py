@@ -82,7 +82,8 @@ def test_keep_k_view_and_best_k():
 
 
 def test_protocol_view_summarises_run_protocols():
-    from engine.experiments.resampling import ProtocolParams, run_protocols, table2
+    from engine.experiments.protocol_runs import run_protocols, table2
+    from engine.experiments.protocols import ProtocolParams
 
     stack = build_stack(_verdicts(2))
     frame = run_protocols(stack, REF, params=ProtocolParams(mu=0.5, resamples=20))

@@ -1,0 +1,282 @@
+"""One ``Runner.drive`` call (``engine.judging.runner``): the units in flight, the cache lookups, the
+bounded pool or the batch queue of a local backend, and who waits for which call."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Generator, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import LensError
+from engine.judging.backends import (
+    BackendStopped,
+    ChatRequest,
+    ChatResult,
+    ConnectionFailed,
+    ServerUnreachable,
+)
+from engine.judging.run_errors import STORE_ERRORS, GaveUp, Stopped
+
+if TYPE_CHECKING:
+    from engine.judging.runner import Runner
+
+Unit = Generator[list[ChatRequest], list["ChatResult | None"], Any]
+
+
+class UnitState:
+    """One unit in flight: its generator and the results of its current step."""
+
+    __slots__ = ("gen", "keys", "got", "need")
+
+    def __init__(self, gen: Unit):
+        self.gen = gen
+        self.keys: list[str] = []
+        self.got: dict[str, ChatResult | None] = {}
+        self.need: set[str] = set()
+
+
+class Drive:
+    """One ``Runner.drive`` call: the waiting requests, the pool and who waits for which call."""
+
+    PULL = 64  # units started per cache lookup
+
+    def __init__(self, runner: Runner, units: Iterable[Unit], on_done):
+        self.r = runner
+        self.units = iter(units)
+        self.on_done = on_done
+        self.exhausted = False
+        self.batched = runner.backend.batch_size > 1
+        self.limit = 1 if self.batched else runner.concurrency
+        self.window = float("inf") if self.batched else max(2 * self.limit, self.PULL)
+        self.waiters: dict[str, list[UnitState]] = {}  # key → units waiting for that call
+        self.failed: set[str] = set()
+        self.ready: deque[tuple[str, ChatRequest]] = deque()
+        self.sorted = True
+        self.inflight: dict[Future, list[tuple[str, ChatRequest]]] = {}
+        self.held: dict[str, ChatRequest] = {}  # claimed by another live run: wait for its result
+        self.given_up: list[str] = []  # calls that failed for good here, whose claims are to be dropped
+        self.next_poll = 0.0
+
+    def run(self) -> None:
+        r = self.r
+        pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
+        stopped: BaseException | None = None
+        store_exc: BaseException | None = None  # the store refused a write: finished calls go to the journal
+        next_renew = time.monotonic() + r.renew_s
+        try:
+            while True:
+                if stopped is None and store_exc is None:
+                    try:
+                        self._fill()
+                        self._poll_held()
+                        if time.monotonic() >= next_renew:
+                            r.cache.renew()
+                            next_renew = time.monotonic() + r.renew_s
+                    except STORE_ERRORS as exc:
+                        store_exc = exc
+                        r._stop.set()
+                    else:
+                        self._submit(pool)
+                if not self.inflight:
+                    if stopped is not None or store_exc is not None or (self.exhausted and not self.ready and not self.held):
+                        break
+                    if self.held and not self.ready:
+                        time.sleep(r.poll_s)  # another run is making these calls; wait for its results
+                    continue
+                timeout = r.poll_s if self.held else max(0.05, next_renew - time.monotonic())
+                finished, _ = wait(self.inflight, timeout=timeout, return_when=FIRST_COMPLETED)
+                deliveries: list[tuple[UnitState, str, ChatResult | None]] = []
+                completed: list[tuple[str, ChatRequest, ChatResult]] = []
+                for fut in finished:
+                    items = self.inflight.pop(fut)
+                    try:
+                        results = fut.result()
+                    except BackendStopped as exc:
+                        stopped = stopped or exc
+                        r._stop.set()
+                        continue
+                    except Stopped:
+                        continue
+                    except (GaveUp, LensError) as exc:
+                        r.stats.errors.append(str(exc))
+                        for k, _req in items:
+                            r.stats.failed += 1
+                            self.failed.add(k)
+                            deliveries += [(st, k, None) for st in self.waiters.pop(k, [])]
+                        self.given_up += [k for k, _req in items]  # their claims are dropped below
+                        r._tick()
+                        if stopped is None and isinstance(exc.__cause__, ConnectionFailed):
+                            stopped = self._unreachable(exc.__cause__, len(items))
+                        continue
+                    for (k, req), res in zip(items, results, strict=True):
+                        completed.append((k, req, res))
+                        deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
+                if self.given_up and store_exc is None:
+                    try:  # another run waiting for these calls may try them itself
+                        r.cache.release(self.given_up)
+                    except STORE_ERRORS:
+                        pass  # they are dropped when the run ends, or lapse
+                    self.given_up = []
+                if completed:
+                    try:
+                        r._record(completed, journal_only=store_exc is not None)  # one transaction
+                    except STORE_ERRORS as exc:  # the calls are in the journal; stop sending
+                        store_exc = store_exc or exc
+                        r._stop.set()
+                    r._tick()
+                if store_exc is not None:
+                    continue  # units cannot go on without the store; in-flight calls are journaled
+                try:
+                    self._deliver(deliveries)
+                except STORE_ERRORS as exc:
+                    store_exc = exc
+                    r._stop.set()
+        finally:
+            r._stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            r._stop.clear()
+            try:
+                r.cache.release()
+            except STORE_ERRORS:
+                pass  # the leases lapse on their own once this process is gone
+        if store_exc is not None:
+            raise r.store_lost(store_exc) from store_exc
+        if stopped is not None:
+            raise stopped
+
+    def _poll_held(self) -> None:
+        """Calls another run claimed: take the ones it stored, claim again the ones it gave up."""
+        r = self.r
+        now = time.monotonic()
+        if not self.held or now < self.next_poll:
+            return
+        self.next_poll = now + r.poll_s
+        hits = r.cache.get_many(sorted(self.held))
+        deliveries = []
+        for k, res in hits.items():
+            self.held.pop(k, None)
+            r.stats.cached += 1
+            r.stats.waited += 1
+            deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
+        if self.held:
+            mine, _ = r.cache.claim(sorted(self.held))
+            for k in sorted(mine):
+                self.ready.append((k, self.held.pop(k)))
+                self.sorted = False
+        if hits:
+            r._tick()
+        self._deliver(deliveries)
+
+    def _unreachable(self, cause: ConnectionFailed, calls: int) -> ServerUnreachable | None:
+        """Count calls that never connected; the stop error once the breaker trips (module docstring)."""
+        r = self.r
+        r.stats.unreachable += calls
+        if r.stats.made or r.stats.unreachable < r.unreachable_after:
+            return None
+        r._stop.set()  # nothing new is sent; sleeping retries wake at once
+        n = r.stats.unreachable
+        return ServerUnreachable(
+            f"Cannot reach {cause.url}: {cause.cause} (the first {n} calls all failed after "
+            f"{r.max_retries + 1} attempts each and none succeeded); start the server or check --base-url."
+        )
+
+    # -- feeding --------------------------------------------------------------------------------
+    def _fill(self) -> None:
+        """Start units until enough requests wait (all of them for a batched backend)."""
+        while not self.exhausted and len(self.ready) < self.window:
+            batch = list(islice(self.units, self.PULL))
+            if not batch:
+                self.exhausted = True
+                break
+            self._step([(UnitState(g), None) for g in batch])
+
+    def _submit(self, pool: ThreadPoolExecutor) -> None:
+        r = self.r
+        while self.ready and len(self.inflight) < self.limit:
+            if self.batched:
+                items = self._next_batch()
+            else:
+                items = [self.ready.popleft()]
+            fut = pool.submit(r._with_retries, [req for _, req in items])
+            self.inflight[fut] = items
+
+    def _next_batch(self) -> list[tuple[str, ChatRequest]]:
+        """Up to batch_size waiting requests with one decoding, longest prompts first (or in the
+        backend's ``batch_order``: the local backend puts prompts with a shared prefix together)."""
+        if not self.sorted:
+            order = getattr(self.r.backend, "batch_order", None) or (lambda q: -q.size())
+            self.ready = deque(sorted(self.ready, key=lambda kr: (kr[1].decoding.group_key(), order(kr[1]))))
+            self.sorted = True
+        bs = max(1, int(self.r.backend.batch_size))  # re-read: an out-of-memory fallback shrinks it
+        first = self.ready.popleft()
+        items = [first]
+        group = first[1].decoding.group_key()
+        while self.ready and len(items) < bs and self.ready[0][1].decoding.group_key() == group:
+            items.append(self.ready.popleft())
+        return items
+
+    # -- advancing units ------------------------------------------------------------------------
+    def _deliver(self, deliveries: list[tuple[UnitState, str, ChatResult | None]]) -> None:
+        resume = []
+        for st, k, res in deliveries:
+            if k not in st.need:
+                continue
+            st.got[k] = res
+            st.need.discard(k)
+            if not st.need:
+                resume.append((st, [st.got[x] for x in st.keys]))
+        if resume:
+            self._step(resume)
+
+    def _step(self, items: list[tuple[UnitState, list | None]]) -> None:
+        """Send results into units; look their next requests up in the cache in one query."""
+        r = self.r
+        queue = deque(items)
+        while queue:
+            asked: list[tuple[UnitState, list[ChatRequest]]] = []
+            while queue:
+                st, send = queue.popleft()
+                try:
+                    reqs = st.gen.send(send)
+                except StopIteration as stop:
+                    r.stats.units_done += 1
+                    if self.on_done is not None:
+                        self.on_done(stop.value)
+                    r._tick(1)
+                    continue
+                reqs = [r.normalise(q) for q in reqs]
+                st.keys = [r.key(q) for q in reqs]
+                st.got, st.need = {}, set()
+                asked.append((st, reqs))
+            fresh = {k for st, _ in asked for k in st.keys if k not in self.waiters and k not in self.failed}
+            reqs_of = {k: q for st, reqs in asked for k, q in zip(st.keys, reqs, strict=True)}
+            legacy = {k: lk for k in fresh if (lk := r.legacy_key(reqs_of[k])) is not None}
+            hits = r.cache.get_many(sorted(fresh), legacy) if fresh else {}
+            r.stats.cached += len(hits)
+            to_make = sorted(fresh - hits.keys())
+            claimed, _held = r.cache.claim(to_make) if to_make else (set(), set())
+            for st, reqs in asked:
+                for k, q in zip(st.keys, reqs, strict=True):
+                    if k in hits:
+                        st.got[k] = hits[k]
+                    elif k in self.failed:
+                        st.got[k] = None
+                    elif k in self.waiters:
+                        if st not in self.waiters[k]:
+                            self.waiters[k].append(st)
+                        st.need.add(k)
+                    else:
+                        self.waiters[k] = [st]
+                        st.need.add(k)
+                        if k in claimed:
+                            self.ready.append((k, q))
+                            self.sorted = False
+                        else:  # stored or claimed by another run since the lookup: wait for it
+                            self.held[k] = q
+                if not st.need:
+                    queue.append((st, [st.got[k] for k in st.keys]))
+            if hits:
+                r._tick()
