@@ -29,8 +29,10 @@ def _rows(rng: random.Random, n: int) -> list[list[str]]:
         expl = rng.choice(["", "plain", 'says "yes", twice', "ünïcödé ✓", "=SUM(A1)", "  "])
         if i in (50, 51, 333):
             expl = "a row that spans\ntwo lines" if i != 333 else "three\n\nlines"
-        out.append([f"q{i % 37}", a, b, rng.choice(WINNERS), rng.choice(["", "AB", "BA"]),
-                    rng.choice(["", str(rng.random()), str(rng.randint(0, 9))]), expl,
+        winner, prob = rng.choice(WINNERS), rng.choice(["", str(rng.random()), str(rng.randint(0, 1))])
+        if i % 61 == 5:  # rows rejected inside blocks the bulk path reads: their original fields are reported
+            winner, prob, b = "maybe", "1.5", a
+        out.append([f"q{i % 37}", a, b, winner, rng.choice(["", "AB", "BA"]), prob, expl,
                     rng.choice(["", "writing", "math"])])
     return out
 
@@ -93,6 +95,7 @@ def test_bulk_and_line_reader_agree_on_generated_csv(monkeypatch, quoting):
     assert slow["counts"]["rejected"] >= 3  # the short row, the bad byte, the same-model / stray-quote rows
     assert any("fields but the header has" in s for s in slow["sentences"])
     assert any("not valid UTF-8" in s for s in slow["sentences"])
+    assert sum("winner value 'maybe'" in s and "model_a and model_b are the same" in s for s in slow["sentences"]) >= 5
     _same(fast, slow)
 
 
