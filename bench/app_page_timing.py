@@ -3,7 +3,7 @@
     python bench/app_page_timing.py --db STORE --dataset NAME [--cap-gb 8] [--timeout 300]
     python bench/app_page_timing.py --battles 1m --models 100        # builds the store itself first
 
-Starts ``streamlit run app.py`` on the store (as tests/test_browser.py does, whose helpers it uses),
+Starts ``streamlit run app.py`` on the store (as tests/test_browser.py does, with the helpers of tests/browser_support.py),
 opens ``/?dataset=NAME`` in headless Chromium, then visits every page through the sidebar twice:
 the first visit computes (cold caches), the second is what a user sees once the page's results
 are cached. A page "opens" when its title is drawn and Streamlit's running indicator has been gone
@@ -27,8 +27,8 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
 
+from browser_support import CHROME_ARGS, CHROMIUM, PAGES, _free_port, errors_on, wait_idle  # noqa: E402
 from procmeter import _kill_tree, _tree_rss  # noqa: E402
-from test_browser import CHROME_ARGS, CHROMIUM, PAGES, _free_port, errors_on, wait_idle  # noqa: E402
 
 QUIET_S = 0.5  # wait_idle's quiet period, not part of the page's time
 

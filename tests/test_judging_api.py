@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import run_engine
 from judging_fake_openai import FakeOpenAI, score_of
 
 from engine.errors import LensError
@@ -243,9 +244,6 @@ def test_cli_judge_and_calls(tmp_path):
     db = tmp_path / "cli.duckdb"
     with FakeOpenAI() as srv:
         cmd = [
-            sys.executable,
-            "-m",
-            "engine",
             "--db",
             str(db),
             "judge",
@@ -273,15 +271,12 @@ def test_cli_judge_and_calls(tmp_path):
             "--price-out",
             "2000",
         ]
-        out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+        out = run_engine(cmd)
         assert out.returncode == 0, out.stderr
         row = pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0]
         assert (row.pairs, row.verdicts, row.calls_made) == (2, 4, 4)
-        calls = subprocess.run(
+        calls = run_engine(
             [
-                sys.executable,
-                "-m",
-                "engine",
                 "--db",
                 str(db),
                 "calls",
@@ -290,16 +285,12 @@ def test_cli_judge_and_calls(tmp_path):
                 "--price",
                 "fake-judge=1000,2000",
             ],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=60,
         )
         df = pd.read_csv(pd.io.common.StringIO(calls.stdout))
         assert df["calls"].sum() == 4
         assert df["est_cost_usd"].sum() == pytest.approx(row.est_cost_usd, rel=1e-6)
-        bad = subprocess.run(
-            cmd[:8]
+        bad = run_engine(
+            cmd[:5]
             + [
                 "--protocol",
                 "hybrid",
@@ -312,10 +303,6 @@ def test_cli_judge_and_calls(tmp_path):
                 "--template",
                 "nosuch",
             ],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=60,
         )
         assert (
             bad.returncode == 2
@@ -346,7 +333,7 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path, kill_after)
             stored = st.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0]
         # only calls the server answered can be stored; those in flight at the kill are lost (and redone)
         assert 0 <= stored <= seen_first
-        out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+        out = run_engine(cmd[3:])  # the resume: the killed process was the second one
         assert out.returncode == 0, out.stderr
         row = pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0]
         assert row.calls_cached == stored and row.calls_made == unique - stored
@@ -401,7 +388,7 @@ def test_perturb_keeps_checked_rewrites_with_lineage_then_generate_answers(empty
 
 def test_cli_perturb_generate_and_runs(tmp_path):
     db = tmp_path / "pg.duckdb"
-    base = [sys.executable, "-m", "engine", "--db", str(db)]
+    base = ["--db", str(db)]
     with FakeOpenAI() as srv:
         be = [
             "--backend",
@@ -414,7 +401,7 @@ def test_cli_perturb_generate_and_runs(tmp_path):
             "--format",
             "csv",
         ]
-        load = subprocess.run(
+        load = run_engine(
             base
             + [
                 "judge",
@@ -430,37 +417,21 @@ def test_cli_perturb_generate_and_runs(tmp_path):
                 "1",
                 *be,
             ],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
         )
         assert load.returncode == 0, load.stderr
-        per = subprocess.run(
+        per = run_engine(
             base + ["perturb", "--dataset", "pg", "-k", "2", *be],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
         )
         assert per.returncode == 0, per.stderr
         row = pd.read_csv(pd.io.common.StringIO(per.stdout)).iloc[0]
         assert (row.prompts, row.candidates, row.accepted) == (1, 2, 1)
-        gen = subprocess.run(
+        gen = run_engine(
             base + ["generate", "--dataset", "pg", "--variants", "1", "--as-model", "gpt-4", *be],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
         )
         assert gen.returncode == 0, gen.stderr
         assert pd.read_csv(pd.io.common.StringIO(gen.stdout)).iloc[0].answers == 1
-        runs = subprocess.run(
+        runs = run_engine(
             base + ["calls", "--runs", "--format", "csv"],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=60,
         )
         df = pd.read_csv(pd.io.common.StringIO(runs.stdout))
         assert list(df["kind"]) == ["judge", "perturb", "generate"] and set(df["status"]) == {"done"}
@@ -586,17 +557,13 @@ def test_calls_counts_tokens_and_cost_match_the_store_and_the_server(tmp_path):
     hawaii = "travel blog post about a recent trip to Hawaii"  # prompt 81 only: 3 pairs × 2 orders fail
 
     def judge(url: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
+        return run_engine(
             judge_cmd(db, "c", url, "--max-retries", "1", "--backoff", "0.01", "--price-in", "1000",
-                      "--price-out", "2000"),
-            cwd=REPO, capture_output=True, text=True, timeout=120,
+                      "--price-out", "2000")[3:],
         )  # fmt: skip
 
     def engine(*args: str) -> pd.DataFrame:
-        out = subprocess.run(
-            [sys.executable, "-m", "engine", "--db", str(db), *args, "--format", "csv"],
-            cwd=REPO, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+        out = run_engine(["--db", str(db), *args, "--format", "csv"])
         assert out.returncode == 0, out.stderr
         return pd.read_csv(pd.io.common.StringIO(out.stdout))
 

@@ -3,7 +3,7 @@ key and no URL, calls that failed for good, an unknown dataset, and the help tex
 
 Real parts only: the scripted OpenAI-compatible server (tests/judging_fake_openai.py), a loopback
 port that was bound and closed again (so nothing listens there: connection refused), the real
-``openai`` client, and ``python -m engine`` in a subprocess. Each expected count follows from the
+``openai`` client, and the ``python -m engine`` command line (in this process: tests/conftest.py run_engine). Each expected count follows from the
 rules written next to it (concurrency 1, so calls go one at a time in a known order).
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import run_engine
 from judging_fake_openai import FakeOpenAI
 
 from engine.judging.backends import ChatRequest, ServerUnreachable
@@ -57,8 +57,7 @@ def _runs(db: Path) -> pd.DataFrame:
 
 
 def _cli(db: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "engine", "--db", str(db), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=180, env=env)
+    return run_engine(["--db", str(db), *args], env=env)
 
 
 # -- 1. an unreachable server stops the run ----------------------------------------------------------
@@ -261,7 +260,5 @@ def test_seed_means_the_schedule_in_judge_and_the_model_seed_in_generate_and_per
     assert "sampling seed" in helps["judge"]["--decoding-seed"]
     assert "--seed is the same option" in helps["generate"]["--seed"]
     assert "--seed" not in helps["judge"]["--decoding-seed"]
-    out = subprocess.run(
-        [sys.executable, "-m", "engine", "generate", "--help"], capture_output=True, text=True, cwd=REPO
-    )
+    out = run_engine(["generate", "--help"])
     assert out.returncode == 0 and "model's sampling seed" in " ".join(out.stdout.split())

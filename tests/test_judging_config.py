@@ -7,11 +7,10 @@ cut changes the verdict in a known way) and from the rules the docstrings state.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
+from conftest import run_engine
 from judging_fake_openai import FakeOpenAI, sections
 
 from engine.judging.backends import ChatRequest, Decoding
@@ -134,7 +133,7 @@ def test_cli_selects_score_and_paraphrase_templates_and_user_versions_need_askin
             "t",
             pd.DataFrame([{"prompt_id": "p", "turn": 1, "model": m, "text": t} for m, t in answers.items()]),
         )
-    base = [sys.executable, "-m", "engine", "--db", str(db)]
+    base = ["--db", str(db)]
     with FakeOpenAI() as srv:
         be = [
             "--base-url",
@@ -150,15 +149,11 @@ def test_cli_selects_score_and_paraphrase_templates_and_user_versions_need_askin
         runs = []
         for extra in ([], ["--score-template", "score@2"]):
             cmd = base + ["judge", "--dataset", "t", "--protocol", "hybrid", *be, *extra]
-            out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+            out = run_engine(cmd)
             assert out.returncode == 0, out.stderr
             runs.append(pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0])
-        per = subprocess.run(
+        per = run_engine(
             base + ["perturb", "--dataset", "t", "-k", "2", "--paraphrase-template", "paraphrase@2", *be],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
         )
         assert per.returncode == 0, per.stderr
     # the user's score v2 was not used until asked for; the second run reuses the cached pairwise calls

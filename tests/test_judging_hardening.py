@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from conftest import run_engine
 from judging_fake_openai import FakeOpenAI
 from test_judging_api import judge_cmd
 
@@ -210,8 +211,7 @@ def test_paid_calls_are_journaled_when_the_store_stays_busy_and_filed_by_the_nex
         assert paid_first >= 4 and len(journals) == 1
         assert len(journals[0].read_text().splitlines()) == paid_first
         # the next run files them and pays only for the rest
-        rerun = subprocess.run(judge_cmd(db, "busy", srv.base_url, "--protocol", "swapped"), cwd=REPO,
-                               capture_output=True, text=True, timeout=240)
+        rerun = run_engine(judge_cmd(db, "busy", srv.base_url, "--protocol", "swapped")[3:])
         sent = [json.dumps(b["messages"]) for b in srv.bodies]
     assert rerun.returncode == 0, rerun.stderr
     r = _csv_row(rerun.stdout)
@@ -253,10 +253,7 @@ def test_a_server_that_never_answers_stops_the_run_with_one_sentence(empty_store
 @pytest.mark.parametrize("value", ["0", "-5", "nan"])
 def test_a_timeout_of_zero_or_less_is_refused_in_one_sentence(tmp_path, value):
     db = tmp_path / "t.duckdb"
-    out = subprocess.run(
-        judge_cmd(db, "t", "http://127.0.0.1:9/v1", f"--timeout={value}"),
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    out = run_engine(judge_cmd(db, "t", "http://127.0.0.1:9/v1", f"--timeout={value}")[3:])
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip() == f"error: --timeout must be a number of seconds above 0, not {float(value):g}."
     with Store(db) as st:
@@ -313,11 +310,10 @@ def test_a_key_inside_the_base_url_never_reaches_the_store_or_an_error(tmp_path)
     secret = "SeCrEt-4242"
     with FakeOpenAI() as srv:
         url = srv.base_url.replace("http://", f"http://user:{secret}@")
-        ok = subprocess.run(judge_cmd(db, "s", url), cwd=REPO, capture_output=True, text=True, timeout=240)
+        ok = run_engine(judge_cmd(db, "s", url)[3:])
     assert ok.returncode == 0, ok.stderr
-    dead = subprocess.run(  # the same URL, the server gone: the error names the server, not the key
-        judge_cmd(db, "s", url, "--max-retries", "0", "--models", "gpt-4,llama-13b,vicuna-13b-v1.3"),
-        cwd=REPO, capture_output=True, text=True, timeout=240,
+    dead = run_engine(  # the same URL, the server gone: the error names the server, not the key
+        judge_cmd(db, "s", url, "--max-retries", "0", "--models", "gpt-4,llama-13b,vicuna-13b-v1.3")[3:],
     )  # fmt: skip
     assert dead.returncode == 2 and f"http://***@127.0.0.1:{srv.port}/v1" in dead.stderr
     assert secret not in ok.stdout + ok.stderr + dead.stdout + dead.stderr
@@ -390,8 +386,8 @@ def _file_size_limit(limit: int):
 def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
     db = tmp_path / "full.duckdb"
     with FakeOpenAI() as srv:
-        warm = subprocess.run(judge_cmd(db, "d", srv.base_url, "--protocol", "single", models="gpt-4,llama-13b",
-                                        model="warm"), cwd=REPO, capture_output=True, text=True, timeout=240)
+        warm = run_engine(judge_cmd(db, "d", srv.base_url, "--protocol", "single", models="gpt-4,llama-13b",
+                                    model="warm")[3:])
         assert warm.returncode == 0, warm.stderr
         warm_calls = srv.statuses[200]  # 8 prompts x 1 pair x 1 order
         # the write-ahead log may grow to 60 kB: the run fills it part way through its 48 calls
@@ -413,8 +409,7 @@ def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
         else:
             assert [str(j) for j in journals] == [kept.group(2)]
             assert len(journals[0].read_text().splitlines()) == int(kept.group(1))
-        again = subprocess.run(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped"), cwd=REPO,
-                               capture_output=True, text=True, timeout=240)
+        again = run_engine(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped")[3:])
         sent = [(b["model"], json.dumps(b["messages"])) for b in srv.bodies]
     assert again.returncode == 0, again.stderr
     r = _csv_row(again.stdout)

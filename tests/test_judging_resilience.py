@@ -11,13 +11,12 @@ from __future__ import annotations
 import email.utils
 import json
 import random
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import run_engine
 from judging_fake_openai import FakeOpenAI
 
 from engine.errors import LensError
@@ -161,10 +160,10 @@ def test_unknown_model_stops_the_run_with_one_sentence(empty_store, tmp_path):
         assert len(srv.bodies) <= 2  # stopped after the first replies, not once per each of 18 calls
         assert runner.stats.failed == 0
         db = tmp_path / "nf.duckdb"
-        cmd = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "nf"]
+        cmd = ["--db", str(db), "judge", "--dataset", "nf"]
         cmd += ["--inputs", "mt_bench", "--models", "gpt-4,llama-13b", "--limit", "1", "--no-progress"]
         cmd += ["--base-url", srv.base_url, "--model", "missing-model"]
-        out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+        out = run_engine(cmd)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.startswith("error: The server at") and out.stderr.count("\n") == 1
 
@@ -191,12 +190,12 @@ def test_only_set_decoding_parameters_are_sent(empty_store, tmp_path):
         assert second["max_completion_tokens"] == 77
         # the same through the CLI: flags for a reasoning model
         db = tmp_path / "dec.duckdb"
-        cmd = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "d"]
+        cmd = ["--db", str(db), "judge", "--dataset", "d"]
         cmd += ["--inputs", "mt_bench", "--models", "gpt-4,llama-13b", "--categories", "math", "--limit", "1"]
         cmd += ["--base-url", srv.base_url, "--model", "fake", "--no-progress", "--format", "csv"]
         cmd += ["--temperature", "none", "--top-p", "0.9", "--decoding-seed", "none"]
         cmd += ["--max-tokens-field", "max_completion_tokens", "--max-tokens", "300"]
-        out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+        out = run_engine(cmd)
         assert out.returncode == 0, out.stderr
         sent = srv.bodies[2:]
     assert len(sent) == 2  # one pair, both orders
@@ -231,10 +230,10 @@ def test_in_flight_peak_reaches_a_limit_above_32(empty_store):
 def test_one_progress_bar_for_the_whole_run(tmp_path):
     db = tmp_path / "bar.duckdb"
     with FakeOpenAI() as srv:
-        cmd = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "bar"]
+        cmd = ["--db", str(db), "judge", "--dataset", "bar"]
         cmd += ["--inputs", "mt_bench", "--models", "gpt-4,llama-13b,alpaca-13b", "--limit", "1"]
         cmd += ["--base-url", srv.base_url, "--model", "fake", "--format", "csv", "--concurrency", "8"]
-        out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+        out = run_engine(cmd)
     assert out.returncode == 0, out.stderr
     frames = [f for f in out.stderr.replace("\n", "\r").split("\r") if f.strip()]
     assert frames and all(f.startswith("judge (swapped)") for f in frames)  # one bar, no per-chunk bars

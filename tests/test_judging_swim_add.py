@@ -9,13 +9,12 @@ closest in BT score fitted on the stored verdicts plus the newcomer's verdicts s
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_engine
 from judging_fake_openai import FakeOpenAI
 
 from engine.errors import LensError
@@ -87,9 +86,6 @@ def test_add_model_needs_a_stored_leaderboard(empty_store):
 def test_cli_add_model_uses_the_default_judge_name(tmp_path):
     db = tmp_path / "add.duckdb"
     base = [
-        sys.executable,
-        "-m",
-        "engine",
         "--db",
         str(db),
         "judge",
@@ -100,7 +96,7 @@ def test_cli_add_model_uses_the_default_judge_name(tmp_path):
     ]
     with FakeOpenAI() as srv:
         be = ["--base-url", srv.base_url, "--model", "fake", "--no-progress", "--format", "csv"]
-        first = subprocess.run(
+        first = run_engine(
             base
             + [
                 "--inputs",
@@ -113,19 +109,11 @@ def test_cli_add_model_uses_the_default_judge_name(tmp_path):
                 ",".join(RANKED),
                 *be,
             ],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
         )
         assert first.returncode == 0, first.stderr
-        add = subprocess.run(
+        add = run_engine(
             base
             + ["--inputs", "mt_bench", "--categories", "coding", "--limit", "1", "--add-model", NEW, *be],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
         )
         assert add.returncode == 0, add.stderr
         row = pd.read_csv(pd.io.common.StringIO(add.stdout)).iloc[0]

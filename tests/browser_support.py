@@ -1,0 +1,182 @@
+"""What the real-browser tests share: headless Chromium, ``streamlit run app.py`` on a free local port,
+and the waits and picks that drive a page (tests/test_browser.py, tests/test_browser_stress.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import REPO, require
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = REPO / os.environ.get("LENS_SCREENSHOTS", "tests/_artifacts/screenshots")
+"""Where screenshots go: git-ignored by default, docs/screenshots only when asked for."""
+PAGES = {  # url path -> (screenshot name, page title)
+    "": ("leaderboard", "Leaderboard"),
+    "keep-k": ("truncation", "Truncation"),
+    "cycle-map": ("cycles", "Cycles"),
+    "prompt-inspector": ("inspector", "Prompt inspector"),
+    "judge-diagnostics": ("judges", "Judges"),
+    "datasets": ("data", "Data"),
+    "theory-lab": ("theory_lab", "Theory lab"),
+}
+XSS_SCRIPT = "<script>window.__xss=1</script>"
+XSS_IMG = "<img src=x onerror=window.__xss=1>"
+MARKUP = "it's :material/home: $x$ **b** [l](javascript:window.__xss=1)"
+"""Text that Markdown or Streamlit would turn into an icon, a formula, bold text and a link."""
+SHOT_HEIGHT = {"inspector": 2000, "judges": 1500, "data": 1100}
+CHROME_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def xss_verdicts(path: Path) -> Path:
+    """A small round robin whose every user string carries an HTML/script payload."""
+    models = [f"m1 {XSS_SCRIPT}", f"m2 {XSS_IMG}", "m3's :material/home:", "m4"]
+    lines = ["prompt_id,model_a,model_b,winner,category,question,explanation"]
+    outcomes = {(0, 1): "A", (1, 2): "A", (0, 2): "B", (0, 3): "A", (1, 3): "tie", (2, 3): "A"}
+    for p in ("p1", "p2", "p3"):
+        for (i, j), w in outcomes.items():
+            q = f"Question {p} {XSS_SCRIPT} {MARKUP}"
+            e = f"Because {XSS_IMG} said so; {MARKUP}"
+            lines.append(f'{p},"{models[i]}","{models[j]}",{w},"cat {XSS_IMG}","{q}","{e}"')
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _serve(db: Path, log_path: Path, **env_extra: str):
+    """``streamlit run app.py`` on ``db`` and a free port; yields the base URL, stops the server."""
+    port = _free_port()
+    env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(REPO), **env_extra}
+    log = open(log_path, "w+b")  # a file, not a pipe: a full pipe would stall the server
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.headless", "true", "--server.fileWatcherType", "none",
+         "--browser.gatherUsageStats", "false"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 45
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        log.seek(0)
+        pytest.fail("streamlit did not come up: " + log.read().decode(errors="replace")[-2000:])
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _requirements() -> None:
+    require(Path(CHROMIUM).exists(), "Debian chromium is installed (.ci/install)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        require(False, "the playwright Python package is installed (requirements-dev.txt)")
+
+
+def wait_idle(page, title: str | None = None, timeout_s: float = 40) -> None:
+    """Wait until the page (with ``title``) has rendered and Streamlit's 'running' indicator has
+    been gone a moment."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
+    h1 = '[data-testid="stMainBlockContainer"] h1'
+    if title is None:
+        page.wait_for_selector(h1, timeout=timeout_s * 1000)
+    else:
+        page.wait_for_selector(f'{h1}:has-text("{title}")', timeout=timeout_s * 1000)
+    deadline, quiet_since = time.time() + timeout_s, None
+    while time.time() < deadline:
+        running = page.query_selector('[data-testid="stStatusWidget"]')
+        if running is None:
+            quiet_since = quiet_since or time.time()
+            if time.time() - quiet_since > 0.5:
+                return
+        else:
+            quiet_since = None
+        time.sleep(0.2)
+    raise AssertionError("the app was still running after the timeout")
+
+
+def wait_drawn(page, timeout_s: float = 20) -> None:
+    """Wait until every plotly chart has drawn its SVG, every visible dataframe its canvas and
+    every graph iframe its vis-network canvas (lazy chunks)."""
+    check = """() => {
+            const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+            const frames = [...document.querySelectorAll('[data-testid="stDataFrame"]')]
+                .filter(f => f.checkVisibility() && f.getBoundingClientRect().height > 0);  // not in a closed expander
+            const graphs = [...document.querySelectorAll('iframe')].filter(f => f.srcdoc);
+            return {charts: charts.filter(c => !c.querySelector('.main-svg')).length,
+                    frames: frames.filter(f => !f.querySelector('canvas')).length,
+                    graphs: graphs.filter(g => !(g.contentDocument && g.contentDocument.querySelector('.net canvas'))).length};
+        }"""
+    try:
+        page.wait_for_function(f"() => {{ const s = ({check})(); return !s.charts && !s.frames && !s.graphs; }}",
+                               timeout=timeout_s * 1000)
+    except Exception as exc:
+        raise AssertionError(f"not drawn after {timeout_s} s: {page.evaluate(check)}") from exc
+    time.sleep(0.8)  # let the canvases paint
+
+
+def errors_on(page) -> list[str]:
+    boxes = page.query_selector_all('[data-testid="stException"], [data-testid="stAlertContentError"]')
+    return [b.inner_text()[:300] for b in boxes]
+
+
+def open_page(page, server: str, path: str, first: bool, query: str = "", timeout_s: float = 40) -> None:
+    """Go to a page: a full load the first time, then through the sidebar (same session)."""
+    if first:
+        page.goto(f"{server}/{path}{query}")
+    else:
+        page.click(f'[data-testid="stSidebarNav"] a[href$="/{path}"]' if path else
+                   '[data-testid="stSidebarNav"] a >> nth=0')
+    wait_idle(page, PAGES[path][1], timeout_s=timeout_s)
+
+
+def shoot(page, name: str) -> None:
+    """A screenshot of the top of the page, as tall as the page's content needs."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1440, "height": SHOT_HEIGHT.get(name, 1300)})
+    time.sleep(0.5)
+    wait_drawn(page)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+
+def pick_option(page, label: str, index: int) -> None:
+    """Choose the ``index``-th option of the selectbox labelled ``label`` with the mouse."""
+    page.get_by_role("combobox", name=label).click()
+    page.locator('[role="option"]').nth(index).click()
+
+
+def bad_file(folder: Path) -> Path:
+    """A verdict file with a repeated model (line 3) and an unknown winner (line 5)."""
+    path = folder / "my-judge-run.csv"
+    path.write_text("prompt_id,model_a,model_b,winner,judge\n1,gpt4,claude,A,my-judge\n1,gpt4,gpt4,B,my-judge\n"
+                    "2,claude,bard,tie,my-judge\n2,gpt4,bard,maybe,my-judge\n3,bard,gpt4,B,my-judge\n",
+                    encoding="utf-8")
+    return path

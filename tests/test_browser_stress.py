@@ -1,0 +1,204 @@
+"""Real-browser tests of the app under stress: a store file held by another process while the
+inspector's fragment reruns, and datasets of 70 (sparse) and 100 models (a battle log) at 1280 px:
+nothing overflows the page and the heatmap labels stay legible. Split from tests/test_browser.py so
+that the two files run on the two test workers side by side.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from browser_support import (
+    PAGES,
+    SHOTS,
+    _requirements,
+    _serve,
+    errors_on,
+    open_page,
+    pick_option,
+    wait_drawn,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def busy_server(tmp_path_factory: pytest.TempPathFactory):
+    """The app on its own copy of the shipped store, waiting only 0.5 s for a held store file."""
+    _requirements()
+    from engine.ingest.shipped import open_store
+
+    tmp = tmp_path_factory.mktemp("browser_busy")
+    open_store(tmp / "lens.duckdb").close()
+    yield from _serve(tmp / "lens.duckdb", tmp / "streamlit.log", LENS_LOCK_WAIT="0.5")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _hold(db: Path) -> subprocess.Popen:
+    """Another process (as a CLI writer would) holding the store file's lock until killed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); print('held', flush=True); "
+         "time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_busy_store_inside_the_inspector_fragment_is_a_warning(busy_server, browser, tmp_path_factory):
+    """Only a browser reruns the inspector's fragment alone: a triad picked while a writer holds the
+    store shows the same warning and retry as app.py, no traceback, and the page links stay."""
+    db = Path(next(tmp_path_factory.getbasetemp().glob("browser_busy*")) / "lens.duckdb")
+    page = browser.new_page(viewport={"width": 1440, "height": 1300})
+    open_page(page, busy_server, "", first=True)
+    open_page(page, busy_server, "prompt-inspector", first=False)
+    nav = '[data-testid="stSidebarNav"] a'
+    assert len(page.query_selector_all(nav)) == len(PAGES)
+    holder = _hold(db)
+    try:
+        pick_option(page, "Bad triad", 2)  # a fragment rerun: its triad's answers need the store
+        page.wait_for_selector('[data-testid="stAlertContentWarning"]', timeout=30_000)
+        wait_idle(page, "Prompt inspector")
+        main = page.inner_text('[data-testid="stMainBlockContainer"]')
+        assert "is in use by another process" in main and str(db.parent) not in main
+        assert errors_on(page) == [] and len(page.query_selector_all(nav)) == len(PAGES)
+        page.reload()  # a full run while the store is held: the warning, and the page links
+        page.wait_for_selector('[data-testid="stAlertContentWarning"]', timeout=30_000)
+        page.wait_for_selector(nav, timeout=30_000)
+        assert len(page.query_selector_all(nav)) == len(PAGES) and errors_on(page) == []
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    page.get_by_role("button", name="Try again").click()
+    wait_idle(page, "Prompt inspector")
+    assert errors_on(page) == [] and not page.query_selector_all('[data-testid="stAlertContentWarning"]')
+    page.close()
+
+
+# ------------------------------------------------------------------ large datasets (70 and 100 models)
+
+WIDE = 1280
+"""The narrower of the two widths the issue was seen at; nothing may overflow it."""
+
+
+def sparse_verdicts(path: Path, n: int = 70, prompts: int = 60, per: int = 12, seed: int = 1) -> Path:
+    """A sparse 70-model set: each prompt compares 12 of the 70 models, 70 % of their pairs, with
+    Bradley-Terry outcomes (ties near 50 %); many model pairs never meet."""
+    import itertools
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(0, 1, n)
+    names = [f"sparse-model-{i:02d}" for i in range(n)]
+    lines = ["prompt_id,model_a,model_b,winner,judge,category,question"]
+    for p in range(prompts):
+        for i, j in itertools.combinations(rng.choice(n, per, replace=False), 2):
+            if rng.random() < 0.3:
+                continue
+            pa, u = 1 / (1 + np.exp(strength[j] - strength[i])), rng.random()
+            w = "tie" if abs(u - pa) < 0.08 else ("A" if u < pa else "B")
+            lines.append(f"q{p},{names[i]},{names[j]},{w},judge-x,cat{p % 5},Question number {p}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def battle_log(path: Path, n: int = 100, battles: int = 1000, seed: int = 2) -> Path:
+    """An arena-style battle log: 1,000 single battles (each its own prompt) among 100 models (more
+    battles make the per-graph cycle arrays of today's engine, T x 100 x 100, several GB)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(0, 1, n)
+    names = [f"arena-model-{i:03d}" for i in range(n)]
+    lines = ["prompt_id,model_a,model_b,winner,judge"]
+    for b in range(battles):
+        i, j = rng.choice(n, 2, replace=False)
+        pa, u = 1 / (1 + np.exp(strength[j] - strength[i])), rng.random()
+        w = "tie" if abs(u - pa) < 0.05 else ("A" if u < pa else "B")
+        lines.append(f"b{b},{names[i]},{names[j]},{w},arena-voters")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def big_server(tmp_path_factory: pytest.TempPathFactory):
+    """The app on a store with the shipped data, the 70-model sparse set and the 100-model battle log."""
+    _requirements()
+    from engine.ingest.importer import store_report, validate_file
+    from engine.ingest.shipped import open_store
+
+    tmp = tmp_path_factory.mktemp("browser_big")
+    store = open_store(tmp / "lens.duckdb")
+    for name, make in (("sparse70", sparse_verdicts), ("battles100", battle_log)):
+        report = validate_file(make(tmp / f"{name}.csv"), f"{name}.csv", dataset=name)
+        store_report(store, report, name)
+    store.close()
+    yield from _serve(tmp / "lens.duckdb", tmp / "streamlit.log")
+
+
+OVERFLOW = """() => {
+    const doc = document.documentElement;
+    const main = document.querySelector('[data-testid="stMain"]') || document.body;
+    // an element past the right edge counts unless an ancestor inside the window clips or scrolls it
+    // (a wide table scrolling in its own frame is fine; one that pushes the page is not)
+    const contained = e => {
+        for (let a = e.parentElement; a; a = a.parentElement) {
+            const o = getComputedStyle(a).overflowX;
+            if (o !== 'visible' && a.getBoundingClientRect().right <= window.innerWidth + 1) return true;
+        }
+        return false;
+    };
+    const wide = [...document.querySelectorAll('[data-testid="stMainBlockContainer"] *')]
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.checkVisibility() && !contained(e))
+        .map(e => (e.getAttribute('data-testid') || e.tagName) + ':' + Math.round(e.getBoundingClientRect().right));
+    return {page: doc.scrollWidth - doc.clientWidth, main: main.scrollWidth - main.clientWidth, wide: wide.slice(0, 5)};
+}"""
+
+TICKS = """(sel) => {
+    const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[0];
+    const read = axis => [...chart.querySelectorAll('.' + axis + 'tick text')].map(t => {
+        const r = t.getBoundingClientRect();
+        return {text: t.textContent, size: parseFloat(getComputedStyle(t).fontSize), x: r.left + r.width / 2,
+                y: r.top + r.height / 2};
+    });
+    return {x: read('x'), y: read('y')};
+}"""
+
+
+def _legible(ticks: list[dict], along: str) -> None:
+    """At least 9 px text, and consecutive labels at least one font size apart along the axis."""
+    assert ticks, "no tick labels"
+    assert min(t["size"] for t in ticks) >= 9, ticks[:3]
+    pos = sorted(t[along] for t in ticks)
+    gaps = [b - a for a, b in zip(pos, pos[1:], strict=False)]
+    assert not gaps or min(gaps) >= min(t["size"] for t in ticks), (along, min(gaps))
+
+
+def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, browser):
+    page = browser.new_page(viewport={"width": WIDE, "height": 1100})
+    for dataset, n in (("sparse70", 70), ("battles100", 100)):
+        for i, path in enumerate(PAGES):
+            if path == "theory-lab":
+                continue
+            # a loaded 2-core box needs minutes for the 100-model pages' first (uncached) run
+            open_page(page, big_server, path, first=i == 0, query=f"?dataset={dataset}", timeout_s=600)
+            wait_drawn(page, timeout_s=120)
+            name = PAGES[path][0]
+            assert errors_on(page) == [], (dataset, name, errors_on(page))
+            over = page.evaluate(OVERFLOW)
+            assert over["page"] <= 0 and over["main"] <= 0 and over["wide"] == [], (dataset, name, over)
+            if name == "cycles":
+                ticks = page.evaluate(TICKS, None)
+                _legible(ticks["y"], "y")
+                _legible(ticks["x"], "x")
+                assert len(ticks["y"]) >= 10  # thinned, not dropped
+            if name == "leaderboard":
+                assert page.inner_text('[data-testid="stMetric"] >> nth=0').split() == ["Models", str(n)]
+            if name in ("leaderboard", "cycles"):
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / f"{dataset}_{name}.png"), full_page=False)
+    page.close()
