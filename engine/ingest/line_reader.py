@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from engine.errors import LensError
+from engine.ingest.csv_bulk import parse_block
 from engine.ingest.limits import LINE_MAX_BYTES, TEXT_MAX_CHARS
 
 BLOCK_BYTES = 4 * 2**20
@@ -181,11 +182,12 @@ def _open_quote(lines: list[str], delim: str) -> bool:
 class CsvChunk:
     """Records of consecutive lines: first line numbers, fields (None when unreadable), problems."""
 
-    __slots__ = ("lines", "recs", "problems", "chars")
+    __slots__ = ("lines", "recs", "cols", "problems", "chars")
 
     def __init__(self):
         self.lines: list[int] = []
         self.recs: list[list | None] = []
+        self.cols: list[list] | None = None  # a block parsed in bulk: its fields by column (``recs`` unused)
         self.problems: list[str | None] = []
         self.chars = 0
 
@@ -280,14 +282,26 @@ def _walk(feed: LineFeed, delim: str, width: int, upto: int, out: CsvChunk) -> N
         out.problems.append(None if len(rec) == width else f"the row has {len(rec)} fields but the header has {width}")
 
 
-def csv_chunks(feed: LineFeed, delim: str, width: int, max_lines: int = 65_536) -> Iterator[CsvChunk]:
-    """The data records after the header, a chunk of lines at a time; blank lines are not rows."""
+def csv_chunks(feed: LineFeed, delim: str, width: int, max_lines: int = 65_536,
+               columns: bool = False) -> Iterator[CsvChunk]:
+    """The data records after the header, a chunk of lines at a time; blank lines are not rows.
+    With ``columns``, a block of plain one-line records is parsed in bulk (``csv_bulk``) and comes
+    as columns (``CsvChunk.cols``); every other block as records, as before."""
     while True:
         block = feed.take(max_lines)
         if block is None:
             return
         first, texts, probs = block
         out = CsvChunk()
+        if columns and (probs is None or not any(probs)):  # (a bad byte elsewhere in the 4 MiB block)
+            bulk = parse_block(texts, delim, width)
+            if bulk is not None:
+                out.cols, keep = bulk
+                out.chars = sum(map(len, texts))
+                out.lines = [first + k for k in keep]
+                out.problems = [None] * len(keep)
+                yield out
+                continue
         recs = None
         if probs is None:
             try:

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import LensError
+from engine.ingest.csv_bulk import TextCells
 from engine.ingest.csv_cells import restore_csv_cell
 from engine.ingest.formats import TOOL_NAMES, detect_fields, detect_tool, expand
 from engine.ingest.limits import (
@@ -145,6 +146,28 @@ def _batcher(max_rows: int):
     return lambda rows, chars: rows >= max_rows or chars >= BATCH_TEXT_BYTES
 
 
+class _CsvRows:
+    """Rows of a batch parsed by columns, each as the list of its values, made on demand (only
+    rejected rows are ever looked at)."""
+
+    def __init__(self, columns: list[list], n: int):
+        self.columns, self.n = columns, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> list:
+        return [c[i] for c in self.columns]
+
+
+def _restored(column: TextCells) -> TextCells | list:
+    """A CSV column with the tool's formula guard (engine/ingest/csv_cells.py) taken off its cells;
+    a column without any ' in it has none to restore (and stays in Arrow)."""
+    if not pc.any(pc.match_substring(column.arrow, "'")).as_py():
+        return column
+    return [restore_csv_cell(c) if c[:1] == "'" else c for c in column]
+
+
 def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Iterator[RawRows]:
     feed = LineFeed(fh)
     header, delim = csv_header(feed, filename)
@@ -152,14 +175,24 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
     width = len(header)
     full = _batcher(batch_rows())
     chosen = None
-    lines: list[int] = []
-    recs: list = []
-    problems: list[str | None] = []
+    chunks: list = []
+    n_lines = 0
     chars = 0
     any_rows = False
 
     def build() -> RawRows:
-        nonlocal chosen, recs
+        nonlocal chosen
+        lines = [x for c in chunks for x in c.lines]
+        problems = [p for c in chunks for p in c.problems]
+        if chosen is None:
+            chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
+        if all(c.cols is not None for c in chunks):  # every block parsed in bulk: every row has the header's width
+            columns = [_restored(TextCells.join([c.cols[j] for c in chunks])) for j in range(width)]
+            cols = {name: (c if isinstance(c := columns[header.index(orig)], TextCells) else list(c))
+                    for orig, name in chosen.items()}  # (a list is copied: a value map rewrites it)
+            return RawRows(cols, _CsvRows(columns, len(lines)), [filename] * len(lines), lines, problems,
+                           {filename: tuple(header)}, _dropped(filename, header, chosen))
+        recs = [r for c in chunks for r in (c.recs if c.cols is None else map(list, zip(*c.cols, strict=True)))]
         clean = all(p is None for p in problems)  # every row has the header's width
         # a CSV the tool wrote has ' before formula-like cells (engine/views/exports.py): read them back raw
         # (a batch without any ' in its cells, seen one column at a time, has none to restore)
@@ -168,8 +201,6 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
             recs = [[restore_csv_cell(c) for c in r] if r is not None and any(
                 isinstance(c, str) and c[:1] == "'" for c in r) else r for r in recs]
             columns = list(zip(*recs, strict=True)) if clean else None
-        if chosen is None:
-            chosen = _canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
         if columns is None:
             padded = [r if r is not None and len(r) == width else ((r or []) + [None] * width)[:width] for r in recs]
             columns = list(zip(*padded, strict=True))
@@ -178,16 +209,15 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
         return RawRows(cols, orig, [filename] * len(lines), lines, problems, {filename: tuple(header)},
                        _dropped(filename, header, chosen))
 
-    for chunk in csv_chunks(feed, delim, width, max_lines=min(65_536, batch_rows())):
-        lines += chunk.lines
-        recs += chunk.recs
-        problems += chunk.problems
+    for chunk in csv_chunks(feed, delim, width, max_lines=min(65_536, batch_rows()), columns=True):
+        chunks.append(chunk)
+        n_lines += len(chunk.lines)
         chars += chunk.chars
-        if lines and full(len(lines), chars):
+        if n_lines and full(n_lines, chars):
             any_rows = True
             yield build()
-            lines, recs, problems, chars = [], [], [], 0
-    if lines:
+            chunks, n_lines, chars = [], 0, 0
+    if n_lines:
         yield build()
     elif not any_rows:
         raise LensError(f"{filename} has a header but no data rows.")

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import LensError
+from engine.ingest.csv_bulk import TextCells
 from engine.ingest.formats import TOOL_NAMES
 from engine.ingest.formats import tool as tool_format
 from engine.ingest.limits import (
@@ -246,7 +247,7 @@ def _clean_text(cells: list) -> np.ndarray:
 def _clean_arrow(cells: list) -> pa.Array:
     """``_clean_text`` as an Arrow string array (the checks of lengths and characters read it as it is)."""
     try:
-        arr = pa.array(cells, type=pa.string(), from_pandas=True)
+        arr = _text_arrow(cells)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         arr = pa.array([cell_text(v) for v in cells], type=pa.string())
     t = pc.utf8_trim_whitespace(arr)
@@ -255,10 +256,24 @@ def _clean_arrow(cells: list) -> pa.Array:
     return pc.if_else(pc.equal(pc.utf8_length(t), 0), pa.scalar(None, pa.string()), t)
 
 
+def _text_arrow(cells) -> pa.Array:
+    """Cells as an Arrow string array (a CSV column read in bulk is one already)."""
+    if isinstance(cells, TextCells):
+        return cells.arrow
+    return pa.array(cells, type=pa.string(), from_pandas=True)
+
+
+def _any_arrow(cells) -> pa.Array:
+    """Cells as an Arrow array of the type Arrow infers (a CSV column read in bulk: text)."""
+    if isinstance(cells, TextCells):
+        return cells.arrow
+    return pa.array(cells, from_pandas=True)
+
+
 def _free_text(cells: list) -> np.ndarray:
     """Free text (explanations, questions, answers) kept as written; blank or missing → None."""
     try:
-        arr = pa.array(cells, type=pa.string(), from_pandas=True)
+        arr = _text_arrow(cells)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return np.array([_text_or_none(v) for v in cells] + [None], dtype=object)[:-1]
     blank = pc.fill_null(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(arr)), 0), True)
@@ -274,7 +289,7 @@ def _numbers(cells: list, present: np.ndarray) -> np.ndarray:
     if not present.any():
         return np.full(len(cells), np.nan)
     try:
-        arr = pa.array(cells, from_pandas=True)
+        arr = _any_arrow(cells)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         arr = None
     if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
@@ -286,13 +301,13 @@ def _numbers(cells: list, present: np.ndarray) -> np.ndarray:
             return np.asarray(pc.fill_null(num, np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # some cell is not a plain number: pandas says which
-    return pd.to_numeric(pd.Series(cells, dtype=object).where(present, None), errors="coerce").to_numpy(float)
+    return pd.to_numeric(pd.Series(list(cells), dtype=object).where(present, None), errors="coerce").to_numpy(float)
 
 
 def _all_text(cells: list) -> bool:
     """Is every cell a str or None (Arrow infers a text or an all-null column)?"""
     try:
-        t = pa.array(cells).type
+        t = _any_arrow(cells).type
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return False
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
@@ -302,7 +317,7 @@ def _present(cells: list) -> np.ndarray:
     """Per cell: is there a value (not None, NaN or blank text)? A column of numbers is checked in
     bulk; text and mixed columns as ``_clean_text`` sees them."""
     try:
-        arr = pa.array(cells, from_pandas=True)
+        arr = _any_arrow(cells)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         arr = None
     if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
@@ -559,6 +574,8 @@ def apply_value_map(cols: dict[str, list], value_map: Mapping[str, Mapping[str, 
         cells = cols.get(column)
         if not cells or not mapping:
             continue
+        if not isinstance(cells, list):  # a CSV column read in bulk (Arrow): rewritten as a list
+            cells = cols[column] = list(cells)
         low = {str(k).strip().lower(): v for k, v in mapping.items()}
         for i, v in enumerate(cells):
             t = cell_text(v)
