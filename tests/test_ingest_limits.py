@@ -159,9 +159,9 @@ def test_a_line_longer_than_the_limit_is_skipped_not_held(monkeypatch):
 
 
 def test_json_array_over_the_limit_is_one_sentence(monkeypatch):
-    import engine.ingest.verdict_files as vf
+    import engine.ingest.json_reader as jr
 
-    monkeypatch.setattr(vf, "JSON_ARRAY_MAX_BYTES", 100)
+    monkeypatch.setattr(jr, "JSON_ARRAY_MAX_BYTES", 100)
     data = json.dumps([{"prompt_id": f"p{i}", "model_a": "a", "model_b": "b", "winner": "A"} for i in range(10)]).encode()
     with pytest.raises(LensError, match=r"convert it to JSON Lines"):
         validate_file(data, "big.json", dataset="d")

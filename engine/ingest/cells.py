@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from engine.ingest.csv_bulk import TextCells
 from engine.ingest.limits import INVISIBLE_RE
-from engine.ingest.verdict_files import TEXTS, cell_text
+from engine.ingest.raw_rows import TEXTS, cell_text
 
 
 def winner_key(v: object) -> str | None:

@@ -30,7 +30,7 @@ from engine.ingest.cells import (
     winner_key,
 )
 from engine.ingest.limits import INT_MAX, NAME_MAX_CHARS, TEXT_MAX_CHARS, bad_characters
-from engine.ingest.verdict_files import TEXTS, RawRows, cell_text
+from engine.ingest.raw_rows import TEXTS, RawRows, cell_text
 from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VARIANT_KINDS
 
 WINNER_VALUES: dict[str, str] = {

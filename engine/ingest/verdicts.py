@@ -30,9 +30,7 @@ from engine.ingest.limits import (
     batch_rows,
 )
 from engine.ingest.normalise import normalise_rows
-from engine.ingest.report import ValidationReport
-from engine.ingest.staging import Stage, sql_path
-from engine.ingest.verdict_files import (  # noqa: F401 - re-exported: the import vocabulary lives with the readers
+from engine.ingest.raw_rows import (  # noqa: F401 - re-exported: callers import the vocabulary from here
     CANONICAL,
     COLUMN_ALIASES,
     FORMATS,
@@ -43,12 +41,12 @@ from engine.ingest.verdict_files import (  # noqa: F401 - re-exported: the impor
     TEXTS,
     RawRows,
     cell_text,
-    detect_format,
     merge_raw,
-    no_gc,
     parse_review_name,
-    read_rows,
 )
+from engine.ingest.report import ValidationReport
+from engine.ingest.staging import Stage, sql_path
+from engine.ingest.verdict_files import detect_format, no_gc, read_rows  # noqa: F401 - re-exported
 from engine.ingest.verdict_files import iter_raw as read_batches
 from engine.store.schema import VERDICT_COLUMNS
 
