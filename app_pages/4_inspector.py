@@ -11,7 +11,7 @@ from app_pages._lens import (
     guarded_session,
     inspector_html_for,
     or_stop,
-    prompt_menu_for,
+    prompt_options_for,
     prompt_texts_for,
     show_error,
     stack_for,
@@ -40,14 +40,28 @@ if stack.T == 0:
     st.stop()
 
 tree = graph_choices(stack)
-menu = prompt_menu_for(ch.key)  # worst first: S_μ, then bad triads
-labels = dict(zip(menu["prompt_id"], menu["label"], strict=True))
-prompts = [p for p in menu["prompt_id"] if p in tree] + [p for p in tree if p not in labels]
+prompts, labels, n_prompts = prompt_options_for(ch.key)  # worst first: S_μ, then bad triads
 qp = st.query_params
 if "insp_prompt" not in st.session_state and qp.get("prompt_id") in tree:
     st.session_state["insp_prompt"] = qp.get("prompt_id")
+if n_prompts > len(prompts):
+
+    def _open_typed() -> None:
+        typed = (st.session_state.get("insp_prompt_id") or "").strip()
+        st.session_state["insp_typed_missing"] = bool(typed) and typed not in tree
+        if typed in tree:
+            st.session_state["insp_prompt"] = typed
+
+    st.text_input("Open a prompt by its id", key="insp_prompt_id", on_change=_open_typed,
+                  help=f"The menu below lists the {len(prompts):,} worst of the selection's {n_prompts:,} prompts.")
+    if st.session_state.get("insp_typed_missing"):
+        st.warning("No graph of this selection has that prompt id.")
+    st.caption(f"The menu lists the {len(prompts):,} worst of {n_prompts:,} prompts; type an id above to open "
+               "any other.")
 if st.session_state.get("insp_prompt") not in tree:
     st.session_state["insp_prompt"] = prompts[0]
+if st.session_state["insp_prompt"] not in labels:  # opened by id or by a link: listed first
+    prompts = [st.session_state["insp_prompt"], *prompts]
 c1, c2, c3 = st.columns([2, 1, 1])
 prompt = c1.selectbox("Prompt", prompts, key="insp_prompt", format_func=lambda p: labels.get(p, p),
                       help="Worst first: S_μ = C3_bad + C4_bad and bad triads summed over the prompt's graphs "

@@ -248,6 +248,14 @@ def prompt_menu_for(key: CacheKey):
     return prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version))
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def prompt_options_for(key: CacheKey):
+    """The prompt picker's options (the worst ``MENU_MAX``), their labels and the number of prompts."""
+    from engine.views.inspector import graph_choices, prompt_options
+
+    return prompt_options(prompt_menu_for(key), graph_choices(stack_for(key)))
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def triad_view_for(key: CacheKey, t: int, triad: int):
     """The verdicts, rationales and answers behind triad ``triad`` of graph ``t``."""

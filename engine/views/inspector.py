@@ -207,13 +207,23 @@ def graph_view(stack, t: int) -> GraphView:
 
 
 def graph_position(stack, prompt_id: str, variant: int, judge: str) -> int:
-    """Position in ``stack`` of the graph of (prompt, variant, judge); its first turn when several."""
-    keys = stack.keys.reset_index(drop=True)
-    hit = keys[(keys["prompt_id"].astype(str) == str(prompt_id)) & (keys["variant"].astype(int) == int(variant))
-               & (keys["judge"].astype(str) == str(judge))]
-    if hit.empty:
+    """Position in ``stack`` of the graph of (prompt, variant, judge); its first turn when several.
+    The (prompt, variant, judge) → position index is built once per stack (a million graphs are
+    not scanned on every click)."""
+
+    def make():
+        keys = stack.keys.reset_index(drop=True)
+        frame = pd.DataFrame({"p": keys["prompt_id"].astype(str), "v": keys["variant"].astype(int),
+                              "j": keys["judge"].astype(str), "turn": keys["turn"].astype(int),
+                              "t": np.arange(len(keys))})
+        first = frame.sort_values(["turn", "t"], kind="stable").drop_duplicates(["p", "v", "j"])
+        return dict(zip(zip(first["p"].tolist(), first["v"].tolist(), first["j"].tolist(), strict=True),
+                        first["t"].tolist(), strict=True))
+
+    hit = _once(stack, "graph_positions", make).get((str(prompt_id), int(variant), str(judge)))
+    if hit is None:
         raise LensError(f"The selection has no graph for prompt {prompt_id}, variant {variant}, judge {judge}.")
-    return int(hit.sort_values("turn").index[0])
+    return int(hit)
 
 
 _PER_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -299,3 +309,22 @@ def prompt_menu(graphs: pd.DataFrame, prompts: pd.DataFrame | None, mu: float = 
 
     per["label"] = [label(r) for r in per.itertuples(index=False)]
     return per
+
+
+MENU_MAX = 1_000
+"""The most prompts the inspector's picker lists; a browser cannot take a menu of a million, so a
+larger selection lists its worst and opens any other by its id."""
+
+
+def prompt_options(menu: pd.DataFrame, tree: dict, limit: int | None = None) -> tuple[list[str], dict[str, str], int]:
+    """(options, labels, total): the worst ``limit`` (default ``MENU_MAX``) prompts of ``menu`` that have a
+    graph (then prompts without a menu row), their picker labels, and how many prompts there are in all."""
+    limit = MENU_MAX if limit is None else limit
+    ids = [p for p in menu["prompt_id"].tolist() if p in tree]
+    if len(ids) < min(limit, len(tree)):
+        listed = set(ids)
+        ids += [p for p in tree if p not in listed]
+    shown = ids[:limit]
+    label = dict(zip(menu["prompt_id"].head(len(shown) + limit).tolist(),
+                     menu["label"].head(len(shown) + limit).tolist(), strict=True))
+    return shown, {p: label.get(p, p) for p in shown}, len(tree)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
+from apphelpers import app, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
 
 from engine.views.inspector import graph_view, prompt_menu
 from engine.views.inspector_draw import FOCUS_LIMIT, focus_models, focus_summary, restrict_view
@@ -85,3 +85,33 @@ def test_focus_on_a_40_model_graph():
                      if (g.has_edge(a, b) or g.has_edge(b, a)) and not (a in names and b in names))
         assert f"the {hidden} compared pairs" in focus_summary(view, keep)
     assert focus_summary(view, list(range(40))) == ""
+
+
+def test_prompt_picker_lists_the_worst_and_opens_any_other_by_id(shipped_store, app, monkeypatch):
+    """Above MENU_MAX prompts the picker lists the worst MENU_MAX (same order as the full menu) and a
+    typed id opens any other prompt; below it, every prompt is listed."""
+    import engine.views.inspector as insp
+    from engine.graphs.stack import build_stack
+    from engine.views.viz import cycle_overview
+
+    verdicts = shipped_store.verdicts("vicuna80", judge="gpt-4")
+    stack = build_stack(verdicts)
+    menu = prompt_menu(cycle_overview(stack).graphs, shipped_store.prompt_texts("vicuna80"))
+    tree = insp.graph_choices(stack)
+    options, labels, total = insp.prompt_options(menu, tree, limit=5)
+    assert total == len(tree) == 80 and options == menu["prompt_id"].tolist()[:5]
+    assert labels == dict(zip(menu["prompt_id"][:5], menu["label"][:5], strict=True))
+    assert insp.prompt_options(menu, tree)[0] == menu["prompt_id"].tolist()  # 80 < MENU_MAX: all listed
+
+    monkeypatch.setattr(insp, "MENU_MAX", 5)
+    at = app.switch_page("app_pages/4_inspector.py").run(timeout=120)
+    assert not at.exception
+    picker = next(s for s in at.selectbox if s.label == "Prompt")
+    assert len(picker.options) == 5
+    listed = {o.split(" · ")[0] for o in picker.options}  # a label starts with its prompt id
+    other = next(p for p in reversed(list(tree)) if p not in listed)
+    at = at.text_input(key="insp_prompt_id").input(other).run(timeout=120)
+    picker = next(s for s in at.selectbox if s.label == "Prompt")
+    assert picker.value == other and len(picker.options) == 6 and not at.exception
+    at = at.text_input(key="insp_prompt_id").input("no-such-prompt").run(timeout=120)
+    assert any("No graph of this selection has that prompt id" in w.value for w in at.warning)
