@@ -241,19 +241,13 @@ def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) ->
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def prompt_menu_for(key: CacheKey):
-    """The inspector's prompt picker rows: text, bad triads and S_μ per prompt, worst first."""
-    from engine.views.inspector import prompt_menu
-
-    return prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version))
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
 def prompt_options_for(key: CacheKey):
-    """The prompt picker's options (the worst ``MENU_MAX``), their labels and the number of prompts."""
-    from engine.views.inspector import graph_choices, prompt_options
+    """The prompt picker's options (the worst ``MENU_MAX``), their labels and the number of prompts; the
+    whole menu (a row per prompt: text, bad triads, S_μ) is built here and not kept."""
+    from engine.views.inspector import graph_choices, prompt_menu, prompt_options
 
-    return prompt_options(prompt_menu_for(key), graph_choices(stack_for(key)))
+    menu = prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version))
+    return prompt_options(menu, graph_choices(stack_for(key)))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
