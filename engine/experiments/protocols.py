@@ -98,6 +98,7 @@ class ProtocolParams:
     """Copeland credit for an exact majority (a bidirectional edge): 1 = out-degree of the majority graph."""
 
     def validate(self) -> ProtocolParams:
+        """The parameters, each refused in one sentence unless a whole number ≥ 1."""
         for name in ("keep", "draw", "scorewin_draw", "random_draw", "random_reps", "random_pool", "single_draw",
                      "resamples"):
             v = getattr(self, name)
@@ -152,11 +153,13 @@ class Job:
 
 
 def category_positions(stack: GraphStack) -> dict[str, np.ndarray]:
+    """Category → positions of its graphs in ``stack`` (categories sorted; missing ones as "(none)")."""
     cats = stack.keys["category"].astype("string").fillna("(none)").to_numpy(dtype=object)
     return {c: np.flatnonzero(cats == c) for c in sorted(set(cats))}
 
 
 def pool_note(pool_size: int, keep: int | None, draw: int, replace_: bool) -> tuple[int, int, str]:
+    """(kept, drawn, note): how many graphs a protocol keeps and draws from a pool this size, and why fewer."""
     kept = pool_size if keep is None else min(keep, pool_size)
     notes = []
     if keep is not None and keep > pool_size:

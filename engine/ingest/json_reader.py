@@ -23,6 +23,7 @@ from engine.ingest.raw_rows import (
 
 
 def json_line(text: str) -> tuple[dict, str | None]:
+    """One JSON Lines line → (its record, or {} with the reason it is not one)."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -50,6 +51,7 @@ def record_batch(rows: list[dict], lines: list[int], problems: list, filename: s
 
 
 def jsonl_batches(fh, filename: str, fmt: str, column_map: Mapping[str, str] | None) -> Iterator[RawRows]:
+    """A JSON Lines file → RawRows batches, each record at its physical line."""
     first = True
     seen: dict[str, int] = {}
     for rows, lines, problems in jsonl_records(fh):
@@ -94,6 +96,7 @@ def jsonl_records(fh) -> Iterator[tuple[list[dict], list[int], list[str | None]]
 
 def json_array_batches(fh, filename: str, column_map: Mapping[str, str] | None,
                         records_only: bool = False) -> Iterator:
+    """A JSON array file (bounded in size) → RawRows batches, row index + 1 as the line."""
     size = fh.seek(0, io.SEEK_END)
     fh.seek(0)
     if size > JSON_ARRAY_MAX_BYTES:

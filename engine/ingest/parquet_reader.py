@@ -155,6 +155,7 @@ def _size(n: int) -> str:
 
 
 def check_expansion(filename: str, size: int, decoded: int) -> None:
+    """Refuse a file whose decoded size passes the expansion guard (a small file that would fill memory)."""
     if decoded > EXPANSION_FREE_BYTES and decoded > EXPANSION_MAX_RATIO * size:
         raise LensError(
             f"{filename} expands from {_size(size)} to more than {_size(decoded)} of text "

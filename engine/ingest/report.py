@@ -62,9 +62,11 @@ class ValidationReport:
 
     @property
     def ok(self) -> bool:
+        """True when no row was rejected."""
         return self.n_rejected == 0
 
     def counts(self) -> dict[str, int]:
+        """Rows read, good, rejected and invalid, for reports and JSON."""
         return {"rows_read": self.rows_read, "good": self.n_good, "rejected": self.n_rejected,
                 "invalid": self.n_invalid}
 
@@ -84,6 +86,7 @@ class ValidationReport:
                 f"ORDER BY {key}, seq) ORDER BY seq")
 
     def rejected_sql(self) -> str:
+        """SQL for the rejected rows in file order, for any DuckDB connection."""
         files = ", ".join(sql_path(f) for f in self.rejected_files)
         return f"SELECT * FROM read_parquet([{files}]) ORDER BY seq"
 
@@ -107,10 +110,12 @@ class ValidationReport:
 
     @property
     def prompts(self) -> pd.DataFrame:
+        """The prompt texts the files carried (read back from the stage)."""
         return self._frame(self.texts_sql("prompts"))
 
     @property
     def answers(self) -> pd.DataFrame:
+        """The answer texts the files carried (read back from the stage)."""
         return self._frame(self.texts_sql("answers"))
 
     def rejected_head(self, n: int | None = None) -> pd.DataFrame:
@@ -119,6 +124,7 @@ class ValidationReport:
 
     @property
     def rejected(self) -> pd.DataFrame:
+        """Every rejected row with its file, line, reason and original fields."""
         return self.rejected_head(None)
 
     def _expand(self, df: pd.DataFrame) -> pd.DataFrame:
@@ -149,6 +155,7 @@ class ValidationReport:
                 yield f"{f} line {int(n)}: {r}."
 
     def sentences(self) -> list[str]:
+        """One sentence per rejected row, in file order."""
         return list(self.iter_sentences())
 
     def with_frames(self, *, good: pd.DataFrame | None = None, prompts: pd.DataFrame | None = None,

@@ -61,6 +61,7 @@ class Drive:
         self.next_poll = 0.0
 
     def run(self) -> None:
+        """Send every pending call through the pool, renew leases, store results; stop on the first fatal error."""
         r = self.r
         pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
         stopped: BaseException | None = None

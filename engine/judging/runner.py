@@ -146,6 +146,7 @@ class Runner:
 
     @property
     def identity(self) -> str:
+        """The backend's name in the call key (its identity when it has one)."""
         return getattr(self.backend, "identity", self.backend.name)
 
     @property
@@ -154,6 +155,7 @@ class Runner:
         return getattr(self.backend, "server", None)
 
     def key(self, req: ChatRequest) -> str:
+        """The cache key of ``req`` on this backend, model and server."""
         return call_key(self.identity, self.backend.model, self.normalise(req), self.server)
 
     def legacy_key(self, req: ChatRequest) -> str | None:

@@ -42,10 +42,12 @@ class Leaderboard:
 
     @property
     def ranks(self) -> pd.Series:
+        """Rank per model."""
         return self.table.set_index("model")["rank"]
 
     @property
     def scores(self) -> pd.Series:
+        """Score per model."""
         return self.table.set_index("model")["score"]
 
 

@@ -5,6 +5,7 @@ Elo reads its votes in time, input or prompt order."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,10 @@ from engine.rankers.votes import PairCounts, Votes
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.board import TABLE_COLUMNS, Leaderboard, plain_values
 from engine.ranking.count_bootstrap import bootstrap_counts
+
+if TYPE_CHECKING:
+    from engine.store.connection import Store
+
 
 
 def leaderboard_from_votes(
@@ -157,7 +162,7 @@ def ordered_votes(rows, policy: str, ranker: str, params: dict | None) -> Votes:
     return replace(v, order_used=ORDER_WORDS[order])
 
 
-def count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed, policy, params, level, unit):
+def count_leaderboard(store: Store, dataset, judge, category, ranker, bootstrap, seed, policy, params, level, unit):
     """The count path of ``leaderboard``: DuckDB → VoteRows → votes → pair counts → fit."""
     from engine.graphs.stack import COMBINE_POLICIES
     from engine.ranking.count_query import lean_pair_counts
@@ -201,11 +206,12 @@ def count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed, 
 
 
 def no_valid_verdict(dataset, judge, category):
+    """Refuse, in one sentence naming the filters, a selection without a valid verdict."""
     what = ", ".join(f"{k} {v!r}" for k, v in (("judge", judge), ("category", category)) if v is not None)
     raise LensError(f"Dataset {dataset!r} has no valid verdict{' for ' + what if what else ''}.")
 
 
-def filtered_judges(store, dataset: str, judge) -> list[str]:
+def filtered_judges(store: Store, dataset: str, judge) -> list[str]:
     """The judges of a dataset's verdicts, within the judge filter when one is given."""
     from engine.ranking.vote_query import store_relation
     from engine.store.datasets import relation_judges

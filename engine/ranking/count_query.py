@@ -22,6 +22,7 @@ verdict carries a judge probability (soft counts need per-vote means).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,10 @@ import pandas as pd
 from engine.errors import LensError
 from engine.rankers.votes import A_WINS, TIE, PairCounts
 from engine.ranking.vote_query import GRAPH_HASH, columns_of, filtered_source
+
+if TYPE_CHECKING:
+    import duckdb
+
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class SqlCounts:
     n_invalid: int
 
 
-def lean_pair_counts(con, relation: str, *, judge=None, category=None) -> SqlCounts | None:
+def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str, *, judge=None, category=None) -> SqlCounts | None:
     """Vote pair counts of ``relation`` under the filters when every valid verdict is its own vote (then
     no combine policy applies), or None where only the general vote path is exact (module docstring)."""
     cols = columns_of(con, relation)
@@ -125,7 +130,7 @@ def _rows_in(key: np.ndarray, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.n
     return cand[hit], at[hit]
 
 
-def _source_facts(con, src: str, prob_column: bool, order_column: bool) -> tuple[int, bool, set, bool]:
+def _source_facts(con: duckdb.DuckDBPyConnection, src: str, prob_column: bool, order_column: bool) -> tuple[int, bool, set, bool]:
     """(invalid verdicts, whether a valid verdict has a judge probability, the (judge, variant, turn)
     keys of the valid verdicts, whether valid verdicts show both orders AB and BA) in one scan;
     refuses what ``vote_query.check_winners`` refuses."""

@@ -8,7 +8,7 @@ parameters, bootstrap B and seed. Truncation uses ``engine.graphs.cycles`` and `
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,10 @@ from engine.ranking.count_board import (
 )
 from engine.ranking.distances import all_distances
 from engine.ranking.vote_query import frame_vote_rows, key_hashes
+
+if TYPE_CHECKING:
+    from engine.store.connection import Store
+
 
 
 def truncate(stack: GraphStack, keep_k: int, mu: float = 1.0, per_category: bool = False, pool: str = "perturbed"):
@@ -168,7 +172,7 @@ def compared_models_only(stack: GraphStack, after_keep_k: bool = False) -> tuple
 
 
 def leaderboard(
-    store,
+    store: Store,
     dataset: str,
     *,
     judge: str | list[str] | None = None,

@@ -289,6 +289,7 @@ def reference_ranks(reference: pd.Series, models: tuple[str, ...]) -> np.ndarray
 
 
 def reference_of(reference: pd.Series | Mapping[str, pd.Series], category: str | None) -> pd.Series:
+    """The reference ranking for ``category`` (one series serves every category)."""
     if isinstance(reference, pd.Series):
         return reference
     if category in reference:

@@ -9,12 +9,18 @@ Python. The optional ``battle_id`` and ``tstamp`` columns (migration 030) are us
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import duckdb
 import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
 from engine.rankers.votes import VoteRows
+
+if TYPE_CHECKING:
+    from engine.store.connection import Store
+
 
 GRAPH_HASH = "hash(judge::VARCHAR, prompt_id::VARCHAR, variant::BIGINT, turn::BIGINT)"
 """The 64-bit graph key of a verdict row (the dataset is fixed within one query)."""
@@ -128,7 +134,7 @@ def filtered_source(relation: str, cols: set[str], judge=None, category=None) ->
     return f"(SELECT * FROM {relation}" + (f" WHERE {' AND '.join(where)})" if where else ")")
 
 
-def check_winners(con, src: str) -> int:
+def check_winners(con: duckdb.DuckDBPyConnection, src: str) -> int:
     """The invalid verdicts of a source; refuses self-comparisons and winners other than A, B, tie, invalid."""
     row = con.execute(
         f"SELECT count(*) FILTER (WHERE winner = 'invalid'), count(*) FILTER (WHERE model_a = model_b "
@@ -144,7 +150,7 @@ def check_winners(con, src: str) -> int:
     return int(row[0])
 
 
-def _models_and_invalid(con, src: str) -> tuple[int, tuple[str, ...]]:
+def _models_and_invalid(con: duckdb.DuckDBPyConnection, src: str) -> tuple[int, tuple[str, ...]]:
     """(invalid verdicts, sorted models of the valid verdicts) of a source; refuses self-comparisons."""
     n_invalid = check_winners(con, src)
     names = con.execute(
@@ -153,7 +159,7 @@ def _models_and_invalid(con, src: str) -> tuple[int, tuple[str, ...]]:
     return n_invalid, tuple(sorted(str(r[0]) for r in names))
 
 
-def store_relation(store, dataset: str) -> str:
+def store_relation(store: Store, dataset: str) -> str:
     """The SQL relation of a dataset's verdicts: the verdicts table, or its attached Parquet files."""
     from engine.store.attached import attached_relation
 
@@ -163,7 +169,7 @@ def store_relation(store, dataset: str) -> str:
     return f"(SELECT * FROM verdicts WHERE dataset = {literal(dataset)})"
 
 
-def store_vote_rows(store, dataset: str, *, judge=None, category=None, order_by: str | None = None) -> VoteRows:
+def store_vote_rows(store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None) -> VoteRows:
     """``read_vote_rows`` over a stored (or attached) dataset."""
     return read_vote_rows(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
                           order_by=order_by)

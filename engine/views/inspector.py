@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
+
+if TYPE_CHECKING:
+    from engine.graphs.buckets import GraphBuckets
+    from engine.graphs.stack import GraphStack
+
 
 TRIAD_KINDS: dict[str, str] = {
     "cycle": "a strict cycle: a > b, b > c, yet c > a",
@@ -144,16 +150,18 @@ class GraphView:
 
     @property
     def n_strict(self) -> int:
+        """Pairs of the graph with a strict winner."""
         r = relations(self.adj, self.observed)
         return int((r == 1).sum())
 
     @property
     def n_ties(self) -> int:
+        """Pairs of the graph that tied."""
         r = relations(self.adj, self.observed)
         return int((r == 0).sum() // 2)
 
 
-def graph_view(stack, t: int) -> GraphView:
+def graph_view(stack: GraphStack | GraphBuckets, t: int) -> GraphView:
     """The inspector's view of graph ``t`` of ``stack`` (a GraphStack, or GraphBuckets: then only
     graph ``t`` is laid out, over its own models; see GraphView)."""
     import dataclasses
@@ -206,7 +214,7 @@ def graph_view(stack, t: int) -> GraphView:
     return GraphView(t, key, models, adj, obs, tri, pair_bad, node_bad, order, denoised, stack.policy)
 
 
-def graph_position(stack, prompt_id: str, variant: int, judge: str) -> int:
+def graph_position(stack: GraphStack | GraphBuckets, prompt_id: str, variant: int, judge: str) -> int:
     """Position in ``stack`` of the graph of (prompt, variant, judge); its first turn when several.
     The (prompt, variant, judge) → position index is built once per stack (a million graphs are
     not scanned on every click)."""
@@ -241,7 +249,7 @@ def _once(graphs, name: str, make):
     return per[name]
 
 
-def graph_choices(stack) -> dict[str, dict[int, list[str]]]:
+def graph_choices(stack: GraphStack | GraphBuckets) -> dict[str, dict[int, list[str]]]:
     """prompt_id → variant → judges with a graph (the inspector's pickers): prompts in natural order
     (q2 before q10), variants by number, judges in the stack's order. Computed once per stack."""
     from engine.views.labels import natural_sorted
@@ -258,7 +266,7 @@ def graph_choices(stack) -> dict[str, dict[int, list[str]]]:
     return _once(stack, "graph_choices", make)
 
 
-def variant_names(stack) -> dict[tuple[str, int], str]:
+def variant_names(stack: GraphStack | GraphBuckets) -> dict[tuple[str, int], str]:
     """(prompt_id, variant) → "original" / "paraphrase k" / "sample k" (``engine.views.labels.variant_labels``);
     computed once per stack."""
     from engine.views.labels import variant_labels

@@ -27,6 +27,7 @@ class VerdictLine:
 
     @property
     def shown(self) -> str:
+        """Which answer the judge saw first, in words."""
         if self.first is None:
             return "presentation order not recorded"
         return f"{self.first} shown first (Assistant 1), {self.second} second (Assistant 2)"
@@ -44,10 +45,12 @@ class PairView:
 
     @property
     def result_text(self) -> str:
+        """The verdict in words ("tie" or "X wins")."""
         return "tie" if self.result == "tie" else f"{self.result} wins"
 
     @property
     def heading(self) -> str:
+        """The pair, how its verdicts combined, and the result, on one line."""
         return f"{self.a} vs {self.b}: {self.reason} → {self.result_text}"
 
 
