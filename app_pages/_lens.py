@@ -197,10 +197,11 @@ def stack_for(key: CacheKey):
     """The graphs of the current choice (one per judge, prompt, variant and turn) as
     ``engine.graphs.buckets.GraphBuckets``: each graph over its own models, so a battle log of a
     million one-pair graphs holds a million 2 × 2 cells, not a (T, n, n) stack. Read-only, so
-    cached as a resource (no copy per rerun); ``keys`` and ``T`` as on a GraphStack."""
+    cached as a resource (no copy per rerun); ``keys`` and ``T`` as on a GraphStack. The verdicts are
+    read for it and let go (not through ``verdicts_for``, whose cache would hold a second copy)."""
     from engine.graphs.buckets import build_buckets
 
-    return build_buckets(verdicts_for(key))
+    return build_buckets(get_store().verdicts(key.dataset, **_filters(key)))
 
 
 def dense_stack_for(key: CacheKey, what: str):
