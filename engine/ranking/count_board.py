@@ -40,15 +40,9 @@ def leaderboard_from_votes(
     ``votes`` come from ``engine.ranking.vote_query`` (DuckDB) and ``engine.rankers.votes.votes``; the table's
     counts are votes (``UNIT_NOTES``). Models without a vote are left off the board.
     """
-    obj = ranker_object(ranker)
-    params = obj.check(dict(ranker_params or {}))
-    if int(bootstrap or 0) < 0:
-        raise LensError(f"The number of bootstrap resamples must be 0 (no intervals) or more; got {bootstrap}.")
-    if len(votes) == 0:
-        raise LensError("The selection holds no graph: no valid verdict matches the filters.")
     return leaderboard_from_counts(votes.pair_counts(), votes, n_votes=len(votes), n_verdicts=votes.n_verdicts,
                                    policy=votes.policy, ranker=ranker, bootstrap=bootstrap, seed=seed,
-                                   ranker_params=params, level=level, extra_params=extra_params,
+                                   ranker_params=ranker_params, level=level, extra_params=extra_params,
                                    bootstrap_unit=bootstrap_unit, kept=kept)
 
 
