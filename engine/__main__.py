@@ -16,8 +16,34 @@ from engine import cli as cli_pkg
 from engine.errors import LensError, disk_full_sentence, is_disk_full
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m engine`` parser: global options and every subcommand's ``register``."""
+GLOBAL_OPTIONS_WITH_VALUE = ("--db", "--lock-wait")
+COMMAND_MODULES = {"import": "imports"}
+"""Commands whose module under ``engine/cli/`` has another name; every other command is its module's name."""
+
+
+def command_module(argv: list[str]) -> str | None:
+    """The ``engine/cli`` module of the command that ``argv`` names, or None when argv names none
+    (``--help``, a typo, nothing): then every command is needed, for the help or the error."""
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in GLOBAL_OPTIONS_WITH_VALUE:
+            skip = True
+        elif token.startswith(tuple(f"{o}=" for o in GLOBAL_OPTIONS_WITH_VALUE)):
+            continue
+        elif token.startswith("-"):
+            return None
+        else:
+            name = COMMAND_MODULES.get(token, token)
+            known = {m.name for m in pkgutil.iter_modules(cli_pkg.__path__) if not m.name.startswith("_")}
+            return name if name in known else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``python -m engine`` parser: global options and every subcommand's ``register`` (or only
+    the module ``only``'s: a command imports what it uses, not what every other command uses)."""
     parser = argparse.ArgumentParser(
         prog="python -m engine",
         description="Tournament Lens: leaderboards and cycle diagnostics for pairwise LLM judges.",
@@ -29,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(cli_pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
+        if info.name.startswith("_") or (only is not None and info.name != only):
             continue
         module = importlib.import_module(f"{cli_pkg.__name__}.{info.name}")
         module.register(sub)
@@ -38,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command line; a LensError becomes its one sentence on stderr and exit status 2."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(command_module(argv))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -10,10 +10,30 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
-SLOW_FILES_FIRST = ("test_judging_local_soft.py", "test_judging_local.py", "test_judging_api.py",
-                    "test_judging_hardening.py", "test_browser.py", "test_browser_stress.py",
-                    "test_verdicts.py", "test_ingest_limits.py", "test_judging_cli_ux.py")
-"""The files that take longest, started first: with one file per xdist worker (pyproject addopts), a
+SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per file)
+    "test_browser.py",                # 87
+    "test_judging_api.py",            # 79
+    "test_judging_local_soft.py",     # 74
+    "test_browser_stress.py",         # 56
+    "test_ingest_limits.py",          # 49
+    "test_judging_hardening.py",      # 47
+    "test_verdicts.py",               # 45
+    "test_judging_local.py",          # 39
+    "test_app_data.py",               # 24
+    "test_app_audit.py",              # 21
+    "test_diagnostics_orderless.py",  # 21
+    "test_ingest.py",                 # 17
+    "test_judging_resilience.py",     # 17
+    "test_app_ranking.py",            # 16
+    "test_leaderboard_cli.py",        # 15
+    "test_csv_bulk.py",               # 14
+    "test_count_query.py",            # 13
+    "test_keep_k_paths.py",           # 13
+    "test_count_rankers.py",          # 12
+    "test_app_cycles.py",             # 11
+)
+"""The files that take longest, longest first: xdist hands each worker the next file when its current
+one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder keeps this order), so a
 long file started last would leave the other worker idle at the end."""
 
 

@@ -305,3 +305,26 @@ def test_simulate_options_say_what_they_are_and_their_default():
                                             ("experiment", "baselines, keep-k or mu")])
 def test_a_command_group_without_subcommand_lists_the_choices(db_path, group, choices):
     assert refused(db_path, group) == f"error: {group} needs one of {choices}; see python -m engine {group} -h."
+
+
+def test_a_command_line_builds_only_its_command_and_parses_as_the_full_parser():
+    """`python -m engine CMD` registers only CMD's module (it starts faster): its help and its parsed
+    options equal the full parser's for every command; help, a typo or no command get every command."""
+    import argparse
+
+    from engine.__main__ import build_parser, command_module
+
+    full = build_parser()
+    (action,) = [a for a in full._actions if isinstance(a, argparse._SubParsersAction)]
+    assert len(action.choices) == 13
+    for cmd in action.choices:
+        module = command_module(["--db", "x.duckdb", "--lock-wait=3", cmd, "--format", "csv"])
+        assert module is not None, cmd
+        (one,) = [a for a in build_parser(module)._actions if isinstance(a, argparse._SubParsersAction)]
+        assert list(one.choices) == [cmd]
+        assert one.choices[cmd].format_help() == action.choices[cmd].format_help()
+    assert command_module(["import", "v.csv"]) == "imports"
+    for argv in ([], ["--help"], ["-h", "leaderboard"], ["--db", "leaderboard"], ["leaderbord"], ["_common"]):
+        assert command_module(argv) is None, argv
+    argv = ["--db", "s.duckdb", "leaderboard", "--judge", "gpt-4", "--ranker", "davidson", "--keep-k", "5"]
+    assert vars(build_parser(command_module(argv)).parse_args(argv)) == vars(full.parse_args(argv))

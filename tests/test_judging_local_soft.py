@@ -41,14 +41,15 @@ def _mt_bench_soft_requests(cfg, n_prompts: int, chars: int) -> list[ChatRequest
 
 
 def _plain_next_token_logprobs(smol, req: ChatRequest):
-    """log-softmax of the next-token logits after one prompt alone: a plain forward pass."""
+    """log-softmax of the next-token logits after one prompt alone: a plain forward pass (transformers
+    applies the output layer to the last position only, as that is the one read)."""
     import torch
 
     ids = smol.tokenizer.apply_chat_template(
         req.message_dicts(), add_generation_prompt=True, return_tensors="pt", return_dict=True
     )
     with torch.inference_mode():
-        return torch.log_softmax(smol.lm(**ids).logits[0, -1].double(), -1)
+        return torch.log_softmax(smol.lm(**ids, logits_to_keep=1).logits[0, -1].double(), -1)
 
 
 def test_soft_passes_with_shared_prefixes_equal_plain_forward_passes(smol, monkeypatch):
