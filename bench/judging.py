@@ -26,6 +26,9 @@ throughput doubles). Client CPU seconds per call are the bench process's own CPU
     python bench/judging.py local [--questions 2] [--chars 1000] [--max-tokens 16] \
         [--budgets 1024,4096,16384] [--threads 1] [--rounds 1] [--device cpu|cuda]
     python bench/judging.py openai [--delay 1.0]
+    python bench/judging.py cli [--delay 0.5] [--concurrency 4,16,64] [--limit 4] [--repo OLD_CHECKOUT]
+
+``cli``: ``python -m engine judge`` as a process (``run_cli``), the command a user runs.
 
 Not run by CI (a benchmark, not a test). Results also go to bench/_results/judging_<mode>.json.
 """
@@ -290,9 +293,48 @@ def run_openai(args) -> tuple[list[dict], dict]:
     return rows, {"server_delay_s": args.delay}
 
 
+def run_cli(args) -> tuple[list[dict], dict]:
+    """``python -m engine judge`` as a user runs it (a process, its store opened per write so the app
+    can read during the run) against one fake server with unlimited slots: calls per second against
+    the server's bound (concurrency / delay), wall, peak RSS, the process's CPU per call. With
+    ``--repo`` a second checkout (e.g. the previous commit) runs the same plan in the same session."""
+    from procmeter import measure
+
+    repos = [("this checkout", HERE.parent)] + ([("--repo " + args.repo, Path(args.repo).resolve())] if args.repo else [])
+    rows = []
+    server, url = start_server(args.delay, 100_000)
+    try:
+        for conc in [int(c) for c in args.concurrency.split(",")]:
+            for label, repo in repos:
+                with tempfile.TemporaryDirectory() as tmp:
+                    db = Path(tmp) / "bench.duckdb"
+                    cmd = ["/usr/bin/time", "-f", "%U %S", sys.executable, "-m", "engine", "--db", str(db),
+                           "judge", "--dataset", "bench", "--inputs", "mt_bench", "--models", args.models,
+                           "--limit", str(args.limit), "--backend", "openai", "--base-url", url, "--model",
+                           f"fake-{conc}", "--api-key", "EMPTY", "--protocol", "swapped", "--concurrency",
+                           str(conc), "--no-progress", "--format", "csv"]
+                    run = measure(cmd, cap_gb=8, timeout_s=3600, cwd=repo, out_path=Path(tmp) / "out.csv")
+                    assert run.ok, run.stderr_tail
+                    out = (Path(tmp) / "out.csv").read_text().splitlines()
+                    made = int(dict(zip(out[0].split(","), out[1].split(","), strict=False))["calls_made"])
+                    user, sys_s = (float(x) for x in (Path(tmp) / "out.err").read_text().split()[-2:])
+                rows.append({
+                    "code": label, "concurrency": conc, "calls": made, "seconds": round(run.wall_s, 1),
+                    "calls_per_s": round(made / run.wall_s, 1),
+                    "server_bound_calls_per_s": round(conc / args.delay, 1),
+                    "process_cpu_ms_per_call": round(1000 * (user + sys_s) / made, 1),
+                    "peak_rss_mb": round(run.peak_gb * 1024),
+                })
+                print(rows[-1], flush=True)
+    finally:
+        server.kill()
+        server.wait()
+    return rows, {"server_delay_s": args.delay, "models": args.models, "limit_per_category": args.limit}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("local", "openai"), nargs="?", default="local")
+    ap.add_argument("mode", choices=("local", "openai", "cli"), nargs="?", default="local")
     ap.add_argument("--questions", type=int, default=2)
     ap.add_argument("--chars", type=int, default=1000, help="answers cut to this many characters")
     ap.add_argument("--max-tokens", type=int, default=16, help="new tokens per swapped verdict")
@@ -300,11 +342,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--device")
-    ap.add_argument("--delay", type=float, default=1.0, help="openai: seconds per reply at the fake server")
+    ap.add_argument("--delay", type=float, default=1.0, help="openai, cli: seconds per reply at the fake server")
+    ap.add_argument("--concurrency", default="4,16,64", help="cli: the --concurrency values to run")
+    ap.add_argument("--models", default="gpt-4,claude-v1,gpt-3.5-turbo,vicuna-13b-v1.3,llama-13b,alpaca-13b",
+                    help="cli: MT-Bench models judged (a round robin, both orders)")
+    ap.add_argument("--limit", type=int, default=4, help="cli: MT-Bench questions per category")
+    ap.add_argument("--repo", help="cli: also run the judge of this checkout (e.g. the previous commit)")
     args = ap.parse_args()
     os.environ["HF_HUB_OFFLINE"] = "1"
     start = time.perf_counter()
-    rows, meta = run_local(args) if args.mode == "local" else run_openai(args)
+    rows, meta = {"local": run_local, "openai": run_openai, "cli": run_cli}[args.mode](args)
     import resource
 
     meta.update(

@@ -385,13 +385,15 @@ def _file_size_limit(limit: int):
 
 def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
     db = tmp_path / "full.duckdb"
-    with FakeOpenAI() as srv:
+    # replies take 0.05 s, two at a time: the 48 calls finish over about a second, so they are stored
+    # in several groups (Runner.record_every_s), as on a real server, not all in one
+    with FakeOpenAI(delay_s=0.05) as srv:
         warm = run_engine(judge_cmd(db, "d", srv.base_url, "--protocol", "single", models="gpt-4,llama-13b",
                                     model="warm")[3:])
         assert warm.returncode == 0, warm.stderr
         warm_calls = srv.statuses[200]  # 8 prompts x 1 pair x 1 order
         # the write-ahead log may grow to 60 kB: the run fills it part way through its 48 calls
-        full = subprocess.run(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped"), cwd=REPO,
+        full = subprocess.run(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped", "--concurrency", "2"), cwd=REPO,
                               capture_output=True, text=True, timeout=240, preexec_fn=_file_size_limit(60_000))
         paid_full = srv.statuses[200] - warm_calls
         lines = full.stderr.strip().splitlines()

@@ -257,3 +257,65 @@ def test_a_runaway_reply_is_cut_to_the_text_limit_and_stored_invalid_with_its_te
     v = empty_store.verdicts("syn")
     assert list(v["winner"]) == ["invalid"] * 3
     assert all("reply cut here" in e and len(e) <= TEXT_MAX_CHARS + 1000 for e in v["explanation"])
+
+
+# -- finished calls are stored in groups ------------------------------------------------------------
+
+
+def _one_call_units(n: int, stored_when_done: list[int], store):
+    """``n`` units of one distinct request each; each, when it gets its result, notes how many calls
+    the store holds (a result must reach its unit only once its call is stored)."""
+    def unit(i: int):
+        (res,) = yield [ChatRequest((("user", f"question {i}"),), Decoding(max_tokens=8))]
+        stored_when_done.append(store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0])
+        return res
+
+    return [unit(i) for i in range(n)]
+
+
+@pytest.mark.parametrize(("record_every_s", "concurrency", "groups"), [(60.0, 4, 1), (0.0, 1, 40)])
+def test_finished_calls_are_stored_in_groups_before_their_units_go_on(
+    empty_store, monkeypatch, record_every_s, concurrency, groups
+):
+    """40 one-call units: with a long group window, every call is stored in one transaction once
+    nothing is left in flight or ready to send; with none (one call in flight at a time), one
+    transaction per call. Either way no unit sees its result before its call is stored, and every
+    call is stored once."""
+    from engine.judging.cache import CallCache
+
+    writes: list[int] = []
+    put_rows = CallCache.put_rows
+    monkeypatch.setattr(CallCache, "put_rows", lambda self, rows: (writes.append(len(rows)), put_rows(self, rows)))
+    seen: list[int] = []
+    with FakeOpenAI(delay_s=0.02) as srv:
+        runner = _runner(empty_store, srv, concurrency=concurrency, record_every_s=record_every_s)
+        runner.drive(_one_call_units(40, seen, empty_store))
+        assert srv.total == 40
+    assert sum(writes) == 40 and len(writes) == groups
+    # each unit, when it got its result, found its call (and every call written with it) stored
+    written = [sum(writes[: k + 1]) for k in range(len(writes))]
+    assert len(seen) == 40 and all(n in written for n in seen) and seen == sorted(seen)
+    n, distinct = empty_store.cursor().execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone()
+    assert n == distinct == 40
+
+
+def test_an_interrupted_run_stores_the_calls_that_had_finished(empty_store):
+    """Ctrl-C (KeyboardInterrupt) while finished calls wait for their group's write: they are stored
+    on the way out, not lost (the calls still in flight are)."""
+    seen: list[int] = []
+    units = _one_call_units(80, seen, empty_store)
+
+    def interrupted():
+        # the first pull takes Drive.PULL = 64 units; the next comes after the first wait for a
+        # finished call, with at least that call waiting for its group's write
+        yield from units[:64]
+        raise KeyboardInterrupt
+
+    with FakeOpenAI(delay_s=0.02) as srv:
+        runner = _runner(empty_store, srv, concurrency=4, record_every_s=60.0)
+        with pytest.raises(KeyboardInterrupt):
+            runner.drive(interrupted())
+        answered = srv.total
+    stored = empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0]
+    assert seen == []  # the group window had not passed: no unit got a result
+    assert 1 <= stored <= answered < 64

@@ -42,6 +42,7 @@ class Drive:
     """One ``Runner.drive`` call: the waiting requests, the pool and who waits for which call."""
 
     PULL = 64  # units started per cache lookup
+    RECORD_MAX = 512  # finished calls stored at the latest in one group
 
     def __init__(self, runner: Runner, units: Iterable[Unit], on_done):
         self.r = runner
@@ -67,6 +68,12 @@ class Drive:
         stopped: BaseException | None = None
         store_exc: BaseException | None = None  # the store refused a write: finished calls go to the journal
         next_renew = time.monotonic() + r.renew_s
+        # finished calls not yet stored, written together once the oldest has waited record_every_s
+        # (or nothing is in flight or ready to send, or RECORD_MAX wait): one store transaction per
+        # group, not per call
+        completed: list[tuple[str, ChatRequest, ChatResult]] = []
+        deliveries: list[tuple[UnitState, str, ChatResult | None]] = []
+        record_by = 0.0
         try:
             while True:
                 if stopped is None and store_exc is None:
@@ -88,9 +95,11 @@ class Drive:
                         time.sleep(r.poll_s)  # another run is making these calls; wait for its results
                     continue
                 timeout = r.poll_s if self.held else max(0.05, next_renew - time.monotonic())
+                if completed:
+                    timeout = min(timeout, max(0.0, record_by - time.monotonic()))
                 finished, _ = wait(self.inflight, timeout=timeout, return_when=FIRST_COMPLETED)
-                deliveries: list[tuple[UnitState, str, ChatResult | None]] = []
-                completed: list[tuple[str, ChatRequest, ChatResult]] = []
+                if not completed:
+                    record_by = time.monotonic() + r.record_every_s
                 for fut in finished:
                     items = self.inflight.pop(fut)
                     try:
@@ -112,8 +121,10 @@ class Drive:
                         if stopped is None and isinstance(exc.__cause__, ConnectionFailed):
                             stopped = self._unreachable(exc.__cause__, len(items))
                         continue
-                    for (k, req), res in zip(items, results, strict=True):
-                        completed.append((k, req, res))
+                    finished_calls = [(k, req, res) for (k, req), res in zip(items, results, strict=True)]
+                    r._count(finished_calls)
+                    completed += finished_calls
+                    for k, _req, res in finished_calls:
                         deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
                 if self.given_up and store_exc is None:
                     try:  # another run waiting for these calls may try them itself
@@ -121,24 +132,36 @@ class Drive:
                     except STORE_ERRORS:
                         pass  # they are dropped when the run ends, or lapse
                     self.given_up = []
-                if completed:
+                idle = not self.inflight and not self.ready  # the units need these results to go on
+                due = (idle or stopped is not None or store_exc is not None
+                       or len(completed) >= self.RECORD_MAX or time.monotonic() >= record_by)
+                if completed and due:
                     try:
                         r._record(completed, journal_only=store_exc is not None)  # one transaction
                     except STORE_ERRORS as exc:  # the calls are in the journal; stop sending
                         store_exc = store_exc or exc
                         r._stop.set()
+                    completed = []
                     r._tick()
                 if store_exc is not None:
                     continue  # units cannot go on without the store; in-flight calls are journaled
+                if completed:
+                    continue  # a result reaches its units once its call is stored
                 try:
                     self._deliver(deliveries)
                 except STORE_ERRORS as exc:
                     store_exc = exc
                     r._stop.set()
+                deliveries = []
         finally:
             r._stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
             r._stop.clear()
+            if completed:  # interrupted (Ctrl-C) between a call's end and its group's write
+                try:
+                    r._record(completed, journal_only=store_exc is not None)
+                except STORE_ERRORS:
+                    pass  # journaled by _record; the interruption is what is raised
             try:
                 r.cache.release()
             except STORE_ERRORS:
