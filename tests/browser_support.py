@@ -140,7 +140,13 @@ def wait_drawn(page, timeout_s: float = 20) -> None:
                                timeout=timeout_s * 1000)
     except Exception as exc:
         raise AssertionError(f"not drawn after {timeout_s} s: {page.evaluate(check)}") from exc
-    time.sleep(0.8)  # let the canvases paint
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")  # laid out
+
+
+def settle(page) -> None:
+    """Before a screenshot: the canvases drawn by wait_drawn also paint their pixels."""
+    wait_drawn(page)
+    time.sleep(0.8)
 
 
 def errors_on(page) -> list[str]:
@@ -163,7 +169,7 @@ def shoot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1440, "height": SHOT_HEIGHT.get(name, 1300)})
     time.sleep(0.5)
-    wait_drawn(page)
+    settle(page)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
 
 

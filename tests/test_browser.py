@@ -25,6 +25,7 @@ from browser_support import (
     errors_on,
     open_page,
     pick_option,
+    settle,
     shoot,
     wait_drawn,
     wait_idle,
@@ -151,5 +152,6 @@ def test_xss_dataset_runs_no_script(xss_server, browser):
     assert page.query_selector_all('a[href^="javascript"]') == []
     bold = [b.inner_text() for b in page.query_selector_all(f"{container} strong")]
     assert not any(t.strip() == "b" for t in bold), bold
+    settle(page)
     page.screenshot(path=str(SHOTS / "xss_inspector.png"))
     page.close()

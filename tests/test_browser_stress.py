@@ -20,6 +20,7 @@ from browser_support import (
     errors_on,
     open_page,
     pick_option,
+    settle,
     wait_drawn,
     wait_idle,
 )
@@ -200,5 +201,6 @@ def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, 
                 assert page.inner_text('[data-testid="stMetric"] >> nth=0').split() == ["Models", str(n)]
             if name in ("leaderboard", "cycles"):
                 SHOTS.mkdir(parents=True, exist_ok=True)
+                settle(page)
                 page.screenshot(path=str(SHOTS / f"{dataset}_{name}.png"), full_page=False)
     page.close()
