@@ -58,7 +58,7 @@ def test_soft_passes_with_shared_prefixes_equal_plain_forward_passes(smol, monke
     first token, and no pass of more than one row over the budget."""
     import torch
 
-    reqs = _mt_bench_soft_requests(ProtocolConfig.default(), 2, 400)
+    reqs = _mt_bench_soft_requests(ProtocolConfig.default(), 2, 200)
     budget = 700
     monkeypatch.setattr(smol, "token_budget", budget)
     monkeypatch.setattr(smol, "passes", [])
