@@ -34,6 +34,8 @@ def command_module(argv: list[str]) -> str | None:
         elif token.startswith("-"):
             return None
         else:
+            if token in COMMAND_MODULES.values() and token not in COMMAND_MODULES:
+                return None  # a module's name that is not its command's (imports): the full parser says so
             name = COMMAND_MODULES.get(token, token)
             known = {m.name for m in pkgutil.iter_modules(cli_pkg.__path__) if not m.name.startswith("_")}
             return name if name in known else None

@@ -324,7 +324,7 @@ def test_a_command_line_builds_only_its_command_and_parses_as_the_full_parser():
         assert list(one.choices) == [cmd]
         assert one.choices[cmd].format_help() == action.choices[cmd].format_help()
     assert command_module(["import", "v.csv"]) == "imports"
-    for argv in ([], ["--help"], ["-h", "leaderboard"], ["--db", "leaderboard"], ["leaderbord"], ["_common"]):
+    for argv in ([], ["--help"], ["-h", "leaderboard"], ["--db", "leaderboard"], ["leaderbord"], ["_common"], ["imports"]):
         assert command_module(argv) is None, argv
     argv = ["--db", "s.duckdb", "leaderboard", "--judge", "gpt-4", "--ranker", "davidson", "--keep-k", "5"]
     assert vars(build_parser(command_module(argv)).parse_args(argv)) == vars(full.parse_args(argv))

@@ -301,7 +301,8 @@ def test_finished_calls_are_stored_in_groups_before_their_units_go_on(
 
 def test_an_interrupted_run_stores_the_calls_that_had_finished(empty_store):
     """Ctrl-C (KeyboardInterrupt) while finished calls wait for their group's write: they are stored
-    on the way out, not lost (the calls still in flight are)."""
+    on the way out, with the calls that were in flight (nothing new is sent; those end first), so
+    every call the server answered is stored and none is paid for again by the next run."""
     seen: list[int] = []
     units = _one_call_units(80, seen, empty_store)
 
@@ -318,4 +319,21 @@ def test_an_interrupted_run_stores_the_calls_that_had_finished(empty_store):
         answered = srv.total
     stored = empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0]
     assert seen == []  # the group window had not passed: no unit got a result
-    assert 1 <= stored <= answered < 64
+    assert 1 <= stored == answered < 64
+
+
+@pytest.mark.parametrize("record_every_s", [60.0, 0.25])
+def test_a_request_asked_again_while_its_call_waits_to_be_stored_is_not_paid_twice(empty_store, record_every_s):
+    """128 distinct requests, then the same 128 again: the second copies start (Drive pulls 64 units
+    at a time) after the first have finished but, with a group window, before they are stored; they
+    wait for the stored call instead of sending it again."""
+    reqs = [ChatRequest((("user", f"question {i}"),), Decoding(max_tokens=8)) for i in range(128)]
+    with FakeOpenAI(delay_s=0.02) as srv:
+        runner = _runner(empty_store, srv, concurrency=4, record_every_s=record_every_s)
+        got = runner.call(reqs + reqs)
+        assert srv.total == 128
+    assert runner.stats.made == 128
+    if record_every_s > 10:  # nothing stored before the end: every second copy waited for its first
+        assert runner.stats.cached == 0
+    assert [g.text for g in got[:128]] == [g.text for g in got[128:]]
+    assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 128

@@ -16,10 +16,10 @@ yet; another run that needs the same call (any dataset) waits for it to appear i
 of paying for it again. A lease whose owner died (same host: its pid and start time, see
 ``liveness``) or that was not renewed in time (another host) can be taken over.
 
-Each completed call is committed as soon as it arrives, alone (``put``) or with the calls that
-finished at the same moment (``put_many``, one transaction), so a run killed at any moment (SIGKILL)
-keeps every call that was written and none twice; a call still in flight (or finished but not yet
-written) is made again by the rerun.
+Completed calls are committed in groups (``put_rows``, one transaction; the runner writes the calls
+that finish within ``Runner.record_every_s`` of each other together), so a run killed at any moment
+(SIGKILL) keeps every call that was written and none twice; a call still in flight, or finished but
+not yet written (at most the last ``record_every_s``), is made again by the rerun.
 """
 
 from __future__ import annotations

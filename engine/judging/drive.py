@@ -66,7 +66,8 @@ class Drive:
         r = self.r
         pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
         stopped: BaseException | None = None
-        store_exc: BaseException | None = None  # the store refused a write: finished calls go to the journal
+        store_exc: BaseException | None = None  # the store failed: nothing new is sent, the run stops
+        refused = False  # the store refused a write: the calls finishing from then on go to the journal
         next_renew = time.monotonic() + r.renew_s
         # finished calls not yet stored, written together once the oldest has waited record_every_s
         # (or nothing is in flight or ready to send, or RECORD_MAX wait): one store transaction per
@@ -121,11 +122,11 @@ class Drive:
                         if stopped is None and isinstance(exc.__cause__, ConnectionFailed):
                             stopped = self._unreachable(exc.__cause__, len(items))
                         continue
+                    # the units waiting for these calls stay in self.waiters until the calls are
+                    # stored: a unit asking for one of them meanwhile joins them, not the pool
                     finished_calls = [(k, req, res) for (k, req), res in zip(items, results, strict=True)]
                     r._count(finished_calls)
                     completed += finished_calls
-                    for k, _req, res in finished_calls:
-                        deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
                 if self.given_up and store_exc is None:
                     try:  # another run waiting for these calls may try them itself
                         r.cache.release(self.given_up)
@@ -137,16 +138,17 @@ class Drive:
                        or len(completed) >= self.RECORD_MAX or time.monotonic() >= record_by)
                 if completed and due:
                     try:
-                        r._record(completed, journal_only=store_exc is not None)  # one transaction
+                        r._record(completed, journal_only=refused)  # one transaction
                     except STORE_ERRORS as exc:  # the calls are in the journal; stop sending
-                        store_exc = store_exc or exc
+                        store_exc, refused = store_exc or exc, True
                         r._stop.set()
+                    else:  # a result reaches its units once its call is stored
+                        for k, _req, res in completed:
+                            deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
                     completed = []
                     r._tick()
                 if store_exc is not None:
                     continue  # units cannot go on without the store; in-flight calls are journaled
-                if completed:
-                    continue  # a result reaches its units once its call is stored
                 try:
                     self._deliver(deliveries)
                 except STORE_ERRORS as exc:
@@ -155,11 +157,18 @@ class Drive:
                 deliveries = []
         finally:
             r._stop.set()
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)  # the calls in flight end (nothing new starts)
             r._stop.clear()
-            if completed:  # interrupted (Ctrl-C) between a call's end and its group's write
+            # interrupted (Ctrl-C): the calls that finished, and those that were in flight and have
+            # now ended, are stored (or journaled) on the way out, not paid for again by the next run
+            for fut, items in self.inflight.items():
+                if not fut.cancelled() and fut.exception() is None:
+                    ended = [(k, req, res) for (k, req), res in zip(items, fut.result(), strict=True)]
+                    r._count(ended)
+                    completed += ended
+            if completed:
                 try:
-                    r._record(completed, journal_only=store_exc is not None)
+                    r._record(completed, journal_only=refused)
                 except STORE_ERRORS:
                     pass  # journaled by _record; the interruption is what is raised
             try:

@@ -10,10 +10,10 @@ length so a batch pads little). Identical requests of different units share one 
 Each request is first looked up in the call cache. Worker threads only talk to the backend: the
 calling thread stores finished calls in DuckDB, so the runner is the store's one writer. Calls that
 finish within ``record_every_s`` (0.25 s) of each other are stored in one transaction (a store that
-lets go of its file between writes pays about 50 ms to open, write and close it, which per call
-capped a run near 20 calls a second), and a result reaches its unit only once its call is stored.
-A SIGKILL loses the calls still in flight and those finished in the last ``record_every_s``; Ctrl-C
-loses only the calls in flight, as the finished ones are stored on the way out.
+lets go of its file between writes pays about 60 ms of CPU to open, write and close it), and a result reaches its unit only once its call is stored
+(a unit asking for a call that waits to be stored waits for it too). A SIGKILL loses the calls still
+in flight and those finished in the last ``record_every_s``; Ctrl-C sends nothing new, lets the
+calls in flight end and stores them with the finished ones on the way out.
 
 Transient failures are retried with exponential backoff and jitter (a delay drawn between half and
 all of ``backoff_s * 2**(attempt-1)``, capped at ``max_backoff_s``), or after the server's own
