@@ -317,9 +317,16 @@ def test_an_interrupted_run_stores_the_calls_that_had_finished(empty_store):
         with pytest.raises(KeyboardInterrupt):
             runner.drive(interrupted())
         answered = srv.total
-    stored = empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0]
-    assert seen == []  # the group window had not passed: no unit got a result
-    assert 1 <= stored == answered < 64
+        stored = empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0]
+        assert seen == []  # the group window had not passed: no unit got a result
+        assert answered >= 1  # the interruption came after at least one call had finished
+        assert stored == answered  # the finished calls and those in flight, none lost
+        assert runner.stats.made == answered
+        # the next run of the same 64 units pays only for the calls the server never answered
+        again = _runner(empty_store, srv, concurrency=4)
+        again.drive(_one_call_units(64, [], empty_store))
+        assert (again.stats.cached, again.stats.made) == (answered, 64 - answered)
+        assert srv.total == 64
 
 
 @pytest.mark.parametrize("record_every_s", [60.0, 0.25])

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from engine.store.connection import Store
 
 
-
 def leaderboard_from_votes(
     votes: Votes,
     *,
