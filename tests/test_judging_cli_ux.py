@@ -198,13 +198,13 @@ def test_unknown_dataset_is_refused_with_the_known_ones_and_no_run(tmp_path, com
 def test_a_dataset_without_prompt_texts_is_refused(tmp_path):
     """'v' holds only variant 0 prompts with no verdicts: generate --variants 3 finds nothing to
     answer, and a dataset row with no prompts at all has nothing to paraphrase."""
-    from engine.judging.persist import ensure_dataset
+    from engine.store.writes import create_dataset
 
     db = tmp_path / "np.duckdb"
     with Store(db) as store:
         _synthetic(store, "v", {"p1": "q1"})
         with store.transaction() as cur:
-            ensure_dataset(cur, "bare", "no prompts", "test")
+            create_dataset(cur, "bare", description="no prompts", source="test")
     common = ["--base-url", "http://127.0.0.1:1/v1", "--model", "m"]
     out = _cli(db, "perturb", "--dataset", "bare", *common)
     assert out.returncode == 2 and out.stderr == (

@@ -7,7 +7,8 @@ written to a file by the CLI). Unparsable judge outputs are good rows with winne
 rows are appended. A file whose bytes are already in the dataset (``dataset_files``, by sha256) is
 refused: importing the same file twice is almost always a mistake, while a row that repeats
 another is a repeated vote and is kept. Every import, refused or not, writes one ``import_log``
-row; every change takes a fresh dataset version from a sequence.
+row; every change takes a fresh dataset version from the store's one counter. The SQL of every
+write is in ``engine.store.writes``; this module decides what to write.
 """
 
 from __future__ import annotations
@@ -28,12 +29,10 @@ from engine.ingest.verdict_files import list_columns
 from engine.ingest.verdicts import ValidationReport, validate_sources
 from engine.store.connection import Store
 from engine.store.datasets import require_dataset
+from engine.store import writes
 from engine.store.schema import DEFAULT_DATASET, VERDICT_COLUMNS
 
 PathOrBytes = str | os.PathLike[str] | bytes
-
-DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files")
-"""Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,28 +145,18 @@ def _known_files(cur, dataset: str, report: ValidationReport, *, stored: bool = 
 def _log(cur, dataset: str, report: ValidationReport, source: str, mode: str, status: str,
          stored: int, detail: str) -> int:
     dropped = sorted({c for cols in report.dropped.values() for c in cols})
-    row = cur.execute(
-        """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
-                                   rows_invalid, mode, status, detail, content_hashes, dropped_columns)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING import_id""",
-        [dataset, source, report.format, report.rows_read, stored, report.n_rejected,
-         report.n_invalid if stored else 0, mode, status, detail,
-         json.dumps(dict(report.file_hashes)) if report.file_hashes else None,
-         json.dumps(dropped) if dropped else None],
-    ).fetchone()
-    return int(row[0])
+    return writes.log_import(
+        cur, dataset=dataset, source=source, fmt=report.format, rows_read=report.rows_read, rows_stored=stored,
+        rows_rejected=report.n_rejected, rows_invalid=report.n_invalid if stored else 0, mode=mode, status=status,
+        detail=detail, content_hashes=json.dumps(dict(report.file_hashes)) if report.file_hashes else None,
+        dropped_columns=json.dumps(dropped) if dropped else None)
 
 
 def log_refused(store: Store, dataset: str, source: str, fmt: str | None, detail: str, mode: str) -> int:
     """Record an import that failed before any row could be checked (unreadable file, ...)."""
     with store.transaction() as cur:
-        row = cur.execute(
-            """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
-                                       rows_invalid, mode, status, detail)
-               VALUES (?, ?, ?, 0, 0, 0, 0, ?, 'refused', ?) RETURNING import_id""",
-            [dataset, source, fmt, mode, detail],
-        ).fetchone()
-    return int(row[0])
+        return writes.log_import(cur, dataset=dataset, source=source, fmt=fmt, rows_read=0, rows_stored=0,
+                                 rows_rejected=0, rows_invalid=0, mode=mode, status="refused", detail=detail)
 
 
 def _check_name(name: str) -> str:
@@ -198,7 +187,7 @@ def store_report(
     source = source or report.source
     try:
         with store.transaction() as tx:
-            exists = tx.execute("SELECT 1 FROM datasets WHERE name = ?", [dataset]).fetchone() is not None
+            exists = writes.dataset_exists(tx, dataset)
             # with --replace the stored files go, so only the same bytes given twice in this import count
             problem = _known_files(tx, dataset, report, stored=not replace)
             if not problem and report.n_rejected and not skip_invalid:
@@ -212,12 +201,8 @@ def store_report(
                                     0, None, report, problem)
             version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic)
             import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
-            if replace:
-                tx.execute("DELETE FROM dataset_files WHERE dataset = ?", [dataset])
-            for name, digest in report.file_hashes.items():
-                tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id)"
-                           " VALUES (?, ?, ?, ?)", [dataset, digest, name, import_id])
-            revision = int(tx.execute("SELECT revision FROM datasets WHERE name = ?", [dataset]).fetchone()[0])
+            writes.record_files(tx, dataset, dict(report.file_hashes), import_id, replace=replace)
+            revision = writes.revision(tx, dataset)
     except (duckdb.Error, OSError) as exc:
         if no_space(exc):
             raise LensError(f"The disk holding the store {store.path} is full, so nothing of this import was stored "
@@ -230,43 +215,22 @@ def store_report(
 def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replace: bool,
                 description: str | None, source: str, synthetic: bool) -> int:
     """The dataset row, its verdicts and texts, inside the caller's transaction; returns the version."""
-    version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
     if exists and replace:  # new content: the synthetic flag follows the new rows
-        tx.execute(
-            "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1, updated_at = current_timestamp,"
-            " synthetic = ?, description = coalesce(?, description), source = coalesce(?, source) WHERE name = ?",
-            [version, synthetic, description, source, dataset],
-        )
+        version = writes.bump_dataset(tx, dataset, description=description, source=source, synthetic=synthetic)
     elif exists:
-        tx.execute(
-            "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1,"
-            " updated_at = current_timestamp, description = coalesce(?, description) WHERE name = ?",
-            [version, description, dataset],
-        )
+        version = writes.bump_dataset(tx, dataset, description=description)
     else:
-        tx.execute(
-            "INSERT INTO datasets (name, description, source, synthetic, version, revision) VALUES (?, ?, ?, ?, ?, 1)",
-            [dataset, description, source, synthetic, version],
-        )
+        version = writes.create_dataset(tx, dataset, description=description, source=source, synthetic=synthetic)
     if replace:
-        for table in ("verdicts", "prompts", "answers"):
-            tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [dataset])
+        writes.clear_content(tx, dataset)
     if replace or not exists:
         # a ground truth belongs to the rows it was generated with: a replaced or new dataset
         # (its name perhaps left behind by an older delete or rename) starts without one;
         # engine.ingest.synthetic writes the new truth after storing its rows
-        tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
-    cols = [c for c in VERDICT_COLUMNS if c != "dataset"]
-    names = ", ".join(f'"{c}"' for c in cols)
-    tx.execute(f'INSERT INTO verdicts ("dataset", {names}) SELECT ?, {names} FROM ({report.good_sql()}) ORDER BY seq',
-               [dataset])
-    tx.execute(
-        "INSERT OR REPLACE INTO prompts (dataset, prompt_id, variant, turn, category, variant_kind, text)"
-        f" SELECT ?, prompt_id, variant, turn, category, variant_kind, text FROM ({report.texts_sql('prompts')})",
-        [dataset])
-    tx.execute(
-        "INSERT OR REPLACE INTO answers (dataset, prompt_id, variant, turn, model, text)"
-        f" SELECT ?, prompt_id, variant, turn, model, text FROM ({report.texts_sql('answers')})", [dataset])
+        writes.clear_truth(tx, dataset)
+    writes.insert_verdicts_from(tx, dataset, report.good_sql(), [c for c in VERDICT_COLUMNS if c != "dataset"])
+    writes.upsert_texts_from(tx, dataset, "prompts", report.texts_sql("prompts"))
+    writes.upsert_texts_from(tx, dataset, "answers", report.texts_sql("answers"))
     return version
 
 
@@ -310,13 +274,7 @@ def rename_dataset(store: Store, old: str, new: str) -> int:
     if store.has_dataset(new):
         raise LensError(f"A dataset named {new!r} already exists; delete it first or pick another name.")
     with store.transaction() as tx:
-        version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
-        tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [new])  # left by an older version
-        for table in DATASET_TABLES:
-            tx.execute(f"UPDATE {table} SET dataset = ? WHERE dataset = ?", [new, old])
-        tx.execute("UPDATE datasets SET name = ?, version = ?, revision = coalesce(revision, 0) + 1,"
-                   " updated_at = current_timestamp WHERE name = ?", [new, version, old])
-    return version
+        return writes.rename_dataset_rows(tx, old, new)
 
 
 def delete_dataset(store: Store, name: str) -> int:
@@ -324,11 +282,7 @@ def delete_dataset(store: Store, name: str) -> int:
     transaction); returns the verdicts removed."""
     require_dataset(store, name)
     with store.transaction() as tx:
-        n = int(tx.execute("SELECT count(*) FROM verdicts WHERE dataset = ?", [name]).fetchone()[0])
-        for table in DATASET_TABLES:
-            tx.execute(f"DELETE FROM {table} WHERE dataset = ?", [name])
-        tx.execute("DELETE FROM datasets WHERE name = ?", [name])
-    return n
+        return writes.delete_dataset_rows(tx, name)
 
 
 def dataset_table(store: Store) -> pd.DataFrame:

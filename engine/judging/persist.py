@@ -9,7 +9,9 @@ call their named functions and build no SQL. They stay in the judging package ra
 
 Verdicts replace, never duplicate: storing the rows of a pair first deletes that pair's earlier rows
 for the same dataset, judge and prompt instance, so a rerun or a resumed run leaves exactly one set.
-Each write is one transaction, and the dataset's version is bumped so cached results refresh.
+Each write is one transaction and takes a fresh dataset version from the store's one counter, so
+cached results refresh. The SQL on the shared dataset tables (datasets, prompts, answers, verdicts)
+is ``engine.store.writes``'s; the run and lineage tables below are judging's own.
 
 Runs are recorded with their process id and host. Two live runs that would make the same calls
 (same kind, dataset, backend and model), or two ``perturb`` runs of one dataset (they would hand out
@@ -34,6 +36,7 @@ import pandas as pd
 
 from engine.errors import LensError
 from engine.judging.liveness import me, same_process_alive
+from engine.store import writes
 from engine.store.connection import Store
 
 
@@ -44,36 +47,15 @@ class RunInProgress(LensError):
 _PAIR_KEY = ["prompt_id", "variant", "turn", "model_a", "model_b"]
 
 
-def ensure_dataset(cur: duckdb.DuckDBPyConnection, dataset: str, description: str, source: str) -> None:
-    """Create the dataset's row if it is new (inside the caller's transaction), so judged rows always have one."""
-    cur.execute(
-        "INSERT INTO datasets (name, description, source) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-        [dataset, description, source],
-    )
-
-
-def _bump(cur, dataset: str) -> None:
-    cur.execute(
-        "UPDATE datasets SET version = version + 1, updated_at = current_timestamp WHERE name = ?", [dataset]
-    )
-
-
 def write_prompts(store: Store, dataset: str, prompts: pd.DataFrame, *, source: str = "judging") -> int:
     """Upsert prompt texts (prompt_id, variant, turn, category, variant_kind, parent_variant, text)."""
     df = prompts.copy()
     for col, default in (("variant", 0), ("variant_kind", "original"), ("parent_variant", None)):
         if col not in df:
             df[col] = default
-    df = df[["prompt_id", "variant", "turn", "category", "variant_kind", "parent_variant", "text"]]
     with store.transaction() as cur:
-        ensure_dataset(cur, dataset, "judge run", source)
-        cur.register("_p", df)
-        cur.execute(
-            "INSERT OR REPLACE INTO prompts (dataset, prompt_id, variant, turn, category, variant_kind, parent_variant, text)"
-            " SELECT ?, prompt_id, variant, turn, category, variant_kind, parent_variant, text FROM _p",
-            [dataset],
-        )
-        cur.unregister("_p")
+        writes.dataset_written(cur, dataset, description="judge run", source=source)
+        writes.upsert_prompts(cur, dataset, df)
     return len(df)
 
 
@@ -82,16 +64,9 @@ def write_answers(store: Store, dataset: str, answers: pd.DataFrame, *, source: 
     df = answers.copy()
     if "variant" not in df:
         df["variant"] = 0
-    df = df[["prompt_id", "variant", "turn", "model", "text"]]
     with store.transaction() as cur:
-        ensure_dataset(cur, dataset, "judge run", source)
-        cur.register("_a", df)
-        cur.execute(
-            "INSERT OR REPLACE INTO answers (dataset, prompt_id, variant, turn, model, text)"
-            " SELECT ?, prompt_id, variant, turn, model, text FROM _a",
-            [dataset],
-        )
-        cur.unregister("_a")
+        writes.dataset_written(cur, dataset, description="judge run", source=source)
+        writes.upsert_answers(cur, dataset, df)
     return len(df)
 
 
@@ -109,23 +84,8 @@ def write_verdicts(
     df["source_line"] = range(first_line, first_line + len(df))
     df["prob_a"] = df["prob_a"].astype("float64")
     with store.transaction() as cur:
-        ensure_dataset(cur, dataset, "judge run", source)
-        cur.register("_v", df)
-        cur.execute(
-            "DELETE FROM verdicts v USING (SELECT DISTINCT prompt_id, variant, turn, model_a, model_b FROM _v) k"
-            " WHERE v.dataset = ? AND v.judge = ? AND v.prompt_id = k.prompt_id AND v.variant = k.variant"
-            " AND v.turn = k.turn AND v.model_a = k.model_a AND v.model_b = k.model_b",
-            [dataset, judge],
-        )
-        cur.execute(
-            "INSERT INTO verdicts (dataset, judge, prompt_id, variant, variant_kind, turn, category, model_a, model_b,"
-            ' winner, "order", prob_a, explanation, source_file, source_line)'
-            ' SELECT ?, ?, prompt_id, variant, variant_kind, turn, category, model_a, model_b, winner, "order",'
-            " prob_a, explanation, ?, source_line FROM _v",
-            [dataset, judge, source],
-        )
-        cur.unregister("_v")
-        _bump(cur, dataset)
+        writes.dataset_written(cur, dataset, description="judge run", source=source)
+        writes.replace_pair_verdicts(cur, dataset, judge, df, source)
     return len(df)
 
 
@@ -305,22 +265,20 @@ def recorded_run(
 
 
 # -- paraphrase variants (perturb) -------------------------------------------------------------------
-PROMPT_COLUMNS = ("prompt_id", "variant", "turn", "category", "variant_kind", "parent_variant", "text")
+PROMPT_COLUMNS = writes.PROMPT_TEXT_COLUMNS
 LINEAGE_COLUMNS = ("prompt_id", "variant", "turn", "parent_variant", "candidate_index", "generator_call", "check_call")
 
 
 def write_variants(store: Store, dataset: str, prompts: pd.DataFrame, lineage_rows: pd.DataFrame) -> None:
     """Insert new paraphrase variants (PROMPT_COLUMNS) and their lineage rows (LINEAGE_COLUMNS) in one
     transaction, naming every column so a migration that adds one cannot shift the values."""
-    pcols, lcols = ", ".join(PROMPT_COLUMNS), ", ".join(LINEAGE_COLUMNS)
+    lcols = writes.identifiers(LINEAGE_COLUMNS)
     with store.transaction() as cur:
-        ensure_dataset(cur, dataset, "judge run", "perturb")
-        cur.register("_pv", prompts[list(PROMPT_COLUMNS)])
-        cur.execute(f"INSERT INTO prompts (dataset, {pcols}) SELECT ?, {pcols} FROM _pv", [dataset])
+        writes.dataset_written(cur, dataset, description="judge run", source="perturb")
+        writes.insert_prompts(cur, dataset, prompts)
         cur.register("_l", lineage_rows[list(LINEAGE_COLUMNS)])
         cur.execute(f"INSERT INTO variant_lineage (dataset, {lcols}) SELECT ?, {lcols} FROM _l", [dataset])
-        for t in ("_pv", "_l"):
-            cur.unregister(t)
+        cur.unregister("_l")
 
 
 def highest_variants(store: Store, dataset: str) -> dict[str, int]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import LensError
 from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VERDICT_COLUMNS
+from engine.store.writes import record_attached
 
 if TYPE_CHECKING:
     import duckdb
@@ -106,11 +107,7 @@ def attach(store: Store, name: str, glob: str, description: str | None = None) -
                         f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); convert them or import with a value map.")
     n_rows = int(con.execute(f"SELECT count(*) FROM ({sel})").fetchone()[0])
     with store.transaction() as tx:
-        tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])  # left by a deleted dataset
-        version = int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
-        tx.execute("INSERT INTO datasets (name, description, source, version, revision) VALUES (?, ?, ?, ?, 1)",
-                   [name, description or f"Parquet read in place: {glob}", glob, version])
-        tx.execute("INSERT INTO attached_datasets (name, files) VALUES (?, ?)", [name, glob])
+        version = record_attached(tx, name, glob, description or f"Parquet read in place: {glob}")
     return {"dataset": name, "glob": glob, "files": n_files, "verdicts": n_rows, "version": version}
 
 

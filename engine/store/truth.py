@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from engine.store.connection import Store
+from engine.store.writes import insert_truth
 
 TRUTH_COLUMNS = ("dataset", "model", "strength", "rank", "seed")
 
@@ -15,11 +16,7 @@ def replace_truth(store: Store, dataset: str, truth: pd.DataFrame) -> None:
     """Replace the dataset's stored truth by ``truth`` (TRUTH_COLUMNS) in one transaction, so a
     regenerated dataset never keeps a model of its previous run."""
     with store.transaction() as tx:
-        tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
-        tx.register("_truth", truth[list(TRUTH_COLUMNS)])
-        cols = ", ".join(TRUTH_COLUMNS)
-        tx.execute(f"INSERT INTO synthetic_truth ({cols}) SELECT {cols} FROM _truth")
-        tx.unregister("_truth")
+        insert_truth(tx, dataset, truth, TRUTH_COLUMNS)
 
 
 def truth_frame(store: Store, dataset: str) -> pd.DataFrame:

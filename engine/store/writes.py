@@ -1,0 +1,241 @@
+"""Every write to the shared dataset tables, and the one version counter they all advance.
+
+The tables a dataset owns (``datasets``, ``verdicts``, ``prompts``, ``answers``, ``synthetic_truth``,
+``dataset_files``, ``attached_datasets``) and the ``import_log`` are changed here and nowhere
+else: the importer, ``attach``, judging's persist module and the synthetic generator call these
+functions inside their own transaction (``Store.transaction()``), so one change stays one commit.
+
+The version counter: every change to a dataset's rows takes a fresh number from the store-wide
+sequence ``dataset_version_seq`` (``new_version``), whichever path writes. Numbers are never
+reused and strictly increase, so a cache keyed by (dataset, version) (the results cache, the
+app's ``CacheKey``) can never serve a frame computed before a write. The dataset's own change
+count (``revision``, shown to users as its version) moves by one on the same writes. Tests
+(tests/test_structure.py) hold that no module outside ``engine/store/`` writes these tables or
+advances the counter.
+
+Values are always bound parameters; the only text spliced into SQL is a table or column name
+from this module's own tuples (``identifier``) or a relation built by ``engine.ingest.report``
+over the import's stage files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import duckdb
+import pandas as pd
+
+DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files")
+"""Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
+
+CONTENT_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers")
+"""What ``replace`` swaps: the dataset's verdicts and their texts."""
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def identifier(name: str) -> str:
+    """``name`` double-quoted as a SQL identifier, after checking it is a plain name (letters,
+    digits, underscores): the one way a table or column name that cannot be bound enters SQL."""
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        raise ValueError(f"Not a plain SQL identifier: {name!r}")
+    return f'"{name}"'
+
+
+def identifiers(names: Sequence[str]) -> str:
+    """Several checked identifiers, comma-separated (a column list)."""
+    return ", ".join(identifier(n) for n in names)
+
+
+# -- the version counter ------------------------------------------------------------------------
+def new_version(tx: duckdb.DuckDBPyConnection) -> int:
+    """A fresh store-wide dataset version (never handed out before, larger than every earlier one)."""
+    return int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
+
+
+def dataset_exists(tx: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether a dataset row of that name exists (read inside the caller's transaction)."""
+    return tx.execute("SELECT 1 FROM datasets WHERE name = ?", [name]).fetchone() is not None
+
+
+def create_dataset(tx: duckdb.DuckDBPyConnection, name: str, *, description: str | None, source: str | None,
+                   synthetic: bool = False) -> int:
+    """Insert a new dataset row (revision 1, a fresh version); returns the version."""
+    version = new_version(tx)
+    tx.execute("INSERT INTO datasets (name, description, source, synthetic, version, revision)"
+               " VALUES (?, ?, ?, ?, ?, 1)", [name, description, source, synthetic, version])
+    return version
+
+
+def bump_dataset(tx: duckdb.DuckDBPyConnection, name: str, *, description: str | None = None,
+                 source: str | None = None, synthetic: bool | None = None) -> int:
+    """Record a change to an existing dataset: a fresh version, revision + 1, the time; a given
+    description, source or synthetic flag replaces the stored one. Returns the version."""
+    version = new_version(tx)
+    tx.execute(
+        "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1, updated_at = current_timestamp,"
+        " description = coalesce(?, description), source = coalesce(?, source), synthetic = coalesce(?, synthetic)"
+        " WHERE name = ?",
+        [version, description, source, synthetic, name],
+    )
+    return version
+
+
+def dataset_written(tx: duckdb.DuckDBPyConnection, name: str, *, description: str, source: str) -> int:
+    """A judging write's record of change: create the dataset (with this description and source)
+    when it is new, else bump it keeping its own description and source. Returns the version."""
+    if dataset_exists(tx, name):
+        return bump_dataset(tx, name)
+    return create_dataset(tx, name, description=description, source=source)
+
+
+def revision(tx: duckdb.DuckDBPyConnection, name: str) -> int:
+    """The dataset's own change count, read inside the caller's transaction."""
+    return int(tx.execute("SELECT revision FROM datasets WHERE name = ?", [name]).fetchone()[0])
+
+
+def rename_dataset_rows(tx: duckdb.DuckDBPyConnection, old: str, new: str) -> int:
+    """Move a dataset and every row it owns to a new name (a change: new version); returns it."""
+    tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [new])  # left by an older dataset of that name
+    for table in DATASET_TABLES:
+        tx.execute(f"UPDATE {identifier(table)} SET dataset = ? WHERE dataset = ?", [new, old])
+    version = new_version(tx)  # one UPDATE of the row: DuckDB refuses a second change to a key in one transaction
+    tx.execute("UPDATE datasets SET name = ?, version = ?, revision = coalesce(revision, 0) + 1,"
+               " updated_at = current_timestamp WHERE name = ?", [new, version, old])
+    return version
+
+
+def delete_dataset_rows(tx: duckdb.DuckDBPyConnection, name: str) -> int:
+    """Delete a dataset and every row it owns; returns how many verdicts went."""
+    n = int(tx.execute("SELECT count(*) FROM verdicts WHERE dataset = ?", [name]).fetchone()[0])
+    for table in DATASET_TABLES:
+        tx.execute(f"DELETE FROM {identifier(table)} WHERE dataset = ?", [name])
+    tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])
+    tx.execute("DELETE FROM datasets WHERE name = ?", [name])
+    return n
+
+
+def clear_content(tx: duckdb.DuckDBPyConnection, dataset: str) -> None:
+    """Delete the dataset's verdicts, prompts and answers (an import with ``replace``)."""
+    for table in CONTENT_TABLES:
+        tx.execute(f"DELETE FROM {identifier(table)} WHERE dataset = ?", [dataset])
+
+
+def clear_truth(tx: duckdb.DuckDBPyConnection, dataset: str) -> None:
+    """Delete the dataset's synthetic ground truth (it belongs to the rows it was generated with)."""
+    tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
+
+
+def insert_truth(tx: duckdb.DuckDBPyConnection, dataset: str, truth: pd.DataFrame, columns: Sequence[str]) -> None:
+    """Replace the dataset's synthetic ground truth by the rows of ``truth`` (``columns``)."""
+    clear_truth(tx, dataset)
+    tx.register("_truth", truth[list(columns)])
+    cols = identifiers(columns)
+    tx.execute(f"INSERT INTO synthetic_truth ({cols}) SELECT {cols} FROM _truth")
+    tx.unregister("_truth")
+
+
+# -- an import's rows ------------------------------------------------------------------------------
+def insert_verdicts_from(tx: duckdb.DuckDBPyConnection, dataset: str, relation: str, columns: Sequence[str]) -> None:
+    """Append the rows of ``relation`` (a SELECT over the import's stage, with a ``seq`` column) as
+    the dataset's verdicts, in ``seq`` order."""
+    cols = identifiers(columns)
+    tx.execute(f'INSERT INTO verdicts ("dataset", {cols}) SELECT ?, {cols} FROM ({relation}) ORDER BY seq',
+               [dataset])
+
+
+def upsert_texts_from(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: str) -> None:
+    """Insert or replace the dataset's prompt (``kind`` = prompts) or answer texts from ``relation``."""
+    cols = {"prompts": ("prompt_id", "variant", "turn", "category", "variant_kind", "text"),
+            "answers": ("prompt_id", "variant", "turn", "model", "text")}[kind]
+    names = identifiers(cols)
+    tx.execute(f"INSERT OR REPLACE INTO {identifier(kind)} (dataset, {names}) SELECT ?, {names} FROM ({relation})",
+               [dataset])
+
+
+def record_files(tx: duckdb.DuckDBPyConnection, dataset: str, hashes: dict[str, str], import_id: int, *,
+                 replace: bool) -> None:
+    """Record the content hash of each imported file (``replace``: forget the dataset's earlier files)."""
+    if replace:
+        tx.execute("DELETE FROM dataset_files WHERE dataset = ?", [dataset])
+    for name, digest in hashes.items():
+        tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id)"
+                   " VALUES (?, ?, ?, ?)", [dataset, digest, name, import_id])
+
+
+def log_import(tx: duckdb.DuckDBPyConnection, *, dataset: str, source: str, fmt: str | None, rows_read: int,
+               rows_stored: int, rows_rejected: int, rows_invalid: int, mode: str, status: str, detail: str,
+               content_hashes: str | None = None, dropped_columns: str | None = None) -> int:
+    """One ``import_log`` row (every import, stored or refused, writes one); returns its id."""
+    row = tx.execute(
+        """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
+                                   rows_invalid, mode, status, detail, content_hashes, dropped_columns)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING import_id""",
+        [dataset, source, fmt, rows_read, rows_stored, rows_rejected, rows_invalid, mode, status, detail,
+         content_hashes, dropped_columns],
+    ).fetchone()
+    return int(row[0])
+
+
+# -- judging's rows --------------------------------------------------------------------------------
+PROMPT_TEXT_COLUMNS = ("prompt_id", "variant", "turn", "category", "variant_kind", "parent_variant", "text")
+ANSWER_TEXT_COLUMNS = ("prompt_id", "variant", "turn", "model", "text")
+JUDGED_COLUMNS = ("prompt_id", "variant", "variant_kind", "turn", "category", "model_a", "model_b", "winner",
+                  "order", "prob_a", "explanation", "source_line")
+
+
+def _insert_frame(tx: duckdb.DuckDBPyConnection, verb: str, table: str, dataset: str, frame: pd.DataFrame,
+                  columns: Sequence[str]) -> None:
+    tx.register("_rows", frame[list(columns)])
+    try:
+        cols = identifiers(columns)
+        tx.execute(f"{verb} {identifier(table)} (dataset, {cols}) SELECT ?, {cols} FROM _rows", [dataset])
+    finally:
+        tx.unregister("_rows")
+
+
+def upsert_prompts(tx: duckdb.DuckDBPyConnection, dataset: str, prompts: pd.DataFrame) -> None:
+    """Insert or replace prompt texts (PROMPT_TEXT_COLUMNS); the caller records the change."""
+    _insert_frame(tx, "INSERT OR REPLACE INTO", "prompts", dataset, prompts, PROMPT_TEXT_COLUMNS)
+
+
+def insert_prompts(tx: duckdb.DuckDBPyConnection, dataset: str, prompts: pd.DataFrame) -> None:
+    """Insert new prompt texts (PROMPT_TEXT_COLUMNS; a key already stored is an error: new variants)."""
+    _insert_frame(tx, "INSERT INTO", "prompts", dataset, prompts, PROMPT_TEXT_COLUMNS)
+
+
+def upsert_answers(tx: duckdb.DuckDBPyConnection, dataset: str, answers: pd.DataFrame) -> None:
+    """Insert or replace answer texts (ANSWER_TEXT_COLUMNS); the caller records the change."""
+    _insert_frame(tx, "INSERT OR REPLACE INTO", "answers", dataset, answers, ANSWER_TEXT_COLUMNS)
+
+
+def replace_pair_verdicts(tx: duckdb.DuckDBPyConnection, dataset: str, judge: str, rows: pd.DataFrame,
+                          source: str) -> None:
+    """Replace this judge's verdicts on every pair instance in ``rows`` (JUDGED_COLUMNS) by ``rows``:
+    a rerun or a resumed run leaves exactly one set."""
+    tx.register("_v", rows[list(JUDGED_COLUMNS)])
+    try:
+        tx.execute(
+            "DELETE FROM verdicts v USING (SELECT DISTINCT prompt_id, variant, turn, model_a, model_b FROM _v) k"
+            " WHERE v.dataset = ? AND v.judge = ? AND v.prompt_id = k.prompt_id AND v.variant = k.variant"
+            " AND v.turn = k.turn AND v.model_a = k.model_a AND v.model_b = k.model_b",
+            [dataset, judge],
+        )
+        cols = [c for c in JUDGED_COLUMNS if c != "source_line"]
+        tx.execute(
+            f"INSERT INTO verdicts (dataset, judge, {identifiers(cols)}, source_file, source_line)"
+            f" SELECT ?, ?, {identifiers(cols)}, ?, source_line FROM _v",
+            [dataset, judge, source],
+        )
+    finally:
+        tx.unregister("_v")
+
+
+# -- Parquet read in place --------------------------------------------------------------------------
+def record_attached(tx: duckdb.DuckDBPyConnection, name: str, glob: str, description: str) -> int:
+    """Register ``glob`` as dataset ``name`` read in place (a new dataset row); returns its version."""
+    tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])  # left by a deleted dataset
+    version = create_dataset(tx, name, description=description, source=glob)
+    tx.execute("INSERT INTO attached_datasets (name, files) VALUES (?, ?)", [name, glob])
+    return version

@@ -1,0 +1,114 @@
+"""One version counter for every writer (issue 22, live bug 1 and item 3).
+
+Every change to a dataset's verdicts, prompts or answers takes its store-wide version from the
+store's one counter (``engine.store.writes.new_version``), whichever path writes: an import, an
+append, a replace, a rename, an attach, a judge run. The version must strictly increase on every
+write, so a (dataset, version) pair never names two contents and no cache keyed by it (the
+persistent results cache, the app's ``CacheKey``) can serve a frame computed before the write.
+On ``fa0c159`` a judge write bumped ``version + 1`` while imports took the sequence: import, three
+judge writes, an append import set the version back to 3, and ``diagnose --table position`` served
+the frame cached at the first judge write.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+from conftest import run_engine
+
+from engine.ingest.importer import dataset_table, import_files, rename_dataset
+from engine.judging.persist import write_answers, write_prompts, write_verdicts
+from engine.judging.protocols import ROW_COLUMNS
+from engine.store.connection import Store
+from engine.views.appstate import CacheKey
+
+
+def _csv(tmp_path: Path, name: str, rows: list[tuple[str, str, str, str, str]]) -> Path:
+    path = tmp_path / name
+    lines = ["prompt_id,model_a,model_b,winner,order,judge"] + [",".join((*r, "j")) for r in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _judged(prompt: str, winners: list[tuple[str, str]]) -> pd.DataFrame:
+    """Rows as the judging pipeline hands them to ``write_verdicts`` (one pair, both orders)."""
+    return pd.DataFrame([{"prompt_id": prompt, "variant": 0, "variant_kind": "original", "turn": 1, "category": "c",
+                          "model_a": "a", "model_b": "b", "winner": w, "order": o, "prob_a": None,
+                          "explanation": "t"} for w, o in winners], columns=ROW_COLUMNS)
+
+
+def _position(db: Path, *extra: str) -> str:
+    return run_engine(["--db", str(db), "diagnose", "--dataset", "d", "--table", "position", "--format", "csv",
+                       *extra], check=True).stdout
+
+
+def test_every_write_moves_the_version_and_no_cache_serves_an_older_frame(tmp_path: Path) -> None:
+    """Import, three judge writes, an append import: the version strictly increases at each, the
+    per-dataset count shown by ``datasets`` moves too, and after each the cached ``diagnose --table
+    position`` equals the uncached one (a second path over the same verdicts)."""
+    db = tmp_path / "s.duckdb"
+    versions, revisions, keys = [], [], []
+
+    def after_write(s: Store) -> None:
+        versions.append(s.dataset_version("d"))
+        revisions.append(int(dataset_table(s).set_index("name").loc["d", "version"]))
+        keys.append(CacheKey.of(s, "d", None, None))
+
+    with Store(db) as s:
+        import_files(s, [_csv(tmp_path, "one.csv", [("1", "a", "b", "A", "AB"), ("1", "a", "b", "B", "BA"),
+                                                     ("2", "a", "c", "A", "AB")])], "d")
+        after_write(s)
+    outputs = [_position(db)]
+    for i, winners in enumerate(([("A", "AB"), ("A", "BA")], [("B", "AB")], [("tie", "AB"), ("A", "BA")])):
+        with Store(db) as s:
+            write_verdicts(s, "d", "gpt", _judged(str(10 + i), winners), source=f"run{i}")
+            after_write(s)
+        outputs.append(_position(db))  # cached under this version
+    with Store(db) as s:  # an append import of the first judge's verdicts
+        import_files(s, [_csv(tmp_path, "two.csv", [("3", "b", "c", "A", "AB"), ("3", "b", "c", "A", "AB"),
+                                                     ("4", "a", "c", "B", "BA")])], "d")
+        after_write(s)
+    outputs.append(_position(db))
+    fresh = _position(db, "--no-cache")
+    assert outputs[-1] == fresh  # the cached frame is the one of the current verdicts
+    assert all(x < y for x, y in zip(versions, versions[1:])), versions
+    assert revisions == [1, 2, 3, 4, 5]
+    assert len(set(keys)) == len(keys)  # the app's cache key never comes back either
+    j_row = pd.read_csv(io.StringIO(fresh)).set_index("judge").loc["j"]
+    # counted by hand: judge j has 3 + 3 verdicts, each won by the answer shown first (A in AB, B in BA)
+    assert int(j_row["verdicts"]) == 6 and int(j_row["first_wins"]) == 6
+
+
+def test_prompt_and_answer_writes_move_the_version(tmp_path: Path) -> None:
+    """Texts are cached by the app under the version too (the inspector's prompt texts)."""
+    with Store(tmp_path / "t.duckdb") as s:
+        write_prompts(s, "d", pd.DataFrame({"prompt_id": ["1"], "turn": [1], "category": ["c"], "text": ["q"]}))
+        v1 = s.dataset_version("d")
+        write_answers(s, "d", pd.DataFrame({"prompt_id": ["1"], "turn": [1], "model": ["a"], "text": ["x"]}))
+        v2 = s.dataset_version("d")
+        write_verdicts(s, "d", "gpt", _judged("1", [("A", "AB")]), source="r")
+        v3 = s.dataset_version("d")
+        rename_dataset(s, "d", "e")
+        v4 = s.dataset_version("e")
+        assert v1 < v2 < v3 < v4
+
+
+def test_an_old_store_whose_versions_ran_ahead_of_the_sequence_never_goes_back(tmp_path: Path) -> None:
+    """A store written by the old judge path can hold a version above the sequence; the migration
+    moves the sequence past every version stored (datasets and cached results), so the next
+    write is still larger."""
+    db = tmp_path / "old.duckdb"
+    with Store(db) as s:
+        import_files(s, [_csv(tmp_path, "o.csv", [("1", "a", "b", "A", "AB")])], "d")
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE datasets SET version = version + 40")  # what 40 old judge writes left
+    con.execute("INSERT INTO results_cache (dataset, version, kind, param_hash, params, frame)"
+                " VALUES ('gone', 90, 'k', 'h', '{}', ''::BLOB)")  # a deleted dataset's cached result
+    con.execute("DELETE FROM schema_migrations WHERE name = 'version_floor'")
+    con.close()
+    with Store(db) as s:
+        import_files(s, [_csv(tmp_path, "p.csv", [("2", "a", "b", "B", "AB")])], "d")
+        assert s.dataset_version("d") > 90
