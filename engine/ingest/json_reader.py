@@ -76,7 +76,7 @@ def jsonl_records(fh) -> Iterator[tuple[list[dict], list[int], list[str | None]]
         start, texts, probs = block
         for k, text in enumerate(texts):
             no, prob = start + k, probs[k] if probs else None
-            if not text.strip():
+            if prob is None and not text.strip():  # a skipped line's text is blank: it is still a row
                 continue
             lines.append(no)
             chars += len(text)

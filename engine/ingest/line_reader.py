@@ -62,20 +62,20 @@ class LineFeed:
             self.first = False
             if data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
-        too_long = False
+        runs_on = False  # the block's last line is longer than LINE_MAX_BYTES
         if not data.endswith(b"\n"):
             data += self.fh.readline(LINE_MAX_BYTES)
             if not data.endswith(b"\n"):
                 tail = data.rfind(b"\n") + 1
                 if len(data) - tail >= LINE_MAX_BYTES:  # the last line runs on: drop it up to its end
-                    too_long = True
+                    runs_on = True
                     data = data[:tail]
                     while True:
                         chunk = self.fh.readline(LINE_MAX_BYTES)
                         if not chunk or chunk.endswith(b"\n"):
                             break
         self._split(data)
-        if too_long:
+        if runs_on:
             self.no += 1
             self.segs.append([self.no, [""], [too_long()], 0])
 
