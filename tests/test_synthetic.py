@@ -50,6 +50,22 @@ def test_written_through_ingest_flagged_and_truncation_helps(empty_store):
     assert m["trunc"] * 1.5 < m["notrunc_boot"] and m["trunc"] * 1.5 < m["random"]
 
 
+def test_a_refused_synthetic_write_says_why_in_one_sentence(empty_store):
+    """Appending the same generated rows again is refused by the importer (the same file twice);
+    write_synthetic passes the importer's own reason on (on fa0c159 it read ``result.problem``, a
+    field ImportResult does not have, and raised AttributeError instead)."""
+    from engine.errors import LensError
+
+    tiny = SyntheticParams(n_models=3, categories=1, prompts=2, seed=1)
+    write_synthetic(empty_store, "tiny", tiny)
+    with pytest.raises(LensError) as err:
+        write_synthetic(empty_store, "tiny", tiny, replace=False)
+    assert str(err.value) == ("The synthetic dataset 'tiny' was not stored: tiny.csv is already in dataset 'tiny' "
+                              "(imported as tiny.csv); importing the same file twice would count every verdict "
+                              "twice: use --replace to replace the dataset.")
+    assert empty_store.dataset_revision("tiny") == 1  # nothing of the refused write was stored
+
+
 def test_truth_of_a_real_dataset_is_refused(empty_store):
     from engine.errors import LensError
 

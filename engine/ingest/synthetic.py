@@ -176,7 +176,7 @@ def write_synthetic(store: Store, name: str, params: SyntheticParams | None = No
     result = store_report(store, report, name, replace=replace, description=desc,
                           source=f"engine.ingest.synthetic {asdict(p)}", synthetic=True)
     if result.status != "stored":
-        raise LensError(f"The synthetic dataset {name!r} was not stored: {result.problem}.")
+        raise LensError(f"The synthetic dataset {name!r} was not stored: {result.message}.")
     truth = data.truth.rename("strength").reset_index()
     truth["rank"] = truth["strength"].rank(ascending=False, method="first").astype(int)
     truth["dataset"] = name
