@@ -74,7 +74,7 @@ def test_every_write_moves_the_version_and_no_cache_serves_an_older_frame(tmp_pa
     outputs.append(_position(db))
     fresh = _position(db, "--no-cache")
     assert outputs[-1] == fresh  # the cached frame is the one of the current verdicts
-    assert all(x < y for x, y in zip(versions, versions[1:])), versions
+    assert all(x < y for x, y in zip(versions[:-1], versions[1:], strict=True)), versions
     assert revisions == [1, 2, 3, 4, 5]
     assert len(set(keys)) == len(keys)  # the app's cache key never comes back either
     j_row = pd.read_csv(io.StringIO(fresh)).set_index("judge").loc["j"]

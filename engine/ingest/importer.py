@@ -27,9 +27,9 @@ from engine.ingest.limits import check_dataset_name
 from engine.ingest.staging import no_space
 from engine.ingest.verdict_files import list_columns
 from engine.ingest.verdicts import ValidationReport, validate_sources
+from engine.store import writes
 from engine.store.connection import Store
 from engine.store.datasets import require_dataset
-from engine.store import writes
 from engine.store.schema import DEFAULT_DATASET, VERDICT_COLUMNS
 
 PathOrBytes = str | os.PathLike[str] | bytes

@@ -13,8 +13,9 @@ import pandas as pd
 
 from engine.ingest.formats import TOOL_NAMES
 from engine.ingest.formats import tool as tool_format
-from engine.ingest.staging import Stage, sql_path
+from engine.ingest.staging import Stage
 from engine.store.schema import VERDICT_COLUMNS, VERDICT_DTYPES
+from engine.store.sql import Relation, params
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,37 +71,38 @@ class ValidationReport:
         return {"rows_read": self.rows_read, "good": self.n_good, "rejected": self.n_rejected,
                 "invalid": self.n_invalid}
 
-    def good_sql(self) -> str:
+    def good_sql(self) -> Relation:
         """SQL for the valid rows (columns ``seq`` + schema.VERDICT_COLUMNS), for any DuckDB connection."""
-        sql = f"SELECT * FROM read_parquet({sql_path(self.good_file)})"
         if self.excluded:
-            files = ", ".join(sql_path(f) for f in self.excluded)
-            sql += f" WHERE seq NOT IN (SELECT seq FROM read_parquet([{files}]))"
-        return sql
+            return Relation.bind("SELECT * FROM read_parquet({good}) WHERE seq NOT IN "
+                                 "(SELECT seq FROM read_parquet({excluded}))",
+                                 good=str(self.good_file), excluded=[str(f) for f in self.excluded])
+        return Relation.bind("SELECT * FROM read_parquet({good})", good=str(self.good_file))
 
-    def texts_sql(self, kind: str) -> str:
+    def texts_sql(self, kind: str) -> Relation:
         """SQL for the first text per key (``kind``: prompts or answers), in file order."""
         path, key = ((self.prompts_file, "prompt_id, variant, turn") if kind == "prompts"
                      else (self.answers_file, "prompt_id, variant, turn, model"))
-        return (f"SELECT * EXCLUDE (seq) FROM (SELECT DISTINCT ON ({key}) * FROM read_parquet({sql_path(path)}) "
-                f"ORDER BY {key}, seq) ORDER BY seq")
+        return Relation.bind(f"SELECT * EXCLUDE (seq) FROM (SELECT DISTINCT ON ({key}) * FROM read_parquet({{texts}}) "
+                             f"ORDER BY {key}, seq) ORDER BY seq", texts=str(path))
 
-    def rejected_sql(self) -> str:
+    def rejected_sql(self) -> Relation:
         """SQL for the rejected rows in file order, for any DuckDB connection."""
-        files = ", ".join(sql_path(f) for f in self.rejected_files)
-        return f"SELECT * FROM read_parquet([{files}]) ORDER BY seq"
+        return Relation.bind("SELECT * FROM read_parquet({rejected}) ORDER BY seq",
+                             rejected=[str(f) for f in self.rejected_files])
 
-    def _frame(self, sql: str, limit: int | None = None) -> pd.DataFrame:
+    def _frame(self, sql: str | Relation, limit: int | None = None) -> pd.DataFrame:
         con = self.stage.connect()
         try:
-            return con.execute(sql + (f" LIMIT {int(limit)}" if limit is not None else "")).df()
+            return con.execute(f"{sql}" + (f" LIMIT {int(limit)}" if limit is not None else ""), params(sql)).df()
         finally:
             con.close()
 
     def preview(self, n: int = 50) -> pd.DataFrame:
         """The first ``n`` valid rows (a page shows these without loading the rest)."""
         cols = ", ".join(f'"{c}"' for c in VERDICT_COLUMNS)
-        df = self._frame(f"SELECT {cols} FROM ({self.good_sql()}) ORDER BY seq", n)
+        good = self.good_sql()
+        df = self._frame(Relation(f"SELECT {cols} FROM ({good}) ORDER BY seq", good.values), n)
         return df.astype(VERDICT_DTYPES)
 
     @property
@@ -139,7 +141,8 @@ class ValidationReport:
         """The rejected rows, a chunk at a time (bounded memory for any number of them)."""
         con = self.stage.connect()
         try:
-            result = con.execute(self.rejected_sql())
+            rejected = self.rejected_sql()
+            result = con.execute(str(rejected), params(rejected))
             while True:
                 df = result.fetch_df_chunk(max(1, chunk // 2048))
                 if df.empty:

@@ -39,11 +39,6 @@ SCHEMAS: dict[str, pa.Schema] = {
 """Columns of each kind of staged file (``seq``: the row's position in the import, file order)."""
 
 
-def sql_path(path: str | os.PathLike[str]) -> str:
-    """A file path as a single-quoted SQL string literal."""
-    return "'" + str(path).replace("'", "''") + "'"
-
-
 def no_space(exc: BaseException) -> bool:
     """Is this error a full disk (or quota)?"""
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -113,7 +108,4 @@ class Stage:
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection for reading this stage, spilling to the stage folder."""
-        con = duckdb.connect()
-        con.execute(f"SET temp_directory = {sql_path(self.dir / 'spill')}")
-        con.execute("SET memory_limit = '1GB'")
-        return con
+        return duckdb.connect(config={"temp_directory": str(self.dir / "spill"), "memory_limit": "1GB"})

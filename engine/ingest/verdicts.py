@@ -45,7 +45,7 @@ from engine.ingest.raw_rows import (  # noqa: F401 - re-exported: callers import
     parse_review_name,
 )
 from engine.ingest.report import ValidationReport
-from engine.ingest.staging import Stage, sql_path
+from engine.ingest.staging import Stage
 from engine.ingest.verdict_files import detect_format, no_gc, read_rows  # noqa: F401 - re-exported
 from engine.ingest.verdict_files import iter_raw as read_batches
 from engine.store.schema import VERDICT_COLUMNS
@@ -202,8 +202,8 @@ def _repeats(stage: Stage, good_file: str) -> int:
     part = ", ".join(f'"{c}"' for c in _CONTENT)
     con = stage.connect()
     try:
-        return int(con.execute(f"""SELECT count(*) - count(DISTINCT ({part}))
-                                   FROM read_parquet({sql_path(good_file)})""").fetchone()[0])
+        return int(con.execute(f"SELECT count(*) - count(DISTINCT ({part})) FROM read_parquet(?)",
+                               [str(good_file)]).fetchone()[0])
     except duckdb.Error as exc:
         raise stage.full(exc) from exc
     finally:

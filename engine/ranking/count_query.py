@@ -30,6 +30,7 @@ import pandas as pd
 from engine.errors import LensError
 from engine.rankers.votes import A_WINS, TIE, PairCounts
 from engine.ranking.vote_query import GRAPH_HASH, columns_of, filtered_source
+from engine.store.sql import Relation, params
 
 if TYPE_CHECKING:
     import duckdb
@@ -46,7 +47,8 @@ class SqlCounts:
     n_invalid: int
 
 
-def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str, *, judge=None, category=None) -> SqlCounts | None:
+def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *, judge=None,
+                     category=None) -> SqlCounts | None:
     """Vote pair counts of ``relation`` under the filters when every valid verdict is its own vote (then
     no combine policy applies), or None where only the general vote path is exact (module docstring)."""
     cols = columns_of(con, relation)
@@ -58,7 +60,7 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str, *, judge=Non
         return None  # several judges, variants or turns per prompt: distinct prompts need the per-verdict path
     models = tuple(sorted(str(r[0]) for r in con.execute(
         f"SELECT DISTINCT m FROM (SELECT model_a AS m FROM {src} WHERE winner <> 'invalid' "
-        f"UNION ALL SELECT model_b FROM {src} WHERE winner <> 'invalid')").fetchall()))
+        f"UNION ALL SELECT model_b FROM {src} WHERE winner <> 'invalid')", params(src)).fetchall()))
     n = len(models)
     if n == 0:
         return SqlCounts(PairCounts(models, np.zeros((0, 0)), np.zeros((0, 0)), votes=np.zeros(0, np.int64),
@@ -72,7 +74,7 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str, *, judge=Non
                    (CASE s.winner WHEN 'A' THEN 1 WHEN 'B' THEN 2 ELSE 3 END)::TINYINT AS w,
                    (CASE {order_col} WHEN 'AB' THEN 1 WHEN 'BA' THEN 2 ELSE 0 END)::TINYINT AS o
             FROM {src} s JOIN lens_count_codes ma ON s.model_a = ma.model JOIN lens_count_codes mb ON s.model_b = mb.model
-            WHERE s.winner <> 'invalid'""").fetchnumpy()
+            WHERE s.winner <> 'invalid'""", params(src)).fetchnumpy()
     finally:
         con.unregister("lens_count_codes")
     g = np.asarray(out.pop("g"), dtype=np.uint64)
@@ -130,7 +132,8 @@ def _rows_in(key: np.ndarray, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.n
     return cand[hit], at[hit]
 
 
-def _source_facts(con: duckdb.DuckDBPyConnection, src: str, prob_column: bool, order_column: bool) -> tuple[int, bool, set, bool]:
+def _source_facts(con: duckdb.DuckDBPyConnection, src: str | Relation, prob_column: bool,
+                  order_column: bool) -> tuple[int, bool, set, bool]:
     """(invalid verdicts, whether a valid verdict has a judge probability, the (judge, variant, turn)
     keys of the valid verdicts, whether valid verdicts show both orders AB and BA) in one scan;
     refuses what ``vote_query.check_winners`` refuses."""
@@ -138,7 +141,7 @@ def _source_facts(con: duckdb.DuckDBPyConnection, src: str, prob_column: bool, o
     orders = ("count(*) FILTER (WHERE \"order\" = 'AB'), count(*) FILTER (WHERE \"order\" = 'BA')"
               if order_column else "0, 0")
     rows = con.execute(f"SELECT judge, variant, turn, winner, count(*), count(*) FILTER (WHERE model_a = model_b), "
-                       f"{prob}, {orders} FROM {src} GROUP BY ALL").fetchall()
+                       f"{prob}, {orders} FROM {src} GROUP BY ALL", params(src)).fetchall()
     valid = [r for r in rows if r[3] in ("A", "B", "tie")]
     n_self = sum(r[5] for r in rows if r[3] is not None and r[3] != "invalid")
     if n_self:

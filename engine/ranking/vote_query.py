@@ -17,6 +17,7 @@ import pandas as pd
 
 from engine.errors import LensError
 from engine.rankers.votes import VoteRows
+from engine.store.sql import Relation, in_values, params
 
 if TYPE_CHECKING:
     from engine.store.connection import Store
@@ -26,29 +27,14 @@ GRAPH_HASH = "hash(judge::VARCHAR, prompt_id::VARCHAR, variant::BIGINT, turn::BI
 """The 64-bit graph key of a verdict row (the dataset is fixed within one query)."""
 
 
-def literal(value: str) -> str:
-    """A SQL string literal (quotes doubled), for the few names a query filters on."""
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def _where(judge, category) -> list[str]:
-    where = []
-    for col, val in (("judge", judge), ("category", category)):
-        if val is None:
-            continue
-        vals = [val] if isinstance(val, str) else list(val)
-        where.append(f"{col} IN ({', '.join(literal(v) for v in vals)})")
-    return where
-
-
-def columns_of(con: duckdb.DuckDBPyConnection, relation: str) -> set[str]:
+def columns_of(con: duckdb.DuckDBPyConnection, relation: str | Relation) -> set[str]:
     """The column names of a relation (a table, a subquery or a read_parquet call)."""
-    return {str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()}
+    return {str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {relation}", params(relation)).fetchall()}
 
 
 def read_vote_rows(
     con: duckdb.DuckDBPyConnection,
-    relation: str,
+    relation: str | Relation,
     *,
     judge=None,
     category=None,
@@ -75,7 +61,8 @@ def read_vote_rows(
     has_time = "tstamp" in cols
     prob = "prob_a" if ("prob_a" in cols and need_prob) else None
     if prob is not None:
-        has_prob = con.execute(f"SELECT count(prob_a) FROM {src} WHERE winner <> 'invalid'").fetchall()[0][0]
+        has_prob = con.execute(f"SELECT count(prob_a) FROM {src} WHERE winner <> 'invalid'",
+                               params(src)).fetchall()[0][0]
         prob = prob if has_prob else None
     codes = pd.DataFrame({"model": list(models), "code": np.arange(len(models), dtype=np.int16)})
     con.register("lens_model_codes", codes)
@@ -102,7 +89,7 @@ def read_vote_rows(
             JOIN lens_model_codes ma ON s.model_a = ma.model
             JOIN lens_model_codes mb ON s.model_b = mb.model
             WHERE s.winner <> 'invalid'{sort}"""
-        out = con.execute(sql).fetchnumpy()
+        out = con.execute(sql, params(src)).fetchnumpy()
     finally:
         con.unregister("lens_model_codes")
     when = None
@@ -128,45 +115,49 @@ def _source_order(cols: set[str]) -> str:
     return ", ".join(f"{k} NULLS LAST" for k in keys) if keys else "1"
 
 
-def filtered_source(relation: str, cols: set[str], judge=None, category=None) -> str:
-    """The SQL subquery of ``relation``'s rows under the judge / category filters."""
-    where = _where(judge, category)
-    return f"(SELECT * FROM {relation}" + (f" WHERE {' AND '.join(where)})" if where else ")")
+def filtered_source(relation: str | Relation, cols: set[str], judge=None, category=None) -> Relation:
+    """The SQL subquery of ``relation``'s rows under the judge / category filters (values bound)."""
+    rel = relation if isinstance(relation, Relation) else Relation(relation)
+    conditions = [in_values(col, [val] if isinstance(val, str) else list(val))
+                  for col, val in (("judge", judge), ("category", category)) if val is not None]
+    return Relation(f"(SELECT * FROM {rel}{' WHERE ' + ' AND '.join(c for c, _ in conditions) if conditions else ''})",
+                    rel.values + tuple(v for _, vs in conditions for v in vs))
 
 
-def check_winners(con: duckdb.DuckDBPyConnection, src: str) -> int:
+def check_winners(con: duckdb.DuckDBPyConnection, src: str | Relation) -> int:
     """The invalid verdicts of a source; refuses self-comparisons and winners other than A, B, tie, invalid."""
     row = con.execute(
         f"SELECT count(*) FILTER (WHERE winner = 'invalid'), count(*) FILTER (WHERE model_a = model_b "
         f"AND winner <> 'invalid'), count(*) FILTER (WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
-        f"OR winner IS NULL) FROM {src}").fetchall()[0]
+        f"OR winner IS NULL) FROM {src}", params(src)).fetchall()[0]
     if row[1]:
         raise LensError(f"{row[1]} verdict(s) compare a model with itself.")
     bad = [] if not row[2] else con.execute(
         f"SELECT DISTINCT winner FROM {src} WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') OR winner IS NULL "
-        "LIMIT 3").fetchall()
+        "LIMIT 3", params(src)).fetchall()
     if bad:
         raise LensError(f"Verdict winners must be A, B, tie or invalid; found {', '.join(repr(b[0]) for b in bad)}.")
     return int(row[0])
 
 
-def _models_and_invalid(con: duckdb.DuckDBPyConnection, src: str) -> tuple[int, tuple[str, ...]]:
+def _models_and_invalid(con: duckdb.DuckDBPyConnection, src: str | Relation) -> tuple[int, tuple[str, ...]]:
     """(invalid verdicts, sorted models of the valid verdicts) of a source; refuses self-comparisons."""
     n_invalid = check_winners(con, src)
     names = con.execute(
         f"SELECT DISTINCT m FROM (SELECT model_a AS m FROM {src} WHERE winner <> 'invalid' "
-        f"UNION ALL SELECT model_b FROM {src} WHERE winner <> 'invalid')").fetchall()
+        f"UNION ALL SELECT model_b FROM {src} WHERE winner <> 'invalid')", params(src)).fetchall()
     return n_invalid, tuple(sorted(str(r[0]) for r in names))
 
 
-def store_relation(store: Store, dataset: str) -> str:
-    """The SQL relation of a dataset's verdicts: the verdicts table, or its attached Parquet files."""
+def store_relation(store: Store, dataset: str) -> Relation:
+    """The SQL relation of a dataset's verdicts: the verdicts table, or its attached Parquet files
+    (the dataset name and the files bound as parameters)."""
     from engine.store.attached import attached_relation
 
     rel = attached_relation(store, dataset)
     if rel is not None:
         return rel
-    return f"(SELECT * FROM verdicts WHERE dataset = {literal(dataset)})"
+    return Relation("verdicts").filtered([in_values("dataset", [dataset])])
 
 
 def store_vote_rows(store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None) -> VoteRows:

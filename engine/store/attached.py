@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import LensError
 from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VERDICT_COLUMNS
+from engine.store.sql import Relation, identifier, params
 from engine.store.writes import record_attached
 
 if TYPE_CHECKING:
@@ -31,30 +32,28 @@ TYPES = {"variant": "INTEGER", "turn": "INTEGER", "prob_a": "DOUBLE", "source_li
          "strength": "INTEGER"}
 
 
-def _lit(value: str) -> str:
-    return "'" + str(value).replace("'", "''") + "'"
-
-
 def parquet_columns(con: duckdb.DuckDBPyConnection, glob: str) -> set[str]:
     """The column names of the Parquet files a glob names (one clear sentence when none match)."""
     if "://" not in glob and not globlib.glob(glob, recursive=True):
         raise LensError(f"No file matches {glob!r}: attach reads Parquet files that exist (check the path; "
                         "quote a glob such as 'logs/*.parquet' so that the shell passes it whole).")
     try:
-        rows = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_lit(glob)}, union_by_name = true)").fetchall()
+        rows = con.execute("DESCRIBE SELECT * FROM read_parquet($files, union_by_name = true)",
+                           {"files": glob}).fetchall()
     except Exception as exc:  # duckdb.IOException / InvalidInputException: no file, not Parquet
         raise LensError(f"Cannot read Parquet files at {glob!r}: {str(exc).splitlines()[0]}") from None
     return {str(r[0]) for r in rows}
 
 
-def canonical_select(glob: str, dataset: str, columns: set[str]) -> str:
-    """A SELECT giving the canonical verdict columns (and battle_id / tstamp when present) over the files."""
+def canonical_select(glob: str, dataset: str, columns: set[str]) -> Relation:
+    """A SELECT giving the canonical verdict columns (and battle_id / tstamp when present) over the
+    files; the glob and the dataset name are bound parameters."""
     parts = []
     for col in dict.fromkeys((*VERDICT_COLUMNS, "battle_id", "tstamp")):  # battle_id, tstamp: migration 030
         if col == "dataset":
-            expr = _lit(dataset)
+            expr = "{dataset}"
         elif col in columns:
-            expr = f'"{col}"' if col not in TYPES else f'"{col}"::{TYPES[col]}'
+            expr = identifier(col) if col not in TYPES else f"{identifier(col)}::{TYPES[col]}"
         elif col == "source_file":  # source order of files read in place: file name, then row
             expr = "filename"
         elif col == "source_line":
@@ -63,9 +62,9 @@ def canonical_select(glob: str, dataset: str, columns: set[str]) -> str:
             expr = DEFAULTS[col]
         else:
             expr = f"NULL::{TYPES.get(col, 'VARCHAR')}"
-        parts.append(f'{expr} AS "{col}"')
-    return (f"SELECT {', '.join(parts)} FROM read_parquet({_lit(glob)}, union_by_name = true, "
-            "filename = true, file_row_number = true)")
+        parts.append(f"{expr} AS {identifier(col)}")
+    return Relation.bind(f"SELECT {', '.join(parts)} FROM read_parquet({{files}}, union_by_name = true, "
+                         "filename = true, file_row_number = true)", dataset=dataset, files=glob)
 
 
 def attached_glob(store: Store, dataset: str) -> str | None:
@@ -77,13 +76,14 @@ def attached_glob(store: Store, dataset: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def attached_relation(store: Store, dataset: str) -> str | None:
+def attached_relation(store: Store, dataset: str) -> Relation | None:
     """The canonical SELECT (in parentheses) of an attached dataset, or None when it is stored."""
     glob = attached_glob(store, dataset)
     if glob is None:
         return None
     cols = parquet_columns(store.cursor(), glob)
-    return f"({canonical_select(glob, dataset, cols)})"
+    sel = canonical_select(glob, dataset, cols)
+    return Relation(f"({sel})", sel.values)
 
 
 def attach(store: Store, name: str, glob: str, description: str | None = None) -> dict:
@@ -99,13 +99,13 @@ def attach(store: Store, name: str, glob: str, description: str | None = None) -
         raise LensError(f"The Parquet files at {glob!r} have no {', '.join(missing)} column(s); a verdict needs "
                         f"{', '.join(REQUIRED)}.")
     sel = canonical_select(glob, name, cols)
-    n_files = int(con.execute(f"SELECT count(*) FROM glob({_lit(glob)})").fetchone()[0])
+    n_files = int(con.execute("SELECT count(*) FROM glob(?)", [glob]).fetchone()[0])
     bad = con.execute(f"SELECT winner, count(*) FROM ({sel}) WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
-                      "OR winner IS NULL GROUP BY winner LIMIT 3").fetchall()
+                      "OR winner IS NULL GROUP BY winner LIMIT 3", params(sel)).fetchall()
     if bad:
         raise LensError(f"The Parquet files at {glob!r} have winners other than A, B, tie or invalid "
                         f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); convert them or import with a value map.")
-    n_rows = int(con.execute(f"SELECT count(*) FROM ({sel})").fetchone()[0])
+    n_rows = int(con.execute(f"SELECT count(*) FROM ({sel})", params(sel)).fetchone()[0])
     with store.transaction() as tx:
         version = record_attached(tx, name, glob, description or f"Parquet read in place: {glob}")
     return {"dataset": name, "glob": glob, "files": n_files, "verdicts": n_rows, "version": version}

@@ -287,15 +287,19 @@ class Store:
         ``columns`` reads only those (a page that needs a few columns of a million verdicts)."""
         if not self.has_dataset(dataset):
             raise StoreError(f"There is no dataset named {dataset!r} in {self.path}.")
-        where, params = ["dataset = ?"], [dataset]
-        for col, val in (("judge", judge), ("category", category)):
-            if val is None:
-                continue
-            vals = [val] if isinstance(val, str) else list(val)
-            where.append(f"{col} IN ({', '.join('?' for _ in vals)})")
-            params.extend(vals)
+        from engine.store.attached import attached_relation
+        from engine.store.sql import Relation, in_values, params
+
+        attached = attached_relation(self, dataset)  # Parquet files read in place (engine.store.attached)
+        if attached is not None:
+            rel = Relation(f"(SELECT row_number() OVER () AS verdict_id, * FROM {attached})", attached.values)
+        else:
+            rel = Relation("verdicts").filtered([in_values("dataset", [dataset])])
+        conditions = [in_values(col, [val] if isinstance(val, str) else list(val))
+                      for col, val in (("judge", judge), ("category", category)) if val is not None]
         if valid_only:
-            where.append("winner <> 'invalid'")
+            conditions.append(("winner <> 'invalid'", ()))
+        rel = rel.filtered(conditions)
         if columns is not None:
             unknown = sorted(set(columns) - set(VERDICT_COLUMNS))
             if unknown:
@@ -304,17 +308,7 @@ class Store:
                                 [c for c in VERDICT_COLUMNS if c in set(columns)]))
         dtypes = {c: t for c, t in VERDICT_DTYPES.items() if c in keep}
         cols = ", ".join(f'"{c}"' for c in keep)
-        from engine.store.attached import attached_relation
-
-        attached = attached_relation(self, dataset)  # Parquet files read in place (engine.store.attached)
-        if attached is not None:
-            rel = f"(SELECT row_number() OVER () AS verdict_id, * FROM {attached})"
-            df = self.cursor().execute(f"SELECT {cols} FROM {rel} WHERE {' AND '.join(where)} ORDER BY verdict_id",
-                                       params).df()
-            return df.astype({"verdict_id": "int64", **dtypes})
-        df = self.cursor().execute(
-            f"SELECT {cols} FROM verdicts WHERE {' AND '.join(where)} ORDER BY verdict_id", params
-        ).df()
+        df = self.cursor().execute(f"SELECT {cols} FROM {rel} ORDER BY verdict_id", params(rel)).df()
         return df.astype({"verdict_id": "int64", **dtypes})
 
     def prompt_texts(self, dataset: str) -> pd.DataFrame:

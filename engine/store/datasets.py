@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from engine.errors import LensError
 from engine.store.connection import Store
+from engine.store.sql import Relation, params
 
 
 @dataclass(frozen=True)
@@ -56,15 +57,16 @@ def dataset_judges(store: Store, dataset: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def relation_judges(store: Store, relation: str) -> list[str]:
+def relation_judges(store: Store, relation: str | Relation) -> list[str]:
     """The distinct judges of a verdict relation (a table or a read_parquet scan), sorted: the count
     path names the judges it used without loading rows."""
-    return [r[0] for r in store.cursor().execute(f"SELECT DISTINCT judge FROM {relation} ORDER BY judge").fetchall()]
+    return [r[0] for r in store.cursor().execute(f"SELECT DISTINCT judge FROM {relation} ORDER BY judge",
+                                                 params(relation)).fetchall()]
 
 
-def relation_timestamp_count(store: Store, relation: str) -> int:
+def relation_timestamp_count(store: Store, relation: str | Relation) -> int:
     """How many rows of a verdict relation carry a ``tstamp``: Elo plays them in time order only when some do."""
-    return int(store.cursor().execute(f"SELECT count(tstamp) FROM {relation}").fetchall()[0][0])
+    return int(store.cursor().execute(f"SELECT count(tstamp) FROM {relation}", params(relation)).fetchall()[0][0])
 
 
 def is_synthetic(store: Store, dataset: str) -> bool:

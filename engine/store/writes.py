@@ -14,39 +14,24 @@ count (``revision``, shown to users as its version) moves by one on the same wri
 advances the counter.
 
 Values are always bound parameters; the only text spliced into SQL is a table or column name
-from this module's own tuples (``identifier``) or a relation built by ``engine.ingest.report``
-over the import's stage files.
+(``engine.store.sql.identifier``) or a ``Relation`` over the import's stage files, whose values
+are bound too.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import duckdb
 import pandas as pd
+
+from engine.store.sql import Relation, identifier, identifiers, param_name, params
 
 DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files")
 """Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
 
 CONTENT_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers")
 """What ``replace`` swaps: the dataset's verdicts and their texts."""
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def identifier(name: str) -> str:
-    """``name`` double-quoted as a SQL identifier, after checking it is a plain name (letters,
-    digits, underscores): the one way a table or column name that cannot be bound enters SQL."""
-    if not isinstance(name, str) or not _IDENTIFIER.match(name):
-        raise ValueError(f"Not a plain SQL identifier: {name!r}")
-    return f'"{name}"'
-
-
-def identifiers(names: Sequence[str]) -> str:
-    """Several checked identifiers, comma-separated (a column list)."""
-    return ", ".join(identifier(n) for n in names)
-
 
 # -- the version counter ------------------------------------------------------------------------
 def new_version(tx: duckdb.DuckDBPyConnection) -> int:
@@ -137,21 +122,22 @@ def insert_truth(tx: duckdb.DuckDBPyConnection, dataset: str, truth: pd.DataFram
 
 
 # -- an import's rows ------------------------------------------------------------------------------
-def insert_verdicts_from(tx: duckdb.DuckDBPyConnection, dataset: str, relation: str, columns: Sequence[str]) -> None:
+def insert_verdicts_from(tx: duckdb.DuckDBPyConnection, dataset: str, relation: Relation,
+                         columns: Sequence[str]) -> None:
     """Append the rows of ``relation`` (a SELECT over the import's stage, with a ``seq`` column) as
     the dataset's verdicts, in ``seq`` order."""
-    cols = identifiers(columns)
-    tx.execute(f'INSERT INTO verdicts ("dataset", {cols}) SELECT ?, {cols} FROM ({relation}) ORDER BY seq',
-               [dataset])
+    cols, name = identifiers(columns), param_name("dataset", dataset)
+    tx.execute(f'INSERT INTO verdicts ("dataset", {cols}) SELECT ${name}, {cols} FROM ({relation}) ORDER BY seq',
+               params(relation, {name: dataset}))
 
 
-def upsert_texts_from(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: str) -> None:
+def upsert_texts_from(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: Relation) -> None:
     """Insert or replace the dataset's prompt (``kind`` = prompts) or answer texts from ``relation``."""
     cols = {"prompts": ("prompt_id", "variant", "turn", "category", "variant_kind", "text"),
             "answers": ("prompt_id", "variant", "turn", "model", "text")}[kind]
-    names = identifiers(cols)
-    tx.execute(f"INSERT OR REPLACE INTO {identifier(kind)} (dataset, {names}) SELECT ?, {names} FROM ({relation})",
-               [dataset])
+    names, name = identifiers(cols), param_name("dataset", dataset)
+    tx.execute(f"INSERT OR REPLACE INTO {identifier(kind)} (dataset, {names}) SELECT ${name}, {names} "
+               f"FROM ({relation})", params(relation, {name: dataset}))
 
 
 def record_files(tx: duckdb.DuckDBPyConnection, dataset: str, hashes: dict[str, str], import_id: int, *,
