@@ -112,3 +112,29 @@ def test_an_old_store_whose_versions_ran_ahead_of_the_sequence_never_goes_back(t
     with Store(db) as s:
         import_files(s, [_csv(tmp_path, "p.csv", [("2", "a", "b", "B", "AB")])], "d")
         assert s.dataset_version("d") > 90
+
+
+def test_a_result_is_cached_under_the_version_it_was_computed_from(tmp_path: Path) -> None:
+    """A write that lands while a result computes (a judge run or an import from another process)
+    moves the version; the result is stored under the version read before computing, so the next
+    request at the new version misses and recomputes. On fa0c159 ``put`` read the version after
+    computing and the frame of the older verdicts answered for the newer ones."""
+    from engine.experiments import results_cache
+
+    with Store(tmp_path / "r.duckdb") as s:
+        import_files(s, [_csv(tmp_path, "one.csv", [("1", "a", "b", "A", "AB"), ("2", "a", "c", "B", "BA")])], "d")
+
+        def count_then_a_write_lands() -> pd.DataFrame:
+            frame = pd.DataFrame({"verdicts": [len(s.verdicts("d"))]})
+            write_verdicts(s, "d", "gpt", _judged("9", [("A", "AB")]), source="meanwhile")
+            return frame
+
+        def count() -> pd.DataFrame:
+            return pd.DataFrame({"verdicts": [len(s.verdicts("d"))]})
+
+        first, hit = results_cache.cached(s, "d", "count", {}, count_then_a_write_lands)
+        assert not hit and first["verdicts"].tolist() == [2]
+        again, hit = results_cache.cached(s, "d", "count", {}, count)
+        assert not hit and again["verdicts"].tolist() == [3]
+        third, hit = results_cache.cached(s, "d", "count", {}, count)
+        assert hit and third["verdicts"].tolist() == [3]

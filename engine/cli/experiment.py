@@ -144,13 +144,15 @@ def run(args: argparse.Namespace) -> int:
     for judge in judges:
         params, compute = _plan(args)
         params.update({"judge": judge, "reference": args.reference, "overall": overall, "inputs": inputs})
-        frame = None if args.no_cache else results_cache.get(store, args.dataset, kind, params)
+        version = store.dataset_version(args.dataset)  # read before the verdicts: the key of what they are
+        frame = None if args.no_cache else results_cache.get(store, args.dataset, kind, params, version=version)
         if frame is None:
             v = verdicts_of(judge)
             cats = sorted(v["category"].astype("string").fillna("(none)").unique())
             reference = resolve_reference(store, args.dataset, args.reference, cats, overall)
             frame = results_cache.compute_and_put(store, args.dataset, kind, params,
-                                                  lambda v=v, ref=reference, f=compute: f(build_stack(v), ref))
+                                                  lambda v=v, ref=reference, f=compute: f(build_stack(v), ref),
+                                                  version=version)
         frames.append(frame.assign(judge=judge))
     out = pd.concat(frames, ignore_index=True)
     out = out[["judge", *[c for c in out.columns if c != "judge"]]]

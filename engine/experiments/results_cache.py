@@ -59,36 +59,44 @@ def keyed(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     return {**params, "_engine_code": code_digest(family_of(kind))}
 
 
-def get(store: Store, dataset: str, kind: str, params: dict[str, Any]) -> pd.DataFrame | None:
-    """The cached frame for this dataset version, parameters and engine code, or None."""
-    version = store.dataset_version(dataset)
+def get(store: Store, dataset: str, kind: str, params: dict[str, Any], *,
+        version: int | None = None) -> pd.DataFrame | None:
+    """The cached frame for this dataset version (the current one unless given), parameters and
+    engine code, or None."""
+    version = store.dataset_version(dataset) if version is None else version
     frame = read_result(store, dataset, version, kind, param_hash(keyed(kind, params)))
     return None if frame is None else pd.read_parquet(io.BytesIO(frame))
 
 
-def put(store: Store, dataset: str, kind: str, params: dict[str, Any], frame: pd.DataFrame, seconds: float | None = None) -> None:
-    """Store (or replace) the frame for this dataset version, parameters and engine code."""
-    version = store.dataset_version(dataset)
+def put(store: Store, dataset: str, kind: str, params: dict[str, Any], frame: pd.DataFrame,
+        seconds: float | None = None, *, version: int | None = None) -> None:
+    """Store (or replace) the frame under the dataset version it was computed from (the current
+    one unless given), parameters and engine code."""
+    version = store.dataset_version(dataset) if version is None else version
     params = keyed(kind, params)
     write_result(store, dataset, version, kind, param_hash(params), canonical_params(params), _to_bytes(frame),
                  seconds)
 
 
 def compute_and_put(store: Store, dataset: str, kind: str, params: dict[str, Any],
-                    compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
-    """``compute()``, stored (with how long it took) for the next identical request."""
+                    compute: Callable[[], pd.DataFrame], *, version: int | None = None) -> pd.DataFrame:
+    """``compute()``, stored (with how long it took) for the next identical request, under the
+    version read *before* computing: a write that lands while it computes (a judge run, an import
+    from another process) gives a new version, which this frame never answers for."""
+    version = store.dataset_version(dataset) if version is None else version
     t0 = time.perf_counter()
     frame = compute()
-    put(store, dataset, kind, params, frame, time.perf_counter() - t0)
+    put(store, dataset, kind, params, frame, time.perf_counter() - t0, version=version)
     return frame
 
 
 def cached(store: Store, dataset: str, kind: str, params: dict[str, Any], compute: Callable[[], pd.DataFrame]) -> tuple[pd.DataFrame, bool]:
-    """(frame, hit): the cached result, or ``compute()`` stored for next time."""
-    hit = get(store, dataset, kind, params)
+    """(frame, hit): the cached result, or ``compute()`` stored for next time (one version read for both)."""
+    version = store.dataset_version(dataset)
+    hit = get(store, dataset, kind, params, version=version)
     if hit is not None:
         return hit, True
-    return compute_and_put(store, dataset, kind, params, compute), False
+    return compute_and_put(store, dataset, kind, params, compute, version=version), False
 
 
 def clear(store: Store, dataset: str | None = None) -> int:

@@ -90,6 +90,7 @@ def validate_file(
     judge of every row. The file is read in batches (memory bounded by one batch) and the rows
     are staged on disk.
     """
+    source: bytes | str | os.PathLike[str]
     if isinstance(path_or_bytes, bytes | bytearray):
         source, name = bytes(path_or_bytes), filename or "upload"
     else:

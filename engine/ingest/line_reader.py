@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from engine.errors import LensError
-from engine.ingest.csv_bulk import parse_block
+from engine.ingest.csv_bulk import TextCells, parse_block
 from engine.ingest.limits import LINE_MAX_BYTES, TEXT_MAX_CHARS
 
 BLOCK_BYTES = 4 * 2**20
@@ -186,8 +186,8 @@ class CsvChunk:
 
     def __init__(self):
         self.lines: list[int] = []
-        self.recs: list[list | None] = []
-        self.cols: list[list] | None = None  # a block parsed in bulk: its fields by column (``recs`` unused)
+        self.recs: list[list[str] | None] = []
+        self.cols: list[TextCells] | None = None  # a block parsed in bulk: its fields by column (``recs`` unused)
         self.problems: list[str | None] = []
         self.chars = 0
 
@@ -316,7 +316,7 @@ def csv_chunks(feed: LineFeed, delim: str, width: int, max_lines: int = 65_536,
             yield out
             continue
         out.chars = sum(map(len, texts))
-        blank = [k for k, r in enumerate(recs) if not r or not r[0].strip()]
+        blank = {k for k, r in enumerate(recs) if not r or not r[0].strip()}
         blank = {k for k in blank if not "".join(recs[k]).strip()}
         if blank:
             keep = [k for k in range(len(recs)) if k not in blank]
@@ -324,7 +324,7 @@ def csv_chunks(feed: LineFeed, delim: str, width: int, max_lines: int = 65_536,
             out.lines = [first + k for k in keep]
         else:
             out.lines = list(range(first, first + len(recs)))
-        out.recs = recs
+        out.recs = list(recs)
         out.problems = [None if len(r) == width else f"the row has {len(r)} fields but the header has {width}"
                         for r in recs]
         yield out

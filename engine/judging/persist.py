@@ -38,6 +38,7 @@ from engine.errors import LensError
 from engine.judging.liveness import me, same_process_alive
 from engine.store import writes
 from engine.store.connection import Store
+from engine.store.sql import scalar
 
 
 class RunInProgress(LensError):
@@ -159,7 +160,7 @@ def require_prompts(store: Store, dataset: str, purpose: str, *, variants: list[
     if variants is not None:
         sql += f" AND variant IN ({', '.join('?' for _ in variants) or 'NULL'})"
         params += [int(v) for v in variants]
-    if store.cursor().execute(sql, params).fetchone()[0] == 0:
+    if scalar(store.cursor(), sql, params) == 0:
         which = f" of variant {', '.join(map(str, variants))}" if variants is not None else ""
         raise LensError(
             f"Dataset {dataset!r} has no prompt texts{which} to {purpose}; load prompts with "
@@ -202,7 +203,8 @@ def start_run(
                 raise _refusal(dataset, clash)
             cur.execute("UPDATE judge_runs SET status = 'interrupted' WHERE run_id = ?", [clash[0]])
         host, pid, started = me()
-        row = cur.execute(
+        run_id = scalar(
+            cur,
             "INSERT INTO judge_runs (kind, dataset, backend, model, protocol, params, pid, host, pid_started)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id",
             [
@@ -216,8 +218,8 @@ def start_run(
                 host,
                 started,
             ],
-        ).fetchone()
-    return int(row[0])
+        )
+    return int(run_id)
 
 
 def run_status(stats, error: BaseException | None = None) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import LensError
 from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VERDICT_COLUMNS
-from engine.store.sql import Relation, identifier, params
+from engine.store.sql import Relation, identifier, params, scalar
 from engine.store.writes import record_attached
 
 if TYPE_CHECKING:
@@ -99,13 +99,13 @@ def attach(store: Store, name: str, glob: str, description: str | None = None) -
         raise LensError(f"The Parquet files at {glob!r} have no {', '.join(missing)} column(s); a verdict needs "
                         f"{', '.join(REQUIRED)}.")
     sel = canonical_select(glob, name, cols)
-    n_files = int(con.execute("SELECT count(*) FROM glob(?)", [glob]).fetchone()[0])
+    n_files = int(scalar(con, "SELECT count(*) FROM glob(?)", [glob]))
     bad = con.execute(f"SELECT winner, count(*) FROM ({sel}) WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
                       "OR winner IS NULL GROUP BY winner LIMIT 3", params(sel)).fetchall()
     if bad:
         raise LensError(f"The Parquet files at {glob!r} have winners other than A, B, tie or invalid "
                         f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); convert them or import with a value map.")
-    n_rows = int(con.execute(f"SELECT count(*) FROM ({sel})", params(sel)).fetchone()[0])
+    n_rows = int(scalar(con, f"SELECT count(*) FROM ({sel})", params(sel)))
     with store.transaction() as tx:
         version = record_attached(tx, name, glob, description or f"Parquet read in place: {glob}")
     return {"dataset": name, "glob": glob, "files": n_files, "verdicts": n_rows, "version": version}

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from engine.store.connection import Store
+from engine.store.sql import scalar
 
 
 def read_result(store: Store, dataset: str, version: int, kind: str, param_hash: str) -> bytes | None:
@@ -31,6 +32,6 @@ def delete_results(store: Store, dataset: str | None = None) -> int:
     """Delete the stored results of one dataset (or all, for None) in one transaction; how many went."""
     with store.transaction() as tx:
         where, args = ("WHERE dataset = ?", [dataset]) if dataset else ("", [])
-        n = int(tx.execute(f"SELECT count(*) FROM results_cache {where}", args).fetchone()[0])
+        n = int(scalar(tx, f"SELECT count(*) FROM results_cache {where}", args))
         tx.execute(f"DELETE FROM results_cache {where}", args)
     return n

@@ -16,6 +16,9 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import duckdb
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -87,3 +90,11 @@ def params(*parts: object) -> dict[str, object] | None:
         elif isinstance(part, Mapping):
             out.update(part)
     return out or None
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, values: object = None) -> Any:
+    """The first column of the one row a statement returns (a count, ``nextval``, ``RETURNING``)."""
+    row = con.execute(sql, values).fetchone()
+    if row is None:
+        raise RuntimeError(f"The statement returned no row: {sql}")
+    return row[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from engine.store.connection import Store
+from engine.store.sql import scalar
 from engine.store.writes import insert_truth
 
 TRUTH_COLUMNS = ("dataset", "model", "strength", "rank", "seed")
@@ -28,5 +29,4 @@ def truth_frame(store: Store, dataset: str) -> pd.DataFrame:
 
 def has_truth(store: Store, dataset: str) -> bool:
     """Whether the dataset has a stored ground truth (only synthetic datasets do)."""
-    row = store.cursor().execute("SELECT count(*) FROM synthetic_truth WHERE dataset = ?", [dataset]).fetchone()
-    return bool(row[0])
+    return bool(scalar(store.cursor(), "SELECT count(*) FROM synthetic_truth WHERE dataset = ?", [dataset]))

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import duckdb
 import pandas as pd
 
-from engine.store.sql import Relation, identifier, identifiers, param_name, params
+from engine.store.sql import Relation, identifier, identifiers, param_name, params, scalar
 
 DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files")
 """Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
@@ -36,7 +36,7 @@ CONTENT_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers")
 # -- the version counter ------------------------------------------------------------------------
 def new_version(tx: duckdb.DuckDBPyConnection) -> int:
     """A fresh store-wide dataset version (never handed out before, larger than every earlier one)."""
-    return int(tx.execute("SELECT nextval('dataset_version_seq')").fetchone()[0])
+    return int(scalar(tx, "SELECT nextval('dataset_version_seq')"))
 
 
 def dataset_exists(tx: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -77,7 +77,7 @@ def dataset_written(tx: duckdb.DuckDBPyConnection, name: str, *, description: st
 
 def revision(tx: duckdb.DuckDBPyConnection, name: str) -> int:
     """The dataset's own change count, read inside the caller's transaction."""
-    return int(tx.execute("SELECT revision FROM datasets WHERE name = ?", [name]).fetchone()[0])
+    return int(scalar(tx, "SELECT revision FROM datasets WHERE name = ?", [name]))
 
 
 def rename_dataset_rows(tx: duckdb.DuckDBPyConnection, old: str, new: str) -> int:
@@ -93,7 +93,7 @@ def rename_dataset_rows(tx: duckdb.DuckDBPyConnection, old: str, new: str) -> in
 
 def delete_dataset_rows(tx: duckdb.DuckDBPyConnection, name: str) -> int:
     """Delete a dataset and every row it owns; returns how many verdicts went."""
-    n = int(tx.execute("SELECT count(*) FROM verdicts WHERE dataset = ?", [name]).fetchone()[0])
+    n = int(scalar(tx, "SELECT count(*) FROM verdicts WHERE dataset = ?", [name]))
     for table in DATASET_TABLES:
         tx.execute(f"DELETE FROM {identifier(table)} WHERE dataset = ?", [name])
     tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])
@@ -154,14 +154,14 @@ def log_import(tx: duckdb.DuckDBPyConnection, *, dataset: str, source: str, fmt:
                rows_stored: int, rows_rejected: int, rows_invalid: int, mode: str, status: str, detail: str,
                content_hashes: str | None = None, dropped_columns: str | None = None) -> int:
     """One ``import_log`` row (every import, stored or refused, writes one); returns its id."""
-    row = tx.execute(
+    return int(scalar(
+        tx,
         """INSERT INTO import_log (dataset, source, format, rows_read, rows_stored, rows_rejected,
                                    rows_invalid, mode, status, detail, content_hashes, dropped_columns)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING import_id""",
         [dataset, source, fmt, rows_read, rows_stored, rows_rejected, rows_invalid, mode, status, detail,
          content_hashes, dropped_columns],
-    ).fetchone()
-    return int(row[0])
+    ))
 
 
 # -- judging's rows --------------------------------------------------------------------------------
