@@ -23,6 +23,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_app_audit.py",              # 21
     "test_diagnostics_orderless.py",  # 21
     "test_ingest.py",                 # 17
+    "test_store_versions.py",         # 17 (measured alone, -n 0, busy machine)
     "test_judging_resilience.py",     # 17
     "test_app_ranking.py",            # 16
     "test_leaderboard_cli.py",        # 15
@@ -31,6 +32,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_keep_k_paths.py",           # 13
     "test_count_rankers.py",          # 12
     "test_app_cycles.py",             # 11
+    "test_store_ownership.py",        # 10 (measured alone, -n 0, busy machine)
 )
 """The files that take longest, longest first: xdist hands each worker the next file when its current
 one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder keeps this order), so a
