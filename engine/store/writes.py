@@ -2,15 +2,15 @@
 
 The tables a dataset owns (``datasets``, ``verdicts``, ``prompts``, ``answers``, ``synthetic_truth``,
 ``dataset_files``, ``attached_datasets``) and the ``import_log`` are changed here and nowhere
-else: the importer, ``attach``, judging's persist module and the synthetic generator call these
-functions inside their own transaction (``Store.transaction()``), so one change stays one commit.
+else: the importer, ``attach``, ``truth`` and judging's persist module call these functions
+inside their own transaction (``Store.transaction()``), so one change stays one commit.
 
 The version counter: every change to a dataset's rows takes a fresh number from the store-wide
 sequence ``dataset_version_seq`` (``new_version``), whichever path writes. Numbers are never
 reused and strictly increase, so a cache keyed by (dataset, version) (the results cache, the
 app's ``CacheKey``) can never serve a frame computed before a write. The dataset's own change
 count (``revision``, shown to users as its version) moves by one on the same writes. Tests
-(tests/test_structure.py) hold that no module outside ``engine/store/`` writes these tables or
+(tests/test_store_ownership.py) hold that no module outside ``engine/store/`` writes these tables or
 advances the counter.
 
 Values are always bound parameters; the only text spliced into SQL is a table or column name
@@ -32,6 +32,7 @@ DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_
 
 CONTENT_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers")
 """What ``replace`` swaps: the dataset's verdicts and their texts."""
+
 
 # -- the version counter ------------------------------------------------------------------------
 def new_version(tx: duckdb.DuckDBPyConnection) -> int:
