@@ -21,8 +21,9 @@ import pandas as pd
 from hypothesis import strategies as st
 
 ORDERS = ("both", "AB", "none", "mixed")
-"""How verdicts are presented: every pair in both orders (two rows that combine into one vote), one
-row shown AB, one row with no order recorded, or each pair by chance one of those."""
+"""How verdicts are presented: every pair in both orders (two rows, ``order`` AB then BA, naming the
+same model_a, that combine into one vote), one row shown AB, one row with no order recorded, or each
+pair by chance one of those."""
 
 
 @dataclass(frozen=True)
@@ -95,11 +96,12 @@ def verdicts(shape: Shape) -> pd.DataFrame:
                 verdict = _verdict(rng, shape, strength, i, j)
                 for copy in range(1 + int(shape.repeats and rng.random() < 0.3)):
                     orders = _orders(rng, shape)
+                    swap = rng.random() < 0.5  # which model the row names model_a
                     for order in orders:
-                        a, b = (i, j) if order != "BA" else (j, i)
-                        win = verdict if order != "BA" else {"A": "B", "B": "A"}.get(verdict, verdict)
-                        if order == "BA" and rng.random() < 0.2 and verdict in ("A", "B"):
-                            win = "tie"  # the second order does not always agree
+                        a, b = (j, i) if swap else (i, j)
+                        win = {"A": "B", "B": "A"}.get(verdict, verdict) if swap else verdict
+                        if order == "BA" and rng.random() < 0.2 and win in ("A", "B"):
+                            win = "tie"  # the second presentation does not always agree
                         row = {"judge": f"j{judge}", "prompt_id": str(q + 1), "category": category,
                                "variant": variant, "variant_kind": kind, "turn": turn,
                                "model_a": names[a], "model_b": names[b], "winner": win,
