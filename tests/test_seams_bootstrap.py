@@ -13,11 +13,12 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.graphs.stack import build_stack
@@ -25,8 +26,10 @@ from engine.rankers.objects import RANKER_OBJECTS
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.bootstrap import BootstrapResult, bootstrap
 from engine.ranking.count_bootstrap import bootstrap_counts, resampled_counts
+from engine.ranking.leaderboard import leaderboard
 from engine.ranking.vote_query import frame_vote_rows
 from engine.store.schema import VERDICT_DTYPES
+from tests.seam_data import imported, shapes
 
 COUNT_RANKERS = tuple(n for n, o in RANKER_OBJECTS.items() if o.counts)
 GRAPH_RANKERS = tuple(n for n, o in RANKER_OBJECTS.items() if not o.counts)
@@ -183,3 +186,24 @@ def test_soft_tie_band_is_closed_at_both_edges(edge):
     assert kinds(p) == (1.0, 0, 1)
     assert kinds(low - 0.125) == (1.0, 1, 0)  # z beats x: x > y > z > x
     assert kinds(high + 0.125) == (0.0, 0, 0)  # x beats z: transitive
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=shapes(allow_sparse=False, allow_prob=False))
+def test_bootstrap_units_change_the_intervals_where_prompts_hold_several_graphs(tmp_path_factory, shape):
+    """On a stored dataset whose prompts hold several graphs (paraphrases, a second judge): the board's
+    bootstrap by graph, by prompt and by vote resample different things, so their resampled scores
+    differ, on the count path (bt) and the graph path (borda); each board says which unit it used."""
+    shape = replace(shape, paraphrases=max(1, shape.paraphrases), one_pair=False)
+    store, _, _ = imported(tmp_path_factory.mktemp("seam"), shape)
+    try:
+        for ranker, units in (("bt", ("graph", "prompt", "vote")), ("borda", ("graph", "prompt"))):
+            samples = {}
+            for unit in units:
+                board = leaderboard(store, "seam", ranker=ranker, bootstrap=40, seed=3, bootstrap_unit=unit)
+                assert board.params["bootstrap_unit"] == unit
+                samples[unit] = board.bootstrap.samples
+            for a, b in itertools.combinations(units, 2):
+                assert not np.array_equal(samples[a], samples[b]), (ranker, a, b)
+    finally:
+        store.close()
