@@ -92,7 +92,7 @@ def disagreeing_judges(n_prompts: int, n_models: int, seed: int) -> pd.DataFrame
     return canonical(rows)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(n_prompts=st.integers(2, 30), n_models=st.integers(2, 6), seed=st.integers(0, 2**16))
 def test_prompt_resamples_keep_disagreeing_judges_balanced(n_prompts, n_models, seed):
     """Every prompt holds one win each way, so a resample of prompts has W = Wᵀ; of graphs it does not
@@ -141,7 +141,7 @@ def test_rank_interval_is_outward_order_statistics_closed_form():
     coverage_ok(res)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(B=st.integers(2, 60), level=st.sampled_from((0.5, 0.8, 0.9, 0.95)), seed=st.integers(0, 2**16))
 def test_rank_intervals_cover_level_of_the_resamples(B, level, seed):
     """On a real bootstrap of random tournaments: each model's rank interval holds ≥ level of its ranks."""
@@ -188,7 +188,7 @@ def test_soft_tie_band_is_closed_at_both_edges(edge):
     assert kinds(high + 0.125) == (0.0, 0, 0)  # x beats z: transitive
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shape=shapes(allow_sparse=False, allow_prob=False))
 def test_bootstrap_units_change_the_intervals_where_prompts_hold_several_graphs(tmp_path_factory, shape):
     """On a stored dataset whose prompts hold several graphs (paraphrases, a second judge): the board's

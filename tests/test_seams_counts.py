@@ -29,7 +29,7 @@ from tests.seam_data import Shape, imported, shapes
 COUNT_RANKERS = tuple(n for n, o in RANKER_OBJECTS.items() if o.counts)
 assert COUNT_RANKERS[0] == "bt"
 COLUMNS = ("wins", "losses", "ties", "votes", "n_graphs_model", "n_prompts")
-SETTINGS = settings(max_examples=7, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def brute_force(v: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +67,19 @@ def test_count_vote_app_and_stack_paths_agree(tmp_path_factory, shape, other):
     (n_prompts must stay the prompt count, not the graph count) and a sparse 70-model set."""
     if shape.sparse and other == "davidson":
         other = "copeland"  # Davidson's L-BFGS fit over 70 models takes seconds per path; it runs on the small shapes
-    store, _, _ = imported(tmp_path_factory.mktemp("seam"), shape)
+    check_paths(tmp_path_factory.mktemp("seam"), shape, ("bt", other))
+
+
+def test_every_count_ranker_on_one_rich_shape(tmp_path):
+    """Every count ranker on every path at once, on one shape holding most of what is accepted."""
+    shape = Shape(seed=9, n_models=5, n_prompts=5, judges=2, turns=2, paraphrases=1, samples=1, orders="mixed",
+                  invalid_p=0.05, categories=2)
+    check_paths(tmp_path, shape, COUNT_RANKERS)
+
+
+def check_paths(folder, shape: Shape, rankers: tuple[str, ...]) -> None:
+    """Import the shape once; compare every path for each ranker, the ranker-independent paths once."""
+    store, _, _ = imported(folder, shape)
     try:
         v = store.verdicts("seam")
         truth = brute_force(v)
@@ -76,7 +88,7 @@ def test_count_vote_app_and_stack_paths_agree(tmp_path_factory, shape, other):
         stack = build_stack(v)
         ctx = SliderContext.of(build_buckets(v))
         n_graphs = v[v["winner"] != "invalid"][["judge", "prompt_id", "variant", "turn"]].drop_duplicates().shape[0]
-        for r in ("bt", other):
+        for r in rankers:
             params = {"order": "input"} if r == "elo" else {}
             stored = leaderboard(store, "seam", ranker=r, ranker_params=params)
             tab = table(stored)

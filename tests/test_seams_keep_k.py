@@ -81,6 +81,10 @@ def test_app_cli_and_curve_keep_the_same_graphs(tmp_path_factory, shape, ks, mu)
         idx, app_thr = ctx.kept(k, mu)
         assert key_set(pd.DataFrame(obj["kept"])) == key_set(ctx.stack.keys.iloc[idx])
         assert obj["params"]["threshold"] == app_thr
+        app_b = app_leaderboard(ctx, ranker="borda", keep_k=k, mu=mu, bootstrap=0, seed=0).table  # the graph path
+        cli_b = leaderboard(store, "seam", ranker="borda", keep_k=k, mu=mu).table
+        pd.testing.assert_frame_equal(app_b[list(cli_b.columns)].reset_index(drop=True), cli_b.reset_index(drop=True),
+                                      check_dtype=False)
     finally:
         store.close()
 
