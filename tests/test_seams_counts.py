@@ -22,7 +22,7 @@ from engine.rankers.objects import RANKER_OBJECTS
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.count_board import leaderboard_from_votes
 from engine.ranking.leaderboard import leaderboard, leaderboard_from_stack
-from engine.ranking.vote_query import frame_vote_rows
+from engine.ranking.vote_query import frame_vote_rows, store_vote_rows
 from engine.views.appstate import SliderContext, app_leaderboard
 from tests.seam_data import Shape, imported, shapes
 
@@ -110,7 +110,8 @@ def check_paths(folder, shape: Shape, rankers: tuple[str, ...]) -> None:
         # lean) and the app's count path
         booted = leaderboard(store, "seam", ranker="bt", bootstrap=2, seed=1)
         same_board(stored_bt := leaderboard(store, "seam", ranker="bt"), booted, "bt: lean vs vote rows")
-        app = app_leaderboard(ctx, ranker="bt", keep_k=None, mu=1.0, bootstrap=0, seed=0, votes=vts)
+        app_votes = make_votes(store_vote_rows(store, "seam"))  # as app_pages/_lens.votes_for reads them
+        app = app_leaderboard(ctx, ranker="bt", keep_k=None, mu=1.0, bootstrap=0, seed=0, votes=app_votes)
         same_board(stored_bt, app, "bt: app")
     finally:
         store.close()
