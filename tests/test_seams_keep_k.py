@@ -33,7 +33,7 @@ from tests.seam_data import Shape, imported, shapes
 KEY = ("judge", "prompt_id", "variant", "turn")
 SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 WIDER_SAMPLES = Shape(seed=3, n_models=6, n_prompts=7, judges=2, paraphrases=1, samples=2, wider_samples=True,
-                      orders="both", tie_p=0.15)
+                      orders="both", tie_p=0.15, categories=2)
 
 
 def key_set(keys: pd.DataFrame) -> set[tuple[str, ...]]:
@@ -73,6 +73,11 @@ def test_app_cli_and_curve_keep_the_same_graphs(tmp_path_factory, shape, ks, mu)
             cols = ["wins", "losses", "ties", "votes", "n_graphs_model", "n_prompts"]
             np.testing.assert_array_equal(ta[cols].to_numpy(np.int64), tc[cols].to_numpy(np.int64))
             np.testing.assert_allclose(ta["score"].to_numpy(float), tc["score"].to_numpy(float), atol=1e-9)
+        # per category: the CLI's --per-category against the per-category curve (the app has no such slider)
+        k = k_values[0]
+        _, pools, _, _, per_cat = keep_k_selections(stack, [k], mu=mu, per_category=True, pool="perturbed")
+        curve_cat = set().union(*(key_set(stack.keys.iloc[per_cat[(0, c)]]) for c in pools))
+        assert key_set(leaderboard(store, "seam", ranker="bt", keep_k=k, mu=mu, per_category=True).kept) == curve_cat
         k = k_values[-1]
         done = run_engine(["--db", db, "leaderboard", "--dataset", "seam", "--keep-k", k, "--mu", mu,
                            "--format", "json"])
