@@ -73,7 +73,7 @@ def test_count_vote_app_and_stack_paths_agree(tmp_path_factory, shape, other):
 def test_every_count_ranker_on_one_rich_shape(tmp_path):
     """Every count ranker on every path at once, on one shape holding most of what is accepted."""
     shape = Shape(seed=9, n_models=5, n_prompts=5, judges=2, turns=2, paraphrases=1, samples=1, orders="mixed",
-                  invalid_p=0.05, categories=2)
+                  invalid_p=0.05, categories=2, prob=True)
     check_paths(tmp_path, shape, COUNT_RANKERS)
 
 
@@ -113,5 +113,8 @@ def check_paths(folder, shape: Shape, rankers: tuple[str, ...]) -> None:
         app_votes = make_votes(store_vote_rows(store, "seam"))  # as app_pages/_lens.votes_for reads them
         app = app_leaderboard(ctx, ranker="bt", keep_k=None, mu=1.0, bootstrap=0, seed=0, votes=app_votes)
         same_board(stored_bt, app, "bt: app")
+        if shape.prob and shape.one_vote_per_graph_pair:  # soft BT from the judges' probabilities, two ways
+            soft = leaderboard(store, "seam", ranker="bt", ranker_params={"soft": True})
+            same_board(soft, leaderboard_from_stack(stack, ranker="bt", ranker_params={"soft": True}), "soft bt: stack")
     finally:
         store.close()
