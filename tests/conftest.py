@@ -25,12 +25,16 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_ingest.py",                 # 17
     "test_store_versions.py",         # 17 (measured alone, -n 0, busy machine)
     "test_judging_resilience.py",     # 17
+    "test_seams_counts.py",           # 17 (one core, hypothesis: varies with the drawn shapes)
     "test_app_ranking.py",            # 16
+    "test_seams_storage.py",          # 15 (one core)
     "test_leaderboard_cli.py",        # 15
+    "test_seams_keep_k.py",           # 14 (one core)
     "test_csv_bulk.py",               # 14
     "test_count_query.py",            # 13
     "test_keep_k_paths.py",           # 13
     "test_count_rankers.py",          # 12
+    "test_seams_bootstrap.py",        # 12 (one core)
     "test_app_cycles.py",             # 11
     "test_store_ownership.py",        # 10 (measured alone, -n 0, busy machine)
 )

@@ -51,10 +51,10 @@ from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
 from engine.graphs.truncation import (
     POOLS,
+    PoolScores,
     check_weights,
-    graph_scores,
     is_sample,
-    keep_k_index,
+    keep_k_scores,
     keep_pool,
 )
 from engine.rankers.base import single_thread_blas
@@ -81,14 +81,18 @@ def draw_size(k: int, kept: int | None = None, draw_fraction: float = DRAW_FRACT
     return int(min(kept, max(1, np.floor(draw_fraction * k + 0.5 + 1e-9))))
 
 
-def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray) -> tuple[dict[str, np.ndarray], list[str]]:
+def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray,
+           pool_pos: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
     """(positions of the chosen pool by category — or one pooled group — in graph-key order, the
     categories whose pool is empty and are left out). Graphs that cannot hold a cycle stay out of
-    the pool, as in ``engine.graphs.truncation.keep_k_graphs``: their zero score is no evidence."""
-    from engine.graphs.cycles import cycle_capacity
+    the pool, as in ``engine.graphs.truncation.keep_k_graphs``: their zero score is no evidence.
+    ``pool_pos``: the pool's positions (``keep_k_scores(...).pos``) when already known."""
+    if pool_pos is None:
+        from engine.graphs.cycles import cycle_capacity
 
+        pool_pos = keep_pool(stack.keys, cycle_capacity(stack), pool)[0]
     member = np.zeros(stack.T, dtype=bool)
-    member[keep_pool(stack.keys, cycle_capacity(stack), pool)[0]] = True
+    member[pool_pos] = True
     groups = category_positions(stack) if per_category else {POOLED: np.arange(stack.T)}
     samp = is_sample(stack.keys)
     if pool == "sampling":  # as Table 2's Sample cell: no replicates, no sampling pool (not the originals alone)
@@ -101,17 +105,22 @@ def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray) 
     return out, left
 
 
-def pool_scores(stack: GraphStack, pool: str, *, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None,
-                counts: pd.DataFrame | None = None, capacity: pd.DataFrame | None = None) -> np.ndarray:
-    """Every graph's keep-K score, as ``engine.graphs.truncation.keep_k_graphs`` scores it: S_mu normalised
-    by coverage (``graph_scores``), the reference capacity taken over the ``pool`` graphs that can
-    hold a cycle; equal to the raw S_mu where all graphs compare the same pairs."""
+def scored_pool(stack: GraphStack, pool: str, *, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None,
+                counts: pd.DataFrame | None = None, capacity: pd.DataFrame | None = None) -> PoolScores:
+    """The keep-K scores of the curves, from ``engine.graphs.truncation.keep_k_scores`` as the CLI and the
+    app score (coverage-normalised S_mu, reference capacity over the ``pool`` graphs that can hold a
+    cycle); ``counts`` / ``capacity`` when already computed."""
     from engine.graphs.cycles import cycle_capacity, cycle_counts
 
     counts = cycle_counts(stack) if counts is None else counts
     capacity = cycle_capacity(stack) if capacity is None else capacity
-    among = keep_pool(stack.keys, capacity, pool)[0]
-    return graph_scores(counts, capacity, mu=mu, lam3=lam3, lam4=lam4, among=among)[0]
+    return keep_k_scores(stack.keys, counts, capacity, pool=pool, mu=mu, lam3=lam3, lam4=lam4)
+
+
+def pool_scores(stack: GraphStack, pool: str, *, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None,
+                counts: pd.DataFrame | None = None, capacity: pd.DataFrame | None = None) -> np.ndarray:
+    """Every graph's keep-K score (``scored_pool(...).scores``), as ``keep_k_graphs`` scores it."""
+    return scored_pool(stack, pool, mu=mu, lam3=lam3, lam4=lam4, counts=counts, capacity=capacity).scores
 
 
 def _with_bad(note: str, bad: int, fits: int) -> str:
@@ -226,15 +235,16 @@ def keep_k_selections(
 ) -> tuple[list[int], dict[str, np.ndarray], list[str], np.ndarray, dict[tuple[int, str], np.ndarray]]:
     """The graphs a keep-K curve keeps: (the Ks, the pool positions per group, the groups left out
     (empty pool), the graph-key rank, ``kept_of[(K index, group)]`` = kept stack positions). Every K
-    keeps through ``engine.graphs.truncation.keep_k_index``, as the app and the CLI do."""
+    is scored by ``engine.graphs.truncation.keep_k_scores`` and kept by ``keep_k_index``, as the app and the
+    CLI do."""
     krank = key_rank(stack.keys)
-    pools, left = _pools(stack, per_category, pool, krank)
-    scores = pool_scores(stack, pool, mu=mu, lam3=lam3, lam4=lam4)
+    scored = scored_pool(stack, pool, mu=mu, lam3=lam3, lam4=lam4)
+    pools, left = _pools(stack, per_category, pool, krank, scored.pos)
     kmax = max(p.size for p in pools.values())
     ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
     if not ks or min(ks) < 1:
         raise LensError(f"Every K of a keep-K curve must be ≥ 1; got {ks}.")
-    kept_of = {(xi, g): keep_k_index(scores, krank, k, among=pos) for xi, k in enumerate(ks) for g, pos in pools.items()}
+    kept_of = {(xi, g): scored.keep(k, krank, among=pos) for xi, k in enumerate(ks) for g, pos in pools.items()}
     return ks, pools, left, krank, kept_of
 
 
@@ -296,11 +306,12 @@ def mu_curve(
         raise LensError(f"K must be a whole number ≥ 1; got {k!r}.")
     counts, capacity = cycle_counts(stack), cycle_capacity(stack)
     krank = key_rank(stack.keys)
-    pools, left = _pools(stack, per_category, pool, krank)
+    pool_pos = keep_pool(stack.keys, capacity, pool)[0]
+    pools, left = _pools(stack, per_category, pool, krank, pool_pos)
     kept_of = {}
     for xi, m in enumerate(mus):
-        scores = pool_scores(stack, pool, mu=m, counts=counts, capacity=capacity)
-        kept_of.update({(xi, g): keep_k_index(scores, krank, int(k), among=pos) for g, pos in pools.items()})
+        scored = keep_k_scores(stack.keys, counts, capacity, pool=pool, mu=m, pos=pool_pos)
+        kept_of.update({(xi, g): scored.keep(int(k), krank, among=pos) for g, pos in pools.items()})
     with single_thread_blas():
         return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction, krank,
                          [int(k)] * len(mus), left)

@@ -65,12 +65,11 @@ from engine.experiments.draws import (
 from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
 from engine.graphs.truncation import (
-    can_hold_cycle,
     check_weights,
-    graph_scores,
     is_original,
     is_sample,
     keep_k_index,
+    keep_k_scores,
 )
 
 PROTOCOLS: tuple[str, ...] = ("trunc", "sample", "notrunc_boot", "scorewin", "random", "single")
@@ -171,17 +170,16 @@ def pool_note(pool_size: int, keep: int | None, draw: int, replace_: bool) -> tu
 
 
 def keep_scores(stack: GraphStack, p: ProtocolParams) -> np.ndarray:
-    """Each graph's keep-K score as ``engine.graphs.truncation.keep_k_graphs`` scores it (coverage-normalised
-    S_mu, reference capacity over the perturbed pool's graphs that can hold a cycle, else over all
-    such graphs); the raw S_mu where all graphs compare the same pairs."""
+    """Each graph's keep-K score as ``engine.graphs.truncation.keep_k_scores`` scores it for the CLI, the app
+    and the curves (coverage-normalised S_mu, reference capacity over the perturbed pool's graphs that can
+    hold a cycle, else over all such graphs); the raw S_mu where all graphs compare the same pairs."""
     from engine.graphs.cycles import cycle_capacity, cycle_counts
 
     counts, capacity = cycle_counts(stack), cycle_capacity(stack)
-    holds = can_hold_cycle(capacity)
-    among = np.flatnonzero(holds & ~is_sample(stack.keys))
-    if among.size == 0:
-        among = np.flatnonzero(holds)
-    return graph_scores(counts, capacity, mu=p.mu, lam3=p.lam3, lam4=p.lam4, among=among)[0]
+    scored = keep_k_scores(stack.keys, counts, capacity, pool="perturbed", mu=p.mu, lam3=p.lam3, lam4=p.lam4)
+    if scored.pos.size == 0:  # no perturbed graph can hold a cycle: the sampling cells still rank theirs
+        scored = keep_k_scores(stack.keys, counts, capacity, pool="all", mu=p.mu, lam3=p.lam3, lam4=p.lam4)
+    return scored.scores
 
 
 def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams, single_k: int | None = None,

@@ -209,6 +209,54 @@ def no_cycle_refusal(pool: str, n_no_cycle: int) -> LensError:
                      "triple), so keep-K has no score to keep graphs by.")
 
 
+@dataclass(frozen=True)
+class PoolScores:
+    """Keep-K's scores of one selection under one weighting, computed once and shared by every K.
+
+    ``pos``: positions of the pool graphs that can hold a cycle (ascending; what keep-K chooses
+    from); ``n_no_cycle``: pool graphs left out because they cannot hold a cycle; ``scores``: every
+    graph's keep-K score (``graph_scores`` with the reference capacity over ``pos``); ``coverage``
+    and ``raw`` (S as counted) per graph; ``score_kind``: coverage or raw.
+    """
+
+    pos: np.ndarray
+    n_no_cycle: int
+    scores: np.ndarray
+    coverage: np.ndarray
+    raw: np.ndarray
+    score_kind: str = DEFAULT_SCORE
+
+    def keep(self, k: int, tie_rank: np.ndarray, among: np.ndarray | None = None,
+             groups: np.ndarray | None = None) -> np.ndarray:
+        """``keep_k_index`` on these scores: the ``k`` smallest within ``among`` (default the pool)."""
+        return keep_k_index(self.scores, tie_rank, k, among=self.pos if among is None else among, groups=groups)
+
+
+def keep_k_scores(
+    keys: pd.DataFrame, counts: pd.DataFrame, capacity: pd.DataFrame | None, *, pool: str = "perturbed",
+    mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None, score: str = DEFAULT_SCORE,
+    pos: np.ndarray | None = None,
+) -> PoolScores:
+    """THE keep-K scoring: the pool (``keep_pool``: graphs that cannot hold a cycle stay out) and every
+    graph's score with the coverage reference taken over that pool, once. The CLI's ``keep_k_graphs``,
+    the app's slider (``engine.views.appstate.SliderContext.kept``) and the curves
+    (``engine.experiments.curves``) all score through here, so none can take its reference over another
+    set of graphs. ``pos``: the pool positions when already known (the app's slider computes them once
+    per selection); ``capacity`` None (a hand-built context without it): raw S over the given ``pos``.
+    """
+    check_score(score)
+    raw = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
+    n_no_cycle = 0
+    if capacity is None:
+        pos = np.arange(len(keys)) if pos is None else np.asarray(pos, dtype=np.int64)
+        return PoolScores(pos, 0, raw, np.full(len(raw), np.nan), raw, "raw")
+    if pos is None:
+        pos, n_no_cycle = keep_pool(keys, capacity, pool)
+    pos = np.asarray(pos, dtype=np.int64)
+    scores, coverage = graph_scores(counts, capacity, mu=mu, lam3=lam3, lam4=lam4, score=score, among=pos)
+    return PoolScores(pos, n_no_cycle, scores, coverage, raw, score)
+
+
 def keep_k_index(
     scores: np.ndarray, tie_rank: np.ndarray, k: int, among: np.ndarray | None = None,
     groups: np.ndarray | None = None,
@@ -219,7 +267,7 @@ def keep_k_index(
     order) have one entry per graph; ``among``: the pool's positions (default all); ``groups``: one
     group code per graph to keep ``k`` per group (per category). A pool or group with fewer than ``k``
     graphs keeps them all. The app's slider, the CLI's ``--keep-k``, the curves and the protocols all
-    select through this function.
+    select through this function (the first three on ``keep_k_scores``' scores).
     """
     pos = np.arange(len(scores)) if among is None else np.asarray(among, dtype=np.int64)
     order = pos[np.lexsort((np.asarray(tie_rank)[pos], np.asarray(scores)[pos]))]
@@ -333,13 +381,12 @@ def keep_k_graphs(
         counts = cycle_counts(stack)
     if capacity is None:
         capacity = cycle_capacity(stack)
-    pos, n_no_cycle = keep_pool(stack.keys, capacity, pool)
+    scored = keep_k_scores(stack.keys, counts, capacity, pool=pool, mu=mu, lam3=lam3, lam4=lam4, score=score)
+    pos, n_no_cycle, scores, coverage, raw = scored.pos, scored.n_no_cycle, scored.scores, scored.coverage, scored.raw
     if pos.size + n_no_cycle == 0:
         raise LensError(f"The {pool} pool is empty for this selection, so there is nothing to keep.")
     if pos.size == 0:
         raise no_cycle_refusal(pool, n_no_cycle)
-    scores, coverage = graph_scores(counts, capacity, mu=mu, lam3=lam3, lam4=lam4, score=score, among=pos)
-    raw = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
     sub_keys = stack.keys.iloc[pos].reset_index(drop=True)
     sel = select_keep_k(scores[pos], sub_keys, k, per_category=per_category)
     kept = pos[sel.index]
@@ -370,7 +417,7 @@ def keep_k_graphs(
 
 
 __all__ = [
-    "DEFAULT_SCORE", "POOLS", "SCORES", "KeptGraphs", "Selection", "can_hold_cycle", "check_score", "check_weights",
-    "check_k", "graph_scores", "is_original", "is_sample", "keep_k_graphs", "keep_k_index",
+    "DEFAULT_SCORE", "POOLS", "SCORES", "KeptGraphs", "PoolScores", "Selection", "can_hold_cycle", "check_score",
+    "check_weights", "check_k", "graph_scores", "is_original", "is_sample", "keep_k_graphs", "keep_k_index", "keep_k_scores",
     "keep_pool", "no_cycle_refusal", "pool_mask", "select_keep_k", "truncation_scores",
 ]

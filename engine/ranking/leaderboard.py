@@ -208,7 +208,7 @@ def leaderboard(
         from engine.graphs.buckets import buckets_from_cells
         from engine.graphs.truncation import keep_k_graphs
 
-        keep_k_graphs(buckets_from_cells(cells), keep_k, mu=mu, per_category=per_category, pool=pool)
+        kept = keep_k_graphs(buckets_from_cells(cells), keep_k, mu=mu, per_category=per_category, pool=pool)
     stack = stack_from_cells(cells)
     extra = {
         "dataset": dataset,
@@ -221,7 +221,7 @@ def leaderboard(
     if obj.counts and keep_k is not None:
         if stack.T == 0:
             raise LensError("The selection holds no graph: no valid verdict matches the filters.")
-        _, sel = truncate(stack, keep_k, mu, per_category, pool)
+        sel = kept  # the buckets' keep-K (same graph keys, in the same order, as the stack's): scored once
         kept_keys = sel.table
         rows = frame_vote_rows(verdicts, order_by=elo_fetch_order(ranker, ranker_params, verdicts.columns))
         kept_hash = key_hashes(kept_keys)

@@ -4,8 +4,9 @@ For verdict sets larger than the store should hold (10^8 rows), ``attach`` recor
 files under a dataset name; every read of that dataset (``store_relation``: the count path of the
 leaderboard and bootstrap; ``Store.verdicts`` for the graph path) selects from
 ``read_parquet(glob)`` with the canonical columns. Required columns: prompt_id, model_a, model_b,
-winner; judge (default ``judge``), variant (0), turn (1) and the rest are optional. Nothing is
-copied; the files must stay where they are, and changing them changes the dataset (re-attach to
+winner (A, B, tie, invalid; ``error``, the import format's and ``datasets export``'s spelling of an
+invalid verdict, reads as invalid); judge (default ``judge``), variant (0), turn (1) and the rest
+are optional. Nothing is copied; the files must stay where they are, and changing them changes the dataset (re-attach to
 bump its version for caches).
 """
 
@@ -52,6 +53,8 @@ def canonical_select(glob: str, dataset: str, columns: set[str]) -> Relation:
     for col in dict.fromkeys((*VERDICT_COLUMNS, "battle_id", "tstamp")):  # battle_id, tstamp: migration 030
         if col == "dataset":
             expr = "{dataset}"
+        elif col == "winner":  # 'error' is the import format's spelling of an invalid verdict (as exported)
+            expr = "CASE \"winner\" WHEN 'error' THEN 'invalid' ELSE \"winner\" END"
         elif col in columns:
             expr = identifier(col) if col not in TYPES else f"{identifier(col)}::{TYPES[col]}"
         elif col == "source_file":  # source order of files read in place: file name, then row

@@ -5,7 +5,7 @@ The sidebar (dataset, judge, category, ranker) is shared by every page; its choi
 Every cached result in the app is keyed by ``CacheKey`` — the dataset's version counter plus the
 parameters — so an import, rename or delete (which bump or drop the version) can never serve a
 stale result. ``SliderContext`` holds what every keep-K / mu move of one selection shares; keep-K
-itself is ``engine.graphs.truncation.keep_k_index``, as in the CLI and the curves.
+itself is ``engine.graphs.truncation.keep_k_scores`` and ``keep_k_index``, as in the CLI and the curves.
 """
 
 from __future__ import annotations
@@ -155,17 +155,12 @@ class SliderContext:
         return int(self.stack.T if self.pool_pos is None else len(self.pool_pos))
 
     def kept(self, keep_k: int | None, mu: float) -> tuple[np.ndarray, float | None]:
-        """Positions of the K pool graphs of smallest S_mu (``engine.graphs.truncation.keep_k_index``),
-        sorted, and the threshold S_K; every graph of the selection (pool or not) when K is None."""
+        """Positions of the K pool graphs of smallest S_mu, scored and kept as the CLI and the curves do
+        (``engine.graphs.truncation.keep_k_scores`` then ``keep_k_index``), sorted, and the threshold S_K;
+        every graph of the selection (pool or not) when K is None."""
         import numpy as np
 
-        from engine.graphs.truncation import (
-            check_k,
-            graph_scores,
-            keep_k_index,
-            no_cycle_refusal,
-            truncation_scores,
-        )
+        from engine.graphs.truncation import check_k, keep_k_scores, no_cycle_refusal
 
         if keep_k is None:
             return np.arange(self.stack.T), None
@@ -173,12 +168,9 @@ class SliderContext:
             raise no_cycle_refusal(self.pool, self.n_no_cycle)
         k = check_k(keep_k, self.n_pool)
         pos = np.arange(self.stack.T) if self.pool_pos is None else np.asarray(self.pool_pos)
-        if self.capacity is None:
-            scores = truncation_scores(self.counts, mu=mu)
-        else:  # the coverage score of keep_k_graphs, reference capacity taken over the pool
-            scores = graph_scores(self.counts, self.capacity, mu=mu, among=pos)[0]
-        idx = keep_k_index(scores, self.tie_rank, k, among=pos)
-        return idx, float(scores[idx].max())
+        scored = keep_k_scores(self.stack.keys, self.counts, self.capacity, pool=self.pool, mu=mu, pos=pos)
+        idx = scored.keep(k, self.tie_rank)
+        return idx, float(scored.scores[idx].max())
 
 
 _GRAPH_HASHES: dict[int, tuple[SliderContext, np.ndarray]] = {}
