@@ -43,6 +43,22 @@ one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder k
 long file started last would leave the other worker idle at the end."""
 
 
+def _hypothesis_profiles() -> None:
+    """Hypothesis draws new shapes on a developer's run (more ground covered over time) and the same
+    shapes in CI (`CI=true`: derandomize), so a landing never depends on a lucky draw; a failure
+    found locally prints its shape and is added as an explicit example."""
+    try:
+        from hypothesis import settings
+    except ImportError:  # requirements-dev.txt installs it; tests that use it import it themselves
+        return
+    settings.register_profile("ci", derandomize=True, print_blob=True)
+    if IN_CI:
+        settings.load_profile("ci")
+
+
+_hypothesis_profiles()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the files of SLOW_FILES_FIRST first, in that order; every other file keeps its place."""
     rank = {name: k for k, name in enumerate(SLOW_FILES_FIRST)}
