@@ -67,7 +67,7 @@ def borda_batch(stack: GraphStack, c: np.ndarray, *, weights=None, normalize: bo
 def pairwise_majority_batch(stack: GraphStack, c: np.ndarray, *, weights=None, normalize: bool = False) -> BatchFit:
     """Pairwise majority of per-graph rankings: counts @ per-graph "ranked above" matrices."""
     g = c * graph_weights(stack, weights)[None]
-    present = stack.observed.any(axis=2).astype(np.float64)
+    present = np.asarray(stack.observed.any(axis=2), dtype=np.float64)
     ranked = weighted_sums(g, present[:, :, None] * present[:, None, :]) > 0
     out = pairwise_majority_scores(weighted_sums(g, ranking_above(stack)), ranked, normalize, strict=False)
     return out, 0, 0, "counts @ per-graph 'ranked above' matrices"
@@ -119,10 +119,10 @@ def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "p
     lo = np.full((c.shape[0], n_q), np.inf)
     np.maximum.at(hi.T, q_of_t, cf.T)
     np.minimum.at(lo.T, q_of_t, cf.T)
-    kw = {"aggregate": aggregate, "prompt_ties": prompt_ties, "exact_max": exact_max, "delta_ties": delta_ties}
-    if bool((hi == lo).all()):
-        score, _ = pged_per_prompt_scores(stack, alpha, m, **kw)
+    fixed = bool((hi == lo).all())  # every graph of each question drawn equally often
+    score, _ = pged_per_prompt_scores(stack, alpha, m, g=None if fixed else cf, aggregate=aggregate,
+                                      prompt_ties=prompt_ties, exact_max=exact_max, delta_ties=delta_ties)
+    if fixed:
         return score, 0, 0, "fixed per-question rankings, aggregation weighted by question multiplicities"
-    score, _ = pged_per_prompt_scores(stack, alpha, m, g=cf, **kw)
     return score, 0, 0, ("B x Q per-question ensembles denoised in one batched pass, questions weighted by the "
                          "mean draw count of their graphs")
