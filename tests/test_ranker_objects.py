@@ -221,3 +221,26 @@ def test_no_code_outside_rankers_compares_a_ranker_name_to_a_literal():
             continue
         offenders += [f"{rel}:{hit}" for hit in name_comparisons(path.read_text(encoding="utf-8"), names)]
     assert offenders == []
+
+
+def test_elo_ranks_votes_that_leave_a_model_without_a_vote():
+    """A model without a vote (after keep-K, or a filter) is left off the board, and Elo still reads its
+    votes by the right models: on fa0c159 the counts were renumbered but the votes were not (IndexError,
+    ``leaderboard --ranker elo --keep-k 15`` on vicuna80). Checked against Elo over all three models,
+    where the voteless model never moves: the score differences of the other two are the same."""
+    from engine.rankers.elo import elo_ratings
+    from engine.rankers.votes import B_WINS, TIE, votes
+    from engine.ranking.count_board import leaderboard_from_votes
+
+    winners = np.array([A_WINS, B_WINS, A_WINS, TIE, A_WINS, A_WINS])
+    k = np.arange(winners.size, dtype=np.uint64)
+    rows = VoteRows(("a", "b", "c"), a=np.ones(winners.size, dtype=np.int16), b=np.full(winners.size, 2, dtype=np.int16),
+                    winner=winners, order=np.zeros(winners.size, dtype=np.int8), graph=k, prompt=k, voter=k)
+    board = leaderboard_from_votes(votes(rows), ranker="elo", ranker_params={"k": 16.0})
+    assert board.params["dropped_models"] == ["a"]
+    s = np.where(winners == A_WINS, 1.0, np.where(winners == TIE, 0.5, 0.0))
+    r = elo_ratings(np.ones(s.size, dtype=np.int64), np.full(s.size, 2), s, 3, k=16.0, base=10.0, scale=400.0,
+                    init=1000.0)
+    got = board.scores
+    assert got["b"] - got["c"] == pytest.approx(r[1] - r[2], abs=1e-12)
+    assert got["b"] > got["c"]
