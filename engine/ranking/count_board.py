@@ -63,15 +63,16 @@ def leaderboard_from_counts(
     if (votes is None) and (bootstrap or obj.sequential):
         raise ValueError("The bootstrap and Elo need the votes, not only their pair counts.")
     seen = pc.votes > 0
+    fit_votes = votes
     dropped = [m for m, k in zip(pc.models, seen, strict=True) if not k]
     if dropped:
         if seen.sum() < 2:
             raise LensError(f"Only {int(seen.sum())} model(s) have a comparison in the selection; a ranking needs "
                             "at least two.")
         pc = pc.restrict(seen)
-        if votes is not None:  # Elo reads the votes' model codes: renumber them as the counts were
-            votes = votes.restrict_models(seen)
-    res = fit_counts(ranker, pc, votes, **params)
+        if votes is not None:  # Elo reads the votes' model codes: renumber them as the counts were (the
+            fit_votes = votes.restrict_models(seen)  # bootstrap keeps all codes and picks the board's models)
+    res = fit_counts(ranker, pc, fit_votes, **params)
     models = list(pc.models)
     wins, losses, ties = pc.W.sum(axis=1), pc.W.sum(axis=0), pc.T.sum(axis=1)
     games = wins + losses + ties
