@@ -68,6 +68,8 @@ class Ranker:
     counting: bool = False
     """True: the score counts pairs or points won, so pairs never compared add nothing (the board says how
     many there were)."""
+    prompt_unit_words: str = ""
+    """Said after "bootstrap: resampled prompts" when prompts are this ranker's own unit (per-prompt PGED)."""
     elo_factor: float | None = None
     """Multiplier from this ranker's score to the Elo-like display scale (400·log10 units); None: the score
     has no such reading. BT and Davidson scores are natural-log strengths (400/ln 10 per unit), Elo ratings
@@ -435,7 +437,7 @@ RANKER_OBJECTS: dict[str, Ranker] = {
     "scorewin": Copeland("scorewin", counts=True, counting=True),
     "rank-centrality": RankCentrality("rank-centrality", counts=True),
     "majority": Majority("majority", counts=True, counting=True),
-    "pged": PGED("pged", ordered=True),
+    "pged": PGED("pged", ordered=True, prompt_unit_words=" (per-prompt PGED's own unit)"),
     "kemeny": Kemeny("kemeny", ordered=True),
     "elspr": ELSPR("elspr"),
     "borda": Borda("borda", counting=True),

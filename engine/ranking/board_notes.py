@@ -51,7 +51,7 @@ def board_notes(board: Leaderboard) -> list[str]:
     if p.get("bootstrap"):
         if p.get("bootstrap_unit") == "prompt":
             out.append(f"bootstrap: resampled prompts (all graphs of a prompt together), {p['bootstrap']} times"
-                       + (f" (per-prompt {r.upper()}'s own unit)." if obj.default_unit({}) == "prompt" else "."))
+                       + obj.prompt_unit_words + ".")
         if p.get("bootstrap_n_undefined"):
             out.append(f"bootstrap: {p['bootstrap_n_undefined']} of {p['bootstrap']} resamples left some model without "
                        f"the comparisons its {r} score needs; that model's intervals use the other resamples.")
