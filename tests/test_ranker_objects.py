@@ -244,3 +244,18 @@ def test_elo_ranks_votes_that_leave_a_model_without_a_vote():
     got = board.scores
     assert got["b"] - got["c"] == pytest.approx(r[1] - r[2], abs=1e-12)
     assert got["b"] > got["c"]
+
+
+def test_board_notes_ask_the_object_for_the_prompt_unit_words():
+    """Per-prompt PGED's own unit is prompts, and its note says so; another ranker resampling prompts
+    because it was told to gets the plain sentence."""
+    from engine.ranking.board_notes import board_notes
+    from engine.ranking.leaderboard import leaderboard_from_stack
+
+    stack = mixed_stack()
+    pged = leaderboard_from_stack(stack, ranker="pged", bootstrap=3, seed=1)
+    borda = leaderboard_from_stack(stack, ranker="borda", bootstrap=3, seed=1, bootstrap_unit="prompt")
+    assert pged.params["bootstrap_unit"] == borda.params["bootstrap_unit"] == "prompt"
+    assert "bootstrap: resampled prompts (all graphs of a prompt together), 3 times (per-prompt PGED's own unit)." \
+        in board_notes(pged)
+    assert "bootstrap: resampled prompts (all graphs of a prompt together), 3 times." in board_notes(borda)
