@@ -24,6 +24,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_diagnostics_orderless.py",  # 21
     "test_ingest.py",                 # 17
     "test_store_versions.py",         # 17 (measured alone, -n 0, busy machine)
+    "test_ranker_objects.py",         # 17 (one core, shared: an upper bound)
     "test_judging_resilience.py",     # 17
     "test_seams_counts.py",           # 17 (one core, hypothesis: varies with the drawn shapes)
     "test_app_ranking.py",            # 16

@@ -12,6 +12,7 @@ from engine.cli.leaderboard import add_selection, keep_k_options, ranker_params
 from engine.errors import LensError
 from engine.ingest.synthetic import synthetic_truth
 from engine.rankers import RANKERS
+from engine.ranking.board import BoardSpec
 from engine.ranking.leaderboard import compare_to_reference, leaderboard
 from engine.ranking.reference import (
     ARENA,
@@ -111,11 +112,9 @@ def run(args: argparse.Namespace) -> int:
         units: dict[str, str] = {}
         for judge in judges:
             for ranker in rankers:
-                board = leaderboard(
-                    store, args.dataset, judge=judge, category=args.category, ranker=ranker,
-                    keep_k=args.keep_k, mu=mu, per_category=per_category, pool=pool, policy=args.policy,
-                    ranker_params=params[ranker],
-                )
+                spec = BoardSpec(ranker=ranker, ranker_params=params[ranker], keep_k=args.keep_k, mu=mu,
+                                 per_category=per_category, pool=pool, policy=args.policy)
+                board = leaderboard(store, args.dataset, spec, judge=judge, category=args.category)
                 units[ranker] = board.params.get("unit", "graphs")
                 d = compare_to_reference(board, ref)
                 label = judge if judge is not None else "all"

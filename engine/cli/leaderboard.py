@@ -21,7 +21,7 @@ from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
 from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
 from engine.rankers.params import param_kinds
-from engine.ranking.board import plain_values
+from engine.ranking.board import BoardSpec, plain_values
 from engine.ranking.board_notes import board_notes
 from engine.ranking.leaderboard import leaderboard
 from engine.store.schema import DEFAULT_DATASET
@@ -124,11 +124,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_judges(store, args.dataset, args.judge)
         pooled = pooled_judges_note(store, args.dataset) if args.judge is None else None
-        board = leaderboard(
-            store, args.dataset, judge=args.judge, category=args.category, ranker=args.ranker,
-            keep_k=args.keep_k, mu=mu, per_category=per_category, pool=pool, bootstrap=args.bootstrap,
-            seed=args.seed, policy=args.policy, ranker_params=params, bootstrap_unit=args.bootstrap_unit,
-        )
+        spec = BoardSpec(ranker=args.ranker, ranker_params=params, keep_k=args.keep_k, mu=mu,
+                         per_category=per_category, pool=pool, bootstrap=args.bootstrap, seed=args.seed,
+                         bootstrap_unit=args.bootstrap_unit, policy=args.policy)
+        board = leaderboard(store, args.dataset, spec, judge=args.judge, category=args.category)
     finally:
         store.close()
     if args.show_kept:

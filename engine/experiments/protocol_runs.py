@@ -13,7 +13,10 @@ import pandas as pd
 from engine.errors import LensError
 from engine.experiments.batch_fits import bt_scores, bt_scores_info, copeland_majority_batch, flat_matrices
 from engine.experiments.protocols import (
+    BT_FIT,
+    COPELAND_FIT,
     MACRO,
+    PROTOCOL_FITS,
     PROTOCOLS,
     Job,
     ProtocolParams,
@@ -49,7 +52,7 @@ def fit_jobs(jobs: list[Job], stack: GraphStack, refs: dict[str, np.ndarray],
     n = stack.n
     scores: dict[int, np.ndarray] = {}
     nonconv = {i: 0 for i in range(len(jobs))}
-    bt = [i for i, j in enumerate(jobs) if j.ranker == "bt" and not j.empty]
+    bt = [i for i, j in enumerate(jobs) if j.ranker == BT_FIT and not j.empty]
     if bt:
         wt_rows = [jobs[i].weights @ flat["wtilde"][jobs[i].cols] for i in bt]
         centre = bt_scores(np.stack([flat["wtilde"][jobs[i].cols].sum(axis=0) for i in bt]).reshape(-1, n, n))
@@ -60,9 +63,9 @@ def fit_jobs(jobs: list[Job], stack: GraphStack, refs: dict[str, np.ndarray],
             scores[i] = all_scores[bounds[a]:bounds[a + 1]]
             nonconv[i] = int((~conv[bounds[a]:bounds[a + 1]]).sum())
     for i, j in enumerate(jobs):
-        if j.ranker not in ("bt", "copeland_majority"):
-            raise LensError(f"Unknown protocol ranker {j.ranker!r}; choose bt or copeland_majority.")
-        if j.ranker == "copeland_majority" and not j.empty:
+        if j.ranker not in PROTOCOL_FITS:
+            raise LensError(f"Unknown protocol ranker {j.ranker!r}; choose {' or '.join(PROTOCOL_FITS)}.")
+        if j.ranker == COPELAND_FIT and not j.empty:
             w = (j.weights @ flat["wins"][j.cols]).reshape(-1, n, n)
             seen = (j.weights @ flat["observed"][j.cols]).reshape(-1, n, n) > 0
             scores[i] = copeland_majority_batch(w, p.copeland_tie, seen)
@@ -83,10 +86,10 @@ def fit_jobs(jobs: list[Job], stack: GraphStack, refs: dict[str, np.ndarray],
     return out, nonconv
 
 
-def point_distances(stack: GraphStack, groups: list[tuple[str, np.ndarray]], refs: dict[str, np.ndarray], ranker: str = "bt") -> list[dict[str, float]]:
+def point_distances(stack: GraphStack, groups: list[tuple[str, np.ndarray]], refs: dict[str, np.ndarray], ranker: str = BT_FIT) -> list[dict[str, float]]:
     """Distances of single fits, one per (category, kept positions) group, in one batch; each
     dict also says whether its fit ``converged``."""
-    if ranker != "bt":
+    if ranker != BT_FIT:
         raise LensError(f"Point fits use the bt ranker; got {ranker!r}.")
     flat = flat_matrices(stack)["wtilde"]
     wt = np.stack([flat[pos].sum(axis=0) for _, pos in groups]).reshape(-1, stack.n, stack.n)
@@ -169,7 +172,7 @@ def run_protocols(
         js = [jobs[i] for i in mine]
         used = [i for i in mine if not jobs[i].empty]
         left = [jobs[i].category for i in mine if jobs[i].empty]
-        fits = [jobs[i].weights.shape[0] if jobs[i].ranker == "bt" and not jobs[i].empty else 0 for i in mine]
+        fits = [jobs[i].weights.shape[0] if jobs[i].ranker == BT_FIT and not jobs[i].empty else 0 for i in mine]
         bad = [nonconv[i] for i in mine]
         # Single's K comes from point fits on its pool: those count too (on the macro row)
         k_bad, k_fits = ((int((~single_curve["converged"]).sum()), len(single_curve)) if proto == "single"

@@ -122,6 +122,14 @@ def label(protocol: str, p: ProtocolParams) -> str:
     }[protocol]
 
 
+BT_FIT = "bt"
+"""A job fitted by half-tie Bradley-Terry (one warm-started batch, ``batch_fits.bt_scores_info``)."""
+COPELAND_FIT = "copeland_majority"
+"""A job fitted by Copeland on the strict-win majority graph (ScoreWin, ``batch_fits.copeland_majority_batch``)."""
+PROTOCOL_FITS = (BT_FIT, COPELAND_FIT)
+"""The fits a protocol job names in ``Job.ranker`` (the protocols' own batched kernels, not the registry's)."""
+
+
 @dataclass(frozen=True)
 class Job:
     """One (protocol, category) cell: ``weights`` (rows, P) over the graphs at stack positions ``cols``."""
@@ -215,14 +223,14 @@ def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams,
                 kept, m, note = pool_note(pool.size, k, draw, False)
                 cols, w = keep_draw_job_weights(pool, keep_k_index(scores, krank, k, among=pool), m, krank, p.seed, cat, R)
                 note = "; ".join(x for x in (note0, note) if x)
-                jobs.append(Job(proto, cat, cols, w, 1, "bt", pool.size, kept, m, note, T))
+                jobs.append(Job(proto, cat, cols, w, 1, BT_FIT, pool.size, kept, m, note, T))
             elif proto == "notrunc_boot":
                 w = bootstrap_weights(rng_for(p.seed, proto, cat), pos.size, R)
-                jobs.append(Job(proto, cat, pos, w, 1, "bt", pos.size, pos.size, pos.size, "", T))
+                jobs.append(Job(proto, cat, pos, w, 1, BT_FIT, pos.size, pos.size, pos.size, "", T))
             elif proto == "scorewin":
                 kept, m, note = pool_note(pos.size, None, p.scorewin_draw, False)
                 w = subset_weights(rng_for(p.seed, proto, cat), pos.size, p.scorewin_draw, R)
-                jobs.append(Job(proto, cat, pos, w, 1, "copeland_majority", pos.size, kept, m, note, T))
+                jobs.append(Job(proto, cat, pos, w, 1, COPELAND_FIT, pos.size, kept, m, note, T))
             else:  # random
                 kept, m, note = pool_note(min(pos.size, p.random_pool), None, p.random_draw, False)
                 w = random_pool_weights(rng_for(p.seed, proto, cat), pos.size, p.random_pool, p.random_draw,
@@ -232,7 +240,7 @@ def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams,
                 elif pos.size > p.random_pool:
                     note = "; ".join(x for x in (f"a random {p.random_pool} of {pos.size} graphs per resample", note)
                                      if x)
-                jobs.append(Job(proto, cat, pos, w, p.random_reps, "bt", pos.size, kept, m, note, T))
+                jobs.append(Job(proto, cat, pos, w, p.random_reps, BT_FIT, pos.size, kept, m, note, T))
             if jobs[-1].empty:
                 jobs[-1] = replace(jobs[-1], note=f"{label(proto, p)} / {cat}: empty pool ({empty}); left out of the macro")
     return jobs

@@ -11,19 +11,31 @@ slider and the protocols; on the same W and T both paths call the same kernel.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from engine.errors import LensError
+from engine.graphs.stack import GraphStack
 from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
 from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt, fit_bt_batch_info
 from engine.rankers.davidson import fit_davidson, fit_davidson_stack_batch
 from engine.rankers.elo import elo_ratings
+from engine.rankers.graph_batch import (
+    BatchFit,
+    borda_batch,
+    elspr_batch,
+    half_tie_sums,
+    kemeny_batch,
+    pairwise_majority_batch,
+    pged_batch,
+    weighted_sums,
+)
 from engine.rankers.majority import graph_from_counts, majority_scores
 from engine.rankers.params import ELO_ORDERS as ELO_ORDERS  # re-exported: leaderboard reads it here
-from engine.rankers.params import check_ranker_params
+from engine.rankers.params import ORDER_WORDS, check_ranker_params
 from engine.rankers.rank_centrality import rank_centrality_batch
 from engine.rankers.simple import UNCOMPARED, copeland_scores, majority_graph, winrate_scores
 from engine.rankers.votes import PairCounts, Votes
@@ -50,6 +62,18 @@ class Ranker:
     """True: fitted from pair counts (no graphs needed)."""
     ordered: bool = False
     """Rank rule: True = position in a stated total order (score, then name); False = competition ranks."""
+    sequential: bool = False
+    """True: fits the votes one by one in a stated order (Elo), so it needs the votes themselves, not their
+    counts, and has no batched fit."""
+    counting: bool = False
+    """True: the score counts pairs or points won, so pairs never compared add nothing (the board says how
+    many there were)."""
+    prompt_unit_words: str = ""
+    """Said after "bootstrap: resampled prompts" when prompts are this ranker's own unit (per-prompt PGED)."""
+    elo_factor: float | None = None
+    """Multiplier from this ranker's score to the Elo-like display scale (400·log10 units); None: the score
+    has no such reading. BT and Davidson scores are natural-log strengths (400/ln 10 per unit), Elo ratings
+    already are 400·log10 units."""
 
     @property
     def help(self) -> str:
@@ -64,18 +88,40 @@ class Ranker:
         """What the bootstrap resamples unless told: graphs."""
         return "graph"
 
+    def vote_order(self, params: dict, has_time: Callable[[], bool]) -> tuple[str, str] | None:
+        """The order the votes are read in and its words for the board, or None when the order does not
+        matter (every ranker but a sequential one). ``has_time()`` says whether any verdict has a timestamp."""
+        return None
+
     def fit_counts(self, pc: PairCounts, votes: Votes | None = None, **params) -> RankResult:
         """The fit on pair counts (and ordered votes); a graph-only ranker refuses with one sentence."""
         raise LensError(f"The {self.name} ranker needs the tournament graphs, not pair counts.")
 
     def has_batch(self, params: dict) -> bool:
         """Whether ``fit_counts_batch`` fits all bootstrap resamples at once for these parameters."""
-        return self.counts and self.name != "elo" and not (self.name == "bt" and params.get("soft", False)) and not (
-            self.name == "davidson" and params.get("scale", "log") not in ("log", "elo"))
+        return self.counts and not self.sequential
 
     def fit_counts_batch(self, W: np.ndarray, T: np.ndarray, **params) -> tuple | None:
         """(B, n) scores, regularised, unconverged, how: from (B, n, n) resampled W and T; None: no batch."""
         return None
+
+    def pools_identical_graphs(self, params: dict) -> bool:
+        """Whether the graph bootstrap may draw one count per distinct graph pattern instead of per graph
+        (the statistic depends only on the multiset of graphs, not on their keys)."""
+        return False
+
+    def batched_bootstrap(self, stack: GraphStack, weights: np.ndarray, params: dict) -> BatchFit | None:
+        """All B resamples of a graph stack at once from the draw counts ``weights`` (B, T): (B, n) scores,
+        resamples regularised, resamples unconverged, how (words); None when this ranker has no batched form
+        for these parameters (the bootstrap then refits once per resample). A count ranker fits its batched
+        count fit on the resampled W and T (one product each)."""
+        if not self.has_batch(params):
+            return None
+        out = self.fit_counts_batch(weighted_sums(weights, stack.wins), weighted_sums(weights, stack.ties), **params)
+        if out is None:
+            return None
+        scores, n_reg, n_unconv, how = out
+        return scores, n_reg, n_unconv, f"W and T of every resample in one product, {how}"
 
     def notes(self, details: dict, params: dict, table=None) -> list[str]:
         """Sentences a reader of this ranker's table should know (fit details beyond the shared ones)."""
@@ -113,6 +159,10 @@ class BT(Ranker):
             return RankResult(res.ranker, res.scores, details, dict(res.extras))
         return fit_bt(pc.W, pc.T, pc.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
 
+    def has_batch(self, params):
+        """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""
+        return not params.get("soft", False)
+
     def fit_counts_batch(self, W, T, *, solver="newton", alpha=DEFAULT_ALPHA, on_degenerate="regularize",
                          scale="log", soft=False):
         """Every bootstrap resample's Bradley-Terry fit at once; None for soft (fitted one by one)."""
@@ -122,6 +172,19 @@ class BT(Ranker):
         scores = fit.scores * ELO_FACTOR if scale == "elo" else fit.scores
         return scores, int(fit.regularised.sum()), int((~fit.converged).sum()), "one batched Newton fit"
 
+    def pools_identical_graphs(self, params):
+        """Hard BT reads only W + T/2 of each graph: identical graphs may be drawn as one pattern."""
+        return self.has_batch(params)
+
+    def batched_bootstrap(self, stack, weights, params):
+        """Resampled W + T/2 in one float32 product (exact), then one batched Newton fit."""
+        if not self.has_batch(params):
+            return None
+        with single_thread_blas():
+            wb = half_tie_sums(stack, weights)
+            scores, n_reg, n_unconv, _ = self.fit_counts_batch(wb, np.zeros_like(wb), **params)
+        return scores, n_reg, n_unconv, "one matrix product, one batched Newton fit"
+
 
 class Davidson(Ranker):
     """Davidson's tie model, fitted from pair counts."""
@@ -130,6 +193,10 @@ class Davidson(Ranker):
         """Davidson strengths and nu from the pair counts' W and T."""
         check_counts(pc, "davidson")
         return fit_davidson(pc.W, pc.T, pc.models, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
+
+    def has_batch(self, params):
+        """Davidson batches on the log and Elo scales."""
+        return params.get("scale", "log") in ("log", "elo")
 
     def fit_counts_batch(self, W, T, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
         """Every resample's Davidson fit in one batched Newton solve; None for scales it cannot batch."""
@@ -246,6 +313,18 @@ class Majority(Ranker):
 class Elo(Ranker):
     """Online Elo over votes in a stated order (``order``: time, input or prompt; ``ELO_ORDERS``)."""
 
+    def vote_order(self, params, has_time):
+        """``order`` when given, else time when some verdict has a timestamp, else input (source order);
+        ``order=time`` without any timestamp reads the source order and says so."""
+        order = params.get("order")
+        if order is not None and order not in ELO_ORDERS:
+            raise LensError(f"Elo order={order!r} is not one of {', '.join(ELO_ORDERS)}.")
+        if order in (None, "time") and not has_time():
+            words = ORDER_WORDS["input"]
+            return "input", words + ("; order=time asked, but no verdict has a timestamp" if order == "time" else "")
+        order = order or "time"
+        return order, ORDER_WORDS[order]
+
     def fit_counts(self, pc, votes=None, *, k=4.0, base=10.0, scale=400.0, init=1000.0, seed=None, order=None):
         """Sequential Elo over the votes in their stated order (or a seeded shuffle); needs the votes, not counts."""
         check_counts(pc, "elo")
@@ -271,6 +350,10 @@ class Elo(Ranker):
 class Kemeny(Ranker):
     """Kemeny consensus (graph path only)."""
 
+    def batched_bootstrap(self, stack, weights, params):
+        """Counts @ per-graph evidence, one subset DP over all resamples (``graph_batch.kemeny_batch``)."""
+        return kemeny_batch(stack, weights, **params)
+
     def notes(self, details, params, table=None):
         """Whether the order is exact and unique, or a heuristic that is not certified optimal."""
         if details.get("exact"):
@@ -286,6 +369,10 @@ class PGED(Ranker):
     def default_unit(self, params):
         """Resample prompts in per-prompt mode (graphs of one prompt move together), else graphs."""
         return "prompt" if params.get("mode", "per-prompt") == "per-prompt" else "graph"
+
+    def batched_bootstrap(self, stack, weights, params):
+        """Algorithm 1 on all ensembles at once, or the per-question batch (``graph_batch.pged_batch``)."""
+        return pged_batch(stack, weights, **params)
 
     def notes(self, details, params, table=None):
         """The mode and aggregation used, co-optimal orders and the participation warning."""
@@ -307,6 +394,10 @@ class PGED(Ranker):
 class Borda(Ranker):
     """Weight score / Borda over per-graph rankings (graph path only)."""
 
+    def batched_bootstrap(self, stack, weights, params):
+        """Counts @ per-graph points (``graph_batch.borda_batch``)."""
+        return borda_batch(stack, weights, **params)
+
     def notes(self, details, params, table=None):
         """The participation warning unless the scores were normalised."""
         if details.get("normalized"):
@@ -318,6 +409,10 @@ class Borda(Ranker):
 class ELSPR(Ranker):
     """ELSPR's cleaned Bradley-Terry (graph path only)."""
 
+    def batched_bootstrap(self, stack, weights, params):
+        """One batched BT fit on counts @ the fixed cleaned pairs (``graph_batch.elspr_batch``)."""
+        return elspr_batch(stack, weights, **params)
+
     def notes(self, details, params, table=None):
         """How many compared pairs the reconstruction discarded."""
         d = details
@@ -325,20 +420,28 @@ class ELSPR(Ranker):
                 "compared pairs discarded by the reconstruction."]
 
 
+class PairwiseMajority(Ranker):
+    """Copeland on the majority of per-graph rankings (graph path only)."""
+
+    def batched_bootstrap(self, stack, weights, params):
+        """Counts @ per-graph "ranked above" matrices (``graph_batch.pairwise_majority_batch``)."""
+        return pairwise_majority_batch(stack, weights, **params)
+
+
 RANKER_OBJECTS: dict[str, Ranker] = {
-    "bt": BT("bt", counts=True),
-    "davidson": Davidson("davidson", counts=True),
-    "elo": Elo("elo", counts=True),
+    "bt": BT("bt", counts=True, elo_factor=ELO_FACTOR),
+    "davidson": Davidson("davidson", counts=True, elo_factor=ELO_FACTOR),
+    "elo": Elo("elo", counts=True, sequential=True, elo_factor=1.0),
     "winrate": WinRate("winrate", counts=True),
-    "copeland": Copeland("copeland", counts=True),
-    "scorewin": Copeland("scorewin", counts=True),
+    "copeland": Copeland("copeland", counts=True, counting=True),
+    "scorewin": Copeland("scorewin", counts=True, counting=True),
     "rank-centrality": RankCentrality("rank-centrality", counts=True),
-    "majority": Majority("majority", counts=True),
-    "pged": PGED("pged", ordered=True),
+    "majority": Majority("majority", counts=True, counting=True),
+    "pged": PGED("pged", ordered=True, prompt_unit_words=" (per-prompt PGED's own unit)"),
     "kemeny": Kemeny("kemeny", ordered=True),
     "elspr": ELSPR("elspr"),
-    "borda": Borda("borda"),
-    "pairwise-majority": Ranker("pairwise-majority"),
+    "borda": Borda("borda", counting=True),
+    "pairwise-majority": PairwiseMajority("pairwise-majority", counting=True),
 }
 """Every registered ranker as its object (same names as ``RANKERS``)."""
 

@@ -32,6 +32,13 @@ ELO_ORDERS = ("time", "input", "prompt")
 """Elo's update orders (``--param order=…``): by timestamp (source order among equal or missing times), by
 source order (file, line), or by graph key then model pair (the stack's order)."""
 
+ORDER_WORDS = {
+    "time": "by timestamp (source order among equal or missing times)",
+    "input": "source order (file, line)",
+    "prompt": "graph key, then model pair (no time order used)",
+}
+"""Each Elo order in words, as the board's ranker details say which order was used."""
+
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("elo", "order"): ELO_ORDERS,
     **{(r, "on_degenerate"): ("regularize", "raise") for r in ("bt", "davidson", "rank-centrality", "elspr")},

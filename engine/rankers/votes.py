@@ -101,6 +101,18 @@ class Votes:
                        prompt=self.prompt[mask], row=self.row[mask],
                        p_lo=None if self.p_lo is None else self.p_lo[mask])
 
+    def restrict_models(self, keep: np.ndarray) -> Votes:
+        """The votes over the models where ``keep`` (bool, n) is True, their codes renumbered; every vote
+        must be between kept models (a model left off the board is one without a vote)."""
+        from dataclasses import replace
+
+        keep = np.asarray(keep, dtype=bool)
+        code = np.cumsum(keep) - 1
+        if not (keep[self.lo].all() and keep[self.hi].all()):
+            raise ValueError("restrict_models would drop a model that has votes.")
+        return replace(self, models=tuple(m for m, k in zip(self.models, keep, strict=True) if k),
+                       lo=code[self.lo].astype(self.lo.dtype), hi=code[self.hi].astype(self.hi.dtype))
+
     def cells(self) -> np.ndarray:
         """Cell code per vote: (lo * n + hi) * 3 + outcome + 1 (one of 3 outcomes per pair)."""
         return (self.lo.astype(np.int64) * self.n + self.hi) * 3 + (self.outcome.astype(np.int64) + 1)

@@ -3,16 +3,57 @@ carries the table with the parameters that produced it (shared by the graph and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from engine.rankers import RankResult
+from engine.graphs.stack import DEFAULT_POLICY
+from engine.rankers import RankResult, ranker_object
+from engine.rankers.objects import Ranker
 from engine.ranking.bootstrap import BootstrapResult
 
-COUNTING_RANKERS = ("copeland", "scorewin", "majority", "borda", "pairwise-majority")
+
+@dataclass(frozen=True)
+class BoardSpec:
+    """How to rank a selection: the ranker and its parameters, keep-K truncation, the bootstrap and the
+    combine policy. One object travels from the CLI and the app through ``leaderboard`` to the graph and
+    count paths (``leaderboard_from_stack``, ``leaderboard_from_votes``, ``leaderboard_from_counts``), so a
+    choice is named once and cannot be dropped on the way. What is ranked (store, dataset, judge,
+    category, or a stack or votes) is passed beside it."""
+
+    ranker: str = "bt"
+    ranker_params: dict[str, Any] = field(default_factory=dict, hash=False)
+    """The ranker's parameters (``--param``, ``--judge-weight``), checked by the ranker's object."""
+    keep_k: int | None = None
+    """Keep the K graphs with the smallest S_mu (None: rank every graph)."""
+    mu: float = 1.0
+    per_category: bool = False
+    pool: str = "perturbed"
+    bootstrap: int = 0
+    """Bootstrap resamples for the intervals (0: none)."""
+    seed: int = 0
+    level: float = 0.95
+    bootstrap_unit: str | None = None
+    """graph, prompt or vote (None: the ranker's own unit)."""
+    policy: str = DEFAULT_POLICY
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ranker_params", dict(self.ranker_params or {}))
+
+    @property
+    def obj(self) -> Ranker:
+        """The ranker's object (an unknown name is a user error naming the choices)."""
+        return ranker_object(self.ranker)
+
+    @classmethod
+    def of(cls, spec: BoardSpec | None, choices: dict[str, Any]) -> BoardSpec:
+        """``spec`` with the keyword ``choices`` applied (a library caller's shorthand: ``ranker="elo"``);
+        an unknown choice is a TypeError naming it."""
+        base = cls() if spec is None else spec
+        return replace(base, **choices) if choices else base
+
 
 TABLE_COLUMNS = (
     "rank", "model", "score", "ci_low", "ci_high", "rank_low", "rank_high", "wins", "losses", "ties",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.rankers import ranker_object
-from engine.ranking.board import COUNTING_RANKERS, UNIT_NOTES, Leaderboard
+from engine.ranking.board import UNIT_NOTES, Leaderboard
 
 
 def _fmt(v: Any) -> str:
@@ -19,6 +19,7 @@ def board_notes(board: Leaderboard) -> list[str]:
     nu, Elo's K and order, Kemeny exact or heuristic and its tie-break, PGED's mode, bootstrap
     regularisations, the policy for pairs never compared). The CLI prints them; the library never does."""
     p, d, r = board.params, board.result.details, board.params["ranker"]
+    obj = ranker_object(r)
     out: list[str] = []
     if p.get("keep_k") is not None:
         thr = p.get("threshold")
@@ -41,16 +42,16 @@ def board_notes(board: Leaderboard) -> list[str]:
         out.append(f"{r}: {reg}.")
     if d.get("converged") is False:
         out.append(f"{r}: the fit did not converge ({d.get('convergence') or d.get('message', 'no reason given')}).")
-    out.extend(ranker_object(r).notes(d, p, board.table))
+    out.extend(obj.notes(d, p, board.table))
     if d.get("pairs_without_probability"):
         out.append(f"{r}: {d['pairs_without_probability']} compared pair(s) had no judge probability and count "
                    "as hard outcomes.")
-    if r in COUNTING_RANKERS and p.get("n_uncompared_pairs"):
+    if obj.counting and p.get("n_uncompared_pairs"):
         out.append(f"{r}: {p['n_uncompared_pairs']} pair(s) of models were never compared; {d.get('uncompared_pairs')}.")
     if p.get("bootstrap"):
         if p.get("bootstrap_unit") == "prompt":
             out.append(f"bootstrap: resampled prompts (all graphs of a prompt together), {p['bootstrap']} times"
-                       + (" (per-prompt PGED's own unit)." if r == "pged" else "."))
+                       + obj.prompt_unit_words + ".")
         if p.get("bootstrap_n_undefined"):
             out.append(f"bootstrap: {p['bootstrap_n_undefined']} of {p['bootstrap']} resamples left some model without "
                        f"the comparisons its {r} score needs; that model's intervals use the other resamples.")

@@ -2,7 +2,9 @@
 
 Resampling T graphs with replacement gives graph t a multinomial count c_t (sum T). Every ranker
 whose statistic is built from sums over graphs is batched: the resampled sums are one matrix product
-c @ (per-graph contributions), and the fit runs on all B resamples at once:
+c @ (per-graph contributions), and the fit runs on all B resamples at once. Each ranker's object owns
+its batched form (``Ranker.batched_bootstrap``, most in ``engine.rankers.graph_batch``); this module
+draws the counts, asks the object, and refits once per resample when it has none:
 
 - half-tie BT (Newton batch; identical graphs pooled first, exact) and ``scale="elo"`` (a rescale);
 - Davidson (batched Newton on (theta, log nu), with the single fit's existence check and virtual wins);
@@ -47,28 +49,10 @@ from scipy import sparse
 
 from engine.errors import LensError
 from engine.graphs.stack import DEFAULT_POLICY, GraphStack
-from engine.rankers import RANKER_OBJECTS, rank, ranker_object
-from engine.rankers.base import ordered_ranks_batch, ranks_from_scores_batch, single_thread_blas
-from engine.rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info
+from engine.rankers import rank, ranker_object
+from engine.rankers.base import ordered_ranks_batch, ranks_from_scores_batch
+from engine.rankers.bt import fit_bt_batch_info
 from engine.rankers.counts import VerdictCounts, verdict_counts
-from engine.rankers.elspr import cleaned_contributions
-from engine.rankers.kemeny import kemeny_orders_batch, scores_from_orders
-from engine.rankers.pged import (
-    AGGREGATES,
-    DELTA_TIES,
-    MODES,
-    PROMPT_TIES,
-    ensemble_descendants,
-    pged_per_prompt_scores,
-    question_ids,
-)
-from engine.rankers.simple import (
-    borda_points,
-    borda_scores,
-    pairwise_majority_scores,
-    ranking_above,
-)
-from engine.rankers.simple import graph_weights as ranker_weights
 
 
 @dataclass(frozen=True)
@@ -123,8 +107,6 @@ def _check(B: int, level: float) -> None:
 
 
 UNITS = ("graph", "prompt")
-ORDERED_RANKERS = tuple(name for name, obj in RANKER_OBJECTS.items() if obj.ordered)
-"""Rankers whose point rank is a position in a stated total order (score, then model name)."""
 
 
 def default_unit(ranker: str, params: dict) -> str:
@@ -148,105 +130,32 @@ def graph_weights(stack: GraphStack, B: int, rng: np.random.Generator, unit: str
     return c[:, ids]
 
 
-def _bt_batched(stack: GraphStack, B: int, rng: np.random.Generator, unit: str, params: dict) -> tuple:
+def pattern_weights(stack: GraphStack, B: int, rng: np.random.Generator) -> np.ndarray:
+    """(B, T) resampling counts drawn per distinct graph pattern: one multinomial over the P distinct
+    adjacency patterns (probabilities their multiplicities / T), each pattern's count put on its first
+    graph. The same law as ``graph_weights`` for a statistic of the multiset of graphs, with P draws
+    instead of T (``Ranker.pools_identical_graphs``)."""
     n = stack.n
-    contrib = (stack.wins.astype(np.float32) + np.float32(0.5) * stack.ties).reshape(stack.T, n * n)
-    if unit == "graph":
-        packed = np.packbits(stack.adj.reshape(stack.T, n * n), axis=1)
-        _, first, mult = np.unique(packed, axis=0, return_index=True, return_counts=True)
-        counts = rng.multinomial(stack.T, mult / stack.T, size=B)
-        wb = counts.astype(np.float32) @ contrib[first]
-    else:
-        wb = graph_weights(stack, B, rng, unit).astype(np.float32) @ contrib
-    wb = wb.reshape(B, n, n).astype(np.float64)
-    scores, n_reg, n_unconv, _ = ranker_object("bt").fit_counts_batch(wb, np.zeros_like(wb), **params)
-    return scores, n_reg, n_unconv
+    packed = np.packbits(stack.adj.reshape(stack.T, n * n), axis=1)
+    _, first, mult = np.unique(packed, axis=0, return_index=True, return_counts=True)
+    counts = rng.multinomial(stack.T, mult / stack.T, size=B)
+    c = np.zeros((B, stack.T), dtype=counts.dtype)
+    c[:, first] = counts
+    return c
 
 
-def _sums(c: np.ndarray, per_graph: np.ndarray) -> np.ndarray:
-    """(B, T) counts @ (T, n, n) per-graph arrays → (B, n, n) resampled sums (one product)."""
-    T, n, _ = per_graph.shape
-    return (c.astype(np.float64) @ per_graph.reshape(T, n * n).astype(np.float64)).reshape(-1, n, n)
-
-
-def _allowed(ranker: str, params: dict, keys: tuple[str, ...]) -> bool:
-    return set(params) <= set(keys)
-
-
-def _batched(stack: GraphStack, ranker: str, c: np.ndarray, params: dict) -> tuple[np.ndarray, int, int, str] | None:
-    """All B resamples of ``ranker`` from the resampling counts c (B, T), or None (no batched form)."""
-    wins, ties = stack.wins, stack.ties
-    obj = ranker_object(ranker)
-    if obj.counts and obj.has_batch(params):  # count rankers: their own batched fit on resampled W and T
-        out = obj.fit_counts_batch(_sums(c, wins), _sums(c, ties), **params)
-        if out is not None:
-            scores, n_reg, n_unconv, how = out
-            return scores, n_reg, n_unconv, f"W and T of every resample in one product, {how}"
-    if ranker == "borda" and _allowed(ranker, params, ("weights", "normalize")):
-        points, attainable = borda_points(stack)
-        g = c * ranker_weights(stack, params.get("weights"))[None]
-        out = borda_scores(points, attainable, g, params.get("normalize", False), strict=False)
-        return out, 0, 0, "counts @ per-graph points"
-    if ranker == "pairwise-majority" and _allowed(ranker, params, ("weights", "normalize")):
-        g = c * ranker_weights(stack, params.get("weights"))[None]
-        present = stack.observed.any(axis=2).astype(np.float64)
-        both = present[:, :, None] * present[:, None, :]
-        ranked = _sums(g, both) > 0
-        out = pairwise_majority_scores(_sums(g, ranking_above(stack)), ranked, params.get("normalize", False),
-                                       strict=False)
-        return out, 0, 0, "counts @ per-graph 'ranked above' matrices"
-    if ranker == "kemeny" and _allowed(ranker, params, ("source", "weights", "exact_max")):
-        source = params.get("source", "pairs")
-        if source not in ("pairs", "rankings"):
-            return None
-        g = c * ranker_weights(stack, params.get("weights"))[None]
-        per_graph = wins + 0.5 * ties if source == "pairs" else ranking_above(stack)
-        orders, exact, _ = kemeny_orders_batch(_sums(g, per_graph), params.get("exact_max", 12))
-        how = "one subset DP vectorised over B" if exact else "local search per resample"
-        return scores_from_orders(orders), 0, 0, f"counts @ per-graph evidence, {how}"
-    if ranker == "elspr" and _allowed(ranker, params, ("alpha", "on_degenerate")):
-        cw, ct, _ = cleaned_contributions(stack)
-        with single_thread_blas():
-            fit = fit_bt_batch_info(_sums(c, cw + 0.5 * ct), alpha=params.get("alpha", DEFAULT_ALPHA),
-                                    on_degenerate=params.get("on_degenerate", "regularize"))
-        return (fit.scores, int(fit.regularised.sum()), int((~fit.converged).sum()),
-                "fixed cleaned pairs per graph, one batched BT fit")
-    if ranker == "pged" and _allowed(ranker, params,
-                                     ("weights", "mode", "aggregate", "prompt_ties", "delta_ties", "exact_max")):
-        return _pged_batched(stack, c, params)
-    return None
-
-
-def _pged_batched(stack: GraphStack, c: np.ndarray, params: dict) -> tuple[np.ndarray, int, int, str] | None:
-    mode = params.get("mode", "per-prompt")
-    aggregate = params.get("aggregate", "weight-score")
-    prompt_ties = params.get("prompt_ties", "average")
-    delta_ties = params.get("delta_ties", "average")
-    if mode not in MODES or aggregate not in AGGREGATES or prompt_ties not in PROMPT_TIES or delta_ties not in DELTA_TIES:
-        return None  # the single fit names the mistake
-    alpha = ranker_weights(stack, params.get("weights"))
-    if mode == "global":
-        desc, _, _ = ensemble_descendants(_sums(c * alpha[None], stack.wins), delta_ties)
-        return desc, 0, 0, "Algorithm 1 on all B ensembles at once"
-    q_of_t, qkeys = question_ids(stack)
-    n_q = len(qkeys)
-    cf = c.astype(np.float64)
-    size = np.bincount(q_of_t, minlength=n_q).astype(np.float64)
-    member = sparse.csr_matrix((np.ones(stack.T), (np.arange(stack.T), q_of_t)), shape=(stack.T, n_q))
-    m = np.asarray(cf @ member) / size[None]  # mean draw count of each question's graphs
-    hi = np.full((c.shape[0], n_q), -np.inf)
-    lo = np.full((c.shape[0], n_q), np.inf)
-    np.maximum.at(hi.T, q_of_t, cf.T)
-    np.minimum.at(lo.T, q_of_t, cf.T)
-    fixed = bool((hi == lo).all())
-    kw = {"aggregate": aggregate, "prompt_ties": prompt_ties, "exact_max": params.get("exact_max", 12),
-          "delta_ties": delta_ties}
-    if fixed:
-        score, _ = pged_per_prompt_scores(stack, alpha, m, **kw)
-        return score, 0, 0, "fixed per-question rankings, aggregation weighted by question multiplicities"
-    score, _ = pged_per_prompt_scores(stack, alpha, m, g=cf, **kw)
-    return score, 0, 0, ("B x Q per-question ensembles denoised in one batched pass, questions weighted by the "
-                         "mean draw count of their graphs")
+def refit_samples(stack: GraphStack, ranker: str, weights: np.ndarray, params: dict) -> tuple:
+    """The slow way: one ``rank`` of the stack per resample, graph t repeated ``weights[b, t]`` times;
+    (B, n) scores, (B, n) ranks by each refit's own rank rule, resamples regularised, unconverged."""
+    rows, rank_rows, n_reg, n_unconv = [], [], 0, 0
+    for b in range(weights.shape[0]):
+        idx = np.repeat(np.arange(stack.T), weights[b])
+        res = rank(stack.subset(idx), ranker, **params)
+        rows.append(res.scores.reindex(list(stack.models)).to_numpy(np.float64))
+        rank_rows.append(res.ranks.reindex(list(stack.models)).to_numpy(np.int64))
+        n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
+        n_unconv += res.details.get("converged", True) is False
+    return np.vstack(rows), np.vstack(rank_rows), n_reg, n_unconv
 
 
 def bootstrap(
@@ -263,36 +172,24 @@ def bootstrap(
         extra = (" (single votes are resampled only by the count rankers: bt, davidson, elo, winrate, copeland, "
                  "scorewin, rank-centrality, majority)" if unit == "vote" else "")
         raise LensError(f"Unknown bootstrap unit {unit!r}; choose graph or prompt{extra}.")
+    obj = ranker_object(ranker)
+    params = obj.check(params)
     rng = np.random.default_rng(seed)
-    n_unconv = 0
     ranks = None
-    if ranker == "bt" and not params.get("soft", False) and _allowed(
-            ranker, params, ("solver", "alpha", "on_degenerate", "scale", "soft")):
-        with single_thread_blas():
-            samples, n_reg, n_unconv = _bt_batched(stack, B, rng, unit, params)
-        method = "batched: multinomial graph weights, one matrix product, one batched Newton fit"
+    if unit == "graph" and obj.pools_identical_graphs(params):
+        weights = pattern_weights(stack, B, rng)
     else:
         weights = graph_weights(stack, B, rng, unit)
-        out = _batched(stack, ranker, weights, params)
-        if out is not None:
-            samples, n_reg, n_unconv, how = out
-            method = f"batched: multinomial graph weights, {how}"
-        else:
-            rows, rank_rows, n_reg = [], [], 0
-            for b in range(B):  # rankers without a batched form: one fit per resample
-                idx = np.repeat(np.arange(stack.T), weights[b])
-                res = rank(stack.subset(idx), ranker, **params)
-                rows.append(res.scores.reindex(list(stack.models)).to_numpy(np.float64))
-                rank_rows.append(res.ranks.reindex(list(stack.models)).to_numpy(np.int64))
-                n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
-                n_unconv += res.details.get("converged", True) is False
-            samples = np.vstack(rows)
-            ranks = np.vstack(rank_rows)  # each refit's own rank rule
-            method = "one refit per resample"
+    out = obj.batched_bootstrap(stack, weights, params)
+    if out is not None:
+        samples, n_reg, n_unconv, how = out
+        method = f"batched: multinomial graph weights, {how}"
+    else:
+        samples, ranks, n_reg, n_unconv = refit_samples(stack, ranker, weights, params)
+        method = "one refit per resample"
     samples = np.asarray(samples, dtype=np.float64)
     if ranks is None:
-        ranks = (ordered_ranks_batch(samples, stack.models) if ranker in ORDERED_RANKERS
-                 else ranks_from_scores_batch(samples))
+        ranks = ordered_ranks_batch(samples, stack.models) if obj.ordered else ranks_from_scores_batch(samples)
     return BootstrapResult(
         ranker, stack.models, int(B), int(seed), float(level), samples, ranks, method,
         int(n_reg), int(n_unconv), unit, int(np.isnan(samples).any(axis=1).sum()),

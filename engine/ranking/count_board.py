@@ -11,11 +11,10 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
-from engine.rankers import fit_counts, ranker_object
-from engine.rankers.objects import ELO_ORDERS
+from engine.rankers import fit_counts
 from engine.rankers.votes import PairCounts, Votes
 from engine.rankers.votes import votes as make_votes
-from engine.ranking.board import TABLE_COLUMNS, Leaderboard, plain_values
+from engine.ranking.board import TABLE_COLUMNS, BoardSpec, Leaderboard, plain_values
 from engine.ranking.count_bootstrap import bootstrap_counts
 
 if TYPE_CHECKING:
@@ -24,60 +23,56 @@ if TYPE_CHECKING:
 
 def leaderboard_from_votes(
     votes: Votes,
+    spec: BoardSpec | None = None,
     *,
-    ranker: str = "bt",
-    bootstrap: int = 0,
-    seed: int = 0,
-    ranker_params: dict | None = None,
-    level: float = 0.95,
     extra_params: dict | None = None,
-    bootstrap_unit: str | None = None,
     kept: pd.DataFrame | None = None,
+    **choices,
 ) -> Leaderboard:
     """Rank from votes and their pair counts (no graph stack): the count rankers' path.
 
     ``votes`` come from ``engine.ranking.vote_query`` (DuckDB) and ``engine.rankers.votes.votes``; the table's
-    counts are votes (``UNIT_NOTES``). Models without a vote are left off the board.
+    counts are votes (``UNIT_NOTES``). Models without a vote are left off the board. ``spec`` says how to
+    rank (``choices``: keyword shorthand for its fields, e.g. ``ranker="elo"``).
     """
-    return leaderboard_from_counts(votes.pair_counts(), votes, n_votes=len(votes), n_verdicts=votes.n_verdicts,
-                                   policy=votes.policy, ranker=ranker, bootstrap=bootstrap, seed=seed,
-                                   ranker_params=ranker_params, level=level, extra_params=extra_params,
-                                   bootstrap_unit=bootstrap_unit, kept=kept)
+    return leaderboard_from_counts(votes.pair_counts(), votes, BoardSpec.of(spec, choices), n_votes=len(votes),
+                                   n_verdicts=votes.n_verdicts, policy=votes.policy, extra_params=extra_params,
+                                   kept=kept)
 
 
 def leaderboard_from_counts(
     pc: PairCounts,
-    votes: Votes | None = None,
+    votes: Votes | None,
+    spec: BoardSpec,
     *,
     n_votes: int,
     n_verdicts: int,
     policy: str,
-    ranker: str = "bt",
-    bootstrap: int = 0,
-    seed: int = 0,
-    ranker_params: dict | None = None,
-    level: float = 0.95,
     extra_params: dict | None = None,
-    bootstrap_unit: str | None = None,
     kept: pd.DataFrame | None = None,
 ) -> Leaderboard:
-    """Rank from vote pair counts (``votes``: the votes themselves, needed by Elo and the bootstrap)."""
-    obj = ranker_object(ranker)
-    params = obj.check(dict(ranker_params or {}))
+    """Rank from vote pair counts (``votes``: the votes themselves, needed by Elo and the bootstrap);
+    ``policy`` is how the votes' presentation orders were combined."""
+    ranker, bootstrap, seed, level = spec.ranker, spec.bootstrap, spec.seed, spec.level
+    obj = spec.obj
+    params = obj.check(spec.ranker_params)
     if int(bootstrap or 0) < 0:
         raise LensError(f"The number of bootstrap resamples must be 0 (no intervals) or more; got {bootstrap}.")
     if n_votes == 0:
         raise LensError("The selection holds no graph: no valid verdict matches the filters.")
-    if (votes is None) and (bootstrap or obj.name == "elo"):
+    if (votes is None) and (bootstrap or obj.sequential):
         raise ValueError("The bootstrap and Elo need the votes, not only their pair counts.")
     seen = pc.votes > 0
+    fit_votes = votes
     dropped = [m for m, k in zip(pc.models, seen, strict=True) if not k]
     if dropped:
         if seen.sum() < 2:
             raise LensError(f"Only {int(seen.sum())} model(s) have a comparison in the selection; a ranking needs "
                             "at least two.")
         pc = pc.restrict(seen)
-    res = fit_counts(ranker, pc, votes, **params)
+        if votes is not None:  # Elo reads the votes' model codes: renumber them as the counts were (the
+            fit_votes = votes.restrict_models(seen)  # bootstrap keeps all codes and picks the board's models)
+    res = fit_counts(ranker, pc, fit_votes, **params)
     models = list(pc.models)
     wins, losses, ties = pc.W.sum(axis=1), pc.W.sum(axis=0), pc.T.sum(axis=1)
     games = wins + losses + ties
@@ -91,7 +86,7 @@ def leaderboard_from_counts(
     table["rank"] = res.ranks.reindex(models).to_numpy()
     boot = None
     if bootstrap and int(bootstrap) > 0:
-        boot = bootstrap_counts(votes, ranker, int(bootstrap), int(seed), level=level, unit=bootstrap_unit,
+        boot = bootstrap_counts(votes, ranker, int(bootstrap), int(seed), level=level, unit=spec.bootstrap_unit,
                                 models=tuple(models), **params)
         sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
         table["ci_low"], table["ci_high"] = sci["low"].to_numpy(), sci["high"].to_numpy()
@@ -122,80 +117,58 @@ def leaderboard_from_counts(
     return Leaderboard(table, info, n_graphs, kept_frame, res, boot)
 
 
-def elo_fetch_order(ranker: str, params: dict | None, columns) -> str | None:
-    """The row order Elo needs: ``order`` when given, else time when the source has timestamps, else input."""
-    if ranker != "elo":
-        return None
-    order = (params or {}).get("order")
-    if order is not None and order not in ELO_ORDERS:
-        raise LensError(f"Elo order={order!r} is not one of {', '.join(ELO_ORDERS)}.")
-    if order is None:
-        order = "time" if "tstamp" in set(columns) else "input"
-    return order
+def vote_fetch_order(spec: BoardSpec, columns) -> str | None:
+    """The row order the ranker reads its votes in (``Ranker.vote_order``; None: any order), judged from
+    whether the source has a timestamp column."""
+    got = spec.obj.vote_order(spec.ranker_params, lambda: "tstamp" in set(columns))
+    return None if got is None else got[0]
 
 
-ORDER_WORDS = {
-    "time": "by timestamp (source order among equal or missing times)",
-    "input": "source order (file, line)",
-    "prompt": "graph key, then model pair (no time order used)",
-}
+def ordered_votes(rows, spec: BoardSpec) -> Votes:
+    """Votes of the rows combined by ``spec.policy``, with the order words of a ranker that reads them in
+    order (``Ranker.vote_order``, judged from the rows' timestamps)."""
+    v = make_votes(rows, spec.policy)
+    got = spec.obj.vote_order(spec.ranker_params,
+                              lambda: rows.when is not None and bool(np.isfinite(rows.when).any()))
+    return v if got is None else replace(v, order_used=got[1])
 
 
-def ordered_votes(rows, policy: str, ranker: str, params: dict | None) -> Votes:
-    """Votes of the rows; for Elo, in the order asked for (``prompt``: graph key then pair)."""
-    v = make_votes(rows, policy)
-    if ranker != "elo":
-        return v
-    order = (params or {}).get("order")
-    has_time = rows.when is not None and bool(np.isfinite(rows.when).any())
-    if order == "time" and not has_time:
-        return replace(v, order_used=ORDER_WORDS["input"] + "; order=time asked, but no verdict has a timestamp")
-    if order is None:
-        order = "time" if has_time else "input"
-    return replace(v, order_used=ORDER_WORDS[order])
-
-
-def count_leaderboard(store: Store, dataset, judge, category, ranker, bootstrap, seed, policy, params, level, unit):
+def count_leaderboard(store: Store, dataset, judge, category, spec: BoardSpec) -> Leaderboard:
     """The count path of ``leaderboard``: DuckDB → VoteRows → votes → pair counts → fit."""
     from engine.graphs.stack import COMBINE_POLICIES
     from engine.ranking.count_query import lean_pair_counts
     from engine.ranking.vote_query import columns_of, store_relation, store_vote_rows
     from engine.store.datasets import relation_timestamp_count
 
-    if policy not in COMBINE_POLICIES:
-        raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
-    params = ranker_object(ranker).check(params)
-    order, order_words = None, None
-    if ranker == "elo":
-        order = params.get("order")
-        if order in (None, "time"):
-            cols = columns_of(store.cursor(), store_relation(store, dataset))
-            has_time = "tstamp" in cols and relation_timestamp_count(store, store_relation(store, dataset)) > 0
-            if order == "time" and not has_time:
-                order_words = ORDER_WORDS["input"] + "; order=time asked, but no verdict has a timestamp"
-            order = "time" if has_time else "input"
-        order_words = order_words or ORDER_WORDS[order]
-    fetch = {"time": "time", "input": "input", "prompt": "prompt"}.get(order) if order else None
+    if spec.policy not in COMBINE_POLICIES:
+        raise ValueError(f"Unknown combine policy {spec.policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
+    obj = spec.obj
+    spec = replace(spec, ranker_params=obj.check(spec.ranker_params))
+
+    def has_time() -> bool:
+        cols = columns_of(store.cursor(), store_relation(store, dataset))
+        return "tstamp" in cols and relation_timestamp_count(store, store_relation(store, dataset)) > 0
+
+    order = obj.vote_order(spec.ranker_params, has_time)
     extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
              "category": category}
-    if ranker != "elo" and not bootstrap:  # counts suffice; the lean fetch when every verdict is its own vote
+    if order is None and not spec.bootstrap:  # counts suffice; the lean fetch when every verdict is its own vote
         sc = lean_pair_counts(store.cursor(), store_relation(store, dataset), judge=judge, category=category)
         if sc is not None:
             if sc.n_votes == 0:
                 no_valid_verdict(dataset, judge, category)
             extra.update(judges=filtered_judges(store, dataset, judge), n_invalid_verdicts=sc.n_invalid)
-            return leaderboard_from_counts(sc.counts, None, n_votes=sc.n_votes, n_verdicts=sc.n_verdicts,
-                                           policy=policy, ranker=ranker, ranker_params=params, level=level,
-                                           extra_params=extra)
-    rows = store_vote_rows(store, dataset, judge=judge, category=category, order_by=fetch)
+            return leaderboard_from_counts(sc.counts, None, spec, n_votes=sc.n_votes, n_verdicts=sc.n_verdicts,
+                                           policy=spec.policy, extra_params=extra)
+    rows = store_vote_rows(store, dataset, judge=judge, category=category,
+                           order_by=None if order is None else order[0])
     if len(rows) == 0:
         no_valid_verdict(dataset, judge, category)
-    v = make_votes(rows, policy)
-    if ranker == "elo":
-        v = replace(v, order_used=order_words)
+    v = make_votes(rows, spec.policy)
+    if order is not None:
+        v = replace(v, order_used=order[1])
     extra.update(judges=filtered_judges(store, dataset, judge), n_invalid_verdicts=rows.n_invalid)
-    return leaderboard_from_votes(v, ranker=ranker, bootstrap=bootstrap, seed=seed, ranker_params=params,
-                                  level=level, extra_params=extra, bootstrap_unit=unit)
+    return leaderboard_from_votes(v, spec, extra_params=extra)
 
 
 def no_valid_verdict(dataset, judge, category):

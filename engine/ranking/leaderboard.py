@@ -14,16 +14,16 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
-from engine.graphs.stack import DEFAULT_POLICY, GraphStack, graph_cells, stack_from_cells
-from engine.rankers import rank, ranker_object
+from engine.graphs.stack import GraphStack, graph_cells, stack_from_cells
+from engine.rankers import rank
 from engine.rankers.base import ranks_from_scores
-from engine.ranking.board import TABLE_COLUMNS, Leaderboard, plain_values
+from engine.ranking.board import TABLE_COLUMNS, BoardSpec, Leaderboard, plain_values
 from engine.ranking.bootstrap import bootstrap as run_bootstrap
 from engine.ranking.count_board import (
     count_leaderboard,
-    elo_fetch_order,
     leaderboard_from_votes,
     ordered_votes,
+    vote_fetch_order,
 )
 from engine.ranking.distances import all_distances
 from engine.ranking.vote_query import frame_vote_rows, key_hashes
@@ -48,28 +48,24 @@ def truncate(stack: GraphStack, keep_k: int, mu: float = 1.0, per_category: bool
 
 def leaderboard_from_stack(
     stack: GraphStack,
+    spec: BoardSpec | None = None,
     *,
-    ranker: str = "bt",
-    keep_k: int | None = None,
-    mu: float = 1.0,
-    per_category: bool = False,
-    pool: str = "perturbed",
-    bootstrap: int = 0,
-    seed: int = 0,
-    ranker_params: dict | None = None,
-    level: float = 0.95,
     extra_params: dict | None = None,
-    bootstrap_unit: str | None = None,
+    **choices,
 ) -> Leaderboard:
     """Rank a stack (optionally truncated to keep-K) and tabulate scores, CIs and win/loss/tie counts.
 
+    ``spec`` says how (``choices``: keyword shorthand for its fields, e.g. ``ranker="borda", keep_k=10``).
     Only models compared in the ranked graphs are ranked: after keep-K (or a filter) a model without
     any comparison would otherwise get a score from regularisation alone (BT's virtual ties put four
     unseen guanacos 3rd with every judge pooled and K = 10). Dropped models are listed in
-    ``params["dropped_models"]`` and in a note. ``bootstrap_unit``: graph or prompt (None: the
+    ``params["dropped_models"]`` and in a note. ``spec.bootstrap_unit``: graph or prompt (None: the
     ranker's own unit, ``engine.ranking.bootstrap.default_unit``).
     """
-    params = dict(ranker_params or {})
+    spec = BoardSpec.of(spec, choices)
+    ranker, keep_k, mu, per_category, pool = spec.ranker, spec.keep_k, spec.mu, spec.per_category, spec.pool
+    bootstrap, seed, level = spec.bootstrap, spec.seed, spec.level
+    params = dict(spec.ranker_params)
     n_pool = stack.T
     threshold, keep_note, kept_table = None, None, None
     if int(bootstrap or 0) < 0:
@@ -105,7 +101,8 @@ def leaderboard_from_stack(
     table["rank"] = res.ranks.reindex(models).to_numpy()
     boot = None
     if bootstrap and int(bootstrap) > 0:
-        boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, unit=bootstrap_unit, **params)
+        boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, unit=spec.bootstrap_unit,
+                             **params)
         sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
         table["ci_low"], table["ci_high"] = sci["low"].to_numpy(), sci["high"].to_numpy()
         table["rank_low"], table["rank_high"] = rci["low"].to_numpy(), rci["high"].to_numpy()
@@ -174,41 +171,34 @@ def compared_models_only(stack: GraphStack, after_keep_k: bool = False) -> tuple
 def leaderboard(
     store: Store,
     dataset: str,
+    spec: BoardSpec | None = None,
     *,
     judge: str | list[str] | None = None,
     category: str | list[str] | None = None,
-    ranker: str = "bt",
-    keep_k: int | None = None,
-    mu: float = 1.0,
-    per_category: bool = False,
-    pool: str = "perturbed",
-    bootstrap: int = 0,
-    seed: int = 0,
-    policy: str = DEFAULT_POLICY,
-    ranker_params: dict | None = None,
-    level: float = 0.95,
-    bootstrap_unit: str | None = None,
+    **choices,
 ) -> Leaderboard:
-    """The leaderboard of a stored dataset under the given filters, truncation and ranker.
+    """The leaderboard of a stored dataset under the given filters, ranked as ``spec`` says (``choices``:
+    keyword shorthand for its fields, e.g. ``ranker="elo", keep_k=15``).
 
     Count rankers (``RANKER_OBJECTS[r].counts``) without keep-K read vote counts from DuckDB and never
     build a graph stack; with keep-K the graphs pick the kept keys and only their verdicts are counted.
     Graph rankers rank the graph stack.
     """
-    obj = ranker_object(ranker)
+    spec = BoardSpec.of(spec, choices)
+    obj, keep_k = spec.obj, spec.keep_k
     if obj.counts and keep_k is None:
-        return count_leaderboard(store, dataset, judge, category, ranker, bootstrap, seed, policy,
-                                  dict(ranker_params or {}), level, bootstrap_unit)
+        return count_leaderboard(store, dataset, judge, category, spec)
     verdicts = store.verdicts(dataset, judge=judge, category=category)
     if verdicts.empty or (verdicts["winner"] == "invalid").all():
         what = ", ".join(f"{k} {v!r}" for k, v in (("judge", judge), ("category", category)) if v is not None)
         raise LensError(f"Dataset {dataset!r} has no valid verdict{' for ' + what if what else ''}.")
-    cells = graph_cells(verdicts, policy=policy)
+    cells = graph_cells(verdicts, policy=spec.policy)
     if keep_k is not None:  # refuse keep-K where no graph can hold a cycle before any (T, n, n) array
         from engine.graphs.buckets import buckets_from_cells
         from engine.graphs.truncation import keep_k_graphs
 
-        kept = keep_k_graphs(buckets_from_cells(cells), keep_k, mu=mu, per_category=per_category, pool=pool)
+        kept = keep_k_graphs(buckets_from_cells(cells), keep_k, mu=spec.mu, per_category=spec.per_category,
+                             pool=spec.pool)
     stack = stack_from_cells(cells)
     extra = {
         "dataset": dataset,
@@ -223,21 +213,17 @@ def leaderboard(
             raise LensError("The selection holds no graph: no valid verdict matches the filters.")
         sel = kept  # the buckets' keep-K (same graph keys, in the same order, as the stack's): scored once
         kept_keys = sel.table
-        rows = frame_vote_rows(verdicts, order_by=elo_fetch_order(ranker, ranker_params, verdicts.columns))
+        rows = frame_vote_rows(verdicts, order_by=vote_fetch_order(spec, verdicts.columns))
         kept_hash = key_hashes(kept_keys)
-        vts = ordered_votes(rows.take(np.isin(rows.graph, kept_hash)), policy, ranker, ranker_params)
+        vts = ordered_votes(rows.take(np.isin(rows.graph, kept_hash)), spec)
         threshold = sel.threshold if not isinstance(sel.threshold, pd.Series) else sel.threshold.to_dict()
-        extra.update({"keep_k": keep_k, "mu": mu, "per_category": per_category, "pool": pool,
+        extra.update({"keep_k": keep_k, "mu": spec.mu, "per_category": spec.per_category, "pool": spec.pool,
                       "threshold": plain_values(threshold), "keep_note": sel.note or None, "n_graphs_pool": sel.n_pool})
-        board = leaderboard_from_votes(vts, ranker=ranker, bootstrap=bootstrap, seed=seed, ranker_params=ranker_params,
-                                       level=level, extra_params=extra, bootstrap_unit=bootstrap_unit, kept=kept_keys)
+        board = leaderboard_from_votes(vts, spec, extra_params=extra, kept=kept_keys)
         if board.params.get("dropped_models"):
             board.params["dropped_after_keep_k"] = True
         return board
-    return leaderboard_from_stack(
-        stack, ranker=ranker, keep_k=keep_k, mu=mu, per_category=per_category, pool=pool, bootstrap=bootstrap, seed=seed,
-        ranker_params=ranker_params, level=level, extra_params=extra, bootstrap_unit=bootstrap_unit,
-    )
+    return leaderboard_from_stack(stack, spec, extra_params=extra)
 
 
 def compare_to_reference(board: Leaderboard, reference: pd.Series) -> dict[str, Any]:

@@ -21,10 +21,6 @@ if TYPE_CHECKING:
 ELO_CENTRE = 1000.0
 """The Elo-like display scale is centred here (the arena's customary starting rating)."""
 
-ELO_FACTOR = {"bt": 400.0 / np.log(10.0), "davidson": 400.0 / np.log(10.0), "elo": 1.0}
-"""Multiplier from a ranker's score to 400·log10 units: BT and Davidson scores are natural-log
-strengths (400/ln 10 per unit), Elo ratings already are (centred on 0 by the ranker)."""
-
 SMALL_GRAPHS = 10
 """Fewer graphs than this in a selection gets a visible small-sample note."""
 
@@ -48,8 +44,11 @@ def shared_ranks(rank_low, rank_high) -> np.ndarray:
 
 
 def elo_factor(ranker: str) -> float | None:
-    """The factor to 400·log10 units for ``ranker``, or None when its score has no such reading."""
-    return ELO_FACTOR.get(ranker)
+    """The factor to 400·log10 units for ``ranker``, or None when its score has no such reading
+    (``Ranker.elo_factor``, owned by the ranker's object)."""
+    from engine.rankers import ranker_object
+
+    return ranker_object(ranker).elo_factor
 
 
 def on_scale(table: pd.DataFrame, ranker: str, elo_scale: bool) -> pd.DataFrame:
