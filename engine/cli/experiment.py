@@ -149,8 +149,11 @@ def run(args: argparse.Namespace) -> int:
             v = verdicts_of(judge)
             cats = sorted(v["category"].astype("string").fillna("(none)").unique())
             reference = resolve_reference(store, args.dataset, args.reference, cats, overall)
-            frame = results_cache.compute_and_put(store, args.dataset, kind, params,
-                                                  lambda v=v, ref=reference, f=compute: f(build_stack(v), ref))
+
+            def fresh(v: pd.DataFrame = v, ref=reference, f=compute) -> pd.DataFrame:
+                return f(build_stack(v), ref)
+
+            frame = results_cache.compute_and_put(store, args.dataset, kind, params, fresh)
         frames.append(frame.assign(judge=judge))
     out = pd.concat(frames, ignore_index=True)
     out = out[["judge", *[c for c in out.columns if c != "judge"]]]

@@ -27,7 +27,6 @@ from engine.graphs.stack import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     from engine.graphs.buckets import GraphBuckets
-    from engine.graphs.stack import GraphStack
     from engine.store.connection import Store
 
 TABLES: dict[str, str] = {
@@ -199,7 +198,7 @@ SMALL_GRAPH_TABLES: tuple[str, ...] = (
 """Tables whose triad / cycle statistics leave out graphs of fewer than 3 models."""
 
 
-def small_graph_note(stack: GraphStack | GraphBuckets, table: str) -> str | None:
+def small_graph_note(stack: GraphBuckets, table: str) -> str | None:
     """One sentence saying how many graphs a triad / cycle table left out for having < 3 models."""
     k = stack.n_below(3)
     if table not in SMALL_GRAPH_TABLES or not k:
@@ -209,7 +208,7 @@ def small_graph_note(stack: GraphStack | GraphBuckets, table: str) -> str | None
             f"{what}: no cycle or triad fits in 2 models.")
 
 
-def _empty_note(out: pd.DataFrame, table: str, stack: GraphStack | GraphBuckets) -> str | None:
+def _empty_note(out: pd.DataFrame, table: str, stack: GraphBuckets) -> str | None:
     """Why a triad table came out empty (no graph holds a fully compared triple)."""
     if table not in ("pnt", "patterns", "sntd", "heatmap") or not out.empty:
         return None
@@ -219,7 +218,7 @@ def _empty_note(out: pd.DataFrame, table: str, stack: GraphStack | GraphBuckets)
     return "No graph has a model triple with all three pairs compared, so there is no triple to classify."
 
 
-def _graph_table(stack: GraphStack | GraphBuckets, table: str, params: dict, v: pd.DataFrame | None = None) -> pd.DataFrame:
+def _graph_table(stack: GraphBuckets, table: str, params: dict, v: pd.DataFrame | None = None) -> pd.DataFrame:
     """The graph-based tables of ``diagnose`` on the bucketed graphs."""
     band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
     if table == "pnt":

@@ -328,6 +328,7 @@ def zinb_mle(x: np.ndarray, start: tuple[float, float]) -> tuple[float, float, f
                                 method="Nelder-Mead", options={"xatol": 1e-7, "fatol": 1e-9, "maxiter": 2000})
         if best is None or res.fun < best.fun:
             best = res
+    assert best is not None  # the loop above ran at least once
     th = best.x
     return float(special.expit(th[0])), float(np.exp(th[1])), float(special.expit(th[2])), -float(best.fun)
 

@@ -182,7 +182,10 @@ def _place(tri_models: np.ndarray, wr: pd.Series, edges: np.ndarray, grid: int) 
     rate = wr.reindex(tri_models.ravel()).to_numpy(np.float64).reshape(tri_models.shape)
     perms = np.array(list(itertools.permutations(range(3))), dtype=np.int64)  # (6, 3)
     r = rate[:, perms].transpose(1, 0, 2)  # (6, K, 3): rates of (x, y, z) per orientation
-    cell = lambda g: np.clip(np.searchsorted(edges, g, side="right") - 1, 0, grid - 1)  # noqa: E731
+
+    def cell(gap: np.ndarray) -> np.ndarray:
+        return np.asarray(np.clip(np.searchsorted(edges, gap, side="right") - 1, 0, grid - 1))
+
     return cell(r[..., 0] - r[..., 1]), cell(r[..., 1] - r[..., 2])
 
 
@@ -249,5 +252,5 @@ def gap_heatmap(stack: GraphStack | GraphBuckets, *, by: tuple[str, ...] = ("jud
         for c, v in zip(by, key, strict=True):
             out[c] = v
         frames.append(out[[*by, "gap_ab", "gap_bc", "triples", "pnt", "sntd"]])
-    cols = [*by, "gap_ab", "gap_bc", "triples", "pnt", "sntd"]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    columns = [*by, "gap_ab", "gap_bc", "triples", "pnt", "sntd"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

@@ -183,10 +183,10 @@ def sntd_triples(stack: GraphStack | GraphBuckets, *, eps: float = 1e-6, base: f
 
     b = as_buckets(stack)
     g_all, tri_all, val_all = [], [], []
-    with_soft = [bk for bk in b.at_least(3) if bk.soft is not None]
-    for bk in with_soft:
+    with_soft = [(bk, bk.soft) for bk in b.at_least(3) if bk.soft is not None]
+    for bk, soft in with_soft:
         tri = triple_index(bk.k)
-        for t_idx, k_idx, val in _chunked_values(bk.soft, eps, base, max_cells):
+        for t_idx, k_idx, val in _chunked_values(soft, eps, base, max_cells):
             g_all.append(bk.graph[t_idx])
             tri_all.append(np.take_along_axis(bk.members[t_idx], tri[k_idx], axis=1))
             val_all.append(val)
@@ -203,7 +203,7 @@ def sntd_triples(stack: GraphStack | GraphBuckets, *, eps: float = 1e-6, base: f
     out["model_b"] = models[glob[:, 1]] if len(g) else []
     out["model_c"] = models[glob[:, 2]] if len(g) else []
     out["sntd"] = val
-    if variant == "per-order":
+    if variant == "per-order" and verdicts is not None:  # None was refused above
         out["sntd"] = per_order_sntd(out, verdicts, tuple(b.models), eps=eps, base=base)
     if not with_soft:
         out.attrs["reason"] = NO_PROBABILITY

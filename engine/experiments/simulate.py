@@ -156,7 +156,7 @@ def recovered(counts: np.ndarray, t: int) -> np.ndarray:
     """(reps,) bool: the majority graph equals G* (N_ij > t/2 for every i < j)."""
     n = counts.shape[-1]
     iu = np.triu_indices(n, 1)
-    return (counts[:, iu[0], iu[1]] > t / 2.0).all(axis=1)
+    return np.asarray((counts[:, iu[0], iu[1]] > t / 2.0).all(axis=1))  # asarray: typed as an array
 
 
 def exact_recovery_iid(n: int, p: float | np.ndarray, t: int) -> float:

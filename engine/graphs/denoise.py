@@ -51,7 +51,7 @@ class Denoised:
         """(n, n) input weights on the removed arcs, 0 elsewhere."""
         return np.where(self.removed, self._w, 0.0)
 
-    _w: np.ndarray = None  # the input weights (kept for removed_weights)
+    _w: np.ndarray  # the input weights (kept for removed_weights)
 
 
 def greedy_fas_order(w: np.ndarray) -> tuple[int, ...]:

@@ -121,7 +121,7 @@ class GraphStack:
 
     def key_of(self, t: int) -> dict[str, object]:
         """The key columns (dataset, judge, prompt, variant, turn, ...) of graph ``t`` as a dict."""
-        return self.keys.iloc[int(t)].to_dict()
+        return {str(k): v for k, v in self.keys.iloc[int(t)].items()}
 
 
 def combine_counts(lo_win: np.ndarray, hi_win: np.ndarray, tie: np.ndarray, policy: str) -> np.ndarray:

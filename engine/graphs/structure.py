@@ -65,9 +65,10 @@ def scc_membership(adj: np.ndarray) -> np.ndarray:
     return r & r.swapaxes(1, 2)
 
 
-def largest_scc(stack: GraphStack) -> np.ndarray:
-    """(T,) int64: size of the largest strongly connected component of each graph (0 if n = 0)."""
-    adj = stack.adj if hasattr(stack, "adj") else stack
+def largest_scc(stack: GraphStack | np.ndarray) -> np.ndarray:
+    """(T,) int64: size of the largest strongly connected component of each graph (0 if n = 0);
+    ``stack`` may also be the (T, n, n) adjacency itself."""
+    adj = stack if isinstance(stack, np.ndarray) else stack.adj
     member = scc_membership(adj)
     if member.shape[1] == 0:
         return np.zeros(member.shape[0], dtype=np.int64)

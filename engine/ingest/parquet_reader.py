@@ -63,7 +63,7 @@ def _cells(arr) -> list:
     without nulls through NumPy; other types cell by cell."""
     t = arr.type
     if pa.types.is_dictionary(t) and _is_text(t):
-        words = np.append(arr.dictionary.to_numpy(zero_copy_only=False).astype(object), None)
+        words = np.append(arr.dictionary.to_numpy(zero_copy_only=False).astype(object), np.array([None], object))
         idx = pc.fill_null(arr.indices, len(arr.dictionary)).to_numpy(zero_copy_only=False)
         return words[idx].tolist()
     if _is_text(t) or (arr.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)
@@ -116,9 +116,9 @@ def parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> 
                 over = lens > cap
                 if over.any():
                     arrays[c] = _blank_rows(arr, over)
-                    for i in np.flatnonzero(over):
-                        what = f"{c} is {int(lens[i]):,} bytes long, more than any verdict field may hold"
-                        problems[i] = what if problems[i] is None else f"{problems[i]}; {what}"
+                    for row in np.flatnonzero(over):
+                        what = f"{c} is {int(lens[row]):,} bytes long, more than any verdict field may hold"
+                        problems[row] = what if problems[row] is None else f"{problems[row]}; {what}"
                     lens = np.where(over, 0, lens)
                 sizes += lens
             decoded += int(sizes.sum())

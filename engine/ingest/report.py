@@ -97,8 +97,8 @@ class ValidationReport:
         finally:
             con.close()
 
-    def preview(self, n: int = 50) -> pd.DataFrame:
-        """The first ``n`` valid rows (a page shows these without loading the rest)."""
+    def preview(self, n: int | None = 50) -> pd.DataFrame:
+        """The first ``n`` valid rows (all of them when None) (a page shows these without loading the rest)."""
         cols = ", ".join(f'"{c}"' for c in VERDICT_COLUMNS)
         df = self._frame(f"SELECT {cols} FROM ({self.good_sql()}) ORDER BY seq", n)
         return df.astype(VERDICT_DTYPES)

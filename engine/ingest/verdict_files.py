@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import PurePath
 
@@ -36,6 +36,7 @@ from engine.ingest.raw_rows import (
     FORMATS,
     REVIEW_NAME,
     RawRows,
+    RowView,
     batch_full,
     canonical_columns,
     dropped_columns,
@@ -65,7 +66,7 @@ class _CsvRows:
     """Rows of a batch parsed by columns, each as the list of its values, made on demand (only
     rejected rows are ever looked at)."""
 
-    def __init__(self, columns: list[list], n: int):
+    def __init__(self, columns: Sequence[RowView], n: int):
         self.columns, self.n = columns, n
 
     def __len__(self) -> int:
@@ -102,10 +103,10 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
         if chosen is None:
             chosen = canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
         if all(c.cols is not None for c in chunks):  # every block parsed in bulk: every row has the header's width
-            columns = [_restored(TextCells.join([c.cols[j] for c in chunks])) for j in range(width)]
-            cols = {name: (c if isinstance(c := columns[header.index(orig)], TextCells) else list(c))
+            bulk = [_restored(TextCells.join([c.cols[j] for c in chunks])) for j in range(width)]
+            cols = {name: (c if isinstance(c := bulk[header.index(orig)], TextCells) else list(c))
                     for orig, name in chosen.items()}  # (a list is copied: a value map rewrites it)
-            return RawRows(cols, _CsvRows(columns, len(lines)), [filename] * len(lines), lines, problems,
+            return RawRows(cols, _CsvRows(bulk, len(lines)), [filename] * len(lines), lines, problems,
                            {filename: tuple(header)}, dropped_columns(filename, header, chosen))
         recs = [r for c in chunks for r in (c.recs if c.cols is None else map(list, zip(*c.cols, strict=True)))]
         clean = all(p is None for p in problems)  # every row has the header's width

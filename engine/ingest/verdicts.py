@@ -202,8 +202,10 @@ def _repeats(stage: Stage, good_file: str) -> int:
     part = ", ".join(f'"{c}"' for c in _CONTENT)
     con = stage.connect()
     try:
-        return int(con.execute(f"""SELECT count(*) - count(DISTINCT ({part}))
-                                   FROM read_parquet({sql_path(good_file)})""").fetchone()[0])
+        row = con.execute(f"""SELECT count(*) - count(DISTINCT ({part}))
+                                 FROM read_parquet({sql_path(good_file)})""").fetchone()
+        assert row is not None  # an aggregate without GROUP BY has one row
+        return int(row[0])
     except duckdb.Error as exc:
         raise stage.full(exc) from exc
     finally:
@@ -259,7 +261,9 @@ def validate_sources(
     ``file_judges`` puts the rows of a file (by the name given) under its own judge.
     """
     builder = ReportBuilder(dataset, model_names, judge_names, value_map)
-    fmts, names, hashes = [], [], {}
+    fmts: list[str] = []
+    names: list[str] = []
+    hashes: dict[str, str] = {}
     pending: list[RawRows] = []  # small files are checked together, a batch at a time
     with no_gc():  # the batch's per-row lists cannot form cycles; the collector would rescan them
         _read_into(builder, sources, fmt, column_map, file_judges, pending, fmts, names, hashes)

@@ -49,8 +49,8 @@ def insert_calls(store: Store, calls: pd.DataFrame, owner: str) -> None:
 
 
 def claim_calls(
-    store: Store, keys: list[str], owner: str, me: tuple[str, int, float], expires_at: float,
-    lapsed: Callable[[str, int | None, float, float], bool],
+    store: Store, keys: list[str], owner: str, me: tuple[str, int, float | None], expires_at: float,
+    lapsed: Callable[[str, int, float | None, float], bool],  # leases: pid NOT NULL, started nullable
 ) -> tuple[list[str], set[str]]:
     """In one transaction: the keys stored already or leased by another owner whose lease has not
     ``lapsed(host, pid, started, expires_at)`` are *held*; lapsed leases are dropped and every other

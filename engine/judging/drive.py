@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -252,7 +252,7 @@ class Drive:
         return items
 
     # -- advancing units ------------------------------------------------------------------------
-    def _deliver(self, deliveries: list[tuple[UnitState, str, ChatResult | None]]) -> None:
+    def _deliver(self, deliveries: Sequence[tuple[UnitState, str, ChatResult | None]]) -> None:
         resume = []
         for st, k, res in deliveries:
             if k not in st.need:
@@ -264,7 +264,7 @@ class Drive:
         if resume:
             self._step(resume)
 
-    def _step(self, items: list[tuple[UnitState, list | None]]) -> None:
+    def _step(self, items: Sequence[tuple[UnitState, list[ChatResult | None] | None]]) -> None:
         """Send results into units; look their next requests up in the cache in one query."""
         r = self.r
         queue = deque(items)
@@ -273,7 +273,7 @@ class Drive:
             while queue:
                 st, send = queue.popleft()
                 try:
-                    reqs = st.gen.send(send)
+                    reqs = next(st.gen) if send is None else st.gen.send(send)  # next: a unit's start
                 except StopIteration as stop:
                     r.stats.units_done += 1
                     if self.on_done is not None:

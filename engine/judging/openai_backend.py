@@ -62,7 +62,7 @@ def _split_urls(base_url: str | list[str] | None) -> list[str | None]:
             raise LensError(
                 f"The server URL {redact_url(u)!r} does not start with http:// or https:// and a host."
             )
-    return urls
+    return list[str | None](urls)
 
 
 def retry_after_s(headers) -> float | None:

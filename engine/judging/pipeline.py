@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import records
 from engine.judging import inputs as inp
 from engine.judging.persist import (
     finish_run,
@@ -110,10 +111,10 @@ def build_jobs(
                 f"Dataset {dataset!r} holds no answers of model {unknown[0]!r}; it has {', '.join(have)}."
             )
         answers = answers[answers["model"].isin(models)]
-    text = {(r.prompt_id, r.variant, r.model): r.text for r in answers.itertuples(index=False)}
+    text = {(r.prompt_id, r.variant, r.model): r.text for r in records(answers)}
     all_pairs = pairs if pairs is not None else round_robin_pairs(models or have)
     jobs = []
-    for p in prompts.itertuples(index=False):
+    for p in records(prompts):
         for a, b in all_pairs:
             ta, tb = text.get((p.prompt_id, p.variant, a)), text.get((p.prompt_id, p.variant, b))
             if ta is None or tb is None:

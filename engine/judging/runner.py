@@ -45,6 +45,7 @@ import threading
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from engine.errors import LensError, is_disk_full
@@ -141,13 +142,13 @@ class Runner:
         self.record_every_s = record_every_s
         self.stats = RunStats()
         self._journal_filed = False
-        self.journal_file = None
+        self.journal_file: Path | None = None
         self._stalled = 0  # attempts that timed out while no call of this runner had succeeded
         self._succeeded = False
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._rng = random.Random(jitter_seed)
-        self._bar = None
+        self._bar: Any = None  # the tqdm bar while progress_bar's block runs
 
     @property
     def identity(self) -> str:
@@ -194,11 +195,11 @@ class Runner:
             return
         from tqdm import tqdm
 
-        self._bar = tqdm(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True)
+        bar = self._bar = tqdm(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True)
         try:
             yield
         finally:
-            self._bar.close()
+            bar.close()
             self._bar = None
 
     def drive(

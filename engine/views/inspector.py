@@ -306,8 +306,8 @@ def prompt_menu(graphs: pd.DataFrame, prompts: pd.DataFrame | None, mu: float = 
             if isinstance(t, str):
                 texts[p] = " ".join(t.split())
     per["text"] = [texts.get(p, "") for p in per["prompt_id"]]
-    order = sorted(range(len(per)), key=lambda i: (-per["s_mu"].iat[i], -per["bad_triads"].iat[i],
-                                                   natural_key(per["prompt_id"].iat[i])))
+    s_mu, bad, pid = per["s_mu"].to_numpy(np.float64), per["bad_triads"].to_numpy(np.float64), per["prompt_id"].tolist()
+    order = sorted(range(len(per)), key=lambda i: (-s_mu[i], -bad[i], natural_key(pid[i])))
     per = per.iloc[order].reset_index(drop=True)
 
     def label(r) -> str:

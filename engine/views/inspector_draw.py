@@ -4,6 +4,8 @@ chosen triad and the bad-triad load marked, and for a large graph the subgraph t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from engine.views.inspector import Denoised, GraphView, relations
@@ -41,7 +43,8 @@ def before_panel(view: GraphView, index: int | None = None):
     chosen = {v for p in chosen_pairs for v in p}
     top = max(int(view.pair_bad.max()) if view.pair_bad.size else 0, 1)
     rel = relations(view.adj, view.observed)
-    edges, front = [], []
+    edges: list[dict] = []
+    front: list[dict] = []
     m = len(view.models)
     for i in range(m):
         for j in range(i + 1, m):
@@ -87,7 +90,8 @@ def after_panel(view: GraphView, label: str, index: int | None = None):
     chosen_pairs = _triad_pairs(view, index)
     chosen = {v for p in chosen_pairs for v in p}
     names = view.models
-    edges, front = [], []
+    edges: list[dict] = []
+    front: list[dict] = []
     for i, j, before, after, change in d.changes.itertuples(index=False):
         on_triad = frozenset((i, j)) in chosen_pairs
         rel = before if after == 9 else after  # draw the new relation, or the old one when gone
@@ -95,6 +99,7 @@ def after_panel(view: GraphView, label: str, index: int | None = None):
         was = {1: f"{names[i]} beat {names[j]}", -1: f"{names[j]} beat {names[i]}", 0: "a tie", 9: "not compared"}
         title = f"{change}: {was[before]}" + ("" if change in ("kept", "tie kept") else f" → {was[after]}")
         tie = rel == 0
+        style: dict[str, Any]
         if change in ("kept", "tie kept"):
             style = {"color": GREY, "width": 1.2, "opacity": 0.35 if chosen_pairs else 0.9}
         elif change == "removed":

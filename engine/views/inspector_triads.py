@@ -69,7 +69,7 @@ class TriadView:
 def _verdict_line(row) -> VerdictLine:
     a, b, w, order = row["model_a"], row["model_b"], row["winner"], row["order"]
     order = None if order is None or order is pd.NA or (isinstance(order, float) and np.isnan(order)) else str(order)
-    first, second = {"AB": (a, b), "BA": (b, a)}.get(order, (None, None))
+    first, second = {"AB": (a, b), "BA": (b, a)}.get(order or "", (None, None))
     winner = {"A": a, "B": b, "tie": "tie"}.get(w)
     outcome = ("tie" if winner == "tie" else f"{winner} wins") if winner else "unparsable judge output (not counted)"
     why = row.get("explanation")
@@ -133,6 +133,7 @@ def triad_view(view: GraphView, index: int, verdicts: pd.DataFrame, answers: pd.
             if m in texts and isinstance(txt, str):
                 texts[m] = txt
     kind = str(row["kind"])
-    return TriadView((a, b, c), kind, str(row["shape"]), TRIAD_KINDS.get(kind, kind), tuple(pairs), texts)
+    ab, bc, ac = pairs
+    return TriadView((a, b, c), kind, str(row["shape"]), TRIAD_KINDS.get(kind, kind), (ab, bc, ac), texts)
 
 

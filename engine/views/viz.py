@@ -179,7 +179,8 @@ def cycle_overview(graphs, nb_fit=None) -> CycleOverview:
     graphs["link"] = [
         inspector_link(d, j, p, v) for d, j, p, v in keys[["dataset", "judge", "prompt_id", "variant"]].itertuples(index=False)
     ]
-    fits, captions = {}, {}
+    fits: dict[str, pd.DataFrame | None] = {}
+    captions: dict[str, str] = {}
     for name in ("c3_bad", "c4_bad"):
         fits[name], captions[name] = (None, "") if nb_fit is None or not b.T else nb_fit(counts[name].to_numpy())
     return CycleOverview(
@@ -276,7 +277,7 @@ def judge_overview(verdicts: pd.DataFrame, stack: GraphStack | GraphBuckets, by_
     rate_col = "first_win_rate"
     pos_j = position_table(verdicts) if by_category else position
     if rate_col in pos_j.columns and pos_j[rate_col].notna().any():
-        worst_position = str(pos_j.loc[(pos_j[rate_col] - 0.5).abs().idxmax(), "judge"])
+        worst_position = str(pos_j["judge"].iloc[int((pos_j[rate_col] - 0.5).abs().argmax())])
     else:
         worst_position = "—"
     return JudgeOverview(judges, mat, table, position, trans, worst_pnt, worst_position,
