@@ -168,13 +168,12 @@ with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in
         st.session_state.pop("protocol_result", None)
     if ch.key.judge is None:
         st.info("Choose one judge in the sidebar: the protocols compare one judge's graphs.")
-    elif "protocol_result" not in st.session_state:
-        if st.button("Compute the protocol table", key="protocol_go"):
-            try:
-                st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
-                st.session_state["protocol_for"] = params
-            except LensError as exc:
-                show_error(exc)
+    elif "protocol_result" not in st.session_state and st.button("Compute the protocol table", key="protocol_go"):
+        try:
+            st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
+            st.session_state["protocol_for"] = params
+        except LensError as exc:
+            show_error(exc)
     if "protocol_result" in st.session_state:
         ptab, sizes = st.session_state["protocol_result"]
         st.dataframe(

@@ -3,6 +3,8 @@ verdicts, rationales and answers behind a chosen triad."""
 
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 from app_pages._lens import (
@@ -68,10 +70,8 @@ prompt = c1.selectbox("Prompt", prompts, key="insp_prompt", format_func=lambda p
                       "(every judge and variant of the selection), then the question's first words.")
 variants = sorted(tree[prompt])
 if "insp_variant" not in st.session_state and qp.get("variant") is not None:
-    try:
+    with contextlib.suppress(ValueError):  # a variant that is not a number in the link: the first is shown
         st.session_state["insp_variant"] = int(qp.get("variant"))
-    except ValueError:
-        pass
 if st.session_state.get("insp_variant") not in variants:
     st.session_state["insp_variant"] = variants[0]
 names = variant_names(stack)

@@ -58,7 +58,8 @@ def start_server(db: Path, log: Path, root: Path = REPO) -> tuple[subprocess.Pop
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
          "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=root, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        cwd=root, env=env, stdout=open(log, "wb"),  # noqa: SIM115 - the server writes it until it is stopped
+        stderr=subprocess.STDOUT, start_new_session=True)
     import urllib.request
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):

@@ -62,7 +62,7 @@ def _serve(db: Path, log_path: Path, **env_extra: str):
     """``streamlit run app.py`` on ``db`` and a free port; yields the base URL, stops the server."""
     port = _free_port()
     env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(REPO), **env_extra}
-    log = open(log_path, "w+b")  # a file, not a pipe: a full pipe would stall the server
+    log = open(log_path, "w+b")  # noqa: SIM115 - a file, not a pipe: a full pipe would stall the server
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none",

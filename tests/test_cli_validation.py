@@ -208,9 +208,9 @@ def _has_cyclic_triad(adj: np.ndarray) -> bool:
     for i in range(n):
         for j in range(n):
             for k in range(n):
-                if len({i, j, k}) == 3 and adj[i, j] and adj[j, k] and adj[k, i]:
-                    if not (tie[i, j] and tie[j, k] and tie[k, i]):
-                        return True
+                if (len({i, j, k}) == 3 and adj[i, j] and adj[j, k] and adj[k, i]
+                        and not (tie[i, j] and tie[j, k] and tie[k, i])):
+                    return True
     return False
 
 

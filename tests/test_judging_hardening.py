@@ -435,13 +435,12 @@ def test_a_full_disk_before_any_call_is_one_sentence(tmp_path):
 
 
 def test_secrets_stored_by_older_runs_are_redacted_by_the_migration(db_path):
-    with Store(db_path) as st:
-        with st.transaction() as cur:
-            cur.execute(
-                "INSERT INTO judge_runs (kind, dataset, backend, model, params) VALUES ('judge', 'd', 'openai', 'm', ?)",
-                [json.dumps({"base_url": "http://u:OLDKEY@h1/v1,https://x:Y2@h2:8000/v1", "model": "m@home"})],
-            )
-            cur.execute("DELETE FROM schema_migrations WHERE version = 41")  # as before the migration
+    with Store(db_path) as st, st.transaction() as cur:
+        cur.execute(
+            "INSERT INTO judge_runs (kind, dataset, backend, model, params) VALUES ('judge', 'd', 'openai', 'm', ?)",
+            [json.dumps({"base_url": "http://u:OLDKEY@h1/v1,https://x:Y2@h2:8000/v1", "model": "m@home"})],
+        )
+        cur.execute("DELETE FROM schema_migrations WHERE version = 41")  # as before the migration
     with Store(db_path) as st:  # reopening applies it
         (params,) = st.cursor().execute("SELECT params FROM judge_runs").fetchone()
     assert json.loads(params) == {"base_url": "http://***@h1/v1,https://***@h2:8000/v1", "model": "m@home"}

@@ -177,7 +177,7 @@ def classify_triples(graphs) -> pd.DataFrame:
     tri_codes = tri_codes.astype(code_type).T.copy()  # (3, K): one contiguous row per position
     models = list(b.models)
 
-    def cat(c: np.ndarray, categories: list[str]) -> "pd.Categorical[str]":
+    def cat(c: np.ndarray, categories: list[str]) -> pd.Categorical[str]:
         return pd.Categorical.from_codes(c, categories=pd.Index(categories), validate=False)
 
     return pd.DataFrame({

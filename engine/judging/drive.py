@@ -3,6 +3,7 @@ bounded pool or the batch queue of a local backend, and who waits for which call
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Generator, Iterable, Sequence
@@ -128,10 +129,10 @@ class Drive:
                     r._count(finished_calls)
                     completed += finished_calls
                 if self.given_up and store_exc is None:
-                    try:  # another run waiting for these calls may try them itself
+                    # another run waiting for these calls may try them itself; if the store fails, they
+                    # are dropped when the run ends, or lapse
+                    with contextlib.suppress(*STORE_ERRORS):
                         r.cache.release(self.given_up)
-                    except STORE_ERRORS:
-                        pass  # they are dropped when the run ends, or lapse
                     self.given_up = []
                 idle = not self.inflight and not self.ready  # the units need these results to go on
                 due = (idle or stopped is not None or store_exc is not None
@@ -167,14 +168,10 @@ class Drive:
                     r._count(ended)
                     completed += ended
             if completed:
-                try:
+                with contextlib.suppress(*STORE_ERRORS):  # journaled by _record; the interruption is raised
                     r._record(completed, journal_only=refused)
-                except STORE_ERRORS:
-                    pass  # journaled by _record; the interruption is what is raised
-            try:
+            with contextlib.suppress(*STORE_ERRORS):  # the leases lapse on their own once this process is gone
                 r.cache.release()
-            except STORE_ERRORS:
-                pass  # the leases lapse on their own once this process is gone
         if store_exc is not None:
             raise r.store_lost(store_exc) from store_exc
         if stopped is not None:
@@ -229,10 +226,7 @@ class Drive:
     def _submit(self, pool: ThreadPoolExecutor) -> None:
         r = self.r
         while self.ready and len(self.inflight) < self.limit:
-            if self.batched:
-                items = self._next_batch()
-            else:
-                items = [self.ready.popleft()]
+            items = self._next_batch() if self.batched else [self.ready.popleft()]
             fut = pool.submit(r._with_retries, [req for _, req in items])
             self.inflight[fut] = items
 

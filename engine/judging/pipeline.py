@@ -10,6 +10,7 @@ with ``add_model`` it inserts one model into the judge's stored leaderboard inst
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -248,10 +249,8 @@ def judge_run(
         writer.flush()
     except BaseException as exc:
         error = exc
-        try:
+        with contextlib.suppress(Exception):  # the first error is the one to report
             writer.flush()  # pairs that finished before the error are real verdicts
-        except Exception:  # noqa: BLE001 - the first error is the one to report
-            pass
         raise
     finally:
         try:
