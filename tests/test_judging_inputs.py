@@ -31,7 +31,9 @@ def test_questions_read_one_row_per_question_and_turn(tmp_path):
 
 def test_a_line_that_is_not_json_names_the_file_the_line_and_the_decoder_message(tmp_path):
     lines = [json.dumps({"question_id": 1, "turns": ["q"]}), "{not json"]
-    with pytest.raises(LensError, match=r"^question\.jsonl line 2 is not valid JSON \(Expecting property name"):
+    with pytest.raises(
+        LensError, match=r"^question\.jsonl line 2 is not valid JSON \(Expecting property name"
+    ):
         read_questions(_folder(tmp_path, lines))
 
 
@@ -39,7 +41,10 @@ def test_a_number_json_refuses_to_convert_is_a_sentence_not_a_traceback(tmp_path
     # json raises a plain ValueError (no .msg) for an integer longer than Python's conversion limit;
     # reading exc.msg there raised AttributeError (fails on fa0c159)
     digits = sys.get_int_max_str_digits() + 1
-    lines = [json.dumps({"question_id": 1, "turns": ["q"]}), '{"question_id": ' + "7" * digits + ', "turns": ["q"]}']
+    lines = [
+        json.dumps({"question_id": 1, "turns": ["q"]}),
+        '{"question_id": ' + "7" * digits + ', "turns": ["q"]}',
+    ]
     with pytest.raises(LensError, match=r"^question\.jsonl line 2 is not valid JSON \(Exceeds the limit"):
         read_questions(_folder(tmp_path, lines))
 

@@ -124,7 +124,8 @@ def bad_triad_participation(graphs) -> tuple[pd.DataFrame, pd.DataFrame]:
     """How often each model and each pair sits in a bad (non-transitive) triad, over the graphs.
 
     Graphs of fewer than 3 models are left out (they hold no triad). per_model: model, bad_triads
-    (summed over graphs), graphs (graphs where the model was compared at least once), graphs_with_bad (graphs where it is in ≥ 1 bad triad),
+    (summed over graphs), graphs (graphs where the model was compared at least once), graphs_with_bad (graphs
+    where it is in ≥ 1 bad triad),
     participation_rate = graphs_with_bad / graphs (NaN if never compared); stack model order.
     per_pair: model_a, model_b (a before b in stack order), bad_triads, graphs (graphs where the
     pair was compared), graphs_with_bad, participation_rate; one row per unordered pair.

@@ -108,7 +108,10 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     winner[is_none(winner)] = None
     wnull = arrow_nulls(warr)
     flag(wnull, "winner is empty")
-    flag(~wnull & is_none(winner), lambda i: f"winner value {short_repr(cell_text(wraw[i]))} is not one of {_WINNER_HELP}")
+    flag(
+        ~wnull & is_none(winner),
+        lambda i: f"winner value {short_repr(cell_text(wraw[i]))} is not one of {_WINNER_HELP}",
+    )
 
     ints = {}
     for name, default in (("variant", 0), ("turn", DEFAULT_TURN)):
@@ -131,8 +134,12 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
 
     vk = pd.Series(values("variant_kind"), dtype=object).str.lower().to_numpy(copy=True)
     vk[is_none(vk)] = None
-    flag(~is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
-         lambda i: f"variant_kind {short_repr(values('variant_kind')[i])} is not one of {', '.join(VARIANT_KINDS)}")
+    flag(
+        ~is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
+        lambda i: (
+            f"variant_kind {short_repr(values('variant_kind')[i])} is not one of {', '.join(VARIANT_KINDS)}"
+        ),
+    )
     vk = np.where(is_none(vk), np.where(ints["variant"] == 0, "original", "paraphrase"), vk).astype(object)
 
     free = {c: free_text(col(c)) for c in FREE_TEXTS}
@@ -149,7 +156,10 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     prob = cell_numbers(pcells, present)
     flag(present & np.isnan(prob), lambda i: f"prob_a {short_repr(ptxt(i))} is not a number")
     with np.errstate(invalid="ignore"):
-        flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt(i)} is outside [0, 1]")
+        flag(
+            present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)),
+            lambda i: f"prob_a {ptxt(i)} is outside [0, 1]",
+        )
 
     stamp = timestamp_seconds(col("tstamp"))
     flag(stamp.bad, lambda i: f"tstamp {cell_text(col('tstamp')[i])!r} is not a time "
@@ -157,7 +167,10 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     scells = col("strength")
     spresent = cells_present(scells)
     snum = cell_numbers(scells, spresent)
-    flag(spresent & ~np.isin(snum, [1.0, 2.0]), lambda i: f"strength {clean_text([scells[i]])[0]!r} is not 1 or 2")
+    flag(
+        spresent & ~np.isin(snum, [1.0, 2.0]),
+        lambda i: f"strength {clean_text([scells[i]])[0]!r} is not 1 or 2",
+    )
     strength = pd.array(np.where(spresent & np.isin(snum, [1.0, 2.0]), snum, np.nan), dtype="Float64")
 
     frame = pd.DataFrame({

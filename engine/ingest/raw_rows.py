@@ -108,7 +108,9 @@ class RowView(Protocol):
 class RawRows:
     """Rows of one or more files: canonical-named values, original fields, lines, parse problems."""
 
-    cols: dict[str, Any]  # (a list or engine/ingest/csv_bulk.TextCells) canonical name → one cell per row (absent: no file has the column)
+    # canonical name → one cell per row, a list or an engine/ingest/csv_bulk.TextCells (absent: no file has
+    # the column)
+    cols: dict[str, Any]
     orig: RowView  # per row: a dict of its original fields, or (CSV) the list of its values
     file: list[str]
     line: list[int]

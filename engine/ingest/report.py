@@ -82,8 +82,10 @@ class ValidationReport:
         """SQL for the first text per key (``kind``: prompts or answers), in file order."""
         path, key = ((self.prompts_file, "prompt_id, variant, turn") if kind == "prompts"
                      else (self.answers_file, "prompt_id, variant, turn, model"))
-        return (f"SELECT * EXCLUDE (seq) FROM (SELECT DISTINCT ON ({key}) * FROM read_parquet({sql_path(path)}) "
-                f"ORDER BY {key}, seq) ORDER BY seq")
+        return (
+            f"SELECT * EXCLUDE (seq) FROM (SELECT DISTINCT ON ({key}) * FROM read_parquet({sql_path(path)}) "
+            f"ORDER BY {key}, seq) ORDER BY seq"
+        )
 
     def rejected_sql(self) -> str:
         """SQL for the rejected rows in file order, for any DuckDB connection."""
@@ -98,7 +100,8 @@ class ValidationReport:
             con.close()
 
     def preview(self, n: int | None = 50) -> pd.DataFrame:
-        """The first ``n`` valid rows (all of them when None) (a page shows these without loading the rest)."""
+        """The first ``n`` valid rows (all of them when None) (a page shows these without loading the
+        rest)."""
         cols = ", ".join(f'"{c}"' for c in VERDICT_COLUMNS)
         df = self._frame(f"SELECT {cols} FROM ({self.good_sql()}) ORDER BY seq", n)
         return df.astype(VERDICT_DTYPES)
@@ -131,7 +134,9 @@ class ValidationReport:
         head = pd.DataFrame({"source_file": df["source_file"].astype(object),
                              "source_line": df["source_line"].astype("int64"),
                              "reason": df["reason"].astype(object)})
-        fields = pd.DataFrame([json.loads(f) for f in df["fields"]], columns=list(self.field_names), dtype=object)
+        fields = pd.DataFrame(
+            [json.loads(f) for f in df["fields"]], columns=list(self.field_names), dtype=object
+        )
         fields = fields.drop(columns=[c for c in head.columns if c in fields.columns])
         return pd.concat([head, fields], axis=1)
 

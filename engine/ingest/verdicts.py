@@ -61,8 +61,10 @@ def parse_value_map(specs: Iterable[str] | None) -> dict[str, dict[str, str]]:
             raise LensError(f"The value map {v!r} is not of the form COLUMN:VALUE=NEW (e.g. winner:left=A).")
         col = column.strip().lower()
         if col not in CANONICAL:
-            raise LensError(f"The value map {v!r} names column {column.strip()!r}, which is not a verdict column "
-                            f"({', '.join(sorted(CANONICAL))}).")
+            raise LensError(
+                f"The value map {v!r} names column {column.strip()!r}, which is not a verdict column "
+                f"({', '.join(sorted(CANONICAL))})."
+            )
         out.setdefault(col, {})[old.strip()] = new.strip()
     return out
 
@@ -83,7 +85,9 @@ def apply_value_map(cols: dict[str, list], value_map: Mapping[str, Mapping[str, 
                 cells[i] = low[t.lower()]
 
 
-def _texts_tables(frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _texts_tables(
+    frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Question and answer texts of valid rows → rows of the prompts / answers tables (first wins)."""
     key = ["dataset", "prompt_id", "variant", "turn"]
     f = frame.loc[ok]

@@ -63,7 +63,8 @@ class Drive:
         self.next_poll = 0.0
 
     def run(self) -> None:
-        """Send every pending call through the pool, renew leases, store results; stop on the first fatal error."""
+        """Send every pending call through the pool, renew leases, store results; stop on the first fatal
+        error."""
         r = self.r
         pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
         stopped: BaseException | None = None
@@ -91,7 +92,11 @@ class Drive:
                     else:
                         self._submit(pool)
                 if not self.inflight:
-                    if stopped is not None or store_exc is not None or (self.exhausted and not self.ready and not self.held):
+                    if (
+                        stopped is not None
+                        or store_exc is not None
+                        or (self.exhausted and not self.ready and not self.held)
+                    ):
                         break
                     if self.held and not self.ready:
                         time.sleep(r.poll_s)  # another run is making these calls; wait for its results
@@ -170,7 +175,9 @@ class Drive:
             if completed:
                 with contextlib.suppress(*STORE_ERRORS):  # journaled by _record; the interruption is raised
                     r._record(completed, journal_only=refused)
-            with contextlib.suppress(*STORE_ERRORS):  # the leases lapse on their own once this process is gone
+            with contextlib.suppress(
+                *STORE_ERRORS
+            ):  # the leases lapse on their own once this process is gone
                 r.cache.release()
         if store_exc is not None:
             raise r.store_lost(store_exc) from store_exc

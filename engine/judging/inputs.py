@@ -101,7 +101,8 @@ def select_prompts(
         unknown = sorted(set(categories) - set(q["category"]))
         if unknown:
             raise LensError(
-                f"No category {unknown[0]!r} in the questions; known: {', '.join(sorted(set(q['category'])))}."
+                f"No category {unknown[0]!r} in the questions; known: "
+                f"{', '.join(sorted(set(q['category'])))}."
             )
         q = q[q["category"].isin(categories)]
     if limit_per_category is not None:

@@ -51,7 +51,8 @@ from engine.store.connection import Store
 
 @dataclass(frozen=True)
 class JudgeReport:
-    """What a judge run did: its id, pairs and verdicts written (invalid among them), call stats and status."""
+    """What a judge run did: its id, pairs and verdicts written (invalid among them), call stats and
+    status."""
 
     run_id: int
     dataset: str
@@ -214,7 +215,14 @@ def judge_run(
     refs = ",".join(t.ref for t in cfg.templates_for(protocol))
     source = f"judge:{runner.backend.name}:{runner.backend.model}:{protocol}:{refs}"
     run_id = start_run(
-        store, "judge", dataset, runner.backend.name, runner.backend.model, protocol, params or {}, force=force
+        store,
+        "judge",
+        dataset,
+        runner.backend.name,
+        runner.backend.model,
+        protocol,
+        params or {},
+        force=force,
     )
     runner.run_id = run_id
     writer = VerdictWriter(store, dataset, judge, source, every=flush_every)
@@ -254,7 +262,9 @@ def judge_run(
         raise
     finally:
         try:
-            finish_run(store, run_id, runner.stats, run_status(runner.stats, error), truncated_pairs=truncated)
+            finish_run(
+                store, run_id, runner.stats, run_status(runner.stats, error), truncated_pairs=truncated
+            )
         except STORE_ERRORS:
             if error is None:
                 raise
@@ -273,7 +283,9 @@ def judge_run(
     )
 
 
-def _run_swim(store: Store, dataset, runner, judge, models, variants, seed, add_model, run_jobs) -> SwimResult:
+def _run_swim(
+    store: Store, dataset, runner, judge, models, variants, seed, add_model, run_jobs
+) -> SwimResult:
     """SWIM from scratch over ``models``, or (``add_model``) one insertion into the stored leaderboard."""
     answers = store.answer_texts(dataset)
     have = models or sorted(set(answers["model"]))

@@ -10,7 +10,8 @@ length so a batch pads little). Identical requests of different units share one 
 Each request is first looked up in the call cache. Worker threads only talk to the backend: the
 calling thread stores finished calls in DuckDB, so the runner is the store's one writer. Calls that
 finish within ``record_every_s`` (0.25 s) of each other are stored in one transaction (a store that
-lets go of its file between writes pays about 60 ms of CPU to open, write and close it), and a result reaches its unit only once its call is stored
+lets go of its file between writes pays about 60 ms of CPU to open, write and close it), and a result reaches
+its unit only once its call is stored
 (a unit asking for a call that waits to be stored waits for it too). A SIGKILL loses the calls still
 in flight and those finished in the last ``record_every_s``; Ctrl-C sends nothing new, lets the
 calls in flight end and stores them with the finished ones on the way out.

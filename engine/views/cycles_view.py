@@ -40,7 +40,10 @@ def graphs_table(graphs: pd.DataFrame, keys: pd.DataFrame | None = None) -> pd.D
         names = variant_labels(src.reset_index(drop=True))
         lookup = dict(zip(zip(src["prompt_id"].astype(str), src["variant"].astype(int), strict=True),
                           names, strict=True))
-        label = [lookup.get((str(p), int(v)), str(v)) for p, v in zip(graphs["prompt_id"], graphs["variant"], strict=True)]
+        label = [
+            lookup.get((str(p), int(v)), str(v))
+            for p, v in zip(graphs["prompt_id"], graphs["variant"], strict=True)
+        ]
     else:
         label = ["original" if int(v) == 0 else f"variant {int(v)}" for v in graphs["variant"]]
     out = graphs.assign(variant_label=label)
