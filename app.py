@@ -22,13 +22,28 @@ st.set_page_config(page_title="Tournament Lens", page_icon="🏆", layout="wide"
 # Streamlit's legacy directory routing, which answered every direct address of a page (a bookmark,
 # the Cycles table's links) with a "Page not found" dialog. The url paths are ours, not the file names.
 PAGES = [
-    st.Page("app_pages/1_leaderboard.py", url_path="ranking", title="Leaderboard", icon=":material/leaderboard:", default=True),
-    st.Page("app_pages/2_truncation.py", url_path="keep-k", title="Truncation", icon=":material/content_cut:"),
+    st.Page(
+        "app_pages/1_leaderboard.py",
+        url_path="ranking",
+        title="Leaderboard",
+        icon=":material/leaderboard:",
+        default=True,
+    ),
+    st.Page(
+        "app_pages/2_truncation.py", url_path="keep-k", title="Truncation", icon=":material/content_cut:"
+    ),
     st.Page("app_pages/3_cycles.py", url_path="cycle-map", title="Cycles", icon=":material/cycle:"),
-    st.Page("app_pages/4_inspector.py", url_path="prompt-inspector", title="Prompt inspector", icon=":material/account_tree:"),
+    st.Page(
+        "app_pages/4_inspector.py",
+        url_path="prompt-inspector",
+        title="Prompt inspector",
+        icon=":material/account_tree:",
+    ),
     st.Page("app_pages/5_judges.py", url_path="judge-diagnostics", title="Judges", icon=":material/balance:"),
     st.Page("app_pages/6_data.py", url_path="datasets", title="Data", icon=":material/database:"),
-    st.Page("app_pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon=":material/science:"),
+    st.Page(
+        "app_pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon=":material/science:"
+    ),
 ]
 
 
@@ -85,9 +100,15 @@ def sidebar() -> None:
             return
         dataset = _choice("Dataset", datasets, "dataset", DEFAULT_DATASET)
         ch = choices(dataset, store.dataset_version(dataset))
-        _choice("Judge", [ALL, *ch.judges], "judge", ALL, format_func=_judge_label,
-                help="Each judge's verdicts form their own graphs. Opens on all judges pooled, as the command "
-                     f"line does without --judge; {ch.default_judge} is the judge covering the most models.")
+        _choice(
+            "Judge",
+            [ALL, *ch.judges],
+            "judge",
+            ALL,
+            format_func=_judge_label,
+            help="Each judge's verdicts form their own graphs. Opens on all judges pooled, as the command "
+            f"line does without --judge; {ch.default_judge} is the judge covering the most models.",
+        )
         _choice("Category", [ALL, *ch.categories], "category", ALL)
         _choice("Ranker", list(RANKERS), "ranker", "bt", help="How the kept graphs become scores.")
         st.caption(f"Store: `{store.path.name}`")

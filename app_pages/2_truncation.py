@@ -127,8 +127,16 @@ if k_frame is not None:
         (cols[1], mu_frame, "mu", mu, f"distance vs μ (K={keep_k})"),
     ):
         fig = go.Figure()
-        fig.add_trace(go.Scatter(x=frame[x], y=frame["ci_high"], mode="lines", line={"width": 0}, showlegend=False,
-                                 hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=frame[x],
+                y=frame["ci_high"],
+                mode="lines",
+                line={"width": 0},
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
         fig.add_trace(go.Scatter(
             x=frame[x], y=frame["ci_low"], mode="lines", fill="tonexty", fillcolor="rgba(59,91,219,0.15)",
             line={"width": 0}, showlegend=False, hoverinfo="skip",
@@ -139,20 +147,34 @@ if k_frame is not None:
                                  line={"color": "#868e96", "dash": "dot", "width": 1.5}))
         fig.add_vline(x=marker, line_dash="dash", line_color="#e03131")
         if x == "k":
-            fig.add_vline(x=k_best, line_dash="dot", line_color="#2b8a3e", annotation_text=f"best K = {k_best}",
-                          annotation_position="top right", annotation_font_color="#2b8a3e")
+            fig.add_vline(
+                x=k_best,
+                line_dash="dot",
+                line_color="#2b8a3e",
+                annotation_text=f"best K = {k_best}",
+                annotation_position="top right",
+                annotation_font_color="#2b8a3e",
+            )
         fig.update_layout(
-            title={"text": title, "font": {"size": 14}}, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-            xaxis_title=x, yaxis_title=metric, xaxis_type="log" if x == "mu" else "linear",
+            title={"text": title, "font": {"size": 14}},
+            height=320,
+            margin={"l": 10, "r": 10, "t": 40, "b": 10},
+            xaxis_title=x,
+            yaxis_title=metric,
+            xaxis_type="log" if x == "mu" else "linear",
             yaxis_range=y_range(frame),  # a flat curve (common for μ) keeps a readable band
-            legend={"orientation": "h", "y": -0.3, "x": 0}, showlegend=x == "k",
+            legend={"orientation": "h", "y": -0.3, "x": 0},
+            showlegend=x == "k",
         )
         col.plotly_chart(fig, width="stretch")
     st.caption(
         f"Paper 000's protocol, whatever the sidebar's ranker: half-tie Bradley–Terry on the kept graphs, "
-        f"Spearman distance to the {escape_md(ref_note)}. Blue: the mean over {CURVE_RESAMPLES} draws of 80 % of "
-        "the kept graphs without replacement (the paper's 25 → 20), band: its 95 % interval; dotted grey: all "
-        f"kept graphs fitted once. Dashed red: the current setting; dotted green: the K where the blue curve is "
+        f"Spearman distance to the {escape_md(ref_note)}. Blue: the mean over {CURVE_RESAMPLES} draws of 80 "
+        "% of "
+        "the kept graphs without replacement (the paper's 25 → 20), band: its 95 % interval; dotted grey: "
+        "all "
+        "kept graphs fitted once. Dashed red: the current setting; dotted green: the K where the blue curve "
+        "is "
         f"lowest at this μ ({k_best})."
     )
 
@@ -168,13 +190,14 @@ with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in
         st.session_state.pop("protocol_result", None)
     if ch.key.judge is None:
         st.info("Choose one judge in the sidebar: the protocols compare one judge's graphs.")
-    elif "protocol_result" not in st.session_state:
-        if st.button("Compute the protocol table", key="protocol_go"):
-            try:
-                st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
-                st.session_state["protocol_for"] = params
-            except LensError as exc:
-                show_error(exc)
+    elif "protocol_result" not in st.session_state and st.button(
+        "Compute the protocol table", key="protocol_go"
+    ):
+        try:
+            st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
+            st.session_state["protocol_for"] = params
+        except LensError as exc:
+            show_error(exc)
     if "protocol_result" in st.session_state:
         ptab, sizes = st.session_state["protocol_result"]
         st.dataframe(
@@ -191,5 +214,6 @@ with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in
         if not ptab["no spread"].str.startswith("0 of").all():
             st.caption(
                 "“± 0” is no resampling spread: the pool a protocol draws from is no larger than a draw "
-                "(the pools are named above and in the “why” column), so every draw is the same set of graphs."
+                "(the pools are named above and in the “why” column), so every draw is the same set of "
+                "graphs."
             )

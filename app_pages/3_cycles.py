@@ -28,33 +28,71 @@ def model_matrices() -> None:
     mats = or_stop(pair_matrices_for, ch.key, ch.ranker)
     order = list(mats.models)
     m1, m2, m3 = st.columns([2, 1, 2])
-    kind = m1.segmented_control("Matrix", list(KINDS), default="win fraction", required=True, key="cycles_matrix",
-                                help=" · ".join(f"{k}: {v}" for k, v in KINDS.items()))
-    top_n = int(m2.number_input("Top models", min_value=2, max_value=max(2, len(order)), value=min(len(order), 40),
-                                step=5, key="cycles_top_n", help="The first N of the current ranking."))
+    kind = m1.segmented_control(
+        "Matrix",
+        list(KINDS),
+        default="win fraction",
+        required=True,
+        key="cycles_matrix",
+        help=" · ".join(f"{k}: {v}" for k, v in KINDS.items()),
+    )
+    top_n = int(
+        m2.number_input(
+            "Top models",
+            min_value=2,
+            max_value=max(2, len(order)),
+            value=min(len(order), 40),
+            step=5,
+            key="cycles_top_n",
+            help="The first N of the current ranking.",
+        )
+    )
     extra = m3.multiselect("Add models", [m for m in order[top_n:]], key="cycles_extra",
                            help="Search for models below the top N to add them.", placeholder="Search models")
     shown = select_models(order, top_n, extra)
     frame = mats.get(kind).loc[shown, shown]
     fmt, scale, zmax = {"win fraction": (".2f", "RdBu", 1.0), "battles": (".0f", "Blues", None),
                         "bad triads": (".0f", "Reds", None)}[kind]
-    st.plotly_chart(matrix_figure(frame, f"{kind.capitalize()} per pair, rows and columns in {ch.ranker} ranking order",
-                                  kind, fmt, scale, zmax), width="content")
+    st.plotly_chart(
+        matrix_figure(
+            frame,
+            f"{kind.capitalize()} per pair, rows and columns in {ch.ranker} ranking order",
+            kind,
+            fmt,
+            scale,
+            zmax,
+        ),
+        width="content",
+    )
     st.caption(
-        f"{KINDS[kind]} Grey: the two models were never compared in this selection (hover says so). Every colour "
-        f"scale starts at 0. Showing {len(shown)} of {len(order)} models, ranked by {ch.ranker} without a bootstrap; "
+        f"{KINDS[kind]} Grey: the two models were never compared in this selection (hover says so). Every "
+        "colour "
+        f"scale starts at 0. Showing {len(shown)} of {len(order)} models, ranked by {ch.ranker} without a "
+        "bootstrap; "
         "labels are thinned when the models no longer fit one per row."
     )
     rates = ov.category_rates.reindex(columns=shown)
     if ov.n_graphs and len(rates):
-            st.plotly_chart(matrix_figure(rates, "Share of graphs where the model is on a bad triad, per category",
-                                      "share", ".2f", "Reds", 1.0), width="content")
+        st.plotly_chart(
+            matrix_figure(
+                rates,
+                "Share of graphs where the model is on a bad triad, per category",
+                "share",
+                ".2f",
+                "Reds",
+                1.0,
+            ),
+            width="content",
+        )
 
 
 if ov.n_left_out:
-    left = (f"{ov.n_left_out} graph{'s' if ov.n_left_out != 1 else ''} of this selection "
-            f"{'have' if ov.n_left_out != 1 else 'has'} fewer than 3 models and {'are' if ov.n_left_out != 1 else 'is'} "
-            "left out of every number on this page: no cycle fits in 2 models.")
+    left = (
+        f"{ov.n_left_out} graph{'s' if ov.n_left_out != 1 else ''} of this selection "
+        f"{'have' if ov.n_left_out != 1 else 'has'} fewer than 3 models and "
+        f"{'are' if ov.n_left_out != 1 else 'is'} "
+        "left out of every number on this page: no cycle fits in 2 models."
+    )
     if ov.n_graphs == 0:
         st.info(left + " No graph is left to count cycles in.")
         model_matrices()
@@ -76,8 +114,15 @@ for col, name, fit in ((d1, "c3_bad", ov.nb_c3), (d2, "c4_bad", ov.nb_c4)):
     k, n_graphs = integer_histogram(ov.graphs[name])  # one bar per whole number, empty ones included
     fig = go.Figure(go.Bar(x=k, y=n_graphs, name="graphs", marker_color="#3b5bdb"))
     if fit is not None:
-        fig.add_trace(go.Scatter(x=fit["k"], y=fit["expected"], mode="lines+markers", name="negative binomial fit",
-                                 line={"color": "#e03131"}))
+        fig.add_trace(
+            go.Scatter(
+                x=fit["k"],
+                y=fit["expected"],
+                mode="lines+markers",
+                name="negative binomial fit",
+                line={"color": "#e03131"},
+            )
+        )
     fig.update_layout(
         title={"text": f"{name} per graph", "font": {"size": 14}}, height=320, bargap=0.1,
         margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis_title=name, yaxis_title="graphs",
@@ -88,28 +133,58 @@ for col, name, fit in ((d1, "c3_bad", ov.nb_c3), (d2, "c4_bad", ov.nb_c4)):
         col.caption(ov.nb_caption[name])
 
 st.subheader("Graphs by truncation score")
-mu = st.select_slider("μ in S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ", options=[0.01, 0.1, 0.316, 1.0, 3.16, 10.0, 100.0], value=1.0,
-                      key="cycles_mu")
+mu = st.select_slider(
+    "μ in S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ",
+    options=[0.01, 0.1, 0.316, 1.0, 3.16, 10.0, 100.0],
+    value=1.0,
+    key="cycles_mu",
+)
 # equal scores: prompts in natural order (q2 before q10); variants named by kind, not number
 table = graphs_table(graphs_by_score(ov.graphs, mu), stack_for(ch.key).keys)
 st.dataframe(
-    table, hide_index=True, width="stretch", height=360,
-    column_order=["judge", "prompt_id", "variant_label", "turn", "category", "s_mu", "c3_bad", "c4_bad", "c3", "c4",
-                  "c3_tie", "c4_tie", "link"],
+    table,
+    hide_index=True,
+    width="stretch",
+    height=360,
+    column_order=[
+        "judge",
+        "prompt_id",
+        "variant_label",
+        "turn",
+        "category",
+        "s_mu",
+        "c3_bad",
+        "c4_bad",
+        "c3",
+        "c4",
+        "c3_tie",
+        "c4_tie",
+        "link",
+    ],
     column_config={
-        "link": st.column_config.LinkColumn("inspect", display_text="open ↗",
-                                            help="Opens the graph in the Prompt inspector (new tab)."),
+        "link": st.column_config.LinkColumn(
+            "inspect", display_text="open ↗", help="Opens the graph in the Prompt inspector (new tab)."
+        ),
         "prompt_id": st.column_config.TextColumn("prompt"),
-        "variant_label": st.column_config.TextColumn("variant", help="The prompt as written (original), a "
-                                                     "paraphrase, or a sampling replicate of the original."),
-        "s_mu": st.column_config.NumberColumn("S_μ", format="%d" if float(mu).is_integer() else "%.4g",
-                                              help="C3_bad + μ·C4_bad; highest first."),
+        "variant_label": st.column_config.TextColumn(
+            "variant",
+            help="The prompt as written (original), a paraphrase, or a sampling replicate of the original.",
+        ),
+        "s_mu": st.column_config.NumberColumn(
+            "S_μ", format="%d" if float(mu).is_integer() else "%.4g", help="C3_bad + μ·C4_bad; highest first."
+        ),
         "c3_bad": st.column_config.NumberColumn("bad 3-cycles", help="Non-transitive triads (C3_bad)."),
-        "c4_bad": st.column_config.NumberColumn("bad 4-cycles", help="4-cycles not made of ties only (C4_bad)."),
+        "c4_bad": st.column_config.NumberColumn(
+            "bad 4-cycles", help="4-cycles not made of ties only (C4_bad)."
+        ),
         "c3": st.column_config.NumberColumn("3-cycles", help="All directed 3-cycles, ties included."),
         "c4": st.column_config.NumberColumn("4-cycles", help="All directed 4-cycles, ties included."),
-        "c3_tie": st.column_config.NumberColumn("tie 3-cycles", help="3-cycles made of ties only (harmless)."),
-        "c4_tie": st.column_config.NumberColumn("tie 4-cycles", help="4-cycles made of ties only (harmless)."),
+        "c3_tie": st.column_config.NumberColumn(
+            "tie 3-cycles", help="3-cycles made of ties only (harmless)."
+        ),
+        "c4_tie": st.column_config.NumberColumn(
+            "tie 4-cycles", help="4-cycles made of ties only (harmless)."
+        ),
     },
 )
 pick = st.selectbox(

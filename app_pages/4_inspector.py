@@ -3,6 +3,8 @@ verdicts, rationales and answers behind a chosen triad."""
 
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 from app_pages._lens import (
@@ -52,31 +54,45 @@ if n_prompts > len(prompts):
         if typed in tree:
             st.session_state["insp_prompt"] = typed
 
-    st.text_input("Open a prompt by its id", key="insp_prompt_id", on_change=_open_typed,
-                  help=f"The menu below lists the {len(prompts):,} worst of the selection's {n_prompts:,} prompts.")
+    st.text_input(
+        "Open a prompt by its id",
+        key="insp_prompt_id",
+        on_change=_open_typed,
+        help=f"The menu below lists the {len(prompts):,} worst of the selection's {n_prompts:,} prompts.",
+    )
     if st.session_state.get("insp_typed_missing"):
         st.warning("No graph of this selection has that prompt id.")
-    st.caption(f"The menu lists the {len(prompts):,} worst of {n_prompts:,} prompts; type an id above to open "
-               "any other.")
+    st.caption(
+        f"The menu lists the {len(prompts):,} worst of {n_prompts:,} prompts; type an id above to open "
+        "any other."
+    )
 if st.session_state.get("insp_prompt") not in tree:
     st.session_state["insp_prompt"] = prompts[0]
 if st.session_state["insp_prompt"] not in labels:  # opened by id or by a link: listed first
     prompts = [st.session_state["insp_prompt"], *prompts]
 c1, c2, c3 = st.columns([2, 1, 1])
-prompt = c1.selectbox("Prompt", prompts, key="insp_prompt", format_func=lambda p: labels.get(p, p),
-                      help="Worst first: S_μ = C3_bad + C4_bad and bad triads summed over the prompt's graphs "
-                      "(every judge and variant of the selection), then the question's first words.")
+prompt = c1.selectbox(
+    "Prompt",
+    prompts,
+    key="insp_prompt",
+    format_func=lambda p: labels.get(p, p),
+    help="Worst first: S_μ = C3_bad + C4_bad and bad triads summed over the prompt's graphs "
+    "(every judge and variant of the selection), then the question's first words.",
+)
 variants = sorted(tree[prompt])
 if "insp_variant" not in st.session_state and qp.get("variant") is not None:
-    try:
+    with contextlib.suppress(ValueError):  # a variant that is not a number in the link: the first is shown
         st.session_state["insp_variant"] = int(qp.get("variant"))
-    except ValueError:
-        pass
 if st.session_state.get("insp_variant") not in variants:
     st.session_state["insp_variant"] = variants[0]
 names = variant_names(stack)
-variant = c2.selectbox("Variant", variants, key="insp_variant", format_func=lambda v: names.get((prompt, v), str(v)),
-                       help="The prompt as written (original), a paraphrase of it, or a sampling replicate.")
+variant = c2.selectbox(
+    "Variant",
+    variants,
+    key="insp_variant",
+    format_func=lambda v: names.get((prompt, v), str(v)),
+    help="The prompt as written (original), a paraphrase of it, or a sampling replicate.",
+)
 judges = tree[prompt][variant]
 if st.session_state.get("insp_judge") not in judges:
     st.session_state["insp_judge"] = judges[0]
@@ -119,7 +135,9 @@ def graph_and_triad() -> None:
 
 def _graph_and_triad() -> None:
     triads = view.triads
-    labels = [f"{i + 1}. {s} ({k})" for i, (s, k) in enumerate(zip(triads["shape"], triads["kind"], strict=True))]
+    labels = [
+        f"{i + 1}. {s} ({k})" for i, (s, k) in enumerate(zip(triads["shape"], triads["kind"], strict=True))
+    ]
     left, right = st.columns([3, 2], gap="medium")
     with right:
         if triads.empty:
@@ -127,9 +145,13 @@ def _graph_and_triad() -> None:
         else:
             if st.session_state.get("insp_triad") not in range(len(labels)):
                 st.session_state["insp_triad"] = 0
-            choice = st.selectbox(f"Bad triad ({len(labels)})", range(len(labels)), format_func=lambda i: labels[i],
-                                  key="insp_triad",
-                                  help="Its three pairs are drawn violet and thick in both graphs; the rest is muted.")
+            choice = st.selectbox(
+                f"Bad triad ({len(labels)})",
+                range(len(labels)),
+                format_func=lambda i: labels[i],
+                key="insp_triad",
+                help="Its three pairs are drawn violet and thick in both graphs; the rest is muted.",
+            )
         method = st.segmented_control(
             "Denoised by", list(DENOISERS), default="PGED", required=True, key="insp_method",
             help="PGED: greedy weighted feedback-arc-set removal on the strict wins (paper 002). ELSPR: each "
@@ -141,10 +163,14 @@ def _graph_and_triad() -> None:
         if left_out:
             st.info(escape_md(left_out), icon=":material/filter_alt:")
         st.caption(
-            "Before: an edge's colour and width grow with the number of bad triads through the pair (grey: none); "
-            "node size likewise. After: grey = unchanged, teal = changed by the denoiser (dark: re-oriented or "
-            "made a tie; light: a tie resolved into a win; dotted: a pair never compared that it ordered), dotted "
-            "orange = removed, faded dashed = a tie PGED sets aside. Hover an edge for what happened to it; scroll "
+            "Before: an edge's colour and width grow with the number of bad triads through the pair (grey: "
+            "none); "
+            "node size likewise. After: grey = unchanged, teal = changed by the denoiser (dark: re-oriented "
+            "or "
+            "made a tie; light: a tie resolved into a win; dotted: a pair never compared that it ordered), "
+            "dotted "
+            "orange = removed, faded dashed = a tie PGED sets aside. Hover an edge for what happened to it; "
+            "scroll "
             "to zoom."
         )
         if method in view.denoised:
@@ -167,8 +193,12 @@ def _triad_detail(choice: int) -> None:
     """The chosen triad's three pairs: combined outcome, every verdict with its rationale, the answers."""
     tv = triad_view_for(ch.key, t, choice)
     st.markdown(f"#### Triad {choice + 1}: {escape_md(tv.shape)}")
-    st.caption(escape_md(f"{tv.kind}: {tv.explanation}. Each pair's edge combines its verdicts ({view.policy} "
-                         "rule: the most frequent outcome; no single most frequent outcome gives a tie)."))
+    st.caption(
+        escape_md(
+            f"{tv.kind}: {tv.explanation}. Each pair's edge combines its verdicts ({view.policy} "
+            "rule: the most frequent outcome; no single most frequent outcome gives a tie)."
+        )
+    )
     for pair in tv.pairs:
         with st.container(border=True):
             st.markdown(f"**{escape_md(pair.heading)}**")

@@ -27,26 +27,42 @@ def kappa_section(jd, by_cat: bool) -> None:
         if pick != "(all)":
             mat, where = jd.kappa_by_category[pick], f"category {pick}"
     left, right = st.columns([3, 2])
-    fig = go.Figure(go.Heatmap(
-        z=mat.to_numpy(), x=plot_labels(mat.columns), y=plot_labels(mat.index), zmin=-1, zmax=1, colorscale="RdBu",
-        text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(mat.to_numpy()), texttemplate="%{text}",
-        hovertemplate="%{y} vs %{x}: κ=%{z:.3f}<extra></extra>", colorbar={"title": "κ"},
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=mat.to_numpy(),
+            x=plot_labels(mat.columns),
+            y=plot_labels(mat.index),
+            zmin=-1,
+            zmax=1,
+            colorscale="RdBu",
+            text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(mat.to_numpy()),
+            texttemplate="%{text}",
+            hovertemplate="%{y} vs %{x}: κ=%{z:.3f}<extra></extra>",
+            colorbar={"title": "κ"},
+        )
+    )
     fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       title={"text": f"κ on shared items, {where}", "font": {"size": 14}})
     fig.update_yaxes(autorange="reversed")
     left.plotly_chart(fig, width="stretch")
     right.dataframe(
-        jd.agreement, hide_index=True, width="stretch", height=380,
+        jd.agreement,
+        hide_index=True,
+        width="stretch",
+        height=380,
         column_config={
             "judge_1": st.column_config.TextColumn("judge"),
             "judge_2": st.column_config.TextColumn("vs judge"),
             "items": st.column_config.NumberColumn("items", help="Pairs in prompts that both judges rated."),
-            "agreement": st.column_config.NumberColumn("agreement", format="%.2f",
-                                                       help="Share of shared items with the same combined outcome."),
-            "kappa": st.column_config.NumberColumn("κ", format="%.2f",
-                                                   help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance) on which model won "
-                                                        "each item, both presentation orders combined first."),
+            "agreement": st.column_config.NumberColumn(
+                "agreement", format="%.2f", help="Share of shared items with the same combined outcome."
+            ),
+            "kappa": st.column_config.NumberColumn(
+                "κ",
+                format="%.2f",
+                help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance) on which model won "
+                "each item, both presentation orders combined first.",
+            ),
         },
     )
 
@@ -62,15 +78,20 @@ c2.metric("Mean κ over judge pairs", "—" if np.isnan(jd.mean_kappa) else f"{j
           help="Unweighted mean of Cohen's κ over every pair of judges (all categories).")
 c3.metric("Least consistent judge (PNT)", escape_md(jd.worst_pnt),
           help="Highest share of non-transitive triples.")
-c4.metric("Strongest first-position bias", escape_md(jd.worst_position),
-          help="First-position win rate farthest from ½, among the judges that judged some pair in both orders "
-          "(without both orders the rate mixes position with answer quality). — = no such judge.")
+c4.metric(
+    "Strongest first-position bias",
+    escape_md(jd.worst_position),
+    help="First-position win rate farthest from ½, among the judges that judged some pair in both orders "
+    "(without both orders the rate mixes position with answer quality). — = no such judge.",
+)
 
 st.subheader("Agreement between judges (Cohen's κ)")
 if len(jd.judges) < 2:  # κ compares two judges' verdicts on shared items
     only = escape_md(jd.judges[0]) if jd.judges else "no judge"
-    st.info(f"This dataset has a single judge ({only}): Cohen's κ compares two judges on the items both rated, "
-            "so there is no κ matrix. Import another judge's verdicts on the same prompts to compare them.")
+    st.info(
+        f"This dataset has a single judge ({only}): Cohen's κ compares two judges on the items both rated, "
+        "so there is no κ matrix. Import another judge's verdicts on the same prompts to compare them."
+    )
 else:
     kappa_section(jd, by_cat)
 
@@ -81,37 +102,94 @@ st.caption(
     "asks whether showing a model first changes its outcome; a small p says it does."
 )
 if jd.position.empty:
-    st.info("No verdict of this dataset records which answer was shown first, so position bias cannot be measured.")
+    st.info(
+        "No verdict of this dataset records which answer was shown first, so position bias cannot be "
+        "measured."
+    )
 else:
     num, prog = st.column_config.NumberColumn, st.column_config.ProgressColumn
     show_table(
-        jd.position, hide_index=True, width="stretch",
-        formats={"p_exact_ties_dropped": ".2g", "p_exact_ordinal": ".2g", "n01_ties_dropped": "d",
-                 "n10_ties_dropped": "d", "items_both_orders": "d", "consistent": "d"},
-        column_order=[c for c in ("judge", "category", "verdicts", "first_win_rate", "first_win_rate_decisive",
-                                  "order_consistency", "p_exact_ties_dropped", "p_exact_ordinal", "both_orders",
-                                  "n01_ties_dropped", "n10_ties_dropped", "items_both_orders", "consistent",
-                                  "first_wins", "second_wins", "ties") if c in jd.position.columns],
+        jd.position,
+        hide_index=True,
+        width="stretch",
+        formats={
+            "p_exact_ties_dropped": ".2g",
+            "p_exact_ordinal": ".2g",
+            "n01_ties_dropped": "d",
+            "n10_ties_dropped": "d",
+            "items_both_orders": "d",
+            "consistent": "d",
+        },
+        column_order=[
+            c
+            for c in (
+                "judge",
+                "category",
+                "verdicts",
+                "first_win_rate",
+                "first_win_rate_decisive",
+                "order_consistency",
+                "p_exact_ties_dropped",
+                "p_exact_ordinal",
+                "both_orders",
+                "n01_ties_dropped",
+                "n10_ties_dropped",
+                "items_both_orders",
+                "consistent",
+                "first_wins",
+                "second_wins",
+                "ties",
+            )
+            if c in jd.position.columns
+        ],
         column_config={
             "judge": st.column_config.TextColumn("judge", pinned=True),
             "verdicts": num("verdicts"),
-            "first_win_rate": prog("first shown wins", min_value=0.0, max_value=1.0, format="%.2f",
-                                   help="Share of all verdicts won by the answer shown first (ties count as not won)."),
-            "first_win_rate_decisive": prog("… of decisive", min_value=0.0, max_value=1.0, format="%.2f",
-                                            help="The same share among verdicts with a winner (ties left out)."),
-            "order_consistency": prog("order consistency", min_value=0.0, max_value=1.0, format="%.2f",
-                                      help="Pairs judged in both orders whose two verdicts agree."),
-            "p_exact_ties_dropped": num("McNemar p", format="%.2g",
-                                        help="Exact McNemar test on pairs judged in both orders, ties dropped."),
-            "p_exact_ordinal": num("McNemar p (ordinal)", format="%.2g",
-                                   help="Exact McNemar test with a tie counted between a loss and a win."),
-            "n01_ties_dropped": num("first shown won both", help="Pairs decisive in both orders where the answer "
-                                    "shown first won both times (the winner flipped with the order)."),
-            "n10_ties_dropped": num("second shown won both", help="Pairs decisive in both orders where the "
-                                    "answer shown second won both times."),
+            "first_win_rate": prog(
+                "first shown wins",
+                min_value=0.0,
+                max_value=1.0,
+                format="%.2f",
+                help="Share of all verdicts won by the answer shown first (ties count as not won).",
+            ),
+            "first_win_rate_decisive": prog(
+                "… of decisive",
+                min_value=0.0,
+                max_value=1.0,
+                format="%.2f",
+                help="The same share among verdicts with a winner (ties left out).",
+            ),
+            "order_consistency": prog(
+                "order consistency",
+                min_value=0.0,
+                max_value=1.0,
+                format="%.2f",
+                help="Pairs judged in both orders whose two verdicts agree.",
+            ),
+            "p_exact_ties_dropped": num(
+                "McNemar p",
+                format="%.2g",
+                help="Exact McNemar test on pairs judged in both orders, ties dropped.",
+            ),
+            "p_exact_ordinal": num(
+                "McNemar p (ordinal)",
+                format="%.2g",
+                help="Exact McNemar test with a tie counted between a loss and a win.",
+            ),
+            "n01_ties_dropped": num(
+                "first shown won both",
+                help="Pairs decisive in both orders where the answer "
+                "shown first won both times (the winner flipped with the order).",
+            ),
+            "n10_ties_dropped": num(
+                "second shown won both",
+                help="Pairs decisive in both orders where the answer shown second won both times.",
+            ),
             "both_orders": st.column_config.CheckboxColumn(
-                "both orders", help="Whether any pair was judged in both orders; without, the first-shown win "
-                "rate mixes position with answer quality."),
+                "both orders",
+                help="Whether any pair was judged in both orders; without, the first-shown win "
+                "rate mixes position with answer quality.",
+            ),
             "items_both_orders": num("pairs in both orders"),
             "consistent": num("consistent pairs"),
             "first_wins": num("first wins"),
@@ -128,30 +206,53 @@ st.caption(
     "entropy (paper 004)."
 )
 if jd.n_left_out:
-    st.info(f"{jd.n_left_out} graph{'s' if jd.n_left_out != 1 else ''} of this dataset "
-            f"{'have' if jd.n_left_out != 1 else 'has'} fewer than 3 models and "
-            f"{'are' if jd.n_left_out != 1 else 'is'} left out of these numbers: no triple or cycle fits in 2 models."
-            + ("" if len(jd.transitivity) else " No graph is left, so the table is empty."))
+    st.info(
+        f"{jd.n_left_out} graph{'s' if jd.n_left_out != 1 else ''} of this dataset "
+        f"{'have' if jd.n_left_out != 1 else 'has'} fewer than 3 models and "
+        f"{'are' if jd.n_left_out != 1 else 'is'} left out of these numbers: no triple or cycle fits in 2 "
+        "models."
+        + ("" if len(jd.transitivity) else " No graph is left, so the table is empty.")
+    )
 if not jd.has_prob:
     st.info("SNTD is empty: no verdict of this dataset carries a judge probability (prob_a), which it needs.")
 num = st.column_config.NumberColumn
 show_table(
-    jd.transitivity, hide_index=True, width="stretch",
-    formats={"soft_triples": "d", "sntd_mean": ".3f", "rho_nontrans": ".3f", "tau_avg": ".3f", "h2_mean": ".3f"},
+    jd.transitivity,
+    hide_index=True,
+    width="stretch",
+    formats={
+        "soft_triples": "d",
+        "sntd_mean": ".3f",
+        "rho_nontrans": ".3f",
+        "tau_avg": ".3f",
+        "h2_mean": ".3f",
+    },
     column_config={
         "judge": st.column_config.TextColumn("judge", pinned=True),
         "triples": num("triples", help="Model triples with all three pairs compared, over graphs."),
         "nontransitive": num("non-transitive", help="Triples whose verdicts admit no order."),
-        "pnt": st.column_config.ProgressColumn("PNT", min_value=0.0, max_value=1.0, format="%.3f",
-                                               help="Share of non-transitive triples (paper 001)."),
+        "pnt": st.column_config.ProgressColumn(
+            "PNT",
+            min_value=0.0,
+            max_value=1.0,
+            format="%.3f",
+            help="Share of non-transitive triples (paper 001).",
+        ),
         "cycle": num("strict cycles", help="a > b > c > a"),
         "tied_ends": num("tied ends", help="a > b > c, yet a ~ c"),
         "unchained_ties": num("unchained ties", help="a ~ b ~ c, yet a > c"),
         "soft_triples": num("triples with prob_a", help="Triples where every pair has a judge probability."),
-        "sntd_mean": num("SNTD", format="%.3f", help="Mean soft non-transitivity deviation (needs prob_a), on the probabilities averaged over "
-                                         "both presentation orders; `diagnose --sntd per-order` gives paper 001's eq. 3 literally."),
-        "rho_nontrans": num("ρ non-trans", format="%.3f",
-                            help="Share of vertices in non-transitive strongly connected components (ELSPR)."),
+        "sntd_mean": num(
+            "SNTD",
+            format="%.3f",
+            help="Mean soft non-transitivity deviation (needs prob_a), on the probabilities averaged over "
+            "both presentation orders; `diagnose --sntd per-order` gives paper 001's eq. 3 literally.",
+        ),
+        "rho_nontrans": num(
+            "ρ non-trans",
+            format="%.3f",
+            help="Share of vertices in non-transitive strongly connected components (ELSPR).",
+        ),
         "tau_avg": num("τ", format="%.3f", help="Normalized structural entropy, averaged over graphs."),
         "h2_mean": num("H₂", format="%.3f", help="Two-dimensional structural entropy, averaged over graphs."),
     },

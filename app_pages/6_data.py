@@ -33,9 +33,12 @@ from engine.views.viz import escape_md
 st.title("Data")
 st.caption(
     "A verdict file has one row per judge verdict: prompt_id, model_a, model_b, winner (A, B or tie) "
-    "and optional judge, variant, category, order, prob_a, explanation, question, answer_a, answer_b, battle_id, "
-    "tstamp. The judgment files of FastChat (MT-Bench pairwise and human), Arena-Hard, AlpacaEval, evalica / LLMFAO "
-    "and Chatbot Arena logs are recognised by their fields. Every file is validated before anything is stored; "
+    "and optional judge, variant, category, order, prob_a, explanation, question, answer_a, answer_b, "
+    "battle_id, "
+    "tstamp. The judgment files of FastChat (MT-Bench pairwise and human), Arena-Hard, AlpacaEval, evalica / "
+    "LLMFAO "
+    "and Chatbot Arena logs are recognised by their fields. Every file is validated before anything is "
+    "stored; "
     "a bad row is reported with its line and reason."
 )
 store = get_store()
@@ -45,9 +48,15 @@ if "data_stored" in st.session_state:
     st.success(user_text(st.session_state.pop("data_stored")))
 st.subheader("Datasets in the store")
 ds = datasets_table()
-st.dataframe(datasets_view(ds), hide_index=True, width="stretch",
-             column_config={"description": st.column_config.TextColumn("description", width="large"),
-                            "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm")})
+st.dataframe(
+    datasets_view(ds),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "description": st.column_config.TextColumn("description", width="large"),
+        "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm"),
+    },
+)
 names = ds["name"].tolist()
 
 # the section is a persisted control (not st.tabs): a rename or delete reruns the page and keeps the
@@ -79,8 +88,14 @@ def _stored(message: str, select: str | None = None) -> None:
 
 
 if section == "Import":
-    into = st.radio("Import into", ["a new dataset", "an existing dataset"], key="data_target", horizontal=True,
-                    disabled=not names, help="Add a file (one judge's verdicts, say) to a dataset already stored.")
+    into = st.radio(
+        "Import into",
+        ["a new dataset", "an existing dataset"],
+        key="data_target",
+        horizontal=True,
+        disabled=not names,
+        help="Add a file (one judge's verdicts, say) to a dataset already stored.",
+    )
     adding = into == "an existing dataset" and bool(names)
     up = st.file_uploader("Verdict file", type=["csv", "tsv", "jsonl", "json", "parquet"], key="data_upload")
     if adding:
@@ -88,14 +103,25 @@ if section == "Import":
     else:
         name = st.text_input("Name of the new dataset", key="data_name", placeholder="e.g. my-judge-run")
     f1, f2, f3 = st.columns(3)
-    fmt_pick = f1.selectbox("Format", ["detect", *FORMATS], key="data_format",
-                            help="detect: from the file's name, bytes and fields; a container name (csv, jsonl, …) "
-                            "reads canonical columns; a tool name reads that tool's judgment file")
-    judge_pick = f2.text_input("Judge of this file", key="data_judge", placeholder="from the file",
-                               help="Every row of the file goes under this judge (empty: the file's judge column, "
-                               "else 'judge').")
-    values_text = f3.text_input("Value map", key="data_values", placeholder="winner:left=A, winner:right=B",
-                                help="COLUMN:VALUE=NEW, comma-separated: read another spelling as a canonical value.")
+    fmt_pick = f1.selectbox(
+        "Format",
+        ["detect", *FORMATS],
+        key="data_format",
+        help="detect: from the file's name, bytes and fields; a container name (csv, jsonl, …) "
+        "reads canonical columns; a tool name reads that tool's judgment file",
+    )
+    judge_pick = f2.text_input(
+        "Judge of this file",
+        key="data_judge",
+        placeholder="from the file",
+        help="Every row of the file goes under this judge (empty: the file's judge column, else 'judge').",
+    )
+    values_text = f3.text_input(
+        "Value map",
+        key="data_values",
+        placeholder="winner:left=A, winner:right=B",
+        help="COLUMN:VALUE=NEW, comma-separated: read another spelling as a canonical value.",
+    )
     if up is not None:
         data, up_name = up.getvalue(), file_name(up.name)  # messages name the file, never a path
         fmt = None if fmt_pick == "detect" else fmt_pick
@@ -105,8 +131,10 @@ if section == "Import":
         except LensError:
             cols = []  # the validation report below names the problem
         tool = sniff_tool(data, up_name, fmt)
-        st.markdown(f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(', '.join(cols)) or '—'}"
-                    + (f" · read as **{escape_md(tool_format(tool).title)}**" if tool else ""))
+        st.markdown(
+            f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(', '.join(cols)) or '—'}"
+            + (f" · read as **{escape_md(tool_format(tool).title)}**" if tool else "")
+        )
         lowered = {c.strip().lower() for c in cols}
         need_map = [c for c in REQUIRED if c not in lowered] if tool is None else []
         with st.expander("Map columns", expanded=bool(need_map)):
@@ -127,7 +155,9 @@ if section == "Import":
         c1.metric("Rows read", report.rows_read)
         c2.metric("Valid rows", report.n_good)
         c3.metric("Rejected rows", report.n_rejected)
-        c4.metric("Unparsable judge outputs", report.n_invalid, help="Stored as invalid, never counted as a tie.")
+        c4.metric(
+            "Unparsable judge outputs", report.n_invalid, help="Stored as invalid, never counted as a tie."
+        )
         if report.n_rejected:
             st.error(f"{report.n_rejected} row(s) cannot be imported; fix them in the file, or tick "
                      f"“{SKIP_LABEL}” below.")
@@ -166,7 +196,8 @@ if section == "Import":
         st.caption(
             "A generated dataset with a known true ranking of 20 models: 8 categories × 10 prompts, each "
             "prompt judged as written, in 4 paraphrases and in 4 sampling replicates, 40 % of the graphs "
-            "confused by a biased judge (engine/ingest/synthetic.py, seed fixed). It exercises what vicuna80 cannot: "
+            "confused by a biased judge (engine/ingest/synthetic.py, seed fixed). It exercises what vicuna80 "
+            "cannot: "
             "paraphrase variants, the sampling-only pool, and curves against the ground truth. It is marked "
             "synthetic everywhere it appears."
         )
@@ -234,18 +265,30 @@ else:
             return buffer.getvalue()
 
         n_rows = int(ds.set_index("name").loc[pick, "verdicts"])
-        st.download_button(f"Download {n_rows:,} verdicts as .{fmt}", verdict_file, f"{pick}.{fmt}", key="export_go",
-                           on_click="ignore", help="The file is written when you click; importing it gives "
-                           "the same verdicts back.")
+        st.download_button(
+            f"Download {n_rows:,} verdicts as .{fmt}",
+            verdict_file,
+            f"{pick}.{fmt}",
+            key="export_go",
+            on_click="ignore",
+            help="The file is written when you click; importing it gives the same verdicts back.",
+        )
 
         st.markdown("**Results of the current selection**")
         ch = current()
-        about = (f"dataset {ch.key.dataset} (version {store.dataset_revision(ch.dataset)}), judge {ch.key.judge or 'all judges'}, "
-                 f"{ch.key.category or 'all categories'}, ranker {ch.ranker}")
-        st.caption(escape_md(
-            f"{about}: the leaderboard (CSV and JSON with its parameters), the per-graph cycle table (S_μ with "
-            f"μ = {MU_DEFAULT:g}) and every judge diagnostic table, in one ZIP. Change the selection in the sidebar."
-        ))
+        about = (
+            f"dataset {ch.key.dataset} (version {store.dataset_revision(ch.dataset)}), judge "
+            f"{ch.key.judge or 'all judges'}, "
+            f"{ch.key.category or 'all categories'}, ranker {ch.ranker}"
+        )
+        st.caption(
+            escape_md(
+                f"{about}: the leaderboard (CSV and JSON with its parameters), the per-graph cycle table "
+                "(S_μ with "
+                f"μ = {MU_DEFAULT:g}) and every judge diagnostic table, in one ZIP. Change the selection in "
+                "the sidebar."
+            )
+        )
         st.download_button(
             "Download results (.zip)", lambda: results_zip_for(ch.key, ch.ranker, MU_DEFAULT, about),
             f"{ch.key.dataset}-results.zip", "application/zip", key="export_results", on_click="ignore",

@@ -42,18 +42,29 @@ m1, m2, m3 = st.columns(3)
 m1.metric("Threshold, all graphs", f"{t4:.1f}", help="4 log n / log(1/(1−4p²))")
 m2.metric("Threshold, triangle-free graphs", f"{t2:.1f}", help="2 log n / log(1/(1−4p²))")
 at_t = curve[curve["t"] == curve["t"].max()]
-m3.metric(f"P(recovery) at t = {int(at_t['t'].iloc[0])}",
-          " / ".join(f"{v:.2f}" for v in at_t.sort_values("model")["prob"]), help="all graphs / triangle-free")
+m3.metric(
+    f"P(recovery) at t = {int(at_t['t'].iloc[0])}",
+    " / ".join(f"{v:.2f}" for v in at_t.sort_values("model")["prob"]),
+    help="all graphs / triangle-free",
+)
 
 names = {"iid": "all graphs (simulated)", "triangle_free": "triangle-free graphs (simulated)"}
 colors = {"iid": "#3b5bdb", "triangle_free": "#2b8a3e"}
 fig = go.Figure()
 for model, g in curve.groupby("model"):
     g = g.sort_values("t")
-    fig.add_trace(go.Scatter(
-        x=np.concatenate([g["t"], g["t"][::-1]]), y=np.concatenate([g["ci_high"], g["ci_low"][::-1]]),
-        fill="toself", fillcolor=colors[model], opacity=0.15, line={"width": 0}, showlegend=False, hoverinfo="skip",
-    ))
+    fig.add_trace(
+        go.Scatter(
+            x=np.concatenate([g["t"], g["t"][::-1]]),
+            y=np.concatenate([g["ci_high"], g["ci_low"][::-1]]),
+            fill="toself",
+            fillcolor=colors[model],
+            opacity=0.15,
+            line={"width": 0},
+            showlegend=False,
+            hoverinfo="skip",
+        )
+    )
     fig.add_trace(go.Scatter(x=g["t"], y=g["prob"], mode="lines+markers", name=names[model],
                              line={"color": colors[model]}))
     if model == "iid":

@@ -69,7 +69,10 @@ def main() -> None:
     db = args.db or str(Path(tempfile.mkdtemp()) / "lens.duckdb")
     store = open_store(db)
     ref, _ = reference_for("vicuna80", None)
-    print("| view | graphs × models | cached move (ms) | uncached move (ms) | ratio | refit-loop move (ms) | ratio |")
+    print(
+        "| view | graphs × models | cached move (ms) | uncached move (ms) | ratio | refit-loop move (ms) | "
+        "ratio |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for label, judge in (("judge gpt-4", "gpt-4"), ("all judges", None)):
         stack = build_stack(store.verdicts("vicuna80", judge=judge))
@@ -83,7 +86,9 @@ def main() -> None:
 
         def uncached(k: int, judge=judge) -> None:
             s = build_stack(store.verdicts("vicuna80", judge=judge))
-            app_leaderboard(SliderContext.of(s), ranker="bt", keep_k=k, mu=1.0, bootstrap=B, seed=0, reference=ref)
+            app_leaderboard(
+                SliderContext.of(s), ranker="bt", keep_k=k, mu=1.0, bootstrap=B, seed=0, reference=ref
+            )
 
         cached(ks[0])  # warm imports and BLAS once
         t_cached = _median_ms(cached, ks)

@@ -3,7 +3,8 @@
     python bench/app_page_timing.py --db STORE --dataset NAME [--cap-gb 8] [--timeout 300]
     python bench/app_page_timing.py --battles 1m --models 100        # builds the store itself first
 
-Starts ``streamlit run app.py`` on the store (as tests/test_browser.py does, with the helpers of tests/browser_support.py),
+Starts ``streamlit run app.py`` on the store (as tests/test_browser.py does, with the helpers of
+tests/browser_support.py),
 opens ``/?dataset=NAME`` in headless Chromium, then visits every page through the sidebar twice:
 the first visit computes (cold caches), the second is what a user sees once the page's results
 are cached. A page "opens" when its title is drawn and Streamlit's running indicator has been gone
@@ -56,9 +57,27 @@ def start_server(db: Path, log: Path, root: Path = REPO) -> tuple[subprocess.Pop
     port = _free_port()
     env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(root)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=root, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--server.fileWatcherType",
+            "none",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=root,
+        env=env,
+        stdout=open(log, "wb"),  # noqa: SIM115 - the server writes it until it is stopped
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     import urllib.request
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
@@ -71,7 +90,9 @@ def start_server(db: Path, log: Path, root: Path = REPO) -> tuple[subprocess.Pop
     raise SystemExit("streamlit did not come up: " + log.read_text()[-1500:])
 
 
-def timed_open(page, url: str | None, path: str, timeout_s: float, watch: RssWatch) -> tuple[float | None, str]:
+def timed_open(
+    page, url: str | None, path: str, timeout_s: float, watch: RssWatch
+) -> tuple[float | None, str]:
     """Open one page (by URL when given, else through the sidebar); seconds to idle, and a note."""
     t0 = time.perf_counter()
     try:
@@ -115,12 +136,20 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
                     if watch.killed:
                         break
                     first_load = visit == 0 and i == 0
-                    secs, note = timed_open(page, f"{url}/{path}?dataset={dataset}" if first_load else None, path,
-                                            timeout_s, watch)
+                    secs, note = timed_open(
+                        page,
+                        f"{url}/{path}?dataset={dataset}" if first_load else None,
+                        path,
+                        timeout_s,
+                        watch,
+                    )
                     rows[path][2 * visit: 2 * visit + 2] = [secs, note]
-                    print(f"  visit {visit + 1} {PAGES[path][1]:<18} "
-                          f"{'-' if secs is None else f'{secs:.2f} s'} {note} (server {watch.peak / 1024**3:.2f} GB)",
-                          flush=True)
+                    print(
+                        f"  visit {visit + 1} {PAGES[path][1]:<18} "
+                        f"{'-' if secs is None else f'{secs:.2f} s'} {note} (server "
+                        f"{watch.peak / 1024**3:.2f} GB)",
+                        flush=True,
+                    )
             browser.close()
     finally:
         watch.stop = True
@@ -133,7 +162,9 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
         lines.append(f"| {PAGES[path][1]} | {f(cold)} | {f(warm)} | {'; '.join(x for x in (n1, n2) if x)} |")
     peak = watch.peak / 1024**3
     lines.append("")
-    lines.append(f"Server peak RSS {peak:.2f} GB" + (f" — killed past {cap_gb:g} GB" if watch.killed else "") + ".")
+    lines.append(
+        f"Server peak RSS {peak:.2f} GB" + (f" — killed past {cap_gb:g} GB" if watch.killed else "") + "."
+    )
     return "\n".join(lines)
 
 
@@ -141,14 +172,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", type=Path)
     ap.add_argument("--dataset", default="bench")
-    ap.add_argument("--battles", default="1m", help="with no --db: build a store with this many arena battles")
+    ap.add_argument(
+        "--battles", default="1m", help="with no --db: build a store with this many arena battles"
+    )
     ap.add_argument("--models", type=int, default=100)
     ap.add_argument("--work", default="/tmp/lens-bench")
     ap.add_argument("--cap-gb", type=float, default=8.0)
-    ap.add_argument("--timeout", type=float, default=300.0, help="seconds a page may take before it is given up")
-    ap.add_argument("--repo", type=Path, default=REPO, help="the checkout whose app is served (default: this one)")
-    ap.add_argument("--pages", help="url paths to visit, in order, comma-separated ('' or 'leaderboard' for the first "
-                                    f"page; default all: {','.join(p or 'leaderboard' for p in PAGES)})")
+    ap.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds a page may take before it is given up"
+    )
+    ap.add_argument(
+        "--repo", type=Path, default=REPO, help="the checkout whose app is served (default: this one)"
+    )
+    ap.add_argument(
+        "--pages",
+        help="url paths to visit, in order, comma-separated ('' or 'leaderboard' for the first "
+        f"page; default all: {','.join(p or 'leaderboard' for p in PAGES)})",
+    )
     a = ap.parse_args()
     db = a.db
     if db is None:
@@ -162,10 +202,26 @@ def main() -> None:
         db = work / f"store-app-{n}x{a.models}.duckdb"
         if not db.exists():
             fresh_store(db)
-            subprocess.run(engine_cmd(db, "import", str(pq), "--dataset", a.dataset, "--skip-invalid", "--rejected",
-                                      str(work / "rejected-app.csv")), cwd=a.repo, check=True, capture_output=True)
-    print(f"app pages on {db} (dataset {a.dataset}), {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
-          file=sys.stderr)
+            subprocess.run(
+                engine_cmd(
+                    db,
+                    "import",
+                    str(pq),
+                    "--dataset",
+                    a.dataset,
+                    "--skip-invalid",
+                    "--rejected",
+                    str(work / "rejected-app.csv"),
+                ),
+                cwd=a.repo,
+                check=True,
+                capture_output=True,
+            )
+    print(
+        f"app pages on {db} (dataset {a.dataset}), "
+        f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
+        file=sys.stderr,
+    )
     pages = None if a.pages is None else ["" if p in ("", "leaderboard") else p for p in a.pages.split(",")]
     unknown = [p for p in pages or [] if p not in PAGES]
     if unknown:

@@ -5,7 +5,8 @@
 For each page a fresh process opens the app (AppTest starts on the default page, the Leaderboard,
 which loads the verdicts and builds the graphs), switches to the page (first open: its own first
 computation fills its caches), then runs it again in the same session (warm: what a user sees on a
-revisit or a widget move that hits the cache). Prints wall seconds of both, the process's peak RSS (the server's
+revisit or a widget move that hits the cache). Prints wall seconds of both, the process's peak RSS (the
+server's
 memory: AppTest runs the page in-process), the exceptions and error boxes, and the load average.
 Make a store with ``python bench/graphs_arena.py``'s ``battle_log`` + ``python -m engine import``.
 Speed is measured, never asserted; the machine is shared, so read the load beside every number.
@@ -45,7 +46,11 @@ def one_page(page: str, timeout: int, dataset: str) -> dict:
     t0 = time.perf_counter()
     at.run()
     warm = time.perf_counter() - t0
-    said = [f"dataset {at.session_state['_dataset']}"] + [e.value for e in at.info][:1] + [e.value for e in at.error][:2]
+    said = (
+        [f"dataset {at.session_state['_dataset']}"]
+        + [e.value for e in at.info][:1]
+        + [e.value for e in at.error][:2]
+    )
     return {"page": page, "landing_s": round(landing, 2), "cold_s": round(cold, 2), "warm_s": round(warm, 2),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             "exceptions": [str(e.message)[:160] for e in at.exception], "said": [str(s)[:160] for s in said]}
@@ -64,18 +69,44 @@ def main() -> None:
         return
     env = {**os.environ, "LENS_DB": str(Path(args.db).resolve())}
     print(f"load average: {os.getloadavg()}")
-    print("| page | app open (Leaderboard) s | page first open s | warm s | peak RSS MB | exceptions / errors |\n"
-          "|---|---|---|---|---|---|")
+    print(
+        "| page | app open (Leaderboard) s | page first open s | warm s | peak RSS MB | exceptions / errors "
+        "|\n"
+        "|---|---|---|---|---|---|"
+    )
     for p in args.pages.split(","):
-        out = subprocess.run([sys.executable, __file__, "--db", args.db, "--one", PAGES[p], "--dataset", args.dataset, "--timeout",
-                              str(args.timeout)], cwd=ROOT, env=env, capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--db",
+                args.db,
+                "--one",
+                PAGES[p],
+                "--dataset",
+                args.dataset,
+                "--timeout",
+                str(args.timeout),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         try:
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"| {Path(r['page']).stem} | {r['landing_s']} | {r['cold_s']} | {r['warm_s']} | {r['peak_rss_mb']} | "
-                  f"{'; '.join(r['exceptions'] + r['said'])[:200]} |", flush=True)
+            print(
+                f"| {Path(r['page']).stem} | {r['landing_s']} | {r['cold_s']} | {r['warm_s']} | "
+                f"{r['peak_rss_mb']} | "
+                f"{'; '.join(r['exceptions'] + r['said'])[:200]} |",
+                flush=True,
+            )
         except (IndexError, json.JSONDecodeError):
-            print(f"| {Path(PAGES[p]).stem} | failed (exit {out.returncode}) | | | {out.stderr.strip()[-200:]} |",
-                  flush=True)
+            print(
+                f"| {Path(PAGES[p]).stem} | failed (exit {out.returncode}) | | | {out.stderr.strip()[-200:]} "
+                "|",
+                flush=True,
+            )
     print(f"load average: {os.getloadavg()}")
 
 

@@ -99,7 +99,9 @@ def arena_chunks(n_battles: int, n_models: int, seed: int = 0, chunk: int = 500_
         })
 
 
-def tournament_chunks(n_prompts: int, n_models: int, seed: int = 0, prompts_per_chunk: int = 1000) -> Iterator[pa.Table]:
+def tournament_chunks(
+    n_prompts: int, n_models: int, seed: int = 0, prompts_per_chunk: int = 1000
+) -> Iterator[pa.Table]:
     """Per-prompt round robins in both presentation orders, ``prompts_per_chunk`` prompts a table."""
     names, theta = model_names(n_models), strengths(n_models, seed)
     iu, ju = np.triu_indices(n_models, 1)
@@ -158,7 +160,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, required=True, help="battles (arena) or prompts (tournament)")
     ap.add_argument("--models", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--short-winners", action="store_true", help="arena winners as A/B/tie instead of model_a/…")
+    ap.add_argument(
+        "--short-winners", action="store_true", help="arena winners as A/B/tie instead of model_a/…"
+    )
     a = ap.parse_args()
     print(write(a.kind, a.path, a.n, a.models, a.seed, a.short_winners), "rows written to", a.path)
 

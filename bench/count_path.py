@@ -41,7 +41,8 @@ def generate(db: Path, parquet: Path, battles: int, models: int) -> None:
     other = "(CASE WHEN b >= a THEN b + 1 ELSE b END)"
     con.execute("INSERT INTO datasets (name, version) VALUES ('arena', 1)")
     con.execute(f"""
-        INSERT INTO verdicts (dataset, judge, prompt_id, variant, turn, model_a, model_b, winner, source_file, source_line)
+        INSERT INTO verdicts (dataset, judge, prompt_id, variant, turn, model_a, model_b, winner, source_file,
+                              source_line)
         SELECT 'arena', 'judge', 'p' || i, 0, 1, 'model_' || lpad(a::VARCHAR, 3, '0'),
                'model_' || lpad({other}::VARCHAR, 3, '0'),
                CASE WHEN r < 0.1 THEN 'tie'
@@ -49,7 +50,9 @@ def generate(db: Path, parquet: Path, battles: int, models: int) -> None:
                'battles.jsonl', i
         FROM (SELECT i, (hash(i) % {models})::INT a, (hash(i * 7 + 1) % {models - 1})::INT b, random() r
               FROM range({battles}) t(i))""")
-    con.execute(f"COPY (SELECT prompt_id, model_a, model_b, winner FROM verdicts) TO '{parquet}' (FORMAT parquet)")
+    con.execute(
+        f"COPY (SELECT prompt_id, model_a, model_b, winner FROM verdicts) TO '{parquet}' (FORMAT parquet)"
+    )
     con.close()
 
 
@@ -67,7 +70,11 @@ def timed(cmd: list[str]) -> dict:
     parts = [float(x) for x in wall.split(":")]
     secs = sum(p * 60 ** k for k, p in enumerate(reversed(parts)))
     cpu = float(grab(r"User time \(seconds\): (\S+)")) + float(grab(r"System time \(seconds\): (\S+)"))
-    return {"wall_s": secs, "cpu_s": cpu, "rss_mb": int(grab(r"Maximum resident set size \(kbytes\): (\d+)")) / 1024}
+    return {
+        "wall_s": secs,
+        "cpu_s": cpu,
+        "rss_mb": int(grab(r"Maximum resident set size \(kbytes\): (\d+)")) / 1024,
+    }
 
 
 def main() -> None:
@@ -83,18 +90,55 @@ def main() -> None:
     if not db.exists():
         generate(db, pq, args.battles, args.models)
     if not att.exists():
-        subprocess.run([sys.executable, "-m", "engine", "--db", str(att), "datasets", "attach", "arena", str(pq)],
-                       check=True, cwd=REPO, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "engine", "--db", str(att), "datasets", "attach", "arena", str(pq)],
+            check=True,
+            cwd=REPO,
+            capture_output=True,
+        )
     peer = work / "peer.py"
     peer.write_text(PEER)
     py = sys.executable
     runs = {
         "evalica bradley_terry (Parquet via pandas)": [py, str(peer), str(pq)],
-        "leaderboard": [py, "-m", "engine", "--db", str(db), "leaderboard", "--dataset", "arena", "--format", "csv"],
-        f"leaderboard --bootstrap {args.bootstrap}": [py, "-m", "engine", "--db", str(db), "leaderboard", "--dataset",
-                                                      "arena", "--bootstrap", str(args.bootstrap), "--format", "csv"],
-        "leaderboard (Parquet attached in place)": [py, "-m", "engine", "--db", str(att), "leaderboard", "--dataset",
-                                                    "arena", "--format", "csv"],
+        "leaderboard": [
+            py,
+            "-m",
+            "engine",
+            "--db",
+            str(db),
+            "leaderboard",
+            "--dataset",
+            "arena",
+            "--format",
+            "csv",
+        ],
+        f"leaderboard --bootstrap {args.bootstrap}": [
+            py,
+            "-m",
+            "engine",
+            "--db",
+            str(db),
+            "leaderboard",
+            "--dataset",
+            "arena",
+            "--bootstrap",
+            str(args.bootstrap),
+            "--format",
+            "csv",
+        ],
+        "leaderboard (Parquet attached in place)": [
+            py,
+            "-m",
+            "engine",
+            "--db",
+            str(att),
+            "leaderboard",
+            "--dataset",
+            "arena",
+            "--format",
+            "csv",
+        ],
     }
     print(f"{args.battles:,} battles x {args.models} models")
     print("| process | wall s | user+sys s | peak RSS MB |\n| --- | --- | --- | --- |")

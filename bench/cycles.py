@@ -183,17 +183,26 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tie-rate", type=float, default=0.2)
     parser.add_argument("--batched-only", action="store_true", help="skip the baselines (quick re-timing)")
-    parser.add_argument("--against", metavar="REV",
-                        help="also time engine/graphs/cycles.py of this git revision on the same stacks (before/after)")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="also time engine/graphs/cycles.py of this git revision on the same stacks (before/after)",
+    )
     args = parser.parse_args()
     old = previous_kernel(args.against) if args.against else None
     budget = float("inf") if args.full else args.budget
     print(f"load average before: {loadavg()} ({os.cpu_count()} CPUs)\n")
 
     extra = f" {args.against} counts (s) | {args.against} CPU (s) |" if old else ""
-    print("| T | n | batched counts (s) | batched CPU (s) | enumerate (s) | × | networkx (s) | × | largest SCC (s) "
-          f"| draw rate (s) | classify triples (s) |{extra}")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if old else ""))
+    print(
+        "| T | n | batched counts (s) | batched CPU (s) | enumerate (s) | × | networkx (s) | × | largest SCC "
+        "(s) "
+        f"| draw rate (s) | classify triples (s) |{extra}"
+    )
+    print(
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        + (" ---: | ---: |" if old else "")
+    )
     for T, n in args.scale or SCALES:
         adj = make_stack(T, n, args.tie_rate, args.seed)
         stack = GraphStack(tuple(f"m{i}" for i in range(n)), adj, adj | adj.swapaxes(1, 2),
@@ -212,7 +221,11 @@ def main() -> None:
             cpu_fast = best_of(fast, clock=time.process_time)
         t_scc = best_of(lambda stack=stack: largest_scc(stack), repeat=3)
         t_draw = best_of(lambda stack=stack: draw_rate(stack), repeat=3)
-        t_tri = best_of(lambda stack=stack: classify_triples(stack), repeat=1) if T * n**3 <= 1e8 else float("nan")
+        t_tri = (
+            best_of(lambda stack=stack: classify_triples(stack), repeat=1)
+            if T * n**3 <= 1e8
+            else float("nan")
+        )
         if args.batched_only:
             t_enum = t_nx = float("nan")
             m_enum = m_nx = ""
@@ -220,7 +233,8 @@ def main() -> None:
             t_enum, m_enum, _ = run_baseline(enumerate_counts, adj, counts, budget)
             t_nx, m_nx, _ = run_baseline(networkx_counts, adj, counts, budget)
         print(
-            f"| {T:,} | {n} | {fmt(t_fast)} | {fmt(cpu_fast)} | {fmt(t_enum, m_enum)} | {m_enum}{t_enum / t_fast:,.0f} "
+            f"| {T:,} | {n} | {fmt(t_fast)} | {fmt(cpu_fast)} | {fmt(t_enum, m_enum)} | "
+            f"{m_enum}{t_enum / t_fast:,.0f} "
             f"| {fmt(t_nx, m_nx)} | {m_nx}{t_nx / t_fast:,.0f} | {fmt(t_scc)} | {fmt(t_draw)} | "
             f"{'—' if np.isnan(t_tri) else fmt(t_tri)} |"
             + (f" {fmt(t_old)} | {fmt(cpu_old)} |" if old is not None else ""),

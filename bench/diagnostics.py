@@ -65,7 +65,11 @@ def peer_entropy(adj):
             if len(comp) > 2 and any(not (a[u, v] and a[v, u]) for u in comp for v in comp if u != v):
                 count += len(comp)
             vs = sum(din[v] for v in comp)
-            gk = sum(1 for u, v in g.in_edges(comp) if u not in comp and not (len(comp) == 1 and len(comps[of[u]]) == 1))
+            gk = sum(
+                1
+                for u, v in g.in_edges(comp)
+                if u not in comp and not (len(comp) == 1 and len(comps[of[u]]) == 1)
+            )
             if gk:
                 h -= gk / vg * math.log2(vs / vg)
             h -= sum(din[v] / vg * math.log2(din[v] / vs) for v in comp if din[v])
@@ -88,7 +92,11 @@ def peer_sntd(soft):
         for k, (a, b, c) in enumerate(itertools.combinations(range(n), 3)):
             pab, pbc, pac = soft[t, a, b], soft[t, b, c], soft[t, a, c]
             sab, sbc, sac = lg(pab), lg(pbc), lg(pac)
-            hats = (1 / (1 + math.exp(-(sac - sbc))), 1 / (1 + math.exp(-(sac - sab))), 1 / (1 + math.exp(-(sab + sbc))))
+            hats = (
+                1 / (1 + math.exp(-(sac - sbc))),
+                1 / (1 + math.exp(-(sac - sab))),
+                1 / (1 + math.exp(-(sab + sbc))),
+            )
             out[t, k] = (jsd(pab, hats[0]) + jsd(pbc, hats[1]) + jsd(pac, hats[2])) / 3
     return out
 
@@ -171,7 +179,9 @@ def main() -> None:
     v, vrows = stress_verdicts(rng, 40, models)
     table, w, c = timed(lambda: stress_test(v))
     ref, pw, pc = timed(lambda: peer_stress(vrows, 40, models))
-    assert np.array_equal(table.sort_values("prompt_id", key=lambda s: s.astype(int))["cyclic_bad"].to_numpy(), ref)
+    assert np.array_equal(
+        table.sort_values("prompt_id", key=lambda s: s.astype(int))["cyclic_bad"].to_numpy(), ref
+    )
     rows.append(("stress test (40 prompts × 720 orderings, n=6)", w, c, "networkx per ordering", pw, pc))
 
     for T, n in ((80, 9), (10, 11)):  # 80 nine-model graphs: vicuna80's gpt-4 judge has this shape

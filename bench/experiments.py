@@ -86,7 +86,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--resamples", type=int, default=100)
     ap.add_argument("--loop-fits", type=int, default=300)
-    ap.add_argument("--rounds", type=int, default=2, help="alternating before/after rounds (best of each is shown)")
+    ap.add_argument(
+        "--rounds", type=int, default=2, help="alternating before/after rounds (best of each is shown)"
+    )
     ap.add_argument("--before", help="a directory holding an older engine/ to time in the same run")
     ap.add_argument("--engine", help=argparse.SUPPRESS)  # child mode: time the engine in this directory
     args = ap.parse_args()
@@ -112,8 +114,12 @@ def main() -> None:
     for _ in range(args.rounds):
         for name in runs:
             root = args.before if name == "before" else str(HERE)
-            out = subprocess.run([sys.executable, __file__, "--engine", root, "--resamples", str(args.resamples)],
-                                 capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--engine", root, "--resamples", str(args.resamples)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             runs[name].append(json.loads(out.strip().splitlines()[-1]))
 
     from engine.graphs.cycles import cycle_counts
@@ -136,8 +142,10 @@ def main() -> None:
     bt_rows = np.concatenate([j.counts for j in jobs if j.ranker == "bt"])
     n_fits_table = sum(j.counts.shape[0] for j in jobs)
     pick = bt_rows[rng.choice(bt_rows.shape[0], size=min(args.loop_fits, bt_rows.shape[0]), replace=False)]
-    loop_table = loop_seconds_per_fit(stack, truth, [np.repeat(np.arange(r.size), r.astype(int)) for r in pick]) \
+    loop_table = (
+        loop_seconds_per_fit(stack, truth, [np.repeat(np.arange(r.size), r.astype(int)) for r in pick])
         * n_fits_table
+    )
 
     rows = []
     for key, label, fits, loop in (("curve", "keep-K curve: K=1..50 × 8 categories × (1+R) fits, 20 models",
@@ -145,8 +153,13 @@ def main() -> None:
                                    ("table", "Table 2: 6 protocols × 8 categories × R resamples (Random ×10)",
                                     n_fits_table, loop_table)):
         after = [r[key] for r in runs["after"]]
-        row = {"workload": label, "fits": fits, "after_s": min(after), "after_runs_s": " / ".join(f"{x:.1f}" for x in after),
-               "after_cpu_s": min(r[key + "_cpu"] for r in runs["after"])}
+        row = {
+            "workload": label,
+            "fits": fits,
+            "after_s": min(after),
+            "after_runs_s": " / ".join(f"{x:.1f}" for x in after),
+            "after_cpu_s": min(r[key + "_cpu"] for r in runs["after"]),
+        }
         if args.before:
             before = [r[key] for r in runs["before"]]
             row.update({"before_s": min(before), "before_runs_s": " / ".join(f"{x:.1f}" for x in before),

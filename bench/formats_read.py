@@ -27,9 +27,22 @@ def arena_log(n: int, seed: int = 0) -> tuple[bytes, bytes]:
         a, b = rng.choice(60, size=2, replace=False)
         w = int(rng.integers(4))
         voter = f"arena_user_{int(rng.integers(5000))}"
-        arena.append(json.dumps({"question_id": f"{i:08x}", "model_a": models[a], "model_b": models[b],
-                                 "winner": ["model_a", "model_b", "tie", "tie (bothbad)"][w], "judge": voter,
-                                 "turn": 1, "anony": True, "language": "English", "tstamp": 1.7e9 + i, "num": i}))
+        arena.append(
+            json.dumps(
+                {
+                    "question_id": f"{i:08x}",
+                    "model_a": models[a],
+                    "model_b": models[b],
+                    "winner": ["model_a", "model_b", "tie", "tie (bothbad)"][w],
+                    "judge": voter,
+                    "turn": 1,
+                    "anony": True,
+                    "language": "English",
+                    "tstamp": 1.7e9 + i,
+                    "num": i,
+                }
+            )
+        )
         canon.append(json.dumps({"prompt_id": f"{i:08x}", "model_a": models[a], "model_b": models[b],
                                  "winner": ["A", "B", "tie", "tie"][w], "judge": "human", "annotator": voter,
                                  "tstamp": 1.7e9 + i, "battle_id": i}))
@@ -44,7 +57,9 @@ def main() -> None:
         rep = validate_bytes(data, name, dataset="bench")
         dt = time.perf_counter() - t
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{name}: read as {rep.format}, {rep.n_good} verdicts, {dt:.1f} s, peak RSS so far {rss:.0f} MB")
+        print(
+            f"{name}: read as {rep.format}, {rep.n_good} verdicts, {dt:.1f} s, peak RSS so far {rss:.0f} MB"
+        )
 
 
 if __name__ == "__main__":

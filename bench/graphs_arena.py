@@ -40,7 +40,9 @@ def write_log(path: Path, battles: int, models: int, tournaments: int, seed: int
     its first 6 models in both orders (graphs that can hold a cycle); returns the row count."""
     chunks = battlegen.arena_chunks(battles, models, seed, short_winners=True)
     if tournaments:
-        small = (t.drop_columns(["judge", "order"]) for t in battlegen.tournament_chunks(tournaments, 6, seed))
+        small = (
+            t.drop_columns(["judge", "order"]) for t in battlegen.tournament_chunks(tournaments, 6, seed)
+        )
         arena = (t.drop_columns(["battle_id", "tstamp"]) for t in chunks)
         chunks = itertools.chain(arena, small)
     return battlegen.write_tables(chunks, path)
@@ -66,7 +68,9 @@ def main() -> None:
                 [*COMMANDS[n][:1], "--dataset", "arena", *COMMANDS[n][1:], "--format", "csv"]
                 for n in args.commands.split(",")]:
             run = measure([*engine, *cmd], cap_gb=args.cap_gb, timeout_s=3600, cwd=ROOT, env=env)
-            print(f"| {' '.join(cmd[:4])} | {run.wall_s:.1f} | {run.peak_gb:.2f} | {run.status} |", flush=True)
+            print(
+                f"| {' '.join(cmd[:4])} | {run.wall_s:.1f} | {run.peak_gb:.2f} | {run.status} |", flush=True
+            )
         print(f"load average: {os.getloadavg()}")
 
 

@@ -60,8 +60,11 @@ def main() -> None:
             with Store(Path(d) / f"s{i[0]}.duckdb") as s:
                 store_report(s, report, "vicuna80")
         t_store = best(store_once, repeat=2)
-    print(f"validate {rows:,} CSV rows: {t_val:.2f} s   pd.read_csv: {t_pd:.2f} s   ratio {t_val / t_pd:.1f}x   "
-          f"({rows / t_val:,.0f} rows/s; good {rep.n_good:,}, rejected {rep.n_rejected:,})")
+    print(
+        f"validate {rows:,} CSV rows: {t_val:.2f} s   pd.read_csv: {t_pd:.2f} s   ratio {t_val / t_pd:.1f}x  "
+        " "
+        f"({rows / t_val:,.0f} rows/s; good {rep.n_good:,}, rejected {rep.n_rejected:,})"
+    )
     print(f"shipped vicuna80: build from raw {t_report:.2f} s + store {t_store:.2f} s "
           f"({report.rows_read:,} verdicts, {len(report.answers)} answers)")
 

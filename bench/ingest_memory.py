@@ -48,8 +48,24 @@ def main() -> None:
     db = folder / "run.duckdb"
     shutil.copy(base, db)
     load = os.getloadavg()[0]
-    proc = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-m", "engine", "--db", str(db), "import", str(csv),
-                           "--dataset", "b"], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            "/usr/bin/time",
+            "-v",
+            sys.executable,
+            "-m",
+            "engine",
+            "--db",
+            str(db),
+            "import",
+            str(csv),
+            "--dataset",
+            "b",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", proc.stderr)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
     print(f"{rows:,} rows, {csv.stat().st_size / 2**20:.0f} MiB: wall {wall.group(1) if wall else '?'}, "

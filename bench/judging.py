@@ -300,7 +300,9 @@ def run_cli(args) -> tuple[list[dict], dict]:
     ``--repo`` a second checkout (e.g. the previous commit) runs the same plan in the same session."""
     from procmeter import measure
 
-    repos = [("this checkout", HERE.parent)] + ([("--repo " + args.repo, Path(args.repo).resolve())] if args.repo else [])
+    repos = [("this checkout", HERE.parent)] + (
+        [("--repo " + args.repo, Path(args.repo).resolve())] if args.repo else []
+    )
     rows = []
     server, url = start_server(args.delay, 100_000)
     try:
@@ -342,7 +344,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--device")
-    ap.add_argument("--delay", type=float, default=1.0, help="openai, cli: seconds per reply at the fake server")
+    ap.add_argument(
+        "--delay", type=float, default=1.0, help="openai, cli: seconds per reply at the fake server"
+    )
     ap.add_argument("--concurrency", default="4,16,64", help="cli: the --concurrency values to run")
     ap.add_argument("--models", default="gpt-4,claude-v1,gpt-3.5-turbo,vicuna-13b-v1.3,llama-13b,alpaca-13b",
                     help="cli: MT-Bench models judged (a round robin, both orders)")

@@ -8,6 +8,7 @@ tree whose RSS passes ``cap_gb`` is killed and reported as ``killed past N GB``,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -44,26 +45,22 @@ def _tree_rss(proc: psutil.Process) -> int:
     except psutil.Error:
         return 0
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.Error):  # a process that ended meanwhile holds no memory
             total += p.memory_info().rss
-        except psutil.Error:
-            pass
     return total
 
 
 def _kill_tree(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # already gone
         os.killpg(pid, signal.SIGKILL)  # the child leads its own process group
-    except ProcessLookupError:
-        pass
 
 
 def measure(cmd: list[str], *, cap_gb: float, timeout_s: float, cwd: Path | None = None,
             env: dict | None = None, out_path: Path | None = None) -> Run:
     """Run ``cmd`` to completion (or to its cap / timeout) and return a :class:`Run`."""
-    out = open(out_path, "w+b") if out_path else subprocess.DEVNULL
+    out = open(out_path, "w+b") if out_path else subprocess.DEVNULL  # noqa: SIM115 - closed after the child
     err_file = Path(out_path).with_suffix(".err") if out_path else None
-    err = open(err_file, "w+b") if err_file else subprocess.DEVNULL
+    err = open(err_file, "w+b") if err_file else subprocess.DEVNULL  # noqa: SIM115 - closed after the child
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err, start_new_session=True)
     ps = psutil.Process(proc.pid)

@@ -133,22 +133,49 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
             p.unlink(missing_ok=True)
     if want & {"import", "leaderboard", "bootstrap", "diagnose"}:
         fresh_store(store)
-        imp = step("import (Parquet)", engine_cmd(store, "import", str(pq), "--dataset", "bench", "--skip-invalid",
-                                                  "--rejected", str(out_dir / "rejected-parquet.csv")))
+        imp = step(
+            "import (Parquet)",
+            engine_cmd(
+                store,
+                "import",
+                str(pq),
+                "--dataset",
+                "bench",
+                "--skip-invalid",
+                "--rejected",
+                str(out_dir / "rejected-parquet.csv"),
+            ),
+        )
         if not imp.ok:
             print("  import failed: the engine steps are skipped", flush=True)
             want -= {"leaderboard", "bootstrap", "diagnose"}
-    if "startup" in want and store.exists():  # the floor under every engine step: start, import, open the store
+    if (
+        "startup" in want and store.exists()
+    ):  # the floor under every engine step: start, import, open the store
         step("startup floor: `datasets` (no work)", engine_cmd(store, "datasets", "--format", "csv"))
     if "leaderboard" in want:
         step("leaderboard", engine_cmd(store, "leaderboard", "--dataset", "bench", "--format", "csv"))
     if "bootstrap" in want:
-        step(f"leaderboard --bootstrap {a.bootstrap}",
-             engine_cmd(store, "leaderboard", "--dataset", "bench", "--bootstrap", str(a.bootstrap), "--seed", "0",
-                        "--format", "csv"))
+        step(
+            f"leaderboard --bootstrap {a.bootstrap}",
+            engine_cmd(
+                store,
+                "leaderboard",
+                "--dataset",
+                "bench",
+                "--bootstrap",
+                str(a.bootstrap),
+                "--seed",
+                "0",
+                "--format",
+                "csv",
+            ),
+        )
     if "diagnose" in want:
-        step("diagnose --table overview", engine_cmd(store, "diagnose", "--dataset", "bench", "--table", "overview",
-                                                      "--format", "csv"))
+        step(
+            "diagnose --table overview",
+            engine_cmd(store, "diagnose", "--dataset", "bench", "--table", "overview", "--format", "csv"),
+        )
     if a.attach or "attach" in want:
         attach_steps(step, work, pq, a, kind)
     if "evalica" in want:
@@ -172,7 +199,9 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
 
 def has_attach() -> bool:
     """Whether this engine has ``datasets attach`` (Parquet read in place, issue 12)."""
-    r = subprocess.run([sys.executable, "-m", "engine", "datasets", "attach", "--help"], cwd=REPO, capture_output=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "engine", "datasets", "attach", "--help"], cwd=REPO, capture_output=True
+    )
     return r.returncode == 0
 
 
@@ -193,12 +222,29 @@ def attach_steps(step, work: Path, pq: Path, a: argparse.Namespace, kind: str = 
         pq = short
     store = work / "store-attached.duckdb"
     fresh_store(store)
-    att = step("datasets attach (Parquet in place)", engine_cmd(store, "datasets", "attach", "bench-pq", str(pq)))
+    att = step(
+        "datasets attach (Parquet in place)", engine_cmd(store, "datasets", "attach", "bench-pq", str(pq))
+    )
     if att.ok:
-        step("leaderboard (attached Parquet)", engine_cmd(store, "leaderboard", "--dataset", "bench-pq", "--format", "csv"))
-        step(f"leaderboard --bootstrap {a.bootstrap} (attached Parquet)",
-             engine_cmd(store, "leaderboard", "--dataset", "bench-pq", "--bootstrap", str(a.bootstrap), "--seed", "0",
-                        "--format", "csv"))
+        step(
+            "leaderboard (attached Parquet)",
+            engine_cmd(store, "leaderboard", "--dataset", "bench-pq", "--format", "csv"),
+        )
+        step(
+            f"leaderboard --bootstrap {a.bootstrap} (attached Parquet)",
+            engine_cmd(
+                store,
+                "leaderboard",
+                "--dataset",
+                "bench-pq",
+                "--bootstrap",
+                str(a.bootstrap),
+                "--seed",
+                "0",
+                "--format",
+                "csv",
+            ),
+        )
     for p in (store, store.with_name(store.name + ".wal")):
         p.unlink(missing_ok=True)
 
@@ -240,11 +286,19 @@ def main() -> None:
     ap.add_argument("--sizes", help="arena sizes (100k,1m,10m); with --models instead of --workloads")
     ap.add_argument("--models", default="100,200", help="model counts for --sizes (default 100,200)")
     ap.add_argument("--workloads", help=f"explicit workloads (default {DEFAULT_WORKLOADS})")
-    ap.add_argument("--quick", action="store_true", help=f"about a minute: {QUICK_WORKLOADS}, B=10 bootstraps, no CSV import")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"about a minute: {QUICK_WORKLOADS}, B=10 bootstraps, no CSV import",
+    )
     ap.add_argument("--bootstrap", type=int, default=100)
     ap.add_argument("--fastchat-rounds", type=int, default=100)
-    ap.add_argument("--fastchat-full-max", type=int, default=200_000,
-                    help="above this many rows the FastChat-style peer runs a tenth of the rounds (extrapolated)")
+    ap.add_argument(
+        "--fastchat-full-max",
+        type=int,
+        default=200_000,
+        help="above this many rows the FastChat-style peer runs a tenth of the rounds (extrapolated)",
+    )
     ap.add_argument("--cap-gb", type=float, default=8.0, help="memory cap per process tree (default 8)")
     ap.add_argument("--timeout", type=float, default=900.0, help="wall-time cap per process, seconds")
     ap.add_argument("--no-csv", dest="csv", action="store_false", help="skip the CSV import rows")
@@ -253,8 +307,11 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the stores after the run")
     ap.add_argument("--steps", default="import,startup,leaderboard,bootstrap,diagnose,evalica,fastchat",
                     help="which processes to run (also: attach); the engine steps need the import")
-    ap.add_argument("--attach", action="store_true",
-                    help="also time `datasets attach` + leaderboard on the Parquet file read in place (arena workloads)")
+    ap.add_argument(
+        "--attach",
+        action="store_true",
+        help="also time `datasets attach` + leaderboard on the Parquet file read in place (arena workloads)",
+    )
     ap.add_argument("--app", action="store_true", help="also time every app page on the first arena store")
     ap.add_argument("--repo", help="measure the engine of another checkout (default: this one)")
     ap.add_argument("--md", help="append the table, with date, commit and load, to this Markdown file")
@@ -275,8 +332,11 @@ def main() -> None:
     if a.app:
         a.keep = True
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    print(f"# product benchmark {started}, {git_head()}, {platform.node()}, {os.cpu_count()} cores, cap {a.cap_gb:g} GB",
-          flush=True)
+    print(
+        f"# product benchmark {started}, {git_head()}, {platform.node()}, {os.cpu_count()} cores, cap "
+        f"{a.cap_gb:g} GB",
+        flush=True,
+    )
     results: list[dict] = []
     for kind, n, models, label in workloads:
         print(f"{label}  ({uptime()})", flush=True)
@@ -287,8 +347,18 @@ def main() -> None:
         first = next(((k, n, m) for k, n, m, _ in workloads if k == "arena"), None)
         if first:
             store = Path(a.work) / f"store-{first[0]}-{first[1]}x{first[2]}.duckdb"
-            cmd = [sys.executable, str(BENCH / "app_page_timing.py"), "--db", str(store), "--dataset", "bench",
-                   "--cap-gb", str(a.cap_gb), "--repo", str(REPO)]
+            cmd = [
+                sys.executable,
+                str(BENCH / "app_page_timing.py"),
+                "--db",
+                str(store),
+                "--dataset",
+                "bench",
+                "--cap-gb",
+                str(a.cap_gb),
+                "--repo",
+                str(REPO),
+            ]
             app_md = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True).stdout
     print()
     print(table)
@@ -299,8 +369,11 @@ def main() -> None:
         Path(a.json).write_text(json.dumps(results, indent=1))
     if a.md:
         with open(a.md, "a", encoding="utf-8") as f:
-            f.write(f"\n### Run {started} — `{git_head()}`\n\n`python bench/product.py {' '.join(sys.argv[1:])}` "
-                    f"(cap {a.cap_gb:g} GB per process, B = {a.bootstrap}, FastChat-style rounds {a.fastchat_rounds})\n\n")
+            f.write(
+                f"\n### Run {started} — `{git_head()}`\n\n`python bench/product.py {' '.join(sys.argv[1:])}` "
+                f"(cap {a.cap_gb:g} GB per process, B = {a.bootstrap}, FastChat-style rounds "
+                f"{a.fastchat_rounds})\n\n"
+            )
             f.write(table + "\n")
             if app_md:
                 f.write("\n" + app_md + "\n")

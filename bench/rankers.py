@@ -50,7 +50,9 @@ def make_data(n: int, N: int, seed: int = 0, categorical: bool | str = True) -> 
     if categorical == "arrow":
         df = df.astype({c: "string[pyarrow]" for c in df.columns})
     elif categorical:
-        df = df.astype({"prompt_id": "category", "model_a": "category", "model_b": "category", "winner": "category"})
+        df = df.astype(
+            {"prompt_id": "category", "model_a": "category", "model_b": "category", "winner": "category"}
+        )
     return df
 
 
@@ -85,7 +87,9 @@ def fastchat_style_fit(counts: pd.DataFrame, models: list[str]) -> np.ndarray:
         grad = np.bincount(a, g, len(models)) - np.bincount(b, g, len(models))
         return loss, grad
 
-    th = minimize(f, np.zeros(len(models)), jac=True, method="L-BFGS-B", options={"gtol": 1e-8, "maxiter": 1000}).x
+    th = minimize(
+        f, np.zeros(len(models)), jac=True, method="L-BFGS-B", options={"gtol": 1e-8, "maxiter": 1000}
+    ).x
     return th - th.mean()
 
 
@@ -112,7 +116,12 @@ def bench_size(n: int, N: int, evalica_boot: bool, B: int = 100) -> list[dict]:
     df = make_data(n, N)
     df_obj = make_data(n, N, categorical=False)
     df_arrow = make_data(n, N, categorical="arrow")
-    winners = df["winner"].astype(str).map({"A": evalica.Winner.X, "B": evalica.Winner.Y, "tie": evalica.Winner.Draw}).tolist()
+    winners = (
+        df["winner"]
+        .astype(str)
+        .map({"A": evalica.Winner.X, "B": evalica.Winner.Y, "tie": evalica.Winner.Draw})
+        .tolist()
+    )
     xs, ys = df["model_a"].astype(str).tolist(), df["model_b"].astype(str).tolist()
     wt, models = wtilde_dense(df)
     counts = grouped_counts(df)
@@ -132,7 +141,12 @@ def bench_size(n: int, N: int, evalica_boot: bool, B: int = 100) -> list[dict]:
     t_choix_rows, _ = timed(choix_from_rows)
     t_ours_fit, _ = timed(lambda: fit_bt(wt, None, models))
     t_ev, ev = timed(lambda: evalica.bradley_terry(xs, ys, winners))
-    cw = counts["winner"].astype(str).map({"A": evalica.Winner.X, "B": evalica.Winner.Y, "tie": evalica.Winner.Draw}).tolist()
+    cw = (
+        counts["winner"]
+        .astype(str)
+        .map({"A": evalica.Winner.X, "B": evalica.Winner.Y, "tie": evalica.Winner.Draw})
+        .tolist()
+    )
     t_ev_counts, _ = timed(lambda: evalica.bradley_terry(counts["model_a"].astype(str).tolist(),
                                                          counts["model_b"].astype(str).tolist(), cw,
                                                          weights=counts["n"].astype(float).tolist()))
@@ -143,38 +157,106 @@ def bench_size(n: int, N: int, evalica_boot: bool, B: int = 100) -> list[dict]:
     agree = {
         "choix": float(np.abs(ours - (ch - ch.mean())).max()),
         "fastchat": float(np.abs(ours - fc).max()),
-        "evalica": float(np.abs(ours - (lambda v: v - v.mean())(np.log(ev.scores.reindex(list(models)).to_numpy()))).max()),
+        "evalica": float(
+            np.abs(ours - (lambda v: v - v.mean())(np.log(ev.scores.reindex(list(models)).to_numpy()))).max()
+        ),
     }
     size = f"{n} x {N:,}"
     rows += [
-        {"size": size, "task": "BT fit", "method": "ours, verdict table (categorical columns), grouping included", "seconds": t_ours},
-        {"size": size, "task": "BT fit", "method": "ours, verdict table (object string columns), grouping included", "seconds": t_ours_obj},
-        {"size": size, "task": "BT fit", "method": "ours, verdict table (string[pyarrow] columns), grouping included", "seconds": t_ours_arrow},
-        {"size": size, "task": "BT fit", "method": "evalica.bradley_terry, row API (Rust core)", "seconds": t_ev},
-        {"size": size, "task": "BT fit", "method": "evalica.bradley_terry on pre-grouped counts (fit only)", "seconds": t_ev_counts},
+        {
+            "size": size,
+            "task": "BT fit",
+            "method": "ours, verdict table (categorical columns), grouping included",
+            "seconds": t_ours,
+        },
+        {
+            "size": size,
+            "task": "BT fit",
+            "method": "ours, verdict table (object string columns), grouping included",
+            "seconds": t_ours_obj,
+        },
+        {
+            "size": size,
+            "task": "BT fit",
+            "method": "ours, verdict table (string[pyarrow] columns), grouping included",
+            "seconds": t_ours_arrow,
+        },
+        {
+            "size": size,
+            "task": "BT fit",
+            "method": "evalica.bradley_terry, row API (Rust core)",
+            "seconds": t_ev,
+        },
+        {
+            "size": size,
+            "task": "BT fit",
+            "method": "evalica.bradley_terry on pre-grouped counts (fit only)",
+            "seconds": t_ev_counts,
+        },
         {"size": size, "task": "BT fit", "method": "ours, Newton on W+T/2 (fit only)", "seconds": t_ours_fit},
-        {"size": size, "task": "BT fit", "method": "choix.ilsr_pairwise_dense on W+T/2 (fit only)", "seconds": t_choix},
-        {"size": size, "task": "BT fit", "method": "choix.ilsr_pairwise_dense, dense matrix built from the rows", "seconds": t_choix_rows},
-        {"size": size, "task": "BT fit", "method": "FastChat-style L-BFGS on grouped counts (fit only)", "seconds": t_fc},
-        {"size": size, "task": "BT fit", "method": "FastChat-style L-BFGS, grouping included", "seconds": t_fc_group},
+        {
+            "size": size,
+            "task": "BT fit",
+            "method": "choix.ilsr_pairwise_dense on W+T/2 (fit only)",
+            "seconds": t_choix,
+        },
+        {
+            "size": size,
+            "task": "BT fit",
+            "method": "choix.ilsr_pairwise_dense, dense matrix built from the rows",
+            "seconds": t_choix_rows,
+        },
+        {
+            "size": size,
+            "task": "BT fit",
+            "method": "FastChat-style L-BFGS on grouped counts (fit only)",
+            "seconds": t_fc,
+        },
+        {
+            "size": size,
+            "task": "BT fit",
+            "method": "FastChat-style L-BFGS, grouping included",
+            "seconds": t_fc_group,
+        },
     ]
     t_boot, boot = timed(lambda: bootstrap_bt_verdicts(df, B=B, seed=1), repeat=1)
     t_boot_obj, _ = timed(lambda: bootstrap_bt_verdicts(df_obj, B=B, seed=1), repeat=1)
     t_fcb, fcb = timed(lambda: fastchat_style_bootstrap(df, B, 1), repeat=1)
     rows += [
-        {"size": size, "task": f"bootstrap B={B}", "method": "ours (categorical), batched over graph patterns", "seconds": t_boot},
-        {"size": size, "task": f"bootstrap B={B}", "method": "ours (object strings), batched over graph patterns", "seconds": t_boot_obj},
-        {"size": size, "task": f"bootstrap B={B}", "method": "FastChat-style: resample rows, regroup, L-BFGS, single process", "seconds": t_fcb},
+        {
+            "size": size,
+            "task": f"bootstrap B={B}",
+            "method": "ours (categorical), batched over graph patterns",
+            "seconds": t_boot,
+        },
+        {
+            "size": size,
+            "task": f"bootstrap B={B}",
+            "method": "ours (object strings), batched over graph patterns",
+            "seconds": t_boot_obj,
+        },
+        {
+            "size": size,
+            "task": f"bootstrap B={B}",
+            "method": "FastChat-style: resample rows, regroup, L-BFGS, single process",
+            "seconds": t_fcb,
+        },
     ]
     sd_ratio = float(np.median(boot.samples.std(0) / fcb.std(0)))
     b_ev = B if evalica_boot else 5
     t_evb, _ = timed(lambda: evalica.bootstrap(evalica.bradley_terry, xs, ys, winners, n_resamples=b_ev,
                                                bootstrap_method="percentile", random_state=1), repeat=1)
-    label = "evalica.bootstrap (percentile)" if b_ev == B else f"evalica.bootstrap (percentile), B={b_ev} run, x{B // b_ev} extrapolated"
+    label = (
+        "evalica.bootstrap (percentile)"
+        if b_ev == B
+        else f"evalica.bootstrap (percentile), B={b_ev} run, x{B // b_ev} extrapolated"
+    )
     rows.append({"size": size, "task": f"bootstrap B={B}", "method": label, "seconds": t_evb * B / b_ev})
     for r in rows:
         r["agreement"] = ""
-    rows[0]["agreement"] = "max |ours - peer| log-strength: " + ", ".join(f"{k} {v:.1e}" for k, v in agree.items())
+    rows[0]["agreement"] = "max |ours - peer| log-strength: " + ", ".join(
+        f"{k} {v:.1e}" for k, v in agree.items()
+    )
     rows[-2]["agreement"] = f"median sd ratio ours/FastChat-style {sd_ratio:.3f}"
     return rows
 
@@ -233,10 +315,13 @@ def main() -> None:
         print(f"\n{size}: evalica row / ours from rows, by column type: "
               + ", ".join(f"{kind} {ev / t[f'ours, verdict table ({kind} columns), grouping included']:.1f}x"
                           for kind in ("categorical", "object string", "string[pyarrow]")))
-        print(f"{size}: choix dense ILSR vs ours, fit only on W+T/2: choix / ours = "
-              f"{t['choix.ilsr_pairwise_dense on W+T/2 (fit only)'] / t['ours, Newton on W+T/2 (fit only)']:.2f}x; "
-              f"from rows (categorical codes): choix / ours = "
-              f"{t['choix.ilsr_pairwise_dense, dense matrix built from the rows'] / ours:.2f}x")
+        fit_ratio = t["choix.ilsr_pairwise_dense on W+T/2 (fit only)"] / t["ours, Newton on W+T/2 (fit only)"]
+        print(
+            f"{size}: choix dense ILSR vs ours, fit only on W+T/2: choix / ours = "
+            f"{fit_ratio:.2f}x; "
+            f"from rows (categorical codes): choix / ours = "
+            f"{t['choix.ilsr_pairwise_dense, dense matrix built from the rows'] / ours:.2f}x"
+        )
         boot = t["ours (categorical), batched over graph patterns"]
         print(f"{size}: FastChat-style bootstrap / ours = "
               f"{t['FastChat-style: resample rows, regroup, L-BFGS, single process'] / boot:.1f}x"

@@ -13,13 +13,14 @@ def is_disk_full(exc: BaseException) -> bool:
     left on the device, or a file-size limit."""
     import errno
 
+    cur: BaseException | None = exc
     seen = 0
-    while exc is not None and seen < 8:
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG):
+    while cur is not None and seen < 8:
+        if isinstance(cur, OSError) and cur.errno in (errno.ENOSPC, errno.EFBIG):
             return True
-        if any(t in str(exc).lower() for t in _DISK_FULL):
+        if any(t in str(cur).lower() for t in _DISK_FULL):
             return True
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+        cur, seen = cur.__cause__ or cur.__context__, seen + 1
     return False
 
 

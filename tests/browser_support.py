@@ -62,7 +62,7 @@ def _serve(db: Path, log_path: Path, **env_extra: str):
     """``streamlit run app.py`` on ``db`` and a free port; yields the base URL, stops the server."""
     port = _free_port()
     env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(REPO), **env_extra}
-    log = open(log_path, "w+b")  # a file, not a pipe: a full pipe would stall the server
+    log = open(log_path, "w+b")  # noqa: SIM115 - a file, not a pipe: a full pipe would stall the server
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none",
@@ -129,15 +129,19 @@ def wait_drawn(page, timeout_s: float = 20) -> None:
     check = """() => {
             const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
             const frames = [...document.querySelectorAll('[data-testid="stDataFrame"]')]
-                .filter(f => f.checkVisibility() && f.getBoundingClientRect().height > 0);  // not in a closed expander
+                // not in a closed expander
+                .filter(f => f.checkVisibility() && f.getBoundingClientRect().height > 0);
             const graphs = [...document.querySelectorAll('iframe')].filter(f => f.srcdoc);
             return {charts: charts.filter(c => !c.querySelector('.main-svg')).length,
                     frames: frames.filter(f => !f.querySelector('canvas')).length,
-                    graphs: graphs.filter(g => !(g.contentDocument && g.contentDocument.querySelector('.net canvas'))).length};
+                    graphs: graphs.filter(g => !(g.contentDocument
+                                                 && g.contentDocument.querySelector('.net canvas'))).length};
         }"""
     try:
-        page.wait_for_function(f"() => {{ const s = ({check})(); return !s.charts && !s.frames && !s.graphs; }}",
-                               timeout=timeout_s * 1000)
+        page.wait_for_function(
+            f"() => {{ const s = ({check})(); return !s.charts && !s.frames && !s.graphs; }}",
+            timeout=timeout_s * 1000,
+        )
     except Exception as exc:
         raise AssertionError(f"not drawn after {timeout_s} s: {page.evaluate(check)}") from exc
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")  # laid out
@@ -182,7 +186,9 @@ def pick_option(page, label: str, index: int) -> None:
 def bad_file(folder: Path) -> Path:
     """A verdict file with a repeated model (line 3) and an unknown winner (line 5)."""
     path = folder / "my-judge-run.csv"
-    path.write_text("prompt_id,model_a,model_b,winner,judge\n1,gpt4,claude,A,my-judge\n1,gpt4,gpt4,B,my-judge\n"
-                    "2,claude,bard,tie,my-judge\n2,gpt4,bard,maybe,my-judge\n3,bard,gpt4,B,my-judge\n",
-                    encoding="utf-8")
+    path.write_text(
+        "prompt_id,model_a,model_b,winner,judge\n1,gpt4,claude,A,my-judge\n1,gpt4,gpt4,B,my-judge\n"
+        "2,claude,bard,tie,my-judge\n2,gpt4,bard,maybe,my-judge\n3,bard,gpt4,B,my-judge\n",
+        encoding="utf-8",
+    )
     return path

@@ -120,7 +120,8 @@ def _loop(stack, name, B, seed, unit="graph", **params):
 @pytest.mark.parametrize("name,params", [
     ("borda", {}), ("borda", {"normalize": True}), ("borda", {"weights": "array"}),
     ("pairwise-majority", {}), ("pairwise-majority", {"weights": "array", "normalize": True}),
-    ("majority", {}), ("majority", {"ties": "edge", "exact_half": "later"}), ("majority", {"normalize": True}),
+    ("majority", {}), ("majority", {"ties": "edge", "exact_half": "later"}),
+    ("majority", {"normalize": True}),
     ("kemeny", {}), ("kemeny", {"source": "rankings"}), ("kemeny", {"exact_max": 3}),
     ("elspr", {}), ("rank-centrality", {}), ("pged", {"mode": "global"}),
     ("copeland", {"normalize": True}), ("scorewin", {}),
@@ -144,8 +145,13 @@ def test_bt_elo_scale_bootstrap_is_the_rescaled_log_bootstrap(stack):
 
 def _judged(seed=0):
     theta = np.array([0.6, 0.3, 0.0, -0.2, -0.5])
-    return pd.concat([bt_verdicts(theta, 8, seed=seed + k, tie_nu=0.4, pairs_per_prompt=6).assign(judge=f"j{k}")
-                      for k in range(3)], ignore_index=True)
+    return pd.concat(
+        [
+            bt_verdicts(theta, 8, seed=seed + k, tie_nu=0.4, pairs_per_prompt=6).assign(judge=f"j{k}")
+            for k in range(3)
+        ],
+        ignore_index=True,
+    )
 
 
 @pytest.mark.parametrize("aggregate", ["weight-score", "kemeny", "pairwise-majority"])

@@ -64,8 +64,12 @@ def xss_server(tmp_path_factory: pytest.TempPathFactory):
 def test_every_page_renders_without_error(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1440, "height": 1300})
     outside = []
-    page.on("request", lambda r: outside.append(r.url) if not r.url.startswith((server, "data:", "about:", "blob:"))
-            else None)
+    page.on(
+        "request",
+        lambda r: (
+            outside.append(r.url) if not r.url.startswith((server, "data:", "about:", "blob:")) else None
+        ),
+    )
     for i, (path, (name, _)) in enumerate(PAGES.items()):
         open_page(page, server, path, first=i == 0)
         assert errors_on(page) == [], f"page {name} shows an error"
@@ -134,8 +138,12 @@ def test_xss_dataset_runs_no_script(xss_server, browser):
             page.wait_for_function(  # the chart's ticks are laid out after its svg appears
                 """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .ytick text')]
                           .some(e => e.textContent.startsWith('m1 '))""", timeout=60_000)
-            ticks = page.eval_on_selector_all('[data-testid="stPlotlyChart"] .ytick text', "els => els.map(e => e.textContent)")
-            assert f"m1 {XSS_SCRIPT}" in ticks and f"m2 {XSS_IMG}" in ticks and "m3's :material/home:" in ticks, ticks
+            ticks = page.eval_on_selector_all(
+                '[data-testid="stPlotlyChart"] .ytick text', "els => els.map(e => e.textContent)"
+            )
+            assert (
+                f"m1 {XSS_SCRIPT}" in ticks and f"m2 {XSS_IMG}" in ticks and "m3's :material/home:" in ticks
+            ), ticks
     # the sidebar kept the XSS dataset, and the inspector shows every text exactly as written
     wait_drawn(page)
     page.wait_for_function(  # a loaded machine can draw the graph before the rationale below it

@@ -43,8 +43,15 @@ def busy_server(tmp_path_factory: pytest.TempPathFactory):
 def _hold(db: Path) -> subprocess.Popen:
     """Another process (as a CLI writer would) holding the store file's lock until killed."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); print('held', flush=True); "
-         "time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({str(db)!r}); print('held', flush=True); "
+            "time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "held"
     return proc
 
@@ -154,9 +161,12 @@ OVERFLOW = """() => {
         return false;
     };
     const wide = [...document.querySelectorAll('[data-testid="stMainBlockContainer"] *')]
-        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.checkVisibility() && !contained(e))
-        .map(e => (e.getAttribute('data-testid') || e.tagName) + ':' + Math.round(e.getBoundingClientRect().right));
-    return {page: doc.scrollWidth - doc.clientWidth, main: main.scrollWidth - main.clientWidth, wide: wide.slice(0, 5)};
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && e.checkVisibility()
+                     && !contained(e))
+        .map(e => (e.getAttribute('data-testid') || e.tagName) + ':'
+                  + Math.round(e.getBoundingClientRect().right));
+    return {page: doc.scrollWidth - doc.clientWidth, main: main.scrollWidth - main.clientWidth,
+            wide: wide.slice(0, 5)};
 }"""
 
 TICKS = """(sel) => {

@@ -96,9 +96,27 @@ def test_soft_no_means_off_and_soft_yes_means_on(shipped_db, shipped_store):
 
 def test_elo_parameters_reach_the_ranker(shipped_db, shipped_store):
     """k=8 base=2 scale=100 from text give the ratings of the sequential loop run with those numbers."""
-    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--ranker", "elo", "--param", "k=8",
-                           "--param", "base=2", "--param", "scale=100", "--param", "order=prompt", "--format", "json")
-    assert rc == 0, err  # order=prompt: graph key order, the order of stack_outcomes (the default is source order)
+    rc, out, err = run_cli(
+        shipped_db,
+        "leaderboard",
+        "--judge",
+        "gpt-4",
+        "--ranker",
+        "elo",
+        "--param",
+        "k=8",
+        "--param",
+        "base=2",
+        "--param",
+        "scale=100",
+        "--param",
+        "order=prompt",
+        "--format",
+        "json",
+    )
+    assert rc == 0, (
+        err
+    )  # order=prompt: graph key order, the order of stack_outcomes (the default is source order)
     st = build_stack(shipped_store.verdicts("vicuna80", judge="gpt-4"))
     i, j, s = stack_outcomes(st)
     r = elo_ratings(i, j, s, st.n, k=8.0, base=2.0, scale=100.0)
@@ -139,7 +157,15 @@ def test_mu_zero_keeps_the_graphs_with_fewest_bad_3_cycles(shipped_db, shipped_s
         for i in range(n):
             for j in range(n):
                 for k in range(n):
-                    if i < j and i < k and j != k and a[i, j] and a[j, k] and a[k, i] and (s[i, j] or s[j, k] or s[k, i]):
+                    if (
+                        i < j
+                        and i < k
+                        and j != k
+                        and a[i, j]
+                        and a[j, k]
+                        and a[k, i]
+                        and (s[i, j] or s[j, k] or s[k, i])
+                    ):
                         c += 1
         c3_bad.append(c)
     assert len(kept) == 5
@@ -156,8 +182,25 @@ def test_compare_reference_truth_on_a_synthetic_dataset(db_path):
     from engine.ingest.synthetic import synthetic_truth
     from engine.store.connection import Store
 
-    rc, _, err = run_cli(db_path, "simulate", "synthetic", "--name", "syn", "--models", "8", "--categories", "2",
-                         "--prompts", "3", "--paraphrases", "1", "--samples", "1", "--bad-rate", "0.6")
+    rc, _, err = run_cli(
+        db_path,
+        "simulate",
+        "synthetic",
+        "--name",
+        "syn",
+        "--models",
+        "8",
+        "--categories",
+        "2",
+        "--prompts",
+        "3",
+        "--paraphrases",
+        "1",
+        "--samples",
+        "1",
+        "--bad-rate",
+        "0.6",
+    )
     assert rc == 0, err
     rc, out, err = run_cli(db_path, "compare", "--dataset", "syn", "--reference", "truth", "--format", "json")
     assert rc == 0, err
@@ -208,9 +251,9 @@ def _has_cyclic_triad(adj: np.ndarray) -> bool:
     for i in range(n):
         for j in range(n):
             for k in range(n):
-                if len({i, j, k}) == 3 and adj[i, j] and adj[j, k] and adj[k, i]:
-                    if not (tie[i, j] and tie[j, k] and tie[k, i]):
-                        return True
+                if (len({i, j, k}) == 3 and adj[i, j] and adj[j, k] and adj[k, i]
+                        and not (tie[i, j] and tie[j, k] and tie[k, i])):
+                    return True
     return False
 
 
@@ -223,8 +266,9 @@ def test_triads_of_an_acyclic_graph_print_an_empty_table(shipped_db, shipped_sto
     v = shipped_store.verdicts("vicuna80", judge="bard")
     st = build_stack(v[v["prompt_id"] == "13"])
     assert st.T == 1 and not _has_cyclic_triad(st.adj[0])
-    rc, out, err = run_cli(shipped_db, "triads", "--dataset", "vicuna80", "--prompt-id", "13", "--judge", "bard",
-                           "--format", fmt)
+    rc, out, err = run_cli(
+        shipped_db, "triads", "--dataset", "vicuna80", "--prompt-id", "13", "--judge", "bard", "--format", fmt
+    )
     assert rc == 0, err
     assert out == expect
 
@@ -236,8 +280,19 @@ def test_triads_of_an_acyclic_graph_print_an_empty_table(shipped_db, shipped_sto
 ])
 def test_agreement_of_a_single_judge_has_no_pairs(shipped_db, fmt, expect):
     """One judge gives C(1, 2) = 0 judge pairs: a header and no rows, never pandas' 'Empty DataFrame'."""
-    rc, out, err = run_cli(shipped_db, "diagnose", "--dataset", "vicuna80", "--table", "agreement", "--judge", "gpt-4",
-                           "--format", fmt, "--no-cache")
+    rc, out, err = run_cli(
+        shipped_db,
+        "diagnose",
+        "--dataset",
+        "vicuna80",
+        "--table",
+        "agreement",
+        "--judge",
+        "gpt-4",
+        "--format",
+        fmt,
+        "--no-cache",
+    )
     assert rc == 0, err
     assert out == expect and "Empty DataFrame" not in out
 
@@ -253,8 +308,9 @@ def test_simulate_recovery_refuses_oversized_runs(db_path):
     check_recovery_size(300, ts, 105)
     with pytest.raises(LensError, match="--reps 105 or fewer"):
         check_recovery_size(300, ts, 106)
-    assert "lower --n or the t values" in refused(db_path, "simulate", "recovery", "--n", "3000", "--t", "999999",
-                                                  "--reps", "1")
+    assert "lower --n or the t values" in refused(
+        db_path, "simulate", "recovery", "--n", "3000", "--t", "999999", "--reps", "1"
+    )
 
 
 def test_simulate_recovery_no_limit_runs_the_same_curve(db_path, monkeypatch):
@@ -304,7 +360,9 @@ def test_simulate_options_say_what_they_are_and_their_default():
 @pytest.mark.parametrize("group, choices", [("simulate", "recovery, mallows or synthetic"),
                                             ("experiment", "baselines, keep-k or mu")])
 def test_a_command_group_without_subcommand_lists_the_choices(db_path, group, choices):
-    assert refused(db_path, group) == f"error: {group} needs one of {choices}; see python -m engine {group} -h."
+    assert (
+        refused(db_path, group) == f"error: {group} needs one of {choices}; see python -m engine {group} -h."
+    )
 
 
 def test_a_command_line_builds_only_its_command_and_parses_as_the_full_parser():
@@ -324,7 +382,15 @@ def test_a_command_line_builds_only_its_command_and_parses_as_the_full_parser():
         assert list(one.choices) == [cmd]
         assert one.choices[cmd].format_help() == action.choices[cmd].format_help()
     assert command_module(["import", "v.csv"]) == "imports"
-    for argv in ([], ["--help"], ["-h", "leaderboard"], ["--db", "leaderboard"], ["leaderbord"], ["_common"], ["imports"]):
+    for argv in (
+        [],
+        ["--help"],
+        ["-h", "leaderboard"],
+        ["--db", "leaderboard"],
+        ["leaderbord"],
+        ["_common"],
+        ["imports"],
+    ):
         assert command_module(argv) is None, argv
     argv = ["--db", "s.duckdb", "leaderboard", "--judge", "gpt-4", "--ranker", "davidson", "--keep-k", "5"]
     assert vars(build_parser(command_module(argv)).parse_args(argv)) == vars(full.parse_args(argv))

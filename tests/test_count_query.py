@@ -80,10 +80,13 @@ def test_lean_pair_counts_equal_the_vote_path(seed, policy, orders):
     assert n_invalid > 0 and pc.T.sum() > 0 and pc.n_graph_total < n_verdicts  # the log has what it should
     for ranker in ("bt", "davidson", "copeland", "rank-centrality"):
         a, b = fit_counts(ranker, sc.counts).scores, fit_counts(ranker, pc).scores
-        np.testing.assert_allclose(a.to_numpy(), b.reindex(a.index).to_numpy(), rtol=0, atol=1e-10, err_msg=ranker)
+        np.testing.assert_allclose(
+            a.to_numpy(), b.reindex(a.index).to_numpy(), rtol=0, atol=1e-10, err_msg=ranker
+        )
 
 
-@pytest.mark.parametrize("case", ["both orders", "several pairs per prompt", "several judges", "probabilities"])
+@pytest.mark.parametrize("case",
+                         ["both orders", "several pairs per prompt", "several judges", "probabilities"])
 def test_lean_path_steps_aside_where_votes_need_the_verdicts(case):
     kw = {"both orders": {"orders": ("AB", "BA")}, "several pairs per prompt": {"multi_pair": True},
           "several judges": {"n_judges": 2}, "probabilities": {}}[case]
@@ -105,7 +108,9 @@ def test_leaderboard_over_attached_log_equals_the_vote_path(tmp_path, db_path, m
         attach(store, "log", str(tmp_path / "log.parquet"))
         taken = []
         real = count_query.lean_pair_counts
-        monkeypatch.setattr(count_query, "lean_pair_counts", lambda *a, **k: taken.append(real(*a, **k)) or taken[-1])
+        monkeypatch.setattr(
+            count_query, "lean_pair_counts", lambda *a, **k: taken.append(real(*a, **k)) or taken[-1]
+        )
         fast = leaderboard(store, "log", ranker="bt")
         assert (taken[0] is not None) == (kw == {"orders": (None,)})
         monkeypatch.setattr(count_query, "lean_pair_counts", lambda *a, **k: None)

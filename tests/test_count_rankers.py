@@ -24,16 +24,32 @@ COUNT_RANKERS = ("bt", "davidson", "winrate", "copeland", "scorewin", "rank-cent
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     """A canonical verdict frame from partial rows (defaults for the rest)."""
-    base = {"dataset": "d", "judge": "j", "variant": 0, "variant_kind": "original", "turn": 1, "category": None,
-            "order": None, "prob_a": np.nan, "annotator": None, "explanation": None, "source_file": "f",
-            "source_line": None, "battle_id": None, "tstamp": np.nan, "strength": None}
+    base = {
+        "dataset": "d",
+        "judge": "j",
+        "variant": 0,
+        "variant_kind": "original",
+        "turn": 1,
+        "category": None,
+        "order": None,
+        "prob_a": np.nan,
+        "annotator": None,
+        "explanation": None,
+        "source_file": "f",
+        "source_line": None,
+        "battle_id": None,
+        "tstamp": np.nan,
+        "strength": None,
+    }
     base = {k: v for k, v in base.items() if k in VERDICT_DTYPES}
     df = pd.DataFrame([{**base, **r} for r in rows])
     df["source_line"] = np.arange(1, len(df) + 1)
     return df[list(VERDICT_DTYPES)].astype(VERDICT_DTYPES)
 
 
-def tournaments(n_prompts: int, n_models: int, seed: int, tie_p: float = 0.15, invalid_p: float = 0.02) -> pd.DataFrame:
+def tournaments(
+    n_prompts: int, n_models: int, seed: int, tie_p: float = 0.15, invalid_p: float = 0.02
+) -> pd.DataFrame:
     """Random per-prompt tournaments: every pair of a random subset judged in both orders."""
     rng = np.random.default_rng(seed)
     models = [f"m{i:02d}" for i in range(n_models)]
@@ -50,8 +66,15 @@ def tournaments(n_prompts: int, n_models: int, seed: int, tie_p: float = 0.15, i
                     p = 1 / (1 + np.exp(-(strength[a] - strength[b])))
                     w = ("invalid" if u < invalid_p else "tie" if u < invalid_p + tie_p
                          else "A" if rng.random() < p else "B")
-                    rows.append({"prompt_id": f"q{q}", "model_a": models[a], "model_b": models[b], "winner": w,
-                                 "order": "AB"})
+                    rows.append(
+                        {
+                            "prompt_id": f"q{q}",
+                            "model_a": models[a],
+                            "model_b": models[b],
+                            "winner": w,
+                            "order": "AB",
+                        }
+                    )
     return frame(rows)
 
 
@@ -128,7 +151,8 @@ def test_vote_unit_hand_worked():
         # graph q2: the same row twice, no order known -> two votes y>x
         {"prompt_id": "q2", "model_a": "x", "model_b": "y", "winner": "B"},
         {"prompt_id": "q2", "model_a": "x", "model_b": "y", "winner": "B"},
-        # graph q3: both orders once each pairing, plus a third row shown x-first -> two votes: (A,A)->x, and y (alone)
+        # graph q3: both orders once each pairing, plus a third row shown x-first -> two votes: (A,A)->x, and
+        # y (alone)
         {"prompt_id": "q3", "model_a": "x", "model_b": "y", "winner": "A", "order": "AB"},
         {"prompt_id": "q3", "model_a": "y", "model_b": "x", "winner": "B", "order": "AB"},
         {"prompt_id": "q3", "model_a": "x", "model_b": "y", "winner": "B", "order": "AB"},
@@ -187,7 +211,9 @@ def test_elo_follows_timestamps_when_present():
     models = sorted(set(v.model_a) | set(v.model_b))
     idx = {m: i for i, m in enumerate(models)}
     s = v["winner"].map({"A": 1.0, "B": 0.0, "tie": 0.5}).to_numpy()[order]
-    r = elo_ratings(v["model_a"].map(idx).to_numpy()[order], v["model_b"].map(idx).to_numpy()[order], s, len(models))
+    r = elo_ratings(
+        v["model_a"].map(idx).to_numpy()[order], v["model_b"].map(idx).to_numpy()[order], s, len(models)
+    )
     np.testing.assert_allclose(res.scores.reindex(models).to_numpy(), r - r.mean(), atol=1e-9)
 
 
@@ -208,8 +234,9 @@ def test_parquet_attached_in_place_ranks_like_the_store(shipped_store, tmp_path,
         for r in ("bt", "davidson"):
             here = leaderboard(store, "big", ranker=r, bootstrap=10)
             there = leaderboard(shipped_store, "vicuna80", judge="gpt-4", ranker=r)
-            np.testing.assert_allclose(here.scores.reindex(there.scores.index).to_numpy(), there.scores.to_numpy(),
-                                       atol=1e-10)
+            np.testing.assert_allclose(
+                here.scores.reindex(there.scores.index).to_numpy(), there.scores.to_numpy(), atol=1e-10
+            )
         kept = leaderboard(store, "big", ranker="pged")  # the graph path reads the files too
         assert len(kept.table) == len(here.table)
         with pytest.raises(LensError, match="no winner column"):
@@ -244,7 +271,9 @@ def test_sums_over_prompts_warn_when_participation_differs():
     normalised = leaderboard_from_stack(stack, ranker="borda", ranker_params={"normalize": True})
     assert not [n for n in board_notes(normalised) if "different numbers of prompts" in n]
     even = build_stack(frame([r for r in rows if r["prompt_id"] in ("q0", "q1")]))
-    assert not [n for n in board_notes(leaderboard_from_stack(even, ranker="borda")) if "different numbers" in n]
+    assert not [
+        n for n in board_notes(leaderboard_from_stack(even, ranker="borda")) if "different numbers" in n
+    ]
 
 
 def test_soft_bt_from_votes_equals_the_stack_soft_fit():
@@ -259,7 +288,8 @@ def test_soft_bt_from_votes_equals_the_stack_soft_fit():
 
 
 def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
-    """`datasets attach` + `leaderboard --ranker elo` over Parquet with a tstamp column: time order by default,
+    """`datasets attach` + `leaderboard --ranker elo` over Parquet with a tstamp column: time order by
+    default,
     stated in the note; order=input follows the file."""
     import json
 
@@ -283,10 +313,14 @@ def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
     for param, order in ((None, np.argsort(v["tstamp"].to_numpy())), ("order=input", np.arange(40))):
         args = ["leaderboard", "--dataset", "log", "--ranker", "elo", "--format", "json"]
         got = json.loads(cli(*args, *(["--param", param] if param else [])).stdout)
-        r = elo_ratings(v["model_a"].map(idx).to_numpy()[order], v["model_b"].map(idx).to_numpy()[order], s[order], 3)
+        r = elo_ratings(
+            v["model_a"].map(idx).to_numpy()[order], v["model_b"].map(idx).to_numpy()[order], s[order], 3
+        )
         scores = {row["model"]: row["score"] for row in got["table"]}
         np.testing.assert_allclose([scores[m] for m in models], r - r.mean(), atol=1e-9)
-        assert any(("order: by timestamp" if param is None else "order: source order") in n for n in got["notes"])
+        assert any(
+            ("order: by timestamp" if param is None else "order: source order") in n for n in got["notes"]
+        )
         assert got["params"]["unit"] == "votes"
 
 

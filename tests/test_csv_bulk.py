@@ -95,7 +95,12 @@ def test_bulk_and_line_reader_agree_on_generated_csv(monkeypatch, quoting):
     assert slow["counts"]["rejected"] >= 3  # the short row, the bad byte, the same-model / stray-quote rows
     assert any("fields but the header has" in s for s in slow["sentences"])
     assert any("not valid UTF-8" in s for s in slow["sentences"])
-    assert sum("winner value 'maybe'" in s and "model_a and model_b are the same" in s for s in slow["sentences"]) >= 5
+    assert (
+        sum(
+            "winner value 'maybe'" in s and "model_a and model_b are the same" in s for s in slow["sentences"]
+        )
+        >= 5
+    )
     _same(fast, slow)
 
 

@@ -25,8 +25,13 @@ from engine.ingest.importer import import_files
 from engine.ingest.verdict_export import export_verdicts
 from engine.views.exports import neutralise_cell, restore_csv_cell, results_zip
 
-HOSTILE = ['=HYPERLINK("http://evil.example/?x=1","click")', "+cmd|' /C calc'!A0", "@SUM(1+1)*cmd|' /C calc'!A0",
-           "-2+3+cmd|' /C calc'!A0", "plain-model"]
+HOSTILE = [
+    '=HYPERLINK("http://evil.example/?x=1","click")',
+    "+cmd|' /C calc'!A0",
+    "@SUM(1+1)*cmd|' /C calc'!A0",
+    "-2+3+cmd|' /C calc'!A0",
+    "plain-model",
+]
 NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 

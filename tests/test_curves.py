@@ -64,12 +64,18 @@ def test_keep_k_points_match_direct_selection_and_single_fits(data):
                 vals = np.array([x[dist] for x in draws])
                 assert row["mean"] == pytest.approx(vals.mean(), abs=1e-12)
                 half = 1.96 * vals.std(ddof=1) / np.sqrt(R)
-                assert (row.ci_low, row.ci_high) == pytest.approx((vals.mean() - half, vals.mean() + half), abs=1e-12)
-                assert (row.q_low, row.q_high) == pytest.approx(tuple(np.quantile(vals, [0.025, 0.975])), abs=1e-12)
+                assert (row.ci_low, row.ci_high) == pytest.approx(
+                    (vals.mean() - half, vals.mean() + half), abs=1e-12
+                )
+                assert (row.q_low, row.q_high) == pytest.approx(
+                    tuple(np.quantile(vals, [0.025, 0.975])), abs=1e-12
+                )
                 assert row.n_kept == k and row.n_draw == m
     macro = curve[(curve.category == MACRO) & (curve.distance == "spearman")].set_index("k")
     per_cat = curve[(curve.category != MACRO) & (curve.distance == "spearman")].groupby("k")
-    assert np.allclose(macro["point"], per_cat["point"].mean()) and np.allclose(macro["mean"], per_cat["mean"].mean())
+    assert np.allclose(macro["point"], per_cat["point"].mean()) and np.allclose(
+        macro["mean"], per_cat["mean"].mean()
+    )
 
 
 def test_the_band_brackets_the_plotted_curve():
@@ -110,7 +116,9 @@ def test_cache_hits_then_misses_after_a_new_version(empty_store):
 
     params = {"kind": "keep_k", "ks": (2, 5), "resamples": 4, "mu": np.float64(1.0)}
     a, hit_a = results_cache.cached(empty_store, "syn", "keep_k_curve", params, compute)
-    b, hit_b = results_cache.cached(empty_store, "syn", "keep_k_curve", dict(reversed(list(params.items()))), compute)
+    b, hit_b = results_cache.cached(
+        empty_store, "syn", "keep_k_curve", dict(reversed(list(params.items()))), compute
+    )
     assert (hit_a, hit_b, len(calls)) == (False, True, 1)
     pd.testing.assert_frame_equal(a.reset_index(drop=True), b, check_dtype=False)
     write_synthetic(empty_store, "syn", P)  # re-import: new dataset version
@@ -136,7 +144,18 @@ def test_pools_perturbed_and_sampling_control():
 
 def test_a_curve_cell_does_not_depend_on_the_other_cells(data):
     st, truth = data
-    cols = ["category", "distance", "point", "mean", "ci_low", "ci_high", "q_low", "q_high", "n_kept", "n_draw"]
+    cols = [
+        "category",
+        "distance",
+        "point",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "q_low",
+        "q_high",
+        "n_kept",
+        "n_draw",
+    ]
     alone = keep_k_curve(st, truth, ks=[6], resamples=20, seed=4)
     grid = keep_k_curve(st, truth, ks=[2, 6, 12], resamples=20, seed=4)
     pd.testing.assert_frame_equal(alone[cols], grid[grid.k == 6][cols].reset_index(drop=True))
@@ -196,13 +215,18 @@ def test_curve_macro_leaves_out_categories_with_an_empty_pool():
     both = keep_k_curve(build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan)), d.truth, ks=[3],
                         pool="sampling", resamples=5, seed=1)
     assert (both[both.category == MACRO].n_categories == 2).all()
-    three = generate(SyntheticParams(n_models=6, categories=3, prompts=3, paraphrases=1, samples=2, seed=7)).verdicts
+    three = generate(
+        SyntheticParams(n_models=6, categories=3, prompts=3, paraphrases=1, samples=2, seed=7)
+    ).verdicts
     three = three[~((three.category == "cat-3") & (three.variant_kind == "sample"))]
     c3 = keep_k_curve(build_stack(three.assign(dataset="s", turn=1, prob_a=np.nan)), d.truth, ks=[3],
                       pool="sampling", resamples=5, seed=1)
     macro = c3[c3.category == MACRO]
     assert (macro.n_categories == 2).all()
-    assert macro.note.str.contains("macro over 2 of 3 categories").all() and macro.note.str.contains("cat-3").all()
+    assert (
+        macro.note.str.contains("macro over 2 of 3 categories").all()
+        and macro.note.str.contains("cat-3").all()
+    )
     for dist in ("spearman", "kendall"):
         cells = c3[(c3.distance == dist) & (c3.category != MACRO)]
         assert macro[macro.distance == dist].point.iloc[0] == pytest.approx(cells.point.mean(), abs=1e-15)

@@ -54,8 +54,10 @@ def test_cli_prints_the_per_dataset_version(tmp_path: Path) -> None:
     db = tmp_path / "c.duckdb"
     run = ["--db", str(db)]
     for name, prompt in (("x", "1"), ("y", "1"), ("y", "2")):
-        out = run_engine([*run, "import", str(_file(tmp_path, f"{name}{prompt}.csv", prompt)), "--dataset", name],
-                         check=True).stdout
+        out = run_engine(
+            [*run, "import", str(_file(tmp_path, f"{name}{prompt}.csv", prompt)), "--dataset", name],
+            check=True,
+        ).stdout
     assert "dataset 'y' is now version 2" in out
     listing = run_engine([*run, "datasets", "--format", "csv"], check=True).stdout
     rows = {line.split(",")[0]: line.split(",")[1] for line in listing.splitlines()[1:]}

@@ -12,7 +12,9 @@ BASE = {"dataset": "d", "variant": 0, "turn": 1, "variant_kind": "original", "pr
 
 
 def frame(rows) -> pd.DataFrame:
-    v = pd.DataFrame(rows, columns=["judge", "prompt_id", "category", "model_a", "model_b", "winner", "order"])
+    v = pd.DataFrame(
+        rows, columns=["judge", "prompt_id", "category", "model_a", "model_b", "winner", "order"]
+    )
     for c, val in BASE.items():
         v[c] = val
     return v

@@ -126,7 +126,9 @@ def test_structure_summary_against_networkx():
                          "variant_kind": "original", "n_verdicts": 10, "n_invalid": 0})
     s = structure_summary(GraphStack(tuple("abcde"), adj, obs, keys)).set_index("category")
     for cat, sel in (("even", range(0, T, 2)), ("odd", range(1, T, 2))):
-        scc = [max(len(c) for c in nx.strongly_connected_components(nx.DiGraph(adj[t].astype(int)))) for t in sel]
+        scc = [
+            max(len(c) for c in nx.strongly_connected_components(nx.DiGraph(adj[t].astype(int)))) for t in sel
+        ]
         draws = [(adj[t] & adj[t].T)[iu, ju].mean() for t in sel]
         assert s.loc[cat, "largest_scc_mean"] == pytest.approx(np.mean(scc))
         assert s.loc[cat, "draw_rate_mean"] == pytest.approx(np.mean(draws))
@@ -162,7 +164,9 @@ def test_cached_tables_equal_fresh_ones(shipped_db):
         fresh = diagnose(store, "vicuna80", judge="claude", table="position")
         first, hit1 = diagnose_cached(store, "vicuna80", judge="claude", table="position")
         again, hit2 = diagnose_cached(store, "vicuna80", judge="claude", table="position")
-        other, hit3 = diagnose_cached(store, "vicuna80", judge="claude", table="position", by=("judge", "lo", "hi"))
+        other, hit3 = diagnose_cached(
+            store, "vicuna80", judge="claude", table="position", by=("judge", "lo", "hi")
+        )
     assert (hit1, hit2, hit3) == (False, True, False)
     pd.testing.assert_frame_equal(again, fresh, check_dtype=False)
     assert len(other) == 10  # the 10 pairs of claude's five models
@@ -186,8 +190,20 @@ def test_every_table_by_judge_and_category_is_consistent():
     from engine.diagnostics import TABLES
 
     v = small_frame()
-    grouped = {"pnt", "patterns", "heatmap", "entropy", "cycles", "cycle-lengths", "participation", "cycle-prompts",
-               "position", "stress", "structure", "cycle-fit"}
+    grouped = {
+        "pnt",
+        "patterns",
+        "heatmap",
+        "entropy",
+        "cycles",
+        "cycle-lengths",
+        "participation",
+        "cycle-prompts",
+        "position",
+        "stress",
+        "structure",
+        "cycle-fit",
+    }
     out = {}
     for table in TABLES:
         if table == "sntd":
@@ -198,7 +214,11 @@ def test_every_table_by_judge_and_category_is_consistent():
         if table in grouped:
             assert set(out[table]["category"]) == {"even", "odd"}, table
     # the same cycles seen three ways
-    assert out["cycle-prompts"]["cycles"].sum() == out["cycles"]["cycles"].sum() == out["cycle-graphs"]["cycles"].sum()
+    assert (
+        out["cycle-prompts"]["cycles"].sum()
+        == out["cycles"]["cycles"].sum()
+        == out["cycle-graphs"]["cycles"].sum()
+    )
     assert out["cycle-lengths"]["cycles"].sum() == out["cycles"]["cycles"].sum()
     assert out["pnt"]["triples"].sum() == 2 * 8 * 4  # two judges, 8 complete graphs, C(4,3) triples each
     assert out["stress"]["ordering_graphs"].sum() == 2 * 8 * 24
@@ -232,7 +252,9 @@ def test_heatmap_is_per_judge_and_takes_a_win_rate_file(shipped_db, verdicts, tm
     rates.drop("bard").rename_axis("model").reset_index().to_csv(path, index=False)
     for args, needle in ((["--table", "heatmap"], "No win rate for model(s) bard"),
                          (["--table", "pnt"], "heatmap table only")):
-        rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", *args, "--win-rates", str(path), "--no-cache")
+        rc, out, err = run_cli(
+            shipped_db, "--dataset", "vicuna80", *args, "--win-rates", str(path), "--no-cache"
+        )
         assert rc == 2 and needle in err and err.count("\n") == 1
 
 
@@ -260,7 +282,11 @@ def test_cycles_count_every_length_by_default(shipped_db, verdicts):
         assert [t.loc[k, f"len_{n}"] for n in range(3, 10)] == [lens.get(n, 0) for n in range(3, 10)]
     rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--table", "cycles", "--format", "csv")
     r = pd.read_csv(io.StringIO(out)).set_index("judge")
-    assert r.loc["gpt-4", "length_bound"] == 9 and r.loc["claude", "length_bound"] == 5 and r["all_lengths"].all()
+    assert (
+        r.loc["gpt-4", "length_bound"] == 9
+        and r.loc["claude", "length_bound"] == 5
+        and r["all_lengths"].all()
+    )
 
 
 def test_patterns_table_through_the_cli(shipped_db):
@@ -279,8 +305,10 @@ def test_paper_variants_are_flags_of_their_own_tables(shipped_db, verdicts):
     from engine.diagnostics.cycle_stats import count_fits, cycle_table
     from engine.graphs.buckets import build_buckets
 
-    for args, needle in ((["--table", "cycles", "--r2", "pmf"], "--r2 applies to the cycle-fit table only"),
-                         (["--table", "pnt", "--sntd", "per-order"], "--sntd applies to the sntd table only")):
+    for args, needle in (
+        (["--table", "cycles", "--r2", "pmf"], "--r2 applies to the cycle-fit table only"),
+        (["--table", "pnt", "--sntd", "per-order"], "--sntd applies to the sntd table only"),
+    ):
         rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", *args)
         assert rc == 2 and out == "" and needle in err and err.count("\n") == 1
     rc, out, err = run_cli(shipped_db, "--dataset", "vicuna80", "--judge", "human", "--table", "cycle-fit",

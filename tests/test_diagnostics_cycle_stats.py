@@ -169,7 +169,9 @@ def test_zero_inflated_negative_binomial_nests_the_negative_binomial():
     x = inflated
 
     def ll(pi, n, p):
-        return np.where(x == 0, np.log(pi + (1 - pi) * p**n), np.log1p(-pi) + stats.nbinom.logpmf(x, n, p)).sum()
+        return np.where(
+            x == 0, np.log(pi + (1 - pi) * p**n), np.log1p(-pi) + stats.nbinom.logpmf(x, n, p)
+        ).sum()
 
     best = max(ll(pi, n, p) for pi in np.linspace(0.15, 0.35, 9) for n in np.linspace(1.2, 3.0, 10)
                for p in np.linspace(0.12, 0.3, 10))
@@ -197,7 +199,9 @@ def test_subset_dp_counts_every_length_like_brute_force():
     import math
 
     full = np.ones((1, 9, 9), dtype=bool)
-    assert cycles_by_length(full)[0][0, 3:].tolist() == [math.comb(9, c) * math.factorial(c - 1) for c in range(3, 10)]
+    assert cycles_by_length(full)[0][0, 3:].tolist() == [
+        math.comb(9, c) * math.factorial(c - 1) for c in range(3, 10)
+    ]
 
 
 @pytest.mark.parametrize("edges", ["bad", "strict"])
@@ -214,8 +218,12 @@ def test_default_counts_every_length_and_says_so(edges):
         g = nx.DiGraph()
         g.add_nodes_from(range(n))
         g.add_edges_from(zip(*np.nonzero(use), strict=True))
-        lens = [len(c) for c in nx.simple_cycles(g)  # networkx, unbounded
-                if len(c) >= 3 and not (edges == "bad" and all(tie[c[s], c[(s + 1) % len(c)]] for s in range(len(c))))]
+        lens = [
+            len(c)
+            for c in nx.simple_cycles(g)  # networkx, unbounded
+            if len(c) >= 3
+            and not (edges == "bad" and all(tie[c[s], c[(s + 1) % len(c)]] for s in range(len(c))))
+        ]
         for k in range(3, n + 1):
             assert table.loc[t, f"len_{k}"] == lens.count(k)
         assert table.loc[t, "cycles"] == len(lens)
@@ -249,7 +257,9 @@ def test_explicit_bound_cuts_and_marks_unknown_lengths():
     assert (fb["length_bound"] == 5).all() and fb["len_5"].equals(full["len_5"])
     assert fb["len_6"].isna().all() and fb["len_7"].isna().all()  # cut off: unknown, not zero
     dist = length_distribution(fb).set_index("length")
-    assert dist.loc[6, "graphs_cut"] == 10 and pd.isna(dist.loc[6, "cycles"]) and dist.loc[3, "graphs_cut"] == 0
+    assert (
+        dist.loc[6, "graphs_cut"] == 10 and pd.isna(dist.loc[6, "cycles"]) and dist.loc[3, "graphs_cut"] == 0
+    )
     assert dist["share"].sum() == pytest.approx(1.0)
     assert dist.loc[5, "share"] == pytest.approx(full["len_5"].sum() / fb["cycles"].sum())
 
@@ -261,8 +271,19 @@ def test_graphs_with_fewer_models_get_their_own_bound():
     obs = adj | adj.swapaxes(1, 2)
     adj[0, 4:, :] = adj[0, :, 4:] = False
     obs[0, 4:, :] = obs[0, :, 4:] = False
-    keys = pd.DataFrame({"dataset": "d", "judge": ["small", "big"], "prompt_id": ["0", "1"], "variant": 0,
-                         "turn": 1, "category": "c", "variant_kind": "original", "n_verdicts": 1, "n_invalid": 0})
+    keys = pd.DataFrame(
+        {
+            "dataset": "d",
+            "judge": ["small", "big"],
+            "prompt_id": ["0", "1"],
+            "variant": 0,
+            "turn": 1,
+            "category": "c",
+            "variant_kind": "original",
+            "n_verdicts": 1,
+            "n_invalid": 0,
+        }
+    )
     table, part = cycle_table(GraphStack(tuple(f"m{i}" for i in range(6)), adj, obs, keys))
     assert table["models"].tolist() == [4, 6] and table["length_bound"].tolist() == [4, 6]
     assert table.loc[0, "len_5"] == 0 and table.loc[0, "len_6"] == 0  # impossible, so zero (not NA)
@@ -319,5 +340,7 @@ def test_cycle_fit_on_graphs_of_two_models_keeps_its_header_and_says_why_it_is_e
     out = diagnose(v, table="cycle-fit")
     assert out.empty
     assert list(out.columns) == ["judge", *(f.name for f in dataclasses.fields(CountFit))]
-    assert out.attrs["notes"] == ["6 of 6 graphs have fewer than 3 models and are left out of every cycle and "
-                                  "triad statistic: no cycle or triad fits in 2 models."]
+    assert out.attrs["notes"] == [
+        "6 of 6 graphs have fewer than 3 models and are left out of every cycle and "
+        "triad statistic: no cycle or triad fits in 2 models."
+    ]

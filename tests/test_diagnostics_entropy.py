@@ -74,8 +74,19 @@ def slow_nontransitive(a: np.ndarray) -> set[int]:
 def stack_of(adj: np.ndarray) -> GraphStack:
     T, n = adj.shape[0], adj.shape[1]
     observed = adj | adj.swapaxes(1, 2)
-    keys = pd.DataFrame({"dataset": "d", "judge": "j", "prompt_id": [str(t) for t in range(T)], "variant": 0,
-                         "turn": 1, "category": "c", "variant_kind": "original", "n_verdicts": 1, "n_invalid": 0})
+    keys = pd.DataFrame(
+        {
+            "dataset": "d",
+            "judge": "j",
+            "prompt_id": [str(t) for t in range(T)],
+            "variant": 0,
+            "turn": 1,
+            "category": "c",
+            "variant_kind": "original",
+            "n_verdicts": 1,
+            "n_invalid": 0,
+        }
+    )
     return GraphStack(tuple(f"m{i}" for i in range(n)), adj, observed, keys)
 
 

@@ -32,8 +32,19 @@ PAPER_14 = [
 
 
 def keys(T):
-    return pd.DataFrame({"dataset": "d", "judge": "j", "prompt_id": [str(t) for t in range(T)], "variant": 0,
-                         "turn": 1, "category": "c", "variant_kind": "original", "n_verdicts": 3, "n_invalid": 0})
+    return pd.DataFrame(
+        {
+            "dataset": "d",
+            "judge": "j",
+            "prompt_id": [str(t) for t in range(T)],
+            "variant": 0,
+            "turn": 1,
+            "category": "c",
+            "variant_kind": "original",
+            "n_verdicts": 3,
+            "n_invalid": 0,
+        }
+    )
 
 
 def triangle(codes) -> np.ndarray:
@@ -174,8 +185,12 @@ def test_patterns_table_counts_each_b1_pattern():
     pnt = pnt_summary(st).set_index("judge")["nontransitive"]
     assert pats.to_dict() == pnt.to_dict()
     # and by hand for one triple-pattern: strict cycles a>b>c>a with a < b < c in name order (pattern 2)
-    want = sum(1 for t in range(T) for x, y, z in itertools.combinations(range(n), 3)
-               if a[t, x, y] and not a[t, y, x] and a[t, y, z] and not a[t, z, y] and a[t, z, x] and not a[t, x, z])
+    want = sum(
+        1
+        for t in range(T)
+        for x, y, z in itertools.combinations(range(n), 3)
+        if a[t, x, y] and not a[t, y, x] and a[t, y, z] and not a[t, z, y] and a[t, z, x] and not a[t, x, z]
+    )
     got = pattern_summary(st, by=("dataset",))
     assert got.loc[got["pnt_pattern"] == 2, "triples"].item() == want
 

@@ -10,7 +10,14 @@ import pandas as pd
 
 from engine.diagnostics.order_stress import orderings, stress_summary, stress_test
 
-BASE = {"dataset": "d", "variant": 0, "turn": 1, "category": "c", "variant_kind": "original", "prob_a": np.nan}
+BASE = {
+    "dataset": "d",
+    "variant": 0,
+    "turn": 1,
+    "category": "c",
+    "variant_kind": "original",
+    "prob_a": np.nan,
+}
 MODELS = ("a", "b", "c", "d")
 
 
@@ -26,7 +33,9 @@ def random_rows(rng, judge="j", prompts=12):
     for p in range(prompts):
         for x, y in itertools.combinations(MODELS, 2):
             for first, second in ((x, y), (y, x)):
-                rows.append((judge, str(p), first, second, rng.choice(["A", "B", "tie"], p=[0.5, 0.35, 0.15]), "AB"))
+                rows.append(
+                    (judge, str(p), first, second, rng.choice(["A", "B", "tie"], p=[0.5, 0.35, 0.15]), "AB")
+                )
     return rows
 
 

@@ -77,7 +77,13 @@ def test_every_table_answers_or_explains(orderless_db):
                       "mcnemar_p_ties_dropped", "both_orders"):
                 assert got[c].isna().all(), c  # order-dependent: empty, not zero and not a failure
             ref = diagnose(filled, "no", table="overview")
-            for c in ("triples", "pnt", "rho_nontrans", "tau_avg", *(("pnt_soft", "sntd_mean") if with_prob else ())):
+            for c in (
+                "triples",
+                "pnt",
+                "rho_nontrans",
+                "tau_avg",
+                *(("pnt_soft", "sntd_mean") if with_prob else ()),
+            ):
                 assert np.allclose(got[c], ref[c]), c
         else:
             ref = diagnose(filled, "no", table=table)
@@ -100,7 +106,9 @@ def test_agreement_without_order_by_loops(orderless_db):
     p_e = sum(c1[w] * c2[w] for w in ("A", "B", "tie")) / n**2
     assert got["kappa"] == pytest.approx((np.mean(same) - p_e) / (1 - p_e))
     # --by category is honoured; any other grouping is refused in one sentence
-    rc, out, err = run(db, "diagnose", "--dataset", "no", "--table", "agreement", "--by", "category", "--format", "csv")
+    rc, out, err = run(
+        db, "diagnose", "--dataset", "no", "--table", "agreement", "--by", "category", "--format", "csv"
+    )
     per_cat = pd.read_csv(io.StringIO(out))
     assert rc == 0 and set(per_cat["category"]) == {"c0", "c1"} and per_cat["items"].sum() == len(same)
     rc, out, err = run(db, "diagnose", "--dataset", "no", "--table", "agreement", "--by", "prompt_id")
@@ -122,7 +130,11 @@ def test_mixed_known_and_unknown_orders(tmp_path):
     t = pd.read_csv(io.StringIO(out))
     assert rc == 0 and t["judge"].tolist() == ["j1"]
     # j1's BA rows repeat its AB verdicts: the same winner in both orders, a fully order-consistent judge
-    assert t.loc[0, "order_consistency"] == 1.0 and t.loc[0, "n01_ordinal"] == 0 and bool(t.loc[0, "both_orders"])
+    assert (
+        t.loc[0, "order_consistency"] == 1.0
+        and t.loc[0, "n01_ordinal"] == 0
+        and bool(t.loc[0, "both_orders"])
+    )
     rc, out, err = run(db, "diagnose", "--dataset", "mix", "--format", "csv")
     ov = pd.read_csv(io.StringIO(out)).set_index("judge")
     assert ov.loc["j1", "order_consistency"] == 1.0 and np.isnan(ov.loc["j2", "order_consistency"])

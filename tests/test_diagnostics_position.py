@@ -18,7 +18,14 @@ from engine.diagnostics.position import (
     position_table,
 )
 
-BASE = {"dataset": "d", "variant": 0, "turn": 1, "category": "c", "variant_kind": "original", "prob_a": np.nan}
+BASE = {
+    "dataset": "d",
+    "variant": 0,
+    "turn": 1,
+    "category": "c",
+    "variant_kind": "original",
+    "prob_a": np.nan,
+}
 
 
 def frame(rows) -> pd.DataFrame:
@@ -73,7 +80,9 @@ def direct(v: pd.DataFrame):
             # classic 2×2 (ties dropped): the shown-first answer wins both times / the second one does
             d01 += when_first == 1 and when_second == -1
             d10 += when_first == -1 and when_second == 1
-        out[j] = dict(first=first_w, ties=ties, n=len(g), items=items, cons=cons, n01=n01, n10=n10, d01=d01, d10=d10)
+        out[j] = dict(
+            first=first_w, ties=ties, n=len(g), items=items, cons=cons, n01=n01, n10=n10, d01=d01, d10=d10
+        )
     return out
 
 
@@ -113,7 +122,14 @@ def test_naming_does_not_change_the_test():
     rename = {"a": "z", "b": "y", "c": "x", "d": "w"}  # reverses which model of a pair is 'lo'
     ren["model_a"] = ren["model_a"].map(rename)
     ren["model_b"] = ren["model_b"].map(rename)
-    cols = ["n01_ordinal", "n10_ordinal", "chi2_ordinal", "n01_ties_dropped", "n10_ties_dropped", "chi2_ties_dropped"]
+    cols = [
+        "n01_ordinal",
+        "n10_ordinal",
+        "chi2_ordinal",
+        "n01_ties_dropped",
+        "n10_ties_dropped",
+        "chi2_ties_dropped",
+    ]
     assert mcnemar(v)[cols].equals(mcnemar(ren)[cols])
 
 
@@ -127,7 +143,9 @@ def test_perfectly_position_biased_and_unbiased_judges():
     assert t.loc["first", "first_win_rate"] == 1.0 and t.loc["fair", "first_win_rate"] == 0.5
     assert t.loc["first", "n01_ordinal"] == 8 and t.loc["fair", "n01_ordinal"] == 0
     assert t.loc["first", "p_exact_ordinal"] == pytest.approx(2 * 0.5**8)
-    assert t.loc["first", "n01_ties_dropped"] == 8 and t.loc["first", "p_exact_ties_dropped"] == pytest.approx(2 * 0.5**8)
+    assert t.loc["first", "n01_ties_dropped"] == 8 and t.loc[
+        "first", "p_exact_ties_dropped"
+    ] == pytest.approx(2 * 0.5**8)
 
 
 def test_per_pair_grouping_sums_to_judge():

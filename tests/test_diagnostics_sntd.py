@@ -59,7 +59,9 @@ def test_matches_direct_formula_and_is_order_free():
     val, tri = sntd_arrays(soft)
     for t in range(0, 30, 7):
         for k, (a, b, c) in enumerate(tri):
-            assert val[t, k] == pytest.approx(slow_sntd(soft[t, a, b], soft[t, b, c], soft[t, a, c]), rel=1e-9)
+            assert val[t, k] == pytest.approx(
+                slow_sntd(soft[t, a, b], soft[t, b, c], soft[t, a, c]), rel=1e-9
+            )
     perm = rng.permutation(n)
     val2, tri2 = sntd_arrays(soft[:, perm][:, :, perm])
     # triple {a,b,c} of the permuted graph is triple {perm[a],perm[b],perm[c]} of the original

@@ -34,7 +34,10 @@ def test_against_scipy_and_brute_force_on_all_permutations_of_five():
         tau = kendalltau(r, ref).statistic
         assert spearman_distance(r, ref) == pytest.approx((1 - rho) / 2)
         assert kendall_distance(r, ref) == pytest.approx((1 - tau) / 2)
-        disc = sum((r.iloc[i] - r.iloc[j]) * (ref.iloc[i] - ref.iloc[j]) < 0 for i, j in itertools.combinations(range(5), 2))
+        disc = sum(
+            (r.iloc[i] - r.iloc[j]) * (ref.iloc[i] - ref.iloc[j]) < 0
+            for i, j in itertools.combinations(range(5), 2)
+        )
         assert kendall_distance(r, ref) == pytest.approx(disc / 10)
         assert footrule_distance(r, ref) == pytest.approx(np.abs(r - ref).sum() / 12)
         assert chebyshev_distance(r, ref) == pytest.approx(np.abs(r - ref).max() / 4)
@@ -83,7 +86,8 @@ def test_batch_equals_single_and_needs_two_models():
 
 
 def test_numpy_average_ranks_equal_scipy_rankdata():
-    """engine.ranking.distances.rankdata (numpy, keeps scipy.stats off the first page) equals scipy's, ties included."""
+    """engine.ranking.distances.rankdata (numpy, keeps scipy.stats off the first page) equals scipy's, ties
+    included."""
     import numpy as np
     from scipy.stats import rankdata as scipy_rankdata
 

@@ -51,9 +51,14 @@ def test_fastchat_pairwise_two_games_per_record():
 def test_mtbench_human_judgments_keep_conversations():
     rep = validate_file(FIX / "human_judgments.jsonl", dataset="d")
     assert rep.format == "mtbench-human" and rep.n_rejected == 0
-    got = [(r["model_a"], r["model_b"], r["winner"], r["judge"], r["annotator"], r["turn"]) for r in rows(rep)]
-    assert got == [("alpha", "beta", "A", "human", "expert_3", 1), ("alpha", "beta", "tie", "human", "author_1", 2),
-                   ("beta", "alpha", "B", "gpt4_pair", None, 1)]
+    got = [
+        (r["model_a"], r["model_b"], r["winner"], r["judge"], r["annotator"], r["turn"]) for r in rows(rep)
+    ]
+    assert got == [
+        ("alpha", "beta", "A", "human", "expert_3", 1),
+        ("alpha", "beta", "tie", "human", "author_1", 2),
+        ("beta", "alpha", "B", "gpt4_pair", None, 1),
+    ]
     prompts = rep.prompts.sort_values("turn")[["prompt_id", "turn", "text"]].values.tolist()
     assert prompts == [["81", 1, "Q1 text"], ["81", 2, "Q2 text"]]
     answers = {(a, t): x for a, t, x in rep.answers[["model", "turn", "text"]].values.tolist()}
@@ -68,17 +73,28 @@ def test_arena_hard_games_strength_and_null_score():
            for r in rows(rep)]
     # game 1 shows the baseline as A (so model_a = the model is shown second: BA); game 2 the model as A
     assert got == [
-        ("q1", "alpha", "base", "BA", "B", 2, "gpt-4.1"), ("q1", "alpha", "base", "AB", "B", 1, "gpt-4.1"),
-        ("q2", "alpha", "base", "BA", "A", 2, "gpt-4.1"), ("q2", "alpha", "base", "AB", "invalid", None, "gpt-4.1"),
-        ("q3", "alpha", "base", "BA", "tie", None, "gpt-4.1"), ("q3", "alpha", "base", "AB", "A", 1, "gpt-4.1"),
+        ("q1", "alpha", "base", "BA", "B", 2, "gpt-4.1"),
+        ("q1", "alpha", "base", "AB", "B", 1, "gpt-4.1"),
+        ("q2", "alpha", "base", "BA", "A", 2, "gpt-4.1"),
+        ("q2", "alpha", "base", "AB", "invalid", None, "gpt-4.1"),
+        ("q3", "alpha", "base", "BA", "tie", None, "gpt-4.1"),
+        ("q3", "alpha", "base", "AB", "A", 1, "gpt-4.1"),
     ]
     assert rows(rep)[0]["explanation"] == "base much better [[A>>B]]"
     assert all(r["prob_a"] is None for r in rows(rep))  # a strength never becomes a soft preference
 
 
 def test_arena_hard_bad_records_are_rejected_with_a_reason():
-    recs = [{"uid": "q1", "judge": "j", "model": "m", "games": [{"score": "A>B"}, {"score": "B>A"}]},
-            {"uid": "q2", "judge": "j", "model": "m", "baseline": "b", "games": [{"score": "A>>>B"}, {"score": "A>B"}]}]
+    recs = [
+        {"uid": "q1", "judge": "j", "model": "m", "games": [{"score": "A>B"}, {"score": "B>A"}]},
+        {
+            "uid": "q2",
+            "judge": "j",
+            "model": "m",
+            "baseline": "b",
+            "games": [{"score": "A>>>B"}, {"score": "A>B"}],
+        },
+    ]
     rep = validate_bytes("\n".join(json.dumps(r) for r in recs).encode(), "h.jsonl", dataset="d")
     assert rep.rows_read == rep.n_good + rep.n_rejected
     reasons = dict(zip(rep.rejected["source_line"], rep.rejected["reason"], strict=True))
@@ -144,16 +160,24 @@ def test_format_override_and_detection():
     # a container name reads canonical columns only: no model_a column, so the file is refused
     with pytest.raises(LensError, match="has no prompt_id / model_a / model_b column"):
         validate_bytes(data, "x.csv", dataset="d", fmt="csv")
-    assert detect_tool([{"raw_text": "x"}, {"prompt_id": 1, "model_a": "x", "model_b": "y", "winner": "A"}]) is None
+    assert (
+        detect_tool([{"raw_text": "x"}, {"prompt_id": 1, "model_a": "x", "model_b": "y", "winner": "A"}])
+        is None
+    )
     # a canonical file with a time stamp stays a canonical file (no Arena-only field)
-    rep = validate_bytes(b"prompt_id,model_a,model_b,winner,judge,timestamp\np,x,y,A,j,2024-05-01T00:00:00Z\n",
-                         "v.csv", dataset="d")
+    rep = validate_bytes(
+        b"prompt_id,model_a,model_b,winner,judge,timestamp\np,x,y,A,j,2024-05-01T00:00:00Z\n",
+        "v.csv",
+        dataset="d",
+    )
     assert rep.format == "csv" and rep.good["judge"].tolist() == ["j"]
     assert rep.good["tstamp"].tolist() == [pd.Timestamp("2024-05-01", tz="UTC").timestamp()]
 
 
 def test_bad_time_is_one_sentence():
-    rep = validate_bytes(b"prompt_id,model_a,model_b,winner,tstamp\np,x,y,A,yesterday\n", "v.csv", dataset="d")
+    rep = validate_bytes(
+        b"prompt_id,model_a,model_b,winner,tstamp\np,x,y,A,yesterday\n", "v.csv", dataset="d"
+    )
     assert rep.sentences() == ["v.csv line 2: tstamp 'yesterday' is not a time "
                                "(seconds since 1970, or a date such as 2024-05-01T12:00:00Z)."]
 
@@ -221,15 +245,25 @@ def test_cli_several_judges_from_file_names(cli_db, tmp_path, capsys):
     from engine.store.connection import Store
     with Store(cli_db) as s:
         v = s.verdicts("three")
-    assert v.groupby("judge")["winner"].apply(set).to_dict() == {"gpt4": {"A"}, "claude": {"B"}, "llama": {"tie"}}
+    assert v.groupby("judge")["winner"].apply(set).to_dict() == {
+        "gpt4": {"A"},
+        "claude": {"B"},
+        "llama": {"tie"},
+    }
     # the same file again is refused by its content; a new judge's file is added
     assert main(["--db", str(cli_db), "import", paths[0], "--dataset", "three"]) == 2
     err = capsys.readouterr().err
     assert "gpt4.csv is already in dataset 'three'" in err
-    assert "read 2 = stored 0 + rejected 0 + held back 2 (valid rows, not stored because the import was refused)" in err
+    assert (
+        "read 2 = stored 0 + rejected 0 + held back 2 (valid rows, not stored because the import was refused)"
+        in err
+    )
     other = tmp_path / "mistral.csv"
     other.write_text("prompt_id,model_a,model_b,winner\np1,x,y,B\n")
-    assert main(["--db", str(cli_db), "import", str(other), "--dataset", "three", "--judge-from", "filename"]) == 0
+    assert (
+        main(["--db", str(cli_db), "import", str(other), "--dataset", "three", "--judge-from", "filename"])
+        == 0
+    )
 
 
 def test_cli_map_value_and_judge(cli_db, tmp_path, capsys):
@@ -242,7 +276,9 @@ def test_cli_map_value_and_judge(cli_db, tmp_path, capsys):
     with Store(cli_db) as s:
         v = s.verdicts("lr")
     assert v[["winner", "judge"]].values.tolist() == [["A", "crowd"], ["B", "crowd"]]
-    assert main(["--db", str(cli_db), "import", str(p), "--dataset", "lr2", "--map-value", "winner=left"]) == 2
+    assert (
+        main(["--db", str(cli_db), "import", str(p), "--dataset", "lr2", "--map-value", "winner=left"]) == 2
+    )
     assert "COLUMN:VALUE=NEW" in capsys.readouterr().err  # one sentence, exit 2
 
 
@@ -257,7 +293,14 @@ def test_store_keeps_new_columns(empty_store):
     rep = validate_file(FIX / "alpha.jsonl", dataset="h")
     store_report(empty_store, rep, "h")
     v = empty_store.verdicts("h")
-    assert v["strength"].astype(object).where(v["strength"].notna(), None).tolist() == [2, 1, 2, None, None, 1]
+    assert v["strength"].astype(object).where(v["strength"].notna(), None).tolist() == [
+        2,
+        1,
+        2,
+        None,
+        None,
+        1,
+    ]
     log = empty_store.cursor().execute("SELECT content_hashes, dropped_columns FROM import_log").fetchall()
     assert json.loads(log[0][0]) == {str(FIX / "alpha.jsonl"): rep.file_hashes[str(FIX / "alpha.jsonl")]}
 
@@ -319,10 +362,21 @@ def test_bt_over_an_imported_arena_log_equals_evalica_over_every_battle(empty_st
 
 
 def test_odd_values_in_tool_records_are_row_reasons_not_crashes():
-    recs = [{"question_id": 1, "model_1": "x", "model_2": "y", "g1_winner": ["model_1"], "g2_winner": "model_9",
-             "judge": ["gpt-4", "pair-v2"], "turn": 1}]
+    recs = [
+        {
+            "question_id": 1,
+            "model_1": "x",
+            "model_2": "y",
+            "g1_winner": ["model_1"],
+            "g2_winner": "model_9",
+            "judge": ["gpt-4", "pair-v2"],
+            "turn": 1,
+        }
+    ]
     rep = validate_bytes(json.dumps(recs[0]).encode() + b"\n", "p.jsonl", dataset="d")
     assert rep.rows_read == 2 and rep.n_rejected == 2
     assert rep.rejected["reason"].tolist() == [
-        "winner value '[\"model_1\"]' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error",
-        "winner value 'model_9' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error"]
+        "winner value '[\"model_1\"]' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or "
+        "error",
+        "winner value 'model_9' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error",
+    ]

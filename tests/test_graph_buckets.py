@@ -51,9 +51,22 @@ def mixed_verdicts(seed: int, n_models: int = 9, graphs: int = 60) -> pd.DataFra
             for _ in range(int(rng.integers(1, 3))):
                 w = rng.choice(["A", "B", "tie", "invalid"], p=[0.4, 0.35, 0.15, 0.1])
                 a, b = (names[i], names[j]) if rng.random() < 0.5 else (names[j], names[i])
-                rows.append({"dataset": "d", "judge": "j" if g % 3 else "k", "prompt_id": str(g), "variant": 0,
-                             "turn": 1, "category": "c", "variant_kind": "original", "model_a": a, "model_b": b,
-                             "winner": w, "order": "AB", "prob_a": rng.random() if soft else np.nan})
+                rows.append(
+                    {
+                        "dataset": "d",
+                        "judge": "j" if g % 3 else "k",
+                        "prompt_id": str(g),
+                        "variant": 0,
+                        "turn": 1,
+                        "category": "c",
+                        "variant_kind": "original",
+                        "model_a": a,
+                        "model_b": b,
+                        "winner": w,
+                        "order": "AB",
+                        "prob_a": rng.random() if soft else np.nan,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -142,8 +155,10 @@ def test_triads_equal_dense(seed):
     assert nt.groupby("graph").size().reindex(range(b.T), fill_value=0).tolist() == \
         graph_table(b)["c3_bad"].tolist()  # one bad 3-cycle per non-transitive triple
     pnt = pnt_triples(b)
-    assert pnt["graph"].tolist() == got["graph"].tolist() and (pnt["judge"] == stack.keys["judge"][pnt["graph"]].
-                                                               to_numpy()).all()
+    assert (
+        pnt["graph"].tolist() == got["graph"].tolist()
+        and (pnt["judge"] == stack.keys["judge"][pnt["graph"]].to_numpy()).all()
+    )
 
 
 def test_participation_entropy_sntd_win_rates_equal_dense():
@@ -162,7 +177,10 @@ def test_participation_entropy_sntd_win_rates_equal_dense():
     et = entropy_table(b)
     present = stack.observed.any(axis=2)
     assert et["n_vertices"].tolist() == present.sum(axis=1).tolist()
-    assert et["nontransitive_vertices"].tolist() == (nontransitive_vertices(stack.adj) & present).sum(axis=1).tolist()
+    assert (
+        et["nontransitive_vertices"].tolist()
+        == (nontransitive_vertices(stack.adj) & present).sum(axis=1).tolist()
+    )
     assert np.allclose(et["h2"], structural_entropy(stack.adj))
     val, tri = sntd_arrays(stack.soft)
     t_idx, k_idx = np.nonzero(~np.isnan(val))
@@ -184,7 +202,9 @@ def test_cycle_table_leaves_small_graphs_out():
     dense = graph_table(b)
     bad3 = dense["c3_bad"].to_numpy()[table["graph"].to_numpy()]
     assert table["len_3"].astype(np.int64).tolist() == bad3.tolist()
-    assert part["cycles"].sum() == sum(int(table[c].sum()) * int(c[4:]) for c in table.columns if c.startswith("len_"))
+    assert part["cycles"].sum() == sum(
+        int(table[c].sum()) * int(c[4:]) for c in table.columns if c.startswith("len_")
+    )
 
 
 def test_capacity_by_brute_force_and_as_a_bound():
@@ -220,26 +240,65 @@ def test_coverage_score_hand_worked():
 
 
 def _rows(prompt, pairs, judge="j"):
-    return [{"dataset": "d", "judge": judge, "prompt_id": prompt, "variant": 0, "turn": 1, "category": "c",
-             "variant_kind": "original", "model_a": a, "model_b": b, "winner": w, "order": "AB", "prob_a": np.nan}
-            for a, b, w in pairs]
+    return [
+        {
+            "dataset": "d",
+            "judge": judge,
+            "prompt_id": prompt,
+            "variant": 0,
+            "turn": 1,
+            "category": "c",
+            "variant_kind": "original",
+            "model_a": a,
+            "model_b": b,
+            "winner": w,
+            "order": "AB",
+            "prob_a": np.nan,
+        }
+        for a, b, w in pairs
+    ]
 
 
 def test_keep_k_leaves_out_graphs_that_cannot_hold_a_cycle():
-    full = [("a", "b", "A"), ("b", "c", "A"), ("c", "a", "A"), ("a", "d", "A"), ("b", "d", "A"), ("c", "d", "A")]
+    full = [
+        ("a", "b", "A"),
+        ("b", "c", "A"),
+        ("c", "a", "A"),
+        ("a", "d", "A"),
+        ("b", "d", "A"),
+        ("c", "d", "A"),
+    ]
     mostly_invalid = [("a", "b", "A"), ("b", "c", "invalid"), ("c", "a", "invalid"), ("a", "d", "invalid"),
                       ("b", "d", "invalid"), ("c", "d", "invalid")]
-    transitive = [("a", "b", "A"), ("b", "c", "A"), ("a", "c", "A"), ("a", "d", "A"), ("b", "d", "A"), ("c", "d", "A")]
-    v = pd.DataFrame(_rows("1", full) + _rows("2", mostly_invalid) + _rows("3", transitive) + _rows("4", [("a", "b", "B")]))
+    transitive = [
+        ("a", "b", "A"),
+        ("b", "c", "A"),
+        ("a", "c", "A"),
+        ("a", "d", "A"),
+        ("b", "d", "A"),
+        ("c", "d", "A"),
+    ]
+    v = pd.DataFrame(
+        _rows("1", full) + _rows("2", mostly_invalid) + _rows("3", transitive) + _rows("4", [("a", "b", "B")])
+    )
     b = build_buckets(v)
     kept = keep_k_graphs(b, 1)
     assert kept.table["prompt_id"].tolist() == ["3"]  # not the graph with 5 of 6 verdicts invalid
-    assert kept.n_no_cycle == 2 and kept.n_pool == 2 and "2 graphs of the perturbed pool cannot hold a cycle" in kept.note
+    assert (
+        kept.n_no_cycle == 2
+        and kept.n_pool == 2
+        and "2 graphs of the perturbed pool cannot hold a cycle" in kept.note
+    )
     assert kept.table["coverage"].tolist() == [1.0]
     all_kept = keep_k_graphs(build_stack(v), 5)
-    assert all_kept.table["prompt_id"].tolist() == ["3", "1"] and all_kept.table["raw_score"].tolist() == [0.0, 1.0]
+    assert all_kept.table["prompt_id"].tolist() == ["3", "1"] and all_kept.table["raw_score"].tolist() == [
+        0.0,
+        1.0,
+    ]
     with pytest.raises(LensError, match="can hold a cycle"):
-        keep_k_graphs(build_buckets(pd.DataFrame(_rows("2", mostly_invalid) + _rows("4", [("a", "b", "B")]))), 1)
+        keep_k_graphs(
+            build_buckets(pd.DataFrame(_rows("2", mostly_invalid) + _rows("4", [("a", "b", "B")]))), 1
+        )
 
 
 def arena_csv(path, battles=40):
@@ -267,11 +326,19 @@ def test_cli_on_battles_refuses_keep_k_and_says_why(tmp_path, db_path, capsys):
     assert rc == 2 and "No graph of the perturbed pool can hold a cycle (40 graphs" in err and out == ""
     for table in ("pnt", "patterns"):
         for _ in range(2):  # computed, then from the result cache: the note comes with both
-            rc, out, err = run(db_path, capsys, "diagnose", "--dataset", "arena", "--table", table, "--format", "csv")
+            rc, out, err = run(
+                db_path, capsys, "diagnose", "--dataset", "arena", "--table", table, "--format", "csv"
+            )
             assert rc == 0 and "No graph has 3 or more models (largest: 2)" in err, err
             assert "40 of 40 graphs have fewer than 3 models" in err
-    rc, out, err = run(db_path, capsys, "diagnose", "--dataset", "arena", "--table", "cycles", "--format", "csv")
-    assert rc == 0 and "40 of 40 graphs have fewer than 3 models" in err and len(pd.read_csv(io.StringIO(out))) == 0
+    rc, out, err = run(
+        db_path, capsys, "diagnose", "--dataset", "arena", "--table", "cycles", "--format", "csv"
+    )
+    assert (
+        rc == 0
+        and "40 of 40 graphs have fewer than 3 models" in err
+        and len(pd.read_csv(io.StringIO(out))) == 0
+    )
     rc, out, err = run(db_path, capsys, "graphs", "--dataset", "arena", "--mu", "1", "--format", "csv")
     table = pd.read_csv(io.StringIO(out))
     assert rc == 0 and len(table) == 40 and table["coverage"].isna().all() and table["s_mu"].isna().all()
@@ -290,8 +357,22 @@ def test_diagnose_mixed_sizes_counts_left_out_graphs():
 def test_keep_k_prefers_the_better_covered_graph_at_equal_raw_counts():
     # both graphs hold the cycle a>b>c>a and nothing else bad; graph 2 lost b-d to an invalid verdict,
     # so it could carry 2 bad triads instead of 4: its rate is twice graph 1's (score 1·4/2 = 2)
-    full = [("a", "b", "A"), ("b", "c", "A"), ("c", "a", "A"), ("a", "d", "A"), ("b", "d", "A"), ("c", "d", "A")]
-    part = [("a", "b", "A"), ("b", "c", "A"), ("c", "a", "A"), ("a", "d", "A"), ("b", "d", "invalid"), ("c", "d", "A")]
+    full = [
+        ("a", "b", "A"),
+        ("b", "c", "A"),
+        ("c", "a", "A"),
+        ("a", "d", "A"),
+        ("b", "d", "A"),
+        ("c", "d", "A"),
+    ]
+    part = [
+        ("a", "b", "A"),
+        ("b", "c", "A"),
+        ("c", "a", "A"),
+        ("a", "d", "A"),
+        ("b", "d", "invalid"),
+        ("c", "d", "A"),
+    ]
     v = pd.DataFrame(_rows("2", part) + _rows("1", full))
     kept = keep_k_graphs(build_buckets(v), 2)
     assert kept.table["prompt_id"].tolist() == ["1", "2"]
@@ -302,9 +383,18 @@ def test_keep_k_prefers_the_better_covered_graph_at_equal_raw_counts():
     assert raw.table["prompt_id"].tolist() == ["1"] and "coverage" not in raw.note  # equal raw: key order
     # graph 1 with a second bad triad (a>b>d>a) and a bad 4-cycle: raw 3; graph 2 keeps one triangle of
     # pairs (cap3 = 1, cap4 = 0) and its one bad triad: raw 1, scaled 1·4/1 = 4
-    full2 = [("a", "b", "A"), ("b", "c", "A"), ("c", "a", "A"), ("d", "a", "A"), ("b", "d", "A"), ("c", "d", "A")]
+    full2 = [
+        ("a", "b", "A"),
+        ("b", "c", "A"),
+        ("c", "a", "A"),
+        ("d", "a", "A"),
+        ("b", "d", "A"),
+        ("c", "d", "A"),
+    ]
     thin = [("a", "b", "A"), ("b", "c", "A"), ("c", "a", "A"), ("a", "d", "A"), ("b", "d", "invalid"),
             ("c", "d", "invalid")]
     v2 = build_buckets(pd.DataFrame(_rows("2", thin) + _rows("1", full2)))
-    assert keep_k_graphs(v2, 1).table[["prompt_id", "raw_score", "score"]].values.tolist() == [["1", 3.0, 3.0]]
+    assert keep_k_graphs(v2, 1).table[["prompt_id", "raw_score", "score"]].values.tolist() == [
+        ["1", 3.0, 3.0]
+    ]
     assert keep_k_graphs(v2, 1, score="raw").table[["prompt_id", "score"]].values.tolist() == [["2", 1.0]]

@@ -33,7 +33,8 @@ def frame(rows: list[tuple], judge: str = "j") -> pd.DataFrame:
 
 
 def reference_outcome(winners: list[str], policy: str) -> str | None:
-    """The policy as README.md, "Data format", states it, written out plainly. ``winners`` are the verdicts on one
+    """The policy as README.md, "Data format", states it, written out plainly. ``winners`` are the verdicts on
+    one
     pair seen from one side: 'me', 'other' or 'tie' ('invalid' is ignored). None: no edge."""
     votes = [w for w in winners if w != "invalid"]
     if not votes:
@@ -66,26 +67,62 @@ def edge(stack, t: int, x: str, y: str) -> str | None:
 # Hand-worked cases: the verdicts on the pair (x, y), as (model_a, model_b, winner, order), and the
 # combined outcome from x's side under each policy.
 HAND = [
-    ("AB and BA agree", [("x", "y", "A", "AB"), ("x", "y", "A", "BA")], {"plurality": "me", "net": "me", "unanimous": "me"}),
-    ("agree, BA row written with swapped columns", [("x", "y", "A", "AB"), ("y", "x", "B", "BA")],
-     {"plurality": "me", "net": "me", "unanimous": "me"}),
-    ("orders disagree", [("x", "y", "A", "AB"), ("x", "y", "B", "BA")],
-     {"plurality": "tie", "net": "tie", "unanimous": "tie"}),
-    ("A, A, B", [("x", "y", "A"), ("x", "y", "A"), ("x", "y", "B")], {"plurality": "me", "net": "me", "unanimous": "tie"}),
-    ("A, B, tie", [("x", "y", "A"), ("x", "y", "B"), ("x", "y", "tie")],
-     {"plurality": "tie", "net": "tie", "unanimous": "tie"}),
-    ("A, A, tie, tie", [("x", "y", "A"), ("x", "y", "A"), ("x", "y", "tie"), ("x", "y", "tie")],
-     {"plurality": "tie", "net": "me", "unanimous": "tie"}),
-    ("A, A, tie", [("x", "y", "A"), ("x", "y", "A"), ("x", "y", "tie")], {"plurality": "me", "net": "me", "unanimous": "tie"}),
-    ("tie, tie, B", [("x", "y", "tie"), ("x", "y", "tie"), ("x", "y", "B")],
-     {"plurality": "tie", "net": "other", "unanimous": "tie"}),
-    ("B, B, B, A, tie", [("x", "y", "B")] * 3 + [("x", "y", "A"), ("x", "y", "tie")],
-     {"plurality": "other", "net": "other", "unanimous": "tie"}),
+    (
+        "AB and BA agree",
+        [("x", "y", "A", "AB"), ("x", "y", "A", "BA")],
+        {"plurality": "me", "net": "me", "unanimous": "me"},
+    ),
+    (
+        "agree, BA row written with swapped columns",
+        [("x", "y", "A", "AB"), ("y", "x", "B", "BA")],
+        {"plurality": "me", "net": "me", "unanimous": "me"},
+    ),
+    (
+        "orders disagree",
+        [("x", "y", "A", "AB"), ("x", "y", "B", "BA")],
+        {"plurality": "tie", "net": "tie", "unanimous": "tie"},
+    ),
+    (
+        "A, A, B",
+        [("x", "y", "A"), ("x", "y", "A"), ("x", "y", "B")],
+        {"plurality": "me", "net": "me", "unanimous": "tie"},
+    ),
+    (
+        "A, B, tie",
+        [("x", "y", "A"), ("x", "y", "B"), ("x", "y", "tie")],
+        {"plurality": "tie", "net": "tie", "unanimous": "tie"},
+    ),
+    (
+        "A, A, tie, tie",
+        [("x", "y", "A"), ("x", "y", "A"), ("x", "y", "tie"), ("x", "y", "tie")],
+        {"plurality": "tie", "net": "me", "unanimous": "tie"},
+    ),
+    (
+        "A, A, tie",
+        [("x", "y", "A"), ("x", "y", "A"), ("x", "y", "tie")],
+        {"plurality": "me", "net": "me", "unanimous": "tie"},
+    ),
+    (
+        "tie, tie, B",
+        [("x", "y", "tie"), ("x", "y", "tie"), ("x", "y", "B")],
+        {"plurality": "tie", "net": "other", "unanimous": "tie"},
+    ),
+    (
+        "B, B, B, A, tie",
+        [("x", "y", "B")] * 3 + [("x", "y", "A"), ("x", "y", "tie")],
+        {"plurality": "other", "net": "other", "unanimous": "tie"},
+    ),
     ("one tie", [("x", "y", "tie")], {"plurality": "tie", "net": "tie", "unanimous": "tie"}),
-    ("invalid ignored", [("x", "y", "A"), ("x", "y", "invalid"), ("x", "y", "invalid")],
-     {"plurality": "me", "net": "me", "unanimous": "me"}),
-    ("invalid does not break a disagreement", [("x", "y", "A"), ("y", "x", "A"), ("x", "y", "invalid")],
-     {"plurality": "tie", "net": "tie", "unanimous": "tie"}),
+    (
+        "invalid ignored",
+        [("x", "y", "A"), ("x", "y", "invalid"), ("x", "y", "invalid")],
+        {"plurality": "me", "net": "me", "unanimous": "me"},
+    ),
+    (
+        "invalid does not break a disagreement",
+        [("x", "y", "A"), ("y", "x", "A"), ("x", "y", "invalid")],
+        {"plurality": "tie", "net": "tie", "unanimous": "tie"},
+    ),
 ]
 
 
@@ -179,8 +216,11 @@ def test_models_restriction_applies_to_invalid_verdicts_too():
 
 def store_invalid(db, dataset: str) -> int:
     with Store(db) as s:
-        return int(s.cursor().execute(
-            "SELECT count(*) FROM verdicts WHERE dataset = ? AND winner = 'invalid'", [dataset]).fetchone()[0])
+        return int(
+            s.cursor()
+            .execute("SELECT count(*) FROM verdicts WHERE dataset = ? AND winner = 'invalid'", [dataset])
+            .fetchone()[0]
+        )
 
 
 SMALL_CSV = """prompt_id,model_a,model_b,winner,judge,category
@@ -227,16 +267,24 @@ def test_graphs_command_notes_invalid_only_graphs(shipped_db, tmp_path, capsys):
     capsys.readouterr()
     assert main(["--db", str(db_path), "graphs", "--dataset", "small", "--format", "csv"]) == 0
     cap = capsys.readouterr()
-    assert cap.err == ("note: 1 graph has only invalid verdicts (3) and is not in the table\n"
-                       "note: 2 of 2 graphs cannot hold a cycle (fewer than 3 models, or no compared triple): their "
-                       "cycle counts are 0 by construction, not a measurement (no coverage, no s_mu)\n")
+    assert cap.err == (
+        "note: 1 graph has only invalid verdicts (3) and is not in the table\n"
+        "note: 2 of 2 graphs cannot hold a cycle (fewer than 3 models, or no compared triple): their "
+        "cycle counts are 0 by construction, not a measurement (no coverage, no s_mu)\n"
+    )
     df = pd.read_csv(io.StringIO(cap.out), dtype={"prompt_id": str})
     assert df["prompt_id"].tolist() == ["1", "3"] and int(df["n_invalid"].sum()) == 2
     assert df.columns[-1] == "policy" and set(df["policy"]) == {"plurality"}
-    assert main(["--db", str(db_path), "graphs", "--dataset", "small", "--policy", "net", "--format", "csv"]) == 0
+    assert (
+        main(["--db", str(db_path), "graphs", "--dataset", "small", "--policy", "net", "--format", "csv"])
+        == 0
+    )
     assert set(pd.read_csv(io.StringIO(capsys.readouterr().out))["policy"]) == {"net"}
     # a filter that leaves only the invalid-only graph
-    assert main(["--db", str(db_path), "graphs", "--dataset", "small", "--category", "code", "--format", "csv"]) == 2
+    assert (
+        main(["--db", str(db_path), "graphs", "--dataset", "small", "--category", "code", "--format", "csv"])
+        == 2
+    )
     cap = capsys.readouterr()
     assert cap.out == ""
     assert cap.err == ("error: There are no valid verdicts for dataset 'small', category 'code' "

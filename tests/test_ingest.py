@@ -61,14 +61,21 @@ def write(tmp_path, name: str, text: str):
 def test_store_report_writes_rows_and_log(empty_store, tmp_path):
     rep = validate_file(write(tmp_path, "v.csv", GOOD_CSV), dataset="d")
     res = store_report(empty_store, rep, "d")
-    assert (res.status, res.rows_read, res.rows_stored, res.rows_rejected, res.rows_invalid) == ("stored", 4, 4, 0, 1)
+    assert (res.status, res.rows_read, res.rows_stored, res.rows_rejected, res.rows_invalid) == (
+        "stored",
+        4,
+        4,
+        0,
+        1,
+    )
     back = empty_store.verdicts("d")
     assert back["winner"].tolist() == ["A", "B", "tie", "invalid"]
     assert back["source_line"].tolist() == [2, 3, 4, 5]
     assert empty_store.dataset_version("d") == res.version
     lg = log(empty_store)
-    assert lg[["rows_read", "rows_stored", "rows_rejected", "rows_invalid", "status", "mode"]].values.tolist() == [
-        [4, 4, 0, 1, "stored", "all-or-nothing"]]
+    assert lg[
+        ["rows_read", "rows_stored", "rows_rejected", "rows_invalid", "status", "mode"]
+    ].values.tolist() == [[4, 4, 0, 1, "stored", "all-or-nothing"]]
 
 
 def test_all_or_nothing_stores_nothing(empty_store, tmp_path):
@@ -123,8 +130,12 @@ def test_texts_are_stored_and_replaced(empty_store, tmp_path):
     store_report(empty_store, validate_file(write(tmp_path, "t.csv", text), dataset="d"), "d")
     assert empty_store.prompt_texts("d")[["prompt_id", "text"]].values.tolist() == [["p1", "Why?"]]
     assert empty_store.answer_texts("d")[["model", "text"]].values.tolist() == [["x", "ax"], ["y", "ay"]]
-    store_report(empty_store, validate_file(write(tmp_path, "u.csv", "prompt_id,model_a,model_b,winner\nq,x,y,A\n"),
-                                            dataset="d"), "d", replace=True)
+    store_report(
+        empty_store,
+        validate_file(write(tmp_path, "u.csv", "prompt_id,model_a,model_b,winner\nq,x,y,A\n"), dataset="d"),
+        "d",
+        replace=True,
+    )
     assert count(empty_store, "prompts", "d") == 0 and count(empty_store, "answers", "d") == 0
 
 
@@ -263,8 +274,10 @@ def test_cli_import_refused(cli_db, tmp_path, capsys):
     assert rc == 2
     assert err == [
         f"{path} line 3: model_a and model_b are the same model (y).",
-        f"{path} line 4: winner value 'what' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error.",
-        "read 4 = stored 0 + rejected 2 + held back 2 (valid rows, not stored because the import is all-or-nothing)",
+        f"{path} line 4: winner value 'what' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, "
+        "1.5 or error.",
+        "read 4 = stored 0 + rejected 2 + held back 2 (valid rows, not stored because the import is "
+        "all-or-nothing)",
         "error: 2 of 4 rows were rejected, so nothing was stored "
         "(fix them, or use --skip-invalid to store the others).",
     ]
@@ -296,7 +309,13 @@ def test_cli_datasets_list_rename_export_delete(cli_db, tmp_path, capsys):
     assert main(["--db", str(cli_db), "datasets", "--format", "csv"]) == 0
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     mine = table.set_index("name").loc["mine"]
-    assert (mine["verdicts"], mine["invalid"], mine["judges"], mine["models"], mine["prompts"]) == (4, 1, 1, 3, 2)
+    assert (mine["verdicts"], mine["invalid"], mine["judges"], mine["models"], mine["prompts"]) == (
+        4,
+        1,
+        1,
+        3,
+        2,
+    )
     assert main(["--db", str(cli_db), "datasets", "rename", "mine", "yours"]) == 0
     out = tmp_path / "e.jsonl"
     assert main(["--db", str(cli_db), "datasets", "export", "yours", str(out)]) == 0
@@ -342,7 +361,10 @@ def test_cli_check_stores_nothing(cli_db, tmp_path, capsys):
     path = write(tmp_path, "bad.csv", BAD_CSV)
     assert main(["--db", str(cli_db), "import", str(path), "--dataset", "chk", "--check"]) == 2
     cap = capsys.readouterr()
-    assert cap.out.strip() == "read 4 = valid 2 + rejected 2 (invalid judge outputs: 0); nothing stored (--check)"
+    assert (
+        cap.out.strip()
+        == "read 4 = valid 2 + rejected 2 (invalid judge outputs: 0); nothing stored (--check)"
+    )
     assert len(cap.err.strip().splitlines()) == 2
     good = write(tmp_path, "g.csv", GOOD_CSV)
     assert main(["--db", str(cli_db), "import", str(good), "--dataset", "chk", "--check"]) == 0
@@ -400,7 +422,9 @@ def account(text: str) -> tuple[int, int, int, int]:
 ])
 def test_cli_always_prints_read_equals_stored_plus_rejected(cli_db, tmp_path, capsys, csv_text, skip, expect):
     path = write(tmp_path, "v.csv", csv_text)
-    rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "acc", *(["--skip-invalid"] if skip else [])])
+    rc = main(
+        ["--db", str(cli_db), "import", str(path), "--dataset", "acc", *(["--skip-invalid"] if skip else [])]
+    )
     cap = capsys.readouterr()
     read, stored, rejected, held = account(cap.out + cap.err)
     assert (read, stored, rejected, held) == expect
@@ -454,19 +478,37 @@ def test_cli_unwritable_rejected_path_stores_nothing(cli_db, tmp_path, capsys, w
     """The audit's case: --rejected /nonexistent/dir/r.csv printed a traceback after storing the good rows."""
     path = write(tmp_path, "bad.csv", BAD_CSV)
     target, sentence = {
-        "missing-folder": ("/nonexistent/dir/r.csv",
-                           "error: Cannot write the rejected rows to /nonexistent/dir/r.csv: there is no folder "
-                           "/nonexistent/dir."),
-        "folder": (str(tmp_path), f"error: Cannot write the rejected rows to {tmp_path}: it is a folder; give a "
-                                  "file name."),
-        "input": (str(path), f"error: The rejected rows would overwrite the input file {path}; give another "
-                             "--rejected path."),
+        "missing-folder": (
+            "/nonexistent/dir/r.csv",
+            "error: Cannot write the rejected rows to /nonexistent/dir/r.csv: there is no folder "
+            "/nonexistent/dir.",
+        ),
+        "folder": (
+            str(tmp_path),
+            f"error: Cannot write the rejected rows to {tmp_path}: it is a folder; give a file name.",
+        ),
+        "input": (
+            str(path),
+            f"error: The rejected rows would overwrite the input file {path}; give another --rejected path.",
+        ),
         "system": ("/sys/r.csv", "error: Cannot write the rejected rows to /sys/r.csv (Permission denied)."),
     }[where]
     if where == "system" and not os.path.isdir("/sys"):
         pytest.skip("no /sys on this system")
     before = _log_count(cli_db)
-    rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "mine", "--skip-invalid", "--rejected", target])
+    rc = main(
+        [
+            "--db",
+            str(cli_db),
+            "import",
+            str(path),
+            "--dataset",
+            "mine",
+            "--skip-invalid",
+            "--rejected",
+            target,
+        ]
+    )
     cap = capsys.readouterr()
     assert rc == 2 and cap.out == "" and cap.err.splitlines() == [sentence]
     from engine.store.connection import Store
@@ -501,7 +543,9 @@ def test_export_to_a_missing_folder_is_one_sentence(cli_db, tmp_path, capsys):
         export_verdicts(s, "vicuna80", "/nonexistent/x.csv")
     assert main(["--db", str(cli_db), "datasets", "export", "vicuna80", "/nonexistent/x.csv"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: Cannot write the verdicts of 'vicuna80' to /nonexistent/x.csv: there is no folder /nonexistent."]
+        "error: Cannot write the verdicts of 'vicuna80' to /nonexistent/x.csv: there is no folder "
+        "/nonexistent."
+    ]
     if os.path.isdir("/sys"):
         assert main(["--db", str(cli_db), "datasets", "export", "vicuna80", "/sys/x.parquet"]) == 2
         assert capsys.readouterr().err.splitlines() == [

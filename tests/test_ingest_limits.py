@@ -30,8 +30,10 @@ from engine.store.connection import Store
 
 REPO = Path(__file__).resolve().parent.parent
 HEAD = "prompt_id,model_a,model_b,winner"
-CHILD = ("import resource, sys\nfrom engine.__main__ import main\nrc = main(sys.argv[1:])\n"
-         "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(rc)")
+CHILD = (
+    "import resource, sys\nfrom engine.__main__ import main\nrc = main(sys.argv[1:])\n"
+    "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(rc)"
+)
 
 
 @pytest.fixture
@@ -46,7 +48,9 @@ def run_cli(args: list[str], env: dict | None = None, timeout: float = 300) -> t
     proc = subprocess.run([sys.executable, "-c", CHILD, *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
     peak = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("PEAK_KB")]
-    text = "\n".join(line for line in (proc.stderr + proc.stdout).splitlines() if not line.startswith("PEAK_KB"))
+    text = "\n".join(
+        line for line in (proc.stderr + proc.stdout).splitlines() if not line.startswith("PEAK_KB")
+    )
     return proc.returncode, text, (peak[0] // 1024 if peak else -1)
 
 
@@ -145,7 +149,10 @@ def test_dev_zero_and_a_fifo_are_refused_at_once(cli_db, tmp_path, kind):
     rc, out, _ = run_cli(["--db", str(cli_db), "import", path, "--dataset", "z"], timeout=120)
     assert rc == 2
     what = "a device" if kind == "device" else "a FIFO (named pipe)"
-    assert out.strip() == f"error: {path} is {what}, not a regular file; save the verdicts to a file and import that."
+    assert (
+        out.strip()
+        == f"error: {path} is {what}, not a regular file; save the verdicts to a file and import that."
+    )
 
 
 def test_a_line_longer_than_the_limit_is_skipped_not_held(monkeypatch):
@@ -155,14 +162,19 @@ def test_a_line_longer_than_the_limit_is_skipped_not_held(monkeypatch):
     data = f"{HEAD}\np1,a,b,A\np2,{'z' * 5000},b,A\np3,a,b,B\n".encode()
     rep = validate_file(data, "long.csv", dataset="d")
     assert rep.rows_read == 3 and rep.n_good == 2
-    assert rep.sentences() == ["long.csv line 3: the line is longer than 1,000 bytes, the longest a verdict row may be; it was skipped."]
+    assert rep.sentences() == [
+        "long.csv line 3: the line is longer than 1,000 bytes, the longest a verdict row may be; it was "
+        "skipped."
+    ]
 
 
 def test_json_array_over_the_limit_is_one_sentence(monkeypatch):
     import engine.ingest.json_reader as jr
 
     monkeypatch.setattr(jr, "JSON_ARRAY_MAX_BYTES", 100)
-    data = json.dumps([{"prompt_id": f"p{i}", "model_a": "a", "model_b": "b", "winner": "A"} for i in range(10)]).encode()
+    data = json.dumps(
+        [{"prompt_id": f"p{i}", "model_a": "a", "model_b": "b", "winner": "A"} for i in range(10)]
+    ).encode()
     with pytest.raises(LensError, match=r"convert it to JSON Lines"):
         validate_file(data, "big.json", dataset="d")
 
@@ -177,8 +189,12 @@ def test_cli_import_does_not_hold_the_store_while_validating(cli_db, tmp_path, m
     real = imports.validate_paths
 
     def validate_and_probe(*args, **kwargs):
-        probe = subprocess.run([sys.executable, "-c", f"import duckdb; duckdb.connect({str(cli_db)!r}).close()"],
-                               capture_output=True, text=True, timeout=120)
+        probe = subprocess.run(
+            [sys.executable, "-c", f"import duckdb; duckdb.connect({str(cli_db)!r}).close()"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         seen["rc"], seen["err"] = probe.returncode, probe.stderr
         return real(*args, **kwargs)
 
@@ -198,8 +214,12 @@ def test_kill_during_import_leaves_nothing_or_everything(cli_db, tmp_path):
     for delay in (0.5, 2.0, 4.0, 7.0, 11.0):
         db = tmp_path / f"k{delay}.duckdb"
         shutil.copy(cli_db, db)
-        proc = subprocess.Popen([sys.executable, "-m", "engine", "--db", str(db), "import", str(big),
-                                 "--dataset", "k"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engine", "--db", str(db), "import", str(big), "--dataset", "k"],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         timer = threading.Timer(delay, proc.kill)
         timer.start()
         proc.wait(timeout=600)
@@ -217,8 +237,9 @@ def test_integer_fields_are_range_checked_at_validation(cli_db, tmp_path, capsys
     path = tmp_path / "ints.csv"
     path.write_text(f"{HEAD},{column}\np1,a,b,A,3000000000\np2,a,b,A,{INT_MAX}\n")
     rep = validate_file(path, dataset="d")
-    assert rep.sentences() == [f"{path} line 2: {column} 3000000000 is larger than 2,147,483,647, the largest the "
-                               "store keeps."]
+    assert rep.sentences() == [
+        f"{path} line 2: {column} 3000000000 is larger than 2,147,483,647, the largest the store keeps."
+    ]
     assert main(["--db", str(cli_db), "import", str(path), "--dataset", "ints", "--skip-invalid"]) == 0
     assert stored(cli_db, "ints") == 1
     assert "Traceback" not in capsys.readouterr().err
@@ -250,7 +271,9 @@ def test_full_disk_under_the_store_is_one_sentence_and_stores_nothing(tiny_disk,
         with pytest.raises(LensError) as info:
             store_report(store, report, "full")
         msg = str(info.value)
-        assert msg.startswith(f"The disk holding the store {db} is full, so nothing of this import was stored")
+        assert msg.startswith(
+            f"The disk holding the store {db} is full, so nothing of this import was stored"
+        )
         assert "\n" not in msg
     finally:
         store.close()
@@ -293,7 +316,9 @@ INVISIBLE = [("\u200b", "an invisible formatting character (U+200B)"),
 def test_invisible_characters_in_names_are_refused_with_the_row(ch, words, column):
     row = {"prompt_id": "p1", "model_a": "a", "model_b": "b", "winner": "A", "judge": "j"}
     row[column] = f"x{ch}y"
-    text = pd.DataFrame([{"prompt_id": "p0", "model_a": "a", "model_b": "b", "winner": "B", "judge": "j"}, row])
+    text = pd.DataFrame(
+        [{"prompt_id": "p0", "model_a": "a", "model_b": "b", "winner": "B", "judge": "j"}, row]
+    )
     rep = validate_file(text.to_json(orient="records", lines=True).encode(), "i.jsonl", dataset="d")
     assert rep.sentences() == [f"i.jsonl line 2: {column} {row[column]!r} contains {words}."]
 
@@ -304,18 +329,28 @@ def test_dataset_names_with_control_or_invisible_characters_are_refused(cli_db, 
     path.write_text(f"{HEAD}\np1,a,b,A\n")
     assert main(["--db", str(cli_db), "import", str(path), "--dataset", name]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"error: The dataset name {name!r} contains ") and err.endswith("use visible characters only.")
+    assert err.startswith(f"error: The dataset name {name!r} contains ") and err.endswith(
+        "use visible characters only."
+    )
 
 
 def test_name_and_text_lengths_are_limited():
     long_name, long_text = "m" * (NAME_MAX_CHARS + 1), "t" * (TEXT_MAX_CHARS + 1)
     ok_name, ok_text = "m" * NAME_MAX_CHARS, "t" * TEXT_MAX_CHARS
-    df = pd.DataFrame({"prompt_id": ["p1", "p2", "p3"], "model_a": [long_name, ok_name, "a"], "model_b": ["b"] * 3,
-                       "winner": ["A"] * 3, "explanation": ["e", ok_text, long_text]})
+    df = pd.DataFrame(
+        {
+            "prompt_id": ["p1", "p2", "p3"],
+            "model_a": [long_name, ok_name, "a"],
+            "model_b": ["b"] * 3,
+            "winner": ["A"] * 3,
+            "explanation": ["e", ok_text, long_text],
+        }
+    )
     rep = validate_file(df.to_csv(index=False).encode(), "len.csv", dataset="d")
     assert rep.n_good == 1
     assert rep.sentences() == [
-        f"len.csv line 2: model_a is {NAME_MAX_CHARS + 1} characters long; the limit for a name is {NAME_MAX_CHARS}.",
+        f"len.csv line 2: model_a is {NAME_MAX_CHARS + 1} characters long; the limit for a name is "
+        f"{NAME_MAX_CHARS}.",
         f"len.csv line 4: explanation is {TEXT_MAX_CHARS + 1:,} characters long; the limit for a text is "
         f"{TEXT_MAX_CHARS:,}.",
     ]
@@ -346,15 +381,21 @@ def test_unbalanced_quote_names_its_line_and_keeps_the_following_rows():
     assert rep.good["source_line"].tolist() == [2, 4, 5]
     assert rep.sentences() == [
         "q.csv line 3: a quoted field that starts in this line is not closed where the row should end (an "
-        "unbalanced quote): it runs to line 5 and the end of the file; lines 4–5 are read again as rows of their own."]
+        "unbalanced quote): it runs to line 5 and the end of the file; lines 4–5 are read again as rows of "
+        "their own."
+    ]
 
 
 def test_unbalanced_quote_on_the_last_line():
     rep = validate_file(f'{HEAD}\np1,a,b,A\np2,a,"b,A'.encode(), "q.csv", dataset="d")
-    assert rep.sentences() == ["q.csv line 3: a quote opened in this line is never closed (an unbalanced quote)."]
+    assert rep.sentences() == [
+        "q.csv line 3: a quote opened in this line is never closed (an unbalanced quote)."
+    ]
 
 
 def test_quoted_field_spanning_lines_is_still_one_row():
-    rep = validate_file(f'{HEAD},explanation\np1,a,b,A,"two\nlines"\np2,a,b,B,x\n'.encode(), "m.csv", dataset="d")
+    rep = validate_file(
+        f'{HEAD},explanation\np1,a,b,A,"two\nlines"\np2,a,b,B,x\n'.encode(), "m.csv", dataset="d"
+    )
     assert rep.ok and rep.good["source_line"].tolist() == [2, 4]
     assert rep.good["explanation"].tolist() == ["two\nlines", "x"]

@@ -36,9 +36,32 @@ def judge_cmd(db, dataset: str, base_url: str, *extra: str, models: str = "gpt-4
               model: str = "fake-judge", limit: str = "1") -> list[str]:
     """A `judge` command line on MT-Bench (one question per category) against an OpenAI-compatible
     server, CSV out, no progress bar; ``extra`` adds options."""
-    return [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", dataset, "--inputs", "mt_bench",
-            "--models", models, "--limit", limit, "--backend", "openai", "--base-url", base_url, "--model", model,
-            "--no-progress", "--format", "csv", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "engine",
+        "--db",
+        str(db),
+        "judge",
+        "--dataset",
+        dataset,
+        "--inputs",
+        "mt_bench",
+        "--models",
+        models,
+        "--limit",
+        limit,
+        "--backend",
+        "openai",
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        "--no-progress",
+        "--format",
+        "csv",
+        *extra,
+    ]
 
 
 def _runner(store, server, **kw):

@@ -3,7 +3,8 @@ key and no URL, calls that failed for good, an unknown dataset, and the help tex
 
 Real parts only: the scripted OpenAI-compatible server (tests/judging_fake_openai.py), a loopback
 port that was bound and closed again (so nothing listens there: connection refused), the real
-``openai`` client, and the ``python -m engine`` command line (in this process: tests/conftest.py run_engine). Each expected count follows from the
+``openai`` client, and the ``python -m engine`` command line (in this process: tests/conftest.py run_engine).
+Each expected count follows from the
 rules written next to it (concurrency 1, so calls go one at a time in a known order).
 """
 

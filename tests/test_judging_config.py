@@ -38,7 +38,7 @@ user = """Produce {{k}} different rewordings, same meaning. Reply with a JSON ar
 <<<TEXT
 {{text}}
 TEXT>>>"""
-'''
+'''  # noqa: E501 - a template's text, its first line as a user writes it
 
 
 def test_default_judge_name_carries_non_default_templates(tmp_path):

@@ -148,8 +148,15 @@ def test_a_claim_is_waited_for_while_its_owner_lives_and_taken_over_when_it_laps
             time.sleep(0.3)  # let the runner find the claim (not an assertion: either way it must not pay)
             from engine.judging.backends import ChatResult
 
-            other.put_rows(call_rows([(key, req, ChatResult("[[A]]", None, 1, 1, 0.1))], "openai", "fake-judge",
-                                     None, runner.server))
+            other.put_rows(
+                call_rows(
+                    [(key, req, ChatResult("[[A]]", None, 1, 1, 0.1))],
+                    "openai",
+                    "fake-judge",
+                    None,
+                    runner.server,
+                )
+            )
             t.join(60)
             assert not t.is_alive() and result[0].text == "[[A]]"
             assert (runner.stats.made, runner.stats.cached, srv.total) == (0, 1, 0)
@@ -205,8 +212,10 @@ def test_paid_calls_are_journaled_when_the_store_stays_busy_and_filed_by_the_nex
         journals = sorted(tmp_path.glob("busy.duckdb.calls-*.jsonl"))
         lines = err.strip().splitlines()
         assert proc.returncode == 2 and out == "" and len(lines) == 1, err
-        assert lines[0].startswith(f"error: The judge run stopped because the store at {db} could not be "
-                                   "written: it stayed in use by another process past the 1 s lock wait; the ")
+        assert lines[0].startswith(
+            f"error: The judge run stopped because the store at {db} could not be "
+            "written: it stayed in use by another process past the 1 s lock wait; the "
+        )
         assert f"{paid_first} finished calls not yet stored are kept in " in lines[0]
         assert paid_first >= 4 and len(journals) == 1
         assert len(journals[0].read_text().splitlines()) == paid_first
@@ -215,7 +224,12 @@ def test_paid_calls_are_journaled_when_the_store_stays_busy_and_filed_by_the_nex
         sent = [json.dumps(b["messages"]) for b in srv.bodies]
     assert rerun.returncode == 0, rerun.stderr
     r = _csv_row(rerun.stdout)
-    assert (r.status, r.verdicts, r.calls_made, r.calls_cached) == ("done", UNIQUE, UNIQUE - paid_first, paid_first)
+    assert (r.status, r.verdicts, r.calls_made, r.calls_cached) == (
+        "done",
+        UNIQUE,
+        UNIQUE - paid_first,
+        paid_first,
+    )
     assert len(sent) == UNIQUE and len(set(sent)) == UNIQUE  # nothing paid twice, nothing lost
     assert not list(tmp_path.glob("busy.duckdb.calls-*.jsonl"))
     with Store(db) as st:
@@ -245,8 +259,10 @@ def test_a_server_that_never_answers_stops_the_run_with_one_sentence(empty_store
         arrivals = srv.arrivals
         srv.gate.set()
     msg = str(err.value)
-    assert msg == (f"The server at {srv.base_url} takes connections but sent no complete reply within the 0.5 s "
-                   "timeout to any of the first 3 attempts; check that it is serving the model, or raise --timeout.")
+    assert msg == (
+        f"The server at {srv.base_url} takes connections but sent no complete reply within the 0.5 s "
+        "timeout to any of the first 3 attempts; check that it is serving the model, or raise --timeout."
+    )
     assert arrivals < 12  # not 96 calls x 6 attempts
 
 
@@ -255,7 +271,9 @@ def test_a_timeout_of_zero_or_less_is_refused_in_one_sentence(tmp_path, value):
     db = tmp_path / "t.duckdb"
     out = run_engine(judge_cmd(db, "t", "http://127.0.0.1:9/v1", f"--timeout={value}")[3:])
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.strip() == f"error: --timeout must be a number of seconds above 0, not {float(value):g}."
+    assert (
+        out.stderr.strip() == f"error: --timeout must be a number of seconds above 0, not {float(value):g}."
+    )
     with Store(db) as st:
         assert st.cursor().execute("SELECT count(*) FROM judge_runs").fetchone()[0] == 0
         assert not st.has_dataset("t")
@@ -338,8 +356,13 @@ def test_one_model_name_on_two_servers_does_not_share_outputs_but_old_calls_are_
         from engine.judging.backends import ChatResult
 
         CallCache(empty_store).put_rows(
-            call_rows([(r1.legacy_key(old), old, ChatResult("[[B]]", None, 1, 1, 0.1))], "openai", "fake-judge",
-                      None, None)
+            call_rows(
+                [(r1.legacy_key(old), old, ChatResult("[[B]]", None, 1, 1, 0.1))],
+                "openai",
+                "fake-judge",
+                None,
+                None,
+            )
         )
         r3 = _runner(empty_store, two)
         (res,) = r3.call([old])
@@ -354,7 +377,9 @@ def test_journal_rows_round_trip_into_the_cache(empty_store, tmp_path):
     from engine.judging.backends import ChatResult
 
     req = _req("q")
-    rows = call_rows([("k1", req, ChatResult("t", ({"A": -0.1},), 3, 4, 0.5, 2))], "openai", "m", 7, "http://s/v1")
+    rows = call_rows(
+        [("k1", req, ChatResult("t", ({"A": -0.1},), 3, 4, 0.5, 2))], "openai", "m", 7, "http://s/v1"
+    )
     path = tmp_path / "x.duckdb.calls-otherhost-1-0.jsonl"
     journal.append(path, rows)
     with open(path, "a", encoding="utf-8") as fh:
@@ -393,19 +418,29 @@ def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
         assert warm.returncode == 0, warm.stderr
         warm_calls = srv.statuses[200]  # 8 prompts x 1 pair x 1 order
         # the write-ahead log may grow to 60 kB: the run fills it part way through its 48 calls
-        full = subprocess.run(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped", "--concurrency", "2"), cwd=REPO,
-                              capture_output=True, text=True, timeout=240, preexec_fn=_file_size_limit(60_000))
+        full = subprocess.run(
+            judge_cmd(db, "d", srv.base_url, "--protocol", "swapped", "--concurrency", "2"),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            preexec_fn=_file_size_limit(60_000),
+        )
         paid_full = srv.statuses[200] - warm_calls
         lines = full.stderr.strip().splitlines()
         assert full.returncode == 2 and full.stdout == "" and len(lines) == 1, full.stderr
-        assert lines[0].startswith(f"error: The judge run stopped because the store at {db} could not be written: "
-                                   f"the disk holding {tmp_path} is full (or a file-size limit was reached); ")
+        assert lines[0].startswith(
+            f"error: The judge run stopped because the store at {db} could not be written: "
+            f"the disk holding {tmp_path} is full (or a file-size limit was reached); "
+        )
         assert lines[0].endswith("free some space and rerun.") and "Traceback" not in full.stderr
         assert 0 < paid_full < UNIQUE
         # the write that hits the limit is a batch of calls (they go to the journal) or a batch of
         # verdicts (the calls are stored; calls still in flight then go to the journal)
         journals = list(tmp_path.glob("full.duckdb.calls-*.jsonl"))
-        kept = re.search(r"; the (\d+) finished calls not yet stored are kept in (\S+) and the next run", lines[0])
+        kept = re.search(
+            r"; the (\d+) finished calls not yet stored are kept in (\S+) and the next run", lines[0]
+        )
         if kept is None:
             assert "; no finished call was lost; " in lines[0] and journals == []
         else:
@@ -416,32 +451,44 @@ def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
     assert again.returncode == 0, again.stderr
     r = _csv_row(again.stdout)
     assert (r.status, r.verdicts, r.calls_made + r.calls_cached) == ("done", UNIQUE, UNIQUE)
-    assert r.calls_cached == paid_full and len(sent) == len(set(sent)) == warm_calls + UNIQUE  # each paid once
+    assert (
+        r.calls_cached == paid_full and len(sent) == len(set(sent)) == warm_calls + UNIQUE
+    )  # each paid once
     assert not list(tmp_path.glob("full.duckdb.calls-*.jsonl"))
 
 
 def test_a_full_disk_before_any_call_is_one_sentence(tmp_path):
     db = tmp_path / "full0.duckdb"
     Store(db).close()
-    out = subprocess.run(judge_cmd(db, "d", "http://127.0.0.1:9/v1"), cwd=REPO, capture_output=True, text=True,
-                         timeout=240, preexec_fn=_file_size_limit(1))
+    out = subprocess.run(
+        judge_cmd(db, "d", "http://127.0.0.1:9/v1"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        preexec_fn=_file_size_limit(1),
+    )
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip() == (
-        "error: The disk is full (or a file-size limit was reached): the write that hit it was not stored and the "
+        "error: The disk is full (or a file-size limit was reached): the write that hit it was not stored "
+        "and the "
         "store is as it was before it; free some space and run the command again."
     )
     with Store(db) as st:
-        assert not st.has_dataset("d") and st.cursor().execute("SELECT count(*) FROM judge_runs").fetchone()[0] == 0
+        assert (
+            not st.has_dataset("d")
+            and st.cursor().execute("SELECT count(*) FROM judge_runs").fetchone()[0] == 0
+        )
 
 
 def test_secrets_stored_by_older_runs_are_redacted_by_the_migration(db_path):
-    with Store(db_path) as st:
-        with st.transaction() as cur:
-            cur.execute(
-                "INSERT INTO judge_runs (kind, dataset, backend, model, params) VALUES ('judge', 'd', 'openai', 'm', ?)",
-                [json.dumps({"base_url": "http://u:OLDKEY@h1/v1,https://x:Y2@h2:8000/v1", "model": "m@home"})],
-            )
-            cur.execute("DELETE FROM schema_migrations WHERE version = 41")  # as before the migration
+    with Store(db_path) as st, st.transaction() as cur:
+        cur.execute(
+            "INSERT INTO judge_runs (kind, dataset, backend, model, params) VALUES ('judge', 'd', 'openai', "
+            "'m', ?)",
+            [json.dumps({"base_url": "http://u:OLDKEY@h1/v1,https://x:Y2@h2:8000/v1", "model": "m@home"})],
+        )
+        cur.execute("DELETE FROM schema_migrations WHERE version = 41")  # as before the migration
     with Store(db_path) as st:  # reopening applies it
         (params,) = st.cursor().execute("SELECT params FROM judge_runs").fetchone()
     assert json.loads(params) == {"base_url": "http://***@h1/v1,https://***@h2:8000/v1", "model": "m@home"}

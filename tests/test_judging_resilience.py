@@ -89,7 +89,9 @@ def test_client_timeout_retries_then_fails_cleanly(empty_store):
         slow = [n for body, n in _by_question(srv).items() if "SLOW" in body]
         assert srv.total == 9 and slow == [2, 2, 2]
     assert "no complete reply" in rep.stats.errors[0] and "within 0.3 s" in rep.stats.errors[0]
-    assert set(empty_store.verdicts("syn")["prompt_id"]) == {"p-fast"} and _status(empty_store) == ["failed-calls"]
+    assert set(empty_store.verdicts("syn")["prompt_id"]) == {"p-fast"} and _status(empty_store) == [
+        "failed-calls"
+    ]
     assert empty_store.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0] == 3
 
 
@@ -285,7 +287,9 @@ def test_finished_calls_are_stored_in_groups_before_their_units_go_on(
 
     writes: list[int] = []
     put_rows = CallCache.put_rows
-    monkeypatch.setattr(CallCache, "put_rows", lambda self, rows: (writes.append(len(rows)), put_rows(self, rows)))
+    monkeypatch.setattr(
+        CallCache, "put_rows", lambda self, rows: (writes.append(len(rows)), put_rows(self, rows))
+    )
     seen: list[int] = []
     with FakeOpenAI(delay_s=0.02) as srv:
         runner = _runner(empty_store, srv, concurrency=concurrency, record_every_s=record_every_s)
@@ -295,7 +299,9 @@ def test_finished_calls_are_stored_in_groups_before_their_units_go_on(
     # each unit, when it got its result, found its call (and every call written with it) stored
     written = [sum(writes[: k + 1]) for k in range(len(writes))]
     assert len(seen) == 40 and all(n in written for n in seen) and seen == sorted(seen)
-    n, distinct = empty_store.cursor().execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone()
+    n, distinct = (
+        empty_store.cursor().execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone()
+    )
     assert n == distinct == 40
 
 
@@ -330,7 +336,9 @@ def test_an_interrupted_run_stores_the_calls_that_had_finished(empty_store):
 
 
 @pytest.mark.parametrize("record_every_s", [60.0, 0.25])
-def test_a_request_asked_again_while_its_call_waits_to_be_stored_is_not_paid_twice(empty_store, record_every_s):
+def test_a_request_asked_again_while_its_call_waits_to_be_stored_is_not_paid_twice(
+    empty_store, record_every_s
+):
     """128 distinct requests, then the same 128 again: the second copies start (Drive pulls 64 units
     at a time) after the first have finished but, with a group window, before they are stored; they
     wait for the stored call instead of sending it again."""

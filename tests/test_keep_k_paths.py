@@ -44,8 +44,20 @@ def kept_three_ways(db, dataset: str, judge: str, k: int, mu: float):
     ctx = SliderContext.of(build_buckets(v))  # as app_pages/_lens.slider_context builds it
     idx, app_thr = ctx.kept(k, mu)
     app = key_set(ctx.stack.keys.iloc[idx])
-    rc, out, err = run(db, "leaderboard", "--dataset", dataset, "--judge", judge, "--keep-k", str(k), "--mu", str(mu),
-                       "--format", "json")
+    rc, out, err = run(
+        db,
+        "leaderboard",
+        "--dataset",
+        dataset,
+        "--judge",
+        judge,
+        "--keep-k",
+        str(k),
+        "--mu",
+        str(mu),
+        "--format",
+        "json",
+    )
     assert rc == 0, err
     obj = json.loads(out)
     cli = key_set(pd.DataFrame(obj["kept"]))

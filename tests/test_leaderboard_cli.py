@@ -78,7 +78,9 @@ def test_cli_leaderboard_csv_with_bootstrap(shipped_db):
 
 
 def test_cli_leaderboard_json_and_errors(shipped_db):
-    rc, out, err = run_cli(shipped_db, "leaderboard", "--ranker", "davidson", "--judge", "bard", "--format", "json")
+    rc, out, err = run_cli(
+        shipped_db, "leaderboard", "--ranker", "davidson", "--judge", "bard", "--format", "json"
+    )
     obj = json.loads(out)
     assert rc == 0 and set(obj) == {"params", "details", "notes", "table"} and len(obj["table"]) == 5
     # the reported nu is the one of a direct Davidson fit on the judge's W and T
@@ -119,17 +121,34 @@ def test_cli_csv_stays_clean_and_notes_go_to_stderr(shipped_db):
     ranks = pd.read_csv(io.StringIO(out))["rank"].tolist()
     assert ranks == sorted(ranks) and ranks[0] == 1
     notes = err.strip().split("\n")
-    assert notes[0].startswith("note: keep-K: ranked the 1 graph(s) of smallest S_mu") and "out of 80" in notes[0]
+    assert (
+        notes[0].startswith("note: keep-K: ranked the 1 graph(s) of smallest S_mu")
+        and "out of 80" in notes[0]
+    )
     assert notes[1].startswith("note: bt: the MLE does not exist") and "virtual tie" in notes[1]
-    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "human", "--ranker", "copeland", "--format", "table")
+    rc, out, err = run_cli(
+        shipped_db, "leaderboard", "--judge", "human", "--ranker", "copeland", "--format", "table"
+    )
     assert rc == 0 and "note:" not in out
     assert "copeland: 4 pair(s) of models were never compared" in err  # claude met 4 of the 8 others
     rc, _, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--ranker", "elo", "--format", "csv")
     assert "elo: K = 4" in err and "order: source order (file, line)" in err  # no timestamps: source order
-    rc, _, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--ranker", "elo", "--param", "order=prompt",
-                         "--format", "csv")
+    rc, _, err = run_cli(
+        shipped_db,
+        "leaderboard",
+        "--judge",
+        "claude",
+        "--ranker",
+        "elo",
+        "--param",
+        "order=prompt",
+        "--format",
+        "csv",
+    )
     assert rc == 0 and "order: graph key, then model pair" in err
-    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "claude", "--ranker", "kemeny", "--format", "json")
+    rc, out, err = run_cli(
+        shipped_db, "leaderboard", "--judge", "claude", "--ranker", "kemeny", "--format", "json"
+    )
     obj = json.loads(out)
     assert obj["details"]["exact"] is True and any(n.startswith("kemeny: exact") for n in obj["notes"])
 
@@ -146,13 +165,25 @@ def test_rank_and_compare_follow_a_rankers_stated_order(shipped_db, shipped_stor
         order = res.extras["order"]
         assert board.table["model"].tolist() == order and board.table["rank"].tolist() == list(range(1, 10))
     # compare uses those ranks (global mode: descendant ties broken by name)
-    board = leaderboard(shipped_store, "vicuna80", judge="gpt-4", ranker="pged", ranker_params={"mode": "global"})
+    board = leaderboard(
+        shipped_store, "vicuna80", judge="gpt-4", ranker="pged", ranker_params={"mode": "global"}
+    )
     ref = reference_for_dataset("vicuna80")
     pos = {m: k + 1 for k, m in enumerate(rank(st, "pged", mode="global").extras["order"])}
     shared = [m for m in pos if m in ref.index]
     expect = all_distances(pd.Series({m: pos[m] for m in shared}), ref.rank(ascending=False)[shared])
-    rc, out, err = run_cli(shipped_db, "compare", "--judge", "gpt-4", "--ranker", "pged", "--param", "mode=global",
-                           "--format", "csv")
+    rc, out, err = run_cli(
+        shipped_db,
+        "compare",
+        "--judge",
+        "gpt-4",
+        "--ranker",
+        "pged",
+        "--param",
+        "mode=global",
+        "--format",
+        "csv",
+    )
     row = pd.read_csv(io.StringIO(out)).iloc[0]
     for k in ("spearman", "kendall", "footrule", "chebyshev"):
         assert row["spearman_distance" if k == "spearman" else k] == pytest.approx(expect[k])
@@ -165,7 +196,17 @@ def test_show_kept_lists_the_kept_graphs_in_keep_order_with_the_threshold(shippe
     from engine.graphs.cycles import cycle_counts
 
     rc, out, err = run_cli(
-        shipped_db, "leaderboard", "--judge", "gpt-4", "--keep-k", "12", "--mu", "0.5", "--show-kept", "--format", "csv"
+        shipped_db,
+        "leaderboard",
+        "--judge",
+        "gpt-4",
+        "--keep-k",
+        "12",
+        "--mu",
+        "0.5",
+        "--show-kept",
+        "--format",
+        "csv",
     )
     assert rc == 0
     kept = pd.read_csv(io.StringIO(out), dtype={"prompt_id": str})
@@ -180,7 +221,9 @@ def test_show_kept_lists_the_kept_graphs_in_keep_order_with_the_threshold(shippe
     assert kept["keep_rank"].tolist() == list(range(1, 13))
     threshold = float(direct["score"].iloc[-1])
     assert f"threshold S_K = {threshold:.4g}" in err
-    rc, out, _ = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--keep-k", "12", "--mu", "0.5", "--format", "json")
+    rc, out, _ = run_cli(
+        shipped_db, "leaderboard", "--judge", "gpt-4", "--keep-k", "12", "--mu", "0.5", "--format", "json"
+    )
     obj = json.loads(out)
     assert [row["prompt_id"] for row in obj["kept"]] == direct["prompt_id"].tolist()
     assert obj["params"]["threshold"] == threshold and obj["params"]["pool"] == "perturbed"
@@ -213,7 +256,9 @@ def test_keep_k_leaves_models_without_kept_comparisons_off_the_board(shipped_db,
     rc, out, err = run_cli(shipped_db, "leaderboard", "--keep-k", "10", "--format", "json")
     obj = json.loads(out)
     assert rc == 0 and len(obj["table"]) == 5
-    assert any("guanaco-13b, guanaco-33b, guanaco-65b, guanaco-7b have no comparison" in n for n in obj["notes"])
+    assert any(
+        "guanaco-13b, guanaco-33b, guanaco-65b, guanaco-7b have no comparison" in n for n in obj["notes"]
+    )
     # compare: only the compared shared models count (guanaco-33b is on the Arena but was not compared)
     rc, out, err = run_cli(shipped_db, "compare", "--keep-k", "10", "--reference", "arena", "--format", "csv")
     row = pd.read_csv(io.StringIO(out)).iloc[0]
@@ -232,8 +277,12 @@ def test_app_slider_path_drops_models_and_keeps_cycle_columns_by_name(shipped_st
     sub = st.subset(idx)
     seen = sub.observed.any(axis=(0, 2))
     assert sorted(app.table["model"]) == sorted(m for m, s in zip(st.models, seen, strict=True) if s)
-    assert sorted(app.params["dropped_models"]) == sorted(m for m, s in zip(st.models, seen, strict=True) if not s)
-    bad = vertex_cycle_counts(sub.adj)["c3_bad"].sum(axis=0)  # per model over the kept graphs, full stack order
+    assert sorted(app.params["dropped_models"]) == sorted(
+        m for m, s in zip(st.models, seen, strict=True) if not s
+    )
+    bad = vertex_cycle_counts(sub.adj)["c3_bad"].sum(
+        axis=0
+    )  # per model over the kept graphs, full stack order
     for row in app.table.itertuples(index=False):
         assert row.bad_triads == bad[st.models.index(row.model)]
 
@@ -278,8 +327,19 @@ def test_cli_bootstrap_unit(shipped_db, shipped_store):
     from engine.ranking.bootstrap import bootstrap
     from engine.ranking.leaderboard import compared_models_only
 
-    base = ["leaderboard", "--ranker", "pged", "--judge", "gpt-4", "--bootstrap", "30", "--seed", "2", "--format",
-            "json"]
+    base = [
+        "leaderboard",
+        "--ranker",
+        "pged",
+        "--judge",
+        "gpt-4",
+        "--bootstrap",
+        "30",
+        "--seed",
+        "2",
+        "--format",
+        "json",
+    ]
     st = compared_models_only(build_stack(shipped_store.verdicts("vicuna80", judge="gpt-4")))[0]
     for unit, expect in (([], "prompt"), (["--bootstrap-unit", "graph"], "graph")):
         rc, out, err = run_cli(shipped_db, *base, *unit)

@@ -80,7 +80,9 @@ def test_invariant_to_relabelling_and_row_order(perm):
     # PGED per prompt: one judge per prompt and weights 1 make Algorithm 1's delta ties common here
     v = bt_verdicts(THETA, 40, seed=3, tie_nu=0.6)
     st = build_stack(v)
-    order = list(st.models)[::-1] if perm == "reversed" else list(np.random.default_rng(4).permutation(st.models))
+    order = (
+        list(st.models)[::-1] if perm == "reversed" else list(np.random.default_rng(4).permutation(st.models))
+    )
     ren = {m: f"z{k}" for k, m in enumerate(order)}  # sorted(new names) lists the models in `order`
     assert [m for m in sorted(ren, key=ren.get)] != list(st.models)
     shuffled = v.sample(frac=1.0, random_state=1).reset_index(drop=True)
@@ -166,7 +168,9 @@ def test_elo_scale():
 
 
 def test_soft_bt_uses_probabilities():
-    rows = [(f"p{k}", "a", "b", "A", 0.7) for k in range(10)] + [(f"q{k}", "b", "c", "A", 0.6) for k in range(10)]
+    rows = [(f"p{k}", "a", "b", "A", 0.7) for k in range(10)] + [
+        (f"q{k}", "b", "c", "A", 0.6) for k in range(10)
+    ]
     rows += [(f"r{k}", "c", "a", "B", 0.2) for k in range(10)]  # P(c beats a) = 0.2
     st = build_stack(verdict_frame(rows))
     res = rank(st, "bt", soft=True)

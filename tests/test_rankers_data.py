@@ -31,7 +31,11 @@ def bt_verdicts(theta: np.ndarray, n_prompts: int, seed: int, tie_nu: float = 0.
     iu, ju = np.triu_indices(n, 1)
     rows = []
     for p in range(n_prompts):
-        sel = np.arange(len(iu)) if pairs_per_prompt is None else rng.choice(len(iu), pairs_per_prompt, replace=False)
+        sel = (
+            np.arange(len(iu))
+            if pairs_per_prompt is None
+            else rng.choice(len(iu), pairs_per_prompt, replace=False)
+        )
         for k in sel:
             i, j = iu[k], ju[k]
             a, b = np.exp(theta[i]), np.exp(theta[j])

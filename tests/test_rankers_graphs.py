@@ -34,11 +34,42 @@ def case_graph(edges: list[tuple[int, int]], n: int = 10) -> np.ndarray:
 
 
 # Paper 002, Figure 4 case 1: cycles 9>4>3>9 and 9>4>3>2>9 (and 4>3>5>4), broken by removing 4->3 alone.
-CASE1 = [(9, 4), (4, 3), (3, 9), (3, 2), (2, 9), (9, 0), (4, 0), (3, 0), (2, 0), (0, 1), (9, 5), (5, 6), (6, 7),
-         (7, 8), (3, 5), (5, 4), (2, 6)]
+CASE1 = [
+    (9, 4),
+    (4, 3),
+    (3, 9),
+    (3, 2),
+    (2, 9),
+    (9, 0),
+    (4, 0),
+    (3, 0),
+    (2, 0),
+    (0, 1),
+    (9, 5),
+    (5, 6),
+    (6, 7),
+    (7, 8),
+    (3, 5),
+    (5, 4),
+    (2, 6),
+]
 # Case 2: cycles 7>0>6>7 and 7>1>0>6>7 (and 1>0>6>1), broken by removing 0->6 alone.
-CASE2 = [(7, 0), (0, 6), (6, 7), (7, 1), (1, 0), (7, 2), (2, 3), (3, 4), (4, 5), (1, 8), (8, 9), (6, 9), (0, 9),
-         (6, 1)]
+CASE2 = [
+    (7, 0),
+    (0, 6),
+    (6, 7),
+    (7, 1),
+    (1, 0),
+    (7, 2),
+    (2, 3),
+    (3, 4),
+    (4, 5),
+    (1, 8),
+    (8, 9),
+    (6, 9),
+    (0, 9),
+    (6, 1),
+]
 
 
 @pytest.mark.parametrize("edges,cut", [(CASE1, (4, 3)), (CASE2, (0, 6))])
@@ -101,8 +132,11 @@ def test_descendant_counts_match_networkx():
 def test_pged_ranker_ensemble_and_lexicographic_order():
     # Three judges; the ensemble holds a 3-cycle a>b>c>a with c>a the lightest arc.
     rows = []
-    for judge, wins in (("j1", [("a", "b"), ("b", "c"), ("a", "d")]), ("j2", [("a", "b"), ("b", "c"), ("c", "a")]),
-                        ("j3", [("b", "c"), ("a", "d"), ("b", "d")])):
+    for judge, wins in (
+        ("j1", [("a", "b"), ("b", "c"), ("a", "d")]),
+        ("j2", [("a", "b"), ("b", "c"), ("c", "a")]),
+        ("j3", [("b", "c"), ("a", "d"), ("b", "d")]),
+    ):
         v = verdict_frame([("p1", x, y, "A") for x, y in wins], judge=judge)
         rows.append(v)
     import pandas as pd
@@ -119,7 +153,9 @@ def test_pged_ranker_ensemble_and_lexicographic_order():
     assert res.extras["graph"].loc["a", "b"] == 2.0
     assert res.ranks.to_dict() == {"a": 1, "b": 2, "c": 3, "d": 4}  # the rank follows the stated order
     avg = rank(st, "pged", mode="global")
-    assert avg.scores.to_dict() == {"a": 2.0, "b": 2.5, "c": 1.0, "d": 0.0} and avg.details["n_tie_paths"] == 2
+    assert (
+        avg.scores.to_dict() == {"a": 2.0, "b": 2.5, "c": 1.0, "d": 0.0} and avg.details["n_tie_paths"] == 2
+    )
     assert avg.extras["order"] == ["b", "a", "c", "d"]
     assert avg.extras["removed"] == res.extras["removed"]  # the display DAG is the first-name path
     # one prompt: the per-prompt mode denoises the same ensemble; weight score l - r + 1, literal
@@ -219,7 +255,8 @@ def test_borda_weight_score_by_loops():
     assert pm.scores.sum() == pytest.approx(st.n * (st.n - 1) / 2)
 
 
-# ----------------------------------------------------------------------------- batched greedy, PGED per prompt
+# ----------------------------------------------------------------------------- batched greedy, PGED per
+# prompt
 
 
 def test_batched_greedy_equals_the_sequential_algorithm():
@@ -227,7 +264,9 @@ def test_batched_greedy_equals_the_sequential_algorithm():
 
     rng = np.random.default_rng(31)
     for n in range(1, 9):
-        w = rng.integers(0, 3, size=(40, n, n)).astype(float) * (rng.random((40, n, n)) < 0.6)  # many delta ties
+        w = rng.integers(0, 3, size=(40, n, n)).astype(float) * (
+            rng.random((40, n, n)) < 0.6
+        )  # many delta ties
         order = greedy_fas_order_batch(w)
         _, dag, removed = denoise_batch(w)
         for g in range(40):
@@ -241,8 +280,10 @@ def _multi_judge_stack(seed: int = 0, n_prompts: int = 6):
     import pandas as pd
 
     theta = np.array([0.6, 0.3, 0.0, -0.2, -0.5])
-    frames = [bt_verdicts(theta, n_prompts, seed=seed + k, tie_nu=0.4, pairs_per_prompt=7).assign(judge=f"j{k}")
-              for k in range(3)]
+    frames = [
+        bt_verdicts(theta, n_prompts, seed=seed + k, tie_nu=0.4, pairs_per_prompt=7).assign(judge=f"j{k}")
+        for k in range(3)
+    ]
     return build_stack(pd.concat(frames, ignore_index=True))
 
 
@@ -271,7 +312,9 @@ def brute_expected_descendants(w: np.ndarray) -> list:
             pos = {v: k for k, v in enumerate(head + tail)}
             g = nx.DiGraph()
             g.add_nodes_from(range(n))
-            g.add_edges_from((i, j) for i in range(n) for j in range(n) if i != j and w[i, j] > 0 and pos[i] < pos[j])
+            g.add_edges_from(
+                (i, j) for i in range(n) for j in range(n) if i != j and w[i, j] > 0 and pos[i] < pos[j]
+            )
             for v in range(n):
                 out[v] += p * len(nx.descendants(g, v))
             return
@@ -320,8 +363,8 @@ def _pged_twin(st, prompt_ties: str = "average", delta_ties: str = "average"):
     return points, rankings
 
 
-@pytest.mark.parametrize("prompt_ties,delta_ties", [("average", "average"), ("name", "average"), ("average", "name"),
-                                                    ("name", "name")])
+@pytest.mark.parametrize("prompt_ties,delta_ties",
+                         [("average", "average"), ("name", "average"), ("average", "name"), ("name", "name")])
 def test_pged_per_prompt_weight_score_matches_a_loop_twin(prompt_ties, delta_ties):
     st = _multi_judge_stack()
     res = rank(st, "pged", prompt_ties=prompt_ties, delta_ties=delta_ties)
@@ -383,7 +426,8 @@ def test_pged_modes_and_the_one_graph_view():
         rank(st, "pged", mode="nope")
 
 
-# ----------------------------------------------------------------------------- ELSPR in the paper's convention
+# ----------------------------------------------------------------------------- ELSPR in the paper's
+# convention
 
 
 def test_elspr_reconstruction_in_the_papers_convention_by_hand():
@@ -397,7 +441,16 @@ def test_elspr_reconstruction_in_the_papers_convention_by_hand():
     st = build_stack(verdicts)
     idx = {m: k for k, m in enumerate(st.models)}
     expect = np.zeros((5, 5), dtype=bool)  # paper convention: expect[u, v] = edge u -> v, v preferred
-    for u, v in [("B", "A"), ("C", "A"), ("D", "A"), ("C", "B"), ("D", "B"), ("C", "D"), ("D", "C"), ("E", "A")]:
+    for u, v in [
+        ("B", "A"),
+        ("C", "A"),
+        ("D", "A"),
+        ("C", "B"),
+        ("D", "B"),
+        ("C", "D"),
+        ("D", "C"),
+        ("E", "A"),
+    ]:
         expect[idx[u], idx[v]] = True
     ours = reconstruct(st.adj)[0]  # our convention: edge winner -> loser
     np.testing.assert_array_equal(ours.T, expect)
@@ -406,7 +459,8 @@ def test_elspr_reconstruction_in_the_papers_convention_by_hand():
     assert len(clean) == 5
 
 
-# ----------------------------------------------------------------------------- Kemeny tie-break, counting policies
+# ----------------------------------------------------------------------------- Kemeny tie-break, counting
+# policies
 
 
 def test_kemeny_tie_break_and_co_optimal_count_by_brute_force():
@@ -433,7 +487,11 @@ def _incomplete_stack():
     # claude-like model "c" meets only a and b (prompts p*); the others meet everyone (prompts q*)
     rows = []
     for p in range(4):
-        rows += [(f"p{p}", "c", "a", "A"), (f"p{p}", "c", "b", "A" if p < 3 else "B"), (f"p{p}", "a", "b", "A")]
+        rows += [
+            (f"p{p}", "c", "a", "A"),
+            (f"p{p}", "c", "b", "A" if p < 3 else "B"),
+            (f"p{p}", "a", "b", "A"),
+        ]
         rows += [(f"q{p}", "a", "b", "A"), (f"q{p}", "a", "d", "A"), (f"q{p}", "a", "e", "A"),
                  (f"q{p}", "b", "d", "A"), (f"q{p}", "b", "e", "A"), (f"q{p}", "d", "e", "tie")]
     return build_stack(verdict_frame(rows))
@@ -467,7 +525,8 @@ def test_counting_rankers_state_and_normalise_uncompared_pairs():
     np.testing.assert_allclose(bn.to_numpy(), b.to_numpy() / attain)
 
 
-# ----------------------------------------------------------------------------- delta ties (name-independent PGED)
+# ----------------------------------------------------------------------------- delta ties (name-independent
+# PGED)
 
 
 def test_expected_descendants_equal_the_brute_force_average_over_tie_paths():
@@ -527,7 +586,9 @@ def test_pged_scores_do_not_depend_on_names_on_shipped_human_judge(shipped_store
     st2 = build_stack(v.assign(model_a=v["model_a"].map(ren), model_b=v["model_b"].map(ren)))
     for params in ({}, {"mode": "global"}, {"aggregate": "kemeny"}):
         a, b = rank(st, "pged", **params), rank(st2, "pged", **params)
-        np.testing.assert_allclose(b.scores.rename(index=back).reindex(a.scores.index), a.scores, err_msg=str(params))
+        np.testing.assert_allclose(
+            b.scores.rename(index=back).reindex(a.scores.index), a.scores, err_msg=str(params)
+        )
     a, b = rank(st, "pged", delta_ties="name"), rank(st2, "pged", delta_ties="name")
     moved = a.ranks != b.ranks.rename(index=back).reindex(a.scores.index)
     assert moved.sum() >= 4

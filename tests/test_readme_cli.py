@@ -85,7 +85,9 @@ def test_every_readme_option_exists_with_the_written_requiredness():
                 action = next((a for a in target._actions if opt in a.option_strings), None)
                 assert action is not None, f"README names {opt} for {name}, the parser has no such option"
                 if (name, opt) not in REFUSED_BY_THE_COMMAND:
-                    assert action.required == (depth == 0), f"{name} {opt}: README depth {depth}, required={action.required}"
+                    assert action.required == (depth == 0), (
+                        f"{name} {opt}: README depth {depth}, required={action.required}"
+                    )
                 if opt == "--dataset" and depth > 0:
                     assert action.default == DEFAULT_DATASET, f"{name} --dataset default {action.default!r}"
                 checked += 1
@@ -97,7 +99,12 @@ def test_commands_that_read_a_dataset_run_without_it(shipped_db):
     assert rc == 0, err
     assert len(pd.read_csv(io.StringIO(out))) == 80  # vicuna80: 80 prompts, one graph each for gpt-4
     rc, out, err = run_cli(shipped_db, "triads", "--prompt-id", "1", "--judge", "gpt-4", "--format", "csv")
-    assert rc == 0 and list(pd.read_csv(io.StringIO(out)).columns[:4]) == ["model_a", "model_b", "model_c", "kind"]
+    assert rc == 0 and list(pd.read_csv(io.StringIO(out)).columns[:4]) == [
+        "model_a",
+        "model_b",
+        "model_c",
+        "kind",
+    ]
 
 
 def test_interval_columns_only_with_bootstrap_said_once(shipped_db):
@@ -105,9 +112,13 @@ def test_interval_columns_only_with_bootstrap_said_once(shipped_db):
     cols = list(pd.read_csv(io.StringIO(out)).columns)
     assert rc == 0 and not {"ci_low", "ci_high", "rank_low", "rank_high"} & set(cols)
     assert err.count("no --bootstrap") == 1
-    rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--bootstrap", "20", "--format", "csv")
+    rc, out, err = run_cli(
+        shipped_db, "leaderboard", "--judge", "gpt-4", "--bootstrap", "20", "--format", "csv"
+    )
     table = pd.read_csv(io.StringIO(out))
-    assert {"ci_low", "ci_high", "rank_low", "rank_high"} <= set(table.columns) and "no --bootstrap" not in err
+    assert {"ci_low", "ci_high", "rank_low", "rank_high"} <= set(
+        table.columns
+    ) and "no --bootstrap" not in err
     assert table[["ci_low", "rank_low"]].notna().all().all()
 
 
@@ -145,8 +156,13 @@ def test_cli_default_judge_is_the_apps_first_view(shipped_db, shipped_store, mon
     assert at.selectbox(key="judge").format_func("(all)") == "all judges (pooled)"
     app = at.dataframe[0].value.set_index("model")
     assert sorted(app.index) == sorted(cli.index)
-    assert (app.loc[cli.index, ["wins", "losses", "ties"]].to_numpy() == cli[["wins", "losses", "ties"]].to_numpy()).all()
-    assert list(app.sort_values("score", ascending=False).index) == list(cli.sort_values("score", ascending=False).index)
+    assert (
+        app.loc[cli.index, ["wins", "losses", "ties"]].to_numpy()
+        == cli[["wins", "losses", "ties"]].to_numpy()
+    ).all()
+    assert list(app.sort_values("score", ascending=False).index) == list(
+        cli.sort_values("score", ascending=False).index
+    )
     rc, out, err = run_cli(shipped_db, "leaderboard", "--judge", default, "--format", "csv")
     assert "pooled" not in err
 

@@ -13,7 +13,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def readme_transcripts() -> list[tuple[str, list[str]]]:
-    """(command after ``$ python -m engine``, the lines shown under it) of each ``$`` line in README blocks."""
+    """(command after ``$ python -m engine``, the lines shown under it) of each ``$`` line in README
+    blocks."""
     out, cmd, shown, in_block = [], None, [], False
     for line in README.read_text(encoding="utf-8").splitlines():
         if line.startswith("```"):
@@ -31,8 +32,11 @@ def readme_transcripts() -> list[tuple[str, list[str]]]:
 
 
 def test_readme_leaderboard_table_example_is_current(shipped_db):
-    """Every row and note the README shows for the bootstrap table example appears, token for token, in the output."""
-    [(cmd, shown)] = [(c, s) for c, s in readme_transcripts() if "--bootstrap 200" in c and "--format table" in c]
+    """Every row and note the README shows for the bootstrap table example appears, token for token, in the
+    output."""
+    [(cmd, shown)] = [
+        (c, s) for c, s in readme_transcripts() if "--bootstrap 200" in c and "--format table" in c
+    ]
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         assert main(["--db", str(shipped_db), *shlex.split(cmd)]) == 0

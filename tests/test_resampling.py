@@ -40,8 +40,19 @@ def make_stack(n=5, cats=2, prompts=3, variants=3, samples=0, seed=0, complete=T
                         else:
                             a[j, i] = True
                 adj.append(a)
-                rows.append({"dataset": "d", "judge": "j", "prompt_id": str(c * 100 + q), "variant": v, "turn": 1,
-                             "category": f"c{c}", "variant_kind": kind, "n_verdicts": 0, "n_invalid": 0})
+                rows.append(
+                    {
+                        "dataset": "d",
+                        "judge": "j",
+                        "prompt_id": str(c * 100 + q),
+                        "variant": v,
+                        "turn": 1,
+                        "category": f"c{c}",
+                        "variant_kind": kind,
+                        "n_verdicts": 0,
+                        "n_invalid": 0,
+                    }
+                )
     adj = np.array(adj)
     obs = np.ones_like(adj)
     obs[:, range(n), range(n)] = False
@@ -55,7 +66,9 @@ def rows_to_index(row: np.ndarray) -> np.ndarray:
 
 def test_each_protocol_draws_from_its_pool():
     st, _ = make_stack(n=5, cats=2, prompts=4, variants=4, samples=2)
-    p = ProtocolParams(keep=6, draw=4, scorewin_draw=10, random_draw=5, random_reps=3, single_draw=2, resamples=40)
+    p = ProtocolParams(
+        keep=6, draw=4, scorewin_draw=10, random_draw=5, random_reps=3, single_draw=2, resamples=40
+    )
     jobs = build_jobs(st, ("trunc", "sample", "notrunc_boot", "scorewin", "random", "single"), p, single_k=3)
     scores = truncation_scores(cycle_counts(st))
     cat = st.keys["category"].to_numpy()
@@ -72,7 +85,9 @@ def test_each_protocol_draws_from_its_pool():
         assert used <= set(allpos)
         if j.protocol != "sample":
             assert used <= set(pos)
-        if j.protocol == "trunc":  # the kept set is exactly keep-K of the perturbed pool; draws without replacement
+        if (
+            j.protocol == "trunc"
+        ):  # the kept set is exactly keep-K of the perturbed pool; draws without replacement
             assert used == direct(pos, 6) and (j.counts.sum(axis=1) == 4).all() and j.counts.max() == 1
         elif j.protocol == "sample":  # keep-K of originals + sampling replicates
             pool = allpos[np.isin(kind[allpos], ["original", "sample"])]
@@ -80,7 +95,9 @@ def test_each_protocol_draws_from_its_pool():
         elif j.protocol == "notrunc_boot":
             assert (j.counts.sum(axis=1) == pos.size).all() and j.counts.max() > 1
         elif j.protocol == "scorewin":
-            assert (j.counts.sum(axis=1) == 10).all() and j.counts.max() == 1 and j.ranker == "copeland_majority"
+            assert (
+                (j.counts.sum(axis=1) == 10).all() and j.counts.max() == 1 and j.ranker == "copeland_majority"
+            )
         elif j.protocol == "random":  # subsets without replacement: every graph at most once per subset
             assert j.counts.shape[0] == 40 * 3 and (j.counts.sum(axis=1) == 5).all() and j.counts.max() == 1
             assert used == set(pos)
@@ -142,7 +159,9 @@ def test_warm_and_cold_fits_give_the_same_ranks():
     warm = bt_scores(wt, rng.normal(0, 3, (300, 7)))
     assert np.abs(cold - warm).max() < 1e-9
     assert np.array_equal(ordinal_ranks(cold), ordinal_ranks(warm))
-    assert (ordinal_ranks(cold[:50])[:, 0] < ordinal_ranks(cold[:50])[:, 1]).all()  # the tie goes to model order
+    assert (
+        ordinal_ranks(cold[:50])[:, 0] < ordinal_ranks(cold[:50])[:, 1]
+    ).all()  # the tie goes to model order
 
 
 def test_permutation_distances_match_the_distances_module():
@@ -169,7 +188,9 @@ def test_protocol_distances_match_a_loop_of_single_fits():
     from engine.experiments.protocol_runs import best_single_k
 
     st, ref = make_stack(n=5, cats=2, prompts=4, variants=3, samples=2, seed=5)
-    p = ProtocolParams(keep=8, draw=5, scorewin_draw=6, random_draw=4, random_reps=2, single_draw=3, resamples=6)
+    p = ProtocolParams(
+        keep=8, draw=5, scorewin_draw=6, random_draw=4, random_reps=2, single_draw=3, resamples=6
+    )
     protos = ("trunc", "sample", "notrunc_boot", "scorewin", "random", "single")
     frame = run_protocols(st, ref, protos, p)
     refs = {c: reference_ranks(ref, st.models) for c in ("c0", "c1")}
@@ -178,7 +199,9 @@ def test_protocol_distances_match_a_loop_of_single_fits():
         ranker = "scorewin" if j.protocol == "scorewin" else "bt"
         per_row = [loop_distance(st, ref, row, ranker) for row in j.counts]
         loop = np.asarray(per_row).reshape(-1, j.reps).mean(axis=1)
-        got = frame[(frame.protocol == j.protocol) & (frame.category == j.category) & (frame.distance == "spearman")]
+        got = frame[
+            (frame.protocol == j.protocol) & (frame.category == j.category) & (frame.distance == "spearman")
+        ]
         assert got["mean"].iloc[0] == pytest.approx(loop.mean(), abs=1e-12)
         lo, hi = np.quantile(loop, [0.025, 0.975])
         assert (got["ci_low"].iloc[0], got["ci_high"].iloc[0]) == pytest.approx((lo, hi), abs=1e-12)
@@ -293,12 +316,22 @@ def test_empty_cells_are_nan_and_left_out_of_the_macro():
     s = f[f.protocol == "sample"].set_index(["category", "distance"])
     for dist in ("spearman", "kendall", "footrule", "chebyshev"):
         empty, cell, macro = s.loc[("c0", dist)], s.loc[("c1", dist)], s.loc[(MACRO, dist)]
-        assert np.isnan(empty["mean"]) and np.isnan(empty.ci_low) and empty.degenerate and empty.n_categories == 0
+        assert (
+            np.isnan(empty["mean"])
+            and np.isnan(empty.ci_low)
+            and empty.degenerate
+            and empty.n_categories == 0
+        )
         assert "Sample5→3 / c0: empty pool (no sampling replicates)" in empty.note
-        assert macro.n_categories == 1 and "macro over 1 of 2 categories (left out, empty pool: c0)" in macro.note
+        assert (
+            macro.n_categories == 1
+            and "macro over 1 of 2 categories (left out, empty pool: c0)" in macro.note
+        )
         assert macro["mean"] == pytest.approx(cell["mean"], abs=1e-15)
         assert (macro.ci_low, macro.ci_high) == pytest.approx((cell.ci_low, cell.ci_high), abs=1e-15)
-    alone = run_protocols(st.subset(np.flatnonzero(st.keys["category"].to_numpy() == "c1")), ref, ("sample",), p)
+    alone = run_protocols(
+        st.subset(np.flatnonzero(st.keys["category"].to_numpy() == "c1")), ref, ("sample",), p
+    )
     c1 = alone[(alone.category == "c1") & (alone.distance == "spearman")].iloc[0]
     assert c1["mean"] == s.loc[("c1", "spearman")]["mean"]
     t = f[(f.protocol == "trunc") & (f.category == MACRO)]
@@ -328,7 +361,9 @@ def test_random_pool_parameter_label_and_draw_law():
     both = (pair[:, 0] * pair[:, 1]).mean()
     assert both == pytest.approx((q / P) * (m / q) ** 2, abs=0.01)  # 0.225, not (m/P)² = 0.09
     st, ref = make_stack(n=5, cats=1, prompts=4, variants=3, seed=3)  # 12 graphs
-    f = run_protocols(st, ref, ("random",), ProtocolParams(random_pool=6, random_draw=4, random_reps=2, resamples=5))
+    f = run_protocols(
+        st, ref, ("random",), ProtocolParams(random_pool=6, random_draw=4, random_reps=2, resamples=5)
+    )
     row = f[(f.category == "c0") & (f.distance == "spearman")].iloc[0]
     assert row.label == "Random6→4×2" and row.n_pool == 12 and row.n_keep == 6 and row.n_draw == 4
     assert "a random 6 of 12 graphs per resample" in row.note

@@ -1,5 +1,6 @@
 """The engine-code fingerprint of the experiment and diagnose result caches (engine.experiments.results_cache,
-engine.experiments.protocol_inputs.code_files / code_digest): a result cached by other code is never served."""
+engine.experiments.protocol_inputs.code_files / code_digest): a result cached by other code is never
+served."""
 
 from __future__ import annotations
 
@@ -53,12 +54,29 @@ def test_code_files_hold_every_engine_module_python_runs(family):
                          cwd=REPO).stdout
     loaded = set(json.loads(out.strip().splitlines()[-1]))
     files = set(code_files(family))
-    missing = loaded - files - {"ingest/synthetic.py", "__main__.py"} if family == "diagnose" else loaded - files
+    missing = (
+        loaded - files - {"ingest/synthetic.py", "__main__.py"} if family == "diagnose" else loaded - files
+    )
     assert not missing, missing
     must = {"graphs/stack.py", "graphs/cycles.py", "errors.py"}
-    must |= ({"rankers/bt.py", "experiments/protocols.py", "experiments/protocol_runs.py", "experiments/draws.py", "experiments/curves.py", "graphs/truncation.py",
-                "ranking/reference.py"} if family == "experiment"
-             else {"diagnostics/sntd.py", "diagnostics/cycle_stats.py", "diagnostics/entropy.py", "graphs/triads.py"})
+    must |= (
+        {
+            "rankers/bt.py",
+            "experiments/protocols.py",
+            "experiments/protocol_runs.py",
+            "experiments/draws.py",
+            "experiments/curves.py",
+            "graphs/truncation.py",
+            "ranking/reference.py",
+        }
+        if family == "experiment"
+        else {
+            "diagnostics/sntd.py",
+            "diagnostics/cycle_stats.py",
+            "diagnostics/entropy.py",
+            "graphs/triads.py",
+        }
+    )
     assert must <= files
     assert not any(f.startswith("diagnostics/") for f in code_files("experiment"))
     assert "rankers/bt.py" not in code_files("diagnose")
@@ -119,7 +137,9 @@ def test_a_changed_code_digest_misses_both_caches(shipped_db, tmp_path, monkeypa
     assert experiment() == first and rows("experiment") == 1
     assert diag()[1] and not hit1 and rows("diagnose") == 1
     real = protocol_inputs.code_digest
-    monkeypatch.setattr(protocol_inputs, "code_digest", lambda f="experiment": real(f) + ("x" if f == "experiment" else ""))
+    monkeypatch.setattr(
+        protocol_inputs, "code_digest", lambda f="experiment": real(f) + ("x" if f == "experiment" else "")
+    )
     assert experiment() == first and rows("experiment") == 2  # missed: recomputed, same numbers
     assert diag()[1] and rows("diagnose") == 1  # diagnose code unchanged: still served
     monkeypatch.setattr(protocol_inputs, "code_digest", lambda f="experiment": real(f) + "y")

@@ -58,7 +58,9 @@ def test_same_multiset_as_long_table(shipped, long_table):
 def test_human_annotators_and_categories_match(shipped, long_table):
     cols = [*KEY, "annotator", "category"]
     human = shipped[shipped["judge"] == "human"]
-    pd.testing.assert_series_equal(multiset(human, cols), multiset(long_table[long_table["judge"] == "human"], cols))
+    pd.testing.assert_series_equal(
+        multiset(human, cols), multiset(long_table[long_table["judge"] == "human"], cols)
+    )
     cat = dict(zip(long_table["prompt_id"], long_table["category"], strict=False))
     assert (shipped["category"] == shipped["prompt_id"].map(cat)).all()
 
@@ -67,8 +69,13 @@ def test_presentation_order_and_rationales(shipped):
     assert set(shipped["order"]) == {"AB"}
     llm = shipped[shipped["judge"] != "human"]
     # the inspector shows the judge's rationale: present wherever the raw review has a text
-    raw_texts = [json.loads(x).get("text", "") for f in sorted((VICUNA80_DIR / "raw").glob("*/ratings-*/*.jsonl"))
-                 if "-human-" not in f.name for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
+    raw_texts = [
+        json.loads(x).get("text", "")
+        for f in sorted((VICUNA80_DIR / "raw").glob("*/ratings-*/*.jsonl"))
+        if "-human-" not in f.name
+        for x in f.read_text(encoding="utf-8").splitlines()
+        if x.strip()
+    ]
     assert len(raw_texts) == len(llm)
     assert int(llm["explanation"].notna().sum()) == sum(1 for t in raw_texts if t.strip())
     assert shipped.loc[shipped["judge"] == "human", "explanation"].isna().all()
@@ -77,7 +84,11 @@ def test_presentation_order_and_rationales(shipped):
     assert len(inv) == 13 and inv["explanation"].str.len().gt(0).all()
     # every verdict points back to its raw line
     first = shipped.iloc[0]
-    raw = (VICUNA80_DIR / first["source_file"]).read_text(encoding="utf-8").splitlines()[first["source_line"] - 1]
+    raw = (
+        (VICUNA80_DIR / first["source_file"])
+        .read_text(encoding="utf-8")
+        .splitlines()[first["source_line"] - 1]
+    )
     assert json.loads(raw)["text"] == first["explanation"]
 
 
@@ -94,7 +105,9 @@ def test_prompts_and_answers(shipped_db):
     # brute force: one answer per non-empty line of each generation file
     prd = VICUNA80_DIR / "raw" / "prd" / "generations"
     for model in ("bard", "claude", "gpt35", "gpt4", "vicuna-13b"):
-        lines = [x for x in (prd / f"answer_{model}.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+        lines = [
+            x for x in (prd / f"answer_{model}.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()
+        ]
         assert counts[model] == len(lines)
 
 

@@ -126,7 +126,11 @@ def test_bad_triad_participation_matches_enumeration():
     np.testing.assert_array_equal(per_pair["bad_triads"], bp[iu, ju])
     np.testing.assert_array_equal(per_pair["graphs_with_bad"], bpg[iu, ju])
     # every bad triad has 3 models and 3 pairs
-    assert per_model["bad_triads"].sum() == per_pair["bad_triads"].sum() == 3 * int(cycle_counts(stack)["c3_bad"].sum())
+    assert (
+        per_model["bad_triads"].sum()
+        == per_pair["bad_triads"].sum()
+        == 3 * int(cycle_counts(stack)["c3_bad"].sum())
+    )
 
 
 def test_graph_table_columns_and_values():
@@ -156,13 +160,29 @@ def insert_verdicts(store: Store, dataset: str, rows: list[tuple]) -> None:
 
 ROWS = [
     # p1, judge j1: x>y>z>x plus w tied with everyone -> one SCC of 4
-    *[("j1", "p1", "math", a, b, w) for a, b, w in [
-        ("x", "y", "A"), ("y", "z", "A"), ("z", "x", "A"), ("w", "x", "tie"), ("w", "y", "tie"), ("w", "z", "tie"),
-    ]],
+    *[
+        ("j1", "p1", "math", a, b, w)
+        for a, b, w in [
+            ("x", "y", "A"),
+            ("y", "z", "A"),
+            ("z", "x", "A"),
+            ("w", "x", "tie"),
+            ("w", "y", "tie"),
+            ("w", "z", "tie"),
+        ]
+    ],
     # p2, judge j1: w>x>y>z, w>y but z>w (cycles w>y>z>w and w>x>y>z>w), x-z invalid so missing
-    *[("j1", "p2", "writing", a, b, w) for a, b, w in [
-        ("w", "x", "A"), ("x", "y", "A"), ("y", "z", "A"), ("w", "y", "A"), ("w", "z", "B"), ("x", "z", "invalid"),
-    ]],
+    *[
+        ("j1", "p2", "writing", a, b, w)
+        for a, b, w in [
+            ("w", "x", "A"),
+            ("x", "y", "A"),
+            ("y", "z", "A"),
+            ("w", "y", "A"),
+            ("w", "z", "B"),
+            ("x", "z", "invalid"),
+        ]
+    ],
     # p1, judge j2: all ties among three models
     *[("j2", "p1", "math", a, b, "tie") for a, b in [("x", "y"), ("y", "z"), ("x", "z")]],
 ]
@@ -206,7 +226,9 @@ def test_graphs_command_csv(db_path, capsys):
         assert row.largest_scc == max(len(c) for c in nx.strongly_connected_components(g))
         assert row.draw_rate == pytest.approx((sub.winner == "tie").mean())
         assert row.n_models == g.number_of_nodes() and row.n_pairs == len(sub)
-    assert df.loc[1, "n_invalid"] == 1 and df.loc[1, "c3"] == df.loc[1, "c4"] == 1 and df.loc[2, "c3_bad"] == 0
+    assert (
+        df.loc[1, "n_invalid"] == 1 and df.loc[1, "c3"] == df.loc[1, "c4"] == 1 and df.loc[2, "c3_bad"] == 0
+    )
     assert df.loc[2, "c3"] == 2 and df.loc[0, "largest_scc"] == 4
 
     assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--judge", "j1", "--category", "math",
@@ -235,12 +257,21 @@ def test_graphs_command_csv(db_path, capsys):
 
     assert main(["--db", str(db_path), "graphs", "--dataset", "toy", "--judge", "j9", "--format", "csv"]) == 2
     err = capsys.readouterr()
-    assert err.out == "" and err.err == "error: Dataset 'toy' has no judge 'j9' (--judge); its judges are j1, j2.\n"
+    assert (
+        err.out == ""
+        and err.err == "error: Dataset 'toy' has no judge 'j9' (--judge); its judges are j1, j2.\n"
+    )
 
 
 def test_graph_table_on_a_built_stack_keeps_key_order():
     rows = pd.DataFrame(ROWS, columns=["judge", "prompt_id", "category", "model_a", "model_b", "winner"])
-    rows["dataset"], rows["variant"], rows["turn"], rows["variant_kind"], rows["prob_a"] = "d", 0, 1, "original", np.nan
+    rows["dataset"], rows["variant"], rows["turn"], rows["variant_kind"], rows["prob_a"] = (
+        "d",
+        0,
+        1,
+        "original",
+        np.nan,
+    )
     stack = build_stack(rows)
     table = graph_table(stack)
     pd.testing.assert_frame_equal(table[list(KEY_COLUMNS)], stack.keys[list(KEY_COLUMNS)])

@@ -83,11 +83,51 @@ def test_cli_synthetic_then_baselines_end_to_end(tmp_path, capsys):
 
     db = tmp_path / "cli.duckdb"
     base = [sys.executable, "-m", "engine", "--db", str(db)]
-    assert main(["--db", str(db), "simulate", "synthetic", "--name", "s", "--models", "6", "--categories", "2",
-                 "--prompts", "4", "--paraphrases", "2", "--samples", "1", "--seed", "5"]) == 0
+    assert (
+        main(
+            [
+                "--db",
+                str(db),
+                "simulate",
+                "synthetic",
+                "--name",
+                "s",
+                "--models",
+                "6",
+                "--categories",
+                "2",
+                "--prompts",
+                "4",
+                "--paraphrases",
+                "2",
+                "--samples",
+                "1",
+                "--seed",
+                "5",
+            ]
+        )
+        == 0
+    )
     assert "stored 480" in capsys.readouterr().out  # 2 categories × 4 prompts × 4 instances × 15 pairs
-    cmd = [*base, "experiment", "baselines", "--dataset", "s", "--reference", "truth",
-           "--protocols", "trunc,notrunc_boot", "--keep", "6", "--draw", "4", "--resamples", "10", "--format", "csv"]
+    cmd = [
+        *base,
+        "experiment",
+        "baselines",
+        "--dataset",
+        "s",
+        "--reference",
+        "truth",
+        "--protocols",
+        "trunc,notrunc_boot",
+        "--keep",
+        "6",
+        "--draw",
+        "4",
+        "--resamples",
+        "10",
+        "--format",
+        "csv",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     frame = pd.read_csv(io.StringIO(out))
     with Store(db) as store:
@@ -97,7 +137,9 @@ def test_cli_synthetic_then_baselines_end_to_end(tmp_path, capsys):
     assert np.allclose(frame["mean"].to_numpy(), direct["mean"].to_numpy())
     assert main(cmd[3:]) == 0  # in-process this time: served from the cache, same bytes
     assert capsys.readouterr().out == out
-    rc = main(["--db", str(db), "experiment", "keep-k", "--dataset", "s", "--reference", "truth", "--ks", "1:x"])
+    rc = main(
+        ["--db", str(db), "experiment", "keep-k", "--dataset", "s", "--reference", "truth", "--ks", "1:x"]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and err.strip().count("\n") == 0 and "1:x" in err
 
@@ -116,8 +158,29 @@ def test_cli_scorewin_tie_and_mu_pool_options(tmp_path, capsys):
     base = ["--db", str(db), "experiment"]
     frames = {}
     for tie in ("1", "0.5"):
-        assert main([*base, "baselines", "--dataset", "s", "--reference", "truth", "--protocols", "scorewin",
-                     "--scorewin-draw", "5", "--scorewin-tie", tie, "--resamples", "30", "--format", "csv"]) == 0
+        assert (
+            main(
+                [
+                    *base,
+                    "baselines",
+                    "--dataset",
+                    "s",
+                    "--reference",
+                    "truth",
+                    "--protocols",
+                    "scorewin",
+                    "--scorewin-draw",
+                    "5",
+                    "--scorewin-tie",
+                    tie,
+                    "--resamples",
+                    "30",
+                    "--format",
+                    "csv",
+                ]
+            )
+            == 0
+        )
         frames[tie] = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert main([*base, "mu", "--dataset", "s", "--reference", "truth", "--mus", "0.1,1,10", "--k", "5",
                  "--pooled", "--pool", "sampling", "--resamples", "6", "--format", "csv"]) == 0
@@ -148,7 +211,9 @@ def test_judge_probabilities_leave_every_verdict_unchanged():
 def test_judge_probabilities_are_calibrated_for_the_shown_order():
     """With no logit noise, P(A wins | not a tie) = prob_a (the verdict's own law): binned observed
     win rates of the answer shown first match the mean prob_a of the bin within 4 standard errors."""
-    v = generate(SyntheticParams(n_models=10, categories=4, prompts=10, seed=3, soft=True, soft_noise=0.0)).verdicts
+    v = generate(
+        SyntheticParams(n_models=10, categories=4, prompts=10, seed=3, soft=True, soft_noise=0.0)
+    ).verdicts
     v = v[v.winner != "tie"]
     bins = pd.cut(v.prob_a, np.linspace(0, 1, 11))
     for _, g in v.groupby(bins, observed=True):
@@ -183,13 +248,39 @@ def test_cli_random_pool_option_matches_the_library(tmp_path, capsys):
     from engine.store.connection import Store
 
     db = tmp_path / "cli.duckdb"
-    p = SyntheticParams(n_models=6, categories=2, prompts=4, paraphrases=2, samples=0, seed=9)  # 12 graphs/category
+    p = SyntheticParams(
+        n_models=6, categories=2, prompts=4, paraphrases=2, samples=0, seed=9
+    )  # 12 graphs/category
     with Store(db) as store:
         write_synthetic(store, "s", p)
         st, truth = build_stack(store.verdicts("s")), synthetic_truth(store, "s")
-    assert main(["--db", str(db), "experiment", "baselines", "--dataset", "s", "--reference", "truth",
-                 "--protocols", "random,sample", "--random-pool", "6", "--random-draw", "4", "--random-reps", "2",
-                 "--resamples", "5", "--format", "csv"]) == 0
+    assert (
+        main(
+            [
+                "--db",
+                str(db),
+                "experiment",
+                "baselines",
+                "--dataset",
+                "s",
+                "--reference",
+                "truth",
+                "--protocols",
+                "random,sample",
+                "--random-pool",
+                "6",
+                "--random-draw",
+                "4",
+                "--random-reps",
+                "2",
+                "--resamples",
+                "5",
+                "--format",
+                "csv",
+            ]
+        )
+        == 0
+    )
     frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
     direct = run_protocols(st, truth, ("random", "sample"),
                            ProtocolParams(random_pool=6, random_draw=4, random_reps=2, resamples=5))
@@ -207,11 +298,39 @@ def test_cli_soft_flags_store_the_library_probabilities(tmp_path, capsys):
     from engine.store.connection import Store
 
     db = tmp_path / "soft.duckdb"
-    assert main(["--db", str(db), "simulate", "synthetic", "--name", "s", "--models", "5", "--categories", "1",
-                 "--prompts", "3", "--paraphrases", "1", "--samples", "0", "--seed", "3", "--soft",
-                 "--soft-noise", "0.8"]) == 0
-    want = generate(SyntheticParams(n_models=5, categories=1, prompts=3, paraphrases=1, samples=0, seed=3, soft=True,
-                                    soft_noise=0.8)).verdicts
+    assert (
+        main(
+            [
+                "--db",
+                str(db),
+                "simulate",
+                "synthetic",
+                "--name",
+                "s",
+                "--models",
+                "5",
+                "--categories",
+                "1",
+                "--prompts",
+                "3",
+                "--paraphrases",
+                "1",
+                "--samples",
+                "0",
+                "--seed",
+                "3",
+                "--soft",
+                "--soft-noise",
+                "0.8",
+            ]
+        )
+        == 0
+    )
+    want = generate(
+        SyntheticParams(
+            n_models=5, categories=1, prompts=3, paraphrases=1, samples=0, seed=3, soft=True, soft_noise=0.8
+        )
+    ).verdicts
     store = Store(db)
     try:
         got = store.verdicts("s")
@@ -220,6 +339,10 @@ def test_cli_soft_flags_store_the_library_probabilities(tmp_path, capsys):
     key = ["prompt_id", "variant", "model_a", "model_b"]
     merged = got.merge(want, on=key, suffixes=("", "_want"))
     assert len(merged) == len(want) == len(got)
-    np.testing.assert_allclose(merged["prob_a"].to_numpy(float), merged["prob_a_want"].to_numpy(float), rtol=1e-12)
-    assert main(["--db", str(db), "simulate", "synthetic", "--name", "t", "--soft", "--soft-noise", "-1"]) == 2
+    np.testing.assert_allclose(
+        merged["prob_a"].to_numpy(float), merged["prob_a_want"].to_numpy(float), rtol=1e-12
+    )
+    assert (
+        main(["--db", str(db), "simulate", "synthetic", "--name", "t", "--soft", "--soft-noise", "-1"]) == 2
+    )
     assert "soft_noise must be a finite number" in capsys.readouterr().err

@@ -34,7 +34,8 @@ def random_stack(seed: int, T: int, n: int) -> GraphStack:
     return GraphStack(models, adj, adj | adj.swapaxes(1, 2), keys)
 
 
-# Paper 001, Appendix B.1, as (A vs B, B vs C, A vs C), with items 11 and 12 mirrored (see engine/graphs/triads.py).
+# Paper 001, Appendix B.1, as (A vs B, B vs C, A vs C), with items 11 and 12 mirrored (see
+# engine/graphs/triads.py).
 PAPER_B1 = [
     "> > ~", "> > <", "> ~ ~", "> ~ <", "~ > ~", "~ > <", "~ ~ >", "~ ~ <", "~ < >", "~ < ~",
     "< ~ >", "< ~ ~", "< < >", "< < ~",
@@ -80,7 +81,13 @@ def test_pattern_table_matches_paper_b1_and_transitivity():
         assert row["outcomes"] == " ".join(["> ~ <"[2 * c] for c in (pid // 9, pid // 3 % 3, pid % 3)])
         assert bool(row["transitive"]) == is_transitive(row["outcomes"])
     assert PATTERNS["kind"].value_counts().to_dict() == {
-        "order": 6, "tied-ends": 6, "unchained-ties": 6, "tie-top": 3, "tie-bottom": 3, "cycle": 2, "all-tie": 1,
+        "order": 6,
+        "tied-ends": 6,
+        "unchained-ties": 6,
+        "tie-top": 3,
+        "tie-bottom": 3,
+        "cycle": 2,
+        "all-tie": 1,
     }
 
 
@@ -89,7 +96,9 @@ def expected_kind(a: np.ndarray, x: int, y: int, z: int) -> tuple[str, bool] | N
     if not all(a[p, q] or a[q, p] for p, q in ((x, y), (y, z), (x, z))):
         return None
     ge = {(p, q): bool(a[p, q]) for p in (x, y, z) for q in (x, y, z) if p != q}
-    transitive = all(not (ge[(p, q)] and ge[(q, r)]) or ge[(p, r)] for p, q, r in itertools.permutations((x, y, z)))
+    transitive = all(
+        not (ge[(p, q)] and ge[(q, r)]) or ge[(p, r)] for p, q, r in itertools.permutations((x, y, z))
+    )
     tied = [(p, q) for p, q in ((x, y), (y, z), (x, z)) if a[p, q] and a[q, p]]
     if transitive:
         if len(tied) == 0:
@@ -188,7 +197,8 @@ def insert_verdicts(store: Store, dataset: str, rows: list[tuple]) -> None:
         con.execute("INSERT INTO datasets (name) VALUES (?)", [dataset])
         for line, (judge, prompt, variant, a, b, w) in enumerate(rows, start=2):
             con.execute(
-                "INSERT INTO verdicts (dataset, judge, prompt_id, variant, model_a, model_b, winner, category,"
+                "INSERT INTO verdicts (dataset, judge, prompt_id, variant, model_a, model_b, winner, "
+                "category,"
                 " source_file, source_line) VALUES (?, ?, ?, ?, ?, ?, ?, 'writing', 'toy.csv', ?)",
                 [dataset, judge, prompt, variant, a, b, w, line],
             )
@@ -212,13 +222,22 @@ def test_triads_command_csv(db_path, capsys):
     assert main(["--db", str(db_path), "triads", "--dataset", "toy", "--prompt-id", "p1", "--variant", "0",
                  "--format", "csv"]) == 0
     assert capsys.readouterr().out == "model_a,model_b,model_c,kind\nx,y,z,cycle\n"
-    assert main(["--db", str(db_path), "triads", "--dataset", "toy", "--prompt-id", "p1", "--format", "csv"]) == 0
+    assert (
+        main(["--db", str(db_path), "triads", "--dataset", "toy", "--prompt-id", "p1", "--format", "csv"])
+        == 0
+    )
     assert capsys.readouterr().out == (
         "model_a,model_b,model_c,kind,judge,variant,turn\nx,y,z,cycle,j1,0,1\nx,y,z,tied-ends,j1,1,1\n"
     )
-    assert main(["--db", str(db_path), "triads", "--dataset", "toy", "--prompt-id", "p2", "--format", "csv"]) == 0
+    assert (
+        main(["--db", str(db_path), "triads", "--dataset", "toy", "--prompt-id", "p2", "--format", "csv"])
+        == 0
+    )
     assert capsys.readouterr().out == "model_a,model_b,model_c,kind\n"
-    assert main(["--db", str(db_path), "triads", "--dataset", "toy", "--prompt-id", "nope", "--format", "csv"]) == 2
+    assert (
+        main(["--db", str(db_path), "triads", "--dataset", "toy", "--prompt-id", "nope", "--format", "csv"])
+        == 2
+    )
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("error: ") and "'nope'" in captured.err and captured.err.count("\n") == 1

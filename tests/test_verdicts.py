@@ -151,9 +151,16 @@ def test_tsv_semicolons_crlf_bom_and_empty_spreadsheet_rows():
 
 # -- review format -------------------------------------------------------------------------------
 def test_review_file_name_parsing():
-    assert parse_review_name("answer_bard-vs-answer_gpt4-gpt35-reviewer_threeclass.jsonl") == ("bard", "gpt4", "gpt35")
-    assert parse_review_name(
-        "13b-guanaco-x-vs-answer-vicuna-13b-gpt-4-reviewer-threeclass.jsonl") == ("13b-guanaco-x", "vicuna-13b", "gpt-4")
+    assert parse_review_name("answer_bard-vs-answer_gpt4-gpt35-reviewer_threeclass.jsonl") == (
+        "bard",
+        "gpt4",
+        "gpt35",
+    )
+    assert parse_review_name("13b-guanaco-x-vs-answer-vicuna-13b-gpt-4-reviewer-threeclass.jsonl") == (
+        "13b-guanaco-x",
+        "vicuna-13b",
+        "gpt-4",
+    )
     assert parse_review_name("answer_gpt4-vs-answer_vicuna-13b-vicuna-13b-reviewer.jsonl") == (
         "gpt4", "vicuna-13b", "vicuna-13b")
     assert parse_review_name("m1-vs-m2-myjudge-reviewer.jsonl") == ("m1", "m2", "myjudge")
@@ -162,11 +169,27 @@ def test_review_file_name_parsing():
 
 
 def test_review_llm_judge_rows():
-    rows = [{"review_id": "r1", "question_id": 1, "reviewer_id": 1, "metadata": {}, "text": "first better", "score": 1},
-            {"review_id": "r2", "question_id": 2, "reviewer_id": 1, "metadata": {}, "text": "second", "score": 2},
-            {"review_id": "r3", "question_id": 3, "reviewer_id": 1, "metadata": {}, "text": "same", "score": 3},
-            {"review_id": "r4", "question_id": 4, "reviewer_id": 1, "metadata": {}, "text": "garbled", "score": -1},
-            {"review_id": "r5", "question_id": 5, "reviewer_id": 1, "metadata": {}, "text": "?", "score": 7}]
+    rows = [
+        {
+            "review_id": "r1",
+            "question_id": 1,
+            "reviewer_id": 1,
+            "metadata": {},
+            "text": "first better",
+            "score": 1,
+        },
+        {"review_id": "r2", "question_id": 2, "reviewer_id": 1, "metadata": {}, "text": "second", "score": 2},
+        {"review_id": "r3", "question_id": 3, "reviewer_id": 1, "metadata": {}, "text": "same", "score": 3},
+        {
+            "review_id": "r4",
+            "question_id": 4,
+            "reviewer_id": 1,
+            "metadata": {},
+            "text": "garbled",
+            "score": -1,
+        },
+        {"review_id": "r5", "question_id": 5, "reviewer_id": 1, "metadata": {}, "text": "?", "score": 7},
+    ]
     name = "answer_bard-vs-answer_gpt4-claude-reviewer_threeclass.jsonl"
     data = "\n".join(json.dumps(r) for r in rows) + "\n"
     assert detect_format(data.encode(), name) == "review"
@@ -175,13 +198,20 @@ def test_review_llm_judge_rows():
     assert g["winner"].tolist() == ["A", "B", "tie", "invalid"]
     assert set(g["model_a"]) == {"bard"} and set(g["model_b"]) == {"gpt4"}
     assert set(g["order"]) == {"AB"} and set(g["judge"]) == {"claude-v1"}
-    assert g["explanation"].tolist() == ["first better", "second", "same", "garbled"]  # invalid keeps its text
+    assert g["explanation"].tolist() == [
+        "first better",
+        "second",
+        "same",
+        "garbled",
+    ]  # invalid keeps its text
     assert rep.n_invalid == 1
     assert reasons(rep) == {5: "score '7' is not 1, 2, 3 or -1"}
 
 
 def test_review_human_votes_are_numbered():
-    rows = [{"question_id": q, "text": f"question {q}", "score": s} for q, s in [(3, 1), (3, 2), (3, 1), (4, 3)]]
+    rows = [
+        {"question_id": q, "text": f"question {q}", "score": s} for q, s in [(3, 1), (3, 2), (3, 1), (4, 3)]
+    ]
     rep = check("\n".join(json.dumps(r) for r in rows),
                 "answer_gpt4-vs-answer_guanaco-7b-human-reviewer_threeclass.jsonl")
     assert rep.n_rejected == 0  # repeated rows are separate votes, not duplicates
@@ -392,7 +422,11 @@ def test_all_problems_of_a_row_in_one_sentence():
 # independent problems a row can have, in the order the sentence lists them
 COMBINABLE = [  # (column index in HEADER + ",category", bad value, reason)
     (8, "c\x07t", "category 'c\\x07t' contains a control character (U+0007)"),
-    (3, "??", "winner value '??' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error"),
+    (
+        3,
+        "??",
+        "winner value '??' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error",
+    ),
     (5, "v1", "variant 'v1' is not a non-negative integer"),
     (6, "-2", "turn '-2' is not a non-negative integer"),
     (7, "ba!", "order 'ba!' is not AB or BA"),

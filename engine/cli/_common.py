@@ -15,7 +15,9 @@ from engine.store.connection import Store
 from engine.store.datasets import dataset_judges  # noqa: F401  (re-exported: cli modules import it from here)
 
 
-def store_from_args(args: argparse.Namespace, *, ensure_default: bool = True, keep_open: bool = True) -> Store:
+def store_from_args(
+    args: argparse.Namespace, *, ensure_default: bool = True, keep_open: bool = True
+) -> Store:
     """The store named by --db / $LENS_DB, waiting up to --lock-wait seconds if another process
     (the app in the middle of a page, another command) holds the file. Long runs (judge, generate,
     perturb) pass ``keep_open=False`` so the file is free between their writes."""
@@ -40,8 +42,10 @@ def check_judges(store: Store, dataset: str, judges, option: str = "--judge") ->
     known = dataset_judges(store, dataset)
     unknown = [j for j in wanted if j not in known]
     if unknown:
-        raise LensError(f"Dataset {dataset!r} has no judge {', '.join(map(repr, unknown))} ({option}); its judges are "
-                        f"{', '.join(known) or 'none'}.")
+        raise LensError(
+            f"Dataset {dataset!r} has no judge {', '.join(map(repr, unknown))} ({option}); its judges are "
+            f"{', '.join(known) or 'none'}."
+        )
 
 
 def pooled_judges_note(store: Store, dataset: str) -> str | None:
@@ -55,9 +59,11 @@ def pooled_judges_note(store: Store, dataset: str) -> str | None:
     choice = dataset_choices(store, dataset)
     if len(choice.judges) < 2:
         return None
-    return (f"no --judge: the graphs of all {len(choice.judges)} judges are pooled ({', '.join(choice.judges)}), "
-            f"as in the app's first view (all judges); --judge J gives one judge's view "
-            f"({choice.default_judge} covers the most models).")
+    return (
+        f"no --judge: the graphs of all {len(choice.judges)} judges are pooled ({', '.join(choice.judges)}), "
+        f"as in the app's first view (all judges); --judge J gives one judge's view "
+        f"({choice.default_judge} covers the most models)."
+    )
 
 
 def no_subcommand(sub: argparse._SubParsersAction, command: str):
@@ -105,7 +111,10 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
         n_head = len(head) + 1  # the header line
         skipped = len(df) - len(head) - len(tail)
         out.write("\n".join(lines[:n_head]) + "\n")
-        out.write(f"… {skipped:,} of {len(df):,} rows not shown on a terminal; --format csv (or a pipe) prints all\n")
+        out.write(
+            f"… {skipped:,} of {len(df):,} rows not shown on a terminal; --format csv (or a pipe) prints "
+            "all\n"
+        )
         out.write("\n".join(lines[n_head:]) + "\n")
     elif fmt == "table" and df.empty:
         out.write("  ".join(str(c) for c in df.columns) + "\n(no rows)\n")

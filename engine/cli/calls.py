@@ -26,7 +26,8 @@ def register(sub) -> None:
     p.add_argument(
         "--runs",
         action="store_true",
-        help="list the judge/generate/perturb runs instead (status: running, done, failed-calls, failed, interrupted)",
+        help="list the judge/generate/perturb runs instead (status: running, done, failed-calls, failed, "
+             "interrupted)",
     )
     add_format(p)
     p.set_defaults(func=run)

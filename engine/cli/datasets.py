@@ -1,4 +1,5 @@
-"""``datasets``: list what the store holds; ``rename``, ``delete``, ``export`` a dataset; ``attach`` Parquet in place."""
+"""``datasets``: list what the store holds; ``rename``, ``delete``, ``export`` a dataset; ``attach`` Parquet
+in place."""
 
 from __future__ import annotations
 
@@ -30,10 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("path", help="output file (format from its extension unless --format)")
     e.add_argument("--format", dest="export_format", choices=EXPORT_FORMATS, default=None)
     e.set_defaults(func=run_export)
-    a = sub.add_parser("attach", help="register Parquet files (a glob) as a dataset read in place, without copying",
-                       description="The files stay where they are and DuckDB reads them on every use (engine/store/attached.py); "
-                                   "columns prompt_id, model_a, model_b, winner are required, judge, variant, turn, order, "
-                                   "annotator, prob_a, battle_id, tstamp are used when present.")
+    a = sub.add_parser(
+        "attach",
+        help="register Parquet files (a glob) as a dataset read in place, without copying",
+        description="The files stay where they are and DuckDB reads them on every use "
+                    "(engine/store/attached.py); "
+        "columns prompt_id, model_a, model_b, winner are required, judge, variant, turn, order, "
+        "annotator, prob_a, battle_id, tstamp are used when present.",
+    )
     a.add_argument("name")
     a.add_argument("files", help="a path or glob of Parquet files, e.g. 'logs/*.parquet' (quote it)")
     a.add_argument("--description")
@@ -92,7 +97,9 @@ def run_export(args: argparse.Namespace) -> int:
     fmt = args.export_format
     if fmt is None:
         suffix = Path(args.path).suffix.lower().lstrip(".")
-        fmt = {"csv": "csv", "jsonl": "jsonl", "ndjson": "jsonl", "parquet": "parquet", "pq": "parquet"}.get(suffix)
+        fmt = {"csv": "csv", "jsonl": "jsonl", "ndjson": "jsonl", "parquet": "parquet", "pq": "parquet"}.get(
+            suffix
+        )
         if fmt is None:
             raise LensError(f"Cannot tell the export format from {args.path!r}; add --format "
                             f"({', '.join(EXPORT_FORMATS)}).")

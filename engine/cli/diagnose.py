@@ -23,8 +23,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="One named diagnostics table for a dataset. Tables: "
         + "; ".join(f"{k}: {v}" for k, v in TABLES.items()) + ".",
     )
-    p.add_argument("--dataset", default=DEFAULT_DATASET,
-                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
+    p.add_argument(
+        "--dataset",
+        default=DEFAULT_DATASET,
+        help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)",
+    )
     p.add_argument("--judge", action="append", help="only this judge (repeat for several)")
     p.add_argument("--table", choices=tuple(TABLES), default="overview")
     p.add_argument("--by", help="comma-separated grouping columns (e.g. judge,category or judge,lo,hi)")
@@ -51,10 +54,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", help="agreement / overview: compare every judge with this one "
                    "(overview default: human)")
     p.add_argument("--by-category", action="store_true", help="agreement per category")
-    p.add_argument("--sntd", choices=("averaged", "per-order"), default="averaged",
-                   help="sntd table: one divergence of the order-averaged probabilities (default, as the app "
-                   "shows) or paper 001's eq. 3 literally, the divergence averaged over the presentation orders")
-    p.add_argument("--no-cache", action="store_true", help="recompute instead of reading the store's result cache")
+    p.add_argument(
+        "--sntd",
+        choices=("averaged", "per-order"),
+        default="averaged",
+        help="sntd table: one divergence of the order-averaged probabilities (default, as the app "
+        "shows) or paper 001's eq. 3 literally, the divergence averaged over the presentation orders",
+    )
+    p.add_argument(
+        "--no-cache", action="store_true", help="recompute instead of reading the store's result cache"
+    )
     add_format(p)
     p.set_defaults(func=run)
 

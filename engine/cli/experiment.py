@@ -2,7 +2,8 @@
 
 Results are cached in the store (``engine.experiments.results_cache``) under the dataset version, every
 parameter, the judge, ``engine.experiments.protocol_inputs.input_fingerprint`` (reference snapshot, mapping
-files, results format) and the hash of the engine code that computes them (added by the cache). The cache is looked up before anything is loaded, so
+files, results format) and the hash of the engine code that computes them (added by the cache). The cache is
+looked up before anything is loaded, so
 a repeated request reads one row per judge and nothing else.
 """
 
@@ -34,15 +35,21 @@ if TYPE_CHECKING:
 
 def register(subparsers) -> None:
     """Add ``experiment baselines|keep-k|mu`` and their options to the parser."""
-    p = subparsers.add_parser("experiment", help="resampling protocols (Table 2) and keep-K / mu curves against a reference")
+    p = subparsers.add_parser(
+        "experiment", help="resampling protocols (Table 2) and keep-K / mu curves against a reference"
+    )
     sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", title="experiments")
     p.set_defaults(func=no_subcommand(sub, "experiment"))
     for name, helptext in (("baselines", "the six protocols of paper 000 Table 2, per category and macro"),
                            ("keep-k", "distance to the reference for every keep-K"),
                            ("mu", "distance to the reference along a log grid of mu at fixed K")):
         q = sub.add_parser(name, help=helptext)
-        q.add_argument("--dataset", default=DEFAULT_DATASET,
-                       help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
+        q.add_argument(
+            "--dataset",
+            default=DEFAULT_DATASET,
+            help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine "
+                 "datasets)",
+        )
         q.add_argument("--reference", required=True,
                        help="'arena' (shipped LMArena snapshot, per-category via data/mappings), 'truth' "
                             "(a synthetic dataset's ground truth), or a reference file (JSON or CSV)")
@@ -57,10 +64,14 @@ def register(subparsers) -> None:
             q.add_argument("--keep", type=int, default=25)
             q.add_argument("--draw", type=int, default=20)
             q.add_argument("--scorewin-draw", type=int, default=40)
-            q.add_argument("--scorewin-tie", type=float, default=1.0,
-                           help="credit of an exact majority (a bidirectional edge) in ScoreWin: 1 = out-degree "
-                                "of the majority graph with exact majorities both ways (paper 000, App. A.3), "
-                                "0.5 = classic Copeland")
+            q.add_argument(
+                "--scorewin-tie",
+                type=float,
+                default=1.0,
+                help="credit of an exact majority (a bidirectional edge) in ScoreWin: 1 = out-degree "
+                "of the majority graph with exact majorities both ways (paper 000, App. A.3), "
+                "0.5 = classic Copeland",
+            )
             q.add_argument("--random-draw", type=int, default=20)
             q.add_argument("--random-reps", type=int, default=10)
             q.add_argument("--random-pool", type=int, default=50,
@@ -68,20 +79,32 @@ def register(subparsers) -> None:
                                 "category pool; a larger category gets a fresh random pool per resample)")
             q.add_argument("--single-draw", type=int, default=20)
             q.add_argument("--mu", type=float, default=1.0)
-            q.add_argument("--table", metavar="DISTANCE", help="print the Table-2 layout (×1000) for one distance")
+            q.add_argument(
+                "--table", metavar="DISTANCE", help="print the Table-2 layout (×1000) for one distance"
+            )
         else:
             if name == "keep-k":
                 q.add_argument("--mu", type=float, default=1.0)
                 q.add_argument("--ks", help="K values, e.g. 1,5,10 or 1:50 (default: 1 … pool size)")
             else:
                 q.add_argument("--k", type=int, default=25)
-                q.add_argument("--mus", help="comma-separated mu values (default: 17 points from 0.01 to 100)")
+                q.add_argument(
+                    "--mus", help="comma-separated mu values (default: 17 points from 0.01 to 100)"
+                )
             q.add_argument("--pooled", action="store_true",
                            help="one global pool instead of K per category (uses one overall reference)")
-            q.add_argument("--pool", choices=POOLS, default="perturbed",
-                           help="graphs to truncate: originals+paraphrases, originals+sampling replicates, or all")
-            q.add_argument("--draw-fraction", type=float, default=0.8,
-                           help="share of the kept graphs each resample draws without replacement (0.8: 25 → 20)")
+            q.add_argument(
+                "--pool",
+                choices=POOLS,
+                default="perturbed",
+                help="graphs to truncate: originals+paraphrases, originals+sampling replicates, or all",
+            )
+            q.add_argument(
+                "--draw-fraction",
+                type=float,
+                default=0.8,
+                help="share of the kept graphs each resample draws without replacement (0.8: 25 → 20)",
+            )
         add_format(q, default="table")
         q.set_defaults(func=run)
 
@@ -113,7 +136,8 @@ def resolve_reference(store: Store, dataset: str, spec: str, categories: list[st
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the asked protocols or sensitivity curve per judge against the reference and print it; exit status."""
+    """Run the asked protocols or sensitivity curve per judge against the reference and print it; exit
+    status."""
     from engine.experiments import results_cache
     from engine.experiments.protocol_inputs import input_fingerprint
     from engine.graphs.stack import build_stack
@@ -150,16 +174,20 @@ def run(args: argparse.Namespace) -> int:
             v = verdicts_of(judge)
             cats = sorted(v["category"].astype("string").fillna("(none)").unique())
             reference = resolve_reference(store, args.dataset, args.reference, cats, overall)
-            frame = results_cache.compute_and_put(store, args.dataset, kind, params,
-                                                  lambda v=v, ref=reference, f=compute: f(build_stack(v), ref),
-                                                  version=version)
+
+            def fresh(v: pd.DataFrame = v, ref=reference, f=compute) -> pd.DataFrame:
+                return f(build_stack(v), ref)
+
+            frame = results_cache.compute_and_put(store, args.dataset, kind, params, fresh, version=version)
         frames.append(frame.assign(judge=judge))
     out = pd.concat(frames, ignore_index=True)
     out = out[["judge", *[c for c in out.columns if c != "judge"]]]
     if args.experiment == "baselines" and args.table:
         from engine.experiments.protocol_runs import table2
 
-        parts = [table2(f, args.table).reset_index().assign(judge=j) for j, f in out.groupby("judge", sort=False)]
+        parts = [
+            table2(f, args.table).reset_index().assign(judge=j) for j, f in out.groupby("judge", sort=False)
+        ]
         tab = pd.concat(parts, ignore_index=True)
         out = tab[["judge", *[c for c in tab.columns if c != "judge"]]]
     write_frame(out, args.format)
@@ -175,10 +203,19 @@ def _plan(args):
         check_mu(args.mu, "--mu")
     if args.experiment == "baselines":
         protocols = tuple(x.strip() for x in args.protocols.split(",") if x.strip())
-        p = ProtocolParams(keep=args.keep, draw=args.draw, scorewin_draw=args.scorewin_draw,
-                           random_draw=args.random_draw, random_reps=args.random_reps,
-                           random_pool=args.random_pool, single_draw=args.single_draw, resamples=args.resamples, seed=args.seed, mu=args.mu,
-                           copeland_tie=args.scorewin_tie).validate()
+        p = ProtocolParams(
+            keep=args.keep,
+            draw=args.draw,
+            scorewin_draw=args.scorewin_draw,
+            random_draw=args.random_draw,
+            random_reps=args.random_reps,
+            random_pool=args.random_pool,
+            single_draw=args.single_draw,
+            resamples=args.resamples,
+            seed=args.seed,
+            mu=args.mu,
+            copeland_tie=args.scorewin_tie,
+        ).validate()
         params = {"protocols": protocols, **p.__dict__}
         return params, lambda st, ref: run_protocols(st, ref, protocols, p)
     common = {"pooled": args.pooled, "pool": args.pool, "resamples": args.resamples, "seed": args.seed,

@@ -47,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
         variants = parse_variants(args.variants)
         require_prompts(store, args.dataset, "answer", variants=variants)  # before a run is recorded
         runner = runner_from_args(args, store)
-        with recorded_run(store, "generate", args.dataset, runner, run_params(args), force=args.force) as run_id:
+        with recorded_run(
+            store, "generate", args.dataset, runner, run_params(args), force=args.force
+        ) as run_id:
             out = generate_answers(
                 store,
                 args.dataset,

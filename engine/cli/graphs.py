@@ -37,15 +37,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="One row per graph (judge, prompt, variant, turn) of a dataset: the counts of "
         "paper 000 App. A.2, the draw rate and the size of the largest strongly connected component.",
     )
-    p.add_argument("--dataset", default=DEFAULT_DATASET,
-                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
+    p.add_argument(
+        "--dataset",
+        default=DEFAULT_DATASET,
+        help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)",
+    )
     p.add_argument("--judge", help="only this judge's graphs")
     p.add_argument("--category", help="only graphs of this category")
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
                    help="how several verdicts on one pair in one graph combine")
-    p.add_argument("--mu", type=float,
-                   help="also print the truncation score s_mu = c3_bad + mu * c4_bad (paper 000, Section 4.1 and Appendix A.2), "
-                   "scaled by coverage unless --score raw")
+    p.add_argument(
+        "--mu",
+        type=float,
+        help="also print the truncation score s_mu = c3_bad + mu * c4_bad (paper 000, Section 4.1 and "
+             "Appendix A.2), "
+        "scaled by coverage unless --score raw",
+    )
     p.add_argument("--score", choices=tuple(SCORES), default=DEFAULT_SCORE,
                    help="with --mu: " + "; ".join(f"{k}: {v}" for k, v in SCORES.items()))
     add_format(p)
@@ -96,8 +103,11 @@ def no_cycle_note(k: int, total: int) -> str | None:
     """One line about graphs whose compared pairs cannot carry a cycle (counts 0 by construction)."""
     if not k:
         return None
-    return (f"note: {k} of {total} graph{'s' if total != 1 else ''} cannot hold a cycle (fewer than 3 models, or no "
-            "compared triple): their cycle counts are 0 by construction, not a measurement (no coverage, no s_mu)")
+    return (
+        f"note: {k} of {total} graph{'s' if total != 1 else ''} cannot hold a cycle (fewer than 3 models, or "
+        "no "
+        "compared triple): their cycle counts are 0 by construction, not a measurement (no coverage, no s_mu)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,18 +45,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="one or more files, imported together")
     p.add_argument("--dataset", required=True)
-    p.add_argument("--format", choices=FORMATS, default=None,
-                   help="override detection: a container (csv, jsonl, json, parquet, review) read as canonical "
-                   "columns, or a tool's judgment file (fastchat-pair, mtbench-human, arena-hard, alpaca-eval, "
-                   "evalica, arena)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="override detection: a container (csv, jsonl, json, parquet, review) read as canonical "
+        "columns, or a tool's judgment file (fastchat-pair, mtbench-human, arena-hard, alpaca-eval, "
+        "evalica, arena)",
+    )
     p.add_argument("--replace", action="store_true", help="replace the dataset's verdicts and texts")
     p.add_argument("--skip-invalid", action="store_true",
                    help="store the good rows and write the rejected ones to --rejected")
     p.add_argument("--check", action="store_true",
                    help="validate only: report what would be stored and every rejected row, store nothing")
-    p.add_argument("--rejected", metavar="PATH",
-                   help="write the rejected rows (file, line, reason, fields) to this CSV; with --skip-invalid "
-                   "the default is <first input>.rejected.csv. Checked before anything is stored")
+    p.add_argument(
+        "--rejected",
+        metavar="PATH",
+        help="write the rejected rows (file, line, reason, fields) to this CSV; with --skip-invalid "
+        "the default is <first input>.rejected.csv. Checked before anything is stored",
+    )
     p.add_argument("--map", action="append", metavar="FILECOL=COLUMN",
                    help="treat the file's column FILECOL as the canonical COLUMN (repeatable)")
     p.add_argument("--model-name", action="append", metavar="OLD=NEW", help="rename a model (repeatable)")
@@ -85,8 +92,16 @@ def run(args: argparse.Namespace) -> int:
     dataset = check_dataset_name(args.dataset)
     mode = "skip-invalid" if args.skip_invalid else "all-or-nothing"
     try:  # read and validate first: the store's lock is taken only to write
-        report = validate_paths(args.paths, dataset=dataset, fmt=args.format, column_map=column_map,
-                                model_names=models, judge_names=judges, value_map=values, file_judges=file_judges)
+        report = validate_paths(
+            args.paths,
+            dataset=dataset,
+            fmt=args.format,
+            column_map=column_map,
+            model_names=models,
+            judge_names=judges,
+            value_map=values,
+            file_judges=file_judges,
+        )
     except LensError as exc:
         store = store_from_args(args)
         try:
@@ -114,8 +129,10 @@ def run(args: argparse.Namespace) -> int:
         except LensError as exc:
             if not stored:
                 raise
-            raise LensError(f"{str(exc).rstrip('.')}, although the {result.rows_stored} valid rows were stored "
-                            f"(dataset {result.dataset!r}, version {result.revision}).") from exc
+            raise LensError(
+                f"{str(exc).rstrip('.')}, although the {result.rows_stored} valid rows were stored "
+                f"(dataset {result.dataset!r}, version {result.revision})."
+            ) from exc
         print(f"rejected rows written to {rejected_path}", file=out)
     if not stored:
         print(f"error: {result.message}.", file=sys.stderr)

@@ -207,7 +207,8 @@ def runner_from_args(args: argparse.Namespace, store: Store) -> Runner:
 
 
 def register(sub) -> None:
-    """Add ``judge`` (an LLM judge over a dataset's answers) and its backend and protocol options to the parser."""
+    """Add ``judge`` (an LLM judge over a dataset's answers) and its backend and protocol options to the
+    parser."""
     p = sub.add_parser(
         "judge",
         help="run an LLM judge (round robin or SWIM) into a verdict dataset",
@@ -242,7 +243,8 @@ def register(sub) -> None:
         "--max-answer-chars",
         type=int,
         default=MAX_ANSWER_CHARS,
-        help=f"cut longer answers to this many characters before judging (default {MAX_ANSWER_CHARS}; 0: never)",
+        help=f"cut longer answers to this many characters before judging (default {MAX_ANSWER_CHARS}; 0: "
+             "never)",
     )
     p.add_argument(
         "--judge-name",
@@ -275,7 +277,8 @@ def _config(args: argparse.Namespace) -> ProtocolConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Judge the selected pairs as one recorded run and print its report; exit status (1 when calls failed)."""
+    """Judge the selected pairs as one recorded run and print its report; exit status (1 when calls
+    failed)."""
     schedule = args.schedule or ("swim" if args.add_model else "round-robin")
     if args.add_model and schedule != "swim":
         raise LensError("--add-model works with --schedule swim only.")

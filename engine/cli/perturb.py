@@ -58,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
         )
         require_prompts(store, args.dataset, "paraphrase", variants=[0])  # before a run is recorded
         runner = runner_from_args(args, store)
-        with recorded_run(store, "perturb", args.dataset, runner, run_params(args), force=args.force) as run_id:
+        with recorded_run(
+            store, "perturb", args.dataset, runner, run_params(args), force=args.force
+        ) as run_id:
             rep = perturb(
                 store,
                 args.dataset,

@@ -13,10 +13,14 @@ from engine.errors import LensError
 
 def register(subparsers) -> None:
     """Add ``simulate recovery|mallows|synthetic`` and their options to the parser."""
-    p = subparsers.add_parser("simulate", help="random tournament model (recovery vs t), Mallows sampler, synthetic datasets")
+    p = subparsers.add_parser(
+        "simulate", help="random tournament model (recovery vs t), Mallows sampler, synthetic datasets"
+    )
     sub = p.add_subparsers(dest="simulation", metavar="SIMULATION", title="simulations")
     p.set_defaults(func=no_subcommand(sub, "simulate"))
-    r = sub.add_parser("recovery", help="P[majority graph = truth] against t, with the 2 and 4 log n thresholds")
+    r = sub.add_parser(
+        "recovery", help="P[majority graph = truth] against t, with the 2 and 4 log n thresholds"
+    )
     r.add_argument("--n", type=int, default=30, help="number of models (default 30)")
     r.add_argument("--p", type=float, default=0.25,
                    help="noise: each true edge is kept with probability 1/2 + p, 0 < p < 1/2 (default 0.25)")
@@ -27,11 +31,16 @@ def register(subparsers) -> None:
     r.add_argument("--seed", type=int, default=20260324, help="random seed (default 20260324)")
     r.add_argument("--model", choices=("both", "iid", "triangle_free"), default="both",
                    help="graph model: unconditioned (iid), triangle-free, or both (default both)")
-    r.add_argument("--no-limit", action="store_true",
-                   help=f"run even above the size limit (n² · reps · Σt > {CLI_MAX_WORK:.0e}, minutes of work)")
+    r.add_argument(
+        "--no-limit",
+        action="store_true",
+        help=f"run even above the size limit (n² · reps · Σt > {CLI_MAX_WORK:.0e}, minutes of work)",
+    )
     add_format(r, default="table")
     r.set_defaults(func=run_recovery)
-    m = sub.add_parser("mallows", help="inversion counts of the exact Mallows sampler against the q-factorial law")
+    m = sub.add_parser(
+        "mallows", help="inversion counts of the exact Mallows sampler against the q-factorial law"
+    )
     m.add_argument("--n", type=int, default=6, help="permutation length (default 6)")
     m.add_argument("--q", type=float, default=0.5, help="Mallows dispersion q in [0, 1] (default 0.5)")
     m.add_argument("--size", type=int, default=20000, help="permutations sampled (default 20000)")
@@ -49,9 +58,14 @@ def register(subparsers) -> None:
                    help="chance that a graph is confused: the judge half-follows a distractor, giving "
                         "cyclic triads and a shared bias (default 0.4)")
     s.add_argument("--seed", type=int, default=20260324, help="random seed (default 20260324)")
-    s.add_argument("--soft", action="store_true",
-                   help="also write judge probabilities prob_a (own random stream: the verdicts stay the same)")
-    s.add_argument("--soft-noise", type=float, default=0.5, help="sd of the logit noise of prob_a (default 0.5)")
+    s.add_argument(
+        "--soft",
+        action="store_true",
+        help="also write judge probabilities prob_a (own random stream: the verdicts stay the same)",
+    )
+    s.add_argument(
+        "--soft-noise", type=float, default=0.5, help="sd of the logit noise of prob_a (default 0.5)"
+    )
     s.set_defaults(func=run_synthetic)
 
 
@@ -121,9 +135,17 @@ def run_synthetic(args: argparse.Namespace) -> int:
     """Generate a synthetic dataset with a known ground truth and store it; exit status."""
     from engine.ingest.synthetic import SyntheticParams, write_synthetic
 
-    p = SyntheticParams(n_models=args.models, categories=args.categories, prompts=args.prompts,
-                        paraphrases=args.paraphrases, samples=args.samples, bad_rate=args.bad_rate, seed=args.seed,
-                        soft=args.soft, soft_noise=args.soft_noise)
+    p = SyntheticParams(
+        n_models=args.models,
+        categories=args.categories,
+        prompts=args.prompts,
+        paraphrases=args.paraphrases,
+        samples=args.samples,
+        bad_rate=args.bad_rate,
+        seed=args.seed,
+        soft=args.soft,
+        soft_noise=args.soft_noise,
+    )
     store = store_from_args(args, ensure_default=False)  # writing a new dataset needs no shipped import
     res = write_synthetic(store, args.name, p)
     print(f"synthetic dataset {args.name!r} (version {res.revision}): {res.summary()}")

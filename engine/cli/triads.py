@@ -21,8 +21,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "unchained-ties (a~b, b~c, a>c). With several matching graphs, judge, variant and turn "
         "columns after kind say which graph a row is from.",
     )
-    p.add_argument("--dataset", default=DEFAULT_DATASET,
-                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
+    p.add_argument(
+        "--dataset",
+        default=DEFAULT_DATASET,
+        help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)",
+    )
     p.add_argument("--prompt-id", required=True, dest="prompt_id")
     p.add_argument("--variant", type=int, help="only this variant (0 = the original prompt)")
     p.add_argument("--turn", type=int, help="only this turn")
@@ -40,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     columns = ["model_a", "model_b", "model_c", "kind"]  # README.md's triads columns, always first
     if stack.T > 1:
         keys = stack.keys[["judge", "variant", "turn"]].reset_index(drop=True)
-        triads = triads.reset_index(drop=True).join(keys.iloc[triads["graph"].to_numpy()].reset_index(drop=True))
+        triads = triads.reset_index(drop=True).join(
+            keys.iloc[triads["graph"].to_numpy()].reset_index(drop=True)
+        )
         columns = [*columns, "judge", "variant", "turn"]
     write_frame(triads[columns], args.format)
     return 0

@@ -27,16 +27,16 @@ from engine.graphs.stack import DEFAULT_POLICY
 
 if TYPE_CHECKING:
     from engine.graphs.buckets import GraphBuckets
-    from engine.graphs.stack import GraphStack
     from engine.store.connection import Store
 
 TABLES: dict[str, str] = {
-    "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win rate, McNemar p (both tie rules), agreement and κ with the reference judge",
+    "overview": "one row per judge: PNT, SNTD, ρ_non-trans, τ_avg, order consistency, first-position win "
+                "rate, McNemar p (both tie rules), agreement and κ with the reference judge",
     "pnt": "PNT per group (default judge): triples, non-transitive triples and their kinds",
     "patterns": "counts of the 14 non-transitive patterns of paper 001 B.1 (numbered 1-14) per group",
     "sntd": "mean SNTD per group over triples with judge probabilities (default: one divergence of the "
-            "order-averaged probabilities, as the app shows; --sntd per-order: paper 001's eq. 3, the "
-            "divergence averaged over the presentation orders)",
+    "order-averaged probabilities, as the app shows; --sntd per-order: paper 001's eq. 3, the "
+    "divergence averaged over the presentation orders)",
     "heatmap": "mean PNT / SNTD on a grid of two win-rate gaps per judge (paper 001, B.5)",
     "entropy": "ρ_non-trans, τ_avg and mean H² per group (paper 004)",
     "entropy-graphs": "per graph: vertices, vertices in non-transitive SCCs, H², τ",
@@ -48,7 +48,8 @@ TABLES: dict[str, str] = {
     "cycle-prompts": "per prompt: cycles summed over its graphs (the unit of the distribution fit)",
     "position": "order consistency, first-position win rate and McNemar's test (both tie rules) per group",
     "stress": "order-permutation stress test per group (paper 003)",
-    "agreement": "agreement and Cohen's κ between judges (or against a reference judge), on each item's verdict after both presentation orders are combined (which model won, not which position)",
+    "agreement": "agreement and Cohen's κ between judges (or against a reference judge), on each item's "
+                 "verdict after both presentation orders are combined (which model won, not which position)",
     "structure": "mean bad cycles, draw rate and largest SCC by judge and category (paper 000, Fig. 4)",
 }
 
@@ -71,7 +72,15 @@ def _verdicts(store_or_verdicts, dataset: str | None, judge) -> pd.DataFrame:
     return v
 
 
-GRAPH_COLUMNS: tuple[str, ...] = ("dataset", "judge", "prompt_id", "variant", "turn", "category", "variant_kind")
+GRAPH_COLUMNS: tuple[str, ...] = (
+    "dataset",
+    "judge",
+    "prompt_id",
+    "variant",
+    "turn",
+    "category",
+    "variant_kind",
+)
 EXTRA_BY: dict[str, tuple[str, ...]] = {
     "pnt": ("model_a", "model_b", "model_c"), "sntd": ("model_a", "model_b", "model_c"),
     "position": ("lo", "hi"),
@@ -103,12 +112,25 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
         out = out.merge(nontransitivity.pnt_summary(stack, source="soft", tie_band=tie_band)[["judge", "pnt"]]
                         .rename(columns={"pnt": "pnt_soft"}), on="judge", how="left")
         out = out.merge(sntd.sntd_summary(stack)[["judge", "sntd_mean"]], on="judge", how="left")
-    out = out.merge(entropy.entropy_summary(stack)[["judge", "rho_nontrans", "tau_avg"]], on="judge", how="outer")
+    out = out.merge(
+        entropy.entropy_summary(stack)[["judge", "rho_nontrans", "tau_avg"]], on="judge", how="outer"
+    )
     pos = position.position_table(verdicts, policy=policy)
-    out = out.merge(pos[["judge", "order_consistency", "first_win_rate", "first_win_rate_decisive", "both_orders",
-                         "p_ordinal", "p_ties_dropped"]]
-                    .rename(columns={"p_ordinal": "mcnemar_p_ordinal", "p_ties_dropped": "mcnemar_p_ties_dropped"}),
-                    on="judge", how="left")
+    out = out.merge(
+        pos[
+            [
+                "judge",
+                "order_consistency",
+                "first_win_rate",
+                "first_win_rate_decisive",
+                "both_orders",
+                "p_ordinal",
+                "p_ties_dropped",
+            ]
+        ].rename(columns={"p_ordinal": "mcnemar_p_ordinal", "p_ties_dropped": "mcnemar_p_ties_dropped"}),
+        on="judge",
+        how="left",
+    )
     for c in ("order_consistency", "first_win_rate", "first_win_rate_decisive", "mcnemar_p_ordinal",
               "mcnemar_p_ties_dropped"):  # NaN, not object, where no order is known
         out[c] = pd.to_numeric(out[c], errors="coerce").astype(np.float64)
@@ -127,8 +149,10 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
 
 
 def _no_order(dataset: str | None, consequence: str) -> LensError:
-    return LensError(f"No verdict{' in dataset ' + repr(dataset) if dataset else ''} records which answer was "
-                     f"shown first (order AB/BA), so {consequence}; import the order column to get it.")
+    return LensError(
+        f"No verdict{' in dataset ' + repr(dataset) if dataset else ''} records which answer was "
+        f"shown first (order AB/BA), so {consequence}; import the order column to get it."
+    )
 
 
 def _agreement_by(params: dict) -> bool:
@@ -144,8 +168,13 @@ def _agreement_by(params: dict) -> bool:
     return "category" in by or bool(params.get("by_category", False))
 
 
-def diagnose(store_or_verdicts, dataset: str | None = None, judge: str | list[str] | None = None, table: str = "overview",
-             **params) -> pd.DataFrame:
+def diagnose(
+    store_or_verdicts,
+    dataset: str | None = None,
+    judge: str | list[str] | None = None,
+    table: str = "overview",
+    **params,
+) -> pd.DataFrame:
     """The named diagnostics table (see ``TABLES``) for a store (``Store``) or a verdict frame.
 
     Parameters by table: ``by`` (grouping columns; refused by the per-judge / per-graph tables in
@@ -199,17 +228,19 @@ SMALL_GRAPH_TABLES: tuple[str, ...] = (
 """Tables whose triad / cycle statistics leave out graphs of fewer than 3 models."""
 
 
-def small_graph_note(stack: GraphStack | GraphBuckets, table: str) -> str | None:
+def small_graph_note(stack: GraphBuckets, table: str) -> str | None:
     """One sentence saying how many graphs a triad / cycle table left out for having < 3 models."""
     k = stack.n_below(3)
     if table not in SMALL_GRAPH_TABLES or not k:
         return None
     what = "its bad-cycle columns" if table == "structure" else "every cycle and triad statistic"
-    return (f"{k} of {stack.T} graph{'s' if stack.T != 1 else ''} have fewer than 3 models and are left out of "
-            f"{what}: no cycle or triad fits in 2 models.")
+    return (
+        f"{k} of {stack.T} graph{'s' if stack.T != 1 else ''} have fewer than 3 models and are left out of "
+        f"{what}: no cycle or triad fits in 2 models."
+    )
 
 
-def _empty_note(out: pd.DataFrame, table: str, stack: GraphStack | GraphBuckets) -> str | None:
+def _empty_note(out: pd.DataFrame, table: str, stack: GraphBuckets) -> str | None:
     """Why a triad table came out empty (no graph holds a fully compared triple)."""
     if table not in ("pnt", "patterns", "sntd", "heatmap") or not out.empty:
         return None
@@ -219,27 +250,39 @@ def _empty_note(out: pd.DataFrame, table: str, stack: GraphStack | GraphBuckets)
     return "No graph has a model triple with all three pairs compared, so there is no triple to classify."
 
 
-def _graph_table(stack: GraphStack | GraphBuckets, table: str, params: dict, v: pd.DataFrame | None = None) -> pd.DataFrame:
+def _graph_table(
+    stack: GraphBuckets, table: str, params: dict, v: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The graph-based tables of ``diagnose`` on the bucketed graphs."""
     band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
     if table == "pnt":
-        return nontransitivity.pnt_summary(stack, _by(params, ("judge",), "pnt"), source=params.get("source", "hard"),
-                                           tie_band=band)
+        return nontransitivity.pnt_summary(
+            stack, _by(params, ("judge",), "pnt"), source=params.get("source", "hard"), tie_band=band
+        )
     if table == "patterns":
         return nontransitivity.pattern_summary(stack, _by(params, ("judge",), "patterns"),
                                                source=params.get("source", "hard"), tie_band=band)
     if table == "sntd":
         if not stack.has_soft:
-            raise LensError("These verdicts carry no judge probabilities (prob_a), so SNTD cannot be computed.")
+            raise LensError(
+                "These verdicts carry no judge probabilities (prob_a), so SNTD cannot be computed."
+            )
         variant = params.get("sntd_variant", "averaged")
         if variant not in sntd.SNTD_VARIANTS:
-            raise LensError(f"Unknown SNTD variant {variant!r}; choose one of {', '.join(sntd.SNTD_VARIANTS)}.")
+            raise LensError(
+                f"Unknown SNTD variant {variant!r}; choose one of {', '.join(sntd.SNTD_VARIANTS)}."
+            )
         return sntd.sntd_summary(stack, _by(params, ("judge",), "sntd"), variant=variant, verdicts=v)
     if table == "heatmap":
-        return nontransitivity.gap_heatmap(stack, by=_by(params, ("judge",), "heatmap"),
-                                           win_rates=params.get("win_rates"), grid=int(params.get("grid", 35)),
-                                           sigma=float(params.get("sigma", 1.0)),
-                                           source=params.get("source", "hard"), tie_band=band)
+        return nontransitivity.gap_heatmap(
+            stack,
+            by=_by(params, ("judge",), "heatmap"),
+            win_rates=params.get("win_rates"),
+            grid=int(params.get("grid", 35)),
+            sigma=float(params.get("sigma", 1.0)),
+            source=params.get("source", "hard"),
+            tie_band=band,
+        )
     if table == "entropy":
         return entropy.entropy_summary(stack, _by(params, ("judge",), "entropy"))
     if table == "entropy-graphs":
@@ -276,5 +319,13 @@ def diagnose_cached(store: Store, dataset: str, judge: str | list[str] | None = 
                                 lambda: diagnose(store, dataset, judge=judge, table=table, **params))
 
 
-__all__ = ["CACHE_VERSION", "SMALL_GRAPH_TABLES", "TABLES", "UNGROUPED", "diagnose", "diagnose_cached", "overview",
-           "small_graph_note"]
+__all__ = [
+    "CACHE_VERSION",
+    "SMALL_GRAPH_TABLES",
+    "TABLES",
+    "UNGROUPED",
+    "diagnose",
+    "diagnose_cached",
+    "overview",
+    "small_graph_note",
+]

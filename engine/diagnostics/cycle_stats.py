@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 CycleEdges = Literal["bad", "strict"]
 
 
-def graph_cycles(adj: np.ndarray, *, length_bound: int = 5, edges: CycleEdges = "bad") -> list[tuple[int, ...]]:
+def graph_cycles(
+    adj: np.ndarray, *, length_bound: int = 5, edges: CycleEdges = "bad"
+) -> list[tuple[int, ...]]:
     """Simple cycles (length 3..length_bound) of one (n, n) adjacency, as vertex tuples."""
     a = np.asarray(adj, dtype=bool)
     tie = a & a.T
@@ -78,8 +80,13 @@ def _edge_sets(adj: np.ndarray, edges: CycleEdges) -> tuple[np.ndarray, np.ndarr
     return adj, tie
 
 
-def cycle_table(stack: GraphStack | GraphBuckets, *, length_bound: int | None = None, edges: CycleEdges = "bad",
-                exact_max: int = EXACT_MAX) -> tuple[pd.DataFrame, pd.DataFrame]:
+def cycle_table(
+    stack: GraphStack | GraphBuckets,
+    *,
+    length_bound: int | None = None,
+    edges: CycleEdges = "bad",
+    exact_max: int = EXACT_MAX,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per graph of at least 3 models: ``graph`` (its position in the stack), key columns, ``models``
     (models compared in it), ``length_bound`` (the longest cycle counted), ``cycles`` and
     ``len_3 … len_L`` (Int64, NA for lengths cut off by the bound); and per (graph, model) the
@@ -100,7 +107,11 @@ def cycle_table(stack: GraphStack | GraphBuckets, *, length_bound: int | None = 
     graph = np.concatenate([bk.graph for bk in buckets]) if buckets else np.zeros(0, np.int64)
     k_of = np.concatenate([np.full(bk.T, bk.k, np.int64) for bk in buckets]) if buckets else graph.copy()
     exact = k_of <= min(exact_max, cycle_dp.MAX_VERTICES)
-    bound = np.where(exact, k_of, FALLBACK_BOUND) if length_bound is None else np.full(graph.size, int(length_bound))
+    bound = (
+        np.where(exact, k_of, FALLBACK_BOUND)
+        if length_bound is None
+        else np.full(graph.size, int(length_bound))
+    )
     width = int(max(3, k_of.max(initial=3)))
     lengths = np.zeros((graph.size, width + 1), dtype=np.int64)
     part_g, part_m, part_c = [], [], []
@@ -206,7 +217,9 @@ def participation(table: pd.DataFrame, part: pd.DataFrame, by: tuple[str, ...] =
     total = table.groupby(list(by), dropna=False)["cycles"].sum().rename("total_cycles").reset_index()
     out = out.merge(total, on=list(by))
     out["participation_rate"] = out["cycles"] / out["total_cycles"]
-    out = out.sort_values([*by, "participation_rate"], ascending=[True] * len(by) + [False]).reset_index(drop=True)
+    out = out.sort_values([*by, "participation_rate"], ascending=[True] * len(by) + [False]).reset_index(
+        drop=True
+    )
     return _with_bounds(out, table, by)
 
 
@@ -283,8 +296,9 @@ def nbinom_mle(x: np.ndarray) -> tuple[float, float, float]:
 
     grid = np.linspace(-12, 16, 57)
     start = grid[int(np.argmin([nll(g) for g in grid]))]
-    res = optimize.minimize_scalar(nll, bounds=(max(start - 0.5, -12), min(start + 0.5, 16)), method="bounded",
-                                   options={"xatol": 1e-10})
+    res = optimize.minimize_scalar(
+        nll, bounds=(max(start - 0.5, -12), min(start + 0.5, 16)), method="bounded", options={"xatol": 1e-10}
+    )
     n = float(np.exp(res.x))
     return n, n / (n + xbar), -float(res.fun)
 
@@ -328,6 +342,7 @@ def zinb_mle(x: np.ndarray, start: tuple[float, float]) -> tuple[float, float, f
                                 method="Nelder-Mead", options={"xatol": 1e-7, "fatol": 1e-9, "maxiter": 2000})
         if best is None or res.fun < best.fun:
             best = res
+    assert best is not None  # the loop above ran at least once
     th = best.x
     return float(special.expit(th[0])), float(np.exp(th[1])), float(special.expit(th[2])), -float(best.fun)
 

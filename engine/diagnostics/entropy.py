@@ -59,7 +59,9 @@ def structural_entropy(adj: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         safe_g = np.where(vol_g > 0, vol_g, 1.0)[:, None]
         inter = np.where(e_out > 0, e_out / safe_g * np.log2(np.where(vol_s > 0, vol_s, 1.0) / safe_g), 0.0)
-        intra = np.where(d > 0, d / safe_g * np.log2(np.where(d > 0, d, 1.0) / np.where(vol_s > 0, vol_s, 1.0)), 0.0)
+        intra = np.where(
+            d > 0, d / safe_g * np.log2(np.where(d > 0, d, 1.0) / np.where(vol_s > 0, vol_s, 1.0)), 0.0
+        )
     h = -(inter.sum(axis=-1) + intra.sum(axis=-1))
     return np.where(vol_g > 0, h, 0.0) + 0.0  # + 0.0 turns -0.0 into 0.0
 

@@ -13,7 +13,8 @@ group: per judge, per dataset, or per model triple (over the prompts). Two sourc
 Patterns: ``pattern_summary`` counts each of the 14 non-transitive patterns of Appendix B.1 (numbered
 1..14 as in engine.graphs.triads; A < B < C are the triple's models in name order) per group.
 
-Heatmap (Appendix B.5), one grid per judge (or per ``by`` group): for every ordered triple (x, y, z) the two gaps wr(x) − wr(y) and
+Heatmap (Appendix B.5), one grid per judge (or per ``by`` group): for every ordered triple (x, y, z) the two
+gaps wr(x) − wr(y) and
 wr(y) − wr(z) of model win rates place the triple's mean PNT (over graphs) and mean SNTD in a
 grid × grid cell; cell means are smoothed by a Gaussian filter of width ``sigma`` cells applied to
 sums and counts alike (so empty cells do not pull means to 0).
@@ -47,7 +48,9 @@ def soft_stack(stack: GraphStack | GraphBuckets, tie_band: tuple[float, float] =
         raise LensError(f"The tie band must satisfy 0 ≤ low ≤ high ≤ 1; got {low}-{high}.")
     if isinstance(stack, GraphBuckets):
         if not stack.has_soft:
-            raise LensError("These verdicts carry no judge probabilities (prob_a), so soft PNT cannot be computed.")
+            raise LensError(
+                "These verdicts carry no judge probabilities (prob_a), so soft PNT cannot be computed."
+            )
         out = []
         for bk in stack.buckets:
             if bk.soft is None:
@@ -56,7 +59,9 @@ def soft_stack(stack: GraphStack | GraphBuckets, tie_band: tuple[float, float] =
             out.append(Bucket(bk.graph, bk.members, adj, observed, bk.soft))
         return GraphBuckets(stack.models, stack.keys, tuple(out), f"soft {low}-{high}", stack.invalid_only)
     if stack.soft is None or np.isnan(stack.soft).all():
-        raise LensError("These verdicts carry no judge probabilities (prob_a), so soft PNT cannot be computed.")
+        raise LensError(
+            "These verdicts carry no judge probabilities (prob_a), so soft PNT cannot be computed."
+        )
     adj, observed = _soft_edges(stack.soft, low, high)
     return GraphStack(stack.models, adj, observed, stack.keys, f"soft {low}-{high}", stack.soft)
 
@@ -92,8 +97,13 @@ def pnt_triples(stack: GraphStack | GraphBuckets, *, source: Source = "hard",
     return out
 
 
-def pnt_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge",), *, source: Source = "hard",
-                tie_band: tuple[float, float] = DEFAULT_TIE_BAND) -> pd.DataFrame:
+def pnt_summary(
+    stack: GraphStack | GraphBuckets,
+    by: tuple[str, ...] = ("judge",),
+    *,
+    source: Source = "hard",
+    tie_band: tuple[float, float] = DEFAULT_TIE_BAND,
+) -> pd.DataFrame:
     """Per group: triples, non-transitive triples, PNT, and counts of the three non-transitive kinds
     (strict cycle, chain with tied ends, unchained ties). ``by`` may include model_a/b/c."""
     t = pnt_triples(stack, source=source, tie_band=tie_band)
@@ -110,8 +120,13 @@ def pnt_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge"
     return out[cols]
 
 
-def pattern_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge",), *, source: Source = "hard",
-                    tie_band: tuple[float, float] = DEFAULT_TIE_BAND) -> pd.DataFrame:
+def pattern_summary(
+    stack: GraphStack | GraphBuckets,
+    by: tuple[str, ...] = ("judge",),
+    *,
+    source: Source = "hard",
+    tie_band: tuple[float, float] = DEFAULT_TIE_BAND,
+) -> pd.DataFrame:
     """Per group and each non-transitive pattern 1..14 of paper 001 B.1 (all 14 rows per group, zero
     counts included): the pattern's outcomes (A vs B, B vs C, A vs C with A < B < C by model name),
     its kind, the triples showing it and their share of all triples and of the non-transitive ones."""
@@ -127,13 +142,22 @@ def pattern_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("ju
         return pd.DataFrame(columns=cols)
     groups = t.groupby(list(by), sort=True, dropna=False)
     total = groups.size().rename("all_triples").reset_index()
-    counts = t[t["pnt_pattern"] > 0].groupby([*by, "pnt_pattern"], sort=True, dropna=False).size().rename("triples")
+    counts = (
+        t[t["pnt_pattern"] > 0]
+        .groupby([*by, "pnt_pattern"], sort=True, dropna=False)
+        .size()
+        .rename("triples")
+    )
     out = total.merge(pats, how="cross")
-    out = out.merge(counts.reset_index().astype({"pnt_pattern": np.int64}), on=[*by, "pnt_pattern"], how="left")
+    out = out.merge(
+        counts.reset_index().astype({"pnt_pattern": np.int64}), on=[*by, "pnt_pattern"], how="left"
+    )
     out["triples"] = out["triples"].fillna(0).astype(np.int64)
     nontrans = out.groupby(list(by), sort=False, dropna=False)["triples"].transform("sum")
     out["share_of_triples"] = out["triples"] / out["all_triples"]
-    out["share_of_nontransitive"] = np.where(nontrans > 0, out["triples"] / nontrans.where(nontrans > 0, 1), np.nan)
+    out["share_of_nontransitive"] = np.where(
+        nontrans > 0, out["triples"] / nontrans.where(nontrans > 0, 1), np.nan
+    )
     return out[cols].sort_values([*by, "pnt_pattern"]).reset_index(drop=True)
 
 
@@ -168,7 +192,9 @@ def read_win_rates(frame: pd.DataFrame, source: str = "the win-rate file") -> pd
         if pd.isna(models.iloc[i]) or models.iloc[i] == "":
             raise LensError(f"{source}, line {i + 2}: the model name is empty.")
         if pd.isna(rates.iloc[i]) or not np.isfinite(rates.iloc[i]):
-            raise LensError(f"{source}, line {i + 2}: win_rate {frame[cols['win_rate']].iloc[i]!r} is not a number.")
+            raise LensError(
+                f"{source}, line {i + 2}: win_rate {frame[cols['win_rate']].iloc[i]!r} is not a number."
+            )
     dup = models[models.duplicated()]
     if len(dup):
         raise LensError(f"{source}, line {int(dup.index[0]) + 2}: model {dup.iloc[0]!r} appears twice.")
@@ -177,18 +203,30 @@ def read_win_rates(frame: pd.DataFrame, source: str = "the win-rate file") -> pd
     return pd.Series(rates.to_numpy(np.float64), index=models.to_list(), name="win_rate", dtype=np.float64)
 
 
-def _place(tri_models: np.ndarray, wr: pd.Series, edges: np.ndarray, grid: int) -> tuple[np.ndarray, np.ndarray]:
+def _place(
+    tri_models: np.ndarray, wr: pd.Series, edges: np.ndarray, grid: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Cell rows / columns of the six orientations of each (K, 3) model triple: arrays (6, K)."""
     rate = wr.reindex(tri_models.ravel()).to_numpy(np.float64).reshape(tri_models.shape)
     perms = np.array(list(itertools.permutations(range(3))), dtype=np.int64)  # (6, 3)
     r = rate[:, perms].transpose(1, 0, 2)  # (6, K, 3): rates of (x, y, z) per orientation
-    cell = lambda g: np.clip(np.searchsorted(edges, g, side="right") - 1, 0, grid - 1)  # noqa: E731
+
+    def cell(gap: np.ndarray) -> np.ndarray:
+        return np.asarray(np.clip(np.searchsorted(edges, gap, side="right") - 1, 0, grid - 1))
+
     return cell(r[..., 0] - r[..., 1]), cell(r[..., 1] - r[..., 2])
 
 
-def gap_heatmap(stack: GraphStack | GraphBuckets, *, by: tuple[str, ...] = ("judge",), win_rates: pd.Series | dict | None = None,
-                grid: int = 35, sigma: float = 1.0, source: Source = "hard",
-                tie_band: tuple[float, float] = DEFAULT_TIE_BAND) -> pd.DataFrame:
+def gap_heatmap(
+    stack: GraphStack | GraphBuckets,
+    *,
+    by: tuple[str, ...] = ("judge",),
+    win_rates: pd.Series | dict | None = None,
+    grid: int = 35,
+    sigma: float = 1.0,
+    source: Source = "hard",
+    tie_band: tuple[float, float] = DEFAULT_TIE_BAND,
+) -> pd.DataFrame:
     """Mean PNT and SNTD of ordered model triples on a grid of (wr(a) − wr(b), wr(b) − wr(c)), per
     group (default: per judge, so judges are never mixed).
 
@@ -245,9 +283,11 @@ def gap_heatmap(stack: GraphStack | GraphBuckets, *, by: tuple[str, ...] = ("jud
                 sums = ndimage.gaussian_filter(sums, sigma, mode="constant")
                 counts = ndimage.gaussian_filter(counts, sigma, mode="constant")
             with np.errstate(invalid="ignore", divide="ignore"):
-                out[name] = np.where(counts > 1e-12, sums / np.where(counts > 1e-12, counts, 1.0), np.nan).ravel()
+                out[name] = np.where(
+                    counts > 1e-12, sums / np.where(counts > 1e-12, counts, 1.0), np.nan
+                ).ravel()
         for c, v in zip(by, key, strict=True):
             out[c] = v
         frames.append(out[[*by, "gap_ab", "gap_bc", "triples", "pnt", "sntd"]])
-    cols = [*by, "gap_ab", "gap_bc", "triples", "pnt", "sntd"]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    columns = [*by, "gap_ab", "gap_bc", "triples", "pnt", "sntd"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

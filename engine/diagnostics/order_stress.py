@@ -68,7 +68,7 @@ def _cyclic(adj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = adj.shape[-1]
     bad = (strict & scc_membership(adj)).any(axis=(-1, -2))
     strict_cyc = (scc_membership(strict) & ~np.eye(n, dtype=bool)).any(axis=(-1, -2))
-    return bad, strict_cyc
+    return np.asarray(bad), np.asarray(strict_cyc)  # asarray: typed as arrays, not numpy scalars
 
 
 def stress_test(verdicts: pd.DataFrame, *, max_permutations: int = 5040, seed: int = 0,

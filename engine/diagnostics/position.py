@@ -43,14 +43,20 @@ def _int64(frame: pd.DataFrame, cols) -> pd.DataFrame:
     return frame
 
 
-def order_consistency(verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",), policy: str = "plurality") -> pd.DataFrame:
+def order_consistency(
+    verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",), policy: str = "plurality"
+) -> pd.DataFrame:
     """Per group: items judged in both orders and the share whose two orders agree."""
     p = paired_orders(verdicts, policy)
     cols = [*by, "items_both_orders", "consistent", "order_consistency"]
     if p.empty:
         return pd.DataFrame(columns=cols)
     p = p.assign(consistent=(p["out_lo_first"] == p["out_hi_first"]).astype(np.int64))
-    out = _group(p, by).agg(items_both_orders=("consistent", "size"), consistent=("consistent", "sum")).reset_index()
+    out = (
+        _group(p, by)
+        .agg(items_both_orders=("consistent", "size"), consistent=("consistent", "sum"))
+        .reset_index()
+    )
     out["order_consistency"] = out["consistent"] / out["items_both_orders"]
     return _int64(out[cols], ("items_both_orders", "consistent"))
 
@@ -69,7 +75,9 @@ def first_position_rate(verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",)
                              ties=("tie", "sum")).reset_index()
     out["first_win_rate"] = out["first_wins"] / out["verdicts"]
     decisive = out["first_wins"] + out["second_wins"]
-    out["first_win_rate_decisive"] = np.where(decisive > 0, out["first_wins"] / decisive.where(decisive > 0, 1), np.nan)
+    out["first_win_rate_decisive"] = np.where(
+        decisive > 0, out["first_wins"] / decisive.where(decisive > 0, 1), np.nan
+    )
     return _int64(out[cols], ("verdicts", "first_wins", "second_wins", "ties"))
 
 
@@ -94,7 +102,9 @@ MCNEMAR_COLUMNS: tuple[str, ...] = (
 )
 
 
-def mcnemar(verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",), policy: str = "plurality") -> pd.DataFrame:
+def mcnemar(
+    verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",), policy: str = "plurality"
+) -> pd.DataFrame:
     """Per group (``("judge", "lo", "hi")`` for per pair): McNemar's test of position bias under both
     tie rules (columns ``MCNEMAR_COLUMNS``)."""
     p = paired_orders(verdicts, policy)
@@ -118,7 +128,9 @@ def mcnemar(verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",), policy: st
                               "n01_ties_dropped", "n10_ties_dropped"))
 
 
-def position_table(verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",), policy: str = "plurality") -> pd.DataFrame:
+def position_table(
+    verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",), policy: str = "plurality"
+) -> pd.DataFrame:
     """Order consistency, first-position win rates and McNemar's test (both tie rules), one row per
     group with a known presentation order; ``both_orders`` flags groups with paired items. Empty
     (with its columns) when no verdict records its order."""

@@ -88,7 +88,11 @@ def _triple_sntd(p_ab: np.ndarray, p_bc: np.ndarray, p_ac: np.ndarray, eps: floa
     hat_ab = sig(s_ac - s_bc)  # via c: s_ac - s_bc = γa - γb
     hat_bc = sig(s_ac - s_ab)  # via a: s_ba - s_ca = γb - γc
     hat_ac = sig(s_ab + s_bc)  # via b
-    return (bernoulli_jsd(p_ab, hat_ab, base) + bernoulli_jsd(p_bc, hat_bc, base) + bernoulli_jsd(p_ac, hat_ac, base)) / 3.0
+    return (
+        bernoulli_jsd(p_ab, hat_ab, base)
+        + bernoulli_jsd(p_bc, hat_bc, base)
+        + bernoulli_jsd(p_ac, hat_ac, base)
+    ) / 3.0
 
 
 def order_draws(verdicts: pd.DataFrame, models: tuple[str, ...]) -> pd.DataFrame:
@@ -108,7 +112,10 @@ def order_draws(verdicts: pd.DataFrame, models: tuple[str, ...]) -> pd.DataFrame
         p=np.where(a_lo, prob, 1.0 - prob))
     keys = [*GRAPH_KEY, "lo", "hi"]
     draws = []
-    for slot, keep in ((0, np.isnan(lo_first) | (lo_first == 1.0)), (1, np.isnan(lo_first) | (lo_first == 0.0))):
+    for slot, keep in (
+        (0, np.isnan(lo_first) | (lo_first == 1.0)),
+        (1, np.isnan(lo_first) | (lo_first == 0.0)),
+    ):
         draws.append(base[keep].groupby(keys, sort=False, dropna=False)["p"].mean().rename(f"p{slot}"))
     out = pd.concat(draws, axis=1).reset_index()
     out["p0"] = out["p0"].fillna(out["p1"])
@@ -167,8 +174,15 @@ def _chunked_values(soft: np.ndarray, eps: float, base: float, max_cells: int):
                 yield block[t_idx], k0 + k_idx, val
 
 
-def sntd_triples(stack: GraphStack | GraphBuckets, *, eps: float = 1e-6, base: float = 2.0, variant: str = "averaged",
-                 verdicts: pd.DataFrame | None = None, max_cells: int = MAX_CELLS) -> pd.DataFrame:
+def sntd_triples(
+    stack: GraphStack | GraphBuckets,
+    *,
+    eps: float = 1e-6,
+    base: float = 2.0,
+    variant: str = "averaged",
+    verdicts: pd.DataFrame | None = None,
+    max_cells: int = MAX_CELLS,
+) -> pd.DataFrame:
     """One row per graph and model triple with probabilities on all three pairs: key columns,
     graph (position in the stack), model_a < model_b < model_c (by stack order), sntd.
     ``stack``: a GraphStack or GraphBuckets (each graph's triples over its own models).
@@ -183,10 +197,10 @@ def sntd_triples(stack: GraphStack | GraphBuckets, *, eps: float = 1e-6, base: f
 
     b = as_buckets(stack)
     g_all, tri_all, val_all = [], [], []
-    with_soft = [bk for bk in b.at_least(3) if bk.soft is not None]
-    for bk in with_soft:
+    with_soft = [(bk, bk.soft) for bk in b.at_least(3) if bk.soft is not None]
+    for bk, soft in with_soft:
         tri = triple_index(bk.k)
-        for t_idx, k_idx, val in _chunked_values(bk.soft, eps, base, max_cells):
+        for t_idx, k_idx, val in _chunked_values(soft, eps, base, max_cells):
             g_all.append(bk.graph[t_idx])
             tri_all.append(np.take_along_axis(bk.members[t_idx], tri[k_idx], axis=1))
             val_all.append(val)
@@ -203,15 +217,22 @@ def sntd_triples(stack: GraphStack | GraphBuckets, *, eps: float = 1e-6, base: f
     out["model_b"] = models[glob[:, 1]] if len(g) else []
     out["model_c"] = models[glob[:, 2]] if len(g) else []
     out["sntd"] = val
-    if variant == "per-order":
+    if variant == "per-order" and verdicts is not None:  # None was refused above
         out["sntd"] = per_order_sntd(out, verdicts, tuple(b.models), eps=eps, base=base)
     if not with_soft:
         out.attrs["reason"] = NO_PROBABILITY
     return out
 
 
-def sntd_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge",), *, eps: float = 1e-6, base: float = 2.0,
-                 variant: str = "averaged", verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+def sntd_summary(
+    stack: GraphStack | GraphBuckets,
+    by: tuple[str, ...] = ("judge",),
+    *,
+    eps: float = 1e-6,
+    base: float = 2.0,
+    variant: str = "averaged",
+    verdicts: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Per group: soft triples and mean SNTD (paper 001, Table 1 style aggregate); ``variant`` as in
     ``sntd_triples``."""
     t = sntd_triples(stack, eps=eps, base=base, variant=variant, verdicts=verdicts)
@@ -220,5 +241,7 @@ def sntd_summary(stack: GraphStack | GraphBuckets, by: tuple[str, ...] = ("judge
         out = pd.DataFrame(columns=cols)
         out.attrs.update(t.attrs)
         return out
-    out = t.groupby(list(by), sort=True, dropna=False).agg(soft_triples=("sntd", "size"), sntd_mean=("sntd", "mean"))
+    out = t.groupby(list(by), sort=True, dropna=False).agg(
+        soft_triples=("sntd", "size"), sntd_mean=("sntd", "mean")
+    )
     return out.reset_index()[cols]

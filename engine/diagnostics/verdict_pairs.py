@@ -27,7 +27,9 @@ def order_flags(order: pd.Series) -> np.ndarray:
     bad = ~unknown & ~s.isin(["AB", "BA"]).fillna(False).to_numpy(bool)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise LensError(f"Verdict row {i + 1} has presentation order {s.iloc[i]!r}; expected AB, BA or empty.")
+        raise LensError(
+            f"Verdict row {i + 1} has presentation order {s.iloc[i]!r}; expected AB, BA or empty."
+        )
     return np.where(unknown, np.nan, np.where(s.eq("AB").fillna(False).to_numpy(bool), 1.0, 0.0))
 
 
@@ -58,8 +60,11 @@ def verdict_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
     out["hi"] = np.where(swap, a, b)
     out["outcome"] = np.where(swap, -a_side, a_side)
     out["lo_first"] = lo_first
-    out["first_won"] = np.where(np.isnan(lo_first), np.nan,
-                                np.where(lo_first == 1.0, out["outcome"] > 0, out["outcome"] < 0).astype(float))
+    out["first_won"] = np.where(
+        np.isnan(lo_first),
+        np.nan,
+        np.where(lo_first == 1.0, out["outcome"] > 0, out["outcome"] < 0).astype(float),
+    )
     return out.reset_index(drop=True)
 
 
@@ -67,7 +72,11 @@ def combine_outcomes(frame: pd.DataFrame, by: list[str], policy: str = "pluralit
     """One outcome per group of verdicts (``by`` columns), combined by an engine.graphs.stack policy."""
     o = frame["outcome"].to_numpy()
     tmp = frame[by].copy()
-    tmp["lo_win"], tmp["hi_win"], tmp["tie"] = (o > 0).astype(np.int64), (o < 0).astype(np.int64), (o == 0).astype(np.int64)
+    tmp["lo_win"], tmp["hi_win"], tmp["tie"] = (
+        (o > 0).astype(np.int64),
+        (o < 0).astype(np.int64),
+        (o == 0).astype(np.int64),
+    )
     g = tmp.groupby(by, sort=True, dropna=False).agg(lo_win=("lo_win", "sum"), hi_win=("hi_win", "sum"),
                                                      tie=("tie", "sum")).reset_index()
     g["outcome"] = combine_counts(g["lo_win"].to_numpy(), g["hi_win"].to_numpy(), g["tie"].to_numpy(), policy)
@@ -83,8 +92,16 @@ def paired_orders(verdicts: pd.DataFrame, policy: str = "plurality") -> pd.DataF
     if vo.empty:
         return pd.DataFrame(columns=[*ITEM_KEY, "category", "out_lo_first", "out_hi_first"])
     per = combine_outcomes(vo, [*ITEM_KEY, "lo_first"], policy)
-    first = per[per["lo_first"] == 1.0].drop(columns=["lo_first", "n"]).rename(columns={"outcome": "out_lo_first"})
-    second = per[per["lo_first"] == 0.0].drop(columns=["lo_first", "n"]).rename(columns={"outcome": "out_hi_first"})
+    first = (
+        per[per["lo_first"] == 1.0]
+        .drop(columns=["lo_first", "n"])
+        .rename(columns={"outcome": "out_lo_first"})
+    )
+    second = (
+        per[per["lo_first"] == 0.0]
+        .drop(columns=["lo_first", "n"])
+        .rename(columns={"outcome": "out_hi_first"})
+    )
     both = first.merge(second, on=list(ITEM_KEY), how="inner")
     cats = vo.drop_duplicates(list(ITEM_KEY))[[*ITEM_KEY, "category"]]
     return both.merge(cats, on=list(ITEM_KEY), how="left")

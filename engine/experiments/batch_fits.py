@@ -9,7 +9,9 @@ import numpy as np
 from engine.graphs.stack import GraphStack
 
 
-def copeland_majority_batch(wins: np.ndarray, tie_value: float = 1.0, compared: np.ndarray | None = None) -> np.ndarray:
+def copeland_majority_batch(
+    wins: np.ndarray, tie_value: float = 1.0, compared: np.ndarray | None = None
+) -> np.ndarray:
     """Score-of-win on majority graphs, batched: (B, n, n) strict-win counts → (B, n) scores.
 
     The majority graph has i → j when i beat j in more graphs than j beat i, and both edges when

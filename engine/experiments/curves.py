@@ -38,7 +38,7 @@ replicates: the control of Figure 6; a category without replicates has an empty 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -141,7 +141,7 @@ def _evaluate(
     stack: GraphStack,
     reference: pd.Series | Mapping[str, pd.Series],
     pools: dict[str, np.ndarray],
-    xs: list[float],
+    xs: Sequence[float],
     kept_of: dict[tuple[int, str], np.ndarray],
     param: str,
     resamples: int,

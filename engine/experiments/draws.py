@@ -104,8 +104,9 @@ def by_key(pool: np.ndarray, krank: np.ndarray) -> np.ndarray:
     return pool[np.argsort(krank[pool], kind="stable")]
 
 
-def keep_draw_job_weights(pool: np.ndarray, kept: np.ndarray, m: int, krank: np.ndarray, seed: int, group: str,
-                          resamples: int) -> tuple[np.ndarray, np.ndarray]:
+def keep_draw_job_weights(
+    pool: np.ndarray, kept: np.ndarray, m: int, krank: np.ndarray, seed: int, group: str, resamples: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(kept positions in key order, (R, kept) 0/1 weights): draws of ``m`` from ``kept`` ⊆ ``pool``
     by the group's common random numbers."""
     pool_k = by_key(pool, krank)
@@ -115,5 +116,16 @@ def keep_draw_job_weights(pool: np.ndarray, kept: np.ndarray, m: int, krank: np.
     return kept_k, keep_draw_weights(u[:, cols], m)
 
 
-__all__ = ["DEFAULT_SEED", "bootstrap_weights", "by_key", "check_seed", "keep_draw_job_weights", "keep_draw_uniforms",
-           "keep_draw_weights", "random_pool_weights", "rng_for", "stable_id", "subset_weights"]
+__all__ = [
+    "DEFAULT_SEED",
+    "bootstrap_weights",
+    "by_key",
+    "check_seed",
+    "keep_draw_job_weights",
+    "keep_draw_uniforms",
+    "keep_draw_weights",
+    "random_pool_weights",
+    "rng_for",
+    "stable_id",
+    "subset_weights",
+]

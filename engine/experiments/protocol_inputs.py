@@ -38,9 +38,16 @@ curve draws min(round(0.8·K), kept))."""
 
 ENGINE = Path(__file__).resolve().parents[1]
 ENTRY_FILES: dict[str, tuple[str, ...]] = {
-    "experiment": ("experiments/protocols.py", "experiments/protocol_runs.py", "experiments/curves.py", "graphs/truncation.py",
-                   "experiments/protocol_inputs.py", "ingest/synthetic.py", "ranking/reference.py",
-                   "cli/experiment.py"),
+    "experiment": (
+        "experiments/protocols.py",
+        "experiments/protocol_runs.py",
+        "experiments/curves.py",
+        "graphs/truncation.py",
+        "experiments/protocol_inputs.py",
+        "ingest/synthetic.py",
+        "ranking/reference.py",
+        "cli/experiment.py",
+    ),
     "diagnose": ("diagnostics/__init__.py", "cli/diagnose.py"),
 }
 """Per cached-result family, the modules that compute it; ``code_files`` adds everything they
@@ -221,7 +228,18 @@ def reference_ratings(store: Store, dataset: str, spec: str, categories: list[st
     sig = _files_signature(dataset, spec)
     if overall or (path is not None and not path.lower().endswith(".json")):
         return _ratings(dataset, None, path, sig).copy()
-    return {c: _ratings(dataset, _arena_category(dataset, c, path, sig), path, sig).copy() for c in categories}
+    return {
+        c: _ratings(dataset, _arena_category(dataset, c, path, sig), path, sig).copy() for c in categories
+    }
 
 
-__all__ = ["ENTRY_FILES", "RESULTS_FORMAT", "code_digest", "code_files", "family_of", "file_digest", "input_fingerprint", "reference_ratings"]
+__all__ = [
+    "ENTRY_FILES",
+    "RESULTS_FORMAT",
+    "code_digest",
+    "code_files",
+    "family_of",
+    "file_digest",
+    "input_fingerprint",
+    "reference_ratings",
+]

@@ -122,7 +122,7 @@ def best_single_k(stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolPar
     curve = pd.DataFrame({"k": [k for k, _ in cells], "category": [c for _, c in cells],
                           distance: [x[distance] for x in d], "converged": [x["converged"] for x in d]})
     macro = curve.groupby("k")[distance].mean()
-    return int(macro.idxmin()), curve
+    return int(macro.index[int(macro.argmin())]), curve  # idxmin, typed: the k of the smallest mean
 
 
 def _with_nonconverged(note: str, bad: int, fits: int) -> str:
@@ -175,8 +175,8 @@ def run_protocols(
         fits = [jobs[i].weights.shape[0] if jobs[i].ranker == BT_FIT and not jobs[i].empty else 0 for i in mine]
         bad = [nonconv[i] for i in mine]
         # Single's K comes from point fits on its pool: those count too (on the macro row)
-        k_bad, k_fits = ((int((~single_curve["converged"]).sum()), len(single_curve)) if proto == "single"
-                         else (0, 0))
+        k_bad, k_fits = ((int((~single_curve["converged"]).sum()), len(single_curve))
+                         if proto == "single" and single_curve is not None else (0, 0))
         notes = [_with_nonconverged(j.note, b, f) for j, b, f in zip(js, bad, fits, strict=True)]
         macro_note = (f"macro over {len(used)} of {len(mine)} categories"
                       + (f" (left out, empty pool: {', '.join(left)})" if left else "")
@@ -198,7 +198,7 @@ def run_protocols(
                 "note": notes + [_with_nonconverged(macro_note, sum(bad) + k_bad, sum(fits) + k_fits)],
             })
             empty = np.array([j.empty for j in js] + [not used])
-            block.insert(block.columns.get_loc("resamples") + 1, "degenerate",
+            block.insert(list(block.columns).index("resamples") + 1, "degenerate",
                          empty | ((s["ci_high"] - s["ci_low"]) == 0.0))
             blocks.append(block)
     return pd.concat(blocks, ignore_index=True)

@@ -98,15 +98,25 @@ class ProtocolParams:
 
     def validate(self) -> ProtocolParams:
         """The parameters, each refused in one sentence unless a whole number ≥ 1."""
-        for name in ("keep", "draw", "scorewin_draw", "random_draw", "random_reps", "random_pool", "single_draw",
-                     "resamples"):
+        for name in (
+            "keep",
+            "draw",
+            "scorewin_draw",
+            "random_draw",
+            "random_reps",
+            "random_pool",
+            "single_draw",
+            "resamples",
+        ):
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise LensError(f"The protocol parameter {name} must be a whole number ≥ 1; got {v!r}.")
         check_seed(self.seed)
         check_weights(self.mu, self.lam3, self.lam4)
         if not np.isfinite(float(self.copeland_tie)):
-            raise LensError(f"The score-of-win tie credit must be a finite number; got {self.copeland_tie!r}.")
+            raise LensError(
+                f"The score-of-win tie credit must be a finite number; got {self.copeland_tie!r}."
+            )
         return self
 
 
@@ -166,7 +176,8 @@ def category_positions(stack: GraphStack) -> dict[str, np.ndarray]:
 
 
 def pool_note(pool_size: int, keep: int | None, draw: int, replace_: bool) -> tuple[int, int, str]:
-    """(kept, drawn, note): how many graphs a protocol keeps and draws from a pool this size, and why fewer."""
+    """(kept, drawn, note): how many graphs a protocol keeps and draws from a pool this size, and why
+    fewer."""
     kept = pool_size if keep is None else min(keep, pool_size)
     notes = []
     if keep is not None and keep > pool_size:
@@ -221,7 +232,9 @@ def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams,
                     k = single_k if single_k is not None else p.keep
                     note0, empty = f"K={k}", "no original prompts"
                 kept, m, note = pool_note(pool.size, k, draw, False)
-                cols, w = keep_draw_job_weights(pool, keep_k_index(scores, krank, k, among=pool), m, krank, p.seed, cat, R)
+                cols, w = keep_draw_job_weights(
+                    pool, keep_k_index(scores, krank, k, among=pool), m, krank, p.seed, cat, R
+                )
                 note = "; ".join(x for x in (note0, note) if x)
                 jobs.append(Job(proto, cat, cols, w, 1, BT_FIT, pool.size, kept, m, note, T))
             elif proto == "notrunc_boot":
@@ -236,15 +249,29 @@ def build_jobs(stack: GraphStack, protocols: tuple[str, ...], p: ProtocolParams,
                 w = random_pool_weights(rng_for(p.seed, proto, cat), pos.size, p.random_pool, p.random_draw,
                                         R, p.random_reps)
                 if 0 < pos.size < p.random_pool:
-                    note = "; ".join(x for x in (f"category pool has {pos.size} < {p.random_pool} graphs", note) if x)
+                    note = "; ".join(
+                        x for x in (f"category pool has {pos.size} < {p.random_pool} graphs", note) if x
+                    )
                 elif pos.size > p.random_pool:
-                    note = "; ".join(x for x in (f"a random {p.random_pool} of {pos.size} graphs per resample", note)
-                                     if x)
+                    note = "; ".join(
+                        x for x in (f"a random {p.random_pool} of {pos.size} graphs per resample", note) if x
+                    )
                 jobs.append(Job(proto, cat, pos, w, p.random_reps, BT_FIT, pos.size, kept, m, note, T))
             if jobs[-1].empty:
-                jobs[-1] = replace(jobs[-1], note=f"{label(proto, p)} / {cat}: empty pool ({empty}); left out of the macro")
+                jobs[-1] = replace(
+                    jobs[-1], note=f"{label(proto, p)} / {cat}: empty pool ({empty}); left out of the macro"
+                )
     return jobs
 
 
-__all__ = ["MACRO", "PROTOCOLS", "Job", "ProtocolParams", "build_jobs", "category_positions", "keep_scores", "label",
-           "pool_note"]
+__all__ = [
+    "MACRO",
+    "PROTOCOLS",
+    "Job",
+    "ProtocolParams",
+    "build_jobs",
+    "category_positions",
+    "keep_scores",
+    "label",
+    "pool_note",
+]

@@ -138,7 +138,9 @@ def pair_counts(n: int, p: float | np.ndarray, t: int, reps: int, model: str, se
         return rng.binomial(t, np.broadcast_to(0.5 + P, (reps, n, n)))
     if model == "triangle_free":
         if np.ndim(p) != 0:
-            raise LensError("The triangle-free model is sampled exactly only for one noise level p (a number).")
+            raise LensError(
+                "The triangle-free model is sampled exactly only for one noise level p (a number)."
+            )
         _check_p(p, n)
         q = mallows_q(float(p))
         perms = mallows_permutations(n, q, reps * t, int(rng.integers(2**32)))
@@ -156,7 +158,7 @@ def recovered(counts: np.ndarray, t: int) -> np.ndarray:
     """(reps,) bool: the majority graph equals G* (N_ij > t/2 for every i < j)."""
     n = counts.shape[-1]
     iu = np.triu_indices(n, 1)
-    return (counts[:, iu[0], iu[1]] > t / 2.0).all(axis=1)
+    return np.asarray((counts[:, iu[0], iu[1]] > t / 2.0).all(axis=1))  # asarray: typed as an array
 
 
 def exact_recovery_iid(n: int, p: float | np.ndarray, t: int) -> float:
@@ -211,9 +213,19 @@ def recovery_curve(
                 raise LensError(f"Every t must be ≥ 1; got {t}.")
             ok = recovered(pair_counts(n, p, t, reps, model, seed + 1000 * mi + ti), t)
             lo, hi = wilson_interval(ok.sum(), reps)
-            rows.append({"model": model, "t": t, "prob": float(ok.mean()), "ci_low": float(lo), "ci_high": float(hi),
-                         "exact": exact_recovery_iid(n, p, t) if model == "iid" else np.nan,
-                         "t_triangle_free": t2, "t_iid": t4, "even_t": t % 2 == 0})
+            rows.append(
+                {
+                    "model": model,
+                    "t": t,
+                    "prob": float(ok.mean()),
+                    "ci_low": float(lo),
+                    "ci_high": float(hi),
+                    "exact": exact_recovery_iid(n, p, t) if model == "iid" else np.nan,
+                    "t_triangle_free": t2,
+                    "t_iid": t4,
+                    "even_t": t % 2 == 0,
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -160,8 +160,15 @@ class GraphBuckets:
         return GraphStack(self.models, adj, observed, self.keys, self.policy, soft, self.invalid_only)
 
 
-def _bucket(graph: np.ndarray, members: np.ndarray, rows: np.ndarray, cols: np.ndarray, local_t: np.ndarray,
-            adj_vals: tuple[np.ndarray, np.ndarray], soft_vals: tuple[np.ndarray, np.ndarray] | None) -> Bucket:
+def _bucket(
+    graph: np.ndarray,
+    members: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    local_t: np.ndarray,
+    adj_vals: tuple[np.ndarray, np.ndarray],
+    soft_vals: tuple[np.ndarray, np.ndarray] | None,
+) -> Bucket:
     """A bucket from per-cell local coordinates (each cell written in both directions)."""
     T_k, k = members.shape
     adj = np.zeros((T_k, k, k), dtype=bool)
@@ -226,7 +233,9 @@ def buckets_from_stack(stack: GraphStack) -> GraphBuckets:
     out = []
     for k in np.unique(size):
         graph = np.flatnonzero(size == k)
-        members = np.nonzero(present[graph])[1].reshape(graph.size, k) if k else np.zeros((graph.size, 0), np.int64)
+        members = (
+            np.nonzero(present[graph])[1].reshape(graph.size, k) if k else np.zeros((graph.size, 0), np.int64)
+        )
         g = graph[:, None, None]
         r, c = members[:, :, None], members[:, None, :]
         out.append(Bucket(graph, members.astype(np.int64), adj[g, r, c], obs[g, r, c],
@@ -240,4 +249,11 @@ def as_buckets(graphs) -> GraphBuckets:
     return graphs if isinstance(graphs, GraphBuckets) else buckets_from_stack(graphs)
 
 
-__all__ = ["Bucket", "GraphBuckets", "as_buckets", "build_buckets", "buckets_from_cells", "buckets_from_stack"]
+__all__ = [
+    "Bucket",
+    "GraphBuckets",
+    "as_buckets",
+    "build_buckets",
+    "buckets_from_cells",
+    "buckets_from_stack",
+]

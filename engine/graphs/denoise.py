@@ -51,7 +51,7 @@ class Denoised:
         """(n, n) input weights on the removed arcs, 0 elsewhere."""
         return np.where(self.removed, self._w, 0.0)
 
-    _w: np.ndarray = None  # the input weights (kept for removed_weights)
+    _w: np.ndarray  # the input weights (kept for removed_weights)
 
 
 def greedy_fas_order(w: np.ndarray) -> tuple[int, ...]:
@@ -140,7 +140,8 @@ def denoise(w: np.ndarray) -> Denoised:
 
 
 def denoise_batch(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Algorithm 1 on G graphs at once: (orders (G, n), DAG weights (G, n, n), removed arcs (G, n, n) bool)."""
+    """Algorithm 1 on G graphs at once: (orders (G, n), DAG weights (G, n, n), removed arcs (G, n, n)
+    bool)."""
     w = np.array(w, dtype=np.float64)
     G, n, _ = w.shape
     w[:, np.arange(n), np.arange(n)] = 0.0
@@ -198,7 +199,8 @@ def _delta_step(arc: np.ndarray, w: np.ndarray, alive: np.ndarray):
 
 
 def _grouped_descendants(w: np.ndarray) -> np.ndarray:
-    """The fallback: tied delta candidates taken together (arcs into any of them from live vertices removed)."""
+    """The fallback: tied delta candidates taken together (arcs into any of them from live vertices
+    removed)."""
     G, n, _ = w.shape
     arc = w > 0
     alive = np.ones((G, n), dtype=bool)
@@ -257,7 +259,13 @@ def _expected_chunk(w: np.ndarray, max_paths: int):
             row = np.repeat(np.arange(gid.size), k)
             u = np.where(picks[:, None], cand, np.eye(n, dtype=bool)[0][None].repeat(gid.size, 0))
             u = np.nonzero(u)[1]  # the candidate of each new row (vertex 0, unused, for rows that peel)
-            gid, prob, alive, removed, live = gid[row], prob[row] / k[row], alive[row], removed[row], live[row]
+            gid, prob, alive, removed, live = (
+                gid[row],
+                prob[row] / k[row],
+                alive[row],
+                removed[row],
+                live[row],
+            )
             pick = picks[row]
             r = np.flatnonzero(pick)
             removed[r, :, u[r]] |= live[r, :, u[r]]

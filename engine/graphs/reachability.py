@@ -26,4 +26,4 @@ def strongly_connected_batch(adj: np.ndarray) -> np.ndarray:
     maximum-likelihood estimates exist only where the wins' graph is)."""
     a = np.asarray(adj, dtype=bool)
     n = a.shape[-1]
-    return closure_batch(a).reshape(a.shape[0], n * n).all(axis=1)
+    return np.asarray(closure_batch(a).reshape(a.shape[0], n * n).all(axis=1))  # asarray: typed as an array

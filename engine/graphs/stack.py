@@ -121,7 +121,7 @@ class GraphStack:
 
     def key_of(self, t: int) -> dict[str, object]:
         """The key columns (dataset, judge, prompt, variant, turn, ...) of graph ``t`` as a dict."""
-        return self.keys.iloc[int(t)].to_dict()
+        return {str(k): v for k, v in self.keys.iloc[int(t)].items()}
 
 
 def combine_counts(lo_win: np.ndarray, hi_win: np.ndarray, tie: np.ndarray, policy: str) -> np.ndarray:
@@ -230,7 +230,9 @@ def graph_cells(
     none = np.zeros(0, dtype=np.int64)
     if verdicts.empty:
         keys = pd.DataFrame(columns=[*KEY_COLUMNS, "n_verdicts", "n_invalid"])
-        return GraphCells(models, keys, _empty_invalid_only(), policy, none, none, none, none.astype(np.int8), None)
+        return GraphCells(
+            models, keys, _empty_invalid_only(), policy, none, none, none, none.astype(np.int8), None
+        )
     key_cols = list(GRAPH_KEY)
     invalid = winner == "invalid"
 
@@ -278,7 +280,9 @@ def graph_cells(
             p_n = np.bincount(inv, weights=has_p, minlength=m)
             p_mean = np.full(m, np.nan)
             np.divide(p_sum, p_n, out=p_mean, where=p_n > 0)
-    return GraphCells(models, keys, invalid_only, policy, cell // (n * n), (cell // n) % n, cell % n, outcome, p_mean)
+    return GraphCells(
+        models, keys, invalid_only, policy, cell // (n * n), (cell // n) % n, cell % n, outcome, p_mean
+    )
 
 
 def build_stack(

@@ -65,9 +65,10 @@ def scc_membership(adj: np.ndarray) -> np.ndarray:
     return r & r.swapaxes(1, 2)
 
 
-def largest_scc(stack: GraphStack) -> np.ndarray:
-    """(T,) int64: size of the largest strongly connected component of each graph (0 if n = 0)."""
-    adj = stack.adj if hasattr(stack, "adj") else stack
+def largest_scc(stack: GraphStack | np.ndarray) -> np.ndarray:
+    """(T,) int64: size of the largest strongly connected component of each graph (0 if n = 0);
+    ``stack`` may also be the (T, n, n) adjacency itself."""
+    adj = stack if isinstance(stack, np.ndarray) else stack.adj
     member = scc_membership(adj)
     if member.shape[1] == 0:
         return np.zeros(member.shape[0], dtype=np.int64)
@@ -123,7 +124,8 @@ def bad_triad_participation(graphs) -> tuple[pd.DataFrame, pd.DataFrame]:
     """How often each model and each pair sits in a bad (non-transitive) triad, over the graphs.
 
     Graphs of fewer than 3 models are left out (they hold no triad). per_model: model, bad_triads
-    (summed over graphs), graphs (graphs where the model was compared at least once), graphs_with_bad (graphs where it is in ≥ 1 bad triad),
+    (summed over graphs), graphs (graphs where the model was compared at least once), graphs_with_bad (graphs
+    where it is in ≥ 1 bad triad),
     participation_rate = graphs_with_bad / graphs (NaN if never compared); stack model order.
     per_pair: model_a, model_b (a before b in stack order), bad_triads, graphs (graphs where the
     pair was compared), graphs_with_bad, participation_rate; one row per unordered pair.

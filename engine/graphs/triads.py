@@ -166,19 +166,25 @@ def classify_triples(graphs) -> pd.DataFrame:
     for bk, pat, tri in parts:
         g, m = np.nonzero(pat >= 0)
         g_all.append(bk.graph[g])
-        codes.append(np.take_along_axis(bk.members[g], tri[m], axis=1) if len(g) else np.zeros((0, 3), np.int64))
+        codes.append(
+            np.take_along_axis(bk.members[g], tri[m], axis=1) if len(g) else np.zeros((0, 3), np.int64)
+        )
         pats.append(pat[g, m])
     g = np.concatenate(g_all) if g_all else np.zeros(0, np.int64)
     tri_codes = np.concatenate(codes) if codes else np.zeros((0, 3), np.int64)
     p = np.concatenate(pats).astype(np.int8) if pats else np.zeros(0, np.int8)
-    order = np.lexsort((tri_codes[:, 2], tri_codes[:, 1], tri_codes[:, 0], g)) if len(g) else np.zeros(0, np.int64)
+    order = (
+        np.lexsort((tri_codes[:, 2], tri_codes[:, 1], tri_codes[:, 0], g))
+        if len(g)
+        else np.zeros(0, np.int64)
+    )
     g, tri_codes, p = g[order].astype(np.int64), tri_codes[order], p[order]
     code_type = np.int16 if len(b.models) < 2**15 else np.int64
     tri_codes = tri_codes.astype(code_type).T.copy()  # (3, K): one contiguous row per position
     models = list(b.models)
 
-    def cat(c: np.ndarray, categories: list[str]) -> pd.Categorical:
-        return pd.Categorical.from_codes(c, categories=categories, validate=False)
+    def cat(c: np.ndarray, categories: list[str]) -> pd.Categorical[str]:
+        return pd.Categorical.from_codes(c, categories=pd.Index(categories), validate=False)
 
     return pd.DataFrame({
         "graph": g,

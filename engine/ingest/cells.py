@@ -90,15 +90,21 @@ def cell_numbers(cells: list, present: np.ndarray) -> np.ndarray:
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         arr = None
     if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
-        num = np.asarray(pc.cast(arr, pa.float64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.float64)
+        num = np.asarray(
+            pc.cast(arr, pa.float64(), safe=False).to_numpy(zero_copy_only=False), dtype=np.float64
+        )
         return np.where(present, num, np.nan)
-    if arr is not None and pa.types.is_string(arr.type):  # text (CSV): Arrow parses it when every cell is a number
+    if arr is not None and pa.types.is_string(
+        arr.type
+    ):  # text (CSV): Arrow parses it when every cell is a number
         try:
             num = pc.cast(pc.if_else(pa.array(present), arr, pa.scalar(None, pa.string())), pa.float64())
             return np.asarray(pc.fill_null(num, np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass  # some cell is not a plain number: pandas says which
-    return pd.to_numeric(pd.Series(list(cells), dtype=object).where(present, None), errors="coerce").to_numpy(float)
+    return pd.to_numeric(pd.Series(list(cells), dtype=object).where(present, None), errors="coerce").to_numpy(
+        float
+    )
 
 
 def all_text(cells: list) -> bool:

@@ -20,7 +20,8 @@ import pyarrow.csv as pacsv
 from engine.ingest.limits import TEXT_MAX_CHARS
 
 _BLANK = r"^[ \t\n\r\x0b\x0c\x1c-\x1f]*$"
-"""A field Python's ``str.strip`` empties, when the field is ASCII (non-ASCII fields are checked in Python)."""
+"""A field Python's ``str.strip`` empties, when the field is ASCII (non-ASCII fields are checked in
+Python)."""
 
 
 class TextCells:
@@ -69,10 +70,19 @@ def parse_block(texts: list[str], delim: str, width: int) -> tuple[list[TextCell
         table = pacsv.read_csv(
             io.BytesIO("".join(texts).encode("utf-8")),
             read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
-            parse_options=pacsv.ParseOptions(delimiter=delim, quote_char='"', double_quote=True, escape_char=False,
-                                             newlines_in_values=False, ignore_empty_lines=False),
-            convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.string()),
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delim,
+                quote_char='"',
+                double_quote=True,
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=False,
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string()),
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None  # e.g. a row of another width: the line reader says which

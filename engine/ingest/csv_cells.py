@@ -28,7 +28,12 @@ def neutralise_cell(value):
 def restore_csv_cell(value):
     """Undo ``neutralise_cell`` (for reading back a CSV the tool wrote): one leading ``'`` is dropped
     when a formula character or another ``'`` follows it."""
-    if isinstance(value, str) and len(value) > 1 and value[0] == "'" and (value[1] in _TRIGGERS or value[1] == "'"):
+    if (
+        isinstance(value, str)
+        and len(value) > 1
+        and value[0] == "'"
+        and (value[1] in _TRIGGERS or value[1] == "'")
+    ):
         return value[1:]
     return value
 

@@ -44,9 +44,19 @@ def record_batch(rows: list[dict], lines: list[int], problems: list, filename: s
         cols = {k: [r.get(k) for r in mapped] for k in keys}
     else:
         header = list(dict.fromkeys(k for r in rows for k in r))
-        chosen = canonical_columns(header, filename, column_map, check=check and any(p is None for p in problems))
+        chosen = canonical_columns(
+            header, filename, column_map, check=check and any(p is None for p in problems)
+        )
         cols = {name: [r.get(k) for r in rows] for k, name in chosen.items()}
-        return RawRows(cols, rows, [filename] * len(lines), lines, problems, {}, dropped_columns(filename, header, chosen))
+        return RawRows(
+            cols,
+            rows,
+            [filename] * len(lines),
+            lines,
+            problems,
+            {},
+            dropped_columns(filename, header, chosen),
+        )
     return RawRows(cols, rows, [filename] * len(lines), lines, problems)
 
 
@@ -101,9 +111,12 @@ def json_array_batches(fh, filename: str, column_map: Mapping[str, str] | None,
     fh.seek(0)
     if size > JSON_ARRAY_MAX_BYTES:
         raise LensError(
-            f"{filename} is a JSON array of {size / 2**20:,.0f} MiB; arrays over {JSON_ARRAY_MAX_BYTES // 2**20} MiB "
-            "are not read (a JSON array is parsed whole, about ten times its size in memory): convert it to JSON "
-            "Lines, one object per line (for example jq -c '.[]' file.json > file.jsonl), and import that.")
+            f"{filename} is a JSON array of {size / 2**20:,.0f} MiB; arrays over "
+            f"{JSON_ARRAY_MAX_BYTES // 2**20} MiB "
+            "are not read (a JSON array is parsed whole, about ten times its size in memory): convert it to "
+            "JSON "
+            "Lines, one object per line (for example jq -c '.[]' file.json > file.jsonl), and import that."
+        )
     try:
         arr = json.loads(fh.read().decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:

@@ -92,9 +92,15 @@ def open_source(path: str | os.PathLike[str]):
     if stat.S_ISDIR(st.st_mode):
         raise LensError(f"{p} is a folder; give the verdict files inside it (for example {p}/*.jsonl).")
     if not stat.S_ISREG(st.st_mode):
-        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a device" if
-                stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
-                else "not a regular file")
+        kind = (
+            "a FIFO (named pipe)"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a device"
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "not a regular file"
+        )
         raise LensError(f"{p} is {kind}, not a regular file; save the verdicts to a file and import that.")
     try:
         return open(p, "rb")  # noqa: SIM115 - the caller closes it

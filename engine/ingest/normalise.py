@@ -4,7 +4,7 @@ timestamps. Pure: no file and no store."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -59,10 +59,10 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     def col(name: str) -> list:
         return raw.cols.get(name) or [None] * n
 
-    def flag(bad: np.ndarray, text) -> None:
+    def flag(bad: np.ndarray, text: str | Callable[..., str]) -> None:
         m = np.asarray(bad, dtype=bool) & readable
         for i in np.flatnonzero(m):
-            t = text(i) if callable(text) else text
+            t = text(int(i)) if callable(text) else text
             reasons[i] = t if reasons[i] is None else f"{reasons[i]}; {t}"
 
     def rename(a: np.ndarray, names: Mapping[str, str]) -> np.ndarray:
@@ -90,7 +90,7 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
         flag(lens > NAME_MAX_CHARS, lambda i, c=c, lens=lens:
              f"{c} is {lens[i]:,} characters long; the limit for a name is {NAME_MAX_CHARS}")
         flag(has_control(arrow[c]), lambda i, c=c:
-             f"{c} {short_repr(values(c)[i], NAME_MAX_CHARS)} contains {bad_characters(values(c)[i])}")
+             f"{c} {short_repr(values(c)[i], NAME_MAX_CHARS)} contains {bad_characters(str(values(c)[i]))}")
     same = pc.fill_null(pc.equal(arrow["model_a"], arrow["model_b"]), False).to_numpy(zero_copy_only=False)
     flag(same, lambda i: f"model_a and model_b are the same model ({values('model_a')[i]})")
 
@@ -100,7 +100,7 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
         low = pc.replace_substring_regex(pc.utf8_lower(warr), r"\s+", " ")
         enc = pc.dictionary_encode(low)  # a handful of distinct spellings: map those, then take
         mapped = pd.Series(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object).map(WINNER_VALUES)
-        words = np.append(mapped.astype(object).to_numpy(copy=True), None)
+        words = np.append(mapped.astype(object).to_numpy(copy=True), np.array([None], object))
         winner = words[pc.fill_null(enc.indices, len(enc.dictionary)).to_numpy(zero_copy_only=False)]
     else:
         keys = pd.Series([winner_key(v) for v in wraw], dtype=object)
@@ -108,7 +108,10 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     winner[is_none(winner)] = None
     wnull = arrow_nulls(warr)
     flag(wnull, "winner is empty")
-    flag(~wnull & is_none(winner), lambda i: f"winner value {short_repr(cell_text(wraw[i]))} is not one of {_WINNER_HELP}")
+    flag(
+        ~wnull & is_none(winner),
+        lambda i: f"winner value {short_repr(cell_text(wraw[i]))} is not one of {_WINNER_HELP}",
+    )
 
     ints = {}
     for name, default in (("variant", 0), ("turn", DEFAULT_TURN)):
@@ -131,13 +134,17 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
 
     vk = pd.Series(values("variant_kind"), dtype=object).str.lower().to_numpy(copy=True)
     vk[is_none(vk)] = None
-    flag(~is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
-         lambda i: f"variant_kind {short_repr(values('variant_kind')[i])} is not one of {', '.join(VARIANT_KINDS)}")
+    flag(
+        ~is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
+        lambda i: (
+            f"variant_kind {short_repr(values('variant_kind')[i])} is not one of {', '.join(VARIANT_KINDS)}"
+        ),
+    )
     vk = np.where(is_none(vk), np.where(ints["variant"] == 0, "original", "paraphrase"), vk).astype(object)
 
     free = {c: free_text(col(c)) for c in FREE_TEXTS}
-    for c, values in free.items():
-        lens = text_lengths(values)
+    for c, column in free.items():
+        lens = text_lengths(column)
         flag(lens > TEXT_MAX_CHARS, lambda i, c=c, lens=lens:
              f"{c} is {lens[i]:,} characters long; the limit for a text is {TEXT_MAX_CHARS:,}")
 
@@ -149,7 +156,10 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     prob = cell_numbers(pcells, present)
     flag(present & np.isnan(prob), lambda i: f"prob_a {short_repr(ptxt(i))} is not a number")
     with np.errstate(invalid="ignore"):
-        flag(present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)), lambda i: f"prob_a {ptxt(i)} is outside [0, 1]")
+        flag(
+            present & ~np.isnan(prob) & ((prob < 0) | (prob > 1)),
+            lambda i: f"prob_a {ptxt(i)} is outside [0, 1]",
+        )
 
     stamp = timestamp_seconds(col("tstamp"))
     flag(stamp.bad, lambda i: f"tstamp {cell_text(col('tstamp')[i])!r} is not a time "
@@ -157,7 +167,10 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     scells = col("strength")
     spresent = cells_present(scells)
     snum = cell_numbers(scells, spresent)
-    flag(spresent & ~np.isin(snum, [1.0, 2.0]), lambda i: f"strength {clean_text([scells[i]])[0]!r} is not 1 or 2")
+    flag(
+        spresent & ~np.isin(snum, [1.0, 2.0]),
+        lambda i: f"strength {clean_text([scells[i]])[0]!r} is not 1 or 2",
+    )
     strength = pd.array(np.where(spresent & np.isin(snum, [1.0, 2.0]), snum, np.nan), dtype="Float64")
 
     frame = pd.DataFrame({

@@ -63,7 +63,9 @@ def _cells(arr) -> list:
     without nulls through NumPy; other types cell by cell."""
     t = arr.type
     if pa.types.is_dictionary(t) and _is_text(t):
-        words = np.append(arr.dictionary.to_numpy(zero_copy_only=False).astype(object), None)
+        words = np.append(
+            arr.dictionary.to_numpy(zero_copy_only=False).astype(object), np.array([None], object)
+        )
         idx = pc.fill_null(arr.indices, len(arr.dictionary)).to_numpy(zero_copy_only=False)
         return words[idx].tolist()
     if _is_text(t) or (arr.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)
@@ -76,7 +78,12 @@ def _is_text(t: pa.DataType) -> bool:
     """A string or binary column, dictionary-encoded or not."""
     if pa.types.is_dictionary(t):
         t = t.value_type
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
 
 
 def parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Iterator[RawRows]:
@@ -96,8 +103,12 @@ def parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> 
         raise LensError(f"{filename} has no rows.")
     read = list(chosen)
     md = pf.metadata
-    stored = sum(md.row_group(g).column(j).total_uncompressed_size for g in range(md.num_row_groups)
-                 for j in range(md.num_columns) if md.row_group(g).column(j).path_in_schema.split(".")[0] in read)
+    stored = sum(
+        md.row_group(g).column(j).total_uncompressed_size
+        for g in range(md.num_row_groups)
+        for j in range(md.num_columns)
+        if md.row_group(g).column(j).path_in_schema.split(".")[0] in read
+    )
     check_expansion(filename, size, stored)
     texts = [c for c in read if _is_text(schema.field(c).type)]
     decoded = 0
@@ -105,7 +116,9 @@ def parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> 
     cap = 4 * TEXT_MAX_CHARS
     try:
         fh.seek(0)
-        batches = pq.ParquetFile(fh, read_dictionary=texts).iter_batches(batch_size=batch_rows(), columns=read)
+        batches = pq.ParquetFile(fh, read_dictionary=texts).iter_batches(
+            batch_size=batch_rows(), columns=read
+        )
         for batch in batches:
             n = batch.num_rows
             sizes = np.zeros(n, dtype=np.int64)
@@ -116,16 +129,18 @@ def parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> 
                 over = lens > cap
                 if over.any():
                     arrays[c] = _blank_rows(arr, over)
-                    for i in np.flatnonzero(over):
-                        what = f"{c} is {int(lens[i]):,} bytes long, more than any verdict field may hold"
-                        problems[i] = what if problems[i] is None else f"{problems[i]}; {what}"
+                    for row in np.flatnonzero(over):
+                        what = f"{c} is {int(lens[row]):,} bytes long, more than any verdict field may hold"
+                        problems[row] = what if problems[row] is None else f"{problems[row]}; {what}"
                     lens = np.where(over, 0, lens)
                 sizes += lens
             decoded += int(sizes.sum())
             check_expansion(filename, size, decoded)
             bounds = [0]
             run = 0
-            for i, s in enumerate(sizes.tolist() if int(sizes.sum()) > BATCH_TEXT_BYTES else ()):  # one slice when it fits
+            for i, s in enumerate(
+                sizes.tolist() if int(sizes.sum()) > BATCH_TEXT_BYTES else ()
+            ):  # one slice when it fits
                 if run and run + s > BATCH_TEXT_BYTES:
                     bounds.append(i)
                     run = 0
@@ -137,8 +152,15 @@ def parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> 
                 by_orig = {c: _cells(arrays[c].slice(a, b - a)) for c in read}
                 cols = {name: by_orig[orig] for orig, name in chosen.items()}
                 lines = list(range(first_line + a, first_line + b))
-                yield RawRows(cols, _ColumnRecords(by_orig, b - a), [filename] * (b - a), lines, problems[a:b], {},
-                              dropped_columns(filename, list(schema.names), chosen))
+                yield RawRows(
+                    cols,
+                    _ColumnRecords(by_orig, b - a),
+                    [filename] * (b - a),
+                    lines,
+                    problems[a:b],
+                    {},
+                    dropped_columns(filename, list(schema.names), chosen),
+                )
             first_line += n
     except LensError:
         raise
@@ -159,5 +181,7 @@ def check_expansion(filename: str, size: int, decoded: int) -> None:
     if decoded > EXPANSION_FREE_BYTES and decoded > EXPANSION_MAX_RATIO * size:
         raise LensError(
             f"{filename} expands from {_size(size)} to more than {_size(decoded)} of text "
-            f"(over {EXPANSION_MAX_RATIO} times its size), so it is refused as a possible decompression bomb; "
-            "split it into smaller files or keep its long texts out of the verdict file.")
+            f"(over {EXPANSION_MAX_RATIO} times its size), so it is refused as a possible decompression "
+            "bomb; "
+            "split it into smaller files or keep its long texts out of the verdict file."
+        )

@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -95,12 +96,22 @@ def cell_text(v: object) -> str | None:
     return s or None
 
 
+class RowView(Protocol):
+    """Rows by position: a list, or a reader's view that builds a row only when it is indexed."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int, /) -> Any: ...
+
+
 @dataclass
 class RawRows:
     """Rows of one or more files: canonical-named values, original fields, lines, parse problems."""
 
-    cols: dict[str, list]  # canonical name → one cell per row (absent: no file has the column)
-    orig: list  # per row: a dict of its original fields, or (CSV) the list of its values
+    # canonical name → one cell per row, a list or an engine/ingest/csv_bulk.TextCells (absent: no file has
+    # the column)
+    cols: dict[str, Any]
+    orig: RowView  # per row: a dict of its original fields, or (CSV) the list of its values
     file: list[str]
     line: list[int]
     problem: list[str | None]  # a reason found while parsing, else None
@@ -206,7 +217,7 @@ def review_rows(rows: list[dict], problems: list[str | None], filename: str,
     """
     first, second, judge = parse_review_name(filename)
     seen = {} if seen is None else seen  # vote numbers per question, carried across batches
-    out = []
+    out: list[dict] = []
     for rec, prob in zip(rows, problems, strict=True):
         if prob is not None:
             out.append({})

@@ -98,8 +98,9 @@ class ValidationReport:
         finally:
             con.close()
 
-    def preview(self, n: int = 50) -> pd.DataFrame:
-        """The first ``n`` valid rows (a page shows these without loading the rest)."""
+    def preview(self, n: int | None = 50) -> pd.DataFrame:
+        """The first ``n`` valid rows (all of them when None) (a page shows these without loading the
+        rest)."""
         cols = ", ".join(f'"{c}"' for c in VERDICT_COLUMNS)
         good = self.good_sql()
         df = self._frame(Relation(f"SELECT {cols} FROM ({good}) ORDER BY seq", good.values), n)
@@ -133,7 +134,9 @@ class ValidationReport:
         head = pd.DataFrame({"source_file": df["source_file"].astype(object),
                              "source_line": df["source_line"].astype("int64"),
                              "reason": df["reason"].astype(object)})
-        fields = pd.DataFrame([json.loads(f) for f in df["fields"]], columns=list(self.field_names), dtype=object)
+        fields = pd.DataFrame(
+            [json.loads(f) for f in df["fields"]], columns=list(self.field_names), dtype=object
+        )
         fields = fields.drop(columns=[c for c in head.columns if c in fields.columns])
         return pd.concat([head, fields], axis=1)
 

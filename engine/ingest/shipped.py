@@ -64,7 +64,9 @@ def _answers(root: Path) -> pd.DataFrame:
     parts = []
     for path in sorted((root / "raw" / "prd" / "generations").glob("answer_*.jsonl")):
         model = path.stem.removeprefix("answer_")
-        parts += [(str(r["question_id"]), model, r["text"]) for r in map(json.loads, path.open(encoding="utf-8"))]
+        parts += [
+            (str(r["question_id"]), model, r["text"]) for r in map(json.loads, path.open(encoding="utf-8"))
+        ]
     for path in sorted((root / "raw" / "qlora" / "generations").glob("*.jsonl")):
         model = MODEL_NAMES[path.stem]
         parts += [(str(r["question_id"]), model, r["generation"])
@@ -100,10 +102,19 @@ def write_prebuilt(root: Path = VICUNA80_DIR) -> Path:
     out.mkdir(exist_ok=True)
     for name, path in zip(_FRAMES, (report.good_file, report.prompts_file, report.answers_file), strict=True):
         pq.write_table(pq.read_table(path), out / f"{name}.parquet", compression="zstd")
-    manifest = {"format": report.format, "rows_read": report.rows_read, "repeats": report.repeats,
-                "n_good": report.n_good, "n_invalid": report.n_invalid, "field_names": list(report.field_names),
-                "dropped": {k: list(v) for k, v in report.dropped.items()}, "file_hashes": dict(report.file_hashes)}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    manifest = {
+        "format": report.format,
+        "rows_read": report.rows_read,
+        "repeats": report.repeats,
+        "n_good": report.n_good,
+        "n_invalid": report.n_invalid,
+        "field_names": list(report.field_names),
+        "dropped": {k: list(v) for k, v in report.dropped.items()},
+        "file_hashes": dict(report.file_hashes),
+    }
+    (out / "manifest.json").write_text(
+        json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return out
 
 

@@ -72,7 +72,9 @@ def prepare_rejected(path: str | os.PathLike[str], inputs: Sequence[str | os.Pat
         except OSError:
             same = False
         if same:
-            raise LensError(f"The rejected rows would overwrite the input file {src}; give another --rejected path.")
+            raise LensError(
+                f"The rejected rows would overwrite the input file {src}; give another --rejected path."
+            )
     return p
 
 
@@ -103,14 +105,20 @@ def export_frame(store: Store, dataset: str) -> pd.DataFrame:
 def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:
     """Refuse to write a file the import would refuse: a name or text over the import's limits
     (rows stored by other means than an import, e.g. a judge reply, may be longer)."""
-    for col, limit, what in (*((c, NAME_MAX_CHARS, "name") for c in ("prompt_id", "model_a", "model_b", "judge",
-                                                                         "category", "annotator")),
-                             ("explanation", TEXT_MAX_CHARS, "text")):
+    for col, limit, what in (
+        *(
+            (c, NAME_MAX_CHARS, "name")
+            for c in ("prompt_id", "model_a", "model_b", "judge", "category", "annotator")
+        ),
+        ("explanation", TEXT_MAX_CHARS, "text"),
+    ):
         lens = df[col].astype(object).map(lambda v: len(v) if isinstance(v, str) else 0)
         if len(lens) and lens.max() > limit:
             i = int(lens.to_numpy().argmax())
-            raise LensError(f"Verdict {i + 1} of {dataset!r} has a {col} of {int(lens.iloc[i]):,} characters, over the "
-                            f"import's limit of {limit:,} for a {what}; the exported file could not be imported again.")
+            raise LensError(
+                f"Verdict {i + 1} of {dataset!r} has a {col} of {int(lens.iloc[i]):,} characters, over the "
+                f"import's limit of {limit:,} for a {what}; the exported file could not be imported again."
+            )
 
 
 def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv") -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import PurePath
 
@@ -36,6 +36,7 @@ from engine.ingest.raw_rows import (
     FORMATS,
     REVIEW_NAME,
     RawRows,
+    RowView,
     batch_full,
     canonical_columns,
     dropped_columns,
@@ -65,7 +66,7 @@ class _CsvRows:
     """Rows of a batch parsed by columns, each as the list of its values, made on demand (only
     rejected rows are ever looked at)."""
 
-    def __init__(self, columns: list[list], n: int):
+    def __init__(self, columns: Sequence[RowView], n: int):
         self.columns, self.n = columns, n
 
     def __len__(self) -> int:
@@ -101,13 +102,17 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
         problems = [p for c in chunks for p in c.problems]
         if chosen is None:
             chosen = canonical_columns(header, filename, column_map, check=any(p is None for p in problems))
-        if all(c.cols is not None for c in chunks):  # every block parsed in bulk: every row has the header's width
-            columns = [_restored(TextCells.join([c.cols[j] for c in chunks])) for j in range(width)]
-            cols = {name: (c if isinstance(c := columns[header.index(orig)], TextCells) else list(c))
+        if all(
+            c.cols is not None for c in chunks
+        ):  # every block parsed in bulk: every row has the header's width
+            bulk = [_restored(TextCells.join([c.cols[j] for c in chunks])) for j in range(width)]
+            cols = {name: (c if isinstance(c := bulk[header.index(orig)], TextCells) else list(c))
                     for orig, name in chosen.items()}  # (a list is copied: a value map rewrites it)
-            return RawRows(cols, _CsvRows(columns, len(lines)), [filename] * len(lines), lines, problems,
+            return RawRows(cols, _CsvRows(bulk, len(lines)), [filename] * len(lines), lines, problems,
                            {filename: tuple(header)}, dropped_columns(filename, header, chosen))
-        recs = [r for c in chunks for r in (c.recs if c.cols is None else map(list, zip(*c.cols, strict=True)))]
+        recs = [
+            r for c in chunks for r in (c.recs if c.cols is None else map(list, zip(*c.cols, strict=True)))
+        ]
         clean = all(p is None for p in problems)  # every row has the header's width
         # a CSV the tool wrote has ' before formula-like cells (engine/views/exports.py): read them back raw
         # (a batch without any ' in its cells, seen one column at a time, has none to restore)
@@ -117,7 +122,9 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
                 isinstance(c, str) and c[:1] == "'" for c in r) else r for r in recs]
             columns = list(zip(*recs, strict=True)) if clean else None
         if columns is None:
-            padded = [r if r is not None and len(r) == width else ((r or []) + [None] * width)[:width] for r in recs]
+            padded = [
+                r if r is not None and len(r) == width else ((r or []) + [None] * width)[:width] for r in recs
+            ]
             columns = list(zip(*padded, strict=True))
         cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
         orig = [r if r is not None else [] for r in recs]
@@ -155,7 +162,9 @@ def _record_batches(fh, filename: str, container: str) -> Iterator[tuple[list, l
         try:
             pf = pq.ParquetFile(fh)
             md = pf.metadata
-            check_expansion(filename, size, sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups)))
+            check_expansion(
+                filename, size, sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
+            )
             line = 1
             for batch in pf.iter_batches(batch_size=min(batch_rows(), 20_000)):
                 recs = batch.to_pylist()
@@ -204,7 +213,8 @@ def _first_fields(fh, filename: str, container: str) -> list | None:
 
 
 def _tool_batches(fh, filename: str, container: str, name: str) -> Iterator[RawRows]:
-    """Rows of tool ``name``'s judgment file (``engine/ingest/formats``), mapped a batch of records at a time."""
+    """Rows of tool ``name``'s judgment file (``engine/ingest/formats``), mapped a batch of records at a
+    time."""
     any_rows = False
     for records, lines, problems in _record_batches(fh, filename, container):
         ex = expand(name, records, lines, problems)

@@ -61,8 +61,10 @@ def parse_value_map(specs: Iterable[str] | None) -> dict[str, dict[str, str]]:
             raise LensError(f"The value map {v!r} is not of the form COLUMN:VALUE=NEW (e.g. winner:left=A).")
         col = column.strip().lower()
         if col not in CANONICAL:
-            raise LensError(f"The value map {v!r} names column {column.strip()!r}, which is not a verdict column "
-                            f"({', '.join(sorted(CANONICAL))}).")
+            raise LensError(
+                f"The value map {v!r} names column {column.strip()!r}, which is not a verdict column "
+                f"({', '.join(sorted(CANONICAL))})."
+            )
         out.setdefault(col, {})[old.strip()] = new.strip()
     return out
 
@@ -83,7 +85,9 @@ def apply_value_map(cols: dict[str, list], value_map: Mapping[str, Mapping[str, 
                 cells[i] = low[t.lower()]
 
 
-def _texts_tables(frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _texts_tables(
+    frame: pd.DataFrame, texts: pd.DataFrame, ok: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Question and answer texts of valid rows → rows of the prompts / answers tables (first wins)."""
     key = ["dataset", "prompt_id", "variant", "turn"]
     f = frame.loc[ok]
@@ -202,8 +206,10 @@ def _repeats(stage: Stage, good_file: str) -> int:
     part = ", ".join(f'"{c}"' for c in _CONTENT)
     con = stage.connect()
     try:
-        return int(con.execute(f"SELECT count(*) - count(DISTINCT ({part})) FROM read_parquet(?)",
-                               [str(good_file)]).fetchone()[0])
+        row = con.execute(f"SELECT count(*) - count(DISTINCT ({part})) FROM read_parquet(?)",
+                          [str(good_file)]).fetchone()
+        assert row is not None  # an aggregate without GROUP BY has one row
+        return int(row[0])
     except duckdb.Error as exc:
         raise stage.full(exc) from exc
     finally:
@@ -259,7 +265,9 @@ def validate_sources(
     ``file_judges`` puts the rows of a file (by the name given) under its own judge.
     """
     builder = ReportBuilder(dataset, model_names, judge_names, value_map)
-    fmts, names, hashes = [], [], {}
+    fmts: list[str] = []
+    names: list[str] = []
+    hashes: dict[str, str] = {}
     pending: list[RawRows] = []  # small files are checked together, a batch at a time
     with no_gc():  # the batch's per-row lists cannot form cycles; the collector would rescan them
         _read_into(builder, sources, fmt, column_map, file_judges, pending, fmts, names, hashes)

@@ -46,7 +46,7 @@ class Decoding:
 
     def as_dict(self) -> dict:
         """The decoding parameters as plain JSON values: part of the call-cache key and the stored call."""
-        d = {
+        d: dict[str, object] = {
             "temperature": None if self.temperature is None else float(self.temperature),
             "max_tokens": None if self.max_tokens is None else int(self.max_tokens),
             "top_p": None if self.top_p is None else float(self.top_p),

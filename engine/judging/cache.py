@@ -186,7 +186,7 @@ class CallCache:
         host, pid, started = me()
         now = time.time()
 
-        def lapsed(lhost: str, lpid: int | None, lstarted: float, expires: float) -> bool:
+        def lapsed(lhost: str, lpid: int, lstarted: float | None, expires: float) -> bool:
             return expires < now or (lhost == host and not same_process_alive(int(lpid), lstarted))
 
         mine, held = claim_calls(self.store, keys, self.owner, (host, pid, started), now + LEASE_S, lapsed)

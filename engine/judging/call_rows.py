@@ -43,14 +43,15 @@ def insert_calls(store: Store, calls: pd.DataFrame, owner: str) -> None:
         cur.register("_calls", calls)
         cur.execute(f"INSERT INTO judge_calls ({cols}) SELECT {cols} FROM _calls ON CONFLICT DO NOTHING")
         cur.execute(
-            "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _calls)", [owner]
+            "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _calls)",
+            [owner],
         )
         cur.unregister("_calls")
 
 
 def claim_calls(
-    store: Store, keys: list[str], owner: str, me: tuple[str, int, float], expires_at: float,
-    lapsed: Callable[[str, int | None, float, float], bool],
+    store: Store, keys: list[str], owner: str, me: tuple[str, int, float | None], expires_at: float,
+    lapsed: Callable[[str, int, float | None, float], bool],  # leases: pid NOT NULL, started nullable
 ) -> tuple[list[str], set[str]]:
     """In one transaction: the keys stored already or leased by another owner whose lease has not
     ``lapsed(host, pid, started, expires_at)`` are *held*; lapsed leases are dropped and every other
@@ -59,9 +60,13 @@ def claim_calls(
     wanted = list(dict.fromkeys(keys))
     with store.transaction() as cur:
         cur.register("_wanted", pd.DataFrame({"call_key": wanted}))
-        held = {r[0] for r in cur.execute("SELECT call_key FROM judge_calls JOIN _wanted USING (call_key)").fetchall()}
+        held = {
+            r[0]
+            for r in cur.execute("SELECT call_key FROM judge_calls JOIN _wanted USING (call_key)").fetchall()
+        }
         leases = cur.execute(
-            "SELECT call_key, owner, host, pid, started, expires_at FROM judge_call_leases JOIN _wanted USING (call_key)"
+            "SELECT call_key, owner, host, pid, started, expires_at FROM judge_call_leases JOIN _wanted "
+            "USING (call_key)"
         ).fetchall()
         cur.unregister("_wanted")
         stale = []
@@ -73,7 +78,9 @@ def claim_calls(
             else:
                 held.add(key)
         if stale:
-            cur.execute(f"DELETE FROM judge_call_leases WHERE call_key IN ({', '.join('?' for _ in stale)})", stale)
+            cur.execute(
+                f"DELETE FROM judge_call_leases WHERE call_key IN ({', '.join('?' for _ in stale)})", stale
+            )
         mine = [k for k in wanted if k not in held]
         if mine:
             cur.register("_mine", pd.DataFrame({"call_key": mine}))
@@ -102,7 +109,8 @@ def release_leases(store: Store, owner: str, keys: list[str] | None = None) -> N
             return
         cur.register("_gone", pd.DataFrame({"call_key": list(keys)}))
         cur.execute(
-            "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _gone)", [owner]
+            "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _gone)",
+            [owner],
         )
         cur.unregister("_gone")
 

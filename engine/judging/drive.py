@@ -3,9 +3,10 @@ bounded pool or the batch queue of a local backend, and who waits for which call
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -62,7 +63,8 @@ class Drive:
         self.next_poll = 0.0
 
     def run(self) -> None:
-        """Send every pending call through the pool, renew leases, store results; stop on the first fatal error."""
+        """Send every pending call through the pool, renew leases, store results; stop on the first fatal
+        error."""
         r = self.r
         pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
         stopped: BaseException | None = None
@@ -90,7 +92,11 @@ class Drive:
                     else:
                         self._submit(pool)
                 if not self.inflight:
-                    if stopped is not None or store_exc is not None or (self.exhausted and not self.ready and not self.held):
+                    if (
+                        stopped is not None
+                        or store_exc is not None
+                        or (self.exhausted and not self.ready and not self.held)
+                    ):
                         break
                     if self.held and not self.ready:
                         time.sleep(r.poll_s)  # another run is making these calls; wait for its results
@@ -128,10 +134,10 @@ class Drive:
                     r._count(finished_calls)
                     completed += finished_calls
                 if self.given_up and store_exc is None:
-                    try:  # another run waiting for these calls may try them itself
+                    # another run waiting for these calls may try them itself; if the store fails, they
+                    # are dropped when the run ends, or lapse
+                    with contextlib.suppress(*STORE_ERRORS):
                         r.cache.release(self.given_up)
-                    except STORE_ERRORS:
-                        pass  # they are dropped when the run ends, or lapse
                     self.given_up = []
                 idle = not self.inflight and not self.ready  # the units need these results to go on
                 due = (idle or stopped is not None or store_exc is not None
@@ -167,14 +173,12 @@ class Drive:
                     r._count(ended)
                     completed += ended
             if completed:
-                try:
+                with contextlib.suppress(*STORE_ERRORS):  # journaled by _record; the interruption is raised
                     r._record(completed, journal_only=refused)
-                except STORE_ERRORS:
-                    pass  # journaled by _record; the interruption is what is raised
-            try:
+            with contextlib.suppress(
+                *STORE_ERRORS
+            ):  # the leases lapse on their own once this process is gone
                 r.cache.release()
-            except STORE_ERRORS:
-                pass  # the leases lapse on their own once this process is gone
         if store_exc is not None:
             raise r.store_lost(store_exc) from store_exc
         if stopped is not None:
@@ -229,10 +233,7 @@ class Drive:
     def _submit(self, pool: ThreadPoolExecutor) -> None:
         r = self.r
         while self.ready and len(self.inflight) < self.limit:
-            if self.batched:
-                items = self._next_batch()
-            else:
-                items = [self.ready.popleft()]
+            items = self._next_batch() if self.batched else [self.ready.popleft()]
             fut = pool.submit(r._with_retries, [req for _, req in items])
             self.inflight[fut] = items
 
@@ -252,7 +253,7 @@ class Drive:
         return items
 
     # -- advancing units ------------------------------------------------------------------------
-    def _deliver(self, deliveries: list[tuple[UnitState, str, ChatResult | None]]) -> None:
+    def _deliver(self, deliveries: Sequence[tuple[UnitState, str, ChatResult | None]]) -> None:
         resume = []
         for st, k, res in deliveries:
             if k not in st.need:
@@ -264,7 +265,7 @@ class Drive:
         if resume:
             self._step(resume)
 
-    def _step(self, items: list[tuple[UnitState, list | None]]) -> None:
+    def _step(self, items: Sequence[tuple[UnitState, list[ChatResult | None] | None]]) -> None:
         """Send results into units; look their next requests up in the cache in one query."""
         r = self.r
         queue = deque(items)
@@ -273,7 +274,7 @@ class Drive:
             while queue:
                 st, send = queue.popleft()
                 try:
-                    reqs = st.gen.send(send)
+                    reqs = next(st.gen) if send is None else st.gen.send(send)  # next: a unit's start
                 except StopIteration as stop:
                     r.stats.units_done += 1
                     if self.on_done is not None:

@@ -28,7 +28,8 @@ def make_backend(
     dtype: str | None = None,
     token_budget: int | None = None,
 ) -> Backend:
-    """The ``openai`` (server) or ``local`` backend for ``model``; an unknown kind is one LensError sentence."""
+    """The ``openai`` (server) or ``local`` backend for ``model``; an unknown kind is one LensError
+    sentence."""
     if kind == "openai":
         from engine.judging.openai_backend import OpenAIBackend
 

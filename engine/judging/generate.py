@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import records
 from engine.judging.backends import ChatRequest, Decoding
 from engine.judging.persist import write_answers
 from engine.judging.runner import Runner
@@ -51,7 +52,7 @@ def generate_answers(
             "model": name,
             "text": r.text,
         }
-        for p, r in zip(prompts.itertuples(index=False), res, strict=True)
+        for p, r in zip(records(prompts), res, strict=True)
         if r is not None
     ]
     out = pd.DataFrame(rows, columns=["prompt_id", "variant", "turn", "model", "text"])

@@ -39,8 +39,9 @@ def _jsonl(path: Path) -> list[dict]:
                 continue
             try:
                 rows.append(json.loads(line))
-            except ValueError as exc:
-                raise LensError(f"{path.name} line {i} is not valid JSON ({exc.msg}).") from exc
+            except ValueError as exc:  # JSONDecodeError, or a number json will not convert (ValueError)
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                raise LensError(f"{path.name} line {i} is not valid JSON ({why}).") from exc
     return rows
 
 
@@ -100,7 +101,8 @@ def select_prompts(
         unknown = sorted(set(categories) - set(q["category"]))
         if unknown:
             raise LensError(
-                f"No category {unknown[0]!r} in the questions; known: {', '.join(sorted(set(q['category'])))}."
+                f"No category {unknown[0]!r} in the questions; known: "
+                f"{', '.join(sorted(set(q['category'])))}."
             )
         q = q[q["category"].isin(categories)]
     if limit_per_category is not None:

@@ -80,8 +80,5 @@ def file_pending(store_path: Path, put_rows) -> int:
         rows = read_rows(path)
         put_rows(rows)
         n += len(rows)
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
+        path.unlink(missing_ok=True)
     return n

@@ -33,6 +33,10 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from engine.errors import LensError
 from engine.judging.backends import ChatRequest, ChatResult
@@ -86,7 +90,7 @@ class TransformersBackend:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model, **kw)
             self.lm = AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype), **kw).to(
-                self.device
+                self.device  # type: ignore[arg-type]  # transformers types its wrapped .to() as taking a model
             )
         except (OSError, ValueError) as exc:
             raise LensError(f"Cannot load the local model {model!r}: {exc}") from exc
@@ -112,9 +116,14 @@ class TransformersBackend:
         self.identity = f"{self.name}[{torch.device(self.device).type},{self.dtype}]"
 
     def _render(self, req: ChatRequest) -> str:
-        return self.tokenizer.apply_chat_template(
+        # one conversation, tokenize=False: a str (transformers annotates the batched and token forms too)
+        return cast(str, self.tokenizer.apply_chat_template(
             req.message_dicts(), add_generation_prompt=True, tokenize=False
-        )
+        ))
+
+    def _decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        """``tokenizer.decode`` of one token sequence: a str (transformers annotates batches too)."""
+        return cast(str, self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens))
 
     # -- hooks the runner uses ------------------------------------------------------------------
     def normalise(self, req: ChatRequest) -> ChatRequest:
@@ -219,11 +228,11 @@ class TransformersBackend:
                 vals, idx = lp.topk(d.top_logprobs)
                 top = (
                     {
-                        **{self.tokenizer.decode([int(j)]): float(v) for v, j in zip(vals, idx, strict=True)},
+                        **{self._decode([int(j)]): float(v) for v, j in zip(vals, idx, strict=True)},
                         **{t: float(self._torch.logsumexp(lp[w], dim=-1)) for t, w in watched.items()},
                     },
                 )
-            text = "" if tok in eos_ids else self.tokenizer.decode([tok], skip_special_tokens=True)
+            text = "" if tok in eos_ids else self._decode([tok], skip_special_tokens=True)
             out.append(
                 ChatResult(
                     text=text,
@@ -312,7 +321,7 @@ class TransformersBackend:
         eos_ids = self._eos_ids()
         prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
         tops = None
-        watched: dict[str, object] = {}  # spelling → (batch, steps) logprob of all its token ids
+        watched: dict[str, np.ndarray] = {}  # spelling → (batch, steps) logprob of all its token ids
         if d.top_logprobs > 0:
             logits = torch.stack(gen.logits, dim=1).float()  # (batch, steps, vocab)
             lp = torch.log_softmax(logits, dim=-1)
@@ -328,14 +337,14 @@ class TransformersBackend:
                     n = k + 1
                     break
             kept = [t for t in row[:n] if t not in eos_ids]
-            text = self.tokenizer.decode(kept, skip_special_tokens=True)
+            text = self._decode(kept, skip_special_tokens=True)
             top = None
             if tops is not None:
                 vals, idx = tops
                 top = tuple(
                     {
                         **{
-                            self.tokenizer.decode([int(i)]): float(v)
+                            self._decode([int(i)]): float(v)
                             for v, i in zip(vals[b, s], idx[b, s], strict=True)
                         },
                         **{text: float(w[b, s]) for text, w in watched.items()},
@@ -363,7 +372,7 @@ class TransformersBackend:
             want = set(key)
             found: dict[str, list[int]] = {}
             for i in range(len(self.tokenizer)):
-                text = self.tokenizer.decode([i])
+                text = self._decode([i])
                 if text.strip(TOKEN_WRAPPING) in want:
                     found.setdefault(text, []).append(i)
             self._watch[key] = found

@@ -39,7 +39,8 @@ def prepare_gguf(folder: str, gguf_file: str, name: str) -> str:
 
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
     lm = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
-    lm.hf_quantizer = None  # already dequantized to float tensors: save them as they are
+    # already dequantized to float tensors: save them as they are
+    lm.hf_quantizer = None  # type: ignore[assignment]  # torch types a Module's attributes Tensor | Module
     if hasattr(lm.config, "quantization_config"):
         del lm.config.quantization_config
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")

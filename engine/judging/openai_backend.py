@@ -62,7 +62,7 @@ def _split_urls(base_url: str | list[str] | None) -> list[str | None]:
             raise LensError(
                 f"The server URL {redact_url(u)!r} does not start with http:// or https:// and a host."
             )
-    return urls
+    return list[str | None](urls)
 
 
 def retry_after_s(headers) -> float | None:
@@ -179,10 +179,27 @@ def read_completion(resp, latency: float) -> ChatResult:
 
 _BUILD_LOCK = threading.Lock()
 _SAMPLE_REPLY = {
-    "id": "warm-up", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "x"},
-                 "logprobs": {"content": [{"token": "x", "logprob": 0.0, "bytes": None,
-                                           "top_logprobs": [{"token": "x", "logprob": 0.0, "bytes": None}]}]}}],
+    "id": "warm-up",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "x"},
+            "logprobs": {
+                "content": [
+                    {
+                        "token": "x",
+                        "logprob": 0.0,
+                        "bytes": None,
+                        "top_logprobs": [{"token": "x", "logprob": 0.0, "bytes": None}],
+                    }
+                ]
+            },
+        }
+    ],
     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
 }
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from engine.frames import records
 from engine.judging.backends import ChatRequest, Decoding
 from engine.judging.parsing import parse_json_array
 from engine.judging.persist import LINEAGE_COLUMNS, PROMPT_COLUMNS, highest_variants, lineage, write_variants
@@ -79,10 +80,11 @@ def perturb(
             arr = None
         cands.append([x.strip() for x in arr] if arr else None)
     todo = [i for i, c in enumerate(cands) if c]
+    checked = {i: c for i, c in enumerate(cands) if c}  # the prompts whose candidates are checked
     chk_reqs = [
         ChatRequest(
             checker.render(
-                n=len(cands[i]), text=originals.at[i, "text"], candidates=_candidate_list(cands[i])
+                n=len(checked[i]), text=originals.at[i, "text"], candidates=_candidate_list(checked[i])
             ),
             check_decoding,
             checker.id,
@@ -96,21 +98,21 @@ def perturb(
     for i, r in zip(todo, chk_res, strict=True):
         if r is None:
             continue  # the check failed after all retries: nothing changes for this prompt
-        verdicts = parse_json_array(r.text, len(cands[i]))
+        verdicts = parse_json_array(r.text, len(checked[i]))
         if verdicts is None or not all(isinstance(v, str) and v.strip() in ("YES", "NO") for v in verdicts):
             bad_chk += 1
             continue
         accepted[i] = [
-            (j, c) for j, (c, ok) in enumerate(zip(cands[i], verdicts, strict=True)) if ok.strip() == "YES"
+            (j, c) for j, (c, ok) in enumerate(zip(checked[i], verdicts, strict=True)) if ok.strip() == "YES"
         ]
     existing = prompts[(prompts["variant_kind"] == "paraphrase") & (prompts["turn"] == turn)]
-    known = {(r.prompt_id, r.text): int(r.variant) for r in existing.itertuples(index=False)}
+    known = {(r.prompt_id, r.text): int(r.variant) for r in records(existing)}
     top = highest_variants(store, dataset)
     variants, lineage_rows = [], []
     added = 0
     for i, items in accepted.items():
         p = originals.loc[i]
-        pid = p["prompt_id"]
+        pid = str(p["prompt_id"])
         for j, c in items:
             v = known.get((pid, c))
             if v is None:

@@ -16,8 +16,10 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from typing import TypeVar
 
 VERDICT_TAGS: dict[str, str] = {"[[A]]": "A", "[[B]]": "B", "[[TIE]]": "tie"}
+T = TypeVar("T")  # what a tag means: a verdict (str) or a score (int)
 SCORE_TAGS: dict[str, int] = {f"[[{i}]]": i for i in range(1, 6)}
 SOFT_LETTERS: dict[str, str] = {"A": "A", "B": "B"}
 TOKEN_WRAPPING = " \t\r\n[]*\"'"  # stripped from a token before it is compared with a letter
@@ -29,7 +31,7 @@ def _tag_regex(tags: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(t) for t in sorted(tags, key=len, reverse=True)))
 
 
-def last_tag(text: str | None, tags: Mapping[str, object]) -> object | None:
+def last_tag(text: str | None, tags: Mapping[str, T]) -> T | None:
     """The meaning of the last exact occurrence of any key of ``tags`` in ``text`` (case-sensitive)."""
     if not text or not tags:
         return None

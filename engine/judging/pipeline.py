@@ -10,12 +10,14 @@ with ``add_model`` it inserts one model into the judge's stored leaderboard inst
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
 import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import records
 from engine.judging import inputs as inp
 from engine.judging.persist import (
     finish_run,
@@ -49,7 +51,8 @@ from engine.store.connection import Store
 
 @dataclass(frozen=True)
 class JudgeReport:
-    """What a judge run did: its id, pairs and verdicts written (invalid among them), call stats and status."""
+    """What a judge run did: its id, pairs and verdicts written (invalid among them), call stats and
+    status."""
 
     run_id: int
     dataset: str
@@ -110,10 +113,10 @@ def build_jobs(
                 f"Dataset {dataset!r} holds no answers of model {unknown[0]!r}; it has {', '.join(have)}."
             )
         answers = answers[answers["model"].isin(models)]
-    text = {(r.prompt_id, r.variant, r.model): r.text for r in answers.itertuples(index=False)}
+    text = {(r.prompt_id, r.variant, r.model): r.text for r in records(answers)}
     all_pairs = pairs if pairs is not None else round_robin_pairs(models or have)
     jobs = []
-    for p in prompts.itertuples(index=False):
+    for p in records(prompts):
         for a, b in all_pairs:
             ta, tb = text.get((p.prompt_id, p.variant, a)), text.get((p.prompt_id, p.variant, b))
             if ta is None or tb is None:
@@ -212,7 +215,14 @@ def judge_run(
     refs = ",".join(t.ref for t in cfg.templates_for(protocol))
     source = f"judge:{runner.backend.name}:{runner.backend.model}:{protocol}:{refs}"
     run_id = start_run(
-        store, "judge", dataset, runner.backend.name, runner.backend.model, protocol, params or {}, force=force
+        store,
+        "judge",
+        dataset,
+        runner.backend.name,
+        runner.backend.model,
+        protocol,
+        params or {},
+        force=force,
     )
     runner.run_id = run_id
     writer = VerdictWriter(store, dataset, judge, source, every=flush_every)
@@ -247,14 +257,14 @@ def judge_run(
         writer.flush()
     except BaseException as exc:
         error = exc
-        try:
+        with contextlib.suppress(Exception):  # the first error is the one to report
             writer.flush()  # pairs that finished before the error are real verdicts
-        except Exception:  # noqa: BLE001 - the first error is the one to report
-            pass
         raise
     finally:
         try:
-            finish_run(store, run_id, runner.stats, run_status(runner.stats, error), truncated_pairs=truncated)
+            finish_run(
+                store, run_id, runner.stats, run_status(runner.stats, error), truncated_pairs=truncated
+            )
         except STORE_ERRORS:
             if error is None:
                 raise
@@ -273,7 +283,9 @@ def judge_run(
     )
 
 
-def _run_swim(store: Store, dataset, runner, judge, models, variants, seed, add_model, run_jobs) -> SwimResult:
+def _run_swim(
+    store: Store, dataset, runner, judge, models, variants, seed, add_model, run_jobs
+) -> SwimResult:
     """SWIM from scratch over ``models``, or (``add_model``) one insertion into the stored leaderboard."""
     answers = store.answer_texts(dataset)
     have = models or sorted(set(answers["model"]))

@@ -10,7 +10,8 @@ length so a batch pads little). Identical requests of different units share one 
 Each request is first looked up in the call cache. Worker threads only talk to the backend: the
 calling thread stores finished calls in DuckDB, so the runner is the store's one writer. Calls that
 finish within ``record_every_s`` (0.25 s) of each other are stored in one transaction (a store that
-lets go of its file between writes pays about 60 ms of CPU to open, write and close it), and a result reaches its unit only once its call is stored
+lets go of its file between writes pays about 60 ms of CPU to open, write and close it), and a result reaches
+its unit only once its call is stored
 (a unit asking for a call that waits to be stored waits for it too). A SIGKILL loses the calls still
 in flight and those finished in the last ``record_every_s``; Ctrl-C sends nothing new, lets the
 calls in flight end and stores them with the finished ones on the way out.
@@ -45,6 +46,7 @@ import threading
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from engine.errors import LensError, is_disk_full
@@ -141,13 +143,13 @@ class Runner:
         self.record_every_s = record_every_s
         self.stats = RunStats()
         self._journal_filed = False
-        self.journal_file = None
+        self.journal_file: Path | None = None
         self._stalled = 0  # attempts that timed out while no call of this runner had succeeded
         self._succeeded = False
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._rng = random.Random(jitter_seed)
-        self._bar = None
+        self._bar: Any = None  # the tqdm bar while progress_bar's block runs
 
     @property
     def identity(self) -> str:
@@ -194,11 +196,11 @@ class Runner:
             return
         from tqdm import tqdm
 
-        self._bar = tqdm(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True)
+        bar = self._bar = tqdm(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True)
         try:
             yield
         finally:
-            self._bar.close()
+            bar.close()
             self._bar = None
 
     def drive(

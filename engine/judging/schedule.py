@@ -28,7 +28,8 @@ def round_robin_pairs(models: list[str]) -> list[tuple[str, str]]:
 def bt_scores(
     models: list[str], verdicts: pd.DataFrame, *, prior: float = 0.1, iters: int = 10_000, tol: float = 1e-10
 ) -> np.ndarray:
-    """Half-tie Bradley–Terry log-strengths (mean-centred) by the shared Newton kernel (``engine.rankers.bt``).
+    """Half-tie Bradley–Terry log-strengths (mean-centred) by the shared Newton kernel
+    (``engine.rankers.bt``).
 
     Wins count 1, ties 1/2 to each side (paper 000, Section 3); ``prior`` pseudo-wins each way on
     every pair keep the estimate finite when a model has won (or lost) everything, which happens

@@ -95,5 +95,5 @@ def majority(stack: GraphStack, *, ties: str = "half", exact_half: str = "both",
     """Out-degree in paper 000's majority-vote integration graph (eq. 5), ties by ``ties``/``exact_half``."""
     check_stack(stack, "majority")
     g = integration_graph(stack.adj, stack.observed, ties=ties, exact_half=exact_half)
-    return majority_result(stack.models, g, stack.observed.any(axis=0), ties=ties, exact_half=exact_half,
+    return majority_result(stack.models, g, np.asarray(stack.observed.any(axis=0)), ties=ties, exact_half=exact_half,
                            normalize=normalize)

@@ -121,9 +121,8 @@ def check_ranker_params(ranker: str, params: dict) -> dict:
         if name not in kinds:
             raise LensError(f"The {ranker} ranker has no parameter {name!r}; {_known(ranker, kinds)}.")
         kind = kinds[name]
-        if kind == "bool" and not isinstance(value, bool):
-            if type(value).__name__ != "bool_":  # numpy's bool is fine
-                raise LensError(f"Ranker parameter {name}={value!r} of {ranker} is not true or false.")
+        if kind == "bool" and not isinstance(value, bool) and type(value).__name__ != "bool_":  # numpy's is fine
+            raise LensError(f"Ranker parameter {name}={value!r} of {ranker} is not true or false.")
         if kind in ("int", "float") and value is not None:
             numeric = isinstance(value, int | float) and not isinstance(value, bool)
             if not numeric and not hasattr(value, "__float__"):

@@ -239,7 +239,8 @@ def pged_per_prompt_scores(
         return score, orders
     B = g.shape[0]
     step = max(1, chunk_cells // max(1, n_q * n * n))
-    scores, orders = [], []
+    score_rows: list[np.ndarray] = []
+    order_rows: list[np.ndarray | None] = []
     for b0 in range(0, B, step):
         gb = g[b0:b0 + step] * np.asarray(alpha, dtype=np.float64)[None]
         nb = gb.shape[0]
@@ -248,9 +249,10 @@ def pged_per_prompt_scores(
                                             delta_ties)
         s, o, _ = aggregate_rankings(points.reshape(nb, n_q, n), above.reshape(nb, n_q, n, n), m[b0:b0 + nb],
                                      aggregate, exact_max)
-        scores.append(s)
-        orders.append(o)
-    return np.vstack(scores), (None if orders[0] is None else np.vstack(orders))
+        score_rows.append(s)
+        order_rows.append(o)
+    chunk_orders = [o for o in order_rows if o is not None]  # every chunk has orders (kemeny) or none
+    return np.vstack(score_rows), (np.vstack(chunk_orders) if chunk_orders else None)
 
 
 def final_order(models: tuple[str, ...], score: np.ndarray, kemeny_order: np.ndarray | None) -> list[str]:
@@ -283,7 +285,7 @@ def pged_per_prompt(
         key=lambda e: (-e[2], e[0], e[1]),
     )
     label = [" / ".join(str(v) for v in row) for row in qkeys.itertuples(index=False)] if qkeys.shape[1] else None
-    details = {
+    details: dict[str, object] = {
         "mode": "per-prompt: one ensemble per question (its judges and variants), denoised, ranked, then aggregated "
                 "(paper 002, Section 4.2)",
         "aggregate": aggregate,
@@ -304,7 +306,7 @@ def pged_per_prompt(
         "removed_weight": float(removed_w.sum()),
         "total_weight": float(wq.sum()),
     }
-    if aggregate == "kemeny":
+    if aggregate == "kemeny" and counts is not None:
         details["co_optimal_orders"] = None if np.isnan(counts[0]) else int(counts[0])
     extras = {
         "graph": adjacency_frame(models, dag.sum(axis=0)),

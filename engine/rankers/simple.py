@@ -97,7 +97,7 @@ def copeland(stack: GraphStack, *, normalize: bool = False) -> RankResult:
     """Pairs won by majority over the graphs plus half the exact majorities (paper 000, A.3)."""
     check_stack(stack, "copeland")
     W, _ = stack.win_tie_matrices()
-    compared = stack.observed.any(axis=0)
+    compared = np.asarray(stack.observed.any(axis=0))
     score = copeland_scores(W[None], compared[None], 0.5, normalize)[0]
     return RankResult(
         "copeland", series(stack.models, score),
@@ -112,7 +112,7 @@ def scorewin(stack: GraphStack, *, normalize: bool = False) -> RankResult:
     """Out-degree of the majority graph with exact majorities counted as a win both ways."""
     check_stack(stack, "scorewin")
     W, _ = stack.win_tie_matrices()
-    compared = stack.observed.any(axis=0)
+    compared = np.asarray(stack.observed.any(axis=0))
     score = copeland_scores(W[None], compared[None], 1.0, normalize)[0]
     return RankResult(
         "scorewin", series(stack.models, score),
@@ -125,7 +125,7 @@ def scorewin(stack: GraphStack, *, normalize: bool = False) -> RankResult:
 def graph_rankings(stack: GraphStack) -> tuple[np.ndarray, np.ndarray]:
     """Per-graph competition ranks (T, n) by in-graph wins + ties/2, and the presence mask (T, n)."""
     score = stack.wins.sum(axis=2) + 0.5 * stack.ties.sum(axis=2)
-    present = stack.observed.any(axis=2)
+    present = np.asarray(stack.observed.any(axis=2))
     s = np.where(present, score, -np.inf)
     ranks = 1 + (s[:, None, :] > s[:, :, None]).sum(axis=2)
     return ranks, present

@@ -144,7 +144,7 @@ def leaderboard_from_stack(
 
 def _prompts_per_model(stack: GraphStack) -> np.ndarray:
     """Per model: the distinct prompt ids of the graphs it took part in."""
-    present = stack.observed.any(axis=2)
+    present = np.asarray(stack.observed.any(axis=2))
     if stack.T == 0:
         return np.zeros(stack.n, dtype=np.int64)
     q = pd.factorize(stack.keys["prompt_id"].astype(str))[0]
@@ -156,7 +156,7 @@ def _prompts_per_model(stack: GraphStack) -> np.ndarray:
 
 def compared_models_only(stack: GraphStack, after_keep_k: bool = False) -> tuple[GraphStack, list[str]]:
     """The stack over the models compared in at least one of its graphs, and the models dropped."""
-    seen = stack.observed.any(axis=(0, 2))
+    seen = np.asarray(stack.observed.any(axis=(0, 2)))
     dropped = [m for m, s in zip(stack.models, seen, strict=True) if not s]
     if not dropped:
         return stack, []

@@ -17,11 +17,13 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import records
 from engine.graphs.stack import GraphStack
 from engine.ranking.distances import ordinal_ranks
 from engine.store.connection import Store
@@ -49,7 +51,7 @@ def _read_json(path: Path, category: str | None) -> pd.Series:
         raise LensError(f"The reference file {path.name} has no category {cat!r}; it has {', '.join(sorted(data))}.")
     ratings = {}
     for model, entry in data[cat].items():
-        value = entry.get("rating") if isinstance(entry, dict) else entry
+        value: Any = entry.get("rating") if isinstance(entry, dict) else entry  # JSON: float() decides
         try:
             ratings[str(model)] = float(value)
         except (TypeError, ValueError):
@@ -165,7 +167,7 @@ def map_reference(ref: pd.Series, mapping: pd.DataFrame) -> pd.Series:
     """Re-index a reference by dataset model names through a mapping; unmapped/missing go to attrs."""
     lower = {str(k).lower(): k for k in ref.index}
     out, unmapped, missing = {}, [], []
-    for row in mapping.itertuples(index=False):
+    for row in records(mapping):
         names = [n for n in (row.arena_model, row.arena_display) if n]
         if not names:
             unmapped.append(row.model)
@@ -292,7 +294,7 @@ def reference_of(reference: pd.Series | Mapping[str, pd.Series], category: str |
     """The reference ranking for ``category`` (one series serves every category)."""
     if isinstance(reference, pd.Series):
         return reference
-    if category in reference:
+    if category is not None and category in reference:
         return reference[category]
     raise LensError(f"No reference ranking is given for category {category!r}.")
 

@@ -53,8 +53,10 @@ def read_vote_rows(
     src = filtered_source(relation, cols, judge, category)
     n_invalid, models = _models_and_invalid(con, src)
     if not models:
-        return VoteRows((), *(np.zeros(0, dtype=t) for t in (np.int16, np.int16, np.int8, np.int8)),
-                        *(np.zeros(0, dtype=np.uint64) for _ in range(3)), n_invalid=n_invalid)
+        no_key = np.zeros(0, dtype=np.uint64)
+        return VoteRows((), a=np.zeros(0, np.int16), b=np.zeros(0, np.int16), winner=np.zeros(0, np.int8),
+                        order=np.zeros(0, np.int8), graph=no_key, prompt=no_key.copy(), voter=no_key.copy(),
+                        n_invalid=n_invalid)
     order_col = "\"order\"" if "order" in cols else "NULL"
     annot = "annotator" if "annotator" in cols else "NULL"
     battle = "battle_id" if "battle_id" in cols else "NULL"

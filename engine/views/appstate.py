@@ -264,7 +264,7 @@ def app_leaderboard(ctx: SliderContext | GraphStack | GraphBuckets, *, ranker: s
     if not {"votes", "n_prompts"} <= set(table.columns):  # a table without the engine's vote columns
         from engine.views.leaderboard_view import with_participation
 
-        table = with_participation(table, ctx.stack.subset(idx))
+        table = with_participation(table, ctx.stack.subset(idx).dense())
     table = with_reference(model_cycle_columns(table, ctx, idx), reference)
     dist = {} if reference is None else compare_to_reference(board, reference)
     return AppBoard(table, board.params, dist, reference_note)

@@ -40,10 +40,14 @@ def graphs_table(graphs: pd.DataFrame, keys: pd.DataFrame | None = None) -> pd.D
         names = variant_labels(src.reset_index(drop=True))
         lookup = dict(zip(zip(src["prompt_id"].astype(str), src["variant"].astype(int), strict=True),
                           names, strict=True))
-        label = [lookup.get((str(p), int(v)), str(v)) for p, v in zip(graphs["prompt_id"], graphs["variant"], strict=True)]
+        label = [
+            lookup.get((str(p), int(v)), str(v))
+            for p, v in zip(graphs["prompt_id"], graphs["variant"], strict=True)
+        ]
     else:
         label = ["original" if int(v) == 0 else f"variant {int(v)}" for v in graphs["variant"]]
     out = graphs.assign(variant_label=label)
-    order = sorted(range(len(out)), key=lambda i: (-float(out["s_mu"].iat[i]), natural_key(out["prompt_id"].iat[i]),
-                                                   int(out["variant"].iat[i]), str(out["judge"].iat[i])))
+    s_mu, variant = out["s_mu"].to_numpy(np.float64), out["variant"].to_numpy(np.int64)
+    pid, judge = out["prompt_id"].tolist(), [str(j) for j in out["judge"]]
+    order = sorted(range(len(out)), key=lambda i: (-s_mu[i], natural_key(pid[i]), variant[i], judge[i]))
     return out.iloc[order].reset_index(drop=True)

@@ -19,10 +19,13 @@ DATASET_COLUMNS = ["name", "version", "verdicts", "invalid", "judges", "prompts"
 
 
 def datasets_view(frame: pd.DataFrame) -> pd.DataFrame:
-    """``Store.datasets()`` as the page lists it: version counted per dataset, known columns first, "—" for no text."""
+    """``Store.datasets()`` as the page lists it: version counted per dataset, known columns first, "—" for no
+    text."""
     if "revision" in frame.columns:  # the store-wide number keys caches; users see the dataset's own count
         frame = frame.drop(columns="version").rename(columns={"revision": "version"})
-    cols = [c for c in DATASET_COLUMNS if c in frame.columns] + [c for c in frame.columns if c not in DATASET_COLUMNS]
+    cols = [c for c in DATASET_COLUMNS if c in frame.columns] + [
+        c for c in frame.columns if c not in DATASET_COLUMNS
+    ]
     out = frame[cols].copy()
     for col in ("description", "source"):
         if col in out.columns:
@@ -64,8 +67,10 @@ def refusal_message(result) -> str:
     checkbox instead of the command line's flag."""
     if result.rows_rejected and result.rows_stored == 0 and result.report.n_good:
         good = result.report.n_good
-        return (f"Nothing was stored: {result.rows_rejected} of {result.rows_read} rows were rejected. Fix them "
-                f"in the file, or tick “{SKIP_LABEL}” to store the other {good:,}.")
+        return (
+            f"Nothing was stored: {result.rows_rejected} of {result.rows_read} rows were rejected. Fix them "
+            f"in the file, or tick “{SKIP_LABEL}” to store the other {good:,}."
+        )
     if result.report.n_good == 0:
         return "Nothing was stored: the file has no valid row."
     message = result.message.replace("use --replace to replace the dataset",

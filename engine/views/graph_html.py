@@ -63,11 +63,15 @@ def vis_network_js() -> str:
     is not imported, its import pulls in IPython and costs seconds)."""
     spec = find_spec("pyvis")
     if spec is None or spec.origin is None:
-        raise LensError("The pyvis package is not installed; it ships the vis-network script the graphs need.")
+        raise LensError(
+            "The pyvis package is not installed; it ships the vis-network script the graphs need."
+        )
     return Path(spec.origin).parent.joinpath(*VIS_JS).read_text(encoding="utf-8")
 
 
-def circle_positions(order: list[int] | tuple[int, ...], radius: float = 190.0) -> dict[int, tuple[float, float]]:
+def circle_positions(
+    order: list[int] | tuple[int, ...], radius: float = 190.0
+) -> dict[int, tuple[float, float]]:
     """Node positions on a circle, ``order[0]`` at the top and the rest clockwise."""
     m = len(order)
     out = {}
@@ -146,7 +150,11 @@ PANELS.forEach(function (p, k) {
 def network_page(panels: list[Panel], height_px: int = 430) -> str:
     """One HTML page drawing ``panels`` side by side (vis-network inlined, no external resource)."""
     data = [{"title": p.title, "nodes": p.nodes, "edges": p.edges} for p in panels]
-    script = SCRIPT % {"panels": script_safe_json(data), "options": json.dumps(OPTIONS), "height": int(height_px)}
+    script = SCRIPT % {
+        "panels": script_safe_json(data),
+        "options": json.dumps(OPTIONS),
+        "height": int(height_px),
+    }
     return (
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>" + CSS + "</style>"
         "<script>" + vis_network_js() + "</script></head>"

@@ -94,8 +94,12 @@ def pair_changes(adj: np.ndarray, observed: np.ndarray, after: np.ndarray) -> pd
     i, j = np.triu_indices(rb.shape[0], 1)
     rows = [(int(x), int(y), int(rb[x, y]), int(ra[x, y]), _change(int(rb[x, y]), int(ra[x, y])))
             for x, y in zip(i, j, strict=True)]
-    frame = pd.DataFrame([r for r in rows if r[4] is not None], columns=["i", "j", "before", "after", "change"])
-    return frame.astype({"i": np.int64, "j": np.int64, "before": np.int64, "after": np.int64, "change": object})
+    frame = pd.DataFrame(
+        [r for r in rows if r[4] is not None], columns=["i", "j", "before", "after", "change"]
+    )
+    return frame.astype(
+        {"i": np.int64, "j": np.int64, "before": np.int64, "after": np.int64, "change": object}
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,7 +117,8 @@ def _denoise_note(label: str, counts: dict[str, int], n_strict: int) -> str:
     c = counts
     if label == "PGED":
         return (
-            f"PGED ranks from strict wins only (paper 002), so the {c['tie set aside'] + c['tie kept']} tie(s) "
+            f"PGED ranks from strict wins only (paper 002), so the {c['tie set aside'] + c['tie kept']} "
+            "tie(s) "
             f"are set aside (drawn faded); to break every cycle it removed {c['removed']} of the "
             f"{n_strict} strict edges (a feedback arc set)."
         )
@@ -206,7 +211,9 @@ def graph_view(stack: GraphStack | GraphBuckets, t: int) -> GraphView:
         n_strict = int((rel == 1).sum())
         for label, name in DENOISERS.items():
             graph = rank(sub, name).extras["graph"]
-            after = np.asarray(graph.reindex(index=list(models), columns=list(models)).fillna(0).to_numpy(), dtype=bool)
+            after = np.asarray(
+                graph.reindex(index=list(models), columns=list(models)).fillna(0).to_numpy(), dtype=bool
+            )
             changes = pair_changes(adj, obs, after)
             counts = {c: int((changes["change"] == c).sum()) for c in CHANGES}
             denoised[label] = Denoised(label, after, changes, counts, _denoise_note(label, counts, n_strict))
@@ -230,7 +237,9 @@ def graph_position(stack: GraphStack | GraphBuckets, prompt_id: str, variant: in
 
     hit = _once(stack, "graph_positions", make).get((str(prompt_id), int(variant), str(judge)))
     if hit is None:
-        raise LensError(f"The selection has no graph for prompt {prompt_id}, variant {variant}, judge {judge}.")
+        raise LensError(
+            f"The selection has no graph for prompt {prompt_id}, variant {variant}, judge {judge}."
+        )
     return int(hit)
 
 
@@ -267,7 +276,8 @@ def graph_choices(stack: GraphStack | GraphBuckets) -> dict[str, dict[int, list[
 
 
 def variant_names(stack: GraphStack | GraphBuckets) -> dict[tuple[str, int], str]:
-    """(prompt_id, variant) → "original" / "paraphrase k" / "sample k" (``engine.views.labels.variant_labels``);
+    """(prompt_id, variant) → "original" / "paraphrase k" / "sample k"
+    (``engine.views.labels.variant_labels``);
     computed once per stack."""
     from engine.views.labels import variant_labels
 
@@ -289,7 +299,9 @@ def question_text(prompts: pd.DataFrame, prompt_id: str, variant: int, turn: int
     return hit.iloc[0]["text"]
 
 
-def prompt_menu(graphs: pd.DataFrame, prompts: pd.DataFrame | None, mu: float = 1.0, width: int = 60) -> pd.DataFrame:
+def prompt_menu(
+    graphs: pd.DataFrame, prompts: pd.DataFrame | None, mu: float = 1.0, width: int = 60
+) -> pd.DataFrame:
     """The inspector's prompt picker: one row per prompt with its bad triads and S_mu summed over its
     graphs (every judge and variant of the selection), the start of its question, and a label;
     worst first (highest S_mu, then most bad triads, then natural prompt order)."""
@@ -306,8 +318,12 @@ def prompt_menu(graphs: pd.DataFrame, prompts: pd.DataFrame | None, mu: float = 
             if isinstance(t, str):
                 texts[p] = " ".join(t.split())
     per["text"] = [texts.get(p, "") for p in per["prompt_id"]]
-    order = sorted(range(len(per)), key=lambda i: (-per["s_mu"].iat[i], -per["bad_triads"].iat[i],
-                                                   natural_key(per["prompt_id"].iat[i])))
+    s_mu, bad, pid = (
+        per["s_mu"].to_numpy(np.float64),
+        per["bad_triads"].to_numpy(np.float64),
+        per["prompt_id"].tolist(),
+    )
+    order = sorted(range(len(per)), key=lambda i: (-s_mu[i], -bad[i], natural_key(pid[i])))
     per = per.iloc[order].reset_index(drop=True)
 
     def label(r) -> str:
@@ -324,7 +340,9 @@ MENU_MAX = 1_000
 larger selection lists its worst and opens any other by its id."""
 
 
-def prompt_options(menu: pd.DataFrame, tree: dict, limit: int | None = None) -> tuple[list[str], dict[str, str], int]:
+def prompt_options(
+    menu: pd.DataFrame, tree: dict, limit: int | None = None
+) -> tuple[list[str], dict[str, str], int]:
     """(options, labels, total): the worst ``limit`` (default ``MENU_MAX``) prompts of ``menu`` that have a
     graph (then prompts without a menu row), their picker labels, and how many prompts there are in all."""
     limit = MENU_MAX if limit is None else limit

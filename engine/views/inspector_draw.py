@@ -4,6 +4,8 @@ chosen triad and the bad-triad load marked, and for a large graph the subgraph t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from engine.views.inspector import Denoised, GraphView, relations
@@ -26,8 +28,17 @@ def _nodes(view: GraphView, positions, chosen: set[int], load: bool) -> list[dic
         title = f"{name}: on {bad} of the {len(view.triads)} bad triads"
         size = 12 + (10 * bad / top if load else 4)
         color = VIOLET if k in chosen else (NODE_MUTED if chosen else NODE)
-        out.append(node(k, name, positions[k], color=color, size=size + (4 if k in chosen else 0), title=title,
-                        border="#3b1f99" if k in chosen else None))
+        out.append(
+            node(
+                k,
+                name,
+                positions[k],
+                color=color,
+                size=size + (4 if k in chosen else 0),
+                title=title,
+                border="#3b1f99" if k in chosen else None,
+            )
+        )
     return out
 
 
@@ -41,7 +52,8 @@ def before_panel(view: GraphView, index: int | None = None):
     chosen = {v for p in chosen_pairs for v in p}
     top = max(int(view.pair_bad.max()) if view.pair_bad.size else 0, 1)
     rel = relations(view.adj, view.observed)
-    edges, front = [], []
+    edges: list[dict] = []
+    front: list[dict] = []
     m = len(view.models)
     for i in range(m):
         for j in range(i + 1, m):
@@ -54,13 +66,16 @@ def before_panel(view: GraphView, index: int | None = None):
             what = f"{names[x]} tied {names[y]}" if code == 0 else f"{names[x]} beat {names[y]}"
             title = f"{what} · on {bad} bad triad(s)"
             if frozenset((i, j)) in chosen_pairs:
-                front.append(edge(x, y, color=VIOLET, width=5, title=title, arrow=code != 0, dashes=code == 0))
+                front.append(
+                    edge(x, y, color=VIOLET, width=5, title=title, arrow=code != 0, dashes=code == 0)
+                )
                 continue
             color = red_shade(bad / top) if bad else GREY
             width = 1 + 5 * bad / top if bad else 1
             edges.append(edge(x, y, color=color, width=width, title=title, arrow=code != 0, dashes=code == 0,
                               opacity=0.3 if chosen_pairs else 0.9))
-    title = f"Before denoising · {len(view.triads)} bad triad(s) · {view.n_strict} strict edges, {view.n_ties} ties"
+    title = (f"Before denoising · {len(view.triads)} bad triad(s) · "
+             f"{view.n_strict} strict edges, {view.n_ties} ties")
     return Panel(title, _nodes(view, positions, chosen, load=True), edges + front)
 
 
@@ -87,14 +102,21 @@ def after_panel(view: GraphView, label: str, index: int | None = None):
     chosen_pairs = _triad_pairs(view, index)
     chosen = {v for p in chosen_pairs for v in p}
     names = view.models
-    edges, front = [], []
+    edges: list[dict] = []
+    front: list[dict] = []
     for i, j, before, after, change in d.changes.itertuples(index=False):
         on_triad = frozenset((i, j)) in chosen_pairs
         rel = before if after == 9 else after  # draw the new relation, or the old one when gone
         x, y = (i, j) if rel >= 0 else (j, i)
-        was = {1: f"{names[i]} beat {names[j]}", -1: f"{names[j]} beat {names[i]}", 0: "a tie", 9: "not compared"}
+        was = {
+            1: f"{names[i]} beat {names[j]}",
+            -1: f"{names[j]} beat {names[i]}",
+            0: "a tie",
+            9: "not compared",
+        }
         title = f"{change}: {was[before]}" + ("" if change in ("kept", "tie kept") else f" → {was[after]}")
         tie = rel == 0
+        style: dict[str, Any]
         if change in ("kept", "tie kept"):
             style = {"color": GREY, "width": 1.2, "opacity": 0.35 if chosen_pairs else 0.9}
         elif change == "removed":
@@ -171,11 +193,23 @@ def restrict_view(view: GraphView, keep: list[int]) -> GraphView:
     for label, d in view.denoised.items():
         ch = d.changes[d.changes["i"].isin(keep) & d.changes["j"].isin(keep)].copy()
         ch["i"], ch["j"] = ch["i"].map(new), ch["j"].map(new)
-        denoised[label] = Denoised(d.label, d.adj[np.ix_(idx, idx)], ch.reset_index(drop=True), d.counts, d.note)
+        denoised[label] = Denoised(
+            d.label, d.adj[np.ix_(idx, idx)], ch.reset_index(drop=True), d.counts, d.note
+        )
     order = tuple(new[k] for k in view.order if k in new)
-    return GraphView(view.t, view.key, tuple(view.models[k] for k in keep), view.adj[np.ix_(idx, idx)],
-                     view.observed[np.ix_(idx, idx)], tri, view.pair_bad[np.ix_(idx, idx)], view.node_bad[idx],
-                     order, denoised, view.policy)
+    return GraphView(
+        view.t,
+        view.key,
+        tuple(view.models[k] for k in keep),
+        view.adj[np.ix_(idx, idx)],
+        view.observed[np.ix_(idx, idx)],
+        tri,
+        view.pair_bad[np.ix_(idx, idx)],
+        view.node_bad[idx],
+        order,
+        denoised,
+        view.policy,
+    )
 
 
 def focus_summary(view: GraphView, keep: list[int]) -> str:

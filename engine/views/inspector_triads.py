@@ -68,10 +68,18 @@ class TriadView:
 
 def _verdict_line(row) -> VerdictLine:
     a, b, w, order = row["model_a"], row["model_b"], row["winner"], row["order"]
-    order = None if order is None or order is pd.NA or (isinstance(order, float) and np.isnan(order)) else str(order)
-    first, second = {"AB": (a, b), "BA": (b, a)}.get(order, (None, None))
+    order = (
+        None
+        if order is None or order is pd.NA or (isinstance(order, float) and np.isnan(order))
+        else str(order)
+    )
+    first, second = {"AB": (a, b), "BA": (b, a)}.get(order or "", (None, None))
     winner = {"A": a, "B": b, "tie": "tie"}.get(w)
-    outcome = ("tie" if winner == "tie" else f"{winner} wins") if winner else "unparsable judge output (not counted)"
+    outcome = (
+        ("tie" if winner == "tie" else f"{winner} wins")
+        if winner
+        else "unparsable judge output (not counted)"
+    )
     why = row.get("explanation")
     why = why if isinstance(why, str) and why.strip() else None
     vid = row.get("verdict_id")
@@ -97,14 +105,21 @@ def _reason(lines: list[VerdictLine]) -> str:
 
 
 def graph_verdicts(verdicts: pd.DataFrame, key: dict) -> pd.DataFrame:
-    """The stored verdicts (invalid ones included) of the graph with ``key`` (judge, prompt, variant, turn)."""
+    """The stored verdicts (invalid ones included) of the graph with ``key`` (judge, prompt, variant,
+    turn)."""
     v = verdicts
-    mask = ((v["judge"].astype(str) == str(key["judge"])) & (v["prompt_id"].astype(str) == str(key["prompt_id"]))
-            & (v["variant"] == key["variant"]) & (v["turn"] == key["turn"]))
+    mask = (
+        (v["judge"].astype(str) == str(key["judge"]))
+        & (v["prompt_id"].astype(str) == str(key["prompt_id"]))
+        & (v["variant"] == key["variant"])
+        & (v["turn"] == key["turn"])
+    )
     return v[mask]
 
 
-def triad_view(view: GraphView, index: int, verdicts: pd.DataFrame, answers: pd.DataFrame | None = None) -> TriadView:
+def triad_view(
+    view: GraphView, index: int, verdicts: pd.DataFrame, answers: pd.DataFrame | None = None
+) -> TriadView:
     """Triad ``index`` of ``view``: its pairs (in the triad's orientation) with their verdicts.
 
     ``verdicts``: stored verdict rows (any superset of the graph's); ``answers``:
@@ -121,7 +136,10 @@ def triad_view(view: GraphView, index: int, verdicts: pd.DataFrame, answers: pd.
     rel = relations(view.adj, view.observed)
     pairs = []
     for x, y in ((a, b), (b, c), (a, c)):
-        on = mine[((mine["model_a"] == x) & (mine["model_b"] == y)) | ((mine["model_a"] == y) & (mine["model_b"] == x))]
+        on = mine[
+            ((mine["model_a"] == x) & (mine["model_b"] == y))
+            | ((mine["model_a"] == y) & (mine["model_b"] == x))
+        ]
         lines = [_verdict_line(r) for _, r in on.iterrows()]
         code = int(rel[pos[x], pos[y]])
         result = {1: x, -1: y, 0: "tie"}.get(code, "not compared")
@@ -133,6 +151,7 @@ def triad_view(view: GraphView, index: int, verdicts: pd.DataFrame, answers: pd.
             if m in texts and isinstance(txt, str):
                 texts[m] = txt
     kind = str(row["kind"])
-    return TriadView((a, b, c), kind, str(row["shape"]), TRIAD_KINDS.get(kind, kind), tuple(pairs), texts)
+    ab, bc, ac = pairs
+    return TriadView((a, b, c), kind, str(row["shape"]), TRIAD_KINDS.get(kind, kind), (ab, bc, ac), texts)
 
 

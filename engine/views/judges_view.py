@@ -29,7 +29,7 @@ def worst_position(position: pd.DataFrame) -> str:
     if rows.empty:
         return "—"
     gap = (rows[RATE].astype(float) - 0.5).abs()
-    return str(rows.loc[gap.idxmax(), "judge"])
+    return str(rows["judge"].iloc[int(gap.argmax())])
 
 
 def with_worst_position(overview, verdicts: pd.DataFrame):

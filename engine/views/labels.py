@@ -38,8 +38,14 @@ def natural_sorted(values: Iterable[object]) -> list:
         return sorted(values, key=natural_key)
     prefix = parts[0].str.casefold()
     digits = parts[1]
-    order = np.lexsort((pd.to_numeric(digits.where(digits != "", "0")).to_numpy(np.int64),
-                        (digits != "").to_numpy(), pd.factorize(prefix, sort=True)[0], (prefix != "").to_numpy()))
+    order = np.lexsort(
+        (
+            pd.to_numeric(digits.where(digits != "", "0")).to_numpy(np.int64),
+            (digits != "").to_numpy(),
+            pd.factorize(prefix, sort=True)[0],
+            (prefix != "").to_numpy(),
+        )
+    )
     return [values[i] for i in order]
 
 
@@ -50,7 +56,9 @@ def variant_labels(keys: pd.DataFrame) -> pd.Series:
     if keys.empty:
         return pd.Series([], index=keys.index, dtype=object)
     kind = keys["variant_kind"].astype(object).where(keys["variant_kind"].notna(), None)
-    kind = kind.where(kind.notna(), keys["variant"].astype(int).map(lambda v: "original" if v == 0 else "paraphrase"))
+    kind = kind.where(
+        kind.notna(), keys["variant"].astype(int).map(lambda v: "original" if v == 0 else "paraphrase")
+    )
     frame = pd.DataFrame({"prompt": keys["prompt_id"].astype(str), "variant": keys["variant"].astype(int),
                           "kind": kind.astype(str)})
     distinct = frame.drop_duplicates(["prompt", "variant"]).sort_values(["prompt", "variant"])

@@ -70,7 +70,7 @@ def participation(stack: GraphStack) -> pd.DataFrame:
     n = len(stack.models)
     off = ~np.eye(n, dtype=bool)
     votes = (obs & off[None]).sum(axis=(0, 2))
-    present = obs.any(axis=2)  # (T, n)
+    present = np.asarray(obs.any(axis=2))  # (T, n)
     prompts = stack.keys["prompt_id"].astype(str).to_numpy()
     n_prompts = [len(set(prompts[present[:, i]])) for i in range(n)]
     return pd.DataFrame({"votes": votes.astype(np.int64), "n_prompts": np.asarray(n_prompts, dtype=np.int64)},

@@ -33,7 +33,8 @@ MAX_PLOT_PX = 520
 main column beside the sidebar at 1280 px (about 750 px)."""
 
 KINDS = {
-    "win fraction": "Share of the row model's battles against the column model that it won (ties count half).",
+    "win fraction": "Share of the row model's battles against the column model that it won (ties count "
+                    "half).",
     "battles": "Pairs judged between the two models, summed over graphs (one per pair and graph).",
     "bad triads": "Bad triads containing the pair, summed over graphs.",
 }
@@ -52,7 +53,9 @@ class PairMatrices:
 
     def get(self, kind: str) -> pd.DataFrame:
         """The matrix named by a key of ``KINDS``."""
-        return {"win fraction": self.win_fraction, "battles": self.battles, "bad triads": self.bad_triads}[kind]
+        return {"win fraction": self.win_fraction, "battles": self.battles, "bad triads": self.bad_triads}[
+            kind
+        ]
 
 
 def pair_matrices(stack: GraphStack, order, bad_per_pair=None) -> PairMatrices:

@@ -1,6 +1,7 @@
 """How heavy a Theory lab setting is, so one slider move cannot hold the server for a minute.
 
-``engine.experiments.simulate.recovery_curve`` draws, for each odd t of ``odd_grid(t_max)`` and each of the two
+``engine.experiments.simulate.recovery_curve`` draws, for each odd t of ``odd_grid(t_max)`` and each of the
+two
 graph models, ``reps`` sets of t graphs over n models and counts every pair in every graph: its
 work grows as n² · reps · Σt (the triangle-free model's (reps, t, n, n) comparison dominates;
 measured on the 2-core dev box: about 20-40 ns per unit, so n = 30, t ≤ 399, 800 replicates took

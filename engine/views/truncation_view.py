@@ -47,11 +47,17 @@ def no_cycle_text(n_no_cycle: int, n_pool: int) -> str:
         return ""
     s = "s" if n_no_cycle != 1 else ""
     if n_pool == 0:
-        return (f"No graph of this selection can hold a cycle ({n_no_cycle} graph{s}, each with fewer than 3 models "
-                "or no compared triple), so keep-K has no score to keep graphs by.")
-    return (f"{n_no_cycle} graph{s} cannot hold a cycle (fewer than 3 models, or no compared triple) and "
-            f"{'are' if s else 'is'} left out of keep-K: a score of 0 there would not be evidence of consistency. "
-            "Scores are scaled by coverage (docs/notes/cycles.md).")
+        return (
+            f"No graph of this selection can hold a cycle ({n_no_cycle} graph{s}, each with fewer than 3 "
+            "models "
+            "or no compared triple), so keep-K has no score to keep graphs by."
+        )
+    return (
+        f"{n_no_cycle} graph{s} cannot hold a cycle (fewer than 3 models, or no compared triple) and "
+        f"{'are' if s else 'is'} left out of keep-K: a score of 0 there would not be evidence of "
+        "consistency. "
+        "Scores are scaled by coverage (docs/notes/cycles.md)."
+    )
 
 
 def keep_k_view(stack: GraphStack, reference, *, mu: float, resamples: int, seed: int) -> pd.DataFrame:
@@ -63,14 +69,28 @@ def keep_k_view(stack: GraphStack, reference, *, mu: float, resamples: int, seed
                               resamples=resamples, seed=seed), "k")
 
 
-def mu_view(stack: GraphStack, reference, *, k: int, mus: Sequence[float], resamples: int, seed: int) -> pd.DataFrame:
+def mu_view(
+    stack: GraphStack, reference, *, k: int, mus: Sequence[float], resamples: int, seed: int
+) -> pd.DataFrame:
     """Spearman distance against μ at this K (columns mu and ``CURVE_COLUMNS``), from
-    ``engine.experiments.curves.mu_curve`` on the perturbed pool (μ values that keep the same graphs get the same
+    ``engine.experiments.curves.mu_curve`` on the perturbed pool (μ values that keep the same graphs get the
+    same
     numbers: its draws are common random numbers per graph)."""
     from engine.experiments.curves import mu_curve
 
-    return _pick(mu_curve(stack, reference, [float(m) for m in mus], k=int(k), per_category=False, pool="perturbed",
-                          resamples=resamples, seed=seed), "mu")
+    return _pick(
+        mu_curve(
+            stack,
+            reference,
+            [float(m) for m in mus],
+            k=int(k),
+            per_category=False,
+            pool="perturbed",
+            resamples=resamples,
+            seed=seed,
+        ),
+        "mu",
+    )
 
 
 MIN_Y_SPAN = 0.05
@@ -157,7 +177,8 @@ def protocol_sizes(params, frame: pd.DataFrame | None = None) -> str:
 
 
 def protocol_view(frame: pd.DataFrame, distance: str = "spearman", scale: float = 1000.0) -> pd.DataFrame:
-    """``engine.experiments.protocol_runs.run_protocols`` output as the page's table: one row per protocol with
+    """``engine.experiments.protocol_runs.run_protocols`` output as the page's table: one row per protocol
+    with
     the macro cell and every category's cell (mean ± half-width × ``scale``, as ``table2``), how
     many category cells have no resampling spread, and why (the engine's notes, summarised)."""
     from engine.experiments.protocol_runs import table2

@@ -113,7 +113,9 @@ class CycleOverview:
 
 def inspector_link(dataset: str, judge: str, prompt_id: str, variant: int) -> str:
     """A relative URL that opens the inspector on one graph (a fresh session reads it too)."""
-    return "prompt-inspector?" + urlencode({"dataset": dataset, "judge": judge, "prompt_id": prompt_id, "variant": int(variant)})
+    return "prompt-inspector?" + urlencode(
+        {"dataset": dataset, "judge": judge, "prompt_id": prompt_id, "variant": int(variant)}
+    )
 
 
 def category_participation(stack: GraphStack, vertex_bad: np.ndarray) -> pd.DataFrame:
@@ -139,7 +141,11 @@ def bucket_cycle_maps(graphs) -> tuple[np.ndarray, pd.DataFrame]:
 
     b = as_buckets(graphs)
     n = b.n
-    cats = b.keys["category"].astype("string").fillna("(none)").to_numpy(dtype=object) if b.T else np.zeros(0, object)
+    cats = (
+        b.keys["category"].astype("string").fillna("(none)").to_numpy(dtype=object)
+        if b.T
+        else np.zeros(0, object)
+    )
     labels, inverse = np.unique(cats, return_inverse=True)
     per_pair = np.zeros(n * n, dtype=np.int64)
     on_bad = np.zeros(len(labels) * n, dtype=np.float64)
@@ -157,7 +163,9 @@ def bucket_cycle_maps(graphs) -> tuple[np.ndarray, pd.DataFrame]:
         on_bad += np.bincount(cell[(vb > 0) & seen], minlength=on_bad.size)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = (on_bad / present).reshape(len(labels), n)
-    return per_pair.reshape(n, n), pd.DataFrame(rate, index=pd.Index(labels, name="category"), columns=list(b.models))
+    return per_pair.reshape(n, n), pd.DataFrame(
+        rate, index=pd.Index(labels, name="category"), columns=list(b.models)
+    )
 
 
 def cycle_overview(graphs, nb_fit=None) -> CycleOverview:
@@ -177,11 +185,15 @@ def cycle_overview(graphs, nb_fit=None) -> CycleOverview:
     keys = b.keys.reset_index(drop=True)
     graphs = pd.concat([keys[["judge", "prompt_id", "variant", "turn", "category"]], counts], axis=1)
     graphs["link"] = [
-        inspector_link(d, j, p, v) for d, j, p, v in keys[["dataset", "judge", "prompt_id", "variant"]].itertuples(index=False)
+        inspector_link(d, j, p, v)
+        for d, j, p, v in keys[["dataset", "judge", "prompt_id", "variant"]].itertuples(index=False)
     ]
-    fits, captions = {}, {}
+    fits: dict[str, pd.DataFrame | None] = {}
+    captions: dict[str, str] = {}
     for name in ("c3_bad", "c4_bad"):
-        fits[name], captions[name] = (None, "") if nb_fit is None or not b.T else nb_fit(counts[name].to_numpy())
+        fits[name], captions[name] = (
+            (None, "") if nb_fit is None or not b.T else nb_fit(counts[name].to_numpy())
+        )
     return CycleOverview(
         n_graphs=b.T,
         share_cyclic=float((counts["c3_bad"] > 0).mean()) if b.T else 0.0,
@@ -241,7 +253,9 @@ def mean_offdiagonal(mat: pd.DataFrame) -> float:
     return float(upper.mean()) if upper.size else float("nan")
 
 
-def judge_overview(verdicts: pd.DataFrame, stack: GraphStack | GraphBuckets, by_category: bool = False) -> JudgeOverview:
+def judge_overview(
+    verdicts: pd.DataFrame, stack: GraphStack | GraphBuckets, by_category: bool = False
+) -> JudgeOverview:
     """Agreement, position bias and non-transitivity of every judge in ``verdicts``/``stack`` (a
     GraphStack or engine.graphs.buckets.GraphBuckets; graphs of fewer than 3 models hold no triple and
     are counted in ``n_left_out``)."""
@@ -276,7 +290,7 @@ def judge_overview(verdicts: pd.DataFrame, stack: GraphStack | GraphBuckets, by_
     rate_col = "first_win_rate"
     pos_j = position_table(verdicts) if by_category else position
     if rate_col in pos_j.columns and pos_j[rate_col].notna().any():
-        worst_position = str(pos_j.loc[(pos_j[rate_col] - 0.5).abs().idxmax(), "judge"])
+        worst_position = str(pos_j["judge"].iloc[int((pos_j[rate_col] - 0.5).abs().argmax())])
     else:
         worst_position = "—"
     return JudgeOverview(judges, mat, table, position, trans, worst_pnt, worst_position,
@@ -288,7 +302,9 @@ def graphs_by_score(graphs: pd.DataFrame, mu: float) -> pd.DataFrame:
     from engine.graphs.truncation import truncation_scores
 
     out = graphs.assign(s_mu=truncation_scores(graphs, mu))
-    return out.sort_values(["s_mu", "prompt_id"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+    return out.sort_values(["s_mu", "prompt_id"], ascending=[False, True], kind="mergesort").reset_index(
+        drop=True
+    )
 
 
 def dash_missing(frame: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
@@ -345,6 +361,7 @@ def nb_fit_frame(counts: np.ndarray) -> tuple[pd.DataFrame | None, str]:
     frame = pd.DataFrame({"k": k, "expected": x.size * stats.nbinom.pmf(k, fit.nb_n, fit.nb_p)})
     caption = (
         f"Negative binomial MLE: n = {fit.nb_n:.3g}, p = {fit.nb_p:.3g} (mean {fit.mean:.2f}, variance "
-        f"{fit.variance:.2f}); AIC {fit.nb_aic:.1f} vs Poisson {fit.poisson_aic:.1f}; R² of the CDF {fit.nb_r2:.3f}."
+        f"{fit.variance:.2f}); AIC {fit.nb_aic:.1f} vs Poisson {fit.poisson_aic:.1f}; R² of the CDF "
+        f"{fit.nb_r2:.3f}."
     )
     return frame, caption

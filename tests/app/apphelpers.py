@@ -58,7 +58,8 @@ def assert_clean(at) -> None:
 
 
 def unescape_md(md: str) -> str:
-    """Markdown written by engine.views.viz.escape_md back to its plain text (drop each escaping backslash)."""
+    """Markdown written by engine.views.viz.escape_md back to its plain text (drop each escaping
+    backslash)."""
     return re.sub(r"\\(.)", r"\1", md)
 
 
@@ -72,9 +73,13 @@ def combined_outcomes(verdicts: pd.DataFrame) -> pd.DataFrame:
     v["lo"] = v[["model_a", "model_b"]].min(axis=1)
     v["hi"] = v[["model_a", "model_b"]].max(axis=1)
     winner_name = v["model_a"].where(v["winner"] == "A", v["model_b"].where(v["winner"] == "B", "~tie"))
-    v["vote"] = winner_name.where(winner_name == "~tie", winner_name.eq(v["lo"]).map({True: "lo", False: "hi"}))
+    v["vote"] = winner_name.where(
+        winner_name == "~tie", winner_name.eq(v["lo"]).map({True: "lo", False: "hi"})
+    )
     v.loc[v["vote"] == "~tie", "vote"] = "tie"
-    counts = v.groupby(["judge", "prompt_id", "variant", "turn", "lo", "hi", "vote"]).size().unstack(fill_value=0)
+    counts = (
+        v.groupby(["judge", "prompt_id", "variant", "turn", "lo", "hi", "vote"]).size().unstack(fill_value=0)
+    )
     for c in ("lo", "hi", "tie"):
         if c not in counts:
             counts[c] = 0

@@ -60,12 +60,18 @@ def _captions(at) -> str:
 # ------------------------------------------------------------------ 1. the synthetic ground truth
 
 
-def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used(shipped_db, tmp_path, monkeypatch):
+def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used(
+    shipped_db, tmp_path, monkeypatch
+):
     from app_pages._lens import get_store
     from engine.ingest.synthetic import synthetic_truth
 
-    db = _store_with(tmp_path, shipped_db, synthetic="syn",
-                     csvs={"plain": "prompt_id,model_a,model_b,winner\n1,m01,m02,A\n1,m02,m03,A\n1,m01,m03,A\n"})
+    db = _store_with(
+        tmp_path,
+        shipped_db,
+        synthetic="syn",
+        csvs={"plain": "prompt_id,model_a,model_b,winner\n1,m01,m02,A\n1,m02,m03,A\n1,m01,m03,A\n"},
+    )
     at = new_app(db, monkeypatch)
     at.selectbox(key="dataset").set_value("syn").run()
     assert_clean(at)
@@ -92,8 +98,10 @@ def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used
 
     # a store written before ingest moved truths could hold rows under a plain dataset's name
     with get_store().transaction() as tx:
-        tx.execute("INSERT INTO synthetic_truth SELECT 'plain', model, strength, rank, seed FROM synthetic_truth "
-                   "WHERE dataset = 'syn2'")
+        tx.execute(
+            "INSERT INTO synthetic_truth SELECT 'plain', model, strength, rank, seed FROM synthetic_truth "
+            "WHERE dataset = 'syn2'"
+        )
     at.selectbox(key="dataset").set_value("plain").run()
     assert_clean(at)
     assert "ground truth" not in _captions(at)
@@ -103,7 +111,9 @@ def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used
 # ------------------------------------------------------------------ 2. a busy store
 
 
-def test_busy_store_is_a_warning_without_the_server_path_and_pages_stay_reachable(shipped_db, tmp_path, monkeypatch):
+def test_busy_store_is_a_warning_without_the_server_path_and_pages_stay_reachable(
+    shipped_db, tmp_path, monkeypatch
+):
     db = tmp_path / "a dir" / "lens.duckdb"  # a space: the path is replaced whole
     db.parent.mkdir()
     shutil.copyfile(shipped_db, db)
@@ -121,8 +131,10 @@ def test_busy_store_is_a_warning_without_the_server_path_and_pages_stay_reachabl
             at = at.switch_page(page).run()  # navigation still registers and runs the page
             assert [e.message for e in at.exception] == []
             warnings = [unescape_md(w.value) for w in at.warning]
-            assert warnings == ["The store at lens.duckdb is in use by another process (a judge run, an import "
-                                "or another app); try again when it has finished."]
+            assert warnings == [
+                "The store at lens.duckdb is in use by another process (a judge run, an import "
+                "or another app); try again when it has finished."
+            ]
             assert str(tmp_path) not in " ".join(warnings)
             assert [b.label for b in at.button] == ["Try again"]
             assert any("store is busy" in c.value for c in at.sidebar.caption)
@@ -199,8 +211,10 @@ def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipp
     assert_clean(at)
     # each category's pool is its original prompts (vicuna80 has no paraphrase): counted with pandas
     pools = verdicts[verdicts["variant_kind"] != "sample"].groupby("category")["prompt_id"].nunique()
-    assert (f"the {len(pools)} categories here hold {pools.min()}–{pools.max()} graphs each to keep {p.keep} from"
-            in _captions(at))
+    assert (
+        f"the {len(pools)} categories here hold {pools.min()}–{pools.max()} graphs each to keep {p.keep} from"
+        in _captions(at)
+    )
 
     for chart in at.get("plotly_chart")[:2]:  # keep-K and mu curves
         spec = _spec(chart)
@@ -228,8 +242,10 @@ def test_theory_lab_runs_light_settings_waits_for_heavy_ones_and_refuses_too_hea
     assert_clean(at)
     assert not at.get("plotly_chart")
     assert [w.value for w in at.warning] == [
-        f"This setting is too heavy for a shared server (n² · replicates · Σt = {work(30, 399, 800):.2g}, the limit "
-        "is 1e+09): use at most 200 replicates."]
+        f"This setting is too heavy for a shared server (n² · replicates · Σt = {work(30, 399, 800):.2g}, "
+        "the limit "
+        "is 1e+09): use at most 200 replicates."
+    ]
     assert work(30, 399, 200) <= 1e9 < work(30, 399, 400)  # the suggestion is the largest that fits
     at.select_slider(key="lab_reps").set_value(100).run()
     assert not at.get("plotly_chart") and at.button(key="lab_go")
@@ -250,7 +266,9 @@ def _orders_csv() -> str:
     return "\n".join(rows) + "\n"
 
 
-def test_judges_page_with_one_judge_and_the_position_bias_of_both_order_judges(shipped_db, tmp_path, monkeypatch):
+def test_judges_page_with_one_judge_and_the_position_bias_of_both_order_judges(
+    shipped_db, tmp_path, monkeypatch
+):
     solo = "prompt_id,model_a,model_b,winner,judge\n" + "".join(
         f"p{i},a,b,A,only\np{i},b,c,A,only\np{i},a,c,B,only\n" for i in range(3))
     db = _store_with(tmp_path, shipped_db, csvs={"solo": solo, "orders": _orders_csv()})
@@ -287,7 +305,8 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
     charts = [_spec(c) for c in at.get("plotly_chart")]
     pair_map = charts[0]
     assert len(pair_map["data"][0]["x"]) == 20
-    # 20 models: every label shown, at least 9 px, rows at least 1.25 font sizes apart (engine.views.matrix_view)
+    # 20 models: every label shown, at least 9 px, rows at least 1.25 font sizes apart
+    # (engine.views.matrix_view)
     assert len(pair_map["layout"]["yaxis"]["tickvals"]) == 20
     font = pair_map["layout"]["yaxis"]["tickfont"]["size"]
     assert font >= 9 and pair_map["layout"]["xaxis"]["tickfont"]["size"] >= 9
@@ -301,7 +320,9 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
         seen = collections.Counter(table[name].astype(int))
         assert x.tolist() == list(range(max(seen) + 1))  # one bar per whole number, gaps included
         assert y.tolist() == [seen.get(k, 0) for k in x]
-        assert spec["layout"]["xaxis"].get("dtick", 1) == 1 or spec["layout"]["xaxis"].get("tickformat") == "d"
+        assert (
+            spec["layout"]["xaxis"].get("dtick", 1) == 1 or spec["layout"]["xaxis"].get("tickformat") == "d"
+        )
 
     with Store(db, read_only=True) as store:
         v = store.verdicts("syn")

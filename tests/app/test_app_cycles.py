@@ -69,7 +69,9 @@ def test_inspector_triad_shows_its_verdicts(app, shipped_store):
     last = len(options) - 1
     at.selectbox(key="insp_triad").set_value(last).run()
     assert_clean(at)
-    headings = [unescape_md(m.value.strip("*")) for m in at.markdown if " vs " in m.value and m.value.startswith("**")]
+    headings = [
+        unescape_md(m.value.strip("*")) for m in at.markdown if " vs " in m.value and m.value.startswith("**")
+    ]
     assert len(headings) == 3  # one per pair of the triad, not one per verdict
     trio = set()
     raw = shipped_store.verdicts("vicuna80", judge=judge)

@@ -116,7 +116,9 @@ def _kappa(items: pd.DataFrame, j1: str, j2: str) -> tuple[float, int]:
     a = items[items["judge"] == j1].set_index(key)["outcome"]
     b = items[items["judge"] == j2].set_index(key)["outcome"]
     both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner")
-    ct = pd.crosstab(both["a"], both["b"]).reindex(index=["lo", "tie", "hi"], columns=["lo", "tie", "hi"], fill_value=0)
+    ct = pd.crosstab(both["a"], both["b"]).reindex(
+        index=["lo", "tie", "hi"], columns=["lo", "tie", "hi"], fill_value=0
+    )
     m = ct.to_numpy(dtype=float) / ct.to_numpy().sum()
     po, pe = np.trace(m), float(m.sum(axis=1) @ m.sum(axis=0))
     return (po - pe) / (1 - pe), len(both)
@@ -174,7 +176,11 @@ def test_judges_page_on_a_dataset_without_presentation_order(own_app):
     lines = ["prompt_id,model_a,model_b,winner,judge"]
     for p in range(6):
         for judge in ("j1", "j2"):
-            lines += [f"q{p},x,y,A,{judge}", f"q{p},y,z,{'B' if p % 2 else 'tie'},{judge}", f"q{p},x,z,A,{judge}"]
+            lines += [
+                f"q{p},x,y,A,{judge}",
+                f"q{p},y,z,{'B' if p % 2 else 'tie'},{judge}",
+                f"q{p},x,z,A,{judge}",
+            ]
     report = validate_file(("\n".join(lines) + "\n").encode(), "no_order.csv", dataset="noorder")
     assert store_report(get_store(), report, "noorder").status == "stored"
     at = own_app.run()
@@ -226,7 +232,9 @@ def test_synthetic_dataset_from_the_data_page_is_ranked_against_its_truth(own_ap
     store = get_store()
     assert at.session_state["dataset"] == "synthetic-demo"
     ds = store.datasets().set_index("name")
-    assert bool(ds.loc["synthetic-demo", "synthetic"]) and ds.loc["synthetic-demo", "description"].startswith("SYNTHETIC")
+    assert bool(ds.loc["synthetic-demo", "synthetic"]) and ds.loc["synthetic-demo", "description"].startswith(
+        "SYNTHETIC"
+    )
     p = SyntheticParams()
     v = store.verdicts("synthetic-demo")
     graphs = v.groupby(["prompt_id", "variant"])["variant_kind"].first()

@@ -35,6 +35,10 @@ def test_a_damaged_store_is_one_sentence_without_traceback_or_path(shipped_db, t
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and errors[0].startswith("This page stopped on an unexpected error (")
-    assert errors[0].endswith("the details are in the server's log. Try another choice in the sidebar, or reload the page.")
+    assert errors[0].endswith(
+        "the details are in the server's log. Try another choice in the sidebar, or reload the page."
+    )
     text = _page_text(at)
-    assert "Traceback" not in text and str(REPO) not in text and str(tmp_path) not in text and ".py" not in text
+    assert (
+        "Traceback" not in text and str(REPO) not in text and str(tmp_path) not in text and ".py" not in text
+    )

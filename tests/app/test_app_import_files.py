@@ -58,12 +58,17 @@ def test_a_tool_file_is_read_by_its_fields(own_app):
     data = (FIX / "gpt-4_pair.jsonl").read_bytes()
     at.file_uploader(key="data_upload").set_value(("gpt-4_pair.jsonl", data, "application/json")).run()
     assert_clean(at)
-    assert any("read as **FastChat MT-Bench pairwise judgments**" in unescape_md(m.value) for m in at.markdown)
+    assert any(
+        "read as **FastChat MT-Bench pairwise judgments**" in unescape_md(m.value) for m in at.markdown
+    )
     assert {m.label: m.value for m in at.metric}["Valid rows"] == "6"
     at.button(key="data_import").click().run()
     assert_clean(at)
     v = get_store().verdicts("mtb")
     n_records = len([ln for ln in data.decode().splitlines() if ln.strip()])
-    assert len(v) == 2 * n_records and sorted(v["order"].value_counts().to_dict().items()) == [("AB", 3), ("BA", 3)]
+    assert len(v) == 2 * n_records and sorted(v["order"].value_counts().to_dict().items()) == [
+        ("AB", 3),
+        ("BA", 3),
+    ]
     first = json.loads(data.decode().splitlines()[0])
     assert set(v["judge"]) == {first["judge"][0]}

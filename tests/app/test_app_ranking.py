@@ -54,7 +54,9 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
     verdicts = shipped_store.verdicts("vicuna80", judge=judge)
     pairs = combined_outcomes(verdicts)
     # one vote per judge and annotator on a pair of a graph (several human raters: several votes)
-    votes = combined_outcomes(verdicts.assign(judge=verdicts["judge"] + "|" + verdicts["annotator"].fillna("")))
+    votes = combined_outcomes(
+        verdicts.assign(judge=verdicts["judge"] + "|" + verdicts["annotator"].fillna(""))
+    )
     expect = _win_loss_tie(votes)
     assert (table[["wins", "losses", "ties"]].sort_index() == expect.sort_index()).all().all()
     per_model = {m: 0 for m in table.index}
@@ -98,13 +100,18 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
         dg = graph_digraph(g)
         scores[key] = _bad_cycles(dg, 3) + mu * _bad_cycles(dg, 4)
     s = np.sort(np.array(list(scores.values())))
-    k = next(k for k in range(10, len(s)) if s[k - 1] < s[k] and k != round(n_graphs / 2))  # no tie at the cut
+    k = next(
+        k for k in range(10, len(s)) if s[k - 1] < s[k] and k != round(n_graphs / 2)
+    )  # no tie at the cut
     at.slider(key="keep_k").set_value(k).run()
     assert_clean(at)
     after = at.dataframe[0].value.set_index("model")
     kept = {key for key, v in scores.items() if v < s[k]}
     assert len(kept) == k
-    mask = [key in kept for key in pairs[["judge", "prompt_id", "variant", "turn"]].itertuples(index=False, name=None)]
+    mask = [
+        key in kept
+        for key in pairs[["judge", "prompt_id", "variant", "turn"]].itertuples(index=False, name=None)
+    ]
     expect = _win_loss_tie(pairs[mask])
     assert (after[["wins", "losses", "ties"]].sort_index() == expect.sort_index()).all().all()
     assert not after["score"].sort_index().equals(before["score"].sort_index())

@@ -15,8 +15,15 @@ import pandas as pd
 import pytest
 from apphelpers import new_app
 
-PAGES = ["app_pages/1_leaderboard.py", "app_pages/2_truncation.py", "app_pages/3_cycles.py",
-         "app_pages/4_inspector.py", "app_pages/5_judges.py", "app_pages/6_data.py", "app_pages/7_theory_lab.py"]
+PAGES = [
+    "app_pages/1_leaderboard.py",
+    "app_pages/2_truncation.py",
+    "app_pages/3_cycles.py",
+    "app_pages/4_inspector.py",
+    "app_pages/5_judges.py",
+    "app_pages/6_data.py",
+    "app_pages/7_theory_lab.py",
+]
 
 
 def arena_rows(battles: int, models: int, tournaments: int, seed: int) -> pd.DataFrame:
@@ -28,8 +35,17 @@ def arena_rows(battles: int, models: int, tournaments: int, seed: int) -> pd.Dat
     b = (a + rng.integers(1, models, battles)) % models
     p = 1 / (1 + np.exp(skill[b] - skill[a]))
     winner = np.where(rng.random(battles) < 0.1, "tie", np.where(rng.random(battles) < p, "A", "B"))
-    rows = [pd.DataFrame({"prompt_id": [f"b{i}" for i in range(battles)], "model_a": names[a], "model_b": names[b],
-                          "winner": winner, "category": np.where(rng.random(battles) < 0.5, "code", "chat")})]
+    rows = [
+        pd.DataFrame(
+            {
+                "prompt_id": [f"b{i}" for i in range(battles)],
+                "model_a": names[a],
+                "model_b": names[b],
+                "winner": winner,
+                "category": np.where(rng.random(battles) < 0.5, "code", "chat"),
+            }
+        )
+    ]
     for t in range(tournaments):
         pick = rng.choice(models, 5, replace=False)
         pairs = [(i, j) for i in range(5) for j in range(i + 1, 5) if rng.random() < 0.9]
@@ -74,7 +90,9 @@ def mixed():
     from engine.graphs.stack import build_stack
 
     rows = arena_rows(300, 9, 25, 7)
-    rows = pd.concat([rows, rows[rows["prompt_id"].str.startswith("t")].assign(judge="j2")], ignore_index=True)
+    rows = pd.concat(
+        [rows, rows[rows["prompt_id"].str.startswith("t")].assign(judge="j2")], ignore_index=True
+    )
     rows["judge"] = rows["judge"].fillna("j1")
     from engine.ingest import importer as ingest
 

@@ -36,8 +36,10 @@ def test_truncation_page_refuses_keep_k_on_battles(shipped_db, tmp_path, monkeyp
     at = at.switch_page("app_pages/2_truncation.py").run()
     assert_clean(at)
     assert [i.value for i in at.info] == [
-        "No graph of this selection can hold a cycle (12 graphs, each with fewer than 3 models or no compared "
-        "triple), so keep-K has no score to keep graphs by."]
+        "No graph of this selection can hold a cycle (12 graphs, each with fewer than 3 models or no "
+        "compared "
+        "triple), so keep-K has no score to keep graphs by."
+    ]
     assert not at.slider  # nothing to slide: the page stopped
 
 

@@ -24,8 +24,23 @@ def test_cli_imports_while_the_app_is_open_and_the_app_shows_it(shipped_db, tmp_
     csv = tmp_path / "extra.csv"
     csv.write_text("prompt_id,model_a,model_b,winner\n1,x,y,A\n1,y,z,A\n1,x,z,B\n", encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-m", "engine", "--db", str(db), "--lock-wait", "0", "import", str(csv), "--dataset", "extra"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "--db",
+            str(db),
+            "--lock-wait",
+            "0",
+            "import",
+            str(csv),
+            "--dataset",
+            "extra",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr  # no wait needed: the app let go of the file after its run
     at.run()

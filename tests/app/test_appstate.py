@@ -1,4 +1,5 @@
-"""engine.views.appstate: the slider fast path against engine.graphs.truncation.select_keep_k and pandas ranks."""
+"""engine.views.appstate: the slider fast path against engine.graphs.truncation.select_keep_k and pandas
+ranks."""
 
 from __future__ import annotations
 
@@ -52,7 +53,11 @@ def test_move_equals_engine_leaderboard_with_truncation():
     ref = leaderboard_from_stack(stack, ranker="bt", keep_k=12, mu=1.0, bootstrap=50, seed=3)
     cols = ["model", "rank", "score", "ci_low", "ci_high", "wins", "losses", "ties"]
     pd.testing.assert_frame_equal(board.table[cols], ref.table[cols])
-    assert board.params["keep_k"] == 12 and board.params["n_graphs"] == 12 and board.params["n_graphs_pool"] == stack.T
+    assert (
+        board.params["keep_k"] == 12
+        and board.params["n_graphs"] == 12
+        and board.params["n_graphs_pool"] == stack.T
+    )
 
 
 def test_with_reference_matches_pandas_ranks():

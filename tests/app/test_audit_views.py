@@ -53,12 +53,16 @@ def test_format_s_mu_whole_numbers_for_integral_mu(mu):
 
 
 def test_y_range_covers_the_data_and_never_collapses():
-    flat = pd.DataFrame({"mean": [0.12] * 5, "ci_low": [0.12] * 5, "ci_high": [0.12] * 5, "point": [0.12] * 5})
+    flat = pd.DataFrame(
+        {"mean": [0.12] * 5, "ci_low": [0.12] * 5, "ci_high": [0.12] * 5, "point": [0.12] * 5}
+    )
     lo, hi = y_range(flat)
     assert hi - lo == pytest.approx(MIN_Y_SPAN) and (lo + hi) / 2 == pytest.approx(0.12)
     zero = flat * 0
     assert y_range(zero) == [0.0, pytest.approx(MIN_Y_SPAN)]  # a distance is never drawn below 0
-    wide = pd.DataFrame({"mean": [0.1, 0.4], "ci_low": [0.05, 0.3], "ci_high": [0.2, 0.6], "point": [0.1, 0.5]})
+    wide = pd.DataFrame(
+        {"mean": [0.1, 0.4], "ci_low": [0.05, 0.3], "ci_high": [0.2, 0.6], "point": [0.1, 0.5]}
+    )
     lo, hi = y_range(wide)
     assert lo == pytest.approx(0.05 - 0.0275) and hi == pytest.approx(0.6 + 0.0275)
 
@@ -80,16 +84,34 @@ def test_lab_work_and_plan_against_a_written_out_grid():
 
 
 def test_natural_order_and_variant_labels_by_hand():
-    assert natural_sorted(["q10", "q2", "q1", "10", "9", "b", "A", "q2a"]) == ["9", "10", "A", "b", "q1", "q2",
-                                                                               "q2a", "q10"]
+    assert natural_sorted(["q10", "q2", "q1", "10", "9", "b", "A", "q2a"]) == [
+        "9",
+        "10",
+        "A",
+        "b",
+        "q1",
+        "q2",
+        "q2a",
+        "q10",
+    ]
     keys = pd.DataFrame({
         "prompt_id": ["1"] * 7 + ["2", "2", "3"],
         "variant": [0, 1, 2, 3, 4, 5, 6, 0, 3, 2],
         "variant_kind": ["original", "paraphrase", "paraphrase", "sample", "sample", "sample", "paraphrase",
                          "original", "sample", None],
     })
-    assert variant_labels(keys).tolist() == ["original", "paraphrase 1", "paraphrase 2", "sample 1", "sample 2",
-                                             "sample 3", "paraphrase 3", "original", "sample 1", "paraphrase 1"]
+    assert variant_labels(keys).tolist() == [
+        "original",
+        "paraphrase 1",
+        "paraphrase 2",
+        "sample 1",
+        "sample 2",
+        "sample 3",
+        "paraphrase 3",
+        "original",
+        "sample 1",
+        "paraphrase 1",
+    ]
 
 
 def test_integer_histogram_matches_counter_and_numpy():

@@ -64,7 +64,9 @@ def test_graph_view_matches_bruteforce(seed):
         assert set(view.models) == set(g.nodes)
         expected = bad_triads_bruteforce(g)
         triads = view.triads
-        assert {frozenset(r) for r in triads[["model_a", "model_b", "model_c"]].itertuples(index=False)} == expected
+        assert {
+            frozenset(r) for r in triads[["model_a", "model_b", "model_c"]].itertuples(index=False)
+        } == expected
         pos = {m: k for k, m in enumerate(view.models)}
         for a, b in itertools.combinations(view.models, 2):
             assert view.pair_bad[pos[a], pos[b]] == sum({a, b} <= tri for tri in expected)
@@ -75,9 +77,14 @@ def test_graph_view_matches_bruteforce(seed):
             assert rel == {"cycle": (">", ">", "<"), "tied-ends": (">", ">", "~"),
                            "unchained-ties": ("~", "~", ">")}[kind]
         # layout order: Copeland score in this graph (wins + half ties), best first, then by name
-        score = {m: sum({">": 1.0, "~": 0.5, "<": 0.0}[_relation(pairs, m, o)] for o in g.nodes
-                        if o != m and (min(m, o), max(m, o)) in set(zip(pairs["lo"], pairs["hi"], strict=True)))
-                 for m in view.models}
+        score = {
+            m: sum(
+                {">": 1.0, "~": 0.5, "<": 0.0}[_relation(pairs, m, o)]
+                for o in g.nodes
+                if o != m and (min(m, o), max(m, o)) in set(zip(pairs["lo"], pairs["hi"], strict=True))
+            )
+            for m in view.models
+        }
         assert [view.models[k] for k in view.order] == sorted(view.models, key=lambda m: (-score[m], m))
 
 
@@ -127,7 +134,10 @@ def test_denoised_graphs_follow_their_definitions():
             if comp[i] == comp[j]:
                 want = (outdeg[i] >= outdeg[j], outdeg[j] >= outdeg[i])
             else:
-                want = (bool(view.adj[i, j] and view.observed[i, j]), bool(view.adj[j, i] and view.observed[i, j]))
+                want = (
+                    bool(view.adj[i, j] and view.observed[i, j]),
+                    bool(view.adj[j, i] and view.observed[i, j]),
+                )
             assert (bool(e.adj[i, j]), bool(e.adj[j, i])) == want
 
 
@@ -187,7 +197,9 @@ def test_inspector_html_is_self_contained_and_highlights_the_triad():
     # offline: vis-network inlined once, nothing fetched (no CDN, Bootstrap or link tags)
     assert page.count(vis_network_js()[:200]) == 1
     low = page.lower()
-    assert "<link" not in low and "<script src" not in low and "jsdelivr" not in low and "bootstrap" not in low
+    assert (
+        "<link" not in low and "<script src" not in low and "jsdelivr" not in low and "bootstrap" not in low
+    )
     assert len(page) < 600_000
     # payload names only inside JSON with escaped angle brackets
     assert "<script>window.__xss" not in page and "<img src=x" not in page

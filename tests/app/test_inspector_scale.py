@@ -31,7 +31,11 @@ def test_prompt_menu_worst_first_with_text(shipped_store):
     first = menu.iloc[0]
     assert first["label"].startswith(f"{first['prompt_id']} · {first['bad_triads']} bad triads · S_μ ")
     texts = shipped_store.prompt_texts("vicuna80")
-    q = texts[(texts["prompt_id"].astype(str) == first["prompt_id"])].sort_values(["variant", "turn"]).iloc[0]["text"]
+    q = (
+        texts[(texts["prompt_id"].astype(str) == first["prompt_id"])]
+        .sort_values(["variant", "turn"])
+        .iloc[0]["text"]
+    )
     assert " ".join(q.split())[:30] in first["label"]
 
 
@@ -47,10 +51,25 @@ def _big_graph(n: int = 40):
             continue  # never compared
         rows.append((names[i], names[j], "A"))
     flip = {("m05", "m30"), ("m10", "m12")}
-    rows = [(a, b, "B" if (a, b) == ("m05", "m30") else ("tie" if (a, b) in {("m10", "m11"), ("m11", "m12")} else w))
-            for a, b, w in rows if (a, b) not in flip or (a, b) == ("m05", "m30")]
-    rows += [("m05", "m17", "A"), ("m17", "m30", "A"), ("m10", "m12", "A"), ("m10", "m11", "tie"), ("m11", "m12", "tie")]
-    df = pd.DataFrame(rows, columns=["model_a", "model_b", "winner"]).drop_duplicates(["model_a", "model_b"], keep="last")
+    rows = [
+        (
+            a,
+            b,
+            "B" if (a, b) == ("m05", "m30") else ("tie" if (a, b) in {("m10", "m11"), ("m11", "m12")} else w),
+        )
+        for a, b, w in rows
+        if (a, b) not in flip or (a, b) == ("m05", "m30")
+    ]
+    rows += [
+        ("m05", "m17", "A"),
+        ("m17", "m30", "A"),
+        ("m10", "m12", "A"),
+        ("m10", "m11", "tie"),
+        ("m11", "m12", "tie"),
+    ]
+    df = pd.DataFrame(rows, columns=["model_a", "model_b", "winner"]).drop_duplicates(
+        ["model_a", "model_b"], keep="last"
+    )
     df["prompt_id"], df["dataset"], df["judge"], df["variant"], df["turn"] = "p", "d", "j", 0, 1
     df["category"], df["variant_kind"], df["prob_a"] = "c", "original", np.nan
     return build_stack(df), df

@@ -73,9 +73,21 @@ def test_elo_scale_matches_the_bt_ranker_own_elo_scale():
         i, j = rng.choice(4, 2, replace=False)
         a, b = names[i], names[j]
         pa = 1 / (1 + np.exp(strength[b] - strength[a]))
-        rows.append({"dataset": "d", "judge": "j", "prompt_id": str(p), "variant": 0, "turn": 1, "category": "c",
-                     "variant_kind": "original", "prob_a": np.nan,
-                     "model_a": a, "model_b": b, "winner": "A" if rng.random() < pa else "B"})
+        rows.append(
+            {
+                "dataset": "d",
+                "judge": "j",
+                "prompt_id": str(p),
+                "variant": 0,
+                "turn": 1,
+                "category": "c",
+                "variant_kind": "original",
+                "prob_a": np.nan,
+                "model_a": a,
+                "model_b": b,
+                "winner": "A" if rng.random() < pa else "B",
+            }
+        )
     stack = build_stack(pd.DataFrame(rows))
     log = rank(stack, "bt").scores
     elo = rank(stack, "bt", scale="elo").scores
@@ -106,4 +118,7 @@ def test_participation_counts_votes_and_prompts_with_pandas(shipped_store):
     long = pd.concat([pairs[["prompt_id", "lo"]].rename(columns={"lo": "m"}),
                       pairs[["prompt_id", "hi"]].rename(columns={"hi": "m"})])
     assert part["votes"].sort_index().to_dict() == long.groupby("m").size().sort_index().to_dict()
-    assert part["n_prompts"].sort_index().to_dict() == long.groupby("m")["prompt_id"].nunique().sort_index().to_dict()
+    assert (
+        part["n_prompts"].sort_index().to_dict()
+        == long.groupby("m")["prompt_id"].nunique().sort_index().to_dict()
+    )

@@ -1,4 +1,5 @@
-"""engine.views.truncation_view, engine.views.exports and engine.views.dataview against independent computations:
+"""engine.views.truncation_view, engine.views.exports and engine.views.dataview against independent
+computations:
 the μ curve against engine.experiments.curves.mu_curve and select_keep_k, the protocol summary against the
 run_protocols rows, the results ZIP read back with pandas, the refusal wording."""
 
@@ -55,10 +56,14 @@ def test_mu_view_is_equal_where_the_kept_graphs_are_equal():
         view = mu_view(stack, REF, k=k, mus=DEFAULT_MU_GRID, resamples=20, seed=1)
         assert np.allclose(view["mu"], DEFAULT_MU_GRID)
         assert ((view["ci_low"] <= view["mean"]) & (view["mean"] <= view["ci_high"])).all()
-        kept = {m: frozenset(select_keep_k(truncation_scores(counts, m), stack.keys, k).index) for m in view["mu"]}
+        kept = {
+            m: frozenset(select_keep_k(truncation_scores(counts, m), stack.keys, k).index) for m in view["mu"]
+        }
         for a, b in itertools.combinations(view.itertuples(index=False), 2):
             if kept[a.mu] == kept[b.mu]:  # same graphs, same numbers (common random numbers per graph)
-                assert (a.point, a.mean, a.ci_low, a.ci_high) == pytest.approx((b.point, b.mean, b.ci_low, b.ci_high))
+                assert (a.point, a.mean, a.ci_low, a.ci_high) == pytest.approx(
+                    (b.point, b.mean, b.ci_low, b.ci_high)
+                )
         # the point value is half-tie BT on the kept graphs, distance (1 − ρ)/2 to the reference
         from scipy.stats import spearmanr
 

@@ -28,10 +28,27 @@ from engine.views.viz import (
 
 PAYLOAD = "<script>window.__xss=1</script><img src=x onerror=window.__xss=1>"
 TRICKY = [
-    "Assistant 1's answer", 'she said "fine"', ":material/home: icon", ":smile: and :+1:", "$x$ and $$y$$",
-    "**b** and _i_ and ~~s~~", "[l](javascript:alert(1))", "![img](x.png)", PAYLOAD, "a & b &amp; &#x27; &lt;",
-    "# not a heading", "1. not a list", "- not a bullet", "> not a quote", "`code`", "back\\slash \\*", "|a|b|",
-    ":red[colored] :blue-badge[b]", "x:y:z", "<http://example.com>", "100% \t tabs",
+    "Assistant 1's answer",
+    'she said "fine"',
+    ":material/home: icon",
+    ":smile: and :+1:",
+    "$x$ and $$y$$",
+    "**b** and _i_ and ~~s~~",
+    "[l](javascript:alert(1))",
+    "![img](x.png)",
+    PAYLOAD,
+    "a & b &amp; &#x27; &lt;",
+    "# not a heading",
+    "1. not a list",
+    "- not a bullet",
+    "> not a quote",
+    "`code`",
+    "back\\slash \\*",
+    "|a|b|",
+    ":red[colored] :blue-badge[b]",
+    "x:y:z",
+    "<http://example.com>",
+    "100% \t tabs",
 ]
 
 # Streamlit's Markdown front end (1.67): the source is searched for ":material/" (then rendered as an
@@ -140,7 +157,11 @@ def test_numbers_as_text_only_touches_columns_with_gaps():
                       "c": [2.0, np.nan]})
     out, changed = numbers_as_text(f, {"p": ".2g", "n": "d", "k": ".1f", "c": "d"})
     assert changed == ["p", "n", "c"]
-    assert out["p"].tolist() == ["0.00012", "—"] and out["n"].tolist() == ["3", "—"] and out["c"].tolist() == ["2", "—"]
+    assert (
+        out["p"].tolist() == ["0.00012", "—"]
+        and out["n"].tolist() == ["3", "—"]
+        and out["c"].tolist() == ["2", "—"]
+    )
     assert out["k"].tolist() == [1.5, 2.0]
 
 
@@ -153,7 +174,9 @@ def test_plot_labels_escape_plotly_markup():
 
 
 def test_kappa_matrix_and_mean():
-    table = pd.DataFrame({"judge_1": ["a", "a", "b"], "judge_2": ["b", "c", "c"], "kappa": [0.5, np.nan, 0.1]})
+    table = pd.DataFrame(
+        {"judge_1": ["a", "a", "b"], "judge_2": ["b", "c", "c"], "kappa": [0.5, np.nan, 0.1]}
+    )
     mat = kappa_matrix(table, ["a", "b", "c"])
     assert mat.loc["b", "a"] == 0.5 and np.isnan(mat.loc["c", "a"]) and mat.loc["c", "c"] == 1.0
     assert mean_offdiagonal(mat) == pytest.approx((0.5 + 0.1) / 2)

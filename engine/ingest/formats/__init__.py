@@ -31,14 +31,28 @@ class ToolFormat:
 
 
 TOOLS: tuple[ToolFormat, ...] = (
-    ToolFormat("fastchat-pair", "FastChat MT-Bench pairwise judgments", fastchat.pair_matches,
-               fastchat.pair_rows, fastchat.PAIR_USED),
+    ToolFormat(
+        "fastchat-pair",
+        "FastChat MT-Bench pairwise judgments",
+        fastchat.pair_matches,
+        fastchat.pair_rows,
+        fastchat.PAIR_USED,
+    ),
     ToolFormat("arena-hard", "Arena-Hard judgments", arena_hard.matches, arena_hard.rows, arena_hard.USED),
-    ToolFormat("alpaca-eval", "AlpacaEval annotations", alpaca_eval.matches, alpaca_eval.rows, alpaca_eval.USED),
+    ToolFormat(
+        "alpaca-eval", "AlpacaEval annotations", alpaca_eval.matches, alpaca_eval.rows, alpaca_eval.USED
+    ),
     ToolFormat("arena", "Chatbot Arena battle log", arena.matches, arena.rows, arena.USED),
-    ToolFormat("mtbench-human", "MT-Bench human judgments", fastchat.human_matches, fastchat.human_rows,
-               fastchat.HUMAN_USED),
-    ToolFormat("evalica", "evalica / LLMFAO left-right comparisons", evalica.matches, evalica.rows, evalica.USED),
+    ToolFormat(
+        "mtbench-human",
+        "MT-Bench human judgments",
+        fastchat.human_matches,
+        fastchat.human_rows,
+        fastchat.HUMAN_USED,
+    ),
+    ToolFormat(
+        "evalica", "evalica / LLMFAO left-right comparisons", evalica.matches, evalica.rows, evalica.USED
+    ),
 )
 """Checked in this order; the first whose ``matches`` accepts the record's fields wins."""
 
@@ -103,7 +117,9 @@ def expand(name: str, records: Sequence, lines: Sequence[int], problems: Sequenc
                 seen.setdefault(str(k), None)
         if lower is None:
             lower = _is_lower(rec)
-        made = fmt.rows(rec if lower else _lower_keys(rec), line) or [{PROBLEM: "the record holds no verdict"}]
+        made = fmt.rows(rec if lower else _lower_keys(rec), line) or [
+            {PROBLEM: "the record holds no verdict"}
+        ]
         for row in made:
             reason = row.pop(PROBLEM, None)
             out.rows.append(row)

@@ -18,7 +18,8 @@ PROBLEM = "_problem"
 
 
 def pick(rec: Mapping, *names: str):
-    """The first present, non-empty field among ``names`` (records reach the readers with lower-cased keys)."""
+    """The first present, non-empty field among ``names`` (records reach the readers with lower-cased
+    keys)."""
     for name in names:
         v = rec.get(name)
         if v is not None and v != "" and not (isinstance(v, float) and math.isnan(v)):

@@ -57,7 +57,12 @@ def rows(rec: Mapping, line: int) -> list[dict]:
             continue
         label = str(score).strip().replace(" ", "")
         if label not in SCORES:
-            out.append({**row, PROBLEM: f"game {k + 1} score {score!r} is not one of A>>B, A>B, A=B, B>A, B>>A or null"})
+            out.append(
+                {
+                    **row,
+                    PROBLEM: f"game {k + 1} score {score!r} is not one of A>>B, A>B, A=B, B>A, B>>A or null",
+                }
+            )
             continue
         shown, strength = SCORES[label]
         # game 1: shown A is the baseline (model_b); game 2: shown A is the model (model_a)

@@ -1,5 +1,6 @@
 """evalica / LLMFAO comparison tables: ``left, right, winner`` (winner ``left`` / ``right`` /
-``tie``; evalica's ``X`` / ``Y`` / ``Draw`` too), optionally with a ``prompt`` and a comparison ``id`` (LLMFAO also has ``model_x,
+``tie``; evalica's ``X`` / ``Y`` / ``Draw`` too), optionally with a ``prompt`` and a comparison ``id`` (LLMFAO
+also has ``model_x,
 model_y``: numeric model ids, not kept). ``left`` is model_a; the order shown is not recorded.
 """
 
