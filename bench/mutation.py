@@ -54,34 +54,50 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class Target:
-    """One module in scope: its file, the functions to mutate (empty: all), the tests that pin it."""
+    """One module in scope: its file, the fast tests that pin it, the wider tests that also reach it
+    (run only on a mutant the fast ones let through), and the functions to mutate (empty: all)."""
 
     path: str
     tests: tuple[str, ...]
+    wider: tuple[str, ...] = ()
     functions: tuple[str, ...] = ()
 
 
 MODULES: dict[str, Target] = {
-    "exports": Target("engine/views/exports.py", ("tests/test_csv_formula_safety.py",)),
-    "bt_solvers": Target("engine/rankers/bt_solvers.py", ("tests/test_bt_kernel.py",)),
-    "bt": Target("engine/rankers/bt.py", ("tests/test_bt_kernel.py", "tests/test_rankers.py")),
-    "cycles": Target("engine/graphs/cycles.py", ("tests/test_cycles.py", "tests/test_triads.py")),
-    "truncation": Target("engine/graphs/truncation.py", ("tests/test_truncation.py",)),
-    "nontransitivity": Target(
-        "engine/diagnostics/nontransitivity.py", ("tests/test_diagnostics_nontransitivity.py",)
-    ),
-    "leaderboard_view": Target("engine/views/leaderboard_view.py", ("tests/app/test_leaderboard_view.py",)),
-    "json_reader": Target("engine/ingest/json_reader.py", ("tests/test_formats.py",)),
-    "validation": Target("engine/ingest/normalise.py", ("tests/test_verdicts.py",)),
-    "cache_leases": Target("engine/judging/cache.py", ("tests/test_judging_hardening.py",)),
+    "exports": Target("engine/views/exports.py", ("tests/test_csv_formula_safety.py",),
+                      ("tests/app/test_page_views.py",)),
+    "bt_solvers": Target("engine/rankers/bt_solvers.py", ("tests/test_bt_kernel.py",), ("tests/test_rankers.py",)),
+    "bt": Target("engine/rankers/bt.py", ("tests/test_bt_kernel.py", "tests/test_rankers.py"),
+                 ("tests/test_curves.py", "tests/test_resampling.py")),
+    "cycles": Target("engine/graphs/cycles.py", ("tests/test_cycles.py", "tests/test_triads.py"),
+                     ("tests/test_truncation.py", "tests/test_structure.py", "tests/test_graph_buckets.py")),
+    "truncation": Target("engine/graphs/truncation.py", ("tests/test_truncation.py",),
+                         ("tests/test_curves.py", "tests/test_graph_buckets.py", "tests/test_resampling.py",
+                          "tests/test_structure.py", "tests/test_keep_k_paths.py")),
+    "nontransitivity": Target("engine/diagnostics/nontransitivity.py", ("tests/test_diagnostics_nontransitivity.py",),
+                              ("tests/test_diagnostics_cli.py", "tests/test_graph_buckets.py")),
+    "leaderboard_view": Target("engine/views/leaderboard_view.py", ("tests/app/test_leaderboard_view.py",),
+                               ("tests/app/test_page_views.py", "tests/test_leaderboard_cli.py")),
+    "json_reader": Target("engine/ingest/json_reader.py", ("tests/test_formats.py",),
+                          ("tests/test_ingest_limits.py", "tests/test_ingest.py")),
+    "validation": Target("engine/ingest/normalise.py", ("tests/test_verdicts.py",),
+                         ("tests/test_formats.py", "tests/test_csv_bulk.py", "tests/test_ingest.py")),
+    "cache_leases": Target("engine/judging/cache.py", ("tests/test_judging_hardening.py",),
+                           ("tests/test_judging_units.py", "tests/test_judging_resilience.py",
+                            "tests/test_judging_config.py")),
     "liveness": Target("engine/judging/liveness.py", ("tests/test_judging_hardening.py",)),
-    "bootstrap": Target("engine/ranking/bootstrap.py", ("tests/test_bootstrap.py", "tests/test_rankers.py")),
-    "count_query": Target("engine/ranking/count_query.py", ("tests/test_count_query.py",)),
-    "count_board": Target("engine/ranking/count_board.py", ("tests/test_count_rankers.py",)),
-    "count_bootstrap": Target("engine/ranking/count_bootstrap.py", ("tests/test_count_rankers.py",)),
+    "bootstrap": Target("engine/ranking/bootstrap.py", ("tests/test_bootstrap.py", "tests/test_rankers.py"),
+                        ("tests/test_leaderboard_cli.py", "tests/test_resampling.py")),
+    "count_query": Target("engine/ranking/count_query.py", ("tests/test_count_query.py",),
+                          ("tests/test_count_rankers.py",)),
+    "count_board": Target("engine/ranking/count_board.py", ("tests/test_count_rankers.py",),
+                          ("tests/test_count_query.py", "tests/test_leaderboard_cli.py")),
+    "count_bootstrap": Target("engine/ranking/count_bootstrap.py", ("tests/test_count_rankers.py",),
+                              ("tests/test_count_query.py", "tests/test_leaderboard_cli.py")),
 }
-"""Module name -> target. Test files are the module's own, fast ones; ``kills`` files added by the
-mutation work are picked up automatically (``tests/test_mutation_kills_<module>.py`` when present)."""
+"""Module name -> target. The fast test files are the module's own; a mutant they let through runs
+the wider files too (other files that import the module) before it counts as a survivor. The files
+the mutation work added are picked up automatically (``tests/test_mutation_kills_<module>.py``)."""
 
 CMP_SWAP = {
     ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
@@ -113,6 +129,7 @@ class Mutant:
     diff: str = ""
     outcome: str = ""
     seconds: float = 0.0
+    killed_by: str = ""
 
 
 @dataclass
@@ -336,6 +353,11 @@ def run_module(name: str, target: Target, chosen: list[Mutant], candidates: int)
             path.write_bytes(original[: m.start] + m.text.encode() + original[m.end :])
             try:
                 m.outcome, m.seconds = run_tests(files, timeout)
+                m.killed_by = "fast" if m.outcome != "survived" else ""
+                if m.outcome == "survived" and target.wider:
+                    m.outcome, more = run_tests(list(target.wider), 900)
+                    m.seconds += more
+                    m.killed_by = "wider" if m.outcome != "survived" else ""
             finally:
                 path.write_bytes(original)
             m.seconds = round(m.seconds, 1)
@@ -381,8 +403,19 @@ def write_report(results: list[ModuleResult], out: Path, args: argparse.Namespac
 
 def _carried(m: Mutant, before: dict) -> Mutant:
     """A mutant not re-run in the 'after' pass, with the outcome the previous report gave it."""
-    m.outcome, m.seconds = before["outcome"], before["seconds"]
+    m.outcome, m.seconds, m.killed_by = before["outcome"], before["seconds"], before.get("killed_by", "")
     return m
+
+
+def _load(paths: list[str]) -> list[ModuleResult]:
+    by_name: dict[str, ModuleResult] = {}
+    for p in paths:
+        for mod in json.loads(Path(p).read_text())["modules"]:
+            r = ModuleResult(mod["module"], mod["path"], mod["tests"], mod["candidates"], mod["clean_seconds"],
+                             mod["clean_ok"], [Mutant(**m) for m in mod["mutants"]])
+            by_name[r.module] = r
+    order = [n for n in MODULES if n in by_name]
+    return [by_name[n] for n in order]
 
 
 def _interrupt(signum, frame) -> None:
@@ -397,7 +430,12 @@ def main() -> None:
     ap.add_argument("--survivors-of", default=None, help="a previous report's JSON: re-run only its survivors")
     ap.add_argument("--out", default="bench/out/mutation")
     ap.add_argument("--list", action="store_true", help="list the sampled mutants and exit")
+    ap.add_argument("--combine", nargs="+", default=None,
+                    help="reports' JSON files to merge (a later file's module replaces an earlier one's) into --out")
     args = ap.parse_args()
+    if args.combine:
+        write_report(_load(args.combine), Path(args.out), args)
+        return
     signal.signal(signal.SIGTERM, _interrupt)  # a plain kill restores the file too
     names = [n for n in args.only.split(",") if n] or list(MODULES)
     previous: dict[tuple, dict] | None = None
@@ -413,9 +451,9 @@ def main() -> None:
             chosen = sample(every, name, args.seed, args.per_module)
             carried: list[Mutant] = []
             if previous is not None:  # the 'after' pass: re-run the survivors, keep the other outcomes
-                before = {m: previous.get((m.module, m.line, m.op, m.diff)) for m in chosen}
-                carried = [_carried(m, b) for m, b in before.items() if b and b["outcome"] != "survived"]
-                chosen = [m for m, b in before.items() if b and b["outcome"] == "survived"]
+                before = [(m, previous.get((m.module, m.line, m.op, m.diff))) for m in chosen]
+                carried = [_carried(m, b) for m, b in before if b and b["outcome"] != "survived"]
+                chosen = [m for m, b in before if b and b["outcome"] == "survived"]
             if args.list:
                 print(f"== {name}: {len(chosen)} of {len(every)}")
                 for m in chosen:
