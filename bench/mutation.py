@@ -29,8 +29,9 @@ Docstrings, annotations, f-strings, ``raise``/logging messages and the arguments
 its kin (a mutated signal number would signal a process this run never started) are never mutated. The sample is
 drawn with ``random.Random(f"{seed}:{module}")`` from the mutants in source order, so the same seed on
 the same source gives the same mutants. ``--survivors-of REPORT`` re-runs only the mutants a previous
-report listed as survivors (matched by module, line, operator and diff; the 'after' pass: tests are
-only added, so a killed mutant stays killed). Writes ``<out>.json`` and ``<out>.md`` (per module:
+report listed as survivors (found again by line, operator and diff among all the file's mutants, so
+a fix elsewhere in the file does not change which; the 'after' pass: tests are only added, so a
+killed mutant stays killed) and keeps the report's other outcomes. Writes ``<out>.json`` and ``<out>.md`` (per module:
 mutants, killed, survived, timeouts, and each survivor's line and diff) and prints the table.
 """
 
@@ -401,12 +402,6 @@ def write_report(results: list[ModuleResult], out: Path, args: argparse.Namespac
     print("\n".join(rows))
 
 
-def _carried(m: Mutant, before: dict) -> Mutant:
-    """A mutant not re-run in the 'after' pass, with the outcome the previous report gave it."""
-    m.outcome, m.seconds, m.killed_by = before["outcome"], before["seconds"], before.get("killed_by", "")
-    return m
-
-
 def _load(paths: list[str]) -> list[ModuleResult]:
     by_name: dict[str, ModuleResult] = {}
     for p in paths:
@@ -438,11 +433,9 @@ def main() -> None:
         return
     signal.signal(signal.SIGTERM, _interrupt)  # a plain kill restores the file too
     names = [n for n in args.only.split(",") if n] or list(MODULES)
-    previous: dict[tuple, dict] | None = None
+    previous: dict[str, list[dict]] | None = None
     if args.survivors_of:
-        previous = {(m["module"], m["line"], m["op"], m["diff"]): m
-                    for mod in json.loads(Path(args.survivors_of).read_text())["modules"]
-                    for m in mod["mutants"]}
+        previous = {mod["module"]: mod["mutants"] for mod in json.loads(Path(args.survivors_of).read_text())["modules"]}
     results: list[ModuleResult] = []
     try:
         for name in names:
@@ -451,9 +444,17 @@ def main() -> None:
             chosen = sample(every, name, args.seed, args.per_module)
             carried: list[Mutant] = []
             if previous is not None:  # the 'after' pass: re-run the survivors, keep the other outcomes
-                before = [(m, previous.get((m.module, m.line, m.op, m.diff))) for m in chosen]
-                carried = [_carried(m, b) for m, b in before if b and b["outcome"] != "survived"]
-                chosen = [m for m, b in before if b and b["outcome"] == "survived"]
+                if name not in previous:
+                    continue
+                # matched by line, operator and diff among all mutants of the file as it is now (a fix
+                # elsewhere in the file may have moved byte offsets or changed the sample)
+                here = {(m.line, m.op, m.diff): m for m in every}
+                carried = [Mutant(**b) for b in previous[name] if b["outcome"] != "survived"]
+                wanted = [(b["line"], b["op"], b["diff"]) for b in previous[name] if b["outcome"] == "survived"]
+                for key in wanted:
+                    if key not in here:
+                        print(f"[{name}] survivor at line {key[0]} ({key[1]}) no longer exists", file=sys.stderr)
+                chosen = [here[k] for k in wanted if k in here]
             if args.list:
                 print(f"== {name}: {len(chosen)} of {len(every)}")
                 for m in chosen:
