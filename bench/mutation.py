@@ -31,7 +31,8 @@ drawn with ``random.Random(f"{seed}:{module}")`` from the mutants in source orde
 the same source gives the same mutants. ``--survivors-of REPORT`` re-runs only the mutants a previous
 report listed as survivors (found again by line, operator and diff among all the file's mutants, so
 a fix elsewhere in the file does not change which; the 'after' pass: tests are only added, so a
-killed mutant stays killed) and keeps the report's other outcomes. Writes ``<out>.json`` and ``<out>.md`` (per module:
+killed mutant stays killed) and keeps the report's other outcomes; it runs the fast files and the
+kill file only (a before-pass survivor has already passed the unchanged wider files). Writes ``<out>.json`` and ``<out>.md`` (per module:
 mutants, killed, survived, timeouts, and each survivor's line and diff) and prints the table.
 """
 
@@ -338,7 +339,7 @@ def run_tests(files: list[str], timeout: float) -> tuple[str, float]:
     return ("survived" if rc == 0 else "killed"), time.monotonic() - t0
 
 
-def run_module(name: str, target: Target, chosen: list[Mutant], candidates: int) -> ModuleResult:
+def run_module(name: str, target: Target, chosen: list[Mutant], candidates: int, wider: bool = True) -> ModuleResult:
     files = test_files(name, target)
     result = ModuleResult(name, target.path, files, candidates=candidates)
     outcome, seconds = run_tests(files, timeout=900)
@@ -355,7 +356,7 @@ def run_module(name: str, target: Target, chosen: list[Mutant], candidates: int)
             try:
                 m.outcome, m.seconds = run_tests(files, timeout)
                 m.killed_by = "fast" if m.outcome != "survived" else ""
-                if m.outcome == "survived" and target.wider:
+                if m.outcome == "survived" and target.wider and wider:
                     m.outcome, more = run_tests(list(target.wider), 900)
                     m.seconds += more
                     m.killed_by = "wider" if m.outcome != "survived" else ""
@@ -460,7 +461,9 @@ def main() -> None:
                 for m in chosen:
                     print(f"  {m.line} {m.op}: {m.diff}")
                 continue
-            result = run_module(name, target, chosen, len(every))
+            # a before-pass survivor already passed the wider files, which no one changed: the after
+            # pass runs only the fast files and the new kill file
+            result = run_module(name, target, chosen, len(every), wider=previous is None)
             result.mutants = sorted([*carried, *result.mutants], key=lambda m: (m.start, m.end, m.text))
             results.append(result)
             write_report(results, Path(args.out), args)
