@@ -16,24 +16,30 @@ unmutated; a module whose clean run fails is reported and skipped.
 Operators (each mutant changes one node; the replacement is the node's source re-printed by
 ``ast.unparse`` in parentheses, so formatting elsewhere is untouched):
 
-- ``cmp``: ``<`` <-> ``<=``, ``>`` <-> ``>=``, ``==`` <-> ``!=``, ``is`` <-> ``is not``, ``in`` <-> ``not in``;
-- ``arith``: ``+`` <-> ``-``, ``*`` <-> ``/``, ``//`` -> ``/``, ``%`` -> ``//``, ``**`` -> ``*`` (also in ``+=`` ...);
-- ``const``: integer/float constants ``0`` -> ``1``, ``1`` -> ``0``, ``n`` -> ``n + 1``; ``True`` <-> ``False``;
+- ``cmp``: ``<`` <-> ``<=``, ``>`` <-> ``>=``, ``==`` <-> ``!=``, ``is`` <-> ``is not``,
+  ``in`` <-> ``not in``;
+- ``arith``: ``+`` <-> ``-``, ``*`` <-> ``/``, ``//`` -> ``/``, ``%`` -> ``//``, ``**`` -> ``*``
+  (also in ``+=`` ...);
+- ``const``: integer/float constants ``0`` -> ``1``, ``1`` -> ``0``, ``n`` -> ``n + 1``;
+  ``True`` <-> ``False``;
 - ``bool``: ``and`` <-> ``or``; ``not x`` -> ``x``;
 - ``return``: ``return x`` -> ``return None`` in functions of at most 12 lines;
 - ``axis``: a numpy ``axis=k`` keyword -> ``axis=1 - k`` (``0`` <-> ``1``; ``-1`` -> ``0``);
 - ``string``: quantile/search strings ``'higher'`` <-> ``'lower'``, ``'left'`` <-> ``'right'``;
-- ``minmax``: ``min`` <-> ``max``, ``argmin`` <-> ``argmax``, ``minimum`` <-> ``maximum``, ``any`` <-> ``all``.
+- ``minmax``: ``min`` <-> ``max``, ``argmin`` <-> ``argmax``, ``minimum`` <-> ``maximum``,
+  ``any`` <-> ``all``.
 
 Docstrings, annotations, f-strings, ``raise``/logging messages and the arguments of ``os.kill`` and
-its kin (a mutated signal number would signal a process this run never started) are never mutated. The sample is
-drawn with ``random.Random(f"{seed}:{module}")`` from the mutants in source order, so the same seed on
-the same source gives the same mutants. ``--survivors-of REPORT`` re-runs only the mutants a previous
-report listed as survivors (found again by line, operator and diff among all the file's mutants, so
-a fix elsewhere in the file does not change which; the 'after' pass: tests are only added, so a
-killed mutant stays killed) and keeps the report's other outcomes; it runs the fast files and the
-kill file only (a before-pass survivor has already passed the unchanged wider files). Writes ``<out>.json`` and ``<out>.md`` (per module:
-mutants, killed, survived, timeouts, and each survivor's line and diff) and prints the table.
+its kin (a mutated signal number would signal a process this run never started) are never
+mutated. The sample is drawn with ``random.Random(f"{seed}:{module}")`` from the mutants in source
+order, so the same seed on the same source gives the same mutants. ``--survivors-of REPORT``
+re-runs only the mutants a previous report listed as survivors (found again by line, operator and
+diff among all the file's mutants, so a fix elsewhere in the file does not change which; the
+'after' pass: tests are only added, so a killed mutant stays killed) and keeps the report's other
+outcomes; it runs the fast files and the kill file only (a before-pass survivor has already passed
+the unchanged wider files). Writes ``<out>.json`` and ``<out>.md`` (per module: mutants, killed,
+survived, timeouts, and each survivor's line and diff) and prints the table. Stop it with Ctrl-C or
+``kill`` (SIGTERM): the file under mutation is restored either way.
 """
 
 from __future__ import annotations
@@ -66,52 +72,114 @@ class Target:
 
 
 MODULES: dict[str, Target] = {
-    "exports": Target("engine/views/exports.py", ("tests/test_csv_formula_safety.py",),
-                      ("tests/app/test_page_views.py",)),
-    "bt_solvers": Target("engine/rankers/bt_solvers.py", ("tests/test_bt_kernel.py",), ("tests/test_rankers.py",)),
-    "bt": Target("engine/rankers/bt.py", ("tests/test_bt_kernel.py", "tests/test_rankers.py"),
-                 ("tests/test_curves.py", "tests/test_resampling.py")),
-    "cycles": Target("engine/graphs/cycles.py", ("tests/test_cycles.py", "tests/test_triads.py"),
-                     ("tests/test_truncation.py", "tests/test_structure.py", "tests/test_graph_buckets.py")),
-    "truncation": Target("engine/graphs/truncation.py", ("tests/test_truncation.py",),
-                         ("tests/test_curves.py", "tests/test_graph_buckets.py", "tests/test_resampling.py",
-                          "tests/test_structure.py", "tests/test_keep_k_paths.py")),
-    "nontransitivity": Target("engine/diagnostics/nontransitivity.py", ("tests/test_diagnostics_nontransitivity.py",),
-                              ("tests/test_diagnostics_cli.py", "tests/test_graph_buckets.py")),
-    "leaderboard_view": Target("engine/views/leaderboard_view.py", ("tests/app/test_leaderboard_view.py",),
-                               ("tests/app/test_page_views.py", "tests/test_leaderboard_cli.py")),
-    "json_reader": Target("engine/ingest/json_reader.py", ("tests/test_formats.py",),
-                          ("tests/test_ingest_limits.py", "tests/test_ingest.py")),
-    "validation": Target("engine/ingest/normalise.py", ("tests/test_verdicts.py",),
-                         ("tests/test_formats.py", "tests/test_csv_bulk.py", "tests/test_ingest.py")),
-    "cache_leases": Target("engine/judging/cache.py", ("tests/test_judging_hardening.py",),
-                           ("tests/test_judging_units.py", "tests/test_judging_resilience.py",
-                            "tests/test_judging_config.py")),
+    "exports": Target(
+        "engine/views/exports.py", ("tests/test_csv_formula_safety.py",), ("tests/app/test_page_views.py",)
+    ),
+    "bt_solvers": Target(
+        "engine/rankers/bt_solvers.py", ("tests/test_bt_kernel.py",), ("tests/test_rankers.py",)
+    ),
+    "bt": Target(
+        "engine/rankers/bt.py",
+        ("tests/test_bt_kernel.py", "tests/test_rankers.py"),
+        ("tests/test_curves.py", "tests/test_resampling.py"),
+    ),
+    "cycles": Target(
+        "engine/graphs/cycles.py",
+        ("tests/test_cycles.py", "tests/test_triads.py"),
+        ("tests/test_truncation.py", "tests/test_structure.py", "tests/test_graph_buckets.py"),
+    ),
+    "truncation": Target(
+        "engine/graphs/truncation.py",
+        ("tests/test_truncation.py",),
+        (
+            "tests/test_curves.py",
+            "tests/test_graph_buckets.py",
+            "tests/test_resampling.py",
+            "tests/test_structure.py",
+            "tests/test_keep_k_paths.py",
+        ),
+    ),
+    "nontransitivity": Target(
+        "engine/diagnostics/nontransitivity.py",
+        ("tests/test_diagnostics_nontransitivity.py",),
+        ("tests/test_diagnostics_cli.py", "tests/test_graph_buckets.py"),
+    ),
+    "leaderboard_view": Target(
+        "engine/views/leaderboard_view.py",
+        ("tests/app/test_leaderboard_view.py",),
+        ("tests/app/test_page_views.py", "tests/test_leaderboard_cli.py"),
+    ),
+    "json_reader": Target(
+        "engine/ingest/json_reader.py",
+        ("tests/test_formats.py",),
+        ("tests/test_ingest_limits.py", "tests/test_ingest.py"),
+    ),
+    "validation": Target(
+        "engine/ingest/normalise.py",
+        ("tests/test_verdicts.py",),
+        ("tests/test_formats.py", "tests/test_csv_bulk.py", "tests/test_ingest.py"),
+    ),
+    "cache_leases": Target(
+        "engine/judging/cache.py",
+        ("tests/test_judging_hardening.py",),
+        ("tests/test_judging_units.py", "tests/test_judging_resilience.py", "tests/test_judging_config.py"),
+    ),
     "liveness": Target("engine/judging/liveness.py", ("tests/test_judging_hardening.py",)),
-    "bootstrap": Target("engine/ranking/bootstrap.py", ("tests/test_bootstrap.py", "tests/test_rankers.py"),
-                        ("tests/test_leaderboard_cli.py", "tests/test_resampling.py")),
-    "count_query": Target("engine/ranking/count_query.py", ("tests/test_count_query.py",),
-                          ("tests/test_count_rankers.py",)),
-    "count_board": Target("engine/ranking/count_board.py", ("tests/test_count_rankers.py",),
-                          ("tests/test_count_query.py", "tests/test_leaderboard_cli.py")),
-    "count_bootstrap": Target("engine/ranking/count_bootstrap.py", ("tests/test_count_rankers.py",),
-                              ("tests/test_count_query.py", "tests/test_leaderboard_cli.py")),
+    "bootstrap": Target(
+        "engine/ranking/bootstrap.py",
+        ("tests/test_bootstrap.py", "tests/test_rankers.py"),
+        ("tests/test_leaderboard_cli.py", "tests/test_resampling.py"),
+    ),
+    "count_query": Target(
+        "engine/ranking/count_query.py", ("tests/test_count_query.py",), ("tests/test_count_rankers.py",)
+    ),
+    "count_board": Target(
+        "engine/ranking/count_board.py",
+        ("tests/test_count_rankers.py",),
+        ("tests/test_count_query.py", "tests/test_leaderboard_cli.py"),
+    ),
+    "count_bootstrap": Target(
+        "engine/ranking/count_bootstrap.py",
+        ("tests/test_count_rankers.py",),
+        ("tests/test_count_query.py", "tests/test_leaderboard_cli.py"),
+    ),
 }
 """Module name -> target. The fast test files are the module's own; a mutant they let through runs
 the wider files too (other files that import the module) before it counts as a survivor. The files
 the mutation work added are picked up automatically (``tests/test_mutation_kills_<module>.py``)."""
 
 CMP_SWAP = {
-    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
 }
 ARITH_SWAP = {
-    ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.FloorDiv: ast.Div,
-    ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult,
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Div,
+    ast.Mod: ast.FloorDiv,
+    ast.Pow: ast.Mult,
 }
 NAME_SWAP = {
-    "min": "max", "max": "min", "argmin": "argmax", "argmax": "argmin", "minimum": "maximum",
-    "maximum": "minimum", "nanmin": "nanmax", "nanmax": "nanmin", "any": "all", "all": "any",
+    "min": "max",
+    "max": "min",
+    "argmin": "argmax",
+    "argmax": "argmin",
+    "minimum": "maximum",
+    "maximum": "minimum",
+    "nanmin": "nanmax",
+    "nanmax": "nanmin",
+    "any": "all",
+    "all": "any",
 }
 STRING_SWAP = {"higher": "lower", "lower": "higher", "left": "right", "right": "left"}
 SMALL_FUNCTION_LINES = 12
@@ -167,8 +235,13 @@ def _skipped_nodes(tree: ast.AST) -> set[int]:
                 mark(first)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             mark(node.returns)
-            for a in [*node.args.args, *node.args.kwonlyargs, *node.args.posonlyargs,
-                      node.args.vararg, node.args.kwarg]:
+            for a in [
+                *node.args.args,
+                *node.args.kwonlyargs,
+                *node.args.posonlyargs,
+                node.args.vararg,
+                node.args.kwarg,
+            ]:
                 if a is not None:
                     mark(a.annotation)
         if isinstance(node, ast.AnnAssign):
@@ -177,9 +250,18 @@ def _skipped_nodes(tree: ast.AST) -> set[int]:
             mark(node)
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             mark(node)  # attribute docstrings
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in {
-            "debug", "info", "warning", "error", "exception",
-        }:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr
+            in {
+                "debug",
+                "info",
+                "warning",
+                "error",
+                "exception",
+            }
+        ):
             mark(node)
         if isinstance(node, ast.Call) and ast.unparse(node.func) in SIGNAL_CALLS:
             mark(node)  # os.kill(pid, 0) -> os.kill(pid, 1) would signal a process this run never started
@@ -197,9 +279,13 @@ def _function_spans(tree: ast.AST, names: tuple[str, ...]) -> list[tuple[int, in
 def _small_function_returns(tree: ast.AST) -> set[int]:
     ids: set[int] = set()
     for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if (fn.end_lineno or fn.lineno) - fn.lineno + 1 <= SMALL_FUNCTION_LINES:
-                ids.update(id(n) for n in ast.walk(fn) if isinstance(n, ast.Return))
+        small = (
+            (fn.end_lineno or fn.lineno) - fn.lineno + 1 <= SMALL_FUNCTION_LINES
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            else False
+        )
+        if small:
+            ids.update(id(n) for n in ast.walk(fn) if isinstance(n, ast.Return))
     return ids
 
 
@@ -219,7 +305,9 @@ def _replacements(node: ast.AST, small_returns: set[int]) -> list[tuple[str, ast
     elif isinstance(node, ast.BinOp) and type(node.op) in ARITH_SWAP:
         out.append(("arith", node, reprint(ast.BinOp(node.left, ARITH_SWAP[type(node.op)](), node.right))))
     elif isinstance(node, ast.AugAssign) and type(node.op) in ARITH_SWAP:
-        out.append(("arith", node, ast.unparse(ast.AugAssign(node.target, ARITH_SWAP[type(node.op)](), node.value))))
+        out.append(
+            ("arith", node, ast.unparse(ast.AugAssign(node.target, ARITH_SWAP[type(node.op)](), node.value)))
+        )
     elif isinstance(node, ast.BoolOp):
         other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
         out.append(("bool", node, reprint(ast.BoolOp(other, node.values))))
@@ -258,9 +346,7 @@ def find_mutants(name: str, target: Target) -> list[Mutant]:
     skip = _skipped_nodes(tree)
     spans = _function_spans(tree, target.functions) if target.functions else None
     small_returns = _small_function_returns(tree)
-    axis_constants = {
-        id(n.value) for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == "axis"
-    }
+    axis_constants = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == "axis"}
     mutants: list[Mutant] = []
     seen: set[tuple[int, int, str]] = set()
     for node in ast.walk(tree):
@@ -324,8 +410,9 @@ def run_tests(files: list[str], timeout: float) -> tuple[str, float]:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *files]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -339,12 +426,16 @@ def run_tests(files: list[str], timeout: float) -> tuple[str, float]:
     return ("survived" if rc == 0 else "killed"), time.monotonic() - t0
 
 
-def run_module(name: str, target: Target, chosen: list[Mutant], candidates: int, wider: bool = True) -> ModuleResult:
+def run_module(
+    name: str, target: Target, chosen: list[Mutant], candidates: int, wider: bool = True
+) -> ModuleResult:
     files = test_files(name, target)
     result = ModuleResult(name, target.path, files, candidates=candidates)
     outcome, seconds = run_tests(files, timeout=900)
     result.clean_seconds, result.clean_ok = round(seconds, 1), outcome == "survived"
-    print(f"[{name}] clean run {outcome} in {seconds:.0f} s; {len(chosen)} of {candidates} mutants", flush=True)
+    print(
+        f"[{name}] clean run {outcome} in {seconds:.0f} s; {len(chosen)} of {candidates} mutants", flush=True
+    )
     if not result.clean_ok:
         return result
     path = ROOT / target.path
@@ -379,13 +470,22 @@ def write_report(results: list[ModuleResult], out: Path, args: argparse.Namespac
         "seed": args.seed,
         "per_module": args.per_module,
         "survivors_of": args.survivors_of,
-        "modules": [{**{k: v for k, v in asdict(r).items() if k != "mutants"},
-                     "killed": r.count("killed"), "survived": r.count("survived"),
-                     "timeouts": r.count("timeout"),
-                     "mutants": [asdict(m) for m in r.mutants]} for r in results],
+        "modules": [
+            {
+                **{k: v for k, v in asdict(r).items() if k != "mutants"},
+                "killed": r.count("killed"),
+                "survived": r.count("survived"),
+                "timeouts": r.count("timeout"),
+                "mutants": [asdict(m) for m in r.mutants],
+            }
+            for r in results
+        ],
     }
     out.with_suffix(".json").write_text(json.dumps(data, indent=1))
-    rows = ["| module | file | mutants | killed | timeouts | survived | kill rate |", "|---|---|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| module | file | mutants | killed | timeouts | survived | kill rate |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     tot = [0, 0, 0, 0]
     for r in results:
         n, k, t, s = len(r.mutants), r.count("killed"), r.count("timeout"), r.count("survived")
@@ -394,11 +494,23 @@ def write_report(results: list[ModuleResult], out: Path, args: argparse.Namespac
         rows.append(f"| {r.module} | `{r.path}` | {n} | {k} | {t} | {s} | {rate} |")
     n, k, t, s = tot
     rows.append(f"| **total** | | {n} | {k} | {t} | {s} | {100 * (k + t) / max(n, 1):.0f} % |")
-    lines = [f"# Mutation pass (seed {args.seed}, up to {args.per_module} per module)", "", *rows, "", "## Survivors", ""]
+    lines = [
+        f"# Mutation pass (seed {args.seed}, up to {args.per_module} per module)",
+        "",
+        *rows,
+        "",
+        "## Survivors",
+        "",
+    ]
     for r in results:
         for m in r.mutants:
             if m.outcome == "survived":
-                lines += [f"- `{r.path}:{m.line}` ({m.op})", "  ```diff", *("  " + d for d in m.diff.splitlines()), "  ```"]
+                lines += [
+                    f"- `{r.path}:{m.line}` ({m.op})",
+                    "  ```diff",
+                    *("  " + d for d in m.diff.splitlines()),
+                    "  ```",
+                ]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(rows))
 
@@ -407,8 +519,15 @@ def _load(paths: list[str]) -> list[ModuleResult]:
     by_name: dict[str, ModuleResult] = {}
     for p in paths:
         for mod in json.loads(Path(p).read_text())["modules"]:
-            r = ModuleResult(mod["module"], mod["path"], mod["tests"], mod["candidates"], mod["clean_seconds"],
-                             mod["clean_ok"], [Mutant(**m) for m in mod["mutants"]])
+            r = ModuleResult(
+                mod["module"],
+                mod["path"],
+                mod["tests"],
+                mod["candidates"],
+                mod["clean_seconds"],
+                mod["clean_ok"],
+                [Mutant(**m) for m in mod["mutants"]],
+            )
             by_name[r.module] = r
     order = [n for n in MODULES if n in by_name]
     return [by_name[n] for n in order]
@@ -423,11 +542,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--per-module", type=int, default=16)
     ap.add_argument("--only", default="", help="comma-separated module names (default: all)")
-    ap.add_argument("--survivors-of", default=None, help="a previous report's JSON: re-run only its survivors")
+    ap.add_argument(
+        "--survivors-of", default=None, help="a previous report's JSON: re-run only its survivors"
+    )
     ap.add_argument("--out", default="bench/out/mutation")
     ap.add_argument("--list", action="store_true", help="list the sampled mutants and exit")
-    ap.add_argument("--combine", nargs="+", default=None,
-                    help="reports' JSON files to merge (a later file's module replaces an earlier one's) into --out")
+    ap.add_argument(
+        "--combine",
+        nargs="+",
+        default=None,
+        help="reports' JSON files to merge (a later file's module replaces an earlier one's) into --out",
+    )
     args = ap.parse_args()
     if args.combine:
         write_report(_load(args.combine), Path(args.out), args)
@@ -436,7 +561,10 @@ def main() -> None:
     names = [n for n in args.only.split(",") if n] or list(MODULES)
     previous: dict[str, list[dict]] | None = None
     if args.survivors_of:
-        previous = {mod["module"]: mod["mutants"] for mod in json.loads(Path(args.survivors_of).read_text())["modules"]}
+        previous = {
+            mod["module"]: mod["mutants"]
+            for mod in json.loads(Path(args.survivors_of).read_text())["modules"]
+        }
     results: list[ModuleResult] = []
     try:
         for name in names:
@@ -451,10 +579,14 @@ def main() -> None:
                 # elsewhere in the file may have moved byte offsets or changed the sample)
                 here = {(m.line, m.op, m.diff): m for m in every}
                 carried = [Mutant(**b) for b in previous[name] if b["outcome"] != "survived"]
-                wanted = [(b["line"], b["op"], b["diff"]) for b in previous[name] if b["outcome"] == "survived"]
+                wanted = [
+                    (b["line"], b["op"], b["diff"]) for b in previous[name] if b["outcome"] == "survived"
+                ]
                 for key in wanted:
                     if key not in here:
-                        print(f"[{name}] survivor at line {key[0]} ({key[1]}) no longer exists", file=sys.stderr)
+                        print(
+                            f"[{name}] survivor at line {key[0]} ({key[1]}) no longer exists", file=sys.stderr
+                        )
                 chosen = [here[k] for k in wanted if k in here]
             if args.list:
                 print(f"== {name}: {len(chosen)} of {len(every)}")

@@ -20,9 +20,23 @@ from engine.store.schema import VERDICT_DTYPES
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
-    base = {"dataset": "d", "judge": "j", "variant": 0, "variant_kind": "original", "turn": 1, "category": "c",
-            "order": None, "prob_a": np.nan, "annotator": None, "explanation": None, "source_file": "f",
-            "source_line": None, "battle_id": None, "tstamp": np.nan, "strength": None}
+    base = {
+        "dataset": "d",
+        "judge": "j",
+        "variant": 0,
+        "variant_kind": "original",
+        "turn": 1,
+        "category": "c",
+        "order": None,
+        "prob_a": np.nan,
+        "annotator": None,
+        "explanation": None,
+        "source_file": "f",
+        "source_line": None,
+        "battle_id": None,
+        "tstamp": np.nan,
+        "strength": None,
+    }
     base = {k: v for k, v in base.items() if k in VERDICT_DTYPES}
     df = pd.DataFrame([{**base, **r} for r in rows])
     df["source_line"] = np.arange(1, len(df) + 1)
@@ -32,8 +46,13 @@ def frame(rows: list[dict]) -> pd.DataFrame:
 def round_robins(n_prompts: int, winner) -> pd.DataFrame:
     """Every prompt compares a, b, c pairwise; ``winner(p, x, y)`` gives each verdict."""
     pairs = (("a", "b"), ("a", "c"), ("b", "c"))
-    return frame([{"prompt_id": f"p{p}", "model_a": x, "model_b": y, "winner": winner(p, x, y)}
-                  for p in range(n_prompts) for x, y in pairs])
+    return frame(
+        [
+            {"prompt_id": f"p{p}", "model_a": x, "model_b": y, "winner": winner(p, x, y)}
+            for p in range(n_prompts)
+            for x, y in pairs
+        ]
+    )
 
 
 DOMINATED = round_robins(12, lambda p, x, y: "A" if x == "a" else ("A" if p % 3 else "B"))  # a never loses
@@ -65,8 +84,14 @@ def test_verdict_table_bt_bootstrap_on_one_pair_prompts_centres_on_the_direct_fi
     for p in range(300):
         x, y = [("a", "b"), ("b", "c"), ("a", "c")][p % 3]
         u = rng.random()
-        rows.append({"prompt_id": f"p{p}", "model_a": x, "model_b": y,
-                     "winner": "tie" if u < 0.15 else ("A" if u < 0.75 else "B")})
+        rows.append(
+            {
+                "prompt_id": f"p{p}",
+                "model_a": x,
+                "model_b": y,
+                "winner": "tie" if u < 0.15 else ("A" if u < 0.75 else "B"),
+            }
+        )
     v = frame(rows)
     res = bootstrap_bt_verdicts(v, B=200, seed=0)
     models = list(res.models)
@@ -91,4 +116,6 @@ def test_soft_bt_bootstrap_counts_its_regularised_refits():
     # soft BT has no batched form: one refit per resample, and every refit here is regularised
     res = bootstrap(build_stack(SOFT_DOMINATED), "bt", B=5, seed=3, soft=True)
     assert res.method == "one refit per resample" and res.n_regularised == 5
-    assert bootstrap(build_stack(ALL_TIES.assign(prob_a=0.5)), "bt", B=5, seed=3, soft=True).n_regularised == 0
+    assert (
+        bootstrap(build_stack(ALL_TIES.assign(prob_a=0.5)), "bt", B=5, seed=3, soft=True).n_regularised == 0
+    )

@@ -19,9 +19,11 @@ def _req(text: str) -> ChatRequest:
 def test_the_call_key_is_the_sha256_of_the_canonical_request():
     # keys are stored in users' stores: the canonical form (keys sorted at every level, no spaces,
     # UTF-8 as is) written out by hand; any other serialisation would re-pay every cached call
-    payload = ('{"backend":"openai","decoding":{"max_tokens":512,"max_tokens_field":"max_tokens","seed":0,'
-               '"temperature":0.0,"top_logprobs":0,"top_p":null},"messages":[["user","é q"]],"model":"m",'
-               '"server":"http://h:1/v1","template":["pairwise",1]}')
+    payload = (
+        '{"backend":"openai","decoding":{"max_tokens":512,"max_tokens_field":"max_tokens","seed":0,'
+        '"temperature":0.0,"top_logprobs":0,"top_p":null},"messages":[["user","é q"]],"model":"m",'
+        '"server":"http://h:1/v1","template":["pairwise",1]}'
+    )
     expected = hashlib.sha256(payload.encode("utf-8")).hexdigest()
     assert call_key("openai", "m", _req("é q"), "http://h:1/v1") == expected
 

@@ -20,8 +20,14 @@ def battle_log(seed: int = 11, n: int = 120) -> pd.DataFrame:
     rows = []
     for k in range(n):
         a, b = pairs[k % len(pairs)]
-        rows.append({"prompt_id": f"p{k}", "model_a": a, "model_b": b,
-                     "winner": rng.choice(["A", "B", "tie"], p=[0.4, 0.3, 0.3])})
+        rows.append(
+            {
+                "prompt_id": f"p{k}",
+                "model_a": a,
+                "model_b": b,
+                "winner": rng.choice(["A", "B", "tie"], p=[0.4, 0.3, 0.3]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -44,10 +50,27 @@ def test_count_leaderboard_columns_equal_pandas_counts(tmp_path, db_path):
         ties = int(((v["winner"] == "tie") & (as_a | as_b)).sum())
         games = int((as_a | as_b).sum())
         points = float(a_pts[as_a].sum() + (1.0 - a_pts[as_b]).sum())
-        assert (table.loc[m, "wins"], table.loc[m, "ties"], table.loc[m, "losses"]) == (wins, ties, games - wins - ties)
+        assert (table.loc[m, "wins"], table.loc[m, "ties"], table.loc[m, "losses"]) == (
+            wins,
+            ties,
+            games - wins - ties,
+        )
         assert abs(table.loc[m, "win_rate"] - points / games) < 1e-9  # the JSON rounds to 10 decimals
     assert got["params"]["bootstrap"] == 0 and got["params"]["seed"] is None
     assert got["params"]["n_uncompared_pairs"] == 1
-    boot = json.loads(cli("leaderboard", "--dataset", "log", "--ranker", "bt", "--bootstrap", "4", "--seed", "2",
-                          "--format", "json"))
+    boot = json.loads(
+        cli(
+            "leaderboard",
+            "--dataset",
+            "log",
+            "--ranker",
+            "bt",
+            "--bootstrap",
+            "4",
+            "--seed",
+            "2",
+            "--format",
+            "json",
+        )
+    )
     assert boot["params"]["bootstrap"] == 4 and boot["params"]["seed"] == 2

@@ -24,4 +24,7 @@ def test_every_batched_resample_of_a_never_beaten_model_is_regularised(ranker):
 def test_soft_bt_count_bootstrap_counts_its_regularised_refits():
     res = bootstrap_counts(votes_of(SOFT_DOMINATED), "bt", B=5, seed=3, soft=True)
     assert res.method == "one refit per resample" and res.n_regularised == 5
-    assert bootstrap_counts(votes_of(ALL_TIES.assign(prob_a=0.5)), "bt", B=5, seed=3, soft=True).n_regularised == 0
+    assert (
+        bootstrap_counts(votes_of(ALL_TIES.assign(prob_a=0.5)), "bt", B=5, seed=3, soft=True).n_regularised
+        == 0
+    )

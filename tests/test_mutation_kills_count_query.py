@@ -29,9 +29,13 @@ def test_one_pair_shown_both_ways_under_ab_pairs_into_a_vote():
     v = battle_log(9, n=600, orders=("AB",))
     assert_same_counts(v)
     first = v.iloc[[0]].copy()
-    swapped = first.assign(model_a=first["model_b"].to_numpy(), model_b=first["model_a"].to_numpy(),
-                           winner={"A": "B", "B": "A"}.get(first["winner"].iloc[0], first["winner"].iloc[0]),
-                           battle_id=None, annotator=None)
+    swapped = first.assign(
+        model_a=first["model_b"].to_numpy(),
+        model_b=first["model_a"].to_numpy(),
+        winner={"A": "B", "B": "A"}.get(first["winner"].iloc[0], first["winner"].iloc[0]),
+        battle_id=None,
+        annotator=None,
+    )
     both = v.iloc[[0]].assign(battle_id=None, annotator=None)
     w = pd.concat([both, swapped, v.iloc[1:]], ignore_index=True)
     assert lean_path(w, "plurality") is None

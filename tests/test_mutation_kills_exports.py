@@ -20,9 +20,19 @@ def random_verdicts(seed: int = 3, n_prompts: int = 10) -> pd.DataFrame:
     """Random round-robin tournaments (ties included) of five models, one judge."""
     rng = np.random.default_rng(seed)
     models = [f"m{k}" for k in range(5)]
-    rows = [{"prompt_id": f"p{p}", "model_a": a, "model_b": b, "winner": rng.choice(["A", "B", "tie"], p=[.45, .45, .1]),
-             "judge": "j", "category": "c", "order": "AB"}
-            for p in range(n_prompts) for a, b in itertools.combinations(models, 2)]
+    rows = [
+        {
+            "prompt_id": f"p{p}",
+            "model_a": a,
+            "model_b": b,
+            "winner": rng.choice(["A", "B", "tie"], p=[0.45, 0.45, 0.1]),
+            "judge": "j",
+            "category": "c",
+            "order": "AB",
+        }
+        for p in range(n_prompts)
+        for a, b in itertools.combinations(models, 2)
+    ]
     df = pd.DataFrame(rows)
     df["dataset"], df["variant"], df["turn"], df["variant_kind"], df["prob_a"] = "d", 0, 1, "original", np.nan
     return df

@@ -37,7 +37,9 @@ def test_json_lines_batches_fill_to_the_batch_size_across_blank_lines(monkeypatc
     # a batch is yielded once it holds batch_rows() records, not per block of lines read: blank
     # lines (skipped) must not make batches short; every record comes once, in order
     monkeypatch.setenv("LENS_IMPORT_BATCH_ROWS", "100")
-    text = "".join("\n" if k % 7 == 3 else json.dumps({**ROWS[0], "prompt_id": f"p{k}"}) + "\n" for k in range(390))
+    text = "".join(
+        "\n" if k % 7 == 3 else json.dumps({**ROWS[0], "prompt_id": f"p{k}"}) + "\n" for k in range(390)
+    )
     records = list(jr.jsonl_records(io.BytesIO(text.encode())))
     expected_lines = [k + 1 for k in range(390) if k % 7 != 3]
     assert len(records) >= 2 and all(len(lines) >= 100 for _, lines, _ in records[:-1])
@@ -53,7 +55,12 @@ def test_a_line_that_is_not_json_is_one_rejected_row_with_its_column():
     records = list(jr.jsonl_records(io.BytesIO(text.encode())))
     problems = [p for _, _, probs in records for p in probs]
     col = bad.index(",,") + 2  # json's 1-based column of the second comma
-    assert problems == [None, f"the line is not valid JSON (Expecting property name enclosed in double quotes at "
-                              f"column {col})", None, "the line is not a JSON object", None]
+    assert problems == [
+        None,
+        f"the line is not valid JSON (Expecting property name enclosed in double quotes at column {col})",
+        None,
+        "the line is not a JSON object",
+        None,
+    ]
     rep = validate_bytes(text.encode(), "v.jsonl", dataset="d")
     assert (rep.rows_read, rep.n_good, rep.n_rejected) == (5, 3, 2)

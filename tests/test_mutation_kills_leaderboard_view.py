@@ -24,7 +24,9 @@ def test_log_strength_rankers_show_1000_plus_400_log10_of_the_strength(ranker):
     shown = board_view(t, ranker=ranker, n_graphs=50, elo_scale=True).frame.set_index("model")
     for col, raw in (("score", scores), ("ci_low", scores - 0.5), ("ci_high", scores + 0.25)):
         if col in shown.columns:
-            np.testing.assert_allclose(shown[col].to_numpy(), 1000.0 + 400.0 * np.log10(np.exp(raw)), rtol=1e-12)
+            np.testing.assert_allclose(
+                shown[col].to_numpy(), 1000.0 + 400.0 * np.log10(np.exp(raw)), rtol=1e-12
+            )
     # the interval column is the same scale: +100 log10(e) / -200 log10(e) with one decimal
     plus, minus = 400 * 0.25 / np.log(10), 400 * 0.5 / np.log(10)
     assert shown["interval"].iloc[0] == f"+{plus:.1f} / -{minus:.1f}"
@@ -38,8 +40,9 @@ def test_a_table_without_interval_columns_shows_no_interval():
 
 
 def test_the_reference_note_counts_the_models_on_the_reference():
-    t = _table([0.5, 0.0, -0.5]).assign(ref_rank=pd.array([2, pd.NA, 1], dtype="Int64"),
-                                        ref_diff=pd.array([-1, pd.NA, 1], dtype="Int64"))
+    t = _table([0.5, 0.0, -0.5]).assign(
+        ref_rank=pd.array([2, pd.NA, 1], dtype="Int64"), ref_diff=pd.array([-1, pd.NA, 1], dtype="Int64")
+    )
     v = board_view(t, ranker="bt", n_graphs=50, reference_note="arena 2024-05")
     mapped = int(t["ref_rank"].notna().sum())
     assert f"among the {mapped} models that are on the reference" in v.delta_note

@@ -27,9 +27,21 @@ def verdicts(seed: int = 5, n_prompts: int = 8) -> pd.DataFrame:
         for a, b in itertools.combinations(members, 2):
             prob = float(rng.uniform(0.3, 0.7))
             winner = "tie" if abs(prob - 0.5) < 0.06 else ("A" if prob > 0.5 else "B")
-            rows.append({"dataset": "d", "judge": "j", "prompt_id": f"p{p}", "variant": 0, "turn": 1,
-                         "category": "c", "variant_kind": "original", "model_a": a, "model_b": b,
-                         "winner": winner, "prob_a": prob if rng.random() < 0.9 else np.nan})
+            rows.append(
+                {
+                    "dataset": "d",
+                    "judge": "j",
+                    "prompt_id": f"p{p}",
+                    "variant": 0,
+                    "turn": 1,
+                    "category": "c",
+                    "variant_kind": "original",
+                    "model_a": a,
+                    "model_b": b,
+                    "winner": winner,
+                    "prob_a": prob if rng.random() < 0.9 else np.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -51,11 +63,19 @@ def test_soft_pnt_over_buckets_equals_soft_pnt_over_the_stack():
     stack = build_stack(verdicts())
     buckets = as_buckets(stack)
     assert buckets.has_soft
-    by_stack = pnt_triples(soft_stack(stack), source="hard").sort_values(["graph", "model_a", "model_b", "model_c"])
-    by_buckets = pnt_triples(soft_stack(buckets), source="hard").sort_values(["graph", "model_a", "model_b", "model_c"])
+    by_stack = pnt_triples(soft_stack(stack), source="hard").sort_values(
+        ["graph", "model_a", "model_b", "model_c"]
+    )
+    by_buckets = pnt_triples(soft_stack(buckets), source="hard").sort_values(
+        ["graph", "model_a", "model_b", "model_c"]
+    )
     assert len(by_stack) > 0
-    pd.testing.assert_frame_equal(by_stack.reset_index(drop=True), by_buckets.reset_index(drop=True),
-                                  check_dtype=False, check_categorical=False)
+    pd.testing.assert_frame_equal(
+        by_stack.reset_index(drop=True),
+        by_buckets.reset_index(drop=True),
+        check_dtype=False,
+        check_categorical=False,
+    )
     hard_only = build_stack(verdicts().assign(prob_a=np.nan))
     with pytest.raises(LensError, match="no judge probabilities"):
         soft_stack(as_buckets(hard_only))

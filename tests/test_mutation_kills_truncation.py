@@ -15,10 +15,23 @@ from engine.graphs.truncation import keep_k_graphs
 def random_tournaments(seed: int = 2, n_prompts: int = 20) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     models = [f"m{k}" for k in range(6)]
-    rows = [{"dataset": "d", "judge": "j", "prompt_id": f"p{p}", "variant": 0, "turn": 1, "category": f"c{p % 2}",
-             "variant_kind": "original", "prob_a": np.nan, "model_a": a, "model_b": b,
-             "winner": rng.choice(["A", "B", "tie"], p=[0.45, 0.45, 0.1])}
-            for p in range(n_prompts) for a, b in itertools.combinations(models, 2)]
+    rows = [
+        {
+            "dataset": "d",
+            "judge": "j",
+            "prompt_id": f"p{p}",
+            "variant": 0,
+            "turn": 1,
+            "category": f"c{p % 2}",
+            "variant_kind": "original",
+            "prob_a": np.nan,
+            "model_a": a,
+            "model_b": b,
+            "winner": rng.choice(["A", "B", "tie"], p=[0.45, 0.45, 0.1]),
+        }
+        for p in range(n_prompts)
+        for a, b in itertools.combinations(models, 2)
+    ]
     return pd.DataFrame(rows)
 
 

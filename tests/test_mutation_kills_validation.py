@@ -23,9 +23,14 @@ BASE = {"prompt_id": "p", "model_a": "a", "model_b": "b", "winner": "A"}
 
 
 def test_variant_defaults_to_zero_and_its_kind_follows_it():
-    cases = [({}, 0, "original"), ({"variant": 0}, 0, "original"), ({"variant": 1}, 1, "paraphrase"),
-             ({"variant": 2}, 2, "paraphrase"), ({"variant": 3, "variant_kind": "sample"}, 3, "sample"),
-             ({"variant": 0, "variant_kind": "paraphrase"}, 0, "paraphrase")]
+    cases = [
+        ({}, 0, "original"),
+        ({"variant": 0}, 0, "original"),
+        ({"variant": 1}, 1, "paraphrase"),
+        ({"variant": 2}, 2, "paraphrase"),
+        ({"variant": 3, "variant_kind": "sample"}, 3, "sample"),
+        ({"variant": 0, "variant_kind": "paraphrase"}, 0, "paraphrase"),
+    ]
     frame, reasons = normalise([{**BASE, **extra} for extra, _, _ in cases])
     assert reasons == [None] * len(cases)
     assert frame["variant"].tolist() == [v for _, v, _ in cases]
