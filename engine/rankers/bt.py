@@ -55,7 +55,7 @@ def regularise(wtilde: np.ndarray, alpha: float, on_degenerate: str = "regulariz
     n = w.shape[1]
     off = ~np.eye(n, dtype=bool)
     edges = (w > 0) & off
-    ok = np.asarray((edges | ~off).reshape(w.shape[0], -1).all(axis=1))  # all pairs both ways: connected
+    ok = np.asarray((edges | ~off).reshape(w.shape[0], n * n).all(axis=1))  # every pair both ways (n * n: B may be 0)
     if not ok.all():
         ok[~ok] = strongly_connected_batch(edges[~ok])
     bad = ~ok
