@@ -26,7 +26,7 @@ class FrozenDict(dict):
         raise TypeError("RankResult details and extras are read-only; build them before constructing the result.")
 
     __setitem__ = __delitem__ = _refuse
-    clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
     def __reduce__(self):
         return (FrozenDict, (dict(self),))

@@ -93,16 +93,20 @@ class Ranker:
         matter (every ranker but a sequential one). ``has_time()`` says whether any verdict has a timestamp."""
         return None
 
-    def fit_counts(self, pc: PairCounts, votes: Votes | None = None, **params) -> RankResult:
-        """The fit on pair counts (and ordered votes); a graph-only ranker refuses with one sentence."""
+    def fit_counts(self, pc: PairCounts, votes: Votes | None = None, *args: Any, **params: Any) -> RankResult:
+        """The fit on pair counts (and ordered votes); a graph-only ranker refuses with one sentence.
+
+        Each ranker takes its own keyword parameters (``engine.rankers.params``); the open ``*args: Any,
+        **params: Any`` tail is how the type checker is told so: an override may name its parameters."""
         raise LensError(f"The {self.name} ranker needs the tournament graphs, not pair counts.")
 
     def has_batch(self, params: dict) -> bool:
         """Whether ``fit_counts_batch`` fits all bootstrap resamples at once for these parameters."""
         return self.counts and not self.sequential
 
-    def fit_counts_batch(self, W: np.ndarray, T: np.ndarray, **params) -> tuple | None:
-        """(B, n) scores, regularised, unconverged, how: from (B, n, n) resampled W and T; None: no batch."""
+    def fit_counts_batch(self, W: np.ndarray, T: np.ndarray, *args: Any, **params: Any) -> BatchFit | None:
+        """(B, n) scores, regularised, unconverged, how: from (B, n, n) resampled W and T; None: no batch.
+        The parameters are the ranker's own, as for ``fit_counts``."""
         return None
 
     def pools_identical_graphs(self, params: dict) -> bool:

@@ -190,9 +190,9 @@ class PairCounts:
     models: tuple[str, ...]
     W: np.ndarray
     T: np.ndarray
-    votes: np.ndarray | None = None
-    n_graphs: np.ndarray | None = None
-    n_prompts: np.ndarray | None = None
+    votes: np.ndarray
+    n_graphs: np.ndarray
+    n_prompts: np.ndarray
     n_graph_total: int = 0
     soft: tuple[np.ndarray, int] | None = field(default=None, repr=False)
     unit: str = "votes"
@@ -214,11 +214,9 @@ class PairCounts:
     def restrict(self, keep: np.ndarray) -> PairCounts:
         """The counts over the models where ``keep`` (bool, n) is True."""
         ix = np.ix_(keep, keep)
-        def pick(x):
-            return (None if x is None else x[keep])
         soft = None if self.soft is None else (self.soft[0][ix], self.soft[1])
         return PairCounts(tuple(m for m, k in zip(self.models, keep, strict=True) if k), self.W[ix], self.T[ix],
-                          pick(self.votes), pick(self.n_graphs), pick(self.n_prompts), self.n_graph_total, soft,
+                          self.votes[keep], self.n_graphs[keep], self.n_prompts[keep], self.n_graph_total, soft,
                           self.unit)
 
 def votes(rows: VoteRows, policy: str = DEFAULT_POLICY) -> Votes:

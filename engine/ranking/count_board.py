@@ -86,6 +86,7 @@ def leaderboard_from_counts(
     table["rank"] = res.ranks.reindex(models).to_numpy()
     boot = None
     if bootstrap and int(bootstrap) > 0:
+        assert votes is not None  # refused on entry: the bootstrap resamples the votes themselves
         boot = bootstrap_counts(votes, ranker, int(bootstrap), int(seed), level=level, unit=spec.bootstrap_unit,
                                 models=tuple(models), **params)
         sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)

@@ -121,7 +121,10 @@ def bootstrap_counts(votes: Votes, ranker: str = "bt", B: int = 100, seed: int =
         for W, T in resampled_counts(votes, unit, int(B), rng):
             if keep is not None:
                 W, T = W[:, keep][:, :, keep], T[:, keep][:, :, keep]
-            s, r, u, how = obj.fit_counts_batch(W, T, **params)
+            out = obj.fit_counts_batch(W, T, **params)
+            if out is None:  # has_batch said it batches: a ranker object that contradicts itself
+                raise RuntimeError(f"The {ranker} ranker has a batched fit for {params} but returned none.")
+            s, r, u, how = out
             rows.append(np.asarray(s, dtype=np.float64))
             n_reg, n_unconv = n_reg + r, n_unconv + u
         samples = np.vstack(rows)
