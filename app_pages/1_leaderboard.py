@@ -32,9 +32,15 @@ board = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEE
 table = board.table
 
 elo_ok = elo_factor(ch.ranker) is not None
-elo = st.toggle("Elo-like scale (400·log10 units around 1000)", key="lb_elo", disabled=not elo_ok,
-                help="Shows BT / Davidson log-strengths and Elo ratings as 1000 + 400·log10 units, as arena "
-                "leaderboards do." if elo_ok else f"The {ch.ranker} score is not a log-strength; no Elo reading.")
+elo = st.toggle(
+    "Elo-like scale (400·log10 units around 1000)",
+    key="lb_elo",
+    disabled=not elo_ok,
+    help="Shows BT / Davidson log-strengths and Elo ratings as 1000 + 400·log10 units, as arena "
+    "leaderboards do."
+    if elo_ok
+    else f"The {ch.ranker} score is not a log-strength; no Elo reading.",
+)
 view = board_view(table, ranker=ch.ranker, n_graphs=board.params["n_graphs"], elo_scale=bool(elo and elo_ok),
                   reference_note=board.reference_note)
 
@@ -43,8 +49,11 @@ c1.metric("Models", len(table))
 c2.metric("Graphs", board.params["n_graphs"])
 c3.metric("Leader", escape_md(view.frame.iloc[0]["model"]))
 if board.distances:
-    c4.metric("Spearman distance to reference", f"{board.distances['spearman']:.3f}",
-              help=f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.")
+    c4.metric(
+        "Spearman distance to reference",
+        f"{board.distances['spearman']:.3f}",
+        help=f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.",
+    )
 else:
     c4.metric("Reference", "none", help=board.reference_note)
 
@@ -79,7 +88,7 @@ d1.download_button("Download CSV", lambda: csv_bytes(table), "leaderboard.csv", 
 d2.download_button("Download JSON", lambda: leaderboard_json(board), "leaderboard.json", "application/json",
                    key="lb_json", on_click="ignore")
 st.caption(
-    f"{ch.caption()} · ranker {escape_md(ch.ranker)} · all {board.params['n_graphs']} graphs · combine policy "
-    f"{board.params['policy']} · {bootstrap_note(board)} · {escape_md(board.reference_note)}. "
+    f"{ch.caption()} · ranker {escape_md(ch.ranker)} · all {board.params['n_graphs']} graphs · combine "
+    f"policy {board.params['policy']} · {bootstrap_note(board)} · {escape_md(board.reference_note)}. "
     "The Data page exports every result at once."
 )

@@ -109,7 +109,8 @@ class Choice:
         """One line naming exactly the data behind a result (escaped by the caller's st.caption)."""
         judge = self.key.judge or "all judges"
         cat = self.key.category or "all categories"
-        version = get_store().dataset_revision(self.key.dataset)  # the dataset's own count, not the cache number
+        # the dataset's own count, not the cache number
+        version = get_store().dataset_revision(self.key.dataset)
         text = f"dataset {self.key.dataset} (version {version}) · judge {judge} · {cat}"
         return escape_md(text)
 
@@ -185,7 +186,8 @@ def verdicts_for(key: CacheKey):
 
 @st.cache_data(max_entries=16, show_spinner="Counting votes…")
 def votes_for(key: CacheKey):
-    """The votes of the current choice (``engine.rankers.votes``), read by DuckDB: the count rankers' input."""
+    """The votes of the current choice (``engine.rankers.votes``), read by DuckDB: the count rankers'
+    input."""
     from engine.rankers.votes import votes
     from engine.ranking.vote_query import store_vote_rows
 
@@ -216,8 +218,10 @@ def dense_stack_for(key: CacheKey, what: str):
         raise LensError(f"No {what}: no graph of the selection has 3 or more models, so none can hold a "
                         "cycle and keep-K has nothing to choose by.")
     if graphs.T * graphs.n * graphs.n > DENSE_CELL_LIMIT:
-        raise LensError(f"No {what}: the {graphs.T:,} graphs over {graphs.n} models are too many for them "
-                        f"(more than {DENSE_CELL_LIMIT:,} graph × model × model cells); choose a judge or category.")
+        raise LensError(
+            f"No {what}: the {graphs.T:,} graphs over {graphs.n} models are too many for them "
+            f"(more than {DENSE_CELL_LIMIT:,} graph × model × model cells); choose a judge or category."
+        )
     return graphs.dense()
 
 
@@ -285,9 +289,12 @@ def pair_matrices_for(key: CacheKey, ranker: str):
     return pair_matrices(stack_for(key), order, cycle_overview(key).per_pair.to_numpy())
 
 
-def matrix_figure(frame, title: str, colorbar: str, fmt: str, colorscale: str = "Reds", zmax: float | None = None):
+def matrix_figure(
+    frame, title: str, colorbar: str, fmt: str, colorscale: str = "Reds", zmax: float | None = None
+):
     """A heatmap whose colour scale starts at 0, grey (with "not compared" on hover) where a value is
-    missing, square cells and tick labels sized and thinned by ``engine.views.matrix_view.heatmap_geometry``."""
+    missing, square cells and tick labels sized and thinned by
+    ``engine.views.matrix_view.heatmap_geometry``."""
     import plotly.graph_objects as go
 
     from engine.views.matrix_view import heatmap_geometry, hover_text
@@ -309,8 +316,16 @@ def matrix_figure(frame, title: str, colorbar: str, fmt: str, colorscale: str = 
     )
     fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=0 if frame.shape[1] <= 6 else -90,
                      tickfont={"size": geo.font_px}, automargin=True, showgrid=False, zeroline=False)
-    fig.update_yaxes(tickmode="array", tickvals=ys, ticktext=yl, autorange="reversed", tickfont={"size": geo.font_px},
-                     automargin=True, showgrid=False, zeroline=False)
+    fig.update_yaxes(
+        tickmode="array",
+        tickvals=ys,
+        ticktext=yl,
+        autorange="reversed",
+        tickfont={"size": geo.font_px},
+        automargin=True,
+        showgrid=False,
+        zeroline=False,
+    )
     return fig
 
 
@@ -376,7 +391,9 @@ def keep_k_curve_for(key: CacheKey, mu: float):
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    return keep_k_view(dense_stack_for(key, "sensitivity curves"), ref, mu=mu, resamples=CURVE_RESAMPLES, seed=SEED)
+    return keep_k_view(
+        dense_stack_for(key, "sensitivity curves"), ref, mu=mu, resamples=CURVE_RESAMPLES, seed=SEED
+    )
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the μ curve…")
@@ -388,7 +405,14 @@ def mu_curve_for(key: CacheKey, keep_k: int):
     ref, note = reference_for_key(key.dataset, key.category)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    return mu_view(dense_stack_for(key, "sensitivity curves"), ref, k=keep_k, mus=DEFAULT_MU_GRID, resamples=CURVE_RESAMPLES, seed=SEED)
+    return mu_view(
+        dense_stack_for(key, "sensitivity curves"),
+        ref,
+        k=keep_k,
+        mus=DEFAULT_MU_GRID,
+        resamples=CURVE_RESAMPLES,
+        seed=SEED,
+    )
 
 
 def protocol_params(mu: float):
@@ -440,7 +464,9 @@ def show_table(frame, column_config: dict, formats: dict[str, str], **kwargs) ->
     config = dict(column_config)
     for col in changed:
         old = config.get(col) or {}
-        config[col] = st.column_config.TextColumn(old.get("label", col), help=old.get("help"), alignment="right")
+        config[col] = st.column_config.TextColumn(
+            old.get("label", col), help=old.get("help"), alignment="right"
+        )
     st.dataframe(shown, column_config=config, **kwargs)
 
 
@@ -458,33 +484,64 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
     text = st.column_config.TextColumn
     fmt = f"%.{digits}f"
     return {
-        "shared_rank": num("rank", width=48, format="%d", pinned=True,
-                           help="1 + the number of models whose rank interval lies wholly above this one "
-                           "(LMArena's convention; without a bootstrap the ranker's own rank)."),
+        "shared_rank": num(
+            "rank",
+            width=48,
+            format="%d",
+            pinned=True,
+            help="1 + the number of models whose rank interval lies wholly above this one "
+            "(LMArena's convention; without a bootstrap the ranker's own rank).",
+        ),
         "rank": num("rank", width="small", help="1 = best; models with equal scores share a rank."),
-        "rank_change": num("Δ rank", format="%+d", help="Rank on all graphs minus rank on the kept graphs "
-                           "(positive: moved up when truncating)."),
+        "rank_change": num(
+            "Δ rank",
+            format="%+d",
+            help="Rank on all graphs minus rank on the kept graphs (positive: moved up when truncating).",
+        ),
         "model": text("model", width="medium", pinned=True),
-        "score": num("score", format=fmt, width=70, help=score_label or f"The {ranker} ranker's score (higher is better)."),
-        "interval": text("95% CI", width=118, help="Bootstrap percentile interval of the score as +above / -below it."),
-        "votes": num("votes", width=58, help="Votes the model took part in (one per compared pair and graph)."),
+        "score": num(
+            "score",
+            format=fmt,
+            width=70,
+            help=score_label or f"The {ranker} ranker's score (higher is better).",
+        ),
+        "interval": text(
+            "95% CI", width=118, help="Bootstrap percentile interval of the score as +above / -below it."
+        ),
+        "votes": num(
+            "votes", width=58, help="Votes the model took part in (one per compared pair and graph)."
+        ),
         "n_prompts": num("prompts", width=64, help="Prompts with a graph in which the model was compared."),
         "rank_range": text("rank CI", width=64, help="95 % bootstrap interval of the rank."),
         "ci_low": num("CI low", format=fmt, help="2.5 % bootstrap percentile of the score."),
         "ci_high": num("CI high", format=fmt, help="97.5 % bootstrap percentile of the score."),
-        "wins": num("W", width="small", help="Graphs where the model beat the other model of a pair (summed over pairs)."),
+        "wins": num(
+            "W",
+            width="small",
+            help="Graphs where the model beat the other model of a pair (summed over pairs).",
+        ),
         "losses": num("L", width="small", help="Lost pairs summed over graphs."),
         "ties": num("T", width="small", help="Tied pairs summed over graphs."),
         "win_rate": num("win rate", format="%.2f", width="small", help="(W + T/2) / (W + L + T)."),
-        "cycle_share": num("on bad triad", format="%.2f", width="small",
-                           help="Share of the graphs where the model was compared in which it lies on a bad triad."),
-        "bad_triads": num("bad triads", width="small",
-                          help="Non-transitive triads the model lies on, summed over graphs."),
-        "ref_rank": text("ref. rank", alignment="right", width="small",
-                         help=f"{reference_note}. — = not on the reference."),
-        "ref_diff": text("Δ vs ref.", alignment="right", width="small",
-                         help="Rank here among the mapped models minus the reference rank (+ = lower here). "
-                         "— = not on the reference."),
+        "cycle_share": num(
+            "on bad triad",
+            format="%.2f",
+            width="small",
+            help="Share of the graphs where the model was compared in which it lies on a bad triad.",
+        ),
+        "bad_triads": num(
+            "bad triads", width="small", help="Non-transitive triads the model lies on, summed over graphs."
+        ),
+        "ref_rank": text(
+            "ref. rank", alignment="right", width="small", help=f"{reference_note}. — = not on the reference."
+        ),
+        "ref_diff": text(
+            "Δ vs ref.",
+            alignment="right",
+            width="small",
+            help="Rank here among the mapped models minus the reference rank (+ = lower here). "
+            "— = not on the reference.",
+        ),
         "n_graphs_model": num("graphs", width="small", help="Graphs in which the model was compared."),
         "rank_low": num("rank CI low"),
         "rank_high": num("rank CI high"),

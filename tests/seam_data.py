@@ -102,12 +102,20 @@ def verdicts(shape: Shape) -> pd.DataFrame:
                         win = {"A": "B", "B": "A"}.get(verdict, verdict) if swap else verdict
                         if order == "BA" and rng.random() < 0.2 and win in ("A", "B"):
                             win = "tie"  # the second presentation does not always agree
-                        row = {"judge": f"j{judge}", "prompt_id": str(q + 1), "category": category,
-                               "variant": variant, "variant_kind": kind, "turn": turn,
-                               "model_a": names[a], "model_b": names[b], "winner": win,
-                               "order": None if order == "none" else order,
-                               "annotator": f"h{rng.integers(shape.annotators)}" if shape.annotators else None,
-                               "battle_id": f"b{copy}" if shape.repeats else None}
+                        row = {
+                            "judge": f"j{judge}",
+                            "prompt_id": str(q + 1),
+                            "category": category,
+                            "variant": variant,
+                            "variant_kind": kind,
+                            "turn": turn,
+                            "model_a": names[a],
+                            "model_b": names[b],
+                            "winner": win,
+                            "order": None if order == "none" else order,
+                            "annotator": f"h{rng.integers(shape.annotators)}" if shape.annotators else None,
+                            "battle_id": f"b{copy}" if shape.repeats else None,
+                        }
                         if shape.prob:
                             p = {"A": 0.8, "B": 0.2, "tie": 0.5, "invalid": np.nan}[win]
                             row["prob_a"] = p

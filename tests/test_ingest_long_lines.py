@@ -27,7 +27,9 @@ CUT = LINE_MAX_BYTES + PIECE
 """Over the limit but within block + readline: cut in ``_split``."""
 
 
-def _write(path: Path, head: list[str], long_prefix: str, long_len: int, long_suffix: str, tail: list[str]) -> Path:
+def _write(
+    path: Path, head: list[str], long_prefix: str, long_len: int, long_suffix: str, tail: list[str]
+) -> Path:
     with open(path, "w", encoding="ascii", newline="") as fh:
         fh.write("".join(line + "\n" for line in head))
         fh.write(long_prefix)
@@ -42,7 +44,8 @@ def _write(path: Path, head: list[str], long_prefix: str, long_len: int, long_su
 
 def _sentence(name: str, line: int) -> str:
     mib = LINE_MAX_BYTES // 2**20
-    return f"{name} line {line}: the line is longer than {mib} MiB, the longest a verdict row may be; it was skipped."
+    return (f"{name} line {line}: the line is longer than {mib} MiB, the longest a verdict row may be; "
+            "it was skipped.")
 
 
 def test_csv_import_of_a_line_running_past_block_and_readline_refuses_the_row(tmp_path: Path) -> None:

@@ -29,8 +29,13 @@ def mixed_stack(seed: int = 5, n: int = 5) -> GraphStack:
     missing pairs and duplicated graphs; every model is compared in every graph (so no resample leaves
     a model undefined, which the refit would refuse)."""
     rng = np.random.default_rng(seed)
-    rows = [k for k in itertools.product(("j1", "j2", "j3"), ("p0", "p1", "p2", "p3"), (1, 2), ("original", "para1"))
-            if rng.random() < 0.7]
+    rows = [
+        k
+        for k in itertools.product(
+            ("j1", "j2", "j3"), ("p0", "p1", "p2", "p3"), (1, 2), ("original", "para1")
+        )
+        if rng.random() < 0.7
+    ]
     T = len(rows)
     iu, ju = np.triu_indices(n, 1)
     adj = np.zeros((T, n, n), dtype=bool)
@@ -54,14 +59,28 @@ def mixed_stack(seed: int = 5, n: int = 5) -> GraphStack:
 WEIGHTS = {"j1": 2.0, "j2": 0.5, "j3": 1.0}
 
 CASES = [
-    ("bt", {}), ("bt", {"scale": "elo", "alpha": 0.5}), ("davidson", {}), ("davidson", {"scale": "elo"}),
-    ("winrate", {}), ("copeland", {}), ("copeland", {"normalize": True}), ("scorewin", {}),
-    ("rank-centrality", {}), ("majority", {}), ("majority", {"ties": "edge", "normalize": True}),
-    ("borda", {}), ("borda", {"normalize": True, "weights": WEIGHTS}),
-    ("pairwise-majority", {}), ("pairwise-majority", {"normalize": True, "weights": WEIGHTS}),
-    ("kemeny", {}), ("kemeny", {"source": "rankings", "weights": WEIGHTS}),
-    ("elspr", {}), ("elspr", {"alpha": 0.5}),
-    ("pged", {}), ("pged", {"weights": WEIGHTS, "aggregate": "kemeny"}), ("pged", {"mode": "global", "weights": WEIGHTS}),
+    ("bt", {}),
+    ("bt", {"scale": "elo", "alpha": 0.5}),
+    ("davidson", {}),
+    ("davidson", {"scale": "elo"}),
+    ("winrate", {}),
+    ("copeland", {}),
+    ("copeland", {"normalize": True}),
+    ("scorewin", {}),
+    ("rank-centrality", {}),
+    ("majority", {}),
+    ("majority", {"ties": "edge", "normalize": True}),
+    ("borda", {}),
+    ("borda", {"normalize": True, "weights": WEIGHTS}),
+    ("pairwise-majority", {}),
+    ("pairwise-majority", {"normalize": True, "weights": WEIGHTS}),
+    ("kemeny", {}),
+    ("kemeny", {"source": "rankings", "weights": WEIGHTS}),
+    ("elspr", {}),
+    ("elspr", {"alpha": 0.5}),
+    ("pged", {}),
+    ("pged", {"weights": WEIGHTS, "aggregate": "kemeny"}),
+    ("pged", {"mode": "global", "weights": WEIGHTS}),
 ]
 
 
@@ -88,7 +107,9 @@ def refit_drawn_prompts_apart(stack: GraphStack, ranker: str, weights: np.ndarra
     return np.vstack(rows), np.vstack(rank_rows)
 
 
-RESAMPLES = [(r, p, u) for r, p in CASES for u in ("graph", "prompt") if not (per_question(r, p) and u == "graph")]
+RESAMPLES = [
+    (r, p, u) for r, p in CASES for u in ("graph", "prompt") if not (per_question(r, p) and u == "graph")
+]
 """Every case under both units, but per-prompt PGED under graph resampling: a question whose graphs are
 drawn unequally often has no refit (the batched form weights it by its graphs' mean draw count, a
 definition, not a shortcut)."""
@@ -156,8 +177,17 @@ def test_elo_reads_votes_in_the_order_its_object_states():
     from engine.ranking.board import BoardSpec
 
     two = np.arange(2, dtype=np.uint64)
-    rows = VoteRows(("a", "b"), a=np.array([0, 1]), b=np.array([1, 0]), winner=np.array([A_WINS, A_WINS]),
-                    order=np.zeros(2, dtype=np.int8), graph=two, prompt=two, voter=two, when=np.full(2, np.nan))
+    rows = VoteRows(
+        ("a", "b"),
+        a=np.array([0, 1]),
+        b=np.array([1, 0]),
+        winner=np.array([A_WINS, A_WINS]),
+        order=np.zeros(2, dtype=np.int8),
+        graph=two,
+        prompt=two,
+        voter=two,
+        when=np.full(2, np.nan),
+    )
     v = ordered_votes(rows, BoardSpec(ranker="elo", ranker_params={"order": "time"}))
     assert v.order_used.endswith("order=time asked, but no verdict has a timestamp")
 
@@ -234,8 +264,16 @@ def test_elo_ranks_votes_that_leave_a_model_without_a_vote():
 
     winners = np.array([A_WINS, B_WINS, A_WINS, TIE, A_WINS, A_WINS])
     k = np.arange(winners.size, dtype=np.uint64)
-    rows = VoteRows(("a", "b", "c"), a=np.ones(winners.size, dtype=np.int16), b=np.full(winners.size, 2, dtype=np.int16),
-                    winner=winners, order=np.zeros(winners.size, dtype=np.int8), graph=k, prompt=k, voter=k)
+    rows = VoteRows(
+        ("a", "b", "c"),
+        a=np.ones(winners.size, dtype=np.int16),
+        b=np.full(winners.size, 2, dtype=np.int16),
+        winner=winners,
+        order=np.zeros(winners.size, dtype=np.int8),
+        graph=k,
+        prompt=k,
+        voter=k,
+    )
     board = leaderboard_from_votes(votes(rows), ranker="elo", ranker_params={"k": 16.0})
     assert board.params["dropped_models"] == ["a"]
     s = np.where(winners == A_WINS, 1.0, np.where(winners == TIE, 0.5, 0.0))
@@ -256,6 +294,9 @@ def test_board_notes_ask_the_object_for_the_prompt_unit_words():
     pged = leaderboard_from_stack(stack, ranker="pged", bootstrap=3, seed=1)
     borda = leaderboard_from_stack(stack, ranker="borda", bootstrap=3, seed=1, bootstrap_unit="prompt")
     assert pged.params["bootstrap_unit"] == borda.params["bootstrap_unit"] == "prompt"
-    assert "bootstrap: resampled prompts (all graphs of a prompt together), 3 times (per-prompt PGED's own unit)." \
+    assert (
+        "bootstrap: resampled prompts (all graphs of a prompt together), 3 times (per-prompt PGED's own "
+        "unit)."
         in board_notes(pged)
+    )
     assert "bootstrap: resampled prompts (all graphs of a prompt together), 3 times." in board_notes(borda)

@@ -37,9 +37,23 @@ GRAPH_RANKERS = tuple(n for n, o in RANKER_OBJECTS.items() if not o.counts)
 
 def canonical(rows: list[dict]) -> pd.DataFrame:
     """A canonical verdict frame (the store's columns and dtypes) from partial rows."""
-    base = {"dataset": "d", "judge": "j", "variant": 0, "variant_kind": "original", "turn": 1, "category": None,
-            "order": None, "prob_a": np.nan, "annotator": None, "explanation": None, "source_file": "f",
-            "source_line": None, "battle_id": None, "tstamp": np.nan, "strength": None}
+    base = {
+        "dataset": "d",
+        "judge": "j",
+        "variant": 0,
+        "variant_kind": "original",
+        "turn": 1,
+        "category": None,
+        "order": None,
+        "prob_a": np.nan,
+        "annotator": None,
+        "explanation": None,
+        "source_file": "f",
+        "source_line": None,
+        "battle_id": None,
+        "tstamp": np.nan,
+        "strength": None,
+    }
     df = pd.DataFrame([{**base, **r} for r in rows])
     df["source_line"] = np.arange(1, len(df) + 1)
     return df[list(VERDICT_DTYPES)].astype(VERDICT_DTYPES)
@@ -74,8 +88,12 @@ def test_graph_bootstrap_by_prompt_redraws_the_one_prompt(ranker):
     stack = build_stack(one_prompt_three_judges())
     assert stack.T == 3
     by_prompt = bootstrap(stack, ranker, 20, 4, unit="prompt")
-    np.testing.assert_allclose(by_prompt.samples, np.broadcast_to(by_prompt.samples[0], by_prompt.samples.shape),
-                               atol=1e-9, err_msg=ranker)
+    np.testing.assert_allclose(
+        by_prompt.samples,
+        np.broadcast_to(by_prompt.samples[0], by_prompt.samples.shape),
+        atol=1e-9,
+        err_msg=ranker,
+    )
     by_graph = bootstrap(stack, ranker, 20, 4, unit="graph")
     assert np.ptp(by_graph.samples, axis=0).max() > 1e-6, ranker
 
@@ -88,7 +106,9 @@ def disagreeing_judges(n_prompts: int, n_models: int, seed: int) -> pd.DataFrame
         a, b = rng.choice(n_models, 2, replace=False)
         first = "A" if rng.random() < 0.5 else "B"
         for j, w in enumerate((first, {"A": "B", "B": "A"}[first])):
-            rows.append({"judge": f"j{j}", "prompt_id": str(q), "model_a": f"m{a}", "model_b": f"m{b}", "winner": w})
+            rows.append(
+                {"judge": f"j{j}", "prompt_id": str(q), "model_a": f"m{a}", "model_b": f"m{b}", "winner": w}
+            )
     return canonical(rows)
 
 
@@ -111,8 +131,16 @@ def test_prompt_and_graph_units_give_different_intervals_on_variants():
     rng = np.random.default_rng(11)
     rows = []
     for q, v, (a, b) in itertools.product(range(12), range(3), itertools.combinations(range(4), 2)):
-        rows.append({"prompt_id": str(q), "variant": v, "variant_kind": "original" if v == 0 else "paraphrase",
-                     "model_a": f"m{a}", "model_b": f"m{b}", "winner": rng.choice(["A", "B", "tie"], p=[.5, .3, .2])})
+        rows.append(
+            {
+                "prompt_id": str(q),
+                "variant": v,
+                "variant_kind": "original" if v == 0 else "paraphrase",
+                "model_a": f"m{a}",
+                "model_b": f"m{b}",
+                "winner": rng.choice(["A", "B", "tie"], p=[0.5, 0.3, 0.2]),
+            }
+        )
     vts = make_votes(frame_vote_rows(canonical(rows)))
     widths = {}
     for unit in ("graph", "prompt", "vote"):
@@ -146,11 +174,16 @@ def test_rank_interval_is_outward_order_statistics_closed_form():
 def test_rank_intervals_cover_level_of_the_resamples(B, level, seed):
     """On a real bootstrap of random tournaments: each model's rank interval holds ≥ level of its ranks."""
     rng = np.random.default_rng(seed)
-    rows = [{"prompt_id": str(q), "model_a": f"m{a}", "model_b": f"m{b}", "winner": rng.choice(["A", "B", "tie"])}
-            for q in range(8) for a, b in itertools.combinations(range(5), 2)]
+    rows = [
+        {"prompt_id": str(q), "model_a": f"m{a}", "model_b": f"m{b}", "winner": rng.choice(["A", "B", "tie"])}
+        for q in range(8)
+        for a, b in itertools.combinations(range(5), 2)
+    ]
     stack = build_stack(canonical(rows))
     coverage_ok(bootstrap(stack, "bt", B, seed, level=level))
-    coverage_ok(bootstrap_counts(make_votes(frame_vote_rows(canonical(rows))), "winrate", B, seed, level=level))
+    coverage_ok(
+        bootstrap_counts(make_votes(frame_vote_rows(canonical(rows))), "winrate", B, seed, level=level)
+    )
 
 
 def soft_triangle(p_xy: float, p_yz: float, p_xz: float) -> pd.DataFrame:

@@ -31,7 +31,9 @@ from engine.views.appstate import SliderContext, app_leaderboard
 from tests.seam_data import Shape, imported, shapes
 
 KEY = ("judge", "prompt_id", "variant", "turn")
-SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 WIDER_SAMPLES = Shape(seed=3, n_models=6, n_prompts=7, judges=2, paraphrases=1, samples=2, wider_samples=True,
                       orders="both", tie_p=0.15, categories=2)
 
@@ -41,7 +43,8 @@ def key_set(keys: pd.DataFrame) -> set[tuple[str, ...]]:
 
 
 @SETTINGS
-@given(shape=shapes(allow_sparse=False), ks=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=2), mu=st.sampled_from((0.5, 1.0, 3.0)))
+@given(shape=shapes(allow_sparse=False), ks=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=2),
+       mu=st.sampled_from((0.5, 1.0, 3.0)))
 @example(shape=WIDER_SAMPLES, ks=[0.0, 0.3, 0.5, 0.7, 1.0], mu=1.0)
 def test_app_cli_and_curve_keep_the_same_graphs(tmp_path_factory, shape, ks, mu):
     """``ks`` are fractions of the pool (so every K is valid on the slider); each K is kept three ways."""
@@ -53,7 +56,9 @@ def test_app_cli_and_curve_keep_the_same_graphs(tmp_path_factory, shape, ks, mu)
         if ctx.n_pool == 0:  # no pool graph can hold a cycle (one pair per prompt): every path refuses
             with pytest.raises(LensError, match="can hold a cycle"):
                 ctx.kept(1, mu)
-            done = run_engine(["--db", db, "leaderboard", "--dataset", "seam", "--keep-k", "1", "--format", "json"])
+            done = run_engine(
+                ["--db", db, "leaderboard", "--dataset", "seam", "--keep-k", "1", "--format", "json"]
+            )
             assert done.returncode == 2 and "can hold a cycle" in done.stderr
             return
         stack = build_stack(v)
@@ -77,7 +82,10 @@ def test_app_cli_and_curve_keep_the_same_graphs(tmp_path_factory, shape, ks, mu)
         k = k_values[0]
         _, pools, _, _, per_cat = keep_k_selections(stack, [k], mu=mu, per_category=True, pool="perturbed")
         curve_cat = set().union(*(key_set(stack.keys.iloc[per_cat[(0, c)]]) for c in pools))
-        assert key_set(leaderboard(store, "seam", ranker="bt", keep_k=k, mu=mu, per_category=True).kept) == curve_cat
+        assert (
+            key_set(leaderboard(store, "seam", ranker="bt", keep_k=k, mu=mu, per_category=True).kept)
+            == curve_cat
+        )
         k = k_values[-1]
         done = run_engine(["--db", db, "leaderboard", "--dataset", "seam", "--keep-k", k, "--mu", mu,
                            "--format", "json"])
@@ -86,10 +94,12 @@ def test_app_cli_and_curve_keep_the_same_graphs(tmp_path_factory, shape, ks, mu)
         idx, app_thr = ctx.kept(k, mu)
         assert key_set(pd.DataFrame(obj["kept"])) == key_set(ctx.stack.keys.iloc[idx])
         assert obj["params"]["threshold"] == app_thr
-        app_b = app_leaderboard(ctx, ranker="borda", keep_k=k, mu=mu, bootstrap=0, seed=0).table  # the graph path
+        # the graph path
+        app_b = app_leaderboard(ctx, ranker="borda", keep_k=k, mu=mu, bootstrap=0, seed=0).table
         cli_b = leaderboard(store, "seam", ranker="borda", keep_k=k, mu=mu).table
-        pd.testing.assert_frame_equal(app_b[list(cli_b.columns)].reset_index(drop=True), cli_b.reset_index(drop=True),
-                                      check_dtype=False)
+        pd.testing.assert_frame_equal(
+            app_b[list(cli_b.columns)].reset_index(drop=True), cli_b.reset_index(drop=True), check_dtype=False
+        )
     finally:
         store.close()
 
@@ -119,10 +129,15 @@ def test_kept_graphs_by_hand_on_wider_samples(tmp_path):
         assert g.loc[g["sample"], "cap3"].max() > pool["cap3"].max()  # the samples are better covered
         r3, r4 = pool["cap3"].max(), pool["cap4"].max()
         wrong = g.loc[pool.index].assign(  # the reference over every graph, samples included
-            s=lambda d: np.where(d["cap3"] > 0, d["c3"] * g["cap3"].max() / d["cap3"].where(d["cap3"] > 0, 1), 0.0)
-            + mu * np.where(d["cap4"] > 0, d["c4"] * g["cap4"].max() / d["cap4"].where(d["cap4"] > 0, 1), 0.0))
-        pool["s"] = (np.where(pool["cap3"] > 0, pool["c3"] * r3 / pool["cap3"].where(pool["cap3"] > 0, 1), 0.0)
-                     + mu * np.where(pool["cap4"] > 0, pool["c4"] * r4 / pool["cap4"].where(pool["cap4"] > 0, 1), 0.0))
+            s=lambda d: (
+                np.where(d["cap3"] > 0, d["c3"] * g["cap3"].max() / d["cap3"].where(d["cap3"] > 0, 1), 0.0)
+                + mu
+                * np.where(d["cap4"] > 0, d["c4"] * g["cap4"].max() / d["cap4"].where(d["cap4"] > 0, 1), 0.0)
+            )
+        )
+        pool["s"] = np.where(
+            pool["cap3"] > 0, pool["c3"] * r3 / pool["cap3"].where(pool["cap3"] > 0, 1), 0.0
+        ) + mu * np.where(pool["cap4"] > 0, pool["c4"] * r4 / pool["cap4"].where(pool["cap4"] > 0, 1), 0.0)
         by_hand = pool.sort_values(["s", "judge", "pid", "variant", "turn"], kind="stable")
         wrong = wrong.sort_values(["s", "judge", "pid", "variant", "turn"], kind="stable")
         ctx = SliderContext.of(build_buckets(v))

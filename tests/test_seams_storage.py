@@ -26,9 +26,23 @@ from engine.store.connection import Store
 from tests.seam_data import Shape, imported, shapes
 
 PROVENANCE = ["verdict_id", "dataset", "source_file", "source_line"]
-SETTINGS = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-RICH = Shape(seed=1, judges=2, annotators=2, turns=2, paraphrases=1, samples=2, wider_samples=True, orders="mixed",
-             invalid_p=0.05, repeats=True, categories=2, prob=True)
+SETTINGS = settings(
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+RICH = Shape(
+    seed=1,
+    judges=2,
+    annotators=2,
+    turns=2,
+    paraphrases=1,
+    samples=2,
+    wider_samples=True,
+    orders="mixed",
+    invalid_p=0.05,
+    repeats=True,
+    categories=2,
+    prob=True,
+)
 
 
 def content(store: Store, dataset: str) -> pd.DataFrame:
@@ -48,9 +62,13 @@ def same_boards(store: Store, a: str, b: str, **kw) -> None:
     for c in ("wins", "losses", "ties", "votes", "n_graphs_model", "n_prompts", "rank"):
         np.testing.assert_array_equal(ta[c].to_numpy(), tb[c].to_numpy(), err_msg=f"{kw}: {c}")
     for c in ("score", "ci_low", "ci_high"):
-        np.testing.assert_allclose(ta[c].to_numpy(float), tb[c].to_numpy(float), atol=1e-9, err_msg=f"{kw}: {c}")
+        np.testing.assert_allclose(
+            ta[c].to_numpy(float), tb[c].to_numpy(float), atol=1e-9, err_msg=f"{kw}: {c}"
+        )
     if kw.get("keep_k"):
-        assert x.kept[["judge", "prompt_id", "variant", "turn"]].equals(y.kept[["judge", "prompt_id", "variant", "turn"]])
+        assert x.kept[["judge", "prompt_id", "variant", "turn"]].equals(
+            y.kept[["judge", "prompt_id", "variant", "turn"]]
+        )
 
 
 def boards_agree(store: Store, a: str, b: str, shape: Shape) -> None:

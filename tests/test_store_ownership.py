@@ -24,7 +24,9 @@ SHARED_TABLES = ("verdicts", "prompts", "answers", "datasets", "dataset_files", 
 _WRITE = r"\b(?:INSERT\s+(?:OR\s+(?:REPLACE|IGNORE)\s+)?INTO|UPDATE|DELETE\s+FROM)\s+"
 WRITES_SHARED = re.compile(_WRITE + r'"?(?:' + "|".join(SHARED_TABLES) + r')"?\b', re.IGNORECASE)
 WRITES_NAMED_AT_RUN_TIME = re.compile(_WRITE + r"\{\}", re.IGNORECASE)
-ADVANCES_VERSION = re.compile(r"dataset_version_seq|\bversion\s*=\s*version\b|\bSET\s+version\b", re.IGNORECASE)
+ADVANCES_VERSION = re.compile(
+    r"dataset_version_seq|\bversion\s*=\s*version\b|\bSET\s+version\b", re.IGNORECASE
+)
 QUOTES_BY_HAND = re.compile(r"""replace\(\s*["']'["']\s*,\s*["']''["']\s*\)""")
 STORE = REPO / "engine" / "store"
 
@@ -71,8 +73,12 @@ def test_only_the_store_writes_the_shared_dataset_tables() -> None:
 
 def test_only_the_store_advances_the_version_counter() -> None:
     assert _offenders(ADVANCES_VERSION) == []
-    inside = [(p.name, t) for p in sorted(STORE.glob("*.py")) for _, t in _strings(p) if "dataset_version_seq" in t
-              and "nextval" in t]
+    inside = [
+        (p.name, t)
+        for p in sorted(STORE.glob("*.py"))
+        for _, t in _strings(p)
+        if "dataset_version_seq" in t and "nextval" in t
+    ]
     assert inside == [("writes.py", "SELECT nextval('dataset_version_seq')")]  # new_version, nothing else
     writes = ast.parse((STORE / "writes.py").read_text(encoding="utf-8"))
     (fn,) = [f for f in ast.walk(writes) if isinstance(f, ast.FunctionDef)
@@ -100,7 +106,8 @@ def test_the_scan_sees_what_it_looks_for() -> None:
     assert ADVANCES_VERSION.search("UPDATE datasets SET version = version + 1")
     assert QUOTES_BY_HAND.search("""return "'" + str(value).replace("'", "''") + "'" """)
     inside = [t for p in sorted(STORE.glob("*.py")) for _, t in _strings(p)]
-    assert sum(bool(WRITES_SHARED.search(" ".join(t.split()))) for t in inside) >= 15  # the store's own writes
+    # the store's own writes
+    assert sum(bool(WRITES_SHARED.search(" ".join(t.split()))) for t in inside) >= 15
 
 
 def test_names_with_quotes_and_dollars_reach_the_store_as_values(tmp_path: Path) -> None:

@@ -35,14 +35,32 @@ def _csv(tmp_path: Path, name: str, rows: list[tuple[str, str, str, str, str]]) 
 
 def _judged(prompt: str, winners: list[tuple[str, str]]) -> pd.DataFrame:
     """Rows as the judging pipeline hands them to ``write_verdicts`` (one pair, both orders)."""
-    return pd.DataFrame([{"prompt_id": prompt, "variant": 0, "variant_kind": "original", "turn": 1, "category": "c",
-                          "model_a": "a", "model_b": "b", "winner": w, "order": o, "prob_a": None,
-                          "explanation": "t"} for w, o in winners], columns=ROW_COLUMNS)
+    return pd.DataFrame(
+        [
+            {
+                "prompt_id": prompt,
+                "variant": 0,
+                "variant_kind": "original",
+                "turn": 1,
+                "category": "c",
+                "model_a": "a",
+                "model_b": "b",
+                "winner": w,
+                "order": o,
+                "prob_a": None,
+                "explanation": "t",
+            }
+            for w, o in winners
+        ],
+        columns=ROW_COLUMNS,
+    )
 
 
 def _position(db: Path, *extra: str) -> str:
-    return run_engine(["--db", str(db), "diagnose", "--dataset", "d", "--table", "position", "--format", "csv",
-                       *extra], check=True).stdout
+    return run_engine(
+        ["--db", str(db), "diagnose", "--dataset", "d", "--table", "position", "--format", "csv", *extra],
+        check=True,
+    ).stdout
 
 
 def test_every_write_moves_the_version_and_no_cache_serves_an_older_frame(tmp_path: Path) -> None:
@@ -85,7 +103,9 @@ def test_every_write_moves_the_version_and_no_cache_serves_an_older_frame(tmp_pa
 def test_prompt_and_answer_writes_move_the_version(tmp_path: Path) -> None:
     """Texts are cached by the app under the version too (the inspector's prompt texts)."""
     with Store(tmp_path / "t.duckdb") as s:
-        write_prompts(s, "d", pd.DataFrame({"prompt_id": ["1"], "turn": [1], "category": ["c"], "text": ["q"]}))
+        write_prompts(
+            s, "d", pd.DataFrame({"prompt_id": ["1"], "turn": [1], "category": ["c"], "text": ["q"]})
+        )
         v1 = s.dataset_version("d")
         write_answers(s, "d", pd.DataFrame({"prompt_id": ["1"], "turn": [1], "model": ["a"], "text": ["x"]}))
         v2 = s.dataset_version("d")
@@ -122,7 +142,9 @@ def test_a_result_is_cached_under_the_version_it_was_computed_from(tmp_path: Pat
     from engine.experiments import results_cache
 
     with Store(tmp_path / "r.duckdb") as s:
-        import_files(s, [_csv(tmp_path, "one.csv", [("1", "a", "b", "A", "AB"), ("2", "a", "c", "B", "BA")])], "d")
+        import_files(
+            s, [_csv(tmp_path, "one.csv", [("1", "a", "b", "A", "AB"), ("2", "a", "c", "B", "BA")])], "d"
+        )
 
         def count_then_a_write_lands() -> pd.DataFrame:
             frame = pd.DataFrame({"verdicts": [len(s.verdicts("d"))]})

@@ -60,9 +60,11 @@ def test_a_refused_synthetic_write_says_why_in_one_sentence(empty_store):
     write_synthetic(empty_store, "tiny", tiny)
     with pytest.raises(LensError) as err:
         write_synthetic(empty_store, "tiny", tiny, replace=False)
-    assert str(err.value) == ("The synthetic dataset 'tiny' was not stored: tiny.csv is already in dataset 'tiny' "
-                              "(imported as tiny.csv); importing the same file twice would count every verdict "
-                              "twice: use --replace to replace the dataset.")
+    assert str(err.value) == (
+        "The synthetic dataset 'tiny' was not stored: tiny.csv is already in dataset 'tiny' "
+        "(imported as tiny.csv); importing the same file twice would count every verdict "
+        "twice: use --replace to replace the dataset."
+    )
     assert empty_store.dataset_revision("tiny") == 1  # nothing of the refused write was stored
 
 
@@ -248,9 +250,8 @@ def test_cli_random_pool_option_matches_the_library(tmp_path, capsys):
     from engine.store.connection import Store
 
     db = tmp_path / "cli.duckdb"
-    p = SyntheticParams(
-        n_models=6, categories=2, prompts=4, paraphrases=2, samples=0, seed=9
-    )  # 12 graphs/category
+    # 12 graphs/category
+    p = SyntheticParams(n_models=6, categories=2, prompts=4, paraphrases=2, samples=0, seed=9)
     with Store(db) as store:
         write_synthetic(store, "s", p)
         st, truth = build_stack(store.verdicts("s")), synthetic_truth(store, "s")

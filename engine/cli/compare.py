@@ -29,8 +29,18 @@ from engine.store.truth import has_truth
 
 TRUTH = "truth"
 
-COLUMNS = ("judge", "ranker", "spearman_rho", "spearman_distance", "kendall", "footrule", "chebyshev", "n_shared",
-           "n_graphs", "models")
+COLUMNS = (
+    "judge",
+    "ranker",
+    "spearman_rho",
+    "spearman_distance",
+    "kendall",
+    "footrule",
+    "chebyshev",
+    "n_shared",
+    "n_graphs",
+    "models",
+)
 """``spearman_rho`` is Spearman's correlation (1 = same order); ``spearman_distance`` = (1 - rho) / 2 and the
 other three are normalised distances (0 = same order, 1 = reversed)."""
 
@@ -48,9 +58,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="'arena' (the shipped LMArena 2025-03-07 snapshot, default), 'truth' (a synthetic "
                         "dataset's stored ground truth), or an LMArena per-category JSON or leaderboard CSV")
     p.add_argument("--reference-category", help="category of a JSON reference (default: full)")
-    p.add_argument("--model-map", metavar="PATH",
-                   help="CSV mapping the dataset's model names to the reference's: columns model and arena_model "
-                        "(or reference_model); default: data/mappings/<dataset>.models.csv")
+    p.add_argument(
+        "--model-map",
+        metavar="PATH",
+        help="CSV mapping the dataset's model names to the reference's: columns model and arena_model "
+        "(or reference_model); default: data/mappings/<dataset>.models.csv",
+    )
     p.add_argument("--ranker", action="append", choices=sorted(RANKERS),
                    help="ranker(s) to compare (repeatable; default bt)")
     p.add_argument("--per-judge", action="store_true", help="one row per judge of the dataset")
@@ -63,18 +76,23 @@ def mapping_for(dataset: str, path: str | None) -> pd.DataFrame:
     if path is not None:
         return load_mapping_file(path)
     if not has_mapping(dataset):
-        raise LensError(f"Dataset {dataset!r} has no model-name mapping to the reference; give --model-map PATH, a CSV "
-                        "with columns model (the dataset's name) and arena_model (the reference's name).")
+        raise LensError(
+            f"Dataset {dataset!r} has no model-name mapping to the reference; give --model-map PATH, a CSV "
+            "with columns model (the dataset's name) and arena_model (the reference's name)."
+        )
     return load_mapping(dataset)
 
 
 def truth_reference(store: Store, dataset: str) -> pd.Series:
-    """--reference truth: the stored ground-truth strengths of a synthetic dataset (engine.ingest.synthetic)."""
+    """--reference truth: the stored ground-truth strengths of a synthetic dataset
+    (engine.ingest.synthetic)."""
     if not store.has_dataset(dataset):
         raise LensError(f"There is no dataset {dataset!r} in the store.")
     if not has_truth(store, dataset):
-        raise LensError(f"--reference truth needs a synthetic dataset with a stored ground truth, and {dataset!r} has "
-                        "none; use --reference arena or a reference file.")
+        raise LensError(
+            f"--reference truth needs a synthetic dataset with a stored ground truth, and {dataset!r} has "
+            "none; use --reference arena or a reference file."
+        )
     return synthetic_truth(store, dataset)
 
 
@@ -85,16 +103,23 @@ def run(args: argparse.Namespace) -> int:
     params = {r: ranker_params(args, r) for r in rankers}
     truth = args.reference == TRUTH
     if truth:
-        for given, option in ((args.model_map, "--model-map"), (args.reference_category, "--reference-category")):
+        for given, option in (
+            (args.model_map, "--model-map"),
+            (args.reference_category, "--reference-category"),
+        ):
             if given is not None:
-                raise LensError(f"{option} does not apply to --reference truth: a synthetic dataset's truth already "
-                                "uses the dataset's own model names.")
+                raise LensError(
+                    f"{option} does not apply to --reference truth: a synthetic dataset's truth already "
+                    "uses the dataset's own model names."
+                )
     else:
         ref = map_reference(load_reference(args.reference, args.reference_category),
                             mapping_for(args.dataset, args.model_map))
         name = "the shipped Arena snapshot" if args.reference == ARENA else args.reference
         if len(ref) < 2:
-            raise LensError(f"Fewer than two models of dataset {args.dataset!r} appear in the reference {name}.")
+            raise LensError(
+                f"Fewer than two models of dataset {args.dataset!r} appear in the reference {name}."
+            )
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     rows = []
     try:
@@ -123,14 +148,21 @@ def run(args: argparse.Namespace) -> int:
                 rows.append({"judge": label, "ranker": ranker, "n_graphs": board.n_graphs, **d})
                 dropped = board.params.get("dropped_models")
                 if dropped:
-                    notes.append(f"judge {label}, {ranker}: {', '.join(dropped)} had no comparison in the ranked "
-                                 "graphs and were left out.")
+                    notes.append(
+                        f"judge {label}, {ranker}: {', '.join(dropped)} had no comparison in the ranked "
+                        "graphs and were left out."
+                    )
         by_unit: dict[str, list[str]] = {}
         for r, u in units.items():
             by_unit.setdefault(u, []).append(r)
-        notes.append("unit: " + "; ".join(f"{', '.join(rs)} ranked {'votes' if u == 'votes' else 'graph edges'}"
-                                          for u, rs in sorted(by_unit.items()))
-                     + " (votes: each judge/annotator/battle on a pair counts; graph edges: one per pair and graph).")
+        notes.append(
+            "unit: "
+            + "; ".join(
+                f"{', '.join(rs)} ranked {'votes' if u == 'votes' else 'graph edges'}"
+                for u, rs in sorted(by_unit.items())
+            )
+            + " (votes: each judge/annotator/battle on a pair counts; graph edges: one per pair and graph)."
+        )
     finally:
         store.close()
     write_frame(pd.DataFrame(rows, columns=list(COLUMNS)), args.format)

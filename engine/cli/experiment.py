@@ -169,7 +169,9 @@ def run(args: argparse.Namespace) -> int:
         params, compute = _plan(args)
         params.update({"judge": judge, "reference": args.reference, "overall": overall, "inputs": inputs})
         version = store.dataset_version(args.dataset)  # read before the verdicts: the key of what they are
-        frame = None if args.no_cache else results_cache.get(store, args.dataset, kind, params, version=version)
+        frame = (
+            None if args.no_cache else results_cache.get(store, args.dataset, kind, params, version=version)
+        )
         if frame is None:
             v = verdicts_of(judge)
             cats = sorted(v["category"].astype("string").fillna("(none)").unique())

@@ -29,22 +29,34 @@ from engine.store.schema import DEFAULT_DATASET
 
 def add_selection(p: argparse.ArgumentParser) -> None:
     """Options shared by ``leaderboard`` and ``compare``: what to rank and how."""
-    p.add_argument("--dataset", default=DEFAULT_DATASET,
-                   help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)")
+    p.add_argument(
+        "--dataset",
+        default=DEFAULT_DATASET,
+        help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)",
+    )
     p.add_argument("--judge", help="only this judge's graphs (default: every judge, graphs pooled)")
     p.add_argument("--category", help="only graphs of this category")
     p.add_argument("--keep-k", type=int, help="keep the K graphs with the smallest S_mu = C3_bad + mu*C4_bad")
     p.add_argument("--mu", type=float, help="with --keep-k: weight of bad 4-cycles in S_mu (default 1)")
-    p.add_argument("--per-category", action="store_true", help="with --keep-k: keep K graphs in each category")
-    p.add_argument("--pool", choices=("perturbed", "sampling", "all"),
-                   help="with --keep-k: which graphs compete: perturbed = originals + paraphrases (the paper's "
-                        "Trunc, default), sampling = originals + sampling replicates, all")
+    p.add_argument(
+        "--per-category", action="store_true", help="with --keep-k: keep K graphs in each category"
+    )
+    p.add_argument(
+        "--pool",
+        choices=("perturbed", "sampling", "all"),
+        help="with --keep-k: which graphs compete: perturbed = originals + paraphrases (the paper's "
+        "Trunc, default), sampling = originals + sampling replicates, all",
+    )
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
                    help="how several verdicts on one pair in one graph combine")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="ranker parameter, e.g. solver=mm, scale=elo, soft=true, k=32 (repeatable)")
-    p.add_argument("--judge-weight", action="append", metavar="JUDGE=W",
-                   help="weight of a judge's graphs for pged, borda, kemeny, pairwise-majority (paper 002, App. Q)")
+    p.add_argument(
+        "--judge-weight",
+        action="append",
+        metavar="JUDGE=W",
+        help="weight of a judge's graphs for pged, borda, kemeny, pairwise-majority (paper 002, App. Q)",
+    )
 
 
 def keep_k_options(args: argparse.Namespace) -> tuple[float, bool, str]:
@@ -64,8 +76,10 @@ def check_mu(mu: float, option: str) -> float:
     """A keep-K weight of bad 4-cycles must be a finite number ≥ 0: a negative mu rewards 4-cycles and
     keeps the most cyclic graphs (the engine's general C3 + mu C4 form stays general)."""
     if not math.isfinite(mu) or mu < 0:
-        raise LensError(f"{option} weights bad 4-cycles in keep-K's S_mu and must be a finite number, 0 or more; "
-                        f"got {mu}.")
+        raise LensError(
+            f"{option} weights bad 4-cycles in keep-K's S_mu and must be a finite number, 0 or more; "
+            f"got {mu}."
+        )
     return mu
 
 
@@ -85,7 +99,9 @@ def ranker_params(args: argparse.Namespace, ranker: str) -> dict:
                 raise LensError(f"Judge weight {item!r} is not of the form JUDGE=number.")
         if "weights" not in param_kinds(ranker):
             takers = ", ".join(r for r in sorted(RANKERS) if "weights" in param_kinds(r))
-            raise LensError(f"--judge-weight weights judges for {takers}; the {ranker} ranker takes no judge weights.")
+            raise LensError(
+                f"--judge-weight weights judges for {takers}; the {ranker} ranker takes no judge weights."
+            )
         params["weights"] = check_ranker_params(ranker, {"weights": weights})["weights"]
     return params
 
@@ -99,10 +115,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_selection(p)
     p.add_argument("--ranker", choices=sorted(RANKERS), default="bt")
-    p.add_argument("--bootstrap", type=int, default=0, metavar="B", help="bootstrap resamples for CIs (0: none)")
-    p.add_argument("--bootstrap-unit", choices=("graph", "prompt", "vote"),
-                   help="what the bootstrap resamples (default: the ranker's own unit: prompts for per-prompt "
-                        "pged, graphs otherwise; vote = single votes, for the count rankers without keep-K)")
+    p.add_argument(
+        "--bootstrap", type=int, default=0, metavar="B", help="bootstrap resamples for CIs (0: none)"
+    )
+    p.add_argument(
+        "--bootstrap-unit",
+        choices=("graph", "prompt", "vote"),
+        help="what the bootstrap resamples (default: the ranker's own unit: prompts for per-prompt "
+        "pged, graphs otherwise; vote = single votes, for the count rankers without keep-K)",
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--show-kept", action="store_true",
                    help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")
@@ -115,7 +136,9 @@ def run(args: argparse.Namespace) -> int:
     if args.show_kept and args.keep_k is None:
         raise LensError("--show-kept lists the graphs keep-K kept; give --keep-k K too.")
     if args.bootstrap < 0:
-        raise LensError(f"--bootstrap takes the number of resamples, 0 (no intervals) or more; got {args.bootstrap}.")
+        raise LensError(
+            f"--bootstrap takes the number of resamples, 0 (no intervals) or more; got {args.bootstrap}."
+        )
     if args.bootstrap_unit is not None and args.bootstrap == 0:
         raise LensError("--bootstrap-unit says what the bootstrap resamples; give --bootstrap B too.")
     mu, per_category, pool = keep_k_options(args)
@@ -155,8 +178,10 @@ def write_kept(board, fmt: str) -> None:
 INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high")
 """The leaderboard columns only a bootstrap fills."""
 
-NO_BOOTSTRAP_NOTE = ("no --bootstrap: the interval columns (ci_low, ci_high, rank_low, rank_high) are left out; "
-                     "--bootstrap B adds them.")
+NO_BOOTSTRAP_NOTE = (
+    "no --bootstrap: the interval columns (ci_low, ci_high, rank_low, rank_high) are left out; "
+    "--bootstrap B adds them."
+)
 
 
 def printed_table(board):

@@ -70,7 +70,15 @@ DRAW_FRACTION = 0.8
 POOLED = "all"
 """The group name of a pooled (not per-category) curve."""
 
-__all__ = ["DEFAULT_MU_GRID", "DRAW_FRACTION", "POOLS", "draw_size", "keep_k_curve", "keep_k_selections", "mu_curve"]
+__all__ = [
+    "DEFAULT_MU_GRID",
+    "DRAW_FRACTION",
+    "POOLS",
+    "draw_size",
+    "keep_k_curve",
+    "keep_k_selections",
+    "mu_curve",
+]
 
 
 def draw_size(k: int, kept: int | None = None, draw_fraction: float = DRAW_FRACTION) -> int:
@@ -95,7 +103,8 @@ def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray,
     member[pool_pos] = True
     groups = category_positions(stack) if per_category else {POOLED: np.arange(stack.T)}
     samp = is_sample(stack.keys)
-    if pool == "sampling":  # as Table 2's Sample cell: no replicates, no sampling pool (not the originals alone)
+    # as Table 2's Sample cell: no replicates, no sampling pool (not the originals alone)
+    if pool == "sampling":
         groups = {c: pos if samp[pos].any() else pos[:0] for c, pos in groups.items()}
     out = {c: by_key(pos[member[pos]], krank) for c, pos in groups.items()}
     left = [c for c, pos in out.items() if not pos.size]
@@ -105,8 +114,16 @@ def _pools(stack: GraphStack, per_category: bool, pool: str, krank: np.ndarray,
     return out, left
 
 
-def scored_pool(stack: GraphStack, pool: str, *, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None,
-                counts: pd.DataFrame | None = None, capacity: pd.DataFrame | None = None) -> PoolScores:
+def scored_pool(
+    stack: GraphStack,
+    pool: str,
+    *,
+    mu: float = 1.0,
+    lam3: float = 1.0,
+    lam4: float | None = None,
+    counts: pd.DataFrame | None = None,
+    capacity: pd.DataFrame | None = None,
+) -> PoolScores:
     """The keep-K scores of the curves, from ``engine.graphs.truncation.keep_k_scores`` as the CLI and the
     app score (coverage-normalised S_mu, reference capacity over the ``pool`` graphs that can hold a
     cycle); ``counts`` / ``capacity`` when already computed."""
@@ -117,8 +134,16 @@ def scored_pool(stack: GraphStack, pool: str, *, mu: float = 1.0, lam3: float = 
     return keep_k_scores(stack.keys, counts, capacity, pool=pool, mu=mu, lam3=lam3, lam4=lam4)
 
 
-def pool_scores(stack: GraphStack, pool: str, *, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None,
-                counts: pd.DataFrame | None = None, capacity: pd.DataFrame | None = None) -> np.ndarray:
+def pool_scores(
+    stack: GraphStack,
+    pool: str,
+    *,
+    mu: float = 1.0,
+    lam3: float = 1.0,
+    lam4: float | None = None,
+    counts: pd.DataFrame | None = None,
+    capacity: pd.DataFrame | None = None,
+) -> np.ndarray:
     """Every graph's keep-K score (``scored_pool(...).scores``), as ``keep_k_graphs`` scores it."""
     return scored_pool(stack, pool, mu=mu, lam3=lam3, lam4=lam4, counts=counts, capacity=capacity).scores
 
@@ -172,7 +197,11 @@ def _evaluate(
             kept = by_key(kept_of[(xi, g)], krank)
             m = draw_size(k_of[xi], kept.size, draw_fraction)
             cols = np.searchsorted(krank[pools[g]], krank[kept])
-            w = np.vstack([np.ones((1, kept.size)), keep_draw_weights(uni[g][:, cols], m)]) if R else np.ones((1, kept.size))
+            w = (
+                np.vstack([np.ones((1, kept.size)), keep_draw_weights(uni[g][:, cols], m)])
+                if R
+                else np.ones((1, kept.size))
+            )
             rows.append(w @ wflat[kept])
             n_kept[xi, gi], n_draw[xi, gi] = kept.size, m
         fit, conv = bt_scores_info(np.concatenate(rows).reshape(-1, n, n), prev)
@@ -207,7 +236,9 @@ def _evaluate(
         drawn = np.concatenate([n_draw, n_draw.sum(axis=1, keepdims=True)], axis=1) if G > 1 else n_draw
         nonconv = np.concatenate([bad, bad.sum(axis=1, keepdims=True)], axis=1) if G > 1 else bad
         ncat = np.tile(np.array([1] * G + ([G] if G > 1 else [])), X)
-        notes = np.tile(np.array([""] * G + [macro_note] if G > 1 else [macro_note if left else ""], dtype=object), X)
+        notes = np.tile(
+            np.array([""] * G + [macro_note] if G > 1 else [macro_note if left else ""], dtype=object), X
+        )
         fits = 1 + R
         notes = np.array([_with_bad(t, int(b), fits * (c if c > 0 else 1))
                           for t, b, c in zip(notes, nonconv.ravel(), ncat, strict=True)], dtype=object)
@@ -224,7 +255,8 @@ def _evaluate(
     x_idx = np.tile(np.repeat(np.arange(X), len(cats)), len(DISTANCES))
     d_idx = np.repeat(np.arange(len(DISTANCES)), X * len(cats))
     c_idx = np.tile(np.arange(len(cats)), X * len(DISTANCES))
-    frame = frame.iloc[np.lexsort((c_idx, d_idx, x_idx))].reset_index(drop=True)  # x, then distance, then category
+    # x, then distance, then category
+    frame = frame.iloc[np.lexsort((c_idx, d_idx, x_idx))].reset_index(drop=True)
     frame.attrs["models"] = models
     return frame
 
@@ -244,7 +276,9 @@ def keep_k_selections(
     ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
     if not ks or min(ks) < 1:
         raise LensError(f"Every K of a keep-K curve must be ≥ 1; got {ks}.")
-    kept_of = {(xi, g): scored.keep(k, krank, among=pos) for xi, k in enumerate(ks) for g, pos in pools.items()}
+    kept_of = {
+        (xi, g): scored.keep(k, krank, among=pos) for xi, k in enumerate(ks) for g, pos in pools.items()
+    }
     return ks, pools, left, krank, kept_of
 
 
@@ -267,13 +301,16 @@ def keep_k_curve(
     K is per category when ``per_category`` (a category smaller than K keeps all its graphs;
     ``n_kept`` says how many were kept, ``n_draw`` how many each resample draws). Columns: k,
     category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
-    n_draw, n_categories, resamples, bt_nonconverged, note. Plot ``mean`` inside ``ci_low``…``ci_high`` (see the module docstring).
+    n_draw, n_categories, resamples, bt_nonconverged, note. Plot ``mean`` inside ``ci_low``…``ci_high`` (see
+    the module docstring).
     """
     _check(resamples, seed, draw_fraction)
     ks, pools, left, krank, kept_of = keep_k_selections(stack, ks, mu=mu, lam3=lam3, lam4=lam4,
                                                         per_category=per_category, pool=pool)
     with single_thread_blas():
-        return _evaluate(stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank, ks, left)
+        return _evaluate(
+            stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank, ks, left
+        )
 
 
 def mu_curve(

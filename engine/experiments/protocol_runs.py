@@ -56,7 +56,9 @@ def fit_jobs(jobs: list[Job], stack: GraphStack, refs: dict[str, np.ndarray],
     if bt:
         wt_rows = [jobs[i].weights @ flat["wtilde"][jobs[i].cols] for i in bt]
         centre = bt_scores(np.stack([flat["wtilde"][jobs[i].cols].sum(axis=0) for i in bt]).reshape(-1, n, n))
-        theta0 = np.concatenate([np.repeat(centre[a][None], w.shape[0], axis=0) for a, w in enumerate(wt_rows)])
+        theta0 = np.concatenate(
+            [np.repeat(centre[a][None], w.shape[0], axis=0) for a, w in enumerate(wt_rows)]
+        )
         all_scores, conv = bt_scores_info(np.concatenate(wt_rows).reshape(-1, n, n), theta0)
         bounds = np.cumsum([0] + [w.shape[0] for w in wt_rows])
         for a, i in enumerate(bt):
@@ -86,7 +88,9 @@ def fit_jobs(jobs: list[Job], stack: GraphStack, refs: dict[str, np.ndarray],
     return out, nonconv
 
 
-def point_distances(stack: GraphStack, groups: list[tuple[str, np.ndarray]], refs: dict[str, np.ndarray], ranker: str = BT_FIT) -> list[dict[str, float]]:
+def point_distances(
+    stack: GraphStack, groups: list[tuple[str, np.ndarray]], refs: dict[str, np.ndarray], ranker: str = BT_FIT
+) -> list[dict[str, float]]:
     """Distances of single fits, one per (category, kept positions) group, in one batch; each
     dict also says whether its fit ``converged``."""
     if ranker != BT_FIT:
@@ -103,8 +107,13 @@ def point_distances(stack: GraphStack, groups: list[tuple[str, np.ndarray]], ref
     return res
 
 
-def best_single_k(stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolParams, distance: str = "spearman",
-                  scores: np.ndarray | None = None) -> tuple[int, pd.DataFrame]:
+def best_single_k(
+    stack: GraphStack,
+    refs: dict[str, np.ndarray],
+    p: ProtocolParams,
+    distance: str = "spearman",
+    scores: np.ndarray | None = None,
+) -> tuple[int, pd.DataFrame]:
     """The single-prompt baseline's K: the global keep-K (K per category, capped at the category's
     original-prompt pool) with the smallest macro-averaged distance; ties → the smaller K.
 
@@ -116,7 +125,9 @@ def best_single_k(stack: GraphStack, refs: dict[str, np.ndarray], p: ProtocolPar
     pools = {c: pos[orig[pos]] for c, pos in cats.items()}
     kmax = max(int(v.size) for v in pools.values())
     if kmax == 0:
-        raise LensError("The single-prompt baseline needs original-prompt graphs (variant 0), and there are none.")
+        raise LensError(
+            "The single-prompt baseline needs original-prompt graphs (variant 0), and there are none."
+        )
     cells = [(k, c) for k in range(1, kmax + 1) for c in cats if pools[c].size]
     d = point_distances(stack, [(c, keep_k_index(scores, krank, k, among=pools[c])) for k, c in cells], refs)
     curve = pd.DataFrame({"k": [k for k, _ in cells], "category": [c for _, c in cells],
@@ -163,7 +174,9 @@ def run_protocols(
     st = stack.restrict_models(models)
     refs = {c: reference_ranks(reference_of(reference, c), models) for c in cats}
     with single_thread_blas():  # small matrices: threads only add synchronisation
-        single_k, single_curve = best_single_k(st, refs, p, scores=scores) if "single" in protocols else (None, None)
+        single_k, single_curve = (
+            best_single_k(st, refs, p, scores=scores) if "single" in protocols else (None, None)
+        )
         jobs = build_jobs(st, protocols, p, single_k, scores=scores)
         dist, nonconv = fit_jobs(jobs, st, refs, p)
     blocks = []
@@ -172,7 +185,9 @@ def run_protocols(
         js = [jobs[i] for i in mine]
         used = [i for i in mine if not jobs[i].empty]
         left = [jobs[i].category for i in mine if jobs[i].empty]
-        fits = [jobs[i].weights.shape[0] if jobs[i].ranker == BT_FIT and not jobs[i].empty else 0 for i in mine]
+        fits = [
+            jobs[i].weights.shape[0] if jobs[i].ranker == BT_FIT and not jobs[i].empty else 0 for i in mine
+        ]
         bad = [nonconv[i] for i in mine]
         # Single's K comes from point fits on its pool: those count too (on the macro row)
         k_bad, k_fits = ((int((~single_curve["converged"]).sum()), len(single_curve))

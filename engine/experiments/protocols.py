@@ -135,9 +135,11 @@ def label(protocol: str, p: ProtocolParams) -> str:
 BT_FIT = "bt"
 """A job fitted by half-tie Bradley-Terry (one warm-started batch, ``batch_fits.bt_scores_info``)."""
 COPELAND_FIT = "copeland_majority"
-"""A job fitted by Copeland on the strict-win majority graph (ScoreWin, ``batch_fits.copeland_majority_batch``)."""
+"""A job fitted by Copeland on the strict-win majority graph (ScoreWin,
+``batch_fits.copeland_majority_batch``)."""
 PROTOCOL_FITS = (BT_FIT, COPELAND_FIT)
-"""The fits a protocol job names in ``Job.ranker`` (the protocols' own batched kernels, not the registry's)."""
+"""The fits a protocol job names in ``Job.ranker`` (the protocols' own batched kernels, not the
+registry's)."""
 
 
 @dataclass(frozen=True)

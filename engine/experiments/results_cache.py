@@ -8,7 +8,8 @@ computes the result (``engine.experiments.protocol_inputs.code_digest`` of the k
 kinds → the diagnostics modules and what they import, every other kind → the protocol / curve
 modules and what they import), so a result cached by an older engine is never served. Inputs
 outside the store (reference snapshot, mapping files, results format) enter the parameters
-through ``engine.experiments.protocol_inputs.input_fingerprint``. Table: ``engine/store/migrations/021_results_cache.sql``.
+through ``engine.experiments.protocol_inputs.input_fingerprint``. Table:
+``engine/store/migrations/021_results_cache.sql``.
 """
 
 from __future__ import annotations
@@ -74,8 +75,9 @@ def put(store: Store, dataset: str, kind: str, params: dict[str, Any], frame: pd
     one unless given), parameters and engine code."""
     version = store.dataset_version(dataset) if version is None else version
     params = keyed(kind, params)
-    write_result(store, dataset, version, kind, param_hash(params), canonical_params(params), _to_bytes(frame),
-                 seconds)
+    write_result(
+        store, dataset, version, kind, param_hash(params), canonical_params(params), _to_bytes(frame), seconds
+    )
 
 
 def compute_and_put(store: Store, dataset: str, kind: str, params: dict[str, Any],
@@ -90,7 +92,9 @@ def compute_and_put(store: Store, dataset: str, kind: str, params: dict[str, Any
     return frame
 
 
-def cached(store: Store, dataset: str, kind: str, params: dict[str, Any], compute: Callable[[], pd.DataFrame]) -> tuple[pd.DataFrame, bool]:
+def cached(
+    store: Store, dataset: str, kind: str, params: dict[str, Any], compute: Callable[[], pd.DataFrame]
+) -> tuple[pd.DataFrame, bool]:
     """(frame, hit): the cached result, or ``compute()`` stored for next time (one version read for both)."""
     version = store.dataset_version(dataset)
     hit = get(store, dataset, kind, params, version=version)

@@ -70,7 +70,8 @@ class Selection:
 def truncation_scores(
     counts: pd.DataFrame, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None
 ) -> np.ndarray:
-    """S = lam3·C3_bad + lam4·C4_bad per graph (lam4 = mu when not given); paper 000, Section 4.1 and Appendix A.2.
+    """S = lam3·C3_bad + lam4·C4_bad per graph (lam4 = mu when not given); paper 000, Section 4.1 and Appendix
+    A.2.
 
     ``counts`` is the frame of ``engine.graphs.cycles.cycle_counts`` (columns ``c3_bad``, ``c4_bad``).
     The weights are any finite real numbers (the paper's λ ∈ ℝ²).
@@ -101,7 +102,8 @@ def check_score(score: str) -> str:
 
 
 def can_hold_cycle(capacity: pd.DataFrame) -> np.ndarray:
-    """(T,) bool: the graph's compared pairs could carry a bad 3- or 4-cycle (engine.graphs.cycles.cycle_capacity)."""
+    """(T,) bool: the graph's compared pairs could carry a bad 3- or 4-cycle
+    (engine.graphs.cycles.cycle_capacity)."""
     return ((capacity["cap3"].to_numpy() + capacity["cap4"].to_numpy()) > 0)
 
 
@@ -229,7 +231,9 @@ class PoolScores:
     def keep(self, k: int, tie_rank: np.ndarray, among: np.ndarray | None = None,
              groups: np.ndarray | None = None) -> np.ndarray:
         """``keep_k_index`` on these scores: the ``k`` smallest within ``among`` (default the pool)."""
-        return keep_k_index(self.scores, tie_rank, k, among=self.pos if among is None else among, groups=groups)
+        return keep_k_index(
+            self.scores, tie_rank, k, among=self.pos if among is None else among, groups=groups
+        )
 
 
 def keep_k_scores(
@@ -297,7 +301,9 @@ def select_keep_k(
     if s.ndim != 1 or len(keys) != s.size:
         raise LensError(f"There are {s.size} scores but {len(keys)} graph keys; they must match one to one.")
     if np.isnan(s).any():
-        raise LensError(f"Graph at position {int(np.flatnonzero(np.isnan(s))[0])} has no truncation score (NaN).")
+        raise LensError(
+            f"Graph at position {int(np.flatnonzero(np.isnan(s))[0])} has no truncation score (NaN)."
+        )
     k_int = check_k(k)
     if s.size == 0:
         raise LensError("There are no graphs to keep.")
@@ -382,7 +388,13 @@ def keep_k_graphs(
     if capacity is None:
         capacity = cycle_capacity(stack)
     scored = keep_k_scores(stack.keys, counts, capacity, pool=pool, mu=mu, lam3=lam3, lam4=lam4, score=score)
-    pos, n_no_cycle, scores, coverage, raw = scored.pos, scored.n_no_cycle, scored.scores, scored.coverage, scored.raw
+    pos, n_no_cycle, scores, coverage, raw = (
+        scored.pos,
+        scored.n_no_cycle,
+        scored.scores,
+        scored.coverage,
+        scored.raw,
+    )
     if pos.size + n_no_cycle == 0:
         raise LensError(f"The {pool} pool is empty for this selection, so there is nothing to keep.")
     if pos.size == 0:
@@ -402,13 +414,17 @@ def keep_k_graphs(
     notes = [sel.note] if sel.note else []
     pool_cov = coverage[pos]
     if score == "coverage" and np.nanmin(pool_cov) < 1.0:
-        notes.append(f"Graphs compared different pairs (coverage {np.nanmin(pool_cov):.3g} to 1), so each score is "
-                     "S_mu scaled per cycle length by the cycles the graph's pairs could carry against the "
-                     "best-covered graph of the pool.")
+        notes.append(
+            f"Graphs compared different pairs (coverage {np.nanmin(pool_cov):.3g} to 1), so each score is "
+            "S_mu scaled per cycle length by the cycles the graph's pairs could carry against the "
+            "best-covered graph of the pool."
+        )
     if n_no_cycle:
-        notes.append(f"{n_no_cycle} graph{'s' if n_no_cycle != 1 else ''} of the {pool} pool cannot hold a cycle "
-                     "(fewer than 3 models, or no compared triple) and "
-                     f"{'were' if n_no_cycle != 1 else 'was'} left out.")
+        notes.append(
+            f"{n_no_cycle} graph{'s' if n_no_cycle != 1 else ''} of the {pool} pool cannot hold a cycle "
+            "(fewer than 3 models, or no compared triple) and "
+            f"{'were' if n_no_cycle != 1 else 'was'} left out."
+        )
     left_out = int(stack.T - pos.size - n_no_cycle)
     if left_out:
         notes.append(f"{left_out} graph(s) outside the {pool} pool were not considered.")
@@ -417,7 +433,25 @@ def keep_k_graphs(
 
 
 __all__ = [
-    "DEFAULT_SCORE", "POOLS", "SCORES", "KeptGraphs", "PoolScores", "Selection", "can_hold_cycle", "check_score",
-    "check_weights", "check_k", "graph_scores", "is_original", "is_sample", "keep_k_graphs", "keep_k_index", "keep_k_scores",
-    "keep_pool", "no_cycle_refusal", "pool_mask", "select_keep_k", "truncation_scores",
+    "DEFAULT_SCORE",
+    "POOLS",
+    "SCORES",
+    "KeptGraphs",
+    "PoolScores",
+    "Selection",
+    "can_hold_cycle",
+    "check_score",
+    "check_weights",
+    "check_k",
+    "graph_scores",
+    "is_original",
+    "is_sample",
+    "keep_k_graphs",
+    "keep_k_index",
+    "keep_k_scores",
+    "keep_pool",
+    "no_cycle_refusal",
+    "pool_mask",
+    "select_keep_k",
+    "truncation_scores",
 ]

@@ -1,6 +1,7 @@
 """Validated verdicts → the store: import (all-or-nothing or skip-invalid), rename, delete, list.
 
-Policy (README.md, "Command line", ``import``): by default an import is all-or-nothing — one bad row and nothing
+Policy (README.md, "Command line", ``import``): by default an import is all-or-nothing — one bad row and
+nothing
 is stored. With ``skip_invalid`` the good rows are stored and the rejected ones are returned (and
 written to a file by the CLI). Unparsable judge outputs are good rows with winner ``invalid``.
 ``replace`` swaps the dataset's verdicts, prompts and answers for the new ones; without it the
@@ -100,8 +101,11 @@ def validate_file(
                             file_judges={name: judge} if judge else None)
 
 
-def file_columns(path_or_bytes: PathOrBytes, filename: str | None = None, fmt: str | None = None) -> list[str]:
-    """The column names a file has, so a form can offer a mapping to the canonical ones (reads the header only)."""
+def file_columns(
+    path_or_bytes: PathOrBytes, filename: str | None = None, fmt: str | None = None
+) -> list[str]:
+    """The column names a file has, so a form can offer a mapping to the canonical ones (reads the header
+    only)."""
     if isinstance(path_or_bytes, bytes | bytearray):
         return list_columns(bytes(path_or_bytes), filename or "upload", fmt)
     return list_columns(path_or_bytes, filename or str(path_or_bytes), fmt)
@@ -147,10 +151,20 @@ def _log(cur, dataset: str, report: ValidationReport, source: str, mode: str, st
          stored: int, detail: str) -> int:
     dropped = sorted({c for cols in report.dropped.values() for c in cols})
     return writes.log_import(
-        cur, dataset=dataset, source=source, fmt=report.format, rows_read=report.rows_read, rows_stored=stored,
-        rows_rejected=report.n_rejected, rows_invalid=report.n_invalid if stored else 0, mode=mode, status=status,
-        detail=detail, content_hashes=json.dumps(dict(report.file_hashes)) if report.file_hashes else None,
-        dropped_columns=json.dumps(dropped) if dropped else None)
+        cur,
+        dataset=dataset,
+        source=source,
+        fmt=report.format,
+        rows_read=report.rows_read,
+        rows_stored=stored,
+        rows_rejected=report.n_rejected,
+        rows_invalid=report.n_invalid if stored else 0,
+        mode=mode,
+        status=status,
+        detail=detail,
+        content_hashes=json.dumps(dict(report.file_hashes)) if report.file_hashes else None,
+        dropped_columns=json.dumps(dropped) if dropped else None,
+    )
 
 
 def log_refused(store: Store, dataset: str, source: str, fmt: str | None, detail: str, mode: str) -> int:
@@ -192,22 +206,37 @@ def store_report(
             # with --replace the stored files go, so only the same bytes given twice in this import count
             problem = _known_files(tx, dataset, report, stored=not replace)
             if not problem and report.n_rejected and not skip_invalid:
-                problem = (f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
-                           "(fix them, or use --skip-invalid to store the others)")
+                problem = (
+                    f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
+                    "(fix them, or use --skip-invalid to store the others)"
+                )
             elif not problem and report.n_good == 0:
                 problem = "no valid rows to store, so nothing was stored"
             if problem:
                 import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
-                return ImportResult(dataset, import_id, "refused", mode, report.rows_read, 0, report.n_rejected,
-                                    0, None, report, problem)
+                return ImportResult(
+                    dataset,
+                    import_id,
+                    "refused",
+                    mode,
+                    report.rows_read,
+                    0,
+                    report.n_rejected,
+                    0,
+                    None,
+                    report,
+                    problem,
+                )
             version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic)
             import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
             writes.record_files(tx, dataset, dict(report.file_hashes), import_id, replace=replace)
             revision = writes.revision(tx, dataset)
     except (duckdb.Error, OSError) as exc:
         if no_space(exc):
-            raise LensError(f"The disk holding the store {store.path} is full, so nothing of this import was stored "
-                            "(the store is unchanged); free some space and import again.") from exc
+            raise LensError(
+                f"The disk holding the store {store.path} is full, so nothing of this import was stored "
+                "(the store is unchanged); free some space and import again."
+            ) from exc
         raise
     return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,
                         report.n_rejected, report.n_invalid, version, report, revision=revision)
@@ -217,11 +246,15 @@ def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replac
                 description: str | None, source: str, synthetic: bool) -> int:
     """The dataset row, its verdicts and texts, inside the caller's transaction; returns the version."""
     if exists and replace:  # new content: the synthetic flag follows the new rows
-        version = writes.bump_dataset(tx, dataset, description=description, source=source, synthetic=synthetic)
+        version = writes.bump_dataset(
+            tx, dataset, description=description, source=source, synthetic=synthetic
+        )
     elif exists:
         version = writes.bump_dataset(tx, dataset, description=description)
     else:
-        version = writes.create_dataset(tx, dataset, description=description, source=source, synthetic=synthetic)
+        version = writes.create_dataset(
+            tx, dataset, description=description, source=source, synthetic=synthetic
+        )
     if replace:
         writes.clear_content(tx, dataset)
     if replace or not exists:
@@ -229,7 +262,9 @@ def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replac
         # (its name perhaps left behind by an older delete or rename) starts without one;
         # engine.ingest.synthetic writes the new truth after storing its rows
         writes.clear_truth(tx, dataset)
-    writes.insert_verdicts_from(tx, dataset, report.good_sql(), [c for c in VERDICT_COLUMNS if c != "dataset"])
+    writes.insert_verdicts_from(
+        tx, dataset, report.good_sql(), [c for c in VERDICT_COLUMNS if c != "dataset"]
+    )
     writes.upsert_texts_from(tx, dataset, "prompts", report.texts_sql("prompts"))
     writes.upsert_texts_from(tx, dataset, "answers", report.texts_sql("answers"))
     return version
@@ -262,7 +297,9 @@ def import_files(
                                 model_names=model_names, judge_names=judge_names, value_map=value_map,
                                 file_judges=file_judges)
     except LensError as exc:
-        log_refused(store, dataset, source, fmt, str(exc), "skip-invalid" if skip_invalid else "all-or-nothing")
+        log_refused(
+            store, dataset, source, fmt, str(exc), "skip-invalid" if skip_invalid else "all-or-nothing"
+        )
         raise
     return store_report(store, report, dataset, replace=replace, skip_invalid=skip_invalid, source=source)
 
@@ -287,7 +324,8 @@ def delete_dataset(store: Store, name: str) -> int:
 
 
 def dataset_table(store: Store) -> pd.DataFrame:
-    """One row per dataset: name, version (its own change count), verdicts, invalid, judges, models, prompts."""
+    """One row per dataset: name, version (its own change count), verdicts, invalid, judges, models,
+    prompts."""
     models = store.cursor().execute(
         """SELECT dataset AS name, count(DISTINCT m) AS models
            FROM (SELECT dataset, model_a AS m FROM verdicts UNION ALL SELECT dataset, model_b FROM verdicts)
@@ -296,5 +334,15 @@ def dataset_table(store: Store) -> pd.DataFrame:
     df = store.datasets().merge(models, on="name", how="left")
     df["models"] = df["models"].fillna(0).astype("int64")
     df["version"] = df["revision"]  # the dataset's own count; the store-wide number only keys caches
-    cols = ["name", "version", "verdicts", "invalid", "judges", "models", "prompts", "synthetic", "updated_at"]
+    cols = [
+        "name",
+        "version",
+        "verdicts",
+        "invalid",
+        "judges",
+        "models",
+        "prompts",
+        "synthetic",
+        "updated_at",
+    ]
     return df[cols]

@@ -187,7 +187,8 @@ class CsvChunk:
     def __init__(self):
         self.lines: list[int] = []
         self.recs: list[list[str] | None] = []
-        self.cols: list[TextCells] | None = None  # a block parsed in bulk: its fields by column (``recs`` unused)
+        # a block parsed in bulk: its fields by column (``recs`` unused)
+        self.cols: list[TextCells] | None = None
         self.problems: list[str | None] = []
         self.chars = 0
 
@@ -204,9 +205,11 @@ def csv_header(feed: LineFeed, filename: str) -> tuple[list[str], str]:
     delim = delimiter_of(first[1], filename)
     taken, rec, err = _one_record(feed, delim)
     if any(p is not None for _, _, p in taken):
-        raise LensError(f"The header (line {taken[0][0]}) of {filename} contains bytes that are not valid UTF-8 text"
-                        if any(p == BAD_BYTES for _, _, p in taken) else
-                        f"The header (line {taken[0][0]}) of {filename} is longer than {_limit()}.")
+        raise LensError(
+            f"The header (line {taken[0][0]}) of {filename} contains bytes that are not valid UTF-8 text"
+            if any(p == BAD_BYTES for _, _, p in taken)
+            else f"The header (line {taken[0][0]}) of {filename} is longer than {_limit()}."
+        )
     if err is not None or rec is None:
         raise LensError(f"The header (line {taken[0][0]}) of {filename} cannot be read as CSV ({err}).")
     return [h.strip() for h in rec], delim
@@ -249,9 +252,13 @@ def _walk(feed: LineFeed, delim: str, width: int, upto: int, out: CsvChunk) -> N
             no, p = problem
             out.lines.append(start)
             out.recs.append(None)
-            out.problems.append(p if no == start else
-                                f"line {no} of the row contains bytes that are not valid UTF-8 text" if p == BAD_BYTES
-                                else f"line {no} of the row is longer than {_limit()}")
+            out.problems.append(
+                p
+                if no == start
+                else f"line {no} of the row contains bytes that are not valid UTF-8 text"
+                if p == BAD_BYTES
+                else f"line {no} of the row is longer than {_limit()}"
+            )
             continue
         if rec is not None and (not rec or all(not c.strip() for c in rec)) and len(taken) == 1:
             continue  # blank line: not a row
@@ -262,9 +269,12 @@ def _walk(feed: LineFeed, delim: str, width: int, upto: int, out: CsvChunk) -> N
             if unclosed and len(taken) == 1:
                 reason = "a quote opened in this line is never closed (an unbalanced quote)"
             else:
-                reason = (f"a quoted field that starts in this line is not closed where the row should end "
-                          f"(an unbalanced quote): it runs to line {end}{' and the end of the file' if unclosed else ''}"
-                          f"; lines {start + 1}–{end} are read again as rows of their own")
+                reason = (
+                    f"a quoted field that starts in this line is not closed where the row should end "
+                    "(an unbalanced quote): it runs to line "
+                    f"{end}{' and the end of the file' if unclosed else ''}"
+                    f"; lines {start + 1}–{end} are read again as rows of their own"
+                )
                 feed.push_back_lines(taken[1:])
             out.lines.append(start)
             out.recs.append(None)
@@ -274,12 +284,16 @@ def _walk(feed: LineFeed, delim: str, width: int, upto: int, out: CsvChunk) -> N
         if err is not None:
             out.recs.append(None)
             text = str(err)
-            out.problems.append(f"a field is longer than {TEXT_MAX_CHARS:,} characters, the longest text a row may hold"
-                                if "field larger than field limit" in text else
-                                f"the row cannot be read as CSV ({text})")
+            out.problems.append(
+                f"a field is longer than {TEXT_MAX_CHARS:,} characters, the longest text a row may hold"
+                if "field larger than field limit" in text
+                else f"the row cannot be read as CSV ({text})"
+            )
             continue
         out.recs.append(rec)
-        out.problems.append(None if len(rec) == width else f"the row has {len(rec)} fields but the header has {width}")
+        out.problems.append(
+            None if len(rec) == width else f"the row has {len(rec)} fields but the header has {width}"
+        )
 
 
 def csv_chunks(feed: LineFeed, delim: str, width: int, max_lines: int = 65_536,

@@ -83,8 +83,11 @@ class ValidationReport:
         """SQL for the first text per key (``kind``: prompts or answers), in file order."""
         path, key = ((self.prompts_file, "prompt_id, variant, turn") if kind == "prompts"
                      else (self.answers_file, "prompt_id, variant, turn, model"))
-        return Relation.bind(f"SELECT * EXCLUDE (seq) FROM (SELECT DISTINCT ON ({key}) * FROM read_parquet({{texts}}) "
-                             f"ORDER BY {key}, seq) ORDER BY seq", texts=str(path))
+        return Relation.bind(
+            f"SELECT * EXCLUDE (seq) FROM (SELECT DISTINCT ON ({key}) * FROM read_parquet({{texts}}) "
+            f"ORDER BY {key}, seq) ORDER BY seq",
+            texts=str(path),
+        )
 
     def rejected_sql(self) -> Relation:
         """SQL for the rejected rows in file order, for any DuckDB connection."""
@@ -94,7 +97,9 @@ class ValidationReport:
     def _frame(self, sql: str | Relation, limit: int | None = None) -> pd.DataFrame:
         con = self.stage.connect()
         try:
-            return con.execute(f"{sql}" + (f" LIMIT {int(limit)}" if limit is not None else ""), params(sql)).df()
+            return con.execute(
+                f"{sql}" + (f" LIMIT {int(limit)}" if limit is not None else ""), params(sql)
+            ).df()
         finally:
             con.close()
 

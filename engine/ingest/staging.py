@@ -25,15 +25,42 @@ from engine.errors import LensError
 from engine.store.schema import VERDICT_COLUMNS
 
 _S, _I, _F = pa.string(), pa.int64(), pa.float64()
-_VERDICT_TYPES = {c: _S for c in VERDICT_COLUMNS} | {"variant": _I, "turn": _I, "prob_a": _F, "source_line": _I,
-                                                     "tstamp": _F, "strength": _I}
+_VERDICT_TYPES = {c: _S for c in VERDICT_COLUMNS} | {
+    "variant": _I,
+    "turn": _I,
+    "prob_a": _F,
+    "source_line": _I,
+    "tstamp": _F,
+    "strength": _I,
+}
 SCHEMAS: dict[str, pa.Schema] = {
     "good": pa.schema([("seq", _I), *((c, _VERDICT_TYPES[c]) for c in VERDICT_COLUMNS)]),
-    "rejected": pa.schema([("seq", _I), ("source_file", _S), ("source_line", _I), ("reason", _S), ("fields", _S)]),
-    "prompts": pa.schema([("seq", _I), ("dataset", _S), ("prompt_id", _S), ("variant", _I), ("turn", _I),
-                          ("category", _S), ("variant_kind", _S), ("text", _S)]),
-    "answers": pa.schema([("seq", _I), ("dataset", _S), ("prompt_id", _S), ("variant", _I), ("turn", _I),
-                          ("model", _S), ("text", _S)]),
+    "rejected": pa.schema(
+        [("seq", _I), ("source_file", _S), ("source_line", _I), ("reason", _S), ("fields", _S)]
+    ),
+    "prompts": pa.schema(
+        [
+            ("seq", _I),
+            ("dataset", _S),
+            ("prompt_id", _S),
+            ("variant", _I),
+            ("turn", _I),
+            ("category", _S),
+            ("variant_kind", _S),
+            ("text", _S),
+        ]
+    ),
+    "answers": pa.schema(
+        [
+            ("seq", _I),
+            ("dataset", _S),
+            ("prompt_id", _S),
+            ("variant", _I),
+            ("turn", _I),
+            ("model", _S),
+            ("text", _S),
+        ]
+    ),
     "excluded": pa.schema([("seq", _I)]),
 }
 """Columns of each kind of staged file (``seq``: the row's position in the import, file order)."""
@@ -73,7 +100,9 @@ class Stage:
             table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False, nthreads=1)
             w = self._writers.get(name)
             if w is None:
-                w = self._writers[name] = pq.ParquetWriter(name, schema, compression="lz4", use_dictionary=False)
+                w = self._writers[name] = pq.ParquetWriter(
+                    name, schema, compression="lz4", use_dictionary=False
+                )
             w.write_table(table)
         except OSError as exc:
             raise self.full(exc) from exc
@@ -102,9 +131,13 @@ class Stage:
     def full(self, exc: BaseException) -> LensError:
         """The one sentence for a failure to write the stage (a full disk, mostly)."""
         if no_space(exc):
-            return LensError(f"The disk holding the import's temporary files ({self.dir.parent}) is full, so nothing "
-                             "was stored; free some space or set LENS_TMPDIR to a folder on a larger disk.")
-        return LensError(f"Cannot write the import's temporary files in {self.dir.parent} ({exc}); nothing was stored.")
+            return LensError(
+                f"The disk holding the import's temporary files ({self.dir.parent}) is full, so nothing "
+                "was stored; free some space or set LENS_TMPDIR to a folder on a larger disk."
+            )
+        return LensError(
+            f"Cannot write the import's temporary files in {self.dir.parent} ({exc}); nothing was stored."
+        )
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection for reading this stage, spilling to the stage folder."""

@@ -76,7 +76,9 @@ class SyntheticParams:
             if not 0 <= getattr(self, name) <= 1:
                 raise LensError(f"The synthetic parameter {name} must lie in [0, 1].")
         if not (np.isfinite(self.soft_noise) and self.soft_noise >= 0):
-            raise LensError(f"The synthetic parameter soft_noise must be a finite number ≥ 0; got {self.soft_noise!r}.")
+            raise LensError(
+                f"The synthetic parameter soft_noise must be a finite number ≥ 0; got {self.soft_noise!r}."
+            )
         return self
 
 

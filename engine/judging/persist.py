@@ -150,7 +150,8 @@ def require_prompts(store: Store, dataset: str, purpose: str, *, variants: list[
     if not store.has_dataset(dataset):
         names = list(store.datasets()["name"])
         known = (
-            f"known datasets: {', '.join(names[:12])}{f' and {len(names) - 12} more' if len(names) > 12 else ''}"
+            "known datasets: "
+            f"{', '.join(names[:12])}{f' and {len(names) - 12} more' if len(names) > 12 else ''}"
             if names
             else "the store holds no datasets yet (load prompts with judge --inputs mt_bench)"
         )
@@ -232,7 +233,8 @@ def run_status(stats, error: BaseException | None = None) -> str:
 
 
 def finish_run(store: Store, run_id: int, stats, status: str, *, truncated_pairs: int = 0) -> None:
-    """Record a run's end: its status, call counts and truncated pairs, so ``calls --runs`` shows the outcome."""
+    """Record a run's end: its status, call counts and truncated pairs, so ``calls --runs`` shows the
+    outcome."""
     with store.transaction() as cur:
         cur.execute(
             "UPDATE judge_runs SET status = ?, calls_made = ?, calls_cached = ?, calls_failed = ?,"
@@ -268,7 +270,15 @@ def recorded_run(
 
 # -- paraphrase variants (perturb) -------------------------------------------------------------------
 PROMPT_COLUMNS = writes.PROMPT_TEXT_COLUMNS
-LINEAGE_COLUMNS = ("prompt_id", "variant", "turn", "parent_variant", "candidate_index", "generator_call", "check_call")
+LINEAGE_COLUMNS = (
+    "prompt_id",
+    "variant",
+    "turn",
+    "parent_variant",
+    "candidate_index",
+    "generator_call",
+    "check_call",
+)
 
 
 def write_variants(store: Store, dataset: str, prompts: pd.DataFrame, lineage_rows: pd.DataFrame) -> None:
@@ -287,8 +297,7 @@ def highest_variants(store: Store, dataset: str) -> dict[str, int]:
     """Per prompt, the highest variant number used anywhere (prompts, answers or verdicts), so a new
     paraphrase never takes a number that answers or verdicts already refer to."""
     rows = store.cursor().execute(
-        "SELECT prompt_id, max(variant) FROM ("
-        " SELECT prompt_id, variant FROM prompts WHERE dataset = ?"
+        "SELECT prompt_id, max(variant) FROM ( SELECT prompt_id, variant FROM prompts WHERE dataset = ?"
         " UNION ALL SELECT prompt_id, variant FROM answers WHERE dataset = ?"
         " UNION ALL SELECT prompt_id, variant FROM verdicts WHERE dataset = ?) GROUP BY prompt_id",
         [dataset, dataset, dataset],

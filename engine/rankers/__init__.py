@@ -32,5 +32,15 @@ def rank(stack: GraphStack, ranker: str = "bt", **params) -> RankResult:
         raise
 
 
-__all__ = ["RANKERS", "RANKER_OBJECTS", "fit_counts", "ranker_object", "RANKER_HELP", "RankResult", "check_ranker_params", "parse_ranker_params", "rank",
-           "ranks_from_scores"]
+__all__ = [
+    "RANKERS",
+    "RANKER_OBJECTS",
+    "fit_counts",
+    "ranker_object",
+    "RANKER_HELP",
+    "RankResult",
+    "check_ranker_params",
+    "parse_ranker_params",
+    "rank",
+    "ranks_from_scores",
+]

@@ -23,10 +23,12 @@ class FrozenDict(dict):
     """A dict that refuses changes after construction (and still pickles, for Streamlit caches)."""
 
     def _refuse(self, *args, **kwargs):
-        raise TypeError("RankResult details and extras are read-only; build them before constructing the result.")
+        raise TypeError(
+            "RankResult details and extras are read-only; build them before constructing the result."
+        )
 
     __setitem__ = __delitem__ = _refuse
-    clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
     def __reduce__(self):
         return (FrozenDict, (dict(self),))
@@ -119,7 +121,9 @@ def ranks_from_scores_batch(scores: np.ndarray, rtol: float = TIE_RTOL) -> np.nd
     return ranks
 
 
-def ordered_ranks_batch(scores: np.ndarray, names: tuple[str, ...] | list[str], rtol: float = TIE_RTOL) -> np.ndarray:
+def ordered_ranks_batch(
+    scores: np.ndarray, names: tuple[str, ...] | list[str], rtol: float = TIE_RTOL
+) -> np.ndarray:
     """(B, n) scores → (B, n) positions 1..n in the order "score descending (ties within the tolerance of
     ``ranks_from_scores``), then model name": the stated total order of PGED, as ranks."""
     s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
@@ -139,7 +143,9 @@ def centred(x: np.ndarray) -> np.ndarray:
 
 def series(models: tuple[str, ...] | list[str], values: np.ndarray) -> pd.Series:
     """Scores as a float Series indexed by model, the shape every ranker returns."""
-    return pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index(list(models), name="model"), name="score")
+    return pd.Series(
+        np.asarray(values, dtype=np.float64), index=pd.Index(list(models), name="model"), name="score"
+    )
 
 
 def check_stack(stack: GraphStack, ranker: str) -> None:

@@ -45,7 +45,9 @@ class BatchFit:
     regularised: np.ndarray
 
 
-def regularise(wtilde: np.ndarray, alpha: float, on_degenerate: str = "regularize") -> tuple[np.ndarray, np.ndarray]:
+def regularise(
+    wtilde: np.ndarray, alpha: float, on_degenerate: str = "regularize"
+) -> tuple[np.ndarray, np.ndarray]:
     """Add alpha virtual ties to every pair where the comparison digraph is not strongly connected."""
     w = np.asarray(wtilde, dtype=np.float64)
     if w.ndim != 3 or w.shape[1] != w.shape[2]:
@@ -66,7 +68,9 @@ def regularise(wtilde: np.ndarray, alpha: float, on_degenerate: str = "regulariz
                 "never loses (or never wins), or some groups of models were never compared with each other."
             )
         if alpha <= 0:
-            raise LensError("Bradley-Terry regularisation alpha must be positive when the MLE does not exist.")
+            raise LensError(
+                "Bradley-Terry regularisation alpha must be positive when the MLE does not exist."
+            )
         w = w.copy()
         w[bad] += (alpha / 2.0) * off
     return w, bad
@@ -153,7 +157,9 @@ def fit_bt(
 def soft_wins(stack: GraphStack) -> tuple[np.ndarray, int]:
     """Soft W~ (paper 001, soft-BT): sum of P(i beats j) over graphs; pairs without prob_a use W + T/2."""
     if stack.soft is None or not np.isfinite(stack.soft[stack.observed]).any():
-        raise LensError("Soft Bradley-Terry needs judge probabilities (a prob_a column), and this selection has none.")
+        raise LensError(
+            "Soft Bradley-Terry needs judge probabilities (a prob_a column), and this selection has none."
+        )
     has_p = stack.observed & np.isfinite(stack.soft)
     hard = stack.wins.astype(np.float64) + 0.5 * stack.ties
     contrib = np.where(has_p, np.nan_to_num(stack.soft), np.where(stack.observed, hard, 0.0))
@@ -174,9 +180,14 @@ def bt(
     check_stack(stack, "bt")
     if soft:
         wt, n_hard = soft_wins(stack)
-        res = fit_bt(wt, None, stack.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
-        details = {**res.details, "model": "soft Bradley-Terry (wins weighted by the judge's probability, paper 001)",
-                   "pairs_without_probability": n_hard}
+        res = fit_bt(
+            wt, None, stack.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate, scale=scale
+        )
+        details = {
+            **res.details,
+            "model": "soft Bradley-Terry (wins weighted by the judge's probability, paper 001)",
+            "pairs_without_probability": n_hard,
+        }
         return RankResult(res.ranker, res.scores, details, dict(res.extras))
     W, T = stack.win_tie_matrices()
     return fit_bt(W, T, stack.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate, scale=scale)

@@ -118,7 +118,8 @@ def newton_batch(
     Returns (theta (B, n) mean-centred, iterations, converged (B,)). ``w`` must give an MLE (a
     strongly connected comparison digraph; ``regularise`` sees to it). ``theta0`` (B, n) is an
     optional warm start (e.g. a neighbouring fit); a row whose start is less likely than zeros, or
-    spread more than twice ``mle_spread_bound``, starts from zeros instead (``cold_rows``). A row that has not met
+    spread more than twice ``mle_spread_bound``, starts from zeros instead (``cold_rows``). A row that has not
+    met
     the stopping rule after ``max_iter`` iterations is returned as it stands with converged False.
 
     Works on the n(n-1)/2 pairs i < j only. Each iteration forms σ(d) and σ(−d) from exp(−|d|)
@@ -138,7 +139,8 @@ def newton_batch(
     i, j, inc, absinc, diag = _pairs(n)
     a, b = w[:, i, j], w[:, j, i]
     n_ij = a + b
-    floor = 1e-15 * n_ij  # N p (1 - p) floored: past |d| ≈ 745 it underflows and the Laplacian would be singular
+    # N p (1 - p) floored: past |d| ≈ 745 it underflows and the Laplacian would be singular
+    floor = 1e-15 * n_ij
     theta = np.zeros((B, n)) if theta0 is None else centred(np.array(theta0, dtype=np.float64).reshape(B, n))
     P = i.size
     inc_t = np.ascontiguousarray(inc.T)
@@ -237,7 +239,9 @@ def newton_batch(
     return centred(out), it, converged
 
 
-def mm_batch(w: np.ndarray, tol: float = 1e-10, max_iter: int = 100_000) -> tuple[np.ndarray, int, np.ndarray]:
+def mm_batch(
+    w: np.ndarray, tol: float = 1e-10, max_iter: int = 100_000
+) -> tuple[np.ndarray, int, np.ndarray]:
     """Hunter's MM iteration pi_i <- W~_i / sum_j N_ij / (pi_i + pi_j), batched; returns log-strengths."""
     B, n, _ = w.shape
     n_ij = w + w.swapaxes(1, 2)

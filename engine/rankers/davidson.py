@@ -50,7 +50,8 @@ NU_MIN = 1e-12
 THETA_GAP_MAX = 50.0
 """A log-strength gap above this (odds e^50) only arises from a diverging fit: flagged."""
 NU_MAX = 1e9
-"""A tie parameter above this only arises from a diverging fit (the audit's runaway fits reached 1e10): flagged."""
+"""A tie parameter above this only arises from a diverging fit (the audit's runaway fits reached 1e10):
+flagged."""
 
 
 def davidson_negloglik(params: np.ndarray, W: np.ndarray, T: np.ndarray) -> tuple[float, np.ndarray]:
@@ -130,7 +131,9 @@ def mle_exists_batch(W: np.ndarray, T: np.ndarray) -> np.ndarray:
     has_tie = (T * off).sum(axis=(1, 2)) > 0
     todo = np.flatnonzero(~ok & has_tie)
     if todo.size:
-        pattern = np.concatenate([(W[todo] > 0).reshape(todo.size, -1), (T[todo] > 0).reshape(todo.size, -1)], axis=1)
+        pattern = np.concatenate(
+            [(W[todo] > 0).reshape(todo.size, -1), (T[todo] > 0).reshape(todo.size, -1)], axis=1
+        )
         uniq, inverse = np.unique(pattern, axis=0, return_inverse=True)
         answer = np.empty(len(uniq), dtype=bool)
         for k, row in enumerate(uniq):
@@ -143,7 +146,9 @@ def mle_exists_batch(W: np.ndarray, T: np.ndarray) -> np.ndarray:
 
 def mle_exists(W: np.ndarray, T: np.ndarray) -> bool:
     """Single-data-set form of ``mle_exists_batch``."""
-    return bool(mle_exists_batch(np.asarray(W, dtype=np.float64)[None], np.asarray(T, dtype=np.float64)[None])[0])
+    return bool(
+        mle_exists_batch(np.asarray(W, dtype=np.float64)[None], np.asarray(T, dtype=np.float64)[None])[0]
+    )
 
 
 def virtual_wins(n: int, alpha: float) -> np.ndarray:
@@ -190,7 +195,8 @@ def fit_davidson(
     if not ok:
         if on_degenerate == "raise":
             raise LensError(
-                "The Davidson maximum-likelihood estimate does not exist for this selection: some model never "
+                "The Davidson maximum-likelihood estimate does not exist for this selection: some model "
+                "never "
                 "loses (or never wins) a strict comparison, or some groups of models were never compared."
             )
         if alpha <= 0:
@@ -256,7 +262,11 @@ def _dav_loglik(theta: np.ndarray, phi: np.ndarray, W: np.ndarray, T: np.ndarray
     n_ij = W + W.swapaxes(1, 2) + T
     nu = np.exp(phi)[:, None, None]
     t_tot = 0.5 * T.sum(axis=(1, 2))
-    return 0.5 * (W * d).sum(axis=(1, 2)) + t_tot * phi - 0.5 * (n_ij * np.log(2 * np.cosh(0.5 * d) + nu)).sum(axis=(1, 2))
+    return (
+        0.5 * (W * d).sum(axis=(1, 2))
+        + t_tot * phi
+        - 0.5 * (n_ij * np.log(2 * np.cosh(0.5 * d) + nu)).sum(axis=(1, 2))
+    )
 
 
 def fit_davidson_batch(
@@ -301,7 +311,8 @@ def fit_davidson_batch(
         f2 = (0.5 * c * D - s * s) / D**2
         lap = -(n_ij * f2)
         lap[:, idx, idx] = (n_ij * f2).sum(axis=2)
-        H = np.zeros((B, n + 1, n + 1))  # negative Hessian, theta block made invertible by the mean constraint
+        # negative Hessian, theta block made invertible by the mean constraint
+        H = np.zeros((B, n + 1, n + 1))
         H[:, :n, :n] = lap + ones
         cross = -(n_ij * s * nu[:, None, None] / D**2).sum(axis=2)
         H[:, :n, n] = cross
@@ -349,8 +360,10 @@ def fit_davidson_stack_batch(
     bad = ~mle_exists_batch(W, T)
     if bad.any():
         if on_degenerate == "raise":
-            raise LensError("The Davidson maximum-likelihood estimate does not exist for some bootstrap resample "
-                            "of this selection.")
+            raise LensError(
+                "The Davidson maximum-likelihood estimate does not exist for some bootstrap resample "
+                "of this selection."
+            )
         W[bad] += virtual_wins(n, alpha)
     with single_thread_blas():
         theta, nu, conv = fit_davidson_batch(W, T)

@@ -53,15 +53,23 @@ def elo(
     check_stack(stack, "elo")
     if order not in (None, "prompt"):
         if order in ("time", "input"):
-            raise LensError(f"Elo order={order} needs the verdicts in source order; a graph stack is ordered by "
-                            "graph key (order=prompt). Use the leaderboard, which ranks Elo from the verdicts.")
+            raise LensError(
+                f"Elo order={order} needs the verdicts in source order; a graph stack is ordered by "
+                "graph key (order=prompt). Use the leaderboard, which ranks Elo from the verdicts."
+            )
         raise LensError(f"Elo order={order!r} is not one of time, input, prompt.")
     play = None if seed is None else np.random.default_rng(seed).permutation(stack.T)
     i, j, s = stack_outcomes(stack, play)
     r = elo_ratings(i, j, s, stack.n, k=k, base=base, scale=scale, init=init)
     details = {
-        "k_factor": k, "base": base, "scale": scale, "init": init, "n_updates": int(len(s)),
-        "order": "graphs sorted by key, pairs by model order" if seed is None else f"graphs shuffled with seed {seed}",
+        "k_factor": k,
+        "base": base,
+        "scale": scale,
+        "init": init,
+        "n_updates": int(len(s)),
+        "order": "graphs sorted by key, pairs by model order"
+        if seed is None
+        else f"graphs shuffled with seed {seed}",
         "mean_rating": float(r.mean()),
     }
     return RankResult("elo", series(stack.models, centred(r)), details)

@@ -47,7 +47,9 @@ def split_verdicts(verdicts: pd.DataFrame, stack: GraphStack) -> tuple[pd.DataFr
     """
     rec = reconstruct(stack.adj)
     pos = {m: i for i, m in enumerate(stack.models)}
-    v = verdicts[(verdicts["winner"] != "invalid") & verdicts["model_a"].isin(pos) & verdicts["model_b"].isin(pos)]
+    v = verdicts[
+        (verdicts["winner"] != "invalid") & verdicts["model_a"].isin(pos) & verdicts["model_b"].isin(pos)
+    ]
     keys = stack.keys[list(GRAPH_KEY)].copy()
     keys["_t"] = np.arange(stack.T)
     v = v.merge(keys, on=list(GRAPH_KEY), how="inner")
@@ -69,8 +71,11 @@ def cleaned_contributions(stack: GraphStack) -> tuple[np.ndarray, np.ndarray, np
 
 
 @register("elspr", "ELSPR: SCCs re-ordered by win score per graph, BT on the cleaned pairs (paper 004)")
-def elspr(stack: GraphStack, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize") -> RankResult:
-    """Bradley-Terry on the pairs left after ELSPR's per-graph cycle cleaning (paper 004), with what it dropped."""
+def elspr(
+    stack: GraphStack, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize"
+) -> RankResult:
+    """Bradley-Terry on the pairs left after ELSPR's per-graph cycle cleaning (paper 004), with what it
+    dropped."""
     check_stack(stack, "elspr")
     cw, ct, rec = cleaned_contributions(stack)
     keep = cleaned_mask(stack, rec)

@@ -1,4 +1,5 @@
-"""Batched bootstrap fits on a graph stack: resampling weights (B, T) → (B, n) scores of every resample at once.
+"""Batched bootstrap fits on a graph stack: resampling weights (B, T) → (B, n) scores of every resample at
+once.
 
 A bootstrap resample of T graphs is a vector of draw counts c (one per graph); every statistic built from
 sums over graphs is then one matrix product c @ (per-graph contributions), and the fit runs on all B
@@ -53,7 +54,9 @@ def half_tie_sums(stack: GraphStack, c: np.ndarray) -> np.ndarray:
     drawn (all of them but one per distinct pattern when the draw pooled identical graphs) add nothing."""
     n = stack.n
     drawn = np.flatnonzero(np.asarray(c).any(axis=0))
-    contrib = (stack.wins[drawn].astype(np.float32) + np.float32(0.5) * stack.ties[drawn]).reshape(drawn.size, n * n)
+    contrib = (stack.wins[drawn].astype(np.float32) + np.float32(0.5) * stack.ties[drawn]).reshape(
+        drawn.size, n * n
+    )
     return (np.asarray(c)[:, drawn].astype(np.float32) @ contrib).reshape(-1, n, n).astype(np.float64)
 
 
@@ -64,7 +67,9 @@ def borda_batch(stack: GraphStack, c: np.ndarray, *, weights=None, normalize: bo
     return borda_scores(points, attainable, g, normalize, strict=False), 0, 0, "counts @ per-graph points"
 
 
-def pairwise_majority_batch(stack: GraphStack, c: np.ndarray, *, weights=None, normalize: bool = False) -> BatchFit:
+def pairwise_majority_batch(
+    stack: GraphStack, c: np.ndarray, *, weights=None, normalize: bool = False
+) -> BatchFit:
     """Pairwise majority of per-graph rankings: counts @ per-graph "ranked above" matrices."""
     g = c * graph_weights(stack, weights)[None]
     present = np.asarray(stack.observed.any(axis=2), dtype=np.float64)
@@ -86,7 +91,9 @@ def kemeny_batch(stack: GraphStack, c: np.ndarray, *, source: str = "pairs", wei
     return scores_from_orders(orders), 0, 0, f"counts @ per-graph evidence, {how}"
 
 
-def elspr_batch(stack: GraphStack, c: np.ndarray, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize") -> BatchFit:
+def elspr_batch(
+    stack: GraphStack, c: np.ndarray, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize"
+) -> BatchFit:
     """ELSPR: its cleaned pairs are fixed per graph, so BT on counts @ the cleaned wins and ties."""
     cw, ct, _ = cleaned_contributions(stack)
     with single_thread_blas():
@@ -103,7 +110,12 @@ def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "p
     per question), so only the aggregation weights change (question multiplicities); otherwise the B x Q
     per-question ensembles are denoised in one batched pass, each question weighted by the mean draw count
     of its graphs. None for a word it does not know (the single fit names the mistake)."""
-    if mode not in MODES or aggregate not in AGGREGATES or prompt_ties not in PROMPT_TIES or delta_ties not in DELTA_TIES:
+    if (
+        mode not in MODES
+        or aggregate not in AGGREGATES
+        or prompt_ties not in PROMPT_TIES
+        or delta_ties not in DELTA_TIES
+    ):
         return None
     alpha = graph_weights(stack, weights)
     if mode == "global":
@@ -124,5 +136,12 @@ def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "p
                                       prompt_ties=prompt_ties, exact_max=exact_max, delta_ties=delta_ties)
     if fixed:
         return score, 0, 0, "fixed per-question rankings, aggregation weighted by question multiplicities"
-    return score, 0, 0, ("B x Q per-question ensembles denoised in one batched pass, questions weighted by the "
-                         "mean draw count of their graphs")
+    return (
+        score,
+        0,
+        0,
+        (
+            "B x Q per-question ensembles denoised in one batched pass, questions weighted by the "
+            "mean draw count of their graphs"
+        ),
+    )

@@ -80,7 +80,9 @@ def kemeny_exact_batch(C: np.ndarray, chunk_cells: int = 4_000_000) -> tuple[np.
         rows = np.arange(nb)
         R = np.full(nb, full, dtype=np.int64)
         for pos in range(n):
-            vals = np.where(member[R], rowsum[rows, R, :] + h[rows[:, None], R[:, None] ^ vbit[None, :]], -np.inf)
+            vals = np.where(
+                member[R], rowsum[rows, R, :] + h[rows[:, None], R[:, None] ^ vbit[None, :]], -np.inf
+            )
             target = h[rows, R]
             ok = vals >= target[:, None] - 1e-9 * np.maximum(1.0, np.abs(target[:, None]))
             v = np.argmax(ok, axis=1)
@@ -166,7 +168,8 @@ TIE_BREAK = ("among co-optimal orders, the one whose sequence of models is first
 def kemeny(
     stack: GraphStack, *, source: str = "pairs", weights: np.ndarray | dict | None = None, exact_max: int = 12
 ) -> RankResult:
-    """The order disagreeing least with the pairwise evidence: exact up to ``exact_max`` models, else local search."""
+    """The order disagreeing least with the pairwise evidence: exact up to ``exact_max`` models, else local
+    search."""
     check_stack(stack, "kemeny")
     C = kemeny_evidence(stack, source, weights)
     orders, exact, counts = kemeny_orders_batch(C[None], exact_max)
@@ -178,8 +181,12 @@ def kemeny(
         "exact": exact,
         "method": "DP over subsets" if exact else "Copeland start + single-model moves (local optimum)",
         "agreement": agreement(C, order),
-        "tie_break": TIE_BREAK if exact else "heuristic: Copeland order (stable by model name), first improving move",
+        "tie_break": TIE_BREAK
+        if exact
+        else "heuristic: Copeland order (stable by model name), first improving move",
         "co_optimal_orders": int(counts[0]) if exact else None,
         "weighted": weights is not None,
     }
-    return RankResult("kemeny", series(stack.models, score), details, {"order": [stack.models[i] for i in order]})
+    return RankResult(
+        "kemeny", series(stack.models, score), details, {"order": [stack.models[i] for i in order]}
+    )

@@ -24,7 +24,8 @@ from engine.rankers.base import RankResult, adjacency_frame, check_stack, regist
 
 
 def edge_counts(adj: np.ndarray, ties: str) -> np.ndarray:
-    """(T, n, n) per-graph doubled edge counts 2 N_ij: 2 per edge ("edge") or 2 per win + 1 per tie ("half")."""
+    """(T, n, n) per-graph doubled edge counts 2 N_ij: 2 per edge ("edge") or 2 per win + 1 per tie
+    ("half")."""
     a = np.asarray(adj, dtype=bool)
     if ties == "edge":
         return 2 * a.astype(np.int64)
@@ -36,7 +37,8 @@ def edge_counts(adj: np.ndarray, ties: str) -> np.ndarray:
 
 
 def graph_from_counts(count2: np.ndarray, t: np.ndarray, exact_half: str) -> np.ndarray:
-    """(B, n, n) doubled counts 2 N_ij and comparisons t_ij → (B, n, n) bool eq. 5 graphs (no edge if t = 0)."""
+    """(B, n, n) doubled counts 2 N_ij and comparisons t_ij → (B, n, n) bool eq. 5 graphs (no edge if t =
+    0)."""
     if exact_half not in ("later", "both"):
         raise LensError(f"Unknown exact-half rule {exact_half!r}; choose later or both.")
     n = count2.shape[-1]
@@ -62,20 +64,33 @@ def integration_graph(
     return graph_from_counts(count2[None], t[None], exact_half)[0]
 
 
-def majority_scores(g: np.ndarray, compared: np.ndarray, normalize: bool = False, strict: bool = True) -> np.ndarray:
+def majority_scores(
+    g: np.ndarray, compared: np.ndarray, normalize: bool = False, strict: bool = True
+) -> np.ndarray:
     """(B, n, n) integration graphs → (B, n) out-degree, a bidirectional edge counting 1/2."""
-    score = ((g & ~g.swapaxes(1, 2)).sum(axis=2) + 0.5 * (g & g.swapaxes(1, 2)).sum(axis=2)).astype(np.float64)
+    score = ((g & ~g.swapaxes(1, 2)).sum(axis=2) + 0.5 * (g & g.swapaxes(1, 2)).sum(axis=2)).astype(
+        np.float64
+    )
     if normalize:
         n = g.shape[-1]
         opp = (compared & ~np.eye(n, dtype=bool)).sum(axis=2)
         score = np.divide(score, opp, out=np.full(score.shape, np.nan), where=opp > 0)
         if strict and np.isnan(score).any():
-            raise LensError("The normalised majority score is undefined for a model never compared in this selection.")
+            raise LensError(
+                "The normalised majority score is undefined for a model never compared in this selection."
+            )
     return score
 
 
-def majority_result(models: tuple[str, ...], g: np.ndarray, compared: np.ndarray, *, ties: str, exact_half: str,
-                    normalize: bool) -> RankResult:
+def majority_result(
+    models: tuple[str, ...],
+    g: np.ndarray,
+    compared: np.ndarray,
+    *,
+    ties: str,
+    exact_half: str,
+    normalize: bool,
+) -> RankResult:
     """The eq. 5 ranker's result from its integration graph ``g`` (n, n) and the compared pairs: shared
     by the graph path (``majority``) and the count path (``objects.Majority``)."""
     score = majority_scores(g[None], compared[None], normalize)[0]
@@ -91,9 +106,17 @@ def majority_result(models: tuple[str, ...], g: np.ndarray, compared: np.ndarray
 
 
 @register("majority", "wins in the majority-vote integration graph (paper 000, eq. 5)")
-def majority(stack: GraphStack, *, ties: str = "half", exact_half: str = "both", normalize: bool = False) -> RankResult:
+def majority(
+    stack: GraphStack, *, ties: str = "half", exact_half: str = "both", normalize: bool = False
+) -> RankResult:
     """Out-degree in paper 000's majority-vote integration graph (eq. 5), ties by ``ties``/``exact_half``."""
     check_stack(stack, "majority")
     g = integration_graph(stack.adj, stack.observed, ties=ties, exact_half=exact_half)
-    return majority_result(stack.models, g, np.asarray(stack.observed.any(axis=0)), ties=ties, exact_half=exact_half,
-                           normalize=normalize)
+    return majority_result(
+        stack.models,
+        g,
+        np.asarray(stack.observed.any(axis=0)),
+        ties=ties,
+        exact_half=exact_half,
+        normalize=normalize,
+    )

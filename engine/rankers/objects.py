@@ -90,19 +90,24 @@ class Ranker:
 
     def vote_order(self, params: dict, has_time: Callable[[], bool]) -> tuple[str, str] | None:
         """The order the votes are read in and its words for the board, or None when the order does not
-        matter (every ranker but a sequential one). ``has_time()`` says whether any verdict has a timestamp."""
+        matter (every ranker but a sequential one). ``has_time()`` says whether any verdict has a
+        timestamp."""
         return None
 
-    def fit_counts(self, pc: PairCounts, votes: Votes | None = None, **params) -> RankResult:
-        """The fit on pair counts (and ordered votes); a graph-only ranker refuses with one sentence."""
+    def fit_counts(self, pc: PairCounts, votes: Votes | None = None, *args: Any, **params: Any) -> RankResult:
+        """The fit on pair counts (and ordered votes); a graph-only ranker refuses with one sentence.
+
+        Each ranker takes its own keyword parameters (``engine.rankers.params``); the open ``*args: Any,
+        **params: Any`` tail is how the type checker is told so: an override may name its parameters."""
         raise LensError(f"The {self.name} ranker needs the tournament graphs, not pair counts.")
 
     def has_batch(self, params: dict) -> bool:
         """Whether ``fit_counts_batch`` fits all bootstrap resamples at once for these parameters."""
         return self.counts and not self.sequential
 
-    def fit_counts_batch(self, W: np.ndarray, T: np.ndarray, **params) -> tuple | None:
-        """(B, n) scores, regularised, unconverged, how: from (B, n, n) resampled W and T; None: no batch."""
+    def fit_counts_batch(self, W: np.ndarray, T: np.ndarray, *args: Any, **params: Any) -> BatchFit | None:
+        """(B, n) scores, regularised, unconverged, how: from (B, n, n) resampled W and T; None: no batch.
+        The parameters are the ranker's own, as for ``fit_counts``."""
         return None
 
     def pools_identical_graphs(self, params: dict) -> bool:
@@ -117,7 +122,9 @@ class Ranker:
         count fit on the resampled W and T (one product each)."""
         if not self.has_batch(params):
             return None
-        out = self.fit_counts_batch(weighted_sums(weights, stack.wins), weighted_sums(weights, stack.ties), **params)
+        out = self.fit_counts_batch(
+            weighted_sums(weights, stack.wins), weighted_sums(weights, stack.ties), **params
+        )
         if out is None:
             return None
         scores, n_reg, n_unconv, how = out
@@ -136,9 +143,11 @@ def participation_note(name: str, table, what: str, fix: str) -> list[str]:
     took = table["n_prompts"].astype("float64")
     if took.isna().all() or took.min() == took.max():
         return []
-    return [f"{name}: {what} are sums over prompts, and the models took part in different numbers of prompts "
-            f"({int(took.min())} to {int(took.max())}): a model that played more collects more for that alone; "
-            f"{fix}."]
+    return [
+        f"{name}: {what} are sums over prompts, and the models took part in different numbers of prompts "
+        f"({int(took.min())} to {int(took.max())}): a model that played more collects more for that alone; "
+        f"{fix}."
+    ]
 
 
 class BT(Ranker):
@@ -150,14 +159,21 @@ class BT(Ranker):
         check_counts(pc, "bt")
         if soft:
             if pc.soft is None:
-                raise LensError("Soft Bradley-Terry needs judge probabilities (a prob_a column), and this selection "
-                                "has none.")
+                raise LensError(
+                    "Soft Bradley-Terry needs judge probabilities (a prob_a column), and this selection "
+                    "has none."
+                )
             res = fit_bt(pc.soft[0], None, pc.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate,
                          scale=scale)
-            details = {**res.details, "model": "soft Bradley-Terry (wins weighted by the judge's probability, "
-                       "paper 001)", "pairs_without_probability": pc.soft[1]}
+            details = {
+                **res.details,
+                "model": "soft Bradley-Terry (wins weighted by the judge's probability, paper 001)",
+                "pairs_without_probability": pc.soft[1],
+            }
             return RankResult(res.ranker, res.scores, details, dict(res.extras))
-        return fit_bt(pc.W, pc.T, pc.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
+        return fit_bt(
+            pc.W, pc.T, pc.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate, scale=scale
+        )
 
     def has_batch(self, params):
         """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""
@@ -208,8 +224,10 @@ class Davidson(Ranker):
 
     def notes(self, details, params, table=None):
         """The fitted tie parameter nu, and whether it sits at its lower bound."""
-        return [f"davidson: tie parameter nu = {_fmt(details.get('nu'))}"
-                + (" (at its lower bound: no ties in the data)." if details.get("nu_at_lower_bound") else ".")]
+        return [
+            f"davidson: tie parameter nu = {_fmt(details.get('nu'))}"
+            + (" (at its lower bound: no ties in the data)." if details.get("nu_at_lower_bound") else ".")
+        ]
 
 
 class WinRate(Ranker):
@@ -221,9 +239,14 @@ class WinRate(Ranker):
         score = winrate_scores(pc.W[None], pc.T[None])[0]
         if np.isnan(score).any():
             missing = [m for m, s in zip(pc.models, score, strict=True) if np.isnan(s)]
-            raise LensError(f"Win rate is undefined for models never compared in this selection: {', '.join(missing)}.")
-        return RankResult("winrate", series(pc.models, score),
-                          {"score": "(wins + ties/2) / comparisons", "uncompared_pairs": "not counted (a share)"})
+            raise LensError(
+                f"Win rate is undefined for models never compared in this selection: {', '.join(missing)}."
+            )
+        return RankResult(
+            "winrate",
+            series(pc.models, score),
+            {"score": "(wins + ties/2) / comparisons", "uncompared_pairs": "not counted (a share)"},
+        )
 
     def fit_counts_batch(self, W, T):
         """Win rates of every resample at once."""
@@ -250,9 +273,12 @@ class Copeland(Ranker):
         what = ("pairs won by strict-win majority + half the exact majorities (paper 000, A.3)"
                 if self.name == "copeland" else
                 "out-degree of the strict-win majority graph, exact majorities as two edges (paper 000, A.3)")
-        return RankResult(self.name, series(pc.models, score),
-                          {"score": what, "uncompared_pairs": _policy(normalize), "normalized": bool(normalize)},
-                          {"graph": adjacency_frame(pc.models, majority_graph(pc.W, pc.compared))})
+        return RankResult(
+            self.name,
+            series(pc.models, score),
+            {"score": what, "uncompared_pairs": _policy(normalize), "normalized": bool(normalize)},
+            {"graph": adjacency_frame(pc.models, majority_graph(pc.W, pc.compared))},
+        )
 
     def fit_counts_batch(self, W, T, *, normalize=False):
         """Copeland scores of every resample at once."""
@@ -265,13 +291,18 @@ class RankCentrality(Ranker):
     """Rank Centrality's stationary law, from pair counts."""
 
     def fit_counts(self, pc, votes=None, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize"):
-        """Log stationary law of the walk toward winners on W + T/2, regularised when not strongly connected."""
+        """Log stationary law of the walk toward winners on W + T/2, regularised when not strongly
+        connected."""
         check_counts(pc, "rank-centrality")
         score, bad = rank_centrality_batch(pc.wtilde()[None], alpha, on_degenerate)
         details = {
             "score": "log stationary probability, mean-centred",
-            "regularisation": (f"the comparison digraph is not strongly connected (no unique stationary law); added "
-                               f"{alpha} virtual tie(s) to every pair" if bad[0] else "none"),
+            "regularisation": (
+                f"the comparison digraph is not strongly connected (no unique stationary law); added "
+                f"{alpha} virtual tie(s) to every pair"
+                if bad[0]
+                else "none"
+            ),
             "alpha": alpha if bad[0] else 0.0,
         }
         return RankResult("rank-centrality", series(pc.models, score[0]), details)
@@ -301,7 +332,9 @@ class Majority(Ranker):
         check_counts(pc, "majority")
         t = pc.W + pc.W.T + pc.T
         g = graph_from_counts(_count2(pc.W, pc.T, ties)[None], t[None], exact_half)[0]
-        return majority_result(pc.models, g, pc.compared, ties=ties, exact_half=exact_half, normalize=normalize)
+        return majority_result(
+            pc.models, g, pc.compared, ties=ties, exact_half=exact_half, normalize=normalize
+        )
 
     def fit_counts_batch(self, W, T, *, ties="half", exact_half="both", normalize=False):
         """Eq. 5 scores of every resample at once."""
@@ -321,12 +354,17 @@ class Elo(Ranker):
             raise LensError(f"Elo order={order!r} is not one of {', '.join(ELO_ORDERS)}.")
         if order in (None, "time") and not has_time():
             words = ORDER_WORDS["input"]
-            return "input", words + ("; order=time asked, but no verdict has a timestamp" if order == "time" else "")
+            return "input", words + (
+                "; order=time asked, but no verdict has a timestamp" if order == "time" else ""
+            )
         order = order or "time"
         return order, ORDER_WORDS[order]
 
-    def fit_counts(self, pc, votes=None, *, k=4.0, base=10.0, scale=400.0, init=1000.0, seed=None, order=None):
-        """Sequential Elo over the votes in their stated order (or a seeded shuffle); needs the votes, not counts."""
+    def fit_counts(
+        self, pc, votes=None, *, k=4.0, base=10.0, scale=400.0, init=1000.0, seed=None, order=None
+    ):
+        """Sequential Elo over the votes in their stated order (or a seeded shuffle); needs the votes, not
+        counts."""
         check_counts(pc, "elo")
         if votes is None:
             raise LensError("Elo needs the votes in order, not only their counts.")
@@ -341,10 +379,13 @@ class Elo(Ranker):
 
     def notes(self, details, params, table=None):
         """Elo's constants, update count and order, and why 0 is the average model."""
-        return [f"elo: K = {_fmt(details.get('k_factor'))}, base {_fmt(details.get('base'))}, scale "
-                f"{_fmt(details.get('scale'))}, initial rating {_fmt(details.get('init'))}, {details.get('n_updates')} "
-                f"updates; order: {details.get('order')}; score = rating - {_fmt(details.get('init'))} (updates are "
-                "zero-sum, so 0 is the average model)."]
+        return [
+            f"elo: K = {_fmt(details.get('k_factor'))}, base {_fmt(details.get('base'))}, scale "
+            f"{_fmt(details.get('scale'))}, initial rating {_fmt(details.get('init'))}, "
+            f"{details.get('n_updates')} "
+            f"updates; order: {details.get('order')}; score = rating - {_fmt(details.get('init'))} (updates "
+            "are zero-sum, so 0 is the average model)."
+        ]
 
 
 class Kemeny(Ranker):
@@ -357,8 +398,12 @@ class Kemeny(Ranker):
     def notes(self, details, params, table=None):
         """Whether the order is exact and unique, or a heuristic that is not certified optimal."""
         if details.get("exact"):
-            extra = (f"; {details['co_optimal_orders']} orders are co-optimal, tie-break: {details.get('tie_break')}"
-                     if (details.get("co_optimal_orders") or 1) > 1 else "; the optimal order is unique")
+            extra = (
+                f"; {details['co_optimal_orders']} orders are co-optimal, tie-break: "
+                f"{details.get('tie_break')}"
+                if (details.get("co_optimal_orders") or 1) > 1
+                else "; the optimal order is unique"
+            )
             return [f"kemeny: exact (DP over subsets){extra}."]
         return [f"kemeny: heuristic ({details.get('method')}), not certified optimal."]
 
@@ -416,8 +461,10 @@ class ELSPR(Ranker):
     def notes(self, details, params, table=None):
         """How many compared pairs the reconstruction discarded."""
         d = details
-        return [f"elspr: {d.get('pairs_discarded')} of {d.get('pairs_cleaned', 0) + d.get('pairs_discarded', 0)} "
-                "compared pairs discarded by the reconstruction."]
+        return [
+            f"elspr: {d.get('pairs_discarded')} of {d.get('pairs_cleaned', 0) + d.get('pairs_discarded', 0)} "
+            "compared pairs discarded by the reconstruction."
+        ]
 
 
 class PairwiseMajority(Ranker):

@@ -81,8 +81,10 @@ def _read(ranker: str, name: str, kind: str, raw: str) -> object:
             return True
         if text.lower() in FALSE_WORDS:
             return False
-        raise LensError(f"Ranker parameter {name}={raw!r} of {ranker} is not a yes/no value; use true, false, "
-                        "yes, no, 1 or 0.")
+        raise LensError(
+            f"Ranker parameter {name}={raw!r} of {ranker} is not a yes/no value; use true, false, "
+            "yes, no, 1 or 0."
+        )
     if kind == "int":
         try:
             return int(text)
@@ -121,7 +123,8 @@ def check_ranker_params(ranker: str, params: dict) -> dict:
         if name not in kinds:
             raise LensError(f"The {ranker} ranker has no parameter {name!r}; {_known(ranker, kinds)}.")
         kind = kinds[name]
-        if kind == "bool" and not isinstance(value, bool) and type(value).__name__ != "bool_":  # numpy's is fine
+        # numpy's is fine
+        if kind == "bool" and not isinstance(value, bool) and type(value).__name__ != "bool_":
             raise LensError(f"Ranker parameter {name}={value!r} of {ranker} is not true or false.")
         if kind in ("int", "float") and value is not None:
             numeric = isinstance(value, int | float) and not isinstance(value, bool)
@@ -136,5 +139,7 @@ def check_ranker_params(ranker: str, params: dict) -> dict:
             raise LensError(f"Ranker parameter {name}={value!r} of {ranker} must be a word, not a number.")
         allowed = CHOICES.get((ranker, name))
         if allowed is not None and value is not None and value not in allowed:
-            raise LensError(f"Ranker parameter {name}={value!r} of {ranker} is not one of {', '.join(allowed)}.")
+            raise LensError(
+                f"Ranker parameter {name}={value!r} of {ranker} is not one of {', '.join(allowed)}."
+            )
     return params

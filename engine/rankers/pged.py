@@ -67,15 +67,17 @@ AGGREGATES = ("weight-score", "kemeny", "pairwise-majority")
 PROMPT_TIES = ("average", "name")
 QUESTION_KEY = ("dataset", "prompt_id", "turn")
 DELTA_TIES_TEXT = {
-    "average": "Algorithm 1's delta ties broken uniformly at random, descendant counts averaged over every tie path "
-               "(exact; more than 2048 paths: tied candidates taken together); name-independent",
+    "average": "Algorithm 1's delta ties broken uniformly at random, descendant counts averaged over every "
+               "tie path (exact; more than 2048 paths: tied candidates taken together); name-independent",
     "name": "Algorithm 1's delta ties to the first model by name (the literal reading; name-dependent)",
 }
 AGGREGATE_TEXT = {
-    "weight-score": "weight score (paper 002, App. Q eq. 7-8): sum over questions of l_q - r_q + 1, 0 when absent",
-    "kemeny": "Kemeny (paper 002, App. Q eq. 9): the order with most agreements with the per-question rankings",
-    "pairwise-majority": "pairwise majority (paper 002, App. Q eq. 11): pairs where most per-question rankings "
-                         "put the model above, + half the draws, among pairs some question ranked",
+    "weight-score": "weight score (paper 002, App. Q eq. 7-8): sum over questions of l_q - r_q + 1, 0 when "
+                    "absent",
+    "kemeny": "Kemeny (paper 002, App. Q eq. 9): the order with most agreements with the per-question "
+              "rankings",
+    "pairwise-majority": "pairwise majority (paper 002, App. Q eq. 11): pairs where most per-question "
+                         "rankings put the model above, + half the draws, among pairs some question ranked",
 }
 
 
@@ -102,14 +104,20 @@ def ensemble_descendants(w: np.ndarray, delta_ties: str) -> tuple[np.ndarray, np
         return expected_descendants_batch(w)
     _, dag, _ = denoise_batch(w)
     G = np.asarray(w).shape[0]
-    return descendant_counts_batch(dag).astype(np.float64), np.ones(G, dtype=np.int64), np.zeros(G, dtype=bool)
+    return (
+        descendant_counts_batch(dag).astype(np.float64),
+        np.ones(G, dtype=np.int64),
+        np.zeros(G, dtype=bool),
+    )
 
 
 def pged_from_weights(w: np.ndarray, models: tuple[str, ...], delta_ties: str = "average") -> RankResult:
     """PGED steps 2-3 on one ensemble weight matrix (row beats column): the global mode."""
     d = denoise(w)
     if delta_ties == "average":
-        desc, paths, grouped = (x[0] for x in expected_descendants_batch(np.asarray(w, dtype=np.float64)[None]))
+        desc, paths, grouped = (
+            x[0] for x in expected_descendants_batch(np.asarray(w, dtype=np.float64)[None])
+        )
     else:
         desc, paths, grouped = descendant_counts(d.dag).astype(np.float64), 1, False
     order = final_order(models, desc, None)
@@ -198,7 +206,9 @@ def aggregate_rankings(
     raise LensError(f"Unknown PGED aggregate {aggregate!r}; choose {', '.join(AGGREGATES)}.")
 
 
-def prompt_ensembles(stack: GraphStack, g: np.ndarray, q_of_t: np.ndarray, n_q: int) -> tuple[np.ndarray, np.ndarray]:
+def prompt_ensembles(
+    stack: GraphStack, g: np.ndarray, q_of_t: np.ndarray, n_q: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-question ensembles for graph weights g (B, T): weights (B, Q, n, n) and presence (B, Q, n).
 
     One sparse product: rows (b, q), columns graphs t of question q, values g[b, t]. A model is present
@@ -218,8 +228,16 @@ def prompt_ensembles(stack: GraphStack, g: np.ndarray, q_of_t: np.ndarray, n_q: 
 
 
 def pged_per_prompt_scores(
-    stack: GraphStack, alpha: np.ndarray, m: np.ndarray, *, aggregate: str, prompt_ties: str,
-    exact_max: int = 12, g: np.ndarray | None = None, chunk_cells: int = 20_000_000, delta_ties: str = "average",
+    stack: GraphStack,
+    alpha: np.ndarray,
+    m: np.ndarray,
+    *,
+    aggregate: str,
+    prompt_ties: str,
+    exact_max: int = 12,
+    g: np.ndarray | None = None,
+    chunk_cells: int = 20_000_000,
+    delta_ties: str = "average",
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-prompt PGED scores for B weightings at once; returns (scores (B, n), Kemeny orders or None).
 
@@ -245,8 +263,9 @@ def pged_per_prompt_scores(
         gb = g[b0:b0 + step] * np.asarray(alpha, dtype=np.float64)[None]
         nb = gb.shape[0]
         wq, pres = prompt_ensembles(stack, gb, q_of_t, n_q)
-        points, above, *_ = prompt_rankings(wq.reshape(nb * n_q, n, n), pres.reshape(nb * n_q, n), prompt_ties,
-                                            delta_ties)
+        points, above, *_ = prompt_rankings(
+            wq.reshape(nb * n_q, n, n), pres.reshape(nb * n_q, n), prompt_ties, delta_ties
+        )
         s, o, _ = aggregate_rankings(points.reshape(nb, n_q, n), above.reshape(nb, n_q, n, n), m[b0:b0 + nb],
                                      aggregate, exact_max)
         score_rows.append(s)
@@ -281,25 +300,33 @@ def pged_per_prompt(
     order = final_order(models, score, None if orders is None else orders[0])
     removed_w = np.where(removed, wq, 0.0).sum(axis=0)
     removed_list = sorted(
-        ((models[i], models[j], float(removed_w[i, j])) for i, j in zip(*np.nonzero(removed.any(axis=0)), strict=True)),
+        (
+            (models[i], models[j], float(removed_w[i, j]))
+            for i, j in zip(*np.nonzero(removed.any(axis=0)), strict=True)
+        ),
         key=lambda e: (-e[2], e[0], e[1]),
     )
-    label = [" / ".join(str(v) for v in row) for row in qkeys.itertuples(index=False)] if qkeys.shape[1] else None
+    label = (
+        [" / ".join(str(v) for v in row) for row in qkeys.itertuples(index=False)] if qkeys.shape[1] else None
+    )
     details: dict[str, object] = {
-        "mode": "per-prompt: one ensemble per question (its judges and variants), denoised, ranked, then aggregated "
-                "(paper 002, Section 4.2)",
+        "mode": "per-prompt: one ensemble per question (its judges and variants), denoised, ranked, then "
+                "aggregated (paper 002, Section 4.2)",
         "aggregate": aggregate,
         "score": AGGREGATE_TEXT[aggregate],
-        "prompt_ties": ("models tied on descendants within a question share the average of their positions"
-                        if prompt_ties == "average" else
-                        "ties on descendants within a question broken by model name (paper 002, eq. 6)"),
-        "final_tie_break": "Kemeny tie-break (first co-optimal order by model name)" if aggregate == "kemeny"
+        "prompt_ties": (
+            "models tied on descendants within a question share the average of their positions"
+            if prompt_ties == "average"
+            else "ties on descendants within a question broken by model name (paper 002, eq. 6)"
+        ),
+        "final_tie_break": "Kemeny tie-break (first co-optimal order by model name)"
+        if aggregate == "kemeny"
         else "equal scores ordered by model name",
         "delta_ties": DELTA_TIES_TEXT[delta_ties],
         "n_prompts_with_delta_ties": int(((paths > 1) | grouped).sum()),
         "n_prompts_tie_fallback": int(grouped.sum()),
-        "display_graph": "per question, Algorithm 1 with delta ties to the first model by name (one of the tied "
-                         "choices), summed",
+        "display_graph": "per question, Algorithm 1 with delta ties to the first model by name (one of the "
+                         "tied choices), summed",
         "n_prompts": n_q,
         "n_prompts_with_cycles_removed": int(removed.any(axis=(1, 2)).sum()),
         "n_removed_arcs": int(removed.sum()),
@@ -318,7 +345,8 @@ def pged_per_prompt(
     return RankResult("pged", series(models, score), details, extras)
 
 
-@register("pged", "PGED: per-prompt graph ensemble, greedy feedback-arc-set denoising, rank ensemble (paper 002)")
+@register("pged", "PGED: per-prompt graph ensemble, greedy feedback-arc-set denoising, rank ensemble (paper "
+                  "002)")
 def pged(
     stack: GraphStack,
     *,
@@ -329,7 +357,8 @@ def pged(
     delta_ties: str = "average",
     exact_max: int = 12,
 ) -> RankResult:
-    """PGED (paper 002): per-graph rankings from greedy feedback-arc-set denoising, combined by ``aggregate``."""
+    """PGED (paper 002): per-graph rankings from greedy feedback-arc-set denoising, combined by
+    ``aggregate``."""
     check_stack(stack, "pged")
     check_delta_ties(delta_ties)
     if mode not in MODES:
@@ -342,7 +371,9 @@ def pged(
     if mode == "global":
         w = np.einsum("t,tij->ij", alpha, stack.wins.astype(np.float64))
         res = pged_from_weights(w, stack.models, delta_ties)
-        return RankResult(res.ranker, res.scores, {**res.details, "weighted": weights is not None}, res.extras)
+        return RankResult(
+            res.ranker, res.scores, {**res.details, "weighted": weights is not None}, res.extras
+        )
     res = pged_per_prompt(stack, alpha, aggregate=aggregate, prompt_ties=prompt_ties, exact_max=exact_max,
                           delta_ties=delta_ties)
     return RankResult(res.ranker, res.scores, {**res.details, "weighted": weights is not None}, res.extras)

@@ -40,7 +40,9 @@ def transition_batch(wt: np.ndarray) -> np.ndarray:
     return P
 
 
-def rank_centrality_batch(wtilde: np.ndarray, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize"):
+def rank_centrality_batch(
+    wtilde: np.ndarray, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize"
+):
     """(B, n, n) W~ → ((B, n) mean-centred log stationary laws, (B,) regularised) in one array pass."""
     wt, bad = regularise(wtilde, alpha, on_degenerate)
     with single_thread_blas():
@@ -59,9 +61,10 @@ def rank_centrality(
     details = {
         "score": "log stationary probability, mean-centred",
         "regularisation": (
-            f"the comparison digraph is not strongly connected (no unique stationary law); added {alpha} virtual "
-            "tie(s) to every pair"
-            if bad[0] else "none"
+            f"the comparison digraph is not strongly connected (no unique stationary law); added {alpha} "
+            "virtual tie(s) to every pair"
+            if bad[0]
+            else "none"
         ),
         "alpha": alpha if bad[0] else 0.0,
     }

@@ -56,7 +56,9 @@ def winrate(stack: GraphStack) -> RankResult:
     score = winrate_scores(W[None], T[None])[0]
     if np.isnan(score).any():
         missing = [m for m, s in zip(stack.models, score, strict=True) if np.isnan(s)]
-        raise LensError(f"Win rate is undefined for models never compared in this selection: {', '.join(missing)}.")
+        raise LensError(
+            f"Win rate is undefined for models never compared in this selection: {', '.join(missing)}."
+        )
     return RankResult("winrate", series(stack.models, score),
                       {"score": "(wins + ties/2) / comparisons", "uncompared_pairs": "not counted (a share)"})
 
@@ -115,9 +117,14 @@ def scorewin(stack: GraphStack, *, normalize: bool = False) -> RankResult:
     compared = np.asarray(stack.observed.any(axis=0))
     score = copeland_scores(W[None], compared[None], 1.0, normalize)[0]
     return RankResult(
-        "scorewin", series(stack.models, score),
-        {"score": "out-degree of the strict-win majority graph, exact majorities as two edges (paper 000, A.3)",
-         "uncompared_pairs": _policy(normalize), "normalized": bool(normalize)},
+        "scorewin",
+        series(stack.models, score),
+        {
+            "score": "out-degree of the strict-win majority graph, exact majorities as two edges (paper 000, "
+                     "A.3)",
+            "uncompared_pairs": _policy(normalize),
+            "normalized": bool(normalize),
+        },
         {"graph": adjacency_frame(stack.models, majority_graph(W, compared))},
     )
 
@@ -137,7 +144,9 @@ def _judge_weight(judge: str, value: object) -> float:
     except (TypeError, ValueError):
         raise LensError(f"The weight of judge {judge!r} is {value!r}, not a number.") from None
     if not np.isfinite(x) or x < 0:
-        raise LensError(f"The weight of judge {judge!r} is {value!r}; a judge weight must be a finite number >= 0.")
+        raise LensError(
+            f"The weight of judge {judge!r} is {value!r}; a judge weight must be a finite number >= 0."
+        )
     return x
 
 
@@ -187,19 +196,28 @@ def borda_scores(
 
 
 @register("borda", "weight score / Borda over per-graph rankings (paper 002, Appendix Q)")
-def borda(stack: GraphStack, *, weights: np.ndarray | dict | None = None, normalize: bool = False) -> RankResult:
+def borda(
+    stack: GraphStack, *, weights: np.ndarray | dict | None = None, normalize: bool = False
+) -> RankResult:
     """Borda points of each graph's ranking, weighted per graph and summed (paper 002, Appendix Q)."""
     check_stack(stack, "borda")
     points, attainable = borda_points(stack)
     alpha = graph_weights(stack, weights)
     score = borda_scores(points, attainable, alpha[None], normalize)[0]
     return RankResult(
-        "borda", series(stack.models, score),
-        {"score": "sum over graphs of alpha_t (l_t - r_t + 1) (paper 002, eq. 7-8)", "weighted": weights is not None,
-         "uncompared_pairs": "a model absent from a graph gets 0 points there (eq. 7)"
-         + ("; normalised: divided by the points attainable in the graphs where it appears" if normalize
-            else "; not normalised (normalize=true divides by the attainable points)"),
-         "normalized": bool(normalize)},
+        "borda",
+        series(stack.models, score),
+        {
+            "score": "sum over graphs of alpha_t (l_t - r_t + 1) (paper 002, eq. 7-8)",
+            "weighted": weights is not None,
+            "uncompared_pairs": "a model absent from a graph gets 0 points there (eq. 7)"
+            + (
+                "; normalised: divided by the points attainable in the graphs where it appears"
+                if normalize
+                else "; not normalised (normalize=true divides by the attainable points)"
+            ),
+            "normalized": bool(normalize),
+        },
     )
 
 
@@ -219,7 +237,8 @@ def ranking_preferences(stack: GraphStack, weights: np.ndarray | dict | None = N
 def pairwise_majority_scores(
     C: np.ndarray, ranked: np.ndarray, normalize: bool = False, strict: bool = True
 ) -> np.ndarray:
-    """(B, n, n) preferences and ranked pairs (some graph had both) → (B, n) majority wins + half the draws."""
+    """(B, n, n) preferences and ranked pairs (some graph had both) → (B, n) majority wins + half the
+    draws."""
     n = C.shape[-1]
     Ct = C.swapaxes(1, 2)
     ranked = ranked & ~np.eye(n, dtype=bool)
@@ -241,7 +260,13 @@ def pairwise_majority(
     ranked = np.einsum("t,ti,tj->ij", alpha, both.astype(np.float64), both.astype(np.float64)) > 0
     score = pairwise_majority_scores(C[None], ranked[None], normalize)[0]
     return RankResult(
-        "pairwise-majority", series(stack.models, score),
-        {"score": "pairs where a (weighted) majority of graph rankings put the model above, + half the draws",
-         "weighted": weights is not None, "uncompared_pairs": _policy(normalize), "normalized": bool(normalize)},
+        "pairwise-majority",
+        series(stack.models, score),
+        {
+            "score": "pairs where a (weighted) majority of graph rankings put the model above, + half the "
+                     "draws",
+            "weighted": weights is not None,
+            "uncompared_pairs": _policy(normalize),
+            "normalized": bool(normalize),
+        },
     )

@@ -63,9 +63,20 @@ class VoteRows:
         """The rows where ``mask`` is True (e.g. the verdicts of the graphs keep-K kept)."""
         def pick(x):
             return (None if x is None else x[mask])
-        return VoteRows(self.models, self.a[mask], self.b[mask], self.winner[mask], self.order[mask],
-                        self.graph[mask], self.prompt[mask], self.voter[mask], pick(self.when), pick(self.prob_a),
-                        self.n_invalid)
+
+        return VoteRows(
+            self.models,
+            self.a[mask],
+            self.b[mask],
+            self.winner[mask],
+            self.order[mask],
+            self.graph[mask],
+            self.prompt[mask],
+            self.voter[mask],
+            pick(self.when),
+            pick(self.prob_a),
+            self.n_invalid,
+        )
 
 
 @dataclass(frozen=True)
@@ -97,9 +108,16 @@ class Votes:
         """The votes where ``mask`` is True (e.g. those of the graphs keep-K kept)."""
         from dataclasses import replace
 
-        return replace(self, lo=self.lo[mask], hi=self.hi[mask], outcome=self.outcome[mask], graph=self.graph[mask],
-                       prompt=self.prompt[mask], row=self.row[mask],
-                       p_lo=None if self.p_lo is None else self.p_lo[mask])
+        return replace(
+            self,
+            lo=self.lo[mask],
+            hi=self.hi[mask],
+            outcome=self.outcome[mask],
+            graph=self.graph[mask],
+            prompt=self.prompt[mask],
+            row=self.row[mask],
+            p_lo=None if self.p_lo is None else self.p_lo[mask],
+        )
 
     def restrict_models(self, keep: np.ndarray) -> Votes:
         """The votes over the models where ``keep`` (bool, n) is True, their codes renumbered; every vote
@@ -135,8 +153,11 @@ class Votes:
         graphs_distinct = _all_distinct(self.graph)  # one vote per graph: the arena case, no further sorting
         n_graphs = (_per_model(self.lo, self.hi, n) if graphs_distinct
                     else _distinct_per_model(self.graph, self.lo, self.hi, n))
-        n_prompts = n_graphs if graphs_distinct and _same_grouping(self.graph, self.prompt) else _distinct_per_model(
-            self.prompt, self.lo, self.hi, n)
+        n_prompts = (
+            n_graphs
+            if graphs_distinct and _same_grouping(self.graph, self.prompt)
+            else _distinct_per_model(self.prompt, self.lo, self.hi, n)
+        )
         return PairCounts(self.models, W, T, votes=_per_model(self.lo, self.hi, n), n_graphs=n_graphs,
                           n_prompts=n_prompts, n_graph_total=int(self.graph.size) if graphs_distinct
                           else self.n_graphs_total(), soft=soft)
@@ -190,9 +211,9 @@ class PairCounts:
     models: tuple[str, ...]
     W: np.ndarray
     T: np.ndarray
-    votes: np.ndarray | None = None
-    n_graphs: np.ndarray | None = None
-    n_prompts: np.ndarray | None = None
+    votes: np.ndarray
+    n_graphs: np.ndarray
+    n_prompts: np.ndarray
     n_graph_total: int = 0
     soft: tuple[np.ndarray, int] | None = field(default=None, repr=False)
     unit: str = "votes"
@@ -214,12 +235,19 @@ class PairCounts:
     def restrict(self, keep: np.ndarray) -> PairCounts:
         """The counts over the models where ``keep`` (bool, n) is True."""
         ix = np.ix_(keep, keep)
-        def pick(x):
-            return (None if x is None else x[keep])
         soft = None if self.soft is None else (self.soft[0][ix], self.soft[1])
-        return PairCounts(tuple(m for m, k in zip(self.models, keep, strict=True) if k), self.W[ix], self.T[ix],
-                          pick(self.votes), pick(self.n_graphs), pick(self.n_prompts), self.n_graph_total, soft,
-                          self.unit)
+        return PairCounts(
+            tuple(m for m, k in zip(self.models, keep, strict=True) if k),
+            self.W[ix],
+            self.T[ix],
+            self.votes[keep],
+            self.n_graphs[keep],
+            self.n_prompts[keep],
+            self.n_graph_total,
+            soft,
+            self.unit,
+        )
+
 
 def votes(rows: VoteRows, policy: str = DEFAULT_POLICY) -> Votes:
     """Pair verdicts into votes (module docstring) and combine each vote by ``policy``."""

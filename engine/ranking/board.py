@@ -63,8 +63,10 @@ TABLE_COLUMNS = (
 edges on the stack path ("graphs"); on data with one verdict pair per graph and pair they agree."""
 
 UNIT_NOTES = {
-    "votes": ("counts are votes: one per judge, annotator and battle on a pair in a graph (its two presentation "
-              "orders combined by the policy); repeated votes count"),
+    "votes": (
+        "counts are votes: one per judge, annotator and battle on a pair in a graph (its two presentation "
+        "orders combined by the policy); repeated votes count"
+    ),
     "graphs": "counts are graph edges: all verdicts on a pair in one graph combined by the policy into one",
 }
 

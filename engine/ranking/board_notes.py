@@ -23,7 +23,7 @@ def board_notes(board: Leaderboard) -> list[str]:
     out: list[str] = []
     if p.get("keep_k") is not None:
         thr = p.get("threshold")
-        thr_text = (", ".join(f"{k} {_fmt(v)}" for k, v in thr.items()) if isinstance(thr, dict) else _fmt(thr))
+        thr_text = ", ".join(f"{k} {_fmt(v)}" for k, v in thr.items()) if isinstance(thr, dict) else _fmt(thr)
         out.append(
             f"keep-K: ranked the {p['n_graphs']} graph(s) of smallest S_mu = C3_bad + {_fmt(p['mu'])}*C4_bad "
             f"out of {p['n_graphs_pool']} in the {p['pool']} pool"
@@ -35,37 +35,61 @@ def board_notes(board: Leaderboard) -> list[str]:
         dropped = p["dropped_models"]
         one = len(dropped) == 1
         prefix = "keep-K: " if p.get("keep_k") is not None else ""
-        out.append(f"{prefix}{', '.join(dropped)} {'has' if one else 'have'} no comparison in the ranked graphs "
-                   f"and {'is' if one else 'are'} left off the board.")
+        out.append(
+            f"{prefix}{', '.join(dropped)} {'has' if one else 'have'} no comparison in the ranked graphs "
+            f"and {'is' if one else 'are'} left off the board."
+        )
     reg = d.get("regularisation")
     if reg and float(d.get("alpha", 0.0) or 0.0) > 0:
         out.append(f"{r}: {reg}.")
     if d.get("converged") is False:
-        out.append(f"{r}: the fit did not converge ({d.get('convergence') or d.get('message', 'no reason given')}).")
+        out.append(
+            f"{r}: the fit did not converge ({d.get('convergence') or d.get('message', 'no reason given')})."
+        )
     out.extend(obj.notes(d, p, board.table))
     if d.get("pairs_without_probability"):
-        out.append(f"{r}: {d['pairs_without_probability']} compared pair(s) had no judge probability and count "
-                   "as hard outcomes.")
+        out.append(
+            f"{r}: {d['pairs_without_probability']} compared pair(s) had no judge probability and count "
+            "as hard outcomes."
+        )
     if obj.counting and p.get("n_uncompared_pairs"):
-        out.append(f"{r}: {p['n_uncompared_pairs']} pair(s) of models were never compared; {d.get('uncompared_pairs')}.")
+        out.append(
+            f"{r}: {p['n_uncompared_pairs']} pair(s) of models were never compared; "
+            f"{d.get('uncompared_pairs')}."
+        )
     if p.get("bootstrap"):
         if p.get("bootstrap_unit") == "prompt":
-            out.append(f"bootstrap: resampled prompts (all graphs of a prompt together), {p['bootstrap']} times"
-                       + obj.prompt_unit_words + ".")
+            out.append(
+                f"bootstrap: resampled prompts (all graphs of a prompt together), {p['bootstrap']} times"
+                + obj.prompt_unit_words
+                + "."
+            )
         if p.get("bootstrap_n_undefined"):
-            out.append(f"bootstrap: {p['bootstrap_n_undefined']} of {p['bootstrap']} resamples left some model without "
-                       f"the comparisons its {r} score needs; that model's intervals use the other resamples.")
+            out.append(
+                f"bootstrap: {p['bootstrap_n_undefined']} of {p['bootstrap']} resamples left some model "
+                "without "
+                f"the comparisons its {r} score needs; that model's intervals use the other resamples."
+            )
         if p.get("bootstrap_n_regularised"):
             out.append(f"bootstrap: {p['bootstrap_n_regularised']} of {p['bootstrap']} resamples needed the "
                        "stated regularisation.")
         if p.get("bootstrap_n_unconverged"):
-            out.append(f"bootstrap: {p['bootstrap_n_unconverged']} of {p['bootstrap']} resample fits did not converge.")
+            out.append(
+                f"bootstrap: {p['bootstrap_n_unconverged']} of {p['bootstrap']} resample fits did not "
+                "converge."
+            )
         if p.get("bootstrap_method") == "one refit per resample":
             out.append(f"bootstrap: {r} has no batched form here; refitted once per resample.")
     if p.get("n_invalid_verdicts"):
         out.append(f"{p['n_invalid_verdicts']} invalid verdict(s) left out (never counted as ties).")
-    if p.get("unit") == "votes" and p.get("n_votes") is not None and p.get("n_votes") != p.get("n_verdicts_valid"):
-        out.append(f"unit: {p['n_votes']} votes from {p['n_verdicts_valid']} valid verdicts; {UNIT_NOTES['votes']}.")
+    if (
+        p.get("unit") == "votes"
+        and p.get("n_votes") is not None
+        and p.get("n_votes") != p.get("n_verdicts_valid")
+    ):
+        out.append(
+            f"unit: {p['n_votes']} votes from {p['n_verdicts_valid']} valid verdicts; {UNIT_NOTES['votes']}."
+        )
     elif p.get("unit") == "votes":
         out.append(f"unit: {p.get('n_votes')} votes, one per valid verdict; {UNIT_NOTES['votes']}.")
     elif p.get("unit") == "graphs":

@@ -169,8 +169,12 @@ def bootstrap(
         raise LensError("There is no graph to resample in this selection.")
     unit = default_unit(ranker, params) if unit is None else unit
     if unit not in UNITS:
-        extra = (" (single votes are resampled only by the count rankers: bt, davidson, elo, winrate, copeland, "
-                 "scorewin, rank-centrality, majority)" if unit == "vote" else "")
+        extra = (
+            " (single votes are resampled only by the count rankers: bt, davidson, elo, winrate, copeland, "
+            "scorewin, rank-centrality, majority)"
+            if unit == "vote"
+            else ""
+        )
         raise LensError(f"Unknown bootstrap unit {unit!r}; choose graph or prompt{extra}.")
     obj = ranker_object(ranker)
     params = obj.check(params)
@@ -189,7 +193,9 @@ def bootstrap(
         method = "one refit per resample"
     samples = np.asarray(samples, dtype=np.float64)
     if ranks is None:
-        ranks = ordered_ranks_batch(samples, stack.models) if obj.ordered else ranks_from_scores_batch(samples)
+        ranks = (
+            ordered_ranks_batch(samples, stack.models) if obj.ordered else ranks_from_scores_batch(samples)
+        )
     return BootstrapResult(
         ranker, stack.models, int(B), int(seed), float(level), samples, ranks, method,
         int(n_reg), int(n_unconv), unit, int(np.isnan(samples).any(axis=1).sum()),

@@ -35,9 +35,16 @@ def leaderboard_from_votes(
     counts are votes (``UNIT_NOTES``). Models without a vote are left off the board. ``spec`` says how to
     rank (``choices``: keyword shorthand for its fields, e.g. ``ranker="elo"``).
     """
-    return leaderboard_from_counts(votes.pair_counts(), votes, BoardSpec.of(spec, choices), n_votes=len(votes),
-                                   n_verdicts=votes.n_verdicts, policy=votes.policy, extra_params=extra_params,
-                                   kept=kept)
+    return leaderboard_from_counts(
+        votes.pair_counts(),
+        votes,
+        BoardSpec.of(spec, choices),
+        n_votes=len(votes),
+        n_verdicts=votes.n_verdicts,
+        policy=votes.policy,
+        extra_params=extra_params,
+        kept=kept,
+    )
 
 
 def leaderboard_from_counts(
@@ -57,7 +64,9 @@ def leaderboard_from_counts(
     obj = spec.obj
     params = obj.check(spec.ranker_params)
     if int(bootstrap or 0) < 0:
-        raise LensError(f"The number of bootstrap resamples must be 0 (no intervals) or more; got {bootstrap}.")
+        raise LensError(
+            f"The number of bootstrap resamples must be 0 (no intervals) or more; got {bootstrap}."
+        )
     if n_votes == 0:
         raise LensError("The selection holds no graph: no valid verdict matches the filters.")
     if (votes is None) and (bootstrap or obj.sequential):
@@ -67,8 +76,10 @@ def leaderboard_from_counts(
     dropped = [m for m, k in zip(pc.models, seen, strict=True) if not k]
     if dropped:
         if seen.sum() < 2:
-            raise LensError(f"Only {int(seen.sum())} model(s) have a comparison in the selection; a ranking needs "
-                            "at least two.")
+            raise LensError(
+                f"Only {int(seen.sum())} model(s) have a comparison in the selection; a ranking needs "
+                "at least two."
+            )
         pc = pc.restrict(seen)
         if votes is not None:  # Elo reads the votes' model codes: renumber them as the counts were (the
             fit_votes = votes.restrict_models(seen)  # bootstrap keeps all codes and picks the board's models)
@@ -86,8 +97,17 @@ def leaderboard_from_counts(
     table["rank"] = res.ranks.reindex(models).to_numpy()
     boot = None
     if bootstrap and int(bootstrap) > 0:
-        boot = bootstrap_counts(votes, ranker, int(bootstrap), int(seed), level=level, unit=spec.bootstrap_unit,
-                                models=tuple(models), **params)
+        assert votes is not None  # refused on entry: the bootstrap resamples the votes themselves
+        boot = bootstrap_counts(
+            votes,
+            ranker,
+            int(bootstrap),
+            int(seed),
+            level=level,
+            unit=spec.bootstrap_unit,
+            models=tuple(models),
+            **params,
+        )
         sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
         table["ci_low"], table["ci_high"] = sci["low"].to_numpy(), sci["high"].to_numpy()
         table["rank_low"], table["rank_high"] = rci["low"].to_numpy(), rci["high"].to_numpy()
@@ -97,11 +117,24 @@ def leaderboard_from_counts(
     table = table.sort_values(["rank", "model"], kind="stable")[list(TABLE_COLUMNS)].reset_index(drop=True)
     n_graphs = pc.n_graph_total
     info = {
-        "ranker": ranker, "ranker_params": plain_values(params),
-        "ranker_details": plain_values({k: v for k, v in res.details.items() if not isinstance(v, np.ndarray)}),
-        "policy": policy, "keep_k": None, "mu": None, "per_category": None, "pool": None, "threshold": None,
-        "keep_note": None, "n_graphs_pool": n_graphs, "n_graphs": n_graphs, "n_models": pc.n,
-        "dropped_models": dropped, "bootstrap": int(bootstrap or 0), "seed": int(seed) if bootstrap else None,
+        "ranker": ranker,
+        "ranker_params": plain_values(params),
+        "ranker_details": plain_values(
+            {k: v for k, v in res.details.items() if not isinstance(v, np.ndarray)}
+        ),
+        "policy": policy,
+        "keep_k": None,
+        "mu": None,
+        "per_category": None,
+        "pool": None,
+        "threshold": None,
+        "keep_note": None,
+        "n_graphs_pool": n_graphs,
+        "n_graphs": n_graphs,
+        "n_models": pc.n,
+        "dropped_models": dropped,
+        "bootstrap": int(bootstrap or 0),
+        "seed": int(seed) if bootstrap else None,
         "bootstrap_unit": boot.unit if boot is not None else None,
         "bootstrap_method": boot.method if boot is not None else None,
         "bootstrap_n_regularised": boot.n_regularised if boot is not None else None,
@@ -109,7 +142,9 @@ def leaderboard_from_counts(
         "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
         "n_uncompared_pairs": int((~pc.compared & ~np.eye(pc.n, dtype=bool)).sum() // 2),
         "level": level if bootstrap else None,
-        "unit": "votes", "n_votes": n_votes, "n_verdicts_valid": n_verdicts,
+        "unit": "votes",
+        "n_votes": n_votes,
+        "n_verdicts_valid": n_verdicts,
         "fit_from": "pair counts aggregated from the verdicts (no graph stack)",
         **(extra_params or {}),
     }
@@ -141,7 +176,9 @@ def count_leaderboard(store: Store, dataset, judge, category, spec: BoardSpec) -
     from engine.store.datasets import relation_timestamp_count
 
     if spec.policy not in COMBINE_POLICIES:
-        raise ValueError(f"Unknown combine policy {spec.policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
+        raise ValueError(
+            f"Unknown combine policy {spec.policy!r}; choose one of {', '.join(COMBINE_POLICIES)}."
+        )
     obj = spec.obj
     spec = replace(spec, ranker_params=obj.check(spec.ranker_params))
 
@@ -152,14 +189,22 @@ def count_leaderboard(store: Store, dataset, judge, category, spec: BoardSpec) -
     order = obj.vote_order(spec.ranker_params, has_time)
     extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
              "category": category}
-    if order is None and not spec.bootstrap:  # counts suffice; the lean fetch when every verdict is its own vote
+    # counts suffice; the lean fetch when every verdict is its own vote
+    if order is None and not spec.bootstrap:
         sc = lean_pair_counts(store.cursor(), store_relation(store, dataset), judge=judge, category=category)
         if sc is not None:
             if sc.n_votes == 0:
                 no_valid_verdict(dataset, judge, category)
             extra.update(judges=filtered_judges(store, dataset, judge), n_invalid_verdicts=sc.n_invalid)
-            return leaderboard_from_counts(sc.counts, None, spec, n_votes=sc.n_votes, n_verdicts=sc.n_verdicts,
-                                           policy=spec.policy, extra_params=extra)
+            return leaderboard_from_counts(
+                sc.counts,
+                None,
+                spec,
+                n_votes=sc.n_votes,
+                n_verdicts=sc.n_verdicts,
+                policy=spec.policy,
+                extra_params=extra,
+            )
     rows = store_vote_rows(store, dataset, judge=judge, category=category,
                            order_by=None if order is None else order[0])
     if len(rows) == 0:

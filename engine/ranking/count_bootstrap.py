@@ -38,7 +38,9 @@ def unit_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.ndarra
         raise LensError(f"Unknown bootstrap unit {unit!r}; choose one of {', '.join(COUNT_UNITS)}.")
     if key is None or _all_distinct(key):  # one vote per unit: the patterns are the cells
         uniq, mult = np.unique(cells, return_counts=True)
-        mat = sparse.csr_matrix((np.ones(uniq.size), (np.arange(uniq.size), uniq)), shape=(uniq.size, n_cells))
+        mat = sparse.csr_matrix(
+            (np.ones(uniq.size), (np.arange(uniq.size), uniq)), shape=(uniq.size, n_cells)
+        )
         return mat, mult
     _, unit_of = np.unique(key, return_inverse=True)
     unit_of = unit_of.ravel()
@@ -89,8 +91,16 @@ def _refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, name
     for _ in range(B):
         c = rng.multinomial(U, np.full(U, 1.0 / U))[unit_of]
         idx = np.repeat(np.arange(len(votes)), c)
-        sub = replace(votes, lo=votes.lo[idx], hi=votes.hi[idx], outcome=votes.outcome[idx], graph=votes.graph[idx],
-                      prompt=votes.prompt[idx], row=votes.row[idx], p_lo=None if votes.p_lo is None else votes.p_lo[idx])
+        sub = replace(
+            votes,
+            lo=votes.lo[idx],
+            hi=votes.hi[idx],
+            outcome=votes.outcome[idx],
+            graph=votes.graph[idx],
+            prompt=votes.prompt[idx],
+            row=votes.row[idx],
+            p_lo=None if votes.p_lo is None else votes.p_lo[idx],
+        )
         pc = sub.pair_counts()
         res = obj.fit_counts(pc, sub, **params)
         rows.append(res.scores.reindex(list(names)).to_numpy(np.float64))
@@ -99,8 +109,17 @@ def _refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, name
     return np.vstack(rows), n_reg, n_unconv
 
 
-def bootstrap_counts(votes: Votes, ranker: str = "bt", B: int = 100, seed: int = 0, *, level: float = 0.95,
-                     unit: str | None = None, models: tuple[str, ...] | None = None, **params) -> BootstrapResult:
+def bootstrap_counts(
+    votes: Votes,
+    ranker: str = "bt",
+    B: int = 100,
+    seed: int = 0,
+    *,
+    level: float = 0.95,
+    unit: str | None = None,
+    models: tuple[str, ...] | None = None,
+    **params,
+) -> BootstrapResult:
     """Percentile bootstrap of a count ranker over B resamples of graphs, prompts or votes."""
     _check(B, level)
     obj = ranker_object(ranker)
@@ -121,7 +140,10 @@ def bootstrap_counts(votes: Votes, ranker: str = "bt", B: int = 100, seed: int =
         for W, T in resampled_counts(votes, unit, int(B), rng):
             if keep is not None:
                 W, T = W[:, keep][:, :, keep], T[:, keep][:, :, keep]
-            s, r, u, how = obj.fit_counts_batch(W, T, **params)
+            out = obj.fit_counts_batch(W, T, **params)
+            if out is None:  # has_batch said it batches: a ranker object that contradicts itself
+                raise RuntimeError(f"The {ranker} ranker has a batched fit for {params} but returned none.")
+            s, r, u, how = out
             rows.append(np.asarray(s, dtype=np.float64))
             n_reg, n_unconv = n_reg + r, n_unconv + u
         samples = np.vstack(rows)

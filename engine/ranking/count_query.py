@@ -57,24 +57,40 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
     if has_prob or both_orders:
         return None  # judge probabilities, or verdicts that may pair into votes: the per-verdict path
     if len(keys) > 1:
-        return None  # several judges, variants or turns per prompt: distinct prompts need the per-verdict path
+        # several judges, variants or turns per prompt: distinct prompts need the per-verdict path
+        return None
     models = tuple(sorted(str(r[0]) for r in con.execute(
         f"SELECT DISTINCT m FROM (SELECT model_a AS m FROM {src} WHERE winner <> 'invalid' "
         f"UNION ALL SELECT model_b FROM {src} WHERE winner <> 'invalid')", params(src)).fetchall()))
     n = len(models)
     if n == 0:
-        return SqlCounts(PairCounts(models, np.zeros((0, 0)), np.zeros((0, 0)), votes=np.zeros(0, np.int64),
-                                    n_graphs=np.zeros(0, np.int64), n_prompts=np.zeros(0, np.int64)), 0, 0, n_invalid)
+        return SqlCounts(
+            PairCounts(
+                models,
+                np.zeros((0, 0)),
+                np.zeros((0, 0)),
+                votes=np.zeros(0, np.int64),
+                n_graphs=np.zeros(0, np.int64),
+                n_prompts=np.zeros(0, np.int64),
+            ),
+            0,
+            0,
+            n_invalid,
+        )
     order_col = "\"order\"" if "order" in cols else "NULL"
     codes = pd.DataFrame({"model": list(models), "code": np.arange(n, dtype=np.int16)})
     con.register("lens_count_codes", codes)
     try:
-        out = con.execute(f"""
+        out = con.execute(
+            f"""
             SELECT {GRAPH_HASH} AS g, ma.code AS a, mb.code AS b,
                    (CASE s.winner WHEN 'A' THEN 1 WHEN 'B' THEN 2 ELSE 3 END)::TINYINT AS w,
                    (CASE {order_col} WHEN 'AB' THEN 1 WHEN 'BA' THEN 2 ELSE 0 END)::TINYINT AS o
-            FROM {src} s JOIN lens_count_codes ma ON s.model_a = ma.model JOIN lens_count_codes mb ON s.model_b = mb.model
-            WHERE s.winner <> 'invalid'""", params(src)).fetchnumpy()
+            FROM {src} s JOIN lens_count_codes ma ON s.model_a = ma.model
+                         JOIN lens_count_codes mb ON s.model_b = mb.model
+            WHERE s.winner <> 'invalid'""",
+            params(src),
+        ).fetchnumpy()
     finally:
         con.unregister("lens_count_codes")
     g = np.asarray(out.pop("g"), dtype=np.uint64)
@@ -99,11 +115,13 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
         first = np.full(shared.size, g.size)
         np.minimum.at(first, gid, np.arange(gid.size))
         if bool(((slo != slo[first][gid]) | (shi != shi[first][gid])).any()):
-            return None  # a graph holds several model pairs: its models' graph counts need the per-verdict path
+            # a graph holds several model pairs: its models' graph counts need the per-verdict path
+            return None
         both = (np.bincount(gid, weights=ssh == 1, minlength=shared.size) > 0) & (
             np.bincount(gid, weights=ssh == 0, minlength=shared.size) > 0)
         if bool(both.any()):
-            return None  # verdicts shown in both orders in one graph pair into votes by voter and source order
+            # verdicts shown in both orders in one graph pair into votes by voter and source order
+            return None
         n_graphs += np.bincount(slo[first], minlength=n) + np.bincount(shi[first], minlength=n)
     # every verdict is its own vote here (no graph shows one pair in both orders)
     n_graphs += np.bincount(lo[single], minlength=n) + np.bincount(hi[single], minlength=n)
@@ -140,15 +158,20 @@ def _source_facts(con: duckdb.DuckDBPyConnection, src: str | Relation, prob_colu
     prob = "count(prob_a)" if prob_column else "0"
     orders = ("count(*) FILTER (WHERE \"order\" = 'AB'), count(*) FILTER (WHERE \"order\" = 'BA')"
               if order_column else "0, 0")
-    rows = con.execute(f"SELECT judge, variant, turn, winner, count(*), count(*) FILTER (WHERE model_a = model_b), "
-                       f"{prob}, {orders} FROM {src} GROUP BY ALL", params(src)).fetchall()
+    rows = con.execute(
+        f"SELECT judge, variant, turn, winner, count(*), count(*) FILTER (WHERE model_a = model_b), "
+        f"{prob}, {orders} FROM {src} GROUP BY ALL",
+        params(src),
+    ).fetchall()
     valid = [r for r in rows if r[3] in ("A", "B", "tie")]
     n_self = sum(r[5] for r in rows if r[3] is not None and r[3] != "invalid")
     if n_self:
         raise LensError(f"{n_self} verdict(s) compare a model with itself.")
     bad = list(dict.fromkeys(r[3] for r in rows if r[3] not in ("A", "B", "tie", "invalid")))[:3]
     if bad:
-        raise LensError(f"Verdict winners must be A, B, tie or invalid; found {', '.join(repr(b) for b in bad)}.")
+        raise LensError(
+            f"Verdict winners must be A, B, tie or invalid; found {', '.join(repr(b) for b in bad)}."
+        )
     n_invalid = sum(r[4] for r in rows if r[3] == "invalid")
     both = bool(sum(r[7] for r in valid)) and bool(sum(r[8] for r in valid))
     return n_invalid, any(r[6] for r in valid), {r[:3] for r in valid}, both

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 
 
-def truncate(stack: GraphStack, keep_k: int, mu: float = 1.0, per_category: bool = False, pool: str = "perturbed"):
+def truncate(
+    stack: GraphStack, keep_k: int, mu: float = 1.0, per_category: bool = False, pool: str = "perturbed"
+):
     """Keep the K graphs with the smallest S_mu = C3_bad + mu C4_bad (paper 000, Section 3.1).
 
     Scores come from the graphs as judged; ``pool`` says which variants compete (``perturbed``:
@@ -69,7 +71,9 @@ def leaderboard_from_stack(
     n_pool = stack.T
     threshold, keep_note, kept_table = None, None, None
     if int(bootstrap or 0) < 0:
-        raise LensError(f"The number of bootstrap resamples must be 0 (no intervals) or more; got {bootstrap}.")
+        raise LensError(
+            f"The number of bootstrap resamples must be 0 (no intervals) or more; got {bootstrap}."
+        )
     if stack.T == 0:
         raise LensError("The selection holds no graph: no valid verdict matches the filters.")
     if keep_k is not None:
@@ -90,7 +94,9 @@ def leaderboard_from_stack(
             "wins": wins.astype(np.int64),
             "losses": losses.astype(np.int64),
             "ties": ties.astype(np.int64),
-            "win_rate": np.divide(wins + 0.5 * ties, games, out=np.full(len(models), np.nan), where=games > 0),
+            "win_rate": np.divide(
+                wins + 0.5 * ties, games, out=np.full(len(models), np.nan), where=games > 0
+            ),
             "n_graphs_model": stack.observed.any(axis=2).sum(axis=0).astype(np.int64),
             "votes": games.astype(np.int64),
             "n_prompts": _prompts_per_model(stack),
@@ -114,7 +120,9 @@ def leaderboard_from_stack(
     info = {
         "ranker": ranker,
         "ranker_params": plain_values(params),
-        "ranker_details": plain_values({k: v for k, v in res.details.items() if not isinstance(v, np.ndarray)}),
+        "ranker_details": plain_values(
+            {k: v for k, v in res.details.items() if not isinstance(v, np.ndarray)}
+        ),
         "policy": stack.policy,
         "keep_k": keep_k,
         "mu": mu if keep_k is not None else None,
@@ -163,8 +171,10 @@ def compared_models_only(stack: GraphStack, after_keep_k: bool = False) -> tuple
     kept = [m for m, s in zip(stack.models, seen, strict=True) if s]
     if len(kept) < 2:
         where = "the graphs keep-K kept" if after_keep_k else "the selection"
-        raise LensError(f"Only {len(kept)} model(s) ({', '.join(kept) or 'none'}) have a comparison in {where}; "
-                        "a ranking needs at least two.")
+        raise LensError(
+            f"Only {len(kept)} model(s) ({', '.join(kept) or 'none'}) have a comparison in {where}; "
+            "a ranking needs at least two."
+        )
     return stack.restrict_models(kept), dropped
 
 
@@ -217,8 +227,17 @@ def leaderboard(
         kept_hash = key_hashes(kept_keys)
         vts = ordered_votes(rows.take(np.isin(rows.graph, kept_hash)), spec)
         threshold = sel.threshold if not isinstance(sel.threshold, pd.Series) else sel.threshold.to_dict()
-        extra.update({"keep_k": keep_k, "mu": spec.mu, "per_category": spec.per_category, "pool": spec.pool,
-                      "threshold": plain_values(threshold), "keep_note": sel.note or None, "n_graphs_pool": sel.n_pool})
+        extra.update(
+            {
+                "keep_k": keep_k,
+                "mu": spec.mu,
+                "per_category": spec.per_category,
+                "pool": spec.pool,
+                "threshold": plain_values(threshold),
+                "keep_note": sel.note or None,
+                "n_graphs_pool": sel.n_pool,
+            }
+        )
         board = leaderboard_from_votes(vts, spec, extra_params=extra, kept=kept_keys)
         if board.params.get("dropped_models"):
             board.params["dropped_after_keep_k"] = True

@@ -43,12 +43,16 @@ def _read_json(path: Path, category: str | None) -> pd.Series:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise LensError(f"The reference file {path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+        raise LensError(
+            f"The reference file {path} is not valid JSON ({exc.msg} at line {exc.lineno})."
+        ) from None
     if not isinstance(data, dict) or not data:
         raise LensError(f"The reference file {path} is not a {{category: {{model: rating}}}} object.")
     cat = category or DEFAULT_CATEGORY
     if cat not in data:
-        raise LensError(f"The reference file {path.name} has no category {cat!r}; it has {', '.join(sorted(data))}.")
+        raise LensError(
+            f"The reference file {path.name} has no category {cat!r}; it has {', '.join(sorted(data))}."
+        )
     ratings = {}
     for model, entry in data[cat].items():
         value: Any = entry.get("rating") if isinstance(entry, dict) else entry  # JSON: float() decides
@@ -57,26 +61,34 @@ def _read_json(path: Path, category: str | None) -> pd.Series:
         except (TypeError, ValueError):
             raise LensError(f"Reference model {model!r} in category {cat!r} has no numeric rating.") from None
         if not math.isfinite(ratings[str(model)]):
-            raise LensError(f"Reference model {model!r} in category {cat!r} of {path.name} has the rating {value!r}; "
-                            "a rating must be a finite number.")
+            raise LensError(
+                f"Reference model {model!r} in category {cat!r} of {path.name} has the rating {value!r}; "
+                "a rating must be a finite number."
+            )
     return pd.Series(ratings, dtype="float64")
 
 
 def _read_csv(path: Path, category: str | None) -> pd.Series:
     if category is not None:
-        raise LensError(f"The leaderboard CSV {path.name} has one overall ranking; it has no category {category!r}.")
+        raise LensError(
+            f"The leaderboard CSV {path.name} has one overall ranking; it has no category {category!r}."
+        )
     df = pd.read_csv(path)
     cols = {c.lower(): c for c in df.columns}
     if "model" not in cols:
         raise LensError(f"The reference CSV {path.name} has no 'model' column.")
     rating = next((cols[c] for c in RATING_COLUMNS if c in cols), None)
     if rating is None:
-        raise LensError(f"The reference CSV {path.name} has none of the rating columns {', '.join(RATING_COLUMNS)}.")
+        raise LensError(
+            f"The reference CSV {path.name} has none of the rating columns {', '.join(RATING_COLUMNS)}."
+        )
     values = pd.to_numeric(df[rating], errors="coerce")
     bad = values.isna()
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0]) + 2
-        raise LensError(f"Line {row} of {path.name} has a non-numeric {rating} value {df[rating].iloc[row - 2]!r}.")
+        raise LensError(
+            f"Line {row} of {path.name} has a non-numeric {rating} value {df[rating].iloc[row - 2]!r}."
+        )
     inf = ~values.map(math.isfinite)
     if inf.any():
         k = int(inf.to_numpy().nonzero()[0][0])
@@ -132,7 +144,9 @@ def load_mapping(dataset: str) -> pd.DataFrame:
     """The dataset's model-name mapping (model → arena_model / arena_display)."""
     path = mapping_path(dataset, "models")
     if path is None:
-        raise LensError(f"There is no model-name mapping for dataset {dataset!r} (its name is not a plain file name).")
+        raise LensError(
+            f"There is no model-name mapping for dataset {dataset!r} (its name is not a plain file name)."
+        )
     if not path.exists():
         raise LensError(f"There is no model-name mapping for dataset {dataset!r} (expected {path}).")
     return load_mapping_file(path)
@@ -190,8 +204,10 @@ def reference_notes(ref: pd.Series) -> list[str]:
     out = []
     missing, unmapped = ref.attrs.get("missing") or [], ref.attrs.get("unmapped") or []
     if missing:
-        out.append(f"reference: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} mapped but not in the "
-                   "reference, so left out of the distances.")
+        out.append(
+            f"reference: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} mapped but not in the "
+            "reference, so left out of the distances."
+        )
     if unmapped:
         out.append(f"reference: the mapping gives {', '.join(unmapped)} no reference name, so "
                    f"{'it is' if len(unmapped) == 1 else 'they are'} left out of the distances.")
@@ -199,10 +215,13 @@ def reference_notes(ref: pd.Series) -> list[str]:
 
 
 def arena_category(dataset: str, category: str, path: str | Path | None = None) -> str:
-    """The reference category for a dataset category (data/mappings/<dataset>.categories.csv, with fallback)."""
+    """The reference category for a dataset category (data/mappings/<dataset>.categories.csv, with
+    fallback)."""
     mp = mapping_path(dataset, "categories")
     if mp is None:
-        raise LensError(f"There is no category mapping for dataset {dataset!r} (its name is not a plain file name).")
+        raise LensError(
+            f"There is no category mapping for dataset {dataset!r} (its name is not a plain file name)."
+        )
     if not mp.exists():
         raise LensError(f"There is no category mapping for dataset {dataset!r} (expected {mp}).")
     df = pd.read_csv(mp, dtype=str, keep_default_na=False)
@@ -218,12 +237,15 @@ def arena_category(dataset: str, category: str, path: str | Path | None = None) 
     raise LensError(f"The reference has neither {first!r} nor a fallback category for {category!r}.")
 
 
-def reference_for_dataset(dataset: str, category: str | None = None, path: str | Path | None = None) -> pd.Series:
+def reference_for_dataset(
+    dataset: str, category: str | None = None, path: str | Path | None = None
+) -> pd.Series:
     """The reference ratings by the dataset's model names (``category`` is a reference category)."""
     return map_reference(load_reference(path, category), load_mapping(dataset))
 
 
-# ----------------------------------------------------------------------------- the reference of a dataset choice
+# ----------------------------------------------------------------------------- the reference of a dataset
+# choice
 
 
 def own_truth(store: Store, dataset: str) -> tuple[pd.Series | None, str]:
@@ -250,7 +272,9 @@ def own_truth(store: Store, dataset: str) -> tuple[pd.Series | None, str]:
     return truth, f"ground truth of the synthetic dataset, {len(truth)} models"
 
 
-def reference_for(dataset: str, category: str | None, store: Store | None = None) -> tuple[pd.Series | None, str]:
+def reference_for(
+    dataset: str, category: str | None, store: Store | None = None
+) -> tuple[pd.Series | None, str]:
     """The reference ratings for the current choice and a note saying which, or (None, why not).
 
     A synthetic dataset (with ``store`` given) is measured against its own ground truth
@@ -278,7 +302,8 @@ def reference_for(dataset: str, category: str | None, store: Store | None = None
     return ref, f"LMArena reference, category {ref_cat or 'full'}, {len(ref)} mapped models{stale}"
 
 
-# ----------------------------------------------------------------------------- reference ranks of a stack's models
+# ----------------------------------------------------------------------------- reference ranks of a stack's
+# models
 
 
 def reference_ranks(reference: pd.Series, models: tuple[str, ...]) -> np.ndarray:
@@ -299,10 +324,16 @@ def reference_of(reference: pd.Series | Mapping[str, pd.Series], category: str |
     raise LensError(f"No reference ranking is given for category {category!r}.")
 
 
-def common_models(stack: GraphStack, reference: pd.Series | Mapping[str, pd.Series], categories: list[str]) -> tuple[str, ...]:
+def common_models(
+    stack: GraphStack, reference: pd.Series | Mapping[str, pd.Series], categories: list[str]
+) -> tuple[str, ...]:
     """Models of the stack that every needed reference rates (rankings are compared on these)."""
-    refs = [reference] if isinstance(reference, pd.Series) else [reference_of(reference, c) for c in categories]
+    refs = (
+        [reference] if isinstance(reference, pd.Series) else [reference_of(reference, c) for c in categories]
+    )
     keep = [m for m in stack.models if all(m in r.index and np.isfinite(r[m]) for r in refs)]
     if len(keep) < 2:
-        raise LensError("Fewer than two of the dataset's models have a reference rating, so no ranking can be compared.")
+        raise LensError(
+            "Fewer than two of the dataset's models have a reference rating, so no ranking can be compared."
+        )
     return tuple(keep)

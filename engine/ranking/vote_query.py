@@ -77,8 +77,11 @@ def read_vote_rows(
         elif order_by == "time":
             sort = " ORDER BY " + _source_order(cols)
         elif order_by == "prompt":
-            sort = (" ORDER BY judge, prompt_id, variant, turn, least(model_a, model_b), greatest(model_a, model_b), "
-                    + _source_order(cols))
+            sort = (
+                " ORDER BY judge, prompt_id, variant, turn, least(model_a, model_b), greatest(model_a, "
+                "model_b), "
+                + _source_order(cols)
+            )
         sql = f"""
             SELECT ma.code AS a, mb.code AS b,
                    (CASE s.winner WHEN 'A' THEN 1 WHEN 'B' THEN 2 ELSE 3 END)::TINYINT AS w,
@@ -102,7 +105,9 @@ def read_vote_rows(
     pa = None
     if prob:
         col = out["pa"]
-        pa = col.filled(np.nan).astype(np.float64) if np.ma.isMaskedArray(col) else np.asarray(col, np.float64)
+        pa = (
+            col.filled(np.nan).astype(np.float64) if np.ma.isMaskedArray(col) else np.asarray(col, np.float64)
+        )
     return VoteRows(models, _plain(out["a"], np.int16), _plain(out["b"], np.int16), _plain(out["w"], np.int8),
                     _plain(out["o"], np.int8), _plain(out["g"], np.uint64), _plain(out["p"], np.uint64),
                     _plain(out["u"], np.uint64), when, pa, n_invalid)
@@ -122,23 +127,34 @@ def filtered_source(relation: str | Relation, cols: set[str], judge=None, catego
     rel = relation if isinstance(relation, Relation) else Relation(relation)
     conditions = [in_values(col, [val] if isinstance(val, str) else list(val))
                   for col, val in (("judge", judge), ("category", category)) if val is not None]
-    return Relation(f"(SELECT * FROM {rel}{' WHERE ' + ' AND '.join(c for c, _ in conditions) if conditions else ''})",
-                    rel.values + tuple(v for _, vs in conditions for v in vs))
+    return Relation(
+        f"(SELECT * FROM {rel}{' WHERE ' + ' AND '.join(c for c, _ in conditions) if conditions else ''})",
+        rel.values + tuple(v for _, vs in conditions for v in vs),
+    )
 
 
 def check_winners(con: duckdb.DuckDBPyConnection, src: str | Relation) -> int:
-    """The invalid verdicts of a source; refuses self-comparisons and winners other than A, B, tie, invalid."""
+    """The invalid verdicts of a source; refuses self-comparisons and winners other than A, B, tie,
+    invalid."""
     row = con.execute(
         f"SELECT count(*) FILTER (WHERE winner = 'invalid'), count(*) FILTER (WHERE model_a = model_b "
         f"AND winner <> 'invalid'), count(*) FILTER (WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
         f"OR winner IS NULL) FROM {src}", params(src)).fetchall()[0]
     if row[1]:
         raise LensError(f"{row[1]} verdict(s) compare a model with itself.")
-    bad = [] if not row[2] else con.execute(
-        f"SELECT DISTINCT winner FROM {src} WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') OR winner IS NULL "
-        "LIMIT 3", params(src)).fetchall()
+    bad = (
+        []
+        if not row[2]
+        else con.execute(
+            f"SELECT DISTINCT winner FROM {src} WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') OR winner "
+            "IS NULL LIMIT 3",
+            params(src),
+        ).fetchall()
+    )
     if bad:
-        raise LensError(f"Verdict winners must be A, B, tie or invalid; found {', '.join(repr(b[0]) for b in bad)}.")
+        raise LensError(
+            f"Verdict winners must be A, B, tie or invalid; found {', '.join(repr(b[0]) for b in bad)}."
+        )
     return int(row[0])
 
 
@@ -162,7 +178,9 @@ def store_relation(store: Store, dataset: str) -> Relation:
     return Relation("verdicts").filtered([in_values("dataset", [dataset])])
 
 
-def store_vote_rows(store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None) -> VoteRows:
+def store_vote_rows(
+    store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None
+) -> VoteRows:
     """``read_vote_rows`` over a stored (or attached) dataset."""
     return read_vote_rows(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
                           order_by=order_by)

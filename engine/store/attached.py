@@ -6,7 +6,8 @@ leaderboard and bootstrap; ``Store.verdicts`` for the graph path) selects from
 ``read_parquet(glob)`` with the canonical columns. Required columns: prompt_id, model_a, model_b,
 winner (A, B, tie, invalid; ``error``, the import format's and ``datasets export``'s spelling of an
 invalid verdict, reads as invalid); judge (default ``judge``), variant (0), turn (1) and the rest
-are optional. Nothing is copied; the files must stay where they are, and changing them changes the dataset (re-attach to
+are optional. Nothing is copied; the files must stay where they are, and changing them changes the dataset
+(re-attach to
 bump its version for caches).
 """
 
@@ -29,8 +30,14 @@ REQUIRED = ("prompt_id", "model_a", "model_b", "winner")
 DEFAULTS = {
     "judge": f"'{DEFAULT_JUDGE}'", "variant": "0", "variant_kind": "'original'", "turn": str(DEFAULT_TURN),
 }
-TYPES = {"variant": "INTEGER", "turn": "INTEGER", "prob_a": "DOUBLE", "source_line": "INTEGER", "tstamp": "DOUBLE",
-         "strength": "INTEGER"}
+TYPES = {
+    "variant": "INTEGER",
+    "turn": "INTEGER",
+    "prob_a": "DOUBLE",
+    "source_line": "INTEGER",
+    "tstamp": "DOUBLE",
+    "strength": "INTEGER",
+}
 
 
 def parquet_columns(con: duckdb.DuckDBPyConnection, glob: str) -> set[str]:
@@ -73,7 +80,9 @@ def canonical_select(glob: str, dataset: str, columns: set[str]) -> Relation:
 def attached_glob(store: Store, dataset: str) -> str | None:
     """The glob of an attached dataset, or None for a dataset stored in the verdicts table."""
     try:
-        row = store.cursor().execute("SELECT files FROM attached_datasets WHERE name = ?", [dataset]).fetchone()
+        row = (
+            store.cursor().execute("SELECT files FROM attached_datasets WHERE name = ?", [dataset]).fetchone()
+        )
     except Exception:  # a read-only store opened before migration 050
         return None
     return None if row is None else str(row[0])
@@ -99,15 +108,22 @@ def attach(store: Store, name: str, glob: str, description: str | None = None) -
     cols = parquet_columns(con, glob)
     missing = [c for c in REQUIRED if c not in cols]
     if missing:
-        raise LensError(f"The Parquet files at {glob!r} have no {', '.join(missing)} column(s); a verdict needs "
-                        f"{', '.join(REQUIRED)}.")
+        raise LensError(
+            f"The Parquet files at {glob!r} have no {', '.join(missing)} column(s); a verdict needs "
+            f"{', '.join(REQUIRED)}."
+        )
     sel = canonical_select(glob, name, cols)
     n_files = int(scalar(con, "SELECT count(*) FROM glob(?)", [glob]))
-    bad = con.execute(f"SELECT winner, count(*) FROM ({sel}) WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
-                      "OR winner IS NULL GROUP BY winner LIMIT 3", params(sel)).fetchall()
+    bad = con.execute(
+        f"SELECT winner, count(*) FROM ({sel}) WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
+        "OR winner IS NULL GROUP BY winner LIMIT 3",
+        params(sel),
+    ).fetchall()
     if bad:
-        raise LensError(f"The Parquet files at {glob!r} have winners other than A, B, tie or invalid "
-                        f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); convert them or import with a value map.")
+        raise LensError(
+            f"The Parquet files at {glob!r} have winners other than A, B, tie or invalid "
+            f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); convert them or import with a value map."
+        )
     n_rows = int(scalar(con, f"SELECT count(*) FROM ({sel})", params(sel)))
     with store.transaction() as tx:
         version = record_attached(tx, name, glob, description or f"Parquet read in place: {glob}")

@@ -95,8 +95,7 @@ def list_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction; returns names applied."""
     con.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
+        "CREATE TABLE IF NOT EXISTS schema_migrations ( version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
         " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
     )
     done = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
@@ -107,7 +106,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(mig.sql)
-            con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [mig.version, mig.name])
+            con.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [mig.version, mig.name]
+            )
             con.execute("COMMIT")
         except Exception:
             con.execute("ROLLBACK")

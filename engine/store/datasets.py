@@ -51,9 +51,14 @@ def dataset_stamps(store: Store) -> tuple[tuple[str, int], ...]:
 
 def dataset_judges(store: Store, dataset: str) -> list[str]:
     """The dataset's judges, sorted, without loading its verdicts."""
-    rows = store.cursor().execute(
-        "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge", [dataset]
-    ).fetchall()
+    rows = (
+        store.cursor()
+        .execute(
+            "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge",
+            [dataset],
+        )
+        .fetchall()
+    )
     return [r[0] for r in rows]
 
 
@@ -65,12 +70,16 @@ def relation_judges(store: Store, relation: str | Relation) -> list[str]:
 
 
 def relation_timestamp_count(store: Store, relation: str | Relation) -> int:
-    """How many rows of a verdict relation carry a ``tstamp``: Elo plays them in time order only when some do."""
-    return int(store.cursor().execute(f"SELECT count(tstamp) FROM {relation}", params(relation)).fetchall()[0][0])
+    """How many rows of a verdict relation carry a ``tstamp``: Elo plays them in time order only when some
+    do."""
+    return int(
+        store.cursor().execute(f"SELECT count(tstamp) FROM {relation}", params(relation)).fetchall()[0][0]
+    )
 
 
 def is_synthetic(store: Store, dataset: str) -> bool:
-    """Whether ``dataset`` is flagged synthetic (written by ``engine.ingest.synthetic``); False when absent."""
+    """Whether ``dataset`` is flagged synthetic (written by ``engine.ingest.synthetic``); False when
+    absent."""
     row = store.cursor().execute("SELECT synthetic FROM datasets WHERE name = ?", [dataset]).fetchone()
     return bool(row is not None and row[0])
 

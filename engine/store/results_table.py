@@ -22,8 +22,8 @@ def write_result(store: Store, dataset: str, version: int, kind: str, param_hash
     """Store (or replace) one result row, committed at once."""
     with store.transaction() as tx:
         tx.execute(
-            "INSERT OR REPLACE INTO results_cache (dataset, version, kind, param_hash, params, frame, seconds)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO results_cache (dataset, version, kind, param_hash, params, frame, "
+            "seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [dataset, version, kind, param_hash, params_json, frame, seconds],
         )
 

@@ -73,7 +73,8 @@ class Relation:
                    tuple((names[k], v) for k, v in values.items()))
 
     def filtered(self, conditions: Sequence[Condition]) -> Relation:
-        """``(SELECT * FROM self WHERE ...)`` under the conditions (``in_values``, ``Condition``); self when none."""
+        """``(SELECT * FROM self WHERE ...)`` under the conditions (``in_values``, ``Condition``); self when
+        none."""
         if not conditions:
             return self
         values = self.values + tuple(v for _, vs in conditions for v in vs)

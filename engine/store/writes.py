@@ -60,9 +60,10 @@ def bump_dataset(tx: duckdb.DuckDBPyConnection, name: str, *, description: str |
     description, source or synthetic flag replaces the stored one. Returns the version."""
     version = new_version(tx)
     tx.execute(
-        "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1, updated_at = current_timestamp,"
-        " description = coalesce(?, description), source = coalesce(?, source), synthetic = coalesce(?, synthetic)"
-        " WHERE name = ?",
+        "UPDATE datasets SET version = ?, revision = coalesce(revision, 0) + 1, updated_at = "
+        "current_timestamp,"
+        " description = coalesce(?, description), source = coalesce(?, source), synthetic = coalesce(?, "
+        "synthetic) WHERE name = ?",
         [version, description, source, synthetic, name],
     )
     return version
@@ -83,10 +84,12 @@ def revision(tx: duckdb.DuckDBPyConnection, name: str) -> int:
 
 def rename_dataset_rows(tx: duckdb.DuckDBPyConnection, old: str, new: str) -> int:
     """Move a dataset and every row it owns to a new name (a change: new version); returns it."""
-    tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [new])  # left by an older dataset of that name
+    # left by an older dataset of that name
+    tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [new])
     for table in DATASET_TABLES:
         tx.execute(f"UPDATE {identifier(table)} SET dataset = ? WHERE dataset = ?", [new, old])
-    version = new_version(tx)  # one UPDATE of the row: DuckDB refuses a second change to a key in one transaction
+    # one UPDATE of the row: DuckDB refuses a second change to a key in one transaction
+    version = new_version(tx)
     tx.execute("UPDATE datasets SET name = ?, version = ?, revision = coalesce(revision, 0) + 1,"
                " updated_at = current_timestamp WHERE name = ?", [new, version, old])
     return version
@@ -113,7 +116,9 @@ def clear_truth(tx: duckdb.DuckDBPyConnection, dataset: str) -> None:
     tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [dataset])
 
 
-def insert_truth(tx: duckdb.DuckDBPyConnection, dataset: str, truth: pd.DataFrame, columns: Sequence[str]) -> None:
+def insert_truth(
+    tx: duckdb.DuckDBPyConnection, dataset: str, truth: pd.DataFrame, columns: Sequence[str]
+) -> None:
     """Replace the dataset's synthetic ground truth by the rows of ``truth`` (``columns``)."""
     clear_truth(tx, dataset)
     tx.register("_truth", truth[list(columns)])
@@ -128,8 +133,10 @@ def insert_verdicts_from(tx: duckdb.DuckDBPyConnection, dataset: str, relation: 
     """Append the rows of ``relation`` (a SELECT over the import's stage, with a ``seq`` column) as
     the dataset's verdicts, in ``seq`` order."""
     cols, name = identifiers(columns), param_name("dataset", dataset)
-    tx.execute(f'INSERT INTO verdicts ("dataset", {cols}) SELECT ${name}, {cols} FROM ({relation}) ORDER BY seq',
-               params(relation, {name: dataset}))
+    tx.execute(
+        f'INSERT INTO verdicts ("dataset", {cols}) SELECT ${name}, {cols} FROM ({relation}) ORDER BY seq',
+        params(relation, {name: dataset}),
+    )
 
 
 def upsert_texts_from(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: Relation) -> None:
@@ -204,7 +211,8 @@ def replace_pair_verdicts(tx: duckdb.DuckDBPyConnection, dataset: str, judge: st
     tx.register("_v", rows[list(JUDGED_COLUMNS)])
     try:
         tx.execute(
-            "DELETE FROM verdicts v USING (SELECT DISTINCT prompt_id, variant, turn, model_a, model_b FROM _v) k"
+            "DELETE FROM verdicts v USING (SELECT DISTINCT prompt_id, variant, turn, model_a, model_b FROM "
+            "_v) k"
             " WHERE v.dataset = ? AND v.judge = ? AND v.prompt_id = k.prompt_id AND v.variant = k.variant"
             " AND v.turn = k.turn AND v.model_a = k.model_a AND v.model_b = k.model_b",
             [dataset, judge],

@@ -177,7 +177,8 @@ _GRAPH_HASHES: dict[int, tuple[SliderContext, np.ndarray]] = {}
 
 
 def graph_hashes(ctx: SliderContext) -> np.ndarray:
-    """The 64-bit graph keys (``engine.ranking.vote_query.GRAPH_HASH``) of the context's graphs, computed once."""
+    """The 64-bit graph keys (``engine.ranking.vote_query.GRAPH_HASH``) of the context's graphs, computed
+    once."""
     from engine.ranking.vote_query import key_hashes
 
     got = _GRAPH_HASHES.get(id(ctx))
@@ -225,21 +226,35 @@ def ranked_stack(ctx: SliderContext, idx: np.ndarray, ranker: str) -> GraphStack
     sub = ctx.stack.subset(idx)
     n = sub.n
     if sub.T * n * n > DENSE_CELL_LIMIT:
-        raise LensError(f"The {ranker} ranker reads whole graphs, and the {sub.T:,} graphs over {n} models here "
-                        f"would need {sub.T * n * n:,} cells (more than {DENSE_CELL_LIMIT:,}); choose a ranker fitted "
-                        "from counts, a judge or category, or keep fewer graphs.")
+        raise LensError(
+            f"The {ranker} ranker reads whole graphs, and the {sub.T:,} graphs over {n} models here "
+            f"would need {sub.T * n * n:,} cells (more than {DENSE_CELL_LIMIT:,}); choose a ranker fitted "
+            "from counts, a judge or category, or keep fewer graphs."
+        )
     return sub.dense()
 
 
-def app_leaderboard(ctx: SliderContext | GraphStack | GraphBuckets, *, ranker: str, keep_k: int | None, mu: float,
-                    bootstrap: int, seed: int, reference: pd.Series | None = None, reference_note: str = "",
-                    extra_params: dict | None = None, votes: Votes | None = None) -> AppBoard:
+def app_leaderboard(
+    ctx: SliderContext | GraphStack | GraphBuckets,
+    *,
+    ranker: str,
+    keep_k: int | None,
+    mu: float,
+    bootstrap: int,
+    seed: int,
+    reference: pd.Series | None = None,
+    reference_note: str = "",
+    extra_params: dict | None = None,
+    votes: Votes | None = None,
+) -> AppBoard:
     """One slider move's engine work: keep-K by S_mu, rank, bootstrap CIs, cycle and reference columns.
 
-    ``ctx`` is a SliderContext (or a GraphStack / GraphBuckets, wrapped on the fly). With ``votes`` (the selection's
+    ``ctx`` is a SliderContext (or a GraphStack / GraphBuckets, wrapped on the fly). With ``votes`` (the
+    selection's
     ``engine.rankers.votes.Votes``) a count ranker ranks the votes of the kept graphs
     (``engine.ranking.count_board.leaderboard_from_votes``, the CLI's count path); otherwise
-    ``engine.ranking.leaderboard.leaderboard_from_stack`` ranks the kept graphs. ``params`` name the truncation.
+    ``engine.ranking.leaderboard.leaderboard_from_stack`` ranks the kept graphs. ``params`` name the
+    truncation.
     """
     import numpy as np
 
@@ -250,16 +265,23 @@ def app_leaderboard(ctx: SliderContext | GraphStack | GraphBuckets, *, ranker: s
     if not isinstance(ctx, SliderContext):
         ctx = SliderContext.of(ctx)
     idx, threshold = ctx.kept(keep_k, mu)
-    params = {"keep_k": keep_k, "mu": mu if keep_k is not None else None, "per_category": False if keep_k else None,
-              "pool": ctx.pool if keep_k is not None else None, "threshold": threshold,
-              "n_graphs_pool": ctx.n_pool if keep_k is not None else ctx.stack.T, **(extra_params or {})}
+    params = {
+        "keep_k": keep_k,
+        "mu": mu if keep_k is not None else None,
+        "per_category": False if keep_k else None,
+        "pool": ctx.pool if keep_k is not None else None,
+        "threshold": threshold,
+        "n_graphs_pool": ctx.n_pool if keep_k is not None else ctx.stack.T,
+        **(extra_params or {}),
+    }
     if votes is not None and ranker_object(ranker).counts:
         kept_votes = votes if keep_k is None else votes.take(np.isin(votes.graph, graph_hashes(ctx)[idx]))
         board = leaderboard_from_votes(kept_votes, ranker=ranker, bootstrap=bootstrap, seed=seed,
                                        extra_params={**params, "n_graphs": len(idx)})
     else:
-        board = leaderboard_from_stack(ranked_stack(ctx, idx, ranker), ranker=ranker, bootstrap=bootstrap, seed=seed,
-                                       extra_params=params)
+        board = leaderboard_from_stack(
+            ranked_stack(ctx, idx, ranker), ranker=ranker, bootstrap=bootstrap, seed=seed, extra_params=params
+        )
     table = board.table
     if not {"votes", "n_prompts"} <= set(table.columns):  # a table without the engine's vote columns
         from engine.views.leaderboard_view import with_participation

@@ -144,8 +144,10 @@ def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bo
     out = out.sort_values(["shared_rank", "rank", "model"], kind="stable").reset_index(drop=True)
     notes: list[str] = []
     if n_graphs < SMALL_GRAPHS:
-        notes.append(f"Small sample: this selection has only {n_graphs} graph(s) (fewer than {SMALL_GRAPHS}); "
-                     "the order can change with a few more prompts.")
+        notes.append(
+            f"Small sample: this selection has only {n_graphs} graph(s) (fewer than {SMALL_GRAPHS}); "
+            "the order can change with a few more prompts."
+        )
     if "votes" in out.columns:
         few = out.loc[out["votes"].astype("Float64") < SMALL_VOTES, "model"].astype(str).tolist()
         if few:
@@ -155,9 +157,11 @@ def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bo
     delta_note = None
     if "ref_rank" in out.columns and out["ref_rank"].notna().any():
         n_mapped = int(out["ref_rank"].notna().sum())
-        delta_note = (f"Δ vs reference = this model's rank among the {n_mapped} models that are on the reference, "
-                      "minus its rank there (+2: two places lower here). Ranks are counted among those "
-                      f"{n_mapped} models only, so they can differ from the rank column"
-                      + (f"; {reference_note}." if reference_note else "."))
+        delta_note = (
+            f"Δ vs reference = this model's rank among the {n_mapped} models that are on the reference, "
+            "minus its rank there (+2: two places lower here). Ranks are counted among those "
+            f"{n_mapped} models only, so they can differ from the rank column"
+            + (f"; {reference_note}." if reference_note else ".")
+        )
     cols = [c for c in DISPLAY_ORDER if c in out.columns]
     return BoardView(out[cols], score_label, digits, rank_note, tuple(notes), delta_note)
