@@ -57,7 +57,8 @@ def regularise(
     n = w.shape[1]
     off = ~np.eye(n, dtype=bool)
     edges = (w > 0) & off
-    ok = np.asarray((edges | ~off).reshape(w.shape[0], n * n).all(axis=1))  # every pair both ways (n * n: B may be 0)
+    # every pair both ways: connected (n * n, not -1: the batch may be empty)
+    ok = np.asarray((edges | ~off).reshape(w.shape[0], n * n).all(axis=1))
     if not ok.all():
         ok[~ok] = strongly_connected_batch(edges[~ok])
     bad = ~ok
