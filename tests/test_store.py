@@ -133,3 +133,21 @@ def test_keep_open_store_holds_the_file(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_damaged_store_is_reported_as_damaged_not_as_busy(tmp_path: Path) -> None:
+    """A store whose first data block no longer matches its checksum (as a write cut short by a full
+    disk leaves it) is one "Cannot open the store" sentence naming DuckDB's reason, at once: not
+    "in use by another process" (DuckDB's message says "block", which holds "lock")."""
+    path = tmp_path / "lens.duckdb"
+    Store(path).close()
+    block_start = 3 * 4096  # after DuckDB's main header and its two database headers
+    with open(path, "r+b") as fh:
+        fh.seek(block_start + 64)
+        fh.write(b"\xff" * 4096)
+    with pytest.raises(StoreError) as info:
+        Store(path, keep_open=False, lock_wait_s=0)
+    assert not isinstance(info.value, StoreBusy)
+    message = str(info.value)
+    assert message.startswith(f"Cannot open the store at {path}: ") and "checksum" in message
+    assert "in use by another process" not in message

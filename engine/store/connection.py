@@ -59,6 +59,17 @@ def check_store_file(path: Path) -> None:
         raise StoreError(f"{path} exists but is not a DuckDB database; give a new or existing .duckdb file.")
 
 
+_LOCK_CONFLICT = ("could not set lock on file", "conflicting lock")
+"""What DuckDB says when another process holds the file's lock (and only then: a bare "lock" would
+also match the "block" of a corrupt-file message, and a damaged store would be waited on as busy)."""
+
+
+def is_lock_conflict(exc: BaseException) -> bool:
+    """The open failed because another process holds the store file's lock."""
+    text = str(exc).lower()
+    return any(phrase in text for phrase in _LOCK_CONFLICT)
+
+
 def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
     """The store file: ``db`` if given, else ``$LENS_DB``, else ``data/lens.duckdb``."""
     if db:
@@ -154,7 +165,7 @@ class Store:
             try:
                 return duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.Error as exc:  # locked by another process, unreadable file, ...
-                locked = "lock" in str(exc).lower()
+                locked = is_lock_conflict(exc)
                 if locked and time.monotonic() < deadline:
                     time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
                     delay = min(delay * 2, 0.5)
