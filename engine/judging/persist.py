@@ -9,9 +9,10 @@ call their named functions and build no SQL. They stay in the judging package ra
 
 Verdicts replace, never duplicate: storing the rows of a pair first deletes that pair's earlier rows
 for the same dataset, judge and prompt instance, so a rerun or a resumed run leaves exactly one set.
-Each write is one transaction and takes a fresh dataset version from the store's one counter, so
-cached results refresh. The SQL on the shared dataset tables (datasets, prompts, answers, verdicts)
-is ``engine.store.writes``'s; the run and lineage tables below are judging's own.
+Each write is one transaction and, when it changes something, takes a fresh dataset version from
+the store's one counter, so cached results refresh (texts already stored as they are change
+nothing). The SQL on the shared dataset tables (datasets, prompts, answers, verdicts) is
+``engine.store.writes``'s; the run and lineage tables below are judging's own.
 
 Runs are recorded with their process id and host. Two live runs that would make the same calls
 (same kind, dataset, backend and model), or two ``perturb`` runs of one dataset (they would hand out
@@ -49,25 +50,28 @@ _PAIR_KEY = ["prompt_id", "variant", "turn", "model_a", "model_b"]
 
 
 def write_prompts(store: Store, dataset: str, prompts: pd.DataFrame, *, source: str = "judging") -> int:
-    """Upsert prompt texts (prompt_id, variant, turn, category, variant_kind, parent_variant, text)."""
+    """Upsert prompt texts (prompt_id, variant, turn, category, variant_kind, parent_variant, text); the
+    dataset takes a new version only when a text is new or changed (a rerun's identical texts write
+    nothing: no version moves and no datasets row is rewritten)."""
     df = prompts.copy()
     for col, default in (("variant", 0), ("variant_kind", "original"), ("parent_variant", None)):
         if col not in df:
             df[col] = default
     with store.transaction() as cur:
-        writes.dataset_written(cur, dataset, description="judge run", source=source)
-        writes.upsert_prompts(cur, dataset, df)
+        if writes.upsert_prompts(cur, dataset, df):
+            writes.dataset_written(cur, dataset, description="judge run", source=source)
     return len(df)
 
 
 def write_answers(store: Store, dataset: str, answers: pd.DataFrame, *, source: str = "judging") -> int:
-    """Upsert answer texts (prompt_id, variant, turn, model, text)."""
+    """Upsert answer texts (prompt_id, variant, turn, model, text); a new version only when one is new
+    or changed, as ``write_prompts``."""
     df = answers.copy()
     if "variant" not in df:
         df["variant"] = 0
     with store.transaction() as cur:
-        writes.dataset_written(cur, dataset, description="judge run", source=source)
-        writes.upsert_answers(cur, dataset, df)
+        if writes.upsert_answers(cur, dataset, df):
+            writes.dataset_written(cur, dataset, description="judge run", source=source)
     return len(df)
 
 

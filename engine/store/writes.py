@@ -189,9 +189,28 @@ def _insert_frame(tx: duckdb.DuckDBPyConnection, verb: str, table: str, dataset:
         tx.unregister("_rows")
 
 
-def upsert_prompts(tx: duckdb.DuckDBPyConnection, dataset: str, prompts: pd.DataFrame) -> None:
-    """Insert or replace prompt texts (PROMPT_TEXT_COLUMNS); the caller records the change."""
+def _texts_differ(tx: duckdb.DuckDBPyConnection, table: str, dataset: str, frame: pd.DataFrame,
+                  columns: Sequence[str]) -> bool:
+    """Whether ``frame`` holds a row the dataset does not already store exactly (a new key or a
+    changed value; EXCEPT compares NULLs as equal)."""
+    tx.register("_rows", frame[list(columns)])
+    try:
+        cols = identifiers(columns)
+        rows = tx.execute(f"SELECT count(*) FROM (SELECT {cols} FROM _rows EXCEPT "
+                          f"SELECT {cols} FROM {identifier(table)} WHERE dataset = ?)", [dataset]).fetchall()
+    finally:
+        tx.unregister("_rows")
+    return bool(rows[0][0])
+
+
+def upsert_prompts(tx: duckdb.DuckDBPyConnection, dataset: str, prompts: pd.DataFrame) -> bool:
+    """Insert or replace prompt texts (PROMPT_TEXT_COLUMNS) when any is new or changed; returns
+    whether it wrote (the caller then records the change). Texts already stored as they are (a
+    rerun's) are not rewritten and move no version: nothing a cache keyed by it holds went stale."""
+    if not _texts_differ(tx, "prompts", dataset, prompts, PROMPT_TEXT_COLUMNS):
+        return False
     _insert_frame(tx, "INSERT OR REPLACE INTO", "prompts", dataset, prompts, PROMPT_TEXT_COLUMNS)
+    return True
 
 
 def insert_prompts(tx: duckdb.DuckDBPyConnection, dataset: str, prompts: pd.DataFrame) -> None:
@@ -199,9 +218,13 @@ def insert_prompts(tx: duckdb.DuckDBPyConnection, dataset: str, prompts: pd.Data
     _insert_frame(tx, "INSERT INTO", "prompts", dataset, prompts, PROMPT_TEXT_COLUMNS)
 
 
-def upsert_answers(tx: duckdb.DuckDBPyConnection, dataset: str, answers: pd.DataFrame) -> None:
-    """Insert or replace answer texts (ANSWER_TEXT_COLUMNS); the caller records the change."""
+def upsert_answers(tx: duckdb.DuckDBPyConnection, dataset: str, answers: pd.DataFrame) -> bool:
+    """Insert or replace answer texts (ANSWER_TEXT_COLUMNS) when any is new or changed; returns
+    whether it wrote (the caller then records the change), as ``upsert_prompts``."""
+    if not _texts_differ(tx, "answers", dataset, answers, ANSWER_TEXT_COLUMNS):
+        return False
     _insert_frame(tx, "INSERT OR REPLACE INTO", "answers", dataset, answers, ANSWER_TEXT_COLUMNS)
+    return True
 
 
 def replace_pair_verdicts(tx: duckdb.DuckDBPyConnection, dataset: str, judge: str, rows: pd.DataFrame,
