@@ -46,3 +46,23 @@ def test_the_default_raw_score_weighs_both_cycle_lengths_one():
     # and the defaults are the explicit mu = lam3 = 1
     same = keep_k_graphs(stack, 7, mu=1.0, lam3=1.0)
     np.testing.assert_array_equal(keep_k_graphs(stack, 7).index, same.index)
+
+
+def test_a_known_variant_kind_decides_the_pools_not_the_variant_id():
+    """Where the kind is stored it decides: an original numbered 2 is in the sampling pool, a
+    replicate numbered 0 is not an original (so not in the perturbed pool); the variant id decides
+    only where no kind is stored (kills truncation L168: originals read from the id alone)."""
+    from engine.graphs.truncation import pool_mask
+
+    kinds = ["original", "sample", "original", "paraphrase"]
+    keys = pd.DataFrame({"variant": [0, 0, 2, 1], "variant_kind": kinds})
+    by_kind = {
+        "perturbed": [k != "sample" for k in keys["variant_kind"]],
+        "sampling": [k in ("original", "sample") for k in keys["variant_kind"]],
+        "all": [True] * 4,
+    }
+    for pool, want in by_kind.items():
+        np.testing.assert_array_equal(pool_mask(keys, pool), np.array(want), err_msg=pool)
+    no_kind = keys[["variant"]]  # kind unknown: variant 0 is the original, nothing is a replicate
+    np.testing.assert_array_equal(pool_mask(no_kind, "sampling"), np.array([True, True, False, False]))
+    np.testing.assert_array_equal(pool_mask(no_kind, "perturbed"), np.ones(4, dtype=bool))
