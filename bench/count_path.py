@@ -99,46 +99,15 @@ def main() -> None:
     peer = work / "peer.py"
     peer.write_text(PEER)
     py = sys.executable
+    def board(store: Path, *extra: str) -> list[str]:
+        return [py, "-m", "engine", "--db", str(store), "leaderboard", "--dataset", "arena", *extra,
+                "--format", "csv"]
+
     runs = {
         "evalica bradley_terry (Parquet via pandas)": [py, str(peer), str(pq)],
-        "leaderboard": [
-            py,
-            "-m",
-            "engine",
-            "--db",
-            str(db),
-            "leaderboard",
-            "--dataset",
-            "arena",
-            "--format",
-            "csv",
-        ],
-        f"leaderboard --bootstrap {args.bootstrap}": [
-            py,
-            "-m",
-            "engine",
-            "--db",
-            str(db),
-            "leaderboard",
-            "--dataset",
-            "arena",
-            "--bootstrap",
-            str(args.bootstrap),
-            "--format",
-            "csv",
-        ],
-        "leaderboard (Parquet attached in place)": [
-            py,
-            "-m",
-            "engine",
-            "--db",
-            str(att),
-            "leaderboard",
-            "--dataset",
-            "arena",
-            "--format",
-            "csv",
-        ],
+        "leaderboard": board(db),
+        f"leaderboard --bootstrap {args.bootstrap}": board(db, "--bootstrap", str(args.bootstrap)),
+        "leaderboard (Parquet attached in place)": board(att),
     }
     print(f"{args.battles:,} battles x {args.models} models")
     print("| process | wall s | user+sys s | peak RSS MB |\n| --- | --- | --- | --- |")
