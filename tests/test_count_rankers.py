@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import run_engine
+from verdict_frames import canonical_frame
 
 from engine.graphs.stack import build_stack
 from engine.rankers import rank
@@ -17,34 +18,13 @@ from engine.rankers.objects import fit_counts
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.leaderboard import leaderboard
 from engine.ranking.vote_query import frame_vote_rows
-from engine.store.schema import VERDICT_DTYPES
 
 COUNT_RANKERS = ("bt", "davidson", "winrate", "copeland", "scorewin", "rank-centrality", "majority")
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     """A canonical verdict frame from partial rows (defaults for the rest)."""
-    base = {
-        "dataset": "d",
-        "judge": "j",
-        "variant": 0,
-        "variant_kind": "original",
-        "turn": 1,
-        "category": None,
-        "order": None,
-        "prob_a": np.nan,
-        "annotator": None,
-        "explanation": None,
-        "source_file": "f",
-        "source_line": None,
-        "battle_id": None,
-        "tstamp": np.nan,
-        "strength": None,
-    }
-    base = {k: v for k, v in base.items() if k in VERDICT_DTYPES}
-    df = pd.DataFrame([{**base, **r} for r in rows])
-    df["source_line"] = np.arange(1, len(df) + 1)
-    return df[list(VERDICT_DTYPES)].astype(VERDICT_DTYPES)
+    return canonical_frame(rows)
 
 
 def tournaments(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from verdict_frames import canonical_frame
 
 from engine.errors import LensError
 from engine.graphs.stack import build_stack
@@ -16,31 +17,11 @@ from engine.rankers.votes import votes as make_votes
 from engine.ranking.bootstrap import bootstrap, bootstrap_bt_verdicts
 from engine.ranking.count_bootstrap import bootstrap_counts
 from engine.ranking.vote_query import frame_vote_rows
-from engine.store.schema import VERDICT_DTYPES
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
-    base = {
-        "dataset": "d",
-        "judge": "j",
-        "variant": 0,
-        "variant_kind": "original",
-        "turn": 1,
-        "category": "c",
-        "order": None,
-        "prob_a": np.nan,
-        "annotator": None,
-        "explanation": None,
-        "source_file": "f",
-        "source_line": None,
-        "battle_id": None,
-        "tstamp": np.nan,
-        "strength": None,
-    }
-    base = {k: v for k, v in base.items() if k in VERDICT_DTYPES}
-    df = pd.DataFrame([{**base, **r} for r in rows])
-    df["source_line"] = np.arange(1, len(df) + 1)
-    return df[list(VERDICT_DTYPES)].astype(VERDICT_DTYPES)
+    """A canonical verdict frame from partial rows, category "c" unless given."""
+    return canonical_frame(rows, category="c")
 
 
 def round_robins(n_prompts: int, winner) -> pd.DataFrame:

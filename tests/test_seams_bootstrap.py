@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from verdict_frames import canonical_frame
 
 from engine.graphs.stack import build_stack
 from engine.rankers.objects import RANKER_OBJECTS
@@ -28,7 +29,6 @@ from engine.ranking.bootstrap import BootstrapResult, bootstrap
 from engine.ranking.count_bootstrap import bootstrap_counts, resampled_counts
 from engine.ranking.leaderboard import leaderboard
 from engine.ranking.vote_query import frame_vote_rows
-from engine.store.schema import VERDICT_DTYPES
 from tests.seam_data import imported, shapes
 
 COUNT_RANKERS = tuple(n for n, o in RANKER_OBJECTS.items() if o.counts)
@@ -37,26 +37,7 @@ GRAPH_RANKERS = tuple(n for n, o in RANKER_OBJECTS.items() if not o.counts)
 
 def canonical(rows: list[dict]) -> pd.DataFrame:
     """A canonical verdict frame (the store's columns and dtypes) from partial rows."""
-    base = {
-        "dataset": "d",
-        "judge": "j",
-        "variant": 0,
-        "variant_kind": "original",
-        "turn": 1,
-        "category": None,
-        "order": None,
-        "prob_a": np.nan,
-        "annotator": None,
-        "explanation": None,
-        "source_file": "f",
-        "source_line": None,
-        "battle_id": None,
-        "tstamp": np.nan,
-        "strength": None,
-    }
-    df = pd.DataFrame([{**base, **r} for r in rows])
-    df["source_line"] = np.arange(1, len(df) + 1)
-    return df[list(VERDICT_DTYPES)].astype(VERDICT_DTYPES)
+    return canonical_frame(rows)
 
 
 def one_prompt_three_judges() -> pd.DataFrame:
