@@ -8,6 +8,7 @@ import sys
 
 import pandas as pd
 
+from engine.cli._terminal import data_stream, escape_cell, on_terminal
 from engine.errors import LensError
 from engine.ingest.csv_cells import write_csv
 from engine.ingest.shipped import open_store
@@ -85,14 +86,6 @@ TERMINAL_ROWS = 40
 """A table printed to a terminal shows at most this many rows (the first 30 and the last 10)."""
 
 
-def on_terminal(out) -> bool:
-    """Whether ``out`` is an interactive terminal (a table there is summarised, never in a pipe or file)."""
-    try:
-        return bool(out.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
 def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     """Print a frame: CSV (header + rows, nothing else; cells a spreadsheet would evaluate get a
     leading ``'``), JSON records (raw values), or an aligned table.
@@ -101,8 +94,13 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     table: the column names and a line ``(no rows)``), never pandas' "Empty DataFrame" text.
     A table of more than ``TERMINAL_ROWS`` rows printed to a terminal shows its first 30 and last 10
     rows and a line saying how many are left out (2,401 keep-K rows are unreadable on a screen); in a
-    pipe or file, and with --format csv or json, every row is printed."""
+    pipe or file, and with --format csv or json, every row is printed.
+
+    A table's names and texts are escaped (``engine.cli._terminal``: a control character shows as
+    ``\\x1b``, never acts); CSV is escaped on a terminal and exact in a pipe or file; JSON is ASCII."""
     out = out or sys.stdout
+    if fmt == "table":
+        df = _escaped_table(df)
     if fmt == "table" and len(df) > TERMINAL_ROWS and on_terminal(out):
         head, tail = df.head(TERMINAL_ROWS - 10), df.tail(10)
         with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
@@ -119,13 +117,28 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     elif fmt == "table" and df.empty:
         out.write("  ".join(str(c) for c in df.columns) + "\n(no rows)\n")
     elif fmt == "csv":
-        write_csv(df, out)  # formula-like cells neutralised for spreadsheets (engine/views/exports.py)
+        # formula-like cells neutralised for spreadsheets (engine/views/exports.py)
+        write_csv(df, data_stream(out))
     elif fmt == "json":
         out.write("[]" if df.empty else df.to_json(orient="records", indent=2, double_precision=10))
         out.write("\n")
     else:
         with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
             out.write(df.to_string(index=False) + "\n")
+
+
+def _escaped_table(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its text cells and column names escaped to one line each (a copy when any text
+    column exists; numbers untouched)."""
+    text_cols = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])
+                 or isinstance(df[c].dtype, pd.CategoricalDtype)]
+    if not text_cols and all(isinstance(c, str) and escape_cell(c) == c for c in df.columns):
+        return df
+    out = df.copy()
+    for c in text_cols:
+        out[c] = out[c].map(escape_cell)
+    out.columns = [escape_cell(c) for c in df.columns]
+    return out
 
 
 def write_json(obj: object, out=None) -> None:

@@ -42,6 +42,7 @@ store files the journals into the cache before its first lookup.
 from __future__ import annotations
 
 import random
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager, nullcontext
@@ -196,7 +197,10 @@ class Runner:
             return
         from tqdm import tqdm
 
-        bar = self._bar = tqdm(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True)
+        # the bar redraws itself with "\r": below the CLI's escaping (engine/cli/_terminal.py), it shows
+        # only its own counts
+        err = getattr(sys.stderr, "unescaped", sys.stderr)
+        bar = self._bar = tqdm(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True, file=err)
         try:
             yield
         finally:
