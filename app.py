@@ -15,6 +15,13 @@ from engine.errors import LensError
 from engine.store.connection import StoreBusy
 from engine.store.schema import DEFAULT_DATASET
 
+if not st.get_option("client.disableDataExport"):
+    # Started where .streamlit/config.toml is not read (another folder) or with the option turned off:
+    # st.dataframe's toolbar would offer "Download as CSV" with formula cells unguarded. The option
+    # reaches the browser with each run's start, so this run ends here and the next starts with it.
+    st.set_option("client.disableDataExport", True)
+    st.rerun()
+
 # an emoji favicon is drawn locally; a :material/…: one would be fetched from fonts.gstatic.com
 st.set_page_config(page_title="Tournament Lens", page_icon="🏆", layout="wide")
 

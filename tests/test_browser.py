@@ -123,6 +123,42 @@ def test_every_page_opens_from_its_own_address(server, browser):
     page.close()
 
 
+def toolbar_labels(page) -> list[list[str]]:
+    """Per visible dataframe of the page: the labels of the toolbar buttons it shows on hover."""
+    found = []
+    for frame in page.query_selector_all('[data-testid="stDataFrame"]'):
+        if not frame.is_visible():
+            continue
+        frame.scroll_into_view_if_needed()
+        frame.hover()
+        page.wait_for_selector('[data-testid="stElementToolbar"] button', state="visible", timeout=10_000)
+        found.append([b.get_attribute("aria-label") or b.inner_text()
+                      for b in page.query_selector_all('[data-testid="stElementToolbar"] button')
+                      if b.is_visible()])
+        page.mouse.move(0, 0)
+    return found
+
+
+def test_no_table_offers_an_unguarded_csv_download(server, browser):
+    """Issue 23 bug 10: st.dataframe's own "Download as CSV" wrote =1+1, @x, -inf and the intervals'
+    "+0.505 / -0.614" raw, and a spreadsheet evaluates them. At 1280 px, every table of every page shows
+    its toolbar (search, full screen) without a download; the pages' own buttons write guarded CSV."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    seen = {}
+    for i, (path, (name, _)) in enumerate(PAGES.items()):
+        open_page(page, server, path, first=i == 0)
+        if name == "leaderboard":
+            page.wait_for_selector('[data-testid="stDataFrame"] canvas', timeout=60_000)
+        wait_drawn(page)
+        seen[name] = toolbar_labels(page)
+    page.close()
+    assert len(seen["leaderboard"]) == 1 and sum(map(len, seen.values())) >= 4, seen
+    assert all("Search" in labels for tables in seen.values() for labels in tables), seen
+    offered = {name: labels for name, tables in seen.items() for labels in tables
+               if any("download" in label.lower() for label in labels)}
+    assert not offered, offered
+
+
 def test_xss_dataset_runs_no_script(xss_server, browser):
     server = xss_server
     page = browser.new_page(viewport={"width": 1400, "height": 1000})

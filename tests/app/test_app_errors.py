@@ -15,6 +15,7 @@ def test_the_server_binds_loopback_and_hides_error_details():
     cfg = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
     assert cfg["server"]["address"] == "127.0.0.1"
     assert cfg["client"]["showErrorDetails"] == "none"
+    assert cfg["client"]["disableDataExport"] is True  # issue 23 bug 10 (tests/test_browser.py checks it)
 
 
 def _page_text(at) -> str:
