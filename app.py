@@ -131,7 +131,7 @@ def main() -> None:
     except StoreBusy as exc:  # held by another process while this server first opens it
         busy_notice(exc, "busy_open")
         return
-    except LensError as exc:  # the store cannot be opened at all (not a DuckDB file, unreadable)
+    except LensError as exc:  # the store cannot be opened at all (not a DuckDB file, unreadable, cut short)
         st.error(user_text(exc))
         st.button("Try again", icon=":material/refresh:", key="open_retry")
         return

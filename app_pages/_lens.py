@@ -17,7 +17,13 @@ import streamlit as st
 
 from engine.errors import LensError
 from engine.ingest.shipped import open_store
-from engine.store.connection import Store, StoreBusy, resolve_db_path
+from engine.store.connection import (
+    Store,
+    StoreBusy,
+    damaged_store_error,
+    is_damaged_store,
+    resolve_db_path,
+)
 from engine.store.datasets import dataset_choices, dataset_stamps
 from engine.views.appstate import ALL, CacheKey
 from engine.views.dataview import without_paths
@@ -68,8 +74,9 @@ class SessionOutcome:
 def guarded_session(key: str = "busy_retry"):
     """``with guarded_session():`` = ``store_session()`` for a script run (app.py) or a fragment run
     (the inspector's graph), where a store held past the lock wait ends the block with
-    ``busy_notice`` instead of a traceback, a stray ``LensError`` with its sentence and any other
-    error with ``internal_error`` (never a traceback or a server path). ``key`` names the retry
+    ``busy_notice`` instead of a traceback, a stray ``LensError`` with its sentence, a store file found
+    damaged (``engine.store.connection.is_damaged_store``) with the sentence the command line gives and
+    any other error with ``internal_error`` (never a traceback or a server path). ``key`` names the retry
     button (one per caller)."""
     outcome = SessionOutcome()
     try:
@@ -81,7 +88,10 @@ def guarded_session(key: str = "busy_retry"):
     except LensError as exc:  # a user mistake no page caught: its sentence, never a traceback
         show_error(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or a damaged store: one sentence here, details in the log
-        internal_error(exc)
+        if is_damaged_store(exc):  # a damaged part of the store file first read by this page
+            show_error(damaged_store_error(resolve_db_path(), exc))
+        else:
+            internal_error(exc)
 
 
 def internal_error(exc: BaseException) -> None:

@@ -66,7 +66,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command line; a LensError becomes its one sentence on stderr and exit status 2."""
+    """Run one command line; a LensError, a full disk or a damaged store file becomes one sentence on
+    stderr and exit status 2."""
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(command_module(argv))
     args = parser.parse_args(argv)
@@ -81,10 +82,16 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if not is_disk_full(exc):
-            raise
-        print(f"error: {disk_full_sentence()}", file=sys.stderr)
-        return 2
+        if is_disk_full(exc):
+            print(f"error: {disk_full_sentence()}", file=sys.stderr)
+            return 2
+        from engine.store.connection import damaged_store_error, is_damaged_store, resolve_db_path
+
+        if is_damaged_store(exc):  # a damaged part of the store first read by this command's queries
+            print(f"error: {damaged_store_error(resolve_db_path(getattr(args, 'db', None)), exc)}",
+                  file=sys.stderr)
+            return 2
+        raise
 
 
 if __name__ == "__main__":

@@ -61,6 +61,19 @@ def xss_server(tmp_path_factory: pytest.TempPathFactory):
     yield from _serve(tmp / "lens.duckdb", tmp / "streamlit.log")
 
 
+@pytest.fixture(scope="module")
+def cut_server(tmp_path_factory: pytest.TempPathFactory):
+    """The app on a store file cut short inside a block (a copy or download stopped early)."""
+    _requirements()
+    from engine.ingest.shipped import open_store
+
+    tmp = tmp_path_factory.mktemp("browser_cut")
+    open_store(tmp / "whole.duckdb").close()
+    data = (tmp / "whole.duckdb").read_bytes()
+    (tmp / "cut.duckdb").write_bytes(data[: len(data) // 3])
+    yield from _serve(tmp / "cut.duckdb", tmp / "streamlit.log")
+
+
 def test_every_page_renders_without_error(server, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1440, "height": 1300})
     outside = []
@@ -199,3 +212,35 @@ def test_xss_dataset_runs_no_script(xss_server, browser):
     settle(page)
     page.screenshot(path=str(SHOTS / "xss_inspector.png"))
     page.close()
+
+
+def test_a_store_cut_short_is_one_sentence_at_every_address(cut_server, browser):
+    """Issue 23 bug 12: a truncated store showed Streamlit's generic error box (and a "Page not found"
+    dialog); each page's own address shows the store's one sentence, nothing else."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    for path in ("cycle-map", "", "datasets"):
+        page.goto(f"{cut_server}/{path}")
+        page.wait_for_selector('[data-testid="stAlertContentError"]', timeout=40_000)
+        wait_idle_without_title(page)
+        assert "Page not found" not in page.inner_text("body"), path
+        shown = errors_on(page)
+        expected = "Cannot open the store at cut.duckdb: it is damaged (the file is "
+        assert len(shown) == 1 and shown[0].startswith(expected), (path, shown)
+    page.close()
+
+
+def wait_idle_without_title(page, timeout_s: float = 40) -> None:
+    """Wait until Streamlit's 'running' indicator has been gone a moment (a page that stopped on its
+    error has no title to wait for)."""
+    import time
+
+    deadline, quiet_since = time.time() + timeout_s, None
+    while time.time() < deadline:
+        if page.query_selector('[data-testid="stStatusWidget"]') is None:
+            quiet_since = quiet_since or time.time()
+            if time.time() - quiet_since > 1.0:
+                return
+        else:
+            quiet_since = None
+        time.sleep(0.2)
+    raise AssertionError("the app was still running after the timeout")

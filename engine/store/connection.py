@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -46,17 +47,97 @@ class StoreBusy(StoreError):
 _DUCKDB_MAGIC = b"DUCK"
 
 
-def check_store_file(path: Path) -> None:
+def check_store_file(path: Path) -> int | None:
     """Refuse a path that exists but is not a DuckDB database (DuckDB would silently open a CSV or
-    Parquet file as a temporary in-memory database, and every write would be lost)."""
+    Parquet file as a temporary in-memory database, and every write would be lost). Returns the file's
+    block size (``header_block_size``) for ``truncation``, None for a new file."""
     if not path.exists():
-        return
+        return None
     if path.is_dir():
         raise StoreError(f"The store path {path} is a folder; give a file such as {path / 'lens.duckdb'}.")
     with open(path, "rb") as fh:
-        head = fh.read(12)
+        head = fh.read(_HEADERS)
     if len(head) < 12 or head[8:12] != _DUCKDB_MAGIC:
         raise StoreError(f"{path} exists but is not a DuckDB database; give a new or existing .duckdb file.")
+    return _block_size(head)
+
+
+_HEADERS = 3 * 4096
+"""DuckDB's main header and its two database headers, before the first block."""
+
+
+def _block_size(head: bytes) -> int | None:
+    """The block size recorded in DuckDB's database headers (the one with the higher iteration), None
+    when neither holds a plausible one (a format this check does not know: no claim is made)."""
+    best: tuple[int, int] | None = None
+    for offset in (4096, 8192):
+        if len(head) < offset + 48:
+            break
+        iteration, block_size = (struct.unpack_from("<Q", head, offset + k)[0] for k in (8, 40))
+        if 4096 <= block_size <= 1 << 30 and block_size & (block_size - 1) == 0 \
+                and (best is None or iteration > best[0]):
+            best = (iteration, block_size)
+    return None if best is None else best[1]
+
+
+def header_block_size(path: Path) -> int | None:
+    """``path``'s block size as its headers record it. Opens the file: call it only while this process
+    holds no connection to it (closing any descriptor of a file drops the process's POSIX locks on it,
+    DuckDB's included)."""
+    with open(path, "rb") as fh:
+        return _block_size(fh.read(_HEADERS))
+
+
+def truncation(path: Path, block_size: int | None) -> str | None:
+    """Why the DuckDB file at ``path`` must have been cut short, or None. DuckDB writes its file in whole
+    blocks of ``block_size`` bytes after three 4 KiB headers, so a file that ends inside a block (or
+    inside the headers) lost its end: a copy or download stopped early, a crash or a full disk while it
+    was written. Reads only the file's size (never opens it: see ``header_block_size``)."""
+    size = path.stat().st_size
+    if size < _HEADERS:
+        return f"the file is {size:,} bytes, shorter than DuckDB's {_HEADERS:,} bytes of headers"
+    if block_size and (size - _HEADERS) % block_size:
+        return (f"the file is {size:,} bytes and ends {(size - _HEADERS) % block_size:,} bytes into one of "
+                f"its {block_size:,}-byte blocks")
+    return None
+
+
+def damaged_sentence(path: Path, reason: str) -> str:
+    """One sentence for a store file that cannot be read whole (``reason``: what is wrong with it)."""
+    return (f"Cannot open the store at {path}: it is damaged ({reason}; a copy or download cut short, a "
+            "crash or a full disk while it was written leave a file so); restore it from a copy, or give "
+            "another file with --db or $LENS_DB.")
+
+
+_DAMAGE = ("could not read enough bytes", "checksum", "corrupt", "invalid block", "block id",
+           "serialization error", "failed to deserialize")
+"""Words of DuckDB's errors on a file it cannot read whole (and only those: a query's own mistakes
+never say them)."""
+
+
+def is_damaged_store(exc: BaseException) -> bool:
+    """The error (or one it came from) is DuckDB failing to read its own file: a block cut off or
+    overwritten. A first read of a damaged part can come at any query, long after the open."""
+    cur: BaseException | None = exc
+    for _ in range(8):
+        if cur is None:
+            return False
+        if isinstance(cur, duckdb.Error) and any(w in str(cur).lower() for w in _DAMAGE):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def damaged_store_error(path: Path, exc: BaseException, block_size: int | None = None) -> StoreError:
+    """The one sentence for ``exc`` (``is_damaged_store``), naming how the file is cut short when its
+    size shows it (``truncation``), else DuckDB's first line."""
+    try:
+        reason = truncation(path, block_size)
+    except OSError:
+        reason = None
+    if reason is None:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreError(damaged_sentence(path, reason))
 
 
 _LOCK_CONFLICT = ("could not set lock on file", "conflicting lock")
@@ -150,12 +231,17 @@ class Store:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._guard = threading.RLock()
         self._sessions = 0
-        check_store_file(self.path)
+        self._block_size = check_store_file(self.path)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.session():
             if not read_only:
-                migrate(self.con)
+                try:
+                    migrate(self.con)
+                except duckdb.Error as exc:
+                    if is_damaged_store(exc):
+                        raise damaged_store_error(self.path, exc, self._block_size) from exc
+                    raise
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """Open the file, waiting up to ``lock_wait_s`` while another process holds its lock."""
@@ -163,7 +249,7 @@ class Store:
         delay = 0.05
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                con = duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.Error as exc:  # locked by another process, unreadable file, ...
                 locked = is_lock_conflict(exc)
                 if locked and time.monotonic() < deadline:
@@ -175,7 +261,15 @@ class Store:
                         f"The store at {self.path} is in use by another process (a judge run, an import "
                         "or another app); try again when it has finished."
                     ) from exc
+                if is_damaged_store(exc) or (self.path.exists() and truncation(self.path, self._block_size)):
+                    raise damaged_store_error(self.path, exc, self._block_size) from exc
                 raise StoreError(f"Cannot open the store at {self.path}: {exc}") from exc
+            # checked with the file's lock held, so never while another process is extending it
+            cut = truncation(self.path, self._block_size) if self.path.exists() else None
+            if cut is not None:
+                con.close()
+                raise StoreError(damaged_sentence(self.path, cut))
+            return con
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:

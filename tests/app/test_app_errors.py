@@ -7,7 +7,7 @@ import shutil
 import tomllib
 
 import duckdb
-from apphelpers import new_app
+from apphelpers import new_app, unescape_md
 from conftest import REPO
 
 
@@ -43,3 +43,46 @@ def test_a_damaged_store_is_one_sentence_without_traceback_or_path(shipped_db, t
     assert (
         "Traceback" not in text and str(REPO) not in text and str(tmp_path) not in text and ".py" not in text
     )
+
+
+BLOCK_START = 3 * 4096  # DuckDB's main header and two database headers
+
+
+def _cut(source, target, keep: int) -> None:
+    """``target``: the first ``keep`` bytes of the store ``source`` (a copy or download cut short)."""
+    with open(source, "rb") as fh:
+        target.write_bytes(fh.read(keep))
+
+
+def test_a_store_cut_short_is_one_sentence_on_every_page(shipped_db, tmp_path, monkeypatch):
+    """Issue 23 bug 12: a truncated store file was DuckDB's IOException, shown as Streamlit's generic
+    error. Cut inside a block, it is refused at the open in one sentence naming how it is cut."""
+    db = tmp_path / "cut.duckdb"
+    size = shipped_db.stat().st_size
+    _cut(shipped_db, db, size // 3)
+    at = new_app(db, monkeypatch)
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [unescape_md(e.value) for e in at.error]
+    assert len(errors) == 1, errors
+    block = int.from_bytes(shipped_db.read_bytes()[4096 + 40:4096 + 48], "little")
+    assert errors[0].startswith("Cannot open the store at cut.duckdb: it is damaged (the file is "
+                                f"{size // 3:,} bytes and ends {(size // 3 - BLOCK_START) % block:,} bytes "
+                                f"into one of its {block:,}-byte blocks"), errors[0]
+    assert str(tmp_path) not in errors[0] and "unexpected error" not in errors[0]
+
+
+def test_a_store_cut_at_a_block_edge_is_one_sentence_when_a_page_reads_the_lost_part(
+        shipped_db, tmp_path, monkeypatch):
+    """Cut exactly at a block's edge the file opens (its size is whole blocks) and DuckDB first fails
+    when a query reads a lost block: the page says the store is damaged, in the CLI's words."""
+    db = tmp_path / "edge.duckdb"
+    block = int.from_bytes(shipped_db.read_bytes()[4096 + 40:4096 + 48], "little")
+    blocks = (shipped_db.stat().st_size - BLOCK_START) // block
+    _cut(shipped_db, db, BLOCK_START + block * (blocks // 2))
+    at = new_app(db, monkeypatch)
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [unescape_md(e.value) for e in at.error]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("Cannot open the store at edge.duckdb: it is damaged (IO Error: Could not "
+                                "read enough bytes"), errors[0]
+    assert str(tmp_path) not in errors[0]
