@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from engine.store.connection import (
     resolve_db_path,
 )
 from engine.store.datasets import dataset_choices, dataset_stamps
+from engine.terminal import escape_controls
 from engine.views.appstate import ALL, CacheKey
 from engine.views.dataview import without_paths
 from engine.views.viz import escape_md
@@ -96,8 +98,10 @@ def guarded_session(key: str = "busy_retry"):
 
 def internal_error(exc: BaseException) -> None:
     """An unexpected error: a sentence naming only its kind on the page (a traceback would show server
-    file paths and code), the full traceback in the server's log (stderr)."""
-    logging.getLogger("tournament_lens.app").error("page failed", exc_info=exc)
+    file paths and code), the full traceback in the server's log (stderr), control characters escaped
+    (``engine.terminal``)."""
+    trace = "".join(traceback.format_exception(exc))  # escaped: store names reach the server's terminal
+    logging.getLogger("tournament_lens.app").error("page failed\n%s", escape_controls(trace).rstrip())
     st.error(
         f"This page stopped on an unexpected error ({type(exc).__name__}); the details are in the "
         "server's log. Try another choice in the sidebar, or reload the page."

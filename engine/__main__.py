@@ -3,7 +3,7 @@
 Each command lives in ``engine/cli/<name>.py`` and exposes ``register(subparsers)``; this file
 only wires them together, resolves the store and turns user errors into one line on stderr.
 The library never prints; commands print their results on stdout (plain CSV for --format csv).
-Run as a program, all its output passes through ``engine.cli._terminal``: a control character from a
+Run as a program, all its output passes through ``engine.terminal``: a control character from a
 file or the store is shown escaped, never sent raw to the terminal.
 """
 
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from engine.cli._terminal import escape_streams
+    from engine.terminal import escape_streams
 
     escape_streams()  # every string printed from here on (names, notes, tracebacks) is escaped
     sys.exit(main())

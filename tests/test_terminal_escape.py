@@ -24,7 +24,7 @@ from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.cli._terminal import EscapedStream, escape_controls
+from engine.terminal import EscapedStream, escape_controls
 
 EVIL = [
     "\x1b]0;pwned\x07",  # OSC: set the window title

@@ -8,12 +8,12 @@ import sys
 
 import pandas as pd
 
-from engine.cli._terminal import data_stream, escape_cell, on_terminal
 from engine.errors import LensError
 from engine.ingest.csv_cells import write_csv
 from engine.ingest.shipped import open_store
 from engine.store.connection import Store
 from engine.store.datasets import dataset_judges  # noqa: F401  (re-exported: cli modules import it from here)
+from engine.terminal import data_stream, escape_cell, on_terminal
 
 
 def store_from_args(
@@ -96,7 +96,7 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     rows and a line saying how many are left out (2,401 keep-K rows are unreadable on a screen); in a
     pipe or file, and with --format csv or json, every row is printed.
 
-    A table's names and texts are escaped (``engine.cli._terminal``: a control character shows as
+    A table's names and texts are escaped (``engine.terminal``: a control character shows as
     ``\\x1b``, never acts); CSV is escaped on a terminal and exact in a pipe or file; JSON is ASCII."""
     out = out or sys.stdout
     if fmt == "table":

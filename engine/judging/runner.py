@@ -197,7 +197,7 @@ class Runner:
             return
         from tqdm import tqdm
 
-        # the bar redraws itself with "\r": below the CLI's escaping (engine/cli/_terminal.py), it shows
+        # the bar redraws itself with "\r": below the CLI's escaping (engine/terminal.py), it shows
         # only its own counts
         err = getattr(sys.stderr, "unescaped", sys.stderr)
         bar = self._bar = tqdm(total=total, desc=desc, unit=unit, leave=True, dynamic_ncols=True, file=err)

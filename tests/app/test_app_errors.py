@@ -86,3 +86,22 @@ def test_a_store_cut_at_a_block_edge_is_one_sentence_when_a_page_reads_the_lost_
     assert errors[0].startswith("Cannot open the store at edge.duckdb: it is damaged (IO Error: Could not "
                                 "read enough bytes"), errors[0]
     assert str(tmp_path) not in errors[0]
+
+
+def test_the_server_log_of_an_unexpected_error_is_escaped(caplog):
+    """Issue 23 bug 9, the app's side: the traceback logged for an unexpected page error reaches the
+    terminal running the server; a name in its message holding a title escape shows escaped."""
+    import logging
+    import unicodedata
+
+    from app_pages._lens import internal_error
+
+    try:
+        raise ValueError("no model 'm\x1b]0;pwned\x07\x9b2J\u202e' in the graph")
+    except ValueError as exc:
+        with caplog.at_level(logging.ERROR, logger="tournament_lens.app"):
+            internal_error(exc)
+    (record,) = [r for r in caplog.records if r.name == "tournament_lens.app"]
+    text = record.getMessage()
+    assert "m\\x1b]0;pwned\\x07\\x9b2J\\u202e" in text and "Traceback" in text
+    assert not [c for c in text if c not in "\n\t" and unicodedata.category(c) in {"Cc", "Cf"}]

@@ -9,7 +9,8 @@ readable and the terminal receives printable characters only.
 
 ``python -m engine`` routes all of its stdout and stderr through ``EscapedStream`` (``escape_streams``)
 so that every sentence, note, table and traceback is escaped however it was printed; a command's CSV
-sent to a pipe or a file is data, written exactly (``unescaped``), and escaped only on a terminal.
+sent to a pipe or a file is data, written exactly (``unescaped``), and escaped only on a terminal. The
+app's server log of an unexpected page error (``app_pages/_lens.py: internal_error``) is escaped too.
 """
 
 from __future__ import annotations
