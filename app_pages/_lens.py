@@ -91,7 +91,7 @@ def guarded_session(key: str = "busy_retry"):
         show_error(exc)
     except Exception as exc:  # noqa: BLE001 - a bug or a damaged store: one sentence here, details in the log
         if is_damaged_store(exc):  # a damaged part of the store file first read by this page
-            show_error(damaged_store_error(resolve_db_path(), exc))
+            show_error(damaged_store_error(resolve_db_path(), exc, verb="read"))
         else:
             internal_error(exc)
 

@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         from engine.store.connection import damaged_store_error, is_damaged_store, resolve_db_path
 
         if is_damaged_store(exc):  # a damaged part of the store first read by this command's queries
-            print(f"error: {damaged_store_error(resolve_db_path(getattr(args, 'db', None)), exc)}",
-                  file=sys.stderr)
+            path = resolve_db_path(getattr(args, "db", None))
+            print(f"error: {damaged_store_error(path, exc, verb='read')}", file=sys.stderr)
             return 2
         raise
 

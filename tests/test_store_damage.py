@@ -107,6 +107,22 @@ def test_a_cut_at_a_block_edge_ends_the_command_that_reads_it_in_one_sentence(st
     target = cut(source, tmp_path / "edge.duckdb", HEADERS + block * (blocks // 2))
     done = run_engine(["--db", str(target), "graphs"])  # every verdict column of every graph
     assert done.returncode == 2, done.stderr[-800:]
-    assert done.stderr.startswith(f"error: Cannot open the store at {target}: it is damaged (IO Error: Could "
+    assert done.stderr.startswith(f"error: Cannot read the store at {target}: it is damaged (IO Error: Could "
                                   "not read enough bytes")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_an_overwritten_block_ends_the_command_that_reads_it_in_one_sentence(store_bytes, tmp_path):
+    """A block whose bytes no longer match its checksum (overwritten in place): the file is whole
+    blocks, opens, and the read of that block is the sentence quoting DuckDB's checksum error."""
+    source, size, block = store_bytes
+    data = bytearray(source.read_bytes())
+    start = HEADERS + block * ((size - HEADERS) // block // 2) + 100  # the block the edge cut above loses
+    data[start:start + 4096] = b"\xff" * 4096
+    target = tmp_path / "overwritten.duckdb"
+    target.write_bytes(bytes(data))
+    done = run_engine(["--db", str(target), "graphs"])
+    assert done.returncode == 2, done.stderr[-800:]
+    assert done.stderr.startswith(f"error: Cannot read the store at {target}: it is damaged (Corrupt "
+                                  "database file: computed checksum ")
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

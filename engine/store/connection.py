@@ -102,9 +102,10 @@ def truncation(path: Path, block_size: int | None) -> str | None:
     return None
 
 
-def damaged_sentence(path: Path, reason: str) -> str:
-    """One sentence for a store file that cannot be read whole (``reason``: what is wrong with it)."""
-    return (f"Cannot open the store at {path}: it is damaged ({reason}; a copy or download cut short, a "
+def damaged_sentence(path: Path, reason: str, verb: str = "open") -> str:
+    """One sentence for a store file that cannot be read whole (``reason``: what is wrong with it;
+    ``verb``: open, or read when a query after the open met the damage)."""
+    return (f"Cannot {verb} the store at {path}: it is damaged ({reason}; a copy or download cut short, a "
             "crash or a full disk while it was written leave a file so); restore it from a copy, or give "
             "another file with --db or $LENS_DB.")
 
@@ -128,7 +129,8 @@ def is_damaged_store(exc: BaseException) -> bool:
     return False
 
 
-def damaged_store_error(path: Path, exc: BaseException, block_size: int | None = None) -> StoreError:
+def damaged_store_error(path: Path, exc: BaseException, block_size: int | None = None,
+                        verb: str = "open") -> StoreError:
     """The one sentence for ``exc`` (``is_damaged_store``), naming how the file is cut short when its
     size shows it (``truncation``), else DuckDB's first line."""
     try:
@@ -137,7 +139,7 @@ def damaged_store_error(path: Path, exc: BaseException, block_size: int | None =
         reason = None
     if reason is None:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return StoreError(damaged_sentence(path, reason))
+    return StoreError(damaged_sentence(path, reason, verb))
 
 
 _LOCK_CONFLICT = ("could not set lock on file", "conflicting lock")

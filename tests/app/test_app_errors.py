@@ -83,7 +83,7 @@ def test_a_store_cut_at_a_block_edge_is_one_sentence_when_a_page_reads_the_lost_
     assert not at.exception, [e.value for e in at.exception]
     errors = [unescape_md(e.value) for e in at.error]
     assert len(errors) == 1, errors
-    assert errors[0].startswith("Cannot open the store at edge.duckdb: it is damaged (IO Error: Could not "
+    assert errors[0].startswith("Cannot read the store at edge.duckdb: it is damaged (IO Error: Could not "
                                 "read enough bytes"), errors[0]
     assert str(tmp_path) not in errors[0]
 
