@@ -39,6 +39,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_app_cycles.py",             # 11
     "test_store_ownership.py",        # 10 (measured alone, -n 0, busy machine)
     "test_terminal_escape.py",        # 14 s of CPU (32 s wall, -n 0, busy machine)
+    "test_store_damage.py",           # 10 s of CPU (25 s wall, -n 0, busy machine)
 )
 """The files that take longest, longest first: xdist hands each worker the next file when its current
 one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder keeps this order), so a
