@@ -159,7 +159,8 @@ def check_dataset_name(name: object) -> str:
     name = unicodedata.normalize("NFC", name)
     bad = name_problem(name)
     if bad:
-        raise LensError(f"The dataset name {name[:80]!r} {bad}; use visible characters of one script.")
+        fix = "letters of one script in each word" if bad.startswith("mixes") else "visible characters only"
+        raise LensError(f"The dataset name {name[:80]!r} {bad}; use {fix}.")
     if name != name.strip():
         raise LensError(f"The dataset name {name!r} starts or ends with spaces.")
     if len(name) > NAME_MAX_CHARS:
