@@ -345,3 +345,33 @@ def test_wide_json_and_parquet_are_refused_and_the_columns_not_kept_note_is_boun
                  + ",".join(["p1,a,b,A", *[""] * extra]) + "\n")
     (note,) = validate_file(c, dataset="d").notes()
     assert note.endswith(f"extra19 and {extra - 20} more.") and len(note) < 400
+
+
+@pytest.mark.parametrize("compress,words", [
+    (lambda b: __import__("bz2").compress(b), "bzip2-compressed"),
+    (lambda b: __import__("lzma").compress(b), "xz-compressed"),
+    (lambda b: b"\x28\xb5\x2f\xfd" + b, "Zstandard-compressed"),
+    (lambda b: b"7z\xbc\xaf\x27\x1c" + b, "7-Zip archive"),
+], ids=["bz2", "xz", "zstd", "7z"])
+def test_other_compressed_files_are_named_by_their_magic_bytes(tmp_path: Path, compress, words: str):
+    f = tmp_path / "v.jsonl"
+    f.write_bytes(compress((json.dumps(ROW) + "\n").encode()))
+    with pytest.raises(LensError, match=f"^{f} is a {words}"):
+        validate_file(f, dataset="d")
+
+
+def test_a_column_map_with_a_tool_format_is_refused(tmp_path: Path):
+    f = tmp_path / "v.jsonl"
+    f.write_text(json.dumps({"question_id": 1, "model_1": "a", "model_2": "b", "g1_winner": "model_1",
+                             "g2_winner": "model_2", "judge": ["gpt-4", "pair-v2"], "turn": 1}) + "\n")
+    line = _one_sentence(_import(tmp_path, str(f), "--dataset", "d", "--format", "fastchat-pair",
+                                 "--map", "model_1=model_a", "--check"))
+    assert "--map would be ignored" in line
+
+
+def test_one_upload_given_twice_is_refused():
+    from engine.ingest.verdicts import validate_many
+
+    data = (HEADER + "\n" + "\n".join(GOOD) + "\n").encode()
+    with pytest.raises(LensError, match="a.csv is given twice in this import"):
+        validate_many([(data, "a.csv"), (data, "a.csv")], dataset="d")
