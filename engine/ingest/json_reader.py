@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 from collections.abc import Iterator, Mapping
 
 from engine.errors import LensError
@@ -24,10 +25,14 @@ from engine.ingest.raw_rows import (
     review_rows,
 )
 
-INT_MAX_DIGITS = 4000
-"""Longest integer a JSON field may spell (Python's own ceiling is 4,300 digits: past it the parse
-fails with no position)."""
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
+
+
+def _int_max_digits() -> int:
+    """Longest integer Python parses (4,300 digits by default; 0 = no limit): past it ``json`` fails
+    with no position, so such a text is read again with the integers checked one by one."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    return limit or 10**9
 
 
 class _NotVerdictJson:
@@ -45,27 +50,28 @@ def _constant(token: str) -> _NotVerdictJson:
 
 
 def _integer(digits: str) -> int | _NotVerdictJson:
-    if len(digits.lstrip("-")) > INT_MAX_DIGITS:
-        return _NotVerdictJson(f"an integer of {len(digits.lstrip('-')):,} digits "
-                               f"(at most {INT_MAX_DIGITS:,} are read)")
+    n = len(digits.lstrip("-"))
+    if n > _int_max_digits():
+        return _NotVerdictJson(f"an integer of {n:,} digits (at most {_int_max_digits():,} are read)")
     return int(digits)
 
 
+_DECODER = json.JSONDecoder(parse_constant=_constant)
+"""Reused for every line (``json.loads`` with options builds a decoder per call); NaN / Infinity are the
+only tokens it calls back for."""
+_INTEGER_DECODER = json.JSONDecoder(parse_constant=_constant, parse_int=_integer)
+"""For the rare text with an integer past Python's digit limit: every integer is a call back."""
+
+
 def _strict_loads(text: str) -> tuple[object, bool]:
-    """``json.loads`` with NaN / Infinity and over-long integers left as ``_NotVerdictJson`` markers,
-    and whether it left any."""
-    marked = []
-
-    def constant(token: str) -> _NotVerdictJson:
-        marked.append(token)
-        return _constant(token)
-
-    def integer(digits: str):
-        out = _integer(digits)
-        if isinstance(out, _NotVerdictJson):
-            marked.append(digits)
-        return out
-    return json.loads(text, parse_constant=constant, parse_int=integer), bool(marked)
+    """JSON text → its value with NaN / Infinity and over-long integers left as ``_NotVerdictJson``
+    markers, and whether it may hold any (then ``refused_token`` finds them)."""
+    try:
+        return _DECODER.decode(text), "NaN" in text or "Infinity" in text
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer past the digit limit (Python's own check, raised mid-parse)
+        return _INTEGER_DECODER.decode(text), True
 
 
 def refused_token(value, escapes: bool = True) -> str | None:
