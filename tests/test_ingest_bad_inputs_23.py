@@ -375,3 +375,13 @@ def test_one_upload_given_twice_is_refused():
     data = (HEADER + "\n" + "\n".join(GOOD) + "\n").encode()
     with pytest.raises(LensError, match="a.csv is given twice in this import"):
         validate_many([(data, "a.csv"), (data, "a.csv")], dataset="d")
+
+
+@pytest.mark.parametrize("option", [["--judge", "\u3164"], ["--model-name", "a=g\u0440t4"],
+                                    ["--judge-name", "j=\u0301"]])
+def test_a_name_given_on_the_command_line_that_renders_blank_is_one_sentence(tmp_path: Path, option):
+    f = _csv(tmp_path / "v.csv", GOOD)
+    line = _one_sentence(_import(tmp_path, str(f), "--dataset", "d", "--check", *option))
+    name = option[1].partition("=")[2] or option[1]
+    assert line.startswith(f"error: The name {name!r} given to {option[0]} ")
+    assert "U+" in line
