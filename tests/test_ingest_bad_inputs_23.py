@@ -335,6 +335,11 @@ def test_wide_json_and_parquet_are_refused_and_the_columns_not_kept_note_is_boun
     rep = validate_file(f, dataset="d")
     assert rep.sentences() == [f"{f} line 2: the record has {COLUMNS_MAX + 4:,} fields; a verdict record may "
                                f"have at most {COLUMNS_MAX:,}."]
+    a = tmp_path / "w.json"
+    a.write_text(json.dumps([ROW, wide, ROW]))
+    rep = validate_file(a, dataset="d")
+    assert (rep.n_good, rep.n_rejected) == (2, 1)
+    assert rep.sentences()[0].startswith(f"{a} line 2: the record has")
     p = tmp_path / "w.parquet"
     pq.write_table(pa.table({k: [v] for k, v in wide.items()}), p)
     with pytest.raises(LensError, match=f"has {COLUMNS_MAX + 4:,} columns"):

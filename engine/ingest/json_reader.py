@@ -233,6 +233,10 @@ def json_array_batches(fh, filename: str, column_map: Mapping[str, str] | None,
     for k in range(0, len(arr), step):
         part = arr[k:k + step]
         problems = [None if isinstance(o, dict) else "the element is not a JSON object" for o in part]
+        for i, o in enumerate(part):  # as a JSON Lines line: a record too wide is its own problem
+            if problems[i] is None and len(o) > COLUMNS_MAX:
+                problems[i] = (f"the record has {len(o):,} fields; a verdict record may have at most "
+                               f"{COLUMNS_MAX:,}")
         for i, o in enumerate(part if marked or escapes else ()):  # NaN, huge integers, lone surrogates
             why = refused_token(o, escapes)
             if why is not None:
