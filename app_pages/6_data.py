@@ -27,7 +27,7 @@ from engine.ingest.synthetic import write_synthetic
 from engine.ingest.verdict_export import export_verdicts
 from engine.ingest.verdict_files import sniff_tool
 from engine.ingest.verdicts import FORMATS, OPTIONAL, REQUIRED, TEXTS, parse_value_map
-from engine.views.dataview import SKIP_LABEL, datasets_view, file_name, refusal_message
+from engine.views.dataview import SKIP_LABEL, columns_line, datasets_view, file_name, refusal_message
 from engine.views.viz import escape_md
 
 st.title("Data")
@@ -128,11 +128,11 @@ if section == "Import":
         value_map = or_stop(parse_value_map, [v for v in values_text.split(",") if v.strip()])
         try:
             cols = ingest.file_columns(data, up_name, fmt)
-        except LensError:
+        except LensError:  # (a file too wide to offer its columns: at most COLUMNS_MAX are listed)
             cols = []  # the validation report below names the problem
         tool = sniff_tool(data, up_name, fmt)
         st.markdown(
-            f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(', '.join(cols)) or '—'}"
+            f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(columns_line(cols))}"
             + (f" · read as **{escape_md(tool_format(tool).title)}**" if tool else "")
         )
         lowered = {c.strip().lower() for c in cols}

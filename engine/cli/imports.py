@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import unicodedata
 
 from engine.cli._common import store_from_args
 from engine.errors import LensError
 from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
-from engine.ingest.limits import check_dataset_name
+from engine.ingest.limits import check_dataset_name, name_problem
 from engine.ingest.verdict_export import prepare_rejected, write_rejected
 from engine.ingest.verdicts import FORMATS, judge_from_filename, parse_value_map
 
@@ -19,8 +20,17 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
         old, sep, new = v.partition("=")
         if not sep or not old.strip() or not new.strip():
             raise LensError(f"{what} {v!r} is not of the form OLD=NEW.")
-        out[old.strip()] = new.strip()
+        out[old.strip()] = _visible(new.strip(), what)
     return out
+
+
+def _visible(name: str, what: str) -> str:
+    """A name given on the command line (a new model or judge name), refused in one sentence when it
+    would render blank or as a look-alike, before any file is read (each row would be refused for it)."""
+    problem = name_problem(unicodedata.normalize("NFC", name))
+    if problem:
+        raise LensError(f"The name {name[:80]!r} given to {what} {problem}.")
+    return name
 
 
 def _file_judges(args: argparse.Namespace) -> dict[str, str] | None:
@@ -28,7 +38,7 @@ def _file_judges(args: argparse.Namespace) -> dict[str, str] | None:
     if args.judge and args.judge_from == "filename":
         raise LensError("Give either --judge NAME or --judge-from filename, not both.")
     if args.judge:
-        return {str(p): args.judge for p in args.paths}
+        return {str(p): _visible(args.judge, "--judge") for p in args.paths}
     if args.judge_from == "filename":
         judges = {str(p): judge_from_filename(str(p)) for p in args.paths}
         return judges

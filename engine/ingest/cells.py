@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.ingest.csv_bulk import TextCells
-from engine.ingest.limits import INVISIBLE_RE
+from engine.ingest.limits import INVISIBLE_RE, MARKS_ONLY_RE, MIXED_SCRIPT_RE
 from engine.ingest.raw_rows import TEXTS, cell_text
 
 
@@ -107,6 +107,24 @@ def cell_numbers(cells: list, present: np.ndarray) -> np.ndarray:
     )
 
 
+def boolean_cells(cells) -> np.ndarray | None:
+    """Per cell: is it a boolean (JSON ``true`` / ``false``, a Parquet bool column)? None when no cell is,
+    found in bulk where Arrow can tell (text, integers, nothing); a column Arrow reads as floats or
+    cannot read as one type is looked at cell by cell (Arrow turns ``False`` into 0.0)."""
+    if isinstance(cells, TextCells) or not len(cells):
+        return None
+    try:
+        t = pa.array(cells, from_pandas=True).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        t = None
+    if t is not None and (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_null(t)):
+        return None
+    if t is not None and pa.types.is_boolean(t):
+        return np.asarray([v is not None for v in cells], dtype=bool)
+    mask = np.fromiter((type(v) is bool or type(v) is np.bool_ for v in cells), dtype=bool, count=len(cells))
+    return mask if mask.any() else None
+
+
 def all_text(cells: list) -> bool:
     """Is every cell a str or None (Arrow infers a text or an all-null column)?"""
     try:
@@ -171,16 +189,22 @@ def text_lengths(a) -> np.ndarray:
     return np.asarray(pc.fill_null(lens, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def has_control(a) -> np.ndarray:
-    """Per cell of a text/None object array: does it contain a control character?
+def name_suspects(a) -> np.ndarray:
+    """Per cell of a text/None object array or Arrow string array: may the name render blank or as a
+    look-alike (a control, invisible or blank-rendering character, combining marks only, a word mixing
+    Latin with Cyrillic or Greek)? ``limits.name_problem`` words the cells this marks.
 
-    ``a\\x00`` and ``a`` would otherwise be two different models that print the same.
+    ``a\\x00`` and ``a``, ``gрt4`` and ``gpt4`` would otherwise be two different models that print the same.
     """
     if not len(a):
         return np.zeros(0, dtype=bool)
     arr = as_arrow(a)
-    ascii_only = pc.all(pc.string_is_ascii(arr)).as_py()  # the common case: a cheaper pattern
-    hit = pc.match_substring_regex(arr, r"[\x00-\x1f\x7f]" if ascii_only else INVISIBLE_RE)
+    if pc.all(pc.string_is_ascii(arr)).as_py():  # the common case: a cheaper pattern
+        hit = pc.match_substring_regex(arr, r"[\x00-\x1f\x7f]")
+    else:
+        hit = pc.or_(pc.match_substring_regex(arr, INVISIBLE_RE),
+                     pc.or_(pc.match_substring_regex(arr, MARKS_ONLY_RE),
+                            pc.match_substring_regex(arr, MIXED_SCRIPT_RE)))
     return pc.fill_null(hit, False).to_numpy(zero_copy_only=False)
 
 

@@ -10,6 +10,7 @@ every exported file imports again.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import unicodedata
 from pathlib import Path
@@ -24,6 +25,13 @@ INT_MAX = 2**31 - 1
 """Largest variant / turn: the store keeps them as 32-bit INTEGER."""
 LINE_MAX_BYTES = 4 * 4 * TEXT_MAX_CHARS + 65_536
 """Longest physical line of a CSV / JSONL file: four texts of the longest kind in 4-byte UTF-8."""
+TSTAMP_RANGE = (-62_135_596_800.0, 253_402_300_799.0)
+"""Earliest and latest ``tstamp`` (seconds since 1970): 0001-01-01 to 9999-12-31 UTC, the years a
+date can be written in; a number past them is no time (milliseconds, or a corrupt cell)."""
+COLUMNS_MAX = 1000
+"""Most columns (CSV header fields, Parquet columns, distinct JSON keys in one batch) a verdict file
+may have: checked before anything as wide is built, so a file of 400,000 header columns costs no
+more memory than its header line."""
 JSON_ARRAY_MAX_BYTES = 64 * 2**20
 """A JSON array is parsed whole (about 10x its size in memory); larger ones must be JSON Lines."""
 EXPANSION_MAX_RATIO = 200
@@ -42,21 +50,61 @@ def batch_rows() -> int:
         return 100_000
 
 
-INVISIBLE_RE = r"[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]"
+BLANK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x115F, 0x1160),  # Hangul choseong / jungseong fillers
+    (0x17B4, 0x17B5),  # Khmer inherent vowels
+    (0x180B, 0x180F),  # Mongolian variation selectors and vowel separator
+    (0x2800, 0x2800),  # Braille pattern blank
+    (0x3164, 0x3164),  # Hangul filler
+    (0xFE00, 0xFE0F),  # variation selectors
+    (0xFFA0, 0xFFA0),  # halfwidth Hangul filler
+    (0xE0100, 0xE01EF),  # variation selectors supplement
+)
+"""Characters that are letters or marks to Unicode but draw nothing (or change nothing visible):
+a name made of them renders blank, and ``gpt4`` with one of them appended looks like ``gpt4``."""
+
+INVISIBLE_RE = (r"[\p{Cc}\p{Cf}\p{Zl}\p{Zp}"
+                + "".join(f"\\x{{{a:X}}}" + (f"-\\x{{{b:X}}}" if b != a else "") for a, b in BLANK_RANGES)
+                + "]")
 """Control (Cc: NUL, tab, newline, ESC …), invisible formatting (Cf: zero-width space and joiners,
-bidi overrides, BOM, soft hyphen …) and line / paragraph separators (Zl, Zp): refused in names."""
+bidi overrides, BOM, soft hyphen …), line / paragraph separators (Zl, Zp) and the blank-rendering
+characters of ``BLANK_RANGES``: refused in names (an RE2 pattern, for Arrow)."""
 _KINDS = {"Cc": "a control character", "Cf": "an invisible formatting character",
           "Zl": "a line separator", "Zp": "a paragraph separator"}
+_BLANK_KIND = "a character that renders blank"
+
+MARKS_ONLY_RE = r"^[\p{M}\p{Zs}]+$"
+"""A name of combining marks (and spaces) only: nothing for the marks to sit on, so it shows as a blank
+or as marks on whatever is printed before it (an RE2 pattern)."""
+MIXED_SCRIPT_RE = (r"\p{Latin}[\p{L}\p{N}]*[\p{Cyrillic}\p{Greek}]"
+                   r"|[\p{Cyrillic}\p{Greek}][\p{L}\p{N}]*\p{Latin}")
+"""A word (a run of letters and digits) mixing Latin with Cyrillic or Greek letters: the way a
+look-alike is spelt (``gрt4`` with a Cyrillic ``р`` beside ``gpt4``); refused. Words of one script
+each (``модель-gpt``, ``α-model``) are not (an RE2 pattern)."""
+_WORD = re.compile(r"[^\W_]+")
+
+_LOOKALIKES = dict(zip(
+    "аеорсухіјѕԁԛԝһӏАВЕКМНОРСТХУІЈЅѴԜαονικτχρεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdqwhlABEKMHOPCTXYIJSVWaovikTxpeABEZHIKMNOPTYX", strict=True))
+"""Cyrillic and Greek letters drawn like a Latin one, and that Latin letter (for the message)."""
+
+
+def _blank(ch: str) -> bool:
+    code = ord(ch)
+    return any(a <= code <= b for a, b in BLANK_RANGES)
 
 
 def bad_characters(value: str) -> str | None:
-    """``"a control character (U+0000)"``-style words for the refused characters of a name, or None."""
+    """``"a control character (U+0000)"``-style words for the refused characters of a name, or None;
+    a blank-rendering character is named too (``U+3164 HANGUL FILLER``)."""
     found: dict[str, list[str]] = {}
     for ch in value:
         cat = unicodedata.category(ch)
-        if cat in _KINDS:
-            codes = found.setdefault(_KINDS[cat], [])
-            code = f"U+{ord(ch):04X}"
+        kind = _KINDS.get(cat) or (_BLANK_KIND if _blank(ch) else None)
+        if kind is not None:
+            codes = found.setdefault(kind, [])
+            code = f"U+{ord(ch):04X}" + (f" {unicodedata.name(ch, '')}" if kind == _BLANK_KIND else "")
             if code not in codes:
                 codes.append(code)
     if not found:
@@ -64,14 +112,55 @@ def bad_characters(value: str) -> str | None:
     return " and ".join(f"{kind} ({', '.join(codes)})" for kind, codes in found.items())
 
 
+def _code(ch: str) -> str:
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, '')}".rstrip()
+
+
+def marks_only(value: str) -> str | None:
+    """Why a name of combining marks (and spaces) only is refused, naming its first marks; else None."""
+    if not value or not all(unicodedata.category(ch)[0] in "MZ" for ch in value):
+        return None
+    marks = list(dict.fromkeys(ch for ch in value if unicodedata.category(ch)[0] == "M"))
+    if not marks:
+        return None
+    return (f"consists of combining marks only ({', '.join(_code(ch) for ch in marks[:3])}), "
+            "so it renders blank or on the character before it")
+
+
+def mixed_script(value: str) -> str | None:
+    """Why a name with a word mixing Latin letters with Cyrillic or Greek ones is refused: the foreign
+    letters by code point, and the Latin name it looks like when each of them has a Latin twin; else
+    None."""
+    def script(ch: str) -> str:
+        return unicodedata.name(ch, "").split(" ", 1)[0] if ch.isalpha() else ""
+    mixed = [w for w in _WORD.findall(value) if "LATIN" in (scripts := {script(ch) for ch in w})
+             and scripts & {"CYRILLIC", "GREEK"}]
+    foreign = list(dict.fromkeys(ch for w in mixed for ch in w if script(ch) in ("CYRILLIC", "GREEK")))
+    if not foreign:
+        return None
+    kinds = " and ".join(sorted({script(ch).title() for ch in foreign}))
+    shown = ", ".join(_code(ch) for ch in foreign[:3]) + (" …" if len(foreign) > 3 else "")
+    twin = "".join(_LOOKALIKES.get(ch, ch) for ch in value)
+    looks = f"; it reads as {twin!r}" if all(ch in _LOOKALIKES for ch in foreign) else ""
+    return f"mixes Latin with {kinds} letters ({shown}){looks}"
+
+
+def name_problem(value: str) -> str | None:
+    """Everything that makes a name render blank or as a look-alike, in words, or None: refused
+    characters, combining marks only, Latin mixed with Cyrillic or Greek."""
+    bad = bad_characters(value)
+    return f"contains {bad}" if bad else marks_only(value) or mixed_script(value)
+
+
 def check_dataset_name(name: object) -> str:
     """A dataset name as stored (NFC), or LensError: empty, outer spaces, a refused character, too long."""
     if not isinstance(name, str) or not name.strip():
         raise LensError("A dataset needs a non-empty name.")
     name = unicodedata.normalize("NFC", name)
-    bad = bad_characters(name)
+    bad = name_problem(name)
     if bad:
-        raise LensError(f"The dataset name {name[:80]!r} contains {bad}; use visible characters only.")
+        fix = "letters of one script in each word" if bad.startswith("mixes") else "visible characters only"
+        raise LensError(f"The dataset name {name[:80]!r} {bad}; use {fix}.")
     if name != name.strip():
         raise LensError(f"The dataset name {name!r} starts or ends with spaces.")
     if len(name) > NAME_MAX_CHARS:

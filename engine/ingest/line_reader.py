@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections import deque
 from collections.abc import Iterator
 
 from engine.errors import LensError
 from engine.ingest.csv_bulk import TextCells, parse_block
-from engine.ingest.limits import LINE_MAX_BYTES, TEXT_MAX_CHARS
+from engine.ingest.limits import COLUMNS_MAX, LINE_MAX_BYTES, TEXT_MAX_CHARS
 
 BLOCK_BYTES = 4 * 2**20
 BAD_BYTES = "the line contains bytes that are not valid UTF-8 text"
@@ -203,6 +204,7 @@ def csv_header(feed: LineFeed, filename: str) -> tuple[list[str], str]:
             break
         feed.next_line()
     delim = delimiter_of(first[1], filename)
+    _check_width(_field_count(first[1], delim), first[0], filename)
     taken, rec, err = _one_record(feed, delim)
     if any(p is not None for _, _, p in taken):
         raise LensError(
@@ -212,7 +214,26 @@ def csv_header(feed: LineFeed, filename: str) -> tuple[list[str], str]:
         )
     if err is not None or rec is None:
         raise LensError(f"The header (line {taken[0][0]}) of {filename} cannot be read as CSV ({err}).")
+    _check_width(len(rec), taken[0][0], filename)
     return [h.strip() for h in rec], delim
+
+
+_QUOTED = re.compile(r'"(?:[^"]|"")*"')
+
+
+def _field_count(line: str, delim: str) -> int:
+    """Fields of a one-line CSV record, counted without splitting it (quoted delimiters not counted)."""
+    return (_QUOTED.sub("", line) if '"' in line else line).count(delim) + 1
+
+
+def _check_width(width: int, line: int, filename: str) -> None:
+    """Refuse a header wider than ``COLUMNS_MAX`` before its names are built (a 3.5 MB header line of
+    400,000 names would otherwise cost gigabytes downstream)."""
+    if width > COLUMNS_MAX:
+        raise LensError(
+            f"The header (line {line}) of {filename} has {width:,} columns; a verdict file may have at most "
+            f"{COLUMNS_MAX:,} (keep the verdict columns and leave the others out)."
+        )
 
 
 def _one_record(feed: LineFeed, delim: str):

@@ -16,21 +16,22 @@ from engine.ingest.cells import (
     all_text,
     arrow_nulls,
     as_arrow,
+    boolean_cells,
     cell_numbers,
     cells_present,
     clean_arrow,
     clean_text,
     free_text,
-    has_control,
     is_none,
+    name_suspects,
     short_repr,
     text_lengths,
     text_series,
     timestamp_seconds,
     winner_key,
 )
-from engine.ingest.limits import INT_MAX, NAME_MAX_CHARS, TEXT_MAX_CHARS, bad_characters
-from engine.ingest.raw_rows import TEXTS, RawRows, cell_text
+from engine.ingest.limits import INT_MAX, NAME_MAX_CHARS, TEXT_MAX_CHARS, TSTAMP_RANGE, name_problem
+from engine.ingest.raw_rows import CANONICAL, TEXTS, RawRows, cell_text
 from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VARIANT_KINDS
 
 WINNER_VALUES: dict[str, str] = {
@@ -65,6 +66,13 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
             t = text(int(i)) if callable(text) else text
             reasons[i] = t if reasons[i] is None else f"{reasons[i]}; {t}"
 
+    for c, cells in raw.cols.items():  # a JSON true is no name, winner, text or number: refused, not read
+        bools = boolean_cells(cells) if c in CANONICAL else None
+        if bools is not None:
+            flag(bools, lambda i, c=c, cells=cells: f"{c} is the boolean {str(bool(cells[i])).lower()}, "
+                                                      "which is no value of that column")
+    readable &= is_none(reasons)  # a row with a boolean keeps that one reason
+
     def rename(a: np.ndarray, names: Mapping[str, str]) -> np.ndarray:
         return np.array([names.get(v, v) if v is not None else None for v in a] + [None], dtype=object)[:-1]
 
@@ -89,8 +97,11 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
         lens = text_lengths(arrow[c])
         flag(lens > NAME_MAX_CHARS, lambda i, c=c, lens=lens:
              f"{c} is {lens[i]:,} characters long; the limit for a name is {NAME_MAX_CHARS}")
-        flag(has_control(arrow[c]), lambda i, c=c:
-             f"{c} {short_repr(values(c)[i], NAME_MAX_CHARS)} contains {bad_characters(str(values(c)[i]))}")
+        suspects = name_suspects(arrow[c])
+        for i in np.flatnonzero(suspects):  # the patterns are a superset: the words decide
+            suspects[i] = name_problem(str(values(c)[i])) is not None
+        flag(suspects, lambda i, c=c:
+             f"{c} {short_repr(values(c)[i], NAME_MAX_CHARS)} {name_problem(str(values(c)[i]))}")
     same = pc.fill_null(pc.equal(arrow["model_a"], arrow["model_b"]), False).to_numpy(zero_copy_only=False)
     flag(same, lambda i: f"model_a and model_b are the same model ({values('model_a')[i]})")
 
@@ -164,6 +175,12 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     stamp = timestamp_seconds(col("tstamp"))
     flag(stamp.bad, lambda i: f"tstamp {cell_text(col('tstamp')[i])!r} is not a time "
                               "(seconds since 1970, or a date such as 2024-05-01T12:00:00Z)")
+    earliest, latest = TSTAMP_RANGE
+    with np.errstate(invalid="ignore"):
+        out_of_range = ~stamp.bad & ((stamp.values < earliest) | (stamp.values > latest))
+    flag(out_of_range, lambda i: f"tstamp {cell_text(col('tstamp')[i])} is outside the years 1 to 9999 "
+                                 "(seconds since 1970 are expected"
+                                 + ("; is it in milliseconds?)" if 1e11 < stamp.values[i] < 1e16 else ")"))
     scells = col("strength")
     spresent = cells_present(scells)
     snum = cell_numbers(scells, spresent)

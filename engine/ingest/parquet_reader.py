@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from engine.errors import LensError
 from engine.ingest.limits import (
     BATCH_TEXT_BYTES,
+    COLUMNS_MAX,
     EXPANSION_FREE_BYTES,
     EXPANSION_MAX_RATIO,
     TEXT_MAX_CHARS,
@@ -23,6 +24,7 @@ from engine.ingest.raw_rows import (
     RawRows,
     canonical_columns,
     dropped_columns,
+    mapped_columns,
 )
 
 
@@ -98,6 +100,7 @@ def parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> 
         schema = pf.schema_arrow
     except Exception as exc:  # pyarrow raises several kinds for a damaged file
         raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
+    check_width(filename, len(schema.names))
     chosen = canonical_columns(list(schema.names), filename, column_map)
     if pf.metadata.num_rows == 0:
         raise LensError(f"{filename} has no rows.")
@@ -160,6 +163,7 @@ def parquet_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> 
                     problems[a:b],
                     {},
                     dropped_columns(filename, list(schema.names), chosen),
+                    mapped_columns(chosen, column_map),
                 )
             first_line += n
     except LensError:
@@ -174,6 +178,13 @@ def _size(n: int) -> str:
         if n >= 2**k:
             return f"{n / 2**k:,.1f} {unit}"
     return f"{n} bytes"
+
+
+def check_width(filename: str, width: int) -> None:
+    """Refuse a Parquet file of more than ``COLUMNS_MAX`` columns before any column is read."""
+    if width > COLUMNS_MAX:
+        raise LensError(f"{filename} has {width:,} columns; a verdict file may have at most {COLUMNS_MAX:,} "
+                        "(keep the verdict columns and leave the others out).")
 
 
 def check_expansion(filename: str, size: int, decoded: int) -> None:

@@ -117,12 +117,21 @@ class RawRows:
     problem: list[str | None]  # a reason found while parsing, else None
     headers: dict[str, tuple] = field(default_factory=dict)  # CSV file → its header
     dropped: dict[str, list[str]] = field(default_factory=dict)  # file → its columns not kept
+    mapped: frozenset[str] = frozenset()  # the column map's file columns (lower-cased) these rows had
 
 
 def dropped_columns(filename: str, header: list, chosen: Mapping) -> dict[str, list[str]]:
     """The file's columns that are not verdict fields (reported, not kept)."""
     out = [str(c) for c in header if c not in chosen and c != "raw_text"]
     return {filename: out} if out else {}
+
+
+def mapped_columns(chosen: Mapping, column_map: Mapping[str, str] | None) -> frozenset[str]:
+    """The column map's file columns (lower-cased) that ``canonical_columns`` found in a header: a map
+    naming a column no file has is refused once every file is read."""
+    if not column_map:
+        return frozenset()
+    return frozenset(str(c).strip().lower() for c in chosen) & {str(k).strip().lower() for k in column_map}
 
 
 def batch_full(max_rows: int):
@@ -180,6 +189,7 @@ def merge_raw(parts: list[RawRows]) -> RawRows:
         headers={k: v for r in parts for k, v in r.headers.items()},
         dropped={k: list(dict.fromkeys(c for r in parts for c in r.dropped.get(k, [])))
                  for k in dict.fromkeys(k for r in parts for k in r.dropped)},
+        mapped=frozenset().union(*(r.mapped for r in parts)),
     )
 
 

@@ -17,6 +17,9 @@ from engine.ingest.staging import Stage
 from engine.store.schema import VERDICT_COLUMNS, VERDICT_DTYPES
 from engine.store.sql import Relation, params
 
+NOTE_COLUMNS = 20
+"""Columns not kept named in the note at most (the rest counted): the note stays one short line."""
+
 
 @dataclass(frozen=True, eq=False)
 class ValidationReport:
@@ -57,8 +60,10 @@ class ValidationReport:
                        f"repeat{'' if self.repeats != 1 else 's'} an earlier row; kept as separate verdicts.")
         for f, cols in self.dropped.items():
             if cols:
+                shown = ", ".join(c if len(c) <= 60 else c[:60] + "…" for c in cols[:NOTE_COLUMNS])
+                more = f" and {len(cols) - NOTE_COLUMNS:,} more" if len(cols) > NOTE_COLUMNS else ""
                 out.append(f"{PurePath(f).name}: column{'s' if len(cols) != 1 else ''} not kept "
-                           f"(not verdict fields): {', '.join(cols)}.")
+                           f"(not verdict fields): {shown}{more}.")
         return out
 
     @property

@@ -27,12 +27,14 @@ from engine.ingest.csv_cells import restore_csv_cell
 from engine.ingest.formats import TOOL_NAMES, detect_fields, detect_tool, expand
 from engine.ingest.json_reader import json_array_batches, json_line, jsonl_batches, jsonl_records
 from engine.ingest.limits import (
+    COLUMNS_MAX,
     batch_rows,
     open_source,
 )
 from engine.ingest.line_reader import LineFeed, csv_chunks, csv_header
-from engine.ingest.parquet_reader import check_expansion, parquet_batches
+from engine.ingest.parquet_reader import check_expansion, check_width, parquet_batches
 from engine.ingest.raw_rows import (
+    CONTAINERS,
     FORMATS,
     REVIEW_NAME,
     RawRows,
@@ -40,6 +42,7 @@ from engine.ingest.raw_rows import (
     batch_full,
     canonical_columns,
     dropped_columns,
+    mapped_columns,
     merge_raw,
 )
 
@@ -60,6 +63,42 @@ def detect_format(data: bytes, filename: str) -> str:
             return "review"
         return "jsonl"
     return "csv"
+
+
+_COMPRESSED: tuple[tuple[bytes, str, str], ...] = (
+    (b"\x1f\x8b", "gzip-compressed", "gunzip it"),
+    (b"PK\x03\x04", "ZIP archive", "unzip it"),
+    (b"PK\x05\x06", "ZIP archive (an empty one)", "unzip it"),
+    (b"BZh", "bzip2-compressed", "bunzip2 it"),
+    (b"\xfd7zXZ\x00", "xz-compressed", "unxz it"),
+    (b"\x28\xb5\x2f\xfd", "Zstandard-compressed", "unzstd it"),
+    (b"7z\xbc\xaf\x27\x1c", "7-Zip archive", "extract it"),
+)
+"""Magic bytes of archives and compressed files: read as text they are bad bytes on every line."""
+
+
+def not_text(head: bytes, filename: str, fmt: str) -> str | None:
+    """One sentence when the file's first bytes show it cannot be a verdict file of format ``fmt`` read as
+    text (compressed, an archive, a NUL byte in its first line, lines ended by a bare carriage return);
+    None otherwise.
+    Parquet is binary and is read by its own reader."""
+    if fmt == "parquet":
+        return None
+    for magic, what, how in _COMPRESSED:
+        if head.startswith(magic):
+            return (f"{filename} is a {what} file, not a text verdict file; {how} and import what it holds "
+                    "(Parquet files are read as they are).")
+    nul = head.split(b"\n", 1)[0].find(b"\x00")  # (a NUL in a later row costs that row only)
+    if nul >= 0:
+        utf16 = head[:2] in (b"\xff\xfe", b"\xfe\xff") or (nul <= 1 and head[:4].count(b"\x00") == 2)
+        return (f"{filename} has a NUL byte at byte {nul + 1:,}, so it is not a text verdict file"
+                + ("; it looks like UTF-16 text: save it as UTF-8 and import that." if utf16 else
+                   " (a binary file, or text saved as UTF-16 or UTF-32): save the verdicts as UTF-8 text."))
+    if b"\r" in head and b"\n" not in head:  # (a CR in a quoted field has a \n-ended line around it)
+        return (f"{filename} ends its lines with a bare carriage return (CR, classic Mac OS), so it reads as "
+                "one line; convert the line ends to \\n (for example tr '\\r' '\\n' < old > new) and import "
+                "that.")
+    return None
 
 
 class _CsvRows:
@@ -109,7 +148,8 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
             cols = {name: (c if isinstance(c := bulk[header.index(orig)], TextCells) else list(c))
                     for orig, name in chosen.items()}  # (a list is copied: a value map rewrites it)
             return RawRows(cols, _CsvRows(bulk, len(lines)), [filename] * len(lines), lines, problems,
-                           {filename: tuple(header)}, dropped_columns(filename, header, chosen))
+                           {filename: tuple(header)}, dropped_columns(filename, header, chosen),
+                           mapped_columns(chosen, column_map))
         recs = [
             r for c in chunks for r in (c.recs if c.cols is None else map(list, zip(*c.cols, strict=True)))
         ]
@@ -129,7 +169,7 @@ def _csv_batches(fh, filename: str, column_map: Mapping[str, str] | None) -> Ite
         cols = {name: list(columns[header.index(orig)]) for orig, name in chosen.items()}
         orig = [r if r is not None else [] for r in recs]
         return RawRows(cols, orig, [filename] * len(lines), lines, problems, {filename: tuple(header)},
-                       dropped_columns(filename, header, chosen))
+                       dropped_columns(filename, header, chosen), mapped_columns(chosen, column_map))
 
     for chunk in csv_chunks(feed, delim, width, max_lines=min(65_536, batch_rows()), columns=True):
         chunks.append(chunk)
@@ -162,6 +202,7 @@ def _record_batches(fh, filename: str, container: str) -> Iterator[tuple[list, l
         try:
             pf = pq.ParquetFile(fh)
             md = pf.metadata
+            check_width(filename, md.num_columns)
             check_expansion(
                 filename, size, sum(md.row_group(g).total_byte_size for g in range(md.num_row_groups))
             )
@@ -188,9 +229,10 @@ def _first_fields(fh, filename: str, container: str) -> list | None:
             import pyarrow.parquet as pq
 
             try:
-                return list(pq.read_schema(fh).names)
+                names = list(pq.read_schema(fh).names)
             except Exception:  # the reader proper says what is wrong
                 return []
+            return names if len(names) <= COLUMNS_MAX else []
         if container == "csv":
             try:
                 return csv_header(LineFeed(fh), filename)[0]
@@ -274,6 +316,15 @@ def iter_raw(source, filename: str, fmt: str | None = None,
         fh.close()
         raise LensError(f"Unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     named_tool = fmt if fmt in TOOL_NAMES else None
+    unreadable = not_text(head, filename, fmt if fmt in CONTAINERS else detect_format(head, filename))
+    if unreadable:
+        fh.close()
+        raise LensError(unreadable)
+    if named_tool and column_map:
+        fh.close()
+        raise LensError(f"--map renames the columns of a file of verdict columns; a {named_tool} file is "
+                        "read by its own field names, so --map would be ignored: leave out --map or "
+                        "--format.")
     # a column map means canonical columns named otherwise: no tool is guessed then
     detect_tools = (fmt is None and not column_map) or named_tool is not None
     fmt = detect_format(head, filename) if fmt is None or named_tool else fmt
@@ -344,13 +395,18 @@ def list_columns(source, filename: str, fmt: str | None = None) -> list[str]:
             raise LensError(f"{filename} is empty.")
         if fmt is None or fmt in TOOL_NAMES:
             fmt = detect_format(head, filename)
+        unreadable = not_text(head, filename, fmt)
+        if unreadable:
+            raise LensError(unreadable)
         if fmt == "parquet":
             try:
                 import pyarrow.parquet as pq
 
-                return list(pq.read_schema(fh).names)
+                names = list(pq.read_schema(fh).names)
             except Exception as exc:  # pyarrow raises several kinds for a damaged file
                 raise LensError(f"{filename} cannot be read as Parquet ({exc}).") from exc
+            check_width(filename, len(names))
+            return names
         if fmt == "csv":
             return csv_header(LineFeed(fh), filename)[0]
         if fmt == "json":

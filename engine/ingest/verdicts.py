@@ -27,6 +27,7 @@ from engine.ingest.cells import (
     is_none,
 )
 from engine.ingest.limits import (
+    COLUMNS_MAX,
     batch_rows,
 )
 from engine.ingest.normalise import normalise_rows
@@ -153,7 +154,7 @@ class ReportBuilder:
         apply_value_map(raw.cols, self.value_map)
         for f, cols in raw.dropped.items():
             known = self.dropped.setdefault(f, [])
-            known += [c for c in cols if c not in known]
+            known += [c for c in cols if c not in known][:max(0, COLUMNS_MAX - len(known))]
         with no_gc():
             frame, reasons, texts = normalise_rows(raw, self.dataset, self.model_names, self.judge_names)
         n = len(frame)
@@ -264,6 +265,8 @@ def validate_sources(
     Repeated rows are counted across every batch and file; memory is bounded by one batch.
     ``file_judges`` puts the rows of a file (by the name given) under its own judge.
     """
+    sources = list(sources)
+    _refuse_repeated(sources)
     builder = ReportBuilder(dataset, model_names, judge_names, value_map)
     fmts: list[str] = []
     names: list[str] = []
@@ -279,14 +282,43 @@ def validate_sources(
                           fmts[0] if len(set(fmts)) == 1 else "mixed", hashes)
 
 
+def _file_identity(source: object, filename: str) -> object:
+    """What makes two sources one file: the same device and inode for a path (any spelling, links
+    included), the same name for uploaded bytes."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return ("upload", filename)
+    try:
+        st = os.stat(source)  # type: ignore[arg-type]
+    except (OSError, TypeError, ValueError):
+        return ("path", str(source))  # the reader says what is wrong with it
+    return ("file", st.st_dev, st.st_ino)
+
+
+def _refuse_repeated(sources: list[tuple[object, str]]) -> None:
+    """One file given twice in one import is refused before anything is read: read twice it would count
+    every verdict twice, and reading it once would hide what is most likely a mistake in the command
+    (a second spelling of the path, or the same bytes under another name, is refused the same way)."""
+    seen: dict[object, str] = {}
+    for source, filename in sources:
+        key = _file_identity(source, filename)
+        if key in seen:
+            same = "" if seen[key] == filename else f" (as {seen[key]} and as {filename})"
+            raise LensError(f"{filename} is given twice in this import{same}; give each file once, "
+                            "or every verdict in it would be counted twice.")
+        seen[key] = filename
+
+
 def _read_into(builder: ReportBuilder, sources, fmt, column_map, file_judges, pending: list, fmts: list,
                names: list, hashes: dict) -> None:
     """Read every file batch by batch into ``builder`` (small batches are pooled in ``pending``)."""
     rows = 0
+    unmatched = {str(k).strip().lower(): str(k) for k in (column_map or {})}
     for source, filename in sources:
         found, batches = read_batches(source, filename, fmt, column_map)
         judge = (file_judges or {}).get(filename)
         for raw in batches:
+            for key in raw.mapped & unmatched.keys():
+                del unmatched[key]
             if judge:
                 set_judge(raw, judge)
             pending.append(raw)
@@ -299,6 +331,11 @@ def _read_into(builder: ReportBuilder, sources, fmt, column_map, file_judges, pe
         hashes[filename] = file_hash(source, filename, found)
         fmts.append(found)
         names.append(filename)
+    if unmatched and names:
+        missing = ", ".join(repr(k) for k in unmatched.values())
+        where = names[0] if len(names) == 1 else f"any of the {len(names)} files"
+        raise LensError(f"The column map names {missing}, which is not a column of {where}; "
+                        "check the spelling (see the file's header), or leave that --map out.")
 
 
 def validate_raw(raw: RawRows, *, dataset: str, source: str, fmt: str,

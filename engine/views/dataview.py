@@ -62,6 +62,19 @@ def without_paths(text: str, paths: Iterable[str | os.PathLike[str]] = ()) -> st
     return _ABS_PATH.sub(_name_only, out)
 
 
+COLUMNS_SHOWN = 40
+"""File columns the upload's summary line names at most (the rest counted)."""
+
+
+def columns_line(columns: list[str]) -> str:
+    """The upload's columns for its summary line: the first ``COLUMNS_SHOWN`` and how many more; — for
+    none (a file that cannot be read: the validation says why)."""
+    if not columns:
+        return "—"
+    shown = ", ".join(columns[:COLUMNS_SHOWN])
+    return shown + (f" … and {len(columns) - COLUMNS_SHOWN:,} more" if len(columns) > COLUMNS_SHOWN else "")
+
+
 def refusal_message(result) -> str:
     """One sentence for a refused import (``engine.ingest.importer.ImportResult``), naming the page's
     checkbox instead of the command line's flag."""
