@@ -58,11 +58,11 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_attach(args: argparse.Namespace) -> int:
     """Record a Parquet glob as a dataset read in place (nothing copied); exit status."""
-    from engine.store.attached import attach
+    from engine.ingest.attach_checks import attach_parquet
 
     store = store_from_args(args)
     try:
-        info = attach(store, args.name, args.files, args.description)
+        info = attach_parquet(store, args.name, args.files, args.description)
     finally:
         store.close()
     print(f"attached {info['verdicts']} verdicts in {info['files']} Parquet file(s) as dataset {args.name!r} "
