@@ -4,13 +4,18 @@ An import reads and validates its files one batch at a time; each batch's valid 
 rows and texts are appended to Parquet files in a temporary folder (``$LENS_TMPDIR`` or the
 system's), never held together in memory. The store then inserts straight from those files in
 one short transaction, and the report reads them back only when asked (``ValidationReport.good``,
-``.rejected``). The folder goes when the last report using it is garbage-collected.
+``.rejected``). The folder goes when the last report using it is garbage-collected; a process killed
+before that (kill -9, a crash) leaves it behind, so each new stage first removes the folders of
+processes that are gone (the folder's name carries its process id and the process-id namespace it is
+valid in: ``lens-import-<namespace>-<pid>-…``; a folder from another container sharing the folder, or
+from an older version, is left alone).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import tempfile
 import weakref
@@ -74,13 +79,58 @@ def no_space(exc: BaseException) -> bool:
     return "no space left" in text or "disk quota" in text or "not enough space" in text
 
 
+PREFIX = "lens-import-"
+_OWNED = re.compile(re.escape(PREFIX) + r"(\d+)-(\d+)-")
+
+
+def _pid_namespace() -> int:
+    """The id of this process's pid namespace (0 where /proc does not say): a pid means a process only
+    within it."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user counts: it is not ours to judge)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, under another user
+        return True
+    return True
+
+
+def remove_orphans(root: str | os.PathLike[str]) -> list[Path]:
+    """Remove the stage folders under ``root`` whose process is gone (killed mid-import); returns
+    them. A folder of a live process, or one without a process id in its name, is left alone."""
+    removed: list[Path] = []
+    here = _pid_namespace()
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _OWNED.match(entry.name)
+        if m is None or int(m.group(1)) != here or not entry.is_dir(follow_symlinks=False) \
+                or _alive(int(m.group(2))):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.exists(entry.path):
+            removed.append(Path(entry.path))
+    return removed
+
+
 class Stage:
     """A temporary folder of Parquet files written one batch at a time."""
 
     def __init__(self):
         root = os.environ.get("LENS_TMPDIR") or None
+        self.orphans_removed = remove_orphans(root or tempfile.gettempdir())
         try:
-            self.dir = Path(tempfile.mkdtemp(prefix="lens-import-", dir=root))
+            self.dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_pid_namespace()}-{os.getpid()}-", dir=root))
         except OSError as exc:
             raise LensError(f"Cannot create the import's temporary folder in {root or tempfile.gettempdir()} "
                             f"({exc.strerror or exc}); set LENS_TMPDIR to a writable folder.") from exc
