@@ -79,6 +79,37 @@ def no_space(exc: BaseException) -> bool:
     return "no space left" in text or "disk quota" in text or "not enough space" in text
 
 
+def _size(n: int) -> str:
+    """Bytes in words: 5.0 MiB, 812 KiB."""
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 2**k:
+            return f"{n / 2**k:,.1f} {unit}"
+    return f"{n:,} bytes"
+
+
+def store_space(store) -> str:
+    """After a full disk under the store: the size of the store's file and of its log (DuckDB's
+    ``.wal``), how much of the file is unused blocks a failed write left (DuckDB keeps them in the
+    file and never gives them back to the disk, so the next import may find the disk as full; known
+    while the store's connection still answers) and what the disk has left, as a clause for the
+    sentence that reports the full disk."""
+    path = Path(store.path)
+    wal = Path(f"{path}.wal")
+    try:
+        size = path.stat().st_size
+        free = shutil.disk_usage(path.parent).free
+        log = f" and its log {_size(wal.stat().st_size)}" if wal.exists() else ""
+    except OSError:
+        return ""
+    try:
+        row = store.cursor().execute("SELECT block_size, used_blocks FROM pragma_database_size()").fetchone()
+        held = f", {_size(max(size - int(row[0]) * int(row[1]), 0))} of the file unused blocks that failed " \
+               "writes left (the file keeps them)"
+    except Exception:  # duckdb: the connection was invalidated by the failure
+        held = ""
+    return f"; the store's file is {_size(size)}{log}{held}, and the disk has {_size(free)} free"
+
+
 PREFIX = "lens-import-"
 _OWNED = re.compile(re.escape(PREFIX) + r"(\d+)-(\d+)-")
 
