@@ -39,6 +39,10 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_seams_bootstrap.py",        # 12 (one core)
     "test_app_cycles.py",             # 11
     "test_store_ownership.py",        # 10 (measured alone, -n 0, busy machine)
+    "test_attach_checks.py",          # 18 alone, -n 0, load 8
+    "test_staging_debris.py",         # 16 alone, -n 0, load 8
+    "test_store_space.py",            # 15 alone, -n 0, load 8 (skipped without root)
+    "test_output_paths.py",           # 11 alone, -n 0, load 8
 )
 """The files that take longest, longest first: xdist hands each worker the next file when its current
 one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder keeps this order), so a

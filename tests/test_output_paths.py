@@ -12,6 +12,7 @@ folder, so the old code replaced only the link.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -27,14 +28,17 @@ from tests.conftest import REPO, run_engine
 ROWS = "prompt_id,model_a,model_b,winner\np1,a,b,A\np2,a,c,tie\np3,b,c,nobody\n"
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    """A store holding dataset ``d``: the two good rows of ROWS (the third is rejected)."""
-    src = tmp_path / "v.csv"
+@pytest.fixture(scope="module")
+def db(shipped_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store for the file (a copy of the shipped one: a fresh store would import it first)
+    holding dataset ``d``: the two good rows of ROWS (the third is rejected)."""
+    folder = tmp_path_factory.mktemp("outputs")
+    db = folder / "lens.duckdb"
+    shutil.copy(shipped_db, db)
+    src = folder / "v.csv"
     src.write_text(ROWS)
-    db = tmp_path / "lens.duckdb"
     res = run_engine(["--db", db, "import", src, "--dataset", "d", "--skip-invalid",
-                      "--rejected", tmp_path / "first.rejected.csv"])
+                      "--rejected", folder / "first.rejected.csv"])
     assert res.returncode == 0, res.stderr
     return db
 
@@ -64,14 +68,13 @@ def test_export_into_a_fifo_writes_through_it(db, tmp_path):
     assert "wrote 2 verdicts" in res.stderr  # the target may be this process's stdout
 
 
-def test_rejected_rows_into_a_fifo_write_through_it(tmp_path):
+def test_rejected_rows_into_a_fifo_write_through_it(db, tmp_path):
     src = tmp_path / "v.csv"
     src.write_text(ROWS)
     fifo = tmp_path / "rejected"
     os.mkfifo(fifo)
     reader, got = _read_fifo(fifo)
-    res = run_engine(["--db", tmp_path / "lens.duckdb", "import", src, "--dataset", "d", "--skip-invalid",
-                      "--rejected", fifo])
+    res = run_engine(["--db", db, "import", src, "--dataset", "r", "--skip-invalid", "--rejected", fifo])
     reader.join(20)
     assert res.returncode == 0, res.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -90,8 +93,10 @@ def test_symlink_to_a_device_stays_a_symlink(db, tmp_path):
 def test_a_full_device_is_one_sentence_and_stays_a_device(db, tmp_path):
     link = tmp_path / "full.csv"
     link.symlink_to("/dev/full")
+    src = tmp_path / "v.csv"
+    src.write_text(ROWS)
     for args in (["datasets", "export", "d", link],
-                 ["import", tmp_path / "v.csv", "--dataset", "e", "--skip-invalid", "--rejected", link]):
+                 ["import", src, "--dataset", "e", "--skip-invalid", "--rejected", link]):
         res = run_engine(["--db", db, *args])
         assert res.returncode == 2, (args, res.stdout, res.stderr)  # old: 0, the link replaced
         assert "No space left on device" in res.stderr and "Traceback" not in res.stderr
