@@ -19,11 +19,11 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_judging_hardening.py",      # 47
     "test_verdicts.py",               # 45
     "test_judging_local.py",          # 39
-    "test_export_roundtrip.py",       # 85 alone, -n 0, on a machine at load 8: about 30 idle
     "test_app_data.py",               # 24
     "test_app_audit.py",              # 21
     "test_diagnostics_orderless.py",  # 21
     "test_ingest.py",                 # 17
+    "test_export_roundtrip.py",       # 85 alone, -n 0, on a machine at load 8: about 30 idle
     "test_store_versions.py",         # 17 (measured alone, -n 0, busy machine)
     "test_ranker_objects.py",         # 17 (one core, shared: an upper bound)
     "test_judging_resilience.py",     # 17
