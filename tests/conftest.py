@@ -25,6 +25,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_app_audit.py",              # 21
     "test_diagnostics_orderless.py",  # 21
     "test_ingest.py",                 # 17
+    "test_export_roundtrip.py",       # 85 alone, -n 0, on a machine at load 8: about 30 idle
     "test_store_versions.py",         # 17 (measured alone, -n 0, busy machine)
     "test_ranker_objects.py",         # 17 (one core, shared: an upper bound)
     "test_judging_resilience.py",     # 17
@@ -42,6 +43,10 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_store_ownership.py",        # 10 (measured alone, -n 0, busy machine)
     "test_terminal_escape.py",        # 14 s of CPU (32 s wall, -n 0, busy machine)
     "test_store_damage.py",           # 10 s of CPU (25 s wall, -n 0, busy machine)
+    "test_attach_checks.py",          # 18 alone, -n 0, load 8
+    "test_staging_debris.py",         # 16 alone, -n 0, load 8
+    "test_store_space.py",            # 15 alone, -n 0, load 8 (skipped without root)
+    "test_output_paths.py",           # 11 alone, -n 0, load 8
 )
 """The files that take longest, longest first: xdist hands each worker the next file when its current
 one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder keeps this order), so a

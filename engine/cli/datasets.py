@@ -4,12 +4,13 @@ in place."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from engine.cli._common import add_format, store_from_args, write_frame
 from engine.errors import LensError
 from engine.ingest.importer import dataset_table, delete_dataset, rename_dataset
-from engine.ingest.verdict_export import EXPORT_FORMATS, export_verdicts
+from engine.ingest.verdict_export import EXPORT_FORMATS, export_frame, export_to, texts_left_out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d = sub.add_parser("delete", help="delete a dataset with its verdicts, prompts and answers")
     d.add_argument("name")
     d.set_defaults(func=run_delete)
-    e = sub.add_parser("export", help="write a dataset's verdicts in the import format")
+    e = sub.add_parser("export", help="write a dataset's verdicts and texts in the import format")
     e.add_argument("name")
     e.add_argument("path", help="output file (format from its extension unless --format)")
     e.add_argument("--format", dest="export_format", choices=EXPORT_FORMATS, default=None)
@@ -57,11 +58,11 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_attach(args: argparse.Namespace) -> int:
     """Record a Parquet glob as a dataset read in place (nothing copied); exit status."""
-    from engine.store.attached import attach
+    from engine.ingest.attach_checks import attach_parquet
 
     store = store_from_args(args)
     try:
-        info = attach(store, args.name, args.files, args.description)
+        info = attach_parquet(store, args.name, args.files, args.description)
     finally:
         store.close()
     print(f"attached {info['verdicts']} verdicts in {info['files']} Parquet file(s) as dataset {args.name!r} "
@@ -93,7 +94,8 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    """Write a dataset's verdicts to a CSV or Parquet file (format from the option or suffix); exit status."""
+    """Write a dataset's verdicts and texts to a CSV, JSONL or Parquet file (format from the option or
+    suffix); exit status."""
     fmt = args.export_format
     if fmt is None:
         suffix = Path(args.path).suffix.lower().lstrip(".")
@@ -105,8 +107,15 @@ def run_export(args: argparse.Namespace) -> int:
                             f"({', '.join(EXPORT_FORMATS)}).")
     store = store_from_args(args)
     try:
-        n = export_verdicts(store, args.name, args.path, fmt)
+        frame = export_frame(store, args.name)
+        prompts, answers = texts_left_out(store, args.name)
     finally:
-        store.close()
-    print(f"wrote {n} verdicts of {args.name!r} to {args.path} ({fmt})")
+        store.close()  # not held while a FIFO waits for its reader
+    out = export_to(args.path, frame, fmt, args.name)
+    # written in place (/dev/stdout, a FIFO): the file may be this very stream, so the line goes to stderr
+    print(f"wrote {len(frame)} verdicts of {args.name!r} to {args.path} ({fmt})",
+          file=sys.stderr if out.in_place else sys.stdout)
+    if prompts or answers:
+        print(f"note: {prompts} prompt text(s) and {answers} answer text(s) of {args.name!r} are not in the "
+              "file: no verdict names their prompt (and model), or the text is blank.", file=sys.stderr)
     return 0

@@ -7,6 +7,8 @@ the command line's output need nothing heavier than pandas.
 
 from __future__ import annotations
 
+import io
+import os
 import re
 
 import pandas as pd
@@ -48,7 +50,31 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+class _RowEnds(io.TextIOBase):
+    """A text sink that turns each row's ``\\r\\n`` ending into ``\\n``: Python's csv writer quotes a
+    field holding a character of its line terminator, so writing with ``\\r\\n`` quotes a bare carriage
+    return (a reader would end the row there) while the file keeps ``\\n`` line ends. The csv writer
+    hands over exactly one row per ``write``, its terminator last."""
+
+    def __init__(self, sink):
+        self.sink = sink
+
+    def write(self, row: str) -> int:
+        return self.sink.write(row[:-2] + "\n" if row.endswith("\r\n") else row)
+
+    def flush(self) -> None:
+        self.sink.flush()
+
+
 def write_csv(frame: pd.DataFrame, target=None, **kwargs):
-    """THE way the tool writes CSV: ``frame`` neutralised, no index, ``\\n`` line ends, to ``target``
-    (a path or an open file; ``None`` returns the text). ``kwargs`` go to ``DataFrame.to_csv``."""
-    return csv_safe(frame).to_csv(target, index=False, lineterminator="\n", **kwargs)
+    """THE way the tool writes CSV: ``frame`` neutralised, no index, ``\\n`` line ends, every field
+    holding a line break of any kind (``\\n``, ``\\r``) quoted, to ``target`` (a path or an open
+    text file; ``None`` returns the text). ``kwargs`` go to ``DataFrame.to_csv``."""
+    if target is None:
+        buf = io.StringIO()
+        write_csv(frame, buf, **kwargs)
+        return buf.getvalue()
+    if isinstance(target, str | os.PathLike):
+        with open(target, "w", encoding="utf-8", newline="") as fh:
+            return write_csv(frame, fh, **kwargs)
+    return csv_safe(frame).to_csv(_RowEnds(target), index=False, lineterminator="\r\n", **kwargs)

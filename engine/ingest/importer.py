@@ -25,7 +25,7 @@ import pandas as pd
 
 from engine.errors import LensError
 from engine.ingest.limits import check_dataset_name
-from engine.ingest.staging import no_space
+from engine.ingest.staging import no_space, store_space
 from engine.ingest.verdict_files import list_columns
 from engine.ingest.verdicts import ValidationReport, validate_sources
 from engine.store import writes
@@ -235,7 +235,7 @@ def store_report(
         if no_space(exc):
             raise LensError(
                 f"The disk holding the store {store.path} is full, so nothing of this import was stored "
-                "(the store is unchanged); free some space and import again."
+                f"(the store is unchanged){store_space(store)}; free some space and import again."
             ) from exc
         raise
     return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,

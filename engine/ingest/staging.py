@@ -4,13 +4,18 @@ An import reads and validates its files one batch at a time; each batch's valid 
 rows and texts are appended to Parquet files in a temporary folder (``$LENS_TMPDIR`` or the
 system's), never held together in memory. The store then inserts straight from those files in
 one short transaction, and the report reads them back only when asked (``ValidationReport.good``,
-``.rejected``). The folder goes when the last report using it is garbage-collected.
+``.rejected``). The folder goes when the last report using it is garbage-collected; a process killed
+before that (kill -9, a crash) leaves it behind, so each new stage first removes the folders of
+processes that are gone (the folder's name carries its process id and the process-id namespace it is
+valid in: ``lens-import-<namespace>-<pid>-…``; a folder from another container sharing the folder, or
+from an older version, is left alone).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import tempfile
 import weakref
@@ -74,13 +79,89 @@ def no_space(exc: BaseException) -> bool:
     return "no space left" in text or "disk quota" in text or "not enough space" in text
 
 
+def _size(n: int) -> str:
+    """Bytes in words: 5.0 MiB, 812 KiB."""
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 2**k:
+            return f"{n / 2**k:,.1f} {unit}"
+    return f"{n:,} bytes"
+
+
+def store_space(store) -> str:
+    """After a full disk under the store: the size of the store's file and of its log (DuckDB's
+    ``.wal``), how much of the file is unused blocks a failed write left (DuckDB keeps them in the
+    file and never gives them back to the disk, so the next import may find the disk as full; known
+    while the store's connection still answers) and what the disk has left, as a clause for the
+    sentence that reports the full disk."""
+    path = Path(store.path)
+    wal = Path(f"{path}.wal")
+    try:
+        size = path.stat().st_size
+        free = shutil.disk_usage(path.parent).free
+        log = f" and its log {_size(wal.stat().st_size)}" if wal.exists() else ""
+    except OSError:
+        return ""
+    try:
+        row = store.cursor().execute("SELECT block_size, used_blocks FROM pragma_database_size()").fetchone()
+        held = f", {_size(max(size - int(row[0]) * int(row[1]), 0))} of the file unused blocks that failed " \
+               "writes left (the file keeps them)"
+    except Exception:  # duckdb: the connection was invalidated by the failure
+        held = ""
+    return f"; the store's file is {_size(size)}{log}{held}, and the disk has {_size(free)} free"
+
+
+PREFIX = "lens-import-"
+_OWNED = re.compile(re.escape(PREFIX) + r"(\d+)-(\d+)-")
+
+
+def _pid_namespace() -> int:
+    """The id of this process's pid namespace (0 where /proc does not say): a pid means a process only
+    within it."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user counts: it is not ours to judge)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, under another user
+        return True
+    return True
+
+
+def remove_orphans(root: str | os.PathLike[str]) -> list[Path]:
+    """Remove the stage folders under ``root`` whose process is gone (killed mid-import); returns
+    them. A folder of a live process, or one without a process id in its name, is left alone."""
+    removed: list[Path] = []
+    here = _pid_namespace()
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _OWNED.match(entry.name)
+        if m is None or int(m.group(1)) != here or not entry.is_dir(follow_symlinks=False) \
+                or _alive(int(m.group(2))):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.exists(entry.path):
+            removed.append(Path(entry.path))
+    return removed
+
+
 class Stage:
     """A temporary folder of Parquet files written one batch at a time."""
 
     def __init__(self):
         root = os.environ.get("LENS_TMPDIR") or None
+        self.orphans_removed = remove_orphans(root or tempfile.gettempdir())
         try:
-            self.dir = Path(tempfile.mkdtemp(prefix="lens-import-", dir=root))
+            self.dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_pid_namespace()}-{os.getpid()}-", dir=root))
         except OSError as exc:
             raise LensError(f"Cannot create the import's temporary folder in {root or tempfile.gettempdir()} "
                             f"({exc.strerror or exc}); set LENS_TMPDIR to a writable folder.") from exc

@@ -5,8 +5,8 @@ import's rejected rows. Every file goes through a temp file and a rename, so a f
 from __future__ import annotations
 
 import io
+import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import pandas as pd
 from engine.errors import LensError
 from engine.ingest.csv_cells import write_csv
 from engine.ingest.limits import NAME_MAX_CHARS, TEXT_MAX_CHARS
+from engine.ingest.output_files import OutputPath, check_output, write_output
 from engine.ingest.verdicts import ValidationReport
 from engine.store.connection import Store
 from engine.store.datasets import require_dataset
@@ -27,45 +28,11 @@ EXPORT_COLUMNS: tuple[str, ...] = tuple(
 """Exported columns: everything a re-import needs to give back the same verdicts."""
 
 
-def writable_path(path: str | os.PathLike[str], what: str) -> Path:
-    """``path`` as a Path if a file can be created there (probed with a temp file, removed again)."""
-    p = Path(path)
-    if p.is_dir():
-        raise LensError(f"Cannot write {what} to {p}: it is a folder; give a file name.")
-    if not p.parent.is_dir():
-        raise LensError(f"Cannot write {what} to {p}: there is no folder {p.parent}.")
-    try:
-        fd, probe = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".probe")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise LensError(f"Cannot write {what} to {p} ({exc.strerror or exc}).") from exc
-    return p
-
-
-def atomic_write(path: str | os.PathLike[str], write, what: str) -> Path:
-    """Call ``write(tmp_path)`` on a temp file beside ``path``, then rename it onto ``path``, so a
-    failure leaves no half-written file; an OSError becomes a LensError naming ``what``."""
-    p = writable_path(path, what)
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-        os.close(fd)
-        write(tmp)
-        os.replace(tmp, p)
-        tmp = None
-    except OSError as exc:
-        raise LensError(f"Cannot write {what} to {p} ({exc.strerror or exc}).") from exc
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-    return p
-
-
 def prepare_rejected(path: str | os.PathLike[str], inputs: Sequence[str | os.PathLike[str]] = ()) -> Path:
-    """Check, before anything is stored, that the rejected rows can be written to ``path``:
-    not a folder, the folder exists and takes a new file, and it is not one of the ``inputs``."""
-    p = writable_path(path, "the rejected rows")
+    """Check, before anything is stored, that the rejected rows can be written to ``path``
+    (``output_files.check_output``) and that it is not one of the ``inputs``."""
+    p = Path(path)
+    check_output(p, "the rejected rows")
     for src in inputs:
         try:
             same = p.exists() and p.samefile(src)
@@ -90,16 +57,63 @@ def write_rejected(report: ValidationReport, path: str | os.PathLike[str]) -> in
             if report.n_rejected == 0:
                 write_csv(report.rejected_head(0), fh)
 
-    atomic_write(path, write, "the rejected rows")
+    write_output(path, write, "the rejected rows")
     return report.n_rejected
 
 
+TEXT_KEY: tuple[str, ...] = ("prompt_id", "variant", "turn")
+"""A prompt instance: what a question text belongs to (an answer text also to its model)."""
+
+
 def export_frame(store: Store, dataset: str) -> pd.DataFrame:
-    """The dataset's verdicts in the import format (winner ``invalid`` written as ``error``)."""
+    """The dataset's verdicts in the import format (winner ``invalid`` written as ``error``), with
+    the texts the import reads back: ``question`` of each prompt instance and ``answer_a`` /
+    ``answer_b`` of each model on it, each on the first verdict that names it (the import keeps the
+    first text per key, so later copies would only grow the file)."""
     require_dataset(store, dataset)
-    df = store.verdicts(dataset)[list(EXPORT_COLUMNS)]
+    df = store.verdicts(dataset)[list(EXPORT_COLUMNS)].reset_index(drop=True)
     _check_export_limits(df, dataset)
-    return df.assign(winner=df["winner"].replace({"invalid": "error"}))
+    df = df.assign(winner=df["winner"].replace({"invalid": "error"}))
+    key = list(TEXT_KEY)
+    # the import takes a prompt's category and variant_kind from the verdict that carries its text:
+    # the first verdict that agrees with the stored prompt, else the prompt instance's first verdict
+    labels = [*key, "category", "variant_kind"]
+    prompts = store.prompt_texts(dataset)[[*labels, "text"]].astype({c: "string" for c in labels[3:]})
+    rows = df[labels].reset_index()
+    agreeing = rows.merge(prompts, on=labels).sort_values("index").drop_duplicates(key)
+    first = rows.drop_duplicates(key)[["index", *key]].merge(prompts[[*key, "text"]], on=key)
+    fallback = first.loc[~first.set_index(key).index.isin(agreeing.set_index(key).index)]
+    question = pd.concat([agreeing, fallback])
+    answers = store.answer_texts(dataset)[[*key, "model", "text"]]
+    sides = pd.concat(
+        [df[[*key, f"model_{s}"]].rename(columns={f"model_{s}": "model"}).assign(side=s).reset_index()
+         for s in ("a", "b")]
+    ).sort_values(["index", "side"], kind="stable")
+    named = sides.drop_duplicates([*key, "model"]).merge(answers, on=[*key, "model"], how="inner")
+    texts = {"question": question.set_index("index")["text"]}
+    for s in ("a", "b"):
+        texts[f"answer_{s}"] = named.loc[named["side"] == s].set_index("index")["text"]
+    for col, values in texts.items():
+        df[col] = values.reindex(df.index).astype("string")
+    return df
+
+
+def texts_left_out(store: Store, dataset: str) -> tuple[int, int]:
+    """How many prompt texts and answer texts of the dataset an export cannot carry: no verdict of
+    the dataset names their prompt instance (and model), or the text is blank (the import reads a
+    blank text as none). An export names them rather than losing them in silence."""
+    cur = store.cursor()
+    on = "v.dataset = t.dataset AND v.prompt_id = t.prompt_id AND v.variant = t.variant AND v.turn = t.turn"
+    blank = "t.text IS NULL OR trim(t.text, ' \t\n\r\v\f') = ''"
+    counts = []
+    for table, extra in (("prompts", ""), ("answers", " AND t.model IN (v.model_a, v.model_b)")):
+        row = cur.execute(
+            f"SELECT count(*) FROM {table} t WHERE t.dataset = ? AND ({blank} OR NOT EXISTS "
+            f"(SELECT 1 FROM verdicts v WHERE {on}{extra}))",
+            [dataset],
+        ).fetchone()
+        counts.append(int(row[0]) if row else 0)
+    return counts[0], counts[1]
 
 
 def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:
@@ -122,30 +136,64 @@ def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:
 
 
 def export_verdicts(store: Store, dataset: str, path_or_buffer, fmt: str = "csv") -> int:
-    """Write the dataset's verdicts as csv, jsonl or parquet so that importing them gives them back.
+    """Write the dataset's verdicts and texts as csv, jsonl or parquet so that importing them gives
+    them back; returns the verdict count.
 
-    A path is written through a temp file and a rename (no partial file; LensError on failure).
+    A path is written as ``output_files.write_output`` does (a regular file through a temp file and a
+    rename; a device, FIFO or open stream in place, never replaced; LensError on failure). A buffer
+    gets the same bytes (the app's download).
     """
     if fmt not in EXPORT_FORMATS:
         raise LensError(f"Cannot export as {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}.")
     df = export_frame(store, dataset)
     if isinstance(path_or_buffer, str | os.PathLike):
-        atomic_write(path_or_buffer, lambda tmp: _write_export(df, tmp, fmt), f"the verdicts of {dataset!r}")
+        export_to(path_or_buffer, df, fmt, dataset)
     else:
         _write_export(df, path_or_buffer, fmt)
     return int(len(df))
 
 
+def export_to(path: str | os.PathLike[str], df: pd.DataFrame, fmt: str, dataset: str) -> OutputPath:
+    """Write an ``export_frame`` to ``path``; returns how it was written (in place or replaced)."""
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            _write_export(df, fh, fmt)
+
+    return write_output(path, write, f"the verdicts of {dataset!r}")
+
+
+_JSON_ROWS = 10_000
+"""Rows turned into JSON lines at a time."""
+
+
+def _jsonl(df: pd.DataFrame):
+    """The frame as JSON lines, a chunk at a time: floats written exactly (``repr``: pandas' own
+    writer keeps 10 digits), missing values as null, text as written (not ASCII-escaped)."""
+    for start in range(0, len(df), _JSON_ROWS):
+        chunk = df.iloc[start:start + _JSON_ROWS].astype(object)
+        chunk = chunk.where(chunk.notna(), None)
+        yield "".join(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n"
+                      for rec in chunk.to_dict("records"))
+
+
 def _write_export(df: pd.DataFrame, target, fmt: str) -> None:
+    """Write the frame to an open file (text or binary) as csv, jsonl or parquet."""
+    binary = not isinstance(target, io.TextIOBase)
+    if fmt == "parquet":
+        df.to_parquet(target, index=False)
+    elif binary:
+        text = io.TextIOWrapper(target, encoding="utf-8", newline="", write_through=True)
+        try:
+            _write_text(df, text, fmt)
+        finally:
+            text.detach()  # the caller owns the binary file
+    else:
+        _write_text(df, target, fmt)
+
+
+def _write_text(df: pd.DataFrame, target, fmt: str) -> None:
     if fmt == "csv":
         write_csv(df, target)  # formula-like cells neutralised (engine/views/exports.py); jsonl/parquet raw
-    elif fmt == "jsonl":
-        text = df.to_json(orient="records", lines=True, force_ascii=False)
-        if isinstance(target, str | os.PathLike):
-            Path(target).write_text(text, encoding="utf-8")
-        elif isinstance(target, io.TextIOBase):
-            target.write(text)
-        else:
-            target.write(text.encode("utf-8"))
     else:
-        df.to_parquet(target, index=False)
+        for lines in _jsonl(df):
+            target.write(lines)

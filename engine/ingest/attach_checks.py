@@ -1,0 +1,172 @@
+"""``datasets attach`` held to the import's rules: Parquet files read in place are checked once, when
+they are attached, so that no later command meets what an import would have refused.
+
+Two checks, both streaming (memory bounded by one batch, whatever the files' size): the import's
+decompression guard (``parquet_reader.check_expansion``: a small file whose text expands past the
+stated ratio is refused before anything decodes it, and so is a cell longer than any verdict field
+may hold), and the import's row rules in SQL over the files (an empty or blank name, the same model
+on both sides, a variant or turn that is not an integer in the store's range, ``prob_a`` outside
+[0, 1] or NaN, a ``tstamp`` that is not finite, an ``order``, ``variant_kind`` or ``strength``
+outside its vocabulary, a name with a control or invisible character or over the name limit). A file
+that breaks a rule is refused in one sentence naming the file, the row and the rule, with the count
+of such rows: attach copies nothing, so it cannot set rows aside; importing the files does.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from engine.errors import LensError
+from engine.ingest.limits import INT_MAX, INVISIBLE_RE, NAME_MAX_CHARS, TEXT_MAX_CHARS, batch_rows
+from engine.ingest.parquet_reader import check_expansion
+from engine.store.attached import attach, parquet_columns
+from engine.store.schema import VERDICT_COLUMNS
+from engine.store.sql import identifier
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from engine.store.connection import Store
+
+CELL_MAX_BYTES = 4 * TEXT_MAX_CHARS
+"""Longest cell in bytes (the import's per-field cap: the longest text in 4-byte UTF-8)."""
+READ_COLUMNS = (*VERDICT_COLUMNS, "battle_id", "tstamp")
+"""The columns attach reads from the files (engine/store/attached.py: canonical_select)."""
+NAMES = ("prompt_id", "model_a", "model_b", "judge", "category", "annotator")
+
+
+def attach_parquet(store: Store, name: str, glob: str, description: str | None = None) -> dict:
+    """Attach Parquet files as dataset ``name`` (``engine.store.attached.attach``) once they pass the
+    import's decompression guard and row rules; returns attach's counts, or LensError."""
+    con = store.cursor()
+    columns = parquet_columns(con, glob)  # one sentence when no file matches
+    read = [c for c in READ_COLUMNS if c in columns]
+    if "://" not in glob:
+        for path in sorted(globlib.glob(glob, recursive=True)):
+            check_file_expansion(path, read)
+    check_rows(con, glob, columns)
+    return attach(store, name, glob, description)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return any(f(t) for f in (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
+                              pa.types.is_large_binary))
+
+
+def check_file_expansion(path: str, columns: list[str]) -> None:
+    """The import's decompression guard on one file: the columns' stored size from the footer, then
+    their decoded text batch by batch with dictionaries kept encoded (lengths only, nothing decoded),
+    refused once past ``check_expansion``'s ratio; a cell longer than CELL_MAX_BYTES is refused too."""
+    size = max(os.path.getsize(path), 1)
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several kinds for a damaged file
+        raise LensError(f"{path} cannot be read as Parquet ({exc}).") from None
+    schema = pf.schema_arrow
+    read = [c for c in columns if c in schema.names]
+    md = pf.metadata
+    check_expansion(path, size, sum(
+        md.row_group(g).column(j).total_uncompressed_size
+        for g in range(md.num_row_groups) for j in range(md.num_columns)
+        if md.row_group(g).column(j).path_in_schema.split(".")[0] in read
+    ))
+    texts = [c for c in read if _is_text(schema.field(c).type)]
+    if not texts:
+        return
+    decoded, first = 0, 1
+    try:
+        batches = pq.ParquetFile(path, read_dictionary=texts).iter_batches(
+            batch_size=batch_rows(), columns=texts)
+        for batch in batches:
+            for c in texts:
+                arr = batch.column(c)
+                if pa.types.is_dictionary(arr.type):
+                    lens = pc.take(pc.binary_length(arr.dictionary), arr.indices)
+                else:
+                    lens = pc.binary_length(arr)
+                lens_np = np.asarray(pc.fill_null(lens, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+                if len(lens_np) and lens_np.max() > CELL_MAX_BYTES:
+                    row = int(lens_np.argmax())
+                    raise LensError(
+                        f"{path} row {first + row}: {c} is {int(lens_np[row]):,} bytes long, more than any "
+                        f"verdict field may hold ({CELL_MAX_BYTES:,}); nothing was attached."
+                    )
+                decoded += int(lens_np.sum())
+            check_expansion(path, size, decoded)
+            first += batch.num_rows
+    except LensError:
+        raise
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise LensError(f"{path} cannot be read as Parquet ({exc}).") from None
+
+
+def _rules(columns: set[str]) -> list[tuple[str, str, str]]:
+    """(column, SQL that is true on a row the import would refuse, the rule in words) per present
+    column; ``{v}`` in the SQL is the column's value as text, ``{d}`` as a number."""
+    whole = f"isfinite({{d}}) AND {{d}} >= 0 AND {{d}} <= {INT_MAX} AND {{d}} = floor({{d}})"
+    rules = [(c, "{v} IS NULL OR trim({v}) = ''", "is empty") for c in ("prompt_id", "model_a", "model_b")]
+    for c in NAMES:
+        rules.append((c, f"length({{v}}) > {NAME_MAX_CHARS}", f"is longer than {NAME_MAX_CHARS} characters"))
+        rules.append((c, f"regexp_matches({{v}}, '{INVISIBLE_RE}')",
+                      "contains a control or invisible character"))
+    if "model_a" in columns:
+        rules.append(("model_b", '{v} = CAST("model_a" AS VARCHAR)', "is the same model as model_a"))
+    rules += [(c, f"{{v}} IS NOT NULL AND NOT coalesce({whole}, false)",
+               f"is not an integer from 0 to {INT_MAX:,}") for c in ("variant", "turn")]
+    rules += [
+        ("prob_a", "{v} IS NOT NULL AND NOT coalesce(isfinite({d}) AND {d} >= 0 AND {d} <= 1, false)",
+         "is not a number in [0, 1]"),
+        ("tstamp", "{v} IS NOT NULL AND NOT coalesce(isfinite({d}), false)", "is not a finite time"),
+        ("strength", "{v} IS NOT NULL AND coalesce({d} NOT IN (1, 2), true)", "is not 1 or 2"),
+        ("order", "{v} IS NOT NULL AND upper({v}) NOT IN ('AB', 'BA')", "is not AB or BA"),
+        ("variant_kind", "{v} IS NOT NULL AND lower({v}) NOT IN ('original', 'paraphrase', 'sample')",
+         "is not original, paraphrase or sample"),
+    ]
+    return [r for r in rules if r[0] in columns]
+
+
+def check_rows(con: duckdb.DuckDBPyConnection, glob: str, columns: set[str]) -> None:
+    """Refuse files holding a row the import would refuse (``_rules``), in one sentence with the first
+    such row (file order) and how many there are. One streaming scan; the first row by a top-1."""
+    conds = []
+    for c, sql, _ in _rules(columns):
+        v = f"CAST({identifier(c)} AS VARCHAR)"
+        d = f"TRY_CAST({identifier(c)} AS DOUBLE)"
+        conds.append(f"coalesce(({sql.replace('{v}', v).replace('{d}', d)}), false)")
+    if not conds:
+        return
+    src = "read_parquet($files, union_by_name = true, filename = true, file_row_number = true)"
+    flags = ", ".join(f"{c} AS b{i}" for i, c in enumerate(conds))
+    try:
+        row = con.execute(
+            f"SELECT filename, file_row_number, {flags} FROM {src} WHERE {' OR '.join(conds)} "
+            "ORDER BY filename, file_row_number LIMIT 1", {"files": glob}).fetchone()
+        if row is None:
+            return
+        n_bad = con.execute(f"SELECT count(*) FROM {src} WHERE {' OR '.join(conds)}",
+                            {"files": glob}).fetchone()
+    except Exception as exc:  # duckdb: a file changed or unreadable between the scans
+        raise LensError(f"Cannot read Parquet files at {glob!r}: {str(exc).splitlines()[0]}") from None
+    rules = _rules(columns)
+    broken = [rules[i] for i, hit in enumerate(row[2:]) if hit]
+    col = broken[0][0]
+    value = con.execute(
+        f"SELECT CAST({identifier(col)} AS VARCHAR) FROM {src} WHERE filename = $f AND file_row_number = $r",
+        {"files": glob, "f": row[0], "r": row[1]}).fetchone()
+    shown = "NULL" if value is None or value[0] is None else repr(value[0][:60])
+    also = "".join(f"; {c} {w}" for c, _, w in broken[1:])
+    n = int(n_bad[0]) if n_bad else 1
+    raise LensError(
+        f"{row[0]} row {int(row[1]) + 1} would not import: {col} {shown} {broken[0][2]}{also}"
+        + (f" (and {n - 1:,} more such row(s))" if n > 1 else "")
+        + "; nothing was attached: fix the files, or import them, which sets such rows aside."
+    )
