@@ -34,7 +34,7 @@ documented rules, so each test can compute the expected verdicts another way:
   a run going for as long as it needs without guessing at timings.
 
 It counts requests per message body, in-flight requests and their maximum, and keeps each request's
-JSON body (``bodies``).
+JSON body (``bodies``) and query string (``queries``).
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ class FakeOpenAI:
         self.gate = threading.Event()
         self.gate.set()
         self.bodies: list[dict] = []
+        self.queries: list[str] = []  # each request's query string (the part after ``?``)
         self.seen: Counter[str] = Counter()
         self.statuses: Counter[int] = Counter()
         self.inflight = 0
@@ -137,9 +138,11 @@ class FakeOpenAI:
 
     def _handle(self, h) -> None:
         body = json.loads(h.rfile.read(int(h.headers["Content-Length"])))
+        path, _, query = h.path.partition("?")
         with self.lock:
             self.bodies.append(body)
-        if h.path != "/v1/chat/completions":
+            self.queries.append(query)
+        if path != "/v1/chat/completions":
             return self._send(h, 404, {"error": {"message": "not found"}})
         if self.api_key is not None and h.headers.get("Authorization") != f"Bearer {self.api_key}":
             return self._send(h, 401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
