@@ -17,6 +17,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_browser_stress.py",         # 56
     "test_ingest_limits.py",          # 49
     "test_judging_hardening.py",      # 47
+    "test_app_judging_incomplete.py", # 52 (one core, load 8: a judge process killed, AppTest x 10)
     "test_judging_kills.py",          # 45 (one core, load 8: three judge processes killed, a fourth)
     "test_verdicts.py",               # 45
     "test_judging_local.py",          # 39
