@@ -23,8 +23,10 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
@@ -57,16 +59,15 @@ def _places(store_path: Path) -> list[tuple[Path, str]]:
     return [beside] + [(d, f"{tag}-{store_path.name}.calls-") for d in fallback_dirs()]
 
 
-def _file_name(prefix: str) -> str:
+def _file_name(prefix: str, token: str | None = None) -> str:
+    """``<prefix><host>-<pid>-<start>[.<token>].jsonl``: the writer's process, and a token telling
+    apart two journals of one process (two runners on one store)."""
     host, pid, started = me()
     stamp = int(started) if started is not None else 0
-    return f"{prefix}{host}-{pid}-{stamp}.jsonl"
+    return f"{prefix}{host}-{pid}-{stamp}{f'.{token}' if token else ''}.jsonl"
 
 
-def journal_path(store_path: Path) -> Path:
-    """This process's journal beside the store at ``store_path`` (its first location)."""
-    folder, prefix = journal_dir_and_prefix(Path(store_path))
-    return folder / _file_name(prefix)
+_WRITER = re.compile(r"calls-(?P<host>.+)-(?P<pid>\d+)-(?P<stamp>\d+)(?:\.[0-9a-f]{8})?\.jsonl$")
 
 
 def append(path: Path, rows: list[dict]) -> None:
@@ -92,7 +93,8 @@ class CallJournal:
     removes it when nothing is left unstored. See the module docstring."""
 
     def __init__(self, store_path: Path):
-        self.places = [folder / _file_name(prefix) for folder, prefix in _places(store_path)]
+        token = uuid.uuid4().hex[:8]
+        self.places = [folder / _file_name(prefix, token) for folder, prefix in _places(store_path)]
         self.path: Path | None = None  # the file in use (None until the first row)
         self.moved_because: str | None = None  # why the first location could not be used
         self._fh: TextIO | None = None
@@ -195,11 +197,10 @@ class CallJournal:
 def _writer_alive(path: Path) -> bool:
     """The journal's writer (host-pid-start in its name) is this host's live process other than us."""
     host, pid, _started = me()
-    try:
-        whost, wpid, wstamp = path.name.rsplit(".", 1)[0].rsplit("calls-", 1)[1].rsplit("-", 2)
-        wpid_i, wstamp_f = int(wpid), float(wstamp)
-    except ValueError:
+    m = _WRITER.search(path.name)
+    if m is None:
         return False
+    whost, wpid_i, wstamp_f = m["host"], int(m["pid"]), float(m["stamp"])
     if whost != host or wpid_i == pid:
         return False
     return same_process_alive(wpid_i, wstamp_f or None) if wstamp_f else same_process_alive(wpid_i, None)
@@ -212,11 +213,6 @@ def pending(store_path: Path) -> list[Path]:
         if folder.is_dir():
             found += sorted(p for p in folder.glob(f"{prefix}*.jsonl") if not _writer_alive(p))
     return found
-
-
-def read_rows(path: Path) -> list[dict]:
-    """The rows of one journal; a line cut short by a crash mid-write is skipped."""
-    return [row for batch in _batches(path) for row in batch]
 
 
 def _batches(path: Path, size: int = FILE_BATCH):
