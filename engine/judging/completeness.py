@@ -61,7 +61,8 @@ class UnfinishedRun:
 
 
 def unfinished_runs(store: Store, dataset: str | None = None) -> list[UnfinishedRun]:
-    """The unfinished latest runs (module docstring) of ``dataset``, or of every dataset; oldest first.
+    """The unfinished latest runs (module docstring) of ``dataset``, or of every dataset the store
+    still holds (a deleted dataset's runs say nothing); oldest first.
 
     A run left ``running`` by a process that is gone reads ``killed``; one that ``calls --runs`` or
     a later run already marked reads ``interrupted`` (killed, or stopped with Ctrl-C)."""
@@ -74,6 +75,7 @@ def unfinished_runs(store: Store, dataset: str | None = None) -> list[Unfinished
         )
         SELECT run_id, dataset, kind, backend, model, protocol, status, pid, host, pid_started
         FROM latest WHERE newest = 1 AND status NOT IN ('done', 'failed-calls')
+          AND dataset IN (SELECT name FROM datasets)
     """
     params: list = []
     if dataset is not None:
