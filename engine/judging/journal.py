@@ -33,6 +33,9 @@ from typing import TextIO
 
 from engine.judging.liveness import me, same_process_alive
 
+COMPACT_CHARS = 1 << 20
+"""A journal past this many characters whose calls are mostly stored is rewritten (``stored``)."""
+
 FILE_BATCH = 1000
 """Journal rows filed into the cache per transaction (memory stays bounded for any journal size)."""
 
@@ -100,6 +103,7 @@ class CallJournal:
         self._fh: TextIO | None = None
         self._unstored: dict[str, str] = {}  # call key -> its journal line, until the store holds it
         self._left_behind: list[Path] = []  # files of failed locations, removed once their rows moved
+        self._bytes = 0  # characters in the current file (its size, near enough, to decide compaction)
         self._lock = threading.Lock()
 
     @property
@@ -119,48 +123,81 @@ class CallJournal:
             return
         lines = {r["call_key"]: _line(r) for r in rows}
         with self._lock:
-            self._write("".join(lines.values()), durable=durable, truncate=False)
+            self._write("".join(lines.values()), durable=durable)
             self._unstored.update(lines)
 
     def keep_unstored(self) -> None:
-        """Rewrite the journal to hold exactly the calls the store does not, and fsync it (a run that
-        stops because the store cannot take its calls leaves this file for the next run)."""
+        """Rewrite the journal to hold exactly the calls the store does not, fsynced (a run that stops
+        because the store cannot take its calls leaves this file for the next run). The rewrite
+        replaces the file whole (``_rewrite``); where it cannot, the longer file stays (its stored
+        calls are filed as duplicates, which changes nothing)."""
         with self._lock:
-            if self._unstored:
-                self._write("".join(self._unstored.values()), durable=True, truncate=True)
+            if self._unstored and not self._rewrite() and self._fh is not None:
+                os.fsync(self._fh.fileno())
 
-    def _write(self, data: str, *, durable: bool, truncate: bool) -> None:
-        """Write ``data`` to the current location, moving on while one fails (lock held)."""
+    def _write(self, data: str, *, durable: bool) -> None:
+        """Append ``data`` to the current location, moving on while one fails (lock held)."""
         errors: list[str] = []
         while True:
             try:
                 fh = self._open()
-                if truncate:
-                    fh.truncate(0)
                 fh.write(data)
                 fh.flush()
                 if durable:
                     os.fsync(fh.fileno())
-                for old in self._left_behind:  # their rows are in this file now
-                    old.unlink(missing_ok=True)
-                self._left_behind = []
-                return
+                self._bytes += len(data)
             except OSError as exc:
                 errors.append(f"{self.path}: {exc.strerror or exc}")
                 if not self._move_on(exc):
                     raise JournalUnwritable("; ".join(errors)) from exc
-                data, truncate = "".join(self._unstored.values()) + data if not truncate else data, False
+                data = "".join(self._unstored.values()) + data  # the rows left behind come along
+                continue
+            for old in self._left_behind:  # their rows are in this file now
+                with contextlib.suppress(OSError):
+                    old.unlink(missing_ok=True)
+            self._left_behind = []
+            return
+
+    def _rewrite(self) -> bool:
+        """Replace the journal file by one holding only the unstored calls: written beside it, fsynced
+        and renamed over it, so a kill at any instant finds the old file or the new one, never less
+        (lock held). False (the old file kept) when it cannot be written."""
+        if self._fh is None or self.path is None:
+            return False
+        fresh = self.path.with_name(self.path.name + ".new")
+        data = "".join(self._unstored.values())
+        try:
+            with open(fresh, "w", encoding="utf-8") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(fresh, self.path)
+        except OSError:
+            fresh.unlink(missing_ok=True)
+            return False
+        self._fh.close()
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (kept open for the run)
+        self._bytes = len(data)
+        return True
 
     def stored(self, keys: Iterable[str]) -> None:
-        """The store now holds the calls ``keys``: when the journal holds nothing else, empty it."""
+        """The store now holds the calls ``keys``: when the journal holds nothing else, empty it; when
+        it has grown past ``COMPACT_CHARS`` and four times what is still unstored, rewrite it with
+        only the unstored calls, so the file stays as small as the calls waiting to be stored even
+        when some always are (a long run at full concurrency)."""
         with self._lock:
             for key in keys:
                 self._unstored.pop(key, None)
-            if not self._unstored and self._fh is not None:
+            if self._fh is None:
+                return
+            if not self._unstored:
                 # opened for appending: the next row goes at offset 0; a journal left holding stored
                 # calls is filed as duplicates, harmless
                 with contextlib.suppress(OSError):
                     self._fh.truncate(0)
+                    self._bytes = 0
+            elif self._bytes > COMPACT_CHARS and self._bytes > 4 * sum(map(len, self._unstored.values())):
+                self._rewrite()
 
     def close(self) -> None:
         """Close the file; delete it when every call in it is stored (else the next run files it)."""
@@ -185,6 +222,7 @@ class CallJournal:
             with contextlib.suppress(OSError):
                 self._fh.close()
             self._fh = None
+        self._bytes = 0
         if self.moved_because is None:
             self.moved_because = f"{self.places[0]}: {exc.strerror or exc}"
         if self.path is not None:
