@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# a judge run whose journal cannot go beside its store moves it here, never to the user's ~/.cache
+os.environ.setdefault("LENS_JOURNAL_DIR", tempfile.mkdtemp(prefix="lens-test-journals-"))
 
 SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per file)
     "test_browser.py",                # 87
