@@ -18,6 +18,7 @@ import streamlit as st
 
 from engine.errors import LensError
 from engine.ingest.shipped import open_store
+from engine.judging.completeness import incomplete_sentences
 from engine.store.connection import (
     Store,
     StoreBusy,
@@ -130,13 +131,17 @@ class Choice:
 
 
 def current() -> Choice:
-    """The current sidebar choice; stops the page with a message when there is no dataset."""
+    """The current sidebar choice; stops the page with a message when there is no dataset. A dataset
+    that an unfinished judge, generate or perturb run left part-written gets its warning here, at the
+    top of every page that shows it (``engine.judging.completeness``)."""
     store = get_store()
     dataset = st.session_state.get("dataset")
     if not dataset or not store.has_dataset(dataset):
         st.info("No dataset is selected. Import one on the Data page.")
         st.stop()
     key = CacheKey.of(store, dataset, st.session_state.get("judge"), st.session_state.get("category"))
+    for sentence in incomplete_sentences(store, [dataset]):  # a killed or running judge run's dataset
+        st.warning(escape_md(sentence[0].upper() + sentence[1:]), icon=":material/warning:")
     return Choice(key, st.session_state.get("ranker", "bt"))
 
 

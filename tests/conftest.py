@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# a judge run whose journal cannot go beside its store moves it here, never to the user's ~/.cache
+os.environ.setdefault("LENS_JOURNAL_DIR", tempfile.mkdtemp(prefix="lens-test-journals-"))
 
 SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per file)
     "test_browser.py",                # 87
@@ -17,6 +20,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_browser_stress.py",         # 56
     "test_ingest_limits.py",          # 49
     "test_judging_hardening.py",      # 47
+    "test_app_judging_incomplete.py", # 52 (one core, load 8: a judge process killed, AppTest x 10)
+    "test_judging_kills.py",          # 45 (one core, load 8: three judge processes killed, a fourth)
     "test_verdicts.py",               # 45
     "test_judging_local.py",          # 39
     "test_ingest_counts.py",          # 40 (-n 0, busy machine, hypothesis)

@@ -31,10 +31,10 @@ documented rules, so each test can compute the expected verdicts another way:
   ``hold_timeout_s`` passed), so the peak in flight shows whether a client really keeps n open;
 - ``gate``: a ``threading.Event``, set (open) at the start; while a test clears it, every request
   is counted on arrival and then waits (up to five minutes) until it is set again, so a test can keep
-  a run going for as long as it needs without guessing at timings.
+  a run going for as long as it needs without guessing at timings; ``at_gate`` counts those waiting.
 
 It counts requests per message body, in-flight requests and their maximum, and keeps each request's
-JSON body (``bodies``).
+JSON body (``bodies``) and query string (``queries``).
 """
 
 from __future__ import annotations
@@ -85,10 +85,12 @@ class FakeOpenAI:
         self.gate = threading.Event()
         self.gate.set()
         self.bodies: list[dict] = []
+        self.queries: list[str] = []  # each request's query string (the part after ``?``)
         self.seen: Counter[str] = Counter()
         self.statuses: Counter[int] = Counter()
         self.inflight = 0
         self.max_inflight = 0
+        self.at_gate = 0  # requests waiting for the gate to open
         self.arrivals = 0
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
@@ -137,9 +139,11 @@ class FakeOpenAI:
 
     def _handle(self, h) -> None:
         body = json.loads(h.rfile.read(int(h.headers["Content-Length"])))
+        path, _, query = h.path.partition("?")
         with self.lock:
             self.bodies.append(body)
-        if h.path != "/v1/chat/completions":
+            self.queries.append(query)
+        if path != "/v1/chat/completions":
             return self._send(h, 404, {"error": {"message": "not found"}})
         if self.api_key is not None and h.headers.get("Authorization") != f"Bearer {self.api_key}":
             return self._send(h, 401, {"error": {"message": "bad key", "type": "invalid_request_error"}})
@@ -157,7 +161,12 @@ class FakeOpenAI:
             if self.hold and self.arrivals <= self.hold:  # the first `hold` requests wait for each other
                 self.cond.wait_for(lambda: self.inflight >= self.hold, timeout=self.hold_timeout_s)
         try:
-            self.gate.wait(timeout=300)
+            if not self.gate.is_set():
+                with self.lock:
+                    self.at_gate += 1
+                self.gate.wait(timeout=300)
+                with self.lock:
+                    self.at_gate -= 1
             if self.delay_s:
                 time.sleep(self.delay_s)
             user = body["messages"][-1]["content"]

@@ -353,9 +353,13 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path, kill_after)
         from engine.store.connection import Store
 
         with Store(db) as st:
-            stored = st.cursor().execute("SELECT count(*) FROM judge_calls").fetchone()[0]
-        # only calls the server answered can be stored; those in flight at the kill are lost (and redone)
-        assert 0 <= stored <= seen_first
+            in_store = {r[0] for r in st.cursor().execute("SELECT call_key FROM judge_calls").fetchall()}
+        journaled = {json.loads(line)["call_key"] for j in tmp_path.glob("kill.duckdb.calls-*.jsonl")
+                     for line in j.read_text().splitlines()}  # fmt: skip
+        # every answered call is in the store or in the killed run's journal (issue 23, bug 5): only
+        # the calls in flight at the kill (at most --concurrency 2) are lost and made again
+        stored = len(in_store | journaled)
+        assert seen_first - 2 <= stored <= seen_first
         out = run_engine(cmd[3:])  # the resume: the killed process was the second one
         assert out.returncode == 0, out.stderr
         row = pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0]

@@ -22,12 +22,40 @@ def store_from_args(
     """The store named by --db / $LENS_DB, waiting up to --lock-wait seconds if another process
     (the app in the middle of a page, another command) holds the file. Long runs (judge, generate,
     perturb) pass ``keep_open=False`` so the file is free between their writes."""
-    return open_store(
+    store = open_store(
         getattr(args, "db", None),
         ensure_default=ensure_default,
         keep_open=keep_open,
         lock_wait_s=getattr(args, "lock_wait", 30.0),
     )
+    note_incomplete(store, args)
+    return store
+
+
+WRITING_COMMANDS = ("judge", "generate", "perturb", "import", "calls")
+"""Commands that write a dataset or list runs themselves: no incompleteness note (a rerun of the
+judge is how a dataset is completed; ``calls --runs`` shows every run's status)."""
+
+
+def note_incomplete(store: Store, args: argparse.Namespace, err=None) -> None:
+    """One sentence on stderr for each dataset the command shows or ranks that an unfinished judge,
+    generate or perturb run left part-written (``engine.judging.completeness``): ``--dataset``, the
+    ``datasets export`` NAME, or every dataset for ``datasets list``. stdout stays the command's own."""
+    if getattr(args, "command", None) in WRITING_COMMANDS:
+        return
+    from engine.judging.completeness import incomplete_sentences
+
+    names: list[str] | None
+    if getattr(args, "command", None) == "datasets":
+        action = getattr(args, "action", None)
+        names = None if action in (None, "list") else [args.name] if action == "export" else []
+    else:
+        dataset = getattr(args, "dataset", None)
+        names = [dataset] if isinstance(dataset, str) else []
+    if names == []:
+        return
+    for sentence in incomplete_sentences(store, names):
+        print(f"note: {sentence}", file=err or sys.stderr)
 
 
 def check_judges(store: Store, dataset: str, judges, option: str = "--judge") -> None:

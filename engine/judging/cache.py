@@ -17,9 +17,10 @@ of paying for it again. A lease whose owner died (same host: its pid and start t
 ``liveness``) or that was not renewed in time (another host) can be taken over.
 
 Completed calls are committed in groups (``put_rows``, one transaction; the runner writes the calls
-that finish within ``Runner.record_every_s`` of each other together), so a run killed at any moment
-(SIGKILL) keeps every call that was written and none twice; a call still in flight, or finished but
-not yet written (at most the last ``record_every_s``), is made again by the rerun.
+that finish within ``Runner.record_every_s`` of each other together), each already in the run's
+journal from the moment it was answered (``journal``), so a run killed at any moment (SIGKILL) keeps
+every answered call (the rerun files the journal) and none twice; only a call still in flight is
+made again by the rerun.
 """
 
 from __future__ import annotations

@@ -179,6 +179,8 @@ class Drive:
                 *STORE_ERRORS
             ):  # the leases lapse on their own once this process is gone
                 r.cache.release()
+            with contextlib.suppress(OSError):  # removed when all its calls are stored
+                r.close_journal()
         if store_exc is not None:
             raise r.store_lost(store_exc) from store_exc
         if stopped is not None:
@@ -234,7 +236,7 @@ class Drive:
         r = self.r
         while self.ready and len(self.inflight) < self.limit:
             items = self._next_batch() if self.batched else [self.ready.popleft()]
-            fut = pool.submit(r._with_retries, [req for _, req in items])
+            fut = pool.submit(r._call, items)
             self.inflight[fut] = items
 
     def _next_batch(self) -> list[tuple[str, ChatRequest]]:

@@ -15,8 +15,10 @@ limit goes in the field the decoding names (``max_tokens`` or ``max_completion_t
 
 ``timeout_s`` bounds the whole request (``deadline_http``), not each read: a reply that has not
 fully arrived by then is a ``NoReply`` (retried; the runner stops a run whose first attempts all end
-so). A key inside a URL (``http://user:KEY@host``) is used for the request but shown and stored only
-redacted (``urls``); ``server`` (the URL list without credentials) is part of every call's key.
+so). A key inside a URL (``http://user:KEY@host``, ``?api-key=KEY``, ``#KEY``) is used for the request
+but shown and stored only redacted (``urls``), and every error text that came from the server or the
+client has its URLs redacted and the API key masked; ``server`` (the URL list without credentials or
+fragment) is part of every call's key.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import re
 import socket
 import threading
 import time
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from engine.errors import LensError
 from engine.ingest.limits import TEXT_MAX_CHARS
@@ -42,7 +45,7 @@ from engine.judging.backends import (
     RetryableError,
 )
 from engine.judging.deadline_http import deadline, http_client
-from engine.judging.urls import redact_url, redact_urls, server_label
+from engine.judging.urls import redact_url, scrub, secrets_in, server_label
 
 DEFAULT_URL = "https://api.openai.com/v1"  # where the openai client goes without a base URL
 
@@ -114,6 +117,17 @@ def connect_cause(exc: BaseException) -> str | None:
 def _detail(exc) -> str:
     """The server's own error message, without the client's "Error code: NNN - " prefix."""
     return re.sub(r"^Error code: \d+ - ", "", str(getattr(exc, "message", exc))).strip().rstrip(".")
+
+
+def split_query(url: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """A base URL as the client takes it: the URL without query and fragment, and the query's
+    parameters (sent with every request; the client would otherwise append its paths after the query,
+    ``/v1?key=K/chat/completions``). A fragment is never sent."""
+    if url is None:
+        return None, None
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True)) or None
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), query
 
 
 def request_kwargs(model: str, req: ChatRequest) -> dict:
@@ -247,11 +261,18 @@ class OpenAIBackend:
                 "for api.openai.com, or --base-url for your own OpenAI-compatible server."
             )
         key = key or "EMPTY"  # local servers ignore it
+        # only to mask them where a server echoes them back in an error body
+        self._secrets = frozenset({key}.union(*(secrets_in(u) for u in self.base_urls)))
         self._clients = [
             OpenAI(
-                api_key=key, base_url=u, max_retries=0, timeout=timeout_s, http_client=http_client(timeout_s)
+                api_key=key,
+                base_url=endpoint,
+                default_query=query,
+                max_retries=0,
+                timeout=timeout_s,
+                http_client=http_client(timeout_s),
             )
-            for u in self.base_urls
+            for endpoint, query in map(split_query, self.base_urls)
         ]
         shown = [(u or DEFAULT_URL).rstrip("/") for u in self.base_urls]
         self.shown_urls = [redact_url(u) for u in shown]  # for messages: never a credential
@@ -260,6 +281,11 @@ class OpenAIBackend:
         self._lock = threading.Lock()
         build_reply_models()
 
+
+    def _safe(self, text: str) -> str:
+        """A server's or client's message with every URL redacted and the API key masked (a server
+        may quote the key it refused, or the request it got, in its error body)."""
+        return scrub(text, self._secrets)
 
     def _client(self):
         with self._lock:
@@ -285,11 +311,12 @@ class OpenAIBackend:
         except openai.NotFoundError as exc:
             raise ModelNotFound(
                 f"The server at {url} answered 404 for model {self.model!r} "
-                f"({redact_urls(_detail(exc))}); check --model and --base-url."
+                f"({self._safe(_detail(exc))}); check --model and --base-url."
             ) from exc
         except openai.RateLimitError as exc:
             raise RetryableError(
-                f"rate limited (429): {exc.message}", retry_after=retry_after_s(exc.response.headers)
+                f"rate limited (429): {self._safe(exc.message)}",
+                retry_after=retry_after_s(exc.response.headers),
             ) from exc
         except openai.APITimeoutError as exc:
             raise NoReply(
@@ -298,19 +325,21 @@ class OpenAIBackend:
         except openai.APIConnectionError as exc:
             cause = connect_cause(exc)
             if cause is not None:
-                cause = redact_urls(cause)
+                cause = self._safe(cause)
                 raise ConnectionFailed(f"cannot reach {url}: {cause}", url=url, cause=cause) from exc
-            raise RetryableError(f"connection failed: {redact_urls(str(exc))}") from exc
+            raise RetryableError(f"connection failed: {self._safe(str(exc))}") from exc
         except openai.APIResponseValidationError as exc:
-            raise RetryableError(f"the server's reply is not a chat completion ({exc.message})") from exc
+            raise RetryableError(
+                f"the server's reply is not a chat completion ({self._safe(exc.message)})"
+            ) from exc
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code == 408:
                 raise RetryableError(
                     f"server error {exc.status_code}", retry_after=retry_after_s(exc.response.headers)
                 ) from exc
             raise LensError(
-                f"The server rejected a request with status {exc.status_code} ({redact_urls(_detail(exc))})."
+                f"The server rejected a request with status {exc.status_code} ({self._safe(_detail(exc))})."
             ) from exc
         except ValueError as exc:  # a 200 whose body is not JSON (json.JSONDecodeError)
-            raise RetryableError(f"the server's reply is not JSON ({exc})") from exc
+            raise RetryableError(f"the server's reply is not JSON ({self._safe(str(exc))})") from exc
         return read_completion(resp, time.perf_counter() - start)

@@ -317,5 +317,12 @@ def lineage(store: Store, dataset: str) -> pd.DataFrame:
 
 
 def run_table(store: Store) -> pd.DataFrame:
-    """Every recorded run (without its parameter JSON), oldest first, for ``calls --runs``."""
-    return store.cursor().execute("SELECT * EXCLUDE (params) FROM judge_runs ORDER BY run_id").df()
+    """Every recorded run (without its parameter JSON), oldest first, for ``calls --runs``.
+
+    A run that never finished (killed) never wrote its counts: its ``calls_made`` is the number of
+    calls the cache holds from it (those only in its journal are filed, and counted, by the next run)."""
+    return store.cursor().execute(
+        "SELECT * EXCLUDE (params) REPLACE (CASE WHEN finished_at IS NULL THEN (SELECT count(*) FROM"
+        " judge_calls c WHERE c.run_id = r.run_id) ELSE calls_made END AS calls_made)"
+        " FROM judge_runs r ORDER BY run_id"
+    ).df()

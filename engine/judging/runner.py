@@ -8,13 +8,15 @@ backends) or one batch at a time (local batched backends, whose waiting requests
 length so a batch pads little). Identical requests of different units share one call.
 
 Each request is first looked up in the call cache. Worker threads only talk to the backend: the
-calling thread stores finished calls in DuckDB, so the runner is the store's one writer. Calls that
-finish within ``record_every_s`` (0.25 s) of each other are stored in one transaction (a store that
-lets go of its file between writes pays about 60 ms of CPU to open, write and close it), and a result reaches
-its unit only once its call is stored
-(a unit asking for a call that waits to be stored waits for it too). A SIGKILL loses the calls still
-in flight and those finished in the last ``record_every_s``; Ctrl-C sends nothing new, lets the
-calls in flight end and stores them with the finished ones on the way out.
+calling thread stores finished calls in DuckDB, so the runner is the store's one writer. Each answer
+is first appended to the run's journal by the worker thread that received it (``journal``: written
+through to the operating system before the answer is handed on), then calls that finish within
+``record_every_s`` (0.25 s) of each other are stored in one transaction (a store that lets go of its
+file between writes pays about 60 ms of CPU to open, write and close it), and a result reaches its
+unit only once its call is stored (a unit asking for a call that waits to be stored waits for it
+too). A SIGKILL therefore loses only the calls still in flight: the answered ones are in the store
+or the journal, which the next run files. Ctrl-C sends nothing new, lets the calls in flight end and
+stores them with the finished ones on the way out.
 
 Transient failures are retried with exponential backoff and jitter (a delay drawn between half and
 all of ``backoff_s * 2**(attempt-1)``, capped at ``max_backoff_s``), or after the server's own
@@ -33,10 +35,11 @@ has claimed is not sent: the runner polls the cache until that run stores it (or
 and then makes it itself), so runs of any datasets that need one call pay for it once. The claims are
 renewed while the run goes on and dropped when it ends.
 
-When the store cannot take the finished calls (busy past the lock wait, disk full), they go to a
-journal beside the store (``journal``), nothing new is sent, the calls in flight are journaled as
-they finish, and the run stops with one sentence (``StoreUnavailable``). The next runner on that
-store files the journals into the cache before its first lookup.
+When the store cannot take the finished calls (busy past the lock wait, disk full), they stay in the
+journal (fsynced; beside the store, or in its second location when the store's disk is full, which
+the sentence names), nothing new is sent, the calls in flight are journaled as they finish, and the
+run stops with one sentence (``StoreUnavailable``). The next runner on that store files the journals
+into the cache before its first lookup.
 """
 
 from __future__ import annotations
@@ -144,6 +147,9 @@ class Runner:
         self.record_every_s = record_every_s
         self.stats = RunStats()
         self._journal_filed = False
+        in_memory = str(store.path) == ":memory:"
+        self.journal: journal.CallJournal | None = None if in_memory else journal.CallJournal(store.path)
+        self.journal_error: str | None = None  # why no location could take the journal, if so
         self.journal_file: Path | None = None
         self._stalled = 0  # attempts that timed out while no call of this runner had succeeded
         self._succeeded = False
@@ -252,9 +258,27 @@ class Runner:
             refresh=False,
         )
 
+    def _call(self, items: list[tuple[str, ChatRequest]]) -> list[ChatResult]:
+        """Make the calls ``items`` (in a worker thread, with retries) and journal them the moment they
+        are answered, before anything else sees them: a kill from then on cannot make them be paid
+        again (``journal``). A journal no location can take is noted; the store still gets the calls."""
+        results = self._with_retries([req for _, req in items])
+        if self.journal is not None:
+            rows = call_rows(
+                [(k, req, res) for (k, req), res in zip(items, results, strict=True)],
+                self.identity, self.backend.model, self.run_id, self.server,
+            )  # fmt: skip
+            try:
+                self.journal.record(rows)
+            except journal.JournalUnwritable as exc:
+                with self._lock:
+                    self.journal_error = str(exc)
+        return results
+
     def _record(self, calls: list[tuple[str, ChatRequest, ChatResult]], journal_only: bool = False) -> None:
-        """Store finished calls (one transaction; the driver counted them as they finished); when the
-        store cannot take them, append them to the journal and raise the store's error."""
+        """Store finished calls (one transaction; the driver counted them as they finished) and tell the
+        journal they are stored; when the store cannot take them, make sure the journal holds them
+        (durably) and raise the store's error."""
         rows = call_rows(calls, self.identity, self.backend.model, self.run_id, self.server)
         failure: BaseException | None = None
         if not journal_only:
@@ -262,28 +286,45 @@ class Runner:
                 self.cache.put_rows(rows)
             except STORE_ERRORS as exc:
                 failure = exc
-        if journal_only or failure is not None:
-            self._journal(rows)
+            else:
+                if self.journal is not None:
+                    self.journal.stored(r["call_key"] for r in rows)
+                return
+        self._journal([r for r in rows if self.journal is None or not self.journal.holds(r["call_key"])])
         if failure is not None:
             raise failure
 
     def _journal(self, rows: list[dict]) -> None:
-        path = journal.journal_path(self.store.path)
+        """Keep calls the store could not take in the journal (only the unstored ones, fsynced)."""
+        jr = self.journal or journal.CallJournal(self.store.path)
+        self.journal = jr
         try:
-            journal.append(path, rows)
-        except OSError as exc:
+            jr.record(rows, durable=True)
+            jr.keep_unstored()
+        except journal.JournalUnwritable as exc:
             raise StoreUnavailable(
-                f"{len(rows)} finished calls could be stored neither in {self.store.path} nor in the journal "
-                f"{path} ({exc.strerror or exc}); they are lost and a rerun pays for them again."
+                f"{jr.unstored + len(rows)} finished calls could be stored neither in {self.store.path} nor "
+                f"in a journal ({exc}); they are lost and a rerun pays for them again."
             ) from exc
-        self.stats.journaled += len(rows)
-        self.journal_file = path
+        self.stats.journaled = jr.unstored
+        self.journal_file = jr.path
+
+    def close_journal(self) -> None:
+        """End of a drive: the journal file is removed when every call in it is stored."""
+        if self.journal is not None:
+            self.journal.close()
 
     def store_lost(self, exc: BaseException) -> StoreUnavailable:
         """The one sentence for a run stopped because the store could not take its calls."""
+        jr = self.journal
+        moved = (
+            f" (the journal's first place, beside the store, could not be written: {jr.moved_because})"
+            if jr is not None and jr.moved_because and self.stats.journaled
+            else ""
+        )
         kept = (
-            f"the {self.stats.journaled} finished calls not yet stored are kept in {self.journal_file} and "
-            "the next run on this store files them into the cache"
+            f"the {self.stats.journaled} finished calls not yet stored are kept in {self.journal_file}"
+            f"{moved} and the next run on this store files them into the cache"
             if self.stats.journaled
             else "no finished call was lost"
         )
