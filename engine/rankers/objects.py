@@ -61,7 +61,8 @@ class Ranker:
     counts: bool = False
     """True: fitted from pair counts (no graphs needed)."""
     ordered: bool = False
-    """Rank rule: True = position in a stated total order (score, then name); False = competition ranks."""
+    """Rank rule: True = position in a stated total order (score, then name); False = competition ranks.
+    No registered ranker sets it since issue 23: equal scores share a rank, whatever the names."""
     sequential: bool = False
     """True: fits the votes one by one in a stated order (Elo), so it needs the votes themselves, not their
     counts, and has no batched fit."""
@@ -399,13 +400,15 @@ class Kemeny(Ranker):
         """Whether the order is exact and unique, or a heuristic that is not certified optimal."""
         if details.get("exact"):
             extra = (
-                f"; {details['co_optimal_orders']} orders are co-optimal, tie-break: "
-                f"{details.get('tie_break')}"
+                f"; {details['co_optimal_orders']} orders are co-optimal: each score is averaged over "
+                "them, so models they order differently can share a rank (the order shown is the first "
+                "by model name)"
                 if (details.get("co_optimal_orders") or 1) > 1
                 else "; the optimal order is unique"
             )
             return [f"kemeny: exact (DP over subsets){extra}."]
-        return [f"kemeny: heuristic ({details.get('method')}), not certified optimal."]
+        return [f"kemeny: heuristic ({details.get('method')}), not certified optimal; neighbours the "
+                "evidence does not separate share their average score."]
 
 
 class PGED(Ranker):
@@ -484,8 +487,8 @@ RANKER_OBJECTS: dict[str, Ranker] = {
     "scorewin": Copeland("scorewin", counts=True, counting=True),
     "rank-centrality": RankCentrality("rank-centrality", counts=True),
     "majority": Majority("majority", counts=True, counting=True),
-    "pged": PGED("pged", ordered=True, prompt_unit_words=" (per-prompt PGED's own unit)"),
-    "kemeny": Kemeny("kemeny", ordered=True),
+    "pged": PGED("pged", prompt_unit_words=" (per-prompt PGED's own unit)"),
+    "kemeny": Kemeny("kemeny"),
     "elspr": ELSPR("elspr"),
     "borda": Borda("borda", counting=True),
     "pairwise-majority": PairwiseMajority("pairwise-majority", counting=True),

@@ -30,9 +30,8 @@ per-question ensembles and shift every interval away from the point estimate: wi
 judge pooled, gpt4's 676.5 got [607, 656]); every other ranker resamples graphs.
 
 Intervals are percentile intervals of scores and of ranks. Rank samples follow the point estimate's
-rule: a ranker that states a total order (PGED: score, then name; Kemeny: its order, whose scores
-are distinct) gives positions in that order; the others competition ranks with the tolerance of
-``ranks_from_scores``. A resample that leaves a model without the comparisons its score needs (a
+rule: competition ranks with the tolerance of ``ranks_from_scores`` (equal scores share a rank, no
+name decides). A resample that leaves a model without the comparisons its score needs (a
 win rate, a normalised count) gives that model NaN there instead of stopping the bootstrap;
 ``n_undefined`` counts such resamples and each model's intervals use the resamples where it is
 defined (its rank entry there is n, not counted).
@@ -50,7 +49,7 @@ from scipy import sparse
 from engine.errors import LensError
 from engine.graphs.stack import DEFAULT_POLICY, GraphStack
 from engine.rankers import rank, ranker_object
-from engine.rankers.base import ordered_ranks_batch, ranks_from_scores_batch
+from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.bt import fit_bt_batch_info
 from engine.rankers.counts import VerdictCounts, verdict_counts
 
@@ -193,9 +192,7 @@ def bootstrap(
         method = "one refit per resample"
     samples = np.asarray(samples, dtype=np.float64)
     if ranks is None:
-        ranks = (
-            ordered_ranks_batch(samples, stack.models) if obj.ordered else ranks_from_scores_batch(samples)
-        )
+        ranks = ranks_from_scores_batch(samples)
     return BootstrapResult(
         ranker, stack.models, int(B), int(seed), float(level), samples, ranks, method,
         int(n_reg), int(n_unconv), unit, int(np.isnan(samples).any(axis=1).sum()),
