@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import LensError
-from engine.graphs.stack import GraphStack
+from engine.graphs.stack import GraphStack, check_dense_size
 from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
 from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt, fit_bt_batch_info
 from engine.rankers.davidson import fit_davidson, fit_davidson_stack_batch
@@ -36,6 +36,7 @@ from engine.rankers.graph_batch import (
 from engine.rankers.majority import graph_from_counts, majority_scores
 from engine.rankers.params import ELO_ORDERS as ELO_ORDERS  # re-exported: leaderboard reads it here
 from engine.rankers.params import ORDER_WORDS, check_ranker_params
+from engine.rankers.pged import check_pged_size
 from engine.rankers.rank_centrality import rank_centrality_batch
 from engine.rankers.simple import UNCOMPARED, copeland_scores, majority_graph, winrate_scores
 from engine.rankers.votes import PairCounts, Votes
@@ -84,6 +85,13 @@ class Ranker:
     def check(self, params: dict) -> dict:
         """Typed, range-checked parameters (``engine.rankers.params``)."""
         return check_ranker_params(self.name, dict(params))
+
+    def check_size(self, n_models: int, keys, params: dict) -> None:
+        """Refuse, in one sentence and before allocating, a selection this ranker's cost cannot bear:
+        ``n_models`` models and the graph ``keys`` (one row per graph). Graph rankers first need the
+        dense stack (``engine.graphs.stack.check_dense_size``); count rankers have no limit here."""
+        if not self.counts:
+            check_dense_size(len(keys), n_models, f"The {self.name} ranker")
 
     def default_unit(self, params: dict) -> str:
         """What the bootstrap resamples unless told: graphs."""
@@ -413,6 +421,11 @@ class Kemeny(Ranker):
 
 class PGED(Ranker):
     """PGED's graph ensemble and denoising (graph path only)."""
+
+    def check_size(self, n_models, keys, params):
+        """The dense stack's limit, then PGED's own (``engine.rankers.pged.check_pged_size``)."""
+        super().check_size(n_models, keys, params)
+        check_pged_size(n_models, keys, params.get("mode", "per-prompt"))
 
     def default_unit(self, params):
         """Resample prompts in per-prompt mode (graphs of one prompt move together), else graphs."""

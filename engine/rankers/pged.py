@@ -82,6 +82,36 @@ AGGREGATE_TEXT = {
 }
 
 
+PGED_MAX_MODELS = 150
+"""The most models PGED ranks. Algorithm 1's delta-tie paths (up to ``MAX_TIE_PATHS`` per ensemble)
+each carry (n, n) arrays through n greedy steps, so one ensemble costs up to 2048 * n^3 operations and
+2048 * n^2 cells: at 150 models about 0.4 GB per array and seconds per question."""
+
+PGED_ENSEMBLE_CELL_LIMIT = 50_000_000
+"""The most question x model x model cells of the per-question ensembles (float64: 0.4 GB each)."""
+
+
+def check_pged_size(n: int, keys: pd.DataFrame, mode: str = "per-prompt") -> None:
+    """Refuse, in one sentence and before any ensemble exists, a selection beyond ``PGED_MAX_MODELS``
+    models or, per prompt, beyond ``PGED_ENSEMBLE_CELL_LIMIT`` question x model x model cells."""
+    if n > PGED_MAX_MODELS:
+        raise LensError(
+            f"PGED ranks at most {PGED_MAX_MODELS} models (its denoising costs up to 2048 * n^3 steps per "
+            f"ensemble), and this selection has {n:,}; choose a ranker fitted from counts (bt, davidson, "
+            "elo, winrate, ...) or a smaller selection."
+        )
+    if mode != "per-prompt":
+        return
+    cols = [c for c in QUESTION_KEY if c in keys.columns]
+    n_q = int(keys.groupby(cols, dropna=False, observed=True).ngroups) if cols else len(keys)
+    if n_q * n * n > PGED_ENSEMBLE_CELL_LIMIT:
+        raise LensError(
+            f"Per-prompt PGED would hold {n_q:,} question ensembles over {n} models ({n_q * n * n:,} cells, "
+            f"more than {PGED_ENSEMBLE_CELL_LIMIT:,}); use --param mode=global, a ranker fitted from counts, "
+            "or a smaller selection."
+        )
+
+
 def question_ids(stack: GraphStack) -> tuple[np.ndarray, pd.DataFrame]:
     """(T,) question index per graph (a question = dataset, prompt_id, turn) and the question keys."""
     cols = [c for c in QUESTION_KEY if c in stack.keys.columns]
@@ -362,6 +392,7 @@ def pged(
     ``aggregate``."""
     check_stack(stack, "pged")
     check_delta_ties(delta_ties)
+    check_pged_size(stack.n, stack.keys, mode)
     if mode not in MODES:
         raise LensError(f"Unknown PGED mode {mode!r}; choose {' or '.join(MODES)}.")
     if aggregate not in AGGREGATES:

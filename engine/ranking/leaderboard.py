@@ -192,7 +192,8 @@ def leaderboard(
 
     Count rankers (``RANKER_OBJECTS[r].counts``) without keep-K read vote counts from DuckDB and never
     build a graph stack; with keep-K the graphs pick the kept keys and only their verdicts are counted.
-    Graph rankers rank the graph stack.
+    Graph rankers rank the graph stack, after ``Ranker.check_size`` has refused a selection beyond the
+    dense stack's or the ranker's own limit (before anything of size graphs x models^2 exists).
     """
     spec = BoardSpec.of(spec, choices)
     obj, keep_k = spec.obj, spec.keep_k
@@ -209,7 +210,6 @@ def leaderboard(
 
         kept = keep_k_graphs(buckets_from_cells(cells), keep_k, mu=spec.mu, per_category=spec.per_category,
                              pool=spec.pool)
-    stack = stack_from_cells(cells)
     extra = {
         "dataset": dataset,
         "dataset_version": store.dataset_version(dataset),
@@ -219,7 +219,7 @@ def leaderboard(
         "n_invalid_verdicts": int((verdicts["winner"] == "invalid").sum()),
     }
     if obj.counts and keep_k is not None:
-        if stack.T == 0:
+        if cells.T == 0:
             raise LensError("The selection holds no graph: no valid verdict matches the filters.")
         sel = kept  # the buckets' keep-K (same graph keys, in the same order, as the stack's): scored once
         kept_keys = sel.table
@@ -242,7 +242,9 @@ def leaderboard(
         if board.params.get("dropped_models"):
             board.params["dropped_after_keep_k"] = True
         return board
-    return leaderboard_from_stack(stack, spec, extra_params=extra)
+    # refused in one sentence before any (T, n, n) array: the dense stack's and the ranker's own limits
+    obj.check_size(len(cells.models), cells.keys, obj.check(spec.ranker_params))
+    return leaderboard_from_stack(stack_from_cells(cells), spec, extra_params=extra)
 
 
 def compare_to_reference(board: Leaderboard, reference: pd.Series) -> dict[str, Any]:
