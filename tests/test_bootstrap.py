@@ -236,7 +236,7 @@ def test_a_resample_without_a_models_comparisons_gives_nan_and_is_counted():
     undefined there; the bootstrap carries on, counts such resamples and builds that model's interval
     from the others (checked against single fits on the resamples where it is defined)."""
     rows = [(f"p{k}", "a", "b", "A" if k % 3 else "B") for k in range(12)]
-    rows += [(f"p{k}", "b", "c", "tie") for k in range(2)]  # c appears in two graphs only
+    rows += [("p0", "b", "c", "tie"), ("p1", "b", "c", "A")]  # c appears in two graphs only, which differ
     st = build_stack(verdict_frame(rows))
     B = 60
     w = graph_weights(st, B, np.random.default_rng(8), "graph")

@@ -175,7 +175,7 @@ def write_kept(board, fmt: str) -> None:
         sys.stderr.write(f"note: {line}\n")
 
 
-INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high")
+INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high", "ci_note")
 """The leaderboard columns only a bootstrap fills."""
 
 NO_BOOTSTRAP_NOTE = (

@@ -70,6 +70,17 @@ def board_notes(board: Leaderboard) -> list[str]:
                 "without "
                 f"the comparisons its {r} score needs; that model's intervals use the other resamples."
             )
+        if p.get("bootstrap_not_estimable"):
+            why = p["bootstrap_not_estimable"]
+            groups: dict[str, list[str]] = {}
+            for model, reason in why.items():
+                groups.setdefault(reason, []).append(model)
+            parts = [f"{', '.join(ms[:8])}{f' and {len(ms) - 8} more' if len(ms) > 8 else ''} ({reason})"
+                     for reason, ms in groups.items()]
+            out.append(
+                f"bootstrap: the interval of {'; '.join(parts)} cannot be estimated from the resamples, so "
+                "it is shown as not estimable (ci_note), not as a zero-width interval."
+            )
         if p.get("bootstrap_n_regularised"):
             out.append(f"bootstrap: {p['bootstrap_n_regularised']} of {p['bootstrap']} resamples needed the "
                        "stated regularisation.")

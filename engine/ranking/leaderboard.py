@@ -17,7 +17,14 @@ from engine.errors import LensError
 from engine.graphs.stack import GraphStack, graph_cells, stack_from_cells
 from engine.rankers import rank
 from engine.rankers.base import ranks_from_scores
-from engine.ranking.board import TABLE_COLUMNS, BoardSpec, Leaderboard, plain_values
+from engine.ranking.board import (
+    TABLE_COLUMNS,
+    BoardSpec,
+    Leaderboard,
+    interval_columns,
+    not_estimable_params,
+    plain_values,
+)
 from engine.ranking.bootstrap import bootstrap as run_bootstrap
 from engine.ranking.count_board import (
     count_leaderboard,
@@ -109,12 +116,7 @@ def leaderboard_from_stack(
     if bootstrap and int(bootstrap) > 0:
         boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, unit=spec.bootstrap_unit,
                              **params)
-        sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
-        table["ci_low"], table["ci_high"] = sci["low"].to_numpy(), sci["high"].to_numpy()
-        table["rank_low"], table["rank_high"] = rci["low"].to_numpy(), rci["high"].to_numpy()
-    else:
-        table["ci_low"] = table["ci_high"] = np.nan
-        table["rank_low"] = table["rank_high"] = pd.array([pd.NA] * len(models), dtype="Int64")
+    table = table.assign(**interval_columns(boot, models))
     table = table.sort_values(["rank", "model"], kind="stable")
     table = table[list(TABLE_COLUMNS)].reset_index(drop=True)
     info = {
@@ -141,6 +143,7 @@ def leaderboard_from_stack(
         "bootstrap_n_regularised": boot.n_regularised if boot is not None else None,
         "bootstrap_n_unconverged": boot.n_unconverged if boot is not None else None,
         "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
+        "bootstrap_not_estimable": not_estimable_params(boot),
         "n_uncompared_pairs": int(((~stack.observed.any(axis=0)) & ~np.eye(stack.n, dtype=bool)).sum() // 2),
         "level": level if bootstrap else None,
         **(extra_params or {}),
