@@ -57,7 +57,7 @@ class BoardSpec:
 
 TABLE_COLUMNS = (
     "rank", "model", "score", "ci_low", "ci_high", "rank_low", "rank_high", "wins", "losses", "ties",
-    "win_rate", "n_graphs_model", "votes", "n_prompts", "ci_note",
+    "win_rate", "n_graphs_model", "votes", "n_prompts", "component", "ci_note",
 )
 """wins / losses / ties / votes count votes on the count path (params["unit"] == "votes") and graph
 edges on the stack path ("graphs"); on data with one verdict pair per graph and pair they agree."""
@@ -115,6 +115,22 @@ def interval_columns(boot: BootstrapResult | None, models: list[str]) -> dict[st
         "rank_low": rci["low"].to_numpy(), "rank_high": rci["high"].to_numpy(),
         "ci_note": pd.array([NOT_ESTIMABLE if w else "" for w in why], dtype="string"),
     }
+
+
+def components_of(compared, models: list[str]) -> tuple[np.ndarray, list[list[str]] | None]:
+    """(the table's ``component`` per model, the models of each component or None when there is one).
+
+    Component k holds models linked by a chain of comparisons (``engine.graphs.reachability.
+    comparison_components``: 1 = the largest); no verdict links two components, so a score or rank is
+    comparable only with those of its own component."""
+    from engine.graphs.reachability import comparison_components
+
+    label = comparison_components(compared)
+    if label.size == 0 or label.max() <= 1:
+        return label, None
+    order = np.argsort(label, kind="stable")  # models keep their order inside a component
+    bounds = np.cumsum(np.bincount(label)[1:])[:-1]
+    return label, [list(g) for g in np.split(np.asarray(models, dtype=object)[order], bounds)]
 
 
 def not_estimable_params(boot: BootstrapResult | None) -> dict[str, str] | None:

@@ -18,6 +18,7 @@ from engine.ranking.board import (
     TABLE_COLUMNS,
     BoardSpec,
     Leaderboard,
+    components_of,
     interval_columns,
     not_estimable_params,
     plain_values,
@@ -116,6 +117,7 @@ def leaderboard_from_counts(
             **params,
         )
     table = table.assign(**interval_columns(boot, list(models)))
+    table["component"], components = components_of(pc.compared, list(models))
     table = table.sort_values(["rank", "model"], kind="stable")[list(TABLE_COLUMNS)].reset_index(drop=True)
     n_graphs = pc.n_graph_total
     info = {
@@ -143,6 +145,7 @@ def leaderboard_from_counts(
         "bootstrap_n_unconverged": boot.n_unconverged if boot is not None else None,
         "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
         "bootstrap_not_estimable": not_estimable_params(boot),
+        "components": components,
         "n_uncompared_pairs": int((~pc.compared & ~np.eye(pc.n, dtype=bool)).sum() // 2),
         "level": level if bootstrap else None,
         "unit": "votes",

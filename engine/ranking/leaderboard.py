@@ -21,6 +21,7 @@ from engine.ranking.board import (
     TABLE_COLUMNS,
     BoardSpec,
     Leaderboard,
+    components_of,
     interval_columns,
     not_estimable_params,
     plain_values,
@@ -117,6 +118,7 @@ def leaderboard_from_stack(
         boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, unit=spec.bootstrap_unit,
                              **params)
     table = table.assign(**interval_columns(boot, models))
+    table["component"], components = components_of(stack.observed.any(axis=0), models)
     table = table.sort_values(["rank", "model"], kind="stable")
     table = table[list(TABLE_COLUMNS)].reset_index(drop=True)
     info = {
@@ -144,6 +146,7 @@ def leaderboard_from_stack(
         "bootstrap_n_unconverged": boot.n_unconverged if boot is not None else None,
         "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
         "bootstrap_not_estimable": not_estimable_params(boot),
+        "components": components,
         "n_uncompared_pairs": int(((~stack.observed.any(axis=0)) & ~np.eye(stack.n, dtype=bool)).sum() // 2),
         "level": level if bootstrap else None,
         **(extra_params or {}),

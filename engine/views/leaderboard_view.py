@@ -167,6 +167,11 @@ def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bo
             shown = ", ".join(few[:8]) + (f" and {len(few) - 8} more" if len(few) > 8 else "")
             notes.append(f"Few votes: {shown} {'has' if len(few) == 1 else 'have'} fewer than {SMALL_VOTES} "
                          "votes; treat their places as preliminary.")
+    if "component" in out.columns and out["component"].nunique() > 1:
+        from engine.ranking.board_notes import components_note
+
+        groups = out.sort_values(["component", "model"]).groupby("component", sort=True)["model"]
+        notes.append(components_note([list(g) for _, g in groups]))
     delta_note = None
     if "ref_rank" in out.columns and out["ref_rank"].notna().any():
         n_mapped = int(out["ref_rank"].notna().sum())
