@@ -51,11 +51,17 @@ def round_robin(n_models: int, n_prompts: int, seed: int = 0) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def stored(store, tmp_path, frame: pd.DataFrame, name: str) -> str:
-    path = tmp_path / f"{name}.csv"
-    frame.to_csv(path, index=False)
-    import_files(store, [path], name)
-    return name
+@pytest.fixture(scope="module")
+def battles_store(tmp_path_factory):
+    """A store holding 2,000 battles over 1,000 models as dataset "battles" (imported once)."""
+    from engine.store.connection import Store
+
+    folder = tmp_path_factory.mktemp("battles")
+    battle_log(1000, 2000).to_csv(folder / "battles.csv", index=False)
+    store = Store(folder / "lens.duckdb")
+    import_files(store, [folder / "battles.csv"], "battles")
+    yield store
+    store.close()
 
 
 def peak_bytes(fn) -> tuple[BaseException | None, int]:
@@ -73,17 +79,16 @@ def peak_bytes(fn) -> tuple[BaseException | None, int]:
 
 
 @pytest.mark.parametrize("ranker", GRAPH_RANKERS)
-def test_a_battle_log_too_big_for_a_dense_stack_is_refused_before_allocating(empty_store, tmp_path, ranker):
+def test_a_battle_log_too_big_for_a_dense_stack_is_refused_before_allocating(battles_store, ranker):
     # 2,000 battles over 1,000 models: 2e9 graph x model x model cells (20 x the limit; 4 GB as two
     # bool arrays, more as the rankers' float work)
-    name = stored(empty_store, tmp_path, battle_log(1000, 2000), "battles")
-    err, peak = peak_bytes(lambda: leaderboard(empty_store, name, ranker=ranker))
+    err, peak = peak_bytes(lambda: leaderboard(battles_store, "battles", ranker=ranker))
     assert err is not None and f"{2000 * 1000 * 1000:,} graph x model x model cells" in str(err)
     assert f"The {ranker} ranker reads whole graphs" in str(err) and str(err).count(". ") == 0
     assert peak < 100 * 2**20  # the refused stack alone would be 2 GB
 
 
-def test_the_dense_limit_is_the_stated_one_on_both_sides(empty_store, tmp_path):
+def test_the_dense_limit_is_the_stated_one_on_both_sides():
     n = 100
     fits = DENSE_CELL_LIMIT // (n * n)  # this many graphs over 100 models fit exactly
     below = build_buckets(battle_log(n, 400).assign(dataset="d", judge="j", variant=0, turn=1,
