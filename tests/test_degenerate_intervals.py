@@ -112,3 +112,15 @@ def test_the_app_shows_not_estimable_and_counts_the_model_as_possibly_anywhere()
     # from it; c stays below a ([1, 1] lies wholly above [3, 3]).
     assert view["shared_rank"].to_dict() == {"a": 1, "b": 1, "c": 2}
     assert view.loc["a", "interval"].replace("0", "") == "+.5 / -.5"
+
+
+def test_on_the_count_path_too_a_resample_without_a_models_votes_leaves_it_undefined(db_path, tmp_path):
+    """BT from vote counts: model c has one vote among 30 graphs, so about a third of the resamples draw
+    none of it (each graph is missed with probability (29/30)^30 = 0.36). Those resamples count as
+    undefined for c (on fa0c159 BT scored c there from its virtual ties alone and counted nothing)."""
+    rows = [(str(k), "a", "b", "AB"[k % 2]) for k in range(29)] + [("c", "a", "c", "B")]
+    run_engine(["--db", db_path, "import", _csv(tmp_path, rows), "--dataset", "d"], check=True)
+    out = run_engine(["--db", db_path, "leaderboard", "--dataset", "d", "--bootstrap", "60", "--format",
+                      "json"], check=True)
+    n_undefined = json.loads(out.stdout)["params"]["bootstrap_n_undefined"]
+    assert 5 <= n_undefined <= 40  # binomial(60, 0.36): mean 21.6, sd 3.7

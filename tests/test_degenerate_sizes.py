@@ -137,3 +137,19 @@ def test_the_cli_refuses_in_one_sentence_with_exit_2(db_path, tmp_path):
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("error: The kemeny ranker reads whole graphs")
     assert "Traceback" not in out.stderr
+
+
+def test_the_apps_ranked_stack_asks_the_same_limits_before_building_it(battles_store):
+    """The app's Leaderboard ranks through ``ranked_stack``: the same sentences, before the dense stack."""
+    from engine.graphs.buckets import build_buckets
+    from engine.views.appstate import SliderContext, ranked_stack
+
+    ctx = SliderContext.of(build_buckets(battles_store.verdicts("battles")))
+    err, peak = peak_bytes(lambda: ranked_stack(ctx, np.arange(ctx.stack.T), "borda"))
+    assert err is not None and "The borda ranker reads whole graphs" in str(err) and peak < 100 * 2**20
+    wide = round_robin(PGED_MAX_MODELS + 1, 1).assign(dataset="d", judge="j", variant=0, turn=1,
+                                                       category=None, variant_kind="original", prob_a=np.nan)
+    ctx = SliderContext.of(build_buckets(wide))
+    with pytest.raises(LensError, match=f"PGED ranks at most {PGED_MAX_MODELS} models"):
+        ranked_stack(ctx, np.arange(ctx.stack.T), "pged")
+    assert ranked_stack(ctx, np.arange(ctx.stack.T), "borda").n == PGED_MAX_MODELS + 1  # others go on

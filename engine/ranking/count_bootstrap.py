@@ -144,7 +144,8 @@ def bootstrap_counts(
             if out is None:  # has_batch said it batches: a ranker object that contradicts itself
                 raise RuntimeError(f"The {ranker} ranker has a batched fit for {params} but returned none.")
             s, r, u, how = out
-            rows.append(np.asarray(s, dtype=np.float64))
+            drawn = ((W + W.swapaxes(1, 2) + T) > 0).any(axis=2)  # no drawn vote on a model: undefined there
+            rows.append(np.where(drawn, np.asarray(s, dtype=np.float64), np.nan))
             n_reg, n_unconv = n_reg + r, n_unconv + u
         samples = np.vstack(rows)
         method = f"batched: multinomial {unit} weights on a sparse {unit}-by-cell count matrix, {how}"
