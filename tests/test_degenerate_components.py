@@ -59,12 +59,23 @@ def test_the_board_names_each_component_and_flags_ranks_across_them(db_path, tmp
 
 
 def test_a_connected_graph_has_one_component_and_no_note(db_path, tmp_path):
+    """The library's table always has the column (all 1 here); the CLI prints it only when there is more
+    than one component, as it prints the interval columns only with --bootstrap."""
+    from engine.ranking.leaderboard import leaderboard
+    from engine.store.connection import Store
+
     path = tmp_path / "v.csv"
     path.write_text("prompt_id,model_a,model_b,winner\n1,a,b,A\n2,b,c,A\n3,c,a,tie\n")
     run_engine(["--db", db_path, "import", path, "--dataset", "d"], check=True)
     out = run_engine(["--db", db_path, "leaderboard", "--dataset", "d", "--format", "csv"], check=True)
-    assert pd.read_csv(io.StringIO(out.stdout))["component"].tolist() == [1, 1, 1]
+    assert "component" not in pd.read_csv(io.StringIO(out.stdout)).columns
     assert "comparison graph:" not in out.stderr
+    store = Store(db_path)
+    try:
+        board = leaderboard(store, "d")
+    finally:
+        store.close()
+    assert board.table["component"].tolist() == [1, 1, 1] and board.params["components"] is None
 
 
 def test_the_app_view_carries_the_same_note():
