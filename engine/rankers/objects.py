@@ -61,9 +61,6 @@ class Ranker:
     name: str
     counts: bool = False
     """True: fitted from pair counts (no graphs needed)."""
-    ordered: bool = False
-    """Rank rule: True = position in a stated total order (score, then name); False = competition ranks.
-    No registered ranker sets it since issue 23: equal scores share a rank, whatever the names."""
     sequential: bool = False
     """True: fits the votes one by one in a stated order (Elo), so it needs the votes themselves, not their
     counts, and has no batched fit."""

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import sparse
 
 from engine.errors import LensError
-from engine.rankers.base import ordered_ranks_batch, ranks_from_scores_batch
+from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.objects import ranker_object
 from engine.rankers.votes import Votes, _all_distinct
 from engine.ranking.bootstrap import BootstrapResult, _check
@@ -152,6 +152,6 @@ def bootstrap_counts(
     else:
         samples, n_reg, n_unconv = _refits(votes, obj, unit, int(B), rng, names, params)
         method = "one refit per resample"
-    ranks = ordered_ranks_batch(samples, names) if obj.ordered else ranks_from_scores_batch(samples)
+    ranks = ranks_from_scores_batch(samples)
     return BootstrapResult(ranker, names, int(B), int(seed), float(level), samples, ranks, method, int(n_reg),
                            int(n_unconv), unit, int(np.isnan(samples).any(axis=1).sum()))
