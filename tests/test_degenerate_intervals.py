@@ -89,13 +89,15 @@ def test_a_resample_that_draws_no_graph_of_a_model_leaves_it_undefined_there():
 def test_the_reasons_by_hand():
     samples = np.array([[1.0, 2.0, np.nan, np.nan], [1.0, 3.0, np.nan, 4.0], [1.0, 2.5, np.nan, np.nan]])
     res = BootstrapResult("bt", ("a", "b", "c", "d"), 3, 0, 0.95, samples, np.ones((3, 4)), "by hand")
-    assert res.not_estimable.tolist() == [
-        "the same score in every resample", "", "defined in none of 3 resample(s)",
-        "defined in only one of 3 resample(s)",
+    assert res.not_estimable.tolist() == [  # a is the same in every resample, b is not: a finding
+        "", "", "defined in none of 3 resample(s)", "defined in only one of 3 resample(s)",
     ]
     ci = res.scores_ci
-    assert ci.loc[["a", "c", "d"]].isna().all().all()
+    assert ci.loc[["c", "d"]].isna().all().all() and ci.loc["a"].tolist() == [1.0, 1.0]
     assert ci.loc["b", "low"] == pytest.approx(np.quantile([2.0, 3.0, 2.5], 0.025))
+    flat = BootstrapResult("bt", ("a", "b"), 3, 0, 0.95, np.array([[1.0, -1.0]] * 3), np.ones((3, 2)), "")
+    assert flat.not_estimable.tolist() == ["the same score in every resample"] * 2  # no variation at all
+    assert flat.scores_ci.isna().all().all()
 
 
 def test_the_app_shows_not_estimable_and_counts_the_model_as_possibly_anywhere():

@@ -121,7 +121,8 @@ def ordered_ranks_batch(
     scores: np.ndarray, names: tuple[str, ...] | list[str], rtol: float = TIE_RTOL
 ) -> np.ndarray:
     """(B, n) scores → (B, n) positions 1..n in the order "score descending (ties within the tolerance of
-    ``ranks_from_scores``), then model name": the stated total order of PGED, as ranks."""
+    ``ranks_from_scores``), then model name": the order PGED lists its models in (a listing only: the
+    ranks shared by equal scores are ``ranks_from_scores``)."""
     s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
     comp = ranks_from_scores_batch(s, rtol)
     name_rank = np.argsort(np.argsort(np.asarray(list(names), dtype=object), kind="stable"), kind="stable")
