@@ -1,6 +1,7 @@
 """Benchmark: every app page on a large store, one process per page (Streamlit AppTest, the real pages).
 
-    python bench/app_scale.py --db STORE.duckdb [--dataset arena] [--pages 1,2,3,4,5,6,7] [--timeout 600]
+    python bench/app_scale.py --db STORE.duckdb [--dataset arena] [--ranker R] [--pages 1,2,3,4,5,6,7]
+        [--timeout 600]
 
 For each page a fresh process opens the app (AppTest starts on the default page, the Leaderboard,
 which loads the verdicts and builds the graphs), switches to the page (first open: its own first
@@ -31,12 +32,14 @@ PAGES = {
 }
 
 
-def one_page(page: str, timeout: int, dataset: str) -> dict:
+def one_page(page: str, timeout: int, dataset: str, ranker: str | None = None) -> dict:
     """Open ``page`` cold, then warm; wall seconds, peak RSS MB and what the page said."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     at.query_params["dataset"] = dataset  # the sidebar reads it once per session
+    if ranker:  # the sidebar's ranker, as a link's ?ranker= sets it
+        at.query_params["ranker"] = ranker
     t0 = time.perf_counter()
     at.run()  # AppTest opens on the default page (Leaderboard): it loads the verdicts and graphs
     landing = time.perf_counter() - t0
@@ -60,12 +63,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True)
     ap.add_argument("--dataset", default="arena")
+    ap.add_argument("--ranker", help="the sidebar's ranker (default: the app's, bt)")
     ap.add_argument("--pages", default="1,2,3,4,5,6,7")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one_page(args.one, args.timeout, args.dataset)))
+        print(json.dumps(one_page(args.one, args.timeout, args.dataset, args.ranker)))
         return
     env = {**os.environ, "LENS_DB": str(Path(args.db).resolve())}
     print(f"load average: {os.getloadavg()}")
@@ -87,6 +91,7 @@ def main() -> None:
                 args.dataset,
                 "--timeout",
                 str(args.timeout),
+                *(["--ranker", args.ranker] if args.ranker else []),
             ],
             cwd=ROOT,
             env=env,

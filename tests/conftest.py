@@ -31,6 +31,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_diagnostics_orderless.py",  # 21
     "test_ingest.py",                 # 17
     "test_export_roundtrip.py",       # 85 alone, -n 0, on a machine at load 8: about 30 idle
+    "test_degenerate_sizes.py",       # 16 (measured alone, -n 0, busy machine)
+    "test_degenerate_intervals.py",   # 16 (measured alone, -n 0, busy machine)
     "test_store_versions.py",         # 17 (measured alone, -n 0, busy machine)
     "test_ranker_objects.py",         # 17 (one core, shared: an upper bound)
     "test_judging_resilience.py",     # 17
@@ -38,6 +40,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_app_ranking.py",            # 16
     "test_seams_storage.py",          # 15 (one core)
     "test_leaderboard_cli.py",        # 15
+    "test_degenerate_ties.py",        # 13 (measured alone, -n 0, busy machine)
     "test_seams_keep_k.py",           # 14 (one core)
     "test_csv_bulk.py",               # 14
     "test_count_query.py",            # 13
@@ -45,6 +48,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_count_rankers.py",          # 12
     "test_seams_bootstrap.py",        # 12 (one core)
     "test_app_cycles.py",             # 11
+    "test_degenerate_components.py",  # 11 (measured alone, -n 0, busy machine)
     "test_store_ownership.py",        # 10 (measured alone, -n 0, busy machine)
     "test_terminal_escape.py",        # 14 s of CPU (32 s wall, -n 0, busy machine)
     "test_store_damage.py",           # 10 s of CPU (25 s wall, -n 0, busy machine)

@@ -175,7 +175,7 @@ def write_kept(board, fmt: str) -> None:
         sys.stderr.write(f"note: {line}\n")
 
 
-INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high")
+INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high", "ci_note")
 """The leaderboard columns only a bootstrap fills."""
 
 NO_BOOTSTRAP_NOTE = (
@@ -185,10 +185,16 @@ NO_BOOTSTRAP_NOTE = (
 
 
 def printed_table(board):
-    """The table as printed: without a bootstrap the interval columns are left out (not NaN / <NA>)."""
-    if board.params.get("bootstrap"):
-        return board.table
-    return board.table.drop(columns=[c for c in INTERVAL_COLUMNS if c in board.table.columns])
+    """The table as printed: without a bootstrap the interval columns are left out (not NaN / <NA>);
+    ``ci_note`` only when some interval is not estimable, ``component`` only when the comparison graph
+    has more than one (a note then names them); the JSON's params say both either way."""
+    t = board.table
+    drop = [] if board.params.get("bootstrap") else [c for c in INTERVAL_COLUMNS if c in t.columns]
+    if "ci_note" in t.columns and not board.params.get("bootstrap_not_estimable"):
+        drop.append("ci_note")
+    if "component" in t.columns and not board.params.get("components"):
+        drop.append("component")
+    return t.drop(columns=sorted(set(drop))) if drop else t
 
 
 def write_board(board, fmt: str) -> None:

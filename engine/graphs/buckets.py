@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from engine.graphs.stack import DEFAULT_POLICY, GraphCells, GraphStack, _empty_invalid_only, graph_cells
+from engine.graphs.stack import (
+    DEFAULT_POLICY,
+    GraphCells,
+    GraphStack,
+    _empty_invalid_only,
+    check_dense_size,
+    graph_cells,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,8 +150,10 @@ class GraphBuckets:
                           self.keys.iloc[[int(t)]].reset_index(drop=True), self.policy, soft)
 
     def dense(self) -> GraphStack:
-        """The same graphs as one (T, n, n) GraphStack over every model."""
+        """The same graphs as one (T, n, n) GraphStack over every model; refused in one sentence first
+        beyond ``engine.graphs.stack.DENSE_CELL_LIMIT`` cells."""
         T, n = self.T, self.n
+        check_dense_size(T, n)
         adj = np.zeros((T, n, n), dtype=bool)
         observed = np.zeros((T, n, n), dtype=bool)
         soft = None

@@ -215,13 +215,15 @@ def _grouped_descendants(w: np.ndarray) -> np.ndarray:
     return descendant_counts_batch(arc & ~removed).astype(np.float64)
 
 
-def expected_descendants_batch(w: np.ndarray, max_paths: int = MAX_TIE_PATHS, chunk_rows: int = 200_000):
+def expected_descendants_batch(w: np.ndarray, max_paths: int = MAX_TIE_PATHS, chunk_cells: int = 40_000_000):
     """Descendant counts averaged over every way of breaking Algorithm 1's delta ties, for G graphs.
 
     Returns (desc (G, n) float, paths (G,) number of tie paths (1 = no delta tie; 0 = fallback used),
     grouped (G,) bool = more than ``max_paths`` paths, so the grouped fallback of the module docstring
     gave the counts). Paths branch on one array of rows (graph, probability, live vertices, removed
     arcs); a row whose graph reaches ``max_paths`` rows is dropped and its graph recomputed grouped.
+    Graphs go in chunks of at most ``chunk_cells`` / (max_paths * n^2) graphs (at least one), so the
+    rows' (rows, n, n) arrays stay near ``chunk_cells`` cells whatever the number of graphs.
     """
     w = np.array(w, dtype=np.float64)
     if w.ndim != 3 or w.shape[1] != w.shape[2]:
@@ -231,7 +233,7 @@ def expected_descendants_batch(w: np.ndarray, max_paths: int = MAX_TIE_PATHS, ch
     desc = np.zeros((G, n))
     paths = np.zeros(G, dtype=np.int64)
     grouped = np.zeros(G, dtype=bool)
-    step = max(1, chunk_rows // max(1, max_paths))
+    step = max(1, chunk_cells // max(1, max_paths * n * n))
     for g0 in range(0, G, step):
         g1 = min(G, g0 + step)
         d, p, o = _expected_chunk(w[g0:g1], max_paths)

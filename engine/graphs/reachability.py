@@ -1,5 +1,7 @@
 """Reachability in a batch of digraphs: the reflexive-transitive closure, for denoising (is an arc still
-implied?) and ELSPR (which models a graph orders at all)."""
+implied?) and ELSPR (which models a graph orders at all); and the components of the comparison
+graph, for the leaderboard (scores of models never linked by a chain of comparisons are not
+comparable)."""
 
 from __future__ import annotations
 
@@ -27,3 +29,25 @@ def strongly_connected_batch(adj: np.ndarray) -> np.ndarray:
     a = np.asarray(adj, dtype=bool)
     n = a.shape[-1]
     return np.asarray(closure_batch(a).reshape(a.shape[0], n * n).all(axis=1))  # asarray: typed as an array
+
+
+def comparison_components(compared) -> np.ndarray:
+    """(n,) component of each model in the undirected comparison graph (``compared``: (n, n) bool,
+    dense or scipy sparse, True where the pair has a verdict): 1 = the component with the most models,
+    equal sizes by their first model (models are sorted by name), so the labels never depend on the
+    input order. Memory grows with the compared pairs (scipy's csgraph), not with n^2 beyond the input."""
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
+    graph = sparse.csr_matrix(compared, dtype=np.int8)
+    n = graph.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, raw = connected_components(graph, directed=False)
+    size = np.bincount(raw)
+    first = np.full(size.size, n, dtype=np.int64)
+    np.minimum.at(first, raw, np.arange(n))
+    order = np.lexsort((first, -size))  # biggest first, then by first model
+    label = np.empty(size.size, dtype=np.int64)
+    label[order] = np.arange(1, size.size + 1)
+    return label[raw]

@@ -22,6 +22,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from engine.errors import LensError
 from engine.store.schema import GRAPH_KEY
 
 CombinePolicy = Literal["plurality", "net", "unanimous"]
@@ -304,9 +305,30 @@ def build_stack(
     return stack_from_cells(graph_cells(verdicts, policy=policy, models=models))
 
 
-def stack_from_cells(cells: GraphCells) -> GraphStack:
-    """The dense GraphStack of combined cells."""
+DENSE_CELL_LIMIT = 100_000_000
+"""The most graph x model x model cells one dense GraphStack may hold (two bool arrays, a float array
+for soft verdicts and the float work of a ranker that reads whole graphs: about 1-2 GB at the limit).
+Larger selections are refused in one sentence before any (T, n, n) array exists; per-graph work on
+many graphs over many models goes through engine.graphs.buckets, whose cost is each graph's own
+size."""
+
+
+def check_dense_size(T: int, n: int, what: str = "This selection") -> None:
+    """Refuse, in one sentence and before allocating, a dense stack of more than ``DENSE_CELL_LIMIT``
+    cells; ``what`` names who needs it (e.g. "The pged ranker")."""
+    cells = int(T) * int(n) * int(n)
+    if cells > DENSE_CELL_LIMIT:
+        raise LensError(
+            f"{what} reads whole graphs, and the {int(T):,} graphs over {int(n):,} models here would need "
+            f"{cells:,} graph x model x model cells (more than {DENSE_CELL_LIMIT:,}); choose a ranker "
+            "fitted from counts (bt, davidson, elo, winrate, ...), a judge or category, or keep fewer graphs."
+        )
+
+
+def stack_from_cells(cells: GraphCells, what: str = "This selection") -> GraphStack:
+    """The dense GraphStack of combined cells; refused by ``check_dense_size`` beyond its limit."""
     models, T, n = cells.models, cells.T, len(cells.models)
+    check_dense_size(T, n, what)
     if T == 0:
         return _empty_stack(models, cells.policy, cells.invalid_only)
     t_idx, i_idx, j_idx, outcome = cells.t, cells.lo, cells.hi, cells.outcome

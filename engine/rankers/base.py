@@ -65,14 +65,10 @@ class RankResult:
     def ranks(self) -> pd.Series:
         """Rank by model, 1 = best; scores equal within a tolerance share the smallest rank of their group.
 
-        When the ranker states a total order (``extras["order"]``, e.g. PGED's name tie-break or a
-        Kemeny order), the rank is the position in that order.
+        Always from the scores, never from a name: a ranker's listed order (``extras["order"]``,
+        ``extras["consensus_order"]``) shows one representative of models with equal scores, and those
+        models still share a rank (issue 23: Kemeny and PGED ranked all-tie data by name).
         """
-        order = self.extras.get("order")
-        if order is not None:
-            pos = {m: k + 1 for k, m in enumerate(order)}
-            return pd.Series([pos[m] for m in self.scores.index], index=self.scores.index, dtype=np.int64,
-                             name="rank")
         return ranks_from_scores(self.scores)
 
     @property
@@ -125,7 +121,8 @@ def ordered_ranks_batch(
     scores: np.ndarray, names: tuple[str, ...] | list[str], rtol: float = TIE_RTOL
 ) -> np.ndarray:
     """(B, n) scores → (B, n) positions 1..n in the order "score descending (ties within the tolerance of
-    ``ranks_from_scores``), then model name": the stated total order of PGED, as ranks."""
+    ``ranks_from_scores``), then model name": the order PGED lists its models in (a listing only: the
+    ranks shared by equal scores are ``ranks_from_scores``)."""
     s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
     comp = ranks_from_scores_batch(s, rtol)
     name_rank = np.argsort(np.argsort(np.asarray(list(names), dtype=object), kind="stable"), kind="stable")

@@ -19,7 +19,7 @@ from engine.graphs.stack import GraphStack
 from engine.rankers.base import single_thread_blas
 from engine.rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info
 from engine.rankers.elspr import cleaned_contributions
-from engine.rankers.kemeny import kemeny_orders_batch, scores_from_orders
+from engine.rankers.kemeny import kemeny_scores_batch
 from engine.rankers.pged import (
     AGGREGATES,
     DELTA_TIES,
@@ -86,9 +86,9 @@ def kemeny_batch(stack: GraphStack, c: np.ndarray, *, source: str = "pairs", wei
         return None
     g = c * graph_weights(stack, weights)[None]
     per_graph = stack.wins + 0.5 * stack.ties if source == "pairs" else ranking_above(stack)
-    orders, exact, _ = kemeny_orders_batch(weighted_sums(g, per_graph), exact_max)
+    scores, _, exact, _ = kemeny_scores_batch(weighted_sums(g, per_graph), exact_max)
     how = "one subset DP vectorised over B" if exact else "local search per resample"
-    return scores_from_orders(orders), 0, 0, f"counts @ per-graph evidence, {how}"
+    return scores, 0, 0, f"counts @ per-graph evidence, {how}"
 
 
 def elspr_batch(

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import LensError
-from engine.graphs.stack import GraphStack
+from engine.graphs.stack import GraphStack, check_dense_size
 from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
 from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt, fit_bt_batch_info
 from engine.rankers.davidson import fit_davidson, fit_davidson_stack_batch
@@ -36,6 +36,7 @@ from engine.rankers.graph_batch import (
 from engine.rankers.majority import graph_from_counts, majority_scores
 from engine.rankers.params import ELO_ORDERS as ELO_ORDERS  # re-exported: leaderboard reads it here
 from engine.rankers.params import ORDER_WORDS, check_ranker_params
+from engine.rankers.pged import check_pged_size
 from engine.rankers.rank_centrality import rank_centrality_batch
 from engine.rankers.simple import UNCOMPARED, copeland_scores, majority_graph, winrate_scores
 from engine.rankers.votes import PairCounts, Votes
@@ -60,8 +61,6 @@ class Ranker:
     name: str
     counts: bool = False
     """True: fitted from pair counts (no graphs needed)."""
-    ordered: bool = False
-    """Rank rule: True = position in a stated total order (score, then name); False = competition ranks."""
     sequential: bool = False
     """True: fits the votes one by one in a stated order (Elo), so it needs the votes themselves, not their
     counts, and has no batched fit."""
@@ -83,6 +82,13 @@ class Ranker:
     def check(self, params: dict) -> dict:
         """Typed, range-checked parameters (``engine.rankers.params``)."""
         return check_ranker_params(self.name, dict(params))
+
+    def check_size(self, n_models: int, keys, params: dict) -> None:
+        """Refuse, in one sentence and before allocating, a selection this ranker's cost cannot bear:
+        ``n_models`` models and the graph ``keys`` (one row per graph). Graph rankers first need the
+        dense stack (``engine.graphs.stack.check_dense_size``); count rankers have no limit here."""
+        if not self.counts:
+            check_dense_size(len(keys), n_models, f"The {self.name} ranker")
 
     def default_unit(self, params: dict) -> str:
         """What the bootstrap resamples unless told: graphs."""
@@ -399,17 +405,24 @@ class Kemeny(Ranker):
         """Whether the order is exact and unique, or a heuristic that is not certified optimal."""
         if details.get("exact"):
             extra = (
-                f"; {details['co_optimal_orders']} orders are co-optimal, tie-break: "
-                f"{details.get('tie_break')}"
+                f"; {details['co_optimal_orders']} orders are co-optimal: each score is averaged over "
+                "them, so models they order differently can share a rank (the order shown is the first "
+                "by model name)"
                 if (details.get("co_optimal_orders") or 1) > 1
                 else "; the optimal order is unique"
             )
             return [f"kemeny: exact (DP over subsets){extra}."]
-        return [f"kemeny: heuristic ({details.get('method')}), not certified optimal."]
+        return [f"kemeny: heuristic ({details.get('method')}), not certified optimal; neighbours the "
+                "evidence does not separate share their average score."]
 
 
 class PGED(Ranker):
     """PGED's graph ensemble and denoising (graph path only)."""
+
+    def check_size(self, n_models, keys, params):
+        """The dense stack's limit, then PGED's own (``engine.rankers.pged.check_pged_size``)."""
+        super().check_size(n_models, keys, params)
+        check_pged_size(n_models, keys, params.get("mode", "per-prompt"))
 
     def default_unit(self, params):
         """Resample prompts in per-prompt mode (graphs of one prompt move together), else graphs."""
@@ -484,8 +497,8 @@ RANKER_OBJECTS: dict[str, Ranker] = {
     "scorewin": Copeland("scorewin", counts=True, counting=True),
     "rank-centrality": RankCentrality("rank-centrality", counts=True),
     "majority": Majority("majority", counts=True, counting=True),
-    "pged": PGED("pged", ordered=True, prompt_unit_words=" (per-prompt PGED's own unit)"),
-    "kemeny": Kemeny("kemeny", ordered=True),
+    "pged": PGED("pged", prompt_unit_words=" (per-prompt PGED's own unit)"),
+    "kemeny": Kemeny("kemeny"),
     "elspr": ELSPR("elspr"),
     "borda": Borda("borda", counting=True),
     "pairwise-majority": PairwiseMajority("pairwise-majority", counting=True),

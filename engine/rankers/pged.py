@@ -13,7 +13,7 @@ model gains from its name: two prompts that are both the cycle a > b > c > a giv
 scores. ``"name"``: the literal reading with the tie going to the first model by name (the earlier
 behaviour). Either way the DAG returned for display (``extras["graph"]``, ``removed``, the arc
 counts in ``details``) is Algorithm 1 with ties to the first name: one representative of the tied
-choices, which is the one place names still matter besides the stated final tie-break.
+choices, which is the one place names still matter (besides listing equal scores by name).
 
 Two modes:
 
@@ -25,7 +25,8 @@ Two modes:
   n <= 12) or ``pairwise-majority`` (eq. 11 read as Copeland on the majority relation). Models tied
   on descendants inside a question share the average of their positions (``prompt_ties="average"``,
   default) so that a name never earns points; ``prompt_ties="name"`` is the paper's literal
-  lexicographic tie-break inside each question. The final order breaks score ties by name.
+  lexicographic tie-break inside each question. Models with equal final scores share a rank; the
+  order listed (``extras["order"]``) shows them by name.
 - ``mode="global"``: one ensemble over every graph of the selection, denoised once, ranked by
   descendant count (the earlier behaviour; what the inspector shows for one graph either way).
 
@@ -59,7 +60,7 @@ from engine.rankers.base import (
     register,
     series,
 )
-from engine.rankers.kemeny import kemeny_orders_batch, scores_from_orders
+from engine.rankers.kemeny import kemeny_scores_batch
 from engine.rankers.simple import graph_weights
 
 MODES = ("per-prompt", "global")
@@ -79,6 +80,36 @@ AGGREGATE_TEXT = {
     "pairwise-majority": "pairwise majority (paper 002, App. Q eq. 11): pairs where most per-question "
                          "rankings put the model above, + half the draws, among pairs some question ranked",
 }
+
+
+PGED_MAX_MODELS = 150
+"""The most models PGED ranks. Algorithm 1's delta-tie paths (up to ``MAX_TIE_PATHS`` per ensemble)
+each carry (n, n) arrays through n greedy steps, so one ensemble costs up to 2048 * n^3 operations and
+2048 * n^2 cells: at 150 models about 0.4 GB per array and seconds per question."""
+
+PGED_ENSEMBLE_CELL_LIMIT = 50_000_000
+"""The most question x model x model cells of the per-question ensembles (float64: 0.4 GB each)."""
+
+
+def check_pged_size(n: int, keys: pd.DataFrame, mode: str = "per-prompt") -> None:
+    """Refuse, in one sentence and before any ensemble exists, a selection beyond ``PGED_MAX_MODELS``
+    models or, per prompt, beyond ``PGED_ENSEMBLE_CELL_LIMIT`` question x model x model cells."""
+    if n > PGED_MAX_MODELS:
+        raise LensError(
+            f"PGED ranks at most {PGED_MAX_MODELS} models (its denoising costs up to 2048 * n^3 steps per "
+            f"ensemble), and this selection has {n:,}; choose a ranker fitted from counts (bt, davidson, "
+            "elo, winrate, ...) or a smaller selection."
+        )
+    if mode != "per-prompt":
+        return
+    cols = [c for c in QUESTION_KEY if c in keys.columns]
+    n_q = int(keys.groupby(cols, dropna=False, observed=True).ngroups) if cols else len(keys)
+    if n_q * n * n > PGED_ENSEMBLE_CELL_LIMIT:
+        raise LensError(
+            f"Per-prompt PGED would hold {n_q:,} question ensembles over {n} models ({n_q * n * n:,} cells, "
+            f"more than {PGED_ENSEMBLE_CELL_LIMIT:,}); use --param mode=global, a ranker fitted from counts, "
+            "or a smaller selection."
+        )
 
 
 def question_ids(stack: GraphStack) -> tuple[np.ndarray, pd.DataFrame]:
@@ -195,8 +226,8 @@ def aggregate_rankings(
     C = np.einsum("bq,bqij->bij", m, above.astype(np.float64)) if per_b else np.einsum(
         "bq,qij->bij", m, above.astype(np.float64))
     if aggregate == "kemeny":
-        orders, _, counts = kemeny_orders_batch(C, exact_max)
-        return scores_from_orders(orders), orders, counts
+        scores, orders, _, counts = kemeny_scores_batch(C, exact_max)
+        return scores, orders, counts
     if aggregate == "pairwise-majority":
         n = C.shape[1]
         ranked = (C + C.swapaxes(1, 2)) > 0
@@ -275,8 +306,9 @@ def pged_per_prompt_scores(
 
 
 def final_order(models: tuple[str, ...], score: np.ndarray, kemeny_order: np.ndarray | None) -> list[str]:
-    """The total order: Kemeny's own order, else score descending (ties within the tolerance of
-    ``ranks_from_scores``) with ties by model name."""
+    """The order listed: Kemeny's representative order, else score descending (ties within the tolerance
+    of ``ranks_from_scores``) with equal scores listed by model name; models with equal scores still
+    share a rank (``RankResult.ranks``)."""
     if kemeny_order is not None:
         return [models[i] for i in kemeny_order]
     pos = ordered_ranks_batch(np.asarray(score, dtype=np.float64)[None], models)[0]
@@ -319,9 +351,8 @@ def pged_per_prompt(
             if prompt_ties == "average"
             else "ties on descendants within a question broken by model name (paper 002, eq. 6)"
         ),
-        "final_tie_break": "Kemeny tie-break (first co-optimal order by model name)"
-        if aggregate == "kemeny"
-        else "equal scores ordered by model name",
+        "final_tie_break": "none: equal scores share a rank (the order shown lists them by model name"
+        + ("; Kemeny scores averaged over the co-optimal orders)" if aggregate == "kemeny" else ")"),
         "delta_ties": DELTA_TIES_TEXT[delta_ties],
         "n_prompts_with_delta_ties": int(((paths > 1) | grouped).sum()),
         "n_prompts_tie_fallback": int(grouped.sum()),
@@ -361,6 +392,7 @@ def pged(
     ``aggregate``."""
     check_stack(stack, "pged")
     check_delta_ties(delta_ties)
+    check_pged_size(stack.n, stack.keys, mode)
     if mode not in MODES:
         raise LensError(f"Unknown PGED mode {mode!r}; choose {' or '.join(MODES)}.")
     if aggregate not in AGGREGATES:

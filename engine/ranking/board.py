@@ -57,7 +57,7 @@ class BoardSpec:
 
 TABLE_COLUMNS = (
     "rank", "model", "score", "ci_low", "ci_high", "rank_low", "rank_high", "wins", "losses", "ties",
-    "win_rate", "n_graphs_model", "votes", "n_prompts",
+    "win_rate", "n_graphs_model", "votes", "n_prompts", "component", "ci_note",
 )
 """wins / losses / ties / votes count votes on the count path (params["unit"] == "votes") and graph
 edges on the stack path ("graphs"); on data with one verdict pair per graph and pair they agree."""
@@ -92,6 +92,54 @@ class Leaderboard:
     def scores(self) -> pd.Series:
         """Score per model."""
         return self.table.set_index("model")["score"]
+
+
+NOT_ESTIMABLE = "not estimable"
+"""The table's ``ci_note`` where a model's bootstrap interval cannot be estimated (its ci_low, ci_high,
+rank_low and rank_high are then empty; ``BootstrapResult.not_estimable`` says why)."""
+
+
+def interval_columns(boot: BootstrapResult | None, models: list[str]) -> dict[str, Any]:
+    """The table's interval columns for ``models``: ci_low, ci_high, rank_low, rank_high (empty without
+    a bootstrap, and where an interval is not estimable) and ``ci_note`` (``NOT_ESTIMABLE`` there, ''
+    where estimated, <NA> without a bootstrap). Shared by the graph and the count paths."""
+    n = len(models)
+    if boot is None:
+        na = pd.array([pd.NA] * n, dtype="Int64")
+        return {"ci_low": np.full(n, np.nan), "ci_high": np.full(n, np.nan), "rank_low": na,
+                "rank_high": na.copy(), "ci_note": pd.array([pd.NA] * n, dtype="string")}
+    sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
+    why = boot.not_estimable.reindex(models).fillna("").to_numpy()
+    return {
+        "ci_low": sci["low"].to_numpy(), "ci_high": sci["high"].to_numpy(),
+        "rank_low": rci["low"].to_numpy(), "rank_high": rci["high"].to_numpy(),
+        "ci_note": pd.array([NOT_ESTIMABLE if w else "" for w in why], dtype="string"),
+    }
+
+
+def components_of(compared, models: list[str]) -> tuple[np.ndarray, list[list[str]] | None]:
+    """(the table's ``component`` per model, the models of each component or None when there is one).
+
+    Component k holds models linked by a chain of comparisons (``engine.graphs.reachability.
+    comparison_components``: 1 = the largest); no verdict links two components, so a score or rank is
+    comparable only with those of its own component."""
+    from engine.graphs.reachability import comparison_components
+
+    label = comparison_components(compared)
+    if label.size == 0 or label.max() <= 1:
+        return label, None
+    order = np.argsort(label, kind="stable")  # models keep their order inside a component
+    bounds = np.cumsum(np.bincount(label)[1:])[:-1]
+    return label, [list(g) for g in np.split(np.asarray(models, dtype=object)[order], bounds)]
+
+
+def not_estimable_params(boot: BootstrapResult | None) -> dict[str, str] | None:
+    """Model -> why its interval is not estimable (for the board's params and notes); None without a
+    bootstrap."""
+    if boot is None:
+        return None
+    why = boot.not_estimable
+    return {str(m): str(w) for m, w in why.items() if w}
 
 
 def plain_values(v: Any) -> Any:

@@ -14,6 +14,19 @@ def _fmt(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+def components_note(components: list[list[str]]) -> str:
+    """One sentence naming the comparison graph's components (at most 8 models named per component)."""
+    parts = [
+        f"{k} ({', '.join(ms[:8])}{f' and {len(ms) - 8} more' if len(ms) > 8 else ''})"
+        for k, ms in enumerate(components[:10], start=1)
+    ]
+    more = f" and {len(components) - 10} more" if len(components) > 10 else ""
+    return (
+        f"comparison graph: {len(components)} components that no verdict links: {'; '.join(parts)}{more}; "
+        "scores and ranks compare only within a component (column component), never across."
+    )
+
+
 def board_notes(board: Leaderboard) -> list[str]:
     """One sentence per fit detail a reader of the table should know (regularisation, convergence,
     nu, Elo's K and order, Kemeny exact or heuristic and its tie-break, PGED's mode, bootstrap
@@ -39,6 +52,8 @@ def board_notes(board: Leaderboard) -> list[str]:
             f"{prefix}{', '.join(dropped)} {'has' if one else 'have'} no comparison in the ranked graphs "
             f"and {'is' if one else 'are'} left off the board."
         )
+    if p.get("components"):
+        out.append(components_note(p["components"]))
     reg = d.get("regularisation")
     if reg and float(d.get("alpha", 0.0) or 0.0) > 0:
         out.append(f"{r}: {reg}.")
@@ -69,6 +84,17 @@ def board_notes(board: Leaderboard) -> list[str]:
                 f"bootstrap: {p['bootstrap_n_undefined']} of {p['bootstrap']} resamples left some model "
                 "without "
                 f"the comparisons its {r} score needs; that model's intervals use the other resamples."
+            )
+        if p.get("bootstrap_not_estimable"):
+            why = p["bootstrap_not_estimable"]
+            groups: dict[str, list[str]] = {}
+            for model, reason in why.items():
+                groups.setdefault(reason, []).append(model)
+            parts = [f"{', '.join(ms[:8])}{f' and {len(ms) - 8} more' if len(ms) > 8 else ''} ({reason})"
+                     for reason, ms in groups.items()]
+            out.append(
+                f"bootstrap: the interval of {'; '.join(parts)} cannot be estimated from the resamples, so "
+                "it is shown as not estimable (ci_note), not as a zero-width interval."
             )
         if p.get("bootstrap_n_regularised"):
             out.append(f"bootstrap: {p['bootstrap_n_regularised']} of {p['bootstrap']} resamples needed the "

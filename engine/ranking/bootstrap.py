@@ -30,12 +30,14 @@ per-question ensembles and shift every interval away from the point estimate: wi
 judge pooled, gpt4's 676.5 got [607, 656]); every other ranker resamples graphs.
 
 Intervals are percentile intervals of scores and of ranks. Rank samples follow the point estimate's
-rule: a ranker that states a total order (PGED: score, then name; Kemeny: its order, whose scores
-are distinct) gives positions in that order; the others competition ranks with the tolerance of
-``ranks_from_scores``. A resample that leaves a model without the comparisons its score needs (a
+rule: competition ranks with the tolerance of ``ranks_from_scores`` (equal scores share a rank, no
+name decides). A resample that leaves a model without the comparisons its score needs (a
 win rate, a normalised count) gives that model NaN there instead of stopping the bootstrap;
 ``n_undefined`` counts such resamples and each model's intervals use the resamples where it is
-defined (its rank entry there is n, not counted).
+defined (its rank entry there is n, not counted). A resample that draws no graph comparing a model
+counts as undefined for it too (its score there would be the regularisation's alone). An interval
+that the resamples cannot estimate (defined in fewer than two, or the same score in every one:
+``BootstrapResult.not_estimable``) is NaN, never zero width.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from scipy import sparse
 from engine.errors import LensError
 from engine.graphs.stack import DEFAULT_POLICY, GraphStack
 from engine.rankers import rank, ranker_object
-from engine.rankers.base import ordered_ranks_batch, ranks_from_scores_batch
+from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.bt import fit_bt_batch_info
 from engine.rankers.counts import VerdictCounts, verdict_counts
 
@@ -72,9 +74,36 @@ class BootstrapResult:
     unit: str = "graph"
     n_undefined: int = 0
 
+    @property
+    def not_estimable(self) -> pd.Series:
+        """Per model, why its interval cannot be estimated from these resamples ('' when it can).
+
+        A percentile interval needs resamples that differ. It cannot be estimated when the model's
+        score is defined in fewer than two resamples (a model absent from the resamples, B = 1), or
+        when every resample gives every model the same score (within 1e-9 relative): the resamples
+        then hold no variation at all (one verdict, verdicts all one way, one distinct unit), and a
+        zero-width interval would claim a certainty the data never showed. One model's constant score
+        among others that vary is a finding, not a failure (a leader first in every resample: Kemeny's
+        gpt4 on vicuna80 has 8 models below it in all 100), so it keeps its interval."""
+        x = np.asarray(self.samples, dtype=np.float64)
+        defined = (~np.isnan(x)).sum(axis=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a model undefined in every resample
+            hi, lo = np.nanmax(x, axis=0), np.nanmin(x, axis=0)
+        flat = (hi - lo) <= ESTIMABLE_RTOL * np.maximum(1.0, np.maximum(np.abs(hi), np.abs(lo)))
+        no_variation = bool(flat[defined >= 2].all())  # every model the same in every resample
+        why = [
+            f"defined in {'none' if d == 0 else 'only one'} of {self.B} resample(s)" if d < 2
+            else "the same score in every resample" if no_variation else ""
+            for d in defined
+        ]
+        return pd.Series(why, index=pd.Index(list(self.models), name="model"), name="not_estimable",
+                         dtype=object)
+
     def _ci(self, x: np.ndarray, integer: bool) -> pd.DataFrame:
         q = (1.0 - self.level) / 2.0
-        x = np.where(np.isnan(self.samples), np.nan, np.asarray(x, dtype=np.float64))
+        gone = np.isnan(self.samples) | (self.not_estimable.to_numpy() != "")[None, :]
+        x = np.where(gone, np.nan, np.asarray(x, dtype=np.float64))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a model undefined in every resample: NaN
             if integer:
@@ -87,16 +116,22 @@ class BootstrapResult:
 
     @property
     def scores_ci(self) -> pd.DataFrame:
-        """Per model, the percentile interval of its score over the resamples (low, high)."""
+        """Per model, the percentile interval of its score over the resamples (low, high); NaN where
+        ``not_estimable`` gives a reason."""
         return self._ci(self.samples, integer=False)
 
     @property
     def ranks_ci(self) -> pd.DataFrame:
-        """Per model, the interval of its rank over the resamples (integers; Int64 where undefined)."""
+        """Per model, the interval of its rank over the resamples (integers; Int64 with <NA> where
+        undefined or ``not_estimable``)."""
         ci = self._ci(self.rank_samples, integer=True)
         if ci.isna().any().any():
             return ci.astype("Int64")
         return ci.astype(np.int64)
+
+
+ESTIMABLE_RTOL = 1e-9
+"""Resampled scores within this relative spread count as one value (``BootstrapResult.not_estimable``)."""
 
 
 def _check(B: int, level: float) -> None:
@@ -142,6 +177,16 @@ def pattern_weights(stack: GraphStack, B: int, rng: np.random.Generator) -> np.n
     c = np.zeros((B, stack.T), dtype=counts.dtype)
     c[:, first] = counts
     return c
+
+
+def absent_as_undefined(samples: np.ndarray, stack: GraphStack, weights: np.ndarray) -> np.ndarray:
+    """``samples`` with NaN where a resample drew no graph comparing the model: its score there would
+    come from regularisation or the ranker's default alone, not from the data, and would narrow or
+    shift its interval; such a resample counts as undefined for that model (``n_undefined``)."""
+    present = (np.asarray(weights, dtype=np.float64) @ stack.observed.any(axis=2).astype(np.float64)) > 0
+    if present.all():
+        return samples
+    return np.where(present, samples, np.nan)
 
 
 def refit_samples(stack: GraphStack, ranker: str, weights: np.ndarray, params: dict) -> tuple:
@@ -191,11 +236,9 @@ def bootstrap(
     else:
         samples, ranks, n_reg, n_unconv = refit_samples(stack, ranker, weights, params)
         method = "one refit per resample"
-    samples = np.asarray(samples, dtype=np.float64)
+    samples = absent_as_undefined(np.asarray(samples, dtype=np.float64), stack, weights)
     if ranks is None:
-        ranks = (
-            ordered_ranks_batch(samples, stack.models) if obj.ordered else ranks_from_scores_batch(samples)
-        )
+        ranks = ranks_from_scores_batch(samples)
     return BootstrapResult(
         ranker, stack.models, int(B), int(seed), float(level), samples, ranks, method,
         int(n_reg), int(n_unconv), unit, int(np.isnan(samples).any(axis=1).sum()),

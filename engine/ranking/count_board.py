@@ -14,7 +14,15 @@ from engine.errors import LensError
 from engine.rankers import fit_counts
 from engine.rankers.votes import PairCounts, Votes
 from engine.rankers.votes import votes as make_votes
-from engine.ranking.board import TABLE_COLUMNS, BoardSpec, Leaderboard, plain_values
+from engine.ranking.board import (
+    TABLE_COLUMNS,
+    BoardSpec,
+    Leaderboard,
+    components_of,
+    interval_columns,
+    not_estimable_params,
+    plain_values,
+)
 from engine.ranking.count_bootstrap import bootstrap_counts
 
 if TYPE_CHECKING:
@@ -108,12 +116,8 @@ def leaderboard_from_counts(
             models=tuple(models),
             **params,
         )
-        sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
-        table["ci_low"], table["ci_high"] = sci["low"].to_numpy(), sci["high"].to_numpy()
-        table["rank_low"], table["rank_high"] = rci["low"].to_numpy(), rci["high"].to_numpy()
-    else:
-        table["ci_low"] = table["ci_high"] = np.nan
-        table["rank_low"] = table["rank_high"] = pd.array([pd.NA] * len(models), dtype="Int64")
+    table = table.assign(**interval_columns(boot, list(models)))
+    table["component"], components = components_of(pc.compared, list(models))
     table = table.sort_values(["rank", "model"], kind="stable")[list(TABLE_COLUMNS)].reset_index(drop=True)
     n_graphs = pc.n_graph_total
     info = {
@@ -140,6 +144,8 @@ def leaderboard_from_counts(
         "bootstrap_n_regularised": boot.n_regularised if boot is not None else None,
         "bootstrap_n_unconverged": boot.n_unconverged if boot is not None else None,
         "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
+        "bootstrap_not_estimable": not_estimable_params(boot),
+        "components": components,
         "n_uncompared_pairs": int((~pc.compared & ~np.eye(pc.n, dtype=bool)).sum() // 2),
         "level": level if bootstrap else None,
         "unit": "votes",

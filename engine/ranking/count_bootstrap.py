@@ -16,7 +16,7 @@ import numpy as np
 from scipy import sparse
 
 from engine.errors import LensError
-from engine.rankers.base import ordered_ranks_batch, ranks_from_scores_batch
+from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.objects import ranker_object
 from engine.rankers.votes import Votes, _all_distinct
 from engine.ranking.bootstrap import BootstrapResult, _check
@@ -144,13 +144,14 @@ def bootstrap_counts(
             if out is None:  # has_batch said it batches: a ranker object that contradicts itself
                 raise RuntimeError(f"The {ranker} ranker has a batched fit for {params} but returned none.")
             s, r, u, how = out
-            rows.append(np.asarray(s, dtype=np.float64))
+            drawn = ((W + W.swapaxes(1, 2) + T) > 0).any(axis=2)  # no drawn vote on a model: undefined there
+            rows.append(np.where(drawn, np.asarray(s, dtype=np.float64), np.nan))
             n_reg, n_unconv = n_reg + r, n_unconv + u
         samples = np.vstack(rows)
         method = f"batched: multinomial {unit} weights on a sparse {unit}-by-cell count matrix, {how}"
     else:
         samples, n_reg, n_unconv = _refits(votes, obj, unit, int(B), rng, names, params)
         method = "one refit per resample"
-    ranks = ordered_ranks_batch(samples, names) if obj.ordered else ranks_from_scores_batch(samples)
+    ranks = ranks_from_scores_batch(samples)
     return BootstrapResult(ranker, names, int(B), int(seed), float(level), samples, ranks, method, int(n_reg),
                            int(n_unconv), unit, int(np.isnan(samples).any(axis=1).sum()))

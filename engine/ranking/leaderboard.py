@@ -17,7 +17,15 @@ from engine.errors import LensError
 from engine.graphs.stack import GraphStack, graph_cells, stack_from_cells
 from engine.rankers import rank
 from engine.rankers.base import ranks_from_scores
-from engine.ranking.board import TABLE_COLUMNS, BoardSpec, Leaderboard, plain_values
+from engine.ranking.board import (
+    TABLE_COLUMNS,
+    BoardSpec,
+    Leaderboard,
+    components_of,
+    interval_columns,
+    not_estimable_params,
+    plain_values,
+)
 from engine.ranking.bootstrap import bootstrap as run_bootstrap
 from engine.ranking.count_board import (
     count_leaderboard,
@@ -109,12 +117,8 @@ def leaderboard_from_stack(
     if bootstrap and int(bootstrap) > 0:
         boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, unit=spec.bootstrap_unit,
                              **params)
-        sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
-        table["ci_low"], table["ci_high"] = sci["low"].to_numpy(), sci["high"].to_numpy()
-        table["rank_low"], table["rank_high"] = rci["low"].to_numpy(), rci["high"].to_numpy()
-    else:
-        table["ci_low"] = table["ci_high"] = np.nan
-        table["rank_low"] = table["rank_high"] = pd.array([pd.NA] * len(models), dtype="Int64")
+    table = table.assign(**interval_columns(boot, models))
+    table["component"], components = components_of(stack.observed.any(axis=0), models)
     table = table.sort_values(["rank", "model"], kind="stable")
     table = table[list(TABLE_COLUMNS)].reset_index(drop=True)
     info = {
@@ -141,6 +145,8 @@ def leaderboard_from_stack(
         "bootstrap_n_regularised": boot.n_regularised if boot is not None else None,
         "bootstrap_n_unconverged": boot.n_unconverged if boot is not None else None,
         "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
+        "bootstrap_not_estimable": not_estimable_params(boot),
+        "components": components,
         "n_uncompared_pairs": int(((~stack.observed.any(axis=0)) & ~np.eye(stack.n, dtype=bool)).sum() // 2),
         "level": level if bootstrap else None,
         **(extra_params or {}),
@@ -192,7 +198,8 @@ def leaderboard(
 
     Count rankers (``RANKER_OBJECTS[r].counts``) without keep-K read vote counts from DuckDB and never
     build a graph stack; with keep-K the graphs pick the kept keys and only their verdicts are counted.
-    Graph rankers rank the graph stack.
+    Graph rankers rank the graph stack, after ``Ranker.check_size`` has refused a selection beyond the
+    dense stack's or the ranker's own limit (before anything of size graphs x models^2 exists).
     """
     spec = BoardSpec.of(spec, choices)
     obj, keep_k = spec.obj, spec.keep_k
@@ -209,7 +216,6 @@ def leaderboard(
 
         kept = keep_k_graphs(buckets_from_cells(cells), keep_k, mu=spec.mu, per_category=spec.per_category,
                              pool=spec.pool)
-    stack = stack_from_cells(cells)
     extra = {
         "dataset": dataset,
         "dataset_version": store.dataset_version(dataset),
@@ -219,7 +225,7 @@ def leaderboard(
         "n_invalid_verdicts": int((verdicts["winner"] == "invalid").sum()),
     }
     if obj.counts and keep_k is not None:
-        if stack.T == 0:
+        if cells.T == 0:
             raise LensError("The selection holds no graph: no valid verdict matches the filters.")
         sel = kept  # the buckets' keep-K (same graph keys, in the same order, as the stack's): scored once
         kept_keys = sel.table
@@ -242,7 +248,9 @@ def leaderboard(
         if board.params.get("dropped_models"):
             board.params["dropped_after_keep_k"] = True
         return board
-    return leaderboard_from_stack(stack, spec, extra_params=extra)
+    # refused in one sentence before any (T, n, n) array: the dense stack's and the ranker's own limits
+    obj.check_size(len(cells.models), cells.keys, obj.check(spec.ranker_params))
+    return leaderboard_from_stack(stack_from_cells(cells), spec, extra_params=extra)
 
 
 def compare_to_reference(board: Leaderboard, reference: pd.Series) -> dict[str, Any]:

@@ -24,6 +24,16 @@ if TYPE_CHECKING:  # the heavy imports stay lazy: the app's first page loads wit
     from engine.graphs.stack import GraphStack
     from engine.rankers.votes import Votes
 
+def __getattr__(name: str):
+    """``DENSE_CELL_LIMIT``, read by the app's pages here, lives in engine.graphs.stack (imported on
+    first use so this module stays light)."""
+    if name == "DENSE_CELL_LIMIT":
+        from engine.graphs.stack import DENSE_CELL_LIMIT
+
+        return DENSE_CELL_LIMIT
+    raise AttributeError(name)
+
+
 ALL = "(all)"
 """The sidebar's 'no filter' choice for judge and category."""
 
@@ -212,25 +222,14 @@ def model_cycle_columns(table: pd.DataFrame, ctx: SliderContext, idx: np.ndarray
     return out
 
 
-DENSE_CELL_LIMIT = 100_000_000
-"""The most graph × model × model cells a ranker that needs whole graphs gets as one dense stack
-(two bool arrays plus the ranker's float work: about 1-2 GB); larger selections are refused with a
-sentence instead of exhausting the server's memory."""
-
-
 def ranked_stack(ctx: SliderContext, idx: np.ndarray, ranker: str) -> GraphStack:
     """The graphs at ``idx`` as one dense GraphStack (over the selection's models), for a ranker that
-    reads whole graphs; a LensError when that stack would exceed ``DENSE_CELL_LIMIT``."""
-    from engine.errors import LensError
+    reads whole graphs; a LensError first when the dense stack or the ranker's own cost would exceed
+    its stated limit (``engine.rankers.objects.Ranker.check_size``)."""
+    from engine.rankers import ranker_object
 
     sub = ctx.stack.subset(idx)
-    n = sub.n
-    if sub.T * n * n > DENSE_CELL_LIMIT:
-        raise LensError(
-            f"The {ranker} ranker reads whole graphs, and the {sub.T:,} graphs over {n} models here "
-            f"would need {sub.T * n * n:,} cells (more than {DENSE_CELL_LIMIT:,}); choose a ranker fitted "
-            "from counts, a judge or category, or keep fewer graphs."
-        )
+    ranker_object(ranker).check_size(sub.n, sub.keys, {})
     return sub.dense()
 
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from engine.ranking.board import NOT_ESTIMABLE
+
 if TYPE_CHECKING:
     from engine.graphs.stack import GraphStack
 
@@ -119,23 +121,34 @@ def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bo
     with at least ``rank, model, score, ci_low, ci_high, rank_low, rank_high``."""
     out = on_scale(table, ranker, elo_scale).copy()
     score_label = "Elo-like score (400·log10 units, mean 1000)" if elo_scale else f"{ranker} score"
-    has_ci = out["ci_low"].notna().any() if "ci_low" in out.columns else False
+    unknown = (out["ci_note"].fillna("") == NOT_ESTIMABLE).to_numpy() if "ci_note" in out.columns else (
+        np.zeros(len(out), dtype=bool))
+    has_ci = (out["ci_low"].notna().any() if "ci_low" in out.columns else False) or bool(unknown.any())
     digits = score_digits(out["score"])
     if has_ci:
         plus = (out["ci_high"] - out["score"]).clip(lower=0)
         minus = (out["score"] - out["ci_low"]).clip(lower=0)
-        out["interval"] = [("—" if pd.isna(p) or pd.isna(m) else f"+{_fmt(p, digits)} / -{_fmt(m, digits)}")
-                           for p, m in zip(plus, minus, strict=True)]
+        out["interval"] = [NOT_ESTIMABLE if u else "—" if pd.isna(p) or pd.isna(m)
+                           else f"+{_fmt(p, digits)} / -{_fmt(m, digits)}"
+                           for p, m, u in zip(plus, minus, unknown, strict=True)]
     else:
         out["interval"] = "—"
-    ranked = "rank_low" in out.columns and out["rank_low"].notna().all() and out["rank_high"].notna().all()
+    known = out["rank_low"].notna() & out["rank_high"].notna() if "rank_low" in out.columns else None
+    ranked = known is not None and bool((known | unknown).all()) and bool(known.any())
     if ranked:
-        out["shared_rank"] = shared_ranks(out["rank_low"], out["rank_high"])
-        out["rank_range"] = [f"{int(a)}–{int(b)}" if a != b else f"{int(a)}"
-                             for a, b in zip(out["rank_low"], out["rank_high"], strict=True)]
+        # a model whose interval is not estimable could sit anywhere: its rank interval is 1..n
+        low = np.where(unknown, 1, out["rank_low"].astype("Float64").fillna(1).to_numpy(np.float64))
+        high = np.where(unknown, len(out), out["rank_high"].astype("Float64").fillna(len(out)).to_numpy(
+            np.float64))
+        out["shared_rank"] = shared_ranks(low, high)
+        out["rank_range"] = [NOT_ESTIMABLE if u else f"{int(a)}–{int(b)}" if a != b else f"{int(a)}"
+                             for a, b, u in zip(low, high, unknown, strict=True)]
         pct = f"{level:.0%}" if level else "the"
         rank_note = (f"rank = 1 + the number of models whose {pct} bootstrap rank interval lies wholly above "
                      "this model's (LMArena's convention): models whose intervals overlap share a rank.")
+        if unknown.any():
+            rank_note += (" A model whose interval is not estimable (the resamples hold no variation for it) "
+                          "counts as possibly anywhere, from 1 to the last place.")
     else:
         out["shared_rank"] = out["rank"].astype(np.int64)
         out["rank_range"] = "—"
@@ -154,6 +167,11 @@ def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bo
             shown = ", ".join(few[:8]) + (f" and {len(few) - 8} more" if len(few) > 8 else "")
             notes.append(f"Few votes: {shown} {'has' if len(few) == 1 else 'have'} fewer than {SMALL_VOTES} "
                          "votes; treat their places as preliminary.")
+    if "component" in out.columns and out["component"].nunique() > 1:
+        from engine.ranking.board_notes import components_note
+
+        groups = out.sort_values(["component", "model"]).groupby("component", sort=True)["model"]
+        notes.append(components_note([list(g) for _, g in groups]))
     delta_note = None
     if "ref_rank" in out.columns and out["ref_rank"].notna().any():
         n_mapped = int(out["ref_rank"].notna().sum())
