@@ -20,6 +20,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_verdicts.py",               # 45
     "test_judging_local.py",          # 39
     "test_app_data.py",               # 24
+    "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
     "test_diagnostics_orderless.py",  # 21
     "test_ingest.py",                 # 17

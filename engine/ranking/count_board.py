@@ -85,7 +85,7 @@ def leaderboard_from_counts(
             fit_votes = votes.restrict_models(seen)  # bootstrap keeps all codes and picks the board's models)
     res = fit_counts(ranker, pc, fit_votes, **params)
     models = list(pc.models)
-    wins, losses, ties = pc.W.sum(axis=1), pc.W.sum(axis=0), pc.T.sum(axis=1)
+    wins, losses, ties = pc.model_totals()
     games = wins + losses + ties
     table = pd.DataFrame({
         "model": models,
@@ -140,7 +140,7 @@ def leaderboard_from_counts(
         "bootstrap_n_regularised": boot.n_regularised if boot is not None else None,
         "bootstrap_n_unconverged": boot.n_unconverged if boot is not None else None,
         "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
-        "n_uncompared_pairs": int((~pc.compared & ~np.eye(pc.n, dtype=bool)).sum() // 2),
+        "n_uncompared_pairs": pc.n * (pc.n - 1) // 2 - pc.n_pairs,
         "level": level if bootstrap else None,
         "unit": "votes",
         "n_votes": n_votes,
