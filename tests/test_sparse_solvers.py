@@ -185,3 +185,24 @@ def test_many_models_never_allocate_models_squared(ranker):
     np.testing.assert_array_equal(got["wins"], wins)
     np.testing.assert_array_equal(got["losses"], losses)
     np.testing.assert_array_equal(got["ties"], ties / 1)
+
+
+def test_batched_entry_points_above_the_dense_limit_fit_each_on_its_pairs():
+    """``fit_davidson_stack_batch`` and ``rank_centrality_batch`` on (2, n, n) stacks of 210 models fit
+    each matrix on its pairs (a dense step there is O(B n^3)); checked against the dense kernels
+    (``fit_davidson_batch``, ``stationary_batch``) called directly on the same stacks."""
+    from engine.rankers.davidson import fit_davidson_stack_batch
+    from engine.rankers.rank_centrality import rank_centrality_batch
+
+    n = DENSE_MODELS_MAX + 10
+    (W1, T1), (W2, T2) = battles(n, 12_000, 8, ties=0.2), battles(n, 12_000, 9, ties=0.2)
+    W, T = np.stack([W1, W2]), np.stack([T1, T2])
+    theta, nu, conv, bad = fit_davidson_stack_batch(W, T)
+    dense_theta, dense_nu, dense_conv = fit_davidson_batch(W, T, tol=1e-11)
+    assert conv.all() and dense_conv.all() and not bad.any()
+    np.testing.assert_allclose(theta, dense_theta, atol=1e-7)
+    np.testing.assert_allclose(nu, dense_nu, rtol=1e-7)
+    wt = W + 0.5 * T
+    scores, bad = rank_centrality_batch(wt)
+    dense = np.log(stationary_batch(transition_batch(wt)))
+    np.testing.assert_allclose(scores, dense - dense.mean(axis=1, keepdims=True), atol=1e-8)

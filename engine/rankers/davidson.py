@@ -520,6 +520,13 @@ def fit_davidson_stack_batch(
     W = np.asarray(W, dtype=np.float64).copy()
     T = np.asarray(T, dtype=np.float64)
     n = W.shape[1]
+    if n > DENSE_MODELS_MAX:  # many models: each fit on its pairs (a dense Newton step is O(B n^3))
+        fits = [fit_davidson(w, t, alpha=alpha, on_degenerate=on_degenerate)
+                for w, t in zip(W, T, strict=True)]
+        theta = np.array([f.scores.to_numpy(np.float64) for f in fits]).reshape(len(fits), n)
+        return (theta, np.array([f.details["nu"] for f in fits]),
+                np.array([f.details["converged"] for f in fits], dtype=bool),
+                np.array([f.details["alpha"] > 0 for f in fits], dtype=bool))
     bad = ~mle_exists_batch(W, T)
     if bad.any():
         if on_degenerate == "raise":

@@ -47,7 +47,17 @@ def transition_batch(wt: np.ndarray) -> np.ndarray:
 def rank_centrality_batch(
     wtilde: np.ndarray, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize"
 ):
-    """(B, n, n) W~ → ((B, n) mean-centred log stationary laws, (B,) regularised) in one array pass."""
+    """(B, n, n) W~ → ((B, n) mean-centred log stationary laws, (B,) regularised) in one array pass
+    (above ``DENSE_MODELS_MAX`` models one ``rank_centrality_pairs`` fit per matrix: the dense solve is
+    O(n^3))."""
+    w = np.asarray(wtilde, dtype=np.float64)
+    if w.ndim == 3 and w.shape[1] > DENSE_MODELS_MAX:
+        fits = []
+        for wk in w:
+            i, j = np.nonzero(np.triu((wk + wk.T) > 0, 1))
+            fits.append(rank_centrality_pairs(w.shape[1], (i, j, wk[i, j], wk[j, i]), alpha, on_degenerate))
+        return (np.concatenate([s for s, _ in fits]).reshape(len(fits), w.shape[1]),
+                np.concatenate([b for _, b in fits]).astype(bool))
     wt, bad = regularise(wtilde, alpha, on_degenerate)
     with single_thread_blas():
         pi = stationary_batch(transition_batch(wt))
