@@ -92,11 +92,31 @@ def test_regularised_pairs_equal_the_dense_regularisation():
     np.testing.assert_allclose(fit.scores[0], dense[0], atol=1e-9)
 
 
-def test_regularising_too_many_models_is_refused_before_allocating():
+@pytest.mark.parametrize("ranker,name", [("bt", "Bradley-Terry"), ("davidson", "Davidson"),
+                                         ("rank-centrality", "Rank Centrality")])
+def test_regularising_too_many_models_is_refused_before_allocating(ranker, name):
+    """A chain over ~3,170 models (nobody beats upward): every pair would get virtual ties, over the
+    limit: one sentence naming the ranker, the models and the pairs, before any pair array is built."""
+    from engine.rankers import fit_counts
+
     n = int(np.sqrt(2 * COMPLETE_PAIRS_MAX)) + 10
-    i, j = np.arange(n - 1), np.arange(1, n)  # a chain: nobody ever beats upward
-    with pytest.raises(LensError, match=r"all [\d,]+ pairs .* above the limit"):
-        regularise_pairs(n, i, j, np.ones(n - 1), np.zeros(n - 1), 0.1)
+    lo, hi = np.arange(n - 1), np.arange(1, n)
+    none = np.zeros(n, dtype=np.int64)
+    pc = PairCounts.of_votes(tuple(f"m{k}" for k in range(n)), lo, hi, np.ones(n - 1), votes=none + 1,
+                             n_graphs=none, n_prompts=none)
+    tracemalloc.start()
+    try:
+        sentence = (rf"^The {name} fit on these {n:,} models needs virtual comparisons on all [\d,]+ pairs "
+                    r".* "
+                    r"above the limit of 5,000,000 pairs")
+        with pytest.raises(LensError, match=sentence):
+            fit_counts(ranker, pc)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6  # the complete pair list alone would be 5M pairs x 4 arrays x 8 bytes = 160 MB
+    with pytest.raises(LensError, match="above the limit"):
+        regularise_pairs(n, lo, hi, np.ones(n - 1), np.zeros(n - 1), 0.1)
 
 
 @pytest.mark.parametrize("n,m,seed", [(15, 400, 0), (60, 3_000, 1), (220, 15_000, 2)])

@@ -197,6 +197,11 @@ def _all_distinct(key: np.ndarray) -> bool:
     return not bool((s[1:] == s[:-1]).any())
 
 
+DENSE_PAIR_INDEX_MAX = 1 << 22
+"""Up to this many (model, model) slots (about 2,000 models) ``PairCounts.of_votes`` finds the compared
+pairs with one bincount over all slots (32 MB); above, by sorting the votes' pair keys."""
+
+
 @dataclass(frozen=True)
 class PairCounts:
     """Per-pair sums over votes, held per compared pair only (memory O(pairs + models), never O(n^2)).
@@ -229,8 +234,14 @@ class PairCounts:
         each counts, default once) into per-pair counts; ``p_lo`` (per vote, NaN-free) adds the soft W~."""
         n = len(models)
         key = np.asarray(lo, dtype=np.int64) * n + np.asarray(hi, dtype=np.int64)
-        pairs, at = np.unique(key, return_inverse=True)
-        at = at.ravel()
+        if n * n <= DENSE_PAIR_INDEX_MAX:  # few models: index the pairs by one bincount, no sort
+            pairs = np.flatnonzero(np.bincount(key, minlength=n * n))
+            slot = np.zeros(n * n, dtype=np.int64)
+            slot[pairs] = np.arange(pairs.size)
+            at = slot[key]
+        else:
+            pairs, at = np.unique(key, return_inverse=True)
+            at = at.ravel()
         m = pairs.size
         wt = np.ones(key.size) if weight is None else np.asarray(weight, dtype=np.float64)
         out = np.asarray(outcome)
