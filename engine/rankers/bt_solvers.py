@@ -270,29 +270,40 @@ CG_RTOL = 1e-12
 """Relative residual at which a sparse Newton system is taken as solved (conjugate gradients)."""
 
 
-def laplacian_solve(n: int, i: np.ndarray, j: np.ndarray, c: np.ndarray, rhs: np.ndarray,
-                    extra_diag: np.ndarray | None = None) -> np.ndarray:
-    """Solve (L + J/n + diag(extra_diag)) x = rhs by Jacobi-preconditioned conjugate gradients, where L
-    is the weighted graph Laplacian of the pairs (i, j) with weights c > 0 and J the all-ones matrix
-    (the mean-zero constraint that makes L invertible on a connected graph): the dense kernels' system,
-    never formed densely. Each iteration costs O(pairs + n)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.linalg import LinearOperator, cg
+class PairLaplacian:
+    """The weighted Laplacian of a fixed list of pairs (i, j), i != j, each pair once: its sparse pattern
+    is built once, and ``solve`` puts new weights in and solves with them (a Newton fit changes the
+    weights every iteration, never the pattern; rebuilding the matrix cost more than the solve)."""
 
-    deg = np.bincount(i, c, n) + np.bincount(j, c, n)
-    if extra_diag is not None:
-        deg = deg + extra_diag
-    off = coo_matrix((np.concatenate([c, c]), (np.concatenate([i, j]), np.concatenate([j, i]))),
-                     shape=(n, n)).tocsr()
+    def __init__(self, n: int, i: np.ndarray, j: np.ndarray) -> None:
+        from scipy.sparse import coo_matrix
 
-    def matvec(x: np.ndarray) -> np.ndarray:
-        x = np.ravel(x)
-        return deg * x - off @ x + x.sum() / n
+        self.n, self.i, self.j = n, i, j
+        k = i.size
+        where = coo_matrix((np.arange(1.0, 2 * k + 1), (np.concatenate([i, j]), np.concatenate([j, i]))),
+                           shape=(n, n)).tocsr()
+        self.order = where.data.astype(np.int64) - 1  # which weight sits at each stored entry
+        self.off = where
 
-    op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
-    pre = LinearOperator((n, n), matvec=lambda x: np.ravel(x) / (deg + 1.0 / n), dtype=np.float64)
-    x, _ = cg(op, rhs, rtol=CG_RTOL, atol=0.0, maxiter=max(1000, 10 * n), M=pre)
-    return x
+    def solve(self, c: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """Solve (L + J/n) x = rhs, L the Laplacian with pair weights c > 0 and J the
+        all-ones matrix (the mean-zero constraint that makes L invertible on a connected graph): the
+        dense kernels' system, by Jacobi-preconditioned conjugate gradients, O(pairs + n) an iteration."""
+        from scipy.sparse.linalg import LinearOperator, cg
+
+        n = self.n
+        deg = np.bincount(self.i, c, n) + np.bincount(self.j, c, n)
+        self.off.data = np.concatenate([c, c])[self.order]
+        off = self.off
+
+        def matvec(x: np.ndarray) -> np.ndarray:
+            x = np.ravel(x)
+            return deg * x - off @ x + x.sum() / n
+
+        op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
+        pre = LinearOperator((n, n), matvec=lambda x: np.ravel(x) / (deg + 1.0 / n), dtype=np.float64)
+        x, _ = cg(op, rhs, rtol=CG_RTOL, atol=0.0, maxiter=max(1000, 10 * n), M=pre)
+        return x
 
 
 def newton_pairs(
@@ -303,7 +314,7 @@ def newton_pairs(
     i < j with a + b > 0 (other pairs add nothing to the likelihood). Same safeguards (``SAFE_SPREAD``,
     ``MAX_SPREAD``, backtracking), stopping rule and gradient round-off correction as ``newton_batch``;
     the Newton system (Laplacian + J/n) is solved by conjugate gradients on the sparse Laplacian
-    (``laplacian_solve``), so memory is O(pairs + n). Returns (theta (n,) mean-centred, iterations,
+    (``PairLaplacian``), so memory is O(pairs + n). Returns (theta (n,) mean-centred, iterations,
     converged). The comparison digraph must be strongly connected (an MLE exists)."""
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
@@ -313,6 +324,7 @@ def newton_pairs(
     pending, ll_base, scale = False, -np.inf, 1.0
     step_prev = np.zeros(n)
     converged, it = False, 0
+    laplacian = PairLaplacian(n, i, j)
 
     def ll_of(d: np.ndarray, e: np.ndarray) -> float:
         return float(_ll_pairs(d[None], e[None], n_ij[None], b[None])[0])
@@ -338,7 +350,7 @@ def newton_pairs(
         mass = np.bincount(i, t, n) + np.bincount(j, t, n)
         grad -= grad.sum() * (mass / max(mass.sum(), 1e-300))
         c = np.maximum(big * small * n_ij, floor)
-        step = laplacian_solve(n, i, j, c, grad)
+        step = laplacian.solve(c, grad)
         spread = step.max() - step.min()
         step *= min(1.0, MAX_SPREAD / max(spread, 1e-300))
         if np.abs(step).max() <= STEP_TOL or (np.abs(grad) <= tol * mass).all():

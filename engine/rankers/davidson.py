@@ -456,9 +456,9 @@ def newton_davidson_pairs(
     ``fit_davidson_batch``'s method for many models. The negative Hessian is [[L + J/n, x], [x^T, h]]
     with L the Laplacian of the pair weights N_ij (1 + nu cosh(d/2) / 2) / D^2 (the mean constraint
     makes it invertible); it is solved through its Schur complement with two conjugate-gradient solves
-    (``laplacian_solve``). Backtracking keeps the likelihood rising; log nu stays >= log NU_MIN.
+    (``PairLaplacian``). Backtracking keeps the likelihood rising; log nu stays >= log NU_MIN.
     Returns (theta mean-centred, nu, iterations, converged: every gradient entry <= tol * N)."""
-    from engine.rankers.bt_solvers import laplacian_solve
+    from engine.rankers.bt_solvers import PairLaplacian
 
     n_ij = w_ij + w_ji + t_ij
     total = max(float(n_ij.sum()), 1.0)
@@ -469,6 +469,7 @@ def newton_davidson_pairs(
     phi = max(float(phi0), lo)
     ll = _dav_loglik_pairs(theta, phi, i, j, w_ij, w_ji, t_ij)
     converged, it = False, 0
+    laplacian = PairLaplacian(n, i, j)
     for it in range(1, max_iter + 1):  # noqa: B007 - iterations are reported
         d = theta[i] - theta[j]
         nu = np.exp(phi)
@@ -484,14 +485,14 @@ def newton_davidson_pairs(
             converged = True
             break
         weight = n_ij * (0.5 * c * D - s * s) / D**2
-        y1 = laplacian_solve(n, i, j, weight, g_t)
+        y1 = laplacian.solve(weight, g_t)
         if at_bound:
             step_t, step_p = y1, 0.0
         else:
             xs = n_ij * s * nu / D**2
             x = -(np.bincount(i, xs, n) - np.bincount(j, xs, n))
             h = nu * float((n_ij / D).sum()) - nu**2 * float((n_ij / D**2).sum())
-            y2 = laplacian_solve(n, i, j, weight, x)
+            y2 = laplacian.solve(weight, x)
             schur = h - float(x @ y2)
             step_p = (g_p - float(x @ y1)) / schur if schur > 0 else g_p / total
             step_t = y1 - y2 * step_p

@@ -69,13 +69,13 @@ def compact_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.nda
     return units[first], mult, cols
 
 
-def resampled_cells(votes: Votes, unit: str, B: int, rng: np.random.Generator):
+def resampled_cells(votes: Votes, unit: str, B: int, rng: np.random.Generator, chunk: int | None = None):
     """Yield (cell codes (C,), (b, C) counts) of successive chunks of the B resamples: the occurring
-    cells only, at most ``CHUNK_CELLS`` counts at once."""
+    cells only, at most ``CHUNK_CELLS`` counts (and at most ``chunk`` resamples) at once."""
     mat, mult, cols = compact_patterns(votes, unit)
     U = int(mult.sum())
     p = mult / U
-    step = max(1, CHUNK_CELLS // max(1, mult.size, cols.size))
+    step = max(1, min(chunk or B, CHUNK_CELLS // max(1, mult.size, cols.size)))
     matT = mat.T.tocsr()
     for s in range(0, B, step):
         b = min(step, B - s)
@@ -119,7 +119,7 @@ def _pair_refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator,
     keep[[pos[m] for m in names]] = True
     rows, n_reg, n_unconv = [], 0, 0
     none = np.zeros(n, dtype=np.int64)
-    for cols, counts in resampled_cells(votes, unit, B, rng):
+    for cols, counts in resampled_cells(votes, unit, B, rng, chunk=1):  # fitted one by one: drawn so
         pair = cols // 3
         for c in counts:
             drawn = c > 0
