@@ -226,3 +226,49 @@ def test_batched_entry_points_above_the_dense_limit_fit_each_on_its_pairs():
     scores, bad = rank_centrality_batch(wt)
     dense = np.log(stationary_batch(transition_batch(wt)))
     np.testing.assert_allclose(scores, dense - dense.mean(axis=1, keepdims=True), atol=1e-8)
+
+
+def shared_graph_votes(n: int, graphs: int, seed: int) -> Votes:
+    """Votes where each graph holds several pairs (so bootstrap units are multi-cell patterns)."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, graphs, 40 * graphs).astype(np.uint64)
+    a = rng.integers(0, n, g.size)
+    b = (a + 1 + rng.integers(0, n - 1, g.size)) % n
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    out = rng.integers(-1, 2, g.size).astype(np.int8)
+    return Votes(tuple(f"m{k:02d}" for k in range(n)), lo, hi, out, g, g, np.arange(g.size),
+                 n_verdicts=g.size)
+
+
+@pytest.mark.parametrize("seeded", [True, False])
+def test_bootstrap_patterns_rebuild_the_cells_with_either_hash(monkeypatch, seeded):
+    """The unit patterns (one random value per possible cell, or per occurring cell for many models) sum
+    back to the cell counts and number exactly the distinct unit rows (brute force)."""
+    from engine.ranking import count_bootstrap
+
+    if not seeded:
+        monkeypatch.setattr(count_bootstrap, "SEEDED_CELLS_MAX", 0)
+    votes = shared_graph_votes(12, 300, 4)
+    mat, mult = count_bootstrap.unit_patterns(votes, "graph")
+    np.testing.assert_array_equal(np.asarray(mat.T @ mult).ravel(),
+                                  np.bincount(votes.cells(), minlength=3 * votes.n ** 2))
+    rows: dict[int, list[int]] = {}
+    for g, c in zip(votes.graph.tolist(), votes.cells().tolist(), strict=True):
+        rows.setdefault(g, []).append(c)
+    assert mat.shape[0] == len({tuple(sorted(r)) for r in rows.values()})
+
+
+@pytest.mark.parametrize("ranker", ["bt", "davidson", "rank-centrality"])
+def test_pair_refits_equal_the_batched_bootstrap(ranker):
+    """The per-resample pair fits (many models) on the same seeded draws give the batched dense fits'
+    samples (small n, where both run)."""
+    from engine.rankers.objects import ranker_object
+    from engine.ranking.count_bootstrap import _pair_refits, bootstrap_counts
+
+    votes = shared_graph_votes(8, 200, 5)
+    batched = bootstrap_counts(votes, ranker, 6, seed=3, unit="graph")
+    assert batched.method.startswith("batched")
+    obj = ranker_object(ranker)
+    rng = np.random.default_rng(3)
+    samples, _, _ = _pair_refits(votes, obj, "graph", 6, rng, votes.models, obj.check({}))
+    np.testing.assert_allclose(samples, batched.samples, atol=1e-7)

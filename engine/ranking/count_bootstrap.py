@@ -27,6 +27,12 @@ CHUNK_CELLS = 20_000_000
 """At most this many multinomial counts are held at once (B is processed in chunks)."""
 
 
+SEEDED_CELLS_MAX = 1 << 22
+"""Up to this many possible cells (3 n^2: about 1,180 models) the pattern hashes draw one random value
+per possible cell, so a seeded bootstrap gives the numbers it gave before the occurring-cells change
+(the README's example table); above, one value per occurring cell."""
+
+
 def unit_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.ndarray]:
     """Distinct unit rows as a sparse (P, cells) count matrix and their multiplicities (P,)."""
     mat, mult, cols = compact_patterns(votes, unit)
@@ -58,8 +64,13 @@ def compact_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.nda
     units = sparse.csr_matrix((np.ones(compact.size), (unit_of, compact)), shape=(U, n_cells))
     units.sum_duplicates()
     rng = np.random.default_rng(0x5EED)
-    r1 = rng.integers(0, 2**63, n_cells, dtype=np.uint64) | np.uint64(1)
-    r2 = rng.integers(0, 2**63, n_cells, dtype=np.uint64) | np.uint64(1)
+    every = 3 * votes.n ** 2
+    if every <= SEEDED_CELLS_MAX:  # one value per possible cell, as before: the same patterns, same draws
+        r1 = rng.integers(0, 2**63, every, dtype=np.uint64)[cols] | np.uint64(1)
+        r2 = rng.integers(0, 2**63, every, dtype=np.uint64)[cols] | np.uint64(1)
+    else:  # many models: one value per occurring cell (O(votes), never O(n^2))
+        r1 = rng.integers(0, 2**63, n_cells, dtype=np.uint64) | np.uint64(1)
+        r2 = rng.integers(0, 2**63, n_cells, dtype=np.uint64) | np.uint64(1)
     cnt = units.data.astype(np.uint64)
     starts = units.indptr[:-1]
     with np.errstate(over="ignore"):
