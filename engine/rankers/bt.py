@@ -5,6 +5,8 @@ method (the default; the negative Hessian is the graph Laplacian with weights N_
 invertible by the mean-zero constraint) and Hunter's (2004) minorization-maximization, both in
 ``engine.rankers.bt_solvers``. Both run on a
 (B, n, n) stack of matrices at once, so bootstrap resamples cost one array operation, not B fits.
+Above ``DENSE_MODELS_MAX`` models (where the dense kernels' (pairs, n) incidence is cubic) each fit runs
+on the list of compared pairs instead (``fit_bt_pairs``: memory O(pairs + n)).
 
 The MLE exists only when the comparison digraph (edge i -> j when W~_ij > 0) is strongly connected.
 Otherwise (a model that never loses, or groups never compared) the fit adds ``alpha`` virtual ties

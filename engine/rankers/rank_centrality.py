@@ -4,7 +4,8 @@ A random walk moves from i to j with probability (1 / d_max) * W~_ji / (W~_ij + 
 winner), W~ = W + T/2, d_max the largest number of distinct opponents; the rest stays at i. Scores are
 the log of the stationary distribution, mean-centred. The stationary law is unique only when the
 comparison digraph is strongly connected; otherwise ``alpha`` virtual ties per pair are added and
-stated (``on_degenerate="raise"`` refuses).
+stated (``on_degenerate="raise"`` refuses). Above ``DENSE_MODELS_MAX`` models the stationary law is
+solved on the sparse chain of the compared pairs (``rank_centrality_pairs``), never an (n, n) array.
 """
 
 from __future__ import annotations
