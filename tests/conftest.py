@@ -27,6 +27,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_ingest_counts.py",          # 40 (-n 0, busy machine, hypothesis)
     "test_ingest_bad_inputs_23.py",   # 38 (-n 0, busy machine)
     "test_app_data.py",               # 24
+    "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
     "test_diagnostics_orderless.py",  # 21
     "test_ingest.py",                 # 17

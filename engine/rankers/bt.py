@@ -5,6 +5,8 @@ method (the default; the negative Hessian is the graph Laplacian with weights N_
 invertible by the mean-zero constraint) and Hunter's (2004) minorization-maximization, both in
 ``engine.rankers.bt_solvers``. Both run on a
 (B, n, n) stack of matrices at once, so bootstrap resamples cost one array operation, not B fits.
+Above ``DENSE_MODELS_MAX`` models (where the dense kernels' (pairs, n) incidence is cubic) each fit runs
+on the list of compared pairs instead (``fit_bt_pairs``: memory O(pairs + n)).
 
 The MLE exists only when the comparison digraph (edge i -> j when W~_ij > 0) is strongly connected.
 Otherwise (a model that never loses, or groups never compared) the fit adds ``alpha`` virtual ties
@@ -29,10 +31,21 @@ from engine.rankers.base import (
     series,
     single_thread_blas,
 )
-from engine.rankers.bt_solvers import DEFAULT_CHUNK, mm_batch, newton_batch
+from engine.rankers.bt_solvers import (
+    DEFAULT_CHUNK,
+    DENSE_MODELS_MAX,
+    mm_batch,
+    mm_pairs,
+    newton_batch,
+    newton_pairs,
+)
 
 DEFAULT_ALPHA = 0.1
 ELO_FACTOR = 400.0 / np.log(10.0)
+COMPLETE_PAIRS_MAX = 5_000_000
+"""Most virtual pairs a regularised fit on the pair list may add (every pair of models gets alpha virtual
+ties; about 3,160 models): above it the fit is refused in one sentence before anything that size is
+built (the pair arrays of the fit cost about 120 bytes a pair)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,92 @@ def regularise(
     return w, bad
 
 
+def strongly_connected_pairs(n: int, i: np.ndarray, j: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    """Is the comparison digraph (edge i -> j when W~_ij = a > 0, j -> i when W~_ji = b > 0, over the
+    listed pairs) strongly connected? O(pairs + n) (scipy's strong components)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    if n <= 1:
+        return True
+    src = np.concatenate([i[a > 0], j[b > 0]])
+    dst = np.concatenate([j[a > 0], i[b > 0]])
+    graph = coo_matrix((np.ones(src.size), (src, dst)), shape=(n, n)).tocsr()
+    return connected_components(graph, directed=True, connection="strong", return_labels=False) == 1
+
+
+def regularise_pairs(
+    n: int, i: np.ndarray, j: np.ndarray, a: np.ndarray, b: np.ndarray, alpha: float,
+    on_degenerate: str = "regularize", ranker: str = "Bradley-Terry",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """``regularise`` on a pair list (i < j, a = W~_ij, b = W~_ji): the pairs unchanged when the
+    comparison digraph is strongly connected, else every pair of models with alpha / 2 virtual ties
+    added each way (refused above ``COMPLETE_PAIRS_MAX`` pairs). Returns (i, j, a, b, regularised)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if (a < 0).any() or (b < 0).any() or not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("half-tie win counts must be finite and non-negative")
+    if strongly_connected_pairs(n, i, j, a, b):
+        return i, j, a, b, False
+    if on_degenerate == "raise":
+        raise LensError(
+            f"The {ranker} estimate does not exist for this selection: some model "
+            "never loses (or never wins), or some groups of models were never compared with each other."
+        )
+    if alpha <= 0:
+        raise LensError(f"{ranker} regularisation alpha must be positive when the MLE does not exist.")
+    fi, fj, (fa, fb) = complete_pairs(n, i, j, a, b, ranker=ranker)
+    return fi, fj, fa + alpha / 2.0, fb + alpha / 2.0, True
+
+
+def complete_pairs(
+    n: int, i: np.ndarray, j: np.ndarray, *values: np.ndarray, ranker: str = "Bradley-Terry"
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Every pair i < j of n models (row-major), with each of ``values`` (given on the pairs (i, j))
+    placed on its pair and 0 elsewhere: what a regularisation that touches every pair needs. Refused in
+    one sentence above ``COMPLETE_PAIRS_MAX`` pairs, before anything that size is allocated."""
+    total = n * (n - 1) // 2
+    if total > COMPLETE_PAIRS_MAX:
+        raise LensError(
+            f"The {ranker} fit on these {n:,} models needs virtual comparisons on all {total:,} pairs (the "
+            f"comparison graph is not strongly connected), above the limit of {COMPLETE_PAIRS_MAX:,} "
+            "pairs; select fewer models or a strongly connected part (e.g. by judge or category)."
+        )
+    fi, fj = np.triu_indices(n, 1)
+    i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+    at = (i * (2 * n - i - 3)) // 2 + j - 1  # row-major position of (i, j) among the pairs
+    out = []
+    for v in values:
+        full = np.zeros(total)
+        full[at] = v
+        out.append(full)
+    return fi.astype(np.int64), fj.astype(np.int64), out
+
+
+def fit_bt_pairs_info(
+    n: int, i: np.ndarray, j: np.ndarray, a: np.ndarray, b: np.ndarray, *, solver: str = "newton",
+    alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize", tol: float = 1e-10,
+    max_iter: int | None = None,
+) -> BatchFit:
+    """One half-tie BT fit from the compared pairs (i < j, a = W~_ij, b = W~_ji) as a one-row
+    ``BatchFit``. Up to ``DENSE_MODELS_MAX`` models the dense batched kernels run (the numbers of
+    ``fit_bt_batch_info``); above, the pair-list solvers ``newton_pairs`` / ``mm_pairs`` (memory
+    O(pairs + n))."""
+    if solver not in ("newton", "mm"):
+        raise LensError(f"Unknown Bradley-Terry solver {solver!r}; choose newton or mm.")
+    i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+    if n <= DENSE_MODELS_MAX:
+        w = np.zeros((1, n, n))
+        w[0, i, j], w[0, j, i] = a, b
+        return fit_bt_batch_info(w, solver=solver, alpha=alpha, on_degenerate=on_degenerate, tol=tol,
+                                 max_iter=max_iter)
+    i, j, a, b, bad = regularise_pairs(n, i, j, a, b, alpha, on_degenerate)
+    if solver == "newton":
+        theta, it, conv = newton_pairs(n, i, j, a, b, tol=tol, max_iter=max_iter or 200)
+    else:
+        theta, it, conv = mm_pairs(n, i, j, a, b, tol=tol, max_iter=max_iter or 100_000)
+    return BatchFit(theta[None], it, np.array([conv]), np.array([bad]))
+
+
 def fit_bt_batch_info(
     wtilde: np.ndarray,
     *,
@@ -95,6 +194,11 @@ def fit_bt_batch_info(
     """
     if solver not in ("newton", "mm"):
         raise LensError(f"Unknown Bradley-Terry solver {solver!r}; choose newton or mm.")
+    w = np.asarray(wtilde, dtype=np.float64)
+    if w.ndim == 3 and w.shape[1] == w.shape[2] and w.shape[1] > DENSE_MODELS_MAX:
+        # many models: one pair-list fit per matrix (the dense kernels' (pairs, n) incidence is cubic)
+        return _fit_each_on_pairs(w, solver=solver, alpha=alpha, on_degenerate=on_degenerate, tol=tol,
+                                  max_iter=max_iter)
     with single_thread_blas():
         w, bad = regularise(wtilde, alpha, on_degenerate)
         B = w.shape[0]
@@ -109,6 +213,21 @@ def fit_bt_batch_info(
     theta = np.concatenate([t for t, _, _ in parts])
     conv = np.concatenate([c for _, _, c in parts])
     return BatchFit(theta, max(it for _, it, _ in parts), conv, bad)
+
+
+def _fit_each_on_pairs(w: np.ndarray, **kwargs) -> BatchFit:
+    """``fit_bt_batch_info`` above ``DENSE_MODELS_MAX`` models: each (n, n) matrix fitted on its pairs."""
+    n = w.shape[1]
+    fits = []
+    with single_thread_blas():
+        for wk in w:
+            i, j = np.nonzero(np.triu((wk + wk.T) > 0, 1))
+            fits.append(fit_bt_pairs_info(n, i, j, wk[i, j], wk[j, i], **kwargs))
+    if not fits:
+        return BatchFit(np.zeros((0, n)), 0, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))
+    return BatchFit(np.concatenate([f.scores for f in fits]), max(f.iterations for f in fits),
+                    np.concatenate([f.converged for f in fits]),
+                    np.concatenate([f.regularised for f in fits]))
 
 
 def fit_bt_batch(wtilde: np.ndarray, **kwargs) -> np.ndarray:
@@ -130,9 +249,32 @@ def fit_bt(
     """Single half-tie BT fit from W (wins) and T (ties): W~ = W + T/2 (paper 000, Section 3.2)."""
     W = np.asarray(W, dtype=np.float64)
     wt = W if T is None else W + 0.5 * np.asarray(T, dtype=np.float64)
-    n = wt.shape[0]
-    models = tuple(models) if models is not None else tuple(str(i) for i in range(n))
-    fit = fit_bt_batch_info(wt[None], solver=solver, alpha=alpha, on_degenerate=on_degenerate)
+    if wt.ndim != 2 or wt.shape[0] != wt.shape[1]:
+        raise ValueError(f"expected an (n, n) array of half-tie win counts, got shape {wt.shape}")
+    if (wt < 0).any() or not np.isfinite(wt).all():
+        raise ValueError("half-tie win counts must be finite and non-negative")
+    i, j = np.nonzero(np.triu((wt + wt.T) > 0, 1))
+    return fit_bt_pairs(wt.shape[0], (i, j, wt[i, j], wt[j, i]), models, solver=solver, alpha=alpha,
+                        on_degenerate=on_degenerate, scale=scale, ranker=ranker)
+
+
+def fit_bt_pairs(
+    n: int,
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    models: tuple[str, ...] | list[str] | None = None,
+    *,
+    solver: str = "newton",
+    alpha: float = DEFAULT_ALPHA,
+    on_degenerate: str = "regularize",
+    scale: str = "log",
+    ranker: str = "bt",
+) -> RankResult:
+    """Single half-tie BT fit from the compared pairs (i, j, a, b): i < j, a = W~_ij, b = W~_ji
+    (``fit_bt_pairs_info``)."""
+    models = tuple(models) if models is not None else tuple(str(k) for k in range(n))
+    i, j, a, b = pairs
+    with single_thread_blas():
+        fit = fit_bt_pairs_info(n, i, j, a, b, solver=solver, alpha=alpha, on_degenerate=on_degenerate)
     theta = fit.scores[0]
     if scale == "elo":
         theta = theta * ELO_FACTOR

@@ -259,3 +259,127 @@ def mm_batch(
         if converged.all():
             break
     return centred(np.log(pi)), it, converged
+
+
+DENSE_MODELS_MAX = 200
+"""Up to this many models the count rankers use the dense batched kernels ((B, n, n) stacks, the
+(pairs, n) incidence: fast for small n and for a bootstrap's many fits at once); above it, single fits
+on the list of compared pairs (memory O(pairs + n), never O(n^2) or O(n^3): issue 23, bug 13)."""
+
+CG_RTOL = 1e-12
+"""Relative residual at which a sparse Newton system is taken as solved (conjugate gradients)."""
+
+
+class PairLaplacian:
+    """The weighted Laplacian of a fixed list of pairs (i, j), i != j, each pair once: its sparse pattern
+    is built once, and ``solve`` puts new weights in and solves with them (a Newton fit changes the
+    weights every iteration, never the pattern; rebuilding the matrix cost more than the solve)."""
+
+    def __init__(self, n: int, i: np.ndarray, j: np.ndarray) -> None:
+        from scipy.sparse import coo_matrix
+
+        self.n, self.i, self.j = n, i, j
+        k = i.size
+        where = coo_matrix((np.arange(1.0, 2 * k + 1), (np.concatenate([i, j]), np.concatenate([j, i]))),
+                           shape=(n, n)).tocsr()
+        self.order = where.data.astype(np.int64) - 1  # which weight sits at each stored entry
+        self.off = where
+
+    def solve(self, c: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """Solve (L + J/n) x = rhs, L the Laplacian with pair weights c > 0 and J the
+        all-ones matrix (the mean-zero constraint that makes L invertible on a connected graph): the
+        dense kernels' system, by Jacobi-preconditioned conjugate gradients, O(pairs + n) an iteration."""
+        from scipy.sparse.linalg import LinearOperator, cg
+
+        n = self.n
+        deg = np.bincount(self.i, c, n) + np.bincount(self.j, c, n)
+        self.off.data = np.concatenate([c, c])[self.order]
+        off = self.off
+
+        def matvec(x: np.ndarray) -> np.ndarray:
+            x = np.ravel(x)
+            return deg * x - off @ x + x.sum() / n
+
+        op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
+        pre = LinearOperator((n, n), matvec=lambda x: np.ravel(x) / (deg + 1.0 / n), dtype=np.float64)
+        x, _ = cg(op, rhs, rtol=CG_RTOL, atol=0.0, maxiter=max(1000, 10 * n), M=pre)
+        return x
+
+
+def newton_pairs(
+    n: int, i: np.ndarray, j: np.ndarray, a: np.ndarray, b: np.ndarray, tol: float = GRAD_TOL,
+    max_iter: int = 200,
+) -> tuple[np.ndarray, int, bool]:
+    """``newton_batch`` for one fit on the compared pairs only: a = W~_ij, b = W~_ji for the pairs
+    i < j with a + b > 0 (other pairs add nothing to the likelihood). Same safeguards (``SAFE_SPREAD``,
+    ``MAX_SPREAD``, backtracking), stopping rule and gradient round-off correction as ``newton_batch``;
+    the Newton system (Laplacian + J/n) is solved by conjugate gradients on the sparse Laplacian
+    (``PairLaplacian``), so memory is O(pairs + n). Returns (theta (n,) mean-centred, iterations,
+    converged). The comparison digraph must be strongly connected (an MLE exists)."""
+    i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    n_ij = a + b
+    floor = 1e-15 * n_ij
+    theta = np.zeros(n)
+    pending, ll_base, scale = False, -np.inf, 1.0
+    step_prev = np.zeros(n)
+    converged, it = False, 0
+    laplacian = PairLaplacian(n, i, j)
+
+    def ll_of(d: np.ndarray, e: np.ndarray) -> float:
+        return float(_ll_pairs(d[None], e[None], n_ij[None], b[None])[0])
+
+    for it in range(1, max_iter + 1):  # noqa: B007 - iterations are reported
+        d = theta[i] - theta[j]
+        e = np.exp(-np.abs(d))
+        if pending:
+            ll = ll_of(d, e)
+            if ll < ll_base - 1e-12 * abs(ll_base):
+                scale *= 0.5  # go back half of the last step; checked again next iteration
+                theta -= scale * step_prev
+                continue
+            pending = False
+        big = 1.0 / (1.0 + e)
+        small = e * big
+        pos = d >= 0
+        q = a * np.where(pos, small, big)  # W~_ij σ(−d)
+        p = b * np.where(pos, big, small)  # W~_ji σ(d)
+        t = q - p
+        grad = np.bincount(i, t, n) - np.bincount(j, t, n)
+        t = q + p
+        mass = np.bincount(i, t, n) + np.bincount(j, t, n)
+        grad -= grad.sum() * (mass / max(mass.sum(), 1e-300))
+        c = np.maximum(big * small * n_ij, floor)
+        step = laplacian.solve(c, grad)
+        spread = step.max() - step.min()
+        step *= min(1.0, MAX_SPREAD / max(spread, 1e-300))
+        if np.abs(step).max() <= STEP_TOL or (np.abs(grad) <= tol * mass).all():
+            theta += step
+            converged = True
+            break
+        if spread > SAFE_SPREAD:
+            ll_base, pending, step_prev, scale = ll_of(d, e), True, step, 1.0
+        theta += step
+    return centred(theta[None])[0], it, converged
+
+
+def mm_pairs(
+    n: int, i: np.ndarray, j: np.ndarray, a: np.ndarray, b: np.ndarray, tol: float = 1e-10,
+    max_iter: int = 100_000,
+) -> tuple[np.ndarray, int, bool]:
+    """``mm_batch`` for one fit on the compared pairs only (a = W~_ij, b = W~_ji, i < j): Hunter's
+    iteration with the sums over opponents taken by ``np.bincount``; returns (log-strengths, iterations,
+    converged)."""
+    n_ij = np.asarray(a, dtype=np.float64) + np.asarray(b, dtype=np.float64)
+    wins = np.bincount(i, a, n) + np.bincount(j, b, n)
+    pi = np.ones(n)
+    converged, it = False, 0
+    for it in range(1, max_iter + 1):  # noqa: B007
+        r = n_ij / (pi[i] + pi[j])
+        new = wins / (np.bincount(i, r, n) + np.bincount(j, r, n))
+        new /= np.exp(np.log(new).mean())
+        converged = bool(np.abs(np.log(new) - np.log(pi)).max() < tol)
+        pi = new
+        if converged:
+            break
+    return centred(np.log(pi)[None])[0], it, converged

@@ -17,7 +17,8 @@ import pandas as pd
 from engine.errors import LensError
 from engine.graphs.stack import DEFAULT_POLICY, combine_counts
 from engine.rankers.base import RankResult
-from engine.rankers.bt import fit_bt
+from engine.rankers.bt import fit_bt_pairs
+from engine.rankers.votes import PairCounts
 from engine.store.schema import GRAPH_KEY
 
 
@@ -44,6 +45,12 @@ class VerdictCounts:
         w = np.bincount(self.lo * n + self.hi, weights=lo_pts, minlength=n * n)
         w += np.bincount(self.hi * n + self.lo, weights=1.0 - lo_pts, minlength=n * n)
         return w.reshape(n, n)
+
+    def wtilde_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """W + T/2 per compared pair (lo, hi, W~[lo, hi], W~[hi, lo]), never an (n, n) array."""
+        none = np.zeros(self.n, dtype=np.int64)
+        return PairCounts.of_votes(self.models, self.lo, self.hi, self.outcome, votes=none, n_graphs=none,
+                                   n_prompts=none).wtilde_pairs()
 
     def single_pair_graphs(self) -> bool:
         """True when every graph holds exactly one compared pair (each outcome its own prompt)."""
@@ -131,4 +138,4 @@ def verdict_counts(verdicts: pd.DataFrame, policy: str = DEFAULT_POLICY) -> Verd
 def fit_bt_verdicts(verdicts: pd.DataFrame, *, policy: str = DEFAULT_POLICY, **params) -> RankResult:
     """Half-tie BT straight from a verdict table (aggregation included); params as ``fit_bt``."""
     vc = verdict_counts(verdicts, policy)
-    return fit_bt(vc.wtilde(), None, vc.models, **params)
+    return fit_bt_pairs(vc.n, vc.wtilde_pairs(), vc.models, **params)

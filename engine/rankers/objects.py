@@ -20,8 +20,8 @@ import numpy as np
 from engine.errors import LensError
 from engine.graphs.stack import GraphStack, check_dense_size
 from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
-from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt, fit_bt_batch_info
-from engine.rankers.davidson import fit_davidson, fit_davidson_stack_batch
+from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt_batch_info, fit_bt_pairs
+from engine.rankers.davidson import fit_davidson_pairs, fit_davidson_stack_batch
 from engine.rankers.elo import elo_ratings
 from engine.rankers.graph_batch import (
     BatchFit,
@@ -37,7 +37,7 @@ from engine.rankers.majority import graph_from_counts, majority_scores
 from engine.rankers.params import ELO_ORDERS as ELO_ORDERS  # re-exported: leaderboard reads it here
 from engine.rankers.params import ORDER_WORDS, check_ranker_params
 from engine.rankers.pged import check_pged_size
-from engine.rankers.rank_centrality import rank_centrality_batch
+from engine.rankers.rank_centrality import rank_centrality_batch, rank_centrality_pairs
 from engine.rankers.simple import UNCOMPARED, copeland_scores, majority_graph, winrate_scores
 from engine.rankers.votes import PairCounts, Votes
 
@@ -50,7 +50,7 @@ def check_counts(pc: PairCounts, ranker: str) -> None:
     """Refuse to rank nothing: fewer than two models or no compared pair."""
     if pc.n < 2:
         raise LensError(f"The {ranker} ranker needs at least two models, but the selection has {pc.n}.")
-    if not pc.compared.any():
+    if pc.n_pairs == 0:
         raise LensError(f"The {ranker} ranker got no compared pair: the selection holds no valid verdict.")
 
 
@@ -169,17 +169,16 @@ class BT(Ranker):
                     "Soft Bradley-Terry needs judge probabilities (a prob_a column), and this selection "
                     "has none."
                 )
-            res = fit_bt(pc.soft[0], None, pc.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate,
-                         scale=scale)
+            res = fit_bt_pairs(pc.n, pc.soft_pairs(), pc.models, solver=solver, alpha=alpha,
+                               on_degenerate=on_degenerate, scale=scale)
             details = {
                 **res.details,
                 "model": "soft Bradley-Terry (wins weighted by the judge's probability, paper 001)",
-                "pairs_without_probability": pc.soft[1],
+                "pairs_without_probability": pc.soft[2],
             }
             return RankResult(res.ranker, res.scores, details, dict(res.extras))
-        return fit_bt(
-            pc.W, pc.T, pc.models, solver=solver, alpha=alpha, on_degenerate=on_degenerate, scale=scale
-        )
+        return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
+                            on_degenerate=on_degenerate, scale=scale)
 
     def has_batch(self, params):
         """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""
@@ -214,7 +213,7 @@ class Davidson(Ranker):
     def fit_counts(self, pc, votes=None, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
         """Davidson strengths and nu from the pair counts' W and T."""
         check_counts(pc, "davidson")
-        return fit_davidson(pc.W, pc.T, pc.models, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
+        return fit_davidson_pairs(pc, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
 
     def has_batch(self, params):
         """Davidson batches on the log and Elo scales."""
@@ -300,7 +299,7 @@ class RankCentrality(Ranker):
         """Log stationary law of the walk toward winners on W + T/2, regularised when not strongly
         connected."""
         check_counts(pc, "rank-centrality")
-        score, bad = rank_centrality_batch(pc.wtilde()[None], alpha, on_degenerate)
+        score, bad = rank_centrality_pairs(pc.n, pc.wtilde_pairs(), alpha, on_degenerate)
         details = {
             "score": "log stationary probability, mean-centred",
             "regularisation": (

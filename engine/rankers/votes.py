@@ -136,20 +136,13 @@ class Votes:
         return (self.lo.astype(np.int64) * self.n + self.hi) * 3 + (self.outcome.astype(np.int64) + 1)
 
     def pair_counts(self) -> PairCounts:
-        """W, T and the per-model participation of these votes."""
+        """W, T (as counts per compared pair) and the per-model participation of these votes."""
         n = self.n
-        cnt = np.bincount(self.cells(), minlength=3 * n * n).reshape(n, n, 3).astype(np.float64)
-        W = cnt[:, :, 2] + cnt[:, :, 0].T  # lo beat hi (upper) and hi beat lo (lower)
-        T = cnt[:, :, 1] + cnt[:, :, 1].T
         soft = None
         if self.p_lo is not None and np.isfinite(self.p_lo).any():
             has = np.isfinite(self.p_lo)
             hard = np.where(self.outcome > 0, 1.0, np.where(self.outcome == 0, 0.5, 0.0))
-            plo = np.where(has, self.p_lo, hard)
-            key = self.lo.astype(np.int64) * n + self.hi
-            s = np.bincount(key, weights=plo, minlength=n * n) + np.bincount(
-                self.hi.astype(np.int64) * n + self.lo, weights=1.0 - plo, minlength=n * n)
-            soft = (s.reshape(n, n), int((~has).sum()))  # votes counted as hard outcomes
+            soft = (np.where(has, self.p_lo, hard), int((~has).sum()))  # votes counted as hard outcomes
         graphs_distinct = _all_distinct(self.graph)  # one vote per graph: the arena case, no further sorting
         n_graphs = (_per_model(self.lo, self.hi, n) if graphs_distinct
                     else _distinct_per_model(self.graph, self.lo, self.hi, n))
@@ -158,9 +151,11 @@ class Votes:
             if graphs_distinct and _same_grouping(self.graph, self.prompt)
             else _distinct_per_model(self.prompt, self.lo, self.hi, n)
         )
-        return PairCounts(self.models, W, T, votes=_per_model(self.lo, self.hi, n), n_graphs=n_graphs,
-                          n_prompts=n_prompts, n_graph_total=int(self.graph.size) if graphs_distinct
-                          else self.n_graphs_total(), soft=soft)
+        return PairCounts.of_votes(
+            self.models, self.lo, self.hi, self.outcome, votes=_per_model(self.lo, self.hi, n),
+            n_graphs=n_graphs, n_prompts=n_prompts,
+            n_graph_total=int(self.graph.size) if graphs_distinct else self.n_graphs_total(),
+            p_lo=None if soft is None else soft[0], n_hard=0 if soft is None else soft[1])
 
     def n_graphs_total(self) -> int:
         """The number of distinct graphs holding these votes."""
@@ -202,21 +197,71 @@ def _all_distinct(key: np.ndarray) -> bool:
     return not bool((s[1:] == s[:-1]).any())
 
 
+DENSE_PAIR_INDEX_MAX = 1 << 22
+"""Up to this many (model, model) slots (about 2,000 models) ``PairCounts.of_votes`` finds the compared
+pairs with one bincount over all slots (32 MB); above, by sorting the votes' pair keys."""
+
+
 @dataclass(frozen=True)
 class PairCounts:
-    """Per-pair sums over votes: ``W[i, j]`` votes i won against j, ``T[i, j]`` (symmetric) tied votes;
-    ``votes``, ``n_graphs``, ``n_prompts``: per model, the votes, graphs and prompts it took part in;
-    ``soft``: (soft W~, pairs without a probability) when some vote has a judge probability."""
+    """Per-pair sums over votes, held per compared pair only (memory O(pairs + models), never O(n^2)).
+
+    Pair k is models ``lo[k] < hi[k]`` (sorted by ``lo * n + hi``, each pair once): ``wins_lo[k]`` votes lo
+    won, ``wins_hi[k]`` votes hi won, ``ties[k]`` tied votes. ``votes``, ``n_graphs``, ``n_prompts``: per
+    model, the votes, graphs and prompts it took part in; ``soft``: (soft W~ of lo, soft W~ of hi per
+    pair, votes without a probability) when some vote has a judge probability. The dense (n, n) views
+    ``W`` (``W[i, j]`` votes i won against j), ``T`` (symmetric ties) and ``wtilde()`` are built on
+    demand for the small-n kernels; the sparse solvers read the pair arrays.
+    """
 
     models: tuple[str, ...]
-    W: np.ndarray
-    T: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    wins_lo: np.ndarray
+    wins_hi: np.ndarray
+    ties: np.ndarray
     votes: np.ndarray
     n_graphs: np.ndarray
     n_prompts: np.ndarray
     n_graph_total: int = 0
-    soft: tuple[np.ndarray, int] | None = field(default=None, repr=False)
+    soft: tuple[np.ndarray, np.ndarray, int] | None = field(default=None, repr=False)
     unit: str = "votes"
+
+    @classmethod
+    def of_votes(cls, models, lo, hi, outcome, *, votes, n_graphs, n_prompts, n_graph_total=0,
+                 p_lo=None, n_hard=0, weight=None) -> PairCounts:
+        """Sum votes (``lo < hi`` model codes, ``outcome`` +1 lo won, -1 hi won, 0 tie; ``weight``: how often
+        each counts, default once) into per-pair counts; ``p_lo`` (per vote, NaN-free) adds the soft W~."""
+        n = len(models)
+        key = np.asarray(lo, dtype=np.int64) * n + np.asarray(hi, dtype=np.int64)
+        if n * n <= DENSE_PAIR_INDEX_MAX:  # few models: index the pairs by one bincount, no sort
+            pairs = np.flatnonzero(np.bincount(key, minlength=n * n))
+            slot = np.zeros(n * n, dtype=np.int64)
+            slot[pairs] = np.arange(pairs.size)
+            at = slot[key]
+        else:
+            pairs, at = np.unique(key, return_inverse=True)
+            at = at.ravel()
+        m = pairs.size
+        wt = np.ones(key.size) if weight is None else np.asarray(weight, dtype=np.float64)
+        out = np.asarray(outcome)
+        wins_lo = np.bincount(at, weights=wt * (out > 0), minlength=m)
+        wins_hi = np.bincount(at, weights=wt * (out < 0), minlength=m)
+        ties = np.bincount(at, weights=wt * (out == 0), minlength=m)
+        soft = None
+        if p_lo is not None:
+            s_lo = np.bincount(at, weights=wt * p_lo, minlength=m)
+            soft = (s_lo, np.bincount(at, weights=wt, minlength=m) - s_lo, int(n_hard))
+        return cls(tuple(models), pairs // n, pairs % n, wins_lo, wins_hi, ties, votes, n_graphs, n_prompts,
+                   int(n_graph_total), soft)
+
+    @classmethod
+    def of_dense(cls, models, W: np.ndarray, T: np.ndarray, **per_model) -> PairCounts:
+        """Pair counts from dense (n, n) W and symmetric T (the pairs where either is positive)."""
+        W, T = np.asarray(W, dtype=np.float64), np.asarray(T, dtype=np.float64)
+        lo, hi = np.nonzero(np.triu((W + W.T + T) > 0, 1))
+        return cls(tuple(models), lo.astype(np.int64), hi.astype(np.int64), W[lo, hi], W[hi, lo], T[lo, hi],
+                   **per_model)
 
     @property
     def n(self) -> int:
@@ -224,27 +269,69 @@ class PairCounts:
         return len(self.models)
 
     @property
+    def n_pairs(self) -> int:
+        """Number of compared pairs (at least one vote)."""
+        return int(self.lo.size)
+
+    def _dense(self, upper: np.ndarray, lower: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.n, self.n))
+        out[self.lo, self.hi] = upper
+        out[self.hi, self.lo] = lower
+        return out
+
+    @property
+    def W(self) -> np.ndarray:
+        """(n, n) dense strict wins: ``W[i, j]`` votes i won against j (O(n^2): small n only)."""
+        return self._dense(self.wins_lo, self.wins_hi)
+
+    @property
+    def T(self) -> np.ndarray:
+        """(n, n) dense symmetric ties (O(n^2): small n only)."""
+        return self._dense(self.ties, self.ties)
+
+    @property
     def compared(self) -> np.ndarray:
         """(n, n) bool: the pair has at least one vote."""
-        return (self.W + self.W.T + self.T) > 0
+        out = np.zeros((self.n, self.n), dtype=bool)
+        out[self.lo, self.hi] = out[self.hi, self.lo] = True
+        return out
 
     def wtilde(self) -> np.ndarray:
-        """Half-tie win matrix W + T/2."""
-        return self.W + 0.5 * self.T
+        """Half-tie win matrix W + T/2 (dense, O(n^2): small n only)."""
+        return self._dense(self.wins_lo + 0.5 * self.ties, self.wins_hi + 0.5 * self.ties)
+
+    def wtilde_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Half-tie counts per compared pair: (lo, hi, W~[lo, hi], W~[hi, lo])."""
+        return self.lo, self.hi, self.wins_lo + 0.5 * self.ties, self.wins_hi + 0.5 * self.ties
+
+    def soft_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Soft W~ per compared pair, as ``wtilde_pairs`` (needs ``soft``)."""
+        assert self.soft is not None
+        return self.lo, self.hi, self.soft[0], self.soft[1]
+
+    def model_totals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per model: (strict wins, strict losses, ties), in votes."""
+        n = self.n
+        wins = np.bincount(self.lo, self.wins_lo, n) + np.bincount(self.hi, self.wins_hi, n)
+        losses = np.bincount(self.lo, self.wins_hi, n) + np.bincount(self.hi, self.wins_lo, n)
+        ties = np.bincount(self.lo, self.ties, n) + np.bincount(self.hi, self.ties, n)
+        return wins, losses, ties
 
     def restrict(self, keep: np.ndarray) -> PairCounts:
-        """The counts over the models where ``keep`` (bool, n) is True."""
-        ix = np.ix_(keep, keep)
-        soft = None if self.soft is None else (self.soft[0][ix], self.soft[1])
+        """The counts over the models where ``keep`` (bool, n) is True (every compared pair must be
+        between kept models: a model left out is one without a vote)."""
+        keep = np.asarray(keep, dtype=bool)
+        if not (keep[self.lo].all() and keep[self.hi].all()):
+            raise ValueError("restrict would drop a model that has votes.")
+        code = np.cumsum(keep) - 1
         return PairCounts(
             tuple(m for m, k in zip(self.models, keep, strict=True) if k),
-            self.W[ix],
-            self.T[ix],
+            code[self.lo], code[self.hi], self.wins_lo, self.wins_hi, self.ties,
             self.votes[keep],
             self.n_graphs[keep],
             self.n_prompts[keep],
             self.n_graph_total,
-            soft,
+            self.soft,
             self.unit,
         )
 

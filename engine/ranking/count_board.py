@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from engine.errors import LensError
 from engine.rankers import fit_counts
@@ -93,7 +94,7 @@ def leaderboard_from_counts(
             fit_votes = votes.restrict_models(seen)  # bootstrap keeps all codes and picks the board's models)
     res = fit_counts(ranker, pc, fit_votes, **params)
     models = list(pc.models)
-    wins, losses, ties = pc.W.sum(axis=1), pc.W.sum(axis=0), pc.T.sum(axis=1)
+    wins, losses, ties = pc.model_totals()
     games = wins + losses + ties
     table = pd.DataFrame({
         "model": models,
@@ -117,7 +118,8 @@ def leaderboard_from_counts(
             **params,
         )
     table = table.assign(**interval_columns(boot, list(models)))
-    table["component"], components = components_of(pc.compared, list(models))
+    compared = sparse.coo_matrix((np.ones(pc.n_pairs, dtype=np.int8), (pc.lo, pc.hi)), shape=(pc.n, pc.n))
+    table["component"], components = components_of(compared, list(models))
     table = table.sort_values(["rank", "model"], kind="stable")[list(TABLE_COLUMNS)].reset_index(drop=True)
     n_graphs = pc.n_graph_total
     info = {
@@ -146,7 +148,7 @@ def leaderboard_from_counts(
         "bootstrap_n_undefined": boot.n_undefined if boot is not None else None,
         "bootstrap_not_estimable": not_estimable_params(boot),
         "components": components,
-        "n_uncompared_pairs": int((~pc.compared & ~np.eye(pc.n, dtype=bool)).sum() // 2),
+        "n_uncompared_pairs": pc.n * (pc.n - 1) // 2 - pc.n_pairs,
         "level": level if bootstrap else None,
         "unit": "votes",
         "n_votes": n_votes,

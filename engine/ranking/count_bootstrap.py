@@ -17,8 +17,9 @@ from scipy import sparse
 
 from engine.errors import LensError
 from engine.rankers.base import ranks_from_scores_batch
+from engine.rankers.bt_solvers import DENSE_MODELS_MAX
 from engine.rankers.objects import ranker_object
-from engine.rankers.votes import Votes, _all_distinct
+from engine.rankers.votes import PairCounts, Votes, _all_distinct
 from engine.ranking.bootstrap import BootstrapResult, _check
 
 COUNT_UNITS = ("graph", "prompt", "vote")
@@ -26,10 +27,26 @@ CHUNK_CELLS = 20_000_000
 """At most this many multinomial counts are held at once (B is processed in chunks)."""
 
 
+SEEDED_CELLS_MAX = 1 << 22
+"""Up to this many possible cells (3 n^2: about 1,180 models) the pattern hashes draw one random value
+per possible cell, so a seeded bootstrap gives the numbers it gave before the occurring-cells change
+(the README's example table); above, one value per occurring cell."""
+
+
 def unit_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.ndarray]:
     """Distinct unit rows as a sparse (P, cells) count matrix and their multiplicities (P,)."""
-    n_cells = 3 * votes.n * votes.n
-    cells = votes.cells()
+    mat, mult, cols = compact_patterns(votes, unit)
+    shape = (mat.shape[0], 3 * votes.n ** 2)
+    full = sparse.csr_matrix((mat.data, cols[mat.indices], mat.indptr), shape=shape)
+    return full, mult
+
+
+def compact_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
+    """``unit_patterns`` over the cells that occur only: (P, C) counts, multiplicities (P,) and the cell
+    code of each of the C columns (memory O(votes), never O(n^2) cells)."""
+    cols, compact = np.unique(votes.cells(), return_inverse=True)
+    compact = compact.ravel()
+    n_cells = cols.size
     if unit == "vote":
         key = None
     elif unit in ("graph", "prompt"):
@@ -37,43 +54,93 @@ def unit_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.ndarra
     else:
         raise LensError(f"Unknown bootstrap unit {unit!r}; choose one of {', '.join(COUNT_UNITS)}.")
     if key is None or _all_distinct(key):  # one vote per unit: the patterns are the cells
-        uniq, mult = np.unique(cells, return_counts=True)
-        mat = sparse.csr_matrix(
-            (np.ones(uniq.size), (np.arange(uniq.size), uniq)), shape=(uniq.size, n_cells)
-        )
-        return mat, mult
+        mult = np.bincount(compact, minlength=n_cells)
+        mat = sparse.csr_matrix((np.ones(n_cells), (np.arange(n_cells), np.arange(n_cells))),
+                                shape=(n_cells, n_cells))
+        return mat, mult, cols
     _, unit_of = np.unique(key, return_inverse=True)
     unit_of = unit_of.ravel()
     U = int(unit_of.max()) + 1
-    units = sparse.csr_matrix((np.ones(cells.size), (unit_of, cells)), shape=(U, n_cells))
+    units = sparse.csr_matrix((np.ones(compact.size), (unit_of, compact)), shape=(U, n_cells))
     units.sum_duplicates()
     rng = np.random.default_rng(0x5EED)
-    r1 = rng.integers(0, 2**63, n_cells, dtype=np.uint64) | np.uint64(1)
-    r2 = rng.integers(0, 2**63, n_cells, dtype=np.uint64) | np.uint64(1)
+    every = 3 * votes.n ** 2
+    if every <= SEEDED_CELLS_MAX:  # one value per possible cell, as before: the same patterns, same draws
+        r1 = rng.integers(0, 2**63, every, dtype=np.uint64)[cols] | np.uint64(1)
+        r2 = rng.integers(0, 2**63, every, dtype=np.uint64)[cols] | np.uint64(1)
+    else:  # many models: one value per occurring cell (O(votes), never O(n^2))
+        r1 = rng.integers(0, 2**63, n_cells, dtype=np.uint64) | np.uint64(1)
+        r2 = rng.integers(0, 2**63, n_cells, dtype=np.uint64) | np.uint64(1)
     cnt = units.data.astype(np.uint64)
     starts = units.indptr[:-1]
     with np.errstate(over="ignore"):
         h1 = np.add.reduceat(r1[units.indices] * cnt, starts)
         h2 = np.add.reduceat(r2[units.indices] * cnt, starts)
     _, first, mult = np.unique(np.stack([h1, h2], axis=1), axis=0, return_index=True, return_counts=True)
-    return units[first], mult
+    return units[first], mult, cols
 
 
-def resampled_counts(votes: Votes, unit: str, B: int, rng: np.random.Generator):
-    """Yield (b, n, n) W and T of successive chunks of the B resamples."""
-    mat, mult = unit_patterns(votes, unit)
-    U, n = int(mult.sum()), votes.n
+def resampled_cells(votes: Votes, unit: str, B: int, rng: np.random.Generator, chunk: int | None = None):
+    """Yield (cell codes (C,), (b, C) counts) of successive chunks of the B resamples: the occurring
+    cells only, at most ``CHUNK_CELLS`` counts (and at most ``chunk`` resamples) at once."""
+    mat, mult, cols = compact_patterns(votes, unit)
+    U = int(mult.sum())
     p = mult / U
-    step = max(1, CHUNK_CELLS // max(1, mult.size))
+    step = max(1, min(chunk or B, CHUNK_CELLS // max(1, mult.size, cols.size)))
     matT = mat.T.tocsr()
     for s in range(0, B, step):
         b = min(step, B - s)
         draws = rng.multinomial(U, p, size=b).astype(np.float64)  # (b, P)
-        c = np.asarray((matT @ draws.T).T)  # (b, cells)
+        yield cols, np.asarray((matT @ draws.T).T)  # (b, C)
+
+
+def resampled_counts(votes: Votes, unit: str, B: int, rng: np.random.Generator):
+    """Yield (b, n, n) W and T of successive chunks of the B resamples (dense: small n only)."""
+    n = votes.n
+    for cols, counts in resampled_cells(votes, unit, B, rng):
+        b = counts.shape[0]
+        c = np.zeros((b, 3 * n * n))
+        c[:, cols] = counts
         c = c.reshape(b, n, n, 3)
         W = c[..., 2] + c[..., 0].swapaxes(1, 2)
         T = c[..., 1] + c[..., 1].swapaxes(1, 2)
         yield W, T
+
+
+PAIR_SOLVERS = ("bt", "davidson", "rank-centrality")
+"""Count rankers with a pair-list fit: above ``DENSE_MODELS_MAX`` models their dense batched kernels cost
+O(n^3) (BT's incidence) or O(n^2) per resample, and each resample is fitted on its pairs instead."""
+
+DENSE_RESAMPLE_MODELS_MAX = 2_000
+"""Above this many models every count ranker's resamples are fitted one by one on their pair counts: a
+dense chunk holds 3 n^2 cell counts per resample (96 MB at 2,000 models)."""
+
+
+def _fit_on_pairs(ranker: str, n: int) -> bool:
+    """Whether the bootstrap fits each resample on its pair counts rather than a dense batch."""
+    return n > (DENSE_MODELS_MAX if ranker in PAIR_SOLVERS else DENSE_RESAMPLE_MODELS_MAX)
+
+
+def _pair_refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
+    """One fit per resample on its pair counts (no (n, n) array: many models), for the rankers that
+    read only the counts; the resamples are drawn exactly as for the batched fit."""
+    n = votes.n
+    pos = {m: k for k, m in enumerate(votes.models)}
+    keep = np.zeros(n, dtype=bool)
+    keep[[pos[m] for m in names]] = True
+    rows, n_reg, n_unconv = [], 0, 0
+    none = np.zeros(n, dtype=np.int64)
+    for cols, counts in resampled_cells(votes, unit, B, rng, chunk=1):  # fitted one by one: drawn so
+        pair = cols // 3
+        for c in counts:
+            drawn = c > 0
+            pc = PairCounts.of_votes(votes.models, pair[drawn] // n, pair[drawn] % n, cols[drawn] % 3 - 1,
+                                     votes=none, n_graphs=none, n_prompts=none, weight=c[drawn])
+            res = obj.fit_counts(pc.restrict(keep), None, **params)
+            rows.append(res.scores.reindex(list(names)).to_numpy(np.float64))
+            n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
+            n_unconv += res.details.get("converged", True) is False
+    return np.vstack(rows), n_reg, n_unconv
 
 
 def _refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
@@ -135,7 +202,11 @@ def bootstrap_counts(
         pos = {m: i for i, m in enumerate(votes.models)}
         keep = np.array([pos[m] for m in models])
     names = tuple(votes.models) if models is None else tuple(models)
-    if obj.has_batch(params):
+    if obj.has_batch(params) and _fit_on_pairs(obj.name, len(names)):
+        samples, n_reg, n_unconv = _pair_refits(votes, obj, unit, int(B), rng, names, params)
+        method = (f"multinomial {unit} weights on a sparse {unit}-by-cell count matrix, one fit per resample "
+                  f"on its pair counts ({len(names):,} models)")
+    elif obj.has_batch(params):
         rows, n_reg, n_unconv, how = [], 0, 0, ""
         for W, T in resampled_counts(votes, unit, int(B), rng):
             if keep is not None:

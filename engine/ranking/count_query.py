@@ -64,19 +64,9 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
         f"UNION ALL SELECT model_b FROM {src} WHERE winner <> 'invalid')", params(src)).fetchall()))
     n = len(models)
     if n == 0:
-        return SqlCounts(
-            PairCounts(
-                models,
-                np.zeros((0, 0)),
-                np.zeros((0, 0)),
-                votes=np.zeros(0, np.int64),
-                n_graphs=np.zeros(0, np.int64),
-                n_prompts=np.zeros(0, np.int64),
-            ),
-            0,
-            0,
-            n_invalid,
-        )
+        empty = np.zeros(0, np.int64)
+        return SqlCounts(PairCounts.of_votes(models, empty, empty, empty, votes=empty, n_graphs=empty,
+                                             n_prompts=empty), 0, 0, n_invalid)
     order_col = "\"order\"" if "order" in cols else "NULL"
     codes = pd.DataFrame({"model": list(models), "code": np.arange(n, dtype=np.int16)})
     con.register("lens_count_codes", codes)
@@ -125,12 +115,9 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
         n_graphs += np.bincount(slo[first], minlength=n) + np.bincount(shi[first], minlength=n)
     # every verdict is its own vote here (no graph shows one pair in both orders)
     n_graphs += np.bincount(lo[single], minlength=n) + np.bincount(hi[single], minlength=n)
-    cnt = np.bincount((lo * n + hi) * 3 + pts + 1, minlength=3 * n * n).reshape(n, n, 3).astype(np.float64)
-    W = cnt[:, :, 2] + cnt[:, :, 0].T
-    T = cnt[:, :, 1] + cnt[:, :, 1].T
     per_model = (np.bincount(lo, minlength=n) + np.bincount(hi, minlength=n)).astype(np.int64)
-    pc = PairCounts(models, W, T, votes=per_model, n_graphs=n_graphs, n_prompts=n_graphs.copy(),
-                    n_graph_total=int(single.sum()) + int(shared.size))
+    pc = PairCounts.of_votes(models, lo, hi, pts, votes=per_model, n_graphs=n_graphs,
+                             n_prompts=n_graphs.copy(), n_graph_total=int(single.sum()) + int(shared.size))
     n_votes = n_verdicts = int(g.size)
     return SqlCounts(pc, n_votes, n_verdicts, n_invalid)
 
