@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.errors import LensError
+from engine.ingest.cells import ID_COLUMNS
 from engine.ingest.limits import (
     INT_MAX,
     INVISIBLE_RE,
@@ -50,7 +51,6 @@ CELL_MAX_BYTES = 4 * TEXT_MAX_CHARS
 """Longest cell in bytes (the import's per-field cap: the longest text in 4-byte UTF-8)."""
 READ_COLUMNS = (*VERDICT_COLUMNS, "battle_id", "tstamp")
 """The columns attach reads from the files (engine/store/attached.py: canonical_select)."""
-NAMES = ("prompt_id", "model_a", "model_b", "judge", "category", "annotator")
 NAME_SUSPECT_RE = f"{INVISIBLE_RE}|{MARKS_ONLY_RE}|{MIXED_SCRIPT_RE}"
 """The import's patterns for a name that may render blank or as a look-alike (``cells.name_suspects``):
 a superset, so only the names it matches reach Python's ``name_problem``, which decides."""
@@ -144,7 +144,7 @@ def _rules(columns: set[str]) -> list[tuple[str, str, str]]:
     column; ``{v}`` in the SQL is the column's value as text, ``{d}`` as a number."""
     whole = f"isfinite({{d}}) AND {{d}} >= 0 AND {{d}} <= {INT_MAX} AND {{d}} = floor({{d}})"
     rules = [(c, "{v} IS NULL OR trim({v}) = ''", "is empty") for c in ("prompt_id", "model_a", "model_b")]
-    for c in NAMES:
+    for c in ID_COLUMNS:
         rules.append((c, f"length({{v}}) > {NAME_MAX_CHARS}", f"is longer than {NAME_MAX_CHARS} characters"))
         rules.append((c, f"CASE WHEN regexp_matches({{v}}, '{NAME_SUSPECT_RE}') "
                          f"THEN {NAME_PROBLEM_SQL}({{v}}) IS NOT NULL ELSE false END", NAME_RULE))
