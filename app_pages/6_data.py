@@ -19,12 +19,13 @@ from app_pages._lens import (
     results_zip_for,
     show_error,
     user_text,
+    warn_incomplete,
 )
 from engine.errors import LensError
 from engine.ingest import importer as ingest
 from engine.ingest.formats import tool as tool_format
 from engine.ingest.synthetic import write_synthetic
-from engine.ingest.verdict_export import export_verdicts
+from engine.ingest.verdict_export import export_verdicts, texts_left_out, texts_left_out_note
 from engine.ingest.verdict_files import sniff_tool
 from engine.ingest.verdicts import FORMATS, OPTIONAL, REQUIRED, TEXTS, parse_value_map
 from engine.views.dataview import SKIP_LABEL, columns_line, datasets_view, file_name, refusal_message
@@ -58,6 +59,7 @@ st.dataframe(
     },
 )
 names = ds["name"].tolist()
+warn_incomplete(names)  # every listed dataset an unfinished judge run left part-written
 
 # the section is a persisted control (not st.tabs): a rename or delete reruns the page and keeps the
 # user in the section they were in, and only the chosen section's work runs
@@ -273,9 +275,12 @@ else:
             on_click="ignore",
             help="The file is written when you click; importing it gives the same verdicts back.",
         )
+        left_out = texts_left_out_note(pick, *texts_left_out(store, pick))
+        if left_out:  # texts no verdict names cannot travel in a verdict file: said, not lost in silence
+            st.info(escape_md(left_out), icon=":material/info:")
 
         st.markdown("**Results of the current selection**")
-        ch = current()
+        ch = current(warn=False)  # the page warned about every incomplete dataset above
         about = (
             f"dataset {ch.key.dataset} (version {store.dataset_revision(ch.dataset)}), judge "
             f"{ch.key.judge or 'all judges'}, "

@@ -130,18 +130,28 @@ class Choice:
         return escape_md(text)
 
 
-def current() -> Choice:
+def warn_incomplete(datasets: list[str] | None) -> int:
+    """A warning box per unfinished judge, generate or perturb run of ``datasets`` (every dataset when
+    None): the run left its dataset part-written (``engine.judging.completeness``). Returns how many."""
+    sentences = incomplete_sentences(get_store(), datasets)
+    for sentence in sentences:
+        st.warning(escape_md(sentence[0].upper() + sentence[1:]), icon=":material/warning:")
+    return len(sentences)
+
+
+def current(warn: bool = True) -> Choice:
     """The current sidebar choice; stops the page with a message when there is no dataset. A dataset
     that an unfinished judge, generate or perturb run left part-written gets its warning here, at the
-    top of every page that shows it (``engine.judging.completeness``)."""
+    top of every page that shows it (``warn_incomplete``; ``warn=False`` for a page that has warned
+    about every dataset already)."""
     store = get_store()
     dataset = st.session_state.get("dataset")
     if not dataset or not store.has_dataset(dataset):
         st.info("No dataset is selected. Import one on the Data page.")
         st.stop()
     key = CacheKey.of(store, dataset, st.session_state.get("judge"), st.session_state.get("category"))
-    for sentence in incomplete_sentences(store, [dataset]):  # a killed or running judge run's dataset
-        st.warning(escape_md(sentence[0].upper() + sentence[1:]), icon=":material/warning:")
+    if warn:
+        warn_incomplete([dataset])
     return Choice(key, st.session_state.get("ranker", "bt"))
 
 

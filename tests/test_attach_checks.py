@@ -78,7 +78,7 @@ CASES = {  # column values with the bad row second, and the words of the rule it
     "prob_a -1": ({"prob_a": [0.5, -1.0, None]}, "prob_a '-1.0' is not a number in [0, 1]"),
     "same model": ({"model_b": ["b", "a", "c"]}, "model_b 'a' is the same model as model_a"),
     "zero-width space": ({"model_a": ["a", "a\u200b", "b"]},
-                         "model_a 'a\\u200b' contains a control or invisible character"),
+                         "model_a 'a\\u200b' contains an invisible formatting character (U+200B)"),
     "tstamp inf": ({"tstamp": [1.0, float("inf"), None]}, "tstamp 'inf' is not a finite time"),
     "turn text": ({"turn": ["1", "two", "1"]}, "turn 'two' is not an integer from 0 to 2,147,483,647"),
     "order": ({"order": ["AB", "left", None]}, "order 'left' is not AB or BA"),
@@ -123,3 +123,43 @@ def test_good_files_still_attach_and_rank(db, tmp_path):
                         "--format", "csv"])
     assert board.returncode == 0, board.stderr
     assert sorted(line.split(",")[1] for line in board.stdout.splitlines()[1:]) == ["a", "b", "c"]
+
+
+NAME_CASES = {  # names the import refuses as rendering blank or as a look-alike (issue 23, bug 11)
+    "Hangul filler": {"model_a": ["a", "\u3164", "b"]},
+    "Hangul choseong filler": {"prompt_id": ["1", "\u115f", "3"]},
+    "halfwidth filler in a name": {"model_b": ["b", "x\uffa0", "c"]},
+    "combining marks only": {"judge": ["j", "\u0301\u0302", "j"]},
+    "Cyrillic look-alike": {"model_b": ["b", "g\u0440t4", "c"]},
+    "Greek look-alike": {"model_a": ["a", "cl\u03b1ude", "b"]},
+}
+
+
+@pytest.mark.parametrize("case", list(NAME_CASES))
+def test_names_the_import_refuses_are_refused_at_attach_in_the_same_words(db, tmp_path, case):
+    """Attach words a blank or look-alike name with the import's one definition
+    (``limits.name_problem``): the sentence carries the import's rejection reason for the same row.
+    Before: attach took the marks-only and mixed-script names (exit 0), and named the fillers only as
+    "a control or invisible character"."""
+    path = tmp_path / "v.parquet"
+    pq.write_table(pa.table({**GOOD, **NAME_CASES[case]}), path)
+    rejected = validate_file(path, dataset="d").rejected
+    assert list(rejected.source_line) == [2]
+    res = _attach(db, path)
+    assert res.returncode == 2, res.stdout
+    assert res.stderr == (f"error: {path} row 2 would not import: {rejected.reason.iloc[0]}; nothing was "
+                          "attached: fix the files, or import them, which sets such rows aside.\n")
+    assert "att" not in _names(db)
+
+
+def test_names_of_one_script_per_word_still_attach(db, tmp_path):
+    """The name rule's patterns are a superset; what the import accepts attaches (no false refusal):
+    one script per word, a decomposed accent (stored NFC), a Greek word beside a Latin one."""
+    path = tmp_path / "v.parquet"
+    pq.write_table(pa.table({**GOOD, "model_a": ["\u043c\u043e\u0434\u0435\u043b\u044c-gpt",
+                                                 "\u03b1-model", "cafe\u0301"],
+                             "judge": ["\u03b1\u03b2 judge", "j", "j"]}), path)
+    assert validate_file(path, dataset="d").rejected.empty
+    res = _attach(db, path, "scripts")
+    assert res.returncode == 0, res.stderr
+    assert "attached 3 verdicts" in res.stdout

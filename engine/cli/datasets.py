@@ -10,7 +10,13 @@ from pathlib import Path
 from engine.cli._common import add_format, store_from_args, write_frame
 from engine.errors import LensError
 from engine.ingest.importer import dataset_table, delete_dataset, rename_dataset
-from engine.ingest.verdict_export import EXPORT_FORMATS, export_frame, export_to, texts_left_out
+from engine.ingest.verdict_export import (
+    EXPORT_FORMATS,
+    export_frame,
+    export_to,
+    texts_left_out,
+    texts_left_out_note,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -115,7 +121,7 @@ def run_export(args: argparse.Namespace) -> int:
     # written in place (/dev/stdout, a FIFO): the file may be this very stream, so the line goes to stderr
     print(f"wrote {len(frame)} verdicts of {args.name!r} to {args.path} ({fmt})",
           file=sys.stderr if out.in_place else sys.stdout)
-    if prompts or answers:
-        print(f"note: {prompts} prompt text(s) and {answers} answer text(s) of {args.name!r} are not in the "
-              "file: no verdict names their prompt (and model), or the text is blank.", file=sys.stderr)
+    note = texts_left_out_note(args.name, prompts, answers)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return 0

@@ -7,39 +7,69 @@ stated ratio is refused before anything decodes it, and so is a cell longer than
 may hold), and the import's row rules in SQL over the files (an empty or blank name, the same model
 on both sides, a variant or turn that is not an integer in the store's range, ``prob_a`` outside
 [0, 1] or NaN, a ``tstamp`` that is not finite, an ``order``, ``variant_kind`` or ``strength``
-outside its vocabulary, a name with a control or invisible character or over the name limit). A file
+outside its vocabulary, a name over the name limit or one the import refuses as rendering blank or
+as a look-alike: ``limits.name_problem``, the import's one definition, words it here too). A file
 that breaks a rule is refused in one sentence naming the file, the row and the rule, with the count
 of such rows: attach copies nothing, so it cannot set rows aside; importing the files does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob as globlib
 import os
+import unicodedata
 from typing import TYPE_CHECKING
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.errors import LensError
-from engine.ingest.limits import INT_MAX, INVISIBLE_RE, NAME_MAX_CHARS, TEXT_MAX_CHARS, batch_rows
+from engine.ingest.cells import ID_COLUMNS
+from engine.ingest.limits import (
+    INT_MAX,
+    INVISIBLE_RE,
+    MARKS_ONLY_RE,
+    MIXED_SCRIPT_RE,
+    NAME_MAX_CHARS,
+    TEXT_MAX_CHARS,
+    batch_rows,
+    name_problem,
+)
 from engine.ingest.parquet_reader import check_expansion
 from engine.store.attached import attach, parquet_columns
 from engine.store.schema import VERDICT_COLUMNS
 from engine.store.sql import identifier
 
 if TYPE_CHECKING:
-    import duckdb
-
     from engine.store.connection import Store
 
 CELL_MAX_BYTES = 4 * TEXT_MAX_CHARS
 """Longest cell in bytes (the import's per-field cap: the longest text in 4-byte UTF-8)."""
 READ_COLUMNS = (*VERDICT_COLUMNS, "battle_id", "tstamp")
 """The columns attach reads from the files (engine/store/attached.py: canonical_select)."""
-NAMES = ("prompt_id", "model_a", "model_b", "judge", "category", "annotator")
+NAME_SUSPECT_RE = f"{INVISIBLE_RE}|{MARKS_ONLY_RE}|{MIXED_SCRIPT_RE}"
+"""The import's patterns for a name that may render blank or as a look-alike (``cells.name_suspects``):
+a superset, so only the names it matches reach Python's ``name_problem``, which decides."""
+NAME_PROBLEM_SQL = "lens_name_problem"
+"""The SQL name of ``stored_name_problem`` on a store's connection (registered once per connection)."""
+NAME_RULE = "renders blank or as a look-alike"
+"""The words of the name rule in ``_rules``; the message replaces them with ``name_problem``'s."""
+
+
+def stored_name_problem(value: str) -> str | None:
+    """``limits.name_problem`` of a name as the import would store it (stripped, NFC), or None."""
+    return name_problem(unicodedata.normalize("NFC", value.strip()))
+
+
+def _register_name_problem(con: duckdb.DuckDBPyConnection) -> None:
+    """Make ``stored_name_problem`` callable from SQL on this connection (its cursors share it)."""
+    with contextlib.suppress(duckdb.CatalogException):  # registered already, by an earlier attach
+        con.create_function(NAME_PROBLEM_SQL, stored_name_problem, ["VARCHAR"], "VARCHAR",
+                            side_effects=False)
 
 
 def attach_parquet(store: Store, name: str, glob: str, description: str | None = None) -> dict:
@@ -114,10 +144,10 @@ def _rules(columns: set[str]) -> list[tuple[str, str, str]]:
     column; ``{v}`` in the SQL is the column's value as text, ``{d}`` as a number."""
     whole = f"isfinite({{d}}) AND {{d}} >= 0 AND {{d}} <= {INT_MAX} AND {{d}} = floor({{d}})"
     rules = [(c, "{v} IS NULL OR trim({v}) = ''", "is empty") for c in ("prompt_id", "model_a", "model_b")]
-    for c in NAMES:
+    for c in ID_COLUMNS:
         rules.append((c, f"length({{v}}) > {NAME_MAX_CHARS}", f"is longer than {NAME_MAX_CHARS} characters"))
-        rules.append((c, f"regexp_matches({{v}}, '{INVISIBLE_RE}')",
-                      "contains a control or invisible character"))
+        rules.append((c, f"CASE WHEN regexp_matches({{v}}, '{NAME_SUSPECT_RE}') "
+                         f"THEN {NAME_PROBLEM_SQL}({{v}}) IS NOT NULL ELSE false END", NAME_RULE))
     if "model_a" in columns:
         rules.append(("model_b", '{v} = CAST("model_a" AS VARCHAR)', "is the same model as model_a"))
     rules += [(c, f"{{v}} IS NOT NULL AND NOT coalesce({whole}, false)",
@@ -144,6 +174,7 @@ def check_rows(con: duckdb.DuckDBPyConnection, glob: str, columns: set[str]) -> 
         conds.append(f"coalesce(({sql.replace('{v}', v).replace('{d}', d)}), false)")
     if not conds:
         return
+    _register_name_problem(con)
     src = "read_parquet($files, union_by_name = true, filename = true, file_row_number = true)"
     flags = ", ".join(f"{c} AS b{i}" for i, c in enumerate(conds))
     try:
@@ -158,15 +189,22 @@ def check_rows(con: duckdb.DuckDBPyConnection, glob: str, columns: set[str]) -> 
         raise LensError(f"Cannot read Parquet files at {glob!r}: {str(exc).splitlines()[0]}") from None
     rules = _rules(columns)
     broken = [rules[i] for i, hit in enumerate(row[2:]) if hit]
+    cols = list(dict.fromkeys(c for c, _, _ in broken))
+    found = con.execute(
+        f"SELECT {', '.join(f'CAST({identifier(c)} AS VARCHAR)' for c in cols)} FROM {src} "
+        "WHERE filename = $f AND file_row_number = $r", {"files": glob, "f": row[0], "r": row[1]}).fetchone()
+    values = dict(zip(cols, found or [None] * len(cols), strict=True))
+
+    def words(c: str, rule: str) -> str:
+        problem = stored_name_problem(values[c]) if rule == NAME_RULE and values[c] is not None else None
+        return problem or rule
+
     col = broken[0][0]
-    value = con.execute(
-        f"SELECT CAST({identifier(col)} AS VARCHAR) FROM {src} WHERE filename = $f AND file_row_number = $r",
-        {"files": glob, "f": row[0], "r": row[1]}).fetchone()
-    shown = "NULL" if value is None or value[0] is None else repr(value[0][:60])
-    also = "".join(f"; {c} {w}" for c, _, w in broken[1:])
+    shown = "NULL" if values[col] is None else repr(values[col][:60])
+    also = "".join(f"; {c} {words(c, w)}" for c, _, w in broken[1:])
     n = int(n_bad[0]) if n_bad else 1
     raise LensError(
-        f"{row[0]} row {int(row[1]) + 1} would not import: {col} {shown} {broken[0][2]}{also}"
+        f"{row[0]} row {int(row[1]) + 1} would not import: {col} {shown} {words(col, broken[0][2])}{also}"
         + (f" (and {n - 1:,} more such row(s))" if n > 1 else "")
         + "; nothing was attached: fix the files, or import them, which sets such rows aside."
     )

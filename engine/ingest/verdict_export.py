@@ -116,6 +116,15 @@ def texts_left_out(store: Store, dataset: str) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
+def texts_left_out_note(dataset: str, prompts: int, answers: int) -> str | None:
+    """The sentence an export of ``dataset`` adds when ``texts_left_out`` counted texts its file does
+    not carry (the CLI's note on stderr, the Data page's note by its download), or None."""
+    if not (prompts or answers):
+        return None
+    return (f"{prompts} prompt text(s) and {answers} answer text(s) of {dataset!r} are not in the file: "
+            "no verdict names their prompt (and model), or the text is blank.")
+
+
 def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:
     """Refuse to write a file the import would refuse: a name or text over the import's limits
     (rows stored by other means than an import, e.g. a judge reply, may be longer)."""
