@@ -1,0 +1,182 @@
+"""Win rate, Copeland / score-of-win and majority (eq. 5) on the compared pairs only (issue 23, bug 13).
+
+Their count fits and their bootstrap above ``DENSE_MODELS_MAX`` models read per-pair counts, never an
+(n, n) array. Each pair-list number is checked against the second path, the dense (B, n, n) kernels
+(``winrate_scores``, ``copeland_scores``, ``graph_from_counts`` + ``majority_scores``) on the same
+counts: equal exactly (integer counts, halves), NaN where the dense path has NaN.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from engine.rankers import fit_counts
+from engine.rankers.majority import graph_from_counts, majority_pairs, majority_scores
+from engine.rankers.objects import SHOWN_GRAPH_MODELS_MAX
+from engine.rankers.simple import copeland_pairs, copeland_scores, winrate_pairs, winrate_scores
+from engine.rankers.votes import PairCounts, Votes
+from engine.ranking import count_bootstrap
+from engine.ranking.count_bootstrap import bootstrap_counts
+
+SHAPES = [(2, 1, 0), (5, 3, 1), (9, 40, 2), (30, 200, 3), (60, 25, 4)]
+"""(models, votes per resample, seed): from one pair to sparse designs with uncompared pairs."""
+
+
+def resampled(n: int, votes: int, b: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(b, n, n) strict wins W and symmetric ties T of b random vote sets, small counts so that exact
+    majorities (W_ij == W_ji) and uncompared pairs occur."""
+    rng = np.random.default_rng(seed)
+    W, T = np.zeros((b, n, n)), np.zeros((b, n, n))
+    for k in range(b):
+        a = rng.integers(0, n, votes)
+        o = (a + 1 + rng.integers(0, n - 1, votes)) % n
+        out = rng.integers(-1, 2, votes)
+        np.add.at(W[k], (a[out > 0], o[out > 0]), 1)
+        np.add.at(W[k], (o[out < 0], a[out < 0]), 1)
+        np.add.at(T[k], (a[out == 0], o[out == 0]), 1)
+        np.add.at(T[k], (o[out == 0], a[out == 0]), 1)
+    return W, T
+
+
+def as_pairs(W: np.ndarray, T: np.ndarray):
+    """The upper-triangle pair list (lo < hi) of a (b, n, n) batch: every pair, compared or not."""
+    lo, hi = np.triu_indices(W.shape[-1], 1)
+    return lo, hi, W[:, lo, hi], W[:, hi, lo], T[:, lo, hi]
+
+
+@pytest.mark.parametrize("n,votes,seed", SHAPES)
+def test_pair_kernels_equal_the_dense_kernels(n, votes, seed):
+    """Every pair-list kernel gives the dense kernel's (b, n) scores on the same counts."""
+    W, T = resampled(n, votes, 5, seed)
+    pairs = as_pairs(W, T)
+    compared = (W + W.swapaxes(1, 2) + T) > 0
+    np.testing.assert_array_equal(winrate_pairs(n, *pairs), winrate_scores(W, T))
+    for tie_value in (0.5, 1.0):
+        for normalize in (False, True):
+            np.testing.assert_array_equal(
+                copeland_pairs(n, *pairs, tie_value, normalize, strict=False),
+                copeland_scores(W, compared, tie_value, normalize, strict=False))
+    for ties in ("half", "edge"):
+        count2 = 2.0 * W + T if ties == "half" else 2.0 * (W + T)
+        for exact_half in ("later", "both"):
+            g = graph_from_counts(count2, W + W.swapaxes(1, 2) + T, exact_half)
+            for normalize in (False, True):
+                np.testing.assert_array_equal(
+                    majority_pairs(n, *pairs, ties_rule=ties, exact_half=exact_half, normalize=normalize,
+                                   strict=False),
+                    majority_scores(g, compared, normalize, strict=False))
+
+
+def dense_scores(ranker: str, W: np.ndarray, T: np.ndarray, **params) -> np.ndarray:
+    """The dense batched fit of one (n, n) W, T (``Ranker.fit_counts_batch``), the second path."""
+    from engine.rankers.objects import ranker_object
+
+    obj = ranker_object(ranker)
+    return obj.fit_counts_batch(W[None], T[None], **obj.check(params))[0][0]
+
+
+@pytest.mark.parametrize("ranker,params", [
+    ("winrate", {}), ("copeland", {}), ("scorewin", {"normalize": True}), ("majority", {}),
+    ("majority", {"ties": "edge", "exact_half": "later", "normalize": True}),
+])
+@pytest.mark.parametrize("n,votes,seed", SHAPES[1:])
+def test_count_fits_read_pairs_and_equal_the_dense_fit(ranker, params, n, votes, seed):
+    """``fit_counts`` (now on the pair list) gives the dense batched fit's scores on every model that has
+    a vote, and its majority graph is the dense one."""
+    W, T = resampled(n, votes, 1, seed)
+    W, T = W[0], T[0]
+    seen = ((W + W.T + T) > 0).any(axis=1)
+    W, T = W[seen][:, seen], T[seen][:, seen]
+    models = tuple(f"m{k:02d}" for k in range(int(seen.sum())))
+    zero = np.zeros(len(models), dtype=np.int64)
+    pc = PairCounts.of_dense(models, W, T, votes=zero + 1, n_graphs=zero + 1, n_prompts=zero + 1)
+    res = fit_counts(ranker, pc, **params)
+    np.testing.assert_array_equal(res.scores.to_numpy(), dense_scores(ranker, W, T, **params))
+    if ranker in ("copeland", "majority"):
+        from engine.rankers.simple import majority_graph
+
+        want = majority_graph(W, (W + W.T + T) > 0) if ranker == "copeland" else None
+        if want is not None:
+            np.testing.assert_array_equal(res.extras["graph"].to_numpy(), want)
+
+
+def random_votes(n: int, m: int, graphs: int, seed: int) -> Votes:
+    """m votes over n models in ``graphs`` graphs; model n - 1 has a single vote (absent from many
+    resamples, so its score is NaN there)."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, n - 1, m)
+    b = (a + 1 + rng.integers(0, n - 2, m)) % (n - 1)
+    a[0], b[0] = n - 1, 0
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    out = rng.integers(-1, 2, m).astype(np.int8)
+    g = rng.integers(0, graphs, m).astype(np.uint64)
+    return Votes(tuple(f"m{k:03d}" for k in range(n)), lo, hi, out, g, g, np.arange(m), n_verdicts=m)
+
+
+@pytest.mark.parametrize("ranker,params", [
+    ("winrate", {}), ("copeland", {"normalize": True}), ("scorewin", {}),
+    ("majority", {"exact_half": "later"}), ("majority", {"ties": "edge", "normalize": True}),
+])
+@pytest.mark.parametrize("order", ["votes", "reversed subset"])
+def test_pair_batch_bootstrap_equals_the_dense_batch(monkeypatch, ranker, params, order):
+    """The bootstrap's pair-list batch (above ``DENSE_MODELS_MAX`` models) gives the dense batch's samples
+    on the same seeded draws, NaN where a model drew no vote, in the board's model order (reversed: the
+    later model of eq. 5's exact half changes)."""
+    votes = random_votes(12, 60, 25, 7)
+    names = votes.models if order == "votes" else tuple(reversed(votes.models[1:]))
+    dense = bootstrap_counts(votes, ranker, 30, seed=5, models=names, **params)
+    assert dense.method.startswith("batched")
+    monkeypatch.setattr(count_bootstrap, "DENSE_MODELS_MAX", 2)
+    pair = bootstrap_counts(votes, ranker, 30, seed=5, models=names, **params)
+    assert "compared pair" in pair.method
+    assert np.isnan(dense.samples).any() and dense.samples.shape == (30, len(names))
+    np.testing.assert_array_equal(pair.samples, dense.samples)
+    np.testing.assert_array_equal(pair.rank_samples, dense.rank_samples)
+
+
+def sparse_counts(n: int, m: int, seed: int) -> PairCounts:
+    """m distinct compared pairs over n models (a chain so that every model is compared)."""
+    rng = np.random.default_rng(seed)
+    chain = np.arange(n - 1) * n + np.arange(1, n)
+    a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+    key = np.unique(np.concatenate([chain, np.minimum(a, b)[a != b] * n + np.maximum(a, b)[a != b]]))
+    k = key.size
+    lo, hi = key // n, key % n
+    votes = np.bincount(lo, minlength=n) + np.bincount(hi, minlength=n)
+    return PairCounts(tuple(f"m{i:05d}" for i in range(n)), lo, hi, rng.integers(0, 3, k).astype(float),
+                      rng.integers(0, 3, k).astype(float), rng.integers(0, 2, k).astype(float) + 1, votes,
+                      votes, votes)
+
+
+@pytest.mark.parametrize("ranker", ["winrate", "copeland", "majority"])
+def test_count_fits_on_many_models_never_hold_an_n_by_n_array(ranker):
+    """On 5,000 models (a dense (n, n) float array: 200 MB) the fit's traced peak stays under 40 MB."""
+    n = 5_000
+    assert n > SHOWN_GRAPH_MODELS_MAX
+    pc = sparse_counts(n, 30_000, 1)
+    tracemalloc.start()
+    try:
+        res = fit_counts(ranker, pc)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert np.isfinite(res.scores.to_numpy()).all() and len(res.scores) == n
+    assert peak < 40e6, f"{ranker}: traced peak {peak / 1e6:.0f} MB"
+
+
+def test_bootstrap_on_a_thousand_models_holds_no_dense_cells():
+    """Win rate's bootstrap on 1,000 models (a dense chunk: 3 n^2 cell counts per resample, 24 MB each, 8
+    resamples at once) stays under 40 MB traced (24 MB of it: the seeded pattern hash's one value per
+    possible cell, ``SEEDED_CELLS_MAX``), and its samples are finite where the model drew a vote."""
+    votes = random_votes(1_000, 4_000, 4_000, 3)
+    tracemalloc.start()
+    try:
+        boot = bootstrap_counts(votes, "winrate", 8, seed=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert boot.samples.shape == (8, 1_000) and np.isfinite(boot.samples[:, 0]).all()
+    assert peak < 40e6, f"traced peak {peak / 1e6:.0f} MB"
