@@ -122,6 +122,12 @@ class Ranker:
         **params: Any`` tail is how the type checker is told so: an override may name its parameters."""
         raise LensError(f"The {self.name} ranker needs the tournament graphs, not pair counts.")
 
+    def fit_counts_warm(self, pc: PairCounts, start: RankResult, *args: Any, **params: Any) -> RankResult:
+        """``fit_counts`` of resampled counts started from ``start``, the fit of the full counts over the
+        same models (the bootstrap's resamples lie near it, so an iterative solver needs fewer steps).
+        The answer is the same fit to the solver's tolerance; a ranker without a warm start refits."""
+        return self.fit_counts(pc, None, **params)
+
     def has_batch(self, params: dict) -> bool:
         """Whether ``fit_counts_batch`` fits all bootstrap resamples at once for these parameters."""
         return self.counts and not self.sequential
@@ -166,6 +172,11 @@ class Ranker:
         return []
 
 
+def _log_start(start: RankResult, models: tuple[str, ...], scale: str) -> np.ndarray:
+    """A BT-type fit's scores as log strengths in ``models`` order (a warm start for a refit)."""
+    return start.scores.reindex(list(models)).to_numpy(np.float64) / (ELO_FACTOR if scale == "elo" else 1.0)
+
+
 def participation_note(name: str, table, what: str, fix: str) -> list[str]:
     """A warning when a ranker's scores are sums over prompts and models took part in different numbers
     of prompts (a model that played more would rank higher for that alone)."""
@@ -205,6 +216,17 @@ class BT(Ranker):
         return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
                             on_degenerate=on_degenerate, scale=scale)
 
+    def fit_counts_warm(self, pc, start, *, solver="newton", alpha=DEFAULT_ALPHA, on_degenerate="regularize",
+                        scale="log", soft=False):
+        """Hard BT's pair-list Newton fit started from ``start``'s strengths (log scale)."""
+        if soft or solver != "newton":
+            return self.fit_counts(pc, None, solver=solver, alpha=alpha, on_degenerate=on_degenerate,
+                                   scale=scale, soft=soft)
+        check_counts(pc, "bt")
+        theta0 = _log_start(start, pc.models, scale)
+        return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
+                            on_degenerate=on_degenerate, scale=scale, theta0=theta0)
+
     def has_batch(self, params):
         """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""
         return not params.get("soft", False)
@@ -239,6 +261,16 @@ class Davidson(Ranker):
         """Davidson strengths and nu from the pair counts' W and T."""
         check_counts(pc, "davidson")
         return fit_davidson_pairs(pc, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
+
+    def fit_counts_warm(self, pc, start, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
+        """Davidson's fit started from ``start``'s strengths and nu (no BT fit first)."""
+        check_counts(pc, "davidson")
+        theta0 = _log_start(start, pc.models, scale)
+        nu0 = float(start.details.get("nu", np.nan))
+        if not (np.isfinite(theta0).all() and np.isfinite(nu0) and nu0 > 0):
+            return self.fit_counts(pc, None, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
+        return fit_davidson_pairs(pc, alpha=alpha, on_degenerate=on_degenerate, scale=scale,
+                                  start=(theta0, nu0))
 
     def has_batch(self, params):
         """Davidson batches on the log and Elo scales."""

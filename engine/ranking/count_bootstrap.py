@@ -168,20 +168,26 @@ def _fit_pair_batches(votes: Votes, obj, unit: str, B: int, rng: np.random.Gener
 
 def _pair_refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
     """One fit per resample on its pair counts (no (n, n) array: many models), for the rankers that
-    read only the counts; the resamples are drawn exactly as for the batched fit."""
+    read only the counts, each started from the fit of all the votes (``Ranker.fit_counts_warm``: fewer
+    iterations, the same fit to the solver's tolerance); the resamples are drawn exactly as for the
+    batched fit."""
     n = votes.n
     pos = {m: k for k, m in enumerate(votes.models)}
     keep = np.zeros(n, dtype=bool)
     keep[[pos[m] for m in names]] = True
     rows, n_reg, n_unconv = [], 0, 0
     none = np.zeros(n, dtype=np.int64)
+    cells = votes.cells()
+    point = obj.fit_counts(PairCounts.of_votes(votes.models, cells // 3 // n, cells // 3 % n, cells % 3 - 1,
+                                               votes=none, n_graphs=none, n_prompts=none).restrict(keep),
+                           None, **params)  # every resample's fit starts here (``Ranker.fit_counts_warm``)
     for cols, counts in resampled_cells(votes, unit, B, rng, chunk=1):  # fitted one by one: drawn so
         pair = cols // 3
         for c in counts:
             drawn = c > 0
             pc = PairCounts.of_votes(votes.models, pair[drawn] // n, pair[drawn] % n, cols[drawn] % 3 - 1,
                                      votes=none, n_graphs=none, n_prompts=none, weight=c[drawn])
-            res = obj.fit_counts(pc.restrict(keep), None, **params)
+            res = obj.fit_counts_warm(pc.restrict(keep), point, **params)
             rows.append(res.scores.reindex(list(names)).to_numpy(np.float64))
             n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
             n_unconv += res.details.get("converged", True) is False
