@@ -237,3 +237,27 @@ def test_warm_bootstrap_refits_equal_cold_refits(monkeypatch, ranker):
     cold = bootstrap_counts(votes, ranker, 4, seed=2)
     assert np.isfinite(cold.samples).sum() > 0.9 * cold.samples.size
     np.testing.assert_allclose(warm.samples, cold.samples, atol=1e-6, equal_nan=True)
+
+
+def test_refit_pair_counts_are_the_full_pair_counts_less_participation(monkeypatch):
+    """``Votes.fit_pair_counts`` (the refits' counts, no participation sorts) holds the same pairs, wins,
+    ties and soft W~ as ``pair_counts``, and Elo's and soft BT's bootstrap refits give the same samples
+    with either."""
+    from dataclasses import replace
+
+    votes = random_votes(15, 400, 60, 4)
+    p = np.random.default_rng(4).random(len(votes))
+    p[::7] = np.nan  # some votes without a judge probability: counted as hard outcomes
+    votes = replace(votes, p_lo=p)
+    full, lean = votes.pair_counts(), votes.fit_pair_counts()
+    for field in ("lo", "hi", "wins_lo", "wins_hi", "ties", "votes"):
+        np.testing.assert_array_equal(getattr(lean, field), getattr(full, field))
+    assert full.soft is not None and lean.soft is not None
+    np.testing.assert_array_equal(lean.soft[0], full.soft[0])
+    np.testing.assert_array_equal(lean.soft[1], full.soft[1])
+    assert lean.soft[2] == full.soft[2] == int(np.isnan(p).sum())
+    got = {r: bootstrap_counts(votes, r, 5, seed=9, **kw).samples
+           for r, kw in (("elo", {}), ("bt", {"soft": True}))}
+    monkeypatch.setattr(Votes, "fit_pair_counts", Votes.pair_counts)
+    for r, kw in (("elo", {}), ("bt", {"soft": True})):
+        np.testing.assert_array_equal(got[r], bootstrap_counts(votes, r, 5, seed=9, **kw).samples)

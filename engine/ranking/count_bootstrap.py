@@ -219,8 +219,7 @@ def _refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, name
             row=votes.row[idx],
             p_lo=None if votes.p_lo is None else votes.p_lo[idx],
         )
-        pc = sub.pair_counts()
-        res = obj.fit_counts(pc, sub, **params)
+        res = obj.fit_counts(sub.fit_pair_counts(), sub, **params)
         rows.append(res.scores.reindex(list(names)).to_numpy(np.float64))
         n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
         n_unconv += res.details.get("converged", True) is False
