@@ -261,3 +261,17 @@ def test_refit_pair_counts_are_the_full_pair_counts_less_participation(monkeypat
     monkeypatch.setattr(Votes, "fit_pair_counts", Votes.pair_counts)
     for r, kw in (("elo", {}), ("bt", {"soft": True})):
         np.testing.assert_array_equal(got[r], bootstrap_counts(votes, r, 5, seed=9, **kw).samples)
+
+
+@pytest.mark.parametrize("unit", ["vote", "graph"])
+def test_resampled_cells_equal_the_pattern_product(unit):
+    """The resampled cell counts (the identity shortcut when every unit is one vote) equal the pattern
+    matrix times the same multinomial draws, computed here."""
+    votes = random_votes(10, 300, 40, 6)
+    mat, mult, cols = count_bootstrap.compact_patterns(votes, unit)
+    draws = np.random.default_rng(8).multinomial(int(mult.sum()), mult / mult.sum(), size=7)
+    want = np.asarray((mat.T @ draws.T).T)
+    got = [(c, x) for c, x in count_bootstrap.resampled_cells(votes, unit, 7, np.random.default_rng(8))]
+    assert len(got) == 1
+    np.testing.assert_array_equal(got[0][0], cols)
+    np.testing.assert_array_equal(got[0][1], want)

@@ -89,10 +89,13 @@ def resampled_cells(votes: Votes, unit: str, B: int, rng: np.random.Generator, c
     p = mult / U
     step = max(1, min(chunk or B, CHUNK_CELLS // max(1, mult.size, cols.size)))
     matT = mat.T.tocsr()
+    # one vote per unit (an arena's one-pair prompts): the patterns are the cells, the product the identity
+    identity = mat.shape[0] == mat.shape[1] == mat.nnz and bool(
+        (mat.indices == np.arange(mat.nnz)).all() and (mat.data == 1).all())
     for s in range(0, B, step):
         b = min(step, B - s)
         draws = rng.multinomial(U, p, size=b).astype(np.float64)  # (b, P)
-        yield cols, np.asarray((matT @ draws.T).T)  # (b, C)
+        yield cols, draws if identity else np.asarray((matT @ draws.T).T)  # (b, C)
 
 
 def resampled_counts(votes: Votes, unit: str, B: int, rng: np.random.Generator):
