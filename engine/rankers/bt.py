@@ -154,12 +154,12 @@ def complete_pairs(
 def fit_bt_pairs_info(
     n: int, i: np.ndarray, j: np.ndarray, a: np.ndarray, b: np.ndarray, *, solver: str = "newton",
     alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize", tol: float = 1e-10,
-    max_iter: int | None = None,
+    max_iter: int | None = None, theta0: np.ndarray | None = None,
 ) -> BatchFit:
     """One half-tie BT fit from the compared pairs (i < j, a = W~_ij, b = W~_ji) as a one-row
     ``BatchFit``. Up to ``DENSE_MODELS_MAX`` models the dense batched kernels run (the numbers of
     ``fit_bt_batch_info``); above, the pair-list solvers ``newton_pairs`` / ``mm_pairs`` (memory
-    O(pairs + n))."""
+    O(pairs + n)). ``theta0`` (n,): a warm start for the pair-list Newton solver (``newton_pairs``)."""
     if solver not in ("newton", "mm"):
         raise LensError(f"Unknown Bradley-Terry solver {solver!r}; choose newton or mm.")
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
@@ -170,7 +170,7 @@ def fit_bt_pairs_info(
                                  max_iter=max_iter)
     i, j, a, b, bad = regularise_pairs(n, i, j, a, b, alpha, on_degenerate)
     if solver == "newton":
-        theta, it, conv = newton_pairs(n, i, j, a, b, tol=tol, max_iter=max_iter or 200)
+        theta, it, conv = newton_pairs(n, i, j, a, b, tol=tol, max_iter=max_iter or 200, theta0=theta0)
     else:
         theta, it, conv = mm_pairs(n, i, j, a, b, tol=tol, max_iter=max_iter or 100_000)
     return BatchFit(theta[None], it, np.array([conv]), np.array([bad]))
@@ -268,13 +268,15 @@ def fit_bt_pairs(
     on_degenerate: str = "regularize",
     scale: str = "log",
     ranker: str = "bt",
+    theta0: np.ndarray | None = None,
 ) -> RankResult:
     """Single half-tie BT fit from the compared pairs (i, j, a, b): i < j, a = W~_ij, b = W~_ji
-    (``fit_bt_pairs_info``)."""
+    (``fit_bt_pairs_info``; ``theta0``: a warm start on the log scale, many models only)."""
     models = tuple(models) if models is not None else tuple(str(k) for k in range(n))
     i, j, a, b = pairs
     with single_thread_blas():
-        fit = fit_bt_pairs_info(n, i, j, a, b, solver=solver, alpha=alpha, on_degenerate=on_degenerate)
+        fit = fit_bt_pairs_info(n, i, j, a, b, solver=solver, alpha=alpha, on_degenerate=on_degenerate,
+                                theta0=theta0)
     theta = fit.scores[0]
     if scale == "elo":
         theta = theta * ELO_FACTOR

@@ -308,19 +308,26 @@ class PairLaplacian:
 
 def newton_pairs(
     n: int, i: np.ndarray, j: np.ndarray, a: np.ndarray, b: np.ndarray, tol: float = GRAD_TOL,
-    max_iter: int = 200,
+    max_iter: int = 200, theta0: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int, bool]:
     """``newton_batch`` for one fit on the compared pairs only: a = W~_ij, b = W~_ji for the pairs
     i < j with a + b > 0 (other pairs add nothing to the likelihood). Same safeguards (``SAFE_SPREAD``,
     ``MAX_SPREAD``, backtracking), stopping rule and gradient round-off correction as ``newton_batch``;
     the Newton system (Laplacian + J/n) is solved by conjugate gradients on the sparse Laplacian
     (``PairLaplacian``), so memory is O(pairs + n). Returns (theta (n,) mean-centred, iterations,
-    converged). The comparison digraph must be strongly connected (an MLE exists)."""
+    converged). The comparison digraph must be strongly connected (an MLE exists). ``theta0`` (n,) is an
+    optional warm start (a bootstrap resample starts from the point estimate), judged as in
+    ``newton_batch``: a start less likely than zeros, or spread too far, starts from zeros instead."""
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     n_ij = a + b
     floor = 1e-15 * n_ij
     theta = np.zeros(n)
+    if theta0 is not None:
+        start = centred(np.array(theta0, dtype=np.float64).reshape(1, n))
+        d0 = start[0, i] - start[0, j]
+        if not cold_rows(start, d0[None], np.exp(-np.abs(d0))[None], a[None], b[None])[0]:
+            theta = start[0]
     pending, ll_base, scale = False, -np.inf, 1.0
     step_prev = np.zeros(n)
     converged, it = False, 0

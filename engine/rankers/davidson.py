@@ -244,10 +244,12 @@ def fit_davidson(
 
 
 def fit_davidson_pairs(pc, *, alpha: float = DEFAULT_ALPHA, on_degenerate: str = "regularize",
-                       scale: str = "log", tol: float = 1e-10) -> RankResult:
-    """Single Davidson fit on vote pair counts (``engine.rankers.votes.PairCounts``), never densified."""
+                       scale: str = "log", tol: float = 1e-10,
+                       start: tuple[np.ndarray, float] | None = None) -> RankResult:
+    """Single Davidson fit on vote pair counts (``engine.rankers.votes.PairCounts``), never densified
+    (``start``: a warm start, as ``fit_davidson_on_pairs``)."""
     return fit_davidson_on_pairs(pc.n, pc.lo, pc.hi, pc.wins_lo, pc.wins_hi, pc.ties, pc.models, alpha=alpha,
-                                 on_degenerate=on_degenerate, scale=scale, tol=tol)
+                                 on_degenerate=on_degenerate, scale=scale, tol=tol, start=start)
 
 
 def fit_davidson_on_pairs(
@@ -263,9 +265,12 @@ def fit_davidson_on_pairs(
     on_degenerate: str = "regularize",
     scale: str = "log",
     tol: float = 1e-10,
+    start: tuple[np.ndarray, float] | None = None,
 ) -> RankResult:
     """Single Davidson fit from the compared pairs (i < j with wins W_ij, W_ji and ties T_ij): existence
-    check, regularisation, BT warm start and L-BFGS-B, each O(pairs + n) in memory."""
+    check, regularisation, BT warm start and L-BFGS-B, each O(pairs + n) in memory. ``start`` (theta on
+    the log scale, nu): a warm start in place of the BT fit (a bootstrap resample starts from the point
+    estimate)."""
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
     w_ij, w_ji, t_ij = (np.asarray(x, dtype=np.float64) for x in (w_ij, w_ji, t_ij))
     models = tuple(models) if models is not None else tuple(str(k) for k in range(n))
@@ -290,8 +295,11 @@ def fit_davidson_on_pairs(
     from scipy.optimize import minimize  # loaded only when a Davidson fit runs
 
     with single_thread_blas():
-        theta0 = fit_bt_pairs_info(n, i, j, w_ij + 0.5 * t_ij, w_ji + 0.5 * t_ij, alpha=alpha).scores[0]
-        nu0 = max(t_tot, 0.5) / max(n_tot - t_tot, 0.5)
+        if start is None:
+            theta0 = fit_bt_pairs_info(n, i, j, w_ij + 0.5 * t_ij, w_ji + 0.5 * t_ij, alpha=alpha).scores[0]
+            nu0 = max(t_tot, 0.5) / max(n_tot - t_tot, 0.5)
+        else:
+            theta0, nu0 = np.asarray(start[0], dtype=np.float64), float(start[1])
         if n > DENSE_MODELS_MAX:  # many models: Newton with conjugate-gradient solves (L-BFGS-B crawls)
             theta, nu, nit, success = newton_davidson_pairs(n, i, j, w_ij, w_ji, t_ij, theta0=theta0,
                                                             phi0=np.log(max(nu0, 1e-3)), tol=tol)

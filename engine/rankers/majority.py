@@ -82,18 +82,60 @@ def majority_scores(
     return score
 
 
+def majority_pair_edges(
+    w_lo: np.ndarray, w_hi: np.ndarray, ties: np.ndarray, ties_rule: str, exact_half: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``graph_from_counts`` per pair (lo before hi in the model order): (edge lo -> hi, edge hi -> lo,
+    compared), each shaped like the counts; a pair without a vote has neither edge."""
+    if exact_half not in ("later", "both"):
+        raise LensError(f"Unknown exact-half rule {exact_half!r}; choose later or both.")
+    if ties_rule == "half":
+        count2 = 2.0 * w_lo + ties
+    elif ties_rule == "edge":
+        count2 = 2.0 * (w_lo + ties)
+    else:
+        raise LensError(f"Unknown tie reading {ties_rule!r} for the integration graph; choose half or edge.")
+    t = w_lo + w_hi + ties
+    compared = t > 0
+    fwd = compared & (count2 > t)  # N_ij > t/2
+    e_lo = fwd | (compared & (count2 == t)) if exact_half == "both" else fwd
+    return e_lo, compared & ~fwd, compared
+
+
+def majority_pairs(
+    n: int, lo: np.ndarray, hi: np.ndarray, w_lo, w_hi, ties, *, ties_rule: str = "half",
+    exact_half: str = "both", normalize: bool = False, strict: bool = True,
+) -> np.ndarray:
+    """``majority_scores`` of the eq. 5 graph from per-pair counts ((b, m) or (m,), ``lo < hi`` in the
+    model order) → (b, n), never an (n, n) array (issue 23, bug 13)."""
+    from engine.rankers.simple import pair_sums
+
+    w_lo, w_hi, ties = (np.atleast_2d(np.asarray(x, dtype=np.float64)) for x in (w_lo, w_hi, ties))
+    e_lo, e_hi, compared = majority_pair_edges(w_lo, w_hi, ties, ties_rule, exact_half)
+    both = e_lo & e_hi
+    score = pair_sums(n, lo, hi, (e_lo & ~e_hi) + 0.5 * both, (e_hi & ~e_lo) + 0.5 * both)
+    if normalize:
+        opp = pair_sums(n, lo, hi, compared, compared)
+        score = np.divide(score, opp, out=np.full(score.shape, np.nan), where=opp > 0)
+        if strict and np.isnan(score).any():
+            raise LensError(
+                "The normalised majority score is undefined for a model never compared in this selection."
+            )
+    return score
+
+
 def majority_result(
     models: tuple[str, ...],
-    g: np.ndarray,
-    compared: np.ndarray,
+    score: np.ndarray,
+    g: np.ndarray | None,
     *,
     ties: str,
     exact_half: str,
     normalize: bool,
 ) -> RankResult:
-    """The eq. 5 ranker's result from its integration graph ``g`` (n, n) and the compared pairs: shared
-    by the graph path (``majority``) and the count path (``objects.Majority``)."""
-    score = majority_scores(g[None], compared[None], normalize)[0]
+    """The eq. 5 ranker's result from its scores (n,) and integration graph ``g`` (n, n; None: too many
+    models to show one): shared by the graph path (``majority``) and the count path
+    (``objects.Majority``)."""
     return RankResult(
         "majority", series(models, score),
         {"score": "out-degree in the eq. 5 integration graph (a bidirectional edge counts 1/2)",
@@ -101,7 +143,7 @@ def majority_result(
          "uncompared_pairs": "no edge for a pair never compared"
          + ("; normalised: divided by the number of opponents compared" if normalize
             else "; not normalised (normalize=true divides by compared opponents)")},
-        {"graph": adjacency_frame(models, g)},
+        {} if g is None else {"graph": adjacency_frame(models, g)},
     )
 
 
@@ -112,11 +154,5 @@ def majority(
     """Out-degree in paper 000's majority-vote integration graph (eq. 5), ties by ``ties``/``exact_half``."""
     check_stack(stack, "majority")
     g = integration_graph(stack.adj, stack.observed, ties=ties, exact_half=exact_half)
-    return majority_result(
-        stack.models,
-        g,
-        np.asarray(stack.observed.any(axis=0)),
-        ties=ties,
-        exact_half=exact_half,
-        normalize=normalize,
-    )
+    score = majority_scores(g[None], np.asarray(stack.observed.any(axis=0))[None], normalize)[0]
+    return majority_result(stack.models, score, g, ties=ties, exact_half=exact_half, normalize=normalize)

@@ -33,13 +33,28 @@ from engine.rankers.graph_batch import (
     pged_batch,
     weighted_sums,
 )
-from engine.rankers.majority import graph_from_counts, majority_scores
+from engine.rankers.majority import graph_from_counts, majority_pair_edges, majority_pairs, majority_scores
 from engine.rankers.params import ELO_ORDERS as ELO_ORDERS  # re-exported: leaderboard reads it here
 from engine.rankers.params import ORDER_WORDS, check_ranker_params
 from engine.rankers.pged import check_pged_size
 from engine.rankers.rank_centrality import rank_centrality_batch, rank_centrality_pairs
-from engine.rankers.simple import UNCOMPARED, copeland_scores, majority_graph, winrate_scores
+from engine.rankers.simple import (
+    UNCOMPARED,
+    adjacency_of_pairs,
+    copeland_pairs,
+    copeland_scores,
+    majority_edges,
+    winrate_pairs,
+    winrate_scores,
+)
 from engine.rankers.votes import PairCounts, Votes
+
+SHOWN_GRAPH_MODELS_MAX = 2_000
+"""Copeland's and majority's count fits attach their graph (an (n, n) frame, for display) up to this many
+models; above, the result has no ``graph`` extra (it would be O(n^2): 100 MB at 10,000 models)."""
+
+PairBatch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""(lo, hi, wins of lo, wins of hi, ties): pair codes (m,) and (b, m) counts of b resamples."""
 
 
 def _fmt(v: Any) -> str:
@@ -107,6 +122,12 @@ class Ranker:
         **params: Any`` tail is how the type checker is told so: an override may name its parameters."""
         raise LensError(f"The {self.name} ranker needs the tournament graphs, not pair counts.")
 
+    def fit_counts_warm(self, pc: PairCounts, start: RankResult, *args: Any, **params: Any) -> RankResult:
+        """``fit_counts`` of resampled counts started from ``start``, the fit of the full counts over the
+        same models (the bootstrap's resamples lie near it, so an iterative solver needs fewer steps).
+        The answer is the same fit to the solver's tolerance; a ranker without a warm start refits."""
+        return self.fit_counts(pc, None, **params)
+
     def has_batch(self, params: dict) -> bool:
         """Whether ``fit_counts_batch`` fits all bootstrap resamples at once for these parameters."""
         return self.counts and not self.sequential
@@ -114,6 +135,16 @@ class Ranker:
     def fit_counts_batch(self, W: np.ndarray, T: np.ndarray, *args: Any, **params: Any) -> BatchFit | None:
         """(B, n) scores, regularised, unconverged, how: from (B, n, n) resampled W and T; None: no batch.
         The parameters are the ranker's own, as for ``fit_counts``."""
+        return None
+
+    def has_pair_batch(self, params: dict) -> bool:
+        """Whether ``fit_pairs_batch`` fits every resample from its per-pair counts for these parameters."""
+        return False
+
+    def fit_pairs_batch(self, n: int, pairs: PairBatch, *args: Any, **params: Any) -> BatchFit | None:
+        """(b, n) scores, regularised, unconverged, how: every resample's fit from its per-pair counts
+        (``PairBatch``), never an (n, n) array; None: this ranker has no pair-list batch (the bootstrap
+        then uses the dense batch or one fit per resample)."""
         return None
 
     def pools_identical_graphs(self, params: dict) -> bool:
@@ -139,6 +170,11 @@ class Ranker:
     def notes(self, details: dict, params: dict, table=None) -> list[str]:
         """Sentences a reader of this ranker's table should know (fit details beyond the shared ones)."""
         return []
+
+
+def _log_start(start: RankResult, models: tuple[str, ...], scale: str) -> np.ndarray:
+    """A BT-type fit's scores as log strengths in ``models`` order (a warm start for a refit)."""
+    return start.scores.reindex(list(models)).to_numpy(np.float64) / (ELO_FACTOR if scale == "elo" else 1.0)
 
 
 def participation_note(name: str, table, what: str, fix: str) -> list[str]:
@@ -180,6 +216,17 @@ class BT(Ranker):
         return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
                             on_degenerate=on_degenerate, scale=scale)
 
+    def fit_counts_warm(self, pc, start, *, solver="newton", alpha=DEFAULT_ALPHA, on_degenerate="regularize",
+                        scale="log", soft=False):
+        """Hard BT's pair-list Newton fit started from ``start``'s strengths (log scale)."""
+        if soft or solver != "newton":
+            return self.fit_counts(pc, None, solver=solver, alpha=alpha, on_degenerate=on_degenerate,
+                                   scale=scale, soft=soft)
+        check_counts(pc, "bt")
+        theta0 = _log_start(start, pc.models, scale)
+        return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
+                            on_degenerate=on_degenerate, scale=scale, theta0=theta0)
+
     def has_batch(self, params):
         """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""
         return not params.get("soft", False)
@@ -215,6 +262,16 @@ class Davidson(Ranker):
         check_counts(pc, "davidson")
         return fit_davidson_pairs(pc, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
 
+    def fit_counts_warm(self, pc, start, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
+        """Davidson's fit started from ``start``'s strengths and nu (no BT fit first)."""
+        check_counts(pc, "davidson")
+        theta0 = _log_start(start, pc.models, scale)
+        nu0 = float(start.details.get("nu", np.nan))
+        if not (np.isfinite(theta0).all() and np.isfinite(nu0) and nu0 > 0):
+            return self.fit_counts(pc, None, alpha=alpha, on_degenerate=on_degenerate, scale=scale)
+        return fit_davidson_pairs(pc, alpha=alpha, on_degenerate=on_degenerate, scale=scale,
+                                  start=(theta0, nu0))
+
     def has_batch(self, params):
         """Davidson batches on the log and Elo scales."""
         return params.get("scale", "log") in ("log", "elo")
@@ -241,7 +298,7 @@ class WinRate(Ranker):
     def fit_counts(self, pc, votes=None):
         """Win rates from the pair counts; refuses when a model was never compared."""
         check_counts(pc, "winrate")
-        score = winrate_scores(pc.W[None], pc.T[None])[0]
+        score = winrate_pairs(pc.n, pc.lo, pc.hi, pc.wins_lo, pc.wins_hi, pc.ties)[0]
         if np.isnan(score).any():
             missing = [m for m, s in zip(pc.models, score, strict=True) if np.isnan(s)]
             raise LensError(
@@ -256,6 +313,16 @@ class WinRate(Ranker):
     def fit_counts_batch(self, W, T):
         """Win rates of every resample at once."""
         return winrate_scores(W, T), 0, 0, "W and T of every resample"
+
+    def has_pair_batch(self, params):
+        """Win rate sums per compared pair: it has the pair-list batch."""
+        return True
+
+    def fit_pairs_batch(self, n, pairs):
+        """Win rates of every resample from its pair counts."""
+        lo, hi, w_lo, w_hi, ties = pairs
+        how = "per-model sums over the compared pairs of every resample"
+        return winrate_pairs(n, lo, hi, w_lo, w_hi, ties), 0, 0, how
 
 
 def _policy(normalize: bool) -> str:
@@ -274,7 +341,8 @@ class Copeland(Ranker):
         from engine.rankers.base import adjacency_frame
 
         check_counts(pc, self.name)
-        score = copeland_scores(pc.W[None], pc.compared[None], self._tie_value(), normalize)[0]
+        score = copeland_pairs(pc.n, pc.lo, pc.hi, pc.wins_lo, pc.wins_hi, pc.ties, self._tie_value(),
+                               normalize)[0]
         what = ("pairs won by strict-win majority + half the exact majorities (paper 000, A.3)"
                 if self.name == "copeland" else
                 "out-degree of the strict-win majority graph, exact majorities as two edges (paper 000, A.3)")
@@ -282,7 +350,9 @@ class Copeland(Ranker):
             self.name,
             series(pc.models, score),
             {"score": what, "uncompared_pairs": _policy(normalize), "normalized": bool(normalize)},
-            {"graph": adjacency_frame(pc.models, majority_graph(pc.W, pc.compared))},
+            {"graph": adjacency_frame(pc.models, adjacency_of_pairs(
+                pc.n, pc.lo, pc.hi, *majority_edges(pc.wins_lo, pc.wins_hi, pc.ties)))}
+            if pc.n <= SHOWN_GRAPH_MODELS_MAX else {},
         )
 
     def fit_counts_batch(self, W, T, *, normalize=False):
@@ -290,6 +360,16 @@ class Copeland(Ranker):
         compared = (W + W.swapaxes(1, 2) + T) > 0
         out = copeland_scores(W, compared, self._tie_value(), normalize, strict=False)
         return out, 0, 0, "W of every resample"
+
+    def has_pair_batch(self, params):
+        """Copeland reads each compared pair's majority: it has the pair-list batch."""
+        return True
+
+    def fit_pairs_batch(self, n, pairs, *, normalize=False):
+        """Copeland scores of every resample from its pair counts."""
+        lo, hi, w_lo, w_hi, ties = pairs
+        out = copeland_pairs(n, lo, hi, w_lo, w_hi, ties, self._tie_value(), normalize, strict=False)
+        return out, 0, 0, "majority per compared pair of every resample"
 
 
 class RankCentrality(Ranker):
@@ -335,17 +415,30 @@ class Majority(Ranker):
         from engine.rankers.majority import majority_result
 
         check_counts(pc, "majority")
-        t = pc.W + pc.W.T + pc.T
-        g = graph_from_counts(_count2(pc.W, pc.T, ties)[None], t[None], exact_half)[0]
-        return majority_result(
-            pc.models, g, pc.compared, ties=ties, exact_half=exact_half, normalize=normalize
-        )
+        score = majority_pairs(pc.n, pc.lo, pc.hi, pc.wins_lo, pc.wins_hi, pc.ties, ties_rule=ties,
+                               exact_half=exact_half, normalize=normalize)[0]
+        g = None
+        if pc.n <= SHOWN_GRAPH_MODELS_MAX:
+            e_lo, e_hi, _ = majority_pair_edges(pc.wins_lo, pc.wins_hi, pc.ties, ties, exact_half)
+            g = adjacency_of_pairs(pc.n, pc.lo, pc.hi, e_lo, e_hi)
+        return majority_result(pc.models, score, g, ties=ties, exact_half=exact_half, normalize=normalize)
 
     def fit_counts_batch(self, W, T, *, ties="half", exact_half="both", normalize=False):
         """Eq. 5 scores of every resample at once."""
         t = W + W.swapaxes(1, 2) + T
         g = graph_from_counts(_count2(W, T, ties), t, exact_half)
         return majority_scores(g, t > 0, normalize, strict=False), 0, 0, "eq. 5 counts of every resample"
+
+    def has_pair_batch(self, params):
+        """Eq. 5 reads each compared pair's counts: it has the pair-list batch."""
+        return True
+
+    def fit_pairs_batch(self, n, pairs, *, ties="half", exact_half="both", normalize=False):
+        """Eq. 5 scores of every resample from its pair counts (``lo < hi`` in the model order)."""
+        lo, hi, w_lo, w_hi, t = pairs
+        out = majority_pairs(n, lo, hi, w_lo, w_hi, t, ties_rule=ties, exact_half=exact_half,
+                             normalize=normalize, strict=False)
+        return out, 0, 0, "eq. 5 counts per compared pair of every resample"
 
 
 class Elo(Ranker):

@@ -23,6 +23,7 @@ The kernels take (B, ...) arrays so the bootstrap runs every resample in one arr
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from engine.errors import LensError
 from engine.graphs.stack import GraphStack
@@ -46,6 +47,61 @@ def winrate_scores(W: np.ndarray, T: np.ndarray) -> np.ndarray:
     games = (W + W.swapaxes(1, 2) + T).sum(axis=2)
     num = W.sum(axis=2) + 0.5 * T.sum(axis=2)
     return np.divide(num, games, out=np.full(num.shape, np.nan), where=games > 0)
+
+
+def pair_sums(n: int, lo: np.ndarray, hi: np.ndarray, x_lo: np.ndarray, x_hi: np.ndarray) -> np.ndarray:
+    """(b, m) values per compared pair credited to model ``lo`` and to model ``hi`` → (b, n) per-model sums.
+
+    The pair-list form of a row sum over an (n, n) matrix: memory O(b (m + n)), never O(n^2), so the
+    counting rankers scale with the compared pairs, not with the models squared (issue 23, bug 13)."""
+    m = lo.size
+    rows = np.arange(m)
+    to_lo = sparse.csr_matrix((np.ones(m), (rows, lo)), shape=(m, n))
+    to_hi = sparse.csr_matrix((np.ones(m), (rows, hi)), shape=(m, n))
+    x_lo = np.atleast_2d(np.asarray(x_lo, dtype=np.float64))
+    x_hi = np.atleast_2d(np.asarray(x_hi, dtype=np.float64))
+    return np.asarray(to_lo.T @ x_lo.T + to_hi.T @ x_hi.T).T
+
+
+def winrate_pairs(n: int, lo: np.ndarray, hi: np.ndarray, w_lo, w_hi, ties) -> np.ndarray:
+    """``winrate_scores`` from per-pair counts: (b, m) wins of lo, wins of hi and ties per pair → (b, n)."""
+    w_lo, w_hi, ties = (np.atleast_2d(np.asarray(x, dtype=np.float64)) for x in (w_lo, w_hi, ties))
+    games = w_lo + w_hi + ties
+    total = pair_sums(n, lo, hi, games, games)
+    num = pair_sums(n, lo, hi, w_lo + 0.5 * ties, w_hi + 0.5 * ties)
+    return np.divide(num, total, out=np.full(num.shape, np.nan), where=total > 0)
+
+
+def majority_edges(w_lo: np.ndarray, w_hi: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``majority_graph`` per compared pair: (edge lo -> hi, edge hi -> lo); an exact majority on a
+    compared pair is both edges, a pair without a vote neither."""
+    compared = (w_lo + w_hi + ties) > 0
+    return (w_lo > w_hi) | ((w_lo == w_hi) & compared), (w_hi > w_lo) | ((w_lo == w_hi) & compared)
+
+
+def copeland_pairs(
+    n: int, lo: np.ndarray, hi: np.ndarray, w_lo, w_hi, ties, tie_value: float, normalize: bool = False,
+    strict: bool = True,
+) -> np.ndarray:
+    """``copeland_scores`` from per-pair counts ((b, m) or (m,)) → (b, n), without an (n, n) array."""
+    w_lo, w_hi, ties = (np.atleast_2d(np.asarray(x, dtype=np.float64)) for x in (w_lo, w_hi, ties))
+    e_lo, e_hi = majority_edges(w_lo, w_hi, ties)
+    both = e_lo & e_hi
+    score = pair_sums(n, lo, hi, (e_lo & ~e_hi) + tie_value * both, (e_hi & ~e_lo) + tie_value * both)
+    if normalize:
+        compared = (w_lo + w_hi + ties) > 0
+        score = _divide(score, pair_sums(n, lo, hi, compared, compared), "Copeland score", strict)
+    return score
+
+
+def adjacency_of_pairs(
+    n: int, lo: np.ndarray, hi: np.ndarray, e_lo: np.ndarray, e_hi: np.ndarray
+) -> np.ndarray:
+    """(n, n) bool adjacency from per-pair edges (lo -> hi, hi -> lo): for display only (small n)."""
+    adj = np.zeros((n, n), dtype=bool)
+    adj[lo, hi] = e_lo
+    adj[hi, lo] = e_hi
+    return adj
 
 
 @register("winrate", "share of comparisons won, ties counting one half")

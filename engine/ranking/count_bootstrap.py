@@ -19,6 +19,7 @@ from engine.errors import LensError
 from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.bt_solvers import DENSE_MODELS_MAX
 from engine.rankers.objects import ranker_object
+from engine.rankers.simple import pair_sums
 from engine.rankers.votes import PairCounts, Votes, _all_distinct
 from engine.ranking.bootstrap import BootstrapResult, _check
 
@@ -88,10 +89,13 @@ def resampled_cells(votes: Votes, unit: str, B: int, rng: np.random.Generator, c
     p = mult / U
     step = max(1, min(chunk or B, CHUNK_CELLS // max(1, mult.size, cols.size)))
     matT = mat.T.tocsr()
+    # one vote per unit (an arena's one-pair prompts): the patterns are the cells, the product the identity
+    identity = mat.shape[0] == mat.shape[1] == mat.nnz and bool(
+        (mat.indices == np.arange(mat.nnz)).all() and (mat.data == 1).all())
     for s in range(0, B, step):
         b = min(step, B - s)
         draws = rng.multinomial(U, p, size=b).astype(np.float64)  # (b, P)
-        yield cols, np.asarray((matT @ draws.T).T)  # (b, C)
+        yield cols, draws if identity else np.asarray((matT @ draws.T).T)  # (b, C)
 
 
 def resampled_counts(votes: Votes, unit: str, B: int, rng: np.random.Generator):
@@ -121,22 +125,72 @@ def _fit_on_pairs(ranker: str, n: int) -> bool:
     return n > (DENSE_MODELS_MAX if ranker in PAIR_SOLVERS else DENSE_RESAMPLE_MODELS_MAX)
 
 
+PAIR_BATCH_CHUNK = 8
+"""Resamples held at once by the pair-list batch: 8 x (cells + 3 pairs) float64 counts (about 60 MB at
+432,000 compared pairs)."""
+
+
+def _fit_pair_batches(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
+    """Every resample's fit from its per-pair counts, ``PAIR_BATCH_CHUNK`` resamples at a time
+    (``Ranker.fit_pairs_batch``: win rate, Copeland, majority): memory O(resamples x compared pairs), never
+    O(n^2); the resamples are drawn exactly as for the dense batch, so the numbers are the same."""
+    n, k = votes.n, len(names)
+    code = {m: i for i, m in enumerate(votes.models)}
+    at = np.full(n, -1, dtype=np.int64)  # votes' model code → position on the board (-1: not on it)
+    at[[code[m] for m in names]] = np.arange(k)
+    rows, n_reg, n_unconv, how = [], 0, 0, ""
+    layout = None
+    for cols, counts in resampled_cells(votes, unit, B, rng, chunk=PAIR_BATCH_CHUNK):
+        if layout is None:  # the same occurring cells in every chunk: lay them out on their pairs once
+            pair, outcome = cols // 3, cols % 3 - 1
+            a, b = at[pair // n], at[pair % n]
+            on_board = (a >= 0) & (b >= 0)  # as the dense batch's W[:, keep][:, :, keep]
+            swap = a > b  # the board's model order decides lo and hi (majority's exact_half="later")
+            lo, hi = np.where(swap, b, a), np.where(swap, a, b)
+            key = lo * k + hi
+            pairs, slot = np.unique(key[on_board], return_inverse=True)
+            slot = slot.ravel()
+            col = np.flatnonzero(on_board)
+            won = outcome[col] * np.where(swap[col], -1, 1)  # +1 the board's lo won, -1 its hi, 0 a tie
+            layout = (pairs // k, pairs % k, col, slot, won)
+        lo_p, hi_p, col, slot, won = layout
+        c = counts[:, col]
+        per = []
+        for sign in (1, -1, 0):
+            x = np.zeros((c.shape[0], lo_p.size))
+            x[:, slot[won == sign]] = c[:, won == sign]  # one cell per (pair, outcome): no collisions
+            per.append(x)
+        out = obj.fit_pairs_batch(k, (lo_p, hi_p, *per), **params)
+        s, r, u, how = out
+        games = per[0] + per[1] + per[2]
+        drawn = pair_sums(k, lo_p, hi_p, games, games) > 0  # no drawn vote on a model: undefined there
+        rows.append(np.where(drawn, np.asarray(s, dtype=np.float64), np.nan))
+        n_reg, n_unconv = n_reg + r, n_unconv + u
+    return np.vstack(rows), n_reg, n_unconv, how
+
+
 def _pair_refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
     """One fit per resample on its pair counts (no (n, n) array: many models), for the rankers that
-    read only the counts; the resamples are drawn exactly as for the batched fit."""
+    read only the counts, each started from the fit of all the votes (``Ranker.fit_counts_warm``: fewer
+    iterations, the same fit to the solver's tolerance); the resamples are drawn exactly as for the
+    batched fit."""
     n = votes.n
     pos = {m: k for k, m in enumerate(votes.models)}
     keep = np.zeros(n, dtype=bool)
     keep[[pos[m] for m in names]] = True
     rows, n_reg, n_unconv = [], 0, 0
     none = np.zeros(n, dtype=np.int64)
+    cells = votes.cells()
+    point = obj.fit_counts(PairCounts.of_votes(votes.models, cells // 3 // n, cells // 3 % n, cells % 3 - 1,
+                                               votes=none, n_graphs=none, n_prompts=none).restrict(keep),
+                           None, **params)  # every resample's fit starts here (``Ranker.fit_counts_warm``)
     for cols, counts in resampled_cells(votes, unit, B, rng, chunk=1):  # fitted one by one: drawn so
         pair = cols // 3
         for c in counts:
             drawn = c > 0
             pc = PairCounts.of_votes(votes.models, pair[drawn] // n, pair[drawn] % n, cols[drawn] % 3 - 1,
                                      votes=none, n_graphs=none, n_prompts=none, weight=c[drawn])
-            res = obj.fit_counts(pc.restrict(keep), None, **params)
+            res = obj.fit_counts_warm(pc.restrict(keep), point, **params)
             rows.append(res.scores.reindex(list(names)).to_numpy(np.float64))
             n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
             n_unconv += res.details.get("converged", True) is False
@@ -168,8 +222,7 @@ def _refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, name
             row=votes.row[idx],
             p_lo=None if votes.p_lo is None else votes.p_lo[idx],
         )
-        pc = sub.pair_counts()
-        res = obj.fit_counts(pc, sub, **params)
+        res = obj.fit_counts(sub.fit_pair_counts(), sub, **params)
         rows.append(res.scores.reindex(list(names)).to_numpy(np.float64))
         n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
         n_unconv += res.details.get("converged", True) is False
@@ -202,7 +255,11 @@ def bootstrap_counts(
         pos = {m: i for i, m in enumerate(votes.models)}
         keep = np.array([pos[m] for m in models])
     names = tuple(votes.models) if models is None else tuple(models)
-    if obj.has_batch(params) and _fit_on_pairs(obj.name, len(names)):
+    if obj.has_pair_batch(params) and len(names) > DENSE_MODELS_MAX:
+        samples, n_reg, n_unconv, how = _fit_pair_batches(votes, obj, unit, int(B), rng, names, params)
+        method = (f"multinomial {unit} weights on a sparse {unit}-by-cell count matrix, {how} "
+                  f"({len(names):,} models)")
+    elif obj.has_batch(params) and _fit_on_pairs(obj.name, len(names)):
         samples, n_reg, n_unconv = _pair_refits(votes, obj, unit, int(B), rng, names, params)
         method = (f"multinomial {unit} weights on a sparse {unit}-by-cell count matrix, one fit per resample "
                   f"on its pair counts ({len(names):,} models)")
