@@ -30,8 +30,10 @@ evalica.bradley_terry(df["model_a"], df["model_b"], w)
 """
 
 
-def generate(db: Path, parquet: Path, battles: int, models: int) -> None:
-    """A store with dataset ``arena`` and the same battles as one Parquet file."""
+def write_arena_store(db: Path, battles: int, models: int, pad: int = 3):
+    """A store whose dataset ``arena`` holds ``battles`` one-pair prompts over ``models`` models (names
+    ``model_`` + the index zero-padded to ``pad`` digits; ~10 % ties, the rest logistic in the index gap);
+    returns the open DuckDB connection for what a caller adds."""
     import duckdb
 
     from engine.store.connection import Store
@@ -43,13 +45,19 @@ def generate(db: Path, parquet: Path, battles: int, models: int) -> None:
     con.execute(f"""
         INSERT INTO verdicts (dataset, judge, prompt_id, variant, turn, model_a, model_b, winner, source_file,
                               source_line)
-        SELECT 'arena', 'judge', 'p' || i, 0, 1, 'model_' || lpad(a::VARCHAR, 3, '0'),
-               'model_' || lpad({other}::VARCHAR, 3, '0'),
+        SELECT 'arena', 'judge', 'p' || i, 0, 1, 'model_' || lpad(a::VARCHAR, {pad}, '0'),
+               'model_' || lpad({other}::VARCHAR, {pad}, '0'),
                CASE WHEN r < 0.1 THEN 'tie'
                     WHEN r < 0.1 + 0.9 / (1 + exp(-(a - {other}) / {models / 6})) THEN 'A' ELSE 'B' END,
                'battles.jsonl', i
         FROM (SELECT i, (hash(i) % {models})::INT a, (hash(i * 7 + 1) % {models - 1})::INT b, random() r
               FROM range({battles}) t(i))""")
+    return con
+
+
+def generate(db: Path, parquet: Path, battles: int, models: int) -> None:
+    """A store with dataset ``arena`` and the same battles as one Parquet file."""
+    con = write_arena_store(db, battles, models)
     con.execute(
         f"COPY (SELECT prompt_id, model_a, model_b, winner FROM verdicts) TO '{parquet}' (FORMAT parquet)"
     )

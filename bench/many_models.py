@@ -28,26 +28,11 @@ RANKERS = ("bt", "davidson", "rank-centrality", "elo")
 
 
 def generate(db: Path, battles: int, models: int) -> None:
-    """A store whose dataset ``arena`` holds ``battles`` one-pair prompts over ``models`` models."""
-    import duckdb
+    """A store whose dataset ``arena`` holds ``battles`` one-pair prompts over ``models`` models
+    (``bench.count_path``'s battles, model names padded to 6 digits)."""
+    from bench.count_path import write_arena_store
 
-    from engine.store.connection import Store
-
-    Store(db).close()
-    con = duckdb.connect(str(db))
-    other = "(CASE WHEN b >= a THEN b + 1 ELSE b END)"
-    con.execute("INSERT INTO datasets (name, version) VALUES ('arena', 1)")
-    con.execute(f"""
-        INSERT INTO verdicts (dataset, judge, prompt_id, variant, turn, model_a, model_b, winner, source_file,
-                              source_line)
-        SELECT 'arena', 'judge', 'p' || i, 0, 1, 'model_' || lpad(a::VARCHAR, 6, '0'),
-               'model_' || lpad({other}::VARCHAR, 6, '0'),
-               CASE WHEN r < 0.1 THEN 'tie'
-                    WHEN r < 0.1 + 0.9 / (1 + exp(-(a - {other}) / {models / 6})) THEN 'A' ELSE 'B' END,
-               'battles.jsonl', i
-        FROM (SELECT i, (hash(i) % {models})::INT a, (hash(i * 7 + 1) % {models - 1})::INT b, random() r
-              FROM range({battles}) t(i))""")
-    con.close()
+    write_arena_store(db, battles, models, pad=6).close()
 
 
 def measured(cmd: list[str], cap_gb: float, timeout_s: int) -> dict:

@@ -105,7 +105,8 @@ class Votes:
         return int(self.lo.size)
 
     def take(self, mask: np.ndarray) -> Votes:
-        """The votes where ``mask`` is True (e.g. those of the graphs keep-K kept)."""
+        """The votes where ``mask`` is True (e.g. those of the graphs keep-K kept), or at the positions
+        ``mask`` lists, repeats included (a bootstrap resample)."""
         from dataclasses import replace
 
         return replace(

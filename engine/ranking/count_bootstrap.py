@@ -200,8 +200,6 @@ def _pair_refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator,
 def _refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
     """One refit per resample for rankers without a batched form (Elo: order matters): each vote is
     repeated as often as its unit was drawn, in the votes' order."""
-    from dataclasses import replace
-
     if unit == "vote":
         unit_of, U = np.arange(len(votes)), len(votes)
     else:
@@ -212,16 +210,7 @@ def _refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, name
     for _ in range(B):
         c = rng.multinomial(U, np.full(U, 1.0 / U))[unit_of]
         idx = np.repeat(np.arange(len(votes)), c)
-        sub = replace(
-            votes,
-            lo=votes.lo[idx],
-            hi=votes.hi[idx],
-            outcome=votes.outcome[idx],
-            graph=votes.graph[idx],
-            prompt=votes.prompt[idx],
-            row=votes.row[idx],
-            p_lo=None if votes.p_lo is None else votes.p_lo[idx],
-        )
+        sub = votes.take(idx)
         res = obj.fit_counts(sub.fit_pair_counts(), sub, **params)
         rows.append(res.scores.reindex(list(names)).to_numpy(np.float64))
         n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
