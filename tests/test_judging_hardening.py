@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -386,10 +387,14 @@ def test_journal_rows_round_trip_into_the_cache(empty_store, tmp_path):
         fh.write('{"call_key": "half a li')  # a line cut short by a crash is skipped
     cache = CallCache(empty_store)
     assert journal.file_pending(tmp_path / "x.duckdb", cache.put_rows) == 1 and not path.exists()
-    got = empty_store.cursor().execute(
-        "SELECT call_key, text, top_logprobs, prompt_tokens, completion_tokens, attempts, run_id, server"
-        " FROM judge_calls"
-    ).fetchall()
+    got = (
+        empty_store.cursor()
+        .execute(
+            "SELECT call_key, text, top_logprobs, prompt_tokens, completion_tokens, attempts, run_id, server"
+            " FROM judge_calls"
+        )
+        .fetchall()
+    )
     assert got == [("k1", "t", '[{"A": -0.1}]', 3, 4, 2, 7, "http://s/v1")]
     assert os.path.exists(tmp_path)
 
@@ -408,14 +413,25 @@ def _file_size_limit(limit: int):
     return apply
 
 
-def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
+def _journals_in(beside: Path, second: Path, third: Path) -> list[Path]:
+    """Every journal file of the store ``full.duckdb`` in its three places."""
+    return [*beside.glob("full.duckdb.calls-*.jsonl"), *second.glob("*.jsonl"), *third.rglob("*.jsonl")]
+
+
+def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path, monkeypatch):
     db = tmp_path / "full.duckdb"
     second = tmp_path / "second"  # the journal's second location
+    third = tmp_path / "third"  # its third ($TMPDIR/tournament-lens-journals), in this test's folder
+    third.mkdir()
+    places = {**os.environ, "LENS_JOURNAL_DIR": str(second), "TMPDIR": str(third)}
     # replies take 0.05 s, two at a time: the 48 calls finish over about a second, so they are stored
     # in several groups (Runner.record_every_s), as on a real server, not all in one
     with FakeOpenAI(delay_s=0.05) as srv:
-        warm = run_engine(judge_cmd(db, "d", srv.base_url, "--protocol", "single", models="gpt-4,llama-13b",
-                                    model="warm")[3:])
+        warm = run_engine(
+            judge_cmd(db, "d", srv.base_url, "--protocol", "single", models="gpt-4,llama-13b", model="warm")[
+                3:
+            ]
+        )
         assert warm.returncode == 0, warm.stderr
         warm_calls = srv.statuses[200]  # 8 prompts x 1 pair x 1 order
         # the write-ahead log may grow to 60 kB: the run fills it part way through its 48 calls
@@ -426,7 +442,7 @@ def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
             text=True,
             timeout=240,
             preexec_fn=_file_size_limit(60_000),
-            env={**os.environ, "LENS_JOURNAL_DIR": str(second)},
+            env=places,
         )
         paid_full = srv.statuses[200] - warm_calls
         lines = full.stderr.strip().splitlines()
@@ -441,18 +457,21 @@ def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
         # verdicts (the calls are stored; calls still in flight then go to the journal)
         # the journal grows with the calls not yet stored: past the 60 kB limit it moves to its second
         # location ($LENS_JOURNAL_DIR), and the sentence says so
-        journals = list(tmp_path.glob("full.duckdb.calls-*.jsonl")) + list(second.glob("*.jsonl"))
+        # (a file there holding calls stored since may pass the limit in turn: the unstored calls then
+        # move on to the third place, $TMPDIR)
+        journals = _journals_in(tmp_path, second, third)
         kept = re.search(
             r"; the (\d+) finished calls not yet stored are kept in (\S+)(?: \(the journal's first place, "
-            r"beside the store, could not be written: [^)]*File too large\))? and the next run", lines[0]
+            r"beside the store, could not be written: [^)]*File too large\))? and the next run",
+            lines[0],
         )
         if kept is None:
             assert "; no finished call was lost; " in lines[0] and journals == []
         else:
             assert [str(j) for j in journals] == [kept.group(2)]
             assert len(journals[0].read_text().splitlines()) == int(kept.group(1))
-        again = run_engine(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped")[3:],
-                           env={**os.environ, "LENS_JOURNAL_DIR": str(second)})  # fmt: skip
+        monkeypatch.setattr(tempfile, "tempdir", str(third))  # this process's $TMPDIR, read once
+        again = run_engine(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped")[3:], env=places)
         sent = [(b["model"], json.dumps(b["messages"])) for b in srv.bodies]
     assert again.returncode == 0, again.stderr
     r = _csv_row(again.stdout)
@@ -460,7 +479,7 @@ def test_a_full_disk_mid_run_is_one_sentence_and_no_paid_call_is_lost(tmp_path):
     assert (
         r.calls_cached == paid_full and len(sent) == len(set(sent)) == warm_calls + UNIQUE
     )  # each paid once
-    assert not list(tmp_path.glob("full.duckdb.calls-*.jsonl")) and not list(second.glob("*.jsonl"))
+    assert not _journals_in(tmp_path, second, third)
 
 
 def test_a_full_disk_before_any_call_is_one_sentence(tmp_path):
