@@ -21,6 +21,7 @@ from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
 from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
 from engine.rankers.params import param_kinds
+from engine.ranking.baseline import baseline_leaderboard, baseline_notes, check_decisive_weight
 from engine.ranking.board import BoardSpec, plain_values
 from engine.ranking.board_notes import board_notes
 from engine.ranking.leaderboard import leaderboard
@@ -127,6 +128,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--show-kept", action="store_true",
                    help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")
+    add_baseline_options(p)
     add_format(p)
     p.set_defaults(func=run)
 
@@ -142,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap_unit is not None and args.bootstrap == 0:
         raise LensError("--bootstrap-unit says what the bootstrap resamples; give --bootstrap B too.")
     mu, per_category, pool = keep_k_options(args)
+    decisive_weight = baseline_options(args)
     params = ranker_params(args, args.ranker)
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
@@ -150,7 +153,12 @@ def run(args: argparse.Namespace) -> int:
         spec = BoardSpec(ranker=args.ranker, ranker_params=params, keep_k=args.keep_k, mu=mu,
                          per_category=per_category, pool=pool, bootstrap=args.bootstrap, seed=args.seed,
                          bootstrap_unit=args.bootstrap_unit, policy=args.policy)
-        board = leaderboard(store, args.dataset, spec, judge=args.judge, category=args.category)
+        if args.baseline is not None:
+            board = baseline_leaderboard(store, args.dataset, spec, args.baseline,
+                                         decisive_weight=decisive_weight, judge=args.judge,
+                                         category=args.category)
+        else:
+            board = leaderboard(store, args.dataset, spec, judge=args.judge, category=args.category)
     finally:
         store.close()
     if args.show_kept:
@@ -160,6 +168,29 @@ def run(args: argparse.Namespace) -> int:
     if pooled:
         sys.stderr.write(f"note: {pooled}\n")
     return 0
+
+
+def add_baseline_options(p: argparse.ArgumentParser) -> None:
+    """--baseline (Arena-Hard's score: the win rate against one model predicted by the BT fit)."""
+    p.add_argument(
+        "--baseline", metavar="MODEL",
+        help="add each model's win rate against MODEL predicted by the Bradley-Terry fit (Arena-Hard's "
+        "score), with --bootstrap intervals; every verdict is one battle and a strong verdict (A>>B) "
+        "counts 3 times where the verdicts carry a strength (--param decisive_weight=W, 1 for once)",
+    )
+
+
+def baseline_options(args: argparse.Namespace) -> int | None:
+    """--param decisive_weight=W taken out of the ranker's parameters (it weights battles for --baseline,
+    it is no parameter of the fit); None when not given. Refused without --baseline."""
+    given = [p for p in (args.param or []) if p.partition("=")[0].strip() == "decisive_weight"]
+    if not given:
+        return None
+    if args.baseline is None:
+        raise LensError("decisive_weight weights strong verdicts in the win rate against a baseline; "
+                        "give --baseline MODEL too.")
+    args.param = [p for p in args.param if p not in given]
+    return check_decisive_weight(given[-1].partition("=")[2].strip())
 
 
 def write_kept(board, fmt: str) -> None:
@@ -175,7 +206,8 @@ def write_kept(board, fmt: str) -> None:
         sys.stderr.write(f"note: {line}\n")
 
 
-INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high", "ci_note")
+INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high", "ci_note", "baseline_ci_low",
+                    "baseline_ci_high")
 """The leaderboard columns only a bootstrap fills."""
 
 NO_BOOTSTRAP_NOTE = (
@@ -201,7 +233,7 @@ def write_board(board, fmt: str) -> None:
     """JSON: one object {params, details, notes, table, kept (with keep-K)}. CSV / table: the table on
     stdout (CSV stays header + rows only) and one ``note: ...`` line per notable detail on stderr.
     Without --bootstrap the interval columns are left out and a note says so once."""
-    notes = board_notes(board)
+    notes = board_notes(board) + baseline_notes(board)
     if not board.params.get("bootstrap"):
         notes.append(NO_BOOTSTRAP_NOTE)
     if fmt == "json":

@@ -171,6 +171,12 @@ class Ranker:
         """Sentences a reader of this ranker's table should know (fit details beyond the shared ones)."""
         return []
 
+    def log_strengths(self, scores, params: dict):
+        """The fit's scores (a Series or a (B, n) array) as Bradley-Terry natural-log strengths s, under
+        which P(i beats j) = 1 / (1 + exp(s_j - s_i)) (what a predicted win rate against a baseline
+        reads); None: this ranker's scores have no such reading."""
+        return None
+
 
 def _log_start(start: RankResult, models: tuple[str, ...], scale: str) -> np.ndarray:
     """A BT-type fit's scores as log strengths in ``models`` order (a warm start for a refit)."""
@@ -226,6 +232,11 @@ class BT(Ranker):
         theta0 = _log_start(start, pc.models, scale)
         return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
                             on_degenerate=on_degenerate, scale=scale, theta0=theta0)
+
+    def log_strengths(self, scores, params):
+        """BT scores are natural-log strengths, or 400 log10 units with ``scale="elo"`` (any display shift
+        cancels in a difference)."""
+        return scores / ELO_FACTOR if params.get("scale") == "elo" else scores
 
     def has_batch(self, params):
         """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""

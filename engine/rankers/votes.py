@@ -36,7 +36,8 @@ class VoteRows:
     ``order``: 1 model_a was shown first, 2 model_b first, 0 unknown; ``graph``, ``prompt``, ``voter``:
     64-bit keys of the graph key, of the prompt id and of (annotator, battle id); ``when``: the
     timestamp (NaN without one) or None when the source has no time column; ``prob_a``: the judge's
-    probability that model_a wins (None when no verdict has one).
+    probability that model_a wins (None when no verdict has one); ``strength``: how decided a graded
+    verdict was (2 strong, 1 clear, 0 none given; None when the read did not ask for it).
     """
 
     models: tuple[str, ...]
@@ -50,6 +51,7 @@ class VoteRows:
     when: np.ndarray | None = None
     prob_a: np.ndarray | None = None
     n_invalid: int = 0
+    strength: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -76,6 +78,7 @@ class VoteRows:
             pick(self.when),
             pick(self.prob_a),
             self.n_invalid,
+            pick(self.strength),
         )
 
 

@@ -40,11 +40,13 @@ def read_vote_rows(
     category=None,
     order_by: str | None = None,
     need_prob: bool = True,
+    need_strength: bool = False,
 ) -> VoteRows:
     """One ``VoteRows`` entry per valid verdict of ``relation`` under the judge / category filters.
 
     ``order_by`` ("input" or "time") orders the rows by source position (or time, then source
-    position); None keeps the scan order (the table's insertion order).
+    position); None keeps the scan order (the table's insertion order). ``need_strength``: also read
+    each verdict's ``strength`` (0 where none is given or the source has no such column).
     """
     cols = columns_of(con, relation)
     missing = {"judge", "prompt_id", "variant", "turn", "model_a", "model_b", "winner"} - cols
@@ -66,6 +68,10 @@ def read_vote_rows(
         has_prob = con.execute(f"SELECT count(prob_a) FROM {src} WHERE winner <> 'invalid'",
                                params(src)).fetchall()[0][0]
         prob = prob if has_prob else None
+    strength_sql = ""
+    if need_strength:
+        strength_sql = (", coalesce(strength, 0)::TINYINT AS st" if "strength" in cols
+                        else ", 0::TINYINT AS st")
     codes = pd.DataFrame({"model": list(models), "code": np.arange(len(models), dtype=np.int16)})
     con.register("lens_model_codes", codes)
     try:
@@ -90,6 +96,7 @@ def read_vote_rows(
                    hash({annot}::VARCHAR, {battle}::VARCHAR) AS u
                    {', tstamp::DOUBLE AS ts' if has_time else ''}
                    {', prob_a::DOUBLE AS pa' if prob else ''}
+                   {strength_sql}
             FROM {src} s
             JOIN lens_model_codes ma ON s.model_a = ma.model
             JOIN lens_model_codes mb ON s.model_b = mb.model
@@ -110,7 +117,8 @@ def read_vote_rows(
         )
     return VoteRows(models, _plain(out["a"], np.int16), _plain(out["b"], np.int16), _plain(out["w"], np.int8),
                     _plain(out["o"], np.int8), _plain(out["g"], np.uint64), _plain(out["p"], np.uint64),
-                    _plain(out["u"], np.uint64), when, pa, n_invalid)
+                    _plain(out["u"], np.uint64), when, pa, n_invalid,
+                    _plain(out["st"], np.int8) if need_strength else None)
 
 
 def _plain(x, dtype) -> np.ndarray:
@@ -179,19 +187,21 @@ def store_relation(store: Store, dataset: str) -> Relation:
 
 
 def store_vote_rows(
-    store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None
+    store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None,
+    need_strength: bool = False,
 ) -> VoteRows:
     """``read_vote_rows`` over a stored (or attached) dataset."""
     return read_vote_rows(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
-                          order_by=order_by)
+                          order_by=order_by, need_strength=need_strength)
 
 
-def frame_vote_rows(verdicts: pd.DataFrame, *, order_by: str | None = None) -> VoteRows:
+def frame_vote_rows(verdicts: pd.DataFrame, *, order_by: str | None = None,
+                    need_strength: bool = False) -> VoteRows:
     """``read_vote_rows`` over an in-memory verdict frame (tests, the app's cached selection)."""
     con = duckdb.connect()
     try:
         con.register("lens_frame", verdicts)
-        return read_vote_rows(con, "lens_frame", order_by=order_by)
+        return read_vote_rows(con, "lens_frame", order_by=order_by, need_strength=need_strength)
     finally:
         con.close()
 
