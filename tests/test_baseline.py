@@ -223,3 +223,26 @@ def test_cli_adds_the_columns_and_refuses_bad_choices(tmp_path):
         r = run_engine(["--db", db, "leaderboard", "--dataset", "ah", *args])
         assert r.returncode == 2 and words in r.stderr, (args, r.stderr)
         assert r.stderr.count("\n") == 1  # one sentence
+
+
+def test_v01_records_without_baseline_import_with_baseline_model(tmp_path):
+    """The excerpt in Arena-Hard v0.1's original layout (question_id, model, judge, games; the baseline
+    only in the run's configuration): refused without --baseline-model, the same board with it."""
+    v01 = []
+    for line in (FIX / "arena_hard_v01_excerpt.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        v01.append({"question_id": r["uid"], "model": r["model"], "judge": r["judge"], "games": r["games"]})
+    path = write_jsonl(tmp_path / "gpt-3.5-turbo-0125.jsonl", v01)
+    db = str(tmp_path / "l.duckdb")
+    refused = run_engine(["--db", db, "import", str(path), "--dataset", "v01"])
+    assert refused.returncode == 2 and "--baseline-model NAME" in refused.stderr
+    ok = run_engine(["--db", db, "import", str(path), "--dataset", "v01", "--baseline-model", "gpt-4-0314"])
+    assert ok.returncode == 0, ok.stderr
+    out = run_engine(["--db", db, "leaderboard", "--dataset", "v01", "--baseline", "gpt-4-0314", "--format",
+                      "json"])
+    got = {r["model"]: r["baseline_win_rate"] for r in json.loads(out.stdout)["table"]}
+    assert got == pytest.approx({"gpt-3.5-turbo-0125": 2 / 14, "gpt-4-0314": 0.5}, abs=1e-9)
+    csv = tmp_path / "v.csv"
+    csv.write_text("prompt_id,model_a,model_b,winner\np1,a,b,A\n")
+    wrong = run_engine(["--db", db, "import", str(csv), "--dataset", "c", "--baseline-model", "b"])
+    assert wrong.returncode == 2 and "Arena-Hard judgment records" in wrong.stderr

@@ -84,6 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--judge-from", choices=["column", "filename"], default="column",
                    help="filename: each file's rows under a judge named after the file (a.json → a); "
                    "column (default): the judge column, else 'judge'")
+    p.add_argument("--baseline-model", metavar="NAME",
+                   help="the baseline of Arena-Hard judgment records that name none (v0.1 files: the "
+                   "run's configuration names it, e.g. gpt-4-0314); a record's own baseline field wins")
     p.set_defaults(func=run)
 
 
@@ -94,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     judges = _pairs(args.judge_name, "--judge-name")
     values = parse_value_map(args.map_value)
     file_judges = _file_judges(args)
+    if args.baseline_model is not None:
+        args.baseline_model = _visible(args.baseline_model, "--baseline-model")
     if args.check:
         return _check(args, column_map, models, judges, values, file_judges)
     rejected_path = None
@@ -111,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
             judge_names=judges,
             value_map=values,
             file_judges=file_judges,
+            baseline_model=args.baseline_model,
         )
     except LensError as exc:
         store = store_from_args(args)
@@ -155,7 +161,8 @@ def _check(args: argparse.Namespace, column_map: dict, models: dict, judges: dic
            file_judges: dict | None) -> int:
     """Validation without the store: the rows, the rejected ones, exit 2 when any is rejected."""
     report = validate_paths(args.paths, dataset=args.dataset, fmt=args.format, column_map=column_map,
-                            model_names=models, judge_names=judges, value_map=values, file_judges=file_judges)
+                            model_names=models, judge_names=judges, value_map=values, file_judges=file_judges,
+                            baseline_model=args.baseline_model)
     for sentence in report.iter_sentences():
         print(sentence, file=sys.stderr)
     for note in report.notes():

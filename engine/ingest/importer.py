@@ -115,14 +115,15 @@ def validate_paths(
     paths: Sequence[str | os.PathLike[str]], *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
     judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
-    file_judges: Mapping[str, str] | None = None,
+    file_judges: Mapping[str, str] | None = None, baseline_model: str | None = None,
 ) -> ValidationReport:
     """Several files checked as one import (e.g. a folder of review-format files); no DB.
-    ``file_judges`` maps a path (as given) to the judge of its rows."""
+    ``file_judges`` maps a path (as given) to the judge of its rows; ``baseline_model`` names the
+    baseline of Arena-Hard records without one."""
     judges = {str(k): v for k, v in (file_judges or {}).items()}
     return validate_sources([(p, str(p)) for p in paths], dataset=dataset, fmt=fmt, column_map=column_map,
                             model_names=model_names, judge_names=judge_names, value_map=value_map,
-                            file_judges=judges)
+                            file_judges=judges, baseline_model=baseline_model)
 
 
 def _known_files(cur, dataset: str, report: ValidationReport, *, stored: bool = True) -> str:
@@ -288,6 +289,7 @@ def import_files(
     judge_names: Mapping[str, str] | None = None,
     value_map: Mapping[str, Mapping[str, str]] | None = None,
     file_judges: Mapping[str, str] | None = None,
+    baseline_model: str | None = None,
 ) -> ImportResult:
     """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised."""
     dataset = _check_name(dataset)
@@ -295,7 +297,7 @@ def import_files(
     try:
         report = validate_paths(paths, dataset=dataset, fmt=fmt, column_map=column_map,
                                 model_names=model_names, judge_names=judge_names, value_map=value_map,
-                                file_judges=file_judges)
+                                file_judges=file_judges, baseline_model=baseline_model)
     except LensError as exc:
         log_refused(
             store, dataset, source, fmt, str(exc), "skip-invalid" if skip_invalid else "all-or-nothing"

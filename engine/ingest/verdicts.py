@@ -26,6 +26,7 @@ from engine.errors import LensError
 from engine.ingest.cells import (
     is_none,
 )
+from engine.ingest.formats.arena_hard import name_baseline
 from engine.ingest.limits import (
     COLUMNS_MAX,
     batch_rows,
@@ -258,12 +259,13 @@ def validate_sources(
     sources: Iterable[tuple[object, str]], *, dataset: str, fmt: str | None = None,
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
     judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
-    file_judges: Mapping[str, str] | None = None,
+    file_judges: Mapping[str, str] | None = None, baseline_model: str | None = None,
 ) -> ValidationReport:
     """Validate files (each a path or bytes, with its name) as one import, one batch at a time.
 
     Repeated rows are counted across every batch and file; memory is bounded by one batch.
-    ``file_judges`` puts the rows of a file (by the name given) under its own judge.
+    ``file_judges`` puts the rows of a file (by the name given) under its own judge;
+    ``baseline_model`` names the baseline of Arena-Hard records that carry none (v0.1 files).
     """
     sources = list(sources)
     _refuse_repeated(sources)
@@ -273,7 +275,8 @@ def validate_sources(
     hashes: dict[str, str] = {}
     pending: list[RawRows] = []  # small files are checked together, a batch at a time
     with no_gc():  # the batch's per-row lists cannot form cycles; the collector would rescan them
-        _read_into(builder, sources, fmt, column_map, file_judges, pending, fmts, names, hashes)
+        _read_into(builder, sources, fmt, column_map, file_judges, pending, fmts, names, hashes,
+                   baseline_model)
     if pending:
         builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
     if not names:
@@ -309,18 +312,24 @@ def _refuse_repeated(sources: list[tuple[object, str]]) -> None:
 
 
 def _read_into(builder: ReportBuilder, sources, fmt, column_map, file_judges, pending: list, fmts: list,
-               names: list, hashes: dict) -> None:
+               names: list, hashes: dict, baseline_model: str | None = None) -> None:
     """Read every file batch by batch into ``builder`` (small batches are pooled in ``pending``)."""
     rows = 0
     unmatched = {str(k).strip().lower(): str(k) for k in (column_map or {})}
     for source, filename in sources:
         found, batches = read_batches(source, filename, fmt, column_map)
         judge = (file_judges or {}).get(filename)
+        if baseline_model is not None and found != "arena-hard":
+            raise LensError(f"--baseline-model names the baseline of Arena-Hard judgment records; {filename} "
+                            f"is read as {found}, whose rows name both models.")
         for raw in batches:
             for key in raw.mapped & unmatched.keys():
                 del unmatched[key]
             if judge:
                 set_judge(raw, judge)
+            if baseline_model is not None:
+                raw.cols["model_b"], raw.problem = name_baseline(
+                    list(raw.cols.get("model_b") or [None] * len(raw.line)), raw.problem, baseline_model)
             pending.append(raw)
             rows += len(raw.line)
             if rows >= batch_rows():

@@ -4,6 +4,11 @@ Game 1 shows the baseline as assistant A and the model as B; game 2 swaps them. 
 one verdict with ``model_a = model`` and ``model_b = baseline`` (order BA for game 1, AB for game
 2). The score's strength is kept in ``strength`` (2 for ``>>``, 1 for ``>``); a missing score
 (the judge's label could not be parsed) is an invalid verdict.
+
+Arena-Hard v0.1 records (``question_id, model, judge, games``) carry no baseline: the run's
+configuration names it. Their games are mapped all the same, each row refused with
+``MISSING_BASELINE`` unless the import names the baseline (``import --baseline-model NAME``:
+``name_baseline`` fills it in). A record's own ``baseline`` field always wins.
 """
 
 from __future__ import annotations
@@ -19,6 +24,12 @@ SCORES: dict[str, tuple[str, int | None]] = {
     "B>A": ("B", 1), "B>>A": ("B", 2),
 }
 """Score label → (which shown assistant won, strength), before mapping shown A/B to the models."""
+
+
+MISSING_BASELINE = (
+    "the record has no baseline field (Arena-Hard v0.1 files name the baseline in their configuration; "
+    "import with --baseline-model NAME)"
+)
 
 
 def matches(keys: set[str]) -> bool:
@@ -39,9 +50,6 @@ def rows(rec: Mapping, line: int) -> list[dict]:
     games = rec.get("games")
     common = {"prompt_id": pick(rec, "uid", "question_id"), "model_a": model, "model_b": baseline,
               "judge": rec.get("judge"), "category": rec.get("category"), "tstamp": rec.get("tstamp")}
-    if baseline is None:
-        return [{**common, PROBLEM: "the record has no baseline field (Arena-Hard v0.1 files name the "
-                                    "baseline in their configuration; add a baseline field to each record)"}]
     if not isinstance(games, list) or not games:
         return [{**common, PROBLEM: "the record has no games"}]
     out = []
@@ -70,4 +78,13 @@ def rows(rec: Mapping, line: int) -> list[dict]:
         out.append({**row, "winner": winner, "strength": strength})
     if len(games) > 2:
         out.append({**common, PROBLEM: f"the record has {len(games)} games; Arena-Hard records have two"})
+    if baseline is None:  # every game row waits for the baseline's name (``name_baseline``)
+        out = [r if r.get(PROBLEM) else {**r, PROBLEM: MISSING_BASELINE} for r in out]
     return out
+
+
+def name_baseline(model_b: list, problems: list, baseline: str) -> tuple[list, list]:
+    """The ``model_b`` cells and problems of mapped rows with ``baseline`` put where a record had none
+    (``import --baseline-model``): each row refused only for that is a verdict again."""
+    filled = [baseline if m is None else m for m in model_b]
+    return filled, [None if p == MISSING_BASELINE else p for p in problems]
