@@ -10,6 +10,7 @@ import streamlit as st
 from app_pages._lens import (
     B_DEFAULT,
     SEED,
+    baseline_result,
     board_columns,
     board_display,
     bootstrap_note,
@@ -17,9 +18,34 @@ from app_pages._lens import (
     leaderboard_result,
     or_stop,
 )
+from engine.views.baseline_view import NO_BASELINE, has_win_rates
 from engine.views.exports import csv_bytes, leaderboard_json
 from engine.views.leaderboard_view import board_view, elo_factor, on_scale
 from engine.views.viz import ci_plot_frame, escape_md, plot_labels
+
+
+def baseline_win_rates(ch, models: list[str]) -> None:
+    """Arena-Hard's score: a select box of the board's models; once one is chosen, each model's win rate
+    against it predicted by a Bradley-Terry fit of every verdict as its own battle (A>>B three times),
+    with bootstrap intervals, in a table of its own (its fit counts battles, not the board's votes)."""
+    if not has_win_rates(ch.ranker):
+        return
+    choice = st.selectbox(
+        "Win rate against a baseline (Arena-Hard's score)", [NO_BASELINE, *models], key="lb_baseline",
+        help="Each model's win rate against the chosen model, predicted by a Bradley-Terry fit in which "
+        "every verdict is one battle and a strong verdict (A>>B) counts 3 times where verdicts carry a "
+        "strength; "
+        f"95 % bootstrap intervals over single battles (B = {B_DEFAULT}).",
+    )
+    if choice == NO_BASELINE:
+        return
+    frame, notes = or_stop(baseline_result, ch.key, ch.ranker, choice, B_DEFAULT, SEED)
+    rate = st.column_config.NumberColumn(f"win rate vs {choice} (%)", format="%.1f")
+    st.dataframe(frame[["model", "win_rate_pct", "interval"]], hide_index=True, width="content",
+                 column_config={"win_rate_pct": rate, "interval": st.column_config.TextColumn("95% CI (%)")})
+    for note in notes:
+        st.caption(escape_md(note))
+
 
 st.title("Leaderboard")
 st.caption(
@@ -65,6 +91,8 @@ st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
 st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
 if view.delta_note:
     st.caption(escape_md(view.delta_note))
+
+baseline_win_rates(ch, sorted(table["model"].astype(str)))
 
 plot = ci_plot_frame(on_scale(table, ch.ranker, bool(elo and elo_ok)))
 fig = go.Figure(go.Scatter(

@@ -398,6 +398,16 @@ def pool_size_for(key: CacheKey) -> int:
     return slider_context(key).n_pool
 
 
+@st.cache_data(max_entries=32, show_spinner="Fitting the win rates against the baseline…")
+def baseline_result(key: CacheKey, ranker: str, baseline: str, bootstrap: int, seed: int):
+    """Each model's win rate against ``baseline`` (Arena-Hard's score, ``engine.views.baseline_view``)
+    and the notes saying how it was computed."""
+    from engine.views.baseline_view import baseline_table
+
+    return baseline_table(get_store(), key.dataset, ranker, baseline, bootstrap=bootstrap, seed=seed,
+                          **_filters(key))
+
+
 @st.cache_data(max_entries=128, show_spinner="Ranking…")
 def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int):
     """The leaderboard (AppBoard) of the current choice, keep-K by S_mu when ``keep_k`` is given."""

@@ -1,0 +1,42 @@
+"""The Leaderboard page's win rates against a baseline model (Arena-Hard's score): the board of
+``engine.ranking.baseline`` cut to what the page shows, in percent as Arena-Hard prints it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from engine.rankers import ranker_object
+from engine.ranking.baseline import BASELINE_COLUMNS, baseline_leaderboard, baseline_notes
+from engine.ranking.board import BoardSpec
+
+if TYPE_CHECKING:
+    from engine.store.connection import Store
+
+NO_BASELINE = "(none)"
+"""The select box's first choice: no win-rate table."""
+
+
+def has_win_rates(ranker: str) -> bool:
+    """Whether this ranker's scores are Bradley-Terry strengths, which a win rate against a baseline
+    reads (``Ranker.log_strengths``)."""
+    obj = ranker_object(ranker)
+    return obj.log_strengths(pd.Series(dtype=np.float64), {}) is not None
+
+
+def baseline_table(store: Store, dataset: str, ranker: str, baseline: str, *, judge=None, category=None,
+                   bootstrap: int = 0, seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
+    """(one row per model, best first: ``model``, ``win_rate_pct``, ``ci_low_pct``, ``ci_high_pct`` and
+    ``interval`` as "-x / +y"; the notes that say how it was computed)."""
+    board = baseline_leaderboard(store, dataset, BoardSpec(ranker=ranker, bootstrap=bootstrap, seed=seed),
+                                 baseline, judge=judge, category=category)
+    t = board.table[["model", *BASELINE_COLUMNS]].sort_values(
+        ["baseline_win_rate", "model"], ascending=[False, True], kind="stable")
+    rate, low, high = (100.0 * t[c].to_numpy(np.float64) for c in BASELINE_COLUMNS)
+    interval = [f"-{r - lo:.1f} / +{hi - r:.1f}" if np.isfinite(lo) and np.isfinite(hi) else ""
+                for r, lo, hi in zip(rate, low, high, strict=True)]
+    frame = pd.DataFrame({"model": t["model"].to_numpy(), "win_rate_pct": rate, "ci_low_pct": low,
+                          "ci_high_pct": high, "interval": interval})
+    return frame, baseline_notes(board)
