@@ -153,10 +153,14 @@ if "question_id" not in judgments.columns:
 rows = judgments.apply(lambda r: get_battles_from_row(r, False, 3, baseline, None), axis=1)
 battles = pd.DataFrame(rows[rows.map(len) > 0].explode().tolist())
 elo = compute_mle_elo(battles, baseline_model=baseline)
-boot = get_bootstrap_result(battles, compute_mle_elo, rounds, baseline)
 point = predict_win_rate(elo.to_dict())[baseline].fillna(0.5)
-low = predict_win_rate({m: np.percentile(boot[m], 2.5) for m in elo.index})[baseline].fillna(0.5)
-high = predict_win_rate({m: np.percentile(boot[m], 97.5) for m in elo.index})[baseline].fillna(0.5)
+try:  # on a few battles a resample can hold one outcome only, which the peer's regression refuses
+    boot = get_bootstrap_result(battles, compute_mle_elo, rounds, baseline)
+    low = predict_win_rate({m: np.percentile(boot[m], 2.5) for m in elo.index})[baseline].fillna(0.5)
+    high = predict_win_rate({m: np.percentile(boot[m], 97.5) for m in elo.index})[baseline].fillna(0.5)
+except ValueError as exc:
+    print(f"peer bootstrap: {exc}", file=sys.stderr)
+    low = high = point * float("nan")
 print(json.dumps({m: [float(point[m]), float(low[m]), float(high[m])] for m in elo.index}))
 """
 
@@ -165,6 +169,9 @@ def peer_scores(python: str, repo: str, files: list[Path], baseline: str, rounds
     paths = [str(Path(f).resolve()) for f in files]
     out = subprocess.run([python, "-c", PEER_DRIVER, repo, baseline, str(rounds), *paths],
                          capture_output=True, text=True, cwd=repo, check=True)
+    for line in out.stderr.splitlines():
+        if line.startswith("peer bootstrap:"):
+            print(line)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

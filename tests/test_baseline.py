@@ -246,3 +246,26 @@ def test_v01_records_without_baseline_import_with_baseline_model(tmp_path):
     csv.write_text("prompt_id,model_a,model_b,winner\np1,a,b,A\n")
     wrong = run_engine(["--db", db, "import", str(csv), "--dataset", "c", "--baseline-model", "b"])
     assert wrong.returncode == 2 and "Arena-Hard judgment records" in wrong.stderr
+
+
+def test_the_win_rates_read_whatever_fit_the_board_used(empty_store, tmp_path):
+    """``board_from_votes`` swaps the fit (a style-controlled one will): here a BT fit on the Elo scale,
+    whose strengths give the same win rates through ``Ranker.log_strengths``."""
+    from dataclasses import replace
+
+    from engine.ranking.count_board import leaderboard_from_votes
+
+    recs = arena_hard_records(8)
+    import_files(empty_store, [write_jsonl(tmp_path / "j.jsonl", recs)], "ah")
+    seen = []
+
+    def elo_fit(votes, spec, extra_params):
+        seen.append(len(votes))
+        return leaderboard_from_votes(votes, replace(spec, ranker_params={"scale": "elo"}),
+                                      extra_params=extra_params)
+
+    board = baseline_leaderboard(empty_store, "ah", BoardSpec(), "base", board_from_votes=elo_fit)
+    assert seen == [board.params["n_votes"]] and board.params["ranker_params"] == {"scale": "elo"}
+    want = closed_form(recs, 3)
+    for m in ("m1", "m2", "m3"):
+        assert rates(board)[m] == pytest.approx(want[m], abs=1e-9)

@@ -21,6 +21,7 @@ style-controlled fit included) gives it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -143,12 +144,19 @@ def baseline_leaderboard(
     decisive_weight: int | None = None,
     judge: str | list[str] | None = None,
     category: str | list[str] | None = None,
+    board_from_votes: Callable[..., Leaderboard] | None = None,
+    **read_options: Any,
 ) -> Leaderboard:
     """The leaderboard of a stored dataset fitted on its battles (module docstring) with each model's
     win rate against ``baseline``; ``decisive_weight``: None for the default (3 where verdicts carry a
     strength, else 1). The bootstrap resamples single battles unless ``spec.bootstrap_unit`` says
     otherwise. Refused in one sentence: a ranker without BT strengths, keep-K, a baseline without a
-    valid verdict."""
+    valid verdict.
+
+    ``board_from_votes(votes, spec, extra_params=...)`` fits the battles (default: the count path's
+    ``leaderboard_from_votes``); another fit that gives BT strengths and their bootstrap refits (a
+    style-controlled fit, given ``read_options`` such as the style features for ``store_vote_rows``)
+    plugs in here, and the win rates read its strengths."""
     from engine.ranking.count_board import filtered_judges, leaderboard_from_votes, no_valid_verdict
     from engine.ranking.vote_query import store_vote_rows
 
@@ -161,7 +169,7 @@ def baseline_leaderboard(
         )
     if spec.keep_k is not None:
         raise LensError("--baseline fits every battle of the selection; it does not combine with --keep-k.")
-    rows = store_vote_rows(store, dataset, judge=judge, category=category, need_strength=True)
+    rows = store_vote_rows(store, dataset, judge=judge, category=category, need_strength=True, **read_options)
     if len(rows) == 0:
         no_valid_verdict(dataset, judge, category)
     if baseline not in rows.models:
@@ -178,7 +186,7 @@ def baseline_leaderboard(
         "category": category, "judges": filtered_judges(store, dataset, judge),
         "n_invalid_verdicts": rows.n_invalid, "unit": "battles", "battles": BATTLES, "policy": None,
     }
-    board = leaderboard_from_votes(battles, spec, extra_params=extra)
+    board = (board_from_votes or leaderboard_from_votes)(battles, spec, extra_params=extra)
     return with_baseline(board, baseline, weight)
 
 
