@@ -269,3 +269,21 @@ def test_the_win_rates_read_whatever_fit_the_board_used(empty_store, tmp_path):
     want = closed_form(recs, 3)
     for m in ("m1", "m2", "m3"):
         assert rates(board)[m] == pytest.approx(want[m], abs=1e-9)
+
+
+def test_a_model_no_verdict_links_to_the_baseline_is_left_off(empty_store, tmp_path):
+    """Two components (base-m1 and m2-m3): fitted together, the virtual ties that make the fit exist
+    would move m1 too (0.656 instead of 2/3) and give m2, m3 numbers from those ties alone; so the fit
+    covers the baseline's component, m1's win rate is its share of points, and a note names m2, m3."""
+    from engine.ranking.baseline import baseline_notes
+
+    path = tmp_path / "v.csv"
+    path.write_text("prompt_id,model_a,model_b,winner\n" + "".join(
+        f"p{k},{a},{b},{w}\n" for k, (a, b, w) in enumerate(
+            [("base", "m1", "A"), ("base", "m1", "B"), ("m1", "base", "A"), ("m2", "m3", "A"),
+             ("m3", "m2", "tie")])))
+    import_files(empty_store, [path], "two")
+    board = baseline_leaderboard(empty_store, "two", BoardSpec(), "base")
+    assert rates(board) == pytest.approx({"base": 0.5, "m1": 2 / 3}, abs=1e-9)
+    assert board.params["baseline_unlinked"] == ["m2", "m3"]
+    assert any("links m2, m3 to base; left off the board" in n for n in baseline_notes(board))

@@ -85,6 +85,19 @@ def battle_votes(rows: VoteRows, decisive_weight: int) -> Votes:
     return replace(v, n_verdicts=len(rows))
 
 
+def linked_to(rows: VoteRows, baseline: str) -> np.ndarray:
+    """(n,) bool: the models a chain of verdicts links to ``baseline`` (its comparison component). A
+    model outside has no win rate against it; fitted together, the virtual ties that make such a
+    fit exist would also move the linked models' strengths."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = rows.n
+    graph = coo_matrix((np.ones(len(rows)), (rows.a.astype(np.int64), rows.b.astype(np.int64))), shape=(n, n))
+    _, label = connected_components(graph, directed=False)
+    return np.asarray(label == label[rows.models.index(baseline)])
+
+
 def baseline_win_rates(board: Leaderboard, baseline: str) -> pd.DataFrame:
     """Per model of ``board`` (its table's order): the win rate against ``baseline`` predicted by the
     board's fit and its bootstrap percentile interval (NaN without a bootstrap, and for a model in
@@ -129,9 +142,9 @@ def with_baseline(board: Leaderboard, baseline: str, decisive_weight: int | None
     table = board.table.assign(**{c: rates[c].to_numpy() for c in BASELINE_COLUMNS})
     comp = board.table["component"].to_numpy()
     b = list(board.table["model"]).index(baseline)
+    unlinked = [str(m) for m, c in zip(board.table["model"], comp, strict=True) if c != comp[b]]
     params = {**board.params, "baseline": baseline, "decisive_weight": decisive_weight,
-              "baseline_unlinked": [str(m) for m, c in zip(board.table["model"], comp, strict=True)
-                                    if c != comp[b]]}
+              "baseline_unlinked": list(board.params.get("baseline_unlinked") or []) + unlinked}
     return replace(board, table=table, params=params)
 
 
@@ -179,12 +192,18 @@ def baseline_leaderboard(
             f"models: {_some(rows.models)}."
         )
     weight = decisive_weight_for(rows, decisive_weight)
+    linked = linked_to(rows, baseline)
+    if not linked.all():  # fit the baseline's component only (``linked_to``)
+        rows = rows.take(linked[rows.a])
     battles = battle_votes(rows, weight)
+    if not linked.all():
+        battles = battles.restrict_models(linked)
     spec = replace(spec, ranker_params=params, bootstrap_unit=spec.bootstrap_unit or "vote")
     extra = {
         "dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
         "category": category, "judges": filtered_judges(store, dataset, judge),
         "n_invalid_verdicts": rows.n_invalid, "unit": "battles", "battles": BATTLES, "policy": None,
+        "baseline_unlinked": [m for m, k in zip(rows.models, linked, strict=True) if not k],
     }
     board = (board_from_votes or leaderboard_from_votes)(battles, spec, extra_params=extra)
     return with_baseline(board, baseline, weight)
@@ -214,8 +233,10 @@ def baseline_notes(board: Leaderboard) -> list[str]:
             f"{' (single battles, as arena-hard-auto resamples)' if unit == 'vote' else ''}."
         )
     if p.get("baseline_unlinked"):
+        where = ("left off the board (the fit covers the baseline's comparison component)"
+                 if p.get("unit") == "battles" else "their win rate against it is left empty")
         out.append(f"baseline: no chain of verdicts links {_some(p['baseline_unlinked'])} to "
-                   f"{p['baseline']}; their win rate against it is left empty.")
+                   f"{p['baseline']}; {where}.")
     return out
 
 
