@@ -4,8 +4,9 @@ Each number is checked against one computed another way: the closed form of a st
 battle against the baseline: the fitted win rate is the weighted share of points won) and a direct
 unpenalised logistic-regression fit (scipy) of Arena-Hard v0.1's doubled-battle design on data where
 models also meet each other. Files are Arena-Hard judgment records (``uid, judge, model, baseline,
-games``), written here with a seeded generator; the first five records of a public Arena-Hard v0.1
-judgment file are in tests/fixtures/formats/arena_hard_v01_excerpt.jsonl.
+games``), written here with a seeded generator; the first eleven records of a public Arena-Hard v0.1
+judgment file (ids and scores as published, judgment texts left out) are in
+tests/fixtures/formats/arena_hard_v01_excerpt.jsonl.
 """
 
 from __future__ import annotations
@@ -100,14 +101,15 @@ def test_decisive_weight_one_counts_a_strong_verdict_once(empty_store, tmp_path)
 
 
 def test_the_real_excerpt_matches_arena_hard_counting(empty_store):
-    """Five records of a public Arena-Hard v0.1 judgment file (gpt-3.5-turbo-0125 against gpt-4-0314):
-    the model's points, a >> three times, a tie half: 2 of 14 battles (1.5 + 0 + 0 + 0.5 + 0)."""
+    """Eleven records of a public Arena-Hard v0.1 judgment file (gpt-3.5-turbo-0125 against gpt-4-0314):
+    the model's points, a >> three times, a tie half: 4 of 34 battles (1.5 + 0.5 in the first five
+    records' 14, 2 in the next six's 20)."""
     recs = [json.loads(line) for line in (FIX / "arena_hard_v01_excerpt.jsonl").read_text().splitlines()]
     import_files(empty_store, [FIX / "arena_hard_v01_excerpt.jsonl"], "ah")
     board = baseline_leaderboard(empty_store, "ah", BoardSpec(), "gpt-4-0314")
-    assert closed_form(recs) == pytest.approx({"gpt-3.5-turbo-0125": 2 / 14})
-    assert rates(board)["gpt-3.5-turbo-0125"] == pytest.approx(2 / 14, abs=1e-9)
-    assert board.params["n_votes"] == 14 and board.params["n_verdicts_valid"] == 10
+    assert closed_form(recs) == pytest.approx({"gpt-3.5-turbo-0125": 4 / 34})
+    assert rates(board)["gpt-3.5-turbo-0125"] == pytest.approx(4 / 34, abs=1e-9)
+    assert board.params["n_votes"] == 34 and board.params["n_verdicts_valid"] == 22
 
 
 def logistic_win_rates(battles, baseline: str) -> dict[str, float]:
@@ -241,7 +243,7 @@ def test_v01_records_without_baseline_import_with_baseline_model(tmp_path):
     out = run_engine(["--db", db, "leaderboard", "--dataset", "v01", "--baseline", "gpt-4-0314", "--format",
                       "json"])
     got = {r["model"]: r["baseline_win_rate"] for r in json.loads(out.stdout)["table"]}
-    assert got == pytest.approx({"gpt-3.5-turbo-0125": 2 / 14, "gpt-4-0314": 0.5}, abs=1e-9)
+    assert got == pytest.approx({"gpt-3.5-turbo-0125": 4 / 34, "gpt-4-0314": 0.5}, abs=1e-9)
     csv = tmp_path / "v.csv"
     csv.write_text("prompt_id,model_a,model_b,winner\np1,a,b,A\n")
     wrong = run_engine(["--db", db, "import", str(csv), "--dataset", "c", "--baseline-model", "b"])
