@@ -289,3 +289,17 @@ def test_a_model_no_verdict_links_to_the_baseline_is_left_off(empty_store, tmp_p
     assert rates(board) == pytest.approx({"base": 0.5, "m1": 2 / 3}, abs=1e-9)
     assert board.params["baseline_unlinked"] == ["m2", "m3"]
     assert any("links m2, m3 to base; left off the board" in n for n in baseline_notes(board))
+
+
+def test_less_than_labels_are_the_same_verdicts_written_the_other_way(empty_store, tmp_path):
+    """arena-hard-auto v2 maps A<B to B>A and A<<B to B>>A (and B<A, B<<A likewise): the same board."""
+    flip = {"A>>B": "B<<A", "A>B": "B<A", "B>A": "A<B", "B>>A": "A<<B"}
+    recs = arena_hard_records(9, n_q=20, null_share=0.0)
+    written = [{**r, "games": [{"score": flip.get(g["score"], g["score"])} for g in r["games"]]}
+               for r in recs]
+    assert any(g["score"].count("<") for r in written for g in r["games"])
+    import_files(empty_store, [write_jsonl(tmp_path / "lt.jsonl", written)], "lt")
+    board = baseline_leaderboard(empty_store, "lt", BoardSpec(), "base")
+    want = closed_form(recs, 3)
+    for m in ("m1", "m2", "m3"):
+        assert rates(board)[m] == pytest.approx(want[m], abs=1e-9)

@@ -99,7 +99,8 @@ def test_arena_hard_bad_records_are_rejected_with_a_reason():
     assert rep.rows_read == rep.n_good + rep.n_rejected
     reasons = dict(zip(rep.rejected["source_line"], rep.rejected["reason"], strict=True))
     assert "no baseline field" in reasons[1]
-    assert reasons[2] == "game 1 score 'A>>>B' is not one of A>>B, A>B, A=B, B>A, B>>A or null"
+    assert reasons[2] == ("game 1 score 'A>>>B' is not one of A>>B, A>B, A=B, B>A, B>>A (or A<<B, A<B, B<A, "
+                          "B<<A) or null")
     assert rep.good[["prompt_id", "winner"]].values.tolist() == [["q2", "A"]]
 
 

@@ -22,8 +22,11 @@ USED = frozenset({"uid", "question_id", "judge", "model", "baseline", "games", "
 SCORES: dict[str, tuple[str, int | None]] = {
     "A>>B": ("A", 2), "A>B": ("A", 1), "A=B": ("tie", None), "B=A": ("tie", None),
     "B>A": ("B", 1), "B>>A": ("B", 2),
+    "A<<B": ("B", 2), "A<B": ("B", 1), "B<A": ("A", 1), "B<<A": ("A", 2),
 }
-"""Score label → (which shown assistant won, strength), before mapping shown A/B to the models."""
+"""Score label → (which shown assistant won, strength), before mapping shown A/B to the models. The
+``<`` spellings are the same verdicts written the other way round; arena-hard-auto v2's show_result
+counts them (its v0.1 dropped them)."""
 
 
 MISSING_BASELINE = (
@@ -68,7 +71,8 @@ def rows(rec: Mapping, line: int) -> list[dict]:
             out.append(
                 {
                     **row,
-                    PROBLEM: f"game {k + 1} score {score!r} is not one of A>>B, A>B, A=B, B>A, B>>A or null",
+                    PROBLEM: f"game {k + 1} score {score!r} is not one of A>>B, A>B, A=B, B>A, B>>A (or "
+                             "A<<B, A<B, B<A, B<<A) or null",
                 }
             )
             continue
