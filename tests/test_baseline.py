@@ -303,3 +303,22 @@ def test_less_than_labels_are_the_same_verdicts_written_the_other_way(empty_stor
     want = closed_form(recs, 3)
     for m in ("m1", "m2", "m3"):
         assert rates(board)[m] == pytest.approx(want[m], abs=1e-9)
+
+
+def test_verdicts_without_strength_count_once_by_default(empty_store, tmp_path):
+    """No verdict carries a strength (a plain verdict file): decisive_weight defaults to 1 and the win
+    rate is the plain share of points; the same file with a strength column defaults to 3."""
+    from engine.ranking.baseline import baseline_notes
+
+    plain = tmp_path / "plain.csv"
+    plain.write_text("prompt_id,model_a,model_b,winner\np1,m,base,A\np2,m,base,B\np3,base,m,B\np4,m,base,tie\n")
+    graded = tmp_path / "graded.csv"
+    graded.write_text("prompt_id,model_a,model_b,winner,strength\np1,m,base,A,2\np2,m,base,B,1\n"
+                      "p3,base,m,B,1\np4,m,base,tie,\n")
+    import_files(empty_store, [plain], "plain")
+    import_files(empty_store, [graded], "graded")
+    once = baseline_leaderboard(empty_store, "plain", BoardSpec(), "base")
+    assert once.params["decisive_weight"] == 1 and rates(once)["m"] == pytest.approx(2.5 / 4, abs=1e-9)
+    assert any("every verdict counts once" in n for n in baseline_notes(once))
+    thrice = baseline_leaderboard(empty_store, "graded", BoardSpec(), "base")
+    assert thrice.params["decisive_weight"] == 3 and rates(thrice)["m"] == pytest.approx(4.5 / 6, abs=1e-9)
