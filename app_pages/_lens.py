@@ -513,15 +513,16 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
     text = st.column_config.TextColumn
     fmt = f"%.{digits}f"
     return {
-        "shared_rank": num(
-            "rank",
-            width=48,
+        "rank_ub": num(
+            "rank (UB)",
+            width=64,
             format="%d",
             pinned=True,
-            help="1 + the number of models whose rank interval lies wholly above this one "
-            "(LMArena's convention; without a bootstrap the ranker's own rank).",
+            help="LMArena's rank (UB): 1 + the number of models whose 95 % score interval lies wholly above "
+            "this one (their lower bound above this model's upper bound); the best rank the intervals allow.",
         ),
-        "rank": num("rank", width="small", help="1 = best; models with equal scores share a rank."),
+        "rank": num("rank", width="small", help="The ranker's own order of the point scores: 1 = best; "
+                    "models with equal scores share a rank."),
         "rank_change": num(
             "Δ rank",
             format="%+d",
