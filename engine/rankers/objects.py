@@ -20,9 +20,10 @@ import numpy as np
 from engine.errors import LensError
 from engine.graphs.stack import GraphStack, check_dense_size
 from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
-from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt_batch_info, fit_bt_pairs
+from engine.rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info, fit_bt_pairs
 from engine.rankers.davidson import fit_davidson_pairs, fit_davidson_stack_batch
 from engine.rankers.elo import elo_ratings
+from engine.rankers.elo_scale import ELO_FACTOR, from_elo_scale, to_elo_scale
 from engine.rankers.graph_batch import (
     BatchFit,
     borda_batch,
@@ -174,7 +175,8 @@ class Ranker:
 
 def _log_start(start: RankResult, models: tuple[str, ...], scale: str) -> np.ndarray:
     """A BT-type fit's scores as log strengths in ``models`` order (a warm start for a refit)."""
-    return start.scores.reindex(list(models)).to_numpy(np.float64) / (ELO_FACTOR if scale == "elo" else 1.0)
+    scores = start.scores.reindex(list(models)).to_numpy(np.float64)
+    return from_elo_scale(scores) if scale == "elo" else scores
 
 
 def participation_note(name: str, table, what: str, fix: str) -> list[str]:
@@ -237,7 +239,7 @@ class BT(Ranker):
         if soft:
             return None
         fit = fit_bt_batch_info(W + 0.5 * T, solver=solver, alpha=alpha, on_degenerate=on_degenerate)
-        scores = fit.scores * ELO_FACTOR if scale == "elo" else fit.scores
+        scores = to_elo_scale(fit.scores) if scale == "elo" else fit.scores
         return scores, int(fit.regularised.sum()), int((~fit.converged).sum()), "one batched Newton fit"
 
     def pools_identical_graphs(self, params):
@@ -281,7 +283,7 @@ class Davidson(Ranker):
         if scale not in ("log", "elo"):
             return None
         theta, _, conv, bad = fit_davidson_stack_batch(W, T, alpha=alpha, on_degenerate=on_degenerate)
-        theta = theta * ELO_FACTOR if scale == "elo" else theta
+        theta = to_elo_scale(theta) if scale == "elo" else theta
         return theta, int(bad.sum()), int((~conv).sum()), "one batched Newton fit on (theta, log nu)"
 
     def notes(self, details, params, table=None):

@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from engine.rankers.elo_scale import to_elo_scale
 from engine.ranking.board import NOT_ESTIMABLE
 
 if TYPE_CHECKING:
     from engine.graphs.stack import GraphStack
-
-ELO_CENTRE = 1000.0
-"""The Elo-like display scale is centred here (the arena's customary starting rating)."""
 
 SMALL_GRAPHS = 10
 """Fewer graphs than this in a selection gets a visible small-sample note."""
@@ -90,7 +88,7 @@ def on_scale(table: pd.DataFrame, ranker: str, elo_scale: bool) -> pd.DataFrame:
     if factor is None:
         raise ValueError(f"the {ranker} score has no Elo-like reading")
     cols = [c for c in ("score", "ci_low", "ci_high") if c in table.columns]
-    return table.assign(**{c: ELO_CENTRE + factor * table[c].astype(np.float64) for c in cols})
+    return table.assign(**{c: to_elo_scale(table[c].astype(np.float64), factor) for c in cols})
 
 
 def participation(stack: GraphStack) -> pd.DataFrame:
