@@ -311,11 +311,13 @@ def cycle_overview(key: CacheKey):
 
 @st.cache_data(max_entries=16, show_spinner="Building the model × model matrices…")
 def pair_matrices_for(key: CacheKey, ranker: str):
-    """Win fraction, battles and bad triads per model pair, in the ranker's point order (no bootstrap)."""
+    """Win fraction, battles and bad triads per model pair, in the ranker's point order (no bootstrap),
+    and the win probabilities the ranker's fit predicts."""
     from engine.views.matrix_view import pair_matrices
 
-    order = leaderboard_result(key, ranker, None, 1.0, 0, SEED).table["model"].tolist()
-    return pair_matrices(stack_for(key), order, cycle_overview(key).per_pair.to_numpy())
+    board = leaderboard_result(key, ranker, None, 1.0, 0, SEED)
+    order = board.table["model"].tolist()
+    return pair_matrices(stack_for(key), order, cycle_overview(key).per_pair.to_numpy(), board=board)
 
 
 def matrix_figure(

@@ -1,5 +1,7 @@
 """``diagnose``: judge diagnostics tables (PNT, SNTD, ELSPR entropy, cycles, position bias,
-agreement, structure) for a dataset; the computation is engine.diagnostics.diagnose."""
+agreement, structure) for a dataset; the computation is engine.diagnostics.diagnose. ``--table
+predicted`` lists the win probabilities a ranker's fit predicts beside the observed win fractions
+(engine.views.matrix_view.predicted_pairs, the Cycles page's matrices)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,14 @@ from engine.diagnostics.cycle_stats import EXACT_MAX, FALLBACK_BOUND
 from engine.diagnostics.nontransitivity import read_win_rates
 from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
+from engine.rankers import RANKERS
 from engine.store.schema import DEFAULT_DATASET
+from engine.views.matrix_view import PREDICTED
+
+PREDICTED_TABLE = (
+    "one row per ordered pair of models: the win probability the ranker's fit predicts (--ranker, default "
+    "bt: sigma(theta_a - theta_b)) beside the observed win fraction and the battles"
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "diagnose",
         help="judge diagnostics: non-transitivity, entropy, cycles, position bias, agreement",
         description="One named diagnostics table for a dataset. Tables: "
-        + "; ".join(f"{k}: {v}" for k, v in TABLES.items()) + ".",
+        + "; ".join(f"{k}: {v}" for k, v in {**TABLES, PREDICTED: PREDICTED_TABLE}.items()) + ".",
     )
     p.add_argument(
         "--dataset",
@@ -29,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)",
     )
     p.add_argument("--judge", action="append", help="only this judge (repeat for several)")
-    p.add_argument("--table", choices=tuple(TABLES), default="overview")
+    p.add_argument("--table", choices=(*TABLES, PREDICTED), default="overview")
+    p.add_argument("--ranker", choices=sorted(RANKERS), default=None,
+                   help="predicted table: whose fit predicts (default bt; davidson and elo predict too)")
     p.add_argument("--by", help="comma-separated grouping columns (e.g. judge,category or judge,lo,hi)")
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
                    help="how several verdicts on one pair in one graph combine")
@@ -74,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         raise LensError(f"--length-bound must be at least 3; got {args.length_bound}.")
     if args.max_permutations < 1:
         raise LensError(f"--max-permutations must be at least 1; got {args.max_permutations}.")
+    if args.table == PREDICTED:
+        return run_predicted(args)
+    if args.ranker is not None:
+        raise LensError("--ranker applies to the predicted table only (--table predicted).")
     params = {
         "policy": args.policy, "source": args.source, "tie_band": tuple(args.tie_band), "grid": args.grid,
         "sigma": args.sigma, "length_bound": args.length_bound, "edges": args.edges,
@@ -109,6 +124,28 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     for note in table.attrs.get("notes") or ():
         print(f"note: {note}", file=sys.stderr)
+    write_frame(table, args.format)
+    return 0
+
+
+def run_predicted(args: argparse.Namespace) -> int:
+    """``--table predicted``: rank the selection as ``leaderboard`` does (no bootstrap), then list the fit's
+    predicted win probability of every ordered pair beside the observed win fraction."""
+    from engine.graphs.buckets import build_buckets
+    from engine.ranking.board import BoardSpec
+    from engine.ranking.leaderboard import leaderboard
+    from engine.views.matrix_view import predicted_pairs
+
+    store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
+    try:
+        check_judges(store, args.dataset, args.judge)
+        judge = args.judge[0] if args.judge and len(args.judge) == 1 else args.judge
+        board = leaderboard(store, args.dataset, BoardSpec(ranker=args.ranker or "bt", policy=args.policy),
+                            judge=judge)
+        verdicts = store.verdicts(args.dataset, judge=judge)
+    finally:
+        store.close()
+    table = predicted_pairs(build_buckets(verdicts, policy=args.policy), board)
     write_frame(table, args.format)
     return 0
 

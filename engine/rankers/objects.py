@@ -49,6 +49,7 @@ from engine.rankers.simple import (
     winrate_scores,
 )
 from engine.rankers.votes import PairCounts, Votes
+from engine.rankers.win_probability import bt_win_probabilities, davidson_win_shares, elo_expected_scores
 
 SHOWN_GRAPH_MODELS_MAX = 2_000
 """Copeland's and majority's count fits attach their graph (an (n, n) frame, for display) up to this many
@@ -172,6 +173,15 @@ class Ranker:
         """Sentences a reader of this ranker's table should know (fit details beyond the shared ones)."""
         return []
 
+    def win_probabilities(
+        self, scores: np.ndarray, details: dict, params: dict
+    ) -> tuple[np.ndarray, str] | None:
+        """((n, n) the share of the row model's battles against the column model that the fit expects it
+        to win, ties counted half, NaN on the diagonal; what that is, in words) from the fit's ``scores``
+        in model order (and its ``details`` and ``params``), by ``engine.rankers.win_probability``; None
+        when the score models no outcome (a count, a rank, a vote share)."""
+        return None
+
 
 def _log_start(start: RankResult, models: tuple[str, ...], scale: str) -> np.ndarray:
     """A BT-type fit's scores as log strengths in ``models`` order (a warm start for a refit)."""
@@ -196,6 +206,11 @@ def participation_note(name: str, table, what: str, fix: str) -> list[str]:
 
 class BT(Ranker):
     """Half-tie Bradley-Terry, fitted from pair counts (hard, or soft from judge probabilities)."""
+
+    def win_probabilities(self, scores, details, params):
+        """sigma(theta_i - theta_j) of the log strengths (read back from the Elo-like scale when asked)."""
+        theta = from_elo_scale(scores) if params.get("scale") == "elo" else scores
+        return bt_win_probabilities(theta), "sigma(theta_i - theta_j) of the fitted Bradley-Terry strengths"
 
     def fit_counts(self, pc, votes=None, *, solver="newton", alpha=DEFAULT_ALPHA, on_degenerate="regularize",
                    scale="log", soft=False):
@@ -258,6 +273,15 @@ class BT(Ranker):
 
 class Davidson(Ranker):
     """Davidson's tie model, fitted from pair counts."""
+
+    def win_probabilities(self, scores, details, params):
+        """P(win) + P(tie) / 2 of the fitted strengths and tie parameter nu."""
+        nu = details.get("nu")
+        if nu is None or not np.isfinite(nu):
+            return None
+        theta = from_elo_scale(scores) if params.get("scale") == "elo" else scores
+        return davidson_win_shares(theta, float(nu)), (
+            f"P(win) + P(tie)/2 of the fitted Davidson strengths with nu = {float(nu):.4g}")
 
     def fit_counts(self, pc, votes=None, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
         """Davidson strengths and nu from the pair counts' W and T."""
@@ -445,6 +469,12 @@ class Majority(Ranker):
 
 class Elo(Ranker):
     """Online Elo over votes in a stated order (``order``: time, input or prompt; ``ELO_ORDERS``)."""
+
+    def win_probabilities(self, scores, details, params):
+        """Elo's own expected score 1 / (1 + base^((r_j - r_i) / scale)) of the final ratings."""
+        base, scale = float(details.get("base", 10.0)), float(details.get("scale", 400.0))
+        return elo_expected_scores(scores, base, scale), (
+            f"Elo's expected score 1 / (1 + {base:g}^((r_j - r_i) / {scale:g})) of the final ratings")
 
     def vote_order(self, params, has_time):
         """``order`` when given, else time when some verdict has a timestamp, else input (source order);
