@@ -29,7 +29,7 @@ def model_matrices() -> None:
     mats = or_stop(pair_matrices_for, ch.key, ch.ranker)
     order = list(mats.models)
     kinds = mats.kinds
-    m1, m2, m3 = st.columns([2, 1, 2])
+    m1, m2, m3 = st.columns([3, 1, 2])
     kind = m1.segmented_control(
         "Matrix",
         list(kinds),
@@ -121,7 +121,7 @@ def observed_and_predicted(mats, shown: list[str]) -> None:
                      tickfont={"size": geo.font_px}, showgrid=False, zeroline=False)
     fig.update_yaxes(tickmode="array", tickvals=ys, ticktext=yl, autorange="reversed",
                      tickfont={"size": geo.font_px}, showgrid=False, zeroline=False)
-    fig.update_annotations(font={"size": 13})
+    fig.update_annotations(font={"size": 13}, yshift=6)
     st.plotly_chart(fig, width="content")
     st.caption(
         "Left: the share of the row model's battles against the column model that it won (ties count half); "

@@ -134,3 +134,18 @@ def test_diagnose_predicted_refusals(shipped_db):
     assert out.stderr.count("\n") == 1 and "copeland ranker's score is not a model of who wins" in out.stderr
     out = run_engine(["--db", str(shipped_db), "diagnose", "--table", "pnt", "--ranker", "bt"])
     assert out.returncode == 2 and "--ranker applies to the predicted table only" in out.stderr
+
+
+def test_more_models_than_the_limit_are_refused_before_any_matrix(db_path, tmp_path):
+    """1,001 models in a chain of battles: the table would have 1,001,000 rows; one sentence, exit 2,
+    nothing on stdout (the check runs before the n x n observed and predicted arrays exist)."""
+    from engine.views.matrix_view import PREDICTED_MODELS_MAX
+
+    n = PREDICTED_MODELS_MAX + 1
+    path = tmp_path / "chain.csv"
+    path.write_text("prompt_id,model_a,model_b,winner\n"
+                    + "".join(f"p{i},m{i:04d},m{i + 1:04d},{'AB'[i % 2]}\n" for i in range(n - 1)))
+    run_engine(["--db", str(db_path), "import", str(path), "--dataset", "chain"], check=True)
+    out = _diagnose(db_path, "--dataset", "chain")
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1
+    assert f"{n:,} models make {n * (n - 1):,} rows, above the limit of {PREDICTED_MODELS_MAX:,}" in out.stderr

@@ -134,18 +134,19 @@ def run_predicted(args: argparse.Namespace) -> int:
     from engine.graphs.buckets import build_buckets
     from engine.ranking.board import BoardSpec
     from engine.ranking.leaderboard import leaderboard
-    from engine.views.matrix_view import predicted_pairs
+    from engine.views.matrix_view import check_predicted_size, predicted_pairs
 
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         check_judges(store, args.dataset, args.judge)
         judge = args.judge[0] if args.judge and len(args.judge) == 1 else args.judge
+        stack = build_buckets(store.verdicts(args.dataset, judge=judge), policy=args.policy)
+        check_predicted_size(len(stack.models))
         board = leaderboard(store, args.dataset, BoardSpec(ranker=args.ranker or "bt", policy=args.policy),
                             judge=judge)
-        verdicts = store.verdicts(args.dataset, judge=judge)
     finally:
         store.close()
-    table = predicted_pairs(build_buckets(verdicts, policy=args.policy), board)
+    table = predicted_pairs(stack, board)
     write_frame(table, args.format)
     return 0
 

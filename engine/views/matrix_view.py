@@ -117,12 +117,7 @@ def predicted_pairs(stack, board) -> pd.DataFrame:
     before any model × model array is built."""
     from engine.errors import LensError
 
-    n = max(len(board.table), len(stack.models))
-    if n > PREDICTED_MODELS_MAX:
-        raise LensError(
-            f"The predicted table has one row per ordered pair of models: {n:,} models make {n * (n - 1):,} "
-            f"rows, above the limit of {PREDICTED_MODELS_MAX:,} models; select fewer models (--judge)."
-        )
+    check_predicted_size(max(len(board.table), len(stack.models)))
     predicted, note = predicted_win_matrix(board)
     if predicted is None:
         raise LensError(note)
@@ -136,6 +131,18 @@ def predicted_pairs(stack, board) -> pd.DataFrame:
         "model_a": label[i], "model_b": label[j], "predicted": predicted.to_numpy(np.float64)[i, j],
         "win_fraction": frac[i, j], "battles": games[i, j].astype(np.int64),
     })
+
+
+def check_predicted_size(n: int) -> None:
+    """Refuse, in one sentence, a predicted table of more than ``PREDICTED_MODELS_MAX`` models (asked before
+    the fit, so the refusal costs nothing)."""
+    from engine.errors import LensError
+
+    if n > PREDICTED_MODELS_MAX:
+        raise LensError(
+            f"The predicted table has one row per ordered pair of models: {n:,} models make {n * (n - 1):,} "
+            f"rows, above the limit of {PREDICTED_MODELS_MAX:,} models; select fewer models (--judge)."
+        )
 
 
 def observed_matrices(stack) -> tuple[np.ndarray, np.ndarray]:
