@@ -1,6 +1,6 @@
 """Leaderboard: models ranked from every graph of the current choice in the field's conventions
-(shared rank from the rank intervals, score +x / -y, votes, prompts), then cycle participation per
-model and the rank on the reference leaderboard where one is mapped."""
+(LMArena's rank (UB) from the score intervals beside the ranker's rank, score +x / -y, votes, prompts),
+then cycle participation per model and the rank on the reference leaderboard where one is mapped."""
 
 from __future__ import annotations
 

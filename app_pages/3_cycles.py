@@ -1,4 +1,5 @@
-"""Cycles: where the bad triads are — per model pair, per category and model, per graph."""
+"""Cycles: where the bad triads are — per model pair (beside the win probabilities the ranker's fit
+predicts), per category and model, per graph."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import streamlit as st
 
 from app_pages._lens import current, cycle_overview, matrix_figure, or_stop, pair_matrices_for, stack_for
 from engine.views.cycles_view import graphs_table, integer_axis, integer_histogram
-from engine.views.matrix_view import KINDS, select_models
+from engine.views.matrix_view import PREDICTED, select_models
 from engine.views.truncation_view import format_s_mu
-from engine.views.viz import graphs_by_score
+from engine.views.viz import escape_md, graphs_by_score
 
 st.title("Cycles")
 st.caption(
@@ -27,15 +28,18 @@ def model_matrices() -> None:
     st.subheader("Model × model")
     mats = or_stop(pair_matrices_for, ch.key, ch.ranker)
     order = list(mats.models)
-    m1, m2, m3 = st.columns([2, 1, 2])
+    kinds = mats.kinds
+    m1, m2, m3 = st.columns([3, 1, 2])
     kind = m1.segmented_control(
         "Matrix",
-        list(KINDS),
+        list(kinds),
         default="win fraction",
         required=True,
         key="cycles_matrix",
-        help=" · ".join(f"{k}: {v}" for k, v in KINDS.items()),
+        help=" · ".join(f"{k}: {v}" for k, v in kinds.items()),
     )
+    if kind not in kinds:  # "predicted" chosen under a ranker that predicts nothing
+        kind = "win fraction"
     top_n = int(
         m2.number_input(
             "Top models",
@@ -50,26 +54,29 @@ def model_matrices() -> None:
     extra = m3.multiselect("Add models", [m for m in order[top_n:]], key="cycles_extra",
                            help="Search for models below the top N to add them.", placeholder="Search models")
     shown = select_models(order, top_n, extra)
-    frame = mats.get(kind).loc[shown, shown]
-    fmt, scale, zmax = {"win fraction": (".2f", "RdBu", 1.0), "battles": (".0f", "Blues", None),
-                        "bad triads": (".0f", "Reds", None)}[kind]
-    st.plotly_chart(
-        matrix_figure(
-            frame,
-            f"{kind.capitalize()} per pair, rows and columns in {ch.ranker} ranking order",
-            kind,
-            fmt,
-            scale,
-            zmax,
-        ),
-        width="content",
-    )
+    if kind in ("win fraction", PREDICTED) and mats.predicted is not None:
+        observed_and_predicted(mats, shown)
+    else:
+        frame = mats.get(kind).loc[shown, shown]
+        fmt, scale, zmax = {"win fraction": (".2f", "RdBu", 1.0), "battles": (".0f", "Blues", None),
+                            "bad triads": (".0f", "Reds", None)}[kind]
+        st.plotly_chart(
+            matrix_figure(
+                frame,
+                f"{kind.capitalize()} per pair, rows and columns in {ch.ranker} ranking order",
+                kind,
+                fmt,
+                scale,
+                zmax,
+            ),
+            width="content",
+        )
+        st.caption(f"{kinds[kind]} Grey: the two models were never compared in this selection (hover says "
+                   "so).")
     st.caption(
-        f"{KINDS[kind]} Grey: the two models were never compared in this selection (hover says so). Every "
-        "colour "
-        f"scale starts at 0. Showing {len(shown)} of {len(order)} models, ranked by {ch.ranker} without a "
-        "bootstrap; "
-        "labels are thinned when the models no longer fit one per row."
+        f"Every colour scale starts at 0. Showing {len(shown)} of {len(order)} models, ranked by {ch.ranker} "
+        "without a bootstrap; labels are thinned when the models no longer fit one per row."
+        + ("" if mats.predicted is not None else f" {escape_md(mats.predicted_note)}")
     )
     rates = ov.category_rates.reindex(columns=shown)
     if ov.n_graphs and len(rates):
@@ -84,6 +91,45 @@ def model_matrices() -> None:
             ),
             width="content",
         )
+
+
+def observed_and_predicted(mats, shown: list[str]) -> None:
+    """The observed win fraction and the fit's predicted win probability side by side, one colour scale
+    (both are shares from 0 to 1), the model labels once on the left."""
+    from plotly.subplots import make_subplots
+
+    from engine.views.matrix_view import MAX_PLOT_PX, heatmap_geometry, hover_text
+    from engine.views.viz import plot_labels
+
+    observed, predicted = mats.win_fraction.loc[shown, shown], mats.predicted.loc[shown, shown]
+    geo = heatmap_geometry(shown, shown, max_plot_px=MAX_PLOT_PX // 2 - 20)
+    panel = geo.cell_px * len(shown)
+    gap = 24
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=gap / (2 * panel + gap),
+                        subplot_titles=("Observed win fraction", "Predicted by the fit"))
+    for col, frame in ((1, observed), (2, predicted)):
+        fig.add_trace(go.Heatmap(
+            z=frame.to_numpy(dtype=float), x=list(range(len(shown))), y=list(range(len(shown))), zmin=0.0,
+            zmax=1.0, colorscale="RdBu", showscale=col == 2, colorbar={"title": "share"},
+            text=hover_text(frame, ".2f"), hovertemplate="%{text}<extra></extra>", hoverongaps=True,
+        ), row=1, col=col)
+    xs, xl = geo.ticks(plot_labels(shown), "x")
+    ys, yl = geo.ticks(plot_labels(shown), "y")
+    fig.update_layout(width=int(geo.width_px + panel + gap), height=geo.height_px + 20,
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10}, plot_bgcolor="#c3c8d1")
+    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=0 if len(shown) <= 6 else -90,
+                     tickfont={"size": geo.font_px}, showgrid=False, zeroline=False)
+    fig.update_yaxes(tickmode="array", tickvals=ys, ticktext=yl, autorange="reversed",
+                     tickfont={"size": geo.font_px}, showgrid=False, zeroline=False)
+    fig.update_annotations(font={"size": 13}, yshift=6)
+    st.plotly_chart(fig, width="content")
+    st.caption(
+        "Left: the share of the row model's battles against the column model that it won (ties count half); "
+        "grey where the two were never compared. Right: the share the fit expects, for every pair. "
+        + escape_md(mats.predicted_note)
+        + " Where the two differ the fit does not explain the pair: a cycle, or a matchup that favours one "
+        "model more than their strengths say. `diagnose --table predicted` lists both per pair."
+    )
 
 
 if ov.n_left_out:

@@ -311,11 +311,13 @@ def cycle_overview(key: CacheKey):
 
 @st.cache_data(max_entries=16, show_spinner="Building the model × model matrices…")
 def pair_matrices_for(key: CacheKey, ranker: str):
-    """Win fraction, battles and bad triads per model pair, in the ranker's point order (no bootstrap)."""
+    """Win fraction, battles and bad triads per model pair, in the ranker's point order (no bootstrap),
+    and the win probabilities the ranker's fit predicts."""
     from engine.views.matrix_view import pair_matrices
 
-    order = leaderboard_result(key, ranker, None, 1.0, 0, SEED).table["model"].tolist()
-    return pair_matrices(stack_for(key), order, cycle_overview(key).per_pair.to_numpy())
+    board = leaderboard_result(key, ranker, None, 1.0, 0, SEED)
+    order = board.table["model"].tolist()
+    return pair_matrices(stack_for(key), order, cycle_overview(key).per_pair.to_numpy(), board=board)
 
 
 def matrix_figure(
@@ -523,15 +525,16 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
     text = st.column_config.TextColumn
     fmt = f"%.{digits}f"
     return {
-        "shared_rank": num(
-            "rank",
-            width=48,
+        "rank_ub": num(
+            "rank (UB)",
+            width=64,
             format="%d",
             pinned=True,
-            help="1 + the number of models whose rank interval lies wholly above this one "
-            "(LMArena's convention; without a bootstrap the ranker's own rank).",
+            help="LMArena's rank (UB): 1 + the number of models whose 95 % score interval lies wholly above "
+            "this one (their lower bound above this model's upper bound); the best rank the intervals allow.",
         ),
-        "rank": num("rank", width="small", help="1 = best; models with equal scores share a rank."),
+        "rank": num("rank", width="small", help="The ranker's own order of the point scores: 1 = best; "
+                    "models with equal scores share a rank."),
         "rank_change": num(
             "Δ rank",
             format="%+d",

@@ -26,10 +26,12 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_judging_local.py",          # 39
     "test_ingest_counts.py",          # 40 (-n 0, busy machine, hypothesis)
     "test_ingest_bad_inputs_23.py",   # 38 (-n 0, busy machine)
+    "test_predicted_page.py",         # 32 alone, -n 0, load 8 (AppTest x 2, a CLI run)
     "test_app_data.py",               # 24
     "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
     "test_diagnostics_orderless.py",  # 21
+    "test_predicted.py",              # 20 alone, -n 0, load 8
     "test_ingest.py",                 # 17
     "test_export_roundtrip.py",       # 85 alone, -n 0, on a machine at load 8: about 30 idle
     "test_degenerate_sizes.py",       # 16 (measured alone, -n 0, busy machine)
@@ -42,6 +44,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_seams_storage.py",          # 15 (one core)
     "test_leaderboard_cli.py",        # 15
     "test_degenerate_ties.py",        # 13 (measured alone, -n 0, busy machine)
+    "test_elo_scale_seam.py",         # 13 alone, -n 0, load 8 (AppTest, CLI bootstrap B=200)
+    "test_rank_ub_seam.py",           # 12 alone, -n 0, load 8 (AppTest, 3 CLI runs B=200)
     "test_seams_keep_k.py",           # 14 (one core)
     "test_csv_bulk.py",               # 14
     "test_count_query.py",            # 13

@@ -139,7 +139,7 @@ def test_bt_elo_scale_bootstrap_is_the_rescaled_log_bootstrap(stack):
     a = bootstrap(stack, "bt", B=12, seed=2, unit="prompt", scale="elo")
     b = bootstrap(stack, "bt", B=12, seed=2, unit="prompt")
     assert a.method.startswith("batched")
-    np.testing.assert_allclose(a.samples, b.samples * 400 / np.log(10), atol=1e-9)
+    np.testing.assert_allclose(a.samples, 1000 + b.samples * 400 / np.log(10), atol=1e-9)
     np.testing.assert_allclose(a.samples, _loop(stack, "bt", 12, 2, unit="prompt", scale="elo"), atol=1e-5)
 
 

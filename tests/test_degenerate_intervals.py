@@ -5,7 +5,7 @@ On fa0c159 BT's 50-sample bootstrap gave [score, score] on one verdict and on 20
 and a resample that drew no graph of a model scored it from the regularisation alone. Now the table's
 ``ci_note`` says "not estimable", the four interval columns are empty there (NaN in CSV, null in JSON),
 stderr names the models and why, and the app shows "not estimable" with the model possibly anywhere
-in the shared rank. An interval the data can estimate is unchanged (checked against percentiles
+in the rank (UB). An interval the data can estimate is unchanged (checked against percentiles
 computed here from the resamples).
 """
 
@@ -110,9 +110,9 @@ def test_the_app_shows_not_estimable_and_counts_the_model_as_possibly_anywhere()
     })
     view = board_view(table, ranker="bt", n_graphs=20).frame.set_index("model")
     assert view.loc["b", "interval"] == "not estimable" and view.loc["b", "rank_range"] == "not estimable"
-    # b's interval is 1..3: it overlaps a's [1, 1] and c's [3, 3], so a and c no longer lie wholly apart
-    # from it; c stays below a ([1, 1] lies wholly above [3, 3]).
-    assert view["shared_rank"].to_dict() == {"a": 1, "b": 1, "c": 2}
+    # b's score interval is unbounded: nothing lies wholly above it and it lies wholly above nothing;
+    # c stays below a ([1.5, 2.5] lies wholly above [-0.5, 0.5]).
+    assert view["rank_ub"].to_dict() == {"a": 1, "b": 1, "c": 2}
     assert view.loc["a", "interval"].replace("0", "") == "+.5 / -.5"
 
 

@@ -69,8 +69,8 @@ def test_cli_leaderboard_csv_with_bootstrap(shipped_db):
                            "--format", "csv")
     assert rc == 0, err
     df = pd.read_csv(io.StringIO(out))
-    assert list(df.columns[:10]) == ["rank", "model", "score", "ci_low", "ci_high", "rank_low", "rank_high",
-                                     "wins", "losses", "ties"]
+    assert list(df.columns[:11]) == ["rank", "model", "score", "ci_low", "ci_high", "rank_low", "rank_high",
+                                     "rank_ub", "wins", "losses", "ties"]
     assert len(df) == 9 and (df["ci_low"] <= df["score"]).all() and (df["score"] <= df["ci_high"]).all()
     rc2, out2, _ = run_cli(shipped_db, "leaderboard", "--judge", "gpt-4", "--bootstrap", "50", "--seed", "3",
                            "--format", "csv")

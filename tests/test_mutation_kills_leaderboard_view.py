@@ -36,7 +36,7 @@ def test_a_table_without_interval_columns_shows_no_interval():
     v = board_view(_table([0.5, 0.0, -0.5]), ranker="bt", n_graphs=50)
     assert v.frame["score"].tolist() == [0.5, 0.0, -0.5]  # the ranker's own scale unless asked
     assert v.frame["interval"].tolist() == ["—"] * 3
-    assert v.frame["shared_rank"].tolist() == [1, 2, 3]
+    assert "rank_ub" not in v.frame.columns and v.frame["rank"].tolist() == [1, 2, 3]
 
 
 def test_the_reference_note_counts_the_models_on_the_reference():

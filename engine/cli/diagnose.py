@@ -1,5 +1,7 @@
 """``diagnose``: judge diagnostics tables (PNT, SNTD, ELSPR entropy, cycles, position bias,
-agreement, structure) for a dataset; the computation is engine.diagnostics.diagnose."""
+agreement, structure) for a dataset; the computation is engine.diagnostics.diagnose. ``--table
+predicted`` lists the win probabilities a ranker's fit predicts beside the observed win fractions
+(engine.views.matrix_view.predicted_pairs, the Cycles page's matrices)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,13 @@ from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
 from engine.store.schema import DEFAULT_DATASET
 
+PREDICTED = "predicted"
+"""The table ``diagnose`` hands to engine/cli/_predicted_table.py (no judge diagnostic; never cached)."""
+PREDICTED_TABLE = (
+    "one row per ordered pair of models: the win probability the ranker's fit predicts (--ranker, default "
+    "bt: sigma(theta_a - theta_b)) beside the observed win fraction and the battles"
+)
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``diagnose`` (judge diagnostics tables and their options) to the parser."""
@@ -21,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "diagnose",
         help="judge diagnostics: non-transitivity, entropy, cycles, position bias, agreement",
         description="One named diagnostics table for a dataset. Tables: "
-        + "; ".join(f"{k}: {v}" for k, v in TABLES.items()) + ".",
+        + "; ".join(f"{k}: {v}" for k, v in {**TABLES, PREDICTED: PREDICTED_TABLE}.items()) + ".",
     )
     p.add_argument(
         "--dataset",
@@ -29,7 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)",
     )
     p.add_argument("--judge", action="append", help="only this judge (repeat for several)")
-    p.add_argument("--table", choices=tuple(TABLES), default="overview")
+    p.add_argument("--table", choices=(*TABLES, PREDICTED), default="overview")
+    p.add_argument("--ranker", default=None,
+                   help="predicted table: whose fit predicts (default bt; davidson and elo predict too; the "
+                   "rankers are listed by python -m engine leaderboard --help)")
     p.add_argument("--by", help="comma-separated grouping columns (e.g. judge,category or judge,lo,hi)")
     p.add_argument("--policy", choices=tuple(COMBINE_POLICIES), default=DEFAULT_POLICY,
                    help="how several verdicts on one pair in one graph combine")
@@ -74,6 +86,15 @@ def run(args: argparse.Namespace) -> int:
         raise LensError(f"--length-bound must be at least 3; got {args.length_bound}.")
     if args.max_permutations < 1:
         raise LensError(f"--max-permutations must be at least 1; got {args.max_permutations}.")
+    if args.table == PREDICTED:
+        # imported by name, not by an import statement: the diagnose cache's code digest
+        # (engine.experiments.protocol_inputs.code_files) follows import statements to every file that
+        # decides a cached table, and the predicted table is never cached, so its rankers stay out of it
+        import importlib
+
+        return importlib.import_module("engine.cli._predicted_table").run(args)
+    if args.ranker is not None:
+        raise LensError("--ranker applies to the predicted table only (--table predicted).")
     params = {
         "policy": args.policy, "source": args.source, "tie_band": tuple(args.tie_band), "grid": args.grid,
         "sigma": args.sigma, "length_bound": args.length_bound, "edges": args.edges,

@@ -206,12 +206,12 @@ def write_kept(board, fmt: str) -> None:
         sys.stderr.write(f"note: {line}\n")
 
 
-INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high", "ci_note", "baseline_ci_low",
+INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high", "rank_ub", "ci_note", "baseline_ci_low",
                     "baseline_ci_high")
 """The leaderboard columns only a bootstrap fills."""
 
 NO_BOOTSTRAP_NOTE = (
-    "no --bootstrap: the interval columns (ci_low, ci_high, rank_low, rank_high) are left out; "
+    "no --bootstrap: the interval columns (ci_low, ci_high, rank_low, rank_high, rank_ub) are left out; "
     "--bootstrap B adds them."
 )
 

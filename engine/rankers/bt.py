@@ -12,7 +12,7 @@ The MLE exists only when the comparison digraph (edge i -> j when W~_ij > 0) is 
 Otherwise (a model that never loses, or groups never compared) the fit adds ``alpha`` virtual ties
 to every pair of models (alpha/2 to each side of W~) and says so in the result; ``on_degenerate=
 "raise"`` refuses instead. Scores are natural-log strengths, mean-centred; ``scale="elo"`` gives
-400 * log10 strengths (the Elo scale).
+1000 + 400 * log10 strengths (the Elo-like scale, ``engine.rankers.elo_scale``).
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ from engine.rankers.bt_solvers import (
     newton_batch,
     newton_pairs,
 )
+from engine.rankers.elo_scale import ELO_FACTOR as ELO_FACTOR  # re-exported: its home is elo_scale
+from engine.rankers.elo_scale import to_elo_scale
 
 DEFAULT_ALPHA = 0.1
-ELO_FACTOR = 400.0 / np.log(10.0)
 COMPLETE_PAIRS_MAX = 5_000_000
 """Most virtual pairs a regularised fit on the pair list may add (every pair of models gets alpha virtual
 ties; about 3,160 models): above it the fit is refused in one sentence before anything that size is
@@ -279,7 +280,7 @@ def fit_bt_pairs(
                                 theta0=theta0)
     theta = fit.scores[0]
     if scale == "elo":
-        theta = theta * ELO_FACTOR
+        theta = to_elo_scale(theta)
     elif scale != "log":
         raise LensError(f"Unknown Bradley-Terry scale {scale!r}; choose log or elo.")
     details = {
@@ -287,7 +288,7 @@ def fit_bt_pairs(
         "solver": solver,
         "iterations": int(fit.iterations),
         "converged": bool(fit.converged[0]),
-        "scale": "natural log strength" if scale == "log" else "Elo (400 * log10 strength)",
+        "scale": "natural log strength" if scale == "log" else "Elo-like (1000 + 400 * log10 strength)",
         "regularisation": (
             f"the MLE does not exist (comparison graph not strongly connected); added {alpha} virtual "
             "tie(s) to every pair of models"

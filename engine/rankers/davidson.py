@@ -46,12 +46,12 @@ from engine.rankers.base import (
 )
 from engine.rankers.bt import (
     DEFAULT_ALPHA,
-    ELO_FACTOR,
     complete_pairs,
     fit_bt_pairs_info,
     strongly_connected_pairs,
 )
 from engine.rankers.bt_solvers import DENSE_MODELS_MAX
+from engine.rankers.elo_scale import to_elo_scale
 
 NU_MIN = 1e-12
 THETA_GAP_MAX = 50.0
@@ -329,7 +329,7 @@ def fit_davidson_on_pairs(
     else:
         convergence = "converged"
     if scale == "elo":
-        theta = theta * ELO_FACTOR
+        theta = to_elo_scale(theta)
     details = {
         "model": "Davidson (explicit ties)",
         "solver": solver,
@@ -342,7 +342,7 @@ def fit_davidson_on_pairs(
         "loglik": -fun,
         "regularisation": note,
         "alpha": 0.0 if ok else alpha,
-        "scale": "natural log strength" if scale == "log" else "Elo (400 * log10 strength)",
+        "scale": "natural log strength" if scale == "log" else "Elo-like (1000 + 400 * log10 strength)",
     }
     return RankResult("davidson", series(models, theta), details)
 

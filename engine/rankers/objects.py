@@ -20,9 +20,10 @@ import numpy as np
 from engine.errors import LensError
 from engine.graphs.stack import GraphStack, check_dense_size
 from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
-from engine.rankers.bt import DEFAULT_ALPHA, ELO_FACTOR, fit_bt_batch_info, fit_bt_pairs
+from engine.rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info, fit_bt_pairs
 from engine.rankers.davidson import fit_davidson_pairs, fit_davidson_stack_batch
 from engine.rankers.elo import elo_ratings
+from engine.rankers.elo_scale import ELO_FACTOR, from_elo_scale, to_elo_scale
 from engine.rankers.graph_batch import (
     BatchFit,
     borda_batch,
@@ -48,6 +49,7 @@ from engine.rankers.simple import (
     winrate_scores,
 )
 from engine.rankers.votes import PairCounts, Votes
+from engine.rankers.win_probability import bt_win_probabilities, davidson_win_shares, elo_expected_scores
 
 SHOWN_GRAPH_MODELS_MAX = 2_000
 """Copeland's and majority's count fits attach their graph (an (n, n) frame, for display) up to this many
@@ -177,10 +179,20 @@ class Ranker:
         reads); None: this ranker's scores have no such reading."""
         return None
 
+    def win_probabilities(
+        self, scores: np.ndarray, details: dict, params: dict
+    ) -> tuple[np.ndarray, str] | None:
+        """((n, n) the share of the row model's battles against the column model that the fit expects it
+        to win, ties counted half, NaN on the diagonal; what that is, in words) from the fit's ``scores``
+        in model order (and its ``details`` and ``params``), by ``engine.rankers.win_probability``; None
+        when the score models no outcome (a count, a rank, a vote share)."""
+        return None
+
 
 def _log_start(start: RankResult, models: tuple[str, ...], scale: str) -> np.ndarray:
     """A BT-type fit's scores as log strengths in ``models`` order (a warm start for a refit)."""
-    return start.scores.reindex(list(models)).to_numpy(np.float64) / (ELO_FACTOR if scale == "elo" else 1.0)
+    scores = start.scores.reindex(list(models)).to_numpy(np.float64)
+    return from_elo_scale(scores) if scale == "elo" else scores
 
 
 def participation_note(name: str, table, what: str, fix: str) -> list[str]:
@@ -200,6 +212,11 @@ def participation_note(name: str, table, what: str, fix: str) -> list[str]:
 
 class BT(Ranker):
     """Half-tie Bradley-Terry, fitted from pair counts (hard, or soft from judge probabilities)."""
+
+    def win_probabilities(self, scores, details, params):
+        """sigma(theta_i - theta_j) of the log strengths (read back from the Elo-like scale when asked)."""
+        theta = from_elo_scale(scores) if params.get("scale") == "elo" else scores
+        return bt_win_probabilities(theta), "sigma(theta_i - theta_j) of the fitted Bradley-Terry strengths"
 
     def fit_counts(self, pc, votes=None, *, solver="newton", alpha=DEFAULT_ALPHA, on_degenerate="regularize",
                    scale="log", soft=False):
@@ -234,9 +251,8 @@ class BT(Ranker):
                             on_degenerate=on_degenerate, scale=scale, theta0=theta0)
 
     def log_strengths(self, scores, params):
-        """BT scores are natural-log strengths, or 400 log10 units with ``scale="elo"`` (any display shift
-        cancels in a difference)."""
-        return scores / ELO_FACTOR if params.get("scale") == "elo" else scores
+        """BT scores are natural-log strengths, or ``to_elo_scale`` of them with ``scale="elo"``."""
+        return from_elo_scale(scores) if params.get("scale") == "elo" else scores
 
     def has_batch(self, params):
         """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""
@@ -248,7 +264,7 @@ class BT(Ranker):
         if soft:
             return None
         fit = fit_bt_batch_info(W + 0.5 * T, solver=solver, alpha=alpha, on_degenerate=on_degenerate)
-        scores = fit.scores * ELO_FACTOR if scale == "elo" else fit.scores
+        scores = to_elo_scale(fit.scores) if scale == "elo" else fit.scores
         return scores, int(fit.regularised.sum()), int((~fit.converged).sum()), "one batched Newton fit"
 
     def pools_identical_graphs(self, params):
@@ -267,6 +283,15 @@ class BT(Ranker):
 
 class Davidson(Ranker):
     """Davidson's tie model, fitted from pair counts."""
+
+    def win_probabilities(self, scores, details, params):
+        """P(win) + P(tie) / 2 of the fitted strengths and tie parameter nu."""
+        nu = details.get("nu")
+        if nu is None or not np.isfinite(nu):
+            return None
+        theta = from_elo_scale(scores) if params.get("scale") == "elo" else scores
+        return davidson_win_shares(theta, float(nu)), (
+            f"P(win) + P(tie)/2 of the fitted Davidson strengths with nu = {float(nu):.4g}")
 
     def fit_counts(self, pc, votes=None, *, alpha=DEFAULT_ALPHA, on_degenerate="regularize", scale="log"):
         """Davidson strengths and nu from the pair counts' W and T."""
@@ -292,7 +317,7 @@ class Davidson(Ranker):
         if scale not in ("log", "elo"):
             return None
         theta, _, conv, bad = fit_davidson_stack_batch(W, T, alpha=alpha, on_degenerate=on_degenerate)
-        theta = theta * ELO_FACTOR if scale == "elo" else theta
+        theta = to_elo_scale(theta) if scale == "elo" else theta
         return theta, int(bad.sum()), int((~conv).sum()), "one batched Newton fit on (theta, log nu)"
 
     def notes(self, details, params, table=None):
@@ -454,6 +479,12 @@ class Majority(Ranker):
 
 class Elo(Ranker):
     """Online Elo over votes in a stated order (``order``: time, input or prompt; ``ELO_ORDERS``)."""
+
+    def win_probabilities(self, scores, details, params):
+        """Elo's own expected score 1 / (1 + base^((r_j - r_i) / scale)) of the final ratings."""
+        base, scale = float(details.get("base", 10.0)), float(details.get("scale", 400.0))
+        return elo_expected_scores(scores, base, scale), (
+            f"Elo's expected score 1 / (1 + {base:g}^((r_j - r_i) / {scale:g})) of the final ratings")
 
     def vote_order(self, params, has_time):
         """``order`` when given, else time when some verdict has a timestamp, else input (source order);

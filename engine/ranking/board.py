@@ -56,11 +56,12 @@ class BoardSpec:
 
 
 TABLE_COLUMNS = (
-    "rank", "model", "score", "ci_low", "ci_high", "rank_low", "rank_high", "wins", "losses", "ties",
-    "win_rate", "n_graphs_model", "votes", "n_prompts", "component", "ci_note",
+    "rank", "model", "score", "ci_low", "ci_high", "rank_low", "rank_high", "rank_ub", "wins", "losses",
+    "ties", "win_rate", "n_graphs_model", "votes", "n_prompts", "component", "ci_note",
 )
 """wins / losses / ties / votes count votes on the count path (params["unit"] == "votes") and graph
-edges on the stack path ("graphs"); on data with one verdict pair per graph and pair they agree."""
+edges on the stack path ("graphs"); on data with one verdict pair per graph and pair they agree.
+``rank_ub`` is ``rank_upper_bound`` of the score interval (ci_low, ci_high)."""
 
 UNIT_NOTES = {
     "votes": (
@@ -99,20 +100,43 @@ NOT_ESTIMABLE = "not estimable"
 rank_low and rank_high are then empty; ``BootstrapResult.not_estimable`` says why)."""
 
 
+def rank_upper_bound(ci_low, ci_high) -> np.ndarray:
+    """LMArena's "rank (UB)" from score intervals: 1 + the number of models whose interval lies wholly
+    above this model's, i.e. whose lower bound is strictly greater than this model's upper bound. A
+    model no interval separates from the top ranks 1: the best rank its interval allows.
+
+    Equal bounds (lower_j == upper_i) do not separate two models. A missing bound (NaN: an interval
+    that is not estimable) is read as unbounded on that side, so such a model is never counted above
+    another and ranks 1 itself, as FastChat's pairwise comparison ``q025_j > q975_i`` treats a NaN
+    (false either way). O(n log n): each upper bound is searched in the sorted lower bounds."""
+    low = np.asarray(ci_low, dtype=np.float64)
+    high = np.asarray(ci_high, dtype=np.float64)
+    if low.shape != high.shape or low.ndim != 1:
+        raise ValueError("ci_low and ci_high must be 1-D arrays of one length")
+    low = np.where(np.isnan(low), -np.inf, low)
+    high = np.where(np.isnan(high), np.inf, high)
+    above = low.size - np.searchsorted(np.sort(low), high, side="right")
+    return (1 + above).astype(np.int64)
+
+
 def interval_columns(boot: BootstrapResult | None, models: list[str]) -> dict[str, Any]:
     """The table's interval columns for ``models``: ci_low, ci_high, rank_low, rank_high (empty without
-    a bootstrap, and where an interval is not estimable) and ``ci_note`` (``NOT_ESTIMABLE`` there, ''
-    where estimated, <NA> without a bootstrap). Shared by the graph and the count paths."""
+    a bootstrap, and where an interval is not estimable), ``rank_ub`` (``rank_upper_bound`` of the
+    score intervals; empty without a bootstrap) and ``ci_note`` (``NOT_ESTIMABLE`` there, '' where
+    estimated, <NA> without a bootstrap). Shared by the graph and the count paths."""
     n = len(models)
     if boot is None:
         na = pd.array([pd.NA] * n, dtype="Int64")
         return {"ci_low": np.full(n, np.nan), "ci_high": np.full(n, np.nan), "rank_low": na,
-                "rank_high": na.copy(), "ci_note": pd.array([pd.NA] * n, dtype="string")}
+                "rank_high": na.copy(), "rank_ub": na.copy(),
+                "ci_note": pd.array([pd.NA] * n, dtype="string")}
     sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
     why = boot.not_estimable.reindex(models).fillna("").to_numpy()
+    low, high = sci["low"].to_numpy(np.float64), sci["high"].to_numpy(np.float64)
     return {
-        "ci_low": sci["low"].to_numpy(), "ci_high": sci["high"].to_numpy(),
+        "ci_low": low, "ci_high": high,
         "rank_low": rci["low"].to_numpy(), "rank_high": rci["high"].to_numpy(),
+        "rank_ub": pd.array(rank_upper_bound(low, high), dtype="Int64"),
         "ci_note": pd.array([NOT_ESTIMABLE if w else "" for w in why], dtype="string"),
     }
 

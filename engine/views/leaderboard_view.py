@@ -1,6 +1,7 @@
-"""The leaderboard as the field shows it (LMArena-style): a shared rank from the rank intervals, the
-score with its interval as +x / -y, votes and prompts per model, an Elo-like display scale on
-request, then this project's columns (bad triads, share on a bad triad, reference rank).
+"""The leaderboard as the field shows it (LMArena-style): LMArena's rank (UB) from the score intervals
+beside the ranker's own rank, the score with its interval as +x / -y, votes and prompts per model, an
+Elo-like display scale on request, then this project's columns (bad triads, share on a bad triad,
+reference rank).
 
 The engine's table (``engine.ranking.leaderboard``) keeps the numbers; this module only derives the
 display columns and the notes a reader needs (what rank is shown, small samples, what
@@ -15,13 +16,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from engine.rankers.elo_scale import to_elo_scale
 from engine.ranking.board import NOT_ESTIMABLE
 
 if TYPE_CHECKING:
     from engine.graphs.stack import GraphStack
-
-ELO_CENTRE = 1000.0
-"""The Elo-like display scale is centred here (the arena's customary starting rating)."""
 
 SMALL_GRAPHS = 10
 """Fewer graphs than this in a selection gets a visible small-sample note."""
@@ -31,18 +30,46 @@ SMALL_VOTES = 20
 error of a win rate is at least about 0.1, as large as most gaps between neighbouring models."""
 
 DISPLAY_ORDER = (
-    "shared_rank", "model", "score", "interval", "votes", "n_prompts", "rank_range", "n_graphs_model",
+    "rank_ub", "rank", "model", "score", "interval", "votes", "n_prompts", "rank_range", "n_graphs_model",
     "wins", "losses", "ties", "win_rate", "bad_triads", "cycle_share", "ref_rank", "ref_diff",
 )
-"""Most important first: what LMArena shows (rank, model, score ± interval, votes), then ours."""
+"""Most important first: what LMArena shows (rank (UB), model, score ± interval, votes) with the ranker's
+own rank beside it, then ours."""
 
 
-def shared_ranks(rank_low, rank_high) -> np.ndarray:
-    """LMArena's rank when intervals overlap: 1 + the number of models whose rank interval lies
-    wholly above this one (their worst rank is better than this model's best rank)."""
-    lo = np.asarray(rank_low, dtype=np.float64)
-    hi = np.asarray(rank_high, dtype=np.float64)
-    return 1 + (hi[None, :] < lo[:, None]).sum(axis=1)
+def _rank_columns(out: pd.DataFrame, unknown: np.ndarray, level: float | None) -> tuple[pd.DataFrame, str]:
+    """(``out`` with ``rank_ub`` (LMArena's rank (UB) of the score intervals, the table's own column,
+    else ``engine.ranking.board.rank_upper_bound`` of ci_low / ci_high) and ``rank_range`` (the rank
+    interval as text), best first; the sentence that says what the rank columns are). Without any
+    score interval there is no rank (UB): the column is left out and the ranker's rank stands alone."""
+    from engine.ranking.board import rank_upper_bound
+
+    has_ci = "ci_low" in out.columns and "ci_high" in out.columns and (
+        bool(out["ci_low"].notna().any()) or bool(unknown.any()))
+    if "rank_ub" not in out.columns and has_ci:
+        bounds = [out[c].astype("Float64").to_numpy(np.float64, na_value=np.nan)
+                  for c in ("ci_low", "ci_high")]
+        out["rank_ub"] = rank_upper_bound(*bounds)
+    if "rank_ub" not in out.columns or not out["rank_ub"].notna().any():
+        out = out.drop(columns=["rank_ub"], errors="ignore").assign(rank_range="—")
+        out = out.sort_values(["rank", "model"], kind="stable").reset_index(drop=True)
+        return out, ("rank = the ranker's own order of the point scores (no bootstrap, so no score intervals "
+                     "and no rank (UB)).")
+    out["rank_ub"] = out["rank_ub"].astype("Int64")
+    if "rank_low" in out.columns and "rank_high" in out.columns:
+        out["rank_range"] = [
+            NOT_ESTIMABLE if u else "—" if pd.isna(a) or pd.isna(b) else f"{int(a)}–{int(b)}" if a != b
+            else f"{int(a)}" for a, b, u in zip(out["rank_low"], out["rank_high"], unknown, strict=True)]
+    pct = f"{level:.0%}" if level else "the"
+    note = (f"rank (UB) = 1 + the number of models whose {pct} score interval lies wholly above this model's "
+            "(their lower bound above its upper bound), LMArena's rank (UB): the best rank the intervals "
+            "allow, so models whose intervals overlap can share it. rank = the ranker's own order of the "
+            "point scores.")
+    if unknown.any():
+        note += (" A model whose interval is not estimable (the resamples hold no variation for it) could "
+                 "lie anywhere: no model counts as wholly above it and it counts above none.")
+    out = out.sort_values(["rank_ub", "rank", "model"], kind="stable").reset_index(drop=True)
+    return out, note
 
 
 def elo_factor(ranker: str) -> float | None:
@@ -61,7 +88,7 @@ def on_scale(table: pd.DataFrame, ranker: str, elo_scale: bool) -> pd.DataFrame:
     if factor is None:
         raise ValueError(f"the {ranker} score has no Elo-like reading")
     cols = [c for c in ("score", "ci_low", "ci_high") if c in table.columns]
-    return table.assign(**{c: ELO_CENTRE + factor * table[c].astype(np.float64) for c in cols})
+    return table.assign(**{c: to_elo_scale(table[c].astype(np.float64), factor) for c in cols})
 
 
 def participation(stack: GraphStack) -> pd.DataFrame:
@@ -133,28 +160,7 @@ def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bo
                            for p, m, u in zip(plus, minus, unknown, strict=True)]
     else:
         out["interval"] = "—"
-    known = out["rank_low"].notna() & out["rank_high"].notna() if "rank_low" in out.columns else None
-    ranked = known is not None and bool((known | unknown).all()) and bool(known.any())
-    if ranked:
-        # a model whose interval is not estimable could sit anywhere: its rank interval is 1..n
-        low = np.where(unknown, 1, out["rank_low"].astype("Float64").fillna(1).to_numpy(np.float64))
-        high = np.where(unknown, len(out), out["rank_high"].astype("Float64").fillna(len(out)).to_numpy(
-            np.float64))
-        out["shared_rank"] = shared_ranks(low, high)
-        out["rank_range"] = [NOT_ESTIMABLE if u else f"{int(a)}–{int(b)}" if a != b else f"{int(a)}"
-                             for a, b, u in zip(low, high, unknown, strict=True)]
-        pct = f"{level:.0%}" if level else "the"
-        rank_note = (f"rank = 1 + the number of models whose {pct} bootstrap rank interval lies wholly above "
-                     "this model's (LMArena's convention): models whose intervals overlap share a rank.")
-        if unknown.any():
-            rank_note += (" A model whose interval is not estimable (the resamples hold no variation for it) "
-                          "counts as possibly anywhere, from 1 to the last place.")
-    else:
-        out["shared_rank"] = out["rank"].astype(np.int64)
-        out["rank_range"] = "—"
-        rank_note = ("rank = the ranker's own order of the point scores (no bootstrap, so no rank intervals "
-                     "and no shared ranks).")
-    out = out.sort_values(["shared_rank", "rank", "model"], kind="stable").reset_index(drop=True)
+    out, rank_note = _rank_columns(out, unknown, level)
     notes: list[str] = []
     if n_graphs < SMALL_GRAPHS:
         notes.append(

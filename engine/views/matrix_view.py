@@ -1,6 +1,6 @@
-"""Model × model matrices (LMArena's win-fraction and battle-count heatmaps, plus this project's bad
-triads per pair), ordered by the current ranking, and the heatmap geometry that keeps them
-readable from 5 to 200 models.
+"""Model × model matrices (LMArena's win-fraction and battle-count heatmaps, the win probabilities the
+ranker's fit predicts, plus this project's bad triads per pair), ordered by the current ranking, and the
+heatmap geometry that keeps them readable from 5 to 200 models.
 
 A pair never compared is NaN in every matrix (drawn grey, "not compared" on hover), never 0: a
 white "0 bad triads" cell for a pair that was never judged made sparsely compared models look more
@@ -38,36 +38,137 @@ KINDS = {
     "battles": "Pairs judged between the two models, summed over graphs (one per pair and graph).",
     "bad triads": "Bad triads containing the pair, summed over graphs.",
 }
-"""The three matrices and what a cell holds."""
+"""The three matrices of the verdicts and what a cell holds."""
+
+PREDICTED = "predicted"
+"""The kind of the matrix the ranker's fit predicts (``PairMatrices.predicted``)."""
+
+PREDICTED_HELP = (
+    "Share of the row model's battles against the column model that the ranker's fit expects it to win "
+    "(ties count half), for every pair, compared or not: where it departs from the win fraction, the fit "
+    "does not explain the pair (a cycle, or a matchup that favours one model more than their strengths say)."
+)
+
+PREDICTED_MODELS_MAX = 1000
+"""Most models ``predicted_pairs`` lists: one row per ordered pair, so 999,000 rows at this limit."""
 
 
 @dataclass(frozen=True)
 class PairMatrices:
     """``win_fraction``, ``battles`` and ``bad_triads``: model × model frames in ranking order,
-    NaN where the two models were never compared (and on the diagonal)."""
+    NaN where the two models were never compared (and on the diagonal). ``predicted``: the win
+    probabilities of the ranker's fit for every pair (NaN on the diagonal and for a model the fit did
+    not rank), None when the ranker predicts none; ``predicted_note`` says what it is or why there is
+    none."""
 
     models: tuple[str, ...]
     win_fraction: pd.DataFrame
     battles: pd.DataFrame
     bad_triads: pd.DataFrame
+    predicted: pd.DataFrame | None = None
+    predicted_note: str = ""
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        """The matrices there are (``KINDS``, and ``PREDICTED`` when the fit predicts) and their help."""
+        return {**KINDS, PREDICTED: PREDICTED_HELP} if self.predicted is not None else dict(KINDS)
 
     def get(self, kind: str) -> pd.DataFrame:
-        """The matrix named by a key of ``KINDS``."""
-        return {"win fraction": self.win_fraction, "battles": self.battles, "bad triads": self.bad_triads}[
-            kind
-        ]
+        """The matrix named by a key of ``kinds``."""
+        frames = {"win fraction": self.win_fraction, "battles": self.battles, "bad triads": self.bad_triads}
+        if self.predicted is not None:
+            frames[PREDICTED] = self.predicted
+        return frames[kind]
 
 
-def pair_matrices(stack: GraphStack, order, bad_per_pair=None) -> PairMatrices:
-    """The three matrices of ``stack`` with rows and columns in ``order`` (the ranking; models of the
-    stack not in it go last by name). ``bad_per_pair``: (n, n) bad triads per pair summed over graphs
-    in stack model order (``engine.graphs.cycles.pair_cycle_counts``), computed here when not given."""
-    models = list(stack.models)
-    first = [m for m in order if m in models]
-    names = first + sorted(m for m in models if m not in set(first))
+def predicted_win_matrix(board) -> tuple[pd.DataFrame | None, str]:
+    """(model × model win probabilities of the ranker's fit in the board's order, or None; what they are,
+    or why there are none) for a leaderboard (``engine.ranking.board.Leaderboard`` or the app's board:
+    a ``table`` with model and score, ``params`` with ranker, ranker_params and ranker_details). The
+    ranker's object computes them (``Ranker.win_probabilities``) from the fitted scores, so any model
+    whose scores are BT ratings (a style-controlled fit: the prediction at zero style difference) can
+    answer through its own object."""
+    from engine.rankers import ranker_object
+
+    p = board.params
+    ranker = str(p["ranker"])
+    models = board.table["model"].astype(str).tolist()
+    scores = board.table["score"].to_numpy(np.float64)
+    out = ranker_object(ranker).win_probabilities(scores, dict(p.get("ranker_details") or {}),
+                                                  dict(p.get("ranker_params") or {}))
+    if out is None:
+        return None, (f"The {ranker} ranker's score is not a model of who wins, so it predicts no win "
+                      "probability; Bradley-Terry, Davidson and Elo do.")
+    probs, words = out
+    note = f"Predicted: {words}."
+    comps = p.get("components")
+    if comps:
+        note += (" The comparison graph has several components; between two of them the prediction rests on "
+                 "the regularisation alone, as their scores do.")
+    return pd.DataFrame(probs, index=models, columns=models), note
+
+
+def predicted_pairs(stack, board) -> pd.DataFrame:
+    """The fit's predicted win probabilities beside the observed win fractions, one row per ordered pair
+    of the board's models in its order: model_a, model_b, predicted (``predicted_win_matrix``: model_a's
+    expected share against model_b), win_fraction ((W + T/2) / battles of model_a against model_b in
+    ``stack``'s graphs, as the Cycles page's matrix; NaN where never compared), battles (0 there). Refuses
+    (LensError, one sentence) a ranker without a prediction, and beyond ``PREDICTED_MODELS_MAX`` models
+    before any model × model array is built."""
+    from engine.errors import LensError
+
+    check_predicted_size(max(len(board.table), len(stack.models)))
+    predicted, note = predicted_win_matrix(board)
+    if predicted is None:
+        raise LensError(note)
+    names = list(predicted.index)
+    frac, games = observed_matrices(stack)
+    pos = pd.Index(list(stack.models)).get_indexer(names)
+    frac, games = frac[np.ix_(pos, pos)], games[np.ix_(pos, pos)]
+    i, j = np.nonzero(~np.eye(len(names), dtype=bool))
+    label = np.asarray(names, dtype=object)
+    return pd.DataFrame({
+        "model_a": label[i], "model_b": label[j], "predicted": predicted.to_numpy(np.float64)[i, j],
+        "win_fraction": frac[i, j], "battles": games[i, j].astype(np.int64),
+    })
+
+
+def check_predicted_size(n: int) -> None:
+    """Refuse, in one sentence, a predicted table of more than ``PREDICTED_MODELS_MAX`` models (asked before
+    the fit, so the refusal costs nothing)."""
+    from engine.errors import LensError
+
+    if n > PREDICTED_MODELS_MAX:
+        raise LensError(
+            f"The predicted table has one row per ordered pair of models: {n:,} models make {n * (n - 1):,} "
+            f"rows, above the limit of {PREDICTED_MODELS_MAX:,} models; select fewer models (--judge)."
+        )
+
+
+def observed_matrices(stack) -> tuple[np.ndarray, np.ndarray]:
+    """(win fraction (W + T/2) / battles, NaN where never compared and on the diagonal; battles) per
+    ordered pair of ``stack``'s models (a ``GraphStack`` or ``GraphBuckets``: each pair counts once per
+    graph), in stack model order."""
     W, T = stack.win_tie_matrices()
     W, T = np.asarray(W, dtype=np.float64), np.asarray(T, dtype=np.float64)
     games = W + W.T + T
+    met = games > 0
+    np.fill_diagonal(met, False)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(met, (W + 0.5 * T) / games, np.nan)
+    return frac, games
+
+
+def pair_matrices(stack: GraphStack, order, bad_per_pair=None, board=None) -> PairMatrices:
+    """The three matrices of ``stack`` with rows and columns in ``order`` (the ranking; models of the
+    stack not in it go last by name), and with ``board`` (the leaderboard the order came from) the
+    win probabilities its fit predicts (``predicted_win_matrix``). ``bad_per_pair``: (n, n) bad triads
+    per pair summed over graphs in stack model order (``engine.graphs.cycles.pair_cycle_counts``),
+    computed here when not given (a ``GraphStack``; pass it for ``GraphBuckets``)."""
+    models = list(stack.models)
+    first = [m for m in order if m in models]
+    names = first + sorted(m for m in models if m not in set(first))
+    frac, games = observed_matrices(stack)
     if bad_per_pair is None:
         from engine.graphs.cycles import pair_cycle_counts
 
@@ -75,15 +176,16 @@ def pair_matrices(stack: GraphStack, order, bad_per_pair=None) -> PairMatrices:
     bad = np.asarray(bad_per_pair, dtype=np.float64)
     met = games > 0
     np.fill_diagonal(met, False)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        frac = np.where(met, (W + 0.5 * T) / games, np.nan)
     idx = [models.index(m) for m in names]
 
     def frame(a: np.ndarray) -> pd.DataFrame:
         a = np.where(met, a, np.nan)[np.ix_(idx, idx)]
         return pd.DataFrame(a, index=names, columns=names)
 
-    return PairMatrices(tuple(names), frame(frac), frame(games), frame(bad))
+    predicted, note = (None, "") if board is None else predicted_win_matrix(board)
+    if predicted is not None:
+        predicted = predicted.reindex(index=names, columns=names)
+    return PairMatrices(tuple(names), frame(frac), frame(games), frame(bad), predicted, note)
 
 
 def select_models(order, top_n: int, extra=()) -> list[str]:

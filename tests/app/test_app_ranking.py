@@ -65,7 +65,7 @@ def test_leaderboard_counts_and_cycle_columns(app, shipped_store):
             for m in tri:
                 per_model[m] += 1
     assert table["bad_triads"].to_dict() == per_model
-    assert list(table["shared_rank"]) == sorted(table["shared_rank"])
+    assert list(table["rank_ub"]) == sorted(table["rank_ub"])
     # the interval as +x / -y: both parts non-negative (the score lies inside its interval)
     parts = table["interval"].str.extract(r"^\+([0-9.]+) / -([0-9.]+)$").astype(float)
     assert parts.notna().all().all() and (parts >= 0).all().all()
@@ -154,7 +154,7 @@ def test_every_ranker_renders(app):
         app.selectbox(key="ranker").set_value(name).run()
         assert_clean(app)
         table = app.dataframe[0].value
-        assert len(table) == 9 and set(itertools.chain(table["shared_rank"])) <= set(range(1, 10))
+        assert len(table) == 9 and set(itertools.chain(table["rank_ub"])) <= set(range(1, 10))
 
 
 def _plotly_array(v) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The leaderboard display (engine.views.leaderboard_view): shared ranks, +x / -y, Elo-like scale, votes,
+"""The leaderboard display (engine.views.leaderboard_view): rank (UB), +x / -y, Elo-like scale, votes,
 prompts and small-sample notes, each checked against a hand-worked case or a second computation."""
 
 from __future__ import annotations
@@ -13,24 +13,16 @@ from engine.views.leaderboard_view import (
     board_view,
     participation,
     score_digits,
-    shared_ranks,
 )
 
 
-def test_shared_ranks_of_the_issue_example_by_hand():
-    # rank intervals 1-1, 2-2, 3-5, 3-6, 4-6, 4-6, 7-9: the four middle ones overlap and share rank 3;
-    # 7-9 has six intervals wholly above it (1, 2, 3-5, 3-6, 4-6, 4-6) → 7
-    lo = [1, 2, 3, 3, 4, 4, 7]
-    hi = [1, 2, 5, 6, 6, 6, 9]
-    assert shared_ranks(lo, hi).tolist() == [1, 2, 3, 3, 3, 3, 7]
-
-
-def test_shared_ranks_against_a_loop():
-    rng = np.random.default_rng(3)
-    lo = rng.integers(1, 20, 40)
-    hi = lo + rng.integers(0, 8, 40)
-    loop = [1 + sum(1 for j in range(40) if hi[j] < lo[i]) for i in range(40)]
-    assert shared_ranks(lo, hi).tolist() == loop
+def test_the_view_shows_rank_ub_of_the_score_intervals_by_hand():
+    # score intervals [9, 11], [8, 10], [5, 8], [1, 4]: the third is below the first only (8 < 9; 8 == 8 is
+    # not wholly above), the fourth below all three; the ranker's own rank stands beside it
+    t = _table([10.0, 9.0, 6.5, 2.5], lo=[9.0, 8.0, 5.0, 1.0], hi=[11.0, 10.0, 8.0, 4.0])
+    v = board_view(t, ranker="bt", n_graphs=50)
+    assert v.frame["rank_ub"].tolist() == [1, 1, 2, 4] and v.frame["rank"].tolist() == [1, 2, 3, 4]
+    assert list(v.frame.columns[:3]) == ["rank_ub", "rank", "model"]
 
 
 def _table(scores, lo=None, hi=None, rank_low=None, rank_high=None, votes=None):
@@ -57,7 +49,7 @@ def test_interval_as_plus_minus_and_digits():
 
 def test_without_bootstrap_the_rank_note_says_what_rank_is_shown():
     v = board_view(_table([1.0, 0.0, -1.0]), ranker="bt", n_graphs=50)
-    assert v.frame["shared_rank"].tolist() == [1, 2, 3]
+    assert "rank_ub" not in v.frame.columns and v.frame["rank"].tolist() == [1, 2, 3]
     assert v.frame["interval"].tolist() == ["—"] * 3 and "no bootstrap" in v.rank_note
 
 
