@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-STYLE_FEATURES: tuple[str, ...] = ("tokens", "headers", "lists", "bold")
-"""LMArena's four style features, in this order: answer tokens, header count, list count, bold count."""
+from engine.store.schema import STYLE_COLUMNS, STYLE_FEATURES
 
-STYLE_COLUMNS: tuple[str, ...] = tuple(f"{f}_{side}" for side in ("a", "b") for f in STYLE_FEATURES)
-"""The per-verdict columns of the raw counts: model_a's four features, then model_b's four."""
+__all__ = ["STYLE_COLUMNS", "STYLE_FEATURES", "style_matrix", "style_select"]
 
 
 def style_select(columns: set[str]) -> list[str]:
