@@ -70,8 +70,8 @@ def export_frame(store: Store, dataset: str) -> pd.DataFrame:
     """The dataset's verdicts in the import format (winner ``invalid`` written as ``error``; the stored
     style counts as their columns, when any verdict has one), with the texts the import reads back:
     ``question`` of each prompt instance and ``answer_a`` / ``answer_b`` of each model on it, each on the
-    first verdict that names it (the import keeps the
-    first text per key, so later copies would only grow the file)."""
+    first verdict that names it (the import keeps the first text per key, so later copies would only grow
+    the file)."""
     require_dataset(store, dataset)
     df = store.verdicts(dataset)[list(EXPORT_COLUMNS)].reset_index(drop=True)
     style = store.verdicts(dataset, columns=STYLE_COLUMNS)[list(STYLE_COLUMNS)].reset_index(drop=True)

@@ -47,9 +47,10 @@ def given_counts(col: Callable[[str], Sequence], n: int, flag: Flag) -> np.ndarr
     ``flag(mask, reason_of_row)`` (the normaliser's way of naming a row's problem)."""
     out = np.full((n, len(STYLE_COLUMNS)), np.nan)
     for k, name in enumerate(STYLE_COLUMNS):
-        values, bad = _numbers(col(name))
+        cells = col(name)
+        values, bad = _numbers(cells)
         out[:, k] = np.where(bad, np.nan, values)
-        flag(bad, lambda i, name=name: f"{name} {_shown(col(name)[i])} {_why(col(name)[i])}")
+        flag(bad, _reason_of(name, cells))
     meta = col(CONV_METADATA)
     if any(v is not None for v in meta):
         from_meta, problems = _conv_metadata(meta)
@@ -58,6 +59,11 @@ def given_counts(col: Callable[[str], Sequence], n: int, flag: Flag) -> np.ndarr
         bad = np.array([p is not None for p in problems], dtype=bool)
         flag(bad, lambda i: str(problems[i]))
     return out
+
+
+def _reason_of(name: str, cells: Sequence) -> Callable[[int], str]:
+    """The sentence part naming row ``i``'s bad ``name`` cell."""
+    return lambda i: f"{name} {_shown(cells[i])} {_why(cells[i])}"
 
 
 def _numbers(cells: Sequence) -> tuple[np.ndarray, np.ndarray]:
