@@ -198,3 +198,35 @@ def test_stored_counts_come_before_the_texts(tmp_path, empty_store):
     np.testing.assert_array_equal(rows.style[1], np.r_[count_answers(["# h"])[0], count_answers(["z"])[0]])
     cov = store_style_coverage(empty_store, "mix")
     assert (cov.verdicts, cov.given, cov.from_texts) == (2, 1, 1)
+
+
+def test_answers_of_other_models_say_so_and_the_frame_path_reads_texts(tmp_path, empty_store):
+    """Answer texts that belong to no verdict's models serve none (the sentence says so); the frame path
+    fills from the dataset's answer counts when given them (the app's cached selection)."""
+    from engine.ranking.vote_query import frame_vote_rows
+    from engine.store import writes
+    from engine.style.features import answer_counts
+
+    frame = pd.DataFrame({"prompt_id": ["p1", "p2"], "model_a": ["x", "x"], "model_b": ["y", "y"],
+                          "winner": ["A", "tie"]})
+    frame.to_csv(tmp_path / "v.csv", index=False)
+    import_files(empty_store, [tmp_path / "v.csv"], "other")
+    with empty_store.transaction() as tx:
+        writes.upsert_answers(tx, "other", pd.DataFrame({"prompt_id": ["p1"], "variant": [0], "turn": [1],
+                                                         "model": ["z"], "text": ["# not theirs"]}))
+    cov = store_style_coverage(empty_store, "other")
+    assert (cov.verdicts, cov.given, cov.from_texts, cov.answers) == (2, 0, 0, 1)
+    assert cov.sentence() is not None and cov.sentence().endswith(
+        "none of its 1 stored answer texts belongs to both models of a verdict (same prompt, variant, turn "
+        "and model).")
+    with empty_store.transaction() as tx:  # a write of texts is a new version (its writers record it)
+        writes.upsert_answers(tx, "other", pd.DataFrame({"prompt_id": ["p1", "p1"], "variant": [0, 0],
+                                                         "turn": [1, 1], "model": ["x", "y"],
+                                                         "text": ["**b**", "- i\n- j"]}))
+        writes.bump_dataset(tx, "other")
+    verdicts = empty_store.verdicts("other")
+    rows = frame_vote_rows(verdicts, style=True, order_by="input", texts=answer_counts(empty_store, "other"))
+    assert rows.style is not None
+    np.testing.assert_array_equal(rows.style[0],
+                                  np.r_[count_answers(["**b**"])[0], count_answers(["- i\n- j"])[0]])
+    assert np.isnan(rows.style[1]).all()  # p2 has no answer texts
