@@ -127,8 +127,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--show-kept", action="store_true",
                    help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")
+    add_length_control_options(p)
     add_format(p)
     p.set_defaults(func=run)
+
+
+# --- length control (issue 24, point 5) ---
+def add_length_control_options(p: argparse.ArgumentParser) -> None:
+    """``--length-control`` (AlpacaEval's LC win rate against ``--baseline``); ``--baseline`` is added
+    here only where no other block has added it."""
+    if "--baseline" not in p._option_string_actions:
+        p.add_argument("--baseline", metavar="MODEL", help="the model every other is compared with")
+    p.add_argument(
+        "--length-control", action="store_true",
+        help="with --baseline: add each model's length-controlled win rate against the baseline "
+        "(AlpacaEval 2's GLM on answer lengths in characters; needs the answer texts) and its plain win rate",
+    )
+
+
+def check_length_control(args: argparse.Namespace) -> None:
+    """--length-control compares with one model: refuse it without --baseline."""
+    if args.length_control and not args.baseline:
+        raise LensError("--length-control gives each model's win rate against a baseline; give --baseline "
+                        "MODEL too.")
+
+
+def length_controlled_board(board, store, args: argparse.Namespace):
+    """The board with the LC win-rate columns when --length-control is given, else as it is."""
+    if not args.length_control:
+        return board
+    from engine.ranking.length_control import with_length_control
+
+    return with_length_control(board, store, args.dataset, args.baseline, judge=args.judge,
+                               category=args.category)
+# --- end length control ---
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap_unit is not None and args.bootstrap == 0:
         raise LensError("--bootstrap-unit says what the bootstrap resamples; give --bootstrap B too.")
     mu, per_category, pool = keep_k_options(args)
+    check_length_control(args)
     params = ranker_params(args, args.ranker)
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
@@ -151,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
                          per_category=per_category, pool=pool, bootstrap=args.bootstrap, seed=args.seed,
                          bootstrap_unit=args.bootstrap_unit, policy=args.policy)
         board = leaderboard(store, args.dataset, spec, judge=args.judge, category=args.category)
+        board = length_controlled_board(board, store, args)
     finally:
         store.close()
     if args.show_kept:
@@ -201,7 +235,7 @@ def write_board(board, fmt: str) -> None:
     """JSON: one object {params, details, notes, table, kept (with keep-K)}. CSV / table: the table on
     stdout (CSV stays header + rows only) and one ``note: ...`` line per notable detail on stderr.
     Without --bootstrap the interval columns are left out and a note says so once."""
-    notes = board_notes(board)
+    notes = board_notes(board) + list(board.params.get("length_control", {}).get("notes", []))
     if not board.params.get("bootstrap"):
         notes.append(NO_BOOTSTRAP_NOTE)
     if fmt == "json":
