@@ -270,7 +270,8 @@ def with_length_control(board: Leaderboard, store: Store, dataset: str, baseline
         "difficulty and gamed-baseline terms (they need AlpacaEval's own downloaded data); length = "
         "characters of the answer texts."
     ]
-    unfitted = sorted(str(m) for m in models if m != baseline and not np.isfinite(lc["lc_win_rate"].get(m, np.nan)))
+    unfitted = sorted(str(m) for m in models
+                      if m != baseline and not np.isfinite(lc["lc_win_rate"].get(m, np.nan)))
     if unfitted:
         notes.append(f"length control: no LC win rate for {', '.join(unfitted)} (fewer than {N_FOLDS} "
                      f"verdicts against {baseline} with both answer texts).")

@@ -1,12 +1,13 @@
 """AlpacaEval annotation files: a JSON list of ``instruction, output_1, generator_1, output_2,
 generator_2, annotator, preference``.
 
-``preference`` is 1 (output_1 better), 2 (output_2 better), 1.5 (a draw) or any number between
-(a weighted annotator's expected preference); 0 is an older way of writing a draw (AlpacaEval's own
-win rate and length-controlled GLM read it as 1.5, and its older annotation files carry it). Each record is one verdict with ``model_a =
-generator_1``; the soft preference is kept as ``prob_a = 2 - preference`` and the hard winner
-beside it (A below 1.5, B above, tie at 1.5). A missing preference is an invalid verdict. The order
-shown to the annotator is not in the file (AlpacaEval may randomise it), so it stays unknown.
+``preference`` is 1 (output_1 better), 2 (output_2 better), 1.5 (a draw) or any number between (a
+weighted annotator's expected preference); 0 is an older way of writing a draw (AlpacaEval's own win
+rate and length-controlled GLM read it as 1.5, and its older annotation files carry it). Each record
+is one verdict with ``model_a = generator_1``; the soft preference is kept as ``prob_a = 2 -
+preference`` and the hard winner beside it (A below 1.5, B above, tie at 1.5). A missing preference
+is an invalid verdict. The order shown to the annotator is not in the file (AlpacaEval may randomise
+it), so it stays unknown.
 """
 
 from __future__ import annotations
