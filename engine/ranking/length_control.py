@@ -248,11 +248,19 @@ def length_controlled(rows: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def with_length_control(board: Leaderboard, store: Store, dataset: str, baseline: str,
-                        judge: str | None = None, category: str | None = None) -> Leaderboard:
-    """``board`` with ``lc_win_rate`` and ``win_rate_vs_baseline`` appended to its table and the fits'
-    details under ``params["length_control"]`` (baseline, per-model C, length weight, verdicts fitted,
-    notes)."""
+@dataclass(frozen=True)
+class LengthControlTable:
+    """Per model (``length_controlled``'s frame, indexed by model) and the sentences a reader needs."""
+
+    frame: pd.DataFrame
+    notes: list[str]
+
+
+def length_control_table(store: Store, dataset: str, baseline: str, judge: str | None = None,
+                         category: str | None = None) -> LengthControlTable:
+    """The LC win rate and plain win rate of every model against ``baseline`` in the selection, with
+    notes: what the number leaves out, and the models it could not fit. Refuses a selection where no
+    verdict against the baseline carries both answer texts."""
     rows = baseline_rows(store, dataset, baseline, judge=judge, category=category)
     if not np.isfinite(rows["delta_chars"]).any():
         raise LensError(
@@ -261,21 +269,36 @@ def with_length_control(board: Leaderboard, store: Store, dataset: str, baseline
             "and output_2)."
         )
     lc = length_controlled(rows, baseline).set_index("model")
-    models = board.table["model"].astype(object)
-    table = board.table.copy()
-    for col in LC_COLUMNS:
-        table[col] = models.map(lc[col]).astype("float64").to_numpy()
     notes = [
         f"length control: LC win rate against {baseline} from AlpacaEval's GLM without its instruction-"
         "difficulty and gamed-baseline terms (they need AlpacaEval's own downloaded data); length = "
         "characters of the answer texts."
     ]
-    unfitted = sorted(str(m) for m in models
-                      if m != baseline and not np.isfinite(lc["lc_win_rate"].get(m, np.nan)))
+    unfitted = sorted(str(m) for m in lc.index[(lc.index != baseline) & ~np.isfinite(lc["lc_win_rate"])])
     if unfitted:
         notes.append(f"length control: no LC win rate for {', '.join(unfitted)} (fewer than {N_FOLDS} "
                      f"verdicts against {baseline} with both answer texts).")
-    fitted = lc[lc["n_fitted"] > 0]
+    return LengthControlTable(lc, notes)
+
+
+def length_control_columns(frame: pd.DataFrame, lct: LengthControlTable) -> pd.DataFrame:
+    """``frame`` (one row per ``model``) with ``LC_COLUMNS`` appended from ``lct`` (NaN for a model
+    without a fit): the CLI's table and the Leaderboard page both take their columns from here."""
+    out = frame.copy()
+    models = out["model"].astype(object)
+    for col in LC_COLUMNS:
+        out[col] = models.map(lct.frame[col]).astype("float64").to_numpy()
+    return out
+
+
+def with_length_control(board: Leaderboard, store: Store, dataset: str, baseline: str,
+                        judge: str | None = None, category: str | None = None) -> Leaderboard:
+    """``board`` with ``lc_win_rate`` and ``win_rate_vs_baseline`` appended to its table and the fits'
+    details under ``params["length_control"]`` (baseline, per-model C, length weight, verdicts fitted,
+    notes)."""
+    lct = length_control_table(store, dataset, baseline, judge=judge, category=category)
+    table = length_control_columns(board.table, lct)
+    fitted = lct.frame[lct.frame["n_fitted"] > 0]
     params = {**board.params, "length_control": {
         "baseline": baseline,
         "length": "characters",
@@ -283,6 +306,6 @@ def with_length_control(board: Leaderboard, store: Store, dataset: str, baseline
         "c": {str(m): float(c) for m, c in fitted["c"].items()},
         "length_coef": {str(m): float(c) for m, c in fitted["length_coef"].items()},
         "n_fitted": {str(m): int(n) for m, n in fitted["n_fitted"].items()},
-        "notes": notes,
+        "notes": lct.notes,
     }}
     return replace(board, table=table, params=params)
