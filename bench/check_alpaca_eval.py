@@ -2,13 +2,16 @@
 
     python bench/check_alpaca_eval.py [--repo /work/.mirror/tatsu-lab+alpaca_eval/repo]
         [--venv /work/venvs/alpaca_eval] [--models alpaca-7b phi-2 ...]
+    python bench/check_alpaca_eval.py --annotator alpaca_eval_gpt4 --baseline text_davinci_003 \
+        --models alpaca-7b Yi-34B-Chat causallm-14b evo-7b falcon-7b-instruct alpaca-farm-ppo-human
 
-For each model, its real annotation file ``results/<model>/weighted_alpaca_eval_gpt4_turbo/
-annotations.json`` is read from a clone of github.com/tatsu-lab/alpaca_eval (``git show``; files kept
-out of the clone are skipped). Three numbers per model are printed side by side:
+For each model, its real annotation file ``results/<model>/<annotator>/annotations.json`` (AlpacaEval
+2's ``weighted_alpaca_eval_gpt4_turbo`` by default; AlpacaEval 1's ``alpaca_eval_gpt4`` files write
+some draws as preference 0) is read from a clone of github.com/tatsu-lab/alpaca_eval (``git show``;
+files kept out of the clone are skipped). Three numbers per model are printed side by side:
 
 1. ours: the files imported together with ``python -m engine import``, then ``python -m engine
-   leaderboard --baseline gpt4_1106_preview --length-control --format json`` (processes, as a user runs
+   leaderboard --baseline BASELINE --length-control --format json`` (processes, as a user runs
    them);
 2. alpaca_eval's ``get_length_controlled_winrate`` itself, run in its own virtual environment on each
    file, with its ``length_controlled_minimal`` GLM (the formula ours computes), once as shipped and
@@ -40,7 +43,10 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 ANNOTATOR = "weighted_alpaca_eval_gpt4_turbo"
 BASELINE = "gpt4_1106_preview"
-LEADERBOARD = f"src/alpaca_eval/leaderboards/data_AlpacaEval_2/{ANNOTATOR}_leaderboard.csv"
+LEADERBOARDS = {
+    "weighted_alpaca_eval_gpt4_turbo": "data_AlpacaEval_2",  # AlpacaEval 2, baseline gpt4_1106_preview
+    "alpaca_eval_gpt4": "data_AlpacaEval",  # AlpacaEval 1, baseline text_davinci_003; preference 0 = draw
+}
 DEFAULT_MODELS = ("alpaca-7b", "alpaca-7b_concise", "alpaca-7b_verbose", "text_davinci_001", "phi-2",
                   "falcon-7b-instruct", "jina-chat", "oasst-sft-pythia-12b", "gpt4_gamed")
 
@@ -87,13 +93,13 @@ def git_show(repo: Path, path: str) -> bytes | None:
     return res.stdout if res.returncode == 0 and res.stdout and not lfs else None
 
 
-def ours(files: list[Path], work: Path) -> pd.DataFrame:
+def ours(files: list[Path], work: Path, baseline: str) -> pd.DataFrame:
     """Our LC win rate and win rate per model, from the CLI as processes."""
     db = work / "lens.duckdb"
     cli = [sys.executable, "-m", "engine", "--db", str(db)]
     subprocess.run([*cli, "import", "--dataset", "ae", *map(str, files)], check=True, cwd=ROOT,
                    capture_output=True)
-    res = subprocess.run([*cli, "leaderboard", "--dataset", "ae", "--baseline", BASELINE, "--length-control",
+    res = subprocess.run([*cli, "leaderboard", "--dataset", "ae", "--baseline", baseline, "--length-control",
                           "--format", "json"], check=True, cwd=ROOT, capture_output=True, text=True)
     table = pd.DataFrame(json.loads(res.stdout)["table"])
     return table.set_index("model")[["lc_win_rate", "win_rate_vs_baseline"]]
@@ -118,20 +124,23 @@ def main() -> int:
     ap.add_argument("--repo", type=Path, default=Path("/work/.mirror/tatsu-lab+alpaca_eval/repo"))
     ap.add_argument("--venv", type=Path, default=Path("/work/venvs/alpaca_eval"))
     ap.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS))
+    ap.add_argument("--annotator", choices=sorted(LEADERBOARDS), default=ANNOTATOR)
+    ap.add_argument("--baseline", default=BASELINE)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         files = []
         for model in args.models:
-            data = git_show(args.repo, f"results/{model}/{ANNOTATOR}/annotations.json")
+            data = git_show(args.repo, f"results/{model}/{args.annotator}/annotations.json")
             if data is None:
                 print(f"skipped {model}: its annotation file is not in the clone")
                 continue
             files.append(work / f"{model}.json")
             files[-1].write_bytes(data)
-        mine = ours(files, work)
+        mine = ours(files, work, args.baseline)
         theirs, source = peer(files, work, args.venv)
-    published = pd.read_csv(StringIO(git_show(args.repo, LEADERBOARD).decode()), index_col=0)
+    board = f"src/alpaca_eval/leaderboards/{LEADERBOARDS[args.annotator]}/{args.annotator}_leaderboard.csv"
+    published = pd.read_csv(StringIO(git_show(args.repo, board).decode()), index_col=0)
     rows = []
     for model in theirs.index:
         rows.append({
