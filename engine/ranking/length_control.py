@@ -298,6 +298,10 @@ def with_length_control(board: Leaderboard, store: Store, dataset: str, baseline
     notes)."""
     lct = length_control_table(store, dataset, baseline, judge=judge, category=category)
     table = length_control_columns(board.table, lct)
+    notes = list(lct.notes)
+    if board.params.get("keep_k") is not None:
+        notes.append("length control: fitted on every verdict of the selection against the baseline; "
+                     "keep-K chooses the graphs of the ranking only.")
     fitted = lct.frame[lct.frame["n_fitted"] > 0]
     params = {**board.params, "length_control": {
         "baseline": baseline,
@@ -306,6 +310,6 @@ def with_length_control(board: Leaderboard, store: Store, dataset: str, baseline
         "c": {str(m): float(c) for m, c in fitted["c"].items()},
         "length_coef": {str(m): float(c) for m, c in fitted["length_coef"].items()},
         "n_fitted": {str(m): int(n) for m, n in fitted["n_fitted"].items()},
-        "notes": lct.notes,
+        "notes": notes,
     }}
     return replace(board, table=table, params=params)
