@@ -58,6 +58,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_store_space.py",            # 15 alone, -n 0, load 8 (skipped without root)
     "test_output_paths.py",           # 11 alone, -n 0, load 8
     "test_app_data_notes.py",         # 18 alone, -n 0, load 3.5 (AppTest x 4)
+    "test_length_control.py",         # 20 s of CPU (53 s wall, -n 0, load 11; scipy reference GLMs)
+    "test_length_control_app.py",     # 11 s of CPU (48 s wall, -n 0, load 10; AppTest x 1)
 )
 """The files that take longest, longest first: xdist hands each worker the next file when its current
 one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder keeps this order), so a

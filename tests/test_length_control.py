@@ -184,3 +184,31 @@ def test_alpaca_eval_preference_zero_is_a_draw(tmp_path):
     path.write_text(json.dumps(recs))
     rep = validate_file(path, dataset="d")
     assert rep.n_rejected == 1 and "outside [1, 2]" in rep.rejected["reason"].iloc[0]
+
+
+def test_sides_swapped_in_the_file_give_the_same_numbers(tmp_path, capsys):
+    """Every other annotation written with the baseline second (outputs swapped, preference mirrored):
+    the model's LC win rate and win rate are those of the file as written, and a model with fewer than
+    five verdicts against the baseline gets no LC win rate but a note."""
+    recs = records(21)
+    swapped = [r if i % 2 else {**r, "generator_1": r["generator_2"], "generator_2": r["generator_1"],
+                                 "output_1": r["output_2"], "output_2": r["output_1"],
+                                 "preference": r["preference"] if r["preference"] in (None, 0, 1.5)
+                                 else 3 - r["preference"]}
+               for i, r in enumerate(recs)]
+    few = [{**r, "generator_2": "gamma"} for r in recs[:4]]
+    tables = []
+    for name, data in (("plain", recs), ("swapped", swapped + few)):
+        path, db = tmp_path / f"{name}.json", tmp_path / f"{name}.duckdb"
+        path.write_text(json.dumps(data))
+        assert main(["--db", str(db), "import", "--dataset", "ae", str(path)]) == 0
+        capsys.readouterr()
+        assert main(["--db", str(db), "leaderboard", "--dataset", "ae", "--baseline", "ref",
+                     "--length-control", "--format", "json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        tables.append(({r["model"]: r for r in out["table"]}, out["notes"]))
+    (plain, _), (mixed, notes) = tables
+    for col in ("lc_win_rate", "win_rate_vs_baseline"):
+        assert mixed["alpha"][col] == pytest.approx(plain["alpha"][col], abs=1e-9)
+    assert mixed["gamma"]["lc_win_rate"] is None
+    assert any("no LC win rate for gamma (fewer than 5" in n for n in notes)
