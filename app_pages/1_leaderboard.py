@@ -16,12 +16,43 @@ from app_pages._lens import (
     current,
     leaderboard_result,
     or_stop,
-    show_error,
 )
-from engine.errors import LensError
 from engine.views.exports import csv_bytes, leaderboard_json
 from engine.views.leaderboard_view import board_view, elo_factor, on_scale
+from engine.views.length_control_view import lc_table
 from engine.views.viz import ci_plot_frame, escape_md, plot_labels
+
+
+@st.cache_data(max_entries=32, show_spinner="Fitting the length-controlled GLMs…")
+def lc_result(key, baseline: str):
+    """Every model's LC win rate and plain win rate against ``baseline`` (``lc_table``), cached per choice."""
+    from app_pages._lens import get_store
+
+    return lc_table(get_store(), key.dataset, baseline, judge=key.judge, category=key.category)
+
+
+def length_controlled_win_rates(ch, baseline: str | None, models: list[str]) -> None:
+    """AlpacaEval 2's length-controlled win rate: with a baseline chosen (a model of the board) and the
+    toggle on, each model's LC win rate and plain win rate against it, in a table of its own."""
+    chosen = baseline in models
+    on = st.toggle("Length-controlled win rate (AlpacaEval 2)", key="lb_length_control", disabled=not chosen,
+                   help="Each model's win rate against the baseline read at equal answer length from a "
+                   "logistic fit of its verdicts on tanh of the standardised length difference (AlpacaEval "
+                   "2's GLM without its instruction-difficulty and gamed-baseline terms); needs the answer "
+                   "texts." if chosen else "Choose a baseline first.")
+    if not (on and chosen):
+        return
+    frame, notes = or_stop(lc_result, ch.key, baseline)
+    pct = st.column_config.NumberColumn
+    st.dataframe(frame, hide_index=True, width="content", column_config={
+        "lc_win_rate_pct": pct(f"LC win rate vs {baseline} (%)", format="%.1f"),
+        "win_rate_pct": pct(f"win rate vs {baseline} (%)", format="%.1f",
+                            help="Mean preference over the verdicts against the baseline, draws half."),
+        "n_verdicts": pct("verdicts", format="%d"),
+    })
+    for note in notes:
+        st.caption(escape_md(note))
+
 
 st.title("Leaderboard")
 st.caption(
@@ -61,63 +92,16 @@ else:
 
 for note in view.notes:
     st.warning(escape_md(note), icon=":material/info:")
-
-
-# --- length control (issue 24, point 5): AlpacaEval's LC win rate against the chosen baseline ---
-@st.cache_data(max_entries=32, show_spinner="Fitting the length-controlled GLMs…")
-def lc_table_for(key, baseline: str):
-    """Every model's LC win rate and plain win rate against ``baseline`` (engine.ranking.length_control)."""
-    from app_pages._lens import get_store
-    from engine.ranking.length_control import length_control_table
-
-    return length_control_table(get_store(), key.dataset, baseline, judge=key.judge, category=key.category)
-
-
-LC_COLUMN_CONFIG = {
-    "lc_win_rate": st.column_config.NumberColumn(
-        "LC win rate", format="%.3f",
-        help="AlpacaEval 2's length-controlled win rate against the baseline: a logistic fit of this "
-        "model's verdicts on tanh of the standardised answer-length difference, read at equal length.",
-    ),
-    "win_rate_vs_baseline": st.column_config.NumberColumn(
-        "win rate vs baseline", format="%.3f",
-        help="Mean preference for this model over its verdicts against the baseline, draws counted half.",
-    ),
-}
-
-
-def with_lc_columns(frame, baseline: str | None):
-    """The table with the LC win-rate columns when a baseline is chosen and length control is on."""
-    from engine.ranking.length_control import length_control_columns
-
-    on = st.toggle("Length control (AlpacaEval 2)", key="lb_length_control", disabled=baseline is None,
-                   help="Each model's length-controlled win rate against the baseline; needs the answer "
-                   "texts." if baseline else "Choose a baseline first.")
-    if not (on and baseline):
-        return frame
-    try:
-        lct = lc_table_for(ch.key, baseline)
-    except LensError as exc:
-        show_error(exc)
-        return frame
-    for note in lct.notes:
-        st.caption(escape_md(note))
-    return length_control_columns(frame, lct)
-
-
-baseline = st.selectbox(  # the baseline part's select box replaces this one at merge
-    "Baseline", [None, *sorted(table["model"].astype(str))], key="lb_baseline",
-    format_func=lambda m: "none" if m is None else m,
-)
-shown = with_lc_columns(view.frame, baseline)
-# --- end length control ---
-st.dataframe(board_display(shown), hide_index=True, width="stretch",
+st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
              height=min(38 + 35 * len(view.frame), 640),
-             column_config={**board_columns(board.reference_note, ch.ranker, view.score_label, view.digits),
-                            **LC_COLUMN_CONFIG})
+             column_config=board_columns(board.reference_note, ch.ranker, view.score_label, view.digits))
 st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
 if view.delta_note:
     st.caption(escape_md(view.delta_note))
+
+# the baseline part's select box (key lb_baseline) replaces this stand-in at merge; keep the call below it
+lc_baseline = st.selectbox("Baseline", [None, *sorted(table["model"].astype(str))], key="lb_baseline")
+length_controlled_win_rates(ch, lc_baseline, sorted(table["model"].astype(str)))
 
 plot = ci_plot_frame(on_scale(table, ch.ranker, bool(elo and elo_ok)))
 fig = go.Figure(go.Scatter(

@@ -127,8 +127,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--show-kept", action="store_true",
                    help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")
-    add_length_control_options(p)
     add_format(p)
+    add_length_control_options(p)
     p.set_defaults(func=run)
 
 
@@ -152,6 +152,11 @@ def check_length_control(args: argparse.Namespace) -> None:
                         "MODEL too.")
 
 
+def length_control_notes(board) -> list[str]:
+    """The sentences --length-control adds below the table (none without it)."""
+    return list(board.params.get("length_control", {}).get("notes", []))
+
+
 def length_controlled_board(board, store, args: argparse.Namespace):
     """The board with the LC win-rate columns when --length-control is given, else as it is."""
     if not args.length_control:
@@ -165,6 +170,7 @@ def length_controlled_board(board, store, args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     """Rank the selected verdicts and print the table with its notes; exit status."""
+    check_length_control(args)
     if args.show_kept and args.keep_k is None:
         raise LensError("--show-kept lists the graphs keep-K kept; give --keep-k K too.")
     if args.bootstrap < 0:
@@ -174,7 +180,6 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap_unit is not None and args.bootstrap == 0:
         raise LensError("--bootstrap-unit says what the bootstrap resamples; give --bootstrap B too.")
     mu, per_category, pool = keep_k_options(args)
-    check_length_control(args)
     params = ranker_params(args, args.ranker)
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
@@ -235,9 +240,10 @@ def write_board(board, fmt: str) -> None:
     """JSON: one object {params, details, notes, table, kept (with keep-K)}. CSV / table: the table on
     stdout (CSV stays header + rows only) and one ``note: ...`` line per notable detail on stderr.
     Without --bootstrap the interval columns are left out and a note says so once."""
-    notes = board_notes(board) + list(board.params.get("length_control", {}).get("notes", []))
+    notes = board_notes(board)
     if not board.params.get("bootstrap"):
         notes.append(NO_BOOTSTRAP_NOTE)
+    notes += length_control_notes(board)
     if fmt == "json":
         details = {k: v for k, v in board.result.details.items() if not isinstance(v, np.ndarray)}
         table = json.loads(printed_table(board).to_json(orient="records", double_precision=10))

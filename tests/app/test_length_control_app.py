@@ -1,5 +1,6 @@
-"""Leaderboard page: with a baseline chosen and length control on, the table shows each model's LC win rate
-and plain win rate against the baseline, equal to the fit on the annotation records themselves."""
+"""Leaderboard page: with a baseline chosen and the length-control toggle on, a table of its own shows each
+model's LC win rate and plain win rate against the baseline (percent), equal to the fit on the annotation
+records themselves."""
 
 from __future__ import annotations
 
@@ -40,18 +41,22 @@ def test_leaderboard_page_shows_the_lc_win_rate(shipped_db, tmp_path, monkeypatc
     at.selectbox(key="dataset").set_value("ae").run()
     at = at.switch_page("app_pages/1_leaderboard.py").run()
     assert_clean(at)
+    n_tables = len(at.dataframe)
     assert at.toggle(key="lb_length_control").disabled  # no baseline chosen yet
     at.selectbox(key="lb_baseline").set_value("ref").run()
-    assert "lc_win_rate" not in at.dataframe[0].value.columns  # length control still off
+    assert len(at.dataframe) == n_tables  # length control still off
     at.toggle(key="lb_length_control").set_value(True).run()
     assert_clean(at)
-    shown = at.dataframe[0].value.set_index("model")
+    shown = at.dataframe[-1].value.set_index("model")
+    assert list(shown.columns) == ["lc_win_rate_pct", "win_rate_pct", "n_verdicts"]
     for m, r in recs.items():
         df = pd.DataFrame(r)
         y = df["preference"].to_numpy() - 1
         fit = fit_length_control(y, (df["output_2"].str.len() - df["output_1"].str.len()).to_numpy(float))
-        assert shown.loc[m, "lc_win_rate"] == pytest.approx(fit.lc_win_rate, abs=1e-9)
-        assert shown.loc[m, "win_rate_vs_baseline"] == pytest.approx(y.mean(), abs=1e-9)
-    assert shown.loc["ref", "lc_win_rate"] == 0.5
+        assert shown.loc[m, "lc_win_rate_pct"] == pytest.approx(100 * fit.lc_win_rate, abs=1e-7)
+        assert shown.loc[m, "win_rate_pct"] == pytest.approx(100 * y.mean(), abs=1e-7)
+        assert shown.loc[m, "n_verdicts"] == len(r)
+    assert shown.loc["ref", "lc_win_rate_pct"] == 50.0
+    assert list(shown["lc_win_rate_pct"]) == sorted(shown["lc_win_rate_pct"], reverse=True)
     at.toggle(key="lb_length_control").set_value(False).run()
-    assert "lc_win_rate" not in at.dataframe[0].value.columns
+    assert len(at.dataframe) == n_tables
