@@ -99,9 +99,9 @@ st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +ab
 if view.delta_note:
     st.caption(escape_md(view.delta_note))
 
-# the baseline part's select box (key lb_baseline) replaces this stand-in at merge; keep the call below it
-lc_baseline = st.selectbox("Baseline", [None, *sorted(table["model"].astype(str))], key="lb_baseline")
-length_controlled_win_rates(ch, lc_baseline, sorted(table["model"].astype(str)))
+# stand-in for the baseline part's select box (the same key): drop it at merge
+st.selectbox("Baseline", [None, *sorted(table["model"].astype(str))], key="lb_baseline")
+length_controlled_win_rates(ch, st.session_state.get("lb_baseline"), sorted(table["model"].astype(str)))
 
 plot = ci_plot_frame(on_scale(table, ch.ranker, bool(elo and elo_ok)))
 fig = go.Figure(go.Scatter(
