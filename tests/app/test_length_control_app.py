@@ -41,12 +41,12 @@ def test_leaderboard_page_shows_the_lc_win_rate(shipped_db, tmp_path, monkeypatc
     at.selectbox(key="dataset").set_value("ae").run()
     at = at.switch_page("app_pages/1_leaderboard.py").run()
     assert_clean(at)
-    n_tables = len(at.dataframe)
     assert at.toggle(key="lb_length_control").disabled  # no baseline chosen yet
     at.selectbox(key="lb_baseline").set_value("ref").run()
-    assert len(at.dataframe) == n_tables  # length control still off
+    n_tables = len(at.dataframe)  # length control still off
     at.toggle(key="lb_length_control").set_value(True).run()
     assert_clean(at)
+    assert len(at.dataframe) == n_tables + 1
     shown = at.dataframe[-1].value.set_index("model")
     assert list(shown.columns) == ["lc_win_rate_pct", "win_rate_pct", "n_verdicts"]
     for m, r in recs.items():
