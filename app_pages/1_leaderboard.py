@@ -7,6 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._length_control import length_controlled_win_rates
 from app_pages._lens import (
     B_DEFAULT,
     SEED,
@@ -19,40 +20,7 @@ from app_pages._lens import (
 )
 from engine.views.exports import csv_bytes, leaderboard_json
 from engine.views.leaderboard_view import board_view, elo_factor, on_scale
-from engine.views.length_control_view import lc_table
 from engine.views.viz import ci_plot_frame, escape_md, plot_labels
-
-
-@st.cache_data(max_entries=32, show_spinner="Fitting the length-controlled GLMs…")
-def lc_result(key, baseline: str):
-    """Every model's LC win rate and plain win rate against ``baseline`` (``lc_table``), cached per choice."""
-    from app_pages._lens import get_store
-
-    return lc_table(get_store(), key.dataset, baseline, judge=key.judge, category=key.category)
-
-
-def length_controlled_win_rates(ch, baseline: str | None, models: list[str]) -> None:
-    """AlpacaEval 2's length-controlled win rate: with a baseline chosen (a model of the board) and the
-    toggle on, each model's LC win rate and plain win rate against it, in a table of its own."""
-    chosen = baseline in models
-    on = st.toggle("Length-controlled win rate (AlpacaEval 2)", key="lb_length_control", disabled=not chosen,
-                   help="Each model's win rate against the baseline read at equal answer length from a "
-                   "logistic fit of its verdicts on tanh of the standardised length difference (AlpacaEval "
-                   "2's GLM without its instruction-difficulty and gamed-baseline terms); needs the answer "
-                   "texts." if chosen else "Choose a baseline first.")
-    if not (on and chosen):
-        return
-    frame, notes = or_stop(lc_result, ch.key, baseline)
-    pct = st.column_config.NumberColumn
-    st.dataframe(frame, hide_index=True, width="content", column_config={
-        "lc_win_rate_pct": pct(f"LC win rate vs {baseline} (%)", format="%.1f"),
-        "win_rate_pct": pct(f"win rate vs {baseline} (%)", format="%.1f",
-                            help="Mean preference over the verdicts against the baseline, draws half."),
-        "n_verdicts": pct("verdicts", format="%d"),
-    })
-    for note in notes:
-        st.caption(escape_md(note))
-
 
 st.title("Leaderboard")
 st.caption(
