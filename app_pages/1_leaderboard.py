@@ -7,6 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._length_control import length_controlled_win_rates
 from app_pages._lens import (
     B_DEFAULT,
     SEED,
@@ -93,6 +94,7 @@ if view.delta_note:
     st.caption(escape_md(view.delta_note))
 
 baseline_win_rates(ch, sorted(table["model"].astype(str)))
+length_controlled_win_rates(ch, st.session_state.get("lb_baseline"), sorted(table["model"].astype(str)))
 
 plot = ci_plot_frame(on_scale(table, ch.ranker, bool(elo and elo_ok)))
 fig = go.Figure(go.Scatter(

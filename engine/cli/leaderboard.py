@@ -130,11 +130,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")
     add_baseline_options(p)
     add_format(p)
+    add_length_control_options(p)
     p.set_defaults(func=run)
+
+
+# --- length control (issue 24, point 5) ---
+def add_length_control_options(p: argparse.ArgumentParser) -> None:
+    """``--length-control`` (AlpacaEval's LC win rate against ``--baseline``); ``--baseline`` is added
+    here only where no other block has added it."""
+    if "--baseline" not in p._option_string_actions:
+        p.add_argument("--baseline", metavar="MODEL", help="the model every other is compared with")
+    p.add_argument(
+        "--length-control", action="store_true",
+        help="with --baseline: add each model's length-controlled win rate against the baseline "
+        "(AlpacaEval 2's GLM on answer lengths in characters; needs the answer texts) and its plain win rate",
+    )
+
+
+def check_length_control(args: argparse.Namespace) -> None:
+    """--length-control compares with one model: refuse it without --baseline."""
+    if args.length_control and not args.baseline:
+        raise LensError("--length-control gives each model's win rate against a baseline; give --baseline "
+                        "MODEL too.")
+
+
+def length_control_notes(board) -> list[str]:
+    """The sentences --length-control adds below the table (none without it)."""
+    return list(board.params.get("length_control", {}).get("notes", []))
+
+
+def length_controlled_board(board, store, args: argparse.Namespace):
+    """The board with the LC win-rate columns when --length-control is given, else as it is."""
+    if not args.length_control:
+        return board
+    from engine.ranking.length_control import with_length_control
+
+    return with_length_control(board, store, args.dataset, args.baseline, judge=args.judge,
+                               category=args.category)
+# --- end length control ---
 
 
 def run(args: argparse.Namespace) -> int:
     """Rank the selected verdicts and print the table with its notes; exit status."""
+    check_length_control(args)
     if args.show_kept and args.keep_k is None:
         raise LensError("--show-kept lists the graphs keep-K kept; give --keep-k K too.")
     if args.bootstrap < 0:
@@ -159,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
                                          category=args.category)
         else:
             board = leaderboard(store, args.dataset, spec, judge=args.judge, category=args.category)
+        board = length_controlled_board(board, store, args)
     finally:
         store.close()
     if args.show_kept:
@@ -236,6 +275,7 @@ def write_board(board, fmt: str) -> None:
     notes = board_notes(board) + baseline_notes(board)
     if not board.params.get("bootstrap"):
         notes.append(NO_BOOTSTRAP_NOTE)
+    notes += length_control_notes(board)
     if fmt == "json":
         details = {k: v for k, v in board.result.details.items() if not isinstance(v, np.ndarray)}
         table = json.loads(printed_table(board).to_json(orient="records", double_precision=10))

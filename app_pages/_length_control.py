@@ -1,0 +1,40 @@
+"""The Leaderboard page's length-controlled win rates (AlpacaEval 2's LC win rate against the baseline
+chosen in the page's ``lb_baseline`` select box), in a function of its own so that the page calls it in
+one line."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages._lens import get_store, or_stop
+from engine.views.length_control_view import lc_table
+from engine.views.viz import escape_md
+
+
+@st.cache_data(max_entries=32, show_spinner="Fitting the length-controlled GLMs…")
+def lc_result(key, baseline: str):
+    """Every model's LC win rate and plain win rate against ``baseline`` (``lc_table``), cached per choice."""
+    return lc_table(get_store(), key.dataset, baseline, judge=key.judge, category=key.category)
+
+
+def length_controlled_win_rates(ch, baseline: str | None, models: list[str]) -> None:
+    """AlpacaEval 2's length-controlled win rate: with a baseline chosen (a model of the board) and the
+    toggle on, each model's LC win rate and plain win rate against it, in a table of its own."""
+    chosen = baseline in models
+    on = st.toggle("Length-controlled win rate (AlpacaEval 2)", key="lb_length_control", disabled=not chosen,
+                   help="Each model's win rate against the baseline read at equal answer length from a "
+                   "logistic fit of its verdicts on tanh of the standardised length difference (AlpacaEval "
+                   "2's GLM without its instruction-difficulty and gamed-baseline terms); needs the answer "
+                   "texts." if chosen else "Choose a baseline first.")
+    if not (on and chosen):
+        return
+    frame, notes = or_stop(lc_result, ch.key, baseline)
+    pct = st.column_config.NumberColumn
+    st.dataframe(frame, hide_index=True, width="content", column_config={
+        "lc_win_rate_pct": pct(f"LC win rate vs {baseline} (%)", format="%.1f"),
+        "win_rate_pct": pct(f"win rate vs {baseline} (%)", format="%.1f",
+                            help="Mean preference over the verdicts against the baseline, draws half."),
+        "n_verdicts": pct("verdicts", format="%d"),
+    })
+    for note in notes:
+        st.caption(escape_md(note))
