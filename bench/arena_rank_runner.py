@@ -1,0 +1,71 @@
+"""Run arena-rank 0.1.1 itself on battles written by bench/check_arena_rank.py (in arena-rank's own venv).
+
+    /work/venvs/arena-rank/bin/python bench/arena_rank_runner.py BATTLES.parquet OUT.json [--tight]
+
+BATTLES has model_a, model_b, winner (model_a / model_b / tie) and, for the style fit, the per-side raw
+counts tokens_a ... bold_b. The per-feature (a - b) / (a + b) (a total of 0 read as 1) is computed here
+with pandas as LMArena's notebook does, then arena-rank's own ``ContextualPairDataset.from_pandas``
+(defaults: reweighted, features standardised) and ``ContextualBradleyTerry`` fit it; its
+``PairDataset`` / ``BradleyTerry`` fit the plain board. Both with sandwich intervals (95 %). ``--tight``
+also refits with L-BFGS tolerances 0 (until max_iter) to see how far its default stopping rule leaves
+it from the optimum. Writes JSON: competitors, ratings, lower / upper, coefficients, timings.
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+from arena_rank.models.bradley_terry import BradleyTerry
+from arena_rank.models.contextual_bradley_terry import ContextualBradleyTerry
+from arena_rank.utils.data_utils import ContextualPairDataset, PairDataset
+
+FEATURES = ["tokens", "headers", "lists", "bold"]
+
+
+def main() -> None:
+    src, out = sys.argv[1], sys.argv[2]
+    tight = "--tight" in sys.argv
+    only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")), "plain,style")
+    df = pd.read_parquet(src)
+    res: dict = {"rows": len(df)}
+    t0 = time.perf_counter()
+    if "plain" in only:
+        ds = PairDataset.from_pandas(df)
+        bt = BradleyTerry(n_competitors=len(ds.competitors))
+        r = bt.compute_ratings_and_cis(ds, significance_level=0.05)
+        res["plain"] = {"competitors": list(ds.competitors), **{k: np.asarray(r[k]).tolist() for k in
+                                                                 ("ratings", "rating_lower", "rating_upper")}}
+        res["plain"]["seconds"] = time.perf_counter() - t0
+    if "style" in only and all(f"{f}_a" in df.columns for f in FEATURES):
+        t1 = time.perf_counter()
+        for f in FEATURES:
+            a, b = df[f"{f}_a"].astype(float), df[f"{f}_b"].astype(float)
+            df[f] = (a - b) / (a + b).replace(0, 1)
+        cds = ContextualPairDataset.from_pandas(df, feature_cols=FEATURES)
+        runs = [("style", {})]
+        if tight:
+            runs.append(("style_tight", {"ftol": 0.0, "gtol": 0.0, "max_iter": 5000}))
+        for name, kw in runs:
+            t2 = time.perf_counter()
+            m = ContextualBradleyTerry(n_competitors=len(cds.competitors), n_features=len(FEATURES), **kw)
+            r = m.compute_ratings_and_cis(cds, significance_level=0.05)
+            res[name] = {k: np.asarray(r[k]).tolist() for k in ("ratings", "rating_lower", "rating_upper")}
+            res[name].update(competitors=list(cds.competitors), coeffs=np.asarray(r["coeffs"]).tolist(),
+                             seconds=time.perf_counter() - t2)
+            # arena-rank's own sandwich arithmetic at its own optimum, kept whole for beta's errors
+            H, G = m.compute_hessian_and_covariance(
+                m.params["ratings"], m.params["coeffs"], cds.pairs, cds.features, cds.outcomes, cds.weights,
+                m.reg, m.hessian_reg, m.n_competitors, m.n_features, cds.pairs.shape[0])
+            Hi = np.linalg.inv(np.asarray(H))
+            var = np.diag(Hi @ np.asarray(G) @ Hi) / cds.pairs.shape[0]
+            res[name]["coeff_se"] = np.sqrt(var[len(cds.competitors):]).tolist()
+        res["style_prepare_seconds"] = t2 - t1
+    res["seconds"] = time.perf_counter() - t0
+    with open(out, "w") as fh:
+        json.dump(res, fh)
+
+
+if __name__ == "__main__":
+    main()
