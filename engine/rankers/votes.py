@@ -36,7 +36,10 @@ class VoteRows:
     ``order``: 1 model_a was shown first, 2 model_b first, 0 unknown; ``graph``, ``prompt``, ``voter``:
     64-bit keys of the graph key, of the prompt id and of (annotator, battle id); ``when``: the
     timestamp (NaN without one) or None when the source has no time column; ``prob_a``: the judge's
-    probability that model_a wins (None when no verdict has one).
+    probability that model_a wins (None when no verdict has one); ``style``: float64 (rows, 8), the raw
+    style counts of both answers, ``tokens_a, headers_a, lists_a, bold_a, tokens_b, headers_b, lists_b,
+    bold_b`` (``engine.style.features.STYLE_COLUMNS``; ``_a`` is model_a's answer), NaN in a row that
+    carries none, None when the read did not ask for them.
     """
 
     models: tuple[str, ...]
@@ -50,6 +53,7 @@ class VoteRows:
     when: np.ndarray | None = None
     prob_a: np.ndarray | None = None
     n_invalid: int = 0
+    style: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -76,13 +80,18 @@ class VoteRows:
             pick(self.when),
             pick(self.prob_a),
             self.n_invalid,
+            pick(self.style),
         )
 
 
 @dataclass(frozen=True)
 class Votes:
     """One entry per vote: the pair (lo < hi model codes), the outcome seen from lo (+1 lo won, -1 hi
-    won, 0 tie), its graph and prompt keys, and ``row``: the source position of its first verdict."""
+    won, 0 tie), its graph and prompt keys, and ``row``: the source position of its first verdict.
+
+    ``style`` (when the rows carried it): float64 (votes, 8), the first verdict's style counts turned to
+    the vote's sides, lo's four (tokens, headers, lists, bold) then hi's four; NaN where none.
+    """
 
     models: tuple[str, ...]
     lo: np.ndarray
@@ -95,6 +104,7 @@ class Votes:
     policy: str = DEFAULT_POLICY
     n_verdicts: int = 0
     order_used: str = "source order"
+    style: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -118,6 +128,7 @@ class Votes:
             prompt=self.prompt[mask],
             row=self.row[mask],
             p_lo=None if self.p_lo is None else self.p_lo[mask],
+            style=None if self.style is None else self.style[mask],
         )
 
     def restrict_models(self, keep: np.ndarray) -> Votes:
@@ -363,6 +374,7 @@ def votes(rows: VoteRows, policy: str = DEFAULT_POLICY) -> Votes:
     p_lo = None
     if rows.prob_a is not None:
         p_lo = np.where(a_first, rows.prob_a, 1.0 - rows.prob_a)
+    style = None if rows.style is None else _style_lo_hi(rows.style, a_first)
     n_rows = a.size
     idx = np.arange(n_rows)
     # rows that may share a vote: same graph, voter and pair, presentation known
@@ -371,7 +383,8 @@ def votes(rows: VoteRows, policy: str = DEFAULT_POLICY) -> Votes:
         key = rows.graph ^ (rows.voter * MIX)
         folded = key + (pair.astype(np.uint64) + np.uint64(1)) * (MIX ^ np.uint64(0xFF51AFD7ED558CCD))
     if _all_distinct(folded):  # no two verdicts share graph, voter and pair: each is a vote (the arena case)
-        return Votes(rows.models, lo, hi, lo_pts, rows.graph, rows.prompt, idx, p_lo, policy, n_rows)
+        return Votes(rows.models, lo, hi, lo_pts, rows.graph, rows.prompt, idx, p_lo, policy, n_rows,
+                     style=style)
     order = np.lexsort((idx, shown, pair, key))  # groups, then presentation, then source order
     ks, ps = key[order], pair[order]
     same_prev = np.r_[False, (ks[1:] == ks[:-1]) & (ps[1:] == ps[:-1])]
@@ -404,4 +417,12 @@ def votes(rows: VoteRows, policy: str = DEFAULT_POLICY) -> Votes:
         den = np.bincount(vote_of, weights=has, minlength=m)
         pv = np.divide(num, den, out=np.full(m, np.nan), where=den > 0)[first_sorted]
     return Votes(rows.models, lo[row], hi[row], outcome[first_sorted], rows.graph[row], rows.prompt[row], row,
-                 pv, policy, n_rows)
+                 pv, policy, n_rows, style=None if style is None else style[row])
+
+
+def _style_lo_hi(style: np.ndarray, a_first: np.ndarray) -> np.ndarray:
+    """Per verdict, its (model_a side, model_b side) style counts as (lo side, hi side): the two halves
+    swapped where model_a is the pair's hi model."""
+    half = style.shape[1] // 2
+    swapped = np.concatenate([style[:, half:], style[:, :half]], axis=1)
+    return np.where(a_first[:, None], style, swapped)

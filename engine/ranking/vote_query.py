@@ -18,6 +18,7 @@ import pandas as pd
 from engine.errors import LensError
 from engine.rankers.votes import VoteRows
 from engine.store.sql import Relation, in_values, params
+from engine.style.features import STYLE_COLUMNS, style_matrix, style_select
 
 if TYPE_CHECKING:
     from engine.store.connection import Store
@@ -40,11 +41,14 @@ def read_vote_rows(
     category=None,
     order_by: str | None = None,
     need_prob: bool = True,
+    style: bool = False,
 ) -> VoteRows:
     """One ``VoteRows`` entry per valid verdict of ``relation`` under the judge / category filters.
 
     ``order_by`` ("input" or "time") orders the rows by source position (or time, then source
-    position); None keeps the scan order (the table's insertion order).
+    position); None keeps the scan order (the table's insertion order). ``style``: also read the
+    verdicts' style counts (``VoteRows.style``) from the relation's ``STYLE_COLUMNS`` (NaN where a
+    column is absent or empty).
     """
     cols = columns_of(con, relation)
     missing = {"judge", "prompt_id", "variant", "turn", "model_a", "model_b", "winner"} - cols
@@ -56,7 +60,7 @@ def read_vote_rows(
         no_key = np.zeros(0, dtype=np.uint64)
         return VoteRows((), a=np.zeros(0, np.int16), b=np.zeros(0, np.int16), winner=np.zeros(0, np.int8),
                         order=np.zeros(0, np.int8), graph=no_key, prompt=no_key.copy(), voter=no_key.copy(),
-                        n_invalid=n_invalid)
+                        n_invalid=n_invalid, style=np.zeros((0, len(STYLE_COLUMNS))) if style else None)
     order_col = "\"order\"" if "order" in cols else "NULL"
     annot = "annotator" if "annotator" in cols else "NULL"
     battle = "battle_id" if "battle_id" in cols else "NULL"
@@ -90,6 +94,7 @@ def read_vote_rows(
                    hash({annot}::VARCHAR, {battle}::VARCHAR) AS u
                    {', tstamp::DOUBLE AS ts' if has_time else ''}
                    {', prob_a::DOUBLE AS pa' if prob else ''}
+                   {''.join(f', {e}' for e in style_select(cols)) if style else ''}
             FROM {src} s
             JOIN lens_model_codes ma ON s.model_a = ma.model
             JOIN lens_model_codes mb ON s.model_b = mb.model
@@ -110,7 +115,8 @@ def read_vote_rows(
         )
     return VoteRows(models, _plain(out["a"], np.int16), _plain(out["b"], np.int16), _plain(out["w"], np.int8),
                     _plain(out["o"], np.int8), _plain(out["g"], np.uint64), _plain(out["p"], np.uint64),
-                    _plain(out["u"], np.uint64), when, pa, n_invalid)
+                    _plain(out["u"], np.uint64), when, pa, n_invalid,
+                    style_matrix(out) if style else None)
 
 
 def _plain(x, dtype) -> np.ndarray:
@@ -179,19 +185,20 @@ def store_relation(store: Store, dataset: str) -> Relation:
 
 
 def store_vote_rows(
-    store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None
+    store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None, style: bool = False
 ) -> VoteRows:
-    """``read_vote_rows`` over a stored (or attached) dataset."""
+    """``read_vote_rows`` over a stored (or attached) dataset; ``style``: with the verdicts' style counts."""
     return read_vote_rows(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
-                          order_by=order_by)
+                          order_by=order_by, style=style)
 
 
-def frame_vote_rows(verdicts: pd.DataFrame, *, order_by: str | None = None) -> VoteRows:
-    """``read_vote_rows`` over an in-memory verdict frame (tests, the app's cached selection)."""
+def frame_vote_rows(verdicts: pd.DataFrame, *, order_by: str | None = None, style: bool = False) -> VoteRows:
+    """``read_vote_rows`` over an in-memory verdict frame (tests, the app's cached selection); ``style``:
+    with the style counts of the frame's ``STYLE_COLUMNS`` (NaN where it has none)."""
     con = duckdb.connect()
     try:
         con.register("lens_frame", verdicts)
-        return read_vote_rows(con, "lens_frame", order_by=order_by)
+        return read_vote_rows(con, "lens_frame", order_by=order_by, style=style)
     finally:
         con.close()
 
