@@ -17,14 +17,19 @@ from engine.rankers.style_bt import Battles, bootstrap_style, fit_style_bt
 from engine.rankers.votes import PairCounts
 
 
-def battles(seed: int = 0, n: int = 6, N: int = 400, beta=(0.8, 0.3, 0.0, -0.4), tie_share: float = 0.15):
-    """Random battles with per-side counts (tokens in the hundreds, markdown counts small, some zero)."""
+def battles(seed: int = 0, n: int = 6, N: int = 400, beta=(0.8, 0.3, 0.0, -0.4), tie_share: float = 0.15,
+            verbose: int | None = None):
+    """Random battles with per-side counts (tokens in the hundreds, markdown counts small, some zero);
+    ``verbose``: a model whose answers are five times longer (it wins by length alone)."""
     rng = np.random.default_rng(seed)
     a = rng.integers(0, n, N)
     b = (a + rng.integers(1, n, N)) % n
     a[: N // 3], b[: N // 3] = 0, 1  # one pair sampled far more often (past the weights' floor of 50)
     counts = rng.poisson(2.0, (N, 8)).astype(float)
     counts[:, [0, 4]] = rng.integers(20, 900, (N, 2))
+    if verbose is not None:
+        counts[a == verbose, 0] *= 5
+        counts[b == verbose, 4] *= 5
     rel = (counts[:, :4] - counts[:, 4:]) / np.maximum(counts[:, :4] + counts[:, 4:], 1)
     theta = rng.normal(0, 0.8, n)
     p = 1 / (1 + np.exp(-(theta[a] - theta[b] + rel @ np.asarray(beta))))

@@ -84,10 +84,17 @@ class Ranker:
     many there were)."""
     prompt_unit_words: str = ""
     """Said after "bootstrap: resampled prompts" when prompts are this ranker's own unit (per-prompt PGED)."""
+    logistic: bool = False
+    """True: P(i beats j) = sigmoid(score_i - score_j) on its log scale (Bradley-Terry), so sandwich
+    intervals and the style-controlled fit (``engine.rankers.style_bt``) apply."""
     elo_factor: float | None = None
     """Multiplier from this ranker's score to the Elo-like display scale (400·log10 units); None: the score
     has no such reading. BT and Davidson scores are natural-log strengths (400/ln 10 per unit), Elo ratings
     already are 400·log10 units."""
+
+    def log_factor(self, params: dict) -> float:
+        """From natural-log strengths to this ranker's score under ``params`` (a logistic ranker only)."""
+        raise ValueError(f"the {self.name} ranker has no log-strength scale")
 
     @property
     def help(self) -> str:
@@ -226,6 +233,10 @@ class BT(Ranker):
         theta0 = _log_start(start, pc.models, scale)
         return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
                             on_degenerate=on_degenerate, scale=scale, theta0=theta0)
+
+    def log_factor(self, params: dict) -> float:
+        """From natural-log strengths to this fit's score (``scale=elo``: 400 / ln 10)."""
+        return ELO_FACTOR if params.get("scale", "log") == "elo" else 1.0
 
     def has_batch(self, params):
         """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""
@@ -581,7 +592,7 @@ class PairwiseMajority(Ranker):
 
 
 RANKER_OBJECTS: dict[str, Ranker] = {
-    "bt": BT("bt", counts=True, elo_factor=ELO_FACTOR),
+    "bt": BT("bt", counts=True, elo_factor=ELO_FACTOR, logistic=True),
     "davidson": Davidson("davidson", counts=True, elo_factor=ELO_FACTOR),
     "elo": Elo("elo", counts=True, sequential=True, elo_factor=1.0),
     "winrate": WinRate("winrate", counts=True),
