@@ -6,7 +6,8 @@ decompression guard (``parquet_reader.check_expansion``: a small file whose text
 stated ratio is refused before anything decodes it, and so is a cell longer than any verdict field
 may hold), and the import's row rules in SQL over the files (an empty or blank name, the same model
 on both sides, a variant or turn that is not an integer in the store's range, ``prob_a`` outside
-[0, 1] or NaN, a ``tstamp`` that is not finite, an ``order``, ``variant_kind`` or ``strength``
+[0, 1] or NaN, a ``tstamp`` that is not finite, a style count (``STYLE_COLUMNS``) that is negative,
+NaN or no number, an ``order``, ``variant_kind`` or ``strength``
 outside its vocabulary, a name over the name limit or one the import refuses as rendering blank or
 as a look-alike: ``limits.name_problem``, the import's one definition, words it here too). A file
 that breaks a rule is refused in one sentence naming the file, the row and the rule, with the count
@@ -41,7 +42,7 @@ from engine.ingest.limits import (
 )
 from engine.ingest.parquet_reader import check_expansion
 from engine.store.attached import attach, parquet_columns
-from engine.store.schema import VERDICT_COLUMNS
+from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS
 from engine.store.sql import identifier
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 CELL_MAX_BYTES = 4 * TEXT_MAX_CHARS
 """Longest cell in bytes (the import's per-field cap: the longest text in 4-byte UTF-8)."""
-READ_COLUMNS = (*VERDICT_COLUMNS, "battle_id", "tstamp")
+READ_COLUMNS = (*VERDICT_COLUMNS, "battle_id", "tstamp", *STYLE_COLUMNS)
 """The columns attach reads from the files (engine/store/attached.py: canonical_select)."""
 NAME_SUSPECT_RE = f"{INVISIBLE_RE}|{MARKS_ONLY_RE}|{MIXED_SCRIPT_RE}"
 """The import's patterns for a name that may render blank or as a look-alike (``cells.name_suspects``):
@@ -161,6 +162,8 @@ def _rules(columns: set[str]) -> list[tuple[str, str, str]]:
         ("variant_kind", "{v} IS NOT NULL AND lower({v}) NOT IN ('original', 'paraphrase', 'sample')",
          "is not original, paraphrase or sample"),
     ]
+    rules += [(c, "{v} IS NOT NULL AND NOT coalesce(isfinite({d}) AND {d} >= 0, false)",
+               "is not a count (a finite number, 0 or more)") for c in STYLE_COLUMNS]
     return [r for r in rules if r[0] in columns]
 
 

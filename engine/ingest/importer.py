@@ -31,7 +31,8 @@ from engine.ingest.verdicts import ValidationReport, validate_sources
 from engine.store import writes
 from engine.store.connection import Store
 from engine.store.datasets import require_dataset
-from engine.store.schema import DEFAULT_DATASET, VERDICT_COLUMNS
+from engine.store.schema import DEFAULT_DATASET, STYLE_COLUMNS, VERDICT_COLUMNS
+from engine.store.sql import params
 
 PathOrBytes = str | os.PathLike[str] | bytes
 
@@ -262,9 +263,11 @@ def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replac
         # (its name perhaps left behind by an older delete or rename) starts without one;
         # engine.ingest.synthetic writes the new truth after storing its rows
         writes.clear_truth(tx, dataset)
-    writes.insert_verdicts_from(
-        tx, dataset, report.good_sql(), [c for c in VERDICT_COLUMNS if c != "dataset"]
-    )
+    good = report.good_sql()
+    staged = {str(r[0]) for r in tx.execute(f"DESCRIBE SELECT * FROM ({good})", params(good)).fetchall()}
+    # style counts: stage files made before migration 070 (the prebuilt vicuna80) have none
+    columns = [*(c for c in VERDICT_COLUMNS if c != "dataset"), *(c for c in STYLE_COLUMNS if c in staged)]
+    writes.insert_verdicts_from(tx, dataset, good, columns)
     writes.upsert_texts_from(tx, dataset, "prompts", report.texts_sql("prompts"))
     writes.upsert_texts_from(tx, dataset, "answers", report.texts_sql("answers"))
     return version

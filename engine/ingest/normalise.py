@@ -1,6 +1,6 @@
-"""Raw verdict rows → the canonical frame of ``schema.VERDICT_DTYPES`` and one reason (or None) per
-row: defaults, winner spellings, names and texts checked in bulk, same-model rows, integer ranges,
-timestamps. Pure: no file and no store."""
+"""Raw verdict rows → the canonical frame of ``schema.VERDICT_DTYPES`` (and the style counts,
+``schema.STYLE_COLUMNS``) and one reason (or None) per row: defaults, winner spellings, names and texts
+checked in bulk, same-model rows, integer ranges, timestamps, style counts. Pure: no file and no store."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ from engine.ingest.cells import (
 )
 from engine.ingest.limits import INT_MAX, NAME_MAX_CHARS, TEXT_MAX_CHARS, TSTAMP_RANGE, name_problem
 from engine.ingest.raw_rows import CANONICAL, TEXTS, RawRows, cell_text
-from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VARIANT_KINDS
+from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, STYLE_COLUMNS, VARIANT_KINDS
+from engine.style.given import given_counts
 
 WINNER_VALUES: dict[str, str] = {
     "a": "A", "model_a": "A", "1": "A", "1.0": "A",
@@ -189,6 +190,7 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
         lambda i: f"strength {clean_text([scells[i]])[0]!r} is not 1 or 2",
     )
     strength = pd.array(np.where(spresent & np.isin(snum, [1.0, 2.0]), snum, np.nan), dtype="Float64")
+    style = given_counts(col, n, flag)
 
     frame = pd.DataFrame({
         "dataset": pd.Series([dataset] * n, dtype=object),
@@ -210,6 +212,7 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
         "strength": pd.Series(strength, dtype="Float64").astype("Int64"),
         "source_file": pd.Series(raw.file, dtype=object),
         "source_line": pd.Series(raw.line, dtype=np.int64),
+        **{c: pd.Series(style[:, k], dtype=np.float64) for k, c in enumerate(STYLE_COLUMNS)},
     })
     texts = pd.DataFrame({c: pd.Series(free[c], dtype=object) for c in TEXTS})
     return frame, reasons, texts

@@ -19,6 +19,7 @@ from engine.ingest.formats import TOOL_NAMES
 from engine.ingest.limits import (
     BATCH_TEXT_BYTES,
 )
+from engine.store.schema import STYLE_COLUMNS
 
 CONTAINERS: tuple[str, ...] = ("csv", "jsonl", "json", "parquet", "review")
 
@@ -34,8 +35,9 @@ REQUIRED: tuple[str, ...] = ("prompt_id", "model_a", "model_b", "winner")
 
 OPTIONAL: tuple[str, ...] = (
     "judge", "variant", "variant_kind", "turn", "category", "order", "prob_a", "annotator", "explanation",
-    "battle_id", "tstamp", "strength",
+    "battle_id", "tstamp", "strength", *STYLE_COLUMNS, "conv_metadata",
 )
+"""``STYLE_COLUMNS`` and ``conv_metadata``: the answers' style counts (engine.style.given)."""
 
 
 TEXTS: tuple[str, ...] = ("question", "answer_a", "answer_b")

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.errors import LensError
-from engine.store.schema import VERDICT_COLUMNS
+from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS
 
 _S, _I, _F = pa.string(), pa.int64(), pa.float64()
 _VERDICT_TYPES = {c: _S for c in VERDICT_COLUMNS} | {
@@ -39,7 +39,8 @@ _VERDICT_TYPES = {c: _S for c in VERDICT_COLUMNS} | {
     "strength": _I,
 }
 SCHEMAS: dict[str, pa.Schema] = {
-    "good": pa.schema([("seq", _I), *((c, _VERDICT_TYPES[c]) for c in VERDICT_COLUMNS)]),
+    "good": pa.schema([("seq", _I), *((c, _VERDICT_TYPES[c]) for c in VERDICT_COLUMNS),
+                       *((c, _F) for c in STYLE_COLUMNS)]),
     "rejected": pa.schema(
         [("seq", _I), ("source_file", _S), ("source_line", _I), ("reason", _S), ("fields", _S)]
     ),

@@ -19,13 +19,14 @@ from engine.ingest.output_files import OutputPath, check_output, write_output
 from engine.ingest.verdicts import ValidationReport
 from engine.store.connection import Store
 from engine.store.datasets import require_dataset
-from engine.store.schema import VERDICT_COLUMNS
+from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 EXPORT_COLUMNS: tuple[str, ...] = tuple(
     c for c in VERDICT_COLUMNS if c not in ("dataset", "source_file", "source_line")
 )
-"""Exported columns: everything a re-import needs to give back the same verdicts."""
+"""Exported columns: everything a re-import needs to give back the same verdicts (and the style counts,
+``STYLE_COLUMNS``, when some verdict of the dataset carries one)."""
 
 
 def prepare_rejected(path: str | os.PathLike[str], inputs: Sequence[str | os.PathLike[str]] = ()) -> Path:
@@ -66,12 +67,16 @@ TEXT_KEY: tuple[str, ...] = ("prompt_id", "variant", "turn")
 
 
 def export_frame(store: Store, dataset: str) -> pd.DataFrame:
-    """The dataset's verdicts in the import format (winner ``invalid`` written as ``error``), with
-    the texts the import reads back: ``question`` of each prompt instance and ``answer_a`` /
-    ``answer_b`` of each model on it, each on the first verdict that names it (the import keeps the
-    first text per key, so later copies would only grow the file)."""
+    """The dataset's verdicts in the import format (winner ``invalid`` written as ``error``; the stored
+    style counts as their columns, when any verdict has one), with the texts the import reads back:
+    ``question`` of each prompt instance and ``answer_a`` / ``answer_b`` of each model on it, each on the
+    first verdict that names it (the import keeps the first text per key, so later copies would only grow
+    the file)."""
     require_dataset(store, dataset)
     df = store.verdicts(dataset)[list(EXPORT_COLUMNS)].reset_index(drop=True)
+    style = store.verdicts(dataset, columns=STYLE_COLUMNS)[list(STYLE_COLUMNS)].reset_index(drop=True)
+    if style.notna().to_numpy().any():  # a dataset without counts exports as before
+        df = pd.concat([df, style], axis=1)
     _check_export_limits(df, dataset)
     df = df.assign(winner=df["winner"].replace({"invalid": "error"}))
     key = list(TEXT_KEY)

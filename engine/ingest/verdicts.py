@@ -49,7 +49,7 @@ from engine.ingest.report import ValidationReport
 from engine.ingest.staging import Stage
 from engine.ingest.verdict_files import detect_format, no_gc, read_rows  # noqa: F401 - re-exported
 from engine.ingest.verdict_files import iter_raw as read_batches
-from engine.store.schema import VERDICT_COLUMNS
+from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS
 
 
 def parse_value_map(specs: Iterable[str] | None) -> dict[str, dict[str, str]]:
@@ -199,7 +199,7 @@ class ReportBuilder:
         )
 
 
-_CONTENT = [c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")]
+_CONTENT = [*(c for c in VERDICT_COLUMNS if c not in ("source_file", "source_line")), *STYLE_COLUMNS]
 
 
 def _repeats(stage: Stage, good_file: str) -> int:

@@ -18,7 +18,17 @@ import pandas as pd
 from engine.errors import LensError
 from engine.rankers.votes import VoteRows
 from engine.store.sql import Relation, in_values, params
-from engine.style.features import STYLE_COLUMNS, style_matrix, style_select
+from engine.store.style_cache import ANSWER_KEY
+from engine.style.features import (
+    STYLE_COLUMNS,
+    AnswerCounts,
+    StyleCoverage,
+    fill_from_texts,
+    style_coverage,
+    style_matrix,
+    style_select,
+    text_counts_for,
+)
 
 if TYPE_CHECKING:
     from engine.store.connection import Store
@@ -42,13 +52,15 @@ def read_vote_rows(
     order_by: str | None = None,
     need_prob: bool = True,
     style: bool = False,
+    texts: AnswerCounts | None = None,
 ) -> VoteRows:
     """One ``VoteRows`` entry per valid verdict of ``relation`` under the judge / category filters.
 
     ``order_by`` ("input" or "time") orders the rows by source position (or time, then source
     position); None keeps the scan order (the table's insertion order). ``style``: also read the
     verdicts' style counts (``VoteRows.style``) from the relation's ``STYLE_COLUMNS`` (NaN where a
-    column is absent or empty).
+    column is absent or empty); ``texts``: a verdict without any stored count takes its two answers'
+    counts from these (``engine.style.features``).
     """
     cols = columns_of(con, relation)
     missing = {"judge", "prompt_id", "variant", "turn", "model_a", "model_b", "winner"} - cols
@@ -70,6 +82,8 @@ def read_vote_rows(
         has_prob = con.execute(f"SELECT count(prob_a) FROM {src} WHERE winner <> 'invalid'",
                                params(src)).fetchall()[0][0]
         prob = prob if has_prob else None
+    answer_keys = (f", {ANSWER_KEY.format(model='s.model_a')} AS ka, "
+                   f"{ANSWER_KEY.format(model='s.model_b')} AS kb")
     codes = pd.DataFrame({"model": list(models), "code": np.arange(len(models), dtype=np.int16)})
     con.register("lens_model_codes", codes)
     try:
@@ -95,6 +109,7 @@ def read_vote_rows(
                    {', tstamp::DOUBLE AS ts' if has_time else ''}
                    {', prob_a::DOUBLE AS pa' if prob else ''}
                    {''.join(f', {e}' for e in style_select(cols)) if style else ''}
+                   {answer_keys if style and texts is not None else ''}
             FROM {src} s
             JOIN lens_model_codes ma ON s.model_a = ma.model
             JOIN lens_model_codes mb ON s.model_b = mb.model
@@ -113,10 +128,12 @@ def read_vote_rows(
         pa = (
             col.filled(np.nan).astype(np.float64) if np.ma.isMaskedArray(col) else np.asarray(col, np.float64)
         )
+    counts = style_matrix(out) if style else None
+    if counts is not None and texts is not None:
+        fill_from_texts(counts, _plain(out["ka"], np.uint64), _plain(out["kb"], np.uint64), texts)
     return VoteRows(models, _plain(out["a"], np.int16), _plain(out["b"], np.int16), _plain(out["w"], np.int8),
                     _plain(out["o"], np.int8), _plain(out["g"], np.uint64), _plain(out["p"], np.uint64),
-                    _plain(out["u"], np.uint64), when, pa, n_invalid,
-                    style_matrix(out) if style else None)
+                    _plain(out["u"], np.uint64), when, pa, n_invalid, counts)
 
 
 def _plain(x, dtype) -> np.ndarray:
@@ -187,18 +204,35 @@ def store_relation(store: Store, dataset: str) -> Relation:
 def store_vote_rows(
     store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None, style: bool = False
 ) -> VoteRows:
-    """``read_vote_rows`` over a stored (or attached) dataset; ``style``: with the verdicts' style counts."""
-    return read_vote_rows(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
-                          order_by=order_by, style=style)
+    """``read_vote_rows`` over a stored (or attached) dataset; ``style``: with the verdicts' style counts,
+    stored ones first, else those of the answer texts in the store (``engine.style.features``)."""
+    relation = store_relation(store, dataset)
+    texts = None
+    if style:
+        cur = store.cursor()
+        cols = columns_of(cur, relation)
+        texts = text_counts_for(store, dataset, filtered_source(relation, cols, judge, category), cols)
+    return read_vote_rows(store.cursor(), relation, judge=judge, category=category, order_by=order_by,
+                          style=style, texts=texts)
 
 
-def frame_vote_rows(verdicts: pd.DataFrame, *, order_by: str | None = None, style: bool = False) -> VoteRows:
+def store_style_coverage(store: Store, dataset: str, *, judge=None, category=None) -> StyleCoverage:
+    """How many valid verdicts of a stored dataset (under the filters) carry style counts and from which
+    source; its ``sentence()`` says what is missing when none does."""
+    relation = store_relation(store, dataset)
+    cols = columns_of(store.cursor(), relation)
+    return style_coverage(store, dataset, filtered_source(relation, cols, judge, category), cols)
+
+
+def frame_vote_rows(verdicts: pd.DataFrame, *, order_by: str | None = None, style: bool = False,
+                    texts: AnswerCounts | None = None) -> VoteRows:
     """``read_vote_rows`` over an in-memory verdict frame (tests, the app's cached selection); ``style``:
-    with the style counts of the frame's ``STYLE_COLUMNS`` (NaN where it has none)."""
+    with the style counts of the frame's ``STYLE_COLUMNS`` (NaN where it has none), rows without any
+    filled from ``texts`` (``engine.style.features.answer_counts`` of the frame's dataset) when given."""
     con = duckdb.connect()
     try:
         con.register("lens_frame", verdicts)
-        return read_vote_rows(con, "lens_frame", order_by=order_by, style=style)
+        return read_vote_rows(con, "lens_frame", order_by=order_by, style=style, texts=texts)
     finally:
         con.close()
 

@@ -17,7 +17,7 @@ import glob as globlib
 from typing import TYPE_CHECKING
 
 from engine.errors import LensError
-from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, VERDICT_COLUMNS
+from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, STYLE_COLUMNS, VERDICT_COLUMNS
 from engine.store.sql import Relation, identifier, params, scalar
 from engine.store.writes import record_attached
 
@@ -37,6 +37,7 @@ TYPES = {
     "source_line": "INTEGER",
     "tstamp": "DOUBLE",
     "strength": "INTEGER",
+    **{c: "DOUBLE" for c in STYLE_COLUMNS},
 }
 
 
@@ -54,10 +55,12 @@ def parquet_columns(con: duckdb.DuckDBPyConnection, glob: str) -> set[str]:
 
 
 def canonical_select(glob: str, dataset: str, columns: set[str]) -> Relation:
-    """A SELECT giving the canonical verdict columns (and battle_id / tstamp when present) over the
-    files; the glob and the dataset name are bound parameters."""
+    """A SELECT giving the canonical verdict columns (and battle_id / tstamp when present) and the style
+    counts (``STYLE_COLUMNS``, NULL where the files have none) over the files; the glob and the dataset
+    name are bound parameters."""
     parts = []
-    for col in dict.fromkeys((*VERDICT_COLUMNS, "battle_id", "tstamp")):  # battle_id, tstamp: migration 030
+    # battle_id, tstamp: migration 030; the style counts: migration 070
+    for col in dict.fromkeys((*VERDICT_COLUMNS, "battle_id", "tstamp", *STYLE_COLUMNS)):
         if col == "dataset":
             expr = "{dataset}"
         elif col == "winner":  # 'error' is the import format's spelling of an invalid verdict (as exported)

@@ -27,7 +27,7 @@ import duckdb
 import pandas as pd
 
 from engine.errors import LensError
-from engine.store.schema import VERDICT_COLUMNS, VERDICT_DTYPES
+from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS, VERDICT_DTYPES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO_ROOT / "data"
@@ -392,7 +392,8 @@ class Store:
         columns: Sequence[str] | None = None,
     ) -> pd.DataFrame:
         """The dataset's verdicts as a canonical frame (schema.VERDICT_COLUMNS plus verdict_id);
-        ``columns`` reads only those (a page that needs a few columns of a million verdicts)."""
+        ``columns`` reads only those (a page that needs a few columns of a million verdicts), and may
+        name the style counts (schema.STYLE_COLUMNS, float64, NaN where none), which are read only then."""
         if not self.has_dataset(dataset):
             raise StoreError(f"There is no dataset named {dataset!r} in {self.path}.")
         from engine.store.attached import attached_relation
@@ -409,12 +410,13 @@ class Store:
             conditions.append(("winner <> 'invalid'", ()))
         rel = rel.filtered(conditions)
         if columns is not None:
-            unknown = sorted(set(columns) - set(VERDICT_COLUMNS))
+            unknown = sorted(set(columns) - set(VERDICT_COLUMNS) - set(STYLE_COLUMNS))
             if unknown:
                 raise StoreError(f"Verdicts have no column(s) {', '.join(unknown)}.")
         keep = ("verdict_id", *(VERDICT_COLUMNS if columns is None else
-                                [c for c in VERDICT_COLUMNS if c in set(columns)]))
-        dtypes = {c: t for c, t in VERDICT_DTYPES.items() if c in keep}
+                                [c for c in (*VERDICT_COLUMNS, *STYLE_COLUMNS) if c in set(columns)]))
+        all_types = VERDICT_DTYPES | dict.fromkeys(STYLE_COLUMNS, "float64")
+        dtypes = {c: t for c, t in all_types.items() if c in keep}
         cols = ", ".join(f'"{c}"' for c in keep)
         df = self.cursor().execute(f"SELECT {cols} FROM {rel} ORDER BY verdict_id", params(rel)).df()
         return df.astype({"verdict_id": "int64", **dtypes})

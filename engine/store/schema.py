@@ -47,6 +47,14 @@ VERDICT_DTYPES: dict[str, str] = {
 }
 VERDICT_COLUMNS: tuple[str, ...] = tuple(VERDICT_DTYPES)
 
+STYLE_FEATURES: tuple[str, ...] = ("tokens", "headers", "lists", "bold")
+"""The four style features of an answer (LMArena's, in its order): tokens, markdown headers, list items,
+bold spans. ``engine.style`` says where they come from."""
+STYLE_COLUMNS: tuple[str, ...] = tuple(f"{f}_{side}" for side in ("a", "b") for f in STYLE_FEATURES)
+"""The verdicts' optional per-side count columns (migration 070): model_a's four, then model_b's four
+(``tokens_a, headers_a, lists_a, bold_a, tokens_b, ...``); NULL / NaN where the source gave none. Not in
+``VERDICT_COLUMNS``: only the paths that carry them (import, export, attach, the vote read) name them."""
+
 DEFAULT_JUDGE = "judge"
 DEFAULT_TURN = 1
 DEFAULT_DATASET = "vicuna80"

@@ -4,8 +4,9 @@
 
 Every record is one vote by a person: judge ``human``, the voter id (the file's ``judge``) as the
 annotator, the time kept in ``tstamp`` and the battle's own id (``num``, ``battle_id``, ``id``,
-``uid``) in ``battle_id``. Without a ``question_id`` each battle is its own prompt (the battle id,
-else ``battle-`` and a hash of the record, so an exact repeat lands on the same prompt).
+``uid``) in ``battle_id``, the style counts of ``conv_metadata`` (``engine.style.given``) with the
+verdict. Without a ``question_id`` each battle is its own prompt (the battle id, else ``battle-`` and a
+hash of the record, so an exact repeat lands on the same prompt).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from engine.ingest.formats._common import battle_id, pick, record_id, turn_texts
 FIELDS = frozenset({"model_a", "model_b", "winner", "tstamp"})
 MARKERS = frozenset({"anony", "language", "conv_metadata", "conversation_a"})
 USED = FIELDS | {"question_id", "judge", "turn", "num", "battle_id", "id", "uid", "conversation_a",
-                 "conversation_b", "category"}
+                 "conversation_b", "category", "conv_metadata"}
 
 
 def matches(keys: set[str]) -> bool:
@@ -44,6 +45,7 @@ def rows(rec: Mapping, line: int) -> list[dict]:
         "category": pick(rec, "category"),
         "battle_id": bid,
         "tstamp": rec.get("tstamp"),
+        "conv_metadata": rec.get("conv_metadata"),
         "question": q if q is not None else q2,
         "answer_a": a,
         "answer_b": b,
