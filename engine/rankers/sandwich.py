@@ -27,7 +27,7 @@ import numpy as np
 from scipy.special import expit, ndtri
 
 from engine.errors import LensError
-from engine.rankers.style_bt import RIDGE, STYLE_MODELS_MAX, Battles, StyleFit, assemble, design_of
+from engine.rankers.style_bt import RIDGE, STYLE_MODELS_MAX, Battles, Design, StyleFit, assemble, design_of
 
 HESSIAN_REG = 1e-5
 """arena-rank's ``hessian_reg``: added to the Hessian's diagonal (times the total battles for plain BT)."""
@@ -78,16 +78,17 @@ def bt_sandwich(n: int, lo: np.ndarray, hi: np.ndarray, wins_lo: np.ndarray, win
     return np.sqrt(np.maximum(sandwich_diagonal(H, G), 0.0))
 
 
-def style_sandwich(bt: Battles, fit: StyleFit, *, ridge: float = RIDGE, hessian_reg: float = HESSIAN_REG
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def style_sandwich(bt: Battles, fit: StyleFit, *, ridge: float = RIDGE, hessian_reg: float = HESSIAN_REG,
+                   design: Design | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Standard errors (theta (n,), beta (k,)) of a style-controlled fit: arena-rank's
-    ``ContextualBradleyTerry`` sandwich (module docstring)."""
+    ``ContextualBradleyTerry`` sandwich (module docstring); ``design``: the fit's, when shared."""
     n, N = bt.n, len(bt)
-    design = design_of(bt)
+    design = design or design_of(bt)
+    bt = design.bt
     p = expit(fit.theta[bt.a] - fit.theta[bt.b] + bt.x @ fit.beta)
-    H = assemble(*design.blocks(bt, p * (1.0 - p) * bt.w / N)[:3])
+    H = assemble(*design.blocks(p * (1.0 - p) * bt.w / N)[:3])
     H[np.diag_indices_from(H)] += hessian_reg
-    G = assemble(*design.blocks(bt, ((bt.y - p) * bt.w) ** 2 / N)[:3])
+    G = assemble(*design.blocks(((bt.y - p) * bt.w) ** 2 / N)[:3])
     vec = np.concatenate([np.zeros(n), fit.beta])
     G -= (ridge ** 2 / N) * np.outer(vec, vec)
     se = np.sqrt(np.maximum(sandwich_diagonal(H, G) / N, 0.0))

@@ -38,9 +38,14 @@ MIN_PAIR_COUNT = 50
 STYLE_MODELS_MAX = 4000
 """Most models the style fit takes: its Newton system (and the sandwich's) is dense, (n + 4)^2 floats."""
 
-STEP_TOL = 1e-11
+STEP_TOL = 1e-9
 """Newton stops once no parameter moves by more than this (quadratic convergence: the error left is of
 order STEP_TOL^2)."""
+
+DECREMENT_TOL = 1e-20
+"""...or once the Newton decrement g^T H^-1 g (twice the loss decrease the step promises) is below this:
+the last step is then taken without a line search (the loss cannot tell the points apart in floating
+point; the parameters are within about 1e-9 of the optimum)."""
 
 
 def relative_differences(counts: np.ndarray) -> np.ndarray:
@@ -164,42 +169,53 @@ def check_connected(bt: Battles) -> None:
 
 
 class Design:
-    """What every Newton step reuses: the battles' unordered pairs and the sparse (n, N) incidence D^T
-    (+1 at a, -1 at b), so that rating sums are one sparse product."""
+    """What every Newton step reuses: the battles sorted by their unordered pair (``bt``: the same
+    battles, the loss does not depend on their order), where each pair's battles start, and each
+    battle's side sign (+1 when a is the pair's lower code), so that every rating sum is one pass of
+    contiguous segment sums over the battles and then sums over the pairs."""
 
     def __init__(self, bt: Battles) -> None:
-        from scipy import sparse
+        n = bt.n
+        keys, slot, counts = _pairs(bt.a, bt.b, n)
+        order = np.argsort(slot, kind="stable")
+        self.bt = bt.take(order)
+        self.lo, self.hi = keys // n, keys % n
+        self.starts = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)
+        sign = np.where(self.bt.a < self.bt.b, 1.0, -1.0)
+        self.sign = sign
+        self.sx = self.bt.x * sign[:, None]
 
-        n, N = bt.n, len(bt)
-        self.keys, self.slot, _ = _pairs(bt.a, bt.b, n)
-        self.lo, self.hi = self.keys // n, self.keys % n
-        rows = np.concatenate([bt.a, bt.b])
-        cols = np.concatenate([np.arange(N), np.arange(N)])
-        vals = np.concatenate([np.ones(N), -np.ones(N)])
-        self.dt = sparse.csr_matrix((vals, (rows, cols)), shape=(n, N))
+    def _to_models(self, per_pair: np.ndarray) -> np.ndarray:
+        """Per pair sums t_p (P,) or (P, c) -> per model: + t_p at lo, - t_p at hi."""
+        n = self.bt.n
+        if per_pair.ndim == 1:
+            return np.bincount(self.lo, per_pair, n) - np.bincount(self.hi, per_pair, n)
+        return np.column_stack([self._to_models(per_pair[:, c]) for c in range(per_pair.shape[1])])
 
-    def blocks(self, bt: Battles, h: np.ndarray, r: np.ndarray | None = None
+    def blocks(self, h: np.ndarray, r: np.ndarray | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """sum_rows h (e_a - e_b, x)(e_a - e_b, x)^T as its blocks: ratings (n, n) (a weighted graph
-        Laplacian), cross (n, k) and features (k, k); with ``r``, also D^T r (the ratings' sum of r)."""
-        n = bt.n
-        off = np.bincount(self.slot, weights=h, minlength=self.keys.size)
+        Laplacian), cross (n, k) and features (k, k); with ``r``, also D^T r = sum_rows r (e_a - e_b).
+        ``h`` and ``r`` are per battle of ``self.bt`` (sorted)."""
+        n, k = self.bt.n, self.bt.x.shape[1]
+        M = np.empty((h.size, 1 + k + (r is not None)))
+        M[:, 0] = h
+        np.multiply(self.sx, h[:, None], out=M[:, 1:1 + k])
+        if r is not None:
+            np.multiply(self.sign, r, out=M[:, 1 + k])
+        S = np.add.reduceat(M, self.starts, axis=0)
+        off = S[:, 0]
         rr = np.zeros((n, n))
         rr[self.lo, self.hi] = -off
         rr[self.hi, self.lo] = -off
-        rr[np.arange(n), np.arange(n)] = (np.bincount(self.lo, weights=off, minlength=n)
-                                          + np.bincount(self.hi, weights=off, minlength=n))
-        k = bt.x.shape[1]
-        cols = np.empty((h.size, k + (r is not None)))
-        np.multiply(bt.x, h[:, None], out=cols[:, :k])
-        if r is not None:
-            cols[:, k] = r
-        sums = np.asarray(self.dt @ cols)
-        return rr, sums[:, :k], bt.x.T @ cols[:, :k], (None if r is None else sums[:, k])
+        rr[np.arange(n), np.arange(n)] = np.bincount(self.lo, off, n) + np.bincount(self.hi, off, n)
+        cross = self._to_models(S[:, 1:1 + k])
+        ff = self.sx.T @ M[:, 1:1 + k]
+        return rr, cross, ff, (None if r is None else self._to_models(S[:, 1 + k]))
 
 
 def design_of(bt: Battles) -> Design:
-    """The battles' ``Design`` (pairs and incidence), built once per fit or sandwich."""
+    """The battles' ``Design``, built once and shared by the fit and its sandwich."""
     return Design(bt)
 
 
@@ -219,10 +235,11 @@ def _evaluate(bt: Battles, theta: np.ndarray, beta: np.ndarray, ridge: float) ->
 
 
 def fit_style_bt(bt: Battles, *, ridge: float = RIDGE, max_iter: int = 100, start: StyleFit | None = None,
-                 check: bool = True) -> StyleFit:
-    """Minimise ``loss`` by damped Newton (backtracking on the loss) from zeros (or ``start``); the
-    ratings keep sum zero, where arena-rank's L-BFGS from zeros ends up. ``check``: refuse a selection
-    without a finite optimum first (``check_connected``)."""
+                 check: bool = True, design: Design | None = None) -> StyleFit:
+    """Minimise ``loss`` by damped Newton (backtracking on the loss) from zeros (or ``start``: the optimum
+    does not depend on it); the ratings keep sum zero, where arena-rank's L-BFGS from zeros ends up.
+    ``check``: refuse a selection without a finite optimum first (``check_connected``); ``design``: the
+    battles' ``design_of``, when the caller shares it with the sandwich."""
     n, N = bt.n, len(bt)
     if n > STYLE_MODELS_MAX:
         raise LensError(
@@ -234,7 +251,8 @@ def fit_style_bt(bt: Battles, *, ridge: float = RIDGE, max_iter: int = 100, star
     if check:
         check_connected(bt)
     k = bt.x.shape[1]
-    design = design_of(bt)
+    design = design or design_of(bt)
+    bt = design.bt
     theta = np.zeros(n) if start is None else start.theta.copy()
     beta = np.zeros(k) if start is None else start.beta.copy()
     current, p = _evaluate(bt, theta, beta, ridge)
@@ -242,13 +260,17 @@ def fit_style_bt(bt: Battles, *, ridge: float = RIDGE, max_iter: int = 100, star
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (the count is reported)
         r = bt.w * (bt.y - p) / N
-        rr, cross, ff, sums = design.blocks(bt, bt.w * p * (1.0 - p) / N, r)
+        rr, cross, ff, sums = design.blocks(bt.w * p * (1.0 - p) / N, r)
         assert sums is not None
         g = np.concatenate([-sums, ridge * beta - bt.x.T @ r])
         rr += rr.trace() / (n * n)  # the all-ones direction: any positive constant; a zero-sum step stays so
         step = -_solve_spd(assemble(rr, cross, ff + ridge * np.eye(k)), g)
         step[:n] -= step[:n].mean()
         slope = float(g @ step)
+        if -slope <= DECREMENT_TOL:
+            theta, beta = theta + step[:n], beta + step[n:]
+            converged = True
+            break
         t = 1.0
         while True:
             new_theta, new_beta = theta + t * step[:n], beta + t * step[n:]

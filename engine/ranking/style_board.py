@@ -23,7 +23,15 @@ from engine.errors import LensError
 from engine.rankers import RankResult
 from engine.rankers.base import ranks_from_scores, ranks_from_scores_batch, series
 from engine.rankers.sandwich import bt_sandwich, style_sandwich, z_quantile
-from engine.rankers.style_bt import MIN_PAIR_COUNT, RIDGE, Battles, bootstrap_style, fit_style_bt
+from engine.rankers.style_bt import (
+    MIN_PAIR_COUNT,
+    RIDGE,
+    Battles,
+    StyleFit,
+    bootstrap_style,
+    design_of,
+    fit_style_bt,
+)
 from engine.rankers.votes import PairCounts, VoteRows
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.board import TABLE_COLUMNS, BoardSpec, Leaderboard, interval_columns, plain_values
@@ -114,40 +122,66 @@ def style_leaderboard(store: Store, dataset: str, judge, category, spec: BoardSp
     rows = store_vote_rows(store, dataset, judge=judge, category=category, style=True)
     if len(rows) == 0:
         no_valid_verdict(dataset, judge, category)
+    assert rows.style is not None
+    if not np.isfinite(rows.style).all(axis=1).any():  # one sentence naming what is missing
+        from engine.ranking.vote_query import store_style_coverage
+
+        said = store_style_coverage(store, dataset, judge=judge, category=category).sentence()
+        raise LensError(said or NO_FEATURES)
     extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
              "category": category, "judges": filtered_judges(store, dataset, judge),
              "n_invalid_verdicts": rows.n_invalid}
-    return leaderboard_from_style_rows(rows, spec, extra_params=extra)
+    plain = None
+    if np.isfinite(rows.style).all():  # every vote fitted: the plain board is the store's own (DuckDB counts)
+        from engine.ranking.count_board import count_leaderboard
+
+        plain = count_leaderboard(store, dataset, judge, category, plain_spec(spec))
+    return leaderboard_from_style_rows(rows, spec, extra_params=extra, plain=plain)
+
+
+def plain_spec(spec: BoardSpec) -> BoardSpec:
+    """The plain board a style-controlled one is compared with: the same ranker and parameters, no
+    intervals."""
+    return replace(spec, style_control=False, ci="bootstrap", bootstrap=0, bootstrap_unit=None)
 
 
 def leaderboard_from_style_rows(rows: VoteRows, spec: BoardSpec | None = None, *,
-                                extra_params: dict | None = None, **choices) -> Leaderboard:
+                                extra_params: dict | None = None, plain: Leaderboard | None = None,
+                                **choices) -> Leaderboard:
     """The style-controlled board of verdict rows read with their style counts (module docstring);
+    ``plain``: the plain board of the same votes when the caller has it (every vote carries features);
     ``choices``: keyword shorthand for the spec's fields."""
     from engine.ranking.count_board import leaderboard_from_votes
 
     spec = BoardSpec.of(spec, {"style_control": True, **choices})
     check_interval_choice(spec)
     params = spec.obj.check(spec.ranker_params)
-    v = make_votes(rows, spec.policy)
+    v = make_votes(replace(rows, style=None), spec.policy)  # the battles read rows.style themselves
     a, b, y, counts = style_battles(rows, v)
     has = np.isfinite(counts).all(axis=1)
     if not has.any():
         raise LensError(NO_FEATURES)
-    plain_spec = replace(spec, style_control=False, ci="bootstrap", bootstrap=0)
-    plain = leaderboard_from_votes(v.take(has), plain_spec, extra_params=extra_params)
+    if plain is None or not has.all():
+        plain = leaderboard_from_votes(v if has.all() else v.take(has), plain_spec(spec),
+                                       extra_params=extra_params)
     models = list(plain.result.scores.index)
     code = {m: i for i, m in enumerate(models)}
     remap = np.array([code.get(m, -1) for m in rows.models], dtype=np.int64)
-    bt = Battles.of_counts(len(models), remap[a[has]], remap[b[has]], y[has], counts[has],
-                           reweight=spec.style_reweight)
-    fit = fit_style_bt(bt)
+    if has.all():
+        bt = Battles.of_counts(len(models), remap[a], remap[b], y, counts, reweight=spec.style_reweight)
+    else:
+        bt = Battles.of_counts(len(models), remap[a[has]], remap[b[has]], y[has], counts[has],
+                               reweight=spec.style_reweight)
     factor = spec.obj.log_factor(params)
+    design = design_of(bt)
+    start = StyleFit(plain.result.scores.to_numpy(np.float64) / factor, np.zeros(bt.x.shape[1]), np.nan, 0,
+                     False)  # plain BT's strengths: a close start (the optimum does not depend on it)
+    fit = fit_style_bt(bt, start=start, design=design)
     scores = series(tuple(models), fit.theta * factor)
     level = spec.level
     boot = None
     if spec.ci_method == "sandwich":
-        se_theta, se_beta = style_sandwich(bt, fit)
+        se_theta, se_beta = style_sandwich(bt, fit, design=design)
         z = z_quantile(level)
         na = pd.array([pd.NA] * len(models), dtype="Int64")
         cols: dict[str, Any] = {"ci_low": (fit.theta - z * se_theta) * factor,
