@@ -33,11 +33,15 @@ def main() -> None:
     t0 = time.perf_counter()
     if "plain" in only:
         ds = PairDataset.from_pandas(df)
-        bt = BradleyTerry(n_competitors=len(ds.competitors))
-        r = bt.compute_ratings_and_cis(ds, significance_level=0.05)
-        res["plain"] = {"competitors": list(ds.competitors), **{k: np.asarray(r[k]).tolist() for k in
-                                                                 ("ratings", "rating_lower", "rating_upper")}}
-        res["plain"]["seconds"] = time.perf_counter() - t0
+        plain_runs = [("plain", {})]
+        if tight:
+            plain_runs.append(("plain_tight", {"ftol": 0.0, "gtol": 0.0, "max_iter": 5000}))
+        for name, kw in plain_runs:
+            t1 = time.perf_counter()
+            bt = BradleyTerry(n_competitors=len(ds.competitors), **kw)
+            r = bt.compute_ratings_and_cis(ds, significance_level=0.05)
+            res[name] = {k: np.asarray(r[k]).tolist() for k in ("ratings", "rating_lower", "rating_upper")}
+            res[name].update(competitors=list(ds.competitors), seconds=time.perf_counter() - t1)
     if "style" in only and all(f"{f}_a" in df.columns for f in FEATURES):
         t1 = time.perf_counter()
         for f in FEATURES:
