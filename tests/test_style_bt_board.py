@@ -163,3 +163,28 @@ def test_cli_sandwich_json_and_csv_on_the_shipped_dataset(shipped_db):
     csv = run_engine(["--db", str(shipped_db), "leaderboard", "--ci", "sandwich", "--format", "csv"])
     assert csv.stdout.splitlines()[0].startswith("rank,model,score,ci_low,ci_high,wins")
     assert "intervals: sandwich" in csv.stderr
+
+
+def test_cli_style_control_on_an_imported_file_with_count_columns(tmp_path):
+    """The whole path: a verdict file with explicit per-side count columns, imported, then
+    ``leaderboard --style-control --format json``: scores and beta equal the scipy fit on the file's own
+    rows; a dataset without any count says what is missing in one sentence."""
+    frame = arena_frame(seed=9, N=300, verbose=1)
+    flat = frame[["prompt_id", "model_a", "model_b", "winner", *STYLE_COLUMNS]]
+    flat.to_csv(tmp_path / "battles.csv", index=False)
+    db = str(tmp_path / "lens.duckdb")
+    assert run_engine(["--db", db, "import", str(tmp_path / "battles.csv"), "--dataset", "b"]).returncode == 0
+    out = run_engine(["--db", db, "leaderboard", "--dataset", "b", "--style-control", "--format", "json"])
+    assert out.returncode == 0, out.stderr
+    obj = json.loads(out.stdout)
+    models, a, b, y, counts = frame_battles(frame)
+    theta, beta = reference_fit(len(models), a, b, y, counts)
+    got = pd.DataFrame(obj["table"]).set_index("model")
+    np.testing.assert_allclose(got.loc[models, "score"].to_numpy(), theta, atol=1e-6)
+    np.testing.assert_allclose([obj["style"]["features"][f]["beta"] for f in ("tokens", "headers", "lists",
+                                                                               "bold")], beta, atol=1e-6)
+    assert obj["ci_method"] == "sandwich" and {"rank_plain", "rank_change"} <= set(got.columns)
+    flat[["prompt_id", "model_a", "model_b", "winner"]].to_csv(tmp_path / "plain.csv", index=False)
+    assert run_engine(["--db", db, "import", str(tmp_path / "plain.csv"), "--dataset", "p"]).returncode == 0
+    out = run_engine(["--db", db, "leaderboard", "--dataset", "p", "--style-control"])
+    assert out.returncode == 2 and "carries style features" in out.stderr and out.stderr.count("\n") == 1

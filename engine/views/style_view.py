@@ -31,6 +31,7 @@ class StyleView:
     ci_words: str
     score_label: str
     notes: tuple[str, ...]
+    digits: int = 3
 
 
 def change_text(change) -> str:
@@ -71,4 +72,4 @@ def style_view(board: Leaderboard, *, ranker: str, elo_scale: bool = False) -> S
                      "left out of both boards compared here.")
     if not st.get("converged", True):
         notes.append("The style-controlled fit did not converge; treat its numbers with care.")
-    return StyleView(frame, betas, ci_words, score_label, tuple(notes))
+    return StyleView(frame, betas, ci_words, score_label, tuple(notes), digits)
