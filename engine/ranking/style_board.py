@@ -34,7 +34,14 @@ from engine.rankers.style_bt import (
 )
 from engine.rankers.votes import PairCounts, VoteRows
 from engine.rankers.votes import votes as make_votes
-from engine.ranking.board import TABLE_COLUMNS, BoardSpec, Leaderboard, interval_columns, plain_values
+from engine.ranking.board import (
+    NOT_ESTIMABLE,
+    TABLE_COLUMNS,
+    BoardSpec,
+    Leaderboard,
+    interval_columns,
+    plain_values,
+)
 from engine.ranking.bootstrap import BootstrapResult
 from engine.style.features import STYLE_FEATURES
 
@@ -80,6 +87,22 @@ def check_interval_choice(spec: BoardSpec) -> None:
                         f"--bootstrap-unit {spec.bootstrap_unit} is not supported there.")
 
 
+def score_interval_columns(low: np.ndarray, high: np.ndarray, note: str = "") -> dict[str, Any]:
+    """The table's interval columns from score intervals alone (the sandwich's): ci_low, ci_high, no rank
+    intervals, ``ci_note`` (``note`` on every row), and, where the board has the column, ``rank_ub``
+    computed by its owner (``engine.ranking.board.rank_upper_bound``, issue 24 point 3) from these
+    intervals."""
+    n = low.size
+    na = pd.array([pd.NA] * n, dtype="Int64")
+    cols: dict[str, Any] = {"ci_low": low, "ci_high": high, "rank_low": na, "rank_high": na.copy(),
+                            "ci_note": pd.array([note] * n, dtype="string")}
+    if "rank_ub" in TABLE_COLUMNS:
+        from engine.ranking import board
+
+        cols["rank_ub"] = pd.array(getattr(board, "rank_upper_bound")(low, high), dtype="Int64")  # noqa: B009
+    return cols
+
+
 def sandwich_columns(pc: PairCounts, res: RankResult, factor: float, level: float
                      ) -> tuple[dict[str, Any], str | None]:
     """The table's interval columns from plain BT's sandwich (``bt_sandwich``) on the score scale
@@ -87,17 +110,14 @@ def sandwich_columns(pc: PairCounts, res: RankResult, factor: float, level: floa
     are empty when they are (a regularised fit: the MLE does not exist, so neither does its
     sandwich)."""
     n = pc.n
-    na = pd.array([pd.NA] * n, dtype="Int64")
     if res.details.get("alpha", 0.0):
         why = ("sandwich intervals need the maximum-likelihood estimate, which does not exist for this "
                "selection (the fit added virtual ties)")
-        return {"ci_low": np.full(n, np.nan), "ci_high": np.full(n, np.nan), "rank_low": na,
-                "rank_high": na.copy(), "ci_note": pd.array(["not estimable"] * n, dtype="string")}, why
+        return score_interval_columns(np.full(n, np.nan), np.full(n, np.nan), NOT_ESTIMABLE), why
     theta = res.scores.reindex(pc.models).to_numpy(np.float64) / factor
     se = bt_sandwich(n, pc.lo, pc.hi, pc.wins_lo, pc.wins_hi, pc.ties, theta)
     z = z_quantile(level)
-    return {"ci_low": (theta - z * se) * factor, "ci_high": (theta + z * se) * factor, "rank_low": na,
-            "rank_high": na.copy(), "ci_note": pd.array([""] * n, dtype="string")}, None
+    return score_interval_columns((theta - z * se) * factor, (theta + z * se) * factor), None
 
 
 def style_battles(rows: VoteRows, votes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -183,11 +203,8 @@ def leaderboard_from_style_rows(rows: VoteRows, spec: BoardSpec | None = None, *
     if spec.ci_method == "sandwich":
         se_theta, se_beta = style_sandwich(bt, fit, design=design)
         z = z_quantile(level)
-        na = pd.array([pd.NA] * len(models), dtype="Int64")
-        cols: dict[str, Any] = {"ci_low": (fit.theta - z * se_theta) * factor,
-                                "ci_high": (fit.theta + z * se_theta) * factor,
-                                "rank_low": na, "rank_high": na.copy(),
-                                "ci_note": pd.array([""] * len(models), dtype="string")}
+        cols = score_interval_columns((fit.theta - z * se_theta) * factor,
+                                      (fit.theta + z * se_theta) * factor)
         beta_low, beta_high = fit.beta - z * se_beta, fit.beta + z * se_beta
         n_unconverged = 0
     else:
