@@ -55,7 +55,8 @@ def relative_differences(counts: np.ndarray) -> np.ndarray:
     k = c.shape[1] // 2
     a, b = c[:, :k], c[:, k:]
     total = a + b
-    return (a - b) / np.where(total == 0, 1.0, total)
+    # a total of 0 (both counts 0, as counts are never negative) gives a difference of 0 either way
+    return np.divide(a - b, total, out=np.zeros_like(total), where=total != 0)
 
 
 def standardise(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -126,11 +126,12 @@ def style_battles(rows: VoteRows, votes) -> tuple[np.ndarray, np.ndarray, np.nda
     if rows.style is None:
         raise ValueError("the rows were read without their style counts (style=True)")
     first = votes.row
-    a = rows.a[first].astype(np.int64)
-    b = rows.b[first].astype(np.int64)
+    own = len(votes) == len(rows) and bool(np.array_equal(first, np.arange(len(rows))))
+    a = rows.a.astype(np.int64) if own else rows.a[first].astype(np.int64)  # every verdict its own vote:
+    b = rows.b.astype(np.int64) if own else rows.b[first].astype(np.int64)  # no gather needed
     y_lo = np.where(votes.outcome > 0, 1.0, np.where(votes.outcome < 0, 0.0, 0.5))
     y = np.where(a == votes.lo, y_lo, 1.0 - y_lo)
-    return a, b, y, rows.style[first]
+    return a, b, y, (rows.style if own else rows.style[first])
 
 
 def style_leaderboard(store: Store, dataset: str, judge, category, spec: BoardSpec) -> Leaderboard:
