@@ -114,8 +114,9 @@ class Battles:
         c = np.asarray(counts, dtype=np.float64)
         if c.ndim != 2 or c.shape[1] % 2 or c.shape[0] != np.size(a):
             raise ValueError(f"expected (battles, 2k) per-side counts, got shape {c.shape}")
-        if not np.isfinite(c).all():
-            raise ValueError("style counts must be finite (leave out the battles without them)")
+        if not np.isfinite(c).all() or (c < 0).any():
+            raise ValueError("style counts must be finite and not negative (leave out the battles without "
+                             "them; the ingest refuses negative ones)")
         x, mean, std = standardise(relative_differences(c))
         a64, b64 = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
         w = inverse_pair_weights(a64, b64, n, min_pair_count) if reweight else np.ones(a64.size)
