@@ -30,9 +30,11 @@ evalica.bradley_terry(df["model_a"], df["model_b"], w)
 """
 
 
-def write_arena_store(db: Path, battles: int, models: int, pad: int = 3):
+def write_arena_store(db: Path, battles: int, models: int, pad: int = 3, style: bool = False):
     """A store whose dataset ``arena`` holds ``battles`` one-pair prompts over ``models`` models (names
     ``model_`` + the index zero-padded to ``pad`` digits; ~10 % ties, the rest logistic in the index gap);
+    ``style``: each verdict also carries its answers' style counts (``tokens_a .. bold_b``, as a
+    conv_metadata import stores them: tokens 0-1999, headers 0-5, lists 0-19, bold 0-9, drawn per side);
     returns the open DuckDB connection for what a caller adds."""
     import duckdb
 
@@ -42,14 +44,20 @@ def write_arena_store(db: Path, battles: int, models: int, pad: int = 3):
     con = duckdb.connect(str(db))
     other = "(CASE WHEN b >= a THEN b + 1 ELSE b END)"
     con.execute("INSERT INTO datasets (name, version) VALUES ('arena', 1)")
+    counts = ""
+    if style:
+        tops = {"tokens": 2000, "headers": 6, "lists": 20, "bold": 10}
+        counts = "".join(f", (hash(i, {k}) % {top})::DOUBLE" for k, top in enumerate([*tops.values()] * 2))
+    names = ("tokens", "headers", "lists", "bold")
+    style_cols = "".join(f", {f}_{s}" for s in "ab" for f in names) if style else ""
     con.execute(f"""
         INSERT INTO verdicts (dataset, judge, prompt_id, variant, turn, model_a, model_b, winner, source_file,
-                              source_line)
+                              source_line{style_cols})
         SELECT 'arena', 'judge', 'p' || i, 0, 1, 'model_' || lpad(a::VARCHAR, {pad}, '0'),
                'model_' || lpad({other}::VARCHAR, {pad}, '0'),
                CASE WHEN r < 0.1 THEN 'tie'
                     WHEN r < 0.1 + 0.9 / (1 + exp(-(a - {other}) / {models / 6})) THEN 'A' ELSE 'B' END,
-               'battles.jsonl', i
+               'battles.jsonl', i{counts}
         FROM (SELECT i, (hash(i) % {models})::INT a, (hash(i * 7 + 1) % {models - 1})::INT b, random() r
               FROM range({battles}) t(i))""")
     return con

@@ -60,6 +60,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_store_space.py",            # 15 alone, -n 0, load 8 (skipped without root)
     "test_output_paths.py",           # 11 alone, -n 0, load 8
     "test_app_data_notes.py",         # 18 alone, -n 0, load 3.5 (AppTest x 4)
+    "test_style_features_counting.py",  # 20 alone, -n 0, load 10 (o200k_base loaded once: ~4 s)
+    "test_style_features_ingest.py",  # 17 alone, -n 0, load 10
 )
 """The files that take longest, longest first: xdist hands each worker the next file when its current
 one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder keeps this order), so a

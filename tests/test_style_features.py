@@ -88,9 +88,14 @@ def test_every_verdict_its_own_vote_keeps_the_orientation():
     np.testing.assert_array_equal(vts.style[1], [7, np.nan, np.nan, np.nan, 9, np.nan, np.nan, np.nan])
 
 
-def test_a_store_without_counts_reads_nan(shipped_store):
-    """A stored dataset whose verdicts carry no counts and whose answers are not counted: NaN rows."""
-    rows = store_vote_rows(shipped_store, "vicuna80", judge="gpt-4", style=True)
-    assert rows.style is not None and rows.style.shape == (len(rows), 8)
-    assert len(rows) > 0
-    assert store_vote_rows(shipped_store, "vicuna80", judge="gpt-4").style is None
+def test_a_stored_dataset_reads_its_columns_and_nan_elsewhere(tmp_path, empty_store):
+    """The store path: the counts a file gave, NaN where it gave none (no answer texts to count)."""
+    from engine.ingest.importer import import_files
+
+    frame = random_verdicts(4, n=40)
+    frame.loc[:9, list(STYLE_COLUMNS)] = np.nan
+    frame.drop(columns=["source_file", "source_line"]).to_csv(tmp_path / "v.csv", index=False)
+    import_files(empty_store, [tmp_path / "v.csv"], "v")
+    rows = store_vote_rows(empty_store, "v", style=True, order_by="input")
+    np.testing.assert_array_equal(rows.style, frame[list(STYLE_COLUMNS)].to_numpy())
+    assert store_vote_rows(empty_store, "v").style is None

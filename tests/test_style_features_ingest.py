@@ -220,3 +220,27 @@ def test_no_counts_anywhere_says_what_is_missing(tmp_path, store):
         "None of the 4 verdicts of 'plain' carries style features (tokens, headers, lists, bold): its files "
         "gave no conv_metadata field and no tokens_a … bold_b columns, and the store holds no answer text of "
         "the dataset to count them from.")
+
+
+def test_lmarena_140k_shaped_parquet(tmp_path, store):
+    """LMArena's later releases (arena-human-preference-140k): Parquet with struct columns, an ISO
+    ``timestamp``, an ``id`` per battle and content as a list of parts. Read as the arena format; the
+    counts equal the notebook's sums (``both_bad`` mapped to a tie by the import's value map)."""
+    battles = arena_battles(5, n=8)
+    records = []
+    for k, b in enumerate(battles):
+        turn = [{"role": "user", "content": [{"type": "text", "text": "question"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "**answer**"}]}]
+        records.append({"id": f"id-{k}", "model_a": b["model_a"], "model_b": b["model_b"],
+                        "winner": "both_bad" if k == 0 else b["winner"].replace(" (bothbad)", ""),
+                        "evaluation_session_id": "s", "evaluation_order": 1, "conversation_a": turn,
+                        "conversation_b": turn, "conv_metadata": b["conv_metadata"], "language": "en",
+                        "is_code": False, "timestamp": f"2025-05-29T14:48:{k:02d}.602925"})
+    pd.DataFrame(records).to_parquet(tmp_path / "train.parquet", index=False)
+    import_files(store, [tmp_path / "train.parquet"], "lmarena140k",
+                 value_map={"winner": {"both_bad": "tie"}})
+    got = store.verdicts("lmarena140k", columns=["battle_id", "tstamp", *STYLE_COLUMNS])
+    np.testing.assert_array_equal(got[list(STYLE_COLUMNS)].to_numpy(),
+                                  notebook_counts(battles)[list(STYLE_COLUMNS)].to_numpy(float))
+    assert list(got["battle_id"]) == [f"id-{k}" for k in range(8)]
+    assert got["tstamp"].iloc[0] == pd.Timestamp("2025-05-29T14:48:00.602925", tz="UTC").timestamp()

@@ -14,7 +14,7 @@ import pandas as pd
 from engine.ingest.formats import TOOL_NAMES
 from engine.ingest.formats import tool as tool_format
 from engine.ingest.staging import Stage
-from engine.store.schema import VERDICT_COLUMNS, VERDICT_DTYPES
+from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS, VERDICT_DTYPES
 from engine.store.sql import Relation, params
 
 NOTE_COLUMNS = 20
@@ -176,10 +176,12 @@ class ValidationReport:
 
     def with_frames(self, *, good: pd.DataFrame | None = None, prompts: pd.DataFrame | None = None,
                     answers: pd.DataFrame | None = None) -> ValidationReport:
-        """The report with its valid rows or texts replaced by these frames (file order = row order)."""
+        """The report with its valid rows or texts replaced by these frames (file order = row order); valid
+        rows without the style count columns (``report.good`` has none) carry no counts."""
         changes: dict = {}
         if good is not None:
             g = good.reset_index(drop=True)
+            g = g.assign(**{c: np.nan for c in STYLE_COLUMNS if c not in g.columns})
             changes.update(good_file=self.stage.write("good", g.assign(seq=np.arange(len(g)))), excluded=(),
                            n_good=len(g), n_invalid=int((g["winner"] == "invalid").sum()))
         for kind, frame in (("prompts", prompts), ("answers", answers)):

@@ -33,6 +33,7 @@ import os
 import re
 import struct
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -119,10 +120,19 @@ def o200k_tiktoken_text(vocab: bytes) -> bytes:
     return b"".join(base64.b64encode(t) + b" " + str(r).encode() + b"\n" for r, t in ranks)
 
 
-@functools.cache
+_LOADING = threading.Lock()
+"""One load at a time: the load points tiktoken's file cache at a folder of its own for a moment."""
+
+
 def o200k_encoding():
-    """tiktoken's ``o200k_base`` encoding, loaded without the network (module docstring); LensError when
-    tiktoken or the ranks are missing, or the ranks are not o200k_base's."""
+    """tiktoken's ``o200k_base`` encoding, loaded without the network (module docstring), once per process;
+    LensError when tiktoken or the ranks are missing, or the ranks are not o200k_base's."""
+    with _LOADING:
+        return _load_o200k()
+
+
+@functools.cache
+def _load_o200k():
     try:
         import tiktoken
     except ImportError:

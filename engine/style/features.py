@@ -46,13 +46,15 @@ def style_select(columns: set[str]) -> list[str]:
 
 
 def style_matrix(out: dict) -> np.ndarray:
-    """The (rows, 8) float64 counts from a ``fetchnumpy`` result holding ``s0 .. s7`` (NULL read as NaN)."""
-    cols = []
+    """The (rows, 8) float64 counts from a ``fetchnumpy`` result holding ``s0 .. s7`` (NULL read as NaN);
+    each column is dropped from ``out`` once copied, so the counts are held about once, not twice."""
+    n = len(out["s0"])
+    matrix = np.empty((n, len(STYLE_COLUMNS)), dtype=np.float64)
     for k in range(len(STYLE_COLUMNS)):
-        x = out[f"s{k}"]
-        cols.append(x.filled(np.nan).astype(np.float64) if np.ma.isMaskedArray(x)
-                    else np.asarray(x, np.float64))
-    return np.column_stack(cols) if cols[0].size else np.zeros((0, len(STYLE_COLUMNS)))
+        x = out.pop(f"s{k}")
+        matrix[:, k] = x.filled(np.nan) if np.ma.isMaskedArray(x) else x
+        del x
+    return matrix
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,18 @@ from collections.abc import Mapping
 
 from engine.ingest.formats._common import battle_id, pick, record_id, turn_texts
 
-FIELDS = frozenset({"model_a", "model_b", "winner", "tstamp"})
+FIELDS = frozenset({"model_a", "model_b", "winner"})
+TIMES = frozenset({"tstamp", "timestamp"})
+"""The battle's time: ``tstamp`` (epoch seconds, the older logs) or ``timestamp`` (an ISO date, LMArena's
+later releases such as arena-human-preference-140k)."""
 MARKERS = frozenset({"anony", "language", "conv_metadata", "conversation_a"})
-USED = FIELDS | {"question_id", "judge", "turn", "num", "battle_id", "id", "uid", "conversation_a",
-                 "conversation_b", "category", "conv_metadata"}
+USED = FIELDS | TIMES | {"question_id", "judge", "turn", "num", "battle_id", "id", "uid", "conversation_a",
+                         "conversation_b", "category", "conv_metadata"}
 
 
 def matches(keys: set[str]) -> bool:
     """Battle fields with a time stamp and one of the Arena's own fields."""
-    return FIELDS <= keys and bool(MARKERS & keys)
+    return FIELDS <= keys and bool(TIMES & keys) and bool(MARKERS & keys)
 
 
 def rows(rec: Mapping, line: int) -> list[dict]:
@@ -44,7 +47,7 @@ def rows(rec: Mapping, line: int) -> list[dict]:
         "turn": turn,
         "category": pick(rec, "category"),
         "battle_id": bid,
-        "tstamp": rec.get("tstamp"),
+        "tstamp": pick(rec, "tstamp", "timestamp"),
         "conv_metadata": rec.get("conv_metadata"),
         "question": q if q is not None else q2,
         "answer_a": a,
