@@ -92,8 +92,12 @@ class Ranker:
     has no such reading. BT and Davidson scores are natural-log strengths (400/ln 10 per unit), Elo ratings
     already are 400·log10 units."""
 
-    def log_factor(self, params: dict) -> float:
-        """From natural-log strengths to this ranker's score under ``params`` (a logistic ranker only)."""
+    def from_log(self, theta: np.ndarray, params: dict) -> np.ndarray:
+        """Natural-log strengths as this ranker's score under ``params`` (a logistic ranker only)."""
+        raise ValueError(f"the {self.name} ranker has no log-strength scale")
+
+    def to_log(self, scores: np.ndarray, params: dict) -> np.ndarray:
+        """The inverse of ``from_log``: this ranker's scores as natural-log strengths (up to a constant)."""
         raise ValueError(f"the {self.name} ranker has no log-strength scale")
 
     @property
@@ -234,9 +238,13 @@ class BT(Ranker):
         return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
                             on_degenerate=on_degenerate, scale=scale, theta0=theta0)
 
-    def log_factor(self, params: dict) -> float:
-        """From natural-log strengths to this fit's score (``scale=elo``: 400 / ln 10)."""
-        return ELO_FACTOR if params.get("scale", "log") == "elo" else 1.0
+    def from_log(self, theta, params):
+        """Natural-log strengths on the fit's ``scale`` (as ``fit_bt_pairs`` converts them)."""
+        return theta * ELO_FACTOR if params.get("scale", "log") == "elo" else theta
+
+    def to_log(self, scores, params):
+        """``from_log`` inverted."""
+        return scores / ELO_FACTOR if params.get("scale", "log") == "elo" else scores
 
     def has_batch(self, params):
         """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""

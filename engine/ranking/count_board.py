@@ -125,7 +125,7 @@ def leaderboard_from_counts(
     if spec.ci_method == "sandwich":  # intervals from the fit itself (engine.ranking.style_board)
         from engine.ranking.style_board import sandwich_columns
 
-        cols, sandwich_why = sandwich_columns(pc, res, obj.log_factor(params), level)
+        cols, sandwich_why = sandwich_columns(pc, res, obj, params, level)
         table = table.assign(**cols)
     else:
         table = table.assign(**interval_columns(boot, list(models)))

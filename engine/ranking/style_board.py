@@ -22,6 +22,7 @@ import pandas as pd
 from engine.errors import LensError
 from engine.rankers import RankResult
 from engine.rankers.base import ranks_from_scores, ranks_from_scores_batch, series
+from engine.rankers.objects import Ranker
 from engine.rankers.sandwich import bt_sandwich, style_sandwich, z_quantile
 from engine.rankers.style_bt import (
     MIN_PAIR_COUNT,
@@ -103,10 +104,10 @@ def score_interval_columns(low: np.ndarray, high: np.ndarray, note: str = "") ->
     return cols
 
 
-def sandwich_columns(pc: PairCounts, res: RankResult, factor: float, level: float
+def sandwich_columns(pc: PairCounts, res: RankResult, obj: Ranker, params: dict, level: float
                      ) -> tuple[dict[str, Any], str | None]:
     """The table's interval columns from plain BT's sandwich (``bt_sandwich``) on the score scale
-    (``factor``: from natural-log strengths, ``Ranker.log_factor``), in ``pc.models`` order, and why they
+    (``Ranker.from_log`` / ``to_log`` under ``params``), in ``pc.models`` order, and why they
     are empty when they are (a regularised fit: the MLE does not exist, so neither does its
     sandwich)."""
     n = pc.n
@@ -114,10 +115,11 @@ def sandwich_columns(pc: PairCounts, res: RankResult, factor: float, level: floa
         why = ("sandwich intervals need the maximum-likelihood estimate, which does not exist for this "
                "selection (the fit added virtual ties)")
         return score_interval_columns(np.full(n, np.nan), np.full(n, np.nan), NOT_ESTIMABLE), why
-    theta = res.scores.reindex(pc.models).to_numpy(np.float64) / factor
+    theta = obj.to_log(res.scores.reindex(pc.models).to_numpy(np.float64), params)
     se = bt_sandwich(n, pc.lo, pc.hi, pc.wins_lo, pc.wins_hi, pc.ties, theta)
     z = z_quantile(level)
-    return score_interval_columns((theta - z * se) * factor, (theta + z * se) * factor), None
+    low, high = obj.from_log(theta - z * se, params), obj.from_log(theta + z * se, params)
+    return score_interval_columns(low, high), None
 
 
 def style_battles(rows: VoteRows, votes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -193,24 +195,25 @@ def leaderboard_from_style_rows(rows: VoteRows, spec: BoardSpec | None = None, *
     else:
         bt = Battles.of_counts(len(models), remap[a[has]], remap[b[has]], y[has], counts[has],
                                reweight=spec.style_reweight)
-    factor = spec.obj.log_factor(params)
+    obj = spec.obj
     design = design_of(bt)
-    start = StyleFit(plain.result.scores.to_numpy(np.float64) / factor, np.zeros(bt.x.shape[1]), np.nan, 0,
-                     False)  # plain BT's strengths: a close start (the optimum does not depend on it)
+    # plain BT's strengths: a close start (the optimum does not depend on it)
+    start = StyleFit(obj.to_log(plain.result.scores.to_numpy(np.float64), params), np.zeros(bt.x.shape[1]),
+                     np.nan, 0, False)
     fit = fit_style_bt(bt, start=start, design=design)
-    scores = series(tuple(models), fit.theta * factor)
+    scores = series(tuple(models), obj.from_log(fit.theta, params))
     level = spec.level
     boot = None
     if spec.ci_method == "sandwich":
         se_theta, se_beta = style_sandwich(bt, fit, design=design)
         z = z_quantile(level)
-        cols = score_interval_columns((fit.theta - z * se_theta) * factor,
-                                      (fit.theta + z * se_theta) * factor)
+        cols = score_interval_columns(obj.from_log(fit.theta - z * se_theta, params),
+                                      obj.from_log(fit.theta + z * se_theta, params))
         beta_low, beta_high = fit.beta - z * se_beta, fit.beta + z * se_beta
         n_unconverged = 0
     else:
         thetas, betas, n_unconverged = bootstrap_style(bt, fit, int(spec.bootstrap), int(spec.seed))
-        samples = thetas * factor
+        samples = obj.from_log(thetas, params)
         boot = BootstrapResult("bt", tuple(models), int(spec.bootstrap), int(spec.seed), level, samples,
                                ranks_from_scores_batch(samples), "style-controlled fit refitted per resample",
                                0, n_unconverged, "vote", int(np.isnan(thetas).any(axis=1).sum()))
