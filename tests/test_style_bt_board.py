@@ -88,8 +88,11 @@ def test_style_board_elo_scale_and_bootstrap():
     log = leaderboard_from_style_rows(rows, BoardSpec()).table.set_index("model")
     elo_spec = BoardSpec(ranker_params={"scale": "elo"})
     elo = leaderboard_from_style_rows(rows, elo_spec).table.set_index("model")
-    np.testing.assert_allclose(elo["score"], log.loc[elo.index, "score"] * ELO_FACTOR, rtol=1e-12)
-    np.testing.assert_allclose(elo["ci_high"], log.loc[elo.index, "ci_high"] * ELO_FACTOR, rtol=1e-12)
+    log = log.loc[elo.index]  # differences and widths: the Elo-like scale's offset plays no part
+    np.testing.assert_allclose(elo["score"] - elo["score"].mean(),
+                               (log["score"] - log["score"].mean()) * ELO_FACTOR, atol=1e-9)
+    np.testing.assert_allclose(elo["ci_high"] - elo["score"], (log["ci_high"] - log["score"]) * ELO_FACTOR,
+                               rtol=1e-9)
     boot = leaderboard_from_style_rows(rows, BoardSpec(ci="bootstrap", bootstrap=8, seed=3))
     assert boot.params["ci_method"] == "bootstrap" and boot.params["bootstrap_unit"] == "vote"
     t = boot.table
@@ -121,14 +124,15 @@ def test_plain_bt_sandwich_columns_equal_the_direct_formula():
     for scale, factor in (("log", 1.0), ("elo", ELO_FACTOR)):
         board = leaderboard_from_votes(v, BoardSpec(ci="sandwich", ranker_params={"scale": scale}))
         t = board.table.set_index("model")
-        theta = t.loc[models, "score"].to_numpy() / factor
+        score = t.loc[models, "score"].to_numpy()
+        theta = (score - score.mean()) / factor  # sum-zero log strengths, whatever the scale's offset
         H = fd_hessian(grad, theta) + 1e-5 * len(y) * np.eye(len(models))
         p = 1 / (1 + np.exp(-(U @ theta)))
         Hi = np.linalg.inv(H)
         se = np.sqrt(np.diag(Hi @ (U.T @ (U * ((y - p) ** 2)[:, None])) @ Hi))
         got = t.loc[models]
-        np.testing.assert_allclose(got["ci_high"].to_numpy(), (theta + Z95 * se) * factor, rtol=1e-6)
-        np.testing.assert_allclose(got["ci_low"].to_numpy(), (theta - Z95 * se) * factor, rtol=1e-6)
+        np.testing.assert_allclose(got["ci_high"].to_numpy() - score, Z95 * se * factor, rtol=1e-6)
+        np.testing.assert_allclose(score - got["ci_low"].to_numpy(), Z95 * se * factor, rtol=1e-6)
         assert board.params["ci_method"] == "sandwich" and board.params["level"] == 0.95
     # a model that never loses: the MLE (and its sandwich) does not exist; no interval is claimed
     frame.loc[frame["model_a"] == "model-a", "winner"] = "A"
