@@ -12,8 +12,10 @@ then the battles exactly as our fits see them (one per vote, as its first verdic
 eight counts) written to Parquet, and bench/arena_rank_runner.py on them in arena-rank's venv. Reported:
 max |ours - arena-rank| of ratings, lower and upper bounds (natural-log units; arena-rank's display
 units 1000 + 400/ln 10 * r are 173.7 times these) and coefficients, for arena-rank's default L-BFGS
-stopping rule (ftol = gtol = 1e-9) and for a tight refit (tolerances 0, up to 5,000 iterations), which
-tells its stopping error from a difference in the model. Target: 1e-6.
+stopping rule (ftol = gtol = 1e-9), for a tight refit (tolerances 0, up to 5,000 iterations; hours at a
+million battles on this machine, ``--no-tight`` skips it), which tells its stopping error from a
+difference in the model, and arena-rank's own gradient and sandwich evaluated at our parameters (a
+gradient of about 0 there: our point is its optimum). Target: 1e-6.
 """
 
 from __future__ import annotations
@@ -106,9 +108,21 @@ def ours(store: Path, dataset: str) -> dict:
     return out
 
 
-def peer(venv: Path, parquet: Path, only: str, out: Path, tight: bool) -> dict:
+def our_parameters(board: dict, fit: str, path: Path) -> Path:
+    """Our fit's natural-log strengths (sum zero) and beta, for arena-rank's gradient at our point."""
+    t = pd.DataFrame(board["table"])
+    theta = t["score"].to_numpy(np.float64)
+    theta = theta - theta.mean()  # ratings of sum zero, arena-rank's gauge (any scale offset dropped)
+    entry = {"competitors": t["model"].tolist(), "theta": theta.tolist()}
+    if fit == "style":
+        entry["beta"] = [board["style"]["features"][f]["beta"] for f in FEATURES]
+    path.write_text(json.dumps({fit: entry}))
+    return path
+
+
+def peer(venv: Path, parquet: Path, only: str, out: Path, tight: bool, at: Path | None = None) -> dict:
     cmd = [str(venv / "bin" / "python"), str(BENCH / "arena_rank_runner.py"), str(parquet), str(out),
-           f"--only={only}"] + (["--tight"] if tight else [])
+           f"--only={only}"] + (["--tight"] if tight else []) + ([f"--at={at}"] if at else [])
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, cwd=REPO)
     res = json.loads(out.read_text())
@@ -152,10 +166,14 @@ def main() -> None:
         mine = ours(store, dataset)
         plain_pq, style_pq = battles_as_fitted(store, dataset, a.work)
         for fit, pq in (("style", style_pq), ("plain", plain_pq)):
-            ar = peer(a.venv, pq, fit, a.work / f"ar-{name}-{fit}.json", tight=not a.no_tight)
+            at = our_parameters(mine[fit], fit, a.work / f"ours-{name}-{fit}.json")
+            ar = peer(a.venv, pq, fit, a.work / f"ar-{name}-{fit}.json", tight=not a.no_tight, at=at)
             runs = [(fit, "default (ftol = gtol = 1e-9)")]
             if not a.no_tight and f"{fit}_tight" in ar:
                 runs.append((f"{fit}_tight", "tight (tolerances 0)"))
+            if f"{fit}_at_ours" in ar:
+                grad = ar[f"{fit}_at_ours"]["max_abs_gradient"]
+                runs.append((f"{fit}_at_ours", f"its sandwich at our point (its gradient there {grad:.1e})"))
             for key, label in runs:
                 d = diffs(mine[fit], ar[key])
                 cells = [f"{d[k]:.1e}" if k in d else "" for k in ("ratings", "lower", "upper", "beta",
