@@ -16,6 +16,7 @@ from app_pages._lens import (
     board_display,
     bootstrap_note,
     current,
+    get_store,
     leaderboard_result,
     or_stop,
 )
@@ -46,6 +47,58 @@ def baseline_win_rates(ch, models: list[str]) -> None:
                  column_config={"win_rate_pct": rate, "interval": st.column_config.TextColumn("95% CI (%)")})
     for note in notes:
         st.caption(escape_md(note))
+
+
+@st.cache_data(max_entries=16, show_spinner="Fitting the style-controlled board…")
+def style_board_for(key, ranker: str, ci: str, bootstrap: int, seed: int):
+    """The style-controlled board of the current choice (engine.ranking.style_board), cached by the
+    dataset version, filters, ranker and interval method."""
+    from engine.ranking.board import BoardSpec
+    from engine.ranking.leaderboard import leaderboard
+
+    spec = BoardSpec(ranker=ranker, style_control=True, ci=ci,
+                     bootstrap=bootstrap if ci == "bootstrap" else 0, seed=seed)
+    return leaderboard(get_store(), key.dataset, spec, judge=key.judge, category=key.category)
+
+
+def style_control_section(ch, elo_scale: bool) -> None:
+    """LMArena's style control under a toggle: the controlled score and rank, each model's rank change
+    against the plain board, beta per style feature with its interval, and which interval method."""
+    from engine.rankers import ranker_object
+    from engine.views.style_view import style_view
+
+    fits = ranker_object(ch.ranker).logistic
+    on = st.toggle(
+        "Style control (LMArena): rank with answer length and markdown held equal", key="lb_style",
+        disabled=not fits,
+        help="Fits P(a beats b) = σ(θa − θb + β·z), z the answers' differences in tokens, headers, lists and "
+        "bold, each (a − b)/(a + b) standardised (arena-rank's contextual Bradley-Terry)."
+        if fits else f"Style control needs the Bradley-Terry likelihood; the {ch.ranker} ranker has none.",
+    )
+    if not on:
+        return
+    ci = st.radio("Intervals", ("sandwich", "bootstrap"), horizontal=True, key="lb_style_ci",
+                  help="sandwich: H⁻¹GH⁻¹ of the fit (LMArena's default, one fit); bootstrap: "
+                  f"{B_DEFAULT} resamples of the votes, each refitted.")
+    board = or_stop(style_board_for, ch.key, ch.ranker, ci, B_DEFAULT, SEED)
+    view = style_view(board, ranker=ch.ranker, elo_scale=elo_scale)
+    st.subheader("Style-controlled board")
+    for note in view.notes:
+        st.warning(escape_md(note), icon=":material/info:")
+    st.dataframe(view.frame, hide_index=True, width="stretch", height=min(38 + 35 * len(view.frame), 640),
+                 column_config={"score": st.column_config.NumberColumn(view.score_label,
+                                                                       format=f"%.{view.digits}f"),
+                                "rank_plain": st.column_config.NumberColumn("rank (plain)"),
+                                "rank_change": st.column_config.TextColumn(
+                                    "rank change", help="rank on the plain board − controlled rank: +2 = two "
+                                    "places higher once style is held equal")})
+    st.caption(escape_md(f"Intervals: {view.ci_words}. Rank change against the plain Bradley-Terry board on "
+                         "the same votes."))
+    st.markdown("**What style pays** — β per feature (log-odds of winning per standard deviation of the "
+                "feature's (a − b)/(a + b); positive: more of it wins more)")
+    st.dataframe(view.betas, hide_index=True, width="content",
+                 column_config={c: st.column_config.NumberColumn(format="%.4f")
+                                for c in ("beta", "ci_low", "ci_high")})
 
 
 st.title("Leaderboard")
@@ -92,6 +145,7 @@ st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
 st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
 if view.delta_note:
     st.caption(escape_md(view.delta_note))
+style_control_section(ch, bool(elo and elo_ok))
 
 baseline_win_rates(ch, sorted(table["model"].astype(str)))
 length_controlled_win_rates(ch, st.session_state.get("lb_baseline"), sorted(table["model"].astype(str)))

@@ -60,12 +60,28 @@ def _davidson(rng: np.random.Generator, d: np.ndarray) -> np.ndarray:
     return np.where(u < pa_, 0, np.where(u < pa_ + pb, 1, 2))
 
 
+STYLE_BETA = (0.6, 0.1, 0.2, 0.1)
+"""Log-odds per unit of (a - b)/(a + b) of tokens, headers, lists, bold in the style logs (``style=True``)."""
+
+
+def style_counts(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, verbosity: np.ndarray) -> np.ndarray:
+    """(m, 8) per-side counts tokens, headers, lists, bold of model_a's then model_b's answer: tokens
+    lognormal around the model's verbosity, markdown counts Poisson (many answers have none)."""
+    out = np.empty((a.size, 8))
+    for side, who in ((0, a), (4, b)):
+        out[:, side] = np.round(np.exp(rng.normal(np.log(300.0) + verbosity[who], 0.6)))
+        out[:, side + 1:side + 4] = rng.poisson(np.exp(verbosity[who])[:, None] * [0.8, 2.0, 1.5])
+    return out
+
+
 def arena_chunks(n_battles: int, n_models: int, seed: int = 0, chunk: int = 500_000,
-                 short_winners: bool = False) -> Iterator[pa.Table]:
+                 short_winners: bool = False, style: bool = False) -> Iterator[pa.Table]:
     """Chatbot-Arena-shaped battles as pyarrow tables of at most ``chunk`` rows.
 
     Winners are spelled as the Arena logs do (``model_a``, ``model_b``, ``tie``, ``tie (bothbad)``),
-    or with ``short_winners`` as ``A``, ``B``, ``tie`` (the same battles otherwise).
+    or with ``short_winners`` as ``A``, ``B``, ``tie`` (the same battles otherwise). ``style``: each
+    battle also carries the explicit per-side style columns ``tokens_a`` ... ``bold_b`` (each model has
+    its own verbosity) and its outcome also follows ``STYLE_BETA`` . (a - b)/(a + b) (other battles).
     """
     spellings = ["A", "B", "tie", "tie"] if short_winners else ["model_a", "model_b", "tie", "tie (bothbad)"]
     names, theta, pop = model_names(n_models), strengths(n_models, seed), _popularity(n_models, seed)
@@ -84,19 +100,32 @@ def arena_chunks(n_battles: int, n_models: int, seed: int = 0, chunk: int = 500_
         rep = rep[rep > 0]
         src = (rng.random(rep.size) * rep).astype(np.int64)  # an earlier row of this chunk
         prompt[rep], a[rep], b[rep] = prompt[src], a[src], b[src]
-        code = _davidson(rng, theta[a] - theta[b])
+        d = theta[a] - theta[b]
+        counts = None
+        if style:
+            verbosity = np.random.default_rng([seed, 5]).normal(0.0, 0.4, n_models)
+            counts = style_counts(rng, a, b, verbosity)
+            total = counts[:, :4] + counts[:, 4:]
+            rel = (counts[:, :4] - counts[:, 4:]) / np.where(total == 0, 1, total)
+            d = d + rel @ np.asarray(STYLE_BETA)
+        code = _davidson(rng, d)
         bothbad = rng.random(m) < 1 / 3
         winner = np.array(spellings, dtype=object)[
             np.where((code == 2) & bothbad, 3, code)]
         tstamp = ARENA_T0 + ids * 1.5 + rng.random(m)
-        yield pa.table({
+        columns = {
             "battle_id": pa.array(np.char.add("b", ids.astype(str)).astype(object), pa.string()),
             "prompt_id": pa.array(np.char.add("q", prompt.astype(str)).astype(object), pa.string()),
             "model_a": pa.array(names[a], pa.string()),
             "model_b": pa.array(names[b], pa.string()),
             "winner": pa.array(winner, pa.string()),
             "tstamp": pa.array(tstamp, pa.float64()),
-        })
+        }
+        if counts is not None:
+            names8 = [f"{f}_{s}" for s in "ab" for f in ("tokens", "headers", "lists", "bold")]
+            for k, name in enumerate(names8):
+                columns[name] = pa.array(counts[:, k], pa.float64())
+        yield pa.table(columns)
 
 
 def tournament_chunks(
@@ -146,9 +175,11 @@ def write_tables(tables: Iterator[pa.Table], path: Path) -> int:
     return rows
 
 
-def write(kind: str, path: Path, n: int, n_models: int, seed: int = 0, short_winners: bool = False) -> int:
-    """Write an ``arena`` log of ``n`` battles or a ``tournament`` set of ``n`` prompts to ``path``."""
-    chunks = (arena_chunks(n, n_models, seed, short_winners=short_winners) if kind == "arena"
+def write(kind: str, path: Path, n: int, n_models: int, seed: int = 0, short_winners: bool = False,
+          style: bool = False) -> int:
+    """Write an ``arena`` log of ``n`` battles (``style``: with per-side style columns) or a ``tournament``
+    set of ``n`` prompts to ``path``."""
+    chunks = (arena_chunks(n, n_models, seed, short_winners=short_winners, style=style) if kind == "arena"
               else tournament_chunks(n, n_models, seed))
     return write_tables(chunks, path)
 
@@ -163,8 +194,10 @@ def main() -> None:
     ap.add_argument(
         "--short-winners", action="store_true", help="arena winners as A/B/tie instead of model_a/…"
     )
+    ap.add_argument("--style", action="store_true",
+                    help="arena: with per-side style columns tokens_a ... bold_b")
     a = ap.parse_args()
-    print(write(a.kind, a.path, a.n, a.models, a.seed, a.short_winners), "rows written to", a.path)
+    print(write(a.kind, a.path, a.n, a.models, a.seed, a.short_winners, a.style), "rows written to", a.path)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ runs, each as its own process with wall time and peak RSS of the process tree me
 - ``python -m engine --db STORE import FILE --dataset bench --skip-invalid`` (Parquet, and CSV);
 - ``leaderboard --dataset bench``; ``leaderboard --dataset bench --bootstrap 100 --seed 0``;
 - ``diagnose --dataset bench --table overview``;
+- with ``--steps ...,style`` (arena workloads): the same battles with style columns in their own store,
+  ``leaderboard`` / ``leaderboard --style-control`` / ``leaderboard --ci sandwich`` and arena-rank's own
+  style-controlled fit with sandwich intervals (bench/arena_rank_runner.py in /work/venvs/arena-rank);
 - peers on the same Parquet file in the same run: ``bench/peer_evalica.py`` (pandas read +
   ``evalica.bradley_terry``) and ``bench/peer_fastchat.py`` (FastChat-style bootstrap: resample the
   battles, count, fit BT, ``--fastchat-rounds`` rounds).
@@ -178,6 +181,8 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
         )
     if a.attach or "attach" in want:
         attach_steps(step, work, pq, a, kind)
+    if "style" in want and kind == "arena":
+        style_steps(step, work, n, models, a)
     if "evalica" in want:
         step("peer: evalica bradley_terry", [sys.executable, str(BENCH / "peer_evalica.py"), str(pq)])
     if "fastchat" in want:
@@ -195,6 +200,43 @@ def run_workload(kind: str, n: int, models: int, label: str, a: argparse.Namespa
         for p in (store, store.with_name(store.name + ".wal")):
             p.unlink(missing_ok=True)
     return results
+
+
+ARENA_RANK_VENV = Path("/work/venvs/arena-rank")
+"""arena-rank 0.1.1 in its own venv (it pins jax and numpy): ``python -m venv`` then
+``pip install arena-rank==0.1.1``."""
+
+
+def style_steps(step, work: Path, n: int, models: int, a: argparse.Namespace) -> None:
+    """Issue 24's speed rows: the same battles with per-side style columns (bench/battlegen.py
+    ``style=True``) in their own store: plain ``leaderboard``, ``leaderboard --style-control`` (sandwich
+    intervals, LMArena's default), ``leaderboard --ci sandwich``, and arena-rank's own
+    ``ContextualBradleyTerry`` fit + sandwich on the same Parquet file (bench/arena_rank_runner.py in its
+    venv; reading the file and the features' (a - b)/(a + b) included)."""
+    pq = work / f"arena-style-{n}x{models}.parquet"
+    if not pq.exists():
+        battlegen.write("arena", pq, n, models, style=True)
+    store = work / f"store-style-{n}x{models}.duckdb"
+    fresh_store(store)
+    imp = step("import (Parquet, style columns)", engine_cmd(store, "import", str(pq), "--dataset", "bench",
+                                                             "--skip-invalid"))
+    if imp.ok:
+        step("leaderboard (style data, plain)", engine_cmd(store, "leaderboard", "--dataset", "bench",
+                                                           "--format", "csv"))
+        step("leaderboard --style-control", engine_cmd(store, "leaderboard", "--dataset", "bench",
+                                                       "--style-control", "--format", "csv"))
+        step("leaderboard --ci sandwich", engine_cmd(store, "leaderboard", "--dataset", "bench", "--ci",
+                                                     "sandwich", "--format", "csv"))
+    py = ARENA_RANK_VENV / "bin" / "python"
+    if py.exists():
+        step("peer: arena-rank ContextualBradleyTerry + sandwich",
+             [str(py), str(BENCH / "arena_rank_runner.py"), str(pq), str(work / "out" / "arena-rank.json"),
+              "--only=style"])
+    else:
+        print(f"  (no arena-rank venv at {ARENA_RANK_VENV}: its row is skipped)", flush=True)
+    if not a.keep:
+        for p in (store, store.with_name(store.name + ".wal")):
+            p.unlink(missing_ok=True)
 
 
 def has_attach() -> bool:
@@ -306,7 +348,9 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/lens-bench", help="folder for data files and stores (reused)")
     ap.add_argument("--keep", action="store_true", help="keep the stores after the run")
     ap.add_argument("--steps", default="import,startup,leaderboard,bootstrap,diagnose,evalica,fastchat",
-                    help="which processes to run (also: attach); the engine steps need the import")
+                    help="which processes to run (also: attach; style = issue 24's style-control and "
+                    "sandwich rows beside arena-rank on an arena log with style columns); the engine steps "
+                    "need the import")
     ap.add_argument(
         "--attach",
         action="store_true",

@@ -27,6 +27,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_ingest_counts.py",          # 40 (-n 0, busy machine, hypothesis)
     "test_ingest_bad_inputs_23.py",   # 38 (-n 0, busy machine)
     "test_predicted_page.py",         # 32 alone, -n 0, load 8 (AppTest x 2, a CLI run)
+    "test_app_style_control.py",      # 13 alone at load 2.4, 57 at load 8 (the page twice, B = 200)
     "test_app_data.py",               # 24
     "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
@@ -43,6 +44,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_app_ranking.py",            # 16
     "test_seams_storage.py",          # 15 (one core)
     "test_leaderboard_cli.py",        # 15
+    "test_style_bt_board.py",         # 9 alone at load 2.4, 11-38 at load 8
     "test_degenerate_ties.py",        # 13 (measured alone, -n 0, busy machine)
     "test_elo_scale_seam.py",         # 13 alone, -n 0, load 8 (AppTest, CLI bootstrap B=200)
     "test_rank_ub_seam.py",           # 12 alone, -n 0, load 8 (AppTest, 3 CLI runs B=200)

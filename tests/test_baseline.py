@@ -252,7 +252,7 @@ def test_v01_records_without_baseline_import_with_baseline_model(tmp_path):
 
 def test_the_win_rates_read_whatever_fit_the_board_used(empty_store, tmp_path):
     """``board_from_votes`` swaps the fit (a style-controlled one will): here a BT fit on the Elo scale,
-    whose strengths give the same win rates through ``Ranker.log_strengths``."""
+    whose strengths give the same win rates through ``Ranker.to_log``."""
     from dataclasses import replace
 
     from engine.ranking.count_board import leaderboard_from_votes

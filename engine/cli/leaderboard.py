@@ -126,6 +126,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pged, graphs otherwise; vote = single votes, for the count rankers without keep-K)",
     )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    # issue 24 (stylefit): style control and the interval method
+    p.add_argument("--style-control", action="store_true",
+                   help="style-controlled Bradley-Terry (LMArena's style control): ratings plus beta per "
+                   "style feature (answer tokens, headers, lists, bold); adds rank_plain and rank_change")
+    p.add_argument("--style-weighting", choices=("pairs", "none"), default="pairs",
+                   help="with --style-control: pairs = each vote weighs 1 / max(votes of its pair, 50), "
+                   "arena-rank's default (default); none = every vote weighs 1")
+    p.add_argument("--ci", choices=("sandwich", "bootstrap"),
+                   help="interval method: sandwich (H^-1 G H^-1 of the BT fit, z-quantile; the default under "
+                   "--style-control) or bootstrap (--bootstrap B resamples; the default otherwise)")
     p.add_argument("--show-kept", action="store_true",
                    help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")
     add_baseline_options(p)
@@ -184,13 +194,16 @@ def run(args: argparse.Namespace) -> int:
     mu, per_category, pool = keep_k_options(args)
     decisive_weight = baseline_options(args)
     params = ranker_params(args, args.ranker)
+    check_style_options(args, params)
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         check_judges(store, args.dataset, args.judge)
         pooled = pooled_judges_note(store, args.dataset) if args.judge is None else None
         spec = BoardSpec(ranker=args.ranker, ranker_params=params, keep_k=args.keep_k, mu=mu,
                          per_category=per_category, pool=pool, bootstrap=args.bootstrap, seed=args.seed,
-                         bootstrap_unit=args.bootstrap_unit, policy=args.policy)
+                         bootstrap_unit=args.bootstrap_unit, policy=args.policy,
+                         ci=args.ci, style_control=args.style_control,
+                         style_reweight=args.style_weighting == "pairs")
         if args.baseline is not None:
             board = baseline_leaderboard(store, args.dataset, spec, args.baseline,
                                          decisive_weight=decisive_weight, judge=args.judge,
@@ -232,6 +245,19 @@ def baseline_options(args: argparse.Namespace) -> int | None:
     return check_decisive_weight(given[-1].partition("=")[2].strip())
 
 
+def check_style_options(args: argparse.Namespace, params: dict) -> None:
+    """--style-control / --ci / --style-weighting refused in one sentence before the store is opened."""
+    from engine.ranking.style_board import check_interval_choice
+
+    if args.style_weighting != "pairs" and not args.style_control:
+        raise LensError(
+            "--style-weighting weighs the votes of the style-controlled fit; give --style-control too."
+        )
+    check_interval_choice(BoardSpec(ranker=args.ranker, ranker_params=params, keep_k=args.keep_k,
+                                    bootstrap=args.bootstrap, bootstrap_unit=args.bootstrap_unit, ci=args.ci,
+                                    style_control=args.style_control))
+
+
 def write_kept(board, fmt: str) -> None:
     """--show-kept: the kept graphs; JSON {params, notes, kept}, else the table on stdout and the keep-K
     notes on stderr."""
@@ -260,7 +286,10 @@ def printed_table(board):
     ``ci_note`` only when some interval is not estimable, ``component`` only when the comparison graph
     has more than one (a note then names them); the JSON's params say both either way."""
     t = board.table
+    method = board.params.get("ci_method")
     drop = [] if board.params.get("bootstrap") else [c for c in INTERVAL_COLUMNS if c in t.columns]
+    if method == "sandwich":  # score intervals only: the sandwich gives no rank intervals
+        drop = ["rank_low", "rank_high"]
     if "ci_note" in t.columns and not board.params.get("bootstrap_not_estimable"):
         drop.append("ci_note")
     if "component" in t.columns and not board.params.get("components"):
@@ -272,14 +301,20 @@ def write_board(board, fmt: str) -> None:
     """JSON: one object {params, details, notes, table, kept (with keep-K)}. CSV / table: the table on
     stdout (CSV stays header + rows only) and one ``note: ...`` line per notable detail on stderr.
     Without --bootstrap the interval columns are left out and a note says so once."""
-    notes = board_notes(board) + baseline_notes(board)
-    if not board.params.get("bootstrap"):
+    from engine.ranking.style_board import style_notes
+
+    notes = board_notes(board) + style_notes(board) + baseline_notes(board)
+    if not board.params.get("bootstrap") and board.params.get("ci_method") != "sandwich":
         notes.append(NO_BOOTSTRAP_NOTE)
     notes += length_control_notes(board)
     if fmt == "json":
         details = {k: v for k, v in board.result.details.items() if not isinstance(v, np.ndarray)}
         table = json.loads(printed_table(board).to_json(orient="records", double_precision=10))
         obj = {"params": board.params, "details": details, "notes": notes, "table": table}
+        if board.params.get("ci_method") is not None:
+            obj["ci_method"] = board.params["ci_method"]
+        if board.params.get("style") is not None:
+            obj["style"] = board.params["style"]
         if board.params.get("keep_k") is not None:
             obj["kept"] = json.loads(board.kept.to_json(orient="records", double_precision=10))
         write_json(plain_values(obj))

@@ -86,10 +86,21 @@ class Ranker:
     many there were)."""
     prompt_unit_words: str = ""
     """Said after "bootstrap: resampled prompts" when prompts are this ranker's own unit (per-prompt PGED)."""
+    logistic: bool = False
+    """True: P(i beats j) = sigmoid(score_i - score_j) on its log scale (Bradley-Terry), so sandwich
+    intervals and the style-controlled fit (``engine.rankers.style_bt``) apply."""
     elo_factor: float | None = None
     """Multiplier from this ranker's score to the Elo-like display scale (400·log10 units); None: the score
     has no such reading. BT and Davidson scores are natural-log strengths (400/ln 10 per unit), Elo ratings
     already are 400·log10 units."""
+
+    def from_log(self, theta: np.ndarray, params: dict) -> np.ndarray:
+        """Natural-log strengths as this ranker's score under ``params`` (a logistic ranker only)."""
+        raise ValueError(f"the {self.name} ranker has no log-strength scale")
+
+    def to_log(self, scores: np.ndarray, params: dict) -> np.ndarray:
+        """The inverse of ``from_log``: this ranker's scores as natural-log strengths (up to a constant)."""
+        raise ValueError(f"the {self.name} ranker has no log-strength scale")
 
     @property
     def help(self) -> str:
@@ -173,12 +184,6 @@ class Ranker:
         """Sentences a reader of this ranker's table should know (fit details beyond the shared ones)."""
         return []
 
-    def log_strengths(self, scores, params: dict):
-        """The fit's scores (a Series or a (B, n) array) as Bradley-Terry natural-log strengths s, under
-        which P(i beats j) = 1 / (1 + exp(s_j - s_i)) (what a predicted win rate against a baseline
-        reads); None: this ranker's scores have no such reading."""
-        return None
-
     def win_probabilities(
         self, scores: np.ndarray, details: dict, params: dict
     ) -> tuple[np.ndarray, str] | None:
@@ -250,9 +255,14 @@ class BT(Ranker):
         return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
                             on_degenerate=on_degenerate, scale=scale, theta0=theta0)
 
-    def log_strengths(self, scores, params):
-        """BT scores are natural-log strengths, or ``to_elo_scale`` of them with ``scale="elo"``."""
-        return from_elo_scale(scores) if params.get("scale") == "elo" else scores
+    def from_log(self, theta, params):
+        """Natural-log strengths on the fit's ``scale`` (``to_elo_scale`` with ``scale="elo"``, as
+        ``fit_bt_pairs`` converts them)."""
+        return to_elo_scale(theta) if params.get("scale", "log") == "elo" else theta
+
+    def to_log(self, scores, params):
+        """``from_log`` inverted."""
+        return from_elo_scale(scores) if params.get("scale", "log") == "elo" else scores
 
     def has_batch(self, params):
         """Hard BT fits all resamples at once; soft BT (probability-weighted wins) is refitted one by one."""
@@ -623,7 +633,7 @@ class PairwiseMajority(Ranker):
 
 
 RANKER_OBJECTS: dict[str, Ranker] = {
-    "bt": BT("bt", counts=True, elo_factor=ELO_FACTOR),
+    "bt": BT("bt", counts=True, elo_factor=ELO_FACTOR, logistic=True),
     "davidson": Davidson("davidson", counts=True, elo_factor=ELO_FACTOR),
     "elo": Elo("elo", counts=True, sequential=True, elo_factor=1.0),
     "winrate": WinRate("winrate", counts=True),

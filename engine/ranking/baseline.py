@@ -6,7 +6,7 @@ strength 2 (a decisive ``A>>B``) counts ``decisive_weight`` times (3 by default 
 carry a strength, as Arena-Hard counts them; 1 turns it off); a tie is half a win to each side. The
 leaderboard's Bradley-Terry fit runs on these battles (its scores, its bootstrap), and the predicted
 win rate of model m against baseline b is 1 / (1 + exp(s_b - s_m)) on the fit's natural-log strengths
-s (``Ranker.log_strengths``), 0.5 for the baseline itself. Its interval is the percentile interval of
+s (``Ranker.to_log``), 0.5 for the baseline itself. Its interval is the percentile interval of
 the same quantity over the bootstrap's refits (default unit here: one battle, which is what
 arena-hard-auto resamples).
 
@@ -107,19 +107,18 @@ def baseline_win_rates(board: Leaderboard, baseline: str) -> pd.DataFrame:
     models = [str(m) for m in board.table["model"]]
     if baseline not in models:
         raise LensError(f"The baseline {baseline!r} is not on the board; models: {_some(models)}.")
-    strengths = obj.log_strengths(board.result.scores, params)
-    if strengths is None:
+    if not obj.logistic:
         raise LensError(
             f"A win rate against a baseline reads Bradley-Terry strengths, and the {obj.name} ranker's "
             "scores have no such reading; use --ranker bt."
         )
-    s = strengths.reindex(models).to_numpy(np.float64)
+    s = np.asarray(obj.to_log(board.result.scores.reindex(models).to_numpy(np.float64), params))
     b = models.index(baseline)
     rate = expit(s - s[b])
     low, high = np.full(len(models), np.nan), np.full(len(models), np.nan)
     boot = board.bootstrap
     if boot is not None:
-        x = np.asarray(obj.log_strengths(np.asarray(boot.samples, dtype=np.float64), params))
+        x = np.asarray(obj.to_log(np.asarray(boot.samples, dtype=np.float64), params))
         at = [list(boot.models).index(m) for m in models]
         pw = expit(x[:, at] - x[:, [list(boot.models).index(baseline)]])
         why = boot.not_estimable.reindex(models).fillna("").to_numpy()
@@ -175,7 +174,7 @@ def baseline_leaderboard(
 
     obj = spec.obj
     params = obj.check(spec.ranker_params)
-    if obj.log_strengths(pd.Series(dtype=np.float64), params) is None:
+    if not obj.logistic:
         raise LensError(
             f"--baseline predicts win rates from Bradley-Terry strengths, and the {obj.name} ranker has "
             "none; use --ranker bt."

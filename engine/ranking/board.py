@@ -38,6 +38,19 @@ class BoardSpec:
     bootstrap_unit: str | None = None
     """graph, prompt or vote (None: the ranker's own unit)."""
     policy: str = DEFAULT_POLICY
+    # issue 24, style control and sandwich intervals (engine.ranking.style_board)
+    ci: str | None = None
+    """How the intervals are made: "sandwich" (H^-1 G H^-1, a logistic ranker only) or "bootstrap" (None:
+    sandwich under style control, as LMArena's default, else bootstrap)."""
+    style_control: bool = False
+    """Fit the style-controlled Bradley-Terry (the verdicts' style counts as covariates)."""
+    style_reweight: bool = True
+    """Under style control: weigh each vote by 1 / max(votes of its pair, 50) (arena-rank's default)."""
+
+    @property
+    def ci_method(self) -> str:
+        """The interval method this spec asks for: the explicit ``ci`` or its default."""
+        return self.ci or ("sandwich" if self.style_control else "bootstrap")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ranker_params", dict(self.ranker_params or {}))

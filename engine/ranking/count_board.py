@@ -71,6 +71,10 @@ def leaderboard_from_counts(
     ``policy`` is how the votes' presentation orders were combined."""
     ranker, bootstrap, seed, level = spec.ranker, spec.bootstrap, spec.seed, spec.level
     obj = spec.obj
+    if spec.ci is not None or spec.style_control:
+        from engine.ranking.style_board import check_interval_choice
+
+        check_interval_choice(spec)
     params = obj.check(spec.ranker_params)
     if int(bootstrap or 0) < 0:
         raise LensError(
@@ -117,7 +121,14 @@ def leaderboard_from_counts(
             models=tuple(models),
             **params,
         )
-    table = table.assign(**interval_columns(boot, list(models)))
+    sandwich_why = None
+    if spec.ci_method == "sandwich":  # intervals from the fit itself (engine.ranking.style_board)
+        from engine.ranking.style_board import sandwich_columns
+
+        cols, sandwich_why = sandwich_columns(pc, res, obj, params, level)
+        table = table.assign(**cols)
+    else:
+        table = table.assign(**interval_columns(boot, list(models)))
     compared = sparse.coo_matrix((np.ones(pc.n_pairs, dtype=np.int8), (pc.lo, pc.hi)), shape=(pc.n, pc.n))
     table["component"], components = components_of(compared, list(models))
     table = table.sort_values(["rank", "model"], kind="stable")[list(TABLE_COLUMNS)].reset_index(drop=True)
@@ -149,7 +160,9 @@ def leaderboard_from_counts(
         "bootstrap_not_estimable": not_estimable_params(boot),
         "components": components,
         "n_uncompared_pairs": pc.n * (pc.n - 1) // 2 - pc.n_pairs,
-        "level": level if bootstrap else None,
+        "level": level if (bootstrap or spec.ci_method == "sandwich") else None,
+        "ci_method": "sandwich" if spec.ci_method == "sandwich" else ("bootstrap" if bootstrap else None),
+        "sandwich_not_estimable": sandwich_why,
         "unit": "votes",
         "n_votes": n_votes,
         "n_verdicts_valid": n_verdicts,

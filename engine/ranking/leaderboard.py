@@ -73,6 +73,9 @@ def leaderboard_from_stack(
     ranker's own unit, ``engine.ranking.bootstrap.default_unit``).
     """
     spec = BoardSpec.of(spec, choices)
+    if spec.style_control or spec.ci == "sandwich":
+        raise LensError("Style control and sandwich intervals are fitted from votes, not from a graph stack "
+                        "(use leaderboard() or leaderboard_from_votes).")
     ranker, keep_k, mu, per_category, pool = spec.ranker, spec.keep_k, spec.mu, spec.per_category, spec.pool
     bootstrap, seed, level = spec.bootstrap, spec.seed, spec.level
     params = dict(spec.ranker_params)
@@ -203,6 +206,12 @@ def leaderboard(
     """
     spec = BoardSpec.of(spec, choices)
     obj, keep_k = spec.obj, spec.keep_k
+    if spec.style_control or spec.ci is not None:
+        from engine.ranking.style_board import check_interval_choice, style_leaderboard
+
+        check_interval_choice(spec)
+        if spec.style_control:
+            return style_leaderboard(store, dataset, judge, category, spec)
     if obj.counts and keep_k is None:
         return count_leaderboard(store, dataset, judge, category, spec)
     verdicts = store.verdicts(dataset, judge=judge, category=category)

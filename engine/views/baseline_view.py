@@ -21,9 +21,8 @@ NO_BASELINE = "(none)"
 
 def has_win_rates(ranker: str) -> bool:
     """Whether this ranker's scores are Bradley-Terry strengths, which a win rate against a baseline
-    reads (``Ranker.log_strengths``)."""
-    obj = ranker_object(ranker)
-    return obj.log_strengths(pd.Series(dtype=np.float64), {}) is not None
+    reads (``Ranker.logistic``, ``Ranker.to_log``)."""
+    return ranker_object(ranker).logistic
 
 
 def baseline_table(store: Store, dataset: str, ranker: str, baseline: str, *, judge=None, category=None,
