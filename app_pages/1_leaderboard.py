@@ -41,7 +41,11 @@ def baseline_win_rates(ch, models: list[str]) -> None:
     )
     if choice == NO_BASELINE:
         return
-    frame, notes = or_stop(baseline_result, ch.key, ch.ranker, choice, B_DEFAULT, SEED)
+    style_ci = st.session_state.get("lb_style_ci", "sandwich") if st.session_state.get("lb_style") else None
+    frame, notes = or_stop(baseline_result, ch.key, ch.ranker, choice, B_DEFAULT, SEED, style_ci)
+    if style_ci is not None:
+        st.caption(f"Style control is on: win rates from the style-controlled fit at zero style difference, "
+                   f"{style_ci} intervals.")
     rate = st.column_config.NumberColumn(f"win rate vs {choice} (%)", format="%.1f")
     st.dataframe(frame[["model", "win_rate_pct", "interval"]], hide_index=True, width="content",
                  column_config={"win_rate_pct": rate, "interval": st.column_config.TextColumn("95% CI (%)")})

@@ -48,3 +48,25 @@ def test_style_board_on_the_page_equals_the_cli(app, shipped_db):
     for name, words in zip(("tokens", "headers", "lists", "bold"), FEATURES, strict=True):
         for c in ("beta", "ci_low", "ci_high"):
             np.testing.assert_allclose(betas.loc[words, c], feats[name][c], atol=1e-9, err_msg=f"{name} {c}")
+
+
+def test_baseline_table_under_style_control_equals_the_cli(app, shipped_db):
+    """With the style toggle on, the page's win rates against a baseline are those of
+    ``leaderboard --baseline M --style-control`` (sandwich intervals, delta method). Kills a page whose
+    baseline table ignores the toggle (the plain fit's win rates, bootstrap intervals)."""
+    app.selectbox(key="judge").set_value("human").run()
+    at = app.switch_page("app_pages/1_leaderboard.py").run()
+    at.toggle(key="lb_style").set_value(True).run()
+    at.selectbox(key="lb_baseline").set_value("gpt35").run()
+    assert_clean(at)
+    page = next(d.value for d in at.dataframe if "win_rate_pct" in d.value.columns).set_index("model")
+    res = run_engine(["--db", str(shipped_db), "leaderboard", "--judge", "human", "--baseline", "gpt35",
+                      "--style-control", "--format", "json"])
+    assert res.returncode == 0, res.stderr
+    cli = pd.DataFrame(json.loads(res.stdout)["table"]).set_index("model")
+    rate, low, high = (100.0 * cli[c].astype(float) for c in ("baseline_win_rate", "baseline_ci_low",
+                                                                "baseline_ci_high"))
+    np.testing.assert_allclose(page["win_rate_pct"].to_numpy(float), rate.loc[page.index].to_numpy(),
+                               atol=1e-9)
+    want = [f"-{r - lo:.1f} / +{hi - r:.1f}" for r, lo, hi in zip(rate, low, high, strict=True)]
+    assert page["interval"].to_dict() == dict(zip(cli.index, want, strict=True))
