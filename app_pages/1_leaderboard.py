@@ -41,7 +41,11 @@ def baseline_win_rates(ch, models: list[str]) -> None:
     )
     if choice == NO_BASELINE:
         return
-    frame, notes = or_stop(baseline_result, ch.key, ch.ranker, choice, B_DEFAULT, SEED)
+    style_ci = st.session_state.get("lb_style_ci", "sandwich") if st.session_state.get("lb_style") else None
+    frame, notes = or_stop(baseline_result, ch.key, ch.ranker, choice, B_DEFAULT, SEED, style_ci)
+    if style_ci is not None:
+        st.caption(f"Style control is on: win rates from the style-controlled fit at zero style difference, "
+                   f"{style_ci} intervals.")
     rate = st.column_config.NumberColumn(f"win rate vs {choice} (%)", format="%.1f")
     st.dataframe(frame[["model", "win_rate_pct", "interval"]], hide_index=True, width="content",
                  column_config={"win_rate_pct": rate, "interval": st.column_config.TextColumn("95% CI (%)")})
@@ -88,6 +92,9 @@ def style_control_section(ch, elo_scale: bool) -> None:
     st.dataframe(view.frame, hide_index=True, width="stretch", height=min(38 + 35 * len(view.frame), 640),
                  column_config={"score": st.column_config.NumberColumn(view.score_label,
                                                                        format=f"%.{view.digits}f"),
+                                "rank_ub": st.column_config.NumberColumn(
+                                    "rank (UB)", help="1 + the models whose controlled score interval lies "
+                                    "wholly above this one's (LMArena's rank (UB))"),
                                 "rank_plain": st.column_config.NumberColumn("rank (plain)"),
                                 "rank_change": st.column_config.TextColumn(
                                     "rank change", help="rank on the plain board − controlled rank: +2 = two "

@@ -401,13 +401,15 @@ def pool_size_for(key: CacheKey) -> int:
 
 
 @st.cache_data(max_entries=32, show_spinner="Fitting the win rates against the baseline…")
-def baseline_result(key: CacheKey, ranker: str, baseline: str, bootstrap: int, seed: int):
+def baseline_result(key: CacheKey, ranker: str, baseline: str, bootstrap: int, seed: int,
+                    style_ci: str | None = None):
     """Each model's win rate against ``baseline`` (Arena-Hard's score, ``engine.views.baseline_view``)
-    and the notes saying how it was computed."""
+    and the notes saying how it was computed; ``style_ci``: from the style-controlled fit with intervals
+    by this method (None: the plain fit)."""
     from engine.views.baseline_view import baseline_table
 
     return baseline_table(get_store(), key.dataset, ranker, baseline, bootstrap=bootstrap, seed=seed,
-                          **_filters(key))
+                          style_control=style_ci is not None, ci=style_ci, **_filters(key))
 
 
 @st.cache_data(max_entries=128, show_spinner="Ranking…")

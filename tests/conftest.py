@@ -47,6 +47,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_style_bt_board.py",         # 9 alone at load 2.4, 11-38 at load 8
     "test_degenerate_ties.py",        # 13 (measured alone, -n 0, busy machine)
     "test_elo_scale_seam.py",         # 13 alone, -n 0, load 8 (AppTest, CLI bootstrap B=200)
+    "test_wire_style_seam.py",        # 14 alone, -n 0, load 2-3 (AppTest x 2, 2 CLI runs)
     "test_rank_ub_seam.py",           # 12 alone, -n 0, load 8 (AppTest, 3 CLI runs B=200)
     "test_seams_keep_k.py",           # 14 (one core)
     "test_csv_bulk.py",               # 14

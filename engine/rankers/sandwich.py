@@ -49,6 +49,14 @@ def sandwich_diagonal(H: np.ndarray, G: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ji->i", Hi @ G, Hi)
 
 
+def sandwich_matrix(H: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """The whole H^-1 G H^-1 for a symmetric H: the covariance of differences of estimates (a win rate
+    against a baseline reads theta_m - theta_b, whose variance needs the off-diagonal term)."""
+    Hi = np.linalg.inv(H)
+    out = Hi @ G @ Hi
+    return (out + out.T) / 2.0
+
+
 def _laplacian(n: int, lo: np.ndarray, hi: np.ndarray, v: np.ndarray) -> np.ndarray:
     """sum_pairs v (e_lo - e_hi)(e_lo - e_hi)^T as a dense (n, n) matrix."""
     out = np.zeros((n, n))
@@ -60,9 +68,11 @@ def _laplacian(n: int, lo: np.ndarray, hi: np.ndarray, v: np.ndarray) -> np.ndar
 
 
 def bt_sandwich(n: int, lo: np.ndarray, hi: np.ndarray, wins_lo: np.ndarray, wins_hi: np.ndarray,
-                ties: np.ndarray, theta: np.ndarray, *, hessian_reg: float = HESSIAN_REG) -> np.ndarray:
+                ties: np.ndarray, theta: np.ndarray, *, hessian_reg: float = HESSIAN_REG,
+                covariance: bool = False) -> np.ndarray:
     """Standard errors (n,) of plain BT's natural-log strengths ``theta`` from per-pair counts (lo < hi,
-    each pair once): arena-rank's ``BradleyTerry`` sandwich (module docstring)."""
+    each pair once): arena-rank's ``BradleyTerry`` sandwich (module docstring); ``covariance``: the whole
+    (n, n) matrix instead, whose diagonal is their squares."""
     if n > SANDWICH_MODELS_MAX:
         raise LensError(
             f"Sandwich intervals take at most {SANDWICH_MODELS_MAX:,} models (a dense Hessian is inverted); "
@@ -75,13 +85,16 @@ def bt_sandwich(n: int, lo: np.ndarray, hi: np.ndarray, wins_lo: np.ndarray, win
     H = _laplacian(n, lo, hi, p * (1.0 - p) * battles)
     H[np.diag_indices(n)] += hessian_reg * float(battles.sum())
     G = _laplacian(n, lo, hi, wl * (1.0 - p) ** 2 + wh * p ** 2 + t * (0.5 - p) ** 2)
+    if covariance:
+        return sandwich_matrix(H, G)
     return np.sqrt(np.maximum(sandwich_diagonal(H, G), 0.0))
 
 
 def style_sandwich(bt: Battles, fit: StyleFit, *, ridge: float = RIDGE, hessian_reg: float = HESSIAN_REG,
-                   design: Design | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   design: Design | None = None, covariance: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Standard errors (theta (n,), beta (k,)) of a style-controlled fit: arena-rank's
-    ``ContextualBradleyTerry`` sandwich (module docstring); ``design``: the fit's, when shared."""
+    ``ContextualBradleyTerry`` sandwich (module docstring); ``design``: the fit's, when shared;
+    ``covariance``: (the ratings' (n, n) covariance, beta's standard errors) instead."""
     n, N = bt.n, len(bt)
     design = design or design_of(bt)
     bt = design.bt
@@ -91,5 +104,8 @@ def style_sandwich(bt: Battles, fit: StyleFit, *, ridge: float = RIDGE, hessian_
     G = assemble(*design.blocks(((bt.y - p) * bt.w) ** 2 / N)[:3])
     vec = np.concatenate([np.zeros(n), fit.beta])
     G -= (ridge ** 2 / N) * np.outer(vec, vec)
+    if covariance:
+        cov = sandwich_matrix(H, G) / N
+        return cov[:n, :n], np.sqrt(np.maximum(np.diag(cov)[n:], 0.0))
     se = np.sqrt(np.maximum(sandwich_diagonal(H, G) / N, 0.0))
     return se[:n], se[n:]

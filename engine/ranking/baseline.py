@@ -70,17 +70,22 @@ def check_decisive_weight(value: Any) -> int:
     return w
 
 
-def battle_votes(rows: VoteRows, decisive_weight: int) -> Votes:
-    """One vote per valid verdict (no two combined), a strong verdict repeated ``decisive_weight``
-    times: the battles arena-hard-auto fits. Each repeat is its own vote, so a bootstrap over votes
-    resamples the repeats one by one, as arena-hard-auto resamples its weighted battle rows."""
+def battle_rows(rows: VoteRows, decisive_weight: int) -> VoteRows:
+    """The verdict rows of the battles arena-hard-auto fits: a strong verdict repeated ``decisive_weight``
+    times, each row with a voter key of its own, so that ``votes`` pairs no two of them (each is its own
+    vote, and a bootstrap over votes resamples the repeats one by one, as arena-hard-auto resamples its
+    weighted battle rows). Per-verdict columns (strength, style counts) travel with the repeats."""
     strength = rows.strength if rows.strength is not None else np.zeros(len(rows), dtype=np.int8)
     times = np.where(strength == STRONG, int(decisive_weight), 1)
     idx = np.repeat(np.arange(len(rows)), times)
-    # a distinct voter key per battle: ``votes`` then pairs no two verdicts (each is its own vote)
-    expanded = replace(rows.take(idx), voter=np.arange(idx.size, dtype=np.uint64))
+    return replace(rows.take(idx), voter=np.arange(idx.size, dtype=np.uint64))
+
+
+def battle_votes(rows: VoteRows, decisive_weight: int) -> Votes:
+    """One vote per battle of ``battle_rows`` (no two verdicts combined)."""
+    expanded = battle_rows(rows, decisive_weight)
     v = make_votes(expanded)
-    if len(v) != idx.size:  # a 64-bit key collision would pair two battles
+    if len(v) != len(expanded):  # a 64-bit key collision would pair two battles
         raise ValueError("battle_votes combined two battles into one vote.")
     return replace(v, n_verdicts=len(rows))
 
@@ -127,11 +132,32 @@ def baseline_win_rates(board: Leaderboard, baseline: str) -> pd.DataFrame:
         if ok.any():
             low[ok], high[ok] = np.nanquantile(pw[:, ok], [q, 1.0 - q], axis=0)
         low[b] = high[b] = 0.5
+    elif board.covariance is not None:
+        low, high = sandwich_win_rate_interval(s, board.covariance.reindex(index=models, columns=models)
+                                               .to_numpy(np.float64), b, float(board.params["level"]))
     comp = board.table["component"].to_numpy()
     other = comp != comp[b]
     rate[other], low[other], high[other] = np.nan, np.nan, np.nan
     return pd.DataFrame({"baseline_win_rate": rate, "baseline_ci_low": low, "baseline_ci_high": high},
                         index=pd.Index(models, name="model"))
+
+
+def sandwich_win_rate_interval(s: np.ndarray, cov: np.ndarray, b: int, level: float
+                               ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``level`` interval of each model's win rate sigma(s_m - s_b) against model ``b`` from the
+    sandwich covariance ``cov`` of the natural-log strengths ``s``: d = s_m - s_b has the variance
+    C_mm + C_bb - 2 C_mb (exact: d is linear in s), its z-interval d -/+ z se(d) is mapped through sigma
+    (the delta method on the log-odds scale: the interval stays inside (0, 1), and a bootstrap percentile
+    interval, which Arena-Hard reports, is likewise unchanged by that monotone map). [0.5, 0.5] for the
+    baseline itself (d = 0 with variance 0)."""
+    from engine.rankers.sandwich import z_quantile
+
+    d = s - s[b]
+    var = np.diag(cov) + cov[b, b] - 2.0 * cov[:, b]
+    half = z_quantile(level) * np.sqrt(np.maximum(var, 0.0))
+    low, high = expit(d - half), expit(d + half)
+    low[b] = high[b] = 0.5
+    return low, high
 
 
 def with_baseline(board: Leaderboard, baseline: str, decisive_weight: int | None = None) -> Leaderboard:
@@ -181,6 +207,8 @@ def baseline_leaderboard(
         )
     if spec.keep_k is not None:
         raise LensError("--baseline fits every battle of the selection; it does not combine with --keep-k.")
+    if spec.style_control:  # the style fit reads each battle's style counts
+        read_options = {**read_options, "style": True}
     rows = store_vote_rows(store, dataset, judge=judge, category=category, need_strength=True, **read_options)
     if len(rows) == 0:
         no_valid_verdict(dataset, judge, category)
@@ -194,9 +222,6 @@ def baseline_leaderboard(
     linked = linked_to(rows, baseline)
     if not linked.all():  # fit the baseline's component only (``linked_to``)
         rows = rows.take(linked[rows.a])
-    battles = battle_votes(rows, weight)
-    if not linked.all():
-        battles = battles.restrict_models(linked)
     spec = replace(spec, ranker_params=params, bootstrap_unit=spec.bootstrap_unit or "vote")
     extra = {
         "dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
@@ -204,6 +229,14 @@ def baseline_leaderboard(
         "n_invalid_verdicts": rows.n_invalid, "unit": "battles", "battles": BATTLES, "policy": None,
         "baseline_unlinked": [m for m, k in zip(rows.models, linked, strict=True) if not k],
     }
+    if spec.style_control and board_from_votes is None:  # the style fit reads the battles' rows
+        from engine.ranking.style_board import leaderboard_from_style_rows
+
+        board = leaderboard_from_style_rows(battle_rows(rows, weight), spec, extra_params=extra)
+        return with_baseline(board, baseline, weight)
+    battles = battle_votes(rows, weight)
+    if not linked.all():
+        battles = battles.restrict_models(linked)
     board = (board_from_votes or leaderboard_from_votes)(battles, spec, extra_params=extra)
     return with_baseline(board, baseline, weight)
 
@@ -224,6 +257,14 @@ def baseline_notes(board: Leaderboard) -> list[str]:
                   "it once)" if w and w > 1 else "every verdict counts once")
         out.append(f"battles: {p.get('n_votes')} from {p.get('n_verdicts_valid')} valid verdicts; {BATTLES}; "
                    f"{weight}; a tie is half a win to each side.")
+    if p.get("style_control"):
+        out.append("baseline: under style control s is the style-controlled rating, so the win rate is the "
+                   "prediction at zero style difference, sigma(theta_model - theta_baseline).")
+    if p.get("ci_method") == "sandwich" and not p.get("bootstrap"):
+        out.append(
+            f"baseline: baseline_ci_low / baseline_ci_high = sigma(d -/+ z se(d)), d = s_model - s_baseline, "
+            f"se(d) from the sandwich covariance (var_m + var_b - 2 cov_mb), level {p.get('level'):g}."
+        )
     if p.get("bootstrap"):
         unit = p.get("bootstrap_unit")
         out.append(

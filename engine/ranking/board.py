@@ -96,6 +96,9 @@ class Leaderboard:
     kept: pd.DataFrame
     result: RankResult = field(repr=False)
     bootstrap: BootstrapResult | None = field(default=None, repr=False)
+    covariance: pd.DataFrame | None = field(default=None, repr=False)
+    """With sandwich intervals: the sandwich covariance H^-1 G H^-1 of the fit's natural-log strengths
+    (models x models), for quantities of several strengths, e.g. a win rate against a baseline."""
 
     @property
     def ranks(self) -> pd.Series:

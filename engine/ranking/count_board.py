@@ -121,11 +121,11 @@ def leaderboard_from_counts(
             models=tuple(models),
             **params,
         )
-    sandwich_why = None
+    sandwich_why, covariance = None, None
     if spec.ci_method == "sandwich":  # intervals from the fit itself (engine.ranking.style_board)
         from engine.ranking.style_board import sandwich_columns
 
-        cols, sandwich_why = sandwich_columns(pc, res, obj, params, level)
+        cols, sandwich_why, covariance = sandwich_columns(pc, res, obj, params, level)
         table = table.assign(**cols)
     else:
         table = table.assign(**interval_columns(boot, list(models)))
@@ -170,7 +170,7 @@ def leaderboard_from_counts(
         **(extra_params or {}),
     }
     kept_frame = kept if kept is not None else pd.DataFrame()
-    return Leaderboard(table, info, n_graphs, kept_frame, res, boot)
+    return Leaderboard(table, info, n_graphs, kept_frame, res, boot, covariance)
 
 
 def vote_fetch_order(spec: BoardSpec, columns) -> str | None:

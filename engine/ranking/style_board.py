@@ -105,21 +105,28 @@ def score_interval_columns(low: np.ndarray, high: np.ndarray, note: str = "") ->
 
 
 def sandwich_columns(pc: PairCounts, res: RankResult, obj: Ranker, params: dict, level: float
-                     ) -> tuple[dict[str, Any], str | None]:
+                     ) -> tuple[dict[str, Any], str | None, pd.DataFrame | None]:
     """The table's interval columns from plain BT's sandwich (``bt_sandwich``) on the score scale
-    (``Ranker.from_log`` / ``to_log`` under ``params``), in ``pc.models`` order, and why they
+    (``Ranker.from_log`` / ``to_log`` under ``params``), in ``pc.models`` order, why they
     are empty when they are (a regularised fit: the MLE does not exist, so neither does its
-    sandwich)."""
+    sandwich), and the covariance of the natural-log strengths (``Leaderboard.covariance``)."""
     n = pc.n
     if res.details.get("alpha", 0.0):
         why = ("sandwich intervals need the maximum-likelihood estimate, which does not exist for this "
                "selection (the fit added virtual ties)")
-        return score_interval_columns(np.full(n, np.nan), np.full(n, np.nan), NOT_ESTIMABLE), why
+        return score_interval_columns(np.full(n, np.nan), np.full(n, np.nan), NOT_ESTIMABLE), why, None
     theta = obj.to_log(res.scores.reindex(pc.models).to_numpy(np.float64), params)
-    se = bt_sandwich(n, pc.lo, pc.hi, pc.wins_lo, pc.wins_hi, pc.ties, theta)
+    cov = bt_sandwich(n, pc.lo, pc.hi, pc.wins_lo, pc.wins_hi, pc.ties, theta, covariance=True)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     z = z_quantile(level)
     low, high = obj.from_log(theta - z * se, params), obj.from_log(theta + z * se, params)
-    return score_interval_columns(low, high), None
+    return score_interval_columns(low, high), None, covariance_frame(cov, pc.models)
+
+
+def covariance_frame(cov: np.ndarray, models) -> pd.DataFrame:
+    """A strengths' covariance matrix labelled by model on both axes."""
+    names = pd.Index([str(m) for m in models], name="model")
+    return pd.DataFrame(cov, index=names, columns=names)
 
 
 def style_battles(rows: VoteRows, votes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -205,13 +212,16 @@ def leaderboard_from_style_rows(rows: VoteRows, spec: BoardSpec | None = None, *
     level = spec.level
     boot = None
     if spec.ci_method == "sandwich":
-        se_theta, se_beta = style_sandwich(bt, fit, design=design)
+        cov_theta, se_beta = style_sandwich(bt, fit, design=design, covariance=True)
+        se_theta = np.sqrt(np.maximum(np.diag(cov_theta), 0.0))
+        covariance = covariance_frame(cov_theta, models)
         z = z_quantile(level)
         cols = score_interval_columns(obj.from_log(fit.theta - z * se_theta, params),
                                       obj.from_log(fit.theta + z * se_theta, params))
         beta_low, beta_high = fit.beta - z * se_beta, fit.beta + z * se_beta
         n_unconverged = 0
     else:
+        covariance = None
         thetas, betas, n_unconverged = bootstrap_style(bt, fit, int(spec.bootstrap), int(spec.seed))
         samples = obj.from_log(thetas, params)
         boot = BootstrapResult("bt", tuple(models), int(spec.bootstrap), int(spec.seed), level, samples,
@@ -264,7 +274,7 @@ def leaderboard_from_style_rows(rows: VoteRows, spec: BoardSpec | None = None, *
         "bootstrap_not_estimable": (None if boot is None else
                                     {str(m): str(w) for m, w in boot.not_estimable.items() if w}),
     })
-    return Leaderboard(table, info, plain.n_graphs, plain.kept, res, boot)
+    return Leaderboard(table, info, plain.n_graphs, plain.kept, res, boot, covariance)
 
 
 def style_notes(board: Leaderboard) -> list[str]:

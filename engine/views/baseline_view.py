@@ -26,11 +26,15 @@ def has_win_rates(ranker: str) -> bool:
 
 
 def baseline_table(store: Store, dataset: str, ranker: str, baseline: str, *, judge=None, category=None,
-                   bootstrap: int = 0, seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
+                   bootstrap: int = 0, seed: int = 0, style_control: bool = False,
+                   ci: str | None = None) -> tuple[pd.DataFrame, list[str]]:
     """(one row per model, best first: ``model``, ``win_rate_pct``, ``ci_low_pct``, ``ci_high_pct`` and
-    ``interval`` as "-x / +y"; the notes that say how it was computed)."""
-    board = baseline_leaderboard(store, dataset, BoardSpec(ranker=ranker, bootstrap=bootstrap, seed=seed),
-                                 baseline, judge=judge, category=category)
+    ``interval`` as "-x / +y"; the notes that say how it was computed). ``style_control``: from the
+    style-controlled fit (the prediction at zero style difference), its intervals by ``ci`` (sandwich:
+    no resamples, ``bootstrap`` unused), as ``leaderboard --baseline M --style-control --ci CI``."""
+    spec = BoardSpec(ranker=ranker, bootstrap=0 if ci == "sandwich" else bootstrap, seed=seed,
+                     style_control=style_control, ci=ci)
+    board = baseline_leaderboard(store, dataset, spec, baseline, judge=judge, category=category)
     t = board.table[["model", *BASELINE_COLUMNS]].sort_values(
         ["baseline_win_rate", "model"], ascending=[False, True], kind="stable")
     rate, low, high = (100.0 * t[c].to_numpy(np.float64) for c in BASELINE_COLUMNS)

@@ -23,7 +23,8 @@ FEATURE_WORDS = {
 
 @dataclass(frozen=True)
 class StyleView:
-    """``frame``: rank, model, score, interval, rank_plain, rank_change (as +k / -k / 0), votes;
+    """``frame``: rank_ub (LMArena's rank (UB) of the controlled intervals shown, the board's own column),
+    rank, model, score, interval, rank_plain, rank_change (as +k / -k / 0), votes;
     ``betas``: feature, beta, ci_low, ci_high; ``ci_words``: how the intervals were made; ``notes``."""
 
     frame: pd.DataFrame
@@ -50,6 +51,7 @@ def style_view(board: Leaderboard, *, ranker: str, elo_scale: bool = False) -> S
     interval = ["—" if pd.isna(a) or pd.isna(b) else f"+{a:.{digits}f} / -{b:.{digits}f}"
                 for a, b in zip(plus, minus, strict=True)]
     frame = pd.DataFrame({
+        "rank_ub": t["rank_ub"].astype("Int64"),
         "rank": t["rank"].astype(np.int64), "model": t["model"], "score": t["score"].round(digits),
         "interval": interval, "rank_plain": t["rank_plain"].astype(np.int64),
         "rank_change": [change_text(c) for c in t["rank_change"]], "votes": t["votes"],
