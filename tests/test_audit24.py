@@ -1,0 +1,67 @@
+"""Issue 24 as a user meets it on shapes beyond vicuna80 (the audit part): a misnamed dataset under the
+new flags, and the predicted table of a fit that needed virtual ties."""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stderr, redirect_stdout
+
+import pandas as pd
+import pytest
+
+from engine.__main__ import main
+
+
+def run_cli(db, *args):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = main(["--db", str(db), *args])
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def never_loses_db(tmp_path_factory):
+    """A store with one dataset in which model 'top' wins every battle it is in (no MLE exists)."""
+    tmp = tmp_path_factory.mktemp("audit24")
+    rows = ["prompt_id,model_a,model_b,winner,judge"]
+    others = ["m1", "m2", "m3"]
+    k = 0
+    for rep in range(6):
+        for i, a in enumerate(others):
+            rows.append(f"p{k},top,{a},A,j")
+            k += 1
+            for b in others[i + 1:]:
+                rows.append(f"p{k},{a},{b},{'A' if rep % 3 else ('B' if rep % 2 else 'tie')},j")
+                k += 1
+    path = tmp / "never_loses.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    db = tmp / "lens.duckdb"
+    rc, _, err = run_cli(db, "import", "--dataset", "nl", str(path))
+    assert rc == 0, err
+    return db
+
+
+@pytest.mark.parametrize("flags", [(), ("--style-control",), ("--baseline", "m1"), ("--ci", "sandwich")])
+def test_leaderboard_names_a_missing_dataset_under_every_flag(never_loses_db, flags):
+    """Kills: --style-control / --baseline reading rows before the dataset is checked, which said
+    "Dataset 'nosuch' has no valid verdict." (a dataset that does not exist is not one without verdicts)."""
+    rc, out, err = run_cli(never_loses_db, "leaderboard", "--dataset", "nosuch", *flags)
+    assert rc == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "no dataset named 'nosuch'" in lines[0] and "datasets: nl" in lines[0], err
+
+
+def test_predicted_table_says_when_the_fit_added_virtual_ties(never_loses_db):
+    """'top' never loses, so the BT fit behind `diagnose --table predicted` adds virtual ties: every
+    predicted cell depends on them. Second path: the notes `leaderboard` prints for the same selection.
+    Kills: the predicted table printed without the board's notes (the old code: stderr empty)."""
+    rc, out, err = run_cli(never_loses_db, "diagnose", "--dataset", "nl", "--table", "predicted",
+                           "--format", "csv")
+    assert rc == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    top = table[table.model_a == "top"]
+    assert (top.win_fraction == 1.0).all() and (top.predicted < 1.0).all()
+    rc, _, board_err = run_cli(never_loses_db, "leaderboard", "--dataset", "nl", "--format", "csv")
+    virtual = [line for line in board_err.splitlines() if "virtual tie" in line]
+    assert rc == 0 and len(virtual) == 1
+    assert virtual[0] in err.splitlines()
