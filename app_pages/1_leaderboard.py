@@ -88,6 +88,9 @@ def style_control_section(ch, elo_scale: bool) -> None:
     st.dataframe(view.frame, hide_index=True, width="stretch", height=min(38 + 35 * len(view.frame), 640),
                  column_config={"score": st.column_config.NumberColumn(view.score_label,
                                                                        format=f"%.{view.digits}f"),
+                                "rank_ub": st.column_config.NumberColumn(
+                                    "rank (UB)", help="1 + the number of models whose controlled interval "
+                                    "lies wholly above this model's (LMArena's rank (UB))"),
                                 "rank_plain": st.column_config.NumberColumn("rank (plain)"),
                                 "rank_change": st.column_config.TextColumn(
                                     "rank change", help="rank on the plain board − controlled rank: +2 = two "

@@ -65,3 +65,50 @@ def test_predicted_table_says_when_the_fit_added_virtual_ties(never_loses_db):
     virtual = [line for line in board_err.splitlines() if "virtual tie" in line]
     assert rc == 0 and len(virtual) == 1
     assert virtual[0] in err.splitlines()
+
+
+def test_style_table_on_the_page_carries_rank_ub_as_the_cli_does(shipped_store, shipped_db):
+    """The Leaderboard page's style-controlled table (engine.views.style_view, what the page draws) shows
+    rank (UB) of the controlled intervals, equal to a pairwise count over the board's intervals and to
+    `leaderboard --style-control --format json`. Kills: the page's style table without the column (the
+    old view: the CLI had rank_ub, the page did not)."""
+    import json
+
+    import numpy as np
+
+    from engine.ranking.board import BoardSpec
+    from engine.ranking.leaderboard import leaderboard
+    from engine.views.style_view import style_view
+
+    board = leaderboard(shipped_store, "vicuna80", BoardSpec(ranker="bt", style_control=True, ci="sandwich"))
+    frame = style_view(board, ranker="bt").frame.set_index("model")
+    t = board.table.set_index("model")
+    low, high = t["ci_low"].to_numpy(), t["ci_high"].to_numpy()
+    brute = 1 + (low[None, :] > high[:, None]).sum(axis=1)
+    assert np.all(np.isfinite(low)) and len(set(brute)) > 1  # the intervals separate some models
+    assert frame.loc[t.index, "rank_ub"].astype(int).tolist() == brute.tolist()
+    rc, out, err = run_cli(shipped_db, "leaderboard", "--style-control", "--format", "json")
+    assert rc == 0, err
+    cli = {r["model"]: r["rank_ub"] for r in json.loads(out)["table"]}
+    assert {m: int(frame.loc[m, "rank_ub"]) for m in frame.index} == cli
+
+
+def test_length_control_refusal_names_no_cli_flag(never_loses_db):
+    """The page shows this sentence in its error box (app_pages/_length_control.py via lc_table), so it
+    must not speak of a command-line flag the page user never typed; the CLI shows it too. Kills: the
+    old sentence '--length-control needs the answer texts ...'."""
+    from engine.errors import LensError
+    from engine.store.connection import Store
+    from engine.views.length_control_view import lc_table
+
+    store = Store(never_loses_db)
+    try:
+        with pytest.raises(LensError) as caught:
+            lc_table(store, "nl", "m1")
+    finally:
+        store.close()
+    message = str(caught.value)
+    assert "--" not in message and "needs the answer texts of both sides" in message
+    rc, _, err = run_cli(never_loses_db, "leaderboard", "--dataset", "nl", "--baseline", "m1",
+                         "--length-control")
+    assert rc == 2 and message in err

@@ -23,7 +23,7 @@ FEATURE_WORDS = {
 
 @dataclass(frozen=True)
 class StyleView:
-    """``frame``: rank, model, score, interval, rank_plain, rank_change (as +k / -k / 0), votes;
+    """``frame``: rank, model, score, interval, rank_ub, rank_plain, rank_change (as +k / -k / 0), votes;
     ``betas``: feature, beta, ci_low, ci_high; ``ci_words``: how the intervals were made; ``notes``."""
 
     frame: pd.DataFrame
@@ -51,7 +51,10 @@ def style_view(board: Leaderboard, *, ranker: str, elo_scale: bool = False) -> S
                 for a, b in zip(plus, minus, strict=True)]
     frame = pd.DataFrame({
         "rank": t["rank"].astype(np.int64), "model": t["model"], "score": t["score"].round(digits),
-        "interval": interval, "rank_plain": t["rank_plain"].astype(np.int64),
+        "interval": interval,
+        # LMArena's rank (UB) of the controlled intervals, as the CLI's CSV / JSON / table carry it
+        **({"rank_ub": t["rank_ub"].astype("Int64")} if "rank_ub" in t else {}),
+        "rank_plain": t["rank_plain"].astype(np.int64),
         "rank_change": [change_text(c) for c in t["rank_change"]], "votes": t["votes"],
     })
     st = p["style"]
