@@ -112,3 +112,27 @@ def test_length_control_refusal_names_no_cli_flag(never_loses_db):
     rc, _, err = run_cli(never_loses_db, "leaderboard", "--dataset", "nl", "--baseline", "m1",
                          "--length-control")
     assert rc == 2 and message in err
+
+
+def test_lmarena_140k_both_bad_imports_as_a_tie(tmp_path):
+    """LMArena's 140k release writes a both-bad draw as winner 'both_bad' (arena-rank: outcome 0.5). Such a
+    file imports without a value map and each both_bad row is a tie; second path: the count of both_bad
+    rows in the file, and the tie counts of `leaderboard`. Kills: the old refusal ('winner value
+    'both_bad' is not one of ...'), a both_bad read as a win."""
+    import json
+
+    battles = [("x", "y", "model_a"), ("x", "y", "both_bad"), ("y", "z", "both_bad"), ("x", "z", "tie"),
+               ("z", "x", "model_b"), ("y", "x", "tie (bothbad)")]
+    path = tmp_path / "arena140k.jsonl"
+    path.write_text("".join(json.dumps({"id": f"b{i}", "model_a": a, "model_b": b, "winner": w,
+                                        "timestamp": f"2025-05-0{i + 1}T00:00:00Z"}) + "\n"
+                            for i, (a, b, w) in enumerate(battles)), encoding="utf-8")
+    db = tmp_path / "lens.duckdb"
+    rc, _, err = run_cli(db, "import", "--dataset", "a", "--format", "arena", str(path))
+    assert rc == 0, err
+    rc, out, err = run_cli(db, "leaderboard", "--dataset", "a", "--format", "csv")
+    assert rc == 0, err
+    t = pd.read_csv(io.StringIO(out)).set_index("model")
+    draws = ("both_bad", "tie", "tie (bothbad)")
+    ties = {m: sum(w in draws for a, b, w in battles if m in (a, b)) for m in "xyz"}
+    assert t["ties"].to_dict() == ties and t["wins"].sum() == 2
