@@ -5,6 +5,7 @@ matrices). Not a command of its own: engine/cli/diagnose.py parses the options a
 from __future__ import annotations
 
 import argparse
+import sys
 
 from engine.cli._common import check_judges, store_from_args, write_frame
 from engine.store.schema import DEFAULT_DATASET
@@ -15,6 +16,7 @@ def run(args: argparse.Namespace) -> int:
     predicted win probability of every ordered pair beside the observed win fraction."""
     from engine.graphs.buckets import build_buckets
     from engine.ranking.board import BoardSpec
+    from engine.ranking.board_notes import board_notes
     from engine.ranking.leaderboard import leaderboard
     from engine.views.matrix_view import check_predicted_size, predicted_pairs
 
@@ -30,4 +32,6 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     table = predicted_pairs(stack, board)
     write_frame(table, args.format)
+    for line in board_notes(board):  # e.g. the virtual ties a fit without an MLE added: they shape every cell
+        sys.stderr.write(f"note: {line}\n")
     return 0

@@ -25,6 +25,7 @@ from engine.ranking.baseline import baseline_leaderboard, baseline_notes, check_
 from engine.ranking.board import BoardSpec, plain_values
 from engine.ranking.board_notes import board_notes
 from engine.ranking.leaderboard import leaderboard
+from engine.store.datasets import require_dataset
 from engine.store.schema import DEFAULT_DATASET
 
 
@@ -197,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
     check_style_options(args, params)
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
+        require_dataset(store, args.dataset)  # before any path reads rows: else "has no valid verdict"
         check_judges(store, args.dataset, args.judge)
         pooled = pooled_judges_note(store, args.dataset) if args.judge is None else None
         spec = BoardSpec(ranker=args.ranker, ranker_params=params, keep_k=args.keep_k, mu=mu,

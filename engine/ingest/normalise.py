@@ -38,10 +38,12 @@ from engine.style.given import given_counts
 WINNER_VALUES: dict[str, str] = {
     "a": "A", "model_a": "A", "1": "A", "1.0": "A",
     "b": "B", "model_b": "B", "2": "B", "2.0": "B",
-    "tie": "tie", "tie (bothbad)": "tie", "tie(bothbad)": "tie", "1.5": "tie",
+    "tie": "tie", "tie (bothbad)": "tie", "tie(bothbad)": "tie", "both_bad": "tie", "1.5": "tie",
     "error": "invalid", "invalid": "invalid",
 }
-"""Accepted winner spellings (lower-cased) → canonical value; ``error`` = unparsable judge output."""
+"""Accepted winner spellings (lower-cased) → canonical value; ``error`` = unparsable judge output.
+``both_bad`` is how LMArena's later releases (arena-human-preference-140k) write "tie (bothbad)";
+arena-rank scores it as a tie (outcome 0.5)."""
 _WINNER_HELP = "A, B, tie, model_a, model_b, tie (bothbad), 1, 2, 1.5 or error"
 
 

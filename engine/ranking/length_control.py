@@ -264,9 +264,9 @@ def length_control_table(store: Store, dataset: str, baseline: str, judge: str |
     rows = baseline_rows(store, dataset, baseline, judge=judge, category=category)
     if not np.isfinite(rows["delta_chars"]).any():
         raise LensError(
-            f"--length-control needs the answer texts of both sides; no verdict against {baseline!r} in "
-            f"dataset {dataset!r} has both stored (AlpacaEval annotation files carry them as output_1 "
-            "and output_2)."
+            "The length-controlled win rate needs the answer texts of both sides; no verdict against "
+            f"{baseline!r} in dataset {dataset!r} has both stored (AlpacaEval annotation files carry them "
+            "as output_1 and output_2)."
         )
     lc = length_controlled(rows, baseline).set_index("model")
     notes = [
