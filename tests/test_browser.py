@@ -12,6 +12,9 @@ that the text shows exactly as written, and that no icon, formula, bold text or 
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from browser_support import (
     MARKUP,
@@ -36,24 +39,23 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
+def server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     """The app on a store with the shipped data only (what the screenshots show)."""
     _requirements()
-    from engine.ingest.shipped import open_store
-
     tmp = tmp_path_factory.mktemp("browser")
-    open_store(tmp / "lens.duckdb").close()
+    shutil.copyfile(shipped_db, tmp / "lens.duckdb")
     yield from _serve(tmp / "lens.duckdb", tmp / "streamlit.log")
 
 
 @pytest.fixture(scope="module")
-def xss_server(tmp_path_factory: pytest.TempPathFactory):
+def xss_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     """The app on a store with the shipped data and the XSS dataset."""
     _requirements()
     from engine.ingest.importer import store_report, validate_file
     from engine.ingest.shipped import open_store
 
     tmp = tmp_path_factory.mktemp("browser_xss")
+    shutil.copyfile(shipped_db, tmp / "lens.duckdb")
     store = open_store(tmp / "lens.duckdb")
     report = validate_file(xss_verdicts(tmp / "xss.csv"), "xss.csv", dataset="xss")
     store_report(store, report, "xss")
@@ -62,14 +64,11 @@ def xss_server(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def cut_server(tmp_path_factory: pytest.TempPathFactory):
+def cut_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     """The app on a store file cut short inside a block (a copy or download stopped early)."""
     _requirements()
-    from engine.ingest.shipped import open_store
-
     tmp = tmp_path_factory.mktemp("browser_cut")
-    open_store(tmp / "whole.duckdb").close()
-    data = (tmp / "whole.duckdb").read_bytes()
+    data = shipped_db.read_bytes()
     (tmp / "cut.duckdb").write_bytes(data[: len(data) // 3])
     yield from _serve(tmp / "cut.duckdb", tmp / "streamlit.log")
 
