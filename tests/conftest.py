@@ -112,10 +112,25 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "lens.duckdb"
 
 
-@pytest.fixture
-def empty_store(db_path: Path):
+@pytest.fixture(scope="session")
+def migrated_empty_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty store file with every migration applied, made once per test session (per worker)."""
     from engine.store.connection import Store
 
+    path = tmp_path_factory.mktemp("empty") / "lens.duckdb"
+    Store(path).close()
+    return path
+
+
+@pytest.fixture
+def empty_store(db_path: Path, migrated_empty_db: Path):
+    """A fresh, empty store at ``db_path``: a copy of the migrated empty file (creating a store runs
+    every migration, each its own commit: 0.15-0.3 s a test on this machine; the copy, 0.05 s)."""
+    import shutil
+
+    from engine.store.connection import Store
+
+    shutil.copyfile(migrated_empty_db, db_path)
     store = Store(db_path)
     yield store
     store.close()

@@ -12,6 +12,9 @@ that the text shows exactly as written, and that no icon, formula, bold text or 
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 from browser_support import (
     MARKUP,
@@ -36,24 +39,23 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
+def server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     """The app on a store with the shipped data only (what the screenshots show)."""
     _requirements()
-    from engine.ingest.shipped import open_store
-
     tmp = tmp_path_factory.mktemp("browser")
-    open_store(tmp / "lens.duckdb").close()
+    shutil.copyfile(shipped_db, tmp / "lens.duckdb")
     yield from _serve(tmp / "lens.duckdb", tmp / "streamlit.log")
 
 
 @pytest.fixture(scope="module")
-def xss_server(tmp_path_factory: pytest.TempPathFactory):
+def xss_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     """The app on a store with the shipped data and the XSS dataset."""
     _requirements()
     from engine.ingest.importer import store_report, validate_file
     from engine.ingest.shipped import open_store
 
     tmp = tmp_path_factory.mktemp("browser_xss")
+    shutil.copyfile(shipped_db, tmp / "lens.duckdb")
     store = open_store(tmp / "lens.duckdb")
     report = validate_file(xss_verdicts(tmp / "xss.csv"), "xss.csv", dataset="xss")
     store_report(store, report, "xss")
@@ -62,14 +64,11 @@ def xss_server(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def cut_server(tmp_path_factory: pytest.TempPathFactory):
+def cut_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     """The app on a store file cut short inside a block (a copy or download stopped early)."""
     _requirements()
-    from engine.ingest.shipped import open_store
-
     tmp = tmp_path_factory.mktemp("browser_cut")
-    open_store(tmp / "whole.duckdb").close()
-    data = (tmp / "whole.duckdb").read_bytes()
+    data = shipped_db.read_bytes()
     (tmp / "cut.duckdb").write_bytes(data[: len(data) // 3])
     yield from _serve(tmp / "cut.duckdb", tmp / "streamlit.log")
 
@@ -120,22 +119,6 @@ def test_every_page_renders_without_error(server, browser, tmp_path):
     page.close()
 
 
-def test_every_page_opens_from_its_own_address(server, browser):
-    """A bookmark or a link to a page (the Cycles table links to the inspector) opens that page with
-    no "Page not found" dialog: with the page scripts in a folder named pages/ Streamlit's legacy
-    routing showed one on every direct address but the first page's."""
-    page = browser.new_page(viewport={"width": 1440, "height": 1300})
-    for path, (name, _) in PAGES.items():
-        if not path:
-            continue
-        open_page(page, server, path, first=True)
-        text = page.inner_text("body")
-        assert "Page not found" not in text, name
-        assert page.url.rstrip("/").endswith(path), (name, page.url)
-        assert errors_on(page) == [], name
-    page.close()
-
-
 def toolbar_labels(page) -> list[list[str]]:
     """Per visible dataframe of the page: the labels of the toolbar buttons it shows on hover."""
     found = []
@@ -152,14 +135,26 @@ def toolbar_labels(page) -> list[list[str]]:
     return found
 
 
-def test_no_table_offers_an_unguarded_csv_download(server, browser):
-    """Issue 23 bug 10: st.dataframe's own "Download as CSV" wrote =1+1, @x, -inf and the intervals'
-    "+0.505 / -0.614" raw, and a spreadsheet evaluates them. At 1280 px, every table of every page shows
-    its toolbar (search, full screen) without a download; the pages' own buttons write guarded CSV."""
+def test_every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_download(server, browser):
+    """Two checks on one tour, each page opened by its own address (a full load, a new session):
+
+    - A bookmark or a link to a page (the Cycles table links to the inspector) opens that page with
+      no "Page not found" dialog: with the page scripts in a folder named pages/ Streamlit's legacy
+      routing showed one on every direct address but the first page's.
+    - Issue 23 bug 10: st.dataframe's own "Download as CSV" wrote =1+1, @x, -inf and the intervals'
+      "+0.505 / -0.614" raw, and a spreadsheet evaluates them. At 1280 px, every table of every page
+      shows its toolbar (search, full screen) without a download; the pages' own buttons write guarded
+      CSV.
+
+    (Two tests until issue 24; one tour saves seven page loads of the shared 2-core machine.)"""
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     seen = {}
-    for i, (path, (name, _)) in enumerate(PAGES.items()):
-        open_page(page, server, path, first=i == 0)
+    for path, (name, _) in PAGES.items():
+        open_page(page, server, path, first=True)
+        text = page.inner_text("body")
+        assert "Page not found" not in text, name
+        assert page.url.rstrip("/").endswith(path), (name, page.url)
+        assert errors_on(page) == [], name
         if name == "leaderboard":
             page.wait_for_selector('[data-testid="stDataFrame"] canvas', timeout=60_000)
         wait_drawn(page)

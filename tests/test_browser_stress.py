@@ -29,13 +29,11 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def busy_server(tmp_path_factory: pytest.TempPathFactory):
+def busy_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     """The app on its own copy of the shipped store, waiting only 0.5 s for a held store file."""
     _requirements()
-    from engine.ingest.shipped import open_store
-
     tmp = tmp_path_factory.mktemp("browser_busy")
-    open_store(tmp / "lens.duckdb").close()
+    shutil.copyfile(shipped_db, tmp / "lens.duckdb")
     yield from _serve(tmp / "lens.duckdb", tmp / "streamlit.log", LENS_LOCK_WAIT="0.5")
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -133,13 +131,14 @@ def battle_log(path: Path, n: int = 100, battles: int = 1000, seed: int = 2) -> 
 
 
 @pytest.fixture(scope="module")
-def big_server(tmp_path_factory: pytest.TempPathFactory):
+def big_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     """The app on a store with the shipped data, the 70-model sparse set and the 100-model battle log."""
     _requirements()
     from engine.ingest.importer import store_report, validate_file
     from engine.ingest.shipped import open_store
 
     tmp = tmp_path_factory.mktemp("browser_big")
+    shutil.copyfile(shipped_db, tmp / "lens.duckdb")
     store = open_store(tmp / "lens.duckdb")
     for name, make in (("sparse70", sparse_verdicts), ("battles100", battle_log)):
         report = validate_file(make(tmp / f"{name}.csv"), f"{name}.csv", dataset=name)

@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from conftest import run_engine
 from judging_fake_openai import FakeOpenAI
 from test_judging_api import judge_cmd
 
@@ -43,7 +44,8 @@ def _wait_for(cond, seconds: float = 120.0) -> bool:
 
 def kill_harness(db: Path, kills: int = 3, concurrency: int = 8, answered_before_kill: int = 24):
     """Run `judge` ``kills`` times, each killed (SIGKILL) once ``answered_before_kill`` of its requests
-    went out and ``concurrency`` requests wait in the server; then run it to the end. Returns (requests,
+    went out and ``concurrency`` requests wait in the server; then run it to the end (in this process:
+    that run is not killed, so it needs no interpreter of its own). Returns (requests,
     distinct calls, calls in flight at the kills, the last run's stdout, stderr and exit code)."""
     in_flight: list[int] = []
     with FakeOpenAI(delay_s=0.05) as srv:
@@ -63,7 +65,7 @@ def kill_harness(db: Path, kills: int = 3, concurrency: int = 8, answered_before
                 proc.wait()
                 srv.gate.set()
             assert _wait_for(lambda: srv.inflight == 0)
-        last = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+        last = run_engine(cmd[3:])  # the run that completes the dataset: in this process
         sent = [json.dumps([b["model"], b["messages"]], sort_keys=True) for b in srv.bodies]
     return len(sent), len(set(sent)), sum(in_flight), last
 
@@ -141,8 +143,7 @@ def test_a_journal_that_cannot_be_written_beside_the_store_goes_to_the_second_lo
         assert len(journals[0].read_text().splitlines()) == paid_first
         db.symlink_to(target)  # the same store path as the killed run saw (the tmpfs is gone with it)
         env_rerun = {**os.environ, "LENS_JOURNAL_DIR": str(second)}
-        rerun = subprocess.run(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped"), cwd=REPO,
-                               env=env_rerun, capture_output=True, text=True, timeout=240)  # fmt: skip
+        rerun = run_engine(judge_cmd(db, "d", srv.base_url, "--protocol", "swapped")[3:], env=env_rerun)
         sent = [json.dumps(b["messages"]) for b in srv.bodies]
     assert rerun.returncode == 0, rerun.stderr
     row = pd.read_csv(pd.io.common.StringIO(rerun.stdout)).iloc[0]

@@ -115,7 +115,8 @@ def test_an_unfinished_judge_run_marks_its_dataset_everywhere_until_a_rerun_comp
         row = pd.read_csv(pd.io.common.StringIO(runs.stdout)).iloc[0]
         assert (row.status, row.calls_made) == ("interrupted", stored)  # marked by `calls --runs`
         interrupted = killed.replace("was killed", "was interrupted or killed")
-        assert _notes(_shows(db, tmp_path)["leaderboard"]) == [f"note: {interrupted}"]
+        leaderboard = run_engine(["--db", str(db), "leaderboard", "--dataset", "k"])
+        assert _notes(leaderboard) == [f"note: {interrupted}"]
         assert _page_warnings(new_app(db, monkeypatch)) == {p: [interrupted[0].upper() + interrupted[1:]]
                                                             for p in PAGES}  # fmt: skip
 
