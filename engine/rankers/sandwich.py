@@ -15,7 +15,11 @@ bootstrap's refits.
 - Style-controlled BT (arena-rank's ``ContextualBradleyTerry``): per battle h = p (1 - p) w / N and
   g = ((y - p) w)^2 / N over the ratings, cross and feature blocks; H without the ridge, 1e-5 on its whole
   diagonal; G less (ridge^2 / N) (0, beta)(0, beta)^T; covariance H^-1 G H^-1 / N. arena-rank reports the
-  ratings' errors; beta's come from the same matrix.
+  ratings' errors from this matrix, and so do we. It reports none for beta, and this matrix would be
+  wrong for it: beta is shrunk by the ridge, so its curvature includes the ridge's, and without it beta's
+  intervals came out 7-9 times wider than its bootstrap's (docs/notes/audit-24.md). Beta's errors
+  therefore come from the same sandwich with the ridge added to H's beta block (the penalised loss's
+  Hessian), which matches the bootstrap spread (tests/test_sandwich.py).
 
 Intervals: estimate -/+ z_(1 - (1 - level) / 2) * standard error (arena-rank's ``significance_level`` is
 1 - level).
@@ -104,8 +108,9 @@ def style_sandwich(bt: Battles, fit: StyleFit, *, ridge: float = RIDGE, hessian_
     G = assemble(*design.blocks(((bt.y - p) * bt.w) ** 2 / N)[:3])
     vec = np.concatenate([np.zeros(n), fit.beta])
     G -= (ridge ** 2 / N) * np.outer(vec, vec)
+    penalised = H.copy()
+    penalised[np.arange(n, H.shape[0]), np.arange(n, H.shape[0])] += ridge
+    se_beta = np.sqrt(np.maximum(sandwich_diagonal(penalised, G)[n:] / N, 0.0))
     if covariance:
-        cov = sandwich_matrix(H, G) / N
-        return cov[:n, :n], np.sqrt(np.maximum(np.diag(cov)[n:], 0.0))
-    se = np.sqrt(np.maximum(sandwich_diagonal(H, G) / N, 0.0))
-    return se[:n], se[n:]
+        return sandwich_matrix(H, G)[:n, :n] / N, se_beta
+    return np.sqrt(np.maximum(sandwich_diagonal(H, G)[:n] / N, 0.0)), se_beta
