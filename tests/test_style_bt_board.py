@@ -193,3 +193,26 @@ def test_cli_style_control_on_an_imported_file_with_count_columns(tmp_path):
     assert run_engine(["--db", db, "import", str(tmp_path / "plain.csv"), "--dataset", "p"]).returncode == 0
     out = run_engine(["--db", db, "leaderboard", "--dataset", "p", "--style-control"])
     assert out.returncode == 2 and "carries style features" in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("ci", ["sandwich", "bootstrap"])
+def test_a_feature_that_never_varies_gets_no_interval_and_a_note(shipped_db, ci):
+    """vicuna80's gpt-4 math answers hold no header and no bold text: those two features take one value
+    over every vote, so their beta (the ridge's 0) has no interval (was: [+0.0000, +0.0000], a certain
+    zero), while the varying ones keep theirs; the note names the two. Kills a planted check that never
+    finds a constant feature (both cases fail)."""
+    args = ["--db", str(shipped_db), "leaderboard", "--judge", "gpt-4", "--category", "math",
+            "--style-control", "--ci", ci] + (["--bootstrap", "30"] if ci == "bootstrap" else [])
+    out = run_engine(args + ["--format", "json"])
+    assert out.returncode == 0, out.stderr
+    st = json.loads(out.stdout)["params"]["style"]
+    feats = st["features"]
+    assert sorted(st["constant_features"]) == ["bold", "headers"]
+    for f, v in feats.items():
+        if f in ("bold", "headers"):
+            assert v["beta"] == 0.0 and v["ci_low"] is None and v["ci_high"] is None and v["se"] is None
+        else:
+            assert v["ci_low"] < v["ci_high"]
+    text = run_engine(args + ["--format", "csv"])
+    assert "headers, bold take(s) one value over every fitted vote" in text.stderr
+    assert "headers +0.0000 (no interval)" in text.stderr

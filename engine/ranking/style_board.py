@@ -240,10 +240,18 @@ def leaderboard_from_style_rows(rows: VoteRows, spec: BoardSpec | None = None, *
     table = table.sort_values(["rank", "model"], kind="stable")
     table = table[list(plain.table.columns) + list(STYLE_TABLE_COLUMNS)].reset_index(drop=True)
     assert set(TABLE_COLUMNS) <= set(table.columns)
+    # a feature that does not vary over the fitted votes informs nothing: its beta is the ridge's 0 and
+    # its interval would read as a certain zero, so it gets none (``None`` in JSON, a note below)
+    constant = [f for k, f in enumerate(STYLE_FEATURES) if not np.any(bt.x[:, k] != 0.0)]
+
+    def interval(k: int, f: str, v: float) -> float | None:
+        return None if f in constant or not np.isfinite(v) else float(v)
+
     style = {
-        "features": {f: {"beta": float(fit.beta[k]), "ci_low": float(beta_low[k]),
-                         "ci_high": float(beta_high[k]), "se": float(se_beta[k])}
+        "features": {f: {"beta": float(fit.beta[k]), "ci_low": interval(k, f, beta_low[k]),
+                         "ci_high": interval(k, f, beta_high[k]), "se": interval(k, f, se_beta[k])}
                      for k, f in enumerate(STYLE_FEATURES)},
+        "constant_features": constant,
         "beta_reads": "change in the log-odds of winning per standard deviation of (a - b) / (a + b) of the "
                       "feature over the fitted votes (positive: more of it wins more)",
         "feature_mean": bt.mean.tolist(), "feature_std": bt.std.tolist(),
@@ -284,11 +292,15 @@ def style_notes(board: Leaderboard) -> list[str]:
     st = p.get("style")
     if st:
         pct = f"{p.get('level', 0.95):.0%}"
-        betas = "; ".join(f"{f} {v['beta']:+.4f} [{v['ci_low']:+.4f}, {v['ci_high']:+.4f}]"
+        betas = "; ".join(f"{f} {v['beta']:+.4f} " + ("(no interval)" if v["ci_low"] is None else
+                                                        f"[{v['ci_low']:+.4f}, {v['ci_high']:+.4f}]")
                           for f, v in st["features"].items())
         out.append(f"style control: beta per feature with its {pct} {p['ci_method']} interval (log-odds per "
                    f"standard deviation of (a - b)/(a + b)): {betas}; rank_change = rank_plain - rank, the "
                    "plain Bradley-Terry board on the same votes.")
+        if st.get("constant_features"):
+            out.append(f"style control: {', '.join(st['constant_features'])} take(s) one value over every "
+                       "fitted vote, so the data say nothing of its beta: 0 (the ridge's), no interval.")
         if st["n_votes_without_features"]:
             out.append(f"style control: {st['n_votes_without_features']:,} of "
                        f"{st['n_votes_fit'] + st['n_votes_without_features']:,} votes carry no style "
