@@ -48,22 +48,37 @@ def test_the_space_a_failed_import_leaves_is_reported(small_disk):
     file before the commit fails), then a 3-row import that finds the disk as full."""
     db = small_disk / "lens.duckdb"
     store = Store(db)
-    try:
-        assert store_report(store, validate_file(_rows(3), "s.csv", dataset="s"), "s").status == "stored"
-        messages = []
-        for name, n in (("big", 250_000), ("next", 3)):
-            with pytest.raises(LensError) as info:
-                store_report(store, validate_file(_rows(n), f"{name}.csv", dataset=name), name)
-            messages.append(str(info.value))
+
+    def space_now() -> tuple[str, str, str, str]:
+        """The four numbers the sentence must give, read from the file system and DuckDB itself."""
         size, wal = db.stat().st_size, Path(f"{db}.wal").stat().st_size
         block, used = store.cursor().execute(
             "SELECT block_size, used_blocks FROM pragma_database_size()").fetchone()
         free = shutil.disk_usage(small_disk).free
+        return _size(size), _size(wal), _size(max(size - block * used, 0)), _size(free)
+
+    refusals = []  # (sentence, the space read right after it)
+    try:
+        assert store_report(store, validate_file(_rows(3), "s.csv", dataset="s"), "s").status == "stored"
+        with pytest.raises(LensError) as info:
+            store_report(store, validate_file(_rows(250_000), "big.csv", dataset="big"), "big")
+        refusals.append((str(info.value), space_now()))
+        # the 3-row import after it: refused with the same sentence when DuckDB finds no room, or stored
+        # whole where the log's allocated pages still take it (it depends on the file's layout, which
+        # migration 070's columns changed); never half-written
+        count = "SELECT count(*) FROM verdicts WHERE dataset = 'next'"
+        try:
+            store_report(store, validate_file(_rows(3), "next.csv", dataset="next"), "next")
+        except LensError as exc:
+            refusals.append((str(exc), space_now()))
+            assert store.cursor().execute(count).fetchone()[0] == 0
+        else:
+            assert store.cursor().execute(count).fetchone()[0] == 3
     finally:
         store.close()
-    for msg in messages:
+    for msg, space in refusals:
         m = re.search(r"the store's file is (.+?) and its log (.+?), (.+?) of the file unused blocks that "
                       r"failed writes left \(the file keeps them\), and the disk has (.+?) free; free", msg)
         assert m, msg  # old: "... (the store is unchanged); free some space and import again."
-        assert m.groups() == (_size(size), _size(wal), _size(max(size - block * used, 0)), _size(free))
+        assert m.groups() == space
         assert "\n" not in msg
