@@ -110,3 +110,13 @@ def bad_triads_bruteforce(g: nx.DiGraph) -> set[frozenset[str]]:
                 if not all_tie:
                     bad.add(frozenset((a, b, c)))
     return bad
+
+
+def style_board_page(app, judge: str = "human"):
+    """The Leaderboard page for ``judge`` with the style-control toggle on (checked clean at each step)."""
+    app.selectbox(key="judge").set_value(judge).run()
+    at = app.switch_page("app_pages/1_leaderboard.py").run()
+    assert_clean(at)
+    at.toggle(key="lb_style").set_value(True).run()
+    assert_clean(at)
+    return at

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean  # noqa: F401
+from apphelpers import app, assert_clean, style_board_page  # noqa: F401
 
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.style_board import style_battles
@@ -19,11 +19,7 @@ from tests.test_style_bt import reference_fit
 def test_style_control_toggle_shows_the_controlled_board_and_beta(app, shipped_store):
     """Kills: rank_change shown with the wrong sign (the human judge's board has two models that move),
     beta from another fit, the plain order shown as the controlled one."""
-    app.selectbox(key="judge").set_value("human").run()
-    at = app.switch_page("app_pages/1_leaderboard.py").run()
-    assert_clean(at)
-    at.toggle(key="lb_style").set_value(True).run()
-    assert_clean(at)
+    at = style_board_page(app)
     frames = [d.value for d in at.dataframe]
     board = next(f for f in frames if "rank_change" in f.columns)
     betas = next(f for f in frames if "beta" in f.columns)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean  # noqa: F401
+from apphelpers import app, assert_clean, style_board_page  # noqa: F401
 from conftest import run_engine
 from test_rank_ub_seam import brute_force
 
@@ -22,11 +22,7 @@ def test_style_board_on_the_page_equals_the_cli(app, shipped_db):
     """Human judge (models move under style control there), sandwich intervals (the page's default and the
     CLI's under --style-control). Kills: rank (UB) missing from the page's style board or taken from the
     plain board's intervals, rank_change of another board, betas of another fit."""
-    app.selectbox(key="judge").set_value("human").run()
-    at = app.switch_page("app_pages/1_leaderboard.py").run()
-    assert_clean(at)
-    at.toggle(key="lb_style").set_value(True).run()
-    assert_clean(at)
+    at = style_board_page(app)
     frames = [d.value for d in at.dataframe]
     page = next(f for f in frames if "rank_change" in f.columns).set_index("model")
     betas = next(f for f in frames if "beta" in f.columns).set_index("feature")
@@ -54,9 +50,7 @@ def test_baseline_table_under_style_control_equals_the_cli(app, shipped_db):
     """With the style toggle on, the page's win rates against a baseline are those of
     ``leaderboard --baseline M --style-control`` (sandwich intervals, delta method). Kills a page whose
     baseline table ignores the toggle (the plain fit's win rates, bootstrap intervals)."""
-    app.selectbox(key="judge").set_value("human").run()
-    at = app.switch_page("app_pages/1_leaderboard.py").run()
-    at.toggle(key="lb_style").set_value(True).run()
+    at = style_board_page(app)
     at.selectbox(key="lb_baseline").set_value("gpt35").run()
     assert_clean(at)
     page = next(d.value for d in at.dataframe if "win_rate_pct" in d.value.columns).set_index("model")
