@@ -23,6 +23,7 @@ from engine.rankers.kemeny import kemeny_scores_batch
 from engine.rankers.pged import (
     AGGREGATES,
     DELTA_TIES,
+    FAS_METHODS,
     MODES,
     PROMPT_TIES,
     ensemble_descendants,
@@ -104,7 +105,7 @@ def elspr_batch(
 
 def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "per-prompt",
                aggregate: str = "weight-score", prompt_ties: str = "average", delta_ties: str = "average",
-               exact_max: int = 12) -> BatchFit | None:
+               exact_max: int = 12, fas: str = "greedy") -> BatchFit | None:
     """PGED: global mode = Algorithm 1 on B ensembles at once. Per-prompt mode: the per-question rankings
     are fixed whenever every graph of a question is drawn equally often (prompt resampling, or one graph
     per question), so only the aggregation weights change (question multiplicities); otherwise the B x Q
@@ -115,12 +116,14 @@ def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "p
         or aggregate not in AGGREGATES
         or prompt_ties not in PROMPT_TIES
         or delta_ties not in DELTA_TIES
+        or fas not in FAS_METHODS
     ):
         return None
     alpha = graph_weights(stack, weights)
     if mode == "global":
-        desc, _, _ = ensemble_descendants(weighted_sums(c * alpha[None], stack.wins), delta_ties)
-        return desc, 0, 0, "Algorithm 1 on all B ensembles at once"
+        desc = ensemble_descendants(weighted_sums(c * alpha[None], stack.wins), delta_ties, fas)[0]
+        how = "Algorithm 1" if fas == "greedy" else "the minimum feedback arc set"
+        return desc, 0, 0, f"{how} on all B ensembles at once"
     q_of_t, qkeys = question_ids(stack)
     n_q = len(qkeys)
     cf = c.astype(np.float64)
@@ -133,7 +136,8 @@ def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "p
     np.minimum.at(lo.T, q_of_t, cf.T)
     fixed = bool((hi == lo).all())  # every graph of each question drawn equally often
     score, _ = pged_per_prompt_scores(stack, alpha, m, g=None if fixed else cf, aggregate=aggregate,
-                                      prompt_ties=prompt_ties, exact_max=exact_max, delta_ties=delta_ties)
+                                      prompt_ties=prompt_ties, exact_max=exact_max, delta_ties=delta_ties,
+                                      fas=fas)
     if fixed:
         return score, 0, 0, "fixed per-question rankings, aggregation weighted by question multiplicities"
     return (

@@ -587,8 +587,14 @@ class PGED(Ranker):
         text += f"; delta ties: {d.get('delta_ties')}"
         if d.get("n_prompts_with_delta_ties"):
             text += f" ({d['n_prompts_with_delta_ties']} of {d.get('n_prompts')} questions had one)"
-        return [text + f"; {d.get('n_removed_arcs')} arc(s) removed by denoising (shown graph: delta ties "
-                "to the first name)."] + participation_note(
+        if "fas" in d:
+            text += f"; denoising: {d['fas']}"
+            if d.get("n_prompts_fas_greedy_fallback") or d.get("fas_greedy_fallback"):
+                n_fb = d.get("n_prompts_fas_greedy_fallback") or 1
+                text += (f"; {n_fb} ensemble(s) had more models with arcs than the exact limit and used the "
+                         "greedy instead")
+        return [text + f"; {d.get('n_removed_arcs')} arc(s) removed by denoising (shown graph: "
+                f"{d.get('display_graph')})."] + participation_note(
             "pged", table, "descendant counts (weight scores)",
             "compare with bt or winrate, or restrict the selection to prompts every model took part in")
 

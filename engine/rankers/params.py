@@ -41,6 +41,7 @@ ORDER_WORDS = {
 
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("elo", "order"): ELO_ORDERS,
+    ("pged", "fas"): ("greedy", "exact"),
     **{(r, "on_degenerate"): ("regularize", "raise") for r in ("bt", "davidson", "rank-centrality", "elspr")},
 }
 """(ranker, word parameter) → the words it accepts; a ranker checking its own words needs no entry."""

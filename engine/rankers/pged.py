@@ -47,9 +47,14 @@ from engine.graphs.denoise import (
     TIE_RTOL,
     denoise,
     denoise_batch,
-    descendant_counts,
     descendant_counts_batch,
     expected_descendants_batch,
+)
+from engine.graphs.min_fas import (
+    EXACT_FAS_MAX_N,
+    MAX_ENUMERATED_ORDERS,
+    exact_descendants_batch,
+    min_fas_batch,
 )
 from engine.graphs.stack import GraphStack
 from engine.rankers.base import (
@@ -66,7 +71,22 @@ from engine.rankers.simple import graph_weights
 MODES = ("per-prompt", "global")
 AGGREGATES = ("weight-score", "kemeny", "pairwise-majority")
 PROMPT_TIES = ("average", "name")
+FAS_METHODS = ("greedy", "exact")
+FAS_TEXT = {
+    "greedy": "greedy feedback arc set (paper 002, Algorithm 1)",
+    "exact": f"minimum feedback arc set (exact subset DP, graphs of at most {EXACT_FAS_MAX_N} models with "
+             "arcs; larger ones use the greedy)",
+}
 QUESTION_KEY = ("dataset", "prompt_id", "turn")
+EXACT_TIES_TEXT = {
+    "average": "several minimum feedback arc sets: descendant counts averaged over every minimum set "
+               "(exact; when over 2048 orders: the order with ties to the first name); name-independent",
+    "name": "several minimum feedback arc sets: the optimal order with ties to the first model by name",
+}
+DISPLAY_TEXT = {
+    "greedy": "Algorithm 1 with delta ties to the first model by name (one of the tied choices)",
+    "exact": "a minimum feedback arc set: the optimal order with ties to the first model by name",
+}
 DELTA_TIES_TEXT = {
     "average": "Algorithm 1's delta ties broken uniformly at random, descendant counts averaged over every "
                "tie path (exact; more than 2048 paths: tied candidates taken together); name-independent",
@@ -122,53 +142,100 @@ def question_ids(stack: GraphStack) -> tuple[np.ndarray, pd.DataFrame]:
     return codes, stack.keys.iloc[first][cols].reset_index(drop=True)
 
 
-def check_delta_ties(delta_ties: str) -> None:
-    """Refuse an unknown ``delta_ties`` with one sentence listing the choices."""
+def check_delta_ties(delta_ties: str, fas: str = "greedy") -> None:
+    """Refuse an unknown ``delta_ties`` or ``fas`` with one sentence listing the choices."""
     if delta_ties not in DELTA_TIES:
         raise LensError(f"Unknown delta_ties {delta_ties!r}; choose {' or '.join(DELTA_TIES)}.")
+    if fas not in FAS_METHODS:
+        raise LensError(f"Unknown PGED fas {fas!r}; choose {' or '.join(FAS_METHODS)}.")
 
 
-def ensemble_descendants(w: np.ndarray, delta_ties: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(G, n, n) ensembles → (descendant counts (G, n) float, tie paths (G,), grouped fallback (G,) bool)."""
-    check_delta_ties(delta_ties)
+def ensemble_descendants(
+    w: np.ndarray, delta_ties: str, fas: str = "greedy"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(G, n, n) ensembles → (descendant counts (G, n) float, tie paths (G,), grouped fallback (G,) bool,
+    greedy fallback (G,) bool).
+
+    ``fas="greedy"``: Algorithm 1, its delta ties by ``delta_ties``; tie paths = the paths averaged over
+    (1: no tie), grouped = more than 2048 paths. ``fas="exact"``: the DAG of a minimum feedback arc set
+    (engine.graphs.min_fas); with ``delta_ties="average"`` the counts are averaged over every minimum
+    arc set (tie paths = their number; grouped = enumerating them needed more than 2048 orders, so the
+    representative order was used), with ``"name"`` the representative order (ties to the first name).
+    Ensembles with more than ``EXACT_FAS_MAX_N`` models with arcs use the greedy, flagged in the last
+    array.
+    """
+    check_delta_ties(delta_ties, fas)
+    w = np.asarray(w, dtype=np.float64)
+    G = w.shape[0]
+    greedy = np.zeros(G, dtype=bool)
+    if fas == "exact":
+        desc, paths, grouped, solved = exact_descendants_batch(w, max_sets=0 if delta_ties == "name" else
+                                                                MAX_ENUMERATED_ORDERS)
+        if delta_ties == "name":
+            paths, grouped = np.ones(G, dtype=np.int64), np.zeros(G, dtype=bool)
+        greedy = ~solved
+        if not greedy.any():
+            return desc, paths, grouped, greedy
+        d_g, p_g, o_g, _ = ensemble_descendants(w[greedy], delta_ties)
+        desc[greedy], paths[greedy], grouped[greedy] = d_g, p_g, o_g
+        return desc, paths, grouped, greedy
     if delta_ties == "average":
-        return expected_descendants_batch(w)
+        return (*expected_descendants_batch(w), greedy)
     _, dag, _ = denoise_batch(w)
-    G = np.asarray(w).shape[0]
     return (
         descendant_counts_batch(dag).astype(np.float64),
         np.ones(G, dtype=np.int64),
         np.zeros(G, dtype=bool),
+        greedy,
     )
 
 
-def pged_from_weights(w: np.ndarray, models: tuple[str, ...], delta_ties: str = "average") -> RankResult:
+def denoise_display(w: np.ndarray, fas: str = "greedy") -> tuple[np.ndarray, np.ndarray]:
+    """The DAGs shown to users for (G, n, n) ensembles: (DAG weights (G, n, n), removed arcs (G, n, n)
+    bool). Greedy: Algorithm 1 with delta ties to the first name; exact: the minimum feedback arc set of
+    the representative order (ties to the first name), the greedy's above ``EXACT_FAS_MAX_N`` models."""
+    w = np.array(w, dtype=np.float64)
+    n = w.shape[1]
+    w[:, np.arange(n), np.arange(n)] = 0.0
+    _, dag, removed = denoise_batch(w)
+    if fas != "exact":
+        return dag, removed
+    m = min_fas_batch(w)
+    removed = np.where(m.solved[:, None, None], m.removed, removed)
+    return np.where(removed, 0.0, w), removed
+
+
+def pged_from_weights(
+    w: np.ndarray, models: tuple[str, ...], delta_ties: str = "average", fas: str = "greedy"
+) -> RankResult:
     """PGED steps 2-3 on one ensemble weight matrix (row beats column): the global mode."""
-    d = denoise(w)
-    if delta_ties == "average":
-        desc, paths, grouped = (
-            x[0] for x in expected_descendants_batch(np.asarray(w, dtype=np.float64)[None])
-        )
-    else:
-        desc, paths, grouped = descendant_counts(d.dag).astype(np.float64), 1, False
+    w = np.asarray(w, dtype=np.float64)
+    desc_g, paths_g, grouped_g, greedy_g = ensemble_descendants(w[None], delta_ties, fas)
+    desc, paths, grouped, greedy = desc_g[0], int(paths_g[0]), bool(grouped_g[0]), bool(greedy_g[0])
+    dag_g, removed_g = denoise_display(w[None], fas)
+    dag, removed_mask = dag_g[0], removed_g[0]
     order = final_order(models, desc, None)
     removed = [
-        (models[i], models[j], float(w[i, j])) for i, j in zip(*np.nonzero(d.removed), strict=True)
+        (models[i], models[j], float(w[i, j])) for i, j in zip(*np.nonzero(removed_mask), strict=True)
     ]
+    exact_shown = fas == "exact" and not greedy
     details = {
         "mode": "global: one ensemble over every graph, denoised once",
         "score": "descendant count in the denoised DAG (paper 002, eq. 5); ties broken by model name",
-        "delta_ties": DELTA_TIES_TEXT[delta_ties],
-        "n_tie_paths": None if grouped else int(paths),
-        "tie_fallback": bool(grouped),
-        "display_graph": "Algorithm 1 with delta ties to the first model by name (one of the tied choices)",
+        "fas": FAS_TEXT[fas],
+        "fas_greedy_fallback": greedy,
+        "delta_ties": EXACT_TIES_TEXT[delta_ties] if exact_shown else DELTA_TIES_TEXT[delta_ties],
+        "n_tie_paths": None if grouped else paths,
+        "tie_fallback": grouped,
+        "display_graph": DISPLAY_TEXT["exact" if exact_shown else "greedy"],
         "n_removed_arcs": len(removed),
-        "removed_weight": d.removed_weight,
-        "total_weight": float(np.asarray(w).sum() - np.trace(w)),
-        "greedy_sequence": [models[i] for i in d.order],
+        "removed_weight": float(np.where(removed_mask, w, 0.0).sum()),
+        "total_weight": float(w.sum() - np.trace(w)),
     }
+    if not exact_shown:
+        details["greedy_sequence"] = [models[i] for i in denoise(w).order]
     extras = {
-        "graph": adjacency_frame(models, d.dag),
+        "graph": adjacency_frame(models, dag),
         "ensemble": adjacency_frame(models, w),
         "removed": removed,
         "order": order,
@@ -178,17 +245,17 @@ def pged_from_weights(w: np.ndarray, models: tuple[str, ...], delta_ties: str = 
 
 def prompt_rankings(
     wq: np.ndarray, present: np.ndarray, prompt_ties: str = "average", delta_ties: str = "average",
-    display: bool = False,
+    display: bool = False, fas: str = "greedy",
 ) -> tuple:
     """Per-question PGED rankings for (G, n, n) ensemble weights and (G, n) presence masks.
 
     Returns (points (G, n) = l - r + 1 for present models, 0 otherwise (eq. 7), above (G, n, n) bool =
     ranked strictly above, both present, descendant counts (G, n) (averaged over delta-tie paths with
-    ``delta_ties="average"``), tie paths (G,), grouped fallback (G,)), plus with ``display`` the
-    name-rule DAGs (G, n, n) and removed arcs (G, n, n) shown to users.
+    ``delta_ties="average"``), tie paths (G,), grouped fallback (G,), greedy fallback of ``fas="exact"``
+    (G,)), plus with ``display`` the name-rule DAGs (G, n, n) and removed arcs (G, n, n) shown to users.
     """
     G, n, _ = wq.shape
-    desc, paths, grouped = ensemble_descendants(wq, delta_ties)
+    desc, paths, grouped, greedy = ensemble_descendants(wq, delta_ties, fas)
     both = present[:, :, None] & present[:, None, :]
     gap = desc[:, None, :] - desc[:, :, None]  # gap[g, i, j] = desc_j - desc_i
     tol = TIE_RTOL * np.maximum(1.0, np.maximum(np.abs(desc[:, None, :]), np.abs(desc[:, :, None])))
@@ -205,9 +272,9 @@ def prompt_rankings(
     points = np.where(present, length - r + 1.0, 0.0)
     above = (r[:, :, None] < r[:, None, :]) & both
     if not display:
-        return points, above, desc, paths, grouped
-    _, dag, removed = denoise_batch(wq)
-    return points, above, desc, paths, grouped, dag, removed
+        return points, above, desc, paths, grouped, greedy
+    dag, removed = denoise_display(wq, fas)
+    return points, above, desc, paths, grouped, greedy, dag, removed
 
 
 def aggregate_rankings(
@@ -269,13 +336,14 @@ def pged_per_prompt_scores(
     g: np.ndarray | None = None,
     chunk_cells: int = 20_000_000,
     delta_ties: str = "average",
+    fas: str = "greedy",
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-prompt PGED scores for B weightings at once; returns (scores (B, n), Kemeny orders or None).
 
     ``m`` (B, Q): question weights of the aggregation (bootstrap multiplicities). ``g`` (B, T): graph
     weights of the per-question ensembles; None means ``alpha`` for every row, so one set of
     per-question rankings serves all B (the ensembles only change by a positive factor per question,
-    which Algorithm 1 and the descendant counts ignore).
+    which Algorithm 1, the minimum feedback arc set and the descendant counts ignore).
     """
     q_of_t = question_ids(stack)[0]
     n_q = int(q_of_t.max()) + 1 if q_of_t.size else 0
@@ -283,7 +351,7 @@ def pged_per_prompt_scores(
     m = np.asarray(m, dtype=np.float64)
     if g is None:
         wq, pres = prompt_ensembles(stack, np.asarray(alpha, dtype=np.float64)[None], q_of_t, n_q)
-        points, above, *_ = prompt_rankings(wq[0], pres[0], prompt_ties, delta_ties)
+        points, above, *_ = prompt_rankings(wq[0], pres[0], prompt_ties, delta_ties, fas=fas)
         score, orders, _ = aggregate_rankings(points, above, m, aggregate, exact_max)
         return score, orders
     B = g.shape[0]
@@ -295,7 +363,7 @@ def pged_per_prompt_scores(
         nb = gb.shape[0]
         wq, pres = prompt_ensembles(stack, gb, q_of_t, n_q)
         points, above, *_ = prompt_rankings(
-            wq.reshape(nb * n_q, n, n), pres.reshape(nb * n_q, n), prompt_ties, delta_ties
+            wq.reshape(nb * n_q, n, n), pres.reshape(nb * n_q, n), prompt_ties, delta_ties, fas=fas
         )
         s, o, _ = aggregate_rankings(points.reshape(nb, n_q, n), above.reshape(nb, n_q, n, n), m[b0:b0 + nb],
                                      aggregate, exact_max)
@@ -317,16 +385,18 @@ def final_order(models: tuple[str, ...], score: np.ndarray, kemeny_order: np.nda
 
 def pged_per_prompt(
     stack: GraphStack, alpha: np.ndarray, *, aggregate: str, prompt_ties: str, exact_max: int,
-    delta_ties: str = "average",
+    delta_ties: str = "average", fas: str = "greedy",
 ) -> RankResult:
-    """The paper's model-ranking PGED: per-question ensemble → Algorithm 1 → ranking → rank ensemble."""
+    """The paper's model-ranking PGED: per-question ensemble → Algorithm 1 (or the minimum feedback arc
+    set, ``fas="exact"``) → ranking → rank ensemble."""
     models = stack.models
     q_of_t, qkeys = question_ids(stack)
     n_q = len(qkeys)
     wq, pres = prompt_ensembles(stack, alpha[None], q_of_t, n_q)
     wq, pres = wq[0], pres[0]
-    points, above, desc, paths, grouped, dag, removed = prompt_rankings(wq, pres, prompt_ties, delta_ties,
-                                                                       display=True)
+    points, above, desc, paths, grouped, greedy, dag, removed = prompt_rankings(
+        wq, pres, prompt_ties, delta_ties, display=True, fas=fas
+    )
     score, orders, counts = aggregate_rankings(points, above, np.ones((1, n_q)), aggregate, exact_max)
     score = score[0]
     order = final_order(models, score, None if orders is None else orders[0])
@@ -353,17 +423,19 @@ def pged_per_prompt(
         ),
         "final_tie_break": "none: equal scores share a rank (the order shown lists them by model name"
         + ("; Kemeny scores averaged over the co-optimal orders)" if aggregate == "kemeny" else ")"),
-        "delta_ties": DELTA_TIES_TEXT[delta_ties],
+        "fas": FAS_TEXT[fas],
+        "delta_ties": EXACT_TIES_TEXT[delta_ties] if fas == "exact" else DELTA_TIES_TEXT[delta_ties],
         "n_prompts_with_delta_ties": int(((paths > 1) | grouped).sum()),
         "n_prompts_tie_fallback": int(grouped.sum()),
-        "display_graph": "per question, Algorithm 1 with delta ties to the first model by name (one of the "
-                         "tied choices), summed",
+        "display_graph": "per question, " + DISPLAY_TEXT[fas] + ", summed",
         "n_prompts": n_q,
         "n_prompts_with_cycles_removed": int(removed.any(axis=(1, 2)).sum()),
         "n_removed_arcs": int(removed.sum()),
         "removed_weight": float(removed_w.sum()),
         "total_weight": float(wq.sum()),
     }
+    if fas == "exact":
+        details["n_prompts_fas_greedy_fallback"] = int(greedy.sum())
     if aggregate == "kemeny" and counts is not None:
         details["co_optimal_orders"] = None if np.isnan(counts[0]) else int(counts[0])
     extras = {
@@ -376,8 +448,8 @@ def pged_per_prompt(
     return RankResult("pged", series(models, score), details, extras)
 
 
-@register("pged", "PGED: per-prompt graph ensemble, greedy feedback-arc-set denoising, rank ensemble (paper "
-                  "002)")
+@register("pged", "PGED: per-prompt graph ensemble, feedback-arc-set denoising (greedy, or exact with "
+                  "fas=exact), rank ensemble (paper 002)")
 def pged(
     stack: GraphStack,
     *,
@@ -387,11 +459,12 @@ def pged(
     prompt_ties: str = "average",
     delta_ties: str = "average",
     exact_max: int = 12,
+    fas: str = "greedy",
 ) -> RankResult:
-    """PGED (paper 002): per-graph rankings from greedy feedback-arc-set denoising, combined by
-    ``aggregate``."""
+    """PGED (paper 002): per-graph rankings from feedback-arc-set denoising (``fas``: ``greedy``, the
+    paper's Algorithm 1, or ``exact``, a minimum set), combined by ``aggregate``."""
     check_stack(stack, "pged")
-    check_delta_ties(delta_ties)
+    check_delta_ties(delta_ties, fas)
     check_pged_size(stack.n, stack.keys, mode)
     if mode not in MODES:
         raise LensError(f"Unknown PGED mode {mode!r}; choose {' or '.join(MODES)}.")
@@ -402,10 +475,10 @@ def pged(
     alpha = graph_weights(stack, weights)
     if mode == "global":
         w = np.einsum("t,tij->ij", alpha, stack.wins.astype(np.float64))
-        res = pged_from_weights(w, stack.models, delta_ties)
+        res = pged_from_weights(w, stack.models, delta_ties, fas)
         return RankResult(
             res.ranker, res.scores, {**res.details, "weighted": weights is not None}, res.extras
         )
     res = pged_per_prompt(stack, alpha, aggregate=aggregate, prompt_ties=prompt_ties, exact_max=exact_max,
-                          delta_ties=delta_ties)
+                          delta_ties=delta_ties, fas=fas)
     return RankResult(res.ranker, res.scores, {**res.details, "weighted": weights is not None}, res.extras)
