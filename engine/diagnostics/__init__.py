@@ -19,7 +19,16 @@ import numpy as np
 import pandas as pd
 
 from engine.diagnostics import agreement as _agreement
-from engine.diagnostics import cycle_stats, entropy, nontransitivity, order_stress, position, sntd, summary
+from engine.diagnostics import (
+    cycle_stats,
+    entropy,
+    fas_gap,
+    nontransitivity,
+    order_stress,
+    position,
+    sntd,
+    summary,
+)
 from engine.diagnostics.verdict_pairs import has_known_order
 from engine.errors import LensError
 from engine.graphs.buckets import build_buckets
@@ -51,6 +60,10 @@ TABLES: dict[str, str] = {
     "agreement": "agreement and Cohen's κ between judges (or against a reference judge), on each item's "
                  "verdict after both presentation orders are combined (which model won, not which position)",
     "structure": "mean bad cycles, draw rate and largest SCC by judge and category (paper 000, Fig. 4)",
+    "fas": "per group: cyclic graphs, graphs where PGED's greedy feedback arc set removed more arcs than the "
+           "minimum, and by how many (exact minimum for graphs of up to 20 models)",
+    "fas-graphs": "per graph: arcs, arcs removed by the greedy feedback arc set, by the minimum one, and the "
+                  "excess",
 }
 
 
@@ -85,9 +98,9 @@ EXTRA_BY: dict[str, tuple[str, ...]] = {
     "pnt": ("model_a", "model_b", "model_c"), "sntd": ("model_a", "model_b", "model_c"),
     "position": ("lo", "hi"),
 }
-UNGROUPED: tuple[str, ...] = ("overview", "entropy-graphs", "cycle-graphs")
+UNGROUPED: tuple[str, ...] = ("overview", "entropy-graphs", "cycle-graphs", "fas-graphs")
 """Tables with one row per judge or per graph: ``by`` does not apply to them."""
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 """Part of every cache key: bump when a table's columns or numbers change, so old results are not served."""
 
 
@@ -215,7 +228,8 @@ def diagnose(
                                     policy=policy)
     stack = build_buckets(v, policy=policy)
     out = _graph_table(stack, table, params, v)
-    notes = [n for n in (small_graph_note(stack, table), _empty_note(out, table, stack)) if n]
+    fas_note = fas_gap.fas_gap_note(out.attrs.pop("fas_rows")) if "fas_rows" in out.attrs else None
+    notes = [n for n in (small_graph_note(stack, table), _empty_note(out, table, stack), fas_note) if n]
     if notes:
         out.attrs["notes"] = notes
     return out
@@ -223,7 +237,7 @@ def diagnose(
 
 SMALL_GRAPH_TABLES: tuple[str, ...] = (
     "overview", "pnt", "patterns", "sntd", "heatmap", "entropy", "cycles", "cycle-lengths", "participation",
-    "cycle-fit", "cycle-graphs", "cycle-prompts", "structure",
+    "cycle-fit", "cycle-graphs", "cycle-prompts", "structure", "fas", "fas-graphs",
 )
 """Tables whose triad / cycle statistics leave out graphs of fewer than 3 models."""
 
@@ -289,6 +303,11 @@ def _graph_table(
         return entropy.entropy_table(stack)
     if table == "structure":
         return summary.structure_summary(stack, _by(params, summary.DEFAULT_BY, "structure"))
+    if table in ("fas", "fas-graphs"):
+        rows = fas_gap.fas_gap_table(stack)
+        out = rows if table == "fas-graphs" else fas_gap.fas_gap_summary(rows, _by(params, ("judge",), "fas"))
+        out.attrs["fas_rows"] = rows
+        return out
     # cycle tables
     bound = params.get("length_bound")
     ctab, part = cycle_stats.cycle_table(stack, length_bound=None if bound is None else int(bound),

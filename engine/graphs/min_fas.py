@@ -52,8 +52,12 @@ MAX_ENUMERATED_ORDERS = 2048
 COST_RTOL = 1e-9
 """Two order costs within this relative tolerance are equal (weights are sums of float graph weights)."""
 
-_DP_CELLS = 1 << 23
-"""Graphs go through the DP in chunks of about this many (graph, subset) cells (64 MB of float64)."""
+_DP_CELLS = 1 << 22
+"""Graphs go through the DP in chunks of about this many (graph, subset, vertex) cells (32 MB of float64
+per array), and row arrays of the enumeration stay near this many (row, vertex, vertex) cells."""
+
+_ENUM_GRAPHS = 64
+"""Graphs enumerated together for their minimum arc sets (rows: at most this times the row cap)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,10 @@ def _first_choices(w: np.ndarray, F: np.ndarray, gid: np.ndarray, rest: np.ndarr
     k = w.shape[1]
     vbit = np.int64(1) << np.arange(k, dtype=np.int64)
     inside = (rest[:, None] & vbit[None, :]) != 0
-    into = np.einsum("rs,rsv->rv", inside.astype(np.float64), w[gid])  # arcs s -> v, s still to come
+    into = np.empty(inside.shape)  # arcs s -> v from the vertices s still to come
+    step = max(1, _DP_CELLS // max(1, k * k))
+    for a in range(0, gid.size, step):
+        into[a:a + step] = np.einsum("rs,rsv->rv", inside[a:a + step].astype(np.float64), w[gid[a:a + step]])
     after = F[gid[:, None], rest[:, None] ^ vbit[None, :]]
     tot = np.where(inside, after + into, np.inf)
     here = F[gid, rest]
@@ -196,7 +203,7 @@ def _by_size(w: np.ndarray, max_n: int):
             continue
         g = np.flatnonzero(k_of == k)
         idx = np.sort(np.argsort(~act[g], axis=1, kind="stable")[:, :k], axis=1)
-        step = max(1, _DP_CELLS // (1 << int(k)))
+        step = max(1, _DP_CELLS // ((1 << int(k)) * max(1, int(k))))
         for a in range(0, g.size, step):
             gs, ix = g[a:a + step], idx[a:a + step]
             yield gs, ix, w[gs[:, None, None], ix[:, :, None], ix[:, None, :]]
@@ -259,19 +266,25 @@ def exact_descendants_batch(
         F, _ = _subset_tables(sub)
         local = np.zeros((gs.size, ix.shape[1]))
         few = np.zeros(gs.size, dtype=bool)
-        if max_sets > 0:
-            gid, order, over = _canonical_optimal_orders(sub, F, np.arange(gs.size), max_sets)
-            few = ~over
-            kept_sets: list[tuple[np.ndarray, np.ndarray]] = []
-            for a in range(0, gid.size, 4096):  # rows' (R, k, k) arrays stay bounded
-                g_a, o_a = gid[a:a + 4096], order[a:a + 4096]
-                kept_sets.append(_distinct(g_a, (sub[g_a] > 0) & ~_backward(sub[g_a], o_a)))
-            if kept_sets:
-                g_u, kept = _distinct(np.concatenate([g for g, _ in kept_sets]),
-                                      np.concatenate([kp for _, kp in kept_sets]))
-                count = np.bincount(g_u, minlength=gs.size)
-                np.add.at(local, g_u, descendant_counts_batch(kept) / count[g_u, None])
-                sets[gs] = np.where(few, count, 0)
+        k = ix.shape[1]
+        step = max(1, _DP_CELLS // max(1, k * k))
+        for e0 in range(0, gs.size if max_sets > 0 else 0, _ENUM_GRAPHS):
+            e = np.arange(e0, min(gs.size, e0 + _ENUM_GRAPHS))
+            gid, order, over = _canonical_optimal_orders(sub, F, e, max_sets)
+            few[e] = ~over[e]
+            parts = []
+            for a in range(0, gid.size, step):  # rows' (R, k, k) arrays stay bounded
+                g_a, o_a = gid[a:a + step], order[a:a + step]
+                parts.append(_distinct(g_a, (sub[g_a] > 0) & ~_backward(sub[g_a], o_a)))
+            if not parts:
+                continue
+            g_u, kept = _distinct(np.concatenate([g for g, _ in parts]),
+                                  np.concatenate([kp for _, kp in parts]))
+            count = np.bincount(g_u, minlength=gs.size)
+            for a in range(0, g_u.size, step):
+                g_a = g_u[a:a + step]
+                np.add.at(local, g_a, descendant_counts_batch(kept[a:a + step]) / count[g_a, None])
+            sets[gs[e]] = np.where(few[e], count[e], 0)
         if (~few).any():
             rows = np.flatnonzero(~few)
             rep = _representative_orders(sub[rows], F[rows])
