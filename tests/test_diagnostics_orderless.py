@@ -69,7 +69,8 @@ def test_every_table_answers_or_explains(orderless_db):
             assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: "), table
             assert ("shown first" in err) if table in ORDER_TABLES else ("no judge probabilities" in err)
             continue
-        assert rc == 0 and err == "", (table, err)
+        said = err.startswith("note: The greedy feedback arc set") and err.count("\n") == 1  # fas tables
+        assert rc == 0 and (err == "" or (table in ("fas", "fas-graphs") and said)), (table, err)
         got = pd.read_csv(io.StringIO(out))
         assert len(got) > 0, table
         if table == "overview":

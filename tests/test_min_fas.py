@@ -307,6 +307,28 @@ def test_fas_graphs_table_against_loops_and_summary_against_the_rows():
     assert (summary["greedy_above_min"] > 0).any()  # the data is cyclic enough for the greedy to lose
 
 
+def test_fas_table_above_the_limit_leaves_the_minimum_empty_and_counts_it():
+    from engine.diagnostics.fas_gap import fas_gap_note, fas_gap_summary, fas_gap_table
+    from engine.graphs.buckets import build_buckets
+
+    arcs = (("m0", "m1"), ("m1", "m2"), ("m2", "m0"), ("m0", "m3"))
+    small_cycles = verdict_frame([(f"q{p}", a, b, "A") for p in range(3) for a, b in arcs], judge="j3")
+    v = pd.concat([_cyclic_verdicts(), small_cycles], ignore_index=True)  # 6-model graphs and 4-model ones
+    full, small = fas_gap_table(build_buckets(v)), fas_gap_table(build_buckets(v), max_n=5)
+    stack = build_stack(v)
+    active = [int(((stack.wins[t]).any(axis=0) | (stack.wins[t]).any(axis=1)).sum()) for t in range(stack.T)]
+    cyclic = full["greedy_removed"].to_numpy() > 0
+    big = (np.array(active) > 5) & cyclic
+    assert big.any() and (~big & cyclic).any()
+    assert small["min_removed"].isna().to_numpy().tolist() == big.tolist()
+    assert small["excess"].isna().to_numpy().tolist() == big.tolist()
+    kept = ~big
+    assert small["min_removed"][kept].tolist() == full["min_removed"][kept].tolist()
+    assert fas_gap_summary(small)["above_limit"].sum() == big.sum()
+    said = f"{int(big.sum())} cyclic graph(s) have more than 5 models with arcs and no exact minimum"
+    assert said in fas_gap_note(small, 5)
+
+
 def test_diagnose_fas_cli_prints_the_summary_and_one_sentence(shipped_db):
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):

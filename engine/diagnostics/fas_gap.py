@@ -52,7 +52,7 @@ def fas_gap_table(stack, max_n: int = EXACT_FAS_MAX_N) -> pd.DataFrame:
             "models": np.full(bk.T, bk.k, dtype=np.int64),
             "arcs": wins.sum(axis=(1, 2)).astype(np.int64),
             "greedy_removed": greedy,
-            "min_removed": pd.array(np.where(np.isnan(minimum), None, minimum), dtype="Int64"),
+            "min_removed": pd.Series(minimum).round().astype("Int64"),  # NaN (above the limit) -> NA
         }))
     cols = [c for c in GRAPH_KEY_COLUMNS if c in b.keys.columns]
     if not parts:
@@ -102,7 +102,7 @@ def fas_gap_summary(table: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd
     return out[cols]
 
 
-def fas_gap_note(table: pd.DataFrame) -> str | None:
+def fas_gap_note(table: pd.DataFrame, max_n: int = EXACT_FAS_MAX_N) -> str | None:
     """One sentence over every row: on how many cyclic graphs the greedy removed more than the minimum,
     by how many arcs, and how many graphs were too large for the exact minimum."""
     if table.empty:
@@ -119,6 +119,5 @@ def fas_gap_note(table: pd.DataFrame) -> str | None:
         lo, hi = int(above.min()), int(above.max())
         text += f" ({lo} more)" if lo == hi else f" ({lo}-{hi} more)"
     if unsolved:
-        text += (f"; {unsolved} cyclic graph(s) have more than {EXACT_FAS_MAX_N} models with arcs and get no "
-                 "exact minimum")
+        text += f"; {unsolved} cyclic graph(s) have more than {max_n} models with arcs and no exact minimum"
     return text + "."
