@@ -9,7 +9,6 @@ file or the store is shown escaped, never sent raw to the terminal.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import pkgutil
 import sys
@@ -45,7 +44,7 @@ def command_module(argv: list[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> LensArgumentParser:
     """The ``python -m engine`` parser: global options and every subcommand's ``register`` (or only
     the module ``only``'s: a command imports what it uses, not what every other command uses)."""
     parser = LensArgumentParser(
