@@ -14,18 +14,23 @@ import pytest
 from conftest import run_engine
 
 
-def test_compare_and_the_trunc_cell_are_one_number_on_vicuna80_gpt4_coding(shipped_db):
+def test_compare_and_the_whole_pool_cells_are_one_number_on_vicuna80_gpt4_coding(shipped_db):
+    """Trunc25→20 (BT) and ScoreWin40 (Copeland of the majority graph) draw the whole 7-graph coding pool
+    every time, so each cell is compare's number for the same ranker, in all four distances."""
     db = ["--db", shipped_db]
     done = run_engine([*db, "compare", "--judge", "gpt-4", "--category", "coding", "--reference", "arena",
-                       "--reference-category", "coding", "--format", "csv"], check=True)
-    compare = pd.read_csv(io.StringIO(done.stdout)).iloc[0]
-    assert compare["n_shared"] == 6 and compare["n_graphs"] == 7
+                       "--reference-category", "coding", "--ranker", "bt", "--ranker", "scorewin",
+                       "--format", "csv"], check=True)
+    compare = pd.read_csv(io.StringIO(done.stdout)).set_index("ranker")
+    assert (compare["n_shared"] == 6).all() and (compare["n_graphs"] == 7).all()
     done = run_engine([*db, "experiment", "baselines", "--reference", "arena", "--judge", "gpt-4",
-                       "--protocols", "trunc", "--resamples", "3", "--format", "csv"], check=True)
+                       "--protocols", "trunc,scorewin", "--resamples", "3", "--format", "csv"], check=True)
     cells = pd.read_csv(io.StringIO(done.stdout))
-    coding = cells[cells["category"] == "coding"].set_index("distance")
-    assert coding["n_draw"].eq(7).all() and coding["degenerate"].all()  # every draw: the 7 coding graphs
-    for ours, theirs in (("spearman", "spearman_distance"), ("kendall", "kendall"), ("footrule", "footrule"),
-                         ("chebyshev", "chebyshev")):
-        assert coding.loc[ours, "mean"] == pytest.approx(compare[theirs], abs=1e-12), ours
-    assert compare["spearman_distance"] == pytest.approx(4 / 35, abs=1e-12)  # 0.114: Σd² = 8 over 6 models
+    for protocol, ranker in (("trunc", "bt"), ("scorewin", "scorewin")):
+        coding = cells[(cells["category"] == "coding") & (cells["protocol"] == protocol)].set_index("distance")
+        assert coding["n_draw"].eq(7).all() and coding["degenerate"].all()  # every draw: the 7 graphs
+        for ours, theirs in (("spearman", "spearman_distance"), ("kendall", "kendall"),
+                             ("footrule", "footrule"), ("chebyshev", "chebyshev")):
+            assert coding.loc[ours, "mean"] == pytest.approx(compare.loc[ranker, theirs], abs=1e-12), \
+                (protocol, ours)
+    assert compare.loc["bt", "spearman_distance"] == pytest.approx(4 / 35, abs=1e-12)  # 0.114: Σd² = 8
