@@ -27,7 +27,8 @@ def test_compare_and_the_whole_pool_cells_are_one_number_on_vicuna80_gpt4_coding
                        "--protocols", "trunc,scorewin", "--resamples", "3", "--format", "csv"], check=True)
     cells = pd.read_csv(io.StringIO(done.stdout))
     for protocol, ranker in (("trunc", "bt"), ("scorewin", "scorewin")):
-        coding = cells[(cells["category"] == "coding") & (cells["protocol"] == protocol)].set_index("distance")
+        mine = (cells["category"] == "coding") & (cells["protocol"] == protocol)
+        coding = cells[mine].set_index("distance")
         assert coding["n_draw"].eq(7).all() and coding["degenerate"].all()  # every draw: the 7 graphs
         for ours, theirs in (("spearman", "spearman_distance"), ("kendall", "kendall"),
                              ("footrule", "footrule"), ("chebyshev", "chebyshev")):
