@@ -9,12 +9,12 @@ file or the store is shown escaped, never sent raw to the terminal.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import pkgutil
 import sys
 
 from engine import cli as cli_pkg
+from engine.cli._parser import LensArgumentParser
 from engine.errors import LensError, disk_full_sentence, is_disk_full
 
 GLOBAL_OPTIONS_WITH_VALUE = ("--db", "--lock-wait")
@@ -44,10 +44,10 @@ def command_module(argv: list[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> LensArgumentParser:
     """The ``python -m engine`` parser: global options and every subcommand's ``register`` (or only
     the module ``only``'s: a command imports what it uses, not what every other command uses)."""
-    parser = argparse.ArgumentParser(
+    parser = LensArgumentParser(
         prog="python -m engine",
         description="Tournament Lens: leaderboards and cycle diagnostics for pairwise LLM judges.",
     )
@@ -69,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command line; a LensError, a full disk or a damaged store file becomes one sentence on
     stderr and exit status 2."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(command_module(argv))
+    module = command_module(argv)
+    parser = build_parser(module)
+    if module is not None:  # an unrecognised option is reported by the top parser: name the command's help
+        command = {m: c for c, m in COMMAND_MODULES.items()}.get(module, module)
+        parser.help_prog = f"{parser.prog} {command}"
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

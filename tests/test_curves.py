@@ -26,10 +26,12 @@ def data():
     return build_stack(d.verdicts.assign(dataset="s", turn=1, prob_a=np.nan)), d.truth
 
 
-def direct_point(st, truth, kept):
-    s = rank(st.subset(kept), "bt", solver="mm").scores
+def direct_point(st, truth, kept, models=None):
+    """BT (MM) on the kept graphs over every model of ``st``, distances on ``models`` (default: all)."""
+    models = list(st.models if models is None else models)
+    s = rank(st.subset(kept), "bt", solver="mm").scores[models]
     r = pd.Series(fractional_ranks(s.to_numpy()[None])[0], index=s.index)
-    return all_distances(r, pd.Series(reference_ranks(truth, st.models), index=st.models))
+    return all_distances(r, pd.Series(reference_ranks(truth, models), index=models))
 
 
 def draws_by_hand(st, pool, kept, m, seed, group, R):
@@ -233,12 +235,14 @@ def test_curve_macro_leaves_out_categories_with_an_empty_pool():
 
 
 def test_curves_score_graphs_with_every_model(data):
+    """Truncation and the fit use every model; the distance reads the rated models' order in that fit
+    (issue 25: as compare and the leaderboard rank; before, the fit dropped the unrated model first)."""
     st, truth = data
-    rated = truth.drop(truth.index[0])  # the strongest model has no rating: ranked out, cycles kept
+    rated = truth.drop(truth.index[0])  # the strongest model has no rating: ranked, cycles kept, not compared
     c = keep_k_curve(st, rated, resamples=0)
     full = truncation_scores(cycle_counts(st))
     cut = truncation_scores(cycle_counts(st.restrict_models(list(rated.index))))
-    sub = st.restrict_models(list(rated.index))
+    models = [m for m in st.models if m in rated.index]
     differs = 0
     for k in range(1, 13):
         sel = select_keep_k(full, st.keys, k, per_category=True)
@@ -246,7 +250,7 @@ def test_curves_score_graphs_with_every_model(data):
         differs += not np.array_equal(sel.index, other.index)
         kept = [i for i in sel.index if st.keys.category[i] == "cat-1"]
         row = c[(c.k == k) & (c.category == "cat-1") & (c.distance == "spearman")].iloc[0]
-        assert row.point == pytest.approx(direct_point(sub, rated, kept)["spearman"], abs=1e-12)
+        assert row.point == pytest.approx(direct_point(st, rated, kept, models)["spearman"], abs=1e-12)
     assert differs  # dropping the model first would have kept other graphs
 
 

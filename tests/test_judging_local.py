@@ -173,3 +173,39 @@ def test_soft_prob_a_is_the_softmax_over_the_letters_from_the_logits(smol, empty
     assert v.winner == ("A" if v.prob_a > 0.525 else "B" if v.prob_a < 0.475 else "tie")
     stored = empty_store.cursor().execute("SELECT DISTINCT decoding FROM judge_calls").fetchall()
     assert len(stored) == 1 and '"logprob_tokens": ["A", "B"]' in stored[0][0]
+
+
+def test_no_progress_leaves_stderr_empty_with_the_local_judge(smol, tmp_path):
+    """Issue 25 friction 8: ``judge --no-progress`` with the local backend wrote transformers' "Loading
+    weights" bar (and its log records) to stderr. The real CLI on the real model now writes nothing
+    there, and still judges (2 calls: one pair in both orders)."""
+    import io
+    import logging
+    import os
+
+    import pandas as pd
+    from conftest import run_engine
+    from transformers.utils import logging as hf_logging
+
+    from engine.judging.local_models import QUIET_LIBRARIES
+
+    def as_a_fresh_process() -> None:
+        hf_logging.enable_progress_bar()
+        hf_logging.set_verbosity_warning()
+        for library in QUIET_LIBRARIES:
+            logging.getLogger(library).setLevel(logging.NOTSET)
+
+    as_a_fresh_process()
+    try:
+        done = run_engine(
+            ["--db", tmp_path / "q.duckdb", "judge", "--dataset", "q", "--inputs", "mt_bench", "--models",
+             "alpaca-13b,llama-13b", "--categories", "math", "--limit", "1", "--backend", "local", "--model",
+             "smollm2", "--threads", "1", "--max-tokens", "8", "--no-progress", "--format", "csv"],
+            env=dict(os.environ),  # restored afterwards: the quieting sets library variables
+        )
+    finally:
+        as_a_fresh_process()
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    run = pd.read_csv(io.StringIO(done.stdout))
+    assert (run["calls_made"].sum(), run["verdicts"].sum()) == (2, 2)

@@ -122,7 +122,7 @@ def test_cli_csv_stays_clean_and_notes_go_to_stderr(shipped_db):
     assert ranks == sorted(ranks) and ranks[0] == 1
     notes = err.strip().split("\n")
     assert (
-        notes[0].startswith("note: keep-K: ranked the 1 graph(s) of smallest S_mu")
+        notes[0].startswith("note: keep-K: ranked the 1 graph(s) of smallest truncation score (S_mu")
         and "out of 80" in notes[0]
     )
     assert notes[1].startswith("note: bt: the MLE does not exist") and "virtual tie" in notes[1]

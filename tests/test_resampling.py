@@ -177,11 +177,13 @@ def test_permutation_distances_match_the_distances_module():
 
 
 def loop_distance(st, ref, row, ranker="bt", dist="spearman"):
-    """The obvious twin: rank the drawn graphs with the rankers (MM for BT) and measure the distance."""
+    """The obvious twin: rank the drawn graphs with the rankers (MM for BT) over every model and measure
+    the distance on the models ``ref`` rates."""
     sub = st.subset(rows_to_index(row))
-    s = rank(sub, ranker, **({} if ranker == "scorewin" else {"solver": "mm"})).scores
+    models = [m for m in st.models if m in ref.index]
+    s = rank(sub, ranker, **({} if ranker == "scorewin" else {"solver": "mm"})).scores[models]
     r = pd.Series(fractional_ranks(s.to_numpy()[None])[0], index=s.index)
-    return all_distances(r, pd.Series(reference_ranks(ref, st.models), index=st.models))[dist]
+    return all_distances(r, pd.Series(reference_ranks(ref, models), index=models))[dist]
 
 
 def test_protocol_distances_match_a_loop_of_single_fits():
@@ -242,7 +244,7 @@ def test_truncation_scores_use_every_model_not_only_the_rated_ones():
     assert not np.array_equal(kept_full, kept_restricted)  # the choice matters on this stack
     row = np.zeros(st.T)
     row[kept_full] = 1
-    expect = loop_distance(st.restrict_models(list(rated.index)), rated, row)
+    expect = loop_distance(st, rated, row)  # every model ranked (issue 25), distances on the rated ones
     f = run_protocols(st, rated, ("trunc",), p)  # draw 6 of 6: every resample is the kept set
     got = f[(f.category == "c0") & (f.distance == "spearman")].iloc[0]
     assert got["mean"] == pytest.approx(expect, abs=1e-12) and got.degenerate

@@ -155,6 +155,22 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
             out.write(df.to_string(index=False) + "\n")
 
 
+NOISE = 1e-12
+"""A float within this of 0 is floating-point residue (a zero spread summed in another order), shown as 0."""
+
+
+def rounded_for_table(df: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
+    """``df`` with its float columns rounded to ``decimals`` for an aligned table, values within ``NOISE``
+    of 0 shown as 0 (pandas would print 2.72e-17 and switch the whole column to scientific notation).
+    CSV and JSON keep the full values; this is for a reader's eyes only."""
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_float_dtype(out[c]):
+            values = out[c].to_numpy(dtype="float64", na_value=float("nan"))
+            out[c] = pd.Series(values, index=out.index).mask(abs(values) < NOISE, 0.0).round(decimals)
+    return out
+
+
 def _escaped_table(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with its text cells and column names escaped to one line each (a copy when any text
     column exists; numbers untouched)."""

@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(or reference_model); default: data/mappings/<dataset>.models.csv",
     )
     p.add_argument("--ranker", action="append", choices=sorted(RANKERS),
-                   help="ranker(s) to compare (repeatable; default bt)")
+                   help=f"ranker(s) to compare (repeatable; default {BoardSpec.ranker})")
     p.add_argument("--per-judge", action="store_true", help="one row per judge of the dataset")
     add_format(p)
     p.set_defaults(func=run)
@@ -99,7 +99,7 @@ def truth_reference(store: Store, dataset: str) -> pd.Series:
 def run(args: argparse.Namespace) -> int:
     """Rank with each asked ranker and print its distances to the reference; exit status."""
     mu, per_category, pool = keep_k_options(args)
-    rankers = args.ranker or ["bt"]
+    rankers = args.ranker or [BoardSpec.ranker]
     params = {r: ranker_params(args, r) for r in rankers}
     truth = args.reference == TRUTH
     if truth:

@@ -10,6 +10,7 @@ a repeated request reads one row per judge and nothing else.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -19,6 +20,7 @@ from engine.cli._common import (
     check_judges,
     dataset_judges,
     no_subcommand,
+    rounded_for_table,
     store_from_args,
     write_frame,
 )
@@ -192,8 +194,38 @@ def run(args: argparse.Namespace) -> int:
         ]
         tab = pd.concat(parts, ignore_index=True)
         out = tab[["judge", *[c for c in tab.columns if c != "judge"]]]
-    write_frame(out, args.format)
+    if args.format == "table" and not (args.experiment == "baselines" and args.table):
+        table, legend = table_view(out)
+        write_frame(table, "table")
+        if legend:
+            sys.stdout.write("notes:\n" + "".join(f"  [{i}] {text}\n" for i, text in enumerate(legend, 1)))
+    else:
+        write_frame(out, args.format)
     return 0
+
+
+TABLE_COLUMNS = ("judge", "label", "k", "mu", "category", "distance", "point", "mean", "ci_low", "ci_high",
+                 "half_width", "n_kept", "n_draw", "bt_nonconverged", "note")
+"""The columns an aligned table shows (those the frame has); --format csv or json has every column (sd,
+q_low, q_high, n_pool, n_keep, n_categories, resamples, degenerate, protocol) at full precision."""
+
+
+def table_view(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """An experiment's frame for an aligned table: ``TABLE_COLUMNS`` only (bt_nonconverged only when a fit
+    did not converge), numbers rounded to 4 decimals with float residue shown as 0
+    (``rounded_for_table``), each note replaced by its number in the returned legend (a note repeats on
+    every row of its cell and made rows 200+ characters wide)."""
+    cols = [c for c in TABLE_COLUMNS if c in frame.columns]
+    if "bt_nonconverged" in cols and not (frame["bt_nonconverged"] > 0).any():
+        cols.remove("bt_nonconverged")
+    table = rounded_for_table(frame[cols])
+    legend: list[str] = []
+    if "note" in table.columns:
+        notes = table["note"].fillna("").astype(str)
+        legend = list(dict.fromkeys(n for n in notes if n))
+        number = {text: f"[{i}]" for i, text in enumerate(legend, 1)}
+        table = table.assign(note=notes.map(lambda n: number.get(n, "")))
+    return table, legend
 
 
 def _plan(args):

@@ -111,7 +111,9 @@ def add_backend_args(p: argparse.ArgumentParser, *, seed_flag: bool = True) -> N
     )
     g.add_argument("--price-out", type=float, default=0.0, help="USD per 1M completion tokens")
     g.add_argument("--templates", help="folder with your own templates (<id>.v<version>.toml)")
-    g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    g.add_argument("--no-progress", action="store_true",
+                   help="no progress bar on stderr, and no progress bars, log records or warnings from the "
+                   "local backend's libraries (transformers, torch)")
     d = p.add_argument_group("decoding (each is part of the call cache key; 'none' = not sent)")
     d.add_argument("--max-tokens", type=_or_none(int), default=_UNSET, help="max new tokens")
     d.add_argument(
@@ -194,6 +196,7 @@ def runner_from_args(args: argparse.Namespace, store: Store) -> Runner:
         threads=args.threads,
         dtype=args.dtype,
         token_budget=args.token_budget,
+        quiet=args.no_progress,
     )
     return Runner(
         store,

@@ -19,6 +19,7 @@ from engine.cli._common import (
 )
 from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
+from engine.graphs.truncation import DEFAULT_SCORE, SCORES
 from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
 from engine.rankers.params import param_kinds
 from engine.ranking.baseline import baseline_leaderboard, baseline_notes, check_decisive_weight
@@ -27,6 +28,12 @@ from engine.ranking.board_notes import board_notes
 from engine.ranking.leaderboard import leaderboard
 from engine.store.datasets import require_dataset
 from engine.store.schema import DEFAULT_DATASET
+
+KEEP_K_HELP = (
+    "keep the K graphs of smallest truncation score: S_mu = C3_bad + mu*C4_bad "
+    + ("scaled by coverage, i.e. " + SCORES["coverage"] if DEFAULT_SCORE == "coverage" else "as counted")
+)
+"""--keep-k's help, from the score keep-K uses by default (``engine.graphs.truncation.DEFAULT_SCORE``)."""
 
 
 def add_selection(p: argparse.ArgumentParser) -> None:
@@ -38,8 +45,9 @@ def add_selection(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--judge", help="only this judge's graphs (default: every judge, graphs pooled)")
     p.add_argument("--category", help="only graphs of this category")
-    p.add_argument("--keep-k", type=int, help="keep the K graphs with the smallest S_mu = C3_bad + mu*C4_bad")
-    p.add_argument("--mu", type=float, help="with --keep-k: weight of bad 4-cycles in S_mu (default 1)")
+    p.add_argument("--keep-k", type=int, help=KEEP_K_HELP)
+    p.add_argument("--mu", type=float,
+                   help=f"with --keep-k: weight of bad 4-cycles in S_mu (default {BoardSpec.mu:g})")
     p.add_argument(
         "--per-category", action="store_true", help="with --keep-k: keep K graphs in each category"
     )
@@ -116,7 +124,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=f"Rank models from the tournament graphs of a dataset. Rankers: {rankers}.",
     )
     add_selection(p)
-    p.add_argument("--ranker", choices=sorted(RANKERS), default="bt")
+    p.add_argument("--ranker", choices=sorted(RANKERS), default=BoardSpec.ranker,
+                   help="the ranker (see the list above)")
     p.add_argument(
         "--bootstrap", type=int, default=0, metavar="B", help="bootstrap resamples for CIs (0: none)"
     )
@@ -138,7 +147,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="interval method: sandwich (H^-1 G H^-1 of the BT fit, z-quantile; the default under "
                    "--style-control) or bootstrap (--bootstrap B resamples; the default otherwise)")
     p.add_argument("--show-kept", action="store_true",
-                   help="with --keep-k: print the kept graphs (keep order, S_mu) instead of the leaderboard")
+                   help="with --keep-k: print the kept graphs (keep order, S_mu counted and scored) "
+                   "instead of the leaderboard")
     add_baseline_options(p)
     add_format(p)
     add_length_control_options(p)

@@ -118,15 +118,23 @@ def _by(params: dict, default: tuple[str, ...], table: str = "") -> tuple[str, .
 
 def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy: str = DEFAULT_POLICY,
              tie_band: tuple[float, float] = nontransitivity.DEFAULT_TIE_BAND) -> pd.DataFrame:
-    """One row per judge with the headline numbers of every diagnostic."""
+    """One row per judge of ``verdicts`` with the headline numbers of every diagnostic.
+
+    Every judge gets its row, whether or not its graphs hold a triple: on a battle log (one pair per
+    prompt) the cycle columns are empty (0 triples, NaN) and the row still carries what applies there,
+    first-position win rates and the agreement with the reference judge (before, the table had no rows).
+    """
     stack = build_buckets(verdicts, policy=policy)
-    out = nontransitivity.pnt_summary(stack)[["judge", "triples", "pnt"]]
+    judges = pd.DataFrame({"judge": sorted(verdicts["judge"].dropna().astype(str).unique())})
+    pnt = nontransitivity.pnt_summary(stack)[["judge", "triples", "pnt"]]
+    out = judges.merge(pnt, on="judge", how="left")
+    out["triples"] = out["triples"].fillna(0).astype(np.int64)
     if stack.has_soft:
         out = out.merge(nontransitivity.pnt_summary(stack, source="soft", tie_band=tie_band)[["judge", "pnt"]]
                         .rename(columns={"pnt": "pnt_soft"}), on="judge", how="left")
         out = out.merge(sntd.sntd_summary(stack)[["judge", "sntd_mean"]], on="judge", how="left")
     out = out.merge(
-        entropy.entropy_summary(stack)[["judge", "rho_nontrans", "tau_avg"]], on="judge", how="outer"
+        entropy.entropy_summary(stack)[["judge", "rho_nontrans", "tau_avg"]], on="judge", how="left"
     )
     pos = position.position_table(verdicts, policy=policy)
     out = out.merge(

@@ -46,7 +46,7 @@ import pandas as pd
 from engine.errors import LensError
 from engine.experiments.batch_fits import bt_scores_info, flat_matrices
 from engine.experiments.draws import DEFAULT_SEED, by_key, check_seed, keep_draw_uniforms, keep_draw_weights
-from engine.experiments.protocols import MACRO, category_positions
+from engine.experiments.protocols import MACRO, category_positions, rated_columns
 from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
 from engine.graphs.truncation import (
@@ -181,7 +181,8 @@ def _evaluate(
     there, ``left`` the categories left out (empty pool)."""
     groups = list(pools)
     models = common_models(stack, reference, groups)
-    st = stack.restrict_models(models)  # after truncation: only ranking and distances drop models
+    st = stack  # every model is ranked (as the leaderboard and compare rank); distances on the rated ones
+    rated = rated_columns(stack, models)
     refs = {g: reference_ranks(reference_of(reference, g), models) for g in groups}
     n, R, X, G = st.n, int(resamples), len(xs), len(groups)
     wflat = flat_matrices(st)["wtilde"]
@@ -210,7 +211,7 @@ def _evaluate(
         bad[xi] = (~conv).reshape(G, 1 + R).sum(axis=1)
     dist = {d: np.zeros((X, G, 1 + R)) for d in DISTANCES}
     for gi, g in enumerate(groups):
-        d = distances_for_scores(scores[:, gi].reshape(-1, n), refs[g])
+        d = distances_for_scores(scores[:, gi].reshape(-1, n)[:, rated], refs[g])
         for k in DISTANCES:
             dist[k][:, gi] = d[k].reshape(X, 1 + R)
     frames = []

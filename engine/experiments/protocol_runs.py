@@ -24,6 +24,7 @@ from engine.experiments.protocols import (
     category_positions,
     keep_scores,
     label,
+    rated_columns,
 )
 from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
@@ -45,9 +46,11 @@ def summarise(values: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def fit_jobs(jobs: list[Job], stack: GraphStack, refs: dict[str, np.ndarray],
-              p: ProtocolParams) -> tuple[dict[int, dict[str, np.ndarray]], dict[int, int]]:
+              p: ProtocolParams, rated: np.ndarray | None = None,
+              ) -> tuple[dict[int, dict[str, np.ndarray]], dict[int, int]]:
     """(distances per outer resample of every job — NaN for an empty job —, BT fits per job that did
-    not converge); all BT fits in one warm-started batch."""
+    not converge); all BT fits in one warm-started batch over every model of the stack, the distances on
+    the ``rated`` columns (``rated_columns``; None: all)."""
     flat = flat_matrices(stack)
     n = stack.n
     scores: dict[int, np.ndarray] = {}
@@ -79,7 +82,8 @@ def fit_jobs(jobs: list[Job], stack: GraphStack, refs: dict[str, np.ndarray],
         mine = [i for i, j in enumerate(jobs) if j.category == cat and not j.empty]
         if not mine:
             continue
-        d = distances_for_scores(np.concatenate([scores[i] for i in mine]), refs[cat])
+        fitted = np.concatenate([scores[i] for i in mine])
+        d = distances_for_scores(fitted if rated is None else fitted[:, rated], refs[cat])
         off = 0
         for i in mine:
             size = scores[i].shape[0]
@@ -89,10 +93,12 @@ def fit_jobs(jobs: list[Job], stack: GraphStack, refs: dict[str, np.ndarray],
 
 
 def point_distances(
-    stack: GraphStack, groups: list[tuple[str, np.ndarray]], refs: dict[str, np.ndarray], ranker: str = BT_FIT
+    stack: GraphStack, groups: list[tuple[str, np.ndarray]], refs: dict[str, np.ndarray],
+    ranker: str = BT_FIT, rated: np.ndarray | None = None,
 ) -> list[dict[str, float]]:
-    """Distances of single fits, one per (category, kept positions) group, in one batch; each
-    dict also says whether its fit ``converged``."""
+    """Distances of single fits, one per (category, kept positions) group, in one batch (every model
+    fitted, distances on the ``rated`` columns; None: all); each dict also says whether its fit
+    ``converged``."""
     if ranker != BT_FIT:
         raise LensError(f"Point fits use the bt ranker; got {ranker!r}.")
     flat = flat_matrices(stack)["wtilde"]
@@ -101,7 +107,7 @@ def point_distances(
     res: list[dict[str, float]] = [{} for _ in groups]
     for cat in sorted({c for c, _ in groups}):
         rows = [r for r, (c, _) in enumerate(groups) if c == cat]
-        d = distances_for_scores(scores[rows], refs[cat])
+        d = distances_for_scores(scores[rows] if rated is None else scores[rows][:, rated], refs[cat])
         for a, r in enumerate(rows):
             res[r] = {**{k: float(v[a]) for k, v in d.items()}, "converged": bool(conv[r])}
     return res
@@ -113,6 +119,7 @@ def best_single_k(
     p: ProtocolParams,
     distance: str = "spearman",
     scores: np.ndarray | None = None,
+    rated: np.ndarray | None = None,
 ) -> tuple[int, pd.DataFrame]:
     """The single-prompt baseline's K: the global keep-K (K per category, capped at the category's
     original-prompt pool) with the smallest macro-averaged distance; ties → the smaller K.
@@ -129,7 +136,8 @@ def best_single_k(
             "The single-prompt baseline needs original-prompt graphs (variant 0), and there are none."
         )
     cells = [(k, c) for k in range(1, kmax + 1) for c in cats if pools[c].size]
-    d = point_distances(stack, [(c, keep_k_index(scores, krank, k, among=pools[c])) for k, c in cells], refs)
+    d = point_distances(stack, [(c, keep_k_index(scores, krank, k, among=pools[c])) for k, c in cells], refs,
+                        rated=rated)
     curve = pd.DataFrame({"k": [k for k, _ in cells], "category": [c for _, c in cells],
                           distance: [x[distance] for x in d], "converged": [x["converged"] for x in d]})
     macro = curve.groupby("k")[distance].mean()
@@ -152,8 +160,9 @@ def run_protocols(
     """Run the protocols on one judge's graphs; a long Table-2-shaped frame.
 
     ``reference``: one rating Series by model name, or a mapping category → Series. Truncation
-    scores use every model of the graphs; models without a rating in every needed reference are
-    then left out of the rankings. One row per (protocol, category, distance) plus a ``macro`` row
+    scores and the fits use every model of the graphs (the leaderboard's ranking, as ``compare`` ranks);
+    the distances compare the order of the models rated in every needed reference.
+    One row per (protocol, category, distance) plus a ``macro`` row
     per (protocol, distance) whose resampling distribution is the per-resample mean over
     categories. Columns: protocol, label, category, distance, mean, ci_low, ci_high (2.5/97.5 % of
     the resampling distribution), half_width (1.96·sd/√R, the interval of the mean), sd, n_pool,
@@ -170,15 +179,17 @@ def run_protocols(
         raise LensError("There are no graphs to resample.")
     cats = list(category_positions(stack))
     models = common_models(stack, reference, cats)
-    scores = keep_scores(stack, p)  # the graphs as judged, every model (before any is dropped)
-    st = stack.restrict_models(models)
+    scores = keep_scores(stack, p)  # the graphs as judged, every model
+    # every model is ranked, as the leaderboard and compare rank them; distances on the rated models only
+    rated = rated_columns(stack, models)
     refs = {c: reference_ranks(reference_of(reference, c), models) for c in cats}
     with single_thread_blas():  # small matrices: threads only add synchronisation
         single_k, single_curve = (
-            best_single_k(st, refs, p, scores=scores) if "single" in protocols else (None, None)
+            best_single_k(stack, refs, p, scores=scores, rated=rated)
+            if "single" in protocols else (None, None)
         )
-        jobs = build_jobs(st, protocols, p, single_k, scores=scores)
-        dist, nonconv = fit_jobs(jobs, st, refs, p)
+        jobs = build_jobs(stack, protocols, p, single_k, scores=scores)
+        dist, nonconv = fit_jobs(jobs, stack, refs, p, rated=rated)
     blocks = []
     for proto in protocols:
         mine = [i for i, j in enumerate(jobs) if j.protocol == proto]

@@ -171,6 +171,13 @@ class Job:
         return out
 
 
+def rated_columns(stack: GraphStack, models: tuple[str, ...] | list[str]) -> np.ndarray:
+    """Positions of ``models`` (the reference-rated ones, in their order) among the stack's models: every
+    model is ranked, the distances read these columns of the fitted scores."""
+    where = {m: i for i, m in enumerate(stack.models)}
+    return np.array([where[m] for m in models], dtype=np.int64)
+
+
 def category_positions(stack: GraphStack) -> dict[str, np.ndarray]:
     """Category → positions of its graphs in ``stack`` (categories sorted; missing ones as "(none)")."""
     cats = stack.keys["category"].astype("string").fillna("(none)").to_numpy(dtype=object)
@@ -274,6 +281,7 @@ __all__ = [
     "build_jobs",
     "category_positions",
     "keep_scores",
+    "rated_columns",
     "label",
     "pool_note",
 ]

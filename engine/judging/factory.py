@@ -27,16 +27,21 @@ def make_backend(
     threads: int | None = None,
     dtype: str | None = None,
     token_budget: int | None = None,
+    quiet: bool = False,
 ) -> Backend:
     """The ``openai`` (server) or ``local`` backend for ``model``; an unknown kind is one LensError
-    sentence."""
+    sentence. ``quiet`` (the CLI's --no-progress): the local model libraries print no progress bar,
+    log record or warning (``local_models.quiet_local_libraries``)."""
     if kind == "openai":
         from engine.judging.openai_backend import OpenAIBackend
 
         return OpenAIBackend(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
     if kind == "local":
         from engine.judging.local_backend import TransformersBackend
-        from engine.judging.local_models import prepare_gguf, smollm2_gguf
+        from engine.judging.local_models import prepare_gguf, quiet_local_libraries, smollm2_gguf
+
+        if quiet:
+            quiet_local_libraries()  # before the first load or GGUF conversion prints anything
 
         if not model:
             raise LensError("The local backend needs --model (a local folder, a cached HF id, or smollm2).")

@@ -18,6 +18,37 @@ def smollm2_gguf() -> tuple[str, str] | None:
     return (str(folder), files[0].name) if files else None
 
 
+QUIET_LIBRARIES = ("transformers", "huggingface_hub", "torch", "accelerate")
+"""The libraries whose progress bars, log records and Python warnings ``quiet_local_libraries`` hides."""
+
+
+def quiet_local_libraries() -> None:
+    """Silence the local model libraries for the rest of the process: no progress bars (transformers'
+    "Loading weights", huggingface_hub downloads), no log records below ERROR, no Python warnings they
+    raise. Why: ``judge --no-progress`` promises a quiet stderr, and these libraries print on their own
+    whatever the runner's progress setting; an error still reaches the user as a LensError sentence."""
+    import warnings
+
+    os.environ["TRANSFORMERS_VERBOSITY"] = "error"  # read by transformers when it is first imported
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    for library in QUIET_LIBRARIES:
+        warnings.filterwarnings("ignore", module=rf"{library}(\.|$)")
+    import logging
+
+    for library in QUIET_LIBRARIES:
+        logging.getLogger(library).setLevel(logging.ERROR)
+    if importlib.util.find_spec("transformers") is not None:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()  # also huggingface_hub's bars
+    if importlib.util.find_spec("huggingface_hub") is not None:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+
+
 def model_cache_dir() -> Path:
     """Where converted local models are kept: ``$LENS_MODEL_CACHE``, else ~/.cache/tournament-lens/models."""
     env = os.environ.get("LENS_MODEL_CACHE")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.graphs.truncation import DEFAULT_SCORE
 from engine.rankers import ranker_object
 from engine.ranking.board import UNIT_NOTES, Leaderboard
 
@@ -38,7 +39,8 @@ def board_notes(board: Leaderboard) -> list[str]:
         thr = p.get("threshold")
         thr_text = ", ".join(f"{k} {_fmt(v)}" for k, v in thr.items()) if isinstance(thr, dict) else _fmt(thr)
         out.append(
-            f"keep-K: ranked the {p['n_graphs']} graph(s) of smallest S_mu = C3_bad + {_fmt(p['mu'])}*C4_bad "
+            f"keep-K: ranked the {p['n_graphs']} graph(s) of smallest truncation score (S_mu = C3_bad + "
+            f"{_fmt(p['mu'])}*C4_bad{' scaled by coverage' if DEFAULT_SCORE == 'coverage' else ''}) "
             f"out of {p['n_graphs_pool']} in the {p['pool']} pool"
             f"{' (K per category)' if p.get('per_category') else ''}; threshold S_K = {thr_text}."
         )
