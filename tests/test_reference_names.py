@@ -85,7 +85,8 @@ def test_normalised_matches_and_ambiguity_are_listed():
     models = ["Claude 1", "MISTRAL 7B instruct", "GPT-4o", "Palm_2", "palm-2"]
     s = map_reference(ref, model_map(None, "no-such-dataset"), models)
     assert s.to_dict() == {"Claude 1": 1150.0, "MISTRAL 7B instruct": 1000.0, "palm-2": 1003.0}
-    assert s.attrs["how"] == {"Claude 1": "normalised", "MISTRAL 7B instruct": "normalised", "palm-2": "exact"}
+    assert s.attrs["how"] == {"Claude 1": "normalised", "MISTRAL 7B instruct": "normalised",
+                              "palm-2": "exact"}
     # two reference names share GPT-4o's key; Palm_2's one match is palm-2's own exact name
     assert s.attrs["ambiguous"] == {"GPT-4o": ["gpt-4o", "GPT 4o"], "Palm_2": ["palm-2"]}
     assert s.attrs["unmatched"] == []
@@ -146,7 +147,8 @@ def test_compare_maps_names_itself_as_the_hand_written_identity_map_does(arena_d
     hand, _ = _compare(arena_db, "--model-map", identity)
     assert auto["n_shared"].tolist() == [16]
     pd.testing.assert_frame_equal(auto, hand)
-    assert "4 model name(s) match no reference name (claude-instant-v1, claude-v1, gpt-3.5-turbo, gpt-4)" in notes
+    assert ("4 model name(s) match no reference name (claude-instant-v1, claude-v1, gpt-3.5-turbo, gpt-4)"
+            in notes)
 
 
 def test_a_map_kept_with_the_dataset_places_the_other_four_and_follows_a_rename(arena_db, tmp_path):
@@ -220,7 +222,8 @@ def test_setting_a_map_is_a_change_that_keeps_the_style_counts(arena_db):
         v1 = set_stored_map(s, "arena", pd.DataFrame({"model": ["gpt-4"], "reference_model": ["gpt-4-0314"]}))
         assert v1 == s.dataset_version("arena") > v0 and s.dataset_revision("arena") == r0 + 1
         assert counted(s, "arena", v1, "rule-x") and not counted(s, "arena", v0, "rule-x")
-        assert stored_map(s, "arena").to_dict("list") == {"model": ["gpt-4"], "reference_model": ["gpt-4-0314"]}
+        assert stored_map(s, "arena").to_dict("list") == {"model": ["gpt-4"],
+                                                          "reference_model": ["gpt-4-0314"]}
 
 
 @pytest.mark.parametrize(("rows", "message"), [

@@ -9,8 +9,8 @@ import sys
 from engine.cli._common import add_format, store_from_args, write_frame
 from engine.ranking.reference import ARENA, load_mapping_file, name_map_table
 from engine.store.datasets import require_dataset
-from engine.store.schema import DEFAULT_DATASET
 from engine.store.model_maps import set_stored_map, stored_map
+from engine.store.schema import DEFAULT_DATASET
 
 
 def add_map_parser(sub: argparse._SubParsersAction) -> None:
