@@ -69,7 +69,8 @@ def reference_map_section(store: Store, names: list[str]) -> None:
         st.markdown(f"**{placed} of {len(table)}** models of {escape_md(pick)} have a reference name "
                     "(the Leaderboard's reference columns and the Truncation curves need two).")
         for note in table.attrs["notes"]:
-            st.info(user_text(note.removeprefix("reference: ")), icon=":material/info:")
+            sentence = note.removeprefix("reference: ")
+            st.info(user_text(sentence[:1].upper() + sentence[1:]), icon=":material/info:")
         kept = stored_map(store, pick)
         st.caption("Edit a reference name to keep it with the dataset (empty: not on the reference); "
                    "names you leave alone keep being found as the column *how* says. " + HOW_HELP)

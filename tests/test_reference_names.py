@@ -79,6 +79,19 @@ def test_chatbot_arena_names_map_16_of_20_against_the_shipped_snapshot():
     assert sorted(got.unmatched) == NOT_ARENA and got.ambiguous == {}
 
 
+@pytest.mark.parametrize(("dataset", "found", "normalised"), [("vicuna80", 2, 0), ("mt_bench", 13, 1)])
+def test_name_matching_agrees_with_the_hand_written_shipped_maps(dataset, found, normalised):
+    """A second path: the shipped maps were written by hand; matching by name alone finds a part of
+    them (mt_bench: rwkv-4-raven-14b by its normalised form) and never another reference name."""
+    from engine.ranking.reference import load_mapping
+
+    shipped = load_mapping(dataset)
+    by_hand = {r.model: r.arena_model.lower() for r in shipped.itertuples() if r.arena_model}
+    got = match_names(shipped["model"], load_reference().index)
+    assert len(got.matched) == found and list(got.how.values()).count("normalised") == normalised
+    assert {m: r.lower() for m, r in got.matched.items()} == {m: by_hand[m] for m in got.matched}
+
+
 def test_normalised_matches_and_ambiguity_are_listed():
     ref = pd.Series({"gpt-4o": 1300.0, "GPT 4o": 1290.0, "claude-1": 1150.0, "mistral-7b-instruct": 1000.0,
                      "mistral-7b-instruct-v0.2": 1050.0, "palm-2": 1003.0})
