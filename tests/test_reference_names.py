@@ -270,3 +270,14 @@ def test_datasets_map_refuses_bad_files_in_one_sentence(arena_db, tmp_path):
             assert done.returncode == 2 and said in done.stderr and done.stderr.count("\n") == 1
     missing = run_engine(["--db", arena_db, "datasets", "map", "nope"])
     assert missing.returncode == 2 and "no dataset named 'nope'" in missing.stderr
+
+
+def test_a_dataset_read_in_place_maps_its_names_too(empty_store, tmp_path):
+    """Attached Parquet has no rows in the verdicts table: its names are read from the files."""
+    from engine.store.attached import attach
+
+    arena_like_rows(prompts=1).to_parquet(tmp_path / "battles.parquet", index=False)
+    attach(empty_store, "inplace", str(tmp_path / "*.parquet"))
+    ref, note = reference_for("inplace", None, empty_store)
+    assert ref is not None and sorted(ref.index) == sorted(m for m in ARENA_20 if m not in NOT_ARENA)
+    assert note.endswith("16 mapped models, 16 by name")
