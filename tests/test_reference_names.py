@@ -281,3 +281,14 @@ def test_a_dataset_read_in_place_maps_its_names_too(empty_store, tmp_path):
     ref, note = reference_for("inplace", None, empty_store)
     assert ref is not None and sorted(ref.index) == sorted(m for m in ARENA_20 if m not in NOT_ARENA)
     assert note.endswith("16 mapped models, 16 by name")
+
+
+def test_map_rows_for_names_the_dataset_lacks_change_nothing():
+    """A kept map may name models of a later import: they are neither rated, nor listed, nor do they
+    take a reference name from the dataset's own models."""
+    ref = pd.Series({"gpt-4-0314": 1186.0, "claude-1": 1150.0})
+    mapping = pd.DataFrame({"model": ["later", "gone"], "arena_model": ["claude-1", ""],
+                            "arena_display": ["", ""], "source": ["stored", "stored"]})
+    s = map_reference(ref, mapping, ["Claude 1", "gpt-4-0314"])
+    assert s.to_dict() == {"gpt-4-0314": 1186.0, "Claude 1": 1150.0}
+    assert s.attrs["unmapped"] == [] and s.attrs["missing"] == []

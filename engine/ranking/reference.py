@@ -193,10 +193,15 @@ def read_mapping(source: str | Path | io.BytesIO, name: str) -> pd.DataFrame:
 def map_reference(ref: pd.Series, mapping: pd.DataFrame, models: Iterable[str] | None = None) -> pd.Series:
     """Re-index a reference by dataset model names: through ``mapping`` (model → arena_model /
     arena_display) for the models it lists, then, when ``models`` (the dataset's names) is given, by
-    name matching (``name_match``) for the models no map lists; what is left out goes to attrs."""
+    name matching (``name_match``) for the models no map lists, and only those models; what is left
+    out goes to attrs."""
     lower = {str(k).lower(): k for k in ref.index}
     out, how, unmapped, missing = {}, {}, [], []
+    dataset_names = None if models is None else set(map(str, models))
+    listed = set(mapping["model"])
     for row in records(mapping):
+        if dataset_names is not None and row.model not in dataset_names:
+            continue  # a map row for a name the dataset does not have (kept for a later import)
         names = [n for n in (row.arena_model, row.arena_display) if n]
         if not names:
             unmapped.append(row.model)
@@ -207,7 +212,7 @@ def map_reference(ref: pd.Series, mapping: pd.DataFrame, models: Iterable[str] |
         else:
             out[row.model] = (hit, float(ref[hit]))
             how[row.model] = str(getattr(row, "source", "") or "map")
-    found = match_names([m for m in models or () if m not in set(mapping["model"])], ref.index,
+    found = match_names(sorted((dataset_names or set()) - listed), ref.index,
                         taken=[h for h, _ in out.values()])
     for model, name in found.matched.items():
         out[model] = (name, float(ref[name]))
