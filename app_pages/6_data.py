@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from app_pages._data_refmap import reference_map_section
 from app_pages._lens import (
     MU_DEFAULT,
     current,
@@ -298,3 +299,5 @@ else:
             "Download results (.zip)", lambda: results_zip_for(ch.key, ch.ranker, MU_DEFAULT, about),
             f"{ch.key.dataset}-results.zip", "application/zip", key="export_results", on_click="ignore",
         )
+
+reference_map_section(store, names)  # app_pages/_data_refmap.py: the model-name map to the reference

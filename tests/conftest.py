@@ -27,6 +27,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_ingest_counts.py",          # 40 (-n 0, busy machine, hypothesis)
     "test_ingest_bad_inputs_23.py",   # 38 (-n 0, busy machine)
     "test_predicted_page.py",         # 32 alone, -n 0, load 8 (AppTest x 2, a CLI run)
+    "test_app_refmap.py",             # 28 alone with the shipped store's setup, -n 0, load 14
+    "test_reference_names.py",        # 28 alone with the shipped store's setup, -n 0, load 14
     "test_app_style_control.py",      # 13 alone at load 2.4, 57 at load 8 (the page twice, B = 200)
     "test_app_data.py",               # 24
     "test_sparse_solvers.py",         # 22 (one core, shared)

@@ -14,16 +14,9 @@ from engine.ingest.synthetic import synthetic_truth
 from engine.rankers import RANKERS
 from engine.ranking.board import BoardSpec
 from engine.ranking.leaderboard import compare_to_reference, leaderboard
-from engine.ranking.reference import (
-    ARENA,
-    has_mapping,
-    load_mapping,
-    load_mapping_file,
-    load_reference,
-    map_reference,
-    reference_notes,
-)
+from engine.ranking.reference import ARENA, reference_for_dataset, reference_notes
 from engine.store.connection import Store
+from engine.store.datasets import require_dataset
 from engine.store.schema import DEFAULT_DATASET
 from engine.store.truth import has_truth
 
@@ -62,25 +55,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model-map",
         metavar="PATH",
         help="CSV mapping the dataset's model names to the reference's: columns model and arena_model "
-        "(or reference_model); default: data/mappings/<dataset>.models.csv",
+        "(or reference_model); it wins over the map stored with the dataset (datasets map) and the shipped "
+        "data/mappings/<dataset>.models.csv; names no map lists are matched by name (exact, then ignoring "
+        "case and punctuation)",
     )
     p.add_argument("--ranker", action="append", choices=sorted(RANKERS),
                    help=f"ranker(s) to compare (repeatable; default {BoardSpec.ranker})")
     p.add_argument("--per-judge", action="store_true", help="one row per judge of the dataset")
     add_format(p)
     p.set_defaults(func=run)
-
-
-def mapping_for(dataset: str, path: str | None) -> pd.DataFrame:
-    """--model-map, else the dataset's shipped mapping, else one sentence saying what to give."""
-    if path is not None:
-        return load_mapping_file(path)
-    if not has_mapping(dataset):
-        raise LensError(
-            f"Dataset {dataset!r} has no model-name mapping to the reference; give --model-map PATH, a CSV "
-            "with columns model (the dataset's name) and arena_model (the reference's name)."
-        )
-    return load_mapping(dataset)
 
 
 def truth_reference(store: Store, dataset: str) -> pd.Series:
@@ -112,20 +95,24 @@ def run(args: argparse.Namespace) -> int:
                     f"{option} does not apply to --reference truth: a synthetic dataset's truth already "
                     "uses the dataset's own model names."
                 )
-    else:
-        ref = map_reference(load_reference(args.reference, args.reference_category),
-                            mapping_for(args.dataset, args.model_map))
-        name = "the shipped Arena snapshot" if args.reference == ARENA else args.reference
-        if len(ref) < 2:
-            raise LensError(
-                f"Fewer than two models of dataset {args.dataset!r} appear in the reference {name}."
-            )
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     rows = []
     try:
         check_judges(store, args.dataset, args.judge)
         if truth:
             ref = truth_reference(store, args.dataset)
+        else:
+            require_dataset(store, args.dataset)
+            ref = reference_for_dataset(args.dataset, args.reference_category, args.reference, store=store,
+                                        map_file=args.model_map)
+            if len(ref) < 2:
+                name = "the shipped Arena snapshot" if args.reference == ARENA else args.reference
+                left = list(ref.attrs["unmatched"]) + list(ref.attrs["ambiguous"])
+                raise LensError(
+                    f"Fewer than two models of dataset {args.dataset!r} appear in the reference {name}"
+                    + (f" ({len(left)} name(s) match none of its names, e.g. {left[0]}); give --model-map "
+                       "PATH or keep a map with the dataset (datasets map)." if left else ".")
+                )
         notes = reference_notes(ref)
         if args.judge is None and not args.per_judge:
             pooled = pooled_judges_note(store, args.dataset)

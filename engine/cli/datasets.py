@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from engine.cli._common import add_format, store_from_args, write_frame
+from engine.cli._dataset_map import add_map_parser
 from engine.errors import LensError
 from engine.ingest.importer import dataset_table, delete_dataset, rename_dataset
 from engine.ingest.verdict_export import (
@@ -50,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("files", help="a path or glob of Parquet files, e.g. 'logs/*.parquet' (quote it)")
     a.add_argument("--description")
     a.set_defaults(func=run_attach)
+    add_map_parser(sub)
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -2,9 +2,10 @@
 
 Two jobs, both so that a repeated request is instant and a changed input is never served stale:
 
-- ``reference_ratings``: the per-category (or overall) reference of a dataset, memoised on the
-  signatures (path, size, mtime) of the reference snapshot and the dataset's mapping files, so a
-  run over many judges and categories parses each file once.
+- ``reference_ratings``: the per-category (or overall) reference of a dataset, the reference file
+  parsed once per signature (path, size, mtime) of it and the dataset's mapping files, so a run over
+  many judges and categories parses each file once; names are placed afresh on each call (shipped
+  and stored maps, then by name: ``engine.ranking.reference.map_reference``).
 - ``input_fingerprint``: the results-cache key part for those inputs — content hashes of the
   reference file and the mapping files, and ``RESULTS_FORMAT``. The dataset version (verdicts,
   synthetic truth) is keyed by the cache itself.
@@ -193,18 +194,18 @@ def input_fingerprint(dataset: str, spec: str) -> dict[str, str | int]:
     return out
 
 
-@lru_cache(maxsize=512)
-def _ratings(dataset: str, category: str | None, path: str | None, signature: tuple) -> pd.Series:
-    from engine.ranking.reference import reference_for_dataset
+@lru_cache(maxsize=64)
+def _loaded(category: str | None, path: str | None, signature: tuple) -> pd.Series:
+    from engine.ranking.reference import load_reference
 
-    return reference_for_dataset(dataset, category, path)
+    return load_reference(path, category)
 
 
 @lru_cache(maxsize=512)
 def _arena_category(dataset: str, category: str, path: str | None, signature: tuple) -> str:
-    from engine.ranking.reference import arena_category
+    from engine.ranking.reference import reference_category
 
-    return arena_category(dataset, category, path)
+    return reference_category(dataset, category, path)[0]
 
 
 def _files_signature(dataset: str, spec: str) -> tuple:
@@ -217,20 +218,27 @@ def reference_ratings(store: Store, dataset: str, spec: str, categories: list[st
 
     ``spec``: 'arena' (the shipped LMArena snapshot, categories mapped by
     ``data/mappings/<dataset>.categories.csv``), 'truth' (a synthetic dataset's ground truth), or a
-    reference file (JSON per category, or a CSV with one overall ranking). Memoised on the files'
-    signatures; every call returns fresh copies.
+    reference file (JSON per category, or a CSV with one overall ranking). The files are parsed once
+    per signature; every call returns fresh series. A dataset category with no category mapping uses
+    the reference category of its name, else ``full`` (``reference_category``).
     """
     if spec == "truth":
         from engine.ingest.synthetic import synthetic_truth
 
         return synthetic_truth(store, dataset)
+    from engine.ranking.reference import dataset_model_names, map_reference, model_map
+
     path = None if spec == "arena" else str(reference_path(spec))
     sig = _files_signature(dataset, spec)
+    mapping = model_map(store, dataset)  # the stored map and the shipped one, read afresh: cheap
+    models = dataset_model_names(store, dataset) if store.has_dataset(dataset) else None
+
+    def rated(category: str | None) -> pd.Series:
+        return map_reference(_loaded(category, path, sig).copy(), mapping, models)
+
     if overall or (path is not None and not path.lower().endswith(".json")):
-        return _ratings(dataset, None, path, sig).copy()
-    return {
-        c: _ratings(dataset, _arena_category(dataset, c, path, sig), path, sig).copy() for c in categories
-    }
+        return rated(None)
+    return {c: rated(_arena_category(dataset, c, path, sig)) for c in categories}
 
 
 __all__ = [

@@ -2,20 +2,27 @@
 
 Files: the arena-catalog JSON ``{category: {model: {rating, rating_q025, rating_q975}}}`` and the
 leaderboard CSVs (a ``model`` column plus ``arena_elo``/``arena_score``/``rating``). The shipped
-copies live in ``data/arena_reference`` (see PROVENANCE.md there). A dataset's model names are mapped
-by ``data/mappings/<dataset>.models.csv`` (columns model, arena_model, arena_display, match, note);
-matching is case-insensitive on either reference name. A user's own dataset brings its own mapping
-file (``load_mapping_file``: a CSV with ``model`` and ``arena_model``, or ``reference_model``).
-Unmapped models are dropped and listed in the result's ``attrs["unmapped"]``; mapped models absent
-from the reference in ``attrs["missing"]`` (``reference_notes`` says both in sentences). Ratings
-must be finite numbers: a NaN or infinite rating is refused, naming the model.
+copies live in ``data/arena_reference`` (see PROVENANCE.md there).
+
+A dataset's model names reach the reference's names in layers, the first that names a model wins:
+a map file given for one command (``compare --model-map``), the map stored with the dataset
+(``engine.store.model_maps``: uploaded or edited on the Data page, ``datasets map``), the shipped
+``data/mappings/<dataset>.models.csv`` (columns model, arena_model, arena_display, match, note), and
+last the names themselves (``engine.ranking.name_match``: exact, then case- and punctuation-insensitive,
+one-to-one). A map's target is looked up case-insensitively on either reference name; an empty target
+says the model is not on the reference. What is left out is listed in the result's attrs:
+``unmapped`` (a map says not on the reference), ``missing`` (a map names a reference model that the
+reference lacks), ``unmatched`` (no reference name matches), ``ambiguous`` (model → the reference
+names it could mean); ``reference_notes`` says each in a sentence. Ratings must be finite numbers:
+a NaN or infinite rating is refused, naming the model.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +33,7 @@ from engine.errors import LensError
 from engine.frames import records
 from engine.graphs.stack import GraphStack
 from engine.ranking.distances import ordinal_ranks
+from engine.ranking.name_match import match_names
 from engine.store.connection import Store
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -158,30 +166,42 @@ def load_mapping_file(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise LensError(f"The model-name mapping file {path} does not exist.")
+    return read_mapping(path, path.name)
+
+
+def read_mapping(source: str | Path | io.BytesIO, name: str) -> pd.DataFrame:
+    """``load_mapping_file``'s reading of a file or an upload's bytes (``name``: what messages call it)."""
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        df = pd.read_csv(source, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise LensError(f"The mapping file {path.name} is not a readable CSV ({str(exc).strip()}).") from None
+        raise LensError(f"The mapping file {name} is not a readable CSV ({str(exc).strip()}).") from None
     df.columns = [str(c).strip() for c in df.columns]
     target = next((c for c in MAP_COLUMNS if c in df.columns), None)
     if "model" not in df.columns or target is None:
-        raise LensError(f"The mapping file {path.name} needs the columns 'model' and 'arena_model' (or "
+        raise LensError(f"The mapping file {name} needs the columns 'model' and 'arena_model' (or "
                         f"'reference_model'); it has {', '.join(map(repr, df.columns))}.")
     if target != "arena_model":
         df = df.rename(columns={target: "arena_model"})
     dup = df["model"][df["model"].duplicated()]
     if not dup.empty:
-        raise LensError(f"The mapping file {path.name} lists the model {dup.iloc[0]!r} twice.")
+        raise LensError(f"The mapping file {name} lists the model {dup.iloc[0]!r} twice.")
     if "arena_display" not in df.columns:
         df["arena_display"] = ""
     return df
 
 
-def map_reference(ref: pd.Series, mapping: pd.DataFrame) -> pd.Series:
-    """Re-index a reference by dataset model names through a mapping; unmapped/missing go to attrs."""
+def map_reference(ref: pd.Series, mapping: pd.DataFrame, models: Iterable[str] | None = None) -> pd.Series:
+    """Re-index a reference by dataset model names: through ``mapping`` (model → arena_model /
+    arena_display) for the models it lists, then, when ``models`` (the dataset's names) is given, by
+    name matching (``name_match``) for the models no map lists, and only those models; what is left
+    out goes to attrs."""
     lower = {str(k).lower(): k for k in ref.index}
-    out, unmapped, missing = {}, [], []
+    out, how, unmapped, missing = {}, {}, [], []
+    dataset_names = None if models is None else set(map(str, models))
+    listed = set(mapping["model"])
     for row in records(mapping):
+        if dataset_names is not None and row.model not in dataset_names:
+            continue  # a map row for a name the dataset does not have (kept for a later import)
         names = [n for n in (row.arena_model, row.arena_display) if n]
         if not names:
             unmapped.append(row.model)
@@ -190,19 +210,36 @@ def map_reference(ref: pd.Series, mapping: pd.DataFrame) -> pd.Series:
         if hit is None:
             missing.append(row.model)
         else:
-            out[row.model] = float(ref[hit])
-    s = pd.Series(out, dtype="float64", name="rating").sort_values(ascending=False)
+            out[row.model] = (hit, float(ref[hit]))
+            how[row.model] = str(getattr(row, "source", "") or "map")
+    found = match_names(sorted((dataset_names or set()) - listed), ref.index,
+                        taken=[h for h, _ in out.values()])
+    for model, name in found.matched.items():
+        out[model] = (name, float(ref[name]))
+        how[model] = found.how[model]
+    s = pd.Series({m: v for m, (_, v) in out.items()}, dtype="float64", name="rating")
+    s = s.sort_values(ascending=False, kind="stable")
     s.index.name = "model"
     s.attrs["unmapped"] = unmapped
     s.attrs["missing"] = missing
+    s.attrs["unmatched"] = list(found.unmatched)
+    s.attrs["ambiguous"] = {m: list(c) for m, c in found.ambiguous.items()}
+    s.attrs["reference_names"] = {m: n for m, (n, _) in out.items()}
+    s.attrs["how"] = how
     return s
 
 
+def _listed(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
 def reference_notes(ref: pd.Series) -> list[str]:
-    """Sentences for what ``map_reference`` left out: mapped models the reference lacks, and models the
-    mapping gives no reference name."""
+    """Sentences for what ``map_reference`` left out: mapped models the reference lacks, models a map
+    gives no reference name, names that match no reference name, and names that match several."""
     out = []
     missing, unmapped = ref.attrs.get("missing") or [], ref.attrs.get("unmapped") or []
+    unmatched, ambiguous = ref.attrs.get("unmatched") or [], ref.attrs.get("ambiguous") or {}
     if missing:
         out.append(
             f"reference: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} mapped but not in the "
@@ -211,7 +248,75 @@ def reference_notes(ref: pd.Series) -> list[str]:
     if unmapped:
         out.append(f"reference: the mapping gives {', '.join(unmapped)} no reference name, so "
                    f"{'it is' if len(unmapped) == 1 else 'they are'} left out of the distances.")
+    if unmatched:
+        out.append(f"reference: {len(unmatched)} model name(s) match no reference name "
+                   f"({_listed(unmatched)}); a model map (datasets map, or the Data page) can place them.")
+    if ambiguous:
+        parts = [f"{m} ({' or '.join(c)})" for m, c in sorted(ambiguous.items())]
+        out.append(f"reference: {len(parts)} model name(s) match ambiguously and were not mapped: "
+                   f"{_listed(parts)}; a model map decides.")
     return out
+
+
+def model_map(store: Store | None, dataset: str, map_file: str | Path | None = None) -> pd.DataFrame:
+    """The explicit map entries for a dataset, one row per model (model, arena_model, arena_display,
+    source), the first layer that lists a model winning: ``map_file`` ('file'), the map stored with
+    the dataset ('stored'), the shipped mapping ('shipped'). Models listed by none are left to name
+    matching (``map_reference``)."""
+    from engine.store.model_maps import stored_map
+
+    layers = []
+    if map_file is not None:
+        layers.append(load_mapping_file(map_file).assign(source="file"))
+    if store is not None and store.has_dataset(dataset):
+        own = stored_map(store, dataset).rename(columns={"reference_model": "arena_model"})
+        layers.append(own.assign(arena_display="", source="stored"))
+    if has_mapping(dataset):
+        layers.append(load_mapping(dataset).assign(source="shipped"))
+    cols = ["model", "arena_model", "arena_display", "source"]
+    if not layers:
+        return pd.DataFrame({c: pd.Series(dtype=str) for c in cols})
+    merged = pd.concat([layer[cols] for layer in layers], ignore_index=True)
+    return merged.drop_duplicates("model", keep="first").reset_index(drop=True)
+
+
+def dataset_model_names(store: Store, dataset: str) -> list[str]:
+    """Every model name a dataset's verdicts compare, sorted (stored or read in place)."""
+    from engine.store.attached import attached_relation
+    from engine.store.datasets import dataset_models
+    from engine.store.sql import params
+
+    rel = attached_relation(store, dataset)
+    if rel is None:
+        return sorted(dataset_models(store, dataset))
+    rows = store.cursor().execute(f"SELECT model_a FROM {rel} UNION SELECT model_b FROM {rel}",
+                                  params(rel)).fetchall()
+    return sorted(str(r[0]) for r in rows if r[0] is not None)
+
+
+def name_map_table(store: Store, dataset: str, category: str | None = None, path: str | Path | None = None,
+                   map_file: str | Path | None = None) -> pd.DataFrame:
+    """How each of the dataset's models reaches the reference, one row per model: its reference name
+    (empty when none), how (file / stored / shipped map, exact, normalised, not on the reference,
+    missing from the reference, ambiguous, unmatched), the candidates of an ambiguous name, and the
+    reference rating; ``attrs["notes"]``: ``reference_notes``. What the Data page and ``datasets map``
+    show."""
+    models = dataset_model_names(store, dataset)
+    ref = map_reference(load_reference(path, category), model_map(store, dataset, map_file), models)
+    names, how = ref.attrs["reference_names"], dict(ref.attrs["how"])
+    how.update({m: "not on the reference" for m in ref.attrs["unmapped"]})
+    how.update({m: "missing from the reference" for m in ref.attrs["missing"]})
+    how.update({m: "ambiguous" for m in ref.attrs["ambiguous"]})
+    how.update({m: "unmatched" for m in ref.attrs["unmatched"]})
+    table = pd.DataFrame({
+        "model": models,
+        "reference_model": [names.get(m, "") for m in models],
+        "how": [how.get(m, "unmatched") for m in models],
+        "candidates": [", ".join(ref.attrs["ambiguous"].get(m, [])) for m in models],
+        "rating": [ref.get(m, np.nan) for m in models],
+    })
+    table.attrs["notes"] = reference_notes(ref)
+    return table
 
 
 def arena_category(dataset: str, category: str, path: str | Path | None = None) -> str:
@@ -237,11 +342,31 @@ def arena_category(dataset: str, category: str, path: str | Path | None = None) 
     raise LensError(f"The reference has neither {first!r} nor a fallback category for {category!r}.")
 
 
+def reference_category(dataset: str, category: str, path: str | Path | None = None) -> tuple[str, str]:
+    """(the reference category for a dataset category, a note when it is a stand-in): the dataset's
+    category mapping when it has one (``arena_category``), else the reference category of the same
+    name, else the overall one (``full``), said in the note."""
+    if has_mapping(dataset, "categories"):
+        return arena_category(dataset, category, path), ""
+    cats = reference_categories(path)
+    if category in cats:
+        return category, ""
+    return DEFAULT_CATEGORY, (f"the reference has no category {category!r} and dataset {dataset} no category "
+                              f"mapping, so its overall ranking ({DEFAULT_CATEGORY}) stands in")
+
+
 def reference_for_dataset(
-    dataset: str, category: str | None = None, path: str | Path | None = None
+    dataset: str, category: str | None = None, path: str | Path | None = None, store: Store | None = None,
+    map_file: str | Path | None = None,
 ) -> pd.Series:
-    """The reference ratings by the dataset's model names (``category`` is a reference category)."""
-    return map_reference(load_reference(path, category), load_mapping(dataset))
+    """The reference ratings by the dataset's model names (``category`` is a reference category).
+    Without ``store`` only the shipped mapping (and ``map_file``) place names; with it, the stored map
+    too, and the dataset's other names are matched by name (``map_reference``)."""
+    models = dataset_model_names(store, dataset) if store is not None and store.has_dataset(dataset) else None
+    mapping = model_map(store, dataset, map_file)
+    if models is None and mapping.empty:
+        load_mapping(dataset)  # says there is no mapping, in one sentence
+    return map_reference(load_reference(path, category), mapping, models)
 
 
 # ----------------------------------------------------------------------------- the reference of a dataset
@@ -279,9 +404,11 @@ def reference_for(
 
     A synthetic dataset (with ``store`` given) is measured against its own ground truth
     (``own_truth``). Otherwise the category goes through the dataset's category mapping to an
-    LMArena category; a dataset without a model mapping has no reference (the pages then leave the
-    reference columns out). The app caches the result per dataset version (a global sequence: every
-    import, rename or replace takes a new one), so a renamed or replaced dataset is looked up again.
+    LMArena category (``reference_category``); the dataset's names are placed by its maps and by name
+    (``reference_for_dataset``), and fewer than two placed models means no reference (the pages then
+    leave the reference columns out). Without ``store`` only a shipped mapping places names. The app
+    caches the result per dataset version (a global sequence: every import, rename, replace or map
+    change takes a new one), so a renamed, replaced or re-mapped dataset is looked up again.
     """
     stale = ""
     if store is not None:
@@ -290,16 +417,24 @@ def reference_for(
             return truth, why
         if "ground truth" in why:
             stale = f"; {why}"
-    if not has_mapping(dataset):  # said without the server's mapping folder path
+    if store is None and not has_mapping(dataset):  # said without the server's mapping folder path
         return None, f"dataset {dataset} has no model-name mapping to the LMArena reference{stale}"
+    stand_in = ""
     try:
-        ref_cat = arena_category(dataset, category) if category else None
-        ref = reference_for_dataset(dataset, ref_cat)
+        ref_cat, stand_in = reference_category(dataset, category) if category else (None, "")
+        ref = reference_for_dataset(dataset, ref_cat, store=store)
     except LensError as exc:
         return None, str(exc).rstrip(".") + stale
     if len(ref) < 2:
-        return None, f"fewer than two models of {dataset} are on the reference leaderboard{stale}"
-    return ref, f"LMArena reference, category {ref_cat or 'full'}, {len(ref)} mapped models{stale}"
+        left = (ref.attrs.get("unmatched") or []) + list(ref.attrs.get("ambiguous") or {})
+        return None, (f"fewer than two models of {dataset} are on the reference leaderboard"
+                      + (f" ({len(left)} name(s) match no reference name; the Data page's reference map "
+                         "can place them)" if left else "") + stale)
+    how = ref.attrs.get("how") or {}
+    matched = sum(v in ("exact", "normalised") for v in how.values())
+    by_name = f", {matched} by name" if matched else ""
+    return ref, (f"LMArena reference, category {ref_cat or 'full'}, {len(ref)} mapped models{by_name}"
+                 + (f" ({stand_in})" if stand_in else "") + stale)
 
 
 # ----------------------------------------------------------------------------- reference ranks of a stack's

@@ -1,7 +1,7 @@
 """Every write to the shared dataset tables, and the one version counter they all advance.
 
 The tables a dataset owns (``datasets``, ``verdicts``, ``prompts``, ``answers``, ``synthetic_truth``,
-``dataset_files``, ``attached_datasets``) and the ``import_log`` are changed here and nowhere
+``dataset_files``, ``attached_datasets``, ``model_maps``) and the ``import_log`` are changed here and nowhere
 else: the importer, ``attach``, ``truth`` and judging's persist module call these functions
 inside their own transaction (``Store.transaction()``), so one change stays one commit.
 
@@ -27,7 +27,8 @@ import pandas as pd
 
 from engine.store.sql import Relation, identifier, identifiers, param_name, params, scalar
 
-DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files")
+DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files",
+                                   "model_maps")
 """Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
 
 CONTENT_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers")

@@ -141,4 +141,4 @@ def test_own_truth_follows_a_rename_and_refuses_other_verdicts(empty_store):
     with empty_store.transaction() as tx:
         tx.execute("UPDATE synthetic_truth SET model = model || '-old' WHERE dataset = 'renamed'")
     got, note = reference_for("renamed", None, empty_store)
-    assert got is None and "does not name 5 of its models" in note and "model-name mapping" in note
+    assert got is None and "does not name 5 of its models" in note and "match no reference name" in note
