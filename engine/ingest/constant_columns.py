@@ -35,6 +35,8 @@ NAME_NOISE: frozenset[str] = frozenset({
 """Words that describe what a file holds rather than who judged it: dropped from the ends of a file
 name to make a judge name (``gpt4-comparisons.json`` → ``gpt4``, ``gpt-4_pair.jsonl`` → ``gpt-4``)."""
 _SEPARATORS = re.compile(r"([-_. ]+)")
+CASELESS: frozenset[str] = frozenset({"order", "variant_kind"})
+"""Columns the import reads case-insensitively: ``ab`` replacing ``AB`` replaces nothing."""
 
 
 def parse_set(specs: Iterable[str] | None) -> dict[str, str]:
@@ -78,7 +80,9 @@ def apply_set(raw: RawRows, values: Mapping[str, str]) -> dict[str, int]:
     for col, value in values.items():
         cells = raw.cols.get(col)
         if cells is not None:
-            had = sum(1 for c in cells if cell_text(c) not in (None, "", value))
+            fold = str.lower if col in CASELESS else str
+            own = (cell_text(c) for c in cells)
+            had = sum(1 for t in own if t not in (None, "") and fold(t) != fold(value))
             if had:
                 replaced[col] = had
         raw.cols[col] = [value] * n

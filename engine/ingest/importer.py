@@ -301,14 +301,18 @@ def import_files(
     value_map: Mapping[str, Mapping[str, str]] | None = None,
     file_judges: Mapping[str, str] | None = None,
     baseline_model: str | None = None,
+    set_columns: Mapping[str, str] | None = None,
+    derive_judge: bool = False,
 ) -> ImportResult:
-    """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised."""
+    """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised
+    (``set_columns``, ``derive_judge``: as in ``verdicts.validate_sources``)."""
     dataset = _check_name(dataset)
     source = import_source(paths)
     try:
         report = validate_paths(paths, dataset=dataset, fmt=fmt, column_map=column_map,
                                 model_names=model_names, judge_names=judge_names, value_map=value_map,
-                                file_judges=file_judges, baseline_model=baseline_model)
+                                file_judges=file_judges, baseline_model=baseline_model,
+                                set_columns=set_columns, derive_judge=derive_judge)
     except LensError as exc:
         log_refused(
             store, dataset, source, fmt, str(exc), "skip-invalid" if skip_invalid else "all-or-nothing"
