@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import LensError
@@ -170,10 +170,12 @@ def test_attach_reads_an_arena_parquet_as_the_import_does(empty_store, tmp_path)
     assert set(empty_store.verdicts("attached")["order"]) == {"AB"}
 
 
-SPELLINGS = ["left", "right", "even", "A", "B", "tie"]
+SPELLINGS = ["left", "right", "even", "A", "b", "Tie", "1", "model_a"]
 
 
 @settings(max_examples=5, deadline=None)
+@example(seed=7, n=20, judge_column=True, set_order="BA", rename=True)
+@example(seed=8, n=20, judge_column=False, set_order=None, rename=True)
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 25), judge_column=st.booleans(),
        set_order=st.sampled_from([None, "AB", "BA"]), rename=st.booleans())
 def test_attach_with_the_import_options_equals_the_import(tmp_path_factory, migrated_empty_db, seed, n,
@@ -190,7 +192,7 @@ def test_attach_with_the_import_options_equals_the_import(tmp_path_factory, migr
     path = folder / "gpt4-comparisons.parquet"
     df.to_parquet(path, index=False)
     column_map = {"qid": "prompt_id", "left_model": "model_a", "right_model": "model_b", "verdict": "winner"}
-    value_map = {"winner": {"left": "A", "right": "B", "even": "tie"}}
+    value_map = {"winner": {"left": "a", "right": "model_b", "even": "tie (bothbad)"}}  # spellings again
     sets = {"order": set_order} if set_order else {}
     models = {"m1": "model-one"} if rename else {}
     judges = {"gpt4": "gpt-4"} if rename else {}
