@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import unicodedata
+from dataclasses import dataclass
 
 from engine.cli._common import store_from_args
 from engine.errors import LensError
-from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
-from dataclasses import dataclass
-
 from engine.ingest.constant_columns import SETTABLE, parse_set
+from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
 from engine.ingest.limits import check_dataset_name, name_problem
 from engine.ingest.verdict_export import prepare_rejected, write_rejected
 from engine.ingest.verdicts import FORMATS, judge_from_filename, parse_value_map
@@ -58,8 +57,8 @@ def add_value_options(p: argparse.ArgumentParser) -> None:
                    help="read VALUE in COLUMN as NEW before checking, e.g. winner:left=A (repeatable)")
     p.add_argument("--set", action="append", metavar="COLUMN=VALUE", dest="set_columns",
                    help="give every row VALUE in COLUMN, replacing the file's own values (the report says "
-                   f"how many it replaced), e.g. order=AB or judge=human; COLUMN is one of {', '.join(SETTABLE)} "
-                   "(repeatable)")
+                   "how many it replaced), e.g. order=AB or judge=human; COLUMN is one of "
+                   f"{', '.join(SETTABLE)} (repeatable)")
 
 
 def value_options(args: argparse.Namespace) -> ValueOptions:
@@ -196,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, opts: ValueOptions, file_judges: dict | None) -> int:
     """Validation without the store: the rows, the rejected ones, exit 2 when any is rejected."""
     report = validate_paths(args.paths, dataset=args.dataset, fmt=args.format, column_map=opts.column_map,
-                            model_names=opts.model_names, judge_names=opts.judge_names, value_map=opts.value_map,
+                            model_names=opts.model_names, judge_names=opts.judge_names,
+                            value_map=opts.value_map,
                             file_judges=file_judges, baseline_model=args.baseline_model,
                             set_columns=opts.set_columns, derive_judge=True)
     for sentence in report.iter_sentences():

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.errors import LensError
+from engine.ingest.attach_options import AttachOptions, attach_definition
 from engine.ingest.cells import ID_COLUMNS
 from engine.ingest.limits import (
     INT_MAX,
@@ -40,7 +41,6 @@ from engine.ingest.limits import (
     batch_rows,
     name_problem,
 )
-from engine.ingest.attach_options import AttachOptions, attach_definition
 from engine.ingest.parquet_reader import check_expansion
 from engine.store.attached import attach, definition_columns, parquet_columns, projection
 from engine.store.schema import STYLE_COLUMNS

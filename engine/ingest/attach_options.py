@@ -80,8 +80,8 @@ def attach_definition(columns: set[str], glob: str, options: AttachOptions, file
         constants = {}
     unmatched = [k for k in options.column_map if str(k).strip().lower() not in lowered]
     if unmatched:
-        raise LensError(f"The column map names {', '.join(map(repr, unmatched))}, which is not a column of the "
-                        f"files at {glob!r}; check the spelling, or leave that --map out.")
+        raise LensError(f"The column map names {', '.join(map(repr, unmatched))}, which is not a column of "
+                        f"the files at {glob!r}; check the spelling, or leave that --map out.")
     for col, value in options.set_columns.items():
         sources.pop(col, None)
         constants[col] = value

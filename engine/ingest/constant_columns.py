@@ -39,23 +39,24 @@ CASELESS: frozenset[str] = frozenset({"order", "variant_kind"})
 """Columns the import reads case-insensitively: ``ab`` replacing ``AB`` replaces nothing."""
 
 
-def parse_set(specs: Iterable[str] | None) -> dict[str, str]:
-    """``COLUMN=VALUE`` specs (``--set``, the Data page) → {column: value}, each value checked by the
-    import's own row rules before any file is read (one sentence for a bad one)."""
+def parse_set(specs: Iterable[str] | None, label: str = "--set") -> dict[str, str]:
+    """``COLUMN=VALUE`` specs (``--set``, the Data page, whose words ``label`` names) → {column: value},
+    each value checked by the import's own row rules before any file is read (one sentence for a bad one)."""
     out: dict[str, str] = {}
     for spec in specs or []:
         column, sep, value = str(spec).partition("=")
         col, value = column.strip().lower(), value.strip()
         if not sep or not col or not value:
-            raise LensError(f"--set {spec!r} is not of the form COLUMN=VALUE (e.g. order=AB or judge=human).")
+            raise LensError(f"{label} {spec!r} is not of the form COLUMN=VALUE (e.g. order=AB or "
+                            "judge=human).")
         if col not in SETTABLE:
-            raise LensError(f"--set {spec!r} names column {column.strip()!r}, which cannot be one value for "
-                            f"every row; --set takes {', '.join(SETTABLE)}.")
+            raise LensError(f"{label} {spec!r} names column {column.strip()!r}, which cannot be one value "
+                            f"for every row; {label} takes {', '.join(SETTABLE)}.")
         if col in out and out[col] != value:
-            raise LensError(f"--set gives {col} twice ({out[col]!r} and {value!r}); give it once.")
+            raise LensError(f"{label} gives {col} twice ({out[col]!r} and {value!r}); give it once.")
         problem = _value_problem(col, value)
         if problem:
-            raise LensError(f"--set {col}={value}: {problem}.")
+            raise LensError(f"{label} {col}={value}: {problem}.")
         out[col] = value
     return out
 
@@ -123,3 +124,21 @@ def judge_from_filename(filename: str) -> str:
     if lo >= hi:
         return name
     return "".join(parts[2 * lo: 2 * hi - 1])
+
+
+JUDGE_FIELDS: dict[str | None, frozenset[str]] = {
+    None: frozenset({"judge"}), "alpaca-eval": frozenset({"annotator"}), "arena": frozenset(),
+}
+"""The field that names a row's judge, per tool format (None: canonical columns); the Arena's is a
+constant (``human``), so its files always name their judge."""
+
+
+def suggested_judge(filename: str, columns: Iterable[str], tool: str | None) -> str | None:
+    """The judge name an import form offers for a file: None when the file names its judges (a judge
+    field, or an Arena log), else the name ``judge_from_filename`` gives."""
+    if tool == "arena":
+        return None
+    fields = JUDGE_FIELDS.get(tool, JUDGE_FIELDS[None])
+    if fields & {str(c).strip().lower() for c in columns}:
+        return None
+    return judge_from_filename(filename)

@@ -318,8 +318,8 @@ class _Constants:
     derive_judge: bool
     remarks: list[str]
 
-    def apply(self, raw: RawRows, filename: str, fmt: str, judge: str | None,
-              replaced: dict[str, int], derived: dict[str, int]) -> None:
+    def apply(self, raw: RawRows, filename: str, judge: str | None, replaced: dict[str, int],
+              derived: dict[str, int]) -> None:
         """Set the constant columns of one batch of ``filename``; count what was replaced or derived."""
         for col, n in apply_set(raw, self.values).items():
             replaced[col] = replaced.get(col, 0) + n
@@ -363,7 +363,7 @@ def _read_into(builder: ReportBuilder, sources, fmt, column_map, file_judges, pe
                 del unmatched[key]
             if judge:
                 set_judge(raw, judge)
-            constants.apply(raw, filename, found, judge, replaced, derived)
+            constants.apply(raw, filename, judge, replaced, derived)
             if baseline_model is not None:
                 raw.cols["model_b"], raw.problem = name_baseline(
                     list(raw.cols.get("model_b") or [None] * len(raw.line)), raw.problem, baseline_model)

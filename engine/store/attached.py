@@ -133,7 +133,8 @@ def projection(definition: Mapping, out: dict[str, object], typed: bool = True) 
     return exprs
 
 
-def canonical_select(glob: str, dataset: str, columns: set[str], definition: Mapping | None = None) -> Relation:
+def canonical_select(glob: str, dataset: str, columns: set[str],
+                     definition: Mapping | None = None) -> Relation:
     """A SELECT giving the canonical verdict columns (and battle_id / tstamp) and the style counts
     (``STYLE_COLUMNS``, NULL where the files have none) over the files, as ``definition`` reads them
     (``plain_definition(columns)`` when None); the glob, the dataset name and every value are bound."""
@@ -220,7 +221,8 @@ def attach(store: Store, name: str, glob: str, description: str | None = None,
     if bad:
         raise LensError(
             f"The Parquet files at {glob!r} have winners other than A, B, tie or invalid "
-            f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); read them with --map-value winner:VALUE=A (or B, tie), or import the files."
+            f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); read them with --map-value winner:VALUE=A "
+            "(or B, tie), or import the files."
         )
     n_rows = int(scalar(con, f"SELECT count(*) FROM ({sel})", params(sel)))
     with store.transaction() as tx:
