@@ -79,8 +79,8 @@ def test_rows_without_a_judge_are_named_after_the_file_and_the_report_says_so(db
     res = run_engine(["--db", db, "import", path, "--dataset", "j"])
     assert res.returncode == 0, res.stderr
     n_empty = int(df["judge"].isna().sum())
-    assert (f"gpt4-comparisons.csv: {n_empty} rows name no judge, stored under judge 'gpt4' (from the file "
-            "name; --judge NAME or --set judge=NAME names it).") in res.stdout
+    assert (f"gpt4-comparisons.csv: {n_empty} rows name no judge, stored under judge 'gpt4', named after "
+            "the file (to name it: --judge NAME, or the Data page's judge box).") in res.stdout
     got = _verdicts(db, "j")["judge"].tolist()
     assert got == df["judge"].fillna("gpt4").tolist()  # old: 'judge' for the two empty rows
     assert "judge" not in got
@@ -103,7 +103,8 @@ def test_set_gives_every_row_the_value_and_counts_what_it_replaced(db, tmp_path)
     assert v["order"].tolist() == ["AB"] * 6 and set(v["judge"]) == {"human"}
     assert set(v["category"]) == {"writing"} and v["turn"].tolist() == [2] * 6
     differing = int((df["order"].notna() & (df["order"].str.upper() != "AB")).sum())
-    assert f"crowd.csv: --set order=ab replaced the file's own order in {differing} rows." in res.stdout
+    assert (f"crowd.csv: order=ab, set for every row, replaced the file's own order in {differing} rows."
+            in res.stdout)
 
 
 @pytest.mark.parametrize(("spec", "words"), [

@@ -331,13 +331,14 @@ class _Constants:
         """The file's sentences: values replaced by ``--set``, a judge named after it, Arena's order."""
         shown = PurePath(filename).name
         for col, n in replaced.items():
-            self.remarks.append(f"{shown}: --set {col}={self.values[col]} replaced the file's own {col} "
-                                f"in {n:,} row{'s' if n != 1 else ''}.")
+            self.remarks.append(f"{shown}: {col}={self.values[col]}, set for every row, replaced the file's "
+                                f"own {col} in {n:,} row{'s' if n != 1 else ''}.")
         for name, n in derived.items():
             if n:
                 self.remarks.append(
                     f"{shown}: {n:,} row{'s name' if n != 1 else ' names'} no judge, stored under judge "
-                    f"{name!r} (from the file name; --judge NAME or --set judge=NAME names it).")
+                    f"{name!r}, named after the file (to name it: --judge NAME, or the Data page's judge "
+                    "box).")
         if fmt == "arena" and "order" not in self.values:
             self.remarks.append(f"{shown}: every battle is stored with order AB (in Chatbot Arena logs "
                                 "model_a is the answer shown first), so its position bias can be read.")

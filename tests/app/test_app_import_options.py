@@ -24,7 +24,8 @@ def test_judge_box_is_filled_from_the_file_and_set_values_are_stored(own_app):
     at.text_input(key="data_set").input("order=AB, category=coding").run()
     assert_clean(at)
     infos = [unescape_md(i.value) for i in at.info]
-    assert "gpt4-comparisons.csv: --set order=AB replaced the file's own order in 2 rows." in infos
+    assert ("gpt4-comparisons.csv: order=AB, set for every row, replaced the file's own order in 2 rows."
+            in infos)
     at.button(key="data_import").click().run()
     assert_clean(at)
     v = get_store().verdicts("crowd")
