@@ -22,7 +22,7 @@ from engine.errors import LensError
 from engine.ingest.attach_checks import attach_parquet
 from engine.ingest.attach_options import AttachOptions
 from engine.ingest.constant_columns import judge_from_filename, parse_set
-from engine.ingest.importer import import_files, rename_dataset
+from engine.ingest.importer import import_files, rename_dataset, validate_file
 from engine.ranking.vote_query import store_vote_rows
 from engine.store.connection import Store
 from tests.conftest import run_engine
@@ -242,3 +242,17 @@ def test_rename_of_a_stored_dataset_is_unchanged(empty_store, tmp_path):
     import_files(empty_store, [path], "one")
     rename_dataset(empty_store, "one", "two")
     assert empty_store.verdicts("two")["winner"].tolist() == ["A"]
+
+
+def test_attach_checks_the_rows_as_the_options_read_them(db, tmp_path):
+    """The import's row rules apply to the mapped columns: an empty cell of the file's column that --map
+    reads as model_a is refused under model_a's name, as the import rejects that row."""
+    path = tmp_path / "v.parquet"
+    pd.DataFrame({"prompt_id": ["1", "2"], "left": ["a", None], "model_b": ["b", "c"],
+                  "winner": ["A", "B"]}).to_parquet(path, index=False)
+    res = run_engine(["--db", db, "datasets", "attach", "m", path, "--map", "left=model_a"])
+    assert res.returncode == 2
+    assert res.stderr.startswith(f"error: {path} row 2 would not import: model_a NULL is empty; nothing was "
+                                 "attached")
+    rejected = validate_file(path, dataset="d", column_map={"left": "model_a"}).rejected  # the import
+    assert rejected["source_line"].tolist() == [2]
