@@ -18,9 +18,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePath
 
 import numpy as np
+import pyarrow.compute as pc
 
 from engine.errors import LensError
-from engine.ingest.raw_rows import RawRows, cell_text
+from engine.ingest.cells import arrow_nulls, clean_arrow
+from engine.ingest.raw_rows import RawRows
 
 SETTABLE: tuple[str, ...] = ("judge", "order", "annotator", "category", "variant", "variant_kind", "turn")
 """Columns ``--set`` may fill: facts that can hold for a whole file. The verdict itself (prompt, models,
@@ -75,15 +77,17 @@ def _value_problem(column: str, value: str) -> str | None:
 
 def apply_set(raw: RawRows, values: Mapping[str, str]) -> dict[str, int]:
     """Give every row of ``raw`` the set values; returns, per column, how many rows had a value of their
-    own that was replaced (for the report's note)."""
+    own (as the import reads cells: ``cells.clean_arrow``) that was replaced (for the report's note)."""
     replaced: dict[str, int] = {}
     n = len(raw.line)
     for col, value in values.items():
         cells = raw.cols.get(col)
         if cells is not None:
-            fold = str.lower if col in CASELESS else str
-            own = (cell_text(c) for c in cells)
-            had = sum(1 for t in own if t not in (None, "") and fold(t) != fold(value))
+            own = clean_arrow(cells)
+            same = (pc.equal(pc.utf8_lower(own), value.lower()) if col in CASELESS
+                    else pc.equal(own, value))
+            had = int(np.sum(~arrow_nulls(own) & ~np.asarray(
+                pc.fill_null(same, False).to_numpy(zero_copy_only=False), dtype=bool)))
             if had:
                 replaced[col] = had
         raw.cols[col] = [value] * n
@@ -91,18 +95,19 @@ def apply_set(raw: RawRows, values: Mapping[str, str]) -> dict[str, int]:
 
 
 def fill_missing_judge(raw: RawRows, judge: str) -> int:
-    """Rows of ``raw`` that name no judge get ``judge``; returns how many did."""
+    """Rows of ``raw`` that name no judge (an empty cell, as the import reads it) get ``judge``; returns how
+    many did."""
     cells = raw.cols.get("judge")
     n = len(raw.line)
     if cells is None:
         raw.cols["judge"] = [judge] * n
         return n
-    empty = np.array([cell_text(c) in (None, "") for c in cells], dtype=bool)
+    empty = arrow_nulls(clean_arrow(cells))
     if empty.any():
-        cells = list(cells)
+        filled = list(cells)
         for i in np.flatnonzero(empty):
-            cells[i] = judge
-        raw.cols["judge"] = cells
+            filled[i] = judge
+        raw.cols["judge"] = filled
     return int(empty.sum())
 
 
