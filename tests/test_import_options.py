@@ -79,8 +79,8 @@ def test_rows_without_a_judge_are_named_after_the_file_and_the_report_says_so(db
     res = run_engine(["--db", db, "import", path, "--dataset", "j"])
     assert res.returncode == 0, res.stderr
     n_empty = int(df["judge"].isna().sum())
-    assert (f"gpt4-comparisons.csv: {n_empty} rows name no judge, stored under judge 'gpt4', named after "
-            "the file (to name it: --judge NAME, or the Data page's judge box).") in res.stdout
+    assert (f"gpt4-comparisons.csv: {n_empty} rows name no judge; read as judge 'gpt4', named after the "
+            "file (to name it: --judge NAME, or the Data page's judge box).") in res.stdout
     got = _verdicts(db, "j")["judge"].tolist()
     assert got == df["judge"].fillna("gpt4").tolist()  # old: 'judge' for the two empty rows
     assert "judge" not in got

@@ -336,9 +336,8 @@ class _Constants:
         for name, n in derived.items():
             if n:
                 self.remarks.append(
-                    f"{shown}: {n:,} row{'s name' if n != 1 else ' names'} no judge, stored under judge "
-                    f"{name!r}, named after the file (to name it: --judge NAME, or the Data page's judge "
-                    "box).")
+                    f"{shown}: {n:,} row{'s name' if n != 1 else ' names'} no judge; read as judge {name!r}, "
+                    "named after the file (to name it: --judge NAME, or the Data page's judge box).")
         if fmt == "arena" and "order" not in self.values:
             self.remarks.append(f"{shown}: every battle is stored with order AB (in Chatbot Arena logs "
                                 "model_a is the answer shown first), so its position bias can be read.")
