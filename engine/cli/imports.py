@@ -56,8 +56,8 @@ def add_value_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--map-value", action="append", metavar="COLUMN:VALUE=NEW",
                    help="read VALUE in COLUMN as NEW before checking, e.g. winner:left=A (repeatable)")
     p.add_argument("--set", action="append", metavar="COLUMN=VALUE", dest="set_columns",
-                   help="give every row VALUE in COLUMN, replacing the file's own values (the report says "
-                   "how many it replaced), e.g. order=AB or judge=human; COLUMN is one of "
+                   help="give every row VALUE in COLUMN, replacing the file's own values in it (import "
+                   "says how many), e.g. order=AB or judge=human; COLUMN is one of "
                    f"{', '.join(SETTABLE)} (repeatable)")
 
 
