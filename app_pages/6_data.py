@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from app_pages._data_importopts import judge_input, set_and_baseline
 from app_pages._data_refmap import reference_map_section
 from app_pages._lens import (
     MU_DEFAULT,
@@ -78,7 +79,8 @@ def _validated(digest: str, _data: bytes, name: str, options: str):
     dataset is named when storing."""
     o = json.loads(options)
     return ingest.validate_file(_data, name, column_map=o["map"] or None, fmt=o["fmt"], dataset="upload",
-                                value_map=o["values"] or None, judge=o["judge"])
+                                value_map=o["values"] or None, judge=o["judge"], set_columns=o["set"],
+                                baseline_model=o["baseline"], derive_judge=True)
 
 
 def _stored(message: str, select: str | None = None) -> None:
@@ -113,27 +115,25 @@ if section == "Import":
         help="detect: from the file's name, bytes and fields; a container name (csv, jsonl, …) "
         "reads canonical columns; a tool name reads that tool's judgment file",
     )
-    judge_pick = f2.text_input(
-        "Judge of this file",
-        key="data_judge",
-        placeholder="from the file",
-        help="Every row of the file goes under this judge (empty: the file's judge column, else 'judge').",
-    )
+    fmt = None if fmt_pick == "detect" else fmt_pick
+    data, up_name, cols, tool = None, None, [], None
+    if up is not None:
+        data, up_name = up.getvalue(), file_name(up.name)  # messages name the file, never a path
+        try:
+            cols = ingest.file_columns(data, up_name, fmt)
+        except LensError:  # (a file too wide to offer its columns: at most COLUMNS_MAX are listed)
+            cols = []  # the validation report below names the problem
+        tool = sniff_tool(data, up_name, fmt)
+    judge_pick = judge_input(f2, data, up_name, cols, tool)
     values_text = f3.text_input(
         "Value map",
         key="data_values",
         placeholder="winner:left=A, winner:right=B",
         help="COLUMN:VALUE=NEW, comma-separated: read another spelling as a canonical value.",
     )
-    if up is not None:
-        data, up_name = up.getvalue(), file_name(up.name)  # messages name the file, never a path
-        fmt = None if fmt_pick == "detect" else fmt_pick
+    set_values, baseline = set_and_baseline(tool)
+    if up is not None and data is not None and up_name is not None:
         value_map = or_stop(parse_value_map, [v for v in values_text.split(",") if v.strip()])
-        try:
-            cols = ingest.file_columns(data, up_name, fmt)
-        except LensError:  # (a file too wide to offer its columns: at most COLUMNS_MAX are listed)
-            cols = []  # the validation report below names the problem
-        tool = sniff_tool(data, up_name, fmt)
         st.markdown(
             f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(columns_line(cols))}"
             + (f" · read as **{escape_md(tool_format(tool).title)}**" if tool else "")
@@ -150,8 +150,8 @@ if section == "Import":
                 )
                 if pick != "(same name)":
                     column_map[pick] = target
-        options = json.dumps({"map": column_map, "fmt": fmt, "values": value_map,
-                              "judge": judge_pick.strip() or None}, sort_keys=True)
+        options = json.dumps({"map": column_map, "fmt": fmt, "values": value_map, "judge": judge_pick or None,
+                              "set": set_values, "baseline": baseline}, sort_keys=True)
         with store.unheld():  # another process may write to the store while the file is read
             report = or_stop(_validated, hashlib.sha256(data).hexdigest(), data, up_name, options)
         c1, c2, c3, c4 = st.columns(4)

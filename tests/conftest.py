@@ -31,6 +31,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_reference_names.py",        # 28 alone with the shipped store's setup, -n 0, load 14
     "test_app_style_control.py",      # 13 alone at load 2.4, 57 at load 8 (the page twice, B = 200)
     "test_app_data.py",               # 24
+    "test_import_options.py",         # 54 alone, -n 0, load 8 (hypothesis x 7, 8 CLI runs)
+    "test_app_import_options.py",     # 48 alone, -n 0, load 8 (AppTest x 3)
     "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
     "test_diagnostics_orderless.py",  # 21

@@ -22,6 +22,7 @@ from engine.ingest.importer import import_files
 from engine.ranking.baseline import baseline_leaderboard, battle_votes
 from engine.ranking.board import BoardSpec
 from engine.ranking.vote_query import store_vote_rows
+from engine.store.connection import Store
 from tests.conftest import run_engine
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "formats"
@@ -229,7 +230,8 @@ def test_cli_adds_the_columns_and_refuses_bad_choices(tmp_path):
 
 def test_v01_records_without_baseline_import_with_baseline_model(tmp_path):
     """The excerpt in Arena-Hard v0.1's original layout (question_id, model, judge, games; the baseline
-    only in the run's configuration): refused without --baseline-model, the same board with it."""
+    only in the run's configuration): refused without --baseline, the same board with it (and with the
+    older spelling --baseline-model, kept as an alias)."""
     v01 = []
     for line in (FIX / "arena_hard_v01_excerpt.jsonl").read_text().splitlines():
         r = json.loads(line)
@@ -237,9 +239,12 @@ def test_v01_records_without_baseline_import_with_baseline_model(tmp_path):
     path = write_jsonl(tmp_path / "gpt-3.5-turbo-0125.jsonl", v01)
     db = str(tmp_path / "l.duckdb")
     refused = run_engine(["--db", db, "import", str(path), "--dataset", "v01"])
-    assert refused.returncode == 2 and "--baseline-model NAME" in refused.stderr
-    ok = run_engine(["--db", db, "import", str(path), "--dataset", "v01", "--baseline-model", "gpt-4-0314"])
+    assert refused.returncode == 2 and "import with --baseline NAME" in refused.stderr
+    ok = run_engine(["--db", db, "import", str(path), "--dataset", "v01", "--baseline", "gpt-4-0314"])
     assert ok.returncode == 0, ok.stderr
+    alias = run_engine(["--db", db, "import", str(path), "--dataset", "v01-alias", "--baseline-model",
+                        "gpt-4-0314"])
+    assert alias.returncode == 0, alias.stderr
     out = run_engine(["--db", db, "leaderboard", "--dataset", "v01", "--baseline", "gpt-4-0314", "--format",
                       "json"])
     got = {r["model"]: r["baseline_win_rate"] for r in json.loads(out.stdout)["table"]}
@@ -248,6 +253,9 @@ def test_v01_records_without_baseline_import_with_baseline_model(tmp_path):
     csv.write_text("prompt_id,model_a,model_b,winner\np1,a,b,A\n")
     wrong = run_engine(["--db", db, "import", str(csv), "--dataset", "c", "--baseline-model", "b"])
     assert wrong.returncode == 2 and "Arena-Hard judgment records" in wrong.stderr
+    with Store(db) as s:
+        a, b = (s.verdicts(d).drop(columns=["verdict_id", "dataset"]) for d in ("v01", "v01-alias"))
+    assert len(a) == 22 and a.equals(b)
 
 
 def test_the_win_rates_read_whatever_fit_the_board_used(empty_store, tmp_path):

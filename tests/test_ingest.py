@@ -267,6 +267,11 @@ def test_export_to_buffer(empty_store, tmp_path):
 
 
 # -- command line --------------------------------------------------------------------------------
+NO_JUDGE = ("bad.csv: 4 rows name no judge; read as judge 'bad', named after the file (to name it: "
+            "--judge NAME, or the Data page's judge box).")
+"""The import's note for BAD_CSV, which has no judge column (issue 25: never the placeholder 'judge')."""
+
+
 def test_cli_import_refused(cli_db, tmp_path, capsys):
     path = write(tmp_path, "bad.csv", BAD_CSV)
     rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "mine"])
@@ -276,6 +281,7 @@ def test_cli_import_refused(cli_db, tmp_path, capsys):
         f"{path} line 3: model_a and model_b are the same model (y).",
         f"{path} line 4: winner value 'what' is not one of A, B, tie, model_a, model_b, tie (bothbad), 1, 2, "
         "1.5 or error.",
+        NO_JUDGE,
         "read 4 = stored 0 + rejected 2 + held back 2 (valid rows, not stored because the import is "
         "all-or-nothing)",
         "error: 2 of 4 rows were rejected, so nothing was stored "
@@ -292,7 +298,7 @@ def test_cli_import_skip_invalid_writes_rejected(cli_db, tmp_path, capsys):
     rc = main(["--db", str(cli_db), "import", str(path), "--dataset", "mine", "--skip-invalid"])
     out = capsys.readouterr().out.splitlines()
     assert rc == 0
-    assert out[0] == "read 4 = stored 2 + rejected 2 (invalid judge outputs stored: 0)"
+    assert out[:2] == [NO_JUDGE, "read 4 = stored 2 + rejected 2 (invalid judge outputs stored: 0)"]
     rej = pd.read_csv(f"{path}.rejected.csv")
     assert rej["source_line"].tolist() == [3, 4]
     assert rej[["model_a", "model_b", "winner"]].values.tolist() == [["y", "y", "B"], ["x", "z", "what"]]
@@ -361,10 +367,8 @@ def test_cli_check_stores_nothing(cli_db, tmp_path, capsys):
     path = write(tmp_path, "bad.csv", BAD_CSV)
     assert main(["--db", str(cli_db), "import", str(path), "--dataset", "chk", "--check"]) == 2
     cap = capsys.readouterr()
-    assert (
-        cap.out.strip()
-        == "read 4 = valid 2 + rejected 2 (invalid judge outputs: 0); nothing stored (--check)"
-    )
+    assert cap.out.strip().splitlines() == [
+        NO_JUDGE, "read 4 = valid 2 + rejected 2 (invalid judge outputs: 0); nothing stored (--check)"]
     assert len(cap.err.strip().splitlines()) == 2
     good = write(tmp_path, "g.csv", GOOD_CSV)
     assert main(["--db", str(cli_db), "import", str(good), "--dataset", "chk", "--check"]) == 0

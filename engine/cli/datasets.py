@@ -9,7 +9,9 @@ from pathlib import Path
 
 from engine.cli._common import add_format, store_from_args, write_frame
 from engine.cli._dataset_map import add_map_parser
+from engine.cli.imports import add_value_options, value_options
 from engine.errors import LensError
+from engine.ingest.attach_options import ATTACH_FORMATS, AttachOptions
 from engine.ingest.importer import dataset_table, delete_dataset, rename_dataset
 from engine.ingest.verdict_export import (
     EXPORT_FORMATS,
@@ -45,11 +47,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="The files stay where they are and DuckDB reads them on every use "
                     "(engine/store/attached.py); "
         "columns prompt_id, model_a, model_b, winner are required, judge, variant, turn, order, "
-        "annotator, prob_a, battle_id, tstamp are used when present.",
+        "annotator, prob_a, battle_id, tstamp are used when present. The import's column, value and "
+        "name options apply on every read (kept with the dataset).",
     )
     a.add_argument("name")
     a.add_argument("files", help="a path or glob of Parquet files, e.g. 'logs/*.parquet' (quote it)")
     a.add_argument("--description")
+    a.add_argument("--format", dest="attach_format", choices=ATTACH_FORMATS, default=None,
+                   help="parquet: canonical (or --map-ped) columns; arena: Chatbot Arena battle logs (judge "
+                   "human, the voter as annotator, order AB); default: arena when the files have its fields")
+    add_value_options(a)
     a.set_defaults(func=run_attach)
     add_map_parser(sub)
 
@@ -68,11 +75,16 @@ def run_attach(args: argparse.Namespace) -> int:
     """Record a Parquet glob as a dataset read in place (nothing copied); exit status."""
     from engine.ingest.attach_checks import attach_parquet
 
+    opts = value_options(args)  # checked before the files are read
+    options = AttachOptions(args.attach_format, opts.column_map, opts.model_names, opts.judge_names,
+                            opts.value_map, opts.set_columns)
     store = store_from_args(args)
     try:
-        info = attach_parquet(store, args.name, args.files, args.description)
+        info = attach_parquet(store, args.name, args.files, args.description, options)
     finally:
         store.close()
+    for note in info["notes"]:
+        print(note)
     print(f"attached {info['verdicts']} verdicts in {info['files']} Parquet file(s) as dataset {args.name!r} "
           "(read in place, version 1)")
     return 0

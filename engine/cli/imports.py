@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import unicodedata
+from dataclasses import dataclass
 
 from engine.cli._common import store_from_args
 from engine.errors import LensError
+from engine.ingest.constant_columns import SETTABLE, parse_set
 from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
 from engine.ingest.limits import check_dataset_name, name_problem
 from engine.ingest.verdict_export import prepare_rejected, write_rejected
@@ -33,10 +35,48 @@ def _visible(name: str, what: str) -> str:
     return name
 
 
+@dataclass(frozen=True)
+class ValueOptions:
+    """How the rows of a file are read, shared by ``import`` and ``datasets attach``: column map, renamed
+    models and judges, value map, constant columns."""
+
+    column_map: dict[str, str]
+    model_names: dict[str, str]
+    judge_names: dict[str, str]
+    value_map: dict[str, dict[str, str]]
+    set_columns: dict[str, str]
+
+
+def add_value_options(p: argparse.ArgumentParser) -> None:
+    """The options that say how a file's columns and values read as verdicts (import and attach)."""
+    p.add_argument("--map", action="append", metavar="FILECOL=COLUMN",
+                   help="treat the file's column FILECOL as the canonical COLUMN (repeatable)")
+    p.add_argument("--model-name", action="append", metavar="OLD=NEW", help="rename a model (repeatable)")
+    p.add_argument("--judge-name", action="append", metavar="OLD=NEW", help="rename a judge (repeatable)")
+    p.add_argument("--map-value", action="append", metavar="COLUMN:VALUE=NEW",
+                   help="read VALUE in COLUMN as NEW before checking, e.g. winner:left=A (repeatable)")
+    p.add_argument("--set", action="append", metavar="COLUMN=VALUE", dest="set_columns",
+                   help="give every row VALUE in COLUMN, replacing the file's own values in it (import "
+                   "says how many), e.g. order=AB or judge=human; COLUMN is one of "
+                   f"{', '.join(SETTABLE)} (repeatable)")
+
+
+def value_options(args: argparse.Namespace) -> ValueOptions:
+    """The parsed ``add_value_options`` (each checked before any file is read: one sentence if bad)."""
+    sets = parse_set(args.set_columns)
+    if "judge" in sets:
+        sets["judge"] = _visible(sets["judge"], "--set judge")
+    return ValueOptions(_pairs(args.map, "--map"), _pairs(args.model_name, "--model-name"),
+                        _pairs(args.judge_name, "--judge-name"), parse_value_map(args.map_value), sets)
+
+
 def _file_judges(args: argparse.Namespace) -> dict[str, str] | None:
     """Each file's judge: ``--judge NAME`` for all files, ``--judge-from filename`` for one per file."""
     if args.judge and args.judge_from == "filename":
         raise LensError("Give either --judge NAME or --judge-from filename, not both.")
+    if (args.judge or args.judge_from == "filename") and any(
+            str(v).partition("=")[0].strip().lower() == "judge" for v in args.set_columns or []):
+        raise LensError("Give either --set judge=NAME or --judge / --judge-from filename, not both.")
     if args.judge:
         return {str(p): _visible(args.judge, "--judge") for p in args.paths}
     if args.judge_from == "filename":
@@ -74,17 +114,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write the rejected rows (file, line, reason, fields) to this CSV; with --skip-invalid "
         "the default is <first input>.rejected.csv. Checked before anything is stored",
     )
-    p.add_argument("--map", action="append", metavar="FILECOL=COLUMN",
-                   help="treat the file's column FILECOL as the canonical COLUMN (repeatable)")
-    p.add_argument("--model-name", action="append", metavar="OLD=NEW", help="rename a model (repeatable)")
-    p.add_argument("--judge-name", action="append", metavar="OLD=NEW", help="rename a judge (repeatable)")
-    p.add_argument("--map-value", action="append", metavar="COLUMN:VALUE=NEW",
-                   help="read VALUE in COLUMN as NEW before checking, e.g. winner:left=A (repeatable)")
+    add_value_options(p)
     p.add_argument("--judge", metavar="NAME", help="put every row under judge NAME")
     p.add_argument("--judge-from", choices=["column", "filename"], default="column",
-                   help="filename: each file's rows under a judge named after the file (a.json → a); "
-                   "column (default): the judge column, else 'judge'")
-    p.add_argument("--baseline-model", metavar="NAME",
+                   help="filename: each file's rows under a judge named after the file, less words such as "
+                   "comparisons or pair at its ends (gpt4-comparisons.json → gpt4); column (default): the "
+                   "judge column, and rows without one under the name the file gives (the report says so)")
+    p.add_argument("--baseline", "--baseline-model", dest="baseline_model", metavar="NAME",
                    help="the baseline of Arena-Hard judgment records that name none (v0.1 files: the "
                    "run's configuration names it, e.g. gpt-4-0314); a record's own baseline field wins")
     p.set_defaults(func=run)
@@ -92,15 +128,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate and store the given verdict files, reporting rejected rows; exit status."""
-    column_map = _pairs(args.map, "--map")
-    models = _pairs(args.model_name, "--model-name")
-    judges = _pairs(args.judge_name, "--judge-name")
-    values = parse_value_map(args.map_value)
+    opts = value_options(args)
     file_judges = _file_judges(args)
     if args.baseline_model is not None:
-        args.baseline_model = _visible(args.baseline_model, "--baseline-model")
+        args.baseline_model = _visible(args.baseline_model, "--baseline")
     if args.check:
-        return _check(args, column_map, models, judges, values, file_judges)
+        return _check(args, opts, file_judges)
     rejected_path = None
     if args.rejected or args.skip_invalid:  # checked before anything is read or stored
         rejected_path = prepare_rejected(args.rejected or f"{args.paths[0]}.rejected.csv", args.paths)
@@ -111,12 +144,14 @@ def run(args: argparse.Namespace) -> int:
             args.paths,
             dataset=dataset,
             fmt=args.format,
-            column_map=column_map,
-            model_names=models,
-            judge_names=judges,
-            value_map=values,
+            column_map=opts.column_map,
+            model_names=opts.model_names,
+            judge_names=opts.judge_names,
+            value_map=opts.value_map,
             file_judges=file_judges,
             baseline_model=args.baseline_model,
+            set_columns=opts.set_columns,
+            derive_judge=True,
         )
     except LensError as exc:
         store = store_from_args(args)
@@ -157,12 +192,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(args: argparse.Namespace, column_map: dict, models: dict, judges: dict, values: dict,
-           file_judges: dict | None) -> int:
+def _check(args: argparse.Namespace, opts: ValueOptions, file_judges: dict | None) -> int:
     """Validation without the store: the rows, the rejected ones, exit 2 when any is rejected."""
-    report = validate_paths(args.paths, dataset=args.dataset, fmt=args.format, column_map=column_map,
-                            model_names=models, judge_names=judges, value_map=values, file_judges=file_judges,
-                            baseline_model=args.baseline_model)
+    report = validate_paths(args.paths, dataset=args.dataset, fmt=args.format, column_map=opts.column_map,
+                            model_names=opts.model_names, judge_names=opts.judge_names,
+                            value_map=opts.value_map,
+                            file_judges=file_judges, baseline_model=args.baseline_model,
+                            set_columns=opts.set_columns, derive_judge=True)
     for sentence in report.iter_sentences():
         print(sentence, file=sys.stderr)
     for note in report.notes():

@@ -172,7 +172,8 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
 def _no_order(dataset: str | None, consequence: str) -> LensError:
     return LensError(
         f"No verdict{' in dataset ' + repr(dataset) if dataset else ''} records which answer was "
-        f"shown first (order AB/BA), so {consequence}; import the order column to get it."
+        f"shown first (order AB/BA), so {consequence}; import the order column, or import with --set "
+        "order=AB when model_a was always shown first."
     )
 
 

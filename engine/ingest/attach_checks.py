@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from engine.errors import LensError
+from engine.ingest.attach_options import AttachOptions, attach_definition
 from engine.ingest.cells import ID_COLUMNS
 from engine.ingest.limits import (
     INT_MAX,
@@ -41,8 +42,8 @@ from engine.ingest.limits import (
     name_problem,
 )
 from engine.ingest.parquet_reader import check_expansion
-from engine.store.attached import attach, parquet_columns
-from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS
+from engine.store.attached import attach, definition_columns, parquet_columns, projection
+from engine.store.schema import STYLE_COLUMNS
 from engine.store.sql import identifier
 
 if TYPE_CHECKING:
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 
 CELL_MAX_BYTES = 4 * TEXT_MAX_CHARS
 """Longest cell in bytes (the import's per-field cap: the longest text in 4-byte UTF-8)."""
-READ_COLUMNS = (*VERDICT_COLUMNS, "battle_id", "tstamp", *STYLE_COLUMNS)
-"""The columns attach reads from the files (engine/store/attached.py: canonical_select)."""
 NAME_SUSPECT_RE = f"{INVISIBLE_RE}|{MARKS_ONLY_RE}|{MIXED_SCRIPT_RE}"
 """The import's patterns for a name that may render blank or as a look-alike (``cells.name_suspects``):
 a superset, so only the names it matches reach Python's ``name_problem``, which decides."""
@@ -73,17 +72,21 @@ def _register_name_problem(con: duckdb.DuckDBPyConnection) -> None:
                             side_effects=False)
 
 
-def attach_parquet(store: Store, name: str, glob: str, description: str | None = None) -> dict:
-    """Attach Parquet files as dataset ``name`` (``engine.store.attached.attach``) once they pass the
-    import's decompression guard and row rules; returns attach's counts, or LensError."""
+def attach_parquet(store: Store, name: str, glob: str, description: str | None = None,
+                   options: AttachOptions | None = None) -> dict:
+    """Attach Parquet files as dataset ``name`` (``engine.store.attached.attach``), read as ``options``
+    say (``attach_options``), once they pass the import's decompression guard and row rules; returns
+    attach's counts and ``notes`` (what the definition decided), or LensError."""
     con = store.cursor()
     columns = parquet_columns(con, glob)  # one sentence when no file matches
-    read = [c for c in READ_COLUMNS if c in columns]
-    if "://" not in glob:
-        for path in sorted(globlib.glob(glob, recursive=True)):
-            check_file_expansion(path, read)
-    check_rows(con, glob, columns)
-    return attach(store, name, glob, description)
+    paths = sorted(globlib.glob(glob, recursive=True)) if "://" not in glob else []
+    made = attach_definition(columns, glob, options or AttachOptions(), paths)
+    if paths:
+        for path in paths:
+            check_file_expansion(path, list(made.file_columns))
+    check_rows(con, glob, made.definition)
+    info = attach(store, name, glob, description, made.definition)
+    return {**info, "notes": list(made.notes)}
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -167,9 +170,11 @@ def _rules(columns: set[str]) -> list[tuple[str, str, str]]:
     return [r for r in rules if r[0] in columns]
 
 
-def check_rows(con: duckdb.DuckDBPyConnection, glob: str, columns: set[str]) -> None:
-    """Refuse files holding a row the import would refuse (``_rules``), in one sentence with the first
-    such row (file order) and how many there are. One streaming scan; the first row by a top-1."""
+def check_rows(con: duckdb.DuckDBPyConnection, glob: str, definition: dict) -> None:
+    """Refuse files holding a row the import would refuse (``_rules``) once read as ``definition`` says,
+    in one sentence with the first such row (file order) and how many there are. One streaming scan; the
+    first row by a top-1."""
+    columns = definition_columns(definition)
     conds = []
     for c, sql, _ in _rules(columns):
         v = f"CAST({identifier(c)} AS VARCHAR)"
@@ -178,16 +183,19 @@ def check_rows(con: duckdb.DuckDBPyConnection, glob: str, columns: set[str]) -> 
     if not conds:
         return
     _register_name_problem(con)
-    src = "read_parquet($files, union_by_name = true, filename = true, file_row_number = true)"
+    bound: dict[str, object] = {"files": glob}
+    exprs = projection(definition, bound, typed=False)  # values as the files hold them, before any cast
+    src = (f"(SELECT {', '.join(f'{e} AS {identifier(c)}' for c, e in exprs.items())}, filename, "
+           "file_row_number FROM read_parquet($files, union_by_name = true, filename = true, "
+           "file_row_number = true))")
     flags = ", ".join(f"{c} AS b{i}" for i, c in enumerate(conds))
     try:
         row = con.execute(
             f"SELECT filename, file_row_number, {flags} FROM {src} WHERE {' OR '.join(conds)} "
-            "ORDER BY filename, file_row_number LIMIT 1", {"files": glob}).fetchone()
+            "ORDER BY filename, file_row_number LIMIT 1", bound).fetchone()
         if row is None:
             return
-        n_bad = con.execute(f"SELECT count(*) FROM {src} WHERE {' OR '.join(conds)}",
-                            {"files": glob}).fetchone()
+        n_bad = con.execute(f"SELECT count(*) FROM {src} WHERE {' OR '.join(conds)}", bound).fetchone()
     except Exception as exc:  # duckdb: a file changed or unreadable between the scans
         raise LensError(f"Cannot read Parquet files at {glob!r}: {str(exc).splitlines()[0]}") from None
     rules = _rules(columns)
@@ -195,7 +203,7 @@ def check_rows(con: duckdb.DuckDBPyConnection, glob: str, columns: set[str]) -> 
     cols = list(dict.fromkeys(c for c, _, _ in broken))
     found = con.execute(
         f"SELECT {', '.join(f'CAST({identifier(c)} AS VARCHAR)' for c in cols)} FROM {src} "
-        "WHERE filename = $f AND file_row_number = $r", {"files": glob, "f": row[0], "r": row[1]}).fetchone()
+        "WHERE filename = $f AND file_row_number = $r", {**bound, "f": row[0], "r": row[1]}).fetchone()
     values = dict(zip(cols, found or [None] * len(cols), strict=True))
 
     def words(c: str, rule: str) -> str:

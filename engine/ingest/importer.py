@@ -83,14 +83,18 @@ def validate_file(
     judge_names: Mapping[str, str] | None = None,
     value_map: Mapping[str, Mapping[str, str]] | None = None,
     judge: str | None = None,
+    set_columns: Mapping[str, str] | None = None,
+    baseline_model: str | None = None,
+    derive_judge: bool = False,
 ) -> ValidationReport:
     """Read and check one verdict file (a path, or uploaded bytes with their file name); no DB.
 
     ``column_map`` maps the file's column names to canonical ones; ``fmt`` overrides detection;
     ``model_names`` / ``judge_names`` rename values (e.g. review-format file-name parts);
     ``value_map`` rewrites cell values (``{"winner": {"left": "A"}}``); ``judge`` names the
-    judge of every row. The file is read in batches (memory bounded by one batch) and the rows
-    are staged on disk.
+    judge of every row; ``set_columns``, ``baseline_model`` and ``derive_judge`` as in
+    ``verdicts.validate_sources``. The file is read in batches (memory bounded by one batch) and the
+    rows are staged on disk.
     """
     source: bytes | str | os.PathLike[str]
     if isinstance(path_or_bytes, bytes | bytearray):
@@ -99,7 +103,8 @@ def validate_file(
         source, name = path_or_bytes, filename or str(path_or_bytes)
     return validate_sources([(source, name)], dataset=dataset, fmt=fmt, column_map=column_map,
                             model_names=model_names, judge_names=judge_names, value_map=value_map,
-                            file_judges={name: judge} if judge else None)
+                            file_judges={name: judge} if judge else None, set_columns=set_columns,
+                            baseline_model=baseline_model, derive_judge=derive_judge)
 
 
 def file_columns(
@@ -117,14 +122,17 @@ def validate_paths(
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
     judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
     file_judges: Mapping[str, str] | None = None, baseline_model: str | None = None,
+    set_columns: Mapping[str, str] | None = None, derive_judge: bool = False,
 ) -> ValidationReport:
     """Several files checked as one import (e.g. a folder of review-format files); no DB.
     ``file_judges`` maps a path (as given) to the judge of its rows; ``baseline_model`` names the
-    baseline of Arena-Hard records without one."""
+    baseline of Arena-Hard records without one; ``set_columns`` and ``derive_judge`` as in
+    ``verdicts.validate_sources``."""
     judges = {str(k): v for k, v in (file_judges or {}).items()}
     return validate_sources([(p, str(p)) for p in paths], dataset=dataset, fmt=fmt, column_map=column_map,
                             model_names=model_names, judge_names=judge_names, value_map=value_map,
-                            file_judges=judges, baseline_model=baseline_model)
+                            file_judges=judges, baseline_model=baseline_model, set_columns=set_columns,
+                            derive_judge=derive_judge)
 
 
 def _known_files(cur, dataset: str, report: ValidationReport, *, stored: bool = True) -> str:
@@ -293,14 +301,18 @@ def import_files(
     value_map: Mapping[str, Mapping[str, str]] | None = None,
     file_judges: Mapping[str, str] | None = None,
     baseline_model: str | None = None,
+    set_columns: Mapping[str, str] | None = None,
+    derive_judge: bool = False,
 ) -> ImportResult:
-    """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised."""
+    """Validate ``paths`` as one import and store it; a file-level problem is logged, then raised
+    (``set_columns``, ``derive_judge``: as in ``verdicts.validate_sources``)."""
     dataset = _check_name(dataset)
     source = import_source(paths)
     try:
         report = validate_paths(paths, dataset=dataset, fmt=fmt, column_map=column_map,
                                 model_names=model_names, judge_names=judge_names, value_map=value_map,
-                                file_judges=file_judges, baseline_model=baseline_model)
+                                file_judges=file_judges, baseline_model=baseline_model,
+                                set_columns=set_columns, derive_judge=derive_judge)
     except LensError as exc:
         log_refused(
             store, dataset, source, fmt, str(exc), "skip-invalid" if skip_invalid else "all-or-nothing"

@@ -48,10 +48,11 @@ class ValidationReport:
     dropped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # file → columns not kept
     repeats: int = 0  # valid rows equal to an earlier row in everything but their line (kept)
     file_hashes: Mapping[str, str] = field(default_factory=dict)  # file → sha256 of its bytes
+    remarks: tuple[str, ...] = ()  # what the import set for every row (--set, derived judges, order AB)
 
     def notes(self) -> list[str]:
         """What the import kept and left out beside the rejected rows: the tool format the files were
-        read as, repeated rows, dropped columns."""
+        read as, repeated rows, dropped columns, then what it set for every row (``remarks``)."""
         out = []
         if self.format in TOOL_NAMES:
             out.append(f"Read as {tool_format(self.format).title} (--format {self.format}).")
@@ -64,7 +65,7 @@ class ValidationReport:
                 more = f" and {len(cols) - NOTE_COLUMNS:,} more" if len(cols) > NOTE_COLUMNS else ""
                 out.append(f"{PurePath(f).name}: column{'s' if len(cols) != 1 else ''} not kept "
                            f"(not verdict fields): {shown}{more}.")
-        return out
+        return out + list(self.remarks)
 
     @property
     def ok(self) -> bool:

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import PurePath
 
 import duckdb
@@ -26,6 +27,7 @@ from engine.errors import LensError
 from engine.ingest.cells import (
     is_none,
 )
+from engine.ingest.constant_columns import apply_set, fill_missing_judge, judge_from_filename
 from engine.ingest.formats.arena_hard import name_baseline
 from engine.ingest.limits import (
     COLUMNS_MAX,
@@ -181,7 +183,8 @@ class ReportBuilder:
                 "fields": _fields_json(raw, idx, self.field_names),
             }))
 
-    def finish(self, source: str, fmt: str, file_hashes: Mapping[str, str] | None = None) -> ValidationReport:
+    def finish(self, source: str, fmt: str, file_hashes: Mapping[str, str] | None = None,
+               remarks: Iterable[str] = ()) -> ValidationReport:
         """Close the stage files, count repeats across batches; the report."""
         stage = self.stage
         stage.close()
@@ -196,7 +199,7 @@ class ReportBuilder:
             excluded=(), rejected_files=(self.files["rejected"],), prompts_file=self.files["prompts"],
             answers_file=self.files["answers"], field_names=tuple(self.field_names),
             dropped={f: tuple(c) for f, c in self.dropped.items()}, repeats=self.repeats,
-            file_hashes=dict(file_hashes or {}),
+            file_hashes=dict(file_hashes or {}), remarks=tuple(remarks),
         )
 
 
@@ -233,15 +236,6 @@ def set_judge(raw: RawRows, judge: str) -> None:
     raw.cols["judge"] = [judge] * len(raw.line)
 
 
-def judge_from_filename(filename: str) -> str:
-    """The judge a file stands for under ``--judge-from filename``: its name without folder and extension."""
-    name = PurePath(filename).name
-    for ext in (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".txt", ".parquet", ".pq"):
-        if name.lower().endswith(ext):
-            return name[: -len(ext)] or name
-    return name
-
-
 def file_hash(source, filename: str, fmt: str) -> str:
     """``content_hash`` of a path or bytes, reading a file a megabyte at a time."""
     if isinstance(source, bytes | bytearray | memoryview):
@@ -260,12 +254,16 @@ def validate_sources(
     column_map: Mapping[str, str] | None = None, model_names: Mapping[str, str] | None = None,
     judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
     file_judges: Mapping[str, str] | None = None, baseline_model: str | None = None,
+    set_columns: Mapping[str, str] | None = None, derive_judge: bool = False,
 ) -> ValidationReport:
     """Validate files (each a path or bytes, with its name) as one import, one batch at a time.
 
     Repeated rows are counted across every batch and file; memory is bounded by one batch.
     ``file_judges`` puts the rows of a file (by the name given) under its own judge;
-    ``baseline_model`` names the baseline of Arena-Hard records that carry none (v0.1 files).
+    ``baseline_model`` names the baseline of Arena-Hard records that carry none (v0.1 files);
+    ``set_columns`` gives every row one value in each named column (``constant_columns.parse_set``),
+    replacing the file's; ``derive_judge`` puts rows that name no judge under one named after their file
+    instead of the placeholder ``judge``. What these did is said in the report's notes.
     """
     sources = list(sources)
     _refuse_repeated(sources)
@@ -274,15 +272,16 @@ def validate_sources(
     names: list[str] = []
     hashes: dict[str, str] = {}
     pending: list[RawRows] = []  # small files are checked together, a batch at a time
+    remarks: list[str] = []
     with no_gc():  # the batch's per-row lists cannot form cycles; the collector would rescan them
         _read_into(builder, sources, fmt, column_map, file_judges, pending, fmts, names, hashes,
-                   baseline_model)
+                   baseline_model, _Constants(dict(set_columns or {}), derive_judge, remarks))
     if pending:
         builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
     if not names:
         raise LensError("No files to import.")
     return builder.finish(names[0] if len(names) == 1 else f"{len(names)} files",
-                          fmts[0] if len(set(fmts)) == 1 else "mixed", hashes)
+                          fmts[0] if len(set(fmts)) == 1 else "mixed", hashes, remarks)
 
 
 def _file_identity(source: object, filename: str) -> object:
@@ -311,22 +310,60 @@ def _refuse_repeated(sources: list[tuple[object, str]]) -> None:
         seen[key] = filename
 
 
+@dataclass
+class _Constants:
+    """What an import sets for every row (``--set``, derived judge names) and the notes saying so."""
+
+    values: dict[str, str]
+    derive_judge: bool
+    remarks: list[str]
+
+    def apply(self, raw: RawRows, filename: str, judge: str | None, replaced: dict[str, int],
+              derived: dict[str, int]) -> None:
+        """Set the constant columns of one batch of ``filename``; count what was replaced or derived."""
+        for col, n in apply_set(raw, self.values).items():
+            replaced[col] = replaced.get(col, 0) + n
+        if self.derive_judge and not judge and "judge" not in self.values:
+            name = judge_from_filename(filename)
+            derived[name] = derived.get(name, 0) + fill_missing_judge(raw, name)
+
+    def note_file(self, filename: str, fmt: str, replaced: dict[str, int], derived: dict[str, int]) -> None:
+        """The file's sentences: values replaced by ``--set``, a judge named after it, Arena's order."""
+        shown = PurePath(filename).name
+        for col, n in replaced.items():
+            self.remarks.append(f"{shown}: {col}={self.values[col]}, set for every row, replaced the file's "
+                                f"own {col} in {n:,} row{'s' if n != 1 else ''}.")
+        for name, n in derived.items():
+            if n:
+                self.remarks.append(
+                    f"{shown}: {n:,} row{'s name' if n != 1 else ' names'} no judge; read as judge {name!r}, "
+                    "named after the file (to name it: --judge NAME, or the Data page's judge box).")
+        if fmt == "arena" and "order" not in self.values:
+            self.remarks.append(f"{shown}: every battle is stored with order AB (in Chatbot Arena logs "
+                                "model_a is the answer shown first), so its position bias can be read.")
+
+
 def _read_into(builder: ReportBuilder, sources, fmt, column_map, file_judges, pending: list, fmts: list,
-               names: list, hashes: dict, baseline_model: str | None = None) -> None:
+               names: list, hashes: dict, baseline_model: str | None = None,
+               constants: _Constants | None = None) -> None:
     """Read every file batch by batch into ``builder`` (small batches are pooled in ``pending``)."""
+    constants = constants or _Constants({}, False, [])
     rows = 0
     unmatched = {str(k).strip().lower(): str(k) for k in (column_map or {})}
     for source, filename in sources:
         found, batches = read_batches(source, filename, fmt, column_map)
         judge = (file_judges or {}).get(filename)
+        replaced: dict[str, int] = {}
+        derived: dict[str, int] = {}
         if baseline_model is not None and found != "arena-hard":
-            raise LensError(f"--baseline-model names the baseline of Arena-Hard judgment records; {filename} "
+            raise LensError(f"--baseline names the baseline of Arena-Hard judgment records; {filename} "
                             f"is read as {found}, whose rows name both models.")
         for raw in batches:
             for key in raw.mapped & unmatched.keys():
                 del unmatched[key]
             if judge:
                 set_judge(raw, judge)
+            constants.apply(raw, filename, judge, replaced, derived)
             if baseline_model is not None:
                 raw.cols["model_b"], raw.problem = name_baseline(
                     list(raw.cols.get("model_b") or [None] * len(raw.line)), raw.problem, baseline_model)
@@ -337,6 +374,7 @@ def _read_into(builder: ReportBuilder, sources, fmt, column_map, file_judges, pe
                 pending.clear()
                 rows = 0
                 gc.collect()  # once per batch: whatever cycles the batch left are freed here
+        constants.note_file(filename, found, replaced, derived)
         hashes[filename] = file_hash(source, filename, found)
         fmts.append(found)
         names.append(filename)

@@ -9,16 +9,25 @@ invalid verdict, reads as invalid); judge (default ``judge``), variant (0), turn
 are optional. Nothing is copied; the files must stay where they are, and changing them changes the dataset
 (re-attach to
 bump its version for caches).
+
+An attach may also say how the files' columns read as verdicts (``datasets attach --format, --map,
+--map-value, --set, --model-name, --judge-name``): the ingest layer (``engine/ingest/attach_options.py``)
+turns the options into a *definition*, kept as JSON beside the glob (migration 073), and every read builds
+its SELECT from it here. A definition names, per canonical column, the file columns that feed it (the
+first non-empty one wins), or a constant; a value map per column (cells compared lower-cased, trimmed,
+runs of blanks as one); and exact renames per column. Values enter the SQL as bound parameters only.
 """
 
 from __future__ import annotations
 
 import glob as globlib
+import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from engine.errors import LensError
 from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, STYLE_COLUMNS, VERDICT_COLUMNS
-from engine.store.sql import Relation, identifier, params, scalar
+from engine.store.sql import Relation, identifier, param_name, params, scalar
 from engine.store.writes import record_attached
 
 if TYPE_CHECKING:
@@ -54,19 +63,89 @@ def parquet_columns(con: duckdb.DuckDBPyConnection, glob: str) -> set[str]:
     return {str(r[0]) for r in rows}
 
 
-def canonical_select(glob: str, dataset: str, columns: set[str]) -> Relation:
-    """A SELECT giving the canonical verdict columns (and battle_id / tstamp when present) and the style
-    counts (``STYLE_COLUMNS``, NULL where the files have none) over the files; the glob and the dataset
-    name are bound parameters."""
+READ_COLUMNS = (*VERDICT_COLUMNS, "battle_id", "tstamp", *STYLE_COLUMNS)
+"""The columns an attached dataset's SELECT gives (battle_id, tstamp: migration 030; style counts: 070)."""
+UPPER = frozenset({"order"})
+LOWER = frozenset({"variant_kind"})
+"""Columns whose values the import reads case-insensitively, stored upper- or lower-cased."""
+
+
+def plain_definition(columns: set[str]) -> dict:
+    """The definition of files holding canonical columns (an attach without options): each column read
+    from the file's column of that name, ``error`` read as an invalid verdict."""
+    return {"sources": {c: [c] for c in READ_COLUMNS if c in columns and c != "dataset"},
+            "values": {"winner": {"error": "invalid"}}}
+
+
+def definition_columns(definition: Mapping) -> set[str]:
+    """The canonical columns a definition fills from the files or with a constant."""
+    return set(definition.get("sources", {})) | set(definition.get("constants", {}))
+
+
+def _bound(kind: str, value: object, out: dict[str, object]) -> str:
+    name = param_name(kind, value)
+    out[name] = value
+    return f"${name}"
+
+
+def column_expr(col: str, definition: Mapping, out: dict[str, object]) -> str | None:
+    """The SQL for canonical column ``col`` under ``definition`` (its values bound into ``out``), before
+    any type cast; None when the definition does not fill it."""
+    constants = definition.get("constants", {})
+    if col in constants:
+        expr = _bound("set", str(constants[col]), out)
+    elif col in definition.get("sources", {}):
+        files = [identifier(f) for f in definition["sources"][col]]
+        expr = files[0] if len(files) == 1 else (
+            "coalesce(" + ", ".join(f"nullif(CAST({f} AS VARCHAR), '')" for f in files) + ")")
+    else:
+        return None
+    mapping = definition.get("values", {}).get(col)
+    if mapping:
+        key = f"lower(regexp_replace(trim(CAST({expr} AS VARCHAR)), '\\s+', ' ', 'g'))"
+        whens = " ".join(f"WHEN {_bound('from', str(k), out)} THEN {_bound('to', str(v), out)}"
+                         for k, v in mapping.items())
+        expr = f"CASE {key} {whens} ELSE CAST({expr} AS VARCHAR) END"
+    renames = definition.get("renames", {}).get(col)
+    if renames:
+        whens = " ".join(f"WHEN {_bound('old', str(k), out)} THEN {_bound('new', str(v), out)}"
+                         for k, v in renames.items())
+        expr = f"CASE CAST({expr} AS VARCHAR) {whens} ELSE CAST({expr} AS VARCHAR) END"
+    return expr
+
+
+def projection(definition: Mapping, out: dict[str, object], typed: bool = True) -> dict[str, str]:
+    """Canonical column → its SQL over the files, for every column the definition fills; values bound
+    into ``out``. ``typed``: cast as the store types it and cased as the import stores it (the checks
+    read the values before, to name a bad one as the file holds it)."""
+    exprs = {}
+    for col in READ_COLUMNS:
+        expr = column_expr(col, definition, out)
+        if expr is None:
+            continue
+        if typed and col in TYPES:
+            expr = f"({expr})::{TYPES[col]}"
+        elif typed and col in UPPER:
+            expr = f"upper(CAST({expr} AS VARCHAR))"
+        elif typed and col in LOWER:
+            expr = f"lower(CAST({expr} AS VARCHAR))"
+        exprs[col] = expr
+    return exprs
+
+
+def canonical_select(glob: str, dataset: str, columns: set[str],
+                     definition: Mapping | None = None) -> Relation:
+    """A SELECT giving the canonical verdict columns (and battle_id / tstamp) and the style counts
+    (``STYLE_COLUMNS``, NULL where the files have none) over the files, as ``definition`` reads them
+    (``plain_definition(columns)`` when None); the glob, the dataset name and every value are bound."""
+    values: dict[str, object] = {}
+    exprs = projection(definition if definition is not None else plain_definition(columns), values)
     parts = []
-    # battle_id, tstamp: migration 030; the style counts: migration 070
-    for col in dict.fromkeys((*VERDICT_COLUMNS, "battle_id", "tstamp", *STYLE_COLUMNS)):
+    for col in dict.fromkeys(READ_COLUMNS):
         if col == "dataset":
             expr = "{dataset}"
-        elif col == "winner":  # 'error' is the import format's spelling of an invalid verdict (as exported)
-            expr = "CASE \"winner\" WHEN 'error' THEN 'invalid' ELSE \"winner\" END"
-        elif col in columns:
-            expr = identifier(col) if col not in TYPES else f"{identifier(col)}::{TYPES[col]}"
+        elif col in exprs:
+            expr = exprs[col]
         elif col == "source_file":  # source order of files read in place: file name, then row
             expr = "filename"
         elif col == "source_line":
@@ -76,46 +155,63 @@ def canonical_select(glob: str, dataset: str, columns: set[str]) -> Relation:
         else:
             expr = f"NULL::{TYPES.get(col, 'VARCHAR')}"
         parts.append(f"{expr} AS {identifier(col)}")
-    return Relation.bind(f"SELECT {', '.join(parts)} FROM read_parquet({{files}}, union_by_name = true, "
-                         "filename = true, file_row_number = true)", dataset=dataset, files=glob)
+    sel = Relation.bind(f"SELECT {', '.join(parts)} FROM read_parquet({{files}}, union_by_name = true, "
+                        "filename = true, file_row_number = true)", dataset=dataset, files=glob)
+    return Relation(sel.sql, sel.values + tuple(values.items()))
 
 
 def attached_glob(store: Store, dataset: str) -> str | None:
     """The glob of an attached dataset, or None for a dataset stored in the verdicts table."""
+    found = attached_source(store, dataset)
+    return None if found is None else found[0]
+
+
+def attached_source(store: Store, dataset: str) -> tuple[str, dict | None] | None:
+    """The glob and the column definition (None: canonical columns) of an attached dataset, or None for a
+    dataset stored in the verdicts table."""
     try:
-        row = (
-            store.cursor().execute("SELECT files FROM attached_datasets WHERE name = ?", [dataset]).fetchone()
-        )
-    except Exception:  # a read-only store opened before migration 050
+        row = store.cursor().execute("SELECT files, definition FROM attached_datasets WHERE name = ?",
+                                     [dataset]).fetchone()
+    except Exception:  # a read-only store opened before migration 050 / 073
+        try:
+            row = store.cursor().execute("SELECT files, NULL FROM attached_datasets WHERE name = ?",
+                                         [dataset]).fetchone()
+        except Exception:
+            return None
+    if row is None:
         return None
-    return None if row is None else str(row[0])
+    return str(row[0]), (json.loads(row[1]) if row[1] else None)
 
 
 def attached_relation(store: Store, dataset: str) -> Relation | None:
     """The canonical SELECT (in parentheses) of an attached dataset, or None when it is stored."""
-    glob = attached_glob(store, dataset)
-    if glob is None:
+    found = attached_source(store, dataset)
+    if found is None:
         return None
+    glob, definition = found
     cols = parquet_columns(store.cursor(), glob)
-    sel = canonical_select(glob, dataset, cols)
+    sel = canonical_select(glob, dataset, cols, definition)
     return Relation(f"({sel})", sel.values)
 
 
-def attach(store: Store, name: str, glob: str, description: str | None = None) -> dict:
-    """Register Parquet files (a glob) as dataset ``name`` read in place; returns its row and file counts."""
+def attach(store: Store, name: str, glob: str, description: str | None = None,
+           definition: Mapping | None = None) -> dict:
+    """Register Parquet files (a glob) as dataset ``name`` read in place, read as ``definition`` says
+    (None: canonical columns); returns its row and file counts."""
     if not name or not name.strip():
         raise LensError("A dataset name must not be empty.")
     if store.has_dataset(name):
         raise LensError(f"There is already a dataset named {name!r}; delete it or choose another name.")
     con = store.cursor()
     cols = parquet_columns(con, glob)
-    missing = [c for c in REQUIRED if c not in cols]
+    filled = definition_columns(definition) if definition is not None else cols
+    missing = [c for c in REQUIRED if c not in filled]
     if missing:
         raise LensError(
             f"The Parquet files at {glob!r} have no {', '.join(missing)} column(s); a verdict needs "
             f"{', '.join(REQUIRED)}."
         )
-    sel = canonical_select(glob, name, cols)
+    sel = canonical_select(glob, name, cols, definition)
     n_files = int(scalar(con, "SELECT count(*) FROM glob(?)", [glob]))
     bad = con.execute(
         f"SELECT winner, count(*) FROM ({sel}) WHERE winner NOT IN ('A', 'B', 'tie', 'invalid') "
@@ -125,11 +221,13 @@ def attach(store: Store, name: str, glob: str, description: str | None = None) -
     if bad:
         raise LensError(
             f"The Parquet files at {glob!r} have winners other than A, B, tie or invalid "
-            f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); convert them or import with a value map."
+            f"({', '.join(f'{w!r} x{c}' for w, c in bad)}); read them with --map-value winner:VALUE=A "
+            "(or B, tie), or import the files."
         )
     n_rows = int(scalar(con, f"SELECT count(*) FROM ({sel})", params(sel)))
     with store.transaction() as tx:
-        version = record_attached(tx, name, glob, description or f"Parquet read in place: {glob}")
+        version = record_attached(tx, name, glob, description or f"Parquet read in place: {glob}",
+                                  None if definition is None else json.dumps(definition, sort_keys=True))
     return {"dataset": name, "glob": glob, "files": n_files, "verdicts": n_rows, "version": version}
 
 

@@ -89,6 +89,8 @@ def rename_dataset_rows(tx: duckdb.DuckDBPyConnection, old: str, new: str) -> in
     tx.execute("DELETE FROM synthetic_truth WHERE dataset = ?", [new])
     for table in DATASET_TABLES:
         tx.execute(f"UPDATE {identifier(table)} SET dataset = ? WHERE dataset = ?", [new, old])
+    tx.execute("DELETE FROM attached_datasets WHERE name = ?", [new])  # left by an older dataset of that name
+    tx.execute("UPDATE attached_datasets SET name = ? WHERE name = ?", [new, old])  # files read in place
     # one UPDATE of the row: DuckDB refuses a second change to a key in one transaction
     version = new_version(tx)
     tx.execute("UPDATE datasets SET name = ?, version = ?, revision = coalesce(revision, 0) + 1,"
@@ -252,9 +254,12 @@ def replace_pair_verdicts(tx: duckdb.DuckDBPyConnection, dataset: str, judge: st
 
 
 # -- Parquet read in place --------------------------------------------------------------------------
-def record_attached(tx: duckdb.DuckDBPyConnection, name: str, glob: str, description: str) -> int:
-    """Register ``glob`` as dataset ``name`` read in place (a new dataset row); returns its version."""
+def record_attached(tx: duckdb.DuckDBPyConnection, name: str, glob: str, description: str,
+                    definition: str | None = None) -> int:
+    """Register ``glob`` as dataset ``name`` read in place (a new dataset row) with its column definition
+    (JSON, ``engine.store.attached``; None: canonical columns); returns its version."""
     tx.execute("DELETE FROM attached_datasets WHERE name = ?", [name])  # left by a deleted dataset
     version = create_dataset(tx, name, description=description, source=glob)
-    tx.execute("INSERT INTO attached_datasets (name, files) VALUES (?, ?)", [name, glob])
+    tx.execute("INSERT INTO attached_datasets (name, files, definition) VALUES (?, ?, ?)",
+               [name, glob, definition])
     return version

@@ -5,8 +5,10 @@
 Every record is one vote by a person: judge ``human``, the voter id (the file's ``judge``) as the
 annotator, the time kept in ``tstamp`` and the battle's own id (``num``, ``battle_id``, ``id``,
 ``uid``) in ``battle_id``, the style counts of ``conv_metadata`` (``engine.style.given``) with the
-verdict. Without a ``question_id`` each battle is its own prompt (the battle id, else ``battle-`` and a
-hash of the record, so an exact repeat lands on the same prompt).
+verdict. Every battle has order ``AB``: the Arena shows ``model_a``'s answer first (on the left), so
+the log's position bias can be read like a judge's. Without a ``question_id`` each battle is its own
+prompt (the battle id, else ``battle-`` and a hash of the record, so an exact repeat lands on the same
+prompt).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def rows(rec: Mapping, line: int) -> list[dict]:
         "model_a": rec.get("model_a"),
         "model_b": rec.get("model_b"),
         "winner": rec.get("winner"),
+        "order": "AB",
         "judge": "human",
         "annotator": voter,
         "turn": turn,

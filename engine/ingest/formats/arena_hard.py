@@ -7,7 +7,7 @@ one verdict with ``model_a = model`` and ``model_b = baseline`` (order BA for ga
 
 Arena-Hard v0.1 records (``question_id, model, judge, games``) carry no baseline: the run's
 configuration names it. Their games are mapped all the same, each row refused with
-``MISSING_BASELINE`` unless the import names the baseline (``import --baseline-model NAME``:
+``MISSING_BASELINE`` unless the import names the baseline (``import --baseline NAME``:
 ``name_baseline`` fills it in). A record's own ``baseline`` field always wins.
 """
 
@@ -31,7 +31,7 @@ counts them (its v0.1 dropped them)."""
 
 MISSING_BASELINE = (
     "the record has no baseline field (Arena-Hard v0.1 files name the baseline in their configuration; "
-    "import with --baseline-model NAME)"
+    "import with --baseline NAME)"
 )
 
 
@@ -89,6 +89,6 @@ def rows(rec: Mapping, line: int) -> list[dict]:
 
 def name_baseline(model_b: list, problems: list, baseline: str) -> tuple[list, list]:
     """The ``model_b`` cells and problems of mapped rows with ``baseline`` put where a record had none
-    (``import --baseline-model``): each row refused only for that is a verdict again."""
+    (``import --baseline``): each row refused only for that is a verdict again."""
     filled = [baseline if m is None else m for m in model_b]
     return filled, [None if p == MISSING_BASELINE else p for p in problems]

@@ -1,0 +1,69 @@
+"""Data page, import form (issue 25, points 2-4): the judge box filled in from the file's name when the
+file names no judge, one value for every row ("Same value in every row", the command line's --set), and
+the baseline of an Arena-Hard v0.1 file. Each stored value is read back from the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
+from apphelpers import assert_clean, own_app, unescape_md  # noqa: F401
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
+ROWS = b"prompt_id,model_a,model_b,winner,order\np1,x,y,A,BA\np2,y,z,B,\np3,x,z,tie,BA\n"
+
+
+def test_judge_box_is_filled_from_the_file_and_set_values_are_stored(own_app):
+    from app_pages._lens import get_store
+
+    at = own_app.switch_page("app_pages/6_data.py").run()
+    at.text_input(key="data_name").input("crowd").run()
+    at.file_uploader(key="data_upload").set_value(("gpt4-comparisons.csv", ROWS, "text/csv")).run()
+    assert at.text_input(key="data_judge").value == "gpt4"  # old: empty, the rows stored under 'judge'
+    at.text_input(key="data_set").input("order=AB, category=coding").run()
+    assert_clean(at)
+    infos = [unescape_md(i.value) for i in at.info]
+    assert ("gpt4-comparisons.csv: order=AB, set for every row, replaced the file's own order in 2 rows."
+            in infos)
+    at.button(key="data_import").click().run()
+    assert_clean(at)
+    v = get_store().verdicts("crowd")
+    assert set(v["judge"]) == {"gpt4"} and v["order"].tolist() == ["AB"] * 3
+    assert set(v["category"]) == {"coding"}
+
+    # a second file that names no judge replaces the filled-in name; a name the user typed stays
+    at.file_uploader(key="data_upload").set_value(("claude_judgments.csv", ROWS, "text/csv")).run()
+    assert at.text_input(key="data_judge").value == "claude"
+    at.text_input(key="data_judge").set_value("panel").run()
+    at.file_uploader(key="data_upload").set_value(("llama.csv", ROWS, "text/csv")).run()
+    assert at.text_input(key="data_judge").value == "panel"
+
+
+def test_a_bad_set_value_is_one_error_box(own_app):
+    at = own_app.switch_page("app_pages/6_data.py").run()
+    at.file_uploader(key="data_upload").set_value(("v.csv", ROWS, "text/csv")).run()
+    at.text_input(key="data_set").input("order=left").run()
+    errors = [unescape_md(e.value) for e in at.error]
+    assert errors == ["Same value in every row: order=left: order 'left' is not AB or BA."]
+
+
+def test_arena_hard_v01_file_takes_its_baseline_in_the_form(own_app):
+    from app_pages._lens import get_store
+
+    v01 = []
+    for line in (FIX / "arena_hard_v01_excerpt.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        v01.append({"question_id": r["uid"], "model": r["model"], "judge": r["judge"], "games": r["games"]})
+    data = "\n".join(json.dumps(r) for r in v01).encode()
+    at = own_app.switch_page("app_pages/6_data.py").run()
+    at.text_input(key="data_name").input("ah").run()
+    at.file_uploader(key="data_upload").set_value(("run.jsonl", data, "application/json")).run()
+    assert at.text_input(key="data_judge").value == ""  # the records name their judge
+    assert {m.label: m.value for m in at.metric}["Valid rows"] == "0"  # no baseline yet: every row refused
+    at.text_input(key="data_baseline").input("gpt-4-0314").run()
+    assert_clean(at)
+    assert {m.label: m.value for m in at.metric}["Valid rows"] == str(2 * len(v01))
+    at.button(key="data_import").click().run()
+    v = get_store().verdicts("ah")
+    assert set(v["model_b"]) == {"gpt-4-0314"} and set(v["judge"]) == {v01[0]["judge"]}
