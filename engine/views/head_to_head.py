@@ -355,3 +355,37 @@ def models_by_verdicts(store: Store, dataset: str, judge: str | None = None, cat
     sql = (f"SELECT model, count(*) AS verdicts FROM (SELECT model_a AS model FROM {rows} UNION ALL "
            f"SELECT model_b FROM {rows}) GROUP BY model ORDER BY verdicts DESC, model")
     return store.cursor().execute(sql, params(rows)).df()
+
+
+def order_text(meeting: Meeting, model_a: str, model_b: str) -> str:
+    """What the judge concluded in each presentation order, in words ("" when no order is recorded)."""
+    parts = [f"{first} shown first: {outcome_label(res, model_a, model_b)}"
+             for first, res in ((model_a, meeting.when_a_first), (model_b, meeting.when_b_first)) if res]
+    return "; ".join(parts)
+
+
+def meeting_label(meeting: Meeting, model_a: str, model_b: str) -> str:
+    """One meeting on one line: the judge, its outcome, and the result in each order."""
+    orders = order_text(meeting, model_a, model_b)
+    n = len(meeting.verdicts)
+    verdicts = f"{n} verdict{'s' if n != 1 else ''}"
+    return f"{meeting.judge}: {outcome_label(meeting.outcome, model_a, model_b)} ({verdicts}" + (
+        f"; {orders})" if orders else ")")
+
+
+def verdict_text(v: VerdictShown, model_a: str, model_b: str) -> str:
+    """One verdict in words: who was shown first, the result, and the annotator when stored."""
+    shown = "order not recorded" if v.first is None else f"{v.first} shown first"
+    result = "unparsable judge output (not counted)" if v.result == "invalid" else outcome_label(
+        v.result, model_a, model_b)
+    return f"{shown} → {result}" + (f" · {v.annotator}" if v.annotator else "")
+
+
+def summary_rows(m: Matchup, s: Summary) -> pd.DataFrame:
+    """The meetings by outcome as a small table (outcome in words, meetings, share of meetings)."""
+    total = s.n_meetings
+    return pd.DataFrame({
+        "outcome": [outcome_label(o, m.model_a, m.model_b) for o in OUTCOMES],
+        "meetings": [s.meetings[o] for o in OUTCOMES],
+        "share": [s.meetings[o] / total if total else float("nan") for o in OUTCOMES],
+    })
