@@ -14,6 +14,7 @@ from engine.views.head_to_head import (
     OUTCOMES,
     PAGE_SIZE,
     Matchup,
+    has_texts,
     meeting_label,
     models_by_verdicts,
     n_prompts,
@@ -22,6 +23,7 @@ from engine.views.head_to_head import (
     prompt_page,
     summary,
     summary_rows,
+    verdict_sentence,
     verdict_text,
 )
 from engine.views.viz import escape_md
@@ -47,17 +49,38 @@ def _n_prompts(key: CacheKey, a: str, b: str, outcomes: tuple[str, ...]):
     return n_prompts(get_store(), Matchup(key.dataset, a, b, key.judge, key.category), outcomes)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def _has_texts(dataset: str, version: int):
+    return has_texts(get_store(), dataset)
+
+
 @st.cache_data(max_entries=64, show_spinner="Reading the page…")
 def _page(key: CacheKey, a: str, b: str, outcomes: tuple[str, ...], page: int):
     return prompt_page(get_store(), Matchup(key.dataset, a, b, key.judge, key.category), outcomes, page)
 
 
 def _pick(key: str, options: list[str], seed: str | None) -> None:
-    """Keep a picker's choice among ``options``: a link's ``?model_a=`` once, else the first option."""
-    if key not in st.session_state and seed in options:
-        st.session_state[key] = seed
+    """Keep a picker's choice among ``options``: a link's ``?model_a=`` / ``?model_b=`` when it is new to
+    this session (a later choice in the picker then stands), else the first option."""
+    if seed in options and st.session_state.get(f"_{key}_link") != seed:
+        st.session_state[key] = st.session_state[f"_{key}_link"] = seed
     if st.session_state.get(key) not in options:
         st.session_state[key] = options[0]
+
+
+def _question_and_answers(p, model_a: str, model_b: str) -> None:
+    """The prompt's question, then the two answers side by side (a sentence where a text is missing)."""
+    if p.question is None:
+        st.caption("The dataset holds no text for this prompt.")
+    else:
+        st.text(p.question)
+    for col, model, answer in zip(st.columns(2), (model_a, model_b), (p.answer_a, p.answer_b), strict=True):
+        with col:
+            st.markdown(f"**{escape_md(model)}**")
+            if answer is None:
+                st.caption("No answer text stored.")
+            else:
+                st.text(answer)
 
 
 st.title("Head-to-head")
@@ -93,7 +116,7 @@ model_b = right.selectbox(
 )
 
 s = or_stop(_summary, ch.key, model_a, model_b)
-m1, m2, m3, m4 = st.columns(4)
+m1, m2, m3 = st.columns(3)
 m1.metric("Prompts", f"{s.prompts:,}", help="Prompts (id, variant, turn) where the two models met.")
 m2.metric("Meetings", f"{s.n_meetings:,}", help="One judge's verdicts on the pair for one prompt.")
 m3.metric(
@@ -101,12 +124,7 @@ m3.metric(
     help=f"{model_a}'s (wins + ties / 2) over its valid verdicts against {model_b}, as the leaderboard's "
     "win rate counts votes.",
 )
-v = s.verdicts
-m4.metric(
-    "Verdicts W–L–T", f"{v['a_wins']:,}–{v['b_wins']:,}–{v['tie']:,}",
-    help=f"{model_a}'s wins, losses and ties in single verdicts; {v['invalid']:,} unparsable verdict(s) "
-    "are not counted.",
-)
+st.caption(escape_md(verdict_sentence(Matchup(ch.dataset, model_a, model_b), s)))
 with st.expander("Meetings by outcome", expanded=False):
     st.caption(
         "A meeting's outcome is the plurality of the judge's valid verdicts on the pair for that prompt (no "
@@ -128,13 +146,18 @@ if total == 0:
     st.info("No meeting of these two models has the chosen outcome.")
     st.stop()
 pages = math.ceil(total / PAGE_SIZE)
+pager, about = st.columns([1, 3], vertical_alignment="bottom")
 if pages > 1:
-    page = int(st.number_input("Page", 1, pages, key="h2h_page", help=f"{PAGE_SIZE} prompts a page.")) - 1
+    page = int(pager.number_input(f"Page (of {pages:,})", 1, pages, key="h2h_page",
+                                  help=f"{PAGE_SIZE} prompts a page.")) - 1
 else:
     page = 0
 page = min(page, pages - 1)
 first, last = page * PAGE_SIZE + 1, min(total, (page + 1) * PAGE_SIZE)
-st.caption(f"Prompts {first:,}–{last:,} of {total:,} (in prompt-id order).")
+about.caption(f"Prompts {first:,}–{last:,} of {total:,} (in prompt-id order).")
+texts = _has_texts(ch.dataset, ch.key.version)
+if not texts:
+    st.caption("The dataset holds no question or answer texts, so only the verdicts are shown.")
 
 for p in or_stop(_page, ch.key, model_a, model_b, outcomes, page):
     with st.container(border=True):
@@ -144,18 +167,8 @@ for p in or_stop(_page, ch.key, model_a, model_b, outcomes, page):
         if p.variant or p.turn != 1:
             where.append(f"variant {p.variant}, turn {p.turn}")
         st.markdown("**" + escape_md(" · ".join(where)) + "**")
-        if p.question is None:
-            st.caption("The dataset holds no text for this prompt.")
-        else:
-            st.text(p.question)
-        cols = st.columns(2)
-        for col, model, answer in ((cols[0], model_a, p.answer_a), (cols[1], model_b, p.answer_b)):
-            with col:
-                st.markdown(f"**{escape_md(model)}**")
-                if answer is None:
-                    st.caption("No answer text stored.")
-                else:
-                    st.text(answer)
+        if texts:
+            _question_and_answers(p, model_a, model_b)
         for meeting in p.meetings:
             with st.expander(meeting_label(meeting, model_a, model_b)):
                 for k, verdict in enumerate(meeting.verdicts, start=1):

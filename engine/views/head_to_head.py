@@ -389,3 +389,20 @@ def summary_rows(m: Matchup, s: Summary) -> pd.DataFrame:
         "meetings": [s.meetings[o] for o in OUTCOMES],
         "share": [s.meetings[o] / total if total else float("nan") for o in OUTCOMES],
     })
+
+
+def verdict_sentence(m: Matchup, s: Summary) -> str:
+    """The single verdicts in one sentence: A's wins, B's wins, ties and the unparsable ones."""
+    v = s.verdicts
+    return (f"Verdicts: {v['a_wins']:,} {m.model_a} wins, {v['b_wins']:,} {m.model_b} wins, {v['tie']:,} ties"
+            + (f", {v['invalid']:,} unparsable (not counted)." if v["invalid"] else "."))
+
+
+def has_texts(store: Store, dataset: str) -> bool:
+    """Whether the store holds any question or answer text for ``dataset`` (a battle log usually has
+    none: the page then says so once instead of on every prompt)."""
+    row = store.cursor().execute(
+        "SELECT EXISTS (SELECT 1 FROM prompts WHERE dataset = $d AND text IS NOT NULL) "
+        "OR EXISTS (SELECT 1 FROM answers WHERE dataset = $d AND text IS NOT NULL)", {"d": dataset}
+    ).fetchone()
+    return bool(row and row[0])
