@@ -29,6 +29,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_predicted_page.py",         # 32 alone, -n 0, load 8 (AppTest x 2, a CLI run)
     "test_app_style_control.py",      # 13 alone at load 2.4, 57 at load 8 (the page twice, B = 200)
     "test_app_data.py",               # 24
+    "test_head_to_head_page.py",      # 16 s of CPU (63 s wall, -n 0, load 10; one shared AppTest + 1)
+    "test_head_to_head.py",           # 14 s of CPU (41-60 s wall, -n 0, load 10; 9 imports/attaches)
     "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
     "test_diagnostics_orderless.py",  # 21

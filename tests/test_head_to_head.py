@@ -274,3 +274,13 @@ def test_cli_refuses_in_one_sentence(shipped_db, args, needle):
     assert run.returncode == 2
     assert needle in run.stderr and run.stderr.count("\n") == 1
     assert run.stdout == ""
+
+
+def test_cli_two_models_that_never_met(shipped_db):
+    """guanaco-7b and claude share no verdict in vicuna80: one note, an empty table, exit 0."""
+    run = run_engine(["--db", str(shipped_db), "head-to-head", "--model-a", "guanaco-7b",
+                      "--model-b", "claude", "--format", "csv"])
+    assert run.returncode == 0
+    assert run.stderr == "note: guanaco-7b and claude never met in this selection.\n"
+    assert run.stdout.strip().splitlines() == [
+        "judge,prompt_id,variant,turn,category,n_verdicts,a_wins,b_wins,tie,when_a_first,when_b_first,outcome"]

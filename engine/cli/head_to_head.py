@@ -56,6 +56,8 @@ def summary_sentence(m: Matchup, s: Summary) -> str:
 
 
 def _check_model(store, dataset: str, model: str, option: str) -> None:
+    """Refuse a model the dataset's stored verdicts never name, listing some that they do (an attached
+    dataset's files are not scanned for it: an unknown model there reads as two models that never met)."""
     from engine.store.datasets import dataset_models
 
     known = dataset_models(store, dataset)
@@ -72,16 +74,14 @@ def run(args: argparse.Namespace) -> int:
     store = store_from_args(args)
     require_dataset(store, args.dataset)
     check_judges(store, args.dataset, args.judge)
-    from engine.store.attached import attached_glob
-
-    if attached_glob(store, args.dataset) is None:  # an attached dataset's models would need a scan
-        _check_model(store, args.dataset, args.model_a, "--model-a")
-        _check_model(store, args.dataset, args.model_b, "--model-b")
+    _check_model(store, args.dataset, args.model_a, "--model-a")
+    _check_model(store, args.dataset, args.model_b, "--model-b")
     m = Matchup(args.dataset, args.model_a, args.model_b, args.judge, args.category)
     s = summary(store, m)
-    print(f"note: {summary_sentence(m, s)}", file=sys.stderr)
     if s.n_meetings == 0:
         print(f"note: {args.model_a} and {args.model_b} never met in this selection.", file=sys.stderr)
+    else:
+        print(f"note: {summary_sentence(m, s)}", file=sys.stderr)
     table = meeting_table(store, m, args.outcome, offset=args.offset, limit=args.limit)
     write_frame(table, args.format)
     return 0
