@@ -112,7 +112,7 @@ prompts_met = dict(zip(rival_names, rivals["prompts"].tolist(), strict=True))
 _pick("h2h_b", rival_names, st.query_params.get("model_b"))
 model_b = right.selectbox(
     "Model B", rival_names, key="h2h_b", format_func=lambda m: f"{m} · met on {prompts_met[m]:,} prompts",
-    help=f"The models {model_a} met, most prompts first.",
+    help=escape_md(f"The models {model_a} met, most prompts first."),
 )
 
 s = or_stop(_summary, ch.key, model_a, model_b)
@@ -121,8 +121,8 @@ m1.metric("Prompts", f"{s.prompts:,}", help="Prompts (id, variant, turn) where t
 m2.metric("Meetings", f"{s.n_meetings:,}", help="One judge's verdicts on the pair for one prompt.")
 m3.metric(
     "Win rate of A", "–" if s.win_rate is None else f"{s.win_rate:.3f}",
-    help=f"{model_a}'s (wins + ties / 2) over its valid verdicts against {model_b}, as the leaderboard's "
-    "win rate counts votes.",
+    help=escape_md(f"{model_a}'s (wins + ties / 2) over its valid verdicts against {model_b}, as the "
+                   "leaderboard's win rate counts votes."),
 )
 st.caption(escape_md(verdict_sentence(Matchup(ch.dataset, model_a, model_b), s)))
 with st.expander("Meetings by outcome", expanded=False):
@@ -137,7 +137,7 @@ with st.expander("Meetings by outcome", expanded=False):
 labels = {o: outcome_label(o, model_a, model_b) for o in OUTCOMES}
 chosen = st.pills(
     "Outcome", list(OUTCOMES), selection_mode="multi", key="h2h_outcomes",
-    format_func=lambda o: f"{labels[o]} ({s.meetings[o]:,})",
+    format_func=lambda o: escape_md(f"{labels[o]} ({s.meetings[o]:,})"),
     help="Show only the meetings with these outcomes; none chosen shows every meeting.",
 )
 outcomes = tuple(o for o in OUTCOMES if o in (chosen or []))
@@ -146,6 +146,8 @@ if total == 0:
     st.info("No meeting of these two models has the chosen outcome.")
     st.stop()
 pages = math.ceil(total / PAGE_SIZE)
+if st.session_state.get("h2h_page", 1) > pages:  # fewer pages than the last pair or filter had
+    st.session_state["h2h_page"] = pages
 pager, about = st.columns([1, 3], vertical_alignment="bottom")
 if pages > 1:
     page = int(pager.number_input(f"Page (of {pages:,})", 1, pages, key="h2h_page",
@@ -170,7 +172,7 @@ for p in or_stop(_page, ch.key, model_a, model_b, outcomes, page):
         if texts:
             _question_and_answers(p, model_a, model_b)
         for meeting in p.meetings:
-            with st.expander(meeting_label(meeting, model_a, model_b)):
+            with st.expander(escape_md(meeting_label(meeting, model_a, model_b))):
                 for k, verdict in enumerate(meeting.verdicts, start=1):
                     st.markdown(f"Verdict {k} · {escape_md(verdict_text(verdict, model_a, model_b))}")
                     if verdict.rationale:

@@ -31,6 +31,9 @@ def app(shared):
     from engine.views.appstate import ALL
 
     shared.query_params.clear()
+    for key, start in (("h2h_outcomes", []), ("h2h_page", 1)):  # this page's own filter and page
+        if key in shared.session_state:
+            shared.session_state[key] = start
     for key in ("judge", "category"):
         if shared.sidebar.selectbox(key=key).value != ALL:
             shared.sidebar.selectbox(key=key).set_value(ALL).run()
@@ -95,7 +98,7 @@ def test_sidebar_judge_filters_and_pages_show_texts_and_rationales(app, shipped_
             in [unescape_md(c.value) for c in at.caption])
     assert "Prompts 1–10 of 80 (in prompt-id order)." in [c.value for c in at.caption]
     # one expander per meeting (one judge here), each verdict's rationale as text
-    meetings = [e for e in at.expander if e.label.startswith("gpt-4: ")]
+    meetings = [e for e in at.expander if unescape_md(e.label).startswith("gpt-4: ")]
     assert len(meetings) == 10
     with Store(shipped_db) as store:
         question = store.prompt_texts("vicuna80").set_index("prompt_id")["text"]["1"]
@@ -129,7 +132,7 @@ def test_outcome_filter_counts_prompts(app, shipped_db):
     caption = [c.value for c in at.caption if c.value.startswith("Prompts ")]
     assert disagree > 10  # more than a page
     assert caption == [f"Prompts 1–10 of {disagree} (in prompt-id order)."]
-    shown = [e.label for e in at.expander if e.label.startswith("gpt-4: ")]
+    shown = [unescape_md(e.label) for e in at.expander if unescape_md(e.label).startswith("gpt-4: ")]
     assert len(shown) == 10 and all(label.startswith("gpt-4: orders disagree") for label in shown)
     assert at.pills(key="h2h_outcomes").value == ["inconsistent"]
 
@@ -154,7 +157,7 @@ def test_dataset_without_texts_says_so(tmp_path, monkeypatch):
     captions = [c.value for c in at.caption]
     assert "The dataset holds no question or answer texts, so only the verdicts are shown." in captions
     assert "The dataset holds no text for this prompt." not in captions and at.text.len == 0
-    labels = [e.label for e in at.expander if e.label.startswith("j: ")]
+    labels = [unescape_md(e.label) for e in at.expander if unescape_md(e.label).startswith("j: ")]
     assert labels == ["j: orders disagree (2 verdicts; x shown first: x wins; y shown first: y wins)",
                       "j: tie (1 verdict; x shown first: tie)"]
 
@@ -165,3 +168,16 @@ def test_link_opens_the_pair(app, link):
     at = _open(app)
     assert (at.selectbox(key="h2h_a").value, at.selectbox(key="h2h_b").value) == (link["model_a"],
                                                                                   link["model_b"])
+
+
+def test_page_beyond_a_smaller_selection_falls_back_to_its_last_page(app):
+    """Page 8 of one pair, then a filter with fewer pages: the last page of the new list, no error."""
+    at = _open(app, "gpt4", "claude")
+    at.number_input(key="h2h_page").set_value(8).run()
+    at.pills(key="h2h_outcomes").set_value(["tie"]).run()  # ties only: fewer prompts
+    assert_clean(at)
+    caption = [c.value for c in at.caption if c.value.startswith("Prompts ")]
+    total = int(re.search(r"of (\d+)", caption[0]).group(1))
+    last_page = -(-total // 10)
+    assert last_page < 8 and at.number_input(key="h2h_page").value == last_page
+    assert caption == [f"Prompts {(last_page - 1) * 10 + 1}–{total} of {total} (in prompt-id order)."]
