@@ -46,6 +46,8 @@ PAGES = [
         title="Prompt inspector",
         icon=":material/account_tree:",
     ),
+    st.Page("app_pages/8_head_to_head.py", url_path="head-to-head", title="Head-to-head",
+            icon=":material/compare_arrows:"),
     st.Page("app_pages/5_judges.py", url_path="judge-diagnostics", title="Judges", icon=":material/balance:"),
     st.Page("app_pages/6_data.py", url_path="datasets", title="Data", icon=":material/database:"),
     st.Page(

@@ -29,6 +29,7 @@ PAGES = {
     "1": "app_pages/1_leaderboard.py", "2": "app_pages/2_truncation.py", "3": "app_pages/3_cycles.py",
     "4": "app_pages/4_inspector.py", "5": "app_pages/5_judges.py", "6": "app_pages/6_data.py",
     "7": "app_pages/7_theory_lab.py",
+    "8": "app_pages/8_head_to_head.py",
 }
 
 

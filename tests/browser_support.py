@@ -23,6 +23,7 @@ PAGES = {  # url path -> (screenshot name, page title)
     "keep-k": ("truncation", "Truncation"),
     "cycle-map": ("cycles", "Cycles"),
     "prompt-inspector": ("inspector", "Prompt inspector"),
+    "head-to-head": ("head_to_head", "Head-to-head"),
     "judge-diagnostics": ("judges", "Judges"),
     "datasets": ("data", "Data"),
     "theory-lab": ("theory_lab", "Theory lab"),

@@ -33,6 +33,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_app_data.py",               # 24
     "test_import_options.py",         # 54 alone, -n 0, load 8 (hypothesis x 7, 8 CLI runs)
     "test_app_import_options.py",     # 48 alone, -n 0, load 8 (AppTest x 3)
+    "test_head_to_head_page.py",      # 16 s of CPU (63 s wall, -n 0, load 10; one shared AppTest + 1)
+    "test_head_to_head.py",           # 14 s of CPU (41-60 s wall, -n 0, load 10; 9 imports/attaches)
     "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
     "test_diagnostics_orderless.py",  # 21

@@ -23,6 +23,7 @@ PAGES = [
     "app_pages/5_judges.py",
     "app_pages/6_data.py",
     "app_pages/7_theory_lab.py",
+    "app_pages/8_head_to_head.py",
 ]
 
 

@@ -1,0 +1,183 @@
+"""The Head-to-head page (AppTest) on the shipped vicuna80: its counts against a brute-force pandas count
+of the stored verdicts, the pickers, the outcome filter, paging, the sidebar's judge, the texts and
+rationales."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+# ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
+from apphelpers import assert_clean, new_app, unescape_md
+
+from engine.store.connection import Store
+
+PAGE = "app_pages/8_head_to_head.py"
+
+
+@pytest.fixture(scope="module")
+def shared(shipped_db):
+    """One app session on the shipped store for the read-only tests of this file (the app's first run
+    computes the Leaderboard, the slowest part of a test here); each test sets the sidebar it needs."""
+    with pytest.MonkeyPatch.context() as mp:
+        yield new_app(shipped_db, mp)
+
+
+@pytest.fixture
+def app(shared):
+    """The shared session, its sidebar back on all judges and all categories."""
+    from engine.views.appstate import ALL
+
+    shared.query_params.clear()
+    for key, start in (("h2h_outcomes", []), ("h2h_page", 1)):  # this page's own filter and page
+        if key in shared.session_state:
+            shared.session_state[key] = start
+    for key in ("judge", "category"):
+        if shared.sidebar.selectbox(key=key).value != ALL:
+            shared.sidebar.selectbox(key=key).set_value(ALL).run()
+    return shared
+
+
+def pandas_counts(db, a: str, b: str, judge: str | None = None) -> dict:
+    """Verdicts of a against b by result, win rate, prompts met and meetings (judge × prompt), by pandas."""
+    with Store(db) as store:
+        v = store.verdicts("vicuna80")
+    v = v[((v["model_a"] == a) & (v["model_b"] == b)) | ((v["model_a"] == b) & (v["model_b"] == a))]
+    if judge is not None:
+        v = v[v["judge"] == judge]
+    winner = v["model_a"].where(v["winner"] == "A", v["model_b"].where(v["winner"] == "B", v["winner"]))
+    wins, losses, ties = int((winner == a).sum()), int((winner == b).sum()), int((winner == "tie").sum())
+    return {"wins": wins, "losses": losses, "ties": ties, "rate": (wins + ties / 2) / (wins + losses + ties),
+            "prompts": v["prompt_id"].nunique(), "meetings": len(v.groupby(["judge", "prompt_id"]))}
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _open(at, a: str | None = None, b: str | None = None):
+    at = at.switch_page(PAGE).run()
+    if a is not None:
+        at.selectbox(key="h2h_a").set_value(a).run()
+    if b is not None:
+        at.selectbox(key="h2h_b").set_value(b).run()
+    assert_clean(at)
+    return at
+
+
+def test_counts_on_top_match_pandas(app, shipped_db):
+    at = _open(app, "gpt4", "vicuna-13b")
+    want = pandas_counts(shipped_db, "gpt4", "vicuna-13b")
+    assert _metrics(at) == {
+        "Prompts": f"{want['prompts']:,}",
+        "Meetings": f"{want['meetings']:,}",
+        "Win rate of A": f"{want['rate']:.3f}",
+    }
+    assert (f"Verdicts: {want['wins']} gpt4 wins, {want['losses']} vicuna-13b wins, {want['ties']} ties."
+            in [unescape_md(c.value) for c in at.caption])
+    # model B offers exactly the models A met, most prompts first
+    with Store(shipped_db) as store:
+        v = store.verdicts("vicuna80")
+    met = pd.concat([v.loc[v["model_a"] == "gpt4", ["model_b", "prompt_id"]].set_axis(["m", "p"], axis=1),
+                     v.loc[v["model_b"] == "gpt4", ["model_a", "prompt_id"]].set_axis(["m", "p"], axis=1)])
+    per = met.groupby("m")["p"].nunique()
+    options = at.selectbox(key="h2h_b").options
+    assert sorted(re.sub(r" · .*", "", o) for o in options) == sorted(per.index)
+    assert [int(re.search(r"met on (\d+)", o).group(1)) for o in options] == sorted(per, reverse=True)
+
+
+def test_sidebar_judge_filters_and_pages_show_texts_and_rationales(app, shipped_db):
+    at = app
+    at.sidebar.selectbox(key="judge").set_value("gpt-4").run()
+    at = _open(at, "claude", "bard")
+    want = pandas_counts(shipped_db, "claude", "bard", judge="gpt-4")
+    assert _metrics(at)["Meetings"] == str(want["meetings"])
+    assert (f"Verdicts: {want['wins']} claude wins, {want['losses']} bard wins, {want['ties']} ties."
+            in [unescape_md(c.value) for c in at.caption])
+    assert "Prompts 1–10 of 80 (in prompt-id order)." in [c.value for c in at.caption]
+    # one expander per meeting (one judge here), each verdict's rationale as text
+    meetings = [e for e in at.expander if unescape_md(e.label).startswith("gpt-4: ")]
+    assert len(meetings) == 10
+    with Store(shipped_db) as store:
+        question = store.prompt_texts("vicuna80").set_index("prompt_id")["text"]["1"]
+        answers = store.answer_texts("vicuna80", "1").set_index("model")["text"]
+        why = store.verdicts("vicuna80", judge="gpt-4")
+    texts = [t.value for t in at.text]  # st.text shows a text without its outer blank space
+    assert texts[:3] == [x.strip() for x in (question, answers["claude"], answers["bard"])]
+    first = why[(why["prompt_id"] == "1") & why["model_a"].isin(["claude", "bard"])
+                & why["model_b"].isin(["claude", "bard"])]["explanation"].tolist()
+    assert len(first) == 2 and {x.strip() for x in first} <= set(texts)
+
+    at.number_input(key="h2h_page").set_value(8).run()
+    assert_clean(at)
+    assert "Prompts 71–80 of 80 (in prompt-id order)." in [c.value for c in at.caption]
+    assert any(unescape_md(m.value).startswith("**prompt 71 · ") for m in at.markdown)
+
+
+def test_outcome_filter_counts_prompts(app, shipped_db):
+    at = _open(app, "gpt35", "guanaco-65b")
+    with Store(shipped_db) as store:
+        v = store.verdicts("vicuna80", judge="gpt-4")
+    pair = v[v["model_a"].isin(["gpt35", "guanaco-65b"]) & v["model_b"].isin(["gpt35", "guanaco-65b"])]
+    at.sidebar.selectbox(key="judge").set_value("gpt-4").run()
+    at.pills(key="h2h_outcomes").set_value(["inconsistent"]).run()
+    assert_clean(at)
+    # brute force: a prompt where gpt-4's two orders gave different results
+    res = pair.assign(first=pair["model_a"], res=pair["model_a"].where(
+        pair["winner"] == "A", pair["model_b"].where(pair["winner"] == "B", "tie")))
+    by_prompt = res.groupby("prompt_id")
+    disagree = sum(1 for _, g in by_prompt if len(g) == 2 and g["res"].nunique() == 2)
+    caption = [c.value for c in at.caption if c.value.startswith("Prompts ")]
+    assert disagree > 10  # more than a page
+    assert caption == [f"Prompts 1–10 of {disagree} (in prompt-id order)."]
+    shown = [unescape_md(e.label) for e in at.expander if unescape_md(e.label).startswith("gpt-4: ")]
+    assert len(shown) == 10 and all(label.startswith("gpt-4: orders disagree") for label in shown)
+    assert at.pills(key="h2h_outcomes").value == ["inconsistent"]
+
+
+def test_dataset_without_texts_says_so(tmp_path, monkeypatch):
+    """An imported file without texts: each prompt says the dataset holds no text, no error."""
+    from engine.ingest.importer import import_files
+    from engine.ingest.shipped import open_store
+
+    path = tmp_path / "v.csv"
+    pd.DataFrame({"prompt_id": ["p1", "p1", "p2"], "model_a": ["x", "y", "x"], "model_b": ["y", "x", "y"],
+                  "winner": ["A", "A", "tie"], "order": ["AB", "AB", "AB"], "judge": ["j", "j", "j"]}
+                 ).to_csv(path, index=False)
+    db = tmp_path / "lens.duckdb"
+    with open_store(db, ensure_default=False) as store:
+        import_files(store, [path], "small")
+    at = new_app(db, monkeypatch)
+    at.sidebar.selectbox(key="dataset").set_value("small").run()
+    at = _open(at)
+    assert _metrics(at) == {"Prompts": "2", "Meetings": "2", "Win rate of A": "0.500"}
+    assert "Verdicts: 1 x wins, 1 y wins, 1 ties." in [unescape_md(c.value) for c in at.caption]
+    captions = [c.value for c in at.caption]
+    assert "The dataset holds no question or answer texts, so only the verdicts are shown." in captions
+    assert "The dataset holds no text for this prompt." not in captions and at.text.len == 0
+    labels = [unescape_md(e.label) for e in at.expander if unescape_md(e.label).startswith("j: ")]
+    assert labels == ["j: orders disagree (2 verdicts; x shown first: x wins; y shown first: y wins)",
+                      "j: tie (1 verdict; x shown first: tie)"]
+
+
+@pytest.mark.parametrize("link", [{"model_a": "vicuna-13b", "model_b": "guanaco-7b"}])
+def test_link_opens_the_pair(app, link):
+    app.query_params.update(link)
+    at = _open(app)
+    assert (at.selectbox(key="h2h_a").value, at.selectbox(key="h2h_b").value) == (link["model_a"],
+                                                                                  link["model_b"])
+
+
+def test_page_beyond_a_smaller_selection_falls_back_to_its_last_page(app):
+    """Page 8 of one pair, then a filter with fewer pages: the last page of the new list, no error."""
+    at = _open(app, "gpt4", "claude")
+    at.number_input(key="h2h_page").set_value(8).run()
+    at.pills(key="h2h_outcomes").set_value(["tie"]).run()  # ties only: fewer prompts
+    assert_clean(at)
+    caption = [c.value for c in at.caption if c.value.startswith("Prompts ")]
+    total = int(re.search(r"of (\d+)", caption[0]).group(1))
+    last_page = -(-total // 10)
+    assert last_page < 8 and at.number_input(key="h2h_page").value == last_page
+    assert caption == [f"Prompts {(last_page - 1) * 10 + 1}–{total} of {total} (in prompt-id order)."]
