@@ -18,7 +18,7 @@ from engine import cli as cli_pkg
 from engine.errors import LensError, disk_full_sentence, is_disk_full
 
 GLOBAL_OPTIONS_WITH_VALUE = ("--db", "--lock-wait")
-COMMAND_MODULES = {"import": "imports"}
+COMMAND_MODULES = {"import": "imports", "import-texts": "import_texts"}
 """Commands whose module under ``engine/cli/`` has another name; every other command is its module's name."""
 
 
