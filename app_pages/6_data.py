@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from app_pages._data_texts import texts_section
 from app_pages._lens import (
     MU_DEFAULT,
     current,
@@ -218,6 +219,7 @@ if section == "Import":
                     show_error(exc)
                 else:
                     _stored(f"Stored synthetic dataset {target}: {result.summary()}.", select=target)
+    texts_section(store, names, _stored)
 
 elif section == "Rename / delete":
     if not names:

@@ -56,7 +56,8 @@ def test_mt_bench_folder_counts_match_a_brute_force_join(empty_store, tmp_path):
 
     # the second path: the files read with json, the verdict keys from the store, joined in Python
     questions = [json.loads(line) for line in (MT_BENCH / "question.jsonl").open()]
-    file_prompts = {(str(q["question_id"]), t): text for q in questions for t, text in enumerate(q["turns"], 1)}
+    file_prompts = {(str(q["question_id"]), t): text
+                    for q in questions for t, text in enumerate(q["turns"], 1)}
     file_answers = {}
     for f in sorted((MT_BENCH / "model_answer").glob("*.jsonl")):
         for line in f.open():
@@ -210,7 +211,7 @@ def _styled(model: str, prompt: int) -> str:
     return "".join(parts)
 
 
-def test_style_control_counts_imported_texts_as_it_counts_texts_given_with_the_verdicts(empty_store, tmp_path):
+def test_style_control_counts_imported_texts_as_it_counts_texts_in_the_verdicts(empty_store, tmp_path):
     """Two datasets, one verdict file: one with answers inside the verdicts, one without, then
     import-texts. Before, style control on the second refuses; after, its board equals the first's."""
     models = ["m1", "m2", "m3", "m4"]
@@ -248,6 +249,6 @@ def test_one_batch_and_many_batches_stage_the_same_rows(tmp_path, monkeypatch):
     import duckdb
 
     for kind in ("prompts_file", "answers_file"):
-        a, b = (duckdb.sql(f"SELECT * EXCLUDE (seq) FROM read_parquet('{getattr(r, kind)}') ORDER BY seq").df()
-                for r in (whole, parts))
+        a, b = (duckdb.sql(f"SELECT * EXCLUDE (seq) FROM read_parquet('{getattr(r, kind)}') "
+                           "ORDER BY seq").df() for r in (whole, parts))
         assert a.equals(b) and len(a) in (160, 960)

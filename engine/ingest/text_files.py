@@ -68,6 +68,12 @@ class TextsRead:
         """Answer rows read (one per prompt, turn and model)."""
         return sum(f.answers for f in self.files)
 
+    def files_table(self) -> pd.DataFrame:
+        """One row per file: name, shape, records, prompt and answer texts, unusable records."""
+        return pd.DataFrame([{"file": f.name, "read as": f.title, "records": f.records,
+                              "prompt texts": f.prompts, "answer texts": f.answers, "unusable": f.bad}
+                             for f in self.files])
+
     def notes(self) -> list[str]:
         """One sentence per thing worth knowing about the files that is not an error."""
         out = []

@@ -1,0 +1,56 @@
+"""The Data page's texts section and the inspector after it: texts uploaded for a stored dataset are
+matched, stored, and shown beside the verdicts (issue 25, point 5). The counts are checked against the
+files read with ``json`` and the verdicts in plain Python."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+
+# ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
+from apphelpers import assert_clean, own_app, unescape_md  # noqa: F401
+from conftest import REPO
+
+MT_BENCH = REPO / "data" / "mt_bench"
+MODELS = ("gpt-4", "llama-13b", "vicuna-13b-v1.3")
+
+
+def _pairs(path) -> None:
+    """A FastChat gpt-4_pair.jsonl (its own field names) on three MT-Bench questions, turn 1."""
+    rng = random.Random(5)
+    path.write_text("".join(json.dumps({
+        "question_id": q, "model_1": a, "model_2": b, "g1_winner": rng.choice(["model_1", "model_2"]),
+        "g2_winner": rng.choice(["model_1", "model_2", "tie"]), "judge": ["gpt-4", "pair-v2"],
+        "g1_judgment": f"judged {a} vs {b}", "g2_judgment": "[[B]]", "turn": 1}) + "\n"
+        for q in (81, 101, 121) for a, b in itertools.permutations(MODELS, 2)))
+
+
+def test_texts_uploaded_on_the_data_page_show_in_the_inspector(own_app, tmp_path):
+    from app_pages._lens import get_store
+    from engine.ingest.importer import import_files
+
+    _pairs(tmp_path / "gpt-4_pair.jsonl")
+    import_files(get_store(), [tmp_path / "gpt-4_pair.jsonl"], "mtb")
+    files = [MT_BENCH / "question.jsonl", *(MT_BENCH / "model_answer" / f"{m}.jsonl" for m in MODELS[:2])]
+    at = own_app.switch_page("app_pages/6_data.py").run()
+    at.selectbox(key="texts_into").set_value("mtb").run()
+    at.file_uploader(key="texts_upload").set_value(
+        [(f.name, f.read_bytes(), "application/jsonl") for f in files]).run()
+    assert_clean(at)
+    report = unescape_md("\n".join(m.value for m in at.markdown))
+    # 3 prompts of 80 (x2 turns) met; answers: 2 models with files x 3 prompts, of 2 x 80 x 2 in the files
+    assert "prompt texts: 3 of 160 match" in report and "answer texts: 6 of 320 match" in report
+    assert "3 of the 3 prompts and 6 of the 9 answers the verdicts compare have a text" in report
+    at.button(key="texts_store").click().run()
+    assert_clean(at)
+    assert any("stored 160 prompt and 320 answer texts in dataset mtb" in s.value.lower() for s in at.success)
+
+    at = at.switch_page("app_pages/4_inspector.py").run()
+    assert_clean(at)
+    assert at.session_state["dataset"] == "mtb"
+    prompt = at.selectbox(key="insp_prompt").value
+    question = json.loads((MT_BENCH / "question.jsonl").read_text().splitlines()[int(prompt) - 81])
+    texts = [t.value for t in at.text]
+    assert question["turns"][0] in texts
+    assert not any("holds no text for this prompt" in c.value for c in at.caption)
