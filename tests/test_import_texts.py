@@ -252,3 +252,37 @@ def test_one_batch_and_many_batches_stage_the_same_rows(tmp_path, monkeypatch):
         a, b = (duckdb.sql(f"SELECT * EXCLUDE (seq) FROM read_parquet('{getattr(r, kind)}') "
                            "ORDER BY seq").df() for r in (whole, parts))
         assert a.equals(b) and len(a) in (160, 960)
+
+
+@pytest.mark.parametrize("layout", ["v0.1 as first published", "since the 2025 rewrite"])
+def test_arena_hard_questions_and_answers_in_both_layouts(empty_store, tmp_path, layout):
+    """Arena-Hard judgments name a question by ``uid`` (or ``question_id``); its answer files first had
+    FastChat's layout with turns as objects, then ``uid, messages`` with the answer in ``content.answer``."""
+    uids = ["aa11", "bb22", "cc33"]
+    (tmp_path / "j.jsonl").write_text("".join(json.dumps(
+        {"uid": u, "category": "arena-hard-v0.1", "judge": "gpt-4-1106-preview", "model": "m-new",
+         "games": [{"score": "A>B"}, {"score": "A=B"}]}) + "\n" for u in uids[:2]))
+    import_files(empty_store, [tmp_path / "j.jsonl"], "ah", baseline_model="gpt-4-0314")
+    answers = tmp_path / "model_answer"
+    answers.mkdir()
+    for model in ("m-new", "gpt-4-0314"):
+        if layout.startswith("v0.1"):
+            rows = [{"question_id": u, "answer_id": "x", "model_id": model,
+                     "choices": [{"index": 0, "turns": [{"content": f"{model}: {u}", "token_len": 3}]}]}
+                    for u in uids]
+        else:
+            rows = [{"uid": u, "ans_id": "x", "model": model, "messages": [
+                {"role": "user", "content": f"question {u}"},
+                {"role": "assistant", "content": {"answer": f"{model}: {u}"}}]} for u in uids]
+        _jsonl(answers / f"{model}.jsonl", rows)
+    questions = ([{"question_id": u, "category": "arena-hard-v0.1", "turns": [{"content": f"question {u}"}]}
+                  for u in uids] if layout.startswith("v0.1") else
+                 [{"uid": u, "category": "arena-hard-v0.1", "cluster": "c", "prompt": f"question {u}"}
+                  for u in uids])
+    _jsonl(tmp_path / "question.jsonl", questions)
+    _, match, _ = import_texts(empty_store, "ah", _sources([tmp_path]))
+    assert (match.prompts_matched, match.prompts, match.answers_matched, match.answers) == (2, 3, 4, 6)
+    stored = empty_store.answer_texts("ah")
+    assert sorted(stored["text"]) == sorted(f"{m}: {u}" for m in ("m-new", "gpt-4-0314") for u in uids)
+    assert dict(zip(*empty_store.prompt_texts("ah")[["prompt_id", "text"]].T.values, strict=True)) == {
+        u: f"question {u}" for u in uids}

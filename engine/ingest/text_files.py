@@ -43,7 +43,7 @@ class FileRead:
     answers: int = 0
     bad: int = 0
     other_model_ids: set[str] = field(default_factory=set)
-    """``model_id`` values of a model-answers file that differ from the file's name (the model used)."""
+    """``model_id`` (``model``) values of an answers file that differ from its name (the model used)."""
 
 
 @dataclass(eq=False)
@@ -81,7 +81,7 @@ class TextsRead:
             if f.other_model_ids:
                 ids = ", ".join(sorted(f.other_model_ids)[:3])
                 out.append(f"{f.name}: answers stored under model {Path(f.name).stem!r}, the file's name, as "
-                           f"FastChat and Arena-Hard name them; its model_id field says {ids}.")
+                           f"FastChat and Arena-Hard name them; its model field says {ids}.")
             if f.shape == "alpaca-outputs":
                 out.append(f"{f.name}: AlpacaEval outputs carry no prompt id, so each is matched by its "
                            "instruction text (the id the AlpacaEval annotation reader gives it).")
@@ -197,8 +197,8 @@ def read_text_files(sources: Sequence[Source], *, forced_shape: str | None = Non
                         if sh.name == "llmfao-models":
                             number, model = model_names(low)
                             models[number] = model
-                        if sh.name == "model-answers":
-                            mid = low.get("model_id")
+                        if sh.name in ("model-answers", "arena-hard-answers"):
+                            mid = low.get("model_id", low.get("model"))
                             if isinstance(mid, str) and mid.strip() and mid.strip() != stem:
                                 got.other_model_ids.add(mid.strip())
                     except BadRecord as exc:

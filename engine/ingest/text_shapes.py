@@ -14,6 +14,9 @@ on the verdicts' prompts and models:
   one answer row per turn of ``choices[0].turns``. The model is the file's name without ``.jsonl``, as
   FastChat and Arena-Hard name a model when they judge these files (the ``model_id`` inside may differ:
   MT-Bench's ``vicuna-13b-v1.3.jsonl`` says ``vicuna-13b-hao-0515``).
+- ``arena-hard-questions`` / ``arena-hard-answers`` (Arena-Hard since its 2025 rewrite, v0.1 and v2.0
+  alike): ``uid, prompt[, category]`` and ``uid, messages`` (turn k is the k-th ``assistant`` message,
+  its ``content`` a string or an object with ``answer``); the model, again, is the file's name.
 - ``llmfao-prompts`` (``prompts.jsonl``): ``id, text, slug``; the prompt id is ``id`` (LLMFAO's
   comparison files name it in their ``prompt`` column), its ``type`` the category.
 - ``llmfao-models`` (``models.jsonl``): ``id, name, api_id``; no texts, the map from numeric model id
@@ -129,6 +132,23 @@ def _model_answers(rec: Mapping, stem: str, models: Mapping[str, str]) -> Rows:
     return [], [_answer(pid, k, model, _text(t, f"turn {k}")) for k, t in enumerate(turns, 1)]
 
 
+def _arena_hard_questions(rec: Mapping, stem: str, models: Mapping[str, str]) -> Rows:
+    pid = _id(rec.get("uid"), "uid")
+    return [_prompt(pid, 1, _text(rec.get("prompt"), "prompt"), _category(rec, "category"))], []
+
+
+def _arena_hard_answers(rec: Mapping, stem: str, models: Mapping[str, str]) -> Rows:
+    pid = _id(rec.get("uid"), "uid")
+    messages = _turns(rec.get("messages"), "messages")
+    replies = [m.get("content") for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    if not replies:
+        raise BadRecord("its messages hold no assistant message")
+    texts = [_text(r.get("answer") if isinstance(r, Mapping) else r, f"assistant message {k}")
+             for k, r in enumerate(replies, 1)]
+    model = _id(stem, "model (the file's name)")
+    return [], [_answer(pid, k, model, t) for k, t in enumerate(texts, 1)]
+
+
 def _llmfao_prompts(rec: Mapping, stem: str, models: Mapping[str, str]) -> Rows:
     pid = _id(rec.get("id"), "id")
     return [_prompt(pid, 1, _text(rec.get("text"), "text"), _category(rec, "type"))], []
@@ -177,6 +197,10 @@ SHAPES: tuple[TextShape, ...] = (
               lambda k: {"question_id", "choices"} <= k, _model_answers),
     TextShape("questions", "FastChat / Arena-Hard questions",
               lambda k: {"question_id", "turns"} <= k, _questions),
+    TextShape("arena-hard-answers", "Arena-Hard model answers", lambda k: {"uid", "messages"} <= k,
+              _arena_hard_answers),
+    TextShape("arena-hard-questions", "Arena-Hard questions", lambda k: {"uid", "prompt"} <= k,
+              _arena_hard_questions),
     TextShape("llmfao-results", "LLMFAO answers (results.jsonl)",
               lambda k: {"prompt", "model", "result"} <= k, _llmfao_results),
     TextShape("llmfao-models", "LLMFAO models (models.jsonl)",
