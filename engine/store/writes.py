@@ -158,8 +158,10 @@ def texts_changed(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relati
     dataset stores: a new key, another text, or a prompt category given and different."""
     keys, name = identifiers(TEXT_KEYS[kind]), param_name("dataset", dataset)
     table = identifier(kind)
-    checks = [f"SELECT {keys}, text FROM ({relation}) EXCEPT "
-              f"SELECT {keys}, text FROM {table} WHERE dataset = ${name}"]
+    # texts compared by their 64-bit hashes: the sets hold keys and hashes, not the texts (a false
+    # "unchanged" needs a new text whose hash equals the stored one's: chance 2^-64 a key)
+    checks = [f"SELECT {keys}, hash(text) FROM ({relation}) EXCEPT "
+              f"SELECT {keys}, hash(text) FROM {table} WHERE dataset = ${name}"]
     if kind == "prompts":
         checks.append(f"SELECT {keys}, category FROM ({relation}) WHERE category IS NOT NULL EXCEPT "
                       f"SELECT {keys}, category FROM {table} WHERE dataset = ${name}")
