@@ -64,9 +64,12 @@ class TextsMatch:
 
     def lines(self) -> list[str]:
         """The report, one sentence a line."""
-        out = [f"prompt texts: {self.prompts_matched:,} of {self.prompts:,} match a verdict's prompt",
-               f"answer texts: {self.answers_matched:,} of {self.answers:,} match a verdict's prompt and "
-               "model"]
+        out = []  # a kind the files do not hold is not reported as "0 of 0"
+        if self.prompts:
+            out.append(f"prompt texts: {self.prompts_matched:,} of {self.prompts:,} match a verdict's prompt")
+        if self.answers:
+            out.append(f"answer texts: {self.answers_matched:,} of {self.answers:,} match a verdict's prompt "
+                       "and model")
         if self.unmatched_prompts:
             more = self.prompts - self.prompts_matched - len(self.unmatched_prompts)
             out.append("prompts no verdict has: " + ", ".join(self.unmatched_prompts)
@@ -104,8 +107,9 @@ class TextsResult:
         """One line for the CLI and the page."""
         if not self.changed:
             return f"dataset {self.dataset} already holds these texts; nothing changed"
-        return (f"stored {self.prompts:,} prompt and {self.answers:,} answer texts in dataset {self.dataset} "
-                f"(now version {self.revision})")
+        kinds = ((self.prompts, "prompt"), (self.answers, "answer"))
+        what = " and ".join(f"{n:,} {kind} texts" for n, kind in kinds if n)
+        return f"stored {what} in dataset {self.dataset} (now version {self.revision})"
 
 
 def _first_per_key(read: TextsRead, kind: str) -> Relation:
