@@ -148,7 +148,7 @@ def test_repeated_keys_keep_the_first_text_across_batches(empty_store, tmp_path,
     import_files(empty_store, [_fastchat_pairs(tmp_path / "gpt-4_pair.jsonl", questions=(81,), turns=(1,))],
                  "mtb")
     rows = [{"prompt_id": "81", "model": m, "text": f"{m} #{k}"} for k in range(3) for m in MTB_MODELS[:3]]
-    path = _jsonl(tmp_path / "answers.jsonl", rows)
+    path = _jsonl(tmp_path / "answers.jsonl", [*rows, rows[4]])  # the same text again is no conflict
     monkeypatch.setenv("LENS_IMPORT_BATCH_ROWS", "2")  # five batches: the first text must still win
     _, match, _ = import_texts(empty_store, "mtb", _sources([path]))
     assert match.repeats == 6 and match.answers == 3

@@ -7,7 +7,9 @@ unmatched ids and the answer models no verdict names, and says how many of the v
 answers have a text once the import is stored. Refused, with nothing stored, when a record of the files
 gives no text (all-or-nothing, as a verdict import) or when not one text matches a verdict (the files
 belong to another dataset, or name prompts another way). Within the files the first text of a key is
-kept and the repeats are counted; a key already stored gets the file's text (a re-import replaces).
+kept; a repeat with the same text is
+nothing to report (AlpacaEval's outputs files all carry the same instructions), one with another text is
+counted; a key already stored gets the file's text (a re-import replaces).
 
 Storing takes a new dataset version in the same transaction as the texts, so everything keyed on the
 version (the answer style counts of ``engine.style``, the results cache, the app's caches) is computed
@@ -44,7 +46,7 @@ class TextsMatch:
     """Distinct answer keys (prompt, variant, turn, model) in the files."""
     answers_matched: int
     repeats: int
-    """Rows of the files whose key an earlier row had (the first text is kept)."""
+    """Distinct other texts the files give for a key an earlier row had (the first text is kept)."""
     unmatched_prompts: tuple[str, ...]
     unmatched_answers: tuple[str, ...]
     unknown_models: tuple[str, ...]
@@ -83,8 +85,8 @@ class TextsMatch:
             out.append("answers no verdict has: " + ", ".join(self.unmatched_answers)
                        + (f" and {more:,} more" if more else ""))
         if self.repeats:
-            out.append(f"{self.repeats:,} rows repeat the key of an earlier row; the first text of each is "
-                       "kept")
+            out.append(f"{self.repeats:,} rows give another text for the key of an earlier row; the first "
+                       "text of each key is kept")
         out.append(f"with these texts {self.verdict_prompts_with_text:,} of the {self.verdict_prompts:,} "
                    f"prompts and {self.verdict_answers_with_text:,} of the {self.verdict_answers:,} "
                    "answers the verdicts compare have a text")
@@ -146,9 +148,11 @@ def match_texts(store: Store, dataset: str, read: TextsRead) -> TextsMatch:
     stored_p = Relation.bind("(SELECT prompt_id, variant, turn FROM prompts WHERE dataset = {d})", d=dataset)
     stored_a = Relation.bind("(SELECT prompt_id, variant, turn, model FROM answers WHERE dataset = {d})",
                              d=dataset)
-    files = Relation.bind("(SELECT (SELECT count(*) FROM read_parquet({f1})) + (SELECT count(*) FROM "
-                          "read_parquet({f2})))", f1=read.prompts_file, f2=read.answers_file)
-    n_rows = _count(store, f"SELECT {files}", files)
+    variants = Relation.bind(  # distinct (key, text) pairs: a key's other texts are its conflicts
+        "(SELECT (SELECT count(*) FROM (SELECT DISTINCT prompt_id, variant, turn, hash(text) FROM "
+        "read_parquet({f1}))) + (SELECT count(*) FROM (SELECT DISTINCT prompt_id, variant, turn, model, "
+        "hash(text) FROM read_parquet({f2}))))", f1=read.prompts_file, f2=read.answers_file)
+    n_texts = _count(store, f"SELECT {variants}", variants)
     prompts = _count(store, f"SELECT count(*) FROM {p}", p)
     answers = _count(store, f"SELECT count(*) FROM {a}", a)
     models = Relation(f"(SELECT DISTINCT model FROM {a} WHERE model NOT IN (SELECT model FROM {va}))",
@@ -158,7 +162,7 @@ def match_texts(store: Store, dataset: str, read: TextsRead) -> TextsMatch:
         prompts_matched=_count(store, f"SELECT count(*) FROM {p} SEMI JOIN {vp} {on_p}", p, v),
         answers=answers,
         answers_matched=_count(store, f"SELECT count(*) FROM {a} SEMI JOIN {va} {on_a}", a, v),
-        repeats=n_rows - prompts - answers,
+        repeats=n_texts - prompts - answers,
         unmatched_prompts=_first(store, f"SELECT prompt_id || {TURN} FROM {p} ANTI JOIN {vp} {on_p} "
                                         "ORDER BY prompt_id, turn", p, v),
         unmatched_answers=_first(store, f"SELECT model || ' on ' || prompt_id || {TURN} FROM {a} "
