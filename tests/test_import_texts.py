@@ -144,16 +144,16 @@ def test_texts_of_another_dataset_are_refused(empty_store, tmp_path):
     assert empty_store.prompt_texts("mtb").empty
 
 
-def test_repeated_keys_keep_the_first_text_across_batches(empty_store, tmp_path, monkeypatch):
+def test_repeated_keys_keep_the_last_text_across_batches(empty_store, tmp_path, monkeypatch):
     import_files(empty_store, [_fastchat_pairs(tmp_path / "gpt-4_pair.jsonl", questions=(81,), turns=(1,))],
                  "mtb")
     rows = [{"prompt_id": "81", "model": m, "text": f"{m} #{k}"} for k in range(3) for m in MTB_MODELS[:3]]
-    path = _jsonl(tmp_path / "answers.jsonl", [*rows, rows[4]])  # the same text again is no conflict
-    monkeypatch.setenv("LENS_IMPORT_BATCH_ROWS", "2")  # five batches: the first text must still win
+    path = _jsonl(tmp_path / "answers.jsonl", [rows[4], *rows])  # the same text again is no conflict
+    monkeypatch.setenv("LENS_IMPORT_BATCH_ROWS", "2")  # five batches: the last text must still win
     _, match, _ = import_texts(empty_store, "mtb", _sources([path]))
     assert match.repeats == 6 and match.answers == 3
     stored = empty_store.answer_texts("mtb")
-    assert dict(zip(stored["model"], stored["text"], strict=True)) == {m: f"{m} #0" for m in MTB_MODELS[:3]}
+    assert dict(zip(stored["model"], stored["text"], strict=True)) == {m: f"{m} #2" for m in MTB_MODELS[:3]}
 
 
 def test_llmfao_results_name_models_through_models_jsonl(empty_store, tmp_path):

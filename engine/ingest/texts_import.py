@@ -6,8 +6,9 @@ turn, model) where the model is either side of a verdict. The match report count
 unmatched ids and the answer models no verdict names, and says how many of the verdicts' prompts and
 answers have a text once the import is stored. Refused, with nothing stored, when a record of the files
 gives no text (all-or-nothing, as a verdict import) or when not one text matches a verdict (the files
-belong to another dataset, or name prompts another way). Within the files the first text of a key is
-kept; a repeat with the same text is
+belong to another dataset, or name prompts another way). Within the files the last text of a key is
+kept, as FastChat's and Arena-Hard's answer loaders keep it (a dict by question id: a later line
+replaces an earlier one), so the text stored is the one their judge saw; a repeat with the same text is
 nothing to report (AlpacaEval's outputs files all carry the same instructions), one with another text is
 counted; a key already stored gets the file's text (a re-import replaces).
 
@@ -46,7 +47,7 @@ class TextsMatch:
     """Distinct answer keys (prompt, variant, turn, model) in the files."""
     answers_matched: int
     repeats: int
-    """Distinct other texts the files give for a key an earlier row had (the first text is kept)."""
+    """Distinct other texts the files give for a key an earlier row had (the last text is kept)."""
     unmatched_prompts: tuple[str, ...]
     unmatched_answers: tuple[str, ...]
     unknown_models: tuple[str, ...]
@@ -85,7 +86,7 @@ class TextsMatch:
             out.append("answers no verdict has: " + ", ".join(self.unmatched_answers)
                        + (f" and {more:,} more" if more else ""))
         if self.repeats:
-            out.append(f"{self.repeats:,} rows give another text for the key of an earlier row; the first "
+            out.append(f"{self.repeats:,} rows give another text for the key of an earlier row; the last "
                        "text of each key is kept")
         out.append(f"with these texts {self.verdict_prompts_with_text:,} of the {self.verdict_prompts:,} "
                    f"prompts and {self.verdict_answers_with_text:,} of the {self.verdict_answers:,} "
@@ -114,12 +115,13 @@ class TextsResult:
         return f"stored {what} in dataset {self.dataset} (now version {self.revision})"
 
 
-def _first_per_key(read: TextsRead, kind: str) -> Relation:
-    """The staged texts of ``kind``, the first row of each key (file order)."""
+def _last_per_key(read: TextsRead, kind: str) -> Relation:
+    """The staged texts of ``kind``, the last row of each key (file order, files in the order given): a
+    semi-join on the last ``seq`` of each key, so the texts stream through and only the keys are held."""
     key = ", ".join(writes.TEXT_KEYS[kind])
     path = read.prompts_file if kind == "prompts" else read.answers_file
-    return Relation.bind(f"(SELECT * EXCLUDE (seq) FROM (SELECT DISTINCT ON ({key}) * FROM "
-                         f"read_parquet({{f}}) ORDER BY {key}, seq))", f=path)
+    return Relation.bind(f"(SELECT * EXCLUDE (seq) FROM read_parquet({{f}}) WHERE seq IN "
+                         f"(SELECT max(seq) FROM read_parquet({{f}}) GROUP BY {key}))", f=path)
 
 
 def _verdicts(store: Store, dataset: str) -> Relation:
@@ -140,7 +142,7 @@ def _first(store: Store, sql: str, *parts: Relation) -> tuple[str, ...]:
 def match_texts(store: Store, dataset: str, read: TextsRead) -> TextsMatch:
     """How the staged texts meet ``dataset``'s verdicts (reads the store, writes nothing)."""
     require_dataset(store, dataset)
-    p, a, v = _first_per_key(read, "prompts"), _first_per_key(read, "answers"), _verdicts(store, dataset)
+    p, a, v = _last_per_key(read, "prompts"), _last_per_key(read, "answers"), _verdicts(store, dataset)
     vp = f"(SELECT DISTINCT prompt_id, variant, turn FROM {v})"
     va = (f"(SELECT prompt_id, variant, turn, model_a AS model FROM {v} UNION "
           f"SELECT prompt_id, variant, turn, model_b FROM {v})")
@@ -201,7 +203,7 @@ def store_texts(store: Store, dataset: str, read: TextsRead, match: TextsMatch) 
     why = refusal(read, match, dataset)
     if why is not None:
         raise LensError(why)
-    p, a = _first_per_key(read, "prompts"), _first_per_key(read, "answers")
+    p, a = _last_per_key(read, "prompts"), _last_per_key(read, "answers")
     with store.transaction() as tx:
         if not writes.dataset_exists(tx, dataset):
             raise LensError(f"There is no dataset named {dataset!r} any more; nothing was stored.")
