@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import assert_clean, own_app, unescape_md  # noqa: F401
@@ -16,14 +15,17 @@ MT_BENCH = REPO / "data" / "mt_bench"
 MODELS = ("gpt-4", "llama-13b", "vicuna-13b-v1.3")
 
 
+CYCLE = {("gpt-4", "llama-13b"), ("llama-13b", "vicuna-13b-v1.3"), ("vicuna-13b-v1.3", "gpt-4")}
+"""Who beats whom on every question: a cycle, so every prompt's graph has a bad triad."""
+
+
 def _pairs(path) -> None:
     """A FastChat gpt-4_pair.jsonl (its own field names) on three MT-Bench questions, turn 1."""
-    rng = random.Random(5)
     path.write_text("".join(json.dumps({
-        "question_id": q, "model_1": a, "model_2": b, "g1_winner": rng.choice(["model_1", "model_2"]),
-        "g2_winner": rng.choice(["model_1", "model_2", "tie"]), "judge": ["gpt-4", "pair-v2"],
-        "g1_judgment": f"judged {a} vs {b}", "g2_judgment": "[[B]]", "turn": 1}) + "\n"
-        for q in (81, 101, 121) for a, b in itertools.permutations(MODELS, 2)))
+        "question_id": q, "model_1": a, "model_2": b, "g1_winner": w, "g2_winner": w,
+        "judge": ["gpt-4", "pair-v2"], "g1_judgment": f"judged {a} vs {b}", "g2_judgment": "x", "turn": 1})
+        + "\n" for q in (81, 101, 121) for a, b in itertools.permutations(MODELS, 2)
+        for w in ["model_1" if (a, b) in CYCLE else "model_2"]))
 
 
 def test_texts_uploaded_on_the_data_page_show_in_the_inspector(own_app, tmp_path):
@@ -54,4 +56,11 @@ def test_texts_uploaded_on_the_data_page_show_in_the_inspector(own_app, tmp_path
     question = json.loads((MT_BENCH / "question.jsonl").read_text().splitlines()[int(prompt) - 81])
     texts = [t.value for t in at.text]
     assert question["turns"][0] in texts
+    # the chosen triad's answers: those of the two models whose answer files were uploaded, none of the third
+    answers = {m: next(json.loads(line)["choices"][0]["turns"][0]
+                       for line in (MT_BENCH / "model_answer" / f"{m}.jsonl").open()
+                       if str(json.loads(line)["question_id"]) == prompt) for m in MODELS}
+    assert at.selectbox(key="insp_triad").value == 0  # the cycle of the 3 models
+    assert [m for m in MODELS if answers[m] in texts] == list(MODELS[:2])
+    assert sum(c.value == "No answer text stored." for c in at.caption) >= 1  # vicuna's, not uploaded
     assert not any("holds no text for this prompt" in c.value for c in at.caption)
