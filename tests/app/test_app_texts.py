@@ -37,6 +37,13 @@ def test_texts_uploaded_on_the_data_page_show_in_the_inspector(own_app, tmp_path
     files = [MT_BENCH / "question.jsonl", *(MT_BENCH / "model_answer" / f"{m}.jsonl" for m in MODELS[:2])]
     at = own_app.switch_page("app_pages/6_data.py").run()
     at.selectbox(key="texts_into").set_value("mtb").run()
+    # texts of another dataset: the refusal in an error box, and nothing to store
+    other = b"".join(json.dumps({"question_id": f"q{i}", "turns": ["x"]}).encode() + b"\n" for i in range(3))
+    at.file_uploader(key="texts_upload").set_value([("question.jsonl", other, "application/jsonl")]).run()
+    assert [e.message for e in at.exception] == []
+    assert [unescape_md(e.value)[:57] for e in at.error] == [
+        "Not one text of the files matches a verdict of dataset 'm"]
+    assert not [b for b in at.button if b.key == "texts_store"]
     at.file_uploader(key="texts_upload").set_value(
         [(f.name, f.read_bytes(), "application/jsonl") for f in files]).run()
     assert_clean(at)
