@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages._data_importopts import judge_input, set_and_baseline
 from app_pages._data_refmap import reference_map_section
+from app_pages._data_texts import texts_section
 from app_pages._lens import (
     MU_DEFAULT,
     current,
@@ -219,6 +220,7 @@ if section == "Import":
                     show_error(exc)
                 else:
                     _stored(f"Stored synthetic dataset {target}: {result.summary()}.", select=target)
+    texts_section(store, names, _stored)
 
 elif section == "Rename / delete":
     if not names:

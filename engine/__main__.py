@@ -18,7 +18,7 @@ from engine.cli._parser import LensArgumentParser
 from engine.errors import LensError, disk_full_sentence, is_disk_full
 
 GLOBAL_OPTIONS_WITH_VALUE = ("--db", "--lock-wait")
-COMMAND_MODULES = {"import": "imports", "head-to-head": "head_to_head"}
+COMMAND_MODULES = {"import": "imports", "import-texts": "import_texts", "head-to-head": "head_to_head"}
 """Commands whose module under ``engine/cli/`` has another name; every other command is its module's name."""
 
 

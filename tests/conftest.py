@@ -76,6 +76,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_style_features_ingest.py",  # 17 alone, -n 0, load 10
     "test_length_control.py",         # 20 s of CPU (53 s wall, -n 0, load 11; scipy reference GLMs)
     "test_length_control_app.py",     # 11 s of CPU (48 s wall, -n 0, load 10; AppTest x 1)
+    "test_import_texts.py",           # 14 s of CPU (69 s wall, -n 0, load 13; 5 CLI runs)
+    "test_app_texts.py",              # 14 s of CPU (62 s wall, -n 0, load 13; AppTest, two pages)
 )
 """The files that take longest, longest first: xdist hands each worker the next file when its current
 one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder keeps this order), so a

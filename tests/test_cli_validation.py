@@ -369,17 +369,15 @@ def test_a_command_line_builds_only_its_command_and_parses_as_the_full_parser():
     """`python -m engine CMD` registers only CMD's module (it starts faster): its help and its parsed
     options equal the full parser's for every command; help, a typo or no command get every command."""
     import argparse
+    import pkgutil
 
+    from engine import cli as cli_pkg
     from engine.__main__ import build_parser, command_module
 
     full = build_parser()
     (action,) = [a for a in full._actions if isinstance(a, argparse._SubParsersAction)]
-    import pkgutil
-
-    from engine import cli
-
-    commands = [m.name for m in pkgutil.iter_modules(cli.__path__) if not m.name.startswith("_")]
-    assert len(action.choices) == len(commands)  # every command module registers exactly one command
+    modules = [m.name for m in pkgutil.iter_modules(cli_pkg.__path__) if not m.name.startswith("_")]
+    assert len(action.choices) == len(modules) >= 15  # every command module registers exactly one command
     for cmd in action.choices:
         module = command_module(["--db", "x.duckdb", "--lock-wait=3", cmd, "--format", "csv"])
         assert module is not None, cmd

@@ -151,6 +151,41 @@ def upsert_texts_from(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, re
                f"FROM ({relation})", params(relation, {name: dataset}))
 
 
+TEXT_KEYS: dict[str, tuple[str, ...]] = {"prompts": ("prompt_id", "variant", "turn"),
+                                          "answers": ("prompt_id", "variant", "turn", "model")}
+"""The key of a prompt text and of an answer text within a dataset (the tables' primary keys)."""
+
+
+def texts_changed(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: Relation) -> int:
+    """How many rows of ``relation`` (``kind``'s key, text, and a prompt's category) would change what the
+    dataset stores: a new key, another text, or a prompt category given and different."""
+    keys, name = identifiers(TEXT_KEYS[kind]), param_name("dataset", dataset)
+    table = identifier(kind)
+    # texts compared by their 64-bit hashes: the sets hold keys and hashes, not the texts (a false
+    # "unchanged" needs a new text whose hash equals the stored one's: chance 2^-64 a key)
+    checks = [f"SELECT {keys}, hash(text) FROM ({relation}) EXCEPT "
+              f"SELECT {keys}, hash(text) FROM {table} WHERE dataset = ${name}"]
+    if kind == "prompts":
+        checks.append(f"SELECT {keys}, category FROM ({relation}) WHERE category IS NOT NULL EXCEPT "
+                      f"SELECT {keys}, category FROM {table} WHERE dataset = ${name}")
+    return sum(int(scalar(tx, f"SELECT count(*) FROM ({sql})", params(relation, {name: dataset})))
+               for sql in checks)
+
+
+def upsert_text_file_rows(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: Relation) -> None:
+    """Insert the prompt or answer texts of ``relation`` (one row per key) read from text files
+    (``import-texts``): a stored key gets the new text; a prompt keeps its stored category when the file
+    gives none, and its variant kind and lineage always."""
+    keys = TEXT_KEYS[kind]
+    cols = (*keys, "category", "variant_kind", "text") if kind == "prompts" else (*keys, "text")
+    update = "text = excluded.text" + (", category = coalesce(excluded.category, prompts.category)"
+                                       if kind == "prompts" else "")
+    names, name = identifiers(cols), param_name("dataset", dataset)
+    tx.execute(f"INSERT INTO {identifier(kind)} (dataset, {names}) SELECT ${name}, {names} FROM ({relation}) "
+               f"ON CONFLICT (dataset, {identifiers(keys)}) DO UPDATE SET {update}",
+               params(relation, {name: dataset}))
+
+
 def record_files(tx: duckdb.DuckDBPyConnection, dataset: str, hashes: dict[str, str], import_id: int, *,
                  replace: bool) -> None:
     """Record the content hash of each imported file (``replace``: forget the dataset's earlier files)."""
