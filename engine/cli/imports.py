@@ -7,6 +7,7 @@ import sys
 import unicodedata
 
 from engine.cli._common import store_from_args
+from engine.cli._pair_counts import pair_count_import
 from engine.errors import LensError
 from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
 from engine.ingest.limits import check_dataset_name, name_problem
@@ -92,6 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate and store the given verdict files, reporting rejected rows; exit status."""
+    counted = pair_count_import(args)  # issue 25: pair-count files are stored as counts, not verdicts
+    if counted is not None:
+        return counted
     column_map = _pairs(args.map, "--map")
     models = _pairs(args.model_name, "--model-name")
     judges = _pairs(args.judge_name, "--judge-name")
