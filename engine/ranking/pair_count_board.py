@@ -90,3 +90,24 @@ def pair_count_leaderboard(store: Store, dataset: str, spec: BoardSpec, *, judge
                                      if spec.bootstrap else None)}
     return leaderboard_from_counts(pc, battles, spec, n_votes=n_battles, n_verdicts=n_battles,
                                    policy=spec.policy, extra_params=extra)
+
+
+def selection_pair_counts(store: Store, dataset: str, *, judge=None, category=None,
+                          policy: str | None = None) -> PairCounts:
+    """The pair counts of a selection whatever the dataset holds: a pair-count dataset's stored counts,
+    else the votes of its valid verdicts under the filters (the count path's own counts: the lean SQL
+    fetch where every verdict is its own vote, else votes combined by ``policy``)."""
+    from engine.graphs.stack import DEFAULT_POLICY
+    from engine.rankers.votes import votes
+    from engine.ranking.count_query import lean_pair_counts
+    from engine.ranking.vote_query import store_relation, store_vote_rows
+    from engine.store.pair_counts import is_pair_count_dataset
+
+    if is_pair_count_dataset(store, dataset):
+        check_spec(BoardSpec(), dataset, judge, category)
+        return stored_pair_counts(store, dataset)
+    sc = lean_pair_counts(store.cursor(), store_relation(store, dataset), judge=judge, category=category)
+    if sc is not None:
+        return sc.counts
+    rows = store_vote_rows(store, dataset, judge=judge, category=category)
+    return votes(rows, policy or DEFAULT_POLICY).pair_counts()
