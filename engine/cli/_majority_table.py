@@ -13,26 +13,10 @@ CYCLES_NOTED = 5
 """How many of the best supported Condorcet 3-cycles the notes name."""
 
 
-def summary_sentences(facts: dict) -> list[str]:
-    """The tournament's facts as sentences (the CLI's notes; the Cycles page words them the same way)."""
-    out = [f"Majority tournament of {facts['models']:,} models over {facts['compared_pairs']:,} compared "
-           f"pairs (of {facts['pairs']:,}); {facts['majority_ties']:,} majority ties."]
-    if facts["acyclic"]:
-        out.append("The strict majority relation is acyclic: the aggregate is transitive (no Condorcet "
-                   "cycle of any length).")
-    else:
-        out.append(f"The aggregate is not transitive: {facts['condorcet_cycles']:,} Condorcet 3-cycles; the "
-                   f"top cycle holds {facts['top_cycle']:,} models.")
-    win, lose = facts["condorcet_winner"], facts["condorcet_loser"]
-    out.append(f"Condorcet winner: {win if win is not None else 'none'}; Condorcet loser: "
-               f"{lose if lose is not None else 'none'}.")
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     """Print the per-model majority table; the summary and the best supported 3-cycles as notes on stderr."""
     from engine.cli._common import store_from_args
-    from engine.diagnostics.majority_tournament import majority_tournament
+    from engine.diagnostics.majority_tournament import majority_tournament, summary_sentences
     from engine.ranking.pair_count_board import selection_pair_counts
     from engine.store.schema import DEFAULT_DATASET
 

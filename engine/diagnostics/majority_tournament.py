@@ -132,6 +132,22 @@ class MajorityTournament:
         }
 
 
+def summary_sentences(facts: dict) -> list[str]:
+    """``MajorityTournament.summary`` in sentences (the CLI's notes, the Cycles page's text)."""
+    out = [f"Majority tournament of {facts['models']:,} models over {facts['compared_pairs']:,} compared "
+           f"pairs (of {facts['pairs']:,}); {facts['majority_ties']:,} majority ties."]
+    if facts["acyclic"]:
+        out.append("The strict majority relation is acyclic: the aggregate is transitive (no Condorcet "
+                   "cycle of any length).")
+    else:
+        out.append(f"The aggregate is not transitive: {facts['condorcet_cycles']:,} Condorcet 3-cycles; the "
+                   f"unbeaten component holds {facts['top_cycle']:,} models.")
+    win, lose = facts["condorcet_winner"], facts["condorcet_loser"]
+    out.append(f"Condorcet winner: {win if win is not None else 'none'}; Condorcet loser: "
+               f"{lose if lose is not None else 'none'}.")
+    return out
+
+
 def majority_tournament(pc: PairCounts) -> MajorityTournament:
     """The majority tournament of pair counts (module docstring)."""
     n = pc.n
