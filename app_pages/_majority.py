@@ -36,9 +36,13 @@ def majority_section(ch, *, expanded: bool = False) -> None:
         if len(cycles):
             st.markdown("**Best supported Condorcet 3-cycles** (a beats b beats c beats a; share = the "
                         "winner's share of the pair's votes, ties half)")
+            shares = {c: st.column_config.NumberColumn(c.replace("share_", ""), format="%.3f", width=60)
+                      for c in ("share_ab", "share_bc", "share_ca")}
+            names = {c: st.column_config.TextColumn(c, width=170) for c in ("a", "b", "c")}
+            fewest = st.column_config.NumberColumn(
+                "min votes", width=80, help="the fewest votes (battles) on any of its three pairs")
             st.dataframe(cycles, hide_index=True, width="stretch",
-                         column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                        for c in ("share_ab", "share_bc", "share_ca")})
+                         column_config={**names, **shares, "fewest_battles": fewest})
 
 
 def pair_count_cycles(ch) -> None:

@@ -52,7 +52,7 @@ def store_pair_counts(store: Store, dataset: str, pairs: pd.DataFrame, *, replac
 def no_prompts(dataset: str, what: str) -> str:
     """The one sentence every per-prompt analysis gives on a pair-count dataset."""
     return (f"Dataset {dataset!r} holds pair counts (outcomes summed per model pair), not prompts: {what} "
-            "needs per-prompt graphs; the count rankers and `diagnose --table majority` work on it.")
+            "needs per-prompt graphs; the count rankers and diagnose --table majority work on it.")
 
 
 def refuse_pair_counts(store: Store, dataset: str, what: str = "this analysis") -> None:

@@ -22,7 +22,10 @@ def pair_count_app_board(store: Store, dataset: str, *, ranker: str, bootstrap: 
 
     board = leaderboard(store, dataset, ranker=ranker, bootstrap=bootstrap, seed=seed)
     dist = {} if reference is None else compare_to_reference(board, reference)
-    return AppBoard(with_reference(board.table, reference), board.params, dist, reference_note)
+    table = board.table.assign(  # no prompt and no graph in pair counts: shown empty, not 0
+        n_prompts=pd.array([pd.NA] * len(board.table), dtype="Int64"),
+        n_graphs_model=pd.array([pd.NA] * len(board.table), dtype="Int64"))
+    return AppBoard(with_reference(table, reference), board.params, dist, reference_note)
 
 
 def majority_view(store: Store, dataset: str, *, judge=None, category=None, policy: str | None = None):
