@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from app_pages._data_counts import pair_count_upload
 from app_pages._lens import (
     MU_DEFAULT,
     current,
@@ -124,7 +125,9 @@ if section == "Import":
         placeholder="winner:left=A, winner:right=B",
         help="COLUMN:VALUE=NEW, comma-separated: read another spelling as a canonical value.",
     )
-    if up is not None:
+    if up is not None and pair_count_upload(store, up.getvalue(), file_name(up.name), name, adding):
+        pass  # a pair-count file: stored as counts by its own section (issue 25)
+    elif up is not None:
         data, up_name = up.getvalue(), file_name(up.name)  # messages name the file, never a path
         fmt = None if fmt_pick == "detect" else fmt_pick
         value_map = or_stop(parse_value_map, [v for v in values_text.split(",") if v.strip()])

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from procmeter import measure  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

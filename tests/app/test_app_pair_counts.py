@@ -60,3 +60,23 @@ def test_pages_on_pair_counts(tmp_path, monkeypatch):
         at = at.switch_page(f"app_pages/{page}.py").run()
         assert [e.message for e in at.exception] == [], page
         assert len(at.error) == 1 and "holds pair counts" in unescape_md(at.error[0].value), page
+
+
+def test_data_page_uploads_pair_counts(tmp_path, monkeypatch):
+    """A pair-count CSV uploaded on the Data page is stored as counts (its totals as the file's), and the
+    Leaderboard then ranks it."""
+    at, frame = counts_app(tmp_path, monkeypatch)
+    at = at.switch_page("app_pages/6_data.py").run()
+    body = frame.to_csv(index=False).encode()
+    at.file_uploader(key="data_upload").set_value(("arena counts.csv", body, "text/csv")).run()
+    assert [e.message for e in at.exception] == [] and [e.value for e in at.error] == []
+    info = unescape_md(" ".join(i.value for i in at.info))
+    battles = int(frame.iloc[:, 2:].sum().sum())
+    assert f"6 pairs of 4 models, {battles} battles" in info
+    at.text_input(key="data_name").input("uploaded").run()
+    at.button(key="data_import_counts").click().run()
+    assert [e.message for e in at.exception] == [] and [e.value for e in at.error] == []
+    with Store(tmp_path / "lens.duckdb", read_only=True) as store:
+        got = store.cursor().execute("SELECT sum(wins_a + wins_b + ties + both_bad) FROM pair_counts "
+                                     "WHERE dataset = 'uploaded'").fetchone()[0]
+    assert int(got) == battles
