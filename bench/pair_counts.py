@@ -79,17 +79,17 @@ def main() -> None:
         no_ties.to_csv(no_ties_csv, index=False)
         subprocess.run(engine(db, "import", str(no_ties_csv), "--dataset", "arena_no_ties"), check=True,
                        cwd=REPO, capture_output=True)
+        ours_out = tmp / "ours.csv"
         ours_run = measure(engine(db, "leaderboard", "--dataset", "arena_no_ties", "--format", "csv"),
-                           cap_gb=4.0, timeout_s=600, cwd=REPO)
+                           cap_gb=4.0, timeout_s=600, cwd=REPO, out_path=ours_out)
         rows.append(("leaderboard bt, no ties", ours_run.wall_s, ours_run.peak_gb, ours_run.status))
+        lb_out = tmp / "leaderbot.json"
         lb_run = measure([str(args.leaderbot_python), "-c", LEADERBOT, str(args.leaderbot_json)], cap_gb=4.0,
-                         timeout_s=600)
+                         timeout_s=600, out_path=lb_out)
         rows.append(("leaderbot BradleyTerry (process)", lb_run.wall_s, lb_run.peak_gb, lb_run.status))
-        lb = json.loads(lb_run.stdout.strip().splitlines()[-1])
+        lb = json.loads(lb_out.read_text().strip().splitlines()[-1])
         theirs = pd.Series(lb["scores"], index=lb["models"])
-        from io import StringIO
-
-        ours = pd.read_csv(StringIO(ours_run.stdout)).set_index("model")["score"]
+        ours = pd.read_csv(ours_out).set_index("model")["score"]
         theirs, ours = theirs - theirs.mean(), ours.reindex(theirs.index)
         ours = ours - ours.mean()
         rho = ours.rank().corr(theirs.rank())

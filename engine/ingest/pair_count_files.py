@@ -1,8 +1,9 @@
 """Read, check and store pair-count files (``engine.ingest.formats.pair_counts``) as a dataset of counts.
 
 DuckDB reads the file (CSV, JSON Lines or a JSON array, Parquet; gzip as DuckDB reads it), checks every
-row in SQL and sums the rows per unordered pair, so memory grows with the number of distinct pairs,
-never with the rows or the battles they count. The first bad row refuses the whole import in one
+row in SQL and sums the rows per unordered pair within ``SPILL_MEMORY`` (more rows spill to a temporary
+folder), so what Python holds grows with the number of distinct pairs, never with the rows or the
+battles they count. The first bad row refuses the whole import in one
 sentence naming the file and the row; nothing is stored. A pair listed more than once (in either
 order) has its counts added; a pair with no battle is left out. Both are said in the report.
 """
@@ -10,6 +11,7 @@ order) has its counts added; a pair with no battle is left out. Both are said in
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,8 @@ from engine.errors import LensError
 from engine.ingest.formats import pair_counts as fmt
 from engine.ingest.limits import check_dataset_name, name_problem
 
+SPILL_MEMORY = "512MB"
+"""DuckDB's memory while it checks and sums the rows; beyond it, the rows spill to a temporary folder."""
 WHOLE_MAX = 2**53
 """Counts must be whole numbers below this (exact in a float64, far above any real battle count)."""
 
@@ -152,7 +156,8 @@ def read_pair_count_files(paths: Sequence[str | os.PathLike[str]]) -> PairCountF
     """Check every row of every file and sum the counts per unordered pair (module docstring)."""
     if not paths:
         raise LensError("Name at least one pair-count file.")
-    con = duckdb.connect()
+    spill = tempfile.TemporaryDirectory(prefix="lens_pair_counts_")
+    con = duckdb.connect(config={"temp_directory": spill.name, "memory_limit": SPILL_MEMORY})
     try:
         con.execute("SET threads = 1")  # row numbers in file order
         con.execute("CREATE TEMP TABLE pc_all (a VARCHAR, b VARCHAR, wa BIGINT, wb BIGINT, t BIGINT, "
@@ -179,6 +184,7 @@ def read_pair_count_files(paths: Sequence[str | os.PathLike[str]]) -> PairCountF
                FROM pc_all GROUP BY ALL ORDER BY model_a, model_b""").df()
     finally:
         con.close()
+        spill.cleanup()
     merged = int((pairs["n_rows"] - 1).sum())
     total = pairs[["wins_a", "wins_b", "ties", "both_bad"]].sum(axis=1)
     kept = pairs[total > 0].drop(columns="n_rows").reset_index(drop=True)
