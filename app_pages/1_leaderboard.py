@@ -117,6 +117,8 @@ st.caption(
 ch = current()
 board = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED)
 table = board.table
+counts_only = board.params.get("unit") == "battles"  # a pair-count dataset: battles, no graph (issue 25)
+n_units = int(board.params["n_votes"] if counts_only else board.params["n_graphs"])
 
 elo_ok = elo_factor(ch.ranker) is not None
 elo = st.toggle(
@@ -128,12 +130,12 @@ elo = st.toggle(
     if elo_ok
     else f"The {ch.ranker} score is not a log-strength; no Elo reading.",
 )
-view = board_view(table, ranker=ch.ranker, n_graphs=board.params["n_graphs"], elo_scale=bool(elo and elo_ok),
+view = board_view(table, ranker=ch.ranker, n_graphs=n_units, elo_scale=bool(elo and elo_ok),
                   reference_note=board.reference_note)
 
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Models", len(table))
-c2.metric("Graphs", board.params["n_graphs"])
+c2.metric("Battles" if counts_only else "Graphs", n_units)
 c3.metric("Leader", escape_md(view.frame.iloc[0]["model"]))
 if board.distances:
     c4.metric(
@@ -179,7 +181,8 @@ d1.download_button("Download CSV", lambda: csv_bytes(table), "leaderboard.csv", 
 d2.download_button("Download JSON", lambda: leaderboard_json(board), "leaderboard.json", "application/json",
                    key="lb_json", on_click="ignore")
 st.caption(
-    f"{ch.caption()} · ranker {escape_md(ch.ranker)} · all {board.params['n_graphs']} graphs · combine "
+    f"{ch.caption()} · ranker {escape_md(ch.ranker)} · all {n_units} "
+    f"{'battles' if counts_only else 'graphs'} · combine "
     f"policy {board.params['policy']} · {bootstrap_note(board)} · {escape_md(board.reference_note)}. "
     "The Data page exports every result at once."
 )

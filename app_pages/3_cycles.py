@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages._lens import current, cycle_overview, matrix_figure, or_stop, pair_matrices_for, stack_for
+from app_pages._majority import majority_section, pair_count_cycles
 from engine.views.cycles_view import graphs_table, integer_axis, integer_histogram
 from engine.views.matrix_view import PREDICTED, select_models
 from engine.views.truncation_view import format_s_mu
@@ -19,6 +20,7 @@ st.caption(
     "paper 000, App. A.2."
 )
 ch = current()
+pair_count_cycles(ch)  # a pair-count dataset: its majority tournament is the whole page (issue 25)
 ov = or_stop(cycle_overview, ch.key)
 
 
@@ -246,3 +248,4 @@ if st.button("Open in the inspector", key="cycles_open"):
     st.session_state.pop("insp_triad", None)
     st.switch_page("app_pages/4_inspector.py")
 st.caption(f"{ch.caption()} · S_μ = C3ᵇᵃᵈ + μ·C4ᵇᵃᵈ with μ={mu:g}; highest first")
+majority_section(ch)  # the model-level majority tournament over all votes (issue 25)

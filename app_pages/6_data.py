@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from app_pages._data_counts import pair_count_upload
 from app_pages._data_importopts import judge_input, set_and_baseline
 from app_pages._data_refmap import reference_map_section
 from app_pages._data_texts import texts_section
@@ -133,7 +134,11 @@ if section == "Import":
         help="COLUMN:VALUE=NEW, comma-separated: read another spelling as a canonical value.",
     )
     set_values, baseline = set_and_baseline(tool)
-    if up is not None and data is not None and up_name is not None:
+    if up is not None and data is not None and up_name is not None and pair_count_upload(
+        store, data, up_name, name, adding
+    ):
+        pass  # a pair-count file: stored as counts by its own section (issue 25)
+    elif up is not None and data is not None and up_name is not None:
         value_map = or_stop(parse_value_map, [v for v in values_text.split(",") if v.strip()])
         st.markdown(
             f"**{escape_md(up_name)}** · {len(data):,} bytes · columns: {escape_md(columns_line(cols))}"

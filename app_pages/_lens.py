@@ -415,9 +415,15 @@ def baseline_result(key: CacheKey, ranker: str, baseline: str, bootstrap: int, s
 @st.cache_data(max_entries=128, show_spinner="Ranking…")
 def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int):
     """The leaderboard (AppBoard) of the current choice, keep-K by S_mu when ``keep_k`` is given."""
+    from engine.store.pair_counts import is_pair_count_dataset
     from engine.views.appstate import app_leaderboard
 
     ref, note = reference_for_key(key.dataset, key.category)
+    if is_pair_count_dataset(get_store(), key.dataset):  # counts, no graph (issue 25)
+        from engine.views.pair_count_view import pair_count_app_board
+
+        return pair_count_app_board(get_store(), key.dataset, ranker=ranker, bootstrap=bootstrap, seed=seed,
+                                    reference=ref, reference_note=note)
     return app_leaderboard(
         slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
         reference=ref, reference_note=note, votes=votes_for(key),

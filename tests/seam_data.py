@@ -158,6 +158,7 @@ def imported(folder: Path, shape: Shape, dataset: str = "seam"):
     The store's first-use step (importing the shipped vicuna80 when a CLI command opens it) is
     recorded as done, so a CLI call on it costs no 1 s import of data the seam tests never read."""
     from engine.ingest.shipped import INIT_STEP
+    from engine.ingest.shipped_counts import INIT_STEP_ARENA_COUNTS
     from engine.store.connection import Store
     from engine.store.init_log import record_init_step
 
@@ -166,6 +167,7 @@ def imported(folder: Path, shape: Shape, dataset: str = "seam"):
     db = folder / "lens.duckdb"
     store = Store(db)
     record_init_step(store, INIT_STEP, "seam tests: no default dataset")
+    record_init_step(store, INIT_STEP_ARENA_COUNTS, "seam tests: no shipped arena counts")
     import_csv(store, write_csv(rows, folder / "verdicts.csv"), dataset)
     return store, db, rows
 

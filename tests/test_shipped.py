@@ -134,7 +134,8 @@ def test_bootstrap_runs_once(shipped_db, tmp_path):
     path = tmp_path / "s.duckdb"
     shutil.copy(shipped_db, path)
     with open_store(path) as s:  # already initialised: nothing new
-        assert s.cursor().execute("SELECT count(*) FROM import_log").fetchone()[0] == 1
+        # the two shipped imports: vicuna80 and the arena pair counts (issue 25)
+        assert s.cursor().execute("SELECT count(*) FROM import_log").fetchone()[0] == 2
         delete_dataset(s, "vicuna80")
     with open_store(path) as s:  # deleted stays deleted
         assert not s.has_dataset("vicuna80")

@@ -20,7 +20,7 @@ from pathlib import Path
 from conftest import REPO
 
 SHARED_TABLES = ("verdicts", "prompts", "answers", "datasets", "dataset_files", "synthetic_truth",
-                 "attached_datasets", "import_log", "model_maps")
+                 "attached_datasets", "import_log", "model_maps", "pair_counts")
 _WRITE = r"\b(?:INSERT\s+(?:OR\s+(?:REPLACE|IGNORE)\s+)?INTO|UPDATE|DELETE\s+FROM)\s+"
 WRITES_SHARED = re.compile(_WRITE + r'"?(?:' + "|".join(SHARED_TABLES) + r')"?\b', re.IGNORECASE)
 WRITES_NAMED_AT_RUN_TIME = re.compile(_WRITE + r"\{\}", re.IGNORECASE)

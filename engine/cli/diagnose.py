@@ -16,6 +16,12 @@ from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
 from engine.store.schema import DEFAULT_DATASET
 
+MAJORITY = "majority"
+"""The table ``diagnose`` hands to engine/cli/_majority_table.py (verdicts or pair counts; never cached)."""
+MAJORITY_TABLE = (
+    "the model-level majority tournament over all votes (or battles of pair counts): per model its "
+    "majority wins, losses, ties and Condorcet 3-cycles; is the aggregate itself transitive"
+)
 PREDICTED = "predicted"
 """The table ``diagnose`` hands to engine/cli/_predicted_table.py (no judge diagnostic; never cached)."""
 PREDICTED_TABLE = (
@@ -30,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "diagnose",
         help="judge diagnostics: non-transitivity, entropy, cycles, position bias, agreement",
         description="One named diagnostics table for a dataset. Tables: "
-        + "; ".join(f"{k}: {v}" for k, v in {**TABLES, PREDICTED: PREDICTED_TABLE}.items()) + ".",
+        + "; ".join(f"{k}: {v}" for k, v in
+                    {**TABLES, PREDICTED: PREDICTED_TABLE, MAJORITY: MAJORITY_TABLE}.items()) + ".",
     )
     p.add_argument(
         "--dataset",
@@ -38,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"a stored dataset (default {DEFAULT_DATASET}, the shipped one; see python -m engine datasets)",
     )
     p.add_argument("--judge", action="append", help="only this judge (repeat for several)")
-    p.add_argument("--table", choices=(*TABLES, PREDICTED), default="overview")
+    p.add_argument("--table", choices=(*TABLES, PREDICTED, MAJORITY), default="overview")
     p.add_argument("--ranker", default=None,
                    help="predicted table: whose fit predicts (default bt; davidson and elo predict too; the "
                    "rankers are listed by python -m engine leaderboard --help)")
@@ -93,6 +100,10 @@ def run(args: argparse.Namespace) -> int:
         import importlib
 
         return importlib.import_module("engine.cli._predicted_table").run(args)
+    if args.table == MAJORITY:  # issue 25: pair counts too; by name, as the predicted table (never cached)
+        import importlib
+
+        return importlib.import_module("engine.cli._majority_table").run(args)
     if args.ranker is not None:
         raise LensError("--ranker applies to the predicted table only (--table predicted).")
     params = {

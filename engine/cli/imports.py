@@ -8,6 +8,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from engine.cli._common import store_from_args
+from engine.cli._pair_counts import pair_count_import
 from engine.errors import LensError
 from engine.ingest.constant_columns import SETTABLE, parse_set
 from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
@@ -128,6 +129,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Validate and store the given verdict files, reporting rejected rows; exit status."""
+    counted = pair_count_import(args)  # issue 25: pair-count files are stored as counts, not verdicts
+    if counted is not None:
+        return counted
     opts = value_options(args)
     file_judges = _file_judges(args)
     if args.baseline_model is not None:

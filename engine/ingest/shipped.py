@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from engine.ingest.importer import ImportResult, store_report
+from engine.ingest.shipped_counts import ensure_arena_counts
 from engine.ingest.verdicts import ValidationReport, validate_many
 from engine.store.connection import DATA_DIR, Store
 from engine.store.init_log import init_step_done, record_init_step
@@ -173,4 +174,5 @@ def open_store(
     if ensure_default:
         with store.session():
             ensure_default_dataset(store)
+            ensure_arena_counts(store)  # the second shipped dataset: arena pair counts (issue 25)
     return store

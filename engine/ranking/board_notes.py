@@ -110,7 +110,10 @@ def board_notes(board: Leaderboard) -> list[str]:
             out.append(f"bootstrap: {r} has no batched form here; refitted once per resample.")
     if p.get("n_invalid_verdicts"):
         out.append(f"{p['n_invalid_verdicts']} invalid verdict(s) left out (never counted as ties).")
-    if (
+    if p.get("unit") == "battles":  # a pair-count dataset (engine.ranking.pair_count_board)
+        out.append(f"unit: {p.get('n_votes'):,} battles summed per model pair (pair counts: no prompts, no "
+                   "verdicts); ties include the both-bad ties.")
+    elif (
         p.get("unit") == "votes"
         and p.get("n_votes") is not None
         and p.get("n_votes") != p.get("n_verdicts_valid")

@@ -24,7 +24,7 @@ from engine.ranking.board import (
     not_estimable_params,
     plain_values,
 )
-from engine.ranking.count_bootstrap import bootstrap_counts
+from engine.ranking.count_bootstrap import CountedBattles, bootstrap_counts
 
 if TYPE_CHECKING:
     from engine.store.connection import Store
@@ -58,7 +58,7 @@ def leaderboard_from_votes(
 
 def leaderboard_from_counts(
     pc: PairCounts,
-    votes: Votes | None,
+    votes: Votes | CountedBattles | None,
     spec: BoardSpec,
     *,
     n_votes: int,
@@ -67,8 +67,9 @@ def leaderboard_from_counts(
     extra_params: dict | None = None,
     kept: pd.DataFrame | None = None,
 ) -> Leaderboard:
-    """Rank from vote pair counts (``votes``: the votes themselves, needed by Elo and the bootstrap);
-    ``policy`` is how the votes' presentation orders were combined."""
+    """Rank from vote pair counts (``votes``: the votes themselves, needed by Elo and the bootstrap, or the
+    battles of a pair-count dataset, ``CountedBattles``, for the bootstrap); ``policy`` is how the votes'
+    presentation orders were combined."""
     ranker, bootstrap, seed, level = spec.ranker, spec.bootstrap, spec.seed, spec.level
     obj = spec.obj
     if spec.ci is not None or spec.style_control:
@@ -85,7 +86,7 @@ def leaderboard_from_counts(
     if (votes is None) and (bootstrap or obj.sequential):
         raise ValueError("The bootstrap and Elo need the votes, not only their pair counts.")
     seen = pc.votes > 0
-    fit_votes = votes
+    fit_votes = votes if isinstance(votes, Votes) else None  # counted battles: the counts are the fit's input
     dropped = [m for m, k in zip(pc.models, seen, strict=True) if not k]
     if dropped:
         if seen.sum() < 2:
@@ -94,8 +95,8 @@ def leaderboard_from_counts(
                 "at least two."
             )
         pc = pc.restrict(seen)
-        if votes is not None:  # Elo reads the votes' model codes: renumber them as the counts were (the
-            fit_votes = votes.restrict_models(seen)  # bootstrap keeps all codes and picks the board's models)
+        if isinstance(votes, Votes):  # Elo reads the votes' model codes: renumber them as the counts were
+            fit_votes = votes.restrict_models(seen)  # (the bootstrap keeps all codes)
     res = fit_counts(ranker, pc, fit_votes, **params)
     models = list(pc.models)
     wins, losses, ties = pc.model_totals()

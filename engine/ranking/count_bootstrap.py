@@ -12,6 +12,8 @@ of about P^2 / 2^128).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy import sparse
 
@@ -28,13 +30,56 @@ CHUNK_CELLS = 20_000_000
 """At most this many multinomial counts are held at once (B is processed in chunks)."""
 
 
+@dataclass(frozen=True)
+class CountedBattles:
+    """Battles known only by their per-pair counts (a pair-count dataset, migration 074): the bootstrap's
+    input where there is no vote to hold. Each battle is one unit, so the only unit is ``vote``: the
+    resample is one multinomial over all the battles (N battles drawn with replacement, each cell
+    (pair, outcome) with probability count / N), the law of the ``vote`` bootstrap of the battle log
+    these counts sum; with the same seed both give the same draws (tests/test_pair_count_data.py)."""
+
+    counts: PairCounts
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models, in the counts' order."""
+        return self.counts.models
+
+    @property
+    def n(self) -> int:
+        """Number of models."""
+        return self.counts.n
+
+    def __len__(self) -> int:
+        pc = self.counts
+        return int(pc.wins_lo.sum() + pc.wins_hi.sum() + pc.ties.sum())
+
+    def cell_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(cell codes in increasing order, battles in each): the cells of ``Votes.cells`` (outcome +1 lo
+        won, 0 tie, -1 hi won) that hold at least one battle."""
+        pc = self.counts
+        base = (pc.lo.astype(np.int64) * pc.n + pc.hi) * 3
+        codes = np.stack([base, base + 1, base + 2], axis=1).ravel()  # hi won, tie, lo won
+        mult = np.stack([pc.wins_hi, pc.ties, pc.wins_lo], axis=1).ravel()
+        if not np.array_equal(mult, np.round(mult)):
+            raise LensError("Pair counts must be whole numbers of battles to be resampled.")
+        order = np.argsort(codes, kind="stable")
+        codes, mult = codes[order], mult[order].astype(np.int64)
+        held = mult > 0
+        return codes[held], mult[held]
+
+
+VoteSource = Votes | CountedBattles
+"""What the bootstrap resamples: votes, or the battles of a pair-count dataset."""
+
+
 SEEDED_CELLS_MAX = 1 << 22
 """Up to this many possible cells (3 n^2: about 1,180 models) the pattern hashes draw one random value
 per possible cell, so a seeded bootstrap gives the numbers it gave before the occurring-cells change
 (the README's example table); above, one value per occurring cell."""
 
 
-def unit_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.ndarray]:
+def unit_patterns(votes: VoteSource, unit: str) -> tuple[sparse.csr_matrix, np.ndarray]:
     """Distinct unit rows as a sparse (P, cells) count matrix and their multiplicities (P,)."""
     mat, mult, cols = compact_patterns(votes, unit)
     shape = (mat.shape[0], 3 * votes.n ** 2)
@@ -42,9 +87,17 @@ def unit_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.ndarra
     return full, mult
 
 
-def compact_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
+def compact_patterns(votes: VoteSource, unit: str) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
     """``unit_patterns`` over the cells that occur only: (P, C) counts, multiplicities (P,) and the cell
-    code of each of the C columns (memory O(votes), never O(n^2) cells)."""
+    code of each of the C columns (memory O(votes), never O(n^2) cells; O(pairs) for counted battles)."""
+    if isinstance(votes, CountedBattles):
+        if unit != "vote":
+            raise LensError(f"Pair counts hold no {unit}s, only battles: the bootstrap resamples battles "
+                            "(unit vote).")
+        cols, mult = votes.cell_counts()
+        eye = sparse.csr_matrix((np.ones(cols.size), (np.arange(cols.size), np.arange(cols.size))),
+                                shape=(cols.size, cols.size))
+        return eye, mult, cols
     cols, compact = np.unique(votes.cells(), return_inverse=True)
     compact = compact.ravel()
     n_cells = cols.size
@@ -81,7 +134,7 @@ def compact_patterns(votes: Votes, unit: str) -> tuple[sparse.csr_matrix, np.nda
     return units[first], mult, cols
 
 
-def resampled_cells(votes: Votes, unit: str, B: int, rng: np.random.Generator, chunk: int | None = None):
+def resampled_cells(votes: VoteSource, unit: str, B: int, rng: np.random.Generator, chunk: int | None = None):
     """Yield (cell codes (C,), (b, C) counts) of successive chunks of the B resamples: the occurring
     cells only, at most ``CHUNK_CELLS`` counts (and at most ``chunk`` resamples) at once."""
     mat, mult, cols = compact_patterns(votes, unit)
@@ -98,7 +151,7 @@ def resampled_cells(votes: Votes, unit: str, B: int, rng: np.random.Generator, c
         yield cols, draws if identity else np.asarray((matT @ draws.T).T)  # (b, C)
 
 
-def resampled_counts(votes: Votes, unit: str, B: int, rng: np.random.Generator):
+def resampled_counts(votes: VoteSource, unit: str, B: int, rng: np.random.Generator):
     """Yield (b, n, n) W and T of successive chunks of the B resamples (dense: small n only)."""
     n = votes.n
     for cols, counts in resampled_cells(votes, unit, B, rng):
@@ -130,7 +183,8 @@ PAIR_BATCH_CHUNK = 8
 432,000 compared pairs)."""
 
 
-def _fit_pair_batches(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
+def _fit_pair_batches(votes: VoteSource, obj, unit: str, B: int, rng: np.random.Generator, names,
+                      params: dict):
     """Every resample's fit from its per-pair counts, ``PAIR_BATCH_CHUNK`` resamples at a time
     (``Ranker.fit_pairs_batch``: win rate, Copeland, majority): memory O(resamples x compared pairs), never
     O(n^2); the resamples are drawn exactly as for the dense batch, so the numbers are the same."""
@@ -169,7 +223,7 @@ def _fit_pair_batches(votes: Votes, obj, unit: str, B: int, rng: np.random.Gener
     return np.vstack(rows), n_reg, n_unconv, how
 
 
-def _pair_refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
+def _pair_refits(votes: VoteSource, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
     """One fit per resample on its pair counts (no (n, n) array: many models), for the rankers that
     read only the counts, each started from the fit of all the votes (``Ranker.fit_counts_warm``: fewer
     iterations, the same fit to the solver's tolerance); the resamples are drawn exactly as for the
@@ -180,10 +234,14 @@ def _pair_refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator,
     keep[[pos[m] for m in names]] = True
     rows, n_reg, n_unconv = [], 0, 0
     none = np.zeros(n, dtype=np.int64)
-    cells = votes.cells()
-    point = obj.fit_counts(PairCounts.of_votes(votes.models, cells // 3 // n, cells // 3 % n, cells % 3 - 1,
-                                               votes=none, n_graphs=none, n_prompts=none).restrict(keep),
-                           None, **params)  # every resample's fit starts here (``Ranker.fit_counts_warm``)
+    if isinstance(votes, CountedBattles):
+        every = votes.counts
+    else:
+        cells = votes.cells()
+        every = PairCounts.of_votes(votes.models, cells // 3 // n, cells // 3 % n, cells % 3 - 1,
+                                    votes=none, n_graphs=none, n_prompts=none)
+    point = obj.fit_counts(every.restrict(keep), None, **params)  # every resample's fit starts here
+    # (``Ranker.fit_counts_warm``)
     for cols, counts in resampled_cells(votes, unit, B, rng, chunk=1):  # fitted one by one: drawn so
         pair = cols // 3
         for c in counts:
@@ -197,9 +255,12 @@ def _pair_refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator,
     return np.vstack(rows), n_reg, n_unconv
 
 
-def _refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
+def _refits(votes: VoteSource, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
     """One refit per resample for rankers without a batched form (Elo: order matters): each vote is
     repeated as often as its unit was drawn, in the votes' order."""
+    if isinstance(votes, CountedBattles):
+        raise LensError(f"The {obj.name} ranker has no batched fit and pair counts hold no single battle to "
+                        "refit on; choose bt, davidson, rank-centrality, winrate, copeland or majority.")
     if unit == "vote":
         unit_of, U = np.arange(len(votes)), len(votes)
     else:
@@ -219,7 +280,7 @@ def _refits(votes: Votes, obj, unit: str, B: int, rng: np.random.Generator, name
 
 
 def bootstrap_counts(
-    votes: Votes,
+    votes: VoteSource,
     ranker: str = "bt",
     B: int = 100,
     seed: int = 0,

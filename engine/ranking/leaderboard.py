@@ -206,6 +206,12 @@ def leaderboard(
     """
     spec = BoardSpec.of(spec, choices)
     obj, keep_k = spec.obj, spec.keep_k
+    from engine.store.pair_counts import is_pair_count_dataset
+
+    if store.has_dataset(dataset) and is_pair_count_dataset(store, dataset):  # counts, no verdict (issue 25)
+        from engine.ranking.pair_count_board import pair_count_leaderboard
+
+        return pair_count_leaderboard(store, dataset, spec, judge=judge, category=category)
     if spec.style_control or spec.ci is not None:
         from engine.ranking.style_board import check_interval_choice, style_leaderboard
 

@@ -397,7 +397,10 @@ class Store:
         if not self.has_dataset(dataset):
             raise StoreError(f"There is no dataset named {dataset!r} in {self.path}.")
         from engine.store.attached import attached_relation
+        from engine.store.pair_counts import refuse_pair_counts
         from engine.store.sql import Relation, in_values, params
+
+        refuse_pair_counts(self, dataset)  # counts have no verdict to read: one sentence (issue 25)
 
         attached = attached_relation(self, dataset)  # Parquet files read in place (engine.store.attached)
         if attached is not None:

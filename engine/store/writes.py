@@ -1,9 +1,10 @@
 """Every write to the shared dataset tables, and the one version counter they all advance.
 
 The tables a dataset owns (``datasets``, ``verdicts``, ``prompts``, ``answers``, ``synthetic_truth``,
-``dataset_files``, ``attached_datasets``, ``model_maps``) and the ``import_log`` are changed here and nowhere
-else: the importer, ``attach``, ``truth`` and judging's persist module call these functions
-inside their own transaction (``Store.transaction()``), so one change stays one commit.
+``dataset_files``, ``attached_datasets``, ``model_maps``, ``pair_counts``: its rows written by
+``engine.store.pair_counts``) and the ``import_log`` are changed here and nowhere else: the importer,
+``attach``, ``truth`` and judging's persist module call these functions inside their own transaction
+(``Store.transaction()``), so one change stays one commit.
 
 The version counter: every change to a dataset's rows takes a fresh number from the store-wide
 sequence ``dataset_version_seq`` (``new_version``), whichever path writes. Numbers are never
@@ -28,11 +29,11 @@ import pandas as pd
 from engine.store.sql import Relation, identifier, identifiers, param_name, params, scalar
 
 DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files",
-                                   "model_maps")
+                                   "model_maps", "pair_counts")
 """Tables whose rows belong to one dataset by its name: a rename moves them, a delete removes them."""
 
-CONTENT_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers")
-"""What ``replace`` swaps: the dataset's verdicts and their texts."""
+CONTENT_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "pair_counts")
+"""What ``replace`` swaps: the dataset's verdicts and their texts, or its pair counts (migration 074)."""
 
 
 # -- the version counter ------------------------------------------------------------------------

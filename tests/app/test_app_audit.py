@@ -170,7 +170,7 @@ def test_delete_confirmation_resets_and_errors_show_file_names_as_written(shippe
     assert_clean(at)
     from app_pages._lens import get_store
 
-    assert set(get_store().datasets()["name"]) == {"aa", "vicuna80"}
+    assert set(get_store().datasets()["name"]) == {"aa", "vicuna80", "chatbot_arena_2024_08_14"}
     assert at.checkbox(key="manage_confirm").value is False  # nothing stays armed after a delete
 
     # a file name that is a server path and carries Markdown: the message names the file as written

@@ -20,7 +20,7 @@ def test_cli_imports_while_the_app_is_open_and_the_app_shows_it(shipped_db, tmp_
     shutil.copyfile(shipped_db, db)
     at = new_app(db, monkeypatch)
     assert_clean(at)
-    assert _sidebar_datasets(at) == ["vicuna80"]
+    assert _sidebar_datasets(at) == ["chatbot_arena_2024_08_14", "vicuna80"]  # both shipped (issue 25)
     csv = tmp_path / "extra.csv"
     csv.write_text("prompt_id,model_a,model_b,winner\n1,x,y,A\n1,y,z,A\n1,x,z,B\n", encoding="utf-8")
     proc = subprocess.run(
@@ -45,7 +45,7 @@ def test_cli_imports_while_the_app_is_open_and_the_app_shows_it(shipped_db, tmp_
     assert proc.returncode == 0, proc.stderr  # no wait needed: the app let go of the file after its run
     at.run()
     assert_clean(at)
-    assert _sidebar_datasets(at) == ["extra", "vicuna80"]
+    assert _sidebar_datasets(at) == ["chatbot_arena_2024_08_14", "extra", "vicuna80"]
 
 
 def test_a_store_held_by_another_process_is_a_warning(shipped_db, tmp_path, monkeypatch):
