@@ -53,6 +53,9 @@ PAGES = [
     ),
 ]
 
+# Other addresses a person types or kept from older versions (the page's name, the file-based names of
+# the pages/ folder) -> the page's own url path. Each is a hidden page that sends the browser on (a bare
+# string here would be drawn on every page: Streamlit's magic writes module-level expressions).
 PAGE_ALIASES = {
     "ranking": "",
     "leaderboard": "",
@@ -63,8 +66,6 @@ PAGE_ALIASES = {
     "data": "datasets",
     "theory_lab": "theory-lab",
 }
-"""Other addresses a person types or kept from older versions (the page's name, the file-based names
-of the pages/ folder) -> the page's own url path. Each is a hidden page that sends the browser on."""
 
 
 def _alias(alias: str, target: st.Page) -> st.Page:

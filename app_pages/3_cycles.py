@@ -6,7 +6,15 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._lens import current, cycle_overview, matrix_figure, or_stop, pair_matrices_for, stack_for
+from app_pages._lens import (
+    current,
+    cycle_overview,
+    matrix_figure,
+    metric_row,
+    or_stop,
+    pair_matrices_for,
+    stack_for,
+)
 from engine.views.cycles_view import graphs_table, integer_axis, integer_histogram
 from engine.views.matrix_view import PREDICTED, select_models
 from engine.views.truncation_view import format_s_mu
@@ -145,11 +153,9 @@ if ov.n_left_out:
         st.stop()
     st.caption(left)
 
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("Graphs", ov.n_graphs)
-c2.metric("Graphs with a bad triad", f"{ov.share_cyclic:.0%}")
-c3.metric("Bad triads in all", ov.total_bad_triads)
-c4.metric("Mean bad 4-cycles per graph", f"{ov.mean_c4_bad:.2f}")
+metric_row(("Graphs", ov.n_graphs), ("Graphs with a bad triad", f"{ov.share_cyclic:.0%}"),
+           ("Bad triads in all", ov.total_bad_triads),
+           ("Mean bad 4-cycles per graph", f"{ov.mean_c4_bad:.2f}"))
 
 
 model_matrices()

@@ -12,6 +12,7 @@ from app_pages._lens import (
     graph_view_for,
     guarded_session,
     inspector_html_for,
+    metric_row,
     or_stop,
     prompt_options_for,
     prompt_texts_for,
@@ -116,11 +117,8 @@ with st.container(border=True):
     else:
         st.text(question)
 
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("Models in this graph", len(view.models))
-m2.metric("Verdicts", int(key["n_verdicts"]))
-m3.metric("Bad triads", len(view.triads))
-m4.metric("Unparsable verdicts", int(key["n_invalid"]))
+metric_row(("Models in this graph", len(view.models)), ("Verdicts", int(key["n_verdicts"])),
+           ("Bad triads", len(view.triads)), ("Unparsable verdicts", int(key["n_invalid"])))
 
 
 @st.fragment
