@@ -1,7 +1,9 @@
 """Real-browser tests of the app under stress: a store file held by another process while the
 inspector's fragment reruns, and datasets of 70 (sparse) and 100 models (a battle log) at 1280 px:
-nothing overflows the page and the heatmap labels stay legible. Split from tests/test_browser.py so
-that the two files run on the two test workers side by side.
+nothing overflows the page, the heatmap labels stay legible, the leaderboard's main columns and the
+Truncation, Cycles and Judges tables need no sideways scroll and no figure (st.metric) is cut, and
+/ranking and /leaderboard open the Leaderboard. Split from tests/test_browser.py so that the two
+files run on the two test workers side by side.
 """
 
 from __future__ import annotations
@@ -168,6 +170,35 @@ OVERFLOW = """() => {
             wide: wide.slice(0, 5)};
 }"""
 
+FIT = """() => {
+    // per visible table: its column headers and how far its grid scrolls sideways (0 = all columns in view);
+    // per figure (st.metric): the label or value text cut short (wider than the box that shows it)
+    const frames = [...document.querySelectorAll('[data-testid="stDataFrame"]')]
+        .filter(f => f.checkVisibility() && f.getBoundingClientRect().height > 0)
+        .map(f => {
+            const s = f.querySelector('.dvn-scroller');
+            return {headers: [...f.querySelectorAll('[role="columnheader"]')].map(h => h.textContent),
+                    sideways: s ? s.scrollWidth - s.clientWidth : null};
+        });
+    const cut = [...document.querySelectorAll('[data-testid="stMetric"] *')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1)
+        .map(e => e.textContent.slice(0, 40));
+    return {frames, cut};
+}"""
+
+TABLES_FIT = ("leaderboard", "truncation", "cycles", "judges")
+"""The pages whose tables must show their default columns without sideways scroll at 1280 px."""
+
+
+def _fits(page, where) -> dict:
+    """Assert no figure is cut; on the pages of TABLES_FIT, no table scrolls sideways. Returns FIT."""
+    fit = page.evaluate(FIT)
+    assert fit["cut"] == [], (where, fit["cut"])
+    if where[-1] in TABLES_FIT:
+        assert all(f["sideways"] is not None and f["sideways"] <= 1 for f in fit["frames"]), (where, fit)
+    return fit
+
+
 TICKS = """(sel) => {
     const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[0];
     const read = axis => [...chart.querySelectorAll('.' + axis + 'tick text')].map(t => {
@@ -201,6 +232,7 @@ def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, 
             assert errors_on(page) == [], (dataset, name, errors_on(page))
             over = page.evaluate(OVERFLOW)
             assert over["page"] <= 0 and over["main"] <= 0 and over["wide"] == [], (dataset, name, over)
+            _fits(page, (dataset, name))
             if name == "cycles":
                 ticks = page.evaluate(TICKS, None)
                 _legible(ticks["y"], "y")
@@ -212,4 +244,42 @@ def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, 
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 settle(page)
                 page.screenshot(path=str(SHOTS / f"{dataset}_{name}.png"), full_page=False)
+    page.close()
+
+
+MAIN = ["rank", "model", "score", "95% CI", "votes"]
+
+
+def test_leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(big_server, browser):
+    """Issue 25: /ranking answered "Page not found" (Streamlit serves the default page at the root only)
+    and /leaderboard was no address; at 1280 px the leaderboard hid T, win rate, bad triads and the
+    reference columns behind a sideways scroll and cut "Spearman distance to refer…". Each address opens
+    the Leaderboard on the dataset its query names; the table starts with the main columns, nothing
+    scrolls sideways, no figure is cut; the pages' plain names forward to them too."""
+    page = browser.new_page(viewport={"width": WIDE, "height": 1000})
+    for path, dataset in (("ranking", "vicuna80"), ("leaderboard", "sparse70"), ("ranking", "battles100")):
+        page.goto(f"{big_server}/{path}?dataset={dataset}")
+        wait_idle(page, "Leaderboard", timeout_s=600)
+        page.wait_for_url(f"{big_server}/?dataset={dataset}", timeout=60_000)  # forwarded to the root
+        page.wait_for_selector('[data-testid="stDataFrame"] canvas', timeout=120_000)
+        page.wait_for_selector('[data-testid="stDataFrame"] [role="columnheader"]', state="attached",
+                               timeout=60_000)  # the grid's accessible (hidden) header cells
+        wait_drawn(page, timeout_s=120)
+        assert "Page not found" not in page.inner_text("body"), path
+        sidebar = page.eval_on_selector(
+            '[data-testid="stSidebar"] [data-testid="stSelectbox"]:has-text("Dataset")',
+            "el => [...el.querySelectorAll('input')].map(i => i.value).join(' ') + ' ' + el.innerText")
+        assert dataset in sidebar, (dataset, sidebar)
+        fit = _fits(page, (dataset, "leaderboard"))
+        headers = fit["frames"][0]["headers"]
+        assert headers[:5] == MAIN and "rank (UB)" in headers and "win rate" in headers, headers
+        if dataset == "vicuna80":  # the shipped set has a reference: its columns are in view too
+            assert {"ref. rank", "Δ vs ref.", "bad triads"} <= set(headers), headers
+            assert "Spearman distance to reference" in page.inner_text('[data-testid="stMainBlockContainer"]')
+    for alias, target in (("truncation", "keep-k"), ("judges", "judge-diagnostics"),
+                          ("inspector", "prompt-inspector")):
+        page.goto(f"{big_server}/{alias}?dataset=vicuna80")
+        page.wait_for_url(f"{big_server}/{target}?dataset=vicuna80", timeout=60_000)
+        wait_idle(page, PAGES[target][1], timeout_s=600)
+        assert "Page not found" not in page.inner_text("body"), alias
     page.close()

@@ -22,7 +22,7 @@ def test_the_view_shows_rank_ub_of_the_score_intervals_by_hand():
     t = _table([10.0, 9.0, 6.5, 2.5], lo=[9.0, 8.0, 5.0, 1.0], hi=[11.0, 10.0, 8.0, 4.0])
     v = board_view(t, ranker="bt", n_graphs=50)
     assert v.frame["rank_ub"].tolist() == [1, 1, 2, 4] and v.frame["rank"].tolist() == [1, 2, 3, 4]
-    assert list(v.frame.columns[:5]) == ["rank", "model", "score", "interval", "rank_ub"]  # main columns first
+    assert list(v.frame.columns[:5]) == ["rank", "model", "score", "interval", "rank_ub"]  # main ones first
 
 
 def test_rows_follow_the_score_even_where_rank_ub_does_not():
