@@ -26,6 +26,7 @@ from engine.views.inspector import (
     TRIAD_KINDS,
     graph_choices,
     graph_position,
+    judged_by,
     question_text,
     variant_names,
 )
@@ -42,8 +43,16 @@ if stack.T == 0:
     st.info("The selection holds no graph.")
     st.stop()
 
-tree = graph_choices(stack)
-prompts, labels, n_prompts = prompt_options_for(ch.key)  # worst first: S_μ, then bad triads
+everything = graph_choices(stack)
+c1, c2, c3 = st.columns([2, 1, 1])
+# the judge first: the prompt picker's bad triads and S_μ count that judge's graphs, the ones drawn below
+all_judges = list(dict.fromkeys(j for vs in everything.values() for js in vs.values() for j in js))
+if st.session_state.get("insp_judge") not in all_judges:
+    st.session_state["insp_judge"] = all_judges[0]
+judge = c3.selectbox("Judge", all_judges, key="insp_judge",
+                     help="Whose graph is drawn; the prompt menu counts this judge's bad triads.")
+tree = judged_by(everything, judge)
+prompts, labels, n_prompts = prompt_options_for(ch.key, judge)  # worst first: S_μ, then bad triads
 qp = st.query_params
 if "insp_prompt" not in st.session_state and qp.get("prompt_id") in tree:
     st.session_state["insp_prompt"] = qp.get("prompt_id")
@@ -71,14 +80,13 @@ if st.session_state.get("insp_prompt") not in tree:
     st.session_state["insp_prompt"] = prompts[0]
 if st.session_state["insp_prompt"] not in labels:  # opened by id or by a link: listed first
     prompts = [st.session_state["insp_prompt"], *prompts]
-c1, c2, c3 = st.columns([2, 1, 1])
 prompt = c1.selectbox(
     "Prompt",
     prompts,
     key="insp_prompt",
     format_func=lambda p: labels.get(p, p),
-    help="Worst first: S_μ = C3_bad + C4_bad and bad triads summed over the prompt's graphs "
-    "(every judge and variant of the selection), then the question's first words.",
+    help="Worst first: S_μ = C3_bad + C4_bad and bad triads summed over the chosen judge's graphs of the "
+    "prompt (each of its variants and turns), then the question's first words.",
 )
 variants = sorted(tree[prompt])
 if "insp_variant" not in st.session_state and qp.get("variant") is not None:
@@ -94,10 +102,6 @@ variant = c2.selectbox(
     format_func=lambda v: names.get((prompt, v), str(v)),
     help="The prompt as written (original), a paraphrase of it, or a sampling replicate.",
 )
-judges = tree[prompt][variant]
-if st.session_state.get("insp_judge") not in judges:
-    st.session_state["insp_judge"] = judges[0]
-judge = c3.selectbox("Judge", judges, key="insp_judge")
 
 try:
     t = graph_position(stack, prompt, variant, judge)

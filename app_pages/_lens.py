@@ -275,13 +275,14 @@ def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) ->
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def prompt_options_for(key: CacheKey):
-    """The prompt picker's options (the worst ``MENU_MAX``), their labels and the number of prompts; the
-    whole menu (a row per prompt: text, bad triads, S_μ) is built here and not kept."""
-    from engine.views.inspector import graph_choices, prompt_menu, prompt_options
+def prompt_options_for(key: CacheKey, judge: str):
+    """The prompt picker's options for ``judge`` (the worst ``MENU_MAX`` of the prompts it judged), their
+    labels (bad triads and S_μ of that judge's graphs) and the number of its prompts; the whole menu (a
+    row per prompt: text, bad triads, S_μ) is built here and not kept."""
+    from engine.views.inspector import graph_choices, judged_by, prompt_menu, prompt_options
 
-    menu = prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version))
-    return prompt_options(menu, graph_choices(stack_for(key)))
+    menu = prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version), judge=judge)
+    return prompt_options(menu, judged_by(graph_choices(stack_for(key)), judge))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
