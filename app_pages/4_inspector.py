@@ -32,6 +32,9 @@ from engine.views.inspector import (
 )
 from engine.views.viz import escape_md
 
+# The drawing's frame: the panels' 430 px networks and titles of up to three lines (they wrap, not cut).
+GRAPH_FRAME_PX = 520
+
 st.title("Prompt inspector")
 st.caption(
     "One prompt's tournament graph: an arrow points from the winner to the loser, a dashed link is a tie. "
@@ -136,12 +139,14 @@ def graph_and_triad() -> None:
 
 
 def _graph_and_triad() -> None:
+    """The pickers, then the drawing across the page (its panels' titles fit), then the chosen triad's
+    verdicts in the page's own flow: beside the drawing they sat in a 420 px box that scrolled."""
     triads = view.triads
     labels = [
         f"{i + 1}. {s} ({k})" for i, (s, k) in enumerate(zip(triads["shape"], triads["kind"], strict=True))
     ]
-    left, right = st.columns([3, 2], gap="medium")
-    with right:
+    pick_triad, pick_method = st.columns([3, 2], gap="medium")
+    with pick_triad:
         if triads.empty:
             choice = None
         else:
@@ -154,35 +159,29 @@ def _graph_and_triad() -> None:
                 key="insp_triad",
                 help="Its three pairs are drawn violet and thick in both graphs; the rest is muted.",
             )
+    with pick_method:
         method = st.segmented_control(
             "Denoised by", list(DENOISERS), default="PGED", required=True, key="insp_method",
             help="PGED: greedy weighted feedback-arc-set removal on the strict wins (paper 002). ELSPR: each "
             "strongly connected component re-ordered by win count (paper 004).",
         )
     html, left_out = inspector_html_for(ch.key, t, method, choice)
-    with left:
-        st.iframe(html, height=490)
-        if left_out:
-            st.info(escape_md(left_out), icon=":material/filter_alt:")
-        st.caption(
-            "Before: an edge's colour and width grow with the number of bad triads through the pair (grey: "
-            "none); "
-            "node size likewise. After: grey = unchanged, teal = changed by the denoiser (dark: re-oriented "
-            "or "
-            "made a tie; light: a tie resolved into a win; dotted: a pair never compared that it ordered), "
-            "dotted "
-            "orange = removed, faded dashed = a tie PGED sets aside. Hover an edge for what happened to it; "
-            "scroll "
-            "to zoom."
-        )
-        if method in view.denoised:
-            st.caption(escape_md(view.denoised[method].note))
-    with right:
-        if triads.empty:
-            st.success("This graph has no bad triad: its verdicts are transitive.")
-            return
-        with st.container(height=420, border=False):
-            _triad_detail(choice)
+    st.iframe(html, height=GRAPH_FRAME_PX)
+    if left_out:
+        st.info(escape_md(left_out), icon=":material/filter_alt:")
+    st.caption(
+        "Before: an edge's colour and width grow with the number of bad triads through the pair (grey: "
+        "none); node size likewise. After: grey = unchanged, teal = changed by the denoiser (dark: "
+        "re-oriented or made a tie; light: a tie resolved into a win; dotted: a pair never compared that "
+        "it ordered), dotted orange = removed, faded dashed = a tie PGED sets aside. Hover an edge for what "
+        "happened to it; scroll to zoom."
+    )
+    if method in view.denoised:
+        st.caption(escape_md(view.denoised[method].note))
+    if triads.empty:
+        st.success("This graph has no bad triad: its verdicts are transitive.")
+        return
+    _triad_detail(choice)
     legend = " · ".join(f"{k}: {v}" for k, v in TRIAD_KINDS.items())
     with st.expander(f"All {len(triads)} bad triads of this graph"):
         st.caption(escape_md(f"Kinds (paper 001, App. B.1): {legend}. a ~ b is a tie."))

@@ -132,9 +132,29 @@ def battle_log(path: Path, n: int = 100, battles: int = 1000, seed: int = 2) -> 
     return path
 
 
+def dense_round_robin(path: Path, n: int = 70, prompts: int = 2, seed: int = 3) -> Path:
+    """LLMFAO's shape: every prompt compares every pair of 70 models with long names (2 x 2,415 verdicts),
+    Bradley-Terry outcomes, no ties."""
+    import itertools
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(0, 1, n)
+    names = [f"llmfao-style-model-name-{i:02d}" for i in range(n)]
+    lines = ["prompt_id,model_a,model_b,winner,judge"]
+    for p in range(prompts):
+        for i, j in itertools.combinations(range(n), 2):
+            w = "A" if rng.random() < 1 / (1 + np.exp(strength[j] - strength[i])) else "B"
+            lines.append(f"q{p},{names[i]},{names[j]},{w},crowd")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def big_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
-    """The app on a store with the shipped data, the 70-model sparse set and the 100-model battle log."""
+    """The app on a store with the shipped data, the 70-model sparse set, the 100-model battle log and a
+    70-model round robin (LLMFAO's shape)."""
     _requirements()
     from engine.ingest.importer import store_report, validate_file
     from engine.ingest.shipped import open_store
@@ -142,7 +162,8 @@ def big_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     tmp = tmp_path_factory.mktemp("browser_big")
     shutil.copyfile(shipped_db, tmp / "lens.duckdb")
     store = open_store(tmp / "lens.duckdb")
-    for name, make in (("sparse70", sparse_verdicts), ("battles100", battle_log)):
+    made = (("sparse70", sparse_verdicts), ("battles100", battle_log), ("dense70", dense_round_robin))
+    for name, make in made:
         report = validate_file(make(tmp / f"{name}.csv"), f"{name}.csv", dataset=name)
         store_report(store, report, name)
     store.close()
@@ -282,4 +303,65 @@ def test_leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(big_serv
         page.wait_for_url(f"{big_server}/{target}?dataset=vicuna80", timeout=60_000)
         wait_idle(page, PAGES[target][1], timeout_s=600)
         assert "Page not found" not in page.inner_text("body"), alias
+    page.close()
+
+
+GRAPH_FIT = """() => {
+    // per drawn panel of the inspector's graph frame: nodes whose box with its label lies outside the panel,
+    // whether the panel's title is cut (wider than its box) and whether the panel ends below the frame
+    const frame = [...document.querySelectorAll('iframe')]
+        .find(f => f.srcdoc && f.contentWindow.lensNetworks);
+    const w = frame.contentWindow;
+    return w.lensNetworks.map((net, k) => {
+        const el = w.document.querySelectorAll('.net')[k];
+        const title = w.document.querySelectorAll('.title')[k];
+        const ids = net.body.nodeIndices;
+        const outside = ids.filter(id => {
+            const r = net.getBoundingBox(id);
+            const a = net.canvasToDOM({x: r.left, y: r.top}), b = net.canvasToDOM({x: r.right, y: r.bottom});
+            return a.x < -1 || a.y < -1 || b.x > el.clientWidth + 1 || b.y > el.clientHeight + 1;
+        });
+        return {nodes: ids.length, outside: outside.length,
+                title_cut: title.scrollWidth > title.clientWidth + 1,
+                below: el.getBoundingClientRect().bottom - w.innerHeight};
+    });
+}"""
+
+SCROLL_BOX = """(text) => {
+    // the nearest ancestor of the first element showing ``text`` that scrolls its own content
+    const hit = [...document.querySelectorAll('[data-testid="stMainBlockContainer"] p')]
+        .find(e => e.textContent.startsWith(text));
+    if (!hit) return 'not found';
+    for (let a = hit.parentElement; a; a = a.parentElement) {
+        const o = getComputedStyle(a).overflowY;
+        if ((o === 'auto' || o === 'scroll') && a.scrollHeight > a.clientHeight + 1
+            && a.getAttribute('data-testid') !== 'stMain') return a.clientHeight;
+    }
+    return null;
+}"""
+
+
+def test_inspector_at_1280_labels_titles_and_verdicts_fit(big_server, browser):
+    """Issue 25: on LLMFAO's 70-model graphs node labels were cut at the frame's edge, the panels' titles
+    ended in "…", and a triad's verdicts sat in a ~300 px box of their own that scrolled. Every node's box
+    with its label lies inside its panel, no title is cut or below the frame, and the verdicts are in
+    the page's flow."""
+    page = browser.new_page(viewport={"width": WIDE, "height": 1000})
+    for dataset in ("dense70", "vicuna80"):
+        page.goto(f"{big_server}/prompt-inspector?dataset={dataset}")
+        wait_idle(page, "Prompt inspector", timeout_s=600)
+        wait_drawn(page, timeout_s=120)
+        page.wait_for_function(  # the frame's own fit runs after its first drawing
+            """() => [...document.querySelectorAll('iframe')]
+                      .some(f => f.srcdoc && f.contentWindow.lensNetworks)""",
+            timeout=60_000)
+        page.evaluate("() => new Promise(r => setTimeout(r, 300))")
+        panels = page.evaluate(GRAPH_FIT)
+        assert len(panels) == 2 and all(p["nodes"] >= 5 for p in panels), panels
+        fits = [p["outside"] == 0 and not p["title_cut"] and p["below"] <= 0 for p in panels]
+        assert all(fits), (dataset, panels)
+        assert errors_on(page) == [], dataset
+        page.wait_for_function("() => document.querySelector('[data-testid=\"stMainBlockContainer\"]')"
+                               ".innerText.includes('Verdict 1')", timeout=60_000)
+        assert page.evaluate(SCROLL_BOX, "Verdict 1") is None, dataset
     page.close()
