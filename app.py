@@ -28,14 +28,14 @@ st.set_page_config(page_title="Tournament Lens", page_icon="🏆", layout="wide"
 # The page scripts live in app_pages/, not pages/: a folder named pages/ next to app.py switches on
 # Streamlit's legacy directory routing, which answered every direct address of a page (a bookmark,
 # the Cycles table's links) with a "Page not found" dialog. The url paths are ours, not the file names.
+# The default page is served at the root only: Streamlit reserves its url_path but answers it with
+# "Page not found" (so /ranking did), hence its url_path is the root itself and its names are aliases.
+LEADERBOARD = st.Page(
+    "app_pages/1_leaderboard.py", url_path="", title="Leaderboard", icon=":material/leaderboard:",
+    default=True,
+)
 PAGES = [
-    st.Page(
-        "app_pages/1_leaderboard.py",
-        url_path="ranking",
-        title="Leaderboard",
-        icon=":material/leaderboard:",
-        default=True,
-    ),
+    LEADERBOARD,
     st.Page(
         "app_pages/2_truncation.py", url_path="keep-k", title="Truncation", icon=":material/content_cut:"
     ),
@@ -54,6 +54,34 @@ PAGES = [
         "app_pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon=":material/science:"
     ),
 ]
+
+# Other addresses a person types or kept from older versions (the page's name, the file-based names of
+# the pages/ folder) -> the page's own url path. Each is a hidden page that sends the browser on (a bare
+# string here would be drawn on every page: Streamlit's magic writes module-level expressions).
+PAGE_ALIASES = {
+    "ranking": "",
+    "leaderboard": "",
+    "truncation": "keep-k",
+    "cycles": "cycle-map",
+    "inspector": "prompt-inspector",
+    "judges": "judge-diagnostics",
+    "data": "datasets",
+    "theory_lab": "theory-lab",
+}
+
+
+def _alias(alias: str, target: st.Page) -> st.Page:
+    """A hidden page at ``/alias`` that switches to ``target``, keeping the address's query
+    (``?dataset=…&judge=…``)."""
+
+    def forward() -> None:
+        st.switch_page(target, query_params=st.query_params.to_dict())
+
+    return st.Page(forward, url_path=alias, title=target.title, visibility="hidden")
+
+
+_BY_PATH = {page.url_path: page for page in PAGES}
+PAGES += [_alias(alias, _BY_PATH[path]) for alias, path in PAGE_ALIASES.items()]
 
 
 def _remember(key: str) -> None:

@@ -15,14 +15,23 @@ from app_pages._lens import (
     board_columns,
     board_display,
     bootstrap_note,
+    column_picker,
     current,
     get_store,
     leaderboard_result,
+    metric_row,
     or_stop,
+    table_height,
 )
 from engine.views.baseline_view import NO_BASELINE, has_win_rates
 from engine.views.exports import csv_bytes, leaderboard_json
-from engine.views.leaderboard_view import board_view, elo_factor, on_scale
+from engine.views.leaderboard_view import (
+    DEFAULT_EXTRA,
+    MAIN_COLUMNS,
+    board_view,
+    elo_factor,
+    on_scale,
+)
 from engine.views.viz import ci_plot_frame, escape_md, plot_labels
 
 
@@ -133,24 +142,22 @@ elo = st.toggle(
 view = board_view(table, ranker=ch.ranker, n_graphs=n_units, elo_scale=bool(elo and elo_ok),
                   reference_note=board.reference_note)
 
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("Models", len(table))
-c2.metric("Battles" if counts_only else "Graphs", n_units)
-c3.metric("Leader", escape_md(view.frame.iloc[0]["model"]))
-if board.distances:
-    c4.metric(
-        "Spearman distance to reference",
-        f"{board.distances['spearman']:.3f}",
-        help=f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.",
-    )
-else:
-    c4.metric("Reference", "none", help=board.reference_note)
+reference = (
+    ("Spearman distance to reference", f"{board.distances['spearman']:.3f}",
+     f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.")
+    if board.distances else ("Reference", "none", board.reference_note)
+)
+metric_row(("Models", len(table)), ("Battles" if counts_only else "Graphs", n_units),
+           ("Leader", escape_md(view.frame.iloc[0]["model"])), reference)
 
 for note in view.notes:
     st.warning(escape_md(note), icon=":material/info:")
+config = board_columns(board.reference_note, ch.ranker, view.score_label, view.digits)
+shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config, "lb_columns",
+                      "Rank, model, score, 95% CI and votes")
 st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
-             height=min(38 + 35 * len(view.frame), 640),
-             column_config=board_columns(board.reference_note, ch.ranker, view.score_label, view.digits))
+             height=table_height(len(view.frame)), column_order=shown,
+             column_config=config)
 st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
 if view.delta_note:
     st.caption(escape_md(view.delta_note))

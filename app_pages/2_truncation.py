@@ -13,9 +13,11 @@ from app_pages._lens import (
     board_columns,
     board_display,
     bootstrap_note,
+    column_picker,
     current,
     keep_k_curve_for,
     leaderboard_result,
+    metric_row,
     mu_curve_for,
     or_stop,
     pool_size_for,
@@ -40,6 +42,11 @@ from engine.views.truncation_view import (
     y_range,
 )
 from engine.views.viz import escape_md, rank_change_frame
+
+# The kept board's columns always shown, and those shown beside them until the reader picks others:
+# together they fit at 1280 px without sideways scroll (tests/test_browser_stress.py).
+TRUNCATION_MAIN = ("rank", "rank_change", "model", "score", "ci_low", "ci_high")
+TRUNCATION_EXTRA = ("ties", "bad_triads", "ref_rank", "ref_diff")
 
 st.title("Truncation")
 st.caption(
@@ -90,18 +97,14 @@ except LensError as exc:
 
 table = rank_change_frame(full.table, kept.table)
 moved = int((table["rank_change"].fillna(0) != 0).sum())
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("Graphs kept", f"{keep_k} of {T}")
-c2.metric("μ", f"{mu:g}")
-c3.metric("Models whose rank changed", moved)
-c4.metric("Leader", escape_md(table.iloc[0]["model"]))
-order = ["rank", "rank_change", "model", "score", "ci_low", "ci_high", "wins", "losses", "ties", "bad_triads",
-         "cycle_share", "ref_rank", "ref_diff"]
-st.dataframe(
-    board_display(table), hide_index=True, width="stretch",
-    column_config=board_columns(kept.reference_note, f"{ch.ranker}", digits=score_digits(table["score"])),
-    column_order=[c for c in order if c in table.columns],
-)
+metric_row(("Graphs kept", f"{keep_k} of {T}"), ("μ", f"{mu:g}"), ("Models whose rank changed", moved),
+           ("Leader", escape_md(table.iloc[0]["model"])))
+order = ["rank", "rank_change", "model", "score", "ci_low", "ci_high", "wins", "losses", "ties", "win_rate",
+         "bad_triads", "cycle_share", "ref_rank", "ref_diff"]
+config = board_columns(kept.reference_note, f"{ch.ranker}", digits=score_digits(table["score"]))
+shown = column_picker([c for c in order if c in table.columns], TRUNCATION_MAIN, TRUNCATION_EXTRA, config,
+                      "trunc_columns", "Rank, Δ rank, model, score and its interval")
+st.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config, column_order=shown)
 st.caption(
     f"{ch.caption()} · ranker {escape_md(ch.ranker)} · keep K={keep_k} of {T} graphs by S_μ with μ={mu:g} "
     f"(kept: S_μ ≤ {escape_md(format_s_mu(kept.params['threshold'], mu))}) "

@@ -6,12 +6,27 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._lens import current, cycle_overview, matrix_figure, or_stop, pair_matrices_for, stack_for
+from app_pages._lens import (
+    column_picker,
+    current,
+    cycle_overview,
+    matrix_figure,
+    metric_row,
+    or_stop,
+    pair_matrices_for,
+    stack_for,
+    table_height,
+)
 from app_pages._majority import majority_section, pair_count_cycles
 from engine.views.cycles_view import graphs_table, integer_axis, integer_histogram
 from engine.views.matrix_view import PREDICTED, select_models
 from engine.views.truncation_view import format_s_mu
 from engine.views.viz import escape_md, graphs_by_score
+
+# The graphs table's columns always shown (they fit at 1280 px); all cycles and tie-only cycles on request.
+GRAPHS_MAIN = ("judge", "prompt_id", "variant_label", "turn", "category", "s_mu", "c3_bad", "c4_bad", "link")
+GRAPHS_ORDER = ("judge", "prompt_id", "variant_label", "turn", "category", "s_mu", "c3_bad", "c4_bad", "c3",
+                "c4", "c3_tie", "c4_tie", "link")
 
 st.title("Cycles")
 st.caption(
@@ -147,11 +162,9 @@ if ov.n_left_out:
         st.stop()
     st.caption(left)
 
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("Graphs", ov.n_graphs)
-c2.metric("Graphs with a bad triad", f"{ov.share_cyclic:.0%}")
-c3.metric("Bad triads in all", ov.total_bad_triads)
-c4.metric("Mean bad 4-cycles per graph", f"{ov.mean_c4_bad:.2f}")
+metric_row(("Graphs", ov.n_graphs), ("Graphs with a bad triad", f"{ov.share_cyclic:.0%}"),
+           ("Bad triads in all", ov.total_bad_triads),
+           ("Mean bad 4-cycles per graph", f"{ov.mean_c4_bad:.2f}"))
 
 
 model_matrices()
@@ -189,51 +202,44 @@ mu = st.select_slider(
 )
 # equal scores: prompts in natural order (q2 before q10); variants named by kind, not number
 table = graphs_table(graphs_by_score(ov.graphs, mu), stack_for(ch.key).keys)
+graphs_config = {
+    "link": st.column_config.LinkColumn(
+        "inspect", display_text="open ↗", width=72,
+        help="Opens the graph in the Prompt inspector (new tab).",
+    ),
+    "prompt_id": st.column_config.TextColumn("prompt", width=72),
+    "turn": st.column_config.NumberColumn("turn", width=48),
+    "variant_label": st.column_config.TextColumn(
+        "variant",
+        width=90,
+        help="The prompt as written (original), a paraphrase, or a sampling replicate of the original.",
+    ),
+    "s_mu": st.column_config.NumberColumn(
+        "S_μ", format="%d" if float(mu).is_integer() else "%.4g", width=64,
+        help="C3_bad + μ·C4_bad; highest first."
+    ),
+    "c3_bad": st.column_config.NumberColumn("bad 3-cycles", help="Non-transitive triads (C3_bad)."),
+    "c4_bad": st.column_config.NumberColumn(
+        "bad 4-cycles", help="4-cycles not made of ties only (C4_bad)."
+    ),
+    "c3": st.column_config.NumberColumn("3-cycles", help="All directed 3-cycles, ties included."),
+    "c4": st.column_config.NumberColumn("4-cycles", help="All directed 4-cycles, ties included."),
+    "c3_tie": st.column_config.NumberColumn(
+        "tie 3-cycles", help="3-cycles made of ties only (harmless)."
+    ),
+    "c4_tie": st.column_config.NumberColumn(
+        "tie 4-cycles", help="4-cycles made of ties only (harmless)."
+    ),
+}
+shown = column_picker(list(GRAPHS_ORDER), GRAPHS_MAIN, (), graphs_config, "cycles_columns",
+                      "Judge, prompt, variant, turn, category, S_μ, bad 3- and 4-cycles and the link")
 st.dataframe(
     table,
     hide_index=True,
     width="stretch",
-    height=360,
-    column_order=[
-        "judge",
-        "prompt_id",
-        "variant_label",
-        "turn",
-        "category",
-        "s_mu",
-        "c3_bad",
-        "c4_bad",
-        "c3",
-        "c4",
-        "c3_tie",
-        "c4_tie",
-        "link",
-    ],
-    column_config={
-        "link": st.column_config.LinkColumn(
-            "inspect", display_text="open ↗", help="Opens the graph in the Prompt inspector (new tab)."
-        ),
-        "prompt_id": st.column_config.TextColumn("prompt"),
-        "variant_label": st.column_config.TextColumn(
-            "variant",
-            help="The prompt as written (original), a paraphrase, or a sampling replicate of the original.",
-        ),
-        "s_mu": st.column_config.NumberColumn(
-            "S_μ", format="%d" if float(mu).is_integer() else "%.4g", help="C3_bad + μ·C4_bad; highest first."
-        ),
-        "c3_bad": st.column_config.NumberColumn("bad 3-cycles", help="Non-transitive triads (C3_bad)."),
-        "c4_bad": st.column_config.NumberColumn(
-            "bad 4-cycles", help="4-cycles not made of ties only (C4_bad)."
-        ),
-        "c3": st.column_config.NumberColumn("3-cycles", help="All directed 3-cycles, ties included."),
-        "c4": st.column_config.NumberColumn("4-cycles", help="All directed 4-cycles, ties included."),
-        "c3_tie": st.column_config.NumberColumn(
-            "tie 3-cycles", help="3-cycles made of ties only (harmless)."
-        ),
-        "c4_tie": st.column_config.NumberColumn(
-            "tie 4-cycles", help="4-cycles made of ties only (harmless)."
-        ),
-    },
+    height=table_height(len(table), 360),
+    column_order=shown,
+    column_config=graphs_config,
 )
 pick = st.selectbox(
     "Open a graph in the inspector", range(len(table)), key="cycles_pick",

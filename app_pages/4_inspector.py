@@ -12,6 +12,7 @@ from app_pages._lens import (
     graph_view_for,
     guarded_session,
     inspector_html_for,
+    metric_row,
     or_stop,
     prompt_options_for,
     prompt_texts_for,
@@ -25,10 +26,14 @@ from engine.views.inspector import (
     TRIAD_KINDS,
     graph_choices,
     graph_position,
+    judged_by,
     question_text,
     variant_names,
 )
 from engine.views.viz import escape_md
+
+# The drawing's frame: the panels' 430 px networks and titles of up to three lines (they wrap, not cut).
+GRAPH_FRAME_PX = 520
 
 st.title("Prompt inspector")
 st.caption(
@@ -41,8 +46,16 @@ if stack.T == 0:
     st.info("The selection holds no graph.")
     st.stop()
 
-tree = graph_choices(stack)
-prompts, labels, n_prompts = prompt_options_for(ch.key)  # worst first: S_μ, then bad triads
+everything = graph_choices(stack)
+c1, c2, c3 = st.columns([2, 1, 1])
+# the judge first: the prompt picker's bad triads and S_μ count that judge's graphs, the ones drawn below
+all_judges = list(dict.fromkeys(j for vs in everything.values() for js in vs.values() for j in js))
+if st.session_state.get("insp_judge") not in all_judges:
+    st.session_state["insp_judge"] = all_judges[0]
+judge = c3.selectbox("Judge", all_judges, key="insp_judge",
+                     help="Whose graph is drawn; the prompt menu counts this judge's bad triads.")
+tree = judged_by(everything, judge)
+prompts, labels, n_prompts = prompt_options_for(ch.key, judge)  # worst first: S_μ, then bad triads
 qp = st.query_params
 if "insp_prompt" not in st.session_state and qp.get("prompt_id") in tree:
     st.session_state["insp_prompt"] = qp.get("prompt_id")
@@ -70,14 +83,13 @@ if st.session_state.get("insp_prompt") not in tree:
     st.session_state["insp_prompt"] = prompts[0]
 if st.session_state["insp_prompt"] not in labels:  # opened by id or by a link: listed first
     prompts = [st.session_state["insp_prompt"], *prompts]
-c1, c2, c3 = st.columns([2, 1, 1])
 prompt = c1.selectbox(
     "Prompt",
     prompts,
     key="insp_prompt",
     format_func=lambda p: labels.get(p, p),
-    help="Worst first: S_μ = C3_bad + C4_bad and bad triads summed over the prompt's graphs "
-    "(every judge and variant of the selection), then the question's first words.",
+    help="Worst first: S_μ = C3_bad + C4_bad and bad triads summed over the chosen judge's graphs of the "
+    "prompt (each of its variants and turns), then the question's first words.",
 )
 variants = sorted(tree[prompt])
 if "insp_variant" not in st.session_state and qp.get("variant") is not None:
@@ -93,10 +105,6 @@ variant = c2.selectbox(
     format_func=lambda v: names.get((prompt, v), str(v)),
     help="The prompt as written (original), a paraphrase of it, or a sampling replicate.",
 )
-judges = tree[prompt][variant]
-if st.session_state.get("insp_judge") not in judges:
-    st.session_state["insp_judge"] = judges[0]
-judge = c3.selectbox("Judge", judges, key="insp_judge")
 
 try:
     t = graph_position(stack, prompt, variant, judge)
@@ -116,11 +124,8 @@ with st.container(border=True):
     else:
         st.text(question)
 
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("Models in this graph", len(view.models))
-m2.metric("Verdicts", int(key["n_verdicts"]))
-m3.metric("Bad triads", len(view.triads))
-m4.metric("Unparsable verdicts", int(key["n_invalid"]))
+metric_row(("Models in this graph", len(view.models)), ("Verdicts", int(key["n_verdicts"])),
+           ("Bad triads", len(view.triads)), ("Unparsable verdicts", int(key["n_invalid"])))
 
 
 @st.fragment
@@ -134,12 +139,14 @@ def graph_and_triad() -> None:
 
 
 def _graph_and_triad() -> None:
+    """The pickers, then the drawing across the page (its panels' titles fit), then the chosen triad's
+    verdicts in the page's own flow: beside the drawing they sat in a 420 px box that scrolled."""
     triads = view.triads
     labels = [
         f"{i + 1}. {s} ({k})" for i, (s, k) in enumerate(zip(triads["shape"], triads["kind"], strict=True))
     ]
-    left, right = st.columns([3, 2], gap="medium")
-    with right:
+    pick_triad, pick_method = st.columns([3, 2], gap="medium")
+    with pick_triad:
         if triads.empty:
             choice = None
         else:
@@ -152,35 +159,29 @@ def _graph_and_triad() -> None:
                 key="insp_triad",
                 help="Its three pairs are drawn violet and thick in both graphs; the rest is muted.",
             )
+    with pick_method:
         method = st.segmented_control(
             "Denoised by", list(DENOISERS), default="PGED", required=True, key="insp_method",
             help="PGED: greedy weighted feedback-arc-set removal on the strict wins (paper 002). ELSPR: each "
             "strongly connected component re-ordered by win count (paper 004).",
         )
     html, left_out = inspector_html_for(ch.key, t, method, choice)
-    with left:
-        st.iframe(html, height=490)
-        if left_out:
-            st.info(escape_md(left_out), icon=":material/filter_alt:")
-        st.caption(
-            "Before: an edge's colour and width grow with the number of bad triads through the pair (grey: "
-            "none); "
-            "node size likewise. After: grey = unchanged, teal = changed by the denoiser (dark: re-oriented "
-            "or "
-            "made a tie; light: a tie resolved into a win; dotted: a pair never compared that it ordered), "
-            "dotted "
-            "orange = removed, faded dashed = a tie PGED sets aside. Hover an edge for what happened to it; "
-            "scroll "
-            "to zoom."
-        )
-        if method in view.denoised:
-            st.caption(escape_md(view.denoised[method].note))
-    with right:
-        if triads.empty:
-            st.success("This graph has no bad triad: its verdicts are transitive.")
-            return
-        with st.container(height=420, border=False):
-            _triad_detail(choice)
+    st.iframe(html, height=GRAPH_FRAME_PX)
+    if left_out:
+        st.info(escape_md(left_out), icon=":material/filter_alt:")
+    st.caption(
+        "Before: an edge's colour and width grow with the number of bad triads through the pair (grey: "
+        "none); node size likewise. After: grey = unchanged, teal = changed by the denoiser (dark: "
+        "re-oriented or made a tie; light: a tie resolved into a win; dotted: a pair never compared that "
+        "it ordered), dotted orange = removed, faded dashed = a tie PGED sets aside. Hover an edge for what "
+        "happened to it; scroll to zoom."
+    )
+    if method in view.denoised:
+        st.caption(escape_md(view.denoised[method].note))
+    if triads.empty:
+        st.success("This graph has no bad triad: its verdicts are transitive.")
+        return
+    _triad_detail(choice)
     legend = " · ".join(f"{k}: {v}" for k, v in TRIAD_KINDS.items())
     with st.expander(f"All {len(triads)} bad triads of this graph"):
         st.caption(escape_md(f"Kinds (paper 001, App. B.1): {legend}. a ~ b is a tie."))

@@ -7,8 +7,26 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._lens import current, get_store, judge_diagnostics, or_stop, show_table
+from app_pages._lens import (
+    column_picker,
+    current,
+    get_store,
+    judge_diagnostics,
+    metric_row,
+    or_stop,
+    show_table,
+    table_height,
+)
 from engine.views.viz import escape_md, plot_labels
+
+# The position table's columns always shown (they fit at 1280 px), in the table's order.
+POSITION_MAIN = ("judge", "category", "verdicts", "first_win_rate", "first_win_rate_decisive",
+                 "order_consistency", "p_exact_ties_dropped")
+POSITION_ORDER = (*POSITION_MAIN, "p_exact_ordinal", "both_orders", "n01_ties_dropped", "n10_ties_dropped",
+                  "items_both_orders", "consistent", "first_wins", "second_wins", "ties")
+
+TRANSITIVITY_MAIN = ("judge", "category", "triples", "nontransitive", "pnt", "cycle", "tied_ends",
+                     "unchained_ties", "sntd_mean")
 
 st.title("Judges")
 st.caption(
@@ -26,7 +44,7 @@ def kappa_section(jd, by_cat: bool) -> None:
         pick = st.selectbox("κ matrix for", cats, key="judges_kappa_cat")
         if pick != "(all)":
             mat, where = jd.kappa_by_category[pick], f"category {pick}"
-    left, right = st.columns([3, 2])
+    left, right = st.columns([1, 1])
     fig = go.Figure(
         go.Heatmap(
             z=mat.to_numpy(),
@@ -49,17 +67,20 @@ def kappa_section(jd, by_cat: bool) -> None:
         jd.agreement,
         hide_index=True,
         width="stretch",
-        height=380,
+        height=table_height(len(jd.agreement), 380),  # a fixed height drew empty rows below few pairs
         column_config={
-            "judge_1": st.column_config.TextColumn("judge"),
-            "judge_2": st.column_config.TextColumn("vs judge"),
-            "items": st.column_config.NumberColumn("items", help="Pairs in prompts that both judges rated."),
+            "judge_1": st.column_config.TextColumn("judge", width=110),
+            "judge_2": st.column_config.TextColumn("vs judge", width=110),
+            "items": st.column_config.NumberColumn("items", width=56,
+                                                   help="Pairs in prompts that both judges rated."),
             "agreement": st.column_config.NumberColumn(
-                "agreement", format="%.2f", help="Share of shared items with the same combined outcome."
+                "agreement", format="%.2f", width=72,
+                help="Share of shared items with the same combined outcome."
             ),
             "kappa": st.column_config.NumberColumn(
                 "κ",
                 format="%.2f",
+                width=48,
                 help="Cohen's κ: agreement beyond chance (1 = always, 0 = chance) on which model won "
                 "each item, both presentation orders combined first.",
             ),
@@ -72,17 +93,14 @@ by_cat = st.toggle("Per category", key="judges_by_cat",
                    help="Split every table by the prompt category, and pick the category of the κ matrix.")
 jd = or_stop(judge_diagnostics, ch.key.dataset, ch.key.version, ch.key.category, by_cat)
 
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("Judges", len(jd.judges))
-c2.metric("Mean κ over judge pairs", "—" if np.isnan(jd.mean_kappa) else f"{jd.mean_kappa:.2f}",
-          help="Unweighted mean of Cohen's κ over every pair of judges (all categories).")
-c3.metric("Least consistent judge (PNT)", escape_md(jd.worst_pnt),
-          help="Highest share of non-transitive triples.")
-c4.metric(
-    "Strongest first-position bias",
-    escape_md(jd.worst_position),
-    help="First-position win rate farthest from ½, among the judges that judged some pair in both orders "
-    "(without both orders the rate mixes position with answer quality). — = no such judge.",
+metric_row(
+    ("Judges", len(jd.judges)),
+    ("Mean κ over judge pairs", "—" if np.isnan(jd.mean_kappa) else f"{jd.mean_kappa:.2f}",
+     "Unweighted mean of Cohen's κ over every pair of judges (all categories)."),
+    ("Least consistent judge (PNT)", escape_md(jd.worst_pnt), "Highest share of non-transitive triples."),
+    ("Strongest first-position bias", escape_md(jd.worst_position),
+     "First-position win rate farthest from ½, among the judges that judged some pair in both orders "
+     "(without both orders the rate mixes position with answer quality). — = no such judge."),
 )
 
 st.subheader("Agreement between judges (Cohen's κ)")
@@ -108,6 +126,69 @@ if jd.position.empty:
     )
 else:
     num, prog = st.column_config.NumberColumn, st.column_config.ProgressColumn
+    position_config = {
+        "judge": st.column_config.TextColumn("judge", pinned=True, width=130),
+        "verdicts": num("verdicts", width=64),
+        "first_win_rate": prog(
+            "first shown wins",
+            min_value=0.0,
+            max_value=1.0,
+            format="%.2f",
+            width=110,
+            help="Share of all verdicts won by the answer shown first (ties count as not won).",
+        ),
+        "first_win_rate_decisive": prog(
+            "… of decisive",
+            min_value=0.0,
+            max_value=1.0,
+            format="%.2f",
+            width=100,
+            help="The same share among verdicts with a winner (ties left out).",
+        ),
+        "order_consistency": prog(
+            "order consistency",
+            min_value=0.0,
+            max_value=1.0,
+            format="%.2f",
+            width=120,
+            help="Pairs judged in both orders whose two verdicts agree.",
+        ),
+        "p_exact_ties_dropped": num(
+            "McNemar p",
+            format="%.2g",
+            width=80,
+            help="Exact McNemar test on pairs judged in both orders, ties dropped.",
+        ),
+        "p_exact_ordinal": num(
+            "McNemar p (ordinal)",
+            format="%.2g",
+            help="Exact McNemar test with a tie counted between a loss and a win.",
+        ),
+        "n01_ties_dropped": num(
+            "first shown won both",
+            help="Pairs decisive in both orders where the answer "
+            "shown first won both times (the winner flipped with the order).",
+        ),
+        "n10_ties_dropped": num(
+            "second shown won both",
+            help="Pairs decisive in both orders where the answer shown second won both times.",
+        ),
+        "both_orders": st.column_config.CheckboxColumn(
+            "both orders",
+            help="Whether any pair was judged in both orders; without, the first-shown win "
+            "rate mixes position with answer quality.",
+        ),
+        "items_both_orders": num("pairs in both orders"),
+        "consistent": num("consistent pairs"),
+        "first_wins": num("first wins"),
+        "second_wins": num("second wins"),
+        "ties": num("ties"),
+    }
+    position_columns = column_picker(
+        [c for c in POSITION_ORDER if c in jd.position.columns], POSITION_MAIN, (), position_config,
+        "judges_position_columns", "Judge, category, verdicts, first-shown win rates, order consistency and "
+        "McNemar p",
+    )
     show_table(
         jd.position,
         hide_index=True,
@@ -120,82 +201,8 @@ else:
             "items_both_orders": "d",
             "consistent": "d",
         },
-        column_order=[
-            c
-            for c in (
-                "judge",
-                "category",
-                "verdicts",
-                "first_win_rate",
-                "first_win_rate_decisive",
-                "order_consistency",
-                "p_exact_ties_dropped",
-                "p_exact_ordinal",
-                "both_orders",
-                "n01_ties_dropped",
-                "n10_ties_dropped",
-                "items_both_orders",
-                "consistent",
-                "first_wins",
-                "second_wins",
-                "ties",
-            )
-            if c in jd.position.columns
-        ],
-        column_config={
-            "judge": st.column_config.TextColumn("judge", pinned=True),
-            "verdicts": num("verdicts"),
-            "first_win_rate": prog(
-                "first shown wins",
-                min_value=0.0,
-                max_value=1.0,
-                format="%.2f",
-                help="Share of all verdicts won by the answer shown first (ties count as not won).",
-            ),
-            "first_win_rate_decisive": prog(
-                "… of decisive",
-                min_value=0.0,
-                max_value=1.0,
-                format="%.2f",
-                help="The same share among verdicts with a winner (ties left out).",
-            ),
-            "order_consistency": prog(
-                "order consistency",
-                min_value=0.0,
-                max_value=1.0,
-                format="%.2f",
-                help="Pairs judged in both orders whose two verdicts agree.",
-            ),
-            "p_exact_ties_dropped": num(
-                "McNemar p",
-                format="%.2g",
-                help="Exact McNemar test on pairs judged in both orders, ties dropped.",
-            ),
-            "p_exact_ordinal": num(
-                "McNemar p (ordinal)",
-                format="%.2g",
-                help="Exact McNemar test with a tie counted between a loss and a win.",
-            ),
-            "n01_ties_dropped": num(
-                "first shown won both",
-                help="Pairs decisive in both orders where the answer "
-                "shown first won both times (the winner flipped with the order).",
-            ),
-            "n10_ties_dropped": num(
-                "second shown won both",
-                help="Pairs decisive in both orders where the answer shown second won both times.",
-            ),
-            "both_orders": st.column_config.CheckboxColumn(
-                "both orders",
-                help="Whether any pair was judged in both orders; without, the first-shown win "
-                "rate mixes position with answer quality.",
-            ),
-            "items_both_orders": num("pairs in both orders"),
-            "consistent": num("consistent pairs"),
-            "first_wins": num("first wins"),
-            "second_wins": num("second wins"),
-            "ties": num("ties"),
-        },
+        column_order=position_columns,
+        column_config=position_config,
     )
 
 st.subheader("Non-transitivity")
@@ -216,6 +223,42 @@ if jd.n_left_out:
 if not jd.has_prob:
     st.info("SNTD is empty: no verdict of this dataset carries a judge probability (prob_a), which it needs.")
 num = st.column_config.NumberColumn
+transitivity_config = {
+    "judge": st.column_config.TextColumn("judge", pinned=True, width=130),
+    "triples": num("triples", width=64, help="Model triples with all three pairs compared, over graphs."),
+    "nontransitive": num("non-transitive", width=96, help="Triples whose verdicts admit no order."),
+    "pnt": st.column_config.ProgressColumn(
+        "PNT",
+        min_value=0.0,
+        max_value=1.0,
+        format="%.3f",
+        width=100,
+        help="Share of non-transitive triples (paper 001).",
+    ),
+    "cycle": num("strict cycles", width=90, help="a > b > c > a"),
+    "tied_ends": num("tied ends", width=72, help="a > b > c, yet a ~ c"),
+    "unchained_ties": num("unchained ties", width=104, help="a ~ b ~ c, yet a > c"),
+    "soft_triples": num("triples with prob_a", help="Triples where every pair has a judge probability."),
+    "sntd_mean": num(
+        "SNTD",
+        format="%.3f",
+        width=64,
+        help="Mean soft non-transitivity deviation (needs prob_a), on the probabilities averaged over "
+        "both presentation orders; `diagnose --sntd per-order` gives paper 001's eq. 3 literally.",
+    ),
+    "rho_nontrans": num(
+        "ρ non-trans",
+        format="%.3f",
+        help="Share of vertices in non-transitive strongly connected components (ELSPR).",
+    ),
+    "tau_avg": num("τ", format="%.3f", help="Normalized structural entropy, averaged over graphs."),
+    "h2_mean": num("H₂", format="%.3f", help="Two-dimensional structural entropy, averaged over graphs."),
+}
+transitivity_columns = column_picker(
+    [c for c in jd.transitivity.columns if c in transitivity_config or c == "category"],
+    TRANSITIVITY_MAIN, (), transitivity_config, "judges_transitivity_columns",
+    "Judge, category, triples, non-transitive triples, PNT, the three kinds and SNTD",
+)
 show_table(
     jd.transitivity,
     hide_index=True,
@@ -227,35 +270,8 @@ show_table(
         "tau_avg": ".3f",
         "h2_mean": ".3f",
     },
-    column_config={
-        "judge": st.column_config.TextColumn("judge", pinned=True),
-        "triples": num("triples", help="Model triples with all three pairs compared, over graphs."),
-        "nontransitive": num("non-transitive", help="Triples whose verdicts admit no order."),
-        "pnt": st.column_config.ProgressColumn(
-            "PNT",
-            min_value=0.0,
-            max_value=1.0,
-            format="%.3f",
-            help="Share of non-transitive triples (paper 001).",
-        ),
-        "cycle": num("strict cycles", help="a > b > c > a"),
-        "tied_ends": num("tied ends", help="a > b > c, yet a ~ c"),
-        "unchained_ties": num("unchained ties", help="a ~ b ~ c, yet a > c"),
-        "soft_triples": num("triples with prob_a", help="Triples where every pair has a judge probability."),
-        "sntd_mean": num(
-            "SNTD",
-            format="%.3f",
-            help="Mean soft non-transitivity deviation (needs prob_a), on the probabilities averaged over "
-            "both presentation orders; `diagnose --sntd per-order` gives paper 001's eq. 3 literally.",
-        ),
-        "rho_nontrans": num(
-            "ρ non-trans",
-            format="%.3f",
-            help="Share of vertices in non-transitive strongly connected components (ELSPR).",
-        ),
-        "tau_avg": num("τ", format="%.3f", help="Normalized structural entropy, averaged over graphs."),
-        "h2_mean": num("H₂", format="%.3f", help="Two-dimensional structural entropy, averaged over graphs."),
-    },
+    column_order=transitivity_columns,
+    column_config=transitivity_config,
 )
 st.caption(f"{escape_md(ch.key.dataset)} (version {get_store().dataset_revision(ch.dataset)}) · all judges · "
            f"{escape_md(ch.key.category or 'all categories')} · combine policy: plurality")

@@ -275,13 +275,14 @@ def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) ->
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def prompt_options_for(key: CacheKey):
-    """The prompt picker's options (the worst ``MENU_MAX``), their labels and the number of prompts; the
-    whole menu (a row per prompt: text, bad triads, S_μ) is built here and not kept."""
-    from engine.views.inspector import graph_choices, prompt_menu, prompt_options
+def prompt_options_for(key: CacheKey, judge: str):
+    """The prompt picker's options for ``judge`` (the worst ``MENU_MAX`` of the prompts it judged), their
+    labels (bad triads and S_μ of that judge's graphs) and the number of its prompts; the whole menu (a
+    row per prompt: text, bad triads, S_μ) is built here and not kept."""
+    from engine.views.inspector import graph_choices, judged_by, prompt_menu, prompt_options
 
-    menu = prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version))
-    return prompt_options(menu, graph_choices(stack_for(key)))
+    menu = prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version), judge=judge)
+    return prompt_options(menu, judged_by(graph_choices(stack_for(key)), judge))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -514,9 +515,38 @@ def show_table(frame, column_config: dict, formats: dict[str, str], **kwargs) ->
     for col in changed:
         old = config.get(col) or {}
         config[col] = st.column_config.TextColumn(
-            old.get("label", col), help=old.get("help"), alignment="right"
+            old.get("label", col), help=old.get("help"), alignment="right", width=old.get("width")
         )
     st.dataframe(shown, column_config=config, **kwargs)
+
+
+def table_height(rows: int, most: int = 640) -> int:
+    """The pixel height of an st.dataframe that shows ``rows`` rows and its header (35 px each, 3 px of
+    border), at most ``most``: a taller frame draws empty filler rows below the last one."""
+    return min(38 + 35 * max(rows, 1), most)
+
+
+def column_picker(order: list[str], main: tuple[str, ...], default_extra: tuple[str, ...], config: dict,
+                  key: str, about: str) -> list[str]:
+    """A "More columns" picker above a wide table: ``main`` columns are always shown, the reader adds
+    any other of ``order`` (``default_extra`` at first, chosen to fit beside the main ones at 1280 px,
+    tests/test_browser_stress.py). Returns the columns to show, in ``order``."""
+    optional = [c for c in order if c not in main]
+    extra = st.multiselect(
+        "More columns", optional, default=[c for c in default_extra if c in optional], key=key,
+        format_func=lambda c: (config.get(c) or {}).get("label") or c,
+        help=f"{about} are always shown; pick the other columns here.",
+    )
+    return [c for c in order if c in main or c in extra]
+
+
+def metric_row(*metrics: tuple[str, object] | tuple[str, object, str]) -> None:
+    """Figures side by side, each (label, value[, help]) as wide as its text: in four equal columns a
+    long label or value (a model's name) was cut with an ellipsis at 1280 px; here a figure that does
+    not fit moves to the next line instead (a horizontal container wraps)."""
+    with st.container(horizontal=True, gap="large"):
+        for label, value, *more in metrics:
+            st.metric(label, value, help=more[0] if more else None, width="content")
 
 
 def board_display(table):
@@ -537,18 +567,19 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
             "rank (UB)",
             width=64,
             format="%d",
-            pinned=True,
             help="LMArena's rank (UB): 1 + the number of models whose 95 % score interval lies wholly above "
             "this one (their lower bound above this model's upper bound); the best rank the intervals allow.",
         ),
-        "rank": num("rank", width="small", help="The ranker's own order of the point scores: 1 = best; "
-                    "models with equal scores share a rank."),
+        "rank": num("rank", width=48, pinned=True,
+                    help="The ranker's own order of the point scores: 1 = best; models with equal scores "
+                    "share a rank."),
         "rank_change": num(
             "Δ rank",
             format="%+d",
+            width=56,
             help="Rank on all graphs minus rank on the kept graphs (positive: moved up when truncating).",
         ),
-        "model": text("model", width="medium", pinned=True),
+        "model": text("model", width=180, pinned=True),
         "score": num(
             "score",
             format=fmt,
@@ -563,16 +594,16 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
         ),
         "n_prompts": num("prompts", width=64, help="Prompts with a graph in which the model was compared."),
         "rank_range": text("rank CI", width=64, help="95 % bootstrap interval of the rank."),
-        "ci_low": num("CI low", format=fmt, help="2.5 % bootstrap percentile of the score."),
-        "ci_high": num("CI high", format=fmt, help="97.5 % bootstrap percentile of the score."),
+        "ci_low": num("CI low", format=fmt, width=70, help="2.5 % bootstrap percentile of the score."),
+        "ci_high": num("CI high", format=fmt, width=70, help="97.5 % bootstrap percentile of the score."),
         "wins": num(
             "W",
-            width="small",
+            width=56,
             help="Graphs where the model beat the other model of a pair (summed over pairs).",
         ),
-        "losses": num("L", width="small", help="Lost pairs summed over graphs."),
-        "ties": num("T", width="small", help="Tied pairs summed over graphs."),
-        "win_rate": num("win rate", format="%.2f", width="small", help="(W + T/2) / (W + L + T)."),
+        "losses": num("L", width=56, help="Lost pairs summed over graphs."),
+        "ties": num("T", width=56, help="Tied pairs summed over graphs."),
+        "win_rate": num("win rate", format="%.2f", width=64, help="(W + T/2) / (W + L + T)."),
         "cycle_share": num(
             "on bad triad",
             format="%.2f",
@@ -580,15 +611,15 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
             help="Share of the graphs where the model was compared in which it lies on a bad triad.",
         ),
         "bad_triads": num(
-            "bad triads", width="small", help="Non-transitive triads the model lies on, summed over graphs."
+            "bad triads", width=72, help="Non-transitive triads the model lies on, summed over graphs."
         ),
         "ref_rank": text(
-            "ref. rank", alignment="right", width="small", help=f"{reference_note}. — = not on the reference."
+            "ref. rank", alignment="right", width=64, help=f"{reference_note}. — = not on the reference."
         ),
         "ref_diff": text(
             "Δ vs ref.",
             alignment="right",
-            width="small",
+            width=64,
             help="Rank here among the mapped models minus the reference rank (+ = lower here). "
             "— = not on the reference.",
         ),

@@ -1,7 +1,9 @@
 """Real-browser tests of the app under stress: a store file held by another process while the
 inspector's fragment reruns, and datasets of 70 (sparse) and 100 models (a battle log) at 1280 px:
-nothing overflows the page and the heatmap labels stay legible. Split from tests/test_browser.py so
-that the two files run on the two test workers side by side.
+nothing overflows the page, the heatmap labels stay legible, the leaderboard's main columns and the
+Truncation, Cycles and Judges tables need no sideways scroll and no figure (st.metric) is cut, and
+/ranking and /leaderboard open the Leaderboard. Split from tests/test_browser.py so that the two
+files run on the two test workers side by side.
 """
 
 from __future__ import annotations
@@ -130,9 +132,29 @@ def battle_log(path: Path, n: int = 100, battles: int = 1000, seed: int = 2) -> 
     return path
 
 
+def dense_round_robin(path: Path, n: int = 70, prompts: int = 2, seed: int = 3) -> Path:
+    """LLMFAO's shape: every prompt compares every pair of 70 models with long names (2 x 2,415 verdicts),
+    Bradley-Terry outcomes, no ties."""
+    import itertools
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(0, 1, n)
+    names = [f"llmfao-style-model-name-{i:02d}" for i in range(n)]
+    lines = ["prompt_id,model_a,model_b,winner,judge"]
+    for p in range(prompts):
+        for i, j in itertools.combinations(range(n), 2):
+            w = "A" if rng.random() < 1 / (1 + np.exp(strength[j] - strength[i])) else "B"
+            lines.append(f"q{p},{names[i]},{names[j]},{w},crowd")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def big_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
-    """The app on a store with the shipped data, the 70-model sparse set and the 100-model battle log."""
+    """The app on a store with the shipped data, the 70-model sparse set, the 100-model battle log and a
+    70-model round robin (LLMFAO's shape)."""
     _requirements()
     from engine.ingest.importer import store_report, validate_file
     from engine.ingest.shipped import open_store
@@ -140,7 +162,8 @@ def big_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     tmp = tmp_path_factory.mktemp("browser_big")
     shutil.copyfile(shipped_db, tmp / "lens.duckdb")
     store = open_store(tmp / "lens.duckdb")
-    for name, make in (("sparse70", sparse_verdicts), ("battles100", battle_log)):
+    made = (("sparse70", sparse_verdicts), ("battles100", battle_log), ("dense70", dense_round_robin))
+    for name, make in made:
         report = validate_file(make(tmp / f"{name}.csv"), f"{name}.csv", dataset=name)
         store_report(store, report, name)
     store.close()
@@ -167,6 +190,35 @@ OVERFLOW = """() => {
     return {page: doc.scrollWidth - doc.clientWidth, main: main.scrollWidth - main.clientWidth,
             wide: wide.slice(0, 5)};
 }"""
+
+FIT = """() => {
+    // per visible table: its column headers and how far its grid scrolls sideways (0 = all columns in view);
+    // per figure (st.metric): the label or value text cut short (wider than the box that shows it)
+    const frames = [...document.querySelectorAll('[data-testid="stDataFrame"]')]
+        .filter(f => f.checkVisibility() && f.getBoundingClientRect().height > 0)
+        .map(f => {
+            const s = f.querySelector('.dvn-scroller');
+            return {headers: [...f.querySelectorAll('[role="columnheader"]')].map(h => h.textContent),
+                    sideways: s ? s.scrollWidth - s.clientWidth : null};
+        });
+    const cut = [...document.querySelectorAll('[data-testid="stMetric"] *')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1)
+        .map(e => e.textContent.slice(0, 40));
+    return {frames, cut};
+}"""
+
+TABLES_FIT = ("leaderboard", "truncation", "cycles", "judges")
+"""The pages whose tables must show their default columns without sideways scroll at 1280 px."""
+
+
+def _fits(page, where) -> dict:
+    """Assert no figure is cut; on the pages of TABLES_FIT, no table scrolls sideways. Returns FIT."""
+    fit = page.evaluate(FIT)
+    assert fit["cut"] == [], (where, fit["cut"])
+    if where[-1] in TABLES_FIT:
+        assert all(f["sideways"] is not None and f["sideways"] <= 1 for f in fit["frames"]), (where, fit)
+    return fit
+
 
 TICKS = """(sel) => {
     const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[0];
@@ -201,6 +253,7 @@ def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, 
             assert errors_on(page) == [], (dataset, name, errors_on(page))
             over = page.evaluate(OVERFLOW)
             assert over["page"] <= 0 and over["main"] <= 0 and over["wide"] == [], (dataset, name, over)
+            _fits(page, (dataset, name))
             if name == "cycles":
                 ticks = page.evaluate(TICKS, None)
                 _legible(ticks["y"], "y")
@@ -212,4 +265,103 @@ def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, 
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 settle(page)
                 page.screenshot(path=str(SHOTS / f"{dataset}_{name}.png"), full_page=False)
+    page.close()
+
+
+MAIN = ["rank", "model", "score", "95% CI", "votes"]
+
+
+def test_leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(big_server, browser):
+    """Issue 25: /ranking answered "Page not found" (Streamlit serves the default page at the root only)
+    and /leaderboard was no address; at 1280 px the leaderboard hid T, win rate, bad triads and the
+    reference columns behind a sideways scroll and cut "Spearman distance to refer…". Each address opens
+    the Leaderboard on the dataset its query names; the table starts with the main columns, nothing
+    scrolls sideways, no figure is cut; the pages' plain names forward to them too."""
+    page = browser.new_page(viewport={"width": WIDE, "height": 1000})
+    for path, dataset in (("ranking", "vicuna80"), ("leaderboard", "sparse70"), ("ranking", "battles100")):
+        page.goto(f"{big_server}/{path}?dataset={dataset}")
+        wait_idle(page, "Leaderboard", timeout_s=600)
+        page.wait_for_url(f"{big_server}/?dataset={dataset}", timeout=60_000)  # forwarded to the root
+        page.wait_for_selector('[data-testid="stDataFrame"] canvas', timeout=120_000)
+        page.wait_for_selector('[data-testid="stDataFrame"] [role="columnheader"]', state="attached",
+                               timeout=60_000)  # the grid's accessible (hidden) header cells
+        wait_drawn(page, timeout_s=120)
+        assert "Page not found" not in page.inner_text("body"), path
+        sidebar = page.eval_on_selector(
+            '[data-testid="stSidebar"] [data-testid="stSelectbox"]:has-text("Dataset")',
+            "el => [...el.querySelectorAll('input')].map(i => i.value).join(' ') + ' ' + el.innerText")
+        assert dataset in sidebar, (dataset, sidebar)
+        fit = _fits(page, (dataset, "leaderboard"))
+        headers = fit["frames"][0]["headers"]
+        assert headers[:5] == MAIN and "rank (UB)" in headers and "win rate" in headers, headers
+        if dataset == "vicuna80":  # the shipped set has a reference: its columns are in view too
+            assert {"ref. rank", "Δ vs ref.", "bad triads"} <= set(headers), headers
+            assert "Spearman distance to reference" in page.inner_text('[data-testid="stMainBlockContainer"]')
+    for alias, target in (("truncation", "keep-k"), ("judges", "judge-diagnostics"),
+                          ("inspector", "prompt-inspector")):
+        page.goto(f"{big_server}/{alias}?dataset=vicuna80")
+        page.wait_for_url(f"{big_server}/{target}?dataset=vicuna80", timeout=60_000)
+        wait_idle(page, PAGES[target][1], timeout_s=600)
+        assert "Page not found" not in page.inner_text("body"), alias
+    page.close()
+
+
+GRAPH_FIT = """() => {
+    // per drawn panel of the inspector's graph frame: nodes whose box with its label lies outside the panel,
+    // whether the panel's title is cut (wider than its box) and whether the panel ends below the frame
+    const frame = [...document.querySelectorAll('iframe')]
+        .find(f => f.srcdoc && f.contentWindow.lensNetworks);
+    const w = frame.contentWindow;
+    return w.lensNetworks.map((net, k) => {
+        const el = w.document.querySelectorAll('.net')[k];
+        const title = w.document.querySelectorAll('.title')[k];
+        const ids = net.body.nodeIndices;
+        const outside = ids.filter(id => {
+            const r = net.getBoundingBox(id);
+            const a = net.canvasToDOM({x: r.left, y: r.top}), b = net.canvasToDOM({x: r.right, y: r.bottom});
+            return a.x < -1 || a.y < -1 || b.x > el.clientWidth + 1 || b.y > el.clientHeight + 1;
+        });
+        return {nodes: ids.length, outside: outside.length,
+                title_cut: title.scrollWidth > title.clientWidth + 1,
+                below: el.getBoundingClientRect().bottom - w.innerHeight};
+    });
+}"""
+
+SCROLL_BOX = """(text) => {
+    // the nearest ancestor of the first element showing ``text`` that scrolls its own content
+    const hit = [...document.querySelectorAll('[data-testid="stMainBlockContainer"] p')]
+        .find(e => e.textContent.startsWith(text));
+    if (!hit) return 'not found';
+    for (let a = hit.parentElement; a; a = a.parentElement) {
+        const o = getComputedStyle(a).overflowY;
+        if ((o === 'auto' || o === 'scroll') && a.scrollHeight > a.clientHeight + 1
+            && a.getAttribute('data-testid') !== 'stMain') return a.clientHeight;
+    }
+    return null;
+}"""
+
+
+def test_inspector_at_1280_labels_titles_and_verdicts_fit(big_server, browser):
+    """Issue 25: on LLMFAO's 70-model graphs node labels were cut at the frame's edge, the panels' titles
+    ended in "…", and a triad's verdicts sat in a ~300 px box of their own that scrolled. Every node's box
+    with its label lies inside its panel, no title is cut or below the frame, and the verdicts are in
+    the page's flow."""
+    page = browser.new_page(viewport={"width": WIDE, "height": 1000})
+    for dataset in ("dense70", "vicuna80"):
+        page.goto(f"{big_server}/prompt-inspector?dataset={dataset}")
+        wait_idle(page, "Prompt inspector", timeout_s=600)
+        wait_drawn(page, timeout_s=120)
+        page.wait_for_function(  # the frame's own fit runs after its first drawing
+            """() => [...document.querySelectorAll('iframe')]
+                      .some(f => f.srcdoc && f.contentWindow.lensNetworks)""",
+            timeout=60_000)
+        page.evaluate("() => new Promise(r => setTimeout(r, 300))")
+        panels = page.evaluate(GRAPH_FIT)
+        assert len(panels) == 2 and all(p["nodes"] >= 5 for p in panels), panels
+        fits = [p["outside"] == 0 and not p["title_cut"] and p["below"] <= 0 for p in panels]
+        assert all(fits), (dataset, panels)
+        assert errors_on(page) == [], dataset
+        page.wait_for_function("() => document.querySelector('[data-testid=\"stMainBlockContainer\"]')"
+                               ".innerText.includes('Verdict 1')", timeout=60_000)
+        assert page.evaluate(SCROLL_BOX, "Verdict 1") is None, dataset
     page.close()

@@ -122,8 +122,8 @@ CSS = (
     "html,body{margin:0;padding:0;font-family:'Source Sans Pro','Source Sans',sans-serif;color:#1f2430;"
     "background:#fff}.row{display:flex;gap:12px}.panel{flex:1 1 0;min-width:0;border:1px solid #e6e9ef;"
     "border-radius:8px;overflow:hidden}.title{font-size:14px;font-weight:600;padding:8px 12px;"
-    "border-bottom:1px solid #eef0f4;background:#f8f9fb;white-space:nowrap;overflow:hidden;"
-    "text-overflow:ellipsis}.net{width:100%}div.vis-tooltip{position:absolute;visibility:hidden;"
+    "border-bottom:1px solid #eef0f4;background:#f8f9fb;overflow-wrap:anywhere}.net{width:100%}"
+    "div.vis-tooltip{position:absolute;visibility:hidden;"
     "padding:5px 8px;white-space:nowrap;font-size:13px;color:#1f2430;background:#fff;"
     "border:1px solid #c5cad3;border-radius:4px;box-shadow:0 2px 6px rgba(0,0,0,.15);"
     "pointer-events:none;z-index:5}"
@@ -141,8 +141,27 @@ var boxes = PANELS.map(function (p) {
   box.appendChild(title); box.appendChild(net); row.appendChild(box);
   return net;
 });
-PANELS.forEach(function (p, k) {
-  new vis.Network(boxes[k], {nodes: new vis.DataSet(p.nodes), edges: new vis.DataSet(p.edges)}, OPTIONS);
+// vis-network's own fit frames the nodes' dots, and a label under a dot at the edge fell outside the
+// frame (70 names on a circle): frame the union of every node's box with its label instead
+function fitLabels(net, ids, el) {
+  var b = null;
+  ids.forEach(function (id) {
+    var r = net.getBoundingBox(id);
+    b = b ? {left: Math.min(b.left, r.left), right: Math.max(b.right, r.right),
+             top: Math.min(b.top, r.top), bottom: Math.max(b.bottom, r.bottom)} : r;
+  });
+  if (!b) return;
+  var pad = 12, w = Math.max(b.right - b.left, 1), h = Math.max(b.bottom - b.top, 1);
+  var scale = Math.min((el.clientWidth - 2 * pad) / w, (el.clientHeight - 2 * pad) / h);
+  net.moveTo({position: {x: (b.left + b.right) / 2, y: (b.top + b.bottom) / 2}, scale: scale,
+              animation: false});
+}
+window.lensNetworks = PANELS.map(function (p, k) {
+  var net = new vis.Network(boxes[k], {nodes: new vis.DataSet(p.nodes), edges: new vis.DataSet(p.edges)},
+                            OPTIONS);
+  var ids = p.nodes.map(function (n) { return n.id; });
+  net.once("afterDrawing", function () { fitLabels(net, ids, boxes[k]); });
+  return net;
 });
 """
 

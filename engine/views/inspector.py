@@ -300,13 +300,18 @@ def question_text(prompts: pd.DataFrame, prompt_id: str, variant: int, turn: int
 
 
 def prompt_menu(
-    graphs: pd.DataFrame, prompts: pd.DataFrame | None, mu: float = 1.0, width: int = 60
+    graphs: pd.DataFrame, prompts: pd.DataFrame | None, mu: float = 1.0, width: int = 60,
+    judge: str | None = None,
 ) -> pd.DataFrame:
     """The inspector's prompt picker: one row per prompt with its bad triads and S_mu summed over its
-    graphs (every judge and variant of the selection), the start of its question, and a label;
-    worst first (highest S_mu, then most bad triads, then natural prompt order)."""
+    graphs (``judge``'s graphs only when given: the judge whose graph the inspector draws, so the label
+    counts what the drawing shows; else every judge), each of the prompt's variants and turns, the
+    start of its question, and a label; worst first (highest S_mu, then most bad triads, then natural
+    prompt order)."""
     from engine.views.labels import natural_key
 
+    if judge is not None:
+        graphs = graphs[graphs["judge"].astype(str) == judge]
     g = graphs.assign(prompt_id=graphs["prompt_id"].astype(str),
                       s_mu=graphs["c3_bad"].astype(float) + mu * graphs["c4_bad"].astype(float))
     per = g.groupby("prompt_id", sort=False).agg(bad_triads=("c3_bad", "sum"), s_mu=("s_mu", "sum"),
@@ -340,11 +345,18 @@ MENU_MAX = 1_000
 larger selection lists its worst and opens any other by its id."""
 
 
+def judged_by(tree: dict[str, dict[int, list[str]]], judge: str) -> dict[str, dict[int, list[str]]]:
+    """``graph_choices``'s tree cut to the prompts and variants ``judge`` has a graph of."""
+    out = {p: {v: js for v, js in vs.items() if judge in js} for p, vs in tree.items()}
+    return {p: vs for p, vs in out.items() if vs}
+
+
 def prompt_options(
     menu: pd.DataFrame, tree: dict, limit: int | None = None
 ) -> tuple[list[str], dict[str, str], int]:
     """(options, labels, total): the worst ``limit`` (default ``MENU_MAX``) prompts of ``menu`` that have a
-    graph (then prompts without a menu row), their picker labels, and how many prompts there are in all."""
+    graph in ``tree`` (then prompts without a menu row), their picker labels, and how many prompts there
+    are in all."""
     limit = MENU_MAX if limit is None else limit
     ids = [p for p in menu["prompt_id"].tolist() if p in tree]
     if len(ids) < min(limit, len(tree)):

@@ -30,18 +30,28 @@ SMALL_VOTES = 20
 error of a win rate is at least about 0.1, as large as most gaps between neighbouring models."""
 
 DISPLAY_ORDER = (
-    "rank_ub", "rank", "model", "score", "interval", "votes", "n_prompts", "rank_range", "n_graphs_model",
+    "rank", "model", "score", "interval", "votes", "rank_ub", "n_prompts", "rank_range", "n_graphs_model",
     "wins", "losses", "ties", "win_rate", "bad_triads", "cycle_share", "ref_rank", "ref_diff",
 )
-"""Most important first: what LMArena shows (rank (UB), model, score ± interval, votes) with the ranker's
-own rank beside it, then ours."""
+"""Most important first: rank, model, score ± interval and votes (what LMArena shows), LMArena's rank (UB)
+beside them, then ours."""
+
+MAIN_COLUMNS = ("rank", "model", "score", "interval", "votes")
+"""The columns the app always shows, without sideways scroll at 1280 px (tests/test_browser_stress.py)."""
+
+DEFAULT_EXTRA = ("rank_ub", "win_rate", "bad_triads", "ref_rank", "ref_diff")
+"""The further columns shown until the reader picks others: they fit beside the main ones at 1280 px."""
+
 
 
 def _rank_columns(out: pd.DataFrame, unknown: np.ndarray, level: float | None) -> tuple[pd.DataFrame, str]:
     """(``out`` with ``rank_ub`` (LMArena's rank (UB) of the score intervals, the table's own column,
     else ``engine.ranking.board.rank_upper_bound`` of ci_low / ci_high) and ``rank_range`` (the rank
-    interval as text), best first; the sentence that says what the rank columns are). Without any
-    score interval there is no rank (UB): the column is left out and the ranker's rank stands alone."""
+    interval as text), in the ranker's order (so the score column never rises going down; sorting by
+    rank (UB) did not keep it so: a model with a wide interval can have a better rank (UB) than a
+    higher-scored one, and on sparse data most models share rank (UB) 1); the sentence that says what
+    the rank columns are). Without any score interval there is no rank (UB): the column is left out
+    and the ranker's rank stands alone."""
     from engine.ranking.board import rank_upper_bound
 
     has_ci = "ci_low" in out.columns and "ci_high" in out.columns and (
@@ -61,14 +71,14 @@ def _rank_columns(out: pd.DataFrame, unknown: np.ndarray, level: float | None) -
             NOT_ESTIMABLE if u else "—" if pd.isna(a) or pd.isna(b) else f"{int(a)}–{int(b)}" if a != b
             else f"{int(a)}" for a, b, u in zip(out["rank_low"], out["rank_high"], unknown, strict=True)]
     pct = f"{level:.0%}" if level else "the"
-    note = (f"rank (UB) = 1 + the number of models whose {pct} score interval lies wholly above this model's "
-            "(their lower bound above its upper bound), LMArena's rank (UB): the best rank the intervals "
-            "allow, so models whose intervals overlap can share it. rank = the ranker's own order of the "
-            "point scores.")
+    note = (f"Rows in the ranker's order of the point scores (rank). rank (UB) = 1 + the number of models "
+            f"whose {pct} score interval lies wholly above this model's (their lower bound above its upper "
+            "bound), LMArena's rank (UB): the best rank the intervals allow, so models whose intervals "
+            "overlap can share it.")
     if unknown.any():
         note += (" A model whose interval is not estimable (the resamples hold no variation for it) could "
                  "lie anywhere: no model counts as wholly above it and it counts above none.")
-    out = out.sort_values(["rank_ub", "rank", "model"], kind="stable").reset_index(drop=True)
+    out = out.sort_values(["rank", "model"], kind="stable").reset_index(drop=True)
     return out, note
 
 

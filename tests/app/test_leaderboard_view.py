@@ -22,7 +22,21 @@ def test_the_view_shows_rank_ub_of_the_score_intervals_by_hand():
     t = _table([10.0, 9.0, 6.5, 2.5], lo=[9.0, 8.0, 5.0, 1.0], hi=[11.0, 10.0, 8.0, 4.0])
     v = board_view(t, ranker="bt", n_graphs=50)
     assert v.frame["rank_ub"].tolist() == [1, 1, 2, 4] and v.frame["rank"].tolist() == [1, 2, 3, 4]
-    assert list(v.frame.columns[:3]) == ["rank_ub", "rank", "model"]
+    assert list(v.frame.columns[:5]) == ["rank", "model", "score", "interval", "rank_ub"]  # main ones first
+
+
+def test_rows_follow_the_score_even_where_rank_ub_does_not():
+    """Issue 25: on sparse data the table sorted by rank (UB) showed 19 models at rank 1 and a score
+    column that rose going down. A wide interval gives a lower-scored model a better rank (UB): here c
+    (score 8, interval [1, 20]) has rank (UB) 1 and b (score 9, [8.9, 9.1]) rank (UB) 2, as a's
+    interval [9.5, 10.5] lies wholly above b's only. The rows stay in score order, rank (UB) beside."""
+    t = _table([10.0, 9.0, 8.0], lo=[9.5, 8.9, 1.0], hi=[10.5, 9.1, 20.0])
+    frame = board_view(t, ranker="bt", n_graphs=50).frame
+    assert frame["model"].tolist() == ["m0", "m1", "m2"]
+    assert frame["score"].tolist() == [10.0, 9.0, 8.0] and frame["rank"].tolist() == [1, 2, 3]
+    lo, hi = t["ci_low"].to_numpy(), t["ci_high"].to_numpy()
+    brute = [1 + sum(lo[j] > hi[i] for j in range(3) if j != i) for i in range(3)]
+    assert frame["rank_ub"].tolist() == brute == [1, 2, 1]
 
 
 def _table(scores, lo=None, hi=None, rank_low=None, rank_high=None, votes=None):
