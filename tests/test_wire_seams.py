@@ -75,3 +75,32 @@ def test_categories_that_come_with_the_texts_filter_head_to_head_and_leaderboard
         assert {p.category for p in prompt_page(empty_store, m, size=100)} == {category}
     again = import_texts(empty_store, "mtb", [(p, str(p)) for p in expand([MT_BENCH])])[2]
     assert again is not None and not again.changed
+
+
+def test_export_says_it_leaves_out_the_kept_map_and_the_written_map_keeps_the_same_names(
+        empty_store, tmp_path, db_path):
+    """Planted bug seen failing: without ``map_left_out_note`` the export is silent about the kept map."""
+    from conftest import run_engine
+
+    from engine.ranking.reference import name_map_table
+    from engine.store.model_maps import set_stored_map
+
+    import_files(empty_store, [_fastchat_pairs(tmp_path / "gpt-4_pair.jsonl")], "mtb")
+    set_stored_map(empty_store, "mtb", pd.DataFrame({"model": ["gpt-4"], "reference_model": ["gpt-4-0314"]}))
+    before = name_map_table(empty_store, "mtb")
+    empty_store.close()
+    env = {"LENS_DB": str(db_path), "PATH": "/usr/bin:/bin"}
+    done = run_engine(["datasets", "export", "mtb", str(tmp_path / "out.csv")], env=env, check=True)
+    said = "model-name map kept with 'mtb' (1 model(s))"
+    notes = [line for line in done.stderr.splitlines() if said in line]
+    assert len(notes) == 1, done.stderr
+    mapped = run_engine(["datasets", "map", "mtb", "--format", "csv"], env=env, check=True).stdout
+    (tmp_path / "map.csv").write_text(mapped, encoding="utf-8")
+    run_engine(["import", str(tmp_path / "out.csv"), "--dataset", "back"], env=env, check=True)
+    run_engine(["datasets", "map", "back", str(tmp_path / "map.csv")], env=env, check=True)
+    from engine.store.connection import Store
+
+    with Store(db_path) as store:
+        after = name_map_table(store, "back")
+    named = before.dropna(subset=["rating"]).set_index("model")["reference_model"]
+    assert after.dropna(subset=["rating"]).set_index("model")["reference_model"].equals(named)

@@ -130,6 +130,20 @@ def texts_left_out_note(dataset: str, prompts: int, answers: int) -> str | None:
             "no verdict names their prompt (and model), or the text is blank.")
 
 
+def map_left_out_note(store: Store, dataset: str) -> str | None:
+    """The sentence an export of ``dataset`` adds when a model-name map is kept with it
+    (``engine.store.model_maps``): a verdict file has no place for it, so the export says how to carry it
+    (the CLI's note on stderr, the Data page's note by its download), or None."""
+    from engine.store.model_maps import stored_map
+
+    n = len(stored_map(store, dataset))
+    if not n:
+        return None
+    return (f"the model-name map kept with {dataset!r} ({n} model(s)) is not in the file: "
+            f"`datasets map {dataset} --format csv > FILE` writes it and `datasets map NEW FILE` keeps it "
+            "with the imported copy.")
+
+
 def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:
     """Refuse to write a file the import would refuse: a name or text over the import's limits
     (rows stored by other means than an import, e.g. a judge reply, may be longer)."""
