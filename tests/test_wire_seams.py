@@ -104,3 +104,24 @@ def test_export_says_it_leaves_out_the_kept_map_and_the_written_map_keeps_the_sa
         after = name_map_table(store, "back")
     named = before.dropna(subset=["rating"]).set_index("model")["reference_model"]
     assert after.dropna(subset=["rating"]).set_index("model")["reference_model"].equals(named)
+
+
+def test_a_derived_judge_name_that_is_already_a_judge_of_the_dataset_is_said(empty_store, tmp_path):
+    """importopts derives a judge name for rows without one; appended to a dataset that already has a judge
+    of that name, the rows join its verdicts, and the import says so with the stored count. Planted bug
+    seen failing: ``_note_joined_judges`` returning the report unchanged."""
+    rows = [{"prompt_id": f"q{i}", "model_a": "x", "model_b": "y", "winner": "AB"[i % 2]} for i in range(5)]
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps([dict(r, judge="human") for r in rows[:3]]), encoding="utf-8")
+    import_files(empty_store, [first], "jj")
+    (tmp_path / "human.json").write_text(json.dumps(rows[3:]), encoding="utf-8")
+    (tmp_path / "other.json").write_text(json.dumps(rows[3:][::-1]), encoding="utf-8")  # other bytes
+    joined = import_files(empty_store, [tmp_path / "human.json"], "jj", derive_judge=True)
+    apart = import_files(empty_store, [tmp_path / "other.json"], "jj", derive_judge=True)
+    stored = dict(empty_store.cursor().execute(
+        "SELECT judge, count(*) FROM verdicts WHERE dataset = 'jj' GROUP BY judge").fetchall())
+    assert stored == {"human": 5, "other": 2}
+    said = [n for n in joined.report.notes() if "already had" in n]
+    assert said == ["Judge 'human' already had 3 verdicts in dataset 'jj'; the rows named after the file "
+                    "joined them (to keep them apart: --judge NAME, or import under another dataset)."]
+    assert not [n for n in apart.report.notes() if "already had" in n]
