@@ -125,3 +125,31 @@ def test_a_derived_judge_name_that_is_already_a_judge_of_the_dataset_is_said(emp
     assert said == ["Judge 'human' already had 3 verdicts in dataset 'jj'; the rows named after the file "
                     "joined them (to keep them apart: --judge NAME, or import under another dataset)."]
     assert not [n for n in apart.report.notes() if "already had" in n]
+
+
+def test_an_attached_dataset_exports_its_texts_and_says_only_what_it_leaves_out(empty_store, tmp_path):
+    """import-texts works on an attached dataset and its export carries the texts; the export's
+    left-out count read the verdicts table, where an attached dataset has no row, so it called every
+    text left out. Planted bug seen failing: ``texts_left_out`` over the verdicts table again."""
+    from engine.ingest.verdict_export import export_frame, texts_left_out
+    from engine.store.attached import attach
+
+    _mt_bench_with_texts(empty_store, tmp_path)
+    parquet = tmp_path / "mtb.parquet"
+    empty_store.cursor().execute(
+        "COPY (SELECT judge, prompt_id, turn, model_a, model_b, winner, \"order\", explanation FROM verdicts "
+        f"WHERE dataset = 'mtb') TO '{parquet}' (FORMAT parquet)")
+    attach(empty_store, "mtb_attached", str(parquet))
+    import_texts(empty_store, "mtb_attached", [(p, str(p)) for p in expand([MT_BENCH])])
+    prompts = pd.read_json(MT_BENCH / "question.jsonl", lines=True)
+    n_prompts = sum(len(t) for t in prompts["turns"])
+    n_answers = sum(len(json.loads(line)["choices"][0]["turns"])
+                    for f in (MT_BENCH / "model_answer").glob("*.jsonl")
+                    for line in f.read_text(encoding="utf-8").splitlines())
+    met = len(QUESTIONS) * 2  # prompt instances (question, turn) the verdicts name
+    expected = (n_prompts - met, n_answers - met * len(MODELS))
+    assert texts_left_out(empty_store, "mtb") == expected
+    assert texts_left_out(empty_store, "mtb_attached") == expected
+    frame = export_frame(empty_store, "mtb_attached")  # each text once, on the first verdict naming it
+    carried = int(frame["answer_a"].notna().sum() + frame["answer_b"].notna().sum())
+    assert (int(frame["question"].notna().sum()), carried) == (met, met * len(MODELS))
