@@ -3,12 +3,14 @@ browser and the category filters. Each test runs both parts on data that separat
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import random
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from conftest import REPO
 
 from engine.ingest.importer import import_files
@@ -153,3 +155,36 @@ def test_an_attached_dataset_exports_its_texts_and_says_only_what_it_leaves_out(
     frame = export_frame(empty_store, "mtb_attached")  # each text once, on the first verdict naming it
     carried = int(frame["answer_a"].notna().sum() + frame["answer_b"].notna().sum())
     assert (int(frame["question"].notna().sum()), carried) == (met, met * len(MODELS))
+
+
+def test_compare_and_table_2_read_one_kept_map(shipped_db, tmp_path):
+    """refmap's map kept with a dataset and clifix's one model set for compare and the protocols meet:
+    with gpt35 kept off the reference, both rate the same 5 models and give one number. vicuna80 gpt-4
+    coding with the shipped map is 4/35 over 6 models; dropping gpt35 leaves one adjacent swap among 5
+    (Σd² = 2, distance (1 - rho) / 2 = 6·2 / (2·5·24) = 0.05). Planted bug seen failing: the protocols'
+    reference read without the store (model_map(None, ...)) gives 6 models and 4/35."""
+    import shutil
+
+    from conftest import run_engine
+
+    from engine.store.connection import Store
+    from engine.store.model_maps import set_stored_map
+
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    shipped = pd.read_csv(REPO / "data" / "mappings" / "vicuna80.models.csv", dtype=str,
+                          keep_default_na=False)
+    kept = shipped.assign(reference_model=shipped["arena_model"].where(shipped["model"] != "gpt35", ""))
+    with Store(db) as store:
+        set_stored_map(store, "vicuna80", kept[["model", "reference_model"]])
+    args = ["--db", str(db)]
+    done = run_engine([*args, "compare", "--judge", "gpt-4", "--category", "coding", "--reference", "arena",
+                       "--reference-category", "coding", "--ranker", "bt", "--format", "csv"], check=True)
+    compare = pd.read_csv(io.StringIO(done.stdout)).set_index("ranker").loc["bt"]
+    assert compare["n_shared"] == 5 and "gpt35" not in compare["models"].split()
+    assert compare["spearman_distance"] == pytest.approx(6 * 2 / (2 * 5 * 24), abs=1e-12)
+    done = run_engine([*args, "experiment", "baselines", "--reference", "arena", "--judge", "gpt-4",
+                       "--protocols", "trunc", "--resamples", "2", "--format", "csv"], check=True)
+    cells = pd.read_csv(io.StringIO(done.stdout))
+    cell = cells[(cells["category"] == "coding") & (cells["distance"] == "spearman")]
+    assert cell["mean"].iloc[0] == pytest.approx(compare["spearman_distance"], abs=1e-12)
