@@ -286,7 +286,7 @@ else:
         notes = (texts_left_out_note(pick, *texts_left_out(store, pick)), map_left_out_note(store, pick))
         for left_out in notes:
             if left_out:  # what cannot travel in a verdict file (texts no verdict names, the kept map): said
-                st.info(escape_md(left_out), icon=":material/info:")
+                st.info(escape_md(left_out[:1].upper() + left_out[1:]), icon=":material/info:")
 
         st.markdown("**Results of the current selection**")
         ch = current(warn=False)  # the page warned about every incomplete dataset above

@@ -143,9 +143,9 @@ def map_left_out_note(store: Store, dataset: str) -> str | None:
     n = len(stored_map(store, dataset))
     if not n:
         return None
-    return (f"the model-name map kept with {dataset!r} ({n} model(s)) is not in the file: "
-            f"`datasets map {dataset} --format csv > FILE` writes it and `datasets map NEW FILE` keeps it "
-            "with the imported copy.")
+    return (f"the model-name map kept with {dataset!r} ({n} model(s)) is not in the file; "
+            f"'python -m engine datasets map {dataset} --format csv > FILE' writes it, and "
+            "'datasets map NEW FILE' (or the Data page's map section) keeps it with an imported copy.")
 
 
 def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:
