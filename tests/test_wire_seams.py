@@ -142,7 +142,9 @@ def test_an_attached_dataset_exports_its_texts_and_says_only_what_it_leaves_out(
         "COPY (SELECT judge, prompt_id, turn, model_a, model_b, winner, \"order\", explanation FROM verdicts "
         f"WHERE dataset = 'mtb') TO '{parquet}' (FORMAT parquet)")
     attach(empty_store, "mtb_attached", str(parquet))
-    import_texts(empty_store, "mtb_attached", [(p, str(p)) for p in expand([MT_BENCH])])
+    stored = import_texts(empty_store, "mtb_attached", [(p, str(p)) for p in expand([MT_BENCH])])[2]
+    assert stored is not None and stored.categorised == 0
+    assert "the prompts' categories stay with the texts" in stored.summary()  # said, since filters miss them
     prompts = pd.read_json(MT_BENCH / "question.jsonl", lines=True)
     n_prompts = sum(len(t) for t in prompts["turns"])
     n_answers = sum(len(json.loads(line)["choices"][0]["turns"])

@@ -107,6 +107,8 @@ class TextsResult:
     revision: int | None
     categorised: int = 0
     """Stored verdicts without a category that took their prompt's category from the texts."""
+    categories_apart: bool = False
+    """The texts give categories an attached dataset's verdicts (read in place) cannot take."""
 
     def summary(self) -> str:
         """One line for the CLI and the page."""
@@ -116,6 +118,9 @@ class TextsResult:
         what = " and ".join(f"{n:,} {kind} texts" for n, kind in kinds if n)
         took = (f"; {self.categorised:,} verdicts without a category took their prompt's category"
                 if self.categorised else "")
+        if self.categories_apart:
+            took = ("; the prompts' categories stay with the texts: the attached files' verdicts are read "
+                    "in place, so --category filters do not see them (--set category=... does, per dataset)")
         return f"stored {what} in dataset {self.dataset} (now version {self.revision}){took}"
 
 
@@ -218,9 +223,11 @@ def store_texts(store: Store, dataset: str, read: TextsRead, match: TextsMatch) 
         writes.upsert_text_file_rows(tx, dataset, "prompts", p)
         writes.upsert_text_file_rows(tx, dataset, "answers", a)
         categorised = writes.fill_verdict_categories(tx, dataset)
+        apart = attached_relation(store, dataset) is not None and bool(
+            scalar(tx, f"SELECT count(*) FROM {p} WHERE category IS NOT NULL", params(p)))
         version = writes.bump_dataset(tx, dataset)
         revision = writes.revision(tx, dataset)
-    return TextsResult(dataset, True, match.prompts, match.answers, version, revision, categorised)
+    return TextsResult(dataset, True, match.prompts, match.answers, version, revision, categorised, apart)
 
 
 def import_texts(store: Store, dataset: str, sources: Sequence[Source], *, shape: str | None = None,
