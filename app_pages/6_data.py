@@ -29,7 +29,12 @@ from engine.errors import LensError
 from engine.ingest import importer as ingest
 from engine.ingest.formats import tool as tool_format
 from engine.ingest.synthetic import write_synthetic
-from engine.ingest.verdict_export import export_verdicts, texts_left_out, texts_left_out_note
+from engine.ingest.verdict_export import (
+    export_verdicts,
+    map_left_out_note,
+    texts_left_out,
+    texts_left_out_note,
+)
 from engine.ingest.verdict_files import sniff_tool
 from engine.ingest.verdicts import FORMATS, OPTIONAL, REQUIRED, TEXTS, parse_value_map
 from engine.views.dataview import SKIP_LABEL, columns_line, datasets_view, file_name, refusal_message
@@ -283,9 +288,10 @@ else:
             on_click="ignore",
             help="The file is written when you click; importing it gives the same verdicts back.",
         )
-        left_out = texts_left_out_note(pick, *texts_left_out(store, pick))
-        if left_out:  # texts no verdict names cannot travel in a verdict file: said, not lost in silence
-            st.info(escape_md(left_out), icon=":material/info:")
+        notes = (texts_left_out_note(pick, *texts_left_out(store, pick)), map_left_out_note(store, pick))
+        for left_out in notes:
+            if left_out:  # what cannot travel in a verdict file (texts no verdict names, the kept map): said
+                st.info(escape_md(left_out[:1].upper() + left_out[1:]), icon=":material/info:")
 
         st.markdown("**Results of the current selection**")
         ch = current(warn=False)  # the page warned about every incomplete dataset above

@@ -26,6 +26,12 @@ from engine.ranking.board import BoardSpec
     (["diagnose", "--table", "nope"], "diagnose"),
     (["experiment", "baselines", "--reference"], "experiment baselines"),
     (["import"], "import"),
+    (["import-texts"], "import-texts"),
+    (["head-to-head", "--model-a", "x"], "head-to-head"),
+    (["head-to-head", "--model-a", "x", "--model-b", "y", "--outcome", "nope"], "head-to-head"),
+    (["datasets", "map"], "datasets map"),
+    (["datasets", "attach", "x"], "datasets attach"),
+    (["datasets", "attach", "x", "y", "--format", "fastchat-pair"], "datasets attach"),
     (["leaderbord"], ""),
     ([], ""),
 ])

@@ -17,6 +17,7 @@ from engine.ingest.verdict_export import (
     EXPORT_FORMATS,
     export_frame,
     export_to,
+    map_left_out_note,
     texts_left_out,
     texts_left_out_note,
 )
@@ -129,13 +130,14 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         frame = export_frame(store, args.name)
         prompts, answers = texts_left_out(store, args.name)
+        map_note = map_left_out_note(store, args.name)
     finally:
         store.close()  # not held while a FIFO waits for its reader
     out = export_to(args.path, frame, fmt, args.name)
     # written in place (/dev/stdout, a FIFO): the file may be this very stream, so the line goes to stderr
     print(f"wrote {len(frame)} verdicts of {args.name!r} to {args.path} ({fmt})",
           file=sys.stderr if out.in_place else sys.stdout)
-    note = texts_left_out_note(args.name, prompts, answers)
-    if note:
-        print(f"note: {note}", file=sys.stderr)
+    for note in (texts_left_out_note(args.name, prompts, answers), map_note):
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     return 0

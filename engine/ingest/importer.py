@@ -14,6 +14,7 @@ write is in ``engine.store.writes``; this module decides what to write.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -32,7 +33,7 @@ from engine.store import writes
 from engine.store.connection import Store
 from engine.store.datasets import require_dataset
 from engine.store.schema import DEFAULT_DATASET, STYLE_COLUMNS, VERDICT_COLUMNS
-from engine.store.sql import params
+from engine.store.sql import in_values, params
 
 PathOrBytes = str | os.PathLike[str] | bytes
 
@@ -237,6 +238,8 @@ def store_report(
                     report,
                     problem,
                 )
+            if exists and not replace:
+                report = _note_joined_judges(tx, report, dataset)
             version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic)
             import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
             writes.record_files(tx, dataset, dict(report.file_hashes), import_id, replace=replace)
@@ -250,6 +253,20 @@ def store_report(
         raise
     return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,
                         report.n_rejected, report.n_invalid, version, report, revision=revision)
+
+
+def _note_joined_judges(tx, report: ValidationReport, dataset: str) -> ValidationReport:
+    """The report with a sentence when a judge name the import derived (rows that named none) is
+    already a judge of the dataset: those rows join that judge's verdicts, which the user did not choose."""
+    if not report.derived_judges:
+        return report
+    names = in_values("judge", list(report.derived_judges))
+    stored = tx.execute(f"SELECT judge, count(*) FROM verdicts WHERE dataset = $wire_ds AND {names[0]} "
+                        "GROUP BY judge ORDER BY judge", {"wire_ds": dataset, **dict(names[1])}).fetchall()
+    said = tuple(f"Judge {j!r} already had {n:,} verdicts in dataset {dataset!r}; the rows named after the "
+                 f"file joined them (to keep them apart: --judge NAME, or import under another dataset)."
+                 for j, n in stored)
+    return dataclasses.replace(report, remarks=report.remarks + said) if said else report
 
 
 def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replace: bool,

@@ -49,6 +49,7 @@ class ValidationReport:
     repeats: int = 0  # valid rows equal to an earlier row in everything but their line (kept)
     file_hashes: Mapping[str, str] = field(default_factory=dict)  # file → sha256 of its bytes
     remarks: tuple[str, ...] = ()  # what the import set for every row (--set, derived judges, order AB)
+    derived_judges: tuple[str, ...] = ()  # judge names the import derived (rows that named none)
 
     def notes(self) -> list[str]:
         """What the import kept and left out beside the rejected rows: the tool format the files were

@@ -105,6 +105,10 @@ class TextsResult:
     answers: int
     version: int | None
     revision: int | None
+    categorised: int = 0
+    """Stored verdicts without a category that took their prompt's category from the texts."""
+    categories_apart: bool = False
+    """The texts give categories an attached dataset's verdicts (read in place) cannot take."""
 
     def summary(self) -> str:
         """One line for the CLI and the page."""
@@ -112,7 +116,12 @@ class TextsResult:
             return f"dataset {self.dataset} already holds these texts; nothing changed"
         kinds = ((self.prompts, "prompt"), (self.answers, "answer"))
         what = " and ".join(f"{n:,} {kind} texts" for n, kind in kinds if n)
-        return f"stored {what} in dataset {self.dataset} (now version {self.revision})"
+        took = (f"; {self.categorised:,} verdicts without a category took their prompt's category"
+                if self.categorised else "")
+        if self.categories_apart:
+            took = ("; the prompts' categories stay with the texts: the attached files' verdicts are read "
+                    "in place, so --category filters do not see them (--set category=... does, per dataset)")
+        return f"stored {what} in dataset {self.dataset} (now version {self.revision}){took}"
 
 
 def _last_per_key(read: TextsRead, kind: str) -> Relation:
@@ -209,13 +218,16 @@ def store_texts(store: Store, dataset: str, read: TextsRead, match: TextsMatch) 
             raise LensError(f"There is no dataset named {dataset!r} any more; nothing was stored.")
         changed = sum(writes.texts_changed(tx, dataset, kind, rel)
                       for kind, rel in (("prompts", p), ("answers", a)))
-        if not changed:
+        if not changed and not writes.uncategorised_verdicts(tx, dataset):
             return TextsResult(dataset, False, match.prompts, match.answers, None, None)
         writes.upsert_text_file_rows(tx, dataset, "prompts", p)
         writes.upsert_text_file_rows(tx, dataset, "answers", a)
+        categorised = writes.fill_verdict_categories(tx, dataset)
+        apart = attached_relation(store, dataset) is not None and bool(
+            scalar(tx, f"SELECT count(*) FROM {p} WHERE category IS NOT NULL", params(p)))
         version = writes.bump_dataset(tx, dataset)
         revision = writes.revision(tx, dataset)
-    return TextsResult(dataset, True, match.prompts, match.answers, version, revision)
+    return TextsResult(dataset, True, match.prompts, match.answers, version, revision, categorised, apart)
 
 
 def import_texts(store: Store, dataset: str, sources: Sequence[Source], *, shape: str | None = None,

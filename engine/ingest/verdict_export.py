@@ -107,15 +107,19 @@ def texts_left_out(store: Store, dataset: str) -> tuple[int, int]:
     """How many prompt texts and answer texts of the dataset an export cannot carry: no verdict of
     the dataset names their prompt instance (and model), or the text is blank (the import reads a
     blank text as none). An export names them rather than losing them in silence."""
+    from engine.ranking.vote_query import store_relation
+
     cur = store.cursor()
-    on = "v.dataset = t.dataset AND v.prompt_id = t.prompt_id AND v.variant = t.variant AND v.turn = t.turn"
+    verdicts = store_relation(store, dataset)  # the verdicts table, or the attached files read in place
+    on = ("CAST(v.prompt_id AS VARCHAR) = t.prompt_id AND coalesce(v.variant, 0) = t.variant "
+          "AND coalesce(v.turn, 1) = t.turn")
     blank = "t.text IS NULL OR trim(t.text, ' \t\n\r\v\f') = ''"
     counts = []
     for table, extra in (("prompts", ""), ("answers", " AND t.model IN (v.model_a, v.model_b)")):
         row = cur.execute(
-            f"SELECT count(*) FROM {table} t WHERE t.dataset = ? AND ({blank} OR NOT EXISTS "
-            f"(SELECT 1 FROM verdicts v WHERE {on}{extra}))",
-            [dataset],
+            f"SELECT count(*) FROM {table} t WHERE t.dataset = $left_out_ds AND ({blank} OR NOT EXISTS "
+            f"(SELECT 1 FROM {verdicts} v WHERE {on}{extra}))",
+            {"left_out_ds": dataset, **dict(verdicts.values)},
         ).fetchone()
         counts.append(int(row[0]) if row else 0)
     return counts[0], counts[1]
@@ -128,6 +132,20 @@ def texts_left_out_note(dataset: str, prompts: int, answers: int) -> str | None:
         return None
     return (f"{prompts} prompt text(s) and {answers} answer text(s) of {dataset!r} are not in the file: "
             "no verdict names their prompt (and model), or the text is blank.")
+
+
+def map_left_out_note(store: Store, dataset: str) -> str | None:
+    """The sentence an export of ``dataset`` adds when a model-name map is kept with it
+    (``engine.store.model_maps``): a verdict file has no place for it, so the export says how to carry it
+    (the CLI's note on stderr, the Data page's note by its download), or None."""
+    from engine.store.model_maps import stored_map
+
+    n = len(stored_map(store, dataset))
+    if not n:
+        return None
+    return (f"the model-name map kept with {dataset!r} ({n} model(s)) is not in the file; "
+            f"'python -m engine datasets map {dataset} --format csv > FILE' writes it, and "
+            "'datasets map NEW FILE' (or the Data page's map section) keeps it with an imported copy.")
 
 
 def _check_export_limits(df: pd.DataFrame, dataset: str) -> None:

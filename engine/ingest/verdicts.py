@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 
 import duckdb
@@ -184,7 +184,7 @@ class ReportBuilder:
             }))
 
     def finish(self, source: str, fmt: str, file_hashes: Mapping[str, str] | None = None,
-               remarks: Iterable[str] = ()) -> ValidationReport:
+               remarks: Iterable[str] = (), derived_judges: tuple[str, ...] = ()) -> ValidationReport:
         """Close the stage files, count repeats across batches; the report."""
         stage = self.stage
         stage.close()
@@ -199,7 +199,7 @@ class ReportBuilder:
             excluded=(), rejected_files=(self.files["rejected"],), prompts_file=self.files["prompts"],
             answers_file=self.files["answers"], field_names=tuple(self.field_names),
             dropped={f: tuple(c) for f, c in self.dropped.items()}, repeats=self.repeats,
-            file_hashes=dict(file_hashes or {}), remarks=tuple(remarks),
+            file_hashes=dict(file_hashes or {}), remarks=tuple(remarks), derived_judges=derived_judges,
         )
 
 
@@ -273,15 +273,17 @@ def validate_sources(
     hashes: dict[str, str] = {}
     pending: list[RawRows] = []  # small files are checked together, a batch at a time
     remarks: list[str] = []
+    constants = _Constants(dict(set_columns or {}), derive_judge, remarks)
     with no_gc():  # the batch's per-row lists cannot form cycles; the collector would rescan them
         _read_into(builder, sources, fmt, column_map, file_judges, pending, fmts, names, hashes,
-                   baseline_model, _Constants(dict(set_columns or {}), derive_judge, remarks))
+                   baseline_model, constants)
     if pending:
         builder.add(pending[0] if len(pending) == 1 else merge_raw(pending))
     if not names:
         raise LensError("No files to import.")
     return builder.finish(names[0] if len(names) == 1 else f"{len(names)} files",
-                          fmts[0] if len(set(fmts)) == 1 else "mixed", hashes, remarks)
+                          fmts[0] if len(set(fmts)) == 1 else "mixed", hashes, remarks,
+                          tuple(dict.fromkeys(constants.derived)))
 
 
 def _file_identity(source: object, filename: str) -> object:
@@ -317,6 +319,8 @@ class _Constants:
     values: dict[str, str]
     derive_judge: bool
     remarks: list[str]
+    derived: list[str] = field(default_factory=list)
+    """The judge names given to rows that named none (the store says when one is already a judge)."""
 
     def apply(self, raw: RawRows, filename: str, judge: str | None, replaced: dict[str, int],
               derived: dict[str, int]) -> None:
@@ -335,6 +339,7 @@ class _Constants:
                                 f"own {col} in {n:,} row{'s' if n != 1 else ''}.")
         for name, n in derived.items():
             if n:
+                self.derived.append(name)
                 self.remarks.append(
                     f"{shown}: {n:,} row{'s name' if n != 1 else ' names'} no judge; read as judge {name!r}, "
                     "named after the file (to name it: --judge NAME, or the Data page's judge box).")

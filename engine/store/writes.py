@@ -173,6 +173,30 @@ def texts_changed(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relati
                for sql in checks)
 
 
+_CATEGORY_FROM_PROMPT = (
+    "v.dataset = $dataset AND p.dataset = $dataset AND v.category IS NULL AND p.category IS NOT NULL "
+    "AND p.prompt_id = v.prompt_id AND p.variant = v.variant AND p.turn = v.turn")
+"""A stored verdict without a category (``v``) and its prompt's stored text with one (``p``)."""
+
+
+def uncategorised_verdicts(tx: duckdb.DuckDBPyConnection, dataset: str) -> int:
+    """How many stored verdicts of ``dataset`` have no category while their prompt's stored text has one."""
+    return int(scalar(tx, f"SELECT count(*) FROM verdicts v WHERE EXISTS "
+                          f"(SELECT 1 FROM prompts p WHERE {_CATEGORY_FROM_PROMPT})", {"dataset": dataset}))
+
+
+def fill_verdict_categories(tx: duckdb.DuckDBPyConnection, dataset: str) -> int:
+    """Give every stored verdict of ``dataset`` without a category its prompt's category (same prompt id,
+    variant and turn) and return how many took one. The category filters of every command, page and
+    the head-to-head browser read the verdicts' category, so a category that arrives only with the prompt
+    texts (MT-Bench's ``question.jsonl``) must land there to be filterable; a verdict's own category wins."""
+    n = uncategorised_verdicts(tx, dataset)
+    if n:
+        tx.execute(f"UPDATE verdicts v SET category = p.category FROM prompts p "
+                   f"WHERE {_CATEGORY_FROM_PROMPT}", {"dataset": dataset})
+    return n
+
+
 def upsert_text_file_rows(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: Relation) -> None:
     """Insert the prompt or answer texts of ``relation`` (one row per key) read from text files
     (``import-texts``): a stored key gets the new text; a prompt keeps its stored category when the file
