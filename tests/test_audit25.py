@@ -1,0 +1,37 @@
+"""Defects the issue-25 audit found with the product used as a new user would (docs/notes/audit-25.md).
+
+Each test runs the command a user runs on the shipped data and checks its answer against a number
+computed another way (pandas over the shipped file, a plain name comparison).
+"""
+
+from __future__ import annotations
+
+import io
+import unicodedata
+
+import pandas as pd
+from conftest import run_engine
+
+from engine.ingest.shipped_counts import ARENA_COUNTS_DATASET, ARENA_COUNTS_FILE
+from engine.ranking.reference import load_reference
+
+
+def _key(name: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKC", name).casefold() if c.isalnum())
+
+
+def test_compare_places_the_arena_counts_names_on_the_reference(shipped_db):
+    """The shipped Chatbot Arena pair counts use LMArena's own names, yet ``compare`` refused with
+    "Fewer than two models ... appear in the reference": the dataset's model list was read from the
+    verdicts table only, and a pair-count dataset has none (so the Leaderboard had no reference columns
+    either). The shared count must be the names whose normalised form one reference name has."""
+    counts = pd.read_csv(ARENA_COUNTS_FILE)
+    names = set(counts["model_a"]) | set(counts["model_b"])
+    ref_keys = pd.Series([_key(n) for n in load_reference().index]).value_counts()
+    own_keys = pd.Series([_key(n) for n in names]).value_counts()
+    want = sum(1 for n in names if ref_keys.get(_key(n), 0) == 1 and own_keys[_key(n)] == 1)
+    assert want > 100  # the check itself: most of the 129 names are LMArena's
+    res = run_engine(["--db", shipped_db, "compare", "--dataset", ARENA_COUNTS_DATASET, "--format", "csv"])
+    assert res.returncode == 0, res.stderr
+    table = pd.read_csv(io.StringIO(res.stdout))
+    assert table["n_shared"].tolist() == [want]
