@@ -38,10 +38,11 @@ def test_compare_places_the_arena_counts_names_on_the_reference(shipped_db):
 
 
 def test_datasets_lists_the_arena_counts_models(shipped_db):
-    """``datasets`` listed the shipped Chatbot Arena pair counts with 0 models (counted from verdicts only)."""
+    """``datasets`` listed the shipped Chatbot Arena pair counts with 0 models (from verdicts only)."""
     counts = pd.read_csv(ARENA_COUNTS_FILE)
     res = run_engine(["--db", shipped_db, "datasets", "--format", "csv"])
     assert res.returncode == 0, res.stderr
     table = pd.read_csv(io.StringIO(res.stdout)).set_index("name")
     assert table.loc[ARENA_COUNTS_DATASET, "models"] == len(set(counts["model_a"]) | set(counts["model_b"]))
     assert table.loc["vicuna80", "models"] == 9
+

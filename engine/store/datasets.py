@@ -89,7 +89,8 @@ def dataset_models(store: Store, dataset: str) -> set[str]:
     name: a dataset holds one or the other (migration 074), and the reference, the head-to-head and the
     maps place the names of both kinds."""
     return {r[0] for r in store.cursor().execute(
-        "SELECT model_a FROM verdicts WHERE dataset = $d UNION SELECT model_b FROM verdicts WHERE dataset = $d "
+        "SELECT model_a FROM verdicts WHERE dataset = $d "
+        "UNION SELECT model_b FROM verdicts WHERE dataset = $d "
         "UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
         "UNION SELECT model_b FROM pair_counts WHERE dataset = $d",
         {"d": dataset}).fetchall()}
