@@ -46,3 +46,24 @@ def test_datasets_lists_the_arena_counts_models(shipped_db):
     assert table.loc[ARENA_COUNTS_DATASET, "models"] == len(set(counts["model_a"]) | set(counts["model_b"]))
     assert table.loc["vicuna80", "models"] == 9
 
+
+
+def test_the_arena_counts_export_and_import_back(shipped_db, tmp_path):
+    """``datasets export`` refused the shipped pair counts ("this analysis needs per-prompt graphs"): a
+    dataset could not be taken out of the store. The file written must hold the shipped file's counts and
+    import back as the same pair counts."""
+    from engine.store.connection import Store
+    from engine.store.pair_counts import pair_count_rows
+
+    out = tmp_path / "arena_counts.csv"
+    res = run_engine(["--db", shipped_db, "datasets", "export", ARENA_COUNTS_DATASET, out])
+    assert res.returncode == 0, res.stderr
+    cols = ["model_a", "model_b", "wins_a", "wins_b", "ties", "both_bad"]
+    want = pd.read_csv(ARENA_COUNTS_FILE)[cols].sort_values(["model_a", "model_b"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(pd.read_csv(out)[cols], want)
+    db = tmp_path / "back.duckdb"
+    res = run_engine(["--db", db, "import", "--dataset", "back", out])
+    assert res.returncode == 0, res.stderr
+    with Store(db) as store:
+        back = pair_count_rows(store, "back")
+    pd.testing.assert_frame_equal(back[cols].astype(want.dtypes.to_dict()), want)

@@ -125,16 +125,21 @@ def run_export(args: argparse.Namespace) -> int:
         if fmt is None:
             raise LensError(f"Cannot tell the export format from {args.path!r}; add --format "
                             f"({', '.join(EXPORT_FORMATS)}).")
+    from engine.store.datasets import require_dataset
+    from engine.store.pair_counts import is_pair_count_dataset, pair_count_rows
+
     store = store_from_args(args)
     try:
-        frame = export_frame(store, args.name)
-        prompts, answers = texts_left_out(store, args.name)
+        require_dataset(store, args.name)
+        counts = is_pair_count_dataset(store, args.name)  # its pair counts, in the format import reads
+        frame = pair_count_rows(store, args.name) if counts else export_frame(store, args.name)
+        prompts, answers = (0, 0) if counts else texts_left_out(store, args.name)
     finally:
         store.close()  # not held while a FIFO waits for its reader
     out = export_to(args.path, frame, fmt, args.name)
     # written in place (/dev/stdout, a FIFO): the file may be this very stream, so the line goes to stderr
-    print(f"wrote {len(frame)} verdicts of {args.name!r} to {args.path} ({fmt})",
-          file=sys.stderr if out.in_place else sys.stdout)
+    print(f"wrote {len(frame)} {'model pairs (pair counts)' if counts else 'verdicts'} of {args.name!r} to "
+          f"{args.path} ({fmt})", file=sys.stderr if out.in_place else sys.stdout)
     note = texts_left_out_note(args.name, prompts, answers)
     if note:
         print(f"note: {note}", file=sys.stderr)
