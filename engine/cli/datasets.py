@@ -125,15 +125,11 @@ def run_export(args: argparse.Namespace) -> int:
         if fmt is None:
             raise LensError(f"Cannot tell the export format from {args.path!r}; add --format "
                             f"({', '.join(EXPORT_FORMATS)}).")
-    from engine.store.datasets import require_dataset
-    from engine.store.pair_counts import is_pair_count_dataset, pair_count_rows
-
     store = store_from_args(args)
     try:
-        require_dataset(store, args.name)
-        counts = is_pair_count_dataset(store, args.name)  # its pair counts, in the format import reads
-        frame = pair_count_rows(store, args.name) if counts else export_frame(store, args.name)
-        prompts, answers = (0, 0) if counts else texts_left_out(store, args.name)
+        frame = export_frame(store, args.name)  # a pair-count dataset: its pair counts
+        counts = "wins_a" in frame.columns
+        prompts, answers = texts_left_out(store, args.name)
     finally:
         store.close()  # not held while a FIFO waits for its reader
     out = export_to(args.path, frame, fmt, args.name)
