@@ -67,3 +67,12 @@ def test_the_arena_counts_export_and_import_back(shipped_db, tmp_path):
     with Store(db) as store:
         back = pair_count_rows(store, "back")
     pd.testing.assert_frame_equal(back[cols].astype(want.dtypes.to_dict()), want)
+
+
+def test_compare_on_the_arena_counts_names_its_unit_battles(shipped_db):
+    """The unit note of ``compare`` on the pair counts read "bt ranked graph edges (... one per pair and
+    graph)": a pair-count board ranks battles (its params say unit 'battles') and has no graph."""
+    res = run_engine(["--db", shipped_db, "compare", "--dataset", ARENA_COUNTS_DATASET, "--format", "csv"])
+    assert res.returncode == 0, res.stderr
+    unit = [line for line in res.stderr.splitlines() if line.startswith("note: unit:")]
+    assert unit == ["note: unit: bt ranked battles (battles: the pair counts of the dataset)."]
