@@ -76,3 +76,17 @@ def test_compare_on_the_arena_counts_names_its_unit_battles(shipped_db):
     assert res.returncode == 0, res.stderr
     unit = [line for line in res.stderr.splitlines() if line.startswith("note: unit:")]
     assert unit == ["note: unit: bt ranked battles (battles: the pair counts of the dataset)."]
+
+
+def test_experiment_on_the_arena_counts_refuses_in_one_sentence(shipped_db):
+    """``experiment baselines --reference arena`` on the pair counts ended in a traceback ("No objects to
+    concatenate": the dataset has no judge, so no frame); now the one no-prompts sentence, exit 2."""
+    for experiment in ("baselines", "keep-k", "mu"):
+        res = run_engine(["--db", shipped_db, "experiment", experiment, "--dataset", ARENA_COUNTS_DATASET,
+                          "--reference", "arena"])
+        assert res.returncode == 2, (experiment, res.stderr[-300:])
+        assert "Traceback" not in res.stderr
+        assert res.stderr.strip().splitlines() == [
+            f"error: Dataset '{ARENA_COUNTS_DATASET}' holds pair counts (outcomes summed per model pair), not "
+            f"prompts: experiment {experiment} needs per-prompt graphs; the count rankers and diagnose --table "
+            "majority work on it."]
