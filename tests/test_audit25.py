@@ -87,6 +87,6 @@ def test_experiment_on_the_arena_counts_refuses_in_one_sentence(shipped_db):
         assert res.returncode == 2, (experiment, res.stderr[-300:])
         assert "Traceback" not in res.stderr
         assert res.stderr.strip().splitlines() == [
-            f"error: Dataset '{ARENA_COUNTS_DATASET}' holds pair counts (outcomes summed per model pair), not "
-            f"prompts: experiment {experiment} needs per-prompt graphs; the count rankers and diagnose --table "
-            "majority work on it."]
+            f"error: Dataset '{ARENA_COUNTS_DATASET}' holds pair counts (outcomes summed per model pair), "
+            f"not prompts: experiment {experiment} needs per-prompt graphs; the count rankers and diagnose "
+            "--table majority work on it."]
