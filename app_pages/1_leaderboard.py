@@ -118,15 +118,18 @@ def style_control_section(ch, elo_scale: bool) -> None:
 
 
 st.title("Leaderboard")
-st.caption(
-    "Every tournament graph of the chosen dataset, judge and category, aggregated into one ranking "
-    "(W = wins, T = ties over graphs, paper 000 eq. 3–4). Intervals are percentile bootstrap intervals "
-    "over graphs; bad triads count the non-transitive triples a model sits in."
-)
 ch = current()
 board = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED)
 table = board.table
 counts_only = board.params.get("unit") == "battles"  # a pair-count dataset: battles, no graph (issue 25)
+st.caption(
+    "Every battle of the chosen pair-count dataset (wins and ties summed per model pair), aggregated into "
+    "one ranking. Intervals are percentile bootstrap intervals, the battles redrawn as one multinomial; "
+    "there are no prompts, so no graphs and no bad triads." if counts_only else
+    "Every tournament graph of the chosen dataset, judge and category, aggregated into one ranking "
+    "(W = wins, T = ties over graphs, paper 000 eq. 3–4). Intervals are percentile bootstrap intervals "
+    "over graphs; bad triads count the non-transitive triples a model sits in."
+)
 n_units = int(board.params["n_votes"] if counts_only else board.params["n_graphs"])
 
 elo_ok = elo_factor(ch.ranker) is not None

@@ -37,6 +37,7 @@ from engine.ingest.verdict_export import (
 )
 from engine.ingest.verdict_files import sniff_tool
 from engine.ingest.verdicts import FORMATS, OPTIONAL, REQUIRED, TEXTS, parse_value_map
+from engine.store.pair_counts import pair_count_datasets
 from engine.views.dataview import SKIP_LABEL, columns_line, datasets_view, file_name, refusal_message
 from engine.views.viz import escape_md
 
@@ -281,7 +282,8 @@ else:
 
         n_rows = int(ds.set_index("name").loc[pick, "verdicts"])
         st.download_button(
-            f"Download {n_rows:,} verdicts as .{fmt}",
+            f"Download {n_rows:,} verdicts as .{fmt}" if n_rows or pick not in pair_count_datasets(store)
+            else f"Download its pair counts as .{fmt}",
             verdict_file,
             f"{pick}.{fmt}",
             key="export_go",

@@ -268,6 +268,26 @@ def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, 
     page.close()
 
 
+def test_arena_counts_leaderboard_and_cycles_fit_at_1280(big_server, browser):
+    """The shipped pair counts (129 models, 1,670,250 battles): the Leaderboard and the Cycles page's
+    majority tournament open without an error box, nothing pushes the page sideways, no figure is cut
+    and no table scrolls sideways (the issue-25 audit; the pictures for the README)."""
+    page = browser.new_page(viewport={"width": WIDE, "height": 1100})
+    for i, path in enumerate(("", "cycle-map")):
+        open_page(page, big_server, path, first=i == 0, query="?dataset=chatbot_arena_2024_08_14",
+                  timeout_s=600)
+        wait_drawn(page, timeout_s=120)
+        name = PAGES[path][0]
+        assert errors_on(page) == [], (name, errors_on(page))
+        over = page.evaluate(OVERFLOW)
+        assert over["page"] <= 0 and over["main"] <= 0 and over["wide"] == [], (name, over)
+        _fits(page, ("chatbot_arena_2024_08_14", name))
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        settle(page)
+        page.screenshot(path=str(SHOTS / f"arena_counts_{name}.png"), full_page=False)
+    page.close()
+
+
 MAIN = ["rank", "model", "score", "95% CI", "votes"]
 
 

@@ -66,6 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+UNIT_WORDS = {"votes": "votes", "battles": "battles"}
+"""How the unit note names a board's unit (``params["unit"]``); any other unit is graph edges."""
+
+
 def truth_reference(store: Store, dataset: str) -> pd.Series:
     """--reference truth: the stored ground-truth strengths of a synthetic dataset
     (engine.ingest.synthetic)."""
@@ -145,10 +149,11 @@ def run(args: argparse.Namespace) -> int:
         notes.append(
             "unit: "
             + "; ".join(
-                f"{', '.join(rs)} ranked {'votes' if u == 'votes' else 'graph edges'}"
+                f"{', '.join(rs)} ranked {UNIT_WORDS.get(u, 'graph edges')}"
                 for u, rs in sorted(by_unit.items())
             )
-            + " (votes: each judge/annotator/battle on a pair counts; graph edges: one per pair and graph)."
+            + (" (battles: the pair counts of the dataset)." if set(by_unit) == {"battles"} else
+               " (votes: each judge/annotator/battle on a pair counts; graph edges: one per pair and graph).")
         )
     finally:
         store.close()

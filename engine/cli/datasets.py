@@ -128,15 +128,16 @@ def run_export(args: argparse.Namespace) -> int:
                             f"({', '.join(EXPORT_FORMATS)}).")
     store = store_from_args(args)
     try:
-        frame = export_frame(store, args.name)
+        frame = export_frame(store, args.name)  # a pair-count dataset: its pair counts
+        counts = "wins_a" in frame.columns
         prompts, answers = texts_left_out(store, args.name)
         map_note = map_left_out_note(store, args.name)
     finally:
         store.close()  # not held while a FIFO waits for its reader
     out = export_to(args.path, frame, fmt, args.name)
     # written in place (/dev/stdout, a FIFO): the file may be this very stream, so the line goes to stderr
-    print(f"wrote {len(frame)} verdicts of {args.name!r} to {args.path} ({fmt})",
-          file=sys.stderr if out.in_place else sys.stdout)
+    print(f"wrote {len(frame)} {'model pairs (pair counts)' if counts else 'verdicts'} of {args.name!r} to "
+          f"{args.path} ({fmt})", file=sys.stderr if out.in_place else sys.stdout)
     for note in (texts_left_out_note(args.name, prompts, answers), map_note):
         if note:
             print(f"note: {note}", file=sys.stderr)

@@ -151,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
         store = store_from_args(args)
     if not store.has_dataset(args.dataset):
         raise LensError(f"There is no dataset {args.dataset!r} in the store.")
+    from engine.store.pair_counts import refuse_pair_counts
+
+    refuse_pair_counts(store, args.dataset, f"experiment {args.experiment}")  # no graph to resample
     check_judges(store, args.dataset, args.judge)
     judges = args.judge or dataset_judges(store, args.dataset)
     overall = args.overall or getattr(args, "pooled", False)

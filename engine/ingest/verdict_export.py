@@ -71,8 +71,13 @@ def export_frame(store: Store, dataset: str) -> pd.DataFrame:
     style counts as their columns, when any verdict has one), with the texts the import reads back:
     ``question`` of each prompt instance and ``answer_a`` / ``answer_b`` of each model on it, each on the
     first verdict that names it (the import keeps the first text per key, so later copies would only grow
-    the file)."""
+    the file). A pair-count dataset (migration 074) has no verdict: its pair counts, in the columns the
+    import detects as pair counts."""
+    from engine.store.pair_counts import is_pair_count_dataset, pair_count_rows
+
     require_dataset(store, dataset)
+    if is_pair_count_dataset(store, dataset):
+        return pair_count_rows(store, dataset)
     df = store.verdicts(dataset)[list(EXPORT_COLUMNS)].reset_index(drop=True)
     style = store.verdicts(dataset, columns=STYLE_COLUMNS)[list(STYLE_COLUMNS)].reset_index(drop=True)
     if style.notna().to_numpy().any():  # a dataset without counts exports as before

@@ -85,10 +85,15 @@ def is_synthetic(store: Store, dataset: str) -> bool:
 
 
 def dataset_models(store: Store, dataset: str) -> set[str]:
-    """Every model name the dataset's verdicts compare (either side, valid or not)."""
+    """Every model name the dataset's verdicts compare (either side, valid or not), or its pair counts
+    name: a dataset holds one or the other (migration 074), and the reference, the head-to-head and the
+    maps place the names of both kinds."""
     return {r[0] for r in store.cursor().execute(
-        "SELECT model_a FROM verdicts WHERE dataset = ? UNION SELECT model_b FROM verdicts WHERE dataset = ?",
-        [dataset, dataset]).fetchall()}
+        "SELECT model_a FROM verdicts WHERE dataset = $d "
+        "UNION SELECT model_b FROM verdicts WHERE dataset = $d "
+        "UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
+        "UNION SELECT model_b FROM pair_counts WHERE dataset = $d",
+        {"d": dataset}).fetchall()}
 
 
 def require_dataset(store: Store, name: str) -> None:
