@@ -23,7 +23,7 @@ import pandas as pd
 from engine.ingest.importer import ImportResult, store_report
 from engine.ingest.shipped_counts import ensure_arena_counts
 from engine.ingest.verdicts import ValidationReport, validate_many
-from engine.store.connection import DATA_DIR, Store
+from engine.store.connection import DATA_DIR, Store, damaged_store_error, is_damaged_store
 from engine.store.init_log import init_step_done, record_init_step
 from engine.store.schema import DEFAULT_DATASET
 
@@ -172,7 +172,13 @@ def open_store(
     above the importer, so the store layer never needs the importer."""
     store = Store(db, keep_open=keep_open, lock_wait_s=lock_wait_s)
     if ensure_default:
-        with store.session():
-            ensure_default_dataset(store)
-            ensure_arena_counts(store)  # the second shipped dataset: arena pair counts (issue 25)
+        try:
+            with store.session():
+                ensure_default_dataset(store)
+                ensure_arena_counts(store)  # the second shipped dataset: arena pair counts (issue 25)
+        except Exception as exc:
+            if is_damaged_store(exc):  # the first-use check read a lost block: the store's sentence
+                store.close()
+                raise damaged_store_error(store.path, exc, verb="read") from exc
+            raise
     return store
