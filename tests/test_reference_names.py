@@ -292,3 +292,26 @@ def test_map_rows_for_names_the_dataset_lacks_change_nothing():
     s = map_reference(ref, mapping, ["Claude 1", "gpt-4-0314"])
     assert s.to_dict() == {"gpt-4-0314": 1186.0, "Claude 1": 1150.0}
     assert s.attrs["unmapped"] == [] and s.attrs["missing"] == []
+
+
+def test_the_name_table_of_a_dataset_without_models_is_text_the_data_editor_takes(tmp_path):
+    """Kills: the name table of a dataset with no model (a stale pick after a delete) built from empty
+    lists, whose float columns made the Data page's st.data_editor raise (a TextColumn on floats), seen as
+    "This page stopped on an unexpected error (StreamlitAPIException)" after a rename and a delete."""
+    from streamlit.testing.v1 import AppTest
+
+    from engine.ingest.shipped import open_store
+    from engine.ranking.reference import name_map_table
+
+    store = open_store(tmp_path / "s.duckdb", ensure_default=False)
+    table = name_map_table(store, "nothing-here")
+    assert len(table) == 0
+    table[["model", "reference_model", "how", "candidates"]].to_pickle(tmp_path / "t.pkl")
+    script = f'''
+import pandas as pd, streamlit as st
+table = pd.read_pickle({str(tmp_path / "t.pkl")!r})
+st.data_editor(table, hide_index=True, disabled=["model", "how", "candidates"],
+               column_config={{"reference_model": st.column_config.TextColumn("reference name")}})
+'''
+    at = AppTest.from_string(script).run()
+    assert [e.message for e in at.exception] == []

@@ -315,6 +315,8 @@ def name_map_table(store: Store, dataset: str, category: str | None = None, path
         "candidates": [", ".join(ref.attrs["ambiguous"].get(m, [])) for m in models],
         "rating": [ref.get(m, np.nan) for m in models],
     })
+    for col in ("model", "reference_model", "how", "candidates"):  # text even with no model: an empty list
+        table[col] = table[col].fillna("").astype(str)  # makes a float column, which no text editor takes
     table.attrs["notes"] = reference_notes(ref)
     return table
 
