@@ -83,7 +83,8 @@ class MajorityTournament:
 
     def per_model(self) -> pd.DataFrame:
         """One row per model: strict majority wins, losses and ties over the models it met, the Condorcet
-        3-cycles through it, and whether it is in the top cycle; ordered by wins then name."""
+        3-cycles through it, and whether it is in the top cycle; the top cycle first (on sparse data the most
+        wins is not the top: a model that met many weak ones), then by wins, losses and name."""
         ties = self.adj & self.adj.T
         through = (vertex_cycle_counts(self.adj[None])["c3_bad"][0] if self.n >= 3
                    else np.zeros(self.n, dtype=np.int64))
@@ -96,8 +97,8 @@ class MajorityTournament:
             "condorcet_cycles": np.asarray(through, dtype=np.int64),
             "top_cycle": self.top_cycle(),
         })
-        return out.sort_values(["majority_wins", "majority_losses", "model"], ascending=[False, True, True],
-                               kind="stable").reset_index(drop=True)
+        return out.sort_values(["top_cycle", "majority_wins", "majority_losses", "model"],
+                               ascending=[False, False, True, True], kind="stable").reset_index(drop=True)
 
     def cycles(self, limit: int = CYCLES_LISTED) -> pd.DataFrame:
         """Up to ``limit`` Condorcet 3-cycles a → b → c → a on strict edges, the best supported first (by
