@@ -112,10 +112,10 @@ def texts_left_out(store: Store, dataset: str) -> tuple[int, int]:
     """How many prompt texts and answer texts of the dataset an export cannot carry: no verdict of
     the dataset names their prompt instance (and model), or the text is blank (the import reads a
     blank text as none). An export names them rather than losing them in silence."""
-    from engine.ranking.vote_query import store_relation
+    from engine.store.attached import verdicts_relation
 
     cur = store.cursor()
-    verdicts = store_relation(store, dataset)  # the verdicts table, or the attached files read in place
+    verdicts = verdicts_relation(store, dataset)  # the verdicts table, or the attached files read in place
     on = ("CAST(v.prompt_id AS VARCHAR) = t.prompt_id AND coalesce(v.variant, 0) = t.variant "
           "AND coalesce(v.turn, 1) = t.turn")
     blank = "t.text IS NULL OR trim(t.text, ' \t\n\r\v\f') = ''"

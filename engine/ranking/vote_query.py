@@ -201,14 +201,11 @@ def _models_and_invalid(con: duckdb.DuckDBPyConnection, src: str | Relation) -> 
 def store_relation(store: Store, dataset: str) -> Relation:
     """The SQL relation of a dataset's verdicts: the verdicts table, or its attached Parquet files
     (the dataset name and the files bound as parameters)."""
-    from engine.store.attached import attached_relation
+    from engine.store.attached import verdicts_relation
     from engine.store.pair_counts import refuse_pair_counts
 
     refuse_pair_counts(store, dataset)  # a pair-count dataset has no verdict relation (issue 25)
-    rel = attached_relation(store, dataset)
-    if rel is not None:
-        return rel
-    return Relation("verdicts").filtered([in_values("dataset", [dataset])])
+    return verdicts_relation(store, dataset)
 
 
 def store_vote_rows(

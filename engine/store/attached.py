@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import LensError
 from engine.store.schema import DEFAULT_JUDGE, DEFAULT_TURN, STYLE_COLUMNS, VERDICT_COLUMNS
-from engine.store.sql import Relation, identifier, param_name, params, scalar
+from engine.store.sql import Relation, identifier, in_values, param_name, params, scalar
 from engine.store.writes import record_attached
 
 if TYPE_CHECKING:
@@ -192,6 +192,16 @@ def attached_relation(store: Store, dataset: str) -> Relation | None:
     cols = parquet_columns(store.cursor(), glob)
     sel = canonical_select(glob, dataset, cols, definition)
     return Relation(f"({sel})", sel.values)
+
+
+def verdicts_relation(store: Store, dataset: str) -> Relation:
+    """The SQL relation of a dataset's verdicts: its attached Parquet files read in place, else its rows of
+    the verdicts table (none for a dataset of pair counts). ``engine.ranking.vote_query.store_relation``
+    adds the refusal of pair counts for the analyses that need verdicts."""
+    rel = attached_relation(store, dataset)
+    if rel is not None:
+        return rel
+    return Relation("verdicts").filtered([in_values("dataset", [dataset])])
 
 
 def attach(store: Store, name: str, glob: str, description: str | None = None,
