@@ -29,10 +29,21 @@ def majority_section(ch, *, expanded: bool = False) -> None:
         for sentence in sentences:
             st.markdown(escape_md(sentence))
         st.dataframe(per_model, hide_index=True, width="stretch", height=min(38 + 35 * len(per_model), 420),
-                     column_config={"condorcet_cycles": st.column_config.NumberColumn(
-                         "Condorcet 3-cycles", help="cyclic triples through this model"),
+                     column_config={  # fixed widths: a long model name in the first rows must not
+                         # widen the table past the page (a browser test at 1280 px checks)
+                         "model": st.column_config.TextColumn("model", width=200),
+                         "majority_wins": st.column_config.NumberColumn(
+                             "majority wins", width=85, help="opponents this model beats by majority"),
+                         "majority_losses": st.column_config.NumberColumn(
+                             "majority losses", width=85, help="opponents that beat this model by majority"),
+                         "majority_ties": st.column_config.NumberColumn(
+                             "majority ties", width=85, help="opponents with an exact majority tie"),
+                         "opponents": st.column_config.NumberColumn("opponents", width=85),
+                         "condorcet_cycles": st.column_config.NumberColumn(
+                             "Condorcet 3-cycles", width=85, help="cyclic triples through this model"),
                          "top_cycle": st.column_config.CheckboxColumn(
-                             "top cycle", help="in a strict-majority component no outside model beats")})
+                             "top cycle", width=75,
+                             help="in a strict-majority component no outside model beats")})
         if len(cycles):
             st.markdown("**Best supported Condorcet 3-cycles** (a beats b beats c beats a; share = the "
                         "winner's share of the pair's votes, ties half)")
