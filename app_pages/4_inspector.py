@@ -19,6 +19,7 @@ from app_pages._lens import (
     show_error,
     stack_for,
     triad_view_for,
+    verdict_list,
 )
 from engine.errors import LensError
 from engine.views.inspector import (
@@ -205,12 +206,8 @@ def _triad_detail(choice: int) -> None:
             st.markdown(f"**{escape_md(pair.heading)}**")
             if not pair.verdicts:
                 st.caption("No stored verdict on this pair.")
-            for k, v in enumerate(pair.verdicts, start=1):
-                st.markdown(f"Verdict {k} · {escape_md(v.shown)} → **{escape_md(v.outcome)}**")
-                if v.rationale:
-                    st.text(v.rationale)
-                else:
-                    st.caption("No rationale was stored for this verdict.")
+            verdict_list([(f"{escape_md(v.shown)} → **{escape_md(v.outcome)}**", v.rationale)
+                          for v in pair.verdicts])
             with st.expander(f"Answers of {escape_md(pair.a)} and {escape_md(pair.b)}"):
                 for m in (pair.a, pair.b):
                     st.markdown(f"**{escape_md(m)}**")

@@ -8,7 +8,7 @@ import math
 
 import streamlit as st
 
-from app_pages._lens import current, get_store, or_stop
+from app_pages._lens import current, get_store, or_stop, verdict_list
 from engine.views.appstate import CacheKey
 from engine.views.head_to_head import (
     OUTCOMES,
@@ -173,9 +173,5 @@ for p in or_stop(_page, ch.key, model_a, model_b, outcomes, page):
             _question_and_answers(p, model_a, model_b)
         for meeting in p.meetings:
             with st.expander(escape_md(meeting_label(meeting, model_a, model_b))):
-                for k, verdict in enumerate(meeting.verdicts, start=1):
-                    st.markdown(f"Verdict {k} · {escape_md(verdict_text(verdict, model_a, model_b))}")
-                    if verdict.rationale:
-                        st.text(verdict.rationale)
-                    else:
-                        st.caption("No rationale was stored for this verdict.")
+                verdict_list([(escape_md(verdict_text(v, model_a, model_b)), v.rationale)
+                              for v in meeting.verdicts])

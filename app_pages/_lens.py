@@ -641,3 +641,15 @@ def bootstrap_note(board) -> str:
 
 
 __all__ = ["ALL", "Choice", "current", "get_store", "guarded_session", "show_error", "choices", "user_text"]
+
+
+def verdict_list(verdicts: list[tuple[str, str | None]]) -> None:
+    """Numbered verdicts, each a Markdown line (already escaped) and its judge's rationale shown as plain
+    text, or a caption saying none was stored: the Prompt inspector's triad pairs and the Head-to-head
+    page's meetings."""
+    for k, (line, rationale) in enumerate(verdicts, start=1):
+        st.markdown(f"Verdict {k} · {line}")
+        if rationale:
+            st.text(rationale)
+        else:
+            st.caption("No rationale was stored for this verdict.")

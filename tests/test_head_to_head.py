@@ -166,10 +166,12 @@ def test_pages_cover_every_meeting_once_with_its_verdicts(empty_store, tmp_path,
     want = brute(rows, "m1", "m2")
     for outcomes, size in ((None, 4), (["inconsistent", "tie"], 3)):
         seen = []
-        pages = -(-n_prompts(empty_store, m, outcomes) // size)
+        total = n_prompts(empty_store, m, outcomes)
+        pages = -(-total // size)
         for page in range(pages):
             got = prompt_page(empty_store, m, outcomes, page, size)
             assert 1 <= len(got) <= size
+            assert len(got) == min(size, total - page * size)  # full pages, then the remainder
             for p in got:
                 for meeting in p.meetings:
                     key = (meeting.judge, p.prompt_id, p.variant, p.turn)
