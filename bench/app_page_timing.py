@@ -2,25 +2,35 @@
 
     python bench/app_page_timing.py --db STORE --dataset NAME [--cap-gb 8] [--timeout 300]
     python bench/app_page_timing.py --battles 1m --models 100        # builds the store itself first
+    python bench/app_page_timing.py --db STORE --dataset vicuna80 --new-tabs 5 [--base ../main]
 
-Starts ``streamlit run app.py`` on the store (as tests/test_browser.py does, with the helpers of
-tests/browser_support.py),
-opens ``/?dataset=NAME`` in headless Chromium, then visits every page through the sidebar twice:
-the first visit computes (cold caches), the second is what a user sees once the page's results
-are cached. A page "opens" when its title is drawn and Streamlit's running indicator has been gone
-0.5 s (the browser test's ``wait_idle``; the 0.5 s is subtracted). The server's process-tree RSS is
-polled throughout; past ``--cap-gb`` the server is killed and the rest reported as not measured.
-Prints a Markdown table; nothing is asserted.
+Starts ``streamlit run app.py`` on the store (bench/browser_timing.py), opens ``/?dataset=NAME`` in
+headless Chromium at 1280 px, then visits every page through the sidebar twice: the first visit
+computes (cold caches), the second is what a user sees once the page's results are cached.
+With ``--new-tabs N`` it then opens every page N times in a new tab (a new Streamlit session; the
+first tab stays open, every page already visited in it) and reports the median: what a new session
+pays on a warm server.
+
+A page is done when Streamlit's script state (``data-test-script-state`` on the app root) has gone
+to ``notRunning`` after ``running``, timed on the page's own clock from the click or the navigation's
+start; not when the running indicator is gone (it shows only 500 ms into a run, so a page could be
+called done before its run began). A page that reruns itself is reported at its first stop; the
+settled column, when it differs, is its last stop. Beside each wall time, the server's CPU seconds
+for the same open (its process tree's user + system time), which a loaded machine inflates less.
+``--base CHECKOUT`` measures a second checkout (e.g. a worktree of main) on a copy of the same store
+in the same run, before this one. The server's process-tree RSS is polled throughout; past
+``--cap-gb`` the server is killed and the rest reported as not measured. Prints Markdown tables and
+the load average; nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import shutil
+import statistics
 import subprocess
 import sys
-import threading
-import time
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -28,144 +38,112 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
 
-from browser_support import CHROME_ARGS, CHROMIUM, PAGES, _free_port, errors_on, wait_idle  # noqa: E402
-from procmeter import _kill_tree, _tree_rss  # noqa: E402
-
-QUIET_S = 0.5  # wait_idle's quiet period, not part of the page's time
-
-
-class RssWatch(threading.Thread):
-    """Polls a process tree's RSS; kills it past the cap."""
-
-    def __init__(self, pid: int, cap_gb: float):
-        super().__init__(daemon=True)
-        self.proc, self.pid, self.cap = psutil.Process(pid), pid, cap_gb * 1024**3
-        self.peak, self.killed, self.stop = 0, False, False
-
-    def run(self) -> None:
-        while not self.stop:
-            self.peak = max(self.peak, _tree_rss(self.proc))
-            if self.peak > self.cap:
-                self.killed = True
-                _kill_tree(self.pid)
-                return
-            time.sleep(0.05)
+from browser_timing import (  # noqa: E402
+    PAGES,
+    Opened,
+    RssWatch,
+    click_timed,
+    launch,
+    new_tab_timed,
+    open_timed,
+    page_link,
+    serve,
+)
 
 
-def start_server(db: Path, log: Path, root: Path = REPO) -> tuple[subprocess.Popen, str]:
-    """``streamlit run app.py`` of the checkout ``root`` on the store ``db``; the process and its URL."""
-    port = _free_port()
-    env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(root)}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--server.fileWatcherType",
-            "none",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=root,
-        env=env,
-        stdout=open(log, "wb"),  # noqa: SIM115 - the server writes it until it is stopped
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    import urllib.request
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return proc, url
-        except OSError:
-            time.sleep(0.3)
-    _kill_tree(proc.pid)
-    raise SystemExit("streamlit did not come up: " + log.read_text()[-1500:])
+def load_average() -> str:
+    """The machine's load average now (1, 5, 15 min), for the report."""
+    out = subprocess.run(["uptime"], capture_output=True, text=True).stdout
+    return out.strip().split("load average:")[-1].strip()
 
 
-def timed_open(
-    page, url: str | None, path: str, timeout_s: float, watch: RssWatch
-) -> tuple[float | None, str]:
-    """Open one page (by URL when given, else through the sidebar); seconds to idle, and a note."""
-    t0 = time.perf_counter()
+def server_cpu_s(watch: RssWatch) -> float:
+    """The server process tree's CPU seconds so far (user + system)."""
+    total = 0.0
     try:
-        if url is not None:
-            page.goto(url)
-        else:
-            page.click(f'[data-testid="stSidebarNav"] a[href$="/{path}"]' if path
-                       else '[data-testid="stSidebarNav"] a >> nth=0')
-    except Exception as exc:  # a dead server: reported, not raised
-        return None, type(exc).__name__
-    while True:  # in short waits, so a server killed past its cap ends the wait at once
+        procs = [watch.proc, *watch.proc.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    for p in procs:
         try:
-            wait_idle(page, PAGES[path][1], timeout_s=10)
-            break
-        except Exception:
-            if watch.killed:
-                return None, "server killed"
-            if time.perf_counter() - t0 > timeout_s:
-                return None, f"not open after {timeout_s:g} s"
-    errors = errors_on(page)
-    return time.perf_counter() - t0 - QUIET_S, ("error box: " + errors[0][:80]) if errors else ""
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def _cpu_timed(watch: RssWatch, action, *args) -> tuple[Opened, float]:
+    """``action(*args)`` and the server's CPU seconds it took."""
+    before = server_cpu_s(watch)
+    opened = action(*args)
+    return opened, server_cpu_s(watch) - before
 
 
 def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root: Path = REPO,
-                  pages: list[str] | None = None) -> str:
-    """Every page opened twice (computing, then cached) in headless Chromium; a Markdown table."""
-    from playwright.sync_api import sync_playwright
-
+                  pages: list[str] | None = None, new_tabs: int = 0) -> str:
+    """Every page opened twice in one tab (computing, then cached), then ``new_tabs`` times each in a
+    new tab; Markdown tables."""
     log = Path(db).with_suffix(".streamlit.log")
-    server, url = start_server(db, log, root)
-    watch = RssWatch(server.pid, cap_gb)
-    watch.start()
     order = list(PAGES) if pages is None else pages
-    rows: dict[str, list] = {p: [None, "", None, ""] for p in order}
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
-            page = browser.new_page(viewport={"width": 1440, "height": 1300})
-            for visit in (0, 1):
-                for i, path in enumerate(order):
-                    if watch.killed:
-                        break
-                    first_load = visit == 0 and i == 0
-                    secs, note = timed_open(
-                        page,
-                        f"{url}/{path}?dataset={dataset}" if first_load else None,
-                        path,
-                        timeout_s,
-                        watch,
-                    )
-                    rows[path][2 * visit: 2 * visit + 2] = [secs, note]
-                    print(
-                        f"  visit {visit + 1} {PAGES[path][1]:<18} "
-                        f"{'-' if secs is None else f'{secs:.2f} s'} {note} (server "
-                        f"{watch.peak / 1024**3:.2f} GB)",
-                        flush=True,
-                    )
-            browser.close()
-    finally:
-        watch.stop = True
-        _kill_tree(server.pid)
-    def f(s: float | None) -> str:
-        return "—" if s is None else f"{s:.2f} s"
-
-    lines = ["| page | first open (computes) | open again (cached) | note |", "| --- | ---: | ---: | --- |"]
-    for path, (cold, n1, warm, n2) in rows.items():
-        lines.append(f"| {PAGES[path][1]} | {f(cold)} | {f(warm)} | {'; '.join(x for x in (n1, n2) if x)} |")
-    peak = watch.peak / 1024**3
+    rows: dict[str, list] = {p: [] for p in order}
+    tabs: dict[str, list[tuple[Opened, float]]] = {p: [] for p in order}
+    with serve(db, log, root, cap_gb=cap_gb) as (url, watch), launch() as context:
+        page = context.new_page()
+        for visit in (0, 1):
+            for i, path in enumerate(order):
+                if watch.killed:
+                    break
+                if (visit == 0 and i == 0) or len(order) == 1:  # by address (one page: a reload)
+                    opened, cpu = _cpu_timed(watch, open_timed, page, f"{url}/{path}?dataset={dataset}",
+                                             timeout_s, watch)
+                else:  # through the sidebar, in the same session
+                    opened, cpu = _cpu_timed(watch, click_timed, page, page_link(path), timeout_s, watch)
+                rows[path].append((opened, cpu))
+                print(f"  visit {visit + 1} {PAGES[path][1]:<18} {_f(opened.first_s)} {opened.note} "
+                      f"(server cpu {cpu:.2f} s, {watch.peak / 1024**3:.2f} GB)", flush=True)
+        after_pages = watch.last
+        for _ in range(new_tabs):
+            for path in order:
+                if watch.killed:
+                    break
+                opened, cpu = _cpu_timed(watch, new_tab_timed, context, f"{url}/{path}?dataset={dataset}",
+                                         timeout_s, watch)
+                tabs[path].append((opened, cpu))
+                print(f"  new tab {PAGES[path][1]:<18} {_f(opened.first_s)} {opened.note} "
+                      f"(server cpu {cpu:.2f} s)", flush=True)
+        peak, killed = watch.peak, watch.killed
+    lines = ["| page | first open (computes) | server cpu | open again (cached) | server cpu | note |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for path, visits in rows.items():
+        cells, notes = [], []
+        for opened, cpu in visits:
+            settled = ("" if opened.settled_s in (None, opened.first_s)
+                       else f" (settled {_f(opened.settled_s)})")
+            cells += [_f(opened.first_s) + settled, f"{cpu:.2f} s"]
+            notes.append(opened.note)
+        cells += ["—"] * (4 - len(cells))
+        lines.append(f"| {PAGES[path][1]} | {' | '.join(cells)} | {'; '.join(n for n in notes if n)} |")
+    if new_tabs:
+        lines += ["", f"| page in a new tab (median of {new_tabs}) | wall (min-max) | server cpu |",
+                  "| --- | ---: | ---: |"]
+        for path, opens in tabs.items():
+            walls = [o.first_s for o, _ in opens if o.first_s is not None]
+            cpus = [c for o, c in opens if o.first_s is not None]
+            if not walls:
+                lines.append(f"| {PAGES[path][1]} | — | — |")
+                continue
+            spread = f"({min(walls):.2f}-{max(walls):.2f})"
+            lines.append(f"| {PAGES[path][1]} | {_f(statistics.median(walls))} {spread} "
+                         f"| {statistics.median(cpus):.2f} s |")
     lines.append("")
-    lines.append(
-        f"Server peak RSS {peak:.2f} GB" + (f" — killed past {cap_gb:g} GB" if watch.killed else "") + "."
-    )
+    lines.append(f"Server peak RSS {peak / 1024**3:.2f} GB, {after_pages / 1024**3:.2f} GB after every page"
+                 + (f" — killed past {cap_gb:g} GB" if killed else "") + ".")
     return "\n".join(lines)
+
+
+def _f(s: float | None) -> str:
+    return "—" if s is None else f"{s:.2f} s"
 
 
 def main() -> None:
@@ -184,6 +162,10 @@ def main() -> None:
     ap.add_argument(
         "--repo", type=Path, default=REPO, help="the checkout whose app is served (default: this one)"
     )
+    ap.add_argument("--base", type=Path,
+                    help="a second checkout (e.g. a worktree of main) measured first, on a copy of the store")
+    ap.add_argument("--new-tabs", type=int, default=0, metavar="N",
+                    help="then open every page N times in a new tab (median reported)")
     ap.add_argument(
         "--pages",
         help="url paths to visit, in order, comma-separated ('' or 'leaderboard' for the first "
@@ -217,16 +199,18 @@ def main() -> None:
                 check=True,
                 capture_output=True,
             )
-    print(
-        f"app pages on {db} (dataset {a.dataset}), "
-        f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}",
-        file=sys.stderr,
-    )
     pages = None if a.pages is None else ["" if p in ("", "leaderboard") else p for p in a.pages.split(",")]
     unknown = [p for p in pages or [] if p not in PAGES]
     if unknown:
         raise SystemExit(f"unknown page(s) {unknown}; pages: {list(PAGES)}")
-    print(measure_pages(db, a.dataset, a.cap_gb, a.timeout, a.repo, pages))
+    runs = ([("base", a.base)] if a.base else []) + [("this checkout", a.repo)]
+    for label, root in runs:
+        with tempfile.TemporaryDirectory(prefix="lens-pages-") as tmp:  # the app may write: a copy
+            copy = Path(tmp) / Path(db).name
+            shutil.copyfile(db, copy)
+            print(f"\n{label} ({root}) on {db} (dataset {a.dataset}), load average {load_average()}")
+            print(measure_pages(copy, a.dataset, a.cap_gb, a.timeout, root, pages, a.new_tabs), flush=True)
+            print(f"load average after: {load_average()}")
 
 
 if __name__ == "__main__":

@@ -17,12 +17,11 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from engine.ingest.importer import ImportResult, store_report
 from engine.ingest.shipped_counts import ensure_arena_counts
-from engine.ingest.verdicts import ValidationReport, validate_many
 from engine.store.connection import DATA_DIR, Store, damaged_store_error, is_damaged_store
 from engine.store.init_log import init_step_done, record_init_step
 from engine.store.schema import DEFAULT_DATASET
@@ -32,6 +31,10 @@ PREBUILT = "prebuilt"
 """Folder under the dataset root holding the validated frames as Parquet plus ``manifest.json``."""
 _FRAMES = ("good", "prompts", "answers")
 INIT_STEP = "default_dataset"
+
+if TYPE_CHECKING:  # the importer is loaded only when a store imports vicuna80 (its first use)
+    from engine.ingest.importer import ImportResult
+    from engine.ingest.verdicts import ValidationReport
 
 MODEL_NAMES: dict[str, str] = {
     "7b-guanaco-vicuna-generations-topp0.9-temp0.7": "guanaco-7b",
@@ -78,6 +81,8 @@ def _answers(root: Path) -> pd.DataFrame:
 
 def vicuna80_report(root: Path = VICUNA80_DIR) -> ValidationReport:
     """The shipped dataset as a validated report: verdicts, the 80 questions and every answer."""
+    from engine.ingest.verdicts import validate_many
+
     files = rating_files(root)
     report = validate_many(
         ((p.read_bytes(), p.relative_to(root).as_posix()) for p in files),
@@ -123,6 +128,7 @@ def prebuilt_report(root: Path = VICUNA80_DIR) -> ValidationReport | None:
     """The shipped dataset as a report whose rows are the prebuilt Parquet files (the store inserts
     them straight from there); None when they are not there."""
     from engine.ingest.staging import Stage
+    from engine.ingest.verdicts import ValidationReport
 
     folder = root / PREBUILT
     if not (folder / "manifest.json").is_file():
@@ -140,6 +146,8 @@ def prebuilt_report(root: Path = VICUNA80_DIR) -> ValidationReport | None:
 
 def import_vicuna80(store: Store, *, replace: bool = False, root: Path = VICUNA80_DIR) -> ImportResult:
     """Import the shipped dataset (prebuilt Parquet when present, else the raw files; all-or-nothing)."""
+    from engine.ingest.importer import store_report
+
     report = prebuilt_report(root) or vicuna80_report(root)
     return store_report(store, report, DEFAULT_DATASET, replace=replace,
                         description=DESCRIPTION, source="data/vicuna80 (qlora + PRD rating files)")

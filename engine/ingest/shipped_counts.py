@@ -50,10 +50,10 @@ def write_arena_counts(leaderbot_json: Path, out: Path = ARENA_COUNTS_FILE) -> P
 def ensure_arena_counts(store: Store, path: Path = ARENA_COUNTS_FILE) -> bool:
     """On a store's first use import the shipped arena pair counts; True when it imported. Runs once per
     store (recorded in ``init_log`` even when the name is already taken, so nothing is replaced)."""
-    from engine.ingest.pair_count_files import import_pair_counts
-
     if init_step_done(store, INIT_STEP_ARENA_COUNTS) or not path.is_file():
         return False
+    from engine.ingest.pair_count_files import import_pair_counts  # only on first use: the reader is heavy
+
     if store.has_dataset(ARENA_COUNTS_DATASET):
         record_init_step(store, INIT_STEP_ARENA_COUNTS, f"{ARENA_COUNTS_DATASET} was already there")
         return False

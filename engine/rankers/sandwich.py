@@ -28,7 +28,6 @@ Intervals: estimate -/+ z_(1 - (1 - level) / 2) * standard error (arena-rank's `
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, ndtri
 
 from engine.errors import LensError
 from engine.rankers.style_bt import RIDGE, STYLE_MODELS_MAX, Battles, Design, StyleFit, assemble, design_of
@@ -44,6 +43,8 @@ def z_quantile(level: float) -> float:
     """The standard normal quantile z with P(|Z| <= z) = level (1.96 for 0.95)."""
     if not 0.0 < level < 1.0:
         raise LensError(f"The confidence level must lie strictly between 0 and 1; got {level}.")
+    from scipy.special import ndtri  # here, not at the top: scipy.special slows every command's start
+
     return float(ndtri(1.0 - (1.0 - level) / 2.0))
 
 
@@ -84,6 +85,8 @@ def bt_sandwich(n: int, lo: np.ndarray, hi: np.ndarray, wins_lo: np.ndarray, win
         )
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     wl, wh, t = (np.asarray(v, dtype=np.float64) for v in (wins_lo, wins_hi, ties))
+    from scipy.special import expit
+
     p = expit(theta[lo] - theta[hi])
     battles = wl + wh + t
     H = _laplacian(n, lo, hi, p * (1.0 - p) * battles)
@@ -102,6 +105,8 @@ def style_sandwich(bt: Battles, fit: StyleFit, *, ridge: float = RIDGE, hessian_
     n, N = bt.n, len(bt)
     design = design or design_of(bt)
     bt = design.bt
+    from scipy.special import expit
+
     p = expit(fit.theta[bt.a] - fit.theta[bt.b] + bt.x @ fit.beta)
     H = assemble(*design.blocks(p * (1.0 - p) * bt.w / N)[:3])
     H[np.diag_indices_from(H)] += hessian_reg

@@ -10,7 +10,6 @@ BT form. The diagonal is NaN (a model never meets itself).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 
 def _diagonal_nan(p: np.ndarray) -> np.ndarray:
@@ -21,6 +20,8 @@ def _diagonal_nan(p: np.ndarray) -> np.ndarray:
 def bt_win_probabilities(ratings) -> np.ndarray:
     """Bradley-Terry: P[i, j] = sigma(theta_i - theta_j) for natural-log strengths ``ratings``. Under the
     half-tie model the fit treats a tie as half a win, so this is also the expected win share."""
+    from scipy.special import expit  # here: scipy.special costs a command's start-up 0.1-0.2 s
+
     theta = np.asarray(ratings, dtype=np.float64)
     return _diagonal_nan(expit(theta[:, None] - theta[None, :]))
 
@@ -38,5 +39,7 @@ def davidson_win_shares(ratings, nu: float) -> np.ndarray:
 def elo_expected_scores(ratings, base: float = 10.0, scale: float = 400.0) -> np.ndarray:
     """Elo's own expectation: E[i, j] = 1 / (1 + base^((r_j - r_i) / scale)), the share of points i is
     expected to score against j (the quantity its updates move towards)."""
+    from scipy.special import expit
+
     r = np.asarray(ratings, dtype=np.float64)
     return _diagonal_nan(expit((r[:, None] - r[None, :]) * np.log(base) / scale))

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
 from engine.errors import LensError
 from engine.rankers import ranker_object
@@ -107,6 +106,8 @@ def baseline_win_rates(board: Leaderboard, baseline: str) -> pd.DataFrame:
     """Per model of ``board`` (its table's order): the win rate against ``baseline`` predicted by the
     board's fit and its bootstrap percentile interval (NaN without a bootstrap, and for a model in
     another comparison component than the baseline, which no verdict links to it)."""
+    from scipy.special import expit  # here: scipy.special slows every command's start
+
     obj = ranker_object(board.params["ranker"])
     params = dict(board.params.get("ranker_params") or {})
     models = [str(m) for m in board.table["model"]]
@@ -150,6 +151,8 @@ def sandwich_win_rate_interval(s: np.ndarray, cov: np.ndarray, b: int, level: fl
     (the delta method on the log-odds scale: the interval stays inside (0, 1), and a bootstrap percentile
     interval, which Arena-Hard reports, is likewise unchanged by that monotone map). [0.5, 0.5] for the
     baseline itself (d = 0 with variance 0)."""
+    from scipy.special import expit  # here: scipy.special slows every command's start
+
     from engine.rankers.sandwich import z_quantile
 
     d = s - s[b]

@@ -1,0 +1,92 @@
+"""Start-up cost of the command line: ``python -m engine leaderboard`` as a process beside a bare
+``python -c "import duckdb, numpy"`` in the same run.
+
+    python bench/startup.py [--db STORE] [--repeats 7] [--base CHECKOUT] [-- extra leaderboard args]
+
+Each round runs the bare import, then the command of this checkout (and of ``--base``, e.g. a worktree
+of main, when given), in turn, so a drift of the shared machine's speed hits every command alike; the
+first round is a warm-up and is not counted. For each command: the median (min-max) of wall seconds,
+CPU seconds (user + system of the process, from the kernel's accounting of the reaped child), and peak
+RSS; and the median of the per-round ratios to the bare import, wall and CPU. The command runs on a copy
+of the store (default: a fresh one with the shipped vicuna80, which the first run imports). Prints a
+Markdown table with the load average before and after; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BARE = [sys.executable, "-c", "import duckdb, numpy"]
+
+
+def load_average() -> str:
+    """The machine's load average now (1, 5, 15 min)."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run_once(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, float, int]:
+    """One process to completion: (wall s, cpu s, peak RSS MiB, exit status)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, proc.returncode
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", type=Path, help="a store to copy (default: a fresh one with vicuna80)")
+    ap.add_argument("--repeats", type=int, default=7, help="counted rounds (after one warm-up)")
+    ap.add_argument("--base", type=Path, help="a second checkout measured in the same rounds")
+    ap.add_argument("extra", nargs="*", help="more leaderboard arguments (after --)")
+    a = ap.parse_args()
+    args = ["leaderboard", "--dataset", "vicuna80", *a.extra]
+    with tempfile.TemporaryDirectory(prefix="lens-startup-") as tmp:
+        db = Path(tmp) / "lens.duckdb"
+        if a.db is not None:
+            shutil.copyfile(a.db, db)
+        commands = {"bare `import duckdb, numpy`": (BARE, REPO)}
+        if a.base is not None:
+            commands["base `python -m engine " + " ".join(args) + "`"] = (
+                [sys.executable, "-m", "engine", "--db", str(db), *args], a.base)
+        commands["this `python -m engine " + " ".join(args) + "`"] = (
+            [sys.executable, "-m", "engine", "--db", str(db), *args], REPO)
+        results: dict[str, list[tuple[float, float, float, int]]] = {k: [] for k in commands}
+        before = load_average()
+        for round_ in range(a.repeats + 1):
+            for name, (cmd, cwd) in commands.items():
+                env = {**os.environ, "PYTHONPATH": str(cwd)}
+                r = run_once(cmd, cwd, env)
+                if r[3] != 0:
+                    raise SystemExit(f"{name} exited {r[3]}")
+                if round_:  # round 0 is the warm-up (and imports vicuna80 into a fresh store)
+                    results[name].append(r)
+        after = load_average()
+    bare = results[next(iter(commands))]
+    lines = [f"`python bench/startup.py {' '.join(sys.argv[1:])}`: {a.repeats} rounds, load average "
+             f"{before} before, {after} after", "",
+             "| command | wall s median (min-max) | cpu s median (min-max) | peak MiB | wall / bare "
+             "| cpu / bare |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, runs in results.items():
+        walls, cpus, peaks = ([r[i] for r in runs] for i in range(3))
+        wall_ratio = statistics.median(r[0] / b[0] for r, b in zip(runs, bare, strict=True))
+        cpu_ratio = statistics.median(r[1] / b[1] for r, b in zip(runs, bare, strict=True))
+        lines.append(f"| {name} | {statistics.median(walls):.3f} ({min(walls):.3f}-{max(walls):.3f}) "
+                     f"| {statistics.median(cpus):.3f} ({min(cpus):.3f}-{max(cpus):.3f}) "
+                     f"| {statistics.median(peaks):.0f} | {wall_ratio:.2f} | {cpu_ratio:.2f} |")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
