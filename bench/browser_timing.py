@@ -38,7 +38,7 @@ from browser_support import CHROME_ARGS, CHROMIUM, PAGES, _free_port, errors_on 
 from procmeter import _kill_tree, _tree_rss  # noqa: E402
 
 __all__ = ["CHROMIUM", "PAGES", "Opened", "RssWatch", "click_timed", "errors_on", "key_to_text", "launch",
-           "new_tab_timed", "open_timed", "serve"]
+           "new_tab_timed", "open_timed", "page_link", "serve", "wait_done"]
 
 SETTLE_S = 0.3
 """After a run stops, how long the state must stay ``notRunning`` before the page counts as settled
@@ -243,35 +243,43 @@ def page_link(path: str) -> str:
     return f'{SIDEBAR_LINK}[href$="/{path}"]' if path else f"{SIDEBAR_LINK}:first-of-type"
 
 
-KEY_TO_TEXT = """
-([selector, key, timeoutMs]) => new Promise((resolve) => {
+KEY_WATCH = """
+([selector, timeoutMs]) => {
   const text = () => [...document.querySelectorAll(selector)].map(e => e.innerText).join('\\n');
-  const before = text();
-  const el = document.activeElement;
-  let t0 = null;
-  const done = (ok) => { obs.disconnect(); clearInterval(tick); resolve(
-      {ok, ms: ok ? performance.now() - t0 : null, before, after: text()}); };
-  const check = () => { if (t0 !== null && text() !== before) done(true);
-                        else if (t0 !== null && performance.now() - t0 > timeoutMs) done(false); };
+  const w = window.__lensKey = {before: text(), t0: null, ms: null, after: null, failed: false};
+  const check = () => {
+    if (w.t0 === null || w.ms !== null || w.failed) return;
+    const now = performance.now();
+    if (text() !== w.before) { w.ms = now - w.t0; w.after = text(); stop(); }
+    else if (now - w.t0 > timeoutMs) { w.failed = true; stop(); }
+  };
   const obs = new MutationObserver(check);
-  obs.observe(document.body, {childList: true, subtree: true, characterData: true});
   const tick = setInterval(check, 5);
-  t0 = performance.now();
-  for (const type of ['keydown', 'keyup'])
-    el.dispatchEvent(new KeyboardEvent(type, {key, code: key, bubbles: true, cancelable: true}));
-})
+  const stop = () => { obs.disconnect(); clearInterval(tick); };
+  window.addEventListener('keydown', (e) => { w.t0 = e.timeStamp; }, {capture: true, once: true});
+  obs.observe(document.body, {childList: true, subtree: true, characterData: true});
+}
 """
+"""Arms the page: the next key press's time stamp starts the clock; the text under the selector changing
+stops it (watched by a MutationObserver and a 5 ms tick)."""
 
 
 def key_to_text(page, focus_selector: str, key: str, text_selector: str,
                 timeout_s: float = 30) -> tuple[float | None, str]:
-    """Focus ``focus_selector`` (e.g. a slider's thumb ``[data-testid="stSlider"] [role="slider"]``),
-    send ``key`` (``ArrowRight``) from inside the page and time, on the page's clock, until the text of
-    ``text_selector`` (every match, joined) differs from before the key; (seconds or None, the new text).
-    A change of the text is the table showing the new numbers; then the script's stop is awaited so
-    the next move starts from a finished run."""
+    """Focus ``focus_selector`` (a slider: ``[data-testid="stSlider"] input[type="range"]`` in Streamlit
+    1.67, whose react-aria slider moves on the browser's own key handling of that input), press ``key``
+    (``ArrowRight``) as a real key event, and time on the page's clock from the key event's time stamp
+    until the text of ``text_selector`` (every match, joined) differs from before; (seconds or None, the
+    new text). Then the script's stop is awaited, so the next move starts from a finished run.
+    ``text_selector`` must be the table (or what shows the numbers), not a block holding the slider: the
+    slider's own value label changes at once (tried on the Truncation page: the main block "changed" in
+    16 ms, before any rerun)."""
     page.focus(focus_selector)
+    page.evaluate(KEY_WATCH, [text_selector, timeout_s * 1000])
     _mark(page)
-    r = page.evaluate(KEY_TO_TEXT, [text_selector, key, timeout_s * 1000])
+    page.keyboard.press(key)
+    page.wait_for_function("() => window.__lensKey.ms !== null || window.__lensKey.failed",
+                           timeout=(timeout_s + 5) * 1000)
+    r = page.evaluate("() => window.__lensKey")
     wait_done(page, timeout_s)
-    return (None if r["ms"] is None else r["ms"] / 1000), r["after"]
+    return (None if r["ms"] is None else r["ms"] / 1000), r["after"] or r["before"]
