@@ -130,11 +130,11 @@ def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "p
     size = np.bincount(q_of_t, minlength=n_q).astype(np.float64)
     member = sparse.csr_matrix((np.ones(stack.T), (np.arange(stack.T), q_of_t)), shape=(stack.T, n_q))
     m = np.asarray(cf @ member) / size[None]  # mean draw count of each question's graphs
-    hi = np.full((c.shape[0], n_q), -np.inf)
-    lo = np.full((c.shape[0], n_q), np.inf)
-    np.maximum.at(hi.T, q_of_t, cf.T)
-    np.minimum.at(lo.T, q_of_t, cf.T)
-    fixed = bool((hi == lo).all())  # every graph of each question drawn equally often
+    by_q = np.argsort(q_of_t, kind="stable")  # each question's graphs side by side
+    starts = np.flatnonzero(np.r_[True, np.diff(q_of_t[by_q]) != 0])
+    drawn = cf[:, by_q]
+    most, least = np.maximum.reduceat(drawn, starts, axis=1), np.minimum.reduceat(drawn, starts, axis=1)
+    fixed = bool((most == least).all())  # every graph of each question drawn equally often
     score, _ = pged_per_prompt_scores(stack, alpha, m, g=None if fixed else cf, aggregate=aggregate,
                                       prompt_ties=prompt_ties, exact_max=exact_max, delta_ties=delta_ties,
                                       fas=fas)

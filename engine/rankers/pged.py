@@ -243,6 +243,26 @@ def pged_from_weights(
     return RankResult("pged", series(models, desc), details, extras)
 
 
+def distinct_ensembles(wq: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first row of each distinct (ensemble, presence) pair, its index for every row): a battle log's
+    one-pair questions hold a few hundred distinct ensembles among tens of thousands, and every step of
+    a question's ranking reads only its own ensemble and presence, so equal rows rank equally.
+
+    Rows are grouped by two random projections and every row is then checked equal to its group's first
+    (a collision, or equal rows projected apart, cannot merge rows that differ)."""
+    G = wq.shape[0]
+    rows = np.concatenate([np.asarray(wq, dtype=np.float64).reshape(G, -1),
+                           np.asarray(present, dtype=np.float64).reshape(G, -1)], axis=1)
+    proj = np.random.default_rng(0x9ED).standard_normal((rows.shape[1], 2))
+    _, first, inverse = np.unique(rows @ proj, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if not np.array_equal(rows, rows[first][inverse]):  # two different rows projected alike: compare bytes
+        key = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
+        _, first, inverse = np.unique(key.ravel(), return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+    return first, inverse
+
+
 def prompt_rankings(
     wq: np.ndarray, present: np.ndarray, prompt_ties: str = "average", delta_ties: str = "average",
     display: bool = False, fas: str = "greedy",
@@ -255,6 +275,10 @@ def prompt_rankings(
     (G,)), plus with ``display`` the name-rule DAGs (G, n, n) and removed arcs (G, n, n) shown to users.
     """
     G, n, _ = wq.shape
+    first, inverse = distinct_ensembles(wq, present)
+    if first.size < G:  # equal ensembles give equal rankings: rank each distinct one once
+        once = prompt_rankings(wq[first], present[first], prompt_ties, delta_ties, display, fas)
+        return tuple(x[inverse] for x in once)
     desc, paths, grouped, greedy = ensemble_descendants(wq, delta_ties, fas)
     both = present[:, :, None] & present[:, None, :]
     gap = desc[:, None, :] - desc[:, :, None]  # gap[g, i, j] = desc_j - desc_i
