@@ -61,6 +61,7 @@ from engine.rankers.base import (
     RankResult,
     adjacency_frame,
     check_stack,
+    distinct_rows,
     ordered_ranks_batch,
     register,
     series,
@@ -248,19 +249,10 @@ def distinct_ensembles(wq: np.ndarray, present: np.ndarray) -> tuple[np.ndarray,
     one-pair questions hold a few hundred distinct ensembles among tens of thousands, and every step of
     a question's ranking reads only its own ensemble and presence, so equal rows rank equally.
 
-    Rows are grouped by two random projections and every row is then checked equal to its group's first
-    (a collision, or equal rows projected apart, cannot merge rows that differ)."""
+    (``engine.rankers.base.distinct_rows``)."""
     G = wq.shape[0]
-    rows = np.concatenate([np.asarray(wq, dtype=np.float64).reshape(G, -1),
-                           np.asarray(present, dtype=np.float64).reshape(G, -1)], axis=1)
-    proj = np.random.default_rng(0x9ED).standard_normal((rows.shape[1], 2))
-    _, first, inverse = np.unique(rows @ proj, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
-    if not np.array_equal(rows, rows[first][inverse]):  # two different rows projected alike: compare bytes
-        key = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
-        _, first, inverse = np.unique(key.ravel(), return_index=True, return_inverse=True)
-        inverse = inverse.ravel()
-    return first, inverse
+    return distinct_rows(np.concatenate([np.asarray(wq, dtype=np.float64).reshape(G, -1),
+                                         np.asarray(present, dtype=np.float64).reshape(G, -1)], axis=1))
 
 
 def prompt_rankings(
