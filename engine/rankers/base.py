@@ -132,6 +132,21 @@ def ordered_ranks_batch(
     return ranks
 
 
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first index of each distinct row of the 2-D float array, its group for every row): grouped by two
+    random projections, then every row checked equal to its group's first (a byte comparison when two
+    different rows projected alike), so rows share a group only when they are equal."""
+    rows = np.asarray(rows, dtype=np.float64)
+    proj = np.random.default_rng(0x9ED).standard_normal((rows.shape[1], 2))
+    _, first, inverse = np.unique(rows @ proj, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if not np.array_equal(rows, rows[first][inverse]):
+        key = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
+        _, first, inverse = np.unique(key.ravel(), return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+    return first, inverse
+
+
 def centred(x: np.ndarray) -> np.ndarray:
     """Subtract the mean over the last axis (scores are identified only up to a shift)."""
     x = np.asarray(x, dtype=np.float64)

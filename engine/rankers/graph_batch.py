@@ -16,7 +16,7 @@ import numpy as np
 from scipy import sparse
 
 from engine.graphs.stack import GraphStack
-from engine.rankers.base import single_thread_blas
+from engine.rankers.base import distinct_rows, single_thread_blas
 from engine.rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info
 from engine.rankers.elspr import cleaned_contributions
 from engine.rankers.kemeny import kemeny_scores_batch
@@ -46,6 +46,27 @@ def weighted_sums(c: np.ndarray, per_graph: np.ndarray) -> np.ndarray:
     """(B, T) counts @ (T, n, n) per-graph arrays → (B, n, n) resampled sums (one product)."""
     T, n, _ = per_graph.shape
     return (c.astype(np.float64) @ per_graph.reshape(T, n * n).astype(np.float64)).reshape(-1, n, n)
+
+
+def pooled_sums(g: np.ndarray, per_graph: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """``weighted_sums(g, per_graph)`` summed over the distinct per-graph arrays: each one's total weight
+    first, then one product over the distinct arrays (a battle log's 27,000 one-pair graphs hold a few
+    hundred). Only with whole-number graph weights and per-graph entries in halves, where every partial
+    sum is exact in float64 whatever the order, so the sums are the unpooled ones to the bit; otherwise
+    ``weighted_sums`` itself."""
+    T, n, _ = per_graph.shape
+    flat = np.asarray(per_graph, dtype=np.float64).reshape(T, n * n)
+    if T == 0 or not np.array_equal(alpha, np.round(alpha)):
+        return weighted_sums(g, per_graph)
+    first, inverse = distinct_rows(flat)
+    kinds = flat[first]
+    if not (np.array_equal(kinds * 2, np.round(kinds * 2))
+            and np.abs(g).sum(axis=1).max() * max(1.0, np.abs(kinds).max()) < 2.0**50):
+        return weighted_sums(g, per_graph)
+    by_row = np.argsort(inverse, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(inverse[by_row]) != 0])
+    pooled = np.add.reduceat(np.asarray(g, dtype=np.float64)[:, by_row], starts, axis=1)  # whole: exact
+    return (pooled @ kinds).reshape(-1, n, n)
 
 
 def half_tie_sums(stack: GraphStack, c: np.ndarray) -> np.ndarray:
@@ -85,9 +106,10 @@ def kemeny_batch(stack: GraphStack, c: np.ndarray, *, source: str = "pairs", wei
     ``exact_max`` models); None for a source it does not know (the single fit names the mistake)."""
     if source not in ("pairs", "rankings"):
         return None
-    g = c * graph_weights(stack, weights)[None]
+    alpha = graph_weights(stack, weights)
+    g = c * alpha[None]
     per_graph = stack.wins + 0.5 * stack.ties if source == "pairs" else ranking_above(stack)
-    scores, _, exact, _ = kemeny_scores_batch(weighted_sums(g, per_graph), exact_max)
+    scores, _, exact, _ = kemeny_scores_batch(pooled_sums(g, per_graph, alpha), exact_max)
     how = "one subset DP vectorised over B" if exact else "local search per resample"
     return scores, 0, 0, f"counts @ per-graph evidence, {how}"
 
@@ -130,11 +152,11 @@ def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "p
     size = np.bincount(q_of_t, minlength=n_q).astype(np.float64)
     member = sparse.csr_matrix((np.ones(stack.T), (np.arange(stack.T), q_of_t)), shape=(stack.T, n_q))
     m = np.asarray(cf @ member) / size[None]  # mean draw count of each question's graphs
-    hi = np.full((c.shape[0], n_q), -np.inf)
-    lo = np.full((c.shape[0], n_q), np.inf)
-    np.maximum.at(hi.T, q_of_t, cf.T)
-    np.minimum.at(lo.T, q_of_t, cf.T)
-    fixed = bool((hi == lo).all())  # every graph of each question drawn equally often
+    by_q = np.argsort(q_of_t, kind="stable")  # each question's graphs side by side
+    starts = np.flatnonzero(np.r_[True, np.diff(q_of_t[by_q]) != 0])
+    drawn = cf[:, by_q]
+    most, least = np.maximum.reduceat(drawn, starts, axis=1), np.minimum.reduceat(drawn, starts, axis=1)
+    fixed = bool((most == least).all())  # every graph of each question drawn equally often
     score, _ = pged_per_prompt_scores(stack, alpha, m, g=None if fixed else cf, aggregate=aggregate,
                                       prompt_ties=prompt_ties, exact_max=exact_max, delta_ties=delta_ties,
                                       fas=fas)

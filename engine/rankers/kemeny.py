@@ -166,6 +166,41 @@ def kemeny_local(C: np.ndarray, max_sweeps: int | None = None) -> list[int]:
     return order
 
 
+def kemeny_local_batch(C: np.ndarray) -> np.ndarray:
+    """``kemeny_local`` of B evidence matrices at once: (B, n) orders, each the one ``kemeny_local(C[b])``
+    returns. Every sweep takes the models in the same order for all B; model v's gains are the same
+    cumulative sums, its move the same first best position under the same 1e-12 rule. A sweep that moves
+    nothing leaves an order as it was, and so would every later one: sweeping on until no resample moves
+    (at most n sweeps, as ``kemeny_local``'s bound) changes no order that had already stopped."""
+    C = np.asarray(C, dtype=np.float64)
+    B, n, _ = C.shape
+    orders = np.array([np.argsort(-(C[b] - C[b].T).sum(axis=1), kind="stable") for b in range(B)],
+                      dtype=np.int64).reshape(B, n)
+    rows = np.arange(B)[:, None]
+    slot = np.arange(n)[None, :]
+    for _ in range(n):
+        improved = np.zeros(B, dtype=bool)
+        for v in range(n):
+            keep = orders != v
+            now = np.argmin(keep, axis=1)  # v's position
+            rest = orders[keep].reshape(B, n - 1)
+            above = np.concatenate([np.zeros((B, 1)), np.cumsum(C[rows, rest, v], axis=1)], axis=1)
+            below = np.concatenate([np.cumsum(C[rows, v, rest][:, ::-1], axis=1)[:, ::-1], np.zeros((B, 1))],
+                                   axis=1)
+            gain = above + below
+            best = np.argmax(gain, axis=1)
+            move = gain[np.arange(B), best] > gain[np.arange(B), now] + 1e-12
+            if move.any():
+                b_ = best[:, None]
+                placed = np.where(slot < b_, np.pad(rest, ((0, 0), (0, 1)))[:, :n],
+                                  np.where(slot == b_, v, np.pad(rest, ((0, 0), (1, 0)))[:, :n]))
+                orders = np.where(move[:, None], placed, orders)
+                improved |= move
+        if not improved.any():
+            break
+    return orders
+
+
 def kemeny_order(C: np.ndarray, exact_max: int = 12) -> tuple[list[int], bool]:
     """(order, exact): the exact Kemeny order when n <= exact_max, else the local-search heuristic."""
     orders, exact, _ = kemeny_orders_batch(np.asarray(C, dtype=np.float64)[None], exact_max)
@@ -181,8 +216,7 @@ def kemeny_orders_batch(C: np.ndarray, exact_max: int = 12) -> tuple[np.ndarray,
     if n <= exact_max:
         orders, counts = kemeny_exact_batch(C)
         return orders, True, counts
-    orders = np.array([kemeny_local(C[b]) for b in range(B)], dtype=np.int64).reshape(B, n)
-    return orders, False, np.full(B, np.nan)
+    return kemeny_local_batch(C), False, np.full(B, np.nan)
 
 
 def kemeny_scores_batch(

@@ -22,7 +22,7 @@ from engine.graphs.stack import GraphStack, check_dense_size
 from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
 from engine.rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info, fit_bt_pairs
 from engine.rankers.davidson import fit_davidson_pairs, fit_davidson_stack_batch
-from engine.rankers.elo import elo_ratings
+from engine.rankers.elo import elo_ratings, elo_ratings_resampled
 from engine.rankers.elo_scale import ELO_FACTOR, from_elo_scale, to_elo_scale
 from engine.rankers.graph_batch import (
     BatchFit,
@@ -148,6 +148,13 @@ class Ranker:
     def fit_counts_batch(self, W: np.ndarray, T: np.ndarray, *args: Any, **params: Any) -> BatchFit | None:
         """(B, n) scores, regularised, unconverged, how: from (B, n, n) resampled W and T; None: no batch.
         The parameters are the ranker's own, as for ``fit_counts``."""
+        return None
+
+    def fit_votes_resampled(self, votes: Votes, repeats: Callable, B: int, *args: Any,
+                            **params: Any) -> tuple[np.ndarray, str] | None:
+        """((B, n) scores in ``votes.models`` order, how) of B resamples of ordered votes, resample b
+        reading vote v ``repeats(v0, v1)[b, v - v0]`` times in a row: the batched form of a sequential
+        ranker's one refit per resample (``fit_counts`` on each resample's votes); None: no such form."""
         return None
 
     def has_pair_batch(self, params: dict) -> bool:
@@ -526,6 +533,18 @@ class Elo(Ranker):
                    "order": used if seed is None else f"votes shuffled with seed {seed}",
                    "mean_rating": float(r.mean()), "unit": "votes"}
         return RankResult("elo", series(pc.models, r - r.mean()), details)
+
+    def fit_votes_resampled(self, votes, repeats, B, *, k=4.0, base=10.0, scale=400.0, init=1000.0, seed=None,
+                            order=None):
+        """Every resample's Elo in one pass over the votes (``elo_ratings_resampled``), the same numbers as
+        ``fit_counts`` on each resample's votes; None with ``seed`` (each resample shuffled its own way)."""
+        if seed is not None:
+            return None
+        s = np.where(votes.outcome > 0, 1.0, np.where(votes.outcome == 0, 0.5, 0.0))
+        r = elo_ratings_resampled(votes.lo, votes.hi, s, votes.n, repeats, k=k, base=base, scale=scale,
+                                  init=init)
+        scores = np.vstack([row - row.mean() for row in r]) if B else np.zeros((0, votes.n))
+        return scores, "every resample's votes in one pass in order, the B ratings updated at once"
 
     def notes(self, details, params, table=None):
         """Elo's constants, update count and order, and why 0 is the average model."""

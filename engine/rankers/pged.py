@@ -61,6 +61,7 @@ from engine.rankers.base import (
     RankResult,
     adjacency_frame,
     check_stack,
+    distinct_rows,
     ordered_ranks_batch,
     register,
     series,
@@ -243,6 +244,17 @@ def pged_from_weights(
     return RankResult("pged", series(models, desc), details, extras)
 
 
+def distinct_ensembles(wq: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first row of each distinct (ensemble, presence) pair, its index for every row): a battle log's
+    one-pair questions hold a few hundred distinct ensembles among tens of thousands, and every step of
+    a question's ranking reads only its own ensemble and presence, so equal rows rank equally.
+
+    (``engine.rankers.base.distinct_rows``)."""
+    G = wq.shape[0]
+    return distinct_rows(np.concatenate([np.asarray(wq, dtype=np.float64).reshape(G, -1),
+                                         np.asarray(present, dtype=np.float64).reshape(G, -1)], axis=1))
+
+
 def prompt_rankings(
     wq: np.ndarray, present: np.ndarray, prompt_ties: str = "average", delta_ties: str = "average",
     display: bool = False, fas: str = "greedy",
@@ -255,6 +267,10 @@ def prompt_rankings(
     (G,)), plus with ``display`` the name-rule DAGs (G, n, n) and removed arcs (G, n, n) shown to users.
     """
     G, n, _ = wq.shape
+    first, inverse = distinct_ensembles(wq, present)
+    if first.size < G:  # equal ensembles give equal rankings: rank each distinct one once
+        once = prompt_rankings(wq[first], present[first], prompt_ties, delta_ties, display, fas)
+        return tuple(x[inverse] for x in once)
     desc, paths, grouped, greedy = ensemble_descendants(wq, delta_ties, fas)
     both = present[:, :, None] & present[:, None, :]
     gap = desc[:, None, :] - desc[:, :, None]  # gap[g, i, j] = desc_j - desc_i

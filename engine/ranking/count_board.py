@@ -120,7 +120,7 @@ def leaderboard_from_counts(
             level=level,
             unit=spec.bootstrap_unit,
             models=tuple(models),
-            **params,
+            ranker_params=params,
         )
     sandwich_why, covariance = None, None
     if spec.ci_method == "sandwich":  # intervals from the fit itself (engine.ranking.style_board)

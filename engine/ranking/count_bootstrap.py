@@ -256,8 +256,10 @@ def _pair_refits(votes: VoteSource, obj, unit: str, B: int, rng: np.random.Gener
 
 
 def _refits(votes: VoteSource, obj, unit: str, B: int, rng: np.random.Generator, names, params: dict):
-    """One refit per resample for rankers without a batched form (Elo: order matters): each vote is
-    repeated as often as its unit was drawn, in the votes' order."""
+    """One refit per resample for rankers without a batched count fit (Elo: order matters): each vote is
+    repeated as often as its unit was drawn, in the votes' order. A sequential ranker with a batched form
+    (``Ranker.fit_votes_resampled``: Elo) fits the same draws in one pass; returns (B, models) scores,
+    resamples regularised, unconverged, and how (None: one refit per resample)."""
     if isinstance(votes, CountedBattles):
         raise LensError(f"The {obj.name} ranker has no batched fit and pair counts hold no single battle to "
                         "refit on; choose bt, davidson, rank-centrality, winrate, copeland or majority.")
@@ -267,16 +269,26 @@ def _refits(votes: VoteSource, obj, unit: str, B: int, rng: np.random.Generator,
         _, unit_of = np.unique(votes.graph if unit == "graph" else votes.prompt, return_inverse=True)
         unit_of = unit_of.ravel()
         U = int(unit_of.max()) + 1
+    drawn = np.zeros((B, U), dtype=np.uint8)  # each unit's draw count per resample (rarely above 255)
+    for b in range(B):  # the draws of one refit per resample, in the same order
+        c = rng.multinomial(U, np.full(U, 1.0 / U))
+        if int(c.max()) > np.iinfo(drawn.dtype).max:
+            drawn = drawn.astype(np.int64)
+        drawn[b] = c
+    batched = obj.fit_votes_resampled(votes, lambda v0, v1: drawn[:, unit_of[v0:v1]], B, **params)
+    if batched is not None:
+        scores, how = batched
+        pos = {m: i for i, m in enumerate(votes.models)}
+        return scores[:, [pos[m] for m in names]], 0, 0, how
     rows, n_reg, n_unconv = [], 0, 0
-    for _ in range(B):
-        c = rng.multinomial(U, np.full(U, 1.0 / U))[unit_of]
-        idx = np.repeat(np.arange(len(votes)), c)
+    for b in range(B):
+        idx = np.repeat(np.arange(len(votes)), drawn[b][unit_of])
         sub = votes.take(idx)
         res = obj.fit_counts(sub.fit_pair_counts(), sub, **params)
         rows.append(res.scores.reindex(list(names)).to_numpy(np.float64))
         n_reg += float(res.details.get("alpha", 0.0) or 0.0) > 0
         n_unconv += res.details.get("converged", True) is False
-    return np.vstack(rows), n_reg, n_unconv
+    return np.vstack(rows), n_reg, n_unconv, None
 
 
 def bootstrap_counts(
@@ -288,12 +300,15 @@ def bootstrap_counts(
     level: float = 0.95,
     unit: str | None = None,
     models: tuple[str, ...] | None = None,
+    ranker_params: dict | None = None,
     **params,
 ) -> BootstrapResult:
-    """Percentile bootstrap of a count ranker over B resamples of graphs, prompts or votes."""
+    """Percentile bootstrap of a count ranker over B resamples of graphs, prompts or votes; the ranker's
+    parameters as keywords, or as ``ranker_params`` (where one is named like this function's own: Elo's
+    ``seed`` shuffle)."""
     _check(B, level)
     obj = ranker_object(ranker)
-    params = obj.check(params)
+    params = obj.check({**(ranker_params or {}), **params})
     unit = obj.default_unit(params) if unit is None else unit
     if unit not in COUNT_UNITS:
         raise LensError(f"Unknown bootstrap unit {unit!r}; choose one of {', '.join(COUNT_UNITS)}.")
@@ -328,8 +343,8 @@ def bootstrap_counts(
         samples = np.vstack(rows)
         method = f"batched: multinomial {unit} weights on a sparse {unit}-by-cell count matrix, {how}"
     else:
-        samples, n_reg, n_unconv = _refits(votes, obj, unit, int(B), rng, names, params)
-        method = "one refit per resample"
+        samples, n_reg, n_unconv, how = _refits(votes, obj, unit, int(B), rng, names, params)
+        method = "one refit per resample" if how is None else f"batched: {unit} draws, {how}"
     ranks = ranks_from_scores_batch(samples)
     return BootstrapResult(ranker, names, int(B), int(seed), float(level), samples, ranks, method, int(n_reg),
                            int(n_unconv), unit, int(np.isnan(samples).any(axis=1).sum()))
