@@ -21,7 +21,7 @@ import pandas as pd
 
 from engine.errors import LensError
 from engine.ingest.formats import pair_counts as fmt
-from engine.ingest.limits import check_dataset_name, name_problem
+from engine.ingest.limits import NAME_MAX_CHARS, check_dataset_name, lookalike_notes, name_problem
 
 SPILL_MEMORY = "512MB"
 """DuckDB's memory while it checks and sums the rows; beyond it, the rows spill to a temporary folder."""
@@ -68,7 +68,7 @@ class PairCountFile:
             out.append(f"{both_bad:,} both-bad ties are counted as ties by the rankers.")
         if self.not_read:
             out.append(f"Column(s) not read: {', '.join(self.not_read)}.")
-        return out
+        return out + lookalike_notes(set(self.pairs["model_a"]) | set(self.pairs["model_b"]))
 
 
 def _reader(path: str) -> str:
@@ -145,6 +145,8 @@ def _checked_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[list[str],
     names = con.execute("SELECT DISTINCT a FROM pc_raw UNION SELECT DISTINCT b FROM pc_raw").fetchall()
     for (name,) in names:
         problem = name_problem(str(name))
+        if problem is None and len(str(name)) > NAME_MAX_CHARS:  # the verdict import's limit for a name
+            problem = f"is {len(str(name)):,} characters long (the limit for a name is {NAME_MAX_CHARS})"
         if problem:
             r = con.execute("SELECT min(r) FROM pc_raw WHERE a = ? OR b = ?", [name, name]).fetchone()[0]  # type: ignore[index]
             raise LensError(f"{path}: row {int(r):,} names the model {str(name)[:80]!r}, which {problem}; "
