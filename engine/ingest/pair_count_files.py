@@ -109,6 +109,20 @@ def _whole(col: str) -> str:
     return f"({num} IS NOT NULL AND {num} = floor({num}) AND {num} >= 0 AND {num} < {WHOLE_MAX})"
 
 
+_GUARD_NEXT = ("'='", "'+'", "'-'", "'@'", "chr(9)", "chr(13)", "''''")
+"""SQL literals of the characters after a leading ``'`` that mark it as the CSV formula guard
+(``csv_cells._TRIGGERS`` and ``'`` itself)."""
+
+
+def _unguarded(cell: str) -> str:
+    """SQL: the text ``cell`` with the CSV formula guard taken off, as the verdict import reads a CSV
+    (``csv_cells.restore_csv_cell``: one leading ``'`` dropped when a formula character or another
+    ``'`` follows it), so an exported ``'=cmd`` imports again as ``=cmd``."""
+    follows = " OR ".join(f"substr({cell}, 2, 1) = {lit}" for lit in _GUARD_NEXT)
+    return (f"(CASE WHEN length({cell}) > 1 AND left({cell}, 1) = '''' AND ({follows}) "
+            f"THEN substr({cell}, 2) ELSE {cell} END)")
+
+
 def _checked_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[list[str], int]:
     """Create the view ``pc_rows`` (row number r, names, counts) of one file after checking every row;
     returns (columns not read, rows)."""
@@ -120,6 +134,8 @@ def _checked_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[list[str],
     have = fmt.normalised(cols)
     q = {c: '"' + have[c].replace('"', '""') + '"' for c in fmt.COLUMNS if c in have}
     text = {c: f"CAST({q[c]} AS VARCHAR)" for c in q}
+    if _reader(path).startswith("read_csv"):  # a CSV the tool wrote (export) guards formula-like names
+        text.update({c: _unguarded(text[c]) for c in ("model_a", "model_b")})
     both_bad = text.get("both_bad", "'0'")
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE pc_raw AS
