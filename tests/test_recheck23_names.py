@@ -85,7 +85,8 @@ def test_a_whole_script_look_alike_is_flagged_exactly_when_its_latin_twin_is_the
     all_names = [n for n in names if n not in spelt or n in keep_latin] + list(spelt.values())
     notes = lookalike_notes(all_names)
     want = sorted(spelt[n] for n in keep_latin)
-    flagged = sorted(n for n in spelt.values() if any(f"model {n!r} is written in look-alike" in s for s in notes))
+    flagged = sorted(n for n in spelt.values()
+                     if any(f"model {n!r} is written in look-alike" in s for s in notes))
     assert flagged == want and len(notes) == len(want)
     for note in notes:
         assert "U+" in note and ("CYRILLIC" in note or "GREEK" in note)

@@ -274,9 +274,9 @@ def _note_lookalikes(tx, report: ValidationReport, dataset: str) -> ValidationRe
     """The report with a sentence per model of the dataset (after this import) written wholly in
     look-alike letters that reads as another of its models (``limits.lookalike_notes``); only names
     outside ASCII can be such, so a dataset of ASCII names costs one scan and no Python."""
-    rows = tx.execute("SELECT DISTINCT m FROM (SELECT model_a AS m FROM verdicts WHERE dataset = $1 UNION ALL "
-                      "SELECT model_b FROM verdicts WHERE dataset = $1) WHERE NOT regexp_matches(m, '^[ -~]*$')",
-                      [dataset]).fetchall()
+    rows = tx.execute("SELECT DISTINCT m FROM (SELECT model_a AS m FROM verdicts WHERE dataset = $1 "
+                      "UNION ALL SELECT model_b FROM verdicts WHERE dataset = $1) "
+                      "WHERE NOT regexp_matches(m, '^[ -~]*$')", [dataset]).fetchall()
     if not rows:
         return report
     foreign = [r[0] for r in rows]

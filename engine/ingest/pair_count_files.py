@@ -79,7 +79,9 @@ def _reader(path: str) -> str:
     if name.endswith((".jsonl", ".ndjson", ".json")):
         return "read_json(?, format = 'auto', records = true)"
     if name.endswith((".csv", ".tsv", ".txt")):
-        return "read_csv(?, header = true, all_varchar = true)"
+        # the quote pinned to '"' (as the tool writes and the verdict import reads): left to sniff, DuckDB
+        # may take ' for the quote when a name starts with one ('q,'',0,0,1 read as one field)
+        return "read_csv(?, header = true, all_varchar = true, quote = '\"', escape = '\"')"
     raise LensError(f"{path}: a pair-count file must be .csv, .tsv, .jsonl, .json or .parquet.")
 
 
@@ -99,8 +101,23 @@ def is_pair_count_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` reads as a table with the pair-count columns (False when it does not read)."""
     try:
         return fmt.matches(file_columns(path))
-    except LensError:
-        return False
+    except LensError:  # DuckDB cannot read it whole: a text file still says what it is by its header
+        return fmt.matches(_header_fields(path))
+
+
+def _header_fields(path: str | os.PathLike[str]) -> list[str]:
+    """The first line of a CSV / TSV file split at its delimiter (the one giving most fields), quotes
+    taken off; [] for other files. Lets a pair-count file DuckDB cannot read (an unclosed quote, a
+    line past its limit) reach the pair-count reader's own sentence instead of the verdict import's."""
+    if not str(path).lower().removesuffix(".gz").endswith((".csv", ".tsv", ".txt")):
+        return []
+    try:
+        with open(path, "rb") as fh:
+            line = fh.read(65_536).split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    except OSError:
+        return []
+    fields = max((line.split(d) for d in (",", "\t", ";", "|")), key=len)
+    return [f.strip().strip('"') for f in fields]
 
 
 def _whole(col: str) -> str:
@@ -137,14 +154,18 @@ def _checked_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[list[str],
     if _reader(path).startswith("read_csv"):  # a CSV the tool wrote (export) guards formula-like names
         text.update({c: _unguarded(text[c]) for c in ("model_a", "model_b")})
     both_bad = text.get("both_bad", "'0'")
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE pc_raw AS
-            SELECT row_number() OVER () AS r, nfc_normalize(trim({text['model_a']})) AS a,
-                   nfc_normalize(trim({text['model_b']})) AS b, {text['wins_a']} AS wa,
-                   {text['wins_b']} AS wb, {text['ties']} AS t, coalesce({both_bad}, '0') AS bb
-            FROM {_reader(path)}""",
-        [path],
-    )
+    try:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE pc_raw AS
+                SELECT row_number() OVER () AS r, nfc_normalize(trim({text['model_a']})) AS a,
+                       nfc_normalize(trim({text['model_b']})) AS b, {text['wins_a']} AS wa,
+                       {text['wins_b']} AS wb, {text['ties']} AS t, coalesce({both_bad}, '0') AS bb
+                FROM {_reader(path)}""",
+            [path],
+        )
+    except duckdb.Error as exc:  # a row DuckDB cannot parse (an unclosed quote, a line past its limit)
+        raise LensError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]}); "
+                        "nothing was stored.") from exc
     checks = [("a IS NULL OR a = ''", "has no model_a"), ("b IS NULL OR b = ''", "has no model_b"),
               ("a = b", "compares a model with itself")]
     checks += [(f"NOT {_whole(c)}", f"has {name} that is not a whole number of battles (0 or more)")
