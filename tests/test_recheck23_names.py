@@ -14,9 +14,11 @@ What note23 left alone, now caught, and the name rules on the pair-count reader:
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import unicodedata
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -28,6 +30,7 @@ from engine.ingest.importer import import_files
 from engine.ingest.limits import INVISIBLE_RE, NAME_MAX_CHARS, lookalike_notes, name_problem
 from engine.ingest.pair_count_files import import_pair_counts, read_pair_count_files
 from engine.store.connection import Store
+from engine.store.model_maps import set_stored_map, stored_map
 
 SPACES = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs"]
 """Every space separator, by brute force over the code points (the rule's ranges are written by hand)."""
@@ -126,3 +129,28 @@ def test_a_pair_count_model_name_keeps_the_name_limit(tmp_path, length):
     else:
         with pytest.raises(LensError, match=f"row 1 names the model .* is {length} characters long"):
             read_pair_count_files([counts])
+
+
+@pytest.mark.parametrize("name", ["clau\u00a0de", "x\x1b]0;p\x07", "gр-4", "\u3164"])
+def test_a_model_map_name_that_renders_blank_or_as_another_is_refused(store, tmp_path, name):
+    verdicts = tmp_path / "v.csv"
+    verdicts.write_text("prompt_id,model_a,model_b,winner\np1,claude,gpt-4,A\n", encoding="utf-8")
+    import_files(store, [verdicts], "mapped", replace=True, file_judges={str(verdicts): "j"})
+    before = store.dataset_revision("mapped")
+    for row in ({"model": name, "reference_model": "claude-1"}, {"model": "claude", "reference_model": name}):
+        with pytest.raises(LensError, match=r"Row 1 of the model map names the .*U\+.*nothing was kept"):
+            set_stored_map(store, "mapped", pd.DataFrame([row]))
+    assert store.dataset_revision("mapped") == before and stored_map(store, "mapped").empty
+
+
+def test_datasets_map_says_which_map_names_match_no_model(tmp_path):
+    db, verdicts, mapping = tmp_path / "s.duckdb", tmp_path / "v.csv", tmp_path / "m.csv"
+    verdicts.write_text("prompt_id,model_a,model_b,winner\np1,claude,gpt-4,A\n", encoding="utf-8")
+    mapping.write_text("model,reference_model\nclaude,claude-1\ngpt-5,gpt-4-0314\n", encoding="utf-8")
+    cli = [sys.executable, "-m", "engine", "--db", str(db)]
+    subprocess.run([*cli, "import", str(verdicts), "--dataset", "d", "--judge", "j"], check=True,
+                   capture_output=True)
+    done = subprocess.run([*cli, "datasets", "map", "d", str(mapping)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    said = "note: 1 model(s) of the map are not models of dataset d ('gpt-5'); they match nothing"
+    assert said in done.stderr
