@@ -37,6 +37,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_app_data.py",               # 24
     "test_import_options.py",         # 54 alone, -n 0, load 8 (hypothesis x 7, 8 CLI runs)
     "test_app_import_options.py",     # 48 alone, -n 0, load 8 (AppTest x 3)
+    "test_recheck23_names.py",        # 10 s of CPU (72 s wall, -n 0, load 23; 2 CLI runs, hypothesis x 60)
+    "test_recheck23_counts.py",       # 8 s of CPU (36 s wall, -n 0, load 23; imports, hypothesis x 14)
     "test_head_to_head_page.py",      # 16 s of CPU (63 s wall, -n 0, load 10; one shared AppTest + 1)
     "test_head_to_head.py",           # 14 s of CPU (41-60 s wall, -n 0, load 10; 9 imports/attaches)
     "test_sparse_solvers.py",         # 22 (one core, shared)

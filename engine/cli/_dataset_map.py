@@ -55,6 +55,13 @@ def run_map(args: argparse.Namespace) -> int:
         table = name_map_table(store, args.name, args.reference_category, args.reference)
         placed = int(table["reference_model"].ne("").sum())
         notes = [f"{placed} of {len(table)} models have a reference name.", *table.attrs["notes"]]
+        if mapping is not None:  # names kept in the map that no model of the dataset has match nothing
+            unknown = sorted(set(rows["model"].astype(str).str.strip()) - set(table["model"].astype(str)))
+            if unknown:
+                shown = ", ".join(map(repr, unknown[:10])) + (f" and {len(unknown) - 10:,} more"
+                                                              if len(unknown) > 10 else "")
+                notes.append(f"{len(unknown):,} model(s) of the map are not models of dataset {args.name} "
+                             f"({shown}); they match nothing until a model of that name is imported.")
     finally:
         store.close()
     write_frame(table, args.format)

@@ -25,7 +25,7 @@ import duckdb
 import pandas as pd
 
 from engine.errors import LensError
-from engine.ingest.limits import check_dataset_name
+from engine.ingest.limits import check_dataset_name, lookalike_notes, lookalike_twin
 from engine.ingest.staging import no_space, store_space
 from engine.ingest.verdict_files import list_columns
 from engine.ingest.verdicts import ValidationReport, validate_sources
@@ -241,6 +241,7 @@ def store_report(
             if exists and not replace:
                 report = _note_joined_judges(tx, report, dataset)
             version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic)
+            report = _note_lookalikes(tx, report, dataset)
             import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
             writes.record_files(tx, dataset, dict(report.file_hashes), import_id, replace=replace)
             revision = writes.revision(tx, dataset)
@@ -266,6 +267,28 @@ def _note_joined_judges(tx, report: ValidationReport, dataset: str) -> Validatio
     said = tuple(f"Judge {j!r} already had {n:,} verdicts in dataset {dataset!r}; the rows named after the "
                  f"file joined them (to keep them apart: --judge NAME, or import under another dataset)."
                  for j, n in stored)
+    return dataclasses.replace(report, remarks=report.remarks + said) if said else report
+
+
+def _note_lookalikes(tx, report: ValidationReport, dataset: str) -> ValidationReport:
+    """The report with a sentence per model of the dataset (after this import) written wholly in
+    look-alike letters that reads as another of its models (``limits.lookalike_notes``); only names
+    outside ASCII can be such, so a dataset of ASCII names costs one scan and no Python."""
+    rows = tx.execute("SELECT DISTINCT m FROM (SELECT model_a AS m FROM verdicts WHERE dataset = $1 "
+                      "UNION ALL SELECT model_b FROM verdicts WHERE dataset = $1) "
+                      "WHERE NOT regexp_matches(m, '^[ -~]*$')", [dataset]).fetchall()
+    if not rows:
+        return report
+    foreign = [r[0] for r in rows]
+    twins = [t for t in map(lookalike_twin, foreign) if t is not None]
+    if not twins:
+        return report
+    found = in_values("m", twins)
+    latin = [r[0] for r in tx.execute(
+        f"SELECT DISTINCT m FROM (SELECT model_a AS m FROM verdicts WHERE dataset = $wire_ds UNION ALL "
+        f"SELECT model_b FROM verdicts WHERE dataset = $wire_ds) WHERE {found[0]}",
+        {"wire_ds": dataset, **dict(found[1])}).fetchall()]
+    said = tuple(lookalike_notes([*foreign, *latin]))
     return dataclasses.replace(report, remarks=report.remarks + said) if said else report
 
 

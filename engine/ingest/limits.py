@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 
 from engine.errors import LensError
@@ -64,15 +65,29 @@ BLANK_RANGES: tuple[tuple[int, int], ...] = (
 """Characters that are letters or marks to Unicode but draw nothing (or change nothing visible):
 a name made of them renders blank, and ``gpt4`` with one of them appended looks like ``gpt4``."""
 
+ODD_SPACES: tuple[tuple[int, int], ...] = (
+    (0x00A0, 0x00A0),  # no-break space
+    (0x1680, 0x1680),  # Ogham space mark
+    (0x2000, 0x200A),  # en quad … hair space
+    (0x202F, 0x202F),  # narrow no-break space
+    (0x205F, 0x205F),  # medium mathematical space
+    (0x3000, 0x3000),  # ideographic space
+)
+"""Every space separator (Unicode Zs) but the plain space U+0020: ``gpt\u00a04`` prints as ``gpt 4``
+yet is another name, so a name may hold the plain space only."""
+
 INVISIBLE_RE = (r"[\p{Cc}\p{Cf}\p{Zl}\p{Zp}"
-                + "".join(f"\\x{{{a:X}}}" + (f"-\\x{{{b:X}}}" if b != a else "") for a, b in BLANK_RANGES)
+                + "".join(f"\\x{{{a:X}}}" + (f"-\\x{{{b:X}}}" if b != a else "")
+                          for a, b in BLANK_RANGES + ODD_SPACES)
                 + "]")
 """Control (Cc: NUL, tab, newline, ESC …), invisible formatting (Cf: zero-width space and joiners,
-bidi overrides, BOM, soft hyphen …), line / paragraph separators (Zl, Zp) and the blank-rendering
-characters of ``BLANK_RANGES``: refused in names (an RE2 pattern, for Arrow)."""
+bidi overrides, BOM, soft hyphen …), line / paragraph separators (Zl, Zp), the blank-rendering
+characters of ``BLANK_RANGES`` and the spaces of ``ODD_SPACES``: refused in names (an RE2 pattern,
+for Arrow)."""
 _KINDS = {"Cc": "a control character", "Cf": "an invisible formatting character",
           "Zl": "a line separator", "Zp": "a paragraph separator"}
 _BLANK_KIND = "a character that renders blank"
+_SPACE_KIND = "a space other than the plain space"
 
 MARKS_ONLY_RE = r"^[\p{M}\p{Zs}]+$"
 """A name of combining marks (and spaces) only: nothing for the marks to sit on, so it shows as a blank
@@ -95,16 +110,22 @@ def _blank(ch: str) -> bool:
     return any(a <= code <= b for a, b in BLANK_RANGES)
 
 
+def _odd_space(ch: str) -> bool:
+    code = ord(ch)
+    return any(a <= code <= b for a, b in ODD_SPACES)
+
+
 def bad_characters(value: str) -> str | None:
     """``"a control character (U+0000)"``-style words for the refused characters of a name, or None;
-    a blank-rendering character is named too (``U+3164 HANGUL FILLER``)."""
+    a blank-rendering character or an odd space is named too (``U+3164 HANGUL FILLER``)."""
     found: dict[str, list[str]] = {}
     for ch in value:
         cat = unicodedata.category(ch)
-        kind = _KINDS.get(cat) or (_BLANK_KIND if _blank(ch) else None)
+        kind = _KINDS.get(cat) or (_BLANK_KIND if _blank(ch) else _SPACE_KIND if _odd_space(ch) else None)
         if kind is not None:
             codes = found.setdefault(kind, [])
-            code = f"U+{ord(ch):04X}" + (f" {unicodedata.name(ch, '')}" if kind == _BLANK_KIND else "")
+            named = kind in (_BLANK_KIND, _SPACE_KIND)
+            code = f"U+{ord(ch):04X}" + (f" {unicodedata.name(ch, '')}" if named else "")
             if code not in codes:
                 codes.append(code)
     if not found:
@@ -143,6 +164,33 @@ def mixed_script(value: str) -> str | None:
     twin = "".join(_LOOKALIKES.get(ch, ch) for ch in value)
     looks = f"; it reads as {twin!r}" if all(ch in _LOOKALIKES for ch in foreign) else ""
     return f"mixes Latin with {kinds} letters ({shown}){looks}"
+
+
+def lookalike_twin(value: str) -> str | None:
+    """The Latin name a name written wholly in Cyrillic or Greek letters reads as (``аре`` → ``ape``),
+    when every letter of it has a Latin twin in ``_LOOKALIKES``; else None (a Latin name, a name with
+    a letter unlike any Latin one, a name without letters)."""
+    letters = [ch for ch in value if ch.isalpha()]
+    if not letters or not all(ch in _LOOKALIKES for ch in letters):
+        return None
+    return "".join(_LOOKALIKES.get(ch, ch) for ch in value)
+
+
+def lookalike_notes(names: Iterable[str], what: str = "model") -> list[str]:
+    """One sentence per name written wholly in Cyrillic or Greek letters that reads as another of
+    ``names`` (``аре`` beside ``ape``), naming its code points: each word is of one script, so the
+    mixed-script rule keeps it, yet a reader sees two models of one name. A note, not a refusal: such
+    a name may be meant (a model named in Cyrillic), and the other name may arrive later."""
+    known = set(names)
+    out = []
+    for name in sorted(known):
+        twin = lookalike_twin(name)
+        if twin is not None and twin != name and twin in known:
+            foreign = list(dict.fromkeys(ch for ch in name if ch.isalpha()))
+            shown = ", ".join(_code(ch) for ch in foreign[:3]) + (" …" if len(foreign) > 3 else "")
+            out.append(f"The {what} {name!r} is written in look-alike letters ({shown}) and reads as the "
+                       f"{what} {twin!r}; they are counted as two {what}s (rename one if they are the same).")
+    return out
 
 
 def name_problem(value: str) -> str | None:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from engine.errors import LensError
 from engine.ingest.formats import pair_counts as fmt
-from engine.ingest.limits import check_dataset_name, name_problem
+from engine.ingest.limits import NAME_MAX_CHARS, check_dataset_name, lookalike_notes, name_problem
 
 SPILL_MEMORY = "512MB"
 """DuckDB's memory while it checks and sums the rows; beyond it, the rows spill to a temporary folder."""
@@ -68,7 +68,7 @@ class PairCountFile:
             out.append(f"{both_bad:,} both-bad ties are counted as ties by the rankers.")
         if self.not_read:
             out.append(f"Column(s) not read: {', '.join(self.not_read)}.")
-        return out
+        return out + lookalike_notes(set(self.pairs["model_a"]) | set(self.pairs["model_b"]))
 
 
 def _reader(path: str) -> str:
@@ -79,7 +79,9 @@ def _reader(path: str) -> str:
     if name.endswith((".jsonl", ".ndjson", ".json")):
         return "read_json(?, format = 'auto', records = true)"
     if name.endswith((".csv", ".tsv", ".txt")):
-        return "read_csv(?, header = true, all_varchar = true)"
+        # the quote pinned to '"' (as the tool writes and the verdict import reads): left to sniff, DuckDB
+        # may take ' for the quote when a name starts with one ('q,'',0,0,1 read as one field)
+        return "read_csv(?, header = true, all_varchar = true, quote = '\"', escape = '\"')"
     raise LensError(f"{path}: a pair-count file must be .csv, .tsv, .jsonl, .json or .parquet.")
 
 
@@ -99,14 +101,43 @@ def is_pair_count_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` reads as a table with the pair-count columns (False when it does not read)."""
     try:
         return fmt.matches(file_columns(path))
-    except LensError:
-        return False
+    except LensError:  # DuckDB cannot read it whole: a text file still says what it is by its header
+        return fmt.matches(_header_fields(path))
+
+
+def _header_fields(path: str | os.PathLike[str]) -> list[str]:
+    """The first line of a CSV / TSV file split at its delimiter (the one giving most fields), quotes
+    taken off; [] for other files. Lets a pair-count file DuckDB cannot read (an unclosed quote, a
+    line past its limit) reach the pair-count reader's own sentence instead of the verdict import's."""
+    if not str(path).lower().removesuffix(".gz").endswith((".csv", ".tsv", ".txt")):
+        return []
+    try:
+        with open(path, "rb") as fh:
+            line = fh.read(65_536).split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    except OSError:
+        return []
+    fields = max((line.split(d) for d in (",", "\t", ";", "|")), key=len)
+    return [f.strip().strip('"') for f in fields]
 
 
 def _whole(col: str) -> str:
     """SQL: True when the text ``col`` is a whole number of battles (0 <= n < 2^53)."""
     num = f"TRY_CAST(trim({col}) AS DOUBLE)"
     return f"({num} IS NOT NULL AND {num} = floor({num}) AND {num} >= 0 AND {num} < {WHOLE_MAX})"
+
+
+_GUARD_NEXT = ("'='", "'+'", "'-'", "'@'", "chr(9)", "chr(13)", "''''")
+"""SQL literals of the characters after a leading ``'`` that mark it as the CSV formula guard
+(``csv_cells._TRIGGERS`` and ``'`` itself)."""
+
+
+def _unguarded(cell: str) -> str:
+    """SQL: the text ``cell`` with the CSV formula guard taken off, as the verdict import reads a CSV
+    (``csv_cells.restore_csv_cell``: one leading ``'`` dropped when a formula character or another
+    ``'`` follows it), so an exported ``'=cmd`` imports again as ``=cmd``."""
+    follows = " OR ".join(f"substr({cell}, 2, 1) = {lit}" for lit in _GUARD_NEXT)
+    return (f"(CASE WHEN length({cell}) > 1 AND left({cell}, 1) = '''' AND ({follows}) "
+            f"THEN substr({cell}, 2) ELSE {cell} END)")
 
 
 def _checked_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[list[str], int]:
@@ -120,15 +151,21 @@ def _checked_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[list[str],
     have = fmt.normalised(cols)
     q = {c: '"' + have[c].replace('"', '""') + '"' for c in fmt.COLUMNS if c in have}
     text = {c: f"CAST({q[c]} AS VARCHAR)" for c in q}
+    if _reader(path).startswith("read_csv"):  # a CSV the tool wrote (export) guards formula-like names
+        text.update({c: _unguarded(text[c]) for c in ("model_a", "model_b")})
     both_bad = text.get("both_bad", "'0'")
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE pc_raw AS
-            SELECT row_number() OVER () AS r, nfc_normalize(trim({text['model_a']})) AS a,
-                   nfc_normalize(trim({text['model_b']})) AS b, {text['wins_a']} AS wa,
-                   {text['wins_b']} AS wb, {text['ties']} AS t, coalesce({both_bad}, '0') AS bb
-            FROM {_reader(path)}""",
-        [path],
-    )
+    try:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE pc_raw AS
+                SELECT row_number() OVER () AS r, nfc_normalize(trim({text['model_a']})) AS a,
+                       nfc_normalize(trim({text['model_b']})) AS b, {text['wins_a']} AS wa,
+                       {text['wins_b']} AS wb, {text['ties']} AS t, coalesce({both_bad}, '0') AS bb
+                FROM {_reader(path)}""",
+            [path],
+        )
+    except duckdb.Error as exc:  # a row DuckDB cannot parse (an unclosed quote, a line past its limit)
+        raise LensError(f"{path}: cannot be read as a table ({str(exc).splitlines()[0]}); "
+                        "nothing was stored.") from exc
     checks = [("a IS NULL OR a = ''", "has no model_a"), ("b IS NULL OR b = ''", "has no model_b"),
               ("a = b", "compares a model with itself")]
     checks += [(f"NOT {_whole(c)}", f"has {name} that is not a whole number of battles (0 or more)")
@@ -145,6 +182,8 @@ def _checked_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[list[str],
     names = con.execute("SELECT DISTINCT a FROM pc_raw UNION SELECT DISTINCT b FROM pc_raw").fetchall()
     for (name,) in names:
         problem = name_problem(str(name))
+        if problem is None and len(str(name)) > NAME_MAX_CHARS:  # the verdict import's limit for a name
+            problem = f"is {len(str(name)):,} characters long (the limit for a name is {NAME_MAX_CHARS})"
         if problem:
             r = con.execute("SELECT min(r) FROM pc_raw WHERE a = ? OR b = ?", [name, name]).fetchone()[0]  # type: ignore[index]
             raise LensError(f"{path}: row {int(r):,} names the model {str(name)[:80]!r}, which {problem}; "

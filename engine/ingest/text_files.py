@@ -24,6 +24,7 @@ from engine.errors import LensError
 from engine.ingest.json_reader import json_array_batches, jsonl_records
 from engine.ingest.staging import Stage
 from engine.ingest.text_shapes import SHAPE_NAMES, BadRecord, TextShape, detect_shape, model_names, shape
+from engine.ingest.verdict_files import not_text
 
 Source = tuple[str | os.PathLike[str] | bytes, str]
 """A file to read: a path, or uploaded bytes, with the name messages use."""
@@ -137,12 +138,20 @@ def _records(fh: BinaryIO, name: str) -> Iterator[tuple[list[dict], list[int], l
 
 
 def _first_record(source, name: str) -> dict | None:
-    """The file's first JSON object (for its shape), or None when the file has none."""
+    """The file's first JSON object (for its shape), or None when the file has none. A compressed or
+    binary file, or a first line that is no JSON record (a 5,000-digit number, a lone surrogate), is
+    one sentence saying so rather than "holds no JSON record"."""
     with _open(source) as fh:
-        for rows, _lines, problems in _records(fh, name):
-            for rec, prob in zip(rows, problems, strict=True):
+        problem = not_text(fh.read(65_536), name, "jsonl", kind="JSON file of texts", rows="texts")
+        if problem:
+            raise LensError(problem)
+        fh.seek(0)
+        for rows, lines, problems in _records(fh, name):
+            for rec, line, prob in zip(rows, lines, problems, strict=True):
                 if prob is None and isinstance(rec, dict):
                     return rec
+                if prob is not None:
+                    raise LensError(f"{name} line {line:,}: {prob}; nothing was stored.")
             return None
     return None
 

@@ -77,23 +77,25 @@ _COMPRESSED: tuple[tuple[bytes, str, str], ...] = (
 """Magic bytes of archives and compressed files: read as text they are bad bytes on every line."""
 
 
-def not_text(head: bytes, filename: str, fmt: str) -> str | None:
+def not_text(head: bytes, filename: str, fmt: str, kind: str = "text verdict file",
+             rows: str = "verdicts") -> str | None:
     """One sentence when the file's first bytes show it cannot be a verdict file of format ``fmt`` read as
     text (compressed, an archive, a NUL byte in its first line, lines ended by a bare carriage return);
-    None otherwise.
+    None otherwise. ``kind`` and ``rows`` name what the file should be and hold (``import-texts`` asks
+    about JSON files of prompt and answer texts).
     Parquet is binary and is read by its own reader."""
     if fmt == "parquet":
         return None
     for magic, what, how in _COMPRESSED:
         if head.startswith(magic):
-            return (f"{filename} is a {what} file, not a text verdict file; {how} and import what it holds "
-                    "(Parquet files are read as they are).")
+            return (f"{filename} is a {what} file, not a {kind}; {how} and import what it holds"
+                    + (" (Parquet files are read as they are)." if rows == "verdicts" else "."))
     nul = head.split(b"\n", 1)[0].find(b"\x00")  # (a NUL in a later row costs that row only)
     if nul >= 0:
         utf16 = head[:2] in (b"\xff\xfe", b"\xfe\xff") or (nul <= 1 and head[:4].count(b"\x00") == 2)
-        return (f"{filename} has a NUL byte at byte {nul + 1:,}, so it is not a text verdict file"
+        return (f"{filename} has a NUL byte at byte {nul + 1:,}, so it is not a {kind}"
                 + ("; it looks like UTF-16 text: save it as UTF-8 and import that." if utf16 else
-                   " (a binary file, or text saved as UTF-16 or UTF-32): save the verdicts as UTF-8 text."))
+                   f" (a binary file, or text saved as UTF-16 or UTF-32): save the {rows} as UTF-8 text."))
     if b"\r" in head and b"\n" not in head:  # (a CR in a quoted field has a \n-ended line around it)
         return (f"{filename} ends its lines with a bare carriage return (CR, classic Mac OS), so it reads as "
                 "one line; convert the line ends to \\n (for example tr '\\r' '\\n' < old > new) and import "

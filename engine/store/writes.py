@@ -92,6 +92,9 @@ def rename_dataset_rows(tx: duckdb.DuckDBPyConnection, old: str, new: str) -> in
         tx.execute(f"UPDATE {identifier(table)} SET dataset = ? WHERE dataset = ?", [new, old])
     tx.execute("DELETE FROM attached_datasets WHERE name = ?", [new])  # left by an older dataset of that name
     tx.execute("UPDATE attached_datasets SET name = ? WHERE name = ?", [new, old])  # files read in place
+    # the judging runs that wrote it go with it, so an unfinished one still marks it incomplete
+    # (judging.completeness) and a rerun under the new name completes it
+    tx.execute("UPDATE judge_runs SET dataset = ? WHERE dataset = ?", [new, old])
     # one UPDATE of the row: DuckDB refuses a second change to a key in one transaction
     version = new_version(tx)
     tx.execute("UPDATE datasets SET name = ?, version = ?, revision = coalesce(revision, 0) + 1,"
