@@ -115,7 +115,7 @@ def one_move(page, slider: str, key: str, label: str, timeout_s: float = 60) -> 
     return float(shown - t0), float(done - t0)
 
 
-def measure(root: Path, db: Path, moves: int) -> dict[tuple[str, ...], list[float]]:
+def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ...], list[float]]:
     """Every case's keep-K and μ move times (ms) on a server of checkout ``root``."""
     from playwright.sync_api import sync_playwright
 
@@ -127,7 +127,7 @@ def measure(root: Path, db: Path, moves: int) -> dict[tuple[str, ...], list[floa
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
-            for dataset, judge in CASES:
+            for dataset, judge in cases:
                 page = browser.new_page(viewport={"width": 1280, "height": 1000})
                 page.goto(f"{url}/keep-k?dataset={dataset}&judge={judge}")
                 wait_state(page)
@@ -153,11 +153,13 @@ def main() -> None:
     ap.add_argument("--base", type=Path, required=True, help="a checkout of the old code (git worktree)")
     ap.add_argument("--moves", type=int, default=20)
     ap.add_argument("--db", type=Path, help="a store with vicuna80 and sparse70 (default: made here)")
+    ap.add_argument("--cases", default="0,1,2", help="which of CASES to run, by index (default all)")
     args = ap.parse_args()
+    cases = [CASES[int(i)] for i in args.cases.split(",")]
     db = args.db or make_store(Path(tempfile.mkdtemp(prefix="roundtrip_store_")))
     load0 = os.getloadavg()
-    before = measure(args.base.resolve(), db, args.moves)
-    after = measure(REPO, db, args.moves)
+    before = measure(args.base.resolve(), db, args.moves, cases)
+    after = measure(REPO, db, args.moves, cases)
     load1 = os.getloadavg()
     print(f"load average before {load0[0]:.2f} / after {load1[0]:.2f}; {args.moves} moves per row; "
           "ms from key event to the finished rerun (Chromium, 1280 px)")

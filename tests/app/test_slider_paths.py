@@ -133,5 +133,6 @@ def test_page_table_at_every_move_equals_the_old_page(shipped_db, monkeypatch):
         kept = app_leaderboard(SliderContext.of(stack), ranker="bt", keep_k=k, mu=mu,
                                bootstrap=B_DEFAULT, seed=SEED, reference=ref, votes=votes).table
         want = board_display(rank_change_frame(full, kept))
-        pd.testing.assert_frame_equal(shown.reset_index(drop=True), want[shown.columns].reset_index(drop=True),
+        pd.testing.assert_frame_equal(shown.reset_index(drop=True),
+                                      want[shown.columns].reset_index(drop=True),
                                       check_exact=True, check_dtype=False)
