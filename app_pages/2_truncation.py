@@ -15,6 +15,7 @@ from app_pages._lens import (
     bootstrap_note,
     column_picker,
     current,
+    guarded_session,
     keep_k_curve_for,
     leaderboard_result,
     metric_row,
@@ -75,148 +76,180 @@ if st.session_state.get("_keep_k_for") != ch.key:
     st.session_state["_keep_k"] = default_keep_k(T)
 MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # 0.01 … 100, 4 steps per decade
 MU_DEFAULT = 1.0  # paper 000, Section 4: mu = 1 by default
-st.session_state["keep_k"] = st.session_state["_keep_k"]
-st.session_state["mu"] = st.session_state.get("_mu", MU_DEFAULT)
-left, right = st.columns(2)
-keep_k = left.slider(
-    "Keep K graphs", 1, T, key="keep_k", on_change=remember, args=("keep_k",),
-    help=f"Opens at {default_keep_k(T)} = half the pool: paper 000 keeps {PAPER_KEEP[0]} of each category's "
-    f"{PAPER_KEEP[1]} graphs.",
-)
-mu = right.select_slider(
-    "μ (weight of bad 4-cycles), log scale", options=MU_STEPS, key="mu", on_change=remember, args=("mu",),
-    format_func=lambda v: f"{v:g}",
-)
-try:
-    # the untruncated ranking of the same pool (every graph of the selection when nothing is left out)
-    full = leaderboard_result(ch.key, ch.ranker, T if T < stack.T else None, float(mu), B_DEFAULT, SEED)
-    kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
-except LensError as exc:
-    show_error(exc)
-    st.stop()
 
-table = rank_change_frame(full.table, kept.table)
-moved = int((table["rank_change"].fillna(0) != 0).sum())
-metric_row(("Graphs kept", f"{keep_k} of {T}"), ("μ", f"{mu:g}"), ("Models whose rank changed", moved),
-           ("Leader", escape_md(table.iloc[0]["model"])))
-order = ["rank", "rank_change", "model", "score", "ci_low", "ci_high", "wins", "losses", "ties", "win_rate",
-         "bad_triads", "cycle_share", "ref_rank", "ref_diff"]
-config = board_columns(kept.reference_note, f"{ch.ranker}", digits=score_digits(table["score"]))
-shown = column_picker([c for c in order if c in table.columns], TRUNCATION_MAIN, TRUNCATION_EXTRA, config,
-                      "trunc_columns", "Rank, Δ rank, model, score and its interval")
-st.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config, column_order=shown)
-st.caption(
-    f"{ch.caption()} · ranker {escape_md(ch.ranker)} · keep K={keep_k} of {T} graphs by S_μ with μ={mu:g} "
-    f"(kept: S_μ ≤ {escape_md(format_s_mu(kept.params['threshold'], mu))}) "
-    f"· {bootstrap_note(kept)} · Δ rank against the same ranker on all {T} graphs"
-    + (f" · {left_out} sampling-replicate graph(s) are not in the pool (paper 000's Trunc pool: originals "
-       "and paraphrases)" if left_out else "")
-)
 
-st.subheader("Sensitivity against the reference ranking")
-try:
-    k_frame = keep_k_curve_for(ch.key, float(mu))
-    mu_frame = mu_curve_for(ch.key, int(keep_k))
-except LensError as exc:
-    st.info(user_text(exc))
-    k_frame = mu_frame = None
-if k_frame is not None:
-    ref_note = reference_for_key(ch.key.dataset, ch.key.category)[1]
-    k_best = best_k(k_frame)
-    metric = "Spearman ρ distance"
-    cols = st.columns(2)
-    for col, frame, x, marker, title in (
-        (cols[0], k_frame, "k", keep_k, f"distance vs K (μ={mu:g})"),
-        (cols[1], mu_frame, "mu", mu, f"distance vs μ (K={keep_k})"),
-    ):
-        fig = go.Figure()
-        fig.add_trace(
-            go.Scatter(
-                x=frame[x],
-                y=frame["ci_high"],
-                mode="lines",
-                line={"width": 0},
-                showlegend=False,
-                hoverinfo="skip",
-            )
-        )
-        fig.add_trace(go.Scatter(
-            x=frame[x], y=frame["ci_low"], mode="lines", fill="tonexty", fillcolor="rgba(59,91,219,0.15)",
-            line={"width": 0}, showlegend=False, hoverinfo="skip",
-        ))
-        fig.add_trace(go.Scatter(x=frame[x], y=frame["mean"], mode="lines+markers", name="mean over draws",
-                                 line={"color": "#3b5bdb"}, marker={"size": 5}))
-        fig.add_trace(go.Scatter(x=frame[x], y=frame["point"], mode="lines", name="all kept graphs",
-                                 line={"color": "#868e96", "dash": "dot", "width": 1.5}))
-        fig.add_vline(x=marker, line_dash="dash", line_color="#e03131")
-        if x == "k":
-            fig.add_vline(
-                x=k_best,
-                line_dash="dot",
-                line_color="#2b8a3e",
-                annotation_text=f"best K = {k_best}",
-                annotation_position="top right",
-                annotation_font_color="#2b8a3e",
-            )
-        fig.update_layout(
-            title={"text": title, "font": {"size": 14}},
-            height=320,
-            margin={"l": 10, "r": 10, "t": 40, "b": 10},
-            xaxis_title=x,
-            yaxis_title=metric,
-            xaxis_type="log" if x == "mu" else "linear",
-            yaxis_range=y_range(frame),  # a flat curve (common for μ) keeps a readable band
-            legend={"orientation": "h", "y": -0.3, "x": 0},
-            showlegend=x == "k",
-        )
-        col.plotly_chart(fig, width="stretch")
+@st.fragment
+def sliders_and_results() -> None:
+    """The sliders and everything they drive (the kept board, its figures, the curves, the protocol
+    table): a slider move reruns this fragment alone, not the sidebar and the page's selection work
+    above it (which a move does not change)."""
+    # a fragment rerun does not pass through app.py's session: it holds the store itself, and a store
+    # held by a command-line writer is the same warning and retry as in app.py, not a traceback
+    with guarded_session("busy_retry_sliders"):
+        _sliders_and_results()
+
+
+def _sliders_and_results() -> None:
+    """The fragment's content, in the order a move needs it: the sliders, the kept board and its
+    figures first (what the move is for), then the curves and the protocol table."""
+    st.session_state["keep_k"] = st.session_state["_keep_k"]
+    st.session_state["mu"] = st.session_state.get("_mu", MU_DEFAULT)
+    left, right = st.columns(2)
+    keep_k = left.slider(
+        "Keep K graphs", 1, T, key="keep_k", on_change=remember, args=("keep_k",),
+        help=f"Opens at {default_keep_k(T)} = half the pool: paper 000 keeps {PAPER_KEEP[0]} of each "
+        f"category's "
+        f"{PAPER_KEEP[1]} graphs.",
+    )
+    mu = right.select_slider(
+        "μ (weight of bad 4-cycles), log scale", options=MU_STEPS, key="mu", on_change=remember, args=("mu",),
+        format_func=lambda v: f"{v:g}",
+    )
+    try:
+        # the untruncated ranking of the same pool (every graph of the selection when nothing is left out):
+        # keeping all T graphs keeps the same graphs at every mu, so it is fitted once, at MU_DEFAULT
+        full = leaderboard_result(ch.key, ch.ranker, T if T < stack.T else None, MU_DEFAULT, B_DEFAULT, SEED)
+        kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
+    except LensError as exc:
+        show_error(exc)
+        return
+
+    table = rank_change_frame(full.table, kept.table)
+    moved = int((table["rank_change"].fillna(0) != 0).sum())
+    metric_row(("Graphs kept", f"{keep_k} of {T}"), ("μ", f"{mu:g}"), ("Models whose rank changed", moved),
+               ("Leader", escape_md(table.iloc[0]["model"])))
+    order = ["rank", "rank_change", "model", "score", "ci_low", "ci_high", "wins", "losses", "ties",
+             "win_rate",
+             "bad_triads", "cycle_share", "ref_rank", "ref_diff"]
+    config = board_columns(kept.reference_note, f"{ch.ranker}", digits=score_digits(table["score"]))
+    shown = column_picker([c for c in order if c in table.columns], TRUNCATION_MAIN, TRUNCATION_EXTRA, config,
+                          "trunc_columns", "Rank, Δ rank, model, score and its interval")
+    st.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
+                 column_order=shown)
     st.caption(
-        f"Paper 000's protocol, whatever the sidebar's ranker: half-tie Bradley–Terry on the kept graphs, "
-        f"Spearman distance to the {escape_md(ref_note)}. Blue: the mean over {CURVE_RESAMPLES} draws of 80 "
-        "% of "
-        "the kept graphs without replacement (the paper's 25 → 20), band: its 95 % interval; dotted grey: "
-        "all "
-        "kept graphs fitted once. Dashed red: the current setting; dotted green: the K where the blue curve "
-        "is "
-        f"lowest at this μ ({k_best})."
+        f"{ch.caption()} · ranker {escape_md(ch.ranker)} · keep K={keep_k} of {T} graphs by S_μ with "
+        f"μ={mu:g} "
+        f"(kept: S_μ ≤ {escape_md(format_s_mu(kept.params['threshold'], mu))}) "
+        f"· {bootstrap_note(kept)} · Δ rank against the same ranker on all {T} graphs"
+        + (f" · {left_out} sampling-replicate graph(s) are not in the pool (paper 000's Trunc pool: "
+           "originals "
+           "and paraphrases)" if left_out else "")
     )
 
-with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):
-    st.caption(escape_md(
-        "The six protocols of paper 000, Table 2 (truncation, sampling-only, no truncation, score-of-win, "
-        f"random, single prompt) with the engine's sizes: {protocol_sizes(protocol_params(mu))}. Spearman "
-        f"distance to the reference × 1000, mean ± half-width, at μ = {mu:g}; like the curves they use "
-        "half-tie Bradley–Terry, not the sidebar's ranker."
-    ))
-    params = (ch.key, float(mu))
-    if st.session_state.get("protocol_for") != params:
-        st.session_state.pop("protocol_result", None)
-    if ch.key.judge is None:
-        st.info("Choose one judge in the sidebar: the protocols compare one judge's graphs.")
-    elif "protocol_result" not in st.session_state and st.button(
-        "Compute the protocol table", key="protocol_go"
-    ):
-        try:
-            st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
-            st.session_state["protocol_for"] = params
-        except LensError as exc:
-            show_error(exc)
-    if "protocol_result" in st.session_state:
-        ptab, sizes = st.session_state["protocol_result"]
-        st.dataframe(
-            ptab, hide_index=True, width="stretch",
-            column_config={
-                "protocol": st.column_config.TextColumn("protocol", pinned=True),
-                "macro": st.column_config.TextColumn("macro", help="Mean over categories, per resample."),
-                "no spread": st.column_config.TextColumn(
-                    "no spread", help="Category cells whose resamples all gave the same distance (± 0)."),
-                "why": st.column_config.TextColumn("why ± 0", width="large"),
-            },
-        )
-        st.caption(escape_md(f"Run with {sizes}."))
-        if not ptab["no spread"].str.startswith("0 of").all():
-            st.caption(
-                "“± 0” is no resampling spread: the pool a protocol draws from is no larger than a draw "
-                "(the pools are named above and in the “why” column), so every draw is the same set of "
-                "graphs."
+    st.subheader("Sensitivity against the reference ranking")
+    try:
+        k_frame = keep_k_curve_for(ch.key, float(mu))
+        mu_frame = mu_curve_for(ch.key, int(keep_k))
+    except LensError as exc:
+        st.info(user_text(exc))
+        k_frame = mu_frame = None
+    if k_frame is not None:
+        ref_note = reference_for_key(ch.key.dataset, ch.key.category)[1]
+        k_best = best_k(k_frame)
+        metric = "Spearman ρ distance"
+        cols = st.columns(2)
+        for col, frame, x, marker, title in (
+            (cols[0], k_frame, "k", keep_k, f"distance vs K (μ={mu:g})"),
+            (cols[1], mu_frame, "mu", mu, f"distance vs μ (K={keep_k})"),
+        ):
+            fig = go.Figure()
+            fig.add_trace(
+                go.Scatter(
+                    x=frame[x],
+                    y=frame["ci_high"],
+                    mode="lines",
+                    line={"width": 0},
+                    showlegend=False,
+                    hoverinfo="skip",
+                )
             )
+            fig.add_trace(go.Scatter(
+                x=frame[x], y=frame["ci_low"], mode="lines", fill="tonexty", fillcolor="rgba(59,91,219,0.15)",
+                line={"width": 0}, showlegend=False, hoverinfo="skip",
+            ))
+            fig.add_trace(go.Scatter(x=frame[x], y=frame["mean"], mode="lines+markers",
+                                     name="mean over draws",
+                                     line={"color": "#3b5bdb"}, marker={"size": 5}))
+            fig.add_trace(go.Scatter(x=frame[x], y=frame["point"], mode="lines", name="all kept graphs",
+                                     line={"color": "#868e96", "dash": "dot", "width": 1.5}))
+            fig.add_vline(x=marker, line_dash="dash", line_color="#e03131")
+            if x == "k":
+                fig.add_vline(
+                    x=k_best,
+                    line_dash="dot",
+                    line_color="#2b8a3e",
+                    annotation_text=f"best K = {k_best}",
+                    annotation_position="top right",
+                    annotation_font_color="#2b8a3e",
+                )
+            fig.update_layout(
+                title={"text": title, "font": {"size": 14}},
+                height=320,
+                margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                xaxis_title=x,
+                yaxis_title=metric,
+                xaxis_type="log" if x == "mu" else "linear",
+                yaxis_range=y_range(frame),  # a flat curve (common for μ) keeps a readable band
+                legend={"orientation": "h", "y": -0.3, "x": 0},
+                showlegend=x == "k",
+            )
+            col.plotly_chart(fig, width="stretch")
+        st.caption(
+            "Paper 000's protocol, whatever the sidebar's ranker: half-tie Bradley–Terry on the kept "
+            "graphs, "
+            f"Spearman distance to the {escape_md(ref_note)}. Blue: the mean over {CURVE_RESAMPLES} draws "
+            "of 80 "
+            "% of "
+            "the kept graphs without replacement (the paper's 25 → 20), band: its 95 % interval; dotted "
+            "grey: "
+            "all "
+            "kept graphs fitted once. Dashed red: the current setting; dotted green: the K where the blue "
+            "curve "
+            "is "
+            f"lowest at this μ ({k_best})."
+        )
+
+    with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):
+        st.caption(escape_md(
+            "The six protocols of paper 000, Table 2 (truncation, sampling-only, no truncation, "
+            "score-of-win, "
+            f"random, single prompt) with the engine's sizes: {protocol_sizes(protocol_params(mu))}. "
+            "Spearman "
+            f"distance to the reference × 1000, mean ± half-width, at μ = {mu:g}; like the curves they use "
+            "half-tie Bradley–Terry, not the sidebar's ranker."
+        ))
+        params = (ch.key, float(mu))
+        if st.session_state.get("protocol_for") != params:
+            st.session_state.pop("protocol_result", None)
+        if ch.key.judge is None:
+            st.info("Choose one judge in the sidebar: the protocols compare one judge's graphs.")
+        elif "protocol_result" not in st.session_state and st.button(
+            "Compute the protocol table", key="protocol_go"
+        ):
+            try:
+                st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
+                st.session_state["protocol_for"] = params
+            except LensError as exc:
+                show_error(exc)
+        if "protocol_result" in st.session_state:
+            ptab, sizes = st.session_state["protocol_result"]
+            st.dataframe(
+                ptab, hide_index=True, width="stretch",
+                column_config={
+                    "protocol": st.column_config.TextColumn("protocol", pinned=True),
+                    "macro": st.column_config.TextColumn("macro", help="Mean over categories, per resample."),
+                    "no spread": st.column_config.TextColumn(
+                        "no spread", help="Category cells whose resamples all gave the same distance (± 0)."),
+                    "why": st.column_config.TextColumn("why ± 0", width="large"),
+                },
+            )
+            st.caption(escape_md(f"Run with {sizes}."))
+            if not ptab["no spread"].str.startswith("0 of").all():
+                st.caption(
+                    "“± 0” is no resampling spread: the pool a protocol draws from is no larger than a draw "
+                    "(the pools are named above and in the “why” column), so every draw is the same set of "
+                    "graphs."
+                )
+
+
+sliders_and_results()

@@ -261,6 +261,14 @@ def keep_k_scores(
     return PoolScores(pos, n_no_cycle, scores, coverage, raw, score)
 
 
+def keep_k_order(scores: np.ndarray, tie_rank: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+    """The positions ``among`` (default all) from the smallest score up, equal scores in graph-key order
+    (``tie_rank``): keep-K keeps a prefix of it (``keep_k_index``), so the app's slider computes it once
+    per mu and cuts every K from it (``engine.views.appstate.SliderContext.ordering``)."""
+    pos = np.arange(len(scores)) if among is None else np.asarray(among, dtype=np.int64)
+    return pos[np.lexsort((np.asarray(tie_rank)[pos], np.asarray(scores)[pos]))]
+
+
 def keep_k_index(
     scores: np.ndarray, tie_rank: np.ndarray, k: int, among: np.ndarray | None = None,
     groups: np.ndarray | None = None,
@@ -273,8 +281,7 @@ def keep_k_index(
     graphs keeps them all. The app's slider, the CLI's ``--keep-k``, the curves and the protocols all
     select through this function (the first three on ``keep_k_scores``' scores).
     """
-    pos = np.arange(len(scores)) if among is None else np.asarray(among, dtype=np.int64)
-    order = pos[np.lexsort((np.asarray(tie_rank)[pos], np.asarray(scores)[pos]))]
+    order = keep_k_order(scores, tie_rank, among)
     if groups is None:
         return np.sort(order[:k])
     codes = np.asarray(groups)[order]
@@ -448,6 +455,7 @@ __all__ = [
     "is_sample",
     "keep_k_graphs",
     "keep_k_index",
+    "keep_k_order",
     "keep_k_scores",
     "keep_pool",
     "no_cycle_refusal",

@@ -10,7 +10,7 @@ itself is ``engine.graphs.truncation.keep_k_scores`` and ``keep_k_index``, as in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -112,8 +112,9 @@ class SliderContext:
     default; sampling replicates and graphs that cannot hold a cycle stay out); ``capacity``:
     engine.graphs.cycles.cycle_capacity (keep-K's coverage score); ``n_no_cycle``: pool graphs left out for
     holding no cycle. ``tie_rank`` (each graph's position in graph-key order, keep-K's tie-break, the
-    costly key sort) is computed on the first keep-K move. A move then costs a lexsort, a subset,
-    the ranker and the bootstrap (bench/app_latency.py).
+    costly key sort) is computed on the first keep-K move. The pool's order by S_mu (``ordering``) is
+    computed once per mu, so a keep-K move at a mu seen before costs a prefix, a subset, the ranker and
+    the bootstrap (bench/app_latency.py, bench/app_roundtrip.py).
     """
 
     stack: GraphBuckets
@@ -126,6 +127,7 @@ class SliderContext:
     pool: str = "all"
     capacity: pd.DataFrame | None = None
     n_no_cycle: int = 0
+    _orders: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, graphs: GraphStack | GraphBuckets, pool: str = "perturbed") -> SliderContext:
@@ -170,17 +172,37 @@ class SliderContext:
         every graph of the selection (pool or not) when K is None."""
         import numpy as np
 
-        from engine.graphs.truncation import check_k, keep_k_scores, no_cycle_refusal
+        from engine.graphs.truncation import check_k, no_cycle_refusal
 
         if keep_k is None:
             return np.arange(self.stack.T), None
         if self.n_pool == 0 and self.n_no_cycle:
             raise no_cycle_refusal(self.pool, self.n_no_cycle)
         k = check_k(keep_k, self.n_pool)
-        pos = np.arange(self.stack.T) if self.pool_pos is None else np.asarray(self.pool_pos)
-        scored = keep_k_scores(self.stack.keys, self.counts, self.capacity, pool=self.pool, mu=mu, pos=pos)
-        idx = scored.keep(k, self.tie_rank)
-        return idx, float(scored.scores[idx].max())
+        order, scores = self.ordering(mu)
+        idx = np.sort(order[:k])
+        return idx, float(scores[idx].max())
+
+    def ordering(self, mu: float) -> tuple[np.ndarray, np.ndarray]:
+        """(the pool's positions from the smallest S_mu up, every graph's score), computed once per mu.
+
+        Keep-K at this mu is the sorted first K of the order: the order is ``keep_k_index``'s own
+        (``keep_k_scores``' scores, ties by graph-key order), so every prefix is the graphs
+        ``keep_k_index(scores, tie_rank, K, among=pool)`` keeps (tests/app/test_slider_paths.py)."""
+        import numpy as np
+
+        from engine.graphs.truncation import keep_k_order, keep_k_scores
+
+        got = self._orders.get(float(mu))
+        if got is None:
+            pos = np.arange(self.stack.T) if self.pool_pos is None else np.asarray(self.pool_pos)
+            scored = keep_k_scores(self.stack.keys, self.counts, self.capacity, pool=self.pool, mu=mu,
+                                   pos=pos)
+            order = keep_k_order(scored.scores, self.tie_rank, scored.pos)
+            if len(self._orders) >= 64:  # mu comes from the page's 17 steps; bounded whatever the caller
+                self._orders.clear()
+            got = self._orders[float(mu)] = (order, np.asarray(scored.scores))
+        return got
 
 
 _GRAPH_HASHES: dict[int, tuple[SliderContext, np.ndarray]] = {}

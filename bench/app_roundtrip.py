@@ -1,0 +1,176 @@
+"""Benchmark: the Truncation page's slider round trip in a real browser, before and after, in one run.
+
+    python bench/app_roundtrip.py --base /work/wt/sliders-base [--moves 20] [--db STORE]
+
+For each checkout (``--base``, the old code, then this one) it starts ``streamlit run app.py`` on its
+own copy of a store holding vicuna80 and the 70-model sparse set of tests/test_browser_stress.py,
+opens ``/keep-k`` in headless Chromium at 1280 px for each case (vicuna80 judge gpt-4, vicuna80 all
+judges pooled, sparse70), and moves a slider with the keyboard ``--moves`` times: keep-K one step
+left (every K new, so no move is served from a cache the previous one filled), then μ one step,
+alternating direction between rounds so each (K, μ) pair is new.
+
+A move is timed in the page: ``performance.now()`` just before the key event, and the moment
+Streamlit's script state (the app root's ``data-test-script-state``) went back to ``notRunning``
+after having been ``running``, with the page's "Graphs kept" / "μ" figure already showing the new
+value (the table, the curves and the metrics are drawn from the same run's messages before the
+state flips), and the first animation frame where that figure shows the new value: the "table" time
+(the figures and the table come in the same batch; the curves and the protocol table after them).
+Reported: median and range per case, slider and end point, the load average before and after.
+Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
+
+from app_page_timing import start_server  # noqa: E402
+from browser_support import CHROME_ARGS, CHROMIUM  # noqa: E402
+from procmeter import _kill_tree  # noqa: E402
+
+CASES = (("vicuna80", "gpt-4"), ("vicuna80", "(all)"), ("sparse70", "(all)"))
+
+WATCH = """() => {
+    // record when the script state goes running -> notRunning (the moment a rerun has finished)
+    const root = document.querySelector('[data-test-script-state]');
+    window.__runs = [];
+    window.__sawRunning = false;
+    new MutationObserver(() => {
+        const s = root.getAttribute('data-test-script-state');
+        if (s === 'running') window.__sawRunning = true;
+        else if (s === 'notRunning' && window.__sawRunning) {
+            window.__sawRunning = false;
+            window.__runs.push(performance.now());
+        }
+    }).observe(root, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+
+METRIC = """(label) => {
+    const m = [...document.querySelectorAll('[data-testid="stMetric"]')]
+        .find(e => e.innerText.startsWith(label));
+    return m ? m.querySelector('[data-testid="stMetricValue"]').innerText : null;
+}"""
+
+
+def make_store(folder: Path) -> Path:
+    """A store with the shipped vicuna80 data and the sparse 70-model set."""
+    from test_browser_stress import sparse_verdicts
+
+    from engine.ingest.importer import store_report, validate_file
+    from engine.ingest.shipped import open_store
+
+    db = folder / "lens.duckdb"
+    store = open_store(db)
+    report = validate_file(sparse_verdicts(folder / "sparse70.csv"), "sparse70.csv", dataset="sparse70")
+    store_report(store, report, "sparse70")
+    store.close()
+    return db
+
+
+def wait_state(page, timeout_s: float = 120) -> None:
+    """Until the app root exists and its script has stopped running."""
+    page.wait_for_selector('[data-test-script-state="notRunning"] [data-testid="stMetric"]',
+                           timeout=timeout_s * 1000)
+
+
+SHOWN = """([label, before]) => {
+    // every animation frame: has the figure ``label`` (drawn in the same batch as the table, before the
+    // curves) left its old value? The first frame it has is when the move's numbers are on screen.
+    window.__shown = null;
+    const look = () => {
+        if ((""" + METRIC + """)(label) !== before) { window.__shown = performance.now(); return; }
+        requestAnimationFrame(look);
+    };
+    requestAnimationFrame(look);
+}"""
+
+
+def one_move(page, slider: str, key: str, label: str, timeout_s: float = 60) -> tuple[float, float]:
+    """Press ``key`` on the slider labelled ``slider``; ms from the key event to the figure ``label``
+    (and the table drawn with it) showing the new value, and to the finished rerun (curves included)."""
+    before = page.evaluate(METRIC, label)
+    thumb = page.get_by_role("slider", name=slider)
+    thumb.focus()
+    n_runs = page.evaluate("() => window.__runs.length")
+    page.evaluate(SHOWN, [label, before])
+    t0 = page.evaluate("() => performance.now()")
+    page.keyboard.press(key)
+    page.wait_for_function(
+        f"""([n, label, before]) => window.__runs.length > n
+            && document.querySelector('[data-test-script-state]').getAttribute('data-test-script-state')
+               === 'notRunning'
+            && ({METRIC})(label) !== before""",
+        arg=[n_runs, label, before], timeout=timeout_s * 1000,
+    )
+    done = page.evaluate("() => window.__runs[window.__runs.length - 1]")
+    shown = page.evaluate("() => window.__shown")
+    return float(shown - t0), float(done - t0)
+
+
+def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ...], list[float]]:
+    """Every case's keep-K and μ move times (ms) on a server of checkout ``root``."""
+    from playwright.sync_api import sync_playwright
+
+    work = Path(tempfile.mkdtemp(prefix="roundtrip_"))
+    copy = work / "lens.duckdb"
+    shutil.copyfile(db, copy)
+    server, url = start_server(copy, work / "streamlit.log", root)
+    out: dict[tuple[str, ...], list[float]] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+            for dataset, judge in cases:
+                page = browser.new_page(viewport={"width": 1280, "height": 1000})
+                page.goto(f"{url}/keep-k?dataset={dataset}&judge={judge}")
+                wait_state(page)
+                page.evaluate(WATCH)
+                k_times, mu_times = [], []
+                for i in range(moves):
+                    k_times.append(one_move(page, "Keep K graphs", "ArrowLeft", "Graphs kept"))
+                    mu_key = "ArrowRight" if (i // 8) % 2 == 0 else "ArrowLeft"
+                    mu_times.append(one_move(page, "μ (weight of bad 4-cycles), log scale", mu_key, "μ"))
+                for name, times in (("keep-K", k_times), ("μ", mu_times)):
+                    out[(dataset, judge, name, "table")] = [t[0] for t in times]
+                    out[(dataset, judge, name, "whole rerun")] = [t[1] for t in times]
+                page.close()
+            browser.close()
+    finally:
+        _kill_tree(server.pid)
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--base", type=Path, required=True, help="a checkout of the old code (git worktree)")
+    ap.add_argument("--moves", type=int, default=20)
+    ap.add_argument("--db", type=Path, help="a store with vicuna80 and sparse70 (default: made here)")
+    ap.add_argument("--cases", default="0,1,2", help="which of CASES to run, by index (default all)")
+    args = ap.parse_args()
+    cases = [CASES[int(i)] for i in args.cases.split(",")]
+    db = args.db or make_store(Path(tempfile.mkdtemp(prefix="roundtrip_store_")))
+    load0 = os.getloadavg()
+    before = measure(args.base.resolve(), db, args.moves, cases)
+    after = measure(REPO, db, args.moves, cases)
+    load1 = os.getloadavg()
+    print(f"load average before {load0[0]:.2f} / after {load1[0]:.2f}; {args.moves} moves per row; "
+          "ms from key event to the finished rerun (Chromium, 1280 px)")
+    print("| dataset | judge | slider | until | before median (range) | after median (range) |")
+    print("| --- | --- | --- | --- | ---: | ---: |")
+    for key, old in before.items():
+        new = after[key]
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | "
+              f"{statistics.median(old):.0f} ({min(old):.0f}-{max(old):.0f}) "
+              f"| {statistics.median(new):.0f} ({min(new):.0f}-{max(new):.0f}) |")
+
+
+if __name__ == "__main__":
+    main()
