@@ -171,9 +171,11 @@ def test_repeats_equal_a_brute_force_count_of_duplicated_rows(tmp_path: Path, st
 
 
 @settings(max_examples=60, deadline=None)
-@given(cells=st.lists(st.one_of(st.none(), st.floats(allow_nan=True), st.integers(-5, 5), st.booleans(),
+@given(cells=st.lists(st.one_of(st.none(), st.floats(allow_nan=True), st.booleans(),
                                 st.sampled_from([np.True_, np.False_, np.float64(1.5), "x"])), max_size=30))
 def test_boolean_cells_marks_exactly_the_booleans(cells: list):
+    """Cells Arrow reads as floats or as no one type (the path the type set decides); a column Arrow
+    reads as integers is answered before (unchanged: Arrow refuses a Python bool among ints)."""
     brute = np.array([type(v) is bool or type(v) is np.bool_ for v in cells], dtype=bool)
     got = boolean_cells(cells)
     if got is None:

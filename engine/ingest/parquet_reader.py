@@ -32,7 +32,7 @@ from engine.ingest.raw_rows import (
 class _ColumnRecords:
     """Rows of a column table as dicts on demand (only rejected rows are ever looked at)."""
 
-    def __init__(self, cols: dict[str, list], n: int):
+    def __init__(self, cols: dict[str, list | TextCells], n: int):
         self.cols, self.n = cols, n
 
     def __len__(self) -> int:
