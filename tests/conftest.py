@@ -28,6 +28,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_ingest_bad_inputs_23.py",   # 38 (-n 0, busy machine)
     "test_app_pair_counts.py",        # 50 alone, -n 0, busy machine (AppTest: five pages and an upload)
     "test_majority_tournament.py",    # 36 alone, -n 0, busy machine (a CLI run 14 s, hypothesis x 120)
+    "test_ingest_scale10m.py",        # 93 alone, -n 0, load 20 (issue 26: 2 imports x 10 + 8, hypothesis)
     "test_pair_count_data.py",        # 33 alone, -n 0, busy machine (two imports per case, hypothesis x 3)
     "test_shipped_counts.py",         # 28 alone, -n 0, busy machine (a fresh shipped store, an L-BFGS fit)
     "test_predicted_page.py",         # 32 alone, -n 0, load 8 (AppTest x 2, a CLI run)

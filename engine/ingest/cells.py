@@ -121,6 +121,9 @@ def boolean_cells(cells) -> np.ndarray | None:
         return None
     if t is not None and pa.types.is_boolean(t):
         return np.asarray([v is not None for v in cells], dtype=bool)
+    kinds = set(map(type, cells))  # in C: a column of floats (Parquet, JSON numbers) holds no boolean
+    if bool not in kinds and np.bool_ not in kinds:
+        return None
     mask = np.fromiter((type(v) is bool or type(v) is np.bool_ for v in cells), dtype=bool, count=len(cells))
     return mask if mask.any() else None
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.errors import LensError
+from engine.ingest.csv_bulk import TextCells
 from engine.ingest.limits import (
     BATCH_TEXT_BYTES,
     COLUMNS_MAX,
@@ -31,7 +32,7 @@ from engine.ingest.raw_rows import (
 class _ColumnRecords:
     """Rows of a column table as dicts on demand (only rejected rows are ever looked at)."""
 
-    def __init__(self, cols: dict[str, list], n: int):
+    def __init__(self, cols: dict[str, list | TextCells], n: int):
         self.cols, self.n = cols, n
 
     def __len__(self) -> int:
@@ -59,11 +60,15 @@ def _blank_rows(arr, mask: np.ndarray):
     return pc.if_else(m, pa.scalar(None, arr.type), arr)
 
 
-def _cells(arr) -> list:
-    """An Arrow column as a list of Python values (what ``to_pylist`` gives), decoded in bulk:
-    text through NumPy object arrays (a dictionary column decodes its dictionary once), numbers
-    without nulls through NumPy; other types cell by cell."""
+def _cells(arr) -> list | TextCells:
+    """An Arrow column as the cells validation reads: a string column stays in Arrow as ``TextCells``
+    (a dictionary decoded once, in C), which the checks read in bulk as they read a CSV column and
+    which give the same Python strings cell by cell; otherwise a list of Python values (what
+    ``to_pylist`` gives), binary through NumPy object arrays, numbers without nulls through NumPy,
+    other types cell by cell."""
     t = arr.type
+    if _is_string(t):
+        return TextCells(pc.cast(arr, pa.string()))
     if pa.types.is_dictionary(t) and _is_text(t):
         words = np.append(
             arr.dictionary.to_numpy(zero_copy_only=False).astype(object), np.array([None], object)
@@ -74,6 +79,14 @@ def _cells(arr) -> list:
                                                  or pa.types.is_boolean(t))):
         return arr.to_numpy(zero_copy_only=False).tolist()
     return arr.to_pylist()
+
+
+def _is_string(t: pa.DataType) -> bool:
+    """A UTF-8 string column, dictionary-encoded or not (binary columns are not: their bytes are read
+    cell by cell)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def _is_text(t: pa.DataType) -> bool:

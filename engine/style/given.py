@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +54,7 @@ def given_counts(col: Callable[[str], Sequence], n: int, flag: Flag) -> np.ndarr
         out[:, k] = np.where(bad, np.nan, values)
         flag(bad, _reason_of(name, cells))
     meta = col(CONV_METADATA)
-    if any(v is not None for v in meta):
+    if not all(map(operator.is_, meta, repeat(None))):
         from_meta, problems = _conv_metadata(meta)
         has = np.isfinite(from_meta)
         out[has] = from_meta[has]
@@ -70,7 +72,7 @@ def _numbers(cells: Sequence) -> tuple[np.ndarray, np.ndarray]:
     """(value, bad) per cell: NaN and False where the cell is absent (None or blank text); bad where it
     is present but no finite, non-negative number. A numeric or all-text column is read in bulk."""
     n = len(cells)
-    if n == 0 or (isinstance(cells, list) and all(v is None for v in cells)):
+    if n == 0 or (isinstance(cells, list) and all(map(operator.is_, cells, repeat(None)))):
         return np.full(n, np.nan), np.zeros(n, dtype=bool)
     arr = _arrow(cells)
     if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
