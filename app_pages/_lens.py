@@ -178,14 +178,17 @@ def or_stop(fn, *args, **kwargs):
 
 
 def datasets_table():
-    """``Store.datasets()`` (counts over every verdict: seconds on a million-verdict store), computed
-    again only when a dataset is added, changed (its version moves) or removed."""
+    """``Store.datasets()``'s frame from the stored per-dataset summaries (``engine.store.datasets.
+    dataset_listing``: counted once per dataset version), read again only when a dataset is added,
+    changed (its version moves) or removed."""
     return _datasets_table(dataset_stamps(get_store()))
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _datasets_table(stamp: tuple):
-    return get_store().datasets()
+    from engine.store.datasets import dataset_listing
+
+    return dataset_listing(get_store())
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
