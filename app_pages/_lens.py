@@ -428,6 +428,12 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
 
         return pair_count_app_board(get_store(), key.dataset, ranker=ranker, bootstrap=bootstrap, seed=seed,
                                     reference=ref, reference_note=note)
+    from engine.views.leaderboard_first import first_open_applies
+
+    if first_open_applies(ranker, keep_k):  # a count ranker on every graph: graphs of < 3 models never built
+        from app_pages._lbopen_cache import first_board_for
+
+        return first_board_for(key, ranker, bootstrap, seed)
     return app_leaderboard(
         slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
         reference=ref, reference_note=note, votes=votes_for(key),
