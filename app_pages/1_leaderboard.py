@@ -121,8 +121,10 @@ def style_control_section(ch, elo_scale: bool) -> None:
 def first_open(ch):
     """(the board to show, the job computing its intervals or None): a count ranker's board comes at once
     with its point scores, its bootstrap computed after it is on screen (``app_pages._lbopen_cache``); the
-    other rankers' boards (and pair-count datasets') are computed whole, as before."""
+    other rankers' boards (and pair-count datasets', and boards of fewer than
+    ``engine.views.leaderboard_first.DEFER_MIN_VOTES`` votes) are computed whole, as before."""
     from engine.store.pair_counts import is_pair_count_dataset
+    from engine.views import leaderboard_first
     from engine.views.leaderboard_first import first_open_applies
 
     if not first_open_applies(ch.ranker, None) or is_pair_count_dataset(get_store(), ch.dataset):
@@ -130,6 +132,8 @@ def first_open(ch):
     job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
     if job is None or not job.done():
         point = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, 0, SEED)
+        if int(point.params.get("n_votes", 0)) < leaderboard_first.DEFER_MIN_VOTES:  # fast: in one pass
+            return or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED), None
         job = bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
         if not job.done():
             return point, job

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from engine.views.appstate import AppBoard, SliderContext
 
 
+DEFER_MIN_VOTES = 100_000
+"""From this many votes up the Leaderboard shows the point board first and its bootstrap after (seconds at a
+million votes); below, the bootstrap takes well under a second and the whole board comes in one pass."""
+
+
 def first_open_applies(ranker: str, keep_k: int | None) -> bool:
     """Whether ``first_board`` gives this board: a count ranker over every graph of the selection."""
     from engine.rankers import ranker_object

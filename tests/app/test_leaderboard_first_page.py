@@ -38,7 +38,13 @@ def wait_for_bootstrap() -> None:
 
 
 @pytest.mark.parametrize("judge, ranker", [(None, "bt"), ("gpt-4", "elo")])
-def test_page_shows_the_old_board(shipped_db, monkeypatch, judge, ranker):
+@pytest.mark.parametrize("defer", [True, False])
+def test_page_shows_the_old_board(shipped_db, monkeypatch, judge, ranker, defer):
+    """``defer``: the bootstrap after the point board (as from DEFER_MIN_VOTES votes up), else in one pass."""
+    from engine.views import leaderboard_first
+
+    if defer:
+        monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 0)
     at = new_app(shipped_db, monkeypatch)
     if judge:
         at.selectbox(key="judge").set_value(judge)
