@@ -9,6 +9,7 @@ result the page shows as soon as it is done.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -50,16 +51,18 @@ class BootstrapJobs:
     def __init__(self) -> None:
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lens-bootstrap")
         self.jobs: OrderedDict[tuple, Future] = OrderedDict()
+        self.lock = threading.Lock()  # sessions run in threads of their own
 
     def get(self, key: tuple, start) -> Future:
-        job = self.jobs.get(key)
-        if job is None:
-            job = self.pool.submit(start)
-            self.jobs[key] = job
-            while len(self.jobs) > 16:
-                self.jobs.popitem(last=False)
-        self.jobs.move_to_end(key)
-        return job
+        with self.lock:
+            job = self.jobs.get(key)
+            if job is None:
+                job = self.pool.submit(start)
+                self.jobs[key] = job
+                while len(self.jobs) > 16:
+                    self.jobs.popitem(last=False)
+            self.jobs.move_to_end(key)
+            return job
 
 
 @st.cache_resource(show_spinner=False)
@@ -69,7 +72,9 @@ def _jobs() -> BootstrapJobs:
 
 def started_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future | None:
     """The bootstrap job of this choice when one was started (None: not yet)."""
-    return _jobs().jobs.get((key, ranker, bootstrap, seed))
+    jobs = _jobs()
+    with jobs.lock:
+        return jobs.jobs.get((key, ranker, bootstrap, seed))
 
 
 def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future:
