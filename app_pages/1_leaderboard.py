@@ -194,7 +194,10 @@ metric_row(("Models", len(table)), ("Battles" if counts_only else "Graphs", n_un
 for note in view.notes:
     st.warning(escape_md(note), icon=":material/info:")
 config = board_columns(board.reference_note, ch.ranker, view.score_label, view.digits)
-shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config, "lb_columns",
+# a picker of its own while the intervals run: its options lack rank (UB), and the full board's picker must
+# start with it among the defaults (a kept choice from the pending run would leave it out)
+shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config,
+                      "lb_columns_pending" if pending else "lb_columns",
                       "Rank, model, score, 95% CI and votes")
 st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
              height=table_height(len(view.frame)), column_order=shown,

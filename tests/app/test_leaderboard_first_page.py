@@ -56,6 +56,7 @@ def test_page_shows_the_old_board(shipped_db, monkeypatch, judge, ranker, defer)
     want = board_display(old_view(shipped_db, judge, ranker).frame).reset_index(drop=True)
     pd.testing.assert_frame_equal(shown, want, check_exact=True)
     assert not any(PENDING in str(c.value) for c in at.caption)
+    assert "rank_ub" in at.multiselect(key="lb_columns").value  # the full board's default columns
 
 
 def test_a_pending_board_says_its_intervals_are_being_computed(shipped_store):
