@@ -7,6 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._lbopen_cache import bootstrap_job, started_job
 from app_pages._length_control import length_controlled_win_rates
 from app_pages._lens import (
     B_DEFAULT,
@@ -117,9 +118,46 @@ def style_control_section(ch, elo_scale: bool) -> None:
                                 for c in ("beta", "ci_low", "ci_high")})
 
 
+def first_open(ch):
+    """(the board to show, the job computing its intervals or None): a count ranker's board comes at once
+    with its point scores, its bootstrap computed after it is on screen (``app_pages._lbopen_cache``); the
+    other rankers' boards (and pair-count datasets', and boards of fewer than
+    ``engine.views.leaderboard_first.DEFER_MIN_VOTES`` votes) are computed whole, as before."""
+    from engine.store.pair_counts import is_pair_count_dataset
+    from engine.views import leaderboard_first
+    from engine.views.leaderboard_first import first_open_applies
+
+    if not first_open_applies(ch.ranker, None) or is_pair_count_dataset(get_store(), ch.dataset):
+        return or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED), None
+    job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
+    if job is None or not job.done():
+        point = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, 0, SEED)
+        if int(point.params.get("n_votes", 0)) < leaderboard_first.DEFER_MIN_VOTES:  # fast: in one pass
+            return or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED), None
+        job = bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
+        if not job.done():
+            return point, job
+    return or_stop(job.result), job
+
+
+def intervals_pending(job) -> None:
+    """While the bootstrap runs: a note that the intervals are being computed, checked every second; the
+    page reruns with them once they are there."""
+
+    @st.fragment(run_every=1.0)
+    def wait() -> None:
+        if job.done():
+            st.rerun()
+        st.caption(f":material/hourglass_top: Computing the 95 % bootstrap intervals (B = {B_DEFAULT}); the "
+                   "scores and ranks shown are final, the intervals and rank (UB) follow in a moment.")
+
+    wait()
+
+
 st.title("Leaderboard")
 ch = current()
-board = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED)
+board, job = first_open(ch)
+pending = job is not None and not job.done()
 table = board.table
 counts_only = board.params.get("unit") == "battles"  # a pair-count dataset: battles, no graph (issue 25)
 st.caption(
@@ -143,7 +181,7 @@ elo = st.toggle(
     else f"The {ch.ranker} score is not a log-strength; no Elo reading.",
 )
 view = board_view(table, ranker=ch.ranker, n_graphs=n_units, elo_scale=bool(elo and elo_ok),
-                  reference_note=board.reference_note)
+                  reference_note=board.reference_note, pending=pending)
 
 reference = (
     ("Spearman distance to reference", f"{board.distances['spearman']:.3f}",
@@ -156,11 +194,16 @@ metric_row(("Models", len(table)), ("Battles" if counts_only else "Graphs", n_un
 for note in view.notes:
     st.warning(escape_md(note), icon=":material/info:")
 config = board_columns(board.reference_note, ch.ranker, view.score_label, view.digits)
-shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config, "lb_columns",
+# a picker of its own while the intervals run: its options lack rank (UB), and the full board's picker must
+# start with it among the defaults (a kept choice from the pending run would leave it out)
+shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config,
+                      "lb_columns_pending" if pending else "lb_columns",
                       "Rank, model, score, 95% CI and votes")
 st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
              height=table_height(len(view.frame)), column_order=shown,
              column_config=config)
+if pending:
+    intervals_pending(job)
 st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
 if view.delta_note:
     st.caption(escape_md(view.delta_note))
@@ -180,19 +223,24 @@ fig.update_layout(
     height=max(260, min(36, max(14, 2400 // max(len(plot), 1))) * len(plot) + 90),
     margin={"l": 10, "r": 10, "t": 40, "b": 10},
     xaxis_title=view.score_label, yaxis_title=None, plot_bgcolor="#fbfcfe",
-    title={"text": f"Scores with 95 % bootstrap intervals (B = {B_DEFAULT})", "font": {"size": 14}},
+    title={"text": f"Scores (95 % bootstrap intervals being computed, B = {B_DEFAULT})" if pending else
+           f"Scores with 95 % bootstrap intervals (B = {B_DEFAULT})", "font": {"size": 14}},
 )
 fig.update_yaxes(tickfont={"size": 12 if len(plot) <= 40 else 9}, automargin=True)
 st.plotly_chart(fig, width="stretch")
 
 d1, d2, _ = st.columns([1, 1, 4])
 d1.download_button("Download CSV", lambda: csv_bytes(table), "leaderboard.csv", "text/csv", key="lb_csv",
-                   on_click="ignore")
+                   on_click="ignore", disabled=pending,
+                   help="With the intervals, once computed." if pending else None)
 d2.download_button("Download JSON", lambda: leaderboard_json(board), "leaderboard.json", "application/json",
-                   key="lb_json", on_click="ignore")
+                   key="lb_json", on_click="ignore", disabled=pending,
+                   help="With the intervals, once computed." if pending else None)
 st.caption(
     f"{ch.caption()} · ranker {escape_md(ch.ranker)} · all {n_units} "
     f"{'battles' if counts_only else 'graphs'} · combine "
-    f"policy {board.params['policy']} · {bootstrap_note(board)} · {escape_md(board.reference_note)}. "
+    f"policy {board.params['policy']} · "
+    f"{'bootstrap being computed' if pending else bootstrap_note(board)} · "
+    f"{escape_md(board.reference_note)}. "
     "The Data page exports every result at once."
 )

@@ -178,14 +178,17 @@ def or_stop(fn, *args, **kwargs):
 
 
 def datasets_table():
-    """``Store.datasets()`` (counts over every verdict: seconds on a million-verdict store), computed
-    again only when a dataset is added, changed (its version moves) or removed."""
+    """``Store.datasets()``'s frame from the stored per-dataset summaries (``engine.store.datasets.
+    dataset_listing``: counted once per dataset version), read again only when a dataset is added,
+    changed (its version moves) or removed."""
     return _datasets_table(dataset_stamps(get_store()))
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _datasets_table(stamp: tuple):
-    return get_store().datasets()
+    from engine.store.datasets import dataset_listing
+
+    return dataset_listing(get_store())
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -425,6 +428,12 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
 
         return pair_count_app_board(get_store(), key.dataset, ranker=ranker, bootstrap=bootstrap, seed=seed,
                                     reference=ref, reference_note=note)
+    from engine.views.leaderboard_first import first_open_applies
+
+    if first_open_applies(ranker, keep_k):  # a count ranker on every graph: graphs of < 3 models never built
+        from app_pages._lbopen_cache import first_board_for
+
+        return first_board_for(key, ranker, bootstrap, seed)
     return app_leaderboard(
         slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
         reference=ref, reference_note=note, votes=votes_for(key),

@@ -85,6 +85,9 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_length_control_app.py",     # 11 s of CPU (48 s wall, -n 0, load 10; AppTest x 1)
     "test_import_texts.py",           # 14 s of CPU (69 s wall, -n 0, load 13; 5 CLI runs)
     "test_app_texts.py",              # 14 s of CPU (62 s wall, -n 0, load 13; AppTest, two pages)
+    "test_leaderboard_first_page.py",  # 59 s wall alone, -n 0, load 20 (AppTest x 2 with B = 200)
+    "test_dataset_summaries.py",      # 38 s wall alone, -n 0, load 20 (hypothesis x 12, 11 CLI runs)
+    "test_leaderboard_first.py",      # 40 s wall alone, -n 0, load 20 (old and new boards, 8 cases)
 )
 """The files that take longest, longest first: xdist hands each worker the next file when its current
 one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder keeps this order), so a

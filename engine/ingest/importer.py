@@ -383,15 +383,9 @@ def delete_dataset(store: Store, name: str) -> int:
 def dataset_table(store: Store) -> pd.DataFrame:
     """One row per dataset: name, version (its own change count), verdicts, invalid, judges, models,
     prompts. A pair-count dataset (migration 074) has no verdicts; its models are its pairs' names."""
-    models = store.cursor().execute(
-        """SELECT dataset AS name, count(DISTINCT m) AS models
-           FROM (SELECT dataset, model_a AS m FROM verdicts UNION ALL SELECT dataset, model_b FROM verdicts
-                 UNION ALL SELECT dataset, model_a FROM pair_counts
-                 UNION ALL SELECT dataset, model_b FROM pair_counts)
-           GROUP BY dataset"""
-    ).df()
-    df = store.datasets().merge(models, on="name", how="left")
-    df["models"] = df["models"].fillna(0).astype("int64")
+    from engine.store.datasets import dataset_listing
+
+    df = dataset_listing(store, models=True)  # counts kept per dataset version (engine.store.summaries)
     df["version"] = df["revision"]  # the dataset's own count; the store-wide number only keys caches
     cols = [
         "name",

@@ -27,7 +27,7 @@ import duckdb
 import pandas as pd
 
 from engine.errors import LensError
-from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS, VERDICT_DTYPES
+from engine.store.schema import GRAPH_KEY, STYLE_COLUMNS, VERDICT_COLUMNS, VERDICT_DTYPES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO_ROOT / "data"
@@ -390,8 +390,12 @@ class Store:
         category: str | list[str] | None = None,
         valid_only: bool = False,
         columns: Sequence[str] | None = None,
+        graphs_of_at_least: int = 0,
     ) -> pd.DataFrame:
         """The dataset's verdicts as a canonical frame (schema.VERDICT_COLUMNS plus verdict_id);
+        ``graphs_of_at_least=k``: only the verdicts of graphs (schema.GRAPH_KEY) whose verdicts, valid or
+        not, name k or more models, every verdict of such a graph kept (a graph that can hold a triad, for
+        k = 3: the leaderboard's cycle columns read a battle log's few such graphs, not its million pairs);
         ``columns`` reads only those (a page that needs a few columns of a million verdicts), and may
         name the style counts (schema.STYLE_COLUMNS, float64, NaN where none), which are read only then."""
         if not self.has_dataset(dataset):
@@ -412,6 +416,15 @@ class Store:
         if valid_only:
             conditions.append(("winner <> 'invalid'", ()))
         rel = rel.filtered(conditions)
+        if graphs_of_at_least > 0:
+            # a hash of the key (NULLs included): a collision only lets a smaller graph through, which the
+            # caller's own graph building sees for what it is
+            key = "hash(" + ", ".join(f'"{c}"' for c in GRAPH_KEY) + ")"
+            cols = ", ".join(f'"{c}"' for c in GRAPH_KEY)
+            big = (f"SELECT {key} AS k FROM (SELECT {cols}, model_a AS m FROM {rel} UNION ALL "
+                   f"SELECT {cols}, model_b FROM {rel}) GROUP BY k "
+                   f"HAVING count(DISTINCT m) >= {int(graphs_of_at_least)}")
+            rel = Relation(f"(SELECT * FROM {rel} WHERE {key} IN ({big}))", rel.values)
         if columns is not None:
             unknown = sorted(set(columns) - set(VERDICT_COLUMNS) - set(STYLE_COLUMNS))
             if unknown:

@@ -23,24 +23,34 @@ class DatasetChoices:
 
 
 def dataset_choices(store: Store, dataset: str) -> DatasetChoices:
-    """Judges (the default is the one whose graphs cover the most models, then by name) and categories."""
-    rows = store.cursor().execute(
-        """
-        SELECT judge, count(DISTINCT m) AS n_models FROM (
-            SELECT judge, model_a AS m FROM verdicts WHERE dataset = ? AND winner <> 'invalid'
-            UNION ALL
-            SELECT judge, model_b FROM verdicts WHERE dataset = ? AND winner <> 'invalid')
-        GROUP BY judge ORDER BY n_models DESC, judge
-        """,
-        [dataset, dataset],
-    ).fetchall()
-    cats = store.cursor().execute(
-        "SELECT DISTINCT category FROM verdicts WHERE dataset = ? AND category IS NOT NULL ORDER BY 1",
-        [dataset],
-    ).fetchall()
-    judges = tuple(sorted(r[0] for r in rows))
-    default = rows[0][0] if rows else ""
-    return DatasetChoices(judges, tuple(c[0] for c in cats), default, {r[0]: int(r[1]) for r in rows})
+    """Judges (the default is the one whose graphs cover the most models, then by name) and categories,
+    from the dataset's stored summary (``engine.store.summaries``: counted once per dataset version)."""
+    from engine.store.summaries import summary
+
+    s = summary(store, dataset)
+    judges = tuple(sorted(j for j, _ in s.judge_models))
+    default = s.judge_models[0][0] if s.judge_models else ""
+    return DatasetChoices(judges, s.categories, default, dict(s.judge_models))
+
+
+def dataset_listing(store: Store, *, models: bool = False):
+    """``Store.datasets()``'s frame (the same columns, types and order: one row per dataset with its verdict,
+    invalid, judge and prompt counts) with the counts read from the stored summaries
+    (``engine.store.summaries``) instead of a scan of every verdict; ``models=True`` adds ``models``, the
+    distinct names its verdicts or pair counts compare."""
+    from engine.store.summaries import summaries
+
+    frame = store.cursor().execute(
+        "SELECT name, description, synthetic, version, revision, source, updated_at FROM datasets "
+        "ORDER BY name"
+    ).df()
+    got = summaries(store)
+    names = frame["name"].tolist()
+    for col in ("verdicts", "invalid", "judges", "prompts") + (("models",) if models else ()):
+        frame.insert(len(frame.columns) - (0 if col == "models" else 1), col,
+                     [getattr(got[n], col) for n in names])
+        frame[col] = frame[col].astype("int64")
+    return frame
 
 
 def dataset_stamps(store: Store) -> tuple[tuple[str, int], ...]:
@@ -99,5 +109,6 @@ def dataset_models(store: Store, dataset: str) -> set[str]:
 def require_dataset(store: Store, name: str) -> None:
     """Refuse, in one sentence listing the datasets there are, a name that is not one of them."""
     if not store.has_dataset(name):
-        known = ", ".join(store.datasets()["name"].tolist()) or "none"
+        names = store.cursor().execute("SELECT name FROM datasets ORDER BY name").fetchall()
+        known = ", ".join(r[0] for r in names) or "none"
         raise LensError(f"There is no dataset named {name!r} (datasets: {known}).")

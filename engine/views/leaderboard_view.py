@@ -82,6 +82,10 @@ def _rank_columns(out: pd.DataFrame, unknown: np.ndarray, level: float | None) -
     return out, note
 
 
+PENDING = "computing…"
+"""What an interval cell shows while its bootstrap runs."""
+
+
 def elo_factor(ranker: str) -> float | None:
     """The factor to 400·log10 units for ``ranker``, or None when its score has no such reading
     (``Ranker.elo_factor``, owned by the ranker's object)."""
@@ -153,9 +157,12 @@ class BoardView:
 
 
 def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bool = False,
-               reference_note: str | None = None, level: float | None = 0.95) -> BoardView:
+               reference_note: str | None = None, level: float | None = 0.95,
+               pending: bool = False) -> BoardView:
     """The leaderboard in the field's conventions (see the module docstring) from an app or CLI table
-    with at least ``rank, model, score, ci_low, ci_high, rank_low, rank_high``."""
+    with at least ``rank, model, score, ci_low, ci_high, rank_low, rank_high``; ``pending``: the table is
+    the point board whose bootstrap is still running, so the interval columns say so (never a "—" that
+    reads as "no interval")."""
     out = on_scale(table, ranker, elo_scale).copy()
     score_label = "Elo-like score (400·log10 units, mean 1000)" if elo_scale else f"{ranker} score"
     unknown = (out["ci_note"].fillna("") == NOT_ESTIMABLE).to_numpy() if "ci_note" in out.columns else (
@@ -171,6 +178,11 @@ def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bo
     else:
         out["interval"] = "—"
     out, rank_note = _rank_columns(out, unknown, level)
+    if pending:
+        out["interval"] = PENDING
+        out["rank_range"] = PENDING
+        rank_note = ("rank = the ranker's own order of the point scores; the 95 % score intervals, the rank "
+                     "interval and LMArena's rank (UB) are being computed.")
     notes: list[str] = []
     if n_graphs < SMALL_GRAPHS:
         notes.append(

@@ -1,0 +1,87 @@
+"""The Leaderboard's first open: the point board at once, its bootstrap intervals computed after it is on
+screen (in a worker thread of this server), never a stale interval shown as current.
+
+``cycle_context_for`` holds the graphs that can hold a triad (``engine.views.leaderboard_first``);
+``first_board_for`` is the whole board of a count ranker without keep-K (``leaderboard_result`` answers from
+it); ``bootstrap_job`` starts (once per choice) the board with its intervals and hands back the job, whose
+result the page shows as soon as it is done.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import streamlit as st
+
+from app_pages._lens import get_store, reference_for_key, votes_for
+from engine.views.appstate import CacheKey
+
+
+@st.cache_resource(max_entries=16, show_spinner="Reading the graphs that can hold a triad…")
+def cycle_context_for(key: CacheKey):
+    """The SliderContext of the selection's graphs of three or more models (read-only, so a resource)."""
+    from engine.views.leaderboard_first import cycle_context
+
+    return cycle_context(get_store(), key.dataset, key.judge, key.category)
+
+
+def _board(key: CacheKey, ranker: str, bootstrap: int, seed: int, votes, ctx, ref, note: str):
+    from engine.views.leaderboard_first import first_board
+
+    return first_board(votes, ctx, ranker=ranker, bootstrap=bootstrap, seed=seed, reference=ref,
+                       reference_note=note,
+                       extra_params={"dataset": key.dataset, "dataset_version": key.version,
+                                     "judge": key.judge, "category": key.category})
+
+
+@st.cache_data(max_entries=32, show_spinner="Ranking…")
+def first_board_for(key: CacheKey, ranker: str, bootstrap: int, seed: int):
+    """The board of a count ranker over the whole selection
+    (``engine.views.leaderboard_first.first_board``)."""
+    ref, note = reference_for_key(key.dataset, key.category)
+    return _board(key, ranker, bootstrap, seed, votes_for(key), cycle_context_for(key), ref, note)
+
+
+class BootstrapJobs:
+    """The server's bootstrap jobs by choice, the newest 16 kept: one worker thread, so two sessions asking
+    for the same intervals share one job and a burst of choices runs one at a time."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lens-bootstrap")
+        self.jobs: OrderedDict[tuple, Future] = OrderedDict()
+        self.lock = threading.Lock()  # sessions run in threads of their own
+
+    def get(self, key: tuple, start) -> Future:
+        with self.lock:
+            job = self.jobs.get(key)
+            if job is None:
+                job = self.pool.submit(start)
+                self.jobs[key] = job
+                while len(self.jobs) > 16:
+                    self.jobs.popitem(last=False)
+            self.jobs.move_to_end(key)
+            return job
+
+
+@st.cache_resource(show_spinner=False)
+def _jobs() -> BootstrapJobs:
+    return BootstrapJobs()
+
+
+def started_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future | None:
+    """The bootstrap job of this choice when one was started (None: not yet)."""
+    jobs = _jobs()
+    with jobs.lock:
+        return jobs.jobs.get((key, ranker, bootstrap, seed))
+
+
+def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future:
+    """The job computing the board with ``bootstrap`` resamples (started on the first ask, from the votes and
+    graphs the point board already read; the reference is read here, in the script's store session)."""
+    votes, ctx = votes_for(key), cycle_context_for(key)
+    ref, note = reference_for_key(key.dataset, key.category)
+
+    return _jobs().get((key, ranker, bootstrap, seed),
+                       lambda: _board(key, ranker, bootstrap, seed, votes, ctx, ref, note))

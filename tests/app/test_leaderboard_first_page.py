@@ -1,0 +1,72 @@
+"""The Leaderboard page (AppTest) on its first-open path (the point board at once, the bootstrap in a worker
+thread, then the whole board) shows the same table as the old path (``app_leaderboard`` on every graph with
+the app's B and seed, through the same view), pooled and for one judge; while the bootstrap runs the
+interval column says it is being computed, never a stale or empty interval."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from apphelpers import assert_clean, new_app
+
+from app_pages._lens import B_DEFAULT, SEED, board_display
+from engine.graphs.buckets import build_buckets
+from engine.rankers.votes import votes
+from engine.ranking.reference import reference_for
+from engine.ranking.vote_query import store_vote_rows
+from engine.store.connection import Store
+from engine.views.appstate import SliderContext, app_leaderboard
+from engine.views.leaderboard_view import PENDING, board_view
+
+
+def old_view(db, judge, ranker):
+    with Store(db) as store:
+        ref, note = reference_for("vicuna80", None, store)
+        board = app_leaderboard(
+            SliderContext.of(build_buckets(store.verdicts("vicuna80", judge=judge))), ranker=ranker,
+            keep_k=None, mu=1.0, bootstrap=B_DEFAULT, seed=SEED, reference=ref, reference_note=note,
+            votes=votes(store_vote_rows(store, "vicuna80", judge=judge)))
+    return board_view(board.table, ranker=ranker, n_graphs=int(board.params["n_graphs"]),
+                      reference_note=board.reference_note)
+
+
+def wait_for_bootstrap() -> None:
+    from app_pages._lbopen_cache import _jobs
+
+    for job in list(_jobs().jobs.values()):
+        job.result(timeout=120)
+
+
+@pytest.mark.parametrize("judge, ranker", [(None, "bt"), ("gpt-4", "elo")])
+@pytest.mark.parametrize("defer", [True, False])
+def test_page_shows_the_old_board(shipped_db, monkeypatch, judge, ranker, defer):
+    """``defer``: the bootstrap after the point board (as from DEFER_MIN_VOTES votes up), else in one pass."""
+    from engine.views import leaderboard_first
+
+    if defer:
+        monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 0)
+    at = new_app(shipped_db, monkeypatch)
+    if judge:
+        at.selectbox(key="judge").set_value(judge)
+    at.selectbox(key="ranker").set_value(ranker).run()
+    wait_for_bootstrap()
+    at.run()
+    assert_clean(at)
+    shown = at.dataframe[0].value.reset_index(drop=True)
+    want = board_display(old_view(shipped_db, judge, ranker).frame).reset_index(drop=True)
+    pd.testing.assert_frame_equal(shown, want, check_exact=True)
+    assert not any(PENDING in str(c.value) for c in at.caption)
+    assert "rank_ub" in at.multiselect(key="lb_columns").value  # the full board's default columns
+
+
+def test_a_pending_board_says_its_intervals_are_being_computed(shipped_store):
+    from engine.views.leaderboard_first import cycle_context, first_board
+
+    v = votes(store_vote_rows(shipped_store, "vicuna80"))
+    ctx = cycle_context(shipped_store, "vicuna80", None, None)
+    point = first_board(v, ctx, ranker="bt", bootstrap=0, seed=0)
+    view = board_view(point.table, ranker="bt", n_graphs=80, pending=True)
+    assert (view.frame["interval"] == PENDING).all() and (view.frame["rank_range"] == PENDING).all()
+    assert "being computed" in view.rank_note
+    done = board_view(point.table, ranker="bt", n_graphs=80)
+    assert (done.frame["interval"] == "—").all()  # without the flag: "no interval"; pending must not say so
