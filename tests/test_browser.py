@@ -26,8 +26,10 @@ from browser_support import (
     _serve,
     bad_file,
     errors_on,
+    new_page,
     open_page,
     pick_option,
+    runs,
     settle,
     shoot,
     wait_drawn,
@@ -74,7 +76,7 @@ def cut_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
 
 
 def test_every_page_renders_without_error(server, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1440, "height": 1300})
+    page = new_page(browser, 1440, 1300)
     outside = []
     page.on(
         "request",
@@ -87,8 +89,9 @@ def test_every_page_renders_without_error(server, browser, tmp_path):
         assert errors_on(page) == [], f"page {name} shows an error"
         if i == 0:  # the app opens on all judges pooled; pick one judge, which must then persist
             page.get_by_role("combobox", name="Judge").click()
+            before = runs(page)
             page.locator('[role="option"]', has_text="gpt-4").first.click()
-            wait_idle(page, PAGES[path][1])
+            wait_idle(page, PAGES[path][1], after=before)
             assert errors_on(page) == [], f"page {name} shows an error with judge gpt-4"
         # the sidebar's judge (gpt-4, chosen above; a dropped widget state would show all judges) persists
         judge = page.eval_on_selector(
@@ -99,18 +102,17 @@ def test_every_page_renders_without_error(server, browser, tmp_path):
         if name == "inspector":
             # a triad picked with the mouse: the verdict headings follow, the drawing redraws
             first = page.inner_text('[data-testid="stMainBlockContainer"]')
-            pick_option(page, "Bad triad", 2)
-            wait_idle(page, PAGES[path][1])
+            wait_idle(page, PAGES[path][1], after=pick_option(page, "Bad triad", 2))
             main = page.inner_text('[data-testid="stMainBlockContainer"]')
             assert "Triad 3:" in main and main != first
             assert errors_on(page) == []
-            pick_option(page, "Bad triad", 0)
-            wait_idle(page, PAGES[path][1])
+            wait_idle(page, PAGES[path][1], after=pick_option(page, "Bad triad", 0))
         if name == "data":
             # a file with two bad rows: the report lists them before anything is stored
+            before = runs(page)
             page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(bad_file(tmp_path)))
             page.wait_for_selector('[data-testid="stMetric"]:has-text("Rejected rows")', timeout=30_000)
-            wait_idle(page, PAGES[path][1])
+            wait_idle(page, PAGES[path][1], after=before)
             main = page.inner_text('[data-testid="stMainBlockContainer"]')
             assert "Rejected rows" in main and "cannot be imported" in main
         shoot(page, name)
@@ -147,7 +149,7 @@ def test_every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_cs
       CSV.
 
     (Two tests until issue 24; one tour saves seven page loads of the shared 2-core machine.)"""
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page = new_page(browser, 1280, 1000)
     seen = {}
     for path, (name, _) in PAGES.items():
         open_page(page, server, path, first=True)
@@ -169,7 +171,7 @@ def test_every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_cs
 
 def test_xss_dataset_runs_no_script(xss_server, browser):
     server = xss_server
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = new_page(browser, 1400, 1000)
     paths = ("", "cycle-map", "judge-diagnostics", "datasets", "prompt-inspector")
     for i, path in enumerate(paths):
         open_page(page, server, path, first=i == 0, query="?dataset=xss&judge=judge")
@@ -212,30 +214,14 @@ def test_xss_dataset_runs_no_script(xss_server, browser):
 def test_a_store_cut_short_is_one_sentence_at_every_address(cut_server, browser):
     """Issue 23 bug 12: a truncated store showed Streamlit's generic error box (and a "Page not found"
     dialog); each page's own address shows the store's one sentence, nothing else."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = new_page(browser, 1280, 900)
     for path in ("cycle-map", "", "datasets"):
         page.goto(f"{cut_server}/{path}")
         page.wait_for_selector('[data-testid="stAlertContentError"]', timeout=40_000)
-        wait_idle_without_title(page)
+        wait_idle(page)  # a page that stopped on its error has no title
         assert "Page not found" not in page.inner_text("body"), path
         shown = errors_on(page)
         expected = "Cannot open the store at cut.duckdb: it is damaged (the file is "
         assert len(shown) == 1 and shown[0].startswith(expected), (path, shown)
     page.close()
 
-
-def wait_idle_without_title(page, timeout_s: float = 40) -> None:
-    """Wait until Streamlit's 'running' indicator has been gone a moment (a page that stopped on its
-    error has no title to wait for)."""
-    import time
-
-    deadline, quiet_since = time.time() + timeout_s, None
-    while time.time() < deadline:
-        if page.query_selector('[data-testid="stStatusWidget"]') is None:
-            quiet_since = quiet_since or time.time()
-            if time.time() - quiet_since > 1.0:
-                return
-        else:
-            quiet_since = None
-        time.sleep(0.2)
-    raise AssertionError("the app was still running after the timeout")

@@ -20,8 +20,10 @@ from browser_support import (
     _requirements,
     _serve,
     errors_on,
+    new_page,
     open_page,
     pick_option,
+    runs,
     settle,
     wait_drawn,
     wait_idle,
@@ -60,16 +62,16 @@ def test_busy_store_inside_the_inspector_fragment_is_a_warning(busy_server, brow
     """Only a browser reruns the inspector's fragment alone: a triad picked while a writer holds the
     store shows the same warning and retry as app.py, no traceback, and the page links stay."""
     db = Path(next(tmp_path_factory.getbasetemp().glob("browser_busy*")) / "lens.duckdb")
-    page = browser.new_page(viewport={"width": 1440, "height": 1300})
+    page = new_page(browser, 1440, 1300)
     open_page(page, busy_server, "", first=True)
     open_page(page, busy_server, "prompt-inspector", first=False)
     nav = '[data-testid="stSidebarNav"] a'
     assert len(page.query_selector_all(nav)) == len(PAGES)
     holder = _hold(db)
     try:
-        pick_option(page, "Bad triad", 2)  # a fragment rerun: its triad's answers need the store
+        before = pick_option(page, "Bad triad", 2)  # a fragment rerun: its triad's answers need the store
         page.wait_for_selector('[data-testid="stAlertContentWarning"]', timeout=30_000)
-        wait_idle(page, "Prompt inspector")
+        wait_idle(page, "Prompt inspector", after=before)
         main = page.inner_text('[data-testid="stMainBlockContainer"]')
         assert "is in use by another process" in main and str(db.parent) not in main
         assert errors_on(page) == [] and len(page.query_selector_all(nav)) == len(PAGES)
@@ -80,8 +82,9 @@ def test_busy_store_inside_the_inspector_fragment_is_a_warning(busy_server, brow
     finally:
         holder.kill()
         holder.wait(timeout=60)
+    before = runs(page)
     page.get_by_role("button", name="Try again").click()
-    wait_idle(page, "Prompt inspector")
+    wait_idle(page, "Prompt inspector", after=before)
     assert errors_on(page) == [] and not page.query_selector_all('[data-testid="stAlertContentWarning"]')
     page.close()
 
@@ -241,7 +244,7 @@ def _legible(ticks: list[dict], along: str) -> None:
 
 
 def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, browser):
-    page = browser.new_page(viewport={"width": WIDE, "height": 1100})
+    page = new_page(browser, WIDE, 1100)
     for dataset, n in (("sparse70", 70), ("battles100", 100)):
         for i, path in enumerate(PAGES):
             if path == "theory-lab":
@@ -272,7 +275,7 @@ def test_arena_counts_leaderboard_and_cycles_fit_at_1280(big_server, browser):
     """The shipped pair counts (129 models, 1,670,250 battles): the Leaderboard and the Cycles page's
     majority tournament open without an error box, nothing pushes the page sideways, no figure is cut
     and no table scrolls sideways (the issue-25 audit; the pictures for the README)."""
-    page = browser.new_page(viewport={"width": WIDE, "height": 1100})
+    page = new_page(browser, WIDE, 1100)
     for i, path in enumerate(("", "cycle-map")):
         open_page(page, big_server, path, first=i == 0, query="?dataset=chatbot_arena_2024_08_14",
                   timeout_s=600)
@@ -297,7 +300,7 @@ def test_leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(big_serv
     reference columns behind a sideways scroll and cut "Spearman distance to refer…". Each address opens
     the Leaderboard on the dataset its query names; the table starts with the main columns, nothing
     scrolls sideways, no figure is cut; the pages' plain names forward to them too."""
-    page = browser.new_page(viewport={"width": WIDE, "height": 1000})
+    page = new_page(browser, WIDE, 1000)
     for path, dataset in (("ranking", "vicuna80"), ("leaderboard", "sparse70"), ("ranking", "battles100")):
         page.goto(f"{big_server}/{path}?dataset={dataset}")
         wait_idle(page, "Leaderboard", timeout_s=600)
@@ -366,7 +369,7 @@ def test_inspector_at_1280_labels_titles_and_verdicts_fit(big_server, browser):
     ended in "…", and a triad's verdicts sat in a ~300 px box of their own that scrolled. Every node's box
     with its label lies inside its panel, no title is cut or below the frame, and the verdicts are in
     the page's flow."""
-    page = browser.new_page(viewport={"width": WIDE, "height": 1000})
+    page = new_page(browser, WIDE, 1000)
     for dataset in ("dense70", "vicuna80"):
         page.goto(f"{big_server}/prompt-inspector?dataset={dataset}")
         wait_idle(page, "Prompt inspector", timeout_s=600)

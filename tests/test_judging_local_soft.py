@@ -1,7 +1,8 @@
 """The local judge's soft protocol and budgeted passes on the real SmolLM2-135M (CPU, offline): one
 forward pass per prompt with shared prefixes reused equals a plain forward pass per prompt, budgeted
 generation equals one-at-a-time, and the stored soft verdicts equal the three-token generation path.
-(Split from test_judging_local.py so the two files run on the two test workers side by side.)
+(Split from test_judging_local.py; the two files run on one worker, one after the other, and share the
+loaded model: tests/conftest.py ONE_WORKER.)
 """
 
 from __future__ import annotations
