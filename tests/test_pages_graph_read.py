@@ -103,3 +103,53 @@ def test_page_graphs_equal_the_old_path_on_vicuna80(shipped_db, monkeypatch):
         old_judge = old_path(store, "vicuna80", judge="gpt-4")
     assert_same_graphs(page_path(shipped_db, monkeypatch, "vicuna80"), old)
     assert_same_graphs(page_path(shipped_db, monkeypatch, "vicuna80", "gpt-4"), old_judge)
+
+
+def relabelled(rows: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """The rows with a third of their categories and variant kinds changed or blanked, so graph keys hold
+    disagreeing labels (the majority rule and its first-by-name tie-break decide)."""
+    rng = np.random.default_rng(seed)
+    out = rows.copy()
+    choices = (("category", ["alpha", "beta", None]), ("variant_kind", ["paraphrase", "sample", None]))
+    for col, values in choices:
+        pick = rng.random(len(out)) < 0.35
+        out.loc[pick, col] = rng.choice(np.array(values, dtype=object), int(pick.sum()))
+    # judge j0's keys: labels alternate between two names, so a key with an even number of rows ties
+    # (the first by name must win)
+    j0 = np.flatnonzero((out["judge"] == "j0").to_numpy())
+    out.loc[out.index[j0], "category"] = np.where(np.arange(j0.size) % 2 == 0, "zeta", "alpha")
+    return out
+
+
+@pytest.mark.parametrize("policy", ["plurality", "net", "unanimous"])
+def test_store_cells_equal_frame_cells_with_disagreeing_labels(policy, tmp_path):
+    """graph_cells_from_store against graph_cells on the same store's verdict frame, every policy, on a
+    store whose keys disagree on their labels; and on the same verdicts attached as Parquet."""
+    from seam_data import import_csv, verdicts, write_csv
+
+    from engine.graphs.cell_query import graph_cells_from_store
+    from engine.graphs.stack import graph_cells
+    from engine.store.attached import attach
+
+    shape = SHAPES["judges-variants-prob"]
+    rows = relabelled(verdicts(shape), 1)
+    store, _db, _ = imported(tmp_path / "s", Shape(seed=1, n_prompts=2))  # a store; its own data unused
+    with store:
+        import_csv(store, write_csv(rows, tmp_path / "relabelled.csv"), "mixed")
+        frame = store.verdicts("mixed")
+        per_key = frame.groupby(["judge", "prompt_id", "variant", "turn"])["category"]
+        assert per_key.nunique().max() > 1
+        tied = frame[frame["judge"] == "j0"].groupby(["prompt_id", "variant", "turn"])["category"]
+        assert (tied.apply(lambda c: (c == "alpha").sum() == (c == "zeta").sum())).any()  # ties exist
+        frame.drop(columns="verdict_id").to_parquet(tmp_path / "mixed.parquet")
+        attach(store, "att", str(tmp_path / "mixed.parquet"))
+        for dataset in ("mixed", "att"):
+            for f in ({}, {"judge": "j1"}):
+                old = graph_cells(store.verdicts(dataset, **f), policy=policy)
+                new = graph_cells_from_store(store, dataset, policy=policy, **f)
+                assert new.models == old.models and new.policy == old.policy
+                pd.testing.assert_frame_equal(new.keys, old.keys)
+                pd.testing.assert_frame_equal(new.invalid_only, old.invalid_only)
+                for name in ("t", "lo", "hi", "outcome"):
+                    assert np.array_equal(getattr(new, name), getattr(old, name)), name
+                assert new.p_lo is not None and np.array_equal(new.p_lo, old.p_lo, equal_nan=True)
