@@ -254,54 +254,29 @@ def graph_cells(
     if len(keys) == 0:
         keys = pd.DataFrame(columns=[*KEY_COLUMNS, "n_verdicts", "n_invalid"])
         return GraphCells(models, keys, invalid_only, policy, none, none, none, none.astype(np.int8), None)
+    n = len(models)
 
-    # valid verdicts → (graph, model indices, winner code, P(A wins)) in row order
+    # valid verdicts → (graph, lo, hi) with the outcome seen from lo (the lower model index)
     v = ~invalid
     t = (np.cumsum(is_graph) - 1)[gid[v]]
     index = pd.Index(models)
     ia = index.get_indexer(verdicts["model_a"].to_numpy(dtype=object)[v])
     ib = index.get_indexer(verdicts["model_b"].to_numpy(dtype=object)[v])
     w = winner[v]
-    code = np.select([w == "A", w == "B", w == "tie"], [WINNER_A, WINNER_B, WINNER_TIE], WINNER_OTHER)
-    prob = verdicts["prob_a"].to_numpy(dtype=np.float64)[v] if "prob_a" in verdicts.columns else None
-    return combine_cells(models, keys, invalid_only, policy, t, ia, ib, code.astype(np.int8), prob)
-
-
-WINNER_A, WINNER_B, WINNER_TIE, WINNER_OTHER = 1, 2, 0, 3
-"""``combine_cells``' codes of a valid verdict's winner column: A, B, tie, anything else (no vote)."""
-
-
-def combine_cells(
-    models: tuple[str, ...],
-    keys: pd.DataFrame,
-    invalid_only: pd.DataFrame,
-    policy: str,
-    t: np.ndarray,
-    ia: np.ndarray,
-    ib: np.ndarray,
-    winner: np.ndarray,
-    prob: np.ndarray | None,
-) -> GraphCells:
-    """The combined cells of the valid verdicts given in verdict order: per verdict its graph ``t``,
-    its model_a and model_b indices into ``models``, its ``winner`` code (``WINNER_A`` ...) and its
-    P(A wins) (NaN where none; ``prob`` None when the verdicts have no such column). Both builders of
-    cells end here: ``graph_cells`` from a verdict frame and ``engine.graphs.cell_query`` from the
-    store, so their pairs, outcomes and (row-ordered) probability sums are one computation."""
-    n = len(models)
     a_first = ia < ib
     lo, hi = np.where(a_first, ia, ib), np.where(a_first, ib, ia)
-    a_wins, b_wins = winner == WINNER_A, winner == WINNER_B
+    a_wins, b_wins = w == "A", w == "B"
 
-    # the outcome seen from lo (the lower model index)
     cell, inv = np.unique((t.astype(np.int64) * n + lo) * n + hi, return_inverse=True)
     inv = inv.ravel()
     m = len(cell)
     lo_win = np.bincount(inv, weights=np.where(a_first, a_wins, b_wins), minlength=m)
     hi_win = np.bincount(inv, weights=np.where(a_first, b_wins, a_wins), minlength=m)
-    ties = np.bincount(inv, weights=winner == WINNER_TIE, minlength=m)
+    ties = np.bincount(inv, weights=w == "tie", minlength=m)
     outcome = combine_counts(lo_win, hi_win, ties, policy)
     p_mean = None
-    if prob is not None:
+    if "prob_a" in verdicts.columns:
+        prob = verdicts["prob_a"].to_numpy(dtype=np.float64)[v]
         has_p = ~np.isnan(prob)
         if has_p.any():  # no float array at all when no verdict carries a probability
             p_lo = np.where(a_first, prob, 1.0 - prob)
