@@ -50,7 +50,7 @@ if stack.T == 0:
 everything = graph_choices(stack)
 c1, c2, c3 = st.columns([2, 1, 1])
 # the judge first: the prompt picker's bad triads and S_μ count that judge's graphs, the ones drawn below
-all_judges = list(dict.fromkeys(j for vs in everything.values() for js in vs.values() for j in js))
+all_judges = everything.judges
 if st.session_state.get("insp_judge") not in all_judges:
     st.session_state["insp_judge"] = all_judges[0]
 judge = c3.selectbox("Judge", all_judges, key="insp_judge",
