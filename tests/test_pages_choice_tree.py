@@ -90,3 +90,27 @@ def test_graph_choices_on_vicuna80(shipped_store):
     assert_same(graph_choices(graphs), old_tree(p, v, j))
     check(p, v, j)
     assert len(np.unique(j)) > 1
+
+
+@pytest.mark.parametrize("shape", [
+    Shape(seed=4, n_models=4, n_prompts=9, judges=2, turns=2, paraphrases=2, samples=2),
+    Shape(seed=6, n_models=4, n_prompts=30, judges=1, one_pair=True),
+], ids=["paraphrases-samples", "one-pair"])
+def test_prompt_variant_names_equal_the_whole_stack_names(shape):
+    """One prompt's variant names, read from its keys alone, equal the names computed over every graph."""
+    from engine.views.inspector import prompt_variant_names, variant_names
+
+    frame = verdicts(shape).assign(dataset="seam")
+    first = sorted(frame["prompt_id"].unique())[0]
+    frame = frame[~((frame["prompt_id"] == first) & (frame["variant"] == 1))]  # its later variants renumber
+    graphs = build_buckets(frame)
+    whole = variant_names(graphs)
+    for prompt in graph_choices(graphs):
+        mine = prompt_variant_names(graphs, prompt)
+        assert mine == {v: name for (p, v), name in whole.items() if p == prompt}
+    assert len(set(whole.values())) > 1 or shape.one_pair
+
+
+def test_a_judge_of_every_graph_cuts_nothing():
+    tree = ChoiceTree.of(["q2", "q10", "q2"], [0, 0, 1], ["solo", "solo", "solo"])
+    assert judged_by(tree, "solo") is tree and list(tree) == ["q2", "q10"]

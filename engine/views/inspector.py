@@ -316,6 +316,8 @@ class ChoiceTree(Mapping):
         return self._cuts[judge]
 
     def _cut(self, judge: str) -> ChoiceTree:
+        from engine.graphs.distinct import distinct_sorted
+
         if not len(self._rank):
             return self
         pair = np.r_[True, (self._rank[1:] != self._rank[:-1]) | (self._variant[1:] != self._variant[:-1])]
@@ -323,7 +325,9 @@ class ChoiceTree(Mapping):
         has = np.zeros(int(pair_id[-1]) + 1, dtype=bool)
         has[pair_id[self._judge == judge]] = True
         keep = has[pair_id]
-        kept_ranks = np.unique(self._rank[keep])
+        if keep.all():  # the judge has a graph of every prompt and variant (one judge): the same tree
+            return self
+        kept_ranks = distinct_sorted(self._rank[keep])
         new_rank = np.searchsorted(kept_ranks, self._rank[keep])
         return ChoiceTree([self._prompts[r] for r in kept_ranks.tolist()], new_rank, self._variant[keep],
                           self._judge[keep])
@@ -356,6 +360,21 @@ def variant_names(stack: GraphStack | GraphBuckets) -> dict[tuple[str, int], str
                             strict=True), names.astype(str).tolist(), strict=True))
 
     return _once(stack, "variant_names", make)
+
+
+def prompt_variant_names(stack: GraphStack | GraphBuckets, prompt_id: str) -> dict[int, str]:
+    """variant → its name, for one prompt: ``variant_names`` restricted to ``prompt_id`` (a name counts
+    only that prompt's variants, so its keys alone give it), without naming every graph's variant;
+    computed once per stack and prompt."""
+    from engine.views.labels import variant_labels
+
+    def make():
+        keys = stack.keys
+        mine = keys[(keys["prompt_id"].astype(str) == str(prompt_id)).to_numpy()].reset_index(drop=True)
+        names = variant_labels(mine)
+        return dict(zip(mine["variant"].astype(int).tolist(), names.astype(str).tolist(), strict=True))
+
+    return _once(stack, f"variant names of {prompt_id}", make)
 
 
 def question_text(prompts: pd.DataFrame, prompt_id: str, variant: int, turn: int) -> str | None:
