@@ -28,8 +28,8 @@ from engine.views.inspector import (
     graph_choices,
     graph_position,
     judged_by,
+    prompt_variant_names,
     question_text,
-    variant_names,
 )
 from engine.views.viz import escape_md
 
@@ -50,7 +50,7 @@ if stack.T == 0:
 everything = graph_choices(stack)
 c1, c2, c3 = st.columns([2, 1, 1])
 # the judge first: the prompt picker's bad triads and S_μ count that judge's graphs, the ones drawn below
-all_judges = list(dict.fromkeys(j for vs in everything.values() for js in vs.values() for j in js))
+all_judges = everything.judges
 if st.session_state.get("insp_judge") not in all_judges:
     st.session_state["insp_judge"] = all_judges[0]
 judge = c3.selectbox("Judge", all_judges, key="insp_judge",
@@ -98,12 +98,12 @@ if "insp_variant" not in st.session_state and qp.get("variant") is not None:
         st.session_state["insp_variant"] = int(qp.get("variant"))
 if st.session_state.get("insp_variant") not in variants:
     st.session_state["insp_variant"] = variants[0]
-names = variant_names(stack)
+names = prompt_variant_names(stack, prompt)
 variant = c2.selectbox(
     "Variant",
     variants,
     key="insp_variant",
-    format_func=lambda v: names.get((prompt, v), str(v)),
+    format_func=lambda v: names.get(v, str(v)),
     help="The prompt as written (original), a paraphrase of it, or a sampling replicate.",
 )
 
@@ -117,7 +117,7 @@ key = view.key
 
 category = key["category"] if isinstance(key["category"], str) else "no category"
 st.markdown(f"**Question** · {escape_md(category)} · prompt {escape_md(prompt)}, "
-            f"{escape_md(names.get((prompt, variant), str(variant)))}")
+            f"{escape_md(names.get(variant, str(variant)))}")
 question = question_text(prompt_texts_for(ch.dataset, ch.key.version), prompt, variant, key["turn"])
 with st.container(border=True):
     if question is None:

@@ -232,10 +232,12 @@ def stack_for(key: CacheKey):
     ``engine.graphs.buckets.GraphBuckets``: each graph over its own models, so a battle log of a
     million one-pair graphs holds a million 2 × 2 cells, not a (T, n, n) stack. Read-only, so
     cached as a resource (no copy per rerun); ``keys`` and ``T`` as on a GraphStack. The verdicts are
-    read for it and let go (not through ``verdicts_for``, whose cache would hold a second copy)."""
+    read for it and let go (not through ``verdicts_for``, whose cache would hold a second copy), and
+    only the columns a graph is built from (``engine.graphs.stack.GRAPH_COLUMNS``): no rationale."""
     from engine.graphs.buckets import build_buckets
+    from engine.graphs.stack import GRAPH_COLUMNS
 
-    return build_buckets(get_store().verdicts(key.dataset, **_filters(key)))
+    return build_buckets(get_store().verdicts(key.dataset, columns=GRAPH_COLUMNS, **_filters(key)))
 
 
 def dense_stack_for(key: CacheKey, what: str):

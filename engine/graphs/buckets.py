@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from engine.graphs.distinct import distinct_sorted
 from engine.graphs.stack import (
     DEFAULT_POLICY,
     GraphCells,
@@ -200,7 +201,7 @@ def buckets_from_cells(cells: GraphCells) -> GraphBuckets:
     if T == 0:
         return GraphBuckets(cells.models, cells.keys, (), cells.policy, cells.invalid_only)
     # every (graph, model) that appears in a cell, sorted by graph then model
-    gm = np.unique(np.concatenate([cells.t * n + cells.lo, cells.t * n + cells.hi]))
+    gm = distinct_sorted(np.concatenate([cells.t * n + cells.lo, cells.t * n + cells.hi]))
     g_of, m_of = gm // n, gm % n
     size = np.bincount(g_of, minlength=T)
     start = np.r_[0, np.cumsum(size)[:-1]]

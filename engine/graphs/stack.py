@@ -37,6 +37,9 @@ COMBINE_POLICIES: dict[str, str] = {
 DEFAULT_POLICY: CombinePolicy = "plurality"
 
 KEY_COLUMNS = (*GRAPH_KEY, "category", "variant_kind")
+GRAPH_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, "model_a", "model_b", "winner", "prob_a")
+"""Every verdict column ``graph_cells`` reads: a caller that builds graphs from the store reads only
+these (``Store.verdicts(columns=...)``), not the rationales and raw outputs it would drop at once."""
 
 
 def _empty_invalid_only() -> pd.DataFrame:

@@ -15,6 +15,7 @@ verdicts. This module holds the graph view, the prompt choice and the denoise di
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -258,19 +259,90 @@ def _once(graphs, name: str, make):
     return per[name]
 
 
-def graph_choices(stack: GraphStack | GraphBuckets) -> dict[str, dict[int, list[str]]]:
-    """prompt_id → variant → judges with a graph (the inspector's pickers): prompts in natural order
-    (q2 before q10), variants by number, judges in the stack's order. Computed once per stack."""
-    from engine.views.labels import natural_sorted
+class ChoiceTree(Mapping):
+    """prompt_id → {variant → judges with a graph} (the inspector's pickers), held as arrays: at a
+    million prompts a dict of dicts took seconds to build and seconds more to cut to one judge, while a
+    page reads one prompt's entry. Iterates prompts in natural order (q2 before q10); an entry lists
+    variants by number and each variant's judges in the stack's order, as the dict it replaces did.
+    ``judges``: every judge in that walk's order of first appearance."""
+
+    def __init__(self, prompts: list[str], rank: np.ndarray, variant: np.ndarray, judge: np.ndarray):
+        # rows (one per prompt, variant and judge) sorted by (prompt's natural rank, variant, stack order)
+        self._prompts = prompts
+        self._index = {p: i for i, p in enumerate(prompts)}
+        self._rank, self._variant, self._judge = rank, variant, judge
+        self._start = np.searchsorted(rank, np.arange(len(prompts) + 1))
+        self._cuts: dict[str, ChoiceTree] = {}
+
+    @classmethod
+    def of(cls, prompt: list[str], variant: list[int], judge: list[str]) -> ChoiceTree:
+        """From (prompt, variant, judge) rows without repeats, in the stack's order."""
+        from engine.views.labels import natural_sorted
+
+        prompts = natural_sorted(dict.fromkeys(prompt))
+        where = {p: i for i, p in enumerate(prompts)}
+        rank = np.fromiter((where[p] for p in prompt), dtype=np.int64, count=len(prompt))
+        v = np.asarray(variant, dtype=np.int64)
+        order = np.lexsort((np.arange(len(prompt)), v, rank))
+        return cls(prompts, rank[order], v[order], np.asarray(judge, dtype=object)[order])
+
+    def __getitem__(self, prompt: str) -> dict[int, list[str]]:
+        i = self._index[prompt]
+        lo, hi = self._start[i], self._start[i + 1]
+        out: dict[int, list[str]] = {}
+        for v, j in zip(self._variant[lo:hi].tolist(), self._judge[lo:hi].tolist(), strict=True):
+            out.setdefault(v, []).append(j)
+        return out
+
+    def __contains__(self, prompt: object) -> bool:
+        return prompt in self._index
+
+    def __iter__(self):
+        return iter(self._prompts)
+
+    def __len__(self) -> int:
+        return len(self._prompts)
+
+    @property
+    def judges(self) -> list[str]:
+        """Every judge, first seen walking prompts, variants and each variant's judges in order."""
+        return list(pd.unique(self._judge))
+
+    def judged_by(self, judge: str) -> ChoiceTree:
+        """The prompts and variants ``judge`` has a graph of (each kept variant with all its judges);
+        computed once per tree and judge (the page asks on every rerun)."""
+        if judge not in self._cuts:
+            self._cuts[judge] = self._cut(judge)
+        return self._cuts[judge]
+
+    def _cut(self, judge: str) -> ChoiceTree:
+        from engine.graphs.distinct import distinct_sorted
+
+        if not len(self._rank):
+            return self
+        pair = np.r_[True, (self._rank[1:] != self._rank[:-1]) | (self._variant[1:] != self._variant[:-1])]
+        pair_id = np.cumsum(pair) - 1
+        has = np.zeros(int(pair_id[-1]) + 1, dtype=bool)
+        has[pair_id[self._judge == judge]] = True
+        keep = has[pair_id]
+        if keep.all():  # the judge has a graph of every prompt and variant (one judge): the same tree
+            return self
+        kept_ranks = distinct_sorted(self._rank[keep])
+        new_rank = np.searchsorted(kept_ranks, self._rank[keep])
+        return ChoiceTree([self._prompts[r] for r in kept_ranks.tolist()], new_rank, self._variant[keep],
+                          self._judge[keep])
+
+
+def graph_choices(stack: GraphStack | GraphBuckets) -> ChoiceTree:
+    """prompt_id → variant → judges with a graph (the inspector's pickers, a ``ChoiceTree``): prompts in
+    natural order (q2 before q10), variants by number, judges in the stack's order. Computed once per
+    stack."""
 
     def make():
         keys = stack.keys
         frame = pd.DataFrame({"p": keys["prompt_id"].astype(str), "v": keys["variant"].astype(int),
                               "j": keys["judge"].astype(str)}).drop_duplicates()  # first seen: stack order
-        out: dict[str, dict[int, list[str]]] = {}
-        for p, v, j in zip(frame["p"].tolist(), frame["v"].tolist(), frame["j"].tolist(), strict=True):
-            out.setdefault(p, {}).setdefault(v, []).append(j)
-        return {p: dict(sorted(out[p].items())) for p in natural_sorted(out)}
+        return ChoiceTree.of(frame["p"].tolist(), frame["v"].tolist(), frame["j"].tolist())
 
     return _once(stack, "graph_choices", make)
 
@@ -288,6 +360,21 @@ def variant_names(stack: GraphStack | GraphBuckets) -> dict[tuple[str, int], str
                             strict=True), names.astype(str).tolist(), strict=True))
 
     return _once(stack, "variant_names", make)
+
+
+def prompt_variant_names(stack: GraphStack | GraphBuckets, prompt_id: str) -> dict[int, str]:
+    """variant → its name, for one prompt: ``variant_names`` restricted to ``prompt_id`` (a name counts
+    only that prompt's variants, so its keys alone give it), without naming every graph's variant;
+    computed once per stack and prompt."""
+    from engine.views.labels import variant_labels
+
+    def make():
+        keys = stack.keys
+        mine = keys[(keys["prompt_id"].astype(str) == str(prompt_id)).to_numpy()].reset_index(drop=True)
+        names = variant_labels(mine)
+        return dict(zip(mine["variant"].astype(int).tolist(), names.astype(str).tolist(), strict=True))
+
+    return _once(stack, f"variant names of {prompt_id}", make)
 
 
 def question_text(prompts: pd.DataFrame, prompt_id: str, variant: int, turn: int) -> str | None:
@@ -345,8 +432,11 @@ MENU_MAX = 1_000
 larger selection lists its worst and opens any other by its id."""
 
 
-def judged_by(tree: dict[str, dict[int, list[str]]], judge: str) -> dict[str, dict[int, list[str]]]:
-    """``graph_choices``'s tree cut to the prompts and variants ``judge`` has a graph of."""
+def judged_by(tree: Mapping, judge: str) -> Mapping:
+    """``graph_choices``'s tree cut to the prompts and variants ``judge`` has a graph of (a ChoiceTree's
+    cut is computed once per tree and judge)."""
+    if isinstance(tree, ChoiceTree):
+        return tree.judged_by(judge)
     out = {p: {v: js for v, js in vs.items() if judge in js} for p, vs in tree.items()}
     return {p: vs for p, vs in out.items() if vs}
 

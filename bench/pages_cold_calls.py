@@ -1,0 +1,57 @@
+"""The cached calls behind one page, cold, in one process: wall and CPU seconds and peak RSS.
+
+    LENS_DB=COPY_OF_STORE python bench/pages_cold_calls.py REPO PAGE   # PAGE: stack|cycles|inspector|judges
+
+Runs the checkout REPO's ``app_pages/_lens`` functions that page PAGE calls on its first open (the
+graphs of the sidebar's default choice: dataset ``bench``, all judges; then the page's own tables and
+pickers), outside a browser: where a first open goes, and before/after in one run by giving two
+checkouts one after the other. CPU seconds are the number to compare on a loaded machine (wall time
+there mostly measures the other processes). Not the user's measure: that is bench/app_page_timing.py in
+Chromium. Give it a copy of a bench store (the app may write its caches).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import sys
+import time
+import warnings
+
+
+def main(repo: str, page: str, dataset: str = "bench") -> str:
+    sys.path.insert(0, repo)
+    os.chdir(repo)
+    logging.disable(logging.WARNING)
+    warnings.filterwarnings("ignore")
+    from app_pages import _lens
+    from engine.views.appstate import CacheKey
+
+    with _lens.store_session():
+        key = CacheKey.of(_lens.get_store(), dataset, None, None)
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        graphs = _lens.stack_for(key)
+        wall1, cpu1 = time.perf_counter(), time.process_time()
+        if page == "cycles":
+            _lens.cycle_overview(key)
+        elif page == "inspector":  # what the page script does: its judge list, the judge's cut, the menu
+            from engine.views.inspector import graph_choices, judged_by, variant_names
+
+            tree = graph_choices(graphs)
+            judges = getattr(tree, "judges", None)
+            if judges is None:  # main e59b42a's page walked the dict
+                judges = list(dict.fromkeys(j for vs in tree.values() for js in vs.values() for j in js))
+            judged_by(tree, judges[0])
+            _lens.prompt_options_for(key, judges[0])
+            variant_names(graphs)
+        elif page == "judges":
+            _lens.judge_diagnostics(dataset, key.version, None, False)
+        wall2, cpu2 = time.perf_counter(), time.process_time()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    return (f"{page}\twall graphs {wall1 - wall0:.2f} rest {wall2 - wall1:.2f}\tcpu graphs {cpu1 - cpu0:.2f} "
+            f"rest {cpu2 - cpu1:.2f}\tpeak {peak:.2f} GB\tload {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    print(main(sys.argv[1], sys.argv[2]))
