@@ -1,7 +1,7 @@
 """Start-up cost of the command line: ``python -m engine leaderboard`` as a process beside a bare
 ``python -c "import duckdb, numpy"`` in the same run.
 
-    python bench/startup.py [--db STORE] [--repeats 7] [--base CHECKOUT] [-- extra leaderboard args]
+    python bench/startup.py [--db STORE] [--repeats 7] [--base CHECKOUT] [--pandas-floor] [-- extra args]
 
 Each round runs the bare import, then the command of this checkout (and of ``--base``, e.g. a worktree
 of main, when given), in turn, so a drift of the shared machine's speed hits every command alike; the
@@ -26,6 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BARE = [sys.executable, "-c", "import duckdb, numpy"]
+WITH_PANDAS = [sys.executable, "-c", "import duckdb, numpy, pandas"]
+"""The floor of any command that builds its table with pandas (pandas imports pyarrow at its start)."""
 
 
 def load_average() -> str:
@@ -48,6 +50,8 @@ def main() -> None:
     ap.add_argument("--db", type=Path, help="a store to copy (default: a fresh one with vicuna80)")
     ap.add_argument("--repeats", type=int, default=7, help="counted rounds (after one warm-up)")
     ap.add_argument("--base", type=Path, help="a second checkout measured in the same rounds")
+    ap.add_argument("--pandas-floor", action="store_true",
+                    help="also time a bare `import duckdb, numpy, pandas` (a pandas board's floor)")
     ap.add_argument("extra", nargs="*", help="more leaderboard arguments (after --)")
     a = ap.parse_args()
     args = ["leaderboard", "--dataset", "vicuna80", *a.extra]
@@ -56,6 +60,8 @@ def main() -> None:
         if a.db is not None:
             shutil.copyfile(a.db, db)
         commands = {"bare `import duckdb, numpy`": (BARE, REPO)}
+        if a.pandas_floor:
+            commands["bare `import duckdb, numpy, pandas`"] = (WITH_PANDAS, REPO)
         if a.base is not None:
             commands["base `python -m engine " + " ".join(args) + "`"] = (
                 [sys.executable, "-m", "engine", "--db", str(db), *args], a.base)
