@@ -1,7 +1,8 @@
 """Start-up cost of the command line: ``python -m engine leaderboard`` as a process beside a bare
 ``python -c "import duckdb, numpy"`` in the same run.
 
-    python bench/startup.py [--db STORE] [--repeats 7] [--base CHECKOUT] [-- extra leaderboard args]
+    python bench/startup.py [--db STORE] [--repeats 7] [--base CHECKOUT] [--pandas-floor] [--same-output]
+                            [-- extra leaderboard args]
 
 Each round runs the bare import, then the command of this checkout (and of ``--base``, e.g. a worktree
 of main, when given), in turn, so a drift of the shared machine's speed hits every command alike; the
@@ -26,6 +27,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BARE = [sys.executable, "-c", "import duckdb, numpy"]
+WITH_PANDAS = [sys.executable, "-c", "import duckdb, numpy, pandas"]
+"""The floor of any command that builds its table with pandas (pandas imports pyarrow at its start)."""
 
 
 def load_average() -> str:
@@ -43,11 +46,51 @@ def run_once(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, float,
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, proc.returncode
 
 
+VARIANTS = (
+    (),
+    ("--bootstrap", "20", "--format", "csv"),
+    ("--baseline", "gpt4", "--bootstrap", "10", "--format", "json"),
+    ("--judge", "gpt-4", "--ranker", "davidson"),
+    ("--ranker", "elo", "--format", "csv"),
+    ("--ci", "sandwich"),
+    ("--style-control",),
+    ("--keep-k", "20", "--bootstrap", "10"),
+    ("--ranker", "pged", "--bootstrap", "5", "--format", "csv"),
+    ("--ranker", "copeland", "--bootstrap", "10"),
+    ("--ranker", "kemeny", "--judge", "gpt-4"),
+)
+"""Leaderboard variants whose printed bytes must not change with a start-up change (``--same-output``)."""
+
+
+def same_output(base: Path, db: Path) -> list[str]:
+    """Run every ``VARIANTS`` leaderboard in ``base`` and in this checkout on copies of ``db``; one line
+    per variant: same or DIFFERENT stdout+stderr and exit status."""
+    lines = []
+    for variant in VARIANTS:
+        outputs = []
+        for checkout in (base, REPO):
+            copy = db.with_name(f"same-{checkout.name}.duckdb")
+            shutil.copyfile(db, copy)
+            env = {**os.environ, "PYTHONPATH": str(checkout)}
+            done = subprocess.run([sys.executable, "-m", "engine", "--db", str(copy), "leaderboard",
+                                   "--dataset", "vicuna80", *variant], cwd=checkout, env=env,
+                                  capture_output=True)
+            outputs.append((done.returncode, done.stdout, done.stderr))
+        verdict = "same" if outputs[0] == outputs[1] else "DIFFERENT"
+        lines.append(f"- {verdict} (exit {outputs[1][0]}, {len(outputs[1][1])} bytes): "
+                     f"`leaderboard --dataset vicuna80 {' '.join(variant)}`")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", type=Path, help="a store to copy (default: a fresh one with vicuna80)")
     ap.add_argument("--repeats", type=int, default=7, help="counted rounds (after one warm-up)")
     ap.add_argument("--base", type=Path, help="a second checkout measured in the same rounds")
+    ap.add_argument("--pandas-floor", action="store_true",
+                    help="also time a bare `import duckdb, numpy, pandas` (a pandas board's floor)")
+    ap.add_argument("--same-output", action="store_true",
+                    help="with --base: also check that every VARIANTS board prints the same bytes in both")
     ap.add_argument("extra", nargs="*", help="more leaderboard arguments (after --)")
     a = ap.parse_args()
     args = ["leaderboard", "--dataset", "vicuna80", *a.extra]
@@ -56,6 +99,8 @@ def main() -> None:
         if a.db is not None:
             shutil.copyfile(a.db, db)
         commands = {"bare `import duckdb, numpy`": (BARE, REPO)}
+        if a.pandas_floor:
+            commands["bare `import duckdb, numpy, pandas`"] = (WITH_PANDAS, REPO)
         if a.base is not None:
             commands["base `python -m engine " + " ".join(args) + "`"] = (
                 [sys.executable, "-m", "engine", "--db", str(db), *args], a.base)
@@ -85,6 +130,16 @@ def main() -> None:
         lines.append(f"| {name} | {statistics.median(walls):.3f} ({min(walls):.3f}-{max(walls):.3f}) "
                      f"| {statistics.median(cpus):.3f} ({min(cpus):.3f}-{max(cpus):.3f}) "
                      f"| {statistics.median(peaks):.0f} | {wall_ratio:.2f} | {cpu_ratio:.2f} |")
+    if a.same_output and a.base is not None:
+        with tempfile.TemporaryDirectory(prefix="lens-startup-") as tmp:
+            db = Path(tmp) / "lens.duckdb"
+            if a.db is not None:
+                shutil.copyfile(a.db, db)
+            else:  # a fresh store with vicuna80, imported once, then copied for every run
+                subprocess.run([sys.executable, "-m", "engine", "--db", str(db), "datasets"], cwd=REPO,
+                               env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, check=True)
+            lines += ["", "Printed bytes (stdout, stderr, exit status), base vs this:",
+                      *same_output(a.base, db)]
     print("\n".join(lines))
 
 

@@ -2,8 +2,9 @@
 
 Why: the command's start-up is mostly imports (issue 26, point 5: at most twice a bare
 ``python -c "import duckdb, numpy"``). On a store that already holds vicuna80 the leaderboard never
-imports a file, never reads Parquet through pyarrow's dataset layer, never draws a page and never
-calls scipy.special (its sandwich and baseline paths do, when asked). A module import moved back to
+imports a file, never reads Parquet through pyarrow's dataset layer, never draws a page, never
+calls scipy.special (its sandwich and baseline paths do, when asked) and never imports scipy at all
+(the comparison graph's components come from a numpy union-find). A module import moved back to
 the top of a file on the command's path (engine.ingest.shipped importing the importer, a ranker
 importing scipy.special) puts the module back in the process and fails here.
 
@@ -36,6 +37,10 @@ NOT_NEEDED = (
     "scipy.special",                   # the sandwich, the baseline's win rates, predicted win rates
     "scipy.optimize",
     "scipy.stats",
+    "scipy.sparse",                    # the sparse solvers above the dense limit, the bootstraps, PGED;
+    "scipy.linalg",                    # components are found by engine.graphs.reachability.pair_components
+    "scipy._lib",                      # (scipy.sparse pulled numpy.f2py through scipy's array-API layer)
+    "numpy.f2py",
     "engine.judging.api",              # the judging pipeline
     "torch",
     "transformers",

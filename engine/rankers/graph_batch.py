@@ -13,7 +13,6 @@ words for the bootstrap's ``method``.
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
 
 from engine.graphs.stack import GraphStack
 from engine.rankers.base import distinct_rows, single_thread_blas
@@ -150,6 +149,8 @@ def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "p
     n_q = len(qkeys)
     cf = c.astype(np.float64)
     size = np.bincount(q_of_t, minlength=n_q).astype(np.float64)
+    from scipy import sparse  # here, not at the top: scipy.sparse costs the plain leaderboard's start
+
     member = sparse.csr_matrix((np.ones(stack.T), (np.arange(stack.T), q_of_t)), shape=(stack.T, n_q))
     m = np.asarray(cf @ member) / size[None]  # mean draw count of each question's graphs
     by_q = np.argsort(q_of_t, kind="stable")  # each question's graphs side by side

@@ -162,10 +162,14 @@ def components_of(compared, models: list[str]) -> tuple[np.ndarray, list[list[st
 
     Component k holds models linked by a chain of comparisons (``engine.graphs.reachability.
     comparison_components``: 1 = the largest); no verdict links two components, so a score or rank is
-    comparable only with those of its own component."""
-    from engine.graphs.reachability import comparison_components
+    comparable only with those of its own component. ``compared``: an (n, n) matrix, or the compared
+    pairs as a tuple (lo, hi) of model indices."""
+    from engine.graphs.reachability import comparison_components, pair_components
 
-    label = comparison_components(compared)
+    if isinstance(compared, tuple):
+        label = pair_components(len(models), *compared)
+    else:
+        label = comparison_components(compared)
     if label.size == 0 or label.max() <= 1:
         return label, None
     order = np.argsort(label, kind="stable")  # models keep their order inside a component

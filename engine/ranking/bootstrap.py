@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 from engine.errors import LensError
 from engine.graphs.stack import DEFAULT_POLICY, GraphStack
@@ -55,6 +55,9 @@ from engine.rankers import rank, ranker_object
 from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.bt import fit_bt_batch_info
 from engine.rankers.counts import VerdictCounts, verdict_counts
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,8 @@ def bootstrap(
 
 def pattern_counts(vc: VerdictCounts) -> tuple[sparse.csr_matrix, np.ndarray]:
     """Distinct graph patterns as sparse W~ rows (P, n*n) and their multiplicities (P,)."""
+    from scipy import sparse  # here, not at the top: scipy.sparse costs the plain leaderboard's start
+
     n = vc.n
     if vc.single_pair_graphs():
         code = (vc.lo * n + vc.hi) * 3 + (vc.outcome.astype(np.int64) + 1)
@@ -272,6 +277,8 @@ def bootstrap_bt_verdicts(
     **params,
 ) -> BootstrapResult:
     """Half-tie BT bootstrap straight from a verdict table, resampling graphs (prompts), batched."""
+    from scipy import sparse
+
     _check(B, level)
     vc = verdict_counts(verdicts, policy)
     mat, mult = pattern_counts(vc)

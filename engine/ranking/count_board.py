@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 from engine.errors import LensError
 from engine.rankers import fit_counts
@@ -130,8 +129,7 @@ def leaderboard_from_counts(
         table = table.assign(**cols)
     else:
         table = table.assign(**interval_columns(boot, list(models)))
-    compared = sparse.coo_matrix((np.ones(pc.n_pairs, dtype=np.int8), (pc.lo, pc.hi)), shape=(pc.n, pc.n))
-    table["component"], components = components_of(compared, list(models))
+    table["component"], components = components_of((pc.lo, pc.hi), list(models))
     table = table.sort_values(["rank", "model"], kind="stable")[list(TABLE_COLUMNS)].reset_index(drop=True)
     n_graphs = pc.n_graph_total
     info = {

@@ -13,9 +13,9 @@ of about P^2 / 2^128).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
 
 from engine.errors import LensError
 from engine.rankers.base import ranks_from_scores_batch
@@ -24,6 +24,9 @@ from engine.rankers.objects import ranker_object
 from engine.rankers.simple import pair_sums
 from engine.rankers.votes import PairCounts, Votes, _all_distinct
 from engine.ranking.bootstrap import BootstrapResult, _check
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 COUNT_UNITS = ("graph", "prompt", "vote")
 CHUNK_CELLS = 20_000_000
@@ -81,6 +84,8 @@ per possible cell, so a seeded bootstrap gives the numbers it gave before the oc
 
 def unit_patterns(votes: VoteSource, unit: str) -> tuple[sparse.csr_matrix, np.ndarray]:
     """Distinct unit rows as a sparse (P, cells) count matrix and their multiplicities (P,)."""
+    from scipy import sparse  # here, not at the top: scipy.sparse costs the plain leaderboard's start ~0.5 s
+
     mat, mult, cols = compact_patterns(votes, unit)
     shape = (mat.shape[0], 3 * votes.n ** 2)
     full = sparse.csr_matrix((mat.data, cols[mat.indices], mat.indptr), shape=shape)
@@ -90,6 +95,8 @@ def unit_patterns(votes: VoteSource, unit: str) -> tuple[sparse.csr_matrix, np.n
 def compact_patterns(votes: VoteSource, unit: str) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
     """``unit_patterns`` over the cells that occur only: (P, C) counts, multiplicities (P,) and the cell
     code of each of the C columns (memory O(votes), never O(n^2) cells; O(pairs) for counted battles)."""
+    from scipy import sparse  # here, not at the top: scipy.sparse costs the plain leaderboard's start ~0.5 s
+
     if isinstance(votes, CountedBattles):
         if unit != "vote":
             raise LensError(f"Pair counts hold no {unit}s, only battles: the bootstrap resamples battles "
