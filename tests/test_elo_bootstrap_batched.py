@@ -21,6 +21,7 @@ from engine.rankers.votes import votes as make_votes
 from engine.ranking.count_board import leaderboard_from_votes
 from engine.ranking.count_bootstrap import bootstrap_counts
 from engine.ranking.vote_query import frame_vote_rows
+from tests.conftest import REPO
 from tests.seam_data import Shape, verdicts
 
 
@@ -111,3 +112,56 @@ def test_a_shuffled_elo_board_takes_a_bootstrap():
     want = refit_samples(v, 3, 1, "graph", {"seed": 5})
     cols = [list(v.models).index(m) for m in board.bootstrap.models]
     np.testing.assert_array_equal(board.bootstrap.samples, want[:, cols])
+
+
+def _kernel_against_sequential(i, j, s, n, reps, **kw):
+    """Each resample of ``elo_ratings_resampled`` against ``elo_ratings`` on its repeated outcomes."""
+    got = elo_ratings_resampled(i, j, s, n, lambda v0, v1: reps[:, v0:v1], **kw)
+    for b in range(reps.shape[0]):
+        idx = np.repeat(np.arange(i.size), reps[b])
+        np.testing.assert_array_equal(got[b], elo_ratings(i[idx], j[idx], s[idx], n, k=kw.get("k", 4.0)))
+
+
+def test_kernel_on_many_models_and_on_one_model_in_every_vote():
+    """Two extremes of how votes share ratings: 300 models and 200 votes (almost no vote meets another's
+    models) and a chain where every vote has model 0 (each update reads the one before). Counts as the
+    bootstrap draws them (uint8), several repeats of one vote."""
+    rng = np.random.default_rng(11)
+    reps = rng.poisson(1.0, (5, 200)).astype(np.uint8)
+    i = rng.integers(0, 299, 200)
+    j = i + 1 + rng.integers(0, 10**6, 200) % (299 - i)
+    s = rng.choice([0.0, 0.5, 1.0], 200)
+    _kernel_against_sequential(i, j, s, 300, reps, k=32.0)
+    chain_j = rng.integers(1, 8, 200)
+    _kernel_against_sequential(np.zeros(200, dtype=np.int64), chain_j, s, 8, reps, k=32.0)
+
+
+def test_kernel_across_its_default_chunk():
+    """More votes than one chunk of repeat counts (``RESAMPLE_CHUNK_VOTES``): the ratings carry over the
+    chunk boundary, each chunk's votes are read at their own positions."""
+    from engine.rankers.elo import RESAMPLE_CHUNK_VOTES
+
+    V = RESAMPLE_CHUNK_VOTES + 3001
+    rng = np.random.default_rng(12)
+    i = rng.integers(0, 19, V)
+    j = i + 1 + rng.integers(0, 10**6, V) % (19 - i)
+    s = rng.choice([0.0, 0.5, 1.0], V)
+    _kernel_against_sequential(i, j, s, 20, rng.poisson(1.0, (2, V)).astype(np.int64))
+
+
+def test_elo_without_a_bootstrap_does_not_import_numba():
+    """numba (the compiled bootstrap loop) loads only when Elo's bootstrap runs: its import would add
+    to every command's start-up."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\nfrom engine.rankers.objects import ranker_object\n"
+            "from engine.rankers.elo import elo_ratings\n"
+            "elo_ratings(np.array([0]), np.array([1]), np.array([1.0]), 2)\n"
+            "assert 'numba' not in sys.modules, 'numba imported'\n"
+            "from engine.rankers.elo import elo_ratings_resampled\n"
+            "elo_ratings_resampled(np.array([0]), np.array([1]), np.array([1.0]), 2, "
+            "lambda a, b: np.ones((1, b - a), dtype=np.uint8))\n"
+            "assert 'numba' in sys.modules\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
