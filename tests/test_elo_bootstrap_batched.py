@@ -184,3 +184,22 @@ def test_elo_without_a_bootstrap_does_not_import_numba():
             "assert 'numba' in sys.modules\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO))
     assert out.returncode == 0, out.stderr
+
+
+def test_without_numba_the_numpy_loop_gives_the_same_ratings():
+    """An environment without numba (older than requirements.txt) runs the numpy step loop instead of
+    stopping on an ImportError: the same ratings, to the bit."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\nsys.modules['numba'] = None\n"
+            "from engine.rankers.elo import elo_ratings, elo_ratings_resampled\n"
+            "i, j, s = np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([1.0, 0.5, 0.0])\n"
+            "reps = np.array([[2, 0, 1], [1, 3, 1]], dtype=np.uint8)\n"
+            "got = elo_ratings_resampled(i, j, s, 3, lambda a, b: reps[:, a:b], compiled=True)\n"
+            "for b in range(2):\n"
+            "    idx = np.repeat(np.arange(3), reps[b])\n"
+            "    assert (got[b] == elo_ratings(i[idx], j[idx], s[idx], 3)).all()\n"
+            "assert (got[0] != got[1]).any()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr

@@ -111,6 +111,11 @@ def elo_ratings_resampled(
     s_i = np.ascontiguousarray(s_i, dtype=np.float64)
     if compiled is None:
         compiled = i_idx.size >= COMPILED_FROM_VOTES
+    if compiled:
+        try:
+            steps = _compiled_steps()
+        except ImportError:  # numba missing (an environment older than requirements.txt): same numbers
+            compiled = False
     if not compiled:
         return _resampled_numpy(i_idx, j_idx, s_i, n, repeats, k=k, base=base, scale=scale, init=init,
                                 chunk=chunk or RESAMPLE_CHUNK_VOTES)
@@ -118,7 +123,6 @@ def elo_ratings_resampled(
     V = i_idx.size
     first = np.ascontiguousarray(repeats(0, min(V, chunk)))
     ratings = np.full((first.shape[0], n), float(init))
-    steps = _compiled_steps()
     for v0 in range(0, V, chunk):
         reps = first if v0 == 0 else np.ascontiguousarray(repeats(v0, min(V, v0 + chunk)))
         steps(ratings, i_idx, j_idx, s_i, reps, v0, float(k), float(base), float(scale))
