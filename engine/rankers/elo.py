@@ -88,8 +88,8 @@ one-byte draws, about 6.5 MB at B = 100."""
 COMPILED_FROM_VOTES = 100_000
 """From this many votes the compiled loop runs; below, the numpy step loop. numba's import and loading
 its cached machine code cost about 0.9 s of CPU once; the compiled loop then costs about 42 ns per
-update (B updates a vote) against 10-20 us per vote for one numpy step over all B, so the compiled
-loop wins from roughly 65,000 votes at B = 100 (measured: docs/notes/elo-26.md, section elo2)."""
+update (B updates a vote) against 16-25 us per vote for one numpy step over all B, so by those costs
+the compiled loop wins from roughly 65,000 votes at B = 100 (docs/notes/elo-26.md, section elo2)."""
 
 
 def elo_ratings_resampled(
