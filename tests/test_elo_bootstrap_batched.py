@@ -15,12 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import engine.rankers.elo as elo_module
 from engine.rankers.elo import elo_ratings, elo_ratings_resampled
 from engine.rankers.objects import ranker_object
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.count_board import leaderboard_from_votes
 from engine.ranking.count_bootstrap import bootstrap_counts
 from engine.ranking.vote_query import frame_vote_rows
+from tests.conftest import REPO
 from tests.seam_data import Shape, verdicts
 
 
@@ -53,9 +55,13 @@ SHAPES = (
 
 @pytest.mark.parametrize("shape", SHAPES, ids=["judges-variants", "annotators", "one-pair", "sparse70"])
 @pytest.mark.parametrize("unit", ["vote", "graph", "prompt"])
-def test_batched_elo_bootstrap_equals_the_refit(shape, unit):
+@pytest.mark.parametrize("compiled_from", [None, 0], ids=["by-size", "compiled"])
+def test_batched_elo_bootstrap_equals_the_refit(shape, unit, compiled_from, monkeypatch):
     """Every resample's scores to the bit (the same operations in the same order), and the board says
-    the batched path ran."""
+    the batched path ran; once as the board picks the kernel (these small shapes: the numpy step loop),
+    once with the compiled loop from the first vote."""
+    if compiled_from is not None:
+        monkeypatch.setattr(elo_module, "COMPILED_FROM_VOTES", compiled_from)
     v = make_votes(frame_vote_rows(verdicts(shape)))
     got = bootstrap_counts(v, "elo", 12, 7, unit=unit, order="input")
     assert got.method.startswith("batched:"), got.method
@@ -80,16 +86,17 @@ def test_board_intervals_follow_the_board_models():
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 9), V=st.integers(1, 60), B=st.integers(1, 7),
-       chunk=st.integers(1, 9), most=st.integers(0, 4))
-def test_kernel_equals_sequential_elo_per_resample(seed, n, V, B, chunk, most):
-    """The kernel alone, any chunk size (padding steps at every chunk end), zero draws and long runs of
-    one vote: each resample equals ``elo_ratings`` on its repeated outcomes."""
+       chunk=st.integers(1, 9), most=st.integers(0, 4), compiled=st.booleans())
+def test_kernel_equals_sequential_elo_per_resample(seed, n, V, B, chunk, most, compiled):
+    """Both kernels alone, any chunk size (padding steps at every chunk end of the numpy loop), zero
+    draws and long runs of one vote: each resample equals ``elo_ratings`` on its repeated outcomes."""
     rng = np.random.default_rng(seed)
     i = rng.integers(0, n - 1, V)
     j = i + 1 + rng.integers(0, 10**6, V) % (n - 1 - i)
     s = rng.choice([0.0, 0.5, 1.0], V)
     reps = rng.integers(0, most + 1, (B, V))
-    got = elo_ratings_resampled(i, j, s, n, lambda v0, v1: reps[:, v0:v1], k=16.0, chunk=chunk)
+    got = elo_ratings_resampled(i, j, s, n, lambda v0, v1: reps[:, v0:v1], k=16.0, chunk=chunk,
+                                compiled=compiled)
     for b in range(B):
         idx = np.repeat(np.arange(V), reps[b])
         np.testing.assert_array_equal(got[b], elo_ratings(i[idx], j[idx], s[idx], n, k=16.0))
@@ -111,3 +118,88 @@ def test_a_shuffled_elo_board_takes_a_bootstrap():
     want = refit_samples(v, 3, 1, "graph", {"seed": 5})
     cols = [list(v.models).index(m) for m in board.bootstrap.models]
     np.testing.assert_array_equal(board.bootstrap.samples, want[:, cols])
+
+
+def _kernel_against_sequential(i, j, s, n, reps, **kw):
+    """Each resample of ``elo_ratings_resampled`` against ``elo_ratings`` on its repeated outcomes."""
+    picked = []
+    compiled = elo_module._compiled_steps()
+    kernel = elo_module._compiled_steps
+
+    def spy():  # records that the compiled loop was asked for (it is the real one)
+        picked.append(True)
+        return compiled
+    elo_module._compiled_steps = spy
+    try:
+        got = elo_ratings_resampled(i, j, s, n, lambda v0, v1: reps[:, v0:v1], **kw)
+    finally:
+        elo_module._compiled_steps = kernel
+    assert bool(picked) == kw.get("compiled", i.size >= elo_module.COMPILED_FROM_VOTES)
+    for b in range(reps.shape[0]):
+        idx = np.repeat(np.arange(i.size), reps[b])
+        np.testing.assert_array_equal(got[b], elo_ratings(i[idx], j[idx], s[idx], n, k=kw.get("k", 4.0)))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_kernel_on_many_models_and_on_one_model_in_every_vote(compiled):
+    """Two extremes of how votes share ratings: 300 models and 200 votes (almost no vote meets another's
+    models) and a chain where every vote has model 0 (each update reads the one before). Counts as the
+    bootstrap draws them (uint8), several repeats of one vote."""
+    rng = np.random.default_rng(11)
+    reps = rng.poisson(1.0, (5, 200)).astype(np.uint8)
+    i = rng.integers(0, 299, 200)
+    j = i + 1 + rng.integers(0, 10**6, 200) % (299 - i)
+    s = rng.choice([0.0, 0.5, 1.0], 200)
+    _kernel_against_sequential(i, j, s, 300, reps, k=32.0, compiled=compiled)
+    chain_j = rng.integers(1, 8, 200)
+    _kernel_against_sequential(np.zeros(200, dtype=np.int64), chain_j, s, 8, reps, k=32.0,
+                               compiled=compiled)
+
+
+def test_compiled_kernel_across_its_default_chunk():
+    """More votes than one chunk of the compiled loop's repeat counts (``COMPILED_CHUNK_VOTES``), picked
+    by size (above ``COMPILED_FROM_VOTES``): the ratings carry over the chunk boundary, each chunk's
+    votes are read at their own positions."""
+    V = max(elo_module.COMPILED_CHUNK_VOTES, elo_module.COMPILED_FROM_VOTES) + 3001
+    rng = np.random.default_rng(12)
+    i = rng.integers(0, 19, V)
+    j = i + 1 + rng.integers(0, 10**6, V) % (19 - i)
+    s = rng.choice([0.0, 0.5, 1.0], V)
+    _kernel_against_sequential(i, j, s, 20, rng.poisson(1.0, (2, V)).astype(np.int64))
+
+
+def test_elo_without_a_bootstrap_does_not_import_numba():
+    """numba (the compiled bootstrap loop) loads only when Elo's bootstrap runs compiled: its import
+    would add to every command's start-up."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\nfrom engine.rankers.objects import ranker_object\n"
+            "from engine.rankers.elo import elo_ratings\n"
+            "elo_ratings(np.array([0]), np.array([1]), np.array([1.0]), 2)\n"
+            "assert 'numba' not in sys.modules, 'numba imported'\n"
+            "from engine.rankers.elo import elo_ratings_resampled\n"
+            "elo_ratings_resampled(np.array([0]), np.array([1]), np.array([1.0]), 2, "
+            "lambda a, b: np.ones((1, b - a), dtype=np.uint8), compiled=True)\n"
+            "assert 'numba' in sys.modules\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+
+
+def test_without_numba_the_numpy_loop_gives_the_same_ratings():
+    """An environment without numba (older than requirements.txt) runs the numpy step loop instead of
+    stopping on an ImportError: the same ratings, to the bit."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\nsys.modules['numba'] = None\n"
+            "from engine.rankers.elo import elo_ratings, elo_ratings_resampled\n"
+            "i, j, s = np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([1.0, 0.5, 0.0])\n"
+            "reps = np.array([[2, 0, 1], [1, 3, 1]], dtype=np.uint8)\n"
+            "got = elo_ratings_resampled(i, j, s, 3, lambda a, b: reps[:, a:b], compiled=True)\n"
+            "for b in range(2):\n"
+            "    idx = np.repeat(np.arange(3), reps[b])\n"
+            "    assert (got[b] == elo_ratings(i[idx], j[idx], s[idx], 3)).all()\n"
+            "assert (got[0] != got[1]).any()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr

@@ -9,6 +9,8 @@ outcomes. Scores are ratings minus their mean (the initial rating is reported).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from engine.errors import LensError
@@ -76,28 +78,97 @@ def elo(
 
 
 RESAMPLE_CHUNK_VOTES = 8192
-"""Votes laid out per chunk by ``elo_ratings_resampled``: its step table holds about this many steps per
-resample (three (steps, B) arrays of 8 bytes: about 20 MB at B = 100)."""
+"""Votes laid out per chunk by the numpy step loop (``_resampled_numpy``): its step table holds about
+this many steps per resample (three (steps, B) arrays of 8 bytes: about 20 MB at B = 100)."""
+
+COMPILED_CHUNK_VOTES = 65536
+"""Votes whose repeat counts the compiled loop holds at once: a (B, chunk) table of the bootstrap's
+one-byte draws, about 6.5 MB at B = 100."""
+
+COMPILED_FROM_VOTES = 100_000
+"""From this many votes the compiled loop runs; below, the numpy step loop. numba's import and loading
+its cached machine code cost about 0.9 s of CPU once; the compiled loop then costs about 42 ns per
+update (B updates a vote) against 16-25 us per vote for one numpy step over all B, so by those costs
+the compiled loop wins from roughly 65,000 votes at B = 100 (docs/notes/elo-26.md, section elo2)."""
 
 
 def elo_ratings_resampled(
     i_idx: np.ndarray, j_idx: np.ndarray, s_i: np.ndarray, n: int, repeats,
     *, k: float = 4.0, base: float = 10.0, scale: float = 400.0, init: float = 1000.0,
-    chunk: int = RESAMPLE_CHUNK_VOTES,
+    chunk: int | None = None, compiled: bool | None = None,
 ) -> np.ndarray:
-    """Raw ratings (B, n) of B resamples of the outcomes (i, j, score of i), all in one pass over them.
+    """Raw ratings (B, n) of B resamples of the outcomes (i, j, score of i).
 
     ``repeats(v0, v1)`` gives the (B, v1 - v0) number of times each resample reads outcomes v0..v1-1:
     resample b reads outcome v ``repeats[b, v]`` times in a row, in the outcomes' order, which is what
     ``elo_ratings(i[idx], j[idx], s[idx], n)`` with ``idx = np.repeat(np.arange(V), repeats[b])`` does (a
-    bootstrap resample of the votes). Elo is sequential inside a resample but the B resamples are
-    independent, so step t updates every resample's own t-th outcome at once: ratings live in one flat
-    array, one gather fetches the B pairs, the update runs over B, one scatter writes them back (the
-    same floating-point operations in the same order as ``elo_ratings``: the same numbers to the bit).
-    A resample whose chunk holds fewer steps than the longest pads with steps on two spare slots whose
-    update is exactly zero (equal ratings, score one half)."""
-    i_idx, j_idx = np.asarray(i_idx, dtype=np.int64), np.asarray(j_idx, dtype=np.int64)
-    s_i = np.asarray(s_i, dtype=np.float64)
+    bootstrap resample of the votes), with the same numbers to the bit. Elo is sequential, so the work
+    is V x B updates whatever the layout: from ``COMPILED_FROM_VOTES`` votes (or ``compiled=True``) a
+    compiled loop (``_resampled_steps``), below it one numpy step per vote over all B resamples
+    (``_resampled_numpy``). ``chunk``: votes whose repeat counts are held at once (memory bound)."""
+    i_idx = np.ascontiguousarray(i_idx, dtype=np.int64)
+    j_idx = np.ascontiguousarray(j_idx, dtype=np.int64)
+    s_i = np.ascontiguousarray(s_i, dtype=np.float64)
+    if compiled is None:
+        compiled = i_idx.size >= COMPILED_FROM_VOTES
+    if compiled:
+        try:
+            steps = _compiled_steps()
+        except ImportError:  # numba missing (an environment older than requirements.txt): same numbers
+            compiled = False
+    if not compiled:
+        return _resampled_numpy(i_idx, j_idx, s_i, n, repeats, k=k, base=base, scale=scale, init=init,
+                                chunk=chunk or RESAMPLE_CHUNK_VOTES)
+    chunk = chunk or COMPILED_CHUNK_VOTES
+    V = i_idx.size
+    first = np.ascontiguousarray(repeats(0, min(V, chunk)))
+    ratings = np.full((first.shape[0], n), float(init))
+    for v0 in range(0, V, chunk):
+        reps = first if v0 == 0 else np.ascontiguousarray(repeats(v0, min(V, v0 + chunk)))
+        steps(ratings, i_idx, j_idx, s_i, reps, v0, float(k), float(base), float(scale))
+    return ratings
+
+
+def _resampled_steps(ratings, i_idx, j_idx, s_i, reps, v0, k, base, scale):  # pragma: no cover (compiled)
+    """Advance every resample's ratings (``ratings``: (B, n), in place) over votes v0 .. v0 + L - 1, where
+    resample b reads vote v0 + t ``reps[b, t]`` times in a row. The statements are ``elo_ratings``'s, in
+    its order, so each row gets the same floating-point operations as the sequential Elo of that
+    resample's repeated votes. Run compiled (``_compiled_steps``)."""
+    n_resamples, n_votes = reps.shape
+    for b in range(n_resamples):
+        r = ratings[b]
+        for t in range(n_votes):
+            a = i_idx[v0 + t]
+            h = j_idx[v0 + t]
+            s = s_i[v0 + t]
+            for _ in range(reps[b, t]):
+                e = 1.0 / (1.0 + base ** ((r[h] - r[a]) / scale))
+                delta = k * (s - e)
+                r[a] += delta
+                r[h] -= delta
+
+
+@functools.cache
+def _compiled_steps():
+    """``_resampled_steps`` compiled by numba on first use (imported here, not at the top: only Elo's
+    bootstrap on many votes needs it, and numba's import would slow every other command). Strict IEEE
+    arithmetic (numba's default: no fast-math, no contraction), so the compiled loop rounds as Python
+    does; ``cache=True`` keeps the machine code between processes where the package's folder (or
+    numba's user cache folder) is writable."""
+    import numba
+
+    return numba.njit(cache=True, nogil=True)(_resampled_steps)
+
+
+def _resampled_numpy(
+    i_idx: np.ndarray, j_idx: np.ndarray, s_i: np.ndarray, n: int, repeats,
+    *, k: float, base: float, scale: float, init: float, chunk: int,
+) -> np.ndarray:
+    """``elo_ratings_resampled`` as one numpy step per vote: step t updates every resample's own t-th
+    outcome at once. Ratings live in one flat array, one gather fetches the B pairs, the update runs
+    over B, one scatter writes them back (the same floating-point operations in the same order as
+    ``elo_ratings``). A resample whose chunk holds fewer steps than the longest pads with steps on two
+    spare slots whose update is exactly zero (equal ratings, score one half)."""
     V = i_idx.size
     first = np.asarray(repeats(0, min(V, chunk)), dtype=np.int64)
     B = first.shape[0]
