@@ -8,6 +8,7 @@ vicuna80; split by category and not, the whole dataset and one category."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from seam_data import Shape, imported
@@ -86,6 +87,34 @@ def test_count_path_tables_equal_the_frame_path_on_generated_shapes(name, tmp_pa
         compare_tables(store, "seam", sorted(rows["category"].dropna().unique())[0])
         verdicts = store.verdicts("seam")
     assert verdicts["judge"].nunique() >= 2 and verdicts["order"].notna().any()
+
+
+def test_count_path_takes_the_category_of_an_items_first_verdict(tmp_path):
+    """Categories drawn per verdict (missing ones too), so one item's verdicts disagree on it: the
+    per-category position and κ tables depend on which verdict names the item's category (the frame
+    path: its first by verdict id, among all valid verdicts for κ and among those with a known order
+    for the paired orders)."""
+    from seam_data import import_csv, verdicts, write_csv
+
+    from engine.ingest.shipped import INIT_STEP
+    from engine.ingest.shipped_counts import INIT_STEP_ARENA_COUNTS
+    from engine.store.init_log import record_init_step
+
+    rows = verdicts(Shape(seed=17, n_models=4, n_prompts=8, judges=3, orders="mixed", tie_p=0.3,
+                          repeats=True, invalid_p=0.05))
+    rng = np.random.default_rng(17)
+    rows["category"] = rng.choice(np.array(["x", "y", "z", None], dtype=object), len(rows))
+    store = Store(tmp_path / "lens.duckdb")
+    record_init_step(store, INIT_STEP, "no default dataset")
+    record_init_step(store, INIT_STEP_ARENA_COUNTS, "no shipped counts")
+    import_csv(store, write_csv(rows, tmp_path / "v.csv"), "mixed")
+    with store:
+        compare_tables(store, "mixed")
+        compare_tables(store, "mixed", "x")
+        stored = store.verdicts("mixed")
+    per_item = stored.groupby(["judge", "prompt_id", "model_a", "model_b"], dropna=False)["category"].nunique(
+        dropna=False)
+    assert (per_item > 1).any() and stored["category"].isna().any()
 
 
 def test_count_path_overview_equals_the_frame_path_on_a_human_battle_log(tmp_path):

@@ -168,7 +168,8 @@ def pair_table(counts: JudgeCounts, policy: str = "plurality") -> pd.DataFrame:
     outcome = combine_counts(cells["lo_win"].to_numpy(), cells["hi_win"].to_numpy(), cells["tie"].to_numpy(),
                              policy)
     cells = cells.assign(outcome=outcome)
-    first = cells[cells["lo_first"] == 1.0][["judge", "item", "outcome"]].rename(columns={"outcome": "out_lo_first"})
+    first = cells[cells["lo_first"] == 1.0][["judge", "item", "outcome"]].rename(
+        columns={"outcome": "out_lo_first"})
     second = cells[cells["lo_first"] == 0.0][["judge", "item", "outcome"]].rename(
         columns={"outcome": "out_hi_first"})
     both = first.merge(second, on=["judge", "item"], how="inner")
@@ -176,7 +177,8 @@ def pair_table(counts: JudgeCounts, policy: str = "plurality") -> pd.DataFrame:
     return both.merge(cat, on=["judge", "item"], how="left")[cols]
 
 
-def agreement_table(counts: JudgeCounts, by_category: bool = False, policy: str = "plurality") -> pd.DataFrame:
+def agreement_table(counts: JudgeCounts, by_category: bool = False,
+                    policy: str = "plurality") -> pd.DataFrame:
     """``agreement.agreement`` of the counted verdicts (every pair of judges)."""
     from engine.diagnostics.agreement import agreement_of_items
 
