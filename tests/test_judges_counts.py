@@ -4,7 +4,8 @@ position table from a frame of every verdict. Every table it shows must equal th
 (``with_worst_position(judge_overview(frame))``, main's Judges page) on data that separates them:
 several judges, variants, turns, both orders, mixed orders, ties, repeats, invalid rows, categories
 (missing ones too), one pair per prompt, a sparse 70-model set, human voters in a battle log,
-vicuna80; split by category and not, the whole dataset and one category."""
+vicuna80; split by category and not, the whole dataset and one category. The whole overview (whose
+transitivity half is shared code) is compared on the human battle log."""
 
 from __future__ import annotations
 
@@ -129,5 +130,5 @@ def test_count_path_equals_the_frame_path_on_vicuna80(shipped_db):
     with Store(shipped_db) as store:
         compare_tables(store, "vicuna80")
         compare_tables(store, "vicuna80", "writing")
-        whole, _ = compare_overviews(store, "vicuna80")
-    assert len(whole.judges) >= 5 and whole.position["both_orders"].any()  # human: one order only
+        verdicts = store.verdicts("vicuna80")
+    assert verdicts["judge"].nunique() >= 5 and verdicts["order"].notna().any()
