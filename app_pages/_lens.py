@@ -369,15 +369,12 @@ def matrix_figure(
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
 def judge_diagnostics(dataset: str, version: int, category: str | None, by_category: bool):
     """The Judges page's tables for every judge of ``dataset`` (``version`` keys the cache)."""
-    from engine.views.judges_view import JUDGE_COLUMNS, with_worst_position
-    from engine.views.viz import judge_overview
+    from engine.views.judges_view import judge_overview_of_store
 
-    # every judge: the graphs cached for the sidebar's "(all)"; the verdicts read afresh, not through
-    # verdicts_for, whose cache would hand out one more unpickled copy (2.3 GB peak at 1M verdicts),
-    # and only the columns the tables use (2.2 GB peak at 1M verdicts with every column)
-    verdicts = get_store().verdicts(dataset, category=category, columns=JUDGE_COLUMNS)
-    return with_worst_position(judge_overview(verdicts, stack_for(CacheKey(dataset, version, None, category)),
-                                              by_category), verdicts)
+    # every judge: the graphs cached for the sidebar's "(all)"; κ and the position tables from verdict
+    # counts grouped in the store (a frame of a million verdicts cost 25 s of CPU and a second copy)
+    return judge_overview_of_store(get_store(), dataset, category,
+                                   stack_for(CacheKey(dataset, version, None, category)), by_category)
 
 
 def reference_for_key(dataset: str, category: str | None):

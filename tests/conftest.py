@@ -44,6 +44,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_head_to_head.py",           # 14 s of CPU (41-60 s wall, -n 0, load 10; 9 imports/attaches)
     "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
+    "test_judges_counts.py",          # 27 wall alone, -n 0, load 8 (six imports, the shipped store)
     "test_diagnostics_orderless.py",  # 21
     "test_predicted.py",              # 20 alone, -n 0, load 8
     "test_min_fas.py",                # 24 alone, -n 0, load 11 (hypothesis, brute force, one CLI run)

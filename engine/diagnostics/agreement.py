@@ -63,7 +63,16 @@ def agreement(
 ) -> pd.DataFrame:
     """Per pair of judges (or each judge against ``reference``, e.g. ``"human"``), optionally per
     category: shared items, agreement and Cohen's κ."""
-    items = item_outcomes(verdicts, policy)
+    return agreement_of_items(item_outcomes(verdicts, policy), INSTANCE, reference=reference,
+                              by_category=by_category)
+
+
+def agreement_of_items(
+    items: pd.DataFrame, on: tuple[str, ...], *, reference=None, by_category: bool = False
+) -> pd.DataFrame:
+    """``agreement`` from one combined outcome per (judge, item) (``item_outcomes``' frame, the item
+    named by the ``on`` columns): the count path (engine.diagnostics.judge_counts) names an item by one
+    integer and its judges and categories by codes in name order."""
     judges = sorted(items["judge"].dropna().unique())
     if reference is not None:
         pairs = [(j, reference) for j in judges if j != reference]
@@ -73,7 +82,7 @@ def agreement(
     for j1, j2 in pairs:  # a handful of judges: a loop over judge pairs, not over items
         a = items[items["judge"] == j1]
         b = items[items["judge"] == j2]
-        m = a.merge(b, on=list(INSTANCE), suffixes=("_1", "_2"))
+        m = a.merge(b, on=list(on), suffixes=("_1", "_2"))
         groups = m.groupby("category_1", dropna=False) if by_category else [(None, m)]
         for cat, g in groups:
             row = {"judge_1": j1, "judge_2": j2}

@@ -47,7 +47,12 @@ def order_consistency(
     verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",), policy: str = "plurality"
 ) -> pd.DataFrame:
     """Per group: items judged in both orders and the share whose two orders agree."""
-    p = paired_orders(verdicts, policy)
+    return consistency_of_pairs(paired_orders(verdicts, policy), by)
+
+
+def consistency_of_pairs(p: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
+    """``order_consistency`` from a ``paired_orders`` frame (its ``by`` columns and two outcomes):
+    the second half of the computation, shared with the count path (engine.diagnostics.judge_counts)."""
     cols = [*by, "items_both_orders", "consistent", "order_consistency"]
     if p.empty:
         return pd.DataFrame(columns=cols)
@@ -73,6 +78,14 @@ def first_position_rate(verdicts: pd.DataFrame, by: tuple[str, ...] = ("judge",)
     vo["sw"] = 1 - vo["fw"] - vo["tie"]
     out = _group(vo, by).agg(verdicts=("fw", "size"), first_wins=("fw", "sum"), second_wins=("sw", "sum"),
                              ties=("tie", "sum")).reset_index()
+    return rates_of_counts(out, by)
+
+
+def rates_of_counts(out: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
+    """``first_position_rate`` from its per-group counts (``by`` columns, ``verdicts``, ``first_wins``,
+    ``second_wins``, ``ties``; one row per group, in group order): the rates added."""
+    cols = [*by, "verdicts", "first_wins", "second_wins", "ties", "first_win_rate", "first_win_rate_decisive"]
+    out = out.copy()
     out["first_win_rate"] = out["first_wins"] / out["verdicts"]
     decisive = out["first_wins"] + out["second_wins"]
     out["first_win_rate_decisive"] = np.where(
@@ -107,7 +120,11 @@ def mcnemar(
 ) -> pd.DataFrame:
     """Per group (``("judge", "lo", "hi")`` for per pair): McNemar's test of position bias under both
     tie rules (columns ``MCNEMAR_COLUMNS``)."""
-    p = paired_orders(verdicts, policy)
+    return mcnemar_of_pairs(paired_orders(verdicts, policy), by)
+
+
+def mcnemar_of_pairs(p: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
+    """``mcnemar`` from a ``paired_orders`` frame (its ``by`` columns and two outcomes)."""
     cols = [*by, "items_both_orders", *MCNEMAR_COLUMNS]
     if p.empty:
         return pd.DataFrame(columns=cols)
@@ -134,9 +151,14 @@ def position_table(
     """Order consistency, first-position win rates and McNemar's test (both tie rules), one row per
     group with a known presentation order; ``both_orders`` flags groups with paired items. Empty
     (with its columns) when no verdict records its order."""
-    oc = order_consistency(verdicts, by, policy)
-    fr = first_position_rate(verdicts, by)
-    mc = mcnemar(verdicts, by, policy).drop(columns=["items_both_orders"])
+    return position_of(first_position_rate(verdicts, by), paired_orders(verdicts, policy), by)
+
+
+def position_of(fr: pd.DataFrame, pairs: pd.DataFrame, by: tuple[str, ...] = ("judge",)) -> pd.DataFrame:
+    """``position_table`` from a ``first_position_rate`` table and a ``paired_orders`` frame: how the
+    frame path and the count path (engine.diagnostics.judge_counts) assemble the same table."""
+    oc = consistency_of_pairs(pairs, by)
+    mc = mcnemar_of_pairs(pairs, by).drop(columns=["items_both_orders"])
     out = fr.merge(oc, on=list(by), how="outer").merge(mc, on=list(by), how="outer")
     out.insert(len(by) + 6, "both_orders", out["items_both_orders"].fillna(0).astype(np.int64).to_numpy() > 0)
     counts = ("verdicts", "first_wins", "second_wins", "ties", "items_both_orders", "consistent",

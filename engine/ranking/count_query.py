@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
+from engine.graphs.distinct import distinct_sorted
 from engine.rankers.votes import A_WINS, TIE, PairCounts
 from engine.ranking.vote_query import GRAPH_HASH, columns_of, filtered_source
 from engine.store.sql import Relation, params
@@ -94,7 +95,7 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
     pts = np.where(w == TIE, 0, np.where((w == A_WINS) == a_first, 1, -1)).astype(np.int64)
     del w, o, a_first
     srt = np.sort(g)
-    shared = np.unique(srt[1:][srt[1:] == srt[:-1]])  # graphs holding two or more verdicts
+    shared = distinct_sorted(srt[1:][srt[1:] == srt[:-1]])  # graphs holding two or more verdicts
     del srt
     single = np.ones(g.size, dtype=bool)
     n_graphs = np.zeros(n, dtype=np.int64)

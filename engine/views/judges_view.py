@@ -40,3 +40,33 @@ def with_worst_position(overview, verdicts: pd.DataFrame):
     from engine.diagnostics.position import position_table
 
     return dataclasses.replace(overview, worst_position=worst_position(position_table(verdicts)))
+
+
+def judge_overview_of_store(store, dataset: str, category: str | None, stack, by_category: bool):
+    """The Judges page's JudgeOverview of ``dataset`` (of ``category`` when given), its agreement and
+    position tables from verdict counts grouped in the store (engine.diagnostics.judge_counts) rather than
+    a frame of every verdict; the same numbers as ``with_worst_position(judge_overview(...))`` on the
+    verdicts (tests/test_judges_counts.py). A verdict with an unknown presentation order value takes the
+    frame path, which names its row."""
+    from engine.diagnostics.judge_counts import (
+        agreement_table,
+        bad_order,
+        judge_counts,
+        position_from_counts,
+    )
+    from engine.views.viz import judge_overview, overview_of_tables
+
+    if bad_order(store, dataset, category):
+        verdicts = store.verdicts(dataset, category=category, columns=JUDGE_COLUMNS)
+        return with_worst_position(judge_overview(verdicts, stack, by_category), verdicts)
+    counts = judge_counts(store, dataset, category)
+    by = ("judge", "category") if by_category else ("judge",)
+    overall = agreement_table(counts)
+    table = agreement_table(counts, by_category=True) if by_category else overall
+    position = position_from_counts(counts, by)
+    per_judge = position_from_counts(counts) if by_category else position
+    overview = overview_of_tables(counts.judges, overall, table, position, per_judge, counts.has_prob, stack,
+                                  by_category)
+    import dataclasses
+
+    return dataclasses.replace(overview, worst_position=worst_position(per_judge))

@@ -260,26 +260,37 @@ def judge_overview(
     GraphStack or engine.graphs.buckets.GraphBuckets; graphs of fewer than 3 models hold no triple and
     are counted in ``n_left_out``)."""
     from engine.diagnostics.agreement import agreement
+    from engine.diagnostics.position import position_table
+
+    by = ("judge", "category") if by_category else ("judge",)
+    judges = tuple(sorted(verdicts["judge"].dropna().astype(str).unique()))
+    overall = agreement(verdicts)
+    table = agreement(verdicts, by_category=True) if by_category else overall
+    position = position_table(verdicts, by=by)
+    pos_j = position_table(verdicts) if by_category else position
+    has_prob = bool("prob_a" in verdicts.columns and verdicts["prob_a"].notna().any())
+    return overview_of_tables(judges, overall, table, position, pos_j, has_prob, stack, by_category)
+
+
+def overview_of_tables(judges: tuple[str, ...], overall: pd.DataFrame, table: pd.DataFrame,
+                       position: pd.DataFrame, pos_j: pd.DataFrame, has_prob: bool,
+                       stack: GraphStack | GraphBuckets, by_category: bool) -> JudgeOverview:
+    """The JudgeOverview of the agreement tables (``overall``; ``table`` per category when split), the
+    position tables (``position`` per the split, ``pos_j`` per judge) and the graphs' transitivity: the
+    assembly shared by ``judge_overview`` (tables from a verdict frame) and the Judges page's count path
+    (engine.diagnostics.judge_counts)."""
     from engine.diagnostics.entropy import entropy_summary
     from engine.diagnostics.nontransitivity import pnt_summary
-    from engine.diagnostics.position import position_table
     from engine.diagnostics.sntd import sntd_summary
     from engine.graphs.buckets import as_buckets
 
     stack = as_buckets(stack)
     by = ("judge", "category") if by_category else ("judge",)
-    judges = tuple(sorted(verdicts["judge"].dropna().astype(str).unique()))
-    overall = agreement(verdicts)
     mat = kappa_matrix(overall, judges)
     per_cat = None
     if by_category:
-        table = agreement(verdicts, by_category=True)
         per_cat = {str(c): kappa_matrix(g, judges) for c, g in table.groupby("category", sort=True)}
-    else:
-        table = overall
-    position = position_table(verdicts, by=by)
     trans = pnt_summary(stack, by)
-    has_prob = bool("prob_a" in verdicts.columns and verdicts["prob_a"].notna().any())
     # SNTD needs judge probabilities; without any it is empty, and computing it anyway walks every
     # triple of every graph (over 6 GB on a 100-model battle log of 1,000 two-model graphs)
     sntd = sntd_summary(stack, by) if has_prob else pd.DataFrame(columns=[*by, "soft_triples", "sntd_mean"])
@@ -288,7 +299,6 @@ def judge_overview(
     per_judge = pnt_summary(stack)
     worst_pnt = str(per_judge.sort_values("pnt").iloc[-1]["judge"]) if len(per_judge) else "—"
     rate_col = "first_win_rate"
-    pos_j = position_table(verdicts) if by_category else position
     if rate_col in pos_j.columns and pos_j[rate_col].notna().any():
         worst_position = str(pos_j["judge"].iloc[int((pos_j[rate_col] - 0.5).abs().argmax())])
     else:
