@@ -26,10 +26,15 @@ def selection_win_ties_for(key: CacheKey):
 @st.cache_data(max_entries=16, show_spinner=False)
 def listed_prompt_keys_for(key: CacheKey):
     """The graph keys (``engine.graphs.stack.graph_cells``) of every graph of the prompts that hold a graph
-    of 3 or more models: the rows the Cycles page's table lists, and their prompts' other variants, which
-    number the variant labels."""
+    of 3 or more models (``_lbopen_cache.cycle_context_for``): the rows the Cycles page's table lists, and
+    their prompts' other variants, which number the variant labels. None when no graph is listed."""
+    from app_pages._lbopen_cache import cycle_context_for
     from engine.graphs.stack import GRAPH_COLUMNS, graph_cells
 
+    ctx = cycle_context_for(key)
+    if ctx is None:
+        return None
+    prompts = sorted(set(ctx.stack.keys["prompt_id"].astype(str)))
     verdicts = get_store().verdicts(key.dataset, judge=key.judge, category=key.category,
-                                    columns=GRAPH_COLUMNS, graphs_of_at_least=3, whole_prompts=True)
+                                    columns=GRAPH_COLUMNS, prompt_id=prompts)
     return graph_cells(verdicts).keys

@@ -120,8 +120,8 @@ def test_cycles_page_equals_every_graph_on_mixed_datasets(name, tmp_path, monkey
         record_init_step(store, INIT_STEP, "cycles3 tests: no default dataset")
         record_init_step(store, INIT_STEP_ARENA_COUNTS, "cycles3 tests: no shipped arena counts")
         import_csv(store, write_csv(rows, tmp_path / "v.csv"), "mix")
-        filters = [{}, {"judge": "j0"}, {"judge": "j2"}, {"category": "c1"}]
-        mus = (1.0, 0.316, 10.0, 1.0)
+        filters = [{}, {"judge": "j0"}, {"category": "c1"}]  # a judge of one-pair graphs only: the last test
+        mus = (1.0, 0.316, 10.0)
         olds = [old_page(store, "mix", reversed_names, mu, **f) for f, mu in zip(filters, mus, strict=True)]
     for f, mu, old in zip(filters, mus, olds, strict=True):
         assert_same_page(new_page(db, monkeypatch, "mix", reversed_names, mu, **f), old)

@@ -391,20 +391,19 @@ class Store:
         valid_only: bool = False,
         columns: Sequence[str] | None = None,
         graphs_of_at_least: int = 0,
-        whole_prompts: bool = False,
+        prompt_id: str | list[str] | None = None,
     ) -> pd.DataFrame:
         """The dataset's verdicts as a canonical frame (schema.VERDICT_COLUMNS plus verdict_id);
         ``graphs_of_at_least=k``: only the verdicts of graphs (schema.GRAPH_KEY) whose verdicts, valid or
         not, name k or more models, every verdict of such a graph kept (a graph that can hold a triad, for
         k = 3: the leaderboard's cycle columns read a battle log's few such graphs, not its million pairs);
-        with ``whole_prompts`` every verdict of the selection's prompts that hold such a graph (their
-        other graphs too: what names a prompt's variants); ``columns`` reads only those (a page that needs
+        ``prompt_id``: only those prompts' verdicts (as ``judge`` and ``category``); ``columns`` reads only those (a page that needs
         a few columns of a million verdicts), and may name the style counts (schema.STYLE_COLUMNS,
         float64, NaN where none), which are read only then."""
         from engine.store.sql import params
 
         rel = self.verdict_relation(dataset, judge=judge, category=category, valid_only=valid_only,
-                                    graphs_of_at_least=graphs_of_at_least, whole_prompts=whole_prompts)
+                                    graphs_of_at_least=graphs_of_at_least, prompt_id=prompt_id)
         if columns is not None:
             unknown = sorted(set(columns) - set(VERDICT_COLUMNS) - set(STYLE_COLUMNS))
             if unknown:
@@ -425,7 +424,7 @@ class Store:
         category: str | list[str] | None = None,
         valid_only: bool = False,
         graphs_of_at_least: int = 0,
-        whole_prompts: bool = False,
+        prompt_id: str | list[str] | None = None,
     ):
         """The SQL relation (``engine.store.sql.Relation``, a ``verdict_id`` column first) of the verdicts
         ``verdicts`` reads with these filters: what a read that aggregates them in SQL starts from."""
@@ -443,7 +442,8 @@ class Store:
         else:
             rel = Relation("verdicts").filtered([in_values("dataset", [dataset])])
         conditions = [in_values(col, [val] if isinstance(val, str) else list(val))
-                      for col, val in (("judge", judge), ("category", category)) if val is not None]
+                      for col, val in (("judge", judge), ("category", category), ("prompt_id", prompt_id))
+                      if val is not None]
         if valid_only:
             conditions.append(("winner <> 'invalid'", ()))
         rel = rel.filtered(conditions)
@@ -455,11 +455,7 @@ class Store:
             big = (f"SELECT {key} AS k FROM (SELECT {cols}, model_a AS m FROM {rel} UNION ALL "
                    f"SELECT {cols}, model_b FROM {rel}) GROUP BY k "
                    f"HAVING count(DISTINCT m) >= {int(graphs_of_at_least)}")
-            if whole_prompts:
-                big = f"SELECT DISTINCT prompt_id FROM {rel} WHERE {key} IN ({big})"
-                rel = Relation(f"(SELECT * FROM {rel} WHERE prompt_id IN ({big}))", rel.values)
-            else:
-                rel = Relation(f"(SELECT * FROM {rel} WHERE {key} IN ({big}))", rel.values)
+            rel = Relation(f"(SELECT * FROM {rel} WHERE {key} IN ({big}))", rel.values)
         return rel
 
     def prompt_texts(self, dataset: str) -> pd.DataFrame:
