@@ -397,9 +397,9 @@ class Store:
         ``graphs_of_at_least=k``: only the verdicts of graphs (schema.GRAPH_KEY) whose verdicts, valid or
         not, name k or more models, every verdict of such a graph kept (a graph that can hold a triad, for
         k = 3: the leaderboard's cycle columns read a battle log's few such graphs, not its million pairs);
-        ``prompt_id``: only those prompts' verdicts (as ``judge`` and ``category``); ``columns`` reads only those (a page that needs
-        a few columns of a million verdicts), and may name the style counts (schema.STYLE_COLUMNS,
-        float64, NaN where none), which are read only then."""
+        ``prompt_id``: only those prompts' verdicts (as ``judge`` and ``category``); ``columns`` reads only
+        those (a page that needs a few columns of a million verdicts), and may name the style counts
+        (schema.STYLE_COLUMNS, float64, NaN where none), which are read only then."""
         from engine.store.sql import params
 
         rel = self.verdict_relation(dataset, judge=judge, category=category, valid_only=valid_only,
