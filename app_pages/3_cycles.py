@@ -6,6 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._cycles3_cache import listed_prompt_keys_for
 from app_pages._lens import (
     column_picker,
     current,
@@ -14,7 +15,6 @@ from app_pages._lens import (
     metric_row,
     or_stop,
     pair_matrices_for,
-    stack_for,
     table_height,
 )
 from app_pages._majority import majority_section, pair_count_cycles
@@ -201,7 +201,7 @@ mu = st.select_slider(
     key="cycles_mu",
 )
 # equal scores: prompts in natural order (q2 before q10); variants named by kind, not number
-table = graphs_table(graphs_by_score(ov.graphs, mu), stack_for(ch.key).keys)
+table = graphs_table(graphs_by_score(ov.graphs, mu), listed_prompt_keys_for(ch.key))
 graphs_config = {
     "link": st.column_config.LinkColumn(
         "inspect", display_text="open ↗", width=72,

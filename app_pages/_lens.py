@@ -308,22 +308,30 @@ def prompt_texts_for(dataset: str, version: int):
 
 @st.cache_data(max_entries=16, show_spinner="Counting cycles…")
 def cycle_overview(key: CacheKey):
-    """The Cycles page's heatmaps, distributions and graph table for the current choice."""
-    from engine.views.viz import cycle_overview as build
+    """The Cycles page's heatmaps, distributions and graph table for the current choice, from its graphs of
+    3 or more models (shared with the Leaderboard's cycle columns) and SQL counts for the rest
+    (``engine.views.cycles_view.selection_overview``): the selection's million one-pair graphs never built."""
+    from app_pages._cycles3_cache import selection_win_ties_for
+    from app_pages._lbopen_cache import cycle_context_for
+    from engine.views.cycles_view import selection_overview
     from engine.views.viz import nb_fit_frame
 
-    return build(stack_for(key), nb_fit=nb_fit_frame)
+    ctx = cycle_context_for(key)
+    models, _, _, n_graphs = selection_win_ties_for(key)
+    return selection_overview(None if ctx is None else ctx.stack, n_graphs, models, nb_fit=nb_fit_frame)
 
 
 @st.cache_data(max_entries=16, show_spinner="Building the model × model matrices…")
 def pair_matrices_for(key: CacheKey, ranker: str):
     """Win fraction, battles and bad triads per model pair, in the ranker's point order (no bootstrap),
     and the win probabilities the ranker's fit predicts."""
-    from engine.views.matrix_view import pair_matrices
+    from app_pages._cycles3_cache import selection_win_ties_for
+    from engine.views.matrix_view import pair_matrices_from
 
     board = leaderboard_result(key, ranker, None, 1.0, 0, SEED)
     order = board.table["model"].tolist()
-    return pair_matrices(stack_for(key), order, cycle_overview(key).per_pair.to_numpy(), board=board)
+    models, W, T, _ = selection_win_ties_for(key)  # SQL counts: the one-pair graphs are never built
+    return pair_matrices_from(models, W, T, order, cycle_overview(key).per_pair.to_numpy(), board=board)
 
 
 def matrix_figure(

@@ -1,6 +1,7 @@
 """The cached calls behind one page, cold, in one process: wall and CPU seconds and peak RSS.
 
     LENS_DB=COPY_OF_STORE python bench/pages_cold_calls.py REPO PAGE   # PAGE: stack|cycles|inspector|judges
+                                                                        # or cycles-page
 
 Runs the checkout REPO's ``app_pages/_lens`` functions that page PAGE calls on its first open (the
 graphs of the sidebar's default choice: dataset ``bench``, all judges; then the page's own tables and
@@ -8,6 +9,10 @@ pickers), outside a browser: where a first open goes, and before/after in one ru
 checkouts one after the other. CPU seconds are the number to compare on a loaded machine (wall time
 there mostly measures the other processes). Not the user's measure: that is bench/app_page_timing.py in
 Chromium. Give it a copy of a bench store (the app may write its caches).
+
+``cycles-page``: every cached call of app_pages/3_cycles.py's first open in the checkout's own way (its
+overview, its model x model matrices under the default ranker bt, its graph table's keys), whether or not
+the checkout builds every graph first; reported as "rest" (graphs 0).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ def main(repo: str, page: str, dataset: str = "bench") -> str:
 
     with _lens.store_session():
         key = CacheKey.of(_lens.get_store(), dataset, None, None)
+        if page == "cycles-page":
+            return _cycles_page(_lens, key)
         wall0, cpu0 = time.perf_counter(), time.process_time()
         graphs = _lens.stack_for(key)
         wall1, cpu1 = time.perf_counter(), time.process_time()
@@ -51,6 +58,27 @@ def main(repo: str, page: str, dataset: str = "bench") -> str:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     return (f"{page}\twall graphs {wall1 - wall0:.2f} rest {wall2 - wall1:.2f}\tcpu graphs {cpu1 - cpu0:.2f} "
             f"rest {cpu2 - cpu1:.2f}\tpeak {peak:.2f} GB\tload {os.getloadavg()[0]:.1f}")
+
+
+def _cycles_page(_lens, key) -> str:
+    """The Cycles page's cached calls on a first open, as the checkout's page script makes them."""
+    from engine.views.cycles_view import graphs_table
+    from engine.views.viz import graphs_by_score
+
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    ov = _lens.cycle_overview(key)
+    _lens.pair_matrices_for(key, "bt")
+    try:  # this branch's keys of the listed prompts; main e59b42a took every graph's keys
+        from app_pages._cycles3_cache import listed_prompt_keys_for
+
+        keys = listed_prompt_keys_for(key)
+    except ImportError:
+        keys = _lens.stack_for(key).keys
+    graphs_table(graphs_by_score(ov.graphs, 1.0), keys)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    return (f"cycles-page\twall graphs 0.00 rest {wall:.2f}\tcpu graphs 0.00 rest {cpu:.2f}"
+            f"\tpeak {peak:.2f} GB\tload {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

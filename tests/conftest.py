@@ -50,6 +50,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_min_fas.py",                # 24 alone, -n 0, load 11 (hypothesis, brute force, one CLI run)
     "test_pages_graph_read.py",       # 86 wall alone, -n 0, load 15 (five imports, the shipped store)
     "test_pages_choice_tree.py",      # 60 wall alone, -n 0, load 20 (hypothesis x 80, the shipped store)
+    "test_cycles3_selection.py",      # 28 s of CPU (82 s wall, -n 0, load 10; 4 imports, shipped store)
     "test_ingest.py",                 # 17
     "test_export_roundtrip.py",       # 85 alone, -n 0, on a machine at load 8: about 30 idle
     "test_degenerate_sizes.py",       # 16 (measured alone, -n 0, busy machine)

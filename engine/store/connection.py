@@ -391,18 +391,48 @@ class Store:
         valid_only: bool = False,
         columns: Sequence[str] | None = None,
         graphs_of_at_least: int = 0,
+        prompt_id: str | list[str] | None = None,
     ) -> pd.DataFrame:
         """The dataset's verdicts as a canonical frame (schema.VERDICT_COLUMNS plus verdict_id);
         ``graphs_of_at_least=k``: only the verdicts of graphs (schema.GRAPH_KEY) whose verdicts, valid or
         not, name k or more models, every verdict of such a graph kept (a graph that can hold a triad, for
         k = 3: the leaderboard's cycle columns read a battle log's few such graphs, not its million pairs);
-        ``columns`` reads only those (a page that needs a few columns of a million verdicts), and may
-        name the style counts (schema.STYLE_COLUMNS, float64, NaN where none), which are read only then."""
+        ``prompt_id``: only those prompts' verdicts (as ``judge`` and ``category``); ``columns`` reads only
+        those (a page that needs a few columns of a million verdicts), and may name the style counts
+        (schema.STYLE_COLUMNS, float64, NaN where none), which are read only then."""
+        from engine.store.sql import params
+
+        rel = self.verdict_relation(dataset, judge=judge, category=category, valid_only=valid_only,
+                                    graphs_of_at_least=graphs_of_at_least, prompt_id=prompt_id)
+        if columns is not None:
+            unknown = sorted(set(columns) - set(VERDICT_COLUMNS) - set(STYLE_COLUMNS))
+            if unknown:
+                raise StoreError(f"Verdicts have no column(s) {', '.join(unknown)}.")
+        keep = ("verdict_id", *(VERDICT_COLUMNS if columns is None else
+                                [c for c in (*VERDICT_COLUMNS, *STYLE_COLUMNS) if c in set(columns)]))
+        all_types = VERDICT_DTYPES | dict.fromkeys(STYLE_COLUMNS, "float64")
+        dtypes = {c: t for c, t in all_types.items() if c in keep}
+        cols = ", ".join(f'"{c}"' for c in keep)
+        df = self.cursor().execute(f"SELECT {cols} FROM {rel} ORDER BY verdict_id", params(rel)).df()
+        return df.astype({"verdict_id": "int64", **dtypes})
+
+    def verdict_relation(
+        self,
+        dataset: str,
+        *,
+        judge: str | list[str] | None = None,
+        category: str | list[str] | None = None,
+        valid_only: bool = False,
+        graphs_of_at_least: int = 0,
+        prompt_id: str | list[str] | None = None,
+    ):
+        """The SQL relation (``engine.store.sql.Relation``, a ``verdict_id`` column first) of the verdicts
+        ``verdicts`` reads with these filters: what a read that aggregates them in SQL starts from."""
         if not self.has_dataset(dataset):
             raise StoreError(f"There is no dataset named {dataset!r} in {self.path}.")
         from engine.store.attached import attached_relation
         from engine.store.pair_counts import refuse_pair_counts
-        from engine.store.sql import Relation, in_values, params
+        from engine.store.sql import Relation, in_values
 
         refuse_pair_counts(self, dataset)  # counts have no verdict to read: one sentence (issue 25)
 
@@ -412,7 +442,8 @@ class Store:
         else:
             rel = Relation("verdicts").filtered([in_values("dataset", [dataset])])
         conditions = [in_values(col, [val] if isinstance(val, str) else list(val))
-                      for col, val in (("judge", judge), ("category", category)) if val is not None]
+                      for col, val in (("judge", judge), ("category", category), ("prompt_id", prompt_id))
+                      if val is not None]
         if valid_only:
             conditions.append(("winner <> 'invalid'", ()))
         rel = rel.filtered(conditions)
@@ -425,17 +456,7 @@ class Store:
                    f"SELECT {cols}, model_b FROM {rel}) GROUP BY k "
                    f"HAVING count(DISTINCT m) >= {int(graphs_of_at_least)}")
             rel = Relation(f"(SELECT * FROM {rel} WHERE {key} IN ({big}))", rel.values)
-        if columns is not None:
-            unknown = sorted(set(columns) - set(VERDICT_COLUMNS) - set(STYLE_COLUMNS))
-            if unknown:
-                raise StoreError(f"Verdicts have no column(s) {', '.join(unknown)}.")
-        keep = ("verdict_id", *(VERDICT_COLUMNS if columns is None else
-                                [c for c in (*VERDICT_COLUMNS, *STYLE_COLUMNS) if c in set(columns)]))
-        all_types = VERDICT_DTYPES | dict.fromkeys(STYLE_COLUMNS, "float64")
-        dtypes = {c: t for c, t in all_types.items() if c in keep}
-        cols = ", ".join(f'"{c}"' for c in keep)
-        df = self.cursor().execute(f"SELECT {cols} FROM {rel} ORDER BY verdict_id", params(rel)).df()
-        return df.astype({"verdict_id": "int64", **dtypes})
+        return rel
 
     def prompt_texts(self, dataset: str) -> pd.DataFrame:
         """The dataset's prompt texts, all variants and turns, for the inspector and judging."""

@@ -149,7 +149,12 @@ def observed_matrices(stack) -> tuple[np.ndarray, np.ndarray]:
     """(win fraction (W + T/2) / battles, NaN where never compared and on the diagonal; battles) per
     ordered pair of ``stack``'s models (a ``GraphStack`` or ``GraphBuckets``: each pair counts once per
     graph), in stack model order."""
-    W, T = stack.win_tie_matrices()
+    return observed_matrices_from(*stack.win_tie_matrices())
+
+
+def observed_matrices_from(W, T) -> tuple[np.ndarray, np.ndarray]:
+    """``observed_matrices`` from the (n, n) counts W (graphs where i beat j) and T (graphs where they
+    tied)."""
     W, T = np.asarray(W, dtype=np.float64), np.asarray(T, dtype=np.float64)
     games = W + W.T + T
     met = games > 0
@@ -165,18 +170,26 @@ def pair_matrices(stack: GraphStack, order, bad_per_pair=None, board=None) -> Pa
     win probabilities its fit predicts (``predicted_win_matrix``). ``bad_per_pair``: (n, n) bad triads
     per pair summed over graphs in stack model order (``engine.graphs.cycles.pair_cycle_counts``),
     computed here when not given (a ``GraphStack``; pass it for ``GraphBuckets``)."""
-    models = list(stack.models)
-    first = [m for m in order if m in models]
-    names = first + sorted(m for m in models if m not in set(first))
-    frac, games = observed_matrices(stack)
     if bad_per_pair is None:
         from engine.graphs.cycles import pair_cycle_counts
 
         bad_per_pair = pair_cycle_counts(stack.adj)["c3_bad"].sum(axis=0)
+    W, T = stack.win_tie_matrices()
+    return pair_matrices_from(list(stack.models), W, T, order, bad_per_pair, board)
+
+
+def pair_matrices_from(models: list[str], W, T, order, bad_per_pair, board=None) -> PairMatrices:
+    """``pair_matrices`` from the (n, n) graph counts in ``models`` order: W (graphs where i beat j), T
+    (graphs where they tied) and the bad triads per pair; what the Cycles page builds from SQL counts
+    (``engine.views.cycles_view.selection_win_ties``) without the graphs."""
+    first = [m for m in order if m in set(models)]
+    names = first + sorted(m for m in models if m not in set(first))
+    frac, games = observed_matrices_from(W, T)
     bad = np.asarray(bad_per_pair, dtype=np.float64)
     met = games > 0
     np.fill_diagonal(met, False)
-    idx = [models.index(m) for m in names]
+    pos = {m: i for i, m in enumerate(models)}
+    idx = [pos[m] for m in names]
 
     def frame(a: np.ndarray) -> pd.DataFrame:
         a = np.where(met, a, np.nan)[np.ix_(idx, idx)]
