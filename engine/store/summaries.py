@@ -93,8 +93,8 @@ def summaries(store: Store, names: list[str] | None = None) -> dict[str, Dataset
     else counted and stored (with the rows of versions that are gone dropped) in the same transaction."""
     if store.read_only:  # nothing is written; a store from before migration 075 has no summaries table
         cur = store.cursor()
-        has_table = cur.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
-                                " AND table_name = 'dataset_summaries'").fetchone()
+        has_table = cur.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'dataset_summaries'"
+                                " AND database_name = current_database()").fetchone()
         stored = _stored(cur) if has_table and has_table[0] else {}
         return {n: stored.get((n, v)) or count_summary(cur, n) for n, v in _current(cur, names)}
     cur = store.cursor()
