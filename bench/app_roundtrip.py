@@ -32,9 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
 
-from app_page_timing import start_server  # noqa: E402
 from browser_support import CHROME_ARGS, CHROMIUM  # noqa: E402
-from procmeter import _kill_tree  # noqa: E402
+from browser_timing import serve  # noqa: E402
 
 CASES = (("vicuna80", "gpt-4"), ("vicuna80", "(all)"), ("sparse70", "(all)"))
 
@@ -122,10 +121,9 @@ def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ..
     work = Path(tempfile.mkdtemp(prefix="roundtrip_"))
     copy = work / "lens.duckdb"
     shutil.copyfile(db, copy)
-    server, url = start_server(copy, work / "streamlit.log", root)
     out: dict[tuple[str, ...], list[float]] = {}
     try:
-        with sync_playwright() as pw:
+        with serve(copy, work / "streamlit.log", root) as (url, _watch), sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
             for dataset, judge in cases:
                 page = browser.new_page(viewport={"width": 1280, "height": 1000})
@@ -143,7 +141,6 @@ def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ..
                 page.close()
             browser.close()
     finally:
-        _kill_tree(server.pid)
         shutil.rmtree(work, ignore_errors=True)
     return out
 

@@ -23,9 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
 
-from app_page_timing import RssWatch, start_server  # noqa: E402
 from browser_support import CHROME_ARGS, CHROMIUM  # noqa: E402
-from procmeter import _kill_tree  # noqa: E402
+from browser_timing import serve  # noqa: E402
 
 WATCH_STATE = """
 window.__lens = {saw: false, doneAt: null};
@@ -64,11 +63,8 @@ def measure(root: Path, db: Path, dataset: str, timeout_s: float) -> tuple[list[
     copy = work / "store.duckdb"
     shutil.copyfile(db, copy)
     os.chmod(copy, 0o644)
-    server, url = start_server(copy, work / "server.log", root)
-    watch = RssWatch(server.pid, 8.0)
-    watch.start()
     try:
-        with sync_playwright() as pw:
+        with serve(copy, work / "server.log", root) as (url, watch), sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
             context = browser.new_context(viewport={"width": 1280, "height": 1000})
             first = open_once(context, f"{url}/?dataset={dataset}", timeout_s)
@@ -76,8 +72,6 @@ def measure(root: Path, db: Path, dataset: str, timeout_s: float) -> tuple[list[
             cached = open_once(context, f"{url}/?dataset={dataset}", timeout_s)
             browser.close()
     finally:
-        watch.stop = True
-        _kill_tree(server.pid)
         shutil.rmtree(work, ignore_errors=True)
     return [*first, *cached], watch.peak / 1024**3
 

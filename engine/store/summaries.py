@@ -91,9 +91,11 @@ def _stored(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int], DatasetSumm
 def summaries(store: Store, names: list[str] | None = None) -> dict[str, DatasetSummary]:
     """The summary of every dataset (or of ``names``), by name: read where stored for the current version,
     else counted and stored (with the rows of versions that are gone dropped) in the same transaction."""
-    if store.read_only:
+    if store.read_only:  # nothing is written; a store from before migration 075 has no summaries table
         cur = store.cursor()
-        stored = _stored(cur)
+        has_table = cur.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'dataset_summaries'"
+                                " AND database_name = current_database()").fetchone()
+        stored = _stored(cur) if has_table and has_table[0] else {}
         return {n: stored.get((n, v)) or count_summary(cur, n) for n, v in _current(cur, names)}
     cur = store.cursor()
     current = _current(cur, names)
