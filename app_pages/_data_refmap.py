@@ -35,10 +35,10 @@ def _changed_rows(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
 
 def _keep(store: Store, dataset: str, rows: pd.DataFrame, what: str) -> None:
     """Store the map (replacing the kept one), then rerun the page with a message saying so."""
-    from engine.store.model_maps import set_stored_map
+    from engine.ranking.reference import keep_map
 
     try:
-        set_stored_map(store, dataset, rows)
+        keep_map(store, dataset, rows)
     except LensError as exc:
         show_error(exc)
         return

@@ -29,8 +29,9 @@ from engine.errors import LensError
 from engine.ingest.importer import import_files
 from engine.ingest.limits import INVISIBLE_RE, NAME_MAX_CHARS, lookalike_notes, name_problem
 from engine.ingest.pair_count_files import import_pair_counts, read_pair_count_files
+from engine.ranking.reference import keep_map
 from engine.store.connection import Store
-from engine.store.model_maps import set_stored_map, stored_map
+from engine.store.model_maps import stored_map
 
 SPACES = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs"]
 """Every space separator, by brute force over the code points (the rule's ranges are written by hand)."""
@@ -139,7 +140,7 @@ def test_a_model_map_name_that_renders_blank_or_as_another_is_refused(store, tmp
     before = store.dataset_revision("mapped")
     for row in ({"model": name, "reference_model": "claude-1"}, {"model": "claude", "reference_model": name}):
         with pytest.raises(LensError, match=r"Row 1 of the model map names the .*U\+.*nothing was kept"):
-            set_stored_map(store, "mapped", pd.DataFrame([row]))
+            keep_map(store, "mapped", pd.DataFrame([row]))
     assert store.dataset_revision("mapped") == before and stored_map(store, "mapped").empty
 
 

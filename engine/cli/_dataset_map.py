@@ -7,9 +7,9 @@ import argparse
 import sys
 
 from engine.cli._common import add_format, store_from_args, write_frame
-from engine.ranking.reference import ARENA, load_mapping_file, name_map_table
+from engine.ranking.reference import ARENA, keep_map, load_mapping_file, name_map_table
 from engine.store.datasets import require_dataset
-from engine.store.model_maps import set_stored_map, stored_map
+from engine.store.model_maps import stored_map
 from engine.store.schema import DEFAULT_DATASET
 
 
@@ -47,7 +47,7 @@ def run_map(args: argparse.Namespace) -> int:
         if mapping is not None or args.clear:
             rows = (mapping.rename(columns={"arena_model": "reference_model"}) if mapping is not None
                     else stored_map(store, args.name).iloc[:0])
-            set_stored_map(store, args.name, rows)
+            keep_map(store, args.name, rows)
             sys.stderr.write(
                 f"note: dataset {args.name} now keeps "
                 + (f"a map of {len(rows)} model(s)" if len(rows) else "no map") + " (version "

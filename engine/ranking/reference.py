@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,11 @@ import pandas as pd
 from engine.errors import LensError
 from engine.frames import records
 from engine.graphs.stack import GraphStack
+from engine.ingest.limits import name_problem
 from engine.ranking.distances import ordinal_ranks
 from engine.ranking.name_match import match_names
 from engine.store.connection import Store
+from engine.store.model_maps import MAP_FRAME_COLUMNS, set_stored_map
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 REFERENCE_DIR = DATA / "arena_reference"
@@ -474,3 +477,18 @@ def common_models(
             "Fewer than two of the dataset's models have a reference rating, so no ranking can be compared."
         )
     return tuple(keep)
+
+
+def keep_map(store: Store, dataset: str, mapping: pd.DataFrame) -> int:
+    """Keep ``mapping`` (columns model, reference_model) as the dataset's map, after the import's name rules:
+    a name that renders blank or as another name matches no stored model (the import refuses such names) and
+    would hide itself, so it is refused in one sentence and nothing is kept. Returns the new version
+    (``engine.store.model_maps.set_stored_map``, which owns the write and its structural checks)."""
+    rows = mapping.loc[:, list(MAP_FRAME_COLUMNS)].fillna("").astype(str)
+    for col, what in (("model", "model"), ("reference_model", "reference model")):
+        for line, name in enumerate(rows[col].str.strip(), start=1):  # a map is a few hundred rows at most
+            problem = name_problem(unicodedata.normalize("NFC", name)) if name else None
+            if problem:
+                raise LensError(f"Row {line} of the model map names the {what} {name[:80]!r}, which "
+                                f"{problem}; nothing was kept.")
+    return set_stored_map(store, dataset, mapping)

@@ -10,12 +10,9 @@ the new version so style control does not count the texts again.
 
 from __future__ import annotations
 
-import unicodedata
-
 import pandas as pd
 
 from engine.errors import LensError
-from engine.ingest.limits import name_problem
 from engine.store import writes
 from engine.store.connection import Store
 from engine.store.sql import scalar
@@ -40,12 +37,6 @@ def set_stored_map(store: Store, dataset: str, mapping: pd.DataFrame) -> int:
     if (rows["model"] == "").any():
         line = int((rows["model"] == "").to_numpy().nonzero()[0][0]) + 1
         raise LensError(f"Row {line} of the model map has no model name.")
-    for col, what in (("model", "model"), ("reference_model", "reference model")):
-        for line, name in enumerate(rows[col], start=1):  # a map is a few hundred rows at most
-            problem = name_problem(unicodedata.normalize("NFC", name)) if name else None
-            if problem:  # such a name matches no stored model (the import refuses them) and hides itself
-                raise LensError(f"Row {line} of the model map names the {what} {name[:80]!r}, which "
-                                f"{problem}; nothing was kept.")
     dup = rows["model"][rows["model"].duplicated()]
     if not dup.empty:
         raise LensError(f"The model map lists the model {dup.iloc[0]!r} twice.")
