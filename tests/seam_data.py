@@ -196,3 +196,19 @@ def shapes(draw, *, allow_sparse: bool = True, allow_prob: bool = True) -> Shape
         categories=draw(st.integers(1, 2)),
         prob=allow_prob and draw(st.integers(0, 3)) == 0,
     )
+
+
+def listing_by_scan(db) -> dict[str, dict]:
+    """Every dataset's listing counts the way the listing counted them before the per-version summaries
+    (a scan of every verdict and pair count): the second path the summaries are checked against."""
+    from engine.store.connection import Store
+
+    with Store(db) as s:
+        frame = s.datasets().set_index("name")
+        models = {n: len(s.cursor().execute(
+            "SELECT model_a FROM verdicts WHERE dataset = $d UNION SELECT model_b FROM verdicts WHERE "
+            "dataset = $d UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
+            "UNION SELECT model_b FROM pair_counts WHERE dataset = $d", {"d": n}).fetchall())
+            for n in frame.index}
+    return {n: {"verdicts": int(r.verdicts), "invalid": int(r.invalid), "judges": int(r.judges),
+                "prompts": int(r.prompts), "models": models[n]} for n, r in frame.iterrows()}

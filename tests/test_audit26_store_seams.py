@@ -15,6 +15,7 @@ import duckdb
 import pandas as pd
 from conftest import run_engine
 from judging_fake_openai import FakeOpenAI
+from seam_data import listing_by_scan
 
 from engine.judging.persist import write_answers, write_prompts
 from engine.store.connection import Store
@@ -22,19 +23,6 @@ from engine.store.datasets import dataset_listing
 from engine.store.summaries import summaries
 
 COUNTS = ("verdicts", "invalid", "judges", "prompts", "models")
-
-
-def old_scan(db: Path) -> dict[str, dict]:
-    """Every dataset's counts the way the listing counted them before the summaries."""
-    with Store(db) as s:
-        frame = s.datasets().set_index("name")
-        models = {n: len(s.cursor().execute(
-            "SELECT model_a FROM verdicts WHERE dataset = $d UNION SELECT model_b FROM verdicts WHERE "
-            "dataset = $d UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
-            "UNION SELECT model_b FROM pair_counts WHERE dataset = $d", {"d": n}).fetchall())
-            for n in frame.index}
-    return {n: {"verdicts": int(r.verdicts), "invalid": int(r.invalid), "judges": int(r.judges),
-                "prompts": int(r.prompts), "models": models[n]} for n, r in frame.iterrows()}
 
 
 def cli_listing(db: Path) -> dict[str, dict]:
@@ -71,14 +59,14 @@ def test_parquet_imports_and_a_judge_run_refresh_the_summaries(tmp_path):
     db = tmp_path / "lens.duckdb"
     run_engine(["--db", str(db), "import", str(plain_parquet(tmp_path / "p.parquet")), "--dataset", "p"],
                check=True)
-    assert cli_listing(db) == old_scan(db) and cli_listing(db)["p"]["models"] == 5
+    assert cli_listing(db) == listing_by_scan(db) and cli_listing(db)["p"]["models"] == 5
     run_engine(["--db", str(db), "import", str(arena_parquet(tmp_path / "a.parquet", 60)), "--dataset", "a",
                 "--format", "arena"], check=True)
-    assert cli_listing(db) == old_scan(db)
+    assert cli_listing(db) == listing_by_scan(db)
     run_engine(["--db", str(db), "import", str(arena_parquet(tmp_path / "b.parquet", 9, shift=2)),
                 "--dataset", "a", "--format", "arena", "--replace"], check=True)
     got = cli_listing(db)
-    assert got == old_scan(db) and got["a"]["verdicts"] == 9
+    assert got == listing_by_scan(db) and got["a"]["verdicts"] == 9
 
     with Store(db) as store:  # prompts and answers of three models, then a judge run over them
         write_prompts(store, "p", pd.DataFrame({"prompt_id": ["p1", "p2"], "turn": 1, "category": "x",
@@ -92,7 +80,7 @@ def test_parquet_imports_and_a_judge_run_refresh_the_summaries(tmp_path):
                           "--model", "fake-judge", "--api-key", "k", "--no-progress", "--concurrency", "1"])
     assert out.returncode == 0, out.stderr
     got = cli_listing(db)
-    assert got == old_scan(db)
+    assert got == listing_by_scan(db)
     assert got["p"]["judges"] == before["judges"] + 1 and got["p"]["verdicts"] > before["verdicts"]
 
 
@@ -131,7 +119,7 @@ def test_an_old_store_gets_migrations_075_and_076_with_its_data_intact(tmp_path)
                check=True)
     run_engine(["--db", str(db), "import", str(arena_parquet(tmp_path / "a.parquet", 80)), "--dataset", "a",
                 "--format", "arena"], check=True)
-    want_rows, want_board, want_listing = rows(db), board(db, "a"), old_scan(db)
+    want_rows, want_board, want_listing = rows(db), board(db, "a"), listing_by_scan(db)
     take_back_to_074(db)
     assert "verdicts_dataset_idx" in indexes(db)
 

@@ -15,6 +15,7 @@ import pytest
 from conftest import run_engine
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from seam_data import listing_by_scan
 
 from engine.ingest.importer import dataset_table, import_files
 from engine.store.connection import Store
@@ -124,21 +125,10 @@ def test_every_write_refreshes_the_listing(fresh, tmp_path):
     write_csv(tmp_path / "b.csv", [("p1", 0, 1, "A", "j1", ""), ("p1", 0, 2, "B", "j1", ""),
                                    ("p3", 3, 1, "invalid", "j3", "coding")])
 
-    def old() -> dict[str, dict]:
-        with Store(db) as s:
-            frame = s.datasets().set_index("name")
-            models = {n: len(s.cursor().execute(
-                "SELECT model_a FROM verdicts WHERE dataset = $d UNION SELECT model_b FROM verdicts WHERE "
-                "dataset = $d UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
-                "UNION SELECT model_b FROM pair_counts WHERE dataset = $d", {"d": n}).fetchall())
-                for n in frame.index}
-        return {n: {"verdicts": int(r.verdicts), "invalid": int(r.invalid), "judges": int(r.judges),
-                    "prompts": int(r.prompts), "models": models[n]} for n, r in frame.iterrows()}
-
     def check() -> None:
         got = {n: {k: r[k] for k in ("verdicts", "invalid", "judges", "prompts", "models")}
                for n, r in listing(db).items()}
-        assert got == old()
+        assert got == listing_by_scan(db)
 
     run_engine(["--db", str(db), "import", str(tmp_path / "a.csv"), "--dataset", "a"], check=True)
     assert listing(db)["a"]["verdicts"] == 2

@@ -170,7 +170,7 @@ def test_pages_cover_every_meeting_once_with_its_verdicts(empty_store, tmp_path,
         pages = -(-total // size)
         for page in range(pages):
             got = prompt_page(empty_store, m, outcomes, page, size)
-            assert 1 <= len(got) <= size
+            assert len({(p.prompt_id, p.variant, p.turn) for p in got}) == len(got)  # each prompt once a page
             assert len(got) == min(size, total - page * size)  # full pages, then the remainder
             for p in got:
                 for meeting in p.meetings:
