@@ -86,7 +86,9 @@ def run_active(args: argparse.Namespace) -> int:
 
     plan = make_plan(args.select, args.budget, args.batch, args.seed, args.stop_when)
     _refuse_mixes(args)
-    store = store_from_args(args, ensure_default=False, keep_open=False)  # file free between writes
+    # a model judge lets go of the file between writes (the app reads the growing dataset); a replay
+    # makes no slow calls, and keeps it open (one open a transaction costs more than its calls)
+    store = store_from_args(args, ensure_default=False, keep_open=args.backend == "replay")
     try:
         models = _csv(args.models)
         source: ItemSource

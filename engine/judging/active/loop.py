@@ -15,7 +15,7 @@ than the budget has left.
 
 Verdicts are written as in ``judge_run`` (``VerdictWriter``: replace per pair instance, never
 doubled). Items whose stored rows share one pair instance (a battle log's repeated battles of one
-prompt, three annotators' votes on one pair, both orders written as model_a/model_b AB) are written
+prompt, three annotators' votes on one pair) are written
 together at the end of each batch with every row of that instance revealed so far, so each write
 replaces the instance's rows by all of them.
 """
@@ -163,9 +163,10 @@ class _Writers:
     """One ``VerdictWriter`` per judge, and the rows of pair instances shared by several items (module
     docstring), rewritten whole at the end of each batch."""
 
-    def __init__(self, store: Store, dataset: str, pool: Pool, source: str, every: int):
+    def __init__(self, store: Store, dataset: str, pool: Pool, source: str, every: int, every_s: float):
         self.pool = pool
-        self.writers = {j: VerdictWriter(store, dataset, j, source, every=every) for j in pool.judges}
+        self.writers = {j: VerdictWriter(store, dataset, j, source, every=every, every_s=every_s)
+                        for j in pool.judges}
         m = pool.n_models
         key = ((pool.judge.astype(np.int64) * (int(pool.prompt.max()) + 1) + pool.prompt) * (m * m)
                + pool.a.astype(np.int64) * m + pool.b)
@@ -188,14 +189,15 @@ class _Writers:
         self.touched[k] = judge
 
     def end_batch(self) -> None:
+        """Write the batch: the shared instances' rows, then every writer's buffer (one transaction each)."""
         for k, judge in self.touched.items():
             self.writers[judge].add(self.rows[k])
         self.touched = {}
+        for w in self.writers.values():
+            w.flush()
 
     def flush(self) -> None:
         self.end_batch()
-        for w in self.writers.values():
-            w.flush()
 
 
 def active_run(
@@ -209,15 +211,19 @@ def active_run(
     source_label: str,
     params: dict | None = None,
     force: bool = False,
-    flush_every: int = 16,
+    flush_every_s: float = 2.0,
 ) -> ActiveReport:
-    """Run ``plan`` over ``source``'s pool with ``runner`` as one recorded judge run into ``dataset``."""
+    """Run ``plan`` over ``source``'s pool with ``runner`` as one recorded judge run into ``dataset``.
+
+    Verdicts are written at the end of each batch, and within a batch every ``flush_every_s`` seconds
+    (a slow model judge's dataset grows while it runs); the calls behind them are cached as they finish.
+    """
     pool = source.pool
     check_strategy(plan.strategy)
     run_id = start_run(store, "judge", dataset, runner.backend.name, runner.backend.model, protocol,
                        params or {}, force=force)
     runner.run_id = run_id
-    writers = _Writers(store, dataset, pool, source_label, flush_every)
+    writers = _Writers(store, dataset, pool, source_label, 1 << 62, flush_every_s)
     rng = np.random.default_rng(plan.seed)
     revealed = Revealed.empty(pool)
     calls = [0]

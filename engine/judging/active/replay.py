@@ -134,6 +134,13 @@ def load_replay_source(
     when SRC does not exist, holds pair counts or no verdicts, or lacks the judge or models."""
     if not store.has_dataset(dataset):
         raise LensError(f"There is no dataset named {dataset!r} to replay (--from-dataset) in {store.path}.")
+    from engine.store.pair_counts import is_pair_count_dataset
+
+    if is_pair_count_dataset(store, dataset):
+        raise LensError(
+            f"Dataset {dataset!r} holds pair counts (outcomes summed per model pair), not verdicts: a replay "
+            "answers each call with one stored verdict; expand the counts into a battle log first."
+        )
     v = store.verdicts(dataset, columns=list(REPLAY_COLUMNS))
     if v.empty:
         raise LensError(f"Dataset {dataset!r} holds no verdicts to replay.")
