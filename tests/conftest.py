@@ -53,6 +53,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_cycles3_selection.py",      # 28 s of CPU (82 s wall, -n 0, load 10; 4 imports, shipped store)
     "test_audit26_cli_seams.py",      # ~95 wall alone, -n 0, load 8 (AppTest x 6, CLI boards with B = 200)
     "test_audit26_store_seams.py",    # 42 wall alone, -n 0, load 8 (imports, a judge run, CLI boards)
+    "test_judging_active_cli.py",     # 31 s of CPU (148 s wall, -n 0, load 21; a kill -9, 12 replays/judges)
     "test_ingest.py",                 # 17
     "test_export_roundtrip.py",       # 85 alone, -n 0, on a machine at load 8: about 30 idle
     "test_degenerate_sizes.py",       # 16 (measured alone, -n 0, busy machine)

@@ -74,7 +74,8 @@ def test_the_parser_offers_exactly_the_engines_strategies():
 def test_replay_stores_srcs_verdict_for_each_call_and_a_rerun_pays_nothing(db, tmp_path):
     args = ["--from-judge", "gpt-4", "--select", "random", "--budget", "60", "--batch", "20", "--seed", "1"]
     row = _row(_replay(db, "out", *args))
-    assert (row.status, row.stop_reason, row.calls, row.batches, row["items"]) == ("done", "budget", 60, 3, 60)
+    got = (row.status, row.stop_reason, row.calls, row.batches, row["items"])
+    assert got == ("done", "budget", 60, 3, 60)
     assert (row.calls_made, row.calls_cached, row.judges) == (60, 0, "gpt-4")
     ids = _asked_ids(db)
     assert len(set(ids)) == 60
@@ -179,14 +180,14 @@ def test_a_source_without_verdicts_is_one_sentence_and_stores_nothing(db, src, e
 def test_a_model_judge_under_every_protocol_spends_the_budget(tmp_path, protocol, strategy, rows_per_item):
     db = tmp_path / "m.duckdb"
     with FakeOpenAI() as srv:
-        cmd = judge_cmd(db, "m", srv.base_url, "--protocol", protocol, "--select", strategy, "--budget", "12",
+        cmd = judge_cmd(db, "m", srv.base_url, "--protocol", protocol, "--select", strategy, "--budget", "8",
                         "--batch", "4", "--seed", "5")
         res = run_engine(cmd[3:])
         row = _row(res)
         sent = len(srv.bodies)
     per_item = 1 if protocol == "single" else 2
     out = _read(db, "SELECT * FROM verdicts WHERE dataset = 'm'")
-    assert row["items"] * per_item <= row.calls <= 12 + 2 * row["items"]
+    assert row["items"] * per_item <= row.calls <= 8 + 2 * row["items"]
     assert row.verdicts == len(out) == row["items"] * rows_per_item
     assert row.calls_made + row.calls_cached == row.calls and sent == row.calls_made
     if protocol == "single":  # one order per item: both orders of one pair are separate items
@@ -200,13 +201,13 @@ def test_a_killed_active_run_resumes_without_paying_twice(tmp_path):
     same command again: every call answered before the kill is read back, the run walks the same path
     and ends with the budget spent and the verdicts of an unkilled run."""
     db, clean = tmp_path / "k.duckdb", tmp_path / "clean.duckdb"
-    extra = ["--protocol", "single", "--select", "uncertainty", "--budget", "40", "--batch", "8", "--seed",
+    extra = ["--protocol", "single", "--select", "uncertainty", "--budget", "24", "--batch", "8", "--seed",
              "2", "--concurrency", "4"]
     with FakeOpenAI(delay_s=0.02) as srv:
         cmd = judge_cmd(db, "k", srv.base_url, *extra, models="gpt-4,llama-13b,alpaca-13b,claude-v1")
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            assert _wait_for(lambda: len(srv.bodies) >= 12 or proc.poll() is not None)
+            assert _wait_for(lambda: len(srv.bodies) >= 10 or proc.poll() is not None)
             assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
             srv.gate.clear()
             assert _wait_for(lambda: srv.at_gate >= 1)
@@ -219,7 +220,7 @@ def test_a_killed_active_run_resumes_without_paying_twice(tmp_path):
         paid_before = len(srv.bodies)
         row = _row(run_engine(cmd[3:]))
         sent = [json.dumps(b["messages"], sort_keys=True) for b in srv.bodies]
-    assert (row.status, row.calls) == ("done", 40)
+    assert (row.status, row.calls) == ("done", 24)
     assert len(sent) - len(set(sent)) <= in_flight  # nothing answered before the kill was paid again
     assert row.calls_made == len(sent) - paid_before and row.calls_cached >= paid_before - in_flight
     with FakeOpenAI(delay_s=0.0) as srv2:
