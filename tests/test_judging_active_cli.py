@@ -24,8 +24,11 @@ from test_judging_kills import _wait_for
 
 from engine.cli._judge_active import STRATEGY_NAMES
 from engine.judging.active.fit import Revealed, fit_revealed, separated
+from engine.judging.active.loop import make_plan, simulate
 from engine.judging.active.pool import pool_from_verdicts
+from engine.judging.active.replay import load_replay_source
 from engine.judging.active.select import STRATEGIES
+from engine.store.connection import Store
 
 KEY = ["prompt_id", "model_a", "model_b", "winner", "order", "judge"]
 
@@ -82,6 +85,10 @@ def test_replay_stores_srcs_verdict_for_each_call_and_a_rerun_pays_nothing(db, t
     out = _read(db, "SELECT * FROM verdicts WHERE dataset = 'out'")
     assert _multiset(out) == _multiset(_src_rows(db, ids))
     assert set(out["judge"]) == {"gpt-4"}
+    with Store(db) as store:
+        source = load_replay_source(store, "vicuna80", judge="gpt-4")
+    sim = simulate(source.pool, source.winner, make_plan("random", 60, 20, 1))
+    assert sorted(source.verdict_id[np.concatenate(sim.batches)].tolist()) == ids
     again = _row(_replay(db, "out", *args))
     assert (again.calls_made, again.calls_cached, again.calls) == (0, 60, 60)
     assert _multiset(_read(db, "SELECT * FROM verdicts WHERE dataset = 'out'")) == _multiset(out)
@@ -125,16 +132,18 @@ def test_stop_when_separated_stops_early_once_the_stored_verdicts_separate_the_t
     row = _row(res)
     assert row.stop_reason == "separated" and row.calls < 5120 and row.calls % 256 == 0
     assert "because every adjacent pair of the top 1 has separated intervals" in res.stderr
-    # the stored verdicts, fitted afresh as their own pool, separate the leader; without the last
-    # batch they did not (else the run would have stopped a batch earlier)
+    # the stored verdicts, fitted afresh as their own pool, separate the leader
     out = _read(db, "SELECT * FROM verdicts WHERE dataset = 'sep'")
     pool = pool_from_verdicts(out)
     rev = Revealed.empty(pool)
     rev.record_winners(np.arange(len(pool)), out["winner"].to_numpy())
     assert separated(fit_revealed(pool, rev), 1)
-    ids = _asked_ids(db)
-    order = _read(db, "SELECT messages, created_at FROM judge_calls WHERE backend = 'replay'")
-    assert len(ids) == row.calls and len(order) == row.calls
+    # the in-process twin (what the bench and the app simulate) asks exactly the CLI's calls
+    with Store(db) as store:
+        source = load_replay_source(store, "vicuna80", judge="gpt-4")
+    sim = simulate(source.pool, source.winner, make_plan("uncertainty", 5120, 256, 0, "separated:1"))
+    assert (sim.reason, len(sim.batches)) == ("separated", row.batches)
+    assert sorted(source.verdict_id[np.concatenate(sim.batches)].tolist()) == _asked_ids(db)
 
 
 BAD = [

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -159,6 +160,63 @@ def _counted(unit, calls: list[int]):
         return stop.value
 
 
+class Steps:
+    """The batches of a plan, one at a time: iterating yields each batch's chosen items, after checking
+    the stopping rule on the fit of what ``revealed`` holds; the caller records each batch's verdicts in
+    ``revealed`` before asking for the next. ``spent()`` gives the calls asked so far. ``reason`` says
+    why it ended (separated, budget or pool) and ``batches`` how many it yielded.
+
+    The CLI's run (``active_run``) and an in-process simulation (``simulate``) walk the same steps, so
+    for one seed they choose the same items."""
+
+    def __init__(self, pool: Pool, plan: ActivePlan, revealed: Revealed, spent: Callable[[], int]):
+        self.pool, self.plan, self.revealed, self.spent = pool, plan, revealed, spent
+        self.rng = np.random.default_rng(plan.seed)
+        self.batches = 0
+        self.reason = "budget"
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        pool, plan = self.pool, self.plan
+        while True:
+            fit = fit_revealed(pool, self.revealed)
+            if plan.stop and separated(fit, plan.top_k):
+                self.reason = "separated"
+                return
+            left = plan.budget - self.spent()
+            if left < pool.calls_per_item:
+                self.reason = "budget"
+                return
+            n = max(1, min(plan.batch, left) // pool.calls_per_item)
+            chosen = select(plan.strategy, pool, self.revealed, n, self.rng, top_k=plan.top_k, fit=fit)
+            if len(chosen) == 0:
+                self.reason = "pool"
+                return
+            yield chosen
+            self.batches += 1
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """An in-process run of a plan: the items asked batch by batch, what was revealed, why it stopped."""
+
+    batches: list[np.ndarray]
+    revealed: Revealed
+    reason: str
+
+
+def simulate(pool: Pool, winners: np.ndarray, plan: ActivePlan) -> Simulation:
+    """Walk ``plan`` over ``pool`` answering item i with ``winners[i]`` (A, B, tie or invalid), one call per
+    item: the same steps as ``judge --backend replay`` on a ``ReplaySource`` with these winners (its
+    ``pool`` and ``winner``), without the runner or the store (for benchmarks and the app's curves)."""
+    revealed = Revealed.empty(pool)
+    steps = Steps(pool, plan, revealed, spent=lambda: revealed.n_asked * pool.calls_per_item)
+    asked = []
+    for chosen in steps:
+        revealed.record_winners(chosen, winners[chosen])
+        asked.append(chosen)
+    return Simulation(asked, revealed, steps.reason)
+
+
 class _Writers:
     """One ``VerdictWriter`` per judge, and the rows of pair instances shared by several items (module
     docstring), rewritten whole at the end of each batch."""
@@ -224,11 +282,9 @@ def active_run(
                        params or {}, force=force)
     runner.run_id = run_id
     writers = _Writers(store, dataset, pool, source_label, 1 << 62, flush_every_s)
-    rng = np.random.default_rng(plan.seed)
     revealed = Revealed.empty(pool)
     calls = [0]
-    batches = 0
-    reason = "budget"
+    steps = Steps(pool, plan, revealed, spent=lambda: calls[0])
     error: BaseException | None = None
 
     def done(value) -> None:
@@ -238,24 +294,10 @@ def active_run(
 
     try:
         with runner.progress_bar(plan.budget // pool.calls_per_item, f"judge ({plan.strategy})", "item"):
-            while True:
-                fit = fit_revealed(pool, revealed)
-                if plan.stop and separated(fit, plan.top_k):
-                    reason = "separated"
-                    break
-                left = plan.budget - calls[0]
-                if left < pool.calls_per_item:
-                    reason = "budget"
-                    break
-                n = max(1, min(plan.batch, left) // pool.calls_per_item)
-                chosen = select(plan.strategy, pool, revealed, n, rng, top_k=plan.top_k, fit=fit)
-                if len(chosen) == 0:
-                    reason = "pool"
-                    break
+            for chosen in steps:
                 runner.drive((_counted(source.unit(int(i)), calls) for i in chosen), done)
                 revealed.asked[chosen] = True  # a failed call counts as asked: a rerun retries it
                 writers.end_batch()
-                batches += 1
         writers.flush()
     except BaseException as exc:
         error = exc
@@ -269,6 +311,6 @@ def active_run(
             if error is None:
                 raise
     fit = fit_revealed(pool, revealed)
-    return ActiveReport(run_id, dataset, plan, calls[0], revealed.n_asked, batches, writers.verdicts,
-                        writers.invalid, reason, fit, uncertainty_summary(fit, plan.top_k), runner.stats,
-                        run_status(runner.stats))
+    return ActiveReport(run_id, dataset, plan, calls[0], revealed.n_asked, steps.batches, writers.verdicts,
+                        writers.invalid, steps.reason, fit, uncertainty_summary(fit, plan.top_k),
+                        runner.stats, run_status(runner.stats))
