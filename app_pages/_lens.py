@@ -406,6 +406,20 @@ def slider_context(key: CacheKey):
     return SliderContext.of(stack_for(key))
 
 
+@st.cache_data(max_entries=16, show_spinner="Counting graphs…")
+def truncation_pool_for(key: CacheKey):
+    """The Truncation page's graph counts (``engine.views.truncation_view.TruncationPool``) from the
+    selection's graphs of three or more models (shared with the Leaderboard and Cycles pages) and a SQL
+    tally of the rest: a battle log's million one-pair graphs, which keep-K can never keep, are not built
+    to say that none can be kept."""
+    from app_pages._lbopen_cache import cycle_context_for
+    from engine.store.graph_tally import graph_tally
+    from engine.views.truncation_view import truncation_pool
+
+    tally = graph_tally(get_store(), key.dataset, **_filters(key))
+    return truncation_pool(cycle_context_for(key), tally)
+
+
 def pool_size_for(key: CacheKey) -> int:
     """How many graphs the Truncation page's keep-K chooses from (originals and paraphrases)."""
     return slider_context(key).n_pool
