@@ -309,9 +309,15 @@ def prompt_options_for(key: CacheKey, judge: str):
     """The prompt picker's options for ``judge`` (the worst ``MENU_MAX`` of the prompts it judged), their
     labels (bad triads and S_μ of that judge's graphs) and the number of its prompts; the whole menu (a
     row per prompt: text, bad triads, S_μ) is built here and not kept."""
+    from app_pages._lbopen_cache import cycle_context_for
+    from engine.views.cycles_view import selection_overview
     from engine.views.inspector import judged_by, prompt_menu, prompt_options
 
-    menu = prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version), judge=judge)
+    # cycle_overview(key).graphs (per-graph cycle counts of the graphs of 3+ models, all its graphs frame
+    # holds) without the SQL counts of the other graphs that the Cycles page's matrices need
+    ctx = cycle_context_for(key)
+    graphs = selection_overview(None if ctx is None else ctx.stack, 0, []).graphs
+    menu = prompt_menu(graphs, prompt_texts_for(key.dataset, key.version), judge=judge)
     return prompt_options(menu, judged_by(choice_tree_for(key), judge))
 
 
