@@ -21,14 +21,12 @@ from app_pages._lens import (
     metric_row,
     mu_curve_for,
     or_stop,
-    pool_size_for,
     protocol_params,
     protocol_table,
     reference_for_key,
     remember,
     show_error,
-    slider_context,
-    stack_for,
+    truncation_pool_for,
     user_text,
 )
 from engine.errors import LensError
@@ -55,10 +53,12 @@ st.caption(
     "Keep-K keeps the K graphs with the smallest score and ranks the models from those alone."
 )
 ch = current()
-stack = or_stop(stack_for, ch.key)
-T = pool_size_for(ch.key)  # originals + paraphrases that can hold a cycle: the graphs keep-K chooses from
-n_no_cycle = slider_context(ch.key).n_no_cycle
-left_out = stack.T - T - n_no_cycle  # sampling replicates
+# counted without building the graphs keep-K cannot keep (a battle log's million one-pair graphs): the
+# selection's every graph is built only below, for a pool of two or more graphs
+counts = or_stop(truncation_pool_for, ch.key)
+T = counts.n_pool  # originals + paraphrases that can hold a cycle: the graphs keep-K chooses from
+n_no_cycle = counts.n_no_cycle
+left_out = counts.n_replicates  # sampling replicates
 no_cycle = no_cycle_text(n_no_cycle, T)
 if T == 0 and no_cycle:
     st.info(no_cycle)
@@ -108,7 +108,8 @@ def _sliders_and_results() -> None:
     try:
         # the untruncated ranking of the same pool (every graph of the selection when nothing is left out):
         # keeping all T graphs keeps the same graphs at every mu, so it is fitted once, at MU_DEFAULT
-        full = leaderboard_result(ch.key, ch.ranker, T if T < stack.T else None, MU_DEFAULT, B_DEFAULT, SEED)
+        every = T if T < counts.n_graphs else None
+        full = leaderboard_result(ch.key, ch.ranker, every, MU_DEFAULT, B_DEFAULT, SEED)
         kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
     except LensError as exc:
         show_error(exc)

@@ -8,16 +8,17 @@ import contextlib
 import streamlit as st
 
 from app_pages._lens import (
+    choice_tree_for,
     current,
     graph_view_for,
     guarded_session,
     inspector_html_for,
     metric_row,
     or_stop,
+    prompt_graphs_for,
     prompt_options_for,
     prompt_texts_for,
     show_error,
-    stack_for,
     triad_view_for,
     verdict_list,
 )
@@ -25,7 +26,6 @@ from engine.errors import LensError
 from engine.views.inspector import (
     DENOISERS,
     TRIAD_KINDS,
-    graph_choices,
     graph_position,
     judged_by,
     prompt_variant_names,
@@ -42,12 +42,11 @@ st.caption(
     "Pick a bad triad to see it in the graph and read the verdicts behind it."
 )
 ch = current()
-stack = or_stop(stack_for, ch.key)
-if stack.T == 0:
+everything = or_stop(choice_tree_for, ch.key)  # the pickers' keys, listed by the store: no graph built
+if len(everything) == 0:
     st.info("The selection holds no graph.")
     st.stop()
 
-everything = graph_choices(stack)
 c1, c2, c3 = st.columns([2, 1, 1])
 # the judge first: the prompt picker's bad triads and S_μ count that judge's graphs, the ones drawn below
 all_judges = everything.judges
@@ -98,7 +97,8 @@ if "insp_variant" not in st.session_state and qp.get("variant") is not None:
         st.session_state["insp_variant"] = int(qp.get("variant"))
 if st.session_state.get("insp_variant") not in variants:
     st.session_state["insp_variant"] = variants[0]
-names = prompt_variant_names(stack, prompt)
+graphs = or_stop(prompt_graphs_for, ch.key, prompt)  # the chosen prompt's graphs alone
+names = prompt_variant_names(graphs, prompt)
 variant = c2.selectbox(
     "Variant",
     variants,
@@ -108,8 +108,8 @@ variant = c2.selectbox(
 )
 
 try:
-    t = graph_position(stack, prompt, variant, judge)
-    view = graph_view_for(ch.key, t)
+    t = graph_position(graphs, prompt, variant, judge)
+    view = graph_view_for(ch.key, prompt, t)
 except LensError as exc:
     show_error(exc)
     st.stop()
@@ -166,7 +166,7 @@ def _graph_and_triad() -> None:
             help="PGED: greedy weighted feedback-arc-set removal on the strict wins (paper 002). ELSPR: each "
             "strongly connected component re-ordered by win count (paper 004).",
         )
-    html, left_out = inspector_html_for(ch.key, t, method, choice)
+    html, left_out = inspector_html_for(ch.key, prompt, t, method, choice)
     st.iframe(html, height=GRAPH_FRAME_PX)
     if left_out:
         st.info(escape_md(left_out), icon=":material/filter_alt:")
@@ -193,7 +193,7 @@ def _graph_and_triad() -> None:
 
 def _triad_detail(choice: int) -> None:
     """The chosen triad's three pairs: combined outcome, every verdict with its rationale, the answers."""
-    tv = triad_view_for(ch.key, t, choice)
+    tv = triad_view_for(ch.key, prompt, t, choice)
     st.markdown(f"#### Triad {choice + 1}: {escape_md(tv.shape)}")
     st.caption(
         escape_md(

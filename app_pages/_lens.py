@@ -259,21 +259,46 @@ def dense_stack_for(key: CacheKey, what: str):
     return graphs.dense()
 
 
+@st.cache_resource(max_entries=16, show_spinner="Listing the prompts…")
+def choice_tree_for(key: CacheKey):
+    """The Prompt inspector's pickers (``engine.views.inspector.ChoiceTree``: prompt → variant → judges
+    with a graph) from the keys the store lists (``engine.store.graph_keys``), not from every graph built:
+    the page draws one prompt's graph at a time. Read-only, so a resource."""
+    from engine.store.graph_keys import prompt_variant_judges
+    from engine.views.inspector import ChoiceTree
+
+    rows = prompt_variant_judges(get_store(), key.dataset, **_filters(key))
+    return ChoiceTree.of_indexed(rows.prompts, rows.text_rank, rows.prompt, rows.variant, rows.judge)
+
+
+@st.cache_resource(max_entries=64, show_spinner="Reading the prompt's graphs…")
+def prompt_graphs_for(key: CacheKey, prompt: str):
+    """The graphs of one prompt of the current choice (its variants, turns and judges) as
+    ``engine.graphs.buckets.GraphBuckets``: each graph is built from its own verdicts alone, so these are
+    the graphs ``stack_for`` holds for that prompt, read without the rest."""
+    from engine.graphs.buckets import build_buckets
+    from engine.graphs.stack import GRAPH_COLUMNS
+
+    return build_buckets(get_store().verdicts(key.dataset, columns=GRAPH_COLUMNS, prompt_id=prompt,
+                                              **_filters(key)))
+
+
 @st.cache_data(max_entries=64, show_spinner="Reading the graph…")
-def graph_view_for(key: CacheKey, t: int):
-    """Graph ``t`` as the inspector shows it (models, triads, pair loads, PGED and ELSPR changes)."""
+def graph_view_for(key: CacheKey, prompt: str, t: int):
+    """Graph ``t`` of ``prompt``'s graphs (``prompt_graphs_for``) as the inspector shows it (models,
+    triads, pair loads, PGED and ELSPR changes)."""
     from engine.views.inspector import graph_view
 
-    return graph_view(stack_for(key), t)
+    return graph_view(prompt_graphs_for(key, prompt), t)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def inspector_html_for(key: CacheKey, t: int, method: str, triad: int | None) -> tuple[str, str]:
-    """(the before / after drawing of graph ``t`` with ``triad`` highlighted, about 0.5 MB of HTML; a
-    sentence on the models left out when the graph has more than ``FOCUS_LIMIT`` models, else "")."""
+def inspector_html_for(key: CacheKey, prompt: str, t: int, method: str, triad: int | None) -> tuple[str, str]:
+    """(the before / after drawing of graph ``t`` of ``prompt`` with ``triad`` highlighted, about 0.5 MB of
+    HTML; a sentence on the models left out when the graph has more than ``FOCUS_LIMIT`` models, else "")."""
     from engine.views.inspector_draw import focus_models, focus_summary, inspector_html, restrict_view
 
-    view = graph_view_for(key, t)
+    view = graph_view_for(key, prompt, t)
     keep = focus_models(view, triad)
     shown = view if len(keep) == len(view.models) else restrict_view(view, keep)
     return inspector_html(shown, method, triad), focus_summary(view, keep)
@@ -284,20 +309,27 @@ def prompt_options_for(key: CacheKey, judge: str):
     """The prompt picker's options for ``judge`` (the worst ``MENU_MAX`` of the prompts it judged), their
     labels (bad triads and S_μ of that judge's graphs) and the number of its prompts; the whole menu (a
     row per prompt: text, bad triads, S_μ) is built here and not kept."""
-    from engine.views.inspector import graph_choices, judged_by, prompt_menu, prompt_options
+    from app_pages._lbopen_cache import cycle_context_for
+    from engine.views.cycles_view import selection_overview
+    from engine.views.inspector import judged_by, prompt_menu, prompt_options
 
-    menu = prompt_menu(cycle_overview(key).graphs, prompt_texts_for(key.dataset, key.version), judge=judge)
-    return prompt_options(menu, judged_by(graph_choices(stack_for(key)), judge))
+    # cycle_overview(key).graphs (per-graph cycle counts of the graphs of 3+ models, all its graphs frame
+    # holds) without the SQL counts of the other graphs that the Cycles page's matrices need
+    ctx = cycle_context_for(key)
+    graphs = selection_overview(None if ctx is None else ctx.stack, 0, []).graphs
+    menu = prompt_menu(graphs, prompt_texts_for(key.dataset, key.version), judge=judge)
+    return prompt_options(menu, judged_by(choice_tree_for(key), judge))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def triad_view_for(key: CacheKey, t: int, triad: int):
-    """The verdicts, rationales and answers behind triad ``triad`` of graph ``t``."""
+def triad_view_for(key: CacheKey, prompt: str, t: int, triad: int):
+    """The verdicts, rationales and answers behind triad ``triad`` of graph ``t`` of ``prompt``."""
     from engine.views.inspector_triads import triad_view
 
-    view = graph_view_for(key, t)
+    view = graph_view_for(key, prompt, t)
     answers = get_store().answer_texts(key.dataset, str(view.key["prompt_id"]))
-    return triad_view(view, triad, verdicts_for(key), answers)
+    verdicts = get_store().verdicts(key.dataset, prompt_id=prompt, **_filters(key))
+    return triad_view(view, triad, verdicts, answers)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -404,6 +436,20 @@ def slider_context(key: CacheKey):
     from engine.views.appstate import SliderContext
 
     return SliderContext.of(stack_for(key))
+
+
+@st.cache_data(max_entries=16, show_spinner="Counting graphs…")
+def truncation_pool_for(key: CacheKey):
+    """The Truncation page's graph counts (``engine.views.truncation_view.TruncationPool``) from the
+    selection's graphs of three or more models (shared with the Leaderboard and Cycles pages) and a SQL
+    tally of the rest: a battle log's million one-pair graphs, which keep-K can never keep, are not built
+    to say that none can be kept."""
+    from app_pages._lbopen_cache import cycle_context_for
+    from engine.store.graph_tally import graph_tally
+    from engine.views.truncation_view import truncation_pool
+
+    tally = graph_tally(get_store(), key.dataset, **_filters(key))
+    return truncation_pool(cycle_context_for(key), tally)
 
 
 def pool_size_for(key: CacheKey) -> int:

@@ -1,7 +1,7 @@
 """The cached calls behind one page, cold, in one process: wall and CPU seconds and peak RSS.
 
     LENS_DB=COPY_OF_STORE python bench/pages_cold_calls.py REPO PAGE   # PAGE: stack|cycles|inspector|judges
-                                                                        # or cycles-page
+                                                        # or cycles-page, truncation-page, inspector-page
 
 Runs the checkout REPO's ``app_pages/_lens`` functions that page PAGE calls on its first open (the
 graphs of the sidebar's default choice: dataset ``bench``, all judges; then the page's own tables and
@@ -12,7 +12,10 @@ Chromium. Give it a copy of a bench store (the app may write its caches).
 
 ``cycles-page``: every cached call of app_pages/3_cycles.py's first open in the checkout's own way (its
 overview, its model x model matrices under the default ranker bt, its graph table's keys), whether or not
-the checkout builds every graph first; reported as "rest" (graphs 0).
+the checkout builds every graph first; reported as "rest" (graphs 0). ``truncation-page`` and
+``inspector-page`` likewise for app_pages/2_truncation.py (its counts before the sliders; the sliders' boards
+when the pool holds two graphs or more) and app_pages/4_inspector.py (its pickers, menu, the first prompt's
+variant names, graph view and drawing), each as the checkout's own page makes them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ def main(repo: str, page: str, dataset: str = "bench") -> str:
         key = CacheKey.of(_lens.get_store(), dataset, None, None)
         if page == "cycles-page":
             return _cycles_page(_lens, key)
+        if page in ("truncation-page", "inspector-page"):
+            return _timed(page, lambda: (_truncation_page if page == "truncation-page" else _inspector_page)(
+                _lens, key))
         wall0, cpu0 = time.perf_counter(), time.process_time()
         graphs = _lens.stack_for(key)
         wall1, cpu1 = time.perf_counter(), time.process_time()
@@ -79,6 +85,59 @@ def _cycles_page(_lens, key) -> str:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
     return (f"cycles-page\twall graphs 0.00 rest {wall:.2f}\tcpu graphs 0.00 rest {cpu:.2f}"
             f"\tpeak {peak:.2f} GB\tload {os.getloadavg()[0]:.1f}")
+
+
+def _timed(page: str, run) -> str:
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    run()
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+    return (f"{page}\twall graphs 0.00 rest {wall:.2f}\tcpu graphs 0.00 rest {cpu:.2f}"
+            f"\tpeak {peak:.2f} GB\tload {os.getloadavg()[0]:.1f}")
+
+
+def _truncation_page(_lens, key) -> None:
+    """The Truncation page's reads before its sliders (and the sliders' two boards when it gets there)."""
+    if hasattr(_lens, "truncation_pool_for"):
+        counts = _lens.truncation_pool_for(key)
+        n_pool, n_graphs = counts.n_pool, counts.n_graphs
+    else:  # main a048c3e: every graph built
+        n_graphs, n_pool = _lens.stack_for(key).T, _lens.pool_size_for(key)
+        _lens.slider_context(key)
+    if n_pool >= 2:
+        from engine.views.truncation_view import default_keep_k
+
+        _lens.leaderboard_result(key, "bt", n_pool if n_pool < n_graphs else None, 1.0, _lens.B_DEFAULT, 0)
+        _lens.leaderboard_result(key, "bt", default_keep_k(n_pool), 1.0, _lens.B_DEFAULT, 0)
+
+
+def _inspector_page(_lens, key) -> None:
+    """The Prompt inspector's first open: pickers, the first judge's menu, the first prompt's graph."""
+    from engine.views.inspector import graph_position, judged_by, prompt_variant_names
+
+    if hasattr(_lens, "choice_tree_for"):
+        tree = _lens.choice_tree_for(key)
+    else:  # main a048c3e: every graph built
+        from engine.views.inspector import graph_choices
+
+        tree = graph_choices(_lens.stack_for(key))
+    judge = tree.judges[0]
+    cut = judged_by(tree, judge)
+    prompts, _, _ = _lens.prompt_options_for(key, judge)
+    prompt = prompts[0]
+    variant = sorted(cut[prompt])[0]
+    if hasattr(_lens, "prompt_graphs_for"):
+        graphs = _lens.prompt_graphs_for(key, prompt)
+        prompt_variant_names(graphs, prompt)
+        t = graph_position(graphs, prompt, variant, judge)
+        _lens.graph_view_for(key, prompt, t)
+        _lens.inspector_html_for(key, prompt, t, "PGED", None)
+    else:
+        graphs = _lens.stack_for(key)
+        prompt_variant_names(graphs, prompt)
+        t = graph_position(graphs, prompt, variant, judge)
+        _lens.graph_view_for(key, t)
+        _lens.inspector_html_for(key, t, "PGED", None)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ verdicts. This module holds the graph view, the prompt choice and the denoise di
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -264,14 +265,19 @@ class ChoiceTree(Mapping):
     million prompts a dict of dicts took seconds to build and seconds more to cut to one judge, while a
     page reads one prompt's entry. Iterates prompts in natural order (q2 before q10); an entry lists
     variants by number and each variant's judges in the stack's order, as the dict it replaces did.
-    ``judges``: every judge in that walk's order of first appearance."""
+    ``judges``: every judge in that walk's order of first appearance. A prompt is found by a binary
+    search over the ids in code-point order (no dict of a million ids)."""
 
-    def __init__(self, prompts: list[str], rank: np.ndarray, variant: np.ndarray, judge: np.ndarray):
-        # rows (one per prompt, variant and judge) sorted by (prompt's natural rank, variant, stack order)
-        self._prompts = prompts
-        self._index = {p: i for i, p in enumerate(prompts)}
+    def __init__(self, prompts: np.ndarray, rank: np.ndarray, variant: np.ndarray, judge: np.ndarray,
+                 by_text: np.ndarray | None = None):
+        # rows (one per prompt, variant and judge) sorted by (prompt's natural rank, variant, stack order);
+        # by_text: the natural ranks of the prompts in code-point order of their ids
+        self._prompts = np.asarray(prompts, dtype=object)
+        self._by_text = (np.argsort(self._prompts, kind="stable") if by_text is None
+                         else np.asarray(by_text, dtype=np.int64))
+        self._sorted = self._prompts[self._by_text]
         self._rank, self._variant, self._judge = rank, variant, judge
-        self._start = np.searchsorted(rank, np.arange(len(prompts) + 1))
+        self._start = np.searchsorted(rank, np.arange(len(self._prompts) + 1))
         self._cuts: dict[str, ChoiceTree] = {}
 
     @classmethod
@@ -282,12 +288,46 @@ class ChoiceTree(Mapping):
         prompts = natural_sorted(dict.fromkeys(prompt))
         where = {p: i for i, p in enumerate(prompts)}
         rank = np.fromiter((where[p] for p in prompt), dtype=np.int64, count=len(prompt))
-        v = np.asarray(variant, dtype=np.int64)
-        order = np.lexsort((np.arange(len(prompt)), v, rank))
-        return cls(prompts, rank[order], v[order], np.asarray(judge, dtype=object)[order])
+        return cls._sorted_rows(np.asarray(prompts, dtype=object), rank, np.asarray(variant, dtype=np.int64),
+                                np.asarray(judge, dtype=object))
+
+    @classmethod
+    def of_indexed(cls, first_seen: np.ndarray, text_rank: np.ndarray, row_prompt: np.ndarray,
+                   variant: np.ndarray, judge: np.ndarray) -> ChoiceTree:
+        """``of`` from rows whose prompts are already numbered: ``first_seen`` the distinct ids in order of
+        first appearance, ``text_rank`` each one's position in code-point order, ``row_prompt`` each row's
+        index into ``first_seen`` (rows in the stack's order; ``engine.store.graph_keys``): the same tree
+        without a dict over the ids."""
+        from engine.views.labels import natural_order
+
+        first_seen = np.asarray(first_seen, dtype=object)
+        natural = natural_order(first_seen)  # natural position -> first-seen index (ties: first seen first)
+        rank_of = np.empty(len(natural), dtype=np.int64)
+        rank_of[natural] = np.arange(len(natural))
+        by_text = np.empty(len(natural), dtype=np.int64)
+        by_text[np.asarray(text_rank, dtype=np.int64)] = rank_of
+        return cls._sorted_rows(first_seen[natural], rank_of[np.asarray(row_prompt, dtype=np.int64)],
+                                np.asarray(variant, dtype=np.int64), np.asarray(judge, dtype=object), by_text)
+
+    @classmethod
+    def _sorted_rows(cls, prompts: np.ndarray, rank: np.ndarray, variant: np.ndarray, judge: np.ndarray,
+                     by_text: np.ndarray | None = None) -> ChoiceTree:
+        order = np.lexsort((np.arange(len(rank)), variant, rank))
+        return cls(prompts, rank[order], variant[order], judge[order], by_text)
+
+    def _find(self, prompt: object) -> int | None:
+        """The natural rank of ``prompt`` (None when no graph has it)."""
+        if not isinstance(prompt, str) or not len(self._sorted):
+            return None
+        k = int(np.searchsorted(self._sorted, prompt))
+        if k < len(self._sorted) and self._sorted[k] == prompt:
+            return int(self._by_text[k])
+        return None
 
     def __getitem__(self, prompt: str) -> dict[int, list[str]]:
-        i = self._index[prompt]
+        i = self._find(prompt)
+        if i is None:
+            raise KeyError(prompt)
         lo, hi = self._start[i], self._start[i + 1]
         out: dict[int, list[str]] = {}
         for v, j in zip(self._variant[lo:hi].tolist(), self._judge[lo:hi].tolist(), strict=True):
@@ -295,10 +335,10 @@ class ChoiceTree(Mapping):
         return out
 
     def __contains__(self, prompt: object) -> bool:
-        return prompt in self._index
+        return self._find(prompt) is not None
 
     def __iter__(self):
-        return iter(self._prompts)
+        return iter(self._prompts.tolist())
 
     def __len__(self) -> int:
         return len(self._prompts)
@@ -329,8 +369,12 @@ class ChoiceTree(Mapping):
             return self
         kept_ranks = distinct_sorted(self._rank[keep])
         new_rank = np.searchsorted(kept_ranks, self._rank[keep])
-        return ChoiceTree([self._prompts[r] for r in kept_ranks.tolist()], new_rank, self._variant[keep],
-                          self._judge[keep])
+        kept = np.zeros(len(self._prompts), dtype=bool)
+        kept[kept_ranks] = True
+        renumber = np.cumsum(kept) - 1
+        by_text = self._by_text[kept[self._by_text]]
+        return ChoiceTree(self._prompts[kept_ranks], new_rank, self._variant[keep], self._judge[keep],
+                          renumber[by_text])
 
 
 def graph_choices(stack: GraphStack | GraphBuckets) -> ChoiceTree:
@@ -450,8 +494,8 @@ def prompt_options(
     limit = MENU_MAX if limit is None else limit
     ids = [p for p in menu["prompt_id"].tolist() if p in tree]
     if len(ids) < min(limit, len(tree)):
-        listed = set(ids)
-        ids += [p for p in tree if p not in listed]
+        listed = set(ids)  # then prompts without a menu row, in the tree's order, as many as fit
+        ids += list(itertools.islice((p for p in tree if p not in listed), limit - len(ids)))
     shown = ids[:limit]
     label = dict(zip(menu["prompt_id"].head(len(shown) + limit).tolist(),
                      menu["label"].head(len(shown) + limit).tolist(), strict=True))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,6 +22,8 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from engine.graphs.stack import GraphStack
+    from engine.store.graph_tally import GraphTally
+    from engine.views.appstate import SliderContext
 
 PAPER_KEEP = (25, 50)
 """Paper 000 keeps the 25 graphs of smallest S_mu out of each category's 50 (Table 2)."""
@@ -33,6 +36,42 @@ def default_keep_k(n_graphs: int) -> int:
     """The K the page opens on: the share of the pool paper 000 keeps (25 of 50, i.e. half)."""
     kept, pool = PAPER_KEEP
     return int(min(max(round(n_graphs * kept / pool), 1), n_graphs))
+
+
+@dataclass(frozen=True)
+class TruncationPool:
+    """The page's counts before any slider: ``n_graphs`` (every graph of the selection), ``n_pool`` (the
+    graphs keep-K chooses from: originals and paraphrases that can hold a cycle), ``n_no_cycle`` (pool
+    graphs left out for holding no cycle); the rest are sampling replicates (``n_replicates``)."""
+
+    n_graphs: int
+    n_pool: int
+    n_no_cycle: int
+
+    @property
+    def n_replicates(self) -> int:
+        """Sampling-replicate graphs: never in the pool (paper 000's Trunc pool)."""
+        return self.n_graphs - self.n_pool - self.n_no_cycle
+
+
+def truncation_pool(big: SliderContext | None, tally: GraphTally) -> TruncationPool:
+    """The counts ``SliderContext.of(every graph)`` gives, from the context of the selection's graphs of
+    three or more models (``engine.views.leaderboard_first.cycle_context``; None when there is none) and
+    the whole selection's ``engine.store.graph_tally``: a graph of fewer than three models holds no
+    triple, so it is never in the pool and, unless a sampling replicate, counts as holding no cycle. Each
+    graph's pool membership depends on its own verdicts, so the big graphs' own counts carry over."""
+    from engine.graphs.truncation import is_sample
+
+    if big is not None and big.pool != "perturbed":
+        raise ValueError(f"truncation_pool counts the perturbed pool, not {big.pool!r}")
+    big_graphs = 0 if big is None else big.stack.T
+    big_samples = 0 if big is None else int(is_sample(big.stack.keys).sum())
+    small_in_pool = (tally.graphs - big_graphs) - (tally.samples - big_samples)
+    return TruncationPool(
+        n_graphs=tally.graphs,
+        n_pool=0 if big is None else big.n_pool,
+        n_no_cycle=(0 if big is None else big.n_no_cycle) + small_in_pool,
+    )
 
 
 def _pick(frame: pd.DataFrame, x: str) -> pd.DataFrame:
