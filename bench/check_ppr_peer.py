@@ -83,8 +83,8 @@ def battles(rows: list[dict], orient: list[dict] | None = None) -> Battles:
     a = np.array([MODELS.index(r["model_a"]) for r in ref])
     b = np.array([MODELS.index(r["model_b"]) for r in ref])
     win = [r["winner"] for r in rows]
-    return Battles(a, b, np.array([w == "model_a" for w in win], float), np.array([w == "model_b" for w in win],
-                                                                                     float))
+    return Battles(a, b, np.array([w == "model_a" for w in win], float),
+                   np.array([w == "model_b" for w in win], float))
 
 
 def run_peer(peer_dir: Path, peer_python: str, cfg: dict) -> list[dict]:
@@ -172,9 +172,9 @@ def main() -> int:
         print(f"{case['judge']:>20} n={case['n']:>5} seed={case['seed']} labelled={len(case['small_human'])} "
               f"unlabelled={len(case['big_llm'])} lambda={case['lambda']:.4f} "
               f"{'EQUAL' if not bad else 'DIFFERENT: ' + '; '.join(bad)}")
-    print(f"{len(cases) - failures} of {len(cases)} cases equal (estimates and covariances to 1e-12, lambda to "
-          f"1e-12, rank-sets exactly at alpha {', '.join(map(str, alphas))}; {min(args.cli_cases, len(cases))} "
-          "also through the CLI)")
+    print(f"{len(cases) - failures} of {len(cases)} cases equal (estimates and covariances to 1e-12, lambda "
+          f"to 1e-12, rank-sets exactly at alpha {', '.join(map(str, alphas))}; "
+          f"{min(args.cli_cases, len(cases))} also through the CLI)")
     return 1 if failures else 0
 
 
