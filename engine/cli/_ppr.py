@@ -12,7 +12,7 @@ import sys
 
 from engine.errors import LensError
 
-PPR_OPTIONS = ("human", "proxy", "alpha", "ignore_ties", "human_n")
+PPR_OPTIONS = ("human", "proxy", "alpha", "ignore_ties", "human_n", "ppr_variance")
 """The options that only ``--method`` reads (refused without it)."""
 
 
@@ -35,6 +35,10 @@ def add_ppr_options(p: argparse.ArgumentParser) -> None:
                    "--seed), "
                    "the proxy's verdicts on the others count as unlabelled: the few-labels setting on a "
                    "dataset where the human judged every battle")
+    p.add_argument("--ppr-variance", choices=("paper", "per-model"),
+                   help="with --method: paper = the authors' covariance (each set's residual products over "
+                   "its battles squared; the default), per-model = over each model's battle counts (the "
+                   "variance of a per-model win rate; wider, and it held its coverage where paper's did not)")
     p.add_argument("--ignore-ties", action="store_true",
                    help="with --method: drop tie verdicts (default: a tie is a win for neither model)")
 
@@ -79,7 +83,8 @@ def run_ppr(args: argparse.Namespace) -> int:
         for judge, option in ((j, "--human" if j == args.human else "--proxy") for j in named):
             check_judges(store, args.dataset, judge, option)
         board = ppr_board(store, args.dataset, method=args.method, human=args.human, proxies=proxies,
-                          alpha=alpha, ignore_ties=args.ignore_ties, human_n=args.human_n, seed=args.seed)
+                          alpha=alpha, ignore_ties=args.ignore_ties, human_n=args.human_n, seed=args.seed,
+                          variance=args.ppr_variance or "paper")
     finally:
         store.close()
     if args.format == "json":

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from engine.errors import LensError
-from engine.ranking.ppr import Estimate, ppr_estimate, rank_sets, win_rate_estimate
+from engine.ranking.ppr import VARIANCES, Estimate, ppr_estimate, rank_sets, win_rate_estimate
 from engine.ranking.ppr_data import check_judges_distinct, judge_models, read_judge_battles, read_ppr_inputs
 
 if TYPE_CHECKING:
@@ -59,7 +59,8 @@ def _block(models: list[str], est: Estimate, alpha: float, *, method: str, proxy
 
 
 def ppr_board(store: Store, dataset: str, *, method: str, human: str | None, proxies: list[str],
-              alpha: float, ignore_ties: bool = False, human_n: int | None = None, seed: int = 0) -> PprBoard:
+              alpha: float, ignore_ties: bool = False, human_n: int | None = None, seed: int = 0,
+              variance: str = "paper") -> PprBoard:
     """The rank-sets of ``method`` (module docstring) at level 1 - alpha."""
     alpha = check_alpha(alpha)
     if human_n is not None and method != "ppr":
@@ -71,8 +72,10 @@ def ppr_board(store: Store, dataset: str, *, method: str, human: str | None, pro
     if method in ("ppr", "proxy-only") and not proxies:
         raise LensError(f"--method {method} needs a proxy judge: give --proxy JUDGE[,JUDGE].")
     check_judges_distinct(([human] if human else []) + list(proxies))
+    if variance not in VARIANCES:
+        raise LensError(f"Unknown PPR variance {variance!r}; choose one of {', '.join(VARIANCES)}.")
     params = {"method": method, "human": human, "proxies": proxies, "alpha": alpha,
-              "ignore_ties": ignore_ties}
+              "ignore_ties": ignore_ties, "variance": variance}
     blocks, notes = [], []
     if method == "ppr":
         assert human is not None
@@ -83,7 +86,7 @@ def ppr_board(store: Store, dataset: str, *, method: str, human: str | None, pro
         if inputs.left_out:
             notes.append(f"left out (a proxy never compared them): {', '.join(inputs.left_out)}.")
         for m in inputs.matches:
-            est = ppr_estimate(k, m.human, m.proxy_labelled, m.unlabelled)
+            est = ppr_estimate(k, m.human, m.proxy_labelled, m.unlabelled, variance=variance)
             blocks.append(_block(inputs.models, est, alpha, method="ppr", proxy=m.proxy, n_human=len(m.human),
                                  n_proxy=len(m.human) + len(m.unlabelled)))
             notes.append(f"{m.proxy}: {len(m.human):,} battles judged by both (matched by "
@@ -108,13 +111,15 @@ def ppr_board(store: Store, dataset: str, *, method: str, human: str | None, pro
                 missing = models[int(np.flatnonzero(counts == 0)[0])]
                 raise LensError(f"Model {missing!r} is in no battle judged by {judge!r}; a one-judge "
                                 "rank-set needs every model in a battle.")
-            est = win_rate_estimate(k, battles)
+            est = win_rate_estimate(k, battles, variance)
             blocks.append(_block(models, est, alpha, method=method,
                                  proxy="" if method == "human-only" else judge,
                                  n_human=len(battles) if method == "human-only" else 0,
                                  n_proxy=0 if method == "human-only" else len(battles)))
     ties = ", ties ignored" if ignore_ties else ""
-    notes.append(f"rank-sets cover the true ranking with probability >= {1 - alpha:g} (asymptotically; "
-                 f"win rates count a tie as a win for neither model{ties}).")
+    caveat = (": the authors' covariance, which can make the rank-sets too narrow with many close models "
+              "(--ppr-variance per-model is the per-model mean's)." if variance == "paper" else ".")
+    notes.append(f"rank-sets at level {1 - alpha:g} (Chatzi et al. 2024; win rates count a tie as a win "
+                 f"for neither model{ties}); variance {variance}{caveat}")
     table = pd.concat(blocks, ignore_index=True)[list(PPR_COLUMNS)]
     return PprBoard(table, params, notes)
