@@ -1,6 +1,6 @@
 """PPR's inputs read from a stored dataset: the human judge's battles matched with a proxy judge's.
 
-Matching rule (one SQL scan per proxy, integer columns back, no strings in Python):
+Matching rule (one SQL scan for every proxy, integer columns back, no strings in Python):
 
 * which verdicts: valid ones (``invalid`` never counts); with ``ignore_ties`` each judge's ties are dropped
   before matching (the paper's option: a tie is then no comparison at all, for either judge);
@@ -100,42 +100,49 @@ def _as_battles(a: np.ndarray, b: np.ndarray, win: np.ndarray) -> Battles:
     return Battles(a, b, (win == a).astype(float), (win == b).astype(float))
 
 
-def match_proxy(store: Store, dataset: str, human: str, proxy: str, models: list[str], ignore_ties: bool,
-                by_battle: bool) -> ProxyMatch:
-    """The labelled and unlabelled battles of one proxy (module docstring)."""
-    rel = _valid_rows(store, dataset, [human, proxy], ignore_ties)
+def match_proxies(store: Store, dataset: str, human: str, proxies: list[str], models: list[str],
+                  ignore_ties: bool, by_battle: bool) -> list[ProxyMatch]:
+    """The labelled and unlabelled battles of every proxy (module docstring), in one scan of the verdicts."""
+    rel = _valid_rows(store, dataset, [human, *proxies], ignore_ties)
     names = ", ".join(f"($lens_ppr_m{i}, {i})" for i in range(len(models)))
     models_sql = f"SELECT * FROM (VALUES {names}) t(name, code)"
-    values = tuple((f"lens_ppr_m{i}", m) for i, m in enumerate(models))
+    judges = ", ".join(f"($lens_ppr_j{i}, {i})" for i in range(len(proxies) + 1))  # 0: the human
+    values = {f"lens_ppr_m{i}": m for i, m in enumerate(models)}
+    values |= {f"lens_ppr_j{i}": j for i, j in enumerate([human, *proxies])}
     pair = "least(v.model_a, v.model_b), greatest(v.model_a, v.model_b)"
     key = (f"hash(v.battle_id, {pair})" if by_battle
            else f"hash(v.prompt_id, v.variant, v.turn, {pair})")
-    coded = _coded(rel, models_sql, key)
-    bound = params(rel, dict(values), {"lens_ppr_h": human, "lens_ppr_p": proxy})
     con = store.cursor()
     sql = f"""
-        WITH c AS ({coded}),
-             h AS (SELECT * FROM c WHERE judge = $lens_ppr_h),
-             p AS (SELECT * FROM c WHERE judge = $lens_ppr_p)
-        SELECT p.a AS pa, p.b AS pb, p.win AS pwin, h.a AS ha, h.b AS hb, h.win AS hwin,
+        WITH c AS (
+            SELECT v.verdict_id, jc.code AS j, ma.code AS a, mb.code AS b,
+                   CASE v.winner WHEN 'A' THEN ma.code WHEN 'B' THEN mb.code ELSE -1 END AS win,
+                   {key} AS mkey,
+                   row_number() OVER (PARTITION BY jc.code, {key} ORDER BY v.verdict_id) AS rk
+            FROM {rel} v JOIN (SELECT * FROM (VALUES {judges}) t(name, code)) jc ON jc.name = v.judge
+                         JOIN ({models_sql}) ma ON ma.name = v.model_a
+                         JOIN ({models_sql}) mb ON mb.name = v.model_b),
+             h AS (SELECT * FROM c WHERE j = 0),
+             p AS (SELECT * FROM c WHERE j > 0)
+        SELECT p.j AS pj, p.a AS pa, p.b AS pb, p.win AS pwin, h.a AS ha, h.b AS hb, h.win AS hwin,
                h.verdict_id IS NOT NULL AS labelled
         FROM p LEFT JOIN h ON h.mkey = p.mkey AND h.rk = p.rk
         ORDER BY p.verdict_id
     """
-    cols = con.execute(sql, bound).fetchnumpy()
-    labelled = np.asarray(cols["labelled"], dtype=bool)
-    ha, hb = (np.asarray(cols[c])[labelled] for c in ("ha", "hb"))
-    human_b = _as_battles(ha, hb, np.asarray(cols["hwin"])[labelled])
-    proxy_l = _as_battles(ha, hb, np.asarray(cols["pwin"])[labelled])
-    rest = ~labelled
-    unlabelled = _as_battles(np.asarray(cols["pa"])[rest], np.asarray(cols["pb"])[rest],
-                             np.asarray(cols["pwin"])[rest])
-    counts = con.execute(
-        f"SELECT count(*) FILTER (WHERE judge = $lens_ppr_h), count(*) FILTER (WHERE judge = $lens_ppr_p) "
-        f"FROM {rel}", params(rel, {"lens_ppr_h": human, "lens_ppr_p": proxy})).fetchone()
-    n_human, n_proxy = (int(x) for x in (counts or (0, 0)))
-    return ProxyMatch(proxy, human_b, proxy_l, unlabelled, human_unmatched=n_human - len(human_b),
-                      proxy_other_models=n_proxy - len(labelled))
+    cols = {name: np.asarray(col) for name, col in con.execute(sql, params(rel, values)).fetchnumpy().items()}
+    totals = dict(con.execute(f"SELECT judge, count(*) FROM {rel} GROUP BY judge", params(rel)).fetchall())
+    matches = []
+    for code, proxy in enumerate(proxies, start=1):
+        mine = cols["pj"] == code
+        labelled = mine & cols["labelled"].astype(bool)
+        rest = mine & ~labelled
+        ha, hb = cols["ha"][labelled], cols["hb"][labelled]
+        matches.append(ProxyMatch(
+            proxy, _as_battles(ha, hb, cols["hwin"][labelled]), _as_battles(ha, hb, cols["pwin"][labelled]),
+            _as_battles(cols["pa"][rest], cols["pb"][rest], cols["pwin"][rest]),
+            human_unmatched=int(totals.get(human, 0)) - int(labelled.sum()),
+            proxy_other_models=int(totals.get(proxy, 0)) - int(mine.sum())))
+    return matches
 
 
 def check_judges_distinct(names: list[str]) -> None:
@@ -164,8 +171,7 @@ def read_ppr_inputs(store: Store, dataset: str, human: str, proxies: list[str], 
                         f"{' once ties are ignored' if ignore_ties else ''}; PPR ranks two or more.")
     by_battle = battle_ids_complete(store, _valid_rows(store, dataset, [human, *proxies], ignore_ties))
     matches = []
-    for proxy in proxies:
-        m = match_proxy(store, dataset, human, proxy, models, ignore_ties, by_battle)
+    for m in match_proxies(store, dataset, human, proxies, models, ignore_ties, by_battle):
         if human_n is not None:
             m = keep_labelled(m, human_n, np.random.default_rng(seed))
         check_match(m, human, models, "battle_id" if by_battle else "prompt and pair")
