@@ -395,6 +395,23 @@ def test_cli_prints_the_estimators_numbers(ppr_db):
         assert got_h[m] == pytest.approx(wins / sum(1 for r in hb if m in r[2:4]), abs=1e-12)
 
 
+def test_ignore_ties_drops_tie_verdicts_before_counting(ppr_db):
+    """--ignore-ties: a model's win rate is its wins over its decisive verdicts only (kills ties kept as
+    losses for both, or dropped after matching)."""
+    db, rows = ppr_db
+    out = run_engine(["--db", db, "leaderboard", "--dataset", "v", "--method", "human-only", "--human",
+                      "human", "--ignore-ties", "--format", "json"], check=True)
+    got = {r["model"]: r["win_rate"] for r in json.loads(out.stdout)["rows"]}
+    decisive = [r for r in rows if r[0] == "human" and r[4] != "tie"]
+    for m in ["m0", "m1", "m2", "m3"]:
+        wins = sum(1 for r in decisive if {"A": r[2], "B": r[3]}[r[4]] == m)
+        assert got[m] == pytest.approx(wins / sum(1 for r in decisive if m in r[2:4]), abs=1e-12)
+    ppr = run_engine(["--db", db, "leaderboard", "--dataset", "v", "--method", "ppr", "--human", "human",
+                      "--proxy", "g1", "--ignore-ties", "--format", "json"], check=True)
+    decisive_g1 = [r for r in rows if r[0] == "g1" and r[4] != "tie"]
+    assert json.loads(ppr.stdout)["rows"][0]["n_proxy"] == len(decisive_g1)
+
+
 def test_battle_ids_match_across_orders(ppr_db):
     """With battle ids on every verdict, a human row matches the proxy row of the same id even when the
     proxy showed the models the other way round; the proxy's pick counts for the model it picked (kills
