@@ -32,6 +32,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_pair_count_data.py",        # 33 alone, -n 0, busy machine (two imports per case, hypothesis x 3)
     "test_shipped_counts.py",         # 28 alone, -n 0, busy machine (a fresh shipped store, an L-BFGS fit)
     "test_predicted_page.py",         # 32 alone, -n 0, load 8 (AppTest x 2, a CLI run)
+    "test_ppr.py",                    # 34 alone, -n 0, load 13 (about 12 s CPU: two imports, hypothesis x 55)
     "test_app_refmap.py",             # 28 alone with the shipped store's setup, -n 0, load 14
     "test_reference_names.py",        # 28 alone with the shipped store's setup, -n 0, load 14
     "test_app_style_control.py",      # 13 alone at load 2.4, 57 at load 8 (the page twice, B = 200)

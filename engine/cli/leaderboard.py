@@ -17,6 +17,7 @@ from engine.cli._common import (
     write_frame,
     write_json,
 )
+from engine.cli._ppr import add_ppr_options, refuse_ppr_options_without_method, run_ppr
 from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
 from engine.graphs.truncation import DEFAULT_SCORE, SCORES
@@ -152,6 +153,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_baseline_options(p)
     add_format(p)
     add_length_control_options(p)
+    add_ppr_options(p)
     p.set_defaults(func=run)
 
 
@@ -193,6 +195,8 @@ def length_controlled_board(board, store, args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     """Rank the selected verdicts and print the table with its notes; exit status."""
+    if refuse_ppr_options_without_method(args) or args.method is not None:
+        return run_ppr(args)
     check_length_control(args)
     if args.show_kept and args.keep_k is None:
         raise LensError("--show-kept lists the graphs keep-K kept; give --keep-k K too.")
