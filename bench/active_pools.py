@@ -76,7 +76,8 @@ def sparse70(n: int = 70, prompts: int = 100, per: int = 12, seed: int = 70) -> 
                 pa, u = 1.0 / (1.0 + np.exp(-d)), rng.random()
                 winner = "tie" if abs(u - pa) < 0.08 else ("A" if u < pa else "B")
                 rows.append((f"q{p}", names[first], names[second], winner, "judge-x", "AB", f"cat{p % 5}"))
-    return pd.DataFrame(rows, columns=["prompt_id", "model_a", "model_b", "winner", "judge", "order", "category"])
+    columns = ["prompt_id", "model_a", "model_b", "winner", "judge", "order", "category"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def import_frame(store_path: Path, frame: pd.DataFrame, dataset: str, work: Path) -> None:
