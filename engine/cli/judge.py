@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from engine.cli._common import add_format, store_from_args, write_frame
+from engine.cli._judge_active import add_active_args, run_active, wants_active
 from engine.errors import LensError
 from engine.judging.backends import MAX_TOKENS_FIELDS, Decoding
 from engine.judging.factory import BACKENDS, make_backend
@@ -27,6 +28,7 @@ from engine.judging.runner import Runner
 from engine.judging.urls import redact_urls
 
 if TYPE_CHECKING:
+    from engine.judging.backends import Backend
     from engine.store.connection import Store
 
 _UNSET = object()
@@ -62,14 +64,17 @@ def _or_none(kind):
     return parse
 
 
-def add_backend_args(p: argparse.ArgumentParser, *, seed_flag: bool = True) -> None:
+def add_backend_args(
+    p: argparse.ArgumentParser, *, seed_flag: bool = True, backends: tuple[str, ...] = BACKENDS
+) -> None:
     """Backend, decoding, concurrency, retry and price options shared by judge, generate and perturb.
 
     ``seed_flag``: also accept ``--seed`` for the decoding seed (judge uses ``--seed`` for its
-    schedule, so there it is ``--decoding-seed`` only).
+    schedule, so there it is ``--decoding-seed`` only). ``backends``: the --backend choices (judge adds
+    ``replay``).
     """
     g = p.add_argument_group("backend")
-    g.add_argument("--backend", choices=BACKENDS, default="openai")
+    g.add_argument("--backend", choices=backends, default="openai")
     g.add_argument("--model", help="model name on the server, or a local model (folder, HF id, smollm2)")
     g.add_argument(
         "--base-url", help="OpenAI-compatible base URL(s), comma-separated (default $OPENAI_BASE_URL)"
@@ -181,10 +186,11 @@ def check_timeout(args: argparse.Namespace) -> None:
         raise LensError(f"--timeout must be a number of seconds above 0, not {t:g}.")
 
 
-def runner_from_args(args: argparse.Namespace, store: Store) -> Runner:
-    """A Runner on the backend, model, retries and concurrency the options name (timeout checked first)."""
+def runner_from_args(args: argparse.Namespace, store: Store, backend: Backend | None = None) -> Runner:
+    """A Runner on the backend, model, retries and concurrency the options name (timeout checked first);
+    ``backend``: this one instead of the one the options name (a replay's)."""
     check_timeout(args)
-    backend = make_backend(
+    backend = backend or make_backend(
         args.backend,
         args.model,
         base_url=args.base_url,
@@ -253,7 +259,8 @@ def register(sub) -> None:
         "--judge-name",
         help="judge column value (default: <model>:<protocol>, plus :<template>@<version> unless shipped v1)",
     )
-    add_backend_args(p, seed_flag=False)
+    add_backend_args(p, seed_flag=False, backends=(*BACKENDS, "replay"))
+    add_active_args(p)
     add_format(p)
     p.set_defaults(func=run)
 
@@ -282,6 +289,8 @@ def _config(args: argparse.Namespace) -> ProtocolConfig:
 def run(args: argparse.Namespace) -> int:
     """Judge the selected pairs as one recorded run and print its report; exit status (1 when calls
     failed)."""
+    if wants_active(args):
+        return run_active(args)
     schedule = args.schedule or ("swim" if args.add_model else "round-robin")
     if args.add_model and schedule != "swim":
         raise LensError("--add-model works with --schedule swim only.")

@@ -180,6 +180,12 @@ class VerdictWriter:
         self._last = time.monotonic()
 
 
+def judge_source(runner: Runner, protocol: str, cfg: ProtocolConfig) -> str:
+    """The ``source_file`` of a judge run's verdicts: backend, model, protocol and template references."""
+    refs = ",".join(t.ref for t in cfg.templates_for(protocol))
+    return f"judge:{runner.backend.name}:{runner.backend.model}:{protocol}:{refs}"
+
+
 def judge_run(
     store: Store,
     dataset: str,
@@ -212,8 +218,7 @@ def judge_run(
         raise LensError("Adding a model (--add-model) needs the swim schedule.")
     cfg = cfg or ProtocolConfig.default()
     judge = judge or default_judge_name(runner.backend.model, protocol, cfg)
-    refs = ",".join(t.ref for t in cfg.templates_for(protocol))
-    source = f"judge:{runner.backend.name}:{runner.backend.model}:{protocol}:{refs}"
+    source = judge_source(runner, protocol, cfg)
     run_id = start_run(
         store,
         "judge",

@@ -122,7 +122,7 @@ def _codes(values: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
     return codes.astype(np.int32), tuple(str(u) for u in uniques)
 
 
-def pool_from_verdicts(verdicts: pd.DataFrame, *, what: str = "The source") -> Pool:
+def pool_from_verdicts(verdicts: pd.DataFrame, *, what: str = "The source", calls_per_item: int = 1) -> Pool:
     """One item per verdict row (a replay's pool: SRC's battles, orders, judges and annotators).
 
     ``verdicts`` has the canonical columns prompt_id, variant, turn, model_a, model_b, order, judge
@@ -145,4 +145,4 @@ def pool_from_verdicts(verdicts: pd.DataFrame, *, what: str = "The source") -> P
     first = pd.Series(np.arange(len(prompt))).groupby(prompt).first().to_numpy()
     table = inst.iloc[first].reset_index(drop=True)
     order = verdicts["order"].map(_ORDER_CODE).fillna(-1).to_numpy(np.int8)
-    return Pool(models, judges, table, prompt, a, b, order, judge)
+    return Pool(models, judges, table, prompt, a, b, order, judge, calls_per_item)

@@ -1,5 +1,6 @@
 """Which calls to make next: ``select(strategy, pool, revealed, batch, rng)`` returns indices of pool
-items not asked yet (at most ``batch``; fewer only when fewer are left). Every strategy is a function
+items not asked yet (at most ``batch``; fewer only when fewer are left, or for ``swim``, whose batch
+is the rest of one comparison). Every strategy is a function
 of the pool, what was revealed and the random generator alone, so one seed gives one path.
 
 - ``random``: ``batch`` items uniformly at random among those not asked.
