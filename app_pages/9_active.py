@@ -24,7 +24,7 @@ METRICS = {
 
 @st.cache_resource(max_entries=4, show_spinner="Reading the dataset as a pool…")
 def _source(key: CacheKey):
-    return dataset_source(get_store(), key.dataset, key.judge, key.category)
+    return dataset_source(get_store(), key.dataset, key.judge)
 
 
 @st.cache_data(max_entries=32, show_spinner="Replaying the strategy…")
@@ -43,9 +43,10 @@ st.caption(ch.caption())
 source = or_stop(_source, ch.key)
 pool = source.pool
 st.caption(
-    f"The verdicts of this choice are the pool: {len(pool):,} calls over {pool.n_models:,} models. A "
-    "strategy reveals stored verdicts a batch at a time, as `python -m engine judge --backend replay` "
-    "does, and the ranking is refitted (Bradley–Terry with 95 % intervals) after every batch."
+    f"The verdicts of this dataset and judge (every category) are the pool: {len(pool):,} calls over "
+    f"{pool.n_models:,} models. A strategy reveals stored verdicts a batch at a time, as "
+    "`python -m engine judge --backend replay` does, and the ranking is refitted (Bradley–Terry with "
+    "95 % intervals) after every batch."
 )
 
 left, mid, right, last = st.columns(4)

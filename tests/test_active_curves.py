@@ -19,9 +19,9 @@ from engine.views.active_curves import (
     mean_curve,
     on_grid,
     replay_curve,
-    replay_source,
     replay_steps,
     start_one_order,
+    store_source,
 )
 from engine.views.active_view import dataset_source, next_batch, panel_curves
 
@@ -30,7 +30,19 @@ from engine.views.active_view import dataset_source, next_batch, panel_curves
 def claude(shipped_db):
     """vicuna80 judged by claude: 1,600 verdicts, every edge in both orders, 5 models."""
     with Store(shipped_db, read_only=True) as store:
-        return replay_source(store.verdicts("vicuna80", judge="claude"), "vicuna80")
+        return store_source(store, "vicuna80", "claude")
+
+
+@pytest.fixture(scope="module")
+def stored(shipped_db):
+    """The stored verdict rows of claude, by verdict id (the second path's input)."""
+    with Store(shipped_db, read_only=True) as store:
+        return store.verdicts("vicuna80", judge="claude").set_index("verdict_id")
+
+
+def _asked_rows(stored: pd.DataFrame, source, revealed) -> pd.DataFrame:
+    """The stored rows of the items ``revealed`` asked, looked up by verdict id."""
+    return stored.loc[source.verdict_id[np.flatnonzero(revealed.asked)]].reset_index()
 
 
 def _pandas_half_wins(rows: pd.DataFrame, models: tuple[str, ...]) -> np.ndarray:
@@ -79,11 +91,11 @@ def _brute_bad_triads(rows: pd.DataFrame) -> int:
     return total
 
 
-def test_revealed_counts_equal_a_pandas_count_of_the_asked_rows(claude):
+def test_revealed_counts_equal_a_pandas_count_of_the_asked_rows(claude, stored):
     """After each batch of each strategy, the fit's input is exactly the asked verdict rows."""
     for strategy in ("random", "uncertainty", "cycles"):
         for state in replay_steps(claude, strategy, 3, 300, 100):
-            rows = claude.verdicts.iloc[np.flatnonzero(state.revealed.asked)]
+            rows = _asked_rows(stored, claude, state.revealed)
             assert len(rows) == state.spent
             want = _pandas_half_wins(rows, claude.pool.models)
             assert np.allclose(counts_matrix(claude.pool, state.revealed), want)
@@ -97,19 +109,19 @@ def test_a_full_replay_recovers_the_full_data_ranking(claude):
     assert (last["kendall"], last["spearman"], last["top1"], last["top5"]) == (0.0, 1.0, 1.0, 1.0)
 
 
-def test_bad_triads_equal_a_brute_force_count(claude):
+def test_bad_triads_equal_a_brute_force_count(claude, stored):
     for seed in (0, 1):
         start = start_one_order(claude, seed)
-        first = claude.verdicts.iloc[np.flatnonzero(start.asked)]
+        first = _asked_rows(stored, claude, start)
         assert bad_triads(claude, start) == _brute_bad_triads(first)
         *_, state = replay_steps(claude, "cycles", seed, 200, 50, start=start)
-        rows = claude.verdicts.iloc[np.flatnonzero(state.revealed.asked)]
+        rows = _asked_rows(stored, claude, state.revealed)
         assert bad_triads(claude, state.revealed) == _brute_bad_triads(rows)
 
 
-def test_start_one_order_reveals_one_verdict_of_every_edge(claude):
+def test_start_one_order_reveals_one_verdict_of_every_edge(claude, stored):
     start = start_one_order(claude, 5)
-    rows = claude.verdicts.assign(asked=start.asked)
+    rows = stored.loc[claude.verdict_id].assign(asked=start.asked)
     rows["lo"] = rows[["model_a", "model_b"]].min(axis=1)
     rows["hi"] = rows[["model_a", "model_b"]].max(axis=1)
     per_edge = rows.groupby(["prompt_id", "lo", "hi"])["asked"].sum()
@@ -132,10 +144,10 @@ def test_on_grid_holds_each_runs_last_value_and_calls_to_match_reads_the_mean():
     assert mean_curve(grid, "kendall").loc[10].tolist() == [0.3, 0.25]
 
 
-def test_next_batch_lists_unasked_items_with_their_facts(claude):
+def test_next_batch_lists_unasked_items_with_their_facts(claude, stored):
     nb = next_batch(claude, "cycles", 800, 40, seed=2)
     *_, state = replay_steps(claude, "cycles", 2, 800, 40)
-    rows = claude.verdicts.iloc[np.flatnonzero(state.revealed.asked)]
+    rows = _asked_rows(stored, claude, state.revealed)
     assert nb.spent == 800 and len(nb.table) == 40
     key = ["prompt_id", "model_a", "model_b"]
     asked = set(map(tuple, rows[key].astype(str).to_numpy()))
@@ -157,11 +169,37 @@ def test_next_batch_lists_unasked_items_with_their_facts(claude):
 def test_the_panel_refuses_what_it_cannot_replay(shipped_db, claude):
     with Store(shipped_db, read_only=True) as store:
         with pytest.raises(LensError, match="pair counts"):
-            dataset_source(store, "chatbot_arena_2024_08_14", None, None)
-        with pytest.raises(LensError, match="no verdicts"):
-            dataset_source(store, "vicuna80", "claude", "no-such-category")
+            dataset_source(store, "chatbot_arena_2024_08_14", None)
+        with pytest.raises(LensError, match="no verdicts of judge"):
+            dataset_source(store, "vicuna80", "no-such-judge")
     for budget, batch in ((0, 1), (10, 11), (len(claude.pool) + 1, 10)):
         with pytest.raises(LensError):
             panel_curves(claude, budget, batch, strategies=("random",), seeds=(0,))
     with pytest.raises(LensError):
         next_batch(claude, "no-such", 0, 10)
+
+
+@pytest.mark.parametrize("strategy", ["uncertainty", "cycles", "swim"])
+def test_a_replay_run_reveals_what_the_harness_reveals_for_its_seed(
+    shipped_db, tmp_path, claude, stored, strategy
+):
+    """`judge --backend replay` (the command, in process) and the harness take the same calls for one seed:
+    the stored verdicts of the run are the stored rows of the items the harness asked."""
+    import shutil
+
+    from conftest import run_engine
+
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    done = run_engine(["--db", db, "judge", "--dataset", "out", "--backend", "replay",
+                       "--from-dataset", "vicuna80", "--from-judge", "claude",
+                       "--select", strategy, "--budget", 300, "--batch", 60, "--seed", 4])
+    assert done.returncode == 0, done.stderr
+    with Store(db, read_only=True) as store:
+        got = store.verdicts("out")
+    *_, state = replay_steps(claude, strategy, 4, 300, 60)
+    want = _asked_rows(stored, claude, state.revealed)
+    key = ["judge", "prompt_id", "model_a", "model_b", "winner"]
+    assert len(got) == len(want) == 300
+    rows = [sorted(map(tuple, frame[key].astype(str).to_numpy())) for frame in (got, want)]
+    assert rows[0] == rows[1]

@@ -26,35 +26,71 @@ from engine.judging.active.fit import ActiveFit, Revealed, fit_revealed, separat
 from engine.judging.active.pool import Pool, pool_from_verdicts
 from engine.judging.active.select import check_strategy, select
 from engine.ranking.recovery import recovery
+from engine.store.connection import Store
 
 CURVE_COLUMNS = ("strategy", "seed", "calls", "kendall", "spearman", "top1", "top5", "separated")
 """The columns of a curve table (``bad_triads`` is added when counted)."""
 
-SOURCE_COLUMNS = ("prompt_id", "variant", "turn", "model_a", "model_b", "order", "judge", "winner")
-
 
 @dataclass(frozen=True, eq=False)
 class ReplaySource:
-    """A replay's pool, each item's stored winner, the verdict rows behind it and the full-data scores."""
+    """A replay's pool, each item's stored winner and the full-data scores (the reference ranking);
+    ``verdict_id``: each item's stored verdict, when it came from a store."""
 
     name: str
     pool: Pool
     winners: np.ndarray
-    verdicts: pd.DataFrame
     reference: np.ndarray
+    verdict_id: np.ndarray | None = None
+
+
+def measured(
+    name: str, pool: Pool, winners: np.ndarray, verdict_id: np.ndarray | None = None
+) -> ReplaySource:
+    """``pool`` answered by ``winners``, with the reference: the BT fit on every item revealed."""
+    full = Revealed.empty(pool)
+    full.record_winners(np.arange(len(pool)), winners)
+    return ReplaySource(name, pool, np.asarray(winners, dtype=object), fit_revealed(pool, full).scores,
+                        verdict_id)
+
+
+def store_source(store: Store, dataset: str, judge: str | None = None) -> ReplaySource:
+    """SRC = ``dataset`` (of ``judge``) exactly as ``judge --backend replay --from-dataset SRC
+    [--from-judge J]`` reads it (``engine.judging.active.replay.load_replay_source``: same items, same
+    order), so a replay run and this harness walk the same path for one seed."""
+    from engine.judging.active.replay import load_replay_source
+
+    src = load_replay_source(store, dataset, judge=judge)
+    return measured(dataset, src.pool, src.winner, src.verdict_id)
 
 
 def replay_source(verdicts: pd.DataFrame, name: str) -> ReplaySource:
-    """The pool of ``verdicts`` (one item per row whose two models differ) and its full-data ranking."""
+    """A verdict frame (canonical columns) as a replay pool, one item per row whose two models differ."""
     if verdicts.empty:
         raise LensError(f"{name} holds no verdicts to replay.")
     rows = verdicts[verdicts["model_a"] != verdicts["model_b"]].reset_index(drop=True)
-    rows = rows.reindex(columns=list(dict.fromkeys([*SOURCE_COLUMNS, *rows.columns])))
-    pool = pool_from_verdicts(rows, what=name)
-    winners = rows["winner"].astype(str).to_numpy(object)
-    full = Revealed.empty(pool)
-    full.record_winners(np.arange(len(pool)), winners)
-    return ReplaySource(name, pool, winners, rows, fit_revealed(pool, full).scores)
+    return measured(name, pool_from_verdicts(rows, what=name), rows["winner"].astype(str).to_numpy(object))
+
+
+def verdict_rows(source: ReplaySource, items: np.ndarray) -> pd.DataFrame:
+    """The canonical verdict rows of pool ``items`` (what a replay stores for them), from the pool alone."""
+    pool = source.pool
+    items = np.asarray(items, dtype=np.int64)
+    inst = pool.prompt_table.iloc[pool.prompt[items]].reset_index(drop=True)
+    return pd.DataFrame({
+        "dataset": source.name,
+        "judge": np.asarray(pool.judges, dtype=object)[pool.judge[items]],
+        "prompt_id": inst["prompt_id"].astype(str).to_numpy(object),
+        "variant": inst["variant"].to_numpy(),
+        "turn": inst["turn"].to_numpy(),
+        "variant_kind": inst["variant_kind"].fillna("original").to_numpy(object),
+        "category": inst["category"].to_numpy(object),
+        "model_a": np.asarray(pool.models, dtype=object)[pool.a[items]],
+        "model_b": np.asarray(pool.models, dtype=object)[pool.b[items]],
+        "winner": source.winners[items],
+        "order": np.array(["AB", "BA", None], dtype=object)[np.where(pool.order[items] < 0, 2,
+                                                                     pool.order[items])],
+    })
 
 
 def start_one_order(source: ReplaySource, seed: int) -> Revealed:
@@ -73,10 +109,10 @@ def bad_triads(source: ReplaySource, revealed: Revealed) -> int:
     from engine.graphs.cycles import cycle_counts_arrays
     from engine.graphs.stack import build_stack
 
-    rows = source.verdicts.iloc[np.flatnonzero(revealed.asked)]
-    if rows.empty:
+    asked = np.flatnonzero(revealed.asked)
+    if len(asked) == 0:
         return 0
-    stack = build_stack(rows.assign(dataset=source.name), models=source.pool.models)
+    stack = build_stack(verdict_rows(source, asked), models=source.pool.models)
     return int(cycle_counts_arrays(stack.adj)["c3_bad"].sum())
 
 

@@ -22,7 +22,7 @@ from engine.errors import LensError
 from engine.judging.active.fit import uncertainty_summary
 from engine.judging.active.select import STRATEGIES, check_strategy, edge_bad_triads, select
 from engine.store.connection import Store
-from engine.views.active_curves import ReplaySource, on_grid, replay_curve, replay_source, replay_steps
+from engine.views.active_curves import ReplaySource, on_grid, replay_curve, replay_steps, store_source
 
 REASONS = {
     "random": "drawn uniformly at random among the calls not made yet.",
@@ -41,8 +41,9 @@ PANEL_SEEDS = (0, 1, 2)
 """Seeds behind the panel's curves (docs/notes/i27measure-27.md uses five)."""
 
 
-def dataset_source(store: Store, dataset: str, judge: str | None, category: str | None) -> ReplaySource:
-    """The chosen dataset's verdicts as a replay pool; one sentence when it cannot be one."""
+def dataset_source(store: Store, dataset: str, judge: str | None) -> ReplaySource:
+    """The chosen dataset's verdicts (of ``judge``; every category, as a replay reads them) as a replay
+    pool; one sentence when it cannot be one."""
     from engine.store.pair_counts import is_pair_count_dataset
 
     if is_pair_count_dataset(store, dataset):
@@ -50,10 +51,7 @@ def dataset_source(store: Store, dataset: str, judge: str | None, category: str 
             f"Dataset {dataset!r} holds pair counts, not single verdicts; active judging replays single "
             "verdicts (expand the counts into battles first, as bench/active_pools.py does)."
         )
-    verdicts = store.verdicts(dataset, judge=judge, category=category)
-    if verdicts.empty:
-        raise LensError(f"Dataset {dataset!r} has no verdicts for this choice of judge and category.")
-    source = replay_source(verdicts, dataset)
+    source = store_source(store, dataset, judge)
     if source.pool.n_models < 2:
         raise LensError(f"Dataset {dataset!r} compares fewer than two models here; there is nothing to rank.")
     return source
