@@ -53,6 +53,8 @@ PAGES = [
     st.Page(
         "app_pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon=":material/science:"
     ),
+    st.Page("app_pages/9_active.py", url_path="which-calls-next", title="Active judging",
+            icon=":material/ads_click:"),
 ]
 
 # Other addresses a person types or kept from older versions (the page's name, the file-based names of

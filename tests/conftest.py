@@ -45,6 +45,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_pages_inspector_reads.py",  # 41 s of CPU (200 s wall, -n 0, load 20; old and new reads, 4 stores)
     "test_pages_truncation_pool.py",  # 14 s of CPU (56 s wall, -n 0, load 12; 5 small imports)
     "test_head_to_head.py",           # 14 s of CPU (41-60 s wall, -n 0, load 10; 9 imports/attaches)
+    "test_active_page.py",            # 24 s of CPU (434 s wall, -n 0, load 23; AppTest, 2 replay runs)
+    "test_active_curves.py",          # 19 s of CPU (344 s wall, -n 0, load 19; 3 replay runs, brute force)
     "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
     "test_judges_counts.py",          # 27 wall alone, -n 0, load 8 (six imports, the shipped store)

@@ -1,0 +1,108 @@
+"""Active judging, "which calls next": the chosen dataset's verdicts replayed as a pool; the next batch the
+chosen strategy would send, each call with the facts it was chosen on, and, on request, every strategy's
+accuracy against the full-data ranking versus calls spent. The engine computes
+(``engine.views.active_view``); this page renders."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app_pages._lens import current, get_store, or_stop, table_height
+from engine.views.active_curves import mean_curve
+from engine.views.active_view import REASONS, STRATEGIES, dataset_source, next_batch, panel_curves
+from engine.views.appstate import CacheKey
+from engine.views.viz import escape_md
+
+METRICS = {
+    "kendall": "Kendall tau distance (0 = the full-data order; ties count ½)",
+    "spearman": "Spearman correlation with the full-data ranking",
+    "top1": "top-1 recovery (the full-data best model ranked first)",
+    "top5": "top-5 recovery (share of the full-data top 5 in the top 5)",
+}
+
+
+@st.cache_resource(max_entries=4, show_spinner="Reading the dataset as a pool…")
+def _source(key: CacheKey):
+    return dataset_source(get_store(), key.dataset, key.judge)
+
+
+@st.cache_data(max_entries=32, show_spinner="Replaying the strategy…")
+def _next(key: CacheKey, strategy: str, spent: int, batch: int, seed: int):
+    return next_batch(_source(key), strategy, spent, batch, seed)
+
+
+@st.cache_data(max_entries=8, show_spinner="Replaying every strategy…")
+def _curves(key: CacheKey, budget: int, batch: int):
+    return panel_curves(_source(key), budget, batch)
+
+
+st.title("Active judging: which calls next")
+ch = current()
+st.caption(ch.caption())
+source = or_stop(_source, ch.key)
+pool = source.pool
+st.caption(
+    f"The verdicts of this dataset and judge (every category) are the pool: {len(pool):,} calls over "
+    f"{pool.n_models:,} models. A strategy reveals stored verdicts a batch at a time, as "
+    "`python -m engine judge --backend replay` does, and the ranking is refitted (Bradley–Terry with "
+    "95 % intervals) after every batch."
+)
+
+left, mid, right, last = st.columns(4)
+strategy = left.selectbox("Strategy", STRATEGIES, index=STRATEGIES.index("uncertainty"),
+                          key="active_strategy")
+batch_default = max(1, min(100, len(pool) // 50))
+batch = int(mid.number_input("Batch (calls)", 1, len(pool), batch_default, key="active_batch"))
+spent_default = min(10 * batch_default, len(pool) - 1)
+spent = int(right.number_input("Calls already spent", 0, len(pool) - 1, spent_default, key="active_spent"))
+seed = int(last.number_input("Seed", 0, 2**31 - 1, 0, key="active_seed"))
+
+st.subheader("The next batch")
+nb = or_stop(_next, ch.key, strategy, spent, batch, seed)
+st.markdown(f"**{escape_md(strategy)}** chooses {escape_md(REASONS[strategy])}")
+st.caption(
+    f"After {nb.spent:,} calls: {nb.separated_pairs} of {nb.adjacent_pairs} neighbour pairs of the ranking "
+    f"have separated intervals; mean interval width {nb.mean_ci_width:.2f} (log-strength)."
+)
+st.dataframe(
+    nb.table, hide_index=True, height=table_height(len(nb.table), 420),
+    column_config={
+        "prompt_id": "prompt", "model_a": "model A (shown first)", "model_b": "model B",
+        "rank_a": st.column_config.NumberColumn("rank A", help="A's rank in the current fit"),
+        "rank_b": st.column_config.NumberColumn("rank B", help="B's rank in the current fit"),
+        "p_a_wins": st.column_config.NumberColumn("P(A wins)", format="%.2f",
+                                                  help="the current BT fit's chance that A wins"),
+        "information": st.column_config.NumberColumn("p(1 − p)", format="%.3f",
+                                                     help="information one verdict brings on this pair"),
+        "intervals_overlap": st.column_config.CheckboxColumn("intervals overlap"),
+        "pair_calls_so_far": st.column_config.NumberColumn("pair's calls so far"),
+        "edge_judged": st.column_config.CheckboxColumn("edge judged",
+                                                       help="this prompt and pair have a verdict"),
+        "edge_bad_triads": st.column_config.NumberColumn(
+            "bad triads on edge", help="bad triads of the prompt's revealed graph through this pair"),
+    },
+)
+
+st.subheader("Accuracy versus calls spent")
+budget = int(st.number_input("Budget (calls per run)", 1, len(pool), min(len(pool), 20 * batch),
+                             key="active_budget"))
+curve_batch = max(1, budget // 20)
+st.caption(
+    f"Every strategy, seeds 0–2, {budget:,} calls in batches of {curve_batch:,}; accuracy against the "
+    "ranking fitted on the whole pool (five-seed curves of the bench pools: docs/notes/i27measure-27.md)."
+)
+ran = st.session_state.get("_active_ran") == (ch.key, budget)
+if st.button("Replay every strategy", key="active_run") or ran:
+    st.session_state["_active_ran"] = (ch.key, budget)
+    curves = or_stop(_curves, ch.key, budget, curve_batch)
+    metric = st.radio("Accuracy", list(METRICS), format_func=METRICS.get, horizontal=True,
+                      key="active_metric")
+    table = mean_curve(curves, metric)
+    fig = go.Figure()
+    for name in table.columns:
+        fig.add_scatter(x=table.index, y=table[name], mode="lines+markers", name=str(name))
+    fig.update_layout(xaxis_title="calls spent", yaxis_title=metric, height=380, margin={"t": 20},
+                      legend_title_text="strategy")
+    st.plotly_chart(fig, width="stretch")
+    st.dataframe(table.round(4).reset_index(), hide_index=True, height=table_height(len(table), 420))

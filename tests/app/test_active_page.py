@@ -1,0 +1,61 @@
+"""The Active judging page ("which calls next", app_pages/9_active.py) in AppTest on the shipped store: the
+next batch it shows is the rows the command's replay would ask next (checked by running the replay), the
+curves appear on request, and a pair-count dataset gets one sentence."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from apphelpers import new_app
+from conftest import run_engine
+
+from engine.store.connection import Store
+
+PAGE = "app_pages/9_active.py"
+
+
+@pytest.fixture(scope="module")
+def page(shipped_db):
+    with pytest.MonkeyPatch.context() as mp:
+        at = new_app(shipped_db, mp)
+        at.sidebar.selectbox(key="judge").set_value("claude").run()
+        yield at.switch_page(PAGE).run()
+
+
+def test_the_next_batch_is_what_a_replay_asks_next(page, shipped_db, tmp_path):
+    """Strategy cycles, batch 20, 200 calls spent, seed 1: a replay of budget 220 with batch 20 asks the
+    page's 20 rows in its last batch (its first 200 calls are the state the page starts from)."""
+    page.selectbox(key="active_strategy").set_value("cycles")
+    page.number_input(key="active_batch").set_value(20)
+    page.number_input(key="active_spent").set_value(200)
+    page.number_input(key="active_seed").set_value(1).run()
+    assert [e.value for e in page.error] == [] and not page.exception
+    shown = page.dataframe[0].value
+    assert len(shown) == 20
+
+    def run(budget: int):
+        db = tmp_path / f"lens{budget}.duckdb"
+        shutil.copyfile(shipped_db, db)
+        done = run_engine(["--db", db, "judge", "--dataset", "out", "--backend", "replay", "--from-dataset",
+                           "vicuna80", "--from-judge", "claude", "--select", "cycles", "--budget", budget,
+                           "--batch", 20, "--seed", 1])
+        assert done.returncode == 0, done.stderr
+        with Store(db, read_only=True) as store:
+            v = store.verdicts("out")
+        return set(map(tuple, v[["prompt_id", "model_a", "model_b"]].astype(str).to_numpy()))
+
+    last = run(220) - run(200)
+    assert set(map(tuple, shown[["prompt_id", "model_a", "model_b"]].astype(str).to_numpy())) == last
+
+
+def test_curves_on_request_and_a_pair_count_dataset_is_one_sentence(page):
+    page.number_input(key="active_budget").set_value(200)
+    page.button(key="active_run").click().run()
+    assert not page.exception
+    table = page.dataframe[1].value
+    assert table["calls"].tolist() == list(range(0, 201, 10))
+    assert set(table.columns) >= {"random", "round-robin", "swim", "uncertainty", "cycles"}
+    assert (table.iloc[0, 1:] == 0.5).all()  # nothing revealed: Kendall distance of a random order
+    page.sidebar.selectbox(key="dataset").set_value("chatbot_arena_2024_08_14").run()
+    assert [e.value for e in page.error] and "pair counts" in page.error[0].value
