@@ -264,3 +264,39 @@ def test_leaderboard_panel_refusals(panel_store, extra, words):
     assert got.returncode == 2, got.stderr
     assert words in got.stderr and "Traceback" not in got.stderr
     assert len([x for x in got.stderr.strip().splitlines() if x.strip()]) == 1
+
+
+def test_crowdkit_objective_is_twice_ours_and_has_our_maximum():
+    """crowd-kit's NoisyBradleyTerry on the same verdicts (worker = judge, left = shown first, label =
+    winner; every verdict written twice, a tie once with each label): its log-likelihood (its own code,
+    regularisation 0) at our fit is exactly twice ours, and minimising its objective (L-BFGS-B on
+    differences: its analytic gradient is wrong for q and gamma, docs/notes/i28panel-28.md) lands on our
+    fit. Kills: a side bias read the other way round (q of the second-shown answer), reliability as
+    1 - sigma(gamma), ties counted as anything but half a win each way."""
+    from crowdkit.aggregation import NoisyBradleyTerry
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(7)
+    s = np.array([2.0, 0.5, -0.6, -1.9])  # spread wide: a maximum inside (WIDE_S)
+    rows = draw_verdicts(rng, s, np.array([0.8, 0.45]), np.array([0.55, 0.8]), 1500, tie_share=0.1)
+    fit = fit_panel(cells_of(rows, 4, 2), ridge=0.0)
+    assert np.abs(fit.q).max() < 5 and fit.se().max() < 1  # not a maximum on a flat tail
+    names = [f"m{k}" for k in range(4)]
+    ck = []
+    for j, f, g, _, out in rows.itertuples(index=False):
+        left, right = names[f], names[g]
+        labels = [left, left] if out == "f" else [right, right] if out == "s" else [left, right]
+        ck += [(f"j{j}", left, right, lab) for lab in labels]
+    data = pd.DataFrame(ck, columns=["worker", "left", "right", "label"])
+    labels, coded = np.unique(data[["left", "right", "label"]].values, return_inverse=True)
+    coded = coded.reshape(-1, 3) + 1
+    workers, wcode = np.unique(data["worker"].values, return_inverse=True)
+    objective = NoisyBradleyTerry._compute_log_likelihood
+    args = (coded, wcode, labels.size, workers.size, 0.0)
+    x_ours = np.concatenate([[0.0], fit.strengths, fit.q, fit.gamma])  # crowd-kit's layout
+    assert objective(x_ours, *args) == pytest.approx(2 * fit.neg_log_likelihood, rel=1e-12)
+    res = minimize(objective, x_ours + 0.1, args=args, method="L-BFGS-B",
+                   options={"ftol": 1e-15, "gtol": 1e-9, "maxiter": 20000})
+    np.testing.assert_allclose(res.x[1:5] - res.x[1:5].mean(), fit.strengths, atol=1e-4)
+    np.testing.assert_allclose(res.x[5:7], fit.q, atol=1e-3)
+    np.testing.assert_allclose(res.x[7:9], fit.gamma, atol=1e-3)
