@@ -16,6 +16,8 @@ from engine.errors import LensError
 from engine.rankers.panel import (
     PanelCells,
     fit_panel,
+    hessian,
+    hessian_by_differences,
     neg_log_likelihood,
     panel_result,
     parse_judges,
@@ -76,7 +78,8 @@ TRUTH_B = np.array([0.5, 0.8, 0.25])
 
 def test_likelihood_and_gradient_match_the_verdict_loop_and_differences():
     """Kills: ties not counted half each way; an unknown order read as the judge's side bias instead of
-    1/2; the q gradient taken from verdicts of unknown order; a sign slip in the strength gradient."""
+    1/2; the q gradient taken from verdicts of unknown order; a sign slip in the strength gradient; a
+    wrong second derivative in the closed-form Hessian."""
     rng = np.random.default_rng(1)
     rows = draw_verdicts(rng, TRUTH_S, TRUTH_P, TRUTH_B, 400, known_share=0.7, tie_share=0.15)
     cells = cells_of(rows, 5, 3)
@@ -87,6 +90,8 @@ def test_likelihood_and_gradient_match_the_verdict_loop_and_differences():
     diff = np.array([(neg_log_likelihood(x + eps * e, cells, 0.3)[0]
                       - neg_log_likelihood(x - eps * e, cells, 0.3)[0]) / (2 * eps) for e in np.eye(x.size)])
     np.testing.assert_allclose(grad, diff, rtol=1e-6, atol=1e-6)
+    # the closed-form Hessian (the intervals' observed information) against differences of the gradient
+    np.testing.assert_allclose(hessian(x, cells, 0.3), hessian_by_differences(x, cells, 0.3), atol=1e-7)
 
 
 def rows_nll(x, rows: pd.DataFrame, n: int, J: int, ridge: float) -> float:

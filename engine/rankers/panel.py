@@ -22,7 +22,7 @@ deviates from the strengths; ``ridge=0`` is the plain maximum likelihood crowd-k
 The fit reads counts per (judge, first model, second model, order known): a few thousand cells even
 for a million verdicts. The joint maximum is found by L-BFGS on the exact gradient; intervals are
 Wald intervals from the observed information (the Hessian of the penalised negative log-likelihood,
-differenced from the exact gradient), strengths on the sum-zero subspace (they are identified only up
+in closed form), strengths on the sum-zero subspace (they are identified only up
 to a shift), reliabilities and biases on their logit scale and mapped back through sigma.
 """
 
@@ -161,8 +161,50 @@ def _sum_zero_basis(n: int) -> np.ndarray:
     return qmat[:, : n - 1]
 
 
-def _hessian(x: np.ndarray, cells: PanelCells, ridge: float) -> np.ndarray:
-    """The penalised negative log-likelihood's Hessian by central differences of the exact gradient."""
+def hessian(x: np.ndarray, cells: PanelCells, ridge: float = 0.0) -> np.ndarray:
+    """The penalised negative log-likelihood's Hessian at ``x``, in closed form: per cell, with
+    P = P(first wins) and its derivatives in the cell's own coordinates u = (d = s_f - s_g, gamma_j, q_j),
+    the log-likelihood's second derivatives are -(A/P^2 + B/(1-P)^2) dP dP' + (A/P - B/(1-P)) d2P, then
+    scattered to the strengths (d moves s_f by +1 and s_g by -1), gamma_j and q_j."""
+    n, J = len(cells.models), len(cells.judges)
+    s, gamma, q = _split(np.asarray(x, dtype=np.float64), n, J)
+    f, g, j = cells.first, cells.second, cells.judge
+    known = cells.known.astype(np.float64)
+    sd = _sigmoid(s[f] - s[g])
+    p = _sigmoid(gamma)[j]
+    b = np.where(cells.known, _sigmoid(q)[j], 0.5)
+    pf = np.clip(p * sd + (1.0 - p) * b, 1e-300, 1.0)
+    ps = np.clip(1.0 - pf, 1e-300, 1.0)
+    a_cnt = cells.first_wins + 0.5 * cells.ties
+    b_cnt = cells.second_wins + 0.5 * cells.ties
+    w1 = a_cnt / pf - b_cnt / ps
+    w2 = a_cnt / pf**2 + b_cnt / ps**2
+    dsd = sd * (1.0 - sd)
+    grad = (p * dsd, p * (1.0 - p) * (sd - b), known * (1.0 - p) * b * (1.0 - b))
+    second = {
+        (0, 0): p * dsd * (1.0 - 2.0 * sd),
+        (0, 1): p * (1.0 - p) * dsd,
+        (0, 2): np.zeros_like(sd),
+        (1, 1): p * (1.0 - p) * (1.0 - 2.0 * p) * (sd - b),
+        (1, 2): -known * p * (1.0 - p) * b * (1.0 - b),
+        (2, 2): known * (1.0 - p) * b * (1.0 - b) * (1.0 - 2.0 * b),
+    }
+    k = n + 2 * J
+    h = np.zeros((k, k))
+    # each local coordinate as (parameter index, sign) pairs: d = +s_f - s_g
+    where = {0: ((f, 1.0), (g, -1.0)), 1: ((n + j, 1.0),), 2: ((n + J + j, 1.0),)}
+    for (u, v), d2 in second.items():
+        huv = -(w1 * d2 - w2 * grad[u] * grad[v])  # of the NEGATIVE log-likelihood
+        for iu, su in where[u]:
+            for iv, sv in where[v]:
+                np.add.at(h, (iu, iv), su * sv * huv)
+                if u != v:
+                    np.add.at(h, (iv, iu), su * sv * huv)
+    return h + ridge * np.eye(k)
+
+
+def hessian_by_differences(x: np.ndarray, cells: PanelCells, ridge: float = 0.0) -> np.ndarray:
+    """The same Hessian by central differences of the exact gradient (the check of ``hessian``)."""
     k = x.size
     h = np.empty((k, k))
     for i in range(k):
@@ -185,7 +227,7 @@ def _covariance(x: np.ndarray, cells: PanelCells, ridge: float, free: np.ndarray
         e[i] = 1.0
         cols.append(e)
     basis = np.hstack(cols)
-    hz = basis.T @ _hessian(x, cells, ridge) @ basis
+    hz = basis.T @ hessian(x, cells, ridge) @ basis
     try:
         inv = np.linalg.inv(hz)
         if not np.isfinite(inv).all() or (np.diag(inv) < 0).any():
