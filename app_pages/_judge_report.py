@@ -28,10 +28,10 @@ def judge_report_section(ch) -> None:
                + ": agreement and κ (by model and as shown), position and length bias, self-preference, "
                  "PNT and cycle rate.")
     config = {c: st.column_config.Column(help=h) for c, h in COLUMN_HELP.items()}
-    rates = [c for c in view.table.columns if c not in ("judge", "reference", "family")
-             and not str(view.table[c].dtype).startswith(("Int", "int"))]
-    show_table(view.table.drop(columns=["reference"]), config, {c: ".3f" for c in rates}, hide_index=True,
-               width="stretch")
+    counts = [c for c in view.table.columns if str(view.table[c].dtype).startswith(("Int", "int"))]
+    rates = [c for c in view.table.columns if c not in ("judge", "reference", "family", *counts)]
+    show_table(view.table.drop(columns=["reference"]), config,
+               {**{c: ".3f" for c in rates}, **{c: "d" for c in counts}}, hide_index=True, width="stretch")
     for note in view.notes:
         st.caption(note)
     st.download_button("Judge report (JSON)", view.report_json(), file_name="judge_report.json",
