@@ -275,3 +275,7 @@ show_table(
 )
 st.caption(f"{escape_md(ch.key.dataset)} (version {get_store().dataset_revision(ch.dataset)}) · all judges · "
            f"{escape_md(ch.key.category or 'all categories')} · combine policy: plurality")
+
+from app_pages._judge_report import judge_report_section  # noqa: E402 - issue 28, the last section
+
+judge_report_section(ch)

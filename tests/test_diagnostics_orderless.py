@@ -70,7 +70,9 @@ def test_every_table_answers_or_explains(orderless_db):
             assert ("shown first" in err) if table in ORDER_TABLES else ("no judge probabilities" in err)
             continue
         said = err.startswith("note: The greedy feedback arc set") and err.count("\n") == 1  # fas tables
-        assert rc == 0 and (err == "" or (table in ("fas", "fas-graphs") and said)), (table, err)
+        # the judge report says there is no reference judge and no answer text (issue 28)
+        told = table == "judges" and all(line.startswith("note: ") for line in err.splitlines())
+        assert rc == 0 and (err == "" or (table in ("fas", "fas-graphs") and said) or told), (table, err)
         got = pd.read_csv(io.StringIO(out))
         assert len(got) > 0, table
         if table == "overview":
@@ -86,6 +88,12 @@ def test_every_table_answers_or_explains(orderless_db):
                 *(("pnt_soft", "sntd_mean") if with_prob else ()),
             ):
                 assert np.allclose(got[c], ref[c]), c
+        elif table == "judges":  # issue 28's report: order columns empty, order-free ones as with an order
+            ref = diagnose(filled, "no", table="judges")
+            for c in ("first_win_rate", "first_win_rate_decisive", "order_consistency", "mcnemar_p_ordinal"):
+                assert got[c].isna().all(), c
+            for c in ("verdicts", "triples", "pnt", "graph_cycle_rate", "self_win_rate"):
+                assert np.allclose(got[c].to_numpy(float), ref[c].to_numpy(float), equal_nan=True), c
         else:
             ref = diagnose(filled, "no", table=table)
             num = [c for c in ref.columns if pd.api.types.is_numeric_dtype(ref[c]) and c in got.columns]

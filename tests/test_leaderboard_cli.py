@@ -14,7 +14,7 @@ import pytest
 from engine.__main__ import main
 from engine.graphs.cycles import cycle_counts
 from engine.graphs.stack import build_stack
-from engine.rankers import RANKERS
+from engine.rankers import RANKERS, ranker_object
 from engine.ranking.leaderboard import leaderboard, leaderboard_from_stack
 
 
@@ -300,6 +300,8 @@ def test_point_estimates_and_ranks_lie_inside_their_bootstrap_intervals(shipped_
     [607, 656]; with bard's 5 kept graphs PGED's name-ordered ranks fell outside competition-rank
     intervals)."""
     for name in RANKERS:
+        if ranker_object(name).judged_verdicts:  # the panel's intervals come from its fit (test_panel.py)
+            continue
         board = leaderboard(shipped_store, "vicuna80", ranker=name, bootstrap=100, seed=0, **selection)
         unknown = board.table["ci_note"] == "not estimable"  # NaN intervals, checked in test_degenerate_*
         assert board.table.loc[unknown, ["ci_low", "ci_high", "rank_low", "rank_high"]].isna().all().all()

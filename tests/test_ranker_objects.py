@@ -140,10 +140,11 @@ def test_batched_bootstrap_equals_the_refit_of_every_resample(ranker, params, un
 
 def test_every_ranker_is_covered_and_only_sequential_or_soft_fits_refit():
     """Every registered ranker has a case above; the ones without a batched form say so by their object."""
-    assert {r for r, _ in CASES} | {"elo"} == set(RANKER_OBJECTS)
+    assert {r for r, _ in CASES} | {"elo", "panel"} == set(RANKER_OBJECTS)  # panel: intervals from its fit
     stack = mixed_stack()
     w = graph_weights(stack, 3, np.random.default_rng(0))
     assert ranker_object("elo").batched_bootstrap(stack, w, {}) is None
+    assert ranker_object("panel").batched_bootstrap(stack, w, {}) is None
     assert ranker_object("bt").batched_bootstrap(stack, w, {"soft": True}) is None
     assert ranker_object("davidson").batched_bootstrap(stack, w, {"scale": "prob"}) is None
     res = bootstrap(stack, "elo", B=3, seed=0)

@@ -70,8 +70,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "defaults are --edges strict --r2 pmf")
     p.add_argument("--max-permutations", type=int, default=5040, help="stress test: orderings per graph")
     p.add_argument("--seed", type=int, default=0, help="stress test: seed for sampled orderings")
-    p.add_argument("--reference", help="agreement / overview: compare every judge with this one "
-                   "(overview default: human)")
+    p.add_argument("--reference", help="agreement / overview / judges: compare every judge with this one "
+                   "(overview default: human; judges default: human when the dataset has it)")
     p.add_argument("--by-category", action="store_true", help="agreement per category")
     p.add_argument(
         "--sntd",
@@ -127,6 +127,12 @@ def run(args: argparse.Namespace) -> int:
         params["sntd_variant"] = args.sntd
     if args.reference is not None or args.table == "overview":
         params["reference"] = args.reference if args.reference is not None else "human"
+    if args.table == "judges" and args.reference is None:
+        params["reference"] = "default"  # the judge report: human when the dataset has it, else none
+    named = args.judge or []
+    twice = sorted({j for j in named if named.count(j) > 1})
+    if twice:
+        raise LensError(f"--judge names {', '.join(map(repr, twice))} twice; name each judge once.")
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         check_judges(store, args.dataset, args.judge)

@@ -21,7 +21,7 @@ from engine.cli._ppr import add_ppr_options, refuse_ppr_options_without_method, 
 from engine.errors import LensError
 from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY
 from engine.graphs.truncation import DEFAULT_SCORE, SCORES
-from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params
+from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params, ranker_object
 from engine.rankers.params import param_kinds
 from engine.ranking.baseline import baseline_leaderboard, baseline_notes, check_decisive_weight
 from engine.ranking.board import BoardSpec, plain_values
@@ -214,7 +214,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         require_dataset(store, args.dataset)  # before any path reads rows: else "has no valid verdict"
         check_judges(store, args.dataset, args.judge)
-        pooled = pooled_judges_note(store, args.dataset) if args.judge is None else None
+        # the panel weighs its judges by fitted reliabilities: no pooling to warn about
+        pooled = (pooled_judges_note(store, args.dataset)
+                  if args.judge is None and not ranker_object(args.ranker).judged_verdicts else None)
         spec = BoardSpec(ranker=args.ranker, ranker_params=params, keep_k=args.keep_k, mu=mu,
                          per_category=per_category, pool=pool, bootstrap=args.bootstrap, seed=args.seed,
                          bootstrap_unit=args.bootstrap_unit, policy=args.policy,
@@ -291,6 +293,10 @@ INTERVAL_COLUMNS = ("ci_low", "ci_high", "rank_low", "rank_high", "rank_ub", "ci
                     "baseline_ci_high")
 """The leaderboard columns only a bootstrap fills."""
 
+FIT_CI_METHODS = ("sandwich", "observed-information")
+"""Interval methods that come from the fit itself (score intervals, no rank intervals, no --bootstrap):
+the sandwich of style control and the panel's observed information (engine.ranking.panel_board)."""
+
 NO_BOOTSTRAP_NOTE = (
     "no --bootstrap: the interval columns (ci_low, ci_high, rank_low, rank_high, rank_ub) are left out; "
     "--bootstrap B adds them."
@@ -304,7 +310,7 @@ def printed_table(board):
     t = board.table
     method = board.params.get("ci_method")
     drop = [] if board.params.get("bootstrap") else [c for c in INTERVAL_COLUMNS if c in t.columns]
-    if method == "sandwich":  # score intervals only: the sandwich gives no rank intervals
+    if method in FIT_CI_METHODS:  # score intervals only: the sandwich gives no rank intervals
         drop = ["rank_low", "rank_high"]
     if "ci_note" in t.columns and not board.params.get("bootstrap_not_estimable"):
         drop.append("ci_note")
@@ -320,7 +326,7 @@ def write_board(board, fmt: str) -> None:
     from engine.ranking.style_board import style_notes
 
     notes = board_notes(board) + style_notes(board) + baseline_notes(board)
-    if not board.params.get("bootstrap") and board.params.get("ci_method") != "sandwich":
+    if not board.params.get("bootstrap") and board.params.get("ci_method") not in FIT_CI_METHODS:
         notes.append(NO_BOOTSTRAP_NOTE)
     notes += length_control_notes(board)
     if fmt == "json":

@@ -64,6 +64,9 @@ TABLES: dict[str, str] = {
            "minimum, and by how many (exact minimum for graphs of up to 20 models)",
     "fas-graphs": "per graph: arcs, arcs removed by the greedy feedback arc set, by the minimum one, and the "
                   "excess",
+    "judges": "the judge report, one row per judge against a reference (default human when present): "
+              "agreement, kappa by model and as shown, position bias, length bias, self-preference, PNT and "
+              "cycle rate (engine.diagnostics.judge_report)",
 }
 
 
@@ -98,7 +101,7 @@ EXTRA_BY: dict[str, tuple[str, ...]] = {
     "pnt": ("model_a", "model_b", "model_c"), "sntd": ("model_a", "model_b", "model_c"),
     "position": ("lo", "hi"),
 }
-UNGROUPED: tuple[str, ...] = ("overview", "entropy-graphs", "cycle-graphs", "fas-graphs")
+UNGROUPED: tuple[str, ...] = ("overview", "entropy-graphs", "cycle-graphs", "fas-graphs", "judges")
 """Tables with one row per judge or per graph: ``by`` does not apply to them."""
 CACHE_VERSION = 5
 """Part of every cache key: bump when a table's columns or numbers change, so old results are not served."""
@@ -211,13 +214,20 @@ def diagnose(
     if table not in TABLES:
         raise LensError(f"Unknown diagnostics table {table!r}; choose one of {', '.join(TABLES)}.")
     if table in UNGROUPED and params.get("by"):
-        raise LensError(f"The {table} table has one row per {'judge' if table == 'overview' else 'graph'} "
+        row = "judge" if table in ("overview", "judges") else "graph"
+        raise LensError(f"The {table} table has one row per {row} "
                         "and cannot be grouped; drop --by.")
     v = _verdicts(store_or_verdicts, dataset, judge)
     policy = params.get("policy", DEFAULT_POLICY)
     band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
     if table == "overview":
         return overview(v, reference=params.get("reference", "human"), policy=policy, tie_band=band)
+    if table == "judges":  # issue 28: the judge report
+        from engine.diagnostics.judge_report import judge_report, store_lengths
+
+        lengths = (None if isinstance(store_or_verdicts, pd.DataFrame) or dataset is None
+                   else store_lengths(store_or_verdicts, dataset))
+        return judge_report(v, reference=params.get("reference", "default"), policy=policy, lengths=lengths)
     if table == "position":
         if not has_known_order(v):
             raise _no_order(dataset, "position bias cannot be measured")

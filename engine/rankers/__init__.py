@@ -1,7 +1,7 @@
 """Rankers: from a GraphStack to scores by model, behind one entry point ``rank(stack, ranker, **params)``.
 
 The registry ``RANKERS`` maps the CLI names (bt, davidson, elo, winrate, copeland, scorewin,
-rank-centrality, majority, pged, elspr, kemeny, borda, pairwise-majority) to functions.
+rank-centrality, majority, pged, elspr, kemeny, borda, pairwise-majority, panel) to functions.
 
 May import: ``engine.graphs``, ``engine.store.schema``, ``engine.blas``, ``engine.errors``.
 """
@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from engine.errors import LensError
 from engine.graphs.stack import GraphStack
-from engine.rankers import bt, davidson, elo, elspr, kemeny, majority, pged, rank_centrality, simple  # noqa: F401 - registers
+from engine.rankers import (  # noqa: F401 - registers
+    bt,
+    davidson,
+    elo,
+    elspr,
+    kemeny,
+    majority,
+    panel,
+    pged,
+    rank_centrality,
+    simple,
+)
 from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, ranks_from_scores, single_thread_blas
 from engine.rankers.objects import RANKER_OBJECTS, fit_counts, ranker_object  # noqa: E402 - needs the registry filled
 from engine.rankers.params import check_ranker_params, parse_ranker_params

@@ -89,6 +89,10 @@ class Ranker:
     logistic: bool = False
     """True: P(i beats j) = sigmoid(score_i - score_j) on its log scale (Bradley-Terry), so sandwich
     intervals and the style-controlled fit (``engine.rankers.style_bt``) apply."""
+    judged_verdicts: bool = False
+    """True: the ranker models every verdict with its judge and presentation order (the judge panel), so
+    the leaderboard fits it on verdict counts (``engine.ranking.panel_board``), with intervals from the
+    fit itself: no keep-K, no bootstrap, no pooling of judges to warn about."""
     elo_factor: float | None = None
     """Multiplier from this ranker's score to the Elo-like display scale (400·log10 units); None: the score
     has no such reading. BT and Davidson scores are natural-log strengths (400/ln 10 per unit), Elo ratings
@@ -657,6 +661,26 @@ class PairwiseMajority(Ranker):
         return pairwise_majority_batch(stack, weights, **params)
 
 
+class Panel(Ranker):
+    """The judge panel (``engine.rankers.panel``): fitted on verdicts with their judges and presentation
+    orders by the leaderboard (``engine.ranking.panel_board``), on graph edges without orders here."""
+
+    def notes(self, details, params, table=None):
+        """Each judge's reliability and side bias with its 95 % interval."""
+        def pct(row, key):
+            v, lo, hi = row.get(key), row.get(f"{key}_low"), row.get(f"{key}_high")
+            if v is None:
+                return "not identified (no verdict records its order)"
+            return f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else f"{v:.3f}"
+
+        rows = details.get("judges") or []
+        text = "; ".join(f"{r['judge']} ({r['verdicts']} verdicts): reliability {pct(r, 'reliability')}, "
+                         f"first-shown bias {pct(r, 'side_bias')}" for r in rows)
+        conv = "" if details.get("converged", True) else " The fit did not converge."
+        return [f"panel: noisy Bradley-Terry, ridge {_fmt(details.get('ridge'))}; per judge, 95 % intervals: "
+                f"{text}.{conv}"]
+
+
 RANKER_OBJECTS: dict[str, Ranker] = {
     "bt": BT("bt", counts=True, elo_factor=ELO_FACTOR, logistic=True),
     "davidson": Davidson("davidson", counts=True, elo_factor=ELO_FACTOR),
@@ -671,6 +695,7 @@ RANKER_OBJECTS: dict[str, Ranker] = {
     "elspr": ELSPR("elspr"),
     "borda": Borda("borda", counting=True),
     "pairwise-majority": PairwiseMajority("pairwise-majority", counting=True),
+    "panel": Panel("panel", judged_verdicts=True),
 }
 """Every registered ranker as its object (same names as ``RANKERS``)."""
 

@@ -209,6 +209,10 @@ def leaderboard(
     """
     spec = BoardSpec.of(spec, choices)
     obj, keep_k = spec.obj, spec.keep_k
+    if obj.judged_verdicts:  # issue 28, the panel: verdicts with their judges and orders
+        from engine.ranking.panel_board import panel_leaderboard
+
+        return panel_leaderboard(store, dataset, spec, judge=judge, category=category)
     from engine.store.pair_counts import is_pair_count_dataset
 
     if store.has_dataset(dataset) and is_pair_count_dataset(store, dataset):  # counts, no verdict (issue 25)

@@ -1,0 +1,38 @@
+"""The Judges page's judge report section (issue 28): the table of engine.views.judge_report_view with
+its notes and a JSON download. Pages render; the report is computed in the engine and cached here per
+dataset version and category."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages._lens import get_store, show_table
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _report(dataset: str, version: int, category: str | None):
+    from engine.views.judge_report_view import judge_report_of_store
+
+    return judge_report_of_store(get_store(), dataset, category)
+
+
+def judge_report_section(ch) -> None:
+    """Render the report for the sidebar's dataset and category (every judge, as the rest of the page)."""
+    from engine.views.judge_report_view import COLUMN_HELP
+
+    st.subheader("Judge report")
+    view = _report(ch.key.dataset, ch.key.version, ch.key.category)
+    ref = view.table["reference"].dropna()
+    st.caption("Each judge against " + (f"the reference judge **{ref.iloc[0]}**" if not ref.empty
+                                        else "no reference (the dataset has no human judge)")
+               + ": agreement and κ (by model and as shown), position and length bias, self-preference, "
+                 "PNT and cycle rate.")
+    config = {c: st.column_config.Column(help=h) for c, h in COLUMN_HELP.items()}
+    counts = [c for c in view.table.columns if str(view.table[c].dtype).startswith(("Int", "int"))]
+    rates = [c for c in view.table.columns if c not in ("judge", "reference", "family", *counts)]
+    show_table(view.table.drop(columns=["reference"]), config,
+               {**{c: ".3f" for c in rates}, **{c: "d" for c in counts}}, hide_index=True, width="stretch")
+    for note in view.notes:
+        st.caption(note)
+    st.download_button("Judge report (JSON)", view.report_json(), file_name="judge_report.json",
+                       mime="application/json", key="judge_report_json")

@@ -1,0 +1,57 @@
+"""The judge report as the Judges page and the JSON export show it: the table of
+``engine.diagnostics.judge_report`` for a dataset (its category when chosen), its notes, each column's words,
+and the report as one JSON document (``report_json``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from engine.diagnostics.judge_report import judge_report, store_lengths
+
+COLUMN_HELP: dict[str, str] = {
+    "reference": "The judge every other is compared with (human when the dataset has one).",
+    "verdicts": "Valid verdicts of the judge.",
+    "agreement_vs_ref": "Share of items where the judge and the reference pick the same model (or both tie).",
+    "kappa_by_model": "Cohen's κ with the reference on which MODEL won, both presentation orders combined.",
+    "kappa_as_shown": "Cohen's κ with the reference on which POSITION won (first / second / tie), per order.",
+    "first_win_rate": "Share of verdicts won by the answer shown first (ties in the denominator).",
+    "order_consistency": "Share of items judged in both orders whose two verdicts agree.",
+    "longer_wins": "Among decisive verdicts on answers of different lengths (characters), the share the "
+                   "longer answer won.",
+    "family": "The judge's family: the leading letters of its lower-cased name (gpt-4 → gpt).",
+    "self_win_rate": "Own-family model's win share (ties half) where exactly one model is of the family.",
+    "self_preference": "self_win_rate minus the reference's share on the same items.",
+    "pnt": "Share of fully compared model triples that are non-transitive.",
+    "graph_cycle_rate": "Share of the judge's graphs of 3 or more models that hold a cycle.",
+}
+"""Words for the columns a reader needs explained (the page's column help)."""
+
+
+@dataclass(frozen=True)
+class JudgeReportView:
+    """The report's table, its notes and what it was computed on."""
+
+    dataset: str
+    category: str | None
+    table: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    def report_json(self) -> bytes:
+        """The report as JSON: {"judge_report": {dataset, category, reference, notes, judges: [rows]}}."""
+        rows = json.loads(self.table.to_json(orient="records", double_precision=10))
+        ref = self.table["reference"].dropna()
+        doc = {"judge_report": {"dataset": self.dataset, "category": self.category,
+                                "reference": None if ref.empty else str(ref.iloc[0]),
+                                "notes": self.notes, "judges": rows}}
+        return json.dumps(doc, indent=2).encode("utf-8")
+
+
+def judge_report_of_store(store, dataset: str, category: str | None = None,
+                          reference: str | None = "default") -> JudgeReportView:
+    """The judge report of a stored dataset (of ``category`` when given), answer lengths from its texts."""
+    verdicts = store.verdicts(dataset, category=category)
+    table = judge_report(verdicts, reference=reference, lengths=store_lengths(store, dataset))
+    return JudgeReportView(dataset, category, table, list(table.attrs.get("notes") or []))
