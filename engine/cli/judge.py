@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from engine.cli._common import add_format, store_from_args, write_frame
+from engine.cli.calls import add_call_shards_arg, shard_run_options
 from engine.errors import LensError
 from engine.judging.backends import MAX_TOKENS_FIELDS, Decoding
 from engine.judging.factory import BACKENDS, make_backend
@@ -206,6 +207,7 @@ def runner_from_args(args: argparse.Namespace, store: Store) -> Runner:
         backoff_s=args.backoff,
         price_per_mtok=(args.price_in, args.price_out),
         progress=not args.no_progress,
+        call_shards=getattr(args, "call_shards", False),
     )
 
 
@@ -254,6 +256,7 @@ def register(sub) -> None:
         help="judge column value (default: <model>:<protocol>, plus :<template>@<version> unless shipped v1)",
     )
     add_backend_args(p, seed_flag=False)
+    add_call_shards_arg(p)
     add_format(p)
     p.set_defaults(func=run)
 
@@ -319,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
             add_model=args.add_model,
             params=run_params(args),
             force=args.force,
+            **shard_run_options(args),
         )
         s = rep.stats
         row = {

@@ -128,6 +128,7 @@ class Runner:
         poll_s: float = 0.25,
         renew_s: float = 30.0,
         record_every_s: float = 0.25,
+        call_shards: bool = False,
     ):
         if concurrency < 1:
             raise LensError("Concurrency must be at least 1.")
@@ -136,7 +137,7 @@ class Runner:
         if max_retries < 0:
             raise LensError("The number of retries cannot be negative.")
         self.store, self.backend = store, backend
-        self.cache = CallCache(store)
+        self.cache = CallCache(store, shards=call_shards)  # call_shards: engine.judging.shards
         self.concurrency = concurrency
         self.max_retries, self.backoff_s, self.max_backoff_s = max_retries, backoff_s, max_backoff_s
         self.max_retry_after_s = max_retry_after_s
