@@ -6,6 +6,7 @@ plain cache stores, the fake server's own request log, the verdicts of a plain r
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -273,3 +274,24 @@ def test_an_import_file_that_is_not_parquet_or_json_lines_is_refused(tmp_path):
     assert done.returncode == 2 and "cannot be read as Parquet" in done.stderr
     done = run_engine(["--db", tmp_path / "s.duckdb", "calls", "--import", tmp_path / "rows.csv"])
     assert done.returncode == 2 and "There is no file" in done.stderr
+
+
+def test_a_run_without_shards_files_what_a_killed_shard_run_left_before_its_first_lookup(tmp_path):
+    """A killed --call-shards run leaves complete shard files (named by its process) and, maybe, a
+    half-written temporary one; the next runner on the store files the first and leaves a live
+    writer's files alone."""
+    from engine.judging.factory import make_backend
+    from engine.judging.runner import Runner
+
+    calls = _calls(4)
+    store = Store(tmp_path / "s.duckdb")
+    live = CallShards(store.path)
+    live.append(_rows(calls[2:]))  # a writer that is still running (this process)
+    dead = CallShards(store.path)
+    dead.prefix = dead.prefix.replace(f"-{os.getpid()}-", "-999999999-")  # no such process: gone
+    left = dead.append(_rows(calls[:2]))
+    assert left is not None and "-999999999-" in left.name
+    runner = Runner(store, make_backend("openai", "m", base_url="http://127.0.0.1:9/v1", api_key="k"))
+    assert runner.file_journals() == 2 and runner.stats.filed == 2
+    assert sorted(_stored(store)["call_key"]) == sorted(k for k, _, _ in calls[:2])
+    assert [p.name for p in shard_folder(store.path).glob("*.parquet")] == [live.mine[0].name]

@@ -21,6 +21,10 @@ that finish within ``Runner.record_every_s`` of each other together), each alrea
 journal from the moment it was answered (``journal``), so a run killed at any moment (SIGKILL) keeps
 every answered call (the rerun files the journal) and none twice; only a call still in flight is
 made again by the rerun.
+
+With ``shards=True`` (``judge --call-shards``) completed calls go to the process's own Parquet shard
+beside the store instead of ``judge_calls``, and are filed into it when the run ends; lookups read
+the shards first. ``engine.judging.shards`` gives the rules that keep every call paid once.
 """
 
 from __future__ import annotations

@@ -72,6 +72,7 @@ from engine.judging.run_errors import (
     StoreUnavailable,
     store_problem,
 )
+from engine.judging.shards import merge_left_behind
 from engine.store.connection import Store
 
 
@@ -180,11 +181,12 @@ class Runner:
         return call_key(self.identity, self.backend.model, self.normalise(req))
 
     def file_journals(self) -> int:
-        """File the journals of earlier runs on this store into the cache (once per runner)."""
+        """File the journals of earlier runs on this store, and the call shards of killed ones
+        (``shards.merge_left_behind``), into the cache (once per runner)."""
         if self._journal_filed or str(self.store.path) == ":memory:":
             return 0
         self._journal_filed = True
-        n = journal.file_pending(self.store.path, self.cache.put_rows)
+        n = journal.file_pending(self.store.path, self.cache.put_rows) + merge_left_behind(self.store)
         self.stats.filed += n
         return n
 

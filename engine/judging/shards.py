@@ -41,8 +41,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine.errors import LensError
 from engine.judging.backends import ChatRequest, Decoding
@@ -50,14 +48,19 @@ from engine.judging.liveness import me, same_process_alive
 from engine.store.call_shards import SHARD_COLUMNS, file_call_frame, file_parquet_calls
 from engine.store.connection import Store
 
-SCHEMA = pa.schema([
-    ("call_key", pa.string()), ("backend", pa.string()), ("model", pa.string()),
-    ("template_id", pa.string()), ("template_version", pa.int64()), ("messages", pa.string()),
-    ("decoding", pa.string()), ("text", pa.string()), ("top_logprobs", pa.string()),
-    ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("latency_s", pa.float64()),
-    ("attempts", pa.int64()), ("run_id", pa.int64()), ("server", pa.string()),
-])
-"""A shard file's columns: ``judge_calls``'s (engine.store.call_shards.SHARD_COLUMNS)."""
+_TYPES = (("call_key", "string"), ("backend", "string"), ("model", "string"), ("template_id", "string"),
+          ("template_version", "int64"), ("messages", "string"), ("decoding", "string"), ("text", "string"),
+          ("top_logprobs", "string"), ("prompt_tokens", "int64"), ("completion_tokens", "int64"),
+          ("latency_s", "float64"), ("attempts", "int64"), ("run_id", "int64"), ("server", "string"))
+"""A shard file's columns and their Arrow types: ``judge_calls``'s (engine.store.call_shards.SHARD_COLUMNS).
+pyarrow is imported only when a shard is written or read, so a run without shards never loads it."""
+
+
+def _schema():
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in _TYPES])
+
 
 MERGE_FILES = 64
 """Shard files filed per transaction (each holds at most one group of a run's calls, <= 512 rows)."""
@@ -91,7 +94,10 @@ class CallShards:
         """Write ``rows`` (``judge_calls`` rows) as one new shard file of this writer; its path."""
         if not rows:
             return None
-        table = pa.Table.from_pylist([{c: r.get(c) for c in SHARD_COLUMNS} for r in rows], schema=SCHEMA)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist([{c: r.get(c) for c in SHARD_COLUMNS} for r in rows], schema=_schema())
         with self._lock:
             self._seq += 1
             final = self.folder / f"{self.prefix}.{self._seq:06d}.parquet"
@@ -116,6 +122,8 @@ class CallShards:
 
     def _refresh(self) -> None:
         """Learn the keys of shard files written since the last look; forget files filed meanwhile."""
+        import pyarrow.parquet as pq
+
         now = set(self.files())
         for gone in set(self._keys_of) - now:
             for k in self._keys_of.pop(gone):
@@ -130,6 +138,8 @@ class CallShards:
 
     def lookup(self, keys: Sequence[str]) -> dict[str, dict]:
         """The shard rows (``judge_calls`` columns) of those ``keys`` some shard file holds."""
+        import pyarrow.parquet as pq
+
         with self._lock:
             self._refresh()
             by_file: dict[Path, list[str]] = {}
@@ -194,6 +204,18 @@ def merge(store: Store, files: Sequence[Path] | None = None) -> int:
     return n
 
 
+def merge_left_behind(store: Store) -> int:
+    """File the shard files of writers that are gone (killed on this host; their file names say which
+    process wrote them) into the store: every run does this before its first lookup, as it files
+    journals, so a run without ``--call-shards`` never pays again for a call a killed run left in a
+    shard. A live writer's files are left to it (it files them when it ends); another host's files to
+    ``calls --merge-shards``. Calls filed."""
+    folder = shard_folder(store.path)
+    if str(store.path) == ":memory:" or not folder.is_dir():
+        return 0
+    return merge(store, [p for p in sorted(folder.glob("*.parquet")) if _writer_gone(p.name)])
+
+
 # -- import of (request, response) rows from another engine ---------------------------------------
 IMPORT_REQUIRED = ("backend", "model", "template_id", "template_version", "messages", "decoding", "text")
 IMPORT_OPTIONAL = ("call_key", "server", "top_logprobs", "prompt_tokens", "completion_tokens", "latency_s",
@@ -202,6 +224,9 @@ IMPORT_OPTIONAL = ("call_key", "server", "top_logprobs", "prompt_tokens", "compl
 
 def _batches(path: Path) -> Iterator[pd.DataFrame]:
     """``path``'s rows in frames of ``IMPORT_BATCH`` (Parquet by its row groups, JSON lines by lines)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     name = path.name.lower()
     if name.endswith(".parquet"):
         try:
