@@ -1,8 +1,9 @@
 """Several ``judge`` processes on one store: taking turns on its write lock, or with ``--call-shards``.
 
-Every process is ``python -m engine judge`` as a user runs it, against one ``bench/fake_judge_server.py``
-(a separate process, answering at once with unlimited slots, so the judge processes are the bound:
-client-bound throughput). The MT-Bench questions of ``--categories`` (8 by default) are loaded into
+Every process is ``python -m engine judge`` as a user runs it, against ``--servers`` (4)
+``bench/fake_judge_server.py`` processes, all their URLs given to every run (answering at once with
+unlimited slots, so the judge processes should be the bound: client-bound throughput; with one server
+process the server itself was the bound on this 2-core machine). The MT-Bench questions of ``--categories`` (8 by default) are loaded into
 the store first (not timed); then, in a fresh store per setup:
 
 - ``1 process``: one run judges every category (swapped protocol, ``--concurrency``);
@@ -18,7 +19,9 @@ from ``wait4``) per call, and a check that the store's ``judge_calls`` holds eve
 all need the same calls): with the leases, the calls made over all processes must equal the distinct
 calls, each paid once; also reported.
 
-    python bench/judging_shards.py [--processes 4] [--concurrency 64] [--limit 10] [--overlap]
+    python bench/judging_shards.py [--processes 4] [--concurrency 64] [--limit 10 | --synthetic 200] \
+        [--overlap]
+        [--setups shards:1,shards:n,lock:1,lock:n]
 
 Not run by CI (a benchmark, not a test). Results also go to bench/_results/judging_shards.json.
 """
@@ -48,8 +51,14 @@ def start_server() -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{int(proc.stdout.readline())}/v1"
 
 
-def load(db: Path, shares: list[list[str]], limit: int) -> list[str]:
-    """One dataset per share of categories (prompts and answers only); their names."""
+def load(db: Path, shares: list[list[str]], limit: int, synthetic: int = 0) -> list[str]:
+    """One dataset per share of categories (prompts and answers only); their names. ``synthetic``
+    > 0: instead, that many generated prompts (each with an answer of every model, 400-1,200
+    characters) dealt round the shares by their number, so a run has calls enough for start-up not
+    to count."""
+    import pandas as pd
+
+    from engine.judging.persist import write_answers, write_prompts
     from engine.judging.pipeline import load_inputs
     from engine.store.connection import Store
 
@@ -57,8 +66,18 @@ def load(db: Path, shares: list[list[str]], limit: int) -> list[str]:
     names = []
     for i, cats in enumerate(shares):
         names.append(f"part{i}")
-        load_inputs(store, names[-1], "mt_bench", models=MODELS.split(","), categories=cats,
-                    limit_per_category=limit)
+        if not synthetic:
+            load_inputs(store, names[-1], "mt_bench", models=MODELS.split(","), categories=cats,
+                        limit_per_category=limit)
+            continue
+        share = [p for p in range(synthetic) if CATEGORIES[p % len(CATEGORIES)] in cats]
+        write_prompts(store, names[-1], pd.DataFrame({
+            "prompt_id": [f"p{p}" for p in share], "turn": 1, "category": [CATEGORIES[p % 8] for p in share],
+            "text": [f"Question {p}: explain topic {p} in detail." for p in share]}))
+        write_answers(store, names[-1], pd.DataFrame([
+            {"prompt_id": f"p{p}", "turn": 1, "model": m,
+             "text": f"{m} on {p}: " + "words " * (70 + 13 * ((p + j) % 11))}
+            for p in share for j, m in enumerate(MODELS.split(","))]))
     store.close()
     return names
 
@@ -107,7 +126,7 @@ def one_setup(label: str, url: str, shares: list[list[str]], args, shards: bool)
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         db = tmp / "bench.duckdb"
-        datasets = load(db, shares, args.limit)
+        datasets = load(db, shares, args.limit, args.synthetic)
         got = run_processes(db, url, datasets, args.concurrency, shards, tmp)
         check = cache_check(db)
     row = {"setup": label, "call_shards": shards, "processes": len(shares), "calls_made": got["made"],
@@ -121,26 +140,37 @@ def one_setup(label: str, url: str, shares: list[list[str]], args, shards: bool)
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--processes", type=int, default=4)
+    ap.add_argument("--servers", type=int, default=4,
+                    help="fake servers (processes), every base URL given to every run: one Python server "
+                         "process answers a few hundred calls a second on an idle core, fewer on a busy one")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--limit", type=int, default=10, help="MT-Bench questions per category")
+    ap.add_argument("--synthetic", type=int, default=0,
+                    help="judge this many generated prompts (6 models each) instead of MT-Bench")
     ap.add_argument("--overlap", action="store_true", help="also: N processes that all need the same calls")
-    ap.add_argument("--ways", default="lock,shards", help="lock, shards or both")
+    ap.add_argument("--setups", default="shards:1,shards:n,lock:1,lock:n",
+                    help="which runs, in order: WAY:COUNT with WAY lock or shards and COUNT 1 or n")
     args = ap.parse_args()
     n = args.processes
     shares = [CATEGORIES[i::n] for i in range(n)]
-    server, url = start_server()
+    servers = [start_server() for _ in range(args.servers)]
+    url = ",".join(u for _, u in servers)  # every run gets every server (one call key label for all)
     rows = []
     load_avg = os.getloadavg()
     try:
-        for way in args.ways.split(","):
+        for setup in args.setups.split(","):
+            way, count = setup.split(":")
             shards = way == "shards"
-            rows.append(one_setup("1 process", url, [CATEGORIES], args, shards))
-            rows.append(one_setup(f"{n} processes", url, shares, args, shards))
+            if count == "1":
+                rows.append(one_setup("1 process", url, [CATEGORIES], args, shards))
+            else:
+                rows.append(one_setup(f"{n} processes", url, shares, args, shards))
         if args.overlap:
             rows.append(one_setup(f"{n} processes, same calls", url, [CATEGORIES] * n, args, True))
     finally:
-        server.kill()
-        server.wait()
+        for server, _ in servers:
+            server.kill()
+            server.wait()
     for way in ("lock", "shards"):
         one = [r for r in rows if r["call_shards"] == (way == "shards") and r["processes"] == 1]
         many = [r for r in rows if r["call_shards"] == (way == "shards") and r["setup"] == f"{n} processes"]
