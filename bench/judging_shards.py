@@ -3,8 +3,9 @@
 Every process is ``python -m engine judge`` as a user runs it, against ``--servers`` (4)
 ``bench/fake_judge_server.py`` processes, all their URLs given to every run (answering at once with
 unlimited slots, so the judge processes should be the bound: client-bound throughput; with one server
-process the server itself was the bound on this 2-core machine). The MT-Bench questions of ``--categories`` (8 by default) are loaded into
-the store first (not timed); then, in a fresh store per setup:
+process the server itself was the bound on this 2-core machine). The MT-Bench questions of the 8
+categories (or ``--synthetic`` generated prompts) are loaded into the store first (not timed); then,
+in a fresh store per setup:
 
 - ``1 process``: one run judges every category (swapped protocol, ``--concurrency``);
 - ``N processes``: N runs at once, each judging its share of the categories into its own dataset
