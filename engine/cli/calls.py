@@ -20,16 +20,18 @@ def add_call_shards_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-SHARD_VERDICT_FLUSH = 1024
-"""With --call-shards, a judge run writes its verdicts every this many pairs (or every 2 s, the
-verdict writer's own clock) instead of every 16 pairs: each write takes the store's one write lock,
-which the other processes sharing the store wait for. A kill loses no call (they are in the shards
-and the journal); a rerun stores the missing verdicts from the cache."""
+SHARD_VERDICT_FLUSH = (100_000, 30.0)
+"""With --call-shards, a judge run writes its verdicts every 100,000 pairs or 30 s, whichever comes
+first, instead of every 16 pairs or 2 s: each write takes the store's one write lock, which the other
+processes sharing the store wait for (measured: docs/notes/i29shards-29.md). A kill loses no call
+(they are in the shards and the journal); a rerun stores the missing verdicts from the cache."""
 
 
 def shard_run_options(args: argparse.Namespace) -> dict:
     """``judge_run`` keywords for a ``--call-shards`` run (the verdict flush above), else none."""
-    return {"flush_every": SHARD_VERDICT_FLUSH} if getattr(args, "call_shards", False) else {}
+    if not getattr(args, "call_shards", False):
+        return {}
+    return {"flush_every": SHARD_VERDICT_FLUSH[0], "flush_every_s": SHARD_VERDICT_FLUSH[1]}
 
 
 def register(sub) -> None:
