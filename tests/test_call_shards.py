@@ -295,3 +295,17 @@ def test_a_run_without_shards_files_what_a_killed_shard_run_left_before_its_firs
     assert runner.file_journals() == 2 and runner.stats.filed == 2
     assert sorted(_stored(store)["call_key"]) == sorted(k for k, _, _ in calls[:2])
     assert [p.name for p in shard_folder(store.path).glob("*.parquet")] == [live.mine[0].name]
+
+
+def test_a_long_run_files_its_shards_every_so_many_calls(tmp_path, monkeypatch):
+    """Bounded files and index: once a run's shard files hold FILE_EVERY_CALLS calls they are filed."""
+    monkeypatch.setattr(shards_mod, "FILE_EVERY_CALLS", 5)
+    calls = _calls(7)
+    store = Store(tmp_path / "s.duckdb")
+    cache = CallCache(store, shards=True)
+    cache.put_rows(_rows(calls[:3]))
+    assert _stored(store).empty
+    cache.put_rows(_rows(calls[3:6]))  # 6 >= 5: filed
+    assert len(_stored(store)) == 6 and cache.shards is not None and cache.shards.unfiled == 0
+    cache.put_rows(_rows(calls[6:]))
+    assert len(_stored(store)) == 6 and len(list(shard_folder(store.path).glob("*.parquet"))) == 1

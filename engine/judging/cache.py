@@ -29,12 +29,14 @@ the shards first. ``engine.judging.shards`` gives the rules that keep every call
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
 import uuid
 from typing import TYPE_CHECKING
 
+import duckdb
 import pandas as pd
 
 from engine.judging.backends import ChatRequest, ChatResult
@@ -47,7 +49,7 @@ from engine.judging.call_rows import (
     stored_calls,
 )
 from engine.judging.liveness import me, owner_name, same_process_alive
-from engine.store.connection import Store
+from engine.store.connection import Store, StoreError
 
 if TYPE_CHECKING:
     from engine.judging.shards import CallShards
@@ -199,6 +201,9 @@ class CallCache:
             return
         if self.shards is not None:  # the lease stays until the rows are filed into the store
             self.shards.append(rows)
+            if self.shards.due():
+                with contextlib.suppress(StoreError, duckdb.Error, OSError):  # a busy store: next time
+                    self.shards.merge_mine(self.store)
             return
         df = pd.DataFrame(rows, columns=CALL_COLUMNS).astype(
             {"top_logprobs": "object", "run_id": "Int64", "server": "object"}

@@ -62,6 +62,11 @@ def _schema():
     return pa.schema([(name, getattr(pa, kind)()) for name, kind in _TYPES])
 
 
+FILE_EVERY_CALLS = 50_000
+"""A run files its own shard files into the store once they hold this many calls (one turn on the
+store's write lock per 50,000 calls), so neither its files nor any reader's index of them grows with
+the length of the run."""
+
 MERGE_FILES = 64
 """Shard files filed per transaction (each holds at most one group of a run's calls, <= 512 rows)."""
 
@@ -85,6 +90,7 @@ class CallShards:
         host, pid, started = me()
         self.prefix = f"{host}-{pid}-{int(started or 0)}.{uuid.uuid4().hex[:8]}"
         self.mine: list[Path] = []  # this writer's files not yet filed into the store
+        self.unfiled = 0  # calls in those files
         self._seq = 0
         self._keys_of: dict[Path, list[str]] = {}  # every shard file seen -> its call keys
         self._file_of: dict[str, Path] = {}  # call key -> the shard file holding it
@@ -106,8 +112,13 @@ class CallShards:
             pq.write_table(table, tmp)
             os.replace(tmp, final)  # the whole group appears at once, or nothing
             self.mine.append(final)
+            self.unfiled += len(rows)
             self._index(final, [str(r["call_key"]) for r in rows])
         return final
+
+    def due(self) -> bool:
+        """This writer's files hold ``FILE_EVERY_CALLS`` calls or more: time to file them."""
+        return self.unfiled >= FILE_EVERY_CALLS
 
     def files(self) -> list[Path]:
         """Every complete shard file in the folder (any writer's), oldest name first."""
@@ -159,12 +170,13 @@ class CallShards:
     def merge_mine(self, store: Store) -> int:
         """File this writer's own shard files into the store (the end of its run); calls filed."""
         with self._lock:
-            mine, self.mine = self.mine, []
+            mine, self.mine, unfiled, self.unfiled = self.mine, [], self.unfiled, 0
         try:
             return merge(store, mine)
         except BaseException:
             with self._lock:
                 self.mine = [p for p in mine if p.exists()] + self.mine
+                self.unfiled += unfiled if self.mine else 0
             raise
 
 
