@@ -72,7 +72,7 @@ from engine.judging.run_errors import (
     StoreUnavailable,
     store_problem,
 )
-from engine.judging.shards import merge_left_behind
+from engine.judging.shards import SHARD_PULL_UNITS, merge_left_behind
 from engine.store.connection import Store
 
 
@@ -139,6 +139,7 @@ class Runner:
             raise LensError("The number of retries cannot be negative.")
         self.store, self.backend = store, backend
         self.cache = CallCache(store, shards=call_shards)  # call_shards: engine.judging.shards
+        self.pull_units = SHARD_PULL_UNITS if call_shards else None  # units per cache lookup (Drive)
         self.concurrency = concurrency
         self.max_retries, self.backoff_s, self.max_backoff_s = max_retries, backoff_s, max_backoff_s
         self.max_retry_after_s = max_retry_after_s
