@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             from engine.judging.shards import import_calls
 
             read, new = import_calls(store, Path(args.import_file))
-            df = pd.DataFrame({"rows_read": [read], "calls_filed": [new], "already_cached": [read - new]})
+            df = pd.DataFrame({"rows_read": [read], "calls_filed": [new], "not_new": [read - new]})
         else:
             df = call_summary(store, _prices(args.price))
         write_frame(df, args.format)
