@@ -18,6 +18,7 @@ import pandas as pd
 
 from engine.cli._common import add_format, store_from_args, write_frame
 from engine.cli._judge_active import add_active_args, run_active, wants_active
+from engine.cli.calls import add_call_shards_arg, shard_run_options
 from engine.errors import LensError
 from engine.judging.backends import MAX_TOKENS_FIELDS, Decoding
 from engine.judging.factory import BACKENDS, make_backend
@@ -212,6 +213,7 @@ def runner_from_args(args: argparse.Namespace, store: Store, backend: Backend | 
         backoff_s=args.backoff,
         price_per_mtok=(args.price_in, args.price_out),
         progress=not args.no_progress,
+        call_shards=getattr(args, "call_shards", False),
     )
 
 
@@ -261,6 +263,7 @@ def register(sub) -> None:
     )
     add_backend_args(p, seed_flag=False, backends=(*BACKENDS, "replay"))
     add_active_args(p)
+    add_call_shards_arg(p)
     add_format(p)
     p.set_defaults(func=run)
 
@@ -328,6 +331,7 @@ def run(args: argparse.Namespace) -> int:
             add_model=args.add_model,
             params=run_params(args),
             force=args.force,
+            **shard_run_options(args),
         )
         s = rep.stats
         row = {

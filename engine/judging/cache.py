@@ -21,15 +21,22 @@ that finish within ``Runner.record_every_s`` of each other together), each alrea
 journal from the moment it was answered (``journal``), so a run killed at any moment (SIGKILL) keeps
 every answered call (the rerun files the journal) and none twice; only a call still in flight is
 made again by the rerun.
+
+With ``shards=True`` (``judge --call-shards``) completed calls go to the process's own Parquet shard
+beside the store instead of ``judge_calls``, and are filed into it when the run ends; lookups read
+the shards first. ``engine.judging.shards`` gives the rules that keep every call paid once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
 import uuid
+from typing import TYPE_CHECKING
 
+import duckdb
 import pandas as pd
 
 from engine.judging.backends import ChatRequest, ChatResult
@@ -42,7 +49,10 @@ from engine.judging.call_rows import (
     stored_calls,
 )
 from engine.judging.liveness import me, owner_name, same_process_alive
-from engine.store.connection import Store
+from engine.store.connection import Store, StoreError
+
+if TYPE_CHECKING:
+    from engine.judging.shards import CallShards
 
 LEASE_S = 120.0  # a claim not renewed for this long (its owner on another host stopped) lapses
 
@@ -81,6 +91,8 @@ def _result_from_row(text, top, ptok, ctok, latency, attempts) -> ChatResult:
         attempts=int(attempts or 1),
     )
 
+
+_RESULT_FIELDS = ("text", "top_logprobs", "prompt_tokens", "completion_tokens", "latency_s", "attempts")
 
 CALL_COLUMNS = [
     "call_key",
@@ -137,9 +149,16 @@ class CallCache:
     Each ``CallCache`` is one lease owner (its process plus a random token, so two runners in one
     process do not mistake each other's claims for their own)."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, *, shards: bool = False):
         self.store = store
         self.owner = f"{owner_name()}:{uuid.uuid4().hex[:8]}"
+        # judge --call-shards: finished calls go to this process's Parquet shard, not the store
+        # (engine.judging.shards explains the lookup order and lease rules this relies on)
+        self.shards: CallShards | None = None
+        if shards and str(store.path) != ":memory:":
+            from engine.judging.shards import CallShards
+
+            self.shards = CallShards(store.path)
 
     def get_many(self, keys: list[str], legacy: dict[str, str] | None = None) -> dict[str, ChatResult]:
         """The cached results among ``keys`` (missing keys are absent from the dict).
@@ -148,7 +167,14 @@ class CallCache:
         key not found is looked up by its legacy key among calls stored without a server."""
         if not keys:
             return {}
-        return {r[0]: _result_from_row(*r[1:]) for r in stored_calls(self.store, keys, legacy)}
+        found: dict[str, ChatResult] = {}
+        if self.shards is not None:  # shards first: a shard file goes only once the store holds its rows
+            found = {k: _result_from_row(*(r[c] for c in _RESULT_FIELDS))
+                     for k, r in self.shards.lookup(keys).items()}
+            keys = [k for k in keys if k not in found]
+            if not keys:
+                return found
+        return found | {r[0]: _result_from_row(*r[1:]) for r in stored_calls(self.store, keys, legacy)}
 
     def put(
         self, key: str, backend: str, model: str, req: ChatRequest, res: ChatResult, run_id: int | None
@@ -173,6 +199,12 @@ class CallCache:
         """Insert ``judge_calls`` rows (CALL_COLUMNS dicts) in one transaction; duplicates ignored."""
         if not rows:
             return
+        if self.shards is not None:  # the lease stays until the rows are filed into the store
+            self.shards.append(rows)
+            if self.shards.due():
+                with contextlib.suppress(StoreError, duckdb.Error, OSError):  # a busy store: next time
+                    self.shards.merge_mine(self.store)
+            return
         df = pd.DataFrame(rows, columns=CALL_COLUMNS).astype(
             {"top_logprobs": "object", "run_id": "Int64", "server": "object"}
         )
@@ -187,10 +219,21 @@ class CallCache:
         host, pid, started = me()
         now = time.time()
 
+        took_lapsed = False
+
         def lapsed(lhost: str, lpid: int, lstarted: float | None, expires: float) -> bool:
-            return expires < now or (lhost == host and not same_process_alive(int(lpid), lstarted))
+            nonlocal took_lapsed
+            gone = expires < now or (lhost == host and not same_process_alive(int(lpid), lstarted))
+            took_lapsed |= gone
+            return gone
 
         mine, held = claim_calls(self.store, keys, self.owner, (host, pid, started), now + LEASE_S, lapsed)
+        if self.shards is not None and took_lapsed and mine:
+            # a lapsed lease's owner may have written the call to its shard before it died
+            done = set(self.get_many(mine))
+            if done:
+                self.release(sorted(done))
+                mine, held = [k for k in mine if k not in done], held | done
         return set(mine), held
 
     def renew(self) -> None:
@@ -199,7 +242,11 @@ class CallCache:
 
     def release(self, keys: list[str] | None = None) -> None:
         """Drop this owner's leases on ``keys`` (calls it gave up), or all of them (the run ended):
-        other runs may then make those calls."""
+        other runs may then make those calls. With shards, the end of the run first files this
+        process's shard files into the store (which drops their leases), so no call of it is left
+        unleased outside the store."""
+        if keys is None and self.shards is not None:
+            self.shards.merge_mine(self.store)
         release_leases(self.store, self.owner, None if keys is None else list(keys))
 
 

@@ -52,7 +52,8 @@ class Drive:
         self.exhausted = False
         self.batched = runner.backend.batch_size > 1
         self.limit = 1 if self.batched else runner.concurrency
-        self.window = float("inf") if self.batched else max(2 * self.limit, self.PULL)
+        self.pull = getattr(runner, "pull_units", None) or self.PULL  # call shards: fewer store turns
+        self.window = float("inf") if self.batched else max(2 * self.limit, self.pull)
         self.waiters: dict[str, list[UnitState]] = {}  # key → units waiting for that call
         self.failed: set[str] = set()
         self.ready: deque[tuple[str, ChatRequest]] = deque()
@@ -226,7 +227,7 @@ class Drive:
     def _fill(self) -> None:
         """Start units until enough requests wait (all of them for a batched backend)."""
         while not self.exhausted and len(self.ready) < self.window:
-            batch = list(islice(self.units, self.PULL))
+            batch = list(islice(self.units, self.pull))
             if not batch:
                 self.exhausted = True
                 break

@@ -200,6 +200,7 @@ def judge_run(
     seed: int = 0,
     add_model: str | None = None,
     flush_every: int = 16,
+    flush_every_s: float = 2.0,
     params: dict | None = None,
     force: bool = False,
 ) -> JudgeReport:
@@ -230,7 +231,7 @@ def judge_run(
         force=force,
     )
     runner.run_id = run_id
-    writer = VerdictWriter(store, dataset, judge, source, every=flush_every)
+    writer = VerdictWriter(store, dataset, judge, source, every=flush_every, every_s=flush_every_s)
     truncated = 0
     swim_result = None
     error: BaseException | None = None

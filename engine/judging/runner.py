@@ -72,6 +72,7 @@ from engine.judging.run_errors import (
     StoreUnavailable,
     store_problem,
 )
+from engine.judging.shards import SHARD_PULL_UNITS, merge_left_behind
 from engine.store.connection import Store
 
 
@@ -128,6 +129,7 @@ class Runner:
         poll_s: float = 0.25,
         renew_s: float = 30.0,
         record_every_s: float = 0.25,
+        call_shards: bool = False,
     ):
         if concurrency < 1:
             raise LensError("Concurrency must be at least 1.")
@@ -136,7 +138,8 @@ class Runner:
         if max_retries < 0:
             raise LensError("The number of retries cannot be negative.")
         self.store, self.backend = store, backend
-        self.cache = CallCache(store)
+        self.cache = CallCache(store, shards=call_shards)  # call_shards: engine.judging.shards
+        self.pull_units = SHARD_PULL_UNITS if call_shards else None  # units per cache lookup (Drive)
         self.concurrency = concurrency
         self.max_retries, self.backoff_s, self.max_backoff_s = max_retries, backoff_s, max_backoff_s
         self.max_retry_after_s = max_retry_after_s
@@ -179,11 +182,12 @@ class Runner:
         return call_key(self.identity, self.backend.model, self.normalise(req))
 
     def file_journals(self) -> int:
-        """File the journals of earlier runs on this store into the cache (once per runner)."""
+        """File the journals of earlier runs on this store, and the call shards of killed ones
+        (``shards.merge_left_behind``), into the cache (once per runner)."""
         if self._journal_filed or str(self.store.path) == ":memory:":
             return 0
         self._journal_filed = True
-        n = journal.file_pending(self.store.path, self.cache.put_rows)
+        n = journal.file_pending(self.store.path, self.cache.put_rows) + merge_left_behind(self.store)
         self.stats.filed += n
         return n
 

@@ -1,0 +1,61 @@
+"""Filing call-cache rows kept outside the store into ``judge_calls``: one transaction per batch.
+
+Two sources use it: the Parquet shards several judge processes write beside the store instead of
+taking the store's one write lock for every group of calls (``engine.judging.shards``), and rows of
+(request, response) that another engine produced (``calls --import``). Both hand over complete
+``judge_calls`` rows. A key already stored is ignored, never doubled, and a key met twice in one batch
+is filed once; in the same transaction every lease on a filed key is dropped (the call is now in the
+cache, so nobody needs to wait for it or may pay for it again). Only SQL lives here: which files, in
+which order, and what a row must hold are decided by the callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from engine.store.connection import Store
+
+SHARD_COLUMNS: tuple[str, ...] = (
+    "call_key", "backend", "model", "template_id", "template_version", "messages", "decoding", "text",
+    "top_logprobs", "prompt_tokens", "completion_tokens", "latency_s", "attempts", "run_id", "server",
+)
+"""The ``judge_calls`` columns a filed row carries (``created_at`` is the time of filing)."""
+
+_COLS = ", ".join(SHARD_COLUMNS)
+
+
+def _file(cur, source: str) -> int:
+    """Insert the distinct new keys of relation ``source`` and drop their leases; rows inserted."""
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE _filed AS SELECT DISTINCT ON (call_key) {_COLS} FROM {source}"
+                " WHERE call_key NOT IN (SELECT call_key FROM judge_calls)")
+    n = int(cur.execute("SELECT count(*) FROM _filed").fetchone()[0])
+    cur.execute(f"INSERT INTO judge_calls ({_COLS}) SELECT {_COLS} FROM _filed ON CONFLICT DO NOTHING")
+    cur.execute(f"DELETE FROM judge_call_leases WHERE call_key IN (SELECT call_key FROM {source})")
+    cur.execute("DROP TABLE _filed")
+    return n
+
+
+def file_parquet_calls(store: Store, files: Sequence[str]) -> int:
+    """File the rows of the Parquet ``files`` (SHARD_COLUMNS) into ``judge_calls`` in one transaction;
+    returns how many calls were new."""
+    if not files:
+        return 0
+    with store.transaction() as cur:
+        cur.execute(f"CREATE OR REPLACE TEMP TABLE _shard_rows AS SELECT {_COLS} FROM read_parquet(?)",
+                    [[str(f) for f in files]])
+        n = _file(cur, "_shard_rows")
+        cur.execute("DROP TABLE _shard_rows")
+    return n
+
+
+def file_call_frame(store: Store, rows: pd.DataFrame) -> int:
+    """File a frame of ``judge_calls`` rows (SHARD_COLUMNS) in one transaction; how many were new."""
+    if rows.empty:
+        return 0
+    with store.transaction() as cur:
+        cur.register("_frame_rows", rows[list(SHARD_COLUMNS)])
+        n = _file(cur, "_frame_rows")
+        cur.unregister("_frame_rows")
+    return n

@@ -1,0 +1,311 @@
+"""Issue 29 point 4: judge processes sharing one call cache through Parquet shards
+(engine.judging.shards, ``judge --call-shards``, ``calls --merge-shards``), and ``calls --import`` of
+(request, response) rows made by another engine. Each test checks against a second path: the rows a
+plain cache stores, the fake server's own request log, the verdicts of a plain run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import run_engine
+from judging_fake_openai import FakeOpenAI
+from test_judging_api import judge_cmd
+
+from engine.judging import shards as shards_mod
+from engine.judging.backends import ChatRequest, ChatResult, Decoding
+from engine.judging.cache import CallCache, call_key, call_rows
+from engine.judging.shards import CallShards, merge, shard_folder
+from engine.store.connection import Store
+
+REPO = Path(__file__).resolve().parent.parent
+MODELS = "gpt-4,llama-13b,alpaca-13b"
+
+
+def _calls(n: int, tag: str = "q") -> list[tuple[str, ChatRequest, ChatResult]]:
+    out = []
+    for i in range(n):
+        msgs = (("system", "judge"), ("user", f"{tag} {i} é"))
+        req = ChatRequest(msgs, Decoding(top_logprobs=2), "pairwise", 1)
+        top = ({"A": -0.1 * i, "B": -2.0},) if i % 2 else None
+        out.append((call_key("openai", "m", req, "http://h:1/v1"), req, ChatResult(f"[[A]] {i}", top, 10 + i,
+                                                                                  3, 0.5 * i, 1 + i % 3)))
+    return out
+
+
+def _rows(calls):
+    return call_rows(calls, "openai", "m", 7, "http://h:1/v1")
+
+
+def _stored(store: Store) -> pd.DataFrame:
+    return store.cursor().execute(
+        "SELECT * EXCLUDE (created_at) FROM judge_calls ORDER BY call_key").df()
+
+
+def _leases(store: Store) -> list[tuple]:
+    return store.cursor().execute("SELECT call_key, owner FROM judge_call_leases ORDER BY 1").fetchall()
+
+
+def test_a_sharded_cache_serves_its_calls_and_files_the_rows_a_plain_cache_stores(tmp_path):
+    calls = _calls(6)
+    plain_store, shard_store = Store(tmp_path / "plain.duckdb"), Store(tmp_path / "shard.duckdb")
+    plain, sharded = CallCache(plain_store), CallCache(shard_store, shards=True)
+    keys = [k for k, _, _ in calls]
+    assert sharded.claim(keys) == (set(keys), set())
+    plain.put_rows(_rows(calls))
+    sharded.put_rows(_rows(calls))
+    assert _stored(shard_store).empty  # nothing written to the store during the run
+    assert len(list(shard_folder(shard_store.path).glob("*.parquet"))) == 1
+    assert sharded.get_many(keys) == plain.get_many(keys) == {k: r for k, _, r in calls}
+    assert len(_leases(shard_store)) == 6  # kept until the calls are in the store
+    sharded.release()  # the end of the run: its shard is filed, its leases go
+    pd.testing.assert_frame_equal(_stored(shard_store), _stored(plain_store))
+    assert _leases(shard_store) == []
+    assert not shard_folder(shard_store.path).exists()
+
+
+def test_filing_again_after_a_kill_or_a_key_in_two_files_stores_each_call_once(tmp_path):
+    calls = _calls(5)
+    store = Store(tmp_path / "s.duckdb")
+    writer = CallShards(store.path)
+    first = writer.append(_rows(calls[:3]))
+    writer.append(_rows(calls[1:]))  # keys 1 and 2 in both files
+    saved = tmp_path / "first.parquet"
+    shutil.copy(first, saved)
+    assert merge(store) == 5
+    first.parent.mkdir(exist_ok=True)
+    shutil.copy(saved, first)  # a merge killed after its commit, before it removed the file
+    assert merge(store) == 0
+    got = _stored(store)
+    assert sorted(got["call_key"]) == sorted(k for k, _, _ in calls)
+    assert list(shard_folder(store.path).glob("*")) == []
+
+
+def test_a_call_in_another_runs_shard_is_held_and_read_from_the_shard(tmp_path):
+    calls = _calls(3)
+    store = Store(tmp_path / "s.duckdb")
+    a, b = CallCache(store, shards=True), CallCache(store, shards=True)
+    k0, k1, k2 = (k for k, _, _ in calls)
+    assert a.claim([k0, k1]) == ({k0, k1}, set())
+    a.put_rows(_rows(calls[:1]))  # k0 answered and in a's shard; k1 still in flight
+    assert b.claim([k0, k1, k2]) == ({k2}, {k0, k1})
+    assert b.get_many([k0, k1]) == {k0: calls[0][2]}
+
+
+def test_a_dead_runs_shard_call_is_not_paid_again_when_its_lease_lapses(tmp_path):
+    calls = _calls(2)
+    store = Store(tmp_path / "s.duckdb")
+    dead, alive = CallCache(store, shards=True), CallCache(store, shards=True)
+    k0, k1 = (k for k, _, _ in calls)
+    dead.claim([k0, k1])
+    dead.put_rows(_rows(calls[:1]))  # k0 paid and in its shard, then the process died (k1 in flight)
+    with store.transaction() as cur:  # a lease of another host that was not renewed: lapsed
+        cur.execute("UPDATE judge_call_leases SET host = 'gone-host', expires_at = 0")
+    assert alive.claim([k0, k1]) == ({k1}, {k0})
+    assert _leases(store) == [(k1, alive.owner)]  # no lease kept on the call it will not make
+    assert alive.get_many([k0]) == {k0: calls[0][2]}
+
+
+def test_a_shard_filed_after_a_reader_indexed_it_is_found_in_the_store(tmp_path):
+    calls = _calls(4)
+    store = Store(tmp_path / "s.duckdb")
+    writer, reader = CallCache(store, shards=True), CallCache(store, shards=True)
+    writer.put_rows(_rows(calls))
+    keys = [k for k, _, _ in calls]
+    assert reader.get_many(keys) == {k: r for k, _, r in calls}  # indexed from the shard
+    assert merge(store) == 4  # filed and removed meanwhile
+    assert reader.get_many(keys) == {k: r for k, _, r in calls}
+
+
+def _verdicts(db: Path, dataset: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT prompt_id, model_a, model_b, winner FROM verdicts WHERE dataset = ?"
+                       " ORDER BY ALL", [dataset]).fetchall()
+    con.close()
+    return rows
+
+
+def test_two_judge_processes_with_call_shards_pay_each_call_once(tmp_path, monkeypatch):
+    """Two processes on one store needing the same calls, the second started while the first holds
+    requests open in the server and found their leases held (an observer on ``claim``): the server's
+    request log shows each call asked once, the cache holds each once, no lease or shard is left, and
+    both datasets' verdicts are those of a plain run on a store of its own."""
+    db = tmp_path / "shared.duckdb"
+    saw_held = threading.Event()
+    claim = CallCache.claim
+
+    def observed(self, keys):
+        got = claim(self, keys)
+        if got[1]:
+            saw_held.set()
+        return got
+
+    monkeypatch.setattr(CallCache, "claim", observed)
+    with FakeOpenAI(delay_s=0.01) as srv:
+        srv.gate.clear()  # every request waits in the server until the second run has met the first's leases
+        cmd = judge_cmd(db, "a", srv.base_url, "--call-shards", "--concurrency", "4", models=MODELS)
+        other = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert _wait_for(lambda: srv.at_gate >= 4 or other.poll() is not None)
+            done: list = []
+            here = threading.Thread(target=lambda: done.append(run_engine(judge_cmd(
+                db, "b", srv.base_url, "--call-shards", "--concurrency", "4", models=MODELS)[3:])))
+            here.start()
+            assert _wait_for(lambda: saw_held.is_set() or not here.is_alive())
+        finally:
+            srv.gate.set()
+        here.join()
+        outs = [other.communicate(timeout=300), (done[0].stdout, done[0].stderr)]
+        assert [other.returncode, done[0].returncode] == [0, 0], [o[1] for o in outs]
+        assert saw_held.is_set()
+        sent = [json.dumps([b["model"], b["messages"]], sort_keys=True) for b in srv.bodies]
+        plain = tmp_path / "plain.duckdb"
+        assert run_engine(judge_cmd(plain, "a", srv.base_url, models=MODELS)[3:]).returncode == 0
+    made = sum(int(pd.read_csv(pd.io.common.StringIO(o[0])).iloc[0]["calls_made"]) for o in outs)
+    assert len(sent) == len(set(sent)) == made > 0
+    con = duckdb.connect(str(db), read_only=True)
+    stored = con.execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone()
+    assert stored == (made, made)
+    assert con.execute("SELECT count(*) FROM judge_call_leases").fetchone() == (0,)
+    con.close()
+    assert not shard_folder(db).exists()
+    assert _verdicts(db, "a") == _verdicts(db, "b") == _verdicts(plain, "a")
+
+
+def _wait_for(cond, seconds: float = 120.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+# -- calls --import ----------------------------------------------------------------------------------
+def _engine_output(db: Path) -> pa.Table:
+    """What another engine (e.g. Ray Data with vLLM) writes after answering our requests: the request
+    columns, messages as a list of role/content structs, the reply's text; no call key."""
+    con = duckdb.connect(str(db), read_only=True)
+    df = con.execute("SELECT backend, model, template_id, template_version, messages, decoding, server, text,"
+                     " prompt_tokens, completion_tokens FROM judge_calls ORDER BY call_key").df()
+    con.close()
+    df["messages"] = [json.loads(m) for m in df["messages"]]
+    return pa.Table.from_pandas(df, preserve_index=False)
+
+
+def test_calls_imported_from_another_engine_are_cache_hits_for_the_judge_run(tmp_path):
+    first, second = tmp_path / "first.duckdb", tmp_path / "second.duckdb"
+    with FakeOpenAI() as srv:
+        assert run_engine(judge_cmd(first, "d", srv.base_url, models=MODELS)[3:]).returncode == 0
+        made = len(srv.bodies)
+        pq.write_table(_engine_output(first), tmp_path / "out.parquet")
+        done = run_engine(["--db", second, "calls", "--import", tmp_path / "out.parquet", "--format", "csv"])
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[1] == f"{made},{made},0"
+        again = run_engine(judge_cmd(second, "d", srv.base_url, models=MODELS)[3:])
+        assert again.returncode == 0, again.stderr
+        assert len(srv.bodies) == made  # the judge run asked the server nothing: every call was imported
+    row = pd.read_csv(pd.io.common.StringIO(again.stdout)).iloc[0]
+    assert (row.calls_made, row.calls_cached) == (0, made)
+    assert _verdicts(second, "d") == _verdicts(first, "d")
+    keys = [duckdb.connect(str(p), read_only=True).execute("SELECT call_key FROM judge_calls ORDER BY 1")
+            .fetchall() for p in (first, second)]
+    assert keys[0] == keys[1]
+
+
+def _import_rows(n: int) -> pd.DataFrame:
+    rows = []
+    for k, req, res in _calls(n):
+        rows.append({"call_key": k, "backend": "openai", "model": "m", "template_id": req.template_id,
+                     "template_version": req.template_version, "messages": req.messages_json(),
+                     "decoding": json.dumps(req.decoding.as_dict()), "server": "http://h:1/v1",
+                     "text": res.text})
+    return pd.DataFrame(rows)
+
+
+def test_an_imported_row_is_stored_as_a_run_would_store_the_same_call(tmp_path):
+    calls = _calls(3)
+    plain = Store(tmp_path / "plain.duckdb")
+    CallCache(plain).put_rows(call_rows([(k, r, ChatResult(res.text)) for k, r, res in calls], "openai", "m",
+                                        None, "http://h:1/v1"))
+    path = tmp_path / "rows.jsonl"
+    _import_rows(3).to_json(path, orient="records", lines=True)
+    store = Store(tmp_path / "s.duckdb")
+    assert shards_mod.import_calls(store, path) == (3, 3)
+    pd.testing.assert_frame_equal(_stored(store), _stored(plain))
+    assert shards_mod.import_calls(store, path) == (3, 0)  # imported twice: stored once
+
+
+@pytest.mark.parametrize("bad, said", [
+    (lambda df: df.assign(call_key=[*df["call_key"][:2], "0" * 64, *df["call_key"][3:]]),
+     "row 3: its call_key 000000000000... is not the key of its request"),
+    (lambda df: df.assign(messages=[*df["messages"][:4], '{"role": "user"}']),
+     "row 5: messages must be a list of {role, content} objects"),
+    (lambda df: df.assign(decoding=[*df["decoding"][:3], '{"beam": 4}', df["decoding"][4]]),
+     "row 4: decoding has an unknown parameter"),
+    (lambda df: df.drop(columns=["text"]), "has no column text"),
+])
+def test_a_bad_import_row_stops_the_import_with_one_sentence_and_nothing_stored(tmp_path, monkeypatch, bad,
+                                                                                    said):
+    monkeypatch.setattr(shards_mod, "IMPORT_BATCH", 2)  # the bad row comes after a good batch
+    path = tmp_path / "rows.parquet"
+    bad(_import_rows(5)).to_parquet(path)
+    db = tmp_path / "s.duckdb"
+    done = run_engine(["--db", db, "calls", "--import", path])
+    assert done.returncode == 2
+    assert said in done.stderr and str(path) in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert Store(db).cursor().execute("SELECT count(*) FROM judge_calls").fetchone() == (0,)
+
+
+def test_an_import_file_that_is_not_parquet_or_json_lines_is_refused(tmp_path):
+    path = tmp_path / "rows.parquet"
+    path.write_text("call_key,text\nabc,[[A]]\n")
+    done = run_engine(["--db", tmp_path / "s.duckdb", "calls", "--import", path])
+    assert done.returncode == 2 and "cannot be read as Parquet" in done.stderr
+    done = run_engine(["--db", tmp_path / "s.duckdb", "calls", "--import", tmp_path / "rows.csv"])
+    assert done.returncode == 2 and "There is no file" in done.stderr
+
+
+def test_a_run_without_shards_files_what_a_killed_shard_run_left_before_its_first_lookup(tmp_path):
+    """A killed --call-shards run leaves complete shard files (named by its process) and, maybe, a
+    half-written temporary one; the next runner on the store files the first and leaves a live
+    writer's files alone."""
+    from engine.judging.factory import make_backend
+    from engine.judging.runner import Runner
+
+    calls = _calls(4)
+    store = Store(tmp_path / "s.duckdb")
+    live = CallShards(store.path)
+    live.append(_rows(calls[2:]))  # a writer that is still running (this process)
+    dead = CallShards(store.path)
+    dead.prefix = dead.prefix.replace(f"-{os.getpid()}-", "-999999999-")  # no such process: gone
+    left = dead.append(_rows(calls[:2]))
+    assert left is not None and "-999999999-" in left.name
+    runner = Runner(store, make_backend("openai", "m", base_url="http://127.0.0.1:9/v1", api_key="k"))
+    assert runner.file_journals() == 2 and runner.stats.filed == 2
+    assert sorted(_stored(store)["call_key"]) == sorted(k for k, _, _ in calls[:2])
+    assert [p.name for p in shard_folder(store.path).glob("*.parquet")] == [live.mine[0].name]
+
+
+def test_a_long_run_files_its_shards_every_so_many_calls(tmp_path, monkeypatch):
+    """Bounded files and index: once a run's shard files hold FILE_EVERY_CALLS calls they are filed."""
+    monkeypatch.setattr(shards_mod, "FILE_EVERY_CALLS", 5)
+    calls = _calls(7)
+    store = Store(tmp_path / "s.duckdb")
+    cache = CallCache(store, shards=True)
+    cache.put_rows(_rows(calls[:3]))
+    assert _stored(store).empty
+    cache.put_rows(_rows(calls[3:6]))  # 6 >= 5: filed
+    assert len(_stored(store)) == 6 and cache.shards is not None and cache.shards.unfiled == 0
+    cache.put_rows(_rows(calls[6:]))
+    assert len(_stored(store)) == 6 and len(list(shard_folder(store.path).glob("*.parquet"))) == 1
