@@ -12,7 +12,7 @@ The reply is a chat completion with token counts and the top log-probabilities o
 (so the soft protocol's letters are read as from a real server): a pairwise verdict ``[[A]]`` for
 a pairwise prompt, the letter ``A`` for a soft one. The client does all its usual work (HTTP, JSON,
 cache writes). On SIGTERM/SIGINT it prints its own CPU seconds (user + system) as the last line of
-stdout, so a benchmark can leave the server's CPU out of the client's.
+stdout with the requests it answered, so a benchmark can leave the server's CPU out of the client's.
 
     python bench/fake_judge_server.py --delay 0.2 --slots 10     # 50 calls/s, like one small GPU
 """
@@ -25,6 +25,7 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 
 
 def reply_bytes(body: bytes) -> bytes:
@@ -53,11 +54,13 @@ def reply_bytes(body: bytes) -> bytes:
     return head.encode() + data
 
 
-async def serve(delay_s: float, slots: int) -> None:
+async def serve(delay_s: float, slots: int, count_file: str | None = None) -> None:
     """Answer chat completions on a free loopback port until stopped; print the port first."""
     gate = asyncio.Semaphore(slots)
+    served = [0]
 
     async def answer(body: bytes) -> bytes:
+        served[0] += 1
         if delay_s > 0:
             async with gate:
                 await asyncio.sleep(delay_s)
@@ -74,7 +77,7 @@ async def serve(delay_s: float, slots: int) -> None:
                         length = int(value.strip())
                 body = await reader.readexactly(length) if length else b""
                 writer.write(await answer(body))
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
@@ -85,15 +88,24 @@ async def serve(delay_s: float, slots: int) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    async def report() -> None:  # the requests answered so far, for a benchmark that acts on them
+        while count_file:
+            Path(count_file + ".new").write_text(str(served[0]))
+            os.replace(count_file + ".new", count_file)
+            await asyncio.sleep(0.2)
+
+    reporter = asyncio.create_task(report())
     async with server:
         await stop.wait()
+    reporter.cancel()
     t = os.times()
-    print(f"cpu_s {t.user + t.system:.3f}", flush=True)
+    print(f"cpu_s {t.user + t.system:.3f} requests {served[0]}", flush=True)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--delay", type=float, default=0.2, help="seconds per reply (0: at once)")
     ap.add_argument("--slots", type=int, default=1000, help="replies worked on at once")
+    ap.add_argument("--count-file", help="write the number of requests answered here every 0.2 s")
     a = ap.parse_args()
-    asyncio.run(serve(a.delay, a.slots))
+    asyncio.run(serve(a.delay, a.slots, a.count_file))

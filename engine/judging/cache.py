@@ -31,6 +31,7 @@ import time
 import uuid
 
 import pandas as pd
+import pyarrow as pa
 
 from engine.judging.backends import ChatRequest, ChatResult
 from engine.judging.call_rows import (
@@ -131,6 +132,28 @@ def call_rows(
     ]
 
 
+CALL_SCHEMA = pa.schema(
+    [
+        ("call_key", pa.string()),
+        ("backend", pa.string()),
+        ("model", pa.string()),
+        ("template_id", pa.string()),
+        ("template_version", pa.int64()),
+        ("messages", pa.string()),
+        ("decoding", pa.string()),
+        ("text", pa.string()),
+        ("top_logprobs", pa.string()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("latency_s", pa.float64()),
+        ("attempts", pa.int64()),
+        ("run_id", pa.int64()),
+        ("server", pa.string()),
+    ]
+)
+assert CALL_SCHEMA.names == CALL_COLUMNS
+
+
 class CallCache:
     """Reads and writes ``judge_calls`` and this cache's leases in ``judge_call_leases``.
 
@@ -173,10 +196,9 @@ class CallCache:
         """Insert ``judge_calls`` rows (CALL_COLUMNS dicts) in one transaction; duplicates ignored."""
         if not rows:
             return
-        df = pd.DataFrame(rows, columns=CALL_COLUMNS).astype(
-            {"top_logprobs": "object", "run_id": "Int64", "server": "object"}
-        )
-        insert_calls(self.store, df, self.owner)
+        # an Arrow table with the column types stated (a pandas frame of these rows costs about half
+        # again as much CPU to build and scan)
+        insert_calls(self.store, pa.Table.from_pylist(rows, schema=CALL_SCHEMA), self.owner)
 
     # -- leases ---------------------------------------------------------------------------------
     def claim(self, keys: list[str]) -> tuple[set[str], set[str]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pandas as pd
+import pyarrow as pa
 
 from engine.store.connection import Store
 
@@ -35,10 +36,10 @@ def stored_calls(store: Store, keys: list[str], legacy: dict[str, str] | None = 
     return rows
 
 
-def insert_calls(store: Store, calls: pd.DataFrame, owner: str) -> None:
-    """Insert ``judge_calls`` rows (its columns, by name) and drop ``owner``'s leases on them, in one
-    transaction; a key stored already is ignored, not doubled."""
-    cols = ", ".join(calls.columns)
+def insert_calls(store: Store, calls: pd.DataFrame | pa.Table, owner: str) -> None:
+    """Insert ``judge_calls`` rows (its columns, by name; a pandas frame or an Arrow table) and drop
+    ``owner``'s leases on them, in one transaction; a key stored already is ignored, not doubled."""
+    cols = ", ".join(calls.column_names if isinstance(calls, pa.Table) else calls.columns)
     with store.transaction() as cur:
         cur.register("_calls", calls)
         cur.execute(f"INSERT INTO judge_calls ({cols}) SELECT {cols} FROM _calls ON CONFLICT DO NOTHING")

@@ -279,7 +279,11 @@ class Drive:
     def _fill(self) -> None:
         """Start units until enough requests wait (all of them for a batched backend)."""
         while not self.exhausted and len(self.ready) < self.window:
-            batch = list(islice(self.units, self.PULL))
+            # one cache lookup for PULL units, or for as many as fill half the window's gap (a unit
+            # asks for about two calls): few lookups at any rate
+            gap = self.window - len(self.ready)
+            pull = self.PULL if gap == float("inf") else max(self.PULL, int(gap) // 4)
+            batch = list(islice(self.units, pull))
             if not batch:
                 self.exhausted = True
                 break

@@ -31,6 +31,7 @@ fragment) is part of every call's key.
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import errno
 import itertools
@@ -40,7 +41,7 @@ import re
 import socket
 import threading
 import time
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import aiohttp
 
@@ -56,7 +57,6 @@ from engine.judging.backends import (
     RetryableError,
 )
 from engine.judging.async_http import LoopThread
-from engine.judging.deadline_http import deadline, http_client
 from engine.judging.urls import redact_url, scrub, secrets_in, server_label
 
 DEFAULT_URL = "https://api.openai.com/v1"  # where the openai client goes without a base URL
@@ -148,6 +148,28 @@ def split_query(url: str | None) -> tuple[str | None, dict[str, str] | None]:
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True)) or None
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), query
+
+
+def basic_auth_endpoint(
+    url: str, query: dict[str, str] | None, key: str
+) -> tuple[str, dict[str, str] | None, dict[str, str]]:
+    """(URL without its user part, query parameters, request headers) for the loop client: the key as
+    a bearer token, or Basic authorisation from the URL's ``user:password@`` when it has one."""
+    parts = urlsplit(url)
+    auth = f"Bearer {key}"
+    if "@" in parts.netloc:
+        userinfo, host = parts.netloc.rsplit("@", 1)
+        user, _, password = userinfo.partition(":")
+        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        auth = f"Basic {token}"
+        url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    headers = {
+        "Authorization": auth,
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": "tournament-lens",
+    }
+    return url, query, headers
 
 
 def request_kwargs(model: str, req: ChatRequest) -> dict:
@@ -339,6 +361,8 @@ class OpenAIBackend:
         if sdk:
             from openai import OpenAI
 
+            from engine.judging.deadline_http import http_client
+
             self._clients = [
                 OpenAI(
                     api_key=key,
@@ -353,17 +377,12 @@ class OpenAIBackend:
             build_reply_models()
         else:
             # what the openai client sends: POST {base}/chat/completions, the query of the base URL
-            # as parameters, the key as a bearer token
+            # as parameters, the key as a bearer token, or, where the URL has a user part, that user
+            # and password as Basic authorisation instead (as httpx does for the openai client)
             self._endpoints = [
-                ((endpoint or DEFAULT_URL).rstrip("/") + "/chat/completions", query)
+                basic_auth_endpoint((endpoint or DEFAULT_URL).rstrip("/") + "/chat/completions", query, key)
                 for endpoint, query in map(split_query, self.base_urls)
             ]
-            self._headers = {
-                "Authorization": f"Bearer {key}",
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-                "User-Agent": "tournament-lens",
-            }
 
     def start(self, concurrency: int) -> LoopThread | None:
         """The loop the runner submits ``complete_async`` to (made for ``concurrency`` connections);
@@ -410,12 +429,12 @@ class OpenAIBackend:
         the SDK: the same errors, the same sentences."""
         assert self.http is not None, "start() the loop client first"
         i = self._turn()
-        (endpoint, query), url = self._endpoints[i], self.shown_urls[i]
+        (endpoint, query, headers), url = self._endpoints[i], self.shown_urls[i]
         body = json.dumps(request_kwargs(self.model, req), ensure_ascii=False).encode()
         start = time.perf_counter()
         try:
             status, headers, data = await self.http.post_json(
-                endpoint, body, self._headers, query, self.timeout_s
+                endpoint, body, headers, query, self.timeout_s
             )
         except asyncio.TimeoutError as exc:
             raise NoReply(
@@ -456,6 +475,8 @@ class OpenAIBackend:
 
     def _one(self, req: ChatRequest) -> ChatResult:
         import openai
+
+        from engine.judging.deadline_http import deadline
 
         client, url = self._client()
         start = time.perf_counter()
