@@ -77,7 +77,8 @@ async def serve(delay_s: float, slots: int, count_file: str | None = None) -> No
                         length = int(value.strip())
                 body = await reader.readexactly(length) if length else b""
                 writer.write(await answer(body))
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, asyncio.CancelledError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError,
+                asyncio.CancelledError):
             pass
         finally:
             writer.close()

@@ -233,7 +233,8 @@ def run_local(args) -> list[dict]:
 def start_server(delay: float, slots: int, count_file: Path | None = None):
     extra = ["--count-file", str(count_file)] if count_file else []
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "fake_judge_server.py"), "--delay", str(delay), "--slots", str(slots), *extra],
+        [sys.executable, str(HERE / "fake_judge_server.py"), "--delay", str(delay), "--slots", str(slots),
+         *extra],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -493,7 +494,8 @@ def run_million(args) -> tuple[list[dict], dict]:
                 judge.wait()
                 rows.append({"run": f"killed at {frac:.0%}", "seconds": round(time.perf_counter() - t0, 1),
                              "requests_so_far": before, "peak_rss_mb": round(peak / 2**20),
-                             "cpu_s": round(cpu.user + cpu.system, 1), "load_avg": round(os.getloadavg()[0], 1)})
+                             "cpu_s": round(cpu.user + cpu.system, 1),
+                             "load_avg": round(os.getloadavg()[0], 1)})
                 print(rows[-1], flush=True)
             from procmeter import measure
 
@@ -510,7 +512,8 @@ def run_million(args) -> tuple[list[dict], dict]:
         requests = int(server_out.split()[-1])
         stored, distinct, verdicts = stored_counts(db)
         journals = list(Path(tmp).glob("million.duckdb.calls-*"))
-        rows.append({"run": "to the end", "seconds": round(run.wall_s, 1), "calls_made": int(last["calls_made"]),
+        rows.append({"run": "to the end", "seconds": round(run.wall_s, 1),
+                     "calls_made": int(last["calls_made"]),
                      "calls_cached": int(last["calls_cached"]), "peak_rss_mb": round(run.peak_gb * 1024),
                      "cpu_s": round(user + sys_s, 1), "load_avg": round(os.getloadavg()[0], 1)})
         kills = len(rows) - 1
@@ -526,7 +529,8 @@ def run_million(args) -> tuple[list[dict], dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("local", "openai", "cli", "servers", "million"), nargs="?", default="local")
+    modes = ("local", "openai", "cli", "servers", "million")
+    ap.add_argument("mode", choices=modes, nargs="?", default="local")
     ap.add_argument("--questions", type=int, default=2)
     ap.add_argument("--chars", type=int, default=1000, help="answers cut to this many characters")
     ap.add_argument("--max-tokens", type=int, default=16, help="new tokens per swapped verdict")

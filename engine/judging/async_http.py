@@ -17,7 +17,9 @@ a whole-request ``timeout_s`` (a server that trickles bytes cannot stretch a cal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+import urllib.request
 import weakref
 from collections.abc import Coroutine, Mapping
 from concurrent.futures import Future
@@ -44,10 +46,8 @@ def _shutdown(loop: asyncio.AbstractEventLoop, box: dict) -> None:
             await session.close()
         loop.stop()
 
-    try:
+    with contextlib.suppress(RuntimeError):  # the loop is closed already
         loop.call_soon_threadsafe(lambda: loop.create_task(bye()))
-    except RuntimeError:  # the loop is closed already
-        pass
 
 
 class LoopThread:
@@ -70,7 +70,10 @@ class LoopThread:
         session = self._box.get("session")
         if session is None or session.closed:
             connector = aiohttp.TCPConnector(limit=self.limit, limit_per_host=0, ttl_dns_cache=300)
-            session = self._box["session"] = aiohttp.ClientSession(connector=connector, trust_env=True)
+            # the proxy settings of the environment (HTTP(S)_PROXY, NO_PROXY), as the openai client
+            # honours them, but only when some are set: aiohttp then looks them up per request
+            proxies = bool(urllib.request.getproxies())
+            session = self._box["session"] = aiohttp.ClientSession(connector=connector, trust_env=proxies)
         return session
 
     async def post_json(

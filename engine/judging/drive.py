@@ -50,8 +50,9 @@ class Drive:
     calls have waited ``record_every_s`` (or nothing else can go on without them), when the requests
     ready to send run short, or when a poll or a renewal is due. Between ticks the loop only sends
     ready requests and collects answers, so the client's work per call is the HTTP call, its journal
-    line and its share of one batched write. The ready queue holds about two ticks' worth of calls
-    at the rate seen so far (``window``), so the servers are never left idle waiting for a tick.
+    line and its share of one batched write. The ready queue holds about three record windows' worth of calls
+    at the rate seen so far (``window``), so the servers are never left idle waiting for a tick and
+    the ticks come about once per record window, whatever the rate.
     """
 
     PULL = 64  # units started per cache lookup
@@ -95,11 +96,12 @@ class Drive:
         )
 
     def _grow_window(self) -> None:
-        """Ready requests for about two ticks at the rate of calls so far (at least the base window)."""
+        """Ready requests for about three record windows at the rate of calls so far, plus two rounds of
+        the pool (at least the base window), so requests run short only at a record tick."""
         if self.batched:
             return
         rate = self.r.stats.made / max(time.monotonic() - self.started, 1e-3)
-        want = int(2 * rate * max(self.r.record_every_s, 0.25))
+        want = int(3 * rate * max(self.r.record_every_s, 0.25)) + 2 * self.limit
         self.window = max(self.base_window, min(self.WINDOW_MAX, want))
 
     def run(self) -> None:
@@ -226,7 +228,8 @@ class Drive:
                     completed += ended
             with r.store.session() if completed else contextlib.nullcontext():
                 if completed:
-                    with contextlib.suppress(*STORE_ERRORS):  # journaled by _record; the interruption is raised
+                    # journaled by _record; the interruption is raised
+                    with contextlib.suppress(*STORE_ERRORS):
                         r._record(completed, journal_only=refused)
                 with contextlib.suppress(
                     *STORE_ERRORS
@@ -345,7 +348,11 @@ class Drive:
                 asked.append((st, reqs))
             fresh = {k for st, _ in asked for k in st.keys if k not in self.waiters and k not in self.failed}
             reqs_of = {k: q for st, reqs in asked for k, q in zip(st.keys, reqs, strict=True)}
-            legacy = {k: lk for k in fresh if (lk := r.legacy_key(reqs_of[k])) is not None}
+            legacy = (
+                {k: lk for k in fresh if (lk := r.legacy_key(reqs_of[k])) is not None}
+                if fresh and r.legacy_lookups()
+                else {}
+            )
             hits = r.cache.get_many(sorted(fresh), legacy) if fresh else {}
             r.stats.cached += len(hits)
             to_make = sorted(fresh - hits.keys())

@@ -30,7 +30,6 @@ fragment) is part of every call's key.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import email.utils
 import errno
@@ -47,6 +46,7 @@ import aiohttp
 
 from engine.errors import LensError
 from engine.ingest.limits import TEXT_MAX_CHARS
+from engine.judging.async_http import LoopThread
 from engine.judging.backends import (
     AuthenticationFailed,
     ChatRequest,
@@ -56,7 +56,6 @@ from engine.judging.backends import (
     NoReply,
     RetryableError,
 )
-from engine.judging.async_http import LoopThread
 from engine.judging.urls import redact_url, scrub, secrets_in, server_label
 
 DEFAULT_URL = "https://api.openai.com/v1"  # where the openai client goes without a base URL
@@ -433,10 +432,10 @@ class OpenAIBackend:
         body = json.dumps(request_kwargs(self.model, req), ensure_ascii=False).encode()
         start = time.perf_counter()
         try:
-            status, headers, data = await self.http.post_json(
+            status, reply_headers, data = await self.http.post_json(
                 endpoint, body, headers, query, self.timeout_s
             )
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise NoReply(
                 f"no complete reply from {url} within {self.timeout_s:g} s", url=url, timeout_s=self.timeout_s
             ) from exc
@@ -447,7 +446,7 @@ class OpenAIBackend:
                 raise ConnectionFailed(f"cannot reach {url}: {cause}", url=url, cause=cause) from exc
             raise RetryableError(f"connection failed: {self._safe(str(exc) or type(exc).__name__)}") from exc
         if status >= 400:
-            raise self._status_error(status, headers, data, url)
+            raise self._status_error(status, reply_headers, data, url)
         try:
             doc = json.loads(data)
         except ValueError as exc:  # a 200 whose body is not JSON

@@ -66,6 +66,7 @@ from engine.judging.backends import (
     RetryableError,
 )
 from engine.judging.cache import CallCache, call_key, call_rows
+from engine.judging.call_rows import has_serverless_calls
 from engine.judging.drive import Drive, Unit
 from engine.judging.run_errors import (
     STORE_ERRORS,
@@ -160,6 +161,7 @@ class Runner:
         self._lock = threading.Lock()
         self._rng = random.Random(jitter_seed)
         self._rows: dict[str, dict] = {}  # answered calls' rows until they are stored
+        self._legacy_calls: bool | None = None  # whether the store holds calls keyed without a server
         self._bar: Any = None  # the tqdm bar while progress_bar's block runs
 
     @property
@@ -181,6 +183,16 @@ class Runner:
         if self.server is None:
             return None
         return call_key(self.identity, self.backend.model, self.normalise(req))
+
+    def legacy_lookups(self) -> bool:
+        """Whether requests are also looked up by their ``legacy_key``: only when the store holds calls
+        stored before the server was part of the key (checked once per ``drive``; a second hash per
+        call saved otherwise)."""
+        if self.server is None:
+            return False
+        if self._legacy_calls is None:
+            self._legacy_calls = has_serverless_calls(self.store)
+        return self._legacy_calls
 
     def file_journals(self) -> int:
         """File the journals of earlier runs on this store into the cache (once per runner)."""
@@ -228,6 +240,7 @@ class Runner:
     ) -> None:
         """Run every unit to completion; ``on_done(value)`` gets each unit's return value as it finishes."""
         self.file_journals()
+        self._legacy_calls = None  # looked up again by this drive's first legacy_key
         ctx = self.progress_bar(total, desc, unit) if self._bar is None else nullcontext()
         with ctx:
             Drive(self, units, on_done).run()
