@@ -47,7 +47,8 @@ class Drive:
     storing the calls finished since the last tick, handing their results to the units (whose
     verdict writes go into the same session), looking the units' next requests up in the cache and
     claiming them, polling calls another run holds, and renewing leases. A tick comes when finished
-    calls have waited ``record_every_s`` (or nothing else can go on without them), when the requests
+    calls have waited ``record_every_s`` and make a pool's worth (``concurrency``), or a second more
+    (or nothing else can go on without them), when the requests
     ready to send run short, or when a poll or a renewal is due. Between ticks the loop only sends
     ready requests and collects answers, so the client's work per call is the HTTP call, its journal
     line and its share of one batched write. The ready queue holds about three record windows' worth of calls
@@ -124,8 +125,11 @@ class Drive:
                 now = time.monotonic()
                 going = stopped is None and store_exc is None
                 idle = not self.inflight and not self.ready  # the units need these results to go on
+                # a group is stored once its oldest call has waited record_every_s and it holds a
+                # pool's worth of calls, or at the latest a second later: few ticks at low rates too
                 record_due = bool(completed) and (
-                    idle or not going or len(completed) >= self.RECORD_MAX or now >= record_by
+                    idle or not going or len(completed) >= self.RECORD_MAX
+                    or (now >= record_by and (len(completed) >= self.limit or now >= record_by + 1.0))
                 )
                 fill_due = going and not self.exhausted and len(self.ready) < self.limit
                 poll_due = going and bool(self.held) and now >= self.next_poll
@@ -185,7 +189,8 @@ class Drive:
                 if self.held:
                     timeout = min(timeout, r.poll_s)
                 if completed:
-                    timeout = min(timeout, max(0.0, record_by - time.monotonic()))
+                    due_at = record_by if len(completed) >= self.limit else record_by + 1.0
+                    timeout = min(timeout, max(0.0, due_at - time.monotonic()))
                 finished, _ = wait(self.inflight, timeout=timeout, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     items = self.inflight.pop(fut)
