@@ -1,71 +1,112 @@
-"""A stand-in for one GPU's inference server (vLLM / SGLang) in the judging benchmark.
+"""A stand-in for one GPU's inference server (vLLM / SGLang) in the judging benchmarks.
 
-Serves ``POST /v1/chat/completions`` on 127.0.0.1 (a free port, printed as the first line of
-stdout). Every reply takes ``--delay`` seconds, and at most ``--slots`` replies are worked on at
-once (the requests beyond wait for a slot), like a GPU server whose batch holds that many
-sequences: one server then gives at most slots / delay calls per second, whatever the client
-does. The reply is a fixed pairwise verdict with token counts, so the client does all its usual
-work (HTTP, JSON, cache writes). Run by bench/judging.py in a separate process, so the client's
-CPU time is the client's alone.
+Serves ``POST .../chat/completions`` on 127.0.0.1 (a free port, printed as the first line of
+stdout) with HTTP/1.1 keep-alive, on one asyncio loop with a hand-written request reader, so the
+server costs little CPU per reply and is rarely what a benchmark of the client measures. Every
+reply takes ``--delay`` seconds, and at most ``--slots`` replies are worked on at once (the
+requests beyond wait for a slot), like a GPU server whose batch holds that many sequences: one
+server then gives at most ``slots / delay`` calls per second (its fixed capacity), whatever the
+client does. ``--delay 0`` answers at once (the client-bound case).
 
-    python bench/fake_judge_server.py --delay 0.2 --slots 1000
+The reply is a chat completion with token counts and the top log-probabilities of its first token
+(so the soft protocol's letters are read as from a real server): a pairwise verdict ``[[A]]`` for
+a pairwise prompt, the letter ``A`` for a soft one. The client does all its usual work (HTTP, JSON,
+cache writes). On SIGTERM/SIGINT it prints its own CPU seconds (user + system) as the last line of
+stdout with the requests it answered, so a benchmark can leave the server's CPU out of the client's.
+
+    python bench/fake_judge_server.py --delay 0.2 --slots 10     # 50 calls/s, like one small GPU
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import threading
+import os
+import signal
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
-def serve(delay_s: float, slots: int) -> None:
-    """Answer chat completions on a free loopback port until killed; print the port first."""
-    gate = threading.BoundedSemaphore(slots)
+def reply_bytes(body: bytes) -> bytes:
+    """The HTTP response (status line, headers, JSON) for one chat-completion request body."""
+    try:
+        req = json.loads(body or b"{}")
+    except ValueError:
+        req = {}
+    msgs = req.get("messages") or []
+    prompt = sum(len(m.get("content", "")) for m in msgs if isinstance(m, dict)) // 4
+    text = "A" if req.get("logprobs") else "A is more precise. [[A]]"
+    choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+    if req.get("logprobs"):
+        top = [{"token": t, "logprob": lp} for t, lp in (("A", -0.2), ("B", -1.8), ("C", -4.0))]
+        choice["logprobs"] = {"content": [{"token": "A", "logprob": -0.2, "top_logprobs": top}]}
+    doc = {
+        "id": "fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.get("model", "fake"),
+        "choices": [choice],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": 8, "total_tokens": prompt + 8},
+    }
+    data = json.dumps(doc).encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+    return head.encode() + data
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
 
-        def log_message(self, *a):  # quiet
+async def serve(delay_s: float, slots: int, count_file: str | None = None) -> None:
+    """Answer chat completions on a free loopback port until stopped; print the port first."""
+    gate = asyncio.Semaphore(slots)
+    served = [0]
+
+    async def answer(body: bytes) -> bytes:
+        served[0] += 1
+        if delay_s > 0:
+            async with gate:
+                await asyncio.sleep(delay_s)
+        return reply_bytes(body)
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value.strip())
+                body = await reader.readexactly(length) if length else b""
+                writer.write(await answer(body))
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError,
+                asyncio.CancelledError):
             pass
+        finally:
+            writer.close()
 
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-            with gate:
-                time.sleep(delay_s)
-            prompt = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
-            reply = {
-                "id": "fake",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": "A is more precise. [[A]]"},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": 8, "total_tokens": prompt + 8},
-            }
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    server = await asyncio.start_server(connection, "127.0.0.1", 0, backlog=1024)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async def report() -> None:  # the requests answered so far, for a benchmark that acts on them
+        while count_file:
+            Path(count_file + ".new").write_text(str(served[0]))
+            os.replace(count_file + ".new", count_file)
+            await asyncio.sleep(0.2)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.request_queue_size = 256
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
+    reporter = asyncio.create_task(report())
+    async with server:
+        await stop.wait()
+    reporter.cancel()
+    t = os.times()
+    print(f"cpu_s {t.user + t.system:.3f} requests {served[0]}", flush=True)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--delay", type=float, default=0.2)
-    ap.add_argument("--slots", type=int, default=1000)
+    ap.add_argument("--delay", type=float, default=0.2, help="seconds per reply (0: at once)")
+    ap.add_argument("--slots", type=int, default=1000, help="replies worked on at once")
+    ap.add_argument("--count-file", help="write the number of requests answered here every 0.2 s")
     a = ap.parse_args()
-    serve(a.delay, a.slots)
+    asyncio.run(serve(a.delay, a.slots, a.count_file))

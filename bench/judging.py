@@ -230,9 +230,11 @@ def run_local(args) -> list[dict]:
 
 
 # -- openai ----------------------------------------------------------------------------------------
-def start_server(delay: float, slots: int):
+def start_server(delay: float, slots: int, count_file: Path | None = None):
+    extra = ["--count-file", str(count_file)] if count_file else []
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "fake_judge_server.py"), "--delay", str(delay), "--slots", str(slots)],
+        [sys.executable, str(HERE / "fake_judge_server.py"), "--delay", str(delay), "--slots", str(slots),
+         *extra],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -293,50 +295,242 @@ def run_openai(args) -> tuple[list[dict], dict]:
     return rows, {"server_delay_s": args.delay}
 
 
-def run_cli(args) -> tuple[list[dict], dict]:
-    """``python -m engine judge`` as a user runs it (a process, its store opened per write so the app
-    can read during the run) against one fake server with unlimited slots: calls per second against
-    the server's bound (concurrency / delay), wall, peak RSS, the process's CPU per call. With
-    ``--repo`` a second checkout (e.g. the previous commit) runs the same plan in the same session."""
+def synthetic_inputs(folder: Path, questions: int, models: int, chars: int = 600) -> Path:
+    """A FastChat-style inputs folder (``question.jsonl``, ``model_answer/<m>.jsonl``) with
+    ``questions`` questions in 8 categories and ``models`` models whose answers all differ, so a round
+    robin makes questions x models(models-1)/2 distinct pairs (x2 calls: both orders)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model_answer").mkdir(exist_ok=True)
+    with open(folder / "question.jsonl", "w") as fh:
+        for q in range(questions):
+            text = f"Question {q}: explain topic {q} in detail. " * 4
+            fh.write(json.dumps({"question_id": q, "category": f"c{q % 8}", "turns": [text]}) + "\n")
+    for m in range(models):
+        with open(folder / "model_answer" / f"model-{m:03d}.jsonl", "w") as fh:
+            for q in range(questions):
+                text = (f"Answer of model {m} to question {q}. " * 40)[: chars + 7 * m]
+                fh.write(json.dumps({"question_id": q, "choices": [{"turns": [text]}]}) + "\n")
+    return folder
+
+
+class FakeServers:
+    """``n`` fake judge servers (bench/fake_judge_server.py), each its own process; ``cpu_s()`` stops
+    them and returns their CPU seconds (user + system, from each server's last line) and requests."""
+
+    def __init__(self, n: int, delay: float, slots: int):
+        self.procs = []
+        self.urls = []
+        for _ in range(n):
+            proc, url = start_server(delay, slots)
+            self.procs.append(proc)
+            self.urls.append(url)
+
+    def stop(self) -> tuple[float, int]:
+        cpu, requests = 0.0, 0
+        for proc in self.procs:
+            proc.terminate()
+            out = proc.communicate(timeout=30)[0]
+            for line in out.splitlines():
+                if line.startswith("cpu_s "):
+                    _, c, _, r = line.split()
+                    cpu, requests = cpu + float(c), requests + int(r)
+        return cpu, requests
+
+
+def judge_process(repo: Path, db: Path, inputs: str, urls: list[str], protocol: str, conc: int,
+                  model: str, extra: list[str] | None = None, timeout_s: float = 3600):
+    """``python -m engine judge`` as a process under /usr/bin/time: (procmeter Run, calls made,
+    verdicts, CPU seconds user + system)."""
     from procmeter import measure
 
+    out_csv = db.with_suffix(".csv")
+    cmd = ["/usr/bin/time", "-f", "%U %S", sys.executable, "-m", "engine", "--db", str(db), "judge",
+           "--dataset", "bench", "--inputs", inputs, "--backend", "openai", "--base-url", ",".join(urls),
+           "--model", model, "--api-key", "EMPTY", "--protocol", protocol, "--concurrency", str(conc),
+           "--no-progress", "--format", "csv", *(extra or [])]
+    run = measure(cmd, cap_gb=8, timeout_s=timeout_s, cwd=repo, out_path=out_csv)
+    assert run.ok, run.stderr_tail
+    lines = out_csv.read_text().splitlines()
+    row = dict(zip(lines[0].split(","), lines[1].split(","), strict=False))
+    user, sys_s = (float(x) for x in out_csv.with_suffix(".err").read_text().split()[-2:])
+    return run, int(row["calls_made"]), int(row["verdicts"]), user + sys_s
+
+
+def stored_counts(db: Path) -> tuple[int, int, int]:
+    """(calls in judge_calls, distinct call keys, verdict rows) of a finished run's store."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        n, distinct = con.execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone()
+        verdicts = con.execute("SELECT count(*) FROM verdicts").fetchone()[0]
+    finally:
+        con.close()
+    return n, distinct, verdicts
+
+
+def run_cli(args) -> tuple[list[dict], dict]:
+    """``python -m engine judge`` as a user runs it (a process, its store opened per write so the app
+    can read during the run) against one fake server answering at once (``--delay 0``), per protocol
+    and concurrency: calls/s, wall, peak RSS, the judge process's CPU per call (user + system, start-up
+    included) and the server's CPU per call (its own process, left out of the client's), and whether
+    every call is in the cache and every verdict stored. With ``--repo`` a second checkout (e.g. main)
+    runs the same plan in the same session, alternating."""
     repos = [("this checkout", HERE.parent)] + (
         [("--repo " + args.repo, Path(args.repo).resolve())] if args.repo else []
     )
     rows = []
-    server, url = start_server(args.delay, 100_000)
-    try:
-        for conc in [int(c) for c in args.concurrency.split(",")]:
-            for label, repo in repos:
-                with tempfile.TemporaryDirectory() as tmp:
-                    db = Path(tmp) / "bench.duckdb"
-                    cmd = ["/usr/bin/time", "-f", "%U %S", sys.executable, "-m", "engine", "--db", str(db),
-                           "judge", "--dataset", "bench", "--inputs", "mt_bench", "--models", args.models,
-                           "--limit", str(args.limit), "--backend", "openai", "--base-url", url, "--model",
-                           f"fake-{conc}", "--api-key", "EMPTY", "--protocol", "swapped", "--concurrency",
-                           str(conc), "--no-progress", "--format", "csv"]
-                    run = measure(cmd, cap_gb=8, timeout_s=3600, cwd=repo, out_path=Path(tmp) / "out.csv")
-                    assert run.ok, run.stderr_tail
-                    out = (Path(tmp) / "out.csv").read_text().splitlines()
-                    made = int(dict(zip(out[0].split(","), out[1].split(","), strict=False))["calls_made"])
-                    user, sys_s = (float(x) for x in (Path(tmp) / "out.err").read_text().split()[-2:])
-                rows.append({
-                    "code": label, "concurrency": conc, "calls": made, "seconds": round(run.wall_s, 1),
-                    "calls_per_s": round(made / run.wall_s, 1),
-                    "server_bound_calls_per_s": round(conc / args.delay, 1),
-                    "process_cpu_ms_per_call": round(1000 * (user + sys_s) / made, 1),
-                    "peak_rss_mb": round(run.peak_gb * 1024),
-                })
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = str(synthetic_inputs(Path(tmp) / "inputs", args.questions, args.n_models))
+        for protocol in args.protocols.split(","):
+            for conc in [int(c) for c in args.concurrency.split(",")]:
+                for label, repo in repos:
+                    servers = FakeServers(1, args.delay, 100_000)
+                    try:
+                        db = Path(tmp) / f"bench-{len(rows)}.duckdb"
+                        run, made, verdicts, cpu = judge_process(
+                            repo, db, inputs, servers.urls, protocol, conc, f"fake-{protocol}-{conc}"
+                        )
+                    finally:
+                        server_cpu, requests = servers.stop()
+                    stored, distinct, stored_verdicts = stored_counts(db)
+                    rows.append({
+                        "code": label, "protocol": protocol, "concurrency": conc, "calls": made,
+                        "requests_at_server": requests, "calls_stored": stored,
+                        "verdicts_stored": f"{stored_verdicts}/{verdicts}",
+                        "seconds": round(run.wall_s, 1), "calls_per_s": round(made / run.wall_s, 1),
+                        "client_cpu_ms_per_call": round(1000 * cpu / made, 2),
+                        "server_cpu_ms_per_call": round(1000 * server_cpu / max(requests, 1), 2),
+                        "peak_rss_mb": round(run.peak_gb * 1024),
+                        "load_avg": round(os.getloadavg()[0], 1),
+                    })
+                    assert stored == distinct == made == requests, rows[-1]
+                    print(rows[-1], flush=True)
+    return rows, {"server_delay_s": args.delay, "questions": args.questions, "models": args.n_models}
+
+
+def run_servers(args) -> tuple[list[dict], dict]:
+    """Throughput against 1, 2, 4, 8 fake servers of a fixed capacity each (``--slots`` replies at once,
+    each taking ``--delay`` s: slots / delay calls/s per server), one ``judge`` process with concurrency
+    enough to fill them all (2 x slots per server): calls/s against the servers' combined capacity,
+    and the client's CPU per call (its own limit: 1000 / (CPU ms per call) calls/s per core)."""
+    rows = []
+    per_server = args.slots / args.delay
+    pairs_per_question = args.n_models * (args.n_models - 1)  # calls: both orders of every pair
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in [int(x) for x in args.servers.split(",")]:
+            # about --seconds of calls at the combined capacity
+            questions = max(4, round(args.seconds * n * per_server / pairs_per_question))
+            inputs = str(synthetic_inputs(Path(tmp) / f"inputs-{n}", questions, args.n_models))
+            servers = FakeServers(n, args.delay, args.slots)
+            try:
+                db = Path(tmp) / f"servers-{n}.duckdb"
+                conc = 2 * args.slots * n
+                protocol = args.protocols.split(",")[0]
+                run, made, verdicts, cpu = judge_process(
+                    HERE.parent, db, inputs, servers.urls, protocol, conc, f"fake-s{n}"
+                )
+                # start-up, input loading and verdict writing: the same command again, every call cached
+                again, made_again, _, _ = judge_process(
+                    HERE.parent, db, inputs, servers.urls, protocol, conc, f"fake-s{n}"
+                )
+                assert made_again == 0
+            finally:
+                server_cpu, requests = servers.stop()
+            calling_s = max(run.wall_s - again.wall_s, 1e-3)
+            rows.append({
+                "servers": n, "capacity_calls_per_s": round(n * per_server), "concurrency": conc,
+                "calls": made, "requests_at_server": requests, "seconds": round(run.wall_s, 1),
+                "cached_rerun_s": round(again.wall_s, 1), "calls_per_s": round(made / calling_s, 1),
+                "share_of_capacity": round(made / calling_s / (n * per_server), 3),
+                "client_cpu_ms_per_call": round(1000 * cpu / made, 2),
+                "client_limit_calls_per_s": round(made / cpu),
+                "load_avg": round(os.getloadavg()[0], 1),
+            })
+            print(rows[-1], flush=True)
+    return rows, {"delay_s": args.delay, "slots": args.slots, "questions": args.questions,
+                  "models": args.n_models}
+
+
+def run_million(args) -> tuple[list[dict], dict]:
+    """``--calls`` (default 10^6) distinct calls in one dataset (32 models, a round robin, both
+    orders) against one fake server answering at once: the ``judge`` process is killed with SIGKILL
+    once the server has answered each of ``--kill-at`` (fractions of the calls), then run to the end.
+    Per run: wall, calls made, peak RSS, CPU. The server's own count of requests is the ground truth:
+    every call must be stored once, and requests - distinct calls <= the calls in flight at the kills
+    (at most ``--concurrency`` each): a kill loses at most the calls of the last flush, never a paid
+    one."""
+    import signal
+
+    models = 32
+    per_question = models * (models - 1)
+    questions = max(1, round(args.calls / per_question))
+    conc = int(args.concurrency.split(",")[-1])
+    rows = []
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+        inputs = str(synthetic_inputs(Path(tmp) / "inputs", questions, models, chars=300))
+        count = Path(tmp) / "served"
+        proc, url = start_server(0.0, 100_000, count)
+        db = Path(tmp) / "million.duckdb"
+        cmd = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "bench", "--inputs",
+               inputs, "--backend", "openai", "--base-url", url, "--model", "fake-million", "--api-key",
+               "EMPTY", "--protocol", args.protocols.split(",")[0], "--concurrency", str(conc),
+               "--no-progress", "--format", "csv"]
+        served = lambda: int(count.read_text()) if count.exists() else 0  # noqa: E731
+        try:
+            for frac in [float(x) for x in args.kill_at.split(",") if x]:
+                import psutil
+
+                t0 = time.perf_counter()
+                judge = subprocess.Popen(cmd, cwd=HERE.parent, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE)
+                ps, peak = psutil.Process(judge.pid), 0
+                while served() < frac * questions * per_question and judge.poll() is None:
+                    peak = max(peak, ps.memory_info().rss)
+                    time.sleep(0.2)
+                before = served()
+                cpu = ps.cpu_times()
+                judge.send_signal(signal.SIGKILL)
+                judge.wait()
+                rows.append({"run": f"killed at {frac:.0%}", "seconds": round(time.perf_counter() - t0, 1),
+                             "requests_so_far": before, "peak_rss_mb": round(peak / 2**20),
+                             "cpu_s": round(cpu.user + cpu.system, 1),
+                             "load_avg": round(os.getloadavg()[0], 1)})
                 print(rows[-1], flush=True)
-    finally:
-        server.kill()
-        server.wait()
-    return rows, {"server_delay_s": args.delay, "models": args.models, "limit_per_category": args.limit}
+            from procmeter import measure
+
+            out = Path(tmp) / "last.csv"
+            run = measure(["/usr/bin/time", "-f", "%U %S", *cmd], cap_gb=4, timeout_s=4 * 3600,
+                          cwd=HERE.parent, out_path=out)
+            assert run.ok, run.stderr_tail
+            lines = out.read_text().splitlines()
+            last = dict(zip(lines[0].split(","), lines[1].split(","), strict=False))
+            user, sys_s = (float(x) for x in out.with_suffix(".err").read_text().split()[-2:])
+        finally:
+            proc.terminate()
+            server_out = proc.communicate(timeout=60)[0]
+        requests = int(server_out.split()[-1])
+        stored, distinct, verdicts = stored_counts(db)
+        journals = list(Path(tmp).glob("million.duckdb.calls-*"))
+        rows.append({"run": "to the end", "seconds": round(run.wall_s, 1),
+                     "calls_made": int(last["calls_made"]),
+                     "calls_cached": int(last["calls_cached"]), "peak_rss_mb": round(run.peak_gb * 1024),
+                     "cpu_s": round(user + sys_s, 1), "load_avg": round(os.getloadavg()[0], 1)})
+        kills = len(rows) - 1
+        rows.append({"run": "check", "distinct_calls": questions * per_question, "stored": stored,
+                     "distinct_stored": distinct, "requests_at_server": requests,
+                     "paid_twice_at_most": requests - distinct, "bound": kills * conc,
+                     "verdicts_stored": verdicts, "journals_left": len(journals)})
+        print(rows[-2], rows[-1], flush=True)
+        assert stored == distinct == questions * per_question, rows[-1]
+        assert requests - distinct <= kills * conc and verdicts == questions * per_question and not journals
+    return rows, {"calls": questions * per_question, "concurrency": conc, "models": models}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=("local", "openai", "cli"), nargs="?", default="local")
+    modes = ("local", "openai", "cli", "servers", "million")
+    ap.add_argument("mode", choices=modes, nargs="?", default="local")
     ap.add_argument("--questions", type=int, default=2)
     ap.add_argument("--chars", type=int, default=1000, help="answers cut to this many characters")
     ap.add_argument("--max-tokens", type=int, default=16, help="new tokens per swapped verdict")
@@ -347,15 +541,25 @@ def main() -> None:
     ap.add_argument(
         "--delay", type=float, default=1.0, help="openai, cli: seconds per reply at the fake server"
     )
-    ap.add_argument("--concurrency", default="4,16,64", help="cli: the --concurrency values to run")
-    ap.add_argument("--models", default="gpt-4,claude-v1,gpt-3.5-turbo,vicuna-13b-v1.3,llama-13b,alpaca-13b",
-                    help="cli: MT-Bench models judged (a round robin, both orders)")
-    ap.add_argument("--limit", type=int, default=4, help="cli: MT-Bench questions per category")
-    ap.add_argument("--repo", help="cli: also run the judge of this checkout (e.g. the previous commit)")
+    ap.add_argument("--concurrency", default="64,256", help="cli: the --concurrency values to run")
+    ap.add_argument("--protocols", default="swapped,soft", help="cli, servers: protocols to run")
+    ap.add_argument("--n-models", type=int, default=16, help="cli, servers: models in the synthetic inputs")
+    ap.add_argument("--servers", default="1,2,4,8", help="servers: the server counts to run")
+    ap.add_argument("--slots", type=int, default=10, help="servers: replies each server works on at once")
+    ap.add_argument("--calls", type=int, default=1_000_000, help="million: distinct calls in the run")
+    ap.add_argument("--kill-at", default="0.05,0.15", help="million: SIGKILL once these shares are answered")
+    ap.add_argument("--work", help="million: folder for the store and inputs (default: the temp folder)")
+    ap.add_argument("--seconds", type=float, default=30, help="servers: seconds of calls at full capacity")
+    ap.add_argument("--repo", help="cli: also run the judge of this checkout (e.g. main)")
     args = ap.parse_args()
     os.environ["HF_HUB_OFFLINE"] = "1"
     start = time.perf_counter()
-    rows, meta = {"local": run_local, "openai": run_openai, "cli": run_cli}[args.mode](args)
+    if args.mode == "cli" and args.questions == 2:
+        args.questions = 40  # 40 questions x 16 models: 4,800 calls a run
+    rows, meta = {"local": run_local, "openai": run_openai, "cli": run_cli, "servers": run_servers,
+                  "million": run_million}[args.mode](
+        args
+    )
     import resource
 
     meta.update(

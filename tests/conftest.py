@@ -25,6 +25,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_verdicts.py",               # 45
     "test_judging_local.py",          # 39
     "test_call_shards.py",            # 81 wall alone, -n 0, load 12 (a judge process beside one in-process)
+    "test_judging_client_29.py",      # 48 alone, -n 0, load 20 (two clients x two protocols, CLI x 5)
     "test_ingest_counts.py",          # 40 (-n 0, busy machine, hypothesis)
     "test_ingest_bad_inputs_23.py",   # 38 (-n 0, busy machine)
     "test_app_pair_counts.py",        # 50 alone, -n 0, busy machine (AppTest: five pages and an upload)

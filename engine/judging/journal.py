@@ -20,6 +20,7 @@ of different stores never mix; the run's stop sentence says which file holds the
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -210,6 +211,8 @@ class CallJournal:
 
     def _open(self):
         if self._fh is None:
+            if not self.places:  # every location failed before: the caller's JournalUnwritable case
+                raise OSError(errno.ENOSPC, "no journal location is left")
             self.path = self.places[0]
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (kept open for the run)

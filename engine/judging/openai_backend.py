@@ -1,5 +1,12 @@
 """OpenAI-compatible chat backend: OpenAI itself, or any vLLM / llama.cpp / TGI server.
 
+Two HTTP clients send the same requests and classify replies the same way: by default a plain
+asyncio client (``async_http``: one event-loop thread, ``aiohttp``, the JSON reply read as a dict),
+which costs well under a millisecond of CPU per call, so one process keeps a fleet of servers busy;
+with ``sdk=True`` (``--backend openai-sdk``) the ``openai`` package in worker threads, for providers
+that need its extras (about 4 ms of CPU per call and 1.4 s to import). The backend's identity is
+``openai`` either way, so both find the same cached calls.
+
 Judging scales past one machine by pointing this backend at several servers: ``base_url`` may be a
 comma-separated list, and requests are spread over them in turn. The client's own retries are off;
 the runner retries transient failures with backoff (and jitter): 429 (honouring ``Retry-After``),
@@ -23,18 +30,23 @@ fragment) is part of every call's key.
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import errno
 import itertools
+import json
 import os
 import re
 import socket
 import threading
 import time
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
+import aiohttp
 
 from engine.errors import LensError
 from engine.ingest.limits import TEXT_MAX_CHARS
+from engine.judging.async_http import LoopThread
 from engine.judging.backends import (
     AuthenticationFailed,
     ChatRequest,
@@ -44,7 +56,6 @@ from engine.judging.backends import (
     NoReply,
     RetryableError,
 )
-from engine.judging.deadline_http import deadline, http_client
 from engine.judging.urls import redact_url, scrub, secrets_in, server_label
 
 DEFAULT_URL = "https://api.openai.com/v1"  # where the openai client goes without a base URL
@@ -60,11 +71,18 @@ def _split_urls(base_url: str | list[str] | None) -> list[str | None]:
     urls = [u for u in base_url if u]
     if not urls:
         raise LensError("The --base-url option was given but names no URL.")
+    seen: set[str] = set()
     for u in urls:
         if not re.match(r"(?i)^https?://[^/\s]", u):
             raise LensError(
                 f"The server URL {redact_url(u)!r} does not start with http:// or https:// and a host."
             )
+        same = u.rstrip("/")
+        if same in seen:
+            raise LensError(
+                f"The server URL {redact_url(u)!r} is named twice in --base-url; name each server once."
+            )
+        seen.add(same)
     return list[str | None](urls)
 
 
@@ -100,7 +118,8 @@ def connect_cause(exc: BaseException) -> str | None:
     x: BaseException | None = exc
     while x is not None and x not in seen and len(seen) < 12:
         seen.append(x)
-        x = x.__cause__ or x.__context__
+        inner = getattr(x, "os_error", None)  # aiohttp's ClientConnectorError keeps the socket error here
+        x = inner if isinstance(inner, BaseException) and inner not in seen else x.__cause__ or x.__context__
     for e in seen:
         if isinstance(e, ConnectionRefusedError):
             return "connection refused"
@@ -109,7 +128,7 @@ def connect_cause(exc: BaseException) -> str | None:
         if isinstance(e, OSError) and e.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
             return "no route to host" if e.errno == errno.EHOSTUNREACH else "network unreachable"
     for e in seen:
-        if type(e).__name__ == "ConnectError":  # httpx's, under whichever module name it ships
+        if type(e).__name__ in ("ConnectError", "ClientConnectorError", "ClientConnectorDNSError"):
             return f"connection failed ({str(e) or type(e).__name__})"
     return None
 
@@ -128,6 +147,28 @@ def split_query(url: str | None) -> tuple[str | None, dict[str, str] | None]:
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True)) or None
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), query
+
+
+def basic_auth_endpoint(
+    url: str, query: dict[str, str] | None, key: str
+) -> tuple[str, dict[str, str] | None, dict[str, str]]:
+    """(URL without its user part, query parameters, request headers) for the loop client: the key as
+    a bearer token, or Basic authorisation from the URL's ``user:password@`` when it has one."""
+    parts = urlsplit(url)
+    auth = f"Bearer {key}"
+    if "@" in parts.netloc:
+        userinfo, host = parts.netloc.rsplit("@", 1)
+        user, _, password = userinfo.partition(":")
+        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        auth = f"Basic {token}"
+        url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    headers = {
+        "Authorization": auth,
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": "tournament-lens",
+    }
+    return url, query, headers
 
 
 def request_kwargs(model: str, req: ChatRequest) -> dict:
@@ -191,6 +232,52 @@ def read_completion(resp, latency: float) -> ChatResult:
         raise RetryableError(f"the server's reply is not a chat completion ({exc})") from exc
 
 
+def read_completion_json(doc, latency: float) -> ChatResult:
+    """``read_completion`` for a reply parsed as plain JSON (dicts and lists, no model objects)."""
+    try:
+        choices = doc.get("choices") if isinstance(doc, dict) else None
+        if not choices:
+            raise RetryableError("the server's reply has no choices")
+        first = choices[0]
+        text = (first.get("message") or {}).get("content")
+        if not isinstance(text, str):
+            raise RetryableError("the server's reply has no message content")
+        text = capped_reply(text)
+        top = None
+        lp = first.get("logprobs")
+        if lp and lp.get("content"):
+            top = tuple(
+                {t["token"]: float(t["logprob"]) for t in (tok.get("top_logprobs") or [])}
+                or {tok["token"]: float(tok["logprob"])}
+                for tok in lp["content"]
+            )
+        usage = doc.get("usage") or {}
+        return ChatResult(
+            text=text,
+            top_logprobs=top,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            latency_s=latency,
+        )
+    except RetryableError:
+        raise
+    except (AttributeError, TypeError, IndexError, KeyError, ValueError) as exc:
+        raise RetryableError(f"the server's reply is not a chat completion ({exc!r})") from exc
+
+
+def error_detail(body: bytes) -> str:
+    """The server's own error message from an error reply's body (its ``error.message`` when the body
+    is OpenAI's error JSON, else the text), without a trailing full stop."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return text.rstrip(".")
+    err = doc.get("error", doc) if isinstance(doc, dict) else doc
+    msg = err.get("message") if isinstance(err, dict) else None
+    return str(msg if msg else doc).strip().rstrip(".")
+
+
 _BUILD_LOCK = threading.Lock()
 _SAMPLE_REPLY = {
     "id": "warm-up",
@@ -231,7 +318,8 @@ def build_reply_models() -> None:
 
 
 class OpenAIBackend:
-    """Chat completions over HTTP with the ``openai`` client (one request per call, thread-safe)."""
+    """Chat completions over HTTP, one request per call: the loop client by default (``complete_async``
+    on ``self.http``'s loop), the ``openai`` package in worker threads with ``sdk=True``."""
 
     name = "openai"
     identity = "openai"
@@ -244,9 +332,8 @@ class OpenAIBackend:
         base_url: str | list[str] | None = None,
         api_key: str | None = None,
         timeout_s: float = 120.0,
+        sdk: bool = False,
     ):
-        from openai import OpenAI
-
         self.model = model or os.environ.get("LENS_JUDGE_MODEL") or ""
         if not self.model:
             raise LensError("No model was named for the OpenAI-compatible backend (use --model).")
@@ -263,41 +350,132 @@ class OpenAIBackend:
         key = key or "EMPTY"  # local servers ignore it
         # only to mask them where a server echoes them back in an error body
         self._secrets = frozenset({key}.union(*(secrets_in(u) for u in self.base_urls)))
-        self._clients = [
-            OpenAI(
-                api_key=key,
-                base_url=endpoint,
-                default_query=query,
-                max_retries=0,
-                timeout=timeout_s,
-                http_client=http_client(timeout_s),
-            )
-            for endpoint, query in map(split_query, self.base_urls)
-        ]
         shown = [(u or DEFAULT_URL).rstrip("/") for u in self.base_urls]
         self.shown_urls = [redact_url(u) for u in shown]  # for messages: never a credential
         self.server = server_label(shown)
-        self._next = itertools.cycle(range(len(self._clients)))
+        self._next = itertools.cycle(range(len(self.base_urls)))
         self._lock = threading.Lock()
-        build_reply_models()
+        self.sdk = sdk
+        self.http: LoopThread | None = None
+        if sdk:
+            from openai import OpenAI
 
+            from engine.judging.deadline_http import http_client
+
+            self._clients = [
+                OpenAI(
+                    api_key=key,
+                    base_url=endpoint,
+                    default_query=query,
+                    max_retries=0,
+                    timeout=timeout_s,
+                    http_client=http_client(timeout_s),
+                )
+                for endpoint, query in map(split_query, self.base_urls)
+            ]
+            build_reply_models()
+        else:
+            # what the openai client sends: POST {base}/chat/completions, the query of the base URL
+            # as parameters, the key as a bearer token, or, where the URL has a user part, that user
+            # and password as Basic authorisation instead (as httpx does for the openai client)
+            self._endpoints = [
+                basic_auth_endpoint((endpoint or DEFAULT_URL).rstrip("/") + "/chat/completions", query, key)
+                for endpoint, query in map(split_query, self.base_urls)
+            ]
+
+    def start(self, concurrency: int) -> LoopThread | None:
+        """The loop the runner submits ``complete_async`` to (made for ``concurrency`` connections);
+        ``None`` for the SDK client, whose calls run in worker threads."""
+        if self.sdk:
+            return None
+        with self._lock:
+            if self.http is None or self.http.limit < concurrency:
+                old, self.http = self.http, LoopThread(concurrency)
+                if old is not None:
+                    old.close()
+            return self.http
+
+    def close(self) -> None:
+        """Stop the loop client's thread and connections (the SDK clients need nothing)."""
+        if self.http is not None:
+            self.http.close()
+            self.http = None
 
     def _safe(self, text: str) -> str:
         """A server's or client's message with every URL redacted and the API key masked (a server
         may quote the key it refused, or the request it got, in its error body)."""
         return scrub(text, self._secrets)
 
-    def _client(self):
+    def _turn(self) -> int:
+        """The next server in turn (requests are spread over the ``--base-url`` list round robin)."""
         with self._lock:
-            i = next(self._next)
+            return next(self._next)
+
+    def _client(self):
+        i = self._turn()
         return self._clients[i], self.shown_urls[i]
 
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
         """One result per request, each sent on its own (the server batches concurrent requests)."""
-        return [self._one(r) for r in requests]
+        if self.sdk:
+            return [self._one(r) for r in requests]
+        loop = self.start(1)
+        assert loop is not None
+        return [loop.submit(self.complete_async(r)).result() for r in requests]
+
+    async def complete_async(self, req: ChatRequest) -> ChatResult:
+        """One call on the loop client (``start`` first), its reply classified as ``_one`` does for
+        the SDK: the same errors, the same sentences."""
+        assert self.http is not None, "start() the loop client first"
+        i = self._turn()
+        (endpoint, query, headers), url = self._endpoints[i], self.shown_urls[i]
+        body = json.dumps(request_kwargs(self.model, req), ensure_ascii=False).encode()
+        start = time.perf_counter()
+        try:
+            status, reply_headers, data = await self.http.post_json(
+                endpoint, body, headers, query, self.timeout_s
+            )
+        except TimeoutError as exc:
+            raise NoReply(
+                f"no complete reply from {url} within {self.timeout_s:g} s", url=url, timeout_s=self.timeout_s
+            ) from exc
+        except aiohttp.ClientError as exc:
+            cause = connect_cause(exc)
+            if cause is not None:
+                cause = self._safe(cause)
+                raise ConnectionFailed(f"cannot reach {url}: {cause}", url=url, cause=cause) from exc
+            raise RetryableError(f"connection failed: {self._safe(str(exc) or type(exc).__name__)}") from exc
+        if status >= 400:
+            raise self._status_error(status, reply_headers, data, url)
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:  # a 200 whose body is not JSON
+            raise RetryableError(f"the server's reply is not JSON ({self._safe(str(exc))})") from exc
+        return read_completion_json(doc, time.perf_counter() - start)
+
+    def _status_error(self, status: int, headers, body: bytes, url: str) -> Exception:
+        """The error an HTTP error status stands for (module docstring), as ``_one`` classifies the
+        SDK's exceptions."""
+        detail = self._safe(error_detail(body))
+        if status in (401, 403):
+            return AuthenticationFailed(
+                f"The server refused the API key ({status}); set OPENAI_API_KEY or --api-key."
+            )
+        if status == 404:
+            return ModelNotFound(
+                f"The server at {url} answered 404 for model {self.model!r} ({detail}); "
+                "check --model and --base-url."
+            )
+        if status == 429:
+            return RetryableError(f"rate limited (429): {detail}", retry_after=retry_after_s(headers))
+        if status >= 500 or status == 408:
+            return RetryableError(f"server error {status}", retry_after=retry_after_s(headers))
+        return LensError(f"The server rejected a request with status {status} ({detail}).")
 
     def _one(self, req: ChatRequest) -> ChatResult:
         import openai
+
+        from engine.judging.deadline_http import deadline
 
         client, url = self._client()
         start = time.perf_counter()

@@ -147,7 +147,7 @@ class VerdictWriter:
     """
 
     def __init__(
-        self, store: Store, dataset: str, judge: str, source: str, *, every: int = 16, every_s: float = 2.0
+        self, store: Store, dataset: str, judge: str, source: str, *, every: int = 4096, every_s: float = 2.0
     ):
         self.store, self.dataset, self.judge, self.source = store, dataset, judge, source
         self.every, self.every_s = every, every_s
@@ -199,7 +199,7 @@ def judge_run(
     schedule: str = "round-robin",
     seed: int = 0,
     add_model: str | None = None,
-    flush_every: int = 16,
+    flush_every: int = 4096,
     flush_every_s: float = 2.0,
     params: dict | None = None,
     force: bool = False,

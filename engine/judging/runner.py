@@ -12,7 +12,8 @@ calling thread stores finished calls in DuckDB, so the runner is the store's one
 is first appended to the run's journal by the worker thread that received it (``journal``: written
 through to the operating system before the answer is handed on), then calls that finish within
 ``record_every_s`` (0.25 s) of each other are stored in one transaction (a store that lets go of its
-file between writes pays about 60 ms of CPU to open, write and close it), and a result reaches its
+file between writes pays about 90 ms of CPU to open, write and close it, so every store access of
+that moment shares one session: ``drive``), and a result reaches its
 unit only once its call is stored (a unit asking for a call that waits to be stored waits for it
 too). A SIGKILL therefore loses only the calls still in flight: the answered ones are in the store
 or the journal, which the next run files. Ctrl-C sends nothing new, lets the calls in flight end and
@@ -44,9 +45,11 @@ into the cache before its first lookup.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -63,6 +66,7 @@ from engine.judging.backends import (
     RetryableError,
 )
 from engine.judging.cache import CallCache, call_key, call_rows
+from engine.judging.call_rows import has_serverless_calls
 from engine.judging.drive import Drive, Unit
 from engine.judging.run_errors import (
     STORE_ERRORS,
@@ -159,6 +163,8 @@ class Runner:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._rng = random.Random(jitter_seed)
+        self._rows: dict[str, dict] = {}  # answered calls' rows until they are stored
+        self._legacy_calls: bool | None = None  # whether the store holds calls keyed without a server
         self._bar: Any = None  # the tqdm bar while progress_bar's block runs
 
     @property
@@ -180,6 +186,16 @@ class Runner:
         if self.server is None:
             return None
         return call_key(self.identity, self.backend.model, self.normalise(req))
+
+    def legacy_lookups(self) -> bool:
+        """Whether requests are also looked up by their ``legacy_key``: only when the store holds calls
+        stored before the server was part of the key (checked once per ``drive``; a second hash per
+        call saved otherwise)."""
+        if self.server is None:
+            return False
+        if self._legacy_calls is None:
+            self._legacy_calls = has_serverless_calls(self.store)
+        return self._legacy_calls
 
     def file_journals(self) -> int:
         """File the journals of earlier runs on this store, and the call shards of killed ones
@@ -228,6 +244,7 @@ class Runner:
     ) -> None:
         """Run every unit to completion; ``on_done(value)`` gets each unit's return value as it finishes."""
         self.file_journals()
+        self._legacy_calls = None  # looked up again by this drive's first legacy_key
         ctx = self.progress_bar(total, desc, unit) if self._bar is None else nullcontext()
         with ctx:
             Drive(self, units, on_done).run()
@@ -267,23 +284,40 @@ class Runner:
         are answered, before anything else sees them: a kill from then on cannot make them be paid
         again (``journal``). A journal no location can take is noted; the store still gets the calls."""
         results = self._with_retries([req for _, req in items])
+        self._journal_answered(items, results)
+        return results
+
+    async def _call_async(self, items: list[tuple[str, ChatRequest]]) -> list[ChatResult]:
+        """``_call`` on the backend's event loop: the same retries and journaling, no thread per call."""
+        results = [await self._with_retries_async(req) for _, req in items]
+        self._journal_answered(items, results)
+        return results
+
+    def _journal_answered(self, items: list[tuple[str, ChatRequest]], results: list[ChatResult]) -> None:
+        """Append answered calls to the journal; their rows are kept until ``_record`` stores them
+        (built once per call)."""
+        rows = call_rows(
+            [(k, req, res) for (k, req), res in zip(items, results, strict=True)],
+            self.identity, self.backend.model, self.run_id, self.server,
+        )  # fmt: skip
+        with self._lock:
+            self._rows.update((r["call_key"], r) for r in rows)
         if self.journal is not None:
-            rows = call_rows(
-                [(k, req, res) for (k, req), res in zip(items, results, strict=True)],
-                self.identity, self.backend.model, self.run_id, self.server,
-            )  # fmt: skip
             try:
                 self.journal.record(rows)
             except journal.JournalUnwritable as exc:
                 with self._lock:
                     self.journal_error = str(exc)
-        return results
 
     def _record(self, calls: list[tuple[str, ChatRequest, ChatResult]], journal_only: bool = False) -> None:
         """Store finished calls (one transaction; the driver counted them as they finished) and tell the
         journal they are stored; when the store cannot take them, make sure the journal holds them
         (durably) and raise the store's error."""
-        rows = call_rows(calls, self.identity, self.backend.model, self.run_id, self.server)
+        with self._lock:  # rows built when the calls were answered (``_journal_answered``)
+            kept = [self._rows.pop(k, None) for k, _req, _res in calls]
+        missing = [c for c, row in zip(calls, kept, strict=True) if row is None]
+        rows = [row for row in kept if row is not None]
+        rows += call_rows(missing, self.identity, self.backend.model, self.run_id, self.server)
         failure: BaseException | None = None
         if not journal_only:
             try:
@@ -367,29 +401,60 @@ class Runner:
             try:
                 res = self.backend.complete(reqs)
             except RetryableError as exc:
-                if isinstance(exc, NoReply):
-                    self._check_stall(exc)
                 attempt += 1
-                if attempt > self.max_retries:
-                    raise GaveUp(f"gave up after {attempt} attempts: {exc}") from exc
-                delay = self.backoff_delay(attempt, exc.retry_after)
-                with self._lock:
-                    self.stats.retries += 1
-                    self.stats.delays.append(delay)
-                if self._stop.wait(delay):  # a stop (bad key, unknown model) ends the sleep at once
-                    with self._lock:
-                        self.stats.waits_cut_short += 1
-                    raise Stopped() from exc
+                if self._stop.wait(self._retry_delay(exc, attempt)):  # a stop ends the sleep at once
+                    self._cut_short(exc)
                 continue
-            self._succeeded = True
-            if attempt:
-                res = [
-                    ChatResult(
-                        r.text, r.top_logprobs, r.prompt_tokens, r.completion_tokens, r.latency_s, attempt + 1
-                    )
-                    for r in res
-                ]
-            return res
+            return self._succeeded_after(res, attempt)
+
+    async def _with_retries_async(self, req: ChatRequest) -> ChatResult:
+        """``_with_retries`` for one request on the backend's event loop (``complete_async``)."""
+        attempt = 0
+        while True:
+            if self._stop.is_set():
+                raise Stopped()
+            try:
+                res = await self.backend.complete_async(req)  # type: ignore[attr-defined]
+            except RetryableError as exc:
+                attempt += 1
+                until = time.monotonic() + self._retry_delay(exc, attempt)
+                while (left := until - time.monotonic()) > 0:  # a stop ends the sleep within 50 ms
+                    if self._stop.is_set():
+                        self._cut_short(exc)
+                    await asyncio.sleep(min(left, 0.05))
+                continue
+            return self._succeeded_after([res], attempt)[0]
+
+    def _retry_delay(self, exc: RetryableError, attempt: int) -> float:
+        """The wait before retry ``attempt`` after ``exc`` (counted in the stats); ``GaveUp`` past
+        ``max_retries``, ``ServerStalled`` when the first attempts all timed out."""
+        if isinstance(exc, NoReply):
+            self._check_stall(exc)
+        if attempt > self.max_retries:
+            raise GaveUp(f"gave up after {attempt} attempts: {exc}") from exc
+        delay = self.backoff_delay(attempt, exc.retry_after)
+        with self._lock:
+            self.stats.retries += 1
+            self.stats.delays.append(delay)
+        return delay
+
+    def _cut_short(self, exc: BaseException) -> None:
+        """A backoff sleep ended by a stop (bad key, unknown model, Ctrl-C): counted, then ``Stopped``."""
+        with self._lock:
+            self.stats.waits_cut_short += 1
+        raise Stopped() from exc
+
+    def _succeeded_after(self, res: list[ChatResult], attempt: int) -> list[ChatResult]:
+        """Results of a call that succeeded after ``attempt`` failed attempts (``attempts`` set)."""
+        self._succeeded = True
+        if attempt:
+            res = [
+                ChatResult(
+                    r.text, r.top_logprobs, r.prompt_tokens, r.completion_tokens, r.latency_s, attempt + 1
+                )
+                for r in res
+            ]
+        return res
 
     def _check_stall(self, exc: NoReply) -> None:
         """Stop the run when its first ``unreachable_after`` attempts all timed out (module docstring)."""
