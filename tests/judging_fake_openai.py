@@ -70,6 +70,7 @@ class FakeOpenAI:
         fail_if: str | None = None,
         hold: int | None = None,
         hold_timeout_s: float = 5.0,
+        gate_after: int | None = None,
         trickle_s: float = 0.2,
         trickle_bytes: int = 200,
         port: int = 0,
@@ -84,6 +85,7 @@ class FakeOpenAI:
         self.huge_chars = huge_chars
         self.gate = threading.Event()
         self.gate.set()
+        self.gate_after = gate_after  # the gate closes by itself when request gate_after + 1 arrives
         self.bodies: list[dict] = []
         self.queries: list[str] = []  # each request's query string (the part after ``?``)
         self.seen: Counter[str] = Counter()
@@ -155,6 +157,8 @@ class FakeOpenAI:
             self.seen[key] += 1
             attempt = self.seen[key]
             self.arrivals += 1
+            if self.gate_after is not None and self.arrivals == self.gate_after + 1:
+                self.gate.clear()  # at an exact request, whatever the client's speed
             self.inflight += 1
             self.max_inflight = max(self.max_inflight, self.inflight)
             self.cond.notify_all()

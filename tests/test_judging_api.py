@@ -477,24 +477,21 @@ def test_the_store_is_readable_while_a_judge_run_writes_to_it(tmp_path):
     """`judge` lets go of the DuckDB file between its writes, so another process (the app) can
     read the growing dataset during the run; the reader sees verdicts before the run ends.
 
-    The reader reads every 0.1 s while the run writes; once 40 of the 48 calls have gone out (so at
-    least 16 pairs are done and their verdicts written), the server holds the rest until a read has
-    seen them, so a read inside the run does not depend on the machine's speed (the run's replies
+    The reader reads every 0.1 s while the run writes; from the 41st of the 48 calls (so at
+    least 16 pairs are done, their verdicts due within the writer's 2 s), the server holds the rest until a
+    read has seen them, so a read inside the run does not depend on the machine's speed (the run's replies
     took 0.25 s each before, about 14 s of waiting)."""
     from engine.store.connection import Store
 
     db = tmp_path / "live.duckdb"
     unique = 8 * 3 * 2  # prompts × pairs × orders
-    with FakeOpenAI(delay_s=0.02) as srv:
+    with FakeOpenAI(delay_s=0.02, gate_after=40) as srv:
         cmd = judge_cmd(db, "live", srv.base_url, "--protocol", "swapped", "--concurrency", "2")
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen_during_run = []
-        deadline, held = time.time() + 120, False
+        deadline = time.time() + 120
         try:
             while proc.poll() is None and time.time() < deadline:
-                if not held and srv.total >= 40:
-                    srv.gate.clear()  # the run's next calls wait inside the server
-                    held = True
                 if db.exists() and srv.total >= 4:
                     store = Store(db, keep_open=False, lock_wait_s=30)
                     with store.session():

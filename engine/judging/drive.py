@@ -60,10 +60,12 @@ class Drive:
     RECORD_MAX = 4096  # finished calls stored at the latest in one group
     WINDOW_MAX = 8192  # requests ready to send at most (memory stays bounded at any rate)
 
-    def __init__(self, runner: Runner, units: Iterable[Unit], on_done):
+    def __init__(self, runner: Runner, units: Iterable[Unit], on_done, on_tick=None):
         self.r = runner
         self.units = iter(units)
         self.on_done = on_done
+        self.on_tick = on_tick  # Runner.drive: called in ticks, returns when it wants the next one
+        self.tick_at = float("inf")
         self.exhausted = False
         self.batched = runner.backend.batch_size > 1
         self.limit = 1 if self.batched else runner.concurrency
@@ -135,7 +137,8 @@ class Drive:
                 fill_due = going and not self.exhausted and len(self.ready) < self.limit
                 poll_due = going and bool(self.held) and now >= self.next_poll
                 renew_due = going and now >= next_renew
-                if record_due or deliveries or self.given_up or fill_due or poll_due or renew_due:
+                hook_due = going and now >= self.tick_at
+                if record_due or deliveries or self.given_up or fill_due or poll_due or renew_due or hook_due:
                     with contextlib.ExitStack() as tick:
                         with contextlib.suppress(*STORE_ERRORS):  # a failing store fails below, named
                             tick.enter_context(r.store.session())
@@ -168,6 +171,8 @@ class Drive:
                                     if time.monotonic() >= next_renew:
                                         r.cache.renew()
                                         next_renew = time.monotonic() + r.renew_s
+                                if self.on_tick is not None:
+                                    self.tick_at = self.on_tick()
                             except STORE_ERRORS as exc:
                                 store_exc = exc
                                 r._stop.set()
@@ -186,7 +191,7 @@ class Drive:
                     if self.held and not self.ready and not completed:
                         time.sleep(r.poll_s)  # another run is making these calls; wait for its results
                     continue
-                timeout = max(0.05, next_renew - time.monotonic())
+                timeout = max(0.05, min(next_renew, self.tick_at) - time.monotonic())
                 if self.held:
                     timeout = min(timeout, r.poll_s)
                 if completed:

@@ -164,6 +164,13 @@ class VerdictWriter:
         if self._since >= self.every or time.monotonic() - self._last >= self.every_s:
             self.flush()
 
+    def due(self) -> float:
+        """For ``Runner.drive(on_tick=)``: flush buffered rows ``every_s`` after the last write, even when
+        no further pair finishes (a slow server); the monotonic time of the next due flush, else ``inf``."""
+        if self.buffer and time.monotonic() - self._last >= self.every_s:
+            self.flush()
+        return self._last + self.every_s if self.buffer else float("inf")
+
     def flush(self) -> None:
         # ---- THE VERDICT WRITE POINT: the only place a judge run writes verdicts (one transaction
         # per small batch of finished pairs; the calls behind them are already in judge_calls).
@@ -245,7 +252,7 @@ def judge_run(
                 collect.extend(rows)
             writer.add(rows)
 
-        runner.drive((make_unit(protocol, j, cfg) for j in jobs), done)
+        runner.drive((make_unit(protocol, j, cfg) for j in jobs), done, on_tick=writer.due)
 
     try:
         if schedule == "round-robin":

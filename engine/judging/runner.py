@@ -241,13 +241,18 @@ class Runner:
         total: int | None = None,
         desc: str = "calls",
         unit: str = "call",
+        on_tick: Callable[[], float] | None = None,
     ) -> None:
-        """Run every unit to completion; ``on_done(value)`` gets each unit's return value as it finishes."""
+        """Run every unit to completion; ``on_done(value)`` gets each unit's return value as it finishes.
+        ``on_tick()`` runs inside store ticks (after the results of the tick reached their units) and
+        returns the monotonic time by which it wants the next tick (``inf``: none): a verdict writer's
+        due flush, so verdicts of finished pairs reach the store even while every call in flight waits
+        on a slow server."""
         self.file_journals()
         self._legacy_calls = None  # looked up again by this drive's first legacy_key
         ctx = self.progress_bar(total, desc, unit) if self._bar is None else nullcontext()
         with ctx:
-            Drive(self, units, on_done).run()
+            Drive(self, units, on_done, on_tick).run()
 
     def call(self, requests: list[ChatRequest], desc: str = "calls") -> list[ChatResult | None]:
         """Results in the order of ``requests``; ``None`` where a call failed after all retries."""
