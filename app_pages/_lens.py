@@ -564,12 +564,15 @@ def recovery_result(n: int, p: float, t_max: int, reps: int, seed: int):
 
 
 def results_zip_for(key: CacheKey, ranker: str, mu: float, about: str) -> bytes:
-    """Leaderboard, per-graph cycle table and judge diagnostics of ``key`` in one ZIP (built on click)."""
+    """Leaderboard, per-graph cycle table, judge diagnostics and judge report of ``key`` in one ZIP (built on
+    click)."""
     from engine.views.exports import results_zip
+    from engine.views.judge_report_view import judge_report_of_store
 
     board = leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)
     judges = judge_diagnostics(key.dataset, key.version, key.category, False)
-    return results_zip(board, cycle_overview(key), judges, mu=mu, about=about)
+    report = judge_report_of_store(get_store(), key.dataset, key.category)  # every judge, as the Judges page
+    return results_zip(board, cycle_overview(key), judges, mu=mu, about=about, judge_report=report)
 
 
 def show_table(frame, column_config: dict, formats: dict[str, str], **kwargs) -> None:
