@@ -63,16 +63,18 @@ def one_seed(seed: int, n_battles: int, n_models: int) -> dict:
     from engine.store.connection import Store
 
     frame, truth = battle_log(seed, n_battles, n_models)
-    work = Path(tempfile.mkdtemp(prefix="panel-arena-"))
-    frame.to_csv(work / "log.csv", index=False)
     llm = list(JUDGES)
-    with Store(work / "lens.duckdb") as store:
-        import_files(store, [work / "log.csv"], "arena")
-        boards = {
-            "panel": leaderboard(store, "arena", ranker="panel", ranker_params={"judges": ",".join(llm)}).scores,
-            "pooled": leaderboard(store, "arena", judge=llm, ranker="bt").scores,
-            "human": leaderboard(store, "arena", judge="human", ranker="bt").scores,
-        }
+    with tempfile.TemporaryDirectory(prefix="panel-arena-") as tmp:
+        work = Path(tmp)
+        frame.to_csv(work / "log.csv", index=False)
+        with Store(work / "lens.duckdb") as store:
+            import_files(store, [work / "log.csv"], "arena")
+            panel_params = {"judges": ",".join(llm)}
+            boards = {
+                "panel": leaderboard(store, "arena", ranker="panel", ranker_params=panel_params).scores,
+                "pooled": leaderboard(store, "arena", judge=llm, ranker="bt").scores,
+                "human": leaderboard(store, "arena", judge="human", ranker="bt").scores,
+            }
     out = {"seed": seed}
     for name, sc in boards.items():
         common = [m for m in truth.index if m in sc.index]
