@@ -33,6 +33,7 @@ from engine.views.leaderboard_view import (
     elo_factor,
     on_scale,
 )
+from engine.views.panel_view import is_panel_board, panel_judges
 from engine.views.viz import ci_plot_frame, escape_md, plot_labels
 
 
@@ -118,6 +119,17 @@ def style_control_section(ch, elo_scale: bool) -> None:
                                 for c in ("beta", "ci_low", "ci_high")})
 
 
+def panel_judges_section(board) -> None:
+    """Each judge's reliability and side bias with their 95 % intervals, fitted jointly with the scores."""
+    st.markdown("**The panel's judges** — reliability σ(γ): the share of verdicts that follow the models' "
+                "strengths (1 = all, 0 = none); side bias σ(q): where a verdict does not, how often it picks "
+                "the answer shown first (0.5 = no side; empty where no verdict's order is known)")
+    st.dataframe(panel_judges(board), hide_index=True, width="content",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
+                                ("reliability", "reliability_low", "reliability_high", "side_bias",
+                                 "side_bias_low", "side_bias_high")})
+
+
 def first_open(ch):
     """(the board to show, the job computing its intervals or None): a count ranker's board comes at once
     with its point scores, its bootstrap computed after it is on screen (``app_pages._lbopen_cache``); the
@@ -160,7 +172,12 @@ board, job = first_open(ch)
 pending = job is not None and not job.done()
 table = board.table
 counts_only = board.params.get("unit") == "battles"  # a pair-count dataset: battles, no graph (issue 25)
+panel_board = is_panel_board(board)  # the judge panel: verdicts with their orders, as the CLI fits them
 st.caption(
+    "Every verdict of the chosen dataset, judge and category, each with its judge and presentation order, "
+    "in one noisy Bradley-Terry fit with each judge's reliability and side bias (as `leaderboard --ranker "
+    "panel` fits it). Intervals are 95 % Wald intervals from the fit's observed information."
+    if panel_board else
     "Every battle of the chosen pair-count dataset (wins and ties summed per model pair), aggregated into "
     "one ranking. Intervals are percentile bootstrap intervals, the battles redrawn as one multinomial; "
     "there are no prompts, so no graphs and no bad triads." if counts_only else
@@ -168,7 +185,9 @@ st.caption(
     "(W = wins, T = ties over graphs, paper 000 eq. 3–4). Intervals are percentile bootstrap intervals "
     "over graphs; bad triads count the non-transitive triples a model sits in."
 )
-n_units = int(board.params["n_votes"] if counts_only else board.params["n_graphs"])
+n_units = int(board.params["n_votes"] if counts_only else board.params["n_verdicts_valid"] if panel_board
+              else board.params["n_graphs"])
+unit_word = "Battles" if counts_only else "Verdicts" if panel_board else "Graphs"
 
 elo_ok = elo_factor(ch.ranker) is not None
 elo = st.toggle(
@@ -188,7 +207,7 @@ reference = (
      f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.")
     if board.distances else ("Reference", "none", board.reference_note)
 )
-metric_row(("Models", len(table)), ("Battles" if counts_only else "Graphs", n_units),
+metric_row(("Models", len(table)), (unit_word, n_units),
            ("Leader", escape_md(view.frame.iloc[0]["model"])), reference)
 
 for note in view.notes:
@@ -207,6 +226,8 @@ if pending:
 st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
 if view.delta_note:
     st.caption(escape_md(view.delta_note))
+if panel_board:
+    panel_judges_section(board)
 style_control_section(ch, bool(elo and elo_ok))
 
 baseline_win_rates(ch, sorted(table["model"].astype(str)))
@@ -223,7 +244,8 @@ fig.update_layout(
     height=max(260, min(36, max(14, 2400 // max(len(plot), 1))) * len(plot) + 90),
     margin={"l": 10, "r": 10, "t": 40, "b": 10},
     xaxis_title=view.score_label, yaxis_title=None, plot_bgcolor="#fbfcfe",
-    title={"text": f"Scores (95 % bootstrap intervals being computed, B = {B_DEFAULT})" if pending else
+    title={"text": "Scores with 95 % Wald intervals (the panel's fit)" if panel_board else
+           f"Scores (95 % bootstrap intervals being computed, B = {B_DEFAULT})" if pending else
            f"Scores with 95 % bootstrap intervals (B = {B_DEFAULT})", "font": {"size": 14}},
 )
 fig.update_yaxes(tickfont={"size": 12 if len(plot) <= 40 else 9}, automargin=True)
@@ -238,8 +260,8 @@ d2.download_button("Download JSON", lambda: leaderboard_json(board), "leaderboar
                    help="With the intervals, once computed." if pending else None)
 st.caption(
     f"{ch.caption()} · ranker {escape_md(ch.ranker)} · all {n_units} "
-    f"{'battles' if counts_only else 'graphs'} · combine "
-    f"policy {board.params['policy']} · "
+    f"{unit_word.lower()} · "
+    f"{'each verdict one observation' if panel_board else 'combine policy ' + str(board.params['policy'])} · "
     f"{'bootstrap being computed' if pending else bootstrap_note(board)} · "
     f"{escape_md(board.reference_note)}. "
     "The Data page exports every result at once."

@@ -481,6 +481,11 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
 
         return pair_count_app_board(get_store(), key.dataset, ranker=ranker, bootstrap=bootstrap, seed=seed,
                                     reference=ref, reference_note=note)
+    if ranker == "panel":  # the CLI's store path: verdicts with their orders, intervals from the fit
+        from engine.views.panel_view import panel_app_board
+
+        return panel_app_board(get_store(), key.dataset, judge=key.judge, category=key.category,
+                               keep_k=keep_k, reference=ref, reference_note=note)
     from engine.views.leaderboard_first import first_open_applies
 
     if first_open_applies(ranker, keep_k):  # a count ranker on every graph: graphs of < 3 models never built
@@ -559,12 +564,15 @@ def recovery_result(n: int, p: float, t_max: int, reps: int, seed: int):
 
 
 def results_zip_for(key: CacheKey, ranker: str, mu: float, about: str) -> bytes:
-    """Leaderboard, per-graph cycle table and judge diagnostics of ``key`` in one ZIP (built on click)."""
+    """Leaderboard, per-graph cycle table, judge diagnostics and judge report of ``key`` in one ZIP (built on
+    click)."""
     from engine.views.exports import results_zip
+    from engine.views.judge_report_view import judge_report_of_store
 
     board = leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)
     judges = judge_diagnostics(key.dataset, key.version, key.category, False)
-    return results_zip(board, cycle_overview(key), judges, mu=mu, about=about)
+    report = judge_report_of_store(get_store(), key.dataset, key.category)  # every judge, as the Judges page
+    return results_zip(board, cycle_overview(key), judges, mu=mu, about=about, judge_report=report)
 
 
 def show_table(frame, column_config: dict, formats: dict[str, str], **kwargs) -> None:
@@ -694,6 +702,8 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
 def bootstrap_note(board) -> str:
     """How the intervals were made, for a caption (and why a move can take seconds)."""
     p = board.params
+    if p.get("ranker") == "panel":
+        return "intervals from the panel's fit (95 % Wald, observed information), no bootstrap"
     method = p.get("bootstrap_method") or ""
     text = f"bootstrap B={p.get('bootstrap', B_DEFAULT)}, seed {p.get('seed', SEED)}"
     if method == "one refit per resample":

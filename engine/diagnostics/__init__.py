@@ -223,11 +223,15 @@ def diagnose(
     if table == "overview":
         return overview(v, reference=params.get("reference", "human"), policy=policy, tie_band=band)
     if table == "judges":  # issue 28: the judge report
-        from engine.diagnostics.judge_report import judge_report, store_lengths
+        from engine.diagnostics.judge_report import judge_report, store_lengths, style_length_betas
 
         lengths = (None if isinstance(store_or_verdicts, pd.DataFrame) or dataset is None
                    else store_lengths(store_or_verdicts, dataset))
-        return judge_report(v, reference=params.get("reference", "default"), policy=policy, lengths=lengths)
+        judges = sorted(v["judge"].dropna().astype(str).unique())
+        betas = (style_length_betas(store_or_verdicts, dataset, judges)
+                 if dataset is not None and lengths is not None and len(lengths) else None)
+        return judge_report(v, reference=params.get("reference", "default"), policy=policy, lengths=lengths,
+                            style_betas=betas)
     if table == "position":
         if not has_known_order(v):
             raise _no_order(dataset, "position bias cannot be measured")

@@ -15,6 +15,10 @@ What each column computes (the reference's own row has empty comparison columns)
   ``position`` table's numbers (its module).
 - ``length_verdicts``, ``longer_wins``: among decisive verdicts on two answers of different lengths
   (characters of the stored answer texts), the share the longer answer won; empty without texts.
+- ``style_beta_tokens``: the fitted coefficient of the length feature (``tokens``, the answer's token
+  count) in the judge's own style-controlled Bradley-Terry, the fit and features of ``leaderboard --judge J
+  --style-control`` (``engine.ranking.style_board``; log-odds per standard deviation of (a - b)/(a + b),
+  the other style features held equal); empty without texts or where the judge's verdicts carry none.
 - ``family``, ``self_verdicts``, ``self_win_rate``, ``self_win_rate_ref``, ``self_preference``: the
   judge's family by the NAME RULE below; among its verdicts on items where exactly one model is of its
   family, the share that model won (ties one half); the reference's same share on the same items; and
@@ -42,8 +46,9 @@ from engine.graphs.stack import DEFAULT_POLICY, combine_counts
 COLUMNS: tuple[str, ...] = (
     "judge", "reference", "verdicts", "items_vs_ref", "agreement_vs_ref", "kappa_by_model",
     "items_shown_vs_ref", "kappa_as_shown", "first_win_rate", "first_win_rate_decisive", "order_consistency",
-    "mcnemar_p_ordinal", "length_verdicts", "longer_wins", "family", "self_verdicts", "self_win_rate",
-    "self_win_rate_ref", "self_preference", "triples", "pnt", "graph_cycle_rate",
+    "mcnemar_p_ordinal", "length_verdicts", "longer_wins", "style_beta_tokens", "family",
+    "self_verdicts", "self_win_rate", "self_win_rate_ref", "self_preference", "triples", "pnt",
+    "graph_cycle_rate",
 )
 
 
@@ -100,6 +105,29 @@ def length_bias(verdicts: pd.DataFrame, lengths: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+LENGTH_FEATURE = "tokens"
+"""The style feature that measures length (``engine.store.schema.STYLE_FEATURES``)."""
+
+
+def style_length_betas(store, dataset: str, judges, category: str | None = None) -> pd.DataFrame:
+    """Per judge: the coefficient of the length feature in its style-controlled Bradley-Terry, the board of
+    ``leaderboard --judge J --style-control`` (NaN where the judge's verdicts carry no style features).
+    One fit per judge."""
+    from engine.errors import LensError
+    from engine.ranking.leaderboard import leaderboard
+
+    rows = []
+    for judge in judges:
+        try:
+            board = leaderboard(store, dataset, ranker="bt", style_control=True, judge=judge,
+                                category=category)
+            beta = float(board.params["style"]["features"][LENGTH_FEATURE]["beta"])
+        except LensError:  # no valid verdict, or none with style features: an empty cell
+            beta = np.nan
+        rows.append({"judge": judge, f"style_beta_{LENGTH_FEATURE}": beta})
+    return pd.DataFrame(rows, columns=["judge", f"style_beta_{LENGTH_FEATURE}"])
+
+
 def self_preference(vo: pd.DataFrame, reference: str | None) -> pd.DataFrame:
     """Per judge: its family, verdicts on items with exactly one model of its family, that model's win
     share (ties half) in the judge's verdicts and in the reference's on the same items, and the gap."""
@@ -144,11 +172,13 @@ def cycle_rates(verdicts: pd.DataFrame, policy: str = DEFAULT_POLICY) -> pd.Data
 
 
 def judge_report(verdicts: pd.DataFrame, *, reference: str | None = "default", policy: str = DEFAULT_POLICY,
-                 lengths: pd.DataFrame | None = None) -> pd.DataFrame:
+                 lengths: pd.DataFrame | None = None,
+                 style_betas: pd.DataFrame | None = None) -> pd.DataFrame:
     """The judge report of a verdict frame (module docstring), one row per judge sorted by name.
 
     ``reference``: the judge every other is compared with ("default": ``human`` when present, else none);
-    ``lengths``: the answers' lengths (prompt_id, variant, turn, model, length) or None (no length bias)."""
+    ``lengths``: the answers' lengths (prompt_id, variant, turn, model, length) or None (no length bias);
+    ``style_betas``: ``style_length_betas`` of the same selection, or None (the column empty)."""
     from engine.diagnostics import overview
 
     judges = sorted(verdicts["judge"].dropna().astype(str).unique())
@@ -164,6 +194,8 @@ def judge_report(verdicts: pd.DataFrame, *, reference: str | None = "default", p
         out = out.merge(kappa_as_shown(vo, ref, policy), on="judge", how="left")
     if lengths is not None and len(lengths):
         out = out.merge(length_bias(valid, lengths), on="judge", how="left")
+    if style_betas is not None and len(style_betas):
+        out = out.merge(style_betas, on="judge", how="left")
     out = out.merge(self_preference(vo, ref), on="judge", how="left")
     out = out.merge(cycle_rates(verdicts, policy), on="judge", how="left")
     out["reference"] = ref

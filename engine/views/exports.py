@@ -1,5 +1,5 @@
 """Results as downloadable files: the leaderboard (CSV, JSON with its parameters), the per-graph
-cycle table and the judge diagnostics, alone or together in one ZIP; and the one CSV writer.
+cycle table, the judge diagnostics and the judge report, alone or together in one ZIP; and the one CSV writer.
 
 The app's download buttons call these lazily (only when clicked), so building a file never slows
 a page.
@@ -58,8 +58,11 @@ def judges_tables(judges) -> dict[str, pd.DataFrame]:
     }
 
 
-def results_zip(board=None, overview=None, judges=None, *, mu: float = 1.0, about: str = "") -> bytes:
-    """One ZIP of every result given: leaderboard.csv/.json, graphs.csv, judges_*.csv, README.txt."""
+def results_zip(board=None, overview=None, judges=None, *, mu: float = 1.0, about: str = "",
+                judge_report=None) -> bytes:
+    """One ZIP of every result given: leaderboard.csv/.json, graphs.csv, judges_*.csv, README.txt, and
+    the judge report (an ``engine.views.judge_report_view.JudgeReportView``) as judge_report.json (the
+    rows of ``diagnose --table judges --format json`` with its reference and notes) and judge_report.csv."""
     files: dict[str, bytes] = {}
     if board is not None:
         files["leaderboard.csv"] = csv_bytes(board.table)
@@ -69,6 +72,9 @@ def results_zip(board=None, overview=None, judges=None, *, mu: float = 1.0, abou
     if judges is not None:
         for stem, frame in judges_tables(judges).items():
             files[f"{stem}.csv"] = csv_bytes(frame)
+    if judge_report is not None:
+        files["judge_report.json"] = judge_report.report_json()
+        files["judge_report.csv"] = csv_bytes(judge_report.table)
     readme = "Tournament Lens results\n" + (about.strip() + "\n" if about else "") + "".join(
         f"- {name}\n" for name in files)
     buf = io.BytesIO()

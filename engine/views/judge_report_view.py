@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from engine.diagnostics.judge_report import judge_report, store_lengths
+from engine.diagnostics.judge_report import (
+    judge_report,
+    store_lengths,
+    style_length_betas,
+)
 
 COLUMN_HELP: dict[str, str] = {
     "reference": "The judge every other is compared with (human when the dataset has one).",
@@ -21,6 +25,10 @@ COLUMN_HELP: dict[str, str] = {
     "order_consistency": "Share of items judged in both orders whose two verdicts agree.",
     "longer_wins": "Among decisive verdicts on answers of different lengths (characters), the share the "
                    "longer answer won.",
+    "style_beta_tokens": "Coefficient of the length feature (tokens) in the judge's own style-controlled "
+                         "Bradley-Terry (leaderboard --judge J --style-control): log-odds per standard "
+                         "deviation of (a - b)/(a + b), other style features held equal; positive: longer "
+                         "wins.",
     "family": "The judge's family: the leading letters of its lower-cased name (gpt-4 → gpt).",
     "self_win_rate": "Own-family model's win share (ties half) where exactly one model is of the family.",
     "self_preference": "self_win_rate minus the reference's share on the same items.",
@@ -53,5 +61,8 @@ def judge_report_of_store(store, dataset: str, category: str | None = None,
                           reference: str | None = "default") -> JudgeReportView:
     """The judge report of a stored dataset (of ``category`` when given), answer lengths from its texts."""
     verdicts = store.verdicts(dataset, category=category)
-    table = judge_report(verdicts, reference=reference, lengths=store_lengths(store, dataset))
+    lengths = store_lengths(store, dataset)
+    judges = sorted(verdicts["judge"].dropna().astype(str).unique())
+    betas = style_length_betas(store, dataset, judges, category) if len(lengths) else None
+    table = judge_report(verdicts, reference=reference, lengths=lengths, style_betas=betas)
     return JudgeReportView(dataset, category, table, list(table.attrs.get("notes") or []))
