@@ -43,7 +43,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_recheck23_names.py",        # 10 s of CPU (72 s wall, -n 0, load 23; 2 CLI runs, hypothesis x 60)
     "test_recheck23_counts.py",       # 8 s of CPU (36 s wall, -n 0, load 23; imports, hypothesis x 14)
     "test_head_to_head_page.py",      # 16 s of CPU (63 s wall, -n 0, load 10; one shared AppTest + 1)
-    "test_pages_inspector_reads.py",  # 41 s of CPU (200 s wall, -n 0, load 20; old and new reads, 4 stores)
+    "test_pages_inspector_reads.py",  # 26 s of CPU (105 s wall, -n 0, load 6-10; old and new reads, 4 stores)
     "test_pages_truncation_pool.py",  # 14 s of CPU (56 s wall, -n 0, load 12; 5 small imports)
     "test_head_to_head.py",           # 14 s of CPU (41-60 s wall, -n 0, load 10; 9 imports/attaches)
     "test_active_page.py",            # 24 s of CPU (434 s wall, -n 0, load 23; AppTest, 2 replay runs)
