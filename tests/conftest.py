@@ -44,10 +44,10 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_recheck23_counts.py",       # 8 s of CPU (36 s wall, -n 0, load 23; imports, hypothesis x 14)
     "test_head_to_head_page.py",      # 16 s of CPU (63 s wall, -n 0, load 10; one shared AppTest + 1)
     "test_pages_inspector_reads.py",  # 26 s of CPU (105 s wall, -n 0, load 6-10; old and new reads, 4 stores)
-    "test_pages_truncation_pool.py",  # 14 s of CPU (56 s wall, -n 0, load 12; 5 small imports)
+    "test_pages_truncation_pool.py",  # 14 s of CPU at load 12, 9.7 s at load 5 (5 small imports)
     "test_head_to_head.py",           # 14 s of CPU (41-60 s wall, -n 0, load 10; 9 imports/attaches)
-    "test_active_page.py",            # 24 s of CPU (434 s wall, -n 0, load 23; AppTest, 2 replay runs)
-    "test_active_curves.py",          # 19 s of CPU (344 s wall, -n 0, load 19; 3 replay runs, brute force)
+    "test_active_page.py",            # 24 s of CPU at load 23, 7.4 s at load 5 (AppTest, 2 replay runs)
+    "test_active_curves.py",          # 19 s of CPU at load 19, 4.6 s at load 5 (3 replay runs, brute force)
     "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
     "test_judges_counts.py",          # 27 wall alone, -n 0, load 8 (six imports, the shipped store)
@@ -60,7 +60,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_pages_graph_read.py",       # 86 wall alone, -n 0, load 15 (five imports, the shipped store)
     "test_pages_choice_tree.py",      # 60 wall alone, -n 0, load 20 (hypothesis x 80, the shipped store)
     "test_cycles3_selection.py",      # 28 s of CPU (82 s wall, -n 0, load 10; 4 imports, shipped store)
-    "test_audit26_cli_seams.py",      # ~95 wall alone, -n 0, load 8 (AppTest x 6, CLI boards with B = 200)
+    "test_audit26_cli_seams.py",      # ~95 wall alone, -n 0, load 8 (AppTest x 5, CLI boards with B = 200)
     "test_audit26_store_seams.py",    # 42 wall alone, -n 0, load 8 (imports, a judge run, CLI boards)
     "test_judging_active_cli.py",     # 31 s of CPU (148 s wall, -n 0, load 21; a kill -9, 12 replays/judges)
     "test_ingest.py",                 # 17
