@@ -208,10 +208,12 @@ def test_a_model_judge_under_every_protocol_spends_the_budget(tmp_path, protocol
 def test_a_killed_active_run_resumes_without_paying_twice(tmp_path):
     """SIGKILL while requests wait in the fake server (test_judging_kills' deterministic moment), then the
     same command again: every call answered before the kill is read back, the run walks the same path
-    and ends with the budget spent and the verdicts of an unkilled run."""
+    and ends with the budget spent and the verdicts of an unkilled run. One request at a time, so the
+    one waiting at the gate is the run's only call in flight (with --concurrency 4 the first to reach the
+    gate was counted while up to three more were on their way: 4 requests paid twice against 1 counted)."""
     db, clean = tmp_path / "k.duckdb", tmp_path / "clean.duckdb"
     extra = ["--protocol", "single", "--select", "uncertainty", "--budget", "24", "--batch", "8", "--seed",
-             "2", "--concurrency", "4"]
+             "2", "--concurrency", "1"]
     with FakeOpenAI(delay_s=0.02) as srv:
         cmd = judge_cmd(db, "k", srv.base_url, *extra, models="gpt-4,llama-13b,alpaca-13b,claude-v1")
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
