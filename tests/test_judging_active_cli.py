@@ -208,7 +208,9 @@ def test_a_model_judge_under_every_protocol_spends_the_budget(tmp_path, protocol
 def test_a_killed_active_run_resumes_without_paying_twice(tmp_path):
     """SIGKILL while requests wait in the fake server (test_judging_kills' deterministic moment), then the
     same command again: every call answered before the kill is read back, the run walks the same path
-    and ends with the budget spent and the verdicts of an unkilled run."""
+    and ends with the budget spent and the verdicts of an unkilled run. The kill comes once all four
+    requests of the concurrency wait at the gate, so they are the run's only calls in flight (counting at
+    the first arrival missed up to three more on their way: 4 paid twice against 1 counted)."""
     db, clean = tmp_path / "k.duckdb", tmp_path / "clean.duckdb"
     extra = ["--protocol", "single", "--select", "uncertainty", "--budget", "24", "--batch", "8", "--seed",
              "2", "--concurrency", "4"]

@@ -95,19 +95,20 @@ def test_intervals_shown_belong_to_the_current_choice(shipped_db, monkeypatch):
     assert_page_shows(at, cli, "elo")
 
 
-@pytest.mark.parametrize("k, mu", [(40, 1.0), (17, 0.1)])
-def test_truncation_fragment_equals_the_cli(shipped_db, monkeypatch, k, mu):
+def test_truncation_fragment_equals_the_cli(shipped_db, monkeypatch):
     """Pooled judges first; then the sidebar's judge is set to gpt-4 and the sliders moved: the table is
-    the CLI's ``--judge gpt-4 --keep-k K --mu M`` board (the kept board's columns)."""
+    the CLI's ``--judge gpt-4 --keep-k K --mu M`` board (the kept board's columns); then the sliders moved
+    again (one app for both choices: a new app per choice repeated the first four runs)."""
     at = new_app(shipped_db, monkeypatch)
     at = at.switch_page("app_pages/2_truncation.py").run()
     at.slider(key="keep_k").set_value(30).run()  # a move on the pooled selection first
     at.selectbox(key="judge").set_value("gpt-4").run()
-    at.slider(key="keep_k").set_value(k).run()
-    at.select_slider(key="mu").set_value(mu).run()
-    assert_clean(at)
-    shown = at.dataframe[0].value.reset_index(drop=True)
-    cli = cli_board(shipped_db, "--judge", "gpt-4", "--keep-k", str(k), "--mu", f"{mu:g}")
-    cols = [c for c in cli.columns if c in shown.columns]
-    assert {"model", "score", "ci_low", "ci_high", "rank_low", "rank_high", "votes"} <= set(cols)
-    pd.testing.assert_frame_equal(shown[cols], cli[cols], check_exact=True, check_dtype=False)
+    for k, mu in [(40, 1.0), (17, 0.1)]:
+        at.slider(key="keep_k").set_value(k).run()
+        at.select_slider(key="mu").set_value(mu).run()
+        assert_clean(at)
+        shown = at.dataframe[0].value.reset_index(drop=True)
+        cli = cli_board(shipped_db, "--judge", "gpt-4", "--keep-k", str(k), "--mu", f"{mu:g}")
+        cols = [c for c in cli.columns if c in shown.columns]
+        assert {"model", "score", "ci_low", "ci_high", "rank_low", "rank_high", "votes"} <= set(cols)
+        pd.testing.assert_frame_equal(shown[cols], cli[cols], check_exact=True, check_dtype=False)
