@@ -55,6 +55,7 @@ TURNS = textwrap.dedent("""
     store = Store(path, keep_open=False, lock_wait_s=60)  # a judge run: the file let go between writes
     for k in range(turns):
         with store.session():
+            store.con.execute("SELECT 1")  # inside the file from here to the session's end
             Store(path, keep_open=False)  # a second store of the same file in this process, as the app
             store.con.execute("INSERT INTO turns SELECT ?, range, repeat('x', 300) FROM range(3000)", [tag])
             got = store.con.execute("SELECT count(*) FROM turns WHERE tag = ?", [tag]).fetchone()[0]
