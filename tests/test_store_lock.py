@@ -117,3 +117,19 @@ def test_processes_taking_turns_leave_a_whole_file(tmp_path):
     counts = dict(con.execute("SELECT tag, count(*) FROM turns GROUP BY tag").fetchall())
     con.close()
     assert counts == {tag: 3000 * turns for tag in tags}
+
+
+def test_a_lock_file_that_cannot_be_made_is_one_sentence(tmp_path):
+    """A folder where the lock file goes: one sentence naming it, and the store file left untouched."""
+    import pytest
+
+    from engine.store.connection import StoreError
+
+    db = tmp_path / "lens.duckdb"
+    Store(db).close()
+    before = db.read_bytes()
+    (tmp_path / "lens.duckdb.lock").unlink()  # left by the first open (a lock file is never removed)
+    (tmp_path / "lens.duckdb.lock").mkdir()
+    with pytest.raises(StoreError, match=r"its lock file .*lens\.duckdb\.lock cannot be made"):
+        Store(db)
+    assert db.read_bytes() == before
