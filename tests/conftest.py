@@ -58,6 +58,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_panel.py",                  # ~7 s of CPU (25 s wall alone, -n 0, load 20; two CLI store reads)
     "test_export_judge_report.py",    # 22-28 wall alone, -n 0, load 6 (the app's results ZIP of vicuna80)
     "test_app_panel_board.py",        # 13-16 wall alone, -n 0, load 6 (AppTest, one import, one CLI run)
+    "test_store_lock.py",             # 20-22 wall alone, -n 0, load 7 (~12 s CPU: 8 Python processes)
     "test_predicted.py",              # 20 alone, -n 0, load 8
     "test_min_fas.py",                # 24 alone, -n 0, load 11 (hypothesis, brute force, one CLI run)
     "test_pages_graph_read.py",       # 86 wall alone, -n 0, load 15 (five imports, the shipped store)

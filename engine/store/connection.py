@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ import duckdb
 import pandas as pd
 
 from engine.errors import LensError
+from engine.store import file_lock
 from engine.store.schema import GRAPH_KEY, STYLE_COLUMNS, VERDICT_COLUMNS, VERDICT_DTYPES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +54,9 @@ def check_store_file(path: Path) -> int | None:
     block size (``header_block_size``) for ``truncation``, None for a new file."""
     if not path.exists():
         return None
+    held, block_size = file_lock.held_block_size(path)
+    if held:  # read when this process took the lock; reading it again would drop DuckDB's own lock
+        return block_size
     if path.is_dir():
         raise StoreError(f"The store path {path} is a folder; give a file such as {path / 'lens.duckdb'}.")
     with open(path, "rb") as fh:
@@ -248,6 +252,41 @@ class Store:
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """Open the file, waiting up to ``lock_wait_s`` while another process holds its lock."""
         deadline = time.monotonic() + self.lock_wait_s
+        self._take_file_lock(deadline)
+        try:
+            return self._connect_locked(deadline)
+        except BaseException:
+            self._drop_file_lock()
+            raise
+
+    @property
+    def _lockable(self) -> bool:
+        return str(self.path) != ":memory:"
+
+    def _take_file_lock(self, deadline: float) -> None:
+        """Take this store's lock (``engine.store.file_lock``) before DuckDB touches the file."""
+        if not self._lockable:
+            return
+        try:
+            file_lock.acquire(self.path, exclusive=not self.read_only, block_size=self._block_size,
+                              wait_s=max(deadline - time.monotonic(), 0.0))
+        except file_lock.LockBusy:
+            raise StoreBusy(
+                f"The store at {self.path} is in use by another process (a judge run, an import "
+                "or another app); try again when it has finished."
+            ) from None
+        except OSError as exc:
+            raise StoreError(f"Cannot open the store at {self.path}: its lock file "
+                             f"{file_lock.lock_path(self.path)} cannot be made ({exc.strerror}).") from exc
+
+    def _drop_file_lock(self) -> None:
+        """Let go of this store's lock (after DuckDB closed the file)."""
+        if self._lockable:
+            file_lock.release(self.path)
+
+    def _connect_locked(self, deadline: float) -> duckdb.DuckDBPyConnection:
+        """Open the file (its lock held), waiting until ``deadline`` while a process outside Lens holds
+        DuckDB's own lock on it."""
         delay = 0.05
         while True:
             try:
@@ -298,8 +337,11 @@ class Store:
         """Close the connection (the file lock goes with it); the next use reopens it."""
         with self._guard:
             if self._con is not None:
-                self._con.close()
-                self._con = None
+                try:
+                    self._con.close()
+                finally:
+                    self._con = None
+                    self._drop_file_lock()
 
     @contextmanager
     def unheld(self) -> Iterator[Store]:
@@ -340,6 +382,12 @@ class Store:
     def close(self) -> None:
         """Let go of the file; a keep_open=False store reopens it on its next use."""
         self.release()
+
+    def __del__(self) -> None:
+        # a store dropped without close(): DuckDB closes its connection, and this process's count on
+        # the store's lock must go down with it, or the lock would outlive the file's use
+        with suppress(Exception):  # nothing to tell at collection time
+            self.release()
 
     def __enter__(self) -> Store:
         return self
