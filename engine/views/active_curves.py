@@ -23,8 +23,9 @@ import pandas as pd
 
 from engine.errors import LensError
 from engine.judging.active.fit import ActiveFit, Revealed, fit_revealed, separated
+from engine.judging.active.loop import ActivePlan, Steps
 from engine.judging.active.pool import Pool, pool_from_verdicts
-from engine.judging.active.select import check_strategy, select
+from engine.judging.active.select import check_strategy
 from engine.ranking.recovery import recovery
 from engine.store.connection import Store
 
@@ -143,25 +144,23 @@ def replay_steps(
 ) -> Iterator[ReplayState]:
     """The replay loop: the state before the first batch, then after each batch until ``budget`` calls.
 
-    A batch is ``select(strategy, pool, revealed, min(batch, budget - spent), rng, top_k=, fit=)`` with
-    ``rng = numpy.random.default_rng(seed)``, answered by the stored winners, then ``fit_revealed``.
+    The batches are the CLI's own (``engine.judging.active.loop.Steps``: ``select`` on the current fit with
+    ``rng = numpy.random.default_rng(seed)``), answered by the stored winners, then refitted.
     ``start``: verdicts known before the run (not counted as calls). The state is updated in place.
     """
     check_strategy(strategy)
     if budget < 0 or batch < 1:
         raise LensError(f"A replay needs a budget >= 0 and a batch >= 1; got {budget} and {batch}.")
-    rng = np.random.default_rng(seed)
     revealed = Revealed.empty(source.pool) if start is None else _copy(start)
-    state = ReplayState(0, revealed, fit_revealed(source.pool, revealed), rng)
+    # the CLI's own batch walk (one call per replayed item), never stopping early
+    steps = Steps(source.pool, ActivePlan(strategy, budget, batch, seed, top_k=top_k), revealed,
+                  spent=lambda: state.spent)
+    state = ReplayState(0, revealed, steps.refit(), steps.rng)
     yield state
-    while state.spent < budget:
-        items = select(strategy, source.pool, revealed, min(batch, budget - state.spent), rng,
-                       top_k=top_k, fit=state.fit)
-        if len(items) == 0:
-            return
+    for items in steps:
         revealed.record_winners(items, source.winners[items])
         state.spent += len(items)
-        state.fit = fit_revealed(source.pool, revealed)
+        state.fit = steps.refit()
         yield state
 
 

@@ -174,11 +174,19 @@ class Steps:
         self.rng = np.random.default_rng(plan.seed)
         self.batches = 0
         self.reason = "budget"
+        self._fit: ActiveFit | None = None  # ``refit``'s, used for the next batch
+
+    def refit(self) -> ActiveFit:
+        """The fit of what ``revealed`` holds now (after the caller recorded a batch); the next batch is
+        chosen on this same fit, computed once (a caller that reports the fit after every batch)."""
+        self._fit = fit_revealed(self.pool, self.revealed)
+        return self._fit
 
     def __iter__(self) -> Iterator[np.ndarray]:
         pool, plan = self.pool, self.plan
         while True:
-            fit = fit_revealed(pool, self.revealed)
+            fit = self._fit if self._fit is not None else fit_revealed(pool, self.revealed)
+            self._fit = None
             if plan.stop and separated(fit, plan.top_k):
                 self.reason = "separated"
                 return
