@@ -18,7 +18,7 @@ def _report(dataset: str, version: int, category: str | None):
 
 def judge_report_section(ch) -> None:
     """Render the report for the sidebar's dataset and category (every judge, as the rest of the page)."""
-    from engine.views.judge_report_view import COLUMN_HELP
+    from engine.views.judge_report_view import COLUMN_GROUPS, COLUMN_HELP
 
     st.subheader("Judge report")
     view = _report(ch.key.dataset, ch.key.version, ch.key.category)
@@ -30,8 +30,18 @@ def judge_report_section(ch) -> None:
     config = {c: st.column_config.Column(help=h) for c, h in COLUMN_HELP.items()}
     counts = [c for c in view.table.columns if str(view.table[c].dtype).startswith(("Int", "int"))]
     rates = [c for c in view.table.columns if c not in ("judge", "reference", "family", *counts)]
-    show_table(view.table.drop(columns=["reference"]), config,
-               {**{c: ".3f" for c in rates}, **{c: "d" for c in counts}}, hide_index=True, width="stretch")
+    formats = {**{c: ".3f" for c in rates}, **{c: "d" for c in counts}}
+    table = view.table.drop(columns=["reference"])
+    placed = {c for cols in COLUMN_GROUPS.values() for c in cols}
+    groups = list(COLUMN_GROUPS.items())
+    rest = [c for c in table.columns if c != "judge" and c not in placed]
+    if rest:
+        groups[-1] = (groups[-1][0], groups[-1][1] + rest)
+    for title, cols in groups:
+        cols = [c for c in cols if c in table.columns]
+        st.markdown(f"**{title}**")
+        show_table(table[["judge", *cols]], {c: config[c] for c in cols if c in config},
+                   {c: f for c, f in formats.items() if c in cols}, hide_index=True, width="stretch")
     for note in view.notes:
         st.caption(note)
     st.download_button("Judge report (JSON)", view.report_json(), file_name="judge_report.json",

@@ -27,6 +27,7 @@ PAGES = {  # url path -> (screenshot name, page title)
     "judge-diagnostics": ("judges", "Judges"),
     "datasets": ("data", "Data"),
     "theory-lab": ("theory_lab", "Theory lab"),
+    "which-calls-next": ("active", "Active judging"),
 }
 XSS_SCRIPT = "<script>window.__xss=1</script>"
 XSS_IMG = "<img src=x onerror=window.__xss=1>"

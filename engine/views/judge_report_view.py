@@ -37,6 +37,17 @@ COLUMN_HELP: dict[str, str] = {
 }
 """Words for the columns a reader needs explained (the page's column help)."""
 
+COLUMN_GROUPS: dict[str, list[str]] = {
+    "Agreement with the reference": ["verdicts", "items_vs_ref", "agreement_vs_ref", "kappa_by_model",
+                                     "items_shown_vs_ref", "kappa_as_shown"],
+    "Position": ["first_win_rate", "first_win_rate_decisive", "order_consistency", "mcnemar_p_ordinal"],
+    "Length": ["length_verdicts", "longer_wins", "style_beta_tokens"],
+    "Self-preference": ["family", "self_verdicts", "self_win_rate", "self_win_rate_ref", "self_preference"],
+    "Cycles": ["triples", "pnt", "graph_cycle_rate"],
+}
+"""The report's columns in the page's tables, each beside the judge (one table of every column does not
+fit 1280 px); a column in no group goes to the last table."""
+
 
 @dataclass(frozen=True)
 class JudgeReportView:
