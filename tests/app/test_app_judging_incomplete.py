@@ -83,14 +83,16 @@ def test_an_unfinished_judge_run_marks_its_dataset_everywhere_until_a_rerun_comp
     for the killed run."""
     db = tmp_path / "k.duckdb"
     run = "judge run 1 (openai model 'fake-judge', protocol swapped)"
-    with FakeOpenAI(delay_s=0.05) as srv:
+    # the gate closes at the 51st request (about 23 of 48 pairs judged): the run stays alive, its next calls
+    # waiting inside the server, and the verdict writer writes the finished pairs within its 2 s
+    with FakeOpenAI(delay_s=0.05, gate_after=50) as srv:
         cmd = judge_cmd(db, "k", srv.base_url, "--concurrency", "4", limit="2")
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:  # about 23 of 48 pairs judged: the verdict writer has written its first 16
-            assert _wait_for(lambda: len(srv.bodies) >= 50 or proc.poll() is not None)
-            srv.gate.clear()  # the run stays alive, its next calls waiting inside the server
-            assert _wait_for(lambda: srv.at_gate >= 4) and proc.poll() is None
-            assert _one(db, "SELECT count(*) FROM verdicts WHERE dataset = 'k'") > 0
+        try:
+            assert _wait_for(lambda: srv.at_gate >= 4 or proc.poll() is not None) and proc.poll() is None
+            assert _wait_for(
+                lambda: time.sleep(0.1) or _one(db, "SELECT count(*) FROM verdicts WHERE dataset = 'k'") > 0
+            )
             live = run_engine(["--db", str(db), "leaderboard", "--dataset", "k"])
         finally:
             proc.send_signal(signal.SIGKILL)
