@@ -481,7 +481,9 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
 
         return pair_count_app_board(get_store(), key.dataset, ranker=ranker, bootstrap=bootstrap, seed=seed,
                                     reference=ref, reference_note=note)
-    if ranker == "panel":  # the CLI's store path: verdicts with their orders, intervals from the fit
+    from engine.rankers.objects import ranker_object
+
+    if ranker_object(ranker).judged_verdicts:  # the CLI's store path: verdicts, orders, fit intervals
         from engine.views.panel_view import panel_app_board
 
         return panel_app_board(get_store(), key.dataset, judge=key.judge, category=key.category,
@@ -702,7 +704,9 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
 def bootstrap_note(board) -> str:
     """How the intervals were made, for a caption (and why a move can take seconds)."""
     p = board.params
-    if p.get("ranker") == "panel":
+    from engine.rankers.objects import ranker_object
+
+    if p.get("ranker") and ranker_object(str(p["ranker"])).judged_verdicts:
         return "intervals from the panel's fit (95 % Wald, observed information), no bootstrap"
     method = p.get("bootstrap_method") or ""
     text = f"bootstrap B={p.get('bootstrap', B_DEFAULT)}, seed {p.get('seed', SEED)}"

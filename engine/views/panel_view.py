@@ -44,6 +44,9 @@ def panel_judges(board: AppBoard) -> pd.DataFrame:
 
 def is_panel_board(board: AppBoard) -> bool:
     """Whether ``board`` is the panel's store-path board (intervals from the fit, not a bootstrap)."""
+    from engine.rankers.objects import ranker_object
     from engine.ranking.panel_board import CI_METHOD
 
-    return board.params.get("ranker") == "panel" and board.params.get("ci_method") == CI_METHOD
+    name = board.params.get("ranker")
+    fitted = board.params.get("ci_method") == CI_METHOD
+    return bool(name) and ranker_object(str(name)).judged_verdicts and fitted
