@@ -32,6 +32,9 @@ class Run:
     stdout: str = ""
     stderr_tail: str = ""
     extra: dict = field(default_factory=dict)
+    cpu_s: float = 0.0
+    """User + system CPU seconds of the waited process and the children it waited for (the kernel's
+    accounting, ``os.wait4``): what a shared machine's load inflates least."""
 
     @property
     def ok(self) -> bool:
@@ -70,6 +73,7 @@ def measure(cmd: list[str], *, cap_gb: float, timeout_s: float, cwd: Path | None
         pid, code, ru = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             ru_max = ru.ru_maxrss * 1024
+            cpu = ru.ru_utime + ru.ru_stime
             wall = time.perf_counter() - t0
             proc.returncode = os.waitstatus_to_exitcode(code)
             break
@@ -83,6 +87,7 @@ def measure(cmd: list[str], *, cap_gb: float, timeout_s: float, cwd: Path | None
             _, code, ru = os.wait4(proc.pid, 0)
             wall = time.perf_counter() - t0
             ru_max = ru.ru_maxrss * 1024
+            cpu = ru.ru_utime + ru.ru_stime
             break
         time.sleep(POLL_S)
     _kill_tree(proc.pid)  # leave no grandchild behind
@@ -95,4 +100,4 @@ def measure(cmd: list[str], *, cap_gb: float, timeout_s: float, cwd: Path | None
     if err_file:
         err.close()
         tail = err_file.read_text(errors="replace")[-1500:]
-    return Run(cmd, wall, max(peak, ru_max) / 1024**3, status, stdout, tail)
+    return Run(cmd, wall, max(peak, ru_max) / 1024**3, status, stdout, tail, cpu_s=cpu)

@@ -209,16 +209,17 @@ def count_leaderboard(store: Store, dataset, judge, category, spec: BoardSpec) -
     order = obj.vote_order(spec.ranker_params, has_time)
     extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
              "category": category}
-    # counts suffice; the lean fetch when every verdict is its own vote
-    if order is None and not spec.bootstrap:
-        sc = lean_pair_counts(store.cursor(), store_relation(store, dataset), judge=judge, category=category)
+    # the lean fetch when every verdict is its own vote: counts, and for a bootstrap the votes themselves
+    if order is None:
+        sc = lean_pair_counts(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
+                              votes_policy=spec.policy if spec.bootstrap else None)
         if sc is not None:
             if sc.n_votes == 0:
                 no_valid_verdict(dataset, judge, category)
             extra.update(judges=filtered_judges(store, dataset, judge), n_invalid_verdicts=sc.n_invalid)
             return leaderboard_from_counts(
                 sc.counts,
-                None,
+                sc.votes,
                 spec,
                 n_votes=sc.n_votes,
                 n_verdicts=sc.n_verdicts,

@@ -29,7 +29,7 @@ import pandas as pd
 
 from engine.errors import LensError
 from engine.graphs.distinct import distinct_sorted
-from engine.rankers.votes import A_WINS, TIE, PairCounts
+from engine.rankers.votes import A_WINS, TIE, PairCounts, Votes
 from engine.ranking.vote_query import GRAPH_HASH, columns_of, filtered_source
 from engine.store.sql import Relation, params
 
@@ -46,12 +46,19 @@ class SqlCounts:
     n_votes: int
     n_verdicts: int
     n_invalid: int
+    votes: Votes | None = None
+    """The valid verdicts as votes (each its own), for a bootstrap; None unless asked (``votes_policy``)."""
 
 
 def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *, judge=None,
-                     category=None) -> SqlCounts | None:
+                     category=None, votes_policy: str | None = None) -> SqlCounts | None:
     """Vote pair counts of ``relation`` under the filters when every valid verdict is its own vote (then
-    no combine policy applies), or None where only the general vote path is exact (module docstring)."""
+    no combine policy applies), or None where only the general vote path is exact (module docstring).
+
+    ``votes_policy`` (the board's combine policy, which no vote here needs): also keep the verdicts as
+    ``Votes`` for the bootstrap's resamples. Their graph key is the general path's (``GRAPH_HASH``); their
+    prompt key is that graph key too: with one (judge, variant, turn) key the graphs are the prompts, so
+    the prompt bootstrap draws the same units (the general path keys them by a hash of the prompt id)."""
     cols = columns_of(con, relation)
     src = filtered_source(relation, cols, judge, category)
     n_invalid, has_prob, keys, both_orders = _source_facts(con, src, "prob_a" in cols, "order" in cols)
@@ -67,7 +74,7 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
     if n == 0:
         empty = np.zeros(0, np.int64)
         return SqlCounts(PairCounts.of_votes(models, empty, empty, empty, votes=empty, n_graphs=empty,
-                                             n_prompts=empty), 0, 0, n_invalid)
+                                             n_prompts=empty), 0, 0, n_invalid)  # refused by the caller
     order_col = "\"order\"" if "order" in cols else "NULL"
     codes = pd.DataFrame({"model": list(models), "code": np.arange(n, dtype=np.int16)})
     con.register("lens_count_codes", codes)
@@ -120,7 +127,11 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
     pc = PairCounts.of_votes(models, lo, hi, pts, votes=per_model, n_graphs=n_graphs,
                              n_prompts=n_graphs.copy(), n_graph_total=int(single.sum()) + int(shared.size))
     n_votes = n_verdicts = int(g.size)
-    return SqlCounts(pc, n_votes, n_verdicts, n_invalid)
+    kept = None
+    if votes_policy is not None:
+        kept = Votes(models, lo, hi, pts.astype(np.int8), g, g, np.arange(g.size), policy=votes_policy,
+                     n_verdicts=n_verdicts)
+    return SqlCounts(pc, n_votes, n_verdicts, n_invalid, kept)
 
 
 def _rows_in(key: np.ndarray, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
