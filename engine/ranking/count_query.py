@@ -92,24 +92,26 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
     finally:
         con.unregister("lens_count_codes")
     g = np.asarray(out.pop("g"), dtype=np.uint64)
-    a, b = np.asarray(out.pop("a"), dtype=np.int64), np.asarray(out.pop("b"), dtype=np.int64)
+    a, b = np.asarray(out.pop("a"), dtype=np.int16), np.asarray(out.pop("b"), dtype=np.int16)
     w, o = np.asarray(out.pop("w"), dtype=np.int8), np.asarray(out.pop("o"), dtype=np.int8)
     a_first = a < b
-    lo, hi = np.where(a_first, a, b), np.where(a_first, b, a)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)  # model codes as fetched (int16): no 64-bit copy per verdict
     del a, b
-    # presentation: 1 lo shown first, 0 hi first, -1 unknown
-    shown = np.where(o == 0, -1, ((o == 1) == a_first).astype(np.int8)).astype(np.int8)
-    pts = np.where(w == TIE, 0, np.where((w == A_WINS) == a_first, 1, -1)).astype(np.int64)
-    del w, o, a_first
+    # the outcome seen from lo, plus one: 2 lo won, 1 tie, 0 hi won (``Votes.cells``' last digit)
+    outcome1 = np.where(w == TIE, np.int8(1), np.where((w == A_WINS) == a_first, np.int8(2), np.int8(0)))
+    del w
     srt = np.sort(g)
-    shared = distinct_sorted(srt[1:][srt[1:] == srt[:-1]])  # graphs holding two or more verdicts
-    del srt
-    single = np.ones(g.size, dtype=bool)
-    n_graphs = np.zeros(n, dtype=np.int64)
+    repeat = srt[1:] == srt[:-1]
+    shared = distinct_sorted(srt[1:][repeat])  # graphs holding two or more verdicts
+    n_graph_total = int(g.size - repeat.sum())
+    del srt, repeat
+    per_model = (np.bincount(lo, minlength=n) + np.bincount(hi, minlength=n)).astype(np.int64)
+    n_graphs = per_model.copy()  # every verdict is its own graph but those sharing one (below)
     if shared.size:
         rows, gid = _rows_in(g, shared)
-        single[rows] = False
-        slo, shi, ssh = lo[rows], hi[rows], shown[rows]
+        slo, shi = lo[rows], hi[rows]
+        # presentation: 1 lo shown first, 0 hi first, -1 unknown
+        ssh = np.where(o[rows] == 0, -1, ((o[rows] == 1) == a_first[rows]).astype(np.int8)).astype(np.int8)
         first = np.full(shared.size, g.size)
         np.minimum.at(first, gid, np.arange(gid.size))
         if bool(((slo != slo[first][gid]) | (shi != shi[first][gid])).any()):
@@ -120,17 +122,27 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
         if bool(both.any()):
             # verdicts shown in both orders in one graph pair into votes by voter and source order
             return None
-        n_graphs += np.bincount(slo[first], minlength=n) + np.bincount(shi[first], minlength=n)
-    # every verdict is its own vote here (no graph shows one pair in both orders)
-    n_graphs += np.bincount(lo[single], minlength=n) + np.bincount(hi[single], minlength=n)
-    per_model = (np.bincount(lo, minlength=n) + np.bincount(hi, minlength=n)).astype(np.int64)
-    pc = PairCounts.of_votes(models, lo, hi, pts, votes=per_model, n_graphs=n_graphs,
-                             n_prompts=n_graphs.copy(), n_graph_total=int(single.sum()) + int(shared.size))
+        later = np.ones(rows.size, dtype=bool)  # a shared graph's verdicts after its first: no new graph
+        later[first] = False
+        n_graphs -= np.bincount(slo[later], minlength=n) + np.bincount(shi[later], minlength=n)
+    del o, a_first
+    # every verdict is its own vote here (no graph shows one pair in both orders): W and T by cell
+    cell = (lo.astype(np.int64) * n + hi) * 3 + outcome1
+    if 3 * n * n <= 4 * cell.size:
+        per_cell = np.bincount(cell, minlength=3 * n * n)
+        cols = np.flatnonzero(per_cell)
+        per_cell = per_cell[cols]
+    else:
+        cols, per_cell = np.unique(cell, return_counts=True)
+    del cell
+    pc = PairCounts.of_votes(models, cols // 3 // n, cols // 3 % n, cols % 3 - 1, weight=per_cell,
+                             votes=per_model, n_graphs=n_graphs, n_prompts=n_graphs.copy(),
+                             n_graph_total=n_graph_total)
     n_votes = n_verdicts = int(g.size)
     kept = None
     if votes_policy is not None:
-        kept = Votes(models, lo, hi, pts.astype(np.int8), g, g, np.arange(g.size), policy=votes_policy,
-                     n_verdicts=n_verdicts)
+        kept = Votes(models, lo.astype(np.int64), hi.astype(np.int64), (outcome1 - 1).astype(np.int8), g, g,
+                     np.arange(g.size), policy=votes_policy, n_verdicts=n_verdicts)
     return SqlCounts(pc, n_votes, n_verdicts, n_invalid, kept)
 
 
