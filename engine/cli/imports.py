@@ -168,6 +168,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = store_report(store, report, dataset, replace=args.replace, skip_invalid=args.skip_invalid,
                               source=import_source(args.paths))
+        if result.status == "stored":
+            # the listing's counts of the new version, counted now (engine.store.summaries): at ten million
+            # rows the first `datasets` or leaderboard after the import would otherwise spend seconds on them
+            from engine.store.summaries import summary
+
+            summary(store, result.dataset)
     finally:
         store.close()
     report = result.report
