@@ -113,18 +113,14 @@ def compact_patterns(votes: VoteSource, unit: str) -> tuple[sparse.csr_matrix, n
         key = votes.graph if unit == "graph" else votes.prompt
     else:
         raise LensError(f"Unknown bootstrap unit {unit!r}; choose one of {', '.join(COUNT_UNITS)}.")
-    by_unit = None if key is None else np.argsort(key, kind="stable")
-    starts = None
-    if by_unit is not None:
-        sk = key[by_unit]
-        starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
-        del sk
-    if starts is None or starts.size == len(votes):  # one vote per unit: the patterns are the cells
-        mult = np.bincount(compact, minlength=n_cells)
-        mat = sparse.csr_matrix((np.ones(n_cells), (np.arange(n_cells), np.arange(n_cells))),
-                                shape=(n_cells, n_cells))
-        return mat, mult, cols
-    assert by_unit is not None
+    if key is None:
+        return _cells_as_patterns(compact, cols)
+    by_unit = np.argsort(key, kind="stable")
+    sorted_key = key[by_unit]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])))
+    del sorted_key
+    if starts.size == len(votes):
+        return _cells_as_patterns(compact, cols)
     rng = np.random.default_rng(0x5EED)
     every = 3 * votes.n ** 2
     if every <= SEEDED_CELLS_MAX:  # one value per possible cell, as before: the same patterns, same draws
@@ -158,6 +154,19 @@ def compact_patterns(votes: VoteSource, unit: str) -> tuple[sparse.csr_matrix, n
     ones = sparse.csr_matrix((np.ones(single_cells.size), (np.arange(single_cells.size), single_cells)),
                              shape=(single_cells.size, n_cells))
     return sparse.vstack([ones, units], format="csr")[srt[new]], mult, cols
+
+
+def _cells_as_patterns(compact: np.ndarray,
+                       cols: np.ndarray) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
+    """``compact_patterns`` where every unit holds one vote: the patterns are the cells (the identity),
+    each as often as votes fall in it."""
+    from scipy import sparse
+
+    n_cells = cols.size
+    mult = np.bincount(compact, minlength=n_cells)
+    mat = sparse.csr_matrix((np.ones(n_cells), (np.arange(n_cells), np.arange(n_cells))),
+                            shape=(n_cells, n_cells))
+    return mat, mult, cols
 
 
 def occurring_cells(cells: np.ndarray, n_possible: int) -> tuple[np.ndarray, np.ndarray]:

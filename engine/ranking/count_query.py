@@ -30,6 +30,7 @@ import pandas as pd
 from engine.errors import LensError
 from engine.graphs.distinct import distinct_sorted
 from engine.rankers.votes import A_WINS, TIE, PairCounts, Votes
+from engine.ranking.count_bootstrap import occurring_cells
 from engine.ranking.vote_query import GRAPH_HASH, columns_of, filtered_source
 from engine.store.sql import Relation, params
 
@@ -127,15 +128,10 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
         n_graphs -= np.bincount(slo[later], minlength=n) + np.bincount(shi[later], minlength=n)
     del o, a_first
     # every verdict is its own vote here (no graph shows one pair in both orders): W and T by cell
-    cell = (lo.astype(np.int64) * n + hi) * 3 + outcome1
-    if 3 * n * n <= 4 * cell.size:
-        per_cell = np.bincount(cell, minlength=3 * n * n)
-        cols = np.flatnonzero(per_cell)
-        per_cell = per_cell[cols]
-    else:
-        cols, per_cell = np.unique(cell, return_counts=True)
-    del cell
-    pc = PairCounts.of_votes(models, cols // 3 // n, cols // 3 % n, cols % 3 - 1, weight=per_cell,
+    cells, of_vote = occurring_cells((lo.astype(np.int64) * n + hi) * 3 + outcome1, 3 * n * n)
+    per_cell = np.bincount(of_vote, minlength=cells.size)
+    del of_vote
+    pc = PairCounts.of_votes(models, cells // 3 // n, cells // 3 % n, cells % 3 - 1, weight=per_cell,
                              votes=per_model, n_graphs=n_graphs, n_prompts=n_graphs.copy(),
                              n_graph_total=n_graph_total)
     n_votes = n_verdicts = int(g.size)
