@@ -10,8 +10,11 @@ graph combine), so the counts need much less:
 - one scan of facts (judge / variant / turn keys, winner spellings, self-comparisons, judge
   probabilities, which presentation orders occur), which also validates as ``check_winners`` does;
 - one fetch of (graph hash, model codes, winner, order) per valid verdict;
-- in numpy: the graphs holding two or more verdicts (one sort of the hashes), W and T by bincount,
-  and per model the distinct graphs (= distinct prompts with one judge / variant / turn).
+- in numpy: the graphs holding two or more verdicts (one sort of the hashes), W and T by one count per
+  cell (pair and outcome), and per model the distinct graphs (= distinct prompts with one judge /
+  variant / turn);
+- for a bootstrap, the fetched verdicts kept as ``Votes`` (every one its own vote), which the count
+  bootstrap resamples as it would the general path's votes (``engine.ranking.count_bootstrap``).
 
 ``lean_pair_counts`` returns None, and the caller takes the general path, whenever that shortcut
 would not be exact: some valid verdicts are shown AB and others BA (pairs may form), a graph holds
