@@ -278,7 +278,13 @@ def _refits(votes: VoteSource, obj, unit: str, B: int, rng: np.random.Generator,
         unit_of = unit_of.ravel()
         U = int(unit_of.max()) + 1
     drawn = equal_multinomial_rows(rng, U, B)  # row b: rng.multinomial(U, [1/U] * U), the b-th in turn
-    batched = obj.fit_votes_resampled(votes, lambda v0, v1: drawn[:, unit_of[v0:v1]], B, **params)
+    if unit == "vote":  # unit v is vote v: a slice, not a gather of (B, chunk) counts
+        def repeats(v0, v1):
+            return drawn[:, v0:v1]
+    else:
+        def repeats(v0, v1):
+            return drawn[:, unit_of[v0:v1]]
+    batched = obj.fit_votes_resampled(votes, repeats, B, **params)
     if batched is not None:
         scores, how = batched
         pos = {m: i for i, m in enumerate(votes.models)}
