@@ -70,7 +70,7 @@ def equal_multinomial_rows(rng: np.random.Generator, U: int, B: int, *, n: int |
     for b in range(B):
         saved = rng.bit_generator.state
         row[:] = 0
-        if kernel(rng, p, q, log_q, flipped, n, row) < 0:  # a binomial numpy draws by BTPE: numpy draws the row
+        if kernel(rng, p, q, log_q, flipped, n, row) < 0:  # a binomial numpy draws by BTPE: numpy's row
             rng.bit_generator.state = saved
             row[:] = rng.multinomial(n, np.full(U, 1.0 / U))
         drawn = _store_row(drawn, b, row)
