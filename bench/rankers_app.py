@@ -18,6 +18,12 @@ Chatbot Arena export is on this machine. Usage:
     python -m engine --db /tmp/a27k.duckdb import --dataset arena27k --format arena /tmp/arena27k.parquet
     python bench/rankers_app.py --db /tmp/a27k.duckdb --dataset arena27k \\
         --tree main=/work/wt/elo-base --tree new=.
+
+At 1M x 100, the CLI process only (a COPY of the shared store; the page's PGED at 1M is out of scope):
+
+    cp /work/benchdata/store-app-1000000x100.duckdb /tmp/s1m.duckdb
+    python bench/rankers_app.py --db /tmp/s1m.duckdb --dataset bench --rankers '' --repeats 2 \\
+        --tree main=/work/wt/elo-base --tree new=.
 """
 
 from __future__ import annotations
@@ -94,7 +100,7 @@ def main() -> None:
                 rows.setdefault((name, "cli elo --bootstrap 100 (process), CPU s"), []).append(cpu)
                 rows.setdefault((name, "cli peak RSS GB"), []).append(rss)
                 heads.setdefault((name, "cli (whole stdout)"), set()).add(stdout)
-            for r in a.rankers.split(","):
+            for r in filter(None, a.rankers.split(",")):  # --rankers '' : the CLI process only
                 wall, cpu, head = app_run(path, a.db, a.dataset, r)
                 rows.setdefault((name, f"app {r} B=200 (engine call), wall s"), []).append(wall)
                 rows.setdefault((name, f"app {r} B=200 (engine call), CPU s"), []).append(cpu)
