@@ -97,8 +97,8 @@ def _unit_terms(U: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     flipped = p > 0.5
     p = np.where(flipped, 1.0 - p, p)  # numpy draws Binomial(n, 1 - p) there and takes n minus it
     q = 1.0 - p
-    with np.errstate(divide="ignore"):
-        return p, q, np.log(q), flipped
+    with np.errstate(divide="ignore"):  # log of the rounded complement, numpy's expression (not log1p(-p),
+        return p, q, np.log(q), flipped  # which differs in the last bits and would move a rare draw)
 
 
 def _draw_row(rng, p, q, log_q, flipped, n, row):  # pragma: no cover (compiled by _compiled_row)
