@@ -127,7 +127,7 @@ def _draw_row(rng, p, q, log_q, flipped, n, row):  # pragma: no cover (compiled 
                     if bound < 0:
                         mean = left * pj
                         limit = mean + 10.0 * math.sqrt(mean * qj + 1.0)
-                        bound = np.int64(left if left < limit else limit)
+                        bound = int(left if left < limit else limit)  # C truncation toward 0
                     if x > bound:
                         x = 0
                         px = p0
