@@ -4,7 +4,8 @@ and after in one run.
 For each source tree given (``--tree NAME=PATH``, e.g. a worktree of main and this one), on one store:
 
 - ``cli``: ``python -m engine leaderboard --ranker elo --bootstrap 100`` as a whole process (wall seconds,
-  peak RSS from ``/usr/bin/time -v``);
+  CPU seconds user + system and peak RSS from ``/usr/bin/time -v``; CPU is the figure to compare on a
+  loaded machine), its whole stdout compared between trees byte for byte;
 - ``app``: the Leaderboard page's engine work (``engine.views.appstate.app_leaderboard`` with the page's
   B = 200, after the selection's graphs and votes are read, as the page's cached context holds them) for
   elo, pged and kemeny, in a fresh process per tree and ranker (wall seconds of that call).
@@ -16,6 +17,12 @@ Chatbot Arena export is on this machine. Usage:
     python bench/battlegen.py arena /tmp/arena27k.parquet --n 27000 --models 20
     python -m engine --db /tmp/a27k.duckdb import --dataset arena27k --format arena /tmp/arena27k.parquet
     python bench/rankers_app.py --db /tmp/a27k.duckdb --dataset arena27k \\
+        --tree main=/work/wt/elo-base --tree new=.
+
+At 1M x 100, the CLI process only (a COPY of the shared store; the page's PGED at 1M is out of scope):
+
+    cp /work/benchdata/store-app-1000000x100.duckdb /tmp/s1m.duckdb
+    python bench/rankers_app.py --db /tmp/s1m.duckdb --dataset bench --rankers '' --repeats 2 \\
         --tree main=/work/wt/elo-base --tree new=.
 """
 
@@ -39,9 +46,9 @@ from engine.views.appstate import SliderContext, app_leaderboard
 st = Store(sys.argv[1], read_only=True)
 ctx = SliderContext.of(build_buckets(st.verdicts(sys.argv[2])))
 v = votes(store_vote_rows(st, sys.argv[2]))
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 board = app_leaderboard(ctx, ranker=sys.argv[3], keep_k=None, mu=1.0, bootstrap=200, seed=0, votes=v)
-print("SECONDS", time.perf_counter() - t)
+print("SECONDS", time.perf_counter() - t, time.process_time() - c)
 print("HEAD", board.table[["model", "score", "ci_low", "ci_high"]].head(3).to_json(orient="values"))
 """
 
@@ -51,23 +58,25 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def cli_run(tree: str, db: str, dataset: str) -> tuple[float, float, str]:
-    """(wall s, peak RSS GB, first table row) of the Elo bootstrap board as a process."""
+def cli_run(tree: str, db: str, dataset: str) -> tuple[float, float, float, str]:
+    """(wall s, CPU s user + system, peak RSS GB, whole stdout) of the Elo bootstrap board as a process."""
     cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "engine", "--db", db, "leaderboard",
            "--dataset", dataset, "--ranker", "elo", "--bootstrap", "100", "--format", "csv"]
     t = time.perf_counter()
     out = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1)) / 1e6
-    return wall, rss, out.stdout.splitlines()[1]
+    cpu = sum(float(re.search(rf"{kind} time \(seconds\): (\S+)", out.stderr).group(1))
+              for kind in ("User", "System"))
+    return wall, cpu, rss, out.stdout
 
 
-def app_run(tree: str, db: str, dataset: str, ranker: str) -> tuple[float, str]:
-    """(seconds of the page's engine call, its first rows) in a fresh process on ``tree``."""
+def app_run(tree: str, db: str, dataset: str, ranker: str) -> tuple[float, float, str]:
+    """(wall and CPU seconds of the page's engine call, its first rows) in a fresh process on ``tree``."""
     out = subprocess.run([sys.executable, "-c", APP_SNIPPET, db, dataset, ranker], cwd=tree,
                          capture_output=True, text=True, check=True).stdout
-    seconds = float(re.search(r"SECONDS (\S+)", out).group(1))
-    return seconds, re.search(r"HEAD (.*)", out).group(1)
+    wall, cpu = (float(x) for x in re.search(r"SECONDS (\S+) (\S+)", out).groups())
+    return wall, cpu, re.search(r"HEAD (.*)", out).group(1)
 
 
 def main() -> None:
@@ -86,13 +95,15 @@ def main() -> None:
     for _ in range(a.repeats):
         for name, path in trees.items():
             if not a.skip_cli:
-                wall, rss, first = cli_run(path, a.db, a.dataset)
-                rows.setdefault((name, "cli elo --bootstrap 100 (process)"), []).append(wall)
+                wall, cpu, rss, stdout = cli_run(path, a.db, a.dataset)
+                rows.setdefault((name, "cli elo --bootstrap 100 (process), wall s"), []).append(wall)
+                rows.setdefault((name, "cli elo --bootstrap 100 (process), CPU s"), []).append(cpu)
                 rows.setdefault((name, "cli peak RSS GB"), []).append(rss)
-                heads.setdefault((name, "cli"), set()).add(first)
-            for r in a.rankers.split(","):
-                s, head = app_run(path, a.db, a.dataset, r)
-                rows.setdefault((name, f"app {r} B=200 (engine call)"), []).append(s)
+                heads.setdefault((name, "cli (whole stdout)"), set()).add(stdout)
+            for r in filter(None, a.rankers.split(",")):  # --rankers '' : the CLI process only
+                wall, cpu, head = app_run(path, a.db, a.dataset, r)
+                rows.setdefault((name, f"app {r} B=200 (engine call), wall s"), []).append(wall)
+                rows.setdefault((name, f"app {r} B=200 (engine call), CPU s"), []).append(cpu)
                 heads.setdefault((name, r), set()).add(head)
     print(f"load average at end: {load()}")
     print("| tree | figure | median | runs |\n| --- | --- | ---: | --- |")
@@ -101,7 +112,7 @@ def main() -> None:
     kinds = {k for _, k in heads}
     for k in sorted(kinds):
         seen = {h for (n, kk), hs in heads.items() if kk == k for h in hs}
-        verdict = "same first rows in every tree" if len(seen) == 1 else f"FIRST ROWS DIFFER: {seen}"
+        verdict = "the same in every run and tree" if len(seen) == 1 else f"DIFFER: {sorted(seen)[:2]}"
         print(f"{k}: {verdict}")
 
 

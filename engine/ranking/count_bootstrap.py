@@ -21,6 +21,7 @@ from engine.errors import LensError
 from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.bt_solvers import DENSE_MODELS_MAX
 from engine.rankers.objects import ranker_object
+from engine.rankers.resample_draws import equal_multinomial_rows
 from engine.rankers.simple import pair_sums
 from engine.rankers.votes import PairCounts, Votes
 from engine.ranking.bootstrap import BootstrapResult, _check
@@ -317,13 +318,14 @@ def _refits(votes: VoteSource, obj, unit: str, B: int, rng: np.random.Generator,
         _, unit_of = np.unique(votes.graph if unit == "graph" else votes.prompt, return_inverse=True)
         unit_of = unit_of.ravel()
         U = int(unit_of.max()) + 1
-    drawn = np.zeros((B, U), dtype=np.uint8)  # each unit's draw count per resample (rarely above 255)
-    for b in range(B):  # the draws of one refit per resample, in the same order
-        c = rng.multinomial(U, np.full(U, 1.0 / U))
-        if int(c.max()) > np.iinfo(drawn.dtype).max:
-            drawn = drawn.astype(np.int64)
-        drawn[b] = c
-    batched = obj.fit_votes_resampled(votes, lambda v0, v1: drawn[:, unit_of[v0:v1]], B, **params)
+    drawn = equal_multinomial_rows(rng, U, B)  # row b: rng.multinomial(U, [1/U] * U), the b-th in turn
+    if unit == "vote":  # unit v is vote v: a slice, not a gather of (B, chunk) counts
+        def repeats(v0, v1):
+            return drawn[:, v0:v1]
+    else:
+        def repeats(v0, v1):
+            return drawn[:, unit_of[v0:v1]]
+    batched = obj.fit_votes_resampled(votes, repeats, B, **params)
     if batched is not None:
         scores, how = batched
         pos = {m: i for i, m in enumerate(votes.models)}
