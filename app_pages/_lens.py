@@ -245,18 +245,29 @@ def dense_stack_for(key: CacheKey, what: str):
     axis across graphs (the sensitivity curves, the Table-2 protocols); a sentence instead when no
     graph can hold a cycle (those curves and tables rank by keep-K on cycle scores) or the stack would
     exceed ``engine.views.appstate.DENSE_CELL_LIMIT``."""
+    from app_pages._lbopen_cache import cycle_context_for
     from engine.views.appstate import DENSE_CELL_LIMIT
 
+    big = cycle_context_for(key)
+    if big is not None and big.stack.at_least(3):  # so the check below is the first to refuse, if any
+        from engine.views.truncation_view import selection_models
+
+        T, n = truncation_pool_for(key).n_graphs, selection_models(get_store(), key.dataset, **_filters(key))
+        if T * n * n > DENSE_CELL_LIMIT:  # refused from counts: a battle log's graphs are never built for it
+            raise dense_refusal(what, T, n, DENSE_CELL_LIMIT)
     graphs = stack_for(key)
     if not graphs.at_least(3):
         raise LensError(f"No {what}: no graph of the selection has 3 or more models, so none can hold a "
                         "cycle and keep-K has nothing to choose by.")
     if graphs.T * graphs.n * graphs.n > DENSE_CELL_LIMIT:
-        raise LensError(
-            f"No {what}: the {graphs.T:,} graphs over {graphs.n} models are too many for them "
-            f"(more than {DENSE_CELL_LIMIT:,} graph × model × model cells); choose a judge or category."
-        )
+        raise dense_refusal(what, graphs.T, graphs.n, DENSE_CELL_LIMIT)
     return graphs.dense()
+
+
+def dense_refusal(what: str, graphs: int, models: int, limit: int) -> LensError:
+    """The sentence refusing a dense stack of ``graphs`` graphs over ``models`` models."""
+    return LensError(f"No {what}: the {graphs:,} graphs over {models} models are too many for them "
+                     f"(more than {limit:,} graph × model × model cells); choose a judge or category.")
 
 
 @st.cache_resource(max_entries=16, show_spinner="Listing the prompts…")
@@ -452,6 +463,17 @@ def truncation_pool_for(key: CacheKey):
     return truncation_pool(cycle_context_for(key), tally)
 
 
+def pool_context_for(key: CacheKey):
+    """The SliderContext keep-K cuts from: the selection's graphs of three or more models
+    (``app_pages._lbopen_cache.cycle_context_for``), the only graphs keep-K can keep, each scored and
+    tie-broken as in the whole selection's context (tests/test_truncation_pool_boards.py); the whole
+    selection's context when none has three models (its refusal then says why)."""
+    from app_pages._lbopen_cache import cycle_context_for
+
+    big = cycle_context_for(key)
+    return slider_context(key) if big is None else big
+
+
 def pool_size_for(key: CacheKey) -> int:
     """How many graphs the Truncation page's keep-K chooses from (originals and paraphrases)."""
     return slider_context(key).n_pool
@@ -494,8 +516,12 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
         from app_pages._lbopen_cache import first_board_for
 
         return first_board_for(key, ranker, bootstrap, seed)
+    # keep-K keeps pool graphs only, and a count ranker ranks the kept graphs' votes: the graphs of 3+ models
+    # (the page's counts read them already) are context enough, not every one-pair graph of a battle log
+    ctx = (pool_context_for(key) if keep_k is not None and ranker_object(ranker).counts
+           else slider_context(key))
     return app_leaderboard(
-        slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
+        ctx, ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
         reference=ref, reference_note=note, votes=votes_for(key),
         extra_params={"dataset": key.dataset, "dataset_version": key.version, "judge": key.judge,
                       "category": key.category},
