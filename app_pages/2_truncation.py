@@ -145,7 +145,7 @@ def _sliders_and_results() -> None:
         st.info(user_text(exc))
         k_frame = mu_frame = None
     if k_frame is not None:
-        ref_note = reference_for_key(ch.key.dataset, ch.key.category)[1]
+        ref_note = reference_for_key(ch.key.dataset, ch.key.category, ch.key.version)[1]
         k_best = best_k(k_frame)
         metric = "Spearman ρ distance"
         cols = st.columns(2)

@@ -250,9 +250,7 @@ def dense_stack_for(key: CacheKey, what: str):
 
     big = cycle_context_for(key)
     if big is not None and big.stack.at_least(3):  # so the check below is the first to refuse, if any
-        from engine.views.truncation_view import selection_models
-
-        T, n = truncation_pool_for(key).n_graphs, selection_models(get_store(), key.dataset, **_filters(key))
+        T, n = truncation_pool_for(key).n_graphs, selection_models_for(key)
         if T * n * n > DENSE_CELL_LIMIT:  # refused from counts: a battle log's graphs are never built for it
             raise dense_refusal(what, T, n, DENSE_CELL_LIMIT)
     graphs = stack_for(key)
@@ -428,10 +426,11 @@ def judge_diagnostics(dataset: str, version: int, category: str | None, by_categ
                                    stack_for(CacheKey(dataset, version, None, category)), by_category)
 
 
-def reference_for_key(dataset: str, category: str | None):
+def reference_for_key(dataset: str, category: str | None, version: int | None = None):
     """(reference ratings or None, a note naming it or saying why there is none): a synthetic
-    dataset's ground truth, else the LMArena ratings of the mapped models."""
-    return _reference(dataset, get_store().dataset_version(dataset), category)
+    dataset's ground truth, else the LMArena ratings of the mapped models. ``version``: the dataset's
+    version when the caller holds it (a CacheKey's), so a cached answer needs no read of the store."""
+    return _reference(dataset, get_store().dataset_version(dataset) if version is None else version, category)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -491,14 +490,30 @@ def baseline_result(key: CacheKey, ranker: str, baseline: str, bootstrap: int, s
                           style_control=style_ci is not None, ci=style_ci, **_filters(key))
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def pair_counts_for(dataset: str, version: int) -> bool:
+    """Whether the dataset (at this version) holds pair counts, not verdicts: asked once, so a slider move
+    whose other inputs are cached never opens the store file (an open and a release per move)."""
+    from engine.store.pair_counts import is_pair_count_dataset
+
+    return is_pair_count_dataset(get_store(), dataset)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def selection_models_for(key: CacheKey) -> int:
+    """How many models the selection's graphs are over (``engine.views.truncation_view.selection_models``)."""
+    from engine.views.truncation_view import selection_models
+
+    return selection_models(get_store(), key.dataset, **_filters(key))
+
+
 @st.cache_data(max_entries=128, show_spinner="Ranking…")
 def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int):
     """The leaderboard (AppBoard) of the current choice, keep-K by S_mu when ``keep_k`` is given."""
-    from engine.store.pair_counts import is_pair_count_dataset
     from engine.views.appstate import app_leaderboard
 
-    ref, note = reference_for_key(key.dataset, key.category)
-    if is_pair_count_dataset(get_store(), key.dataset):  # counts, no graph (issue 25)
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
+    if pair_counts_for(key.dataset, key.version):  # counts, no graph (issue 25)
         from engine.views.pair_count_view import pair_count_app_board
 
         return pair_count_app_board(get_store(), key.dataset, ranker=ranker, bootstrap=bootstrap, seed=seed,
@@ -533,7 +548,7 @@ def keep_k_curve_for(key: CacheKey, mu: float):
     """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT)."""
     from engine.views.truncation_view import keep_k_view
 
-    ref, note = reference_for_key(key.dataset, key.category)
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
     return keep_k_view(
@@ -547,7 +562,7 @@ def mu_curve_for(key: CacheKey, keep_k: int):
     from engine.experiments.curves import DEFAULT_MU_GRID
     from engine.views.truncation_view import mu_view
 
-    ref, note = reference_for_key(key.dataset, key.category)
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
     return mu_view(
@@ -575,7 +590,7 @@ def protocol_table(key: CacheKey, mu: float):
     from engine.experiments.protocol_runs import run_protocols
     from engine.views.truncation_view import protocol_sizes, protocol_view
 
-    ref, note = reference_for_key(key.dataset, key.category)
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
     if ref is None:
         raise LensError(f"No protocol table: {note.rstrip('.')}.")
     params = protocol_params(mu)
