@@ -507,6 +507,16 @@ def selection_models_for(key: CacheKey) -> int:
     return selection_models(get_store(), key.dataset, **_filters(key))
 
 
+def intervals_follow(ranker: str) -> bool:
+    """Whether a board of ``ranker`` can be shown from its point fit before its bootstrap intervals: a count
+    ranker (not the panel, whose intervals come with its fit), whose ranks, scores and counts do not depend
+    on the bootstrap (tests/test_truncation_pool_boards.py)."""
+    from engine.rankers.objects import ranker_object
+
+    r = ranker_object(ranker)
+    return bool(r.counts and not r.judged_verdicts)
+
+
 @st.cache_data(max_entries=128, show_spinner="Ranking…")
 def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int):
     """The leaderboard (AppBoard) of the current choice, keep-K by S_mu when ``keep_k`` is given."""

@@ -213,3 +213,89 @@ def test_a_slider_move_with_its_inputs_cached_opens_no_store(shipped_db, monkeyp
         else:
             same_board(warm, again)
     assert not first[0].table.equals(moved[0].table)  # the move changed the kept board
+
+
+SHOWN_FIRST = ["rank", "model", "score", "wins", "losses", "ties", "win_rate", "bad_triads", "cycle_share",
+               "ref_rank", "ref_diff"]
+"""The Truncation table's columns (and the metrics' ranks) drawn from the point board before its intervals."""
+
+
+def test_point_board_shows_the_bootstrapped_boards_numbers():
+    """For every ranker the page draws from its point board first (``intervals_follow``), the point board's
+    ranks, scores and counts are the bootstrapped board's, at two K and two mu of a mixed sparse selection
+    (70 models, one-pair graphs beside big ones, judges, orders, repeats, invalid rows); a ranker whose
+    numbers would move with the bootstrap must not be drawn first."""
+    from engine.rankers import RANKERS
+    from engine.rankers.votes import votes as make_votes
+    from engine.ranking.vote_query import frame_vote_rows
+
+    rows = with_outsiders(relabelled(mixed_rows(BIG["sparse70"]), seed=9))
+    rows = rows.assign(dataset="mix", verdict_id=np.arange(len(rows)), prob_a=np.nan, annotator=None,
+                       explanation=None)
+    from app_pages._lens import intervals_follow
+
+    first = [r for r in RANKERS if intervals_follow(r)]
+    assert {"bt", "elo", "winrate"} <= set(first)
+    frame = rows
+    ctx = SliderContext.of(build_buckets(frame))
+    votes = make_votes(frame_vote_rows(frame))
+    for ranker in first:
+        drew = False
+        for mu in (1.0, 0.01):
+            for k in sorted({2, ctx.n_pool // 2}):
+                point = app_leaderboard(ctx, ranker=ranker, keep_k=k, mu=mu, bootstrap=0, seed=0, votes=votes)
+                boot = app_leaderboard(ctx, ranker=ranker, keep_k=k, mu=mu, bootstrap=4, seed=0, votes=votes)
+                cols = [c for c in SHOWN_FIRST if c in boot.table.columns]
+                pd.testing.assert_frame_equal(point.table[cols], boot.table[cols], check_exact=True,
+                                              obj=f"{ranker} K={k} mu={mu}")
+                drew |= bool(boot.table["ci_low"].notna().any())
+        assert drew, ranker  # the bootstrap did draw intervals
+
+
+def test_page_metrics_and_table_after_moves_equal_the_bootstrapped_boards(shipped_db, monkeypatch):
+    """The Truncation page (AppTest, vicuna80 judge gpt-4, ranker bt) after keep-K and mu moves: the metrics
+    drawn from the point boards (graphs kept, models whose rank changed, leader) and the final table (the
+    kept board with its B draws, Δ rank against the untruncated board) are those of the bootstrapped boards
+    from fresh contexts at the slider's K and mu."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from app_pages._lens import B_DEFAULT, SEED, board_display
+    from engine.rankers.votes import votes as make_votes
+    from engine.ranking.reference import reference_for
+    from engine.ranking.vote_query import store_vote_rows
+    from engine.store.connection import Store
+    from engine.views.viz import rank_change_frame
+    from tests.conftest import REPO
+
+    monkeypatch.setenv("LENS_DB", str(shipped_db))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300).run()
+    at.selectbox(key="judge").set_value("gpt-4").run()
+    at = at.switch_page("app_pages/2_truncation.py").run()
+    store = Store(shipped_db)
+    try:
+        stack = build_buckets(store.verdicts("vicuna80", judge="gpt-4"))
+        ref, _ = reference_for("vicuna80", None, store)
+        votes = make_votes(store_vote_rows(store, "vicuna80", judge="gpt-4", category=None))
+    finally:
+        store.close()
+    n_pool = SliderContext.of(stack).n_pool
+    for k, mu in ((n_pool // 3, 0.1), (n_pool // 4, 31.6)):
+        at.slider(key="keep_k").set_value(k).run()
+        at.select_slider(key="mu").set_value(mu).run()
+        assert [e.message for e in at.exception] == [] and [e.value for e in at.error] == []
+        full = app_leaderboard(SliderContext.of(stack), ranker="bt", keep_k=n_pool, mu=1.0,
+                               bootstrap=B_DEFAULT, seed=SEED, reference=ref, votes=votes).table
+        kept = app_leaderboard(SliderContext.of(stack), ranker="bt", keep_k=k, mu=mu,
+                               bootstrap=B_DEFAULT, seed=SEED, reference=ref, votes=votes).table
+        want = rank_change_frame(full, kept)
+        metrics = {m.label: m.value for m in at.metric}
+        assert metrics["Graphs kept"] == f"{k} of {n_pool}"
+        assert metrics["Models whose rank changed"] == str(int((want["rank_change"].fillna(0) != 0).sum()))
+        assert metrics["Leader"] == want.iloc[0]["model"]
+        shown = at.dataframe[0].value
+        pd.testing.assert_frame_equal(shown.reset_index(drop=True),
+                                      board_display(want)[shown.columns].reset_index(drop=True),
+                                      check_exact=True, check_dtype=False)
