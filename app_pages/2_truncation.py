@@ -16,6 +16,7 @@ from app_pages._lens import (
     column_picker,
     current,
     guarded_session,
+    intervals_follow,
     keep_k_curve_for,
     leaderboard_result,
     metric_row,
@@ -105,12 +106,16 @@ def _sliders_and_results() -> None:
         "μ (weight of bad 4-cycles), log scale", options=MU_STEPS, key="mu", on_change=remember, args=("mu",),
         format_func=lambda v: f"{v:g}",
     )
+    # a count ranker's ranks, scores and counts do not depend on the bootstrap: the move's numbers come from
+    # its point board at once, the intervals after them (the table is redrawn in place); the untruncated board
+    # gives only its ranks (the Δ rank column), so it is never bootstrapped
+    later = intervals_follow(ch.ranker)
     try:
         # the untruncated ranking of the same pool (every graph of the selection when nothing is left out):
         # keeping all T graphs keeps the same graphs at every mu, so it is fitted once, at MU_DEFAULT
         every = T if T < counts.n_graphs else None
-        full = leaderboard_result(ch.key, ch.ranker, every, MU_DEFAULT, B_DEFAULT, SEED)
-        kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
+        full = leaderboard_result(ch.key, ch.ranker, every, MU_DEFAULT, 0 if later else B_DEFAULT, SEED)
+        kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), 0 if later else B_DEFAULT, SEED)
     except LensError as exc:
         show_error(exc)
         return
@@ -125,8 +130,18 @@ def _sliders_and_results() -> None:
     config = board_columns(kept.reference_note, f"{ch.ranker}", digits=score_digits(table["score"]))
     shown = column_picker([c for c in order if c in table.columns], TRUNCATION_MAIN, TRUNCATION_EXTRA, config,
                           "trunc_columns", "Rank, Δ rank, model, score and its interval")
-    st.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
-                 column_order=shown)
+    board = st.empty()
+    board.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
+                    column_order=shown)
+    if later:  # the intervals: the same board with its B draws, drawn over the point board
+        try:
+            kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
+        except LensError as exc:
+            show_error(exc)
+            return
+        table = rank_change_frame(full.table, kept.table)
+        board.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
+                        column_order=shown)
     st.caption(
         f"{ch.caption()} · ranker {escape_md(ch.ranker)} · keep K={keep_k} of {T} graphs by S_μ with "
         f"μ={mu:g} "
@@ -145,7 +160,7 @@ def _sliders_and_results() -> None:
         st.info(user_text(exc))
         k_frame = mu_frame = None
     if k_frame is not None:
-        ref_note = reference_for_key(ch.key.dataset, ch.key.category)[1]
+        ref_note = reference_for_key(ch.key.dataset, ch.key.category, ch.key.version)[1]
         k_best = best_k(k_frame)
         metric = "Spearman ρ distance"
         cols = st.columns(2)

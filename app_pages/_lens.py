@@ -245,18 +245,27 @@ def dense_stack_for(key: CacheKey, what: str):
     axis across graphs (the sensitivity curves, the Table-2 protocols); a sentence instead when no
     graph can hold a cycle (those curves and tables rank by keep-K on cycle scores) or the stack would
     exceed ``engine.views.appstate.DENSE_CELL_LIMIT``."""
+    from app_pages._lbopen_cache import cycle_context_for
     from engine.views.appstate import DENSE_CELL_LIMIT
 
+    big = cycle_context_for(key)
+    if big is not None and big.stack.at_least(3):  # so the check below is the first to refuse, if any
+        T, n = truncation_pool_for(key).n_graphs, selection_models_for(key)
+        if T * n * n > DENSE_CELL_LIMIT:  # refused from counts: a battle log's graphs are never built for it
+            raise dense_refusal(what, T, n, DENSE_CELL_LIMIT)
     graphs = stack_for(key)
     if not graphs.at_least(3):
         raise LensError(f"No {what}: no graph of the selection has 3 or more models, so none can hold a "
                         "cycle and keep-K has nothing to choose by.")
     if graphs.T * graphs.n * graphs.n > DENSE_CELL_LIMIT:
-        raise LensError(
-            f"No {what}: the {graphs.T:,} graphs over {graphs.n} models are too many for them "
-            f"(more than {DENSE_CELL_LIMIT:,} graph × model × model cells); choose a judge or category."
-        )
+        raise dense_refusal(what, graphs.T, graphs.n, DENSE_CELL_LIMIT)
     return graphs.dense()
+
+
+def dense_refusal(what: str, graphs: int, models: int, limit: int) -> LensError:
+    """The sentence refusing a dense stack of ``graphs`` graphs over ``models`` models."""
+    return LensError(f"No {what}: the {graphs:,} graphs over {models} models are too many for them "
+                     f"(more than {limit:,} graph × model × model cells); choose a judge or category.")
 
 
 @st.cache_resource(max_entries=16, show_spinner="Listing the prompts…")
@@ -417,10 +426,11 @@ def judge_diagnostics(dataset: str, version: int, category: str | None, by_categ
                                    stack_for(CacheKey(dataset, version, None, category)), by_category)
 
 
-def reference_for_key(dataset: str, category: str | None):
+def reference_for_key(dataset: str, category: str | None, version: int | None = None):
     """(reference ratings or None, a note naming it or saying why there is none): a synthetic
-    dataset's ground truth, else the LMArena ratings of the mapped models."""
-    return _reference(dataset, get_store().dataset_version(dataset), category)
+    dataset's ground truth, else the LMArena ratings of the mapped models. ``version``: the dataset's
+    version when the caller holds it (a CacheKey's), so a cached answer needs no read of the store."""
+    return _reference(dataset, get_store().dataset_version(dataset) if version is None else version, category)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -452,6 +462,17 @@ def truncation_pool_for(key: CacheKey):
     return truncation_pool(cycle_context_for(key), tally)
 
 
+def pool_context_for(key: CacheKey):
+    """The SliderContext keep-K cuts from: the selection's graphs of three or more models
+    (``app_pages._lbopen_cache.cycle_context_for``), the only graphs keep-K can keep, each scored and
+    tie-broken as in the whole selection's context (tests/test_truncation_pool_boards.py); the whole
+    selection's context when none has three models (its refusal then says why)."""
+    from app_pages._lbopen_cache import cycle_context_for
+
+    big = cycle_context_for(key)
+    return slider_context(key) if big is None else big
+
+
 def pool_size_for(key: CacheKey) -> int:
     """How many graphs the Truncation page's keep-K chooses from (originals and paraphrases)."""
     return slider_context(key).n_pool
@@ -469,14 +490,40 @@ def baseline_result(key: CacheKey, ranker: str, baseline: str, bootstrap: int, s
                           style_control=style_ci is not None, ci=style_ci, **_filters(key))
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def pair_counts_for(dataset: str, version: int) -> bool:
+    """Whether the dataset (at this version) holds pair counts, not verdicts: asked once, so a slider move
+    whose other inputs are cached never opens the store file (an open and a release per move)."""
+    from engine.store.pair_counts import is_pair_count_dataset
+
+    return is_pair_count_dataset(get_store(), dataset)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def selection_models_for(key: CacheKey) -> int:
+    """How many models the selection's graphs are over (``engine.views.truncation_view.selection_models``)."""
+    from engine.views.truncation_view import selection_models
+
+    return selection_models(get_store(), key.dataset, **_filters(key))
+
+
+def intervals_follow(ranker: str) -> bool:
+    """Whether a board of ``ranker`` can be shown from its point fit before its bootstrap intervals: a count
+    ranker (not the panel, whose intervals come with its fit), whose ranks, scores and counts do not depend
+    on the bootstrap (tests/test_truncation_pool_boards.py)."""
+    from engine.rankers.objects import ranker_object
+
+    r = ranker_object(ranker)
+    return bool(r.counts and not r.judged_verdicts)
+
+
 @st.cache_data(max_entries=128, show_spinner="Ranking…")
 def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float, bootstrap: int, seed: int):
     """The leaderboard (AppBoard) of the current choice, keep-K by S_mu when ``keep_k`` is given."""
-    from engine.store.pair_counts import is_pair_count_dataset
     from engine.views.appstate import app_leaderboard
 
-    ref, note = reference_for_key(key.dataset, key.category)
-    if is_pair_count_dataset(get_store(), key.dataset):  # counts, no graph (issue 25)
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
+    if pair_counts_for(key.dataset, key.version):  # counts, no graph (issue 25)
         from engine.views.pair_count_view import pair_count_app_board
 
         return pair_count_app_board(get_store(), key.dataset, ranker=ranker, bootstrap=bootstrap, seed=seed,
@@ -494,8 +541,12 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
         from app_pages._lbopen_cache import first_board_for
 
         return first_board_for(key, ranker, bootstrap, seed)
+    # keep-K keeps pool graphs only, and a count ranker ranks the kept graphs' votes: the graphs of 3+ models
+    # (the page's counts read them already) are context enough, not every one-pair graph of a battle log
+    ctx = (pool_context_for(key) if keep_k is not None and ranker_object(ranker).counts
+           else slider_context(key))
     return app_leaderboard(
-        slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
+        ctx, ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
         reference=ref, reference_note=note, votes=votes_for(key),
         extra_params={"dataset": key.dataset, "dataset_version": key.version, "judge": key.judge,
                       "category": key.category},
@@ -507,7 +558,7 @@ def keep_k_curve_for(key: CacheKey, mu: float):
     """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT)."""
     from engine.views.truncation_view import keep_k_view
 
-    ref, note = reference_for_key(key.dataset, key.category)
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
     return keep_k_view(
@@ -521,7 +572,7 @@ def mu_curve_for(key: CacheKey, keep_k: int):
     from engine.experiments.curves import DEFAULT_MU_GRID
     from engine.views.truncation_view import mu_view
 
-    ref, note = reference_for_key(key.dataset, key.category)
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
     return mu_view(
@@ -549,7 +600,7 @@ def protocol_table(key: CacheKey, mu: float):
     from engine.experiments.protocol_runs import run_protocols
     from engine.views.truncation_view import protocol_sizes, protocol_view
 
-    ref, note = reference_for_key(key.dataset, key.category)
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
     if ref is None:
         raise LensError(f"No protocol table: {note.rstrip('.')}.")
     params = protocol_params(mu)

@@ -46,6 +46,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_head_to_head_page.py",      # 16 s of CPU (63 s wall, -n 0, load 10; one shared AppTest + 1)
     "test_pages_inspector_reads.py",  # 26 s of CPU (105 s wall, -n 0, load 6-10; old and new reads, 4 stores)
     "test_pages_truncation_pool.py",  # 14 s of CPU at load 12, 9.7 s at load 5 (5 small imports)
+    "test_truncation_pool_boards.py", # 34 s of CPU at load 19-33 (-n 0; old vs new boards, 4 stores, AppTest)
     "test_head_to_head.py",           # 14 s of CPU (41-60 s wall, -n 0, load 10; 9 imports/attaches)
     "test_active_page.py",            # 24 s of CPU at load 23, 7.4 s at load 5 (AppTest, 2 replay runs)
     "test_active_curves.py",          # 19 s of CPU at load 19, 4.6 s at load 5 (3 replay runs, brute force)

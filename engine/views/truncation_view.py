@@ -22,6 +22,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from engine.graphs.stack import GraphStack
+    from engine.store.connection import Store
     from engine.store.graph_tally import GraphTally
     from engine.views.appstate import SliderContext
 
@@ -72,6 +73,21 @@ def truncation_pool(big: SliderContext | None, tally: GraphTally) -> TruncationP
         n_pool=0 if big is None else big.n_pool,
         n_no_cycle=(0 if big is None else big.n_no_cycle) + small_in_pool,
     )
+
+
+def selection_models(store: Store, dataset: str, *, judge: str | None = None,
+                     category: str | None = None) -> int:
+    """How many models the selection's graphs are built over (``engine.graphs.stack.graph_cells``: every
+    name in a valid verdict), counted in SQL: with the tally's graph count, the size of the dense stack
+    the sensitivity curves would need, known before a million one-pair graphs are built to refuse it."""
+    from engine.store.sql import params
+
+    rel = store.verdict_relation(dataset, judge=judge, category=category, valid_only=True)
+    row = store.cursor().execute(
+        f"SELECT count(DISTINCT m) FROM (SELECT model_a AS m FROM {rel} UNION ALL SELECT model_b FROM {rel})",
+        params(rel),
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _pick(frame: pd.DataFrame, x: str) -> pd.DataFrame:
