@@ -64,7 +64,7 @@ def judge_overview_of_store(store, dataset: str, category: str | None, stack, by
     from engine.views.viz import judge_overview, overview_of_tables
 
     if stack is None:  # no graph of 3+ models (or none at all): the same empty tables from no graph
-        stack = _no_graphs(store, dataset, category)
+        stack = graphs_of_three_models(store, dataset, category)
     if bad_order(store, dataset, category):
         verdicts = store.verdicts(dataset, category=category, columns=JUDGE_COLUMNS)
         overview = with_worst_position(judge_overview(verdicts, stack, by_category), verdicts)
@@ -83,9 +83,10 @@ def judge_overview_of_store(store, dataset: str, category: str | None, stack, by
     return overview if n_graphs is None else _with_left_out(overview, stack, n_graphs)
 
 
-def _no_graphs(store, dataset: str, category: str | None):
-    """The empty GraphBuckets of a selection without a graph of three or more models (built from its
-    empty, or all-invalid, 3+ read, so its key columns are those of every other stack)."""
+def graphs_of_three_models(store, dataset: str, category: str | None):
+    """The GraphBuckets of every judge's graphs of ``dataset`` (of ``category``) whose verdicts name three or
+    more models (``Store.verdicts(graphs_of_at_least=3)``; empty when there is none): all that PNT, SNTD,
+    the entropies and the cycle rates count."""
     from engine.graphs.buckets import build_buckets
     from engine.graphs.stack import GRAPH_COLUMNS
 
@@ -98,7 +99,7 @@ def _with_left_out(overview, big, n_graphs: int):
     graphs, of which ``big`` holds those that name 3+ models (its own graphs of fewer valid models too)."""
     import dataclasses
 
+    from engine.diagnostics import small_graph_count
     from engine.graphs.buckets import as_buckets
 
-    big = as_buckets(big)
-    return dataclasses.replace(overview, n_left_out=int(n_graphs) - (big.T - big.n_below(3)))
+    return dataclasses.replace(overview, n_left_out=small_graph_count(as_buckets(big), n_graphs))
