@@ -14,11 +14,12 @@ def _report(dataset: str, version: int, category: str | None):
     from app_pages._lbopen_cache import cycle_context_for
     from engine.views.appstate import CacheKey
     from engine.views.judge_report_view import judge_report_of_store
+    from engine.views.judges_view import no_graphs
 
     # the graphs of 3+ models the page's transitivity table (and the Leaderboard) already read: the report's
     # cycle columns count no other graph
     ctx = cycle_context_for(CacheKey(dataset, version, None, category))
-    big = None if ctx is None else ctx.stack
+    big = no_graphs() if ctx is None else ctx.stack
     return judge_report_of_store(get_store(), dataset, category, big_graphs=big)
 
 

@@ -83,13 +83,13 @@ def judge_report_of_store(store, dataset: str, category: str | None = None,
     verdicts name three or more models are built (``big_graphs`` when the caller holds them already: the
     app's cached ``judges_view.graphs_of_three_models``), the others counted in SQL: the cycle columns count
     nothing else (tests/test_judge_report_store.py)."""
-    from engine.store.graph_tally import graph_tally
+    from engine.store.graph_tally import graph_count
     from engine.views.judges_view import graphs_of_three_models
 
     verdicts = store.verdicts(dataset, category=category, columns=REPORT_COLUMNS)
     if big_graphs is None:
         big_graphs = graphs_of_three_models(store, dataset, category)
-    n_graphs = graph_tally(store, dataset, category=category).graphs
+    n_graphs = graph_count(store, dataset, category=category)
     lengths = store_lengths(store, dataset)
     judges = sorted(verdicts["judge"].dropna().astype(str).unique())
     betas = style_length_betas(store, dataset, judges, category) if len(lengths) else None

@@ -64,7 +64,7 @@ def judge_overview_of_store(store, dataset: str, category: str | None, stack, by
     from engine.views.viz import judge_overview, overview_of_tables
 
     if stack is None:  # no graph of 3+ models (or none at all): the same empty tables from no graph
-        stack = graphs_of_three_models(store, dataset, category)
+        stack = no_graphs()
     if bad_order(store, dataset, category):
         verdicts = store.verdicts(dataset, category=category, columns=JUDGE_COLUMNS)
         overview = with_worst_position(judge_overview(verdicts, stack, by_category), verdicts)
@@ -81,6 +81,17 @@ def judge_overview_of_store(store, dataset: str, category: str | None, stack, by
 
     overview = dataclasses.replace(overview, worst_position=worst_position(per_judge))
     return overview if n_graphs is None else _with_left_out(overview, stack, n_graphs)
+
+
+def no_graphs():
+    """A GraphBuckets of no graph: what ``graphs_of_three_models`` gives a selection without a graph of three
+    or more models (``leaderboard_first.cycle_context`` says None), without reading it again."""
+    import pandas as pd
+
+    from engine.graphs.buckets import build_buckets
+    from engine.graphs.stack import GRAPH_COLUMNS
+
+    return build_buckets(pd.DataFrame({c: pd.Series(dtype=object) for c in GRAPH_COLUMNS}))
 
 
 def graphs_of_three_models(store, dataset: str, category: str | None):
