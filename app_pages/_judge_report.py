@@ -11,9 +11,16 @@ from app_pages._lens import get_store, show_table
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _report(dataset: str, version: int, category: str | None):
+    from app_pages._lbopen_cache import cycle_context_for
+    from engine.views.appstate import CacheKey
     from engine.views.judge_report_view import judge_report_of_store
+    from engine.views.judges_view import no_graphs
 
-    return judge_report_of_store(get_store(), dataset, category)
+    # the graphs of 3+ models the page's transitivity table (and the Leaderboard) already read: the report's
+    # cycle columns count no other graph
+    ctx = cycle_context_for(CacheKey(dataset, version, None, category))
+    big = no_graphs() if ctx is None else ctx.stack
+    return judge_report_of_store(get_store(), dataset, category, big_graphs=big)
 
 
 def judge_report_section(ch) -> None:

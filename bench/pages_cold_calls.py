@@ -1,7 +1,8 @@
 """The cached calls behind one page, cold, in one process: wall and CPU seconds and peak RSS.
 
     LENS_DB=COPY_OF_STORE python bench/pages_cold_calls.py REPO PAGE   # PAGE: stack|cycles|inspector|judges
-                                                        # or cycles-page, truncation-page, inspector-page
+                                                        # or cycles-page, truncation-page, inspector-page,
+                                                        # judges-page
 
 Runs the checkout REPO's ``app_pages/_lens`` functions that page PAGE calls on its first open (the
 graphs of the sidebar's default choice: dataset ``bench``, all judges; then the page's own tables and
@@ -15,7 +16,9 @@ overview, its model x model matrices under the default ranker bt, its graph tabl
 the checkout builds every graph first; reported as "rest" (graphs 0). ``truncation-page`` and
 ``inspector-page`` likewise for app_pages/2_truncation.py (its counts before the sliders; the sliders' boards
 when the pool holds two graphs or more) and app_pages/4_inspector.py (its pickers, menu, the first prompt's
-variant names, graph view and drawing), each as the checkout's own page makes them.
+variant names, graph view and drawing), each as the checkout's own page makes them. ``judges-page``:
+app_pages/5_judges.py's two cached calls on a first open (its overview, not split by category, and the judge
+report section), whatever graphs each checkout builds for them.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ def main(repo: str, page: str, dataset: str = "bench") -> str:
         key = CacheKey.of(_lens.get_store(), dataset, None, None)
         if page == "cycles-page":
             return _cycles_page(_lens, key)
+        if page == "judges-page":
+            return _timed(page, lambda: _judges_page(_lens, key))
         if page in ("truncation-page", "inspector-page"):
             return _timed(page, lambda: (_truncation_page if page == "truncation-page" else _inspector_page)(
                 _lens, key))
@@ -109,6 +114,14 @@ def _truncation_page(_lens, key) -> None:
 
         _lens.leaderboard_result(key, "bt", n_pool if n_pool < n_graphs else None, 1.0, _lens.B_DEFAULT, 0)
         _lens.leaderboard_result(key, "bt", default_keep_k(n_pool), 1.0, _lens.B_DEFAULT, 0)
+
+
+def _judges_page(_lens, key) -> None:
+    """The Judges page's first open: every judge's overview and the judge report of the selection."""
+    from app_pages import _judge_report
+
+    _lens.judge_diagnostics(key.dataset, key.version, key.category, False)
+    _judge_report._report(key.dataset, key.version, key.category)
 
 
 def _inspector_page(_lens, key) -> None:

@@ -65,6 +65,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_pages_graph_read.py",       # 86 wall alone, -n 0, load 15 (five imports, the shipped store)
     "test_pages_choice_tree.py",      # 60 wall alone, -n 0, load 20 (hypothesis x 80, the shipped store)
     "test_cycles3_selection.py",      # 28 s of CPU (82 s wall, -n 0, load 10; 4 imports, shipped store)
+    "test_judges_big_graphs.py",      # 24 s of CPU (81 s wall, -n 0, load 19; 7 imports, shipped store)
+    "test_judge_report_store.py",     # 19 s of CPU (75 s wall, -n 0, load 16; 4 imports, vicuna80 style fits)
     "test_audit26_cli_seams.py",      # ~95 wall alone, -n 0, load 8 (AppTest x 5, CLI boards with B = 200)
     "test_audit26_store_seams.py",    # 42 wall alone, -n 0, load 8 (imports, a judge run, CLI boards)
     "test_judging_active_cli.py",     # 31 s of CPU (148 s wall, -n 0, load 21; a kill -9, 12 replays/judges)

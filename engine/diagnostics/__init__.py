@@ -120,14 +120,20 @@ def _by(params: dict, default: tuple[str, ...], table: str = "") -> tuple[str, .
 
 
 def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy: str = DEFAULT_POLICY,
-             tie_band: tuple[float, float] = nontransitivity.DEFAULT_TIE_BAND) -> pd.DataFrame:
+             tie_band: tuple[float, float] = nontransitivity.DEFAULT_TIE_BAND,
+             big_graphs: GraphBuckets | None = None, n_graphs: int | None = None) -> pd.DataFrame:
     """One row per judge of ``verdicts`` with the headline numbers of every diagnostic.
 
     Every judge gets its row, whether or not its graphs hold a triple: on a battle log (one pair per
     prompt) the cycle columns are empty (0 triples, NaN) and the row still carries what applies there,
     first-position win rates and the agreement with the reference judge (before, the table had no rows).
+
+    ``big_graphs`` and ``n_graphs``: the verdicts' graphs of three or more models already built (by the same
+    ``policy``) and how many graphs the verdicts hold in all; the triad and entropy columns count nothing
+    else, so they are those of every graph, and only the small graphs' count enters the note. The soft
+    columns (``pnt_soft``, ``sntd_mean``) are then there when a big graph carries a judge probability.
     """
-    stack = build_buckets(verdicts, policy=policy)
+    stack = build_buckets(verdicts, policy=policy) if big_graphs is None else big_graphs
     judges = pd.DataFrame({"judge": sorted(verdicts["judge"].dropna().astype(str).unique())})
     pnt = nontransitivity.pnt_summary(stack)[["judge", "triples", "pnt"]]
     out = judges.merge(pnt, on="judge", how="left")
@@ -166,7 +172,7 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
         out = out.merge(ag.drop(columns=["judge_2"]), on="judge", how="left")
         out[f"items_vs_{reference}"] = out[f"items_vs_{reference}"].astype("Int64")
     out = out.sort_values("judge").reset_index(drop=True)
-    note = small_graph_note(stack, "overview")
+    note = small_graph_note(stack, "overview", n_graphs=n_graphs if big_graphs is not None else None)
     if note:
         out.attrs["notes"] = [note]
     return out
@@ -265,14 +271,25 @@ SMALL_GRAPH_TABLES: tuple[str, ...] = (
 """Tables whose triad / cycle statistics leave out graphs of fewer than 3 models."""
 
 
-def small_graph_note(stack: GraphBuckets, table: str) -> str | None:
-    """One sentence saying how many graphs a triad / cycle table left out for having < 3 models."""
-    k = stack.n_below(3)
+def small_graph_count(stack: GraphBuckets, n_graphs: int | None = None) -> int:
+    """How many graphs have fewer than 3 models: ``stack.n_below(3)``, or with ``n_graphs`` (the selection's
+    graph count, ``stack`` holding only the graphs whose verdicts name 3+ models, valid or not) every graph
+    but the stack's of 3+ models: the graphs never built and those whose valid verdicts compare fewer."""
+    if n_graphs is None:
+        return stack.n_below(3)
+    return int(n_graphs) - (stack.T - stack.n_below(3))
+
+
+def small_graph_note(stack: GraphBuckets, table: str, *, n_graphs: int | None = None) -> str | None:
+    """One sentence saying how many graphs a triad / cycle table left out for having < 3 models;
+    ``n_graphs``: the selection's graph count when ``stack`` holds only the graphs that name 3+ models."""
+    total = stack.T if n_graphs is None else int(n_graphs)
+    k = small_graph_count(stack, n_graphs)
     if table not in SMALL_GRAPH_TABLES or not k:
         return None
     what = "its bad-cycle columns" if table == "structure" else "every cycle and triad statistic"
     return (
-        f"{k} of {stack.T} graph{'s' if stack.T != 1 else ''} have fewer than 3 models and are left out of "
+        f"{k} of {total} graph{'s' if total != 1 else ''} have fewer than 3 models and are left out of "
         f"{what}: no cycle or triad fits in 2 models."
     )
 
@@ -369,5 +386,6 @@ __all__ = [
     "diagnose",
     "diagnose_cached",
     "overview",
+    "small_graph_count",
     "small_graph_note",
 ]

@@ -128,11 +128,17 @@ def style_length_betas(store, dataset: str, judges, category: str | None = None)
     return pd.DataFrame(rows, columns=["judge", f"style_beta_{LENGTH_FEATURE}"])
 
 
+def _families(names: pd.Series) -> pd.Series:
+    """``names.map(family)``, the rule run once per distinct name (a million verdicts name 100 models)."""
+    codes, uniques = pd.factorize(names, use_na_sentinel=False)
+    fams = np.array([family(u) for u in uniques], dtype=object)
+    return pd.Series(fams[codes], index=names.index, name=names.name)
+
+
 def self_preference(vo: pd.DataFrame, reference: str | None) -> pd.DataFrame:
     """Per judge: its family, verdicts on items with exactly one model of its family, that model's win
     share (ties half) in the judge's verdicts and in the reference's on the same items, and the gap."""
-    fam_lo = vo["lo"].map(family)
-    fam_hi = vo["hi"].map(family)
+    fam_lo, fam_hi = _families(vo["lo"]), _families(vo["hi"])
     rows = []
     for judge in sorted(vo["judge"].dropna().unique()):
         fam = family(judge)
@@ -157,12 +163,13 @@ def self_preference(vo: pd.DataFrame, reference: str | None) -> pd.DataFrame:
     return out
 
 
-def cycle_rates(verdicts: pd.DataFrame, policy: str = DEFAULT_POLICY) -> pd.DataFrame:
-    """Per judge: the share of its graphs of 3 or more models that hold a cycle (``cycle_stats``)."""
+def cycle_rates(verdicts: pd.DataFrame, policy: str = DEFAULT_POLICY, big_graphs=None) -> pd.DataFrame:
+    """Per judge: the share of its graphs of 3 or more models that hold a cycle (``cycle_stats``);
+    ``big_graphs``: the verdicts' graphs that name 3+ models already built (GraphBuckets), else built here."""
     from engine.diagnostics import cycle_stats
     from engine.graphs.buckets import build_buckets
 
-    stack = build_buckets(verdicts, policy=policy)
+    stack = build_buckets(verdicts, policy=policy) if big_graphs is None else big_graphs
     if not stack.at_least(3):
         return pd.DataFrame(columns=["judge", "graph_cycle_rate"])
     ctab, _ = cycle_stats.cycle_table(stack)
@@ -173,17 +180,20 @@ def cycle_rates(verdicts: pd.DataFrame, policy: str = DEFAULT_POLICY) -> pd.Data
 
 def judge_report(verdicts: pd.DataFrame, *, reference: str | None = "default", policy: str = DEFAULT_POLICY,
                  lengths: pd.DataFrame | None = None,
-                 style_betas: pd.DataFrame | None = None) -> pd.DataFrame:
+                 style_betas: pd.DataFrame | None = None, big_graphs=None,
+                 n_graphs: int | None = None) -> pd.DataFrame:
     """The judge report of a verdict frame (module docstring), one row per judge sorted by name.
 
     ``reference``: the judge every other is compared with ("default": ``human`` when present, else none);
     ``lengths``: the answers' lengths (prompt_id, variant, turn, model, length) or None (no length bias);
-    ``style_betas``: ``style_length_betas`` of the same selection, or None (the column empty)."""
+    ``style_betas``: ``style_length_betas`` of the same selection, or None (the column empty);
+    ``big_graphs``, ``n_graphs``: the verdicts' graphs that name 3+ models (GraphBuckets, built by ``policy``)
+    and the count of all their graphs, else every graph is built here (``diagnostics.overview``)."""
     from engine.diagnostics import overview
 
     judges = sorted(verdicts["judge"].dropna().astype(str).unique())
     ref = default_reference(judges) if reference == "default" else reference
-    ov = overview(verdicts, reference=ref, policy=policy)
+    ov = overview(verdicts, reference=ref, policy=policy, big_graphs=big_graphs, n_graphs=n_graphs)
     out = ov.rename(columns={f"items_vs_{ref}": "items_vs_ref", f"agreement_vs_{ref}": "agreement_vs_ref",
                              f"kappa_vs_{ref}": "kappa_by_model"})
     valid = verdicts[verdicts["winner"] != "invalid"]
@@ -197,7 +207,7 @@ def judge_report(verdicts: pd.DataFrame, *, reference: str | None = "default", p
     if style_betas is not None and len(style_betas):
         out = out.merge(style_betas, on="judge", how="left")
     out = out.merge(self_preference(vo, ref), on="judge", how="left")
-    out = out.merge(cycle_rates(verdicts, policy), on="judge", how="left")
+    out = out.merge(cycle_rates(verdicts, policy, big_graphs), on="judge", how="left")
     out["reference"] = ref
     for c in COLUMNS:
         if c not in out.columns:

@@ -51,3 +51,17 @@ def graph_tally(store: Store, dataset: str, *, judge: str | None = None,
         params(rel),
     ).fetchone()
     return GraphTally(int(row[0] or 0), int(row[1] or 0)) if row else GraphTally(0, 0)
+
+
+def graph_count(store: Store, dataset: str, *, judge: str | None = None, category: str | None = None) -> int:
+    """``graph_tally(...).graphs`` alone: the selection's graph keys holding a valid verdict, one DISTINCT
+    (a third of the tally's CPU at 1M verdicts; a page that reports no replicates needs no kinds)."""
+    from engine.store.schema import GRAPH_KEY
+    from engine.store.sql import params
+
+    rel = store.verdict_relation(dataset, judge=judge, category=category)
+    key = ", ".join(f'"{c}"' for c in GRAPH_KEY)
+    row = store.cursor().execute(
+        f"SELECT count(*) FROM (SELECT DISTINCT {key} FROM {rel} WHERE winner <> 'invalid')", params(rel)
+    ).fetchone()
+    return int(row[0]) if row else 0

@@ -14,6 +14,8 @@ from engine.diagnostics.judge_report import (
     store_lengths,
     style_length_betas,
 )
+from engine.graphs.stack import GRAPH_COLUMNS
+from engine.views.judges_view import JUDGE_COLUMNS
 
 COLUMN_HELP: dict[str, str] = {
     "reference": "The judge every other is compared with (human when the dataset has one).",
@@ -49,6 +51,11 @@ COLUMN_GROUPS: dict[str, list[str]] = {
 fit 1280 px); a column in no group goes to the last table."""
 
 
+REPORT_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys((*GRAPH_COLUMNS, *JUDGE_COLUMNS)))
+"""The verdict columns the report reads: its graphs' and the Judges page's (no battle ids, sources or
+explanations of a million verdicts)."""
+
+
 @dataclass(frozen=True)
 class JudgeReportView:
     """The report's table, its notes and what it was computed on."""
@@ -69,11 +76,23 @@ class JudgeReportView:
 
 
 def judge_report_of_store(store, dataset: str, category: str | None = None,
-                          reference: str | None = "default") -> JudgeReportView:
-    """The judge report of a stored dataset (of ``category`` when given), answer lengths from its texts."""
-    verdicts = store.verdicts(dataset, category=category)
+                          reference: str | None = "default", big_graphs=None) -> JudgeReportView:
+    """The judge report of a stored dataset (of ``category`` when given), answer lengths from its texts.
+
+    Only the verdict columns the report reads (``REPORT_COLUMNS``) are read, and only the graphs whose
+    verdicts name three or more models are built (``big_graphs`` when the caller holds them already: the
+    app's cached ``judges_view.graphs_of_three_models``), the others counted in SQL: the cycle columns count
+    nothing else (tests/test_judge_report_store.py)."""
+    from engine.store.graph_tally import graph_count
+    from engine.views.judges_view import graphs_of_three_models
+
+    verdicts = store.verdicts(dataset, category=category, columns=REPORT_COLUMNS)
+    if big_graphs is None:
+        big_graphs = graphs_of_three_models(store, dataset, category)
+    n_graphs = graph_count(store, dataset, category=category)
     lengths = store_lengths(store, dataset)
     judges = sorted(verdicts["judge"].dropna().astype(str).unique())
     betas = style_length_betas(store, dataset, judges, category) if len(lengths) else None
-    table = judge_report(verdicts, reference=reference, lengths=lengths, style_betas=betas)
+    table = judge_report(verdicts, reference=reference, lengths=lengths, style_betas=betas,
+                         big_graphs=big_graphs, n_graphs=n_graphs)
     return JudgeReportView(dataset, category, table, list(table.attrs.get("notes") or []))

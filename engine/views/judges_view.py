@@ -42,12 +42,19 @@ def with_worst_position(overview, verdicts: pd.DataFrame):
     return dataclasses.replace(overview, worst_position=worst_position(position_table(verdicts)))
 
 
-def judge_overview_of_store(store, dataset: str, category: str | None, stack, by_category: bool):
+def judge_overview_of_store(store, dataset: str, category: str | None, stack, by_category: bool, *,
+                            n_graphs: int | None = None):
     """The Judges page's JudgeOverview of ``dataset`` (of ``category`` when given), its agreement and
     position tables from verdict counts grouped in the store (engine.diagnostics.judge_counts) rather than
     a frame of every verdict; the same numbers as ``with_worst_position(judge_overview(...))`` on the
     verdicts (tests/test_judges_counts.py). A verdict with an unknown presentation order value takes the
-    frame path, which names its row."""
+    frame path, which names its row.
+
+    ``stack``: the selection's graphs (GraphBuckets), or with ``n_graphs`` given only its graphs of three or
+    more models (``Store.verdicts(graphs_of_at_least=3)``; None when it has none) and ``n_graphs`` the
+    selection's graph count (``engine.store.graph_tally``): PNT, SNTD and the entropies count triples and
+    graphs of 3+ models only, each from its own graph's verdicts, so a battle log's million one-pair graphs
+    need not be built to be counted as left out (tests/test_judges_big_graphs.py)."""
     from engine.diagnostics.judge_counts import (
         agreement_table,
         bad_order,
@@ -56,9 +63,12 @@ def judge_overview_of_store(store, dataset: str, category: str | None, stack, by
     )
     from engine.views.viz import judge_overview, overview_of_tables
 
+    if stack is None:  # no graph of 3+ models (or none at all): the same empty tables from no graph
+        stack = no_graphs()
     if bad_order(store, dataset, category):
         verdicts = store.verdicts(dataset, category=category, columns=JUDGE_COLUMNS)
-        return with_worst_position(judge_overview(verdicts, stack, by_category), verdicts)
+        overview = with_worst_position(judge_overview(verdicts, stack, by_category), verdicts)
+        return overview if n_graphs is None else _with_left_out(overview, stack, n_graphs)
     counts = judge_counts(store, dataset, category)
     by = ("judge", "category") if by_category else ("judge",)
     overall = agreement_table(counts)
@@ -69,4 +79,38 @@ def judge_overview_of_store(store, dataset: str, category: str | None, stack, by
                                   by_category)
     import dataclasses
 
-    return dataclasses.replace(overview, worst_position=worst_position(per_judge))
+    overview = dataclasses.replace(overview, worst_position=worst_position(per_judge))
+    return overview if n_graphs is None else _with_left_out(overview, stack, n_graphs)
+
+
+def no_graphs():
+    """A GraphBuckets of no graph: what ``graphs_of_three_models`` gives a selection without a graph of three
+    or more models (``leaderboard_first.cycle_context`` says None), without reading it again."""
+    import pandas as pd
+
+    from engine.graphs.buckets import build_buckets
+    from engine.graphs.stack import GRAPH_COLUMNS
+
+    return build_buckets(pd.DataFrame({c: pd.Series(dtype=object) for c in GRAPH_COLUMNS}))
+
+
+def graphs_of_three_models(store, dataset: str, category: str | None):
+    """The GraphBuckets of every judge's graphs of ``dataset`` (of ``category``) whose verdicts name three or
+    more models (``Store.verdicts(graphs_of_at_least=3)``; empty when there is none): all that PNT, SNTD,
+    the entropies and the cycle rates count."""
+    from engine.graphs.buckets import build_buckets
+    from engine.graphs.stack import GRAPH_COLUMNS
+
+    return build_buckets(store.verdicts(dataset, category=category, columns=GRAPH_COLUMNS,
+                                        graphs_of_at_least=3))
+
+
+def _with_left_out(overview, big, n_graphs: int):
+    """``overview`` whose graphs of fewer than 3 models (``n_left_out``) are counted among ``n_graphs``
+    graphs, of which ``big`` holds those that name 3+ models (its own graphs of fewer valid models too)."""
+    import dataclasses
+
+    from engine.diagnostics import small_graph_count
+    from engine.graphs.buckets import as_buckets
+
+    return dataclasses.replace(overview, n_left_out=small_graph_count(as_buckets(big), n_graphs))
