@@ -52,7 +52,7 @@ def _cases(stores: dict[str, Path]) -> dict[str, tuple[list, dict | None]]:
         "table": (["--db", db, "leaderboard", "--dataset", "d", "--format", "csv"], None),
         "plain table": (["--db", db, "leaderboard", "--dataset", "d", "--judge", "j1"], None),
         "lens error with controls": (["--db", db, "leaderboard", "--dataset", f"no{CONTROL}such"], None),
-        "argparse error": (["--db", db, "leaderboard", "--no-such-option"], None),
+        "argparse error with controls": (["--db", db, "leaderboard", f"--no-such-option{CONTROL}"], None),
         "help": (["diagnose", "--help"], bare),
         "not a store": (["--db", csv, "import", csv, "--dataset", "lost"], None),
         "store from the environment": (["datasets", "--format", "csv"], {**bare, "LENS_DB": db}),
@@ -90,10 +90,10 @@ def test_in_process_calls_give_what_the_process_gives(stores, narrow_terminal_st
     assert inner["table"].returncode == 0 and inner["table"].stdout.startswith("rank,model,")
     helped = inner["help"]
     assert helped.returncode == 0 and helped.stdout.startswith("usage: python -m engine diagnose")
-    assert inner["argparse error"].returncode == 2 and "--no-such-option" in inner["argparse error"].stderr
-    escaped = inner["lens error with controls"]
-    assert escaped.returncode == 2 and "\\x1b]0;owned\\x07\\u202e" in escaped.stderr
-    assert not any(c in escaped.stderr for c in "\x1b\x07\u202e")
+    for name in ("lens error with controls", "argparse error with controls"):
+        escaped = inner[name]
+        assert escaped.returncode == 2 and "\\x1b]0;owned\\x07\\u202e" in escaped.stderr, name
+        assert not any(c in escaped.stderr for c in "\x1b\x07\u202e"), name
     assert inner["not a store"].returncode == 2 and "is not a DuckDB database" in inner["not a store"].stderr
     assert inner["store from the environment"].stdout.splitlines()[2].startswith("d,")
 
