@@ -45,8 +45,8 @@ def stores(tmp_path_factory, shipped_db) -> dict[str, Path]:
     return {"db": db, "csv": src}
 
 
-def _cases(stores: dict[str, Path]) -> dict[str, tuple[list, dict | None]]:
-    db, csv = str(stores["db"]), str(stores["csv"])
+def _cases(db: Path, csv: Path) -> dict[str, tuple[list, dict | None]]:
+    db, csv = str(db), str(csv)
     bare = {k: v for k, v in os.environ.items() if k not in ("LENS_DB", "COLUMNS", "LINES")}
     return {
         "table": (["--db", db, "leaderboard", "--dataset", "d", "--format", "csv"], None),
@@ -75,13 +75,20 @@ def narrow_terminal_stdout(monkeypatch):
     os.close(master)
 
 
-def test_in_process_calls_give_what_the_process_gives(stores, narrow_terminal_stdout):
-    cases = _cases(stores)
-    procs = {name: subprocess.Popen([sys.executable, "-m", "engine", *map(str, argv)], cwd=REPO, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True)
-             for name, (argv, env) in cases.items()}
-    inner = {name: run_engine(argv, env=env) for name, (argv, env) in cases.items()}
+def test_in_process_calls_give_what_the_process_gives(stores, narrow_terminal_stdout, tmp_path):
+    """Each process reads its own copy of the store and the in-process calls one more (no command waits
+    for another's lock, and none is served from a cache another filled); no output names the file."""
+    procs = {}
+    for k, name in enumerate(_cases(stores["db"], stores["csv"])):
+        own = tmp_path / f"p{k}.duckdb"
+        shutil.copyfile(stores["db"], own)
+        argv, env = _cases(own, stores["csv"])[name]
+        procs[name] = subprocess.Popen([sys.executable, "-m", "engine", *map(str, argv)], cwd=REPO, env=env,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+    mine = tmp_path / "inner.duckdb"
+    shutil.copyfile(stores["db"], mine)
+    inner = {name: run_engine(argv, env=env) for name, (argv, env) in _cases(mine, stores["csv"]).items()}
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=300)
         got = inner[name]
