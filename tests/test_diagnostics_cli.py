@@ -6,14 +6,13 @@ from __future__ import annotations
 import io
 import itertools
 from collections import Counter
-from contextlib import redirect_stderr, redirect_stdout
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+from cli_inprocess import run_engine
 
-from engine.__main__ import main
 from engine.diagnostics import diagnose
 from engine.diagnostics.summary import structure_summary
 from engine.graphs.cycles import cycle_counts
@@ -21,10 +20,9 @@ from engine.graphs.stack import GraphStack, build_stack
 
 
 def run_cli(db, *args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = main(["--db", str(db), "diagnose", *args])
-    return rc, out.getvalue(), err.getvalue()
+    """``python -m engine --db DB diagnose ARGS`` (in this process): exit code, stdout, stderr."""
+    done = run_engine(["--db", db, "diagnose", *args])
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -128,12 +128,25 @@ def test_parquet_decompression_bomb_is_refused_in_bounded_memory(cli_db, tmp_pat
     assert stored(cli_db, "bomb") == 0
 
 
-def test_plain_encoded_parquet_bomb_is_refused_before_reading(tmp_path):
+def test_plain_encoded_parquet_bomb_is_refused_before_reading(tmp_path, monkeypatch):
+    """A plain-encoded (no dictionary) text column is refused from the file's metadata, before any batch
+    is decoded. The guard's free allowance is lowered to 1 MiB (as the line and JSON limits are above),
+    so an 8 MB column shows the mechanism: with the real 512 MiB the file took 0.8 GB of text and most
+    of this file's CPU to write. test_parquet_decompression_bomb_is_refused_in_bounded_memory keeps the
+    real thresholds."""
+    import engine.ingest.parquet_reader as parquet_reader
+
+    def decoded(*args, **kwargs):
+        raise AssertionError("a batch was decoded before the file was refused")
+
+    monkeypatch.setattr(parquet_reader, "EXPANSION_FREE_BYTES", 2**20)
+    monkeypatch.setattr(parquet_reader, "_text_sizes", decoded)
     n = 400
     table = pa.table({"prompt_id": [str(i) for i in range(n)], "model_a": ["a"] * n, "model_b": ["b"] * n,
-                      "winner": ["A"] * n, "explanation": ["y" * 2_000_000] * n})
+                      "winner": ["A"] * n, "explanation": ["y" * 20_000] * n})
     path = tmp_path / "plain.parquet"
     pq.write_table(table, path, compression="zstd", use_dictionary=False, row_group_size=50)
+    assert 8_000_000 > 200 * path.stat().st_size  # a bomb by the ratio too
     with pytest.raises(LensError, match="decompression bomb"):
         validate_file(path, dataset="d")
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 
 import choix
 import numpy as np
 import pandas as pd
 import pytest
+from cli_inprocess import run_engine
 
-from engine.__main__ import main
 from engine.graphs.cycles import cycle_counts
 from engine.graphs.stack import build_stack
 from engine.rankers import RANKERS, ranker_object
@@ -19,10 +18,9 @@ from engine.ranking.leaderboard import leaderboard, leaderboard_from_stack
 
 
 def run_cli(db, *args):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = main(["--db", str(db), *args])
-    return rc, out.getvalue(), err.getvalue()
+    """``python -m engine --db DB ARGS`` (in this process): exit code, stdout, stderr."""
+    done = run_engine(["--db", db, *args])
+    return done.returncode, done.stdout, done.stderr
 
 
 def test_leaderboard_matches_choix_on_stored_verdicts(shipped_store):

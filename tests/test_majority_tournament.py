@@ -10,11 +10,10 @@ pair-count dataset says what the brute force says.
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
+from cli_inprocess import run_engine
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -106,9 +105,8 @@ def test_cli_majority_table_on_pair_counts(tmp_path):
     db = tmp_path / "lens.duckdb"
     with Store(db) as store:  # no shipped datasets: the one CLI run reads only this one
         import_pair_counts(store, [path], "rps")
-    run = [sys.executable, "-m", "engine", "--db", str(db)]
-    out = subprocess.run([*run, "diagnose", "--dataset", "rps", "--table", "majority", "--format", "csv"],
-                         check=True, capture_output=True, text=True)
+    out = run_engine(["--db", db, "diagnose", "--dataset", "rps", "--table", "majority", "--format", "csv"],
+                     check=True)
     assert "1 Condorcet 3-cycles" in out.stderr
     assert "Condorcet winner: none; Condorcet loser: weak" in out.stderr
     assert "cycle paper > rock (0.591) > scissors (0.750) > paper (0.550)" in out.stderr

@@ -6,6 +6,7 @@ win rates, agreement and Cohen's kappa against the reference), checked here by d
 from __future__ import annotations
 
 import io
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -45,11 +46,12 @@ def cohen_kappa(x: pd.Series, y: pd.Series) -> float:
     return (observed - expected) / (1 - expected)
 
 
-def test_overview_of_a_battle_log_has_a_row_per_judge_with_what_applies(tmp_path):
+def test_overview_of_a_battle_log_has_a_row_per_judge_with_what_applies(tmp_path, shipped_db):
     log = battle_log()
     path = tmp_path / "battles.csv"
     log.to_csv(path, index=False)
     db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)  # a first command on a new file would import the shipped datasets
     run_engine(["--db", db, "import", path, "--dataset", "battles"], check=True)
     done = run_engine(["--db", db, "diagnose", "--dataset", "battles", "--table", "overview",
                        "--format", "csv"], check=True)

@@ -12,22 +12,21 @@ import pty
 import re
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 
 import pandas as pd
 import pytest
+from cli_inprocess import run_engine
 from conftest import REPO
 from scipy.stats import spearmanr
 
-from engine.__main__ import build_parser, main
+from engine.__main__ import build_parser
 from engine.store.schema import DEFAULT_DATASET
 
 
 def run_cli(db, *args):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        rc = main(["--db", str(db), *args])
-    return rc, out.getvalue(), err.getvalue()
+    """``python -m engine --db DB ARGS`` (in this process): exit code, stdout, stderr."""
+    done = run_engine(["--db", db, *args])
+    return done.returncode, done.stdout, done.stderr
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

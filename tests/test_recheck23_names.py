@@ -14,7 +14,7 @@ What note23 left alone, now caught, and the name rules on the pair-count reader:
 
 from __future__ import annotations
 
-import subprocess
+import shutil
 import sys
 import unicodedata
 
@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from cli_inprocess import run_engine
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -144,14 +145,13 @@ def test_a_model_map_name_that_renders_blank_or_as_another_is_refused(store, tmp
     assert store.dataset_revision("mapped") == before and stored_map(store, "mapped").empty
 
 
-def test_datasets_map_says_which_map_names_match_no_model(tmp_path):
+def test_datasets_map_says_which_map_names_match_no_model(tmp_path, shipped_db):
     db, verdicts, mapping = tmp_path / "s.duckdb", tmp_path / "v.csv", tmp_path / "m.csv"
+    shutil.copyfile(shipped_db, db)  # a command on a new file would import the shipped datasets first
     verdicts.write_text("prompt_id,model_a,model_b,winner\np1,claude,gpt-4,A\n", encoding="utf-8")
     mapping.write_text("model,reference_model\nclaude,claude-1\ngpt-5,gpt-4-0314\n", encoding="utf-8")
-    cli = [sys.executable, "-m", "engine", "--db", str(db)]
-    subprocess.run([*cli, "import", str(verdicts), "--dataset", "d", "--judge", "j"], check=True,
-                   capture_output=True)
-    done = subprocess.run([*cli, "datasets", "map", "d", str(mapping)], capture_output=True, text=True)
+    run_engine(["--db", db, "import", verdicts, "--dataset", "d", "--judge", "j"], check=True)
+    done = run_engine(["--db", db, "datasets", "map", "d", mapping])
     assert done.returncode == 0, done.stderr
     said = "note: 1 model(s) of the map are not models of dataset d ('gpt-5'); they match nothing"
     assert said in done.stderr

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_inprocess import run_engine
 
 from engine.errors import LensError
 from engine.ingest.shipped import open_store
@@ -55,10 +56,7 @@ def test_cli_with_a_csv_as_db_says_so_and_stores_nothing(tmp_path: Path) -> None
     csv = tmp_path / "hdr.csv"
     csv.write_text("prompt_id,model_a,model_b,winner\n1,a,b,A\n", encoding="utf-8")
     before = csv.read_bytes()
-    proc = subprocess.run(
-        [sys.executable, "-m", "engine", "--db", str(csv), "import", str(csv), "--dataset", "lost"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )
+    proc = run_engine(["--db", csv, "import", csv, "--dataset", "lost"])
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "is not a DuckDB database" in proc.stderr

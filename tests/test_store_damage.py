@@ -10,13 +10,11 @@ from the file's bytes, independently of ``engine.store.connection``.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import REPO, run_engine
+from conftest import run_engine
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,8 +88,7 @@ def test_the_cli_says_so_in_one_sentence_and_leaves_the_file_as_it_was(store_byt
     keep = HEADERS + 3 * block + 1234
     target = cut(source, tmp_path / "cut.duckdb", keep)
     before = target.read_bytes()
-    proc = subprocess.run([sys.executable, "-m", "engine", "--db", str(target), "leaderboard"],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = run_engine(["--db", target, "leaderboard"])
     assert proc.returncode == 2 and not proc.stdout
     assert proc.stderr == (
         f"error: Cannot open the store at {target}: it is damaged (the file is {keep:,} bytes and ends 1,234 "

@@ -77,14 +77,14 @@ def test_truth_of_a_real_dataset_is_refused(empty_store):
 
 def test_cli_synthetic_then_baselines_end_to_end(tmp_path, capsys):
     import io
-    import subprocess
-    import sys
+
+    from cli_inprocess import run_engine
 
     from engine.__main__ import main
     from engine.store.connection import Store
 
     db = tmp_path / "cli.duckdb"
-    base = [sys.executable, "-m", "engine", "--db", str(db)]
+    base = ["python", "-m", "engine", "--db", str(db)]
     assert (
         main(
             [
@@ -130,14 +130,14 @@ def test_cli_synthetic_then_baselines_end_to_end(tmp_path, capsys):
         "--format",
         "csv",
     ]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    out = run_engine(cmd[3:], check=True).stdout
     frame = pd.read_csv(io.StringIO(out))
     with Store(db) as store:
         st = build_stack(store.verdicts("s"))
         direct = run_protocols(st, synthetic_truth(store, "s"), ("trunc", "notrunc_boot"),
                                ProtocolParams(keep=6, draw=4, resamples=10, seed=20260324))
     assert np.allclose(frame["mean"].to_numpy(), direct["mean"].to_numpy())
-    assert main(cmd[3:]) == 0  # in-process this time: served from the cache, same bytes
+    assert main(cmd[3:]) == 0  # again: served from the cache, same bytes
     assert capsys.readouterr().out == out
     rc = main(
         ["--db", str(db), "experiment", "keep-k", "--dataset", "s", "--reference", "truth", "--ks", "1:x"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pty
+import shutil
 import subprocess
 import sys
 import tty
@@ -20,6 +21,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
+from cli_inprocess import run_engine
 from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -137,28 +139,26 @@ def round_robin() -> pd.DataFrame:
 
 
 def run_in_process(db: Path, *args: str) -> tuple[int, bytes, bytes]:
-    """``main`` with stdout and stderr escaped as ``python -m engine`` escapes them (``escape_streams``):
-    the same path as a process, without a second interpreter for each of the many commands."""
-    import contextlib
-    import io
+    """The command in this process (tests/cli_inprocess.py: stdout and stderr escaped as ``python -m
+    engine`` escapes them), its output as the bytes a process writes: without a second interpreter for
+    each of the many commands. test_the_cli_process_escapes_its_error_sentence keeps a process."""
+    done = run_engine(["--db", db, *args])
+    return done.returncode, done.stdout.encode("utf-8"), done.stderr.encode("utf-8")
 
-    from engine.__main__ import main
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(EscapedStream(out)), contextlib.redirect_stderr(EscapedStream(err)):
-        try:
-            code = main(["--db", str(db), *args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return int(code or 0), out.getvalue().encode("utf-8"), err.getvalue().encode("utf-8")
+def shipped_copy(shipped_db: Path, folder: Path) -> Path:
+    """A copy of the shipped store (a command on a new file would first import the shipped datasets)."""
+    db = folder / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    return db
 
 
 @pytest.fixture(scope="module")
-def evil_store(tmp_path_factory) -> Path:
+def evil_store(tmp_path_factory, shipped_db) -> Path:
     """A store whose verdicts name models and a judge full of escapes, written the way another tool
     or an older version could have: straight into the store's verdict table."""
     folder = tmp_path_factory.mktemp("evil")
-    db, clean = folder / "lens.duckdb", folder / "clean.csv"
+    db, clean = shipped_copy(shipped_db, folder), folder / "clean.csv"
     frame = round_robin()
     plain = {m: f"plain{i}" for i, m in enumerate(MODELS)}
     frame.assign(model_a=frame.model_a.map(plain), model_b=frame.model_b.map(plain), judge="plainjudge") \
@@ -169,7 +169,7 @@ def evil_store(tmp_path_factory) -> Path:
     for name, evil in zip(plain.values(), MODELS, strict=True):
         for col in ("model_a", "model_b"):
             con.execute(f"UPDATE verdicts SET {col} = ? WHERE {col} = ?", [evil, name])
-    con.execute("UPDATE verdicts SET judge = ?", [JUDGE])
+    con.execute("UPDATE verdicts SET judge = ? WHERE dataset = ?", [JUDGE, "evil"])
     con.close()
     return db
 
@@ -207,22 +207,22 @@ def test_csv_is_escaped_on_a_terminal_and_exact_in_a_pipe(evil_store):
         assert name.encode("utf-8") in out, name
 
 
-def test_a_header_of_escapes_is_reported_escaped(tmp_path):
+def test_a_header_of_escapes_is_reported_escaped(tmp_path, shipped_db):
     path = tmp_path / "evil_header.csv"
     header = ",".join(f'"extra{i}{e}"' for i, e in enumerate(EVIL) if "\r" not in e and "\x00" not in e)
     n = header.count(",") + 1
     path.write_text("prompt_id,model_a,model_b,winner," + header + "\n"
                     + "p1,m1,m2,A," + ",".join("x" * n) + "\n", encoding="utf-8")
-    rc, out, err = run_in_process(tmp_path / "lens.duckdb", "import", str(path), "--dataset", "hdr",
+    rc, out, err = run_in_process(shipped_copy(shipped_db, tmp_path), "import", str(path), "--dataset", "hdr",
                                   "--check")
     text = assert_clean("stdout", out) + assert_clean("stderr", err)
     assert "extra0\\x1b]0;pwned\\x07" in text, text[:800]
 
 
-def test_model_names_from_an_attached_parquet_reach_the_terminal_escaped(tmp_path):
+def test_model_names_from_an_attached_parquet_reach_the_terminal_escaped(tmp_path, shipped_db):
     files = tmp_path / "evil.parquet"
     round_robin().to_parquet(files)
-    db = tmp_path / "lens.duckdb"
+    db = shipped_copy(shipped_db, tmp_path)
     rc, out, err = run_in_process(db, "datasets", "attach", "evil", str(files))
     assert_clean("stdout", out) + assert_clean("stderr", err)
     if rc != 0:  # attach may refuse such names: then in one escaped sentence
