@@ -33,11 +33,22 @@ SEEDS = (0, 1, 2, 3, 4)
 METRICS = ("kendall", "spearman", "top1", "top5")
 
 
-def accuracy(source, name: str, budget: int, batch: int, out: Path) -> pd.DataFrame:
+def accuracy(source, name: str, budget: int, batch: int, out: Path,
+             strategies: tuple[str, ...] = STRATEGIES) -> pd.DataFrame:
+    """Every strategy's curves, 5 seeds; with ``strategies`` a subset, the other strategies' rows are read
+    back from an earlier ``<pool>.csv`` of the same budget and batch (their code did not change)."""
     from engine.views.active_curves import calls_to_match, mean_curve, on_grid, replay_curve
 
     runs = []
-    for strategy in STRATEGIES:
+    earlier = out / f"{name}.csv"
+    if set(strategies) != set(STRATEGIES) and earlier.exists():
+        kept = pd.read_csv(earlier)
+        kept = kept[~kept["strategy"].isin(strategies)]
+        if kept["calls"].max() != budget - budget % batch:
+            raise SystemExit(f"{earlier} was made with another budget; run every strategy.")
+        runs.append(kept)
+        print(f"  kept {sorted(set(kept['strategy']))} from {earlier}", file=sys.stderr)
+    for strategy in strategies:
         for seed in SEEDS:
             t0 = time.process_time()
             runs.append(replay_curve(source, strategy, seed, budget, batch))
@@ -57,7 +68,48 @@ def accuracy(source, name: str, budget: int, batch: int, out: Path) -> pd.DataFr
     return curves
 
 
+def random_settling(pool, revealed, batch: int, rng) -> np.ndarray:
+    """The re-judging baseline with cycles' settling rule, edges chosen at random instead of by their bad
+    triads: first one more call for every edge whose verdicts split (not settled, >= 2 verdicts), then
+    one call each for judged edges with a single verdict, drawn at random, then the rest at random."""
+    from engine.judging.active.select import edge_votes, settled_votes
+
+    insts, lo_win, hi_win, ties = edge_votes(pool, revealed)
+    votes = lo_win + hi_win + ties
+    tier = np.where(settled_votes(lo_win, hi_win, ties), 0, np.where(votes >= 2, 2, 1))
+    avail = np.flatnonzero(~revealed.asked)
+    mine = pool.instance[avail]
+    at = np.minimum(np.searchsorted(insts, mine), max(len(insts) - 1, 0))
+    judged = (insts[at] == mine) if len(insts) else np.zeros(len(mine), dtype=bool)
+    score = np.where(judged, tier[at] if len(insts) else 0, -1)
+    order = np.lexsort((rng.random(len(avail)), -score))
+    _, first = np.unique(mine[order], return_index=True)
+    lead = np.zeros(len(order), dtype=bool)
+    lead[first] = True
+    ranked = np.concatenate([order[lead & (score[order] > 0)], order[~(lead & (score[order] > 0))]])
+    return avail[ranked[: min(batch, len(avail))]]
+
+
+def settling_curve(source, seed: int, budget: int, batch: int, start) -> pd.DataFrame:
+    """Bad triads after every batch of ``random_settling`` from ``start`` (rng seeded like a replay)."""
+    from engine.views.active_curves import bad_triads
+
+    revealed = type(start)(start.asked.copy(), start.wins_a.copy(), start.wins_b.copy(), start.ties.copy())
+    rng = np.random.default_rng(seed)
+    rows = [{"strategy": "random-settling", "seed": seed, "calls": 0,
+             "bad_triads": bad_triads(source, revealed)}]
+    spent = 0
+    while spent < budget and not revealed.asked.all():
+        items = random_settling(source.pool, revealed, min(batch, budget - spent), rng)
+        revealed.record_winners(items, source.winners[items])
+        spent += len(items)
+        rows.append({"strategy": "random-settling", "seed": seed, "calls": spent,
+                     "bad_triads": bad_triads(source, revealed)})
+    return pd.DataFrame(rows)
+
+
 def triads(source, name: str, budget: int, batch: int, out: Path) -> pd.DataFrame:
+    """Re-judging from one verdict of every edge: random, random with cycles' settling rule, cycles."""
     from engine.views.active_curves import replay_curve, start_one_order
 
     runs = []
@@ -66,6 +118,7 @@ def triads(source, name: str, budget: int, batch: int, out: Path) -> pd.DataFram
         for strategy in ("random", "cycles"):
             runs.append(replay_curve(source, strategy, seed, budget, batch, start=start,
                                      count_bad_triads=True))
+        runs.append(settling_curve(source, seed, budget, batch, start))
     curves = pd.concat(runs, ignore_index=True)
     curves.to_csv(out / f"{name}_triads.csv", index=False)
     table = curves.pivot_table(index="calls", columns="strategy", values="bad_triads", aggfunc="mean")
@@ -83,10 +136,14 @@ def main() -> None:
     ap.add_argument("--db", type=Path, required=True, help="a store holding the pool (opened read-only)")
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--judge")
+    ap.add_argument("--panel", help="comma list of judges replayed as one judge 'panel' (their verdicts of "
+                    "an edge re-judge one graph's edge): the re-judging experiment with third calls")
     ap.add_argument("--budget", type=int, help="calls per run (default: the whole pool; triads: half of it)")
     ap.add_argument("--batch", type=int, help="calls per batch (default: budget / 20)")
     ap.add_argument("--triads", action="store_true", help="the re-judging experiment (random vs cycles)")
     ap.add_argument("--out", type=Path, default=Path("docs/notes/active"))
+    ap.add_argument("--strategies", default=",".join(STRATEGIES),
+                    help="comma list to rerun (the others' rows are kept from an earlier <pool>.csv)")
     a = ap.parse_args()
 
     from engine.store.connection import Store
@@ -98,6 +155,9 @@ def main() -> None:
     verdicts = store.verdicts(a.dataset, judge=a.judge)
     store.close()
     name = a.dataset + (f"-{a.judge}" if a.judge else "")
+    if a.panel:
+        verdicts = verdicts[verdicts["judge"].isin(a.panel.split(","))].assign(judge="panel")
+        name = f"{a.dataset}-panel"
     source = replay_source(verdicts, name)
     del verdicts
     print(f"{name}: {len(source.pool):,} items, {source.pool.n_models} models "
@@ -107,7 +167,7 @@ def main() -> None:
     if a.triads:
         triads(source, name, budget, batch, a.out)
     else:
-        accuracy(source, name, budget, batch, a.out)
+        accuracy(source, name, budget, batch, a.out, tuple(a.strategies.split(",")))
 
 
 if __name__ == "__main__":

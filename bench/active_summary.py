@@ -42,15 +42,19 @@ def accuracy_table(path: Path) -> str:
 
 
 def triads_table(path: Path) -> str:
+    """Bad triads removed per call at a tenth, a quarter and half of the re-judging budget, per strategy
+    (random, random with cycles' settling rule when the run has it, cycles)."""
     curves = pd.read_csv(path)
     table = curves.pivot_table(index="calls", columns="strategy", values="bad_triads", aggfunc="mean")
     start = table.iloc[0]
     pts = [table.index[len(table) // 10], table.index[len(table) // 4], table.index[len(table) // 2]]
+    cols = [c for c in ("random", "random-settling", "cycles") if c in table.columns]
     lines = [f"**{path.stem}**: bad triads at the start {start.iloc[0]:.1f}; removed per call "
-             "(negative: added)", "", "| calls | random | cycles |", "| ---: | ---: | ---: |"]
+             "(negative: added)", "", "| calls | " + " | ".join(cols) + " |",
+             "| ---: |" + " ---: |" * len(cols)]
     for p in pts:
         per = (start - table.loc[p]) / p
-        lines.append(f"| {p:,} | {per['random']:+.3f} | {per['cycles']:+.3f} |")
+        lines.append(f"| {p:,} | " + " | ".join(f"{per[c]:+.3f}" for c in cols) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -29,10 +29,10 @@ REASONS = {
     "round-robin": "model pairs in turn, so every pair gets its k-th verdict before any gets a (k+1)-th.",
     "swim": "SWIM: models join one at a time; a newcomer meets the ranked models closest to its current "
             "score.",
-    "uncertainty": "the pairs whose next verdicts shrink most the variance of the score differences between "
-                   "neighbours in the current ranking whose intervals still overlap (expected information, "
-                   "weighted by p(1 - p)).",
-    "cycles": "re-judgings (the other order, another judge) of the edges that sit on the most bad triads of "
+    "uncertainty": "the pairs whose next verdicts carry the most expected information about the scores: "
+                   "close pairs (p(1 - p) near 1/4) whose difference is still poorly known, each batch "
+                   "spread over many pairs.",
+    "cycles": "re-judgings (the other order, another judge) of the unsettled edges on the most bad triads of "
               "their prompt's graph; then edges with no bad triad, then edges not judged yet.",
 }
 """How each strategy chooses, in one sentence (shown above the next batch)."""

