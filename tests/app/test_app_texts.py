@@ -8,7 +8,7 @@ import itertools
 import json
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import assert_clean, own_app_at, unescape_md  # noqa: F401
+from apphelpers import assert_clean, own_app, unescape_md  # noqa: F401
 from conftest import REPO
 
 MT_BENCH = REPO / "data" / "mt_bench"
@@ -28,14 +28,14 @@ def _pairs(path) -> None:
         for w in ["model_1" if (a, b) in CYCLE else "model_2"]))
 
 
-def test_texts_uploaded_on_the_data_page_show_in_the_inspector(own_app_at, tmp_path):
+def test_texts_uploaded_on_the_data_page_show_in_the_inspector(own_app, tmp_path):
     from app_pages._lens import get_store
     from engine.ingest.importer import import_files
 
     _pairs(tmp_path / "gpt-4_pair.jsonl")
     import_files(get_store(), [tmp_path / "gpt-4_pair.jsonl"], "mtb")
     files = [MT_BENCH / "question.jsonl", *(MT_BENCH / "model_answer" / f"{m}.jsonl" for m in MODELS[:2])]
-    at = own_app_at("app_pages/6_data.py")
+    at = own_app.switch_page("app_pages/6_data.py").run()
     at.selectbox(key="texts_into").set_value("mtb").run()
     # texts of another dataset: the refusal in an error box, and nothing to store
     other = b"".join(json.dumps({"question_id": f"q{i}", "turns": ["x"]}).encode() + b"\n" for i in range(3))
