@@ -13,6 +13,9 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # a judge run whose journal cannot go beside its store moves it here, never to the user's ~/.cache
 os.environ.setdefault("LENS_JOURNAL_DIR", tempfile.mkdtemp(prefix="lens-test-journals-"))
 
+# The tests/app files' figures below predate issue 26's suiteapp part, which took 20 % of their CPU
+# (docs/notes/suiteapp-26.md: the component scan once per process, tests opening their own page); the
+# order is kept until a whole run's table from .ci/run (seconds per file, most first) reorders the list.
 SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per file)
     "test_browser_stress.py",         # 131 alone, -n 0, load 6 (issue 25: addresses, fit and inspector tests)
     "test_browser.py",                # 87
