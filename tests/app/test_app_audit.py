@@ -72,8 +72,7 @@ def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used
         synthetic="syn",
         csvs={"plain": "prompt_id,model_a,model_b,winner\n1,m01,m02,A\n1,m02,m03,A\n1,m01,m03,A\n"},
     )
-    at = new_app(db, monkeypatch)
-    at.selectbox(key="dataset").set_value("syn").run()
+    at = new_app(db, monkeypatch, query={"dataset": "syn"})
     assert_clean(at)
     truth = synthetic_truth(get_store(), "syn")
 
