@@ -10,9 +10,13 @@ fixture's children count to the file's last test).
 Use as a plugin, then sum per file::
 
     PYTHONPATH=.ci CPUPROF_DIR=/tmp/prof CI=true python -m pytest -q -p cpuprof tests/test_x.py
-    python .ci/cpuprof.py /tmp/prof
+    python .ci/cpuprof.py /tmp/prof          # most CPU first
+    python .ci/cpuprof.py /tmp/prof --wall   # most wall first: the order SLOW_FILES_FIRST wants
 
-One JSON Lines file per process goes to ``CPUPROF_DIR`` (default: the current folder).
+One JSON Lines file per process goes to ``CPUPROF_DIR`` (default: the current folder). Each record
+also has the test's end (seconds since the epoch) and its process's xdist worker, so a two-worker
+run shows when each worker ran out of work (the idle tail a file started last leaves). .ci/run
+writes these for the whole suite into tests/_artifacts/cpuprof/.
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ def pytest_runtest_protocol(item, nextitem):
     yield
     self1, kids1 = _cpu()
     _out.write(json.dumps({"id": item.nodeid, "wall": time.perf_counter() - wall0, "self": self1 - self0,
-                           "children": kids1 - kids0}) + "\n")
+                           "children": kids1 - kids0, "end": time.time(),
+                           "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}) + "\n")
     _out.flush()
 
 
@@ -68,15 +73,43 @@ def per_file(folder: str) -> dict[str, list[float]]:
     return dict(sums)
 
 
+def per_worker(folder: str) -> dict[str, list[float]]:
+    """Worker -> [first test's start, last test's end, busy seconds, tests] over the records in
+    ``folder`` (records written before the end times were kept are left out)."""
+    rows: dict[str, list[float]] = {}
+    for path in glob.glob(os.path.join(folder, "prof-*.jsonl")):
+        with open(path) as f:
+            for line in f:
+                rec = json.loads(line)
+                if "end" not in rec:
+                    continue
+                row = rows.setdefault(rec["worker"], [float("inf"), 0.0, 0.0, 0])
+                row[0] = min(row[0], rec["end"] - rec["wall"])
+                row[1] = max(row[1], rec["end"])
+                row[2] += rec["wall"]
+                row[3] += 1
+    return rows
+
+
 def main(argv: list[str]) -> int:
-    """Print the per-file sums of the folder ``argv[0]``, most CPU first."""
+    """Print the per-file sums of the folder ``argv[0]``, most CPU first (most wall first with
+    ``--wall``; only the first N files with ``--top N``), the totals over every file, then each
+    worker's busy time and when it finished, from the first test's start."""
+    by_wall = "--wall" in argv[1:]
+    top = int(argv[argv.index("--top") + 1]) if "--top" in argv else None
     sums = per_file(argv[0])
     print(f"{'file':56s} {'wall s':>8s} {'own CPU':>8s} {'children':>8s} {'CPU':>8s} {'tests':>6s}")
-    for name, (wall, own, kids, n) in sorted(sums.items(), key=lambda kv: -(kv[1][1] + kv[1][2])):
+    key = (lambda kv: -kv[1][0]) if by_wall else (lambda kv: -(kv[1][1] + kv[1][2]))
+    for name, (wall, own, kids, n) in sorted(sums.items(), key=key)[:top]:
         print(f"{name:56s} {wall:8.1f} {own:8.1f} {kids:8.1f} {own + kids:8.1f} {int(n):6d}")
     total = [sum(row[k] for row in sums.values()) for k in range(4)]
     print(f"{'total':56s} {total[0]:8.1f} {total[1]:8.1f} {total[2]:8.1f} {total[1] + total[2]:8.1f} "
           f"{int(total[3]):6d}")
+    workers = per_worker(argv[0])
+    if workers:
+        start = min(row[0] for row in workers.values())
+        for name, (_, end, busy, n) in sorted(workers.items()):
+            print(f"worker {name}: {int(n)} tests, busy {busy:.1f} s, done at {end - start:.1f} s")
     return 0
 
 

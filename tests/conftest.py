@@ -13,7 +13,14 @@ REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # a judge run whose journal cannot go beside its store moves it here, never to the user's ~/.cache
 os.environ.setdefault("LENS_JOURNAL_DIR", tempfile.mkdtemp(prefix="lens-test-journals-"))
+# a test that reaches the store without naming one (no --db, no $LENS_DB: app_pages._lens.get_store() called
+# before new_app has set $LENS_DB) gets a store of its own, never the checkout's data/lens.duckdb (a test
+# once imported into it that way and then failed against the store it meant)
+os.environ.setdefault("LENS_DB", os.path.join(tempfile.mkdtemp(prefix="lens-test-default-"), "lens.duckdb"))
 
+# The tests/app files' figures below predate issue 26's suiteapp part, which took 20 % of their CPU
+# (docs/notes/suiteapp-26.md: the component scan once per process, tests opening their own page); the
+# order is kept until a whole run's table from .ci/run (seconds per file, most first) reorders the list.
 SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per file)
     "test_browser_stress.py",         # 131 alone, -n 0, load 6 (issue 25: addresses, fit and inspector tests)
     "test_browser.py",                # 87

@@ -18,9 +18,7 @@ PAGE = "app_pages/9_active.py"
 @pytest.fixture(scope="module")
 def page(shipped_db):
     with pytest.MonkeyPatch.context() as mp:
-        at = new_app(shipped_db, mp)
-        at.sidebar.selectbox(key="judge").set_value("claude").run()
-        yield at.switch_page(PAGE).run()
+        yield new_app(shipped_db, mp, PAGE, {"judge": "claude"})
 
 
 def test_the_next_batch_is_what_a_replay_asks_next(page, shipped_db, tmp_path):

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean, judge_of, new_app, unescape_md  # noqa: F401
+from apphelpers import app_at, assert_clean, judge_of, new_app, unescape_md  # noqa: F401
 from scipy.stats import spearmanr
 
 SMALL = {"n_models": 20, "categories": 2, "prompts": 6, "paraphrases": 2, "samples": 2}
@@ -72,8 +72,7 @@ def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used
         synthetic="syn",
         csvs={"plain": "prompt_id,model_a,model_b,winner\n1,m01,m02,A\n1,m02,m03,A\n1,m01,m03,A\n"},
     )
-    at = new_app(db, monkeypatch)
-    at.selectbox(key="dataset").set_value("syn").run()
+    at = new_app(db, monkeypatch, query={"dataset": "syn"})
     assert_clean(at)
     truth = synthetic_truth(get_store(), "syn")
 
@@ -152,7 +151,7 @@ def test_busy_store_is_a_warning_without_the_server_path_and_pages_stay_reachabl
 def test_delete_confirmation_resets_and_errors_show_file_names_as_written(shipped_db, tmp_path, monkeypatch):
     db = _store_with(tmp_path, shipped_db, csvs={"aa": "prompt_id,model_a,model_b,winner\n1,x,y,A\n",
                                                  "bb": "prompt_id,model_a,model_b,winner\n1,x,y,B\n"})
-    at = new_app(db, monkeypatch).switch_page("app_pages/6_data.py").run()
+    at = new_app(db, monkeypatch, "app_pages/6_data.py")
     at.get("button_group")[0].set_value("Rename / delete").run()
     at.selectbox(key="manage_pick").set_value("aa").run()
     at.checkbox(key="manage_confirm").check().run()
@@ -192,8 +191,8 @@ def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipp
     from engine.graphs.stack import build_stack
     from engine.store.connection import Store
 
-    at = new_app(shipped_db, monkeypatch).switch_page("app_pages/2_truncation.py").run()
-    at.selectbox(key="judge").set_value("gpt-4").run()  # one judge's graphs, as paper 000 (app opens on all)
+    # one judge's graphs, as paper 000 (the app opens on all)
+    at = new_app(shipped_db, monkeypatch, "app_pages/2_truncation.py", {"judge": "gpt-4"})
     assert_clean(at)
     judge, k = judge_of(at), at.slider(key="keep_k").value
     # the kept graphs' largest S_mu at mu = 1, a whole number: the K-th smallest of C3_bad + C4_bad
@@ -226,8 +225,8 @@ def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipp
 # ------------------------------------------------------------------ 5. the Theory lab
 
 
-def test_theory_lab_runs_light_settings_waits_for_heavy_ones_and_refuses_too_heavy(app):
-    at = app.switch_page("app_pages/7_theory_lab.py").run()
+def test_theory_lab_runs_light_settings_waits_for_heavy_ones_and_refuses_too_heavy(app_at):
+    at = app_at("app_pages/7_theory_lab.py")
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 1  # the opening setting runs live
 
@@ -272,9 +271,7 @@ def test_judges_page_with_one_judge_and_the_position_bias_of_both_order_judges(
     solo = "prompt_id,model_a,model_b,winner,judge\n" + "".join(
         f"p{i},a,b,A,only\np{i},b,c,A,only\np{i},a,c,B,only\n" for i in range(3))
     db = _store_with(tmp_path, shipped_db, csvs={"solo": solo, "orders": _orders_csv()})
-    at = new_app(db, monkeypatch)
-    at.selectbox(key="dataset").set_value("solo").run()
-    at = at.switch_page("app_pages/5_judges.py").run()
+    at = new_app(db, monkeypatch, "app_pages/5_judges.py", {"dataset": "solo"})
     assert_clean(at)
     assert any("single judge (only)" in i.value and "no κ matrix" in i.value for i in at.info)
     assert not at.get("plotly_chart")
@@ -298,9 +295,7 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
     from engine.store.connection import Store
 
     db = _store_with(tmp_path, shipped_db, synthetic="syn")
-    at = new_app(db, monkeypatch)
-    at.selectbox(key="dataset").set_value("syn").run()
-    at = at.switch_page("app_pages/3_cycles.py").run()
+    at = new_app(db, monkeypatch, "app_pages/3_cycles.py", {"dataset": "syn"})
     assert_clean(at)
     charts = [_spec(c) for c in at.get("plotly_chart")]
     pair_map = charts[0]

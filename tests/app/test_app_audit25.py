@@ -31,7 +31,7 @@ def test_data_page_exports_the_arena_counts(shipped_db, monkeypatch):
     from engine.ingest.verdict_export import export_verdicts
     from engine.store.connection import Store
 
-    at = new_app(shipped_db, monkeypatch).switch_page("app_pages/6_data.py").run()
+    at = new_app(shipped_db, monkeypatch, "app_pages/6_data.py")
     at.get("button_group")[0].set_value("Export").run()
     at.selectbox(key="export_pick").set_value(ARENA_COUNTS_DATASET).run()
     assert_clean(at)

@@ -25,8 +25,7 @@ def test_choosing_a_baseline_shows_arena_hards_win_rates(shipped_db, tmp_path, m
         import_files(store, [write_jsonl(tmp_path / "j.jsonl", recs)], "ah")
     finally:
         store.close()
-    at = new_app(db, monkeypatch)
-    at.selectbox(key="dataset").set_value("ah").run()
+    at = new_app(db, monkeypatch, query={"dataset": "ah"})
     assert_clean(at)
     n_tables = len(at.dataframe)
     assert at.selectbox(key="lb_baseline").value == "(none)"  # nothing extra until a baseline is chosen

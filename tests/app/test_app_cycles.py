@@ -9,6 +9,7 @@ import pandas as pd
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import (  # noqa: F401
     app,
+    app_at,
     assert_clean,
     bad_triads_bruteforce,
     combined_outcomes,
@@ -22,8 +23,8 @@ def _judge_pairs(shipped_store, judge: str) -> pd.DataFrame:
     return combined_outcomes(shipped_store.verdicts("vicuna80", judge=judge))
 
 
-def test_cycles_page_counts_match_bruteforce(app, shipped_store):
-    at = app.switch_page("app_pages/3_cycles.py").run()
+def test_cycles_page_counts_match_bruteforce(app_at, shipped_store):
+    at = app_at("app_pages/3_cycles.py")
     assert_clean(at)
     judge = judge_of(at)
     pairs = _judge_pairs(shipped_store, judge)
@@ -41,8 +42,8 @@ def test_cycles_page_counts_match_bruteforce(app, shipped_store):
     assert worst["c3_bad"] == max(per_graph.values())
 
 
-def test_cycles_table_opens_the_inspector(app):
-    at = app.switch_page("app_pages/3_cycles.py").run()
+def test_cycles_table_opens_the_inspector(app_at):
+    at = app_at("app_pages/3_cycles.py")
     at.selectbox(key="cycles_pick").set_value(2).run()
     row = at.dataframe[0].value.iloc[2]
     at.button(key="cycles_open").click().run()
@@ -51,10 +52,10 @@ def test_cycles_table_opens_the_inspector(app):
     assert at.selectbox(key="insp_prompt").value == str(row["prompt_id"])
 
 
-def test_inspector_triad_shows_its_verdicts(app, shipped_store):
+def test_inspector_triad_shows_its_verdicts(app_at, shipped_store):
     from engine.views.graph_html import VIOLET, page_panels
 
-    at = app.switch_page("app_pages/4_inspector.py").run()
+    at = app_at("app_pages/4_inspector.py")
     assert_clean(at)
     judge = at.selectbox(key="insp_judge").value
     prompt = at.selectbox(key="insp_prompt").value

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean, combined_outcomes, own_app, unescape_md  # noqa: F401
+from apphelpers import app_at, assert_clean, combined_outcomes, own_app, own_app_at, unescape_md  # noqa: F401
 from scipy.stats import binom
 
 BAD = (
@@ -33,8 +33,8 @@ def _counts(store) -> pd.DataFrame:
     return store.datasets().set_index("name")[["verdicts"]]
 
 
-def test_bad_upload_lists_row_errors_and_stores_nothing(own_app):
-    at = own_app.switch_page("app_pages/6_data.py").run()
+def test_bad_upload_lists_row_errors_and_stores_nothing(own_app_at):
+    at = own_app_at("app_pages/6_data.py")
     assert_clean(at)
     from app_pages._lens import get_store
 
@@ -52,8 +52,8 @@ def test_bad_upload_lists_row_errors_and_stores_nothing(own_app):
     assert after.equals(before) and "broken" not in after.index
 
 
-def test_good_upload_with_mapped_columns_adds_a_dataset(own_app):
-    at = own_app.switch_page("app_pages/6_data.py").run()
+def test_good_upload_with_mapped_columns_adds_a_dataset(own_app_at):
+    at = own_app_at("app_pages/6_data.py")
     data, n_rows = _good_csv()
     at.text_input(key="data_name").input("mine").run()
     at.file_uploader(key="data_upload").set_value(("mine.csv", data, "text/csv")).run()
@@ -75,10 +75,10 @@ def test_good_upload_with_mapped_columns_adds_a_dataset(own_app):
     assert (stored["winner"].value_counts().sort_index() == pd.Series({"A": 4, "B": 4, "tie": 4})).all()
 
 
-def test_rename_then_delete_a_dataset(own_app):
+def test_rename_then_delete_a_dataset(own_app_at):
     from app_pages._lens import get_store
 
-    at = own_app.switch_page("app_pages/6_data.py").run()
+    at = own_app_at("app_pages/6_data.py")
     n = int(_counts(get_store()).loc["vicuna80", "verdicts"])
     at.get("button_group")[0].set_value("Rename / delete").run()
     at.selectbox(key="manage_pick").set_value("vicuna80").run()
@@ -100,8 +100,8 @@ def test_rename_then_delete_a_dataset(own_app):
     assert at.get("button_group")[0].value == "Rename / delete"
 
 
-def test_export_section_offers_verdicts_and_results(app):
-    at = app.switch_page("app_pages/6_data.py").run()
+def test_export_section_offers_verdicts_and_results(app_at):
+    at = app_at("app_pages/6_data.py")
     labels = {b.label for b in at.get("download_button")}
     assert not any("verdicts as" in label for label in labels)  # nothing built outside the section
     at.get("button_group")[0].set_value("Export").run()
@@ -138,8 +138,8 @@ def _heatmap_z(at) -> tuple[np.ndarray, list[str]]:
     return np.asarray(z, dtype=float), spec["data"][0]["x"]
 
 
-def test_judges_kappa_matches_a_crosstab(app, shipped_store):
-    at = app.switch_page("app_pages/5_judges.py").run()
+def test_judges_kappa_matches_a_crosstab(app_at, shipped_store):
+    at = app_at("app_pages/5_judges.py")
     assert_clean(at)
     table = next(d.value for d in at.dataframe if "kappa" in d.value.columns)
     row = table[(table["judge_1"] == "gpt-4") & (table["judge_2"] == "human")].iloc[0]
@@ -193,10 +193,10 @@ def test_judges_page_on_a_dataset_without_presentation_order(own_app):
     assert table["items"].tolist() == [18] and table["kappa"].tolist() == [1.0]
 
 
-def test_theory_lab_thresholds_and_closed_form(app):
+def test_theory_lab_thresholds_and_closed_form(app_at):
     import json
 
-    at = app.switch_page("app_pages/7_theory_lab.py").run()
+    at = app_at("app_pages/7_theory_lab.py")
     at.slider(key="lab_n").set_value(12).run()
     at.slider(key="lab_p").set_value(0.2).run()
     at.slider(key="lab_t").set_value(61).run()
@@ -221,13 +221,13 @@ def test_theory_lab_thresholds_and_closed_form(app):
     assert len(xs) > 10 and all(int(x) % 2 == 1 for x in xs)
 
 
-def test_synthetic_dataset_from_the_data_page_is_ranked_against_its_truth(own_app):
+def test_synthetic_dataset_from_the_data_page_is_ranked_against_its_truth(own_app_at):
     """The Data page adds the labelled synthetic dataset; on the Truncation page keep-K chooses from
     its originals + paraphrases only and the curves use its ground truth (checked with pandas)."""
     from app_pages._lens import get_store
     from engine.ingest.synthetic import SyntheticParams
 
-    at = own_app.switch_page("app_pages/6_data.py").run()
+    at = own_app_at("app_pages/6_data.py")
     at.button(key="synth_make").click().run()
     assert_clean(at)
     store = get_store()

@@ -8,17 +8,17 @@ from __future__ import annotations
 import json
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import own_app, unescape_md  # noqa: F401
+from apphelpers import own_app_at, unescape_md  # noqa: F401
 
 from engine.ingest.limits import COLUMNS_MAX, LINE_MAX_BYTES
 
 ROW = {"prompt_id": "p", "model_a": "a", "model_b": "b", "winner": "A"}
 
 
-def test_a_line_over_the_longest_row_is_a_rejected_row_on_the_page(own_app):
+def test_a_line_over_the_longest_row_is_a_rejected_row_on_the_page(own_app_at):
     long = json.dumps({**ROW, "prompt_id": "long", "explanation": "z" * (LINE_MAX_BYTES + 1024)})
     data = "\n".join([json.dumps({**ROW, "prompt_id": "p1"}), long, json.dumps({**ROW, "prompt_id": "p3"})])
-    at = own_app.switch_page("app_pages/6_data.py").run()
+    at = own_app_at("app_pages/6_data.py")
     at.file_uploader(key="data_upload").set_value(("long.jsonl", (data + "\n").encode(), "application/json"))
     at.run()
     assert [e.message for e in at.exception] == []
@@ -29,11 +29,11 @@ def test_a_line_over_the_longest_row_is_a_rejected_row_on_the_page(own_app):
     assert rejected["source_line"].tolist() == [2] and "longer than" in rejected["reason"][0]
 
 
-def test_a_header_wider_than_the_limit_is_one_error_and_no_select_box_lists_it(own_app):
+def test_a_header_wider_than_the_limit_is_one_error_and_no_select_box_lists_it(own_app_at):
     width = COLUMNS_MAX * 5
     header = ["prompt_id", "model_a", "model_b", "winner", *(f"c{i}" for i in range(width - 4))]
     data = (",".join(header) + "\n" + ",".join(["p1", "a", "b", "A", *[""] * (width - 4)]) + "\n").encode()
-    at = own_app.switch_page("app_pages/6_data.py").run()
+    at = own_app_at("app_pages/6_data.py")
     at.file_uploader(key="data_upload").set_value(("wide.csv", data, "text/csv")).run()
     assert [e.message for e in at.exception] == []
     errors = [unescape_md(e.value) for e in at.error]

@@ -75,9 +75,7 @@ def _export(at, pick: str):
 def test_the_data_page_flags_an_incomplete_dataset_once_in_every_section(tmp_path, monkeypatch):
     db = tmp_path / "lens.duckdb"
     _store(db, tmp_path, left_out=False)
-    at = new_app(db, monkeypatch)
-    at = at.selectbox(key="dataset").set_value("k").run()
-    at = at.switch_page("app_pages/6_data.py").run()
+    at = new_app(db, monkeypatch, "app_pages/6_data.py", {"dataset": "k"})
     assert_clean(at)
     assert _warnings(at) == [INCOMPLETE]  # old: []
     at.get("button_group")[0].set_value("Rename / delete").run()
@@ -90,7 +88,7 @@ def test_the_data_page_flags_an_incomplete_dataset_once_in_every_section(tmp_pat
 def test_a_finished_run_leaves_no_warning_on_the_data_page(tmp_path, monkeypatch, status):
     db = tmp_path / "lens.duckdb"
     _store(db, tmp_path, left_out=False, status=status)
-    at = new_app(db, monkeypatch).switch_page("app_pages/6_data.py").run()
+    at = new_app(db, monkeypatch, "app_pages/6_data.py")
     assert_clean(at)
     assert _warnings(at) == []
     assert _warnings(_export(at, "k")) == []
@@ -99,7 +97,7 @@ def test_a_finished_run_leaves_no_warning_on_the_data_page(tmp_path, monkeypatch
 def test_the_export_download_says_which_texts_are_left_out(tmp_path, monkeypatch):
     db = tmp_path / "lens.duckdb"
     _store(db, tmp_path, left_out=True)
-    at = new_app(db, monkeypatch).switch_page("app_pages/6_data.py").run()
+    at = new_app(db, monkeypatch, "app_pages/6_data.py")
     at = _export(at, "k")
     infos = [unescape_md(i.value) for i in at.info if "are not in the file" in i.value]
     assert infos == ["1 prompt text(s) and 2 answer text(s) of 'k' are not in the file: no verdict names "

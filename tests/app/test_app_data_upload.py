@@ -4,10 +4,10 @@ and the store is let go while it is read."""
 from __future__ import annotations
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import own_app  # noqa: F401
+from apphelpers import own_app_at  # noqa: F401
 
 
-def test_upload_is_validated_once_across_interactions(own_app, monkeypatch):
+def test_upload_is_validated_once_across_interactions(own_app_at, monkeypatch):
     """The audit: the Data page re-validated the whole upload on every interaction."""
     from engine.ingest import importer as ingest
 
@@ -21,7 +21,7 @@ def test_upload_is_validated_once_across_interactions(own_app, monkeypatch):
     monkeypatch.setattr(ingest, "validate_file", counting)
     data = ("prompt_id,model_a,model_b,winner\n" + "".join(f"c{i},x,y,A\n" for i in range(30))
             + "c0,x,x,B\n").encode()
-    at = own_app.switch_page("app_pages/6_data.py").run()
+    at = own_app_at("app_pages/6_data.py")
     at.file_uploader(key="data_upload").set_value(("once.csv", data, "text/csv")).run()
     assert [e.message for e in at.exception] == []
     assert {m.label: m.value for m in at.metric}["Rejected rows"] == "1"

@@ -7,17 +7,17 @@ import json
 from pathlib import Path
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import assert_clean, own_app, unescape_md  # noqa: F401
+from apphelpers import assert_clean, own_app_at, unescape_md  # noqa: F401
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
 FIRST = b"prompt_id,model_a,model_b,winner,note\np1,x,y,A,a\np1,x,y,A,a\np2,y,z,B,b\n"
 SECOND = b"prompt_id,model_a,model_b,winner\np1,x,y,B\np2,y,z,tie\n"
 
 
-def test_add_files_to_a_dataset_each_with_its_judge(own_app):
+def test_add_files_to_a_dataset_each_with_its_judge(own_app_at):
     from app_pages._lens import get_store
 
-    at = own_app.switch_page("app_pages/6_data.py").run()
+    at = own_app_at("app_pages/6_data.py")
     at.text_input(key="data_name").input("panel").run()
     at.text_input(key="data_judge").input("judge-one").run()
     at.file_uploader(key="data_upload").set_value(("one.csv", FIRST, "text/csv")).run()
@@ -50,10 +50,10 @@ def test_add_files_to_a_dataset_each_with_its_judge(own_app):
     assert len(get_store().verdicts("panel")) == 5
 
 
-def test_a_tool_file_is_read_by_its_fields(own_app):
+def test_a_tool_file_is_read_by_its_fields(own_app_at):
     from app_pages._lens import get_store
 
-    at = own_app.switch_page("app_pages/6_data.py").run()
+    at = own_app_at("app_pages/6_data.py")
     at.text_input(key="data_name").input("mtb").run()
     data = (FIX / "gpt-4_pair.jsonl").read_bytes()
     at.file_uploader(key="data_upload").set_value(("gpt-4_pair.jsonl", data, "application/json")).run()

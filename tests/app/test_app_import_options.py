@@ -8,16 +8,16 @@ import json
 from pathlib import Path
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import assert_clean, own_app, unescape_md  # noqa: F401
+from apphelpers import assert_clean, own_app_at, unescape_md  # noqa: F401
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
 ROWS = b"prompt_id,model_a,model_b,winner,order\np1,x,y,A,BA\np2,y,z,B,\np3,x,z,tie,BA\n"
 
 
-def test_judge_box_is_filled_from_the_file_and_set_values_are_stored(own_app):
+def test_judge_box_is_filled_from_the_file_and_set_values_are_stored(own_app_at):
     from app_pages._lens import get_store
 
-    at = own_app.switch_page("app_pages/6_data.py").run()
+    at = own_app_at("app_pages/6_data.py")
     at.text_input(key="data_name").input("crowd").run()
     at.file_uploader(key="data_upload").set_value(("gpt4-comparisons.csv", ROWS, "text/csv")).run()
     assert at.text_input(key="data_judge").value == "gpt4"  # old: empty, the rows stored under 'judge'
@@ -40,15 +40,15 @@ def test_judge_box_is_filled_from_the_file_and_set_values_are_stored(own_app):
     assert at.text_input(key="data_judge").value == "panel"
 
 
-def test_a_bad_set_value_is_one_error_box(own_app):
-    at = own_app.switch_page("app_pages/6_data.py").run()
+def test_a_bad_set_value_is_one_error_box(own_app_at):
+    at = own_app_at("app_pages/6_data.py")
     at.file_uploader(key="data_upload").set_value(("v.csv", ROWS, "text/csv")).run()
     at.text_input(key="data_set").input("order=left").run()
     errors = [unescape_md(e.value) for e in at.error]
     assert errors == ["Same value in every row: order=left: order 'left' is not AB or BA."]
 
 
-def test_arena_hard_v01_file_takes_its_baseline_in_the_form(own_app):
+def test_arena_hard_v01_file_takes_its_baseline_in_the_form(own_app_at):
     from app_pages._lens import get_store
 
     v01 = []
@@ -56,7 +56,7 @@ def test_arena_hard_v01_file_takes_its_baseline_in_the_form(own_app):
         r = json.loads(line)
         v01.append({"question_id": r["uid"], "model": r["model"], "judge": r["judge"], "games": r["games"]})
     data = "\n".join(json.dumps(r) for r in v01).encode()
-    at = own_app.switch_page("app_pages/6_data.py").run()
+    at = own_app_at("app_pages/6_data.py")
     at.text_input(key="data_name").input("ah").run()
     at.file_uploader(key="data_upload").set_value(("run.jsonl", data, "application/json")).run()
     assert at.text_input(key="data_judge").value == ""  # the records name their judge

@@ -4,13 +4,13 @@ same store, with its JSON download."""
 from __future__ import annotations
 
 import pandas as pd
-from apphelpers import app, assert_clean  # noqa: F401 - the app fixture
+from apphelpers import app_at, assert_clean  # noqa: F401
 
 from engine.diagnostics.judge_report import judge_report, store_lengths
 
 
-def test_judges_page_shows_the_judge_report(app, shipped_store):  # noqa: F811 - the fixture
-    at = app.switch_page("app_pages/5_judges.py").run()
+def test_judges_page_shows_the_judge_report(app_at, shipped_store):  # noqa: F811 - the fixture
+    at = app_at("app_pages/5_judges.py")
     assert_clean(at)
     assert any(h.value == "Judge report" for h in at.subheader)
     shown = next(d.value for d in at.dataframe if "self_preference" in d.value.columns)

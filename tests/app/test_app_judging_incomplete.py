@@ -50,12 +50,15 @@ def _notes(out: subprocess.CompletedProcess) -> list[str]:
     return [line for line in out.stderr.splitlines() if "is incomplete" in line]
 
 
-def _page_warnings(at) -> dict[str, list[str]]:
-    """Per page, its warnings about an incomplete dataset, with dataset k chosen in the sidebar."""
-    at = at.selectbox(key="dataset").set_value("k").run()
+def _page_warnings(db: Path, monkeypatch) -> dict[str, list[str]]:
+    """Per page, its warnings about an incomplete dataset, dataset k chosen (by the address's query,
+    as a link to it does), the pages visited in one session."""
+    at = new_app(db, monkeypatch, PAGES[0], {"dataset": "k"})
     seen = {}
     for page in PAGES:
-        at = at.switch_page(page).run()
+        if page != PAGES[0]:
+            at = at.switch_page(page).run()
+        assert at.session_state["dataset"] == "k"
         assert_clean(at)
         seen[page] = [unescape_md(w.value) for w in at.warning if "is incomplete" in w.value]
     return seen
@@ -119,12 +122,12 @@ def test_an_unfinished_judge_run_marks_its_dataset_everywhere_until_a_rerun_comp
         interrupted = killed.replace("was killed", "was interrupted or killed")
         leaderboard = run_engine(["--db", str(db), "leaderboard", "--dataset", "k"])
         assert _notes(leaderboard) == [f"note: {interrupted}"]
-        assert _page_warnings(new_app(db, monkeypatch)) == {p: [interrupted[0].upper() + interrupted[1:]]
-                                                            for p in PAGES}  # fmt: skip
+        assert _page_warnings(db, monkeypatch) == {p: [interrupted[0].upper() + interrupted[1:]]
+                                                  for p in PAGES}  # fmt: skip
 
         done = run_engine(judge_cmd(db, "k", srv.base_url, limit="2")[3:])
     assert done.returncode == 0, done.stderr
     assert _notes(done) == []
     for name, out in _shows(db, tmp_path).items():
         assert out.returncode == 0 and _notes(out) == [], (name, out.stderr)
-    assert _page_warnings(new_app(db, monkeypatch)) == {p: [] for p in PAGES}
+    assert _page_warnings(db, monkeypatch) == {p: [] for p in PAGES}

@@ -32,8 +32,7 @@ def counts_app(tmp_path, monkeypatch):
         record_init_step(store, INIT_STEP, "test: no default dataset")
         record_init_step(store, INIT_STEP_ARENA_COUNTS, "test: no arena counts")
         import_pair_counts(store, [path], "rps")
-    at = new_app(db, monkeypatch)
-    at.sidebar.selectbox(key="dataset").set_value("rps").run()
+    at = new_app(db, monkeypatch, query={"dataset": "rps"})
     return at, frame
 
 

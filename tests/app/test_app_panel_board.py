@@ -51,10 +51,7 @@ def test_leaderboard_page_shows_the_cli_panel(tmp_path, monkeypatch):
     want = pd.DataFrame(cli["table"]).set_index("model")
     want_judges = pd.DataFrame(cli["details"]["judges"]).set_index("judge")
 
-    at = new_app(db, monkeypatch)
-    at.sidebar.selectbox(key="dataset").set_value("pan").run()
-    at.sidebar.selectbox(key="ranker").set_value("panel").run()
-    at = at.switch_page("app_pages/1_leaderboard.py").run()
+    at = new_app(db, monkeypatch, query={"dataset": "pan", "ranker": "panel"})
     assert_clean(at)
     board = at.dataframe[0].value.set_index("model")
     assert list(board.index) == list(want.index)

@@ -11,6 +11,7 @@ import pandas as pd
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import (  # noqa: F401
     app,
+    app_at,
     assert_clean,
     bad_triads_bruteforce,
     combined_outcomes,
@@ -129,9 +130,8 @@ def test_keep_k_slider_reranks_on_the_k_most_consistent_graphs(app, shipped_stor
     assert at.slider(key="keep_k").value == k
 
 
-def test_protocol_table_stays_until_mu_changes(app):
-    at = app.switch_page("app_pages/2_truncation.py").run()
-    at.selectbox(key="judge").set_value(PAPER_JUDGE).run()  # the protocols compare one judge's graphs
+def test_protocol_table_stays_until_mu_changes(app_at):
+    at = app_at("app_pages/2_truncation.py", judge=PAPER_JUDGE)  # the protocols compare one judge's graphs
     at.button(key="protocol_go").click().run()
     assert_clean(at)
     table = next(d.value for d in at.dataframe if "no spread" in d.value.columns)
@@ -168,7 +168,7 @@ def _plotly_array(v) -> np.ndarray:
     return np.asarray(v, dtype=np.float64)
 
 
-def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app, shipped_store):
+def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app_at, shipped_store):
     import json
 
     import choix
@@ -176,7 +176,7 @@ def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app, shipped_store):
 
     from engine.ranking.reference import reference_for_dataset
 
-    at = app.switch_page("app_pages/2_truncation.py").run()
+    at = app_at("app_pages/2_truncation.py")
     assert_clean(at)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     line = next(t for t in spec["data"] if t.get("name") == "all kept graphs")  # the point estimate

@@ -35,8 +35,7 @@ def arena_app(shipped_db, tmp_path, monkeypatch):
     arena_like_rows(prompts=3).to_csv(csv, index=False)
     with Store(db) as s:
         import_files(s, [csv], "arena")
-    at = new_app(db, monkeypatch)
-    at.selectbox(key="dataset").set_value("arena").run()
+    at = new_app(db, monkeypatch, query={"dataset": "arena"})
     return at
 
 

@@ -31,9 +31,7 @@ MIXED = BATTLES + "".join(f"t{i},a,b,A\nt{i},b,c,A\nt{i},c,a,{'AB'[i % 2]}\n" fo
 
 def test_truncation_page_refuses_keep_k_on_battles(shipped_db, tmp_path, monkeypatch):
     db = _store_with(tmp_path, shipped_db, {"battles": BATTLES})
-    at = new_app(db, monkeypatch)
-    at.selectbox(key="dataset").set_value("battles").run()
-    at = at.switch_page("app_pages/2_truncation.py").run()
+    at = new_app(db, monkeypatch, "app_pages/2_truncation.py", {"dataset": "battles"})
     assert_clean(at)
     assert [i.value for i in at.info] == [
         "No graph of this selection can hold a cycle (12 graphs, each with fewer than 3 models or no "
@@ -45,9 +43,7 @@ def test_truncation_page_refuses_keep_k_on_battles(shipped_db, tmp_path, monkeyp
 
 def test_cycles_and_judges_pages_count_the_left_out_graphs(shipped_db, tmp_path, monkeypatch):
     db = _store_with(tmp_path, shipped_db, {"mixed": MIXED})
-    at = new_app(db, monkeypatch)
-    at.selectbox(key="dataset").set_value("mixed").run()
-    at = at.switch_page("app_pages/3_cycles.py").run()
+    at = new_app(db, monkeypatch, "app_pages/3_cycles.py", {"dataset": "mixed"})
     assert_clean(at)
     assert any(c.value.startswith("12 graphs of this selection have fewer than 3 models and are left out")
                for c in at.caption)

@@ -71,3 +71,13 @@ def test_a_store_held_by_another_process_is_a_warning(shipped_db, tmp_path, monk
     at.run()  # the other process has gone: the page is back
     assert_clean(at)
     assert not [w.value for w in at.warning if "in use by another process" in w.value]
+
+
+def test_a_store_reached_without_naming_one_is_not_the_checkouts():
+    """A test that reaches the app's store before new_app has set $LENS_DB (get_store() first, then the
+    app) opens tests/conftest.py's temp default, never the checkout's data/lens.duckdb: a converted test
+    once imported a dataset into that file and then failed against the store it meant. Fails without
+    conftest's default (the path resolves to data/lens.duckdb inside the checkout)."""
+    from engine.store.connection import resolve_db_path
+
+    assert not resolve_db_path().resolve().is_relative_to(REPO.resolve())

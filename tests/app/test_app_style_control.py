@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean, style_board_page  # noqa: F401
+from apphelpers import app, app_at, assert_clean, style_board_page  # noqa: F401
 
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.style_board import style_battles
@@ -38,8 +38,7 @@ def test_style_control_toggle_shows_the_controlled_board_and_beta(app, shipped_s
     assert any("sandwich" in c.value for c in at.caption)
 
 
-def test_style_control_is_disabled_for_a_ranker_without_the_likelihood(app):
-    app.selectbox(key="ranker").set_value("borda").run()
-    at = app.switch_page("app_pages/1_leaderboard.py").run()
+def test_style_control_is_disabled_for_a_ranker_without_the_likelihood(app_at):
+    at = app_at("app_pages/1_leaderboard.py", ranker="borda")
     assert_clean(at)
     assert at.toggle(key="lb_style").disabled

@@ -99,8 +99,7 @@ def test_truncation_fragment_equals_the_cli(shipped_db, monkeypatch):
     """Pooled judges first; then the sidebar's judge is set to gpt-4 and the sliders moved: the table is
     the CLI's ``--judge gpt-4 --keep-k K --mu M`` board (the kept board's columns); then the sliders moved
     again (one app for both choices: a new app per choice repeated the first four runs)."""
-    at = new_app(shipped_db, monkeypatch)
-    at = at.switch_page("app_pages/2_truncation.py").run()
+    at = new_app(shipped_db, monkeypatch, "app_pages/2_truncation.py")
     at.slider(key="keep_k").set_value(30).run()  # a move on the pooled selection first
     at.selectbox(key="judge").set_value("gpt-4").run()
     for k, mu in [(40, 1.0), (17, 0.1)]:

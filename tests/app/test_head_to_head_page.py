@@ -22,7 +22,7 @@ def shared(shipped_db):
     """One app session on the shipped store for the read-only tests of this file (the app's first run
     computes the Leaderboard, the slowest part of a test here); each test sets the sidebar it needs."""
     with pytest.MonkeyPatch.context() as mp:
-        yield new_app(shipped_db, mp)
+        yield new_app(shipped_db, mp, PAGE)
 
 
 @pytest.fixture

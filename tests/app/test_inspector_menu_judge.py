@@ -8,7 +8,13 @@ from __future__ import annotations
 import re
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, assert_clean, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
+from apphelpers import (  # noqa: F401
+    app_at,
+    assert_clean,
+    bad_triads_bruteforce,
+    combined_outcomes,
+    graph_digraph,
+)
 
 LABEL = re.compile(r"^(?P<prompt>[^ ]+) · (?P<bad>\d+) bad triads · ")
 
@@ -21,8 +27,8 @@ def _brute(verdicts, judge: str) -> dict[str, int]:
             for p, gp in pairs.groupby("prompt_id")}
 
 
-def test_the_prompt_menu_counts_the_drawn_judges_bad_triads(app, shipped_store):
-    at = app.switch_page("app_pages/4_inspector.py").run()
+def test_the_prompt_menu_counts_the_drawn_judges_bad_triads(app_at, shipped_store):
+    at = app_at("app_pages/4_inspector.py")
     assert_clean(at)
     verdicts = shipped_store.verdicts("vicuna80")
     for judge in ("gpt-4", "human"):

@@ -37,9 +37,7 @@ def test_leaderboard_page_shows_the_lc_win_rate(shipped_db, tmp_path, monkeypatc
         paths.append(tmp_path / f"{m}.json")
         paths[-1].write_text(json.dumps(r))
     assert main(["--db", str(db), "import", "--dataset", "ae", *map(str, paths)]) == 0
-    at = new_app(db, monkeypatch)
-    at.selectbox(key="dataset").set_value("ae").run()
-    at = at.switch_page("app_pages/1_leaderboard.py").run()
+    at = new_app(db, monkeypatch, query={"dataset": "ae"})
     assert_clean(at)
     assert at.toggle(key="lb_length_control").disabled  # no baseline chosen yet
     at.selectbox(key="lb_baseline").set_value("ref").run()

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
-from apphelpers import app, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
+from apphelpers import app_at, bad_triads_bruteforce, combined_outcomes, graph_digraph  # noqa: F401
 
 from engine.views.matrix_view import (
     LINE_FACTOR,
@@ -88,13 +88,12 @@ def test_geometry_grows_with_n_until_the_cap():
     assert sizes == sorted(sizes) and sizes[-1] == pytest.approx(MAX_PLOT_PX)
 
 
-def test_cycles_page_matrix_is_grey_where_not_compared(app):
+def test_cycles_page_matrix_is_grey_where_not_compared(app_at):
     import json
 
     from apphelpers import assert_clean
 
-    app.selectbox(key="judge").set_value("gpt-4").run()
-    at = app.switch_page("app_pages/3_cycles.py").run()
+    at = app_at("app_pages/3_cycles.py", judge="gpt-4")
     assert_clean(at)
     for kind in ("win fraction", "battles", "bad triads"):
         next(b for b in at.get("button_group") if b.key == "cycles_matrix").set_value(kind).run()

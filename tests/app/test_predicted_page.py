@@ -28,7 +28,7 @@ def _heatmaps(at) -> list[dict]:
 
 
 def test_cycles_page_shows_the_bt_prediction_beside_the_observed_shares(shipped_db, monkeypatch):
-    at = new_app(shipped_db, monkeypatch).switch_page("app_pages/3_cycles.py").run()
+    at = new_app(shipped_db, monkeypatch, "app_pages/3_cycles.py")
     assert_clean(at)
     assert judge_of(at) is None and at.session_state["ranker"] == "bt"
     observed, predicted = _heatmaps(at)[:2]
@@ -49,9 +49,7 @@ def test_cycles_page_shows_the_bt_prediction_beside_the_observed_shares(shipped_
 
 
 def test_a_ranker_without_a_prediction_says_so(shipped_db, monkeypatch):
-    at = new_app(shipped_db, monkeypatch)
-    at.selectbox(key="ranker").set_value("copeland").run()
-    at.switch_page("app_pages/3_cycles.py").run()
+    at = new_app(shipped_db, monkeypatch, "app_pages/3_cycles.py", {"ranker": "copeland"})
     assert_clean(at)
     assert "predicted" not in at.segmented_control(key="cycles_matrix").options
     assert len([t for t in _heatmaps(at) if t.get("type") == "heatmap"]) == 1

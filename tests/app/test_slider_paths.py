@@ -110,9 +110,7 @@ def test_page_table_at_every_move_equals_the_old_page(shipped_db, monkeypatch):
     from engine.store.connection import Store
     from engine.views.viz import rank_change_frame
 
-    at = new_app(shipped_db, monkeypatch)
-    at.selectbox(key="judge").set_value("gpt-4").run()
-    at = at.switch_page("app_pages/2_truncation.py").run()
+    at = new_app(shipped_db, monkeypatch, "app_pages/2_truncation.py", {"judge": "gpt-4"})
     assert_clean(at)
     store = Store(shipped_db)
     try:
