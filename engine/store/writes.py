@@ -216,12 +216,19 @@ def upsert_text_file_rows(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str
 
 def record_files(tx: duckdb.DuckDBPyConnection, dataset: str, hashes: dict[str, str], import_id: int, *,
                  replace: bool) -> None:
-    """Record the content hash of each imported file (``replace``: forget the dataset's earlier files)."""
+    """Record the content hash of each imported file (``replace``: forget the dataset's earlier files).
+
+    One statement for all files (a statement per file cost 3.4 ms each, 0.7 s for vicuna80's 204 files on
+    every new store); two files with the same bytes keep the later name, as row-by-row replacing did."""
     if replace:
         tx.execute("DELETE FROM dataset_files WHERE dataset = ?", [dataset])
-    for name, digest in hashes.items():
-        tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id)"
-                   " VALUES (?, ?, ?, ?)", [dataset, digest, name, import_id])
+    by_digest = {digest: name for name, digest in hashes.items()}
+    if not by_digest:
+        return
+    rows = ", ".join(["(?, ?, ?, ?)"] * len(by_digest))
+    values = [v for digest, name in by_digest.items() for v in (dataset, digest, name, import_id)]
+    tx.execute("INSERT OR REPLACE INTO dataset_files (dataset, content_hash, source, import_id) "
+               f"VALUES {rows}", values)
 
 
 def log_import(tx: duckdb.DuckDBPyConnection, *, dataset: str, source: str, fmt: str | None, rows_read: int,
