@@ -523,7 +523,10 @@ def run_million(args) -> tuple[list[dict], dict]:
                      "verdicts_stored": verdicts, "journals_left": len(journals)})
         print(rows[-2], rows[-1], flush=True)
         assert stored == distinct == questions * per_question, rows[-1]
-        assert requests - distinct <= kills * conc and verdicts == questions * per_question and not journals
+        # swapped stores one verdict per presentation order, soft one per pair (both orders' calls in one)
+        per_pair = args.protocols.split(",")[0] == "soft"
+        want_verdicts = questions * per_question // (2 if per_pair else 1)
+        assert requests - distinct <= kills * conc and verdicts == want_verdicts and not journals
     return rows, {"calls": questions * per_question, "concurrency": conc, "models": models}
 
 
