@@ -221,6 +221,18 @@ def shipped_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
+def shipped_db_copy(tmp_path: Path, shipped_db: Path) -> Path:
+    """A test's own copy of the session's shipped store, for tests whose CLI commands read only their own
+    dataset: the first command on a new store file would first import the shipped datasets (1.5-2 s of CPU
+    a test). The test_degenerate_* files make it their ``db_path``."""
+    import shutil
+
+    path = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, path)
+    return path
+
+
+@pytest.fixture
 def shipped_store(shipped_db: Path):
     from engine.store.connection import Store
 

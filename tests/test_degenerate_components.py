@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 
 import networkx as nx
 import numpy as np
@@ -24,12 +23,9 @@ from tests.conftest import run_engine
 
 
 @pytest.fixture
-def db_path(tmp_path, shipped_db):
-    """This file's store: a copy of the session's shipped store, as the first command on a new file would
-    first import the shipped datasets (1.5-2 s of CPU for each test); the commands read dataset d only."""
-    path = tmp_path / "lens.duckdb"
-    shutil.copyfile(shipped_db, path)
-    return path
+def db_path(shipped_db_copy):
+    """This file's CLI commands read their own dataset only: they start from the shipped store."""
+    return shipped_db_copy
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -9,7 +9,6 @@ ranked, so a limit cannot pass by refusing everything.
 
 from __future__ import annotations
 
-import shutil
 import tracemalloc
 
 import numpy as np
@@ -28,12 +27,9 @@ from tests.conftest import run_engine
 GRAPH_RANKERS = ("kemeny", "pged", "elspr", "borda", "pairwise-majority")
 
 @pytest.fixture
-def db_path(tmp_path, shipped_db):
-    """This file's CLI store: a copy of the session's shipped store, as the first command on a new file
-    would first import the shipped datasets (1.5-2 s of CPU); the commands read their own dataset only."""
-    path = tmp_path / "lens.duckdb"
-    shutil.copyfile(shipped_db, path)
-    return path
+def db_path(shipped_db_copy):
+    """This file's CLI commands read their own dataset only: they start from the shipped store."""
+    return shipped_db_copy
 
 
 def battle_log(n_models: int, n_battles: int, seed: int = 0) -> pd.DataFrame:

@@ -10,7 +10,6 @@ Kemeny ranked all ties as a 3, b 2, c 1, d 0 and PGED shared the scores but rank
 from __future__ import annotations
 
 import itertools
-import shutil
 
 import numpy as np
 import pytest
@@ -24,12 +23,9 @@ from tests.verdict_frames import canonical_frame
 
 
 @pytest.fixture
-def db_path(tmp_path, shipped_db):
-    """This file's CLI store: a copy of the session's shipped store, as the first command on a new file
-    would first import the shipped datasets (1.5-2 s of CPU); the commands read their own dataset only."""
-    path = tmp_path / "lens.duckdb"
-    shutil.copyfile(shipped_db, path)
-    return path
+def db_path(shipped_db_copy):
+    """This file's CLI commands read their own dataset only: they start from the shipped store."""
+    return shipped_db_copy
 
 
 def _frame(pairs: list[tuple[str, str, str]], prompt: str = "p1"):
