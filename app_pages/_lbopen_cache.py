@@ -21,10 +21,11 @@ from engine.views.appstate import CacheKey
 
 @st.cache_resource(max_entries=16, show_spinner="Reading the graphs that can hold a triad…")
 def cycle_context_for(key: CacheKey):
-    """The SliderContext of the selection's graphs of three or more models (read-only, so a resource)."""
+    """The SliderContext of the selection's graphs of three or more models (read-only, so a resource); none
+    is read when the selection's votes (the Leaderboard's, cached) show every graph over one pair."""
     from engine.views.leaderboard_first import cycle_context
 
-    return cycle_context(get_store(), key.dataset, key.judge, key.category)
+    return cycle_context(get_store(), key.dataset, key.judge, key.category, votes=votes_for(key))
 
 
 def _board(key: CacheKey, ranker: str, bootstrap: int, seed: int, votes, ctx, ref, note: str):

@@ -205,18 +205,25 @@ MIX = np.uint64(0x9E3779B97F4A7C15)
 def _distinct_per_model(key: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
     """Per model: the number of distinct keys (graphs, prompts) among the votes it took part in.
 
-    Keys distinct across votes (one vote per graph, the arena case) make it the vote count; otherwise
-    each (key, model) is folded into one 64-bit value and counted once (a false match of two folded
-    values would need a 64-bit collision)."""
+    A key held by one vote counts once for each of its two models (the vote count, the arena case); the
+    votes sharing a key have each (key, model) folded into one 64-bit value and counted once (a false match
+    of two folded values would need a 64-bit collision). Only those votes are folded and sorted again: a
+    battle log of a million graphs, a few thousand of them judged twice, costs one sort of its keys."""
     if key.size == 0:
         return np.zeros(n, dtype=np.int64)
-    if _all_distinct(key):
+    order = np.argsort(key)
+    same = key[order][1:] == key[order][:-1]
+    if not same.any():
         return _per_model(lo, hi, n)
-    m = np.concatenate([lo, hi]).astype(np.uint64)
+    shared = np.zeros(key.size, dtype=bool)
+    shared[order[1:][same]] = True
+    shared[order[:-1][same]] = True
+    alone = _per_model(lo[~shared], hi[~shared], n)
+    m = np.concatenate([lo[shared], hi[shared]]).astype(np.uint64)
     with np.errstate(over="ignore"):
-        folded = np.concatenate([key, key]) + (m + np.uint64(1)) * MIX
+        folded = np.concatenate([key[shared], key[shared]]) + (m + np.uint64(1)) * MIX
     _, first = np.unique(folded, return_index=True)
-    return np.bincount(m[first].astype(np.int64), minlength=n).astype(np.int64)
+    return alone + np.bincount(m[first].astype(np.int64), minlength=n).astype(np.int64)
 
 
 def _same_grouping(graph: np.ndarray, prompt: np.ndarray) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from engine.rankers.votes import Votes
@@ -35,15 +36,65 @@ def first_open_applies(ranker: str, keep_k: int | None) -> bool:
 
 
 def cycle_context(store: Store, dataset: str, judge: str | None,
-                  category: str | None) -> SliderContext | None:
-    """The SliderContext of the selection's graphs of three or more models (None when there is none)."""
+                  category: str | None, votes: Votes | None = None) -> SliderContext | None:
+    """The SliderContext of the selection's graphs of three or more models (None when there is none).
+
+    ``votes``: the selection's votes when the caller holds them (the Leaderboard read them already): when
+    they and the selection's invalid verdicts show every graph over one pair of models
+    (``graphs_over_one_pair``), there is no such graph and nothing more is read (the read of the graphs of
+    3+ models groups every verdict in SQL: a second of CPU on a million-battle log that has none)."""
     from engine.graphs.buckets import build_buckets
     from engine.views.appstate import SliderContext
 
+    if votes is not None and graphs_over_one_pair(store, dataset, judge, category, votes):
+        return None
     verdicts = store.verdicts(dataset, judge=judge, category=category, graphs_of_at_least=3)
     if verdicts.empty or (verdicts["winner"] == "invalid").all():
         return None
     return SliderContext.of(build_buckets(verdicts))
+
+
+def graphs_over_one_pair(store: Store, dataset: str, judge: str | None, category: str | None,
+                         votes: Votes) -> bool:
+    """Whether every graph of the selection, valid and invalid verdicts alike, is over a single pair of
+    models, so none names three models (``Store.verdicts(graphs_of_at_least=3)`` would read nothing).
+
+    A graph's verdicts name three or more models exactly when two of them are over different pairs (a verdict
+    never pairs a model with itself). The valid verdicts' pairs and graph keys are the votes' (a vote is
+    verdicts of one pair in one graph); the invalid ones' are read here (``invalid_graph_pairs``), keyed
+    by the same 64-bit hash of the graph key. Two graphs sharing a hash can only look like one graph of two
+    pairs: the answer is then False and the caller reads the graphs."""
+    import numpy as np
+
+    bad_graph, bad_lo, bad_hi = invalid_graph_pairs(store, dataset, judge=judge, category=category)
+    names = np.array(sorted(set(votes.models) | set(bad_lo) | set(bad_hi)), dtype=object)
+    code = np.searchsorted(names, np.array(votes.models, dtype=object)).astype(np.int64)
+    n = np.int64(max(len(names), 1))
+    pair = np.concatenate([code[votes.lo] * n + code[votes.hi],
+                           np.searchsorted(names, bad_lo).astype(np.int64) * n
+                           + np.searchsorted(names, bad_hi).astype(np.int64)])
+    graph = np.concatenate([np.asarray(votes.graph, dtype=np.uint64), bad_graph])
+    order = np.argsort(graph)
+    g, p = graph[order], pair[order]
+    return not bool(((g[1:] == g[:-1]) & (p[1:] != p[:-1])).any())
+
+
+def invalid_graph_pairs(store: Store, dataset: str, *, judge: str | None = None,
+                        category: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per invalid verdict of the selection: the 64-bit hash of its graph key
+    (``engine.ranking.vote_query.GRAPH_HASH``, as the votes carry it) and its pair of models by name, the
+    lesser first (uint64, object, object arrays; empty when every verdict is valid)."""
+    import numpy as np
+
+    from engine.ranking.vote_query import GRAPH_HASH
+    from engine.store.sql import params
+
+    rel = store.verdict_relation(dataset, judge=judge, category=category)
+    got = store.cursor().execute(
+        f"SELECT {GRAPH_HASH} AS g, least(model_a, model_b) AS lo, greatest(model_a, model_b) AS hi "
+        f"FROM {rel} WHERE winner = 'invalid'", params(rel)).fetchnumpy()
+    return (np.asarray(got["g"], dtype=np.uint64), np.asarray(got["lo"], dtype=object),
+            np.asarray(got["hi"], dtype=object))
 
 
 def cycle_columns(table: pd.DataFrame, ctx: SliderContext | None) -> pd.DataFrame:

@@ -1,0 +1,117 @@
+"""Two first-open shortcuts give what the slow paths give, exactly (issue 26 point 1).
+
+``leaderboard_first.cycle_context(..., votes=)``: when the votes and the invalid verdicts show every graph
+over one pair, no graph of 3+ models is read; the answer must equal the SQL read's (``votes=None``) on data
+that separates them: a third model named only by an invalid verdict, invalid verdicts in graphs of their
+own, repeats, both orders, several judges and categories, one-pair logs and logs with a few bigger prompts.
+
+``votes._distinct_per_model``: only votes sharing a key are folded and sorted; the per-model counts must
+equal a count of distinct (key, model) sets done in plain Python.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from engine.ingest.importer import import_files
+from engine.rankers.votes import _distinct_per_model, votes
+from engine.ranking.vote_query import store_vote_rows
+from engine.views.leaderboard_first import cycle_context, graphs_over_one_pair
+
+MODELS = [f"m{i}" for i in range(9)]
+
+
+def _log(rng: random.Random, *, big_prompts: int, invalid_third: bool) -> list[str]:
+    """A battle log: one pair per prompt (some judged twice, in both orders, by two judges, some invalid),
+    ``big_prompts`` prompts of 3-4 models, and (``invalid_third``) one prompt whose third model only an
+    invalid verdict names."""
+    lines = ["prompt_id,model_a,model_b,winner,judge,category,order"]
+    for b in range(120):
+        a, c = rng.sample(MODELS, 2)
+        judge, cat = rng.choice(["h1", "h2"]), rng.choice(["c1", "c2"])
+        for _ in range(rng.choice([1, 1, 2, 3])):  # repeats of the same pair in the same graph
+            a, c = (c, a) if rng.random() < 0.5 else (a, c)
+            lines.append(f"b{b},{a},{c},{rng.choice(['A', 'B', 'tie', 'invalid'])},{judge},{cat},"
+                         f"{rng.choice(['AB', 'BA', ''])}")
+    for b in range(10):  # graphs of invalid verdicts only, one pair each
+        a, c = rng.sample(MODELS, 2)
+        lines.append(f"x{b},{a},{c},invalid,h1,c1,AB")
+    for p in range(big_prompts):  # judge h1 in category c1 only: other selections have none
+        group = rng.sample(MODELS, rng.choice([3, 4]))
+        for i, a in enumerate(group):
+            for c in group[i + 1:]:
+                lines.append(f"t{p},{a},{c},{rng.choice(['A', 'B', 'tie'])},h1,c1,AB")
+    if invalid_third:  # valid m0-m1 verdicts and an invalid m1-m2 one: a graph of three models
+        lines += ["z,m0,m1,A,h2,c2,AB", "z,m1,m0,B,h2,c2,BA", "z,m2,m1,invalid,h2,c2,AB"]
+    return lines
+
+
+@pytest.mark.parametrize("seed, big_prompts, invalid_third", [
+    (1, 0, False), (2, 0, True), (3, 4, False), (4, 4, True)])
+def test_cycle_context_from_votes_equals_the_graph_read(empty_store, tmp_path, seed, big_prompts,
+                                                        invalid_third):
+    (tmp_path / "log.csv").write_text("\n".join(_log(random.Random(seed), big_prompts=big_prompts,
+                                                     invalid_third=invalid_third)) + "\n")
+    import_files(empty_store, [tmp_path / "log.csv"], "log")
+    seen = set()
+    for judge in (None, "h1", "h2"):
+        for category in (None, "c1", "c2"):
+            v = votes(store_vote_rows(empty_store, "log", judge=judge, category=category))
+            old = cycle_context(empty_store, "log", judge, category)
+            new = cycle_context(empty_store, "log", judge, category, votes=v)
+            assert graphs_over_one_pair(empty_store, "log", judge, category, v) == (old is None)
+            seen.add(old is None)
+            if old is None:
+                assert new is None
+                continue
+            assert new is not None and new.stack.keys.equals(old.stack.keys)
+            assert new.stack.T == old.stack.T and new.stack.models == old.stack.models
+    # a log of one-pair graphs has no context in any selection; a 3-model graph (one seen only through its
+    # invalid verdict included) gives the selections holding it one
+    assert seen == ({True} if not (big_prompts or invalid_third) else {True, False})
+
+
+def test_cycle_context_from_votes_on_vicuna80(shipped_store):
+    for judge in (None, "gpt-4"):
+        v = votes(store_vote_rows(shipped_store, "vicuna80", judge=judge))
+        assert not graphs_over_one_pair(shipped_store, "vicuna80", judge, None, v)
+        old = cycle_context(shipped_store, "vicuna80", judge, None)
+        new = cycle_context(shipped_store, "vicuna80", judge, None, votes=v)
+        assert new.stack.keys.equals(old.stack.keys)
+
+
+def _brute(key, lo, hi, n):
+    seen = [set() for _ in range(n)]
+    for k, a, b in zip(key.tolist(), lo.tolist(), hi.tolist(), strict=True):
+        seen[a].add(k)
+        seen[b].add(k)
+    return np.array([len(s) for s in seen], dtype=np.int64)
+
+
+@settings(max_examples=80, deadline=None)
+@given(hs.integers(1, 8), hs.lists(hs.tuples(hs.integers(0, 40), hs.integers(0, 7), hs.integers(0, 7)),
+                                   max_size=60), hs.booleans())
+def test_distinct_per_model_equals_a_set_count(n, rows, wide):
+    rows = [(k, min(a, b) % n, max(a, b) % n) for k, a, b in rows if a % n != b % n]
+    base = np.uint64(2**63 + 12345) if wide else np.uint64(0)  # keys above 2**63 too
+    key = np.array([base + np.uint64(k) for k, _, _ in rows], dtype=np.uint64)
+    lo = np.array([a for _, a, _ in rows], dtype=np.int64)
+    hi = np.array([b for _, _, b in rows], dtype=np.int64)
+    np.testing.assert_array_equal(_distinct_per_model(key, lo, hi, n), _brute(key, lo, hi, n))
+
+
+def test_distinct_per_model_on_a_log_with_few_repeats():
+    rng = np.random.default_rng(5)
+    n, size = 30, 20_000
+    key = rng.integers(0, 2**63, size=size, dtype=np.int64).astype(np.uint64)
+    key[rng.choice(size, 300, replace=False)] = key[rng.choice(size, 300, replace=False)]  # repeats
+    lo = rng.integers(0, n - 1, size=size)
+    hi = lo + 1 + rng.integers(0, n - 1 - lo)
+    got = _distinct_per_model(key, lo, hi, n)
+    np.testing.assert_array_equal(got, _brute(key, lo, hi, n))
+    assert (got < np.bincount(lo, minlength=n) + np.bincount(hi, minlength=n)).any()  # repeats counted once
