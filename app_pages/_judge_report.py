@@ -9,6 +9,21 @@ import streamlit as st
 from app_pages._lens import get_store, show_table
 
 
+@st.cache_resource(max_entries=4, show_spinner="Counting the verdicts…")
+def judge_counts_for(dataset: str, version: int, category: str | None):
+    """(``engine.diagnostics.judge_counts.judge_counts``, graph count) of every judge's verdicts of the
+    dataset (of ``category``): what the page's tables and its judge report both count, grouped once
+    (``version`` keys the cache; read-only, so a resource: no copy per read). None when a verdict's
+    presentation order is not AB, BA or none: both take their frame path then, which names its row."""
+    from engine.diagnostics.judge_counts import bad_order, judge_counts
+    from engine.store.graph_tally import graph_count
+
+    store = get_store()
+    if bad_order(store, dataset, category):
+        return None
+    return judge_counts(store, dataset, category), graph_count(store, dataset, category=category)
+
+
 @st.cache_data(max_entries=8, show_spinner=False)
 def _report(dataset: str, version: int, category: str | None):
     from app_pages._lbopen_cache import cycle_context_for
@@ -17,10 +32,14 @@ def _report(dataset: str, version: int, category: str | None):
     from engine.views.judges_view import no_graphs
 
     # the graphs of 3+ models the page's transitivity table (and the Leaderboard) already read: the report's
-    # cycle columns count no other graph
+    # cycle columns count no other graph; the verdict counts are the page's tables' own
     ctx = cycle_context_for(CacheKey(dataset, version, None, category))
     big = no_graphs() if ctx is None else ctx.stack
-    return judge_report_of_store(get_store(), dataset, category, big_graphs=big)
+    counted = judge_counts_for(dataset, version, category)
+    if counted is None:
+        return judge_report_of_store(get_store(), dataset, category, big_graphs=big)
+    return judge_report_of_store(get_store(), dataset, category, big_graphs=big, counts=counted[0],
+                                 n_graphs=counted[1])
 
 
 def judge_report_section(ch) -> None:

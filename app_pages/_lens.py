@@ -418,17 +418,21 @@ def matrix_figure(
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
 def judge_diagnostics(dataset: str, version: int, category: str | None, by_category: bool):
     """The Judges page's tables for every judge of ``dataset`` (``version`` keys the cache)."""
+    from app_pages._judge_report import judge_counts_for
     from app_pages._lbopen_cache import cycle_context_for
     from engine.store.graph_tally import graph_count
     from engine.views.judges_view import judge_overview_of_store
 
     # every judge: the graphs of 3+ models cached for the sidebar's "(all)" (PNT, SNTD and the entropies
     # count nothing else; the one-pair graphs of a battle log are only counted, in SQL); κ and the position
-    # tables from verdict counts grouped in the store (a frame of a million verdicts cost 25 s of CPU)
+    # tables from verdict counts grouped in the store (a frame of a million verdicts cost 25 s of CPU), the
+    # counts shared with the page's judge report
     ctx = cycle_context_for(CacheKey(dataset, version, None, category))
-    n_graphs = graph_count(get_store(), dataset, category=category)
+    counted = judge_counts_for(dataset, version, category)
+    counts, n_graphs = counted if counted is not None else (None, graph_count(get_store(), dataset,
+                                                                              category=category))
     return judge_overview_of_store(get_store(), dataset, category, None if ctx is None else ctx.stack,
-                                   by_category, n_graphs=n_graphs)
+                                   by_category, n_graphs=n_graphs, counts=counts)
 
 
 def reference_for_key(dataset: str, category: str | None, version: int | None = None):

@@ -2,7 +2,7 @@
 
     LENS_DB=COPY_OF_STORE python bench/pages_cold_calls.py REPO PAGE   # PAGE: stack|cycles|inspector|judges
                                                         # or cycles-page, truncation-page, inspector-page,
-                                                        # judges-page
+                                                        # judges-page, leaderboard-page
 
 Runs the checkout REPO's ``app_pages/_lens`` functions that page PAGE calls on its first open (the
 graphs of the sidebar's default choice: dataset ``bench``, all judges; then the page's own tables and
@@ -18,7 +18,9 @@ the checkout builds every graph first; reported as "rest" (graphs 0). ``truncati
 when the pool holds two graphs or more) and app_pages/4_inspector.py (its pickers, menu, the first prompt's
 variant names, graph view and drawing), each as the checkout's own page makes them. ``judges-page``:
 app_pages/5_judges.py's two cached calls on a first open (its overview, not split by category, and the judge
-report section), whatever graphs each checkout builds for them.
+report section), whatever graphs each checkout builds for them. ``leaderboard-page``: the Leaderboard's
+point board as its first open computes it before the page is shown (the default ranker bt, B = 0; the
+bootstrap intervals follow in a worker thread and are not counted).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def main(repo: str, page: str, dataset: str = "bench") -> str:
             return _cycles_page(_lens, key)
         if page == "judges-page":
             return _timed(page, lambda: _judges_page(_lens, key))
+        if page == "leaderboard-page":
+            return _timed(page, lambda: _lens.leaderboard_result(key, "bt", None, 1.0, 0, _lens.SEED))
         if page in ("truncation-page", "inspector-page"):
             return _timed(page, lambda: (_truncation_page if page == "truncation-page" else _inspector_page)(
                 _lens, key))

@@ -134,7 +134,24 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
     columns (``pnt_soft``, ``sntd_mean``) are then there when a big graph carries a judge probability.
     """
     stack = build_buckets(verdicts, policy=policy) if big_graphs is None else big_graphs
-    judges = pd.DataFrame({"judge": sorted(verdicts["judge"].dropna().astype(str).unique())})
+    judges = sorted(verdicts["judge"].dropna().astype(str).unique())
+    pos = position.position_table(verdicts, policy=policy)
+    ag = (_agreement.agreement(verdicts, reference=reference, policy=policy)
+          if reference is not None and reference in set(verdicts["judge"]) else None)
+    return overview_of_tables(judges, stack, pos, ag, reference=reference, tie_band=tie_band,
+                              n_graphs=n_graphs if big_graphs is not None else None)
+
+
+def overview_of_tables(judges: list[str], stack: GraphBuckets, pos: pd.DataFrame, ag: pd.DataFrame | None,
+                       *, reference: str | None,
+                       tie_band: tuple[float, float] = nontransitivity.DEFAULT_TIE_BAND,
+                       n_graphs: int | None = None) -> pd.DataFrame:
+    """``overview``'s table from its parts: the judges (sorted), the graphs (``stack``), the per-judge
+    ``position_table`` and the ``agreement`` table against ``reference`` (None: no reference among the
+    judges), whether made from a verdict frame or from verdict counts grouped in the store
+    (``engine.diagnostics.judge_counts``); ``n_graphs``: every graph's count when ``stack`` holds only the
+    graphs of three or more models."""
+    judges = pd.DataFrame({"judge": judges})
     pnt = nontransitivity.pnt_summary(stack)[["judge", "triples", "pnt"]]
     out = judges.merge(pnt, on="judge", how="left")
     out["triples"] = out["triples"].fillna(0).astype(np.int64)
@@ -145,7 +162,6 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
     out = out.merge(
         entropy.entropy_summary(stack)[["judge", "rho_nontrans", "tau_avg"]], on="judge", how="left"
     )
-    pos = position.position_table(verdicts, policy=policy)
     out = out.merge(
         pos[
             [
@@ -165,14 +181,13 @@ def overview(verdicts: pd.DataFrame, *, reference: str | None = "human", policy:
               "mcnemar_p_ties_dropped"):  # NaN, not object, where no order is known
         out[c] = pd.to_numeric(out[c], errors="coerce").astype(np.float64)
     out["both_orders"] = out["both_orders"].astype("boolean")
-    if reference is not None and reference in set(verdicts["judge"]):
-        ag = _agreement.agreement(verdicts, reference=reference, policy=policy)
+    if ag is not None:
         ag = ag.rename(columns={"judge_1": "judge", "items": f"items_vs_{reference}",
                                "agreement": f"agreement_vs_{reference}", "kappa": f"kappa_vs_{reference}"})
         out = out.merge(ag.drop(columns=["judge_2"]), on="judge", how="left")
         out[f"items_vs_{reference}"] = out[f"items_vs_{reference}"].astype("Int64")
     out = out.sort_values("judge").reset_index(drop=True)
-    note = small_graph_note(stack, "overview", n_graphs=n_graphs if big_graphs is not None else None)
+    note = small_graph_note(stack, "overview", n_graphs=n_graphs)
     if note:
         out.attrs["notes"] = [note]
     return out

@@ -30,7 +30,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 from scipy import special  # optimize and stats are imported where used: every CLI command imports this module
@@ -49,6 +48,8 @@ def graph_cycles(
     adj: np.ndarray, *, length_bound: int = 5, edges: CycleEdges = "bad"
 ) -> list[tuple[int, ...]]:
     """Simple cycles (length 3..length_bound) of one (n, n) adjacency, as vertex tuples."""
+    import networkx as nx  # here: the pages that import this module rarely list cycles (0.5 s at start)
+
     a = np.asarray(adj, dtype=bool)
     tie = a & a.T
     use = a & ~tie if edges == "strict" else a

@@ -43,7 +43,7 @@ class JudgeCounts:
     has_prob: bool
 
 
-def _relation(store, dataset: str, category: str | None):
+def verdict_source(store, dataset: str, category: str | None):
     """The dataset's verdicts with a ``verdict_id`` in the order ``Store.verdicts`` reads them."""
     from engine.store.attached import attached_relation
     from engine.store.pair_counts import refuse_pair_counts
@@ -63,7 +63,7 @@ def bad_order(store, dataset: str, category: str | None) -> bool:
     can hold one): the frame path then names its row in one sentence, so the caller uses that path."""
     from engine.store.sql import params
 
-    rel = _relation(store, dataset, category)
+    rel = verdict_source(store, dataset, category)
     row = store.cursor().execute(
         f"""SELECT count(*) FROM {rel} WHERE winner IS DISTINCT FROM 'invalid' AND "order" IS NOT NULL
             AND "order" NOT IN ('AB', 'BA')""", params(rel)).fetchone()
@@ -74,7 +74,7 @@ def judge_counts(store, dataset: str, category: str | None = None) -> JudgeCount
     """Group ``dataset``'s verdicts (of ``category`` when given) into the counts of ``JudgeCounts``."""
     from engine.store.sql import params
 
-    rel = _relation(store, dataset, category)
+    rel = verdict_source(store, dataset, category)
     con = store.cursor()
     head = con.execute(
         f"SELECT list(DISTINCT judge ORDER BY judge), bool_or(prob_a IS NOT NULL) FROM {rel} "

@@ -79,11 +79,19 @@ def kappa_as_shown(vo: pd.DataFrame, reference: str, policy: str = DEFAULT_POLIC
     s = s.assign(w=(s["shown"] > 0).astype(np.int64), l_=(s["shown"] < 0).astype(np.int64),
                  t=(s["shown"] == 0).astype(np.int64))
     g = s.groupby(keys, sort=True, dropna=False)[["w", "l_", "t"]].sum().reset_index()
-    g["label"] = combine_counts(g["w"].to_numpy(), g["l_"].to_numpy(), g["t"].to_numpy(), policy)
-    ref = g[g["judge"] == reference][[*INSTANCE, "first", "label"]]
+    return kappa_of_shown_cells(g, [*INSTANCE, "first"], reference, policy)
+
+
+def kappa_of_shown_cells(g: pd.DataFrame, on: list[str], reference: str,
+                         policy: str = DEFAULT_POLICY) -> pd.DataFrame:
+    """``kappa_as_shown`` from one row per (judge, item, order shown) with the verdicts the first-shown
+    answer won (``w``), lost (``l_``) and tied (``t``); ``on``: the columns naming an (item, order) cell
+    (the verdict frame's item columns, or the store counts' item number) and ``first``."""
+    g = g.assign(label=combine_counts(g["w"].to_numpy(), g["l_"].to_numpy(), g["t"].to_numpy(), policy))
+    ref = g[g["judge"] == reference][[*on, "label"]]
     rows = []
     for judge, part in g[g["judge"] != reference].groupby("judge", sort=True):
-        m = part[[*INSTANCE, "first", "label"]].merge(ref, on=[*INSTANCE, "first"], suffixes=("", "_ref"))
+        m = part[[*on, "label"]].merge(ref, on=on, suffixes=("", "_ref"))
         rows.append({"judge": judge, "items_shown_vs_ref": len(m),
                      "kappa_as_shown": cohen_kappa(m["label"].to_numpy(), m["label_ref"].to_numpy())})
     return pd.DataFrame(rows, columns=["judge", "items_shown_vs_ref", "kappa_as_shown"])
@@ -138,24 +146,39 @@ def _families(names: pd.Series) -> pd.Series:
 def self_preference(vo: pd.DataFrame, reference: str | None) -> pd.DataFrame:
     """Per judge: its family, verdicts on items with exactly one model of its family, that model's win
     share (ties half) in the judge's verdicts and in the reference's on the same items, and the gap."""
-    fam_lo, fam_hi = _families(vo["lo"]), _families(vo["hi"])
+    cells = vo.assign(lw=(vo["outcome"] > 0).astype(np.int64), hw=(vo["outcome"] < 0).astype(np.int64),
+                      tie=(vo["outcome"] == 0).astype(np.int64))
+    cells = (cells.groupby(["judge", *INSTANCE], sort=False, dropna=False)[["lw", "hw", "tie"]].sum()
+             .reset_index())
+    return self_preference_of_cells(cells, sorted(vo["judge"].dropna().unique()), reference)
+
+
+def self_preference_of_cells(cells: pd.DataFrame, judges: list[str], reference: str | None) -> pd.DataFrame:
+    """``self_preference`` from one row per (judge, item) (the ``INSTANCE`` columns, ``lo`` and ``hi`` by
+    name) with the verdicts lo won (``lw``), hi won (``hw``) and tied (``tie``); ``judges``: the judges with
+    a valid verdict, sorted. A share is (own wins + ties / 2) / verdicts: the mean of the verdicts' scores
+    (1, 1/2, 0), exactly, the sums being multiples of 1/2."""
+    fam_lo, fam_hi = _families(cells["lo"]), _families(cells["hi"])
+    lw, hw, tie = (cells[c].to_numpy(np.int64) for c in ("lw", "hw", "tie"))
     rows = []
-    for judge in sorted(vo["judge"].dropna().unique()):
+    for judge in judges:
         fam = family(judge)
-        one = (fam_lo == fam) != (fam_hi == fam)
         own_is_lo = (fam_lo == fam).to_numpy()
-        score = np.where(vo["outcome"].to_numpy() == 0, 0.5,
-                         ((vo["outcome"].to_numpy() > 0) == own_is_lo).astype(np.float64))
-        scored = vo.assign(score=score)[one.to_numpy()]
-        mine = scored[scored["judge"] == judge]
-        row = {"judge": judge, "family": fam, "self_verdicts": len(mine),
-               "self_win_rate": float(mine["score"].mean()) if len(mine) else np.nan,
+        one = own_is_lo != (fam_hi == fam).to_numpy()
+        n = lw + hw + tie
+        score = np.where(own_is_lo, lw, hw) + 0.5 * tie
+        mine = one & (cells["judge"] == judge).to_numpy()
+        n_mine = int(n[mine].sum())
+        row = {"judge": judge, "family": fam, "self_verdicts": n_mine,
+               "self_win_rate": float(score[mine].sum()) / n_mine if n_mine else np.nan,
                "self_win_rate_ref": np.nan}
-        if reference is not None and judge != reference and len(mine):
-            items = mine[list(INSTANCE)].drop_duplicates()
-            theirs = scored[scored["judge"] == reference].merge(items, on=list(INSTANCE))
-            if len(theirs):
-                row["self_win_rate_ref"] = float(theirs["score"].mean())
+        if reference is not None and judge != reference and n_mine:
+            items = cells.loc[mine, list(INSTANCE)].drop_duplicates()
+            theirs = (cells.assign(n=n, score=score)[one & (cells["judge"] == reference).to_numpy()]
+                      .merge(items, on=list(INSTANCE)))
+            n_theirs = int(theirs["n"].sum())
+            if n_theirs:
+                row["self_win_rate_ref"] = float(theirs["score"].sum()) / n_theirs
         rows.append(row)
     out = pd.DataFrame(rows, columns=["judge", "family", "self_verdicts", "self_win_rate",
                                       "self_win_rate_ref"])
@@ -208,23 +231,7 @@ def judge_report(verdicts: pd.DataFrame, *, reference: str | None = "default", p
         out = out.merge(style_betas, on="judge", how="left")
     out = out.merge(self_preference(vo, ref), on="judge", how="left")
     out = out.merge(cycle_rates(verdicts, policy, big_graphs), on="judge", how="left")
-    out["reference"] = ref
-    for c in COLUMNS:
-        if c not in out.columns:
-            out[c] = np.nan
-    out = out[list(COLUMNS)].sort_values("judge").reset_index(drop=True)
-    for c in ("verdicts", "items_vs_ref", "items_shown_vs_ref", "length_verdicts", "self_verdicts",
-              "triples"):
-        out[c] = pd.to_numeric(out[c], errors="coerce").astype("Int64")
-    notes = list(ov.attrs.get("notes") or [])
-    if ref is None:
-        notes.append("No reference judge (no judge named human, and none given with --reference): the "
-                     "agreement, kappa and reference columns are empty.")
-    if lengths is None or not len(lengths):
-        notes.append("The dataset holds no answer texts: length bias is not measured.")
-    if notes:
-        out.attrs["notes"] = notes
-    return out
+    return _finished(out, ref, list(ov.attrs.get("notes") or []), lengths is not None and len(lengths) > 0)
 
 
 def store_lengths(store, dataset: str) -> pd.DataFrame:
@@ -233,3 +240,149 @@ def store_lengths(store, dataset: str) -> pd.DataFrame:
     return store.cursor().execute(
         "SELECT prompt_id, variant, turn, model, length(text) AS length FROM answers WHERE dataset = ? "
         "AND text IS NOT NULL", [dataset]).df()
+
+
+def judge_report_of_counts(store, dataset: str, category: str | None, counts, *,
+                           reference: str | None = "default", policy: str = DEFAULT_POLICY,
+                           style_betas: pd.DataFrame | None = None, big_graphs=None,
+                           n_graphs: int | None = None) -> pd.DataFrame:
+    """``judge_report`` of a stored dataset (of ``category``) from verdict counts grouped in DuckDB, not a
+    frame of every verdict. ``counts``: ``engine.diagnostics.judge_counts.judge_counts`` of the same
+    selection, whose position and agreement tables and labels as shown these are; the self-preference
+    cells and the length comparison are grouped in SQL here. Each table is made by the frame path's own
+    second half (``overview_of_tables``, ``kappa_of_shown_cells``, ``self_preference_of_cells``), so the
+    numbers are the frame path's (tests/test_judge_report_store.py). ``big_graphs`` and ``n_graphs`` as for
+    ``judge_report`` (required: no graph is built here). A verdict with a presentation order other than
+    AB, BA or none (an attached file) is not counted: the caller takes the frame path, which names its row
+    (``judge_counts.bad_order``)."""
+    from engine.diagnostics import overview_of_tables
+    from engine.diagnostics.judge_counts import position_from_counts
+
+    judges = list(counts.judges)
+    ref = default_reference(judges) if reference == "default" else reference
+    pos = position_from_counts(counts, ("judge",), policy)
+    ag = _agreement_of_counts(counts, ref, policy) if ref is not None and ref in set(judges) else None
+    ov = overview_of_tables(judges, big_graphs, pos, ag, reference=ref, n_graphs=n_graphs)
+    out = ov.rename(columns={f"items_vs_{ref}": "items_vs_ref", f"agreement_vs_{ref}": "agreement_vs_ref",
+                             f"kappa_vs_{ref}": "kappa_by_model"})
+    cells = counts.cells
+    names = counts.names
+    per_judge = cells.groupby("judge", sort=True)[["lo_win", "hi_win", "tie"]].sum()
+    valid = pd.DataFrame({"judge": names[per_judge.index.to_numpy(np.int64)].astype(object),
+                          "verdicts": per_judge.sum(axis=1).to_numpy(np.int64)})
+    out = out.merge(valid, on="judge", how="left")
+    if ref is not None:
+        known = cells[cells["lo_first"].notna()]
+        lo_first = (known["lo_first"] == 1.0).to_numpy()
+        shown = pd.DataFrame({
+            "judge": names[known["judge"].to_numpy(np.int64)].astype(object),
+            "item": known["item"].to_numpy(np.int64), "first": known["lo_first"].to_numpy(np.float64),
+            "w": np.where(lo_first, known["lo_win"], known["hi_win"]).astype(np.int64),
+            "l_": np.where(lo_first, known["hi_win"], known["lo_win"]).astype(np.int64),
+            "t": known["tie"].to_numpy(np.int64)})
+        out = out.merge(kappa_of_shown_cells(shown, ["item", "first"], ref, policy), on="judge", how="left")
+    has_texts = has_answer_texts(store, dataset)
+    if has_texts:
+        out = out.merge(_length_bias_in_store(store, dataset, category), on="judge", how="left")
+    if style_betas is not None and len(style_betas):
+        out = out.merge(style_betas, on="judge", how="left")
+    fam_cells = _family_cells(store, dataset, category, [str(n) for n in names])
+    out = out.merge(self_preference_of_cells(fam_cells, [str(n) for n in names], ref), on="judge", how="left")
+    out = out.merge(cycle_rates(pd.DataFrame(), policy, big_graphs), on="judge", how="left")
+    return _finished(out, ref, list(ov.attrs.get("notes") or []), has_texts)
+
+
+def _agreement_of_counts(counts, reference: str, policy: str) -> pd.DataFrame:
+    """``agreement.agreement(verdicts, reference=reference)`` of the counted verdicts (a reference without a
+    valid verdict shares no item)."""
+    from engine.diagnostics.agreement import agreement_of_items
+    from engine.diagnostics.judge_counts import item_table
+
+    names = list(counts.names)
+    every = np.array([*names, *([] if reference in names else [reference])], dtype=object)
+    table = agreement_of_items(item_table(counts, policy), ("item",), reference=list(every).index(reference))
+    table["judge_1"] = every[table["judge_1"].to_numpy(np.int64)].astype(object)
+    table["judge_2"] = every[table["judge_2"].to_numpy(np.int64)].astype(object)
+    return table
+
+
+def has_answer_texts(store, dataset: str) -> bool:
+    """Whether the dataset holds an answer text (``store_lengths`` has a row)."""
+    row = store.cursor().execute("SELECT count(*) FROM (SELECT 1 FROM answers WHERE dataset = ? AND text IS "
+                                 "NOT NULL LIMIT 1)", [dataset]).fetchone()
+    return bool(row[0])
+
+
+def _length_bias_in_store(store, dataset: str, category: str | None) -> pd.DataFrame:
+    """``length_bias`` of the stored verdicts against ``store_lengths``, joined and counted in DuckDB."""
+    from engine.diagnostics.judge_counts import verdict_source
+    from engine.store.sql import params
+
+    rel = verdict_source(store, dataset, category)
+    got = store.cursor().execute(f"""
+        WITH ln AS (SELECT prompt_id, variant, turn, model, length(text) AS length FROM answers
+                    WHERE dataset = $lens_texts_dataset AND text IS NOT NULL)
+        SELECT v.judge, count(*) AS n,
+               count(*) FILTER (WHERE (la.length > lb.length) = (v.winner = 'A')) AS lw
+        FROM {rel} v
+        JOIN ln la ON la.prompt_id = v.prompt_id::VARCHAR AND la.variant = v.variant AND la.turn = v.turn
+                  AND la.model = v.model_a
+        JOIN ln lb ON lb.prompt_id = v.prompt_id::VARCHAR AND lb.variant = v.variant AND lb.turn = v.turn
+                  AND lb.model = v.model_b
+        WHERE v.winner IN ('A', 'B') AND v.judge IS NOT NULL AND la.length <> lb.length
+        GROUP BY v.judge ORDER BY v.judge""", params(rel, {"lens_texts_dataset": dataset})).fetchall()
+    return pd.DataFrame({"judge": [r[0] for r in got],
+                         "length_verdicts": np.array([r[1] for r in got], dtype=np.int64),
+                         "longer_wins": np.array([r[2] / r[1] for r in got], dtype=np.float64)})
+
+
+def _family_cells(store, dataset: str, category: str | None, judges: list[str]) -> pd.DataFrame:
+    """``self_preference_of_cells``' cells of the stored valid verdicts: per (judge, item) lo's wins, hi's
+    wins and ties, only of items with a model of some judge's family (no other item counts for any)."""
+    from engine.diagnostics.judge_counts import verdict_source
+    from engine.store.sql import params
+
+    rel = verdict_source(store, dataset, category)
+    con = store.cursor()
+    valid = f"(SELECT * FROM {rel} WHERE winner IS DISTINCT FROM 'invalid' AND judge IS NOT NULL)"
+    models = [r[0] for r in con.execute(
+        f"SELECT DISTINCT m FROM (SELECT model_a AS m FROM {valid} UNION ALL SELECT model_b FROM {valid})",
+        params(rel)).fetchall()]
+    wanted = {family(j) for j in judges}
+    own = pd.DataFrame({"model": pd.Series([m for m in models if family(m) in wanted], dtype=object)})
+    con.register("lens_family_models", own)
+    try:
+        cells = con.execute(f"""
+            SELECT judge, prompt_id, variant, turn, lo, hi,
+                   count(*) FILTER (WHERE outcome > 0) AS lw, count(*) FILTER (WHERE outcome < 0) AS hw,
+                   count(*) FILTER (WHERE outcome = 0) AS tie
+            FROM (SELECT judge, prompt_id, variant, turn, least(model_a, model_b) AS lo,
+                         greatest(model_a, model_b) AS hi,
+                         CASE WHEN winner = 'A' THEN 1 WHEN winner = 'B' THEN -1 ELSE 0 END
+                           * CASE WHEN model_a > model_b THEN -1 ELSE 1 END AS outcome
+                  FROM {valid})
+            WHERE lo IN (SELECT model FROM lens_family_models) OR hi IN (SELECT model FROM lens_family_models)
+            GROUP BY judge, prompt_id, variant, turn, lo, hi""", params(rel)).df()
+    finally:
+        con.unregister("lens_family_models")
+    return cells.assign(dataset=dataset)
+
+
+def _finished(out: pd.DataFrame, ref: str | None, notes: list[str], has_texts: bool) -> pd.DataFrame:
+    """The report's columns in order, sorted by judge, counts as nullable integers, its notes attached."""
+    out["reference"] = ref
+    for c in COLUMNS:
+        if c not in out.columns:
+            out[c] = np.nan
+    out = out[list(COLUMNS)].sort_values("judge").reset_index(drop=True)
+    for c in ("verdicts", "items_vs_ref", "items_shown_vs_ref", "length_verdicts", "self_verdicts",
+              "triples"):
+        out[c] = pd.to_numeric(out[c], errors="coerce").astype("Int64")
+    if ref is None:
+        notes.append("No reference judge (no judge named human, and none given with --reference): the "
+                     "agreement, kappa and reference columns are empty.")
+    if not has_texts:
+        notes.append("The dataset holds no answer texts: length bias is not measured.")
+    if notes:
+        out.attrs["notes"] = notes
+    return out

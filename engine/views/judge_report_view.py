@@ -76,23 +76,39 @@ class JudgeReportView:
 
 
 def judge_report_of_store(store, dataset: str, category: str | None = None,
-                          reference: str | None = "default", big_graphs=None) -> JudgeReportView:
+                          reference: str | None = "default", big_graphs=None, *, counts=None,
+                          n_graphs: int | None = None) -> JudgeReportView:
     """The judge report of a stored dataset (of ``category`` when given), answer lengths from its texts.
 
-    Only the verdict columns the report reads (``REPORT_COLUMNS``) are read, and only the graphs whose
-    verdicts name three or more models are built (``big_graphs`` when the caller holds them already: the
-    app's cached ``judges_view.graphs_of_three_models``), the others counted in SQL: the cycle columns count
-    nothing else (tests/test_judge_report_store.py)."""
+    The verdicts are grouped into counts in the store (``engine.diagnostics.judge_report.
+    judge_report_of_counts``), never read as a frame, unless one has a presentation order other than AB, BA
+    or none (an attached file: the frame path names its row, reading only the columns the report uses,
+    ``REPORT_COLUMNS``). Only the graphs whose verdicts name three or more models are built (``big_graphs``
+    when the caller holds them already: the app's cached ``judges_view.graphs_of_three_models``), the
+    others counted in SQL: the cycle columns count nothing else (tests/test_judge_report_store.py).
+    ``counts`` and ``n_graphs``: the selection's ``judge_counts`` and graph count when the caller holds them
+    (the Judges page counts them once for its tables and this report; ``counts`` only where no verdict has
+    another order)."""
+    from engine.diagnostics.judge_counts import bad_order, judge_counts
+    from engine.diagnostics.judge_report import has_answer_texts, judge_report_of_counts
     from engine.store.graph_tally import graph_count
     from engine.views.judges_view import graphs_of_three_models
 
-    verdicts = store.verdicts(dataset, category=category, columns=REPORT_COLUMNS)
     if big_graphs is None:
         big_graphs = graphs_of_three_models(store, dataset, category)
-    n_graphs = graph_count(store, dataset, category=category)
-    lengths = store_lengths(store, dataset)
-    judges = sorted(verdicts["judge"].dropna().astype(str).unique())
-    betas = style_length_betas(store, dataset, judges, category) if len(lengths) else None
-    table = judge_report(verdicts, reference=reference, lengths=lengths, style_betas=betas,
-                         big_graphs=big_graphs, n_graphs=n_graphs)
+    if n_graphs is None:
+        n_graphs = graph_count(store, dataset, category=category)
+    if counts is None and bad_order(store, dataset, category):
+        verdicts = store.verdicts(dataset, category=category, columns=REPORT_COLUMNS)
+        lengths = store_lengths(store, dataset)
+        judges = sorted(verdicts["judge"].dropna().astype(str).unique())
+        betas = style_length_betas(store, dataset, judges, category) if len(lengths) else None
+        table = judge_report(verdicts, reference=reference, lengths=lengths, style_betas=betas,
+                             big_graphs=big_graphs, n_graphs=n_graphs)
+    else:
+        counts = judge_counts(store, dataset, category) if counts is None else counts
+        betas = (style_length_betas(store, dataset, list(counts.judges), category)
+                 if has_answer_texts(store, dataset) else None)
+        table = judge_report_of_counts(store, dataset, category, counts, reference=reference,
+                                       style_betas=betas, big_graphs=big_graphs, n_graphs=n_graphs)
     return JudgeReportView(dataset, category, table, list(table.attrs.get("notes") or []))

@@ -43,7 +43,7 @@ def with_worst_position(overview, verdicts: pd.DataFrame):
 
 
 def judge_overview_of_store(store, dataset: str, category: str | None, stack, by_category: bool, *,
-                            n_graphs: int | None = None):
+                            n_graphs: int | None = None, counts=None):
     """The Judges page's JudgeOverview of ``dataset`` (of ``category`` when given), its agreement and
     position tables from verdict counts grouped in the store (engine.diagnostics.judge_counts) rather than
     a frame of every verdict; the same numbers as ``with_worst_position(judge_overview(...))`` on the
@@ -54,7 +54,8 @@ def judge_overview_of_store(store, dataset: str, category: str | None, stack, by
     more models (``Store.verdicts(graphs_of_at_least=3)``; None when it has none) and ``n_graphs`` the
     selection's graph count (``engine.store.graph_tally``): PNT, SNTD and the entropies count triples and
     graphs of 3+ models only, each from its own graph's verdicts, so a battle log's million one-pair graphs
-    need not be built to be counted as left out (tests/test_judges_big_graphs.py)."""
+    need not be built to be counted as left out (tests/test_judges_big_graphs.py). ``counts``: the
+    selection's ``judge_counts`` when the caller holds them (the page's judge report counts the same)."""
     from engine.diagnostics.judge_counts import (
         agreement_table,
         bad_order,
@@ -65,11 +66,11 @@ def judge_overview_of_store(store, dataset: str, category: str | None, stack, by
 
     if stack is None:  # no graph of 3+ models (or none at all): the same empty tables from no graph
         stack = no_graphs()
-    if bad_order(store, dataset, category):
+    if counts is None and bad_order(store, dataset, category):
         verdicts = store.verdicts(dataset, category=category, columns=JUDGE_COLUMNS)
         overview = with_worst_position(judge_overview(verdicts, stack, by_category), verdicts)
         return overview if n_graphs is None else _with_left_out(overview, stack, n_graphs)
-    counts = judge_counts(store, dataset, category)
+    counts = judge_counts(store, dataset, category) if counts is None else counts
     by = ("judge", "category") if by_category else ("judge",)
     overall = agreement_table(counts)
     table = agreement_table(counts, by_category=True) if by_category else overall
