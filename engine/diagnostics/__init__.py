@@ -151,9 +151,8 @@ def overview_of_tables(judges: list[str], stack: GraphBuckets, pos: pd.DataFrame
     judges), whether made from a verdict frame or from verdict counts grouped in the store
     (``engine.diagnostics.judge_counts``); ``n_graphs``: every graph's count when ``stack`` holds only the
     graphs of three or more models."""
-    judges = pd.DataFrame({"judge": judges})
     pnt = nontransitivity.pnt_summary(stack)[["judge", "triples", "pnt"]]
-    out = judges.merge(pnt, on="judge", how="left")
+    out = pd.DataFrame({"judge": judges}).merge(pnt, on="judge", how="left")
     out["triples"] = out["triples"].fillna(0).astype(np.int64)
     if stack.has_soft:
         out = out.merge(nontransitivity.pnt_summary(stack, source="soft", tie_band=tie_band)[["judge", "pnt"]]
