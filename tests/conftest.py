@@ -64,6 +64,8 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_diagnostics_orderless.py",  # 21
     "test_app_judge_report.py",       # 37-51 wall alone, -n 0, load 11-20 (AppTest, the shipped store)
     "test_judge_report.py",           # ~8 s of CPU (with test_panel.py: 15.5 s CPU, 34 s wall, load 11)
+    "test_judge_report_counts.py",    # 13.5 s of CPU (79 s wall alone, -n 0, load 30-35; 3 imports x 2)
+    "test_first_open_votes.py",       # 10 s of CPU (100 s wall alone, -n 0, load 30-35; 4 imports, vicuna80)
     "test_panel.py",                  # ~7 s of CPU (25 s wall alone, -n 0, load 20; two CLI store reads)
     "test_export_judge_report.py",    # 22-28 wall alone, -n 0, load 6 (the app's results ZIP of vicuna80)
     "test_app_panel_board.py",        # 13-16 wall alone, -n 0, load 6 (AppTest, one import, one CLI run)
