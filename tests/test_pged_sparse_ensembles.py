@@ -13,7 +13,9 @@ import pytest
 
 from engine.graphs.stack import build_stack
 from engine.rankers import pged as pged_module
+from engine.rankers import rank
 from engine.rankers.pged import _same_entries, distinct_ensembles, prompt_ensembles, question_ids
+from engine.ranking.bootstrap import bootstrap
 from tests.seam_data import Shape, verdicts
 
 SHAPES = (
@@ -120,3 +122,52 @@ def test_a_projection_collision_falls_back_to_the_byte_grouping(monkeypatch):
     assert len(distinct_ensembles(wq, present)[0]) == 4
     same_weights = np.ones((2, 2, 2))  # only the present models differ: the presence check decides
     assert len(distinct_ensembles(same_weights, np.array([[True, True], [True, False]]))[0]) == 2
+
+
+def fresh_bootstrap(stack, params: dict, unit: str):
+    """PGED's bootstrap with no point fit kept (``pged._LAST_RANKINGS`` emptied first)."""
+    pged_module._LAST_RANKINGS.clear()
+    return bootstrap(stack, "pged", 12, 5, unit=unit, **params).samples
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=IDS)
+@pytest.mark.parametrize("unit", ["prompt", "graph"])
+def test_the_bootstrap_reading_the_point_fits_rankings_equals_its_own(shape, unit, monkeypatch):
+    """After the point fit of the same stack and weights, the bootstrap reads the kept per-question
+    rankings (one ranking of the full ensembles instead of two) and gets the samples it gets alone."""
+    stack = build_stack(verdicts(shape).assign(dataset="seam"))
+    alone = fresh_bootstrap(stack, {}, unit)
+    fixed = "fixed per-question rankings" in bootstrap(stack, "pged", 1, 0, unit=unit).method
+    calls = []
+    real = pged_module.prompt_rankings
+
+    def counting(wq, *args, **kw):
+        calls.append(wq.shape[0])
+        return real(wq, *args, **kw)
+
+    monkeypatch.setattr(pged_module, "prompt_rankings", counting)
+    rank(stack, "pged")
+    np.testing.assert_array_equal(bootstrap(stack, "pged", 12, 5, unit=unit).samples, alone)
+    if fixed:  # the questions' full ensembles ranked once (the point fit's), not again by the bootstrap
+        assert calls.count(len(question_ids(stack)[1])) == 1, calls
+
+
+def test_kept_rankings_serve_only_the_same_stack_weights_and_words():
+    """A point fit of another stack, other judge weights or other ranking words is not read: the
+    bootstrap then equals its own fresh one (several judges per question, so the weights move rankings)."""
+    shape = SHAPES[0]
+    stack = build_stack(verdicts(shape).assign(dataset="seam"))
+    other = build_stack(verdicts(Shape(**{**shape.__dict__, "seed": 99})).assign(dataset="seam"))
+    judges = sorted(set(stack.keys["judge"].astype(str)))
+    tilted = {j: float(k + 1) ** 2 for k, j in enumerate(judges)}
+    cases = [(other, {}, {}), (stack, {"weights": tilted}, {}), (stack, {}, {"prompt_ties": "name"})]
+    for point_stack, point_params, boot_params in cases:
+        want = fresh_bootstrap(stack, boot_params, "prompt")
+        rank(point_stack, "pged", **point_params)
+        got = bootstrap(stack, "pged", 12, 5, unit="prompt", **boot_params).samples
+        np.testing.assert_array_equal(got, want)
+    want = fresh_bootstrap(stack, {"weights": tilted}, "prompt")
+    rank(stack, "pged", weights=tilted)
+    got = bootstrap(stack, "pged", 12, 5, unit="prompt", weights=tilted).samples
+    np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(want, fresh_bootstrap(stack, {}, "prompt"), equal_nan=True)

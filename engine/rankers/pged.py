@@ -37,6 +37,8 @@ questions) and, per prompt, ``prompt_descendants`` (question × model descendant
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pandas as pd
 
@@ -375,6 +377,37 @@ def prompt_ensembles(
     return wq, pres
 
 
+_LAST_RANKINGS: list[tuple] = []
+"""The per-question rankings of the last per-prompt point fit: (the stack, weakly; its graph weights; the
+ranking words; points; above). A bootstrap whose resamples keep each question's rankings fixed (prompt
+resampling, or one graph per question) reads the very rankings the point fit of the same stack and
+weights just computed, instead of building the B = 1 ensembles and ranking them again."""
+
+
+def _keep_rankings(stack: GraphStack, alpha: np.ndarray, words: tuple, points: np.ndarray,
+                   above: np.ndarray) -> None:
+    """Keep the point fit's per-question rankings (read-only) for ``_kept_rankings``; one entry, dropped
+    with its stack."""
+    points, above = np.array(points), np.array(above)
+    points.setflags(write=False)
+    above.setflags(write=False)
+    _LAST_RANKINGS[:] = [(weakref.ref(stack), np.array(alpha, dtype=np.float64), words, points, above)]
+
+
+def _kept_rankings(stack: GraphStack, alpha: np.ndarray,
+                   words: tuple) -> tuple[np.ndarray, np.ndarray] | None:
+    """(points, above) of the last point fit when it ranked this very stack with equal graph weights and
+    ranking words, else None."""
+    last = _LAST_RANKINGS[:]
+    if not last:
+        return None
+    ref, kept_alpha, kept_words, points, above = last[0]
+    same_weights = kept_alpha.tobytes() == np.asarray(alpha, dtype=np.float64).tobytes()  # bit for bit
+    if ref() is not stack or kept_words != words or not same_weights:
+        return None
+    return points, above
+
+
 def pged_per_prompt_scores(
     stack: GraphStack,
     alpha: np.ndarray,
@@ -400,8 +433,12 @@ def pged_per_prompt_scores(
     n = stack.n
     m = np.asarray(m, dtype=np.float64)
     if g is None:
-        wq, pres = prompt_ensembles(stack, np.asarray(alpha, dtype=np.float64)[None], q_of_t, n_q)
-        points, above, *_ = prompt_rankings(wq[0], pres[0], prompt_ties, delta_ties, fas=fas)
+        kept = _kept_rankings(stack, alpha, (prompt_ties, delta_ties, fas))
+        if kept is None:
+            wq, pres = prompt_ensembles(stack, np.asarray(alpha, dtype=np.float64)[None], q_of_t, n_q)
+            points, above, *_ = prompt_rankings(wq[0], pres[0], prompt_ties, delta_ties, fas=fas)
+        else:
+            points, above = kept
         score, orders, _ = aggregate_rankings(points, above, m, aggregate, exact_max)
         return score, orders
     B = g.shape[0]
@@ -447,6 +484,7 @@ def pged_per_prompt(
     points, above, desc, paths, grouped, greedy, dag, removed = prompt_rankings(
         wq, pres, prompt_ties, delta_ties, display=True, fas=fas
     )
+    _keep_rankings(stack, alpha, (prompt_ties, delta_ties, fas), points, above)
     score, orders, counts = aggregate_rankings(points, above, np.ones((1, n_q)), aggregate, exact_max)
     score = score[0]
     order = final_order(models, score, None if orders is None else orders[0])
