@@ -19,7 +19,9 @@ Chatbot Arena export is on this machine. Usage:
     python bench/rankers_app.py --db /tmp/a27k.duckdb --dataset arena27k \\
         --tree main=/work/wt/elo-base --tree new=.
 
-At 1M x 100, the CLI process only (a COPY of the shared store; the page's PGED at 1M is out of scope):
+At 1M x 100, the CLI process only (a COPY of the shared store; the page's PGED at 1M is out of scope);
+``--elo-threads`` adds Elo's bootstrap in one process with the CPU of its main thread (the fits) and of
+its drawing thread, whose larger is the bootstrap's wall on two free cores:
 
     cp /work/benchdata/store-app-1000000x100.duckdb /tmp/s1m.duckdb
     python bench/rankers_app.py --db /tmp/s1m.duckdb --dataset bench --rankers '' --repeats 2 \\
@@ -51,6 +53,44 @@ board = app_leaderboard(ctx, ranker=sys.argv[3], keep_k=None, mu=1.0, bootstrap=
 print("SECONDS", time.perf_counter() - t, time.process_time() - c)
 print("HEAD", board.table[["model", "score", "ci_low", "ci_high"]].head(3).to_json(orient="values"))
 """
+
+
+THREADS_SNIPPET = """
+import hashlib, sys, time
+import numpy as np
+from engine.rankers.votes import votes
+from engine.ranking.vote_query import store_vote_rows
+from engine.store.connection import Store
+from engine.ranking.count_bootstrap import bootstrap_counts
+import engine.rankers.resample_draws as rd
+v = votes(store_vote_rows(Store(sys.argv[1], read_only=True), sys.argv[2]))
+drawn = {}
+if hasattr(rd, "DrawnRows"):  # the tree draws in a thread: time that thread's CPU
+    real = rd.DrawnRows._draw_all
+    def timed(self, kernel):
+        t = time.thread_time()
+        try:
+            return real(self, kernel)
+        finally:
+            drawn["cpu"] = time.thread_time() - t
+    rd.DrawnRows._draw_all = timed
+bootstrap_counts(v, "elo", B=2, seed=0)  # numba's caches loaded before timing
+w, c, m = time.perf_counter(), time.process_time(), time.thread_time()
+res = bootstrap_counts(v, "elo", B=100, seed=0)
+print("SECONDS", time.perf_counter() - w, time.process_time() - c, time.thread_time() - m,
+      drawn.get("cpu", 0.0))
+print("HEAD", hashlib.sha256(res.samples.tobytes()).hexdigest()[:16], res.method)
+"""
+
+
+def threads_run(tree: str, db: str, dataset: str) -> tuple[tuple[float, ...], str]:
+    """(wall, process CPU, main thread CPU, drawing thread CPU) of Elo's bootstrap (B = 100) in one
+    process on ``tree``, and a digest of its samples: the main thread fits, the drawing thread (where the
+    tree has one) draws, so on free cores the wall is about the larger of the two, not their sum."""
+    out = subprocess.run([sys.executable, "-c", THREADS_SNIPPET, db, dataset], cwd=tree,
+                         capture_output=True, text=True, check=True).stdout
+    figures = tuple(float(x) for x in re.search(r"SECONDS (\S+) (\S+) (\S+) (\S+)", out).groups())
+    return figures, re.search(r"HEAD (.*)", out).group(1)
 
 
 def load() -> str:
@@ -87,6 +127,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rankers", default="elo,pged,kemeny")
     ap.add_argument("--skip-cli", action="store_true")
+    ap.add_argument("--elo-threads", action="store_true",
+                    help="also Elo's bootstrap in one process: process CPU against each thread's CPU")
     a = ap.parse_args()
     trees = dict(t.split("=", 1) for t in a.tree)
     print(f"load average at start: {load()}")
@@ -100,6 +142,12 @@ def main() -> None:
                 rows.setdefault((name, "cli elo --bootstrap 100 (process), CPU s"), []).append(cpu)
                 rows.setdefault((name, "cli peak RSS GB"), []).append(rss)
                 heads.setdefault((name, "cli (whole stdout)"), set()).add(stdout)
+            if a.elo_threads:
+                figures, head = threads_run(path, a.db, a.dataset)
+                for what, x in zip(("wall", "process CPU", "main thread CPU", "drawing thread CPU"), figures,
+                                   strict=True):
+                    rows.setdefault((name, f"elo bootstrap B=100 in process, {what} s"), []).append(x)
+                heads.setdefault((name, "elo bootstrap samples (sha256, method)"), set()).add(head)
             for r in filter(None, a.rankers.split(",")):  # --rankers '' : the CLI process only
                 wall, cpu, head = app_run(path, a.db, a.dataset, r)
                 rows.setdefault((name, f"app {r} B=200 (engine call), wall s"), []).append(wall)

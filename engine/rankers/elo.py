@@ -16,6 +16,7 @@ import numpy as np
 from engine.errors import LensError
 from engine.graphs.stack import GraphStack
 from engine.rankers.base import RankResult, centred, check_stack, register, series
+from engine.rankers.resample_draws import ResampleRepeats
 
 
 def elo_ratings(
@@ -105,7 +106,11 @@ def elo_ratings_resampled(
     bootstrap resample of the votes), with the same numbers to the bit. Elo is sequential, so the work
     is V x B updates whatever the layout: from ``COMPILED_FROM_VOTES`` votes (or ``compiled=True``) a
     compiled loop (``_resampled_steps``), below it one numpy step per vote over all B resamples
-    (``_resampled_numpy``). ``chunk``: votes whose repeat counts are held at once (memory bound)."""
+    (``_resampled_numpy``). ``chunk``: votes whose repeat counts are held at once (memory bound). Where
+    ``repeats`` is a ``ResampleRepeats`` (the bootstrap's draws, drawn ahead in a thread), the compiled
+    loop fits resample b as soon as its row is drawn, over all the votes at once (a row is V counts), so
+    the draws of the next rows run beside it on another core; the numbers are the same, each resample's
+    ratings depending only on its own row."""
     i_idx = np.ascontiguousarray(i_idx, dtype=np.int64)
     j_idx = np.ascontiguousarray(j_idx, dtype=np.int64)
     s_i = np.ascontiguousarray(s_i, dtype=np.float64)
@@ -119,8 +124,14 @@ def elo_ratings_resampled(
     if not compiled:
         return _resampled_numpy(i_idx, j_idx, s_i, n, repeats, k=k, base=base, scale=scale, init=init,
                                 chunk=chunk or RESAMPLE_CHUNK_VOTES)
-    chunk = chunk or COMPILED_CHUNK_VOTES
     V = i_idx.size
+    if isinstance(repeats, ResampleRepeats):  # resample by resample as its row is drawn (beside the draws)
+        ratings = np.full((repeats.B, n), float(init))
+        for b in range(repeats.B):
+            reps = np.ascontiguousarray(repeats.rows(b, b + 1, 0, V))
+            steps(ratings[b:b + 1], i_idx, j_idx, s_i, reps, 0, float(k), float(base), float(scale))
+        return ratings
+    chunk = chunk or COMPILED_CHUNK_VOTES
     first = np.ascontiguousarray(repeats(0, min(V, chunk)))
     ratings = np.full((first.shape[0], n), float(init))
     for v0 in range(0, V, chunk):

@@ -154,10 +154,13 @@ def pged_batch(stack: GraphStack, c: np.ndarray, *, weights=None, mode: str = "p
     member = sparse.csr_matrix((np.ones(stack.T), (np.arange(stack.T), q_of_t)), shape=(stack.T, n_q))
     m = np.asarray(cf @ member) / size[None]  # mean draw count of each question's graphs
     by_q = np.argsort(q_of_t, kind="stable")  # each question's graphs side by side
-    starts = np.flatnonzero(np.r_[True, np.diff(q_of_t[by_q]) != 0])
-    drawn = cf[:, by_q]
-    most, least = np.maximum.reduceat(drawn, starts, axis=1), np.minimum.reduceat(drawn, starts, axis=1)
-    fixed = bool((most == least).all())  # every graph of each question drawn equally often
+    by_q = by_q[size[q_of_t[by_q]] > 1]  # a question of one graph draws its graphs equally often anyway
+    fixed = True  # every graph of each question drawn equally often
+    if by_q.size:
+        starts = np.flatnonzero(np.r_[True, np.diff(q_of_t[by_q]) != 0])
+        drawn = cf[:, by_q]
+        most, least = np.maximum.reduceat(drawn, starts, axis=1), np.minimum.reduceat(drawn, starts, axis=1)
+        fixed = bool((most == least).all())
     score, _ = pged_per_prompt_scores(stack, alpha, m, g=None if fixed else cf, aggregate=aggregate,
                                       prompt_ties=prompt_ties, exact_max=exact_max, delta_ties=delta_ties,
                                       fas=fas)

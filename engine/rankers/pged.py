@@ -37,6 +37,8 @@ questions) and, per prompt, ``prompt_descendants`` (question × model descendant
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pandas as pd
 
@@ -248,10 +250,38 @@ def distinct_ensembles(wq: np.ndarray, present: np.ndarray) -> tuple[np.ndarray,
     one-pair questions hold a few hundred distinct ensembles among tens of thousands, and every step of
     a question's ranking reads only its own ensemble and presence, so equal rows rank equally.
 
-    (``engine.rankers.base.distinct_rows``)."""
+    Read through each row's nonzero entries only (a one-pair question fills 2 of its n^2 cells): rows are
+    grouped by two random projections of those entries, then every row is checked entry for entry
+    against its group's first row (the same cells, values and present models); where any check fails
+    (two different rows projected alike), the dense rows are grouped byte for byte
+    (``engine.rankers.base.distinct_rows``). So rows share a group only when they are equal."""
     G = wq.shape[0]
-    return distinct_rows(np.concatenate([np.asarray(wq, dtype=np.float64).reshape(G, -1),
-                                         np.asarray(present, dtype=np.float64).reshape(G, -1)], axis=1))
+    flat = np.asarray(wq, dtype=np.float64).reshape(G, -1)
+    shown = np.asarray(present, dtype=bool).reshape(G, -1)
+    row, cell = np.nonzero(flat)  # row by row, cells in order
+    value = flat[row, cell]
+    p_row, p_model = np.nonzero(shown)
+    proj = np.random.default_rng(0x9ED).standard_normal((2, flat.shape[1] + shown.shape[1]))
+    h = np.stack([np.bincount(row, value * pk[cell], minlength=G)
+                  + np.bincount(p_row, pk[flat.shape[1] + p_model], minlength=G) for pk in proj], axis=1)
+    _, first, inverse = np.unique(h, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    rep = first[inverse]
+    if _same_entries(row, cell, value, G, rep) and _same_entries(p_row, p_model, None, G, rep):
+        return first, inverse
+    return distinct_rows(np.concatenate([flat, shown.astype(np.float64)], axis=1))
+
+
+def _same_entries(row: np.ndarray, col: np.ndarray, value: np.ndarray | None, G: int,
+                  rep: np.ndarray) -> bool:
+    """Whether every row g of a sparse matrix (its entries ``row``, ``col``, ``value`` row by row, columns
+    in order; ``value`` None: all ones) holds exactly the entries of row ``rep[g]``."""
+    count = np.bincount(row, minlength=G)
+    if not np.array_equal(count, count[rep]):
+        return False
+    start = np.cumsum(count) - count
+    other = start[rep[row]] + (np.arange(row.size) - start[row])  # the same entry of the group's first row
+    return bool(np.array_equal(col, col[other]) and (value is None or np.array_equal(value, value[other])))
 
 
 def prompt_rankings(
@@ -324,8 +354,11 @@ def prompt_ensembles(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-question ensembles for graph weights g (B, T): weights (B, Q, n, n) and presence (B, Q, n).
 
-    One sparse product: rows (b, q), columns graphs t of question q, values g[b, t]. A model is present
-    in a question when a graph of it with positive weight compared the model.
+    One sparse product: rows (b, q), columns graphs t of question q, values g[b, t], times each graph's
+    wins as a sparse (T, n * n) matrix (a battle log's graph holds one pair of its n^2 cells, so the
+    product reads its few wins, not n^2 zeros per graph; each sum still adds its nonzero terms in graph
+    order, so the weights are those of the dense product to the bit: the skipped terms are +0.0). A
+    model is present in a question when a graph of it with positive weight compared the model.
     """
     from scipy import sparse  # here, not at the top: scipy.sparse costs the plain leaderboard's start ~0.5 s
 
@@ -335,11 +368,44 @@ def prompt_ensembles(
     rows = (np.arange(B)[:, None] * n_q + q_of_t[None, :]).ravel()
     cols = np.tile(np.arange(T), B)
     mix = sparse.csr_matrix((g.ravel(), (rows, cols)), shape=(B * n_q, T))
-    wins = stack.wins.reshape(T, n * n).astype(np.float64)
-    seen = stack.observed.any(axis=2).astype(np.float64)
-    wq = np.asarray(mix @ wins).reshape(B, n_q, n, n)
-    pres = np.asarray((mix > 0).astype(np.float64) @ seen).reshape(B, n_q, n) > 0
+    t, i, j = np.nonzero(stack.wins)
+    wins = sparse.csr_matrix((np.ones(t.size), (t, i * n + j)), shape=(T, n * n))
+    seen_t, seen_m = np.nonzero(stack.observed.any(axis=2))
+    seen = sparse.csr_matrix((np.ones(seen_t.size), (seen_t, seen_m)), shape=(T, n))
+    wq = (mix @ wins).toarray().reshape(B, n_q, n, n)
+    pres = ((mix > 0).astype(np.float64) @ seen).toarray().reshape(B, n_q, n) > 0
     return wq, pres
+
+
+_LAST_RANKINGS: list[tuple] = []
+"""The per-question rankings of the last per-prompt point fit: (the stack, weakly; its graph weights; the
+ranking words; points; above). A bootstrap whose resamples keep each question's rankings fixed (prompt
+resampling, or one graph per question) reads the very rankings the point fit of the same stack and
+weights just computed, instead of building the B = 1 ensembles and ranking them again."""
+
+
+def _keep_rankings(stack: GraphStack, alpha: np.ndarray, words: tuple, points: np.ndarray,
+                   above: np.ndarray) -> None:
+    """Keep the point fit's per-question rankings (read-only) for ``_kept_rankings``; one entry, dropped
+    with its stack."""
+    points, above = np.array(points), np.array(above)
+    points.setflags(write=False)
+    above.setflags(write=False)
+    _LAST_RANKINGS[:] = [(weakref.ref(stack), np.array(alpha, dtype=np.float64), words, points, above)]
+
+
+def _kept_rankings(stack: GraphStack, alpha: np.ndarray,
+                   words: tuple) -> tuple[np.ndarray, np.ndarray] | None:
+    """(points, above) of the last point fit when it ranked this very stack with equal graph weights and
+    ranking words, else None."""
+    last = _LAST_RANKINGS[:]
+    if not last:
+        return None
+    ref, kept_alpha, kept_words, points, above = last[0]
+    same_weights = kept_alpha.tobytes() == np.asarray(alpha, dtype=np.float64).tobytes()  # bit for bit
+    if ref() is not stack or kept_words != words or not same_weights:
+        return None
+    return points, above
 
 
 def pged_per_prompt_scores(
@@ -367,8 +433,12 @@ def pged_per_prompt_scores(
     n = stack.n
     m = np.asarray(m, dtype=np.float64)
     if g is None:
-        wq, pres = prompt_ensembles(stack, np.asarray(alpha, dtype=np.float64)[None], q_of_t, n_q)
-        points, above, *_ = prompt_rankings(wq[0], pres[0], prompt_ties, delta_ties, fas=fas)
+        kept = _kept_rankings(stack, alpha, (prompt_ties, delta_ties, fas))
+        if kept is None:
+            wq, pres = prompt_ensembles(stack, np.asarray(alpha, dtype=np.float64)[None], q_of_t, n_q)
+            points, above, *_ = prompt_rankings(wq[0], pres[0], prompt_ties, delta_ties, fas=fas)
+        else:
+            points, above = kept
         score, orders, _ = aggregate_rankings(points, above, m, aggregate, exact_max)
         return score, orders
     B = g.shape[0]
@@ -414,6 +484,7 @@ def pged_per_prompt(
     points, above, desc, paths, grouped, greedy, dag, removed = prompt_rankings(
         wq, pres, prompt_ties, delta_ties, display=True, fas=fas
     )
+    _keep_rankings(stack, alpha, (prompt_ties, delta_ties, fas), points, above)
     score, orders, counts = aggregate_rankings(points, above, np.ones((1, n_q)), aggregate, exact_max)
     score = score[0]
     order = final_order(models, score, None if orders is None else orders[0])

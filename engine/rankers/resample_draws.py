@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 
 import numpy as np
 
@@ -51,38 +52,99 @@ def equal_multinomial_rows(rng: np.random.Generator, U: int, B: int, *, n: int |
     Counts as uint8 while every count fits (a resample rarely draws a unit 256 times), else int64.
     ``compiled``: force (True) or forbid (False) the compiled loop; None picks it from
     ``COMPILED_FROM_UNITS`` units."""
-    n = U if n is None else int(n)
-    if compiled is None:
-        compiled = U >= COMPILED_FROM_UNITS
-    kernel = None
-    if compiled:
+    with DrawnRows(rng, U, B, n=n, compiled=compiled) as drawn:
+        return drawn.ready(B)
+
+
+class DrawnRows:
+    """The rows of ``equal_multinomial_rows``, drawn ahead of their reader: where the compiled loop draws
+    (it releases the GIL), a background thread draws row after row while the caller fits the resamples
+    already drawn (Elo's compiled loop, which releases the GIL too), so on two cores the draws and the
+    fits overlap instead of adding up. The rows, their order and the generator's final state are those
+    of ``equal_multinomial_rows``: one thread reads ``rng``, in the same order; nothing else may use
+    ``rng`` until the rows are all drawn (``ready(B)`` or leaving the ``with`` block). Where numpy
+    draws, every row is drawn at once, on the caller's thread."""
+
+    def __init__(self, rng: np.random.Generator, U: int, B: int, *, n: int | None = None,
+                 compiled: bool | None = None):
+        self.U, self.B, self.n = int(U), int(B), U if n is None else int(n)
+        self._rng = rng
+        self._table = np.zeros((self.B, self.U), dtype=np.uint8)
+        self._drawn = 0  # rows 0 .. _drawn - 1 are in the table
+        self._error: BaseException | None = None
+        self._stop = False
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        kernel = _kernel(self.U, compiled)
+        if kernel is None or self.U < 2:
+            for b in range(self.B):
+                self._store(b, rng.multinomial(self.n, np.full(self.U, 1.0 / self.U)))
+            self._drawn = self.B
+            return
+        self._thread = threading.Thread(target=self._draw_all, args=(kernel,), name="resample-draws",
+                                        daemon=True)
+        self._thread.start()
+
+    def ready(self, b1: int) -> np.ndarray:
+        """The table once rows 0 .. b1 - 1 are drawn (waits for them; re-raises the drawing thread's
+        error). Rows from b1 on may still be zeros or being written: read only rows below ``b1``."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._drawn >= b1 or self._error is not None)
+            if self._error is not None:
+                raise self._error
+            return self._table
+
+    def __enter__(self) -> DrawnRows:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Stop drawing (after the row under way) when the block ends early, and wait for the thread."""
+        with self._changed:
+            self._stop = True
+        if self._thread is not None:
+            self._thread.join()
+
+    def _store(self, b: int, row: np.ndarray) -> None:
+        """Write row b, widening the table to int64 first where a count does not fit its dtype (a new
+        table: a reader's earlier view of the old one keeps its rows)."""
+        if row.size and int(row.max()) > np.iinfo(self._table.dtype).max:
+            self._table = self._table.astype(np.int64)
+        self._table[b] = row
+
+    def _draw_all(self, kernel) -> None:
+        """The drawing thread: row after row with the compiled loop, a row numpy would draw by BTPE
+        redrawn by numpy from the generator state saved before it."""
+        rng, U, n = self._rng, self.U, self.n
         try:
-            kernel = _compiled_row()
-        except ImportError:  # numba missing (an environment older than requirements.txt): numpy's draws
-            kernel = None
-    drawn = np.zeros((B, U), dtype=np.uint8)
-    if kernel is None or U < 2:
-        for b in range(B):
-            drawn = _store_row(drawn, b, rng.multinomial(n, np.full(U, 1.0 / U)))
-        return drawn
-    p, q, log_q, flipped = _unit_terms(U)
-    row = np.zeros(U, dtype=np.int64)
-    for b in range(B):
-        saved = rng.bit_generator.state
-        row[:] = 0
-        if kernel(rng, p, q, log_q, flipped, n, row) < 0:  # a binomial numpy draws by BTPE: numpy's row
-            rng.bit_generator.state = saved
-            row[:] = rng.multinomial(n, np.full(U, 1.0 / U))
-        drawn = _store_row(drawn, b, row)
-    return drawn
+            p, q, log_q, flipped = _unit_terms(U)
+            row = np.zeros(U, dtype=np.int64)
+            for b in range(self.B):
+                if self._stop:
+                    return
+                saved = rng.bit_generator.state
+                row[:] = 0
+                if kernel(rng, p, q, log_q, flipped, n, row) < 0:  # numpy's BTPE: numpy's own row
+                    rng.bit_generator.state = saved
+                    row[:] = rng.multinomial(n, np.full(U, 1.0 / U))
+                with self._changed:
+                    self._store(b, row)
+                    self._drawn = b + 1
+                    self._changed.notify_all()
+        except BaseException as error:  # handed to the reader, which raises it
+            with self._changed:
+                self._error = error
+                self._changed.notify_all()
 
 
-def _store_row(drawn: np.ndarray, b: int, row: np.ndarray) -> np.ndarray:
-    """Write row b, widening ``drawn`` to int64 first where a count does not fit its dtype."""
-    if row.size and int(row.max()) > np.iinfo(drawn.dtype).max:
-        drawn = drawn.astype(np.int64)
-    drawn[b] = row
-    return drawn
+def _kernel(U: int, compiled: bool | None):
+    """The compiled row loop where it is asked for (None: from ``COMPILED_FROM_UNITS`` units) and numba
+    imports, else None (numpy draws)."""
+    if not (U >= COMPILED_FROM_UNITS if compiled is None else compiled):
+        return None
+    try:
+        return _compiled_row()
+    except ImportError:  # numba missing (an environment older than requirements.txt): numpy's draws
+        return None
 
 
 def _unit_terms(U: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -153,3 +215,30 @@ def _compiled_row():
     import numba
 
     return numba.njit(cache=True, nogil=True)(_draw_row)
+
+
+class ResampleRepeats:
+    """How often each resample reads each vote, from the drawn rows: resample b reads vote v
+    ``drawn[b, unit_of[v]]`` times (``unit_of``: each vote's unit; None where every vote is its own unit,
+    then a slice of the table, never a gather). Called as ``repeats(v0, v1)`` it is the (B, v1 - v0)
+    table ``Ranker.fit_votes_resampled`` reads (once every row is drawn); ``rows`` gives some resamples'
+    rows as soon as those are drawn, so a fit can run resample by resample beside the draws."""
+
+    def __init__(self, drawn: DrawnRows, unit_of: np.ndarray | None = None):
+        self.drawn, self.unit_of = drawn, unit_of
+
+    @property
+    def B(self) -> int:
+        """Number of resamples."""
+        return self.drawn.B
+
+    def __call__(self, v0: int, v1: int) -> np.ndarray:
+        return self.rows(0, self.B, v0, v1)
+
+    def rows(self, b0: int, b1: int, v0: int, v1: int) -> np.ndarray:
+        """(b1 - b0, v1 - v0) repeat counts of resamples b0 .. b1 - 1 over votes v0 .. v1 - 1 (waits for
+        those rows to be drawn)."""
+        table = self.drawn.ready(b1)
+        if self.unit_of is None:
+            return table[b0:b1, v0:v1]
+        return table[b0:b1][:, self.unit_of[v0:v1]]

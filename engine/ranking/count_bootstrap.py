@@ -21,7 +21,7 @@ from engine.errors import LensError
 from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.bt_solvers import DENSE_MODELS_MAX
 from engine.rankers.objects import ranker_object
-from engine.rankers.resample_draws import equal_multinomial_rows
+from engine.rankers.resample_draws import DrawnRows, ResampleRepeats
 from engine.rankers.simple import pair_sums
 from engine.rankers.votes import PairCounts, Votes
 from engine.ranking.bootstrap import BootstrapResult, _check
@@ -318,21 +318,18 @@ def _refits(votes: VoteSource, obj, unit: str, B: int, rng: np.random.Generator,
         _, unit_of = np.unique(votes.graph if unit == "graph" else votes.prompt, return_inverse=True)
         unit_of = unit_of.ravel()
         U = int(unit_of.max()) + 1
-    drawn = equal_multinomial_rows(rng, U, B)  # row b: rng.multinomial(U, [1/U] * U), the b-th in turn
-    if unit == "vote":  # unit v is vote v: a slice, not a gather of (B, chunk) counts
-        def repeats(v0, v1):
-            return drawn[:, v0:v1]
-    else:
-        def repeats(v0, v1):
-            return drawn[:, unit_of[v0:v1]]
-    batched = obj.fit_votes_resampled(votes, repeats, B, **params)
+    # row b: rng.multinomial(U, [1/U] * U), the b-th in turn; drawn ahead in a thread where compiled
+    with DrawnRows(rng, U, B) as drawn:
+        repeats = ResampleRepeats(drawn, None if unit == "vote" else unit_of)
+        batched = obj.fit_votes_resampled(votes, repeats, B, **params)
+        table = drawn.ready(B)
     if batched is not None:
         scores, how = batched
         pos = {m: i for i, m in enumerate(votes.models)}
         return scores[:, [pos[m] for m in names]], 0, 0, how
     rows, n_reg, n_unconv = [], 0, 0
     for b in range(B):
-        idx = np.repeat(np.arange(len(votes)), drawn[b][unit_of])
+        idx = np.repeat(np.arange(len(votes)), table[b][unit_of])
         sub = votes.take(idx)
         res = obj.fit_counts(sub.fit_pair_counts(), sub, **params)
         rows.append(res.scores.reindex(list(names)).to_numpy(np.float64))
