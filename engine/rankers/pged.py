@@ -38,9 +38,9 @@ questions) and, per prompt, ``prompt_descendants`` (question × model descendant
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.graphs.denoise import (
     DELTA_TIES,
     TIE_RTOL,
