@@ -225,8 +225,12 @@ def interval_columns(boot: BootstrapResult | None, models: list[str]) -> dict[st
 
 def frame_columns(columns: dict[str, Any], n: int) -> dict[str, Any]:
     """``columns`` for a DataFrame of ``n`` rows: each ``Missing`` column an all-<NA> array of its dtype."""
-    return {k: pd.array([pd.NA] * n, dtype=v.dtype) if isinstance(v, Missing) else v
-            for k, v in columns.items()}
+    out = dict(columns)
+    for name, col in columns.items():
+        if isinstance(col, Missing):
+            dtype: Any = col.dtype  # "Int64" or "string": pandas' stubs type each name apart
+            out[name] = pd.array([pd.NA] * n, dtype=dtype)
+    return out
 
 
 def components_of(compared, models: list[str]) -> tuple[np.ndarray, list[list[str]] | None]:
