@@ -3,10 +3,12 @@
 Why: the command's start-up is mostly imports (issue 26, point 5: at most twice a bare
 ``python -c "import duckdb, numpy"``). On a store that already holds vicuna80 the leaderboard never
 imports a file, never reads Parquet through pyarrow's dataset layer, never draws a page, never
-calls scipy.special (its sandwich and baseline paths do, when asked) and never imports scipy at all
-(the comparison graph's components come from a numpy union-find). A module import moved back to
-the top of a file on the command's path (engine.ingest.shipped importing the importer, a ranker
-importing scipy.special) puts the module back in the process and fails here.
+calls scipy.special (its sandwich and baseline paths do, when asked), never imports scipy at all
+(the comparison graph's components come from a numpy union-find) and never imports pandas or pyarrow
+(the board is built as arrays and its text written from them; pandas only where a caller asks for a
+DataFrame). A module import moved back to the top of a file on the command's path (engine.ingest.
+shipped importing the importer, a ranker importing scipy.special, pandas at the top of a module that
+names it) puts the module back in the process and fails here.
 
 The command runs as a real process (``python -c`` running the package as ``python -m`` does) and
 writes its ``sys.modules`` to a file after it finished; bench/startup.py times the same command.
@@ -25,6 +27,8 @@ import pytest
 from conftest import REPO
 
 NOT_NEEDED = (
+    "pandas",                          # the board is built and printed from arrays (engine.ranking.board.
+    "pyarrow",                         # BoardRows, engine.cli._text_table); pandas imports pyarrow
     "streamlit",                       # the app's
     "plotly",                          # the app's charts
     "engine.views",                    # what pages render

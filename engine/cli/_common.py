@@ -6,9 +6,8 @@ import argparse
 import json
 import sys
 
-import pandas as pd
-
 from engine.errors import LensError
+from engine.frames import pd
 from engine.ingest.csv_cells import write_csv
 from engine.ingest.shipped import open_store
 from engine.store.connection import Store
@@ -153,6 +152,24 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     else:
         with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
             out.write(df.to_string(index=False) + "\n")
+
+
+def write_plain_table(names: list[str], columns: list, out=None) -> bool:
+    """Write columns (numpy arrays, lists of texts) as ``write_frame``'s aligned table would write their
+    DataFrame, without pandas (``engine.cli._text_table``: the same text); texts and names escaped as
+    there. False, writing nothing, where that text needs pandas (a column of another kind) or the rows
+    would be cut for a terminal: the caller then writes the DataFrame."""
+    out = out or sys.stdout
+    if not columns or (len(columns[0]) > TERMINAL_ROWS and on_terminal(out)):
+        return False
+    from engine.cli._text_table import text_table
+
+    escaped = [[escape_cell(v) for v in c] if isinstance(c, list) else c for c in columns]
+    text = text_table([str(escape_cell(n)) for n in names], escaped)
+    if text is None:
+        return False
+    out.write(text + "\n")
+    return True
 
 
 NOISE = 1e-12

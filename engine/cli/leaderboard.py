@@ -16,6 +16,7 @@ from engine.cli._common import (
     store_from_args,
     write_frame,
     write_json,
+    write_plain_table,
 )
 from engine.cli._ppr import add_ppr_options, refuse_ppr_options_without_method, run_ppr
 from engine.errors import LensError
@@ -24,7 +25,7 @@ from engine.graphs.truncation import DEFAULT_SCORE, SCORES
 from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params, ranker_object
 from engine.rankers.params import param_kinds
 from engine.ranking.baseline import baseline_leaderboard, baseline_notes, check_decisive_weight
-from engine.ranking.board import BoardSpec, plain_values
+from engine.ranking.board import BoardRows, BoardSpec, plain_values
 from engine.ranking.board_notes import board_notes
 from engine.ranking.leaderboard import leaderboard
 from engine.store.datasets import require_dataset
@@ -303,20 +304,39 @@ NO_BOOTSTRAP_NOTE = (
 )
 
 
-def printed_table(board):
-    """The table as printed: without a bootstrap the interval columns are left out (not NaN / <NA>);
-    ``ci_note`` only when some interval is not estimable, ``component`` only when the comparison graph
-    has more than one (a note then names them); the JSON's params say both either way."""
-    t = board.table
+def left_out_columns(board, columns) -> list[str]:
+    """The table's columns not printed: without a bootstrap the interval columns (not NaN / <NA>);
+    ``ci_note`` unless some interval is not estimable, ``component`` unless the comparison graph has more
+    than one (a note then names them); the JSON's params say both either way. ``columns``: the table's."""
     method = board.params.get("ci_method")
-    drop = [] if board.params.get("bootstrap") else [c for c in INTERVAL_COLUMNS if c in t.columns]
+    drop = [] if board.params.get("bootstrap") else [c for c in INTERVAL_COLUMNS if c in columns]
     if method in FIT_CI_METHODS:  # score intervals only: the sandwich gives no rank intervals
         drop = ["rank_low", "rank_high"]
-    if "ci_note" in t.columns and not board.params.get("bootstrap_not_estimable"):
+    if "ci_note" in columns and not board.params.get("bootstrap_not_estimable"):
         drop.append("ci_note")
-    if "component" in t.columns and not board.params.get("components"):
+    if "component" in columns and not board.params.get("components"):
         drop.append("component")
-    return t.drop(columns=sorted(set(drop))) if drop else t
+    return sorted(set(drop))
+
+
+def printed_table(board):
+    """The table as printed (``left_out_columns`` left out)."""
+    t = board.table
+    drop = left_out_columns(board, t.columns)
+    return t.drop(columns=drop) if drop else t
+
+
+def write_printed_table(board, fmt: str) -> None:
+    """The printed table on stdout: a board built as arrays (``BoardRows``) in an aligned table is written
+    from its arrays where ``write_plain_table`` can (pandas' text, without importing pandas); every other
+    board and format through its DataFrame (``write_frame``)."""
+    rows = board.rows
+    if fmt == "table" and isinstance(rows, BoardRows):
+        drop = set(left_out_columns(board, rows.columns))
+        names = [c for c in rows.columns if c not in drop]
+        if write_plain_table(names, [rows.columns[c] for c in names]):
+            return
+    write_frame(printed_table(board), fmt)
 
 
 def write_board(board, fmt: str) -> None:
@@ -341,6 +361,6 @@ def write_board(board, fmt: str) -> None:
             obj["kept"] = json.loads(board.kept.to_json(orient="records", double_precision=10))
         write_json(plain_values(obj))
         return
-    write_frame(printed_table(board), fmt)
+    write_printed_table(board, fmt)
     for line in notes:
         sys.stderr.write(f"note: {line}\n")

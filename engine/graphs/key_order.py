@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
+from engine.frames import pd
 from engine.store.schema import GRAPH_KEY
 
 _NUM = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s*$")

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.store.schema import GRAPH_KEY
 
 CombinePolicy = Literal["plurality", "net", "unanimous"]

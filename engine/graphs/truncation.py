@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.graphs.key_order import key_rank
 from engine.store.schema import GRAPH_KEY
 

@@ -11,7 +11,7 @@ import io
 import os
 import re
 
-import pandas as pd
+from engine.frames import pd
 
 _TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")

@@ -19,8 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from engine.frames import pd
 from engine.ingest.shipped_counts import ensure_arena_counts
 from engine.store.connection import DATA_DIR, Store, damaged_store_error, is_damaged_store
 from engine.store.init_log import init_step_done, record_init_step

@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
-
+from engine.frames import pd
 from engine.store.connection import DATA_DIR, Store
 from engine.store.init_log import init_step_done, record_init_step
 

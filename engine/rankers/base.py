@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from engine.blas import single_thread_blas  # noqa: F401 - re-exported
 from engine.errors import LensError
-from engine.graphs.stack import GraphStack
+from engine.frames import pd
+
+if TYPE_CHECKING:
+    from engine.graphs.stack import GraphStack
 
 
 class FrozenDict(dict):
@@ -43,23 +45,49 @@ class FrozenDict(dict):
 
 
 @dataclass(frozen=True)
+class ModelScores:
+    """Scores by model without pandas: the models in order and their float64 values. A ranker on the plain
+    board's path returns these (``RankResult.scores`` builds the Series on first read), so a command that
+    prints the board from arrays never imports pandas (issue 26, point 5)."""
+
+    models: tuple[str, ...]
+    values: np.ndarray
+
+    def series(self) -> pd.Series:
+        """The same scores as the float Series every ranker's ``scores`` is (``series``)."""
+        return series(self.models, self.values)
+
+
+@dataclass(frozen=True)
 class RankResult:
     """Scores by model (higher is better) plus how they were obtained.
 
-    ``details`` says solver, iterations, convergence, regularisation and ranker parameters;
-    ``extras`` holds optional artefacts such as a denoised graph (``graph``, a DataFrame adjacency)
-    and the ``removed`` edges for PGED/ELSPR, or a total ``order`` when the ranker defines one.
+    ``model_scores`` is what the ranker gave: a Series by model or ``ModelScores`` (arrays); ``scores``
+    is always the Series. ``details`` says solver, iterations, convergence, regularisation and ranker
+    parameters; ``extras`` holds optional artefacts such as a denoised graph (``graph``, a DataFrame
+    adjacency) and the ``removed`` edges for PGED/ELSPR, or a total ``order`` when the ranker defines one.
     Both are read-only after construction (``FrozenDict``): build them before constructing the result.
     """
 
     ranker: str
-    scores: pd.Series
+    model_scores: pd.Series | ModelScores
     details: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", FrozenDict(self.details))
         object.__setattr__(self, "extras", FrozenDict(self.extras))
+
+    @property
+    def scores(self) -> pd.Series:
+        """Score by model, a float Series indexed by model (built once from ``ModelScores``)."""
+        if not isinstance(self.model_scores, ModelScores):
+            return self.model_scores
+        built = self.__dict__.get("_scores_series")
+        if built is None:
+            built = self.model_scores.series()
+            self.__dict__["_scores_series"] = built
+        return built
 
     @property
     def ranks(self) -> pd.Series:
@@ -74,7 +102,28 @@ class RankResult:
     @property
     def models(self) -> tuple[str, ...]:
         """The ranked models in score-index order."""
+        if isinstance(self.model_scores, ModelScores):
+            return self.model_scores.models
         return tuple(self.scores.index)
+
+    def scores_of(self, models: list[str] | tuple[str, ...]) -> np.ndarray:
+        """float64 scores of ``models`` in that order (NaN for a model the ranker did not score): the
+        Series' ``reindex(models)`` values, without pandas when the ranker gave ``ModelScores``."""
+        if not isinstance(self.model_scores, ModelScores):
+            return self.scores.reindex(list(models)).to_numpy(np.float64)
+        at = {m: i for i, m in enumerate(self.model_scores.models)}
+        values = np.asarray(self.model_scores.values, dtype=np.float64)
+        return np.array([values[at[m]] if m in at else np.nan for m in models], dtype=np.float64)
+
+    def ranks_of(self, models: list[str] | tuple[str, ...]) -> np.ndarray:
+        """``ranks`` of ``models`` in that order, as ``ranks.reindex(models).to_numpy()``: int64 ranks
+        computed from the ranker's own models (the same ``ranks_from_scores_batch``), without pandas when
+        every model was scored and the ranker gave ``ModelScores``."""
+        if not isinstance(self.model_scores, ModelScores) or not set(models) <= set(self.model_scores.models):
+            return self.ranks.reindex(list(models)).to_numpy()
+        own = ranks_from_scores_batch(np.asarray(self.model_scores.values, dtype=np.float64)[None])[0]
+        at = {m: i for i, m in enumerate(self.model_scores.models)}
+        return own[[at[m] for m in models]].astype(np.int64)
 
 
 TIE_RTOL = 1e-9

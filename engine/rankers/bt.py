@@ -25,10 +25,10 @@ from engine.errors import LensError
 from engine.graphs.reachability import strongly_connected_batch
 from engine.graphs.stack import GraphStack
 from engine.rankers.base import (
+    ModelScores,
     RankResult,
     check_stack,
     register,
-    series,
     single_thread_blas,
 )
 from engine.rankers.bt_solvers import (
@@ -297,7 +297,7 @@ def fit_bt_pairs(
         ),
         "alpha": alpha if fit.regularised[0] else 0.0,
     }
-    return RankResult(ranker, series(models, theta), details)
+    return RankResult(ranker, ModelScores(tuple(models), np.asarray(theta, dtype=np.float64)), details)
 
 
 def soft_wins(stack: GraphStack) -> tuple[np.ndarray, int]:

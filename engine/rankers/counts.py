@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.graphs.stack import DEFAULT_POLICY, combine_counts
 from engine.rankers.base import RankResult
 from engine.rankers.bt import fit_bt_pairs

@@ -11,8 +11,8 @@ The ranker fits half-tie Bradley-Terry on the cleaned pairs only (discarded pair
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from engine.frames import pd
 from engine.graphs.reachability import closure_batch
 from engine.graphs.stack import GraphStack
 from engine.rankers.base import RankResult, adjacency_frame, check_stack, register

@@ -93,6 +93,9 @@ class Ranker:
     """True: the ranker models every verdict with its judge and presentation order (the judge panel), so
     the leaderboard fits it on verdict counts (``engine.ranking.panel_board``), with intervals from the
     fit itself: no keep-K, no bootstrap, no pooling of judges to warn about."""
+    notes_read_table: bool = False
+    """True: ``notes`` reads the board's table (the participation warning of sums over prompts), so the
+    board passes its DataFrame; else it passes None and a board built as arrays stays without pandas."""
     elo_factor: float | None = None
     """Multiplier from this ranker's score to the Elo-like display scale (400·log10 units); None: the score
     has no such reading. BT and Davidson scores are natural-log strengths (400/ln 10 per unit), Elo ratings
@@ -251,7 +254,7 @@ class BT(Ranker):
                 "model": "soft Bradley-Terry (wins weighted by the judge's probability, paper 001)",
                 "pairs_without_probability": pc.soft[2],
             }
-            return RankResult(res.ranker, res.scores, details, dict(res.extras))
+            return RankResult(res.ranker, res.model_scores, details, dict(res.extras))
         return fit_bt_pairs(pc.n, pc.wtilde_pairs(), pc.models, solver=solver, alpha=alpha,
                             on_degenerate=on_degenerate, scale=scale)
 
@@ -690,10 +693,10 @@ RANKER_OBJECTS: dict[str, Ranker] = {
     "scorewin": Copeland("scorewin", counts=True, counting=True),
     "rank-centrality": RankCentrality("rank-centrality", counts=True),
     "majority": Majority("majority", counts=True, counting=True),
-    "pged": PGED("pged", prompt_unit_words=" (per-prompt PGED's own unit)"),
+    "pged": PGED("pged", prompt_unit_words=" (per-prompt PGED's own unit)", notes_read_table=True),
     "kemeny": Kemeny("kemeny"),
     "elspr": ELSPR("elspr"),
-    "borda": Borda("borda", counting=True),
+    "borda": Borda("borda", counting=True, notes_read_table=True),
     "pairwise-majority": PairwiseMajority("pairwise-majority", counting=True),
     "panel": Panel("panel", judged_verdicts=True),
 }

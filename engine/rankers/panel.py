@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.graphs.stack import GraphStack
 from engine.rankers.base import RankResult, check_stack, register, series, single_thread_blas
 

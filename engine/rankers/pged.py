@@ -40,9 +40,9 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.graphs.denoise import (
     DELTA_TIES,
     TIE_RTOL,

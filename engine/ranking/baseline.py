@@ -26,9 +26,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.rankers import ranker_object
 from engine.rankers.votes import VoteRows, Votes
 from engine.rankers.votes import votes as make_votes
@@ -173,7 +173,7 @@ def with_baseline(board: Leaderboard, baseline: str, decisive_weight: int | None
     unlinked = [str(m) for m, c in zip(board.table["model"], comp, strict=True) if c != comp[b]]
     params = {**board.params, "baseline": baseline, "decisive_weight": decisive_weight,
               "baseline_unlinked": list(board.params.get("baseline_unlinked") or []) + unlinked}
-    return replace(board, table=table, params=params)
+    return replace(board, rows=table, params=params)
 
 
 def baseline_leaderboard(

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from engine.frames import pd
 from engine.graphs.stack import DEFAULT_POLICY
 from engine.rankers import RankResult, ranker_object
 from engine.rankers.objects import Ranker
@@ -86,19 +86,86 @@ UNIT_NOTES = {
 
 
 @dataclass(frozen=True)
+class Missing:
+    """A table column without a value in any row, of a pandas dtype that holds missing values (``Int64``
+    for the rank intervals, ``string`` for ``ci_note``): what a board without a bootstrap has, named
+    without building pandas arrays."""
+
+    dtype: str
+
+
+@dataclass(frozen=True)
+class BoardRows:
+    """The board's table as columns before pandas: name -> a numpy array, a list of model names, a pandas
+    array (paths that already use pandas) or ``Missing``, one row per model, best first. The count path
+    builds its table as these, so a command that prints the plain board never imports pandas (issue 26,
+    point 5); ``frame()`` is the same table as a DataFrame for every other reader."""
+
+    columns: dict[str, Any]
+
+    @classmethod
+    def ranked(cls, columns: dict[str, Any]) -> BoardRows:
+        """The rows sorted by (rank, model), as ``sort_values(["rank", "model"], kind="stable")`` sorts
+        them (a missing rank last), with the columns in ``TABLE_COLUMNS`` order."""
+        rank, models = columns["rank"], list(columns["model"])
+        missing = np.isnan(np.asarray(rank, dtype=np.float64))
+        order = sorted(range(len(models)),
+                       key=lambda i: (bool(missing[i]), 0 if missing[i] else rank[i], models[i]))
+        take = np.asarray(order, dtype=np.intp)
+        out: dict[str, Any] = {}
+        for name in TABLE_COLUMNS:
+            col = columns[name]
+            if isinstance(col, Missing):
+                out[name] = col
+            elif isinstance(col, list):
+                out[name] = [col[i] for i in order]
+            else:
+                out[name] = col[take]
+        return cls(out)
+
+    def __len__(self) -> int:
+        return len(self.columns["model"])
+
+    def frame(self) -> pd.DataFrame:
+        """The table as a DataFrame (``Missing`` columns as all-<NA> arrays of their dtype)."""
+        return pd.DataFrame(frame_columns(self.columns, len(self)))
+
+
+@dataclass(frozen=True)
 class Leaderboard:
     """``table`` (one row per model, best first), ``params`` (what produced it), the graphs ranked
-    (``kept``: with keep-K, the kept-graph table in keep order with each graph's S_mu)."""
+    (``kept``: with keep-K, the kept-graph table in keep order with each graph's S_mu).
 
-    table: pd.DataFrame
+    ``rows`` is the table as built: a DataFrame, or ``BoardRows`` (the count path) whose DataFrame
+    ``table`` is made on first read; the plain command line prints ``rows`` without pandas."""
+
+    rows: pd.DataFrame | BoardRows
     params: dict[str, Any]
     n_graphs: int
-    kept: pd.DataFrame
+    kept_graphs: pd.DataFrame | None
+    """The kept-graph table (None: the count path without keep-K, whose ``kept`` is an empty frame)."""
     result: RankResult = field(repr=False)
     bootstrap: BootstrapResult | None = field(default=None, repr=False)
     covariance: pd.DataFrame | None = field(default=None, repr=False)
     """With sandwich intervals: the sandwich covariance H^-1 G H^-1 of the fit's natural-log strengths
     (models x models), for quantities of several strengths, e.g. a win rate against a baseline."""
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The table, one row per model, best first (built once from ``BoardRows``)."""
+        if not isinstance(self.rows, BoardRows):
+            return self.rows
+        built = self.__dict__.get("_table_frame")
+        if built is None:
+            built = self.rows.frame()
+            self.__dict__["_table_frame"] = built
+        return built
+
+    @property
+    def kept(self) -> pd.DataFrame:
+        """The graphs ranked (with keep-K: the kept-graph table in keep order); an empty frame where the
+        count path ranked votes without keep-K."""
+        return pd.DataFrame() if self.kept_graphs is None else self.kept_graphs
 
     @property
     def ranks(self) -> pd.Series:
@@ -139,13 +206,12 @@ def interval_columns(boot: BootstrapResult | None, models: list[str]) -> dict[st
     """The table's interval columns for ``models``: ci_low, ci_high, rank_low, rank_high (empty without
     a bootstrap, and where an interval is not estimable), ``rank_ub`` (``rank_upper_bound`` of the
     score intervals; empty without a bootstrap) and ``ci_note`` (``NOT_ESTIMABLE`` there, '' where
-    estimated, <NA> without a bootstrap). Shared by the graph and the count paths."""
+    estimated, <NA> without a bootstrap). Shared by the graph and the count paths; the empty columns are
+    ``Missing`` (``frame_columns`` turns them into pandas arrays for a DataFrame's ``assign``)."""
     n = len(models)
-    if boot is None:
-        na = pd.array([pd.NA] * n, dtype="Int64")
-        return {"ci_low": np.full(n, np.nan), "ci_high": np.full(n, np.nan), "rank_low": na,
-                "rank_high": na.copy(), "rank_ub": na.copy(),
-                "ci_note": pd.array([pd.NA] * n, dtype="string")}
+    if boot is None:  # Missing columns: no pandas array for a board without a bootstrap (``BoardRows``)
+        return {"ci_low": np.full(n, np.nan), "ci_high": np.full(n, np.nan), "rank_low": Missing("Int64"),
+                "rank_high": Missing("Int64"), "rank_ub": Missing("Int64"), "ci_note": Missing("string")}
     sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
     why = boot.not_estimable.reindex(models).fillna("").to_numpy()
     low, high = sci["low"].to_numpy(np.float64), sci["high"].to_numpy(np.float64)
@@ -155,6 +221,16 @@ def interval_columns(boot: BootstrapResult | None, models: list[str]) -> dict[st
         "rank_ub": pd.array(rank_upper_bound(low, high), dtype="Int64"),
         "ci_note": pd.array([NOT_ESTIMABLE if w else "" for w in why], dtype="string"),
     }
+
+
+def frame_columns(columns: dict[str, Any], n: int) -> dict[str, Any]:
+    """``columns`` for a DataFrame of ``n`` rows: each ``Missing`` column an all-<NA> array of its dtype."""
+    out = dict(columns)
+    for name, col in columns.items():
+        if isinstance(col, Missing):
+            dtype: Any = col.dtype  # "Int64" or "string": pandas' stubs type each name apart
+            out[name] = pd.array([pd.NA] * n, dtype=dtype)
+    return out
 
 
 def components_of(compared, models: list[str]) -> tuple[np.ndarray, list[list[str]] | None]:

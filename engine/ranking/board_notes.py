@@ -63,7 +63,7 @@ def board_notes(board: Leaderboard) -> list[str]:
         out.append(
             f"{r}: the fit did not converge ({d.get('convergence') or d.get('message', 'no reason given')})."
         )
-    out.extend(obj.notes(d, p, board.table))
+    out.extend(obj.notes(d, p, board.table if obj.notes_read_table else None))
     if d.get("pairs_without_probability"):
         out.append(
             f"{r}: {d['pairs_without_probability']} compared pair(s) had no judge probability and count "

@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.graphs.stack import DEFAULT_POLICY, GraphStack
 from engine.rankers import rank, ranker_object
 from engine.rankers.base import ranks_from_scores_batch

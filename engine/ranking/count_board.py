@@ -8,14 +8,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.rankers import fit_counts
 from engine.rankers.votes import PairCounts, Votes
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.board import (
-    TABLE_COLUMNS,
+    BoardRows,
     BoardSpec,
     Leaderboard,
     components_of,
@@ -100,14 +100,14 @@ def leaderboard_from_counts(
     models = list(pc.models)
     wins, losses, ties = pc.model_totals()
     games = wins + losses + ties
-    table = pd.DataFrame({
+    columns = {
         "model": models,
-        "score": res.scores.reindex(models).to_numpy(np.float64),
+        "score": res.scores_of(models),
         "wins": wins.astype(np.int64), "losses": losses.astype(np.int64), "ties": ties.astype(np.int64),
         "win_rate": np.divide(wins + 0.5 * ties, games, out=np.full(len(models), np.nan), where=games > 0),
         "n_graphs_model": pc.n_graphs, "votes": pc.votes, "n_prompts": pc.n_prompts,
-    })
-    table["rank"] = res.ranks.reindex(models).to_numpy()
+        "rank": res.ranks_of(models),
+    }
     boot = None
     if bootstrap and int(bootstrap) > 0:
         assert votes is not None  # refused on entry: the bootstrap resamples the votes themselves
@@ -126,11 +126,11 @@ def leaderboard_from_counts(
         from engine.ranking.style_board import sandwich_columns
 
         cols, sandwich_why, covariance = sandwich_columns(pc, res, obj, params, level)
-        table = table.assign(**cols)
+        columns.update(cols)
     else:
-        table = table.assign(**interval_columns(boot, list(models)))
-    table["component"], components = components_of((pc.lo, pc.hi), list(models))
-    table = table.sort_values(["rank", "model"], kind="stable")[list(TABLE_COLUMNS)].reset_index(drop=True)
+        columns.update(interval_columns(boot, list(models)))
+    columns["component"], components = components_of((pc.lo, pc.hi), list(models))
+    rows = BoardRows.ranked(columns)
     n_graphs = pc.n_graph_total
     info = {
         "ranker": ranker,
@@ -168,8 +168,7 @@ def leaderboard_from_counts(
         "fit_from": "pair counts aggregated from the verdicts (no graph stack)",
         **(extra_params or {}),
     }
-    kept_frame = kept if kept is not None else pd.DataFrame()
-    return Leaderboard(table, info, n_graphs, kept_frame, res, boot, covariance)
+    return Leaderboard(rows, info, n_graphs, kept, res, boot, covariance)
 
 
 def vote_fetch_order(spec: BoardSpec, columns) -> str | None:

@@ -28,13 +28,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
 from engine.graphs.distinct import distinct_sorted
 from engine.rankers.votes import A_WINS, TIE, PairCounts, Votes
 from engine.ranking.count_bootstrap import occurring_cells
-from engine.ranking.vote_query import GRAPH_HASH, columns_of, filtered_source
+from engine.ranking.vote_query import GRAPH_HASH, columns_of, filtered_source, model_codes
 from engine.store.sql import Relation, params
 
 if TYPE_CHECKING:
@@ -80,21 +79,17 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
         return SqlCounts(PairCounts.of_votes(models, empty, empty, empty, votes=empty, n_graphs=empty,
                                              n_prompts=empty), 0, 0, n_invalid)  # refused by the caller
     order_col = "\"order\"" if "order" in cols else "NULL"
-    codes = pd.DataFrame({"model": list(models), "code": np.arange(n, dtype=np.int16)})
-    con.register("lens_count_codes", codes)
-    try:
-        out = con.execute(
-            f"""
-            SELECT {GRAPH_HASH} AS g, ma.code AS a, mb.code AS b,
-                   (CASE s.winner WHEN 'A' THEN 1 WHEN 'B' THEN 2 ELSE 3 END)::TINYINT AS w,
-                   (CASE {order_col} WHEN 'AB' THEN 1 WHEN 'BA' THEN 2 ELSE 0 END)::TINYINT AS o
-            FROM {src} s JOIN lens_count_codes ma ON s.model_a = ma.model
-                         JOIN lens_count_codes mb ON s.model_b = mb.model
-            WHERE s.winner <> 'invalid'""",
-            params(src),
-        ).fetchnumpy()
-    finally:
-        con.unregister("lens_count_codes")
+    codes = model_codes(models)
+    out = con.execute(
+        f"""
+        SELECT {GRAPH_HASH} AS g, ma.code AS a, mb.code AS b,
+               (CASE s.winner WHEN 'A' THEN 1 WHEN 'B' THEN 2 ELSE 3 END)::TINYINT AS w,
+               (CASE {order_col} WHEN 'AB' THEN 1 WHEN 'BA' THEN 2 ELSE 0 END)::TINYINT AS o
+        FROM {src} s JOIN {codes} ma ON s.model_a = ma.model
+                     JOIN {codes} mb ON s.model_b = mb.model
+        WHERE s.winner <> 'invalid'""",
+        params(src, codes),
+    ).fetchnumpy()
     g = np.asarray(out.pop("g"), dtype=np.uint64)
     a, b = np.asarray(out.pop("a"), dtype=np.int16), np.asarray(out.pop("b"), dtype=np.int16)
     w, o = np.asarray(out.pop("w"), dtype=np.int8), np.asarray(out.pop("o"), dtype=np.int8)

@@ -13,9 +13,9 @@ pair tied in either ranking is not discordant for kendall.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 
 DISTANCES: tuple[str, ...] = ("spearman", "kendall", "footrule", "chebyshev")
 RANK_RTOL = 1e-9

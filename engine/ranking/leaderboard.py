@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.graphs.stack import GraphStack, graph_cells, stack_from_cells
 from engine.rankers import rank
 from engine.rankers.base import ranks_from_scores
@@ -22,6 +22,7 @@ from engine.ranking.board import (
     BoardSpec,
     Leaderboard,
     components_of,
+    frame_columns,
     interval_columns,
     not_estimable_params,
     plain_values,
@@ -120,7 +121,7 @@ def leaderboard_from_stack(
     if bootstrap and int(bootstrap) > 0:
         boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, unit=spec.bootstrap_unit,
                              **params)
-    table = table.assign(**interval_columns(boot, models))
+    table = table.assign(**frame_columns(interval_columns(boot, models), len(models)))
     table["component"], components = components_of(stack.observed.any(axis=0), models)
     table = table.sort_values(["rank", "model"], kind="stable")
     table = table[list(TABLE_COLUMNS)].reset_index(drop=True)

@@ -312,4 +312,4 @@ def with_length_control(board: Leaderboard, store: Store, dataset: str, baseline
         "n_fitted": {str(m): int(n) for m, n in fitted["n_fitted"].items()},
         "notes": notes,
     }}
-    return replace(board, table=table, params=params)
+    return replace(board, rows=table, params=params)

@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.rankers import RankResult
 from engine.rankers.base import ranks_from_scores, ranks_from_scores_batch, series
 from engine.rankers.objects import Ranker

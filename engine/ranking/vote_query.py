@@ -9,13 +9,14 @@ Python. The optional ``battle_id`` and ``tstamp`` columns (migration 030) are us
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.rankers.votes import VoteRows
 from engine.store.sql import Relation, in_values, params
 from engine.store.style_cache import ANSWER_KEY
@@ -90,40 +91,36 @@ def read_vote_rows(
                         else ", 0::TINYINT AS st")
     answer_keys = (f", {ANSWER_KEY.format(model='s.model_a')} AS ka, "
                    f"{ANSWER_KEY.format(model='s.model_b')} AS kb")
-    codes = pd.DataFrame({"model": list(models), "code": np.arange(len(models), dtype=np.int16)})
-    con.register("lens_model_codes", codes)
-    try:
-        sort = ""
-        if order_by == "input":
-            sort = " ORDER BY " + _source_order(cols)
-        elif order_by == "time" and has_time:
-            sort = " ORDER BY tstamp NULLS LAST, " + _source_order(cols)
-        elif order_by == "time":
-            sort = " ORDER BY " + _source_order(cols)
-        elif order_by == "prompt":
-            sort = (
-                " ORDER BY judge, prompt_id, variant, turn, least(model_a, model_b), greatest(model_a, "
-                "model_b), "
-                + _source_order(cols)
-            )
-        sql = f"""
-            SELECT ma.code AS a, mb.code AS b,
-                   (CASE s.winner WHEN 'A' THEN 1 WHEN 'B' THEN 2 ELSE 3 END)::TINYINT AS w,
-                   (CASE {order_col} WHEN 'AB' THEN 1 WHEN 'BA' THEN 2 ELSE 0 END)::TINYINT AS o,
-                   {GRAPH_HASH} AS g, hash(prompt_id::VARCHAR) AS p,
-                   hash({annot}::VARCHAR, {battle}::VARCHAR) AS u
-                   {', tstamp::DOUBLE AS ts' if has_time else ''}
-                   {', prob_a::DOUBLE AS pa' if prob else ''}
-                   {strength_sql}
-                   {''.join(f', {e}' for e in style_select(cols)) if style else ''}
-                   {answer_keys if style and texts is not None else ''}
-            FROM {src} s
-            JOIN lens_model_codes ma ON s.model_a = ma.model
-            JOIN lens_model_codes mb ON s.model_b = mb.model
-            WHERE s.winner <> 'invalid'{sort}"""
-        out = con.execute(sql, params(src)).fetchnumpy()
-    finally:
-        con.unregister("lens_model_codes")
+    codes = model_codes(models)
+    sort = ""
+    if order_by == "input":
+        sort = " ORDER BY " + _source_order(cols)
+    elif order_by == "time" and has_time:
+        sort = " ORDER BY tstamp NULLS LAST, " + _source_order(cols)
+    elif order_by == "time":
+        sort = " ORDER BY " + _source_order(cols)
+    elif order_by == "prompt":
+        sort = (
+            " ORDER BY judge, prompt_id, variant, turn, least(model_a, model_b), greatest(model_a, "
+            "model_b), "
+            + _source_order(cols)
+        )
+    sql = f"""
+        SELECT ma.code AS a, mb.code AS b,
+               (CASE s.winner WHEN 'A' THEN 1 WHEN 'B' THEN 2 ELSE 3 END)::TINYINT AS w,
+               (CASE {order_col} WHEN 'AB' THEN 1 WHEN 'BA' THEN 2 ELSE 0 END)::TINYINT AS o,
+               {GRAPH_HASH} AS g, hash(prompt_id::VARCHAR) AS p,
+               hash({annot}::VARCHAR, {battle}::VARCHAR) AS u
+               {', tstamp::DOUBLE AS ts' if has_time else ''}
+               {', prob_a::DOUBLE AS pa' if prob else ''}
+               {strength_sql}
+               {''.join(f', {e}' for e in style_select(cols)) if style else ''}
+               {answer_keys if style and texts is not None else ''}
+        FROM {src} s
+        JOIN {codes} ma ON s.model_a = ma.model
+        JOIN {codes} mb ON s.model_b = mb.model
+        WHERE s.winner <> 'invalid'{sort}"""
+    out = con.execute(sql, params(src, codes)).fetchnumpy()
     when = None
     if has_time:
         when = np.asarray(out["ts"], dtype=np.float64) if "ts" in out else None
@@ -142,6 +139,14 @@ def read_vote_rows(
                     _plain(out["o"], np.int8), _plain(out["g"], np.uint64), _plain(out["p"], np.uint64),
                     _plain(out["u"], np.uint64), when, pa, n_invalid,
                     strength=_plain(out["st"], np.int8) if need_strength else None, style=counts)
+
+
+def model_codes(models: Sequence[str]) -> Relation:
+    """The relation (model, code) of ``models`` with code = the model's position (SMALLINT), from two bound
+    lists zipped by ``unnest``: the verdict fetch joins it twice to read model codes, not names (no frame
+    registered, so the count path needs no pandas)."""
+    return Relation.bind("(SELECT unnest({models}::VARCHAR[]) AS model, unnest({codes}::SMALLINT[]) AS code)",
+                         models=list(models), codes=list(range(len(models))))
 
 
 def _plain(x, dtype) -> np.ndarray:

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 
 from engine.errors import LensError
+from engine.frames import pd
 from engine.store import file_lock
 from engine.store.schema import GRAPH_KEY, STYLE_COLUMNS, VERDICT_COLUMNS, VERDICT_DTYPES
 

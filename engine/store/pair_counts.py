@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from engine.errors import LensError
+from engine.frames import pd
 from engine.store import writes
 from engine.store.sql import scalar
 

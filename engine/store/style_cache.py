@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import pandas as pd
-
+from engine.frames import pd
 from engine.store.connection import Store
 from engine.store.sql import scalar
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import duckdb
-import pandas as pd
 
+from engine.frames import pd
 from engine.store.sql import Relation, identifier, identifiers, param_name, params, scalar
 
 DATASET_TABLES: tuple[str, ...] = ("verdicts", "prompts", "answers", "synthetic_truth", "dataset_files",

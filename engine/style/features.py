@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
-import pandas as pd
 
+from engine.frames import pd
 from engine.store import style_cache
 from engine.store.schema import STYLE_COLUMNS, STYLE_FEATURES
 from engine.store.sql import Relation, params, scalar
