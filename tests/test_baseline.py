@@ -203,8 +203,8 @@ def test_bootstrap_interval_resamples_battles_and_brackets_the_point(empty_store
             list(np.quantile(w, [0.025, 0.975])), abs=1e-12)
 
 
-def test_cli_adds_the_columns_and_refuses_bad_choices(tmp_path):
-    db = str(tmp_path / "l.duckdb")
+def test_cli_adds_the_columns_and_refuses_bad_choices(tmp_path, shipped_db_copy):
+    db = str(shipped_db_copy)  # `import` on a new file would first import the shipped datasets
     path = write_jsonl(tmp_path / "j.jsonl", arena_hard_records(6, n_q=10))
     run_engine(["--db", db, "import", str(path), "--dataset", "ah"], check=True)
     out = run_engine(["--db", db, "leaderboard", "--dataset", "ah", "--baseline", "base", "--format", "json"])
@@ -228,7 +228,7 @@ def test_cli_adds_the_columns_and_refuses_bad_choices(tmp_path):
         assert r.stderr.count("\n") == 1  # one sentence
 
 
-def test_v01_records_without_baseline_import_with_baseline_model(tmp_path):
+def test_v01_records_without_baseline_import_with_baseline_model(tmp_path, shipped_db_copy):
     """The excerpt in Arena-Hard v0.1's original layout (question_id, model, judge, games; the baseline
     only in the run's configuration): refused without --baseline, the same board with it (and with the
     older spelling --baseline-model, kept as an alias)."""
@@ -237,7 +237,7 @@ def test_v01_records_without_baseline_import_with_baseline_model(tmp_path):
         r = json.loads(line)
         v01.append({"question_id": r["uid"], "model": r["model"], "judge": r["judge"], "games": r["games"]})
     path = write_jsonl(tmp_path / "gpt-3.5-turbo-0125.jsonl", v01)
-    db = str(tmp_path / "l.duckdb")
+    db = str(shipped_db_copy)  # `import` on a new file would first import the shipped datasets
     refused = run_engine(["--db", db, "import", str(path), "--dataset", "v01"])
     assert refused.returncode == 2 and "import with --baseline NAME" in refused.stderr
     ok = run_engine(["--db", db, "import", str(path), "--dataset", "v01", "--baseline", "gpt-4-0314"])

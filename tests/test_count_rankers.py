@@ -267,7 +267,7 @@ def test_soft_bt_from_votes_equals_the_stack_soft_fit():
     assert a.details["pairs_without_probability"] == b.details["pairs_without_probability"] > 0
 
 
-def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
+def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, shipped_db_copy):
     """`datasets attach` + `leaderboard --ranker elo` over Parquet with a tstamp column: time order by
     default,
     stated in the note; order=input follows the file."""
@@ -279,6 +279,7 @@ def test_cli_attach_and_elo_in_time_order_over_parquet(tmp_path, db_path):
     v = frame(rows)[["prompt_id", "model_a", "model_b", "winner"]]
     v["tstamp"] = rng.permutation(40).astype(float) + 1.7e9
     v.to_parquet(tmp_path / "log.parquet")
+    db_path = shipped_db_copy  # no first-use import of the shipped datasets
 
     def cli(*args):
         out = run_engine(["--db", str(db_path), *args])

@@ -131,8 +131,8 @@ def test_datasets_export_csv_is_inert_and_reimports_exactly(empty_store, tmp_pat
     pd.testing.assert_frame_equal(first, again)
 
 
-def test_cli_csv_outputs_are_inert_and_json_raw(tmp_path, capsys):
-    db = tmp_path / "cli.duckdb"
+def test_cli_csv_outputs_are_inert_and_json_raw(tmp_path, capsys, shipped_db_copy):
+    db = shipped_db_copy  # `datasets` on a new file would first import the shipped datasets
     from engine.store.connection import Store
 
     with Store(db) as st:

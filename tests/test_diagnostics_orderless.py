@@ -47,10 +47,12 @@ def orderless_csv(path, with_prob: bool, seed: int = 0) -> pd.DataFrame:
 
 
 @pytest.fixture(params=[False, True], ids=["no-prob", "prob"])
-def orderless_db(request, tmp_path):
+def orderless_db(request, tmp_path, shipped_db_copy):
+    """The orderless verdicts imported into a copy of the session's shipped store (a new store file would
+    first import the shipped datasets, which no test here reads)."""
     csv = tmp_path / "verdicts.csv"
     frame = orderless_csv(csv, request.param)
-    db = tmp_path / "lens.duckdb"
+    db = shipped_db_copy
     rc, out, err = run(db, "import", "--dataset", "no", str(csv))
     assert rc == 0, err
     return db, frame, request.param
@@ -124,7 +126,7 @@ def test_agreement_without_order_by_loops(orderless_db):
     assert rc == 2 and "only be broken down by category" in err and err.count("\n") == 1
 
 
-def test_mixed_known_and_unknown_orders(tmp_path):
+def test_mixed_known_and_unknown_orders(tmp_path, shipped_db_copy):
     """One judge with both orders recorded, one without: position rows only where the order is known."""
     csv = tmp_path / "v.csv"
     frame = orderless_csv(csv, with_prob=False)
@@ -133,7 +135,7 @@ def test_mixed_known_and_unknown_orders(tmp_path):
     both = pd.concat([j1.assign(order="AB"), swapped, frame[frame["judge"] == "j2"].assign(order="")],
                      ignore_index=True)
     both.to_csv(csv, index=False)
-    db = tmp_path / "lens.duckdb"
+    db = shipped_db_copy
     assert run(db, "import", "--dataset", "mix", str(csv))[0] == 0
     rc, out, err = run(db, "diagnose", "--dataset", "mix", "--table", "position", "--format", "csv")
     t = pd.read_csv(io.StringIO(out))

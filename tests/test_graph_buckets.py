@@ -318,7 +318,8 @@ def run(db, capsys, *args):
     return rc, out.out, out.err
 
 
-def test_cli_on_battles_refuses_keep_k_and_says_why(tmp_path, db_path, capsys):
+def test_cli_on_battles_refuses_keep_k_and_says_why(tmp_path, shipped_db_copy, capsys):
+    db_path = shipped_db_copy  # no first-use import of the shipped datasets
     path = tmp_path / "arena.csv"
     arena_csv(path)
     assert run(db_path, capsys, "import", str(path), "--dataset", "arena")[0] == 0

@@ -132,7 +132,9 @@ def test_soft_prob_a_is_the_softmax_over_the_letters_from_the_logits(smol, empty
     """The local soft judge reads prob_a from the full logits, so a pair whose letters are not in
     the top 10 (SmolLM2 starts its reply with "Here is a" or "```python") still gets a value: the
     softmax over every vocabulary token that is the letter A or B, recomputed here by a plain
-    forward pass over each order's prompt, averaged as mean(P_AB, 1 - P_BA). None is invalid."""
+    forward pass over each order's prompt, averaged as mean(P_AB, 1 - P_BA). None is invalid.
+    Answers are cut to 80 characters, the same cut in the recomputation (whole coding answers made
+    each of the four forward passes about 460 tokens; the length is not what is compared)."""
     import torch
 
     load_inputs(
@@ -143,13 +145,14 @@ def test_soft_prob_a_is_the_softmax_over_the_letters_from_the_logits(smol, empty
         categories=["coding"],
         limit_per_category=1,
     )
-    cfg = ProtocolConfig.default()
+    chars = 80
+    cfg = ProtocolConfig.default(max_answer_chars=chars)
     rep = judge_run(empty_store, "soft", Runner(empty_store, smol), protocol="soft", cfg=cfg, judge="s")
     assert (rep.pairs, rep.verdicts, rep.invalid, rep.stats.made) == (1, 1, 0, 2)
     v = empty_store.verdicts("soft").iloc[0]
     prompts, answers = empty_store.prompt_texts("soft"), empty_store.answer_texts("soft")
     q = prompts.iloc[0]["text"]
-    text = dict(zip(answers["model"], answers["text"], strict=True))
+    text = {m: t[:chars] for m, t in zip(answers["model"], answers["text"], strict=True)}
     vocab = [smol.tokenizer.decode([i]).strip() for i in range(len(smol.tokenizer))]
     a_ids = [i for i, t in enumerate(vocab) if t == "A"]
     b_ids = [i for i, t in enumerate(vocab) if t == "B"]

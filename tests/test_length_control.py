@@ -120,9 +120,10 @@ def test_the_solver_reaches_the_penalised_optimum_at_each_c():
 
 
 @pytest.fixture
-def lc_db(tmp_path):
-    """Two models' annotation files against the baseline ``ref``, imported through the CLI."""
-    db = tmp_path / "lens.duckdb"
+def lc_db(tmp_path, shipped_db_copy):
+    """Two models' annotation files against the baseline ``ref``, imported through the CLI into a copy of
+    the session's shipped store (on a new file `import` would first import the shipped datasets)."""
+    db = shipped_db_copy
     files = []
     for seed, model in ((11, "alpha"), (12, "beta")):
         path = tmp_path / f"{model}.json"
@@ -161,8 +162,8 @@ def test_cli_refuses_length_control_without_a_known_baseline(lc_db, capsys, argv
     assert says in capsys.readouterr().err
 
 
-def test_cli_refuses_length_control_without_answer_texts(tmp_path, capsys):
-    db, path = tmp_path / "lens.duckdb", tmp_path / "v.csv"
+def test_cli_refuses_length_control_without_answer_texts(tmp_path, shipped_db_copy, capsys):
+    db, path = shipped_db_copy, tmp_path / "v.csv"
     path.write_text("prompt_id,model_a,model_b,winner\n1,ref,x,A\n2,ref,x,B\n")
     assert main(["--db", str(db), "import", "--dataset", "plain", str(path)]) == 0
     assert main(["--db", str(db), "leaderboard", "--dataset", "plain", "--baseline", "ref",

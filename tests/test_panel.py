@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -211,7 +212,7 @@ def test_graph_path_equals_verdict_path_without_orders():
 
 
 @pytest.fixture(scope="module")
-def panel_store(tmp_path_factory):
+def panel_store(tmp_path_factory, shipped_db):
     """A store with one dataset of three judges' verdicts (orders recorded, some ties, one invalid)."""
     rng = np.random.default_rng(6)
     s = np.array([1.0, 0.3, -0.2, -1.1])
@@ -232,6 +233,7 @@ def panel_store(tmp_path_factory):
     path = tmp_path / "v.csv"
     frame.to_csv(path, index=False)
     db = tmp_path / "s.duckdb"
+    shutil.copyfile(shipped_db, db)  # `import` on a new file would first import the shipped datasets
     run_engine(["--db", str(db), "import", str(path), "--dataset", "pan"], check=True)
     return db, frame, rows
 
