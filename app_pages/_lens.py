@@ -147,9 +147,17 @@ class Choice:
         judge = self.key.judge or "all judges"
         cat = self.key.category or "all categories"
         # the dataset's own count, not the cache number
-        version = get_store().dataset_revision(self.key.dataset)
+        version = revision_for(self.key.dataset, self.key.version)
         text = f"dataset {self.key.dataset} (version {version}) · judge {judge} · {cat}"
         return escape_md(text)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def revision_for(dataset: str, version: int) -> int:
+    """The dataset's change count as users see it (``Store.dataset_revision``) at this store-wide
+    ``version``: the two move together on every write (``engine.store.writes``), so it is read once per
+    version, and a slider move's caption opens no store file."""
+    return get_store().dataset_revision(dataset)
 
 
 def warn_incomplete(datasets: list[str] | None) -> int:
