@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from app_pages._curve_figure import curve_figure
 from app_pages._lens import (
     B_DEFAULT,
     CURVE_RESAMPLES,
@@ -34,7 +35,6 @@ from engine.views.leaderboard_view import score_digits
 from engine.views.truncation_view import (
     PAPER_KEEP,
     best_k,
-    curve_figure,
     default_keep_k,
     format_s_mu,
     no_cycle_text,

@@ -588,17 +588,33 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
     )
 
 
+CURVE_CHAINS_KEPT = 4
+"""How many keep-K curves' fits (``engine.experiments.curves.FitChain``) a selection keeps for the next μ
+move to resume from: the last few μ visited, each (T, 101, n) floats (2.3 MB for vicuna80 pooled)."""
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _keep_k_chains(key: CacheKey) -> list:
+    """The selection's latest keep-K curves' fits, newest last (at most ``CURVE_CHAINS_KEPT``)."""
+    return []
+
+
 @st.cache_data(max_entries=32, show_spinner="Computing the keep-K curve…")
 def keep_k_curve_for(key: CacheKey, mu: float):
-    """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT)."""
-    from engine.views.truncation_view import keep_k_view
+    """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT), resumed from
+    the selection's curves at the μ visited before: the K up to the first whose kept graphs differ at the
+    two μ are not fitted again (``engine.views.truncation_view.keep_k_view_chain``; the same numbers)."""
+    from engine.views.truncation_view import keep_k_view_chain
 
     ref, note = reference_for_key(key.dataset, key.category, key.version)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    return keep_k_view(
-        dense_stack_for(key, "sensitivity curves"), ref, mu=mu, resamples=CURVE_RESAMPLES, seed=SEED
-    )
+    chains = _keep_k_chains(key)
+    frame, chain = keep_k_view_chain(dense_stack_for(key, "sensitivity curves"), ref, mu=mu,
+                                     resamples=CURVE_RESAMPLES, seed=SEED, resume=list(chains))
+    chains.append(chain)  # a list shared by the server's sessions: appended and cut, never edited in place
+    del chains[:-CURVE_CHAINS_KEPT]
+    return frame
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the μ curve…")

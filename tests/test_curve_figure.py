@@ -1,4 +1,4 @@
-"""The Truncation page's sensitivity-curve figures (``engine.views.truncation_view.curve_figure``, one
+"""The Truncation page's sensitivity-curve figures (``app_pages._curve_figure.curve_figure``, one
 validated Plotly pass) against the way the page built them before: ``go.Figure()``, four ``add_trace``,
 ``add_vline`` for the setting (and the best K, annotated) and ``update_layout``. Every field of the two
 figures' dicts must agree (traces, shapes, annotation, axes, title, legend), on the keep-K and μ curves,
@@ -11,7 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from engine.views.truncation_view import best_k, curve_figure, y_range
+from app_pages._curve_figure import curve_figure
+from engine.views.truncation_view import best_k, y_range
 
 
 def page_figure_before(frame: pd.DataFrame, x: str, marker: float, title: str, metric: str,
