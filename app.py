@@ -10,10 +10,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages._lens import ALL, busy_notice, choices, datasets_table, get_store, guarded_session, user_text
+from app_pages._lens import (
+    ALL,
+    busy_notice,
+    choices,
+    datasets_table,
+    freeze_startup_heap,
+    get_store,
+    guarded_session,
+    user_text,
+)
 from engine.errors import LensError
 from engine.store.connection import StoreBusy
 from engine.store.schema import DEFAULT_DATASET
+
+freeze_startup_heap()  # once per process: the imports' objects leave the per-run collection's walk
 
 if not st.get_option("client.disableDataExport"):
     # Started where .streamlit/config.toml is not read (another folder) or with the option turned off:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._curve_figure import curve_figure
 from app_pages._lens import (
     B_DEFAULT,
     CURVE_RESAMPLES,
@@ -39,7 +39,6 @@ from engine.views.truncation_view import (
     format_s_mu,
     no_cycle_text,
     protocol_sizes,
-    y_range,
 )
 from engine.views.viz import escape_md, rank_change_frame
 
@@ -168,48 +167,7 @@ def _sliders_and_results() -> None:
             (cols[0], k_frame, "k", keep_k, f"distance vs K (μ={mu:g})"),
             (cols[1], mu_frame, "mu", mu, f"distance vs μ (K={keep_k})"),
         ):
-            fig = go.Figure()
-            fig.add_trace(
-                go.Scatter(
-                    x=frame[x],
-                    y=frame["ci_high"],
-                    mode="lines",
-                    line={"width": 0},
-                    showlegend=False,
-                    hoverinfo="skip",
-                )
-            )
-            fig.add_trace(go.Scatter(
-                x=frame[x], y=frame["ci_low"], mode="lines", fill="tonexty", fillcolor="rgba(59,91,219,0.15)",
-                line={"width": 0}, showlegend=False, hoverinfo="skip",
-            ))
-            fig.add_trace(go.Scatter(x=frame[x], y=frame["mean"], mode="lines+markers",
-                                     name="mean over draws",
-                                     line={"color": "#3b5bdb"}, marker={"size": 5}))
-            fig.add_trace(go.Scatter(x=frame[x], y=frame["point"], mode="lines", name="all kept graphs",
-                                     line={"color": "#868e96", "dash": "dot", "width": 1.5}))
-            fig.add_vline(x=marker, line_dash="dash", line_color="#e03131")
-            if x == "k":
-                fig.add_vline(
-                    x=k_best,
-                    line_dash="dot",
-                    line_color="#2b8a3e",
-                    annotation_text=f"best K = {k_best}",
-                    annotation_position="top right",
-                    annotation_font_color="#2b8a3e",
-                )
-            fig.update_layout(
-                title={"text": title, "font": {"size": 14}},
-                height=320,
-                margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                xaxis_title=x,
-                yaxis_title=metric,
-                xaxis_type="log" if x == "mu" else "linear",
-                yaxis_range=y_range(frame),  # a flat curve (common for μ) keeps a readable band
-                legend={"orientation": "h", "y": -0.3, "x": 0},
-                showlegend=x == "k",
-            )
-            col.plotly_chart(fig, width="stretch")
+            col.plotly_chart(curve_figure(frame, x, marker, title, metric, best=k_best), width="stretch")
         st.caption(
             "Paper 000's protocol, whatever the sidebar's ranker: half-tie Bradley–Terry on the kept "
             "graphs, "

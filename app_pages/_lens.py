@@ -7,6 +7,7 @@ version + filters) and the parameters, so a slider move only recomputes what cha
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import traceback
@@ -34,6 +35,27 @@ from engine.views.viz import escape_md
 
 LOCK_WAIT_S = float(os.environ.get("LENS_LOCK_WAIT", "20"))
 """How long a page waits while another process (a judge run, an import) holds the store file."""
+
+
+_HEAP_FROZEN = False
+
+
+def freeze_startup_heap() -> None:
+    """Once per server process, before the first page runs: move every object alive after the app's
+    imports (modules, classes, functions: never garbage) out of the garbage collector's sight
+    (``gc.freeze``). Streamlit runs a full collection after every script and fragment run
+    (``runner.postScriptGC``), holding the interpreter lock while it walks every tracked object:
+    ~0.1 s of CPU per run with pandas, Plotly and the engine loaded, paid by each slider move and each
+    new tab before its last message goes out. The collection still runs and still frees everything a
+    run leaves behind; only the import-time objects are skipped (bench/app_roundtrip.py)."""
+    global _HEAP_FROZEN
+    if _HEAP_FROZEN:
+        return
+    _HEAP_FROZEN = True
+    import plotly.graph_objects  # noqa: F401 - every chart page's import (the default page's too): frozen with the rest
+
+    gc.collect()
+    gc.freeze()
 
 
 @st.cache_resource(show_spinner="Opening the store…")
@@ -125,9 +147,17 @@ class Choice:
         judge = self.key.judge or "all judges"
         cat = self.key.category or "all categories"
         # the dataset's own count, not the cache number
-        version = get_store().dataset_revision(self.key.dataset)
+        version = revision_for(self.key.dataset, self.key.version)
         text = f"dataset {self.key.dataset} (version {version}) · judge {judge} · {cat}"
         return escape_md(text)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def revision_for(dataset: str, version: int) -> int:
+    """The dataset's change count as users see it (``Store.dataset_revision``) at this store-wide
+    ``version``: the two move together on every write (``engine.store.writes``), so it is read once per
+    version, and a slider move's caption opens no store file."""
+    return get_store().dataset_revision(dataset)
 
 
 def warn_incomplete(datasets: list[str] | None) -> int:
@@ -562,17 +592,33 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
     )
 
 
+CURVE_CHAINS_KEPT = 4
+"""How many keep-K curves' fits (``engine.experiments.curves.FitChain``) a selection keeps for the next μ
+move to resume from: the last few μ visited, each (T, 101, n) floats (2.3 MB for vicuna80 pooled)."""
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _keep_k_chains(key: CacheKey) -> list:
+    """The selection's latest keep-K curves' fits, newest last (at most ``CURVE_CHAINS_KEPT``)."""
+    return []
+
+
 @st.cache_data(max_entries=32, show_spinner="Computing the keep-K curve…")
 def keep_k_curve_for(key: CacheKey, mu: float):
-    """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT)."""
-    from engine.views.truncation_view import keep_k_view
+    """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT), resumed from
+    the selection's curves at the μ visited before: the K up to the first whose kept graphs differ at the
+    two μ are not fitted again (``engine.views.truncation_view.keep_k_view_chain``; the same numbers)."""
+    from engine.views.truncation_view import keep_k_view_chain
 
     ref, note = reference_for_key(key.dataset, key.category, key.version)
     if ref is None:
         raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    return keep_k_view(
-        dense_stack_for(key, "sensitivity curves"), ref, mu=mu, resamples=CURVE_RESAMPLES, seed=SEED
-    )
+    chains = _keep_k_chains(key)
+    frame, chain = keep_k_view_chain(dense_stack_for(key, "sensitivity curves"), ref, mu=mu,
+                                     resamples=CURVE_RESAMPLES, seed=SEED, resume=list(chains))
+    chains.append(chain)  # a list shared by the server's sessions: appended and cut, never edited in place
+    del chains[:-CURVE_CHAINS_KEPT]
+    return frame
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the μ curve…")

@@ -2,10 +2,11 @@
 
     python bench/app_roundtrip.py --base /work/wt/sliders-base [--moves 20] [--db STORE]
 
-For each checkout (``--base``, the old code, then this one) it starts ``streamlit run app.py`` on its
-own copy of a store holding vicuna80 and the 70-model sparse set of tests/test_browser_stress.py,
-opens ``/keep-k`` in headless Chromium at 1280 px for each case (vicuna80 judge gpt-4, vicuna80 all
-judges pooled, sparse70), and moves a slider with the keyboard ``--moves`` times: keep-K one step
+For each case (vicuna80 judge gpt-4, vicuna80 all judges pooled, sparse70) and each checkout in turn
+(``--base``, the old code, then this one: case by case, so a load that drifts during the run weighs on both
+alike) it starts ``streamlit run app.py`` on its own copy of a store holding vicuna80 and the 70-model sparse
+set of tests/test_browser_stress.py, opens ``/keep-k`` in headless Chromium at 1280 px, and moves a
+slider with the keyboard ``--moves`` times: keep-K one step
 left (every K new, so no move is served from a cache the previous one filled), then μ one step,
 alternating direction between rounds so each (K, μ) pair is new.
 
@@ -155,8 +156,11 @@ def main() -> None:
     cases = [CASES[int(i)] for i in args.cases.split(",")]
     db = args.db or make_store(Path(tempfile.mkdtemp(prefix="roundtrip_store_")))
     load0 = os.getloadavg()
-    before = measure(args.base.resolve(), db, args.moves, cases)
-    after = measure(REPO, db, args.moves, cases)
+    before: dict[tuple[str, ...], list[float]] = {}
+    after: dict[tuple[str, ...], list[float]] = {}
+    for case in cases:  # case by case, old then new: a load that drifts during the run hits both sides alike
+        before.update(measure(args.base.resolve(), db, args.moves, [case]))
+        after.update(measure(REPO, db, args.moves, [case]))
     load1 = os.getloadavg()
     print(f"load average before {load0[0]:.2f} / after {load1[0]:.2f}; {args.moves} moves per row; "
           "ms from key event to the finished rerun (Chromium, 1280 px)")

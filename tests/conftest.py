@@ -58,6 +58,7 @@ SLOW_FILES_FIRST = (  # seconds on two workers, idle (--durations=0, summed per 
     "test_head_to_head.py",           # 14 s of CPU (41-60 s wall, -n 0, load 10; 9 imports/attaches)
     "test_active_page.py",            # 24 s of CPU at load 23, 7.4 s at load 5 (AppTest, 2 replay runs)
     "test_active_curves.py",          # 19 s of CPU at load 19, 4.6 s at load 5 (3 replay runs, brute force)
+    "test_curve_chain.py",            # 21 s of CPU (81 s wall, -n 0, load 19; keep-K curves resumed vs fresh)
     "test_sparse_solvers.py",         # 22 (one core, shared)
     "test_app_audit.py",              # 21
     "test_judges_counts.py",          # 27 wall alone, -n 0, load 8 (six imports, the shipped store)

@@ -39,6 +39,7 @@ replicates: the control of Figure 6; a category without replicates has an empty 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -74,8 +75,10 @@ __all__ = [
     "DEFAULT_MU_GRID",
     "DRAW_FRACTION",
     "POOLS",
+    "FitChain",
     "draw_size",
     "keep_k_curve",
+    "keep_k_curve_chain",
     "keep_k_selections",
     "mu_curve",
 ]
@@ -162,6 +165,47 @@ def _check(resamples: int, seed: int, draw_fraction: float) -> None:
         raise LensError(f"The draw fraction must lie in (0, 1]; got {draw_fraction!r}.")
 
 
+@dataclass(frozen=True, eq=False)
+class FitChain:
+    """The Bradley-Terry fits of one curve, x by x: ``kept[x index]`` the kept positions per group (in
+    graph-key order), ``k_of`` the K kept at each x, ``fits`` (X, groups·(1 + resamples), n) and
+    ``converged`` their flags. Each x's fits are warm-started from the previous x's, so the first x
+    whose kept graphs differ from another curve's starts a different chain; up to it, the fits are the
+    same numbers made from the same inputs (``shared``)."""
+
+    inputs: tuple
+    kept: list[tuple[np.ndarray, ...]]
+    k_of: list[int]
+    fits: np.ndarray
+    converged: np.ndarray
+
+    def shared(self, inputs: tuple, kept: list[tuple[np.ndarray, ...]], k_of: list[int]) -> int:
+        """How many leading x of a curve with these inputs (``_fit_inputs``: the graphs' matrices, the
+        groups, the draws' seed and sizes), kept graphs and Ks this chain's fits are: none when the inputs
+        differ, else every x before the first whose K or kept graphs differ."""
+        if inputs != self.inputs:
+            return 0
+        same = 0
+        for mine, theirs, k_mine, k_theirs in zip(self.kept, kept, self.k_of, k_of, strict=False):
+            if k_mine != k_theirs or len(mine) != len(theirs) or not all(
+                    np.array_equal(a, b) for a, b in zip(mine, theirs, strict=True)):
+                break
+            same += 1
+        return same
+
+
+def _fit_inputs(wflat: np.ndarray, pools: dict[str, np.ndarray], resamples: int, seed: int,
+                draw_fraction: float) -> tuple:
+    """What a curve's fits depend on besides the kept graphs and K: every graph's half-tie matrix, the
+    groups and their pools (the draws' uniforms are per group and pool size), the resamples, the seed and
+    the draw fraction."""
+    import hashlib
+
+    digest = hashlib.blake2b(np.ascontiguousarray(wflat).tobytes(), digest_size=16).hexdigest()
+    return (digest, wflat.shape, tuple((g, tuple(pos.tolist())) for g, pos in pools.items()), int(resamples),
+            int(seed), float(draw_fraction))
+
+
 def _evaluate(
     stack: GraphStack,
     reference: pd.Series | Mapping[str, pd.Series],
@@ -175,10 +219,13 @@ def _evaluate(
     krank: np.ndarray,
     k_of: list[int],
     left: list[str],
-) -> pd.DataFrame:
+    resume: Sequence[FitChain] = (),
+) -> tuple[pd.DataFrame, FitChain]:
     """Point + keep→draw distances for every (x, group) cell; ``kept_of[(x index, group)]`` are the
     kept stack positions, ``krank`` the graph-key rank of every graph, ``k_of[x index]`` the K kept
-    there, ``left`` the categories left out (empty pool)."""
+    there, ``left`` the categories left out (empty pool). Also returns the fits made (``FitChain``);
+    ``resume``: earlier calls' chains; the one sharing the most leading x (``FitChain.shared``) gives those
+    x's fits."""
     groups = list(pools)
     models = common_models(stack, reference, groups)
     st = stack  # every model is ranked (as the leaderboard and compare rank); distances on the rated ones
@@ -191,11 +238,25 @@ def _evaluate(
     n_kept = np.zeros((X, G), dtype=np.int64)
     n_draw = np.zeros((X, G), dtype=np.int64)
     bad = np.zeros((X, G), dtype=np.int64)
-    prev = None
+    kept_sets = [tuple(by_key(kept_of[(xi, g)], krank) for g in groups) for xi in range(X)]
+    inputs = _fit_inputs(wflat, pools, R, seed, draw_fraction)
+    chain_fits = np.zeros((X, G * (1 + R), n))
+    convs = np.zeros((X, G * (1 + R)), dtype=bool)
+    start, done = max(((c.shared(inputs, kept_sets, k_of), c) for c in resume), key=lambda sc: sc[0],
+                      default=(0, None))
+    if done is not None and start:  # the same fits, made from the same inputs in the same order: taken
+        chain_fits[:start], convs[:start] = done.fits[:start], done.converged[:start]
+        scores[:start] = chain_fits[:start].reshape(start, G, 1 + R, n)
+        bad[:start] = (~convs[:start]).reshape(start, G, 1 + R).sum(axis=2)
+    prev = chain_fits[start - 1] if start else None
     for xi in range(X):
+        if xi < start:
+            for gi, kept in enumerate(kept_sets[xi]):
+                n_kept[xi, gi], n_draw[xi, gi] = kept.size, draw_size(k_of[xi], kept.size, draw_fraction)
+            continue
         rows = []
         for gi, g in enumerate(groups):
-            kept = by_key(kept_of[(xi, g)], krank)
+            kept = kept_sets[xi][gi]
             m = draw_size(k_of[xi], kept.size, draw_fraction)
             cols = np.searchsorted(krank[pools[g]], krank[kept])
             w = (
@@ -206,7 +267,8 @@ def _evaluate(
             rows.append(w @ wflat[kept])
             n_kept[xi, gi], n_draw[xi, gi] = kept.size, m
         fit, conv = bt_scores_info(np.concatenate(rows).reshape(-1, n, n), prev)
-        prev = fit
+        prev = chain_fits[xi] = fit
+        convs[xi] = conv
         scores[xi] = fit.reshape(G, 1 + R, n)
         bad[xi] = (~conv).reshape(G, 1 + R).sum(axis=1)
     dist = {d: np.zeros((X, G, 1 + R)) for d in DISTANCES}
@@ -259,7 +321,7 @@ def _evaluate(
     # x, then distance, then category
     frame = frame.iloc[np.lexsort((c_idx, d_idx, x_idx))].reset_index(drop=True)
     frame.attrs["models"] = models
-    return frame
+    return frame, FitChain(inputs, kept_sets, list(k_of), chain_fits, convs)
 
 
 def keep_k_selections(
@@ -305,12 +367,35 @@ def keep_k_curve(
     n_draw, n_categories, resamples, bt_nonconverged, note. Plot ``mean`` inside ``ci_low``…``ci_high`` (see
     the module docstring).
     """
+    return keep_k_curve_chain(stack, reference, ks, mu=mu, lam3=lam3, lam4=lam4, per_category=per_category,
+                              pool=pool, resamples=resamples, seed=seed, draw_fraction=draw_fraction)[0]
+
+
+def keep_k_curve_chain(
+    stack: GraphStack,
+    reference: pd.Series | Mapping[str, pd.Series],
+    ks: list[int] | range | None = None,
+    *,
+    mu: float = 1.0,
+    lam3: float = 1.0,
+    lam4: float | None = None,
+    per_category: bool = True,
+    pool: str = "perturbed",
+    resamples: int = 100,
+    seed: int = DEFAULT_SEED,
+    draw_fraction: float = DRAW_FRACTION,
+    resume: Sequence[FitChain] = (),
+) -> tuple[pd.DataFrame, FitChain]:
+    """``keep_k_curve`` and its fits (``FitChain``); ``resume``: chains of the same selection's curve at
+    other mu (the app's earlier μ steps); the one sharing the most leading K gives those K's fits (every K
+    before the first whose kept graphs differ): the frame is the one ``keep_k_curve`` makes, to the last
+    digit (tests/test_curve_chain.py), at the cost of the K after that point only."""
     _check(resamples, seed, draw_fraction)
     ks, pools, left, krank, kept_of = keep_k_selections(stack, ks, mu=mu, lam3=lam3, lam4=lam4,
                                                         per_category=per_category, pool=pool)
     with single_thread_blas():
         return _evaluate(
-            stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank, ks, left
+            stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank, ks, left, resume
         )
 
 
@@ -352,4 +437,4 @@ def mu_curve(
         kept_of.update({(xi, g): scored.keep(int(k), krank, among=pos) for g, pos in pools.items()})
     with single_thread_blas():
         return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction, krank,
-                         [int(k)] * len(mus), left)
+                         [int(k)] * len(mus), left)[0]

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
+    from engine.experiments.curves import FitChain
     from engine.graphs.stack import GraphStack
     from engine.store.connection import Store
     from engine.store.graph_tally import GraphTally
@@ -118,10 +119,19 @@ def no_cycle_text(n_no_cycle: int, n_pool: int) -> str:
 def keep_k_view(stack: GraphStack, reference, *, mu: float, resamples: int, seed: int) -> pd.DataFrame:
     """Spearman distance to the reference against K = 1 … T at this μ (columns k and
     ``CURVE_COLUMNS``), from ``engine.experiments.curves.keep_k_curve`` on the perturbed pool."""
-    from engine.experiments.curves import keep_k_curve
+    return keep_k_view_chain(stack, reference, mu=mu, resamples=resamples, seed=seed)[0]
 
-    return _pick(keep_k_curve(stack, reference, mu=mu, per_category=False, pool="perturbed",
-                              resamples=resamples, seed=seed), "k")
+
+def keep_k_view_chain(stack: GraphStack, reference, *, mu: float, resamples: int, seed: int,
+                      resume: Sequence[FitChain] = ()) -> tuple[pd.DataFrame, FitChain]:
+    """``keep_k_view`` and the curve's fits (``engine.experiments.curves.keep_k_curve_chain``), resumed
+    from whichever of ``resume`` (the same selection's curves at other μ) shares the most leading K with
+    this μ: the same frame, with only the K after that point fitted."""
+    from engine.experiments.curves import keep_k_curve_chain
+
+    frame, chain = keep_k_curve_chain(stack, reference, mu=mu, per_category=False, pool="perturbed",
+                                      resamples=resamples, seed=seed, resume=resume)
+    return _pick(frame, "k"), chain
 
 
 def mu_view(
