@@ -257,15 +257,3 @@ def smol():
     from engine.judging.factory import make_backend
 
     return make_backend("local", "smollm2", batch_size=4, threads=1)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Debian Chromium through Playwright, once per test file (tests/browser_support.py)."""
-    from browser_support import CHROME_ARGS, CHROMIUM
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
-        yield b
-        b.close()
