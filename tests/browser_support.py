@@ -269,11 +269,18 @@ class Tours:
     Chromium (Playwright's sync API belongs to the thread that started it). A test waits for its tour
     and raises what the tour raised. One tour's waits (the server's script run, a chart's drawing, a
     lazy chunk's load) overlap with the other tours' work instead of adding up: the two browser files
-    used to spend about 60 % of their wall time waiting (docs/notes/suiteapp-31.md)."""
+    used to spend about 60 % of their wall time waiting (docs/notes/suiteapp2-26.md)."""
+
+    AT_ONCE = 3
+    """Tours driving pages at the same time; the others wait for a slot. Every wait inside a tour has a
+    bound sized for a loaded machine; with all of a file's tours at once on a machine at load 25 the
+    first opens outlasted them (every tour failed, as main's servers failed to come up at all in the
+    same run), and three at once keep most of the overlap: a file's two or three long tours."""
 
     def __init__(self) -> None:
         self._threads: dict[str, threading.Thread] = {}
         self._errors: dict[str, BaseException] = {}
+        self._slots = threading.BoundedSemaphore(self.AT_ONCE)
 
     def start(self, tour: Tour, server: Launched, folder: Path) -> None:
         """Start ``tour`` on ``server`` in its own thread (with its own browser) and return at once."""
@@ -281,7 +288,7 @@ class Tours:
 
         def run() -> None:
             try:
-                with sync_playwright() as pw:
+                with self._slots, sync_playwright() as pw:
                     browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
                     try:
                         tour(browser, server.wait_up(), folder)

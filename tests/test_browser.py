@@ -237,7 +237,8 @@ TOURS = {
     xss_dataset_runs_no_script: "xss_server",
     a_store_cut_short_is_one_sentence_at_every_address: "cut_server",
 }
-"""Each tour, and the server fixture it drives: the tours of the selected tests run side by side."""
+"""Each tour, and the server fixture it drives: the tours of the selected tests run side by side
+(Tours.AT_ONCE at a time, the longest first: 52, 46, 22 and 11 s alone on an idle machine)."""
 
 
 @pytest.fixture(scope="module")
