@@ -170,8 +170,9 @@ def wait_idle(page, title: str | None = None, timeout_s: float = 40, after: int 
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
     # the run and the mounting of its elements get three times ``timeout_s``: at load 30 a fresh
     # server's first open ended its run after 40 s and mounted its chart 50 s later (a new browser
-    # fetches every lazy chunk once); a bound for a failure only, a passing wait returns at once
-    deadline = time.time() + 3 * timeout_s
+    # fetches every lazy chunk once); times the tours driving pages at once (Tours), which share the
+    # machine; a bound for a failure only, a passing wait returns at once
+    deadline = time.time() + 3 * timeout_s * max(1, Tours.driving)
     while True:
         left_ms = max(1.0, (deadline - time.time()) * 1000)
         try:
@@ -271,6 +272,9 @@ class Tours:
     lazy chunk's load) overlap with the other tours' work instead of adding up: the two browser files
     used to spend about 60 % of their wall time waiting (docs/notes/suiteapp2-26.md)."""
 
+    _lock = threading.Lock()
+    driving = 0
+    """Tours driving pages at this moment (wait_idle's bound grows with it)."""
     AT_ONCE = 3
     """Tours driving pages at the same time; the others wait for a slot. Every wait inside a tour has a
     bound sized for a loaded machine; with all of a file's tours at once on a machine at load 25 the
@@ -290,9 +294,13 @@ class Tours:
             try:
                 with self._slots, sync_playwright() as pw:
                     browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+                    with Tours._lock:
+                        Tours.driving += 1
                     try:
                         tour(browser, server.wait_up(), folder)
                     finally:
+                        with Tours._lock:
+                            Tours.driving -= 1
                         browser.close()
             except BaseException as exc:  # noqa: BLE001 - handed to the test that waits for this tour
                 self._errors[tour.__name__] = exc
