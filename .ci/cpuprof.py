@@ -12,6 +12,7 @@ Use as a plugin, then sum per file::
     PYTHONPATH=.ci CPUPROF_DIR=/tmp/prof CI=true python -m pytest -q -p cpuprof tests/test_x.py
     python .ci/cpuprof.py /tmp/prof          # most CPU first
     python .ci/cpuprof.py /tmp/prof --wall   # most wall first: the order SLOW_FILES_FIRST wants
+    python .ci/cpuprof.py /tmp/prof --slow-files   # that order as SLOW_FILES_FIRST's lines
 
 One JSON Lines file per process goes to ``CPUPROF_DIR`` (default: the current folder). Each record
 also has the test's end (seconds since the epoch) and its process's xdist worker, so a two-worker
@@ -91,6 +92,16 @@ def per_worker(folder: str) -> dict[str, list[float]]:
     return rows
 
 
+def slow_files_lines(sums: dict[str, list[float]], least_wall: float = 2.0) -> list[str]:
+    """tests/conftest.py SLOW_FILES_FIRST's lines for a whole run's records: every file of at least
+    ``least_wall`` seconds, longest wall first, with its wall / CPU seconds (the list keys by file name;
+    the browser files' places and ONE_WORKER's units are then set by hand, as its comment says)."""
+    rows = sorted(((wall, own + kids, name) for name, (wall, own, kids, _) in sums.items()
+                   if wall >= least_wall), reverse=True)
+    return [f'    {chr(34) + os.path.basename(name) + chr(34) + ",":<36}# {wall:5.1f} / {cpu:5.1f}'
+            for wall, cpu, name in rows]
+
+
 def main(argv: list[str]) -> int:
     """Print the per-file sums of the folder ``argv[0]``, most CPU first (most wall first with
     ``--wall``; only the first N files with ``--top N``), the totals over every file, then each
@@ -98,6 +109,9 @@ def main(argv: list[str]) -> int:
     by_wall = "--wall" in argv[1:]
     top = int(argv[argv.index("--top") + 1]) if "--top" in argv else None
     sums = per_file(argv[0])
+    if "--slow-files" in argv[1:]:
+        print("\n".join(slow_files_lines(sums)))
+        return 0
     print(f"{'file':56s} {'wall s':>8s} {'own CPU':>8s} {'children':>8s} {'CPU':>8s} {'tests':>6s}")
     key = (lambda kv: -kv[1][0]) if by_wall else (lambda kv: -(kv[1][1] + kv[1][2]))
     for name, (wall, own, kids, n) in sorted(sums.items(), key=key)[:top]:

@@ -8,8 +8,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -60,8 +62,31 @@ def xss_verdicts(path: Path) -> Path:
     return path
 
 
-def _serve(db: Path, log_path: Path, **env_extra: str):
-    """``streamlit run app.py`` on ``db`` and a free port; yields the base URL, stops the server."""
+class Launched:
+    """A ``streamlit run app.py`` process just started: its base URL, and a wait for it to answer."""
+
+    def __init__(self, proc: subprocess.Popen, url: str, log) -> None:
+        self.proc, self.url, self._log = proc, url, log
+
+    def wait_up(self, timeout_s: float = 45) -> str:
+        """Wait until the server answers its health check; returns its base URL (a failure quotes its log)."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self.url
+            except OSError:
+                time.sleep(0.3)
+        self.proc.kill()
+        self._log.seek(0)
+        log = self._log.read().decode(errors="replace")
+        raise AssertionError("streamlit did not come up: " + log[-2000:])
+
+
+def _serve(db: Path, log_path: Path, **env_extra: str) -> Iterator[Launched]:
+    """``streamlit run app.py`` on ``db`` and a free port; yields it at once (the tours wait for it to
+    answer, several servers starting side by side), stops the server at the end."""
     port = _free_port()
     env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(REPO), **env_extra}
     log = open(log_path, "w+b")  # noqa: SIM115 - a file, not a pipe: a full pipe would stall the server
@@ -71,21 +96,8 @@ def _serve(db: Path, log_path: Path, **env_extra: str):
          "--browser.gatherUsageStats", "false"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 45
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        log.seek(0)
-        pytest.fail("streamlit did not come up: " + log.read().decode(errors="replace")[-2000:])
     try:
-        yield url
+        yield Launched(proc, f"http://127.0.0.1:{port}", log)
     finally:
         proc.kill()  # a test server has nothing to save: its graceful shutdown took seconds per server
         proc.wait(timeout=60)
@@ -158,8 +170,9 @@ def wait_idle(page, title: str | None = None, timeout_s: float = 40, after: int 
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_s * 1000)
     # the run and the mounting of its elements get three times ``timeout_s``: at load 30 a fresh
     # server's first open ended its run after 40 s and mounted its chart 50 s later (a new browser
-    # fetches every lazy chunk once); a bound for a failure only, a passing wait returns at once
-    deadline = time.time() + 3 * timeout_s
+    # fetches every lazy chunk once); times the tours driving pages at once (Tours), which share the
+    # machine; a bound for a failure only, a passing wait returns at once
+    deadline = time.time() + 3 * timeout_s * max(1, Tours.driving)
     while True:
         left_ms = max(1.0, (deadline - time.time()) * 1000)
         try:
@@ -246,6 +259,85 @@ def pick_option(page, label: str, index: int) -> int:
     before = runs(page)
     page.locator('[role="option"]').nth(index).click()
     return before
+
+
+Tour = Callable[[object, str, Path], None]
+"""A browser tour: ``tour(browser, server_url, folder)`` drives its pages and asserts as it goes."""
+
+
+class Tours:
+    """Browser tours run side by side, each in a thread of its own with its own Playwright and headless
+    Chromium (Playwright's sync API belongs to the thread that started it). A test waits for its tour
+    and raises what the tour raised. One tour's waits (the server's script run, a chart's drawing, a
+    lazy chunk's load) overlap with the other tours' work instead of adding up: the two browser files
+    used to spend about 60 % of their wall time waiting (docs/notes/suiteapp2-26.md)."""
+
+    _lock = threading.Lock()
+    driving = 0
+    """Tours driving pages at this moment (wait_idle's bound grows with it)."""
+    AT_ONCE = 3
+    """Tours driving pages at the same time; the others wait for a slot. Every wait inside a tour has a
+    bound sized for a loaded machine; with all of a file's tours at once on a machine at load 25 the
+    first opens outlasted them (every tour failed, as main's servers failed to come up at all in the
+    same run), and three at once keep most of the overlap: a file's two or three long tours."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, threading.Thread] = {}
+        self._errors: dict[str, BaseException] = {}
+        self._slots = threading.BoundedSemaphore(self.AT_ONCE)
+
+    def start(self, tour: Tour, server: Launched, folder: Path) -> None:
+        """Start ``tour`` on ``server`` in its own thread (with its own browser) and return at once."""
+        from playwright.sync_api import sync_playwright
+
+        def run() -> None:
+            try:
+                with self._slots, sync_playwright() as pw:
+                    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+                    with Tours._lock:
+                        Tours.driving += 1
+                    try:
+                        tour(browser, server.wait_up(), folder)
+                    finally:
+                        with Tours._lock:
+                            Tours.driving -= 1
+                        browser.close()
+            except BaseException as exc:  # noqa: BLE001 - handed to the test that waits for this tour
+                self._errors[tour.__name__] = exc
+
+        thread = threading.Thread(target=run, name=f"tour {tour.__name__}", daemon=True)
+        self._threads[tour.__name__] = thread
+        thread.start()
+
+    def wait(self, tour: Tour) -> None:
+        """Wait until ``tour`` has ended; raise what it raised (its traceback points into the tour).
+        Every wait inside a tour has its own timeout, so a stuck page ends the tour with an error."""
+        self._threads[tour.__name__].join()
+        error = self._errors.pop(tour.__name__, None)
+        if error is not None:
+            raise error
+
+    def join(self) -> None:
+        """Wait for every tour (before the servers they drive are stopped)."""
+        for thread in self._threads.values():
+            thread.join()
+
+
+def start_tours(request: pytest.FixtureRequest, tours: dict[Tour, str]) -> Iterator[Tours]:
+    """For a module fixture: start at once the tours of the file's selected tests (tour ``x`` is the
+    test ``test_x``; ``tours`` names the server fixture each drives), the servers they need first;
+    yield the running tours; at teardown wait for them all."""
+    selected = {item.name for item in request.session.items if item.module is request.module}
+    chosen = {tour: fixture for tour, fixture in tours.items() if f"test_{tour.__name__}" in selected}
+    servers = {fixture: request.getfixturevalue(fixture) for fixture in dict.fromkeys(chosen.values())}
+    factory = request.getfixturevalue("tmp_path_factory")
+    running = Tours()
+    try:
+        for tour, fixture in chosen.items():
+            running.start(tour, servers[fixture], factory.mktemp(tour.__name__[:30]))
+        yield running
+    finally:
+        running.join()
 
 
 def bad_file(folder: Path) -> Path:

@@ -8,6 +8,9 @@ opens a dataset whose model names, prompt texts and rationales carry script and 
 and Markdown/Streamlit syntax (``'``, ``:material/home:``, ``$x$``, ``**b**``, a javascript: link)
 and checks that no script ran (``window.__xss`` stays undefined, also inside the graph iframe),
 that the text shows exactly as written, and that no icon, formula, bold text or link was made.
+
+Each test's tour runs in a browser of its own, and the file's tours run side by side (browser_support.Tours):
+the tests only wait for their tour and raise what it raised.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from browser_support import (
     runs,
     settle,
     shoot,
+    start_tours,
     wait_drawn,
     wait_idle,
     xss_verdicts,
@@ -75,7 +79,7 @@ def cut_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     yield from _serve(tmp / "cut.duckdb", tmp / "streamlit.log")
 
 
-def test_every_page_renders_without_error(server, browser, tmp_path):
+def every_page_renders_without_error(browser, server: str, folder: Path) -> None:
     page = new_page(browser, 1440, 1300)
     outside = []
     page.on(
@@ -110,7 +114,7 @@ def test_every_page_renders_without_error(server, browser, tmp_path):
         if name == "data":
             # a file with two bad rows: the report lists them before anything is stored
             before = runs(page)
-            page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(bad_file(tmp_path)))
+            page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(bad_file(folder)))
             page.wait_for_selector('[data-testid="stMetric"]:has-text("Rejected rows")', timeout=30_000)
             wait_idle(page, PAGES[path][1], after=before)
             main = page.inner_text('[data-testid="stMainBlockContainer"]')
@@ -137,7 +141,8 @@ def toolbar_labels(page) -> list[list[str]]:
     return found
 
 
-def test_every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_download(server, browser):
+def every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_download(
+        browser, server: str, folder: Path) -> None:
     """Two checks on one tour, each page opened by its own address (a full load, a new session):
 
     - A bookmark or a link to a page (the Cycles table links to the inspector) opens that page with
@@ -169,8 +174,7 @@ def test_every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_cs
     assert not offered, offered
 
 
-def test_xss_dataset_runs_no_script(xss_server, browser):
-    server = xss_server
+def xss_dataset_runs_no_script(browser, server: str, folder: Path) -> None:
     page = new_page(browser, 1400, 1000)
     paths = ("", "cycle-map", "judge-diagnostics", "datasets", "prompt-inspector")
     for i, path in enumerate(paths):
@@ -211,7 +215,7 @@ def test_xss_dataset_runs_no_script(xss_server, browser):
     page.close()
 
 
-def test_a_store_cut_short_is_one_sentence_at_every_address(cut_server, browser):
+def a_store_cut_short_is_one_sentence_at_every_address(browser, cut_server: str, folder: Path) -> None:
     """Issue 23 bug 12: a truncated store showed Streamlit's generic error box (and a "Page not found"
     dialog); each page's own address shows the store's one sentence, nothing else."""
     page = new_page(browser, 1280, 900)
@@ -225,3 +229,34 @@ def test_a_store_cut_short_is_one_sentence_at_every_address(cut_server, browser)
         assert len(shown) == 1 and shown[0].startswith(expected), (path, shown)
     page.close()
 
+
+
+TOURS = {
+    every_page_renders_without_error: "server",
+    every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_download: "server",
+    xss_dataset_runs_no_script: "xss_server",
+    a_store_cut_short_is_one_sentence_at_every_address: "cut_server",
+}
+"""Each tour, and the server fixture it drives: the tours of the selected tests run side by side
+(Tours.AT_ONCE at a time, the longest first: 52, 46, 22 and 11 s alone on an idle machine)."""
+
+
+@pytest.fixture(scope="module")
+def tours(request: pytest.FixtureRequest):
+    yield from start_tours(request, TOURS)
+
+
+def test_every_page_renders_without_error(tours):
+    tours.wait(every_page_renders_without_error)
+
+
+def test_every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_download(tours):
+    tours.wait(every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_download)
+
+
+def test_xss_dataset_runs_no_script(tours):
+    tours.wait(xss_dataset_runs_no_script)
+
+
+def test_a_store_cut_short_is_one_sentence_at_every_address(tours):
+    tours.wait(a_store_cut_short_is_one_sentence_at_every_address)

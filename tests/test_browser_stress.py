@@ -3,7 +3,8 @@ inspector's fragment reruns, and datasets of 70 (sparse) and 100 models (a battl
 nothing overflows the page, the heatmap labels stay legible, the leaderboard's main columns and the
 Truncation, Cycles and Judges tables need no sideways scroll and no figure (st.metric) is cut, and
 /ranking and /leaderboard open the Leaderboard. Split from tests/test_browser.py so that the two
-files run on the two test workers side by side.
+files run on the two test workers side by side. As in tests/test_browser.py, the tours of the selected
+tests run side by side, each in a browser of its own; a test waits for its tour and raises what it raised.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from browser_support import (
     pick_option,
     runs,
     settle,
+    start_tours,
     wait_drawn,
     wait_idle,
 )
@@ -58,10 +60,10 @@ def _hold(db: Path) -> subprocess.Popen:
     return proc
 
 
-def test_busy_store_inside_the_inspector_fragment_is_a_warning(busy_server, browser, tmp_path_factory):
+def busy_store_inside_the_inspector_fragment_is_a_warning(browser, busy_server: str, folder: Path) -> None:
     """Only a browser reruns the inspector's fragment alone: a triad picked while a writer holds the
     store shows the same warning and retry as app.py, no traceback, and the page links stay."""
-    db = Path(next(tmp_path_factory.getbasetemp().glob("browser_busy*")) / "lens.duckdb")
+    db = Path(next(folder.parent.glob("browser_busy*")) / "lens.duckdb")
     page = new_page(browser, 1440, 1300)
     open_page(page, busy_server, "", first=True)
     open_page(page, busy_server, "prompt-inspector", first=False)
@@ -243,7 +245,7 @@ def _legible(ticks: list[dict], along: str) -> None:
     assert not gaps or min(gaps) >= min(t["size"] for t in ticks), (along, min(gaps))
 
 
-def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, browser):
+def large_datasets_fit_the_page_and_heatmap_labels_are_legible(browser, big_server: str, _: Path) -> None:
     page = new_page(browser, WIDE, 1100)
     for dataset, n in (("sparse70", 70), ("battles100", 100)):
         for i, path in enumerate(PAGES):
@@ -271,7 +273,7 @@ def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(big_server, 
     page.close()
 
 
-def test_arena_counts_leaderboard_and_cycles_fit_at_1280(big_server, browser):
+def arena_counts_leaderboard_and_cycles_fit_at_1280(browser, big_server: str, folder: Path) -> None:
     """The shipped pair counts (129 models, 1,670,250 battles): the Leaderboard and the Cycles page's
     majority tournament open without an error box, nothing pushes the page sideways, no figure is cut
     and no table scrolls sideways (the issue-25 audit; the pictures for the README)."""
@@ -294,7 +296,7 @@ def test_arena_counts_leaderboard_and_cycles_fit_at_1280(big_server, browser):
 MAIN = ["rank", "model", "score", "95% CI", "votes"]
 
 
-def test_leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(big_server, browser):
+def leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(browser, big_server: str, _: Path) -> None:
     """Issue 25: /ranking answered "Page not found" (Streamlit serves the default page at the root only)
     and /leaderboard was no address; at 1280 px the leaderboard hid T, win rate, bad triads and the
     reference columns behind a sideways scroll and cut "Spearman distance to refer…". Each address opens
@@ -364,7 +366,7 @@ SCROLL_BOX = """(text) => {
 }"""
 
 
-def test_inspector_at_1280_labels_titles_and_verdicts_fit(big_server, browser):
+def inspector_at_1280_labels_titles_and_verdicts_fit(browser, big_server: str, folder: Path) -> None:
     """Issue 25: on LLMFAO's 70-model graphs node labels were cut at the frame's edge, the panels' titles
     ended in "…", and a triad's verdicts sat in a ~300 px box of their own that scrolled. Every node's box
     with its label lies inside its panel, no title is cut or below the frame, and the verdicts are in
@@ -388,3 +390,39 @@ def test_inspector_at_1280_labels_titles_and_verdicts_fit(big_server, browser):
                                ".innerText.includes('Verdict 1')", timeout=60_000)
         assert page.evaluate(SCROLL_BOX, "Verdict 1") is None, dataset
     page.close()
+
+
+TOURS = {
+    large_datasets_fit_the_page_and_heatmap_labels_are_legible: "big_server",
+    leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280: "big_server",
+    busy_store_inside_the_inspector_fragment_is_a_warning: "busy_server",
+    arena_counts_leaderboard_and_cycles_fit_at_1280: "big_server",
+    inspector_at_1280_labels_titles_and_verdicts_fit: "big_server",
+}
+"""Each tour, and the server fixture it drives: the tours of the selected tests run side by side
+(Tours.AT_ONCE at a time, the longest first: 51, 32, 26, 14 and 11 s alone on an idle machine)."""
+
+
+@pytest.fixture(scope="module")
+def tours(request: pytest.FixtureRequest):
+    yield from start_tours(request, TOURS)
+
+
+def test_busy_store_inside_the_inspector_fragment_is_a_warning(tours):
+    tours.wait(busy_store_inside_the_inspector_fragment_is_a_warning)
+
+
+def test_large_datasets_fit_the_page_and_heatmap_labels_are_legible(tours):
+    tours.wait(large_datasets_fit_the_page_and_heatmap_labels_are_legible)
+
+
+def test_arena_counts_leaderboard_and_cycles_fit_at_1280(tours):
+    tours.wait(arena_counts_leaderboard_and_cycles_fit_at_1280)
+
+
+def test_leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(tours):
+    tours.wait(leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280)
+
+
+def test_inspector_at_1280_labels_titles_and_verdicts_fit(tours):
+    tours.wait(inspector_at_1280_labels_titles_and_verdicts_fit)

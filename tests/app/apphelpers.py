@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import os
 import re
 import shutil
 from pathlib import Path
@@ -47,6 +48,73 @@ def scan_installed_components_once() -> None:
     manifest_scanner.scan_component_manifests = scanned_once
 
 
+def compile_scripts_once() -> None:
+    """Make each page script's bytecode compile once per test process instead of once per script run.
+
+    AppTest gives every ``run()`` a new, empty ScriptCache (streamlit/testing/v1: one for its pages
+    manager, one for its script runner), so each run reads app.py and the page it opens again, adds
+    Streamlit's "magic" to their syntax trees and compiles them: 10-40 ms of CPU a run, about a fifth
+    of a short run's script thread. A Streamlit server keeps one ScriptCache for its life and compiles
+    a script once. Here the compiled code is kept per (path, size, modification time, magic on or off),
+    so a script edited while the tests run is compiled again; code objects are immutable, so sharing
+    them between runs changes nothing a run does."""
+    from streamlit import config
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+
+    get = ScriptCache.get_bytecode
+    if getattr(get, "lens_compiled_once", False):
+        return
+    compiled: dict[tuple, object] = {}
+
+    def get_bytecode_once(self, script_path: str):
+        stat = os.stat(script_path)
+        key = (os.path.abspath(script_path), stat.st_size, stat.st_mtime_ns,
+               bool(config.get_option("runner.magicEnabled")))
+        if key not in compiled:
+            compiled[key] = get(self, script_path)
+        return compiled[key]
+
+    get_bytecode_once.lens_compiled_once = True  # type: ignore[attr-defined]
+    ScriptCache.get_bytecode = get_bytecode_once  # type: ignore[method-assign]
+
+
+def wait_for_runs_without_polling() -> None:
+    """Make AppTest's wait for a script run's end a wait on the run's SHUTDOWN event.
+
+    AppTest's test thread waits for a run by waking every millisecond and scanning every event the
+    run has sent so far (streamlit/testing/v1/local_script_runner.py ``require_widgets_deltas``): a
+    cost that grows with the run's length, and each wake takes the interpreter lock from the script
+    thread doing the run. Here the test thread sleeps until the runner's own ``on_event`` signal says
+    SHUTDOWN, with the same timeout and the same error (the run stopped first) when it does not come."""
+    import threading
+
+    from streamlit.runtime.scriptrunner import ScriptRunnerEvent
+    from streamlit.testing.v1 import local_script_runner
+
+    if getattr(local_script_runner.require_widgets_deltas, "lens_waits", False):
+        return
+
+    def wait_for_shutdown(runner, timeout: float = 3) -> None:
+        ended = threading.Event()
+
+        def on_event(_sender, event=None, **_kwargs) -> None:
+            if event == ScriptRunnerEvent.SHUTDOWN:
+                ended.set()
+
+        runner.on_event.connect(on_event, weak=False)
+        try:
+            if runner.script_stopped() or ended.wait(timeout):
+                return
+        finally:
+            runner.on_event.disconnect(on_event)
+        runner.request_stop()  # as AppTest does: stop the run before the error, so it cannot hang
+        runner.join()
+        raise RuntimeError(f"AppTest script run timed out after {timeout}(s)")
+
+    wait_for_shutdown.lens_waits = True  # type: ignore[attr-defined]
+    local_script_runner.require_widgets_deltas = wait_for_shutdown
+
+
 def page_addresses() -> dict[str, str]:
     """app.py's page files -> their url paths (``"app_pages/6_data.py"`` -> ``"datasets"``), read from
     the ``st.Page("file", url_path=...)`` calls of app.py itself, so the two cannot drift apart."""
@@ -78,6 +146,8 @@ def new_app(db: Path, monkeypatch: pytest.MonkeyPatch, page: str | None = None,
     from streamlit.util import calc_hash
 
     scan_installed_components_once()
+    compile_scripts_once()
+    wait_for_runs_without_polling()
     monkeypatch.setenv("LENS_DB", str(db))
     st.cache_data.clear()
     st.cache_resource.clear()
