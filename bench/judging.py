@@ -27,6 +27,10 @@ throughput doubles). Client CPU seconds per call are the bench process's own CPU
         [--budgets 1024,4096,16384] [--threads 1] [--rounds 1] [--device cpu|cuda]
     python bench/judging.py openai [--delay 1.0]
     python bench/judging.py cli [--delay 0.5] [--concurrency 4,16,64] [--limit 4] [--repo OLD_CHECKOUT]
+    python bench/judging.py memory --calls 40000 --prefill 900000 --concurrency 256 --protocols soft \
+        [--repo OLD_CHECKOUT] [--work DIR]
+
+``memory``: the judge's RSS curve (every 50 ms) on a store already caching ``--prefill`` calls.
 
 ``cli``: ``python -m engine judge`` as a process (``run_cli``), the command a user runs.
 
@@ -530,9 +534,102 @@ def run_million(args) -> tuple[list[dict], dict]:
     return rows, {"calls": questions * per_question, "concurrency": conc, "models": models}
 
 
+PREFILL_SQL = (
+    "INSERT INTO judge_calls (call_key, backend, model, template_id, template_version, messages, decoding,"
+    " text, server) SELECT sha256('prefill-' || i::VARCHAR), 'openai', 'other-model', 'other', 1, "
+    + " || ".join(f"md5(i::VARCHAR || '{c}')" for c in range(48))
+    + ", '{}', 'A', 'http://other/v1' FROM range(?) t(i)"
+)
+"""``--prefill`` rows: calls of other requests, 1.5 kB of messages each (48 distinct md5s, compressing about
+as real prompts do), so a store holds the cache of a long run before the measured one starts."""
+
+
+def prefill_store(repo: Path, db: Path, calls: int) -> None:
+    """Make ``db`` with ``repo``'s own schema (its migrations) holding ``calls`` cached calls of other
+    requests, checkpointed: the cache a run of 10^6 calls has built by its end."""
+    code = ("import sys; from engine.store.connection import Store; s = Store(sys.argv[1]); "
+            f"s.con.execute({PREFILL_SQL!r}, [int(sys.argv[2])]); s.con.execute('CHECKPOINT'); s.close()")
+    subprocess.run([sys.executable, "-c", code, str(db), str(calls)], cwd=repo, check=True)
+
+
+def run_memory(args) -> tuple[list[dict], dict]:
+    """The ``judge`` process's memory over a run of ``--calls`` calls (32 models, a round robin, both
+    orders; one fake server answering at once) on a store that already caches ``--prefill`` calls of
+    other requests, so a short run meets the store of a long one. RSS is sampled every 50 ms; each row
+    gives the peak, where it came (calls answered by then), the RSS at each tenth of the run, and the
+    steady state (median). ``--repo OLD_CHECKOUT`` runs that checkout's judge on the same data at the
+    same time (the same machine load for both)."""
+    import psutil
+
+    models = 32
+    per_question = models * (models - 1)
+    questions = max(1, round(args.calls / per_question))
+    conc = int(args.concurrency.split(",")[-1])
+    repos = [("this", HERE.parent)] + ([("repo", Path(args.repo).resolve())] if args.repo else [])
+    rows = []
+    with tempfile.TemporaryDirectory(dir=args.work) as tmp:
+        inputs = str(synthetic_inputs(Path(tmp) / "inputs", questions, models, chars=300))
+        runs = []
+        for name, repo in repos:
+            db = Path(tmp) / f"{name}.duckdb"
+            if args.prefill:
+                prefill_store(repo, db, args.prefill)
+            count = Path(tmp) / f"served-{name}"
+            server, url = start_server(0.0, 100_000, count)
+            cmd = [sys.executable, "-m", "engine", "--db", str(db), "judge", "--dataset", "bench", "--inputs",
+                   inputs, "--backend", "openai", "--base-url", url, "--model", "fake-memory", "--api-key",
+                   "EMPTY", "--protocol", args.protocols.split(",")[0], "--concurrency", str(conc),
+                   "--no-progress", "--format", "csv"]
+            runs.append((name, repo, db, count, server, cmd))
+        procs = {name: subprocess.Popen(cmd, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                 for name, repo, _db, _c, _s, cmd in runs}
+        curves: dict[str, list[tuple[float, int, int]]] = {name: [] for name in procs}
+        cpu: dict[str, float] = {}
+        t0 = time.perf_counter()
+        while any(p.poll() is None for p in procs.values()):
+            for name, _repo, _db, count, _s, _cmd in runs:
+                p = procs[name]
+                if p.poll() is not None:
+                    continue
+                try:
+                    ps = psutil.Process(p.pid)
+                    rss, times = ps.memory_info().rss, ps.cpu_times()
+                except psutil.NoSuchProcess:
+                    continue
+                cpu[name] = times.user + times.system
+                served = int(count.read_text() or 0) if count.exists() else 0
+                curves[name].append((time.perf_counter() - t0, rss, served))
+            time.sleep(0.05)
+        for name, repo, db, _count, server, _cmd in runs:
+            server.terminate()
+            requests = int(server.communicate(timeout=60)[0].split()[-1])
+            err = procs[name].stderr.read().decode()[-400:]
+            assert procs[name].returncode == 0, err
+            stored, distinct, _verdicts = stored_counts(db)
+            curve = curves[name]
+            peak = max(curve, key=lambda c: c[1])
+            tenths = [max((c[1] for c in curve if c[2] <= k * requests / 10), default=0)
+                      for k in range(1, 11)]
+            rss_sorted = sorted(c[1] for c in curve)
+            rows.append({
+                "checkout": f"{name} ({repo.name})", "prefilled_calls": args.prefill,
+                "calls": questions * per_question, "requests_at_server": requests,
+                "stored_calls": stored - args.prefill, "distinct_stored": distinct - args.prefill,
+                "seconds": round(curve[-1][0], 1), "cpu_s": round(cpu.get(name, 0.0), 1),
+                "peak_rss_mb": peak[1] >> 20, "peak_at_calls": peak[2],
+                "median_rss_mb": rss_sorted[len(rss_sorted) // 2] >> 20,
+                "peak_rss_mb_by_tenth": " ".join(str(t >> 20) for t in tenths),
+                "load_avg": round(os.getloadavg()[0], 1),
+            })
+            print(rows[-1], flush=True)
+            assert stored - args.prefill == distinct - args.prefill == questions * per_question == requests
+    return rows, {"calls": questions * per_question, "prefill": args.prefill, "concurrency": conc,
+                  "models": models, "rss_sampled_every_s": 0.05}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    modes = ("local", "openai", "cli", "servers", "million")
+    modes = ("local", "openai", "cli", "servers", "million", "memory")
     ap.add_argument("mode", choices=modes, nargs="?", default="local")
     ap.add_argument("--questions", type=int, default=2)
     ap.add_argument("--chars", type=int, default=1000, help="answers cut to this many characters")
@@ -549,18 +646,21 @@ def main() -> None:
     ap.add_argument("--n-models", type=int, default=16, help="cli, servers: models in the synthetic inputs")
     ap.add_argument("--servers", default="1,2,4,8", help="servers: the server counts to run")
     ap.add_argument("--slots", type=int, default=10, help="servers: replies each server works on at once")
-    ap.add_argument("--calls", type=int, default=1_000_000, help="million: distinct calls in the run")
+    ap.add_argument("--calls", type=int, default=1_000_000, help="million, memory: distinct calls in the run")
+    ap.add_argument("--prefill", type=int, default=0,
+                    help="memory: cached calls of other requests in the store before the run")
     ap.add_argument("--kill-at", default="0.05,0.15", help="million: SIGKILL once these shares are answered")
-    ap.add_argument("--work", help="million: folder for the store and inputs (default: the temp folder)")
+    ap.add_argument("--work", help="million, memory: folder for the store and inputs (default: the temp "
+                                   "folder)")
     ap.add_argument("--seconds", type=float, default=30, help="servers: seconds of calls at full capacity")
-    ap.add_argument("--repo", help="cli: also run the judge of this checkout (e.g. main)")
+    ap.add_argument("--repo", help="cli, memory: also run the judge of this checkout (e.g. main)")
     args = ap.parse_args()
     os.environ["HF_HUB_OFFLINE"] = "1"
     start = time.perf_counter()
     if args.mode == "cli" and args.questions == 2:
         args.questions = 40  # 40 questions x 16 models: 4,800 calls a run
     rows, meta = {"local": run_local, "openai": run_openai, "cli": run_cli, "servers": run_servers,
-                  "million": run_million}[args.mode](
+                  "million": run_million, "memory": run_memory}[args.mode](
         args
     )
     import resource

@@ -57,6 +57,12 @@ if TYPE_CHECKING:
 
 LEASE_S = 120.0  # a claim not renewed for this long (its owner on another host stopped) lapses
 
+STORE_MEMORY_LIMIT = "512MB"
+"""DuckDB's memory cap on a store a cache writes to (``Store.limit_memory``): each write and lookup
+scans the cached keys, and DuckDB's default buffer pool (80 % of the machine's memory) would keep every
+block it read, growing with the cache; with the cap a judge run's memory stays bounded whatever the
+cache's size (docs/notes/i29mem-29.md)."""
+
 
 def call_key(backend: str, model: str, req: ChatRequest, server: str | None = None) -> str:
     """sha256 hex of the canonical request; the same request always gets the same key.
@@ -174,6 +180,8 @@ class CallCache:
 
     def __init__(self, store: Store, *, shards: bool = False):
         self.store = store
+        if str(store.path) != ":memory:":
+            store.limit_memory(STORE_MEMORY_LIMIT)
         self.owner = f"{owner_name()}:{uuid.uuid4().hex[:8]}"
         # judge --call-shards: finished calls go to this process's Parquet shard, not the store
         # (engine.judging.shards explains the lookup order and lease rules this relies on)

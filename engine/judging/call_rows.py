@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pandas as pd
 import pyarrow as pa
 
+from engine.store.call_shards import insert_new_calls
 from engine.store.connection import Store
 
 _CALL_RESULT = "text, top_logprobs, prompt_tokens, completion_tokens, latency_s, attempts"
@@ -47,11 +48,11 @@ def has_serverless_calls(store: Store) -> bool:
 
 def insert_calls(store: Store, calls: pd.DataFrame | pa.Table, owner: str) -> None:
     """Insert ``judge_calls`` rows (its columns, by name; a pandas frame or an Arrow table) and drop
-    ``owner``'s leases on them, in one transaction; a key stored already is ignored, not doubled."""
-    cols = ", ".join(calls.column_names if isinstance(calls, pa.Table) else calls.columns)
+    ``owner``'s leases on them, in one transaction; a key stored already (or met twice) is stored once."""
+    cols = list(calls.column_names if isinstance(calls, pa.Table) else calls.columns)
     with store.transaction() as cur:
         cur.register("_calls", calls)
-        cur.execute(f"INSERT INTO judge_calls ({cols}) SELECT {cols} FROM _calls ON CONFLICT DO NOTHING")
+        insert_new_calls(cur, "_calls", cols)
         cur.execute(
             "DELETE FROM judge_call_leases WHERE owner = ? AND call_key IN (SELECT call_key FROM _calls)",
             [owner],

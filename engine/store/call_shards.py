@@ -7,6 +7,12 @@ taking the store's one write lock for every group of calls (``engine.judging.sha
 is filed once; in the same transaction every lease on a filed key is dropped (the call is now in the
 cache, so nobody needs to wait for it or may pay for it again). Only SQL lives here: which files, in
 which order, and what a row must hold are decided by the callers.
+
+``judge_calls`` has no primary key (migration 079: its ART index held every key in the judge's memory),
+so ``insert_new_calls`` is the one way a row enters it, here and in ``engine.judging.call_rows``: inside
+the caller's transaction it inserts the distinct keys of a relation that the table does not hold. The
+store's writer is one process (DuckDB's file lock, ``engine.store.file_lock``), and the store's writes
+go through one connection, so the check and the insert see every committed row.
 """
 
 from __future__ import annotations
@@ -26,14 +32,24 @@ SHARD_COLUMNS: tuple[str, ...] = (
 _COLS = ", ".join(SHARD_COLUMNS)
 
 
+def insert_new_calls(cur, source: str, columns: Sequence[str]) -> int:
+    """Insert into ``judge_calls`` the ``columns`` of relation ``source``'s rows whose key it does not
+    hold yet, one row per distinct key (any one of a key's rows: they answer one request); how many
+    were inserted. Runs inside the caller's transaction (module docstring). An anti-join: DuckDB builds its
+    hash table on the few new rows and streams the stored keys past it (``NOT IN`` would build it on
+    every stored key: 120 ms and a table of 10^6 keys per write instead of 21 ms, measured in the notes)."""
+    cols = ", ".join(columns)
+    row = cur.execute(
+        f"INSERT INTO judge_calls ({cols}) SELECT DISTINCT ON (call_key) {cols} FROM {source}"
+        " ANTI JOIN judge_calls USING (call_key)"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def _file(cur, source: str) -> int:
     """Insert the distinct new keys of relation ``source`` and drop their leases; rows inserted."""
-    cur.execute(f"CREATE OR REPLACE TEMP TABLE _filed AS SELECT DISTINCT ON (call_key) {_COLS} FROM {source}"
-                " WHERE call_key NOT IN (SELECT call_key FROM judge_calls)")
-    n = int(cur.execute("SELECT count(*) FROM _filed").fetchone()[0])
-    cur.execute(f"INSERT INTO judge_calls ({_COLS}) SELECT {_COLS} FROM _filed ON CONFLICT DO NOTHING")
+    n = insert_new_calls(cur, source, SHARD_COLUMNS)
     cur.execute(f"DELETE FROM judge_call_leases WHERE call_key IN (SELECT call_key FROM {source})")
-    cur.execute("DROP TABLE _filed")
     return n
 
 

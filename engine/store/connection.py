@@ -235,6 +235,7 @@ class Store:
         self.keep_open = keep_open
         self.lock_wait_s = float(lock_wait_s)
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._memory_limit: str | None = None  # ``limit_memory``: applied on every (re)open
         self._guard = threading.RLock()
         self._sessions = 0
         self._block_size = check_store_file(self.path)
@@ -310,7 +311,22 @@ class Store:
             if cut is not None:
                 con.close()
                 raise StoreError(damaged_sentence(self.path, cut))
+            if self._memory_limit is not None:
+                con.execute(f"SET memory_limit = '{self._memory_limit}'")
             return con
+
+    def limit_memory(self, limit: str) -> None:
+        """Cap DuckDB's memory for this store (``limit`` in DuckDB's words, e.g. ``512MB``), now and on
+        every reopen. DuckDB's default is 80 % of the machine's memory, which its buffer pool fills with
+        every block a process has read until it is needed elsewhere; a long-running writer (a judge run)
+        caps it so its memory stays bounded whatever the store's size (blocks past the cap are evicted and
+        read again, and large operators spill to disk)."""
+        if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", limit):
+            raise ValueError(f"not a DuckDB memory size: {limit!r}")
+        with self._guard:
+            self._memory_limit = limit
+            if self._con is not None:
+                self._con.execute(f"SET memory_limit = '{limit}'")
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
