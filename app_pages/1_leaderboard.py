@@ -131,34 +131,35 @@ def panel_judges_section(board) -> None:
 
 
 def first_open(ch):
-    """(the board to show, the job computing its intervals or None): a count ranker's board comes at once
-    with its point scores, its bootstrap computed after it is on screen (``app_pages._lbopen_cache``); the
-    other rankers' boards (and pair-count datasets', and boards of fewer than
-    ``engine.views.leaderboard_first.DEFER_MIN_VOTES`` votes) are computed whole, as before."""
+    """(the board to show, whether its intervals are still to come): a count ranker's board comes at once
+    with its point scores, its bootstrap computed after the page is on screen (``intervals_pending``, drawn
+    last, starts it: ``app_pages._lbopen_cache``); the other rankers' boards (and pair-count datasets', and
+    boards of fewer than ``engine.views.leaderboard_first.DEFER_MIN_VOTES`` votes) are computed whole, as
+    before."""
     from engine.store.pair_counts import is_pair_count_dataset
     from engine.views import leaderboard_first
     from engine.views.leaderboard_first import first_open_applies
 
     if not first_open_applies(ch.ranker, None) or is_pair_count_dataset(get_store(), ch.dataset):
-        return or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED), None
+        return or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED), False
     job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
-    if job is None or not job.done():
-        point = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, 0, SEED)
-        if int(point.params.get("n_votes", 0)) < leaderboard_first.DEFER_MIN_VOTES:  # fast: in one pass
-            return or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED), None
-        job = bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
-        if not job.done():
-            return point, job
-    return or_stop(job.result), job
+    if job is not None and job.done():
+        return or_stop(job.result), False
+    point = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, 0, SEED)
+    if int(point.params.get("n_votes", 0)) < leaderboard_first.DEFER_MIN_VOTES:  # fast: in one pass
+        return or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED), False
+    return point, True
 
 
-def intervals_pending(job) -> None:
+def intervals_pending(ch) -> None:
     """While the bootstrap runs: a note that the intervals are being computed, checked every second; the
-    page reruns with them once they are there."""
+    page reruns with them once they are there. Called as the page's last element (into a slot under the
+    table): the job starts here, so its thread does not share the cores and the GIL with the drawing of the
+    page's first view (``bootstrap_job`` starts a choice's job once; later checks find it)."""
 
     @st.fragment(run_every=1.0)
     def wait() -> None:
-        if job.done():
+        if bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED).done():
             st.rerun()
         st.caption(f":material/hourglass_top: Computing the 95 % bootstrap intervals (B = {B_DEFAULT}); the "
                    "scores and ranks shown are final, the intervals and rank (UB) follow in a moment.")
@@ -168,8 +169,7 @@ def intervals_pending(job) -> None:
 
 st.title("Leaderboard")
 ch = current()
-board, job = first_open(ch)
-pending = job is not None and not job.done()
+board, pending = first_open(ch)
 table = board.table
 counts_only = board.params.get("unit") == "battles"  # a pair-count dataset: battles, no graph (issue 25)
 panel_board = is_panel_board(board)  # the judge panel: verdicts with their orders, as the CLI fits them
@@ -221,8 +221,7 @@ shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, con
 st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
              height=table_height(len(view.frame)), column_order=shown,
              column_config=config)
-if pending:
-    intervals_pending(job)
+pending_slot = st.container() if pending else None  # the intervals' note, filled at the page's end
 st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
 if view.delta_note:
     st.caption(escape_md(view.delta_note))
@@ -266,3 +265,6 @@ st.caption(
     f"{escape_md(board.reference_note)}. "
     "The Data page exports every result at once."
 )
+if pending_slot is not None:  # after the page's last element: its bootstrap starts now
+    with pending_slot:
+        intervals_pending(ch)

@@ -70,3 +70,34 @@ def test_a_pending_board_says_its_intervals_are_being_computed(shipped_store):
     assert "being computed" in view.rank_note
     done = board_view(point.table, ranker="bt", n_graphs=80)
     assert (done.frame["interval"] == "—").all()  # without the flag: "no interval"; pending must not say so
+
+
+def test_the_bootstrap_starts_after_the_pages_last_element(shipped_db, monkeypatch):
+    """The deferred bootstrap's thread starts only once the first view is drawn (it would share the cores and
+    the GIL with the drawing): when the job is asked for, the main area holds every element the run draws,
+    and the first view says the intervals are being computed; the next run after the job shows them."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    from app_pages import _lbopen_cache
+    from engine.views import leaderboard_first
+
+    monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 0)
+    drawn_at_start: list[int] = []
+    real_get = _lbopen_cache.BootstrapJobs.get
+
+    def get_seen(self, key, start):
+        ctx = get_script_run_ctx()
+        drawn_at_start.append(ctx.cursors[0].index if ctx and 0 in ctx.cursors else -1)
+        return real_get(self, key, start)
+
+    monkeypatch.setattr(_lbopen_cache.BootstrapJobs, "get", get_seen)
+    at = new_app(shipped_db, monkeypatch)
+    at.run()
+    assert_clean(at)
+    assert drawn_at_start, "the page never asked for its bootstrap job"
+    assert drawn_at_start[0] == len(at.main.children)  # nothing drawn in the main area after the start
+    assert any("Computing the 95 % bootstrap intervals" in str(c.value) for c in at.caption)
+    wait_for_bootstrap()
+    at.run()
+    assert not any("Computing the 95 % bootstrap intervals" in str(c.value) for c in at.caption)
+    assert "rank_ub" in at.multiselect(key="lb_columns").value
