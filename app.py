@@ -24,7 +24,21 @@ from engine.errors import LensError
 from engine.store.connection import StoreBusy
 from engine.store.schema import DEFAULT_DATASET
 
+
+def skip_repl_probe() -> None:
+    """Served by ``streamlit run``: mark Streamlit's "use streamlit run" warning as given, so the first
+    element a server process draws does not look for a Python prompt (``env_util.is_repl`` calls
+    ``inspect.stack()``, which reads the source of every frame and scans every loaded module: 0.2-0.4 s of
+    CPU with pandas and the engine loaded, paid by the first page any server opens). Under ``streamlit
+    run`` neither warning applies; run any other way (no runtime), the warning is left to Streamlit."""
+    from streamlit import delta_generator, runtime
+
+    if runtime.exists():
+        delta_generator._use_warning_has_been_displayed = True
+
+
 freeze_startup_heap()  # once per process: the imports' objects leave the per-run collection's walk
+skip_repl_probe()
 
 if not st.get_option("client.disableDataExport"):
     # Started where .streamlit/config.toml is not read (another folder) or with the option turned off:
