@@ -81,9 +81,10 @@ def with_reference(table: pd.DataFrame, reference: pd.Series | None) -> pd.DataF
     diff = np.zeros(len(out), dtype=np.int64)
     ref_rank[mapped] = comp_rank(ref)
     diff[mapped] = comp_rank(here) - ref_rank[mapped]
-    out["ref_rank"] = pd.array(np.where(mapped, ref_rank, 0), dtype="Int64")
-    out["ref_diff"] = pd.array(diff, dtype="Int64")
-    out.loc[~mapped, ["ref_rank", "ref_diff"]] = pd.NA
+    # nullable integers built with their mask (NA where unmapped): a ``.loc`` assignment of NA cost more than
+    # the rest of a slider move's board on a six-model table (bench/app_roundtrip.py)
+    out["ref_rank"] = pd.arrays.IntegerArray(np.where(mapped, ref_rank, 0), ~mapped)
+    out["ref_diff"] = pd.arrays.IntegerArray(np.where(mapped, diff, 0), ~mapped)
     return out
 
 

@@ -68,8 +68,14 @@ def rank_change_frame(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame
 
     A positive change means the model moved up under the new setting.
     """
-    b = before[["model", "rank"]].rename(columns={"rank": "rank_all"})
-    out = after.merge(b, on="model", how="left")
+    # a lookup by model name, not ``DataFrame.merge`` (the same left join: ``after``'s rows in order, NaN
+    # where ``before`` lacks the model), at a fraction of its cost on a slider move's small tables
+    pos = pd.Index(before["model"]).get_indexer(after["model"])  # -1: not on ``before``
+    rank_all = before["rank"].to_numpy()[pos]
+    if (pos < 0).any():  # as the merge gives: floats with NaN where the model is missing
+        rank_all = np.where(pos >= 0, rank_all.astype(np.float64), np.nan)
+    out = after.reset_index(drop=True)
+    out["rank_all"] = rank_all
     out["rank_change"] = (out["rank_all"] - out["rank"]).astype("Int64")
     return out
 
