@@ -217,6 +217,35 @@ def runner_from_args(args: argparse.Namespace, store: Store, backend: Backend | 
     )
 
 
+def _export(args: argparse.Namespace, store: Store, runner: Runner, cfg: ProtocolConfig,
+            models: list[str] | None) -> int:
+    """``judge --export-requests FILE``: the run's uncached calls written to FILE, nothing sent or
+    stored (engine.judging.export); prints the count of requests and of pairs cached or waiting."""
+    from pathlib import Path
+
+    from engine.judging.export import export_requests
+    from engine.judging.pipeline import build_jobs
+    from engine.judging.protocols import make_unit
+
+    if args.schedule == "swim" or args.add_model:
+        raise LensError("--export-requests works with the round-robin schedule: SWIM picks each next "
+                        "opponent from the verdicts so far.")
+    if args.inputs:
+        load_inputs(store, args.dataset, args.inputs, models=models, categories=_csv(args.categories),
+                    limit_per_category=args.limit)
+    variants = parse_variants(args.variants)
+    require_prompts(store, args.dataset, "judge", variants=variants)
+    jobs = build_jobs(store, args.dataset, models=models, variants=variants)
+    if not jobs:
+        raise LensError(f"Dataset {args.dataset!r} has no prompt with answers from two of the chosen models.")
+    path = Path(args.export_requests)
+    rep = export_requests(runner, (make_unit(args.protocol, j, cfg) for j in jobs), path)
+    row = {"file": str(path), "requests": rep.requests, "pairs_cached": rep.units_cached,
+           "pairs_waiting": rep.units_waiting}
+    write_frame(pd.DataFrame([row]), args.format)
+    return 0
+
+
 def register(sub) -> None:
     """Add ``judge`` (an LLM judge over a dataset's answers) and its backend and protocol options to the
     parser."""
@@ -261,6 +290,13 @@ def register(sub) -> None:
         "--judge-name",
         help="judge column value (default: <model>:<protocol>, plus :<template>@<version> unless shipped v1)",
     )
+    p.add_argument(
+        "--export-requests",
+        metavar="FILE",
+        help="send nothing: write the calls this run would make and the cache does not hold to FILE "
+             "(.parquet or .jsonl; one row per call: call_key, the request columns calls --import reads "
+             "back, and body, the chat-completions request) for another engine to answer",
+    )
     add_backend_args(p, seed_flag=False, backends=(*BACKENDS, "replay"))
     add_active_args(p)
     add_call_shards_arg(p)
@@ -293,6 +329,9 @@ def run(args: argparse.Namespace) -> int:
     """Judge the selected pairs as one recorded run and print its report; exit status (1 when calls
     failed)."""
     if wants_active(args):
+        if args.export_requests:
+            raise LensError("--export-requests works with the round-robin schedule: active judging picks "
+                            "each next batch from the verdicts so far.")
         return run_active(args)
     schedule = args.schedule or ("swim" if args.add_model else "round-robin")
     if args.add_model and schedule != "swim":
@@ -302,6 +341,8 @@ def run(args: argparse.Namespace) -> int:
         models = _csv(args.models)
         cfg = _config(args)  # template and option mistakes are refused before anything is written
         runner = runner_from_args(args, store)
+        if args.export_requests:
+            return _export(args, store, runner, cfg, models)
         # a live run making the same calls is refused here, before --inputs writes anything
         ensure_no_live_run(
             store, "judge", args.dataset, runner.backend.name, runner.backend.model, force=args.force

@@ -236,7 +236,10 @@ def merge_left_behind(store: Store) -> int:
 # -- import of (request, response) rows from another engine ---------------------------------------
 IMPORT_REQUIRED = ("backend", "model", "template_id", "template_version", "messages", "decoding", "text")
 IMPORT_OPTIONAL = ("call_key", "server", "top_logprobs", "prompt_tokens", "completion_tokens", "latency_s",
-                   "attempts")
+                   "attempts", "response")
+"""``text`` may be replaced by ``response``: the chat-completions reply as the other engine returned it
+(a JSON object or its text; an OpenAI batch-output ``response`` with ``status_code`` and ``body`` too),
+read exactly as a live call's reply is read (text, top logprobs, token counts)."""
 
 
 def _batches(path: Path) -> Iterator[pd.DataFrame]:
@@ -271,7 +274,7 @@ def _batches(path: Path) -> Iterator[pd.DataFrame]:
 
 
 def _check_columns(path: Path, cols: set[str]) -> None:
-    missing = [c for c in IMPORT_REQUIRED if c not in cols]
+    missing = [c for c in IMPORT_REQUIRED if c not in cols and not (c == "text" and "response" in cols)]
     if missing:
         raise LensError(f"{path} has no column {', '.join(missing)}; an imported call needs "
                         f"{', '.join(IMPORT_REQUIRED)} (optional: {', '.join(IMPORT_OPTIONAL)}).")
@@ -300,6 +303,30 @@ def _decoding(value) -> Decoding:
         raise ValueError(f"decoding has an unknown parameter ({exc})") from None
 
 
+def _reply_columns(response) -> dict:
+    """text, top_logprobs (as the cache stores them) and token counts of a chat-completions reply, read
+    as a live call's reply is read (``read_completion_json``); ``ValueError`` saying why not."""
+    from engine.judging.backends import RetryableError
+    from engine.judging.openai_backend import read_completion_json
+
+    doc = response
+    if isinstance(doc, str):
+        try:
+            doc = json.loads(doc)
+        except ValueError:
+            raise ValueError("response is not JSON") from None
+    if isinstance(doc, dict) and "body" in doc and "choices" not in doc:  # an OpenAI batch-output response
+        if doc.get("status_code") not in (None, 200):
+            raise ValueError(f"response has status {doc.get('status_code')}, not a reply")
+        doc = doc["body"]
+    try:
+        res = read_completion_json(doc, 0.0)
+    except RetryableError as exc:
+        raise ValueError(str(exc).replace("the server's reply", "response")) from None
+    return {"text": res.text, "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
+            "top_logprobs": None if res.top_logprobs is None else json.dumps(list(res.top_logprobs))}
+
+
 def _present(value) -> bool:
     return value is not None and not (isinstance(value, float) and value != value)
 
@@ -316,6 +343,8 @@ def import_rows(frame: pd.DataFrame, path: Path, first_row: int) -> pd.DataFrame
             for c in IMPORT_REQUIRED:
                 if not _present(row.get(c)) and c != "text":
                     raise ValueError(f"{c} is empty")
+            if _present(row.get("response")) and not isinstance(row.get("text"), str):
+                row = {**row, **_reply_columns(row["response"])}
             if not isinstance(row.get("text"), str):
                 raise ValueError("text (the reply) is missing")
             messages = _messages_json(row["messages"])
