@@ -57,7 +57,6 @@ SLOW_FILES_FIRST = (
     "test_judging_client_29.py",        #  15.9 /   8.5
     "test_app_ranking.py",              #  15.2 /  15.5
     "test_count_query.py",              #  15.0 /  14.5
-    "test_text_table.py",               #  ~20 s of CPU at load 19-30 (issue 26 round 31, not yet idle)
     "test_elo_draws_overlap.py",        #  ~20 (numba compile included)
     "test_plain_board.py",              #  ~19
     "test_curve_chain.py",              #  ~21 s of CPU at load 19
@@ -181,6 +180,7 @@ SLOW_FILES_FIRST = (
     "test_recheck23_names.py",          #   2.7 /   2.6
     "test_judging_completeness.py",     #   2.4 /   2.2
     "test_lean_bootstrap.py",           #   2.4 /   2.3
+    "test_text_table.py",               #   2.2 s of CPU (round 32, -n 0 at load 25; not idle wall)
     "test_resample_draws.py",           #   2.4 /   2.3
     "test_simulate.py",                 #   2.2 /   2.1
     "test_degenerate_ties.py",          #   2.2 /   2.1
