@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -11,6 +12,14 @@ from cli_inprocess import run_engine  # noqa: F401  (tests import it from here: 
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# The suite keeps the bytecode it compiles (Python's default, into the git-ignored __pycache__ folders)
+# even where the environment says not to (PYTHONDONTWRITEBYTECODE=1, as on the shared build machine).
+# Without it every worker compiles the engine and rewrites every test module's asserts (8 s of CPU a
+# worker, every run), and every `python -m engine`, Streamlit server and judge process a test starts
+# compiles the engine again (0.15 s of CPU a `leaderboard` command). The children keep the variable, so
+# they only read what the workers wrote; a source file edited later is compiled again (its time and
+# size are in the .pyc).
+sys.dont_write_bytecode = False
 # a judge run whose journal cannot go beside its store moves it here, never to the user's ~/.cache
 os.environ.setdefault("LENS_JOURNAL_DIR", tempfile.mkdtemp(prefix="lens-test-journals-"))
 # a test that reaches the store without naming one (no --db, no $LENS_DB: app_pages._lens.get_store() called
@@ -48,7 +57,6 @@ SLOW_FILES_FIRST = (
     "test_judging_client_29.py",        #  15.9 /   8.5
     "test_app_ranking.py",              #  15.2 /  15.5
     "test_count_query.py",              #  15.0 /  14.5
-    "test_text_table.py",               #  ~20 s of CPU at load 19-30 (issue 26 round 31, not yet idle)
     "test_elo_draws_overlap.py",        #  ~20 (numba compile included)
     "test_plain_board.py",              #  ~19
     "test_curve_chain.py",              #  ~21 s of CPU at load 19
@@ -172,6 +180,7 @@ SLOW_FILES_FIRST = (
     "test_recheck23_names.py",          #   2.7 /   2.6
     "test_judging_completeness.py",     #   2.4 /   2.2
     "test_lean_bootstrap.py",           #   2.4 /   2.3
+    "test_text_table.py",               #   2.2 s of CPU (round 32, -n 0 at load 25; not idle wall)
     "test_resample_draws.py",           #   2.4 /   2.3
     "test_simulate.py",                 #   2.2 /   2.1
     "test_degenerate_ties.py",          #   2.2 /   2.1
