@@ -60,7 +60,8 @@ def boards():
             continue
         votes = make_votes(frame_vote_rows(log), "plurality")
         for ranker, B in (("bt", 6), ("elo", 5), ("copeland", 1)):
-            out[name, ranker, B] = leaderboard_from_votes(votes, BoardSpec(ranker=ranker, bootstrap=B, seed=3))
+            spec = BoardSpec(ranker=ranker, bootstrap=B, seed=3)
+            out[name, ranker, B] = leaderboard_from_votes(votes, spec)
     return out
 
 
@@ -91,6 +92,8 @@ def test_the_board_frame_and_text_are_as_before(boards, monkeypatch):
             assert table["rank_low"].dtype == np.int64 and (table["ci_note"] == "").all(), key
             sci = board.bootstrap.scores_ci.reindex(table["model"])
             np.testing.assert_array_equal(table["ci_low"].to_numpy(), sci["low"].to_numpy())
+            ub = rank_upper_bound(table["ci_low"].to_numpy(), table["ci_high"].to_numpy())  # row by row
+            np.testing.assert_array_equal(table["rank_ub"].to_numpy(np.int64), ub)
         for fmt in ("table", "csv", "json"):
             buf = io.StringIO()
             write_frame(printed_table(board), fmt, out=buf)
