@@ -256,7 +256,7 @@ def frame_columns(columns: dict[str, Any], n: int) -> dict[str, Any]:
     out = dict(columns)
     for name, col in columns.items():
         if isinstance(col, Typed):
-            out[name] = pd.array(col.values, dtype=col.dtype)  # type: ignore[call-overload]
+            out[name] = pd.array(col.values, dtype=col.dtype)
         elif isinstance(col, Missing):
             dtype: Any = col.dtype  # "Int64" or "string": pandas' stubs type each name apart
             out[name] = pd.array([pd.NA] * n, dtype=dtype)
