@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 
 import numpy as np
 
@@ -110,8 +111,18 @@ _D = ctypes.c_double
 _SIGNATURE = ctypes.CFUNCTYPE(None, _P, _I, _I, _P, _P, _P, _P, _I, _D, _D, _D)
 
 
-@functools.cache
+_BUILD_LOCK = threading.Lock()
+"""LLVM's global context is not thread-safe: the app's sessions run in threads, so one builds at a time."""
+
+
 def compiled_elo_steps():
+    """``_build`` once per process (under ``_BUILD_LOCK``: two app sessions asking at once build once)."""
+    with _BUILD_LOCK:
+        return _build()
+
+
+@functools.cache
+def _build():
     """The compiled loop as ``steps(ratings, i_idx, j_idx, s_i, reps, v0, k, base, scale)``: advance every
     resample's ratings (``ratings``: (B, n) float64, C-contiguous, in place) over votes v0 .. v0 + L - 1,
     resample b reading vote v0 + t ``reps[b, t]`` times in a row (``reps``: (B, L)). ``i_idx``/``j_idx``
