@@ -54,15 +54,14 @@ def refit_samples(v, unit: str, B: int, seed: int) -> np.ndarray:
 def test_overlapped_draws_and_fits_equal_each_resamples_refit(shape, unit, monkeypatch):
     """Both compiled loops from the first unit and vote (the draws in their thread, Elo resample by
     resample beside them) give every resample's refit to the bit, and so does the path that draws with
-    numpy and steps all resamples at once with numpy."""
+    numpy and runs the compiled Elo loop over all resamples chunk by chunk."""
     v = make_votes(frame_vote_rows(verdicts(shape)))
     want = refit_samples(v, unit, B=9, seed=4)
     monkeypatch.setattr(draws_module, "COMPILED_FROM_UNITS", 0)
     monkeypatch.setattr(elo_module, "COMPILED_FROM_VOTES", 0)
     overlapped = bootstrap_counts(v, "elo", B=9, seed=4, unit=unit).samples
     assert np.array_equal(overlapped, want, equal_nan=True)
-    monkeypatch.setattr(draws_module, "COMPILED_FROM_UNITS", 10**12)
-    monkeypatch.setattr(elo_module, "COMPILED_FROM_VOTES", 10**12)
+    monkeypatch.setattr(draws_module, "COMPILED_FROM_UNITS", 10**12)  # numpy's draws, Elo chunk by chunk
     assert np.array_equal(bootstrap_counts(v, "elo", B=9, seed=4, unit=unit).samples, want, equal_nan=True)
     assert np.isfinite(want).all()
 

@@ -105,3 +105,16 @@ def test_a_path_that_needs_scipy_special_still_loads_it(store_copy: Path, tmp_pa
     assert "scipy.special" in modules
     header = done.stdout.splitlines()[0].split(",")
     assert "ci_low" in header and "ci_high" in header
+
+
+def test_an_elo_bootstrap_board_imports_no_pandas_and_no_numba(store_copy: Path, tmp_path: Path):
+    """``--ranker elo --bootstrap B``: Elo's point fit gives arrays, its resamples run in the loop built
+    from LLVM IR (llvmlite, not numba: 0.5-1 s to load), and the interval columns are printed from
+    arrays (``engine.ranking.board.Typed``), so neither pandas nor numba is loaded; the intervals are
+    there."""
+    args = ["leaderboard", "--dataset", "vicuna80", "--ranker", "elo", "--bootstrap", "20"]
+    done, modules = loaded_by(args, tmp_path, store_copy)
+    header = done.stdout.splitlines()[0].split()
+    assert "ci_low" in header and "rank_ub" in header and "gpt4" in done.stdout
+    assert "llvmlite" in modules
+    assert offending(modules, ("pandas", "pyarrow", "numba", "scipy.sparse")) == []

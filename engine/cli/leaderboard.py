@@ -25,7 +25,7 @@ from engine.graphs.truncation import DEFAULT_SCORE, SCORES
 from engine.rankers import RANKER_HELP, RANKERS, check_ranker_params, parse_ranker_params, ranker_object
 from engine.rankers.params import param_kinds
 from engine.ranking.baseline import baseline_leaderboard, baseline_notes, check_decisive_weight
-from engine.ranking.board import BoardRows, BoardSpec, plain_values
+from engine.ranking.board import BoardRows, BoardSpec, Typed, plain_values
 from engine.ranking.board_notes import board_notes
 from engine.ranking.leaderboard import leaderboard
 from engine.store.datasets import require_dataset
@@ -334,7 +334,8 @@ def write_printed_table(board, fmt: str) -> None:
     if fmt == "table" and isinstance(rows, BoardRows):
         drop = set(left_out_columns(board, rows.columns))
         names = [c for c in rows.columns if c not in drop]
-        if write_plain_table(names, [rows.columns[c] for c in names]):
+        cells = [rows.columns[c] for c in names]
+        if write_plain_table(names, [c.values if isinstance(c, Typed) else c for c in cells]):
             return
     write_frame(printed_table(board), fmt)
 

@@ -9,8 +9,6 @@ outcomes. Scores are ratings minus their mean (the initial rating is reported).
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from engine.errors import LensError
@@ -86,11 +84,12 @@ COMPILED_CHUNK_VOTES = 65536
 """Votes whose repeat counts the compiled loop holds at once: a (B, chunk) table of the bootstrap's
 one-byte draws, about 6.5 MB at B = 100."""
 
-COMPILED_FROM_VOTES = 100_000
-"""From this many votes the compiled loop runs; below, the numpy step loop. numba's import and loading
-its cached machine code cost about 0.9 s of CPU once; the compiled loop then costs about 42 ns per
-update (B updates a vote) against 16-25 us per vote for one numpy step over all B, so by those costs
-the compiled loop wins from roughly 65,000 votes at B = 100 (docs/notes/elo-26.md, section elo2)."""
+COMPILED_FROM_VOTES = 0
+"""From this many votes the compiled loop runs; below, the numpy step loop. The compiled loop
+(``engine.rankers.elo_kernel``, llvmlite) costs about 50 ms of CPU once per process (import and
+building the machine code) and about 25-40 ns per update, against 16-25 us per vote for one numpy step
+over all B, and it rounds as ``elo_ratings`` does where numpy's SIMD ``power`` may not: it runs from
+the first vote (docs/notes/cliproc-32.md). The numpy loop remains for an environment without llvmlite."""
 
 
 def elo_ratings_resampled(
@@ -105,8 +104,10 @@ def elo_ratings_resampled(
     ``elo_ratings(i[idx], j[idx], s[idx], n)`` with ``idx = np.repeat(np.arange(V), repeats[b])`` does (a
     bootstrap resample of the votes), with the same numbers to the bit. Elo is sequential, so the work
     is V x B updates whatever the layout: from ``COMPILED_FROM_VOTES`` votes (or ``compiled=True``) a
-    compiled loop (``_resampled_steps``), below it one numpy step per vote over all B resamples
-    (``_resampled_numpy``). ``chunk``: votes whose repeat counts are held at once (memory bound). Where
+    compiled loop (``_resampled_steps`` as machine code: ``engine.rankers.elo_kernel``), below it or
+    without llvmlite one numpy step per vote over all B resamples (``_resampled_numpy``; numpy's SIMD
+    ``power`` may differ from ``elo_ratings``' in the last bit of a rating).
+    ``chunk``: votes whose repeat counts are held at once (memory bound). Where
     ``repeats`` is a ``ResampleRepeats`` (the bootstrap's draws, drawn ahead in a thread), the compiled
     loop fits resample b as soon as its row is drawn, over all the votes at once (a row is V counts), so
     the draws of the next rows run beside it on another core; the numbers are the same, each resample's
@@ -119,12 +120,14 @@ def elo_ratings_resampled(
     if compiled:
         try:
             steps = _compiled_steps()
-        except ImportError:  # numba missing (an environment older than requirements.txt): same numbers
+        except ImportError:  # llvmlite missing (an environment older than requirements.txt)
             compiled = False
     if not compiled:
         return _resampled_numpy(i_idx, j_idx, s_i, n, repeats, k=k, base=base, scale=scale, init=init,
                                 chunk=chunk or RESAMPLE_CHUNK_VOTES)
     V = i_idx.size
+    if V and (min(int(i_idx.min()), int(j_idx.min())) < 0 or max(int(i_idx.max()), int(j_idx.max())) >= n):
+        raise ValueError("a vote's model index lies outside 0 .. n - 1")  # the compiled loop trusts them
     if isinstance(repeats, ResampleRepeats):  # resample by resample as its row is drawn (beside the draws)
         ratings = np.full((repeats.B, n), float(init))
         for b in range(repeats.B):
@@ -140,11 +143,12 @@ def elo_ratings_resampled(
     return ratings
 
 
-def _resampled_steps(ratings, i_idx, j_idx, s_i, reps, v0, k, base, scale):  # pragma: no cover (compiled)
+def _resampled_steps(ratings, i_idx, j_idx, s_i, reps, v0, k, base, scale):  # pragma: no cover (reference)
     """Advance every resample's ratings (``ratings``: (B, n), in place) over votes v0 .. v0 + L - 1, where
     resample b reads vote v0 + t ``reps[b, t]`` times in a row. The statements are ``elo_ratings``'s, in
     its order, so each row gets the same floating-point operations as the sequential Elo of that
-    resample's repeated votes. Run compiled (``_compiled_steps``)."""
+    resample's repeated votes. What ``_compiled_steps`` runs as machine code (``elo_kernel.ELO_IR`` is
+    this function, statement for statement); kept in Python as its readable statement."""
     n_resamples, n_votes = reps.shape
     for b in range(n_resamples):
         r = ratings[b]
@@ -159,16 +163,14 @@ def _resampled_steps(ratings, i_idx, j_idx, s_i, reps, v0, k, base, scale):  # p
                 r[h] -= delta
 
 
-@functools.cache
 def _compiled_steps():
-    """``_resampled_steps`` compiled by numba on first use (imported here, not at the top: only Elo's
-    bootstrap on many votes needs it, and numba's import would slow every other command). Strict IEEE
-    arithmetic (numba's default: no fast-math, no contraction), so the compiled loop rounds as Python
-    does; ``cache=True`` keeps the machine code between processes where the package's folder (or
-    numba's user cache folder) is writable."""
-    import numba
+    """``_resampled_steps`` as machine code (``engine.rankers.elo_kernel``, imported here, not at the top:
+    only Elo's bootstrap needs it). Strict IEEE arithmetic and the C library's ``pow``, as Python's
+    ``**`` calls it, so the compiled loop rounds as ``elo_ratings`` does. Built once per process (about
+    15-35 ms of CPU); raises ImportError without llvmlite."""
+    from engine.rankers.elo_kernel import compiled_elo_steps
 
-    return numba.njit(cache=True, nogil=True)(_resampled_steps)
+    return compiled_elo_steps()
 
 
 def _resampled_numpy(

@@ -19,7 +19,7 @@ import numpy as np
 
 from engine.errors import LensError
 from engine.graphs.stack import GraphStack, check_dense_size
-from engine.rankers.base import RANKER_HELP, RANKERS, RankResult, series, single_thread_blas
+from engine.rankers.base import RANKER_HELP, RANKERS, ModelScores, RankResult, series, single_thread_blas
 from engine.rankers.bt import DEFAULT_ALPHA, fit_bt_batch_info, fit_bt_pairs
 from engine.rankers.davidson import fit_davidson_pairs, fit_davidson_stack_batch
 from engine.rankers.elo import elo_ratings, elo_ratings_resampled
@@ -539,7 +539,7 @@ class Elo(Ranker):
         details = {"k_factor": k, "base": base, "scale": scale, "init": init, "n_updates": int(len(s)),
                    "order": used if seed is None else f"votes shuffled with seed {seed}",
                    "mean_rating": float(r.mean()), "unit": "votes"}
-        return RankResult("elo", series(pc.models, r - r.mean()), details)
+        return RankResult("elo", ModelScores(tuple(pc.models), r - r.mean()), details)
 
     def fit_votes_resampled(self, votes, repeats, B, *, k=4.0, base=10.0, scale=400.0, init=1000.0, seed=None,
                             order=None):

@@ -95,6 +95,16 @@ class Missing:
 
 
 @dataclass(frozen=True)
+class Typed:
+    """A table column held as plain values (an int64 array with no missing value, a list of texts) that the
+    DataFrame holds as a pandas dtype (``Int64``, ``string``): ``frame_columns`` builds the pandas array, the
+    command line prints the values (the same text), so a bootstrap board prints without pandas."""
+
+    values: Any
+    dtype: str
+
+
+@dataclass(frozen=True)
 class BoardRows:
     """The board's table as columns before pandas: name -> a numpy array, a list of model names, a pandas
     array (paths that already use pandas) or ``Missing``, one row per model, best first. The count path
@@ -117,6 +127,10 @@ class BoardRows:
             col = columns[name]
             if isinstance(col, Missing):
                 out[name] = col
+            elif isinstance(col, Typed):
+                values = col.values
+                out[name] = Typed([values[i] for i in order] if isinstance(values, list) else values[take],
+                                  col.dtype)
             elif isinstance(col, list):
                 out[name] = [col[i] for i in order]
             else:
@@ -212,6 +226,19 @@ def interval_columns(boot: BootstrapResult | None, models: list[str]) -> dict[st
     if boot is None:  # Missing columns: no pandas array for a board without a bootstrap (``BoardRows``)
         return {"ci_low": np.full(n, np.nan), "ci_high": np.full(n, np.nan), "rank_low": Missing("Int64"),
                 "rank_high": Missing("Int64"), "rank_ub": Missing("Int64"), "ci_note": Missing("string")}
+    at = {m: i for i, m in enumerate(boot.models)}
+    if all(m in at for m in models):  # every board model resampled: the columns from arrays, no pandas
+        take = np.asarray([at[m] for m in models], dtype=np.intp)
+        low, high = (b[take] for b in boot.interval_bounds(ranks=False))
+        rank_low, rank_high = (b[take] for b in boot.interval_bounds(ranks=True))
+        if not (np.isnan(rank_low).any() or np.isnan(rank_high).any()):  # else Int64 with <NA>: pandas below
+            reasons = boot.not_estimable_reasons()
+            return {
+                "ci_low": low, "ci_high": high,
+                "rank_low": rank_low.astype(np.int64), "rank_high": rank_high.astype(np.int64),
+                "rank_ub": Typed(rank_upper_bound(low, high), "Int64"),
+                "ci_note": Typed([NOT_ESTIMABLE if reasons[i] else "" for i in take], "string"),
+            }
     sci, rci = boot.scores_ci.reindex(models), boot.ranks_ci.reindex(models)
     why = boot.not_estimable.reindex(models).fillna("").to_numpy()
     low, high = sci["low"].to_numpy(np.float64), sci["high"].to_numpy(np.float64)
@@ -224,10 +251,13 @@ def interval_columns(boot: BootstrapResult | None, models: list[str]) -> dict[st
 
 
 def frame_columns(columns: dict[str, Any], n: int) -> dict[str, Any]:
-    """``columns`` for a DataFrame of ``n`` rows: each ``Missing`` column an all-<NA> array of its dtype."""
+    """``columns`` for a DataFrame of ``n`` rows: each ``Missing`` column an all-<NA> array of its dtype, each
+    ``Typed`` column its values as a pandas array of its dtype."""
     out = dict(columns)
     for name, col in columns.items():
-        if isinstance(col, Missing):
+        if isinstance(col, Typed):
+            out[name] = pd.array(col.values, dtype=col.dtype)
+        elif isinstance(col, Missing):
             dtype: Any = col.dtype  # "Int64" or "string": pandas' stubs type each name apart
             out[name] = pd.array([pd.NA] * n, dtype=dtype)
     return out
@@ -258,8 +288,7 @@ def not_estimable_params(boot: BootstrapResult | None) -> dict[str, str] | None:
     bootstrap."""
     if boot is None:
         return None
-    why = boot.not_estimable
-    return {str(m): str(w) for m, w in why.items() if w}
+    return {str(m): str(w) for m, w in zip(boot.models, boot.not_estimable_reasons(), strict=True) if w}
 
 
 def plain_values(v: Any) -> Any:

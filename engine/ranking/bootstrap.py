@@ -79,7 +79,13 @@ class BootstrapResult:
 
     @property
     def not_estimable(self) -> pd.Series:
-        """Per model, why its interval cannot be estimated from these resamples ('' when it can).
+        """``not_estimable_reasons`` as a Series by model (name ``not_estimable``)."""
+        return pd.Series(self.not_estimable_reasons(), index=pd.Index(list(self.models), name="model"),
+                         name="not_estimable", dtype=object)
+
+    def not_estimable_reasons(self) -> list[str]:
+        """Per model (in ``models`` order), why its interval cannot be estimated from these resamples ('' when
+        it can).
 
         A percentile interval needs resamples that differ. It cannot be estimated when the model's
         score is defined in fewer than two resamples (a model absent from the resamples, B = 1), or
@@ -100,12 +106,21 @@ class BootstrapResult:
             else "the same score in every resample" if no_variation else ""
             for d in defined
         ]
-        return pd.Series(why, index=pd.Index(list(self.models), name="model"), name="not_estimable",
-                         dtype=object)
+        return why
 
-    def _ci(self, x: np.ndarray, integer: bool) -> pd.DataFrame:
+    def interval_bounds(self, ranks: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) float64 arrays in ``models`` order: the percentile interval of the scores, or with
+        ``ranks`` of the ranks (lower / higher order statistics); NaN where ``not_estimable`` gives a reason
+        or the model is undefined in every resample. What ``scores_ci`` and ``ranks_ci`` hold, without
+        pandas (the command line's board reads these)."""
+        if ranks:
+            return self._bounds(self.rank_samples, integer=True)
+        return self._bounds(self.samples, integer=False)
+
+    def _bounds(self, x: np.ndarray, integer: bool) -> tuple[np.ndarray, np.ndarray]:
         q = (1.0 - self.level) / 2.0
-        gone = np.isnan(self.samples) | (self.not_estimable.to_numpy() != "")[None, :]
+        why = np.asarray(self.not_estimable_reasons(), dtype=object)
+        gone = np.isnan(self.samples) | (why != "")[None, :]
         x = np.where(gone, np.nan, np.asarray(x, dtype=np.float64))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a model undefined in every resample: NaN
@@ -114,6 +129,10 @@ class BootstrapResult:
                 high = np.nanquantile(x, 1.0 - q, axis=0, method="higher")
             else:
                 low, high = np.nanquantile(x, [q, 1.0 - q], axis=0)
+        return low, high
+
+    def _ci(self, x: np.ndarray, integer: bool) -> pd.DataFrame:
+        low, high = self._bounds(x, integer)
         idx = pd.Index(list(self.models), name="model")
         return pd.DataFrame({"low": low, "high": high}, index=idx)
 

@@ -40,6 +40,7 @@ from engine.ranking.board import (
     TABLE_COLUMNS,
     BoardSpec,
     Leaderboard,
+    frame_columns,
     interval_columns,
     plain_values,
 )
@@ -227,7 +228,7 @@ def leaderboard_from_style_rows(rows: VoteRows, spec: BoardSpec | None = None, *
         boot = BootstrapResult("bt", tuple(models), int(spec.bootstrap), int(spec.seed), level, samples,
                                ranks_from_scores_batch(samples), "style-controlled fit refitted per resample",
                                0, n_unconverged, "vote", int(np.isnan(thetas).any(axis=1).sum()))
-        cols = interval_columns(boot, models)
+        cols = frame_columns(interval_columns(boot, models), len(models))
         q = (1.0 - level) / 2.0
         beta_low, beta_high = np.nanquantile(betas, [q, 1.0 - q], axis=0)
         se_beta = np.nanstd(betas, axis=0, ddof=1)
