@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.blas import single_thread_blas
 from engine.judging.active.pool import Pool
 
 DEFAULT_LEVEL = 0.95
@@ -119,8 +118,7 @@ def fisher_covariance(n: int, i: np.ndarray, j: np.ndarray, weight: np.ndarray) 
     np.add.at(lap, (j, i), -weight)
     lap[np.diag_indices(n)] -= lap.sum(axis=1)
     ones = np.full((n, n), 1.0 / n)
-    with single_thread_blas():  # one small inverse: OpenBLAS threads only contend (engine.blas)
-        cov = np.linalg.inv(lap + ones) - ones
+    cov = np.linalg.inv(lap + ones) - ones
     return (cov + cov.T) / 2.0
 
 

@@ -67,7 +67,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.blas import single_thread_blas
 from engine.errors import LensError
 from engine.judging.active.fit import ActiveFit, Revealed, fit_revealed
 from engine.judging.active.pool import Pool
@@ -160,11 +159,6 @@ def _projected_spread(cov: np.ndarray, t: np.ndarray | None, i: np.ndarray, j: n
 
 
 def _uncertainty(pool, revealed, avail, batch, rng, top_k, fit) -> np.ndarray:
-    with single_thread_blas():  # many small (M x M) products and solves: OpenBLAS threads only contend
-        return _uncertainty_batch(pool, revealed, avail, batch, rng, top_k, fit)
-
-
-def _uncertainty_batch(pool, revealed, avail, batch, rng, top_k, fit) -> np.ndarray:
     fit = fit if fit is not None else fit_revealed(pool, revealed)
     m = pool.n_models
     if m < 2:
