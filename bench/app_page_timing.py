@@ -20,17 +20,25 @@ for the same open (its process tree's user + system time), which a loaded machin
 ``--base CHECKOUT`` measures a second checkout (e.g. a worktree of main) on a copy of the same store
 in the same run, before this one. The server's process-tree RSS is polled throughout; past
 ``--cap-gb`` the server is killed and the rest reported as not measured. Prints Markdown tables and
-the load average; nothing is asserted.
+the load average; nothing is asserted. ``--stall-dump S``: while a page has run S seconds (and every S
+seconds after), the server writes every thread's Python stack (faulthandler on SIGUSR1, installed by a
+``sitecustomize`` on the server's path) to ``$TMPDIR/lens-stacks-*.txt`` (named in the report): what
+a page that stalls is waiting on.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -80,25 +88,73 @@ def _cpu_timed(watch: RssWatch, action, *args) -> tuple[Opened, float]:
     return opened, server_cpu_s(watch) - before
 
 
+STACK_HOOK = """import faulthandler, os, signal
+faulthandler.register(signal.SIGUSR1, file=open(os.environ["LENS_STACK_DUMP"], "a"), all_threads=True)
+"""
+"""The server's ``sitecustomize`` under ``--stall-dump``: SIGUSR1 appends every thread's stack to a file."""
+
+
+def _stall_env(root: Path, hook_dir: Path) -> dict[str, str]:
+    """The server's environment for stack dumps: the hook first on its path, the dump file named."""
+    (hook_dir / "sitecustomize.py").write_text(STACK_HOOK)
+    dump = Path(tempfile.gettempdir()) / f"lens-stacks-{os.getpid()}-{time.time():.0f}.txt"
+    return {"PYTHONPATH": f"{hook_dir}{os.pathsep}{root}", "LENS_STACK_DUMP": str(dump)}
+
+
+class _StallDumps:
+    """While a page is timed: after ``every`` seconds, and each ``every`` seconds after, signal the server
+    to dump its threads' stacks (``STACK_HOOK``), noting the time and the page in the dump file."""
+
+    def __init__(self, watch: RssWatch, every: float, dump: Path, label: str):
+        self.watch, self.every, self.dump, self.label = watch, every, dump, label
+        self.done = threading.Event()
+        self.count = 0
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        while not self.done.wait(self.every):
+            with open(self.dump, "a") as out:
+                out.write(f"\n=== {self.label}: {time.monotonic() - start:.1f} s into the open, load "
+                          f"{load_average()} ===\n")
+            os.kill(self.watch.proc.pid, signal.SIGUSR1)
+            self.count += 1
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join()
+
+
 def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root: Path = REPO,
-                  pages: list[str] | None = None, new_tabs: int = 0) -> str:
+                  pages: list[str] | None = None, new_tabs: int = 0, stall_dump: float = 0.0) -> str:
     """Every page opened twice in one tab (computing, then cached), then ``new_tabs`` times each in a
-    new tab; Markdown tables."""
+    new tab; Markdown tables. ``stall_dump``: stack dumps of a page that runs that long (``_StallDumps``)."""
     log = Path(db).with_suffix(".streamlit.log")
+    hook_dir = Path(tempfile.mkdtemp(prefix="lens-stack-hook-"))
+    env = _stall_env(root, hook_dir) if stall_dump > 0 else {}
+    dumps = 0
     order = list(PAGES) if pages is None else pages
     rows: dict[str, list] = {p: [] for p in order}
     tabs: dict[str, list[tuple[Opened, float]]] = {p: [] for p in order}
-    with serve(db, log, root, cap_gb=cap_gb) as (url, watch), launch() as context:
+    with serve(db, log, root, cap_gb=cap_gb, **env) as (url, watch), launch() as context:
         page = context.new_page()
         for visit in (0, 1):
             for i, path in enumerate(order):
                 if watch.killed:
                     break
-                if (visit == 0 and i == 0) or len(order) == 1:  # by address (one page: a reload)
-                    opened, cpu = _cpu_timed(watch, open_timed, page, f"{url}/{path}?dataset={dataset}",
-                                             timeout_s, watch)
-                else:  # through the sidebar, in the same session
-                    opened, cpu = _cpu_timed(watch, click_timed, page, page_link(path), timeout_s, watch)
+                stalls = _StallDumps(watch, stall_dump, Path(env.get("LENS_STACK_DUMP", "/dev/null")),
+                                     f"visit {visit + 1} {PAGES[path][1]}")
+                with stalls if stall_dump > 0 else contextlib.nullcontext():
+                    if (visit == 0 and i == 0) or len(order) == 1:  # by address (one page: a reload)
+                        opened, cpu = _cpu_timed(watch, open_timed, page, f"{url}/{path}?dataset={dataset}",
+                                                 timeout_s, watch)
+                    else:  # through the sidebar, in the same session
+                        opened, cpu = _cpu_timed(watch, click_timed, page, page_link(path), timeout_s, watch)
+                dumps += stalls.count
                 rows[path].append((opened, cpu))
                 print(f"  visit {visit + 1} {PAGES[path][1]:<18} {_f(opened.first_s)} {opened.note} "
                       f"(server cpu {cpu:.2f} s, {watch.peak / 1024**3:.2f} GB)", flush=True)
@@ -137,6 +193,10 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
             lines.append(f"| {PAGES[path][1]} | {_f(statistics.median(walls))} {spread} "
                          f"| {statistics.median(cpus):.2f} s |")
     lines.append("")
+    if stall_dump > 0:
+        lines.append(f"Stack dumps (pages running past {stall_dump:g} s): {dumps}"
+                     + (f", in {env['LENS_STACK_DUMP']}" if dumps else "") + ".")
+    shutil.rmtree(hook_dir, ignore_errors=True)
     lines.append(f"Server peak RSS {peak / 1024**3:.2f} GB, {after_pages / 1024**3:.2f} GB after every page"
                  + (f" — killed past {cap_gb:g} GB" if killed else "") + ".")
     return "\n".join(lines)
@@ -171,6 +231,8 @@ def main() -> None:
         help="url paths to visit, in order, comma-separated ('' or 'leaderboard' for the first "
         f"page; default all: {','.join(p or 'leaderboard' for p in PAGES)})",
     )
+    ap.add_argument("--stall-dump", type=float, default=0.0, metavar="S",
+                    help="dump the server's thread stacks while a page has run S seconds (and every S after)")
     a = ap.parse_args()
     db = a.db
     if db is None:
@@ -209,7 +271,8 @@ def main() -> None:
             copy = Path(tmp) / Path(db).name
             shutil.copyfile(db, copy)
             print(f"\n{label} ({root}) on {db} (dataset {a.dataset}), load average {load_average()}")
-            print(measure_pages(copy, a.dataset, a.cap_gb, a.timeout, root, pages, a.new_tabs), flush=True)
+            print(measure_pages(copy, a.dataset, a.cap_gb, a.timeout, root, pages, a.new_tabs, a.stall_dump),
+                  flush=True)
             print(f"load average after: {load_average()}")
 
 

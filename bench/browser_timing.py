@@ -198,7 +198,10 @@ def wait_done(page, timeout_s: float, watch: RssWatch | None = None, settle_s: f
             return Opened(None, None, "server killed")
         if time.perf_counter() - t0 > timeout_s:
             first = None if r["firstStop"] is None else (r["firstStop"] - r["mark"]) / 1000
-            return Opened(first, None, f"not settled after {timeout_s:g} s (state {r['current']})")
+            seen = page.evaluate("(m) => (window.__lensStates || []).slice(-6).map(([s, t]) => "
+                                 "s + '@' + ((t - m) / 1000).toFixed(2))", r["mark"])
+            return Opened(first, None, f"not settled after {timeout_s:g} s (state {r['current']}; "
+                                       f"last states, s from the mark: {' '.join(seen)})")
         time.sleep(0.05)
 
 
@@ -224,16 +227,28 @@ def new_tab_timed(context, url: str, timeout_s: float = 300, watch: RssWatch | N
 SIDEBAR_LINK = '[data-testid="stSidebarNav"] a'
 
 
+CLICK_WHEN_STOPPED = """
+(sel) => { const el = document.querySelector(sel); if (!el) return 'missing';
+           const log = window.__lensStates || [];
+           if (log.length && log[log.length - 1][0] === 'running') return 'running';
+           window.__lensMark = performance.now(); el.click(); return 'clicked'; }
+"""
+"""Clicks only while the script is stopped: a click during a run (the Leaderboard's fragment checks for its
+bootstrap every second) leaves no 'running' after the mark (the state stays running into the new page's
+run), so the new page's stop was never seen and the bench waited out its timeout on an idle server."""
+
+
 def click_timed(page, selector: str, timeout_s: float = 300, watch: RssWatch | None = None) -> Opened:
     """Click the element ``selector`` from inside the page (its clock marked just before the click),
-    e.g. a sidebar link: the same session switches page."""
+    e.g. a sidebar link: the same session switches page. The click waits for the script to be stopped
+    (``CLICK_WHEN_STOPPED``)."""
     page.wait_for_selector(selector, timeout=timeout_s * 1000)
-    found = page.evaluate(
-        """(sel) => { const el = document.querySelector(sel); if (!el) return false;
-                      window.__lensMark = performance.now(); el.click(); return true; }""",
-        selector,
-    )
-    if not found:
+    t0 = time.perf_counter()
+    while (found := page.evaluate(CLICK_WHEN_STOPPED, selector)) == "running":
+        if time.perf_counter() - t0 > timeout_s:
+            return Opened(None, None, f"still running after {timeout_s:g} s before the click")
+        time.sleep(0.02)
+    if found != "clicked":
         return Opened(None, None, f"no {selector}")
     return wait_done(page, timeout_s, watch)
 

@@ -131,7 +131,12 @@ def load_replay_source(
     store: Store, dataset: str, *, judge: str | None = None, models: list[str] | None = None
 ) -> ReplaySource:
     """SRC's verdicts (of ``judge``; between ``models``, when given) as a replay source; one sentence
-    when SRC does not exist, holds pair counts or no verdicts, or lacks the judge or models."""
+    when SRC does not exist, holds pair counts or no verdicts, or lacks the judge or models.
+
+    The pool is numbered in DuckDB (``engine.store.verdict_codes``: every item's codes as numbers, the
+    instance text as Arrow) rather than from a frame of every verdict's strings, which took ~3-4 s of CPU
+    at 1M verdicts. ``source_from_frame`` builds the same source from a frame (tests compare the two);
+    it is still the path for verdicts with a NULL key (attached Parquet), which it types as text."""
     if not store.has_dataset(dataset):
         raise LensError(f"There is no dataset named {dataset!r} to replay (--from-dataset) in {store.path}.")
     from engine.store.pair_counts import is_pair_count_dataset
@@ -141,28 +146,70 @@ def load_replay_source(
             f"Dataset {dataset!r} holds pair counts (outcomes summed per model pair), not verdicts: a replay "
             "answers each call with one stored verdict; expand the counts into a battle log first."
         )
-    v = store.verdicts(dataset, columns=list(REPLAY_COLUMNS))
-    if v.empty:
-        raise LensError(f"Dataset {dataset!r} holds no verdicts to replay.")
-    if judge is not None:
-        have = sorted(set(v["judge"].astype(str)))
-        if judge not in have:
-            raise LensError(
-                f"Dataset {dataset!r} has no verdicts of judge {judge!r} to replay; its judges: "
-                f"{', '.join(have[:12])}{' …' if len(have) > 12 else ''}."
-            )
-        v = v[v["judge"] == judge]
-    if models:
-        named = set(v["model_a"].astype(str)) | set(v["model_b"].astype(str))
-        unknown = [m for m in models if m not in named]
-        if unknown:
-            raise LensError(f"Dataset {dataset!r} has no verdicts of model {unknown[0]!r} to replay.")
-        v = v[v["model_a"].isin(models) & v["model_b"].isin(models)]
-    v = v[v["model_a"] != v["model_b"]]
-    if v.empty:
-        raise LensError(f"Dataset {dataset!r} holds no verdict between two different models to replay.")
+    from engine.store.sql import in_values
+    from engine.store.verdict_codes import coded_verdicts, distinct_text, null_keys
+
+    with store.session():
+        rel = store.verdict_relation(dataset)
+        con = store.cursor()
+        have = distinct_text(con, rel, "judge")
+        if not have:
+            raise LensError(f"Dataset {dataset!r} holds no verdicts to replay.")
+        if judge is not None:
+            if judge not in have:
+                raise LensError(
+                    f"Dataset {dataset!r} has no verdicts of judge {judge!r} to replay; its judges: "
+                    f"{', '.join(have[:12])}{' …' if len(have) > 12 else ''}."
+                )
+            rel = rel.filtered([in_values("judge", [judge])])
+        if models:
+            named = set(distinct_text(con, rel, "model_a")) | set(distinct_text(con, rel, "model_b"))
+            unknown = [m for m in models if m not in named]
+            if unknown:
+                raise LensError(f"Dataset {dataset!r} has no verdicts of model {unknown[0]!r} to replay.")
+            rel = rel.filtered([in_values("model_a", models), in_values("model_b", models)])
+        nulls, pairs = null_keys(con, rel)
+        if nulls:
+            v = store.verdicts(dataset, columns=list(REPLAY_COLUMNS))
+            v = v[v["judge"] == judge] if judge is not None else v
+            if models:
+                v = v[v["model_a"].isin(models) & v["model_b"].isin(models)]
+            v = v[v["model_a"] != v["model_b"]]
+        if (nulls and v.empty) or not pairs:
+            raise LensError(f"Dataset {dataset!r} holds no verdict between two different models to replay.")
+        if nulls:
+            return source_from_frame(v, dataset)
+        return _source_from_codes(coded_verdicts(con, rel.filtered([("model_a <> model_b", ())])), dataset)
+
+
+def source_from_frame(v: pd.DataFrame, dataset: str) -> ReplaySource:
+    """A replay source from a frame of SRC's verdicts (REPLAY_COLUMNS and verdict_id, in verdict order,
+    no verdict of a model against itself): the path the coded read must agree with."""
     v = v.reset_index(drop=True)
     pool = pool_from_verdicts(v, what=f"Dataset {dataset!r}")
     prob = pd.to_numeric(v["prob_a"], errors="coerce").to_numpy(np.float64)
     return ReplaySource(dataset, pool, v["verdict_id"].to_numpy(np.int64), v["winner"].astype(str).to_numpy(),
                         prob)
+
+
+def _source_from_codes(coded, dataset: str) -> ReplaySource:
+    """The replay source of coded verdicts (``engine.store.verdict_codes.CodedVerdicts``): the arrays as
+    read, and the prompt table from each instance's first verdict (its Arrow text made a frame only
+    there), typed as ``pool_from_verdicts`` types it."""
+    from engine.judging.active.pool import INSTANCE_COLUMNS, instance_table
+    from engine.store.schema import VERDICT_DTYPES
+
+    rows = coded.rows
+    prompt = rows.column("prompt").to_numpy().astype(np.int32)
+    _, first = np.unique(prompt, return_index=True)  # each instance's first verdict, in instance order
+    heads = rows.select(list(INSTANCE_COLUMNS)).take(first).to_pandas()
+    table = instance_table(heads.astype({c: VERDICT_DTYPES[c] for c in INSTANCE_COLUMNS}))
+
+    def ints(name: str, dtype) -> np.ndarray:
+        return rows.column(name).to_numpy().astype(dtype)
+
+    pool = Pool(coded.models, coded.judges, table, prompt, ints("a", np.int32), ints("b", np.int32),
+                ints("order", np.int8), ints("judge", np.int32))
+    winner = np.asarray(coded.winners, dtype=object)[ints("winner", np.int64)]
+    prob = rows.column("prob_a").to_numpy(zero_copy_only=False).astype(np.float64)
+    return ReplaySource(dataset, pool, ints("verdict_id", np.int64), winner, prob)
