@@ -177,12 +177,22 @@ class Votes:
         n_graphs = (_per_model(self.lo, self.hi, n) if graphs_distinct
                     else _distinct_per_model(self.graph, self.lo, self.hi, n, graphs))
         prompts = self.prompt_runs()
-        n_prompts = (n_graphs if graphs_distinct and prompts.all_distinct  # graphs and prompts: the same units
+        # graphs and prompts both distinct: the same units, counted once
+        n_prompts = (n_graphs if graphs_distinct and prompts.all_distinct
                      else _distinct_per_model(self.prompt, self.lo, self.hi, n, prompts))
         return PairCounts.of_votes(
             self.models, self.lo, self.hi, self.outcome, votes=_per_model(self.lo, self.hi, n),
             n_graphs=n_graphs, n_prompts=n_prompts, n_graph_total=graphs.n_distinct,
             p_lo=None if soft is None else soft[0], n_hard=0 if soft is None else soft[1])
+
+    def read_only(self) -> Votes:
+        """These votes with every array made read-only (and returned): what a cache may hand to several
+        sessions as one object, without a copy per call (a million votes pickle to 41 MB); a caller that
+        wrote into one would get numpy's ValueError instead of changing another session's numbers."""
+        for x in (self.lo, self.hi, self.outcome, self.graph, self.prompt, self.row, self.p_lo, self.style):
+            if x is not None:
+                x.flags.writeable = False
+        return self
 
     def n_graphs_total(self) -> int:
         """The number of distinct graphs holding these votes."""
