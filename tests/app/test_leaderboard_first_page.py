@@ -179,3 +179,24 @@ def test_a_section_that_stops_the_page_still_starts_the_bootstrap(shipped_db, tm
     at.run()
     assert not any("being computed" in str(c.value) for c in at.caption)
     assert "rank_ub" in at.multiselect(key="lb_columns").value
+
+
+def test_the_bootstrap_thread_runs_at_a_lower_priority():
+    """The bootstrap's worker thread is niced by BOOTSTRAP_NICE against the thread that asked (Linux: each
+    thread has its own niceness), so a page opened meanwhile gets the cores first."""
+    import os
+    import threading
+
+    from app_pages import _lbopen_cache
+
+    if not hasattr(os, "getpriority"):
+        pytest.skip("no per-thread priority on this platform")
+    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    jobs = _lbopen_cache.BootstrapJobs()
+    try:
+        seen = jobs.get(("nice-test",), lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        assert _lbopen_cache.BOOTSTRAP_NICE > 0 and here < 19  # else there is nothing lower to run at
+        assert seen.result(timeout=30) == min(19, here + _lbopen_cache.BOOTSTRAP_NICE) > here
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here  # the asker's unchanged
+    finally:
+        jobs.pool.shutdown(wait=True)
