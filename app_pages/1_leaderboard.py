@@ -153,18 +153,32 @@ def first_open(ch):
 
 def intervals_pending(ch) -> None:
     """While the bootstrap runs: a note that the intervals are being computed, checked every second; the
-    page reruns with them once they are there. Called as the page's last element (into a slot under the
-    table): the job starts here, so its thread does not share the cores and the GIL with the drawing of the
-    page's first view (``bootstrap_job`` starts a choice's job once; later checks find it)."""
+    page reruns with them once they are there. Drawn under the table; the page's own run only looks for the
+    job, which the page starts after its last element (``start_intervals``), so its thread does not share
+    the cores and the GIL with the drawing of the first view. A rerun of the note alone starts the job if
+    the page has not (``bootstrap_job`` starts a choice's job once; later asks find it)."""
+    page_run = [True]  # the note's first run is the page's; its reruns (every second) are the note's own
 
     @st.fragment(run_every=1.0)
     def wait() -> None:
-        if bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED).done():
+        if page_run:
+            page_run.clear()
+            job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
+        else:
+            job = bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
+        if job is not None and job.done():
             st.rerun()
         st.caption(f":material/hourglass_top: Computing the 95 % bootstrap intervals (B = {B_DEFAULT}); the "
                    "scores and ranks shown are final, the intervals and rank (UB) follow in a moment.")
 
     wait()
+
+
+def start_intervals(ch) -> None:
+    """Start the pending board's bootstrap job: called in the page's ``finally``, after its last element or
+    after a section stopped the page (an ``or_stop`` in style control or the baseline win rates), so the
+    intervals come however the run ended (no Streamlit call here: a stopped run cannot draw)."""
+    bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
 
 
 st.title("Leaderboard")
@@ -221,50 +235,55 @@ shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, con
 st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
              height=table_height(len(view.frame)), column_order=shown,
              column_config=config)
-pending_slot = st.container() if pending else None  # the intervals' note, filled at the page's end
-st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
-if view.delta_note:
-    st.caption(escape_md(view.delta_note))
-if panel_board:
-    panel_judges_section(board)
-style_control_section(ch, bool(elo and elo_ok))
+if pending:
+    intervals_pending(ch)  # the note; the job itself starts at the page's end
+try:  # the bootstrap starts (in ``finally``) however the page ends: a later section's or_stop too
+    st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
+    if view.delta_note:
+        st.caption(escape_md(view.delta_note))
+    if panel_board:
+        panel_judges_section(board)
+    style_control_section(ch, bool(elo and elo_ok))
 
-baseline_win_rates(ch, sorted(table["model"].astype(str)))
-length_controlled_win_rates(ch, st.session_state.get("lb_baseline"), sorted(table["model"].astype(str)))
+    baseline_win_rates(ch, sorted(table["model"].astype(str)))
+    length_controlled_win_rates(ch, st.session_state.get("lb_baseline"), sorted(table["model"].astype(str)))
 
-plot = ci_plot_frame(on_scale(table, ch.ranker, bool(elo and elo_ok)))
-fig = go.Figure(go.Scatter(
-    x=plot["score"], y=plot_labels(plot["model"]), mode="markers", marker={"size": 11, "color": "#3b5bdb"},
-    error_x={"type": "data", "array": plot["err_plus"], "arrayminus": plot["err_minus"], "thickness": 1.6,
-             "color": "#748ffc"},
-    hovertemplate="%{y}: %{x:.3f}<extra></extra>",
-))
-fig.update_layout(
-    height=max(260, min(36, max(14, 2400 // max(len(plot), 1))) * len(plot) + 90),
-    margin={"l": 10, "r": 10, "t": 40, "b": 10},
-    xaxis_title=view.score_label, yaxis_title=None, plot_bgcolor="#fbfcfe",
-    title={"text": "Scores with 95 % Wald intervals (the panel's fit)" if panel_board else
-           f"Scores (95 % bootstrap intervals being computed, B = {B_DEFAULT})" if pending else
-           f"Scores with 95 % bootstrap intervals (B = {B_DEFAULT})", "font": {"size": 14}},
-)
-fig.update_yaxes(tickfont={"size": 12 if len(plot) <= 40 else 9}, automargin=True)
-st.plotly_chart(fig, width="stretch")
+    plot = ci_plot_frame(on_scale(table, ch.ranker, bool(elo and elo_ok)))
+    fig = go.Figure(go.Scatter(
+        x=plot["score"], y=plot_labels(plot["model"]), mode="markers",
+        marker={"size": 11, "color": "#3b5bdb"},
+        error_x={"type": "data", "array": plot["err_plus"], "arrayminus": plot["err_minus"], "thickness": 1.6,
+                 "color": "#748ffc"},
+        hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+    ))
+    fig.update_layout(
+        height=max(260, min(36, max(14, 2400 // max(len(plot), 1))) * len(plot) + 90),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis_title=view.score_label, yaxis_title=None, plot_bgcolor="#fbfcfe",
+        title={"text": "Scores with 95 % Wald intervals (the panel's fit)" if panel_board else
+               f"Scores (95 % bootstrap intervals being computed, B = {B_DEFAULT})" if pending else
+               f"Scores with 95 % bootstrap intervals (B = {B_DEFAULT})", "font": {"size": 14}},
+    )
+    fig.update_yaxes(tickfont={"size": 12 if len(plot) <= 40 else 9}, automargin=True)
+    st.plotly_chart(fig, width="stretch")
 
-d1, d2, _ = st.columns([1, 1, 4])
-d1.download_button("Download CSV", lambda: csv_bytes(table), "leaderboard.csv", "text/csv", key="lb_csv",
-                   on_click="ignore", disabled=pending,
-                   help="With the intervals, once computed." if pending else None)
-d2.download_button("Download JSON", lambda: leaderboard_json(board), "leaderboard.json", "application/json",
-                   key="lb_json", on_click="ignore", disabled=pending,
-                   help="With the intervals, once computed." if pending else None)
-st.caption(
-    f"{ch.caption()} · ranker {escape_md(ch.ranker)} · all {n_units} "
-    f"{unit_word.lower()} · "
-    f"{'each verdict one observation' if panel_board else 'combine policy ' + str(board.params['policy'])} · "
-    f"{'bootstrap being computed' if pending else bootstrap_note(board)} · "
-    f"{escape_md(board.reference_note)}. "
-    "The Data page exports every result at once."
-)
-if pending_slot is not None:  # after the page's last element: its bootstrap starts now
-    with pending_slot:
-        intervals_pending(ch)
+    d1, d2, _ = st.columns([1, 1, 4])
+    d1.download_button("Download CSV", lambda: csv_bytes(table), "leaderboard.csv", "text/csv", key="lb_csv",
+                       on_click="ignore", disabled=pending,
+                       help="With the intervals, once computed." if pending else None)
+    d2.download_button("Download JSON", lambda: leaderboard_json(board), "leaderboard.json",
+                       "application/json", key="lb_json", on_click="ignore", disabled=pending,
+                       help="With the intervals, once computed." if pending else None)
+    unit_policy = ("each verdict one observation" if panel_board
+                   else f"combine policy {board.params['policy']}")
+    st.caption(
+        f"{ch.caption()} · ranker {escape_md(ch.ranker)} · all {n_units} "
+        f"{unit_word.lower()} · "
+        f"{unit_policy} · "
+        f"{'bootstrap being computed' if pending else bootstrap_note(board)} · "
+        f"{escape_md(board.reference_note)}. "
+        "The Data page exports every result at once."
+    )
+finally:
+    if pending:  # after the page's last element (or the error a section stopped at)
+        start_intervals(ch)

@@ -246,14 +246,16 @@ def verdicts_for(key: CacheKey):
     return get_store().verdicts(key.dataset, **_filters(key))
 
 
-@st.cache_data(max_entries=16, show_spinner="Counting votes…")
+@st.cache_resource(max_entries=16, show_spinner="Counting votes…")
 def votes_for(key: CacheKey):
     """The votes of the current choice (``engine.rankers.votes``), read by DuckDB: the count rankers'
-    input."""
+    input. A resource of read-only arrays (``Votes.read_only``), not cached data: cached data is a pickled
+    copy per call (41 MB at a million votes, three calls in the Leaderboard's first open), and the one object
+    keeps the key sorts its first reader made (``Votes.graph_runs``) for the next."""
     from engine.rankers.votes import votes
     from engine.ranking.vote_query import store_vote_rows
 
-    return votes(store_vote_rows(get_store(), key.dataset, **_filters(key)))
+    return votes(store_vote_rows(get_store(), key.dataset, **_filters(key))).read_only()
 
 
 @st.cache_resource(max_entries=16, show_spinner="Building tournament graphs…")

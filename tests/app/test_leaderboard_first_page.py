@@ -74,9 +74,9 @@ def test_a_pending_board_says_its_intervals_are_being_computed(shipped_store):
 
 def test_the_bootstrap_starts_after_the_pages_last_element(shipped_db, monkeypatch):
     """The deferred bootstrap's thread starts only once the first view is drawn (it would share the cores and
-    the GIL with the drawing): when the job is asked for, every element of the run but the pending note's
-    own caption has been sent, and the first view says the intervals are being computed; the next run after
-    the job shows them."""
+    the GIL with the drawing): when the job is asked for, every element of the run has been sent (the
+    pending note, under the table, among them), and the first view says the intervals are being computed;
+    the next run after the job shows them."""
     from streamlit.delta_generator import DeltaGenerator
 
     from app_pages import _lbopen_cache
@@ -98,15 +98,17 @@ def test_the_bootstrap_starts_after_the_pages_last_element(shipped_db, monkeypat
     monkeypatch.setattr(DeltaGenerator, "_enqueue", enqueue_seen)
     monkeypatch.setattr(_lbopen_cache.BootstrapJobs, "get", get_seen)
     _lbopen_cache._jobs.clear()  # a job of this choice left by another test would be done already
-    at = new_app(shipped_db, monkeypatch)
+    at = new_app(shipped_db, monkeypatch)  # the first run
+    in_first_run = len(sent)
     at.run()
     assert_clean(at)
     assert sent_at_start, "the page never asked for its bootstrap job"
     first = sent_at_start[0]
-    # the page's last caption went out before the job was asked for; the one element after it in that run
-    # is the pending note's own caption (the fragment, the script's last call, asks for the job first)
+    # the page's last caption went out before the job was asked for, and nothing after it in that run; the
+    # pending note's caption went out before (the note's own run only looks for the job)
     assert "bootstrap being computed" in sent[first - 1]
-    assert "Computing the 95 % bootstrap intervals" in sent[first]
+    assert first == in_first_run
+    assert any("Computing the 95 % bootstrap intervals" in e for e in sent[:first])
     wait_for_bootstrap()
     at.run()
     assert not any("being computed" in str(c.value) for c in at.caption)
@@ -138,3 +140,63 @@ def test_the_first_element_of_a_server_does_not_probe_for_a_prompt(shipped_db, m
     assert at.title[0].value == "Leaderboard"
     assert probes == []
     assert delta_generator._use_warning_has_been_displayed is True
+
+
+def test_a_section_that_stops_the_page_still_starts_the_bootstrap(shipped_db, tmp_path, monkeypatch):
+    """A later section that stops the page on a user mistake (style control on a battle log without answers:
+    no style counts, or_stop) while the intervals are pending: the bootstrap job is started all the same
+    and the note under the table is there, so the intervals come (lbfirst: they said "computing…" for
+    ever)."""
+    import random
+    import shutil
+
+    from app_pages import _lbopen_cache
+    from engine.ingest.importer import import_files
+    from engine.views import leaderboard_first
+
+    rng = random.Random(7)
+    models = [f"m{i}" for i in range(6)]
+    lines = ["prompt_id,model_a,model_b,winner,judge"]
+    for b in range(300):
+        a, c = rng.sample(models, 2)
+        lines.append(f"b{b},{a},{c},{rng.choice(['A', 'B', 'tie'])},h")
+    (tmp_path / "log.csv").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    with Store(db) as store:
+        import_files(store, [tmp_path / "log.csv"], "log")
+    monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 0)
+    _lbopen_cache._jobs.clear()
+    at = new_app(db, monkeypatch, query={"dataset": "log"})
+    assert any("being computed" in str(c.value) for c in at.caption)  # pending, the note under the table
+    _lbopen_cache._jobs.clear()  # as if this run's job had not been asked for: the stopped run must ask
+    at.toggle(key="lb_style").set_value(True).run()
+    assert [e.message for e in at.exception] == []
+    assert at.error, "style control on a log without answers should stop the page with its sentence"
+    assert len(_lbopen_cache._jobs().jobs) == 1, "the stopped page never started its bootstrap"
+    assert any("Computing the 95 % bootstrap intervals" in str(c.value) for c in at.caption)
+    wait_for_bootstrap()
+    at.run()
+    assert not any("being computed" in str(c.value) for c in at.caption)
+    assert "rank_ub" in at.multiselect(key="lb_columns").value
+
+
+def test_the_bootstrap_thread_runs_at_a_lower_priority():
+    """The bootstrap's worker thread is niced by BOOTSTRAP_NICE against the thread that asked (Linux: each
+    thread has its own niceness), so a page opened meanwhile gets the cores first."""
+    import os
+    import threading
+
+    from app_pages import _lbopen_cache
+
+    if not hasattr(os, "getpriority"):
+        pytest.skip("no per-thread priority on this platform")
+    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    jobs = _lbopen_cache.BootstrapJobs()
+    try:
+        seen = jobs.get(("nice-test",), lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        assert _lbopen_cache.BOOTSTRAP_NICE > 0 and here < 19  # else there is nothing lower to run at
+        assert seen.result(timeout=30) == min(19, here + _lbopen_cache.BOOTSTRAP_NICE) > here
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here  # the asker's unchanged
+    finally:
+        jobs.pool.shutdown(wait=True)
