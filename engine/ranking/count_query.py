@@ -24,6 +24,7 @@ verdict carries a judge probability (soft counts need per-vote means).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -144,12 +145,15 @@ def _rows_in(key: np.ndarray, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.n
     """(rows of ``key`` whose value is in ``sorted_keys``, that value's index there).
 
     A bit table on the keys' low bits picks candidate rows first (a binary search of every row costs
-    ~10x more at 10^7 rows); only the few candidates are searched exactly."""
+    ~10x more at 10^7 rows); only the few candidates are searched exactly. The low bits are read from
+    the keys' low 32-bit words (a view of ``key``: no 64-bit copy of every row, docs/notes/scale10m-32.md)."""
     bits = int(min(26, max(16, np.ceil(np.log2(max(sorted_keys.size, 1))) + 6)))
-    low = np.uint64((1 << bits) - 1)
+    mask = np.uint32((1 << bits) - 1)
     table = np.zeros(1 << bits, dtype=bool)
-    table[(sorted_keys & low).astype(np.intp)] = True
-    cand = np.flatnonzero(table[(key & low).astype(np.intp)])
+    table[sorted_keys.astype(np.uint32) & mask] = True  # the cast keeps the low 32 bits
+    little = sys.byteorder == "little" and key.dtype == np.uint64 and key.flags.c_contiguous
+    low = key.view(np.uint32)[::2] if little else key.astype(np.uint32)
+    cand = np.flatnonzero(table[low & mask])
     at = np.minimum(np.searchsorted(sorted_keys, key[cand]), sorted_keys.size - 1)
     hit = sorted_keys[at] == key[cand]
     return cand[hit], at[hit]
