@@ -130,7 +130,8 @@ def test_rows_in_equals_a_brute_force_membership(seed):
     rng = np.random.default_rng(seed)
     base = rng.integers(0, 2**63, 4000, dtype=np.int64).astype(np.uint64)
     high_twins = base ^ (np.uint64(1) << rng.integers(32, 64, base.size).astype(np.uint64))  # same low word
-    members = np.unique(np.concatenate([base[::3], rng.integers(0, 2**63, 50, dtype=np.int64).astype(np.uint64)]))
+    others = rng.integers(0, 2**63, 50, dtype=np.int64).astype(np.uint64)
+    members = np.unique(np.concatenate([base[::3], others]))
     key = rng.permutation(np.concatenate([base, high_twins, base[:500], members[-50:]]))
     for k in (key, np.repeat(key, 2)[::2]):  # contiguous, then a strided view of the same values
         rows, at = count_query._rows_in(k, members)
