@@ -120,3 +120,43 @@ def test_leaderboard_over_attached_log_equals_the_vote_path(tmp_path, db_path, m
     pd.testing.assert_frame_equal(fast.table, slow.table, rtol=0, atol=1e-10)
     same = ("n_votes", "n_verdicts_valid", "n_invalid_verdicts", "n_graphs", "judges", "dropped_models")
     assert {k: fast.params[k] for k in same} == {k: slow.params[k] for k in same}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rows_in_equals_a_brute_force_membership(seed):
+    """``_rows_in`` (a bit table on the keys' low 32-bit words, then an exact search) against np.isin and a
+    search of every row: keys that share their low words but differ above them (so the table admits
+    non-members), keys equal to a member but for one high bit, and a key array that is a strided view."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**63, 4000, dtype=np.int64).astype(np.uint64)
+    high_twins = base ^ (np.uint64(1) << rng.integers(32, 64, base.size).astype(np.uint64))  # same low word
+    others = rng.integers(0, 2**63, 50, dtype=np.int64).astype(np.uint64)
+    members = np.unique(np.concatenate([base[::3], others]))
+    key = rng.permutation(np.concatenate([base, high_twins, base[:500], members[-50:]]))
+    for k in (key, np.repeat(key, 2)[::2]):  # contiguous, then a strided view of the same values
+        rows, at = count_query._rows_in(k, members)
+        want = np.flatnonzero(np.isin(k, members))
+        np.testing.assert_array_equal(rows, want)
+        np.testing.assert_array_equal(at, np.searchsorted(members, k[want]))
+        assert np.array_equal(members[at], k[rows]) and want.size > 1000
+        assert np.isin(high_twins, members).sum() < np.isin(high_twins & np.uint64(0xFFFFFFFF),
+                                                             members & np.uint64(0xFFFFFFFF)).sum()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_repeated_keys_equal_a_brute_force_count(seed):
+    """``_repeated_keys`` (a sort of the keys' high 32-bit words, then an exact pass over the rows whose word
+    repeats) against np.unique: keys repeated two and three times, keys sharing only their high word with
+    another (candidates that repeat nothing), a log without any repeat, and a strided view."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2**63, 5000, dtype=np.int64).astype(np.uint64)
+    word_twins = (base[:800] & ~np.uint64(0xFFFFFFFF)) | rng.integers(0, 2**32, 800).astype(np.uint64)
+    key = rng.permutation(np.concatenate([base, word_twins, base[:300], base[:100]]))
+    for k in (key, np.repeat(key, 2)[::2], np.unique(key)):
+        shared, n_repeat, rows, gid = count_query._repeated_keys(k)
+        values, counts = np.unique(k, return_counts=True)
+        np.testing.assert_array_equal(shared, values[counts > 1])
+        assert n_repeat == int((counts - 1).sum())
+        np.testing.assert_array_equal(rows, np.flatnonzero(np.isin(k, values[counts > 1])))
+        np.testing.assert_array_equal(shared[gid], k[rows])
+    assert count_query._repeated_keys(key)[0].size == 300  # the log has what it should
