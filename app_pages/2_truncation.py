@@ -29,6 +29,7 @@ from app_pages._lens import (
     show_error,
     truncation_pool_for,
     user_text,
+    warm_curves_for,
 )
 from engine.errors import LensError
 from engine.views.leaderboard_view import score_digits
@@ -182,6 +183,9 @@ def _sliders_and_results() -> None:
             "is "
             f"lowest at this μ ({k_best})."
         )
+        # the curves a next move needs (μ one step away, K nearby), made in the background while the reader
+        # looks: that move's curves are then look-ups, not fits
+        warm_curves_for(ch.key, int(keep_k), float(mu), T, MU_STEPS)
 
     with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):
         st.caption(escape_md(
