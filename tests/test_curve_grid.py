@@ -101,3 +101,4 @@ def test_grid_curves_are_the_curves_from_scratch_on_generated_shapes(tmp_path_fa
         step = hs.tuples(hs.integers(1, T), hs.integers(0, len(MU_STEPS) - 1))
         path = data.draw(hs.lists(step, min_size=2, max_size=5), label="slider settings")
     slide(stack, reference, path)
+
