@@ -75,17 +75,17 @@ class CurveGrid:
     def warm(self, keep_k: int, mu: float, *, k_max: int, mus: Sequence[float], reach: int = KEEP_K_REACH,
              mu_reach: int = MU_REACH) -> None:
         """Have the background thread make the curves a next move from (``keep_k``, ``mu``) needs, nearest
-        first: the keep-K curves at the μ steps ``mus`` one, two, … ``mu_reach`` steps away, interleaved with
-        the μ curves at K ± 1, ± 2, … ± ``reach`` (within 1 … ``k_max``). A new call replaces the plan of the
+        first: the μ curves at K ± 1, ± 2, … ± ``reach`` (within 1 … ``k_max``; ~50 ms each), interleaved
+        with the keep-K curves at the μ steps ``mus`` one, two, … ``mu_reach`` steps away (up to ~1 s each). A new call replaces the plan of the
         previous one (the reader moved); curves already made are skipped. Returns at once."""
         steps = [float(m) for m in mus]
         here = min(range(len(steps)), key=lambda i: abs(steps[i] - float(mu)))
         plan: list[tuple[str, float]] = [("k", steps[here]), ("mu", int(keep_k))]
-        for d in range(1, max(mu_reach, reach) + 1):
-            if d <= mu_reach:
-                plan += [("k", steps[i]) for i in (here + d, here - d) if 0 <= i < len(steps)]
+        for d in range(1, max(mu_reach, reach) + 1):  # at each distance the cheap μ curves first
             if d <= reach:
                 plan += [("mu", k) for k in (int(keep_k) - d, int(keep_k) + d) if 1 <= k <= int(k_max)]
+            if d <= mu_reach:
+                plan += [("k", steps[i]) for i in (here + d, here - d) if 0 <= i < len(steps)]
         with self._lock:
             self._plan = [p for p in plan if p not in self._made]
             if self._plan and (self._thread is None or not self._thread.is_alive()):
