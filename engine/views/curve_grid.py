@@ -76,8 +76,9 @@ class CurveGrid:
              mu_reach: int = MU_REACH) -> None:
         """Have the background thread make the curves a next move from (``keep_k``, ``mu``) needs, nearest
         first: the μ curves at K ± 1, ± 2, … ± ``reach`` (within 1 … ``k_max``; ~50 ms each), interleaved
-        with the keep-K curves at the μ steps ``mus`` one, two, … ``mu_reach`` steps away (up to ~1 s each). A new call replaces the plan of the
-        previous one (the reader moved); curves already made are skipped. Returns at once."""
+        with the keep-K curves at the μ steps ``mus`` one, two, … ``mu_reach`` steps away (up to ~1 s each).
+        A new call replaces the plan of the previous one (the reader moved); curves already made are
+        skipped. Returns at once."""
         steps = [float(m) for m in mus]
         here = min(range(len(steps)), key=lambda i: abs(steps[i] - float(mu)))
         plan: list[tuple[str, float]] = [("k", steps[here]), ("mu", int(keep_k))]
