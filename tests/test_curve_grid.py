@@ -77,7 +77,7 @@ def test_grid_curves_are_the_curves_from_scratch_on_vicuna80(shipped_store, judg
     assert grid.has("mu", k0 - 3 if judge else k0 - 2)  # the thread made a curve no move asked for
 
 
-SETTINGS = settings(max_examples=2, deadline=None,
+SETTINGS = settings(max_examples=1, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
