@@ -20,9 +20,10 @@ MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ 
 
 
 def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, monkeypatch):
-    """The Truncation page (AppTest, vicuna80 gpt-4): after a keep-K move, a μ move, and a keep-K move
-    whose μ curve the warming thread has made, both figures are the ones drawn from curves made from
-    scratch (``curve_figure`` of ``keep_k_view`` / ``mu_view``), every trace and marker."""
+    """The Truncation page (AppTest, vicuna80 gpt-4): after a μ move (its keep-K curve made then; the
+    first move starts the warming) and two keep-K moves whose μ curves the warming thread has made, both
+    figures are the ones drawn from curves made from scratch (``curve_figure`` of ``keep_k_view`` /
+    ``mu_view``), every trace and marker."""
     from app_pages import _lens
     from app_pages._curve_figure import curve_figure
     from engine.views.appstate import CacheKey
@@ -36,7 +37,8 @@ def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, mon
         stack = build_buckets(store.verdicts("vicuna80", columns=GRAPH_COLUMNS, judge="gpt-4")).dense()
         reference = reference_for("vicuna80", None, store)[0]
         grid = _lens.curve_grid_for(CacheKey.of(store, "vicuna80", "gpt-4", None))
-    for move in ("k", "mu", "k"):
+    assert not grid.has("mu", at.slider(key="keep_k").value - 1)  # an open page starts no warming
+    for move in ("mu", "k", "k"):
         if move == "k":
             grid.join(120)  # the move below finds its μ curve made by the thread
             assert grid.has("mu", at.slider(key="keep_k").value - 1)
