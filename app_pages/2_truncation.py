@@ -29,6 +29,7 @@ from app_pages._lens import (
     show_error,
     truncation_pool_for,
     user_text,
+    warm_curves_for,
 )
 from engine.errors import LensError
 from engine.views.leaderboard_view import score_digits
@@ -182,6 +183,13 @@ def _sliders_and_results() -> None:
             "is "
             f"lowest at this μ ({k_best})."
         )
+        # once the reader moves a slider, the curves the next moves need (μ a step or two away, K nearby) are
+        # made in the background while the reader looks: those moves' curves are then look-ups, not fits. A
+        # page opened and left (or a test that only reads it) starts no such work.
+        setting, before = (ch.key, int(keep_k), float(mu)), st.session_state.get("_curves_at")
+        st.session_state["_curves_at"] = setting
+        if before is not None and before[0] == ch.key and before != setting:
+            warm_curves_for(ch.key, int(keep_k), float(mu), T, MU_STEPS)
 
     with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):
         st.caption(escape_md(

@@ -594,52 +594,40 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
     )
 
 
-CURVE_CHAINS_KEPT = 4
-"""How many keep-K curves' fits (``engine.experiments.curves.FitChain``) a selection keeps for the next μ
-move to resume from: the last few μ visited, each (T, 101, n) floats (2.3 MB for vicuna80 pooled)."""
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)
-def _keep_k_chains(key: CacheKey) -> list:
-    """The selection's latest keep-K curves' fits, newest last (at most ``CURVE_CHAINS_KEPT``)."""
-    return []
+def curve_grid_for(key: CacheKey):
+    """The selection's sensitivity curves, each made once and the next move's made ahead of it
+    (``engine.views.curve_grid.CurveGrid``; paper protocol: half-tie BT, Spearman distance to the
+    reference); a LensError when the selection has no reference or no dense stack for them."""
+    from engine.experiments.curves import DEFAULT_MU_GRID
+    from engine.views.curve_grid import CurveGrid
+
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
+    if ref is None:
+        raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
+    return CurveGrid(dense_stack_for(key, "sensitivity curves"), ref, curve_mus=DEFAULT_MU_GRID,
+                     resamples=CURVE_RESAMPLES, seed=SEED)
 
 
 @st.cache_data(max_entries=32, show_spinner="Computing the keep-K curve…")
 def keep_k_curve_for(key: CacheKey, mu: float):
-    """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT), resumed from
-    the selection's curves at the μ visited before: the K up to the first whose kept graphs differ at the
-    two μ are not fitted again (``engine.views.truncation_view.keep_k_view_chain``; the same numbers)."""
-    from engine.views.truncation_view import keep_k_view_chain
-
-    ref, note = reference_for_key(key.dataset, key.category, key.version)
-    if ref is None:
-        raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    chains = _keep_k_chains(key)
-    frame, chain = keep_k_view_chain(dense_stack_for(key, "sensitivity curves"), ref, mu=mu,
-                                     resamples=CURVE_RESAMPLES, seed=SEED, resume=list(chains))
-    chains.append(chain)  # a list shared by the server's sessions: appended and cut, never edited in place
-    del chains[:-CURVE_CHAINS_KEPT]
-    return frame
+    """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT), from the
+    selection's curve grid: resumed from its latest keep-K curves' fits (the same numbers,
+    ``engine.views.truncation_view.keep_k_view_chain``), or made ahead of this move by its warming thread."""
+    return curve_grid_for(key).keep_k_frame(mu)
 
 
 @st.cache_data(max_entries=256, show_spinner="Computing the μ curve…")
 def mu_curve_for(key: CacheKey, keep_k: int):
-    """Spearman distance to the reference against μ at this K (paper protocol: half-tie BT)."""
-    from engine.experiments.curves import DEFAULT_MU_GRID
-    from engine.views.truncation_view import mu_view
+    """Spearman distance to the reference against μ at this K (paper protocol: half-tie BT), from the
+    selection's curve grid (``engine.views.truncation_view.mu_view``'s frame)."""
+    return curve_grid_for(key).mu_frame(keep_k)
 
-    ref, note = reference_for_key(key.dataset, key.category, key.version)
-    if ref is None:
-        raise LensError(f"No sensitivity curves: {note.rstrip('.')}.")
-    return mu_view(
-        dense_stack_for(key, "sensitivity curves"),
-        ref,
-        k=keep_k,
-        mus=DEFAULT_MU_GRID,
-        resamples=CURVE_RESAMPLES,
-        seed=SEED,
-    )
+
+def warm_curves_for(key: CacheKey, keep_k: int, mu: float, k_max: int, mus) -> None:
+    """Have the selection's curve grid make the curves around (``keep_k``, ``mu``) in the background, so
+    the next slider move finds them made (``engine.views.curve_grid.CurveGrid.warm``)."""
+    curve_grid_for(key).warm(keep_k, mu, k_max=k_max, mus=mus)
 
 
 def protocol_params(mu: float):

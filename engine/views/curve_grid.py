@@ -1,0 +1,148 @@
+"""The Truncation page's sensitivity curves of one selection, memoised and computed ahead of the sliders.
+
+A keep-K move needs the μ curve at the new K, a μ move the keep-K curve at the new μ: fits the move paid for
+before its rerun could end (vicuna80 pooled: ~1 s of CPU for a keep-K curve, ~50 ms for a μ curve). The
+sliders' values are discrete (K = 1 … T, 17 μ steps), so the curves form a finite grid: ``CurveGrid`` keeps
+every curve it has made, once per selection, and ``CurveGrid.warm`` has one background thread make the
+curves around the sliders' setting (the neighbouring μ steps and K values first) while the reader looks at
+the page, so the next move finds its curve made.
+
+Every curve is made by the call a slider move made before (``keep_k_view_chain``, resumed from the latest
+keep-K curves' fits as ``engine.experiments.curves.FitChain`` allows, and ``mu_view``), whichever thread
+makes it: a curve taken from the grid is the curve made from scratch, to the last digit
+(tests/test_curve_grid.py). A curve asked for while the thread is making it is waited for, not made twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+import pandas as pd
+
+KEEP_K_REACH = 8
+"""How many K on each side of the keep-K slider's value ``CurveGrid.warm`` makes the μ curves of (~50 ms
+of CPU each on vicuna80): a reader stepping K with the keyboard finds them made."""
+
+MU_REACH = 2
+"""How many μ steps on each side of the μ slider's value ``CurveGrid.warm`` makes the keep-K curves of
+(0.2 s of CPU each on vicuna80 gpt-4, ~1 s pooled): the next step either way, and the one after."""
+
+CHAINS_KEPT = 4
+"""How many keep-K curves' fits (``FitChain``: (T, 1 + resamples, n) floats, 3.5 MB on vicuna80 pooled) a
+grid keeps for the next keep-K curve to resume from: the latest made."""
+
+_ONE_AT_A_TIME = threading.Lock()
+"""Held while a background thread makes a curve: the server's grids (one per selection, shared by its
+sessions) warm one curve at a time, so warming never takes more than one core however many are open."""
+
+
+class CurveGrid:
+    """One selection's keep-K curves (by μ) and μ curves (by K), each made once (``keep_k_frame``,
+    ``mu_frame``), and a background thread making them ahead of the sliders (``warm``).
+
+    ``stack``: the selection's dense GraphStack; ``reference``: its reference ratings; ``curve_mus``: the
+    μ values a μ curve is drawn over; ``resamples`` and ``seed``: the curves' draws. Thread-safe: the
+    page's sessions and the warming thread share one grid."""
+
+    def __init__(self, stack, reference, *, curve_mus: Sequence[float], resamples: int, seed: int) -> None:
+        self.stack, self.reference = stack, reference
+        self.curve_mus = tuple(float(m) for m in curve_mus)
+        self.resamples, self.seed = int(resamples), int(seed)
+        self._lock = threading.Lock()
+        self._made: dict[tuple[str, float], Future] = {}
+        self._chains: list = []
+        self._plan: list[tuple[str, float]] = []
+        self._thread: threading.Thread | None = None
+
+    def keep_k_frame(self, mu: float) -> pd.DataFrame:
+        """The keep-K curve at ``mu`` (``engine.views.truncation_view.keep_k_view``'s frame), made once."""
+        return self._get(("k", float(mu))).copy()
+
+    def mu_frame(self, keep_k: int) -> pd.DataFrame:
+        """The μ curve at K = ``keep_k`` over ``curve_mus`` (``engine.views.truncation_view.mu_view``'s
+        frame), made once."""
+        return self._get(("mu", int(keep_k))).copy()
+
+    def has(self, kind: str, x: float) -> bool:
+        """Whether the curve (``"k"``, μ) or (``"mu"``, K) is made (not merely being made)."""
+        with self._lock:
+            fut = self._made.get((kind, x))
+        return fut is not None and fut.done()
+
+    def warm(self, keep_k: int, mu: float, *, k_max: int, mus: Sequence[float], reach: int = KEEP_K_REACH,
+             mu_reach: int = MU_REACH) -> None:
+        """Have the background thread make the curves a next move from (``keep_k``, ``mu``) needs, nearest
+        first: the μ curves at K ± 1, ± 2, … ± ``reach`` (within 1 … ``k_max``; ~50 ms each), interleaved
+        with the keep-K curves at the μ steps ``mus`` one, two, … ``mu_reach`` steps away (up to ~1 s each).
+        A new call replaces the plan of the previous one (the reader moved); curves already made are
+        skipped. Returns at once."""
+        steps = [float(m) for m in mus]
+        here = min(range(len(steps)), key=lambda i: abs(steps[i] - float(mu)))
+        plan: list[tuple[str, float]] = [("k", steps[here]), ("mu", int(keep_k))]
+        for d in range(1, max(mu_reach, reach) + 1):  # at each distance the cheap μ curves first
+            if d <= reach:
+                plan += [("mu", k) for k in (int(keep_k) - d, int(keep_k) + d) if 1 <= k <= int(k_max)]
+            if d <= mu_reach:
+                plan += [("k", steps[i]) for i in (here + d, here - d) if 0 <= i < len(steps)]
+        with self._lock:
+            self._plan = [p for p in plan if p not in self._made]
+            if self._plan and (self._thread is None or not self._thread.is_alive()):
+                self._thread = threading.Thread(target=self._run, name="lens-curve-grid", daemon=True)
+                self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until the background thread has made every curve of its plan (tests, benchmarks)."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while self._plan and self._plan[0] in self._made:
+                    self._plan.pop(0)
+                if not self._plan:
+                    return
+                item = self._plan.pop(0)
+            # an error is not kept (``_get``): the page asks for that curve again and shows the error itself
+            with _ONE_AT_A_TIME, contextlib.suppress(Exception):
+                self._get(item)
+
+    def _get(self, item: tuple[str, float]) -> pd.DataFrame:
+        """The curve ``item`` (made here unless made or being made elsewhere, then waited for)."""
+        with self._lock:
+            fut = self._made.get(item)
+            mine = fut is None
+            if mine:
+                fut = self._made[item] = Future()
+        if mine:
+            assert fut is not None
+            try:
+                fut.set_result(self._make(item))
+            except BaseException as exc:
+                with self._lock:  # an error is not kept: the next ask tries again
+                    del self._made[item]
+                fut.set_exception(exc)
+                raise
+        assert fut is not None
+        return fut.result()
+
+    def _make(self, item: tuple[str, float]) -> pd.DataFrame:
+        from engine.views.truncation_view import keep_k_view_chain, mu_view
+
+        kind, x = item
+        if kind == "mu":
+            return mu_view(self.stack, self.reference, k=int(x), mus=self.curve_mus, resamples=self.resamples,
+                           seed=self.seed)
+        with self._lock:
+            chains = list(self._chains)
+        frame, chain = keep_k_view_chain(self.stack, self.reference, mu=float(x),
+                                         resamples=self.resamples, seed=self.seed, resume=chains)
+        with self._lock:
+            self._chains = [*self._chains, chain][-CHAINS_KEPT:]
+        return frame
+

@@ -1,0 +1,61 @@
+"""The Truncation page draws, after slider moves, the sensitivity curves made from scratch, whether a move
+made its curve, found it made by the curve grid's warming thread, or waited for it
+(``engine.views.curve_grid``; the engine side is tests/test_curve_grid.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from apphelpers import assert_clean, new_app
+
+from engine.experiments.curves import DEFAULT_MU_GRID
+from engine.graphs.buckets import build_buckets
+from engine.graphs.stack import GRAPH_COLUMNS
+from engine.ranking.reference import reference_for
+from engine.views.truncation_view import keep_k_view, mu_view
+
+MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ slider steps
+
+
+
+def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, monkeypatch):
+    """The Truncation page (AppTest, vicuna80 gpt-4): after a μ move (its keep-K curve made then; the
+    first move starts the warming) and two keep-K moves whose μ curves the warming thread has made, both
+    figures are the ones drawn from curves made from scratch (``curve_figure`` of ``keep_k_view`` /
+    ``mu_view``), every trace and marker."""
+    from app_pages import _lens
+    from app_pages._curve_figure import curve_figure
+    from engine.views.appstate import CacheKey
+    from engine.views.truncation_view import best_k
+
+    at = new_app(shipped_db, monkeypatch, page="app_pages/2_truncation.py",
+                 query={"dataset": "vicuna80", "judge": "gpt-4"})
+    assert_clean(at)
+    with _lens.store_session():
+        store = _lens.get_store()
+        stack = build_buckets(store.verdicts("vicuna80", columns=GRAPH_COLUMNS, judge="gpt-4")).dense()
+        reference = reference_for("vicuna80", None, store)[0]
+        grid = _lens.curve_grid_for(CacheKey.of(store, "vicuna80", "gpt-4", None))
+    assert not grid.has("mu", at.slider(key="keep_k").value - 1)  # an open page starts no warming
+    for move in ("mu", "k", "k"):
+        if move == "k":
+            grid.join(120)  # the move below finds its μ curve made by the thread
+            assert grid.has("mu", at.slider(key="keep_k").value - 1)
+            at.slider(key="keep_k").set_value(at.slider(key="keep_k").value - 1).run()
+        else:
+            mu_now = at.select_slider(key="mu").value
+            at.select_slider(key="mu").set_value(MU_STEPS[MU_STEPS.index(mu_now) + 1]).run()
+        assert_clean(at)
+        k, mu = int(at.slider(key="keep_k").value), float(at.select_slider(key="mu").value)
+        k_frame = keep_k_view(stack, reference, mu=mu, resamples=_lens.CURVE_RESAMPLES, seed=_lens.SEED)
+        mu_frame = mu_view(stack, reference, k=k, mus=DEFAULT_MU_GRID, resamples=_lens.CURVE_RESAMPLES,
+                           seed=_lens.SEED)
+        charts = at.get("plotly_chart")[:2]
+        for chart, frame, x, marker, title in ((charts[0], k_frame, "k", k, f"distance vs K (μ={mu:g})"),
+                                               (charts[1], mu_frame, "mu", mu, f"distance vs μ (K={k})")):
+            want = json.loads(curve_figure(frame, x, marker, title, "Spearman ρ distance",
+                                           best=best_k(k_frame)).to_json())
+            got = json.loads(chart.proto.spec)
+            assert got["data"] == want["data"], (move, x)
+            assert got["layout"]["shapes"] == want["layout"]["shapes"], (move, x)
