@@ -20,6 +20,11 @@ from conftest import REPO, require
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = REPO / os.environ.get("LENS_SCREENSHOTS", "tests/_artifacts/screenshots")
 """Where screenshots go: git-ignored by default, docs/screenshots only when asked for."""
+SHOTS_ASKED = "LENS_SCREENSHOTS" in os.environ
+"""Page screenshots only when asked for (``LENS_SCREENSHOTS=...``): a run without it saves a screenshot
+of each page a failing tour left open instead (``failed_<tour>_<k>.png`` in SHOTS), for the person
+reading the failure. The waits before a screenshot (every chart, table and graph drawn) run either way:
+they are checks of their own."""
 PAGES = {  # url path -> (screenshot name, page title)
     "": ("leaderboard", "Leaderboard"),
     "keep-k": ("truncation", "Truncation"),
@@ -130,6 +135,21 @@ RUN_TRACKER = """(() => {
 })();"""
 """Installed by new_page in every document the page opens, before the app's own scripts run."""
 
+STILL = """(() => {
+    // No CSS animation runs: Streamlit's running indicator, spinners and loading skeletons animate
+    // for as long as a script runs, and each of their frames is styled, rastered and composited in
+    // software (headless, no GPU), in every frame the page has. On the shared test machine, where a page's
+    // run can last a minute, that was most of a tour's Chromium CPU (docs/notes/suitebrowser-32.md).
+    // Transitions (finite, and some code waits for their end) are left alone; no check reads motion.
+    const add = () => {
+        const style = document.createElement('style');
+        style.textContent = '*, *::before, *::after { animation: none !important; }';
+        document.head.appendChild(style);
+    };
+    if (document.head) add(); else document.addEventListener('DOMContentLoaded', add);
+})();"""
+"""Installed by new_page in every document (graph iframes included) beside RUN_TRACKER."""
+
 DONE = """(after) => {
     const app = document.querySelector('[data-testid="stApp"]');
     const state = app && app.getAttribute('data-test-script-state');
@@ -143,11 +163,19 @@ DONE = """(after) => {
 }"""
 
 
+NAVIGATION_TIMEOUT_MS = 180_000
+"""How long a page's navigation (goto, reload) may take to its load event before the tour fails."""
+
+
 def new_page(browser, width: int, height: int):
     """A page of ``width`` x ``height`` px whose documents count their script runs (RUN_TRACKER), so
-    wait_idle knows when the run an action started has ended."""
+    wait_idle knows when the run an action started has ended, and run no CSS animation (STILL)."""
     page = browser.new_page(viewport={"width": width, "height": height})
+    # a navigation's "load" event is a failure bound only: Playwright's default 30 s failed every tour's
+    # first goto at load 40 (on main too, docs/notes/suitebrowser-32.md); a passing goto returns at once
+    page.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
     page.add_init_script(RUN_TRACKER)
+    page.add_init_script(STILL)
     return page
 
 
@@ -242,8 +270,21 @@ def open_page(page, server: str, path: str, first: bool, query: str = "", timeou
     wait_idle(page, PAGES[path][1], timeout_s=timeout_s, after=before)
 
 
+def snap(page, name: str) -> None:
+    """Wait until everything on the page is drawn (settle); then, when screenshots are asked for
+    (SHOTS_ASKED), a screenshot of the window as it is, ``name``.png in SHOTS."""
+    settle(page)
+    if SHOTS_ASKED:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+
 def shoot(page, name: str) -> None:
-    """A screenshot of the top of the page, as tall as the page's content needs."""
+    """A screenshot of the top of the page, as tall as the page's content needs, when screenshots are
+    asked for (SHOTS_ASKED); otherwise only the wait until everything on the page is drawn."""
+    if not SHOTS_ASKED:
+        wait_drawn(page)
+        return
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1440, "height": SHOT_HEIGHT.get(name, 1300)})
     if README_PICTURES:  # the charts' own resize handlers have run (plotly's is debounced)
@@ -298,6 +339,9 @@ class Tours:
                         Tours.driving += 1
                     try:
                         tour(browser, server.wait_up(), folder)
+                    except BaseException:
+                        failure_shots(browser, tour.__name__)
+                        raise
                     finally:
                         with Tours._lock:
                             Tours.driving -= 1
@@ -321,6 +365,18 @@ class Tours:
         """Wait for every tour (before the servers they drive are stopped)."""
         for thread in self._threads.values():
             thread.join()
+
+
+def failure_shots(browser, name: str) -> None:
+    """A screenshot of every page a failed tour left open (``failed_<tour>_<k>.png`` in SHOTS), taken
+    whether or not screenshots were asked for; a page that cannot be shot any more is passed over."""
+    pages = [page for context in browser.contexts for page in context.pages]
+    for k, page in enumerate(pages):
+        try:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / f"failed_{name}_{k}.png"), timeout=10_000)
+        except Exception:  # noqa: BLE001 - the tour's own error is what the test reports
+            continue
 
 
 def start_tours(request: pytest.FixtureRequest, tours: dict[Tour, str]) -> Iterator[Tours]:

@@ -2,8 +2,10 @@
 
 It visits every page on the shipped data, checks that no error box or exception is shown and that
 nothing is fetched from outside the local server (the graph page inlines vis-network), picks a
-triad in the inspector, and saves a screenshot of each page into tests/_artifacts/screenshots/
-(git-ignored; ``LENS_SCREENSHOTS=docs/screenshots`` writes the README's pictures instead). Then it
+triad in the inspector, and waits until each page has drawn every chart, table and graph; with
+``LENS_SCREENSHOTS`` set it saves a screenshot of each page there (``LENS_SCREENSHOTS=docs/screenshots``
+writes the README's pictures; without it, only a failed tour's pages are saved, into
+tests/_artifacts/screenshots/, git-ignored). Then it
 opens a dataset whose model names, prompt texts and rationales carry script and onerror payloads
 and Markdown/Streamlit syntax (``'``, ``:material/home:``, ``$x$``, ``**b**``, a javascript: link)
 and checks that no script ran (``window.__xss`` stays undefined, also inside the graph iframe),
@@ -22,7 +24,6 @@ import pytest
 from browser_support import (
     MARKUP,
     PAGES,
-    SHOTS,
     XSS_IMG,
     XSS_SCRIPT,
     _requirements,
@@ -33,8 +34,8 @@ from browser_support import (
     open_page,
     pick_option,
     runs,
-    settle,
     shoot,
+    snap,
     start_tours,
     wait_drawn,
     wait_idle,
@@ -210,8 +211,7 @@ def xss_dataset_runs_no_script(browser, server: str, folder: Path) -> None:
     assert page.query_selector_all('a[href^="javascript"]') == []
     bold = [b.inner_text() for b in page.query_selector_all(f"{container} strong")]
     assert not any(t.strip() == "b" for t in bold), bold
-    settle(page)
-    page.screenshot(path=str(SHOTS / "xss_inspector.png"))
+    snap(page, "xss_inspector")
     page.close()
 
 
@@ -221,7 +221,7 @@ def a_store_cut_short_is_one_sentence_at_every_address(browser, cut_server: str,
     page = new_page(browser, 1280, 900)
     for path in ("cycle-map", "", "datasets"):
         page.goto(f"{cut_server}/{path}")
-        page.wait_for_selector('[data-testid="stAlertContentError"]', timeout=40_000)
+        page.wait_for_selector('[data-testid="stAlertContentError"]', timeout=120_000)  # a failure bound
         wait_idle(page)  # a page that stopped on its error has no title
         assert "Page not found" not in page.inner_text("body"), path
         shown = errors_on(page)

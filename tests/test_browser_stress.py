@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from browser_support import (
     PAGES,
-    SHOTS,
     _requirements,
     _serve,
     errors_on,
@@ -25,7 +24,7 @@ from browser_support import (
     open_page,
     pick_option,
     runs,
-    settle,
+    snap,
     start_tours,
     wait_drawn,
     wait_idle,
@@ -267,9 +266,7 @@ def large_datasets_fit_the_page_and_heatmap_labels_are_legible(browser, big_serv
             if name == "leaderboard":
                 assert page.inner_text('[data-testid="stMetric"] >> nth=0').split() == ["Models", str(n)]
             if name in ("leaderboard", "cycles"):
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                settle(page)
-                page.screenshot(path=str(SHOTS / f"{dataset}_{name}.png"), full_page=False)
+                snap(page, f"{dataset}_{name}")
     page.close()
 
 
@@ -287,9 +284,7 @@ def arena_counts_leaderboard_and_cycles_fit_at_1280(browser, big_server: str, fo
         over = page.evaluate(OVERFLOW)
         assert over["page"] <= 0 and over["main"] <= 0 and over["wide"] == [], (name, over)
         _fits(page, ("chatbot_arena_2024_08_14", name))
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        settle(page)
-        page.screenshot(path=str(SHOTS / f"arena_counts_{name}.png"), full_page=False)
+        snap(page, f"arena_counts_{name}")
     page.close()
 
 
