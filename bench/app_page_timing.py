@@ -73,19 +73,26 @@ def server_cpu_s(watch: RssWatch) -> float:
     return total
 
 
-def browser_cpu_s() -> float:
-    """This process's Chromium processes' CPU seconds so far (user + system: the renderers, GPU and
-    network processes of the browser ``launch`` started). A renderer's time counts while its tab is open,
-    so read it before closing the tab."""
-    total = 0.0
+def browser_cpu_s() -> dict[int, float]:
+    """CPU seconds so far (user + system) of each of this process's Chromium processes (the renderers,
+    GPU and network processes of the browser ``launch`` started), by pid. A renderer's time counts while
+    its tab is open, so read it before closing the tab."""
+    out: dict[int, float] = {}
     for p in psutil.Process().children(recursive=True):
         try:
             if "chrom" in p.name():
                 t = p.cpu_times()
-                total += t.user + t.system
+                out[p.pid] = t.user + t.system
         except psutil.Error:
             continue
-    return total
+    return out
+
+
+def cpu_since(before: dict[int, float], after: dict[int, float]) -> float:
+    """The CPU seconds the processes alive at ``after`` spent since ``before`` (a process that started
+    in between counts whole; one that ended in between, e.g. a closed tab's renderer, is left out rather
+    than subtracted)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
 
 
 def _new_tab_cpu_timed(watch: RssWatch, context, url: str, timeout_s: float) -> tuple[Opened, float, float]:
@@ -95,7 +102,7 @@ def _new_tab_cpu_timed(watch: RssWatch, context, url: str, timeout_s: float) -> 
     try:
         server0, browser0 = server_cpu_s(watch), browser_cpu_s()
         opened = open_timed(tab, url, timeout_s, watch)
-        return opened, server_cpu_s(watch) - server0, browser_cpu_s() - browser0
+        return opened, server_cpu_s(watch) - server0, cpu_since(browser0, browser_cpu_s())
     finally:
         tab.close()
 
