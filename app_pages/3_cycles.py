@@ -6,7 +6,6 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._charts_last import plotly_chart, stop
 from app_pages._cycles3_cache import listed_prompt_keys_for
 from app_pages._lens import (
     column_picker,
@@ -78,7 +77,7 @@ def model_matrices() -> None:
         frame = mats.get(kind).loc[shown, shown]
         fmt, scale, zmax = {"win fraction": (".2f", "RdBu", 1.0), "battles": (".0f", "Blues", None),
                             "bad triads": (".0f", "Reds", None)}[kind]
-        plotly_chart(
+        st.plotly_chart(
             matrix_figure(
                 frame,
                 f"{kind.capitalize()} per pair, rows and columns in {ch.ranker} ranking order",
@@ -98,7 +97,7 @@ def model_matrices() -> None:
     )
     rates = ov.category_rates.reindex(columns=shown)
     if ov.n_graphs and len(rates):
-        plotly_chart(
+        st.plotly_chart(
             matrix_figure(
                 rates,
                 "Share of graphs where the model is on a bad triad, per category",
@@ -140,7 +139,7 @@ def observed_and_predicted(mats, shown: list[str]) -> None:
     fig.update_yaxes(tickmode="array", tickvals=ys, ticktext=yl, autorange="reversed",
                      tickfont={"size": geo.font_px}, showgrid=False, zeroline=False)
     fig.update_annotations(font={"size": 13}, yshift=6)
-    plotly_chart(fig, width="content")
+    st.plotly_chart(fig, width="content")
     st.caption(
         "Left: the share of the row model's battles against the column model that it won (ties count half); "
         "grey where the two were never compared. Right: the share the fit expects, for every pair. "
@@ -160,7 +159,7 @@ if ov.n_left_out:
     if ov.n_graphs == 0:
         st.info(left + " No graph is left to count cycles in.")
         model_matrices()
-        stop()  # its charts drawn first
+        st.stop()
     st.caption(left)
 
 metric_row(("Graphs", ov.n_graphs), ("Graphs with a bad triad", f"{ov.share_cyclic:.0%}"),
@@ -190,7 +189,7 @@ for col, name, fit in ((d1, "c3_bad", ov.nb_c3), (d2, "c4_bad", ov.nb_c4)):
         margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis_title=name, yaxis_title="graphs",
         legend={"orientation": "h", "y": -0.25}, xaxis=integer_axis(int(k.max())),
     )
-    plotly_chart(fig, col, width="stretch")
+    col.plotly_chart(fig, width="stretch")
     if fit is not None:
         col.caption(ov.nb_caption[name])
 
