@@ -4,7 +4,7 @@ other elements.
 Why: the browser redraws a Plotly chart for every element that arrives after it in the same run (measured
 in Chromium, Streamlit 1.67: a 6 x 6 heatmap followed by 60 captions took 3.8 s of the browser's CPU, the
 same page with the chart filled last 1.5 s; docs/notes/newtab-32.md). A page opened in a new tab pays that
-on every open, so the Judges and Cycles pages, whose charts come before their tables, draw them through
+on every open, so the Judges page, whose κ heatmap comes before its tables, draws it through
 ``plotly_chart`` here: an ``st.empty()`` slot is taken where the chart belongs and filled when the page's
 script ends (``charts_last`` around the page's run in app.py). The page looks the same; only the order the
 elements reach the browser changes.
