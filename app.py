@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages._charts_last import charts_last
 from app_pages._lens import (
     ALL,
     busy_notice,
@@ -194,7 +195,8 @@ def main() -> None:
         return
     with guarded_session("busy_retry") as outcome:  # busy store, stray or unexpected errors: one sentence
         sidebar()
-        page.run()
+        with charts_last():  # a page's Plotly charts reach the browser after its other elements
+            page.run()
     if outcome.busy:
         st.sidebar.caption("The store is busy: the dataset, judge and ranker choices return when it is free.")
 

@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._charts_last import plotly_chart
 from app_pages._lens import (
     column_picker,
     current,
@@ -62,7 +63,7 @@ def kappa_section(jd, by_cat: bool) -> None:
     fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       title={"text": f"κ on shared items, {where}", "font": {"size": 14}})
     fig.update_yaxes(autorange="reversed")
-    left.plotly_chart(fig, width="stretch")
+    plotly_chart(fig, left, width="stretch")  # drawn after the tables below: app_pages._charts_last
     right.dataframe(
         jd.agreement,
         hide_index=True,

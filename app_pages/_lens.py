@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
+from app_pages._charts_last import stop
 from engine.errors import LensError
 from engine.ingest.shipped import open_store
 from engine.judging.completeness import incomplete_sentences
@@ -204,7 +205,7 @@ def or_stop(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except LensError as exc:
         show_error(exc)
-        st.stop()
+        stop()  # the charts placed so far first (app_pages._charts_last)
 
 
 def datasets_table():

@@ -16,7 +16,8 @@ to ``notRunning`` after ``running``, timed on the page's own clock from the clic
 start; not when the running indicator is gone (it shows only 500 ms into a run, so a page could be
 called done before its run began). A page that reruns itself is reported at its first stop; the
 settled column, when it differs, is its last stop. Beside each wall time, the server's CPU seconds
-for the same open (its process tree's user + system time), which a loaded machine inflates less.
+for the same open (its process tree's user + system time), which a loaded machine inflates less; for a
+new tab also the browser's CPU seconds (every Chromium process), where most of a new tab's time goes.
 ``--base CHECKOUT`` measures a second checkout (e.g. a worktree of main) on a copy of the same store
 in the same run, before this one. The server's process-tree RSS is polled throughout; past
 ``--cap-gb`` the server is killed and the rest reported as not measured. Prints Markdown tables and
@@ -52,7 +53,6 @@ from browser_timing import (  # noqa: E402
     RssWatch,
     click_timed,
     launch,
-    new_tab_timed,
     open_timed,
     page_link,
     serve,
@@ -79,6 +79,40 @@ def server_cpu_s(watch: RssWatch) -> float:
             continue
         total += t.user + t.system
     return total
+
+
+def browser_cpu_s() -> dict[int, float]:
+    """CPU seconds so far (user + system) of each of this process's Chromium processes (the renderers,
+    GPU and network processes of the browser ``launch`` started), by pid. A renderer's time counts while
+    its tab is open, so read it before closing the tab."""
+    out: dict[int, float] = {}
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in p.name():
+                t = p.cpu_times()
+                out[p.pid] = t.user + t.system
+        except psutil.Error:
+            continue
+    return out
+
+
+def cpu_since(before: dict[int, float], after: dict[int, float]) -> float:
+    """The CPU seconds the processes alive at ``after`` spent since ``before`` (a process that started
+    in between counts whole; one that ended in between, e.g. a closed tab's renderer, is left out rather
+    than subtracted)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+
+
+def _new_tab_cpu_timed(watch: RssWatch, context, url: str, timeout_s: float) -> tuple[Opened, float, float]:
+    """``url`` opened in a new tab (a new session): the time, and the server's and the browser's CPU
+    seconds from the navigation to the page's settled state (the tab closed after both are read)."""
+    tab = context.new_page()
+    try:
+        server0, browser0 = server_cpu_s(watch), browser_cpu_s()
+        opened = open_timed(tab, url, timeout_s, watch)
+        return opened, server_cpu_s(watch) - server0, cpu_since(browser0, browser_cpu_s())
+    finally:
+        tab.close()
 
 
 def _cpu_timed(watch: RssWatch, action, *args) -> tuple[Opened, float]:
@@ -139,7 +173,7 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
     dumps = 0
     order = list(PAGES) if pages is None else pages
     rows: dict[str, list] = {p: [] for p in order}
-    tabs: dict[str, list[tuple[Opened, float]]] = {p: [] for p in order}
+    tabs: dict[str, list[tuple[Opened, float, float]]] = {p: [] for p in order}
     with serve(db, log, root, cap_gb=cap_gb, **env) as (url, watch), launch() as context:
         page = context.new_page()
         for visit in (0, 1):
@@ -163,11 +197,11 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
             for path in order:
                 if watch.killed:
                     break
-                opened, cpu = _cpu_timed(watch, new_tab_timed, context, f"{url}/{path}?dataset={dataset}",
-                                         timeout_s, watch)
-                tabs[path].append((opened, cpu))
+                opened, cpu, bcpu = _new_tab_cpu_timed(watch, context, f"{url}/{path}?dataset={dataset}",
+                                                       timeout_s)
+                tabs[path].append((opened, cpu, bcpu))
                 print(f"  new tab {PAGES[path][1]:<18} {_f(opened.first_s)} {opened.note} "
-                      f"(server cpu {cpu:.2f} s)", flush=True)
+                      f"(server cpu {cpu:.2f} s, browser cpu {bcpu:.2f} s)", flush=True)
         peak, killed = watch.peak, watch.killed
     lines = ["| page | first open (computes) | server cpu | open again (cached) | server cpu | note |",
              "| --- | ---: | ---: | ---: | ---: | --- |"]
@@ -181,17 +215,18 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
         cells += ["—"] * (4 - len(cells))
         lines.append(f"| {PAGES[path][1]} | {' | '.join(cells)} | {'; '.join(n for n in notes if n)} |")
     if new_tabs:
-        lines += ["", f"| page in a new tab (median of {new_tabs}) | wall (min-max) | server cpu |",
-                  "| --- | ---: | ---: |"]
+        lines += ["", f"| page in a new tab (median of {new_tabs}) | wall (min-max) | server cpu "
+                      "| browser cpu |", "| --- | ---: | ---: | ---: |"]
         for path, opens in tabs.items():
-            walls = [o.first_s for o, _ in opens if o.first_s is not None]
-            cpus = [c for o, c in opens if o.first_s is not None]
+            walls = [o.first_s for o, _, _ in opens if o.first_s is not None]
+            cpus = [c for o, c, _ in opens if o.first_s is not None]
+            bcpus = [b for o, _, b in opens if o.first_s is not None]
             if not walls:
-                lines.append(f"| {PAGES[path][1]} | — | — |")
+                lines.append(f"| {PAGES[path][1]} | — | — | — |")
                 continue
             spread = f"({min(walls):.2f}-{max(walls):.2f})"
             lines.append(f"| {PAGES[path][1]} | {_f(statistics.median(walls))} {spread} "
-                         f"| {statistics.median(cpus):.2f} s |")
+                         f"| {statistics.median(cpus):.2f} s | {statistics.median(bcpus):.2f} s |")
     lines.append("")
     if stall_dump > 0:
         lines.append(f"Stack dumps (pages running past {stall_dump:g} s): {dumps}"
