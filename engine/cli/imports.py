@@ -12,7 +12,7 @@ from engine.cli._pair_counts import pair_count_import
 from engine.errors import LensError
 from engine.ingest.constant_columns import SETTABLE, parse_set
 from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
-from engine.ingest.limits import check_dataset_name, name_problem
+from engine.ingest.limits import check_dataset_name, import_memory_limit, name_problem
 from engine.ingest.verdict_export import prepare_rejected, write_rejected
 from engine.ingest.verdicts import FORMATS, judge_from_filename, parse_value_map
 
@@ -127,13 +127,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-IMPORT_MEMORY_LIMIT = "1GB"
-"""DuckDB's memory cap on the store while an import writes (``Store.limit_memory``): the insert sorts every
-staged row by its position in the files and the listing's summary then counts distinct prompts and models
-over every row; under DuckDB's default cap (80 % of the machine's memory) both held their whole input in
-memory (a 10M-row import peaked at 4.0 GB), with the cap they spill to the store's temporary folder."""
-
-
 def run(args: argparse.Namespace) -> int:
     """Validate and store the given verdict files, reporting rejected rows; exit status."""
     counted = pair_count_import(args)  # issue 25: pair-count files are stored as counts, not verdicts
@@ -172,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
             store.close()
         raise
     store = store_from_args(args)
-    store.limit_memory(IMPORT_MEMORY_LIMIT)
+    store.limit_memory(import_memory_limit())
     try:
         result = store_report(store, report, dataset, replace=args.replace, skip_invalid=args.skip_invalid,
                               source=import_source(args.paths))
