@@ -172,6 +172,21 @@ def imported(folder: Path, shape: Shape, dataset: str = "seam"):
     return store, db, rows
 
 
+def stack_and_reference(folder: Path, shape: Shape):
+    """(the dense graph stack of the shape's imported dataset, a reference score per model drawn from
+    the shape's seed): what the keep-K and mu curve tests slide over on generated data."""
+    from engine.graphs.buckets import build_buckets
+    from engine.graphs.stack import GRAPH_COLUMNS
+
+    store, _, _ = imported(folder, shape)
+    try:
+        stack = build_buckets(store.verdicts("seam", columns=GRAPH_COLUMNS)).dense()
+    finally:
+        store.close()
+    reference = pd.Series(np.random.default_rng(shape.seed).normal(size=stack.n), index=list(stack.models))
+    return stack, reference
+
+
 @st.composite
 def shapes(draw, *, allow_sparse: bool = True, allow_prob: bool = True) -> Shape:
     """Every accepted shape, small: hypothesis draws the shape, the seed draws the rows."""

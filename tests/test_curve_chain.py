@@ -20,7 +20,7 @@ from engine.experiments.curves import keep_k_curve, keep_k_curve_chain
 from engine.graphs.buckets import build_buckets
 from engine.graphs.stack import GRAPH_COLUMNS
 from engine.ranking.reference import reference_for
-from tests.seam_data import Shape, imported
+from tests.seam_data import Shape, stack_and_reference
 
 MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ slider steps
 PATH = [MU_STEPS[i] for i in (0, 1, 2, 3, 2, 16, 15, 12, 1)]  # forward, back, jumps
@@ -73,13 +73,7 @@ SHAPES = [
 
 @pytest.mark.parametrize("shape", SHAPES, ids=["judges-variants-repeats", "sparse70"])
 def test_resumed_curve_is_the_curve_from_scratch_on_generated_shapes(tmp_path_factory, monkeypatch, shape):
-    store, _, _ = imported(tmp_path_factory.mktemp("chain"), shape)
-    try:
-        stack = build_buckets(store.verdicts("seam", columns=GRAPH_COLUMNS)).dense()
-    finally:
-        store.close()
-    rng = np.random.default_rng(shape.seed)
-    reference = pd.Series(rng.normal(size=stack.n), index=list(stack.models))
+    stack, reference = stack_and_reference(tmp_path_factory.mktemp("chain"), shape)
     # a chain of another seed (other draws) offered first: it must give no fit
     other = keep_k_curve_chain(stack, reference, mu=MU_STEPS[0], per_category=False, resamples=RESAMPLES,
                                seed=1)[1]

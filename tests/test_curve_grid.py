@@ -24,7 +24,7 @@ from engine.graphs.stack import GRAPH_COLUMNS
 from engine.ranking.reference import reference_for
 from engine.views.curve_grid import CurveGrid
 from engine.views.truncation_view import default_keep_k, keep_k_view, mu_view
-from tests.seam_data import Shape, imported, shapes
+from tests.seam_data import Shape, shapes, stack_and_reference
 
 MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ slider steps
 RESAMPLES = 6  # the grid does not depend on how many; few keep the file fast
@@ -87,13 +87,7 @@ SETTINGS = settings(max_examples=1, deadline=None,
                      tie_p=0.2, repeats=True), data=None)
 @example(shape=Shape(seed=8, n_models=6, n_prompts=16, sparse=True, paraphrases=1, orders="mixed"), data=None)
 def test_grid_curves_are_the_curves_from_scratch_on_generated_shapes(tmp_path_factory, shape, data):
-    store, _, _ = imported(tmp_path_factory.mktemp("grid"), shape)
-    try:
-        stack = build_buckets(store.verdicts("seam", columns=GRAPH_COLUMNS)).dense()
-    finally:
-        store.close()
-    rng = np.random.default_rng(shape.seed)
-    reference = pd.Series(rng.normal(size=stack.n), index=list(stack.models))
+    stack, reference = stack_and_reference(tmp_path_factory.mktemp("grid"), shape)
     T = max(1, stack.T)
     if data is None:
         path = [(max(1, T // 2), 8), (max(1, T // 2 - 1), 9), (1, 0), (T, 16), (max(1, T // 2), 8)]
