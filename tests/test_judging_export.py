@@ -22,6 +22,7 @@ from conftest import run_engine
 from judging_fake_openai import FakeOpenAI
 from test_judging_api import _runner, _synthetic, judge_cmd
 
+from engine.judging import export as export_mod
 from engine.judging.export import EXPORT_COLUMNS, export_requests
 from engine.judging.pipeline import build_jobs, judge_run
 from engine.judging.protocols import ProtocolConfig, make_unit
@@ -67,13 +68,17 @@ def _verdicts(store: Store) -> list[tuple]:
                       v["prob_a"].round(12).fillna(-1.0), strict=True))
 
 
-@pytest.mark.parametrize("protocol, reply, suffix, rounds", [
-    ("swapped", "text", ".jsonl", [(18, 9)]),  # (requests, pairs waiting on them) per round
-    ("hybrid", "response", ".parquet", [(18, 9), (3, 3)]),  # the biased prompt's orders disagree: 3 scores
-    ("soft", "response", ".jsonl", [(18, 9)]),  # the letters' probabilities come back through `response`
+@pytest.mark.parametrize("protocol, reply, suffix, rounds, group", [
+    ("swapped", "text", ".jsonl", [(18, 9)], None),  # (requests, pairs waiting on them) per round
+    ("hybrid", "response", ".parquet", [(18, 9), (3, 3)], None),  # the biased prompt's orders disagree
+    ("soft", "response", ".jsonl", [(18, 9)], None),  # the letters' probabilities come back in `response`
+    # units stepped two at a time: one answer's score call, asked by pairs in different groups, once
+    ("hybrid", "text", ".jsonl", [(18, 9), (3, 3)], 2),
 ])
 def test_exported_requests_answered_elsewhere_and_imported_leave_what_a_live_run_leaves(
-        tmp_path, empty_store, protocol, reply, suffix, rounds):
+        tmp_path, empty_store, monkeypatch, protocol, reply, suffix, rounds, group):
+    if group is not None:
+        monkeypatch.setattr(export_mod, "STEP_UNITS", group)
     live = Store(tmp_path / "live.duckdb")
     for s in (empty_store, live):
         _synthetic(s, "syn", QUESTIONS)

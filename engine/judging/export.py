@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,18 +53,17 @@ class ExportReport:
     units_waiting: int
 
 
-def pending_requests(runner: Runner, units: Iterable[Unit]) -> tuple[dict[str, ChatRequest], int, int]:
-    """Step ``units`` (protocol generators) through ``runner``'s cache: a unit whose requests are all
-    cached receives their results and goes on to its next requests; a unit with any request not cached
-    stops there. Returns ({key: request as sent} of the calls not cached, in first-asked order; units
-    done from the cache; units waiting)."""
-    pending: dict[str, ChatRequest] = {}
-    done = waiting = 0
+def pending_requests(runner: Runner, units: Iterable[Unit], report: ExportReport
+                     ) -> Iterator[list[tuple[str, ChatRequest]]]:
+    """Step ``units`` (protocol generators), STEP_UNITS at a time, through ``runner``'s cache: a unit whose
+    requests are all cached receives their results and goes on to its next requests; a unit with any
+    request not cached stops there. Yields, per group of units, the (key, request as sent) of the calls
+    not cached and not yielded before, in first-asked order; counts the units into ``report``. Only the
+    keys yielded so far are kept, so memory follows one group, not the run."""
+    seen: set[str] = set()
     it = iter(units)
-    while True:
-        chunk = [u for _, u in zip(range(STEP_UNITS), it, strict=False)]
-        if not chunk:
-            break
+    while chunk := [u for _, u in zip(range(STEP_UNITS), it, strict=False)]:
+        pending: dict[str, ChatRequest] = {}
         live: list[tuple[Unit, list | None]] = [(u, None) for u in chunk]
         while live:
             asked = []
@@ -71,7 +71,7 @@ def pending_requests(runner: Runner, units: Iterable[Unit]) -> tuple[dict[str, C
                 try:
                     reqs = next(gen) if send is None else gen.send(send)
                 except StopIteration:
-                    done += 1
+                    report.units_cached += 1
                     continue
                 reqs = [runner.normalise(q) for q in reqs]
                 asked.append((gen, reqs, [runner.key(q) for q in reqs]))
@@ -87,34 +87,37 @@ def pending_requests(runner: Runner, units: Iterable[Unit]) -> tuple[dict[str, C
                 if all(k in hits for k in ks):
                     live.append((gen, [hits[k] for k in ks]))
                     continue
-                waiting += 1
+                report.units_waiting += 1
                 for k, q in zip(ks, reqs, strict=True):
-                    if k not in hits:
+                    if k not in hits and k not in seen:
                         pending.setdefault(k, q)
-    return pending, done, waiting
+        seen.update(pending)
+        report.requests += len(pending)
+        yield list(pending.items())
 
 
-def export_rows(runner: Runner, pending: dict[str, ChatRequest]) -> Iterator[dict]:
+def export_rows(runner: Runner, pending: Iterable[tuple[str, ChatRequest]]) -> list[dict]:
     """The file's rows (EXPORT_COLUMNS) for ``pending``; the decoding is written as the cache stores
     it, so ``calls --import`` recomputes the same key."""
     model, backend, server = runner.backend.model, runner.identity, runner.server
-    for key, req in pending.items():
-        yield {
-            "call_key": key,
-            "backend": backend,
-            "model": model,
-            "server": server,
-            "template_id": req.template_id,
-            "template_version": int(req.template_version),
-            "messages": req.messages_json(),
-            "decoding": json.dumps(req.decoding.as_dict(), sort_keys=True),
-            "body": json.dumps(request_kwargs(model, req), ensure_ascii=False),
-        }
+    return [{
+        "call_key": key,
+        "backend": backend,
+        "model": model,
+        "server": server,
+        "template_id": req.template_id,
+        "template_version": int(req.template_version),
+        "messages": req.messages_json(),
+        "decoding": json.dumps(req.decoding.as_dict(), sort_keys=True),
+        "body": json.dumps(request_kwargs(model, req), ensure_ascii=False),
+    } for key, req in pending]
 
 
-def write_export(path: Path, rows: list[dict]) -> None:
-    """Write ``rows`` as Parquet (``.parquet``) or JSON lines (``.jsonl``): to a temporary file beside
-    ``path``, renamed into place once complete."""
+@contextmanager
+def export_file(path: Path) -> Iterator[Callable[[list[dict]], None]]:
+    """A writer of row batches to ``path``, Parquet (``.parquet``) or JSON lines (``.jsonl``), checked
+    before any work: the rows go to a temporary file beside ``path``, renamed into place when the block
+    ends without an error and removed when it does not."""
     path = Path(path)
     name = path.name.lower()
     if not name.endswith((".parquet", ".jsonl")):
@@ -125,22 +128,26 @@ def write_export(path: Path, rows: list[dict]) -> None:
     try:
         if name.endswith(".jsonl"):
             with open(tmp, "w", encoding="utf-8") as f:
-                for r in rows:
-                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
+                yield lambda rows: f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
         else:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
             schema = pa.schema([(c, pa.int32() if c == "template_version" else pa.string())
                                 for c in EXPORT_COLUMNS])
-            pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+            with pq.ParquetWriter(tmp, schema) as writer:  # an empty export still writes the schema
+                yield lambda rows: writer.write_table(pa.Table.from_pylist(rows, schema=schema))
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
 def export_requests(runner: Runner, units: Iterable[Unit], path: Path) -> ExportReport:
-    """Write the calls ``units`` would make and ``runner``'s cache does not hold to ``path``."""
-    pending, done, waiting = pending_requests(runner, units)
-    write_export(path, list(export_rows(runner, pending)))
-    return ExportReport(len(pending), done, waiting)
+    """Write the calls ``units`` would make and ``runner``'s cache does not hold to ``path``, one group
+    of units at a time."""
+    report = ExportReport(0, 0, 0)
+    with export_file(path) as write:
+        for pending in pending_requests(runner, units, report):
+            if pending:
+                write(export_rows(runner, pending))
+    return report
