@@ -26,6 +26,16 @@ from engine.store.connection import StoreBusy
 from engine.store.schema import DEFAULT_DATASET
 
 
+FAVICON = ("data:image/svg+xml,<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 100 100'>"
+           "<text y='.9em' font-size='90'>%F0%9F%8F%86</text></svg>")
+"""The page icon, a trophy emoji drawn locally: the very data URL Streamlit's frontend makes of
+``page_icon="🏆"`` (tests/app/test_app_favicon.py), with the emoji percent-encoded. Given as the emoji itself, the
+first run of every server process imports Streamlit's emoji catalogue to recognise it
+(``streamlit.string_util.is_emoji``), compiling a regular expression of every emoji: 0.04-0.1 s of CPU on the
+app's first open; an ASCII data URL is passed through as an image URL. A :material/…: icon would be fetched
+from fonts.gstatic.com."""
+
+
 def skip_repl_probe() -> None:
     """Served by ``streamlit run``: mark Streamlit's "use streamlit run" warning as given, so the first
     element a server process draws does not look for a Python prompt (``env_util.is_repl`` calls
@@ -48,8 +58,7 @@ if not st.get_option("client.disableDataExport"):
     st.set_option("client.disableDataExport", True)
     st.rerun()
 
-# an emoji favicon is drawn locally; a :material/…: one would be fetched from fonts.gstatic.com
-st.set_page_config(page_title="Tournament Lens", page_icon="🏆", layout="wide")
+st.set_page_config(page_title="Tournament Lens", page_icon=FAVICON, layout="wide")
 
 # The page scripts live in app_pages/, not pages/: a folder named pages/ next to app.py switches on
 # Streamlit's legacy directory routing, which answered every direct address of a page (a bookmark,
