@@ -6,7 +6,8 @@ that separates them: a third model named only by an invalid verdict, invalid ver
 own, repeats, both orders, several judges and categories, one-pair logs and logs with a few bigger prompts.
 
 ``votes._distinct_per_model``: only votes sharing a key are folded and sorted; the per-model counts must
-equal a count of distinct (key, model) sets done in plain Python.
+equal a count of distinct (key, model) sets done in plain Python. ``votes.holds`` (which votes share a key)
+sifts 64-bit keys by their low bits before its binary search: its answer must equal set membership.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from engine.ingest.importer import import_files
-from engine.rankers.votes import _distinct_per_model, votes
+from engine.rankers.votes import _distinct_per_model, holds, votes
 from engine.ranking.vote_query import store_vote_rows
 from engine.views.leaderboard_first import cycle_context, graphs_over_one_pair
 
@@ -159,3 +160,30 @@ def test_a_graph_of_one_vote_and_an_invalid_verdict_of_another_pair(empty_store,
     old = cycle_context(empty_store, "log", None, None)
     new = cycle_context(empty_store, "log", None, None, votes=v)
     assert old is not None and new is not None and new.stack.keys.equals(old.stack.keys)
+
+
+@settings(max_examples=120, deadline=None)
+@given(hs.lists(hs.integers(0, 2**64 - 1), min_size=0, max_size=200), hs.lists(hs.integers(0, 2**64 - 1),
+                                                                               max_size=12),
+       hs.integers(0, 12), hs.sampled_from(["uint64", "int64"]))
+def test_holds_equals_set_membership(keys, extra, shared, dtype):
+    """Keys over the whole 64-bit range (above 2**63 for uint64, negative for int64), values drawn from the
+    keys and beside them, often few enough for the sieve (8 keys per value), sometimes not."""
+    cast = (lambda k: k) if dtype == "uint64" else (lambda k: k - 2**63)
+    key = np.array([cast(k) for k in keys], dtype=dtype)
+    values = np.unique(np.array([cast(k) for k in keys[:shared] + extra], dtype=dtype))
+    members = set(values.tolist())
+    expected = np.array([k in members for k in key.tolist()], dtype=bool)
+    np.testing.assert_array_equal(holds(key, values), expected)
+
+
+def test_holds_on_a_million_keys_with_values_sharing_their_low_bits():
+    """The battle-log case (a million hash keys, a few thousand repeated) plus values whose low 22 bits equal
+    some keys' without being those keys (the sieve passes them; the search must refuse them)."""
+    rng = np.random.default_rng(11)
+    key = rng.integers(0, 2**63, size=1_000_000, dtype=np.int64).astype(np.uint64) * np.uint64(2)
+    near = key[rng.choice(key.size, 2_000, replace=False)] ^ np.uint64(1 << 40)  # same low bits, other keys
+    values = np.unique(np.concatenate([key[rng.choice(key.size, 3_000, replace=False)], near]))
+    got = holds(key, values)
+    np.testing.assert_array_equal(got, np.isin(key, values))
+    assert 2_900 <= int(got.sum()) <= 3_000

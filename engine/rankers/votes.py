@@ -261,11 +261,35 @@ class KeyRuns:
 
 
 def holds(key: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per entry of ``key`` (bool): it is one of ``values`` (sorted, distinct), by binary search."""
+    """Per entry of ``key`` (bool): it is one of ``values`` (sorted, distinct), by binary search.
+
+    64-bit integer keys against few values (the repeated graph keys of a battle log: a few thousand against a
+    million) are first sifted by their low bits through a table of the values' low bits (``_SIFT_BITS``): a
+    key whose low bits no value has is not one of them, and only the rest are looked up. A million 64-bit
+    keys: 5-7 ms instead of the binary search's 60 (two such look-ups per Leaderboard first open)."""
     if values.size == 0:
         return np.zeros(key.size, dtype=bool)
+    if (key.dtype.kind in "iu" and key.dtype.itemsize == 8 and values.dtype == key.dtype
+            and values.size * _SIFT_RATIO <= key.size):
+        bits = int(min(_SIFT_BITS, max(10, np.ceil(np.log2(values.size * 16)))))
+        mask = key.dtype.type((1 << bits) - 1)
+        table = np.zeros(1 << bits, dtype=bool)
+        table[values & mask] = True
+        cand = np.flatnonzero(table[key & mask])
+        out = np.zeros(key.size, dtype=bool)
+        sub = key[cand]
+        at = np.minimum(np.searchsorted(values, sub), values.size - 1)
+        out[cand] = values[at] == sub
+        return out
     at = np.minimum(np.searchsorted(values, key), values.size - 1)
     return values[at] == key
+
+
+_SIFT_BITS = 22
+"""At most this many low bits index ``holds``' sieve (a table of 4 MB bools); about 16 slots per value."""
+_SIFT_RATIO = 8
+"""``holds`` sifts when the keys outnumber the values this many times; nearer, the binary search alone is as
+quick (every key a candidate)."""
 
 
 def _per_model(lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:

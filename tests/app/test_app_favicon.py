@@ -1,5 +1,5 @@
-"""The app's favicon: the trophy Streamlit's frontend would draw for ``page_icon="🏆"``, given as an ASCII data
-URL so that the first run of a server does not import Streamlit's emoji catalogue (app.FAVICON)."""
+"""The app's favicon: the trophy Streamlit's frontend would draw for ``page_icon="🏆"``, given as an ASCII
+data URL so that the first run of a server does not import Streamlit's emoji catalogue (app.FAVICON)."""
 
 from __future__ import annotations
 
