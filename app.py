@@ -25,14 +25,14 @@ from engine.errors import LensError
 from engine.store.connection import StoreBusy
 from engine.store.schema import DEFAULT_DATASET
 
+# The page icon, a trophy emoji drawn locally: the very data URL Streamlit's frontend makes of page_icon="🏆"
+# (tests/app/test_app_favicon.py), with the emoji percent-encoded. Given as the emoji itself, the first run of
+# every server process imports Streamlit's emoji catalogue to recognise it (streamlit.string_util.is_emoji),
+# compiling a regular expression of every emoji: 0.04-0.1 s of CPU on the app's first open; an ASCII data URL
+# is passed through as an image URL. A :material/…: icon would be fetched from fonts.gstatic.com. (A comment,
+# not a docstring: Streamlit's magic draws a module-level string on the page.)
 FAVICON = ("data:image/svg+xml,<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 100 100'>"
            "<text y='.9em' font-size='90'>%F0%9F%8F%86</text></svg>")
-"""The page icon, a trophy emoji drawn locally: the very data URL Streamlit's frontend makes of
-``page_icon="🏆"`` (tests/app/test_app_favicon.py), with the emoji percent-encoded. Given as the emoji
-itself, the first run of every server process imports Streamlit's emoji catalogue to recognise it
-(``streamlit.string_util.is_emoji``), compiling a regular expression of every emoji: 0.04-0.1 s of CPU on the
-app's first open; an ASCII data URL is passed through as an image URL. A :material/…: icon would be fetched
-from fonts.gstatic.com."""
 
 
 def skip_repl_probe() -> None:

@@ -40,3 +40,13 @@ def test_the_favicon_does_not_load_the_emoji_catalogue() -> None:
             f"out = f({_favicon()!r}); print(out == {_favicon()!r}, 'streamlit.emojis' in sys.modules)")
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert got.stdout.split() == ["True", "False"], got.stdout + got.stderr
+
+
+def test_app_py_has_no_bare_expression_for_magic_to_draw() -> None:
+    """Streamlit's magic writes every bare expression of the script's top level on the page (a string after
+    an assignment, meant as its docstring, became a paragraph above every page); only the module docstring
+    is left alone. The calls app.py makes at the top level are allowed."""
+    tree = ast.parse((REPO / "app.py").read_text(encoding="utf-8"))
+    bare = [node.lineno for node in tree.body[1:]
+            if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call)]
+    assert bare == [], f"app.py lines {bare}: a bare expression, drawn by magic"
