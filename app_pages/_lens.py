@@ -48,14 +48,16 @@ def freeze_startup_heap() -> None:
     (``runner.postScriptGC``), holding the interpreter lock while it walks every tracked object:
     ~0.1 s of CPU per run with pandas, Plotly and the engine loaded, paid by each slider move and each
     new tab before its last message goes out. The collection still runs and still frees everything a
-    run leaves behind; only the import-time objects are skipped (bench/app_roundtrip.py)."""
+    run leaves behind; only the import-time objects are skipped (bench/app_roundtrip.py).
+
+    No collection first: on the server's first run it walked ~140,000 objects to free about ten (0.08 s of the
+    Leaderboard's first open, holding the interpreter lock); those few, if any, stay frozen."""
     global _HEAP_FROZEN
     if _HEAP_FROZEN:
         return
     _HEAP_FROZEN = True
     import plotly.graph_objects  # noqa: F401 - every chart page's import (the default page's too): frozen with the rest
 
-    gc.collect()
     gc.freeze()
 
 
