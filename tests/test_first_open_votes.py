@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from engine.ingest.importer import import_files
-from engine.rankers.votes import _distinct_per_model, holds, votes
+from engine.rankers.votes import A_WINS, TIE, _distinct_per_model, holds, votes
 from engine.ranking.vote_query import store_vote_rows
 from engine.views.leaderboard_first import cycle_context, graphs_over_one_pair
 
@@ -187,3 +187,58 @@ def test_holds_on_a_million_keys_with_values_sharing_their_low_bits():
     got = holds(key, values)
     np.testing.assert_array_equal(got, np.isin(key, values))
     assert 2_900 <= int(got.sum()) <= 3_000
+
+
+def _contract_votes(rows, policy):
+    """Votes by the module's contract, row by row in plain Python: the verdicts of one graph, voter and pair
+    shown lo-first pair up in source order with those shown hi-first; the rest, and every verdict of unknown
+    order, are votes of their own. (lo, hi, outcome, first row) per vote, in the order of their first rows."""
+    from engine.graphs.stack import combine_counts
+
+    a_first = [int(a) < int(b) for a, b in zip(rows.a, rows.b, strict=True)]
+    pts = [0 if w == TIE else (1 if (w == A_WINS) == f else -1)
+           for w, f in zip(rows.winner, a_first, strict=True)]
+    groups: dict = {}
+    votes_: list[list[int]] = []
+    for i in range(len(rows)):
+        lo, hi = sorted((int(rows.a[i]), int(rows.b[i])))
+        if rows.order[i] == 0:
+            votes_.append([i])
+            continue
+        lo_first = (rows.order[i] == 1) == a_first[i]
+        g = groups.setdefault((int(rows.graph[i]), int(rows.voter[i]), lo, hi), ([], []))
+        g[0 if lo_first else 1].append(i)
+    for lo_side, hi_side in groups.values():
+        k = min(len(lo_side), len(hi_side))
+        votes_ += [[x, y] for x, y in zip(lo_side[:k], hi_side[:k], strict=True)]
+        votes_ += [[x] for x in lo_side[k:] + hi_side[k:]]
+    out = []
+    for members in sorted(votes_, key=min):
+        o = [pts[m] for m in members]
+        c = combine_counts(np.array([o.count(1)]), np.array([o.count(-1)]), np.array([o.count(0)]), policy)
+        first = min(members)
+        lo, hi = sorted((int(rows.a[first]), int(rows.b[first])))
+        out.append((lo, hi, int(c[0]), first))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(hs.lists(hs.tuples(hs.integers(0, 2), hs.integers(0, 1), hs.integers(0, 3), hs.integers(1, 3),
+                          hs.integers(0, 2)), min_size=1, max_size=40),
+       hs.booleans(), hs.sampled_from(["plurality", "net", "unanimous"]))
+def test_votes_follow_the_contract_with_and_without_orders(draws, no_orders, policy):
+    """``votes`` against the contract on logs with repeats of one (graph, voter, pair) in both orders, in one,
+    and with no order at all (then every verdict is a vote of its own: the battle-log shortcut)."""
+    from engine.rankers.votes import VoteRows
+
+    pairs = [(0, 1), (1, 0), (0, 2), (2, 1)]
+    a = np.array([pairs[p][0] for _, _, p, _, _ in draws], dtype=np.int16)
+    b = np.array([pairs[p][1] for _, _, p, _, _ in draws], dtype=np.int16)
+    order = np.array([0 if no_orders else o for _, _, _, _, o in draws], dtype=np.int8)
+    rows = VoteRows(("m0", "m1", "m2"), a=a, b=b, winner=np.array([w for *_, w, _ in draws], dtype=np.int8),
+                    order=order, graph=np.array([g for g, *_ in draws], dtype=np.uint64),
+                    prompt=np.array([g for g, *_ in draws], dtype=np.uint64),
+                    voter=np.array([v for _, v, *_ in draws], dtype=np.uint64))
+    got = votes(rows, policy)
+    assert list(zip(got.lo.tolist(), got.hi.tolist(), got.outcome.tolist(), got.row.tolist(),
+                    strict=True)) == _contract_votes(rows, policy)

@@ -485,8 +485,10 @@ def votes(rows: VoteRows, policy: str = DEFAULT_POLICY) -> Votes:
     pair = lo * rows.n + hi
     with np.errstate(over="ignore"):
         key = rows.graph ^ (rows.voter * MIX)
-        folded = key + (pair.astype(np.uint64) + np.uint64(1)) * (MIX ^ np.uint64(0xFF51AFD7ED558CCD))
-    if _all_distinct(folded):  # no two verdicts share graph, voter and pair: each is a vote (the arena case)
+    # each verdict a vote of its own (the arena case): a log with no presentation order at all (a verdict
+    # whose order is unknown is its own vote: ``own`` below; no sort of a million keys to find it out), or one
+    # where no two verdicts share graph, voter and pair
+    if not rows.order.any() or _all_distinct(_fold(key, pair)):
         return Votes(rows.models, lo, hi, lo_pts, rows.graph, rows.prompt, idx, p_lo, policy, n_rows,
                      style=None if rows.style is None else _style_lo_hi(rows.style, a_first))
     order = np.lexsort((idx, shown, pair, key))  # groups, then presentation, then source order
@@ -523,6 +525,13 @@ def votes(rows: VoteRows, policy: str = DEFAULT_POLICY) -> Votes:
     style = None if rows.style is None else _style_lo_hi(rows.style[row], a_first[row])  # vote rows only
     return Votes(rows.models, lo[row], hi[row], outcome[first_sorted], rows.graph[row], rows.prompt[row], row,
                  pv, policy, n_rows, style=style)
+
+
+def _fold(key: np.ndarray, pair: np.ndarray) -> np.ndarray:
+    """One 64-bit value per verdict from its (graph, voter) key and its pair: equal for verdicts that may
+    share a vote (unequal ones collide with chance 2^-64)."""
+    with np.errstate(over="ignore"):
+        return key + (pair.astype(np.uint64) + np.uint64(1)) * (MIX ^ np.uint64(0xFF51AFD7ED558CCD))
 
 
 def _style_lo_hi(style: np.ndarray, a_first: np.ndarray) -> np.ndarray:
