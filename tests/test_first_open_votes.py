@@ -242,3 +242,28 @@ def test_votes_follow_the_contract_with_and_without_orders(draws, no_orders, pol
     got = votes(rows, policy)
     assert list(zip(got.lo.tolist(), got.hi.tolist(), got.outcome.tolist(), got.row.tolist(),
                     strict=True)) == _contract_votes(rows, policy)
+
+
+def test_a_log_without_orders_reads_no_voter_key(empty_store, tmp_path):
+    """The voter key (annotator, battle id) only tells apart verdicts of known presentation order: a
+    selection without one (orders only on an invalid verdict, or only under another judge) reads none, and
+    its votes are those of distinct voters; the selection with orders reads them (two battles of one pair and
+    prompt shown both ways stay two votes each)."""
+    from dataclasses import replace
+
+    lines = ["prompt_id,model_a,model_b,winner,judge,order,battle_id"]
+    for p in range(30):
+        lines += [f"p{p},m0,m1,A,h1,,b{p}", f"p{p},m1,m0,B,h1,,c{p}", f"p{p},m2,m1,invalid,h1,AB,d{p}"]
+        lines += [f"p{p},m0,m1,A,h2,AB,e{p}", f"p{p},m1,m0,tie,h2,BA,f{p}"]
+    (tmp_path / "log.csv").write_text("\n".join(lines) + "\n")
+    import_files(empty_store, [tmp_path / "log.csv"], "log")
+    rows = store_vote_rows(empty_store, "log", judge="h1")
+    assert len(rows) == 60 and not rows.voter.any() and not rows.order.any()
+    distinct = replace(rows, voter=np.arange(1, len(rows) + 1, dtype=np.uint64))
+    got, want = votes(rows), votes(distinct)
+    for f in ("lo", "hi", "outcome", "graph", "prompt", "row"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(want, f))
+    with_orders = store_vote_rows(empty_store, "log", judge="h2")
+    assert with_orders.voter.all() and len(np.unique(with_orders.voter)) == 60
+    assert len(votes(with_orders)) == 60  # e and f battles: different voters, never paired
+    assert len(votes(store_vote_rows(empty_store, "log"))) == 120
