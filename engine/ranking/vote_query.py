@@ -79,17 +79,23 @@ def read_vote_rows(
     order_col = "\"order\"" if "order" in cols else "NULL"
     annot = "annotator" if "annotator" in cols else "NULL"
     battle = "battle_id" if "battle_id" in cols else "NULL"
-    # the voter key only tells apart verdicts of known presentation order (``votes``: a verdict of unknown
-    # order is a vote of its own); a battle log has none, and hashing a million battle ids cost 0.04 s
-    voter = (f"hash({annot}::VARCHAR, {battle}::VARCHAR)" if "order" in cols and con.execute(
-        f"SELECT count(*) FROM {src} WHERE winner <> 'invalid' AND \"order\" IN ('AB', 'BA')",
-        params(src)).fetchall()[0][0] else "0::UBIGINT")
     has_time = "tstamp" in cols
     prob = "prob_a" if ("prob_a" in cols and need_prob) else None
+    # one scan for what the read needs to know first: whether any valid verdict has a known presentation order
+    # (the voter key only tells those apart: a verdict of unknown order is a vote of its own, ``votes``; a
+    # battle log has none, and hashing a million battle ids cost 0.04 s) and whether any has a probability
+    probes: dict[str, str] = {}
+    if "order" in cols:
+        probes["order"] = "count(*) FILTER (WHERE \"order\" IN ('AB', 'BA'))"
     if prob is not None:
-        has_prob = con.execute(f"SELECT count(prob_a) FROM {src} WHERE winner <> 'invalid'",
-                               params(src)).fetchall()[0][0]
-        prob = prob if has_prob else None
+        probes["prob"] = "count(prob_a)"
+    found: dict[str, int] = {}
+    if probes:
+        row = con.execute(f"SELECT {', '.join(probes.values())} FROM {src} WHERE winner <> 'invalid'",
+                          params(src)).fetchall()[0]
+        found = dict(zip(probes, row, strict=True))
+    voter = f"hash({annot}::VARCHAR, {battle}::VARCHAR)" if found.get("order") else "0::UBIGINT"
+    prob = prob if found.get("prob") else None
     strength_sql = ""
     if need_strength:
         strength_sql = (", coalesce(strength, 0)::TINYINT AS st" if "strength" in cols
