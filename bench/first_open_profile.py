@@ -1,0 +1,175 @@
+"""Where a page's first open goes on a fresh server: the browser's part and the script run's, and what the
+script thread spends its CPU on.
+
+    python bench/first_open_profile.py --db STORE --dataset bench [--base CHECKOUT] [--rounds 5] [--sample]
+
+Each round starts ``streamlit run app.py`` of each checkout in turn (``--base`` first) on its own copy of the
+store, opens ``/?dataset=NAME`` (or ``--page``) in a new headless Chromium and reports: the first open (the
+page's own clock, from the navigation to the script state's first ``notRunning``, as
+bench/app_page_timing.py), the navigation to ``running`` (the browser loading the frontend and connecting:
+the server has no script to run before it), the server's first script run (wall, and the CPU of the thread
+running it: the critical path, without the Leaderboard's deferred bootstrap thread) and the server's CPU over
+the open (every thread, the bootstrap's included). A ``sitecustomize`` on the server's path wraps Streamlit's
+``ScriptRunner._run_script``; ``--sample`` also samples the script thread's stack every 2 ms during the first
+run, each sample weighted by the CPU the thread used since the last (its own clock, so waiting counts
+nothing), and prints the functions holding most of it (the last round's, per checkout; Streamlit's and the
+import system's plumbing left out). A call holding the interpreter lock is counted in the frame seen after it.
+Wall times on a loaded machine say little; the thread CPU and its before/after in the same round say more.
+Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
+
+from browser_timing import launch, open_timed, serve  # noqa: E402
+
+HOOK = r'''
+import collections, os, sys, threading, time
+OUT, SAMPLE = os.environ["LENS_FIRST_OPEN_PROFILE"], os.environ.get("LENS_FIRST_OPEN_SAMPLE") == "1"
+NAME = "streamlit.runtime.scriptrunner.script_runner"
+
+
+def _sampler(tid, stop, counts):
+    clock = time.pthread_getcpuclockid(tid)
+    last = time.clock_gettime(clock)
+    while not stop.is_set():
+        now = time.clock_gettime(clock)
+        frame, stack = sys._current_frames().get(tid), []
+        while frame is not None:
+            stack.append(f"{frame.f_code.co_filename}:{frame.f_code.co_firstlineno}({frame.f_code.co_name})")
+            frame = frame.f_back
+        counts[";".join(reversed(stack))] += now - last
+        last = now
+        time.sleep(0.002)
+
+
+def _patch():
+    while NAME not in sys.modules or not hasattr(sys.modules[NAME], "ScriptRunner"):
+        time.sleep(0.001)
+    runner = sys.modules[NAME].ScriptRunner
+    original, runs = runner._run_script, []
+
+    def _run_script(self, rerun_data):
+        runs.append(1)
+        first = len(runs) == 1
+        counts, stop = collections.Counter(), threading.Event()
+        sampler = threading.Thread(target=_sampler, args=(threading.get_ident(), stop, counts), daemon=True)
+        wall, cpu = time.time(), time.thread_time()
+        if first and SAMPLE:
+            sampler.start()
+        try:
+            return original(self, rerun_data)
+        finally:
+            stop.set()
+            if first:
+                if SAMPLE:
+                    sampler.join()
+                with open(OUT, "w") as out:
+                    out.write(f"{time.time() - wall} {time.thread_time() - cpu}\n")
+                    for stack, seconds in counts.items():
+                        out.write(f"{seconds} {stack}\n")
+
+    runner._run_script = _run_script
+
+
+class _Finder:
+    done = False
+
+    def find_spec(self, name, path, target=None):
+        if name == NAME and not _Finder.done:
+            _Finder.done = True
+            threading.Thread(target=_patch, daemon=True).start()
+        return None
+
+
+sys.meta_path.insert(0, _Finder())
+'''
+"""The server's ``sitecustomize``: times (and with LENS_FIRST_OPEN_SAMPLE=1 samples) the first script run."""
+
+
+def open_once(root: Path, src: Path, dataset: str, page: str, sample: bool) -> tuple[dict, list[str]]:
+    """One fresh server of ``root`` on a copy of ``src``, one first open: its figures, the top functions."""
+    tmp = Path(tempfile.mkdtemp(prefix="lens-first-open-"))
+    try:
+        db, out = tmp / src.name, tmp / "run1.txt"
+        shutil.copyfile(src, db)
+        (tmp / "sitecustomize.py").write_text(HOOK)
+        env = {"PYTHONPATH": f"{tmp}{os.pathsep}{root}", "LENS_FIRST_OPEN_PROFILE": str(out),
+               "LENS_FIRST_OPEN_SAMPLE": "1" if sample else "0"}
+        with serve(db, tmp / "streamlit.log", root, **env) as (url, watch), launch() as context:
+            tab = context.new_page()
+            time.sleep(1.0)  # the server up (health answered) and idle
+            server = psutil.Process(watch.proc.pid)
+            cpu0 = sum(server.cpu_times()[:2])
+            opened = open_timed(tab, f"{url}/{page}?dataset={dataset}", 300, watch)
+            cpu = sum(server.cpu_times()[:2]) - cpu0
+            states = json.loads(tab.evaluate("() => JSON.stringify(window.__lensStates || [])"))
+        lines = out.read_text().splitlines()
+        run_wall, run_cpu = (float(x) for x in lines[0].split())
+        running = next((t for s, t in states if s == "running"), float("nan")) / 1000
+        return ({"first": opened.first_s, "to_running": running, "run_wall": run_wall, "run_cpu": run_cpu,
+                 "server_cpu": cpu}, _top(lines[1:]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+PLUMBING = re.compile(r"threading\.py|<frozen |scriptrunner/|caching/cache_utils|sitecustomize|metrics_util")
+"""Frames every sample passes through (thread start, script runner, imports, caches): not in the top list."""
+
+
+def _top(lines: list[str], n: int = 40) -> list[str]:
+    """The functions holding most of the sampled CPU (inclusive), as 'ms  share  function'."""
+    total, inclusive = 0.0, collections.Counter[str]()
+    for line in lines:
+        seconds, stack = line.split(" ", 1)
+        total += float(seconds)
+        for frame in set(stack.split(";")):
+            if not PLUMBING.search(frame):
+                inclusive[re.sub(r"^.*site-packages/", "", frame)] += float(seconds)
+    return [f"{s * 1000:8.1f} ms {s / total:6.1%}  {f}" for f, s in inclusive.most_common(n)] if total else []
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", type=Path, required=True)
+    ap.add_argument("--dataset", required=True)
+    ap.add_argument("--base", type=Path,
+                    help="a second checkout (e.g. a worktree of main), run first in each round")
+    ap.add_argument("--page", default="", help="the url path opened ('' = the Leaderboard)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sample", action="store_true", help="sample the first run's stacks (adds a little CPU)")
+    a = ap.parse_args()
+    roots = ([a.base.resolve()] if a.base else []) + [REPO]
+    print(f"load average {os.getloadavg()}")
+    print("| checkout | round | first open | to running | script run | its thread cpu | server cpu | load |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    tops: dict[Path, list[str]] = {}
+    for r in range(a.rounds):
+        for root in roots:
+            got, tops[root] = open_once(root, a.db, a.dataset, a.page, a.sample)
+            cells = [f"{got[k]:.2f} s" for k in ("first", "to_running", "run_wall", "run_cpu", "server_cpu")]
+            print(f"| {root} | {r + 1} | {' | '.join(cells)} | {os.getloadavg()[0]:.1f} |", flush=True)
+    for root, top in tops.items():
+        if top:
+            print(f"\n{root}: the first run's script thread, CPU by function (inclusive, last round)")
+            print("\n".join(top))
+    print(f"\nload average after {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
