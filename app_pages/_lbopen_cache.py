@@ -25,6 +25,8 @@ def cycle_context_for(key: CacheKey):
     is read when the selection's votes (the Leaderboard's, cached) show every graph over one pair."""
     from engine.views.leaderboard_first import cycle_context
 
+    # the votes in scan order (which graphs are over one pair does not depend on the order): the read the
+    # order-free rankers' boards share
     return cycle_context(get_store(), key.dataset, key.judge, key.category, votes=votes_for(key))
 
 
@@ -42,7 +44,7 @@ def first_board_for(key: CacheKey, ranker: str, bootstrap: int, seed: int):
     """The board of a count ranker over the whole selection
     (``engine.views.leaderboard_first.first_board``)."""
     ref, note = reference_for_key(key.dataset, key.category)
-    return _board(key, ranker, bootstrap, seed, votes_for(key), cycle_context_for(key), ref, note)
+    return _board(key, ranker, bootstrap, seed, votes_for(key, ranker), cycle_context_for(key), ref, note)
 
 
 BOOTSTRAP_NICE = 10
@@ -101,7 +103,7 @@ def started_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future
 def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future:
     """The job computing the board with ``bootstrap`` resamples (started on the first ask, from the votes and
     graphs the point board already read; the reference is read here, in the script's store session)."""
-    votes, ctx = votes_for(key), cycle_context_for(key)
+    votes, ctx = votes_for(key, ranker), cycle_context_for(key)
     ref, note = reference_for_key(key.dataset, key.category)
 
     return _jobs().get((key, ranker, bootstrap, seed),

@@ -249,16 +249,48 @@ def verdicts_for(key: CacheKey):
     return get_store().verdicts(key.dataset, **_filters(key))
 
 
+def votes_for(key: CacheKey, ranker: str | None = None):
+    """The votes of the current choice (``engine.rankers.votes``) as ``ranker`` reads them: in the order an
+    order-dependent ranker (Elo) reads them on the command line (``engine.ranking.count_board.
+    store_vote_order``: time order when a verdict of the dataset has a timestamp, else source order), with
+    that order's words on them (``Votes.order_used``), so the app's Elo board is the CLI's and the same in
+    every server process; in DuckDB's scan order, with no ORDER BY, for every other ranker (None: the votes
+    only counted, e.g. for which graphs are over one pair), whose result does not depend on the order. The
+    order-free read is one cache entry shared by every count ranker and the cycle context."""
+    order = None
+    if ranker is not None:
+        from engine.rankers.objects import ranker_object
+
+        obj = ranker_object(ranker)
+        order = obj.vote_order(obj.check({}), lambda: timestamped_for(key.dataset, key.version))
+    return _votes_read(key, order)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def timestamped_for(dataset: str, version: int) -> bool:
+    """Whether a verdict of ``dataset`` (at this version) has a timestamp: what decides an Elo board's vote
+    order, as on the command line (``engine.ranking.count_board.store_vote_order``)."""
+    from engine.ranking.count_board import store_has_time
+
+    return store_has_time(get_store(), dataset)
+
+
 @st.cache_resource(max_entries=16, show_spinner="Counting votes…")
-def votes_for(key: CacheKey):
-    """The votes of the current choice (``engine.rankers.votes``), read by DuckDB: the count rankers'
-    input. A resource of read-only arrays (``Votes.read_only``), not cached data: cached data is a pickled
-    copy per call (41 MB at a million votes, three calls in the Leaderboard's first open), and the one object
-    keeps the key sorts its first reader made (``Votes.graph_runs``) for the next."""
+def _votes_read(key: CacheKey, order: tuple[str, str] | None):
+    """The votes of the current choice read by DuckDB in ``order`` (``Ranker.vote_order``'s (order, words);
+    None: the scan order): the count rankers' input. A resource of read-only arrays (``Votes.read_only``), not
+    cached data: cached data is a pickled copy per call (41 MB at a million votes, three calls in the
+    Leaderboard's first open), and the one object keeps the key sorts its first reader made
+    (``Votes.graph_runs``) for the next."""
+    from dataclasses import replace
+
     from engine.rankers.votes import votes
     from engine.ranking.vote_query import store_vote_rows
 
-    return votes(store_vote_rows(get_store(), key.dataset, **_filters(key))).read_only()
+    rows = store_vote_rows(get_store(), key.dataset, order_by=None if order is None else order[0],
+                           **_filters(key))
+    v = votes(rows)
+    return (v if order is None else replace(v, order_used=order[1])).read_only()
 
 
 @st.cache_resource(max_entries=16, show_spinner="Building tournament graphs…")
@@ -591,7 +623,7 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
            else slider_context(key))
     return app_leaderboard(
         ctx, ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
-        reference=ref, reference_note=note, votes=votes_for(key),
+        reference=ref, reference_note=note, votes=votes_for(key, ranker),
         extra_params={"dataset": key.dataset, "dataset_version": key.version, "judge": key.judge,
                       "category": key.category},
     )

@@ -187,12 +187,30 @@ def ordered_votes(rows, spec: BoardSpec) -> Votes:
     return v if got is None else replace(v, order_used=got[1])
 
 
+def store_has_time(store: Store, dataset: str) -> bool:
+    """Whether a verdict of the stored dataset ``dataset`` (any judge, any category) has a timestamp: what
+    an order-dependent ranker's default order is judged from (``Ranker.vote_order``'s ``has_time``)."""
+    from engine.ranking.vote_query import columns_of, store_relation
+    from engine.store.datasets import relation_timestamp_count
+
+    cols = columns_of(store.cursor(), store_relation(store, dataset))
+    return "tstamp" in cols and relation_timestamp_count(store, store_relation(store, dataset)) > 0
+
+
+def store_vote_order(store: Store, dataset: str, obj, ranker_params: dict) -> tuple[str, str] | None:
+    """The order a ranker reads a stored dataset's votes in and its words for the board
+    (``Ranker.vote_order``; None: any order). One decision for the command line (``count_leaderboard``)
+    and the app (``app_pages._lens.votes_for``, with ``store_has_time`` cached), so an order-dependent
+    ranker (Elo) reads the same votes in the same order in both; the timestamps are counted only when the
+    ranker asks (never for an order-free one)."""
+    return obj.vote_order(ranker_params, lambda: store_has_time(store, dataset))
+
+
 def count_leaderboard(store: Store, dataset, judge, category, spec: BoardSpec) -> Leaderboard:
     """The count path of ``leaderboard``: DuckDB → VoteRows → votes → pair counts → fit."""
     from engine.graphs.stack import COMBINE_POLICIES
     from engine.ranking.count_query import lean_pair_counts
-    from engine.ranking.vote_query import columns_of, store_relation, store_vote_rows
-    from engine.store.datasets import relation_timestamp_count
+    from engine.ranking.vote_query import store_relation, store_vote_rows
 
     if spec.policy not in COMBINE_POLICIES:
         raise ValueError(
@@ -200,12 +218,7 @@ def count_leaderboard(store: Store, dataset, judge, category, spec: BoardSpec) -
         )
     obj = spec.obj
     spec = replace(spec, ranker_params=obj.check(spec.ranker_params))
-
-    def has_time() -> bool:
-        cols = columns_of(store.cursor(), store_relation(store, dataset))
-        return "tstamp" in cols and relation_timestamp_count(store, store_relation(store, dataset)) > 0
-
-    order = obj.vote_order(spec.ranker_params, has_time)
+    order = store_vote_order(store, dataset, obj, spec.ranker_params)
     extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
              "category": category}
     # the lean fetch when every verdict is its own vote: counts, and for a bootstrap the votes themselves
