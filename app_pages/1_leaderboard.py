@@ -23,6 +23,7 @@ from app_pages._lens import (
     metric_row,
     or_stop,
     table_height,
+    vote_order_note,
 )
 from engine.views.baseline_view import NO_BASELINE, has_win_rates
 from engine.views.exports import csv_bytes, leaderboard_json
@@ -280,7 +281,8 @@ try:  # the bootstrap starts (in ``finally``) however the page ends: a later sec
         f"{ch.caption()} · ranker {escape_md(ch.ranker)} · all {n_units} "
         f"{unit_word.lower()} · "
         f"{unit_policy} · "
-        f"{'bootstrap being computed' if pending else bootstrap_note(board)} · "
+        f"{'bootstrap being computed' if pending else bootstrap_note(board)}"
+        f"{escape_md(vote_order_note(board))} · "
         f"{escape_md(board.reference_note)}. "
         "The Data page exports every result at once."
     )

@@ -29,6 +29,7 @@ from app_pages._lens import (
     show_error,
     truncation_pool_for,
     user_text,
+    vote_order_note,
     warm_curves_for,
 )
 from engine.errors import LensError
@@ -146,7 +147,8 @@ def _sliders_and_results() -> None:
         f"{ch.caption()} · ranker {escape_md(ch.ranker)} · keep K={keep_k} of {T} graphs by S_μ with "
         f"μ={mu:g} "
         f"(kept: S_μ ≤ {escape_md(format_s_mu(kept.params['threshold'], mu))}) "
-        f"· {bootstrap_note(kept)} · Δ rank against the same ranker on all {T} graphs"
+        f"· {bootstrap_note(kept)}{escape_md(vote_order_note(kept))} · Δ rank against the same ranker on all "
+        f"{T} graphs"
         + (f" · {left_out} sampling-replicate graph(s) are not in the pool (paper 000's Trunc pool: "
            "originals "
            "and paraphrases)" if left_out else "")

@@ -832,6 +832,19 @@ def board_columns(reference_note: str, ranker: str, score_label: str | None = No
     }
 
 
+def vote_order_note(board) -> str:
+    """" · votes in <order>" for a caption when the board's ranker reads its votes in an order (Elo: time,
+    else source order; the order the CLI's board names in its ranker details), else "": an order-free board
+    has none to name."""
+    from engine.rankers.objects import ranker_object
+
+    p = board.params
+    order = (p.get("ranker_details") or {}).get("order")
+    if not p.get("ranker") or not ranker_object(str(p["ranker"])).sequential or not order:
+        return ""
+    return f" · votes in {order}"
+
+
 def bootstrap_note(board) -> str:
     """How the intervals were made, for a caption (and why a move can take seconds)."""
     p = board.params

@@ -87,8 +87,8 @@ def app_session(db, monkeypatch):
 def same_numbers(app_table: pd.DataFrame, cli_table: pd.DataFrame) -> None:
     cols = [c for c in SHARED if c in cli_table.columns]
     assert {"score", "ci_low", "ci_high", "rank_ub"} <= set(cols)
-    pd.testing.assert_frame_equal(app_table[cols].reset_index(drop=True), cli_table[cols].reset_index(drop=True),
-                                  check_exact=True)
+    pd.testing.assert_frame_equal(app_table[cols].reset_index(drop=True),
+                                  cli_table[cols].reset_index(drop=True), check_exact=True)
 
 
 @pytest.mark.parametrize("timed", [False, True])
@@ -107,8 +107,8 @@ def test_the_apps_elo_board_is_the_clis(tmp_path, monkeypatch, timed):
             full = leaderboard(store, "log", ranker="elo", bootstrap=B, seed=0, **f)
             kept = leaderboard(store, "log", ranker="elo", bootstrap=B, seed=0, keep_k=3 + i, mu=1.0,
                                pool="perturbed", **f)
-            scan = first_board(make_votes(store_vote_rows(store, "log", **f)), None, ranker="elo", bootstrap=0,
-                               seed=0)
+            scan = first_board(make_votes(store_vote_rows(store, "log", **f)), None, ranker="elo",
+                               bootstrap=0, seed=0)
             assert not np.array_equal(scan.table.set_index("model")["score"].sort_index().to_numpy(),
                                       full.table.set_index("model")["score"].sort_index().to_numpy()), f
             wants[i] = (full, kept)
@@ -162,3 +162,41 @@ def test_order_free_rankers_keep_the_one_scan_order_read(tmp_path, monkeypatch):
         elo = _lens.votes_for(key, "elo")
         assert elo is not _lens.votes_for(key) and elo.order_used.startswith("source order")
     same_numbers(got.table, want.table)
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_the_leaderboard_page_shows_the_clis_elo_board_and_its_order(tmp_path, monkeypatch, timed):
+    """The Leaderboard page (AppTest, the shown table through the page's own view) with Elo on judge j1 is
+    the CLI's board with the app's B and seed, and its caption names the CLI's vote order; with
+    Bradley-Terry the caption names none (an order-free board)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "app"))
+    from apphelpers import assert_clean, new_app
+
+    from app_pages._lbopen_cache import _jobs
+    from app_pages._lens import B_DEFAULT, SEED
+    from engine.views.leaderboard_view import board_view
+    from engine.views.viz import escape_md
+
+    db = make_store(tmp_path, timed)
+    with Store(db) as store:
+        cli = leaderboard(store, "log", ranker="elo", bootstrap=B_DEFAULT, seed=SEED, judge="j1")
+    at = new_app(db, monkeypatch, query={"dataset": "log", "judge": "j1", "ranker": "elo"})
+    for job in list(_jobs().jobs.values()):
+        job.result(timeout=120)
+    at.run()
+    assert_clean(at)
+    shown = at.dataframe[0].value.reset_index(drop=True)
+    want = board_view(cli.table, ranker="elo", n_graphs=int(cli.params["n_graphs"])).frame
+    want = want.reset_index(drop=True)
+    cols = [c for c in ("rank", "model", "score", "interval", "votes", "rank_ub", "rank_range")
+            if c in shown.columns and c in want.columns]
+    assert {"score", "interval", "rank_range"} <= set(cols)
+    pd.testing.assert_frame_equal(shown[cols], want[cols], check_exact=True, check_dtype=False)
+    words = escape_md(f"votes in {cli.params['ranker_details']['order']}")  # as the caption escapes it
+    assert any(words in str(c.value) for c in at.caption), [c.value for c in at.caption]
+    at.selectbox(key="ranker").set_value("bt").run()
+    assert_clean(at)
+    assert not any("votes in" in str(c.value) for c in at.caption)

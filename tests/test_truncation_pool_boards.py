@@ -43,6 +43,22 @@ def with_outsiders(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([rows, pd.DataFrame(extra)], ignore_index=True)
 
 
+def ranker_votes(store, ranker: str, f: dict):
+    """The selection's votes as the CLI reads them for ``ranker`` (Elo: in its order, with the order's words;
+    ``engine.ranking.count_board.store_vote_order``), what the page's board must rank (elofix-33)."""
+    from dataclasses import replace
+
+    from engine.rankers import ranker_object
+    from engine.rankers.votes import votes as make_votes
+    from engine.ranking.count_board import store_vote_order
+    from engine.ranking.vote_query import store_vote_rows
+
+    order = store_vote_order(store, "mix", ranker_object(ranker), {})
+    v = make_votes(store_vote_rows(store, "mix", judge=f.get("judge"), category=f.get("category"),
+                                   order_by=None if order is None else order[0]))
+    return v if order is None else replace(v, order_used=order[1])
+
+
 def same_board(got, want) -> None:
     pd.testing.assert_frame_equal(got.table, want.table, check_exact=True)
     assert got.params == want.params
@@ -57,9 +73,7 @@ def test_kept_boards_from_the_pool_context_equal_every_graph(name, tmp_path, mon
     import streamlit as st
 
     from app_pages import _lens
-    from engine.rankers.votes import votes as make_votes
     from engine.ranking.reference import reference_for
-    from engine.ranking.vote_query import store_vote_rows
 
     rows = with_outsiders(relabelled(mixed_rows(BIG[name]), seed=len(name)))
     store, db = new_store(tmp_path, rows, "mix")
@@ -68,16 +82,14 @@ def test_kept_boards_from_the_pool_context_equal_every_graph(name, tmp_path, mon
         wants = []
         for f in FILTERS:
             full = SliderContext.of(build_buckets(store.verdicts("mix", columns=GRAPH_COLUMNS, **f)))
-            votes = make_votes(store_vote_rows(store, "mix", judge=f.get("judge"),
-                                               category=f.get("category")))
             assert full.n_pool >= 2 and full.n_no_cycle > 0, f  # pool graphs beside graphs keep-K cannot keep
             moves = [(RANKERS[i % 3], k, MUS[(i + len(f)) % 3])
                      for i, k in enumerate((1, full.n_pool // 2, full.n_pool, None))]
             extra = {"dataset": "mix", "dataset_version": store.dataset_version("mix"),
                      "judge": f.get("judge"), "category": f.get("category")}
             wants.append([(r, k, mu, app_leaderboard(full, ranker=r, keep_k=k, mu=mu, bootstrap=B, seed=0,
-                                                     reference=ref, reference_note=note, votes=votes,
-                                                     extra_params=extra))
+                                                     reference=ref, reference_note=note,
+                                                     votes=ranker_votes(store, r, f), extra_params=extra))
                           for r, k, mu in moves])
     monkeypatch.setenv("LENS_DB", str(db))
     for f, moves in zip(FILTERS, wants, strict=True):
