@@ -26,6 +26,7 @@ import os, resource, shutil, sys, tempfile
 from concurrent.futures import Future
 from pathlib import Path
 repo, src, dataset, pages = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4].split(",")
+ranker = sys.argv[5] if len(sys.argv) > 5 else ""
 tmp = tempfile.mkdtemp(prefix="lens-firstrun-")
 db = os.path.join(tmp, "lens.duckdb")
 shutil.copyfile(src, db)
@@ -40,7 +41,7 @@ def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 at = AppTest.from_file(str(repo / "app.py"), default_timeout=600)
-at.query_params.update({"dataset": dataset})
+at.query_params.update({"dataset": dataset, **({"ranker": ranker} if ranker else {})})
 out = []
 for p in pages:
     at._page_hash = calc_hash(p) if p else ""
@@ -61,6 +62,7 @@ def main() -> None:
     ap.add_argument("--pages", default=",,prompt-inspector,prompt-inspector",
                     help="url paths in order, comma-separated ('' = the Leaderboard)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ranker", default="", help="the sidebar's ranker (as a link's ?ranker=; '' = the default)")
     a = ap.parse_args()
     roots = ([Path(a.base).resolve()] if a.base else []) + [REPO]
     names = [p or "leaderboard" for p in a.pages.split(",")]
@@ -69,7 +71,7 @@ def main() -> None:
     print("| --- | ---: | " + " | ".join("---:" for _ in names) + " |")
     for r in range(a.rounds):
         for root in roots:
-            got = subprocess.run([sys.executable, "-c", CHILD, str(root), a.db, a.dataset, a.pages],
+            got = subprocess.run([sys.executable, "-c", CHILD, str(root), a.db, a.dataset, a.pages, a.ranker],
                                  capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
             print(f"| {root} | {r + 1} | {got} |", flush=True)
     print(f"load average after {os.getloadavg()}")
