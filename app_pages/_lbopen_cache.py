@@ -19,15 +19,22 @@ from app_pages._lens import get_store, reference_for_key, votes_for
 from engine.views.appstate import CacheKey
 
 
-@st.cache_resource(max_entries=16, show_spinner="Reading the graphs that can hold a triad…")
-def cycle_context_for(key: CacheKey):
+def cycle_context_for(key: CacheKey, ranker: str | None = None):
     """The SliderContext of the selection's graphs of three or more models (read-only, so a resource); none
-    is read when the selection's votes (the Leaderboard's, cached) show every graph over one pair."""
+    is read when the selection's votes (the Leaderboard's, cached) show every graph over one pair.
+    ``ranker``: the board's ranker, whose votes (``votes_for``; read already by the caller) are the ones
+    looked at when the context is not cached yet: which graphs are over one pair does not depend on the
+    order the votes were read in, so an Elo board's first open reads its ordered votes and no second,
+    scan-order copy. One cached context per selection, whoever asked first."""
+    return _cycle_context(key, lambda: votes_for(key, ranker))
+
+
+@st.cache_resource(max_entries=16, show_spinner="Reading the graphs that can hold a triad…")
+def _cycle_context(key: CacheKey, _votes):
+    """``cycle_context_for``'s cached context (``_votes``: a call giving the selection's votes, unhashed)."""
     from engine.views.leaderboard_first import cycle_context
 
-    # the votes in scan order (which graphs are over one pair does not depend on the order): the read the
-    # order-free rankers' boards share
-    return cycle_context(get_store(), key.dataset, key.judge, key.category, votes=votes_for(key))
+    return cycle_context(get_store(), key.dataset, key.judge, key.category, votes=_votes())
 
 
 def _board(key: CacheKey, ranker: str, bootstrap: int, seed: int, votes, ctx, ref, note: str):
@@ -44,7 +51,8 @@ def first_board_for(key: CacheKey, ranker: str, bootstrap: int, seed: int):
     """The board of a count ranker over the whole selection
     (``engine.views.leaderboard_first.first_board``)."""
     ref, note = reference_for_key(key.dataset, key.category)
-    return _board(key, ranker, bootstrap, seed, votes_for(key, ranker), cycle_context_for(key), ref, note)
+    return _board(key, ranker, bootstrap, seed, votes_for(key, ranker), cycle_context_for(key, ranker), ref,
+                  note)
 
 
 BOOTSTRAP_NICE = 10
@@ -103,7 +111,7 @@ def started_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future
 def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future:
     """The job computing the board with ``bootstrap`` resamples (started on the first ask, from the votes and
     graphs the point board already read; the reference is read here, in the script's store session)."""
-    votes, ctx = votes_for(key, ranker), cycle_context_for(key)
+    votes, ctx = votes_for(key, ranker), cycle_context_for(key, ranker)
     ref, note = reference_for_key(key.dataset, key.category)
 
     return _jobs().get((key, ranker, bootstrap, seed),

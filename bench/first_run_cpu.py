@@ -62,7 +62,8 @@ def main() -> None:
     ap.add_argument("--pages", default=",,prompt-inspector,prompt-inspector",
                     help="url paths in order, comma-separated ('' = the Leaderboard)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--ranker", default="", help="the sidebar's ranker (as a link's ?ranker=; '' = the default)")
+    ap.add_argument("--ranker", default="",
+                    help="the sidebar's ranker (as a link's ?ranker=; '' = the default)")
     a = ap.parse_args()
     roots = ([Path(a.base).resolve()] if a.base else []) + [REPO]
     names = [p or "leaderboard" for p in a.pages.split(",")]
