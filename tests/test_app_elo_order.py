@@ -200,3 +200,29 @@ def test_the_leaderboard_page_shows_the_clis_elo_board_and_its_order(tmp_path, m
     at.selectbox(key="ranker").set_value("bt").run()
     assert_clean(at)
     assert not any("votes in" in str(c.value) for c in at.caption)
+
+
+def test_elos_first_open_reads_the_votes_once(tmp_path, monkeypatch):
+    """From cold caches the Elo board's first open (point board, cycle context, bootstrap job) reads the
+    selection's votes once, in time order: the cycle context takes the board's votes (the one-pair check does
+    not depend on their order), no second scan-order read (a million votes: ~0.3 s of CPU)."""
+    from app_pages import _lbopen_cache
+    from engine.ranking import vote_query
+
+    db = make_store(tmp_path, True)
+    _lens = app_session(db, monkeypatch)
+    reads: list = []
+    real = vote_query.store_vote_rows
+
+    def counted(*args, **kwargs):
+        reads.append(kwargs.get("order_by"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(vote_query, "store_vote_rows", counted)
+    _lbopen_cache._jobs.clear()
+    with _lens.store_session():
+        key = CacheKey.of(_lens.get_store(), "log", None, None)
+        _lens.leaderboard_result(key, "elo", None, 1.0, 0, 0)
+        _lbopen_cache.bootstrap_job(key, "elo", B, 0).result(timeout=120)
+        assert _lbopen_cache.cycle_context_for(key) is not None  # graphs of four models: a context
+    assert reads == ["time"]
