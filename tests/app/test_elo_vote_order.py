@@ -18,6 +18,7 @@ import random
 import numpy as np
 import pandas as pd
 import pytest
+from apphelpers import assert_clean, new_app
 
 from engine.ingest.importer import import_files
 from engine.ranking.leaderboard import leaderboard
@@ -169,12 +170,6 @@ def test_the_leaderboard_page_shows_the_clis_elo_board_and_its_order(tmp_path, m
     """The Leaderboard page (AppTest, the shown table through the page's own view) with Elo on judge j1 is
     the CLI's board with the app's B and seed, and its caption names the CLI's vote order; with
     Bradley-Terry the caption names none (an order-free board)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent / "app"))
-    from apphelpers import assert_clean, new_app
-
     from app_pages._lbopen_cache import _jobs
     from app_pages._lens import B_DEFAULT, SEED
     from engine.views.leaderboard_view import board_view
