@@ -5,18 +5,27 @@
 - A batch whose valid rows carry no text skips the texts' tables: a file whose only texts are in a
   later batch, or only on rejected rows, stages exactly the prompts and answers a brute-force pass over
   the file's rows gives (first valid text per key wins).
+- The style counts' check for a column that is all None counts the Nones in C: checked against a
+  reading cell by cell on absent, sparse and odd columns (pandas' NA, an array in a cell).
 """
 
 from __future__ import annotations
 
+import math
+
 import duckdb
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from engine.ingest.cells import name_suspects
 from engine.ingest.importer import validate_paths
+from engine.store.schema import STYLE_COLUMNS
 from engine.store.sql import params
+from engine.style.given import given_counts
 
 
 def test_ascii_names_are_suspect_exactly_where_the_control_pattern_matches():
@@ -79,3 +88,45 @@ def test_texts_only_in_a_later_batch_or_on_rejected_rows_are_staged_as_a_brute_f
         "prompt_id, variant, turn, model, text", report.texts_sql("answers"))}
     assert staged_p == prompts
     assert staged_a == answers
+
+
+def _counts_by_brute_force(cells: list) -> tuple[list, list]:
+    """Per cell: its count (NaN where absent or bad) and whether it is bad, one cell at a time."""
+    values, bad = [], []
+    for v in cells:
+        if v is None:
+            values.append(math.nan)
+            bad.append(False)
+        elif isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+            values.append(float(v))
+            bad.append(False)
+        else:
+            values.append(math.nan)
+            bad.append(True)
+    return values, bad
+
+
+@pytest.mark.parametrize("cells", [
+    [None] * 6,  # a column the file does not have: counted in C
+    [None, 3, None, 0, None, 2.5],
+    [None, None, None, None, None, 7],  # one value, last
+    [None, pd.NA, None, None, None, None],  # a cell whose == None is no truth value
+    [None, None, np.array([1, 2]), None, None, None],
+    [None, -1.0, None, math.inf, None, None],
+])
+def test_style_counts_of_mostly_absent_columns_equal_a_cell_by_cell_reading(cells):
+    flagged: dict[int, str] = {}
+
+    def flag(mask, reason):
+        for i in np.flatnonzero(mask):
+            flagged[int(i)] = reason(int(i))
+
+    def col(name):
+        return list(cells) if name == "tokens_a" else [None] * len(cells)
+
+    out = given_counts(col, len(cells), flag)
+    values, bad = _counts_by_brute_force(cells)
+    k = STYLE_COLUMNS.index("tokens_a")
+    np.testing.assert_array_equal(out[:, k], np.array(values))
+    assert np.isnan(np.delete(out, k, axis=1)).all()
+    assert sorted(flagged) == [i for i, b in enumerate(bad) if b]

@@ -175,8 +175,10 @@ class ReportBuilder:
         self.n_invalid += int(((frame["winner"] == "invalid").to_numpy(dtype=bool) & ~bad).sum())
         if (~bad).any():
             self.good_batches += 1
-            self.stage.append(self.files["good"], "good", frame.loc[~bad].assign(seq=seq[~bad]))
-            prompts, answers = _texts_tables(frame.assign(seq=seq), texts, ~bad) if _any_text(texts, ~bad) \
+            frame["seq"] = seq  # the row's position in the import (the stage files' order)
+            # a batch without a rejected row is staged as it is, not through a copy of every column
+            self.stage.append(self.files["good"], "good", frame.loc[~bad] if bad.any() else frame)
+            prompts, answers = _texts_tables(frame, texts, ~bad) if _any_text(texts, ~bad) \
                 else (pd.DataFrame(), pd.DataFrame())
             if len(prompts):
                 self.stage.append(self.files["prompts"], "prompts", prompts)
