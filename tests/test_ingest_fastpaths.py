@@ -7,6 +7,8 @@
   the file's rows gives (first valid text per key wins).
 - The style counts' check for a column that is all None counts the Nones in C: checked against a
   reading cell by cell on absent, sparse and odd columns (pandas' NA, an array in a cell).
+- ``limits.name_problem`` answers a printable-ASCII name without scanning its characters: checked
+  against the scan on every ASCII character and a few names.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pytest
 
 from engine.ingest.cells import name_suspects
 from engine.ingest.importer import validate_paths
+from engine.ingest.limits import bad_characters, marks_only, mixed_script, name_problem
 from engine.store.schema import STYLE_COLUMNS
 from engine.store.sql import params
 from engine.style.given import given_counts
@@ -130,3 +133,13 @@ def test_style_counts_of_mostly_absent_columns_equal_a_cell_by_cell_reading(cell
     np.testing.assert_array_equal(out[:, k], np.array(values))
     assert np.isnan(np.delete(out, k, axis=1)).all()
     assert sorted(flagged) == [i for i, b in enumerate(bad) if b]
+
+
+def test_printable_ascii_names_are_answered_as_the_character_scan_answers():
+    singles = [chr(c) for c in range(128)]
+    names = [*singles, "gpt-4", "model 7 (beta)", "a\tb", "x\x7f", "", " ", "~!@#$%^&*()_+{}|:<>?"]
+    for name in names:
+        scanned = bad_characters(name)
+        expected = f"contains {scanned}" if scanned else marks_only(name) or mixed_script(name)
+        assert name_problem(name) == expected, repr(name)
+    assert sum(name_problem(ch) is not None for ch in singles) == 33  # the controls: 0x00-0x1f, 0x7f
