@@ -22,6 +22,7 @@ from pathlib import PurePath
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from engine.errors import LensError
 from engine.ingest.cells import (
@@ -197,6 +198,9 @@ class ReportBuilder:
         """Close the stage files, count repeats across batches; the report."""
         stage = self.stage
         stage.close()
+        # the batches' Arrow buffers are free by now, but Arrow's allocator keeps their pages: handed back
+        # here, before the store's insert adds DuckDB's memory on top (1M rows: 0.82 -> 0.66 GB peak)
+        pa.default_memory_pool().release_unused()
         for kind, name in self.files.items():
             if not os.path.exists(name):
                 self.files[kind] = stage.empty(kind)
