@@ -119,7 +119,7 @@ def _sliders_and_results() -> None:
     # test that only reads it) starts no such work.
     setting, before = (ch.key, int(keep_k), float(mu)), st.session_state.get("_slid_from")
     st.session_state["_slid_from"] = setting
-    moved = before is not None and before[0] == ch.key and before != setting
+    slid = before is not None and before[0] == ch.key and before != setting
     try:
         # the untruncated ranking of the same pool (every graph of the selection when nothing is left out):
         # keeping all T graphs keeps the same graphs at every mu, so it is fitted once, at MU_DEFAULT
@@ -193,9 +193,9 @@ def _sliders_and_results() -> None:
             "is "
             f"lowest at this μ ({k_best})."
         )
-        if moved:  # the curves of μ a step or two away and of K nearby
+        if slid:  # the curves of μ a step or two away and of K nearby
             warm_curves_for(ch.key, int(keep_k), float(mu), T, MU_STEPS)
-    if moved:  # the kept boards (intervals included) one and two steps away
+    if slid:  # the kept boards (intervals included) one and two steps away
         warm_boards_for(ch.key, ch.ranker, int(keep_k), float(mu), T, MU_STEPS, B_DEFAULT, SEED)
 
     with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):
