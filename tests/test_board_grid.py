@@ -53,9 +53,10 @@ def slide(ctx, votes, reference, path: list[tuple[int, int]], b: int, ranker: st
     the thread made, at every μ step keeping its graphs at its K, against the board from scratch there."""
     grid = BoardGrid(ctx, votes, reference=reference, reference_note="note", extra_params=EXTRA)
     for k, i in path:
-        same(grid.board(ranker, k, MU_STEPS[i], b, 0), scratch(ctx, votes, reference, ranker, k, MU_STEPS[i], b),
-             f"K={k} μ={MU_STEPS[i]}")
-        grid.warm(ranker, k, MU_STEPS[i], k_max=ctx.n_pool, mus=MU_STEPS, bootstrap=b, seed=0)
+        mu = MU_STEPS[i]
+        want = scratch(ctx, votes, reference, ranker, k, mu, b)
+        same(grid.board(ranker, k, mu, b, 0), want, f"K={k} μ={mu}")
+        grid.warm(ranker, k, mu, k_max=ctx.n_pool, mus=MU_STEPS, bootstrap=b, seed=0)
     grid.join(120)
     made = {item: at for item, at in grid._first.items() if grid._has(item)}  # (planned, not replaced)
     assert len(made) > len(path), "the thread made no board a move did not ask for"
@@ -112,7 +113,8 @@ def test_every_setting_of_a_generated_shape(tmp_path_factory, shape, ranker, str
         ctx, votes = context(store, "seam")
     finally:
         store.close()
-    reference = pd.Series(np.random.default_rng(shape.seed).normal(size=ctx.stack.n), index=list(ctx.stack.models))
+    models = list(ctx.stack.models)
+    reference = pd.Series(np.random.default_rng(shape.seed).normal(size=len(models)), index=models)
     settings = [(k, mu) for mu in MU_STEPS[6:11] for k in range(1, ctx.n_pool + 1, stride)]
     order = np.random.default_rng(0).permutation(len(settings))
     grid = BoardGrid(ctx, votes, reference=reference, reference_note="note", extra_params=EXTRA)
