@@ -50,7 +50,8 @@ def same(got, want, what: str) -> None:
 def slide(ctx, votes, reference, path: list[tuple[int, int]], b: int, ranker: str = "bt") -> BoardGrid:
     """Move along ``path`` ((K, μ-step index)) as the page does: each board from the grid (whatever the
     thread has made) against the board from scratch, then the grid warms the next ones; then every board
-    the thread made, at every μ step keeping its graphs at its K, against the board from scratch there."""
+    the thread made, at each μ step up to two away keeping its graphs at its K, against the board from
+    scratch there."""
     grid = BoardGrid(ctx, votes, reference=reference, reference_note="note", extra_params=EXTRA)
     for k, i in path:
         mu = MU_STEPS[i]
@@ -61,7 +62,8 @@ def slide(ctx, votes, reference, path: list[tuple[int, int]], b: int, ranker: st
     made = {item: at for item, at in grid._first.items() if grid._has(item)}  # (planned, not replaced)
     assert len(made) > len(path), "the thread made no board a move did not ask for"
     for item, (k, mu) in made.items():
-        for m in MU_STEPS:
+        at = MU_STEPS.index(mu)
+        for m in MU_STEPS[max(0, at - 2):at + 3]:
             if ctx.kept(k, m)[0].tobytes() == item[1]:  # a setting sharing this board
                 same(grid.board(ranker, k, m, b, 0), scratch(ctx, votes, reference, ranker, k, m, b),
                      f"K={k} μ={m}, made at μ={mu}")
@@ -92,7 +94,7 @@ def test_grid_boards_on_the_sparse_70_model_set(tmp_path):
     finally:
         store.close()
     k0 = ctx.n_pool // 2
-    slide(ctx, votes, None, [(k0, 8), (k0 - 1, 8), (k0 - 1, 9), (k0 - 2, 9)], b=30)
+    slide(ctx, votes, None, [(k0, 8), (k0 - 1, 8), (k0 - 1, 9)], b=20)
 
 
 SHAPES = (
@@ -103,7 +105,7 @@ SHAPES = (
 
 
 @pytest.mark.parametrize(("shape", "ranker", "stride"), [(SHAPES[0], "bt", 1), (SHAPES[0], "elo", 1),
-                                                         (SHAPES[0], "winrate", 1), (SHAPES[1], "bt", 6)],
+                                                         (SHAPES[0], "winrate", 1), (SHAPES[1], "bt", 12)],
                          ids=["bt", "elo", "winrate", "sparse-bt"])
 def test_every_setting_of_a_generated_shape(tmp_path_factory, shape, ranker, stride):
     """Every K (every ``stride``-th on the 70-model shape) at five neighbouring μ steps, asked in a shuffled
