@@ -67,7 +67,9 @@ class WarmGrid:
         when it is not running. Returns at once."""
         with self._lock:
             self._plan = [p for p in dict.fromkeys(plan) if p not in self._made]
-            if self._plan and (self._thread is None or not self._thread.is_alive()):
+            # ``_run`` clears ``_thread`` under the lock as it leaves: a thread still alive but past its last
+            # look at the plan is not taken to be working through this one
+            if self._plan and self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._thread_name, daemon=True)
                 self._thread.start()
 
@@ -79,16 +81,22 @@ class WarmGrid:
             thread.join(timeout)
 
     def _run(self) -> None:
-        while True:
+        try:
+            while True:
+                with self._lock:
+                    while self._plan and self._plan[0] in self._made:
+                        self._plan.pop(0)
+                    if not self._plan:
+                        self._thread = None
+                        return
+                    item = self._plan.pop(0)
+                # an error is not kept (``_get``): the page asks for that item again and shows it itself
+                with _ONE_AT_A_TIME, contextlib.suppress(Exception):
+                    self._get(item)
+        finally:  # however it ends, a later plan starts a new thread
             with self._lock:
-                while self._plan and self._plan[0] in self._made:
-                    self._plan.pop(0)
-                if not self._plan:
-                    return
-                item = self._plan.pop(0)
-            # an error is not kept (``_get``): the page asks for that item again and shows the error itself
-            with _ONE_AT_A_TIME, contextlib.suppress(Exception):
-                self._get(item)
+                if self._thread is threading.current_thread():
+                    self._thread = None
 
     def _get(self, item: Hashable):
         """The item (made here unless made or being made elsewhere, then waited for)."""
