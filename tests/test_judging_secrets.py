@@ -82,7 +82,7 @@ class _EchoServer:
         self.status = status
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()  # a prompt close()
 
     def close(self) -> None:
         self.httpd.shutdown()
