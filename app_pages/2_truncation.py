@@ -12,6 +12,7 @@ from app_pages._lens import (
     SEED,
     board_columns,
     board_display,
+    board_made_for,
     bootstrap_note,
     column_picker,
     current,
@@ -30,6 +31,7 @@ from app_pages._lens import (
     truncation_pool_for,
     user_text,
     vote_order_note,
+    warm_boards_for,
     warm_curves_for,
 )
 from engine.errors import LensError
@@ -109,8 +111,16 @@ def _sliders_and_results() -> None:
     )
     # a count ranker's ranks, scores and counts do not depend on the bootstrap: the move's numbers come from
     # its point board at once, the intervals after them (the table is redrawn in place); the untruncated board
-    # gives only its ranks (the Δ rank column), so it is never bootstrapped
-    later = intervals_follow(ch.ranker)
+    # gives only its ranks (the Δ rank column), so it is never bootstrapped. A board made already (the same
+    # kept graphs at another μ, or made ahead of this move) is shown at once, intervals included.
+    later = intervals_follow(ch.ranker) and not board_made_for(ch.key, ch.ranker, int(keep_k), float(mu),
+                                                                B_DEFAULT, SEED)
+    # once the reader moves a slider, the boards and curves the next moves need are made in the background
+    # while the reader looks (below): those moves are then look-ups, not fits. A page opened and left (or a
+    # test that only reads it) starts no such work.
+    setting, before = (ch.key, int(keep_k), float(mu)), st.session_state.get("_slid_from")
+    st.session_state["_slid_from"] = setting
+    slid = before is not None and before[0] == ch.key and before != setting
     try:
         # the untruncated ranking of the same pool (every graph of the selection when nothing is left out):
         # keeping all T graphs keeps the same graphs at every mu, so it is fitted once, at MU_DEFAULT
@@ -185,13 +195,10 @@ def _sliders_and_results() -> None:
             "is "
             f"lowest at this μ ({k_best})."
         )
-        # once the reader moves a slider, the curves the next moves need (μ a step or two away, K nearby) are
-        # made in the background while the reader looks: those moves' curves are then look-ups, not fits. A
-        # page opened and left (or a test that only reads it) starts no such work.
-        setting, before = (ch.key, int(keep_k), float(mu)), st.session_state.get("_curves_at")
-        st.session_state["_curves_at"] = setting
-        if before is not None and before[0] == ch.key and before != setting:
+        if slid:  # the curves of μ a step or two away and of K nearby
             warm_curves_for(ch.key, int(keep_k), float(mu), T, MU_STEPS)
+    if slid:  # the kept boards (intervals included) one and two steps away
+        warm_boards_for(ch.key, ch.ranker, int(keep_k), float(mu), T, MU_STEPS, B_DEFAULT, SEED)
 
     with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):
         st.caption(escape_md(

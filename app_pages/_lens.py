@@ -257,13 +257,19 @@ def votes_for(key: CacheKey, ranker: str | None = None):
     every server process; in DuckDB's scan order, with no ORDER BY, for every other ranker (None: the votes
     only counted, e.g. for which graphs are over one pair), whose result does not depend on the order. The
     order-free read is one cache entry shared by every count ranker and the cycle context."""
-    order = None
-    if ranker is not None:
-        from engine.rankers.objects import ranker_object
+    return _votes_read(key, vote_order_for(key, ranker))
 
-        obj = ranker_object(ranker)
-        order = obj.vote_order(obj.check({}), lambda: timestamped_for(key.dataset, key.version))
-    return _votes_read(key, order)
+
+def vote_order_for(key: CacheKey, ranker: str | None) -> tuple[str, str] | None:
+    """The order ``ranker`` reads the selection's votes in and its words (``Ranker.vote_order`` with its
+    default parameters, the timestamps looked at only when the ranker asks, as on the command line); None
+    for an order-free ranker or no ranker."""
+    if ranker is None:
+        return None
+    from engine.rankers.objects import ranker_object
+
+    obj = ranker_object(ranker)
+    return obj.vote_order(obj.check({}), lambda: timestamped_for(key.dataset, key.version))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -617,16 +623,62 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
         from app_pages._lbopen_cache import first_board_for
 
         return first_board_for(key, ranker, bootstrap, seed)
-    # keep-K keeps pool graphs only, and a count ranker ranks the kept graphs' votes: the graphs of 3+ models
-    # (the page's counts read them already) are context enough, not every one-pair graph of a battle log
-    ctx = (pool_context_for(key) if keep_k is not None and ranker_object(ranker).counts
-           else slider_context(key))
+    if keep_k is not None and ranker_object(ranker).counts:  # the kept graphs' board, shared by kept set
+        return board_grid_for(key, ranker).board(ranker, keep_k, mu, bootstrap, seed)
     return app_leaderboard(
-        ctx, ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
-        reference=ref, reference_note=note, votes=votes_for(key, ranker),
-        extra_params={"dataset": key.dataset, "dataset_version": key.version, "judge": key.judge,
-                      "category": key.category},
+        slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
+        reference=ref, reference_note=note, votes=votes_for(key, ranker), extra_params=_board_params(key),
     )
+
+
+def _board_params(key: CacheKey) -> dict:
+    """The selection's names a board's params carry."""
+    return {"dataset": key.dataset, "dataset_version": key.version, "judge": key.judge,
+            "category": key.category}
+
+
+def _board_grid_applies(key: CacheKey, ranker: str) -> bool:
+    """Whether ``leaderboard_result``'s keep-K boards of ``ranker`` come from the selection's board grid: a
+    count ranker ranking the kept graphs' votes (not pair counts, not the panel)."""
+    from engine.rankers.objects import ranker_object
+
+    r = ranker_object(ranker)
+    return bool(r.counts and not r.judged_verdicts) and not pair_counts_for(key.dataset, key.version)
+
+
+def board_grid_for(key: CacheKey, ranker: str | None = None):
+    """The selection's keep-K boards of the count rankers, one per kept set, made once and the next moves'
+    made ahead of them (``engine.views.board_grid.BoardGrid``). Keep-K keeps pool graphs only, and a count
+    ranker ranks the kept graphs' votes: the graphs of 3+ models (the page's counts read them already) are
+    context enough, not every one-pair graph of a battle log. One grid per vote order (``vote_order_for``):
+    the order-free rankers share the scan-order votes' grid (``ranker`` None: that one), Elo's ranks its
+    votes in the CLI's order."""
+    return _board_grid(key, vote_order_for(key, ranker))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _board_grid(key: CacheKey, order: tuple[str, str] | None):
+    from engine.views.board_grid import BoardGrid
+
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
+    return BoardGrid(pool_context_for(key), _votes_read(key, order), reference=ref, reference_note=note,
+                     extra_params=_board_params(key))
+
+
+def board_made_for(key: CacheKey, ranker: str, keep_k: int, mu: float, bootstrap: int, seed: int) -> bool:
+    """Whether the keep-K board at (``keep_k``, ``mu``) is made already (a look-up: the page then shows it
+    at once, intervals included, instead of its point board first)."""
+    return (_board_grid_applies(key, ranker)
+            and board_grid_for(key, ranker).has(ranker, keep_k, mu, bootstrap, seed))
+
+
+def warm_boards_for(key: CacheKey, ranker: str, keep_k: int, mu: float, k_max: int, mus, bootstrap: int,
+                    seed: int) -> None:
+    """Have the selection's board grid make the keep-K boards around (``keep_k``, ``mu``) in the background
+    (``engine.views.board_grid.BoardGrid.warm``), for a ranker whose boards come from it."""
+    if _board_grid_applies(key, ranker):
+        board_grid_for(key, ranker).warm(ranker, keep_k, mu, k_max=k_max, mus=mus, bootstrap=bootstrap,
+                                         seed=seed)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

@@ -39,18 +39,20 @@ from browser_timing import serve  # noqa: E402
 CASES = (("vicuna80", "gpt-4"), ("vicuna80", "(all)"), ("sparse70", "(all)"))
 
 WATCH = """() => {
-    // record when the script state goes running -> notRunning (the moment a rerun has finished)
+    // record when the script state goes running -> notRunning (the moment a rerun has finished), from every
+    // mutation record: a rerun short enough that running and notRunning reach one observer callback would be
+    // missed by reading the attribute in the callback (the move then timed out though its rerun had ended)
     const root = document.querySelector('[data-test-script-state]');
     window.__runs = [];
-    window.__sawRunning = false;
-    new MutationObserver(() => {
-        const s = root.getAttribute('data-test-script-state');
-        if (s === 'running') window.__sawRunning = true;
-        else if (s === 'notRunning' && window.__sawRunning) {
-            window.__sawRunning = false;
-            window.__runs.push(performance.now());
-        }
-    }).observe(root, {attributes: true, attributeFilter: ['data-test-script-state']});
+    new MutationObserver((records) => {
+        const now = performance.now();
+        records.forEach((r, i) => {
+            const next = i + 1 < records.length ? records[i + 1].oldValue
+                : root.getAttribute('data-test-script-state');
+            if (r.oldValue === 'running' && next === 'notRunning') window.__runs.push(now);
+        });
+    }).observe(root, {attributes: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
 }"""
 
 METRIC = """(label) => {
@@ -85,8 +87,15 @@ SHOWN = """([label, before]) => {
     // every animation frame: has the figure ``label`` (drawn in the same batch as the table, before the
     // curves) left its old value? The first frame it has is when the move's numbers are on screen.
     window.__shown = null;
+    window.__shownIdle = false;
     const look = () => {
-        if ((""" + METRIC + """)(label) !== before) { window.__shown = performance.now(); return; }
+        if ((""" + METRIC + """)(label) !== before) {
+            window.__shown = performance.now();
+            // whether the rerun had ended by then (running never drawn: started and ended between frames)
+            window.__shownIdle = document.querySelector('[data-test-script-state]')
+                .getAttribute('data-test-script-state') === 'notRunning';
+            return;
+        }
         requestAnimationFrame(look);
     };
     requestAnimationFrame(look);
@@ -104,14 +113,17 @@ def one_move(page, slider: str, key: str, label: str, timeout_s: float = 60) -> 
     t0 = page.evaluate("() => performance.now()")
     page.keyboard.press(key)
     page.wait_for_function(
-        f"""([n, label, before]) => window.__runs.length > n
+        f"""([n, label, before]) => (window.__runs.length > n || window.__shownIdle)
             && document.querySelector('[data-test-script-state]').getAttribute('data-test-script-state')
                === 'notRunning'
             && ({METRIC})(label) !== before""",
         arg=[n_runs, label, before], timeout=timeout_s * 1000,
     )
-    done = page.evaluate("() => window.__runs[window.__runs.length - 1]")
     shown = page.evaluate("() => window.__shown")
+    # a rerun whose running state was never drawn had ended by the frame that showed its numbers: that frame
+    # is its end (an upper bound)
+    done = page.evaluate(f"() => window.__runs.length > {n_runs} ? window.__runs[window.__runs.length - 1] "
+                         ": window.__shown")
     return float(shown - t0), float(done - t0)
 
 

@@ -95,6 +95,9 @@ def main() -> None:
                 for i in range(len(plans["this"])):
                     for k, repo in checkouts.items():
                         name, cmd = plans[k][i]
+                        if name == "import":  # into a fresh store every round (a second import is refused)
+                            for part in ("", ".wal"):
+                                Path(f"{work / f'{k}-{size}.duckdb'}{part}").unlink(missing_ok=True)
                         run = measure(cmd, cap_gb=args.cap_gb, timeout_s=args.timeout_s, cwd=repo,
                                       env={**os.environ, "PYTHONPATH": str(repo)})
                         rate = f"{n / run.wall_s:,.0f}" if name == "import" and run.ok else ""

@@ -27,7 +27,7 @@ documented rules, so each test can compute the expected verdicts another way:
   ``trickle_s`` seconds; ``trickled`` counts the bytes that went out before the client hung up;
 - ``delay_s`` makes every reply slow; ``api_key`` set means other keys get a 401; ``port`` (0: any
   free one) lets a new server take the address of one that was stopped;
-- ``hold`` = n: each of the first n requests waits until n requests are in flight (or
+- ``hold`` = n: each of the first n requests waits until n requests have been in flight at once (or
   ``hold_timeout_s`` passed), so the peak in flight shows whether a client really keeps n open;
 - ``gate``: a ``threading.Event``, set (open) at the start; while a test clears it, every request
   is counted on arrival and then waits (up to five minutes) until it is set again, so a test can keep
@@ -49,6 +49,15 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 _SECTION = re.compile(r"=== (QUESTION|ANSWER A|ANSWER B|ANSWER) ===\n(.*?)(?=\n\n=== |\Z)", re.S)
+
+
+class _Server(ThreadingHTTPServer):
+    """http.server's threading server with a listen backlog of 128 instead of socketserver's 5: a client
+    that opens dozens of connections at once (concurrency 48) would otherwise have the ones past the
+    backlog dropped by the kernel and retried a second or more later (TCP's SYN retransmit), which made
+    the in-flight peak test wait out its hold timeout and, on a loaded machine, miss its peak."""
+
+    request_queue_size = 128
 
 
 def sections(user: str) -> dict[str, str]:
@@ -105,11 +114,13 @@ class FakeOpenAI:
             def do_POST(self):
                 outer._handle(self)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd = _Server(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # serve_forever checks for shutdown() once per poll interval (0.5 s by default): every `with`
+        # block's exit waited out most of one, ~0.4 s a test, on ~150 servers a suite run
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
 
     def __enter__(self):
         self.thread.start()
@@ -163,7 +174,9 @@ class FakeOpenAI:
             self.max_inflight = max(self.max_inflight, self.inflight)
             self.cond.notify_all()
             if self.hold and self.arrivals <= self.hold:  # the first `hold` requests wait for each other
-                self.cond.wait_for(lambda: self.inflight >= self.hold, timeout=self.hold_timeout_s)
+                # until the peak has reached `hold` (a latch: the in-flight count itself drops again as
+                # soon as the first of them replies, before every waiter has woken to see it)
+                self.cond.wait_for(lambda: self.max_inflight >= self.hold, timeout=self.hold_timeout_s)
         try:
             if not self.gate.is_set():
                 with self.lock:

@@ -204,7 +204,11 @@ def lookalike_notes(names: Iterable[str], what: str = "model") -> list[str]:
 
 def name_problem(value: str) -> str | None:
     """Everything that makes a name render blank or as a look-alike, in words, or None: refused
-    characters, combining marks only, Latin mixed with Cyrillic or Greek."""
+    characters, combining marks only, Latin mixed with Cyrillic or Greek. A name of printable ASCII only
+    (letters, digits, punctuation, the plain space) has none of these: answered without the scan of
+    its characters (the shipped arena counts' 131 names cost 0.1 s of every new store's first open)."""
+    if value.isascii() and value.isprintable():
+        return None
     bad = bad_characters(value)
     return f"contains {bad}" if bad else marks_only(value) or mixed_script(value)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from concurrent.futures import Future
 
 import pandas as pd
@@ -35,85 +35,71 @@ CHAINS_KEPT = 4
 grid keeps for the next keep-K curve to resume from: the latest made."""
 
 _ONE_AT_A_TIME = threading.Lock()
-"""Held while a background thread makes a curve: the server's grids (one per selection, shared by its
-sessions) warm one curve at a time, so warming never takes more than one core however many are open."""
+"""Held while a background thread makes an item: the server's grids (curves and kept boards, one each per
+selection, shared by its sessions) warm one item at a time, so warming never takes more than one core
+however many are open."""
 
 
-class CurveGrid:
-    """One selection's keep-K curves (by μ) and μ curves (by K), each made once (``keep_k_frame``,
-    ``mu_frame``), and a background thread making them ahead of the sliders (``warm``).
+class WarmGrid:
+    """Items (curves, boards) each made once, and a background thread making them ahead of the sliders.
 
-    ``stack``: the selection's dense GraphStack; ``reference``: its reference ratings; ``curve_mus``: the
-    μ values a μ curve is drawn over; ``resamples`` and ``seed``: the curves' draws. Thread-safe: the
-    page's sessions and the warming thread share one grid."""
+    ``_make(item)`` (a subclass's) makes one item from its hashable key; ``_get`` makes it once (a second
+    ask while it is being made waits for it, a Future), ``_start(plan)`` has one daemon thread make the
+    plan's items in order, replacing the previous plan (the reader moved), skipping those made. An
+    error is not kept: the page asks again and shows it. Thread-safe: sessions and the thread share it."""
 
-    def __init__(self, stack, reference, *, curve_mus: Sequence[float], resamples: int, seed: int) -> None:
-        self.stack, self.reference = stack, reference
-        self.curve_mus = tuple(float(m) for m in curve_mus)
-        self.resamples, self.seed = int(resamples), int(seed)
+    _thread_name = "lens-warm-grid"
+
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._made: dict[tuple[str, float], Future] = {}
-        self._chains: list = []
-        self._plan: list[tuple[str, float]] = []
+        self._made: dict[Hashable, Future] = {}
+        self._plan: list[Hashable] = []
         self._thread: threading.Thread | None = None
 
-    def keep_k_frame(self, mu: float) -> pd.DataFrame:
-        """The keep-K curve at ``mu`` (``engine.views.truncation_view.keep_k_view``'s frame), made once."""
-        return self._get(("k", float(mu))).copy()
-
-    def mu_frame(self, keep_k: int) -> pd.DataFrame:
-        """The μ curve at K = ``keep_k`` over ``curve_mus`` (``engine.views.truncation_view.mu_view``'s
-        frame), made once."""
-        return self._get(("mu", int(keep_k))).copy()
-
-    def has(self, kind: str, x: float) -> bool:
-        """Whether the curve (``"k"``, μ) or (``"mu"``, K) is made (not merely being made)."""
+    def _has(self, item: Hashable) -> bool:
+        """Whether ``item`` is made (not merely being made)."""
         with self._lock:
-            fut = self._made.get((kind, x))
-        return fut is not None and fut.done()
+            fut = self._made.get(item)
+        return fut is not None and fut.done() and fut.exception() is None
 
-    def warm(self, keep_k: int, mu: float, *, k_max: int, mus: Sequence[float], reach: int = KEEP_K_REACH,
-             mu_reach: int = MU_REACH) -> None:
-        """Have the background thread make the curves a next move from (``keep_k``, ``mu``) needs, nearest
-        first: the μ curves at K ± 1, ± 2, … ± ``reach`` (within 1 … ``k_max``; ~50 ms each), interleaved
-        with the keep-K curves at the μ steps ``mus`` one, two, … ``mu_reach`` steps away (up to ~1 s each).
-        A new call replaces the plan of the previous one (the reader moved); curves already made are
-        skipped. Returns at once."""
-        steps = [float(m) for m in mus]
-        here = min(range(len(steps)), key=lambda i: abs(steps[i] - float(mu)))
-        plan: list[tuple[str, float]] = [("k", steps[here]), ("mu", int(keep_k))]
-        for d in range(1, max(mu_reach, reach) + 1):  # at each distance the cheap μ curves first
-            if d <= reach:
-                plan += [("mu", k) for k in (int(keep_k) - d, int(keep_k) + d) if 1 <= k <= int(k_max)]
-            if d <= mu_reach:
-                plan += [("k", steps[i]) for i in (here + d, here - d) if 0 <= i < len(steps)]
+    def _start(self, plan: list) -> None:
+        """Replace the thread's plan with ``plan`` (items already made are left out) and start the thread
+        when it is not running. Returns at once."""
         with self._lock:
-            self._plan = [p for p in plan if p not in self._made]
-            if self._plan and (self._thread is None or not self._thread.is_alive()):
-                self._thread = threading.Thread(target=self._run, name="lens-curve-grid", daemon=True)
+            self._plan = [p for p in dict.fromkeys(plan) if p not in self._made]
+            # ``_run`` clears ``_thread`` under the lock as it leaves: a thread still alive but past its last
+            # look at the plan is not taken to be working through this one
+            if self._plan and self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._thread_name, daemon=True)
                 self._thread.start()
 
     def join(self, timeout: float | None = None) -> None:
-        """Wait until the background thread has made every curve of its plan (tests, benchmarks)."""
+        """Wait until the background thread has made every item of its plan (tests, benchmarks)."""
         with self._lock:
             thread = self._thread
         if thread is not None:
             thread.join(timeout)
 
     def _run(self) -> None:
-        while True:
+        try:
+            while True:
+                with self._lock:
+                    while self._plan and self._plan[0] in self._made:
+                        self._plan.pop(0)
+                    if not self._plan:
+                        self._thread = None
+                        return
+                    item = self._plan.pop(0)
+                # an error is not kept (``_get``): the page asks for that item again and shows it itself
+                with _ONE_AT_A_TIME, contextlib.suppress(Exception):
+                    self._get(item)
+        finally:  # however it ends, a later plan starts a new thread
             with self._lock:
-                while self._plan and self._plan[0] in self._made:
-                    self._plan.pop(0)
-                if not self._plan:
-                    return
-                item = self._plan.pop(0)
-            # an error is not kept (``_get``): the page asks for that curve again and shows the error itself
-            with _ONE_AT_A_TIME, contextlib.suppress(Exception):
-                self._get(item)
+                if self._thread is threading.current_thread():
+                    self._thread = None
 
-    def _get(self, item: tuple[str, float]) -> pd.DataFrame:
-        """The curve ``item`` (made here unless made or being made elsewhere, then waited for)."""
+    def _get(self, item: Hashable):
+        """The item (made here unless made or being made elsewhere, then waited for)."""
         with self._lock:
             fut = self._made.get(item)
             mine = fut is None
@@ -131,6 +117,57 @@ class CurveGrid:
         assert fut is not None
         return fut.result()
 
+    def _make(self, item):  # pragma: no cover - every grid makes its own items
+        raise NotImplementedError
+
+
+class CurveGrid(WarmGrid):
+    """One selection's keep-K curves (by μ) and μ curves (by K), each made once (``keep_k_frame``,
+    ``mu_frame``), and a background thread making them ahead of the sliders (``warm``).
+
+    ``stack``: the selection's dense GraphStack; ``reference``: its reference ratings; ``curve_mus``: the
+    μ values a μ curve is drawn over; ``resamples`` and ``seed``: the curves' draws. Thread-safe: the
+    page's sessions and the warming thread share one grid."""
+
+    _thread_name = "lens-curve-grid"
+
+    def __init__(self, stack, reference, *, curve_mus: Sequence[float], resamples: int, seed: int) -> None:
+        super().__init__()
+        self.stack, self.reference = stack, reference
+        self.curve_mus = tuple(float(m) for m in curve_mus)
+        self.resamples, self.seed = int(resamples), int(seed)
+        self._chains: list = []
+
+    def keep_k_frame(self, mu: float) -> pd.DataFrame:
+        """The keep-K curve at ``mu`` (``engine.views.truncation_view.keep_k_view``'s frame), made once."""
+        return self._get(("k", float(mu))).copy()
+
+    def mu_frame(self, keep_k: int) -> pd.DataFrame:
+        """The μ curve at K = ``keep_k`` over ``curve_mus`` (``engine.views.truncation_view.mu_view``'s
+        frame), made once."""
+        return self._get(("mu", int(keep_k))).copy()
+
+    def has(self, kind: str, x: float) -> bool:
+        """Whether the curve (``"k"``, μ) or (``"mu"``, K) is made (not merely being made)."""
+        return self._has((kind, x))
+
+    def warm(self, keep_k: int, mu: float, *, k_max: int, mus: Sequence[float], reach: int = KEEP_K_REACH,
+             mu_reach: int = MU_REACH) -> None:
+        """Have the background thread make the curves a next move from (``keep_k``, ``mu``) needs, nearest
+        first: the μ curves at K ± 1, ± 2, … ± ``reach`` (within 1 … ``k_max``; ~50 ms each), interleaved
+        with the keep-K curves at the μ steps ``mus`` one, two, … ``mu_reach`` steps away (up to ~1 s each).
+        A new call replaces the plan of the previous one (the reader moved); curves already made are
+        skipped. Returns at once."""
+        steps = [float(m) for m in mus]
+        here = min(range(len(steps)), key=lambda i: abs(steps[i] - float(mu)))
+        plan: list[tuple[str, float]] = [("k", steps[here]), ("mu", int(keep_k))]
+        for d in range(1, max(mu_reach, reach) + 1):  # at each distance the cheap μ curves first
+            if d <= reach:
+                plan += [("mu", k) for k in (int(keep_k) - d, int(keep_k) + d) if 1 <= k <= int(k_max)]
+            if d <= mu_reach:
+                plan += [("k", steps[i]) for i in (here + d, here - d) if 0 <= i < len(steps)]
+        self._start(plan)
+
     def _make(self, item: tuple[str, float]) -> pd.DataFrame:
         from engine.views.truncation_view import keep_k_view_chain, mu_view
 
@@ -145,4 +182,3 @@ class CurveGrid:
         with self._lock:
             self._chains = [*self._chains, chain][-CHAINS_KEPT:]
         return frame
-
