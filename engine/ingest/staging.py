@@ -185,9 +185,9 @@ class Stage:
 
         The frame is converted here; its Parquet encoding and write run in a thread (``_Write``) while
         the import checks its next batch (Arrow releases the GIL: the writes' 0.35 s of CPU per 1M rows
-        can overlap the checks on a second core). One batch per file is in flight at most, so memory stays bounded,
-        and each file's batches are written in order; a failed write is raised here at the file's next
-        batch, or by ``close``."""
+        can overlap the checks on a second core). One batch per file is in flight at most, so memory
+        stays bounded, and each file's batches are written in order; a failed write is raised here at
+        the file's next batch, or by ``close``."""
         schema = SCHEMAS[kind]
         try:
             table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False, nthreads=1)
