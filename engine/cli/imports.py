@@ -13,6 +13,7 @@ from engine.errors import LensError
 from engine.ingest.constant_columns import SETTABLE, parse_set
 from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
 from engine.ingest.limits import check_dataset_name, import_memory_limit, name_problem
+from engine.ingest.shipped import NewStoreSeed
 from engine.ingest.verdict_export import prepare_rejected, write_rejected
 from engine.ingest.verdicts import FORMATS, judge_from_filename, parse_value_map
 
@@ -143,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         rejected_path = prepare_rejected(args.rejected or f"{args.paths[0]}.rejected.csv", args.paths)
     dataset = check_dataset_name(args.dataset)
     mode = "skip-invalid" if args.skip_invalid else "all-or-nothing"
+    seed = NewStoreSeed(getattr(args, "db", None), getattr(args, "lock_wait", 30.0))  # a new store, beside
     try:  # read and validate first: the store's lock is taken only to write
         report = validate_paths(
             args.paths,
@@ -158,12 +160,15 @@ def run(args: argparse.Namespace) -> int:
             derive_judge=True,
         )
     except LensError as exc:
+        seed.wait()
         store = store_from_args(args)
         try:
             log_refused(store, dataset, import_source(args.paths), args.format, str(exc), mode)
         finally:
             store.close()
         raise
+    finally:
+        seed.wait()  # also on any other error: the new store is whole before the process goes on
     store = store_from_args(args)
     store.limit_memory(import_memory_limit())
     try:

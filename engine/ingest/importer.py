@@ -316,7 +316,11 @@ def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replac
     staged = {str(r[0]) for r in tx.execute(f"DESCRIBE SELECT * FROM ({good})", params(good)).fetchall()}
     # style counts: stage files made before migration 070 (the prebuilt vicuna80) have none
     columns = [*(c for c in VERDICT_COLUMNS if c != "dataset"), *(c for c in STYLE_COLUMNS if c in staged)]
-    writes.insert_verdicts_from(tx, dataset, good, columns)
+    n_ordered = report.rows_in_order()
+    if n_ordered is not None:
+        writes.insert_numbered_verdicts(tx, dataset, report.good_file, n_ordered, columns)
+    else:
+        writes.insert_verdicts_from(tx, dataset, good, columns)
     writes.upsert_texts_from(tx, dataset, "prompts", report.texts_sql("prompts"))
     writes.upsert_texts_from(tx, dataset, "answers", report.texts_sql("answers"))
     return version

@@ -10,6 +10,7 @@ from pathlib import PurePath
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from engine.ingest.formats import TOOL_NAMES
 from engine.ingest.formats import tool as tool_format
@@ -85,6 +86,17 @@ class ValidationReport:
                                  "(SELECT seq FROM read_parquet({excluded}))",
                                  good=str(self.good_file), excluded=[str(f) for f in self.excluded])
         return Relation.bind("SELECT * FROM read_parquet({good})", good=str(self.good_file))
+
+    def rows_in_order(self) -> int | None:
+        """How many rows the good file holds when they are the valid rows exactly and in ``seq`` order
+        (no excluded rows, ``seq`` strictly increasing down the file), so that file order is the
+        insert's order; None otherwise. Reads the ``seq`` column only (8 bytes a row)."""
+        if self.excluded:
+            return None
+        seq = pq.read_table(self.good_file, columns=["seq"]).column("seq").to_numpy()
+        if len(seq) != self.n_good or (len(seq) > 1 and not bool(np.all(seq[1:] > seq[:-1]))):
+            return None
+        return len(seq)
 
     def texts_sql(self, kind: str) -> Relation:
         """SQL for the first text per key (``kind``: prompts or answers), in file order."""

@@ -13,8 +13,10 @@ Without the prebuilt files the raw ones are imported. The store records that the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -189,3 +191,34 @@ def open_store(
                 raise damaged_store_error(store.path, exc, verb="read") from exc
             raise
     return store
+
+
+class NewStoreSeed:
+    """A new store made (migrated and seeded like ``open_store``'s first use) in a thread beside the
+    import's validation, so that on two cores the seed (about 0.5 s: vicuna80's prebuilt rows, the arena
+    counts, a commit per step) is done when the rows are checked (issue 26 point 6). DuckDB releases
+    the GIL while it works. Only for a file that does not exist yet: an existing store is not opened
+    early, so its lock is still taken only to write. The thread's store is closed when it is done, and
+    ``wait`` joins it; the caller then opens the store as before (``open_store`` finds it seeded and
+    seeds nothing again). A failure in the thread is left to that open, which meets it again and says
+    so as it always did (a seed step is one transaction: a failed one leaves nothing half-written)."""
+
+    def __init__(self, db: str | os.PathLike[str] | None, lock_wait_s: float = 0.0) -> None:
+        from engine.store.connection import resolve_db_path
+
+        path = resolve_db_path(db)
+        self.thread: threading.Thread | None = None
+        if not path.exists():
+            self.thread = threading.Thread(target=self._seed, args=(path, lock_wait_s),
+                                           name="lens-new-store", daemon=False)
+            self.thread.start()
+
+    @staticmethod
+    def _seed(path: Path, lock_wait_s: float) -> None:
+        with contextlib.suppress(Exception):  # the caller's open meets it again and reports it
+            open_store(path, lock_wait_s=lock_wait_s).close()
+
+    def wait(self) -> None:
+        """Return once the thread (if any) has finished."""
+        if self.thread is not None:
+            self.thread.join()

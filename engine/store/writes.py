@@ -146,6 +146,29 @@ def insert_verdicts_from(tx: duckdb.DuckDBPyConnection, dataset: str, relation: 
     )
 
 
+def insert_numbered_verdicts(tx: duckdb.DuckDBPyConnection, dataset: str, good_file: str, n: int,
+                             columns: Sequence[str]) -> None:
+    """Append the ``n`` rows of one staged Parquet file whose ``seq`` strictly increases in file order
+    as the dataset's verdicts, in file order, with the ids ``insert_verdicts_from`` would give them.
+
+    Why: with the ids drawn by the column's default (``nextval`` row by row) and ``ORDER BY seq``,
+    DuckDB's insert runs on one core; with the ids given (``first + file_row_number``) it runs on all,
+    for the same CPU. The ``n`` ids are drawn from ``verdict_id_seq`` first, so the sequence moves as
+    before, and a failed insert (DuckDB rolls no sequence back) burns them as the old insert does."""
+    row = tx.execute(
+        "SELECT min(v), max(v), count(*) FROM (SELECT nextval('verdict_id_seq') AS v FROM range(?))", [n]
+    ).fetchone()
+    first, last, drawn = row if row is not None else (0, -1, 0)
+    if drawn != n or last - first != n - 1:  # one connection draws in a row; anything else is a bug
+        raise RuntimeError(f"verdict ids drawn out of order: {first}..{last} for {n} rows")
+    cols, name = identifiers(columns), param_name("dataset", dataset)
+    tx.execute(
+        f'INSERT INTO verdicts ("verdict_id", "dataset", {cols}) SELECT $first + file_row_number, ${name}, '
+        f"{cols} FROM read_parquet($file, file_row_number = true)",
+        {"first": first, name: dataset, "file": good_file},
+    )
+
+
 def upsert_texts_from(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: Relation) -> None:
     """Insert or replace the dataset's prompt (``kind`` = prompts) or answer texts from ``relation``."""
     cols = {"prompts": ("prompt_id", "variant", "turn", "category", "variant_kind", "text"),
