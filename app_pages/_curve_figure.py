@@ -1,10 +1,19 @@
-"""The Truncation page's sensitivity-curve figures: each curve (a frame of
-``engine.views.truncation_view.keep_k_view`` / ``mu_view``) drawn as one Plotly figure."""
+"""The Truncation page's sensitivity curves: each curve (a frame of
+``engine.views.truncation_view.keep_k_view`` / ``mu_view``) drawn as one small inline SVG.
+
+Why not Plotly: the browser's drawing of the page's two Plotly figures was ~100 ms of every slider move
+(docs/notes/lead-33.md, "Slider round trips"); an inline SVG paints in about a millisecond. The geometry
+(data -> pixel mapping, ticks) is the pure ``curve_axes`` so tests can check it against the closed form;
+every marker carries its row's numbers as ``data-`` attributes and a hover ``<title>``."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from html import escape
+
+import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from engine.views.truncation_view import y_range
 
@@ -13,49 +22,176 @@ CURVE_COLOURS = {"band": "rgba(59,91,219,0.15)", "mean": "#3b5bdb", "point": "#8
 """The sensitivity curves' colours: the band and mean line (blue), the point estimate (grey), the slider's
 setting (red) and the best K (green)."""
 
+WIDTH, HEIGHT = 420, 290
+"""The SVG's viewBox; it is drawn at the column's width (``width: 100%``), keeping this aspect; at 1280 px
+a column of the page's two is ~400 px wide, so a font size here is about its size on screen."""
 
-def curve_figure(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_title: str,
-                 best: int = 0) -> go.Figure:
-    """One sensitivity curve as a Plotly figure, built in a single validated pass: the band
-    ``ci_low``…``ci_high`` (blue fill), the ``mean`` over draws (blue), the ``point`` fit (dotted grey), a
-    dashed red line at the slider's ``marker`` and, on the keep-K curve (``x == "k"``), a dotted green
-    line at ``best`` labelled ``best K = …``. ``x``: ``"k"`` (linear axis) or ``"mu"`` (log axis).
 
-    The figure is what ``go.Figure()`` then four ``add_trace``, one or two ``add_vline`` and
-    ``update_layout`` make (tests/test_curve_figure.py compares every field), at a fraction of the
-    cost: ``add_vline`` re-walks the figure's axes on each call, which a slider move paid four times."""
-    xs = frame[x]
-    data = [
-        {"type": "scatter", "x": xs, "y": frame["ci_high"], "mode": "lines", "line": {"width": 0},
-         "showlegend": False, "hoverinfo": "skip"},
-        {"type": "scatter", "x": xs, "y": frame["ci_low"], "mode": "lines", "fill": "tonexty",
-         "fillcolor": CURVE_COLOURS["band"], "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip"},
-        {"type": "scatter", "x": xs, "y": frame["mean"], "mode": "lines+markers", "name": "mean over draws",
-         "line": {"color": CURVE_COLOURS["mean"]}, "marker": {"size": 5}},
-        {"type": "scatter", "x": xs, "y": frame["point"], "mode": "lines", "name": "all kept graphs",
-         "line": {"color": CURVE_COLOURS["point"], "dash": "dot", "width": 1.5}},
-    ]
+@dataclass(frozen=True)
+class CurveAxes:
+    """The plot area (pixels, y down) and the data ranges it shows; ``log``: the x axis is log10."""
 
-    def vline(at: float, dash: str, colour: str) -> dict:
-        # what add_vline draws: a line over the whole plot height (the y axis' domain) at x = at
-        return {"type": "line", "x0": at, "x1": at, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain",
-                "line": {"dash": dash, "color": colour}}
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+    log: bool
+    left: float
+    right: float
+    top: float
+    bottom: float
 
-    shapes, notes = [vline(marker, "dash", CURVE_COLOURS["setting"])], []
+    def _t(self, v: float) -> float:
+        return math.log10(v) if self.log else v
+
+    def px(self, v: float) -> float:
+        """The pixel column of data x ``v`` (linear in x, or in log10 x on a log axis)."""
+        a, b = self._t(self.x_lo), self._t(self.x_hi)
+        return self.left + (self._t(v) - a) / (b - a) * (self.right - self.left)
+
+    def py(self, v: float) -> float:
+        """The pixel row of data y ``v`` (``y_hi`` at the top)."""
+        return self.bottom - (v - self.y_lo) / (self.y_hi - self.y_lo) * (self.bottom - self.top)
+
+    def x_ticks(self) -> list[float]:
+        """Decades on a log axis; 1-2-5 steps (integers for K) on a linear one; all inside the range."""
+        if self.log:
+            return [10.0 ** e for e in range(math.ceil(math.log10(self.x_lo) - 1e-9),
+                                             math.floor(math.log10(self.x_hi) + 1e-9) + 1)]
+        return nice_ticks(self.x_lo, self.x_hi, 7, integer=True)
+
+    def y_ticks(self) -> list[float]:
+        return nice_ticks(self.y_lo, self.y_hi, 5)
+
+
+def nice_ticks(lo: float, hi: float, most: int, integer: bool = False) -> list[float]:
+    """Ticks at multiples of a 1-2-5 step inside [lo, hi], at most about ``most`` of them."""
+    raw = (hi - lo) / max(most, 1)
+    mag = 10.0 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    step = next((m * mag for m in (1, 2, 5, 10) if m * mag >= raw), 10 * mag)
+    if integer:
+        step = max(1.0, round(step))
+    first = math.ceil(lo / step - 1e-9)
+    return [round(i * step, 12) for i in range(first, math.floor(hi / step + 1e-9) + 1)]
+
+
+def curve_axes(frame: pd.DataFrame, x: str, marker: float, best: int = 0, width: int = WIDTH,
+               height: int = HEIGHT) -> CurveAxes:
+    """The curve's axes: x spans the frame's x and the lines drawn (setting, best K); y is
+    ``y_range(frame)`` (a flat curve keeps a readable band). Room is left for the title, the tick labels,
+    the axis titles and, on the keep-K curve, the legend below."""
+    log = x == "mu"
+    xs = [float(v) for v in frame[x]] + [float(marker)] + ([float(best)] if x == "k" and best else [])
+    xs = [v for v in xs if math.isfinite(v) and (v > 0 or not log)]
+    lo, hi = (min(xs), max(xs)) if xs else (1.0, 10.0)
+    if hi <= lo:
+        lo, hi = (lo / 10 ** 0.5, hi * 10 ** 0.5) if log else (lo - 1, hi + 1)
+    y_lo, y_hi = y_range(frame)
+    return CurveAxes(lo, hi, float(y_lo), float(y_hi), log, left=58.0, right=width - 12.0, top=34.0,
+                     bottom=height - (72.0 if x == "k" else 48.0))
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.2f}"
+
+
+def _tick_label(v: float, log: bool) -> str:
+    return f"{v:g}" if log or v != int(v) else str(int(v))
+
+
+def _runs(ok: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of each run of True in ``ok``: a NaN breaks a line into pieces (a gap, not a zero)."""
+    runs, start = [], None
+    for i, good in enumerate(ok):
+        if good and start is None:
+            start = i
+        elif not good and start is not None:
+            runs.append((start, i))
+            start = None
+    if start is not None:
+        runs.append((start, len(ok)))
+    return runs
+
+
+def _path(ax: CurveAxes, xs: np.ndarray, ys: np.ndarray) -> str:
+    ok = np.isfinite(ys) & np.isfinite(xs)
+    return " ".join("M" + " L".join(f"{_fmt(ax.px(xs[i]))},{_fmt(ax.py(ys[i]))}" for i in range(a, b))
+                    for a, b in _runs(ok))
+
+
+def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_title: str, best: int = 0) -> str:
+    """One sensitivity curve as an inline SVG string: the band ``ci_low``…``ci_high`` (blue fill), the
+    ``mean`` over draws (blue line with markers, each with a hover ``<title>`` and its row's numbers as
+    ``data-`` attributes), the ``point`` fit (dotted grey), a dashed red line at the slider's ``marker``
+    and, on the keep-K curve (``x == "k"``), a dotted green line at ``best`` labelled ``best K = …`` and a
+    legend. ``x``: ``"k"`` (linear axis) or ``"mu"`` (log axis, ticks at the decades). The title and axis
+    titles are escaped."""
+    ax = curve_axes(frame, x, marker, best)
+    xs = frame[x].to_numpy(dtype=np.float64)
+    mean, low, high, point = (frame[c].to_numpy(dtype=np.float64)
+                              for c in ("mean", "ci_low", "ci_high", "point"))
+    font = 'font-family="sans-serif" font-size="11" fill="#31333f"'
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="curve-svg" '
+           f'data-x="{x}" data-x-lo="{ax.x_lo!r}" data-x-hi="{ax.x_hi!r}" data-y-lo="{ax.y_lo!r}" '
+           f'data-y-hi="{ax.y_hi!r}" data-log="{int(ax.log)}" style="width:100%;height:auto;display:block" '
+           f'role="img" aria-label="{escape(title)}">',
+           f'<text x="{ax.left}" y="18" font-family="sans-serif" font-size="14" fill="#31333f">'
+           f'{escape(title)}</text>']
+    # grid and ticks
+    for t in ax.y_ticks():
+        y = _fmt(ax.py(t))
+        out.append(f'<line x1="{ax.left}" x2="{ax.right}" y1="{y}" y2="{y}" stroke="#e9ecef"/>'
+                   f'<text class="ytick" x="{ax.left - 6}" y="{y}" dy="4" text-anchor="end" {font}>'
+                   f'{t:g}</text>')
+    for t in ax.x_ticks():
+        xp = _fmt(ax.px(t))
+        out.append(f'<line x1="{xp}" x2="{xp}" y1="{ax.top}" y2="{ax.bottom}" stroke="#e9ecef"/>'
+                   f'<text class="xtick" x="{xp}" y="{ax.bottom + 16}" text-anchor="middle" {font}>'
+                   f'{_tick_label(t, ax.log)}</text>')
+    out.append(f'<rect x="{ax.left}" y="{ax.top}" width="{ax.right - ax.left}" height="{ax.bottom - ax.top}" '
+               'fill="none" stroke="#ced4da"/>')
+    out.append(f'<text x="{(ax.left + ax.right) / 2}" y="{ax.bottom + 34}" text-anchor="middle" {font}>'
+               f'{escape(x)}</text>')
+    out.append(f'<text transform="translate(16,{(ax.top + ax.bottom) / 2}) rotate(-90)" text-anchor="middle" '
+               f'{font}>{escape(yaxis_title)}</text>')
+    # the band: ci_high forward, ci_low back, one polygon per run where both ends are known
+    ok = np.isfinite(low) & np.isfinite(high) & np.isfinite(xs)
+    for a, b in _runs(ok):
+        pts = [f"{_fmt(ax.px(xs[i]))},{_fmt(ax.py(high[i]))}" for i in range(a, b)]
+        pts += [f"{_fmt(ax.px(xs[i]))},{_fmt(ax.py(low[i]))}" for i in range(b - 1, a - 1, -1)]
+        out.append(f'<polygon class="band" points="{" ".join(pts)}" fill="{CURVE_COLOURS["band"]}"/>')
+    if path := _path(ax, xs, point):
+        out.append(f'<path class="point" d="{path}" fill="none" stroke="{CURVE_COLOURS["point"]}" '
+                   'stroke-width="1.5" stroke-dasharray="2,3"/>')
+    if path := _path(ax, xs, mean):
+        out.append(f'<path class="mean" d="{path}" fill="none" stroke="{CURVE_COLOURS["mean"]}" '
+                   'stroke-width="2"/>')
+    for i in np.flatnonzero(np.isfinite(mean) & np.isfinite(xs)):
+        hover = (f"{x} = {xs[i]:g}\nmean {mean[i]:.4f}\n95 % interval {low[i]:.4f} … {high[i]:.4f}\n"
+                 f"all kept graphs {point[i]:.4f}")
+        out.append(f'<circle class="marker" cx="{_fmt(ax.px(xs[i]))}" cy="{_fmt(ax.py(mean[i]))}" r="2.5" '
+                   f'fill="{CURVE_COLOURS["mean"]}" data-x="{float(xs[i])!r}" data-mean="{float(mean[i])!r}" '
+                   f'data-lo="{float(low[i])!r}" data-hi="{float(high[i])!r}" '
+                   f'data-point="{float(point[i])!r}">'
+                   f'<title>{escape(hover)}</title></circle>')
+
+    def vline(at: float, dash: str, colour: str, cls: str) -> str:
+        xp = _fmt(ax.px(at))
+        return (f'<line class="{cls}" data-at="{float(at)!r}" x1="{xp}" x2="{xp}" y1="{ax.top}" '
+                f'y2="{ax.bottom}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="{dash}"/>')
+
+    out.append(vline(marker, "6,4", CURVE_COLOURS["setting"], "setting"))
     if x == "k":
-        shapes.append(vline(best, "dot", CURVE_COLOURS["best"]))
-        notes.append({"x": best, "y": 1, "xref": "x", "yref": "y domain", "text": f"best K = {best}",
-                      "showarrow": False, "xanchor": "left", "yanchor": "top",
-                      "font": {"color": CURVE_COLOURS["best"]}})
-    layout = {
-        "shapes": shapes, "annotations": notes,
-        "title": {"text": title, "font": {"size": 14}}, "height": 320,
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-        "xaxis": {"title": {"text": x}, "type": "log" if x == "mu" else "linear"},
-        # a flat curve (common for mu) keeps a readable band
-        "yaxis": {"title": {"text": yaxis_title}, "range": y_range(frame)},
-        "legend": {"orientation": "h", "y": -0.3, "x": 0}, "showlegend": x == "k",
-    }
-    if not notes:
-        del layout["annotations"]
-    return go.Figure(data=data, layout=layout)
+        out.append(vline(best, "2,3", CURVE_COLOURS["best"], "best"))
+        out.append(f'<text x="{_fmt(ax.px(best) + 4)}" y="{ax.top + 12}" font-family="sans-serif" '
+                   f'font-size="11" fill="{CURVE_COLOURS["best"]}">best K = {int(best)}</text>')
+        ly = HEIGHT - 12
+        out.append(f'<line x1="{ax.left}" x2="{ax.left + 24}" y1="{ly - 4}" y2="{ly - 4}" '
+                   f'stroke="{CURVE_COLOURS["mean"]}" stroke-width="2"/>'
+                   f'<circle cx="{ax.left + 12}" cy="{ly - 4}" r="3" fill="{CURVE_COLOURS["mean"]}"/>'
+                   f'<text x="{ax.left + 30}" y="{ly}" {font}>mean over draws</text>'
+                   f'<line x1="{ax.left + 150}" x2="{ax.left + 174}" y1="{ly - 4}" y2="{ly - 4}" '
+                   f'stroke="{CURVE_COLOURS["point"]}" stroke-width="1.5" stroke-dasharray="2,3"/>'
+                   f'<text x="{ax.left + 180}" y="{ly}" {font}>all kept graphs</text>')
+    out.append("</svg>")
+    return "".join(out)
