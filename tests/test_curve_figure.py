@@ -1,82 +1,114 @@
-"""The Truncation page's sensitivity-curve figures (``app_pages._curve_figure.curve_figure``, one
-validated Plotly pass) against the way the page built them before: ``go.Figure()``, four ``add_trace``,
-``add_vline`` for the setting (and the best K, annotated) and ``update_layout``. Every field of the two
-figures' dicts must agree (traces, shapes, annotation, axes, title, legend), on the keep-K and μ curves,
-flat and steep, with the markers anywhere on the axis."""
+"""The Truncation page's sensitivity curves as inline SVG (``app_pages._curve_figure.curve_svg``), read
+back from the markup (tests/curve_svg_read.py) and checked against the frame and the closed-form data ->
+pixel mapping: every marker at its row's numbers and pixel, the band's upper edge at ci_high, the log μ
+axis with decades at equal steps, a NaN mean leaving a gap (no marker, a broken line, never a zero), the
+setting and best-K lines, the y range of ``y_range``, escaped titles, the legend on the keep-K curve only."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import pytest
+from curve_svg_read import read_curve
 
-from app_pages._curve_figure import curve_figure
+from app_pages._curve_figure import curve_svg
 from engine.views.truncation_view import best_k, y_range
 
 
-def page_figure_before(frame: pd.DataFrame, x: str, marker: float, title: str, metric: str,
-                       k_best: int) -> go.Figure:
-    """The page's construction before curve_figure (app_pages/2_truncation.py at main 415cfdf)."""
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=frame[x], y=frame["ci_high"], mode="lines", line={"width": 0},
-                             showlegend=False, hoverinfo="skip"))
-    fig.add_trace(go.Scatter(
-        x=frame[x], y=frame["ci_low"], mode="lines", fill="tonexty", fillcolor="rgba(59,91,219,0.15)",
-        line={"width": 0}, showlegend=False, hoverinfo="skip",
-    ))
-    fig.add_trace(go.Scatter(x=frame[x], y=frame["mean"], mode="lines+markers", name="mean over draws",
-                             line={"color": "#3b5bdb"}, marker={"size": 5}))
-    fig.add_trace(go.Scatter(x=frame[x], y=frame["point"], mode="lines", name="all kept graphs",
-                             line={"color": "#868e96", "dash": "dot", "width": 1.5}))
-    fig.add_vline(x=marker, line_dash="dash", line_color="#e03131")
-    if x == "k":
-        fig.add_vline(x=k_best, line_dash="dot", line_color="#2b8a3e", annotation_text=f"best K = {k_best}",
-                      annotation_position="top right", annotation_font_color="#2b8a3e")
-    fig.update_layout(
-        title={"text": title, "font": {"size": 14}}, height=320, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis_title=x, yaxis_title=metric, xaxis_type="log" if x == "mu" else "linear",
-        yaxis_range=y_range(frame), legend={"orientation": "h", "y": -0.3, "x": 0}, showlegend=x == "k",
-    )
-    return fig
-
-
-def curve(x: str, n: int, seed: int, flat: bool = False) -> pd.DataFrame:
+def curve(x: str, n: int, seed: int, flat: bool = False, nan_at: tuple[int, ...] = ()) -> pd.DataFrame:
     """A curve frame as keep_k_view / mu_view return it (x, mean, its band, point)."""
     rng = np.random.default_rng(seed)
     xs = np.arange(1, n + 1) if x == "k" else np.logspace(-2, 2, n)
     mean = np.full(n, 0.2) if flat else rng.random(n)
     half = 0.0 if flat else rng.random(n) / 10
-    return pd.DataFrame({x: xs, "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
-                         "point": mean if flat else rng.random(n)})
+    frame = pd.DataFrame({x: xs, "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
+                          "point": mean if flat else rng.random(n)})
+    frame.loc[list(nan_at), ["mean", "ci_low", "ci_high"]] = np.nan
+    return frame
 
 
-def same(a, b, path="") -> None:
-    """Equal dicts, lists and arrays (NaN equal to NaN), naming the first field that differs."""
-    if isinstance(a, dict):
-        assert isinstance(b, dict) and a.keys() == b.keys(), f"{path}: keys {sorted(a)} != {sorted(b)}"
-        for k in a:
-            same(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, (list, tuple)):
-        assert isinstance(b, (list, tuple)) and len(a) == len(b), f"{path}: {a!r} != {b!r}"
-        for i, (u, v) in enumerate(zip(a, b, strict=True)):
-            same(u, v, f"{path}[{i}]")
-    elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True), path
-        assert np.asarray(a).dtype == np.asarray(b).dtype, path
-    else:
-        assert type(a) is type(b) and a == b, f"{path}: {a!r} != {b!r}"
+CASES = [("k", 80, 0, False, 40, ()), ("k", 480, 1, False, 1, (5,)), ("k", 2, 2, False, 2, ()),
+         ("k", 60, 3, True, 29, ()), ("mu", 17, 4, False, 1.0, (8,)), ("mu", 17, 5, True, 0.01, ()),
+         ("mu", 17, 6, False, 100.0, ()), ("mu", 5, 7, False, 0.316, ())]
 
 
-@pytest.mark.parametrize("x,n,seed,flat,marker", [
-    ("k", 80, 0, False, 40), ("k", 480, 1, False, 1), ("k", 2, 2, False, 2), ("k", 60, 3, True, 29),
-    ("mu", 17, 4, False, 1.0), ("mu", 17, 5, True, 0.01), ("mu", 17, 6, False, 100.0),
-    ("mu", 5, 7, False, 0.316),
-])
-def test_curve_figure_is_the_page_figure_before(x, n, seed, flat, marker):
-    frame = curve(x, n, seed, flat)
+def pixel(value: float, lo: float, hi: float, a: float, b: float, log: bool = False) -> float:
+    """The closed form: ``value`` on [lo, hi] (log10 on a log axis) mapped linearly onto [a, b]."""
+    f = (lambda v: math.log10(v)) if log else (lambda v: v)
+    return a + (f(value) - f(lo)) / (f(hi) - f(lo)) * (b - a)
+
+
+@pytest.mark.parametrize("x,n,seed,flat,marker,nan_at", CASES)
+def test_markers_band_and_lines_are_the_frame_at_the_closed_form_pixels(x, n, seed, flat, marker, nan_at):
+    frame = curve(x, n, seed, flat, nan_at)
     k_best = best_k(curve("k", n, seed, flat))
-    title = f"distance vs {x} (other={marker})"
-    new = curve_figure(frame, x, marker, title, "Spearman ρ distance", best=k_best).to_dict()
-    old = page_figure_before(frame, x, marker, title, "Spearman ρ distance", k_best).to_dict()
-    same(new, old)
+    got = read_curve(curve_svg(frame, x, marker, f"distance vs {x}", "Spearman ρ distance", best=k_best))
+    log = x == "mu"
+    left, right, top, bottom = got["plot"]
+    # the axes: x spans the data and the lines drawn, y is y_range's
+    spans = [*frame[x], marker] + ([k_best] if x == "k" else [])
+    assert (got["x_lo"], got["x_hi"]) == (min(spans), max(spans)) or min(spans) == max(spans)
+    assert [got["y_lo"], got["y_hi"]] == y_range(frame)
+    px = lambda v: pixel(v, got["x_lo"], got["x_hi"], left, right, log)  # noqa: E731
+    py = lambda v: pixel(v, got["y_lo"], got["y_hi"], bottom, top)  # noqa: E731
+    # one marker per row with a mean, carrying that row's numbers, at the closed-form pixel
+    rows = frame[frame["mean"].notna()]
+    assert [m["x"] for m in got["markers"]] == rows[x].astype(float).tolist()
+    for key, col in (("mean", "mean"), ("lo", "ci_low"), ("hi", "ci_high"), ("point", "point")):
+        assert [m[key] for m in got["markers"]] == rows[col].tolist(), key
+    for m in got["markers"]:
+        assert abs(m["cx"] - px(m["x"])) <= 0.006 and abs(m["cy"] - py(m["mean"])) <= 0.006, m
+        assert f"{x} = {m['x']:g}" in m["hover"] and f"mean {m['mean']:.4f}" in m["hover"]
+        assert f"interval {m['lo']:.4f} … {m['hi']:.4f}" in m["hover"] and f"{m['point']:.4f}" in m["hover"]
+    # the band: ci_high forward along the top edge, ci_low back along the bottom, a piece per NaN-free run
+    assert len(got["band"]) == len(nan_at) + 1
+    edge = [p for poly in got["band"] for p in poly[: len(poly) // 2]]
+    back = [p for poly in got["band"] for p in poly[len(poly) // 2:][::-1]]
+    assert np.allclose([p[0] for p in edge], [px(v) for v in rows[x]], atol=0.006)
+    assert np.allclose([p[1] for p in edge], [py(v) for v in rows["ci_high"]], atol=0.006)
+    assert np.allclose([p[1] for p in back], [py(v) for v in rows["ci_low"]], atol=0.006)
+    # the mean line through the markers, broken at each NaN; the point line unbroken
+    assert len(got["mean"]) == len(nan_at) + 1 and len(got["point"]) == 1
+    assert [p for piece in got["mean"] for p in piece] == [(m["cx"], m["cy"]) for m in got["markers"]]
+    assert np.allclose([p[1] for p in got["point"][0]], [py(v) for v in frame["point"]], atol=0.006)
+    # the setting line; the best K line, its label and the legend on the keep-K curve only
+    assert got["setting"] == [float(marker)]
+    assert got["best"] == ([float(k_best)] if x == "k" else [])
+    assert (f"best K = {k_best}" in got["texts"]) == (x == "k")
+    assert ("mean over draws" in got["texts"] and "all kept graphs" in got["texts"]) == (x == "k")
+    assert got["texts"][:3] == [f"distance vs {x}", x, "Spearman ρ distance"]
+
+
+def test_the_log_axis_puts_decades_at_equal_steps_and_the_linear_one_integers():
+    frame = curve("mu", 17, 0)
+    got = read_curve(curve_svg(frame, "mu", 1.0, "t", "y"))
+    assert got["xticks"] == ["0.01", "0.1", "1", "10", "100"]
+    left, right, _, _ = got["plot"]
+    at = [m["cx"] for m in got["markers"]]
+    # 17 points log-spaced over four decades: every fourth is a decade, 1/4 of the width apart
+    assert np.allclose(np.diff(at[::4]), (right - left) / 4, atol=0.01)
+    assert np.allclose(np.diff(at), np.diff(at)[0], atol=0.01)
+    k = read_curve(curve_svg(curve("k", 80, 0), "k", 40, "t", "y", best=3))
+    assert k["xticks"] == ["20", "40", "60", "80"]  # 1-2-5 steps, at most ~7
+    ys = [float(t) for t in k["yticks"]]
+    assert len(ys) >= 3 and all(k["y_lo"] <= v <= k["y_hi"] for v in ys)
+
+
+def test_a_nan_mean_leaves_a_gap_not_a_zero():
+    frame = curve("k", 10, 0, nan_at=(0, 4, 5))
+    got = read_curve(curve_svg(frame, "k", 3, "t", "y", best=2))
+    assert [m["x"] for m in got["markers"]] == [2.0, 3.0, 4.0, 7.0, 8.0, 9.0, 10.0]
+    assert [len(piece) for piece in got["mean"]] == [3, 4] and len(got["band"]) == 2
+    zero = pixel(0.0, got["y_lo"], got["y_hi"], got["plot"][3], got["plot"][2])  # where y = 0 is drawn
+    assert all(abs(y - zero) > 1 for piece in got["mean"] for _, y in piece)
+
+
+def test_titles_are_escaped_and_the_svg_scales_with_its_column():
+    nasty = "<script>window.__x=1</script> & \"q\" <img src=x onerror=alert(1)>"
+    svg = curve_svg(curve("k", 5, 0), "k", 2, nasty, nasty, best=1)
+    assert "<script" not in svg and "<img" not in svg
+    got = read_curve(svg)  # valid XML
+    assert got["texts"][0] == nasty and got["texts"][2] == nasty
+    assert got["root"]["viewBox"].startswith("0 0 ") and "width:100%" in got["root"]["style"]
