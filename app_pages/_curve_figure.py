@@ -148,8 +148,8 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
         out.append(f'<line x1="{xp}" x2="{xp}" y1="{ax.top}" y2="{ax.bottom}" stroke="#e9ecef"/>'
                    f'<text class="xtick" x="{xp}" y="{ax.bottom + 16}" text-anchor="middle" {font}>'
                    f'{_tick_label(t, ax.log)}</text>')
-    out.append(f'<rect class="plot" x="{ax.left}" y="{ax.top}" width="{ax.right - ax.left}" height="{ax.bottom - ax.top}" '
-               'fill="none" stroke="#ced4da"/>')
+    out.append(f'<rect class="plot" x="{ax.left}" y="{ax.top}" width="{ax.right - ax.left}" '
+               f'height="{ax.bottom - ax.top}" fill="none" stroke="#ced4da"/>')
     out.append(f'<text x="{(ax.left + ax.right) / 2}" y="{ax.bottom + 34}" text-anchor="middle" {font}>'
                f'{escape(x)}</text>')
     out.append(f'<text transform="translate(16,{(ax.top + ax.bottom) / 2}) rotate(-90)" text-anchor="middle" '
