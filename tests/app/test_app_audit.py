@@ -18,6 +18,7 @@ import pytest
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import app_at, assert_clean, judge_of, new_app, unescape_md  # noqa: F401
+from curve_svg_read import read_curve
 from scipy.stats import spearmanr
 
 SMALL = {"n_models": 20, "categories": 2, "prompts": 6, "paraphrases": 2, "samples": 2}
@@ -215,10 +216,11 @@ def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipp
         in _captions(at)
     )
 
-    for chart in at.get("plotly_chart")[:2]:  # keep-K and mu curves
-        spec = _spec(chart)
-        lo, hi = spec["layout"]["yaxis"]["range"]
-        ys = np.concatenate([_array(tr["y"]).astype(float) for tr in spec["data"]])
+    curves = [read_curve(m.value) for m in at.markdown if "curve-svg" in m.value]
+    assert len(curves) == 2
+    for got in curves:  # keep-K and mu curves (inline SVG)
+        lo, hi = got["y_lo"], got["y_hi"]
+        ys = np.array([m[c] for m in got["markers"] for c in ("mean", "lo", "hi", "point")], dtype=float)
         assert hi - lo >= 0.05 - 1e-12 and lo <= np.nanmin(ys) and hi >= np.nanmax(ys) and lo >= 0
 
 

@@ -4,10 +4,9 @@ made its curve, found it made by the curve grid's warming thread, or waited for 
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 from apphelpers import assert_clean, new_app
+from curve_svg_read import read_curve
 
 from engine.experiments.curves import DEFAULT_MU_GRID
 from engine.graphs.buckets import build_buckets
@@ -22,10 +21,10 @@ MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ 
 def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, monkeypatch):
     """The Truncation page (AppTest, vicuna80 gpt-4): after a μ move (its keep-K curve made then; the
     first move starts the warming) and two keep-K moves whose μ curves the warming thread has made, both
-    figures are the ones drawn from curves made from scratch (``curve_figure`` of ``keep_k_view`` /
+    SVG curves are the ones drawn from curves made from scratch (``curve_svg`` of ``keep_k_view`` /
     ``mu_view``), every trace and marker."""
     from app_pages import _lens
-    from app_pages._curve_figure import curve_figure
+    from app_pages._curve_figure import curve_svg
     from engine.views.appstate import CacheKey
     from engine.views.truncation_view import best_k
 
@@ -51,11 +50,15 @@ def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, mon
         k_frame = keep_k_view(stack, reference, mu=mu, resamples=_lens.CURVE_RESAMPLES, seed=_lens.SEED)
         mu_frame = mu_view(stack, reference, k=k, mus=DEFAULT_MU_GRID, resamples=_lens.CURVE_RESAMPLES,
                            seed=_lens.SEED)
-        charts = at.get("plotly_chart")[:2]
-        for chart, frame, x, marker, title in ((charts[0], k_frame, "k", k, f"distance vs K (μ={mu:g})"),
-                                               (charts[1], mu_frame, "mu", mu, f"distance vs μ (K={k})")):
-            want = json.loads(curve_figure(frame, x, marker, title, "Spearman ρ distance",
-                                           best=best_k(k_frame)).to_json())
-            got = json.loads(chart.proto.spec)
-            assert got["data"] == want["data"], (move, x)
-            assert got["layout"]["shapes"] == want["layout"]["shapes"], (move, x)
+        charts = [read_curve(m.value) for m in at.markdown if "curve-svg" in m.value]
+        assert len(charts) == 2
+        for got, frame, x, marker, title in ((charts[0], k_frame, "k", k, f"distance vs K (μ={mu:g})"),
+                                             (charts[1], mu_frame, "mu", mu, f"distance vs μ (K={k})")):
+            assert got == read_curve(curve_svg(frame, x, marker, title, "Spearman ρ distance",
+                                               best=best_k(k_frame))), (move, x)
+            # ... and its markers carry the from-scratch numbers themselves, every row with a mean
+            rows = frame[frame["mean"].notna()]
+            assert [m["x"] for m in got["markers"]] == rows[x].astype(float).tolist(), (move, x)
+            assert [(m["mean"], m["lo"], m["hi"], m["point"]) for m in got["markers"]] == list(
+                rows[["mean", "ci_low", "ci_high", "point"]].itertuples(index=False, name=None)), (move, x)
+            assert got["setting"] == [float(marker)] and got["texts"][0] == title, (move, x)
