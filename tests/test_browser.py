@@ -142,6 +142,36 @@ def toolbar_labels(page) -> list[list[str]]:
     return found
 
 
+CURVES = """() => [...document.querySelectorAll('svg.curve-svg')].map(svg => {
+    const box = svg.getBoundingClientRect();
+    const col = svg.closest('[data-testid="stColumn"]').getBoundingClientRect();
+    const ticks = [...svg.querySelectorAll('.xtick, .ytick')].map(t => {
+        const r = t.getBoundingClientRect();
+        return {axis: t.getAttribute('class'), size: r.height, x: r.left, right: r.right, y: r.top,
+                bottom: r.bottom};
+    });
+    return {box: [box.left, box.right, box.width, box.height], col: [col.left, col.right, col.width], ticks,
+            markers: svg.querySelectorAll('circle.marker').length,
+            hovers: svg.querySelectorAll('circle.marker > title').length};
+})"""
+
+
+def curves_fit_their_columns(page) -> None:
+    """The Truncation page's two sensitivity curves (inline SVG, no Plotly) at 1280 px: each fills its
+    column's width and stays inside it, is at least 200 px high, every marker has its hover text, and the
+    tick labels are at least 9 px high on screen and do not overlap along their axis."""
+    curves = page.evaluate(CURVES)
+    assert len(curves) == 2, curves
+    for c in curves:
+        (left, right, width, height), (c_left, c_right, c_width) = c["box"], c["col"]
+        assert left >= c_left - 0.5 and right <= c_right + 0.5 and width >= 0.95 * c_width, c["box"]
+        assert height >= 200 and c["markers"] > 0 and c["hovers"] == c["markers"], c
+        for axis, lo, hi in (("xtick", "x", "right"), ("ytick", "y", "bottom")):
+            ticks = sorted((t for t in c["ticks"] if t["axis"] == axis), key=lambda t: t[lo])
+            assert len(ticks) >= 2 and min(t["size"] for t in ticks) >= 9, (axis, ticks)
+            assert all(b[lo] >= a[hi] for a, b in zip(ticks, ticks[1:], strict=False)), (axis, ticks)
+
+
 def every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_download(
         browser, server: str, folder: Path) -> None:
     """Two checks on one tour, each page opened by its own address (a full load, a new session):
@@ -167,6 +197,8 @@ def every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_dow
             page.wait_for_selector('[data-testid="stDataFrame"] canvas', timeout=60_000)
         wait_drawn(page)
         seen[name] = toolbar_labels(page)
+        if name == "truncation":
+            curves_fit_their_columns(page)
     page.close()
     assert len(seen["leaderboard"]) == 1 and sum(map(len, seen.values())) >= 4, seen
     assert all("Search" in labels for tables in seen.values() for labels in tables), seen
