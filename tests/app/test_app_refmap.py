@@ -65,7 +65,8 @@ def test_uploaded_dataset_has_reference_columns_curves_and_a_map_from_the_data_p
     trunc = at.switch_page("app_pages/2_truncation.py").run()
     assert_clean(trunc)
     assert not [i.value for i in trunc.info if "No sensitivity curves" in i.value]
-    assert len(trunc.get("plotly_chart")) == 2  # distance vs K and vs mu
+    assert [m.value.count('class="marker"') > 0 for m in trunc.markdown
+            if "curve-svg" in m.value] == [True, True]  # distance vs K and vs mu, drawn
 
     data = trunc.switch_page("app_pages/6_data.py").run()
     data.selectbox(key="refmap_pick").set_value("arena").run()
