@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from concurrent.futures import Future
 
@@ -40,7 +41,7 @@ selection, shared by its sessions) warm one item at a time, so warming never tak
 however many are open."""
 
 
-class WarmGrid:
+class WarmGrid(ABC):
     """Items (curves, boards) each made once, and a background thread making them ahead of the sliders.
 
     ``_make(item)`` (a subclass's) makes one item from its hashable key; ``_get`` makes it once (a second
@@ -117,8 +118,9 @@ class WarmGrid:
         assert fut is not None
         return fut.result()
 
-    def _make(self, item):  # pragma: no cover - every grid makes its own items
-        raise NotImplementedError
+    @abstractmethod
+    def _make(self, item):
+        """Make one item of the grid (a curve, a board): each grid says how."""
 
 
 class CurveGrid(WarmGrid):
