@@ -623,7 +623,7 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
         from app_pages._lbopen_cache import first_board_for
 
         return first_board_for(key, ranker, bootstrap, seed)
-    if keep_k is not None and ranker_object(ranker).counts:  # the kept graphs' board, shared by kept set
+    if keep_k is not None and _board_grid_applies(key, ranker):  # the kept graphs' board, shared by kept set
         return board_grid_for(key, ranker).board(ranker, keep_k, mu, bootstrap, seed)
     return app_leaderboard(
         slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
