@@ -24,7 +24,7 @@ concurrency 16 against one and two servers of 4 slots each (several comma-separa
 throughput doubles). Client CPU seconds per call are the bench process's own CPU time.
 
     python bench/judging.py local [--questions 2] [--chars 1000] [--max-tokens 16] \
-        [--budgets 1024,4096,16384] [--threads 1] [--rounds 1] [--device cpu|cuda]
+        [--budgets 1024,4096,16384] [--threads 1] [--rounds 1] [--device cpu|cuda] [--model FOLDER]
     python bench/judging.py openai [--delay 1.0]
     python bench/judging.py cli [--delay 0.5] [--concurrency 4,16,64] [--limit 4] [--repo OLD_CHECKOUT]
     python bench/judging.py memory --calls 40000 --prefill 900000 --concurrency 256 --protocols soft \
@@ -133,7 +133,8 @@ def run_local(args) -> list[dict]:
 
     from engine.judging.factory import make_backend
 
-    backend = make_backend("local", "smollm2", device=args.device, threads=args.threads)
+    backend = make_backend("local", args.model, device=args.device, threads=args.threads)
+    on_gpu = backend.device.startswith("cuda")
     cfg = ProtocolConfig.default()
     letters = cfg.soft.tag_map
     today_soft = replace(cfg.soft_decoding, logprob_tokens=tuple(sorted(letters)))  # max_tokens 3
@@ -178,9 +179,14 @@ def run_local(args) -> list[dict]:
     for rnd in range(args.rounds):
         for proto, name, reqs, fn in ways if rnd % 2 == 0 else list(reversed(ways)):
             backend.passes, backend.prefix_tokens_saved, backend.tokens_in = [], 0, 0
+            if on_gpu:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
             with PeakRSS() as mem:
                 start = time.perf_counter()
                 res = fn(reqs)
+                if on_gpu:
+                    torch.cuda.synchronize()
                 wall = time.perf_counter() - start
             row = {
                 "protocol": proto,
@@ -195,6 +201,7 @@ def run_local(args) -> list[dict]:
                 "max_pass_tokens": max((t for _, t in backend.passes), default=0),
                 "passes": len(backend.passes),
                 "peak_rss_mb": round(mem.peak / 2**20),
+                "gpu_peak_mb": round(torch.cuda.max_memory_allocated() / 2**20) if on_gpu else None,
                 "_res": res,
             }
             key = (proto, name)
@@ -221,7 +228,9 @@ def run_local(args) -> list[dict]:
             same = sum(a.text == b.text for a, b in zip(res, ref["swapped"], strict=True))
             r["same_winner"] = f"{same}/{len(res)} texts"
     meta = {
-        "device": torch.cuda.get_device_name(0) if backend.device.startswith("cuda") else "cpu",
+        "device": torch.cuda.get_device_name(0) if on_gpu else "cpu",
+        "model": backend.model,
+        "parameters": sum(p.numel() for p in backend.lm.parameters()),
         "dtype": backend.dtype,
         "threads": torch.get_num_threads(),
         "questions": args.questions,
@@ -638,6 +647,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--device")
+    ap.add_argument("--model", default="smollm2",
+                    help="local: smollm2 (the tests' GGUF) or a model folder (bench/random_judge_model.py)")
     ap.add_argument(
         "--delay", type=float, default=1.0, help="openai, cli: seconds per reply at the fake server"
     )
