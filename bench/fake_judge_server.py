@@ -109,4 +109,10 @@ if __name__ == "__main__":
     ap.add_argument("--slots", type=int, default=1000, help="replies worked on at once")
     ap.add_argument("--count-file", help="write the number of requests answered here every 0.2 s")
     a = ap.parse_args()
+    try:  # where installed, uvloop's event loop: about twice the replies per CPU second
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
     asyncio.run(serve(a.delay, a.slots, a.count_file))

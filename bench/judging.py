@@ -160,19 +160,17 @@ def run_local(args) -> list[dict]:
 
         return go
 
-    ways = [("soft", "today 1-by-1", soft_old, lambda rs: [backend._generate([r])[0] for r in rs])]
-    ways.append(("soft", "today bs 8", soft_old, lambda rs: today_batches(backend, rs, 8)))
+    today = not args.skip_today
+    ways = []
+    if today:
+        ways.append(("soft", "today 1-by-1", soft_old, lambda rs: [backend._generate([r])[0] for r in rs]))
+        ways.append(("soft", "today bs 8", soft_old, lambda rs: today_batches(backend, rs, 8)))
     ways += [("soft", f"budget {b} +prefix", soft_new, with_budget(b)) for b in budgets]
-    ways.append(
-        (
-            "soft",
-            f"budget {budgets[len(budgets) // 2]} no prefix",
-            soft_new,
-            with_budget(budgets[len(budgets) // 2], False),
-        )
-    )
-    ways.append(("swapped", "today 1-by-1", swapped, lambda rs: [backend._generate([r])[0] for r in rs]))
-    ways.append(("swapped", "today bs 8", swapped, lambda rs: today_batches(backend, rs, 8)))
+    no_prefix = budgets if args.skip_today else budgets[len(budgets) // 2 : len(budgets) // 2 + 1]
+    ways += [("soft", f"budget {b} no prefix", soft_new, with_budget(b, False)) for b in no_prefix]
+    if today:
+        ways.append(("swapped", "today 1-by-1", swapped, lambda rs: [backend._generate([r])[0] for r in rs]))
+        ways.append(("swapped", "today bs 8", swapped, lambda rs: today_batches(backend, rs, 8)))
     ways += [("swapped", f"budget {b}", swapped, with_budget(b)) for b in budgets]
 
     best: dict[tuple[str, str], dict] = {}
@@ -212,9 +210,12 @@ def run_local(args) -> list[dict]:
             if key not in best or row["seconds"] < best[key]["seconds"]:
                 best[key] = row
     rows = [best[(p, n)] for p, n, _, _ in ways]
-    ref = {p: best[(p, "today 1-by-1")]["_res"] for p in ("soft", "swapped")}
-    ref_p = soft_probs(ref["soft"], letters)
-    for r in rows:
+    if not today:  # no reference to compare with: speed only
+        for r in rows:
+            r.pop("_res")
+    ref = {p: best[(p, "today 1-by-1")]["_res"] for p in ("soft", "swapped")} if today else {}
+    ref_p = soft_probs(ref["soft"], letters) if today else []
+    for r in rows if today else []:
         res = r.pop("_res")
         base = best[(r["protocol"], "today 1-by-1")]["seconds"]
         r["speedup_vs_1by1"] = round(base / r["seconds"], 2)
@@ -646,6 +647,8 @@ def main() -> None:
     ap.add_argument("--budgets", default="1024,4096,16384")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--skip-today", action="store_true",
+                    help="local: only the budgeted ways (each budget with and without prefix reuse)")
     ap.add_argument("--device")
     ap.add_argument("--model", default="smollm2",
                     help="local: smollm2 (the tests' GGUF) or a model folder (bench/random_judge_model.py)")

@@ -66,7 +66,7 @@ class TransformersBackend:
         threads: int | None = None,
         dtype: str | None = None,
         token_budget: int | None = None,
-        prefix_cache: bool = True,
+        prefix_cache: bool | None = None,
         min_prefix: int = 16,
     ):
         try:
@@ -107,7 +107,11 @@ class TransformersBackend:
         self.token_budget = int(token_budget or (DEFAULT_BUDGET_GPU if on_gpu else DEFAULT_BUDGET_CPU))
         if self.token_budget < 1:
             raise LensError("The token budget must be at least 1 token.")
-        self.prefix_cache, self.min_prefix = bool(prefix_cache), int(min_prefix)
+        # Shared prefixes pay on the CPU, where compute is the bound; on a GPU each group's own prefix pass,
+        # cache copy and launches cost more than the tokens they save (an H100: soft passes 2.8-5x slower
+        # with reuse, docs/notes/gpu-34.md), so there the default is plain budgeted passes.
+        self.prefix_cache = (not on_gpu) if prefix_cache is None else bool(prefix_cache)
+        self.min_prefix = int(min_prefix)
         self.oom_splits = 0  # how often a pass was cut again after running out of GPU memory
         self.passes: list[tuple[int, int]] = []  # (rows, padded tokens) of every forward pass made
         self.prefix_tokens_saved = 0  # prompt tokens not recomputed thanks to a shared prefix
