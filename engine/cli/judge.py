@@ -104,7 +104,7 @@ def add_backend_args(
     g.add_argument(
         "--token-budget",
         type=int,
-        help="local backend: padded tokens per forward pass (default 1024 on cpu, 32768 on cuda)",
+        help="local backend: padded tokens per forward pass (default 1024 on cpu, 131072 on cuda)",
     )
     g.add_argument("--threads", type=int, help="local backend: CPU threads for torch (default: torch's)")
     g.add_argument("--concurrency", type=int, default=4, help="API requests in flight")

@@ -15,8 +15,9 @@ request into one token, since only the first step is read) is **one forward pass
 ``generate``: the logits after the prompt give the token, its top-k logprobs and the letters'
 logprobs. Prompts with a long common token prefix (the two presentation orders of a pair share the
 system prompt, the template head and the question; round-robin pairs with the same first answer
-share that too) compute the prefix once (``prefix_groups``) and continue it from its cached keys
-and values for every member. Every other request is generated with ``generate`` (left padding, one
+share that too) can compute the prefix once (``prefix_groups``) and continue it from its cached keys
+and values for every member: on by default on the CPU, where it saves compute, off on a GPU, where the
+extra passes cost more than they save. Every other request is generated with ``generate`` (left padding, one
 step per new token for the whole pass), budgeted the same way but without prefix reuse.
 
 When a request asks for ``top_logprobs``, the k most likely next tokens and their log-probabilities
@@ -46,7 +47,14 @@ from engine.judging.parsing import TOKEN_WRAPPING
 DTYPES = ("float32", "bfloat16", "float16")
 DEFAULT_BATCH_SIZE = 32  # requests per backend call (the runner stores each call's results together)
 DEFAULT_BUDGET_CPU = 1024  # padded tokens per pass on a CPU: as fast as larger ones here, less memory (notes)
-DEFAULT_BUDGET_GPU = 32768  # not measured on a GPU: no GPU was lent to this task
+DEFAULT_BUDGET_GPU = 131072  # an H100 with 135M and 1.4B models: best for generation (notes/gpu-34)
+
+
+def reuses_prefixes(device: str) -> bool:
+    """Whether shared prompt prefixes are computed once by default on ``device``: on the CPU, where compute
+    is the bound, yes; on a GPU no, since each group's own prefix pass, cache copy and extra launches cost
+    more than the tokens they save (an H100: soft passes 2.4-5x slower with reuse, docs/notes/gpu-34.md)."""
+    return not device.startswith("cuda")
 
 
 class TransformersBackend:
@@ -107,10 +115,7 @@ class TransformersBackend:
         self.token_budget = int(token_budget or (DEFAULT_BUDGET_GPU if on_gpu else DEFAULT_BUDGET_CPU))
         if self.token_budget < 1:
             raise LensError("The token budget must be at least 1 token.")
-        # Shared prefixes pay on the CPU, where compute is the bound; on a GPU each group's own prefix pass,
-        # cache copy and launches cost more than the tokens they save (an H100: soft passes 2.8-5x slower
-        # with reuse, docs/notes/gpu-34.md), so there the default is plain budgeted passes.
-        self.prefix_cache = (not on_gpu) if prefix_cache is None else bool(prefix_cache)
+        self.prefix_cache = reuses_prefixes(self.device) if prefix_cache is None else bool(prefix_cache)
         self.min_prefix = int(min_prefix)
         self.oom_splits = 0  # how often a pass was cut again after running out of GPU memory
         self.passes: list[tuple[int, int]] = []  # (rows, padded tokens) of every forward pass made
