@@ -228,17 +228,16 @@ class TransformersBackend:
         d = reqs[0].decoding
         eos_ids = self._eos_ids()
         watched = self.spellings(d.logprob_tokens)
+        toks, tops, letters = self._read_logits(logits, d.top_logprobs, list(watched.values()))
         out = []
         for i in range(n):
-            lp = self._torch.log_softmax(logits[i].float(), dim=-1)
-            tok = int(lp.argmax())
+            tok = toks[i]
             top = None
             if d.top_logprobs > 0:
-                vals, idx = lp.topk(d.top_logprobs)
                 top = (
                     {
-                        **{self._decode([int(j)]): float(v) for v, j in zip(vals, idx, strict=True)},
-                        **{t: float(self._torch.logsumexp(lp[w], dim=-1)) for t, w in watched.items()},
+                        **{self._decode([j]): v for v, j in tops[i]},
+                        **dict(zip(watched, letters[i], strict=True)),
                     },
                 )
             text = "" if tok in eos_ids else self._decode([tok], skip_special_tokens=True)
@@ -252,6 +251,31 @@ class TransformersBackend:
                 )
             )
         return out
+
+    def _read_logits(self, logits: list, k: int, watched: list[list[int]], rows: int = 256):
+        """Per row of next-token logits: the greedy token, the top ``k`` (log-probability, token id)
+        pairs and the log-sum-exp of each ``watched`` id group, as Python values. Rows go through the
+        softmax together (``rows`` at a time, bounding the memory of a wide vocabulary) and reach the CPU
+        in one copy per chunk: read row by row, each value was its own device round trip (an H100 spent
+        about 3 ms a request outside the model's pass, docs/notes/gpu-34.md; not yet measured with this).
+        Each row's numbers are its own log-softmax in float32, as before."""
+        torch = self._torch
+        toks: list[int] = []
+        tops: list[list[tuple[float, int]]] = []
+        letters: list[list[float]] = []
+        for at in range(0, len(logits), rows):
+            lp = torch.log_softmax(torch.stack(logits[at : at + rows]).float(), dim=-1)
+            toks += lp.argmax(dim=-1).tolist()
+            if k > 0:
+                vals, idx = lp.topk(k, dim=-1)
+                pairs = zip(vals.tolist(), idx.tolist(), strict=True)
+                tops += [list(zip(v, i, strict=True)) for v, i in pairs]
+                if watched:
+                    sums = torch.stack([torch.logsumexp(lp[:, w], dim=-1) for w in watched], dim=1)
+                    letters += sums.tolist()
+                else:
+                    letters += [[] for _ in range(lp.shape[0])]
+        return toks, tops, letters
 
     def _prefix_cache(self, prefix: list[int]):
         """The keys and values of ``prefix`` (one row), computed once for a group of prompts."""
