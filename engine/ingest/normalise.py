@@ -14,6 +14,7 @@ from engine.ingest.cells import (
     FREE_TEXTS,
     ID_COLUMNS,
     all_text,
+    arrow_memo,
     arrow_nulls,
     as_arrow,
     boolean_cells,
@@ -56,12 +57,20 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     one sentence joined by semicolons. Column at a time: text columns through Arrow, checks as
     boolean masks; only the sentences of rejected rows are built one by one.
     """
+    with arrow_memo():  # a column read by several checks is converted to Arrow once
+        return _normalise(raw, dataset, model_names, judge_names)
+
+
+def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None,
+               judge_names: Mapping[str, str] | None) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
+    """``normalise_rows`` inside its memo of Arrow conversions."""
     n = len(raw.line)
+    absent = [None] * n  # every column the file lacks is this one list (never changed here)
     reasons = np.array(list(raw.problem) + [None], dtype=object)[:-1]
     readable = is_none(reasons)
 
     def col(name: str) -> list:
-        return raw.cols.get(name) or [None] * n
+        return raw.cols.get(name) or absent
 
     def flag(bad: np.ndarray, text: str | Callable[..., str]) -> None:
         m = np.asarray(bad, dtype=bool) & readable
