@@ -5,6 +5,8 @@
 - Inside ``normalise_rows`` a list of cells is converted to Arrow once (``cells.arrow_memo``), where the
   boolean check, presence and the numbers each converted it.
 - ``name_suspects`` answers a column of printable ASCII names without its other passes.
+- The canonical frame's columns of one value (dataset, one file's name, no order, no explanation,
+  derived variant kinds) and the winners are made in Arrow: checked against the rules row by row.
 
 Each is checked by validating files whose columns are absent in some batches, sparse in others (one value
 in the last row), mixed in type (JSON booleans, text in number columns, NaN and infinite numbers) with the
@@ -18,6 +20,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -25,6 +28,8 @@ import pytest
 
 from engine.ingest import cells, normalise
 from engine.ingest.importer import validate_paths
+from engine.ingest.raw_rows import merge_raw
+from engine.ingest.verdicts import read_batches
 from tests.test_ingest_parquet_plain import _mixed_table, _report_rows, _same
 
 
@@ -118,3 +123,46 @@ def test_the_memo_converts_each_list_once_and_tells_lists_apart(monkeypatch):
         b[0] = 5.0  # not allowed inside; outside the memo the change is seen
     assert cells.any_arrow(b).to_pylist() == [5.0, 2.0, None]
     assert cells.any_arrow(a) is not cells.any_arrow(a)  # no memo outside
+
+
+def _plain(series) -> list:
+    """A frame column's cells as Python values, a missing one as None (Arrow-backed columns give NA)."""
+    return [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v
+            for v in series.tolist()]
+
+
+def test_columns_made_in_arrow_hold_what_a_row_by_row_reading_gives(tmp_path, monkeypatch):
+    """dataset, source_file, winner, order, variant_kind and explanation, made in Arrow where a batch
+    allows, against the rules read row by row: two files pooled in one batch (two file names), winners
+    of every spelling, bad and missing, order and variant kinds absent from one file and given in the
+    other."""
+    monkeypatch.setenv("LENS_IMPORT_BATCH_ROWS", "200")
+    spellings = ["A", " b ", "Tie", "tie  (bothbad)", "model_a", "error", "bogus", "", None, "1", "2.0"]
+    n = 60
+    base = {"prompt_id": [f"p{i}" for i in range(n)], "model_a": ["x"] * n, "model_b": ["y"] * n,
+            "winner": [spellings[i % len(spellings)] for i in range(n)], "variant": [i % 3 for i in range(n)]}
+    one, two = tmp_path / "one.parquet", tmp_path / "two.parquet"
+    pq.write_table(pa.table(base), one)
+    pq.write_table(pa.table({**base, "order": [["ab", None, "BA"][i % 3] for i in range(n)],
+                             "variant_kind": [[None, "paraphrase", "Original"][i % 3] for i in range(n)],
+                             "explanation": [["why", None][i % 2] for i in range(n)]}), two)
+    batches = []
+    for path in (one, two):
+        _, it = read_batches(str(path), path.name)
+        batches += list(it)
+    for raw in (batches[0], merge_raw(batches)):
+        frame, _, _ = normalise.normalise_rows(raw, "d", None, None)
+        m = len(raw.line)
+        assert _plain(frame["dataset"]) == ["d"] * m
+        assert _plain(frame["source_file"]) == list(raw.file)
+        words = [" ".join(str(w).lower().split()) if w is not None and str(w).strip() else None
+                 for w in raw.cols["winner"]]
+        assert _plain(frame["winner"]) == [normalise.WINNER_VALUES.get(w) if w else None for w in words]
+        order = raw.cols.get("order") or [None] * m
+        assert _plain(frame["order"]) == [None if o is None else o.upper() for o in order]
+        kinds = raw.cols.get("variant_kind") or [None] * m
+        derived = ["original" if v == 0 else "paraphrase" for v in raw.cols["variant"]]
+        expected = [k.lower() if k else d for k, d in zip(kinds, derived, strict=True)]
+        assert _plain(frame["variant_kind"]) == expected
+        assert _plain(frame["explanation"]) == list(raw.cols.get("explanation") or [None] * m)
+    assert len(set(merge_raw(batches).file)) == 2
