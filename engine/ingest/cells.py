@@ -5,6 +5,9 @@ cell by cell where it mixes types (the validation in ``engine.ingest.verdicts`` 
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +18,7 @@ import pyarrow.compute as pc
 from engine.ingest.csv_bulk import TextCells
 from engine.ingest.limits import INVISIBLE_RE, MARKS_ONLY_RE, MIXED_SCRIPT_RE
 from engine.ingest.raw_rows import TEXTS, cell_text
+from engine.style.given import all_none
 
 
 def winner_key(v: object) -> str | None:
@@ -43,6 +47,8 @@ def clean_text(cells: list) -> np.ndarray:
 
 def clean_arrow(cells: list) -> pa.Array:
     """``clean_text`` as an Arrow string array (the checks of lengths and characters read it as it is)."""
+    if _absent(cells):
+        return pa.nulls(len(cells), pa.string())
     try:
         arr = text_arrow(cells)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -61,14 +67,48 @@ def text_arrow(cells) -> pa.Array:
 
 
 def any_arrow(cells) -> pa.Array:
-    """Cells as an Arrow array of the type Arrow infers (a CSV column read in bulk: text)."""
+    """Cells as an Arrow array of the type Arrow infers (a CSV column read in bulk: text); inside
+    ``arrow_memo`` each column is converted once, however many checks read it."""
     if isinstance(cells, TextCells):
         return cells.arrow
-    return pa.array(cells, from_pandas=True)
+    memo = getattr(_MEMO, "arrays", None)
+    if memo is None:
+        return pa.array(cells, from_pandas=True)
+    hit = memo.get(id(cells))
+    if hit is not None and hit[0] is cells:
+        return hit[1]
+    arr = pa.array(cells, from_pandas=True)
+    memo[id(cells)] = (cells, arr)  # the cells are held, so their id names no other object meanwhile
+    return arr
+
+
+_MEMO = threading.local()
+
+
+@contextmanager
+def arrow_memo() -> Iterator[None]:
+    """Within: ``any_arrow`` converts each cell list once (a Parquet column of numbers, such as
+    tstamp, was converted three times per batch: the boolean check, presence and the numbers). The
+    caller must not change a list it reads inside; the memo is per thread (the app validates uploads
+    in several) and goes at the end."""
+    before = getattr(_MEMO, "arrays", None)
+    _MEMO.arrays = {}
+    try:
+        yield
+    finally:
+        _MEMO.arrays = before
+
+
+def _absent(cells) -> bool:
+    """Is the column one of cells that are all None (a column the file does not have)? Its checks are
+    then answered without converting a list of Nones to Arrow."""
+    return isinstance(cells, list) and len(cells) > 0 and all_none(cells)
 
 
 def free_text(cells: list) -> np.ndarray:
     """Free text (explanations, questions, answers) kept as written; blank or missing → None."""
+    if _absent(cells):
+        return np.full(len(cells), None, dtype=object)
     try:
         arr = text_arrow(cells)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -114,7 +154,7 @@ def boolean_cells(cells) -> np.ndarray | None:
     if isinstance(cells, TextCells) or not len(cells):
         return None
     try:
-        t = pa.array(cells, from_pandas=True).type
+        t = any_arrow(cells).type
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         t = None
     if t is not None and (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_null(t)):
@@ -140,6 +180,8 @@ def all_text(cells: list) -> bool:
 def cells_present(cells: list) -> np.ndarray:
     """Per cell: is there a value (not None, NaN or blank text)? A column of numbers is checked in
     bulk; text and mixed columns as ``clean_text`` sees them."""
+    if _absent(cells):
+        return np.zeros(len(cells), dtype=bool)
     try:
         arr = any_arrow(cells)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
@@ -202,10 +244,13 @@ def name_suspects(a) -> np.ndarray:
     if not len(a):
         return np.zeros(0, dtype=bool)
     arr = as_arrow(a)
+    printable = pc.ascii_is_printable(arr)
+    if pc.all(printable).as_py():  # printable ASCII throughout (nulls aside): nothing to suspect
+        return np.zeros(len(arr), dtype=bool)
     if pc.all(pc.string_is_ascii(arr)).as_py():
         # the common case: in ASCII only the controls (0x00-0x1f, 0x7f) can be suspect, exactly the
         # characters that are not printable (a test that costs a tenth of the pattern's)
-        hit = pc.invert(pc.ascii_is_printable(arr))
+        hit = pc.invert(printable)
     else:
         hit = pc.or_(pc.match_substring_regex(arr, INVISIBLE_RE),
                      pc.or_(pc.match_substring_regex(arr, MARKS_ONLY_RE),

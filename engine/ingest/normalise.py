@@ -8,12 +8,14 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.ingest.cells import (
     FREE_TEXTS,
     ID_COLUMNS,
     all_text,
+    arrow_memo,
     arrow_nulls,
     as_arrow,
     boolean_cells,
@@ -56,12 +58,20 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     one sentence joined by semicolons. Column at a time: text columns through Arrow, checks as
     boolean masks; only the sentences of rejected rows are built one by one.
     """
+    with arrow_memo():  # a column read by several checks is converted to Arrow once
+        return _normalise(raw, dataset, model_names, judge_names)
+
+
+def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None,
+               judge_names: Mapping[str, str] | None) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
+    """``normalise_rows`` inside its memo of Arrow conversions."""
     n = len(raw.line)
+    absent = [None] * n  # every column the file lacks is this one list (never changed here)
     reasons = np.array(list(raw.problem) + [None], dtype=object)[:-1]
     readable = is_none(reasons)
 
     def col(name: str) -> list:
-        return raw.cols.get(name) or [None] * n
+        return raw.cols.get(name) or absent
 
     def flag(bad: np.ndarray, text: str | Callable[..., str]) -> None:
         m = np.asarray(bad, dtype=bool) & readable
@@ -115,10 +125,14 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
         enc = pc.dictionary_encode(low)  # a handful of distinct spellings: map those, then take
         mapped = pd.Series(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object).map(WINNER_VALUES)
         words = np.append(mapped.astype(object).to_numpy(copy=True), np.array([None], object))
-        winner = words[pc.fill_null(enc.indices, len(enc.dictionary)).to_numpy(zero_copy_only=False)]
+        picks = pc.fill_null(enc.indices, len(enc.dictionary))
+        winner = words[picks.to_numpy(zero_copy_only=False)]
+        # the stored column taken in Arrow from the few words (unmapped ones are NaN: null)
+        winner_column = text_series(pa.array(words, type=pa.string(), from_pandas=True).take(picks))
     else:
         keys = pd.Series([winner_key(v) for v in wraw], dtype=object)
         winner = keys.map(WINNER_VALUES).astype(object).to_numpy(copy=True)
+        winner_column = None
     winner[is_none(winner)] = None
     wnull = arrow_nulls(warr)
     flag(wnull, "winner is empty")
@@ -141,11 +155,17 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
              f"{name} {cell_text(cells[i])} is larger than {INT_MAX:,}, the largest the store keeps")
         ints[name] = np.where(present & ok, np.nan_to_num(num), default).astype(np.int64)
 
-    order = pd.Series(values("order"), dtype=object).str.upper().to_numpy(copy=True)
-    order[is_none(order)] = None
+    if arrow["order"].null_count == n:  # no order given: nothing to check, a column of nulls to store
+        order = np.full(n, None, dtype=object)
+        order_column = text_series(pa.nulls(n, pa.string()))
+    else:
+        order = pd.Series(values("order"), dtype=object).str.upper().to_numpy(copy=True)
+        order[is_none(order)] = None
+        order_column = pd.Series(order, dtype=object)
     flag(~is_none(order) & ~np.isin(order, ["AB", "BA"]),
          lambda i: f"order {short_repr(values('order')[i])} is not AB or BA")
 
+    derived_kinds = arrow["variant_kind"].null_count == n
     vk = pd.Series(values("variant_kind"), dtype=object).str.lower().to_numpy(copy=True)
     vk[is_none(vk)] = None
     flag(
@@ -195,26 +215,39 @@ def normalise_rows(raw: RawRows, dataset: str, model_names: Mapping[str, str] | 
     style = given_counts(col, n, flag)
 
     frame = pd.DataFrame({
-        "dataset": pd.Series([dataset] * n, dtype=object),
+        # columns of one value, or of values Arrow already holds, are made in Arrow: the stage writes
+        # them as they are, without converting a Python string per row
+        "dataset": text_series(pa.repeat(pa.scalar(dataset, pa.string()), n)),
         "judge": text_series(arrow["judge"]),
         "prompt_id": text_series(arrow["prompt_id"]),
         "variant": pd.Series(ints["variant"], dtype=np.int64),
-        "variant_kind": pd.Series(vk, dtype=object),
+        "variant_kind": text_series(pc.if_else(pa.array(ints["variant"] == 0), "original", "paraphrase"))
+        if derived_kinds else pd.Series(vk, dtype=object),
         "turn": pd.Series(ints["turn"], dtype=np.int64),
         "category": text_series(arrow["category"]),
         "model_a": text_series(arrow["model_a"]),
         "model_b": text_series(arrow["model_b"]),
-        "winner": pd.Series(winner, dtype=object),
-        "order": pd.Series(order, dtype=object),
+        "winner": pd.Series(winner, dtype=object) if winner_column is None else winner_column,
+        "order": order_column,
         "prob_a": pd.Series(np.where(present, prob, np.nan), dtype=np.float64),
         "annotator": text_series(arrow["annotator"]),
-        "explanation": pd.Series(free["explanation"], dtype=object),
+        "explanation": text_series(pa.nulls(n, pa.string())) if is_none(free["explanation"]).all()
+        else pd.Series(free["explanation"], dtype=object),
         "battle_id": text_series(clean_arrow(col("battle_id"))),
         "tstamp": pd.Series(stamp.values, dtype=np.float64),
         "strength": pd.Series(strength, dtype="Float64").astype("Int64"),
-        "source_file": pd.Series(raw.file, dtype=object),
+        "source_file": _file_column(raw.file),
         "source_line": pd.Series(raw.line, dtype=np.int64),
         **{c: pd.Series(style[:, k], dtype=np.float64) for k, c in enumerate(STYLE_COLUMNS)},
     })
     texts = pd.DataFrame({c: pd.Series(free[c], dtype=object) for c in TEXTS})
     return frame, reasons, texts
+
+
+def _file_column(files: list) -> pd.Series:
+    """The rows' file names: one name repeated in Arrow when the batch is of one file (the usual case),
+    else the names as they are."""
+    n = len(files)
+    if isinstance(files, list) and n and isinstance(files[0], str) and files.count(files[0]) == n:
+        return text_series(pa.repeat(pa.scalar(files[0], pa.string()), n))
+    return pd.Series(files, dtype=object)

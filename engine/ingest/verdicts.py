@@ -173,7 +173,8 @@ class ReportBuilder:
         bad = ~is_none(reasons)
         self.n_rejected += int(bad.sum())
         self.n_good += int((~bad).sum())
-        self.n_invalid += int(((frame["winner"] == "invalid").to_numpy(dtype=bool) & ~bad).sum())
+        invalid = (frame["winner"] == "invalid").to_numpy(dtype=bool, na_value=False)  # rejected rows: null
+        self.n_invalid += int((invalid & ~bad).sum())
         if (~bad).any():
             self.good_batches += 1
             frame["seq"] = seq  # the row's position in the import (the stage files' order)

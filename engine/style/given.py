@@ -54,7 +54,7 @@ def given_counts(col: Callable[[str], Sequence], n: int, flag: Flag) -> np.ndarr
         out[:, k] = np.where(bad, np.nan, values)
         flag(bad, _reason_of(name, cells))
     meta = col(CONV_METADATA)
-    if not _all_none(meta):
+    if not all_none(meta):
         from_meta, problems = _conv_metadata(meta)
         has = np.isfinite(from_meta)
         out[has] = from_meta[has]
@@ -63,7 +63,7 @@ def given_counts(col: Callable[[str], Sequence], n: int, flag: Flag) -> np.ndarr
     return out
 
 
-def _all_none(cells: Sequence) -> bool:
+def all_none(cells: Sequence) -> bool:
     """Is every cell None (a column the file does not have)? A list is counted in C, a hundred times
     faster than a Python pass; a cell whose ``== None`` is no plain truth value (pandas' NA, an array)
     sends it back to the pass by identity."""
@@ -84,7 +84,7 @@ def _numbers(cells: Sequence) -> tuple[np.ndarray, np.ndarray]:
     """(value, bad) per cell: NaN and False where the cell is absent (None or blank text); bad where it
     is present but no finite, non-negative number. A numeric or all-text column is read in bulk."""
     n = len(cells)
-    if n == 0 or (isinstance(cells, list) and _all_none(cells)):
+    if n == 0 or (isinstance(cells, list) and all_none(cells)):
         return np.full(n, np.nan), np.zeros(n, dtype=bool)
     arr = _arrow(cells)
     if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
