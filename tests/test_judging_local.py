@@ -18,19 +18,23 @@ from engine.judging.runner import Runner
 
 
 def test_local_judge_end_to_end_on_mt_bench(smol, empty_store):
+    """One MT-Bench math prompt, one pair judged in both orders: 2 calls of up to 24 tokens, stored,
+    checked against a re-parse of their raw texts, then asked again and read from the cache. (Two
+    prompts until round 34: the same paths twice, at twice the CPU, 9.7 s against 4.8 s; the second
+    prompt's swapped pass only added a budget split, which the generation-pass tests check.)"""
     load_inputs(
         empty_store,
         "smol",
         "mt_bench",
         models=["alpaca-13b", "llama-13b"],
         categories=["math"],
-        limit_per_category=2,
+        limit_per_category=1,
     )
     cfg = ProtocolConfig.default(decoding=Decoding(max_tokens=24))
     rep = judge_run(empty_store, "smol", Runner(empty_store, smol), protocol="swapped", cfg=cfg, judge="smol")
-    assert (rep.pairs, rep.verdicts, rep.stats.made, rep.stats.failed) == (2, 4, 4, 0)
+    assert (rep.pairs, rep.verdicts, rep.stats.made, rep.stats.failed) == (1, 2, 2, 0)
     v = empty_store.verdicts("smol")
-    assert len(v) == 4 and set(v["order"]) == {"AB", "BA"}
+    assert len(v) == 2 and set(v["order"]) == {"AB", "BA"}
     calls = empty_store.cursor().execute("SELECT text, completion_tokens FROM judge_calls").df()
     assert set(calls["text"]) == set(v["explanation"])  # every raw text is kept with its verdict
     assert (calls["completion_tokens"] <= 24).all() and (calls["completion_tokens"] > 0).all()
@@ -44,7 +48,7 @@ def test_local_judge_end_to_end_on_mt_bench(smol, empty_store):
     rep2 = judge_run(
         empty_store, "smol", Runner(empty_store, smol), protocol="swapped", cfg=cfg, judge="smol"
     )
-    assert (rep2.stats.made, rep2.stats.cached) == (0, 4) and len(empty_store.verdicts("smol")) == 4
+    assert (rep2.stats.made, rep2.stats.cached) == (0, 2) and len(empty_store.verdicts("smol")) == 2
 
 
 def test_top_logprobs_match_a_plain_forward_pass(smol):
