@@ -19,6 +19,7 @@ import streamlit as st
 
 from app_pages._charts_last import stop
 from engine.errors import LensError
+from engine.foreground import foreground
 from engine.ingest.shipped import open_store
 from engine.judging.completeness import incomplete_sentences
 from engine.store.connection import (
@@ -105,10 +106,12 @@ def guarded_session(key: str = "busy_retry"):
     ``busy_notice`` instead of a traceback, a stray ``LensError`` with its sentence, a store file found
     damaged (``engine.store.connection.is_damaged_store``) with the sentence the command line gives and
     any other error with ``internal_error`` (never a traceback or a server path). ``key`` names the retry
-    button (one per caller)."""
+    button (one per caller). The run is foreground work (``engine.foreground``): the warming grids'
+    background threads pause while it runs, so a slider move's rerun does not share the interpreter with
+    them."""
     outcome = SessionOutcome()
     try:
-        with store_session():
+        with foreground(), store_session():
             yield outcome
     except StoreBusy as exc:
         outcome.busy = True

@@ -58,6 +58,7 @@ from engine.graphs.truncation import (
     keep_k_scores,
     keep_pool,
 )
+from engine.foreground import checkpoint
 from engine.rankers.base import single_thread_blas
 from engine.ranking.distances import DISTANCES, distances_for_scores
 from engine.ranking.reference import common_models, reference_of, reference_ranks
@@ -250,6 +251,7 @@ def _evaluate(
         bad[:start] = (~convs[:start]).reshape(start, G, 1 + R).sum(axis=2)
     prev = chain_fits[start - 1] if start else None
     for xi in range(X):
+        checkpoint()  # a background curve (the app's warming) pauses here for a slider move's rerun
         if xi < start:
             for gi, kept in enumerate(kept_sets[xi]):
                 n_kept[xi, gi], n_draw[xi, gi] = kept.size, draw_size(k_of[xi], kept.size, draw_fraction)
