@@ -48,6 +48,7 @@ from engine.errors import LensError
 from engine.experiments.batch_fits import bt_scores_info, flat_matrices
 from engine.experiments.draws import DEFAULT_SEED, by_key, check_seed, keep_draw_uniforms, keep_draw_weights
 from engine.experiments.protocols import MACRO, category_positions, rated_columns
+from engine.foreground import checkpoint
 from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
 from engine.graphs.truncation import (
@@ -58,7 +59,6 @@ from engine.graphs.truncation import (
     keep_k_scores,
     keep_pool,
 )
-from engine.foreground import checkpoint
 from engine.rankers.base import single_thread_blas
 from engine.ranking.distances import DISTANCES, distances_for_scores
 from engine.ranking.reference import common_models, reference_of, reference_ranks
