@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app_pages._curve_figure import curve_svg
+from app_pages._curve_figure import curve_svg, setting_svg
 from app_pages._lens import (
     B_DEFAULT,
     CURVE_RESAMPLES,
@@ -180,8 +180,12 @@ def _sliders_and_results() -> None:
             (cols[0], k_frame, "k", keep_k, f"distance vs K (μ={mu:g})"),
             (cols[1], mu_frame, "mu", mu, f"distance vs μ (K={keep_k})"),
         ):
-            # inline SVG (st.html strips SVG: its DOMPurify keeps HTML only); titles are escaped
-            col.markdown(curve_svg(frame, x, marker, title, metric, best=k_best), unsafe_allow_html=True)
+            # inline SVG (st.html strips SVG: its DOMPurify keeps HTML only); titles are escaped. The
+            # setting's line is its own small element over the curve: a move of the other slider leaves the
+            # curve's markup as it was, and the browser does not redraw it
+            col.markdown(curve_svg(frame, x, marker, title, metric, best=k_best, setting=False),
+                         unsafe_allow_html=True)
+            col.markdown(setting_svg(frame, x, marker, best=k_best), unsafe_allow_html=True)
         st.caption(
             "Paper 000's protocol, whatever the sidebar's ranker: half-tie Bradley–Terry on the kept "
             "graphs, "
