@@ -152,17 +152,18 @@ CURVES = """() => [...document.querySelectorAll('svg.curve-svg')].map(svg => {
     });
     // the setting's overlay (drawn as the next element of the column) and what a pointer on a marker hits
     const over = svg.closest('[data-testid="stColumn"]').querySelector('svg.curve-setting');
-    const o = over ? over.getBoundingClientRect() : null;
     const m = svg.querySelectorAll('circle.marker');
     const probe = m[Math.floor(m.length / 2)];
     probe.scrollIntoView({block: 'center'});
+    const o = over ? over.getBoundingClientRect() : null;
     const r = probe.getBoundingClientRect();
     const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
     const now = svg.getBoundingClientRect();
     return {box: [box.left, box.right, box.width, box.height], col: [col.left, col.right, col.width], ticks,
             markers: m.length, hovers: svg.querySelectorAll('circle.marker > title').length,
             over: o ? [o.left - now.left, o.top - now.top, o.width, o.height] : null,
-            hit: hit === probe};
+            hit: hit && svg.contains(hit) && hit.matches('circle.marker') ? 'marker'
+                : (hit ? hit.outerHTML.slice(0, 160) : null)};
 })"""
 
 
@@ -181,7 +182,7 @@ def curves_fit_their_columns(page) -> None:
         # pointer passes through it to the markers' hover texts
         assert c["over"] is not None and all(abs(a - b) <= 0.5 for a, b in zip(
             c["over"], [0, 0, width, height], strict=True)), c["over"]
-        assert c["hit"], "a marker under the setting's overlay is not what the pointer hits"
+        assert c["hit"] == "marker", c["hit"]  # a marker under the overlay is what the pointer hits
         for axis, lo, hi in (("xtick", "x", "right"), ("ytick", "y", "bottom")):
             ticks = sorted((t for t in c["ticks"] if t["axis"] == axis), key=lambda t: t[lo])
             assert len(ticks) >= 2 and min(t["size"] for t in ticks) >= 9, (axis, ticks)
