@@ -4,7 +4,10 @@
 Why not Plotly: the browser's drawing of the page's two Plotly figures was ~100 ms of every slider move
 (docs/notes/lead-33.md, "Slider round trips"); an inline SVG paints in about a millisecond. The geometry
 (data -> pixel mapping, ticks) is the pure ``curve_axes`` so tests can check it against the closed form;
-every marker carries its row's numbers as ``data-`` attributes and a hover ``<title>``."""
+every marker carries its row's numbers as ``data-`` attributes and a hover ``<title>``. The slider's
+setting (a red line) is drawn by ``setting_svg`` as a separate element over the curve: a move of the
+other slider then re-sends the curve's markup unchanged and the browser does not redraw it (a pooled
+vicuna80 keep-K curve is ~176 kB of markup, 480 markers)."""
 
 from __future__ import annotations
 
@@ -127,8 +130,9 @@ def _vline(ax: CurveAxes, at: float, dash: str, colour: str, cls: str) -> str:
 
 SETTING_LIFT = "calc(-100% * 290 / 420 - 1.5rem)"
 """How far ``setting_svg`` is lifted onto the curve drawn just above it in the same column: the curve's
-height (its width × HEIGHT / WIDTH; a percentage margin is of the width) and the gap between two of
-Streamlit's elements (1rem). tests/test_browser.py checks the two boxes coincide in Chromium."""
+height (its width × HEIGHT / WIDTH; a percentage margin is of the width) and the space Streamlit leaves
+between the two elements (1.5rem, measured in Chromium: the elements' gap and the curve's paragraph).
+tests/test_browser.py checks that the two boxes coincide at 1280 px."""
 
 
 def setting_svg(frame: pd.DataFrame, x: str, marker: float, best: int = 0) -> str:
