@@ -714,6 +714,20 @@ def mu_curve_for(key: CacheKey, keep_k: int):
     return curve_grid_for(key).mu_frame(keep_k)
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def curve_markup_for(key: CacheKey, x: str, at: float, title: str, metric: str, best: int) -> str:
+    """The Truncation page's drawing of one sensitivity curve without its setting line
+    (``app_pages._curve_figure.curve_svg``, ``setting=False``): the keep-K curve at μ = ``at`` (``x`` "k")
+    or the μ curve at K = ``at`` (``x`` "mu"). Kept per curve: the markup does not depend on the sliders'
+    setting (the red line is ``setting_svg``'s), and a pooled vicuna80 keep-K curve is ~176 kB of it,
+    ~10 ms of a move's CPU to rebuild. The setting passed to ``curve_svg`` is the curve's first x, inside
+    its range like every slider value, so the axes are the ones the slider's setting gives."""
+    from app_pages._curve_figure import curve_svg
+
+    frame = keep_k_curve_for(key, float(at)) if x == "k" else mu_curve_for(key, int(at))
+    return curve_svg(frame, x, float(frame[x].iloc[0]), title, metric, best=best, setting=False)
+
+
 def warm_curves_for(key: CacheKey, keep_k: int, mu: float, k_max: int, mus) -> None:
     """Have the selection's curve grid make the curves around (``keep_k``, ``mu``) in the background, so
     the next slider move finds them made (``engine.views.curve_grid.CurveGrid.warm``)."""
