@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app_pages._curve_figure import curve_svg
+from app_pages._curve_figure import setting_svg
 from app_pages._lens import (
     B_DEFAULT,
     CURVE_RESAMPLES,
@@ -16,6 +16,7 @@ from app_pages._lens import (
     bootstrap_note,
     column_picker,
     current,
+    curve_markup_for,
     guarded_session,
     intervals_follow,
     keep_k_curve_for,
@@ -176,12 +177,15 @@ def _sliders_and_results() -> None:
         k_best = best_k(k_frame)
         metric = "Spearman ρ distance"
         cols = st.columns(2)
-        for col, frame, x, marker, title in (
-            (cols[0], k_frame, "k", keep_k, f"distance vs K (μ={mu:g})"),
-            (cols[1], mu_frame, "mu", mu, f"distance vs μ (K={keep_k})"),
+        for col, frame, x, at, marker, title in (
+            (cols[0], k_frame, "k", float(mu), keep_k, f"distance vs K (μ={mu:g})"),
+            (cols[1], mu_frame, "mu", int(keep_k), mu, f"distance vs μ (K={keep_k})"),
         ):
-            # inline SVG (st.html strips SVG: its DOMPurify keeps HTML only); titles are escaped
-            col.markdown(curve_svg(frame, x, marker, title, metric, best=k_best), unsafe_allow_html=True)
+            # inline SVG (st.html strips SVG: its DOMPurify keeps HTML only); titles are escaped. The
+            # setting's line is its own small element over the curve: a move of the other slider leaves the
+            # curve's markup as it was (made once per curve), and the browser does not redraw it
+            col.markdown(curve_markup_for(ch.key, x, at, title, metric, k_best), unsafe_allow_html=True)
+            col.markdown(setting_svg(frame, x, marker, best=k_best), unsafe_allow_html=True)
         st.caption(
             "Paper 000's protocol, whatever the sidebar's ranker: half-tie Bradley–Terry on the kept "
             "graphs, "

@@ -4,7 +4,10 @@
 Why not Plotly: the browser's drawing of the page's two Plotly figures was ~100 ms of every slider move
 (docs/notes/lead-33.md, "Slider round trips"); an inline SVG paints in about a millisecond. The geometry
 (data -> pixel mapping, ticks) is the pure ``curve_axes`` so tests can check it against the closed form;
-every marker carries its row's numbers as ``data-`` attributes and a hover ``<title>``."""
+every marker carries its row's numbers as ``data-`` attributes and a hover ``<title>``. The slider's
+setting (a red line) is drawn by ``setting_svg`` as a separate element over the curve: a move of the
+other slider then re-sends the curve's markup unchanged and the browser does not redraw it (a pooled
+vicuna80 keep-K curve is ~176 kB of markup, 480 markers)."""
 
 from __future__ import annotations
 
@@ -119,13 +122,41 @@ def _path(ax: CurveAxes, xs: np.ndarray, ys: np.ndarray) -> str:
                     for a, b in _runs(ok))
 
 
-def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_title: str, best: int = 0) -> str:
+def _vline(ax: CurveAxes, at: float, dash: str, colour: str, cls: str) -> str:
+    xp = _fmt(ax.px(at))
+    return (f'<line class="{cls}" data-at="{float(at)!r}" x1="{xp}" x2="{xp}" y1="{ax.top}" '
+            f'y2="{ax.bottom}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="{dash}"/>')
+
+
+SETTING_LIFT = "calc(-100% * 290 / 420 - 1.5rem)"
+"""How far ``setting_svg`` is lifted onto the curve drawn just above it in the same column: the curve's
+height (its width × HEIGHT / WIDTH; a percentage margin is of the width) and the space Streamlit leaves
+between the two elements (1.5rem, measured in Chromium: the elements' gap and the curve's paragraph).
+tests/test_browser.py checks that the two boxes coincide at 1280 px."""
+
+
+def setting_svg(frame: pd.DataFrame, x: str, marker: float, best: int = 0) -> str:
+    """The slider's setting on ``curve_svg(frame, x, marker, ..., best=best, setting=False)``: the same
+    viewBox and axes holding only the dashed red line at ``marker``, lifted over that curve (it is drawn as
+    the next element of the same column) and transparent to the pointer (the markers' hover texts stay
+    reachable). A move of the other slider changes this small element only, not the curve's markup: the
+    browser then redraws a line, not the curve (a pooled keep-K curve is ~480 markers)."""
+    ax = curve_axes(frame, x, marker, best)
+    return (f'<div style="position:relative;margin-top:{SETTING_LIFT};pointer-events:none">'
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="curve-setting" '
+            f'data-x="{x}" aria-hidden="true" style="width:100%;height:auto;display:block">'
+            + _vline(ax, marker, "6,4", CURVE_COLOURS["setting"], "setting") + "</svg></div>")
+
+
+def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_title: str, best: int = 0,
+              setting: bool = True) -> str:
     """One sensitivity curve as an inline SVG string: the band ``ci_low``…``ci_high`` (blue fill), the
     ``mean`` over draws (blue line with markers, each with a hover ``<title>`` and its row's numbers as
     ``data-`` attributes), the ``point`` fit (dotted grey), a dashed red line at the slider's ``marker``
     and, on the keep-K curve (``x == "k"``), a dotted green line at ``best`` labelled ``best K = …`` and a
     legend. ``x``: ``"k"`` (linear axis) or ``"mu"`` (log axis, ticks at the decades). The title and axis
-    titles are escaped."""
+    titles are escaped. ``setting=False``: without the red line (the page draws it over the curve with
+    ``setting_svg``, so the curve's markup stays the same while the other slider moves)."""
     ax = curve_axes(frame, x, marker, best)
     xs = frame[x].to_numpy(dtype=np.float64)
     mean, low, high, point = (frame[c].to_numpy(dtype=np.float64)
@@ -175,14 +206,11 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
                    f'data-point="{float(point[i])!r}">'
                    f'<title>{escape(hover)}</title></circle>')
 
-    def vline(at: float, dash: str, colour: str, cls: str) -> str:
-        xp = _fmt(ax.px(at))
-        return (f'<line class="{cls}" data-at="{float(at)!r}" x1="{xp}" x2="{xp}" y1="{ax.top}" '
-                f'y2="{ax.bottom}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="{dash}"/>')
 
-    out.append(vline(marker, "6,4", CURVE_COLOURS["setting"], "setting"))
+    if setting:
+        out.append(_vline(ax, marker, "6,4", CURVE_COLOURS["setting"], "setting"))
     if x == "k":
-        out.append(vline(best, "2,3", CURVE_COLOURS["best"], "best"))
+        out.append(_vline(ax, best, "2,3", CURVE_COLOURS["best"], "best"))
         out.append(f'<text x="{_fmt(ax.px(best) + 4)}" y="{ax.top + 12}" font-family="sans-serif" '
                    f'font-size="11" fill="{CURVE_COLOURS["best"]}">best K = {int(best)}</text>')
         ly = HEIGHT - 12

@@ -19,6 +19,7 @@ import streamlit as st
 
 from app_pages._charts_last import stop
 from engine.errors import LensError
+from engine.foreground import foreground
 from engine.ingest.shipped import open_store
 from engine.judging.completeness import incomplete_sentences
 from engine.store.connection import (
@@ -105,10 +106,12 @@ def guarded_session(key: str = "busy_retry"):
     ``busy_notice`` instead of a traceback, a stray ``LensError`` with its sentence, a store file found
     damaged (``engine.store.connection.is_damaged_store``) with the sentence the command line gives and
     any other error with ``internal_error`` (never a traceback or a server path). ``key`` names the retry
-    button (one per caller)."""
+    button (one per caller). The run is foreground work (``engine.foreground``): the warming grids'
+    background threads pause while it runs, so a slider move's rerun does not share the interpreter with
+    them."""
     outcome = SessionOutcome()
     try:
-        with store_session():
+        with foreground(), store_session():
             yield outcome
     except StoreBusy as exc:
         outcome.busy = True
@@ -709,6 +712,20 @@ def mu_curve_for(key: CacheKey, keep_k: int):
     """Spearman distance to the reference against μ at this K (paper protocol: half-tie BT), from the
     selection's curve grid (``engine.views.truncation_view.mu_view``'s frame)."""
     return curve_grid_for(key).mu_frame(keep_k)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def curve_markup_for(key: CacheKey, x: str, at: float, title: str, metric: str, best: int) -> str:
+    """The Truncation page's drawing of one sensitivity curve without its setting line
+    (``app_pages._curve_figure.curve_svg``, ``setting=False``): the keep-K curve at μ = ``at`` (``x`` "k")
+    or the μ curve at K = ``at`` (``x`` "mu"). Kept per curve: the markup does not depend on the sliders'
+    setting (the red line is ``setting_svg``'s), and a pooled vicuna80 keep-K curve is ~176 kB of it,
+    ~10 ms of a move's CPU to rebuild. The setting passed to ``curve_svg`` is the curve's first x, inside
+    its range like every slider value, so the axes are the ones the slider's setting gives."""
+    from app_pages._curve_figure import curve_svg
+
+    frame = keep_k_curve_for(key, float(at)) if x == "k" else mu_curve_for(key, int(at))
+    return curve_svg(frame, x, float(frame[x].iloc[0]), title, metric, best=best, setting=False)
 
 
 def warm_curves_for(key: CacheKey, keep_k: int, mu: float, k_max: int, mus) -> None:

@@ -44,3 +44,16 @@ def read_curve(svg: str) -> dict:
         "best": [float(e.get("data-at")) for e in els if e.get("class") == "best"],
         "xticks": texts("xtick"), "yticks": texts("ytick"), "texts": texts(None),
     }
+
+
+def read_setting(markup: str) -> dict:
+    """The setting's overlay (``app_pages._curve_figure.setting_svg``) parsed as XML: the wrapper's style
+    (how it is lifted onto the curve), the SVG's viewBox and x, and each red line's data-at and pixel
+    column."""
+    wrapper = ET.fromstring(markup)
+    svg = wrapper.find(f"{NS}svg")
+    assert svg is not None and svg.get("class") == "curve-setting", markup[:200]
+    lines = [e for e in svg.iter() if e.get("class") == "setting"]
+    return {"style": wrapper.get("style"), "viewBox": svg.get("viewBox"), "x": svg.get("data-x"),
+            "setting": [float(e.get("data-at")) for e in lines], "x1": [float(e.get("x1")) for e in lines],
+            "elements": len(list(svg.iter())) - 1}

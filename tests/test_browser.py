@@ -150,22 +150,39 @@ CURVES = """() => [...document.querySelectorAll('svg.curve-svg')].map(svg => {
         return {axis: t.getAttribute('class'), size: r.height, x: r.left, right: r.right, y: r.top,
                 bottom: r.bottom};
     });
+    // the setting's overlay (drawn as the next element of the column) and what a pointer on a marker hits
+    const over = svg.closest('[data-testid="stColumn"]').querySelector('svg.curve-setting');
+    const m = svg.querySelectorAll('circle.marker');
+    const probe = m[Math.floor(m.length / 2)];
+    probe.scrollIntoView({block: 'center'});
+    const o = over ? over.getBoundingClientRect() : null;
+    const r = probe.getBoundingClientRect();
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    const now = svg.getBoundingClientRect();
     return {box: [box.left, box.right, box.width, box.height], col: [col.left, col.right, col.width], ticks,
-            markers: svg.querySelectorAll('circle.marker').length,
-            hovers: svg.querySelectorAll('circle.marker > title').length};
+            markers: m.length, hovers: svg.querySelectorAll('circle.marker > title').length,
+            over: o ? [o.left - now.left, o.top - now.top, o.width, o.height] : null,
+            hit: hit && svg.contains(hit) && hit.matches('circle.marker') ? 'marker'
+                : (hit ? hit.outerHTML.slice(0, 160) : null)};
 })"""
 
 
 def curves_fit_their_columns(page) -> None:
     """The Truncation page's two sensitivity curves (inline SVG, no Plotly) at 1280 px: each fills its
     column's width and stays inside it, is at least 200 px high, every marker has its hover text, and the
-    tick labels are at least 9 px high on screen and do not overlap along their axis."""
+    tick labels are at least 9 px high on screen and do not overlap along their axis; the setting's red line
+    (its own element, ``setting_svg``) covers the curve's box exactly and lets the pointer through."""
     curves = page.evaluate(CURVES)
     assert len(curves) == 2, curves
     for c in curves:
         (left, right, width, height), (c_left, c_right, c_width) = c["box"], c["col"]
         assert left >= c_left - 0.5 and right <= c_right + 0.5 and width >= 0.95 * c_width, c["box"]
         assert height >= 200 and c["markers"] > 0 and c["hovers"] == c["markers"], c
+        # the setting's line lies on the curve's own box (the same viewBox, so the same pixels), and the
+        # pointer passes through it to the markers' hover texts
+        assert c["over"] is not None and all(abs(a - b) <= 0.5 for a, b in zip(
+            c["over"], [0, 0, width, height], strict=True)), c["over"]
+        assert c["hit"] == "marker", c["hit"]  # a marker under the overlay is what the pointer hits
         for axis, lo, hi in (("xtick", "x", "right"), ("ytick", "y", "bottom")):
             ticks = sorted((t for t in c["ticks"] if t["axis"] == axis), key=lambda t: t[lo])
             assert len(ticks) >= 2 and min(t["size"] for t in ticks) >= 9, (axis, ticks)

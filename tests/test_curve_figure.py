@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from curve_svg_read import read_curve
+from curve_svg_read import read_curve, read_setting
 
-from app_pages._curve_figure import curve_svg
+from app_pages._curve_figure import HEIGHT, SETTING_LIFT, WIDTH, curve_svg, setting_svg
 from engine.views.truncation_view import best_k, y_range
 
 
@@ -112,3 +112,25 @@ def test_titles_are_escaped_and_the_svg_scales_with_its_column():
     got = read_curve(svg)  # valid XML
     assert got["texts"][0] == nasty and got["texts"][2] == nasty
     assert got["root"]["viewBox"].startswith("0 0 ") and "width:100%" in got["root"]["style"]
+
+
+@pytest.mark.parametrize("x,n,seed,flat,marker,nan_at", CASES)
+def test_the_setting_overlay_is_the_curves_own_red_line_and_the_curve_stays_the_same_markup(
+        x, n, seed, flat, marker, nan_at):
+    """The page draws ``curve_svg(..., setting=False)`` and ``setting_svg`` over it: together they are the
+    whole curve (the same red line, at the same pixel of the same viewBox), and the curve's markup does not
+    depend on the setting within the frame's range (a move of the other slider re-sends the same markup,
+    which the browser does not redraw)."""
+    frame = curve(x, n, seed, flat, nan_at)
+    k_best = best_k(frame) if x == "k" else 0
+    whole = read_curve(curve_svg(frame, x, marker, "t", "y", best=k_best))
+    bare = curve_svg(frame, x, marker, "t", "y", best=k_best, setting=False)
+    assert read_curve(bare) == {**whole, "setting": []}
+    over = read_setting(setting_svg(frame, x, marker, best=k_best))
+    assert over["setting"] == whole["setting"] == [float(marker)] and over["x"] == x
+    assert over["viewBox"] == whole["root"]["viewBox"] == f"0 0 {WIDTH} {HEIGHT}" and over["elements"] == 1
+    left, right, _, _ = whole["plot"]
+    assert over["x1"] == [round(pixel(marker, whole["x_lo"], whole["x_hi"], left, right, x == "mu"), 2)]
+    assert f"margin-top:{SETTING_LIFT}" in over["style"] and "pointer-events:none" in over["style"]
+    others = frame[x].iloc[[0, -1]].tolist()  # the other settings the slider can take: the same curve markup
+    assert all(curve_svg(frame, x, o, "t", "y", best=k_best, setting=False) == bare for o in others)

@@ -48,6 +48,7 @@ from engine.errors import LensError
 from engine.experiments.batch_fits import bt_scores_info, flat_matrices
 from engine.experiments.draws import DEFAULT_SEED, by_key, check_seed, keep_draw_uniforms, keep_draw_weights
 from engine.experiments.protocols import MACRO, category_positions, rated_columns
+from engine.foreground import checkpoint
 from engine.graphs.key_order import key_rank
 from engine.graphs.stack import GraphStack
 from engine.graphs.truncation import (
@@ -250,6 +251,7 @@ def _evaluate(
         bad[:start] = (~convs[:start]).reshape(start, G, 1 + R).sum(axis=2)
     prev = chain_fits[start - 1] if start else None
     for xi in range(X):
+        checkpoint()  # a background curve (the app's warming) pauses here for a slider move's rerun
         if xi < start:
             for gi, kept in enumerate(kept_sets[xi]):
                 n_kept[xi, gi], n_draw[xi, gi] = kept.size, draw_size(k_of[xi], kept.size, draw_fraction)

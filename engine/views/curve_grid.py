@@ -23,6 +23,8 @@ from concurrent.futures import Future
 
 import pandas as pd
 
+from engine.foreground import background, checkpoint, waiting
+
 KEEP_K_REACH = 8
 """How many K on each side of the keep-K slider's value ``CurveGrid.warm`` makes the μ curves of (~50 ms
 of CPU each on vicuna80): a reader stepping K with the keyboard finds them made."""
@@ -82,8 +84,13 @@ class WarmGrid(ABC):
             thread.join(timeout)
 
     def _run(self) -> None:
+        with background():  # pauses for the page's runs (``engine.foreground``): a move's rerun goes first
+            self._work()
+
+    def _work(self) -> None:
         try:
             while True:
+                checkpoint()
                 with self._lock:
                     while self._plan and self._plan[0] in self._made:
                         self._plan.pop(0)
@@ -116,6 +123,9 @@ class WarmGrid(ABC):
                 fut.set_exception(exc)
                 raise
         assert fut is not None
+        if not fut.done():  # made by another thread (the warming one): it must not pause while we wait
+            with waiting():
+                return fut.result()
         return fut.result()
 
     @abstractmethod

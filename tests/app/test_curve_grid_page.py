@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from apphelpers import assert_clean, new_app
-from curve_svg_read import read_curve
+from curve_svg_read import read_curve, read_setting
 
 from engine.experiments.curves import DEFAULT_MU_GRID
 from engine.graphs.buckets import build_buckets
@@ -24,7 +24,7 @@ def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, mon
     SVG curves are the ones drawn from curves made from scratch (``curve_svg`` of ``keep_k_view`` /
     ``mu_view``), every trace and marker."""
     from app_pages import _lens
-    from app_pages._curve_figure import curve_svg
+    from app_pages._curve_figure import curve_svg, setting_svg
     from engine.views.appstate import CacheKey
     from engine.views.truncation_view import best_k
 
@@ -51,14 +51,20 @@ def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, mon
         mu_frame = mu_view(stack, reference, k=k, mus=DEFAULT_MU_GRID, resamples=_lens.CURVE_RESAMPLES,
                            seed=_lens.SEED)
         charts = [read_curve(m.value) for m in at.markdown if "curve-svg" in m.value]
-        assert len(charts) == 2
-        for got, frame, x, marker, title in ((charts[0], k_frame, "k", k, f"distance vs K (μ={mu:g})"),
-                                             (charts[1], mu_frame, "mu", mu, f"distance vs μ (K={k})")):
-            assert got == read_curve(curve_svg(frame, x, marker, title, "Spearman ρ distance",
-                                               best=best_k(k_frame))), (move, x)
+        overlays = [read_setting(m.value) for m in at.markdown if "curve-setting" in m.value]
+        assert len(charts) == 2 and len(overlays) == 2
+        for got, over, frame, x, marker, title in (
+                (charts[0], overlays[0], k_frame, "k", k, f"distance vs K (μ={mu:g})"),
+                (charts[1], overlays[1], mu_frame, "mu", mu, f"distance vs μ (K={k})")):
+            # the curve without its setting, and the setting's line drawn over it, the whole curve's own
+            whole = read_curve(curve_svg(frame, x, marker, title, "Spearman ρ distance",
+                                         best=best_k(k_frame)))
+            assert got == {**whole, "setting": []}, (move, x)
+            assert over == read_setting(setting_svg(frame, x, marker, best=best_k(k_frame))), (move, x)
+            assert over["setting"] == whole["setting"] and over["x"] == x, (move, x)
             # ... and its markers carry the from-scratch numbers themselves, every row with a mean
             rows = frame[frame["mean"].notna()]
             assert [m["x"] for m in got["markers"]] == rows[x].astype(float).tolist(), (move, x)
             assert [(m["mean"], m["lo"], m["hi"], m["point"]) for m in got["markers"]] == list(
                 rows[["mean", "ci_low", "ci_high", "point"]].itertuples(index=False, name=None)), (move, x)
-            assert got["setting"] == [float(marker)] and got["texts"][0] == title, (move, x)
+            assert over["setting"] == [float(marker)] and got["texts"][0] == title, (move, x)
