@@ -1,0 +1,85 @@
+"""The server's head start: the modules the app's first script run imports, imported while the browser is
+still loading Streamlit's frontend.
+
+``streamlit run app.py`` serves app.py's ``st.App`` (Streamlit 1.67 finds it in the script), whose lifespan
+hook (``lifespan``) runs once when the server starts. Until then the server had nothing to do between its
+start and the first session's script run (the browser fetching and starting the frontend: ~0.8 s), and that
+first run paid the imports of pandas, SciPy, Plotly, Streamlit's dataframe serialisation and the engine
+(~0.4 s of CPU at 1M x 100, a third of the Leaderboard's first run). The hook starts one daemon thread that
+imports them and returns at once: the server answers as soon as it would have, and a script run that starts
+before the thread is done waits on the import lock of the module being imported, never on anything else.
+
+Only imports: no store is opened and nothing is read or computed here, so nothing shown depends on when
+this thread ran (a page's results still come from its own run, checked against the store's data version).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+FIRST_RUN_MODULES = (
+    # app.py's and the Leaderboard's own imports (pandas, DuckDB, NumPy and the store come with _lens)
+    "app_pages._lens",
+    "app_pages._charts_last",
+    "app_pages._lbopen_cache",
+    "app_pages._length_control",
+    "engine.errors",
+    "engine.store.connection",
+    "engine.store.schema",
+    "engine.views.baseline_view",
+    "engine.views.exports",
+    "engine.views.leaderboard_view",
+    "engine.views.panel_view",
+    "engine.views.viz",
+    # what the Leaderboard's first board imports inside its calls
+    "engine.rankers",
+    "engine.views.leaderboard_first",
+    "engine.ranking.count_board",
+    "engine.ranking.vote_query",
+    "engine.ranking.board",
+    "scipy.sparse",
+    "plotly.graph_objects",
+    # Streamlit's own lazy imports on a first run: magic, and a data frame's way to the browser
+    "streamlit.runtime.scriptrunner.magic_funcs",
+    "streamlit.dataframe_util",
+    "narwhals.stable.v1",
+    "pyarrow",
+    "pyarrow.pandas_compat",
+    "PIL.Image",
+    "orjson",
+)
+"""Imported by ``prewarm``, in this order: every module of the project, pandas, SciPy, Plotly, PyArrow and
+Streamlit that the app's first run on the Leaderboard imports (tests/app/test_app_prewarm.py compares this
+list with a real first run)."""
+
+_LOG = logging.getLogger(__name__)
+
+
+def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:
+    """Import ``modules``. A module that fails to import is logged and skipped: the page's own import of
+    it raises again, where the user sees it."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the script run's own import reports it
+            _LOG.warning("prewarm: importing %s failed", name, exc_info=True)
+
+
+def start_prewarm() -> threading.Thread:
+    """``prewarm`` in a daemon thread of its own, started now."""
+    thread = threading.Thread(target=prewarm, name="lens-prewarm", daemon=True)
+    thread.start()
+    return thread
+
+
+@contextlib.asynccontextmanager
+async def lifespan(_app: Any) -> AsyncIterator[None]:
+    """app.py's ``st.App`` lifespan: the imports start in the background at server start; the server does
+    not wait for them."""
+    start_prewarm()
+    yield
