@@ -36,14 +36,34 @@ FIRST_RUN_MODULES = (
     "engine.views.leaderboard_view",
     "engine.views.panel_view",
     "engine.views.viz",
+    "app_pages._ci_figure",
     # what the Leaderboard's first board imports inside its calls
     "engine.rankers",
     "engine.views.leaderboard_first",
+    "engine.views.style_view",
     "engine.ranking.count_board",
     "engine.ranking.vote_query",
     "engine.ranking.board",
+    "engine.ranking.leaderboard",
+    "engine.ranking.panel_board",
+    "engine.ranking.reference",
+    "engine.ranking.distances",
+    "engine.ranking.name_match",
+    "engine.graphs.truncation",
+    "engine.graphs.cycles",
+    "engine.graphs.buckets",
+    "engine.graphs.distinct",
+    "engine.store.summaries",
+    "engine.store.pair_counts",
+    "engine.store.model_maps",
+    "engine.store.attached",
+    "engine.store.writes",
+    "engine.ingest.limits",
+    "engine.ingest.synthetic",
     "scipy.sparse",
     "plotly.graph_objects",
+    "plotly.io",
+    "plotly.tools",
     # Streamlit's own lazy imports on a first run: magic, and a data frame's way to the browser
     "streamlit.runtime.scriptrunner.magic_funcs",
     "streamlit.dataframe_util",
@@ -51,6 +71,7 @@ FIRST_RUN_MODULES = (
     "pyarrow",
     "pyarrow.pandas_compat",
     "PIL.Image",
+    "PIL.ImageFile",
     "orjson",
 )
 """Imported by ``prewarm``, in this order: every module of the project, pandas, SciPy, Plotly, PyArrow and
@@ -61,13 +82,35 @@ _LOG = logging.getLogger(__name__)
 
 
 def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:
-    """Import ``modules``. A module that fails to import is logged and skipped: the page's own import of
-    it raises again, where the user sees it."""
+    """Import ``modules``, then ``rehearse_chart``. A module that fails to import is logged and skipped (the
+    page's own import of it raises again, where the user sees it); so is a failed rehearsal."""
     for name in modules:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the script run's own import reports it
             _LOG.warning("prewarm: importing %s failed", name, exc_info=True)
+    try:
+        rehearse_chart()
+    except Exception:  # noqa: BLE001 - the page's own chart reports it
+        _LOG.warning("prewarm: the chart rehearsal failed", exc_info=True)
+
+
+def rehearse_chart() -> str:
+    """The Leaderboard's chart (``app_pages._ci_figure``) of two made-up models, turned into the JSON
+    ``st.plotly_chart`` sends: Plotly loads a figure's property validators and submodules (and pandas'
+    interchange through narwhals) on first use, ~0.1 s that the first page's own chart then skips. Made up
+    and thrown away: nothing of it is kept or shown. Returns the JSON."""
+    import pandas as pd
+    import plotly.io
+    import plotly.tools
+
+    from app_pages._ci_figure import ci_figure
+
+    plot = pd.DataFrame({"model": ["a", "b"], "score": [1.0, 0.0], "err_plus": [0.1, 0.2],
+                         "err_minus": [0.1, 0.2]})
+    fig = ci_figure(plot, "score", "title")
+    figure = plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True)
+    return plotly.io.to_json(figure, validate=False)
 
 
 def start_prewarm() -> threading.Thread:

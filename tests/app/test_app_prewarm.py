@@ -1,0 +1,100 @@
+"""app.py's st.App and its lifespan (app_pages/_prewarm.py): ``streamlit run app.py`` serves the st.App,
+importing app.py costs the server's start nothing beyond Streamlit, the lifespan returns without waiting for
+its imports, and those imports cover what the Leaderboard's first script run imports (each side measured in a
+process of its own: this one has imported everything already)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from apphelpers import REPO
+
+HEAVY = ("app_pages", "engine", "pandas", "scipy", "plotly", "pyarrow", "narwhals", "PIL", "orjson", "duckdb",
+         "numpy")
+"""The modules that cost a first run its imports: the project's, and the libraries it brings."""
+
+
+def _heavy(names: list[str]) -> set[str]:
+    return {n for n in names if n.split(".")[0] in HEAVY}
+
+
+def _python(code: str, **env: str) -> dict:
+    """Run ``code`` in a fresh interpreter in the repository; its last line of stdout, as JSON."""
+    import os
+
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO), **env})
+    assert got.returncode == 0, got.stderr[-3000:]
+    return json.loads(got.stdout.strip().splitlines()[-1])
+
+
+def test_streamlit_run_serves_the_st_app_and_importing_app_py_stays_light() -> None:
+    """Streamlit's own discovery finds ``app`` in app.py (so ``streamlit run app.py`` serves it with its
+    lifespan), and importing app.py as the server does imports none of the heavy modules: they are the
+    lifespan thread's, not a delay before the server answers."""
+    from streamlit.web.server.app_discovery import discover_asgi_app
+
+    found = discover_asgi_app(REPO / "app.py")
+    assert found.is_asgi_app and found.import_string == "app:app", found
+    out = _python("import json, sys; import streamlit; before = set(sys.modules); import app; "
+                  "from app_pages._prewarm import lifespan; "
+                  "print(json.dumps({'type': type(app.app).__name__, "
+                  "'ours': app.app._user_lifespan is lifespan, "
+                  "'modules': sorted(set(sys.modules) - before)}))")
+    assert out["type"] == "App" and out["ours"], out
+    assert _heavy(out["modules"]) == {"app_pages", "app_pages._prewarm"}, _heavy(out["modules"])
+
+
+def test_the_lifespan_does_not_wait_for_its_imports(monkeypatch) -> None:
+    """Entering the lifespan starts the import thread and returns while that thread is still importing (held
+    here on an event): the server's start does not wait for it."""
+    from app_pages import _prewarm
+
+    release, started, done = threading.Event(), threading.Event(), threading.Event()
+
+    def held(modules=_prewarm.FIRST_RUN_MODULES) -> None:
+        started.set()
+        release.wait(30)
+        done.set()
+
+    monkeypatch.setattr(_prewarm, "prewarm", held)
+
+    async def enter() -> bool:
+        async with _prewarm.lifespan(None):
+            return started.wait(30) and not done.is_set()
+
+    try:
+        assert asyncio.run(enter())
+    finally:
+        release.set()
+    assert done.wait(30)
+
+
+def test_the_prewarm_imports_what_the_first_run_imports(shipped_db: Path, tmp_path: Path) -> None:
+    """The heavy modules the app's first run (the Leaderboard, AppTest, the shipped store) imports, in a fresh
+    process after Streamlit and AppTest are loaded, are all imported by ``prewarm`` in another fresh process:
+    a first run on a server whose lifespan thread has finished imports none of them itself."""
+    import shutil
+
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    warmed = _python("import json, sys; from app_pages._prewarm import prewarm; prewarm(); "
+                     "print(json.dumps({'modules': sorted(sys.modules)}))")
+    first_run = _python(
+        "import json, sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        "at = AppTest.from_file('app.py', default_timeout=120)\n"
+        "before = set(sys.modules)\n"
+        "at.run()\n"
+        "assert not at.exception, at.exception\n"
+        "assert at.dataframe, 'the Leaderboard drew no table'\n"
+        "print(json.dumps({'modules': sorted(set(sys.modules) - before)}))\n",
+        LENS_DB=str(db))
+    missing = _heavy(first_run["modules"]) - _heavy(warmed["modules"])
+    assert _heavy(first_run["modules"]), "the first run imported nothing heavy: the comparison is empty"
+    assert not missing, sorted(missing)
