@@ -11,6 +11,9 @@ from __future__ import annotations
 import streamlit as st
 
 if __name__ == "__main__":  # a script run (Streamlit runs the script as __main__); see the file's end
+    from app_pages._prewarm import wait_for_prewarm
+
+    wait_for_prewarm()  # the server's head start, if it is still importing: waited for, not raced
     from app_pages._charts_last import charts_last
     from app_pages._lens import (
         ALL,

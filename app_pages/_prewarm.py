@@ -6,8 +6,10 @@ hook (``lifespan``) runs once when the server starts. Until then the server had 
 start and the first session's script run (the browser fetching and starting the frontend: ~0.8 s), and that
 first run paid the imports of pandas, SciPy, Plotly, Streamlit's dataframe serialisation and the engine
 (~0.4 s of CPU at 1M x 100, a third of the Leaderboard's first run). The hook starts one daemon thread that
-imports them and returns at once: the server answers as soon as it would have, and a script run that starts
-before the thread is done waits on the import lock of the module being imported, never on anything else.
+imports them and returns at once: the server answers as soon as it would have. A script run that starts before
+the thread is done waits for it (``wait_for_prewarm``, app.py's first statement) instead of importing beside
+it: two threads importing the same modules at once could meet in an import cycle and one be handed a module
+half made; the wait costs nothing, the run would have done that work itself.
 
 Only imports: no store is opened and nothing is read or computed here, so nothing shown depends on when
 this thread ran (a page's results still come from its own run, checked against the store's data version).
@@ -113,11 +115,28 @@ def rehearse_chart() -> str:
     return plotly.io.to_json(figure, validate=False)
 
 
+_THREAD: threading.Thread | None = None
+"""The thread ``start_prewarm`` started in this process, if any."""
+
+WAIT_S = 120.0
+"""The longest a script run waits for the prewarm thread (it imports; only a stuck file system holds it)."""
+
+
 def start_prewarm() -> threading.Thread:
-    """``prewarm`` in a daemon thread of its own, started now."""
+    """``prewarm`` in a daemon thread of its own, started now (and remembered for ``wait_for_prewarm``)."""
+    global _THREAD
     thread = threading.Thread(target=prewarm, name="lens-prewarm", daemon=True)
+    _THREAD = thread
     thread.start()
     return thread
+
+
+def wait_for_prewarm() -> None:
+    """Return when this process's prewarm thread has finished (at once where none was started: AppTest, a
+    later run)."""
+    thread = _THREAD
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(WAIT_S)
 
 
 @contextlib.asynccontextmanager

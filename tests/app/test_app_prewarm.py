@@ -98,3 +98,29 @@ def test_the_prewarm_imports_what_the_first_run_imports(shipped_db: Path, tmp_pa
     missing = _heavy(first_run["modules"]) - _heavy(warmed["modules"])
     assert _heavy(first_run["modules"]), "the first run imported nothing heavy: the comparison is empty"
     assert not missing, sorted(missing)
+
+
+def test_a_script_run_waits_for_the_prewarm_before_its_own_imports(monkeypatch) -> None:
+    """``wait_for_prewarm`` returns only once the prewarm thread has finished (held here on an event), and
+    app.py calls it before it imports anything of the app: the first run never imports beside the thread."""
+    import ast
+
+    from app_pages import _prewarm
+
+    release = threading.Event()
+    monkeypatch.setattr(_prewarm, "prewarm", lambda modules=(): release.wait(30))
+    _prewarm.start_prewarm()
+    waiter = threading.Thread(target=_prewarm.wait_for_prewarm)
+    waiter.start()
+    waiter.join(0.3)
+    held = waiter.is_alive()
+    release.set()
+    waiter.join(30)
+    assert held, "wait_for_prewarm returned while the prewarm thread was still running"
+    assert not waiter.is_alive()
+
+    tree = ast.parse((REPO / "app.py").read_text(encoding="utf-8"))
+    script = next(node for node in tree.body if isinstance(node, ast.If)
+                  and ast.unparse(node.test) == "__name__ == '__main__'")
+    calls = [ast.unparse(node) for node in script.body]
+    assert calls[:2] == ["from app_pages._prewarm import wait_for_prewarm", "wait_for_prewarm()"], calls
