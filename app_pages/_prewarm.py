@@ -139,9 +139,32 @@ def wait_for_prewarm() -> None:
         thread.join(WAIT_S)
 
 
+def open_browser() -> None:
+    """Open the app in the user's browser unless the server is headless: what ``streamlit run`` does once a
+    plain script's server is up and does not do for an ``st.App`` (Streamlit 1.67,
+    ``bootstrap._on_server_start``), with the same choice of address."""
+    from streamlit import cli_util, config
+    from streamlit.web.server import server_address_is_unix_socket, server_util
+
+    if config.get_option("server.headless"):
+        return
+    if config.is_manually_set("browser.serverAddress"):
+        address = config.get_option("browser.serverAddress")
+    elif config.is_manually_set("server.address"):
+        if server_address_is_unix_socket():
+            return
+        address = server_util.get_display_address(config.get_option("server.address"))
+    else:
+        address = "localhost"
+    cli_util.open_browser(server_util.get_url(address))
+
+
 @contextlib.asynccontextmanager
 async def lifespan(_app: Any) -> AsyncIterator[None]:
-    """app.py's ``st.App`` lifespan: the imports start in the background at server start; the server does
-    not wait for them."""
+    """app.py's ``st.App`` lifespan: the imports start in the background at server start (the server does
+    not wait for them), and the browser opens as it did before app.py held an ``st.App``."""
+    import asyncio
+
     start_prewarm()
+    asyncio.get_running_loop().call_soon(open_browser)
     yield

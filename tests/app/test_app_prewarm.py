@@ -124,3 +124,34 @@ def test_a_script_run_waits_for_the_prewarm_before_its_own_imports(monkeypatch) 
                   and ast.unparse(node.test) == "__name__ == '__main__'")
     calls = [ast.unparse(node) for node in script.body]
     assert calls[:2] == ["from app_pages._prewarm import wait_for_prewarm", "wait_for_prewarm()"], calls
+
+
+def test_the_lifespan_opens_the_browser_as_streamlit_run_does_for_a_script(monkeypatch) -> None:
+    """Served as an st.App, ``streamlit run`` would no longer open the browser; the lifespan does, after
+    entering, at the address Streamlit's own start-up picks (this project's config: 127.0.0.1), and not when
+    the server is headless. (No desktop browser here: the opener is recorded instead of run.)"""
+    from streamlit import cli_util, config
+
+    from app_pages import _prewarm
+
+    opened: list[str] = []
+    monkeypatch.setattr(cli_util, "open_browser", opened.append)
+    monkeypatch.setattr(_prewarm, "prewarm", lambda modules=(): None)
+
+    async def serve_once() -> None:
+        async with _prewarm.lifespan(None):
+            await asyncio.sleep(0)
+
+    keys = ("server.headless", "server.address", "server.port")
+    options = config.get_config_options()
+    saved = {key: (options[key].value, options[key].where_defined) for key in keys}
+    try:
+        for headless in (True, False):
+            config.set_option("server.headless", headless)
+            config.set_option("server.address", "127.0.0.1")
+            config.set_option("server.port", 8599)
+            asyncio.run(serve_once())
+    finally:
+        for key, (value, where) in saved.items():
+            options[key].set_value(value, where)
+    assert opened == ["http://127.0.0.1:8599"], opened
