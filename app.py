@@ -225,6 +225,8 @@ else:
     # as a module (so nothing above imported more than Streamlit). Its lifespan starts importing what the
     # first script run needs while the browser loads the frontend (app_pages/_prewarm.py); every session
     # runs this same file as its script.
-    from app_pages._prewarm import lifespan
+    from starlette.middleware import Middleware
 
-    app = st.App("app.py", lifespan=lifespan)
+    from app_pages._prewarm import RequestCount, lifespan
+
+    app = st.App("app.py", lifespan=lifespan, middleware=[Middleware(RequestCount)])

@@ -11,6 +11,13 @@ the thread is done waits for it (``wait_for_prewarm``, app.py's first statement)
 it: two threads importing the same modules at once could meet in an import cycle and one be handed a module
 half made; the wait costs nothing, the run would have done that work itself.
 
+The thread gives way to the server's HTTP requests (``RequestCount``, a middleware of the App): the browser's
+download of the frontend (61 files) runs on the server's event loop, which needs the interpreter lock at every
+step, and a thread importing beside it held the lock for up to the switch interval (5 ms) each time: the
+download took 3.1-4.4 s instead of 0.4-1.5 s under load (docs/notes/lb34-34.md). Before each module it imports
+the thread waits while a request is being answered or one ended moments ago (``YIELD_S`` at most per module,
+``BUDGET_S`` in all, so it always ends).
+
 Only imports: no store is opened and nothing is read or computed here, so nothing shown depends on when
 this thread ran (a page's results still come from its own run, checked against the store's data version).
 """
@@ -20,7 +27,9 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import sys
 import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -83,9 +92,74 @@ list with a real first run)."""
 _LOG = logging.getLogger(__name__)
 
 
+YIELD_S = 0.05
+"""The longest the prewarm thread waits for the server's requests before one module's import."""
+
+QUIET_S = 0.02
+"""A request ended less than this long ago: the next may be on its way (the browser asks for the frontend's
+files one after another on each connection), so the prewarm thread still gives way."""
+
+BUDGET_S = 3.0
+"""The most the prewarm thread waits for requests in all: past it, it imports without giving way."""
+
+
+class RequestCount:
+    """ASGI middleware: how many HTTP requests the server is answering now (``RequestCount.now``; websockets
+    are not counted: a session's stays open)."""
+
+    now = 0
+    last = float("-inf")
+    """When the last request was answered (``time.monotonic``)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        RequestCount.now += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            RequestCount.now -= 1
+            RequestCount.last = time.monotonic()
+
+    @classmethod
+    def busy(cls) -> bool:
+        """A request is being answered, or one was less than ``QUIET_S`` ago."""
+        return cls.now > 0 or time.monotonic() - cls.last < QUIET_S
+
+
+class _GiveWay:
+    """A meta path finder that finds nothing: in the prewarm thread it first waits (``YIELD_S`` at most, and
+    ``BUDGET_S`` over the thread's life) while the server answers HTTP requests, so each module the thread
+    imports starts between requests."""
+
+    waited = 0.0
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if self.waited < BUDGET_S and RequestCount.busy() and threading.current_thread() is _THREAD:
+            start = time.monotonic()
+            while RequestCount.busy() and time.monotonic() - start < YIELD_S:
+                time.sleep(0.002)
+            self.waited += time.monotonic() - start
+        return None
+
+
 def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:
-    """Import ``modules``, then ``rehearse_chart``. A module that fails to import is logged and skipped (the
-    page's own import of it raises again, where the user sees it); so is a failed rehearsal."""
+    """Import ``modules``, then ``rehearse_chart``, giving way to the server's requests before each module
+    (``_GiveWay``). A module that fails to import is logged and skipped (the page's own import of it raises
+    again, where the user sees it); so is a failed rehearsal."""
+    finder = _GiveWay()
+    sys.meta_path.insert(0, finder)
+    try:
+        _import_all(modules)
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def _import_all(modules: tuple[str, ...]) -> None:
     for name in modules:
         try:
             importlib.import_module(name)
