@@ -35,16 +35,18 @@ def _python(code: str, **env: str) -> dict:
 
 def test_streamlit_run_serves_the_st_app_and_importing_app_py_stays_light() -> None:
     """Streamlit's own discovery finds ``app`` in app.py (so ``streamlit run app.py`` serves it with its
-    lifespan), and importing app.py as the server does imports none of the heavy modules: they are the
-    lifespan thread's, not a delay before the server answers."""
+    lifespan and the request counter the prewarm gives way to), and importing app.py as the server does
+    imports none of the heavy modules: they are the lifespan thread's, not a delay before the server
+    answers."""
     from streamlit.web.server.app_discovery import discover_asgi_app
 
     found = discover_asgi_app(REPO / "app.py")
     assert found.is_asgi_app and found.import_string == "app:app", found
     out = _python("import json, sys; import streamlit; before = set(sys.modules); import app; "
-                  "from app_pages._prewarm import lifespan; "
+                  "from app_pages._prewarm import RequestCount, lifespan; "
                   "print(json.dumps({'type': type(app.app).__name__, "
-                  "'ours': app.app._user_lifespan is lifespan, "
+                  "'ours': app.app._user_lifespan is lifespan "
+                  "and [m.cls for m in app.app._user_middleware] == [RequestCount], "
                   "'modules': sorted(set(sys.modules) - before)}))")
     assert out["type"] == "App" and out["ours"], out
     assert _heavy(out["modules"]) == {"app_pages", "app_pages._prewarm"}, _heavy(out["modules"])
@@ -155,3 +157,42 @@ def test_the_lifespan_opens_the_browser_as_streamlit_run_does_for_a_script(monke
         for key, (value, where) in saved.items():
             options[key].set_value(value, where)
     assert opened == ["http://127.0.0.1:8599"], opened
+
+
+def test_the_prewarm_gives_way_to_the_servers_requests(monkeypatch, tmp_path: Path) -> None:
+    """``RequestCount`` counts an HTTP request while the app answers it (not a websocket), and the prewarm
+    thread does not start a module's import while one is being answered: a module file made here is imported
+    only once the held request has ended."""
+    from app_pages import _prewarm
+
+    monkeypatch.setattr(_prewarm, "YIELD_S", 30.0)  # the per-module bound out of the way: only the request
+    monkeypatch.setattr(_prewarm, "QUIET_S", 0.0)
+    monkeypatch.setattr(_prewarm, "rehearse_chart", lambda: "")
+    (tmp_path / "lens_prewarm_probe.py").write_text("import threading\nIMPORTED = threading.Event()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    held, inside, seen = threading.Event(), threading.Event(), {}
+
+    async def inner(scope, receive, send) -> None:
+        seen[scope["type"]] = _prewarm.RequestCount.now
+        if scope["type"] == "http":
+            inside.set()
+            while not held.is_set():
+                await asyncio.sleep(0.005)
+
+    counted = _prewarm.RequestCount(inner)
+    asyncio.run(counted({"type": "websocket"}, None, None))
+    server = threading.Thread(target=lambda: asyncio.run(counted({"type": "http"}, None, None)))
+    server.start()
+    assert inside.wait(30)
+    thread = _prewarm.threading.Thread(target=_prewarm.prewarm, args=(("lens_prewarm_probe",),))
+    monkeypatch.setattr(_prewarm, "_THREAD", thread)
+    thread.start()
+    thread.join(0.3)
+    imported_during_request = "lens_prewarm_probe" in sys.modules
+    held.set()
+    server.join(30)
+    thread.join(30)
+    assert seen == {"websocket": 0, "http": 1}, seen
+    assert not imported_during_request, "the prewarm imported while a request was being answered"
+    assert "lens_prewarm_probe" in sys.modules and _prewarm.RequestCount.now == 0
+    sys.modules.pop("lens_prewarm_probe", None)
