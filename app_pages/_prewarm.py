@@ -141,10 +141,28 @@ class _GiveWay:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if self.waited < BUDGET_S and RequestCount.busy() and threading.current_thread() is _THREAD:
             start = time.monotonic()
-            while RequestCount.busy() and time.monotonic() - start < YIELD_S:
-                time.sleep(0.002)
+            with _import_lock_released():
+                while RequestCount.busy() and time.monotonic() - start < YIELD_S:
+                    time.sleep(0.002)
             self.waited += time.monotonic() - start
         return None
+
+
+@contextlib.contextmanager
+def _import_lock_released():
+    """Python 3.11 calls a meta path finder holding the interpreter's global import lock: let it go while the
+    finder waits, so the server's threads can import meanwhile (nothing changes where it was not held)."""
+    import _imp
+
+    try:
+        _imp.release_lock()
+    except RuntimeError:  # not held by this thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        _imp.acquire_lock()
 
 
 def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:

@@ -162,13 +162,15 @@ def test_the_lifespan_opens_the_browser_as_streamlit_run_does_for_a_script(monke
 def test_the_prewarm_gives_way_to_the_servers_requests(monkeypatch, tmp_path: Path) -> None:
     """``RequestCount`` counts an HTTP request while the app answers it (not a websocket), and the prewarm
     thread does not start a module's import while one is being answered: a module file made here is imported
-    only once the held request has ended."""
+    only once the held request has ended. Meanwhile another thread can import (the wait lets go of the
+    interpreter's import lock, which Python holds around a meta path finder)."""
     from app_pages import _prewarm
 
     monkeypatch.setattr(_prewarm, "YIELD_S", 30.0)  # the per-module bound out of the way: only the request
     monkeypatch.setattr(_prewarm, "QUIET_S", 0.0)
     monkeypatch.setattr(_prewarm, "rehearse_chart", lambda: "")
     (tmp_path / "lens_prewarm_probe.py").write_text("import threading\nIMPORTED = threading.Event()\n")
+    (tmp_path / "lens_prewarm_other.py").write_text("X = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     held, inside, seen = threading.Event(), threading.Event(), {}
 
@@ -189,10 +191,16 @@ def test_the_prewarm_gives_way_to_the_servers_requests(monkeypatch, tmp_path: Pa
     thread.start()
     thread.join(0.3)
     imported_during_request = "lens_prewarm_probe" in sys.modules
+    other = threading.Thread(target=__import__, args=("lens_prewarm_other",))  # the import lock is free
+    other.start()
+    other.join(10)
+    other_blocked = other.is_alive()
     held.set()
     server.join(30)
     thread.join(30)
     assert seen == {"websocket": 0, "http": 1}, seen
     assert not imported_during_request, "the prewarm imported while a request was being answered"
+    assert not other_blocked, "another thread's import waited on the prewarm's wait (the import lock held)"
     assert "lens_prewarm_probe" in sys.modules and _prewarm.RequestCount.now == 0
     sys.modules.pop("lens_prewarm_probe", None)
+    sys.modules.pop("lens_prewarm_other", None)
