@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages._charts_last import charts_last
-from app_pages._lens import (
-    ALL,
-    busy_notice,
-    choices,
-    datasets_table,
-    freeze_startup_heap,
-    get_store,
-    guarded_session,
-    user_text,
-)
-from engine.errors import LensError
-from engine.store.connection import StoreBusy
-from engine.store.schema import DEFAULT_DATASET
+if __name__ == "__main__":  # a script run (Streamlit runs the script as __main__); see the file's end
+    from app_pages._prewarm import wait_for_prewarm
+
+    wait_for_prewarm()  # the server's head start, if it is still importing: waited for, not raced
+    from app_pages._charts_last import charts_last
+    from app_pages._lens import (
+        ALL,
+        busy_notice,
+        choices,
+        datasets_table,
+        freeze_startup_heap,
+        get_store,
+        guarded_session,
+        user_text,
+    )
+    from engine.errors import LensError
+    from engine.store.connection import StoreBusy
+    from engine.store.schema import DEFAULT_DATASET
 
 # The page icon, a trophy emoji drawn locally: the very data URL Streamlit's frontend makes of page_icon="🏆"
 # (tests/app/test_app_favicon.py), with the emoji percent-encoded. Given as the emoji itself, the first run of
@@ -47,49 +51,43 @@ def skip_repl_probe() -> None:
         delta_generator._use_warning_has_been_displayed = True
 
 
-freeze_startup_heap()  # once per process: the imports' objects leave the per-run collection's walk
-skip_repl_probe()
+def pages() -> list:
+    """The navigation's pages, made in each script run (a page object belongs to its run's script).
 
-if not st.get_option("client.disableDataExport"):
-    # Started where .streamlit/config.toml is not read (another folder) or with the option turned off:
-    # st.dataframe's toolbar would offer "Download as CSV" with formula cells unguarded. The option
-    # reaches the browser with each run's start, so this run ends here and the next starts with it.
-    st.set_option("client.disableDataExport", True)
-    st.rerun()
+    The page scripts live in app_pages/, not pages/: a folder named pages/ next to app.py switches on
+    Streamlit's legacy directory routing, which answered every direct address of a page (a bookmark,
+    the Cycles table's links) with a "Page not found" dialog. The url paths are ours, not the file names.
+    The default page is served at the root only: Streamlit reserves its url_path but answers it with
+    "Page not found" (so /ranking did), hence its url_path is the root itself and its names are aliases."""
+    listed = [
+        st.Page(
+            "app_pages/1_leaderboard.py", url_path="", title="Leaderboard", icon=":material/leaderboard:",
+            default=True,
+        ),
+        st.Page(
+            "app_pages/2_truncation.py", url_path="keep-k", title="Truncation", icon=":material/content_cut:"
+        ),
+        st.Page("app_pages/3_cycles.py", url_path="cycle-map", title="Cycles", icon=":material/cycle:"),
+        st.Page(
+            "app_pages/4_inspector.py",
+            url_path="prompt-inspector",
+            title="Prompt inspector",
+            icon=":material/account_tree:",
+        ),
+        st.Page("app_pages/8_head_to_head.py", url_path="head-to-head", title="Head-to-head",
+                icon=":material/compare_arrows:"),
+        st.Page("app_pages/5_judges.py", url_path="judge-diagnostics", title="Judges",
+                icon=":material/balance:"),
+        st.Page("app_pages/6_data.py", url_path="datasets", title="Data", icon=":material/database:"),
+        st.Page(
+            "app_pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon=":material/science:"
+        ),
+        st.Page("app_pages/9_active.py", url_path="which-calls-next", title="Active judging",
+                icon=":material/ads_click:"),
+    ]
+    by_path = {page.url_path: page for page in listed}
+    return listed + [_alias(alias, by_path[path]) for alias, path in PAGE_ALIASES.items()]
 
-st.set_page_config(page_title="Tournament Lens", page_icon=FAVICON, layout="wide")
-
-# The page scripts live in app_pages/, not pages/: a folder named pages/ next to app.py switches on
-# Streamlit's legacy directory routing, which answered every direct address of a page (a bookmark,
-# the Cycles table's links) with a "Page not found" dialog. The url paths are ours, not the file names.
-# The default page is served at the root only: Streamlit reserves its url_path but answers it with
-# "Page not found" (so /ranking did), hence its url_path is the root itself and its names are aliases.
-LEADERBOARD = st.Page(
-    "app_pages/1_leaderboard.py", url_path="", title="Leaderboard", icon=":material/leaderboard:",
-    default=True,
-)
-PAGES = [
-    LEADERBOARD,
-    st.Page(
-        "app_pages/2_truncation.py", url_path="keep-k", title="Truncation", icon=":material/content_cut:"
-    ),
-    st.Page("app_pages/3_cycles.py", url_path="cycle-map", title="Cycles", icon=":material/cycle:"),
-    st.Page(
-        "app_pages/4_inspector.py",
-        url_path="prompt-inspector",
-        title="Prompt inspector",
-        icon=":material/account_tree:",
-    ),
-    st.Page("app_pages/8_head_to_head.py", url_path="head-to-head", title="Head-to-head",
-            icon=":material/compare_arrows:"),
-    st.Page("app_pages/5_judges.py", url_path="judge-diagnostics", title="Judges", icon=":material/balance:"),
-    st.Page("app_pages/6_data.py", url_path="datasets", title="Data", icon=":material/database:"),
-    st.Page(
-        "app_pages/7_theory_lab.py", url_path="theory-lab", title="Theory lab", icon=":material/science:"
-    ),
-    st.Page("app_pages/9_active.py", url_path="which-calls-next", title="Active judging",
-            icon=":material/ads_click:"),
-]
 
 # Other addresses a person types or kept from older versions (the page's name, the file-based names of
 # the pages/ folder) -> the page's own url path. Each is a hidden page that sends the browser on (a bare
@@ -114,10 +112,6 @@ def _alias(alias: str, target: st.Page) -> st.Page:
         st.switch_page(target, query_params=st.query_params.to_dict())
 
     return st.Page(forward, url_path=alias, title=target.title, visibility="hidden")
-
-
-_BY_PATH = {page.url_path: page for page in PAGES}
-PAGES += [_alias(alias, _BY_PATH[path]) for alias, path in PAGE_ALIASES.items()]
 
 
 def _remember(key: str) -> None:
@@ -191,7 +185,7 @@ def main() -> None:
     """Navigation first (its page links need no store), then one guarded store session from the
     sidebar to the end of the page: a store another process holds past the wait is a warning with a
     retry button (``app_pages._lens.guarded_session``), and the page links stay usable."""
-    page = st.navigation(PAGES)
+    page = st.navigation(pages())
     try:
         get_store()
     except StoreBusy as exc:  # held by another process while this server first opens it
@@ -209,4 +203,30 @@ def main() -> None:
         st.sidebar.caption("The store is busy: the dataset, judge and ranker choices return when it is free.")
 
 
-main()
+
+def run() -> None:
+    """One script run: the process's start-up marks, the page config, then ``main``."""
+    freeze_startup_heap()  # once per process: the imports' objects leave the per-run collection's walk
+    skip_repl_probe()
+    if not st.get_option("client.disableDataExport"):
+        # Started where .streamlit/config.toml is not read (another folder) or with the option turned off:
+        # st.dataframe's toolbar would offer "Download as CSV" with formula cells unguarded. The option
+        # reaches the browser with each run's start, so this run ends here and the next starts with it.
+        st.set_option("client.disableDataExport", True)
+        st.rerun()
+    st.set_page_config(page_title="Tournament Lens", page_icon=FAVICON, layout="wide")
+    main()
+
+
+if __name__ == "__main__":  # every script run: Streamlit (and AppTest) run this file as __main__
+    run()
+else:
+    # Imported, not run: `streamlit run app.py` finds this st.App in the file and serves it, importing app.py
+    # as a module (so nothing above imported more than Streamlit). Its lifespan starts importing what the
+    # first script run needs while the browser loads the frontend (app_pages/_prewarm.py); every session
+    # runs this same file as its script.
+    from starlette.middleware import Middleware
+
+    from app_pages._prewarm import RequestCount, lifespan
+
+    app = st.App("app.py", lifespan=lifespan, middleware=[Middleware(RequestCount)])

@@ -4,9 +4,9 @@ then cycle participation per model and the rank on the reference leaderboard whe
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages._ci_figure import ci_figure
 from app_pages._lbopen_cache import bootstrap_job, started_job
 from app_pages._length_control import length_controlled_win_rates
 from app_pages._lens import (
@@ -35,7 +35,7 @@ from engine.views.leaderboard_view import (
     on_scale,
 )
 from engine.views.panel_view import is_panel_board, panel_judges
-from engine.views.viz import ci_plot_frame, escape_md, plot_labels
+from engine.views.viz import ci_plot_frame, escape_md
 
 
 def baseline_win_rates(ch, models: list[str]) -> None:
@@ -250,22 +250,10 @@ try:  # the bootstrap starts (in ``finally``) however the page ends: a later sec
     length_controlled_win_rates(ch, st.session_state.get("lb_baseline"), sorted(table["model"].astype(str)))
 
     plot = ci_plot_frame(on_scale(table, ch.ranker, bool(elo and elo_ok)))
-    fig = go.Figure(go.Scatter(
-        x=plot["score"], y=plot_labels(plot["model"]), mode="markers",
-        marker={"size": 11, "color": "#3b5bdb"},
-        error_x={"type": "data", "array": plot["err_plus"], "arrayminus": plot["err_minus"], "thickness": 1.6,
-                 "color": "#748ffc"},
-        hovertemplate="%{y}: %{x:.3f}<extra></extra>",
-    ))
-    fig.update_layout(
-        height=max(260, min(36, max(14, 2400 // max(len(plot), 1))) * len(plot) + 90),
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis_title=view.score_label, yaxis_title=None, plot_bgcolor="#fbfcfe",
-        title={"text": "Scores with 95 % Wald intervals (the panel's fit)" if panel_board else
-               f"Scores (95 % bootstrap intervals being computed, B = {B_DEFAULT})" if pending else
-               f"Scores with 95 % bootstrap intervals (B = {B_DEFAULT})", "font": {"size": 14}},
-    )
-    fig.update_yaxes(tickfont={"size": 12 if len(plot) <= 40 else 9}, automargin=True)
+    title = ("Scores with 95 % Wald intervals (the panel's fit)" if panel_board else
+             f"Scores (95 % bootstrap intervals being computed, B = {B_DEFAULT})" if pending else
+             f"Scores with 95 % bootstrap intervals (B = {B_DEFAULT})")
+    fig = ci_figure(plot, view.score_label, title)
     st.plotly_chart(fig, width="stretch")
 
     d1, d2, _ = st.columns([1, 1, 4])

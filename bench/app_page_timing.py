@@ -164,9 +164,12 @@ class _StallDumps:
 
 
 def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root: Path = REPO,
-                  pages: list[str] | None = None, new_tabs: int = 0, stall_dump: float = 0.0) -> str:
+                  pages: list[str] | None = None, new_tabs: int = 0, stall_dump: float = 0.0,
+                  cold: bool = False) -> str:
     """Every page opened twice in one tab (computing, then cached), then ``new_tabs`` times each in a
-    new tab; Markdown tables. ``stall_dump``: stack dumps of a page that runs that long (``_StallDumps``)."""
+    new tab; Markdown tables. ``stall_dump``: stack dumps of a page that runs that long (``_StallDumps``).
+    ``cold``: the browser is started before the server and the first page asked for as soon as the server
+    answers (``--cold``), and the report adds the server's start and the wait from ``streamlit run``."""
     log = Path(db).with_suffix(".streamlit.log")
     hook_dir = Path(tempfile.mkdtemp(prefix="lens-stack-hook-"))
     env = _stall_env(root, hook_dir) if stall_dump > 0 else {}
@@ -174,8 +177,15 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
     order = list(PAGES) if pages is None else pages
     rows: dict[str, list] = {p: [] for p in order}
     tabs: dict[str, list[tuple[Opened, float, float]]] = {p: [] for p in order}
-    with serve(db, log, root, cap_gb=cap_gb, **env) as (url, watch), launch() as context:
-        page = context.new_page()
+    with contextlib.ExitStack() as stack:
+        if cold:  # the browser first, the first page asked for the moment the server answers
+            context = stack.enter_context(launch())
+            page = context.new_page()
+            url, watch = stack.enter_context(serve(db, log, root, cap_gb=cap_gb, poll_s=0.02, **env))
+        else:
+            url, watch = stack.enter_context(serve(db, log, root, cap_gb=cap_gb, **env))
+            context = stack.enter_context(launch())
+            page = context.new_page()
         for visit in (0, 1):
             for i, path in enumerate(order):
                 if watch.killed:
@@ -202,7 +212,7 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
                 tabs[path].append((opened, cpu, bcpu))
                 print(f"  new tab {PAGES[path][1]:<18} {_f(opened.first_s)} {opened.note} "
                       f"(server cpu {cpu:.2f} s, browser cpu {bcpu:.2f} s)", flush=True)
-        peak, killed = watch.peak, watch.killed
+        peak, killed, up_s = watch.peak, watch.killed, watch.up_s
     lines = ["| page | first open (computes) | server cpu | open again (cached) | server cpu | note |",
              "| --- | ---: | ---: | ---: | ---: | --- |"]
     for path, visits in rows.items():
@@ -232,6 +242,10 @@ def measure_pages(db: Path, dataset: str, cap_gb: float, timeout_s: float, root:
         lines.append(f"Stack dumps (pages running past {stall_dump:g} s): {dumps}"
                      + (f", in {env['LENS_STACK_DUMP']}" if dumps else "") + ".")
     shutil.rmtree(hook_dir, ignore_errors=True)
+    first = next(iter(rows.values()), [])
+    if cold and up_s is not None and first and first[0][0].first_s is not None:
+        lines.append(f"Server up (process start to its first health answer) {up_s:.2f} s; from `streamlit "
+                     f"run` to the first page drawn {up_s + first[0][0].first_s:.2f} s.")
     lines.append(f"Server peak RSS {peak / 1024**3:.2f} GB, {after_pages / 1024**3:.2f} GB after every page"
                  + (f" — killed past {cap_gb:g} GB" if killed else "") + ".")
     return "\n".join(lines)
@@ -266,6 +280,10 @@ def main() -> None:
         help="url paths to visit, in order, comma-separated ('' or 'leaderboard' for the first "
         f"page; default all: {','.join(p or 'leaderboard' for p in PAGES)})",
     )
+    ap.add_argument("--cold", action="store_true",
+                    help="start the browser before the server and open the first page the moment the server "
+                    "answers, as `streamlit run` opening a browser does (the server gets no idle head start "
+                    "while Chromium launches); also reports the server's start")
     ap.add_argument("--stall-dump", type=float, default=0.0, metavar="S",
                     help="dump the server's thread stacks while a page has run S seconds (and every S after)")
     a = ap.parse_args()
@@ -306,7 +324,8 @@ def main() -> None:
             copy = Path(tmp) / Path(db).name
             shutil.copyfile(db, copy)
             print(f"\n{label} ({root}) on {db} (dataset {a.dataset}), load average {load_average()}")
-            print(measure_pages(copy, a.dataset, a.cap_gb, a.timeout, root, pages, a.new_tabs, a.stall_dump),
+            print(measure_pages(copy, a.dataset, a.cap_gb, a.timeout, root, pages, a.new_tabs, a.stall_dump,
+                                a.cold),
                   flush=True)
             print(f"load average after: {load_average()}")
 

@@ -108,6 +108,7 @@ class RssWatch(threading.Thread):
     def __init__(self, pid: int, cap_gb: float):
         super().__init__(daemon=True)
         self.proc, self.pid, self.cap = psutil.Process(pid), pid, cap_gb * 1024**3
+        self.up_s: float | None = None  # set by serve: process start to the first health answer
         self.peak, self.last, self.killed, self.stop = 0, 0, False, False
 
     def run(self) -> None:
@@ -122,13 +123,15 @@ class RssWatch(threading.Thread):
 
 
 @contextlib.contextmanager
-def serve(db: Path, log: Path, root: Path = REPO, cap_gb: float = 8.0,
+def serve(db: Path, log: Path, root: Path = REPO, cap_gb: float = 8.0, poll_s: float = 0.3,
           **env_extra: str) -> Iterator[tuple[str, RssWatch]]:
     """``streamlit run app.py`` of the checkout ``root`` on the store ``db`` (env ``LENS_DB``) and a
     free port; yields the base URL and the server's RSS watch (the tree is killed past ``cap_gb``),
-    and stops the server's process tree."""
+    and stops the server's process tree. The health check is polled every ``poll_s`` seconds; the watch's
+    ``up_s`` is the wall from the process's start to its first answer."""
     port = _free_port()
     env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(root), **env_extra}
+    started = time.monotonic()
     with open(log, "wb") as out:  # a file, not a pipe: a full pipe would stall the server
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -146,11 +149,12 @@ def serve(db: Path, log: Path, root: Path = REPO, cap_gb: float = 8.0,
             except OSError:
                 if proc.poll() is not None:
                     break
-                time.sleep(0.3)
+                time.sleep(poll_s)
         else:
             raise SystemExit("streamlit did not come up: " + log.read_text(errors="replace")[-1500:])
         if proc.poll() is not None:
             raise SystemExit("streamlit stopped: " + log.read_text(errors="replace")[-1500:])
+        watch.up_s = time.monotonic() - started
         watch.start()
         yield url, watch
     finally:

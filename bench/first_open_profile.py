@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import re
@@ -102,8 +103,11 @@ sys.meta_path.insert(0, _Finder())
 """The server's ``sitecustomize``: times (and with LENS_FIRST_OPEN_SAMPLE=1 samples) the first script run."""
 
 
-def open_once(root: Path, src: Path, dataset: str, page: str, sample: bool) -> tuple[dict, list[str]]:
-    """One fresh server of ``root`` on a copy of ``src``, one first open: its figures, the top functions."""
+def open_once(root: Path, src: Path, dataset: str, page: str, sample: bool,
+              cold: bool = False) -> tuple[dict, list[str]]:
+    """One fresh server of ``root`` on a copy of ``src``, one first open: its figures, the top functions.
+    ``cold``: Chromium started first and the page asked for the moment the server answers (no idle second for
+    the server between its start and the open; the server CPU column then counts from the health answer)."""
     tmp = Path(tempfile.mkdtemp(prefix="lens-first-open-"))
     try:
         db, out = tmp / src.name, tmp / "run1.txt"
@@ -111,9 +115,16 @@ def open_once(root: Path, src: Path, dataset: str, page: str, sample: bool) -> t
         (tmp / "sitecustomize.py").write_text(HOOK)
         env = {"PYTHONPATH": f"{tmp}{os.pathsep}{root}", "LENS_FIRST_OPEN_PROFILE": str(out),
                "LENS_FIRST_OPEN_SAMPLE": "1" if sample else "0"}
-        with serve(db, tmp / "streamlit.log", root, **env) as (url, watch), launch() as context:
-            tab = context.new_page()
-            time.sleep(1.0)  # the server up (health answered) and idle
+        with contextlib.ExitStack() as stack:
+            if cold:
+                context = stack.enter_context(launch())
+                tab = context.new_page()
+                url, watch = stack.enter_context(serve(db, tmp / "streamlit.log", root, poll_s=0.02, **env))
+            else:
+                url, watch = stack.enter_context(serve(db, tmp / "streamlit.log", root, **env))
+                context = stack.enter_context(launch())
+                tab = context.new_page()
+                time.sleep(1.0)  # the server up (health answered) and idle
             server = psutil.Process(watch.proc.pid)
             cpu0 = sum(server.cpu_times()[:2])
             opened = open_timed(tab, f"{url}/{page}?dataset={dataset}", 300, watch)
@@ -152,6 +163,9 @@ def main() -> None:
                     help="a second checkout (e.g. a worktree of main), run first in each round")
     ap.add_argument("--page", default="", help="the url path opened ('' = the Leaderboard)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cold", action="store_true",
+                    help="start Chromium first and open the page the moment the server answers (as "
+                    "bench/app_page_timing.py --cold): no idle head start for the server")
     ap.add_argument("--sample", action="store_true", help="sample the first run's stacks (adds a little CPU)")
     a = ap.parse_args()
     roots = ([a.base.resolve()] if a.base else []) + [REPO]
@@ -161,7 +175,7 @@ def main() -> None:
     tops: dict[Path, list[str]] = {}
     for r in range(a.rounds):
         for root in roots:
-            got, tops[root] = open_once(root, a.db, a.dataset, a.page, a.sample)
+            got, tops[root] = open_once(root, a.db, a.dataset, a.page, a.sample, a.cold)
             cells = [f"{got[k]:.2f} s" for k in ("first", "to_running", "run_wall", "run_cpu", "server_cpu")]
             print(f"| {root} | {r + 1} | {' | '.join(cells)} | {os.getloadavg()[0]:.1f} |", flush=True)
     for root, top in tops.items():

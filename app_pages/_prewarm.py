@@ -1,0 +1,262 @@
+"""The server's head start: the modules the app's first script run imports, imported while the browser is
+still loading Streamlit's frontend.
+
+``streamlit run app.py`` serves app.py's ``st.App`` (Streamlit 1.67 finds it in the script), whose lifespan
+hook (``lifespan``) runs once when the server starts. Until then the server had nothing to do between its
+start and the first session's script run (the browser fetching and starting the frontend: ~0.8 s), and that
+first run paid the imports of pandas, SciPy, Plotly, Streamlit's dataframe serialisation and the engine
+(~0.4 s of CPU at 1M x 100, a third of the Leaderboard's first run). The hook starts one daemon thread that
+imports them and returns at once: the server answers as soon as it would have. A script run that starts before
+the thread is done waits for it (``wait_for_prewarm``, app.py's first statement) instead of importing beside
+it: two threads importing the same modules at once could meet in an import cycle and one be handed a module
+half made; the wait costs nothing, the run would have done that work itself.
+
+The thread gives way to the server's HTTP requests (``RequestCount``, a middleware of the App): the browser's
+download of the frontend (61 files) runs on the server's event loop, which needs the interpreter lock at every
+step, and a thread importing beside it held the lock for up to the switch interval (5 ms) each time: the
+download took 3.1-4.4 s instead of 0.4-1.5 s under load (docs/notes/lb34-34.md). Before each module it imports
+the thread waits while a request is being answered or one ended moments ago (``YIELD_S`` at most per module,
+``BUDGET_S`` in all, so it always ends).
+
+Only imports: no store is opened and nothing is read or computed here, so nothing shown depends on when
+this thread ran (a page's results still come from its own run, checked against the store's data version).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+FIRST_RUN_MODULES = (
+    # app.py's and the Leaderboard's own imports (pandas, DuckDB, NumPy and the store come with _lens)
+    "app_pages._lens",
+    "app_pages._charts_last",
+    "app_pages._lbopen_cache",
+    "app_pages._length_control",
+    "engine.errors",
+    "engine.store.connection",
+    "engine.store.schema",
+    "engine.views.baseline_view",
+    "engine.views.exports",
+    "engine.views.leaderboard_view",
+    "engine.views.panel_view",
+    "engine.views.viz",
+    "app_pages._ci_figure",
+    # what the Leaderboard's first board imports inside its calls
+    "engine.rankers",
+    "engine.views.leaderboard_first",
+    "engine.views.style_view",
+    "engine.ranking.count_board",
+    "engine.ranking.vote_query",
+    "engine.ranking.board",
+    "engine.ranking.leaderboard",
+    "engine.ranking.panel_board",
+    "engine.ranking.reference",
+    "engine.ranking.distances",
+    "engine.ranking.name_match",
+    "engine.graphs.truncation",
+    "engine.graphs.cycles",
+    "engine.graphs.buckets",
+    "engine.graphs.distinct",
+    "engine.store.summaries",
+    "engine.store.pair_counts",
+    "engine.store.model_maps",
+    "engine.store.attached",
+    "engine.store.writes",
+    "engine.ingest.limits",
+    "engine.ingest.synthetic",
+    "scipy.sparse",
+    "plotly.graph_objects",
+    "plotly.io",
+    "plotly.tools",
+    # Streamlit's own lazy imports on a first run: magic, and a data frame's way to the browser
+    "streamlit.runtime.scriptrunner.magic_funcs",
+    "streamlit.dataframe_util",
+    "narwhals.stable.v1",
+    "pyarrow",
+    "pyarrow.pandas_compat",
+    "PIL.Image",
+    "PIL.ImageFile",
+    "orjson",
+)
+"""Imported by ``prewarm``, in this order: every module of the project, pandas, SciPy, Plotly, PyArrow and
+Streamlit that the app's first run on the Leaderboard imports (tests/app/test_app_prewarm.py compares this
+list with a real first run)."""
+
+_LOG = logging.getLogger(__name__)
+
+
+YIELD_S = 0.05
+"""The longest the prewarm thread waits for the server's requests before one module's import."""
+
+QUIET_S = 0.02
+"""A request ended less than this long ago: the next may be on its way (the browser asks for the frontend's
+files one after another on each connection), so the prewarm thread still gives way."""
+
+BUDGET_S = 3.0
+"""The most the prewarm thread waits for requests in all: past it, it imports without giving way."""
+
+
+class RequestCount:
+    """ASGI middleware: how many HTTP requests the server is answering now (``RequestCount.now``; websockets
+    are not counted: a session's stays open)."""
+
+    now = 0
+    last = float("-inf")
+    """When the last request was answered (``time.monotonic``)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        RequestCount.now += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            RequestCount.now -= 1
+            RequestCount.last = time.monotonic()
+
+    @classmethod
+    def busy(cls) -> bool:
+        """A request is being answered, or one was less than ``QUIET_S`` ago."""
+        return cls.now > 0 or time.monotonic() - cls.last < QUIET_S
+
+
+class _GiveWay:
+    """A meta path finder that finds nothing: in the prewarm thread it first waits (``YIELD_S`` at most, and
+    ``BUDGET_S`` over the thread's life) while the server answers HTTP requests, so each module the thread
+    imports starts between requests."""
+
+    waited = 0.0
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if self.waited < BUDGET_S and RequestCount.busy() and threading.current_thread() is _THREAD:
+            start = time.monotonic()
+            with _import_lock_released():
+                while RequestCount.busy() and time.monotonic() - start < YIELD_S:
+                    time.sleep(0.002)
+            self.waited += time.monotonic() - start
+        return None
+
+
+@contextlib.contextmanager
+def _import_lock_released():
+    """Python 3.11 calls a meta path finder holding the interpreter's global import lock: let it go while the
+    finder waits, so the server's threads can import meanwhile (nothing changes where it was not held)."""
+    import _imp
+
+    try:
+        _imp.release_lock()
+    except RuntimeError:  # not held by this thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        _imp.acquire_lock()
+
+
+def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:
+    """Import ``modules``, then ``rehearse_chart``, giving way to the server's requests before each module
+    (``_GiveWay``). A module that fails to import is logged and skipped (the page's own import of it raises
+    again, where the user sees it); so is a failed rehearsal."""
+    finder = _GiveWay()
+    sys.meta_path.insert(0, finder)
+    try:
+        _import_all(modules)
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def _import_all(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the script run's own import reports it
+            _LOG.warning("prewarm: importing %s failed", name, exc_info=True)
+    try:
+        rehearse_chart()
+    except Exception:  # noqa: BLE001 - the page's own chart reports it
+        _LOG.warning("prewarm: the chart rehearsal failed", exc_info=True)
+
+
+def rehearse_chart() -> str:
+    """The Leaderboard's chart (``app_pages._ci_figure``) of two made-up models, turned into the JSON
+    ``st.plotly_chart`` sends: Plotly loads a figure's property validators and submodules (and pandas'
+    interchange through narwhals) on first use, ~0.1 s that the first page's own chart then skips. Made up
+    and thrown away: nothing of it is kept or shown. Returns the JSON."""
+    import pandas as pd
+    import plotly.io
+    import plotly.tools
+
+    from app_pages._ci_figure import ci_figure
+
+    plot = pd.DataFrame({"model": ["a", "b"], "score": [1.0, 0.0], "err_plus": [0.1, 0.2],
+                         "err_minus": [0.1, 0.2]})
+    fig = ci_figure(plot, "score", "title")
+    figure = plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True)
+    return plotly.io.to_json(figure, validate=False)
+
+
+_THREAD: threading.Thread | None = None
+"""The thread ``start_prewarm`` started in this process, if any."""
+
+WAIT_S = 120.0
+"""The longest a script run waits for the prewarm thread (it imports; only a stuck file system holds it)."""
+
+
+def start_prewarm() -> threading.Thread:
+    """``prewarm`` in a daemon thread of its own, started now (and remembered for ``wait_for_prewarm``)."""
+    global _THREAD
+    thread = threading.Thread(target=prewarm, name="lens-prewarm", daemon=True)
+    _THREAD = thread
+    thread.start()
+    return thread
+
+
+def wait_for_prewarm() -> None:
+    """Return when this process's prewarm thread has finished (at once where none was started: AppTest, a
+    later run)."""
+    thread = _THREAD
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(WAIT_S)
+
+
+def open_browser() -> None:
+    """Open the app in the user's browser unless the server is headless: what ``streamlit run`` does once a
+    plain script's server is up and does not do for an ``st.App`` (Streamlit 1.67,
+    ``bootstrap._on_server_start``), with the same choice of address."""
+    from streamlit import cli_util, config
+    from streamlit.web.server import server_address_is_unix_socket, server_util
+
+    if config.get_option("server.headless"):
+        return
+    if config.is_manually_set("browser.serverAddress"):
+        address = config.get_option("browser.serverAddress")
+    elif config.is_manually_set("server.address"):
+        if server_address_is_unix_socket():
+            return
+        address = server_util.get_display_address(config.get_option("server.address"))
+    else:
+        address = "localhost"
+    cli_util.open_browser(server_util.get_url(address))
+
+
+@contextlib.asynccontextmanager
+async def lifespan(_app: Any) -> AsyncIterator[None]:
+    """app.py's ``st.App`` lifespan: the imports start in the background at server start (the server does
+    not wait for them), and the browser opens as it did before app.py held an ``st.App``."""
+    import asyncio
+
+    start_prewarm()
+    asyncio.get_running_loop().call_soon(open_browser)
+    yield

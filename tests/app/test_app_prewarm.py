@@ -1,0 +1,206 @@
+"""app.py's st.App and its lifespan (app_pages/_prewarm.py): ``streamlit run app.py`` serves the st.App,
+importing app.py costs the server's start nothing beyond Streamlit, the lifespan returns without waiting for
+its imports, and those imports cover what the Leaderboard's first script run imports (each side measured in a
+process of its own: this one has imported everything already)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from apphelpers import REPO
+
+HEAVY = ("app_pages", "engine", "pandas", "scipy", "plotly", "pyarrow", "narwhals", "PIL", "orjson", "duckdb",
+         "numpy")
+"""The modules that cost a first run its imports: the project's, and the libraries it brings."""
+
+
+def _heavy(names: list[str]) -> set[str]:
+    return {n for n in names if n.split(".")[0] in HEAVY}
+
+
+def _python(code: str, **env: str) -> dict:
+    """Run ``code`` in a fresh interpreter in the repository; its last line of stdout, as JSON."""
+    import os
+
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO), **env})
+    assert got.returncode == 0, got.stderr[-3000:]
+    return json.loads(got.stdout.strip().splitlines()[-1])
+
+
+def test_streamlit_run_serves_the_st_app_and_importing_app_py_stays_light() -> None:
+    """Streamlit's own discovery finds ``app`` in app.py (so ``streamlit run app.py`` serves it with its
+    lifespan and the request counter the prewarm gives way to), and importing app.py as the server does
+    imports none of the heavy modules: they are the lifespan thread's, not a delay before the server
+    answers."""
+    from streamlit.web.server.app_discovery import discover_asgi_app
+
+    found = discover_asgi_app(REPO / "app.py")
+    assert found.is_asgi_app and found.import_string == "app:app", found
+    out = _python("import json, sys; import streamlit; before = set(sys.modules); import app; "
+                  "from app_pages._prewarm import RequestCount, lifespan; "
+                  "print(json.dumps({'type': type(app.app).__name__, "
+                  "'ours': app.app._user_lifespan is lifespan "
+                  "and [m.cls for m in app.app._user_middleware] == [RequestCount], "
+                  "'modules': sorted(set(sys.modules) - before)}))")
+    assert out["type"] == "App" and out["ours"], out
+    assert _heavy(out["modules"]) == {"app_pages", "app_pages._prewarm"}, _heavy(out["modules"])
+
+
+def test_the_lifespan_does_not_wait_for_its_imports(monkeypatch) -> None:
+    """Entering the lifespan starts the import thread and returns while that thread is still importing (held
+    here on an event): the server's start does not wait for it."""
+    from app_pages import _prewarm
+
+    release, started, done = threading.Event(), threading.Event(), threading.Event()
+
+    def held(modules=_prewarm.FIRST_RUN_MODULES) -> None:
+        started.set()
+        release.wait(30)
+        done.set()
+
+    monkeypatch.setattr(_prewarm, "prewarm", held)
+
+    async def enter() -> bool:
+        async with _prewarm.lifespan(None):
+            return started.wait(30) and not done.is_set()
+
+    try:
+        assert asyncio.run(enter())
+    finally:
+        release.set()
+    assert done.wait(30)
+
+
+def test_the_prewarm_imports_what_the_first_run_imports(shipped_db: Path, tmp_path: Path) -> None:
+    """The heavy modules the app's first run (the Leaderboard, AppTest, the shipped store) imports, in a fresh
+    process after Streamlit and AppTest are loaded, are all imported by ``prewarm`` in another fresh process:
+    a first run on a server whose lifespan thread has finished imports none of them itself."""
+    import shutil
+
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    warmed = _python("import json, sys; from app_pages._prewarm import prewarm; prewarm(); "
+                     "print(json.dumps({'modules': sorted(sys.modules)}))")
+    first_run = _python(
+        "import json, sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        "at = AppTest.from_file('app.py', default_timeout=120)\n"
+        "before = set(sys.modules)\n"
+        "at.run()\n"
+        "assert not at.exception, at.exception\n"
+        "assert at.dataframe, 'the Leaderboard drew no table'\n"
+        "print(json.dumps({'modules': sorted(set(sys.modules) - before)}))\n",
+        LENS_DB=str(db))
+    missing = _heavy(first_run["modules"]) - _heavy(warmed["modules"])
+    assert _heavy(first_run["modules"]), "the first run imported nothing heavy: the comparison is empty"
+    assert not missing, sorted(missing)
+
+
+def test_a_script_run_waits_for_the_prewarm_before_its_own_imports(monkeypatch) -> None:
+    """``wait_for_prewarm`` returns only once the prewarm thread has finished (held here on an event), and
+    app.py calls it before it imports anything of the app: the first run never imports beside the thread."""
+    import ast
+
+    from app_pages import _prewarm
+
+    release = threading.Event()
+    monkeypatch.setattr(_prewarm, "prewarm", lambda modules=(): release.wait(30))
+    _prewarm.start_prewarm()
+    waiter = threading.Thread(target=_prewarm.wait_for_prewarm)
+    waiter.start()
+    waiter.join(0.3)
+    held = waiter.is_alive()
+    release.set()
+    waiter.join(30)
+    assert held, "wait_for_prewarm returned while the prewarm thread was still running"
+    assert not waiter.is_alive()
+
+    tree = ast.parse((REPO / "app.py").read_text(encoding="utf-8"))
+    script = next(node for node in tree.body if isinstance(node, ast.If)
+                  and ast.unparse(node.test) == "__name__ == '__main__'")
+    calls = [ast.unparse(node) for node in script.body]
+    assert calls[:2] == ["from app_pages._prewarm import wait_for_prewarm", "wait_for_prewarm()"], calls
+
+
+def test_the_lifespan_opens_the_browser_as_streamlit_run_does_for_a_script(monkeypatch) -> None:
+    """Served as an st.App, ``streamlit run`` would no longer open the browser; the lifespan does, after
+    entering, at the address Streamlit's own start-up picks (this project's config: 127.0.0.1), and not when
+    the server is headless. (No desktop browser here: the opener is recorded instead of run.)"""
+    from streamlit import cli_util, config
+
+    from app_pages import _prewarm
+
+    opened: list[str] = []
+    monkeypatch.setattr(cli_util, "open_browser", opened.append)
+    monkeypatch.setattr(_prewarm, "prewarm", lambda modules=(): None)
+
+    async def serve_once() -> None:
+        async with _prewarm.lifespan(None):
+            await asyncio.sleep(0)
+
+    keys = ("server.headless", "server.address", "server.port")
+    options = config.get_config_options()
+    saved = {key: (options[key].value, options[key].where_defined) for key in keys}
+    try:
+        for headless in (True, False):
+            config.set_option("server.headless", headless)
+            config.set_option("server.address", "127.0.0.1")
+            config.set_option("server.port", 8599)
+            asyncio.run(serve_once())
+    finally:
+        for key, (value, where) in saved.items():
+            options[key].set_value(value, where)
+    assert opened == ["http://127.0.0.1:8599"], opened
+
+
+def test_the_prewarm_gives_way_to_the_servers_requests(monkeypatch, tmp_path: Path) -> None:
+    """``RequestCount`` counts an HTTP request while the app answers it (not a websocket), and the prewarm
+    thread does not start a module's import while one is being answered: a module file made here is imported
+    only once the held request has ended. Meanwhile another thread can import (the wait lets go of the
+    interpreter's import lock, which Python holds around a meta path finder)."""
+    from app_pages import _prewarm
+
+    monkeypatch.setattr(_prewarm, "YIELD_S", 30.0)  # the per-module bound out of the way: only the request
+    monkeypatch.setattr(_prewarm, "QUIET_S", 0.0)
+    monkeypatch.setattr(_prewarm, "rehearse_chart", lambda: "")
+    (tmp_path / "lens_prewarm_probe.py").write_text("import threading\nIMPORTED = threading.Event()\n")
+    (tmp_path / "lens_prewarm_other.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    held, inside, seen = threading.Event(), threading.Event(), {}
+
+    async def inner(scope, receive, send) -> None:
+        seen[scope["type"]] = _prewarm.RequestCount.now
+        if scope["type"] == "http":
+            inside.set()
+            while not held.is_set():
+                await asyncio.sleep(0.005)
+
+    counted = _prewarm.RequestCount(inner)
+    asyncio.run(counted({"type": "websocket"}, None, None))
+    server = threading.Thread(target=lambda: asyncio.run(counted({"type": "http"}, None, None)))
+    server.start()
+    assert inside.wait(30)
+    thread = _prewarm.threading.Thread(target=_prewarm.prewarm, args=(("lens_prewarm_probe",),))
+    monkeypatch.setattr(_prewarm, "_THREAD", thread)
+    thread.start()
+    thread.join(0.3)
+    imported_during_request = "lens_prewarm_probe" in sys.modules
+    other = threading.Thread(target=__import__, args=("lens_prewarm_other",))  # the import lock is free
+    other.start()
+    other.join(10)
+    other_blocked = other.is_alive()
+    held.set()
+    server.join(30)
+    thread.join(30)
+    assert seen == {"websocket": 0, "http": 1}, seen
+    assert not imported_during_request, "the prewarm imported while a request was being answered"
+    assert not other_blocked, "another thread's import waited on the prewarm's wait (the import lock held)"
+    assert "lens_prewarm_probe" in sys.modules and _prewarm.RequestCount.now == 0
+    sys.modules.pop("lens_prewarm_probe", None)
+    sys.modules.pop("lens_prewarm_other", None)
