@@ -128,7 +128,7 @@ def _vline(ax: CurveAxes, at: float, dash: str, colour: str, cls: str) -> str:
             f'y2="{ax.bottom}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="{dash}"/>')
 
 
-SETTING_LIFT = "calc(-100% * 290 / 420 - 1.5rem)"
+SETTING_LIFT = f"calc(-100% * {HEIGHT} / {WIDTH} - 1.5rem)"
 """How far ``setting_svg`` is lifted onto the curve drawn just above it in the same column: the curve's
 height (its width × HEIGHT / WIDTH; a percentage margin is of the width) and the space Streamlit leaves
 between the two elements (1.5rem, measured in Chromium: the elements' gap and the curve's paragraph).
@@ -205,7 +205,6 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
                    f'data-lo="{float(low[i])!r}" data-hi="{float(high[i])!r}" '
                    f'data-point="{float(point[i])!r}">'
                    f'<title>{escape(hover)}</title></circle>')
-
 
     if setting:
         out.append(_vline(ax, marker, "6,4", CURVE_COLOURS["setting"], "setting"))

@@ -210,13 +210,12 @@ def run_local(args) -> list[dict]:
             if key not in best or row["seconds"] < best[key]["seconds"]:
                 best[key] = row
     rows = [best[(p, n)] for p, n, _, _ in ways]
-    if not today:  # no reference to compare with: speed only
-        for r in rows:
-            r.pop("_res")
     ref = {p: best[(p, "today 1-by-1")]["_res"] for p in ("soft", "swapped")} if today else {}
     ref_p = soft_probs(ref["soft"], letters) if today else []
-    for r in rows if today else []:
+    for r in rows:
         res = r.pop("_res")
+        if not today:  # no reference to compare with (--skip-today): speed only
+            continue
         base = best[(r["protocol"], "today 1-by-1")]["seconds"]
         r["speedup_vs_1by1"] = round(base / r["seconds"], 2)
         if r["protocol"] == "soft":

@@ -165,16 +165,20 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
     flag(~is_none(order) & ~np.isin(order, ["AB", "BA"]),
          lambda i: f"order {short_repr(values('order')[i])} is not AB or BA")
 
-    derived_kinds = arrow["variant_kind"].null_count == n
-    vk = pd.Series(values("variant_kind"), dtype=object).str.lower().to_numpy(copy=True)
-    vk[is_none(vk)] = None
-    flag(
-        ~is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
-        lambda i: (
-            f"variant_kind {short_repr(values('variant_kind')[i])} is not one of {', '.join(VARIANT_KINDS)}"
-        ),
-    )
-    vk = np.where(is_none(vk), np.where(ints["variant"] == 0, "original", "paraphrase"), vk).astype(object)
+    # a row without a kind takes its variant's: 0 the original, any other a paraphrase
+    derived = pc.if_else(pa.array(ints["variant"] == 0), "original", "paraphrase")
+    if arrow["variant_kind"].null_count == n:  # no kind given: the column is the derived one, made in Arrow
+        kind_column = text_series(derived)
+    else:
+        vk = pd.Series(values("variant_kind"), dtype=object).str.lower().to_numpy(copy=True)
+        vk[is_none(vk)] = None
+        flag(
+            ~is_none(vk) & ~np.isin(vk, list(VARIANT_KINDS)),
+            lambda i: f"variant_kind {short_repr(values('variant_kind')[i])} is not one of "
+                      f"{', '.join(VARIANT_KINDS)}",
+        )
+        vk = np.where(is_none(vk), derived.to_numpy(zero_copy_only=False), vk).astype(object)
+        kind_column = pd.Series(vk, dtype=object)
 
     free = {c: free_text(col(c)) for c in FREE_TEXTS}
     for c, column in free.items():
@@ -221,8 +225,7 @@ def _normalise(raw: RawRows, dataset: str, model_names: Mapping[str, str] | None
         "judge": text_series(arrow["judge"]),
         "prompt_id": text_series(arrow["prompt_id"]),
         "variant": pd.Series(ints["variant"], dtype=np.int64),
-        "variant_kind": text_series(pc.if_else(pa.array(ints["variant"] == 0), "original", "paraphrase"))
-        if derived_kinds else pd.Series(vk, dtype=object),
+        "variant_kind": kind_column,
         "turn": pd.Series(ints["turn"], dtype=np.int64),
         "category": text_series(arrow["category"]),
         "model_a": text_series(arrow["model_a"]),
