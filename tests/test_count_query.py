@@ -5,6 +5,9 @@ pairs, and both orders (where the lean path must step aside)."""
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -15,7 +18,7 @@ from engine.rankers.votes import votes as make_votes
 from engine.ranking import count_query
 from engine.ranking.count_query import lean_pair_counts
 from engine.ranking.leaderboard import leaderboard
-from engine.ranking.vote_query import frame_vote_rows
+from engine.ranking.vote_query import GRAPH_HASH, frame_vote_rows, key_hashes, read_vote_rows
 from tests.test_count_rankers import frame
 
 
@@ -160,3 +163,56 @@ def test_repeated_keys_equal_a_brute_force_count(seed):
         np.testing.assert_array_equal(rows, np.flatnonzero(np.isin(k, values[counts > 1])))
         np.testing.assert_array_equal(shared[gid], k[rows])
     assert count_query._repeated_keys(key)[0].size == 300  # the log has what it should
+
+
+def _fresh_vote_rows(v: pd.DataFrame):
+    """``read_vote_rows`` over a frame in a database of its own (``frame_vote_rows`` until round 35)."""
+    con = duckdb.connect()
+    try:
+        con.register("lens_frame", v)
+        return read_vote_rows(con, "lens_frame", need_strength=True)
+    finally:
+        con.close()
+
+
+def _fresh_key_hashes(keys: pd.DataFrame) -> np.ndarray:
+    con = duckdb.connect()
+    try:
+        con.register("lens_keys", keys[["judge", "prompt_id", "variant", "turn"]])
+        out = con.execute(f"SELECT {GRAPH_HASH} AS g FROM lens_keys").fetchnumpy()["g"]
+        return np.asarray(out, np.uint64)
+    finally:
+        con.close()
+
+
+def test_frame_reads_from_threads_at_once_equal_a_database_of_their_own():
+    """``frame_vote_rows`` and ``key_hashes`` run on one in-memory database per process (a cursor each,
+    ``engine.store.sql.scratch``) instead of a ``duckdb.connect`` per call. Six threads at once (as the app's
+    warming threads), each reading its own log (other models, judges, sizes) over and over: every read
+    equals that log's read in a database of its own, field by field: no thread sees another's frame."""
+    logs = [battle_log(seed, n=300 + 97 * seed, n_models=4 + seed, orders=("AB", "BA", None),
+                       n_judges=1 + seed % 3) for seed in range(6)]
+    want = [(_fresh_vote_rows(v), _fresh_key_hashes(v)) for v in logs]
+    start = threading.Barrier(len(logs))
+    got: dict[int, list] = {k: [] for k in range(len(logs))}
+
+    def read(k: int) -> None:
+        start.wait()
+        for _ in range(15):
+            got[k].append((frame_vote_rows(logs[k], need_strength=True), key_hashes(logs[k])))
+
+    threads = [threading.Thread(target=read, args=(k,)) for k in range(len(logs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, (rows, keys) in enumerate(want):
+        assert len(got[k]) == 15 and rows.n_invalid > 0 and len(rows.models) == 4 + k
+        for seen, seen_keys in got[k]:
+            for f in dataclasses.fields(rows):
+                a, b = getattr(seen, f.name), getattr(rows, f.name)
+                if isinstance(b, np.ndarray):
+                    np.testing.assert_array_equal(a, b, err_msg=f"log {k}: {f.name}")
+                else:
+                    assert a == b, (k, f.name)
+            np.testing.assert_array_equal(seen_keys, keys)

@@ -18,7 +18,7 @@ import numpy as np
 from engine.errors import LensError
 from engine.frames import pd
 from engine.rankers.votes import VoteRows
-from engine.store.sql import Relation, in_values, params
+from engine.store.sql import Relation, in_values, params, scratch
 from engine.store.style_cache import ANSWER_KEY
 from engine.style.features import (
     STYLE_COLUMNS,
@@ -255,21 +255,15 @@ def frame_vote_rows(verdicts: pd.DataFrame, *, order_by: str | None = None, styl
     with the style counts of the frame's ``STYLE_COLUMNS`` (NaN where it has none), rows without any
     filled from ``texts`` (``engine.style.features.answer_counts`` of the frame's dataset) when given;
     ``need_strength``: with each verdict's strength."""
-    con = duckdb.connect()
-    try:
+    with scratch() as con:  # no connect per call (engine.store.sql.scratch)
         con.register("lens_frame", verdicts)
         return read_vote_rows(con, "lens_frame", order_by=order_by, style=style, texts=texts,
                               need_strength=need_strength)
-    finally:
-        con.close()
 
 
 def key_hashes(keys: pd.DataFrame) -> np.ndarray:
     """The 64-bit graph keys (``GRAPH_HASH``) of a frame of graph keys (e.g. the graphs keep-K kept)."""
-    con = duckdb.connect()
-    try:
+    with scratch() as con:
         con.register("lens_keys", keys[["judge", "prompt_id", "variant", "turn"]])
         out = con.execute(f"SELECT {GRAPH_HASH} AS g FROM lens_keys").fetchnumpy()["g"]
-    finally:
-        con.close()
     return np.asarray(out, dtype=np.uint64)
