@@ -22,6 +22,7 @@ import pandas as pd
 from engine.errors import LensError
 from engine.ingest.formats import pair_counts as fmt
 from engine.ingest.limits import NAME_MAX_CHARS, check_dataset_name, lookalike_notes, name_problem
+from engine.store.sql import scratch
 
 SPILL_MEMORY = "512MB"
 """DuckDB's memory while it checks and sums the rows; beyond it, the rows spill to a temporary folder."""
@@ -88,13 +89,11 @@ def _reader(path: str) -> str:
 def file_columns(path: str | os.PathLike[str]) -> list[str]:
     """The column names of a file (read by DuckDB without its rows), for detection."""
     src = str(path)
-    con = duckdb.connect()
-    try:
-        return [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {_reader(src)}", [src]).fetchall()]
-    except duckdb.Error as exc:
-        raise LensError(f"{src}: cannot be read as a table ({str(exc).splitlines()[0]}).") from exc
-    finally:
-        con.close()
+    with scratch() as con:
+        try:
+            return [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {_reader(src)}", [src]).fetchall()]
+        except duckdb.Error as exc:
+            raise LensError(f"{src}: cannot be read as a table ({str(exc).splitlines()[0]}).") from exc
 
 
 def is_pair_count_file(path: str | os.PathLike[str]) -> bool:

@@ -221,16 +221,15 @@ def _plain_is_safe(fh, texts: list[str], schema, md) -> bool:
                 return False
     import duckdb
 
+    from engine.store.sql import scratch
+
     size = " + ".join(f'coalesce(strlen("{c.replace(chr(34), chr(34) * 2)}"), 0)' for c in texts)
     try:
-        con = duckdb.connect()
-        try:
+        with scratch() as con:
             row = con.execute(
                 f"SELECT coalesce(max(t), 0), coalesce(sum(n), 0) FROM (SELECT file_row_number // $b AS k,"
                 f" sum({size}) AS t, count(*) AS n FROM read_parquet($p, file_row_number = true) GROUP BY k)",
                 {"b": batch_rows(), "p": os.path.abspath(path)}).fetchone()
-        finally:
-            con.close()
     except duckdb.Error:
         return False
     return row is not None and int(row[1]) == md.num_rows and int(row[0]) <= BATCH_TEXT_BYTES
