@@ -167,9 +167,37 @@ NAVIGATION_TIMEOUT_MS = 180_000
 """How long a page's navigation (goto, reload) may take to its load event before the tour fails."""
 
 
+class OnePage:
+    """The browser of a chain of tours (``start_tours``'s ``chains``): the tours run one after another and
+    share one page, which ``new_page`` hands to each at the size it asks for and ``release`` leaves open.
+
+    Why: Chromium's CPU for a page's first load is ~5 s, for a full load (goto) in a page that has loaded
+    before ~2 s, for a sidebar move ~1 s (docs/notes/suite35-35.md, load 15-19): most of a new page's
+    cost is its renderer's start and first compile of the app's scripts, not the browser's launch and
+    not the cache (a fresh context in the same browser, or a copied warm profile, cost as much). Every
+    tour opens its first page by a full load (``goto``): a new document, a new Streamlit session, its own
+    run counter and init scripts, so what a tour checks does not depend on the tour before it."""
+
+    def __init__(self, browser) -> None:
+        self.browser = browser
+        self.page = None
+
+    @property
+    def contexts(self):
+        """The browser's contexts (failure_shots)."""
+        return self.browser.contexts
+
+
 def new_page(browser, width: int, height: int):
     """A page of ``width`` x ``height`` px whose documents count their script runs (RUN_TRACKER), so
-    wait_idle knows when the run an action started has ended, and run no CSS animation (STILL)."""
+    wait_idle knows when the run an action started has ended, and run no CSS animation (STILL). In a
+    chain of tours (``OnePage``), the chain's one page at that size."""
+    if isinstance(browser, OnePage):
+        if browser.page is None or browser.page.is_closed():
+            browser.page = new_page(browser.browser, width, height)
+        else:
+            browser.page.set_viewport_size({"width": width, "height": height})
+        return browser.page
     page = browser.new_page(viewport={"width": width, "height": height})
     # a navigation's "load" event is a failure bound only: Playwright's default 30 s failed every tour's
     # first goto at load 40 (on main too, docs/notes/suitebrowser-32.md); a passing goto returns at once
@@ -177,6 +205,13 @@ def new_page(browser, width: int, height: int):
     page.add_init_script(RUN_TRACKER)
     page.add_init_script(STILL)
     return page
+
+
+def release(page, browser) -> None:
+    """A tour's end with its page: closed, unless the tour runs in a chain (``OnePage``), whose next tour
+    opens its first page in it by a full load."""
+    if not isinstance(browser, OnePage):
+        page.close()
 
 
 def runs(page) -> int:
@@ -324,39 +359,61 @@ class Tours:
 
     def __init__(self) -> None:
         self._threads: dict[str, threading.Thread] = {}
+        self._ended: dict[str, threading.Event] = {}
         self._errors: dict[str, BaseException] = {}
         self._slots = threading.BoundedSemaphore(self.AT_ONCE)
 
-    def start(self, tour: Tour, server: Launched, folder: Path) -> None:
-        """Start ``tour`` on ``server`` in its own thread (with its own browser) and return at once."""
+    def start(self, chain: list[tuple[Tour, Launched, Path]]) -> None:
+        """Start the tours of ``chain`` (each with its server and folder) in a thread of their own, with
+        one browser, one after another, and return at once. A chain of more than one tour shares one page
+        (``OnePage``); a tour that fails gets its screenshots and its page closed, and the next tour of the
+        chain goes on in a new page."""
         from playwright.sync_api import sync_playwright
+
+        done = threading.Event()
 
         def run() -> None:
             try:
                 with self._slots, sync_playwright() as pw:
                     browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+                    view = OnePage(browser) if len(chain) > 1 else browser
                     with Tours._lock:
                         Tours.driving += 1
                     try:
-                        tour(browser, server.wait_up(), folder)
-                    except BaseException:
-                        failure_shots(browser, tour.__name__)
-                        raise
+                        for tour, server, folder in chain:
+                            try:
+                                tour(view, server.wait_up(), folder)
+                            except BaseException as exc:  # noqa: BLE001 - handed to the test that waits
+                                failure_shots(browser, tour.__name__)
+                                self._errors[tour.__name__] = exc
+                                if isinstance(view, OnePage) and view.page is not None:
+                                    view.page.close()
+                            finally:
+                                self._ended[tour.__name__].set()
                     finally:
                         with Tours._lock:
                             Tours.driving -= 1
                         browser.close()
-            except BaseException as exc:  # noqa: BLE001 - handed to the test that waits for this tour
-                self._errors[tour.__name__] = exc
+            except BaseException as exc:  # noqa: BLE001 - handed to the tests whose tours did not end
+                for tour, _, _ in chain:
+                    if not self._ended[tour.__name__].is_set():
+                        self._errors[tour.__name__] = exc
+            finally:
+                for tour, _, _ in chain:
+                    self._ended[tour.__name__].set()
+                done.set()
 
-        thread = threading.Thread(target=run, name=f"tour {tour.__name__}", daemon=True)
-        self._threads[tour.__name__] = thread
+        for tour, _, _ in chain:
+            self._ended[tour.__name__] = threading.Event()
+        name = " + ".join(tour.__name__ for tour, _, _ in chain)
+        thread = threading.Thread(target=run, name=f"tour {name}", daemon=True)
+        self._threads[name] = thread
         thread.start()
 
     def wait(self, tour: Tour) -> None:
         """Wait until ``tour`` has ended; raise what it raised (its traceback points into the tour).
         Every wait inside a tour has its own timeout, so a stuck page ends the tour with an error."""
-        self._threads[tour.__name__].join()
+        self._ended[tour.__name__].wait()
         error = self._errors.pop(tour.__name__, None)
         if error is not None:
             raise error
@@ -379,18 +436,26 @@ def failure_shots(browser, name: str) -> None:
             continue
 
 
-def start_tours(request: pytest.FixtureRequest, tours: dict[Tour, str]) -> Iterator[Tours]:
+def start_tours(request: pytest.FixtureRequest, tours: dict[Tour, str],
+                chains: tuple[tuple[Tour, ...], ...] = ()) -> Iterator[Tours]:
     """For a module fixture: start at once the tours of the file's selected tests (tour ``x`` is the
     test ``test_x``; ``tours`` names the server fixture each drives), the servers they need first;
-    yield the running tours; at teardown wait for them all."""
+    yield the running tours; at teardown wait for them all. The tours of one of ``chains`` run one after
+    another in one thread on one page (``OnePage``), in the chain's order, where the chain starts."""
     selected = {item.name for item in request.session.items if item.module is request.module}
     chosen = {tour: fixture for tour, fixture in tours.items() if f"test_{tour.__name__}" in selected}
     servers = {fixture: request.getfixturevalue(fixture) for fixture in dict.fromkeys(chosen.values())}
     factory = request.getfixturevalue("tmp_path_factory")
+    chain_of = {tour: chain for chain in chains for tour in chain}
     running = Tours()
     try:
-        for tour, fixture in chosen.items():
-            running.start(tour, servers[fixture], factory.mktemp(tour.__name__[:30]))
+        started: set[Tour] = set()
+        for tour in chosen:
+            if tour in started:
+                continue
+            group = [t for t in chain_of.get(tour, (tour,)) if t in chosen]
+            started.update(group)
+            running.start([(t, servers[chosen[t]], factory.mktemp(t.__name__[:30])) for t in group])
         yield running
     finally:
         running.join()

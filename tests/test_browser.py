@@ -11,8 +11,9 @@ and Markdown/Streamlit syntax (``'``, ``:material/home:``, ``$x$``, ``**b**``, a
 and checks that no script ran (``window.__xss`` stays undefined, also inside the graph iframe),
 that the text shows exactly as written, and that no icon, formula, bold text or link was made.
 
-Each test's tour runs in a browser of its own, and the file's tours run side by side (browser_support.Tours):
-the tests only wait for their tour and raise what it raised.
+Each test's tour runs in a browser of its own, and the file's tours run side by side (browser_support.Tours),
+but for the tours of CHAINS, which run one after another on one page: the tests only wait for their tour and
+raise what it raised.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from browser_support import (
     new_page,
     open_page,
     pick_option,
+    release,
     runs,
     shoot,
     snap,
@@ -123,7 +125,7 @@ def every_page_renders_without_error(browser, server: str, folder: Path) -> None
         shoot(page, name)
         page.set_viewport_size({"width": 1440, "height": 1300})
     assert outside == [], f"fetched from outside the app: {outside[:5]}"
-    page.close()
+    release(page, browser)
 
 
 def toolbar_labels(page) -> list[list[str]]:
@@ -216,7 +218,7 @@ def every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_dow
         seen[name] = toolbar_labels(page)
         if name == "truncation":
             curves_fit_their_columns(page)
-    page.close()
+    release(page, browser)
     assert len(seen["leaderboard"]) == 1 and sum(map(len, seen.values())) >= 4, seen
     assert all("Search" in labels for tables in seen.values() for labels in tables), seen
     offered = {name: labels for name, tables in seen.items() for labels in tables
@@ -261,7 +263,7 @@ def xss_dataset_runs_no_script(browser, server: str, folder: Path) -> None:
     bold = [b.inner_text() for b in page.query_selector_all(f"{container} strong")]
     assert not any(t.strip() == "b" for t in bold), bold
     snap(page, "xss_inspector")
-    page.close()
+    release(page, browser)
 
 
 def a_store_cut_short_is_one_sentence_at_every_address(browser, cut_server: str, folder: Path) -> None:
@@ -276,7 +278,7 @@ def a_store_cut_short_is_one_sentence_at_every_address(browser, cut_server: str,
         shown = errors_on(page)
         expected = "Cannot open the store at cut.duckdb: it is damaged (the file is "
         assert len(shown) == 1 and shown[0].startswith(expected), (path, shown)
-    page.close()
+    release(page, browser)
 
 
 
@@ -289,10 +291,17 @@ TOURS = {
 """Each tour, and the server fixture it drives: the tours of the selected tests run side by side
 (Tours.AT_ONCE at a time, the longest first: 52, 46, 22 and 11 s alone on an idle machine)."""
 
+CHAINS = ((every_page_opens_at_its_own_address_and_no_table_offers_an_unguarded_csv_download,
+           a_store_cut_short_is_one_sentence_at_every_address),)
+"""Tours that run one after another on one page (browser_support.OnePage: a new page's first load costs
+Chromium ~3 s more than a full load in a page that has loaded before), each opening its first page by
+a full load: the own-address tour and the cut-store tour, both at 1280 px (46 + 11 s beside the
+every-page tour's 52 s)."""
+
 
 @pytest.fixture(scope="module")
 def tours(request: pytest.FixtureRequest):
-    yield from start_tours(request, TOURS)
+    yield from start_tours(request, TOURS, CHAINS)
 
 
 def test_every_page_renders_without_error(tours):

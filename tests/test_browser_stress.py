@@ -4,7 +4,8 @@ nothing overflows the page, the heatmap labels stay legible, the leaderboard's m
 Truncation, Cycles and Judges tables need no sideways scroll and no figure (st.metric) is cut, and
 /ranking and /leaderboard open the Leaderboard. Split from tests/test_browser.py so that the two
 files run on the two test workers side by side. As in tests/test_browser.py, the tours of the selected
-tests run side by side, each in a browser of its own; a test waits for its tour and raises what it raised.
+tests run side by side, each in a browser of its own (the tours of CHAINS one after another on one page); a
+test waits for its tour and raises what it raised.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from browser_support import (
     new_page,
     open_page,
     pick_option,
+    release,
     runs,
     snap,
     start_tours,
@@ -87,7 +89,7 @@ def busy_store_inside_the_inspector_fragment_is_a_warning(browser, busy_server: 
     page.get_by_role("button", name="Try again").click()
     wait_idle(page, "Prompt inspector", after=before)
     assert errors_on(page) == [] and not page.query_selector_all('[data-testid="stAlertContentWarning"]')
-    page.close()
+    release(page, browser)
 
 
 # ------------------------------------------------------------------ large datasets (70 and 100 models)
@@ -278,7 +280,7 @@ def large_datasets_fit_the_page_and_heatmap_labels_are_legible(browser, big_serv
                 assert page.inner_text('[data-testid="stMetric"] >> nth=0').split() == ["Models", str(n)]
             if name in ("leaderboard", "cycles"):
                 snap(page, f"{dataset}_{name}")
-    page.close()
+    release(page, browser)
 
 
 def arena_counts_leaderboard_and_cycles_fit_at_1280(browser, big_server: str, folder: Path) -> None:
@@ -296,7 +298,7 @@ def arena_counts_leaderboard_and_cycles_fit_at_1280(browser, big_server: str, fo
         assert over["page"] <= 0 and over["main"] <= 0 and over["wide"] == [], (name, over)
         _fits(page, ("chatbot_arena_2024_08_14", name))
         snap(page, f"arena_counts_{name}")
-    page.close()
+    release(page, browser)
 
 
 MAIN = ["rank", "model", "score", "95% CI", "votes"]
@@ -340,7 +342,7 @@ def leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(browser, big_
         page.wait_for_url(f"{big_server}/{target}?dataset=vicuna80", timeout=60_000)
         wait_idle(page, PAGES[target][1], timeout_s=600)
         assert "Page not found" not in page.inner_text("body"), alias
-    page.close()
+    release(page, browser)
 
 
 GRAPH_FIT = """() => {
@@ -401,7 +403,7 @@ def inspector_at_1280_labels_titles_and_verdicts_fit(browser, big_server: str, f
         page.wait_for_function("() => document.querySelector('[data-testid=\"stMainBlockContainer\"]')"
                                ".innerText.includes('Verdict 1')", timeout=60_000)
         assert page.evaluate(SCROLL_BOX, "Verdict 1") is None, dataset
-    page.close()
+    release(page, browser)
 
 
 TOURS = {
@@ -416,9 +418,18 @@ TOURS = {
 addresses tour's two large-set loads moved into the large-datasets tour in round 34; not yet timed idle)."""
 
 
+CHAINS = ((leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280,
+           inspector_at_1280_labels_titles_and_verdicts_fit,
+           arena_counts_leaderboard_and_cycles_fit_at_1280),)
+"""Tours that run one after another on one page (browser_support.OnePage: a new page's first load costs
+Chromium ~3 s more than a full load in a page that has loaded before), each opening its first page by a
+full load: the three shorter tours of the 1280 px server (32 + 11 + 14 s beside the large-datasets tour's
+51 s and the busy-store tour's 26 s)."""
+
+
 @pytest.fixture(scope="module")
 def tours(request: pytest.FixtureRequest):
-    yield from start_tours(request, TOURS)
+    yield from start_tours(request, TOURS, CHAINS)
 
 
 def test_busy_store_inside_the_inspector_fragment_is_a_warning(tours):
