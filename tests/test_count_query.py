@@ -187,18 +187,18 @@ def _fresh_key_hashes(keys: pd.DataFrame) -> np.ndarray:
 
 def test_frame_reads_from_threads_at_once_equal_a_database_of_their_own():
     """``frame_vote_rows`` and ``key_hashes`` run on one in-memory database per process (a cursor each,
-    ``engine.store.sql.scratch``) instead of a ``duckdb.connect`` per call. Six threads at once (as the app's
+    ``engine.store.sql.scratch``) instead of a ``duckdb.connect`` per call. Four threads at once (as the app's
     warming threads), each reading its own log (other models, judges, sizes) over and over: every read
     equals that log's read in a database of its own, field by field: no thread sees another's frame."""
-    logs = [battle_log(seed, n=300 + 97 * seed, n_models=4 + seed, orders=("AB", "BA", None),
-                       n_judges=1 + seed % 3) for seed in range(6)]
+    logs = [battle_log(seed, n=200 + 61 * seed, n_models=4 + seed, orders=("AB", "BA", None),
+                       n_judges=1 + seed % 3) for seed in range(4)]
     want = [(_fresh_vote_rows(v), _fresh_key_hashes(v)) for v in logs]
     start = threading.Barrier(len(logs))
     got: dict[int, list] = {k: [] for k in range(len(logs))}
 
     def read(k: int) -> None:
         start.wait()
-        for _ in range(15):
+        for _ in range(5):
             got[k].append((frame_vote_rows(logs[k], need_strength=True), key_hashes(logs[k])))
 
     threads = [threading.Thread(target=read, args=(k,)) for k in range(len(logs))]
@@ -207,7 +207,7 @@ def test_frame_reads_from_threads_at_once_equal_a_database_of_their_own():
     for t in threads:
         t.join()
     for k, (rows, keys) in enumerate(want):
-        assert len(got[k]) == 15 and rows.n_invalid > 0 and len(rows.models) == 4 + k
+        assert len(got[k]) == 5 and rows.n_invalid > 0 and len(rows.models) == 4 + k
         for seen, seen_keys in got[k]:
             for f in dataclasses.fields(rows):
                 a, b = getattr(seen, f.name), getattr(rows, f.name)
