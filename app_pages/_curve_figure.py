@@ -4,10 +4,11 @@
 Why not Plotly: the browser's drawing of the page's two Plotly figures was ~100 ms of every slider move
 (docs/notes/lead-33.md, "Slider round trips"); an inline SVG paints in about a millisecond. The geometry
 (data -> pixel mapping, ticks) is the pure ``curve_axes`` so tests can check it against the closed form;
-every marker carries its row's numbers as ``data-`` attributes and a hover ``<title>``. The slider's
-setting (a red line) is drawn by ``setting_svg`` as a separate element over the curve: a move of the
-other slider then re-sends the curve's markup unchanged and the browser does not redraw it (a pooled
-vicuna80 keep-K curve is ~176 kB of markup, 480 markers)."""
+the rows' numbers are one JSON attribute on the svg (``data-points``) and every marker has a hover
+``<title>`` (on a transparent strip around it). The slider's setting (a red line) is drawn by
+``setting_svg`` as a separate element over the curve: a move of the other slider then re-sends the
+curve's markup unchanged and the browser does not redraw it. A μ move does redraw the keep-K curve (480
+markers pooled on vicuna80), so its markup is kept small (``curve_svg``)."""
 
 from __future__ import annotations
 
