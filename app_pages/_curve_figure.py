@@ -4,13 +4,15 @@
 Why not Plotly: the browser's drawing of the page's two Plotly figures was ~100 ms of every slider move
 (docs/notes/lead-33.md, "Slider round trips"); an inline SVG paints in about a millisecond. The geometry
 (data -> pixel mapping, ticks) is the pure ``curve_axes`` so tests can check it against the closed form;
-every marker carries its row's numbers as ``data-`` attributes and a hover ``<title>``. The slider's
-setting (a red line) is drawn by ``setting_svg`` as a separate element over the curve: a move of the
-other slider then re-sends the curve's markup unchanged and the browser does not redraw it (a pooled
-vicuna80 keep-K curve is ~176 kB of markup, 480 markers)."""
+the rows' numbers are one JSON attribute on the svg (``data-points``) and every marker has a hover
+``<title>`` (on a transparent strip around it). The slider's setting (a red line) is drawn by
+``setting_svg`` as a separate element over the curve: a move of the other slider then re-sends the
+curve's markup unchanged and the browser does not redraw it. A μ move does redraw the keep-K curve (480
+markers pooled on vicuna80), so its markup is kept small (``curve_svg``)."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from html import escape
@@ -148,24 +150,55 @@ def setting_svg(frame: pd.DataFrame, x: str, marker: float, best: int = 0) -> st
             + _vline(ax, marker, "6,4", CURVE_COLOURS["setting"], "setting") + "</svg></div>")
 
 
+def _hit_spans(cx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each marker's hover strip, [lo, hi) in pixels: from the midpoint to the marker on its left to the
+    midpoint to the one on its right (the strips tile the curve's x range, so a pointer anywhere over it
+    finds the nearest marker's numbers), the outer edges half a gap (at least the marker's radius) outside."""
+    order = np.argsort(cx, kind="stable")
+    c = cx[order]
+    mid = (c[1:] + c[:-1]) / 2
+    outer = max(float(np.diff(c).max()) / 2 if len(c) > 1 else 0.0, MARKER_R)
+    edges = np.concatenate([[c[0] - outer], mid, [c[-1] + outer]]) if len(c) else np.zeros(1)
+    lo, hi = np.empty_like(cx), np.empty_like(cx)
+    lo[order], hi[order] = edges[:-1], edges[1:]
+    return lo, hi
+
+
+MARKER_R = 2.5
+"""A marker's radius (px of the viewBox): each is a zero-length piece of the markers' path with round caps,
+stroke width 2·MARKER_R, a filled circle of this radius."""
+
+
 def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_title: str, best: int = 0,
               setting: bool = True) -> str:
     """One sensitivity curve as an inline SVG string: the band ``ci_low``…``ci_high`` (blue fill), the
-    ``mean`` over draws (blue line with markers, each with a hover ``<title>`` and its row's numbers as
-    ``data-`` attributes), the ``point`` fit (dotted grey), a dashed red line at the slider's ``marker``
-    and, on the keep-K curve (``x == "k"``), a dotted green line at ``best`` labelled ``best K = …`` and a
-    legend. ``x``: ``"k"`` (linear axis) or ``"mu"`` (log axis, ticks at the decades). The title and axis
-    titles are escaped. ``setting=False``: without the red line (the page draws it over the curve with
-    ``setting_svg``, so the curve's markup stays the same while the other slider moves)."""
+    ``mean`` over draws (blue line with markers), the ``point`` fit (dotted grey), a dashed red line at the
+    slider's ``marker`` and, on the keep-K curve (``x == "k"``), a dotted green line at ``best`` labelled
+    ``best K = …`` and a legend. ``x``: ``"k"`` (linear axis) or ``"mu"`` (log axis, ticks at the decades).
+    The title and axis titles are escaped. ``setting=False``: without the red line (the page draws it over
+    the curve with ``setting_svg``, so the curve's markup stays the same while the other slider moves).
+
+    Compact, because a pooled vicuna80 keep-K curve has 480 markers and a μ move redraws it (the browser's
+    work grows with the markup's bytes and elements): the markers are one path (a round dot per row with a
+    mean), each row's hover text is the ``<title>`` of one invisible strip of the plot's height around its
+    marker (``_hit_spans``), and the rows' numbers (x, mean, ci_low, ci_high, point; full precision, for
+    tests and tools) are one JSON list on the svg, ``data-points``. The svg is wrapped in a div so that
+    Markdown takes it as an HTML block, passed through whole, not as a paragraph of inline HTML that its
+    inline parser walks tag by tag; the div's bottom margin is the paragraph's (Streamlit takes 1rem off
+    the end of a Markdown element), so the page's layout and ``SETTING_LIFT`` stay as they were."""
     ax = curve_axes(frame, x, marker, best)
     xs = frame[x].to_numpy(dtype=np.float64)
     mean, low, high, point = (frame[c].to_numpy(dtype=np.float64)
                               for c in ("mean", "ci_low", "ci_high", "point"))
+    shown = np.flatnonzero(np.isfinite(mean) & np.isfinite(xs))
+    rows = [[float(v[i]) for v in (xs, mean, low, high, point)] for i in shown]
     font = 'font-family="sans-serif" font-size="11" fill="#31333f"'
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="curve-svg" '
+    out = [f'<div class="curve" style="margin-bottom:1rem">'
+           f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="curve-svg" '
            f'data-x="{x}" data-x-lo="{ax.x_lo!r}" data-x-hi="{ax.x_hi!r}" data-y-lo="{ax.y_lo!r}" '
-           f'data-y-hi="{ax.y_hi!r}" data-log="{int(ax.log)}" style="width:100%;height:auto;display:block" '
-           f'role="img" aria-label="{escape(title)}">',
+           f'data-y-hi="{ax.y_hi!r}" data-log="{int(ax.log)}" '
+           f'data-points="{escape(json.dumps(rows, separators=(",", ":")))}" '
+           f'style="width:100%;height:auto;display:block" role="img" aria-label="{escape(title)}">',
            f'<text x="{ax.left}" y="18" font-family="sans-serif" font-size="14" fill="#31333f">'
            f'{escape(title)}</text>']
     # grid and ticks
@@ -197,15 +230,11 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
     if path := _path(ax, xs, mean):
         out.append(f'<path class="mean" d="{path}" fill="none" stroke="{CURVE_COLOURS["mean"]}" '
                    'stroke-width="2"/>')
-    for i in np.flatnonzero(np.isfinite(mean) & np.isfinite(xs)):
-        hover = (f"{x} = {xs[i]:g}\nmean {mean[i]:.4f}\n95 % interval {low[i]:.4f} … {high[i]:.4f}\n"
-                 f"all kept graphs {point[i]:.4f}")
-        out.append(f'<circle class="marker" cx="{_fmt(ax.px(xs[i]))}" cy="{_fmt(ax.py(mean[i]))}" r="2.5" '
-                   f'fill="{CURVE_COLOURS["mean"]}" data-x="{float(xs[i])!r}" data-mean="{float(mean[i])!r}" '
-                   f'data-lo="{float(low[i])!r}" data-hi="{float(high[i])!r}" '
-                   f'data-point="{float(point[i])!r}">'
-                   f'<title>{escape(hover)}</title></circle>')
-
+    cx = np.array([ax.px(xs[i]) for i in shown], dtype=np.float64)
+    if len(shown):
+        dots = "".join(f"M{_fmt(c)},{_fmt(ax.py(mean[i]))}h0" for c, i in zip(cx, shown, strict=True))
+        out.append(f'<path class="markers" d="{dots}" fill="none" stroke="{CURVE_COLOURS["mean"]}" '
+                   f'stroke-width="{2 * MARKER_R:g}" stroke-linecap="round"/>')
     if setting:
         out.append(_vline(ax, marker, "6,4", CURVE_COLOURS["setting"], "setting"))
     if x == "k":
@@ -220,5 +249,16 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
                    f'<line x1="{ax.left + 150}" x2="{ax.left + 174}" y1="{ly - 4}" y2="{ly - 4}" '
                    f'stroke="{CURVE_COLOURS["point"]}" stroke-width="1.5" stroke-dasharray="2,3"/>'
                    f'<text x="{ax.left + 180}" y="{ly}" {font}>all kept graphs</text>')
-    out.append("</svg>")
+    if len(shown):
+        # the hover texts, last so that they are on top: a strip per marker, transparent, hit over its area
+        lo, hi = _hit_spans(cx)
+        top, bottom = f"{ax.top:g}", f"{ax.bottom:g}"
+        out.append('<g class="hits" fill="none" pointer-events="fill">')
+        for j, i in enumerate(shown):
+            hover = (f"{x} = {xs[i]:g}\nmean {mean[i]:.4f}\n95 % interval {low[i]:.4f} … {high[i]:.4f}\n"
+                     f"all kept graphs {point[i]:.4f}")
+            out.append(f'<path d="M{_fmt(lo[j])},{top}H{_fmt(hi[j])}V{bottom}H{_fmt(lo[j])}z">'
+                       f'<title>{escape(hover)}</title></path>')
+        out.append("</g>")
+    out.append("</svg></div>")
     return "".join(out)

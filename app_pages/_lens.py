@@ -719,7 +719,7 @@ def curve_markup_for(key: CacheKey, x: str, at: float, title: str, metric: str, 
     """The Truncation page's drawing of one sensitivity curve without its setting line
     (``app_pages._curve_figure.curve_svg``, ``setting=False``): the keep-K curve at μ = ``at`` (``x`` "k")
     or the μ curve at K = ``at`` (``x`` "mu"). Kept per curve: the markup does not depend on the sliders'
-    setting (the red line is ``setting_svg``'s), and a pooled vicuna80 keep-K curve is ~176 kB of it,
+    setting (the red line is ``setting_svg``'s), and a pooled vicuna80 keep-K curve is ~143 kB of it,
     ~10 ms of a move's CPU to rebuild. The setting passed to ``curve_svg`` is the curve's first x, inside
     its range like every slider value, so the axes are the ones the slider's setting gives."""
     from app_pages._curve_figure import curve_svg

@@ -4,6 +4,7 @@ with curves computed from scratch and with the closed-form data -> pixel mapping
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 
@@ -14,18 +15,36 @@ def _xy(text: str) -> list[tuple[float, float]]:
     return [(float(a), float(b)) for a, b in re.findall(r"(-?[\d.]+),(-?[\d.]+)", text)]
 
 
-def read_curve(svg: str) -> dict:
-    """The SVG parsed as XML (so unescaped markup fails here): root attributes, the plot rectangle,
-    the markers (their data- numbers, cx, cy, hover text), band polygons and line pieces (pixel pairs),
-    the setting / best lines and every text by class."""
-    root = ET.fromstring(svg)
+def read_curve(markup: str) -> dict:
+    """The curve's markup (a div holding the SVG) parsed as XML (so unescaped markup fails here): root
+    attributes, the plot rectangle, the markers (their numbers from the svg's ``data-points`` JSON, each
+    dot's cx, cy from the markers' path, the hover text and strip [lo, hi) of the hit strip that is theirs,
+    matched in order), band polygons and line pieces (pixel pairs), the setting / best lines, every text by
+    class, and the markers' drawing attributes."""
+    wrapper = ET.fromstring(markup)
+    assert wrapper.tag == "div" and len(wrapper) == 1, markup[:200]
+    root = wrapper[0]
+    assert root.tag == f"{NS}svg", root.tag
     els = list(root.iter())
     rect = next(e for e in els if e.get("class") == "plot")
     left, top = float(rect.get("x")), float(rect.get("y"))
-    markers = [{"x": float(e.get("data-x")), "mean": float(e.get("data-mean")), "lo": float(e.get("data-lo")),
-                "hi": float(e.get("data-hi")), "point": float(e.get("data-point")), "cx": float(e.get("cx")),
-                "cy": float(e.get("cy")), "hover": e.find(f"{NS}title").text}
-               for e in els if e.get("class") == "marker"]
+    rows = json.loads(root.get("data-points"))
+    dots_el = [e for e in els if e.get("class") == "markers"]
+    assert len(dots_el) <= 1
+    dots = [(float(a), float(b)) for a, b in re.findall(r"M(-?[\d.]+),(-?[\d.]+)h0", dots_el[0].get("d"))] \
+        if dots_el else []
+    # the whole d is nothing but those dots (no other piece drawn in the markers' colour)
+    assert not dots_el or re.fullmatch(r"(M-?[\d.]+,-?[\d.]+h0)+", dots_el[0].get("d"))
+    groups = [e for e in els if e.get("class") == "hits"]
+    hits = []
+    for e in (e for g in groups for e in g):  # "M lo,top H hi V bottom H lo z": a strip of the plot's height
+        m = re.fullmatch(r"M(-?[\d.]+),(-?[\d.]+)H(-?[\d.]+)V(-?[\d.]+)H(-?[\d.]+)z", e.get("d"))
+        assert m is not None and m[1] == m[5], e.get("d")
+        assert (float(m[2]), float(m[4])) == (top, top + float(rect.get("height"))), e.get("d")
+        hits.append((e.find(f"{NS}title").text, (float(m[1]), float(m[3]))))
+    assert len(rows) == len(dots) == len(hits), (len(rows), len(dots), len(hits))
+    markers = [{"x": r[0], "mean": r[1], "lo": r[2], "hi": r[3], "point": r[4], "cx": d[0], "cy": d[1],
+                "hover": h[0], "strip": h[1]} for r, d, h in zip(rows, dots, hits, strict=True)]
 
     def lines(cls: str) -> list[list[tuple[float, float]]]:
         return [_xy(piece) for e in els if e.get("class") == cls for piece in e.get("d").split("M")[1:]]
@@ -43,6 +62,8 @@ def read_curve(svg: str) -> dict:
         "setting": [float(e.get("data-at")) for e in els if e.get("class") == "setting"],
         "best": [float(e.get("data-at")) for e in els if e.get("class") == "best"],
         "xticks": texts("xtick"), "yticks": texts("ytick"), "texts": texts(None),
+        "marker_style": {k: v for k, v in dots_el[0].attrib.items() if k != "d"} if dots_el else None,
+        "hit_style": dict(groups[0].attrib) if groups else None,
     }
 
 

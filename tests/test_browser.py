@@ -152,20 +152,27 @@ CURVES = """() => [...document.querySelectorAll('svg.curve-svg')].map(svg => {
         return {axis: t.getAttribute('class'), size: r.height, x: r.left, right: r.right, y: r.top,
                 bottom: r.bottom};
     });
-    // the setting's overlay (drawn as the next element of the column) and what a pointer on a marker hits
+    // the setting's overlay (drawn as the next element of the column) and what a pointer on a marker hits:
+    // the middle marker's dot (read from the markers' path, in the svg's user units) mapped to the screen
     const over = svg.closest('[data-testid="stColumn"]').querySelector('svg.curve-setting');
-    const m = svg.querySelectorAll('circle.marker');
-    const probe = m[Math.floor(m.length / 2)];
-    probe.scrollIntoView({block: 'center'});
+    const hits = [...svg.querySelectorAll('g.hits > path')];
+    const d = svg.querySelector('path.markers').getAttribute('d');
+    const dots = [...d.matchAll(/M([-\\d.]+),([-\\d.]+)h0/g)];
+    const mid = Math.floor(dots.length / 2);
+    svg.scrollIntoView({block: 'center'});
     const o = over ? over.getBoundingClientRect() : null;
-    const r = probe.getBoundingClientRect();
-    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
     const now = svg.getBoundingClientRect();
+    const scale = now.width / svg.viewBox.baseVal.width;
+    const hit = document.elementFromPoint(now.left + Number(dots[mid][1]) * scale,
+                                          now.top + Number(dots[mid][2]) * scale);
+    // the dots are drawn as circles: round caps on zero-length pieces, as wide as the legend's dot
+    const style = getComputedStyle(svg.querySelector('path.markers'));
     return {box: [box.left, box.right, box.width, box.height], col: [col.left, col.right, col.width], ticks,
-            markers: m.length, hovers: svg.querySelectorAll('circle.marker > title').length,
+            markers: dots.length, hovers: hits.filter(h => h.querySelector('title')).length,
+            rows: JSON.parse(svg.getAttribute('data-points')).length,
+            dot: [style.strokeLinecap, style.strokeWidth],
             over: o ? [o.left - now.left, o.top - now.top, o.width, o.height] : null,
-            hit: hit && svg.contains(hit) && hit.matches('circle.marker') ? 'marker'
-                : (hit ? hit.outerHTML.slice(0, 160) : null)};
+            hit: hit === hits[mid] ? 'marker' : (hit ? hit.outerHTML.slice(0, 160) : null)};
 })"""
 
 
@@ -179,12 +186,13 @@ def curves_fit_their_columns(page) -> None:
     for c in curves:
         (left, right, width, height), (c_left, c_right, c_width) = c["box"], c["col"]
         assert left >= c_left - 0.5 and right <= c_right + 0.5 and width >= 0.95 * c_width, c["box"]
-        assert height >= 200 and c["markers"] > 0 and c["hovers"] == c["markers"], c
+        assert height >= 200 and c["markers"] > 0 and c["hovers"] == c["markers"] == c["rows"], c
+        assert c["dot"] == ["round", "5px"], c["dot"]
         # the setting's line lies on the curve's own box (the same viewBox, so the same pixels), and the
         # pointer passes through it to the markers' hover texts
         assert c["over"] is not None and all(abs(a - b) <= 0.5 for a, b in zip(
             c["over"], [0, 0, width, height], strict=True)), c["over"]
-        assert c["hit"] == "marker", c["hit"]  # a marker under the overlay is what the pointer hits
+        assert c["hit"] == "marker", c["hit"]  # a marker's own hover strip is what the pointer hits there
         for axis, lo, hi in (("xtick", "x", "right"), ("ytick", "y", "bottom")):
             ticks = sorted((t for t in c["ticks"] if t["axis"] == axis), key=lambda t: t[lo])
             assert len(ticks) >= 2 and min(t["size"] for t in ticks) >= 9, (axis, ticks)

@@ -2,7 +2,9 @@
 back from the markup (tests/curve_svg_read.py) and checked against the frame and the closed-form data ->
 pixel mapping: every marker at its row's numbers and pixel, the band's upper edge at ci_high, the log μ
 axis with decades at equal steps, a NaN mean leaving a gap (no marker, a broken line, never a zero), the
-setting and best-K lines, the y range of ``y_range``, escaped titles, the legend on the keep-K curve only."""
+setting and best-K lines, the y range of ``y_range``, escaped titles, the legend on the keep-K curve only;
+the compact markup (one path of dots, a hover strip per marker tiling the x range, the rows' numbers bit
+for bit in one JSON attribute, the svg in a div that Markdown takes as one HTML block)."""
 
 from __future__ import annotations
 
@@ -60,6 +62,7 @@ def test_markers_band_and_lines_are_the_frame_at_the_closed_form_pixels(x, n, se
         assert [m[key] for m in got["markers"]] == rows[col].tolist(), key
     for m in got["markers"]:
         assert abs(m["cx"] - px(m["x"])) <= 0.006 and abs(m["cy"] - py(m["mean"])) <= 0.006, m
+        assert m["strip"][0] < m["cx"] < m["strip"][1], m  # its hover strip is around its dot
         assert f"{x} = {m['x']:g}" in m["hover"] and f"mean {m['mean']:.4f}" in m["hover"]
         assert f"interval {m['lo']:.4f} … {m['hi']:.4f}" in m["hover"] and f"{m['point']:.4f}" in m["hover"]
     # the band: ci_high forward along the top edge, ci_low back along the bottom, a piece per NaN-free run
@@ -134,3 +137,54 @@ def test_the_setting_overlay_is_the_curves_own_red_line_and_the_curve_stays_the_
     assert f"margin-top:{SETTING_LIFT}" in over["style"] and "pointer-events:none" in over["style"]
     others = frame[x].iloc[[0, -1]].tolist()  # the other settings the slider can take: the same curve markup
     assert all(curve_svg(frame, x, o, "t", "y", best=k_best, setting=False) == bare for o in others)
+
+
+@pytest.mark.parametrize("x,n,seed,flat,marker,nan_at", CASES)
+def test_the_markup_is_compact_and_draws_and_hovers_as_a_marker_per_row(x, n, seed, flat, marker, nan_at):
+    """The compact markup (a pooled keep-K curve is redrawn on every μ move): the svg inside a div whose
+    markup Markdown takes as one HTML block (it starts with ``<div``, has no blank line, ends with the
+    div); the markers one path of dots with round caps 5 wide, the same as circles of radius 2.5 (the
+    legend's marker is a circle of radius 3); each marker's hover strip reaching from the midpoint to its left
+    neighbour to the midpoint to its right one (brute force over the dots' pixels), so the strips tile the
+    x range with no gap or overlap; ``data-points`` the rows with a mean at full precision (repr: parsed
+    back equal, NaN kept); one element per marker, not several."""
+    frame = curve(x, n, seed, flat, nan_at)
+    k_best = best_k(frame) if x == "k" else 0
+    markup = curve_svg(frame, x, marker, "t", "y", best=k_best)
+    assert markup.startswith('<div class="curve" style="margin-bottom:1rem"><svg ') and markup.endswith(
+        "</svg></div>")
+    assert "\n\n" not in markup and markup.count("<div") == 1
+    got = read_curve(markup)
+    assert got["marker_style"] == {"class": "markers", "fill": "none", "stroke": "#3b5bdb",
+                                   "stroke-width": "5", "stroke-linecap": "round"}
+    assert got["hit_style"] == {"class": "hits", "fill": "none", "pointer-events": "fill"}
+    cx = [m["cx"] for m in got["markers"]]
+    for j, m in enumerate(got["markers"]):
+        left = (cx[j - 1] + cx[j]) / 2 if j else None
+        right = (cx[j] + cx[j + 1]) / 2 if j + 1 < len(cx) else None
+        lo, hi = m["strip"]
+        assert left is None or abs(lo - left) <= 0.006, (j, lo, left)
+        assert right is None or abs(hi - right) <= 0.006, (j, hi, right)
+        if j + 1 < len(cx):
+            assert hi == got["markers"][j + 1]["strip"][0]  # the same rounded pixel: no gap, no overlap
+    outer = max([(b - a) / 2 for a, b in zip(cx, cx[1:], strict=False)] + [2.5])
+    assert abs(got["markers"][0]["strip"][0] - (cx[0] - outer)) <= 0.006
+    assert abs(got["markers"][-1]["strip"][1] - (cx[-1] + outer)) <= 0.006
+    rows = frame[frame["mean"].notna()]
+    want = rows[[x, "mean", "ci_low", "ci_high", "point"]].astype(float).to_numpy()
+    have = np.array([[m["x"], m["mean"], m["lo"], m["hi"], m["point"]] for m in got["markers"]])
+    assert have.shape == want.shape and (have == want).all()  # bit for bit
+    # the per-row elements: one hover path per row (its title a child), no other element per row
+    assert markup.count("<title>") == len(rows) and markup.count("<circle") == (1 if x == "k" else 0)
+
+
+def test_a_nan_in_a_row_with_a_mean_is_kept_in_the_numbers():
+    """A row whose interval or point is NaN (its mean known) keeps its marker, and its NaN reads back NaN
+    (JSON's NaN), not a zero or a dropped row."""
+    frame = curve("k", 6, 0)
+    frame.loc[2, ["ci_low", "point"]] = np.nan
+    got = read_curve(curve_svg(frame, "k", 3, "t", "y", best=1))
+    assert [m["x"] for m in got["markers"]] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    third = got["markers"][2]
+    assert math.isnan(third["lo"]) and math.isnan(third["point"]) and third["mean"] == frame["mean"][2]
+    assert "interval nan" in third["hover"]
