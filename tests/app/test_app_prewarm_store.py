@@ -246,19 +246,23 @@ def test_the_leaderboards_addresses_are_app_pys() -> None:
     assert set(_prewarm.LEADERBOARD_PATHS) == {""} | {a for a, p in aliases.items() if p == ""}
 
 
-@pytest.mark.parametrize("query", [{}, {"dataset": "log", "judge": "j1", "ranker": "elo"},
-                                   {"dataset": "nope", "judge": "gpt-4", "category": "writing", "ranker": "x"},
-                                   {"dataset": "vicuna80", "judge": "nobody", "category": "coding"}])
-def test_the_warmed_choice_is_the_sidebars(log_db, query) -> None:
+@pytest.mark.parametrize("query, want", [
+    ({}, ("vicuna80", "(all)", "(all)", "bt")),
+    ({"dataset": "log", "judge": "j1", "ranker": "elo"}, ("log", "j1", "(all)", "elo")),
+    ({"dataset": "nope", "judge": "gpt-4", "category": "writing", "ranker": "x"},
+     ("vicuna80", "gpt-4", "writing", "bt")),
+    ({"dataset": "vicuna80", "judge": "nobody", "category": "nothing"}, ("vicuna80", "(all)", "(all)", "bt")),
+])
+def test_the_warmed_choice_is_the_sidebars(log_db, query, want) -> None:
     """``linked_choice`` (what the prewarm warms) is the choice a first session at that address opens on:
     known values kept, unknown ones the sidebar's defaults (vicuna80, all judges, all categories, bt)."""
     from app_pages._lens import get_store, linked_choice
 
     with get_store().session():
-        want = linked_choice(query)
+        warmed = linked_choice(query)
     at = first_run(query)
     state = at.session_state
-    assert want == (state["dataset"], state["judge"], state["category"], state["ranker"]), want
+    assert warmed == want == (state["dataset"], state["judge"], state["category"], state["ranker"]), warmed
 
 
 def test_the_store_connection_is_handed_to_the_first_script_run(log_db, monkeypatch) -> None:
