@@ -116,14 +116,18 @@ class RequestCount:
     are not counted: a session's stays open)."""
 
     now = 0
+    answered = 0
+    """How many requests have been answered."""
     last = float("-inf")
-    """When the last request was answered (``time.monotonic``)."""
+    """When the last request was answered or a websocket opened (``time.monotonic``)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope.get("type") != "http":
+            if scope.get("type") == "websocket":  # a session starting: its handshake counts as a request
+                RequestCount.last = time.monotonic()
             await self.app(scope, receive, send)
             return
         RequestCount.now += 1
@@ -133,6 +137,7 @@ class RequestCount:
             await self.app(scope, receive, send)
         finally:
             RequestCount.now -= 1
+            RequestCount.answered += 1
             RequestCount.last = time.monotonic()
 
     @classmethod
@@ -155,6 +160,10 @@ class FirstPage:
 
     request: tuple[str, dict[str, str]] | None = None
     asked = threading.Event()
+    answered_before = 0
+    """``RequestCount.answered`` when the page was asked for."""
+    at = 0.0
+    """When (``time.monotonic``)."""
 
     @classmethod
     def note(cls, scope: dict) -> None:
@@ -177,6 +186,7 @@ class FirstPage:
         raw = scope.get("query_string", b"").decode("latin-1")
         query = {name: values[0] for name, values in parse_qs(raw).items() if values}
         cls.request = (path, query)
+        cls.answered_before, cls.at = RequestCount.answered, time.monotonic()
         cls.asked.set()
 
 
@@ -265,6 +275,11 @@ _IMPORTED = threading.Event()
 WAIT_S = 120.0
 """The longest a script run waits for the prewarm thread (it imports; only a stuck file system holds it)."""
 
+BOOT_WAIT_S = 1.0
+"""The longest the store reads wait, from the page's request, for the browser's download of the frontend's
+files (the first of them answered, then no request for ``QUIET_S``): reading beside it would slow it (the
+interpreter lock), and the files come before the session that needs the reads."""
+
 HANDOVER_S = 5.0
 """The longest the thread keeps its store session (the file) open after reading, waiting for the first script
 run to open its own (it then goes on the same connection)."""
@@ -316,9 +331,10 @@ def prewarm_store(wait_s: float | None = None) -> tuple | None:
     quiet = _NoContextWarning()
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(quiet)
     try:
+        _wait_for_the_frontend()
         store = get_store()
         with store.session():
-            warmed = prewarm_first_open(query)
+            warmed = prewarm_first_open(query, _give_way)
             deadline = time.monotonic() + HANDOVER_S
             while store.session_count() < 2 and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -328,6 +344,22 @@ def prewarm_store(wait_s: float | None = None) -> tuple | None:
         return None
     finally:
         logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").removeFilter(quiet)
+
+
+def _wait_for_the_frontend() -> None:
+    """Return once the browser's first download of the frontend's files is over (a file answered after the
+    page, then ``QUIET_S`` without a request), or ``BOOT_WAIT_S`` after the page was asked for."""
+    end = FirstPage.at + BOOT_WAIT_S
+    while time.monotonic() < end and (RequestCount.answered <= FirstPage.answered_before + 1
+                                      or RequestCount.busy()):
+        time.sleep(0.005)
+
+
+def _give_way() -> None:
+    """Between two store reads: wait while the server answers a request (``YIELD_S`` at most)."""
+    end = time.monotonic() + YIELD_S
+    while RequestCount.busy() and time.monotonic() < end:
+        time.sleep(0.002)
 
 
 class _NoContextWarning(logging.Filter):

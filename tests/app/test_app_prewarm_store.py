@@ -61,6 +61,7 @@ def log_db(shipped_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(_prewarm.FirstPage, "request", None)
     monkeypatch.setattr(_prewarm.FirstPage, "asked", threading.Event())
     monkeypatch.setattr(_prewarm, "HANDOVER_S", 0.0)
+    monkeypatch.setattr(_prewarm, "BOOT_WAIT_S", 0.0)
     st.cache_data.clear()
     st.cache_resource.clear()
     return db
@@ -221,7 +222,8 @@ def test_only_the_first_page_request_is_noted_and_only_the_leaderboards_is_warme
     try:
         config.set_option("server.baseUrlPath", "/lens/")
         _prewarm.FirstPage.note({"type": "http", "method": "GET", "path": "/other/", "query_string": b""})
-        _prewarm.FirstPage.note({"type": "http", "method": "GET", "path": "/lens/static/x", "query_string": b""})
+        _prewarm.FirstPage.note({"type": "http", "method": "GET", "path": "/lens/static/x",
+                                 "query_string": b""})
         assert _prewarm.FirstPage.request is None
         _prewarm.FirstPage.note({"type": "http", "method": "GET", "path": "/lens/ranking",
                                  "query_string": b"ranker=elo"})
@@ -232,6 +234,28 @@ def test_only_the_first_page_request_is_noted_and_only_the_leaderboards_is_warme
 
 async def _done() -> None:
     return None
+
+
+def test_the_reads_wait_for_the_frontends_files(monkeypatch) -> None:
+    """The store reads start only once a request after the page's has been answered (the frontend's files)
+    and the server has been quiet since: not while the page's own answer is the last one."""
+    import asyncio
+
+    monkeypatch.setattr(_prewarm.FirstPage, "request", None)
+    monkeypatch.setattr(_prewarm.FirstPage, "asked", threading.Event())
+    monkeypatch.setattr(_prewarm, "BOOT_WAIT_S", 60.0)
+    counted = _prewarm.RequestCount(lambda scope, receive, send: _done())
+    page = {"type": "http", "method": "GET", "path": "/", "query_string": b""}
+    asyncio.run(counted(page, None, None))
+    assert _prewarm.FirstPage.request == ("", {})
+    waiting = threading.Thread(target=_prewarm._wait_for_the_frontend)
+    waiting.start()
+    waiting.join(0.3)
+    before_files = waiting.is_alive()
+    asyncio.run(counted({**page, "path": "/static/js/main.js"}, None, None))
+    waiting.join(30)
+    assert before_files, "the reads started before any of the frontend's files was answered"
+    assert not waiting.is_alive()
 
 
 def test_the_leaderboards_addresses_are_app_pys() -> None:
@@ -266,8 +290,8 @@ def test_the_warmed_choice_is_the_sidebars(log_db, query, want) -> None:
 
 
 def test_the_store_connection_is_handed_to_the_first_script_run(log_db, monkeypatch) -> None:
-    """After its reads the prewarm keeps its store session (the file open) until another session of the process
-    opens, then leaves: that session goes on on the same connection, which closes when it ends."""
+    """After its reads the prewarm keeps its store session (the file open) until another session of the
+    process opens, then leaves: that session goes on on the same connection, which closes when it ends."""
     from app_pages import _lbopen_cache
     from app_pages._lens import get_store
 
