@@ -299,8 +299,8 @@ def test_the_store_connection_is_handed_to_the_first_script_run(log_db, monkeypa
     read = threading.Event()
     warm = _lbopen_cache.prewarm_first_open
 
-    def noted(query):
-        got = warm(query)
+    def noted(query, pause):
+        got = warm(query, pause)
         read.set()
         return got
 
