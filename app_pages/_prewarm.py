@@ -328,6 +328,8 @@ def prewarm_store(wait_s: float | None = None) -> tuple | None:
     from app_pages._lbopen_cache import prewarm_first_open
     from app_pages._lens import get_store
 
+    if not _store_free():
+        return None
     quiet = _NoContextWarning()
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(quiet)
     try:
@@ -344,6 +346,25 @@ def prewarm_store(wait_s: float | None = None) -> tuple | None:
         return None
     finally:
         logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").removeFilter(quiet)
+
+
+def _store_free() -> bool:
+    """Whether no other process holds the store's lock now (a judge run, an import). If one does, the
+    prewarm reads nothing: its open would wait out the lock (``LENS_LOCK_WAIT``) and the page's own open would
+    then wait as long again before it says the store is busy."""
+    from engine.store import file_lock
+    from engine.store.connection import resolve_db_path
+
+    path = resolve_db_path()
+    try:
+        file_lock.acquire(path, exclusive=True, wait_s=0)
+    except file_lock.LockBusy:
+        _LOG.info("prewarm: the store is held by another process; nothing read ahead")
+        return False
+    except OSError:  # no lock file can be made there: the page's own open says so
+        return False
+    file_lock.release(path)
+    return True
 
 
 def _wait_for_the_frontend() -> None:

@@ -317,3 +317,31 @@ def test_the_store_connection_is_handed_to_the_first_script_run(log_db, monkeypa
     assert held, "the prewarm let go of the store before a script run opened it"
     assert not thread.is_alive() and after_handover
     assert not get_store().is_open
+
+
+def test_a_store_another_process_holds_is_not_read_ahead(log_db, monkeypatch) -> None:
+    """A store whose lock another process holds (a judge run, an import) is not opened by the prewarm: its
+    open would wait out the lock, and the page's own open as long again. The store is opened only by the
+    page."""
+    import subprocess
+    import sys
+
+    from app_pages import _lens
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from engine.store import file_lock; "
+         f"file_lock.acquire(Path({str(log_db)!r}), exclusive=True, wait_s=10); print('held', flush=True); "
+         "sys.stdin.read()"],
+        cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        opened = []
+        monkeypatch.setenv("LENS_LOCK_WAIT", "1")
+        real = _lens.get_store
+        monkeypatch.setattr(_lens, "get_store", lambda: opened.append(1) or real())
+        asked_for("", {"dataset": "log"})
+        assert _prewarm.prewarm_store(wait_s=0) is None
+        assert not opened, "the prewarm opened a store another process holds"
+    finally:
+        holder.communicate("")
+    assert _prewarm._store_free()  # once let go
