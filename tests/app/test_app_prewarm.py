@@ -104,8 +104,9 @@ def test_the_prewarm_imports_what_the_first_run_imports(shipped_db: Path, tmp_pa
 
 
 def test_a_script_run_waits_for_the_prewarm_before_its_own_imports(monkeypatch) -> None:
-    """``wait_for_prewarm`` returns only once the prewarm thread has finished (held here on an event), and
-    app.py calls it before it imports anything of the app: the first run never imports beside the thread."""
+    """``wait_for_prewarm`` returns only once the prewarm thread's imports are done (held here on an event;
+    its store reads, stubbed here, are not waited for), and app.py calls it before it imports anything of the
+    app: the first run never imports beside the thread."""
     import ast
 
     from app_pages import _prewarm
