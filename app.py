@@ -23,6 +23,7 @@ if __name__ == "__main__":  # a script run (Streamlit runs the script as __main_
         freeze_startup_heap,
         get_store,
         guarded_session,
+        pick,
         user_text,
     )
     from engine.errors import LensError
@@ -126,9 +127,7 @@ def _choice(label: str, options: list[str], key: str, default: str, **kwargs) ->
     changes); it is written into the widget's key before the widget is made, and back on change.
     A remembered choice the current dataset does not offer falls back to ``default``.
     """
-    value = st.session_state.get(f"_{key}")
-    if value not in options:
-        value = default if default in options else options[0]
+    value = pick(st.session_state.get(f"_{key}"), options, default)
     st.session_state[f"_{key}"] = value
     st.session_state[key] = value
     return st.selectbox(label, options, key=key, on_change=_remember, args=(key,), **kwargs)

@@ -22,6 +22,7 @@ from app_pages._lens import (
     leaderboard_result,
     metric_row,
     or_stop,
+    pair_counts_for,
     table_height,
     vote_order_note,
 )
@@ -137,11 +138,11 @@ def first_open(ch):
     last, starts it: ``app_pages._lbopen_cache``); the other rankers' boards (and pair-count datasets', and
     boards of fewer than ``engine.views.leaderboard_first.DEFER_MIN_VOTES`` votes) are computed whole, as
     before."""
-    from engine.store.pair_counts import is_pair_count_dataset
     from engine.views import leaderboard_first
     from engine.views.leaderboard_first import first_open_applies
 
-    if not first_open_applies(ch.ranker, None) or is_pair_count_dataset(get_store(), ch.dataset):
+    # the same calls in the same order as the server's prewarm (app_pages._lbopen_cache.warm_first_open)
+    if not first_open_applies(ch.ranker, None) or pair_counts_for(ch.dataset, ch.key.version):
         return or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED), False
     job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
     if job is not None and job.done():

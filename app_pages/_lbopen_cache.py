@@ -116,3 +116,50 @@ def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Futu
 
     return _jobs().get((key, ranker, bootstrap, seed),
                        lambda: _board(key, ranker, bootstrap, seed, votes, ctx, ref, note))
+
+
+def prewarm_first_open(query: dict[str, str], pause=lambda: None) -> tuple[CacheKey, str] | None:
+    """Before the first session runs: what the Leaderboard's first run reads from the store for the choice
+    an address with ``query`` opens on (``app_pages._lens.linked_choice``), into the very caches the run
+    reads (the listing and the dataset's choices of the sidebar, the votes, the graphs that can hold a triad,
+    the reference and the point board: ``warm_first_open``), in one store session. Called by the server's
+    prewarm thread (``app_pages._prewarm``) when the browser asks for the Leaderboard's address, ~0.8 s before
+    the session's script runs; a run that meets a value still being computed waits for it (Streamlit computes
+    a cached value once per key). Every value is cached under the ``CacheKey`` read here, the dataset's
+    version in it, and the run looks its values up under the key it reads itself: a dataset imported,
+    replaced or deleted since is a new key, computed afresh, never the prewarmed value. ``pause`` is called
+    between the steps (the prewarm gives way to the server's requests there). Returns the key and ranker
+    warmed (None: the store holds no dataset)."""
+    from app_pages._lens import linked_choice
+
+    with get_store().session():
+        chosen = linked_choice(query)
+        if chosen is None:
+            return None
+        dataset, judge, category, ranker = chosen
+        key = CacheKey.of(get_store(), dataset, judge, category)
+        pause()
+        warm_first_open(key, ranker, pause)
+    return key, ranker
+
+
+def warm_first_open(key: CacheKey, ranker: str, pause=lambda: None) -> None:
+    """The boards the Leaderboard's ``first_open`` asks ``leaderboard_result`` for, in its order, without a
+    page: the whole board where the page computes it whole (not a count ranker, a pair-count dataset, or
+    fewer than ``DEFER_MIN_VOTES`` votes), else the point board (its bootstrap is the page's job, started
+    after its first view). The point board's parts (the reference, the votes, the graphs that can hold a
+    triad) are asked for one at a time first, each into its own cache entry, ``pause`` between them."""
+    from app_pages._lens import B_DEFAULT, SEED, leaderboard_result, pair_counts_for, revision_for
+    from engine.views import leaderboard_first
+
+    revision_for(key.dataset, key.version)  # the page's caption
+    if not leaderboard_first.first_open_applies(ranker, None) or pair_counts_for(key.dataset, key.version):
+        leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)
+        return
+    for step in (lambda: reference_for_key(key.dataset, key.category, key.version),
+                 lambda: votes_for(key, ranker), lambda: cycle_context_for(key, ranker)):
+        step()
+        pause()
+    point = leaderboard_result(key, ranker, None, 1.0, 0, SEED)
+    if int(point.params.get("n_votes", 0)) < leaderboard_first.DEFER_MIN_VOTES:
+        leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)

@@ -232,6 +232,32 @@ def choices(dataset: str, version: int):
     return dataset_choices(get_store(), dataset)
 
 
+def pick(value: object, options: list[str], default: str) -> str:
+    """The sidebar's rule for a remembered or linked choice (app.py's ``_choice``): ``value`` where it is
+    offered, else ``default`` where that is, else the first option."""
+    if value in options:
+        return str(value)
+    return default if default in options else options[0]
+
+
+def linked_choice(query: dict[str, str]) -> tuple[str, str, str, str] | None:
+    """(dataset, judge, category, ranker) the sidebar opens on for a first session whose address carries
+    ``query`` (``?dataset=…&judge=…``; app.py's ``_seed_from_query`` then ``sidebar``), from the store's
+    listing and the dataset's choices (both cached as the sidebar reads them); None when the store holds no
+    dataset. Read by the server's prewarm (``app_pages._prewarm``) before the session exists."""
+    from engine.rankers import RANKERS
+    from engine.store.schema import DEFAULT_DATASET
+
+    datasets = datasets_table()["name"].tolist()
+    if not datasets:
+        return None
+    dataset = pick(query.get("dataset"), datasets, DEFAULT_DATASET)
+    ch = choices(dataset, get_store().dataset_version(dataset))
+    return (dataset, pick(query.get("judge"), [ALL, *ch.judges], ALL),
+            pick(query.get("category"), [ALL, *ch.categories], ALL),
+            pick(query.get("ranker"), list(RANKERS), "bt"))
+
+
 B_DEFAULT = 200
 """Bootstrap draws behind every interval the app shows."""
 SEED = 0

@@ -18,8 +18,16 @@ download took 3.1-4.4 s instead of 0.4-1.5 s under load (docs/notes/lb34-34.md).
 the thread waits while a request is being answered or one ended moments ago (``YIELD_S`` at most per module,
 ``BUDGET_S`` in all, so it always ends).
 
-Only imports: no store is opened and nothing is read or computed here, so nothing shown depends on when
-this thread ran (a page's results still come from its own run, checked against the store's data version).
+Then the store: when the browser's first request for a page is the Leaderboard's address (``RequestCount``
+keeps it: ``/``, ``/ranking`` or ``/leaderboard``, with its ``?dataset=…&judge=…`` query), the thread reads
+what that page's first run reads from the store for the choice the address opens on (the votes, the graphs
+that can hold a triad, the point board; ``app_pages._lbopen_cache.prewarm_first_open``) into the caches the
+run reads, while the browser still loads the frontend (~0.8 s). Nothing else is read: a first page elsewhere
+gets nothing of it (its own first open is not slowed), and nothing is read at the server's start, before
+anyone asks. Every value is cached under the dataset's version as read here, and a script run reads the
+version itself and looks its values up under that: a dataset changed in between is computed afresh, never
+shown stale. The thread then keeps its store session open until the first script run has opened its own
+(``HANDOVER_S`` at most), so that run does not connect to the store file again.
 """
 
 from __future__ import annotations
@@ -108,27 +116,78 @@ class RequestCount:
     are not counted: a session's stays open)."""
 
     now = 0
+    answered = 0
+    """How many requests have been answered."""
     last = float("-inf")
-    """When the last request was answered (``time.monotonic``)."""
+    """When the last request was answered or a websocket opened (``time.monotonic``)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope.get("type") != "http":
+            if scope.get("type") == "websocket":  # a session starting: its handshake counts as a request
+                RequestCount.last = time.monotonic()
             await self.app(scope, receive, send)
             return
         RequestCount.now += 1
+        if FirstPage.request is None:
+            FirstPage.note(scope)
         try:
             await self.app(scope, receive, send)
         finally:
             RequestCount.now -= 1
+            RequestCount.answered += 1
             RequestCount.last = time.monotonic()
 
     @classmethod
     def busy(cls) -> bool:
         """A request is being answered, or one was less than ``QUIET_S`` ago."""
         return cls.now > 0 or time.monotonic() - cls.last < QUIET_S
+
+
+LEADERBOARD_PATHS = ("", "ranking", "leaderboard")
+"""The Leaderboard's addresses (app.py: its page's url path and the aliases that send on to it)."""
+
+NOT_PAGES = ("_stcore/", "static/", "component/", "media/", "app/static/", "auth/", "oauth2callback")
+"""Address prefixes (after the base path) of the server's own routes: health, the frontend's files,
+components, media, login. Anything else the browser asks for is a page (the frontend is served for it)."""
+
+
+class FirstPage:
+    """The browser's first request for a page of this server (``request``: its path less the server's base
+    path, and its query's first values), noted by ``RequestCount``; ``asked`` is set with it."""
+
+    request: tuple[str, dict[str, str]] | None = None
+    asked = threading.Event()
+    answered_before = 0
+    """``RequestCount.answered`` when the page was asked for."""
+    at = 0.0
+    """When (``time.monotonic``)."""
+
+    @classmethod
+    def note(cls, scope: dict) -> None:
+        """Keep ``scope``'s path and query when it is the first request for a page (a GET that is none of the
+        server's own routes, nor a file)."""
+        from urllib.parse import parse_qs
+
+        from streamlit import config
+
+        if scope.get("method") != "GET":
+            return
+        base = (config.get_option("server.baseUrlPath") or "").strip("/")
+        path = str(scope.get("path", "")).strip("/")
+        if base:
+            if path != base and not path.startswith(base + "/"):
+                return
+            path = path[len(base):].strip("/")
+        if path.startswith(NOT_PAGES) or "." in path.rsplit("/", 1)[-1]:
+            return
+        raw = scope.get("query_string", b"").decode("latin-1")
+        query = {name: values[0] for name, values in parse_qs(raw).items() if values}
+        cls.request = (path, query)
+        cls.answered_before, cls.at = RequestCount.answered, time.monotonic()
+        cls.asked.set()
 
 
 class _GiveWay:
@@ -210,25 +269,126 @@ def rehearse_chart() -> str:
 _THREAD: threading.Thread | None = None
 """The thread ``start_prewarm`` started in this process, if any."""
 
+_IMPORTED = threading.Event()
+"""Set when that thread's imports are done (``wait_for_prewarm`` waits for it)."""
+
 WAIT_S = 120.0
 """The longest a script run waits for the prewarm thread (it imports; only a stuck file system holds it)."""
 
+BOOT_WAIT_S = 1.0
+"""The longest the store reads wait, from the page's request, for the browser's download of the frontend's
+files (the first of them answered, then no request for ``QUIET_S``): reading beside it would slow it (the
+interpreter lock), and the files come before the session that needs the reads."""
+
+HANDOVER_S = 5.0
+"""The longest the thread keeps its store session (the file) open after reading, waiting for the first script
+run to open its own (it then goes on the same connection)."""
+
 
 def start_prewarm() -> threading.Thread:
-    """``prewarm`` in a daemon thread of its own, started now (and remembered for ``wait_for_prewarm``)."""
-    global _THREAD
-    thread = threading.Thread(target=prewarm, name="lens-prewarm", daemon=True)
+    """``_run`` (``prewarm``'s imports, then ``prewarm_store``) in a daemon thread of its own, started now
+    (and remembered for ``wait_for_prewarm``)."""
+    global _THREAD, _IMPORTED
+    _IMPORTED = threading.Event()
+    thread = threading.Thread(target=_run, args=(_IMPORTED,), name="lens-prewarm", daemon=True)
     _THREAD = thread
     thread.start()
     return thread
 
 
+def _run(imported: threading.Event) -> None:
+    try:
+        prewarm()
+    finally:
+        imported.set()
+    prewarm_store()
+
+
 def wait_for_prewarm() -> None:
-    """Return when this process's prewarm thread has finished (at once where none was started: AppTest, a
-    later run)."""
+    """Return when this process's prewarm thread has done its imports (at once where none was started:
+    AppTest, a later run). Its store reads are not waited for here: a run that needs a value the thread is
+    still computing waits for that value alone (Streamlit's cache computes a key once)."""
     thread = _THREAD
     if thread is not None and thread is not threading.current_thread():
-        thread.join(WAIT_S)
+        _IMPORTED.wait(WAIT_S)
+
+
+def prewarm_store(wait_s: float | None = None) -> tuple | None:
+    """Wait (``wait_s`` at most; None: as long as it takes) for the browser's first request for a page; when
+    it is the Leaderboard's, read what its first run reads from the store for the choice its query opens on
+    (``app_pages._lbopen_cache.prewarm_first_open``), then hold the store session until a script run has
+    opened its own (``HANDOVER_S`` at most). Returns what was warmed ((CacheKey, ranker)), or None. A failure
+    (the store busy past its wait, a damaged file, a dataset gone) is logged and left to the page, which
+    reads again and says so."""
+    if not FirstPage.asked.wait(wait_s) or FirstPage.request is None:
+        return None
+    path, query = FirstPage.request
+    if path not in LEADERBOARD_PATHS:
+        return None
+    from app_pages._lbopen_cache import prewarm_first_open
+    from app_pages._lens import get_store
+
+    if not _store_free():
+        return None
+    quiet = _NoContextWarning()
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(quiet)
+    try:
+        _wait_for_the_frontend()
+        store = get_store()
+        with store.session():
+            warmed = prewarm_first_open(query, _give_way)
+            deadline = time.monotonic() + HANDOVER_S
+            while store.session_count() < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return warmed
+    except Exception:  # noqa: BLE001 - the page's own run reads again and reports it
+        _LOG.warning("prewarm: reading the Leaderboard's first board failed", exc_info=True)
+        return None
+    finally:
+        logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").removeFilter(quiet)
+
+
+def _store_free() -> bool:
+    """Whether no other process holds the store's lock now (a judge run, an import). If one does, the
+    prewarm reads nothing: its open would wait out the lock (``LENS_LOCK_WAIT``) and the page's own open would
+    then wait as long again before it says the store is busy."""
+    from engine.store import file_lock
+    from engine.store.connection import resolve_db_path
+
+    path = resolve_db_path()
+    try:
+        file_lock.acquire(path, exclusive=True, wait_s=0)
+    except file_lock.LockBusy:
+        _LOG.info("prewarm: the store is held by another process; nothing read ahead")
+        return False
+    except OSError:  # no lock file can be made there: the page's own open says so
+        return False
+    file_lock.release(path)
+    return True
+
+
+def _wait_for_the_frontend() -> None:
+    """Return once the browser's first download of the frontend's files is over (a file answered after the
+    page, then ``QUIET_S`` without a request), or ``BOOT_WAIT_S`` after the page was asked for."""
+    end = FirstPage.at + BOOT_WAIT_S
+    while time.monotonic() < end and (RequestCount.answered <= FirstPage.answered_before + 1
+                                      or RequestCount.busy()):
+        time.sleep(0.005)
+
+
+def _give_way() -> None:
+    """Between two store reads: wait while the server answers a request (``YIELD_S`` at most)."""
+    end = time.monotonic() + YIELD_S
+    while RequestCount.busy() and time.monotonic() < end:
+        time.sleep(0.002)
+
+
+class _NoContextWarning(logging.Filter):
+    """Drops Streamlit's "missing ScriptRunContext" warning for the prewarm thread: its cached calls run with
+    no session (their spinners have nowhere to go, by design)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.threadName != "lens-prewarm"
 
 
 def open_browser() -> None:

@@ -99,3 +99,28 @@ def test_dataset_names_that_are_not_file_names_never_reach_a_mapping_file(tmp_pa
             reference.load_mapping(name)
         with pytest.raises(LensError, match="not a plain file name"):
             reference.arena_category(name, "writing")
+
+
+def test_a_reference_file_changed_on_disk_is_read_again(tmp_path):
+    """The parsed reference is kept per version of the file: a file rewritten with other ratings is read again
+    whether its size changed (same modification time) or its modification time did (same size); the ratings
+    are json's own parse of each version."""
+    import os
+
+    from engine.ranking.reference import load_reference, reference_categories
+
+    path = tmp_path / "ref.json"
+
+    def write(ratings: dict, cats=("full",), mtime_ns: int = 1_700_000_000_000_000_000) -> dict:
+        text = json.dumps({c: {m: {"rating": r} for m, r in ratings.items()} for c in cats})
+        path.write_text(text)
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+        return json.loads(text)
+
+    write({"a": 1100.5, "b": 1000.25})
+    assert load_reference(path).to_dict() == {"a": 1100.5, "b": 1000.25}
+    write({"a": 1000.5, "b": 1100.25}, mtime_ns=1_700_000_000_000_000_001)  # same size, a later time
+    assert load_reference(path).to_dict() == {"b": 1100.25, "a": 1000.5}
+    write({"a": 1000.5, "b": 1100.25}, cats=("full", "coding"), mtime_ns=1_700_000_000_000_000_001)
+    assert reference_categories(path) == ["coding", "full"]  # another size, the same time
+    assert load_reference(path, "coding").to_dict() == {"b": 1100.25, "a": 1000.5}

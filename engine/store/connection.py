@@ -349,6 +349,10 @@ class Store:
                 if self._sessions == 0 and not self.keep_open:
                     self.release()
 
+    def session_count(self) -> int:
+        """How many ``session()`` blocks of this process are open now (its threads share one connection)."""
+        return self._sessions
+
     def release(self) -> None:
         """Close the connection (the file lock goes with it); the next use reopens it."""
         with self._guard:

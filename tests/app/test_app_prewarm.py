@@ -65,6 +65,7 @@ def test_the_lifespan_does_not_wait_for_its_imports(monkeypatch) -> None:
         done.set()
 
     monkeypatch.setattr(_prewarm, "prewarm", held)
+    monkeypatch.setattr(_prewarm, "prewarm_store", lambda: None)  # tests/app/test_app_prewarm_store.py
 
     async def enter() -> bool:
         async with _prewarm.lifespan(None):
@@ -103,14 +104,16 @@ def test_the_prewarm_imports_what_the_first_run_imports(shipped_db: Path, tmp_pa
 
 
 def test_a_script_run_waits_for_the_prewarm_before_its_own_imports(monkeypatch) -> None:
-    """``wait_for_prewarm`` returns only once the prewarm thread has finished (held here on an event), and
-    app.py calls it before it imports anything of the app: the first run never imports beside the thread."""
+    """``wait_for_prewarm`` returns only once the prewarm thread's imports are done (held here on an event;
+    its store reads, stubbed here, are not waited for), and app.py calls it before it imports anything of the
+    app: the first run never imports beside the thread."""
     import ast
 
     from app_pages import _prewarm
 
     release = threading.Event()
     monkeypatch.setattr(_prewarm, "prewarm", lambda modules=(): release.wait(30))
+    monkeypatch.setattr(_prewarm, "prewarm_store", lambda: None)
     _prewarm.start_prewarm()
     waiter = threading.Thread(target=_prewarm.wait_for_prewarm)
     waiter.start()
@@ -139,6 +142,7 @@ def test_the_lifespan_opens_the_browser_as_streamlit_run_does_for_a_script(monke
     opened: list[str] = []
     monkeypatch.setattr(cli_util, "open_browser", opened.append)
     monkeypatch.setattr(_prewarm, "prewarm", lambda modules=(): None)
+    monkeypatch.setattr(_prewarm, "prewarm_store", lambda: None)
 
     async def serve_once() -> None:
         async with _prewarm.lifespan(None):
