@@ -107,8 +107,8 @@ SWITCHED_UNSEEN = "switched page, no run seen to start: timed to the page's last
 showed the new page's run starting. When the click reaches the server while another run is in progress (the
 Leaderboard's bootstrap fragment checks every second, and reruns the page once its intervals are done),
 Streamlit 1.67 stops that run and starts the new page without a ``running`` status of its own (the stopped
-run's end is never reported, so the session still counts as running); where a running and a stopped status
-reach the browser together, React draws neither. The run then ends unseen. Such a click is timed from
+run's end is never reported, so the session still counts as running); a running status closely followed by a
+stopped one may also be drawn as neither. The run then ends unseen. Such a click is timed from
 the click to the page's last change (a MutationObserver on the app, armed at the click)
 once the page has been quiet ``SETTLE_S``, instead of waiting out the timeout
 on an idle server (docs/notes/race35-35.md)."""
