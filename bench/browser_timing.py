@@ -76,19 +76,42 @@ DONE_SINCE_MARK = """
 (settleMs) => {
   const log = window.__lensStates || [];
   const mark = window.__lensMark;
-  let ran = false, firstStop = null, lastStop = null;
+  let ran = false, firstStop = null, lastStop = null, lastChange = null;
   for (const [s, t] of log) {
     if (t < mark) continue;
+    lastChange = t;
     if (s === 'running') { ran = true; lastStop = null; }
     else if (s === 'notRunning' && ran) { lastStop = t; if (firstStop === null) firstStop = t; }
   }
   const now = performance.now();
   const current = log.length ? log[log.length - 1][0] : null;
-  const settled = lastStop !== null && current === 'notRunning' && now - lastStop >= settleMs;
-  return {firstStop, lastStop, settled, mark, current};
+  let settled = lastStop !== null && current === 'notRunning' && now - lastStop >= settleMs;
+  let switched = false;
+  const c = window.__lensClick;
+  if (!ran && c && c.mark === mark && c.pathAt !== null && current === 'notRunning') {
+    // the page switched but no run was seen to start after the click: its state changes went by unseen
+    // (SWITCHED_UNSEEN); the run is taken as stopped at the page's last change (or its last stop)
+    const end = Math.max(c.lastChange, lastChange === null ? -Infinity : lastChange);
+    switched = true;
+    firstStop = lastStop = end;
+    settled = now - end >= settleMs;
+  }
+  return {firstStop, lastStop, settled, mark, current, switched};
 }
 """
-"""Reads the record since the last mark: the first stop after a run, the last, and whether it settled."""
+"""Reads the record since the last mark: the first stop after a run, the last, whether it settled, and whether
+it was timed from a page switch whose run was never seen to start (``SWITCHED_UNSEEN``)."""
+
+SWITCHED_UNSEEN = "switched page, no run seen to start: timed to the page's last change"
+"""The note of a click whose page switched (the address became the link's) while the script state never
+showed the new page's run starting. When the click reaches the server while another run is in progress (the
+Leaderboard's bootstrap fragment checks every second, and reruns the page once its intervals are done),
+Streamlit 1.67 stops that run and starts the new page without a ``running`` status of its own (the stopped
+run's end is never reported, so the session still counts as running); a running status closely followed by a
+stopped one may also be drawn as neither. The run then ends unseen. Such a click is timed from
+the click to the page's last change (a MutationObserver on the app, armed at the click)
+once the page has been quiet ``SETTLE_S``, instead of waiting out the timeout
+on an idle server (docs/notes/race35-35.md)."""
 
 
 @dataclass
@@ -196,8 +219,10 @@ def wait_done(page, timeout_s: float, watch: RssWatch | None = None, settle_s: f
             return Opened(None, None, type(exc).__name__)
         if r["settled"]:
             errors = errors_on(page)
+            notes = [SWITCHED_UNSEEN] if r["switched"] else []
+            notes += ["error box: " + errors[0][:80]] if errors else []
             return Opened((r["firstStop"] - r["mark"]) / 1000, (r["lastStop"] - r["mark"]) / 1000,
-                          ("error box: " + errors[0][:80]) if errors else "")
+                          "; ".join(notes))
         if watch is not None and watch.killed:
             return Opened(None, None, "server killed")
         if time.perf_counter() - t0 > timeout_s:
@@ -235,11 +260,25 @@ CLICK_WHEN_STOPPED = """
 (sel) => { const el = document.querySelector(sel); if (!el) return 'missing';
            const log = window.__lensStates || [];
            if (log.length && log[log.length - 1][0] === 'running') return 'running';
-           window.__lensMark = performance.now(); el.click(); return 'clicked'; }
+           const root = document.querySelector('[data-testid="stApp"]');
+           const path = new URL(el.href, location.href).pathname;
+           const mark = performance.now();
+           if (window.__lensClickWatch) window.__lensClickWatch.disconnect();
+           const c = window.__lensClick = {mark, path, pathAt: null, lastChange: mark};
+           if (root && path !== location.pathname) {
+             const watch = window.__lensClickWatch = new MutationObserver(() => {
+               c.lastChange = performance.now();
+               if (c.pathAt === null && location.pathname === c.path) c.pathAt = c.lastChange;
+             });
+             watch.observe(root, {childList: true, subtree: true, characterData: true});
+           }
+           window.__lensMark = mark; el.click(); return 'clicked'; }
 """
 """Clicks only while the script is stopped: a click during a run (the Leaderboard's fragment checks for its
 bootstrap every second) leaves no 'running' after the mark (the state stays running into the new page's
-run), so the new page's stop was never seen and the bench waited out its timeout on an idle server."""
+run), so the new page's stop was never seen and the bench waited out its timeout on an idle server. A click
+that switches page also arms a watch of the app (its last change, and when the address became the link's),
+read by ``DONE_SINCE_MARK`` where no run is seen to start (``SWITCHED_UNSEEN``)."""
 
 
 def click_timed(page, selector: str, timeout_s: float = 300, watch: RssWatch | None = None) -> Opened:
