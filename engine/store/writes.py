@@ -155,18 +155,59 @@ def insert_numbered_verdicts(tx: duckdb.DuckDBPyConnection, dataset: str, good_f
     DuckDB's insert runs on one core; with the ids given (``first + file_row_number``) it runs on all,
     for the same CPU. The ``n`` ids are drawn from ``verdict_id_seq`` first, so the sequence moves as
     before, and a failed insert (DuckDB rolls no sequence back) burns them as the old insert does."""
-    row = tx.execute(
-        "SELECT min(v), max(v), count(*) FROM (SELECT nextval('verdict_id_seq') AS v FROM range(?))", [n]
-    ).fetchone()
-    first, last, drawn = row if row is not None else (0, -1, 0)
-    if drawn != n or last - first != n - 1:  # one connection draws in a row; anything else is a bug
-        raise RuntimeError(f"verdict ids drawn out of order: {first}..{last} for {n} rows")
+    first = draw_verdict_ids(tx, n)
     cols, name = identifiers(columns), param_name("dataset", dataset)
     tx.execute(
         f'INSERT INTO verdicts ("verdict_id", "dataset", {cols}) SELECT $first + file_row_number, ${name}, '
         f"{cols} FROM read_parquet($file, file_row_number = true)",
         {"first": first, name: dataset, "file": good_file},
     )
+
+
+def draw_verdict_ids(tx: duckdb.DuckDBPyConnection, n: int) -> int:
+    """Draw ``n`` ids from ``verdict_id_seq`` (as the column's default would, one by one) and return the
+    first; they are consecutive, or this raises (one connection draws in a row; anything else is a bug)."""
+    row = tx.execute(
+        "SELECT min(v), max(v), count(*) FROM (SELECT nextval('verdict_id_seq') AS v FROM range(?))", [n]
+    ).fetchone()
+    first, last, drawn = row if row is not None else (0, -1, 0)
+    if drawn != n or last - first != n - 1:
+        raise RuntimeError(f"verdict ids drawn out of order: {first}..{last} for {n} rows")
+    return int(first)
+
+
+def next_verdict_id(tx: duckdb.DuckDBPyConnection) -> int:
+    """The id ``verdict_id_seq`` will hand out next, read without drawing it (DuckDB rolls no sequence
+    back, so a transaction that may be rolled back must not draw): the import's early insert
+    (``engine.ingest.early_insert``) numbers its rows from it and draws them at its end."""
+    row = tx.execute(
+        "SELECT start_value, increment_by, last_value FROM duckdb_sequences() WHERE sequence_name = "
+        "'verdict_id_seq' AND database_name = current_database() AND schema_name = current_schema()"
+    ).fetchone()
+    if row is None:
+        raise RuntimeError("the store has no verdict_id_seq")
+    start, step, last = row
+    return int(start if last is None else last + step)
+
+
+def insert_verdict_batch(tx: duckdb.DuckDBPyConnection, dataset: str, batch: object, first: int,
+                         columns: Sequence[str]) -> None:
+    """Append one staged batch of good rows (an Arrow table of ``staging.SCHEMAS['good']``, in ``seq``
+    order) as the dataset's verdicts numbered ``first``, ``first + 1``, ... in table order: the rows and
+    ids ``insert_numbered_verdicts`` gives the same rows when they are read back from the stage file."""
+    import numpy as np
+    import pyarrow as pa
+
+    assert isinstance(batch, pa.Table)
+    ids = pa.array(np.arange(first, first + batch.num_rows, dtype=np.int64))
+    numbered = batch.select(list(columns)).append_column("verdict_id", ids)
+    cols, name = identifiers(columns), param_name("dataset", dataset)
+    tx.register("_lens_batch", numbered)
+    try:
+        tx.execute(f'INSERT INTO verdicts ("verdict_id", "dataset", {cols}) SELECT "verdict_id", ${name}, '
+                   f"{cols} FROM _lens_batch", {name: dataset})
+    finally:
+        tx.unregister("_lens_batch")
 
 
 def upsert_texts_from(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: Relation) -> None:
