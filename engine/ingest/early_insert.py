@@ -46,6 +46,10 @@ THREADS = 1
 (imp4 measured one thread as fast as two beside validation, for less CPU). Reset after the last batch."""
 
 
+class _Abandoned(Exception):
+    """The thread was told to stop before it opened the store."""
+
+
 class EarlyInsert:
     """The insert thread of one import; ``offer`` each staged good batch, then ``finish`` or ``abandon``."""
 
@@ -77,6 +81,8 @@ class EarlyInsert:
         ended = False  # the end (None) taken from the queue
         try:
             self._seed.wait()
+            if self._stop.is_set():  # abandoned before the store was opened: leave it closed
+                raise _Abandoned
             store = self.store = open_store(self._db, lock_wait_s=self._lock_wait_s)
             store.limit_memory(self._memory)
             cur = store.con.cursor()
