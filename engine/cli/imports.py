@@ -11,11 +11,20 @@ from engine.cli._common import store_from_args
 from engine.cli._pair_counts import pair_count_import
 from engine.errors import LensError
 from engine.ingest.constant_columns import SETTABLE, parse_set
-from engine.ingest.importer import import_source, log_refused, store_report, validate_paths
+from engine.ingest.early_insert import early_insert
+from engine.ingest.importer import (
+    ImportResult,
+    import_source,
+    log_refused,
+    store_early,
+    store_report,
+    validate_paths,
+)
 from engine.ingest.limits import check_dataset_name, import_memory_limit, name_problem
 from engine.ingest.shipped import NewStoreSeed
 from engine.ingest.verdict_export import prepare_rejected, write_rejected
 from engine.ingest.verdicts import FORMATS, judge_from_filename, parse_value_map
+from engine.store.connection import Store
 
 
 def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
@@ -145,7 +154,10 @@ def run(args: argparse.Namespace) -> int:
     dataset = check_dataset_name(args.dataset)
     mode = "skip-invalid" if args.skip_invalid else "all-or-nothing"
     seed = NewStoreSeed(getattr(args, "db", None), getattr(args, "lock_wait", 30.0))  # a new store, beside
-    try:  # read and validate first: the store's lock is taken only to write
+    # a new store's verdicts inserted beside validation (a fast path: engine.ingest.early_insert)
+    early = early_insert(seed, getattr(args, "db", None), getattr(args, "lock_wait", 30.0), dataset,
+                         replace=args.replace, memory_limit=import_memory_limit())
+    try:  # read and validate first: an existing store's lock is taken only to write
         report = validate_paths(
             args.paths,
             dataset=dataset,
@@ -158,30 +170,49 @@ def run(args: argparse.Namespace) -> int:
             baseline_model=args.baseline_model,
             set_columns=opts.set_columns,
             derive_judge=True,
+            on_good=early.offer if early is not None else None,
         )
     except LensError as exc:
+        if early is not None:
+            early.abandon()
         seed.wait()
-        store = store_from_args(args)
+        log_store = store_from_args(args)
         try:
-            log_refused(store, dataset, import_source(args.paths), args.format, str(exc), mode)
+            log_refused(log_store, dataset, import_source(args.paths), args.format, str(exc), mode)
         finally:
-            store.close()
+            log_store.close()
+        raise
+    except BaseException:  # Ctrl-C, any other error: the early insert rolled back, its store closed
+        if early is not None:
+            early.abandon()
         raise
     finally:
         seed.wait()  # also on any other error: the new store is whole before the process goes on
-    store = store_from_args(args)
-    store.limit_memory(import_memory_limit())
+    store: Store | None = None
+    result: ImportResult | None = None
     try:
-        result = store_report(store, report, dataset, replace=args.replace, skip_invalid=args.skip_invalid,
-                              source=import_source(args.paths))
-        if result.status == "stored":
+        if early is not None and (began := early.finish()) is not None:
+            store, tx, first, rows = began
+            try:  # None: rolled back, nothing drawn; the serial path below writes the import
+                result = store_early(store, tx, first, rows, early.columns, report, dataset,
+                                     skip_invalid=args.skip_invalid, source=import_source(args.paths))
+            finally:
+                tx.close()
+        if result is None:
+            if store is None:
+                store = store_from_args(args)
+            store.limit_memory(import_memory_limit())
+            result = store_report(store, report, dataset, replace=args.replace,
+                                  skip_invalid=args.skip_invalid, source=import_source(args.paths))
+        if result.status == "stored" and store is not None:
             # the listing's counts of the new version, counted now (engine.store.summaries): at ten million
             # rows the first `datasets` or leaderboard after the import would otherwise spend seconds on them
             from engine.store.summaries import summary
 
             summary(store, result.dataset)
     finally:
-        store.close()
+        if store is not None:
+            store.close()
     report = result.report
     stored = result.status == "stored"
     out = sys.stdout if stored else sys.stderr

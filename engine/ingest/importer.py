@@ -14,15 +14,17 @@ write is in ``engine.store.writes``; this module decides what to write.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from engine.errors import LensError
 from engine.ingest.limits import check_dataset_name, lookalike_notes, lookalike_twin
@@ -124,16 +126,17 @@ def validate_paths(
     judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
     file_judges: Mapping[str, str] | None = None, baseline_model: str | None = None,
     set_columns: Mapping[str, str] | None = None, derive_judge: bool = False,
+    on_good: Callable[[pa.Table], None] | None = None,
 ) -> ValidationReport:
     """Several files checked as one import (e.g. a folder of review-format files); no DB.
     ``file_judges`` maps a path (as given) to the judge of its rows; ``baseline_model`` names the
-    baseline of Arena-Hard records without one; ``set_columns`` and ``derive_judge`` as in
+    baseline of Arena-Hard records without one; ``set_columns``, ``derive_judge`` and ``on_good`` as in
     ``verdicts.validate_sources``."""
     judges = {str(k): v for k, v in (file_judges or {}).items()}
     return validate_sources([(p, str(p)) for p in paths], dataset=dataset, fmt=fmt, column_map=column_map,
                             model_names=model_names, judge_names=judge_names, value_map=value_map,
                             file_judges=judges, baseline_model=baseline_model, set_columns=set_columns,
-                            derive_judge=derive_judge)
+                            derive_judge=derive_judge, on_good=on_good)
 
 
 def _known_files(cur, dataset: str, report: ValidationReport, *, stored: bool = True) -> str:
@@ -213,45 +216,88 @@ def store_report(
     source = source or report.source
     try:
         with store.transaction() as tx:
-            exists = writes.dataset_exists(tx, dataset)
-            # with --replace the stored files go, so only the same bytes given twice in this import count
-            problem = _known_files(tx, dataset, report, stored=not replace)
-            if not problem and report.n_rejected and not skip_invalid:
-                problem = (
-                    f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
-                    "(fix them, or use --skip-invalid to store the others)"
-                )
-            elif not problem and report.n_good == 0:
-                problem = "no valid rows to store, so nothing was stored"
-            if problem:
-                import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
-                return ImportResult(
-                    dataset,
-                    import_id,
-                    "refused",
-                    mode,
-                    report.rows_read,
-                    0,
-                    report.n_rejected,
-                    0,
-                    None,
-                    report,
-                    problem,
-                )
-            if exists and not replace:
-                report = _note_joined_judges(tx, report, dataset)
-            version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic)
-            report = _note_lookalikes(tx, report, dataset)
-            import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
-            writes.record_files(tx, dataset, dict(report.file_hashes), import_id, replace=replace)
-            revision = writes.revision(tx, dataset)
+            return _store_in(tx, report, dataset, mode, source, replace=replace, skip_invalid=skip_invalid,
+                             description=description, synthetic=synthetic)
     except (duckdb.Error, OSError) as exc:
-        if no_space(exc):
-            raise LensError(
-                f"The disk holding the store {store.path} is full, so nothing of this import was stored "
-                f"(the store is unchanged){store_space(store)}; free some space and import again."
-            ) from exc
+        raise _full(store, exc) from exc
+
+
+def store_early(store: Store, tx: duckdb.DuckDBPyConnection, first: int, n: int, columns: Sequence[str],
+                report: ValidationReport, dataset: str, *, skip_invalid: bool,
+                source: str) -> ImportResult | None:
+    """The end of the early insert's transaction ``tx`` (``engine.ingest.early_insert``), whose ``n``
+    verdict rows were inserted with the ids ``first``.. read from ``verdict_id_seq`` without drawing them.
+
+    When the import is a stored one of a new dataset whose good rows are exactly the inserted ones, in
+    order, with the columns and ids ``store_report`` would give them, this writes the rest as
+    ``store_report`` does (the same statements in the same order, the ids drawn where it draws them)
+    and commits; the store is then the one ``store_report`` makes. Otherwise (a refusal, an existing
+    dataset, rows or ids that differ) nothing has been drawn yet: the transaction is rolled back and
+    None returned, and the caller runs ``store_report``, so the store is its by construction."""
+    dataset = _check_name(dataset)
+    mode = "skip-invalid" if skip_invalid else "all-or-nothing"
+    try:
+        fits = (not writes.dataset_exists(tx, dataset)
+                and not _problem(tx, dataset, report, False, skip_invalid) and report.rows_in_order() == n
+                and list(columns) == _columns(tx, report)
+                and writes.next_verdict_id(tx) == first)
+        if not fits:
+            tx.execute("ROLLBACK")
+            return None
+        result = _store_in(tx, report, dataset, mode, source, replace=False, skip_invalid=skip_invalid,
+                           description=None, synthetic=False, inserted=(first, n))
+        tx.execute("COMMIT")
+        return result
+    except BaseException as exc:
+        with contextlib.suppress(duckdb.Error):  # a failed COMMIT has rolled back already
+            tx.execute("ROLLBACK")
+        if isinstance(exc, duckdb.Error | OSError):
+            raise _full(store, exc) from exc
         raise
+
+
+def _full(store: Store, exc: duckdb.Error | OSError) -> BaseException:
+    """A full disk's one sentence (the transaction rolled back), or the error itself."""
+    if no_space(exc):
+        return LensError(
+            f"The disk holding the store {store.path} is full, so nothing of this import was stored "
+            f"(the store is unchanged){store_space(store)}; free some space and import again."
+        )
+    return exc
+
+
+def _problem(tx, dataset: str, report: ValidationReport, replace: bool, skip_invalid: bool) -> str:
+    """Why the import is refused ('' when it is not): a repeated file, a rejected row without
+    ``skip_invalid``, or no valid row."""
+    # with --replace the stored files go, so only the same bytes given twice in this import count
+    problem = _known_files(tx, dataset, report, stored=not replace)
+    if not problem and report.n_rejected and not skip_invalid:
+        problem = (
+            f"{report.n_rejected} of {report.rows_read} rows were rejected, so nothing was stored "
+            "(fix them, or use --skip-invalid to store the others)"
+        )
+    elif not problem and report.n_good == 0:
+        problem = "no valid rows to store, so nothing was stored"
+    return problem
+
+
+def _store_in(tx, report: ValidationReport, dataset: str, mode: str, source: str, *, replace: bool,
+              skip_invalid: bool, description: str | None, synthetic: bool,
+              inserted: tuple[int, int] | None = None) -> ImportResult:
+    """``store_report``'s writes inside the caller's transaction ``tx`` (``inserted``: ``_write_rows``)."""
+    exists = writes.dataset_exists(tx, dataset)
+    problem = _problem(tx, dataset, report, replace, skip_invalid)
+    if problem:
+        import_id = _log(tx, dataset, report, source, mode, "refused", 0, problem)
+        return ImportResult(dataset, import_id, "refused", mode, report.rows_read, 0, report.n_rejected, 0,
+                            None, report, problem)
+    if exists and not replace:
+        report = _note_joined_judges(tx, report, dataset)
+    version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic, inserted)
+    report = _note_lookalikes(tx, report, dataset)
+    import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
+    writes.record_files(tx, dataset, dict(report.file_hashes), import_id, replace=replace)
+    revision = writes.revision(tx, dataset)
     return ImportResult(dataset, import_id, "stored", mode, report.rows_read, report.n_good,
                         report.n_rejected, report.n_invalid, version, report, revision=revision)
 
@@ -293,8 +339,11 @@ def _note_lookalikes(tx, report: ValidationReport, dataset: str) -> ValidationRe
 
 
 def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replace: bool,
-                description: str | None, source: str, synthetic: bool) -> int:
-    """The dataset row, its verdicts and texts, inside the caller's transaction; returns the version."""
+                description: str | None, source: str, synthetic: bool,
+                inserted: tuple[int, int] | None = None) -> int:
+    """The dataset row, its verdicts and texts, inside the caller's transaction; returns the version.
+    ``inserted`` = (first id, rows): the verdicts are in already (``store_early``), numbered from the
+    sequence's next value without drawing; their ids are drawn here, where the insert would draw them."""
     if exists and replace:  # new content: the synthetic flag follows the new rows
         version = writes.bump_dataset(
             tx, dataset, description=description, source=source, synthetic=synthetic
@@ -312,18 +361,25 @@ def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replac
         # (its name perhaps left behind by an older delete or rename) starts without one;
         # engine.ingest.synthetic writes the new truth after storing its rows
         writes.clear_truth(tx, dataset)
-    good = report.good_sql()
-    staged = {str(r[0]) for r in tx.execute(f"DESCRIBE SELECT * FROM ({good})", params(good)).fetchall()}
-    # style counts: stage files made before migration 070 (the prebuilt vicuna80) have none
-    columns = [*(c for c in VERDICT_COLUMNS if c != "dataset"), *(c for c in STYLE_COLUMNS if c in staged)]
-    n_ordered = report.rows_in_order()
-    if n_ordered is not None:
-        writes.insert_numbered_verdicts(tx, dataset, report.good_file, n_ordered, columns)
+    if inserted is not None:
+        first, n = inserted
+        if writes.draw_verdict_ids(tx, n) != first:  # read as next just before: anything else is a bug
+            raise RuntimeError(f"verdict ids drawn are not the {n} from {first} the early insert gave")
+    elif (n_ordered := report.rows_in_order()) is not None:
+        writes.insert_numbered_verdicts(tx, dataset, report.good_file, n_ordered, _columns(tx, report))
     else:
-        writes.insert_verdicts_from(tx, dataset, good, columns)
+        writes.insert_verdicts_from(tx, dataset, report.good_sql(), _columns(tx, report))
     writes.upsert_texts_from(tx, dataset, "prompts", report.texts_sql("prompts"))
     writes.upsert_texts_from(tx, dataset, "answers", report.texts_sql("answers"))
     return version
+
+
+def _columns(tx, report: ValidationReport) -> list[str]:
+    """The verdict columns an import writes from its stage (``dataset`` is given apart)."""
+    good = report.good_sql()
+    staged = {str(r[0]) for r in tx.execute(f"DESCRIBE SELECT * FROM ({good})", params(good)).fetchall()}
+    # style counts: stage files made before migration 070 (the prebuilt vicuna80) have none
+    return [*(c for c in VERDICT_COLUMNS if c != "dataset"), *(c for c in STYLE_COLUMNS if c in staged)]
 
 
 def import_source(paths: Sequence[str | os.PathLike[str]]) -> str:

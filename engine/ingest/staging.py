@@ -180,14 +180,15 @@ class Stage:
         self._count += 1
         return str(self.dir / f"{kind}-{self._count}.parquet")
 
-    def append(self, name: str, kind: str, frame: pd.DataFrame) -> None:
+    def append(self, name: str, kind: str, frame: pd.DataFrame) -> pa.Table:
         """Append ``frame`` (columns of ``SCHEMAS[kind]``) to the stage file ``name``.
 
         The frame is converted here; its Parquet encoding and write run in a thread (``_Write``) while
         the import checks its next batch (Arrow releases the GIL: the writes' 0.35 s of CPU per 1M rows
         can overlap the checks on a second core). One batch per file is in flight at most, so memory
         stays bounded, and each file's batches are written in order; a failed write is raised here at
-        the file's next batch, or by ``close``."""
+        the file's next batch, or by ``close``. Returns the batch as written (an Arrow table of
+        ``SCHEMAS[kind]``: the import's early insert takes the good rows from it, not from the file)."""
         schema = SCHEMAS[kind]
         try:
             table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False, nthreads=1)
@@ -207,6 +208,7 @@ class Stage:
             except OSError as exc:
                 self._abandon()
                 raise self.full(exc) from exc
+        return table
 
     def _wait(self, name: str) -> None:
         """Wait for the batch of ``name`` in flight (if any); raises what its write raised, after letting

@@ -15,7 +15,7 @@ import gc
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -158,6 +158,8 @@ class ReportBuilder:
         self.good_batches = 0
         self.n_good = self.n_invalid = self.n_rejected = 0
         self.field_names: dict[str, None] = {}
+        self.on_good: Callable[[pa.Table], None] | None = None
+        """Given each batch's good rows as staged, in order (``validate_sources``' ``on_good``)."""
 
     def add(self, raw: RawRows) -> None:
         """Check one batch and append its rows to the stage."""
@@ -179,7 +181,9 @@ class ReportBuilder:
             self.good_batches += 1
             frame["seq"] = seq  # the row's position in the import (the stage files' order)
             # a batch without a rejected row is staged as it is, not through a copy of every column
-            self.stage.append(self.files["good"], "good", frame.loc[~bad] if bad.any() else frame)
+            staged = self.stage.append(self.files["good"], "good", frame.loc[~bad] if bad.any() else frame)
+            if self.on_good is not None:
+                self.on_good(staged)
             prompts, answers = _texts_tables(frame, texts, ~bad) if _any_text(texts, ~bad) \
                 else (pd.DataFrame(), pd.DataFrame())
             if len(prompts):
@@ -278,6 +282,7 @@ def validate_sources(
     judge_names: Mapping[str, str] | None = None, value_map: Mapping[str, Mapping[str, str]] | None = None,
     file_judges: Mapping[str, str] | None = None, baseline_model: str | None = None,
     set_columns: Mapping[str, str] | None = None, derive_judge: bool = False,
+    on_good: Callable[[pa.Table], None] | None = None,
 ) -> ValidationReport:
     """Validate files (each a path or bytes, with its name) as one import, one batch at a time.
 
@@ -286,11 +291,14 @@ def validate_sources(
     ``baseline_model`` names the baseline of Arena-Hard records that carry none (v0.1 files);
     ``set_columns`` gives every row one value in each named column (``constant_columns.parse_set``),
     replacing the file's; ``derive_judge`` puts rows that name no judge under one named after their file
-    instead of the placeholder ``judge``. What these did is said in the report's notes.
+    instead of the placeholder ``judge``. What these did is said in the report's notes. ``on_good`` is
+    called with each batch's good rows as staged (Arrow, in order), as soon as they are staged: the CLI's
+    early insert (``engine.ingest.early_insert``) stores them while the next batches are checked.
     """
     sources = list(sources)
     _refuse_repeated(sources)
     builder = ReportBuilder(dataset, model_names, judge_names, value_map)
+    builder.on_good = on_good
     fmts: list[str] = []
     names: list[str] = []
     hashes: dict[str, str] = {}

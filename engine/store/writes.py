@@ -155,18 +155,65 @@ def insert_numbered_verdicts(tx: duckdb.DuckDBPyConnection, dataset: str, good_f
     DuckDB's insert runs on one core; with the ids given (``first + file_row_number``) it runs on all,
     for the same CPU. The ``n`` ids are drawn from ``verdict_id_seq`` first, so the sequence moves as
     before, and a failed insert (DuckDB rolls no sequence back) burns them as the old insert does."""
-    row = tx.execute(
-        "SELECT min(v), max(v), count(*) FROM (SELECT nextval('verdict_id_seq') AS v FROM range(?))", [n]
-    ).fetchone()
-    first, last, drawn = row if row is not None else (0, -1, 0)
-    if drawn != n or last - first != n - 1:  # one connection draws in a row; anything else is a bug
-        raise RuntimeError(f"verdict ids drawn out of order: {first}..{last} for {n} rows")
+    first = draw_verdict_ids(tx, n)
     cols, name = identifiers(columns), param_name("dataset", dataset)
     tx.execute(
         f'INSERT INTO verdicts ("verdict_id", "dataset", {cols}) SELECT $first + file_row_number, ${name}, '
         f"{cols} FROM read_parquet($file, file_row_number = true)",
         {"first": first, name: dataset, "file": good_file},
     )
+
+
+def draw_verdict_ids(tx: duckdb.DuckDBPyConnection, n: int) -> int:
+    """Draw ``n`` ids from ``verdict_id_seq`` (as the column's default would, one by one) and return the
+    first; they are consecutive, or this raises (one connection draws in a row; anything else is a bug)."""
+    row = tx.execute(
+        "SELECT min(v), max(v), count(*) FROM (SELECT nextval('verdict_id_seq') AS v FROM range(?))", [n]
+    ).fetchone()
+    first, last, drawn = row if row is not None else (0, -1, 0)
+    if drawn != n or last - first != n - 1:
+        raise RuntimeError(f"verdict ids drawn out of order: {first}..{last} for {n} rows")
+    return int(first)
+
+
+def next_verdict_id(tx: duckdb.DuckDBPyConnection) -> int:
+    """The id ``verdict_id_seq`` will hand out next, read without drawing it (DuckDB rolls no sequence
+    back, so a transaction that may be rolled back must not draw): the import's early insert
+    (``engine.ingest.early_insert``) numbers its rows from it and draws them at its end."""
+    rows = tx.execute(
+        "SELECT start_value, increment_by, last_value FROM duckdb_sequences() WHERE sequence_name = "
+        "'verdict_id_seq' AND database_name = current_database() AND schema_name = current_schema()"
+    ).fetchall()
+    if len(rows) != 1:
+        raise RuntimeError("the store has no verdict_id_seq")
+    start, step, last = rows[0]
+    return int(start if last is None else last + step)
+
+
+def insert_verdict_batch(tx: duckdb.DuckDBPyConnection, dataset: str, batch: object, first: int,
+                         columns: Sequence[str]) -> None:
+    """Append one staged batch of good rows (an Arrow table of ``staging.SCHEMAS['good']``, in ``seq``
+    order) as the dataset's verdicts numbered ``first``, ``first + 1``, ... in table order: the rows and
+    ids ``insert_numbered_verdicts`` gives the same rows when they are read back from the stage file.
+
+    The table goes in as a relation (``from_arrow``, every column of ``verdicts`` in its order, DuckDB
+    casting as an INSERT does): a table ``register``-ed on the connection stayed in memory after
+    ``unregister`` (0.4 GB per million rows held until the transaction's end, 4 GB at ten million)."""
+    import numpy as np
+    import pyarrow as pa
+
+    assert isinstance(batch, pa.Table)
+    n = batch.num_rows
+    order = [str(r[0]) for r in tx.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'verdicts' AND database_name = "
+        "current_database() AND schema_name = current_schema() ORDER BY column_index").fetchall()]
+    given = {"verdict_id": pa.array(np.arange(first, first + n, dtype=np.int64)),
+             "dataset": pa.repeat(pa.scalar(dataset, pa.string()), n)}
+    missing = [c for c in order if c not in given and c not in columns]
+    if missing:  # an INSERT naming ``columns`` would give these their defaults: not this path's to guess
+        raise RuntimeError(f"the batch has no column {', '.join(missing)} of verdicts")
+    numbered = pa.table({c: given[c] if c in given else batch.column(c) for c in order})
+    tx.from_arrow(numbered).insert_into("verdicts")
 
 
 def upsert_texts_from(tx: duckdb.DuckDBPyConnection, dataset: str, kind: str, relation: Relation) -> None:
