@@ -14,6 +14,7 @@ import pytest
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import assert_clean, new_app, unescape_md
+from curve_svg_read import read_curve
 from test_reference_names import ARENA_20, NOT_ARENA, arena_like_rows
 
 from engine.ranking.reference import DEFAULT_REFERENCE
@@ -65,7 +66,7 @@ def test_uploaded_dataset_has_reference_columns_curves_and_a_map_from_the_data_p
     trunc = at.switch_page("app_pages/2_truncation.py").run()
     assert_clean(trunc)
     assert not [i.value for i in trunc.info if "No sensitivity curves" in i.value]
-    assert [m.value.count('class="marker"') > 0 for m in trunc.markdown
+    assert [len(read_curve(m.value)["markers"]) > 0 for m in trunc.markdown
             if "curve-svg" in m.value] == [True, True]  # distance vs K and vs mu, drawn
 
     data = trunc.switch_page("app_pages/6_data.py").run()
