@@ -163,10 +163,6 @@ DONE = """(after) => {
 }"""
 
 
-POLL_MS = 100
-"""How often a page-side wait (``wait_for_function``) runs its check. Playwright's default polls on every
-animation frame, which keeps the renderer producing frames (60 a second) for as long as a wait lasts."""
-
 NAVIGATION_TIMEOUT_MS = 180_000
 """How long a page's navigation (goto, reload) may take to its load event before the tour fails."""
 
@@ -272,7 +268,7 @@ def wait_drawn(page, timeout_s: float = 20) -> None:
     try:
         page.wait_for_function(
             f"() => {{ const s = ({check})(); return !s.charts && !s.frames && !s.graphs; }}",
-            timeout=timeout_s * 1000, polling=POLL_MS,
+            timeout=timeout_s * 1000,
         )
     except Exception as exc:
         raise AssertionError(f"not drawn after {timeout_s} s: {page.evaluate(check)}") from exc
