@@ -8,30 +8,11 @@ from __future__ import annotations
 
 import threading
 
-import duckdb
 import pytest
 from cli_inprocess import run_engine
+from store_snapshot import store_rows
 
 from engine.ingest import shipped
-
-
-def _store_rows(path) -> dict[str, object]:
-    """Every table's rows (timestamps left out: they differ by run) sorted, and the sequences."""
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        out: dict[str, object] = {}
-        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary "
-                                    "ORDER BY table_name").fetchall():
-            cols = [f'"{c}"' for c, t in con.execute(
-                "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
-                "ORDER BY column_index",
-                [table]).fetchall() if "TIMESTAMP" not in t and c not in ("source_file", "source", "detail")]
-            out[table] = sorted(map(repr, con.execute(f'SELECT {", ".join(cols)} FROM "{table}"').fetchall()))
-        out["sequences"] = con.execute("SELECT sequence_name, last_value FROM duckdb_sequences() "
-                                       "ORDER BY sequence_name").fetchall()
-        return out
-    finally:
-        con.close()
 
 
 def _import(tmp_path, name: str, body: str, monkeypatch, serial: bool):
@@ -51,7 +32,7 @@ def _import(tmp_path, name: str, body: str, monkeypatch, serial: bool):
                            "--rejected", tmp_path / f"{name}-{serial}.rej.csv"])
     text = (proc.stdout + proc.stderr).replace(str(db), "DB").replace(f"-{serial}.rej", ".rej")
     assert seeded == ([] if serial else [str(db)])
-    return proc.returncode, text, _store_rows(db)
+    return proc.returncode, text, store_rows(db, skip_columns=("source_file", "source", "detail"))
 
 
 @pytest.mark.parametrize("name, body", [

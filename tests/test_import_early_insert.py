@@ -15,9 +15,9 @@ from __future__ import annotations
 import threading
 import time
 
-import duckdb
 import pytest
 from cli_inprocess import run_engine
+from store_snapshot import store_rows
 
 from engine.cli import imports
 from engine.ingest import early_insert, verdicts
@@ -42,26 +42,6 @@ def _csv(path, n: int, bad: tuple[int, ...] = (), one_order: bool = False):
     return path
 
 
-def _store(path) -> dict[str, object]:
-    """Verdicts in scan order with their rowid; every other table's rows sorted (times left out); the
-    sequences' last values."""
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        out: dict[str, object] = {
-            "verdicts": con.execute("SELECT rowid, * FROM verdicts ORDER BY rowid").fetchall()}
-        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND "
-                                    "table_name != 'verdicts' ORDER BY table_name").fetchall():
-            cols = [f'"{c}"' for c, t in con.execute(
-                "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
-                "ORDER BY column_index", [table]).fetchall() if "TIMESTAMP" not in t]
-            out[table] = sorted(map(repr, con.execute(f'SELECT {", ".join(cols)} FROM "{table}"').fetchall()))
-        out["sequences"] = con.execute("SELECT sequence_name, last_value FROM duckdb_sequences() "
-                                       "ORDER BY sequence_name").fetchall()
-        return out
-    finally:
-        con.close()
-
-
 def _run(tmp_path, src, extra: list, enabled: bool, monkeypatch, tag: str = "run", dataset: str = "d"):
     """The import of ``src`` into a new store; (exit code, output, store, what store_early did)."""
     name = f"{tag}-{'early' if enabled else 'serial'}"
@@ -78,7 +58,7 @@ def _run(tmp_path, src, extra: list, enabled: bool, monkeypatch, tag: str = "run
                            *(["--rejected", rejected] if "--skip-invalid" in extra else [])])
     text = (proc.stdout + proc.stderr).replace(str(tmp_path / name), "OUT")
     csv = rejected.read_bytes() if rejected.exists() else None
-    return proc.returncode, text, _store(db), ends, csv
+    return proc.returncode, text, store_rows(db, in_order=("verdicts",)), ends, csv
 
 
 @pytest.mark.parametrize("extra, bad, one_order", [
@@ -147,7 +127,8 @@ def test_ctrl_c_during_validation_leaves_the_seeded_store(tmp_path, monkeypatch)
                       lambda *a, **k: (e := real_make(*a, **k), e and made.append(e))[0])
             code, text = _run(tmp_path, src, [], enabled, monkeypatch, tag="ctrl-c")[:2]
         assert (code, text) == (130, "interrupted\n")
-        stores[enabled] = _store(tmp_path / f"ctrl-c-{'early' if enabled else 'serial'}.duckdb")
+        stores[enabled] = store_rows(tmp_path / f"ctrl-c-{'early' if enabled else 'serial'}.duckdb",
+                                     in_order=("verdicts",))
     assert len(made) == 1 and made[0].rows > 0  # rows were in when Ctrl-C came
     assert not any(t.name == "lens-early-insert" for t in threading.enumerate())
     assert stores[True] == stores[False]
