@@ -96,3 +96,37 @@ def test_grid_curves_are_the_curves_from_scratch_on_generated_shapes(tmp_path_fa
         path = data.draw(hs.lists(step, min_size=2, max_size=5), label="slider settings")
     slide(stack, reference, path)
 
+
+
+def test_mu_steps_keeping_the_same_graphs_share_one_keep_k_curve(shipped_store):
+    """vicuna80 gpt-4: μ steps whose keep-K orders are equal (a plain Python sort on (S_mu, graph-key rank)
+    here) have equal curves from scratch; the grid makes one per order, and each μ's is its own from scratch
+    (the steps of the shared orders and one step with an order of its own, asked last of its run first)."""
+    from engine.experiments.curves import pool_scores
+    from engine.graphs.cycles import cycle_capacity
+    from engine.graphs.key_order import key_rank
+    from engine.graphs.truncation import keep_pool
+
+    with shipped_store.session():
+        verdicts = shipped_store.verdicts("vicuna80", columns=GRAPH_COLUMNS, judge="gpt-4")
+        stack = build_buckets(verdicts).dense()
+        reference = reference_for("vicuna80", None, shipped_store)[0]
+    pool = keep_pool(stack.keys, cycle_capacity(stack), "perturbed")[0].tolist()
+    krank = key_rank(stack.keys)
+    steps_of: dict[tuple[int, ...], list[float]] = {}
+    for mu in MU_STEPS:
+        s = pool_scores(stack, "perturbed", mu=mu)
+        steps_of.setdefault(tuple(sorted(pool, key=lambda g: (s[g], krank[g]))), []).append(mu)
+    shared = [mus for mus in steps_of.values() if len(mus) > 1]
+    alone = [mus for mus in steps_of.values() if len(mus) == 1]
+    assert shared and alone  # the data separates: some steps share an order, some do not
+    runs = [*shared, alone[-1]]
+    grid = CurveGrid(stack, reference, curve_mus=DEFAULT_MU_GRID, resamples=RESAMPLES, seed=0)
+    for mus in runs:
+        want = {mu: fresh(stack, reference, "k", mu) for mu in (mus[0], mus[-1])}
+        pd.testing.assert_frame_equal(want[mus[0]], want[mus[-1]], check_exact=True)
+        for mu in reversed(mus):  # the last step of a run first: the order's curve is not the first μ's
+            got = grid.keep_k_frame(mu)
+            pd.testing.assert_frame_equal(got, want[mus[-1]], check_exact=True, obj=f"μ {mu}")
+        assert len({id(grid._made[("k", mu)].result()) for mu in mus}) == 1, mus  # one curve per order
+    assert len({id(f.result()) for (kind, _), f in grid._made.items() if kind == "k"}) == len(runs)

@@ -80,6 +80,7 @@ __all__ = [
     "draw_size",
     "keep_k_curve",
     "keep_k_curve_chain",
+    "keep_k_orders",
     "keep_k_selections",
     "mu_curve",
 ]
@@ -326,24 +327,41 @@ def _evaluate(
     return frame, FitChain(inputs, kept_sets, list(k_of), chain_fits, convs)
 
 
+def keep_k_orders(
+    stack: GraphStack, *, mu: float = 1.0, lam3: float = 1.0, lam4: float | None = None,
+    per_category: bool = True, pool: str = "perturbed", counts: pd.DataFrame | None = None,
+    capacity: pd.DataFrame | None = None,
+) -> tuple[dict[str, np.ndarray], list[str], np.ndarray, dict[str, np.ndarray]]:
+    """(the pool positions per group, the groups left out (empty pool), the graph-key rank, each group's
+    pool from the smallest keep-K score up, equal scores in graph-key order (``keep_k_order``)). Keep-K
+    keeps a prefix of each group's order at every K (``keep_k_index``), so a keep-K curve is a function of
+    these orders, not of the weights that made them: two μ whose orders are equal have the same curve, to
+    the last digit (the app's curve grid makes it once, ``engine.views.curve_grid``). ``counts`` /
+    ``capacity``: the stack's cycle tables when already computed."""
+    from engine.graphs.truncation import keep_k_order
+
+    krank = key_rank(stack.keys)
+    scored = scored_pool(stack, pool, mu=mu, lam3=lam3, lam4=lam4, counts=counts, capacity=capacity)
+    pools, left = _pools(stack, per_category, pool, krank, scored.pos)
+    orders = {g: keep_k_order(scored.scores, krank, pos) for g, pos in pools.items()}
+    return pools, left, krank, orders
+
+
 def keep_k_selections(
     stack: GraphStack, ks: list[int] | range | None = None, *, mu: float = 1.0, lam3: float = 1.0,
     lam4: float | None = None, per_category: bool = True, pool: str = "perturbed",
 ) -> tuple[list[int], dict[str, np.ndarray], list[str], np.ndarray, dict[tuple[int, str], np.ndarray]]:
     """The graphs a keep-K curve keeps: (the Ks, the pool positions per group, the groups left out
     (empty pool), the graph-key rank, ``kept_of[(K index, group)]`` = kept stack positions). Every K
-    is scored by ``engine.graphs.truncation.keep_k_scores`` and kept by ``keep_k_index``, as the app and the
-    CLI do."""
-    krank = key_rank(stack.keys)
-    scored = scored_pool(stack, pool, mu=mu, lam3=lam3, lam4=lam4)
-    pools, left = _pools(stack, per_category, pool, krank, scored.pos)
+    is scored by ``engine.graphs.truncation.keep_k_scores`` and kept as ``keep_k_index`` keeps (the K first
+    of the group's ``keep_k_orders`` order, sorted), as the app and the CLI do."""
+    pools, left, krank, orders = keep_k_orders(stack, mu=mu, lam3=lam3, lam4=lam4, per_category=per_category,
+                                               pool=pool)
     kmax = max(p.size for p in pools.values())
     ks = list(range(1, kmax + 1)) if ks is None else [int(k) for k in ks]
     if not ks or min(ks) < 1:
         raise LensError(f"Every K of a keep-K curve must be ≥ 1; got {ks}.")
-    kept_of = {
-        (xi, g): scored.keep(k, krank, among=pos) for xi, k in enumerate(ks) for g, pos in pools.items()
-    }
+    kept_of = {(xi, g): np.sort(order[:k]) for xi, k in enumerate(ks) for g, order in orders.items()}
     return ks, pools, left, krank, kept_of
 
 

@@ -11,16 +11,21 @@ Every curve is made by the call a slider move made before (``keep_k_view_chain``
 keep-K curves' fits as ``engine.experiments.curves.FitChain`` allows, and ``mu_view``), whichever thread
 makes it: a curve taken from the grid is the curve made from scratch, to the last digit
 (tests/test_curve_grid.py). A curve asked for while the thread is making it is waited for, not made twice.
+A keep-K curve is a function of the order keep-K puts the pool in
+(``engine.experiments.curves.keep_k_orders``), not of μ itself: μ steps whose orders are equal (vicuna80
+gpt-4: 11 orders for the 17 steps; all judges pooled: 16) share one curve, made once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from concurrent.futures import Future
 
+import numpy as np
 import pandas as pd
 
 from engine.foreground import background, checkpoint, waiting
@@ -149,6 +154,24 @@ class CurveGrid(WarmGrid):
         self.curve_mus = tuple(float(m) for m in curve_mus)
         self.resamples, self.seed = int(resamples), int(seed)
         self._chains: list = []
+        self._cycles: tuple | None = None  # the stack's cycle tables, for the keep-K orders
+        self._by_order: dict[str, tuple[str, float]] = {}  # keep-K orders' digest -> item making it
+
+    def _order_key(self, mu: float) -> str:
+        """A digest of the keep-K orders at ``mu`` (``keep_k_orders`` on the perturbed pool, pooled as
+        ``keep_k_view`` keeps): equal digests, equal keep-K curves."""
+        from engine.experiments.curves import keep_k_orders
+        from engine.graphs.cycles import cycle_capacity, cycle_counts
+
+        if self._cycles is None:  # two threads may both count: the same tables, kept once
+            self._cycles = (cycle_counts(self.stack), cycle_capacity(self.stack))
+        counts, capacity = self._cycles
+        orders = keep_k_orders(self.stack, mu=mu, per_category=False, pool="perturbed", counts=counts,
+                               capacity=capacity)[3]
+        h = hashlib.blake2b(digest_size=16)
+        for group, order in orders.items():
+            h.update(group.encode() + b"\0" + np.ascontiguousarray(order, dtype=np.int64).tobytes() + b"\0")
+        return h.hexdigest()
 
     def keep_k_frame(self, mu: float) -> pd.DataFrame:
         """The keep-K curve at ``mu`` (``engine.views.truncation_view.keep_k_view``'s frame), made once."""
@@ -187,6 +210,15 @@ class CurveGrid(WarmGrid):
         if kind == "mu":
             return mu_view(self.stack, self.reference, k=int(x), mus=self.curve_mus, resamples=self.resamples,
                            seed=self.seed)
+        try:
+            key = self._order_key(float(x))
+        except Exception:  # the curve's own call says what is wrong (e.g. an empty pool), in its words
+            key = None
+        if key is not None:
+            with self._lock:
+                owner = self._by_order.setdefault(key, item)
+            if owner != item:  # another μ's orders, the same: its curve (made, or being made: waited for)
+                return self._get(owner)
         with self._lock:
             chains = list(self._chains)
         frame, chain = keep_k_view_chain(self.stack, self.reference, mu=float(x),
