@@ -130,3 +130,35 @@ def test_mu_steps_keeping_the_same_graphs_share_one_keep_k_curve(shipped_store):
             pd.testing.assert_frame_equal(got, want[mus[-1]], check_exact=True, obj=f"μ {mu}")
         assert len({id(grid._made[("k", mu)].result()) for mu in mus}) == 1, mus  # one curve per order
     assert len({id(f.result()) for (kind, _), f in grid._made.items() if kind == "k"}) == len(runs)
+
+
+def test_the_warming_plan_puts_the_keep_k_curves_ahead_of_the_mu_slider_first():
+    """``warm_plan`` makes the curves the old plan made (the two settings', the μ curves at K ± d, the keep-K
+    curves at the μ steps ± 1 … ± mu_reach), each once; the keep-K curves come one per distance, those in the
+    direction of travel first; ``CurveGrid.warm`` turns that direction when the μ slider does."""
+    from engine.views.curve_grid import warm_plan
+
+    k = 30
+    cases = ((8, 1, 8, 2), (8, -1, 8, 2), (16, 1, 3, 2), (1, -1, 0, 3), (0, 1, 2, 0))
+    for here, ahead, reach, mu_reach in cases:
+        plan = warm_plan(k, MU_STEPS, here, ahead, k_max=33, reach=reach, mu_reach=mu_reach)
+        want_mu = {("mu", j) for d in range(0, reach + 1) for j in (k - d, k + d) if 1 <= j <= 33}
+        near = [here + s * d for s in (ahead, -ahead) for d in range(1, mu_reach + 1)]
+        want_k = [("k", MU_STEPS[i]) for i in near if 0 <= i < len(MU_STEPS)]
+        assert plan[:2] == [("k", MU_STEPS[here]), ("mu", k)]
+        assert len(plan) == len(set(plan)) == 1 + len(want_mu) + len(want_k)
+        assert {p for p in plan if p[0] == "mu"} == want_mu
+        assert [p for p in plan[1:] if p[0] == "k"] == want_k
+        for d, item in enumerate(want_k, start=1):  # after the μ curves of its distance, before the next's
+            before = {("mu", j) for j in (k - d, k + d) if d <= reach and 1 <= j <= 33}
+            after = {("mu", j) for j in (k - d - 1, k + d + 1) if d + 1 <= reach and 1 <= j <= 33}
+            assert all(plan.index(b) < plan.index(item) for b in before)
+            assert all(plan.index(a) > plan.index(item) for a in after)
+    # no stack: the thread's every item fails at once (an error is not kept); the direction is what is read
+    grid = CurveGrid(None, None, curve_mus=DEFAULT_MU_GRID, resamples=RESAMPLES, seed=0)
+    seen = []
+    for i in (8, 8, 9, 10, 10, 9, 9, 11):  # up, up, keep-K move, down, keep-K move, up
+        grid.warm(k, MU_STEPS[i], k_max=33, mus=MU_STEPS)
+        seen.append(grid._ahead)
+    grid.join(60)
+    assert seen == [1, 1, 1, 1, 1, -1, -1, 1]

@@ -138,6 +138,23 @@ class WarmGrid(ABC):
         """Make one item of the grid (a curve, a board): each grid says how."""
 
 
+def warm_plan(keep_k: int, steps: Sequence[float], here: int, ahead: int, *, k_max: int,
+              reach: int = KEEP_K_REACH, mu_reach: int = MU_REACH) -> list[tuple[str, float]]:
+    """The curves ``CurveGrid.warm`` has made, in order, at K = ``keep_k`` and μ = ``steps[here]``: those two
+    settings' curves, then by distance d = 1, 2, … the μ curves at K ± d (d ≤ ``reach``, within 1 …
+    ``k_max``; ~50 ms each), each distance followed by one keep-K curve (up to ~1 s each) of the ``mu_reach``
+    steps ahead (``ahead``: +1 up the steps, -1 down), nearest first, then of those behind. A reader moving
+    μ one way meets the steps ahead next: a curve behind is usually one made already (the step just left)."""
+    ks = [here + side * d for side in (ahead, -ahead) for d in range(1, mu_reach + 1)]
+    keep = [("k", steps[i]) for i in ks if 0 <= i < len(steps)]
+    plan: list[tuple[str, float]] = [("k", steps[here]), ("mu", int(keep_k))]
+    for d in range(1, max(reach, len(keep)) + 1):  # at each distance the cheap μ curves first
+        if d <= reach:
+            plan += [("mu", k) for k in (int(keep_k) - d, int(keep_k) + d) if 1 <= k <= int(k_max)]
+        plan += keep[d - 1:d]
+    return plan
+
+
 class CurveGrid(WarmGrid):
     """One selection's keep-K curves (by μ) and μ curves (by K), each made once (``keep_k_frame``,
     ``mu_frame``), and a background thread making them ahead of the sliders (``warm``).
@@ -155,6 +172,8 @@ class CurveGrid(WarmGrid):
         self.resamples, self.seed = int(resamples), int(seed)
         self._chains: list = []
         self._cycles: tuple | None = None  # the stack's cycle tables, for the keep-K orders
+        self._here: int | None = None  # the μ step of the latest ``warm``, and the way the μ slider went
+        self._ahead = 1
         self._by_order: dict[str, tuple[str, float]] = {}  # keep-K orders' digest -> item making it
 
     def _order_key(self, mu: float) -> str:
@@ -189,19 +208,17 @@ class CurveGrid(WarmGrid):
     def warm(self, keep_k: int, mu: float, *, k_max: int, mus: Sequence[float], reach: int = KEEP_K_REACH,
              mu_reach: int = MU_REACH) -> None:
         """Have the background thread make the curves a next move from (``keep_k``, ``mu``) needs, nearest
-        first: the μ curves at K ± 1, ± 2, … ± ``reach`` (within 1 … ``k_max``; ~50 ms each), interleaved
-        with the keep-K curves at the μ steps ``mus`` one, two, … ``mu_reach`` steps away (up to ~1 s each).
-        A new call replaces the plan of the previous one (the reader moved); curves already made are
-        skipped. Returns at once."""
+        first (``warm_plan``), the keep-K curves ahead in the μ slider's last direction of travel (up the
+        steps ``mus`` until it first moves down) before those behind. A new call replaces the plan of the
+        previous one (the reader moved); curves already made are skipped. Returns at once."""
         steps = [float(m) for m in mus]
         here = min(range(len(steps)), key=lambda i: abs(steps[i] - float(mu)))
-        plan: list[tuple[str, float]] = [("k", steps[here]), ("mu", int(keep_k))]
-        for d in range(1, max(mu_reach, reach) + 1):  # at each distance the cheap μ curves first
-            if d <= reach:
-                plan += [("mu", k) for k in (int(keep_k) - d, int(keep_k) + d) if 1 <= k <= int(k_max)]
-            if d <= mu_reach:
-                plan += [("k", steps[i]) for i in (here + d, here - d) if 0 <= i < len(steps)]
-        self._start(plan)
+        with self._lock:
+            if self._here is not None and here != self._here:
+                self._ahead = 1 if here > self._here else -1
+            self._here, ahead = here, self._ahead
+        self._start(warm_plan(int(keep_k), steps, here, ahead, k_max=int(k_max), reach=reach,
+                              mu_reach=mu_reach))
 
     def _make(self, item: tuple[str, float]) -> pd.DataFrame:
         from engine.views.truncation_view import keep_k_view_chain, mu_view
