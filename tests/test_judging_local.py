@@ -72,18 +72,15 @@ def test_top_logprobs_match_a_plain_forward_pass(smol):
         assert res.top_logprobs[0][tok] == pytest.approx(val, abs=1e-4)
 
 
-def test_batched_greedy_equals_one_at_a_time(smol):
-    reqs = [
-        ChatRequest((("user", q),), Decoding(max_tokens=8))
-        for q in (
-            "What is 2 + 2?",
-            "Name a colour of the sky on a clear day, in one word please.",
-            "Say hello.",
-        )
-    ]
-    batched = [r.text for r in smol.complete(reqs)]
-    single = [smol.complete([r])[0].text for r in reqs]
-    assert batched == single
+def test_batched_greedy_equals_one_at_a_time(smol, smol_alone):
+    """Three questions of different lengths in one left-padded pass give each one's text alone (6 new
+    tokens, 8 before round 36: the texts alone are shared with the budget and out-of-memory tests)."""
+    from conftest import SMOL_QUESTIONS
+
+    reqs = [ChatRequest((("user", q),), Decoding(max_tokens=6)) for q in SMOL_QUESTIONS[:3]]
+    batched = smol.complete(reqs)
+    assert [rows for rows, _ in smol.passes[-1:]] == [3]  # one pass held all three
+    assert [r.text for r in batched] == smol_alone(reqs)
 
 
 def test_cache_key_includes_device_and_dtype(smol, empty_store):
@@ -103,16 +100,15 @@ def test_cache_key_includes_device_and_dtype(smol, empty_store):
     assert rows == [("transformers[cpu,bfloat16]",), ("transformers[cpu,float32]",)]
 
 
-def test_out_of_memory_halves_the_budget_and_keeps_the_results(smol, monkeypatch):
+def test_out_of_memory_halves_the_budget_and_keeps_the_results(smol, smol_alone, monkeypatch):
     # No GPU is lent to this project, so CUDA running out of memory is simulated: generate() raises
     # torch's own OutOfMemoryError for any pass of more than one request.
     import torch
+    from conftest import SMOL_QUESTIONS
 
-    reqs = [
-        ChatRequest((("user", q),), Decoding(max_tokens=6))
-        for q in ("What is 2 + 2?", "Say hello.", "Name a fruit.", "Count to three, please, in words.")
-    ]
-    single = [smol.complete([r])[0].text for r in reqs]
+    # four questions (two other short ones until round 36): their texts alone are shared
+    reqs = [ChatRequest((("user", q),), Decoding(max_tokens=6)) for q in SMOL_QUESTIONS[:4]]
+    single = smol_alone(reqs)  # before the patch below
     real, sizes = smol.lm.generate, []
 
     def limited(**kw):
