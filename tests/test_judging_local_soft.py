@@ -99,18 +99,11 @@ def test_soft_passes_with_shared_prefixes_equal_plain_forward_passes(smol, monke
             assert a.top_logprobs[0][k] == pytest.approx(b.top_logprobs[0][k], abs=1e-4)
 
 
-def test_generation_passes_respect_the_budget_and_equal_one_at_a_time(smol, monkeypatch):
-    reqs = [
-        ChatRequest((("user", q),), Decoding(max_tokens=6))
-        for q in (
-            "What is 2 + 2?",
-            "Name a colour of the sky on a clear day, in one word please.",
-            "Say hello.",
-            "Which is larger, the sun or the moon? Answer briefly.",
-            "Spell cat.",
-        )
-    ]
-    single = [smol.complete([r])[0].text for r in reqs]
+def test_generation_passes_respect_the_budget_and_equal_one_at_a_time(smol, smol_alone, monkeypatch):
+    from conftest import SMOL_QUESTIONS
+
+    reqs = [ChatRequest((("user", q),), Decoding(max_tokens=6)) for q in SMOL_QUESTIONS]
+    single = smol_alone(reqs)
     lengths = [len(x) for x in smol._token_ids(reqs)]
     budget = 3 * (max(lengths) + 6)  # at most three rows of the longest, plus their new tokens
     monkeypatch.setattr(smol, "token_budget", budget)
