@@ -240,8 +240,9 @@ def _import_lock_released():
 
 def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:
     """Import ``modules``, then ``rehearse_chart``, with the switch interval lowered (``_brisk_switching``)
-    and, where ``GIVE_WAY``, giving way to the server's requests before each module (``_GiveWay``). A module that fails to import is logged and skipped (the page's own import of it raises
-    again, where the user sees it); so is a failed rehearsal."""
+    and, where ``GIVE_WAY``, giving way to the server's requests before each module (``_GiveWay``). A module
+    that fails to import is logged and skipped (the page's own import of it raises again, where the user sees
+    it); so is a failed rehearsal."""
     finder = _GiveWay()
     if GIVE_WAY:
         sys.meta_path.insert(0, finder)

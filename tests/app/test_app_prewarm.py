@@ -213,7 +213,7 @@ def test_the_prewarm_gives_way_to_the_servers_requests(monkeypatch, tmp_path: Pa
     sys.modules.pop("lens_prewarm_other", None)
 
 
-def test_the_imports_run_with_the_switch_interval_lowered_and_put_it_back(monkeypatch, tmp_path: Path) -> None:
+def test_the_imports_run_with_the_switch_interval_lowered_and_put_it_back(monkeypatch, tmp_path) -> None:
     """While the prewarm thread imports, the interpreter's switch interval is ``SWITCH_S`` (a module made here
     notes it as it is imported), and once the imports are done it is the process's own again; by default the
     thread installs no finder that waits for requests (``GIVE_WAY`` off)."""
@@ -233,5 +233,6 @@ def test_the_imports_run_with_the_switch_interval_lowered_and_put_it_back(monkey
     finally:
         sys.setswitchinterval(own)
     probe = sys.modules.pop("lens_switch_probe")
-    assert probe.SEEN == pytest.approx(_prewarm.SWITCH_S) and after == pytest.approx(0.004), (probe.SEEN, after)
+    assert probe.SEEN == pytest.approx(_prewarm.SWITCH_S), probe.SEEN
+    assert after == pytest.approx(0.004), after
     assert "_GiveWay" not in probe.FINDERS, probe.FINDERS

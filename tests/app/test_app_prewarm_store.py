@@ -348,10 +348,10 @@ def test_a_store_another_process_holds_is_not_read_ahead(log_db, monkeypatch) ->
 
 
 def test_the_reads_run_with_the_switch_interval_lowered_and_put_it_back(log_db, monkeypatch) -> None:
-    """While the prewarm reads the store, the interpreter's switch interval is ``SWITCH_S`` (the server's event
-    loop waits 0.5 ms, not 5 ms, for the lock the reads hold); it is the process's own again once they are
-    done, before the thread waits to hand its session over (it sets the lower of the two: a process that runs
-    with a lower one keeps it)."""
+    """While the prewarm reads the store, the interpreter's switch interval is ``SWITCH_S`` (the server's
+    event loop waits 0.5 ms, not 5 ms, for the lock the reads hold); it is the process's own again once they
+    are done, before the thread waits to hand its session over (it sets the lower of the two: a process that
+    runs with a lower one keeps it)."""
     import sys
 
     from app_pages import _lbopen_cache
