@@ -105,9 +105,10 @@ _LOG = logging.getLogger(__name__)
 
 GIVE_WAY = False
 """Whether the prewarm thread waits for the server's HTTP requests (before each module it imports, and between
-its store reads; ``YIELD_S``, ``QUIET_S``, ``BUDGET_S``). Off: with the switch interval lowered (``SWITCH_S``)
-the thread slows the browser's download little, and waiting put the first open's imports after the download
-(docs/notes/lb36-36.md)."""
+its store reads; ``YIELD_S``, ``QUIET_S``, ``BUDGET_S``). Off: when the browser is open as the server starts,
+waiting put the imports and the reads after the download (0.6-1.3 s asleep on the first open's path); working
+beside it instead, with the switch interval lowered (``SWITCH_S``), the thread slows the download somewhat
+under load and the first open came sooner in most pairs measured (docs/notes/lb36-36.md)."""
 
 YIELD_S = 0.05
 """The longest the prewarm thread waits for the server's requests before one module's import."""
