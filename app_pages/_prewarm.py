@@ -11,12 +11,15 @@ the thread is done waits for it (``wait_for_prewarm``, app.py's first statement)
 it: two threads importing the same modules at once could meet in an import cycle and one be handed a module
 half made; the wait costs nothing, the run would have done that work itself.
 
-The thread gives way to the server's HTTP requests (``RequestCount``, a middleware of the App): the browser's
-download of the frontend (61 files) runs on the server's event loop, which needs the interpreter lock at every
-step, and a thread importing beside it held the lock for up to the switch interval (5 ms) each time: the
-download took 3.1-4.4 s instead of 0.4-1.5 s under load (docs/notes/lb34-34.md). Before each module it imports
-the thread waits while a request is being answered or one ended moments ago (``YIELD_S`` at most per module,
-``BUDGET_S`` in all, so it always ends).
+The browser's download of the frontend (62 files) runs on the server's event loop beside the thread, and needs
+the interpreter lock at every step: a thread computing in Python keeps it until another has waited the switch
+interval for it (5 ms by default), and the download took 3.1-4.4 s instead of 0.4-1.5 s under load
+(docs/notes/lb34-34.md). While it imports and reads, the thread lowers the interval to ``SWITCH_S`` (0.5 ms;
+``_brisk_switching``), so the event loop gets the lock ten times sooner and the thread keeps working. (Rounds
+34-35 had the thread wait instead, before each module while a request was being answered and its reads until
+the download was over: when the browser is already open as the server starts, that put the imports and the
+reads after the download, 0.6-1.3 s of waiting on the first open's path (docs/notes/lb36-36.md). Those waits
+are off: ``GIVE_WAY``, ``BOOT_WAIT_S``.)
 
 Then the store: when the browser's first request for a page is the Leaderboard's address (``RequestCount``
 keeps it: ``/``, ``/ranking`` or ``/leaderboard``, with its ``?dataset=…&judge=…`` query), the thread reads
@@ -100,6 +103,13 @@ list with a real first run)."""
 _LOG = logging.getLogger(__name__)
 
 
+GIVE_WAY = False
+"""Whether the prewarm thread waits for the server's HTTP requests (before each module it imports, and between
+its store reads; ``YIELD_S``, ``QUIET_S``, ``BUDGET_S``). Off: when the browser is open as the server starts,
+waiting put the imports and the reads after the download (0.6-1.3 s asleep on the first open's path); working
+beside it instead, with the switch interval lowered (``SWITCH_S``), the thread slows the download somewhat
+under load and the first open came sooner in most pairs measured (docs/notes/lb36-36.md)."""
+
 YIELD_S = 0.05
 """The longest the prewarm thread waits for the server's requests before one module's import."""
 
@@ -109,6 +119,11 @@ files one after another on each connection), so the prewarm thread still gives w
 
 BUDGET_S = 3.0
 """The most the prewarm thread waits for requests in all: past it, it imports without giving way."""
+
+SWITCH_S = 0.0005
+"""The interpreter's switch interval while the prewarm thread imports and reads (Python's default: 5 ms):
+how long the server's event loop may wait for the interpreter lock when it wakes up to answer the browser
+while the thread computes (``_brisk_switching``)."""
 
 
 class RequestCount:
@@ -191,9 +206,9 @@ class FirstPage:
 
 
 class _GiveWay:
-    """A meta path finder that finds nothing: in the prewarm thread it first waits (``YIELD_S`` at most, and
-    ``BUDGET_S`` over the thread's life) while the server answers HTTP requests, so each module the thread
-    imports starts between requests."""
+    """A meta path finder that finds nothing (installed where ``GIVE_WAY``): in the prewarm thread it first
+    waits (``YIELD_S`` at most, and ``BUDGET_S`` over the thread's life) while the server answers HTTP
+    requests, so each module the thread imports starts between requests."""
 
     waited = 0.0
 
@@ -225,15 +240,33 @@ def _import_lock_released():
 
 
 def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:
-    """Import ``modules``, then ``rehearse_chart``, giving way to the server's requests before each module
-    (``_GiveWay``). A module that fails to import is logged and skipped (the page's own import of it raises
-    again, where the user sees it); so is a failed rehearsal."""
+    """Import ``modules``, then ``rehearse_chart``, with the switch interval lowered (``_brisk_switching``)
+    and, where ``GIVE_WAY``, giving way to the server's requests before each module (``_GiveWay``). A module
+    that fails to import is logged and skipped (the page's own import of it raises again, where the user sees
+    it); so is a failed rehearsal."""
     finder = _GiveWay()
-    sys.meta_path.insert(0, finder)
+    if GIVE_WAY:
+        sys.meta_path.insert(0, finder)
     try:
-        _import_all(modules)
+        with _brisk_switching():
+            _import_all(modules)
     finally:
-        sys.meta_path.remove(finder)
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
+
+
+@contextlib.contextmanager
+def _brisk_switching():
+    """The interpreter's switch interval lowered to ``SWITCH_S`` meanwhile (the process's own one put back
+    after): the thread computing in Python holds the interpreter lock until another thread has waited that
+    long for it, so the server's event loop answering a request (several waits for the lock: the request,
+    the file's read in a worker thread, the answer) waits 0.5 ms instead of 5 ms each time."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, SWITCH_S))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
 
 
 def _import_all(modules: tuple[str, ...]) -> None:
@@ -275,10 +308,11 @@ _IMPORTED = threading.Event()
 WAIT_S = 120.0
 """The longest a script run waits for the prewarm thread (it imports; only a stuck file system holds it)."""
 
-BOOT_WAIT_S = 1.0
+BOOT_WAIT_S = 0.0
 """The longest the store reads wait, from the page's request, for the browser's download of the frontend's
-files (the first of them answered, then no request for ``QUIET_S``): reading beside it would slow it (the
-interpreter lock), and the files come before the session that needs the reads."""
+files (the first of them answered, then no request for ``QUIET_S``). 0: they start at the page's request, with
+the switch interval lowered (``SWITCH_S``); round 35's 1 s wait put them after the download, on the first
+open's path where the server's imports had already ended late (docs/notes/lb36-36.md)."""
 
 HANDOVER_S = 5.0
 """The longest the thread keeps its store session (the file) open after reading, waiting for the first script
@@ -334,9 +368,11 @@ def prewarm_store(wait_s: float | None = None) -> tuple | None:
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(quiet)
     try:
         _wait_for_the_frontend()
-        store = get_store()
-        with store.session():
-            warmed = prewarm_first_open(query, _give_way)
+        with contextlib.ExitStack() as held:
+            with _brisk_switching():
+                store = get_store()
+                held.enter_context(store.session())
+                warmed = prewarm_first_open(query, _give_way)
             deadline = time.monotonic() + HANDOVER_S
             while store.session_count() < 2 and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -377,8 +413,9 @@ def _wait_for_the_frontend() -> None:
 
 
 def _give_way() -> None:
-    """Between two store reads: wait while the server answers a request (``YIELD_S`` at most)."""
-    end = time.monotonic() + YIELD_S
+    """Between two store reads, where ``GIVE_WAY``: wait while the server answers a request (``YIELD_S`` at
+    most)."""
+    end = time.monotonic() + (YIELD_S if GIVE_WAY else 0.0)
     while RequestCount.busy() and time.monotonic() < end:
         time.sleep(0.002)
 

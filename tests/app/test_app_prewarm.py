@@ -12,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from apphelpers import REPO
 
 HEAVY = ("app_pages", "engine", "pandas", "scipy", "plotly", "pyarrow", "narwhals", "PIL", "orjson", "duckdb",
@@ -164,12 +165,14 @@ def test_the_lifespan_opens_the_browser_as_streamlit_run_does_for_a_script(monke
 
 
 def test_the_prewarm_gives_way_to_the_servers_requests(monkeypatch, tmp_path: Path) -> None:
-    """``RequestCount`` counts an HTTP request while the app answers it (not a websocket), and the prewarm
-    thread does not start a module's import while one is being answered: a module file made here is imported
-    only once the held request has ended. Meanwhile another thread can import (the wait lets go of the
-    interpreter's import lock, which Python holds around a meta path finder)."""
+    """Where ``GIVE_WAY`` (off by default since round 36): ``RequestCount`` counts an HTTP request while the
+    app answers it (not a websocket), and the prewarm thread does not start a module's import while one is
+    being answered: a module file made here is imported only once the held request has ended. Meanwhile
+    another thread can import (the wait lets go of the interpreter's import lock, which Python holds around a
+    meta path finder)."""
     from app_pages import _prewarm
 
+    monkeypatch.setattr(_prewarm, "GIVE_WAY", True)
     monkeypatch.setattr(_prewarm, "YIELD_S", 30.0)  # the per-module bound out of the way: only the request
     monkeypatch.setattr(_prewarm, "QUIET_S", 0.0)
     monkeypatch.setattr(_prewarm, "rehearse_chart", lambda: "")
@@ -208,3 +211,28 @@ def test_the_prewarm_gives_way_to_the_servers_requests(monkeypatch, tmp_path: Pa
     assert "lens_prewarm_probe" in sys.modules and _prewarm.RequestCount.now == 0
     sys.modules.pop("lens_prewarm_probe", None)
     sys.modules.pop("lens_prewarm_other", None)
+
+
+def test_the_imports_run_with_the_switch_interval_lowered_and_put_it_back(monkeypatch, tmp_path) -> None:
+    """While the prewarm thread imports, the interpreter's switch interval is ``SWITCH_S`` (a module made here
+    notes it as it is imported), and once the imports are done it is the process's own again; by default the
+    thread installs no finder that waits for requests (``GIVE_WAY`` off)."""
+    from app_pages import _prewarm
+
+    monkeypatch.setattr(_prewarm, "rehearse_chart", lambda: "")
+    (tmp_path / "lens_switch_probe.py").write_text(
+        "import sys\nSEEN = sys.getswitchinterval()\nFINDERS = [type(f).__name__ for f in sys.meta_path]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    own = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.004)
+        thread = _prewarm.threading.Thread(target=_prewarm.prewarm, args=(("lens_switch_probe",),))
+        thread.start()
+        thread.join(30)
+        after = sys.getswitchinterval()
+    finally:
+        sys.setswitchinterval(own)
+    probe = sys.modules.pop("lens_switch_probe")
+    assert probe.SEEN == pytest.approx(_prewarm.SWITCH_S), probe.SEEN
+    assert after == pytest.approx(0.004), after
+    assert "_GiveWay" not in probe.FINDERS, probe.FINDERS

@@ -345,3 +345,33 @@ def test_a_store_another_process_holds_is_not_read_ahead(log_db, monkeypatch) ->
     finally:
         holder.communicate("")
     assert _prewarm._store_free()  # once let go
+
+
+def test_the_reads_run_with_the_switch_interval_lowered_and_put_it_back(log_db, monkeypatch) -> None:
+    """While the prewarm reads the store, the interpreter's switch interval is ``SWITCH_S`` (the server's
+    event loop waits 0.5 ms, not 5 ms, for the lock the reads hold); it is the process's own again once they
+    are done, before the thread waits to hand its session over (it sets the lower of the two: a process that
+    runs with a lower one keeps it)."""
+    import sys
+
+    from app_pages import _lbopen_cache
+
+    seen: list[float] = []
+    real = _lbopen_cache.prewarm_first_open
+
+    def observed(*args, **kwargs):
+        seen.append(sys.getswitchinterval())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_lbopen_cache, "prewarm_first_open", observed)
+    own = sys.getswitchinterval()
+    try:
+        for interval, during in ((0.004, _prewarm.SWITCH_S), (_prewarm.SWITCH_S / 2, _prewarm.SWITCH_S / 2)):
+            sys.setswitchinterval(interval)
+            monkeypatch.setattr(_prewarm.FirstPage, "request", None)
+            asked_for("", {"dataset": "log"})
+            assert _prewarm.prewarm_store(wait_s=0) is not None
+            assert seen.pop() == pytest.approx(during)
+            assert sys.getswitchinterval() == pytest.approx(interval)
+    finally:
+        sys.setswitchinterval(own)
