@@ -214,7 +214,8 @@ def drawn(at) -> list[str]:
         children = getattr(node, "children", None)
         if children is None:
             # a download's file is registered anew by every run under a random id
-            out.append(re.sub(r'deferred_file_id: "[0-9a-f]+"', "deferred_file_id", f"{node.type} {node.proto}"))
+            text = f"{node.type} {node.proto}"
+            out.append(re.sub(r'deferred_file_id: "[0-9a-f]+"', "deferred_file_id", text))
             return
         for child in children.values():
             walk(child)
