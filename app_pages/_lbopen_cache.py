@@ -173,17 +173,20 @@ def stop_polling() -> bool:
     Streamlit lacks the message or the id (the timer then goes on, each tick drawing the same board)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return False
     try:
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
         from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
         fragment_id = ThreadState.get().fragment_id
+    except (ImportError, AttributeError, RuntimeError):  # older: the id on the run's context
+        fragment_id = getattr(ctx, "current_fragment_id", None)
+    try:
         msg = ForwardMsg()
         msg.stop_auto_rerun.fragment_ids.append(fragment_id)
-    except (ImportError, AttributeError, RuntimeError, TypeError, ValueError):
-        return False
-    ctx = get_script_run_ctx()
-    if ctx is None or not fragment_id:
+    except (NameError, AttributeError, TypeError, ValueError):  # no such message, or no id
         return False
     ctx.enqueue(msg)
     return True
