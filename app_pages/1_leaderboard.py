@@ -19,6 +19,7 @@ from app_pages._lens import (
     column_picker,
     current,
     get_store,
+    guarded_session,
     leaderboard_result,
     metric_row,
     or_stop,
@@ -168,16 +169,19 @@ def live_board(ch, point) -> None:
 
     @st.fragment(run_every=1.0)
     def live() -> None:
-        if page_run:
-            page_run.clear()
-            job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
-        else:
-            job = bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
-        if job is not None and job.done():
-            stop_polling()
-            draw_board(ch, or_stop(job.result), False)
-        else:
-            draw_board(ch, point, True)
+        # a fragment rerun does not pass through app.py's session: it holds the store itself, and a store
+        # held by a command-line writer is the same warning and retry as in app.py, not a traceback
+        with guarded_session("busy_retry_board"):
+            if page_run:
+                page_run.clear()
+                job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
+            else:
+                job = bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
+            if job is not None and job.done():
+                stop_polling()
+                draw_board(ch, or_stop(job.result), False)
+            else:
+                draw_board(ch, point, True)
 
     live()
 
