@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages._ci_figure import ci_figure
-from app_pages._lbopen_cache import bootstrap_job, started_job
+from app_pages._lbopen_cache import bootstrap_job, started_job, stop_polling
 from app_pages._length_control import length_controlled_win_rates
 from app_pages._lens import (
     B_DEFAULT,
@@ -19,6 +19,7 @@ from app_pages._lens import (
     column_picker,
     current,
     get_store,
+    guarded_session,
     leaderboard_result,
     metric_row,
     or_stop,
@@ -153,27 +154,36 @@ def first_open(ch):
     return point, True
 
 
-def intervals_pending(ch) -> None:
-    """While the bootstrap runs: a note that the intervals are being computed, checked every second; the
-    page reruns with them once they are there. Drawn under the table; the page's own run only looks for the
-    job, which the page starts after its last element (``start_intervals``), so its thread does not share
-    the cores and the GIL with the drawing of the first view. A rerun of the note alone starts the job if
-    the page has not (``bootstrap_job`` starts a choice's job once; later asks find it)."""
-    page_run = [True]  # the note's first run is the page's; its reruns (every second) are the note's own
+def live_board(ch, point) -> None:
+    """The board while its bootstrap runs, in a fragment checked every second: the point board with a note
+    that the intervals are being computed, then, once the job is done, the finished board drawn by the
+    fragment itself (``draw_board`` with the job's board: what the page's next full run draws) and the
+    fragment's timer stopped. No ``st.rerun()``: a rerun asked from a script thread starts its next run
+    without looking at what came in meanwhile, and a page click that reaches the server in that moment is lost
+    (Streamlit 1.67's fast reruns: two runs of one session share its page choice; docs/notes/race36-36.md).
+    The fragment's first run is the page's; the job is started at the page's end (``start_intervals``), so
+    its thread does not share the cores and the GIL with the drawing of the first view; a later run of the
+    fragment starts it if the page has not (``bootstrap_job`` starts a choice's job once; later asks find
+    it)."""
+    page_run = [True]  # the fragment's first run is the page's; its reruns (every second) are its own
 
     @st.fragment(run_every=1.0)
-    def wait() -> None:
-        if page_run:
-            page_run.clear()
-            job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
-        else:
-            job = bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
-        if job is not None and job.done():
-            st.rerun()
-        st.caption(f":material/hourglass_top: Computing the 95 % bootstrap intervals (B = {B_DEFAULT}); the "
-                   "scores and ranks shown are final, the intervals and rank (UB) follow in a moment.")
+    def live() -> None:
+        # a fragment rerun does not pass through app.py's session: it holds the store itself, and a store
+        # held by a command-line writer is the same warning and retry as in app.py, not a traceback
+        with guarded_session("busy_retry_board"):
+            if page_run:
+                page_run.clear()
+                job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
+            else:
+                job = bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
+            if job is not None and job.done():
+                stop_polling()
+                draw_board(ch, or_stop(job.result), False)
+            else:
+                draw_board(ch, point, True)
 
-    wait()
+    live()
 
 
 def start_intervals(ch) -> None:
@@ -183,63 +193,65 @@ def start_intervals(ch) -> None:
     bootstrap_job(ch.key, ch.ranker, B_DEFAULT, SEED)
 
 
-st.title("Leaderboard")
-ch = current()
-board, pending = first_open(ch)
-table = board.table
-counts_only = board.params.get("unit") == "battles"  # a pair-count dataset: battles, no graph (issue 25)
-panel_board = is_panel_board(board)  # the judge panel: verdicts with their orders, as the CLI fits them
-st.caption(
-    "Every verdict of the chosen dataset, judge and category, each with its judge and presentation order, "
-    "in one noisy Bradley-Terry fit with each judge's reliability and side bias (as `leaderboard --ranker "
-    "panel` fits it). Intervals are 95 % Wald intervals from the fit's observed information."
-    if panel_board else
-    "Every battle of the chosen pair-count dataset (wins and ties summed per model pair), aggregated into "
-    "one ranking. Intervals are percentile bootstrap intervals, the battles redrawn as one multinomial; "
-    "there are no prompts, so no graphs and no bad triads." if counts_only else
-    "Every tournament graph of the chosen dataset, judge and category, aggregated into one ranking "
-    "(W = wins, T = ties over graphs, paper 000 eq. 3–4). Intervals are percentile bootstrap intervals "
-    "over graphs; bad triads count the non-transitive triples a model sits in."
-)
-n_units = int(board.params["n_votes"] if counts_only else board.params["n_verdicts_valid"] if panel_board
-              else board.params["n_graphs"])
-unit_word = "Battles" if counts_only else "Verdicts" if panel_board else "Graphs"
+def draw_board(ch, board, pending: bool) -> None:
+    """Everything under the title that shows the board: the metrics, the table (the point board's with a note
+    that the intervals are being computed where ``pending``), the sections under it, the chart, the
+    downloads and the closing caption. One drawing for the page's run and the intervals fragment's
+    (``live_board``), so the board the fragment draws once the intervals are in is the page's own."""
+    table = board.table
+    counts_only = board.params.get("unit") == "battles"  # a pair-count dataset: battles, no graph (issue 25)
+    panel_board = is_panel_board(board)  # the judge panel: verdicts with their orders, as the CLI fits them
+    st.caption(
+        "Every verdict of the chosen dataset, judge and category, each with its judge and presentation "
+        "order, in one noisy Bradley-Terry fit with each judge's reliability and side bias (as `leaderboard "
+        "--ranker panel` fits it). Intervals are 95 % Wald intervals from the fit's observed information."
+        if panel_board else
+        "Every battle of the chosen pair-count dataset (wins and ties summed per model pair), aggregated "
+        "into one ranking. Intervals are percentile bootstrap intervals, the battles redrawn as one "
+        "multinomial; there are no prompts, so no graphs and no bad triads." if counts_only else
+        "Every tournament graph of the chosen dataset, judge and category, aggregated into one ranking "
+        "(W = wins, T = ties over graphs, paper 000 eq. 3–4). Intervals are percentile bootstrap intervals "
+        "over graphs; bad triads count the non-transitive triples a model sits in."
+    )
+    n_units = int(board.params["n_votes"] if counts_only else board.params["n_verdicts_valid"] if panel_board
+                  else board.params["n_graphs"])
+    unit_word = "Battles" if counts_only else "Verdicts" if panel_board else "Graphs"
 
-elo_ok = elo_factor(ch.ranker) is not None
-elo = st.toggle(
-    "Elo-like scale (400·log10 units around 1000)",
-    key="lb_elo",
-    disabled=not elo_ok,
-    help="Shows BT / Davidson log-strengths and Elo ratings as 1000 + 400·log10 units, as arena "
-    "leaderboards do."
-    if elo_ok
-    else f"The {ch.ranker} score is not a log-strength; no Elo reading.",
-)
-view = board_view(table, ranker=ch.ranker, n_graphs=n_units, elo_scale=bool(elo and elo_ok),
-                  reference_note=board.reference_note, pending=pending)
+    elo_ok = elo_factor(ch.ranker) is not None
+    elo = st.toggle(
+        "Elo-like scale (400·log10 units around 1000)",
+        key="lb_elo",
+        disabled=not elo_ok,
+        help="Shows BT / Davidson log-strengths and Elo ratings as 1000 + 400·log10 units, as arena "
+        "leaderboards do."
+        if elo_ok
+        else f"The {ch.ranker} score is not a log-strength; no Elo reading.",
+    )
+    view = board_view(table, ranker=ch.ranker, n_graphs=n_units, elo_scale=bool(elo and elo_ok),
+                      reference_note=board.reference_note, pending=pending)
 
-reference = (
-    ("Spearman distance to reference", f"{board.distances['spearman']:.3f}",
-     f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.")
-    if board.distances else ("Reference", "none", board.reference_note)
-)
-metric_row(("Models", len(table)), (unit_word, n_units),
-           ("Leader", escape_md(view.frame.iloc[0]["model"])), reference)
+    reference = (
+        ("Spearman distance to reference", f"{board.distances['spearman']:.3f}",
+         f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.")
+        if board.distances else ("Reference", "none", board.reference_note)
+    )
+    metric_row(("Models", len(table)), (unit_word, n_units),
+               ("Leader", escape_md(view.frame.iloc[0]["model"])), reference)
 
-for note in view.notes:
-    st.warning(escape_md(note), icon=":material/info:")
-config = board_columns(board.reference_note, ch.ranker, view.score_label, view.digits)
-# a picker of its own while the intervals run: its options lack rank (UB), and the full board's picker must
-# start with it among the defaults (a kept choice from the pending run would leave it out)
-shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config,
-                      "lb_columns_pending" if pending else "lb_columns",
-                      "Rank, model, score, 95% CI and votes")
-st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
-             height=table_height(len(view.frame)), column_order=shown,
-             column_config=config)
-if pending:
-    intervals_pending(ch)  # the note; the job itself starts at the page's end
-try:  # the bootstrap starts (in ``finally``) however the page ends: a later section's or_stop too
+    for note in view.notes:
+        st.warning(escape_md(note), icon=":material/info:")
+    config = board_columns(board.reference_note, ch.ranker, view.score_label, view.digits)
+    # a picker of its own while the intervals run: its options lack rank (UB), and the full board's picker
+    # must start with it among the defaults (a kept choice from the pending run would leave it out)
+    shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config,
+                          "lb_columns_pending" if pending else "lb_columns",
+                          "Rank, model, score, 95% CI and votes")
+    st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
+                 height=table_height(len(view.frame)), column_order=shown,
+                 column_config=config)
+    if pending:
+        st.caption(f":material/hourglass_top: Computing the 95 % bootstrap intervals (B = {B_DEFAULT}); the "
+                   "scores and ranks shown are final, the intervals and rank (UB) follow in a moment.")
     st.caption(escape_md(f"{view.rank_note} Score: {view.score_label}; 95% CI as +above / -below."))
     if view.delta_note:
         st.caption(escape_md(view.delta_note))
@@ -275,6 +287,16 @@ try:  # the bootstrap starts (in ``finally``) however the page ends: a later sec
         f"{escape_md(board.reference_note)}. "
         "The Data page exports every result at once."
     )
+
+
+st.title("Leaderboard")
+ch = current()
+board, pending = first_open(ch)
+try:  # the bootstrap starts (in ``finally``) however the page ends: a section's or_stop too
+    if pending:
+        live_board(ch, board)
+    else:
+        draw_board(ch, board, False)
 finally:
     if pending:  # after the page's last element (or the error a section stopped at)
         start_intervals(ch)

@@ -163,3 +163,30 @@ def warm_first_open(key: CacheKey, ranker: str, pause=lambda: None) -> None:
     point = leaderboard_result(key, ranker, None, 1.0, 0, SEED)
     if int(point.params.get("n_votes", 0)) < leaderboard_first.DEFER_MIN_VOTES:
         leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)
+
+
+def stop_polling() -> bool:
+    """Called in a ``run_every`` fragment's run: tell the browser to stop that fragment's timer (its next runs
+    would redraw the same board every second until the page's next full run). Streamlit has no public call
+    for it; this sends the message Streamlit itself sends for a nested fragment that is gone
+    (``stop_auto_rerun``, 1.67) with the running fragment's id. Returns whether it was sent: False where this
+    Streamlit lacks the message or the id (the timer then goes on, each tick drawing the same board)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return False
+    try:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+        fragment_id = ThreadState.get().fragment_id
+    except (ImportError, AttributeError, RuntimeError):  # older: the id on the run's context
+        fragment_id = getattr(ctx, "current_fragment_id", None)
+    try:
+        msg = ForwardMsg()
+        msg.stop_auto_rerun.fragment_ids.append(fragment_id)
+    except (NameError, AttributeError, TypeError, ValueError):  # no such message, or no id
+        return False
+    ctx.enqueue(msg)
+    return True

@@ -5,6 +5,8 @@ interval column says it is being computed, never a stale or empty interval."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 from apphelpers import assert_clean, new_app
@@ -200,3 +202,74 @@ def test_the_bootstrap_thread_runs_at_a_lower_priority():
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here  # the asker's unchanged
     finally:
         jobs.pool.shutdown(wait=True)
+
+
+def drawn(at) -> list[str]:
+    """Every element under the page's title, in page order, as its type and protobuf text (the blocks around
+    them left out: the intervals fragment draws its board inside a container of its own), a download's file
+    id left out."""
+    out: list[str] = []
+
+    def walk(node) -> None:
+        children = getattr(node, "children", None)
+        if children is None:
+            # a download's file is registered anew by every run under a random id
+            text = f"{node.type} {node.proto}"
+            out.append(re.sub(r'deferred_file_id: "[0-9a-f]+"', "deferred_file_id", text))
+            return
+        for child in children.values():
+            walk(child)
+
+    walk(at.main)
+    return out
+
+
+def test_the_intervals_fragment_draws_the_board_a_full_run_draws(shipped_db, monkeypatch):
+    """Once the bootstrap is done, the intervals fragment draws the finished board itself (no ``st.rerun()``,
+    docs/notes/race36-36.md): every element it draws (table with intervals and rank (UB), metrics, captions,
+    column picker, chart, downloads) is the one the page's full run draws once the job is done; it draws no
+    pending note, and it tells the browser to stop the timer it started (the same fragment id)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
+
+    from app_pages import _lbopen_cache
+    from engine.views import leaderboard_first
+
+    monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 0)
+    _lbopen_cache._jobs.clear()
+    at = new_app(shipped_db, monkeypatch)  # pending: the point board, the job started at the page's end
+    assert any("Computing the 95 % bootstrap intervals" in str(c.value) for c in at.caption)
+    wait_for_bootstrap()
+
+    at.run()  # the job is done: the page's full run draws the board with its intervals
+    assert_clean(at)
+    full = drawn(at)
+    assert not any("being computed" in e for e in full)
+
+    # the fragment's run once the job is done: the page's run finds no job (as when it ran before the job
+    # ended) and draws the fragment, whose own look finds the job done
+    real_started = _lbopen_cache.started_job
+    asks: list[int] = []
+
+    def started_after_first_open(*args):
+        asks.append(1)
+        return None if len(asks) == 1 else real_started(*args)
+
+    sent = []  # (timers started, timers stopped) by fragment id
+    real_enqueue = ScriptRunContext.enqueue
+
+    def enqueue_seen(self, msg):
+        kind = msg.WhichOneof("type")
+        if kind == "auto_rerun":
+            sent.append(("start", msg.auto_rerun.fragment_id))
+        elif kind == "stop_auto_rerun":
+            sent.extend(("stop", f) for f in msg.stop_auto_rerun.fragment_ids)
+        return real_enqueue(self, msg)
+
+    monkeypatch.setattr(_lbopen_cache, "started_job", started_after_first_open)
+    monkeypatch.setattr(ScriptRunContext, "enqueue", enqueue_seen)
+    at.run()
+    assert_clean(at)
+    assert len(asks) == 2, "the page's run did not draw the intervals fragment"
+    by_fragment = drawn(at)
+    assert by_fragment == full
+    assert [k for k, _ in sent] == ["start", "stop"] and sent[0][1] == sent[1][1] != ""
