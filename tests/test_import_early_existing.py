@@ -84,6 +84,7 @@ def _good(src) -> int:
     ("e", [], (), True),  # all-or-nothing, one order
     ("d", ["--replace", "--skip-invalid"], (0, 77, 199), False),  # d replaced
     ("d", ["--replace"], (), True),
+    ("d", ["--replace"], (), False),  # d's own file again: a replace may repeat a stored file
     ("d", ["--skip-invalid"], (5, 120), False),  # rows added to d
 ])
 def test_an_early_insert_into_a_store_with_data_stores_what_the_serial_path_stores(
