@@ -81,7 +81,7 @@ def _good(src) -> int:
 
 @pytest.mark.parametrize("dataset, extra, bad, one_order", [
     ("e", ["--skip-invalid"], (3, 50, 51, 140, 199), False),  # a new dataset beside d and vicuna80
-    ("e", [], (), True),  # all-or-nothing, one order
+    ("e", ["--replace"], (), True),  # all-or-nothing, one order; --replace of a dataset not there yet
     ("d", ["--replace", "--skip-invalid"], (0, 77, 199), False),  # d replaced
     ("d", ["--replace"], (), True),
     ("d", ["--replace"], (), False),  # d's own file again: a replace may repeat a stored file
