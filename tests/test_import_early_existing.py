@@ -176,3 +176,22 @@ def test_ctrl_c_during_a_replace_leaves_the_store_as_it_was(tmp_path, base, monk
         assert (code, text) == (130, "interrupted\n")
     assert len(made) == 1 and made[0].rows > 0  # rows were in when Ctrl-C came
     assert stores[True] == stores[False] == store_rows(base, in_order=("verdicts",))
+
+
+def test_existing_false_keeps_an_existing_store_and_a_replace_on_the_serial_path(tmp_path, base, monkeypatch):
+    """``EXISTING = False`` (round 35's scope): no insert thread for a store that exists or a --replace."""
+    from engine.ingest.shipped import NewStoreSeed
+
+    seed = NewStoreSeed(base)
+    assert seed.thread is None
+    made = []
+    try:
+        for existing, replace in ((False, False), (False, True), (True, True)):
+            monkeypatch.setattr(early_insert, "EXISTING", existing)
+            made.append(early_insert.early_insert(seed, base, 0.0, "e", replace=replace, memory_limit="1GB"))
+    finally:
+        for e in made:
+            if e is not None:
+                e.abandon()
+    assert made[:2] == [None, None]
+    assert made[2] is not None

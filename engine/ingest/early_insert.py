@@ -23,8 +23,8 @@ The price: the store's write lock is held from the open (a new store's: the end 
 commit, i.e. through validation, where the serial path takes an existing store's lock only to write.
 DuckDB's lock is the whole file's, so another process (the app opens the store per script run and
 waits up to its lock wait, 20 s, then shows "store busy" with a retry button; another command waits up
-to --lock-wait) cannot read the store for that time: 3-4 s at a million rows, about 45 s at ten million,
-against 2-3 s and about 30 s for the serial path's write alone (docs/notes/imp6-36.md).
+to --lock-wait) cannot read the store for the whole import rather than for its write alone
+(docs/notes/imp6-36.md measures both). ``EXISTING = False`` goes back to round 35's scope.
 """
 
 from __future__ import annotations

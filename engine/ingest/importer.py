@@ -233,10 +233,9 @@ def store_early(store: Store, tx: duckdb.DuckDBPyConnection, first: int, n: int,
     ``first`` or above, this writes the rest as ``store_report`` does (the same statements in the same
     order, the ids drawn where it draws them; what it reads or deletes of the dataset's verdicts before
     that point, the joined judges' counts and ``replace``'s old rows, bounded to the ids below ``first``)
-    and commits;
-    the store is then the one ``store_report`` makes. Otherwise (a refusal, rows or ids that differ)
-    nothing has been drawn yet: the transaction is rolled back and None returned, and the caller runs
-    ``store_report``, so the store is its by construction."""
+    and commits; the store is then the one ``store_report`` makes. Otherwise (a refusal, rows or ids
+    that differ) nothing has been drawn yet: the transaction is rolled back and None returned, and the
+    caller runs ``store_report``, so the store is its by construction."""
     dataset = _check_name(dataset)
     mode = "skip-invalid" if skip_invalid else "all-or-nothing"
     try:
