@@ -148,9 +148,17 @@ def test_a_refusal_in_the_last_batch_leaves_the_store_as_it_was(tmp_path, base, 
     assert early[2]["verdicts"] == before["verdicts"]  # d's old rows, where they were
 
 
-def test_ctrl_c_during_a_replace_leaves_the_store_as_it_was(tmp_path, base, monkeypatch):
+@pytest.mark.parametrize("as_is", [True, False])
+def test_ctrl_c_during_a_replace_leaves_the_store_as_it_was(tmp_path, base, monkeypatch, as_is):
     """Ctrl-C in the fourth batch of a --replace, once the early insert has inserted rows: rolled back,
-    the store the serial path's and the one it was before."""
+    the store the serial path's and the one it was before. ``as_is`` False: a store whose open would
+    write first (a first-use step not recorded): the thread leaves it to the serial path, which never
+    opens it here, so that write does not happen either."""
+    if not as_is:
+        base = shutil.copyfile(base, tmp_path / "not-as-is.duckdb")
+        con = duckdb.connect(str(base))
+        con.execute("DELETE FROM init_log WHERE step = 'arena_counts_dataset'")
+        con.close()
     src = _csv(tmp_path / "v.csv", 200)
     made: list[early_insert.EarlyInsert] = []
     real_make, real_add = imports.early_insert, verdicts.ReportBuilder.add
@@ -161,7 +169,7 @@ def test_ctrl_c_during_a_replace_leaves_the_store_as_it_was(tmp_path, base, monk
         def add(self, raw, calls=calls):
             calls[0] += 1
             if calls[0] == 4:
-                deadline = time.monotonic() + 20
+                deadline = time.monotonic() + (20 if as_is else 2)
                 while made and made[-1].rows == 0 and time.monotonic() < deadline:
                     time.sleep(0.01)
                 raise KeyboardInterrupt
@@ -174,7 +182,7 @@ def test_ctrl_c_during_a_replace_leaves_the_store_as_it_was(tmp_path, base, monk
             code, text, stores[enabled] = _run(tmp_path, base, src, ["--replace"], enabled, monkeypatch,
                                                tag="ctrl-c", dataset="d")[:3]
         assert (code, text) == (130, "interrupted\n")
-    assert len(made) == 1 and made[0].rows > 0  # rows were in when Ctrl-C came
+    assert len(made) == 1 and (made[0].rows > 0) is as_is  # rows were in when Ctrl-C came, if as is
     assert stores[True] == stores[False] == store_rows(base, in_order=("verdicts",))
 
 

@@ -17,7 +17,8 @@ refusal, rows not in order, another id, an error in the thread) rolls the whole 
 before anything was drawn, and the caller runs the serial ``store_report``, so the store is the serial
 path's by construction. An error or Ctrl-C during validation stops the thread (``abandon``): the
 transaction is rolled back, and the store is left as it was (a new one seeded and otherwise empty), as
-the serial path leaves it.
+the serial path leaves it; an existing store that its open would migrate or seed first
+(``shipped.opens_as_is``) is left to the serial path, which opens it only after validation.
 
 The price: the store's write lock is held from the open (a new store's: the end of its seed) to the
 commit, i.e. through validation, where the serial path takes an existing store's lock only to write.
@@ -38,7 +39,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from engine.ingest.shipped import NewStoreSeed, open_store
+from engine.ingest.shipped import NewStoreSeed, open_store, opens_as_is
 from engine.store import writes
 from engine.store.connection import Store
 
@@ -53,6 +54,11 @@ THREADS = 1
 
 class _Abandoned(Exception):
     """The thread was told to stop before it opened the store."""
+
+
+class _NotAsIs(Exception):
+    """The existing store's open would migrate or seed it first (``shipped.opens_as_is``): left to the
+    serial path, which opens it only once the import is known good."""
 
 
 class EarlyInsert:
@@ -88,6 +94,8 @@ class EarlyInsert:
             self._seed.wait()
             if self._stop.is_set():  # abandoned before the store was opened: leave it closed
                 raise _Abandoned
+            if self._seed.thread is None and not opens_as_is(self._db, self._lock_wait_s):
+                raise _NotAsIs
             store = self.store = open_store(self._db, lock_wait_s=self._lock_wait_s)
             store.limit_memory(self._memory)
             cur = store.con.cursor()
