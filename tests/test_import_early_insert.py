@@ -7,8 +7,8 @@ other table's rows, every sequence's last value; the command's output, exit code
 the same. The files separate the paths: several judges, both orders and one, repeats, variants, turns,
 categories, question and answer texts, rejected rows between valid ones, batches of 40 rows (the early
 insert takes several). A refusal known only at the end (a bad row in the last batch, after the earlier
-batches were inserted), an existing dataset, and a validation stopped by Ctrl-C must leave exactly what
-the serial path leaves: nothing drawn from any sequence."""
+batches were inserted) and a validation stopped by Ctrl-C must leave exactly what the serial path
+leaves: nothing drawn from any sequence. Into a store that exists already: test_import_early_existing."""
 
 from __future__ import annotations
 
@@ -91,12 +91,13 @@ def test_a_refusal_in_the_last_batch_leaves_what_the_serial_path_leaves(tmp_path
     assert early[2] == serial[2]  # verdicts (the seed's only), the refused import_log row, every sequence
 
 
-def test_an_existing_dataset_takes_the_serial_path(tmp_path, monkeypatch):
-    """vicuna80 is in every new store (its seed): appending to it is the serial path's, after a rollback."""
+def test_rows_added_to_an_existing_dataset_are_the_serial_paths(tmp_path, monkeypatch):
+    """vicuna80 is in every new store (its seed): rows added to it early (round 36; round 35 rolled back
+    and ran the serial path) give the serial path's store."""
     src = _csv(tmp_path / "v.csv", 120)
     early = _run(tmp_path, src, [], True, monkeypatch, dataset="vicuna80")
     serial = _run(tmp_path, src, [], False, monkeypatch, dataset="vicuna80")
-    assert len(early[3]) == 1 and early[3][0] == (False, len(src.read_text().splitlines()) - 1)
+    assert len(early[3]) == 1 and early[3][0] == (True, len(src.read_text().splitlines()) - 1)
     assert early[0] == serial[0] == 0
     assert early[1] == serial[1]
     assert early[2] == serial[2]

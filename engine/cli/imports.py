@@ -154,10 +154,10 @@ def run(args: argparse.Namespace) -> int:
     dataset = check_dataset_name(args.dataset)
     mode = "skip-invalid" if args.skip_invalid else "all-or-nothing"
     seed = NewStoreSeed(getattr(args, "db", None), getattr(args, "lock_wait", 30.0))  # a new store, beside
-    # a new store's verdicts inserted beside validation (a fast path: engine.ingest.early_insert)
+    # the verdicts inserted beside validation (a fast path: engine.ingest.early_insert)
     early = early_insert(seed, getattr(args, "db", None), getattr(args, "lock_wait", 30.0), dataset,
                          replace=args.replace, memory_limit=import_memory_limit())
-    try:  # read and validate first: an existing store's lock is taken only to write
+    try:  # read and validate (the early insert holds the store's lock meanwhile; without it, only to write)
         report = validate_paths(
             args.paths,
             dataset=dataset,
@@ -195,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
             store, tx, first, rows = began
             try:  # None: rolled back, nothing drawn; the serial path below writes the import
                 result = store_early(store, tx, first, rows, early.columns, report, dataset,
-                                     skip_invalid=args.skip_invalid, source=import_source(args.paths))
+                                     skip_invalid=args.skip_invalid, source=import_source(args.paths),
+                                     replace=args.replace)
             finally:
                 tx.close()
         if result is None:

@@ -2,24 +2,30 @@
 
 Why: at a million rows the import is validation (one Python thread, about 3 s) then DuckDB's insert of
 the staged rows (about 2 s); on two cores the insert can run beside validation, batch by batch, and
-most of it is hidden (docs/notes/imp4-34.md, imp5-35.md).
+most of it is hidden (docs/notes/imp4-34.md, imp5-35.md, imp6-36.md).
 
-What: a fast path only. It is taken for a store that this import creates (``NewStoreSeed``), so an
-existing store's lock is still taken only to write, as before; and not with ``--replace``. A thread
-waits for the new store's seed, opens it, begins the import's one transaction, and appends each batch
-of good rows as validation stages it (``validate_paths(on_good=...)``), numbered from the value
+What: a fast path only, for every CLI import of verdict files: into a store this import creates
+(``NewStoreSeed``) or an existing one, a new dataset, rows added to one, or ``--replace``. A thread
+waits for a new store's seed, opens the store, begins the import's one transaction, and appends each
+batch of good rows as validation stages it (``validate_paths(on_good=...)``), numbered from the value
 ``verdict_id_seq`` will hand out next, read without drawing it (DuckDB rolls no sequence back).
-At the end ``importer.store_early`` checks that the outcome is a stored import of a new dataset whose
-rows are exactly the inserted ones; then it writes the rest as ``store_report`` does and draws the
-ids where it draws them. Anything else (a refusal, rows not in order, another id, an error in the
-thread) rolls the whole transaction back, before anything was drawn, and the caller runs the serial
-``store_report``, so the store is the serial path's by construction. An error or Ctrl-C during
-validation stops the thread (``abandon``): the transaction is rolled back and the store is left
-seeded and otherwise empty, as the serial path leaves it.
+At the end ``importer.store_early`` checks that the outcome is a stored import whose rows are exactly
+the inserted ones (and the only verdicts numbered that high); then it writes the rest as
+``store_report`` does and draws the ids where it draws them (a replaced dataset's old rows, deleted
+there, are those numbered below the first new one: they stay untouched until then). Anything else (a
+refusal, rows not in order, another id, an error in the thread) rolls the whole transaction back,
+before anything was drawn, and the caller runs the serial ``store_report``, so the store is the serial
+path's by construction. An error or Ctrl-C during validation stops the thread (``abandon``): the
+transaction is rolled back, and the store is left as it was (a new one seeded and otherwise empty), as
+the serial path leaves it; an existing store that its open would migrate or seed first
+(``shipped.opens_as_is``) is left to the serial path, which opens it only after validation.
 
-The store's write lock is held from the end of its seed to the commit, i.e. through validation; the
-store is new and no other process has used it yet (the app opens a store per operation, and waits
-up to its lock wait for it, or says it is busy).
+The price: the store's write lock is held from the open (a new store's: the end of its seed) to the
+commit, i.e. through validation, where the serial path takes an existing store's lock only to write.
+DuckDB's lock is the whole file's, so another process (the app opens the store per script run and
+waits up to its lock wait, 20 s, then shows "store busy" with a retry button; another command waits up
+to --lock-wait) cannot read the store for the whole import rather than for its write alone
+(docs/notes/imp6-36.md measures both). ``EXISTING = False`` goes back to round 35's scope.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from engine.ingest.shipped import NewStoreSeed, open_store
+from engine.ingest.shipped import NewStoreSeed, open_store, opens_as_is
 from engine.store import writes
 from engine.store.connection import Store
 
@@ -48,6 +54,11 @@ THREADS = 1
 
 class _Abandoned(Exception):
     """The thread was told to stop before it opened the store."""
+
+
+class _NotAsIs(Exception):
+    """The existing store's open would migrate or seed it first (``shipped.opens_as_is``): left to the
+    serial path, which opens it only once the import is known good."""
 
 
 class EarlyInsert:
@@ -83,6 +94,8 @@ class EarlyInsert:
             self._seed.wait()
             if self._stop.is_set():  # abandoned before the store was opened: leave it closed
                 raise _Abandoned
+            if self._seed.thread is None and not opens_as_is(self._db, self._lock_wait_s):
+                raise _NotAsIs
             store = self.store = open_store(self._db, lock_wait_s=self._lock_wait_s)
             store.limit_memory(self._memory)
             cur = store.con.cursor()
@@ -152,11 +165,16 @@ ENABLED = True
 """False: every import takes the serial path (the tests compare the two)."""
 
 
+EXISTING = True
+"""False: the early insert only for a store the import creates (``seed`` has a thread), not replacing
+(round 35's scope); an existing store's lock is then taken only to write."""
+
+
 def early_insert(seed: NewStoreSeed, db: str | os.PathLike[str] | None, lock_wait_s: float, dataset: str, *,
                  replace: bool, memory_limit: str) -> EarlyInsert | None:
-    """The insert thread for an import into a store it creates (``seed`` has a thread), not replacing;
-    None otherwise (the serial path, with the store's lock taken only to write)."""
-    if not ENABLED or seed.thread is None or replace:
+    """The insert thread for an import (``EXISTING`` False: only into a store it creates, not replacing);
+    None: the serial path."""
+    if not ENABLED or (not EXISTING and (seed.thread is None or replace)):
         return None
     from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS
 

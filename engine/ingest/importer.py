@@ -223,28 +223,29 @@ def store_report(
 
 
 def store_early(store: Store, tx: duckdb.DuckDBPyConnection, first: int, n: int, columns: Sequence[str],
-                report: ValidationReport, dataset: str, *, skip_invalid: bool,
-                source: str) -> ImportResult | None:
+                report: ValidationReport, dataset: str, *, skip_invalid: bool, source: str,
+                replace: bool = False) -> ImportResult | None:
     """The end of the early insert's transaction ``tx`` (``engine.ingest.early_insert``), whose ``n``
     verdict rows were inserted with the ids ``first``.. read from ``verdict_id_seq`` without drawing them.
 
-    When the import is a stored one of a new dataset whose good rows are exactly the inserted ones, in
-    order, with the columns and ids ``store_report`` would give them, this writes the rest as
-    ``store_report`` does (the same statements in the same order, the ids drawn where it draws them)
-    and commits; the store is then the one ``store_report`` makes. Otherwise (a refusal, an existing
-    dataset, rows or ids that differ) nothing has been drawn yet: the transaction is rolled back and
-    None returned, and the caller runs ``store_report``, so the store is its by construction."""
+    When the import is a stored one whose good rows are exactly the inserted ones, in order, with the
+    columns and ids ``store_report`` would give them, and no other verdict of the dataset is numbered
+    ``first`` or above, this writes the rest as ``store_report`` does (the same statements in the same
+    order, the ids drawn where it draws them; what it reads or deletes of the dataset's verdicts before
+    that point, the joined judges' counts and ``replace``'s old rows, bounded to the ids below ``first``)
+    and commits; the store is then the one ``store_report`` makes. Otherwise (a refusal, rows or ids
+    that differ) nothing has been drawn yet: the transaction is rolled back and None returned, and the
+    caller runs ``store_report``, so the store is its by construction."""
     dataset = _check_name(dataset)
     mode = "skip-invalid" if skip_invalid else "all-or-nothing"
     try:
-        fits = (not writes.dataset_exists(tx, dataset)
-                and not _problem(tx, dataset, report, False, skip_invalid) and report.rows_in_order() == n
+        fits = (not _problem(tx, dataset, report, replace, skip_invalid) and report.rows_in_order() == n
                 and list(columns) == _columns(tx, report)
-                and writes.next_verdict_id(tx) == first)
+                and writes.next_verdict_id(tx) == first and writes.verdicts_from(tx, dataset, first) == n)
         if not fits:
             tx.execute("ROLLBACK")
             return None
-        result = _store_in(tx, report, dataset, mode, source, replace=False, skip_invalid=skip_invalid,
+        result = _store_in(tx, report, dataset, mode, source, replace=replace, skip_invalid=skip_invalid,
                            description=None, synthetic=False, inserted=(first, n))
         tx.execute("COMMIT")
         return result
@@ -292,7 +293,7 @@ def _store_in(tx, report: ValidationReport, dataset: str, mode: str, source: str
         return ImportResult(dataset, import_id, "refused", mode, report.rows_read, 0, report.n_rejected, 0,
                             None, report, problem)
     if exists and not replace:
-        report = _note_joined_judges(tx, report, dataset)
+        report = _note_joined_judges(tx, report, dataset, None if inserted is None else inserted[0])
     version = _write_rows(tx, report, dataset, exists, replace, description, source, synthetic, inserted)
     report = _note_lookalikes(tx, report, dataset)
     import_id = _log(tx, dataset, report, source, mode, "stored", report.n_good, "")
@@ -302,14 +303,19 @@ def _store_in(tx, report: ValidationReport, dataset: str, mode: str, source: str
                         report.n_rejected, report.n_invalid, version, report, revision=revision)
 
 
-def _note_joined_judges(tx, report: ValidationReport, dataset: str) -> ValidationReport:
+def _note_joined_judges(tx, report: ValidationReport, dataset: str, ids_below: int | None = None
+                        ) -> ValidationReport:
     """The report with a sentence when a judge name the import derived (rows that named none) is
-    already a judge of the dataset: those rows join that judge's verdicts, which the user did not choose."""
+    already a judge of the dataset: those rows join that judge's verdicts, which the user did not choose.
+    ``ids_below``: the verdicts stored before the import are those numbered below it (the early insert's
+    rows are in already)."""
     if not report.derived_judges:
         return report
     names = in_values("judge", list(report.derived_judges))
-    stored = tx.execute(f"SELECT judge, count(*) FROM verdicts WHERE dataset = $wire_ds AND {names[0]} "
-                        "GROUP BY judge ORDER BY judge", {"wire_ds": dataset, **dict(names[1])}).fetchall()
+    below = "" if ids_below is None else f" AND verdict_id < {int(ids_below)}"
+    stored = tx.execute(f"SELECT judge, count(*) FROM verdicts WHERE dataset = $wire_ds AND {names[0]}"
+                        f"{below} GROUP BY judge ORDER BY judge", {"wire_ds": dataset, **dict(names[1])}
+                        ).fetchall()
     said = tuple(f"Judge {j!r} already had {n:,} verdicts in dataset {dataset!r}; the rows named after the "
                  f"file joined them (to keep them apart: --judge NAME, or import under another dataset)."
                  for j, n in stored)
@@ -354,8 +360,8 @@ def _write_rows(tx, report: ValidationReport, dataset: str, exists: bool, replac
         version = writes.create_dataset(
             tx, dataset, description=description, source=source, synthetic=synthetic
         )
-    if replace:
-        writes.clear_content(tx, dataset)
+    if replace:  # the early insert's rows (numbered from inserted[0]) stay
+        writes.clear_content(tx, dataset, ids_below=None if inserted is None else inserted[0])
     if replace or not exists:
         # a ground truth belongs to the rows it was generated with: a replaced or new dataset
         # (its name perhaps left behind by an older delete or rename) starts without one;

@@ -193,6 +193,27 @@ def open_store(
     return store
 
 
+def opens_as_is(db: str | os.PathLike[str] | None, lock_wait_s: float = 0.0) -> bool:
+    """Whether ``open_store`` would write nothing to this existing store: every migration applied and its
+    first-use steps done. Read with a read-only open. The import's early insert (``early_insert``) opens
+    an existing store before the import is known good only then, so that an import stopped during
+    validation (an error, Ctrl-C) leaves it as it was, as the serial path does, which opens it after."""
+    import duckdb
+
+    from engine.ingest.shipped_counts import ARENA_COUNTS_FILE, INIT_STEP_ARENA_COUNTS
+    from engine.store.connection import list_migrations
+
+    store = Store(db, read_only=True, lock_wait_s=lock_wait_s)
+    try:
+        done = {r[0] for r in store.cursor().execute("SELECT version FROM schema_migrations").fetchall()}
+        return ({m.version for m in list_migrations()} <= done and init_step_done(store, INIT_STEP)
+                and (init_step_done(store, INIT_STEP_ARENA_COUNTS) or not ARENA_COUNTS_FILE.is_file()))
+    except duckdb.Error:  # no such table: an older store, migrated by its next open
+        return False
+    finally:
+        store.close()
+
+
 class NewStoreSeed:
     """A new store made (migrated and seeded like ``open_store``'s first use) in a thread beside the
     import's validation, so that on two cores the seed (about 0.5 s: vicuna80's prebuilt rows, the arena

@@ -112,10 +112,15 @@ def delete_dataset_rows(tx: duckdb.DuckDBPyConnection, name: str) -> int:
     return n
 
 
-def clear_content(tx: duckdb.DuckDBPyConnection, dataset: str) -> None:
-    """Delete the dataset's verdicts, prompts and answers (an import with ``replace``)."""
+def clear_content(tx: duckdb.DuckDBPyConnection, dataset: str, *, ids_below: int | None = None) -> None:
+    """Delete the dataset's verdicts, prompts and answers (an import with ``replace``). ``ids_below``:
+    only verdicts numbered below it go (the import's early insert put the new ones in first, numbered
+    from it: ``engine.ingest.early_insert``)."""
     for table in CONTENT_TABLES:
-        tx.execute(f"DELETE FROM {identifier(table)} WHERE dataset = ?", [dataset])
+        if table == "verdicts" and ids_below is not None:
+            tx.execute("DELETE FROM verdicts WHERE dataset = ? AND verdict_id < ?", [dataset, ids_below])
+        else:
+            tx.execute(f"DELETE FROM {identifier(table)} WHERE dataset = ?", [dataset])
 
 
 def clear_truth(tx: duckdb.DuckDBPyConnection, dataset: str) -> None:
@@ -188,6 +193,14 @@ def next_verdict_id(tx: duckdb.DuckDBPyConnection) -> int:
         raise RuntimeError("the store has no verdict_id_seq")
     start, step, last = rows[0]
     return int(start if last is None else last + step)
+
+
+def verdicts_from(tx: duckdb.DuckDBPyConnection, dataset: str, first: int) -> int:
+    """How many of the dataset's verdicts are numbered ``first`` or above, inside the caller's
+    transaction: the early insert's rows are exactly those when this equals their count (then the rows
+    numbered below ``first`` are the ones stored before the import)."""
+    return int(scalar(tx, "SELECT count(*) FROM verdicts WHERE dataset = ? AND verdict_id >= ?",
+                      [dataset, first]))
 
 
 def insert_verdict_batch(tx: duckdb.DuckDBPyConnection, dataset: str, batch: object, first: int,
