@@ -152,6 +152,27 @@ def import_csv(store, path: Path, dataset: str = "seam"):
     return import_files(store, [path], dataset)
 
 
+_MIGRATED: list[Path] = []  # this process's migrated empty store file, made on first use
+
+
+def fresh_store(db: Path):
+    """A new, empty Store at ``db``: a copy of one migrated empty file made once per process (as the
+    ``empty_store`` fixture does), then opened. Creating a store runs every migration, each its own
+    commit: ~0.12 s of CPU against ~0.025 s for the copy and the open. For the helpers here that are
+    not fixtures (``imported``, test_pages_truncation_pool's ``new_store``)."""
+    import shutil
+    import tempfile
+
+    from engine.store.connection import Store
+
+    if not _MIGRATED:
+        template = Path(tempfile.mkdtemp(prefix="lens-test-migrated-")) / "lens.duckdb"
+        Store(template).close()
+        _MIGRATED.append(template)
+    shutil.copyfile(_MIGRATED[0], db)
+    return Store(db)
+
+
 def imported(folder: Path, shape: Shape, dataset: str = "seam"):
     """(a fresh on-disk Store holding the shape's dataset, its database path, the generated rows).
 
@@ -159,13 +180,12 @@ def imported(folder: Path, shape: Shape, dataset: str = "seam"):
     recorded as done, so a CLI call on it costs no 1 s import of data the seam tests never read."""
     from engine.ingest.shipped import INIT_STEP
     from engine.ingest.shipped_counts import INIT_STEP_ARENA_COUNTS
-    from engine.store.connection import Store
     from engine.store.init_log import record_init_step
 
     folder.mkdir(parents=True, exist_ok=True)
     rows = verdicts(shape)
     db = folder / "lens.duckdb"
-    store = Store(db)
+    store = fresh_store(db)
     record_init_step(store, INIT_STEP, "seam tests: no default dataset")
     record_init_step(store, INIT_STEP_ARENA_COUNTS, "seam tests: no shipped arena counts")
     import_csv(store, write_csv(rows, folder / "verdicts.csv"), dataset)

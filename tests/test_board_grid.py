@@ -53,10 +53,16 @@ def slide(ctx, votes, reference, path: list[tuple[int, int]], b: int, ranker: st
     the thread made, at each μ step up to two away keeping its graphs at its K, against the board from
     scratch there."""
     grid = BoardGrid(ctx, votes, reference=reference, reference_note="note", extra_params=EXTRA)
+    wants: dict[tuple[int, float], object] = {}  # each setting's board from scratch, made once
+
+    def want(k: int, mu: float):
+        if (k, mu) not in wants:
+            wants[k, mu] = scratch(ctx, votes, reference, ranker, k, mu, b)
+        return wants[k, mu]
+
     for k, i in path:
         mu = MU_STEPS[i]
-        want = scratch(ctx, votes, reference, ranker, k, mu, b)
-        same(grid.board(ranker, k, mu, b, 0), want, f"K={k} μ={mu}")
+        same(grid.board(ranker, k, mu, b, 0), want(k, mu), f"K={k} μ={mu}")
         grid.warm(ranker, k, mu, k_max=ctx.n_pool, mus=MU_STEPS, bootstrap=b, seed=0)
     grid.join(120)
     made = {item: at for item, at in grid._first.items() if grid._has(item)}  # (planned, not replaced)
@@ -65,8 +71,7 @@ def slide(ctx, votes, reference, path: list[tuple[int, int]], b: int, ranker: st
         at = MU_STEPS.index(mu)
         for m in MU_STEPS[max(0, at - 2):at + 3]:
             if ctx.kept(k, m)[0].tobytes() == item[1]:  # a setting sharing this board
-                same(grid.board(ranker, k, m, b, 0), scratch(ctx, votes, reference, ranker, k, m, b),
-                     f"K={k} μ={m}, made at μ={mu}")
+                same(grid.board(ranker, k, m, b, 0), want(k, m), f"K={k} μ={m}, made at μ={mu}")
     return grid
 
 

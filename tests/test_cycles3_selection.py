@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from seam_data import Shape, import_csv, verdicts, write_csv
+from seam_data import Shape, fresh_store, import_csv, verdicts, write_csv
 
 from engine.graphs.buckets import build_buckets
 from engine.graphs.stack import GRAPH_COLUMNS
@@ -116,7 +116,7 @@ def test_cycles_page_equals_every_graph_on_mixed_datasets(name, tmp_path, monkey
 
     rows = mixed_rows(BIG[name])
     db = tmp_path / "lens.duckdb"
-    with Store(db) as store:
+    with fresh_store(db) as store:
         record_init_step(store, INIT_STEP, "cycles3 tests: no default dataset")
         record_init_step(store, INIT_STEP_ARENA_COUNTS, "cycles3 tests: no shipped arena counts")
         import_csv(store, write_csv(rows, tmp_path / "v.csv"), "mix")
@@ -147,7 +147,7 @@ def test_a_selection_of_one_pair_graphs_only(tmp_path, monkeypatch):
     from engine.store.init_log import record_init_step
 
     db = tmp_path / "lens.duckdb"
-    with Store(db) as store:
+    with fresh_store(db) as store:
         record_init_step(store, INIT_STEP, "cycles3 tests")
         record_init_step(store, INIT_STEP_ARENA_COUNTS, "cycles3 tests")
         import_csv(store, write_csv(verdicts(ONE_PAIR), tmp_path / "v.csv"), "pairs")

@@ -37,11 +37,19 @@ def key_set(keys: pd.DataFrame) -> set[tuple[str, ...]]:
     return {tuple(str(r[c]) for c in KEY) for _, r in keys.iterrows()}
 
 
-def kept_three_ways(db, dataset: str, judge: str, k: int, mu: float):
-    """(app's kept keys, CLI's kept keys, curve's kept keys, app threshold, CLI threshold)."""
+def selection(db, dataset: str, judge: str):
+    """(the app's SliderContext, the curve's stack) of one selection, built once for all its K and μ as
+    the app builds its context once (``app_pages/_lens.slider_context``, cached) and moves the sliders
+    over it."""
     with Store(db) as store:
         v = store.verdicts(dataset, judge=judge)
-    ctx = SliderContext.of(build_buckets(v))  # as app_pages/_lens.slider_context builds it
+    return SliderContext.of(build_buckets(v)), build_stack(v)
+
+
+def kept_three_ways(db, dataset: str, judge: str, k: int, mu: float, built):
+    """(app's kept keys, CLI's kept keys, curve's kept keys, app threshold, CLI threshold); ``built``: the
+    selection's ``selection()``."""
+    ctx, stack = built
     idx, app_thr = ctx.kept(k, mu)
     app = key_set(ctx.stack.keys.iloc[idx])
     rc, out, err = run(
@@ -61,7 +69,6 @@ def kept_three_ways(db, dataset: str, judge: str, k: int, mu: float):
     assert rc == 0, err
     obj = json.loads(out)
     cli = key_set(pd.DataFrame(obj["kept"]))
-    stack = build_stack(v)
     _, _, _, _, kept_of = keep_k_selections(stack, [k], mu=mu, per_category=False, pool="perturbed")
     curve = key_set(stack.keys.iloc[kept_of[(0, "all")]])
     return app, cli, curve, app_thr, obj["params"]["threshold"], ctx.n_pool
@@ -70,8 +77,10 @@ def kept_three_ways(db, dataset: str, judge: str, k: int, mu: float):
 @pytest.mark.parametrize("mu", [0.5, 3.0])
 def test_app_cli_and_curve_keep_the_same_vicuna80_graphs(shipped_db, mu):
     n_pool = None
+    built = selection(shipped_db, "vicuna80", "gpt-4")
     for k in (1, 7, 12, 40, 80):
-        app, cli, curve, app_thr, cli_thr, n_pool = kept_three_ways(shipped_db, "vicuna80", "gpt-4", k, mu)
+        app, cli, curve, app_thr, cli_thr, n_pool = kept_three_ways(shipped_db, "vicuna80", "gpt-4", k, mu,
+                                                                    built)
         assert len(app) == k
         assert app == cli == curve, k
         assert app_thr == cli_thr
@@ -106,6 +115,7 @@ def test_app_cli_and_curve_keep_the_same_graphs_when_scores_tie(tmp_path):
     assert rc == 0, err
     with Store(db) as store:
         v = store.verdicts("tied", judge="j")
+    built = selection(db, "tied", "j")
     stack = build_stack(v)
     counts = cycle_counts(stack)
     full = stack.keys.assign(pid=stack.keys["prompt_id"].astype(int))
@@ -115,7 +125,7 @@ def test_app_cli_and_curve_keep_the_same_graphs_when_scores_tie(tmp_path):
         assert pd.Series(s[five.to_numpy()]).duplicated().sum() >= 15  # many ties to break
         by_hand = full[five].assign(s=s[five.to_numpy()]).sort_values(["s", "pid"])
         for k in (1, 4, 10, 17, 22):
-            app, cli, curve, app_thr, cli_thr, n_pool = kept_three_ways(db, "tied", "j", k, mu)
+            app, cli, curve, app_thr, cli_thr, n_pool = kept_three_ways(db, "tied", "j", k, mu, built)
             assert n_pool == 22
             assert app == cli == curve, (mu, k)
             assert app == key_set(by_hand.head(k))

@@ -102,13 +102,13 @@ def compare(db, monkeypatch, dataset: str, judge=None, category=None, every_prom
         for p in list(old)[::every_prompt]:
             graphs = _lens.prompt_graphs_for(key, p)
             assert prompt_variant_names(graphs, p) == prompt_variant_names(old_graphs, p)
+            answers = store.answer_texts(dataset, p)  # the old triad view's texts: the prompt's, read once
             for v, judges in old[p].items():
                 for j in judges:
                     t_new, t_old = graph_position(graphs, p, v, j), graph_position(old_graphs, p, v, j)
                     view = _lens.graph_view_for(key, p, t_new)
                     old_view = graph_view(old_graphs, t_old)
                     assert_same_view(view, old_view)
-                    answers = store.answer_texts(dataset, p)
                     for k in some_triads(old_view.triads, every_triad):
                         assert _lens.triad_view_for(key, p, t_new, k) == triad_view(old_view, k, old_verdicts,
                                                                                     answers)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from seam_data import Shape, import_csv, verdicts, write_csv
+from seam_data import Shape, fresh_store, import_csv, verdicts, write_csv
 from test_cycles3_selection import BIG, ONE_PAIR, mixed_rows
 
 from engine.graphs.buckets import build_buckets
@@ -66,7 +66,7 @@ def new_store(tmp_path, rows: pd.DataFrame, dataset: str):
     from engine.store.init_log import record_init_step
 
     db = tmp_path / "lens.duckdb"
-    store = Store(db)
+    store = fresh_store(db)
     record_init_step(store, INIT_STEP, "truncation pool tests: no default dataset")
     record_init_step(store, INIT_STEP_ARENA_COUNTS, "truncation pool tests: no shipped arena counts")
     import_csv(store, write_csv(rows, tmp_path / "v.csv"), dataset)
