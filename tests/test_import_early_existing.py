@@ -68,7 +68,7 @@ def _run(tmp_path, base, src, extra: list, enabled: bool, monkeypatch, tag: str 
         m.setattr(early_insert, "ENABLED", enabled)
         m.setattr(imports, "store_early",
                   lambda *a, **k: (r := real(*a, **k), ends.append((r is not None, a[3])))[0])
-        proc = run_engine(["--db", db, "import", src, "--dataset", dataset, *extra,
+        proc = run_engine(["--db", db, "import", src, "--dataset", dataset, "--hold-store", *extra,
                            *(["--rejected", rejected] if "--skip-invalid" in extra else [])])
     text = (proc.stdout + proc.stderr).replace(str(tmp_path / name), "OUT")
     csv = rejected.read_bytes() if rejected.exists() else None
@@ -186,17 +186,18 @@ def test_ctrl_c_during_a_replace_leaves_the_store_as_it_was(tmp_path, base, monk
     assert stores[True] == stores[False] == store_rows(base, in_order=("verdicts",))
 
 
-def test_existing_false_keeps_an_existing_store_and_a_replace_on_the_serial_path(tmp_path, base, monkeypatch):
-    """``EXISTING = False`` (round 35's scope): no insert thread for a store that exists or a --replace."""
+def test_without_hold_store_an_existing_store_and_a_replace_take_the_serial_path(tmp_path, base, monkeypatch):
+    """Without ``--hold-store`` (the default) no insert thread for a store that exists or a --replace:
+    its lock is taken only to write (tests/test_ingest_limits.py probes that from another process)."""
     from engine.ingest.shipped import NewStoreSeed
 
     seed = NewStoreSeed(base)
     assert seed.thread is None
     made = []
     try:
-        for existing, replace in ((False, False), (False, True), (True, True)):
-            monkeypatch.setattr(early_insert, "EXISTING", existing)
-            made.append(early_insert.early_insert(seed, base, 0.0, "e", replace=replace, memory_limit="1GB"))
+        for hold, replace in ((False, False), (False, True), (True, True)):
+            made.append(early_insert.early_insert(seed, base, 0.0, "e", replace=replace, memory_limit="1GB",
+                                                  hold_store=hold))
     finally:
         for e in made:
             if e is not None:

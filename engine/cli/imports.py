@@ -115,6 +115,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "evalica, arena)",
     )
     p.add_argument("--replace", action="store_true", help="replace the dataset's verdicts and texts")
+    p.add_argument("--hold-store", action="store_true",
+                   help="into a store that exists: hold its lock from the start and write the rows while "
+                        "they are checked (faster; other processes cannot open the store until the import "
+                        "ends). A new store is always written so")
     p.add_argument("--skip-invalid", action="store_true",
                    help="store the good rows and write the rejected ones to --rejected")
     p.add_argument("--check", action="store_true",
@@ -156,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     seed = NewStoreSeed(getattr(args, "db", None), getattr(args, "lock_wait", 30.0))  # a new store, beside
     # the verdicts inserted beside validation (a fast path: engine.ingest.early_insert)
     early = early_insert(seed, getattr(args, "db", None), getattr(args, "lock_wait", 30.0), dataset,
-                         replace=args.replace, memory_limit=import_memory_limit())
+                         replace=args.replace, memory_limit=import_memory_limit(),
+                         hold_store=getattr(args, "hold_store", False))
     try:  # read and validate (the early insert holds the store's lock meanwhile; without it, only to write)
         report = validate_paths(
             args.paths,

@@ -25,7 +25,9 @@ commit, i.e. through validation, where the serial path takes an existing store's
 DuckDB's lock is the whole file's, so another process (the app opens the store per script run and
 waits up to its lock wait, 20 s, then shows "store busy" with a retry button; another command waits up
 to --lock-wait) cannot read the store for the whole import rather than for its write alone
-(docs/notes/imp6-36.md measures both). ``EXISTING = False`` goes back to round 35's scope.
+(docs/notes/imp6-36.md measures both). An audited failure (a judge run waiting for the store died while
+an import validated) made that a choice the user makes: only ``import --hold-store`` takes the early
+insert into a store that exists (or with ``--replace``); by default an existing store is written serially.
 """
 
 from __future__ import annotations
@@ -165,16 +167,14 @@ ENABLED = True
 """False: every import takes the serial path (the tests compare the two)."""
 
 
-EXISTING = True
-"""False: the early insert only for a store the import creates (``seed`` has a thread), not replacing
-(round 35's scope); an existing store's lock is then taken only to write."""
 
 
 def early_insert(seed: NewStoreSeed, db: str | os.PathLike[str] | None, lock_wait_s: float, dataset: str, *,
-                 replace: bool, memory_limit: str) -> EarlyInsert | None:
-    """The insert thread for an import (``EXISTING`` False: only into a store it creates, not replacing);
-    None: the serial path."""
-    if not ENABLED or (not EXISTING and (seed.thread is None or replace)):
+                 replace: bool, memory_limit: str, hold_store: bool = False) -> EarlyInsert | None:
+    """The insert thread for an import; None: the serial path. Without ``hold_store`` (the CLI's
+    ``--hold-store``) only into a store the import creates (``seed`` has a thread), not replacing: an
+    existing store's lock is then taken only to write, as other processes waiting for it expect."""
+    if not ENABLED or (not hold_store and (seed.thread is None or replace)):
         return None
     from engine.store.schema import STYLE_COLUMNS, VERDICT_COLUMNS
 
