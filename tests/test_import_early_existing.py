@@ -13,16 +13,15 @@ once rows were inserted must leave the store exactly as it was."""
 from __future__ import annotations
 
 import shutil
-import time
 
 import duckdb
 import pytest
 from cli_inprocess import run_engine
 from store_snapshot import store_rows
-from test_import_early_insert import BATCH, _csv
+from test_import_early_insert import BATCH, _csv, interrupted_runs
 
 from engine.cli import imports
-from engine.ingest import early_insert, verdicts
+from engine.ingest import early_insert
 
 
 @pytest.fixture(scope="module")
@@ -160,28 +159,14 @@ def test_ctrl_c_during_a_replace_leaves_the_store_as_it_was(tmp_path, base, monk
         con.execute("DELETE FROM init_log WHERE step = 'arena_counts_dataset'")
         con.close()
     src = _csv(tmp_path / "v.csv", 200)
-    made: list[early_insert.EarlyInsert] = []
-    real_make, real_add = imports.early_insert, verdicts.ReportBuilder.add
-    stores = {}
-    for enabled in (True, False):
-        calls = [0]
 
-        def add(self, raw, calls=calls):
-            calls[0] += 1
-            if calls[0] == 4:
-                deadline = time.monotonic() + (20 if as_is else 2)
-                while made and made[-1].rows == 0 and time.monotonic() < deadline:
-                    time.sleep(0.01)
-                raise KeyboardInterrupt
-            real_add(self, raw)
+    def run(enabled):
+        return _run(tmp_path, base, src, ["--replace"], enabled, monkeypatch, tag="ctrl-c", dataset="d")[:3]
 
-        with monkeypatch.context() as m:
-            m.setattr(verdicts.ReportBuilder, "add", add)
-            m.setattr(imports, "early_insert",
-                      lambda *a, **k: (e := real_make(*a, **k), e and made.append(e))[0])
-            code, text, stores[enabled] = _run(tmp_path, base, src, ["--replace"], enabled, monkeypatch,
-                                               tag="ctrl-c", dataset="d")[:3]
+    made, results = interrupted_runs(monkeypatch, run, 20 if as_is else 2)
+    for code, text, _ in results.values():
         assert (code, text) == (130, "interrupted\n")
+    stores = {enabled: result[2] for enabled, result in results.items()}
     assert len(made) == 1 and (made[0].rows > 0) is as_is  # rows were in when Ctrl-C came, if as is
     assert stores[True] == stores[False] == store_rows(base, in_order=("verdicts",))
 

@@ -103,20 +103,20 @@ def test_rows_added_to_an_existing_dataset_are_the_serial_paths(tmp_path, monkey
     assert early[2] == serial[2]
 
 
-def test_ctrl_c_during_validation_leaves_the_seeded_store(tmp_path, monkeypatch):
-    """Ctrl-C in the fourth batch, once the early insert has inserted rows: rolled back, the thread gone,
-    the store as the serial path leaves it (seeded, nothing of the import, no sequence moved)."""
-    src = _csv(tmp_path / "v.csv", 200)
+def interrupted_runs(monkeypatch, run, wait_s: float = 20):
+    """Each path's import (early insert on, then off) with Ctrl-C in the fourth batch, raised once the early
+    insert has inserted rows (or after ``wait_s``): (the EarlyInsert objects made, ``run(enabled)``'s result
+    per path). ``run`` runs the import and checks nothing."""
     made: list[early_insert.EarlyInsert] = []
     real_make, real_add = imports.early_insert, verdicts.ReportBuilder.add
-    stores = {}
+    results = {}
     for enabled in (True, False):
         calls = [0]
 
         def add(self, raw, calls=calls):
             calls[0] += 1
             if calls[0] == 4:
-                deadline = time.monotonic() + 20
+                deadline = time.monotonic() + wait_s
                 while made and made[-1].rows == 0 and time.monotonic() < deadline:
                     time.sleep(0.01)
                 raise KeyboardInterrupt
@@ -126,10 +126,23 @@ def test_ctrl_c_during_validation_leaves_the_seeded_store(tmp_path, monkeypatch)
             m.setattr(verdicts.ReportBuilder, "add", add)
             m.setattr(imports, "early_insert",
                       lambda *a, **k: (e := real_make(*a, **k), e and made.append(e))[0])
-            code, text = _run(tmp_path, src, [], enabled, monkeypatch, tag="ctrl-c")[:2]
+            results[enabled] = run(enabled)
+    return made, results
+
+
+def test_ctrl_c_during_validation_leaves_the_seeded_store(tmp_path, monkeypatch):
+    """Ctrl-C in the fourth batch, once the early insert has inserted rows: rolled back, the thread gone,
+    the store as the serial path leaves it (seeded, nothing of the import, no sequence moved)."""
+    src = _csv(tmp_path / "v.csv", 200)
+    stores = {}
+
+    def run(enabled):
+        code, text = _run(tmp_path, src, [], enabled, monkeypatch, tag="ctrl-c")[:2]
         assert (code, text) == (130, "interrupted\n")
         stores[enabled] = store_rows(tmp_path / f"ctrl-c-{'early' if enabled else 'serial'}.duckdb",
                                      in_order=("verdicts",))
+
+    made, _ = interrupted_runs(monkeypatch, run)
     assert len(made) == 1 and made[0].rows > 0  # rows were in when Ctrl-C came
     assert not any(t.name == "lens-early-insert" for t in threading.enumerate())
     assert stores[True] == stores[False]
