@@ -18,9 +18,9 @@ import duckdb
 import pytest
 from cli_inprocess import run_engine
 from store_snapshot import store_rows
-from test_import_early_insert import BATCH, _csv, interrupted_runs
+from test_import_early_insert import BATCH, _csv, _good, interrupted_runs
+from test_import_early_insert import _run as run_import
 
-from engine.cli import imports
 from engine.ingest import early_insert
 
 
@@ -54,28 +54,8 @@ def _far(base, path):
 
 def _run(tmp_path, base, src, extra: list, enabled: bool, monkeypatch, tag: str = "run",
          dataset: str = "e"):
-    """The import of ``src`` into a copy of ``base``; (exit code, output, store, store_early's outcomes
-    as (kept, rows inserted early), rejected CSV)."""
-    name = f"{tag}-{'early' if enabled else 'serial'}"
-    db = tmp_path / f"{name}.duckdb"
-    shutil.copyfile(base, db)
-    rejected = tmp_path / f"{name}.rej.csv"
-    ends: list[tuple[bool, int]] = []
-    real = imports.store_early
-    with monkeypatch.context() as m:
-        m.setenv("LENS_IMPORT_BATCH_ROWS", str(BATCH))
-        m.setattr(early_insert, "ENABLED", enabled)
-        m.setattr(imports, "store_early",
-                  lambda *a, **k: (r := real(*a, **k), ends.append((r is not None, a[3])))[0])
-        proc = run_engine(["--db", db, "import", src, "--dataset", dataset, "--hold-store", *extra,
-                           *(["--rejected", rejected] if "--skip-invalid" in extra else [])])
-    text = (proc.stdout + proc.stderr).replace(str(tmp_path / name), "OUT")
-    csv = rejected.read_bytes() if rejected.exists() else None
-    return proc.returncode, text, store_rows(db, in_order=("verdicts",)), ends, csv
-
-
-def _good(src) -> int:
-    return sum(",nobody," not in line for line in src.read_text().splitlines()[1:])
+    """The import of ``src`` with ``--hold-store`` into a copy of ``base`` (test_import_early_insert's)."""
+    return run_import(tmp_path, src, extra, enabled, monkeypatch, tag=tag, dataset=dataset, base=base)
 
 
 @pytest.mark.parametrize("dataset, extra, bad, one_order", [

@@ -12,6 +12,7 @@ leaves: nothing drawn from any sequence. Into a store that exists already: test_
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 
@@ -42,10 +43,14 @@ def _csv(path, n: int, bad: tuple[int, ...] = (), one_order: bool = False):
     return path
 
 
-def _run(tmp_path, src, extra: list, enabled: bool, monkeypatch, tag: str = "run", dataset: str = "d"):
-    """The import of ``src`` into a new store; (exit code, output, store, what store_early did)."""
+def _run(tmp_path, src, extra: list, enabled: bool, monkeypatch, tag: str = "run", dataset: str = "d",
+         base=None):
+    """The import of ``src`` into a new store, or with ``--hold-store`` into a copy of the store ``base``
+    (test_import_early_existing); (exit code, output, store, what store_early did, rejected CSV)."""
     name = f"{tag}-{'early' if enabled else 'serial'}"
     db = tmp_path / f"{name}.duckdb"
+    if base is not None:
+        shutil.copyfile(base, db)
     rejected = tmp_path / f"{name}.rej.csv"
     ends: list[tuple[bool, int]] = []  # store_early's outcomes: (kept, rows inserted early)
     real = imports.store_early
@@ -54,11 +59,17 @@ def _run(tmp_path, src, extra: list, enabled: bool, monkeypatch, tag: str = "run
         m.setattr(early_insert, "ENABLED", enabled)
         m.setattr(imports, "store_early",
                   lambda *a, **k: (r := real(*a, **k), ends.append((r is not None, a[3])))[0])
-        proc = run_engine(["--db", db, "import", src, "--dataset", dataset, *extra,
+        proc = run_engine(["--db", db, "import", src, "--dataset", dataset,
+                           *(["--hold-store"] if base is not None else []), *extra,
                            *(["--rejected", rejected] if "--skip-invalid" in extra else [])])
     text = (proc.stdout + proc.stderr).replace(str(tmp_path / name), "OUT")
     csv = rejected.read_bytes() if rejected.exists() else None
     return proc.returncode, text, store_rows(db, in_order=("verdicts",)), ends, csv
+
+
+def _good(src) -> int:
+    """How many of ``_csv``'s rows are valid (the rejected ones name judge ``nobody``)."""
+    return sum(",nobody," not in line for line in src.read_text().splitlines()[1:])
 
 
 @pytest.mark.parametrize("extra, bad, one_order", [
@@ -69,8 +80,7 @@ def test_an_early_insert_stores_what_the_serial_path_stores(tmp_path, monkeypatc
     src = _csv(tmp_path / "v.csv", 200, bad, one_order)
     early = _run(tmp_path, src, extra, True, monkeypatch)
     serial = _run(tmp_path, src, extra, False, monkeypatch)
-    good = sum(",nobody," not in line for line in src.read_text().splitlines()[1:])
-    assert early[3] == [(True, good)]  # the fast path was taken and kept, with every good row
+    assert early[3] == [(True, _good(src))]  # the fast path was taken and kept, with every good row
     assert serial[3] == []
     assert early[0] == serial[0] == 0
     assert early[1] == serial[1]

@@ -4,8 +4,9 @@ Why: at a million rows the import is validation (one Python thread, about 3 s) t
 the staged rows (about 2 s); on two cores the insert can run beside validation, batch by batch, and
 most of it is hidden (docs/notes/imp4-34.md, imp5-35.md, imp6-36.md).
 
-What: a fast path only, for every CLI import of verdict files: into a store this import creates
-(``NewStoreSeed``) or an existing one, a new dataset, rows added to one, or ``--replace``. A thread
+What: a fast path only, for a CLI import of verdict files into a store this import creates
+(``NewStoreSeed``), or with ``--hold-store`` into an existing one (a new dataset, rows added to one, or
+``--replace``). A thread
 waits for a new store's seed, opens the store, begins the import's one transaction, and appends each
 batch of good rows as validation stages it (``validate_paths(on_good=...)``), numbered from the value
 ``verdict_id_seq`` will hand out next, read without drawing it (DuckDB rolls no sequence back).
@@ -165,8 +166,6 @@ class EarlyInsert:
 
 ENABLED = True
 """False: every import takes the serial path (the tests compare the two)."""
-
-
 
 
 def early_insert(seed: NewStoreSeed, db: str | os.PathLike[str] | None, lock_wait_s: float, dataset: str, *,
