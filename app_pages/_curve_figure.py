@@ -169,6 +169,74 @@ MARKER_R = 2.5
 stroke width 2·MARKER_R, a filled circle of this radius."""
 
 
+MIN_STRIP = 2.0
+"""The narrowest hover strip (px of the viewBox, about a screen pixel at 1280 px): narrower neighbours are
+drawn as one strip (``hover_groups``). A pooled vicuna80 keep-K curve has 480 markers over 350 px, 0.73 px
+each: narrower than a screen pixel, a third of them could not be pointed at."""
+
+
+def _numbers(mean: float, low: float, high: float, point: float) -> str:
+    """A marker's numbers as its hover shows them (4 decimals)."""
+    return f"mean {mean:.4f}\n95 % interval {low:.4f} … {high:.4f}\nall kept graphs {point:.4f}"
+
+
+def hover_groups(texts: list[str], lo: np.ndarray, hi: np.ndarray,
+                 joins: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Which markers share a hover strip. ``texts``: each marker's numbers as shown, ``lo``/``hi``: its own
+    strip (``_hit_spans``), markers in x order; ``joins[j]``: marker j is the row right after marker j - 1's
+    (no row without a marker, a NaN mean, between them). Runs of joined neighbours whose numbers read the
+    same are one hover line (``[start, end)`` of markers: ``x = a … b`` never spans a row it does not
+    show); runs are packed, left to right, into one strip until it is at least
+    ``MIN_STRIP`` wide. Every marker stays in its own place: the strip over it is the union of the strips of
+    its markers, and its hover has a line for that marker's x with its numbers. Why: each titled strip is
+    an element the browser's Markdown pipeline parses and React builds on every μ move (the pooled keep-K
+    curve had 480); a curve constant over many K is one strip saying so."""
+    runs: list[tuple[int, int]] = []
+    for j, t in enumerate(texts):
+        if runs and joins[j] and texts[runs[-1][0]] == t:
+            runs[-1] = (runs[-1][0], j + 1)
+        else:
+            runs.append((j, j + 1))
+    strips: list[list[tuple[int, int]]] = []
+    for run in runs:
+        if strips and hi[strips[-1][-1][1] - 1] - lo[strips[-1][0][0]] < MIN_STRIP:
+            strips[-1].append(run)
+        else:
+            strips.append([run])
+    return strips
+
+
+def _hit_strips(x: str, rows: np.ndarray, xs: np.ndarray, mean: np.ndarray, low: np.ndarray,
+                high: np.ndarray, point: np.ndarray, cx: np.ndarray, top: str, bottom: str) -> list[str]:
+    """The hover strips' markup (``hover_groups``): one transparent path of the plot's height per group,
+    its ``<title>`` the group's lines: ``x = a`` (or ``x = a … b`` over a run whose numbers read the same)
+    then the numbers, or, with several runs, a line per run ``x = a: mean …, 95 % interval … … …, all kept
+    graphs …``. ``rows``: each marker's row in the frame. The title's line breaks are written ``&#10;``
+    (the same text in the DOM): with literal newlines the browser's Markdown parser (micromark) handled
+    every title line as a line of the HTML block, most of the pooled keep-K curve's parse time
+    (docs/notes/mu37-37.md)."""
+    order = np.argsort(cx, kind="stable")
+    lo, hi = _hit_spans(cx)
+    lo, hi = lo[order], hi[order]
+    texts = [_numbers(mean[i], low[i], high[i], point[i]) for i in order]
+    joins = np.diff(rows[order], prepend=-2) == 1
+
+    def at(run: tuple[int, int]) -> str:
+        a, b = xs[order[run[0]]], xs[order[run[1] - 1]]
+        return f"{x} = {a:g}" + (f" … {b:g}" if run[1] - run[0] > 1 else "")
+
+    out = []
+    for strip in hover_groups(texts, lo, hi, joins):
+        if len(strip) == 1:
+            hover = f"{at(strip[0])}\n{texts[strip[0][0]]}"
+        else:
+            hover = "\n".join(f"{at(r)}: " + texts[r[0]].replace("\n", ", ") for r in strip)
+        first, last = _fmt(lo[strip[0][0]]), _fmt(hi[strip[-1][1] - 1])
+        out.append(f'<path d="M{first},{top}H{last}V{bottom}H{first}z">'
+                   f'<title>{escape(hover).replace(chr(10), "&#10;")}</title></path>')
+    return out
+
+
 def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_title: str, best: int = 0,
               setting: bool = True) -> str:
     """One sensitivity curve as an inline SVG string: the band ``ci_low``…``ci_high`` (blue fill), the
@@ -250,15 +318,11 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
                    f'stroke="{CURVE_COLOURS["point"]}" stroke-width="1.5" stroke-dasharray="2,3"/>'
                    f'<text x="{ax.left + 180}" y="{ly}" {font}>all kept graphs</text>')
     if len(shown):
-        # the hover texts, last so that they are on top: a strip per marker, transparent, hit over its area
-        lo, hi = _hit_spans(cx)
-        top, bottom = f"{ax.top:g}", f"{ax.bottom:g}"
+        # the hover texts, last so that they are on top: a strip per group of markers, transparent, hit over
+        # its area
         out.append('<g class="hits" fill="none" pointer-events="fill">')
-        for j, i in enumerate(shown):
-            hover = (f"{x} = {xs[i]:g}\nmean {mean[i]:.4f}\n95 % interval {low[i]:.4f} … {high[i]:.4f}\n"
-                     f"all kept graphs {point[i]:.4f}")
-            out.append(f'<path d="M{_fmt(lo[j])},{top}H{_fmt(hi[j])}V{bottom}H{_fmt(lo[j])}z">'
-                       f'<title>{escape(hover)}</title></path>')
+        out.extend(_hit_strips(x, shown, xs[shown], mean[shown], low[shown], high[shown], point[shown], cx,
+                               f"{ax.top:g}", f"{ax.bottom:g}"))
         out.append("</g>")
     out.append("</svg></div>")
     return "".join(out)

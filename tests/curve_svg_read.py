@@ -18,9 +18,10 @@ def _xy(text: str) -> list[tuple[float, float]]:
 def read_curve(markup: str) -> dict:
     """The curve's markup (a div holding the SVG) parsed as XML (so unescaped markup fails here): root
     attributes, the plot rectangle, the markers (their numbers from the svg's ``data-points`` JSON, each
-    dot's cx, cy from the markers' path, the hover text and strip [lo, hi) of the hit strip that is theirs,
-    matched in order), band polygons and line pieces (pixel pairs), the setting / best lines, every text by
-    class, and the markers' drawing attributes."""
+    dot's cx, cy from the markers' path, the hover strip [lo, hi) over the dot, its title and the title's
+    line covering the marker's x), the hover strips (``hits``: title, strip, lines), band polygons and
+    line pieces (pixel pairs), the setting / best lines, every text by class, and the markers' drawing
+    attributes."""
     wrapper = ET.fromstring(markup)
     assert wrapper.tag == "div" and len(wrapper) == 1, markup[:200]
     root = wrapper[0]
@@ -41,10 +42,19 @@ def read_curve(markup: str) -> dict:
         m = re.fullmatch(r"M(-?[\d.]+),(-?[\d.]+)H(-?[\d.]+)V(-?[\d.]+)H(-?[\d.]+)z", e.get("d"))
         assert m is not None and m[1] == m[5], e.get("d")
         assert (float(m[2]), float(m[4])) == (top, top + float(rect.get("height"))), e.get("d")
-        hits.append((e.find(f"{NS}title").text, (float(m[1]), float(m[3]))))
-    assert len(rows) == len(dots) == len(hits), (len(rows), len(dots), len(hits))
-    markers = [{"x": r[0], "mean": r[1], "lo": r[2], "hi": r[3], "point": r[4], "cx": d[0], "cy": d[1],
-                "hover": h[0], "strip": h[1]} for r, d, h in zip(rows, dots, hits, strict=True)]
+        hits.append({"title": e.find(f"{NS}title").text, "strip": (float(m[1]), float(m[3])),
+                     "lines": hover_lines(e.find(f"{NS}title").text)})
+    assert len(rows) == len(dots), (len(rows), len(dots))
+    markers = []
+    for r, d in zip(rows, dots, strict=True):
+        # the strip over the dot (exactly one), and the line of its hover that covers the marker's x
+        over = [h for h in hits if h["strip"][0] < d[0] < h["strip"][1]]
+        assert len(over) == 1, (d, over)
+        shown = float(f"{r[0]:g}")  # x as the hover writes it
+        line = [ln for ln in over[0]["lines"] if float(ln["a"]) <= shown <= float(ln["b"])]
+        assert len(line) == 1, (r, over[0]["title"])
+        markers.append({"x": r[0], "mean": r[1], "lo": r[2], "hi": r[3], "point": r[4], "cx": d[0],
+                        "cy": d[1], "hover": over[0]["title"], "line": line[0], "strip": over[0]["strip"]})
 
     def lines(cls: str) -> list[list[tuple[float, float]]]:
         return [_xy(piece) for e in els if e.get("class") == cls for piece in e.get("d").split("M")[1:]]
@@ -62,9 +72,25 @@ def read_curve(markup: str) -> dict:
         "setting": [float(e.get("data-at")) for e in els if e.get("class") == "setting"],
         "best": [float(e.get("data-at")) for e in els if e.get("class") == "best"],
         "xticks": texts("xtick"), "yticks": texts("ytick"), "texts": texts(None),
+        "hits": hits,
         "marker_style": {k: v for k, v in dots_el[0].attrib.items() if k != "d"} if dots_el else None,
         "hit_style": dict(groups[0].attrib) if groups else None,
     }
+
+
+HOVER_LINE = re.compile(
+    r"(?P<x>k|mu) = (?P<a>[^ :\n]+)(?: … (?P<b>[^ :\n]+))?(?P<sep>:|\n)\s?mean (?P<mean>\S+?),?\s"
+    r"95 % interval (?P<lo>\S+) … (?P<hi>\S+?),?\sall kept graphs (?P<point>\S+)")
+
+
+def hover_lines(title: str) -> list[dict]:
+    """A hover strip's title read back as its lines, each ``x = a`` or ``x = a … b`` (a run of markers whose
+    numbers read the same) with those numbers as written (``mean``, ``lo``, ``hi``, ``point``): one run
+    written over four lines, or several runs one line each. The whole title must be such lines."""
+    found = list(HOVER_LINE.finditer(title))
+    assert found and "\n".join(m[0] for m in found) == title, title
+    assert len(found) == 1 or all(m["sep"] == ":" for m in found), title
+    return [{**m.groupdict(), "b": m["b"] or m["a"]} for m in found]
 
 
 def read_setting(markup: str) -> dict:

@@ -3,7 +3,8 @@ back from the markup (tests/curve_svg_read.py) and checked against the frame and
 pixel mapping: every marker at its row's numbers and pixel, the band's upper edge at ci_high, the log μ
 axis with decades at equal steps, a NaN mean leaving a gap (no marker, a broken line, never a zero), the
 setting and best-K lines, the y range of ``y_range``, escaped titles, the legend on the keep-K curve only;
-the compact markup (one path of dots, a hover strip per marker tiling the x range, the rows' numbers bit
+the compact markup (one path of dots, hover strips tiling the x range, a line per run of markers whose
+numbers read the same, packed into strips at least MIN_STRIP wide, the rows' numbers bit
 for bit in one JSON attribute, the svg in a div that Markdown takes as one HTML block)."""
 
 from __future__ import annotations
@@ -15,14 +16,21 @@ import pandas as pd
 import pytest
 from curve_svg_read import read_curve, read_setting
 
-from app_pages._curve_figure import HEIGHT, SETTING_LIFT, WIDTH, curve_svg, setting_svg
+from app_pages._curve_figure import HEIGHT, MIN_STRIP, SETTING_LIFT, WIDTH, curve_svg, setting_svg
 from engine.views.truncation_view import best_k, y_range
 
 
-def curve(x: str, n: int, seed: int, flat: bool = False, nan_at: tuple[int, ...] = ()) -> pd.DataFrame:
+def curve(x: str, n: int, seed: int, flat: bool | str = False, nan_at: tuple[int, ...] = ()) -> pd.DataFrame:
     """A curve frame as keep_k_view / mu_view return it (x, mean, its band, point)."""
     rng = np.random.default_rng(seed)
     xs = np.arange(1, n + 1) if x == "k" else np.logspace(-2, 2, n)
+    if flat == "runs":  # steps at random places: runs of equal numbers, some of one marker
+        step = np.cumsum(rng.random(n) < 0.4)
+        mean, half, point = (rng.random(n + 1)[step] for _ in range(3))
+        frame = pd.DataFrame({x: xs, "mean": mean, "ci_low": mean - half / 10, "ci_high": mean + half / 10,
+                              "point": point})
+        frame.loc[list(nan_at), ["mean", "ci_low", "ci_high"]] = np.nan
+        return frame
     mean = np.full(n, 0.2) if flat else rng.random(n)
     half = 0.0 if flat else rng.random(n) / 10
     frame = pd.DataFrame({x: xs, "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
@@ -30,6 +38,10 @@ def curve(x: str, n: int, seed: int, flat: bool = False, nan_at: tuple[int, ...]
     frame.loc[list(nan_at), ["mean", "ci_low", "ci_high"]] = np.nan
     return frame
 
+
+RUN_CASES = [("k", 480, 8, "runs", 1, (3, 11)), ("k", 300, 9, "runs", 2, ()), ("mu", 17, 10, "runs", 1.0, ())]
+"""Curves whose numbers repeat over runs of neighbours (as a pooled keep-K curve's do where its kept
+graphs settle), with steps at random places: ``curve(..., flat="runs")``."""
 
 CASES = [("k", 80, 0, False, 40, ()), ("k", 480, 1, False, 1, (5,)), ("k", 2, 2, False, 2, ()),
          ("k", 60, 3, True, 29, ()), ("mu", 17, 4, False, 1.0, (8,)), ("mu", 17, 5, True, 0.01, ()),
@@ -63,8 +75,11 @@ def test_markers_band_and_lines_are_the_frame_at_the_closed_form_pixels(x, n, se
     for m in got["markers"]:
         assert abs(m["cx"] - px(m["x"])) <= 0.006 and abs(m["cy"] - py(m["mean"])) <= 0.006, m
         assert m["strip"][0] < m["cx"] < m["strip"][1], m  # its hover strip is around its dot
-        assert f"{x} = {m['x']:g}" in m["hover"] and f"mean {m['mean']:.4f}" in m["hover"]
-        assert f"interval {m['lo']:.4f} … {m['hi']:.4f}" in m["hover"] and f"{m['point']:.4f}" in m["hover"]
+        # the hover over it has a line for its x with its numbers (the reader found the line covering x)
+        line = m["line"]
+        assert line["x"] == x and float(line["a"]) <= float(f"{m['x']:g}") <= float(line["b"]), line
+        assert [line[k] for k in ("mean", "lo", "hi", "point")] == [f"{m[k]:.4f}" for k in (
+            "mean", "lo", "hi", "point")], (line, m)
     # the band: ci_high forward along the top edge, ci_low back along the bottom, a piece per NaN-free run
     assert len(got["band"]) == len(nan_at) + 1
     edge = [p for poly in got["band"] for p in poly[: len(poly) // 2]]
@@ -139,43 +154,78 @@ def test_the_setting_overlay_is_the_curves_own_red_line_and_the_curve_stays_the_
     assert all(curve_svg(frame, x, o, "t", "y", best=k_best, setting=False) == bare for o in others)
 
 
-@pytest.mark.parametrize("x,n,seed,flat,marker,nan_at", CASES)
-def test_the_markup_is_compact_and_draws_and_hovers_as_a_marker_per_row(x, n, seed, flat, marker, nan_at):
+@pytest.mark.parametrize("x,n,seed,flat,marker,nan_at", CASES + RUN_CASES)
+def test_the_markup_is_compact_and_draws_and_hovers_every_marker(x, n, seed, flat, marker, nan_at):
     """The compact markup (a pooled keep-K curve is redrawn on every μ move): the svg inside a div whose
-    markup Markdown takes as one HTML block (it starts with ``<div``, has no blank line, ends with the
+    markup Markdown takes as one HTML block (it starts with ``<div``, has no newline at all, ends with the
     div); the markers one path of dots with round caps 5 wide, the same as circles of radius 2.5 (the
-    legend's marker is a circle of radius 3); each marker's hover strip reaching from the midpoint to its left
-    neighbour to the midpoint to its right one (brute force over the dots' pixels), so the strips tile the
-    x range with no gap or overlap; ``data-points`` the rows with a mean at full precision (repr: parsed
-    back equal, NaN kept); one element per marker, not several."""
+    legend's marker is a circle of radius 3); ``data-points`` the rows with a mean at full precision
+    (repr: parsed back equal, NaN kept). The hover strips: their edges are midpoints between neighbouring
+    dots (brute force over the dots' pixels) and they tile the x range with no gap or overlap; a hover line
+    is a maximal run of neighbours whose numbers read the same (two neighbouring lines never read the same,
+    and every marker's line has its own numbers: read_curve); lines are packed left to right into strips
+    of at least ``MIN_STRIP`` px: every strip but the last is that wide, and a strip of several lines is
+    narrower without its last one; one strip per marker where markers are wide apart and their numbers
+    differ."""
     frame = curve(x, n, seed, flat, nan_at)
     k_best = best_k(frame) if x == "k" else 0
     markup = curve_svg(frame, x, marker, "t", "y", best=k_best)
     assert markup.startswith('<div class="curve" style="margin-bottom:1rem"><svg ') and markup.endswith(
         "</svg></div>")
-    assert "\n\n" not in markup and markup.count("<div") == 1
+    assert "\n" not in markup and markup.count("<div") == 1
     got = read_curve(markup)
     assert got["marker_style"] == {"class": "markers", "fill": "none", "stroke": "#3b5bdb",
                                    "stroke-width": "5", "stroke-linecap": "round"}
     assert got["hit_style"] == {"class": "hits", "fill": "none", "pointer-events": "fill"}
     cx = [m["cx"] for m in got["markers"]]
-    for j, m in enumerate(got["markers"]):
-        left = (cx[j - 1] + cx[j]) / 2 if j else None
-        right = (cx[j] + cx[j + 1]) / 2 if j + 1 < len(cx) else None
-        lo, hi = m["strip"]
-        assert left is None or abs(lo - left) <= 0.006, (j, lo, left)
-        assert right is None or abs(hi - right) <= 0.006, (j, hi, right)
-        if j + 1 < len(cx):
-            assert hi == got["markers"][j + 1]["strip"][0]  # the same rounded pixel: no gap, no overlap
+    hits = got["hits"]
+    assert markup.count("<title>") == len(hits) and markup.count("<circle") == (1 if x == "k" else 0)
+    # edges: the outer ones half the widest gap (>= the dot's radius) outside, the others midpoints
     outer = max([(b - a) / 2 for a, b in zip(cx, cx[1:], strict=False)] + [2.5])
-    assert abs(got["markers"][0]["strip"][0] - (cx[0] - outer)) <= 0.006
-    assert abs(got["markers"][-1]["strip"][1] - (cx[-1] + outer)) <= 0.006
+    assert abs(hits[0]["strip"][0] - (cx[0] - outer)) <= 0.006
+    assert abs(hits[-1]["strip"][1] - (cx[-1] + outer)) <= 0.006
+    for h, nxt in zip(hits, hits[1:], strict=False):
+        assert h["strip"][1] == nxt["strip"][0]  # the same rounded pixel: no gap, no overlap
+        j = next(j for j, c in enumerate(cx) if c > h["strip"][1])  # the first dot of the next strip
+        assert abs(h["strip"][1] - (cx[j - 1] + cx[j]) / 2) <= 0.006, (h["strip"], cx[j - 1], cx[j])
+    # lines: maximal runs, in x order, covering every marker once
+    lines = [ln for h in hits for ln in h["lines"]]
+    numbers = [tuple(ln[k] for k in ("mean", "lo", "hi", "point")) for ln in lines]
+    gone = frame.loc[frame["mean"].isna(), x].tolist()  # a row without a marker is in no line's range
+    for i in range(len(lines) - 1):
+        ln, nxt, a, b = lines[i], lines[i + 1], numbers[i], numbers[i + 1]
+        # neighbouring lines read differently, unless a row without a marker lies between them
+        assert a != b or any(float(ln["b"]) < float(f"{v:g}") < float(nxt["a"]) for v in gone), (ln, nxt)
+    assert sum(m["line"] is ln for m in got["markers"] for ln in lines) == len(cx)
+    assert all(sum(m["line"] is ln for m in got["markers"]) >= 1 for ln in lines)
+    assert not [(v, ln) for v in gone for ln in lines if float(ln["a"]) <= float(f"{v:g}") <= float(ln["b"])]
+    # packing: every strip but the last at least MIN_STRIP wide; several lines only while narrower
+    for i, h in enumerate(hits):
+        lo, hi = h["strip"]
+        assert i == len(hits) - 1 or hi - lo >= MIN_STRIP - 0.006, (i, h["strip"])
+        if len(h["lines"]) > 1:
+            last_a = float(h["lines"][-1]["a"])
+            j = next(j for j, m in enumerate(got["markers"]) if float(f"{m['x']:g}") == last_a)
+            assert (cx[j - 1] + cx[j]) / 2 - lo < MIN_STRIP + 0.006, (i, h["strip"], h["lines"])
+    gaps = np.diff(cx)
+    if len(cx) > 1 and gaps.min() >= MIN_STRIP and not flat:
+        assert len(hits) == len(cx)  # wide apart, numbers differ: a strip (and its title) per marker
     rows = frame[frame["mean"].notna()]
     want = rows[[x, "mean", "ci_low", "ci_high", "point"]].astype(float).to_numpy()
     have = np.array([[m["x"], m["mean"], m["lo"], m["hi"], m["point"]] for m in got["markers"]])
     assert have.shape == want.shape and (have == want).all()  # bit for bit
-    # the per-row elements: one hover path per row (its title a child), no other element per row
-    assert markup.count("<title>") == len(rows) and markup.count("<circle") == (1 if x == "k" else 0)
+
+
+def test_hover_lines_keep_their_line_breaks_and_a_lone_marker_reads_as_before():
+    """A title's line breaks are written ``&#10;`` (no newline in the Markdown source) and read back as
+    newlines; a strip of one marker has the hover text markers had before the strips were grouped."""
+    frame = curve("k", 12, 3)
+    markup = curve_svg(frame, "k", 3, "t", "y", best=1)
+    assert "&#10;" in markup and "\n" not in markup
+    m = read_curve(markup)["markers"][4]
+    r = frame.iloc[4]
+    assert m["hover"] == (f"k = 5\nmean {r['mean']:.4f}\n95 % interval {r['ci_low']:.4f} … "
+                          f"{r['ci_high']:.4f}\nall kept graphs {r['point']:.4f}")
 
 
 def test_a_nan_in_a_row_with_a_mean_is_kept_in_the_numbers():
