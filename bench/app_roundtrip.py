@@ -16,7 +16,10 @@ after having been ``running``, with the page's "Graphs kept" / "μ" figure alrea
 value (the table, the curves and the metrics are drawn from the same run's messages before the
 state flips), and the first animation frame where that figure shows the new value: the "table" time
 (the figures and the table come in the same batch; the curves and the protocol table after them).
-Reported: median and range per case, slider and end point, the load average before and after.
+Reported: median and range per case, slider and end point, the load average before and after
+(``--per-move``: every move's time, in order, so first visits and revisits can be told apart). A move whose
+new value the wait saw but the page's frame watcher did not record is reported as missing, not timed; a
+value that never changes (a lost update) stops the run with Playwright's timeout.
 Nothing is asserted.
 """
 
@@ -56,9 +59,12 @@ WATCH = """() => {
 }"""
 
 METRIC = """(label) => {
+    // the figure's value, or null while the figure (or its value, mid-render) is not in the page: a
+    // figure read as null is never taken for a new value
     const m = [...document.querySelectorAll('[data-testid="stMetric"]')]
         .find(e => e.innerText.startsWith(label));
-    return m ? m.querySelector('[data-testid="stMetricValue"]').innerText : null;
+    const v = m ? m.querySelector('[data-testid="stMetricValue"]') : null;
+    return v ? v.innerText : null;
 }"""
 
 
@@ -89,7 +95,8 @@ SHOWN = """([label, before]) => {
     window.__shown = null;
     window.__shownIdle = false;
     const look = () => {
-        if ((""" + METRIC + """)(label) !== before) {
+        const now = (""" + METRIC + """)(label);
+        if (now !== null && now !== before) {
             window.__shown = performance.now();
             // whether the rerun had ended by then (running never drawn: started and ended between frames)
             window.__shownIdle = document.querySelector('[data-test-script-state]')
@@ -102,9 +109,15 @@ SHOWN = """([label, before]) => {
 }"""
 
 
-def one_move(page, slider: str, key: str, label: str, timeout_s: float = 60) -> tuple[float, float]:
+def one_move(page, slider: str, key: str, label: str,
+             timeout_s: float = 60) -> tuple[float | None, float | None]:
     """Press ``key`` on the slider labelled ``slider``; ms from the key event to the figure ``label``
-    (and the table drawn with it) showing the new value, and to the finished rerun (curves included)."""
+    (and the table drawn with it) showing the new value, and to the finished rerun (curves included).
+    A time is None when the new value was seen by the wait but the page's frame watcher never recorded it
+    (lead-36's one crash, a TypeError on ``window.__shown`` null): such a move is counted and reported as
+    missing, not timed; a value that never changes fails the wait (a lost update is an error)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     before = page.evaluate(METRIC, label)
     thumb = page.get_by_role("slider", name=slider)
     thumb.focus()
@@ -116,25 +129,33 @@ def one_move(page, slider: str, key: str, label: str, timeout_s: float = 60) -> 
         f"""([n, label, before]) => (window.__runs.length > n || window.__shownIdle)
             && document.querySelector('[data-test-script-state]').getAttribute('data-test-script-state')
                === 'notRunning'
-            && ({METRIC})(label) !== before""",
+            && ({METRIC})(label) !== null && ({METRIC})(label) !== before""",
         arg=[n_runs, label, before], timeout=timeout_s * 1000,
-    )
+    )  # a figure that never shows its new value (a lost update) times out here: a failure, not a number
     shown = page.evaluate("() => window.__shown")
+    if shown is None:
+        # the new value is on screen but the frame watcher has not run since (its next animation frame had
+        # not come when the wait above returned): give it the frames it needs
+        try:
+            page.wait_for_function("() => window.__shown !== null", timeout=5000)
+            shown = page.evaluate("() => window.__shown")
+        except PlaywrightTimeout:
+            shown = None  # reported as a move whose watcher is missing (main), not a time
     # a rerun whose running state was never drawn had ended by the frame that showed its numbers: that frame
     # is its end (an upper bound)
     done = page.evaluate(f"() => window.__runs.length > {n_runs} ? window.__runs[window.__runs.length - 1] "
                          ": window.__shown")
-    return float(shown - t0), float(done - t0)
+    return (None if shown is None else float(shown - t0)), (None if done is None else float(done - t0))
 
 
-def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ...], list[float]]:
+def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ...], list[float | None]]:
     """Every case's keep-K and μ move times (ms) on a server of checkout ``root``."""
     from playwright.sync_api import sync_playwright
 
     work = Path(tempfile.mkdtemp(prefix="roundtrip_"))
     copy = work / "lens.duckdb"
     shutil.copyfile(db, copy)
-    out: dict[tuple[str, ...], list[float]] = {}
+    out: dict[tuple[str, ...], list[float | None]] = {}
     try:
         with serve(copy, work / "streamlit.log", root) as (url, _watch), sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
@@ -164,12 +185,13 @@ def main() -> None:
     ap.add_argument("--moves", type=int, default=20)
     ap.add_argument("--db", type=Path, help="a store with vicuna80 and sparse70 (default: made here)")
     ap.add_argument("--cases", default="0,1,2", help="which of CASES to run, by index (default all)")
+    ap.add_argument("--per-move", action="store_true", help="also print every move's time, in order")
     args = ap.parse_args()
     cases = [CASES[int(i)] for i in args.cases.split(",")]
     db = args.db or make_store(Path(tempfile.mkdtemp(prefix="roundtrip_store_")))
     load0 = os.getloadavg()
-    before: dict[tuple[str, ...], list[float]] = {}
-    after: dict[tuple[str, ...], list[float]] = {}
+    before: dict[tuple[str, ...], list[float | None]] = {}
+    after: dict[tuple[str, ...], list[float | None]] = {}
     for case in cases:  # case by case, old then new: a load that drifts during the run hits both sides alike
         before.update(measure(args.base.resolve(), db, args.moves, [case]))
         after.update(measure(REPO, db, args.moves, [case]))
@@ -179,10 +201,20 @@ def main() -> None:
     print("| dataset | judge | slider | until | before median (range) | after median (range) |")
     print("| --- | --- | --- | --- | ---: | ---: |")
     for key, old in before.items():
-        new = after[key]
-        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | "
-              f"{statistics.median(old):.0f} ({min(old):.0f}-{max(old):.0f}) "
-              f"| {statistics.median(new):.0f} ({min(new):.0f}-{max(new):.0f}) |")
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {summary(old)} | {summary(after[key])} |")
+    if args.per_move:
+        print("\nper move, in order (ms; - = watcher missing)")
+        for key, old in before.items():
+            for side, times in (("before", old), ("after", after[key])):
+                shown = ", ".join("-" if t is None else f"{t:.0f}" for t in times)
+                print(f"{' / '.join(key)} {side}: {shown}")
+
+
+def summary(times: list[float | None]) -> str:
+    """``median (min-max)`` of the timed moves, and how many moves' watcher was missing (not timed)."""
+    timed = [t for t in times if t is not None]
+    text = f"{statistics.median(timed):.0f} ({min(timed):.0f}-{max(timed):.0f})" if timed else "-"
+    return text + (f", {len(times) - len(timed)} missing" if len(timed) < len(times) else "")
 
 
 if __name__ == "__main__":

@@ -159,6 +159,12 @@ CURVES = """() => [...document.querySelectorAll('svg.curve-svg')].map(svg => {
     const d = svg.querySelector('path.markers').getAttribute('d');
     const dots = [...d.matchAll(/M([-\\d.]+),([-\\d.]+)h0/g)];
     const mid = Math.floor(dots.length / 2);
+    // each hover strip's [lo, hi) (user units): every dot lies in exactly one, which is what the pointer hits
+    const spans = hits.map(h => h.getAttribute('d').match(/^M([-\\d.]+),[-\\d.]+H([-\\d.]+)/)
+        .slice(1).map(Number));
+    const over_dot = (x) => spans.filter(([a, b]) => a < x && x < b).length;
+    const owner = hits[spans.findIndex(([a, b]) => a < Number(dots[mid][1]) && Number(dots[mid][1]) < b)];
+    const titles = hits.map(h => h.querySelector('title')).filter(t => t).map(t => t.textContent);
     svg.scrollIntoView({block: 'center'});
     const o = over ? over.getBoundingClientRect() : null;
     const now = svg.getBoundingClientRect();
@@ -168,31 +174,36 @@ CURVES = """() => [...document.querySelectorAll('svg.curve-svg')].map(svg => {
     // the dots are drawn as circles: round caps on zero-length pieces, as wide as the legend's dot
     const style = getComputedStyle(svg.querySelector('path.markers'));
     return {box: [box.left, box.right, box.width, box.height], col: [col.left, col.right, col.width], ticks,
-            markers: dots.length, hovers: hits.filter(h => h.querySelector('title')).length,
+            markers: dots.length, covered: dots.filter(d => over_dot(Number(d[1])) === 1).length,
+            strips: hits.length, titled: titles.length,
+            // the titles' line breaks (written &#10;) are newlines in the DOM
+            broken: titles.every(t => !t.includes('&#')) && titles.some(t => t.includes('\\n')),
             rows: JSON.parse(svg.getAttribute('data-points')).length,
             dot: [style.strokeLinecap, style.strokeWidth],
             over: o ? [o.left - now.left, o.top - now.top, o.width, o.height] : null,
-            hit: hit === hits[mid] ? 'marker' : (hit ? hit.outerHTML.slice(0, 160) : null)};
+            hit: hit === owner ? 'marker' : (hit ? hit.outerHTML.slice(0, 160) : null)};
 })"""
 
 
 def curves_fit_their_columns(page) -> None:
     """The Truncation page's two sensitivity curves (inline SVG, no Plotly) at 1280 px: each fills its
-    column's width and stays inside it, is at least 200 px high, every marker has its hover text, and the
-    tick labels are at least 9 px high on screen and do not overlap along their axis; the setting's red line
-    (its own element, ``setting_svg``) covers the curve's box exactly and lets the pointer through."""
+    column's width and stays inside it, is at least 200 px high, every marker lies in one titled hover strip
+    (whose title's lines are broken by newlines), and the tick labels are at least 9 px high on screen and
+    do not overlap along their axis; the setting's red line (its own element, ``setting_svg``) covers the
+    curve's box exactly and lets the pointer through."""
     curves = page.evaluate(CURVES)
     assert len(curves) == 2, curves
     for c in curves:
         (left, right, width, height), (c_left, c_right, c_width) = c["box"], c["col"]
         assert left >= c_left - 0.5 and right <= c_right + 0.5 and width >= 0.95 * c_width, c["box"]
-        assert height >= 200 and c["markers"] > 0 and c["hovers"] == c["markers"] == c["rows"], c
+        assert height >= 200 and c["markers"] > 0 and c["covered"] == c["markers"] == c["rows"], c
+        assert c["titled"] == c["strips"] and c["broken"], c  # every strip titled, its lines broken
         assert c["dot"] == ["round", "5px"], c["dot"]
         # the setting's line lies on the curve's own box (the same viewBox, so the same pixels), and the
         # pointer passes through it to the markers' hover texts
         assert c["over"] is not None and all(abs(a - b) <= 0.5 for a, b in zip(
             c["over"], [0, 0, width, height], strict=True)), c["over"]
-        assert c["hit"] == "marker", c["hit"]  # a marker's own hover strip is what the pointer hits there
+        assert c["hit"] == "marker", c["hit"]  # the hover strip over a marker is what the pointer hits there
         for axis, lo, hi in (("xtick", "x", "right"), ("ytick", "y", "bottom")):
             ticks = sorted((t for t in c["ticks"] if t["axis"] == axis), key=lambda t: t[lo])
             assert len(ticks) >= 2 and min(t["size"] for t in ticks) >= 9, (axis, ticks)
