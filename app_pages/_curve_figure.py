@@ -4,8 +4,9 @@
 Why not Plotly: the browser's drawing of the page's two Plotly figures was ~100 ms of every slider move
 (docs/notes/lead-33.md, "Slider round trips"); an inline SVG paints in about a millisecond. The geometry
 (data -> pixel mapping, ticks) is the pure ``curve_axes`` so tests can check it against the closed form;
-the rows' numbers are one JSON attribute on the svg (``data-points``) and every marker has a hover
-``<title>`` (on a transparent strip around it). The slider's setting (a red line) is drawn by
+the rows' numbers are one JSON attribute on the svg (``data-points``) and every marker's numbers are in a
+hover ``<title>`` (of a transparent strip over it; neighbours whose numbers read the same, or closer than
+a pixel, share one: ``hover_groups``). The slider's setting (a red line) is drawn by
 ``setting_svg`` as a separate element over the curve: a move of the other slider then re-sends the
 curve's markup unchanged and the browser does not redraw it. A μ move does redraw the keep-K curve (480
 markers pooled on vicuna80), so its markup is kept small (``curve_svg``)."""
@@ -248,12 +249,13 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
 
     Compact, because a pooled vicuna80 keep-K curve has 480 markers and a μ move redraws it (the browser's
     work grows with the markup's bytes and elements): the markers are one path (a round dot per row with a
-    mean), each row's hover text is the ``<title>`` of one invisible strip of the plot's height around its
-    marker (``_hit_spans``), and the rows' numbers (x, mean, ci_low, ci_high, point; full precision, for
-    tests and tools) are one JSON list on the svg, ``data-points``. The svg is wrapped in a div so that
-    Markdown takes it as an HTML block, passed through whole, not as a paragraph of inline HTML that its
-    inline parser walks tag by tag; the div's bottom margin is the paragraph's (Streamlit takes 1rem off
-    the end of a Markdown element), so the page's layout and ``SETTING_LIFT`` stay as they were."""
+    mean), the hover texts are the ``<title>`` of invisible strips of the plot's height over the markers
+    (``_hit_spans``; a strip per run of markers whose numbers read the same, runs narrower than
+    ``MIN_STRIP`` packed into one: ``hover_groups``), and the rows' numbers (x, mean, ci_low, ci_high,
+    point; full precision, for tests and tools) are one JSON list on the svg, ``data-points``. The svg is
+    wrapped in a div so that Markdown takes it as an HTML block, passed through whole, not as a paragraph
+    of inline HTML that its inline parser walks tag by tag; the div's bottom margin is the paragraph's
+    (Streamlit takes 1rem off the end of a Markdown element), so the page's layout and ``SETTING_LIFT`` stay as they were."""
     ax = curve_axes(frame, x, marker, best)
     xs = frame[x].to_numpy(dtype=np.float64)
     mean, low, high, point = (frame[c].to_numpy(dtype=np.float64)
