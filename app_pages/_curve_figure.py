@@ -255,7 +255,8 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
     point; full precision, for tests and tools) are one JSON list on the svg, ``data-points``. The svg is
     wrapped in a div so that Markdown takes it as an HTML block, passed through whole, not as a paragraph
     of inline HTML that its inline parser walks tag by tag; the div's bottom margin is the paragraph's
-    (Streamlit takes 1rem off the end of a Markdown element), so the page's layout and ``SETTING_LIFT`` stay as they were."""
+    (Streamlit takes 1rem off the end of a Markdown element), so the page's layout and ``SETTING_LIFT``
+    stay as they were."""
     ax = curve_axes(frame, x, marker, best)
     xs = frame[x].to_numpy(dtype=np.float64)
     mean, low, high, point = (frame[c].to_numpy(dtype=np.float64)
