@@ -6,7 +6,7 @@ Why not Plotly: the browser's drawing of the page's two Plotly figures was ~100 
 (data -> pixel mapping, ticks) is the pure ``curve_axes`` so tests can check it against the closed form;
 the rows' numbers are one JSON attribute on the svg (``data-points``) and every marker's numbers are in a
 hover ``<title>`` (of a transparent strip over it; neighbours whose numbers read the same, or closer than
-a pixel, share one: ``hover_groups``). The slider's setting (a red line) is drawn by
+``MIN_STRIP``, share one: ``hover_groups``). The slider's setting (a red line) is drawn by
 ``setting_svg`` as a separate element over the curve: a move of the other slider then re-sends the
 curve's markup unchanged and the browser does not redraw it. A μ move does redraw the keep-K curve (480
 markers pooled on vicuna80), so its markup is kept small (``curve_svg``)."""
@@ -171,9 +171,9 @@ stroke width 2·MARKER_R, a filled circle of this radius."""
 
 
 MIN_STRIP = 2.0
-"""The narrowest hover strip (px of the viewBox, about a screen pixel at 1280 px): narrower neighbours are
-drawn as one strip (``hover_groups``). A pooled vicuna80 keep-K curve has 480 markers over 350 px, 0.73 px
-each: narrower than a screen pixel, a third of them could not be pointed at."""
+"""The narrowest hover strip (px of the viewBox, about two screen pixels at 1280 px): narrower neighbours
+share one strip (``hover_groups``). A pooled vicuna80 keep-K curve has 480 markers over 350 px, 0.73 px
+each: with a strip each, narrower than a screen pixel, about a third of them could not be pointed at."""
 
 
 def _numbers(mean: float, low: float, high: float, point: float) -> str:
