@@ -151,10 +151,11 @@ def observed_and_predicted(mats, shown: list[str]) -> None:
 
 if ov.n_left_out:
     left = (
-        f"{ov.n_left_out} graph{'s' if ov.n_left_out != 1 else ''} of this selection "
+        f"{ov.n_left_out:,} graph{'s' if ov.n_left_out != 1 else ''} of this selection "
         f"{'have' if ov.n_left_out != 1 else 'has'} fewer than 3 models and "
         f"{'are' if ov.n_left_out != 1 else 'is'} "
-        "left out of every number on this page: no cycle fits in 2 models."
+        "left out of every cycle and triad number on this page: no cycle fits in 2 models. "
+        "The model × model matrices count their battles."
     )
     if ov.n_graphs == 0:
         st.info(left + " No graph is left to count cycles in.")
