@@ -245,12 +245,14 @@ st.dataframe(
 pick = st.selectbox(
     "Open a graph in the inspector", range(len(table)), key="cycles_pick",
     format_func=lambda i: f"prompt {table.iloc[i]['prompt_id']} · {table.iloc[i]['variant_label']} · "
-    f"{table.iloc[i]['judge']} · S_μ={format_s_mu(table.iloc[i]['s_mu'], mu)}",
+    + (f"turn {table.iloc[i]['turn']} · " if table["turn"].nunique() > 1 else "")
+    + f"{table.iloc[i]['judge']} · S_μ={format_s_mu(table.iloc[i]['s_mu'], mu)}",
 )
 if st.button("Open in the inspector", key="cycles_open"):
     row = table.iloc[pick]
     st.session_state["insp_prompt"] = str(row["prompt_id"])
     st.session_state["insp_variant"] = int(row["variant"])
+    st.session_state["insp_turn"] = int(row["turn"])
     st.session_state["insp_judge"] = str(row["judge"])
     st.session_state.pop("insp_triad", None)
     st.switch_page("app_pages/4_inspector.py")
