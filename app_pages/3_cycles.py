@@ -242,10 +242,11 @@ st.dataframe(
     column_order=shown,
     column_config=graphs_config,
 )
+turns_differ = table["turn"].nunique() > 1  # multi-turn data: the option names its turn
 pick = st.selectbox(
     "Open a graph in the inspector", range(len(table)), key="cycles_pick",
     format_func=lambda i: f"prompt {table.iloc[i]['prompt_id']} · {table.iloc[i]['variant_label']} · "
-    + (f"turn {table.iloc[i]['turn']} · " if table["turn"].nunique() > 1 else "")
+    + (f"turn {table.iloc[i]['turn']} · " if turns_differ else "")
     + f"{table.iloc[i]['judge']} · S_μ={format_s_mu(table.iloc[i]['s_mu'], mu)}",
 )
 if st.button("Open in the inspector", key="cycles_open"):
