@@ -151,10 +151,11 @@ def observed_and_predicted(mats, shown: list[str]) -> None:
 
 if ov.n_left_out:
     left = (
-        f"{ov.n_left_out} graph{'s' if ov.n_left_out != 1 else ''} of this selection "
+        f"{ov.n_left_out:,} graph{'s' if ov.n_left_out != 1 else ''} of this selection "
         f"{'have' if ov.n_left_out != 1 else 'has'} fewer than 3 models and "
         f"{'are' if ov.n_left_out != 1 else 'is'} "
-        "left out of every number on this page: no cycle fits in 2 models."
+        "left out of every cycle and triad number on this page: no cycle fits in 2 models. "
+        "The model × model matrices count their battles."
     )
     if ov.n_graphs == 0:
         st.info(left + " No graph is left to count cycles in.")
@@ -241,15 +242,18 @@ st.dataframe(
     column_order=shown,
     column_config=graphs_config,
 )
+turns_differ = table["turn"].nunique() > 1  # multi-turn data: the option names its turn
 pick = st.selectbox(
     "Open a graph in the inspector", range(len(table)), key="cycles_pick",
     format_func=lambda i: f"prompt {table.iloc[i]['prompt_id']} · {table.iloc[i]['variant_label']} · "
-    f"{table.iloc[i]['judge']} · S_μ={format_s_mu(table.iloc[i]['s_mu'], mu)}",
+    + (f"turn {table.iloc[i]['turn']} · " if turns_differ else "")
+    + f"{table.iloc[i]['judge']} · S_μ={format_s_mu(table.iloc[i]['s_mu'], mu)}",
 )
 if st.button("Open in the inspector", key="cycles_open"):
     row = table.iloc[pick]
     st.session_state["insp_prompt"] = str(row["prompt_id"])
     st.session_state["insp_variant"] = int(row["variant"])
+    st.session_state["insp_turn"] = int(row["turn"])
     st.session_state["insp_judge"] = str(row["judge"])
     st.session_state.pop("insp_triad", None)
     st.switch_page("app_pages/4_inspector.py")

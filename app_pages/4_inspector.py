@@ -27,6 +27,7 @@ from engine.views.inspector import (
     DENOISERS,
     TRIAD_KINDS,
     graph_position,
+    graph_turns,
     judged_by,
     prompt_variant_names,
     question_text,
@@ -108,7 +109,17 @@ variant = c2.selectbox(
 )
 
 try:
-    t = graph_position(graphs, prompt, variant, judge)
+    turns = list(graph_turns(graphs, prompt, variant, judge))
+    if "insp_turn" not in st.session_state and qp.get("turn") is not None:
+        with contextlib.suppress(ValueError):  # a turn that is not a number in the link: the first is shown
+            st.session_state["insp_turn"] = int(qp.get("turn"))
+    if st.session_state.get("insp_turn") not in turns:
+        st.session_state["insp_turn"] = turns[0]
+    if len(turns) > 1:  # multi-turn data (MT-Bench's two turns): each turn is a graph of its own
+        st.segmented_control("Turn", turns, key="insp_turn", required=True,
+                             help="Each turn of a multi-turn prompt is judged, and drawn, as a graph of "
+                             "its own.")
+    t = graph_position(graphs, prompt, variant, judge, st.session_state["insp_turn"])
     view = graph_view_for(ch.key, prompt, t)
 except LensError as exc:
     show_error(exc)
@@ -117,7 +128,8 @@ key = view.key
 
 category = key["category"] if isinstance(key["category"], str) else "no category"
 st.markdown(f"**Question** · {escape_md(category)} · prompt {escape_md(prompt)}, "
-            f"{escape_md(names.get(variant, str(variant)))}")
+            f"{escape_md(names.get(variant, str(variant)))}"
+            + (f", turn {key['turn']}" if len(turns) > 1 else ""))
 question = question_text(prompt_texts_for(ch.dataset, ch.key.version), prompt, variant, key["turn"])
 with st.container(border=True):
     if question is None:

@@ -215,7 +215,7 @@ st.caption(
 )
 if jd.n_left_out:
     st.info(
-        f"{jd.n_left_out} graph{'s' if jd.n_left_out != 1 else ''} of this dataset "
+        f"{jd.n_left_out:,} graph{'s' if jd.n_left_out != 1 else ''} of this dataset "
         f"{'have' if jd.n_left_out != 1 else 'has'} fewer than 3 models and "
         f"{'are' if jd.n_left_out != 1 else 'is'} left out of these numbers: no triple or cycle fits in 2 "
         "models."

@@ -179,8 +179,11 @@ if section == "Import":
             shown = report.rejected_head(1000)
             if report.n_rejected > len(shown):
                 st.caption(f"The first {len(shown):,} of {report.n_rejected:,} rejected rows:")
+            # the line number narrow, so a long reason is not cut at the frame's edge (an even split
+            # gave each column half of the 1280 px page)
             st.dataframe(shown[["source_line", "reason"]], hide_index=True, width="stretch",
-                         column_config={"source_line": st.column_config.NumberColumn("line")})
+                         column_config={"source_line": st.column_config.NumberColumn("line", width="small"),
+                                        "reason": st.column_config.TextColumn("reason", width="large")})
         else:
             st.success("Every row is valid.")
         for note in report.notes():  # repeated rows kept, columns not kept

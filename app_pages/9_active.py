@@ -68,7 +68,10 @@ st.caption(
 st.dataframe(
     nb.table, hide_index=True, height=table_height(len(nb.table), 420),
     column_config={
-        "prompt_id": "prompt", "model_a": "model A (shown first)", "model_b": "model B",
+        "prompt_id": "prompt", "model_a": "model A", "model_b": "model B",
+        "order": st.column_config.TextColumn(
+            "order", help="Which answer the call shows first: AB model A, BA model B; either: the "
+            "protocol asks both orders"),
         "rank_a": st.column_config.NumberColumn("rank A", help="A's rank in the current fit"),
         "rank_b": st.column_config.NumberColumn("rank B", help="B's rank in the current fit"),
         "p_a_wins": st.column_config.NumberColumn("P(A wins)", format="%.2f",

@@ -200,6 +200,35 @@ def _no_order(dataset: str | None, consequence: str) -> LensError:
     )
 
 
+REFERENCE_TABLES: tuple[str, ...] = ("agreement", "overview", "judges")
+"""The tables that compare each judge with a reference judge (``reference``)."""
+
+
+def _with_reference(table: str, judge: str | list[str] | None,
+                    reference: str | None) -> tuple[list[str], str | list[str] | None]:
+    """(the judges asked for, the judge filter to read): a judge filter that leaves out the reference of a
+    REFERENCE_TABLES table is read with the reference added (``--judge gpt-4 --reference human`` compares
+    gpt-4 with human, where the filter alone left no human verdict: no items, or no reference columns),
+    and the rows are then cut back to the judges asked for. ``judges``' default reference is human."""
+    if judge is None or table not in REFERENCE_TABLES or reference is None:
+        return [], judge
+    asked = [judge] if isinstance(judge, str) else list(judge)
+    ref = "human" if reference == "default" else reference
+    return (asked, judge) if ref in asked else (asked, [*asked, ref])
+
+
+def _single_judge_note(v: pd.DataFrame) -> str | None:
+    """Why the agreement table has no row when the selection holds fewer than two judges (the Judges
+    page says the same above its κ matrix): κ needs a second judge's verdicts on the same items."""
+    judges = sorted(v["judge"].dropna().astype(str).unique())
+    if len(judges) > 1:
+        return None
+    only = judges[0] if judges else "no judge"
+    return (f"The selection holds a single judge ({only}): agreement and Cohen's κ compare two judges on the "
+            "items both rated, so there is no row. Import another judge's verdicts on the same prompts to "
+            "compare them.")
+
+
 def _agreement_by(params: dict) -> bool:
     """``by`` for the agreement table: rows are always judge pairs; only category can be added."""
     by = params.get("by")
@@ -237,6 +266,12 @@ def diagnose(
         row = "judge" if table in ("overview", "judges") else "graph"
         raise LensError(f"The {table} table has one row per {row} "
                         "and cannot be grouped; drop --by.")
+    asked, with_ref = _with_reference(table, judge, params.get("reference"))
+    if with_ref is not judge:  # the judges asked for, compared with a reference they leave out
+        out = diagnose(store_or_verdicts, dataset, judge=with_ref, table=table, **params)
+        cut = out[out["judge_1" if table == "agreement" else "judge"].isin(asked)].reset_index(drop=True)
+        cut.attrs.update(out.attrs)  # the notes
+        return cut
     v = _verdicts(store_or_verdicts, dataset, judge)
     policy = params.get("policy", DEFAULT_POLICY)
     band = tuple(params.get("tie_band") or nontransitivity.DEFAULT_TIE_BAND)
@@ -267,8 +302,12 @@ def diagnose(
                             "order-permutation stress test has nothing to permute.")
         return order_stress.stress_summary(st, by)
     if table == "agreement":
-        return _agreement.agreement(v, reference=params.get("reference"), by_category=_agreement_by(params),
-                                    policy=policy)
+        out = _agreement.agreement(v, reference=params.get("reference"), by_category=_agreement_by(params),
+                                   policy=policy)
+        note = _single_judge_note(v) if out.empty else None
+        if note:
+            out.attrs["notes"] = [note]
+        return out
     stack = build_buckets(v, policy=policy)
     out = _graph_table(stack, table, params, v)
     fas_note = fas_gap.fas_gap_note(out.attrs.pop("fas_rows")) if "fas_rows" in out.attrs else None

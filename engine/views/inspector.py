@@ -223,26 +223,46 @@ def graph_view(stack: GraphStack | GraphBuckets, t: int) -> GraphView:
     return GraphView(t, key, models, adj, obs, tri, pair_bad, node_bad, order, denoised, stack.policy)
 
 
-def graph_position(stack: GraphStack | GraphBuckets, prompt_id: str, variant: int, judge: str) -> int:
-    """Position in ``stack`` of the graph of (prompt, variant, judge); its first turn when several.
-    The (prompt, variant, judge) → position index is built once per stack (a million graphs are
-    not scanned on every click)."""
+def graph_turns(stack: GraphStack | GraphBuckets, prompt_id: str, variant: int, judge: str) -> dict[int, int]:
+    """turn → position in ``stack`` of the graphs of (prompt, variant, judge), turns ascending (one entry
+    but on multi-turn data such as MT-Bench's two turns). The (prompt, variant, judge) → turns index is
+    built once per stack (a million graphs are not scanned on every click)."""
 
     def make():
         keys = stack.keys.reset_index(drop=True)
         frame = pd.DataFrame({"p": keys["prompt_id"].astype(str), "v": keys["variant"].astype(int),
                               "j": keys["judge"].astype(str), "turn": keys["turn"].astype(int),
                               "t": np.arange(len(keys))})
-        first = frame.sort_values(["turn", "t"], kind="stable").drop_duplicates(["p", "v", "j"])
-        return dict(zip(zip(first["p"].tolist(), first["v"].tolist(), first["j"].tolist(), strict=True),
-                        first["t"].tolist(), strict=True))
+        frame = frame.sort_values(["turn", "t"], kind="stable")
+        again = frame.duplicated(["p", "v", "j"])
+        first = frame[~again]
+        firsts = dict(zip(zip(first["p"].tolist(), first["v"].tolist(), first["j"].tolist(), strict=True),
+                          first["t"].tolist(), strict=True))
+        turns: dict[tuple, dict[int, int]] = {}  # only the keys with later turns: none on one-turn data
+        if again.any():
+            multi = frame.groupby(["p", "v", "j"], sort=False)["turn"].transform("size") > 1
+            for p, v, j, turn, t in frame[multi].itertuples(index=False):
+                turns.setdefault((p, v, j), {}).setdefault(int(turn), int(t))
+        return firsts, turns
 
-    hit = _once(stack, "graph_positions", make).get((str(prompt_id), int(variant), str(judge)))
+    firsts, turns = _once(stack, "graph_turns", make)
+    key = (str(prompt_id), int(variant), str(judge))
+    hit = firsts.get(key)
     if hit is None:
         raise LensError(
             f"The selection has no graph for prompt {prompt_id}, variant {variant}, judge {judge}."
         )
-    return int(hit)
+    return turns.get(key) or {int(stack.keys["turn"].iloc[hit]): int(hit)}
+
+
+def graph_position(stack: GraphStack | GraphBuckets, prompt_id: str, variant: int, judge: str,
+                   turn: int | None = None) -> int:
+    """Position in ``stack`` of the graph of (prompt, variant, judge) at ``turn``; its first turn when
+    ``turn`` is None or not one of the graph's turns (``graph_turns``)."""
+    turns = graph_turns(stack, prompt_id, variant, judge)
+    if turn is not None and int(turn) in turns:
+        return int(turns[int(turn)])
+    return int(next(iter(turns.values())))
 
 
 _PER_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -117,10 +117,11 @@ class CycleOverview:
     n_left_out: int = 0
 
 
-def inspector_link(dataset: str, judge: str, prompt_id: str, variant: int) -> str:
+def inspector_link(dataset: str, judge: str, prompt_id: str, variant: int, turn: int = 1) -> str:
     """A relative URL that opens the inspector on one graph (a fresh session reads it too)."""
     return "prompt-inspector?" + urlencode(
-        {"dataset": dataset, "judge": judge, "prompt_id": prompt_id, "variant": int(variant)}
+        {"dataset": dataset, "judge": judge, "prompt_id": prompt_id, "variant": int(variant),
+         "turn": int(turn)}
     )
 
 
@@ -191,8 +192,8 @@ def cycle_overview(graphs, nb_fit=None) -> CycleOverview:
     keys = b.keys.reset_index(drop=True)
     graphs = pd.concat([keys[["judge", "prompt_id", "variant", "turn", "category"]], counts], axis=1)
     graphs["link"] = [
-        inspector_link(d, j, p, v)
-        for d, j, p, v in keys[["dataset", "judge", "prompt_id", "variant"]].itertuples(index=False)
+        inspector_link(d, j, p, v, u) for d, j, p, v, u in
+        keys[["dataset", "judge", "prompt_id", "variant", "turn"]].itertuples(index=False)
     ]
     fits: dict[str, pd.DataFrame | None] = {}
     captions: dict[str, str] = {}

@@ -57,3 +57,37 @@ def test_curves_on_request_and_a_pair_count_dataset_is_one_sentence(page):
     assert (table.iloc[0, 1:] == 0.5).all()  # nothing revealed: Kendall distance of a random order
     page.sidebar.selectbox(key="dataset").set_value("chatbot_arena_2024_08_14").run()
     assert [e.value for e in page.error] and "pair counts" in page.error[0].value
+
+
+
+def test_the_shown_first_model_is_the_order_columns(shipped_db, tmp_path, monkeypatch):
+    """Audit 37: the table headed model_a "model A (shown first)" while rows of order BA show model B
+    first (the stored verdict of that call names the same model_a with order BA). The first-shown model
+    of every row, read from the stored verdicts, must be the one the headers and the order column name."""
+    import json
+
+    from seam_data import Shape, verdicts
+
+    from engine.ingest import importer as ingest
+
+    rows = verdicts(Shape(seed=5, n_models=6, n_prompts=12, orders="both"))
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    with Store(db) as s:
+        report = ingest.validate_file(rows.to_csv(index=False).encode(), "both.csv", dataset="both")
+        assert ingest.store_report(s, report, "both").status == "stored"
+        v = s.verdicts("both")
+    at = new_app(db, monkeypatch, PAGE, {"dataset": "both"})
+    at.number_input(key="active_batch").set_value(40).run()
+    assert [e.value for e in at.error] == [] and not at.exception
+    shown = at.dataframe[0].value
+    stored = set(zip(v["prompt_id"].astype(str), v["model_a"], v["model_b"], v["order"], strict=True))
+    first = {}
+    for r in shown.itertuples():
+        assert (str(r.prompt_id), r.model_a, r.model_b, r.order) in stored  # the call is a stored verdict
+        first[r.Index] = r.model_a if r.order == "AB" else r.model_b
+    assert any(first[i] == shown["model_b"][i] for i in first)  # some call shows model B first
+    labels = {c: (cfg.get("label"), cfg.get("help", "")) for c, cfg in json.loads(
+        at.dataframe[0].proto.columns).items()}
+    assert "shown first" not in labels["model_a"][0]
+    assert "AB model A, BA model B" in labels["order"][1]

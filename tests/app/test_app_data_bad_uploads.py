@@ -41,3 +41,19 @@ def test_a_header_wider_than_the_limit_is_one_error_and_no_select_box_lists_it(o
         in errors[0]
     assert max((len(s.options) for s in at.selectbox), default=0) <= COLUMNS_MAX + 1
     assert not [m for m in at.metric]  # nothing validated, nothing offered to import
+
+
+def test_the_rejected_rows_table_gives_the_reason_the_width(own_app_at):
+    """Audit 37: the line number and the reason split the page's width evenly, so at 1280 px a reason of
+    the longest kind (a winner value, with every accepted value listed) reached the frame's edge. The line
+    column is narrow and the reason wide; every reason names its row's line."""
+    rows = ["prompt_id,model_a,model_b,winner", "p1,a,b,A", "p2,a,b,left", "p3,a,a,A"]
+    at = own_app_at("app_pages/6_data.py")
+    at.file_uploader(key="data_upload").set_value(("bad.csv", ("\n".join(rows) + "\n").encode(), "text/csv"))
+    at.run()
+    assert [e.message for e in at.exception] == []
+    frame = next(d for d in at.dataframe if "reason" in d.value.columns)
+    assert frame.value["source_line"].tolist() == [3, 4]
+    assert frame.value["reason"][0].startswith("winner value 'left' is not one of")
+    widths = {c: cfg.get("width") for c, cfg in json.loads(frame.proto.columns).items()}
+    assert (widths["source_line"], widths["reason"]) == ("small", "large")
