@@ -27,7 +27,7 @@ from app_pages._lens import (
     table_height,
     vote_order_note,
 )
-from engine.views.baseline_view import NO_BASELINE, has_win_rates
+from engine.views.baseline_view import NO_BASELINE, has_win_rates, star_baseline
 from engine.views.exports import csv_bytes, leaderboard_json
 from engine.views.leaderboard_view import (
     DEFAULT_EXTRA,
@@ -40,14 +40,18 @@ from engine.views.panel_view import is_panel_board, panel_judges
 from engine.views.viz import ci_plot_frame, escape_md
 
 
-def baseline_win_rates(ch, models: list[str]) -> None:
+def baseline_win_rates(ch, models: list[str], star: str | None = None) -> None:
     """Arena-Hard's score: a select box of the board's models; once one is chosen, each model's win rate
     against it predicted by a Bradley-Terry fit of every verdict as its own battle (A>>B three times),
-    with bootstrap intervals, in a table of its own (its fit counts battles, not the board's votes)."""
+    with bootstrap intervals, in a table of its own (its fit counts battles, not the board's votes).
+    ``star``: the model every vote includes (``star_baseline``: Arena-Hard's and AlpacaEval's design), which
+    the box opens on; else it opens on no baseline."""
     if not has_win_rates(ch.ranker):
         return
+    options = [NO_BASELINE, *models]
     choice = st.selectbox(
-        "Win rate against a baseline (Arena-Hard's score)", [NO_BASELINE, *models], key="lb_baseline",
+        "Win rate against a baseline (Arena-Hard's score)", options, key="lb_baseline",
+        index=options.index(star) if star in options else 0,
         help="Each model's win rate against the chosen model, predicted by a Bradley-Terry fit in which "
         "every verdict is one battle and a strong verdict (A>>B) counts 3 times where verdicts carry a "
         "strength; "
@@ -259,7 +263,7 @@ def draw_board(ch, board, pending: bool) -> None:
         panel_judges_section(board)
     style_control_section(ch, bool(elo and elo_ok))
 
-    baseline_win_rates(ch, sorted(table["model"].astype(str)))
+    baseline_win_rates(ch, sorted(table["model"].astype(str)), star_baseline(table))
     length_controlled_win_rates(ch, st.session_state.get("lb_baseline"), sorted(table["model"].astype(str)))
 
     plot = ci_plot_frame(on_scale(table, ch.ranker, bool(elo and elo_ok)))

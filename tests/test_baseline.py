@@ -330,3 +330,35 @@ def test_verdicts_without_strength_count_once_by_default(empty_store, tmp_path):
     assert any("every verdict counts once" in n for n in baseline_notes(once))
     thrice = baseline_leaderboard(empty_store, "graded", BoardSpec(), "base")
     assert thrice.params["decisive_weight"] == 3 and rates(thrice)["m"] == pytest.approx(4.5 / 6, abs=1e-9)
+
+
+def test_the_star_baseline_is_the_model_in_every_vote():
+    """``star_baseline`` against a brute force over the votes (the model each of them includes), on a star,
+    a star with one battle off it, two models, two centres, and a complete design."""
+    import itertools
+
+    import pandas as pd
+
+    from engine.views.baseline_view import star_baseline
+
+    def board(pairs: list[tuple[str, str]]) -> pd.DataFrame:
+        models = sorted({m for p in pairs for m in p})
+        return pd.DataFrame({"model": models, "votes": [sum(m in p for p in pairs) for m in models]})
+
+    def brute(pairs: list[tuple[str, str]]) -> str | None:
+        models = sorted({m for p in pairs for m in p})
+        every = [m for m in models if all(m in p for p in pairs)]
+        return every[0] if len(models) >= 3 and len(every) == 1 else None
+
+    star = [("base", m) for m in ("m1", "m2", "m3") for _ in range(4)]
+    cases = {
+        "star": star,
+        "star and one more": [*star, ("m1", "m2")],
+        "two models": [("a", "b")] * 5,
+        "complete": list(itertools.combinations("abcd", 2)) * 2,
+        "star, a model judged twice as often": [*star, ("m2", "base"), ("m2", "base")],
+    }
+    got = {name: star_baseline(board(pairs)) for name, pairs in cases.items()}
+    assert got == {name: brute(pairs) for name, pairs in cases.items()}
+    assert got["star"] == "base" and got["star and one more"] is None
+    assert star_baseline(pd.DataFrame({"model": ["a", "b", "c"]})) is None  # no vote counts: a panel's fit

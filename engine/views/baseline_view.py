@@ -25,6 +25,19 @@ def has_win_rates(ranker: str) -> bool:
     return ranker_object(ranker).logistic
 
 
+def star_baseline(table: pd.DataFrame) -> str | None:
+    """The model every vote of a board includes (its ``votes`` column: a model's count equals half the sum
+    of all), where the board ranks three models or more: the design of Arena-Hard and AlpacaEval, each model
+    judged against one baseline, whose win rates the Leaderboard then opens on. None where no model or more
+    than one is in every vote, or the board has no vote counts (a panel's fit)."""
+    if "votes" not in table.columns or len(table) < 3:
+        return None
+    votes = pd.to_numeric(table["votes"], errors="coerce").to_numpy(np.float64)
+    total = np.nansum(votes) / 2.0
+    hits = table["model"].to_numpy(dtype=object)[votes == total]
+    return str(hits[0]) if total > 0 and len(hits) == 1 else None
+
+
 def baseline_table(store: Store, dataset: str, ranker: str, baseline: str, *, judge=None, category=None,
                    bootstrap: int = 0, seed: int = 0, style_control: bool = False,
                    ci: str | None = None) -> tuple[pd.DataFrame, list[str]]:

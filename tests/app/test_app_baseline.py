@@ -28,10 +28,14 @@ def test_choosing_a_baseline_shows_arena_hards_win_rates(shipped_db, tmp_path, m
     at = new_app(db, monkeypatch, query={"dataset": "ah"})
     assert_clean(at)
     n_tables = len(at.dataframe)
-    assert at.selectbox(key="lb_baseline").value == "(none)"  # nothing extra until a baseline is chosen
+    # every battle is against "base" (Arena-Hard's star design): the box opens on it, its table shown
+    assert at.selectbox(key="lb_baseline").value == "base"
+    at.selectbox(key="lb_baseline").set_value("(none)").run()
+    assert_clean(at)
+    assert len(at.dataframe) == n_tables - 1  # no baseline, no win-rate table
     at.selectbox(key="lb_baseline").set_value("base").run()
     assert_clean(at)
-    assert len(at.dataframe) == n_tables + 1
+    assert len(at.dataframe) == n_tables
     shown = next(d.value for d in at.dataframe if "win_rate_pct" in d.value.columns).set_index("model")
     want = closed_form(recs, 3)
     for m in ("m1", "m2", "m3"):
@@ -45,7 +49,8 @@ def test_choosing_a_baseline_shows_arena_hards_win_rates(shipped_db, tmp_path, m
 
 def test_no_baseline_choice_for_a_ranker_without_win_probabilities(shipped_db, monkeypatch):
     app = new_app(shipped_db, monkeypatch)
-    assert [s for s in app.selectbox if s.key == "lb_baseline"]  # BT (the default) has one
+    boxes = [s for s in app.selectbox if s.key == "lb_baseline"]  # BT (the default) has one
+    assert boxes and boxes[0].value == "(none)"  # vicuna80 compares every pair: no model is in every battle
     app.selectbox(key="ranker").set_value("winrate").run()
     assert_clean(app)
     assert not [s for s in app.selectbox if s.key == "lb_baseline"]

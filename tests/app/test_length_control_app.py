@@ -39,7 +39,11 @@ def test_leaderboard_page_shows_the_lc_win_rate(shipped_db, tmp_path, monkeypatc
     assert main(["--db", str(db), "import", "--dataset", "ae", *map(str, paths)]) == 0
     at = new_app(db, monkeypatch, query={"dataset": "ae"})
     assert_clean(at)
-    assert at.toggle(key="lb_length_control").disabled  # no baseline chosen yet
+    # every verdict compares a model with "ref" (AlpacaEval's design): the baseline box opens on it
+    assert at.selectbox(key="lb_baseline").value == "ref"
+    assert not at.toggle(key="lb_length_control").disabled
+    at.selectbox(key="lb_baseline").set_value("(none)").run()
+    assert at.toggle(key="lb_length_control").disabled  # no baseline chosen
     at.selectbox(key="lb_baseline").set_value("ref").run()
     n_tables = len(at.dataframe)  # length control still off
     at.toggle(key="lb_length_control").set_value(True).run()
