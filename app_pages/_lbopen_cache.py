@@ -118,7 +118,7 @@ def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Futu
                        lambda: _board(key, ranker, bootstrap, seed, votes, ctx, ref, note))
 
 
-def prewarm_first_open(query: dict[str, str], pause=lambda: None) -> tuple[CacheKey, str] | None:
+def prewarm_first_open(query: dict[str, str]) -> tuple[CacheKey, str] | None:
     """Before the first session runs: what the Leaderboard's first run reads from the store for the choice
     an address with ``query`` opens on (``app_pages._lens.linked_choice``), into the very caches the run
     reads (the listing and the dataset's choices of the sidebar, the votes, the graphs that can hold a triad,
@@ -127,9 +127,8 @@ def prewarm_first_open(query: dict[str, str], pause=lambda: None) -> tuple[Cache
     the session's script runs; a run that meets a value still being computed waits for it (Streamlit computes
     a cached value once per key). Every value is cached under the ``CacheKey`` read here, the dataset's
     version in it, and the run looks its values up under the key it reads itself: a dataset imported,
-    replaced or deleted since is a new key, computed afresh, never the prewarmed value. ``pause`` is called
-    between the steps (the prewarm gives way to the server's requests there). Returns the key and ranker
-    warmed (None: the store holds no dataset)."""
+    replaced or deleted since is a new key, computed afresh, never the prewarmed value. Returns the key and
+    ranker warmed (None: the store holds no dataset)."""
     from app_pages._lens import linked_choice
 
     with get_store().session():
@@ -138,17 +137,16 @@ def prewarm_first_open(query: dict[str, str], pause=lambda: None) -> tuple[Cache
             return None
         dataset, judge, category, ranker = chosen
         key = CacheKey.of(get_store(), dataset, judge, category)
-        pause()
-        warm_first_open(key, ranker, pause)
+        warm_first_open(key, ranker)
     return key, ranker
 
 
-def warm_first_open(key: CacheKey, ranker: str, pause=lambda: None) -> None:
+def warm_first_open(key: CacheKey, ranker: str) -> None:
     """The boards the Leaderboard's ``first_open`` asks ``leaderboard_result`` for, in its order, without a
     page: the whole board where the page computes it whole (not a count ranker, a pair-count dataset, or
     fewer than ``DEFER_MIN_VOTES`` votes), else the point board (its bootstrap is the page's job, started
     after its first view). The point board's parts (the reference, the votes, the graphs that can hold a
-    triad) are asked for one at a time first, each into its own cache entry, ``pause`` between them."""
+    triad) are asked for one at a time first, each into its own cache entry."""
     from app_pages._lens import B_DEFAULT, SEED, leaderboard_result, pair_counts_for, revision_for
     from engine.views import leaderboard_first
 
@@ -159,7 +157,6 @@ def warm_first_open(key: CacheKey, ranker: str, pause=lambda: None) -> None:
     for step in (lambda: reference_for_key(key.dataset, key.category, key.version),
                  lambda: votes_for(key, ranker), lambda: cycle_context_for(key, ranker)):
         step()
-        pause()
     point = leaderboard_result(key, ranker, None, 1.0, 0, SEED)
     if int(point.params.get("n_votes", 0)) < leaderboard_first.DEFER_MIN_VOTES:
         leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)

@@ -61,7 +61,6 @@ def log_db(shipped_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(_prewarm.FirstPage, "request", None)
     monkeypatch.setattr(_prewarm.FirstPage, "asked", threading.Event())
     monkeypatch.setattr(_prewarm, "HANDOVER_S", 0.0)
-    monkeypatch.setattr(_prewarm, "BOOT_WAIT_S", 0.0)
     st.cache_data.clear()
     st.cache_resource.clear()
     return db
@@ -236,28 +235,6 @@ async def _done() -> None:
     return None
 
 
-def test_the_reads_wait_for_the_frontends_files(monkeypatch) -> None:
-    """The store reads start only once a request after the page's has been answered (the frontend's files)
-    and the server has been quiet since: not while the page's own answer is the last one."""
-    import asyncio
-
-    monkeypatch.setattr(_prewarm.FirstPage, "request", None)
-    monkeypatch.setattr(_prewarm.FirstPage, "asked", threading.Event())
-    monkeypatch.setattr(_prewarm, "BOOT_WAIT_S", 60.0)
-    counted = _prewarm.RequestCount(lambda scope, receive, send: _done())
-    page = {"type": "http", "method": "GET", "path": "/", "query_string": b""}
-    asyncio.run(counted(page, None, None))
-    assert _prewarm.FirstPage.request == ("", {})
-    waiting = threading.Thread(target=_prewarm._wait_for_the_frontend)
-    waiting.start()
-    waiting.join(0.3)
-    before_files = waiting.is_alive()
-    asyncio.run(counted({**page, "path": "/static/js/main.js"}, None, None))
-    waiting.join(30)
-    assert before_files, "the reads started before any of the frontend's files was answered"
-    assert not waiting.is_alive()
-
-
 def test_the_leaderboards_addresses_are_app_pys() -> None:
     """``LEADERBOARD_PATHS`` is the default page's url path and the aliases app.py sends on to it."""
     tree = ast.parse((REPO / "app.py").read_text(encoding="utf-8"))
@@ -299,8 +276,8 @@ def test_the_store_connection_is_handed_to_the_first_script_run(log_db, monkeypa
     read = threading.Event()
     warm = _lbopen_cache.prewarm_first_open
 
-    def noted(query, pause):
-        got = warm(query, pause)
+    def noted(query):
+        got = warm(query)
         read.set()
         return got
 
