@@ -114,10 +114,12 @@ class Reads:
         from engine.views import leaderboard_first
 
         self.votes = self.boards = 0
+        self.readers: list[str] = []  # the threads that read votes, by name
         read, board = vote_query.store_vote_rows, leaderboard_first.first_board
 
         def counted_read(*args, **kwargs):
             self.votes += 1
+            self.readers.append(threading.current_thread().name)
             return read(*args, **kwargs)
 
         def counted_board(*args, **kwargs):
@@ -446,8 +448,13 @@ def test_a_later_servers_first_open_reads_the_kept_boards_and_shows_the_same_pag
         store.cursor().execute("DELETE FROM results_cache WHERE kind = ? AND params NOT LIKE ?",
                                [KIND, '%"bootstrap":0,%'])
     assert kept(log_db) == 1
+    new_server()
+    asked_for("", QUERY)
+    assert _prewarm.prewarm_store(wait_s=0) is not None
+    assert (reads.votes, reads.boards) == (0, 0), "the prewarm read the votes though the point board is kept"
     at, point_first, point_done = finished(QUERY)
     assert reads.boards == 0 and reads.votes > 0  # the job read the votes, in its own thread
+    assert all(name.startswith("lens-bootstrap") for name in reads.readers), reads.readers
     assert_same_page(point_first, cold_first)
     assert_same_page(point_done, cold_done)
     assert kept(log_db) == 2
