@@ -96,6 +96,8 @@ FIRST_RUN_MODULES = (
     "narwhals.stable.v1",
     "pyarrow",
     "pyarrow.pandas_compat",
+    "pyarrow.parquet",  # a kept board's read (engine.views.stored_board), and its frame's dtypes:
+    "pandas.core.arrays.arrow._arrow_utils",
     "PIL.Image",
     "PIL.ImageFile",
     "orjson",

@@ -388,12 +388,13 @@ def finished(query: dict[str, str]):
 
 
 def kept(db: Path) -> int:
+    """How many boards of ``log`` are kept (the shared store this copy came from may hold vicuna80's)."""
     from engine.store.connection import Store
     from engine.views.stored_board import KIND
 
     with Store(db, read_only=True) as store:
-        return int(store.cursor().execute("SELECT count(*) FROM results_cache WHERE kind = ?",
-                                          [KIND]).fetchone()[0])
+        return int(store.cursor().execute(
+            "SELECT count(*) FROM results_cache WHERE kind = ? AND dataset = 'log'", [KIND]).fetchone()[0])
 
 
 def computed_afresh(db: Path, tmp_path: Path, monkeypatch, query=QUERY) -> tuple[dict, dict]:
@@ -445,8 +446,9 @@ def test_a_later_servers_first_open_reads_the_kept_boards_and_shows_the_same_pag
     from engine.views.stored_board import KIND
 
     with Store(log_db) as store:  # only the point board kept: a server stopped before the intervals were in
-        store.cursor().execute("DELETE FROM results_cache WHERE kind = ? AND params NOT LIKE ?",
-                               [KIND, '%"bootstrap":0,%'])
+        store.cursor().execute(
+            "DELETE FROM results_cache WHERE kind = ? AND dataset = 'log' AND params NOT LIKE ?",
+            [KIND, '%"bootstrap":0,%'])
     assert kept(log_db) == 1
     new_server()
     asked_for("", QUERY)
