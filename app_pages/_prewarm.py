@@ -23,14 +23,15 @@ switched those waits off and round 37 removed them.)
 
 Then the store: when the browser's first request for a page is the Leaderboard's address (``RequestCount``
 keeps it: ``/``, ``/ranking`` or ``/leaderboard``, with its ``?dataset=…&judge=…`` query), the thread reads
-what that page's first run reads from the store for the choice the address opens on (the votes, the graphs
-that can hold a triad, the point board; ``app_pages._lbopen_cache.prewarm_first_open``) into the caches the
-run reads, while the browser still loads the frontend (~0.8 s). Nothing else is read: a first page elsewhere
-gets nothing of it (its own first open is not slowed), and nothing is read at the server's start, before
-anyone asks. Every value is cached under the dataset's version as read here, and a script run reads the
-version itself and looks its values up under that: a dataset changed in between is computed afresh, never
-shown stale. The thread then keeps its store session open until the first script run has opened its own
-(``HANDOVER_S`` at most), so that run does not connect to the store file again.
+what that page's first run reads from the store for the choice the address opens on (the board an earlier
+server kept in the store, a few ms; else the votes, the graphs that can hold a triad, the point board;
+``app_pages._lbopen_cache.prewarm_first_open``) into the caches the run reads, while the browser still loads
+the frontend (~0.8 s). Nothing else is read: a first page elsewhere gets nothing of it (its own first open is
+not slowed), and nothing is read at the server's start, before anyone asks. Every value is cached under the
+dataset's version as read here, and a script run reads the version itself and looks its values up under that:
+a dataset changed in between is computed afresh, never shown stale. The thread then keeps its store session
+open until the first script run has opened its own (``HANDOVER_S`` at most), so that run does not connect to
+the store file again.
 """
 
 from __future__ import annotations
