@@ -155,8 +155,15 @@ class BootstrapJobs:
         self.lock = threading.Lock()  # sessions run in threads of their own
 
     def get(self, key: tuple, start) -> Future:
+        """The job of ``key``, started with ``start`` on the first ask, and again where the last one ended on
+        a store held by another process (``StoreBusy``: the job reads the store in its own thread, so a
+        command-line writer may hold it then; a later ask tries again rather than keep that error)."""
+        from engine.store.connection import StoreBusy
+
         with self.lock:
             job = self.jobs.get(key)
+            if job is not None and job.done() and isinstance(job.exception(), StoreBusy):
+                job = None
             if job is None:
                 job = self.pool.submit(start)
                 self.jobs[key] = job
@@ -172,10 +179,16 @@ def _jobs() -> BootstrapJobs:
 
 
 def started_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future | None:
-    """The bootstrap job of this choice when one was started (None: not yet)."""
+    """The bootstrap job of this choice when one was started (None: not yet, or the last one ended on a store
+    held by another process and is to be started again)."""
+    from engine.store.connection import StoreBusy
+
     jobs = _jobs()
     with jobs.lock:
-        return jobs.jobs.get((key, ranker, bootstrap, seed))
+        job = jobs.jobs.get((key, ranker, bootstrap, seed))
+    if job is not None and job.done() and isinstance(job.exception(), StoreBusy):
+        return None  # to be started again (``BootstrapJobs.get``)
+    return job
 
 
 def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future:

@@ -287,3 +287,36 @@ def test_the_intervals_fragment_draws_the_board_a_full_run_draws(shipped_db_copy
     by_fragment = drawn(at)
     assert by_fragment == full
     assert [k for k, _ in sent] == ["start", "stop"] and sent[0][1] == sent[1][1] != ""
+
+
+def test_a_job_that_met_a_busy_store_is_started_again_and_others_are_kept(monkeypatch):
+    """The bootstrap job reads the store in its own thread, where a command-line writer may hold it: a job
+    that ended on ``StoreBusy`` is started again on the next ask; one that ended otherwise (or is done) is the
+    job the next ask gets."""
+    from app_pages import _lbopen_cache
+    from engine.store.connection import StoreBusy
+
+    jobs = _lbopen_cache.BootstrapJobs()
+    try:
+        def busy():
+            raise StoreBusy("held")
+
+        def broken():
+            raise ValueError("no")
+
+        first = jobs.get(("busy",), busy)
+        assert isinstance(first.exception(timeout=30), StoreBusy)
+        monkeypatch.setattr(_lbopen_cache, "_jobs", lambda: jobs)
+        key = ("busy",)
+        monkeypatch.setitem(jobs.jobs, ("k", "bt", 1, 0), first)
+        assert _lbopen_cache.started_job("k", "bt", 1, 0) is None  # the page computes and asks again
+        assert _lbopen_cache.started_job("k", "bt", 2, 0) is None
+        assert key in jobs.jobs
+        again = jobs.get(("busy",), lambda: "read")
+        assert again is not first and again.result(timeout=30) == "read"
+        assert jobs.get(("busy",), lambda: "other") is again
+        failed = jobs.get(("broken",), broken)
+        assert isinstance(failed.exception(timeout=30), ValueError)
+        assert jobs.get(("broken",), lambda: "read") is failed
+    finally:
+        jobs.pool.shutdown(wait=True)
