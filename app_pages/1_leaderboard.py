@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages._ci_figure import ci_figure
-from app_pages._lbopen_cache import bootstrap_job, started_job, stop_polling
+from app_pages._lbopen_cache import bootstrap_job, started_job, stop_polling, stored_board_for
 from app_pages._length_control import length_controlled_win_rates
 from app_pages._lens import (
     B_DEFAULT,
@@ -140,9 +140,10 @@ def panel_judges_section(board) -> None:
 def first_open(ch):
     """(the board to show, whether its intervals are still to come): a count ranker's board comes at once
     with its point scores, its bootstrap computed after the page is on screen (``intervals_pending``, drawn
-    last, starts it: ``app_pages._lbopen_cache``); the other rankers' boards (and pair-count datasets', and
-    boards of fewer than ``engine.views.leaderboard_first.DEFER_MIN_VOTES`` votes) are computed whole, as
-    before."""
+    last, starts it: ``app_pages._lbopen_cache``), or the whole board at once where an earlier server kept it
+    in the store for this dataset version (``stored_board_for``); the other rankers' boards (and pair-count
+    datasets', and boards of fewer than ``engine.views.leaderboard_first.DEFER_MIN_VOTES`` votes) are computed
+    whole, as before."""
     from engine.views import leaderboard_first
     from engine.views.leaderboard_first import first_open_applies
 
@@ -152,6 +153,9 @@ def first_open(ch):
     job = started_job(ch.key, ch.ranker, B_DEFAULT, SEED)
     if job is not None and job.done():
         return or_stop(job.result), False
+    whole = or_stop(stored_board_for, ch.key, ch.ranker, B_DEFAULT, SEED)  # kept by an earlier server
+    if whole is not None:
+        return whole, False
     point = or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, 0, SEED)
     if int(point.params.get("n_votes", 0)) < leaderboard_first.DEFER_MIN_VOTES:  # fast: in one pass
         return or_stop(leaderboard_result, ch.key, ch.ranker, None, 1.0, B_DEFAULT, SEED), False

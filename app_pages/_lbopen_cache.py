@@ -1,14 +1,19 @@
 """The Leaderboard's first open: the point board at once, its bootstrap intervals computed after it is on
-screen (in a worker thread of this server), never a stale interval shown as current.
+screen (in a worker thread of this server), never a stale interval shown as current; both boards kept in the
+store per dataset version, so a later server's first open reads them instead of the votes.
 
 ``cycle_context_for`` holds the graphs that can hold a triad (``engine.views.leaderboard_first``);
 ``first_board_for`` is the whole board of a count ranker without keep-K (``leaderboard_result`` answers from
-it); ``bootstrap_job`` starts (once per choice) the board with its intervals and hands back the job, whose
-result the page shows as soon as it is done.
+it), read from the store where a server stored it (``stored_board_for``: ``engine.views.stored_board``, keyed
+by the dataset's version, the choice, the reference's files and the code); ``bootstrap_job`` starts (once per
+choice) the board with its intervals in the worker thread, which reads the votes and graphs in its own store
+session, stores the point board and then the board with its intervals, and hands back the job, whose result
+the page shows as soon as it is done.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,7 +21,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import streamlit as st
 
 from app_pages._lens import get_store, reference_for_key, votes_for
-from engine.views.appstate import CacheKey
+from engine.views.appstate import AppBoard, CacheKey
+
+_LOG = logging.getLogger(__name__)
 
 
 def cycle_context_for(key: CacheKey, ranker: str | None = None):
@@ -48,11 +55,74 @@ def _board(key: CacheKey, ranker: str, bootstrap: int, seed: int, votes, ctx, re
 
 @st.cache_data(max_entries=32, show_spinner="Ranking…")
 def first_board_for(key: CacheKey, ranker: str, bootstrap: int, seed: int):
-    """The board of a count ranker over the whole selection
-    (``engine.views.leaderboard_first.first_board``)."""
+    """The board of a count ranker over the whole selection (``engine.views.leaderboard_first.first_board``):
+    the one stored for this choice and dataset version where there is one (``stored_board_for``: no vote
+    read), else computed (stored later by the bootstrap job, off the first view's path)."""
+    stored = stored_board_for(key, ranker, bootstrap, seed)
+    if stored is not None:
+        return stored
     ref, note = reference_for_key(key.dataset, key.category)
     return _board(key, ranker, bootstrap, seed, votes_for(key, ranker), cycle_context_for(key, ranker), ref,
                   note)
+
+
+def _glue_files() -> tuple[str, ...]:
+    """The app's files that pass a stored board its inputs (they enter its key with the engine's code)."""
+    from pathlib import Path
+
+    import app_pages._lens
+
+    return (str(Path(__file__).resolve()), str(Path(app_pages._lens.__file__).resolve()))
+
+
+def board_key(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> dict:
+    """The parameters a stored board of this choice is kept under (``engine.views.stored_board``)."""
+    from engine.views.stored_board import board_params, code_digest
+
+    return board_params(key.dataset, key.judge, key.category, ranker, bootstrap, seed,
+                        code_digest(_glue_files()))
+
+
+class _NotStored(Exception):
+    """No board stored for the choice (raised so that Streamlit does not cache the miss)."""
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _stored_board(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppBoard:
+    from engine.views.stored_board import read_board
+
+    board = read_board(get_store(), key.dataset, key.version, board_key(key, ranker, bootstrap, seed))
+    if board is None:
+        raise _NotStored
+    return board
+
+
+def stored_board_for(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppBoard | None:
+    """The board of this choice stored for the dataset's version ``key.version`` (a hit cached in this
+    process; a miss is asked again, as the bootstrap job may have stored it since), or None."""
+    try:
+        return _stored_board(key, ranker, bootstrap, seed)
+    except _NotStored:
+        return None
+
+
+def keep_board(key: CacheKey, ranker: str, bootstrap: int, seed: int, board: AppBoard,
+               seconds: float | None = None) -> bool:
+    """Store ``board`` (computed for ``key``) for later servers, unless a board is stored under its key
+    already; a failure is logged, never raised (the board shown is not affected). Returns whether it was
+    written."""
+    from engine.views.stored_board import has_board, store_board
+
+    store = get_store()
+    params = board_key(key, ranker, bootstrap, seed)
+    try:
+        with store.session():
+            if has_board(store, key.dataset, key.version, params):
+                return False
+            return store_board(store, key.dataset, key.version, params, board, seconds)
+    except Exception:  # noqa: BLE001 - keeping it is an optimisation: the next server computes it again
+        _LOG.warning("storing the Leaderboard's board failed", exc_info=True)
+        return False
 
 
 BOOTSTRAP_NICE = 10
@@ -85,8 +155,15 @@ class BootstrapJobs:
         self.lock = threading.Lock()  # sessions run in threads of their own
 
     def get(self, key: tuple, start) -> Future:
+        """The job of ``key``, started with ``start`` on the first ask, and again where the last one ended on
+        a store held by another process (``StoreBusy``: the job reads the store in its own thread, so a
+        command-line writer may hold it then; a later ask tries again rather than keep that error)."""
+        from engine.store.connection import StoreBusy
+
         with self.lock:
             job = self.jobs.get(key)
+            if job is not None and job.done() and isinstance(job.exception(), StoreBusy):
+                job = None
             if job is None:
                 job = self.pool.submit(start)
                 self.jobs[key] = job
@@ -102,23 +179,66 @@ def _jobs() -> BootstrapJobs:
 
 
 def started_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future | None:
-    """The bootstrap job of this choice when one was started (None: not yet)."""
+    """The bootstrap job of this choice when one was started (None: not yet, or the last one ended on a store
+    held by another process and is to be started again)."""
+    from engine.store.connection import StoreBusy
+
     jobs = _jobs()
     with jobs.lock:
-        return jobs.jobs.get((key, ranker, bootstrap, seed))
+        job = jobs.jobs.get((key, ranker, bootstrap, seed))
+    if job is not None and job.done() and isinstance(job.exception(), StoreBusy):
+        return None  # to be started again (``BootstrapJobs.get``)
+    return job
 
 
 def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future:
-    """The job computing the board with ``bootstrap`` resamples (started on the first ask, from the votes and
-    graphs the point board already read; the reference is read here, in the script's store session)."""
-    votes, ctx = votes_for(key, ranker), cycle_context_for(key, ranker)
-    ref, note = reference_for_key(key.dataset, key.category)
-
-    return _jobs().get((key, ranker, bootstrap, seed),
-                       lambda: _board(key, ranker, bootstrap, seed, votes, ctx, ref, note))
+    """The job computing the board with ``bootstrap`` resamples (started on the first ask; ``_bootstrapped``
+    in the worker thread: nothing is read in the script's thread, whose run ends with the first view)."""
+    return _jobs().get((key, ranker, bootstrap, seed), lambda: _bootstrapped(key, ranker, bootstrap, seed))
 
 
-def prewarm_first_open(query: dict[str, str], pause=lambda: None) -> tuple[CacheKey, str] | None:
+def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppBoard:
+    """In the bootstrap worker thread: the board stored for the choice if a server stored it, else the point
+    board kept (when it was computed: ``keep_board``) and the board with its intervals computed from the
+    votes, graphs and reference (cached: the point board read them, unless it came from the store) and kept.
+    The store is held in a session of this thread's own (the script run's may have ended) while it reads and
+    while it writes, not while the bootstrap computes: a command-line writer can take the store meanwhile."""
+    import time
+
+    _quiet_worker()
+    with get_store().session():
+        stored = stored_board_for(key, ranker, bootstrap, seed)
+        if stored is not None:
+            return stored
+        point = first_board_for(key, ranker, 0, seed)
+        start = time.perf_counter()
+        votes, ctx = votes_for(key, ranker), cycle_context_for(key, ranker)
+        ref, note = reference_for_key(key.dataset, key.category, key.version)
+    keep_board(key, ranker, 0, seed, point)
+    board = _board(key, ranker, bootstrap, seed, votes, ctx, ref, note)
+    keep_board(key, ranker, bootstrap, seed, board, time.perf_counter() - start)
+    return board
+
+
+class _NoContextWarning(logging.Filter):
+    """Drops Streamlit's "missing ScriptRunContext" warning for the bootstrap worker thread: its cached calls
+    run with no session (their spinners have nowhere to go, by design)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.threadName.startswith("lens-bootstrap")
+
+
+_QUIET = _NoContextWarning()
+
+
+def _quiet_worker() -> None:
+    """The filter installed once on Streamlit's logger of that warning."""
+    logger = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
+
+
+def prewarm_first_open(query: dict[str, str]) -> tuple[CacheKey, str] | None:
     """Before the first session runs: what the Leaderboard's first run reads from the store for the choice
     an address with ``query`` opens on (``app_pages._lens.linked_choice``), into the very caches the run
     reads (the listing and the dataset's choices of the sidebar, the votes, the graphs that can hold a triad,
@@ -127,9 +247,8 @@ def prewarm_first_open(query: dict[str, str], pause=lambda: None) -> tuple[Cache
     the session's script runs; a run that meets a value still being computed waits for it (Streamlit computes
     a cached value once per key). Every value is cached under the ``CacheKey`` read here, the dataset's
     version in it, and the run looks its values up under the key it reads itself: a dataset imported,
-    replaced or deleted since is a new key, computed afresh, never the prewarmed value. ``pause`` is called
-    between the steps (the prewarm gives way to the server's requests there). Returns the key and ranker
-    warmed (None: the store holds no dataset)."""
+    replaced or deleted since is a new key, computed afresh, never the prewarmed value. Returns the key and
+    ranker warmed (None: the store holds no dataset)."""
     from app_pages._lens import linked_choice
 
     with get_store().session():
@@ -138,17 +257,17 @@ def prewarm_first_open(query: dict[str, str], pause=lambda: None) -> tuple[Cache
             return None
         dataset, judge, category, ranker = chosen
         key = CacheKey.of(get_store(), dataset, judge, category)
-        pause()
-        warm_first_open(key, ranker, pause)
+        warm_first_open(key, ranker)
     return key, ranker
 
 
-def warm_first_open(key: CacheKey, ranker: str, pause=lambda: None) -> None:
-    """The boards the Leaderboard's ``first_open`` asks ``leaderboard_result`` for, in its order, without a
-    page: the whole board where the page computes it whole (not a count ranker, a pair-count dataset, or
-    fewer than ``DEFER_MIN_VOTES`` votes), else the point board (its bootstrap is the page's job, started
-    after its first view). The point board's parts (the reference, the votes, the graphs that can hold a
-    triad) are asked for one at a time first, each into its own cache entry, ``pause`` between them."""
+def warm_first_open(key: CacheKey, ranker: str) -> None:
+    """The boards the Leaderboard's ``first_open`` asks for, in its order, without a page: the whole
+    board where the page computes it whole (not a count ranker, a pair-count dataset, or fewer than
+    ``DEFER_MIN_VOTES`` votes), else the whole board where one is stored (``stored_board_for``), else the
+    point board (read where stored; its bootstrap is the page's job, started after its first view). A point
+    board not stored has its parts (the reference, the votes, the graphs that can hold a triad) asked for one
+    at a time first, each into its own cache entry."""
     from app_pages._lens import B_DEFAULT, SEED, leaderboard_result, pair_counts_for, revision_for
     from engine.views import leaderboard_first
 
@@ -156,10 +275,12 @@ def warm_first_open(key: CacheKey, ranker: str, pause=lambda: None) -> None:
     if not leaderboard_first.first_open_applies(ranker, None) or pair_counts_for(key.dataset, key.version):
         leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)
         return
-    for step in (lambda: reference_for_key(key.dataset, key.category, key.version),
-                 lambda: votes_for(key, ranker), lambda: cycle_context_for(key, ranker)):
-        step()
-        pause()
+    if stored_board_for(key, ranker, B_DEFAULT, SEED) is not None:  # the whole board kept: nothing to read
+        return
+    if stored_board_for(key, ranker, 0, SEED) is None:  # the point board's parts, one cache entry each
+        for step in (lambda: reference_for_key(key.dataset, key.category, key.version),
+                     lambda: votes_for(key, ranker), lambda: cycle_context_for(key, ranker)):
+            step()
     point = leaderboard_result(key, ranker, None, 1.0, 0, SEED)
     if int(point.params.get("n_votes", 0)) < leaderboard_first.DEFER_MIN_VOTES:
         leaderboard_result(key, ranker, None, 1.0, B_DEFAULT, SEED)

@@ -633,10 +633,10 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
     """The leaderboard (AppBoard) of the current choice, keep-K by S_mu when ``keep_k`` is given."""
     from engine.views.appstate import app_leaderboard
 
-    ref, note = reference_for_key(key.dataset, key.category, key.version)
     if pair_counts_for(key.dataset, key.version):  # counts, no graph (issue 25)
         from engine.views.pair_count_view import pair_count_app_board
 
+        ref, note = reference_for_key(key.dataset, key.category, key.version)
         return pair_count_app_board(get_store(), key.dataset, ranker=ranker, bootstrap=bootstrap, seed=seed,
                                     reference=ref, reference_note=note)
     from engine.rankers.objects import ranker_object
@@ -644,6 +644,7 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
     if ranker_object(ranker).judged_verdicts:  # the CLI's store path: verdicts, orders, fit intervals
         from engine.views.panel_view import panel_app_board
 
+        ref, note = reference_for_key(key.dataset, key.category, key.version)
         return panel_app_board(get_store(), key.dataset, judge=key.judge, category=key.category,
                                keep_k=keep_k, reference=ref, reference_note=note)
     from engine.views.leaderboard_first import first_open_applies
@@ -651,9 +652,10 @@ def leaderboard_result(key: CacheKey, ranker: str, keep_k: int | None, mu: float
     if first_open_applies(ranker, keep_k):  # a count ranker on every graph: graphs of < 3 models never built
         from app_pages._lbopen_cache import first_board_for
 
-        return first_board_for(key, ranker, bootstrap, seed)
+        return first_board_for(key, ranker, bootstrap, seed)  # reads the reference itself where it computes
     if keep_k is not None and _board_grid_applies(key, ranker):  # the kept graphs' board, shared by kept set
         return board_grid_for(key, ranker).board(ranker, keep_k, mu, bootstrap, seed)
+    ref, note = reference_for_key(key.dataset, key.category, key.version)
     return app_leaderboard(
         slider_context(key), ranker=ranker, keep_k=keep_k, mu=mu, bootstrap=bootstrap, seed=seed,
         reference=ref, reference_note=note, votes=votes_for(key, ranker), extra_params=_board_params(key),

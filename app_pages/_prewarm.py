@@ -18,19 +18,20 @@ interval for it (5 ms by default), and the download took 3.1-4.4 s instead of 0.
 ``_brisk_switching``), so the event loop gets the lock ten times sooner and the thread keeps working. (Rounds
 34-35 had the thread wait instead, before each module while a request was being answered and its reads until
 the download was over: when the browser is already open as the server starts, that put the imports and the
-reads after the download, 0.6-1.3 s of waiting on the first open's path (docs/notes/lb36-36.md). Those waits
-are off: ``GIVE_WAY``, ``BOOT_WAIT_S``.)
+reads after the download, 0.6-1.3 s of waiting on the first open's path (docs/notes/lb36-36.md); round 36
+switched those waits off and round 37 removed them.)
 
 Then the store: when the browser's first request for a page is the Leaderboard's address (``RequestCount``
 keeps it: ``/``, ``/ranking`` or ``/leaderboard``, with its ``?dataset=…&judge=…`` query), the thread reads
-what that page's first run reads from the store for the choice the address opens on (the votes, the graphs
-that can hold a triad, the point board; ``app_pages._lbopen_cache.prewarm_first_open``) into the caches the
-run reads, while the browser still loads the frontend (~0.8 s). Nothing else is read: a first page elsewhere
-gets nothing of it (its own first open is not slowed), and nothing is read at the server's start, before
-anyone asks. Every value is cached under the dataset's version as read here, and a script run reads the
-version itself and looks its values up under that: a dataset changed in between is computed afresh, never
-shown stale. The thread then keeps its store session open until the first script run has opened its own
-(``HANDOVER_S`` at most), so that run does not connect to the store file again.
+what that page's first run reads from the store for the choice the address opens on (the board an earlier
+server kept in the store, a few ms; else the votes, the graphs that can hold a triad, the point board;
+``app_pages._lbopen_cache.prewarm_first_open``) into the caches the run reads, while the browser still loads
+the frontend (~0.8 s). Nothing else is read: a first page elsewhere gets nothing of it (its own first open is
+not slowed), and nothing is read at the server's start, before anyone asks. Every value is cached under the
+dataset's version as read here, and a script run reads the version itself and looks its values up under that:
+a dataset changed in between is computed afresh, never shown stale. The thread then keeps its store session
+open until the first script run has opened its own (``HANDOVER_S`` at most), so that run does not connect to
+the store file again.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ FIRST_RUN_MODULES = (
     "engine.store.model_maps",
     "engine.store.attached",
     "engine.store.writes",
+    "engine.store.results_table",
+    "engine.experiments.protocol_inputs",
+    "engine.experiments.results_cache",
+    "engine.views.stored_board",
     "engine.ingest.limits",
     "engine.ingest.synthetic",
     "scipy.sparse",
@@ -92,6 +97,8 @@ FIRST_RUN_MODULES = (
     "narwhals.stable.v1",
     "pyarrow",
     "pyarrow.pandas_compat",
+    "pyarrow.parquet",  # a kept board's read (engine.views.stored_board), and its frame's dtypes:
+    "pandas.core.arrays.arrow._arrow_utils",
     "PIL.Image",
     "PIL.ImageFile",
     "orjson",
@@ -103,23 +110,6 @@ list with a real first run)."""
 _LOG = logging.getLogger(__name__)
 
 
-GIVE_WAY = False
-"""Whether the prewarm thread waits for the server's HTTP requests (before each module it imports, and between
-its store reads; ``YIELD_S``, ``QUIET_S``, ``BUDGET_S``). Off: when the browser is open as the server starts,
-waiting put the imports and the reads after the download (0.6-1.3 s asleep on the first open's path); working
-beside it instead, with the switch interval lowered (``SWITCH_S``), the thread slows the download somewhat
-under load and the first open came sooner in most pairs measured (docs/notes/lb36-36.md)."""
-
-YIELD_S = 0.05
-"""The longest the prewarm thread waits for the server's requests before one module's import."""
-
-QUIET_S = 0.02
-"""A request ended less than this long ago: the next may be on its way (the browser asks for the frontend's
-files one after another on each connection), so the prewarm thread still gives way."""
-
-BUDGET_S = 3.0
-"""The most the prewarm thread waits for requests in all: past it, it imports without giving way."""
-
 SWITCH_S = 0.0005
 """The interpreter's switch interval while the prewarm thread imports and reads (Python's default: 5 ms):
 how long the server's event loop may wait for the interpreter lock when it wakes up to answer the browser
@@ -127,38 +117,17 @@ while the thread computes (``_brisk_switching``)."""
 
 
 class RequestCount:
-    """ASGI middleware: how many HTTP requests the server is answering now (``RequestCount.now``; websockets
-    are not counted: a session's stays open)."""
-
-    now = 0
-    answered = 0
-    """How many requests have been answered."""
-    last = float("-inf")
-    """When the last request was answered or a websocket opened (``time.monotonic``)."""
+    """ASGI middleware: notes the browser's first HTTP request for a page (``FirstPage.note``), then passes
+    every request and websocket on unchanged. (Its name is from rounds 34-36, when it also counted the
+    requests being answered for the prewarm's waits, removed in round 37.)"""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http":
-            if scope.get("type") == "websocket":  # a session starting: its handshake counts as a request
-                RequestCount.last = time.monotonic()
-            await self.app(scope, receive, send)
-            return
-        RequestCount.now += 1
-        if FirstPage.request is None:
+        if scope.get("type") == "http" and FirstPage.request is None:
             FirstPage.note(scope)
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            RequestCount.now -= 1
-            RequestCount.answered += 1
-            RequestCount.last = time.monotonic()
-
-    @classmethod
-    def busy(cls) -> bool:
-        """A request is being answered, or one was less than ``QUIET_S`` ago."""
-        return cls.now > 0 or time.monotonic() - cls.last < QUIET_S
+        await self.app(scope, receive, send)
 
 
 LEADERBOARD_PATHS = ("", "ranking", "leaderboard")
@@ -175,10 +144,6 @@ class FirstPage:
 
     request: tuple[str, dict[str, str]] | None = None
     asked = threading.Event()
-    answered_before = 0
-    """``RequestCount.answered`` when the page was asked for."""
-    at = 0.0
-    """When (``time.monotonic``)."""
 
     @classmethod
     def note(cls, scope: dict) -> None:
@@ -201,58 +166,15 @@ class FirstPage:
         raw = scope.get("query_string", b"").decode("latin-1")
         query = {name: values[0] for name, values in parse_qs(raw).items() if values}
         cls.request = (path, query)
-        cls.answered_before, cls.at = RequestCount.answered, time.monotonic()
         cls.asked.set()
 
 
-class _GiveWay:
-    """A meta path finder that finds nothing (installed where ``GIVE_WAY``): in the prewarm thread it first
-    waits (``YIELD_S`` at most, and ``BUDGET_S`` over the thread's life) while the server answers HTTP
-    requests, so each module the thread imports starts between requests."""
-
-    waited = 0.0
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if self.waited < BUDGET_S and RequestCount.busy() and threading.current_thread() is _THREAD:
-            start = time.monotonic()
-            with _import_lock_released():
-                while RequestCount.busy() and time.monotonic() - start < YIELD_S:
-                    time.sleep(0.002)
-            self.waited += time.monotonic() - start
-        return None
-
-
-@contextlib.contextmanager
-def _import_lock_released():
-    """Python 3.11 calls a meta path finder holding the interpreter's global import lock: let it go while the
-    finder waits, so the server's threads can import meanwhile (nothing changes where it was not held)."""
-    import _imp
-
-    try:
-        _imp.release_lock()
-    except RuntimeError:  # not held by this thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        _imp.acquire_lock()
-
-
 def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:
-    """Import ``modules``, then ``rehearse_chart``, with the switch interval lowered (``_brisk_switching``)
-    and, where ``GIVE_WAY``, giving way to the server's requests before each module (``_GiveWay``). A module
-    that fails to import is logged and skipped (the page's own import of it raises again, where the user sees
-    it); so is a failed rehearsal."""
-    finder = _GiveWay()
-    if GIVE_WAY:
-        sys.meta_path.insert(0, finder)
-    try:
-        with _brisk_switching():
-            _import_all(modules)
-    finally:
-        if finder in sys.meta_path:
-            sys.meta_path.remove(finder)
+    """Import ``modules``, then ``rehearse_chart``, with the switch interval lowered (``_brisk_switching``).
+    A module that fails to import is logged and skipped (the page's own import of it raises again, where the
+    user sees it); so is a failed rehearsal."""
+    with _brisk_switching():
+        _import_all(modules)
 
 
 @contextlib.contextmanager
@@ -308,12 +230,6 @@ _IMPORTED = threading.Event()
 WAIT_S = 120.0
 """The longest a script run waits for the prewarm thread (it imports; only a stuck file system holds it)."""
 
-BOOT_WAIT_S = 0.0
-"""The longest the store reads wait, from the page's request, for the browser's download of the frontend's
-files (the first of them answered, then no request for ``QUIET_S``). 0: they start at the page's request, with
-the switch interval lowered (``SWITCH_S``); round 35's 1 s wait put them after the download, on the first
-open's path where the server's imports had already ended late (docs/notes/lb36-36.md)."""
-
 HANDOVER_S = 5.0
 """The longest the thread keeps its store session (the file) open after reading, waiting for the first script
 run to open its own (it then goes on the same connection)."""
@@ -367,12 +283,11 @@ def prewarm_store(wait_s: float | None = None) -> tuple | None:
     quiet = _NoContextWarning()
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(quiet)
     try:
-        _wait_for_the_frontend()
         with contextlib.ExitStack() as held:
             with _brisk_switching():
                 store = get_store()
                 held.enter_context(store.session())
-                warmed = prewarm_first_open(query, _give_way)
+                warmed = prewarm_first_open(query)
             deadline = time.monotonic() + HANDOVER_S
             while store.session_count() < 2 and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -401,23 +316,6 @@ def _store_free() -> bool:
         return False
     file_lock.release(path)
     return True
-
-
-def _wait_for_the_frontend() -> None:
-    """Return once the browser's first download of the frontend's files is over (a file answered after the
-    page, then ``QUIET_S`` without a request), or ``BOOT_WAIT_S`` after the page was asked for."""
-    end = FirstPage.at + BOOT_WAIT_S
-    while time.monotonic() < end and (RequestCount.answered <= FirstPage.answered_before + 1
-                                      or RequestCount.busy()):
-        time.sleep(0.005)
-
-
-def _give_way() -> None:
-    """Between two store reads, where ``GIVE_WAY``: wait while the server answers a request (``YIELD_S`` at
-    most)."""
-    end = time.monotonic() + (YIELD_S if GIVE_WAY else 0.0)
-    while RequestCount.busy() and time.monotonic() < end:
-        time.sleep(0.002)
 
 
 class _NoContextWarning(logging.Filter):

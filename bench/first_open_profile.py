@@ -2,6 +2,7 @@
 script thread spends its CPU on.
 
     python bench/first_open_profile.py --db STORE --dataset bench [--base CHECKOUT] [--rounds 5] [--sample]
+        [--kept]
 
 Each round starts ``streamlit run app.py`` of each checkout in turn (``--base`` first) on its own copy of the
 store, opens ``/?dataset=NAME`` (or ``--page``) in a new headless Chromium and reports: the first open (the
@@ -16,6 +17,12 @@ nothing), and prints the functions holding most of it (the last round's, per che
 import system's plumbing left out). A call holding the interpreter lock is counted in the frame seen after it.
 Wall times on a loaded machine say little; the thread CPU and its before/after in the same round say more.
 Nothing is asserted.
+
+The store is copied per server. ``--kept`` adds, in each round, each checkout's first open on a copy in which
+that checkout has already kept the Leaderboard's boards (``engine.views.stored_board``: a first server's
+point board and bootstrap, made once per checkout before the rounds by ``prime``): the case of every server
+start after the first, beside the case of the very first open after an import (nothing kept; column
+"boards"). A checkout that keeps no boards (before round 37) opens its primed copy as it opens any.
 """
 
 from __future__ import annotations
@@ -139,6 +146,36 @@ def open_once(root: Path, src: Path, dataset: str, page: str, sample: bool,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+PRIME = r'''
+import logging, sys
+logging.disable(logging.WARNING)
+from app_pages import _lbopen_cache
+from app_pages._lens import B_DEFAULT, SEED, get_store
+key, ranker = _lbopen_cache.prewarm_first_open({"dataset": sys.argv[1]})
+with get_store().session():
+    job = _lbopen_cache.bootstrap_job(key, ranker, B_DEFAULT, SEED)
+job.result()
+'''
+"""A first server's work on the Leaderboard's first open without a browser: the point board, then its
+bootstrap job (which keeps both boards in the store where the checkout does)."""
+
+
+def prime(root: Path, src: Path, dataset: str, tmp: Path) -> tuple[Path, int]:
+    """A copy of ``src`` after ``root``'s first Leaderboard open of ``dataset`` (``PRIME``), and how many
+    boards it kept."""
+    import subprocess
+
+    import duckdb
+
+    db = tmp / f"primed-{len(list(tmp.glob('primed-*')))}.duckdb"
+    shutil.copyfile(src, db)
+    subprocess.run([sys.executable, "-c", PRIME, dataset], cwd=root, check=True,
+                   env={**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(root)})
+    with duckdb.connect(str(db), read_only=True) as con:
+        row = con.execute("SELECT count(*) FROM results_cache WHERE kind = 'app_board'").fetchone()
+    return db, int(row[0]) if row else 0
+
+
 PLUMBING = re.compile(r"threading\.py|<frozen |scriptrunner/|caching/cache_utils|sitecustomize|metrics_util")
 """Frames every sample passes through (thread start, script runner, imports, caches): not in the top list."""
 
@@ -155,6 +192,26 @@ def _top(lines: list[str], n: int = 40) -> list[str]:
     return [f"{s * 1000:8.1f} ms {s / total:6.1%}  {f}" for f, s in inclusive.most_common(n)] if total else []
 
 
+def _rounds(a: argparse.Namespace, roots: list[Path], sources: dict[tuple[Path, str], Path]) -> dict:
+    """Each round: every case (nothing kept, then kept) of every checkout, alternating; the rows printed."""
+    tops: dict[Path, list[str]] = {}
+    for r in range(a.rounds):
+        for (root, case), src in _alternating(roots, sources):
+            got, tops[root] = open_once(root, src, a.dataset, a.page, a.sample, a.cold)
+            cells = [f"{got[k]:.2f} s" for k in ("first", "to_running", "run_wall", "run_cpu", "server_cpu")]
+            load = os.getloadavg()[0]
+            print(f"| {root} | {case} | {r + 1} | {' | '.join(cells)} | {load:.1f} |", flush=True)
+    return tops
+
+
+def _alternating(roots: list[Path], sources: dict[tuple[Path, str], Path]):
+    """(checkout, case) and its store, the checkouts alternating within each case."""
+    for case in ("none", "kept"):
+        for root in roots:
+            if (root, case) in sources:
+                yield (root, case), sources[(root, case)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", type=Path, required=True)
@@ -167,17 +224,25 @@ def main() -> None:
                     help="start Chromium first and open the page the moment the server answers (as "
                     "bench/app_page_timing.py --cold): no idle head start for the server")
     ap.add_argument("--sample", action="store_true", help="sample the first run's stacks (adds a little CPU)")
+    ap.add_argument("--kept", action="store_true",
+                    help="also open, each round, a copy in which the checkout kept its boards (a later "
+                    "server)")
     a = ap.parse_args()
     roots = ([a.base.resolve()] if a.base else []) + [REPO]
     print(f"load average {os.getloadavg()}")
-    print("| checkout | round | first open | to running | script run | its thread cpu | server cpu | load |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    tops: dict[Path, list[str]] = {}
-    for r in range(a.rounds):
-        for root in roots:
-            got, tops[root] = open_once(root, a.db, a.dataset, a.page, a.sample, a.cold)
-            cells = [f"{got[k]:.2f} s" for k in ("first", "to_running", "run_wall", "run_cpu", "server_cpu")]
-            print(f"| {root} | {r + 1} | {' | '.join(cells)} | {os.getloadavg()[0]:.1f} |", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="lens-first-open-kept-"))
+    try:
+        sources: dict[tuple[Path, str], Path] = {(root, "none"): a.db for root in roots}
+        if a.kept:
+            for root in roots:
+                sources[(root, "kept")], n = prime(root, a.db, a.dataset, work)
+                print(f"{root}: a first server kept {n} boards in its primed copy")
+        print("| checkout | boards | round | first open | to running | script run | its thread cpu "
+              "| server cpu | load |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        tops = _rounds(a, roots, sources)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     for root, top in tops.items():
         if top:
             print(f"\n{root}: the first run's script thread, CPU by function (inclusive, last round)")

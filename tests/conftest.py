@@ -65,6 +65,7 @@ SLOW_FILES_FIRST = (
     "test_judge_report_counts.py",      #  ~13.5
     "test_import_early_insert.py",      #  ~14 s of CPU at load 18-30 (issue 26 round 35, not yet idle)
     "test_import_early_existing.py",    #  ~18 s of CPU at load 4.5 (issue 26 round 36, not yet idle)
+    "test_app_prewarm_store.py",        #  ~35 s of wall at load 10 (issue 26 round 37: kept boards; not idle)
     "test_pged_sparse_ensembles.py",    #  ~12
     "test_first_open_votes.py",         #  ~10
     "test_judging_kills.py",            #  14.1 /   8.9

@@ -61,7 +61,6 @@ def log_db(shipped_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(_prewarm.FirstPage, "request", None)
     monkeypatch.setattr(_prewarm.FirstPage, "asked", threading.Event())
     monkeypatch.setattr(_prewarm, "HANDOVER_S", 0.0)
-    monkeypatch.setattr(_prewarm, "BOOT_WAIT_S", 0.0)
     st.cache_data.clear()
     st.cache_resource.clear()
     return db
@@ -115,10 +114,12 @@ class Reads:
         from engine.views import leaderboard_first
 
         self.votes = self.boards = 0
+        self.readers: list[str] = []  # the threads that read votes, by name
         read, board = vote_query.store_vote_rows, leaderboard_first.first_board
 
         def counted_read(*args, **kwargs):
             self.votes += 1
+            self.readers.append(threading.current_thread().name)
             return read(*args, **kwargs)
 
         def counted_board(*args, **kwargs):
@@ -236,28 +237,6 @@ async def _done() -> None:
     return None
 
 
-def test_the_reads_wait_for_the_frontends_files(monkeypatch) -> None:
-    """The store reads start only once a request after the page's has been answered (the frontend's files)
-    and the server has been quiet since: not while the page's own answer is the last one."""
-    import asyncio
-
-    monkeypatch.setattr(_prewarm.FirstPage, "request", None)
-    monkeypatch.setattr(_prewarm.FirstPage, "asked", threading.Event())
-    monkeypatch.setattr(_prewarm, "BOOT_WAIT_S", 60.0)
-    counted = _prewarm.RequestCount(lambda scope, receive, send: _done())
-    page = {"type": "http", "method": "GET", "path": "/", "query_string": b""}
-    asyncio.run(counted(page, None, None))
-    assert _prewarm.FirstPage.request == ("", {})
-    waiting = threading.Thread(target=_prewarm._wait_for_the_frontend)
-    waiting.start()
-    waiting.join(0.3)
-    before_files = waiting.is_alive()
-    asyncio.run(counted({**page, "path": "/static/js/main.js"}, None, None))
-    waiting.join(30)
-    assert before_files, "the reads started before any of the frontend's files was answered"
-    assert not waiting.is_alive()
-
-
 def test_the_leaderboards_addresses_are_app_pys() -> None:
     """``LEADERBOARD_PATHS`` is the default page's url path and the aliases app.py sends on to it."""
     tree = ast.parse((REPO / "app.py").read_text(encoding="utf-8"))
@@ -299,8 +278,8 @@ def test_the_store_connection_is_handed_to_the_first_script_run(log_db, monkeypa
     read = threading.Event()
     warm = _lbopen_cache.prewarm_first_open
 
-    def noted(query, pause):
-        got = warm(query, pause)
+    def noted(query):
+        got = warm(query)
         read.set()
         return got
 
@@ -375,3 +354,169 @@ def test_the_reads_run_with_the_switch_interval_lowered_and_put_it_back(log_db, 
             assert sys.getswitchinterval() == pytest.approx(interval)
     finally:
         sys.setswitchinterval(own)
+
+
+# -- the boards kept in the store (engine.views.stored_board): a later server's first open reads them --------
+
+QUERY = {"dataset": "log", "ranker": "davidson"}
+
+
+def new_server() -> None:
+    """As a server started anew: every Streamlit cache and the bootstrap jobs gone (the store file kept)."""
+    import streamlit as st
+
+    from app_pages import _lbopen_cache
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    _lbopen_cache._jobs.clear()
+
+
+def finished(query: dict[str, str]):
+    """A new server's first run at ``query``, then (its bootstrap job done) the next run: the AppTest, the
+    first run's page and the finished page."""
+    from app_pages import _lbopen_cache
+
+    new_server()
+    at = first_run(query)
+    first = shown(at)
+    for job in list(_lbopen_cache._jobs().jobs.values()):
+        job.result(timeout=120)
+    at.run()
+    assert_clean(at)
+    return at, first, shown(at)
+
+
+def kept(db: Path) -> int:
+    """How many boards of ``log`` are kept (the shared store this copy came from may hold vicuna80's)."""
+    from engine.store.connection import Store
+    from engine.views.stored_board import KIND
+
+    with Store(db, read_only=True) as store:
+        return int(store.cursor().execute(
+            "SELECT count(*) FROM results_cache WHERE kind = ? AND dataset = 'log'", [KIND]).fetchone()[0])
+
+
+def computed_afresh(db: Path, tmp_path: Path, monkeypatch, query=QUERY) -> tuple[dict, dict]:
+    """The pages a server shows on a copy of ``db`` with no board kept in it (the old path: the boards
+    computed from the votes): its first run's and the finished one."""
+    from engine.store.connection import Store
+    from engine.store.results_table import delete_results
+
+    copy = tmp_path / "afresh.duckdb"
+    shutil.copyfile(db, copy)
+    with Store(copy) as store:
+        delete_results(store, None)
+    monkeypatch.setenv("LENS_DB", str(copy))
+    try:
+        _, first, done = finished(query)
+    finally:
+        monkeypatch.setenv("LENS_DB", str(db))
+    return first, done
+
+
+def test_a_later_servers_first_open_reads_the_kept_boards_and_shows_the_same_page(log_db,
+                                                                                  monkeypatch) -> None:
+    """The first server computes the boards (the point board, then its intervals in the worker thread, which
+    keeps both in the store); a later server's first run, with or without the prewarm, reads no votes and
+    computes no board, and draws exactly the finished page the first server drew, at once (no pending
+    intervals). With only the point board kept, its first run draws the first server's first page (pending)
+    from it, reading no votes; its bootstrap job reads them in its own thread."""
+    from engine.views import leaderboard_first
+
+    monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 0)
+    assert kept(log_db) == 0
+    _, cold_first, cold_done = finished(QUERY)
+    assert any("being computed" in t for t in cold_first["text"])
+    assert kept(log_db) == 2  # the point board and the board with its intervals
+
+    reads = Reads(monkeypatch)
+    new_server()
+    later = shown(first_run(QUERY))
+    assert (reads.votes, reads.boards) == (0, 0), "a later server's first run read the votes"
+    assert_same_page(later, cold_done)
+
+    new_server()
+    asked_for("", QUERY)
+    assert _prewarm.prewarm_store(wait_s=0) is not None
+    assert (reads.votes, reads.boards) == (0, 0), "the prewarm read the votes though the boards are kept"
+    assert_same_page(shown(first_run(QUERY)), cold_done)
+
+    from engine.store.connection import Store
+    from engine.views.stored_board import KIND
+
+    with Store(log_db) as store:  # only the point board kept: a server stopped before the intervals were in
+        store.cursor().execute(
+            "DELETE FROM results_cache WHERE kind = ? AND dataset = 'log' AND params NOT LIKE ?",
+            [KIND, '%"bootstrap":0,%'])
+    assert kept(log_db) == 1
+    new_server()
+    asked_for("", QUERY)
+    assert _prewarm.prewarm_store(wait_s=0) is not None
+    assert (reads.votes, reads.boards) == (0, 0), "the prewarm read the votes though the point board is kept"
+    at, point_first, point_done = finished(QUERY)
+    assert reads.boards == 0 and reads.votes > 0  # the job read the votes, in its own thread
+    assert all(name.startswith("lens-bootstrap") for name in reads.readers), reads.readers
+    assert_same_page(point_first, cold_first)
+    assert_same_page(point_done, cold_done)
+    assert kept(log_db) == 2
+
+
+@pytest.mark.parametrize("writer", ["replace", "delete", "map"])
+def test_a_dataset_written_after_its_boards_were_kept_shows_its_new_numbers(log_db, tmp_path, monkeypatch,
+                                                                            writer) -> None:
+    """Boards kept, then ``log`` written through a writer (replaced by other verdicts, deleted and imported
+    again, its model map set), then a new server's page: the pages a server computes from the votes on the
+    written store (no board kept), never the kept ones."""
+    import pandas as pd
+
+    from app_pages._lens import get_store
+    from engine.ingest.importer import delete_dataset, import_files
+    from engine.store.model_maps import set_stored_map
+    from engine.views import leaderboard_first
+
+    monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 0)
+    _, _, before = finished(QUERY)
+    assert kept(log_db) == 2
+    with get_store().session():
+        if writer == "replace":
+            import_files(get_store(), [write_log(tmp_path / "v2.csv", 2)], "log", replace=True)
+        elif writer == "delete":
+            delete_dataset(get_store(), "log")
+            import_files(get_store(), [write_log(tmp_path / "v2.csv", 2)], "log")
+        else:
+            set_stored_map(get_store(), "log", pd.DataFrame({
+                "model": ["m0", "m1", "m2"],
+                "reference_model": ["grok-3-preview-02-24", "early-grok-3", "chatgpt-4o-latest-20250129"]}))
+    _, first, done = finished(QUERY)
+    want_first, want_done = computed_afresh(log_db, tmp_path, monkeypatch)
+    assert_same_page(first, want_first)
+    assert_same_page(done, want_done)
+    assert not before["tables"][0].equals(done["tables"][0])  # other verdicts, or reference columns
+
+
+def test_a_kept_row_that_does_not_read_back_is_computed_afresh(log_db, tmp_path, monkeypatch) -> None:
+    """A row under the very key of the choice that is no board of this format (a damaged row; one written by
+    another encoding) is not shown: the page computes its boards from the votes, as with nothing kept."""
+    from app_pages import _lbopen_cache
+    from app_pages._lens import B_DEFAULT, SEED, get_store
+    from engine.experiments.results_cache import canonical_params, param_hash
+    from engine.store.results_table import write_latest_result
+    from engine.views import leaderboard_first
+    from engine.views.appstate import CacheKey
+    from engine.views.stored_board import KIND
+
+    monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 0)
+    want_first, want_done = computed_afresh(log_db, tmp_path, monkeypatch)
+    new_server()
+    with get_store().session():
+        key = CacheKey.of(get_store(), "log", None, None)
+        for b in (0, B_DEFAULT):
+            params = _lbopen_cache.board_key(key, "davidson", b, SEED)
+            write_latest_result(get_store(), "log", key.version, KIND, param_hash(params),
+                                canonical_params(params), b"PAR1 not a board", None)
+    reads = Reads(monkeypatch)
+    _, first, done = finished(QUERY)
+    assert reads.votes > 0
+    assert_same_page(first, want_first)
+    assert_same_page(done, want_done)

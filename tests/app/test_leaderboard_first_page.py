@@ -32,6 +32,16 @@ def old_view(db, judge, ranker):
                       reference_note=board.reference_note)
 
 
+def without_kept_boards(db):
+    """``db`` with no Leaderboard board kept in it (a copy of the shared store may hold those another test's
+    bootstrap job kept): its first open computes, as the first open after an import does."""
+    from engine.store.results_table import delete_results
+
+    with Store(db) as store:
+        delete_results(store, None)
+    return db
+
+
 def wait_for_bootstrap() -> None:
     from app_pages._lbopen_cache import _jobs
 
@@ -74,7 +84,7 @@ def test_a_pending_board_says_its_intervals_are_being_computed(shipped_store):
     assert (done.frame["interval"] == "—").all()  # without the flag: "no interval"; pending must not say so
 
 
-def test_the_bootstrap_starts_after_the_pages_last_element(shipped_db, monkeypatch):
+def test_the_bootstrap_starts_after_the_pages_last_element(shipped_db_copy, monkeypatch):
     """The deferred bootstrap's thread starts only once the first view is drawn (it would share the cores and
     the GIL with the drawing): when the job is asked for, every element of the run has been sent (the
     pending note, under the table, among them), and the first view says the intervals are being computed;
@@ -100,7 +110,8 @@ def test_the_bootstrap_starts_after_the_pages_last_element(shipped_db, monkeypat
     monkeypatch.setattr(DeltaGenerator, "_enqueue", enqueue_seen)
     monkeypatch.setattr(_lbopen_cache.BootstrapJobs, "get", get_seen)
     _lbopen_cache._jobs.clear()  # a job of this choice left by another test would be done already
-    at = new_app(shipped_db, monkeypatch)  # the first run
+    # a store of its own: another test's job may have kept this choice's whole board in the shared one
+    at = new_app(without_kept_boards(shipped_db_copy), monkeypatch)  # the first run
     in_first_run = len(sent)
     at.run()
     assert_clean(at)
@@ -224,7 +235,7 @@ def drawn(at) -> list[str]:
     return out
 
 
-def test_the_intervals_fragment_draws_the_board_a_full_run_draws(shipped_db, monkeypatch):
+def test_the_intervals_fragment_draws_the_board_a_full_run_draws(shipped_db_copy, monkeypatch):
     """Once the bootstrap is done, the intervals fragment draws the finished board itself (no ``st.rerun()``,
     docs/notes/race36-36.md): every element it draws (table with intervals and rank (UB), metrics, captions,
     column picker, chart, downloads) is the one the page's full run draws once the job is done; it draws no
@@ -236,7 +247,8 @@ def test_the_intervals_fragment_draws_the_board_a_full_run_draws(shipped_db, mon
 
     monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 0)
     _lbopen_cache._jobs.clear()
-    at = new_app(shipped_db, monkeypatch)  # pending: the point board, the job started at the page's end
+    # a store of its own, no board kept in it yet: pending, the point board, the job started at the page's end
+    at = new_app(without_kept_boards(shipped_db_copy), monkeypatch)
     assert any("Computing the 95 % bootstrap intervals" in str(c.value) for c in at.caption)
     wait_for_bootstrap()
 
@@ -245,9 +257,11 @@ def test_the_intervals_fragment_draws_the_board_a_full_run_draws(shipped_db, mon
     full = drawn(at)
     assert not any("being computed" in e for e in full)
 
-    # the fragment's run once the job is done: the page's run finds no job (as when it ran before the job
-    # ended) and draws the fragment, whose own look finds the job done
+    # the fragment's run once the job is done: the page's run finds no job and no whole board kept (as when
+    # it ran before the job ended) and draws the fragment, whose own look finds the job done
     real_started = _lbopen_cache.started_job
+    monkeypatch.setattr(_lbopen_cache, "stored_board_for",
+                        lambda key, ranker, bootstrap, seed: None)
     asks: list[int] = []
 
     def started_after_first_open(*args):
@@ -273,3 +287,36 @@ def test_the_intervals_fragment_draws_the_board_a_full_run_draws(shipped_db, mon
     by_fragment = drawn(at)
     assert by_fragment == full
     assert [k for k, _ in sent] == ["start", "stop"] and sent[0][1] == sent[1][1] != ""
+
+
+def test_a_job_that_met_a_busy_store_is_started_again_and_others_are_kept(monkeypatch):
+    """The bootstrap job reads the store in its own thread, where a command-line writer may hold it: a job
+    that ended on ``StoreBusy`` is started again on the next ask; one that ended otherwise (or is done) is the
+    job the next ask gets."""
+    from app_pages import _lbopen_cache
+    from engine.store.connection import StoreBusy
+
+    jobs = _lbopen_cache.BootstrapJobs()
+    try:
+        def busy():
+            raise StoreBusy("held")
+
+        def broken():
+            raise ValueError("no")
+
+        first = jobs.get(("busy",), busy)
+        assert isinstance(first.exception(timeout=30), StoreBusy)
+        monkeypatch.setattr(_lbopen_cache, "_jobs", lambda: jobs)
+        key = ("busy",)
+        monkeypatch.setitem(jobs.jobs, ("k", "bt", 1, 0), first)
+        assert _lbopen_cache.started_job("k", "bt", 1, 0) is None  # the page computes and asks again
+        assert _lbopen_cache.started_job("k", "bt", 2, 0) is None
+        assert key in jobs.jobs
+        again = jobs.get(("busy",), lambda: "read")
+        assert again is not first and again.result(timeout=30) == "read"
+        assert jobs.get(("busy",), lambda: "other") is again
+        failed = jobs.get(("broken",), broken)
+        assert isinstance(failed.exception(timeout=30), ValueError)
+        assert jobs.get(("broken",), lambda: "read") is failed
+    finally:
+        jobs.pool.shutdown(wait=True)
