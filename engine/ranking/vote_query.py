@@ -9,6 +9,7 @@ Python. The optional ``battle_id`` and ``tstamp`` columns (migration 030) are us
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -122,8 +123,8 @@ def read_vote_rows(
                (CASE {order_col} WHEN 'AB' THEN 1 WHEN 'BA' THEN 2 ELSE 0 END)::TINYINT AS o,
                {GRAPH_HASH} AS g, hash(prompt_id::VARCHAR) AS p,
                {voter} AS u
-               {', tstamp::DOUBLE AS ts' if has_time else ''}
-               {', prob_a::DOUBLE AS pa' if prob else ''}
+               {", coalesce(tstamp::DOUBLE, 'NaN'::DOUBLE) AS ts" if has_time else ''}
+               {", coalesce(prob_a::DOUBLE, 'NaN'::DOUBLE) AS pa" if prob else ''}
                {strength_sql}
                {''.join(f', {e}' for e in style_select(cols)) if style else ''}
                {answer_keys if style and texts is not None else ''}
@@ -134,15 +135,8 @@ def read_vote_rows(
     out = con.execute(sql, params(src, codes)).fetchnumpy()
     when = None
     if has_time:
-        when = np.asarray(out["ts"], dtype=np.float64) if "ts" in out else None
-        if when is not None and np.ma.isMaskedArray(out["ts"]):
-            when = out["ts"].filled(np.nan).astype(np.float64)
-    pa = None
-    if prob:
-        col = out["pa"]
-        pa = (
-            col.filled(np.nan).astype(np.float64) if np.ma.isMaskedArray(col) else np.asarray(col, np.float64)
-        )
+        when = _plain(out["ts"], np.float64, np.nan) if "ts" in out else None
+    pa = _plain(out["pa"], np.float64, np.nan) if prob else None
     counts = style_matrix(out) if style else None
     if counts is not None and texts is not None:
         fill_from_texts(counts, _plain(out["ka"], np.uint64), _plain(out["kb"], np.uint64), texts)
@@ -160,8 +154,18 @@ def model_codes(models: Sequence[str]) -> Relation:
                          models=list(models), codes=list(range(len(models))))
 
 
-def _plain(x, dtype) -> np.ndarray:
-    return np.asarray(x.filled(0) if np.ma.isMaskedArray(x) else x, dtype=dtype)
+def _plain(x, dtype, fill=0) -> np.ndarray:
+    """A fetched column as a plain array of ``dtype``, a NULL (a masked entry) read as ``fill``."""
+    return np.asarray(x.filled(fill) if is_masked(x) else x, dtype=dtype)
+
+
+def is_masked(x) -> bool:
+    """Whether ``x`` is a numpy masked array (DuckDB's ``fetchnumpy`` gives one for a column holding a
+    NULL), asked without importing ``numpy.ma``: ``np.ma`` loads that module on first touch (about 8 ms of
+    a command's start-up), and no masked array can exist before it is loaded. The reads coalesce their
+    nullable columns in SQL, so a plain board never loads it (tests/test_startup_imports.py)."""
+    ma = sys.modules.get("numpy.ma")
+    return ma is not None and bool(ma.isMaskedArray(x))
 
 
 def _source_order(cols: set[str]) -> str:
