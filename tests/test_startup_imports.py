@@ -49,6 +49,8 @@ NOT_NEEDED = (
     "scipy.linalg",                    # components are found by engine.graphs.reachability.pair_components
     "scipy._lib",                      # (scipy.sparse pulled numpy.f2py through scipy's array-API layer)
     "numpy.f2py",
+    "engine.rankers.style_bt",         # the style-controlled fit and its sandwich (--style-control, --ci
+    "engine.rankers.sandwich",         # sandwich): engine.ranking.style_board loads them where it fits
     "engine.judging.api",              # the judging pipeline
     "torch",
     "transformers",

@@ -230,12 +230,13 @@ def store_relation(store: Store, dataset: str) -> Relation:
 
 def store_vote_rows(
     store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None,
-    style: bool = False, need_strength: bool = False,
+    style: bool = False, need_strength: bool = False, relation: Relation | None = None,
 ) -> VoteRows:
     """``read_vote_rows`` over a stored (or attached) dataset; ``style``: with the verdicts' style counts,
     stored ones first, else those of the answer texts in the store (``engine.style.features``);
-    ``need_strength``: with each verdict's strength."""
-    relation = store_relation(store, dataset)
+    ``need_strength``: with each verdict's strength; ``relation``: the dataset's ``store_relation`` when
+    the caller has it already (else it is looked up here)."""
+    relation = store_relation(store, dataset) if relation is None else relation
     texts = None
     if style:
         cur = store.cursor()
