@@ -51,6 +51,11 @@ NOT_NEEDED = (
     "numpy.f2py",
     "engine.rankers.style_bt",         # the style-controlled fit and its sandwich (--style-control, --ci
     "engine.rankers.sandwich",         # sandwich): engine.ranking.style_board loads them where it fits
+    "engine.ranking.bootstrap",        # the bootstraps (--bootstrap B) and what only they use: loaded
+    "engine.ranking.count_bootstrap",  # where a bootstrap runs (engine.ranking.board names their result
+    "engine.rankers.counts",           # in annotations only)
+    "engine.style.features",           # style counts (--style-control): engine.ranking.vote_query loads
+    "engine.style.counting",           # them for a read with style counts only
     "engine.judging.api",              # the judging pipeline
     "torch",
     "transformers",

@@ -23,9 +23,9 @@ from engine.ranking.board import (
     not_estimable_params,
     plain_values,
 )
-from engine.ranking.count_bootstrap import CountedBattles, bootstrap_counts
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the bootstrap's modules load where a bootstrap runs, not with every board
+    from engine.ranking.count_bootstrap import CountedBattles
     from engine.store.connection import Store
     from engine.store.sql import Relation
 
@@ -112,6 +112,8 @@ def leaderboard_from_counts(
     boot = None
     if bootstrap and int(bootstrap) > 0:
         assert votes is not None  # refused on entry: the bootstrap resamples the votes themselves
+        from engine.ranking.count_bootstrap import bootstrap_counts
+
         boot = bootstrap_counts(
             votes,
             ranker,

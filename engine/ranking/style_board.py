@@ -34,8 +34,7 @@ from engine.ranking.board import (
     interval_columns,
     plain_values,
 )
-from engine.ranking.bootstrap import BootstrapResult
-from engine.style.features import STYLE_FEATURES
+from engine.store.schema import STYLE_FEATURES
 
 if TYPE_CHECKING:
     from engine.store.connection import Store
@@ -184,6 +183,7 @@ def leaderboard_from_style_rows(rows: VoteRows, spec: BoardSpec | None = None, *
         design_of,
         fit_style_bt,
     )
+    from engine.ranking.bootstrap import BootstrapResult
     from engine.ranking.count_board import leaderboard_from_votes
 
     spec = BoardSpec.of(spec, {"style_control": True, **choices})

@@ -19,21 +19,13 @@ import numpy as np
 from engine.errors import LensError
 from engine.frames import pd
 from engine.rankers.votes import VoteRows
+from engine.store.schema import STYLE_COLUMNS
 from engine.store.sql import Relation, in_values, params, scratch
 from engine.store.style_cache import ANSWER_KEY
-from engine.style.features import (
-    STYLE_COLUMNS,
-    AnswerCounts,
-    StyleCoverage,
-    fill_from_texts,
-    style_coverage,
-    style_matrix,
-    style_select,
-    text_counts_for,
-)
 
 if TYPE_CHECKING:
     from engine.store.connection import Store
+    from engine.style.features import AnswerCounts, StyleCoverage
 
 
 GRAPH_HASH = "hash(judge::VARCHAR, prompt_id::VARCHAR, variant::BIGINT, turn::BIGINT)"
@@ -66,6 +58,8 @@ def read_vote_rows(
     a column is absent or empty); ``texts``: a verdict without any stored count takes its two answers'
     counts from these (``engine.style.features``).
     """
+    if style:  # engine.style.features loads for a read with style counts only (a plain board's start-up)
+        from engine.style.features import fill_from_texts, style_matrix, style_select
     cols = columns_of(con, relation)
     missing = {"judge", "prompt_id", "variant", "turn", "model_a", "model_b", "winner"} - cols
     if missing:
@@ -239,6 +233,8 @@ def store_vote_rows(
     relation = store_relation(store, dataset) if relation is None else relation
     texts = None
     if style:
+        from engine.style.features import text_counts_for
+
         cur = store.cursor()
         cols = columns_of(cur, relation)
         texts = text_counts_for(store, dataset, filtered_source(relation, cols, judge, category), cols)
@@ -251,6 +247,8 @@ def store_style_coverage(store: Store, dataset: str, *, judge=None, category=Non
     source; its ``sentence()`` says what is missing when none does."""
     relation = store_relation(store, dataset)
     cols = columns_of(store.cursor(), relation)
+    from engine.style.features import style_coverage
+
     return style_coverage(store, dataset, filtered_source(relation, cols, judge, category), cols)
 
 
