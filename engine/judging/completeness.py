@@ -82,6 +82,11 @@ def unfinished_runs(store: Store, dataset: str | None = None) -> list[Unfinished
         sql += " AND dataset = ?"
         params.append(dataset)
     cur = store.cursor()
+    # every command asks (engine.cli._common.note_incomplete) and most stores have no run left unfinished:
+    # one plain look says so (about 1 ms) before the window query (5-7 ms, 1/20 of a command's start-up)
+    unfinished = "SELECT 1 FROM judge_runs WHERE status NOT IN ('done', 'failed-calls') LIMIT 1"
+    if not cur.execute(unfinished).fetchall():
+        return []
     rows = cur.execute(sql + " ORDER BY run_id", params).fetchall()
     host = socket.gethostname()
     out = []

@@ -4,7 +4,7 @@ carries the table with the parameters that produced it (shared by the graph and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -12,7 +12,9 @@ from engine.frames import pd
 from engine.graphs.stack import DEFAULT_POLICY
 from engine.rankers import RankResult, ranker_object
 from engine.rankers.objects import Ranker
-from engine.ranking.bootstrap import BootstrapResult
+
+if TYPE_CHECKING:  # named in annotations only: engine.ranking.bootstrap loads where a bootstrap runs
+    from engine.ranking.bootstrap import BootstrapResult
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,11 @@ from engine.ranking.board import (
     not_estimable_params,
     plain_values,
 )
-from engine.ranking.count_bootstrap import CountedBattles, bootstrap_counts
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the bootstrap's modules load where a bootstrap runs, not with every board
+    from engine.ranking.count_bootstrap import CountedBattles
     from engine.store.connection import Store
+    from engine.store.sql import Relation
 
 
 def leaderboard_from_votes(
@@ -111,6 +112,8 @@ def leaderboard_from_counts(
     boot = None
     if bootstrap and int(bootstrap) > 0:
         assert votes is not None  # refused on entry: the bootstrap resamples the votes themselves
+        from engine.ranking.count_bootstrap import bootstrap_counts
+
         boot = bootstrap_counts(
             votes,
             ranker,
@@ -221,14 +224,19 @@ def count_leaderboard(store: Store, dataset, judge, category, spec: BoardSpec) -
     order = store_vote_order(store, dataset, obj, spec.ranker_params)
     extra = {"dataset": dataset, "dataset_version": store.dataset_version(dataset), "judge": judge,
              "category": category}
+    # the dataset's relation is looked up once (a pair-count check and the attached files: two queries) and
+    # used by every read below, first where the first read needs it
+    relation = None
     # the lean fetch when every verdict is its own vote: counts, and for a bootstrap the votes themselves
     if order is None:
-        sc = lean_pair_counts(store.cursor(), store_relation(store, dataset), judge=judge, category=category,
+        relation = store_relation(store, dataset)
+        sc = lean_pair_counts(store.cursor(), relation, judge=judge, category=category,
                               votes_policy=spec.policy if spec.bootstrap else None)
         if sc is not None:
             if sc.n_votes == 0:
                 no_valid_verdict(dataset, judge, category)
-            extra.update(judges=filtered_judges(store, dataset, judge), n_invalid_verdicts=sc.n_invalid)
+            extra.update(judges=filtered_judges(store, dataset, judge, relation),
+                         n_invalid_verdicts=sc.n_invalid)
             return leaderboard_from_counts(
                 sc.counts,
                 sc.votes,
@@ -238,14 +246,15 @@ def count_leaderboard(store: Store, dataset, judge, category, spec: BoardSpec) -
                 policy=spec.policy,
                 extra_params=extra,
             )
+    relation = store_relation(store, dataset) if relation is None else relation
     rows = store_vote_rows(store, dataset, judge=judge, category=category,
-                           order_by=None if order is None else order[0])
+                           order_by=None if order is None else order[0], relation=relation)
     if len(rows) == 0:
         no_valid_verdict(dataset, judge, category)
     v = make_votes(rows, spec.policy)
     if order is not None:
         v = replace(v, order_used=order[1])
-    extra.update(judges=filtered_judges(store, dataset, judge), n_invalid_verdicts=rows.n_invalid)
+    extra.update(judges=filtered_judges(store, dataset, judge, relation), n_invalid_verdicts=rows.n_invalid)
     return leaderboard_from_votes(v, spec, extra_params=extra)
 
 
@@ -255,12 +264,13 @@ def no_valid_verdict(dataset, judge, category):
     raise LensError(f"Dataset {dataset!r} has no valid verdict{' for ' + what if what else ''}.")
 
 
-def filtered_judges(store: Store, dataset: str, judge) -> list[str]:
-    """The judges of a dataset's verdicts, within the judge filter when one is given."""
+def filtered_judges(store: Store, dataset: str, judge, relation: Relation | None = None) -> list[str]:
+    """The judges of a dataset's verdicts, within the judge filter when one is given; ``relation``: the
+    dataset's ``store_relation`` when the caller has it already."""
     from engine.ranking.vote_query import store_relation
     from engine.store.datasets import relation_judges
 
-    judges = relation_judges(store, store_relation(store, dataset))
+    judges = relation_judges(store, store_relation(store, dataset) if relation is None else relation)
     if judge is not None:
         judges = [j for j in judges if j in ([judge] if isinstance(judge, str) else list(judge))]
     return judges

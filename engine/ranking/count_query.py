@@ -33,7 +33,6 @@ import numpy as np
 from engine.errors import LensError
 from engine.graphs.distinct import distinct_sorted
 from engine.rankers.votes import A_WINS, TIE, PairCounts, Votes
-from engine.ranking.count_bootstrap import occurring_cells
 from engine.ranking.vote_query import GRAPH_HASH, columns_of, filtered_source, model_codes
 from engine.store.sql import Relation, params
 
@@ -123,6 +122,8 @@ def lean_pair_counts(con: duckdb.DuckDBPyConnection, relation: str | Relation, *
         n_graphs -= np.bincount(slo[later], minlength=n) + np.bincount(shi[later], minlength=n)
     del o, a_first
     # every verdict is its own vote here (no graph shows one pair in both orders): W and T by cell
+    from engine.ranking.count_bootstrap import occurring_cells  # with the bootstrap's module, not every board
+
     cells, of_vote = occurring_cells((lo.astype(np.int64) * n + hi) * 3 + outcome1, 3 * n * n)
     per_cell = np.bincount(of_vote, minlength=cells.size)
     del of_vote

@@ -27,7 +27,6 @@ from engine.ranking.board import (
     not_estimable_params,
     plain_values,
 )
-from engine.ranking.bootstrap import bootstrap as run_bootstrap
 from engine.ranking.count_board import (
     count_leaderboard,
     leaderboard_from_votes,
@@ -119,6 +118,8 @@ def leaderboard_from_stack(
     table["rank"] = res.ranks.reindex(models).to_numpy()
     boot = None
     if bootstrap and int(bootstrap) > 0:
+        from engine.ranking.bootstrap import bootstrap as run_bootstrap
+
         boot = run_bootstrap(stack, ranker, int(bootstrap), int(seed), level=level, unit=spec.bootstrap_unit,
                              **params)
     table = table.assign(**frame_columns(interval_columns(boot, models), len(models)))

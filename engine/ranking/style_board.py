@@ -23,16 +23,6 @@ from engine.frames import pd
 from engine.rankers import RankResult
 from engine.rankers.base import ranks_from_scores, ranks_from_scores_batch, series
 from engine.rankers.objects import Ranker
-from engine.rankers.sandwich import bt_sandwich, style_sandwich, z_quantile
-from engine.rankers.style_bt import (
-    MIN_PAIR_COUNT,
-    RIDGE,
-    Battles,
-    StyleFit,
-    bootstrap_style,
-    design_of,
-    fit_style_bt,
-)
 from engine.rankers.votes import PairCounts, VoteRows
 from engine.rankers.votes import votes as make_votes
 from engine.ranking.board import (
@@ -44,8 +34,7 @@ from engine.ranking.board import (
     interval_columns,
     plain_values,
 )
-from engine.ranking.bootstrap import BootstrapResult
-from engine.style.features import STYLE_FEATURES
+from engine.store.schema import STYLE_FEATURES
 
 if TYPE_CHECKING:
     from engine.store.connection import Store
@@ -116,6 +105,8 @@ def sandwich_columns(pc: PairCounts, res: RankResult, obj: Ranker, params: dict,
         why = ("sandwich intervals need the maximum-likelihood estimate, which does not exist for this "
                "selection (the fit added virtual ties)")
         return score_interval_columns(np.full(n, np.nan), np.full(n, np.nan), NOT_ESTIMABLE), why, None
+    from engine.rankers.sandwich import bt_sandwich, z_quantile
+
     theta = obj.to_log(res.scores.reindex(pc.models).to_numpy(np.float64), params)
     cov = bt_sandwich(n, pc.lo, pc.hi, pc.wins_lo, pc.wins_hi, pc.ties, theta, covariance=True)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
@@ -182,6 +173,17 @@ def leaderboard_from_style_rows(rows: VoteRows, spec: BoardSpec | None = None, *
     """The style-controlled board of verdict rows read with their style counts (module docstring);
     ``plain``: the plain board of the same votes when the caller has it (every vote carries features);
     ``choices``: keyword shorthand for the spec's fields."""
+    from engine.rankers.sandwich import style_sandwich, z_quantile
+    from engine.rankers.style_bt import (
+        MIN_PAIR_COUNT,
+        RIDGE,
+        Battles,
+        StyleFit,
+        bootstrap_style,
+        design_of,
+        fit_style_bt,
+    )
+    from engine.ranking.bootstrap import BootstrapResult
     from engine.ranking.count_board import leaderboard_from_votes
 
     spec = BoardSpec.of(spec, {"style_control": True, **choices})

@@ -9,6 +9,7 @@ Python. The optional ``battle_id`` and ``tstamp`` columns (migration 030) are us
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -18,21 +19,13 @@ import numpy as np
 from engine.errors import LensError
 from engine.frames import pd
 from engine.rankers.votes import VoteRows
+from engine.store.schema import STYLE_COLUMNS
 from engine.store.sql import Relation, in_values, params, scratch
 from engine.store.style_cache import ANSWER_KEY
-from engine.style.features import (
-    STYLE_COLUMNS,
-    AnswerCounts,
-    StyleCoverage,
-    fill_from_texts,
-    style_coverage,
-    style_matrix,
-    style_select,
-    text_counts_for,
-)
 
 if TYPE_CHECKING:
     from engine.store.connection import Store
+    from engine.style.features import AnswerCounts, StyleCoverage
 
 
 GRAPH_HASH = "hash(judge::VARCHAR, prompt_id::VARCHAR, variant::BIGINT, turn::BIGINT)"
@@ -65,6 +58,8 @@ def read_vote_rows(
     a column is absent or empty); ``texts``: a verdict without any stored count takes its two answers'
     counts from these (``engine.style.features``).
     """
+    if style:  # engine.style.features loads for a read with style counts only (a plain board's start-up)
+        from engine.style.features import fill_from_texts, style_matrix, style_select
     cols = columns_of(con, relation)
     missing = {"judge", "prompt_id", "variant", "turn", "model_a", "model_b", "winner"} - cols
     if missing:
@@ -122,8 +117,8 @@ def read_vote_rows(
                (CASE {order_col} WHEN 'AB' THEN 1 WHEN 'BA' THEN 2 ELSE 0 END)::TINYINT AS o,
                {GRAPH_HASH} AS g, hash(prompt_id::VARCHAR) AS p,
                {voter} AS u
-               {', tstamp::DOUBLE AS ts' if has_time else ''}
-               {', prob_a::DOUBLE AS pa' if prob else ''}
+               {", coalesce(tstamp::DOUBLE, 'NaN'::DOUBLE) AS ts" if has_time else ''}
+               {", coalesce(prob_a::DOUBLE, 'NaN'::DOUBLE) AS pa" if prob else ''}
                {strength_sql}
                {''.join(f', {e}' for e in style_select(cols)) if style else ''}
                {answer_keys if style and texts is not None else ''}
@@ -134,15 +129,8 @@ def read_vote_rows(
     out = con.execute(sql, params(src, codes)).fetchnumpy()
     when = None
     if has_time:
-        when = np.asarray(out["ts"], dtype=np.float64) if "ts" in out else None
-        if when is not None and np.ma.isMaskedArray(out["ts"]):
-            when = out["ts"].filled(np.nan).astype(np.float64)
-    pa = None
-    if prob:
-        col = out["pa"]
-        pa = (
-            col.filled(np.nan).astype(np.float64) if np.ma.isMaskedArray(col) else np.asarray(col, np.float64)
-        )
+        when = _plain(out["ts"], np.float64, np.nan) if "ts" in out else None
+    pa = _plain(out["pa"], np.float64, np.nan) if prob else None
     counts = style_matrix(out) if style else None
     if counts is not None and texts is not None:
         fill_from_texts(counts, _plain(out["ka"], np.uint64), _plain(out["kb"], np.uint64), texts)
@@ -160,8 +148,18 @@ def model_codes(models: Sequence[str]) -> Relation:
                          models=list(models), codes=list(range(len(models))))
 
 
-def _plain(x, dtype) -> np.ndarray:
-    return np.asarray(x.filled(0) if np.ma.isMaskedArray(x) else x, dtype=dtype)
+def _plain(x, dtype, fill=0) -> np.ndarray:
+    """A fetched column as a plain array of ``dtype``, a NULL (a masked entry) read as ``fill``."""
+    return np.asarray(x.filled(fill) if is_masked(x) else x, dtype=dtype)
+
+
+def is_masked(x) -> bool:
+    """Whether ``x`` is a numpy masked array (DuckDB's ``fetchnumpy`` gives one for a column holding a
+    NULL), asked without importing ``numpy.ma``: ``np.ma`` loads that module on first touch (about 8 ms of
+    a command's start-up), and no masked array can exist before it is loaded. The reads coalesce their
+    nullable columns in SQL, so a plain board never loads it (tests/test_startup_imports.py)."""
+    ma = sys.modules.get("numpy.ma")
+    return ma is not None and bool(ma.isMaskedArray(x))
 
 
 def _source_order(cols: set[str]) -> str:
@@ -226,14 +224,17 @@ def store_relation(store: Store, dataset: str) -> Relation:
 
 def store_vote_rows(
     store: Store, dataset: str, *, judge=None, category=None, order_by: str | None = None,
-    style: bool = False, need_strength: bool = False,
+    style: bool = False, need_strength: bool = False, relation: Relation | None = None,
 ) -> VoteRows:
     """``read_vote_rows`` over a stored (or attached) dataset; ``style``: with the verdicts' style counts,
     stored ones first, else those of the answer texts in the store (``engine.style.features``);
-    ``need_strength``: with each verdict's strength."""
-    relation = store_relation(store, dataset)
+    ``need_strength``: with each verdict's strength; ``relation``: the dataset's ``store_relation`` when
+    the caller has it already (else it is looked up here)."""
+    relation = store_relation(store, dataset) if relation is None else relation
     texts = None
     if style:
+        from engine.style.features import text_counts_for
+
         cur = store.cursor()
         cols = columns_of(cur, relation)
         texts = text_counts_for(store, dataset, filtered_source(relation, cols, judge, category), cols)
@@ -246,6 +247,8 @@ def store_style_coverage(store: Store, dataset: str, *, judge=None, category=Non
     source; its ``sentence()`` says what is missing when none does."""
     relation = store_relation(store, dataset)
     cols = columns_of(store.cursor(), relation)
+    from engine.style.features import style_coverage
+
     return style_coverage(store, dataset, filtered_source(relation, cols, judge, category), cols)
 
 
