@@ -201,9 +201,12 @@ long file started last would leave the other worker idle at the end."""
 ONE_WORKER = {
     "test_judging_local_soft.py": "the local model",
     "test_judging_local.py": "the local model",
+    "test_local_read_logits.py": "the local model",
 }
 """Files that share a session fixture costly to build (the local model: 7-10 s to load) run on the
-same worker, one after the other (pytest_xdist_make_scheduler); every other file is its own unit."""
+same worker, one after the other (pytest_xdist_make_scheduler); every other file is its own unit.
+test_local_read_logits.py needs no model but torch (1.3 s of CPU to import), which it imports in a
+fixture, not at collection: in the local model's unit, only that worker ever imports torch."""
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):

@@ -115,8 +115,9 @@ def test_rows_added_to_an_existing_dataset_are_the_serial_paths(tmp_path, monkey
 
 def interrupted_runs(monkeypatch, run, wait_s: float = 20):
     """Each path's import (early insert on, then off) with Ctrl-C in the fourth batch, raised once the early
-    insert has inserted rows (or after ``wait_s``): (the EarlyInsert objects made, ``run(enabled)``'s result
-    per path). ``run`` runs the import and checks nothing."""
+    insert has inserted rows, or has given up (its ``error`` set: it inserts nothing from then on, e.g. a
+    store that would not open as is), or after ``wait_s``: (the EarlyInsert objects made, ``run(enabled)``'s
+    result per path). ``run`` runs the import and checks nothing."""
     made: list[early_insert.EarlyInsert] = []
     real_make, real_add = imports.early_insert, verdicts.ReportBuilder.add
     results = {}
@@ -127,7 +128,8 @@ def interrupted_runs(monkeypatch, run, wait_s: float = 20):
             calls[0] += 1
             if calls[0] == 4:
                 deadline = time.monotonic() + wait_s
-                while made and made[-1].rows == 0 and time.monotonic() < deadline:
+                while (made and made[-1].rows == 0 and made[-1].error is None
+                       and time.monotonic() < deadline):
                     time.sleep(0.01)
                 raise KeyboardInterrupt
             real_add(self, raw)

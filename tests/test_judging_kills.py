@@ -65,6 +65,7 @@ def kill_harness(db: Path, kills: int = 3, concurrency: int = 8, answered_before
                 proc.wait()
                 srv.gate.set()
             assert _wait_for(lambda: srv.inflight == 0)
+        srv.delay_s = 0.0  # the slow replies only kept the kills inside the runs; the last run needs none
         last = run_engine(cmd[3:])  # the run that completes the dataset: in this process
         sent = [json.dumps([b["model"], b["messages"]], sort_keys=True) for b in srv.bodies]
     return len(sent), len(set(sent)), sum(in_flight), last

@@ -125,6 +125,7 @@ def test_an_unfinished_judge_run_marks_its_dataset_everywhere_until_a_rerun_comp
         assert _page_warnings(db, monkeypatch) == {p: [interrupted[0].upper() + interrupted[1:]]
                                                   for p in PAGES}  # fmt: skip
 
+        srv.delay_s = 0.0  # the slow replies only kept the kill inside the run; the rerun needs none
         done = run_engine(judge_cmd(db, "k", srv.base_url, limit="2")[3:])
     assert done.returncode == 0, done.stderr
     assert _notes(done) == []

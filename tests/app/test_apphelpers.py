@@ -36,7 +36,9 @@ def test_an_edited_script_runs_its_new_text(harness, tmp_path: Path):
 
 def test_a_run_past_its_timeout_stops_with_apptests_error(harness, tmp_path: Path):
     script = tmp_path / "slow.py"
-    script.write_text('import time\nimport streamlit as st\nst.write("early")\ntime.sleep(1.5)\n'
+    # the run sleeps 0.6 s, 3x the 0.2 s timeout: the timed-out run's stop waits out that sleep (a sleeping
+    # script thread cannot be stopped), then the second run sleeps again (was 1.5 s: 3 s of the test's wall)
+    script.write_text('import time\nimport streamlit as st\nst.write("early")\ntime.sleep(0.6)\n'
                       'st.write("late")\n', encoding="utf-8")
     with pytest.raises(RuntimeError, match=r"timed out after 0\.2\(s\)"):
         harness.from_file(str(script), default_timeout=0.2).run()
