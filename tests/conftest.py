@@ -246,6 +246,45 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
+LEFT_RUNNING_WAIT_S = 5.0
+"""How long a test's teardown waits for the app's foreground runs it started to end (``_foreground_left``)."""
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """After each test: where a foreground run (``engine.foreground``: an app script or fragment run) is still
+    going, wait for it (``LEFT_RUNNING_WAIT_S`` at most), then warn naming the test and the live threads'
+    stacks. A run left going (an AppTest run past its timeout, a script stuck on a wait) pauses every later
+    warming thread of the worker 2 s per checkpoint: tests/app/test_board_grid_page.py once took 78 s of wall
+    on 2.4 s of CPU (docs/notes/suite37-37.md). The warning says which test left it."""
+    note = _foreground_left()
+    if note:
+        import warnings
+
+        warnings.warn(pytest.PytestWarning(f"{item.nodeid} left {note}"), stacklevel=1)
+
+
+def _foreground_left() -> str | None:
+    import time
+
+    fg = sys.modules.get("engine.foreground")
+    if fg is None:
+        return None
+    deadline = time.monotonic() + LEFT_RUNNING_WAIT_S
+    while fg._running > fg._waiting and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if fg._running <= fg._waiting:
+        return None
+    import threading
+    import traceback
+
+    frames = sys._current_frames()
+    stacks = [f"{t.name}: " + " <- ".join(f"{f.name}:{f.lineno}" for f in reversed(
+        traceback.extract_stack(frames[t.ident])[-6:])) for t in threading.enumerate()
+        if t.ident in frames and t is not threading.main_thread()]
+    return f"{fg._running} foreground run(s) going ({fg._waiting} waiting); threads: " + "; ".join(stacks)
+
+
 def require(condition: bool, reason: str) -> None:
     """Skip locally when an optional part is missing; in CI a missing part is a failure."""
     if condition:
