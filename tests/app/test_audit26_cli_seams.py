@@ -62,7 +62,8 @@ def deferred_app(shipped_db, monkeypatch):
 
 
 @pytest.mark.parametrize("judge, ranker", [(None, "bt"), ("gpt-4", "elo"), ("gpt-4", "davidson")])
-def test_deferred_bootstrap_equals_the_cli(shipped_db, monkeypatch, judge, ranker):
+def test_deferred_bootstrap_equals_the_cli(shipped_db_copy, monkeypatch, judge, ranker):
+    shipped_db = shipped_db_copy  # its own copy: the bootstrap job keeps boards in the store it ran on
     at = deferred_app(shipped_db, monkeypatch)
     if judge:
         at.selectbox(key="judge").set_value(judge)
@@ -78,9 +79,10 @@ def test_deferred_bootstrap_equals_the_cli(shipped_db, monkeypatch, judge, ranke
                                   check_dtype=False)
 
 
-def test_intervals_shown_belong_to_the_current_choice(shipped_db, monkeypatch):
+def test_intervals_shown_belong_to_the_current_choice(shipped_db_copy, monkeypatch):
     """Judge gpt-4 with bt, then judge claude, then (bt's intervals still computing or not) ranker elo:
     once every job is done the page shows the last choice's intervals, the CLI's for claude / elo."""
+    shipped_db = shipped_db_copy  # its own copy: the bootstrap job keeps boards in the store it ran on
     at = deferred_app(shipped_db, monkeypatch)
     at.selectbox(key="judge").set_value("gpt-4").run()
     at.selectbox(key="judge").set_value("claude").run()
