@@ -10,9 +10,12 @@ between the fits of a curve's K or μ values, a few ms apart), and the backgroun
 foreground run is left.
 
 No deadlock: a foreground thread that waits for a background thread's result says so (``waiting()``), and
-while as many foreground threads wait as run, the background is not paused; a pause also never lasts longer
-than ``MAX_PAUSE`` at one checkpoint. Pausing changes when a result is made, never what it is (the same
-calls on the same inputs). Outside a ``background()`` block ``checkpoint()`` returns at once."""
+while any foreground thread waits, the background is not paused, whatever other runs go on beside it (another
+session's page run, or a run still ending: had they paused it, the waiting run would get its result one
+checkpoint per ``MAX_PAUSE``, minutes for a curve; tests/app/test_board_grid_page.py timed out so in CI); a
+pause also never lasts longer than ``MAX_PAUSE`` at one checkpoint. Pausing changes when a result is made,
+never what it is (the same calls on the same inputs). Outside a ``background()`` block ``checkpoint()``
+returns at once."""
 
 from __future__ import annotations
 
@@ -72,10 +75,15 @@ def background() -> Iterator[None]:
 
 
 def paused() -> bool:
-    """Whether a background thread would pause now: a foreground run is on and none of them waits for the
-    background."""
+    """Whether a background thread would pause now: a foreground run is on and no foreground thread waits
+    for the background."""
     with _STATE:
-        return _running > _waiting
+        return _held()
+
+
+def _held() -> bool:
+    """``paused``'s test, under ``_STATE``."""
+    return _running > 0 and _waiting == 0
 
 
 def checkpoint() -> None:
@@ -85,7 +93,7 @@ def checkpoint() -> None:
         return
     deadline = time.monotonic() + MAX_PAUSE
     with _STATE:
-        while _running > _waiting:
+        while _held():
             left = deadline - time.monotonic()
             if left <= 0:
                 return

@@ -55,6 +55,24 @@ def test_a_foreground_run_waiting_for_the_background_lets_it_go_on(monkeypatch):
     thread.join(30)
 
 
+def test_a_run_waiting_for_the_background_lets_it_go_on_beside_another_run(monkeypatch):
+    """Two foreground runs (two sessions, or one still ending), one of them waiting for the background's
+    result: the background goes on (it paused until the other run ended, a checkpoint per MAX_PAUSE: the
+    waiting run's curve took minutes, tests/app/test_board_grid_page.py timed out in CI)."""
+    monkeypatch.setattr(fg, "MAX_PAUSE", 60.0)
+    started, passed = threading.Event(), threading.Event()
+    with fg.foreground(), fg.foreground():
+        thread = _background_step(started, passed)
+        assert started.wait(30)
+        assert fg.paused()
+        with fg.waiting():
+            assert not fg.paused()
+            assert passed.wait(30)
+        assert fg.paused()
+    thread.join(30)
+    assert not fg.paused()
+
+
 def test_a_checkpoint_outside_background_work_never_waits_and_a_pause_has_a_limit(monkeypatch):
     monkeypatch.setattr(fg, "MAX_PAUSE", 60.0)
     with fg.foreground():
