@@ -158,11 +158,9 @@ class BootstrapJobs:
         """The job of ``key``, started with ``start`` on the first ask, and again where the last one ended on
         a store held by another process (``StoreBusy``: the job reads the store in its own thread, so a
         command-line writer may hold it then; a later ask tries again rather than keep that error)."""
-        from engine.store.connection import StoreBusy
-
         with self.lock:
             job = self.jobs.get(key)
-            if job is not None and job.done() and isinstance(job.exception(), StoreBusy):
+            if _ended_busy(job):
                 job = None
             if job is None:
                 job = self.pool.submit(start)
@@ -178,15 +176,20 @@ def _jobs() -> BootstrapJobs:
     return BootstrapJobs()
 
 
+def _ended_busy(job: Future | None) -> bool:
+    """Whether ``job`` ended on a store held by another process (``StoreBusy``): it is started again."""
+    from engine.store.connection import StoreBusy
+
+    return job is not None and job.done() and isinstance(job.exception(), StoreBusy)
+
+
 def started_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future | None:
     """The bootstrap job of this choice when one was started (None: not yet, or the last one ended on a store
     held by another process and is to be started again)."""
-    from engine.store.connection import StoreBusy
-
     jobs = _jobs()
     with jobs.lock:
         job = jobs.jobs.get((key, ranker, bootstrap, seed))
-    if job is not None and job.done() and isinstance(job.exception(), StoreBusy):
+    if _ended_busy(job):
         return None  # to be started again (``BootstrapJobs.get``)
     return job
 
@@ -205,7 +208,7 @@ def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppB
     while it writes, not while the bootstrap computes: a command-line writer can take the store meanwhile."""
     import time
 
-    _quiet_worker()
+    quiet_worker_threads()
     with get_store().session():
         stored = stored_board_for(key, ranker, bootstrap, seed)
         if stored is not None:
@@ -220,18 +223,23 @@ def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppB
     return board
 
 
+QUIET_THREADS = ("lens-bootstrap", "lens-prewarm")
+"""The server's own threads that call the pages' cached functions with no script run: the bootstrap worker
+and the prewarm (``app_pages._prewarm``)."""
+
+
 class _NoContextWarning(logging.Filter):
-    """Drops Streamlit's "missing ScriptRunContext" warning for the bootstrap worker thread: its cached calls
-    run with no session (their spinners have nowhere to go, by design)."""
+    """Drops Streamlit's "missing ScriptRunContext" warning for ``QUIET_THREADS``: their cached calls run
+    with no session (their spinners have nowhere to go, by design)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.threadName.startswith("lens-bootstrap")
+        return not record.threadName.startswith(QUIET_THREADS)
 
 
 _QUIET = _NoContextWarning()
 
 
-def _quiet_worker() -> None:
+def quiet_worker_threads() -> None:
     """The filter installed once on Streamlit's logger of that warning."""
     logger = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
     if _QUIET not in logger.filters:

@@ -278,13 +278,12 @@ def prewarm_store(wait_s: float | None = None) -> tuple | None:
     path, query = FirstPage.request
     if path not in LEADERBOARD_PATHS:
         return None
-    from app_pages._lbopen_cache import prewarm_first_open
+    from app_pages._lbopen_cache import prewarm_first_open, quiet_worker_threads
     from app_pages._lens import get_store
 
     if not _store_free():
         return None
-    quiet = _NoContextWarning()
-    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(quiet)
+    quiet_worker_threads()  # its cached calls run with no script run: Streamlit's warning for that dropped
     try:
         with contextlib.ExitStack() as held:
             with _brisk_switching():
@@ -298,8 +297,6 @@ def prewarm_store(wait_s: float | None = None) -> tuple | None:
     except Exception:  # noqa: BLE001 - the page's own run reads again and reports it
         _LOG.warning("prewarm: reading the Leaderboard's first board failed", exc_info=True)
         return None
-    finally:
-        logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").removeFilter(quiet)
 
 
 def _store_free() -> bool:
@@ -319,14 +316,6 @@ def _store_free() -> bool:
         return False
     file_lock.release(path)
     return True
-
-
-class _NoContextWarning(logging.Filter):
-    """Drops Streamlit's "missing ScriptRunContext" warning for the prewarm thread: its cached calls run with
-    no session (their spinners have nowhere to go, by design)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.threadName != "lens-prewarm"
 
 
 def open_browser() -> None:
