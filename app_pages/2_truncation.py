@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app_pages._curve_figure import setting_svg
+from app_pages._curve_figure import CURVES_DRAWN, setting_svg
 from app_pages._lens import (
     B_DEFAULT,
     CURVE_RESAMPLES,
@@ -177,6 +177,7 @@ def _sliders_and_results() -> None:
         k_best = best_k(k_frame)
         metric = "Spearman ρ distance"
         cols = st.columns(2)
+        drawn: dict[str, np.ndarray] = {}
         for col, frame, x, at, marker, title in (
             (cols[0], k_frame, "k", float(mu), keep_k, f"distance vs K (μ={mu:g})"),
             (cols[1], mu_frame, "mu", int(keep_k), mu, f"distance vs μ (K={keep_k})"),
@@ -184,8 +185,10 @@ def _sliders_and_results() -> None:
             # inline SVG (st.html strips SVG: its DOMPurify keeps HTML only); titles are escaped. The
             # setting's line is its own small element over the curve: a move of the other slider leaves the
             # curve's markup as it was (made once per curve), and the browser does not redraw it
-            col.markdown(curve_markup_for(ch.key, x, at, title, metric, k_best), unsafe_allow_html=True)
+            markup, drawn[x] = curve_markup_for(ch.key, x, at, title, metric, k_best)
+            col.markdown(markup, unsafe_allow_html=True)
             col.markdown(setting_svg(frame, x, marker, best=k_best), unsafe_allow_html=True)
+        st.session_state[CURVES_DRAWN] = drawn  # the numbers drawn, kept on the server (tests read them)
         st.caption(
             "Paper 000's protocol, whatever the sidebar's ranker: half-tie Bradley–Terry on the kept "
             "graphs, "

@@ -4,16 +4,15 @@
 Why not Plotly: the browser's drawing of the page's two Plotly figures was ~100 ms of every slider move
 (docs/notes/lead-33.md, "Slider round trips"); an inline SVG paints in about a millisecond. The geometry
 (data -> pixel mapping, ticks) is the pure ``curve_axes`` so tests can check it against the closed form;
-the rows' numbers are one JSON attribute on the svg (``data-points``) and every marker's numbers are in a
-hover ``<title>`` (of a transparent strip over it; neighbours whose numbers read the same, or closer than
-``MIN_STRIP``, share one: ``hover_groups``). The slider's setting (a red line) is drawn by
+every marker's numbers are in a hover ``<title>`` (of a transparent strip over it; neighbours whose
+numbers read the same, or closer than ``MIN_STRIP``, share one: ``hover_groups``); their full-precision
+numbers stay on the server (``curve_rows``). The slider's setting (a red line) is drawn by
 ``setting_svg`` as a separate element over the curve: a move of the other slider then re-sends the
 curve's markup unchanged and the browser does not redraw it. A μ move does redraw the keep-K curve (480
 markers pooled on vicuna80), so its markup is kept small (``curve_svg``)."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from html import escape
@@ -238,6 +237,33 @@ def _hit_strips(x: str, rows: np.ndarray, xs: np.ndarray, mean: np.ndarray, low:
     return out
 
 
+CURVE_ROW_COLUMNS = ("x", "mean", "ci_low", "ci_high", "point")
+"""The columns of ``curve_rows``: the curve's x (K or μ) then the frame's numbers a marker shows."""
+
+
+def _drawn(frame: pd.DataFrame, x: str) -> np.ndarray:
+    """The frame's rows that get a marker (a finite x and mean), in frame order."""
+    xs, mean = (frame[c].to_numpy(dtype=np.float64) for c in (x, "mean"))
+    return np.flatnonzero(np.isfinite(mean) & np.isfinite(xs))
+
+
+def curve_rows(frame: pd.DataFrame, x: str) -> np.ndarray:
+    """The numbers ``curve_svg(frame, x, ...)`` draws, one row per marker in the markers' order
+    (``CURVE_ROW_COLUMNS``, float64, full precision, NaN kept): what the markup shows at the digits it
+    writes (pixels to 2 decimals, hovers to 4). The page keeps these beside the markup it sends
+    (session state, ``CURVES_DRAWN``) so that tests compare what it drew with a curve made from scratch bit
+    for bit without the numbers travelling to the browser."""
+    cols = [frame[c].to_numpy(dtype=np.float64) for c in (x, "mean", "ci_low", "ci_high", "point")]
+    return np.column_stack(cols)[_drawn(frame, x)]
+
+
+CURVES_DRAWN = "_curves_drawn"
+"""The session-state key under which the Truncation page keeps, per curve it drew (``"k"``, ``"mu"``), the
+``curve_rows`` its markup was drawn from. Session state because it is the session's own (two readers'
+pages never mix), stays on the server (nothing sent to the browser) and AppTest reads it
+(tests/curve_svg_read.py ``page_curves``)."""
+
+
 def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_title: str, best: int = 0,
               setting: bool = True) -> str:
     """One sensitivity curve as an inline SVG string: the band ``ci_low``…``ci_high`` (blue fill), the
@@ -251,8 +277,10 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
     work grows with the markup's bytes and elements): the markers are one path (a round dot per row with a
     mean), the hover texts are the ``<title>`` of invisible strips of the plot's height over the markers
     (``_hit_spans``; a strip per run of markers whose numbers read the same, runs narrower than
-    ``MIN_STRIP`` packed into one: ``hover_groups``), and the rows' numbers (x, mean, ci_low, ci_high,
-    point; full precision, for tests and tools) are one JSON list on the svg, ``data-points``. The svg is
+    ``MIN_STRIP`` packed into one: ``hover_groups``). The rows' full-precision numbers are not in the
+    markup (``curve_rows`` gives them; a reader wanting the numbers has the CLI's ``experiment keep-k`` /
+    ``mu``): as a 41 kB JSON attribute they were half of the browser's Markdown work on a μ move's pooled
+    keep-K curve (docs/notes/mu37-37.md, mu38-38.md). The svg is
     wrapped in a div so that Markdown takes it as an HTML block, passed through whole, not as a paragraph
     of inline HTML that its inline parser walks tag by tag; the div's bottom margin is the paragraph's
     (Streamlit takes 1rem off the end of a Markdown element), so the page's layout and ``SETTING_LIFT``
@@ -261,14 +289,12 @@ def curve_svg(frame: pd.DataFrame, x: str, marker: float, title: str, yaxis_titl
     xs = frame[x].to_numpy(dtype=np.float64)
     mean, low, high, point = (frame[c].to_numpy(dtype=np.float64)
                               for c in ("mean", "ci_low", "ci_high", "point"))
-    shown = np.flatnonzero(np.isfinite(mean) & np.isfinite(xs))
-    rows = [[float(v[i]) for v in (xs, mean, low, high, point)] for i in shown]
+    shown = _drawn(frame, x)
     font = 'font-family="sans-serif" font-size="11" fill="#31333f"'
     out = [f'<div class="curve" style="margin-bottom:1rem">'
            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" class="curve-svg" '
            f'data-x="{x}" data-x-lo="{ax.x_lo!r}" data-x-hi="{ax.x_hi!r}" data-y-lo="{ax.y_lo!r}" '
            f'data-y-hi="{ax.y_hi!r}" data-log="{int(ax.log)}" '
-           f'data-points="{escape(json.dumps(rows, separators=(",", ":")))}" '
            f'style="width:100%;height:auto;display:block" role="img" aria-label="{escape(title)}">',
            f'<text x="{ax.left}" y="18" font-family="sans-serif" font-size="14" fill="#31333f">'
            f'{escape(title)}</text>']

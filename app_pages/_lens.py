@@ -743,17 +743,21 @@ def mu_curve_for(key: CacheKey, keep_k: int):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def curve_markup_for(key: CacheKey, x: str, at: float, title: str, metric: str, best: int) -> str:
+def curve_markup_for(key: CacheKey, x: str, at: float, title: str, metric: str,
+                     best: int) -> tuple[str, np.ndarray]:
     """The Truncation page's drawing of one sensitivity curve without its setting line
     (``app_pages._curve_figure.curve_svg``, ``setting=False``): the keep-K curve at μ = ``at`` (``x`` "k")
-    or the μ curve at K = ``at`` (``x`` "mu"). Kept per curve: the markup does not depend on the sliders'
-    setting (the red line is ``setting_svg``'s), and a pooled vicuna80 keep-K curve is ~143 kB of it,
-    ~10 ms of a move's CPU to rebuild. The setting passed to ``curve_svg`` is the curve's first x, inside
-    its range like every slider value, so the axes are the ones the slider's setting gives."""
-    from app_pages._curve_figure import curve_svg
+    or the μ curve at K = ``at`` (``x`` "mu"), and the numbers it was drawn from (``curve_rows``: the page
+    keeps them on the server for tests, the markup does not carry them). Kept per curve: the markup does not
+    depend on the sliders' setting (the red line is ``setting_svg``'s), and a pooled vicuna80 keep-K curve
+    is ~60 kB of it, ~10 ms of a move's CPU to rebuild. The setting passed to ``curve_svg`` is the curve's
+    first x, inside its range like every slider value, so the axes are the ones the slider's setting
+    gives."""
+    from app_pages._curve_figure import curve_rows, curve_svg
 
     frame = keep_k_curve_for(key, float(at)) if x == "k" else mu_curve_for(key, int(at))
-    return curve_svg(frame, x, float(frame[x].iloc[0]), title, metric, best=best, setting=False)
+    return (curve_svg(frame, x, float(frame[x].iloc[0]), title, metric, best=best, setting=False),
+            curve_rows(frame, x))
 
 
 def warm_curves_for(key: CacheKey, keep_k: int, mu: float, k_max: int, mus) -> None:

@@ -1,12 +1,15 @@
-"""Read a Truncation sensitivity curve back from its inline SVG (``app_pages._curve_figure.curve_svg``):
-the numbers each marker carries, the pixels drawn, the lines and texts, so tests compare a drawn curve
-with curves computed from scratch and with the closed-form data -> pixel mapping."""
+"""Read a Truncation sensitivity curve back from its inline SVG (``app_pages._curve_figure.curve_svg``) and
+the rows it was drawn from (``curve_rows``, which the page keeps on the server): the numbers each marker
+carries, the pixels drawn, the lines and texts, so tests compare a drawn curve with curves computed from
+scratch and with the closed-form data -> pixel mapping."""
 
 from __future__ import annotations
 
-import json
+import math
 import re
 import xml.etree.ElementTree as ET
+
+import numpy as np
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -15,13 +18,29 @@ def _xy(text: str) -> list[tuple[float, float]]:
     return [(float(a), float(b)) for a, b in re.findall(r"(-?[\d.]+),(-?[\d.]+)", text)]
 
 
-def read_curve(markup: str) -> dict:
-    """The curve's markup (a div holding the SVG) parsed as XML (so unescaped markup fails here): root
-    attributes, the plot rectangle, the markers (their numbers from the svg's ``data-points`` JSON, each
-    dot's cx, cy from the markers' path, the hover strip [lo, hi) over the dot, its title and the title's
-    line covering the marker's x), the hover strips (``hits``: title, strip, lines), band polygons and
-    line pieces (pixel pairs), the setting / best lines, every text by class, and the markers' drawing
-    attributes."""
+NAN = float("nan")
+"""One NaN object for every NaN read: Python's == on lists and dicts takes an object as equal to itself,
+so two readings of the same numbers compare equal, NaN included."""
+
+
+def _numbers(rows) -> list[list[float]]:
+    """The rows as lists of Python floats, every NaN the one ``NAN``."""
+    table = np.asarray(rows, dtype=np.float64).reshape(-1, 5).tolist()
+    return [[v if v == v else NAN for v in r] for r in table]
+
+
+def read_curve(markup: str, rows) -> dict:
+    """The curve's markup (a div holding the SVG) parsed as XML (so unescaped markup fails here) together
+    with ``rows``, the numbers it was drawn from (``app_pages._curve_figure.curve_rows``: x, mean, ci_low,
+    ci_high, point per marker; the markup does not carry them at full precision). The markup is checked
+    against the rows at the digits it shows: a dot per row, each at the closed-form pixel of its x and mean
+    (2 decimals, from the svg's axes and plot rectangle), and the line of its hover covering its x reading
+    its numbers to 4 decimals. Returned: root attributes, the plot rectangle, the markers (numbers from
+    ``rows``, each dot's cx, cy from the markers' path, the hover strip [lo, hi) over the dot, its title and
+    the title's line covering the marker's x), the hover strips (``hits``: title, strip, lines), band
+    polygons and line pieces (pixel pairs), the setting / best lines, every text by class, and the markers'
+    drawing attributes."""
+    rows = _numbers(rows)
     wrapper = ET.fromstring(markup)
     assert wrapper.tag == "div" and len(wrapper) == 1, markup[:200]
     root = wrapper[0]
@@ -29,7 +48,7 @@ def read_curve(markup: str) -> dict:
     els = list(root.iter())
     rect = next(e for e in els if e.get("class") == "plot")
     left, top = float(rect.get("x")), float(rect.get("y"))
-    rows = json.loads(root.get("data-points"))
+    assert root.get("data-points") is None  # the numbers stay on the server (curve_rows)
     dots_el = [e for e in els if e.get("class") == "markers"]
     assert len(dots_el) <= 1
     dots = [(float(a), float(b)) for a, b in re.findall(r"M(-?[\d.]+),(-?[\d.]+)h0", dots_el[0].get("d"))] \
@@ -45,14 +64,19 @@ def read_curve(markup: str) -> dict:
         hits.append({"title": e.find(f"{NS}title").text, "strip": (float(m[1]), float(m[3])),
                      "lines": hover_lines(e.find(f"{NS}title").text)})
     assert len(rows) == len(dots), (len(rows), len(dots))
+    px, py = _pixels(root, rect)
     markers = []
     for r, d in zip(rows, dots, strict=True):
+        # the dot at its row's pixel, as drawn (2 decimals)
+        assert abs(d[0] - px(r[0])) <= 0.0051 and abs(d[1] - py(r[1])) <= 0.0051, (r, d)
         # the strip over the dot (exactly one), and the line of its hover that covers the marker's x
         over = [h for h in hits if h["strip"][0] < d[0] < h["strip"][1]]
         assert len(over) == 1, (d, over)
         shown = float(f"{r[0]:g}")  # x as the hover writes it
         line = [ln for ln in over[0]["lines"] if float(ln["a"]) <= shown <= float(ln["b"])]
         assert len(line) == 1, (r, over[0]["title"])
+        # ... reading the row's numbers as the hover writes them
+        assert [line[0][k] for k in ("mean", "lo", "hi", "point")] == [f"{v:.4f}" for v in r[1:]], (r, line)
         markers.append({"x": r[0], "mean": r[1], "lo": r[2], "hi": r[3], "point": r[4], "cx": d[0],
                         "cy": d[1], "hover": over[0]["title"], "line": line[0], "strip": over[0]["strip"]})
 
@@ -76,6 +100,33 @@ def read_curve(markup: str) -> dict:
         "marker_style": {k: v for k, v in dots_el[0].attrib.items() if k != "d"} if dots_el else None,
         "hit_style": dict(groups[0].attrib) if groups else None,
     }
+
+
+def _pixels(root: ET.Element, rect: ET.Element):
+    """The closed-form data -> pixel mapping of the svg's axes (``data-x-lo`` … ``data-log``) onto its plot
+    rectangle: x linear, or linear in log10 x; y with ``data-y-hi`` at the top."""
+    left, top = float(rect.get("x")), float(rect.get("y"))
+    right, bottom = left + float(rect.get("width")), top + float(rect.get("height"))
+    f = math.log10 if root.get("data-log") == "1" else float
+    x_lo, x_hi = f(float(root.get("data-x-lo"))), f(float(root.get("data-x-hi")))
+    y_lo, y_hi = float(root.get("data-y-lo")), float(root.get("data-y-hi"))
+    return (lambda v: left + (f(v) - x_lo) / (x_hi - x_lo) * (right - left),
+            lambda v: bottom - (v - y_lo) / (y_hi - y_lo) * (bottom - top))
+
+
+def page_curves(at) -> list[dict]:
+    """The sensitivity curves an AppTest run of the Truncation page drew (keep-K first), each read with
+    the numbers the page kept for it on the server (session state ``CURVES_DRAWN``: the rows its markup was
+    drawn from)."""
+    from app_pages._curve_figure import CURVES_DRAWN
+
+    drawn = at.session_state[CURVES_DRAWN]
+    out = []
+    for m in (m for m in at.markdown if "curve-svg" in m.value):
+        x = re.search(r'class="curve-svg" data-x="(\w+)"', m.value)
+        assert x is not None, m.value[:300]
+        out.append(read_curve(m.value, drawn[x[1]]))
+    return out
 
 
 HOVER_LINE = re.compile(

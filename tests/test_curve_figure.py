@@ -5,7 +5,8 @@ axis with decades at equal steps, a NaN mean leaving a gap (no marker, a broken 
 setting and best-K lines, the y range of ``y_range``, escaped titles, the legend on the keep-K curve only;
 the compact markup (one path of dots, hover strips tiling the x range, a line per run of markers whose
 numbers read the same, packed into strips at least MIN_STRIP wide, the rows' numbers bit
-for bit in one JSON attribute, the svg in a div that Markdown takes as one HTML block)."""
+for bit in ``curve_rows``, which the page keeps on the server, not in the markup; the svg in a div that
+Markdown takes as one HTML block)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pandas as pd
 import pytest
 from curve_svg_read import read_curve, read_setting
 
-from app_pages._curve_figure import HEIGHT, MIN_STRIP, SETTING_LIFT, WIDTH, curve_svg, setting_svg
+from app_pages._curve_figure import HEIGHT, MIN_STRIP, SETTING_LIFT, WIDTH, curve_rows, curve_svg, setting_svg
 from engine.views.truncation_view import best_k, y_range
 
 
@@ -58,7 +59,8 @@ def pixel(value: float, lo: float, hi: float, a: float, b: float, log: bool = Fa
 def test_markers_band_and_lines_are_the_frame_at_the_closed_form_pixels(x, n, seed, flat, marker, nan_at):
     frame = curve(x, n, seed, flat, nan_at)
     k_best = best_k(curve("k", n, seed, flat))
-    got = read_curve(curve_svg(frame, x, marker, f"distance vs {x}", "Spearman ρ distance", best=k_best))
+    got = read_curve(curve_svg(frame, x, marker, f"distance vs {x}", "Spearman ρ distance", best=k_best),
+                     curve_rows(frame, x))
     log = x == "mu"
     left, right, top, bottom = got["plot"]
     # the axes: x spans the data and the lines drawn, y is y_range's
@@ -101,14 +103,15 @@ def test_markers_band_and_lines_are_the_frame_at_the_closed_form_pixels(x, n, se
 
 def test_the_log_axis_puts_decades_at_equal_steps_and_the_linear_one_integers():
     frame = curve("mu", 17, 0)
-    got = read_curve(curve_svg(frame, "mu", 1.0, "t", "y"))
+    got = read_curve(curve_svg(frame, "mu", 1.0, "t", "y"), curve_rows(frame, "mu"))
     assert got["xticks"] == ["0.01", "0.1", "1", "10", "100"]
     left, right, _, _ = got["plot"]
     at = [m["cx"] for m in got["markers"]]
     # 17 points log-spaced over four decades: every fourth is a decade, 1/4 of the width apart
     assert np.allclose(np.diff(at[::4]), (right - left) / 4, atol=0.01)
     assert np.allclose(np.diff(at), np.diff(at)[0], atol=0.01)
-    k = read_curve(curve_svg(curve("k", 80, 0), "k", 40, "t", "y", best=3))
+    k80 = curve("k", 80, 0)
+    k = read_curve(curve_svg(k80, "k", 40, "t", "y", best=3), curve_rows(k80, "k"))
     assert k["xticks"] == ["20", "40", "60", "80"]  # 1-2-5 steps, at most ~7
     ys = [float(t) for t in k["yticks"]]
     assert len(ys) >= 3 and all(k["y_lo"] <= v <= k["y_hi"] for v in ys)
@@ -116,7 +119,7 @@ def test_the_log_axis_puts_decades_at_equal_steps_and_the_linear_one_integers():
 
 def test_a_nan_mean_leaves_a_gap_not_a_zero():
     frame = curve("k", 10, 0, nan_at=(0, 4, 5))
-    got = read_curve(curve_svg(frame, "k", 3, "t", "y", best=2))
+    got = read_curve(curve_svg(frame, "k", 3, "t", "y", best=2), curve_rows(frame, "k"))
     assert [m["x"] for m in got["markers"]] == [2.0, 3.0, 4.0, 7.0, 8.0, 9.0, 10.0]
     assert [len(piece) for piece in got["mean"]] == [3, 4] and len(got["band"]) == 2
     zero = pixel(0.0, got["y_lo"], got["y_hi"], got["plot"][3], got["plot"][2])  # where y = 0 is drawn
@@ -125,9 +128,10 @@ def test_a_nan_mean_leaves_a_gap_not_a_zero():
 
 def test_titles_are_escaped_and_the_svg_scales_with_its_column():
     nasty = "<script>window.__x=1</script> & \"q\" <img src=x onerror=alert(1)>"
-    svg = curve_svg(curve("k", 5, 0), "k", 2, nasty, nasty, best=1)
+    frame = curve("k", 5, 0)
+    svg = curve_svg(frame, "k", 2, nasty, nasty, best=1)
     assert "<script" not in svg and "<img" not in svg
-    got = read_curve(svg)  # valid XML
+    got = read_curve(svg, curve_rows(frame, "k"))  # valid XML
     assert got["texts"][0] == nasty and got["texts"][2] == nasty
     assert got["root"]["viewBox"].startswith("0 0 ") and "width:100%" in got["root"]["style"]
 
@@ -141,9 +145,9 @@ def test_the_setting_overlay_is_the_curves_own_red_line_and_the_curve_stays_the_
     which the browser does not redraw)."""
     frame = curve(x, n, seed, flat, nan_at)
     k_best = best_k(frame) if x == "k" else 0
-    whole = read_curve(curve_svg(frame, x, marker, "t", "y", best=k_best))
+    whole = read_curve(curve_svg(frame, x, marker, "t", "y", best=k_best), curve_rows(frame, x))
     bare = curve_svg(frame, x, marker, "t", "y", best=k_best, setting=False)
-    assert read_curve(bare) == {**whole, "setting": []}
+    assert read_curve(bare, curve_rows(frame, x)) == {**whole, "setting": []}
     over = read_setting(setting_svg(frame, x, marker, best=k_best))
     assert over["setting"] == whole["setting"] == [float(marker)] and over["x"] == x
     assert over["viewBox"] == whole["root"]["viewBox"] == f"0 0 {WIDTH} {HEIGHT}" and over["elements"] == 1
@@ -159,9 +163,10 @@ def test_the_markup_is_compact_and_draws_and_hovers_every_marker(x, n, seed, fla
     """The compact markup (a pooled keep-K curve is redrawn on every μ move): the svg inside a div whose
     markup Markdown takes as one HTML block (it starts with ``<div``, has no newline at all, ends with the
     div); the markers one path of dots with round caps 5 wide, the same as circles of radius 2.5 (the
-    legend's marker is a circle of radius 3); ``data-points`` the rows with a mean at full precision
-    (repr: parsed back equal, NaN kept). The hover strips: their edges are midpoints between neighbouring
-    dots (brute force over the dots' pixels) and they tile the x range with no gap or overlap; a hover line
+    legend's marker is a circle of radius 3); no full-precision numbers in the markup (no ``data-points``):
+    ``curve_rows`` the rows with a mean, bit for bit, NaN kept, which the markup shows at its digits. The
+    hover strips: their edges are midpoints between neighbouring dots (brute force over the dots' pixels)
+    and they tile the x range with no gap or overlap; a hover line
     is a maximal run of neighbours whose numbers read the same (two neighbouring lines never read the same,
     and every marker's line has its own numbers: read_curve); lines are packed left to right into strips
     of at least ``MIN_STRIP`` px: every strip but the last is that wide, and a strip of several lines is
@@ -172,8 +177,8 @@ def test_the_markup_is_compact_and_draws_and_hovers_every_marker(x, n, seed, fla
     markup = curve_svg(frame, x, marker, "t", "y", best=k_best)
     assert markup.startswith('<div class="curve" style="margin-bottom:1rem"><svg ') and markup.endswith(
         "</svg></div>")
-    assert "\n" not in markup and markup.count("<div") == 1
-    got = read_curve(markup)
+    assert "\n" not in markup and markup.count("<div") == 1 and "data-points" not in markup
+    got = read_curve(markup, curve_rows(frame, x))
     assert got["marker_style"] == {"class": "markers", "fill": "none", "stroke": "#3b5bdb",
                                    "stroke-width": "5", "stroke-linecap": "round"}
     assert got["hit_style"] == {"class": "hits", "fill": "none", "pointer-events": "fill"}
@@ -222,7 +227,7 @@ def test_hover_lines_keep_their_line_breaks_and_a_lone_marker_reads_as_before():
     frame = curve("k", 12, 3)
     markup = curve_svg(frame, "k", 3, "t", "y", best=1)
     assert "&#10;" in markup and "\n" not in markup
-    m = read_curve(markup)["markers"][4]
+    m = read_curve(markup, curve_rows(frame, "k"))["markers"][4]
     r = frame.iloc[4]
     assert m["hover"] == (f"k = 5\nmean {r['mean']:.4f}\n95 % interval {r['ci_low']:.4f} … "
                           f"{r['ci_high']:.4f}\nall kept graphs {r['point']:.4f}")
@@ -230,10 +235,10 @@ def test_hover_lines_keep_their_line_breaks_and_a_lone_marker_reads_as_before():
 
 def test_a_nan_in_a_row_with_a_mean_is_kept_in_the_numbers():
     """A row whose interval or point is NaN (its mean known) keeps its marker, and its NaN reads back NaN
-    (JSON's NaN), not a zero or a dropped row."""
+    (``curve_rows`` keeps it, the hover writes ``nan``), not a zero or a dropped row."""
     frame = curve("k", 6, 0)
     frame.loc[2, ["ci_low", "point"]] = np.nan
-    got = read_curve(curve_svg(frame, "k", 3, "t", "y", best=1))
+    got = read_curve(curve_svg(frame, "k", 3, "t", "y", best=1), curve_rows(frame, "k"))
     assert [m["x"] for m in got["markers"]] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     third = got["markers"][2]
     assert math.isnan(third["lo"]) and math.isnan(third["point"]) and third["mean"] == frame["mean"][2]

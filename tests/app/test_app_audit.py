@@ -18,7 +18,7 @@ import pytest
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import app_at, assert_clean, judge_of, new_app, unescape_md  # noqa: F401
-from curve_svg_read import read_curve
+from curve_svg_read import page_curves
 from scipy.stats import spearmanr
 
 SMALL = {"n_models": 20, "categories": 2, "prompts": 6, "paraphrases": 2, "samples": 2}
@@ -216,7 +216,7 @@ def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipp
         in _captions(at)
     )
 
-    curves = [read_curve(m.value) for m in at.markdown if "curve-svg" in m.value]
+    curves = page_curves(at)
     assert len(curves) == 2
     for got in curves:  # keep-K and mu curves (inline SVG)
         lo, hi = got["y_lo"], got["y_hi"]

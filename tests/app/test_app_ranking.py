@@ -167,9 +167,9 @@ def test_keep_k_curve_at_all_graphs_matches_choix_and_scipy(app_at, shipped_stor
 
     at = app_at("app_pages/2_truncation.py")
     assert_clean(at)
-    from curve_svg_read import read_curve
+    from curve_svg_read import page_curves
 
-    curve = read_curve(next(m.value for m in at.markdown if "curve-svg" in m.value))  # keep-K, first
+    curve = page_curves(at)[0]  # keep-K, first
     assert curve["root"]["data-x"] == "k"
     # each marker carries its row's point estimate (the "all kept graphs" fit)
     ks = np.array([m["x"] for m in curve["markers"]])

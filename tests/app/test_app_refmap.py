@@ -14,7 +14,7 @@ import pytest
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import assert_clean, new_app, unescape_md
-from curve_svg_read import read_curve
+from curve_svg_read import page_curves
 from test_reference_names import ARENA_20, NOT_ARENA, arena_like_rows
 
 from engine.ranking.reference import DEFAULT_REFERENCE
@@ -66,8 +66,8 @@ def test_uploaded_dataset_has_reference_columns_curves_and_a_map_from_the_data_p
     trunc = at.switch_page("app_pages/2_truncation.py").run()
     assert_clean(trunc)
     assert not [i.value for i in trunc.info if "No sensitivity curves" in i.value]
-    assert [len(read_curve(m.value)["markers"]) > 0 for m in trunc.markdown
-            if "curve-svg" in m.value] == [True, True]  # distance vs K and vs mu, drawn
+    # distance vs K and vs mu, drawn
+    assert [len(c["markers"]) > 0 for c in page_curves(trunc)] == [True, True]
 
     data = trunc.switch_page("app_pages/6_data.py").run()
     data.selectbox(key="refmap_pick").set_value("arena").run()

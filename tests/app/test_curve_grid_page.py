@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from apphelpers import assert_clean, new_app
-from curve_svg_read import read_curve, read_setting
+from curve_svg_read import page_curves, read_curve, read_setting
 
 from engine.experiments.curves import DEFAULT_MU_GRID
 from engine.graphs.buckets import build_buckets
@@ -23,9 +23,10 @@ def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, mon
     """The Truncation page (AppTest, vicuna80 gpt-4): after a μ move (its keep-K curve made then; the
     first move starts the warming) and two keep-K moves whose μ curves the warming thread has made, both
     SVG curves are the ones drawn from curves made from scratch (``curve_svg`` of ``keep_k_view`` /
-    ``mu_view``), every trace and marker."""
+    ``mu_view``), every trace and marker: the numbers the page kept beside its markup (``curve_rows``, on
+    the server) bit for bit, and the markup at the digits it shows."""
     from app_pages import _lens
-    from app_pages._curve_figure import curve_svg, setting_svg
+    from app_pages._curve_figure import CURVES_DRAWN, curve_rows, curve_svg, setting_svg
     from engine.views.appstate import CacheKey
     from engine.views.truncation_view import best_k
 
@@ -55,7 +56,7 @@ def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, mon
         k_frame = k_frames[mu]
         mu_frame = mu_view(stack, reference, k=k, mus=DEFAULT_MU_GRID, resamples=_lens.CURVE_RESAMPLES,
                            seed=_lens.SEED)
-        charts = [read_curve(m.value) for m in at.markdown if "curve-svg" in m.value]
+        charts = page_curves(at)
         overlays = [read_setting(m.value) for m in at.markdown if "curve-setting" in m.value]
         assert len(charts) == 2 and len(overlays) == 2
         for got, over, frame, x, marker, title in (
@@ -63,8 +64,11 @@ def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, mon
                 (charts[1], overlays[1], mu_frame, "mu", mu, f"distance vs μ (K={k})")):
             # the curve without its setting, and the setting's line drawn over it, the whole curve's own
             whole = read_curve(curve_svg(frame, x, marker, title, "Spearman ρ distance",
-                                         best=best_k(k_frame)))
+                                         best=best_k(k_frame)), curve_rows(frame, x))
             assert got == {**whole, "setting": []}, (move, x)
+            # the rows kept on the server are the from-scratch curve's, bit for bit (NaN where it has NaN)
+            kept = at.session_state[CURVES_DRAWN][x]
+            assert kept.dtype == np.float64 and np.array_equal(kept, curve_rows(frame, x), equal_nan=True)
             assert over == read_setting(setting_svg(frame, x, marker, best=best_k(k_frame))), (move, x)
             assert over["setting"] == whole["setting"] and over["x"] == x, (move, x)
             # ... and its markers carry the from-scratch numbers themselves, every row with a mean
