@@ -129,8 +129,8 @@ print(json.dumps({"during": states, "rehearsed": rehearsed, "after": gc.isenable
 
 @pytest.mark.parametrize("collector", ["on", "off"])
 def test_the_prewarm_imports_without_collection_and_freezes_what_they_built(collector: str) -> None:
-    """In a fresh process: every module of ``FIRST_RUN_MODULES`` the prewarm imports (first seen by a finder on
-    the meta path) is imported with the garbage collector off, the imports' objects are frozen before the
+    """In a fresh process: every module of ``FIRST_RUN_MODULES`` the prewarm imports (first seen by a finder
+    on the meta path) is imported with the garbage collector off, the imports' objects are frozen before the
     chart rehearsal (which runs with the collector back, its figure's garbage collectable) and before the
     thread's store reads, the script run's own freeze is marked done, and the collector is left as the
     process had it (on, or off)."""
@@ -144,7 +144,8 @@ def test_the_prewarm_imports_without_collection_and_freezes_what_they_built(coll
     assert not any(out["during"]), out["during"]
     assert out["frozen"] > 100_000 and out["lens_frozen"], out
     [(enabled, frozen)] = out["rehearsed"]
-    assert enabled == (collector == "on") and frozen > 100_000, out  # frozen first (refcounting frees some later)
+    # frozen before the rehearsal (refcounting frees some of them later, so the count may go down)
+    assert enabled == (collector == "on") and frozen > 100_000, out
     assert out["after"] == (collector == "on"), out
 
 
