@@ -185,9 +185,10 @@ def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:
 
 @contextlib.contextmanager
 def _loading_without_collection():
-    """No garbage collection while the block runs (the imports), then the heap frozen (``gc.freeze``, through
-    ``app_pages._lens.freeze_startup_heap``, which the first script run then finds done) and the collector
-    put back as it was.
+    """No garbage collection while the block runs (the imports), then the heap frozen (``gc.freeze``) and the
+    collector put back as it was. The first script run still freezes once more
+    (``app_pages._lens.freeze_startup_heap``, as before): what this thread's store reads keep in the caches
+    meanwhile leaves the walk of Streamlit's collection after every run too.
 
     Why here and not only in the first script run: the imports allocate ~250,000 objects that live as long
     as the server, and the collector walked them again and again while they were made; then the store reads
@@ -205,12 +206,7 @@ def _loading_without_collection():
     try:
         yield
     finally:
-        try:
-            from app_pages._lens import freeze_startup_heap
-
-            freeze_startup_heap()
-        except Exception:  # noqa: BLE001 - _lens failed to import (logged by the import): the plain freeze
-            gc.freeze()
+        gc.freeze()
         if was_enabled:
             gc.enable()
 

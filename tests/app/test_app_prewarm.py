@@ -135,7 +135,7 @@ def test_the_prewarm_imports_without_collection_and_freezes_what_they_built(coll
     """In a fresh process: every module of ``FIRST_RUN_MODULES`` the prewarm imports (first seen by a finder
     on the meta path) is imported with the garbage collector off, the imports' objects are frozen before the
     chart rehearsal (which runs with the collector back, its figure's garbage collectable) and before the
-    thread's store reads, the script run's own freeze is marked done, and the collector is left as the
+    thread's store reads (the first script run still freezes once more), and the collector is left as the
     process had it (on, or off). The app's store, opened after and held to the exit, is dropped there without
     a word (``Store.__del__``: the frozen cache holding it outlives the module globals)."""
     import os
@@ -151,7 +151,8 @@ def test_the_prewarm_imports_without_collection_and_freezes_what_they_built(coll
     out = json.loads(got.stdout.strip().splitlines()[-1])
     assert len(out["during"]) > 10, out["during"]  # the finder saw the imports (none was loaded before)
     assert not any(out["during"]), out["during"]
-    assert out["frozen"] > 100_000 and out["lens_frozen"], out
+    # frozen by the prewarm; the first script run's own freeze (``freeze_startup_heap``) is still to come
+    assert out["frozen"] > 100_000 and not out["lens_frozen"], out
     [(enabled, frozen)] = out["rehearsed"]
     # frozen before the rehearsal (refcounting frees some of them later, so the count may go down)
     assert enabled == (collector == "on") and frozen > 100_000, out
