@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -405,9 +405,13 @@ class Store:
 
     def __del__(self) -> None:
         # a store dropped without close(): DuckDB closes its connection, and this process's count on
-        # the store's lock must go down with it, or the lock would outlive the file's use
-        with suppress(Exception):  # nothing to tell at collection time
+        # the store's lock must go down with it, or the lock would outlive the file's use. try/except, not
+        # ``suppress``: a store still held at the interpreter's exit (the app's, in a cache frozen with the
+        # heap: app_pages._prewarm) is dropped after the module globals are gone, ``suppress`` with them
+        try:  # noqa: SIM105 - see above
             self.release()
+        except Exception:  # noqa: BLE001,S110 - nothing to tell at collection time
+            pass
 
     def __enter__(self) -> Store:
         return self
