@@ -174,41 +174,18 @@ class FirstPage:
 
 def prewarm(modules: tuple[str, ...] = FIRST_RUN_MODULES) -> None:
     """Import ``modules`` with the garbage collector off and what they built frozen after
-    (``_loading_without_collection``), then ``rehearse_chart``, all with the switch interval lowered
-    (``_brisk_switching``). A module that fails to import is logged and skipped (the page's own import of it
-    raises again, where the user sees it); so is a failed rehearsal."""
+    (``engine.heap.loading_without_collection``: the imports' ~250,000 long-lived objects are not walked
+    while they are made, and the first open's store reads do not set off full collections over them; the
+    first script run still freezes once more, ``app_pages._lens.freeze_startup_heap``), then
+    ``rehearse_chart``, all with the switch interval lowered (``_brisk_switching``). A module that fails to
+    import is logged and skipped (the page's own import of it raises again, where the user sees it); so is a
+    failed rehearsal. (engine.heap is imported here: importing app.py stays light.)"""
+    from engine.heap import loading_without_collection
+
     with _brisk_switching():
-        with _loading_without_collection():
+        with loading_without_collection():
             _import_modules(modules)
         _rehearse()
-
-
-@contextlib.contextmanager
-def _loading_without_collection():
-    """No garbage collection while the block runs (the imports), then the heap frozen (``gc.freeze``) and the
-    collector put back as it was. The first script run still freezes once more
-    (``app_pages._lens.freeze_startup_heap``, as before): what this thread's store reads keep in the caches
-    meanwhile leaves the walk of Streamlit's collection after every run too.
-
-    Why here and not only in the first script run: the imports allocate ~250,000 objects that live as long
-    as the server, and the collector walked them again and again while they were made; then the store reads
-    of the Leaderboard's first open (``prewarm_store``, before any script has run) allocate enough (the
-    reference's JSON, the votes' frames) to set off full collections over that whole heap: at 1M x 100 the
-    point board's reads took ~0.2 s of CPU more unfrozen (0.85-0.96 s against 0.62-0.70 s in one process,
-    docs/notes/open38-38.md), all of it on the first open's path. The CLI does the same
-    (``engine.__main__.loading_without_collection``). Freezing only keeps objects out of the collector's
-    walk: refcounting still frees them, and the few cycles made meanwhile (by the server's other threads
-    too) stay, as the script run's own freeze already accepted."""
-    import gc
-
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 @contextlib.contextmanager

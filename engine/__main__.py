@@ -9,7 +9,6 @@ file or the store is shown escaped, never sent raw to the terminal.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import pkgutil
 import sys
@@ -17,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from engine import cli as cli_pkg
+from engine import heap
 from engine.cli._parser import LensArgumentParser
 from engine.errors import LensError, disk_full_sentence, is_disk_full
 
@@ -70,25 +70,15 @@ def build_parser(only: str | None = None) -> LensArgumentParser:
 
 @contextmanager
 def loading_without_collection(program: bool) -> Iterator[None]:
-    """As a program (``program``): no garbage collection while the command's modules load, and what they
-    built frozen after (``gc.freeze``: kept out of every later collection's walk); else nothing.
-
-    Why: loading numpy, DuckDB and the command's engine modules allocates some hundred thousand objects
-    that live as long as the process, and the collector walked them again and again while they were
-    made (about 30 ms of a ``leaderboard``'s 0.3 s start-up, issue 26 point 5); loading makes almost no
-    cyclic garbage. Only for the process ``python -m engine`` starts, which ends with its command: a
-    caller of ``main`` in a long-lived process (the tests) keeps its collector as it was."""
+    """As a program (``program``): the command's modules loaded without garbage collection and what they
+    built frozen after (``engine.heap.loading_without_collection``); else nothing. Only for the process
+    ``python -m engine`` starts, which ends with its command: a caller of ``main`` in a long-lived process
+    (the tests) keeps its collector as it was."""
     if not program:
         yield
         return
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with heap.loading_without_collection():
         yield
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 def main(argv: list[str] | None = None, *, program: bool = False) -> int:

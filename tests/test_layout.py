@@ -28,7 +28,7 @@ def test_fixed_layout_exists():
         assert (REPO / rel).exists(), rel
 
 
-LAYERS = ["errors", "blas", "foreground", "frames", "terminal", "store", "style", "ingest", "graphs",
+LAYERS = ["errors", "blas", "heap", "foreground", "frames", "terminal", "store", "style", "ingest", "graphs",
           "rankers", "ranking", "experiments", "diagnostics", "judging", "views", "cli", "__main__",
           "__init__"]
 """Engine layers bottom-up, as README's Layout lists them: a module may import its own layer and below."""
