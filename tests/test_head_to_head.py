@@ -306,7 +306,7 @@ def test_cli_note_counts_prompt_ids_and_prompt_graphs(tmp_path):
     ids, graphs = rows["prompt_id"].nunique(), len(rows.drop_duplicates(["prompt_id", "variant", "turn"]))
     assert (ids, graphs) == (4, 12)
     assert (mine["prompts"], mine["prompt_ids"]) == (graphs, ids)
-    run = run_engine(["--db", str(db), "head-to-head", "--dataset", "turns", "--model-a", "x", "--model-b", "y",
-                      "--format", "csv"])
+    run = run_engine(["--db", str(db), "head-to-head", "--dataset", "turns", "--model-a", "x",
+                      "--model-b", "y", "--format", "csv"])
     assert run.returncode == 0, run.stderr
     assert f"x vs y: {ids} prompts ({graphs} with variants and turns), {graphs} meetings" in run.stderr
