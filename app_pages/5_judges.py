@@ -163,7 +163,9 @@ else:
             width=120,
             help="Exact (binomial) McNemar test on the pairs judged in both orders and decisive both times, "
             "ties dropped. Not the judge report's mcnemar_p_ordinal below, an asymptotic χ² test that "
-            "counts a tie between a loss and a win: the two can differ for one judge.",
+            "counts a tie between a loss and a win: the two can differ for one judge, mostly through the "
+            "tie rule (\"McNemar p (exact, ordinal)\" under More columns is the exact test with the report's "
+            "tie rule).",
         ),
         "p_exact_ordinal": num(
             "McNemar p (exact, ordinal)",
