@@ -26,6 +26,7 @@ from app_pages._lens import (
     pair_counts_for,
     table_height,
     vote_order_note,
+    widen_name_column,
 )
 from engine.views.baseline_view import NO_BASELINE, has_win_rates, star_baseline
 from engine.views.exports import csv_bytes, leaderboard_json
@@ -254,6 +255,7 @@ def draw_board(ch, board, pending: bool) -> None:
     shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config,
                           "lb_columns_pending" if pending else "lb_columns",
                           "Rank, model, score, 95% CI and votes")
+    config = widen_name_column(config, shown, view.frame["model"])
     st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
                  height=table_height(len(view.frame)), column_order=shown,
                  column_config=config)

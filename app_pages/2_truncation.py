@@ -34,6 +34,7 @@ from app_pages._lens import (
     vote_order_note,
     warm_boards_for,
     warm_curves_for,
+    widen_name_column,
 )
 from engine.errors import LensError
 from engine.views.leaderboard_view import score_digits
@@ -142,6 +143,7 @@ def _sliders_and_results() -> None:
     config = board_columns(kept.reference_note, f"{ch.ranker}", digits=score_digits(table["score"]))
     shown = column_picker([c for c in order if c in table.columns], TRUNCATION_MAIN, TRUNCATION_EXTRA, config,
                           "trunc_columns", "Rank, Δ rank, model, score and its interval")
+    config = widen_name_column(config, shown, table["model"])
     board = st.empty()
     board.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
                     column_order=shown)

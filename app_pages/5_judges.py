@@ -118,7 +118,10 @@ st.subheader("Position bias")
 st.caption(
     "Order consistency: share of pairs judged in both orders whose two verdicts agree. First-position "
     "win rate: share of verdicts won by the answer shown first (½ = no bias). McNemar's test (paper 003) "
-    "asks whether showing a model first changes its outcome; a small p says it does."
+    "asks whether showing a model first changes its outcome; a small p says it does. This table's p is the "
+    "exact test on the pairs decisive in both orders (ties dropped); the judge report below shows "
+    "mcnemar_p_ordinal, another test of the same question (χ², a tie counted between a loss and a win), "
+    "so the two p values of one judge can differ."
 )
 if jd.position.empty:
     st.info(
@@ -155,15 +158,20 @@ else:
             help="Pairs judged in both orders whose two verdicts agree.",
         ),
         "p_exact_ties_dropped": num(
-            "McNemar p",
+            "McNemar p (exact)",
             format="%.2g",
-            width=80,
-            help="Exact McNemar test on pairs judged in both orders, ties dropped.",
+            width=120,
+            help="Exact (binomial) McNemar test on the pairs judged in both orders and decisive both times, "
+            "ties dropped. Not the judge report's mcnemar_p_ordinal below, an asymptotic χ² test that "
+            "counts a tie between a loss and a win: the two can differ for one judge, mostly through the "
+            "tie rule (\"McNemar p (exact, ordinal)\" under More columns is the exact test with the report's "
+            "tie rule).",
         ),
         "p_exact_ordinal": num(
-            "McNemar p (ordinal)",
+            "McNemar p (exact, ordinal)",
             format="%.2g",
-            help="Exact McNemar test with a tie counted between a loss and a win.",
+            help="Exact McNemar test with a tie counted between a loss and a win (the judge report's "
+            "mcnemar_p_ordinal is the χ² test of the same counts).",
         ),
         "n01_ties_dropped": num(
             "first shown won both",

@@ -15,8 +15,10 @@ from app_pages._data_refmap import reference_map_section
 from app_pages._data_texts import texts_section
 from app_pages._lens import (
     MU_DEFAULT,
+    column_picker,
     current,
     datasets_table,
+    fit_columns,
     get_store,
     or_stop,
     remember,
@@ -59,14 +61,33 @@ if "data_stored" in st.session_state:
     st.success(user_text(st.session_state.pop("data_stored")))
 st.subheader("Datasets in the store")
 ds = datasets_table()
+listing = datasets_view(ds)
+num = st.column_config.NumberColumn
+listing_config = {
+    "name": st.column_config.TextColumn("name", pinned=True),
+    "version": num("version", width=60, help="How many times the dataset was imported into or changed."),
+    "verdicts": num("verdicts", width=80),
+    "invalid": num("invalid", width=60, help="Verdicts whose judge output could not be read as a winner."),
+    "judges": num("judges", width=60),
+    "models": num("models", width=64),
+    "prompts": num("prompts", width=72),
+    "description": st.column_config.TextColumn("description"),
+    "source": st.column_config.TextColumn("source", width=200),
+    "synthetic": st.column_config.CheckboxColumn("synthetic", width=80),
+    "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm", width=140),
+}
+# the main columns fit 1280 px with the whole name (a fixed layout of every column cut
+# "chatbot_arena_2024_08_14" to "chatbot_ar" and scrolled sideways); the others on request
+listed = column_picker(list(listing.columns), ("name", "verdicts", "judges", "prompts", "description"),
+                       ("version", "invalid"), listing_config, "data_listing_columns",
+                       "Name, verdicts, judges, prompts and description")
 st.dataframe(
-    datasets_view(ds),
+    listing,
     hide_index=True,
     width="stretch",
-    column_config={
-        "description": st.column_config.TextColumn("description", width="large"),
-        "updated_at": st.column_config.DatetimeColumn("updated", format="YYYY-MM-DD HH:mm"),
-    },
+    column_order=listed,
+    column_config=fit_columns(listing_config, listed, {"name": listing["name"]}, fill="description",
+                              least=120),
 )
 names = ds["name"].tolist()
 warn_incomplete(names)  # every listed dataset an unfinished judge run left part-written

@@ -8,7 +8,7 @@ import math
 
 import streamlit as st
 
-from app_pages._lens import current, get_store, or_stop, verdict_list
+from app_pages._lens import current, get_store, metric_row, or_stop, verdict_list
 from engine.views.appstate import CacheKey
 from engine.views.head_to_head import (
     OUTCOMES,
@@ -21,6 +21,7 @@ from engine.views.head_to_head import (
     opponents,
     outcome_label,
     prompt_page,
+    prompts_phrase,
     summary,
     summary_rows,
     verdict_sentence,
@@ -108,22 +109,30 @@ rival_names = rivals["model"].tolist()
 if not rival_names:
     st.info(f"{model_a} met no other model in this selection.")
     st.stop()
-prompts_met = dict(zip(rival_names, rivals["prompts"].tolist(), strict=True))
+prompts_met = {m: prompts_phrase(g, i) for m, g, i in
+               zip(rival_names, rivals["prompts"].tolist(), rivals["prompt_ids"].tolist(), strict=True)}
 _pick("h2h_b", rival_names, st.query_params.get("model_b"))
 model_b = right.selectbox(
-    "Model B", rival_names, key="h2h_b", format_func=lambda m: f"{m} · met on {prompts_met[m]:,} prompts",
-    help=escape_md(f"The models {model_a} met, most prompts first."),
+    "Model B", rival_names, key="h2h_b", format_func=lambda m: f"{m} · met on {prompts_met[m]}",
+    help=escape_md(f"The models {model_a} met, most prompts first (counting a prompt's variants and turns)."),
 )
 
 s = or_stop(_summary, ch.key, model_a, model_b)
-m1, m2, m3 = st.columns(3)
-m1.metric("Prompts", f"{s.prompts:,}", help="Prompts (id, variant, turn) where the two models met.")
-m2.metric("Meetings", f"{s.n_meetings:,}", help="One judge's verdicts on the pair for one prompt.")
-m3.metric(
-    "Win rate of A", "–" if s.win_rate is None else f"{s.win_rate:.3f}",
-    help=escape_md(f"{model_a}'s (wins + ties / 2) over its valid verdicts against {model_b}, as the "
-                   "leaderboard's win rate counts votes."),
-)
+graphs_differ = s.prompts != s.prompt_ids  # prompts with variants or turns: one entry below per graph
+unit = "prompt graphs" if graphs_differ else "prompts"
+figures: list[tuple[str, object] | tuple[str, object, str]] = [
+    ("Prompts", f"{s.prompt_ids:,}", "Prompt ids where the two models met.")]
+if graphs_differ:
+    figures.append(("Prompt graphs", f"{s.prompts:,}",
+                    "(prompt id, variant, turn) where the two models met: a prompt's variants and turns "
+                    "are graphs of their own, each an entry below."))
+figures += [
+    ("Meetings", f"{s.n_meetings:,}", "One judge's verdicts on the pair for one prompt graph."),
+    ("Win rate of A", "–" if s.win_rate is None else f"{s.win_rate:.3f}",
+     escape_md(f"{model_a}'s (wins + ties / 2) over its valid verdicts against {model_b}, as the "
+               "leaderboard's win rate counts votes.")),
+]
+metric_row(*figures)
 st.caption(escape_md(verdict_sentence(Matchup(ch.dataset, model_a, model_b), s)))
 with st.expander("Meetings by outcome", expanded=False):
     st.caption(
@@ -151,12 +160,12 @@ if st.session_state.get("h2h_page", 1) > pages:  # fewer pages than the last pai
 pager, about = st.columns([1, 3], vertical_alignment="bottom")
 if pages > 1:
     page = int(pager.number_input(f"Page (of {pages:,})", 1, pages, key="h2h_page",
-                                  help=f"{PAGE_SIZE} prompts a page.")) - 1
+                                  help=f"{PAGE_SIZE} {unit} a page.")) - 1
 else:
     page = 0
 page = min(page, pages - 1)
 first, last = page * PAGE_SIZE + 1, min(total, (page + 1) * PAGE_SIZE)
-about.caption(f"Prompts {first:,}–{last:,} of {total:,} (in prompt-id order).")
+about.caption(f"{unit.capitalize()} {first:,}–{last:,} of {total:,} (in prompt-id order).")
 texts = _has_texts(ch.dataset, ch.key.version)
 if not texts:
     st.caption("The dataset holds no question or answer texts, so only the verdicts are shown.")

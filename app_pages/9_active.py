@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages._lens import current, get_store, or_stop, table_height
+from app_pages._lens import column_picker, current, fit_columns, get_store, or_stop, table_height
 from engine.views.active_curves import mean_curve
 from engine.views.active_view import REASONS, STRATEGIES, dataset_source, next_batch, panel_curves
 from engine.views.appstate import CacheKey
@@ -65,26 +65,38 @@ st.caption(
     f"After {nb.spent:,} calls: {nb.separated_pairs} of {nb.adjacent_pairs} neighbour pairs of the ranking "
     f"have separated intervals; mean interval width {nb.mean_ci_width:.2f} (log-strength)."
 )
+num = st.column_config.NumberColumn
+batch_config = {
+    "prompt_id": st.column_config.TextColumn("prompt", width=90),
+    "model_a": st.column_config.TextColumn("model A"),
+    "model_b": st.column_config.TextColumn("model B"),
+    "order": st.column_config.TextColumn(
+        "order", width=60, help="Which answer the call shows first: AB model A, BA model B; either: the "
+        "protocol asks both orders"),
+    "judge": st.column_config.TextColumn("judge", width=120),
+    "rank_a": num("rank A", width=64, help="A's rank in the current fit"),
+    "rank_b": num("rank B", width=64, help="B's rank in the current fit"),
+    "p_a_wins": num("P(A wins)", format="%.2f", width=80, help="the current BT fit's chance that A wins"),
+    "information": num("p(1 − p)", format="%.3f", width=72,
+                       help="information one verdict brings on this pair"),
+    "intervals_overlap": st.column_config.CheckboxColumn("intervals overlap", width=120),
+    "pair_calls_so_far": num("pair's calls so far", width=124),
+    "edge_judged": st.column_config.CheckboxColumn("edge judged", width=96,
+                                                   help="this prompt and pair have a verdict"),
+    "edge_bad_triads": num(
+        "bad triads on edge", width=124, help="bad triads of the prompt's revealed graph through this pair"),
+}
+# the main columns and the calls so far fit 1280 px, the two model columns sharing what is left (all 13
+# scrolled sideways by 640 px, audit38); the others on request
+batch_shown = column_picker(
+    list(nb.table.columns), ("prompt_id", "model_a", "model_b", "order", "p_a_wins", "information"),
+    ("pair_calls_so_far",), batch_config, "active_batch_columns",
+    "Prompt, models, order, P(A wins) and p(1 − p)")
 st.dataframe(
-    nb.table, hide_index=True, height=table_height(len(nb.table), 420),
-    column_config={
-        "prompt_id": "prompt", "model_a": "model A", "model_b": "model B",
-        "order": st.column_config.TextColumn(
-            "order", help="Which answer the call shows first: AB model A, BA model B; either: the "
-            "protocol asks both orders"),
-        "rank_a": st.column_config.NumberColumn("rank A", help="A's rank in the current fit"),
-        "rank_b": st.column_config.NumberColumn("rank B", help="B's rank in the current fit"),
-        "p_a_wins": st.column_config.NumberColumn("P(A wins)", format="%.2f",
-                                                  help="the current BT fit's chance that A wins"),
-        "information": st.column_config.NumberColumn("p(1 − p)", format="%.3f",
-                                                     help="information one verdict brings on this pair"),
-        "intervals_overlap": st.column_config.CheckboxColumn("intervals overlap"),
-        "pair_calls_so_far": st.column_config.NumberColumn("pair's calls so far"),
-        "edge_judged": st.column_config.CheckboxColumn("edge judged",
-                                                       help="this prompt and pair have a verdict"),
-        "edge_bad_triads": st.column_config.NumberColumn(
-            "bad triads on edge", help="bad triads of the prompt's revealed graph through this pair"),
-    },
+    nb.table, hide_index=True, height=table_height(len(nb.table), 420), width="stretch",
+    column_order=batch_shown,
+    column_config=fit_columns(batch_config, batch_shown, {"model_a": nb.table["model_a"],
+                                                          "model_b": nb.table["model_b"]}, least=140),
 )
 
 st.subheader("Accuracy versus calls spent")

@@ -25,7 +25,7 @@ def judge_input(box, data: bytes | None, filename: str | None, columns: list[str
             st.session_state["_data_judge_for"] = digest
             typed = st.session_state.get(JUDGE_KEY, "").strip()
             if not typed or typed == st.session_state.get("_data_judge_filled"):
-                default = suggested_judge(filename, columns, tool) or ""
+                default = suggested_judge(filename, columns, tool, data) or ""
                 st.session_state[JUDGE_KEY] = st.session_state["_data_judge_filled"] = default
     return box.text_input(
         "Judge of this file",

@@ -853,6 +853,57 @@ def metric_row(*metrics: tuple[str, object] | tuple[str, object, str]) -> None:
             st.metric(label, value, help=more[0] if more else None, width="content")
 
 
+TABLE_PX_1280 = 820
+"""The width of a full-width table (``width="stretch"``) in a 1280 px window with the sidebar open: the
+widths the tables fitted to 1280 px add up to (tests/test_browser_stress.py's TABLES_FIT)."""
+NAMED_WIDTHS = {"small": 75, "medium": 200, "large": 400}
+"""Streamlit's named column widths in px."""
+MODEL_PX_MIN = 180
+"""The model column's width when every name is short: the width it had before audit38."""
+
+
+def name_px(text: str) -> int:
+    """At least the px the grid's 14 px Source Sans needs for ``text`` and its cell padding (16 px): 11
+    a character for m and w, 8.5 for another capital, 7 for the rest (digits and _ are 7 wide), 18 px of
+    padding. Measured with canvas measureText in Chromium (audit38): "65b-guanaco-vicuna-generations-topp0.9-
+    temp0.7" 294 px, "Meta-Llama-3.1-405B-Instruct-Turbo" 212, "chatbot_arena_2024_08_14" 163; these give
+    344, 270, 186."""
+    return round(sum(11.0 if c in "mwMW" else 8.5 if c.isupper() else 7.0 for c in text)) + 18
+
+
+def fit_columns(config: dict, shown: list[str], names: dict, *, fill: str | None = None,
+                least: int = MODEL_PX_MIN, fill_least: int = 120, frame_px: int = TABLE_PX_1280) -> dict:
+    """``config`` with widths for the name columns (``names``: column -> its texts) and the ``fill``
+    column, so that a table of the ``shown`` columns fits a ``frame_px`` table (1280 px) without a
+    sideways scroll while showing whole names where the room allows (audit38: a fixed 180 px cut
+    "65b-guanaco-vicuna-generations-topp0.9-temp0.7" to "65b-guanaco-vicuna-generati", and the Data
+    page's 9 columns cut "chatbot_arena_2024_08_14" to "chatbot_ar"). Each name column is as wide as its
+    longest text, at least ``least``, at most an equal share of what the other shown columns leave;
+    ``fill`` (a long free text) takes the rest, at least ``fill_least``. A shown column of no fixed width
+    leaves ``config`` as it was (its room is unknown)."""
+    named = [c for c in shown if c in names]
+    fixed = [c for c in shown if c not in names and c != fill]
+    widths = [(config.get(c) or {}).get("width") for c in fixed]
+    widths = [NAMED_WIDTHS.get(w, w) if isinstance(w, str) else w for w in widths]
+    if not named or any(not isinstance(w, int) for w in widths):
+        return config
+    borders = 4
+    room = frame_px - borders - sum(widths) - (fill_least if fill in shown else 0)
+    out = dict(config)
+    for c in named:
+        longest = max((name_px(str(n)) for n in names[c]), default=0)
+        out[c] = {**(config.get(c) or {}), "width": max(least, min(longest, room // len(named)))}
+    if fill in shown:
+        used = sum(widths) + sum(out[c]["width"] for c in named)
+        out[fill] = {**(config.get(fill) or {}), "width": max(fill_least, frame_px - borders - used)}
+    return out
+
+
+def widen_name_column(config: dict, shown: list[str], names, column: str = "model") -> dict:
+    """``fit_columns`` for a leaderboard: its model column as wide as its longest name allows."""
+    return fit_columns(config, shown, {column: names})
+
+
 def board_display(table):
     """A leaderboard table as shown: reference columns as text with "—" where a model is unmapped."""
     from engine.views.viz import dash_missing

@@ -286,3 +286,27 @@ def test_cli_two_models_that_never_met(shipped_db):
     assert run.stderr == "note: guanaco-7b and claude never met in this selection.\n"
     assert run.stdout.strip().splitlines() == [
         "judge,prompt_id,variant,turn,category,n_verdicts,a_wins,b_wins,tie,when_a_first,when_b_first,outcome"]
+
+
+def test_cli_note_counts_prompt_ids_and_prompt_graphs(tmp_path):
+    """audit38: the note said "114 prompts" for 19 prompt ids with 3 variants and 2 turns each; now the
+    prompt ids and, where they differ, the (prompt, variant, turn) graphs, both counted here from the rows
+    (and the opponents' listing likewise)."""
+    from engine.ingest.shipped import open_store
+
+    rows = pd.DataFrame([{"prompt_id": f"p{p}", "variant": v, "turn": t, "model_a": "x", "model_b": "y",
+                          "winner": "A", "judge": "j"}
+                         for p in range(4) for v in range(1 + p % 2) for t in range(1, 3)])
+    path = tmp_path / "v.csv"
+    rows.to_csv(path, index=False)
+    db = tmp_path / "lens.duckdb"
+    with open_store(db, ensure_default=False) as store:
+        import_files(store, [path], "turns")
+        mine = opponents(store, "turns", "x").iloc[0]
+    ids, graphs = rows["prompt_id"].nunique(), len(rows.drop_duplicates(["prompt_id", "variant", "turn"]))
+    assert (ids, graphs) == (4, 12)
+    assert (mine["prompts"], mine["prompt_ids"]) == (graphs, ids)
+    run = run_engine(["--db", str(db), "head-to-head", "--dataset", "turns", "--model-a", "x",
+                      "--model-b", "y", "--format", "csv"])
+    assert run.returncode == 0, run.stderr
+    assert f"x vs y: {ids} prompts ({graphs} with variants and turns), {graphs} meetings" in run.stderr

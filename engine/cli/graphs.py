@@ -12,7 +12,7 @@ from engine.cli._common import add_format, check_judges, store_from_args, write_
 from engine.errors import LensError
 from engine.graphs.buckets import build_buckets
 from engine.graphs.cycles import cycle_capacity
-from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY, build_stack
+from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY, GRAPH_COLUMNS, build_stack
 from engine.graphs.structure import graph_table
 from engine.graphs.truncation import DEFAULT_SCORE, SCORES, can_hold_cycle, graph_scores
 from engine.store.schema import DEFAULT_DATASET
@@ -65,7 +65,9 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None, bucket
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         check_judges(store, args.dataset, args.judge)
-        verdicts = store.verdicts(args.dataset, judge=args.judge, category=getattr(args, "category", None))
+        # only the columns graphs are built from (GRAPH_COLUMNS), not the rationales and sources
+        verdicts = store.verdicts(args.dataset, judge=args.judge, category=getattr(args, "category", None),
+                                  columns=GRAPH_COLUMNS)
     finally:
         store.close()
     what = f"dataset {args.dataset!r}"

@@ -10,7 +10,15 @@ from engine.cli._common import add_format, check_judges, store_from_args, write_
 from engine.errors import LensError
 from engine.store.datasets import require_dataset
 from engine.store.schema import DEFAULT_DATASET
-from engine.views.head_to_head import OUTCOMES, Matchup, Summary, meeting_table, outcome_label, summary
+from engine.views.head_to_head import (
+    OUTCOMES,
+    Matchup,
+    Summary,
+    meeting_table,
+    outcome_label,
+    prompts_phrase,
+    summary,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +57,8 @@ def summary_sentence(m: Matchup, s: Summary) -> str:
     v = s.verdicts
     rate = "no valid verdict" if s.win_rate is None else f"{m.model_a}'s win rate {s.win_rate:.3f}"
     return (
-        f"{m.model_a} vs {m.model_b}: {s.prompts:,} prompts, {s.n_meetings:,} meetings ({meets or 'none'}); "
+        f"{m.model_a} vs {m.model_b}: {prompts_phrase(s.prompts, s.prompt_ids)}, {s.n_meetings:,} meetings "
+        f"({meets or 'none'}); "
         f"verdicts {v['a_wins']:,} {m.model_a} wins, {v['b_wins']:,} {m.model_b} wins, {v['tie']:,} ties, "
         f"{v['invalid']:,} invalid; {rate}."
     )

@@ -69,12 +69,15 @@ class Summary:
 
     ``verdicts``: A's valid verdicts against B by result (``a_wins``, ``b_wins``, ``tie``) and the
     invalid ones (``invalid``); ``meetings``: meetings by outcome code (every code of ``OUTCOMES``,
-    zeros included); ``prompts``: prompts where the two met; ``win_rate``: A's (wins + ties / 2) /
-    valid verdicts, None without any valid verdict."""
+    zeros included); ``prompts``: prompt graphs where the two met, one per (prompt id, variant, turn), the
+    browser's entries; ``prompt_ids``: the prompt ids among them (fewer where a prompt has variants or
+    turns: 19 prompt ids held 114 graphs on a 3-variant, 2-turn set, audit38); ``win_rate``: A's (wins +
+    ties / 2) / valid verdicts, None without any valid verdict."""
 
     verdicts: dict[str, int]
     meetings: dict[str, int]
     prompts: int
+    prompt_ids: int
 
     @property
     def n_meetings(self) -> int:
@@ -197,14 +200,23 @@ def summary(store: Store, m: Matchup) -> Summary:
     meets = _meetings(rows)
     by_outcome = dict(con.execute(f"SELECT outcome, count(*) FROM {meets} GROUP BY outcome",
                                   params(meets)).fetchall())
-    prompts = con.execute(f"SELECT count(*) FROM (SELECT DISTINCT prompt_id, variant, turn FROM {rows})",
-                          params(rows)).fetchone()
+    prompts = con.execute(f"SELECT count(DISTINCT (prompt_id, variant, turn)), count(DISTINCT prompt_id) "
+                          f"FROM {rows}", params(rows)).fetchone()
     assert v is not None and prompts is not None
     return Summary(
         dict(zip(("a_wins", "b_wins", "tie", "invalid"), (int(x) for x in v), strict=True)),
         {o: int(by_outcome.get(o, 0)) for o in OUTCOMES},
         int(prompts[0]),
+        int(prompts[1]),
     )
+
+
+def prompts_phrase(graphs: int, prompt_ids: int) -> str:
+    """How many prompts two models met on, in words: "80 prompts", or, where prompts have variants or
+    turns, "19 prompts (114 with variants and turns)" (one count of (prompt, variant, turn) graphs called
+    "prompts" read as 114 prompt ids, audit38)."""
+    ids = f"{prompt_ids:,} prompt{'' if prompt_ids == 1 else 's'}"
+    return ids if graphs == prompt_ids else f"{ids} ({graphs:,} with variants and turns)"
 
 
 def _outcome_filter(outcomes) -> list:
@@ -328,8 +340,8 @@ def _assemble(m: Matchup, chosen: pd.DataFrame, verdicts: pd.DataFrame, question
 
 def opponents(store: Store, dataset: str, model: str, judge: str | None = None,
               category: str | None = None) -> pd.DataFrame:
-    """The models ``model`` met in the selection, most prompts first (then by name): model, prompts,
-    verdicts."""
+    """The models ``model`` met in the selection, most prompts first (then by name): model, prompts (prompt
+    graphs: (prompt id, variant, turn)), prompt_ids (the prompt ids among them), verdicts."""
     from engine.ranking.vote_query import store_relation
 
     src = store_relation(store, dataset)
@@ -338,7 +350,8 @@ def opponents(store: Store, dataset: str, model: str, judge: str | None = None,
     rows = src.filtered(conditions)
     me = Relation.bind("{me}", me=model)
     sql = (f"SELECT CASE WHEN model_a = {me} THEN model_b ELSE model_a END AS model, "
-           f"count(DISTINCT (prompt_id, variant, turn)) AS prompts, count(*) AS verdicts FROM {rows} "
+           f"count(DISTINCT (prompt_id, variant, turn)) AS prompts, count(DISTINCT prompt_id) AS prompt_ids, "
+           f"count(*) AS verdicts FROM {rows} "
            f"WHERE model_a = {me} OR model_b = {me} GROUP BY 1 ORDER BY prompts DESC, model")
     return store.cursor().execute(sql, params(rows, me)).df()
 

@@ -25,6 +25,10 @@ COLUMN_HELP: dict[str, str] = {
     "kappa_as_shown": "Cohen's κ with the reference on which POSITION won (first / second / tie), per order.",
     "first_win_rate": "Share of verdicts won by the answer shown first (ties in the denominator).",
     "order_consistency": "Share of items judged in both orders whose two verdicts agree.",
+    "mcnemar_p_ordinal": "McNemar's χ² test (continuity-corrected) of whether the answer shown first changes "
+                         "the outcome, a tie counted between a loss and a win. Not the Position-bias table's "
+                         "\"McNemar p (exact)\" above (the exact test with ties dropped): the two can differ "
+                         "for one judge.",
     "longer_wins": "Among decisive verdicts on answers of different lengths (characters), the share the "
                    "longer answer won.",
     "style_beta_tokens": "Coefficient of the length feature (tokens) in the judge's own style-controlled "

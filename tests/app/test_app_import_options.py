@@ -67,3 +67,32 @@ def test_arena_hard_v01_file_takes_its_baseline_in_the_form(own_app_at):
     at.button(key="data_import").click().run()
     v = get_store().verdicts("ah")
     assert set(v["model_b"]) == {"gpt-4-0314"} and set(v["judge"]) == {v01[0]["judge"]}
+
+
+def test_a_review_file_keeps_the_judge_its_name_gives_as_the_cli_import_does(own_app_at, tmp_path):
+    """audit38: a FastChat review file (qlora's, PRD's: ``<first>-vs-<second>-<judge>-reviewer….jsonl``)
+    names its judge in its name; the form offered the whole name and stored every row under it, where
+    ``python -m engine import`` stores "human". Both imports of the same real file, read back."""
+    from conftest import REPO, run_engine
+
+    from app_pages._lens import get_store
+
+    path = (REPO / "data" / "vicuna80" / "raw" / "prd" / "ratings-human"
+            / "answer_bard-vs-answer_gpt35-human-reviewer_threeclass.jsonl")
+    db = tmp_path / "cli.duckdb"
+    run = run_engine(["--db", str(db), "import", "--dataset", "prd", str(path)])
+    assert run.returncode == 0, run.stderr
+    from engine.store.connection import Store
+
+    with Store(db) as store:
+        cli = store.verdicts("prd")
+    at = own_app_at("app_pages/6_data.py")
+    at.text_input(key="data_name").input("prd").run()
+    at.file_uploader(key="data_upload").set_value((path.name, path.read_bytes(), "application/json")).run()
+    assert at.text_input(key="data_judge").value == ""  # the file's name gives its judge
+    at.button(key="data_import").click().run()
+    assert_clean(at)
+    page = get_store().verdicts("prd")
+    assert set(page["judge"]) == set(cli["judge"]) == {"human"}
+    cols = ["prompt_id", "model_a", "model_b", "winner", "judge"]
+    assert page[cols].values.tolist() == cli[cols].values.tolist()

@@ -181,3 +181,33 @@ def test_page_beyond_a_smaller_selection_falls_back_to_its_last_page(app):
     last_page = -(-total // 10)
     assert last_page < 8 and at.number_input(key="h2h_page").value == last_page
     assert caption == [f"Prompts {(last_page - 1) * 10 + 1}–{total} of {total} (in prompt-id order)."]
+
+
+def test_prompts_with_variants_and_turns_are_counted_both_ways(tmp_path, monkeypatch):
+    """audit38: on prompts with variants and turns the page said "met on 114 prompts" for 19 prompt ids.
+    Now the prompt ids are "Prompts", the (prompt, variant, turn) graphs "Prompt graphs" (each an entry of
+    the pages), both counted here from the rows, and model B's options say both."""
+    from engine.ingest.importer import import_files
+    from engine.ingest.shipped import open_store
+
+    rows = [{"prompt_id": f"p{p}", "variant": v, "turn": t, "model_a": a, "model_b": b, "winner": w,
+             "judge": "j"}
+            for p in range(5) for v in range(3 if p < 3 else 1) for t in (1, 2)
+            for (a, b), w in ((("x", "y"), "A"), (("y", "z"), "B"), (("x", "z"), "tie"))
+            if not (p == 4 and a == "x" and b == "y")]
+    frame = pd.DataFrame(rows)
+    path = tmp_path / "v.csv"
+    frame.to_csv(path, index=False)
+    db = tmp_path / "lens.duckdb"
+    with open_store(db, ensure_default=False) as store:
+        import_files(store, [path], "turns")
+    at = new_app(db, monkeypatch, PAGE, query={"dataset": "turns"})
+    at = _open(at, "x", "y")
+    met = frame[(frame["model_a"] == "x") & (frame["model_b"] == "y")]
+    ids, graphs = met["prompt_id"].nunique(), len(met.drop_duplicates(["prompt_id", "variant", "turn"]))
+    assert (ids, graphs) == (4, 20)  # the shape separates the counts
+    figures = _metrics(at)
+    assert (figures["Prompts"], figures["Prompt graphs"]) == (str(ids), str(graphs))
+    options = {re.sub(r" · .*", "", o): o for o in at.selectbox(key="h2h_b").options}
+    assert options["y"].endswith(f"met on {ids} prompts ({graphs} with variants and turns)")
+    assert f"Prompt graphs 1–10 of {graphs} (in prompt-id order)." in [c.value for c in at.caption]
