@@ -151,16 +151,19 @@ def test_shipped_dataset_texts_come_back(shipped_db, tmp_path):
 
 
 @pytest.mark.parametrize("fmt", EXPORT_FORMATS)
-def test_app_download_is_the_cli_file(empty_store, db_path, tmp_path, fmt):
-    """The app's download (a BytesIO) and ``datasets export`` give the same bytes, texts included."""
+def test_app_download_is_the_cli_file(shipped_db_copy, tmp_path, fmt):
+    """The app's download (a BytesIO) and ``datasets export`` give the same bytes, texts included. On a
+    copy of the seeded store: the CLI's first command on an empty one imports the shipped datasets first
+    (0.45 s of CPU a test), which nothing here reads."""
+    db_path, store = shipped_db_copy, Store(shipped_db_copy)
     src = tmp_path / "t.jsonl"
     row = {"prompt_id": "p", "model_a": "a", "model_b": "b", "winner": "A", "explanation": "x\ry",
            "question": "Q?", "answer_a": "x", "answer_b": "y"}
     src.write_text(json.dumps(row) + "\n")
-    import_files(empty_store, [src], "t")
+    import_files(store, [src], "t")
     buf = io.BytesIO()
-    export_verdicts(empty_store, "t", buf, fmt)
-    empty_store.close()
+    export_verdicts(store, "t", buf, fmt)
+    store.close()
     out = tmp_path / f"t.{fmt}"
     assert run_engine(["--db", str(db_path), "datasets", "export", "t", str(out)]).returncode == 0
     if fmt == "parquet":  # the file's metadata holds the writer's frame; the rows are what count
@@ -171,22 +174,23 @@ def test_app_download_is_the_cli_file(empty_store, db_path, tmp_path, fmt):
         assert b"Q?" in out.read_bytes()
 
 
-def test_texts_no_verdict_names_are_counted_and_said(empty_store, tmp_path, db_path):
+def test_texts_no_verdict_names_are_counted_and_said(shipped_db_copy, tmp_path):
     """A prompt or answer text no verdict refers to cannot travel in a verdict file: the export says
-    how many, on stderr, instead of losing them in silence."""
+    how many, on stderr, instead of losing them in silence. (On a copy of the seeded store, as above.)"""
+    db_path, store = shipped_db_copy, Store(shipped_db_copy)
     src = tmp_path / "t.jsonl"
     src.write_text(json.dumps({"prompt_id": "p", "model_a": "a", "model_b": "b", "winner": "A",
                                "question": "Q?", "answer_a": "x", "answer_b": "y"}) + "\n")
-    import_files(empty_store, [src], "t")
-    with empty_store.transaction() as tx:  # texts as a judge run stores them: a prompt no verdict names,
+    import_files(store, [src], "t")
+    with store.transaction() as tx:  # texts as a judge run stores them: a prompt no verdict names,
         writes.upsert_prompts(tx, "t", pd.DataFrame({  # an answer of a model in none, a blank answer
             "prompt_id": ["q"], "variant": [0], "turn": [1], "category": [None], "variant_kind": ["original"],
             "parent_variant": [None], "text": ["Q2"]}))
         writes.upsert_answers(tx, "t", pd.DataFrame({
             "prompt_id": ["p", "p"], "variant": [0, 0], "turn": [1, 1], "model": ["c", "a"],
             "text": ["z", "  "]}))
-    assert texts_left_out(empty_store, "t") == (1, 2)
-    empty_store.close()
+    assert texts_left_out(store, "t") == (1, 2)
+    store.close()
     res = run_engine(["--db", str(db_path), "datasets", "export", "t", str(tmp_path / "t.csv")])
     assert res.returncode == 0
     assert "note: 1 prompt text(s) and 2 answer text(s) of 't' are not in the file" in res.stderr

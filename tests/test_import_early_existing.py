@@ -92,7 +92,7 @@ def test_a_verdict_numbered_above_the_early_rows_sends_the_import_to_the_serial_
     assert early[0] == serial[0] == 0, early[1]
     assert early[1] == serial[1]
     assert early[2] == serial[2]
-    assert any(r[1] == 1000000000 for r in early[2]["verdicts"]) is not bool(extra)
+    assert (1000000000 in early[2]["verdicts"]["verdict_id"].to_pylist()) is not bool(extra)
 
 
 def test_rows_added_to_a_dataset_count_only_its_stored_verdicts_in_the_joined_judge_note(

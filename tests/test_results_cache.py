@@ -106,6 +106,30 @@ def test_editing_a_module_changes_only_its_familys_digest(tmp_path, monkeypatch)
         code_files("leaderboard")
 
 
+def test_code_digest_is_the_hash_of_the_files_names_and_bytes(tmp_path, monkeypatch):
+    """Another way to the digest: sha256 over each of ``code_files``' names and the sha256 of its bytes read
+    now, with no memo; on a copy of the engine, before and after an edit of each family's module (the
+    digest takes each file's signature from the import walk, not a stat of its own)."""
+    import hashlib
+
+    copy = tmp_path / "engine"
+    shutil.copytree(protocol_inputs.ENGINE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(protocol_inputs, "ENGINE", copy)
+
+    def brute(family: str) -> str:
+        h = hashlib.sha256()
+        for name in code_files(family):
+            h.update(name.encode())
+            h.update(hashlib.sha256((copy / name).read_bytes()).hexdigest().encode())
+        return h.hexdigest()
+
+    for edit in (None, "experiments/curves.py", "diagnostics/sntd.py"):
+        if edit:
+            (copy / edit).write_text((copy / edit).read_text() + "\n# changed\n")
+        for family in ("experiment", "diagnose"):
+            assert code_digest(family) == brute(family), (edit, family)
+
+
 def test_a_changed_code_digest_misses_both_caches(shipped_db, tmp_path, monkeypatch, capsys):
     """The experiment CLI and the diagnose cache each hit on a repeat and miss (and recompute the same
     numbers) once the digest of their own code changes; the other family's change leaves them alone."""

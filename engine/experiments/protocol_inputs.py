@@ -105,21 +105,28 @@ def _stat(path: Path) -> tuple[str, int, int]:
     return str(path), st.st_size, st.st_mtime_ns
 
 
-def code_files(family: str) -> tuple[str, ...]:
-    """Engine files (relative paths, sorted) whose code decides a cached result of ``family``
-    ('experiment' or 'diagnose'): its entry modules, every engine module they import, transitively,
-    and the package ``__init__`` files Python runs on the way."""
+def _code_signatures(family: str) -> dict[str, tuple[int, int]]:
+    """Every file of ``code_files(family)`` (absolute path) with its size and mtime, each stat'ed once:
+    the walk reads a file's imports and ``code_digest`` its bytes on that signature (both memoised)."""
     if family not in ENTRY_FILES:
         raise LensError(f"Unknown cached-result family {family!r}; choose {' or '.join(ENTRY_FILES)}.")
     todo = [str(ENGINE / f) for f in ENTRY_FILES[family]]
-    seen: set[str] = set()
+    seen: dict[str, tuple[int, int]] = {}
     while todo:
         f = todo.pop()
         if f in seen:
             continue
-        seen.add(f)
-        todo += [d for d in _deps(*_stat(Path(f))) if d not in seen]
-    return tuple(sorted(str(Path(f).relative_to(ENGINE)) for f in seen))
+        path, size, mtime_ns = _stat(Path(f))
+        seen[f] = (size, mtime_ns)
+        todo += [d for d in _deps(path, size, mtime_ns) if d not in seen]
+    return seen
+
+
+def code_files(family: str) -> tuple[str, ...]:
+    """Engine files (relative paths, sorted) whose code decides a cached result of ``family``
+    ('experiment' or 'diagnose'): its entry modules, every engine module they import, transitively,
+    and the package ``__init__`` files Python runs on the way."""
+    return tuple(sorted(str(Path(f).relative_to(ENGINE)) for f in _code_signatures(family)))
 
 
 CODE_FILES: tuple[str, ...] = ENTRY_FILES["experiment"]
@@ -131,7 +138,7 @@ def _signature(path: Path) -> tuple[str, int, int]:
     return str(path.resolve()), st.st_size, st.st_mtime_ns
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=512)
 def _digest(path: str, size: int, mtime_ns: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -170,10 +177,13 @@ def mapping_paths(dataset: str) -> list[Path]:
 def code_digest(family: str = "experiment") -> str:
     """sha256 over the engine files that compute a cached result of ``family`` (``code_files``):
     a result cached by another version of that code is never served."""
+    signatures = _code_signatures(family)
     h = hashlib.sha256()
-    for name in code_files(family):
+    for name, path in sorted((str(Path(f).relative_to(ENGINE)), f) for f in signatures):
         h.update(name.encode())
-        h.update(file_digest(ENGINE / name).encode())
+        # the file's bytes on the signature the walk took (was a second stat and a resolve per file
+        # through ``file_digest``: 5 of the 7 ms a results-cache key took; ENGINE is resolved already)
+        h.update(_digest(path, *signatures[path]).encode())
     return h.hexdigest()
 
 
