@@ -42,7 +42,7 @@ that the resamples cannot estimate (defined in fewer than two, or the same score
 
 from __future__ import annotations
 
-import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -96,9 +96,8 @@ class BootstrapResult:
         gpt4 on vicuna80 has 8 models below it in all 100), so it keeps its interval."""
         x = np.asarray(self.samples, dtype=np.float64)
         defined = (~np.isnan(x)).sum(axis=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a model undefined in every resample
-            hi, lo = np.nanmax(x, axis=0), np.nanmin(x, axis=0)
+        hi = _over_defined_columns(lambda d: np.nanmax(d, axis=0), x, defined)
+        lo = _over_defined_columns(lambda d: np.nanmin(d, axis=0), x, defined)
         flat = (hi - lo) <= ESTIMABLE_RTOL * np.maximum(1.0, np.maximum(np.abs(hi), np.abs(lo)))
         no_variation = bool(flat[defined >= 2].all())  # every model the same in every resample
         why = [
@@ -122,13 +121,14 @@ class BootstrapResult:
         why = np.asarray(self.not_estimable_reasons(), dtype=object)
         gone = np.isnan(self.samples) | (why != "")[None, :]
         x = np.where(gone, np.nan, np.asarray(x, dtype=np.float64))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a model undefined in every resample: NaN
-            if integer:
-                low = np.nanquantile(x, q, axis=0, method="lower")
-                high = np.nanquantile(x, 1.0 - q, axis=0, method="higher")
-            else:
-                low, high = np.nanquantile(x, [q, 1.0 - q], axis=0)
+        defined = (~np.isnan(x)).sum(axis=0)
+        if integer:
+            low = _over_defined_columns(lambda d: np.nanquantile(d, q, axis=0, method="lower"), x, defined)
+            high = _over_defined_columns(lambda d: np.nanquantile(d, 1.0 - q, axis=0, method="higher"), x,
+                                         defined)
+        else:
+            low = _over_defined_columns(lambda d: np.nanquantile(d, q, axis=0), x, defined)
+            high = _over_defined_columns(lambda d: np.nanquantile(d, 1.0 - q, axis=0), x, defined)
         return low, high
 
     def _ci(self, x: np.ndarray, integer: bool) -> pd.DataFrame:
@@ -310,3 +310,17 @@ def bootstrap_bt_verdicts(
         "batched over distinct graph patterns (verdict table)", int(fit.regularised.sum()),
         int((~fit.converged).sum()),
     )
+
+
+def _over_defined_columns(reduce: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
+                          defined: np.ndarray) -> np.ndarray:
+    """``reduce`` (a NaN-skipping reduction over axis 0) of the columns of ``x`` with a defined value; NaN
+    for a column with none (a model undefined in every resample). Each column is reduced on its own, so the
+    values are those of ``reduce(x)``; only numpy's all-NaN warning is never raised, so no warning filter is
+    changed: ``warnings.catch_warnings`` swaps the process's one filter list, and in a background thread
+    (the app's bootstrap jobs) it undid the filters another thread had set meanwhile."""
+    out = np.full(x.shape[1], np.nan)
+    some = defined > 0
+    if some.any():
+        out[some] = reduce(x[:, some])
+    return out
