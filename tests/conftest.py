@@ -275,14 +275,9 @@ def _foreground_left() -> str | None:
         time.sleep(0.02)
     if fg._running <= fg._waiting:
         return None
-    import threading
-    import traceback
+    from stall_watch import thread_stacks
 
-    frames = sys._current_frames()
-    stacks = [f"{t.name}: " + " <- ".join(f"{f.name}:{f.lineno}" for f in reversed(
-        traceback.extract_stack(frames[t.ident])[-6:])) for t in threading.enumerate()
-        if t.ident in frames and t is not threading.main_thread()]
-    return f"{fg._running} foreground run(s) going ({fg._waiting} waiting); threads: " + "; ".join(stacks)
+    return f"{fg._running} foreground run(s) going ({fg._waiting} waiting); threads: {thread_stacks()}"
 
 
 def require(condition: bool, reason: str) -> None:
