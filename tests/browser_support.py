@@ -163,12 +163,6 @@ DONE = """(after) => {
 }"""
 
 
-POLL_MS = 50
-"""How often the tours' waits for a state of the page (``wait_for_function``) look at it, in ms. Playwright's
-default looks at every animation frame (60 times a second), and a look here walks the page (every chart,
-table and graph frame, their boxes: a layout): while a loaded machine takes seconds to draw a page, that
-was Chromium CPU spent on the waiting itself (docs/notes/suiteX38-38.md)."""
-
 NAVIGATION_TIMEOUT_MS = 180_000
 """How long a page's navigation (goto, reload) may take to its load event before the tour fails."""
 
@@ -274,7 +268,7 @@ def wait_drawn(page, timeout_s: float = 20) -> None:
     try:
         page.wait_for_function(
             f"() => {{ const s = ({check})(); return !s.charts && !s.frames && !s.graphs; }}",
-            timeout=timeout_s * 1000, polling=POLL_MS,
+            timeout=timeout_s * 1000,
         )
     except Exception as exc:
         raise AssertionError(f"not drawn after {timeout_s} s: {page.evaluate(check)}") from exc

@@ -25,7 +25,6 @@ import pytest
 from browser_support import (
     MARKUP,
     PAGES,
-    POLL_MS,
     XSS_IMG,
     XSS_SCRIPT,
     _requirements,
@@ -259,7 +258,7 @@ def xss_dataset_runs_no_script(browser, server: str, folder: Path) -> None:
             wait_drawn(page)
             page.wait_for_function(  # the chart's ticks are laid out after its svg appears
                 """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .ytick text')]
-                          .some(e => e.textContent.startsWith('m1 '))""", timeout=60_000, polling=POLL_MS)
+                          .some(e => e.textContent.startsWith('m1 '))""", timeout=60_000)
             ticks = page.eval_on_selector_all(
                 '[data-testid="stPlotlyChart"] .ytick text', "els => els.map(e => e.textContent)"
             )
@@ -270,7 +269,7 @@ def xss_dataset_runs_no_script(browser, server: str, folder: Path) -> None:
     wait_drawn(page)
     page.wait_for_function(  # a loaded machine can draw the graph before the rationale below it
         """() => { const m = document.querySelector('[data-testid="stMainBlockContainer"]');
-                   return m && m.innerText.includes('Because '); }""", timeout=60_000, polling=POLL_MS)
+                   return m && m.innerText.includes('Because '); }""", timeout=60_000)
     main = page.inner_text('[data-testid="stMainBlockContainer"]')
     assert f"Question p1 {XSS_SCRIPT} {MARKUP}" in main
     assert f"Because {XSS_IMG} said so; {MARKUP}" in main

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from browser_support import (
     PAGES,
-    POLL_MS,
     _requirements,
     _serve,
     errors_on,
@@ -394,7 +393,7 @@ def inspector_at_1280_labels_titles_and_verdicts_fit(browser, big_server: str, f
         page.wait_for_function(  # the frame's own fit runs after its first drawing
             """() => [...document.querySelectorAll('iframe')]
                       .some(f => f.srcdoc && f.contentWindow.lensNetworks)""",
-            timeout=60_000, polling=POLL_MS)
+            timeout=60_000)
         page.evaluate("() => new Promise(r => setTimeout(r, 300))")
         panels = page.evaluate(GRAPH_FIT)
         assert len(panels) == 2 and all(p["nodes"] >= 5 for p in panels), panels
@@ -402,7 +401,7 @@ def inspector_at_1280_labels_titles_and_verdicts_fit(browser, big_server: str, f
         assert all(fits), (dataset, panels)
         assert errors_on(page) == [], dataset
         page.wait_for_function("() => document.querySelector('[data-testid=\"stMainBlockContainer\"]')"
-                               ".innerText.includes('Verdict 1')", timeout=60_000, polling=POLL_MS)
+                               ".innerText.includes('Verdict 1')", timeout=60_000)
         assert page.evaluate(SCROLL_BOX, "Verdict 1") is None, dataset
     release(page, browser)
 
