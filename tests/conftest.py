@@ -29,18 +29,24 @@ os.environ.setdefault("LENS_DB", os.path.join(tempfile.mkdtemp(prefix="lens-test
 
 # Measured order (wall s / CPU s per file in the lead's clean run of 64a37b3 with nothing else running,
 # 19:07 UTC, `bash .ci/run`'s table from .ci/cpuprof.py): longest wall first, every file of 2 s or more.
-# Two places break that order on purpose: the local model's two files are one unit (ONE_WORKER), and the
-# two browser files do not start side by side: each runs its tours in parallel (mostly waiting on a
-# Streamlit server and Chromium), so each is placed to run beside CPU-bound work on the other worker.
+# The head of the list is placed on purpose (round 38, figures from the lead's fresh-clone CI of ef71cad,
+# /work/wt/prompts/suite38-baseline.log): the two browser files are one unit (ONE_WORKER) and go first, on
+# one worker, one after the other (~105 s); the other worker meanwhile runs files that wait on child
+# processes and local servers, then engine files; the local model's unit (~90 s of wall for ~43 s of CPU
+# when it started beside Chromium: its one thread got a fraction of a core while Chromium's renderers,
+# three Streamlit servers and the tours ran) is placed after ~100 s of the other worker's files, so it starts
+# about when the browsers end, beside single-threaded engine files.
 SLOW_FILES_FIRST = (
-    "test_browser_stress.py",           # 133.9 /  58.6; tours in parallel (issue 31)
-    "test_judging_local_soft.py",       #  41.7 /  36.0; one unit with the next (ONE_WORKER)
-    "test_judging_local.py",            #  38.3 /  37.3
-    "test_judging_api.py",              #  40.0 /  25.7
-    "test_browser.py",                  # 131.8 /  57.0; tours in parallel; apart from the other
-    "test_ingest_limits.py",            #  32.7 /  32.1
+    "test_browser_stress.py",           #  53.5 /  41.3 (+ Chromium's, uncounted); one unit with the next
+    "test_browser.py",                  #  51.7 /  36.2 (+ Chromium's)
+    "test_judging_api.py",              #  20.3 /  15.8
+    "test_ingest_limits.py",            #  34.8 /  17.3 (child imports)
+    "test_import_early_existing.py",    #  17.5 /  16.6
+    "test_app_data.py",                 #  13.0 /  12.3
+    "test_judge_report_store.py",       #  12.8 /  13.9
+    "test_judging_local_soft.py",       #  63.4 /  29.1 beside Chromium; one unit with the next two
+    "test_judging_local.py",            #  27.1 /  14.2 beside Chromium
     "test_curve_grid.py",               #  ~25-30 s of CPU at load 20-47 (issue 26 round 32, not yet idle)
-    "test_app_data.py",                 #  28.5 /  27.8
     "test_board_grid.py",               #  ~20 s of CPU at load 5 (issue 26 round 33, not yet idle)
     "test_judging_hardening.py",        #  25.9 /  16.3
     "test_judging_resilience.py",       #  24.0 /   7.3
@@ -64,7 +70,6 @@ SLOW_FILES_FIRST = (
     "test_curve_chain.py",              #  ~21 s of CPU at load 19
     "test_judge_report_counts.py",      #  ~13.5
     "test_import_early_insert.py",      #  ~14 s of CPU at load 18-30 (issue 26 round 35, not yet idle)
-    "test_import_early_existing.py",    #  ~18 s of CPU at load 4.5 (issue 26 round 36, not yet idle)
     "test_app_prewarm_store.py",        #  ~35 s of wall at load 10 (issue 26 round 37: kept boards; not idle)
     "test_pged_sparse_ensembles.py",    #  ~12
     "test_first_open_votes.py",         #  ~10
@@ -73,7 +78,6 @@ SLOW_FILES_FIRST = (
     "test_audit26_cli_seams.py",        #  13.6 /  13.5
     "test_count_rankers.py",            #  13.0 /  12.6
     "test_judges_counts.py",            #  12.4 /  12.0
-    "test_judge_report_store.py",       #  12.3 /  11.8
     "test_length_control.py",           #  12.0 /  11.8
     "test_verdicts.py",                 #  11.2 /  10.7
     "test_seams_storage.py",            #  11.1 /  10.8
@@ -199,12 +203,16 @@ long file started last would leave the other worker idle at the end."""
 
 
 ONE_WORKER = {
+    "test_browser_stress.py": "the browsers",
+    "test_browser.py": "the browsers",
     "test_judging_local_soft.py": "the local model",
     "test_judging_local.py": "the local model",
     "test_local_read_logits.py": "the local model",
 }
 """Files that share a session fixture costly to build (the local model: 7-10 s to load) run on the
-same worker, one after the other (pytest_xdist_make_scheduler); every other file is its own unit.
+same worker, one after the other (pytest_xdist_make_scheduler); every other file is its own unit. The two
+browser files are one unit for their order, not a fixture: one after the other on one worker, never side
+by side (each runs its tours three at a time) and never beside the local model (SLOW_FILES_FIRST).
 test_local_read_logits.py needs no model but torch (1.3 s of CPU to import), which it imports in a
 fixture, not at collection: in the local model's unit, only that worker ever imports torch."""
 
@@ -275,14 +283,9 @@ def _foreground_left() -> str | None:
         time.sleep(0.02)
     if fg._running <= fg._waiting:
         return None
-    import threading
-    import traceback
+    from stall_watch import thread_stacks
 
-    frames = sys._current_frames()
-    stacks = [f"{t.name}: " + " <- ".join(f"{f.name}:{f.lineno}" for f in reversed(
-        traceback.extract_stack(frames[t.ident])[-6:])) for t in threading.enumerate()
-        if t.ident in frames and t is not threading.main_thread()]
-    return f"{fg._running} foreground run(s) going ({fg._waiting} waiting); threads: " + "; ".join(stacks)
+    return f"{fg._running} foreground run(s) going ({fg._waiting} waiting); threads: {thread_stacks()}"
 
 
 def require(condition: bool, reason: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from stall_watch import watched_join
 
 from engine.graphs.buckets import build_buckets
 from engine.rankers.votes import votes as make_votes
@@ -64,7 +65,7 @@ def slide(ctx, votes, reference, path: list[tuple[int, int]], b: int, ranker: st
         mu = MU_STEPS[i]
         same(grid.board(ranker, k, mu, b, 0), want(k, mu), f"K={k} μ={mu}")
         grid.warm(ranker, k, mu, k_max=ctx.n_pool, mus=MU_STEPS, bootstrap=b, seed=0)
-    grid.join(120)
+    watched_join(grid, 120)
     made = {item: at for item, at in grid._first.items() if grid._has(item)}  # (planned, not replaced)
     assert len(made) > len(path), "the thread made no board a move did not ask for"
     for item, (k, mu) in made.items():

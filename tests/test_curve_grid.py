@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as hs
+from stall_watch import watched_join
 
 from engine.errors import LensError
 from engine.experiments.curves import DEFAULT_MU_GRID
@@ -67,7 +68,7 @@ def slide(stack, reference, path: list[tuple[int, int]], reach: int = 2, mu_reac
         same(stack, reference, grid, "k", MU_STEPS[i], "", wants)
         same(stack, reference, grid, "mu", k, "", wants)
         grid.warm(k, MU_STEPS[i], k_max=stack.T, mus=MU_STEPS, reach=reach, mu_reach=mu_reach)
-    grid.join(120)
+    watched_join(grid, 120)
     for kind, x in sorted(grid._made):
         same(stack, reference, grid, kind, x, ", made by the warming thread", wants)
     return grid
@@ -169,5 +170,5 @@ def test_the_warming_plan_puts_the_keep_k_curves_ahead_of_the_mu_slider_first():
     for i in (8, 8, 9, 10, 10, 9, 9, 11):  # up, up, keep-K move, down, keep-K move, up
         grid.warm(k, MU_STEPS[i], k_max=33, mus=MU_STEPS)
         seen.append(grid._ahead)
-    grid.join(60)
+    watched_join(grid, 60)
     assert seen == [1, 1, 1, 1, 1, -1, -1, 1]

@@ -193,7 +193,7 @@ def test_paid_calls_are_journaled_when_the_store_stays_busy_and_filed_by_the_nex
     with FakeOpenAI() as srv:
         srv.gate.clear()
         cmd = judge_cmd(db, "busy", srv.base_url, "--protocol", "swapped", "--concurrency", "4")
-        cmd[3:3] = ["--lock-wait", "1"]
+        cmd[3:3] = ["--lock-wait", "0.3"]
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert _wait_for(lambda: srv.arrivals >= 4), "the run never called the server"
         holder = None
@@ -215,7 +215,7 @@ def test_paid_calls_are_journaled_when_the_store_stays_busy_and_filed_by_the_nex
         assert proc.returncode == 2 and out == "" and len(lines) == 1, err
         assert lines[0].startswith(
             f"error: The judge run stopped because the store at {db} could not be "
-            "written: it stayed in use by another process past the 1 s lock wait; the "
+            "written: it stayed in use by another process past the 0.3 s lock wait; the "
         )
         assert f"{paid_first} finished calls not yet stored are kept in " in lines[0]
         assert paid_first >= 4 and len(journals) == 1
@@ -242,11 +242,11 @@ def test_paid_calls_are_journaled_when_the_store_stays_busy_and_filed_by_the_nex
 
 def test_a_trickling_server_cannot_hold_a_call_past_the_timeout(empty_store):
     with FakeOpenAI(trickle_s=0.2, trickle_bytes=200) as srv:  # 40 s for the whole body
-        runner = _runner(empty_store, srv, timeout_s=1.0, max_retries=0, unreachable_after=99)
+        runner = _runner(empty_store, srv, timeout_s=0.5, max_retries=0, unreachable_after=99)
         (res,) = runner.call([_req("TRICKLE please")])
         sent = srv.trickled
     assert res is None and runner.stats.failed == 1
-    assert "no complete reply from" in runner.stats.errors[0] and "within 1 s" in runner.stats.errors[0]
+    assert "no complete reply from" in runner.stats.errors[0] and "within 0.5 s" in runner.stats.errors[0]
     assert sent < 50  # the client hung up at its deadline, long before the 200th byte
 
 

@@ -109,7 +109,7 @@ def test_a_journal_that_cannot_be_written_beside_the_store_goes_to_the_second_lo
     with FakeOpenAI() as srv:
         srv.gate.clear()
         cmd = judge_cmd(db, "d", srv.base_url, "--protocol", "swapped", "--concurrency", "4")
-        cmd[3:3] = ["--lock-wait", "1"]
+        cmd[3:3] = ["--lock-wait", "0.3"]
         script = (
             f'mount -t tmpfs -o size=64k tmpfs "{beside}" && ln -s "{target}" "{db}" && '
             f'(dd if=/dev/zero of="{beside}/fill" bs=4k 2>/dev/null; true) && exec "$@"'

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from apphelpers import assert_clean, new_app, unescape_md
+from stall_watch import watched_join
 
 from engine.graphs.buckets import build_buckets
 from engine.rankers.votes import votes as make_votes
@@ -51,7 +52,7 @@ def test_the_page_shows_the_board_from_scratch_made_ahead_or_shared(shipped_db, 
     for k, mu, how in ((k0 - 1, mu0, "made by the move"), (k0 - 2, mu0, "made ahead"),
                        (k0 - 2, same_mu, "shared")):
         if how == "made ahead":
-            grid.join(120)
+            watched_join(grid, 120)
             assert grid.has("bt", k, mu, B_DEFAULT, SEED)
         if how == "shared":
             assert grid.has("bt", k, mu, B_DEFAULT, SEED)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from apphelpers import assert_clean, new_app
 from curve_svg_read import page_curves, read_curve, read_setting
+from stall_watch import watched_join
 
 from engine.experiments.curves import DEFAULT_MU_GRID
 from engine.graphs.buckets import build_buckets
@@ -42,7 +43,7 @@ def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, mon
     k_frames: dict[float, pd.DataFrame] = {}  # the keep-K curve from scratch per μ (the K moves keep μ)
     for move in ("mu", "k", "k"):
         if move == "k":
-            grid.join(120)  # the move below finds its μ curve made by the thread
+            watched_join(grid, 120)  # the move below finds its μ curve made by the thread
             assert grid.has("mu", at.slider(key="keep_k").value - 1)
             at.slider(key="keep_k").set_value(at.slider(key="keep_k").value - 1).run()
         else:
