@@ -147,7 +147,8 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
         # formula-like cells neutralised for spreadsheets (engine/views/exports.py)
         write_csv(df, data_stream(out))
     elif fmt == "json":
-        out.write("[]" if df.empty else df.to_json(orient="records", indent=2, double_precision=10))
+        out.write("[]" if df.empty else df.to_json(orient="records", indent=2, double_precision=10,
+                                                       date_format="iso", date_unit="s"))
         out.write("\n")
     else:
         with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
