@@ -156,6 +156,20 @@ class BoardView:
     delta_note: str | None
 
 
+FEW_SHARED = 3
+"""Fewer models on the reference than this make its rank distance say little: over 2 models an order is either
+the reference's or its reverse (0 or 1), over 1 it is 0 whatever the scores."""
+
+
+def spearman_value(distances: dict) -> str:
+    """The Leaderboard's headline distance to the reference: ``(1 − ρ)/2`` to 3 decimals, with the count of
+    models it is over when that count is under ``FEW_SHARED`` (a distance of 0.000 over 2 models read like a
+    perfect agreement; audit38)."""
+    value = f"{distances['spearman']:.3f}"
+    n = int(distances["n_shared"])
+    return value if n >= FEW_SHARED else f"{value} ({n} model{'s' if n != 1 else ''})"
+
+
 def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bool = False,
                reference_note: str | None = None, level: float | None = 0.95,
                pending: bool = False) -> BoardView:

@@ -349,3 +349,27 @@ def test_cycles_page_integer_bins_ticks_natural_order_and_variant_names(shipped_
     assert "10" in prompts
     variant_box = at.selectbox(key="insp_variant")
     assert variant_box.options == ["original", "paraphrase 1", "paraphrase 2", "sample 1", "sample 2"]
+
+
+def test_a_distance_over_fewer_than_three_reference_models_says_how_many(shipped_db, tmp_path, monkeypatch):
+    """Two of the dataset's models are on the reference (the third is not): the headline distance is 0 or 1
+    whatever the scores, so its value names the 2 models it is over; the number itself is ``(1 − ρ)/2``
+    recomputed here from the board's scores and the reference's ratings (scipy). A dataset with three models
+    on it shows the bare number."""
+    from engine.ranking.reference import DEFAULT_REFERENCE
+
+    full = json.loads(DEFAULT_REFERENCE.read_text())["full"]
+    g4, ll, zz = "gpt-4-0314", "llama-13b", "zz-unrated"
+    games = [(g4, ll, "A"), (g4, zz, "A"), (ll, zz, "B"), (g4, ll, "B"), (ll, g4, "A"), (g4, ll, "A")]
+    rows = "prompt_id,model_a,model_b,winner\n" + "".join(f"{i},{a},{b},{w}\n"
+                                                          for i, (a, b, w) in enumerate(games))
+    three = rows.replace("zz-unrated", "vicuna-13b")
+    db = _store_with(tmp_path, shipped_db, csvs={"few": rows, "three": three})
+    for name, rated in (("few", [g4, ll]), ("three", [g4, ll, "vicuna-13b"])):
+        at = new_app(db, monkeypatch, query={"dataset": name})
+        assert_clean(at)
+        shown = {m.label: m.value for m in at.metric}["Spearman distance to reference"]
+        board = at.dataframe[0].value.set_index("model")
+        rho = spearmanr(board.loc[rated, "score"], [full[m]["rating"] for m in rated]).statistic
+        suffix = " (2 models)" if len(rated) == 2 else ""
+        assert shown == f"{(1 - rho) / 2:.3f}{suffix}", (name, shown)
