@@ -72,3 +72,21 @@ def test_a_carriage_return_keeps_its_quotes_and_plain_ids_are_untouched():
     assert "'=x," in text and '"a\rb",' in text and text.count("\n") == 2003
     plain = frame.iloc[:2001]
     assert write_csv(plain) == per_cell(plain)
+
+
+OTHER_KINDS = {  # object and categorical columns with no text, or numbers beside None (the review's)
+    "dates": pd.Series([pd.Timestamp("2020-01-01")], dtype=object),
+    "date and NaT": pd.Series([pd.Timestamp("2020-01-01"), pd.NaT], dtype=object),
+    "ints and None": pd.Series([1, None], dtype=object),
+    "a timedelta": pd.Series([pd.Timedelta(seconds=1).to_pytimedelta()], dtype=object),
+    "categorical dates": pd.Series(pd.Categorical([pd.Timestamp("2020-01-01")])),
+}
+
+
+@pytest.mark.parametrize("kind", list(OTHER_KINDS))
+def test_columns_of_other_kinds_are_written_as_the_per_cell_writer_wrote_them(kind):
+    """A column the text scan cannot read as texts (dates, numbers with None, durations) goes through the
+    per-cell map as before, whose result pandas formats by its own dtype rules: ``2020-01-01``, not
+    ``2020-01-01 00:00:00``; ``1.0`` beside an empty cell, not ``1``."""
+    frame = pd.DataFrame({"c": OTHER_KINDS[kind], "t": ["=x"] * len(OTHER_KINDS[kind])})
+    assert write_csv(frame) == per_cell(frame)

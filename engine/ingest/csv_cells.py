@@ -50,20 +50,18 @@ def _is_text(column: pd.Series) -> bool:
     return column.dtype == object or isinstance(column.dtype, pd.StringDtype | pd.CategoricalDtype)
 
 
-def _scan(column: pd.Series) -> tuple[np.ndarray, bool]:
+def _scan(column: pd.Series) -> tuple[np.ndarray, bool] | None:
     """(positions of the cells whose first character ``neutralise_cell`` may act on, whether a cell holds
-    a ``\\r``) of an object column: in Arrow's compute for a column of texts and missing cells, per cell
-    for any other (numbers mixed in). Per cell, a million prompt ids cost 5.7 s of a 1M-row ``graphs
-    --format csv`` (audit38)."""
+    a ``\\r``) of an object column of texts and missing cells, in Arrow's compute; None for any other column
+    (a number, a date, bytes or a lone surrogate among its cells), which ``_safe`` maps cell by cell as
+    before. Per cell, a million prompt ids cost 5.7 s of a 1M-row ``graphs --format csv`` (audit38)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     try:
         texts = pa.array(column.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
     except (pa.ArrowException, UnicodeError, TypeError, ValueError):  # a number, bytes or a lone surrogate
-        cells = column.to_numpy(dtype=object)
-        hit = [i for i, v in enumerate(cells) if isinstance(v, str) and v and v[0] in _FIRST]
-        return np.asarray(hit, dtype=np.int64), any(isinstance(v, str) and "\r" in v for v in cells)
+        return None
     starts = pc.utf8_slice_codeunits(texts, 0, 1)
     hit = pc.fill_null(pc.is_in(starts, value_set=pa.array(_FIRST)), False)
     carriage = pc.any(pc.match_substring(texts, "\r")).as_py()
@@ -89,9 +87,14 @@ def _safe(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     for col in out.columns:
         if _is_text(out[col]):
             column = out[col].astype(object)
-            hit, cr = _scan(column)
+            scanned = _scan(column)
+            if scanned is None:  # cells of other kinds: mapped as ever (the map's result keeps its dtypes)
+                out[col] = column.map(neutralise_cell)
+                cr = any(isinstance(v, str) and "\r" in v for v in out[col].to_numpy(dtype=object))
+            else:
+                hit, cr = scanned
+                out[col] = _neutralised(column, hit)
             carriage = carriage or cr
-            out[col] = _neutralised(column, hit)
     out.columns = [neutralise_cell(c) if isinstance(c, str) else c for c in out.columns]
     carriage = carriage or any(isinstance(c, str) and "\r" in c for c in out.columns)
     return out, carriage

@@ -13,15 +13,14 @@ CSV (with its bulk path, ``csv_bulk``) and the tools' formats are read here.
 
 from __future__ import annotations
 
-import gc
 import io
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import PurePath
 
 import pyarrow.compute as pc
 
 from engine.errors import LensError
+from engine.heap import collection_paused
 from engine.ingest.csv_bulk import TextCells
 from engine.ingest.csv_cells import restore_csv_cell
 from engine.ingest.formats import TOOL_NAMES, detect_fields, detect_tool, expand
@@ -373,17 +372,11 @@ def read_rows(
     return merge_raw(list(batches)), found
 
 
-@contextmanager
 def no_gc():
-    """Reading builds one small list or dict per row and holds them all; the cyclic collector
-    would rescan them again and again (none of them can form a cycle), so it waits until the end."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+    """Reading builds one small list or dict per row and holds them all; the cyclic collector would rescan
+    them again and again (none of them can form a cycle), so it waits until the end
+    (``engine.heap.collection_paused``: shared with the other threads' pauses)."""
+    return collection_paused()
 
 
 def list_columns(source, filename: str, fmt: str | None = None) -> list[str]:
