@@ -247,3 +247,12 @@ def listing_by_scan(db) -> dict[str, dict]:
             for n in frame.index}
     return {n: {"verdicts": int(r.verdicts), "invalid": int(r.invalid), "judges": int(r.judges),
                 "prompts": int(r.prompts), "models": models[n]} for n, r in frame.iterrows()}
+
+
+def store_of_frames(folder: Path, frames: dict[str, pd.DataFrame]):
+    """A new store at ``folder / "lens.duckdb"`` holding one dataset per frame (its key the dataset's name),
+    each imported from a CSV file as the CLI's ``import`` does."""
+    store = fresh_store(folder / "lens.duckdb")
+    for name, frame in frames.items():
+        import_csv(store, write_csv(frame, folder / f"{name}.csv"), name)
+    return store

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from engine.diagnostics import diagnose
-from tests.seam_data import fresh_store, import_csv, write_csv
+from tests.seam_data import store_of_frames
 
 
 def _rows(judges: dict[str, str]) -> pd.DataFrame:
@@ -35,10 +35,7 @@ DATA = {
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("agreement")
-    s = fresh_store(folder / "lens.duckdb")
-    for name, frame in DATA.items():
-        import_csv(s, write_csv(frame, folder / f"{name}.csv"), name)
+    s = store_of_frames(tmp_path_factory.mktemp("agreement"), DATA)
     yield s
     s.close()
 

@@ -12,7 +12,7 @@ import pytest
 from engine.diagnostics import diagnose
 from engine.diagnostics.verdict_pairs import has_known_order
 from engine.errors import LensError
-from tests.seam_data import fresh_store, import_csv, write_csv
+from tests.seam_data import store_of_frames
 
 
 def _rows(orders: dict[str, list[str | None]], winners: list[str]) -> pd.DataFrame:
@@ -38,10 +38,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("order")
-    s = fresh_store(folder / "lens.duckdb")
-    for name, frame in CASES.items():
-        import_csv(s, write_csv(frame, folder / f"{name}.csv"), name)
+    s = store_of_frames(tmp_path_factory.mktemp("order"), CASES)
     yield s
     s.close()
 
