@@ -21,8 +21,13 @@ all need the same calls): with the leases, the calls made over all processes mus
 calls, each paid once; also reported.
 
     python bench/judging_shards.py [--processes 4] [--concurrency 64] [--limit 10 | --synthetic 200] \
-        [--overlap]
-        [--setups shards:1,shards:n,lock:1,lock:n]
+        [--overlap] [--setups shards:1,shards:n,lock:1,lock:n] [--spy DIR]
+
+Each row also gives the fake servers' CPU over the setup (from /proc: the servers are meant to be cheap,
+and with many processes on few cores they compete with the clients) and each process's own wall seconds
+(start to exit). ``--spy DIR``: every judge process runs under ``py-spy record --idle --threads`` (py-spy
+on PATH; its raw stacks, one file per process, go to DIR) to see where a process's threads wait; the CPU
+column then includes py-spy's own.
 
 Not run by CI (a benchmark, not a test). Results also go to bench/_results/judging_shards.json.
 """
@@ -83,12 +88,25 @@ def load(db: Path, shares: list[list[str]], limit: int, synthetic: int = 0) -> l
     return names
 
 
-def run_processes(db: Path, url: str, datasets: list[str], conc: int, shards: bool, tmp: Path) -> dict:
+def server_cpu(pids: list[int]) -> float:
+    """User + system CPU seconds the processes ``pids`` have used so far (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def run_processes(db: Path, url: str, datasets: list[str], conc: int, shards: bool, tmp: Path,
+                  spy: Path | None = None, label: str = "") -> dict:
     """Start one judge process per dataset at once; wall, CPU and calls made over all of them."""
     procs = []
     t0 = time.perf_counter()
     for name in datasets:
-        cmd = [sys.executable, "-m", "engine", "--db", str(db), "--lock-wait", "600", "judge",
+        wrap = [] if spy is None else [
+            "py-spy", "record", "--idle", "--threads", "--rate", "100", "--format", "raw",
+            "-o", str(spy / f"{label.replace(' ', '_')}-{name}.raw"), "--"]
+        cmd = wrap + [sys.executable, "-m", "engine", "--db", str(db), "--lock-wait", "600", "judge",
                "--dataset", name, "--models", MODELS,
                "--backend", "openai", "--base-url", url, "--model", "fake-judge", "--api-key", "EMPTY",
                "--protocol", "swapped", "--concurrency", str(conc), "--no-progress", "--format", "csv",
@@ -98,18 +116,28 @@ def run_processes(db: Path, url: str, datasets: list[str], conc: int, shards: bo
         procs.append((name, subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=err), out, err))
     cpu = 0.0
     made = 0
+    ended: dict[int, tuple[float, int, os.struct_rusage]] = {}
+    mine = {p.pid for _, p, _, _ in procs}
+    while not mine <= ended.keys():  # in the order they end, so each process's own wall is its own
+        pid, status, usage = os.wait4(-1, 0)
+        ended[pid] = (time.perf_counter() - t0, status, usage)
+    walls = []
     for name, p, out, err in procs:
-        _pid, status, usage = os.wait4(p.pid, 0)
+        end_s, status, usage = ended[p.pid]
+        walls.append(round(end_s, 2))
         p.returncode = os.waitstatus_to_exitcode(status)
         out.close()
         err.close()
         cpu += usage.ru_utime + usage.ru_stime
         if p.returncode != 0:
             raise SystemExit(f"{name} failed: {(tmp / f'{name}.err').read_text()[-2000:]}")
-        lines = (tmp / f"{name}.csv").read_text().splitlines()
+        text = (tmp / f"{name}.csv").read_text().splitlines()
+        lines = [x for x in text if x and not x.startswith("py-spy>")]  # py-spy's own lines go to stdout
+        if len(lines) < 2 or "calls_made" not in lines[0]:
+            raise SystemExit(f"{name}: no summary row in {lines[:6]!r}")
         made += int(dict(zip(lines[0].split(","), lines[1].split(","), strict=False))["calls_made"])
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "cpu_s": cpu, "made": made}
+    return {"wall_s": wall, "cpu_s": cpu, "made": made, "process_walls_s": walls}
 
 
 def cache_check(db: Path) -> dict:
@@ -123,16 +151,21 @@ def cache_check(db: Path) -> dict:
     return {"cache_rows": rows, "distinct_keys": distinct, "shard_files_left": len(left)}
 
 
-def one_setup(label: str, url: str, shares: list[list[str]], args, shards: bool) -> dict:
+def one_setup(label: str, url: str, shares: list[list[str]], args, shards: bool,
+              server_pids: list[int]) -> dict:
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         db = tmp / "bench.duckdb"
         datasets = load(db, shares, args.limit, args.synthetic)
-        got = run_processes(db, url, datasets, args.concurrency, shards, tmp)
+        before = server_cpu(server_pids)
+        got = run_processes(db, url, datasets, args.concurrency, shards, tmp, args.spy, label)
+        servers_cpu = server_cpu(server_pids) - before
         check = cache_check(db)
     row = {"setup": label, "call_shards": shards, "processes": len(shares), "calls_made": got["made"],
            "wall_s": round(got["wall_s"], 2), "calls_per_s": round(got["made"] / got["wall_s"], 1),
-           "cpu_ms_per_call": round(1000 * got["cpu_s"] / max(got["made"], 1), 2), **check,
+           "cpu_ms_per_call": round(1000 * got["cpu_s"] / max(got["made"], 1), 2),
+           "process_walls_s": got["process_walls_s"],
+           "servers_cpu_ms_per_call": round(1000 * servers_cpu / max(got["made"], 1), 3), **check,
            "each_call_once": check["cache_rows"] == check["distinct_keys"] == got["made"]}
     print(json.dumps(row), flush=True)
     return row
@@ -151,11 +184,16 @@ def main() -> None:
     ap.add_argument("--overlap", action="store_true", help="also: N processes that all need the same calls")
     ap.add_argument("--setups", default="shards:1,shards:n,lock:1,lock:n",
                     help="which runs, in order: WAY:COUNT with WAY lock or shards and COUNT 1 or n")
+    ap.add_argument("--spy", type=Path, default=None,
+                    help="run every judge process under py-spy, its raw stacks into this folder")
     args = ap.parse_args()
+    if args.spy is not None:
+        args.spy.mkdir(parents=True, exist_ok=True)
     n = args.processes
     shares = [CATEGORIES[i::n] for i in range(n)]
     servers = [start_server() for _ in range(args.servers)]
     url = ",".join(u for _, u in servers)  # every run gets every server (one call key label for all)
+    pids = [server.pid for server, _ in servers]
     rows = []
     load_avg = os.getloadavg()
     try:
@@ -163,11 +201,11 @@ def main() -> None:
             way, count = setup.split(":")
             shards = way == "shards"
             if count == "1":
-                rows.append(one_setup("1 process", url, [CATEGORIES], args, shards))
+                rows.append(one_setup("1 process", url, [CATEGORIES], args, shards, pids))
             else:
-                rows.append(one_setup(f"{n} processes", url, shares, args, shards))
+                rows.append(one_setup(f"{n} processes", url, shares, args, shards, pids))
         if args.overlap:
-            rows.append(one_setup(f"{n} processes, same calls", url, [CATEGORIES] * n, args, True))
+            rows.append(one_setup(f"{n} processes, same calls", url, [CATEGORIES] * n, args, True, pids))
     finally:
         for server, _ in servers:
             server.kill()
