@@ -21,7 +21,11 @@ all need the same calls): with the leases, the calls made over all processes mus
 calls, each paid once; also reported.
 
     python bench/judging_shards.py [--processes 4] [--concurrency 64] [--limit 10 | --synthetic 200] \
-        [--overlap] [--setups shards:1,shards:n,lock:1,lock:n] [--spy DIR]
+        [--overlap] [--setups shards:1,shards:n,keep:1,keep:n,lock:1,lock:n] [--spy DIR]
+
+``keep``: ``--call-shards --keep-shards`` (each process leaves its shard files), then ``calls --merge-shards``
+as one process files them all: the row gives the judging (wall, calls/s) and the filing (``merge_wall_s``)
+apart, and ``calls_per_s_filed`` from the first start to the last call filed.
 
 Each row also gives the fake servers' CPU over the setup (from /proc: the servers are meant to be cheap,
 and with many processes on few cores they compete with the clients) and each process's own wall seconds
@@ -97,7 +101,7 @@ def server_cpu(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def run_processes(db: Path, url: str, datasets: list[str], conc: int, shards: bool, tmp: Path,
+def run_processes(db: Path, url: str, datasets: list[str], conc: int, shards: bool | str, tmp: Path,
                   spy: Path | None = None, label: str = "") -> dict:
     """Start one judge process per dataset at once; wall, CPU and calls made over all of them."""
     procs = []
@@ -110,7 +114,7 @@ def run_processes(db: Path, url: str, datasets: list[str], conc: int, shards: bo
                "--dataset", name, "--models", MODELS,
                "--backend", "openai", "--base-url", url, "--model", "fake-judge", "--api-key", "EMPTY",
                "--protocol", "swapped", "--concurrency", str(conc), "--no-progress", "--format", "csv",
-               ] + (["--call-shards"] if shards else [])
+               ] + (["--call-shards"] if shards else []) + (["--keep-shards"] if shards == "keep" else [])
         out = open(tmp / f"{name}.csv", "w")  # noqa: SIM115 (closed below)
         err = open(tmp / f"{name}.err", "w")  # noqa: SIM115
         procs.append((name, subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=err), out, err))
@@ -151,7 +155,21 @@ def cache_check(db: Path) -> dict:
     return {"cache_rows": rows, "distinct_keys": distinct, "shard_files_left": len(left)}
 
 
-def one_setup(label: str, url: str, shares: list[list[str]], args, shards: bool,
+def merge_process(db: Path, tmp: Path) -> tuple[float, float, int]:
+    """``calls --merge-shards`` as a process (one writer files every shard): wall s, CPU s, calls filed."""
+    t0 = time.perf_counter()
+    with open(tmp / "merge.csv", "w") as out, open(tmp / "merge.err", "w") as err:
+        p = subprocess.Popen([sys.executable, "-m", "engine", "--db", str(db), "calls", "--merge-shards",
+                              "--format", "csv"], cwd=REPO, stdout=out, stderr=err)
+        _pid, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"calls --merge-shards failed: {(tmp / 'merge.err').read_text()[-2000:]}")
+    filed = int((tmp / "merge.csv").read_text().split()[-1])
+    return wall, usage.ru_utime + usage.ru_stime, filed
+
+
+def one_setup(label: str, url: str, shares: list[list[str]], args, shards: bool | str,
               server_pids: list[int]) -> dict:
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
@@ -160,6 +178,7 @@ def one_setup(label: str, url: str, shares: list[list[str]], args, shards: bool,
         before = server_cpu(server_pids)
         got = run_processes(db, url, datasets, args.concurrency, shards, tmp, args.spy, label)
         servers_cpu = server_cpu(server_pids) - before
+        merged = merge_process(db, tmp) if shards == "keep" else None
         check = cache_check(db)
     row = {"setup": label, "call_shards": shards, "processes": len(shares), "calls_made": got["made"],
            "wall_s": round(got["wall_s"], 2), "calls_per_s": round(got["made"] / got["wall_s"], 1),
@@ -167,6 +186,10 @@ def one_setup(label: str, url: str, shares: list[list[str]], args, shards: bool,
            "process_walls_s": got["process_walls_s"],
            "servers_cpu_ms_per_call": round(1000 * servers_cpu / max(got["made"], 1), 3), **check,
            "each_call_once": check["cache_rows"] == check["distinct_keys"] == got["made"]}
+    if merged is not None:  # judged, then filed by one writer: its time, and calls/s from start to filed
+        row |= {"merge_wall_s": round(merged[0], 2), "merge_cpu_s": round(merged[1], 2),
+                "calls_filed": merged[2],
+                "calls_per_s_filed": round(got["made"] / (got["wall_s"] + merged[0]), 1)}
     print(json.dumps(row), flush=True)
     return row
 
@@ -183,7 +206,7 @@ def main() -> None:
                     help="judge this many generated prompts (6 models each) instead of MT-Bench")
     ap.add_argument("--overlap", action="store_true", help="also: N processes that all need the same calls")
     ap.add_argument("--setups", default="shards:1,shards:n,lock:1,lock:n",
-                    help="which runs, in order: WAY:COUNT with WAY lock or shards and COUNT 1 or n")
+                    help="which runs, in order: WAY:COUNT with WAY lock, shards or keep and COUNT 1 or n")
     ap.add_argument("--spy", type=Path, default=None,
                     help="run every judge process under py-spy, its raw stacks into this folder")
     args = ap.parse_args()
@@ -199,7 +222,7 @@ def main() -> None:
     try:
         for setup in args.setups.split(","):
             way, count = setup.split(":")
-            shards = way == "shards"
+            shards: bool | str = "keep" if way == "keep" else way == "shards"
             if count == "1":
                 rows.append(one_setup("1 process", url, [CATEGORIES], args, shards, pids))
             else:
@@ -210,12 +233,15 @@ def main() -> None:
         for server, _ in servers:
             server.kill()
             server.wait()
-    for way in ("lock", "shards"):
-        one = [r for r in rows if r["call_shards"] == (way == "shards") and r["processes"] == 1]
-        many = [r for r in rows if r["call_shards"] == (way == "shards") and r["setup"] == f"{n} processes"]
+    for way, flag in (("lock", False), ("shards", True), ("keep", "keep")):
+        one = [r for r in rows if r["call_shards"] == flag and r["processes"] == 1]
+        many = [r for r in rows if r["call_shards"] == flag and r["setup"] == f"{n} processes"]
         if one and many:
             print(f"{way}: {n} processes reach {many[0]['calls_per_s'] / one[0]['calls_per_s']:.2f}x one "
                   "process's calls/s", flush=True)
+            if flag == "keep":
+                both = many[0]["calls_per_s_filed"] / one[0]["calls_per_s_filed"]
+                print(f"keep, from the first start to the last call filed: {both:.2f}x", flush=True)
     out = HERE / "_results" / "judging_shards.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"rows": rows, "load_avg_at_start": load_avg, "cpus": os.cpu_count(),

@@ -309,3 +309,91 @@ def test_a_long_run_files_its_shards_every_so_many_calls(tmp_path, monkeypatch):
     assert len(_stored(store)) == 6 and cache.shards is not None and cache.shards.unfiled == 0
     cache.put_rows(_rows(calls[6:]))
     assert len(_stored(store)) == 6 and len(list(shard_folder(store.path).glob("*.parquet"))) == 1
+
+
+# -- judge --keep-shards: several processes, one writer files their shards afterwards --------------
+def test_a_keep_shards_run_keeps_the_leases_of_its_shard_calls_and_drops_the_others(tmp_path):
+    """The end of a --keep-shards run files nothing: the calls in its shards stay leased (so a run
+    that meets them looks the shards up before paying), the calls it claimed and never made are let
+    go; one writer's merge then stores the calls a plain cache stores and drops their leases."""
+    calls = _calls(6)
+    plain_store, store = Store(tmp_path / "plain.duckdb"), Store(tmp_path / "keep.duckdb")
+    plain, kept = CallCache(plain_store), CallCache(store, shards=True, keep_shards=True)
+    keys = [k for k, _, _ in calls]
+    assert kept.claim(keys) == (set(keys), set())
+    kept.put_rows(_rows(calls[:4]))
+    plain.put_rows(_rows(calls[:4]))
+    kept.release()  # the end of the run
+    assert _stored(store).empty
+    assert [k for k, _ in _leases(store)] == sorted(keys[:4])
+    assert kept.get_many(keys) == {k: r for k, _, r in calls[:4]}  # served from the shard meanwhile
+    assert merge(store) == 4
+    pd.testing.assert_frame_equal(_stored(store), _stored(plain_store))
+    assert _leases(store) == [] and not shard_folder(store.path).exists()
+
+
+def test_keep_shards_processes_pay_each_call_once_and_one_writer_files_them(tmp_path, monkeypatch):
+    """Two --keep-shards processes needing the same calls (the second meets the first's leases while
+    the server holds its requests): each call is asked once (the server's log), nothing is filed by the
+    runs, a third run is served from the shards without a call, `calls --merge-shards` then files each
+    call once and leaves no lease or shard, and the verdicts are those of a plain run."""
+    db = tmp_path / "shared.duckdb"
+    saw_held = threading.Event()
+    claim = CallCache.claim
+
+    def observed(self, keys):
+        got = claim(self, keys)
+        if got[1]:
+            saw_held.set()
+        return got
+
+    monkeypatch.setattr(CallCache, "claim", observed)
+    keep = ("--call-shards", "--keep-shards", "--concurrency", "4")
+    with FakeOpenAI(delay_s=0.01) as srv:
+        srv.gate.clear()
+        other = subprocess.Popen(judge_cmd(db, "a", srv.base_url, *keep, models=MODELS), cwd=REPO,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert _wait_for(lambda: srv.at_gate >= 4 or other.poll() is not None)
+            done: list = []
+            here = threading.Thread(target=lambda: done.append(run_engine(judge_cmd(
+                db, "b", srv.base_url, *keep, models=MODELS)[3:])))
+            here.start()
+            assert _wait_for(lambda: saw_held.is_set() or not here.is_alive())
+        finally:
+            srv.gate.set()
+        here.join()
+        outs = [other.communicate(timeout=300), (done[0].stdout, done[0].stderr)]
+        assert [other.returncode, done[0].returncode] == [0, 0], [o[1] for o in outs]
+        assert saw_held.is_set()
+        made = sum(int(pd.read_csv(pd.io.common.StringIO(o[0])).iloc[0]["calls_made"]) for o in outs)
+        asked = len(srv.bodies)
+        con = duckdb.connect(str(db), read_only=True)
+        assert con.execute("SELECT count(*) FROM judge_calls").fetchone() == (0,)  # nothing filed yet
+        assert con.execute("SELECT count(*) FROM judge_call_leases").fetchone() == (made,)
+        con.close()
+        third = run_engine(judge_cmd(db, "c", srv.base_url, *keep, models=MODELS)[3:])
+        assert third.returncode == 0, third.stderr
+        again = pd.read_csv(pd.io.common.StringIO(third.stdout)).iloc[0]
+        assert (again["calls_made"], again["calls_cached"]) == (0, made) and len(srv.bodies) == asked
+        sent = [json.dumps([b["model"], b["messages"]], sort_keys=True) for b in srv.bodies]
+        plain = tmp_path / "plain.duckdb"
+        assert run_engine(judge_cmd(plain, "a", srv.base_url, models=MODELS)[3:]).returncode == 0
+    assert len(sent) == len(set(sent)) == made > 0
+    filed = run_engine(["--db", str(db), "calls", "--merge-shards", "--format", "csv"])
+    assert filed.returncode == 0 and int(filed.stdout.split()[-1]) == made
+    con = duckdb.connect(str(db), read_only=True)
+    stored = con.execute("SELECT count(*), count(DISTINCT call_key) FROM judge_calls").fetchone()
+    assert stored == (made, made)
+    assert con.execute("SELECT count(*) FROM judge_call_leases").fetchone() == (0,)
+    con.close()
+    assert not shard_folder(db).exists()
+    assert _verdicts(db, "a") == _verdicts(db, "b") == _verdicts(db, "c") == _verdicts(plain, "a")
+
+
+def test_keep_shards_without_call_shards_is_refused_with_one_sentence(tmp_path):
+    res = run_engine(["--db", str(tmp_path / "s.duckdb"), "judge", "--dataset", "a", "--inputs", "mt_bench",
+                      "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                      "--keep-shards"])
+    assert res.returncode == 2 and "give --call-shards too" in res.stderr
+    assert not (tmp_path / "s.duckdb").exists()

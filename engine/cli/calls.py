@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from engine.cli._common import add_format, store_from_args, write_frame
+from engine.errors import LensError
 from engine.judging.cache import call_summary
 
 
@@ -18,6 +19,13 @@ def add_call_shards_arg(p: argparse.ArgumentParser) -> None:
              "file them into the cache when the run ends, so several judge processes share one store "
              "without taking turns on its write lock (calls --merge-shards files a killed run's shards)",
     )
+    p.add_argument(
+        "--keep-shards",
+        action="store_true",
+        help="with --call-shards: leave this run's shard files for one writer (calls --merge-shards, once "
+             "every process has finished) instead of filing them when the run ends; the calls in them are "
+             "cache hits meanwhile. Several processes then never wait for each other's filing",
+    )
 
 
 SHARD_VERDICT_FLUSH = (100_000, 30.0)
@@ -25,6 +33,12 @@ SHARD_VERDICT_FLUSH = (100_000, 30.0)
 first, instead of every 16 pairs or 2 s: each write takes the store's one write lock, which the other
 processes sharing the store wait for (measured: docs/notes/i29shards-29.md). A kill loses no call
 (they are in the shards and the journal); a rerun stores the missing verdicts from the cache."""
+
+
+def check_shard_args(args: argparse.Namespace) -> None:
+    """``--keep-shards`` means something only with ``--call-shards``: one sentence otherwise."""
+    if getattr(args, "keep_shards", False) and not getattr(args, "call_shards", False):
+        raise LensError("--keep-shards keeps this run's call shards: give --call-shards too.")
 
 
 def shard_run_options(args: argparse.Namespace) -> dict:

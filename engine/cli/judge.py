@@ -18,7 +18,7 @@ import pandas as pd
 
 from engine.cli._common import add_format, store_from_args, write_frame
 from engine.cli._judge_active import add_active_args, run_active, wants_active
-from engine.cli.calls import add_call_shards_arg, shard_run_options
+from engine.cli.calls import add_call_shards_arg, check_shard_args, shard_run_options
 from engine.errors import LensError
 from engine.judging.backends import MAX_TOKENS_FIELDS, Decoding
 from engine.judging.factory import BACKENDS, make_backend
@@ -214,6 +214,7 @@ def runner_from_args(args: argparse.Namespace, store: Store, backend: Backend | 
         price_per_mtok=(args.price_in, args.price_out),
         progress=not args.no_progress,
         call_shards=getattr(args, "call_shards", False),
+        keep_shards=getattr(args, "keep_shards", False),
     )
 
 
@@ -328,6 +329,7 @@ def _config(args: argparse.Namespace) -> ProtocolConfig:
 def run(args: argparse.Namespace) -> int:
     """Judge the selected pairs as one recorded run and print its report; exit status (1 when calls
     failed)."""
+    check_shard_args(args)
     if wants_active(args):
         if args.export_requests:
             raise LensError("--export-requests works with the round-robin schedule: active judging picks "

@@ -178,7 +178,7 @@ class CallCache:
     Each ``CallCache`` is one lease owner (its process plus a random token, so two runners in one
     process do not mistake each other's claims for their own)."""
 
-    def __init__(self, store: Store, *, shards: bool = False):
+    def __init__(self, store: Store, *, shards: bool = False, keep_shards: bool = False):
         self.store = store
         if str(store.path) != ":memory:":
             store.limit_memory(STORE_MEMORY_LIMIT)
@@ -189,7 +189,12 @@ class CallCache:
         if shards and str(store.path) != ":memory:":
             from engine.judging.shards import CallShards
 
-            self.shards = CallShards(store.path)
+            self.shards = CallShards(store.path, keep=keep_shards)
+
+    @property
+    def keeps_shards(self) -> bool:
+        """This run leaves its shard files for one writer (``judge --keep-shards``)."""
+        return self.shards is not None and self.shards.keep
 
     def get_many(self, keys: list[str], legacy: dict[str, str] | None = None) -> dict[str, ChatResult]:
         """The cached results among ``keys`` (missing keys are absent from the dict).
@@ -276,6 +281,9 @@ class CallCache:
         process's shard files into the store (which drops their leases), so no call of it is left
         unleased outside the store."""
         if keys is None and self.shards is not None:
+            if self.shards.keep:  # the calls in this run's shards stay leased until filed (module docstring)
+                release_leases(self.store, self.owner, keep=self.shards.own_keys())
+                return
             self.shards.merge_mine(self.store)
         release_leases(self.store, self.owner, None if keys is None else list(keys))
 

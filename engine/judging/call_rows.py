@@ -112,9 +112,17 @@ def renew_leases(store: Store, owner: str, expires_at: float) -> None:
         cur.execute("UPDATE judge_call_leases SET expires_at = ? WHERE owner = ?", [expires_at, owner])
 
 
-def release_leases(store: Store, owner: str, keys: list[str] | None = None) -> None:
-    """Drop ``owner``'s leases on ``keys``, or all of them for None, so other runs may make those calls."""
+def release_leases(store: Store, owner: str, keys: list[str] | None = None, *,
+                   keep: set[str] | None = None) -> None:
+    """Drop ``owner``'s leases on ``keys``, or all of them for None (but those on ``keep``: calls in a
+    kept shard file, whose lease goes when they are filed), so other runs may make those calls."""
     with store.transaction() as cur:
+        if keys is None and keep:
+            cur.register("_kept", pa.table({"call_key": pa.array(sorted(keep), pa.string())}))
+            cur.execute("DELETE FROM judge_call_leases WHERE owner = ? AND call_key NOT IN "
+                        "(SELECT call_key FROM _kept)", [owner])
+            cur.unregister("_kept")
+            return
         if keys is None:
             cur.execute("DELETE FROM judge_call_leases WHERE owner = ?", [owner])
             return

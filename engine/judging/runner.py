@@ -134,6 +134,7 @@ class Runner:
         renew_s: float = 30.0,
         record_every_s: float = 0.25,
         call_shards: bool = False,
+        keep_shards: bool = False,
     ):
         if concurrency < 1:
             raise LensError("Concurrency must be at least 1.")
@@ -142,7 +143,8 @@ class Runner:
         if max_retries < 0:
             raise LensError("The number of retries cannot be negative.")
         self.store, self.backend = store, backend
-        self.cache = CallCache(store, shards=call_shards)  # call_shards: engine.judging.shards
+        # call_shards: engine.judging.shards; keep_shards: this run's shards are left for one writer
+        self.cache = CallCache(store, shards=call_shards, keep_shards=keep_shards)
         self.pull_units = SHARD_PULL_UNITS if call_shards else None  # units per cache lookup (Drive)
         self.concurrency = concurrency
         self.max_retries, self.backoff_s, self.max_backoff_s = max_retries, backoff_s, max_backoff_s
@@ -203,7 +205,9 @@ class Runner:
         if self._journal_filed or str(self.store.path) == ":memory:":
             return 0
         self._journal_filed = True
-        n = journal.file_pending(self.store.path, self.cache.put_rows) + merge_left_behind(self.store)
+        n = journal.file_pending(self.store.path, self.cache.put_rows)
+        if not self.cache.keeps_shards:  # a keep-shards run reads shards as they are (one writer files them)
+            n += merge_left_behind(self.store)
         self.stats.filed += n
         return n
 

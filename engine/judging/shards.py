@@ -67,10 +67,16 @@ FILE_EVERY_CALLS = 50_000
 store's write lock per 50,000 calls), so neither its files nor any reader's index of them grows with
 the length of the run."""
 
-SHARD_PULL_UNITS = 1024
+KEPT_FILE_EVERY_CALLS = 250_000
+"""The same for a ``--keep-shards`` run, whose filing is left to one writer once every process has
+finished: it files its own files only past this many calls (each process's index of every shard's keys,
+about 100 bytes a call, stays bounded), so a run of the usual size never takes the store's lock to file."""
+
+SHARD_PULL_UNITS = 4096
 """Units a ``--call-shards`` run starts per cache lookup and claim (the driver's default is 64): each
 lookup and each claim is a turn on the store's lock, which every process sharing the store waits
-for, so a sharded run takes 16 times fewer."""
+for, so a sharded run takes 64 times fewer (4 processes on 16 cores spent a fifth of their time waiting
+for that lock at 1024: docs/notes/gpu-39.md)."""
 
 MERGE_FILES = 64
 """Shard files filed per transaction (each holds at most one group of a run's calls, <= 512 rows)."""
@@ -90,8 +96,9 @@ def shard_folder(store_path: Path) -> Path:
 class CallShards:
     """One process's shard writer (``append``) and its reader of every shard file (``lookup``)."""
 
-    def __init__(self, store_path: Path):
+    def __init__(self, store_path: Path, *, keep: bool = False):
         self.folder = shard_folder(store_path)
+        self.keep = keep  # judge --keep-shards: filed by one writer later, not by this run
         host, pid, started = me()
         self.prefix = f"{host}-{pid}-{int(started or 0)}.{uuid.uuid4().hex[:8]}"
         self.mine: list[Path] = []  # this writer's files not yet filed into the store
@@ -122,8 +129,14 @@ class CallShards:
         return final
 
     def due(self) -> bool:
-        """This writer's files hold ``FILE_EVERY_CALLS`` calls or more: time to file them."""
-        return self.unfiled >= FILE_EVERY_CALLS
+        """This writer's files hold ``FILE_EVERY_CALLS`` calls or more (``KEPT_FILE_EVERY_CALLS`` for a
+        run that keeps its shards): time to file them."""
+        return self.unfiled >= (KEPT_FILE_EVERY_CALLS if self.keep else FILE_EVERY_CALLS)
+
+    def own_keys(self) -> set[str]:
+        """The call keys in this writer's files not yet filed into the store."""
+        with self._lock:
+            return {k for path in self.mine for k in self._keys_of.get(path, ())}
 
     def files(self) -> list[Path]:
         """Every complete shard file in the folder (any writer's), oldest name first."""

