@@ -11,6 +11,12 @@ exist), and the rows are filed into ``judge_calls`` by one writer: the run itsel
 transaction per batch of files, after which the files are removed; a kill between the two files
 them again next time, and a key already stored is ignored, so nothing is ever stored twice.
 
+Filing is most of what a sharded run does under the store's lock (about half of 0.30 ms a call on a
+16-core machine, docs/notes/gpu-39.md), so four runs that each file their own at their end queue behind
+each other. ``judge --keep-shards`` (``CallShards(keep=True)``) leaves the filing to ``calls
+--merge-shards`` once every run has finished: the run neither files its files nor other runs' left-behind
+ones, and at its end keeps the leases of the calls in its files (below), dropping the rest.
+
 What keeps a call from being paid twice is the cache's existing leases (``judge_call_leases``,
 ``CallCache.claim``), with two rules for shards:
 
