@@ -47,7 +47,34 @@ _FIRST = ("'", *_TRIGGERS)
 
 
 def _is_text(column: pd.Series) -> bool:
-    return column.dtype == object or isinstance(column.dtype, pd.StringDtype | pd.CategoricalDtype)
+    """Whether ``column`` may hold texts to neutralise: object, pandas' string and categorical columns, and
+    Arrow-backed text (``pd.ArrowDtype`` of ``string``, ``large_string``, ``string_view`` or a dictionary of
+    them, as ``read_parquet(dtype_backend="pyarrow")`` gives): those were once written raw."""
+    if column.dtype == object:
+        return True
+    return isinstance(column.dtype, pd.StringDtype | pd.CategoricalDtype) or _is_arrow_text(column.dtype)
+
+
+def _is_arrow_text(dtype) -> bool:
+    import pyarrow as pa
+
+    if not isinstance(dtype, pd.ArrowDtype):
+        return False
+    kind = dtype.pyarrow_dtype
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+
+
+def _as_objects(column: pd.Series) -> pd.Series:
+    """``column`` as an object column of ``str`` and missing cells (pandas cannot turn a ``string_view``
+    column into objects itself: Arrow casts it)."""
+    if _is_arrow_text(column.dtype):
+        import pyarrow as pa
+
+        cells = pa.array(column).cast(pa.large_string()).to_numpy(zero_copy_only=False)
+        return pd.Series(cells, index=column.index, name=column.name, dtype=object)
+    return column.astype(object)
 
 
 def _scan(column: pd.Series) -> tuple[np.ndarray, bool] | None:
@@ -86,7 +113,7 @@ def _safe(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     carriage = False
     for col in out.columns:
         if _is_text(out[col]):
-            column = out[col].astype(object)
+            column = _as_objects(out[col])
             scanned = _scan(column)
             if scanned is None:  # cells of other kinds: mapped as ever (the map's result keeps its dtypes)
                 out[col] = column.map(neutralise_cell)
