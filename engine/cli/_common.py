@@ -6,6 +6,7 @@ import argparse
 import datetime
 import json
 import sys
+from typing import Literal
 
 import numpy as np
 
@@ -117,9 +118,10 @@ TERMINAL_ROWS = 40
 
 
 _TICKS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+_DATE_UNITS: tuple[Literal["s", "ms", "us", "ns"], ...] = ("s", "ms", "us", "ns")
 
 
-def json_date_unit(df: pd.DataFrame) -> str:
+def json_date_unit(df: pd.DataFrame) -> Literal["s", "ms", "us", "ns"]:
     """The ISO precision ``--format json`` writes times with: the finest any time of ``df`` needs (``s``,
     ``ms``, ``us`` or ``ns``), so no stored time loses a digit (a store's ``TIMESTAMP`` holds microseconds)
     and times in whole seconds read as before (``2026-11-27T18:21:25``). pandas writes every time of a frame
@@ -142,7 +144,7 @@ def json_date_unit(df: pd.DataFrame) -> str:
                     ns = getattr(v, "nanosecond", 0)
                     rank = 3 if ns else 2 if v.microsecond % 1000 else 1 if v.microsecond else 0
                     need = max(need, rank)
-    return list(_TICKS_PER_SECOND)[need]
+    return _DATE_UNITS[need]
 
 
 def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
