@@ -36,6 +36,7 @@ from engine.views.leaderboard_view import (
     board_view,
     elo_factor,
     on_scale,
+    spearman_help,
     spearman_value,
 )
 from engine.views.panel_view import is_panel_board, panel_judges
@@ -241,8 +242,7 @@ def draw_board(ch, board, pending: bool) -> None:
                       reference_note=board.reference_note, pending=pending)
 
     reference = (
-        ("Spearman distance to reference", spearman_value(board.distances),
-         f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.")
+        ("Spearman distance to reference", spearman_value(board.distances), spearman_help(board.distances))
         if board.distances else ("Reference", "none", board.reference_note)
     )
     metric_row(("Models", len(table)), (unit_word, n_units),

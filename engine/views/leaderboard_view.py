@@ -170,6 +170,14 @@ def spearman_value(distances: dict) -> str:
     return value if n >= FEW_SHARED else f"{value} ({n} model{'s' if n != 1 else ''})"
 
 
+def spearman_help(distances: dict) -> str:
+    """The help beside ``spearman_value``: what the number is, and the count of models it is over where the
+    value does not already name it (the help said "over the 2 models" beside "0.000 (2 models)")."""
+    n = int(distances["n_shared"])
+    over = f"the {n} models" if n >= FEW_SHARED else "the models"
+    return f"(1 − ρ)/2 over {over} on the reference; 0 = same order."
+
+
 def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bool = False,
                reference_note: str | None = None, level: float | None = 0.95,
                pending: bool = False) -> BoardView:
