@@ -33,6 +33,7 @@ from engine.views.exports import csv_bytes, leaderboard_json
 from engine.views.leaderboard_view import (
     DEFAULT_EXTRA,
     MAIN_COLUMNS,
+    NAME_ROOM_GIVE_UP,
     board_view,
     elo_factor,
     on_scale,
@@ -255,7 +256,8 @@ def draw_board(ch, board, pending: bool) -> None:
     # must start with it among the defaults (a kept choice from the pending run would leave it out)
     shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config,
                           "lb_columns_pending" if pending else "lb_columns",
-                          "Rank, model, score, 95% CI and votes")
+                          "Rank, model, score, 95% CI and votes", names=view.frame["model"],
+                          give_up=NAME_ROOM_GIVE_UP)
     config = widen_name_column(config, shown, view.frame["model"])
     st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
                  height=table_height(len(view.frame)), column_order=shown,

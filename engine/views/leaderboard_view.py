@@ -42,6 +42,11 @@ MAIN_COLUMNS = ("rank", "model", "score", "interval", "votes")
 DEFAULT_EXTRA = ("rank_ub", "win_rate", "bad_triads", "ref_rank", "ref_diff")
 """The further columns shown until the reader picks others: they fit beside the main ones at 1280 px."""
 
+NAME_ROOM_GIVE_UP = ("win_rate", "rank_ub")
+"""The default columns left out at first, in this order, while the longest model name would be cut beside them
+at 1280 px (with the reference columns the names had 194 px: 26-35 characters of the field's names were cut);
+both stay under *More columns*."""
+
 
 
 def _rank_columns(out: pd.DataFrame, unknown: np.ndarray, level: float | None) -> tuple[pd.DataFrame, str]:
