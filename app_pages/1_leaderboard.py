@@ -33,9 +33,11 @@ from engine.views.exports import csv_bytes, leaderboard_json
 from engine.views.leaderboard_view import (
     DEFAULT_EXTRA,
     MAIN_COLUMNS,
+    NAME_ROOM_GIVE_UP,
     board_view,
     elo_factor,
     on_scale,
+    spearman_help,
     spearman_value,
 )
 from engine.views.panel_view import is_panel_board, panel_judges
@@ -241,8 +243,7 @@ def draw_board(ch, board, pending: bool) -> None:
                       reference_note=board.reference_note, pending=pending)
 
     reference = (
-        ("Spearman distance to reference", spearman_value(board.distances),
-         f"(1 − ρ)/2 over the {board.distances['n_shared']} models on the reference; 0 = same order.")
+        ("Spearman distance to reference", spearman_value(board.distances), spearman_help(board.distances))
         if board.distances else ("Reference", "none", board.reference_note)
     )
     metric_row(("Models", len(table)), (unit_word, n_units),
@@ -255,7 +256,8 @@ def draw_board(ch, board, pending: bool) -> None:
     # must start with it among the defaults (a kept choice from the pending run would leave it out)
     shown = column_picker(list(view.frame.columns), MAIN_COLUMNS, DEFAULT_EXTRA, config,
                           "lb_columns_pending" if pending else "lb_columns",
-                          "Rank, model, score, 95% CI and votes")
+                          "Rank, model, score, 95% CI and votes", names=view.frame["model"],
+                          give_up=NAME_ROOM_GIVE_UP)
     config = widen_name_column(config, shown, view.frame["model"])
     st.dataframe(board_display(view.frame), hide_index=True, width="stretch",
                  height=table_height(len(view.frame)), column_order=shown,

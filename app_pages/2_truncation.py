@@ -52,6 +52,7 @@ from engine.views.viz import escape_md, rank_change_frame
 # together they fit at 1280 px without sideways scroll (tests/test_browser_stress.py).
 TRUNCATION_MAIN = ("rank", "rank_change", "model", "score", "ci_low", "ci_high")
 TRUNCATION_EXTRA = ("ties", "bad_triads", "ref_rank", "ref_diff")
+TRUNCATION_GIVE_UP = ("ties",)  # left out at first while the longest model name would be cut beside it
 
 st.title("Truncation")
 st.caption(
@@ -142,7 +143,8 @@ def _sliders_and_results() -> None:
              "bad_triads", "cycle_share", "ref_rank", "ref_diff"]
     config = board_columns(kept.reference_note, f"{ch.ranker}", digits=score_digits(table["score"]))
     shown = column_picker([c for c in order if c in table.columns], TRUNCATION_MAIN, TRUNCATION_EXTRA, config,
-                          "trunc_columns", "Rank, Δ rank, model, score and its interval")
+                          "trunc_columns", "Rank, Δ rank, model, score and its interval",
+                          names=table["model"], give_up=TRUNCATION_GIVE_UP)
     config = widen_name_column(config, shown, table["model"])
     board = st.empty()
     board.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,

@@ -153,7 +153,7 @@ if section == "Import":
         except LensError:  # (a file too wide to offer its columns: at most COLUMNS_MAX are listed)
             cols = []  # the validation report below names the problem
         tool = sniff_tool(data, up_name, fmt)
-    judge_pick = judge_input(f2, data, up_name, cols, tool)
+    judge_pick = judge_input(f2, data, up_name, cols, tool, fmt)
     values_text = f3.text_input(
         "Value map",
         key="data_values",

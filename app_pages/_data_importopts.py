@@ -15,17 +15,20 @@ from engine.ingest.constant_columns import SETTABLE, parse_set, suggested_judge
 JUDGE_KEY = "data_judge"
 
 
-def judge_input(box, data: bytes | None, filename: str | None, columns: list[str], tool: str | None) -> str:
+def judge_input(box, data: bytes | None, filename: str | None, columns: list[str], tool: str | None,
+                fmt: str | None = None) -> str:
     """The "Judge of this file" box in ``box``; a newly uploaded file that names no judge fills the box with
     the name its file gives, unless the user typed a name of their own (an earlier file's filled-in name is
-    replaced). Returns the name ('' = the file's own judge field)."""
+    replaced). A format picked by hand (``fmt``; None: detect) is the file's as much as its bytes: picking
+    another suggests again, for the file as that format reads it. Returns the name ('' = the file's own
+    judge field)."""
     if data is not None and filename is not None:
-        digest = hashlib.sha256(data + filename.encode()).hexdigest()
+        digest = hashlib.sha256(data + filename.encode() + f"\0{fmt}".encode()).hexdigest()
         if st.session_state.get("_data_judge_for") != digest:
             st.session_state["_data_judge_for"] = digest
             typed = st.session_state.get(JUDGE_KEY, "").strip()
             if not typed or typed == st.session_state.get("_data_judge_filled"):
-                default = suggested_judge(filename, columns, tool, data) or ""
+                default = suggested_judge(filename, columns, tool, data, fmt) or ""
                 st.session_state[JUDGE_KEY] = st.session_state["_data_judge_filled"] = default
     return box.text_input(
         "Judge of this file",

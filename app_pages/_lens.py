@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import os
 import traceback
 from contextlib import contextmanager
@@ -831,15 +832,24 @@ def table_height(rows: int, most: int = 640) -> int:
 
 
 def column_picker(order: list[str], main: tuple[str, ...], default_extra: tuple[str, ...], config: dict,
-                  key: str, about: str) -> list[str]:
+                  key: str, about: str, *, names=None, give_up: tuple[str, ...] = ()) -> list[str]:
     """A "More columns" picker above a wide table: ``main`` columns are always shown, the reader adds
     any other of ``order`` (``default_extra`` at first, chosen to fit beside the main ones at 1280 px,
-    tests/test_browser_stress.py). Returns the columns to show, in ``order``."""
+    tests/test_browser_stress.py). Returns the columns to show, in ``order``.
+
+    ``names`` (the model column's texts) and ``give_up``: default columns left out at first, in that order,
+    while the longest name would not fit beside the rest (``extra_for_names``); such a picker has a key of
+    its own, so a choice made for short names is not carried to long ones (a keyed picker keeps its state)."""
     optional = [c for c in order if c not in main]
+    wanted = [c for c in default_extra if c in optional]
+    default = wanted if names is None else extra_for_names(order, main, wanted, config, names, give_up)
+    left_out = [c for c in wanted if c not in default]
+    labels = ", ".join((config.get(c) or {}).get("label") or c for c in left_out)
+    why = f" {labels} left out at first so the longest model name fits." if left_out else ""
     extra = st.multiselect(
-        "More columns", optional, default=[c for c in default_extra if c in optional], key=key,
+        "More columns", optional, default=default, key=key + "".join(f"-{c}" for c in left_out),
         format_func=lambda c: (config.get(c) or {}).get("label") or c,
-        help=f"{about} are always shown; pick the other columns here.",
+        help=f"{about} are always shown; pick the other columns here.{why}",
     )
     return [c for c in order if c in main or c in extra]
 
@@ -862,13 +872,32 @@ MODEL_PX_MIN = 180
 """The model column's width when every name is short: the width it had before audit38."""
 
 
+_GLYPH_PX = {c: px for chars, px in {
+    " ": 2.8, "|": 3.4, "ij',.:;": 3.5, "l": 3.6, "I": 3.7, "!f": 4.1, "()[]{}": 4.3, "-": 4.4, "t": 4.8,
+    "r/\\": 4.9, "*s": 5.9, '?z"': 6.0, "x": 6.3, "c": 6.4, "vy": 6.6, "Y": 6.7, "JL": 6.8,
+    "Fke#$+0123456789<=>^~_": 7.0, "ag": 7.1, "X": 7.2, "V": 7.3, "E": 7.4, "ST": 7.5, "Z`oA": 7.6,
+    "hun": 7.7, "bdpq": 7.8, "PRC": 8.0, "K": 8.2, "B": 8.3, "&": 8.6, "DG": 8.7, "UN": 9.1, "H": 9.2,
+    "OQ": 9.3, "w": 10.1, "M": 10.2, "W": 11.0, "%": 11.6, "m": 11.7, "@": 11.9,
+}.items() for c in chars}
+"""Each printable ASCII character's advance in the grid's 14 px Source Sans, rounded up to 0.1 px: canvas
+measureText in Chromium on the app's page (nits39)."""
+
+
 def name_px(text: str) -> int:
-    """At least the px the grid's 14 px Source Sans needs for ``text`` and its cell padding (16 px): 11
-    a character for m and w, 8.5 for another capital, 7 for the rest (digits and _ are 7 wide), 18 px of
-    padding. Measured with canvas measureText in Chromium (audit38): "65b-guanaco-vicuna-generations-topp0.9-
-    temp0.7" 294 px, "Meta-Llama-3.1-405B-Instruct-Turbo" 212, "chatbot_arena_2024_08_14" 163; these give
-    344, 270, 186."""
-    return round(sum(11.0 if c in "mwMW" else 8.5 if c.isupper() else 7.0 for c in text)) + 18
+    """At least the px the grid's 14 px Source Sans needs for ``text`` and its cell padding (16 px): each
+    character's measured advance (``_GLYPH_PX``; another character 9.3, a wide East Asian one 14), and 18 px
+    of padding. Measured whole in Chromium (audit38, nits39): "65b-guanaco-vicuna-generations-topp0.9-temp0.7"
+    294 px, "Meta-Llama-3.1-405B-Instruct-Turbo" 212, "gemini-2.0-flash-lite-preview-02-05" 205,
+    "chatbot_arena_2024_08_14" 163; these give 317, 234, 225, 182 (audit38's estimate of 7 px a lower-case
+    character gave 344, 270, 263, 186: the qlora names took room the other columns needed)."""
+    import unicodedata
+
+    def px(c: str) -> float:
+        if c in _GLYPH_PX:
+            return _GLYPH_PX[c]
+        return 14.0 if unicodedata.east_asian_width(c) in ("W", "F") else 9.3
+
+    return math.ceil(sum(px(c) for c in text)) + 18
 
 
 def fit_columns(config: dict, shown: list[str], names: dict, *, fill: str | None = None,
@@ -882,26 +911,51 @@ def fit_columns(config: dict, shown: list[str], names: dict, *, fill: str | None
     ``fill`` (a long free text) takes the rest, at least ``fill_least``. A shown column of no fixed width
     leaves ``config`` as it was (its room is unknown)."""
     named = [c for c in shown if c in names]
-    fixed = [c for c in shown if c not in names and c != fill]
-    widths = [(config.get(c) or {}).get("width") for c in fixed]
-    widths = [NAMED_WIDTHS.get(w, w) if isinstance(w, str) else w for w in widths]
-    if not named or any(not isinstance(w, int) for w in widths):
+    left = _room(config, [c for c in shown if c not in names and c != fill], frame_px)
+    if not named or left is None:
         return config
-    borders = 4
-    room = frame_px - borders - sum(widths) - (fill_least if fill in shown else 0)
+    room = left - (fill_least if fill in shown else 0)
     out = dict(config)
     for c in named:
         longest = max((name_px(str(n)) for n in names[c]), default=0)
         out[c] = {**(config.get(c) or {}), "width": max(least, min(longest, room // len(named)))}
     if fill in shown:
-        used = sum(widths) + sum(out[c]["width"] for c in named)
-        out[fill] = {**(config.get(fill) or {}), "width": max(fill_least, frame_px - borders - used)}
+        rest = left - sum(out[c]["width"] for c in named)
+        out[fill] = {**(config.get(fill) or {}), "width": max(fill_least, rest)}
     return out
 
 
 def widen_name_column(config: dict, shown: list[str], names, column: str = "model") -> dict:
     """``fit_columns`` for a leaderboard: its model column as wide as its longest name allows."""
     return fit_columns(config, shown, {column: names})
+
+
+def extra_for_names(order: list[str], main: tuple[str, ...], default_extra: list[str], config: dict, names,
+                    give_up: tuple[str, ...], column: str = "model",
+                    frame_px: int = TABLE_PX_1280) -> list[str]:
+    """``default_extra`` less the columns of ``give_up`` (in that order) the longest of ``names`` needs to be
+    shown whole in ``column`` beside the rest (``fit_columns``' room at 1280 px): nothing left out where the
+    names fit, at most all of ``give_up`` (audit38: with the reference columns a leaderboard had 194 px for
+    names, and the field's names of 26-35 characters were cut)."""
+    longest = max((name_px(str(n)) for n in names), default=0)
+    extra = list(default_extra)
+    for c in give_up:
+        room = _room(config, [x for x in order if (x in main or x in extra) and x != column], frame_px)
+        if room is None or room >= longest:
+            break
+        if c in extra:
+            extra.remove(c)
+    return extra
+
+
+def _room(config: dict, others: list[str], frame_px: int = TABLE_PX_1280) -> int | None:
+    """The px a full-width table at 1280 px leaves beside the fixed-width columns ``others`` (None: one of
+    them has no fixed width, so the room is unknown)."""
+    widths = [(config.get(c) or {}).get("width") for c in others]
+    widths = [NAMED_WIDTHS.get(w, w) if isinstance(w, str) else w for w in widths]
+    if any(not isinstance(w, int) for w in widths):
+        return None
+    return frame_px - 4 - sum(widths)
 
 
 def board_display(table):

@@ -67,3 +67,15 @@ def test_the_sql_answer_is_the_verdicts_answer(store, monkeypatch, dataset, judg
     assert bool(reads) is not short
     if short:
         assert got.empty and "single judge" in got.attrs["notes"][0]
+
+
+@pytest.mark.parametrize(("dataset", "judge"), [("one", None), ("two", "j2"), ("two", None)])
+def test_an_unknown_policy_is_refused_on_both_paths_with_one_sentence(store, dataset, judge):
+    """nits39: the one-judge shortcut answered before the policy was checked; both paths refuse it alike."""
+    frame = store.verdicts(dataset)
+    with pytest.raises(ValueError) as from_frame:
+        diagnose(frame, dataset, judge=judge, table="agreement", policy="mode")
+    with pytest.raises(ValueError) as from_store:
+        diagnose(store, dataset, judge=judge, table="agreement", policy="mode")
+    assert str(from_store.value) == str(from_frame.value)
+    assert str(from_frame.value) == "Unknown combine policy 'mode'; choose one of plurality, net, unanimous."

@@ -157,6 +157,24 @@ def dense_round_robin(path: Path, n: int = 70, prompts: int = 2, seed: int = 3) 
     return path
 
 
+LONG_NAMES = ("gemini-2.0-flash-lite-preview-02-05", "gemini-2.0-flash-thinking-exp-01-21",
+              "phi-3-mini-4k-instruct-june-2024", "llama-3.1-nemotron-51b-instruct", "gpt-4o-2024-05-13")
+"""Models of the LMArena reference with names of 17-35 characters (nits39's check of the model column)."""
+
+
+def long_reference_names(path: Path) -> Path:
+    """A round robin of LONG_NAMES over 3 prompts: every model on the reference, so the Leaderboard shows
+    both reference columns beside names that needed more than the 194 px they left (audit38)."""
+    import itertools
+
+    lines = ["prompt_id,model_a,model_b,winner,judge"]
+    for p in range(3):
+        for k, (a, b) in enumerate(itertools.combinations(LONG_NAMES, 2)):
+            lines.append(f"q{p},{a},{b},{'AB'[(p + k) % 2]},j")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def big_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     """The app on a store with the shipped data, the 70-model sparse set, the 100-model battle log and a
@@ -168,7 +186,8 @@ def big_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     tmp = tmp_path_factory.mktemp("browser_big")
     shutil.copyfile(shipped_db, tmp / "lens.duckdb")
     store = open_store(tmp / "lens.duckdb")
-    made = (("sparse70", sparse_verdicts), ("battles100", battle_log), ("dense70", dense_round_robin))
+    made = (("sparse70", sparse_verdicts), ("battles100", battle_log), ("dense70", dense_round_robin),
+            ("longref", long_reference_names))
     for name, make in made:
         report = validate_file(make(tmp / f"{name}.csv"), f"{name}.csv", dataset=name)
         store_report(store, report, name)
@@ -328,6 +347,49 @@ def leaderboard_at_address(page, server: str, path: str, dataset: str) -> list[s
     return headers
 
 
+COLUMN_EDGES = """() => new Promise(done => {
+    // the x of each vertical grid line of the first table (a column's edge), read from its drawn pixels:
+    // a line is a pixel column light grey (the grid's border colour) from the header to the last row
+    const canvas = document.querySelector('[data-testid="stDataFrame"] canvas');
+    const box = canvas.getBoundingClientRect(), ratio = canvas.width / box.width;
+    const ctx = canvas.getContext('2d', {willReadFrequently: true});
+    const img = ctx.getImageData(0, 0, canvas.width, canvas.height);
+    const edges = [];
+    for (let x = 0; x < canvas.width; x++) {
+        let grey = 0;
+        for (let y = 0; y < canvas.height; y++) {
+            const i = 4 * (y * canvas.width + x), [r, g, b] = [img.data[i], img.data[i + 1], img.data[i + 2]];
+            if (r > 190 && r < 245 && Math.abs(r - g) < 12 && Math.abs(r - b) < 20) grey += 1;
+        }
+        if (grey > 0.8 * canvas.height) edges.push(x / ratio);
+    }
+    const m = document.createElement('canvas').getContext('2d');
+    m.font = '14px "Source Sans", sans-serif';
+    done({edges, names: NAMES.map(n => m.measureText(n).width)});
+})"""
+
+
+def _long_names_are_whole(page, server: str) -> None:
+    """nits39 (audit38's "Found, not fixed"): a dataset whose 17-35-character names are all on the reference.
+    Its Leaderboard at 1280 px shows both reference columns and the model column at least as wide as the
+    longest name's drawn text and the cell's padding (16 px), read from the grid's pixels; nothing scrolls
+    sideways. With win rate beside them the names had 194 px and were cut; it is under More columns."""
+    page.goto(f"{server}/?dataset=longref")
+    wait_idle(page, "Leaderboard", timeout_s=600)
+    page.wait_for_selector('[data-testid="stDataFrame"] [role="columnheader"]', state="attached",
+                           timeout=60_000)
+    wait_drawn(page, timeout_s=120)
+    headers = _fits(page, ("longref", "leaderboard"))["frames"][0]["headers"]
+    assert headers[:5] == MAIN and {"ref. rank", "Δ vs ref."} <= set(headers), headers
+    snap(page, "longref_leaderboard")
+    got = page.evaluate(COLUMN_EDGES.replace("NAMES", repr(list(LONG_NAMES))))
+    edges = [x for i, x in enumerate(got["edges"]) if i == 0 or x - got["edges"][i - 1] > 2]  # one per line
+    edges = edges if edges and edges[0] <= 2 else [0, *edges]  # the table's left edge is the canvas's
+    assert len(edges) >= len(headers), (edges, headers)
+    model_px = edges[2] - edges[1]  # | rank | model | score
+    assert model_px >= max(got["names"]) + 16, (model_px, got["names"], edges)
+
+
 def leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(browser, big_server: str, _: Path) -> None:
     """Issue 25's addresses (``leaderboard_at_address``) on the shipped set, whose reference columns must be
     in view too and "Spearman distance to reference" not cut; the pages' plain names forward to their pages.
@@ -337,6 +399,7 @@ def leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(browser, big_
     headers = leaderboard_at_address(page, big_server, "ranking", "vicuna80")
     assert {"ref. rank", "Δ vs ref.", "bad triads"} <= set(headers), headers
     assert "Spearman distance to reference" in page.inner_text('[data-testid="stMainBlockContainer"]')
+    _long_names_are_whole(page, big_server)
     for alias, target in (("truncation", "keep-k"), ("judges", "judge-diagnostics"),
                           ("inspector", "prompt-inspector")):
         page.goto(f"{big_server}/{alias}?dataset=vicuna80")

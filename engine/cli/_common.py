@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
+from typing import Literal
+
+import numpy as np
 
 from engine.errors import LensError
 from engine.frames import pd
@@ -113,6 +117,36 @@ TERMINAL_ROWS = 40
 """A table printed to a terminal shows at most this many rows (the first 30 and the last 10)."""
 
 
+_TICKS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+_DATE_UNITS: tuple[Literal["s", "ms", "us", "ns"], ...] = ("s", "ms", "us", "ns")
+
+
+def json_date_unit(df: pd.DataFrame) -> Literal["s", "ms", "us", "ns"]:
+    """The ISO precision ``--format json`` writes times with: the finest any time of ``df`` needs (``s``,
+    ``ms``, ``us`` or ``ns``), so no stored time loses a digit (a store's ``TIMESTAMP`` holds microseconds)
+    and times in whole seconds read as before (``2026-11-27T18:21:25``). pandas writes every time of a frame
+    to one unit. Times are the cells of date columns (any unit, with or without a zone) and the
+    ``datetime`` cells of object columns; durations are written in their own precision whatever the unit."""
+    need = 0
+    for _, col in df.items():
+        dates = isinstance(col.dtype, np.dtype) and col.dtype.kind == "M"
+        if dates or isinstance(col.dtype, pd.DatetimeTZDtype):
+            arr = col.dropna().array
+            ticks = _TICKS_PER_SECOND[arr.unit]
+            for rank, unit in enumerate(_TICKS_PER_SECOND):
+                step = max(ticks // _TICKS_PER_SECOND[unit], 1)
+                if (arr.asi8 % step == 0).all():
+                    need = max(need, rank)
+                    break
+        elif col.dtype == object:
+            for v in col.to_numpy():
+                if isinstance(v, datetime.datetime):
+                    ns = getattr(v, "nanosecond", 0)
+                    rank = 3 if ns else 2 if v.microsecond % 1000 else 1 if v.microsecond else 0
+                    need = max(need, rank)
+    return _DATE_UNITS[need]
+
+
 def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     """Print a frame: CSV (header + rows, nothing else; cells a spreadsheet would evaluate get a
     leading ``'``), JSON records (raw values), or an aligned table.
@@ -148,7 +182,7 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
         write_csv(df, data_stream(out))
     elif fmt == "json":
         out.write("[]" if df.empty else df.to_json(orient="records", indent=2, double_precision=10,
-                                                       date_format="iso", date_unit="s"))
+                                                       date_format="iso", date_unit=json_date_unit(df)))
         out.write("\n")
     else:
         with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):

@@ -32,7 +32,7 @@ from engine.diagnostics import (
 from engine.diagnostics.verdict_pairs import has_known_order
 from engine.errors import LensError
 from engine.graphs.buckets import build_buckets
-from engine.graphs.stack import DEFAULT_POLICY
+from engine.graphs.stack import DEFAULT_POLICY, check_policy
 
 if TYPE_CHECKING:
     from engine.graphs.buckets import GraphBuckets
@@ -320,6 +320,7 @@ def diagnose(
     if table in ("position", "stress") and not isinstance(store_or_verdicts, pd.DataFrame) and dataset:
         _refuse_unordered_store(store_or_verdicts, dataset, judge, table)
     if table == "agreement" and not isinstance(store_or_verdicts, pd.DataFrame) and dataset:
+        check_policy(params.get("policy", DEFAULT_POLICY))  # the verdicts' path refuses it in combine_counts
         single = _single_judge_agreement(store_or_verdicts, dataset, judge, params)
         if single is not None:
             return single

@@ -128,8 +128,17 @@ class GraphStack:
         return {str(k): v for k, v in self.keys.iloc[int(t)].items()}
 
 
+def check_policy(policy: str) -> None:
+    """Refuse a combine policy that is not one of ``COMBINE_POLICIES``, in the one sentence every path
+    uses (a path that answers without combining anything, such as the one-judge agreement table, asks
+    here first, so the same request is refused alike whichever path answers it)."""
+    if policy not in COMBINE_POLICIES:
+        raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
+
+
 def combine_counts(lo_win: np.ndarray, hi_win: np.ndarray, tie: np.ndarray, policy: str) -> np.ndarray:
     """Outcome per pair from verdict counts: +1 lo wins, -1 hi wins, 0 tie."""
+    check_policy(policy)
     if policy == "plurality":
         top = np.maximum(np.maximum(lo_win, hi_win), tie)
         lo_only = (lo_win == top) & (hi_win < top) & (tie < top)
@@ -137,10 +146,8 @@ def combine_counts(lo_win: np.ndarray, hi_win: np.ndarray, tie: np.ndarray, poli
         return lo_only.astype(np.int8) - hi_only.astype(np.int8)
     if policy == "net":
         return np.sign(lo_win - hi_win).astype(np.int8)
-    if policy == "unanimous":
-        total = lo_win + hi_win + tie
-        return (lo_win == total).astype(np.int8) - (hi_win == total).astype(np.int8)
-    raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
+    total = lo_win + hi_win + tie  # unanimous
+    return (lo_win == total).astype(np.int8) - (hi_win == total).astype(np.int8)
 
 
 def _majority(gid: np.ndarray, groups: int, values: pd.Series) -> np.ndarray:
@@ -219,8 +226,7 @@ def graph_cells(
     Memory grows with the number of compared pairs, not with T·n²: both the dense GraphStack and the
     bucketed layout of engine.graphs.buckets are built from these cells.
     """
-    if policy not in COMBINE_POLICIES:
-        raise ValueError(f"Unknown combine policy {policy!r}; choose one of {', '.join(COMBINE_POLICIES)}.")
+    check_policy(policy)
     winner = verdicts["winner"].to_numpy(dtype=object)
     if models is None:
         ok = winner != "invalid"

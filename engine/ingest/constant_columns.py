@@ -138,20 +138,21 @@ JUDGE_FIELDS: dict[str | None, frozenset[str]] = {
 constant (``human``), so its files always name their judge."""
 
 
-def suggested_judge(filename: str, columns: Iterable[str], tool: str | None, data: bytes | None = None
-                    ) -> str | None:
+def suggested_judge(filename: str, columns: Iterable[str], tool: str | None, data: bytes | None = None,
+                    fmt: str | None = None) -> str | None:
     """The judge name an import form offers for a file: None when the file names its judges (a judge
     field, an Arena log, or a review file ``<first>-vs-<second>-<judge>-reviewer….jsonl``, whose name gives
     its judge as the command line's import reads it: ``data``, the file's bytes, tells one), else the name
     ``judge_from_filename`` gives. (audit38: the Data page offered the whole name of a qlora or PRD review
     file, "answer_bard-vs-answer_gpt35-human-reviewer_threeclass", and stored every row under it, where
-    the command line stores "human".)"""
+    the command line stores "human".) ``fmt``: the format picked by hand (None: detected), which decides
+    whether the file is read as a review file (``verdict_files.read_as``), as the import reads it."""
     if tool == "arena":
         return None
     if data is not None:
-        from engine.ingest.verdict_files import detect_format
+        from engine.ingest.verdict_files import read_as
 
-        if detect_format(data, filename) == "review":
+        if read_as(data[:4096], filename, fmt) == "review":
             return None
     fields = JUDGE_FIELDS.get(tool, JUDGE_FIELDS[None])
     if fields & {str(c).strip().lower() for c in columns}:

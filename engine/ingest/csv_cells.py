@@ -47,7 +47,34 @@ _FIRST = ("'", *_TRIGGERS)
 
 
 def _is_text(column: pd.Series) -> bool:
-    return column.dtype == object or isinstance(column.dtype, pd.StringDtype | pd.CategoricalDtype)
+    """Whether ``column`` may hold texts to neutralise: object, pandas' string and categorical columns, and
+    Arrow-backed text (``pd.ArrowDtype`` of ``string``, ``large_string``, ``string_view`` or a dictionary of
+    them, as ``read_parquet(dtype_backend="pyarrow")`` gives): those were once written raw."""
+    if column.dtype == object:
+        return True
+    return isinstance(column.dtype, pd.StringDtype | pd.CategoricalDtype) or _is_arrow_text(column.dtype)
+
+
+def _is_arrow_text(dtype) -> bool:
+    import pyarrow as pa
+
+    if not isinstance(dtype, pd.ArrowDtype):
+        return False
+    kind = dtype.pyarrow_dtype
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+
+
+def _as_objects(column: pd.Series) -> pd.Series:
+    """``column`` as an object column of ``str`` and missing cells (pandas cannot turn a ``string_view``
+    column into objects itself: Arrow casts it)."""
+    if _is_arrow_text(column.dtype):
+        import pyarrow as pa
+
+        cells = pa.array(column).cast(pa.large_string()).to_numpy(zero_copy_only=False)
+        return pd.Series(cells, index=column.index, name=column.name, dtype=object)
+    return column.astype(object)
 
 
 def _scan(column: pd.Series) -> tuple[np.ndarray, bool] | None:
@@ -56,12 +83,19 @@ def _scan(column: pd.Series) -> tuple[np.ndarray, bool] | None:
     (a number, a date, bytes or a lone surrogate among its cells), which ``_safe`` maps cell by cell as
     before. Per cell, a million prompt ids cost 5.7 s of a 1M-row ``graphs --format csv`` (audit38)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     try:
         texts = pa.array(column.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
     except (pa.ArrowException, UnicodeError, TypeError, ValueError):  # a number, bytes or a lone surrogate
         return None
+    return _scan_texts(texts)
+
+
+def _scan_texts(texts) -> tuple[np.ndarray, bool]:
+    """``_scan`` of an Arrow array (or chunked array) of texts."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     starts = pc.utf8_slice_codeunits(texts, 0, 1)
     hit = pc.fill_null(pc.is_in(starts, value_set=pa.array(_FIRST)), False)
     carriage = pc.any(pc.match_substring(texts, "\r")).as_py()
@@ -82,11 +116,21 @@ def _neutralised(column: pd.Series, hit: np.ndarray) -> pd.Series:
 def _safe(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     """(``csv_safe(frame)``, whether a text cell or a column name holds a ``\\r``: the one character whose
     quoting depends on the csv writer's line terminator)."""
-    out = frame.copy()
+    out = frame.copy(deep=False)  # pandas 3 copies on write: no column of a million rows copied here
     carriage = False
     for col in out.columns:
-        if _is_text(out[col]):
-            column = out[col].astype(object)
+        dtype = out[col].dtype
+        if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+            # Arrow's own texts scanned in place; only a column with a cell to change becomes objects (a
+            # million graphs' prompt ids as Python strings took 0.4 GB of graphs --format csv's 1 GB; nits39)
+            import pyarrow as pa
+
+            hit, cr = _scan_texts(pa.array(out[col]))
+            if len(hit):
+                out[col] = _neutralised(out[col].astype(object), hit)
+            carriage = carriage or cr
+        elif _is_text(out[col]):
+            column = _as_objects(out[col])
             scanned = _scan(column)
             if scanned is None:  # cells of other kinds: mapped as ever (the map's result keeps its dtypes)
                 out[col] = column.map(neutralise_cell)

@@ -64,6 +64,16 @@ def detect_format(data: bytes, filename: str) -> str:
     return "csv"
 
 
+def read_as(head: bytes, filename: str, fmt: str | None) -> str:
+    """The container ``iter_raw`` reads a file as: the one picked (``fmt``) when it names a container, else
+    the one ``detect_format`` finds from the name and first bytes, a tool's file never being read as a review
+    file. The import form's judge suggestion asks here too, so it follows a format picked by hand."""
+    if fmt is not None and fmt not in TOOL_NAMES:
+        return fmt
+    found = detect_format(head, filename)
+    return "jsonl" if found == "review" and fmt is not None else found
+
+
 _COMPRESSED: tuple[tuple[bytes, str, str], ...] = (
     (b"\x1f\x8b", "gzip-compressed", "gunzip it"),
     (b"PK\x03\x04", "ZIP archive", "unzip it"),
@@ -328,9 +338,7 @@ def iter_raw(source, filename: str, fmt: str | None = None,
                         "--format.")
     # a column map means canonical columns named otherwise: no tool is guessed then
     detect_tools = (fmt is None and not column_map) or named_tool is not None
-    fmt = detect_format(head, filename) if fmt is None or named_tool else fmt
-    if fmt == "review" and named_tool:
-        fmt = "jsonl"
+    fmt = read_as(head, filename, fmt)
     tool_name = named_tool
     if detect_tools and fmt != "review" and tool_name is None:
         fields = _first_fields(fh, filename, fmt)

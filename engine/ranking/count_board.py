@@ -211,14 +211,11 @@ def store_vote_order(store: Store, dataset: str, obj, ranker_params: dict) -> tu
 
 def count_leaderboard(store: Store, dataset, judge, category, spec: BoardSpec) -> Leaderboard:
     """The count path of ``leaderboard``: DuckDB → VoteRows → votes → pair counts → fit."""
-    from engine.graphs.stack import COMBINE_POLICIES
+    from engine.graphs.stack import check_policy
     from engine.ranking.count_query import lean_pair_counts
     from engine.ranking.vote_query import store_relation, store_vote_rows
 
-    if spec.policy not in COMBINE_POLICIES:
-        raise ValueError(
-            f"Unknown combine policy {spec.policy!r}; choose one of {', '.join(COMBINE_POLICIES)}."
-        )
+    check_policy(spec.policy)
     obj = spec.obj
     spec = replace(spec, ranker_params=obj.check(spec.ranker_params))
     order = store_vote_order(store, dataset, obj, spec.ranker_params)

@@ -37,6 +37,19 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
 
+def _frame_by_columns(table, dtypes: dict) -> pd.DataFrame:
+    """An Arrow table as a DataFrame of ``dtypes``, one column at a time, each column's Arrow buffers let go
+    once it is converted: the frame ``.df()`` and ``astype`` made, with under two thirds of their peak
+    (a million verdicts' graph columns: 1.02 GB read by ``.df()``, 0.61 GB so; nits39)."""
+    out = {}
+    for name in list(table.column_names):
+        column = table.column(name)
+        table = table.drop_columns([name])
+        out[name] = column.to_pandas().astype(dtypes[name])
+        del column
+    return pd.DataFrame(out)
+
+
 class StoreError(LensError):
     """A problem with the store that the user can act on (one clear sentence)."""
 
@@ -485,8 +498,9 @@ class Store:
         all_types = VERDICT_DTYPES | dict.fromkeys(STYLE_COLUMNS, "float64")
         dtypes = {c: t for c, t in all_types.items() if c in keep}
         cols = ", ".join(f'"{c}"' for c in keep)
-        df = self.cursor().execute(f"SELECT {cols} FROM {rel} ORDER BY verdict_id", params(rel)).df()
-        return df.astype({"verdict_id": "int64", **dtypes})
+        table = self.cursor().sql(f"SELECT {cols} FROM {rel} ORDER BY verdict_id",
+                                  params=params(rel)).to_arrow_table()
+        return _frame_by_columns(table, {"verdict_id": "int64", **dtypes})
 
     def verdict_relation(
         self,

@@ -42,6 +42,11 @@ MAIN_COLUMNS = ("rank", "model", "score", "interval", "votes")
 DEFAULT_EXTRA = ("rank_ub", "win_rate", "bad_triads", "ref_rank", "ref_diff")
 """The further columns shown until the reader picks others: they fit beside the main ones at 1280 px."""
 
+NAME_ROOM_GIVE_UP = ("win_rate", "rank_ub")
+"""The default columns left out at first, in this order, while the longest model name would be cut beside them
+at 1280 px (with the reference columns the names had 194 px: 26-35 characters of the field's names were cut);
+both stay under *More columns*."""
+
 
 
 def _rank_columns(out: pd.DataFrame, unknown: np.ndarray, level: float | None) -> tuple[pd.DataFrame, str]:
@@ -168,6 +173,14 @@ def spearman_value(distances: dict) -> str:
     value = f"{distances['spearman']:.3f}"
     n = int(distances["n_shared"])
     return value if n >= FEW_SHARED else f"{value} ({n} model{'s' if n != 1 else ''})"
+
+
+def spearman_help(distances: dict) -> str:
+    """The help beside ``spearman_value``: what the number is, and the count of models it is over where the
+    value does not already name it (the help said "over the 2 models" beside "0.000 (2 models)")."""
+    n = int(distances["n_shared"])
+    over = f"the {n} models" if n >= FEW_SHARED else "the models"
+    return f"(1 − ρ)/2 over {over} on the reference; 0 = same order."
 
 
 def board_view(table: pd.DataFrame, *, ranker: str, n_graphs: int, elo_scale: bool = False,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -80,7 +81,8 @@ def test_renamed_synthetic_dataset_keeps_its_truth_and_a_stale_truth_is_not_used
     def distance_matches_truth(at, name):
         board = at.dataframe[0].value.set_index("model")
         rho = spearmanr(board["score"], truth[board.index]).statistic  # scipy, not the engine
-        shown = {m.label: m.value for m in at.metric}["Spearman distance to reference"]
+        metric = {m.label: m for m in at.metric}["Spearman distance to reference"]
+        shown = metric.value
         assert shown == f"{(1 - rho) / 2:.3f}"
         assert f"ground truth of the synthetic dataset, {len(truth)} models" in _captions(at)
 
@@ -368,8 +370,11 @@ def test_a_distance_over_fewer_than_three_reference_models_says_how_many(shipped
     for name, rated in (("few", [g4, ll]), ("three", [g4, ll, "vicuna-13b"])):
         at = new_app(db, monkeypatch, query={"dataset": name})
         assert_clean(at)
-        shown = {m.label: m.value for m in at.metric}["Spearman distance to reference"]
+        metric = {m.label: m for m in at.metric}["Spearman distance to reference"]
+        shown = metric.value
         board = at.dataframe[0].value.set_index("model")
         rho = spearmanr(board.loc[rated, "score"], [full[m]["rating"] for m in rated]).statistic
         suffix = " (2 models)" if len(rated) == 2 else ""
         assert shown == f"{(1 - rho) / 2:.3f}{suffix}", (name, shown)
+        said = f"{shown} {metric.help}"  # nits39: the count once, in the value or else in the help
+        assert len(re.findall(rf"\b{len(rated)} models\b", said)) == 1 and "(1 − ρ)/2 over" in said, said

@@ -96,3 +96,42 @@ def test_a_review_file_keeps_the_judge_its_name_gives_as_the_cli_import_does(own
     assert set(page["judge"]) == set(cli["judge"]) == {"human"}
     cols = ["prompt_id", "model_a", "model_b", "winner", "judge"]
     assert page[cols].values.tolist() == cli[cols].values.tolist()
+
+
+def test_the_judge_suggestion_follows_a_format_picked_by_hand(own_app_at, tmp_path):
+    """nits39: a review file whose name does not say so (``.csv``: detected as CSV) read as ``review`` by a
+    format picked by hand gets its judge from its name ("human"), as ``import --format review`` stores it;
+    the box offered the whole file name (and kept it when the format changed), and every row went under
+    it. Picking "detect" again offers the name once more; a name the user typed is never replaced."""
+    from conftest import REPO, run_engine
+
+    from app_pages._lens import get_store
+    from engine.store.connection import Store
+
+    raw = (REPO / "data" / "vicuna80" / "raw" / "prd" / "ratings-human"
+           / "answer_bard-vs-answer_gpt35-human-reviewer_threeclass.jsonl")
+    path = tmp_path / (raw.stem + ".csv")
+    path.write_bytes(raw.read_bytes())
+    db = tmp_path / "cli.duckdb"
+    run = run_engine(["--db", str(db), "import", "--dataset", "prd", "--format", "review", str(path)])
+    assert run.returncode == 0, run.stderr
+    with Store(db) as store:
+        cli = store.verdicts("prd")
+    at = own_app_at("app_pages/6_data.py")
+    at.text_input(key="data_name").input("prd").run()
+    at.file_uploader(key="data_upload").set_value((path.name, path.read_bytes(), "text/csv")).run()
+    assert at.text_input(key="data_judge").value == raw.stem  # read as CSV: no judge field, the name's
+    at.selectbox(key="data_format").set_value("review").run()
+    assert at.text_input(key="data_judge").value == ""  # the review file's name gives its judge
+    at.selectbox(key="data_format").set_value("detect").run()
+    assert at.text_input(key="data_judge").value == raw.stem
+    at.text_input(key="data_judge").set_value("mine").run()
+    at.selectbox(key="data_format").set_value("review").run()
+    assert at.text_input(key="data_judge").value == "mine"
+    at.text_input(key="data_judge").set_value("").run()
+    at.button(key="data_import").click().run()
+    assert_clean(at)
+    page = get_store().verdicts("prd")
+    assert set(page["judge"]) == set(cli["judge"]) == {"human"}
+    cols = ["prompt_id", "model_a", "model_b", "winner", "judge"]
+    assert page[cols].values.tolist() == cli[cols].values.tolist()
