@@ -144,9 +144,11 @@ def _sliders_and_results() -> None:
     shown = column_picker([c for c in order if c in table.columns], TRUNCATION_MAIN, TRUNCATION_EXTRA, config,
                           "trunc_columns", "Rank, Δ rank, model, score and its interval")
     config = widen_name_column(config, shown, table["model"])
-    board = st.empty()
-    board.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
-                    column_order=shown)
+    # the board itself holds its place (no ``st.empty`` slot first): a move re-sends a data frame where the
+    # last run drew one, which the browser updates in place; an empty slot sent ahead of it made the browser
+    # take the table down and build a new one on every move (docs/notes/mu39-39.md)
+    board = st.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
+                         column_order=shown)
     if later:  # the intervals: the same board with its B draws, drawn over the point board
         try:
             kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
