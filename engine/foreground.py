@@ -28,17 +28,9 @@ MAX_PAUSE = 2.0
 """Seconds one checkpoint waits at most for the foreground runs to end (a long page run, another
 session's): the background then makes one more step and looks again."""
 
-AFTER_RUN = 0.25
-"""Seconds the background stays paused after the last foreground run ends. A run's end is not the end of
-its move: its last messages still leave the server (the event loop, which needs the interpreter lock the
-warming thread holds between its checkpoints) and the browser then draws them, on the reader's machine
-often on the same cores. Measured on vicuna80 pooled (docs/notes/mu39-39.md): a warming thread resumed at
-the run's end took ~90 ms of CPU per μ move of the bench, the run's messages then left one every few ms."""
-
 _STATE = threading.Condition()
 _running = 0  # foreground runs going on (any thread, nested runs counted each)
 _waiting = 0  # foreground threads waiting for a background thread's result
-_quiet_until = 0.0  # time.monotonic() until which the background stays paused after the last run ended
 _local = threading.local()
 
 
@@ -46,7 +38,7 @@ _local = threading.local()
 def foreground() -> Iterator[None]:
     """A foreground run (the app's script or fragment run): background threads pause at their checkpoints
     until it ends."""
-    global _running, _quiet_until
+    global _running
     with _STATE:
         _running += 1
     try:
@@ -54,8 +46,6 @@ def foreground() -> Iterator[None]:
     finally:
         with _STATE:
             _running -= 1
-            if _running == 0:
-                _quiet_until = time.monotonic() + AFTER_RUN
             _STATE.notify_all()
 
 
@@ -92,9 +82,8 @@ def paused() -> bool:
 
 
 def _held() -> bool:
-    """``paused``'s test, under ``_STATE``: a run is on, or the last one ended less than ``AFTER_RUN``
-    ago, and no foreground thread waits for the background."""
-    return (_running > 0 or time.monotonic() < _quiet_until) and _waiting == 0
+    """``paused``'s test, under ``_STATE``."""
+    return _running > 0 and _waiting == 0
 
 
 def checkpoint() -> None:
@@ -105,9 +94,7 @@ def checkpoint() -> None:
     deadline = time.monotonic() + MAX_PAUSE
     with _STATE:
         while _held():
-            now = time.monotonic()
-            left = deadline - now
+            left = deadline - time.monotonic()
             if left <= 0:
                 return
-            # no run left: only the quiet time after the last one holds it (nothing notifies its end)
-            _STATE.wait(left if _running > 0 else min(left, _quiet_until - now))
+            _STATE.wait(left)
