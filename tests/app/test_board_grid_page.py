@@ -24,15 +24,16 @@ def test_the_page_shows_the_board_from_scratch_made_ahead_or_shared(shipped_db, 
     """vicuna80 gpt-4, ranker bt, B = 200: a keep-K move (the first move: made then, and the warming
     starts), a keep-K move whose board the thread made, a μ move keeping the same graphs (the board of the
     move before). Each time the table is the old page's (kept board against the untruncated board, from a
-    fresh context) and the caption names this setting's μ and threshold."""
+    fresh context) and the caption names this setting's μ and threshold; the board's place gets data frames
+    only (no empty slot sent ahead of them: the browser would take the grid down and build a new one)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
+
     from app_pages import _lens
     from app_pages._lens import B_DEFAULT, SEED, board_display
     from engine.store.connection import Store
     from engine.views.appstate import CacheKey
     from engine.views.truncation_view import format_s_mu
     from engine.views.viz import rank_change_frame
-
-    from streamlit.runtime.scriptrunner_utils.script_run_context import ScriptRunContext
 
     at = new_app(shipped_db, monkeypatch, "app_pages/2_truncation.py",
                  {"dataset": "vicuna80", "judge": "gpt-4"})
