@@ -35,9 +35,6 @@ def test_the_page_shows_the_board_from_scratch_made_ahead_or_shared(shipped_db, 
     from engine.views.truncation_view import format_s_mu
     from engine.views.viz import rank_change_frame
 
-    at = new_app(shipped_db, monkeypatch, "app_pages/2_truncation.py",
-                 {"dataset": "vicuna80", "judge": "gpt-4"})
-    assert_clean(at)
     sent: list[tuple[tuple[int, ...], str]] = []  # every element delta of a run: (delta path, element type)
     enqueue = ScriptRunContext.enqueue
 
@@ -47,8 +44,10 @@ def test_the_page_shows_the_board_from_scratch_made_ahead_or_shared(shipped_db, 
         return enqueue(self, msg)
 
     monkeypatch.setattr(ScriptRunContext, "enqueue", recording)
-    at.run()  # the page as opened, recorded: where its board is
-    [board_at] = {path for path, kind in sent if kind == "dataframe"}
+    at = new_app(shipped_db, monkeypatch, "app_pages/2_truncation.py",
+                 {"dataset": "vicuna80", "judge": "gpt-4"})
+    assert_clean(at)
+    [board_at] = {path for path, kind in sent if kind == "dataframe"}  # where the opened page drew its board
     store = Store(shipped_db)
     try:
         ctx = SliderContext.of(build_buckets(store.verdicts("vicuna80", judge="gpt-4")))
