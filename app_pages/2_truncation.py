@@ -146,9 +146,12 @@ def _sliders_and_results() -> None:
                           "trunc_columns", "Rank, Δ rank, model, score and its interval",
                           names=table["model"], give_up=TRUNCATION_GIVE_UP)
     config = widen_name_column(config, shown, table["model"])
-    board = st.empty()
-    board.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
-                    column_order=shown)
+    # the board itself holds its place (no ``st.empty`` slot first): a move re-sends a data frame where the
+    # last run drew one, which the browser updates in place; an empty slot that reached the browser ahead of
+    # the frame made it take the table down and build a new one (a quarter of the pooled μ moves,
+    # docs/notes/mu39-39.md)
+    board = st.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
+                         column_order=shown)
     if later:  # the intervals: the same board with its B draws, drawn over the point board
         try:
             kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
