@@ -8,6 +8,7 @@ loaded model: tests/conftest.py ONE_WORKER.)
 from __future__ import annotations
 
 import pytest
+from conftest import SMOL_QUESTIONS
 
 from engine.judging.backends import ChatRequest, Decoding
 from engine.judging.pipeline import judge_run, load_inputs
@@ -100,8 +101,6 @@ def test_soft_passes_with_shared_prefixes_equal_plain_forward_passes(smol, monke
 
 
 def test_generation_passes_respect_the_budget_and_equal_one_at_a_time(smol, smol_alone, monkeypatch):
-    from conftest import SMOL_QUESTIONS
-
     reqs = [ChatRequest((("user", q),), Decoding(max_tokens=6)) for q in SMOL_QUESTIONS]
     single = smol_alone(reqs)
     lengths = [len(x) for x in smol._token_ids(reqs)]
@@ -154,3 +153,46 @@ def test_soft_verdicts_equal_the_three_token_generation_path(smol, empty_store):
             - soft_preference(ba.top_logprobs, cfg.soft.tag_map)
         ) / 2
         assert r.prob_a == pytest.approx(p, abs=1e-4) and r.winner == soft_winner(p)
+
+
+def test_the_prefix_cache_goes_by_the_keyword_transformers_names_with_the_same_numbers(smol, monkeypatch):
+    """The shared prefix's keys and values reach the model under the keyword the installed transformers
+    names (``cache`` from 5.2x; ``past_key_values`` before, and deprecated since, with a FutureWarning):
+    no deprecation warning is raised, and the letters' logits after two prompts that continue a cached
+    prefix are bit for bit those of the deprecated keyword's pass (the same DynamicCache object). A
+    keyword the model does not know would be swallowed by its ``**kwargs`` and the prefix not seen: the
+    third comparison, against a pass over each whole prompt, catches that (to 1e-4)."""
+    import inspect
+    import warnings
+
+    import torch
+
+    from engine.judging.local_backend import cache_keyword
+
+    assert cache_keyword(smol.lm) == (
+        "cache" if "cache" in inspect.signature(smol.lm.forward).parameters else "past_key_values"
+    )
+    reqs = [ChatRequest((("user", q),), Decoding(max_tokens=1)) for q in SMOL_QUESTIONS[:2]]
+    a, b = smol._token_ids(reqs)
+    p = next(k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)  # the shared prefix
+    assert p >= 16
+    monkeypatch.setattr(smol, "passes", [])
+
+    def last_logits():
+        with torch.inference_mode():
+            return smol._last_logits([a[p:], b[p:]], p, smol._prefix_cache(a[:p]))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        new = last_logits()
+    assert not [w for w in caught if "past_key_values" in str(w.message)], [str(w.message) for w in caught]
+    monkeypatch.setattr(smol, "_cache_kw", "past_key_values")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        old = last_logits()
+    assert torch.equal(new, old)
+    with torch.inference_mode():
+        whole = [smol.lm(input_ids=torch.tensor([x]), logits_to_keep=1).logits[0, -1] for x in (a, b)]
+    for got, want in zip(new, whole, strict=True):
+        assert torch.allclose(torch.log_softmax(got.double(), -1), torch.log_softmax(want.double(), -1),
+                              atol=1e-4)
