@@ -8,6 +8,7 @@ loaded model: tests/conftest.py ONE_WORKER.)
 from __future__ import annotations
 
 import pytest
+from conftest import SMOL_QUESTIONS
 
 from engine.judging.backends import ChatRequest, Decoding
 from engine.judging.pipeline import judge_run, load_inputs
@@ -15,8 +16,9 @@ from engine.judging.protocols import ProtocolConfig
 from engine.judging.runner import Runner
 
 
-def _mt_bench_soft_requests(cfg, n_prompts: int, chars: int) -> list[ChatRequest]:
-    """The soft prompts of a round robin over three MT-Bench models, both orders (answers cut)."""
+def _mt_bench_soft_requests(cfg, n_prompts: int, chars: int, per_prompt: int = 6) -> list[ChatRequest]:
+    """The soft prompts of a round robin over three MT-Bench models, both orders (answers cut): the
+    first ``per_prompt`` of each question's six."""
     from dataclasses import replace
 
     from engine.judging import inputs as inp
@@ -28,6 +30,7 @@ def _mt_bench_soft_requests(cfg, n_prompts: int, chars: int) -> list[ChatRequest
     text = {(r.prompt_id, r.model): r.text[:chars] for r in inp.read_answers(folder, models).itertuples()}
     dec = replace(cfg.soft_decoding, logprob_tokens=("A", "B"), max_tokens=1)
     t = cfg.soft
+    orders = [(x, y) for a, b in round_robin_pairs(models) for x, y in ((a, b), (b, a))][:per_prompt]
     return [
         ChatRequest(
             t.render(question=p.text, answer_a=text[(p.prompt_id, x)], answer_b=text[(p.prompt_id, y)]),
@@ -36,8 +39,7 @@ def _mt_bench_soft_requests(cfg, n_prompts: int, chars: int) -> list[ChatRequest
             t.version,
         )
         for p in list(q.itertuples())[:n_prompts]
-        for a, b in round_robin_pairs(models)
-        for x, y in ((a, b), (b, a))
+        for x, y in orders
     ]
 
 
@@ -54,18 +56,19 @@ def _plain_next_token_logprobs(smol, req: ChatRequest):
 
 
 def test_soft_passes_with_shared_prefixes_equal_plain_forward_passes(smol, monkeypatch):
-    """12 soft prompts (2 questions x 3 pairs x 2 orders): one budgeted call with prefix reuse gives
-    the letters' logprobs of a plain forward pass over each prompt alone (to 1e-4), the same
-    first token, and no pass of more than one row over the budget.
+    """8 soft prompts (2 questions x the first 4 of their 3 pairs x 2 orders): one budgeted call with
+    prefix reuse gives the letters' logprobs of a plain forward pass over each prompt alone (to 1e-4),
+    the same first token, and no pass of more than one row over the budget.
 
     Answers are cut to 30 characters (200 until issue 26's second round: about 30 % fewer tokens,
-    as the template and the question make most of each prompt); the passes keep their shape: two
-    prefix groups of six (one per question), each split by the budget into two passes of three rows,
-    so a cache reused across groups, a cache changed by its first pass, and left padding are all
+    as the template and the question make most of each prompt); 4 prompts a question (6 until round 39:
+    each prompt's plain pass cost ~0.5 s of CPU); the passes keep their shape: two prefix groups of four
+    (one per question), each split by the budget into a pass of three rows of two lengths and a pass of
+    one, so a cache reused across groups, a cache changed by its first pass, and left padding are all
     still exercised."""
     import torch
 
-    reqs = _mt_bench_soft_requests(ProtocolConfig.default(), 2, 30)
+    reqs = _mt_bench_soft_requests(ProtocolConfig.default(), 2, 30, per_prompt=4)
     budget = 500
     monkeypatch.setattr(smol, "token_budget", budget)
     monkeypatch.setattr(smol, "passes", [])
@@ -73,10 +76,11 @@ def test_soft_passes_with_shared_prefixes_equal_plain_forward_passes(smol, monke
     monkeypatch.setattr(smol, "tokens_in", 0)
     got = smol.complete(reqs)
     assert smol.prefix_tokens_saved > 0  # prefixes were reused
-    assert [rows for rows, _ in smol.passes] == [1, 3, 3, 1, 3, 3]  # the shape the docstring relies on
+    assert [rows for rows, _ in smol.passes] == [1, 3, 1, 1, 3, 1]  # the shape the docstring relies on
+    lengths = [len(x) for x in smol._token_ids(reqs)]
+    assert len(set(lengths[:3])) > 1 and len(set(lengths[4:7])) > 1  # each 3-row pass is left-padded
     assert any(rows > 1 for rows, _ in smol.passes)  # and several prompts shared a pass
     assert all(tokens <= budget or rows == 1 for rows, tokens in smol.passes)
-    lengths = [len(x) for x in smol._token_ids(reqs)]
     # the tokens fed to the model (counted from the passes' inputs) are the prompts' tokens less
     # the prefix tokens not recomputed (counted from the groups)
     assert smol.tokens_in == sum(lengths) - smol.prefix_tokens_saved < sum(lengths)
@@ -87,21 +91,19 @@ def test_soft_passes_with_shared_prefixes_equal_plain_forward_passes(smol, monke
         assert res.text == smol.tokenizer.decode([int(lp.argmax())], skip_special_tokens=True)
         for text, ids in spell.items():
             assert res.top_logprobs[0][text] == pytest.approx(float(torch.logsumexp(lp[ids], -1)), abs=1e-4)
-    # without the prefix cache: the same numbers, from plain budgeted passes (the first question's six
-    # prompts: two left-padded passes of three rows; all twelve cost a third of this test's CPU)
+    # without the prefix cache: the same numbers, from plain budgeted passes (the first question's four
+    # prompts: a left-padded pass of three rows and one of one; all eight cost a third of this test's CPU)
     monkeypatch.setattr(smol, "prefix_cache", False)
     monkeypatch.setattr(smol, "passes", [])
-    plain = smol.complete(reqs[:6])
-    assert [rows for rows, _ in smol.passes] == [3, 3]
-    for a, b in zip(got[:6], plain, strict=True):
+    plain = smol.complete(reqs[:4])
+    assert [rows for rows, _ in smol.passes] == [3, 1]
+    for a, b in zip(got[:4], plain, strict=True):
         assert a.text == b.text
         for k in spell:
             assert a.top_logprobs[0][k] == pytest.approx(b.top_logprobs[0][k], abs=1e-4)
 
 
 def test_generation_passes_respect_the_budget_and_equal_one_at_a_time(smol, smol_alone, monkeypatch):
-    from conftest import SMOL_QUESTIONS
-
     reqs = [ChatRequest((("user", q),), Decoding(max_tokens=6)) for q in SMOL_QUESTIONS]
     single = smol_alone(reqs)
     lengths = [len(x) for x in smol._token_ids(reqs)]
@@ -154,3 +156,46 @@ def test_soft_verdicts_equal_the_three_token_generation_path(smol, empty_store):
             - soft_preference(ba.top_logprobs, cfg.soft.tag_map)
         ) / 2
         assert r.prob_a == pytest.approx(p, abs=1e-4) and r.winner == soft_winner(p)
+
+
+def test_the_prefix_cache_goes_by_the_keyword_transformers_names_with_the_same_numbers(smol, monkeypatch):
+    """The shared prefix's keys and values reach the model under the keyword the installed transformers
+    names (``cache`` from 5.2x; ``past_key_values`` before, and deprecated since, with a FutureWarning):
+    no deprecation warning is raised, and the letters' logits after two prompts that continue a cached
+    prefix are bit for bit those of the deprecated keyword's pass (the same DynamicCache object). A
+    keyword the model does not know would be swallowed by its ``**kwargs`` and the prefix not seen: the
+    third comparison, against a pass over each whole prompt, catches that (to 1e-4)."""
+    import inspect
+    import warnings
+
+    import torch
+
+    from engine.judging.local_backend import cache_keyword
+
+    assert cache_keyword(smol.lm) == (
+        "cache" if "cache" in inspect.signature(smol.lm.forward).parameters else "past_key_values"
+    )
+    reqs = [ChatRequest((("user", q),), Decoding(max_tokens=1)) for q in SMOL_QUESTIONS[:2]]
+    a, b = smol._token_ids(reqs)
+    p = next(k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)  # the shared prefix
+    assert p >= 16
+    monkeypatch.setattr(smol, "passes", [])
+
+    def last_logits():
+        with torch.inference_mode():
+            return smol._last_logits([a[p:], b[p:]], p, smol._prefix_cache(a[:p]))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        new = last_logits()
+    assert not [w for w in caught if "past_key_values" in str(w.message)], [str(w.message) for w in caught]
+    monkeypatch.setattr(smol, "_cache_kw", "past_key_values")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        old = last_logits()
+    assert torch.equal(new, old)
+    with torch.inference_mode():
+        whole = [smol.lm(input_ids=torch.tensor([x]), logits_to_keep=1).logits[0, -1] for x in (a, b)]
+    for got, want in zip(new, whole, strict=True):
+        assert torch.allclose(torch.log_softmax(got.double(), -1), torch.log_softmax(want.double(), -1),
+                              atol=1e-4)

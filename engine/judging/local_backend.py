@@ -30,6 +30,7 @@ letter in its top k still gets an exact softmax over the verdict tokens (``full_
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import time
 from dataclasses import replace
@@ -55,6 +56,15 @@ def reuses_prefixes(device: str) -> bool:
     is the bound, yes; on a GPU no, since each group's own prefix pass, cache copy and extra launches cost
     more than the tokens they save (an H100: soft passes 2.4-5x slower with reuse, docs/notes/gpu-34.md)."""
     return not device.startswith("cuda")
+
+
+def cache_keyword(lm) -> str:
+    """The name under which ``lm``'s forward pass takes (and its output returns) the key/value cache:
+    ``cache`` where the installed transformers has it (5.2x renamed ``past_key_values``, which it still
+    accepts with a FutureWarning until 5.40), else ``past_key_values`` (transformers 4.45 onwards, which
+    requirements-gpu.txt allows: a ``cache`` keyword there would be swallowed by ``**kwargs`` unused).
+    The cache object is the same either way (a ``DynamicCache``), so the numbers are too."""
+    return "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
 
 
 class TransformersBackend:
@@ -122,6 +132,7 @@ class TransformersBackend:
         self.prefix_tokens_saved = 0  # prompt tokens not recomputed thanks to a shared prefix
         self.tokens_in = 0  # prompt tokens fed to the model (padding not counted, a prefix once)
         self._watch: dict[tuple[str, ...], dict[str, list[int]]] = {}
+        self._cache_kw = cache_keyword(self.lm)
         self.identity = f"{self.name}[{torch.device(self.device).type},{self.dtype}]"
 
     def _render(self, req: ChatRequest) -> str:
@@ -284,7 +295,7 @@ class TransformersBackend:
         out = self.lm(input_ids=x, attention_mask=torch.ones_like(x), use_cache=True, logits_to_keep=1)
         self.passes.append((1, len(prefix)))
         self.tokens_in += len(prefix)
-        return out.past_key_values
+        return getattr(out, self._cache_kw)
 
     def _last_logits(self, seqs: list[list[int]], prefix_len: int, cache):
         """Logits of the next token after each of ``seqs`` (left-padded, one pass), which continue a
@@ -308,7 +319,7 @@ class TransformersBackend:
             input_ids=x.to(self.device),
             attention_mask=mask.to(self.device),
             position_ids=pos.to(self.device),
-            past_key_values=past,
+            **{self._cache_kw: past},
             use_cache=past is not None,
             logits_to_keep=1,
         )
