@@ -45,12 +45,12 @@ def _cycle_context(key: CacheKey, _votes):
 
 
 def _board(key: CacheKey, ranker: str, bootstrap: int, seed: int, votes, ctx, ref, note: str):
+    from engine.views.import_board import board_extra_params
     from engine.views.leaderboard_first import first_board
 
     return first_board(votes, ctx, ranker=ranker, bootstrap=bootstrap, seed=seed, reference=ref,
                        reference_note=note,
-                       extra_params={"dataset": key.dataset, "dataset_version": key.version,
-                                     "judge": key.judge, "category": key.category})
+                       extra_params=board_extra_params(key.dataset, key.version, key.judge, key.category))
 
 
 @st.cache_data(max_entries=32, show_spinner="Ranking…")
@@ -66,21 +66,13 @@ def first_board_for(key: CacheKey, ranker: str, bootstrap: int, seed: int):
                   note)
 
 
-def _glue_files() -> tuple[str, ...]:
-    """The app's files that pass a stored board its inputs (they enter its key with the engine's code)."""
-    from pathlib import Path
-
-    import app_pages._lens
-
-    return (str(Path(__file__).resolve()), str(Path(app_pages._lens.__file__).resolve()))
-
-
 def board_key(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> dict:
-    """The parameters a stored board of this choice is kept under (``engine.views.stored_board``)."""
-    from engine.views.stored_board import board_params, code_digest
+    """The parameters a stored board of this choice is kept under (``engine.views.import_board.board_key``:
+    the digest of the engine and of this file and ``_lens``, ``stored_board.APP_GLUE_FILES``, which pass the
+    board its inputs); the import keeps its point board under the same key."""
+    from engine.views.import_board import board_key as kept_key
 
-    return board_params(key.dataset, key.judge, key.category, ranker, bootstrap, seed,
-                        code_digest(_glue_files()))
+    return kept_key(key.dataset, key.judge, key.category, ranker, bootstrap, seed)
 
 
 class _NotStored(Exception):
