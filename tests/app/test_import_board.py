@@ -27,6 +27,9 @@ SHAPES = {
                       categories=2),
 }
 
+REFERENCE_NAMES = {"m00": "gpt-4", "m01": "claude-v1", "m02": "gpt-3.5-turbo", "m03": "vicuna-13b",
+                   "m04": "alpaca-13b", "m05": "llama-13b"}
+
 
 def cli_import(folder: Path, shape: Shape) -> Path:
     """A new store at ``folder`` with the shape's rows imported by ``python -m engine import`` (in process)."""
@@ -40,7 +43,10 @@ def cli_import(folder: Path, shape: Shape) -> Path:
     record_init_step(store, INIT_STEP, "no default dataset")
     record_init_step(store, INIT_STEP_ARENA_COUNTS, "no shipped arena counts")
     store.close()
-    csv = write_csv(verdicts(shape), folder / "verdicts.csv")
+    rows = verdicts(shape)
+    if not shape.sparse:  # names the LMArena reference places (one left out): the reference columns too
+        rows[["model_a", "model_b"]] = rows[["model_a", "model_b"]].replace(REFERENCE_NAMES)
+    csv = write_csv(rows, folder / "verdicts.csv")
     run_engine(["--db", db, "import", "--dataset", "seam", csv], check=True)
     return db
 
@@ -101,6 +107,9 @@ def test_the_import_keeps_the_board_the_app_computes_under_the_apps_key(tmp_path
     assert stored_board.same_board(board, computed)  # params (and their types), distances, note too
     assert board.params["bootstrap"] == 0 and board.params["judge"] is None
     assert int(board.params["n_votes"]) > 0
+    if name == "mixed":  # the LMArena reference places some of the names: its columns and distances too
+        assert board.distances and board.distances["n_shared"] >= 3
+        assert board.table["ref_rank"].notna().sum() == board.distances["n_shared"]
 
 
 def test_the_pages_first_view_from_the_kept_board_is_the_computed_one_and_reads_no_vote(tmp_path, monkeypatch):
