@@ -21,10 +21,10 @@ Nothing is asserted.
 The store is copied per server. ``--imported PARQUET`` adds, in each round, each checkout's first open on a
 store that checkout made itself by importing PARQUET (once, before the rounds; column "boards" = import): the
 very first open after an import, where a checkout's import may keep the Leaderboard's point board
-(``engine.views.import_board``, round 39). ``--kept`` adds, in each round, each checkout's first open on a copy in which
-that checkout has already kept the Leaderboard's boards (``engine.views.stored_board``: a first server's
-point board and bootstrap, made once per checkout before the rounds by ``prime``): the case of every server
-start after the first, beside the case of the very first open after an import (nothing kept; column
+(``engine.views.import_board``, round 39). ``--kept`` adds, in each round, each checkout's first open on a
+copy in which that checkout has already kept the Leaderboard's boards (``engine.views.stored_board``: a first
+server's point board and bootstrap, made once per checkout before the rounds by ``prime``): the case of every
+server start after the first, beside the case of the very first open after an import (nothing kept; column
 "boards"). A checkout that keeps no boards (before round 37) opens its primed copy as it opens any.
 """
 

@@ -217,8 +217,8 @@ def run(args: argparse.Namespace) -> int:
             from engine.views.import_board import keep_point_board
 
             summary(store, result.dataset)
-            # the Leaderboard's point board of the new version, kept now (engine.views.import_board): the app's
-            # very first open after this import reads it instead of a million votes
+            # the Leaderboard's point board of the new version, kept now (engine.views.import_board): the
+            # app's very first open after this import reads it instead of a million votes
             keep_point_board(store, result.dataset)
     finally:
         if store is not None:

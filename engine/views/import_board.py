@@ -1,14 +1,14 @@
 """The Leaderboard's point board of a new dataset version, kept by the import that made that version.
 
 The very first open of the Leaderboard after an import at a million votes read the votes, the graphs that can
-hold a triad and the reference, and ranked them (~0.55 s of CPU on the first view's path; docs/notes/lb39-39.md)
-before its first view: the board was kept in the store (``engine.views.stored_board``) only by that server's
-bootstrap job, after the view. ``keep_point_board`` computes the board the app's first open shows first for the
-choice it opens on (every judge, every category, the default ranker ``RANKER``, the app's ``SEED``, no
-bootstrap) from the same readers the app's caches wrap, and keeps it under the very key the app reads
-(``board_key``: the dataset's new version, the choice, the reference files and the code digest with the app's
-glue files, ``stored_board.APP_GLUE_FILES``): the app then reads it (a few kB) instead of the votes. Its
-bootstrap stays the app's job, after the first view (seconds at a million votes: not an import's).
+hold a triad and the reference, and ranked them (~0.55 s of CPU on the first view's path;
+docs/notes/lb39-39.md) before its first view: the board was kept in the store (``engine.views.stored_board``)
+only by that server's bootstrap job, after the view. ``keep_point_board`` computes the board the app's first
+open shows first for the choice it opens on (every judge, every category, the default ranker ``RANKER``, the
+app's ``SEED``, no bootstrap) from the same readers the app's caches wrap, and keeps it under the very key the
+app reads (``board_key``: the dataset's new version, the choice, the reference files and the code digest with
+the app's glue files, ``stored_board.APP_GLUE_FILES``): the app then reads it (a few kB) instead of the votes.
+Its bootstrap stays the app's job, after the first view (seconds at a million votes: not an import's).
 
 Kept only where the app would show that point board first: a count ranker's board of a verdict dataset of at
 least ``leaderboard_first.DEFER_MIN_VOTES`` votes (below, the app computes the whole board at once; a

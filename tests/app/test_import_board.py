@@ -1,9 +1,9 @@
-"""The import keeps the Leaderboard's point board of the version it wrote (``engine.views.import_board``): under
-the very key the app reads (``app_pages._lbopen_cache.board_key``), the same board bit for bit as the app
-computes from the votes, so the page's first view shows the same numbers, and the app's first open then reads
-no vote. On generated data that separates the paths (two judges, presentation orders mixed, repeated battles,
-categories, paraphrases; and a sparse 70-model log of one pair per prompt), the deferral threshold lowered so
-these small sets take the million-vote path; at the real threshold nothing is kept."""
+"""The import keeps the Leaderboard's point board of the version it wrote (``engine.views.import_board``):
+under the very key the app reads (``app_pages._lbopen_cache.board_key``), the same board bit for bit as the
+app computes from the votes, so the page's first view shows the same numbers, and the app's first open then
+reads no vote. On generated data that separates the paths (two judges, presentation orders mixed, repeated
+battles, categories, paraphrases; and a sparse 70-model log of one pair per prompt), the deferral threshold
+lowered so these small sets take the million-vote path; at the real threshold nothing is kept."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from engine.views.appstate import CacheKey
 SHAPES = {
     "mixed": Shape(seed=11, n_models=7, n_prompts=16, judges=2, orders="mixed", repeats=True, categories=3,
                    paraphrases=1),
-    "sparse70": Shape(seed=5, n_prompts=150, judges=2, orders="both", repeats=True, one_pair=True, sparse=True,
-                      categories=2),
+    "sparse70": Shape(seed=5, n_prompts=150, judges=2, orders="both", repeats=True, one_pair=True,
+                      sparse=True, categories=2),
 }
 
 REFERENCE_NAMES = {"m00": "gpt-4", "m01": "claude-v1", "m02": "gpt-3.5-turbo", "m03": "vicuna-13b",
@@ -32,7 +32,8 @@ REFERENCE_NAMES = {"m00": "gpt-4", "m01": "claude-v1", "m02": "gpt-3.5-turbo", "
 
 
 def cli_import(folder: Path, shape: Shape) -> Path:
-    """A new store at ``folder`` with the shape's rows imported by ``python -m engine import`` (in process)."""
+    """A new store at ``folder`` with the shape's rows imported by ``python -m engine import`` (in
+    process)."""
     from engine.ingest.shipped import INIT_STEP
     from engine.ingest.shipped_counts import INIT_STEP_ARENA_COUNTS
     from engine.store.init_log import record_init_step
@@ -112,7 +113,8 @@ def test_the_import_keeps_the_board_the_app_computes_under_the_apps_key(tmp_path
         assert board.table["ref_rank"].notna().sum() == board.distances["n_shared"]
 
 
-def test_the_pages_first_view_from_the_kept_board_is_the_computed_one_and_reads_no_vote(tmp_path, monkeypatch):
+def test_the_pages_first_view_from_the_kept_board_is_the_computed_one_and_reads_no_vote(tmp_path,
+                                                                                        monkeypatch):
     from app_pages import _lbopen_cache
     from engine.ranking import vote_query
     from engine.views import leaderboard_first
