@@ -12,8 +12,9 @@ Its bootstrap stays the app's job, after the first view (seconds at a million vo
 
 Kept only where the app would show that point board first: a count ranker's board of a verdict dataset of at
 least ``leaderboard_first.DEFER_MIN_VOTES`` votes (below, the app computes the whole board at once; a
-pair-count dataset has its own board). Never stale: the key holds the version the import wrote; any later
-write moves it. Costs the import the board's computation (~0.5 s of CPU at a million votes).
+pair-count dataset has its own board), and at most ``KEEP_MAX_VOTES``. Never stale: the key holds the version
+the import wrote; any later write moves it. Costs the import the board's computation (~0.5 s of CPU at a
+million votes).
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ RANKER = "bt"
 ``app_pages._lens.linked_choice``)."""
 
 SEED = 0
-"""The app's fixed seed (``app_pages._lens.SEED``; tests/test_import_board.py checks they agree)."""
+"""The app's fixed seed (``app_pages._lens.SEED``; tests/app/test_import_board.py checks they agree)."""
+
+KEEP_MAX_VOTES = 2_000_000
+"""Above this many votes the import keeps no board (the app's first open computes it, as before): at 10M votes
+x 200 models the board cost the import ~10 s of CPU on its ~61 s and raised its peak memory from 1.16 to
+1.77 GB (the import's bound is 2 GB; docs/notes/lb39-39.md). At a million votes: ~0.55 s, no higher peak."""
 
 
 def board_extra_params(dataset: str, version: int, judge: str | None, category: str | None) -> dict:
@@ -61,8 +67,11 @@ def point_board(store: Store, dataset: str) -> tuple[int, AppBoard] | None:
     if not leaderboard_first.first_open_applies(RANKER, None) or is_pair_count_dataset(store, dataset):
         return None
     version = store.dataset_version(dataset)
+    if store.cursor().execute("SELECT count(*) FROM verdicts WHERE dataset = ?",
+                              [dataset]).fetchone()[0] > KEEP_MAX_VOTES * 4:
+        return None  # not read at all: far over the bound (a vote combines at most a few verdict rows)
     v = votes(store_vote_rows(store, dataset, order_by=None, judge=None, category=None))
-    if len(v) == 0 or len(v) < leaderboard_first.DEFER_MIN_VOTES:
+    if len(v) == 0 or not leaderboard_first.DEFER_MIN_VOTES <= len(v) <= KEEP_MAX_VOTES:
         return None
     ctx = leaderboard_first.cycle_context(store, dataset, None, None, votes=v)
     ref, note = reference_for(dataset, None, store)

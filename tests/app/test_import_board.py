@@ -16,6 +16,8 @@ from apphelpers import new_app
 from cli_inprocess import run_engine
 from seam_data import Shape, fresh_store, verdicts, write_csv
 
+from engine.rankers.votes import votes
+from engine.ranking.vote_query import store_vote_rows
 from engine.store.connection import Store
 from engine.views import import_board, stored_board
 from engine.views.appstate import CacheKey
@@ -149,12 +151,23 @@ def test_the_pages_first_view_from_the_kept_board_is_the_computed_one_and_reads_
     pd.testing.assert_frame_equal(first_view(db), first_view(copy), check_exact=True)
 
 
-def test_nothing_is_kept_below_the_deferral_threshold(tmp_path):
+def test_nothing_is_kept_below_the_deferral_threshold_nor_above_the_bound(tmp_path, monkeypatch):
+    from engine.views import leaderboard_first
+
     db = cli_import(tmp_path / "store", SHAPES["mixed"])  # a few hundred votes: the app computes it whole
     assert kept(db) is None
     with Store(db) as store:
         assert store.cursor().execute("SELECT count(*) FROM results_cache WHERE kind = ?",
                                       [stored_board.KIND]).fetchone() == (0,)
+    monkeypatch.setattr(leaderboard_first, "DEFER_MIN_VOTES", 1)
+    with Store(db) as store:
+        n = len(votes(store_vote_rows(store, "seam")))
+    monkeypatch.setattr(import_board, "KEEP_MAX_VOTES", n - 1)  # over the bound by one vote
+    db = cli_import(tmp_path / "over", SHAPES["mixed"])
+    assert kept(db) is None
+    monkeypatch.setattr(import_board, "KEEP_MAX_VOTES", n)  # at the bound
+    db = cli_import(tmp_path / "at", SHAPES["mixed"])
+    assert kept(db) is not None
 
 
 def test_the_engine_names_the_apps_choice_seed_and_glue_files(shipped_db, monkeypatch):
