@@ -188,19 +188,13 @@ def started_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future
 
 def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future:
     """The job computing the board with ``bootstrap`` resamples (started on the first ask; ``_bootstrapped``
-    in the worker thread: nothing is read in the script's thread, whose run ends with the first view). The job
-    is background work (``engine.foreground``): while a page's script or fragment run is on (this session's
-    next page, another session's), it pauses at its next checkpoint (between the bootstrap's draws and
-    between its fit's iterations, ~0.1 s apart at a million votes), so the page gets the cores and the
-    interpreter first; the same calls on the same inputs, so the same numbers, only later."""
-    return _jobs().get((key, ranker, bootstrap, seed), lambda: _in_background(key, ranker, bootstrap, seed))
-
-
-def _in_background(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppBoard:
-    from engine.foreground import background
-
-    with background():
-        return _bootstrapped(key, ranker, bootstrap, seed)
+    in the worker thread: nothing is read in the script's thread, whose run ends with the first view). The
+    job computes the intervals as background work (``engine.foreground``, ``_bootstrapped``): while a page's
+    script or fragment run is on (this session's next page, another session's), it pauses at its next
+    checkpoint (between the bootstrap's draws and between its fit's iterations, ~0.05-0.3 s of CPU apart at a
+    million votes), so the page gets the cores and the interpreter first; the same calls on the same inputs,
+    so the same numbers, only later."""
+    return _jobs().get((key, ranker, bootstrap, seed), lambda: _bootstrapped(key, ranker, bootstrap, seed))
 
 
 def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppBoard:
@@ -211,7 +205,7 @@ def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppB
     while it writes, not while the bootstrap computes: a command-line writer can take the store meanwhile."""
     import time
 
-    from engine.foreground import checkpoint
+    from engine.foreground import background
 
     quiet_worker_threads()
     with get_store().session():
@@ -223,8 +217,11 @@ def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppB
         votes, ctx = votes_for(key, ranker), cycle_context_for(key, ranker)
         ref, note = reference_for_key(key.dataset, key.category, key.version)
     keep_board(key, ranker, 0, seed, point)
-    checkpoint()  # the store let go: a page's run goes first (``bootstrap_job``)
-    board = _board(key, ranker, bootstrap, seed, votes, ctx, ref, note)
+    # only the computation pauses for the pages' runs (``bootstrap_job``): no cached call of the pages in it
+    # (a run asking for a value this thread were making under Streamlit's lock would wait out each pause), no
+    # store held
+    with background():
+        board = _board(key, ranker, bootstrap, seed, votes, ctx, ref, note)
     keep_board(key, ranker, bootstrap, seed, board, time.perf_counter() - start)
     return board
 

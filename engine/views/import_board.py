@@ -62,13 +62,14 @@ def point_board(store: Store, dataset: str) -> tuple[int, AppBoard] | None:
     from engine.ranking.reference import reference_for
     from engine.ranking.vote_query import store_vote_rows
     from engine.store.pair_counts import is_pair_count_dataset
+    from engine.store.sql import scalar
     from engine.views import leaderboard_first
 
     if not leaderboard_first.first_open_applies(RANKER, None) or is_pair_count_dataset(store, dataset):
         return None
     version = store.dataset_version(dataset)
-    if store.cursor().execute("SELECT count(*) FROM verdicts WHERE dataset = ?",
-                              [dataset]).fetchone()[0] > KEEP_MAX_VOTES * 4:
+    rows = int(scalar(store.cursor(), "SELECT count(*) FROM verdicts WHERE dataset = ?", [dataset]))
+    if rows > KEEP_MAX_VOTES * 4:
         return None  # not read at all: far over the bound (a vote combines at most a few verdict rows)
     v = votes(store_vote_rows(store, dataset, order_by=None, judge=None, category=None))
     if len(v) == 0 or not leaderboard_first.DEFER_MIN_VOTES <= len(v) <= KEEP_MAX_VOTES:
