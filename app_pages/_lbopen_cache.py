@@ -205,7 +205,7 @@ def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppB
     while it writes, not while the bootstrap computes: a command-line writer can take the store meanwhile."""
     import time
 
-    from engine.foreground import background
+    from engine.foreground import background, checkpoint
 
     quiet_worker_threads()
     with get_store().session():
@@ -216,11 +216,12 @@ def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppB
         start = time.perf_counter()
         votes, ctx = votes_for(key, ranker), cycle_context_for(key, ranker)
         ref, note = reference_for_key(key.dataset, key.category, key.version)
-    keep_board(key, ranker, 0, seed, point)
-    # only the computation pauses for the pages' runs (``bootstrap_job``): no cached call of the pages in it
-    # (a run asking for a value this thread were making under Streamlit's lock would wait out each pause), no
-    # store held
+    # only the write and the computation pause for the pages' runs (``bootstrap_job``): no cached call of the
+    # pages in them (a run asking for a value this thread were making under Streamlit's lock would wait out
+    # each pause), and no checkpoint while the store is held
     with background():
+        checkpoint()
+        keep_board(key, ranker, 0, seed, point)
         board = _board(key, ranker, bootstrap, seed, votes, ctx, ref, note)
     keep_board(key, ranker, bootstrap, seed, board, time.perf_counter() - start)
     return board
