@@ -57,7 +57,8 @@ def _board(key: CacheKey, ranker: str, bootstrap: int, seed: int, votes, ctx, re
 def first_board_for(key: CacheKey, ranker: str, bootstrap: int, seed: int):
     """The board of a count ranker over the whole selection (``engine.views.leaderboard_first.first_board``):
     the one stored for this choice and dataset version where there is one (``stored_board_for``: no vote
-    read), else computed (stored later by the bootstrap job, off the first view's path)."""
+    read; kept by the import of that version, ``engine.views.import_board``, or by an earlier server's
+    bootstrap job), else computed (stored later by the bootstrap job, off the first view's path)."""
     stored = stored_board_for(key, ranker, bootstrap, seed)
     if stored is not None:
         return stored
