@@ -82,15 +82,24 @@ def point_board(store: Store, dataset: str) -> tuple[int, AppBoard] | None:
     return version, board
 
 
+SWITCH = "LENS_IMPORT_BOARD"
+"""``$LENS_IMPORT_BOARD=0``: the import keeps no board (its memory then is the import's alone: the board's
+reads add ~50 bytes a vote, up to ``KEEP_MAX_VOTES``; tests/test_ingest_limits.py measures the import's
+batches)."""
+
+
 def keep_point_board(store: Store, dataset: str) -> bool:
     """Compute ``point_board`` and keep it in the store under the app's key (``board_key``); returns whether
-    a board was stored. A failure is logged and never raised: the import it follows has succeeded, and the
-    app computes the board itself as before."""
+    a board was stored (never where ``$LENS_IMPORT_BOARD`` is 0). A failure is logged and never raised: the
+    import it follows has succeeded, and the app computes the board itself as before."""
     import logging
+    import os
     import time
 
     from engine.views.stored_board import has_board, store_board
 
+    if os.environ.get(SWITCH, "").strip() == "0":
+        return False
     try:
         start = time.perf_counter()
         made = point_board(store, dataset)

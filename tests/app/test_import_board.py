@@ -166,6 +166,10 @@ def test_nothing_is_kept_below_the_deferral_threshold_nor_above_the_bound(tmp_pa
     db = cli_import(tmp_path / "over", SHAPES["mixed"])
     assert kept(db) is None
     monkeypatch.setattr(import_board, "KEEP_MAX_VOTES", n)  # at the bound
+    monkeypatch.setenv("LENS_IMPORT_BOARD", "0")  # switched off
+    db = cli_import(tmp_path / "off", SHAPES["mixed"])
+    assert kept(db) is None
+    monkeypatch.setenv("LENS_IMPORT_BOARD", "1")
     db = cli_import(tmp_path / "at", SHAPES["mixed"])
     assert kept(db) is not None
 
