@@ -45,19 +45,20 @@ def _cycle_context(key: CacheKey, _votes):
 
 
 def _board(key: CacheKey, ranker: str, bootstrap: int, seed: int, votes, ctx, ref, note: str):
+    from engine.views.import_board import board_extra_params
     from engine.views.leaderboard_first import first_board
 
     return first_board(votes, ctx, ranker=ranker, bootstrap=bootstrap, seed=seed, reference=ref,
                        reference_note=note,
-                       extra_params={"dataset": key.dataset, "dataset_version": key.version,
-                                     "judge": key.judge, "category": key.category})
+                       extra_params=board_extra_params(key.dataset, key.version, key.judge, key.category))
 
 
 @st.cache_data(max_entries=32, show_spinner="Ranking…")
 def first_board_for(key: CacheKey, ranker: str, bootstrap: int, seed: int):
     """The board of a count ranker over the whole selection (``engine.views.leaderboard_first.first_board``):
     the one stored for this choice and dataset version where there is one (``stored_board_for``: no vote
-    read), else computed (stored later by the bootstrap job, off the first view's path)."""
+    read; kept by the import of that version, ``engine.views.import_board``, or by an earlier server's
+    bootstrap job), else computed (stored later by the bootstrap job, off the first view's path)."""
     stored = stored_board_for(key, ranker, bootstrap, seed)
     if stored is not None:
         return stored
@@ -66,21 +67,13 @@ def first_board_for(key: CacheKey, ranker: str, bootstrap: int, seed: int):
                   note)
 
 
-def _glue_files() -> tuple[str, ...]:
-    """The app's files that pass a stored board its inputs (they enter its key with the engine's code)."""
-    from pathlib import Path
-
-    import app_pages._lens
-
-    return (str(Path(__file__).resolve()), str(Path(app_pages._lens.__file__).resolve()))
-
-
 def board_key(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> dict:
-    """The parameters a stored board of this choice is kept under (``engine.views.stored_board``)."""
-    from engine.views.stored_board import board_params, code_digest
+    """The parameters a stored board of this choice is kept under (``engine.views.import_board.board_key``:
+    the digest of the engine and of this file and ``_lens``, ``stored_board.APP_GLUE_FILES``, which pass the
+    board its inputs); the import keeps its point board under the same key."""
+    from engine.views.import_board import board_key as kept_key
 
-    return board_params(key.dataset, key.judge, key.category, ranker, bootstrap, seed,
-                        code_digest(_glue_files()))
+    return kept_key(key.dataset, key.judge, key.category, ranker, bootstrap, seed)
 
 
 class _NotStored(Exception):
@@ -196,7 +189,12 @@ def started_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future
 
 def bootstrap_job(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> Future:
     """The job computing the board with ``bootstrap`` resamples (started on the first ask; ``_bootstrapped``
-    in the worker thread: nothing is read in the script's thread, whose run ends with the first view)."""
+    in the worker thread: nothing is read in the script's thread, whose run ends with the first view). The
+    job computes the intervals as background work (``engine.foreground``, ``_bootstrapped``): while a page's
+    script or fragment run is on (this session's next page, another session's), it pauses at its next
+    checkpoint (between the bootstrap's draws and between its fit's iterations, ~0.05-0.3 s of CPU apart at a
+    million votes), so the page gets the cores and the interpreter first; the same calls on the same inputs,
+    so the same numbers, only later."""
     return _jobs().get((key, ranker, bootstrap, seed), lambda: _bootstrapped(key, ranker, bootstrap, seed))
 
 
@@ -208,6 +206,8 @@ def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppB
     while it writes, not while the bootstrap computes: a command-line writer can take the store meanwhile."""
     import time
 
+    from engine.foreground import background, checkpoint
+
     quiet_worker_threads()
     with get_store().session():
         stored = stored_board_for(key, ranker, bootstrap, seed)
@@ -217,8 +217,13 @@ def _bootstrapped(key: CacheKey, ranker: str, bootstrap: int, seed: int) -> AppB
         start = time.perf_counter()
         votes, ctx = votes_for(key, ranker), cycle_context_for(key, ranker)
         ref, note = reference_for_key(key.dataset, key.category, key.version)
-    keep_board(key, ranker, 0, seed, point)
-    board = _board(key, ranker, bootstrap, seed, votes, ctx, ref, note)
+    # only the write and the computation pause for the pages' runs (``bootstrap_job``): no cached call of the
+    # pages in them (a run asking for a value this thread were making under Streamlit's lock would wait out
+    # each pause), and no checkpoint while the store is held
+    with background():
+        checkpoint()
+        keep_board(key, ranker, 0, seed, point)
+        board = _board(key, ranker, bootstrap, seed, votes, ctx, ref, note)
     keep_board(key, ranker, bootstrap, seed, board, time.perf_counter() - start)
     return board
 

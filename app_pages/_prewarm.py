@@ -88,6 +88,7 @@ FIRST_RUN_MODULES = (
     "engine.experiments.protocol_inputs",
     "engine.experiments.results_cache",
     "engine.views.stored_board",
+    "engine.views.import_board",
     "engine.ingest.limits",
     "engine.ingest.synthetic",
     "scipy.sparse",

@@ -2,7 +2,7 @@
 script thread spends its CPU on.
 
     python bench/first_open_profile.py --db STORE --dataset bench [--base CHECKOUT] [--rounds 5] [--sample]
-        [--kept]
+        [--kept] [--imported PARQUET]
 
 Each round starts ``streamlit run app.py`` of each checkout in turn (``--base`` first) on its own copy of the
 store, opens ``/?dataset=NAME`` (or ``--page``) in a new headless Chromium and reports: the first open (the
@@ -18,10 +18,13 @@ import system's plumbing left out). A call holding the interpreter lock is count
 Wall times on a loaded machine say little; the thread CPU and its before/after in the same round say more.
 Nothing is asserted.
 
-The store is copied per server. ``--kept`` adds, in each round, each checkout's first open on a copy in which
-that checkout has already kept the Leaderboard's boards (``engine.views.stored_board``: a first server's
-point board and bootstrap, made once per checkout before the rounds by ``prime``): the case of every server
-start after the first, beside the case of the very first open after an import (nothing kept; column
+The store is copied per server. ``--imported PARQUET`` adds, in each round, each checkout's first open on a
+store that checkout made itself by importing PARQUET (once, before the rounds; column "boards" = import): the
+very first open after an import, where a checkout's import may keep the Leaderboard's point board
+(``engine.views.import_board``, round 39). ``--kept`` adds, in each round, each checkout's first open on a
+copy in which that checkout has already kept the Leaderboard's boards (``engine.views.stored_board``: a first
+server's point board and bootstrap, made once per checkout before the rounds by ``prime``): the case of every
+server start after the first, beside the case of the very first open after an import (nothing kept; column
 "boards"). A checkout that keeps no boards (before round 37) opens its primed copy as it opens any.
 """
 
@@ -160,6 +163,26 @@ job.result()
 bootstrap job (which keeps both boards in the store where the checkout does)."""
 
 
+def imported(root: Path, parquet: Path, dataset: str, tmp: Path) -> tuple[Path, int, float]:
+    """A new store holding ``parquet`` as ``dataset``, made by ``root``'s own ``python -m engine import`` (the
+    case of the very first open after an import: a checkout whose import keeps the Leaderboard's point board,
+    ``engine.views.import_board``, has it there), how many boards it holds, and the import's CPU seconds."""
+    import subprocess
+
+    import duckdb
+
+    db = tmp / f"imported-{len(list(tmp.glob('imported-*')))}.duckdb"
+    before = os.times()
+    subprocess.run([sys.executable, "-m", "engine", "import", "--dataset", dataset, str(parquet)], cwd=root,
+                   check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(root)})
+    after = os.times()
+    cpu = (after.children_user + after.children_system) - (before.children_user + before.children_system)
+    with duckdb.connect(str(db), read_only=True) as con:
+        row = con.execute("SELECT count(*) FROM results_cache WHERE kind = 'app_board'").fetchone()
+    return db, int(row[0]) if row else 0, cpu
+
+
 def prime(root: Path, src: Path, dataset: str, tmp: Path) -> tuple[Path, int]:
     """A copy of ``src`` after ``root``'s first Leaderboard open of ``dataset`` (``PRIME``), and how many
     boards it kept."""
@@ -206,7 +229,7 @@ def _rounds(a: argparse.Namespace, roots: list[Path], sources: dict[tuple[Path, 
 
 def _alternating(roots: list[Path], sources: dict[tuple[Path, str], Path]):
     """(checkout, case) and its store, the checkouts alternating within each case."""
-    for case in ("none", "kept"):
+    for case in ("none", "import", "kept"):
         for root in roots:
             if (root, case) in sources:
                 yield (root, case), sources[(root, case)]
@@ -227,6 +250,9 @@ def main() -> None:
     ap.add_argument("--kept", action="store_true",
                     help="also open, each round, a copy in which the checkout kept its boards (a later "
                     "server)")
+    ap.add_argument("--imported", type=Path, metavar="PARQUET",
+                    help="also open, each round, a store each checkout made itself by importing PARQUET as "
+                    "--dataset (the very first open after an import; column boards 'import')")
     a = ap.parse_args()
     roots = ([a.base.resolve()] if a.base else []) + [REPO]
     print(f"load average {os.getloadavg()}")
@@ -237,6 +263,10 @@ def main() -> None:
             for root in roots:
                 sources[(root, "kept")], n = prime(root, a.db, a.dataset, work)
                 print(f"{root}: a first server kept {n} boards in its primed copy")
+        if a.imported:
+            for root in roots:
+                sources[(root, "import")], n, cpu = imported(root, a.imported.resolve(), a.dataset, work)
+                print(f"{root}: its import kept {n} boards ({cpu:.2f} s of CPU)")
         print("| checkout | boards | round | first open | to running | script run | its thread cpu "
               "| server cpu | load |")
         print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -214,8 +214,12 @@ def run(args: argparse.Namespace) -> int:
             # the listing's counts of the new version, counted now (engine.store.summaries): at ten million
             # rows the first `datasets` or leaderboard after the import would otherwise spend seconds on them
             from engine.store.summaries import summary
+            from engine.views.import_board import keep_point_board
 
             summary(store, result.dataset)
+            # the Leaderboard's point board of the new version, kept now (engine.views.import_board): the
+            # app's very first open after this import reads it instead of a million votes
+            keep_point_board(store, result.dataset)
     finally:
         if store is not None:
             store.close()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.errors import LensError
+from engine.foreground import checkpoint
 from engine.rankers.base import ranks_from_scores_batch
 from engine.rankers.bt_solvers import DENSE_MODELS_MAX
 from engine.rankers.objects import ranker_object
@@ -117,6 +118,7 @@ def compact_patterns(votes: VoteSource, unit: str) -> tuple[sparse.csr_matrix, n
     if key is None:
         return _cells_as_patterns(compact, cols)
     by_unit = np.argsort(key, kind="stable")
+    checkpoint()  # a background bootstrap pauses here too (the sort and the hashing below: ~0.1 s each at 1M)
     sorted_key = key[by_unit]
     starts = np.flatnonzero(np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])))
     del sorted_key
@@ -185,7 +187,9 @@ def occurring_cells(cells: np.ndarray, n_possible: int) -> tuple[np.ndarray, np.
 
 def resampled_cells(votes: VoteSource, unit: str, B: int, rng: np.random.Generator, chunk: int | None = None):
     """Yield (cell codes (C,), (b, C) counts) of successive chunks of the B resamples: the occurring
-    cells only, at most ``CHUNK_CELLS`` counts (and at most ``chunk`` resamples) at once."""
+    cells only, at most ``CHUNK_CELLS`` counts (and at most ``chunk`` resamples) at once. Each chunk is drawn
+    and multiplied ``DRAW_ROWS`` resamples at a time (``_chunk_counts``), with a ``checkpoint`` between."""
+    checkpoint()
     mat, mult, cols = compact_patterns(votes, unit)
     U = int(mult.sum())
     p = mult / U
@@ -195,9 +199,29 @@ def resampled_cells(votes: VoteSource, unit: str, B: int, rng: np.random.Generat
     identity = mat.shape[0] == mat.shape[1] == mat.nnz and bool(
         (mat.indices == np.arange(mat.nnz)).all() and (mat.data == 1).all())
     for s in range(0, B, step):
-        b = min(step, B - s)
-        draws = rng.multinomial(U, p, size=b).astype(np.float64)  # (b, P)
-        yield cols, draws if identity else np.asarray((matT @ draws.T).T)  # (b, C)
+        yield cols, _chunk_counts(rng, U, p, min(step, B - s), None if identity else matT, cols.size)
+
+
+DRAW_ROWS = 25
+"""Resamples drawn (and multiplied into cell counts) at once within a chunk, a ``checkpoint`` between: at a
+million votes a chunk of 200 took ~0.5 s of CPU in two calls, too long for a background bootstrap (the app's
+Leaderboard) to wait before it pauses for a page's run (``engine.foreground``)."""
+
+
+def _chunk_counts(rng: np.random.Generator, U: int, p: np.ndarray, b: int, matT: sparse.csr_matrix | None,
+                  n_cells: int) -> np.ndarray:
+    """(b, C) cell counts of b resamples: b multinomial draws of U units over the patterns' probabilities
+    ``p`` times the patterns' cells (``matT``: None where the patterns are the cells), ``DRAW_ROWS`` rows at a
+    time. The same numbers as one draw of b rows and one product: a Generator draws a multinomial's rows one
+    after the other from one stream, and each row of a sparse product is its own sum
+    (tests/test_count_bootstrap_pauses.py)."""
+    out = np.empty((b, p.size if matT is None else n_cells))
+    for r in range(0, b, DRAW_ROWS):
+        checkpoint()  # the first too: after the patterns' compaction
+        k = min(DRAW_ROWS, b - r)
+        draws = rng.multinomial(U, p, size=k).astype(np.float64)  # (k, P)
+        out[r:r + k] = draws if matT is None else (matT @ draws.T).T
+    return out
 
 
 def resampled_counts(votes: VoteSource, unit: str, B: int, rng: np.random.Generator):
@@ -205,11 +229,16 @@ def resampled_counts(votes: VoteSource, unit: str, B: int, rng: np.random.Genera
     n = votes.n
     for cols, counts in resampled_cells(votes, unit, B, rng):
         b = counts.shape[0]
-        c = np.zeros((b, 3 * n * n))
-        c[:, cols] = counts
-        c = c.reshape(b, n, n, 3)
-        W = c[..., 2] + c[..., 0].swapaxes(1, 2)
-        T = c[..., 1] + c[..., 1].swapaxes(1, 2)
+        W, T = np.empty((b, n, n)), np.empty((b, n, n))
+        for r in range(0, b, DRAW_ROWS):  # element by element: the same sums in blocks, a checkpoint between
+            if r:
+                checkpoint()
+            k = min(DRAW_ROWS, b - r)
+            c = np.zeros((k, 3 * n * n))
+            c[:, cols] = counts[r:r + k]
+            c = c.reshape(k, n, n, 3)
+            W[r:r + k] = c[..., 2] + c[..., 0].swapaxes(1, 2)
+            T[r:r + k] = c[..., 1] + c[..., 1].swapaxes(1, 2)
         yield W, T
 
 
@@ -378,6 +407,7 @@ def bootstrap_counts(
     elif obj.has_batch(params):
         rows, n_reg, n_unconv, how = [], 0, 0, ""
         for W, T in resampled_counts(votes, unit, int(B), rng):
+            checkpoint()
             if keep is not None:
                 W, T = W[:, keep][:, :, keep], T[:, keep][:, :, keep]
             out = obj.fit_counts_batch(W, T, **params)

@@ -47,6 +47,12 @@ FORMAT = 1
 _META = b"lens_board"
 ENGINE = Path(__file__).resolve().parents[1]
 
+APP_GLUE_FILES = tuple(str(ENGINE.parent / "app_pages" / name) for name in ("_lbopen_cache.py", "_lens.py"))
+"""The app's files that pass a kept board its inputs (its caches of the votes, graphs and reference): their
+bytes enter every board's key with the engine's (``code_digest``), whoever keeps the board (the app's
+bootstrap job, or the import: ``engine.views.import_board``). Named by path, never imported: the engine does
+not import the app (a copy of the engine without the app hashes them as empty, a key no app reads)."""
+
 
 @lru_cache(maxsize=8)
 def code_digest(extra: tuple[str, ...] = ()) -> str:

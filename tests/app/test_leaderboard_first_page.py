@@ -324,3 +324,39 @@ def test_a_job_that_met_a_busy_store_is_started_again_and_others_are_kept(monkey
         assert jobs.get(("broken",), lambda: "read") is failed
     finally:
         jobs.pool.shutdown(wait=True)
+
+
+def test_the_bootstrap_job_yields_to_a_pages_run(shipped_db_copy, monkeypatch):
+    """The job is background work (``engine.foreground``): while a page's run is on it waits at a checkpoint;
+    once the run ends it finishes with the board computed without pauses."""
+    import threading
+
+    import streamlit as st
+    from test_count_bootstrap_pauses import parked as parked_at_checkpoint
+
+    from app_pages import _lbopen_cache
+    from app_pages._lens import B_DEFAULT, SEED, get_store, reference_for_key
+    from engine import foreground as fg
+    from engine.store.connection import Store
+    from engine.store.results_table import delete_results
+    from engine.views.appstate import CacheKey
+    from engine.views.stored_board import same_board
+
+    with Store(shipped_db_copy) as store:  # no board kept by another test's job: this one computes
+        delete_results(store, None)
+
+    monkeypatch.setattr(fg, "MAX_PAUSE", 120.0)
+    monkeypatch.setenv("LENS_DB", str(shipped_db_copy))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    with get_store().session():
+        key = CacheKey.of(get_store(), "vicuna80", None, None)
+        ref, note = reference_for_key("vicuna80", None, key.version)
+        want = _lbopen_cache._board(key, "bt", B_DEFAULT, SEED, _lbopen_cache.votes_for(key, "bt"),
+                                    _lbopen_cache.cycle_context_for(key, "bt"), ref, note)
+    with fg.foreground():  # a page's run
+        job = _lbopen_cache.bootstrap_job(key, "bt", B_DEFAULT, SEED)
+        assert parked_at_checkpoint(lambda: [t for t in threading.enumerate()
+                                             if t.name.startswith("lens-bootstrap")])
+        assert not job.done()
+    assert same_board(job.result(timeout=120), want)
