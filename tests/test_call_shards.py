@@ -397,3 +397,48 @@ def test_keep_shards_without_call_shards_is_refused_with_one_sentence(tmp_path):
                       "--keep-shards"])
     assert res.returncode == 2 and "give --call-shards too" in res.stderr
     assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_a_run_without_shards_beside_a_keep_shards_run_pays_no_call_again_nor_exports_it(tmp_path,
+                                                                                           monkeypatch):
+    """A run without --call-shards meets a --keep-shards run's leases (held while the server holds its
+    requests), then finds them lapsed when that run ends without filing: it reads the kept shards before
+    paying, so the server's log shows each call asked once; an --export-requests run afterwards lists none
+    of those calls (review of round 39: 96 requests for 48 calls, and 48 exported, before)."""
+    db = tmp_path / "shared.duckdb"
+    saw_held = threading.Event()
+    claim = CallCache.claim
+
+    def observed(self, keys):
+        got = claim(self, keys)
+        if got[1]:
+            saw_held.set()
+        return got
+
+    monkeypatch.setattr(CallCache, "claim", observed)
+    with FakeOpenAI(delay_s=0.01) as srv:
+        srv.gate.clear()
+        keep = judge_cmd(db, "a", srv.base_url, "--call-shards", "--keep-shards", "--concurrency", "4",
+                         models=MODELS)
+        other = subprocess.Popen(keep, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert _wait_for(lambda: srv.at_gate >= 4 or other.poll() is not None)
+            done: list = []
+            here = threading.Thread(target=lambda: done.append(run_engine(judge_cmd(
+                db, "b", srv.base_url, "--concurrency", "4", models=MODELS)[3:])))
+            here.start()
+            assert _wait_for(lambda: saw_held.is_set() or not here.is_alive())
+        finally:
+            srv.gate.set()
+        here.join()
+        out = other.communicate(timeout=300)
+        assert [other.returncode, done[0].returncode] == [0, 0], [out[1], done[0].stderr]
+        assert saw_held.is_set()
+        sent = [json.dumps([b["model"], b["messages"]], sort_keys=True) for b in srv.bodies]
+        listed = tmp_path / "requests.jsonl"
+        exp = run_engine(judge_cmd(db, "c", srv.base_url, "--export-requests", str(listed),
+                                   models=MODELS)[3:])
+        assert exp.returncode == 0, exp.stderr
+    assert len(sent) == len(set(sent)) > 0
+    assert (not listed.exists()) or listed.read_text().strip() == ""
+    assert _verdicts(db, "a") == _verdicts(db, "b")

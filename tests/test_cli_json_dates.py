@@ -71,3 +71,13 @@ def test_the_datasets_listing_gives_the_stored_microseconds(tmp_path):
     shown = {r["name"]: datetime.datetime.fromisoformat(r["updated_at"]) for r in json.loads(out)}
     assert {k: shown[k] for k in stored} == stored
     assert shown["d1"].microsecond == 123456
+
+
+def test_a_missing_time_in_an_object_column_does_not_change_the_precision_written():
+    """NaT is a datetime too (its nanosecond is NaN): one among whole-second times leaves them whole
+    seconds (review of round 39: it made every time nanoseconds)."""
+    when = datetime.datetime(2026, 11, 27, 18, 21, 25)
+    frame = pd.DataFrame({"at": pd.Series([when, pd.NaT, when.replace(second=26)], dtype=object)})
+    out = io.StringIO()
+    write_frame(frame, "json", out)
+    assert [r["at"] for r in json.loads(out.getvalue())] == ["2026-11-27T18:21:25", None, "2026-11-27T18:21:26"]

@@ -140,7 +140,7 @@ def json_date_unit(df: pd.DataFrame) -> Literal["s", "ms", "us", "ns"]:
                     break
         elif col.dtype == object:
             for v in col.to_numpy():
-                if isinstance(v, datetime.datetime):
+                if isinstance(v, datetime.datetime) and not pd.isna(v):  # NaT is a datetime too
                     ns = getattr(v, "nanosecond", 0)
                     rank = 3 if ns else 2 if v.microsecond % 1000 else 1 if v.microsecond else 0
                     need = max(need, rank)

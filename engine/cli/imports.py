@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import unicodedata
 from dataclasses import dataclass
@@ -218,8 +219,10 @@ def run(args: argparse.Namespace) -> int:
 
             summary(store, result.dataset)
             # the Leaderboard's point board of the new version, kept now (engine.views.import_board): the
-            # app's very first open after this import reads it instead of a million votes
-            keep_point_board(store, result.dataset)
+            # app's very first open after this import reads it instead of a million votes. The import is
+            # committed already: Ctrl-C here skips the board (the app computes it), not the report
+            with contextlib.suppress(KeyboardInterrupt):
+                keep_point_board(store, result.dataset)
     finally:
         if store is not None:
             store.close()

@@ -190,11 +190,26 @@ class CallCache:
             from engine.judging.shards import CallShards
 
             self.shards = CallShards(store.path, keep=keep_shards)
+        self._reader: CallShards | None = None  # a run without shards reading other runs' shard files
 
     @property
     def keeps_shards(self) -> bool:
         """This run leaves its shard files for one writer (``judge --keep-shards``)."""
         return self.shards is not None and self.shards.keep
+
+    def _shard_files(self) -> CallShards | None:
+        """Where shard files are read: this run's shards, or for a run without ``--call-shards`` a reader
+        of the files other runs left beside the store (a ``--keep-shards`` run leaves them until one writer
+        files them, and their calls are paid for); None while no shard folder exists."""
+        if self.shards is not None or self._reader is not None:
+            return self.shards or self._reader
+        if str(self.store.path) == ":memory:":
+            return None
+        from engine.judging.shards import CallShards, shard_folder
+
+        if shard_folder(self.store.path).is_dir():
+            self._reader = CallShards(self.store.path)
+        return self._reader
 
     def get_many(self, keys: list[str], legacy: dict[str, str] | None = None) -> dict[str, ChatResult]:
         """The cached results among ``keys`` (missing keys are absent from the dict).
@@ -204,9 +219,10 @@ class CallCache:
         if not keys:
             return {}
         found: dict[str, ChatResult] = {}
-        if self.shards is not None:  # shards first: a shard file goes only once the store holds its rows
+        files = self._shard_files()
+        if files is not None:  # shards first: a shard file goes only once the store holds its rows
             found = {k: _result_from_row(*(r[c] for c in _RESULT_FIELDS))
-                     for k, r in self.shards.lookup(keys).items()}
+                     for k, r in files.lookup(keys).items()}
             keys = [k for k in keys if k not in found]
             if not keys:
                 return found
@@ -263,8 +279,9 @@ class CallCache:
             return gone
 
         mine, held = claim_calls(self.store, keys, self.owner, (host, pid, started), now + LEASE_S, lapsed)
-        if self.shards is not None and took_lapsed and mine:
-            # a lapsed lease's owner may have written the call to its shard before it died
+        if took_lapsed and mine and self._shard_files() is not None:
+            # a lapsed lease's owner may have written the call to its shard before it died, or ended
+            # with --keep-shards (its shards wait for one writer): the call is paid for, not to be paid again
             done = set(self.get_many(mine))
             if done:
                 self.release(sorted(done))

@@ -498,9 +498,10 @@ class Store:
         all_types = VERDICT_DTYPES | dict.fromkeys(STYLE_COLUMNS, "float64")
         dtypes = {c: t for c, t in all_types.items() if c in keep}
         cols = ", ".join(f'"{c}"' for c in keep)
-        table = self.cursor().sql(f"SELECT {cols} FROM {rel} ORDER BY verdict_id",
-                                  params=params(rel)).to_arrow_table()
-        return _frame_by_columns(table, {"verdict_id": "int64", **dtypes})
+        # the table is handed over without a name here, so each column's buffers go once converted
+        return _frame_by_columns(self.cursor().sql(f"SELECT {cols} FROM {rel} ORDER BY verdict_id",
+                                                   params=params(rel)).to_arrow_table(),
+                                 {"verdict_id": "int64", **dtypes})
 
     def verdict_relation(
         self,

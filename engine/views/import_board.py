@@ -69,8 +69,10 @@ def point_board(store: Store, dataset: str) -> tuple[int, AppBoard] | None:
         return None
     version = store.dataset_version(dataset)
     rows = int(scalar(store.cursor(), "SELECT count(*) FROM verdicts WHERE dataset = ?", [dataset]))
-    if rows > KEEP_MAX_VOTES * 4:
-        return None  # not read at all: far over the bound (a vote combines at most a few verdict rows)
+    if rows > KEEP_MAX_VOTES * 2:
+        # not read at all: over the bound (a battle log's vote is one row, a pair judged in both orders
+        # two); a log of 2-4M rows is still read to count its votes (review of round 39)
+        return None
     v = votes(store_vote_rows(store, dataset, order_by=None, judge=None, category=None))
     if len(v) == 0 or not leaderboard_first.DEFER_MIN_VOTES <= len(v) <= KEEP_MAX_VOTES:
         return None
