@@ -337,13 +337,9 @@ def test_cli_judge_and_calls(tmp_path):
 @pytest.mark.parametrize("kill_after", [1, 20, 44])
 def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path, kill_after):
     """SIGKILL once the server has seen ``kill_after`` of the 48 requests (first call, middle, near
-    the end), then rerun: nothing doubled, nothing lost, every verdict the length rule's.
-
-    The server holds request ``kill_after`` and those after it at its gate (unanswered, in flight), so
-    the kill lands inside the run whatever the machine's speed; until round 39 every reply took 0.05 s
-    instead (up to 1.1 s of waiting a run)."""
+    the end), then rerun: nothing doubled, nothing lost, every verdict the length rule's."""
     db = tmp_path / "kill.duckdb"
-    with FakeOpenAI(gate_after=kill_after - 1) as srv:
+    with FakeOpenAI(delay_s=0.05) as srv:
         cmd = judge_cmd(db, "k", srv.base_url, "--protocol", "swapped", "--concurrency", "2")
         unique = 8 * 3 * 2  # prompts × pairs × orders
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -364,7 +360,7 @@ def test_kill_and_resume_has_no_duplicate_and_no_lost_call(tmp_path, kill_after)
         # the calls in flight at the kill (at most --concurrency 2) are lost and made again
         stored = len(in_store | journaled)
         assert seen_first - 2 <= stored <= seen_first
-        srv.gate.set()  # the held replies only kept the kill inside the run; the resume needs none
+        srv.delay_s = 0.0  # the slow replies only kept the kill inside the run; the resume needs none
         out = run_engine(cmd[3:])  # the resume: the killed process was the second one
         assert out.returncode == 0, out.stderr
         row = pd.read_csv(pd.io.common.StringIO(out.stdout)).iloc[0]
