@@ -135,12 +135,9 @@ def _verdicts(db: Path, dataset: str) -> list[tuple]:
     return rows
 
 
-def test_two_judge_processes_with_call_shards_pay_each_call_once(tmp_path, monkeypatch):
-    """Two processes on one store needing the same calls, the second started while the first holds
-    requests open in the server and found their leases held (an observer on ``claim``): the server's
-    request log shows each call asked once, the cache holds each once, no lease or shard is left, and
-    both datasets' verdicts are those of a plain run on a store of its own."""
-    db = tmp_path / "shared.duckdb"
+def _observe_held(monkeypatch) -> threading.Event:
+    """An event set once a claim in this process finds calls held by another run (an observer on
+    ``CallCache.claim``, which still claims as before)."""
     saw_held = threading.Event()
     claim = CallCache.claim
 
@@ -151,6 +148,16 @@ def test_two_judge_processes_with_call_shards_pay_each_call_once(tmp_path, monke
         return got
 
     monkeypatch.setattr(CallCache, "claim", observed)
+    return saw_held
+
+
+def test_two_judge_processes_with_call_shards_pay_each_call_once(tmp_path, monkeypatch):
+    """Two processes on one store needing the same calls, the second started while the first holds
+    requests open in the server and found their leases held (an observer on ``claim``): the server's
+    request log shows each call asked once, the cache holds each once, no lease or shard is left, and
+    both datasets' verdicts are those of a plain run on a store of its own."""
+    db = tmp_path / "shared.duckdb"
+    saw_held = _observe_held(monkeypatch)
     with FakeOpenAI(delay_s=0.01) as srv:
         srv.gate.clear()  # every request waits in the server until the second run has met the first's leases
         cmd = judge_cmd(db, "a", srv.base_url, "--call-shards", "--concurrency", "4", models=MODELS)
@@ -338,16 +345,7 @@ def test_keep_shards_processes_pay_each_call_once_and_one_writer_files_them(tmp_
     runs, a third run is served from the shards without a call, `calls --merge-shards` then files each
     call once and leaves no lease or shard, and the verdicts are those of a plain run."""
     db = tmp_path / "shared.duckdb"
-    saw_held = threading.Event()
-    claim = CallCache.claim
-
-    def observed(self, keys):
-        got = claim(self, keys)
-        if got[1]:
-            saw_held.set()
-        return got
-
-    monkeypatch.setattr(CallCache, "claim", observed)
+    saw_held = _observe_held(monkeypatch)
     keep = ("--call-shards", "--keep-shards", "--concurrency", "4")
     with FakeOpenAI(delay_s=0.01) as srv:
         srv.gate.clear()
@@ -406,16 +404,7 @@ def test_a_run_without_shards_beside_a_keep_shards_run_pays_no_call_again_nor_ex
     paying, so the server's log shows each call asked once; an --export-requests run afterwards lists none
     of those calls (review of round 39: 96 requests for 48 calls, and 48 exported, before)."""
     db = tmp_path / "shared.duckdb"
-    saw_held = threading.Event()
-    claim = CallCache.claim
-
-    def observed(self, keys):
-        got = claim(self, keys)
-        if got[1]:
-            saw_held.set()
-        return got
-
-    monkeypatch.setattr(CallCache, "claim", observed)
+    saw_held = _observe_held(monkeypatch)
     with FakeOpenAI(delay_s=0.01) as srv:
         srv.gate.clear()
         keep = judge_cmd(db, "a", srv.base_url, "--call-shards", "--keep-shards", "--concurrency", "4",
