@@ -151,6 +151,28 @@ def _observe_held(monkeypatch) -> threading.Event:
     return saw_held
 
 
+def _meeting_runs(srv, saw_held: threading.Event, first: list[str], second: list[str]) -> list[tuple]:
+    """``first`` (a judge command line) as its own process while the server holds every request at its
+    gate, then ``second`` in this process once the first has requests in flight, until a claim of the second
+    finds calls held by the first (``_observe_held``); the gate then opens. Both must succeed; their
+    (stdout, stderr)."""
+    srv.gate.clear()
+    other = subprocess.Popen(first, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait_for(lambda: srv.at_gate >= 4 or other.poll() is not None)
+        done: list = []
+        here = threading.Thread(target=lambda: done.append(run_engine(second[3:])))
+        here.start()
+        assert _wait_for(lambda: saw_held.is_set() or not here.is_alive())
+    finally:
+        srv.gate.set()
+    here.join()
+    outs = [other.communicate(timeout=300), (done[0].stdout, done[0].stderr)]
+    assert [other.returncode, done[0].returncode] == [0, 0], [o[1] for o in outs]
+    assert saw_held.is_set()
+    return outs
+
+
 def test_two_judge_processes_with_call_shards_pay_each_call_once(tmp_path, monkeypatch):
     """Two processes on one store needing the same calls, the second started while the first holds
     requests open in the server and found their leases held (an observer on ``claim``): the server's
@@ -159,22 +181,9 @@ def test_two_judge_processes_with_call_shards_pay_each_call_once(tmp_path, monke
     db = tmp_path / "shared.duckdb"
     saw_held = _observe_held(monkeypatch)
     with FakeOpenAI(delay_s=0.01) as srv:
-        srv.gate.clear()  # every request waits in the server until the second run has met the first's leases
-        cmd = judge_cmd(db, "a", srv.base_url, "--call-shards", "--concurrency", "4", models=MODELS)
-        other = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert _wait_for(lambda: srv.at_gate >= 4 or other.poll() is not None)
-            done: list = []
-            here = threading.Thread(target=lambda: done.append(run_engine(judge_cmd(
-                db, "b", srv.base_url, "--call-shards", "--concurrency", "4", models=MODELS)[3:])))
-            here.start()
-            assert _wait_for(lambda: saw_held.is_set() or not here.is_alive())
-        finally:
-            srv.gate.set()
-        here.join()
-        outs = [other.communicate(timeout=300), (done[0].stdout, done[0].stderr)]
-        assert [other.returncode, done[0].returncode] == [0, 0], [o[1] for o in outs]
-        assert saw_held.is_set()
+        shards = ("--call-shards", "--concurrency", "4")
+        outs = _meeting_runs(srv, saw_held, judge_cmd(db, "a", srv.base_url, *shards, models=MODELS),
+                             judge_cmd(db, "b", srv.base_url, *shards, models=MODELS))
         sent = [json.dumps([b["model"], b["messages"]], sort_keys=True) for b in srv.bodies]
         plain = tmp_path / "plain.duckdb"
         assert run_engine(judge_cmd(plain, "a", srv.base_url, models=MODELS)[3:]).returncode == 0
@@ -348,22 +357,8 @@ def test_keep_shards_processes_pay_each_call_once_and_one_writer_files_them(tmp_
     saw_held = _observe_held(monkeypatch)
     keep = ("--call-shards", "--keep-shards", "--concurrency", "4")
     with FakeOpenAI(delay_s=0.01) as srv:
-        srv.gate.clear()
-        other = subprocess.Popen(judge_cmd(db, "a", srv.base_url, *keep, models=MODELS), cwd=REPO,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert _wait_for(lambda: srv.at_gate >= 4 or other.poll() is not None)
-            done: list = []
-            here = threading.Thread(target=lambda: done.append(run_engine(judge_cmd(
-                db, "b", srv.base_url, *keep, models=MODELS)[3:])))
-            here.start()
-            assert _wait_for(lambda: saw_held.is_set() or not here.is_alive())
-        finally:
-            srv.gate.set()
-        here.join()
-        outs = [other.communicate(timeout=300), (done[0].stdout, done[0].stderr)]
-        assert [other.returncode, done[0].returncode] == [0, 0], [o[1] for o in outs]
-        assert saw_held.is_set()
+        outs = _meeting_runs(srv, saw_held, judge_cmd(db, "a", srv.base_url, *keep, models=MODELS),
+                             judge_cmd(db, "b", srv.base_url, *keep, models=MODELS))
         made = sum(int(pd.read_csv(pd.io.common.StringIO(o[0])).iloc[0]["calls_made"]) for o in outs)
         asked = len(srv.bodies)
         con = duckdb.connect(str(db), read_only=True)
@@ -406,23 +401,10 @@ def test_a_run_without_shards_beside_a_keep_shards_run_pays_no_call_again_nor_ex
     db = tmp_path / "shared.duckdb"
     saw_held = _observe_held(monkeypatch)
     with FakeOpenAI(delay_s=0.01) as srv:
-        srv.gate.clear()
         keep = judge_cmd(db, "a", srv.base_url, "--call-shards", "--keep-shards", "--concurrency", "4",
                          models=MODELS)
-        other = subprocess.Popen(keep, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert _wait_for(lambda: srv.at_gate >= 4 or other.poll() is not None)
-            done: list = []
-            here = threading.Thread(target=lambda: done.append(run_engine(judge_cmd(
-                db, "b", srv.base_url, "--concurrency", "4", models=MODELS)[3:])))
-            here.start()
-            assert _wait_for(lambda: saw_held.is_set() or not here.is_alive())
-        finally:
-            srv.gate.set()
-        here.join()
-        out = other.communicate(timeout=300)
-        assert [other.returncode, done[0].returncode] == [0, 0], [out[1], done[0].stderr]
-        assert saw_held.is_set()
+        plain = judge_cmd(db, "b", srv.base_url, "--concurrency", "4", models=MODELS)
+        _meeting_runs(srv, saw_held, keep, plain)
         sent = [json.dumps([b["model"], b["messages"]], sort_keys=True) for b in srv.bodies]
         listed = tmp_path / "requests.jsonl"
         exp = run_engine(judge_cmd(db, "c", srv.base_url, "--export-requests", str(listed),
