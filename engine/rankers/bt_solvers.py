@@ -10,7 +10,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.foreground import checkpoint
 from engine.rankers.base import centred
 
 
@@ -160,7 +159,6 @@ def newton_batch(
     ones = np.full((n, n), 1.0 / n)
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 - iterations are reported
-        checkpoint()  # a background bootstrap (the app's) pauses here for a page's run: the same iterations
         m = active.size
         d, e, big, small, q, p, t, pos = (x[:m] for x in (d_, e_, big_, small_, q_, p_, t_, pos_))
         np.matmul(theta, inc_t, out=d)  # theta_i - theta_j per pair
