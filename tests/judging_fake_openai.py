@@ -139,6 +139,7 @@ class FakeOpenAI:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         with self.lock:
             self.statuses[status] += 1
+        self._leave(h)  # before the reply goes out: the client may send its next request on reading it
         try:
             h.send_response(status)
             h.send_header("Content-Type", "application/json")
@@ -149,6 +150,13 @@ class FakeOpenAI:
             h.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout)
             pass
+
+    def _leave(self, h) -> None:
+        """Count this request out of `inflight` once (the reply is decided; the handler may still run)."""
+        if getattr(h, "_lens_inflight", False):
+            h._lens_inflight = False
+            with self.cond:
+                self.inflight -= 1
 
     def _handle(self, h) -> None:
         body = json.loads(h.rfile.read(int(h.headers["Content-Length"])))
@@ -171,6 +179,7 @@ class FakeOpenAI:
             if self.gate_after is not None and self.arrivals == self.gate_after + 1:
                 self.gate.clear()  # at an exact request, whatever the client's speed
             self.inflight += 1
+            h._lens_inflight = True
             self.max_inflight = max(self.max_inflight, self.inflight)
             self.cond.notify_all()
             if self.hold and self.arrivals <= self.hold:  # the first `hold` requests wait for each other
@@ -237,8 +246,7 @@ class FakeOpenAI:
             }
             return self._send(h, 200, resp)
         finally:
-            with self.cond:
-                self.inflight -= 1
+            self._leave(h)
 
     def _trickle(self, h) -> None:
         """Headers at once, then the body one byte at a time (never a complete reply in time)."""
