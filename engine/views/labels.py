@@ -19,7 +19,7 @@ _DIGITS = re.compile(r"(\d+)")
 def natural_key(text: object) -> tuple:
     """Sort key that compares digit runs as numbers: "q2" < "q10", "2" < "10", "a" < "b"."""
     parts = _DIGITS.split(str(text))
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.casefold()) for p in parts if p != "")
+    return tuple((0, int(p), "") if p.isdecimal() else (1, 0, p.casefold()) for p in parts if p != "")
 
 
 _PREFIX_NUMBER = re.compile(r"^(\D*)(\d{0,15})$", re.ASCII)
