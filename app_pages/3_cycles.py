@@ -18,9 +18,8 @@ from app_pages._lens import (
     table_height,
 )
 from app_pages._majority import majority_section, pair_count_cycles
-from engine.views.cycles_view import graphs_table, integer_axis, integer_histogram
+from engine.views.cycles_view import graph_pick_labels, graphs_table, integer_axis, integer_histogram
 from engine.views.matrix_view import PREDICTED, select_models
-from engine.views.truncation_view import format_s_mu
 from engine.views.viz import escape_md, graphs_by_score
 
 # The graphs table's columns always shown (they fit at 1280 px); all cycles and tie-only cycles on request.
@@ -242,12 +241,10 @@ st.dataframe(
     column_order=shown,
     column_config=graphs_config,
 )
-turns_differ = table["turn"].nunique() > 1  # multi-turn data: the option names its turn
+pick_labels = graph_pick_labels(table, mu)  # multi-turn data: an option names its turn
 pick = st.selectbox(
     "Open a graph in the inspector", range(len(table)), key="cycles_pick",
-    format_func=lambda i: f"prompt {table.iloc[i]['prompt_id']} · {table.iloc[i]['variant_label']} · "
-    + (f"turn {table.iloc[i]['turn']} · " if turns_differ else "")
-    + f"{table.iloc[i]['judge']} · S_μ={format_s_mu(table.iloc[i]['s_mu'], mu)}",
+    format_func=pick_labels.__getitem__,
 )
 if st.button("Open in the inspector", key="cycles_open"):
     row = table.iloc[pick]

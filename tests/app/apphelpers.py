@@ -271,3 +271,15 @@ def style_board_page(app, judge: str = "human"):
     at.toggle(key="lb_style").set_value(True).run()
     assert_clean(at)
     return at
+
+
+def old_pick_labels(table: pd.DataFrame, mu: float) -> list[str]:
+    """The Cycles graph picker's options as the page wrote them before ``graph_pick_labels`` (a format_func
+    reading ``table.iloc[i]`` per option): the other path, kept to check the labels against."""
+    from engine.views.truncation_view import format_s_mu
+
+    turns_differ = table["turn"].nunique() > 1
+    return [f"prompt {table.iloc[i]['prompt_id']} · {table.iloc[i]['variant_label']} · "
+            + (f"turn {table.iloc[i]['turn']} · " if turns_differ else "")
+            + f"{table.iloc[i]['judge']} · S_μ={format_s_mu(table.iloc[i]['s_mu'], mu)}"
+            for i in range(len(table))]

@@ -15,6 +15,7 @@ from apphelpers import (  # noqa: F401
     combined_outcomes,
     graph_digraph,
     judge_of,
+    old_pick_labels,
     unescape_md,
 )
 
@@ -42,8 +43,21 @@ def test_cycles_page_counts_match_bruteforce(app_at, shipped_store):
     assert worst["c3_bad"] == max(per_graph.values())
 
 
+def graphs_shown(at) -> pd.DataFrame:
+    """The Cycles page's per-graph table (the dataframe with S_μ), as the page passed it."""
+    [table] = [d.value.reset_index(drop=True) for d in at.dataframe if "s_mu" in d.value.columns]
+    return table
+
+
 def test_cycles_table_opens_the_inspector(app_at):
     at = app_at("app_pages/3_cycles.py")
+    # the picker's options, one per row of the table shown (several judges), as the old per-option path
+    # wrote them: a whole μ, then a fractional one (S_μ with decimals, the rows re-ordered)
+    assert at.selectbox(key="cycles_pick").options == old_pick_labels(graphs_shown(at), 1.0)
+    at.select_slider(key="cycles_mu").set_value(0.316).run()
+    fractional = old_pick_labels(graphs_shown(at), 0.316)
+    assert at.selectbox(key="cycles_pick").options == fractional
+    assert any("." in label.rsplit("S_μ=", 1)[1] for label in fractional)
     at.selectbox(key="cycles_pick").set_value(2).run()
     row = at.dataframe[0].value.iloc[2]
     at.button(key="cycles_open").click().run()

@@ -12,7 +12,14 @@ from __future__ import annotations
 import shutil
 
 import pandas as pd
-from apphelpers import assert_clean, bad_triads_bruteforce, combined_outcomes, graph_digraph, new_app
+from apphelpers import (
+    assert_clean,
+    bad_triads_bruteforce,
+    combined_outcomes,
+    graph_digraph,
+    new_app,
+    old_pick_labels,
+)
 from seam_data import Shape, verdicts
 
 
@@ -47,6 +54,9 @@ def test_cycles_opens_the_turn_it_lists_and_the_inspector_draws_it(shipped_db, t
                 and brute(v, str(r["prompt_id"]), 1) != brute(v, str(r["prompt_id"]), 2))
     row = table.iloc[pick]
     assert row["c3_bad"] == brute(v, str(row["prompt_id"]), 2)
+    # the picker's options name each row's turn, as the old per-option path wrote them (test_app_cycles.py)
+    options = at.selectbox(key="cycles_pick").options
+    assert options == old_pick_labels(table, 1.0) and options[pick].split(" · ")[2] == "turn 2"
     assert row["link"].endswith("&turn=2")  # the table's own link opens the same graph
     at.selectbox(key="cycles_pick").set_value(pick).run()
     at.button(key="cycles_open").click().run()
