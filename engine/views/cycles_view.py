@@ -72,7 +72,7 @@ def graph_pick_labels(table: pd.DataFrame, mu: float) -> list[str]:
     ``table``: prompt, variant label, the turn when the table has several, judge and S_μ at ``mu``
     (``engine.views.truncation_view.format_s_mu``). Built once from the columns: as a per-option
     ``format_func`` reading ``table.iloc[i]`` five times, the labels cost every run of the page (a new
-    tab included) 0.1-0.9 s of server CPU on vicuna80's graphs."""
+    tab included) 0.07-0.11 s of the server's CPU on vicuna80's 481 graphs (docs/notes/tab40-40.md)."""
     from engine.views.truncation_view import format_s_mu
 
     turn_part = (lambda t: f"turn {t} · ") if table["turn"].nunique() > 1 else (lambda t: "")
