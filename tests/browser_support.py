@@ -205,6 +205,71 @@ RUN_TRACKER = """(() => {
     new MutationObserver(look).observe(document, {
         subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state'],
     });
+    // A run whose messages reach the page in one burst (the browser busy or descheduled while the server
+    // ran it) could go from 'notRunning' to 'notRunning' in one React render: the page never showed it
+    // running, the count above missed it, and wait_idle waited for it to its timeout (the README test
+    // command's 240 s in the Prompt inspector, docs/notes/hang40-40.md). So the messages after the one
+    // that starts a run (a SessionStatus with script_is_running) are held back until the page shows
+    // 'running' (at most HOLD_MS): every run is shown running before it is shown ended. The app sees the
+    // same messages in the same order, only later.
+    const HOLD_MS = 3000;
+    const varint = (b, i) => {  // [value, next index]
+        let v = 0, m = 1;
+        while (i < b.length) { const c = b[i++]; v += (c & 127) * m; m *= 128; if (c < 128) break; }
+        return [v, i];
+    };
+    const fields = function* (b) {  // [field number, wire type, value or [start, end)] of a protobuf message
+        let i = 0;
+        while (i < b.length) {
+            let key, v;
+            [key, i] = varint(b, i);
+            const f = Math.floor(key / 8), w = key & 7;
+            if (w === 0) { [v, i] = varint(b, i); yield [f, w, v]; }
+            else if (w === 2) { [v, i] = varint(b, i); yield [f, w, [i, i + v]]; i += v; }
+            else if (w === 1) { i += 8; } else if (w === 5) { i += 4; } else return;
+        }
+    };
+    const startsRun = (data) => {  // ForwardMsg.session_status_changed (9) with script_is_running (2) set
+        if (!(data instanceof ArrayBuffer)) return false;
+        const b = new Uint8Array(data);
+        for (const [f, w, v] of fields(b)) {
+            if (f === 9 && w === 2) {
+                for (const [g, x, r] of fields(b.subarray(v[0], v[1]))) {
+                    if (g === 2 && x === 0) return r !== 0;
+                }
+                return false;
+            }
+        }
+        return false;
+    };
+    const shown = () => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        return app && app.getAttribute('data-test-script-state') === 'running';
+    };
+    const Native = window.WebSocket;
+    window.WebSocket = class extends Native {
+        addEventListener(type, listener, options) {
+            if (type !== 'message' || typeof listener !== 'function') {
+                return super.addEventListener(type, listener, options);
+            }
+            const held = [];
+            let holding = false;
+            const deliver = (event) => {
+                listener.call(this, event);
+                if (!startsRun(event.data)) return;
+                holding = true;
+                const since = Date.now();
+                const poll = setInterval(() => {
+                    if (!shown() && Date.now() - since < HOLD_MS) return;
+                    clearInterval(poll);
+                    holding = false;
+                    while (held.length && !holding) deliver(held.shift());
+                }, 10);
+            };
+            const take = (event) => (holding ? held.push(event) : deliver(event));
+            return super.addEventListener(type, take, options);
+        }
+    };
 })();"""
 """Installed by new_page in every document the page opens, before the app's own scripts run."""
 
