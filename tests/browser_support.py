@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -67,11 +68,31 @@ def xss_verdicts(path: Path) -> Path:
     return path
 
 
-class Launched:
-    """A ``streamlit run app.py`` process just started: its base URL, and a wait for it to answer."""
+STACKS_SIGNAL = signal.SIGUSR1
+"""The signal on which a test server writes every thread's Python stack to its stacks file (faulthandler)."""
 
-    def __init__(self, proc: subprocess.Popen, url: str, log) -> None:
+SERVE_WITH_STACKS = (
+    "import faulthandler, runpy, signal, sys\n"
+    "STACKS = open(sys.argv.pop(1), 'w')\n"  # kept open (a global) for as long as the server runs
+    f"faulthandler.register(signal.Signals({int(STACKS_SIGNAL)}), file=STACKS, all_threads=True)\n"
+    "sys.argv[0] = 'streamlit'\n"
+    "runpy.run_module('streamlit', run_name='__main__', alter_sys=True)\n"
+)
+"""``python -c`` code run as ``python -m streamlit ...`` (its argv after the stacks file's path), with
+``faulthandler`` writing every thread's stack to that file on ``STACKS_SIGNAL``: a wait for the page that
+times out says where the server's threads were (``Launched.stacks``), not only that the page still ran."""
+
+STACKS_MAX_CHARS = 30_000
+"""The most of a stack dump an assertion message quotes (the whole dump is in the server's stacks file)."""
+
+
+class Launched:
+    """A ``streamlit run app.py`` process just started: its base URL, a wait for it to answer, and its
+    threads' stacks on demand (``stacks``)."""
+
+    def __init__(self, proc: subprocess.Popen, url: str, log, stacks_path: Path | None = None) -> None:
         self.proc, self.url, self._log = proc, url, log
+        self.stacks_path = stacks_path
 
     def wait_up(self, timeout_s: float = 45) -> str:
         """Wait until the server answers its health check; returns its base URL (a failure quotes its log)."""
@@ -88,22 +109,74 @@ class Launched:
         log = self._log.read().decode(errors="replace")
         raise AssertionError("streamlit did not come up: " + log[-2000:])
 
+    def stacks(self, settle_s: float = 5.0) -> str:
+        """Every thread's Python stack in the server now (faulthandler's dump on ``STACKS_SIGNAL``,
+        innermost call first), or why there is none. For a failure message: never raises."""
+        if self.stacks_path is None:
+            return "(no stacks: the server was not started with SERVE_WITH_STACKS)"
+        if self.proc.poll() is not None:
+            return f"(no stacks: the server has exited with {self.proc.returncode})"
+        try:
+            start = self.stacks_path.stat().st_size
+            os.kill(self.proc.pid, STACKS_SIGNAL)
+            deadline, size, text = time.time() + settle_s, -1, ""
+            while time.time() < deadline:  # the dump is written in one go, from the signal handler
+                time.sleep(0.1)
+                now = self.stacks_path.stat().st_size
+                if now > start and now == size:
+                    break
+                size = now
+            with open(self.stacks_path, encoding="utf-8", errors="replace") as f:
+                f.seek(start)
+                text = f.read()
+        except OSError as exc:
+            return f"(no stacks: {exc})"
+        if not text:
+            return f"(no stacks: the server wrote none within {settle_s:g} s)"
+        if len(text) > STACKS_MAX_CHARS:
+            text = text[:STACKS_MAX_CHARS] + f"\n... (cut; the whole dump: {self.stacks_path})"
+        return text
 
-def _serve(db: Path, log_path: Path, **env_extra: str) -> Iterator[Launched]:
-    """``streamlit run app.py`` on ``db`` and a free port; yields it at once (the tours wait for it to
-    answer, several servers starting side by side), stops the server at the end."""
+
+SERVERS: dict[str, Launched] = {}
+"""The test servers running, by base URL: a failed wait finds the server of the page it waited on."""
+
+
+def server_of(url: str) -> Launched | None:
+    """The running test server whose base URL ``url`` starts with (a page's address), if any."""
+    for base, launched in list(SERVERS.items()):
+        if url == base or url.startswith(base + "/"):
+            return launched
+    return None
+
+
+def server_stacks(url: str) -> str:
+    """The Python stacks of every thread of the test server serving ``url`` (``Launched.stacks``)."""
+    launched = server_of(url)
+    return "(no stacks: no test server serves this address)" if launched is None else launched.stacks()
+
+
+def _serve(db: Path, log_path: Path, script: str | Path = "app.py", **env_extra: str) -> Iterator[Launched]:
+    """``streamlit run app.py`` (or ``script``) on ``db`` and a free port, started so that it writes its
+    threads' stacks on demand (``SERVE_WITH_STACKS``, into a file beside ``log_path``); yields it at once
+    (the tours wait for it to answer, several servers starting side by side), stops the server at the end."""
     port = _free_port()
     env = {**os.environ, "LENS_DB": str(db), "PYTHONPATH": str(REPO), **env_extra}
     log = open(log_path, "w+b")  # noqa: SIM115 - a file, not a pipe: a full pipe would stall the server
+    stacks_path = log_path.with_name(log_path.stem + ".stacks.txt")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+        [sys.executable, "-c", SERVE_WITH_STACKS, str(stacks_path), "run", str(script),
+         "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none",
          "--browser.gatherUsageStats", "false"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
+    launched = Launched(proc, f"http://127.0.0.1:{port}", log, stacks_path)
+    SERVERS[launched.url] = launched
     try:
-        yield Launched(proc, f"http://127.0.0.1:{port}", log)
+        yield launched
     finally:
+        SERVERS.pop(launched.url, None)
         proc.kill()  # a test server has nothing to save: its graceful shutdown took seconds per server
         proc.wait(timeout=60)
         log.close()
@@ -132,6 +205,71 @@ RUN_TRACKER = """(() => {
     new MutationObserver(look).observe(document, {
         subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state'],
     });
+    // A run whose messages reach the page in one burst (the browser busy or descheduled while the server
+    // ran it) could go from 'notRunning' to 'notRunning' in one React render: the page never showed it
+    // running, the count above missed it, and wait_idle waited for it to its timeout (the README test
+    // command's 240 s in the Prompt inspector, docs/notes/hang40-40.md). So the messages after the one
+    // that starts a run (a SessionStatus with script_is_running) are held back until the page shows
+    // 'running' (at most HOLD_MS): every run is shown running before it is shown ended. The app sees the
+    // same messages in the same order, only later.
+    const HOLD_MS = 3000;
+    const varint = (b, i) => {  // [value, next index]
+        let v = 0, m = 1;
+        while (i < b.length) { const c = b[i++]; v += (c & 127) * m; m *= 128; if (c < 128) break; }
+        return [v, i];
+    };
+    const fields = function* (b) {  // [field number, wire type, value or [start, end)] of a protobuf message
+        let i = 0;
+        while (i < b.length) {
+            let key, v;
+            [key, i] = varint(b, i);
+            const f = Math.floor(key / 8), w = key & 7;
+            if (w === 0) { [v, i] = varint(b, i); yield [f, w, v]; }
+            else if (w === 2) { [v, i] = varint(b, i); yield [f, w, [i, i + v]]; i += v; }
+            else if (w === 1) { i += 8; } else if (w === 5) { i += 4; } else return;
+        }
+    };
+    const startsRun = (data) => {  // ForwardMsg.session_status_changed (9) with script_is_running (2) set
+        if (!(data instanceof ArrayBuffer)) return false;
+        const b = new Uint8Array(data);
+        for (const [f, w, v] of fields(b)) {
+            if (f === 9 && w === 2) {
+                for (const [g, x, r] of fields(b.subarray(v[0], v[1]))) {
+                    if (g === 2 && x === 0) return r !== 0;
+                }
+                return false;
+            }
+        }
+        return false;
+    };
+    const shown = () => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        return app && app.getAttribute('data-test-script-state') === 'running';
+    };
+    const Native = window.WebSocket;
+    window.WebSocket = class extends Native {
+        addEventListener(type, listener, options) {
+            if (type !== 'message' || typeof listener !== 'function') {
+                return super.addEventListener(type, listener, options);
+            }
+            const held = [];
+            let holding = false;
+            const deliver = (event) => {
+                listener.call(this, event);
+                if (!startsRun(event.data)) return;
+                holding = true;
+                const since = Date.now();
+                const poll = setInterval(() => {
+                    if (!shown() && Date.now() - since < HOLD_MS) return;
+                    clearInterval(poll);
+                    holding = false;
+                    while (held.length && !holding) deliver(held.shift());
+                }, 10);
+            };
+            const take = (event) => (holding ? held.push(event) : deliver(event));
+            return super.addEventListener(type, take, options);
+        }
+    };
 })();"""
 """Installed by new_page in every document the page opens, before the app's own scripts run."""
 
@@ -241,7 +379,8 @@ def wait_idle(page, title: str | None = None, timeout_s: float = 40, after: int 
         try:
             seen = page.wait_for_function(DONE, arg=after, timeout=left_ms, polling=50).json_value()
         except Exception as exc:
-            raise AssertionError("the app was still running after the timeout") from exc
+            raise AssertionError(f"the app was still running after the timeout ({page_state(page, after)})"
+                                 + explained(page.url)) from exc
         time.sleep(0.15)
         if page.evaluate(DONE, after) == seen:
             break
@@ -249,6 +388,34 @@ def wait_idle(page, title: str | None = None, timeout_s: float = 40, after: int 
     if title is not None:
         h1 = '[data-testid="stMainBlockContainer"] h1'
         page.wait_for_selector(f'{h1}:has-text("{title}")', timeout=timeout_s * 1000)
+
+
+PAGE_STATE = """(after) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return {state: app && app.getAttribute('data-test-script-state'), runs: window.__lensRuns ?? null,
+            after, skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length};
+}"""
+"""What ``DONE`` reads, as it reads it: whether a wait for the page timed out on a run still going on
+(``state`` 'running'), on a run it never saw start (``runs`` not above ``after``: the page's run counter
+missed it, or no run was started), or on an element still loading (``skeletons``)."""
+
+EXPLAINED = "server threads at the timeout"
+"""The heading ``explained`` puts before a server's stacks (a failure quoting them once)."""
+
+
+def page_state(page, after: int) -> str:
+    """The page's script state, run count (against ``after``) and loading skeletons, for a failure
+    message (or why they could not be read)."""
+    try:
+        return "page: " + ", ".join(f"{k}={v}" for k, v in page.evaluate(PAGE_STATE, after).items())
+    except Exception as exc:  # noqa: BLE001 - a failure message: the page may be gone
+        return f"page state unreadable: {exc!s:.200}"
+
+
+def explained(url: str) -> str:
+    """The stacks of the server serving ``url`` (``server_stacks``) under ``EXPLAINED``: appended to the
+    message of a wait for the page that timed out."""
+    return f"\n{EXPLAINED} (innermost call first):\n{server_stacks(url)}"
 
 
 def wait_drawn(page, timeout_s: float = 20) -> None:
@@ -384,6 +551,10 @@ class Tours:
                             try:
                                 tour(view, server.wait_up(), folder)
                             except BaseException as exc:  # noqa: BLE001 - handed to the test that waits
+                                # the server's stacks first, before the screenshots take their seconds (a
+                                # wait_idle timeout quotes them already)
+                                if EXPLAINED not in str(exc):
+                                    exc.add_note(f"{EXPLAINED} (innermost call first):\n{server.stacks()}")
                                 failure_shots(browser, tour.__name__)
                                 self._errors[tour.__name__] = exc
                                 if isinstance(view, OnePage) and view.page is not None:

@@ -39,6 +39,7 @@ os.environ.setdefault("LENS_DB", os.path.join(tempfile.mkdtemp(prefix="lens-test
 SLOW_FILES_FIRST = (
     "test_browser_stress.py",           #  53.5 /  41.3 (+ Chromium's, uncounted); one unit with the next
     "test_browser.py",                  #  51.7 /  36.2 (+ Chromium's)
+    "test_browser_waits.py",            #  36-53 s wall / 6-7 s CPU with its server and Chromium at load 16-19
     "test_judging_api.py",              #  20.3 /  15.8
     "test_ingest_limits.py",            #  34.8 /  17.3 (child imports)
     "test_import_early_existing.py",    #  17.5 /  16.6
@@ -205,6 +206,7 @@ long file started last would leave the other worker idle at the end."""
 ONE_WORKER = {
     "test_browser_stress.py": "the browsers",
     "test_browser.py": "the browsers",
+    "test_browser_waits.py": "the browsers",
     "test_judging_local_soft.py": "the local model",
     "test_judging_local.py": "the local model",
     "test_local_read_logits.py": "the local model",
