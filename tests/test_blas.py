@@ -43,7 +43,7 @@ def step(events: dict[str, threading.Event], wait: str | None, then: str | None)
 
 def test_a_block_keeps_one_thread_while_another_thread_leaves_its_own(two_threads):
     """A enters, B enters, A leaves, B computes: B still on one thread (threadpoolctl's limiter put back
-    A's two threads under B); B leaves: the count from before again (the limiter of B, entered on one, left one)."""
+    A's count under B); B leaves: the count from before again (B's limiter, entered on one, left one)."""
     names = ("a_in", "b_in", "a_out", "b_read", "b_out")
     events = {n: threading.Event() for n in names}
     seen: dict[str, set[int]] = {}

@@ -157,8 +157,6 @@ class CallShards:
 
     def _refresh(self) -> None:
         """Learn the keys of shard files written since the last look; forget files filed meanwhile."""
-        import pyarrow.parquet as pq
-
         now = set(self.files())
         for gone in set(self._keys_of) - now:
             for k in self._keys_of.pop(gone):
@@ -166,10 +164,10 @@ class CallShards:
                     del self._file_of[k]
         for path in sorted(now - set(self._keys_of)):
             try:
-                keys = pq.read_table(path, columns=["call_key"]).column(0).to_pylist()
+                keys = file_keys(path)
             except FileNotFoundError:  # filed and removed since the listing: the store has its rows
                 continue
-            self._index(path, [str(k) for k in keys])
+            self._index(path, keys)
 
     def lookup(self, keys: Sequence[str]) -> dict[str, dict]:
         """The shard rows (``judge_calls`` columns) of those ``keys`` some shard file holds."""
@@ -192,11 +190,13 @@ class CallShards:
         return found
 
     def merge_mine(self, store: Store) -> int:
-        """File this writer's own shard files into the store (the end of its run); calls filed."""
+        """File this writer's own shard files into the store (the end of its run); calls filed. Their keys
+        come from this writer's index (``append`` made it), so no file is read but by the filing itself."""
         with self._lock:
             mine, self.mine, unfiled, self.unfiled = self.mine, [], self.unfiled, 0
+            keys_of = {p: self._keys_of[p] for p in mine if p in self._keys_of}
         try:
-            return merge(store, mine)
+            return merge(store, mine, keys_of=keys_of)
         except BaseException:
             with self._lock:
                 self.mine = [p for p in mine if p.exists()] + self.mine
@@ -216,11 +216,21 @@ def _writer_gone(name: str) -> bool:
     return not same_process_alive(int(m["pid"]), stamp or None)
 
 
-def merge(store: Store, files: Sequence[Path] | None = None) -> int:
+def file_keys(path: Path) -> list[str]:
+    """The call keys a shard file holds (its key column alone)."""
+    import pyarrow.parquet as pq
+
+    return [str(k) for k in pq.read_table(path, columns=["call_key"]).column(0).to_pylist()]
+
+
+def merge(store: Store, files: Sequence[Path] | None = None, *,
+          keys_of: dict[Path, list[str]] | None = None) -> int:
     """File shard ``files`` (default: every complete one beside ``store``) into ``judge_calls``,
     ``MERGE_FILES`` files a transaction, removing each batch's files once it is committed; returns the
     number of calls that were new to the store. A dead writer's half-written temporary file (killed
-    while writing; its calls are in that run's journal) is removed."""
+    while writing; its calls are in that run's journal) is removed. Each batch's keys (to drop their
+    leases) come from ``keys_of`` (a writer's index of its own files) or are read from the files' key column
+    before the store's lock is taken: under it each file is read once (``file_parquet_calls``)."""
     folder = shard_folder(store.path)
     if files is None:
         files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) \
@@ -230,9 +240,11 @@ def merge(store: Store, files: Sequence[Path] | None = None) -> int:
                 tmp.unlink(missing_ok=True)
     n = 0
     files = [p for p in files if p.exists()]
+    known = keys_of or {}
     for i in range(0, len(files), MERGE_FILES):
         batch = files[i:i + MERGE_FILES]
-        n += file_parquet_calls(store, [str(p) for p in batch])
+        keys = [k for p in batch for k in (known[p] if p in known else file_keys(p))]
+        n += file_parquet_calls(store, [str(p) for p in batch], keys)
         for p in batch:  # committed: a kill before this line files them again, as duplicates
             p.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
