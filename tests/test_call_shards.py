@@ -399,6 +399,41 @@ def test_a_keep_shards_run_keeps_the_leases_of_its_shard_calls_and_drops_the_oth
     assert _leases(store) == [] and not shard_folder(store.path).exists()
 
 
+def _expiry(store: Store) -> dict[str, float]:
+    return dict(store.cursor().execute("SELECT call_key, expires_at FROM judge_call_leases").fetchall())
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("reader", ["plain", "sharded"])
+def test_a_sharded_run_renews_its_calls_in_flight_only_and_no_lapsed_shard_call_is_paid(tmp_path, keep,
+                                                                                        reader):
+    """A --call-shards run (kept or not) renews the leases of the calls it still waits for, not of those
+    answered into its shard (up to 250,000 rewritten every 30 s before); when those lapse, a run without
+    shards or a sharded one that meets them pays none: its lookup finds them in the shard, and a claim that
+    takes the lapsed leases looks them up again (claims nothing, all held); the in-flight ones stay held."""
+    calls = _calls(6, "renew")
+    store = Store(tmp_path / "s.duckdb")
+    run = CallCache(store, shards=True, keep_shards=keep)
+    keys = [k for k, _, _ in calls]
+    assert run.claim(keys) == (set(keys), set())
+    run.put_rows(_rows(calls[:4]))  # answered into its shard; 4 and 5 still in flight
+    with store.transaction() as cur:  # LEASE_S later without a renewal: every lease lapsed
+        cur.execute("UPDATE judge_call_leases SET expires_at = 0")
+    run.renew()
+    expiry = _expiry(store)
+    assert sorted(expiry) == sorted(keys)  # the shard calls keep their leases until filed
+    assert [expiry[k] for k in keys[:4]] == [0] * 4 and min(expiry[k] for k in keys[4:]) > time.time()
+    other = CallCache(store, shards=reader == "sharded")
+    assert other.get_many(keys) == {k: r for k, _, r in calls[:4]}  # the driver looks up first
+    assert other.claim(keys) == (set(), set(keys))  # a claim meeting the lapsed leases all the same
+    assert [(k, o) for k, o in _leases(store) if k in keys[4:]] == sorted((k, run.owner) for k in keys[4:])
+    run.put_rows(_rows(calls[4:]))
+    run.release()  # the end of the run: filed (or kept for one writer), nothing paid twice
+    if keep:
+        assert _stored(store).empty and merge(store) == 6
+    assert sorted(_stored(store)["call_key"]) == sorted(keys) and _leases(store) == []
+
+
 def test_keep_shards_processes_pay_each_call_once_and_one_writer_files_them(tmp_path, monkeypatch):
     """Two --keep-shards processes needing the same calls (the second meets the first's leases while
     the server holds its requests): each call is asked once (the server's log), nothing is filed by the
