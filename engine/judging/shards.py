@@ -224,15 +224,16 @@ def file_keys(path: Path) -> list[str]:
     return [str(k) for k in pq.read_table(path, columns=["call_key"]).column(0).to_pylist()]
 
 
-def files_keys(paths: Sequence[Path]) -> list[str]:
-    """The call keys the shard files hold, read as one dataset (half the CPU of ``file_keys`` file by file
-    for 64 files)."""
-    if not paths:
-        return []
+def files_keys(paths: Sequence[Path]):
+    """The call keys the shard files hold, as one Arrow column read as one dataset (no Python string per key;
+    64 files of 512 calls: 0.03-0.04 s of CPU, file by file with ``file_keys`` 0.04-0.07 s)."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
+    if not paths:
+        return pa.chunked_array([], pa.string())
     table = ds.dataset([str(p) for p in paths], format="parquet").to_table(columns=["call_key"])
-    return [str(k) for k in table.column(0).to_pylist()]
+    return table.column(0).cast(pa.string())
 
 
 def merge(store: Store, files: Sequence[Path] | None = None, *,
@@ -243,6 +244,8 @@ def merge(store: Store, files: Sequence[Path] | None = None, *,
     while writing; its calls are in that run's journal) is removed. Each batch's keys (to drop their
     leases) come from ``keys_of`` (a writer's index of its own files) or are read from the files' key column
     before the store's lock is taken: under it each file is read once (``file_parquet_calls``)."""
+    import pyarrow as pa
+
     folder = shard_folder(store.path)
     if files is None:
         files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) \
@@ -255,8 +258,9 @@ def merge(store: Store, files: Sequence[Path] | None = None, *,
     known = keys_of or {}
     for i in range(0, len(files), MERGE_FILES):
         batch = files[i:i + MERGE_FILES]
-        keys = [k for p in batch if p in known for k in known[p]]
-        keys += files_keys([p for p in batch if p not in known])
+        read = files_keys([p for p in batch if p not in known])
+        keys = pa.chunked_array([pa.array([k for p in batch if p in known for k in known[p]], pa.string()),
+                                 *read.chunks], pa.string())
         n += file_parquet_calls(store, [str(p) for p in batch], keys)
         for p in batch:  # committed: a kill before this line files them again, as duplicates
             p.unlink(missing_ok=True)

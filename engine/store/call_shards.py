@@ -55,10 +55,11 @@ def _file(cur, source: str, params: Sequence | None = None, keys: str | None = N
     return n
 
 
-def file_parquet_calls(store: Store, files: Sequence[str], keys: Sequence[str]) -> int:
+def file_parquet_calls(store: Store, files: Sequence[str], keys) -> int:
     """File the rows of the Parquet ``files`` (SHARD_COLUMNS) into ``judge_calls`` in one transaction;
-    returns how many calls were new. ``keys``: every call key the files hold, known to the caller before
-    the store's lock is taken (a writer's own index of its files, or their key column read beforehand), so
+    returns how many calls were new. ``keys``: every call key the files hold (strings, or an Arrow string
+    column), known to the caller before the store's lock is taken (a writer's own index of its files, or
+    their key column read beforehand), so
     the files are read once under the lock, where they lie (no copy into a temporary table first: a fifth
     less CPU under the lock), and the leases are dropped by those keys (reading the files' key column again
     for them took a second pass over every file under the lock)."""
@@ -66,7 +67,8 @@ def file_parquet_calls(store: Store, files: Sequence[str], keys: Sequence[str]) 
         return 0
     import pyarrow as pa
 
-    filed = pa.table({"call_key": pa.array([str(k) for k in keys], pa.string())})
+    filed = pa.table({"call_key": keys if isinstance(keys, pa.ChunkedArray | pa.Array) else
+                      pa.array([str(k) for k in keys], pa.string())})
     with store.transaction() as cur:
         cur.register("_filed_keys", filed)
         try:
