@@ -86,17 +86,18 @@ batch_config = {
     "edge_bad_triads": num(
         "bad triads on edge", width=124, help="bad triads of the prompt's revealed graph through this pair"),
 }
-# the main columns and the calls so far fit 1280 px, the two model columns sharing what is left (all 13
-# scrolled sideways by 640 px, audit38); the others on request
+# the main columns, order, p(1 − p) and the calls so far fit 1280 px, the two model columns sharing what is
+# left (all 13 scrolled sideways by 640 px, audit38); the others on request. Where the longest name would be
+# cut (qlora's 46-character names need 317 px each, 195 were left), the calls so far, p(1 − p) and order are
+# left out at first, in that order (under More columns, its help says so)
+batch_names = {"model_a": nb.table["model_a"], "model_b": nb.table["model_b"]}
 batch_shown = column_picker(
-    list(nb.table.columns), ("prompt_id", "model_a", "model_b", "order", "p_a_wins", "information"),
-    ("pair_calls_so_far",), batch_config, "active_batch_columns",
-    "Prompt, models, order, P(A wins) and p(1 − p)")
+    list(nb.table.columns), ("prompt_id", "model_a", "model_b", "p_a_wins"),
+    ("order", "information", "pair_calls_so_far"), batch_config, "active_batch_columns",
+    "Prompt, models and P(A wins)", names=batch_names, give_up=("pair_calls_so_far", "information", "order"))
 st.dataframe(
     nb.table, hide_index=True, height=table_height(len(nb.table), 420), width="stretch",
-    column_order=batch_shown,
-    column_config=fit_columns(batch_config, batch_shown, {"model_a": nb.table["model_a"],
-                                                          "model_b": nb.table["model_b"]}, least=140),
+    column_order=batch_shown, column_config=fit_columns(batch_config, batch_shown, batch_names, least=140),
 )
 
 st.subheader("Accuracy versus calls spent")

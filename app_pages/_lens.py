@@ -837,9 +837,10 @@ def column_picker(order: list[str], main: tuple[str, ...], default_extra: tuple[
     any other of ``order`` (``default_extra`` at first, chosen to fit beside the main ones at 1280 px,
     tests/test_browser_stress.py). Returns the columns to show, in ``order``.
 
-    ``names`` (the model column's texts) and ``give_up``: default columns left out at first, in that order,
-    while the longest name would not fit beside the rest (``extra_for_names``); such a picker has a key of
-    its own, so a choice made for short names is not carried to long ones (a keyed picker keeps its state)."""
+    ``names`` (the model column's texts, or a dict of several name columns' texts) and ``give_up``: default
+    columns left out at first, in that order, while the longest name would not fit beside the rest
+    (``extra_for_names``); such a picker has a key of its own, so a choice made for short names is not
+    carried to long ones (a keyed picker keeps its state)."""
     optional = [c for c in order if c not in main]
     wanted = [c for c in default_extra if c in optional]
     default = wanted if names is None else extra_for_names(order, main, wanted, config, names, give_up)
@@ -936,12 +937,15 @@ def extra_for_names(order: list[str], main: tuple[str, ...], default_extra: list
     """``default_extra`` less the columns of ``give_up`` (in that order) the longest of ``names`` needs to be
     shown whole in ``column`` beside the rest (``fit_columns``' room at 1280 px): nothing left out where the
     names fit, at most all of ``give_up`` (audit38: with the reference columns a leaderboard had 194 px for
-    names, and the field's names of 26-35 characters were cut)."""
-    longest = max((name_px(str(n)) for n in names), default=0)
+    names, and the field's names of 26-35 characters were cut). ``names`` may be a dict of several name
+    columns and their texts (Active judging's model A and model B), which share the room equally as
+    ``fit_columns`` gives it: each must hold the longest name of them all."""
+    by_column = dict(names) if isinstance(names, dict) else {column: names}
+    longest = max((name_px(str(n)) for texts in by_column.values() for n in texts), default=0)
     extra = list(default_extra)
     for c in give_up:
-        room = _room(config, [x for x in order if (x in main or x in extra) and x != column], frame_px)
-        if room is None or room >= longest:
+        room = _room(config, [x for x in order if (x in main or x in extra) and x not in by_column], frame_px)
+        if room is None or room // len(by_column) >= longest:
             break
         if c in extra:
             extra.remove(c)

@@ -98,3 +98,39 @@ def test_default_columns_give_way_to_long_names(names, reference):
         assert got == extra
     else:  # something given up, and the longest name whole now
         assert got != extra and width >= max(name_px(n) for n in names)
+
+
+ACTIVE = {"prompt_id": {"width": 90}, "model_a": {"label": "model A"}, "model_b": {"label": "model B"},
+          "order": {"width": 60}, "p_a_wins": {"width": 80}, "information": {"width": 72},
+          "pair_calls_so_far": {"width": 124}, "rank_a": {"width": 64}}
+"""Active judging's next-batch columns and widths (app_pages/9_active.py's ``batch_config``)."""
+ACTIVE_MAIN = ("prompt_id", "model_a", "model_b", "p_a_wins")
+ACTIVE_EXTRA = ["order", "information", "pair_calls_so_far"]
+ACTIVE_GIVE_UP = ("pair_calls_so_far", "information", "order")
+
+
+@pytest.mark.parametrize("names", [QLORA, FIELD, SHORT, ["gpt4", "gemini-2.0-flash-lite-preview-02-05"]])
+def test_two_name_columns_share_the_room_and_each_holds_the_longest_name(names):
+    """Active judging (audit38's leftover): model A and model B share what the other columns leave; the
+    defaults given up (in order) are the fewest with which an equal share holds the longest name of both
+    columns (a search over how many, the room summed here, as ``fit_columns`` caps each at an equal share),
+    and then ``fit_columns`` draws both whole."""
+    order = [*ACTIVE, "rank_b"]
+    by_column = {"model_a": names, "model_b": list(reversed(names))[:1]}
+    got = extra_for_names(order, ACTIVE_MAIN, ACTIVE_EXTRA, ACTIVE, by_column, ACTIVE_GIVE_UP)
+    longest = max(name_px(n) for n in names)
+    want = [c for c in ACTIVE_EXTRA if c not in ACTIVE_GIVE_UP]
+    for k in range(len(ACTIVE_GIVE_UP) + 1):
+        keep = [c for c in ACTIVE_EXTRA if c not in ACTIVE_GIVE_UP[:k]]
+        others = sum(ACTIVE[c]["width"] for c in [*ACTIVE_MAIN, *keep] if c not in by_column)
+        if (TABLE_PX_1280 - 4 - others) // 2 >= longest:
+            want = keep
+            break
+    assert got == want
+    shown = [c for c in order if c in ACTIVE_MAIN or c in got]
+    widths = fit_columns(ACTIVE, shown, by_column, least=140)
+    assert sum(widths[c]["width"] for c in shown) <= TABLE_PX_1280 - 4  # no sideways scroll
+    if names is SHORT:
+        assert got == ACTIVE_EXTRA  # nothing given up where the names fit
+    for c, texts in by_column.items():  # each column whole (fit_columns gives each its own longest)
+        assert widths[c]["width"] >= max(name_px(n) for n in texts), c

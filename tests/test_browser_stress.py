@@ -369,6 +369,11 @@ COLUMN_EDGES = """() => new Promise(done => {
 })"""
 
 
+GRID_CELLS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"] [role="gridcell"]')]
+    .map(c => [c.getAttribute('aria-colindex'), c.textContent])"""
+"""(column number from 1, text) of every cell of the page's tables (the grids' accessible, hidden cells)."""
+
+
 def _long_names_are_whole(page, server: str) -> None:
     """nits39 (audit38's "Found, not fixed"): a dataset whose 17-35-character names are all on the reference.
     Its Leaderboard at 1280 px shows both reference columns and the model column at least as wide as the
@@ -388,6 +393,24 @@ def _long_names_are_whole(page, server: str) -> None:
     assert len(edges) >= len(headers), (edges, headers)
     model_px = edges[2] - edges[1]  # | rank | model | score
     assert model_px >= max(got["names"]) + 16, (model_px, got["names"], edges)
+    # Active judging's next batch (nits40): model A and model B had 195 px each beside the default columns,
+    # and each must now be as wide as its longest name shown (the grid's accessible cells) drawn + 16 px
+    open_page(page, server, "which-calls-next", first=False, timeout_s=600)
+    page.wait_for_selector('[data-testid="stDataFrame"] [role="gridcell"]', state="attached", timeout=120_000)
+    wait_drawn(page, timeout_s=120)
+    headers = _fits(page, ("longref", "active"))["frames"][0]["headers"]
+    assert headers[:3] == ["prompt", "model A", "model B"] and "P(A wins)" in headers, headers
+    snap(page, "longref_active")
+    cells = page.evaluate(GRID_CELLS)
+    texts = {col: [t for i, t in cells if i == str(col + 1)] for col in (1, 2)}  # model A, model B
+    assert texts[1] and texts[2], cells
+    got = page.evaluate(COLUMN_EDGES.replace("NAMES", repr([*texts[1], *texts[2]])))
+    drawn = {1: got["names"][:len(texts[1])], 2: got["names"][len(texts[1]):]}
+    edges = [x for i, x in enumerate(got["edges"]) if i == 0 or x - got["edges"][i - 1] > 2]
+    edges = edges if edges and edges[0] <= 2 else [0, *edges]
+    assert len(edges) >= 4, (edges, headers)
+    for col in (1, 2):  # | prompt | model A | model B | …
+        assert edges[col + 1] - edges[col] >= max(drawn[col]) + 16, (col, texts[col], drawn[col], edges)
 
 
 def leaderboard_addresses_open_it_and_its_main_columns_fit_at_1280(browser, big_server: str, _: Path) -> None:

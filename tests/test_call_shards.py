@@ -327,6 +327,57 @@ def test_a_long_run_files_its_shards_every_so_many_calls(tmp_path, monkeypatch):
     assert len(_stored(store)) == 6 and len(list(shard_folder(store.path).glob("*.parquet"))) == 1
 
 
+def _shard_reads(con, paths: list[str]) -> tuple[int, int]:
+    """(opens, bytes read) of ``paths`` in the DuckDB ``con``'s file-system log since logging began."""
+    opens = nbytes = 0
+    for (message,) in con.execute("SELECT message FROM duckdb_logs WHERE type = 'FileSystem'").fetchall():
+        op = json.loads(message)
+        if op["path"] in paths:
+            opens += op["op"] == "OPEN"
+            nbytes += int(op.get("bytes", 0)) if op["op"] == "READ" else 0
+    return opens, nbytes
+
+
+@pytest.mark.parametrize("how", ["merge", "merge_mine"])
+def test_a_filing_reads_its_shard_files_once_under_the_lock_and_drops_the_leases_of_their_keys(tmp_path, how):
+    """Filing (``calls --merge-shards``'s ``merge``, keys read from the files beforehand; a run's end,
+    keys from its own index) reads each shard file under the store's lock as often as one plain scan of the
+    files does (DuckDB's own file-system log, against a scan of copies in a fresh database: the filing read
+    them twice, once more for the leases' keys), stores what a plain cache stores, and drops the lease on
+    every key in the files, one already stored too, and no other."""
+    calls = _calls(12, "once")
+    plain_store, store = Store(tmp_path / "plain.duckdb"), Store(tmp_path / "s.duckdb")
+    CallCache(plain_store).put_rows(_rows(calls[:10]))
+    early = CallCache(store)
+    early.put_rows(_rows(calls[:1]))  # key 0 stored before the shards are filed
+    writer = CallCache(store, shards=True)
+    keys = [k for k, _, _ in calls]
+    with store.transaction() as cur:  # leases on every key: 0-9 are in the files, 10-11 are not
+        cur.executemany("INSERT INTO judge_call_leases (call_key, owner, host, pid, expires_at) "
+                        "VALUES (?, 'o', 'h', 1, 9e9)", [[k] for k in keys])
+    assert writer.shards is not None
+    for i in range(0, 10, 4):
+        writer.shards.append(_rows(calls[i:min(i + 4, 10)]))
+    files = [str(p) for p in writer.shards.files()]
+    copies = [tmp_path / f"copy{i}.parquet" for i in range(len(files))]
+    for f, c in zip(files, copies, strict=True):
+        shutil.copy(f, c)
+    scan = duckdb.connect()
+    scan.execute("CALL enable_logging('FileSystem')")
+    scan.execute("SELECT * FROM read_parquet(?)", [[str(c) for c in copies]]).fetchall()
+    once = _shard_reads(scan, [str(c) for c in copies])
+    scan.close()
+    with store.session():
+        store.con.execute("CALL enable_logging('FileSystem')")
+        assert (merge(store) if how == "merge" else writer.shards.merge_mine(store)) == 9
+        filing = _shard_reads(store.con, files)
+        store.con.execute("CALL disable_logging()")
+    assert once[0] > 0 and filing == once
+    pd.testing.assert_frame_equal(_stored(store), _stored(plain_store))
+    assert _leases(store) == sorted((k, "o") for k in keys[10:])
+    assert not shard_folder(store.path).exists()
+
+
 # -- judge --keep-shards: several processes, one writer files their shards afterwards --------------
 def test_a_keep_shards_run_keeps_the_leases_of_its_shard_calls_and_drops_the_others(tmp_path):
     """The end of a --keep-shards run files nothing: the calls in its shards stay leased (so a run
@@ -346,6 +397,41 @@ def test_a_keep_shards_run_keeps_the_leases_of_its_shard_calls_and_drops_the_oth
     assert merge(store) == 4
     pd.testing.assert_frame_equal(_stored(store), _stored(plain_store))
     assert _leases(store) == [] and not shard_folder(store.path).exists()
+
+
+def _expiry(store: Store) -> dict[str, float]:
+    return dict(store.cursor().execute("SELECT call_key, expires_at FROM judge_call_leases").fetchall())
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("reader", ["plain", "sharded"])
+def test_a_sharded_run_renews_its_calls_in_flight_only_and_no_lapsed_shard_call_is_paid(tmp_path, keep,
+                                                                                        reader):
+    """A --call-shards run (kept or not) renews the leases of the calls it still waits for, not of those
+    answered into its shard (up to 250,000 rewritten every 30 s before); when those lapse, a run without
+    shards or a sharded one that meets them pays none: its lookup finds them in the shard, and a claim that
+    takes the lapsed leases looks them up again (claims nothing, all held); the in-flight ones stay held."""
+    calls = _calls(6, "renew")
+    store = Store(tmp_path / "s.duckdb")
+    run = CallCache(store, shards=True, keep_shards=keep)
+    keys = [k for k, _, _ in calls]
+    assert run.claim(keys) == (set(keys), set())
+    run.put_rows(_rows(calls[:4]))  # answered into its shard; 4 and 5 still in flight
+    with store.transaction() as cur:  # LEASE_S later without a renewal: every lease lapsed
+        cur.execute("UPDATE judge_call_leases SET expires_at = 0")
+    run.renew()
+    expiry = _expiry(store)
+    assert sorted(expiry) == sorted(keys)  # the shard calls keep their leases until filed
+    assert [expiry[k] for k in keys[:4]] == [0] * 4 and min(expiry[k] for k in keys[4:]) > time.time()
+    other = CallCache(store, shards=reader == "sharded")
+    assert other.get_many(keys) == {k: r for k, _, r in calls[:4]}  # the driver looks up first
+    assert other.claim(keys) == (set(), set(keys))  # a claim meeting the lapsed leases all the same
+    assert [(k, o) for k, o in _leases(store) if k in keys[4:]] == sorted((k, run.owner) for k in keys[4:])
+    run.put_rows(_rows(calls[4:]))
+    run.release()  # the end of the run: filed (or kept for one writer), nothing paid twice
+    if keep:
+        assert _stored(store).empty and merge(store) == 6
+    assert sorted(_stored(store)["call_key"]) == sorted(keys) and _leases(store) == []
 
 
 def test_keep_shards_processes_pay_each_call_once_and_one_writer_files_them(tmp_path, monkeypatch):

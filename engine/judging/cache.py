@@ -191,6 +191,7 @@ class CallCache:
 
             self.shards = CallShards(store.path, keep=keep_shards)
         self._reader: CallShards | None = None  # a run without shards reading other runs' shard files
+        self._in_flight: set[str] = set()  # keys claimed and neither answered nor given up (renewed)
 
     @property
     def keeps_shards(self) -> bool:
@@ -251,6 +252,7 @@ class CallCache:
         """Insert ``judge_calls`` rows (CALL_COLUMNS dicts) in one transaction; duplicates ignored."""
         if not rows:
             return
+        self._in_flight.difference_update(str(r["call_key"]) for r in rows)
         if self.shards is not None:  # the lease stays until the rows are filed into the store
             self.shards.append(rows)
             if self.shards.due():
@@ -286,17 +288,30 @@ class CallCache:
             if done:
                 self.release(sorted(done))
                 mine, held = [k for k in mine if k not in done], held | done
+        self._in_flight.update(mine)
         return set(mine), held
 
     def renew(self) -> None:
-        """Push this owner's leases ``LEASE_S`` into the future (called while the run goes on)."""
-        renew_leases(self.store, self.owner, time.time() + LEASE_S)
+        """Push this owner's leases ``LEASE_S`` into the future (called while the run goes on).
+
+        With shards, only the leases of calls in flight: a call answered into a shard file keeps its lease
+        until it is filed (``engine.judging.shards``) but needs no renewal. When that lease lapses, a run
+        that takes it looks the call up again before paying (``claim``), and every cache reads the shard
+        files first, so the call is found there (tests/test_call_shards.py). Renewing them rewrote up to
+        ``KEPT_FILE_EVERY_CALLS`` leases of a ``--keep-shards`` run every ``renew_s``, under the store's
+        lock."""
+        keys = None if self.shards is None else sorted(self._in_flight)
+        renew_leases(self.store, self.owner, time.time() + LEASE_S, keys)
 
     def release(self, keys: list[str] | None = None) -> None:
         """Drop this owner's leases on ``keys`` (calls it gave up), or all of them (the run ended):
         other runs may then make those calls. With shards, the end of the run first files this
         process's shard files into the store (which drops their leases), so no call of it is left
         unleased outside the store."""
+        if keys is None:
+            self._in_flight.clear()
+        else:
+            self._in_flight.difference_update(keys)
         if keys is None and self.shards is not None:
             if self.shards.keep:  # the calls in this run's shards stay leased until filed (module docstring)
                 release_leases(self.store, self.owner, keep=self.shards.own_keys())

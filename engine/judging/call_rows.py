@@ -106,10 +106,19 @@ def claim_calls(
     return mine, held
 
 
-def renew_leases(store: Store, owner: str, expires_at: float) -> None:
-    """Move every lease of ``owner`` to expire at ``expires_at`` (its run is still going)."""
+def renew_leases(store: Store, owner: str, expires_at: float, keys: list[str] | None = None) -> None:
+    """Move every lease of ``owner`` (or its leases on ``keys`` only) to expire at ``expires_at`` (its run
+    is still going)."""
     with store.transaction() as cur:
-        cur.execute("UPDATE judge_call_leases SET expires_at = ? WHERE owner = ?", [expires_at, owner])
+        if keys is None:
+            cur.execute("UPDATE judge_call_leases SET expires_at = ? WHERE owner = ?", [expires_at, owner])
+            return
+        if not keys:
+            return
+        cur.register("_renewed", pa.table({"call_key": pa.array(keys, pa.string())}))
+        cur.execute("UPDATE judge_call_leases SET expires_at = ? WHERE owner = ? AND call_key IN "
+                    "(SELECT call_key FROM _renewed)", [expires_at, owner])
+        cur.unregister("_renewed")
 
 
 def release_leases(store: Store, owner: str, keys: list[str] | None = None, *,

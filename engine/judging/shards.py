@@ -24,9 +24,10 @@ What keeps a call from being paid twice is the cache's existing leases (``judge_
   removed only after its rows are committed to the store, so a call stored anywhere is found;
 - a run does not drop its lease on a call it wrote to a shard: the lease goes when the call is filed
   into the store (same transaction). So a call that is in a shard is either leased or in the store,
-  and another run finds it leased (and waits, reading the shards) or stored. When the lease's owner
-  died, the run that takes the lapsed lease looks the taken calls up again before paying
-  (``CallCache.claim``).
+  and another run finds it leased (and waits, reading the shards) or stored. The run renews only the
+  leases of its calls in flight (``CallCache.renew``), so the lease of a call in its shard lapses like
+  that of a dead owner: the run that takes a lapsed lease looks the taken calls up again (shards first)
+  before paying (``CallCache.claim``).
 
 ``read_import`` reads rows of (request, response) written by another engine (e.g. Ray Data's LLM
 batch processor with vLLM, writing Parquet) for ``calls --import``: the request columns as
@@ -157,8 +158,6 @@ class CallShards:
 
     def _refresh(self) -> None:
         """Learn the keys of shard files written since the last look; forget files filed meanwhile."""
-        import pyarrow.parquet as pq
-
         now = set(self.files())
         for gone in set(self._keys_of) - now:
             for k in self._keys_of.pop(gone):
@@ -166,10 +165,10 @@ class CallShards:
                     del self._file_of[k]
         for path in sorted(now - set(self._keys_of)):
             try:
-                keys = pq.read_table(path, columns=["call_key"]).column(0).to_pylist()
+                keys = file_keys(path)
             except FileNotFoundError:  # filed and removed since the listing: the store has its rows
                 continue
-            self._index(path, [str(k) for k in keys])
+            self._index(path, keys)
 
     def lookup(self, keys: Sequence[str]) -> dict[str, dict]:
         """The shard rows (``judge_calls`` columns) of those ``keys`` some shard file holds."""
@@ -192,11 +191,13 @@ class CallShards:
         return found
 
     def merge_mine(self, store: Store) -> int:
-        """File this writer's own shard files into the store (the end of its run); calls filed."""
+        """File this writer's own shard files into the store (the end of its run); calls filed. Their keys
+        come from this writer's index (``append`` made it), so no file is read but by the filing itself."""
         with self._lock:
             mine, self.mine, unfiled, self.unfiled = self.mine, [], self.unfiled, 0
+            keys_of = {p: self._keys_of[p] for p in mine if p in self._keys_of}
         try:
-            return merge(store, mine)
+            return merge(store, mine, keys_of=keys_of)
         except BaseException:
             with self._lock:
                 self.mine = [p for p in mine if p.exists()] + self.mine
@@ -216,11 +217,35 @@ def _writer_gone(name: str) -> bool:
     return not same_process_alive(int(m["pid"]), stamp or None)
 
 
-def merge(store: Store, files: Sequence[Path] | None = None) -> int:
+def file_keys(path: Path) -> list[str]:
+    """The call keys a shard file holds (its key column alone)."""
+    import pyarrow.parquet as pq
+
+    return [str(k) for k in pq.read_table(path, columns=["call_key"]).column(0).to_pylist()]
+
+
+def files_keys(paths: Sequence[Path]):
+    """The call keys the shard files hold, as one Arrow column read as one dataset (no Python string per key;
+    64 files of 512 calls: 0.03-0.04 s of CPU, file by file with ``file_keys`` 0.04-0.07 s)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    if not paths:
+        return pa.chunked_array([], pa.string())
+    table = ds.dataset([str(p) for p in paths], format="parquet").to_table(columns=["call_key"])
+    return table.column(0).cast(pa.string())
+
+
+def merge(store: Store, files: Sequence[Path] | None = None, *,
+          keys_of: dict[Path, list[str]] | None = None) -> int:
     """File shard ``files`` (default: every complete one beside ``store``) into ``judge_calls``,
     ``MERGE_FILES`` files a transaction, removing each batch's files once it is committed; returns the
     number of calls that were new to the store. A dead writer's half-written temporary file (killed
-    while writing; its calls are in that run's journal) is removed."""
+    while writing; its calls are in that run's journal) is removed. Each batch's keys (to drop their
+    leases) come from ``keys_of`` (a writer's index of its own files) or are read from the files' key column
+    before the store's lock is taken: under it each file is read once (``file_parquet_calls``)."""
+    import pyarrow as pa
+
     folder = shard_folder(store.path)
     if files is None:
         files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith(".")) \
@@ -230,9 +255,13 @@ def merge(store: Store, files: Sequence[Path] | None = None) -> int:
                 tmp.unlink(missing_ok=True)
     n = 0
     files = [p for p in files if p.exists()]
+    known = keys_of or {}
     for i in range(0, len(files), MERGE_FILES):
         batch = files[i:i + MERGE_FILES]
-        n += file_parquet_calls(store, [str(p) for p in batch])
+        read = files_keys([p for p in batch if p not in known])
+        keys = pa.chunked_array([pa.array([k for p in batch if p in known for k in known[p]], pa.string()),
+                                 *read.chunks], pa.string())
+        n += file_parquet_calls(store, [str(p) for p in batch], keys)
         for p in batch:  # committed: a kill before this line files them again, as duplicates
             p.unlink(missing_ok=True)
     with contextlib.suppress(OSError):

@@ -46,21 +46,35 @@ def insert_new_calls(cur, source: str, columns: Sequence[str], params: Sequence 
     return int(row[0]) if row else 0
 
 
-def _file(cur, source: str, params: Sequence | None = None) -> int:
-    """Insert the distinct new keys of relation ``source`` and drop their leases; rows inserted."""
+def _file(cur, source: str, params: Sequence | None = None, keys: str | None = None) -> int:
+    """Insert the distinct new keys of relation ``source`` and drop their leases (the keys of relation
+    ``keys``, default ``source``'s own); rows inserted."""
     n = insert_new_calls(cur, source, SHARD_COLUMNS, params)
-    cur.execute(f"DELETE FROM judge_call_leases WHERE call_key IN (SELECT call_key FROM {source})", params)
+    cur.execute(f"DELETE FROM judge_call_leases WHERE call_key IN (SELECT call_key FROM {keys or source})",
+                None if keys else params)
     return n
 
 
-def file_parquet_calls(store: Store, files: Sequence[str]) -> int:
+def file_parquet_calls(store: Store, files: Sequence[str], keys) -> int:
     """File the rows of the Parquet ``files`` (SHARD_COLUMNS) into ``judge_calls`` in one transaction;
-    returns how many calls were new. The files are read where they lie (no copy into a temporary table
-    first: a fifth less CPU under the store's lock; the key column is read a second time for the leases)."""
+    returns how many calls were new. ``keys``: every call key the files hold (strings, or an Arrow string
+    column), known to the caller before the store's lock is taken (a writer's own index of its files, or
+    their key column read beforehand), so
+    the files are read once under the lock, where they lie (no copy into a temporary table first: a fifth
+    less CPU under the lock), and the leases are dropped by those keys (reading the files' key column again
+    for them took a second pass over every file under the lock)."""
     if not files:
         return 0
+    import pyarrow as pa
+
+    filed = pa.table({"call_key": keys if isinstance(keys, pa.ChunkedArray | pa.Array) else
+                      pa.array([str(k) for k in keys], pa.string())})
     with store.transaction() as cur:
-        n = _file(cur, "read_parquet(?, union_by_name = false)", [[str(f) for f in files]])
+        cur.register("_filed_keys", filed)
+        try:
+            n = _file(cur, "read_parquet(?, union_by_name = false)", [[str(f) for f in files]], "_filed_keys")
+        finally:
+            cur.unregister("_filed_keys")
     return n
 
 
