@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from app_pages._burst import one_burst
 from app_pages._curve_figure import CURVES_DRAWN, setting_svg
 from app_pages._lens import (
     B_DEFAULT,
@@ -91,8 +92,10 @@ def sliders_and_results() -> None:
     table): a slider move reruns this fragment alone, not the sidebar and the page's selection work
     above it (which a move does not change)."""
     # a fragment rerun does not pass through app.py's session: it holds the store itself, and a store
-    # held by a command-line writer is the same warning and retry as in app.py, not a traceback
-    with guarded_session("busy_retry_sliders"):
+    # held by a command-line writer is the same warning and retry as in app.py, not a traceback; the run's
+    # elements leave the server together (``one_burst``: one whole-app render in the browser per move, not
+    # one per element)
+    with guarded_session("busy_retry_sliders"), one_burst():
         _sliders_and_results()
 
 
