@@ -8,10 +8,10 @@ move, 31 messages in 5-8 bursts, so 5-8 whole-app renders per move, where a move
 together took 3 (docs/notes/mu39-39.md).
 
 ``one_burst()`` holds the messages the run makes in its block and hands them on in one go, in their order:
-at the block's end, or ``HOLD_S`` after the first one held when the block is still running then (a board or
-a curve still being computed: what is made goes out as before, at most ``HOLD_S`` later, so the reader
-still sees the board while a slow curve is made), or at once when another thread sends one (Streamlit's
-spinner timer: it must not wait behind the computation it announces). What is sent, and its order, do not
+at the block's end; when the page says a slow part follows (``flush()``: the board's intervals, a curve
+still to be made, so the reader sees the board while it is computed, as before); at once when another
+thread sends one (Streamlit's spinner timer: it must not wait behind the computation it announces); and, for
+a slow part nobody announced, ``HOLD_S`` after the first one held. What is sent, and its order, do not
 change; only when the messages leave the server.
 """
 
@@ -21,10 +21,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-HOLD_S = 0.05
-"""The longest a made element waits for the ones after it (seconds): a move's whole run takes less on an
-idle machine (the pooled μ fragment: 15-28 ms of CPU), so it leaves in one burst; a slower run goes out in
-pieces at most this far apart, as it is made."""
+HOLD_S = 0.25
+"""The longest a made element waits for the ones after it (seconds) when no ``flush()`` came: the backstop
+for a slow part the page did not announce. A move whose results are made (cache look-ups: the pooled μ
+fragment takes 15-28 ms of CPU, 100-300 ms of wall at load 17) leaves in one burst."""
 
 
 class _Held:

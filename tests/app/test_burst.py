@@ -45,6 +45,11 @@ def _script(mode: str) -> None:
             thread.join()
             seen["thread"] = queued()
             st.markdown("c")
+        if mode == "explicit":
+            held.flush()  # the page's "a slow part follows"
+            seen["flushed"] = queued()
+            st.markdown("c")
+            seen["c held"] = queued()
         seen["flushes"] = [str(held.flushes)]
     seen["end"] = queued()
     st.markdown("after")
@@ -81,6 +86,17 @@ def test_another_thread_s_message_goes_at_once_after_those_held():
     assert seen["thread"] == ["before", "a", "b", "from a thread"]
     assert seen["end"] == ["before", "a", "b", "from a thread", "c"]
     assert [m.value for m in at.markdown] == ["before", "a", "b", "from a thread", "c", "after"]
+
+
+def test_the_page_hands_on_what_it_drew_before_a_slow_part():
+    at = AppTest.from_function(_script, args=("explicit",)).run(timeout=30)
+    assert not at.exception
+    seen = at.session_state["seen"]
+    assert seen["flushed"] == ["before", "a", "b"]
+    assert seen["c held"] == ["before", "a", "b"]
+    assert seen["end"] == ["before", "a", "b", "c"]
+    assert seen["flushes"] == ["1"]
+    assert [m.value for m in at.markdown] == ["before", "a", "b", "c", "after"]
 
 
 def test_outside_a_script_run_it_does_nothing():
