@@ -17,7 +17,11 @@ value (the table, the curves and the metrics are drawn from the same run's messa
 state flips), and the first animation frame where that figure shows the new value: the "table" time
 (the figures and the table come in the same batch; the curves and the protocol table after them).
 Reported: median and range per case, slider and end point, the load average before and after
-(``--per-move``: every move's time, in order, so first visits and revisits can be told apart). A move whose
+(``--per-move``: every move's time, in order, so first visits and revisits can be told apart), and each
+case's CPU per move (user + system, ms): the server's process tree (its warming threads included: after the
+last move the count waits until the server has been idle for half a second, at most 30 s, so work a move
+started and left for later is counted) and Chromium's processes; under load the wall clock moves with the
+other processes, the CPU much less. A move whose
 new value the wait saw but the page's frame watcher did not record is reported as missing, not timed; a
 value that never changes (a lost update) stops the run with Playwright's timeout.
 Nothing is asserted.
@@ -148,8 +152,60 @@ def one_move(page, slider: str, key: str, label: str,
     return (None if shown is None else float(shown - t0)), (None if done is None else float(done - t0))
 
 
+def tree_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its descendants alive now (0 for one gone)."""
+    import psutil
+
+    total = 0.0
+    try:
+        procs = [psutil.Process(pid)]
+        procs += procs[0].children(recursive=True)
+    except psutil.Error:
+        return total
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def chromium_cpu() -> float:
+    """User + system CPU seconds of this process's Chromium descendants (the browser playwright launched)."""
+    import psutil
+
+    total = 0.0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in proc.name() or "headless" in proc.name():
+                t = proc.cpu_times()
+                total += t.user + t.system
+        except psutil.Error:
+            continue
+    return total
+
+
+def settled_cpu(pid: int, quiet_s: float = 0.5, limit_s: float = 30.0) -> float:
+    """The server tree's CPU seconds once it has used under 5 % of a core for ``quiet_s`` (its warming done,
+    or ``limit_s`` passed): what the moves cost it, work left for later included."""
+    import time
+
+    end = time.monotonic() + limit_s
+    last = tree_cpu(pid)
+    while time.monotonic() < end:
+        time.sleep(quiet_s)
+        now = tree_cpu(pid)
+        if now - last < 0.05 * quiet_s:
+            return now
+        last = now
+    return last
+
+
 def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ...], list[float | None]]:
-    """Every case's keep-K and μ move times (ms) on a server of checkout ``root``."""
+    """Every case's keep-K and μ move times (ms) on a server of checkout ``root``, and its CPU per move
+    (``(dataset, judge, "cpu")``: [server ms, Chromium ms] per move, the case's keep-K and μ moves
+    together)."""
     from playwright.sync_api import sync_playwright
 
     work = Path(tempfile.mkdtemp(prefix="roundtrip_"))
@@ -157,18 +213,22 @@ def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ..
     shutil.copyfile(db, copy)
     out: dict[tuple[str, ...], list[float | None]] = {}
     try:
-        with serve(copy, work / "streamlit.log", root) as (url, _watch), sync_playwright() as pw:
+        with serve(copy, work / "streamlit.log", root) as (url, watch), sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
             for dataset, judge in cases:
                 page = browser.new_page(viewport={"width": 1280, "height": 1000})
                 page.goto(f"{url}/keep-k?dataset={dataset}&judge={judge}")
                 wait_state(page)
                 page.evaluate(WATCH)
+                server0, chrome0 = settled_cpu(watch.pid), chromium_cpu()
                 k_times, mu_times = [], []
                 for i in range(moves):
                     k_times.append(one_move(page, "Keep K graphs", "ArrowLeft", "Graphs kept"))
                     mu_key = "ArrowRight" if (i // 8) % 2 == 0 else "ArrowLeft"
                     mu_times.append(one_move(page, "μ (weight of bad 4-cycles), log scale", mu_key, "μ"))
+                server1, chrome1 = settled_cpu(watch.pid), chromium_cpu()
+                out[(dataset, judge, "cpu")] = [(server1 - server0) * 500 / moves,
+                                                (chrome1 - chrome0) * 500 / moves]
                 for name, times in (("keep-K", k_times), ("μ", mu_times)):
                     out[(dataset, judge, name, "table")] = [t[0] for t in times]
                     out[(dataset, judge, name, "whole rerun")] = [t[1] for t in times]
@@ -201,10 +261,20 @@ def main() -> None:
     print("| dataset | judge | slider | until | before median (range) | after median (range) |")
     print("| --- | --- | --- | --- | ---: | ---: |")
     for key, old in before.items():
-        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {summary(old)} | {summary(after[key])} |")
+        if key[2] != "cpu":
+            print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {summary(old)} | {summary(after[key])} |")
+    print("\nCPU per move (ms, user + system; keep-K and μ moves together; server tree after it settled)")
+    print("| dataset | judge | server before | server after | Chromium before | Chromium after |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for key, old in before.items():
+        if key[2] == "cpu":
+            new = after[key]
+            print(f"| {key[0]} | {key[1]} | {old[0]:.0f} | {new[0]:.0f} | {old[1]:.0f} | {new[1]:.0f} |")
     if args.per_move:
         print("\nper move, in order (ms; - = watcher missing)")
         for key, old in before.items():
+            if key[2] == "cpu":
+                continue
             for side, times in (("before", old), ("after", after[key])):
                 shown = ", ".join("-" if t is None else f"{t:.0f}" for t in times)
                 print(f"{' / '.join(key)} {side}: {shown}")
