@@ -70,14 +70,14 @@ class _Held:
 @contextmanager
 def one_burst(hold_s: float = HOLD_S) -> Iterator[_Held | None]:
     """Hold the elements the block makes and send them together (module doc). Outside a script run (no
-    Streamlit context) it does nothing and yields None."""
+    Streamlit context), or on a Streamlit whose context has no ``_enqueue``, it does nothing: yields None."""
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
     ctx = get_script_run_ctx(suppress_warning=True)
-    if ctx is None:
+    send = getattr(ctx, "_enqueue", None)  # Streamlit's private hand-on: a version without it sends as before
+    if ctx is None or not callable(send):
         yield None
         return
-    send = ctx._enqueue
     held = _Held(send, threading.current_thread(), hold_s)
     ctx._enqueue = held.enqueue
     try:
