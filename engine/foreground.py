@@ -28,19 +28,9 @@ MAX_PAUSE = 2.0
 """Seconds one checkpoint waits at most for the foreground runs to end (a long page run, another
 session's): the background then makes one more step and looks again."""
 
-AFTER_RUN = 0.04
-"""Seconds the background stays paused after the last foreground run ends. A run's end is not the end of
-its move: its messages still leave the server through the event loop, which needs the interpreter lock a
-resumed warming thread holds between its checkpoints (5 ms switch interval per hand-over): measured on
-vicuna80 pooled at load 17 (docs/notes/mu40-40.md), a μ move's first messages then left 20-50 ms apart, one
-whole-app render in the browser each. 40 ms lets the event loop send a move's burst (~30 messages, a few ms)
-alone, and is short beside the browser's drawing of the move (~100 ms and more), so in back-to-back moves
-the warming still runs between two runs (0.25 s did not: docs/notes/mu39-39.md)."""
-
 _STATE = threading.Condition()
 _running = 0  # foreground runs going on (any thread, nested runs counted each)
 _waiting = 0  # foreground threads waiting for a background thread's result
-_quiet_until = 0.0  # time.monotonic() until which the background stays paused after the last run ended
 _local = threading.local()
 
 
@@ -48,7 +38,7 @@ _local = threading.local()
 def foreground() -> Iterator[None]:
     """A foreground run (the app's script or fragment run): background threads pause at their checkpoints
     until it ends."""
-    global _running, _quiet_until
+    global _running
     with _STATE:
         _running += 1
     try:
@@ -56,8 +46,6 @@ def foreground() -> Iterator[None]:
     finally:
         with _STATE:
             _running -= 1
-            if _running == 0:
-                _quiet_until = time.monotonic() + AFTER_RUN
             _STATE.notify_all()
 
 
@@ -94,9 +82,8 @@ def paused() -> bool:
 
 
 def _held() -> bool:
-    """``paused``'s test, under ``_STATE``: a run is on, or the last one ended less than ``AFTER_RUN``
-    ago, and no foreground thread waits for the background."""
-    return (_running > 0 or time.monotonic() < _quiet_until) and _waiting == 0
+    """``paused``'s test, under ``_STATE``."""
+    return _running > 0 and _waiting == 0
 
 
 def checkpoint() -> None:
@@ -107,9 +94,7 @@ def checkpoint() -> None:
     deadline = time.monotonic() + MAX_PAUSE
     with _STATE:
         while _held():
-            now = time.monotonic()
-            left = deadline - now
+            left = deadline - time.monotonic()
             if left <= 0:
                 return
-            # no run left: only the quiet time after the last one holds it (nothing notifies its end)
-            _STATE.wait(left if _running > 0 else min(left, _quiet_until - now))
+            _STATE.wait(left)

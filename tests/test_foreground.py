@@ -1,7 +1,6 @@
 """Background work pauses for foreground runs (``engine.foreground``): a warming thread's checkpoint waits
-while a script run is on and ``AFTER_RUN`` after the last one ended, goes on after that or when a run waits
-for the background's result (no deadlock), and a curve warmed through the pauses is the curve made from
-scratch (vicuna80 gpt-4)."""
+while a script run is on, goes on when it ends or when the run waits for the background's result (no
+deadlock), and a curve warmed through the pauses is the curve made from scratch (vicuna80 gpt-4)."""
 
 from __future__ import annotations
 
@@ -61,7 +60,6 @@ def test_a_run_waiting_for_the_background_lets_it_go_on_beside_another_run(monke
     result: the background goes on (it paused until the other run ended, a checkpoint per MAX_PAUSE: the
     waiting run's curve took minutes, tests/app/test_board_grid_page.py timed out in CI)."""
     monkeypatch.setattr(fg, "MAX_PAUSE", 60.0)
-    monkeypatch.setattr(fg, "AFTER_RUN", 0.0)  # the runs' end lets it go at once (the quiet time: below)
     started, passed = threading.Event(), threading.Event()
     with fg.foreground(), fg.foreground():
         thread = _background_step(started, passed)
@@ -71,40 +69,6 @@ def test_a_run_waiting_for_the_background_lets_it_go_on_beside_another_run(monke
             assert not fg.paused()
             assert passed.wait(30)
         assert fg.paused()
-    thread.join(30)
-    assert not fg.paused()
-
-
-def test_the_background_stays_paused_after_the_last_run_ends_unless_a_run_waits_for_it(monkeypatch):
-    """The quiet time after a move's run (its messages still go out, the browser draws them): a checkpoint
-    reached in a run still waits once the last run has ended, while ``AFTER_RUN`` lasts (60 s here), and a
-    run waiting for the background's result lets it go on at once."""
-    monkeypatch.setattr(fg, "MAX_PAUSE", 120.0)
-    monkeypatch.setattr(fg, "AFTER_RUN", 60.0)
-    started, passed = threading.Event(), threading.Event()
-    with fg.foreground():
-        with fg.foreground():  # an inner run's end is no run's end: the outer one is on
-            pass
-        thread = _background_step(started, passed)
-        assert started.wait(30)
-    assert fg.paused()
-    assert not passed.wait(0.3)  # no run left, but the last one ended less than AFTER_RUN ago
-    with fg.waiting():
-        assert not fg.paused()
-        assert passed.wait(30)
-    thread.join(30)
-
-
-def test_the_quiet_time_after_a_run_ends_by_itself(monkeypatch):
-    """A checkpoint waiting out the quiet time goes on when it is over, though nothing notifies its end
-    (MAX_PAUSE is 60 s: waiting for a notification would hold it that long)."""
-    monkeypatch.setattr(fg, "MAX_PAUSE", 60.0)
-    monkeypatch.setattr(fg, "AFTER_RUN", 0.3)
-    started, passed = threading.Event(), threading.Event()
-    with fg.foreground():
-        thread = _background_step(started, passed)
-        assert started.wait(30)
-    assert passed.wait(30)
     thread.join(30)
     assert not fg.paused()
 
