@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app_pages._burst import one_burst
 from app_pages._curve_figure import CURVES_DRAWN, setting_svg
 from app_pages._lens import (
     B_DEFAULT,
@@ -18,7 +17,6 @@ from app_pages._lens import (
     column_picker,
     current,
     curve_markup_for,
-    curves_made_for,
     guarded_session,
     intervals_follow,
     keep_k_curve_for,
@@ -93,18 +91,14 @@ def sliders_and_results() -> None:
     table): a slider move reruns this fragment alone, not the sidebar and the page's selection work
     above it (which a move does not change)."""
     # a fragment rerun does not pass through app.py's session: it holds the store itself, and a store
-    # held by a command-line writer is the same warning and retry as in app.py, not a traceback; the run's
-    # elements leave the server together (``one_burst``: one whole-app render in the browser per move, not
-    # one per element)
-    with guarded_session("busy_retry_sliders"), one_burst() as burst:
-        _sliders_and_results(burst.flush if burst is not None else lambda: None)
+    # held by a command-line writer is the same warning and retry as in app.py, not a traceback
+    with guarded_session("busy_retry_sliders"):
+        _sliders_and_results()
 
 
-def _sliders_and_results(send_now) -> None:
+def _sliders_and_results() -> None:
     """The fragment's content, in the order a move needs it: the sliders, the kept board and its
-    figures first (what the move is for), then the curves and the protocol table. ``send_now()`` hands on
-    what is drawn so far before a slow part (the board's intervals, a curve still to be made): the reader
-    sees the board while it is computed, as when every element went out as it was made."""
+    figures first (what the move is for), then the curves and the protocol table."""
     st.session_state["keep_k"] = st.session_state["_keep_k"]
     st.session_state["mu"] = st.session_state.get("_mu", MU_DEFAULT)
     left, right = st.columns(2)
@@ -159,7 +153,6 @@ def _sliders_and_results(send_now) -> None:
     board = st.dataframe(board_display(table), hide_index=True, width="stretch", column_config=config,
                          column_order=shown)
     if later:  # the intervals: the same board with its B draws, drawn over the point board
-        send_now()  # the point board first, while the B draws are computed
         try:
             kept = leaderboard_result(ch.key, ch.ranker, int(keep_k), float(mu), B_DEFAULT, SEED)
         except LensError as exc:
@@ -180,8 +173,6 @@ def _sliders_and_results(send_now) -> None:
     )
 
     st.subheader("Sensitivity against the reference ranking")
-    if not curves_made_for(ch.key, int(keep_k), float(mu)):
-        send_now()  # the board first, while a curve is made
     try:
         k_frame = keep_k_curve_for(ch.key, float(mu))
         mu_frame = mu_curve_for(ch.key, int(keep_k))

@@ -704,16 +704,6 @@ def board_made_for(key: CacheKey, ranker: str, keep_k: int, mu: float, bootstrap
             and board_grid_for(key, ranker).has(ranker, keep_k, mu, bootstrap, seed))
 
 
-def curves_made_for(key: CacheKey, keep_k: int, mu: float) -> bool:
-    """Whether the keep-K curve at ``mu`` and the μ curve at ``keep_k`` are both made already (look-ups: the
-    page's move then has no slow part left after its board); False when the selection has no curves."""
-    try:
-        grid = curve_grid_for(key)
-    except LensError:
-        return False
-    return grid.has("k", float(mu)) and grid.has("mu", int(keep_k))
-
-
 def warm_boards_for(key: CacheKey, ranker: str, keep_k: int, mu: float, k_max: int, mus, bootstrap: int,
                     seed: int) -> None:
     """Have the selection's board grid make the keep-K boards around (``keep_k``, ``mu``) in the background
