@@ -13,13 +13,15 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-_DIGITS = re.compile(r"(\d+)")
+_DIGITS = re.compile(r"([0-9]+)")  # ASCII digits: the vectorised split's (re.ASCII) too
 
 
 def natural_key(text: object) -> tuple:
-    """Sort key that compares digit runs as numbers: "q2" < "q10", "2" < "10", "a" < "b"."""
+    """Sort key that compares runs of ASCII digits as numbers: "q2" < "q10", "2" < "10", "a" < "b"; any other
+    digit ('²', an Arabic-Indic '٣') is text, as in ``natural_order``'s vectorised split."""
     parts = _DIGITS.split(str(text))
-    return tuple((0, int(p), "") if p.isdecimal() else (1, 0, p.casefold()) for p in parts if p != "")
+    return tuple((0, int(p), "") if p.isascii() and p.isdecimal() else (1, 0, p.casefold())
+                 for p in parts if p != "")
 
 
 _PREFIX_NUMBER = re.compile(r"^(\D*)(\d{0,15})$", re.ASCII)
