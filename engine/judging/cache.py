@@ -252,9 +252,10 @@ class CallCache:
         """Insert ``judge_calls`` rows (CALL_COLUMNS dicts) in one transaction; duplicates ignored."""
         if not rows:
             return
-        self._in_flight.difference_update(str(r["call_key"]) for r in rows)
         if self.shards is not None:  # the lease stays until the rows are filed into the store
             self.shards.append(rows)
+            # out of the renewed set only once written (a failed append leaves them in flight, renewed)
+            self._in_flight.difference_update(str(r["call_key"]) for r in rows)
             if self.shards.due():
                 with contextlib.suppress(StoreError, duckdb.Error, OSError):  # a busy store: next time
                     self.shards.merge_mine(self.store)
@@ -262,6 +263,7 @@ class CallCache:
         # an Arrow table with the column types stated (a pandas frame of these rows costs about half
         # again as much CPU to build and scan)
         insert_calls(self.store, pa.Table.from_pylist(rows, schema=CALL_SCHEMA), self.owner)
+        self._in_flight.difference_update(str(r["call_key"]) for r in rows)
 
     # -- leases ---------------------------------------------------------------------------------
     def claim(self, keys: list[str]) -> tuple[set[str], set[str]]:
@@ -306,14 +308,14 @@ class CallCache:
     def release(self, keys: list[str] | None = None) -> None:
         """Drop this owner's leases on ``keys`` (calls it gave up), or all of them (the run ended):
         other runs may then make those calls. With shards, the end of the run first files this
-        process's shard files into the store (which drops their leases), so no call of it is left
-        unleased outside the store."""
+        process's shard files into the store (which drops their leases); a ``--keep-shards`` run keeps
+        its shard calls' leases until a writer files them."""
         if keys is None:
             self._in_flight.clear()
         else:
             self._in_flight.difference_update(keys)
         if keys is None and self.shards is not None:
-            if self.shards.keep:  # the calls in this run's shards stay leased until filed (module docstring)
+            if self.shards.keep:  # its shard calls keep their leases (unrenewed) until filed
                 release_leases(self.store, self.owner, keep=self.shards.own_keys())
                 return
             self.shards.merge_mine(self.store)

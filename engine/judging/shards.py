@@ -23,11 +23,12 @@ What keeps a call from being paid twice is the cache's existing leases (``judge_
 - a lookup reads the shard files first and the store second (``CallCache.get_many``): a file is
   removed only after its rows are committed to the store, so a call stored anywhere is found;
 - a run does not drop its lease on a call it wrote to a shard: the lease goes when the call is filed
-  into the store (same transaction). So a call that is in a shard is either leased or in the store,
-  and another run finds it leased (and waits, reading the shards) or stored. The run renews only the
-  leases of its calls in flight (``CallCache.renew``), so the lease of a call in its shard lapses like
-  that of a dead owner: the run that takes a lapsed lease looks the taken calls up again (shards first)
-  before paying (``CallCache.claim``).
+  into the store (same transaction). The run renews only the leases of its calls in flight
+  (``CallCache.renew``), so the lease of a call in its shard lapses like that of a dead owner, and a
+  call in a shard may then be unleased (another run took the lapsed lease, found the call in the shard
+  and let it go). What holds always: every claim follows a lookup (shards first), and the run that
+  takes a lapsed lease looks the taken calls up again before paying (``CallCache.claim``), so a call in
+  a shard is never made again.
 
 ``read_import`` reads rows of (request, response) written by another engine (e.g. Ray Data's LLM
 batch processor with vLLM, writing Parquet) for ``calls --import``: the request columns as
