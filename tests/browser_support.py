@@ -229,8 +229,8 @@ RUN_TRACKER = """(() => {
             else if (w === 1) { i += 8; } else if (w === 5) { i += 4; } else return;
         }
     };
-    const startsRun = (data) => {  // ForwardMsg.session_status_changed (9) with script_is_running (2) set
-        if (!(data instanceof ArrayBuffer)) return false;
+    const statusOf = (data) => {  // SessionStatus's script_is_running (9, 2); null: another message
+        if (!(data instanceof ArrayBuffer)) return null;
         const b = new Uint8Array(data);
         for (const [f, w, v] of fields(b)) {
             if (f === 9 && w === 2) {
@@ -240,7 +240,7 @@ RUN_TRACKER = """(() => {
                 return false;
             }
         }
-        return false;
+        return null;
     };
     const shown = () => {
         const app = document.querySelector('[data-testid="stApp"]');
@@ -253,18 +253,30 @@ RUN_TRACKER = """(() => {
                 return super.addEventListener(type, listener, options);
             }
             const held = [];
-            let holding = false;
-            const deliver = (event) => {
-                listener.call(this, event);
-                if (!startsRun(event.data)) return;
+            let holding = false, endUndrawn = false;
+            const hold = (until) => {  // hold what follows until until() (HOLD_MS at most)
                 holding = true;
                 const since = Date.now();
                 const poll = setInterval(() => {
-                    if (!shown() && Date.now() - since < HOLD_MS) return;
+                    if (!until() && Date.now() - since < HOLD_MS) return;
                     clearInterval(poll);
                     holding = false;
+                    endUndrawn = false;
                     while (held.length && !holding) deliver(held.shift());
                 }, 10);
+            };
+            const deliver = (event) => {
+                const status = statusOf(event.data);
+                // a run's start while the run before's end is handed on but not drawn (two runs in one
+                // burst: a script ending in st.rerun()): the start waits until the page has drawn that end
+                if (status === true && endUndrawn && shown()) {
+                    held.unshift(event);
+                    hold(() => !shown());
+                    return;
+                }
+                listener.call(this, event);
+                if (status === false) endUndrawn = true;
+                if (status === true) hold(shown);
             };
             const take = (event) => (holding ? held.push(event) : deliver(event));
             return super.addEventListener(type, take, options);
