@@ -42,8 +42,6 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
 
@@ -51,11 +49,13 @@ from browser_timing import (  # noqa: E402
     PAGES,
     Opened,
     RssWatch,
+    chromium_cpu_s,
     click_timed,
     launch,
     open_timed,
     page_link,
     serve,
+    tree_cpu_s,
 )
 
 
@@ -67,33 +67,7 @@ def load_average() -> str:
 
 def server_cpu_s(watch: RssWatch) -> float:
     """The server process tree's CPU seconds so far (user + system)."""
-    total = 0.0
-    try:
-        procs = [watch.proc, *watch.proc.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
-    for p in procs:
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system
-    return total
-
-
-def browser_cpu_s() -> dict[int, float]:
-    """CPU seconds so far (user + system) of each of this process's Chromium processes (the renderers,
-    GPU and network processes of the browser ``launch`` started), by pid. A renderer's time counts while
-    its tab is open, so read it before closing the tab."""
-    out: dict[int, float] = {}
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "chrom" in p.name():
-                t = p.cpu_times()
-                out[p.pid] = t.user + t.system
-        except psutil.Error:
-            continue
-    return out
+    return tree_cpu_s(watch.proc)
 
 
 def cpu_since(before: dict[int, float], after: dict[int, float]) -> float:
@@ -108,9 +82,9 @@ def _new_tab_cpu_timed(watch: RssWatch, context, url: str, timeout_s: float) -> 
     seconds from the navigation to the page's settled state (the tab closed after both are read)."""
     tab = context.new_page()
     try:
-        server0, browser0 = server_cpu_s(watch), browser_cpu_s()
+        server0, browser0 = server_cpu_s(watch), chromium_cpu_s()
         opened = open_timed(tab, url, timeout_s, watch)
-        return opened, server_cpu_s(watch) - server0, cpu_since(browser0, browser_cpu_s())
+        return opened, server_cpu_s(watch) - server0, cpu_since(browser0, chromium_cpu_s())
     finally:
         tab.close()
 

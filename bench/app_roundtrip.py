@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
 
 from browser_support import CHROME_ARGS, CHROMIUM  # noqa: E402
-from browser_timing import serve  # noqa: E402
+from browser_timing import chromium_cpu_s, serve, tree_cpu_s  # noqa: E402
 
 CASES = (("vicuna80", "gpt-4"), ("vicuna80", "(all)"), ("sparse70", "(all)"))
 
@@ -156,34 +156,15 @@ def tree_cpu(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` and its descendants alive now (0 for one gone)."""
     import psutil
 
-    total = 0.0
     try:
-        procs = [psutil.Process(pid)]
-        procs += procs[0].children(recursive=True)
+        return tree_cpu_s(psutil.Process(pid))
     except psutil.Error:
-        return total
-    for proc in procs:
-        try:
-            t = proc.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system
-    return total
+        return 0.0
 
 
 def chromium_cpu() -> float:
     """User + system CPU seconds of this process's Chromium descendants (the browser playwright launched)."""
-    import psutil
-
-    total = 0.0
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            if "chrom" in proc.name() or "headless" in proc.name():
-                t = proc.cpu_times()
-                total += t.user + t.system
-        except psutil.Error:
-            continue
-    return total
+    return sum(chromium_cpu_s().values())
 
 
 def settled_cpu(pid: int, quiet_s: float = 0.5, limit_s: float = 30.0) -> float:

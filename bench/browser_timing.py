@@ -145,6 +145,38 @@ class RssWatch(threading.Thread):
             time.sleep(0.05)
 
 
+def tree_cpu_s(proc: psutil.Process) -> float:
+    """User + system CPU seconds so far of ``proc`` and its descendants alive now (0 for one gone): a
+    server's whole tree, its warming threads and any child processes included."""
+    try:
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def chromium_cpu_s() -> dict[int, float]:
+    """CPU seconds so far (user + system) of each of this process's Chromium processes (the renderers,
+    GPU and network processes of the browser ``launch`` started), by pid. A renderer's time counts while
+    its tab is open, so read it before closing the tab."""
+    out: dict[int, float] = {}
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in p.name() or "headless" in p.name():
+                t = p.cpu_times()
+                out[p.pid] = t.user + t.system
+        except psutil.Error:
+            continue
+    return out
+
+
 @contextlib.contextmanager
 def serve(db: Path, log: Path, root: Path = REPO, cap_gb: float = 8.0, poll_s: float = 0.3,
           **env_extra: str) -> Iterator[tuple[str, RssWatch]]:
