@@ -86,9 +86,12 @@ def curve_axes(frame: pd.DataFrame, x: str, marker: float, best: int = 0, width:
     ``y_range(frame)`` (a flat curve keeps a readable band). Room is left for the title, the tick labels,
     the axis titles and, on the keep-K curve, the legend below."""
     log = x == "mu"
-    xs = [float(v) for v in frame[x]] + [float(marker)] + ([float(best)] if x == "k" and best else [])
-    xs = [v for v in xs if math.isfinite(v) and (v > 0 or not log)]
-    lo, hi = (min(xs), max(xs)) if xs else (1.0, 10.0)
+    # one array op, not a Python loop over the frame: a slider move draws the setting over both curves (the
+    # pooled keep-K curve has 480 rows), and this ran once per curve per move
+    xs = np.concatenate([frame[x].to_numpy(np.float64), [float(marker)],
+                         [float(best)] if x == "k" and best else []])
+    xs = xs[np.isfinite(xs) & ((xs > 0) | (not log))]
+    lo, hi = (float(xs.min()), float(xs.max())) if xs.size else (1.0, 10.0)
     if hi <= lo:
         lo, hi = (lo / 10 ** 0.5, hi * 10 ** 0.5) if log else (lo - 1, hi + 1)
     y_lo, y_hi = y_range(frame)

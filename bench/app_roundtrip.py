@@ -183,7 +183,8 @@ def settled_cpu(pid: int, quiet_s: float = 0.5, limit_s: float = 30.0) -> float:
     return last
 
 
-def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ...], list[float | None]]:
+def measure(root: Path, db: Path, moves: int, cases=CASES,
+            pause_s: float = 0.0) -> dict[tuple[str, ...], list[float | None]]:
     """Every case's keep-K and μ move times (ms) on a server of checkout ``root``, and its CPU per move
     (``(dataset, judge, "cpu")``: [server ms, Chromium ms] per move, the case's keep-K and μ moves
     together)."""
@@ -204,7 +205,9 @@ def measure(root: Path, db: Path, moves: int, cases=CASES) -> dict[tuple[str, ..
                 server0, chrome0 = settled_cpu(watch.pid), chromium_cpu()
                 k_times, mu_times = [], []
                 for i in range(moves):
+                    page.wait_for_timeout(pause_s * 1000)
                     k_times.append(one_move(page, "Keep K graphs", "ArrowLeft", "Graphs kept"))
+                    page.wait_for_timeout(pause_s * 1000)
                     mu_key = "ArrowRight" if (i // 8) % 2 == 0 else "ArrowLeft"
                     mu_times.append(one_move(page, "μ (weight of bad 4-cycles), log scale", mu_key, "μ"))
                 server1, chrome1 = settled_cpu(watch.pid), chromium_cpu()
@@ -227,6 +230,8 @@ def main() -> None:
     ap.add_argument("--db", type=Path, help="a store with vicuna80 and sparse70 (default: made here)")
     ap.add_argument("--cases", default="0,1,2", help="which of CASES to run, by index (default all)")
     ap.add_argument("--per-move", action="store_true", help="also print every move's time, in order")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds the reader looks at the page before each move (default 0: back to back)")
     args = ap.parse_args()
     cases = [CASES[int(i)] for i in args.cases.split(",")]
     db = args.db or make_store(Path(tempfile.mkdtemp(prefix="roundtrip_store_")))
@@ -234,8 +239,8 @@ def main() -> None:
     before: dict[tuple[str, ...], list[float | None]] = {}
     after: dict[tuple[str, ...], list[float | None]] = {}
     for case in cases:  # case by case, old then new: a load that drifts during the run hits both sides alike
-        before.update(measure(args.base.resolve(), db, args.moves, [case]))
-        after.update(measure(REPO, db, args.moves, [case]))
+        before.update(measure(args.base.resolve(), db, args.moves, [case], args.pause))
+        after.update(measure(REPO, db, args.moves, [case], args.pause))
     load1 = os.getloadavg()
     print(f"load average before {load0[0]:.2f} / after {load1[0]:.2f}; {args.moves} moves per row; "
           "ms from key event to the finished rerun (Chromium, 1280 px)")

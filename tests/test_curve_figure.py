@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from curve_svg_read import read_curve, read_setting
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app_pages._curve_figure import HEIGHT, MIN_STRIP, SETTING_LIFT, WIDTH, curve_rows, curve_svg, setting_svg
 from engine.views.truncation_view import best_k, y_range
@@ -243,3 +245,54 @@ def test_a_nan_in_a_row_with_a_mean_is_kept_in_the_numbers():
     third = got["markers"][2]
     assert math.isnan(third["lo"]) and math.isnan(third["point"]) and third["mean"] == frame["mean"][2]
     assert "interval nan" in third["hover"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(x=st.sampled_from(["k", "mu"]),
+       values=st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.5 + 1e-12, 1.0, 3.0, -0.5, math.nan, math.inf]),
+                       min_size=1, max_size=12),
+       xs=st.lists(st.sampled_from([0.0, 0.01, 1.0, 2.0, 7.0, 100.0, math.nan, -1.0]),
+                   min_size=12, max_size=12),
+       marker=st.sampled_from([0.0, 0.01, 3.0, 50.0, math.nan]), best=st.sampled_from([0, 1, 4, 600]))
+def test_the_axes_range_and_best_k_are_their_definitions_read_row_by_row(x, values, xs, marker, best):
+    """``curve_axes``'s x range, ``y_range`` and ``best_k`` work on whole columns (one array op each: they
+    run on every slider move); here each is its definition read value by value in Python: x spans the
+    finite x values, the setting and (keep-K curve) the best K, positive ones only on the log μ axis; y spans
+    the finite band, mean and point values; the best K is the smallest k whose mean is within ``isclose``
+    of the smallest mean, NaN never one."""
+    from app_pages._curve_figure import curve_axes
+
+    n = len(values)
+    frame = pd.DataFrame({x: xs[:n] if x == "mu" else list(range(1, n + 1)), "mean": values,
+                          "ci_low": values[::-1], "ci_high": values, "point": [v * 2 for v in values]})
+    log = x == "mu"
+    spans = [float(v) for v in frame[x]] + [float(marker)] + ([float(best)] if x == "k" and best else [])
+    spans = [v for v in spans if math.isfinite(v) and (v > 0 or not log)]
+    ax = curve_axes(frame, x, marker, best)
+    lo, hi = (min(spans), max(spans)) if spans else (1.0, 10.0)
+    if hi <= lo:
+        lo, hi = (lo / 10 ** 0.5, hi * 10 ** 0.5) if log else (lo - 1, hi + 1)
+    assert (ax.x_lo, ax.x_hi) == (lo, hi)
+    finite = [float(v) for c in ("ci_low", "ci_high", "mean", "point") for v in frame[c] if math.isfinite(v)]
+    if finite:
+        y_lo, y_hi = min(finite), max(finite)
+        pad = 0.05 * (y_hi - y_lo)
+        y_lo, y_hi = y_lo - pad, y_hi + pad
+        if y_hi - y_lo < 0.05:
+            mid = (y_lo + y_hi) / 2.0
+            y_lo, y_hi = mid - 0.025, mid + 0.025
+        if y_lo < 0 <= min(finite):
+            y_lo, y_hi = 0.0, y_hi - y_lo
+        assert y_range(frame) == [y_lo, y_hi]
+    else:
+        assert y_range(frame) == [0.0, 0.05]
+    if x == "k":
+        present = [(v, k) for v, k in zip(frame["mean"], frame["k"], strict=True) if not math.isnan(v)]
+        if not present:
+            with pytest.raises(ValueError):
+                best_k(frame)
+        else:
+            smallest = min(v for v, _ in present)
+            assert best_k(frame) == min(k for v, k in present if math.isclose(v, smallest, rel_tol=1e-5,
+                                                                              abs_tol=1e-8)
+                                        or v == smallest)

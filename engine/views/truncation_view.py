@@ -167,7 +167,9 @@ def y_range(frame: pd.DataFrame, columns: Sequence[str] = ("ci_low", "ci_high", 
             min_span: float = MIN_Y_SPAN) -> list[float]:
     """[low, high] for a curve's y axis: the data's range with 5 % padding, widened about its middle
     to at least ``min_span`` (and kept at or above 0 where the data are: a distance is never negative)."""
-    vals = frame[[c for c in columns if c in frame.columns]].to_numpy(dtype=np.float64).ravel()
+    # column by column (only the range is read): selecting a sub-frame first copied it on every slider move
+    parts = [frame[c].to_numpy(np.float64) for c in columns if c in frame.columns]
+    vals = np.concatenate(parts) if parts else np.empty(0)
     vals = vals[np.isfinite(vals)]
     if vals.size == 0:
         return [0.0, min_span]
@@ -195,9 +197,14 @@ def format_s_mu(value: float, mu: float) -> str:
 
 
 def best_k(curve: pd.DataFrame, column: str = "mean") -> int:
-    """The smallest K where the curve (``mean`` by default) is at its minimum."""
-    best = curve[column].min()
-    return int(curve.loc[np.isclose(curve[column], best), "k"].min())
+    """The smallest K where the curve (``mean`` by default) is at its minimum (a missing value is never it;
+    a curve with no value at all has no such K: ValueError)."""
+    values = curve[column].to_numpy(np.float64)
+    present = ~np.isnan(values)
+    if not present.any():
+        raise ValueError(f"the curve has no {column} value: no best K")
+    at = np.isclose(values, values[present].min())
+    return int(curve["k"].to_numpy()[at].min())
 
 
 _POOL = re.compile(r"pool has (\d+) < keep (\d+)")
