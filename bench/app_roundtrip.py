@@ -1,8 +1,10 @@
 """Benchmark: the Truncation page's slider round trip in a real browser, before and after, in one run.
 
-    python bench/app_roundtrip.py --base /work/wt/sliders-base [--moves 20] [--db STORE]
+    python bench/app_roundtrip.py --base OLD_CHECKOUT [--moves 20] [--db STORE] [--cases 0,1,2,3] [--pause S]
 
-For each case (vicuna80 judge gpt-4, vicuna80 all judges pooled, sparse70) and each checkout in turn
+For each case (vicuna80 judge gpt-4, vicuna80 all judges pooled, sparse70; and ``floor``: a fragment with the
+same two sliders and two figures and nothing else, served twice from the same folder, Streamlit's and the
+browser's own round trip on this machine, whose two rows differ by noise alone) and each checkout in turn
 (``--base``, the old code, then this one: case by case, so a load that drifts during the run weighs on both
 alike) it starts ``streamlit run app.py`` on its own copy of a store holding vicuna80 and the 70-model sparse
 set of tests/test_browser_stress.py, opens ``/keep-k`` in headless Chromium at 1280 px, and moves a
@@ -43,7 +45,36 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "bench")]
 from browser_support import CHROME_ARGS, CHROMIUM  # noqa: E402
 from browser_timing import chromium_cpu_s, serve, tree_cpu_s  # noqa: E402
 
-CASES = (("vicuna80", "gpt-4"), ("vicuna80", "(all)"), ("sparse70", "(all)"))
+CASES = (("vicuna80", "gpt-4"), ("vicuna80", "(all)"), ("sparse70", "(all)"), ("floor", "-"))
+"""The Truncation page on a dataset and judge; ``floor``: the framework's own round trip (``FLOOR_APP``)."""
+
+FLOOR_APP = """import streamlit as st
+
+@st.fragment
+def moves():
+    k = st.slider("Keep K graphs", 1, 200, 100)
+    mu = st.select_slider("μ (weight of bad 4-cycles), log scale", options=MU_STEPS, value=1.0,
+                          format_func=lambda v: f"{v:g}")
+    st.metric("Graphs kept", f"{k} of 200")
+    st.metric("μ", f"{mu:g}")
+
+moves()
+"""
+"""The floor case's app: a fragment holding the page's two sliders (same labels and steps) and two figures,
+nothing computed. Its round trip is Streamlit's and the browser's alone on this machine: the part of the
+Truncation page's time that no change to this app can remove (case ``floor``, served from a folder of its
+own with this checkout's .streamlit/config.toml)."""
+
+
+def floor_app(folder: Path) -> Path:
+    """A folder holding ``FLOOR_APP`` as app.py, with this checkout's Streamlit config and the page's μ
+    steps."""
+    import numpy as np
+
+    steps = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's MU_STEPS
+    (folder / "app.py").write_text(f"MU_STEPS = {steps!r}\n" + FLOOR_APP, encoding="utf-8")
+    shutil.copytree(REPO / ".streamlit", folder / ".streamlit", dirs_exist_ok=True)
+    return folder
 
 WATCH = """() => {
     // record when the script state goes running -> notRunning (the moment a rerun has finished), from every
@@ -199,7 +230,8 @@ def measure(root: Path, db: Path, moves: int, cases=CASES,
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
             for dataset, judge in cases:
                 page = browser.new_page(viewport={"width": 1280, "height": 1000})
-                page.goto(f"{url}/keep-k?dataset={dataset}&judge={judge}")
+                page.goto(f"{url}/" if dataset == "floor"
+                          else f"{url}/keep-k?dataset={dataset}&judge={judge}")
                 wait_state(page)
                 page.evaluate(WATCH)
                 server0, chrome0 = settled_cpu(watch.pid), chromium_cpu()
@@ -228,7 +260,7 @@ def main() -> None:
     ap.add_argument("--base", type=Path, required=True, help="a checkout of the old code (git worktree)")
     ap.add_argument("--moves", type=int, default=20)
     ap.add_argument("--db", type=Path, help="a store with vicuna80 and sparse70 (default: made here)")
-    ap.add_argument("--cases", default="0,1,2", help="which of CASES to run, by index (default all)")
+    ap.add_argument("--cases", default="0,1,2,3", help="which of CASES to run, by index (default all)")
     ap.add_argument("--per-move", action="store_true", help="also print every move's time, in order")
     ap.add_argument("--pause", type=float, default=0.0,
                     help="seconds the reader looks at the page before each move (default 0: back to back)")
@@ -238,9 +270,12 @@ def main() -> None:
     load0 = os.getloadavg()
     before: dict[tuple[str, ...], list[float | None]] = {}
     after: dict[tuple[str, ...], list[float | None]] = {}
+    floor = floor_app(Path(tempfile.mkdtemp(prefix="roundtrip_floor_")))
     for case in cases:  # case by case, old then new: a load that drifts during the run hits both sides alike
-        before.update(measure(args.base.resolve(), db, args.moves, [case], args.pause))
-        after.update(measure(REPO, db, args.moves, [case], args.pause))
+        # the floor app is the same on both sides: its two rows differ by the machine's noise alone
+        old, new = (floor, floor) if case[0] == "floor" else (args.base.resolve(), REPO)
+        before.update(measure(old, db, args.moves, [case], args.pause))
+        after.update(measure(new, db, args.moves, [case], args.pause))
     load1 = os.getloadavg()
     print(f"load average before {load0[0]:.2f} / after {load1[0]:.2f}; {args.moves} moves per row; "
           "ms from key event to the finished rerun (Chromium, 1280 px)")
