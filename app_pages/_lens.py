@@ -46,11 +46,11 @@ _HEAP_FROZEN = False
 def freeze_startup_heap() -> None:
     """Once per server process, before the first page runs: move every object alive after the app's
     imports (modules, classes, functions: never garbage) out of the garbage collector's sight
-    (``gc.freeze``). A full collection walks every tracked object while it holds the interpreter lock:
-    ~0.1 s of CPU with pandas, Plotly and the engine loaded. Streamlit's own full collection after every
-    run is off (.streamlit/config.toml, ``runner.postScriptGC``: it still cost ~6 ms a slider move after
-    the freeze); Python's generational collections still free what runs leave behind, and skip the
-    import-time objects (bench/app_roundtrip.py).
+    (``gc.freeze``). Streamlit runs a full collection after every script and fragment run
+    (``runner.postScriptGC``), holding the interpreter lock while it walks every tracked object:
+    ~0.1 s of CPU per run with pandas, Plotly and the engine loaded, paid by each slider move and each
+    new tab before its last message goes out. The collection still runs and still frees everything a
+    run leaves behind; only the import-time objects are skipped (bench/app_roundtrip.py).
 
     No collection first: on the server's first run it walked ~140,000 objects to free about ten (0.08 s of the
     Leaderboard's first open, holding the interpreter lock); those few, if any, stay frozen."""

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from curve_svg_read import read_curve, read_setting
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app_pages._curve_figure import HEIGHT, MIN_STRIP, SETTING_LIFT, WIDTH, curve_rows, curve_svg, setting_svg
@@ -251,19 +251,28 @@ def test_a_nan_in_a_row_with_a_mean_is_kept_in_the_numbers():
 @given(x=st.sampled_from(["k", "mu"]),
        values=st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.5 + 1e-12, 1.0, 3.0, -0.5, math.nan, math.inf]),
                        min_size=1, max_size=12),
-       xs=st.lists(st.sampled_from([0.0, 0.01, 1.0, 2.0, 7.0, 100.0, math.nan, -1.0]),
+       xs=st.lists(st.sampled_from([0.0, 0.01, 1.0, 2.0, 7.0, 100.0, math.nan, math.inf, -1.0]),
                    min_size=12, max_size=12),
-       marker=st.sampled_from([0.0, 0.01, 3.0, 50.0, math.nan]), best=st.sampled_from([0, 1, 4, 600]))
-def test_the_axes_range_and_best_k_are_their_definitions_read_row_by_row(x, values, xs, marker, best):
+       order=st.permutations(list(range(1, 13))), k_nan=st.sampled_from([None, 0, 1, 5]),
+       marker=st.sampled_from([0.0, 0.01, 3.0, 50.0, math.nan, math.inf]),
+       best=st.sampled_from([0, 1, 4, 600]))
+@example(x="k", values=[0.5 + 1e-12, 0.5], xs=[1.0] * 12, order=list(range(1, 13)), k_nan=None, marker=1.0,
+         best=0)
+@example(x="k", values=[0.2, 0.2, 0.3], xs=[1.0] * 12, order=list(range(1, 13)), k_nan=1, marker=1.0, best=0)
+def test_the_axes_range_and_best_k_are_their_definitions_read_row_by_row(x, values, xs, order, k_nan, marker,
+                                                                           best):
     """``curve_axes``'s x range, ``y_range`` and ``best_k`` work on whole columns (one array op each: they
     run on every slider move); here each is its definition read value by value in Python: x spans the
     finite x values, the setting and (keep-K curve) the best K, positive ones only on the log μ axis; y spans
-    the finite band, mean and point values; the best K is the smallest k whose mean is within ``isclose``
-    of the smallest mean, NaN never one."""
+    the finite band, mean and point values; the best K is the smallest k (in any row order; a missing k is
+    never it) whose mean is within ``isclose`` of the smallest mean, NaN never one."""
     from app_pages._curve_figure import curve_axes
 
     n = len(values)
-    frame = pd.DataFrame({x: xs[:n] if x == "mu" else list(range(1, n + 1)), "mean": values,
+    ks = [float(k) for k in order[:n]]
+    if k_nan is not None and k_nan < n:
+        ks[k_nan] = math.nan
+    frame = pd.DataFrame({x: xs[:n] if x == "mu" else ks, "mean": values,
                           "ci_low": values[::-1], "ci_high": values, "point": [v * 2 for v in values]})
     log = x == "mu"
     spans = [float(v) for v in frame[x]] + [float(marker)] + ([float(best)] if x == "k" and best else [])
@@ -288,11 +297,12 @@ def test_the_axes_range_and_best_k_are_their_definitions_read_row_by_row(x, valu
         assert y_range(frame) == [0.0, 0.05]
     if x == "k":
         present = [(v, k) for v, k in zip(frame["mean"], frame["k"], strict=True) if not math.isnan(v)]
-        if not present:
+        smallest = min((v for v, _ in present), default=math.nan)
+        # numpy's isclose: |a - b| <= 1e-8 + 1e-5 * |b|, b the smallest mean (equal infinities are close)
+        close = [k for v, k in present if v == smallest or abs(v - smallest) <= 1e-8 + 1e-5 * abs(smallest)]
+        close = [k for k in close if not math.isnan(k)]
+        if not close:
             with pytest.raises(ValueError):
                 best_k(frame)
         else:
-            smallest = min(v for v, _ in present)
-            assert best_k(frame) == min(k for v, k in present if math.isclose(v, smallest, rel_tol=1e-5,
-                                                                              abs_tol=1e-8)
-                                        or v == smallest)
+            assert best_k(frame) == min(close)

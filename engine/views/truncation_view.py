@@ -204,7 +204,7 @@ def best_k(curve: pd.DataFrame, column: str = "mean") -> int:
     if not present.any():
         raise ValueError(f"the curve has no {column} value: no best K")
     at = np.isclose(values, values[present].min())
-    return int(curve["k"].to_numpy()[at].min())
+    return int(curve["k"][at].min())  # the Series' min: a missing k is never the best one
 
 
 _POOL = re.compile(r"pool has (\d+) < keep (\d+)")
