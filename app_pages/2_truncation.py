@@ -39,6 +39,7 @@ from app_pages._lens import (
 from engine.errors import LensError
 from engine.views.leaderboard_view import score_digits
 from engine.views.truncation_view import (
+    MU_STEPS,
     PAPER_KEEP,
     best_k,
     default_keep_k,
@@ -81,7 +82,6 @@ if T < 2:
 if st.session_state.get("_keep_k_for") != ch.key:
     st.session_state["_keep_k_for"] = ch.key
     st.session_state["_keep_k"] = default_keep_k(T)
-MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # 0.01 … 100, 4 steps per decade
 MU_DEFAULT = 1.0  # paper 000, Section 4: mu = 1 by default
 
 

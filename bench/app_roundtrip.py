@@ -69,10 +69,9 @@ own with this checkout's .streamlit/config.toml, the same for both rows)."""
 def floor_app(folder: Path) -> Path:
     """A folder holding ``FLOOR_APP`` as app.py, with this checkout's Streamlit config and the page's μ
     steps."""
-    import numpy as np
+    from engine.views.truncation_view import MU_STEPS
 
-    steps = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's MU_STEPS
-    (folder / "app.py").write_text(f"MU_STEPS = {steps!r}\n" + FLOOR_APP, encoding="utf-8")
+    (folder / "app.py").write_text(f"MU_STEPS = {MU_STEPS!r}\n" + FLOOR_APP, encoding="utf-8")
     shutil.copytree(REPO / ".streamlit", folder / ".streamlit", dirs_exist_ok=True)
     return folder
 
@@ -183,31 +182,21 @@ def one_move(page, slider: str, key: str, label: str,
     return (None if shown is None else float(shown - t0)), (None if done is None else float(done - t0))
 
 
-def tree_cpu(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` and its descendants alive now (0 for one gone)."""
-    import psutil
-
-    try:
-        return tree_cpu_s(psutil.Process(pid))
-    except psutil.Error:
-        return 0.0
-
-
 def chromium_cpu() -> float:
     """User + system CPU seconds of this process's Chromium descendants (the browser playwright launched)."""
     return sum(chromium_cpu_s().values())
 
 
-def settled_cpu(pid: int, quiet_s: float = 0.5, limit_s: float = 30.0) -> float:
+def settled_cpu(proc, quiet_s: float = 0.5, limit_s: float = 30.0) -> float:
     """The server tree's CPU seconds once it has used under 5 % of a core for ``quiet_s`` (its warming done,
     or ``limit_s`` passed): what the moves cost it, work left for later included."""
     import time
 
     end = time.monotonic() + limit_s
-    last = tree_cpu(pid)
+    last = tree_cpu_s(proc)
     while time.monotonic() < end:
         time.sleep(quiet_s)
-        now = tree_cpu(pid)
+        now = tree_cpu_s(proc)
         if now - last < 0.05 * quiet_s:
             return now
         last = now
@@ -234,15 +223,17 @@ def measure(root: Path, db: Path, moves: int, cases=CASES,
                           else f"{url}/keep-k?dataset={dataset}&judge={judge}")
                 wait_state(page)
                 page.evaluate(WATCH)
-                server0, chrome0 = settled_cpu(watch.pid), chromium_cpu()
+                server0, chrome0 = settled_cpu(watch.proc), chromium_cpu()
                 k_times, mu_times = [], []
                 for i in range(moves):
-                    page.wait_for_timeout(pause_s * 1000)
+                    if pause_s:
+                        page.wait_for_timeout(pause_s * 1000)
                     k_times.append(one_move(page, "Keep K graphs", "ArrowLeft", "Graphs kept"))
-                    page.wait_for_timeout(pause_s * 1000)
+                    if pause_s:
+                        page.wait_for_timeout(pause_s * 1000)
                     mu_key = "ArrowRight" if (i // 8) % 2 == 0 else "ArrowLeft"
                     mu_times.append(one_move(page, "μ (weight of bad 4-cycles), log scale", mu_key, "μ"))
-                server1, chrome1 = settled_cpu(watch.pid), chromium_cpu()
+                server1, chrome1 = settled_cpu(watch.proc), chromium_cpu()
                 out[(dataset, judge, "cpu")] = [(server1 - server0) * 500 / moves,
                                                 (chrome1 - chrome0) * 500 / moves]
                 for name, times in (("keep-K", k_times), ("μ", mu_times)):

@@ -20,9 +20,9 @@ from engine.ranking.reference import reference_for
 from engine.ranking.vote_query import store_vote_rows
 from engine.views.appstate import SliderContext, app_leaderboard
 from engine.views.board_grid import BoardGrid
+from engine.views.truncation_view import MU_STEPS
 from tests.seam_data import Shape, imported
 
-MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ slider steps
 EXTRA = {"dataset": "d", "judge": None}
 
 

@@ -11,7 +11,6 @@ in jumps."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,9 +19,9 @@ from engine.experiments.curves import keep_k_curve, keep_k_curve_chain
 from engine.graphs.buckets import build_buckets
 from engine.graphs.stack import GRAPH_COLUMNS
 from engine.ranking.reference import reference_for
+from engine.views.truncation_view import MU_STEPS
 from tests.seam_data import Shape, stack_and_reference
 
-MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ slider steps
 PATH = [MU_STEPS[i] for i in (0, 1, 2, 3, 2, 16, 15, 12, 1)]  # forward, back, jumps
 RESAMPLES = 6  # the chain does not depend on how many; few keep the file fast
 

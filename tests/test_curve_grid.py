@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -24,10 +23,9 @@ from engine.graphs.buckets import build_buckets
 from engine.graphs.stack import GRAPH_COLUMNS
 from engine.ranking.reference import reference_for
 from engine.views.curve_grid import CurveGrid
-from engine.views.truncation_view import default_keep_k, keep_k_view, mu_view
+from engine.views.truncation_view import MU_STEPS, default_keep_k, keep_k_view, mu_view
 from tests.seam_data import Shape, shapes, stack_and_reference
 
-MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ slider steps
 RESAMPLES = 6  # the grid does not depend on how many; few keep the file fast
 
 

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from engine.store.graph_tally import GraphTally
     from engine.views.appstate import SliderContext
 
+MU_STEPS: list[float] = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]
+"""The Truncation page's μ slider steps: 0.01 … 100 at four steps a decade, three significant digits
+(the page, its warming grids, their tests and bench/app_roundtrip.py's floor app all step through these)."""
+
 PAPER_KEEP = (25, 50)
 """Paper 000 keeps the 25 graphs of smallest S_mu out of each category's 50 (Table 2)."""
 

@@ -16,8 +16,7 @@ from engine.rankers.votes import votes as make_votes
 from engine.ranking.reference import reference_for
 from engine.ranking.vote_query import store_vote_rows
 from engine.views.appstate import SliderContext, app_leaderboard
-
-MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ slider steps
+from engine.views.truncation_view import MU_STEPS
 
 
 def test_the_page_shows_the_board_from_scratch_made_ahead_or_shared(shipped_db, monkeypatch):

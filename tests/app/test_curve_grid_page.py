@@ -14,10 +14,7 @@ from engine.experiments.curves import DEFAULT_MU_GRID
 from engine.graphs.buckets import build_buckets
 from engine.graphs.stack import GRAPH_COLUMNS
 from engine.ranking.reference import reference_for
-from engine.views.truncation_view import keep_k_view, mu_view
-
-MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ slider steps
-
+from engine.views.truncation_view import MU_STEPS, keep_k_view, mu_view
 
 
 def test_the_page_draws_the_curves_made_from_scratch_after_moves(shipped_db, monkeypatch):

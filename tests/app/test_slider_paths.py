@@ -24,9 +24,9 @@ from engine.graphs.buckets import build_buckets
 from engine.graphs.key_order import key_rank
 from engine.graphs.truncation import keep_k_index, keep_k_scores
 from engine.views.appstate import SliderContext, app_leaderboard
+from engine.views.truncation_view import MU_STEPS
 from tests.seam_data import Shape, imported, shapes
 
-MU_STEPS = [float(f"{v:.3g}") for v in np.logspace(-2, 2, 17)]  # the page's μ slider steps
 WIDER_SAMPLES = Shape(seed=3, n_models=6, n_prompts=7, judges=2, paraphrases=1, samples=2, wider_samples=True,
                       orders="both", tie_p=0.15, categories=2, repeats=True)
 SETTINGS = settings(max_examples=4, deadline=None,
