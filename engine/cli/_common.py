@@ -6,6 +6,7 @@ import argparse
 import datetime
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Literal
 
 import numpy as np
@@ -163,18 +164,7 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     if fmt == "table":
         df = _escaped_table(df)
     if fmt == "table" and len(df) > TERMINAL_ROWS and on_terminal(out):
-        head, tail = df.head(TERMINAL_ROWS - 10), df.tail(10)
-        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
-            lines = df.iloc[list(range(TERMINAL_ROWS - 10)) + list(range(len(df) - 10, len(df)))] \
-                .to_string(index=False).splitlines()
-        n_head = len(head) + 1  # the header line
-        skipped = len(df) - len(head) - len(tail)
-        out.write("\n".join(lines[:n_head]) + "\n")
-        out.write(
-            f"… {skipped:,} of {len(df):,} rows not shown on a terminal; --format csv (or a pipe) prints "
-            "all\n"
-        )
-        out.write("\n".join(lines[n_head:]) + "\n")
+        _write_cut_table(df.head(TERMINAL_ROWS - 10), df.tail(10), len(df), out)
     elif fmt == "table" and df.empty:
         out.write("  ".join(str(c) for c in df.columns) + "\n(no rows)\n")
     elif fmt == "csv":
@@ -187,6 +177,81 @@ def write_frame(df: pd.DataFrame, fmt: str, out=None) -> None:
     else:
         with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
             out.write(df.to_string(index=False) + "\n")
+
+
+def _write_cut_table(head: pd.DataFrame, tail: pd.DataFrame, total: int, out) -> None:
+    """A terminal's view of a table of ``total`` rows (escaped): ``head`` (its first TERMINAL_ROWS - 10),
+    a line saying how many rows are left out, ``tail`` (its last 10), aligned as one table."""
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
+        lines = pd.concat([head, tail]).to_string(index=False).splitlines()
+    n_head = len(head) + 1  # the header line
+    skipped = total - len(head) - len(tail)
+    out.write("\n".join(lines[:n_head]) + "\n")
+    out.write(
+        f"… {skipped:,} of {total:,} rows not shown on a terminal; --format csv (or a pipe) prints "
+        "all\n"
+    )
+    out.write("\n".join(lines[n_head:]) + "\n")
+
+
+def write_frames(pieces: Iterable[pd.DataFrame], fmt: str, out=None) -> None:
+    """``write_frame`` of the pieces' rows one after another (the same columns in each), writing each piece
+    as it comes where the format allows, so a table too big to hold is never held whole: CSV (the header
+    once) and JSON records piece by piece, and a table on a terminal keeps only the rows it shows (the
+    first TERMINAL_ROWS and the last 10). The text is ``write_frame``'s of the pieces joined. An aligned
+    table in a pipe or file lines up every row (its widths are the widest cell's), and JSON with dates
+    writes every time to the finest unit any needs: those hold the rows and write them once."""
+    out = out or sys.stdout
+    pieces = iter(pieces)
+    first = next(pieces, None)
+    if first is None:
+        raise ValueError("write_frames needs at least one piece (its columns name the header)")
+    if (fmt == "table" and not on_terminal(out)) or fmt not in ("csv", "json", "table"):
+        write_frame(pd.concat([first, *pieces], ignore_index=True), fmt, out)
+        return
+    if fmt == "table":
+        head, tail, total = first.head(TERMINAL_ROWS), first.tail(10), len(first)
+        for piece in pieces:
+            total += len(piece)
+            if len(head) < TERMINAL_ROWS:
+                head = pd.concat([head, piece.head(TERMINAL_ROWS - len(head))], ignore_index=True)
+            tail = pd.concat([tail, piece], ignore_index=True).tail(10)
+        if total <= TERMINAL_ROWS:
+            write_frame(head, fmt, out)
+        else:
+            _write_cut_table(_escaped_table(head.head(TERMINAL_ROWS - 10)), _escaped_table(tail), total, out)
+        return
+    wrote = False
+    for piece in _chain_first(first, pieces):
+        if fmt == "csv":
+            write_csv(piece, data_stream(out), header=not wrote)
+            wrote = True
+        elif not piece.empty:  # json: each piece's records, the brackets once
+            if _holds_times(piece):
+                raise ValueError("write_frames writes JSON without times (their unit is the whole table's); "
+                                 "use write_frame")
+            text = piece.to_json(orient="records", indent=2, double_precision=10, date_format="iso")
+            out.write(("[\n" if not wrote else ",\n") + text[2:-2])
+            wrote = True
+    if fmt == "json":
+        out.write("\n]\n" if wrote else "[]\n")
+
+
+def _holds_times(df: pd.DataFrame) -> bool:
+    """Whether any column of ``df`` is a time column or holds a time cell (``json_date_unit``'s times)."""
+    for _, col in df.items():
+        dtype = col.dtype
+        if (isinstance(dtype, np.dtype) and dtype.kind == "M") or isinstance(dtype, pd.DatetimeTZDtype):
+            return True
+        if col.dtype == object and any(isinstance(v, datetime.datetime) for v in col.to_numpy()):
+            return True
+    return False
+
+
+def _chain_first(first: pd.DataFrame, rest: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``first``, then the rest."""
+    yield first
+    yield from rest
 
 
 def write_plain_table(names: list[str], columns: list, out=None) -> bool:
@@ -232,7 +297,13 @@ def _escaped_table(df: pd.DataFrame) -> pd.DataFrame:
         return df
     out = df.copy()
     for c in text_cols:
-        out[c] = out[c].map(escape_cell)
+        col = out[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            out[c] = col.map(escape_cell)  # the categories escaped
+        else:  # cell by cell in the column's own dtype: a missing cell reads as it did (``map`` let pandas
+            # infer a new dtype from the whole column, which showed None as NaN only beside other texts)
+            out[c] = pd.Series([escape_cell(v) for v in col.to_numpy(dtype=object)], index=col.index,
+                               dtype=col.dtype)
     out.columns = [escape_cell(c) for c in df.columns]
     return out
 

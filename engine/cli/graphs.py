@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import pickle
 import sys
-from typing import TYPE_CHECKING
+import tempfile
+from dataclasses import dataclass
 
 import numpy as np
 
-from engine.cli._common import add_format, check_judges, store_from_args, write_frame
+from engine.cli._common import add_format, check_judges, store_from_args, write_frames
 from engine.errors import LensError
 from engine.graphs.buckets import build_buckets
 from engine.graphs.cycles import cycle_capacity
@@ -16,10 +18,6 @@ from engine.graphs.stack import COMBINE_POLICIES, DEFAULT_POLICY, GRAPH_COLUMNS,
 from engine.graphs.structure import graph_table
 from engine.graphs.truncation import DEFAULT_SCORE, SCORES, can_hold_cycle, graph_scores
 from engine.store.schema import DEFAULT_DATASET
-
-if TYPE_CHECKING:
-    from engine.graphs.buckets import GraphBuckets
-    from engine.graphs.stack import GraphStack
 
 COLUMNS = (
     "judge", "prompt_id", "variant", "turn", "category", "n_models",
@@ -70,11 +68,7 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None, bucket
                                   columns=GRAPH_COLUMNS)
     finally:
         store.close()
-    what = f"dataset {args.dataset!r}"
-    if args.judge is not None:
-        what += f", judge {args.judge!r}"
-    if getattr(args, "category", None) is not None:
-        what += f", category {args.category!r}"
+    what = _selection(args)
     if prompt_id is not None:
         verdicts = verdicts[verdicts["prompt_id"] == prompt_id]
         what += f", prompt {prompt_id!r}"
@@ -91,16 +85,6 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None, bucket
     return stack
 
 
-def invalid_only_note(stack: GraphStack | GraphBuckets) -> str | None:
-    """One line about keys whose verdicts were all invalid (not graphs, so not in the table)."""
-    k = len(stack.invalid_only)
-    if not k:
-        return None
-    n_inv = int(stack.invalid_only["n_invalid"].sum())
-    return (f"note: {k} graph{' has' if k == 1 else 's have'} only invalid verdicts ({n_inv}) "
-            f"and {'is' if k == 1 else 'are'} not in the table")
-
-
 def no_cycle_note(k: int, total: int) -> str | None:
     """One line about graphs whose compared pairs cannot carry a cycle (counts 0 by construction)."""
     if not k:
@@ -112,21 +96,110 @@ def no_cycle_note(k: int, total: int) -> str | None:
     )
 
 
+PIECE_ROWS = 250_000
+"""Verdicts ``graphs`` reads at a time (``Store.verdict_pieces``: whole graphs per piece), so its memory stays
+that of a piece's graphs whatever the dataset's size."""
+
+
 def run(args: argparse.Namespace) -> int:
-    """Build the selected graphs and print their cycle counts and structure; exit status."""
-    stack = load_stack(args, bucketed=True)
-    table = graph_table(stack)
-    table["policy"] = stack.policy
-    capacity = cycle_capacity(stack)
-    holds = can_hold_cycle(capacity)
+    """Build the selected graphs and print their cycle counts and structure; exit status.
+
+    Two passes, so no more than a piece of verdicts and its graphs is held: the first builds each piece's
+    graphs and counts, kept in a temporary file, and finds the largest cycle capacity the coverage scaling
+    needs (``graph_scores``: the best-covered graph of all); the second reads them back, scores them and
+    writes them out. Nothing is written before every piece is read (an error leaves no half table)."""
+    columns = list(COLUMNS) + (["s_mu"] if args.mu is not None else [])
+    with tempfile.TemporaryFile(prefix="lens-graphs-") as held:
+        seen = _count_pieces(args, held)
+        if seen.T == 0:
+            extra = (f" (only {seen.n_invalid} invalid judge output{'s' if seen.n_invalid != 1 else ''})"
+                     if seen.n_invalid else "")
+            raise LensError(f"There are no valid verdicts for {_selection(args)}{extra}.")
+        notes = (_invalid_only_line(seen.invalid_keys, seen.n_invalid), no_cycle_note(seen.no_cycle, seen.T))
+        for note in notes:
+            if note:
+                print(note, file=sys.stderr)
+        held.seek(0)
+        tables = (_scored(table, seen.reference, args)[columns] for table in _read_back(held, seen.pieces))
+        write_frames(tables, args.format)
+    return 0
+
+
+@dataclass
+class _Seen:
+    """What the first pass of ``graphs`` found over every piece."""
+
+    T: int = 0  # noqa: N815 - the papers' name for the number of graphs
+    pieces: int = 0
+    invalid_keys: int = 0
+    n_invalid: int = 0
+    no_cycle: int = 0
+    reference: tuple[float, float] = (0.0, 0.0)
+
+
+def _selection(args: argparse.Namespace) -> str:
+    """The command's selection in words (its LensError's subject)."""
+    what = f"dataset {args.dataset!r}"
+    if args.judge is not None:
+        what += f", judge {args.judge!r}"
+    if getattr(args, "category", None) is not None:
+        what += f", category {args.category!r}"
+    return what
+
+
+def _count_pieces(args: argparse.Namespace, held) -> _Seen:
+    """The first pass: each piece's graphs and counts pickled into ``held``, and the totals."""
+    seen = _Seen()
+    r3 = r4 = 0
+    store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
+    try:
+        check_judges(store, args.dataset, args.judge)
+        for verdicts in store.verdict_pieces(args.dataset, rows=PIECE_ROWS, judge=args.judge,
+                                             category=args.category, columns=GRAPH_COLUMNS):
+            graphs = build_buckets(verdicts, policy=args.policy)
+            del verdicts
+            seen.invalid_keys += len(graphs.invalid_only)
+            seen.n_invalid += int(graphs.invalid_only["n_invalid"].sum())
+            if graphs.T == 0:
+                continue
+            table = graph_table(graphs)
+            table["policy"] = graphs.policy
+            capacity = cycle_capacity(graphs)
+            holds = can_hold_cycle(capacity)
+            table["cap3"], table["cap4"], table["holds"] = capacity["cap3"], capacity["cap4"], holds
+            r3 = max(r3, int(capacity["cap3"].to_numpy()[holds].max(initial=0)))
+            r4 = max(r4, int(capacity["cap4"].to_numpy()[holds].max(initial=0)))
+            seen.T += graphs.T
+            seen.no_cycle += int((~holds).sum())
+            seen.pieces += 1
+            pickle.dump(table, held, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        store.close()
+    seen.reference = (float(r3), float(r4))
+    return seen
+
+
+def _read_back(held, pieces: int):
+    """The first pass's tables, one at a time, from the temporary file it wrote them to."""
+    for _ in range(pieces):
+        yield pickle.load(held)  # noqa: S301 - the file this process wrote a moment ago
+
+
+def _scored(table, reference: tuple[float, float], args: argparse.Namespace):
+    """One piece's table with its coverage (and s_mu with --mu) against every piece's largest capacity."""
+    holds = table.pop("holds").to_numpy()
+    capacity = table[["cap3", "cap4"]]
     s_mu, table["coverage"] = graph_scores(table, capacity, mu=1.0 if args.mu is None else args.mu,
-                                           score=args.score, among=np.flatnonzero(holds))
-    columns = list(COLUMNS)
+                                           score=args.score, reference=reference)
     if args.mu is not None:
         table["s_mu"] = np.where(holds, s_mu, np.nan)  # no score where no cycle fits
-        columns.append("s_mu")
-    for note in (invalid_only_note(stack), no_cycle_note(int((~holds).sum()), stack.T)):
-        if note:
-            print(note, file=sys.stderr)
-    write_frame(table[columns], args.format)
-    return 0
+    return table
+
+
+def _invalid_only_line(k: int, n_inv: int) -> str | None:
+    """One line about the ``k`` keys whose ``n_inv`` verdicts were all invalid (not graphs, so not in the
+    table)."""
+    if not k:
+        return None
+    return (f"note: {k} graph{' has' if k == 1 else 's have'} only invalid verdicts ({n_inv}) "
+            f"and {'is' if k == 1 else 'are'} not in the table")

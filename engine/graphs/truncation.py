@@ -110,6 +110,7 @@ def can_hold_cycle(capacity: pd.DataFrame) -> np.ndarray:
 def graph_scores(
     counts: pd.DataFrame, capacity: pd.DataFrame, *, mu: float = 1.0, lam3: float = 1.0,
     lam4: float | None = None, score: str = DEFAULT_SCORE, among: np.ndarray | None = None,
+    reference: tuple[float, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(score, coverage) per graph, comparable across graphs that compared different pairs.
 
@@ -119,15 +120,17 @@ def graph_scores(
     by R/cap: S = λ3·C3_bad·R3/cap3 + λ4·C4_bad·R4/cap4 (a length the graph cannot carry adds 0),
     the score the graph would have if its rate of bad cycles held on the best-covered graph;
     equal to the raw S where cap = R. ``raw``: λ3·C3_bad + λ4·C4_bad. Coverage per graph is
-    (cap3 + cap4) / (R3 + R4), NaN where the reference carries no cycle.
+    (cap3 + cap4) / (R3 + R4), NaN where the reference carries no cycle. ``reference``: (R3, R4) given, not
+    taken from ``capacity`` (graphs scored in pieces against the largest capacity of them all).
     """
     check_score(score)
     raw = truncation_scores(counts, mu=mu, lam3=lam3, lam4=lam4)
     cap3 = capacity["cap3"].to_numpy(np.float64)
     cap4 = capacity["cap4"].to_numpy(np.float64)
-    idx = np.arange(len(cap3)) if among is None else np.asarray(among, dtype=np.int64)
-    r3 = float(cap3[idx].max(initial=0.0))
-    r4 = float(cap4[idx].max(initial=0.0))
+    if reference is None:
+        idx = np.arange(len(cap3)) if among is None else np.asarray(among, dtype=np.int64)
+        reference = (float(cap3[idx].max(initial=0.0)), float(cap4[idx].max(initial=0.0)))
+    r3, r4 = reference
     coverage = np.full(len(cap3), np.nan)
     if r3 + r4 > 0:
         coverage = (cap3 + cap4) / (r3 + r4)
