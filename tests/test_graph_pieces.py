@@ -202,3 +202,26 @@ def test_a_terminal_shows_the_same_rows_of_a_table_written_in_small_pieces(n, si
     write_frames((frame.iloc[i:i + size] for i in range(0, n, size)), "table", made)
     write_frame(frame, "table", want)
     assert made.getvalue() == want.getvalue()
+
+
+@pytest.mark.parametrize("prompt, judge", [("é", None), ("10", "J"), ("9", None), ("nothing", None)])
+def test_triads_reads_one_prompt_as_the_whole_filtered_in_memory(pieces_db, capsys, prompt, judge):
+    """``triads`` reads one prompt's rows in SQL: its table is the one from every verdict filtered here."""
+    from engine.graphs.stack import build_stack
+    from engine.graphs.triads import nontransitive_triads
+
+    with Store(pieces_db) as s:
+        every = s.verdicts("pieces", judge=judge, columns=GRAPH_COLUMNS)
+    mine = every[every["prompt_id"] == prompt]
+    args = ["--db", pieces_db, "triads", "--dataset", "pieces", "--prompt-id", prompt, "--format", "csv"]
+    rc = main(args + (["--judge", judge] if judge else []))
+    out = capsys.readouterr().out
+    if mine.empty:
+        assert rc == 2 and out == ""
+        return
+    stack = build_stack(mine)
+    want = nontransitive_triads(stack)
+    got = pd.read_csv(io.StringIO(out), dtype=str, keep_default_na=False)
+    assert rc == 0 and len(got) == len(want) > 0
+    triples = {tuple(r) for r in want[["model_a", "model_b", "model_c", "kind"]].astype(str).to_numpy()}
+    assert {tuple(r) for r in got[["model_a", "model_b", "model_c", "kind"]].to_numpy()} == triples

@@ -63,14 +63,14 @@ def load_stack(args: argparse.Namespace, *, prompt_id: str | None = None, bucket
     store = store_from_args(args, ensure_default=args.dataset == DEFAULT_DATASET)
     try:
         check_judges(store, args.dataset, args.judge)
-        # only the columns graphs are built from (GRAPH_COLUMNS), not the rationales and sources
+        # only the columns graphs are built from (GRAPH_COLUMNS), not the rationales and sources, and one
+        # prompt's rows in SQL (not every verdict of a million-battle log read to keep a few)
         verdicts = store.verdicts(args.dataset, judge=args.judge, category=getattr(args, "category", None),
-                                  columns=GRAPH_COLUMNS)
+                                  columns=GRAPH_COLUMNS, prompt_id=prompt_id)
     finally:
         store.close()
     what = _selection(args)
     if prompt_id is not None:
-        verdicts = verdicts[verdicts["prompt_id"] == prompt_id]
         what += f", prompt {prompt_id!r}"
         for col in ("variant", "turn"):
             value = getattr(args, col, None)
