@@ -47,10 +47,12 @@ def _rows() -> list[dict]:
                 for a, b in pairs:
                     for _ in range(int(rng.integers(1, 3))):
                         winner = str(rng.choice(["A", "B", "tie"], p=[0.45, 0.45, 0.1]))
+                        kind = "original" if variant == 0 else ("sample" if judge == "J" else "paraphrase")
                         out.append(dict(prompt_id=prompt, variant=variant, turn=turn, model_a=a, model_b=b,
-                                        winner=winner, judge=judge, category=["math", "code"][p_i % 2]))
+                                        winner=winner, judge=judge, category=["math", "code"][p_i % 2],
+                                        variant_kind=kind, tstamp=1_700_000_000 + len(out) * 7 % 1000))
     out.append(dict(prompt_id="only-bad", variant=0, turn=1, model_a="m1", model_b="m2", winner="error",
-                    judge="j-a", category="math"))
+                    judge="j-a", category="math", variant_kind="original", tstamp=1_700_000_000))
     return out
 
 
@@ -225,3 +227,65 @@ def test_triads_reads_one_prompt_as_the_whole_filtered_in_memory(pieces_db, caps
     assert rc == 0 and len(got) == len(want) > 0
     triples = {tuple(r) for r in want[["model_a", "model_b", "model_c", "kind"]].astype(str).to_numpy()}
     assert {tuple(r) for r in got[["model_a", "model_b", "model_c", "kind"]].to_numpy()} == triples
+
+
+
+def _kept_board_from_the_whole(db: str, spec, judge=None, category=None):
+    """A count ranker's keep-K board the other way: every verdict read at once, keep-K over every graph
+    (``keep_k_graphs``), the votes of every verdict cut to the kept graphs (0.20.1's leaderboard)."""
+    from engine.graphs.truncation import keep_k_graphs
+    from engine.ranking.count_board import leaderboard_from_votes, ordered_votes, vote_fetch_order
+    from engine.ranking.vote_query import frame_vote_rows, key_hashes
+
+    with Store(db) as s:
+        verdicts = s.verdicts("pieces", judge=judge, category=category)
+    kept = keep_k_graphs(build_buckets(verdicts, policy=spec.policy), spec.keep_k, mu=spec.mu,
+                         per_category=spec.per_category, pool=spec.pool)
+    rows = frame_vote_rows(verdicts, order_by=vote_fetch_order(spec, verdicts.columns))
+    votes = ordered_votes(rows.take(np.isin(rows.graph, key_hashes(kept.table))), spec)
+    return kept, leaderboard_from_votes(votes, spec, kept=kept.table)
+
+
+@pytest.mark.parametrize("piece_rows", [1, 40, 10**6])
+@pytest.mark.parametrize("ranker, keep_k, mu, per_category, pool, judge, category", [
+    ("bt", 6, 1.0, False, "perturbed", None, None),
+    ("elo", 4, 0.5, False, "all", None, None),
+    ("davidson", 3, 2.0, True, "perturbed", None, None),
+    ("bt", 2, 1.0, False, "sampling", None, None),
+    ("winrate", 5, 1.0, True, "all", "j-a", None),
+    ("copeland", 3, 1.0, False, "all", "J", None),
+    ("bt", 4, 1.0, False, "perturbed", None, "code"),
+])
+def test_keep_k_over_pieces_is_keep_k_over_the_whole(pieces_db, monkeypatch, piece_rows, ranker, keep_k, mu,
+                                                    per_category, pool, judge, category):
+    """``leaderboard --keep-k`` of a count ranker reads its selection in pieces: the kept graphs, their
+    table and notes, and the board are the ones computed from every verdict at once."""
+    import engine.ranking.keep_k_pieces as pieces
+    from engine.ranking.board import BoardSpec
+    from engine.ranking.leaderboard import leaderboard
+
+    monkeypatch.setattr(pieces, "PIECE_ROWS", piece_rows)
+    spec = BoardSpec(ranker=ranker, keep_k=keep_k, mu=mu, per_category=per_category, pool=pool, bootstrap=20,
+                     seed=1)
+    kept, want = _kept_board_from_the_whole(pieces_db, spec, judge, category)
+    with Store(pieces_db) as s:
+        got = leaderboard(s, "pieces", spec, judge=judge, category=category)
+    pd.testing.assert_frame_equal(got.kept.reset_index(drop=True), kept.table.reset_index(drop=True))
+    assert got.params["keep_note"] == (kept.note or None) and got.params["n_graphs_pool"] == kept.n_pool
+    assert got.params["threshold"] == (kept.threshold if not isinstance(kept.threshold, pd.Series)
+                                       else kept.threshold.to_dict())
+    pd.testing.assert_frame_equal(got.table, want.table)
+    with Store(pieces_db) as s:
+        every = s.verdicts("pieces", judge=judge, category=category)
+    assert got.params["n_invalid_verdicts"] == int((every["winner"] == "invalid").sum())
+    assert got.params["judges"] == sorted(every["judge"].unique())
+
+
+def test_keep_k_over_pieces_refuses_as_the_whole_read(pieces_db, monkeypatch):
+    import engine.ranking.keep_k_pieces as pieces
+    from engine.errors import LensError
+    from engine.ranking.leaderboard import leaderboard
+
+    monkeypatch.setattr(pieces, "PIECE_ROWS", 3)
+    with Store(pieces_db) as s, pytest.raises(LensError, match="has no valid verdict for category 'nope'"):
+        leaderboard(s, "pieces", ranker="bt", keep_k=3, category="nope")

@@ -398,6 +398,16 @@ def keep_k_graphs(
     if capacity is None:
         capacity = cycle_capacity(stack)
     scored = keep_k_scores(stack.keys, counts, capacity, pool=pool, mu=mu, lam3=lam3, lam4=lam4, score=score)
+    return kept_by_scores(stack.keys, counts, scored, k, per_category=per_category, pool=pool, score=score,
+                          n_graphs=stack.T)
+
+
+def kept_by_scores(keys: pd.DataFrame, counts: pd.DataFrame, scored: PoolScores, k: int, *,
+                   per_category: bool, pool: str, score: str, n_graphs: int) -> KeptGraphs:
+    """``keep_k_graphs`` from its scores: the K kept among ``scored.pos``, their table and the notes.
+    ``keys`` / ``counts``: the graphs scored (every graph of the selection, or the pool's graphs that can
+    hold a cycle when the selection was read in pieces: ``engine.ranking.keep_k_pieces``);
+    ``n_graphs``: the selection's graphs, for the note on those outside the pool."""
     pos, n_no_cycle, scores, coverage, raw = (
         scored.pos,
         scored.n_no_cycle,
@@ -409,12 +419,12 @@ def keep_k_graphs(
         raise LensError(f"The {pool} pool is empty for this selection, so there is nothing to keep.")
     if pos.size == 0:
         raise no_cycle_refusal(pool, n_no_cycle)
-    sub_keys = stack.keys.iloc[pos].reset_index(drop=True)
+    sub_keys = keys.iloc[pos].reset_index(drop=True)
     sel = select_keep_k(scores[pos], sub_keys, k, per_category=per_category)
     kept = pos[sel.index]
-    in_order = kept[np.lexsort((key_rank(stack.keys)[kept], scores[kept]))]
-    cols = [c for c in (*GRAPH_KEY, "category", "variant_kind") if c in stack.keys.columns]
-    table = stack.keys.iloc[in_order][cols].reset_index(drop=True)
+    in_order = kept[np.lexsort((key_rank(keys)[kept], scores[kept]))]
+    cols = [c for c in (*GRAPH_KEY, "category", "variant_kind") if c in keys.columns]
+    table = keys.iloc[in_order][cols].reset_index(drop=True)
     table["c3_bad"] = counts["c3_bad"].to_numpy()[in_order]
     table["c4_bad"] = counts["c4_bad"].to_numpy()[in_order]
     table["coverage"] = coverage[in_order]
@@ -435,7 +445,7 @@ def keep_k_graphs(
             "(fewer than 3 models, or no compared triple) and "
             f"{'were' if n_no_cycle != 1 else 'was'} left out."
         )
-    left_out = int(stack.T - pos.size - n_no_cycle)
+    left_out = int(n_graphs - pos.size - n_no_cycle)
     if left_out:
         notes.append(f"{left_out} graph(s) outside the {pool} pool were not considered.")
     return KeptGraphs(np.sort(kept), table, sel.threshold, sel, pool, int(pos.size), " ".join(notes), score,
@@ -458,6 +468,7 @@ __all__ = [
     "is_sample",
     "keep_k_graphs",
     "keep_k_index",
+    "kept_by_scores",
     "keep_k_order",
     "keep_k_scores",
     "keep_pool",

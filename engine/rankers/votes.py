@@ -18,7 +18,7 @@ and their model pair agree; a false match needs two graph keys of the same pair 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -85,6 +85,18 @@ class VoteRows:
             pick(self.strength),
             pick(self.style),
         )
+
+    def over_models(self, models: tuple[str, ...], n_invalid: int) -> VoteRows:
+        """The same rows with their model codes into ``models`` (which holds every model of these rows) and
+        ``n_invalid`` invalid verdicts: rows read from part of a selection (the graphs keep-K kept) as
+        ``take`` of the whole selection's rows gives them."""
+        where = {m: i for i, m in enumerate(models)}
+        missing = sorted(set(self.models) - set(where))
+        if missing:
+            raise ValueError(f"models lacks {missing[:3]}")
+        recode = np.array([where[m] for m in self.models], dtype=self.a.dtype)
+        return replace(self, models=tuple(models), a=recode[self.a] if self.a.size else self.a,
+                       b=recode[self.b] if self.b.size else self.b, n_invalid=int(n_invalid))
 
 
 @dataclass(frozen=True)

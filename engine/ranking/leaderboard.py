@@ -34,7 +34,7 @@ from engine.ranking.count_board import (
     vote_fetch_order,
 )
 from engine.ranking.distances import all_distances
-from engine.ranking.vote_query import frame_vote_rows, key_hashes
+from engine.ranking.vote_query import frame_vote_rows
 
 if TYPE_CHECKING:
     from engine.store.connection import Store
@@ -229,6 +229,8 @@ def leaderboard(
             return style_leaderboard(store, dataset, judge, category, spec)
     if obj.counts and keep_k is None:
         return count_leaderboard(store, dataset, judge, category, spec)
+    if obj.counts:  # keep-K, then the kept graphs' votes: the selection read in pieces, never held whole
+        return _kept_count_board(store, dataset, spec, judge, category)
     verdicts = store.verdicts(dataset, judge=judge, category=category)
     if verdicts.empty or (verdicts["winner"] == "invalid").all():
         what = ", ".join(f"{k} {v!r}" for k, v in (("judge", judge), ("category", category)) if v is not None)
@@ -238,8 +240,8 @@ def leaderboard(
         from engine.graphs.buckets import buckets_from_cells
         from engine.graphs.truncation import keep_k_graphs
 
-        kept = keep_k_graphs(buckets_from_cells(cells), keep_k, mu=spec.mu, per_category=spec.per_category,
-                             pool=spec.pool)
+        keep_k_graphs(buckets_from_cells(cells), keep_k, mu=spec.mu, per_category=spec.per_category,
+                      pool=spec.pool)
     extra = {
         "dataset": dataset,
         "dataset_version": store.dataset_version(dataset),
@@ -248,33 +250,41 @@ def leaderboard(
         "category": category,
         "n_invalid_verdicts": int((verdicts["winner"] == "invalid").sum()),
     }
-    if obj.counts and keep_k is not None:
-        if cells.T == 0:
-            raise LensError("The selection holds no graph: no valid verdict matches the filters.")
-        sel = kept  # the buckets' keep-K (same graph keys, in the same order, as the stack's): scored once
-        kept_keys = sel.table
-        rows = frame_vote_rows(verdicts, order_by=vote_fetch_order(spec, verdicts.columns))
-        kept_hash = key_hashes(kept_keys)
-        vts = ordered_votes(rows.take(np.isin(rows.graph, kept_hash)), spec)
-        threshold = sel.threshold if not isinstance(sel.threshold, pd.Series) else sel.threshold.to_dict()
-        extra.update(
-            {
-                "keep_k": keep_k,
-                "mu": spec.mu,
-                "per_category": spec.per_category,
-                "pool": spec.pool,
-                "threshold": plain_values(threshold),
-                "keep_note": sel.note or None,
-                "n_graphs_pool": sel.n_pool,
-            }
-        )
-        board = leaderboard_from_votes(vts, spec, extra_params=extra, kept=kept_keys)
-        if board.params.get("dropped_models"):
-            board.params["dropped_after_keep_k"] = True
-        return board
     # refused in one sentence before any (T, n, n) array: the dense stack's and the ranker's own limits
     obj.check_size(len(cells.models), cells.keys, obj.check(spec.ranker_params))
     return leaderboard_from_stack(stack_from_cells(cells), spec, extra_params=extra)
+
+
+def _kept_count_board(store: Store, dataset: str, spec: BoardSpec, judge, category) -> Leaderboard:
+    """A count ranker's keep-K board: keep-K over the selection read in pieces
+    (``engine.ranking.keep_k_pieces``), then the kept graphs' votes, coded over the whole selection's models
+    (a model none of the kept graphs compared is dropped from the board and named, as before)."""
+    from engine.ranking.keep_k_pieces import keep_k_in_pieces
+
+    got = keep_k_in_pieces(store, dataset, spec, judge=judge, category=category)
+    sel, verdicts = got.kept, got.verdicts
+    rows = frame_vote_rows(verdicts, order_by=vote_fetch_order(spec, verdicts.columns))
+    vts = ordered_votes(rows.over_models(got.models, got.n_invalid), spec)
+    threshold = sel.threshold if not isinstance(sel.threshold, pd.Series) else sel.threshold.to_dict()
+    extra = {
+        "dataset": dataset,
+        "dataset_version": store.dataset_version(dataset),
+        "judge": judge,
+        "judges": got.judges,
+        "category": category,
+        "n_invalid_verdicts": got.n_invalid,
+        "keep_k": spec.keep_k,
+        "mu": spec.mu,
+        "per_category": spec.per_category,
+        "pool": spec.pool,
+        "threshold": plain_values(threshold),
+        "keep_note": sel.note or None,
+        "n_graphs_pool": sel.n_pool,
+    }
+    board = leaderboard_from_votes(vts, spec, extra_params=extra, kept=sel.table)
+    if board.params.get("dropped_models"):
+        board.params["dropped_after_keep_k"] = True
+    return board
 
 
 def compare_to_reference(board: Leaderboard, reference: pd.Series) -> dict[str, Any]:
