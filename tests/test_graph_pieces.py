@@ -289,3 +289,35 @@ def test_keep_k_over_pieces_refuses_as_the_whole_read(pieces_db, monkeypatch):
     monkeypatch.setattr(pieces, "PIECE_ROWS", 3)
     with Store(pieces_db) as s, pytest.raises(LensError, match="has no valid verdict for category 'nope'"):
         leaderboard(s, "pieces", ranker="bt", keep_k=3, category="nope")
+
+
+@pytest.mark.parametrize("prompt_type", ["int64", "float64", "str"])
+def test_graphs_over_parquet_read_in_place_keep_the_frames_order_whatever_the_key_type(tmp_path, capsys,
+                                                                                      monkeypatch, prompt_type):
+    """A Parquet file read in place may hold integer (or float) prompt ids: the frame reads them as text and
+    sorts them as text ("10" before "9"), so the pieces must too (DuckDB orders integers as numbers)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for judge in ("j2", "j1"):
+        for prompt in range(1, 13):
+            models = MODELS[: 3 + prompt % 3]
+            for i, a in enumerate(models):
+                for b in models[i + 1:]:
+                    rows.append(dict(judge=judge, prompt_id=prompt, model_a=a, model_b=b,
+                                     winner=str(rng.choice(["A", "B", "tie"]))))
+    frame = pd.DataFrame(rows)
+    frame["prompt_id"] = frame["prompt_id"].astype(prompt_type)
+    path = tmp_path / "v.parquet"
+    frame.to_parquet(path, index=False)
+    db = str(tmp_path / "lens.duckdb")
+    assert main(["--db", db, "datasets", "attach", "inplace", str(path)]) == 0
+    outs = []
+    for piece_rows in (10**6, 1, 7):
+        capsys.readouterr()
+        monkeypatch.setattr(graphs_cli, "PIECE_ROWS", piece_rows)
+        assert main(["--db", db, "graphs", "--dataset", "inplace", "--format", "csv"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] == outs[2]
+    got = pd.read_csv(io.StringIO(outs[0]), dtype=str)
+    assert got["judge"].tolist() == sorted(got["judge"])  # j1 first
+    assert len(got) == 24

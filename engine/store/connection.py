@@ -37,6 +37,12 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
 
+_INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                            "UINTEGER", "UBIGINT", "UHUGEINT"})
+"""DuckDB's integer types: a key column of one reads into the frame as its decimal text
+(``verdict_pieces``)."""
+
+
 def _frame_by_columns(table, dtypes: dict) -> pd.DataFrame:
     """An Arrow table as a DataFrame of ``dtypes``, one column at a time, each column's Arrow buffers let go
     once it is converted: the frame ``.df()`` and ``astype`` made, with under two thirds of their peak
@@ -509,13 +515,22 @@ class Store:
 
         rows = max(int(rows), 1)
         rel = self.verdict_relation(dataset, judge=judge, category=category)
+        # the keys as the frame's texts (a Parquet file read in place may hold integer ids, which the frame
+        # reads as their decimal text and sorts as text); any other type: one piece, in the frame's order
+        probe = self.cursor().sql(f"SELECT judge, prompt_id FROM {rel} LIMIT 0", params=params(rel))
+        types = dict(zip(("judge", "prompt_id"), (str(t) for t in probe.types), strict=True))
+        texts = {c: f'"{c}"' if t == "VARCHAR" else f'CAST("{c}" AS VARCHAR)' for c, t in types.items()
+                 if t == "VARCHAR" or t in _INTEGER_TYPES}
+        if len(texts) < 2:
+            yield self._verdict_frame(rel, columns)
+            return
+        j, p = texts["judge"], texts["prompt_id"]
         ends = self.cursor().sql(
-            f"""WITH g AS (SELECT judge, prompt_id, count(*) AS n FROM {rel} GROUP BY judge, prompt_id),
-            p AS (SELECT judge, prompt_id,
-                         (sum(n) OVER (ORDER BY judge, prompt_id ROWS UNBOUNDED PRECEDING) - n) // {rows}
-                         AS piece FROM g)
-            SELECT max((judge, prompt_id)) AS last, bool_or(judge IS NULL OR prompt_id IS NULL) AS null_key
-            FROM p GROUP BY piece ORDER BY piece""",
+            f"""WITH g AS (SELECT {j} AS j, {p} AS p, count(*) AS n FROM {rel} GROUP BY ALL),
+            c AS (SELECT j, p, (sum(n) OVER (ORDER BY j, p ROWS UNBOUNDED PRECEDING) - n) // {rows} AS piece
+                  FROM g)
+            SELECT max((j, p)) AS last, bool_or(j IS NULL OR p IS NULL) AS null_key
+            FROM c GROUP BY piece ORDER BY piece""",
             params=params(rel)).fetchall()
         if len(ends) <= 1 or any(null for _, null in ends):
             yield self._verdict_frame(rel, columns)
@@ -525,11 +540,11 @@ class Store:
             last = tuple(last.values()) if isinstance(last, dict) else tuple(last)
             bound = [(param_name("piece_last_judge", last[0]), last[0]),
                      (param_name("piece_last_prompt", last[1]), last[1])]
-            sql = f"(judge, prompt_id) <= (${bound[0][0]}, ${bound[1][0]})"
+            sql = f"({j}, {p}) <= (${bound[0][0]}, ${bound[1][0]})"
             if before is not None:
                 bound += [(param_name("piece_after_judge", before[0]), before[0]),
                           (param_name("piece_after_prompt", before[1]), before[1])]
-                sql += f" AND (judge, prompt_id) > (${bound[2][0]}, ${bound[3][0]})"
+                sql += f" AND ({j}, {p}) > (${bound[2][0]}, ${bound[3][0]})"
             yield self._verdict_frame(rel.filtered([(sql, tuple(bound))]), columns)
             before = last
 
