@@ -9,7 +9,7 @@ into a fresh store and runs each command as a measured process (bench/procmeter.
 peak RSS of the process tree, a memory cap), printing the load average beside the table.
 Speed is measured, never asserted; the machine is shared, so read the load beside every number.
 ``--base OLD`` runs each command in the checkout OLD too, on the same store, just before this one, and
-says whether the two printed the same bytes.
+says whether the two printed the same bytes (stdout and stderr).
 """
 
 from __future__ import annotations
@@ -78,8 +78,9 @@ def main() -> None:
                 run = measure([*engine, *cmd], cap_gb=args.cap_gb, timeout_s=3600, cwd=tree, env=env,
                               out_path=out)
                 outs.append(out)
-                same = "" if len(outs) < 2 else ("same bytes" if filecmp.cmp(*outs, shallow=False)
-                                                 else "DIFFERENT")
+                same = "" if len(outs) < 2 else (
+                    "same bytes" if all(filecmp.cmp(a.with_suffix(x), b.with_suffix(x), shallow=False)
+                                        for a, b in [outs] for x in (".txt", ".err")) else "DIFFERENT")
                 print(f"| {' '.join(cmd[:4])} | {label} | {run.wall_s:.1f} | {run.peak_gb:.2f} "
                       f"| {run.status} | {same} |", flush=True)
         print(f"load average: {os.getloadavg()}")

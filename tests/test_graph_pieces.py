@@ -265,6 +265,8 @@ def test_keep_k_over_pieces_is_keep_k_over_the_whole(pieces_db, monkeypatch, pie
     from engine.ranking.leaderboard import leaderboard
 
     monkeypatch.setattr(pieces, "PIECE_ROWS", piece_rows)
+    # the kept graphs' verdicts by prompt id (a few kept prompts) or in pieces
+    monkeypatch.setattr(pieces, "KEPT_PROMPTS_BY_NAME", 0 if piece_rows == 40 else 2000)
     spec = BoardSpec(ranker=ranker, keep_k=keep_k, mu=mu, per_category=per_category, pool=pool, bootstrap=20,
                      seed=1)
     kept, want = _kept_board_from_the_whole(pieces_db, spec, judge, category)
@@ -292,8 +294,8 @@ def test_keep_k_over_pieces_refuses_as_the_whole_read(pieces_db, monkeypatch):
 
 
 @pytest.mark.parametrize("prompt_type", ["int64", "float64", "str"])
-def test_graphs_over_parquet_read_in_place_keep_the_frames_order_whatever_the_key_type(tmp_path, capsys,
-                                                                                      monkeypatch, prompt_type):
+def test_pieces_of_parquet_read_in_place_keep_the_frames_order_whatever_the_key_type(tmp_path, capsys,
+                                                                                    monkeypatch, prompt_type):
     """A Parquet file read in place may hold integer (or float) prompt ids: the frame reads them as text and
     sorts them as text ("10" before "9"), so the pieces must too (DuckDB orders integers as numbers)."""
     rng = np.random.default_rng(3)
@@ -321,3 +323,17 @@ def test_graphs_over_parquet_read_in_place_keep_the_frames_order_whatever_the_ke
     got = pd.read_csv(io.StringIO(outs[0]), dtype=str)
     assert got["judge"].tolist() == sorted(got["judge"])  # j1 first
     assert len(got) == 24
+    # keep-K over the same pieces, its kept graphs' verdicts read by prompt id or in pieces
+    import engine.ranking.keep_k_pieces as pieces
+
+    boards = []
+    for piece_rows, by_name in ((10**6, 2000), (1, 0), (7, 2000)):
+        monkeypatch.setattr(pieces, "PIECE_ROWS", piece_rows)
+        monkeypatch.setattr(pieces, "KEPT_PROMPTS_BY_NAME", by_name)
+        assert main(["--db", db, "leaderboard", "--dataset", "inplace", "--keep-k", "5", "--ranker", "elo",
+                     "--show-kept", "--format", "csv"]) == 0
+        assert main(["--db", db, "leaderboard", "--dataset", "inplace", "--keep-k", "5",
+                     "--format", "csv"]) == 0
+        boards.append(capsys.readouterr())
+    assert boards[0] == boards[1] == boards[2]
+    assert "keep_rank" in boards[0].out and "model" in boards[0].out

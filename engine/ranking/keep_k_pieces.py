@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 PIECE_ROWS = 250_000
 """Verdicts read at a time (whole graphs per piece)."""
 
+KEPT_PROMPTS_BY_NAME = 2_000
+"""The kept graphs' verdicts are read by prompt id in one query up to this many prompts, else in pieces."""
+
 KEY = ["judge", "prompt_id", "variant", "turn"]
 """A graph's key within one dataset."""
 
@@ -104,7 +107,11 @@ def _kept_verdicts(store: Store, dataset: str, table: pd.DataFrame, judge, categ
     want = pd.MultiIndex.from_frame(table[KEY].astype({"variant": "int64", "turn": "int64"}))
     prompts = set(table["prompt_id"])
     parts = []
-    for verdicts in store.verdict_pieces(dataset, rows=rows, judge=judge, category=category):
+    # a few kept prompts are read by name (one scan); many, in pieces (each piece a scan of the selection)
+    reads = ([store.verdicts(dataset, judge=judge, category=category, prompt_id=sorted(prompts))]
+             if len(prompts) <= KEPT_PROMPTS_BY_NAME else
+             store.verdict_pieces(dataset, rows=rows, judge=judge, category=category))
+    for verdicts in reads:
         maybe = verdicts[verdicts["prompt_id"].isin(prompts)]
         if len(maybe):
             at = pd.MultiIndex.from_frame(maybe[KEY].astype({"variant": "int64", "turn": "int64"}))
