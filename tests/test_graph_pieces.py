@@ -337,3 +337,20 @@ def test_pieces_of_parquet_read_in_place_keep_the_frames_order_whatever_the_key_
         boards.append(capsys.readouterr())
     assert boards[0] == boards[1]
     assert "keep_rank" in boards[0].out and "model" in boards[0].out
+
+
+def test_keep_k_in_pieces_refuses_a_bad_row_outside_the_kept_graphs(tmp_path, capsys):
+    """A Parquet file read in place and changed since it was attached: a winner keep-K's kept graphs never
+    hold is still refused in one sentence, as the read of every verdict refused it."""
+    rows = [dict(judge="j", prompt_id=f"p{p}", model_a=a, model_b=b, winner="A")
+            for p in range(4) for a, b in (("m1", "m2"), ("m2", "m3"), ("m1", "m3"))]
+    path = tmp_path / "v.parquet"
+    pd.DataFrame(rows).to_parquet(path, index=False)
+    db = str(tmp_path / "lens.duckdb")
+    assert main(["--db", db, "datasets", "attach", "inplace", str(path)]) == 0
+    bad = rows + [dict(judge="j", prompt_id="two", model_a="m1", model_b="m2", winner="X")]
+    pd.DataFrame(bad).to_parquet(path, index=False)
+    capsys.readouterr()
+    assert main(["--db", db, "leaderboard", "--dataset", "inplace", "--keep-k", "2", "--format", "csv"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and "Verdict winners must be A, B, tie or invalid; found 'X'." in cap.err

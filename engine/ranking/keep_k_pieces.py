@@ -97,6 +97,11 @@ def keep_k_in_pieces(store: Store, dataset: str, spec: BoardSpec, *, judge=None,
     kept = kept_by_scores(pool_keys, pool_counts, replace(scored, n_no_cycle=n_no_cycle),
                           int(spec.keep_k or 0), per_category=spec.per_category, pool=spec.pool,
                           score=DEFAULT_SCORE, n_graphs=n_graphs)
+    # the whole selection's winners and pairs checked, as the vote read of every verdict did (a Parquet file
+    # read in place may have changed since it was attached): after keep-K's own refusals, as before
+    from engine.ranking.vote_query import check_winners
+
+    check_winners(store.cursor(), store.verdict_relation(dataset, judge=judge, category=category))
     return KeptInPieces(kept, _kept_verdicts(store, dataset, kept.table, judge, category, size),
                         tuple(sorted(models)), sorted(judges), n_invalid)
 
@@ -109,7 +114,7 @@ def _kept_verdicts(store: Store, dataset: str, table: pd.DataFrame, judge, categ
     parts = []
     # a few kept prompts are read by name (one scan); many, in pieces (each piece a scan of the selection)
     reads = ([store.verdicts(dataset, judge=judge, category=category, prompt_id=sorted(prompts))]
-             if len(prompts) <= KEPT_PROMPTS_BY_NAME else
+             if len(prompts) <= KEPT_PROMPTS_BY_NAME and not any(pd.isna(p) for p in prompts) else
              store.verdict_pieces(dataset, rows=rows, judge=judge, category=category))
     for verdicts in reads:
         maybe = verdicts[verdicts["prompt_id"].isin(prompts)]
