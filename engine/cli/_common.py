@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Literal
 
 import numpy as np
@@ -222,7 +223,7 @@ def write_frames(pieces: Iterable[pd.DataFrame], fmt: str, out=None) -> None:
             _write_cut_table(_escaped_table(head.head(TERMINAL_ROWS - 10)), _escaped_table(tail), total, out)
         return
     wrote = False
-    for piece in _chain_first(first, pieces):
+    for piece in itertools.chain([first], pieces):
         if fmt == "csv":
             write_csv(piece, data_stream(out), header=not wrote)
             wrote = True
@@ -246,12 +247,6 @@ def _holds_times(df: pd.DataFrame) -> bool:
         if col.dtype == object and any(isinstance(v, datetime.datetime) for v in col.to_numpy()):
             return True
     return False
-
-
-def _chain_first(first: pd.DataFrame, rest: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """``first``, then the rest."""
-    yield first
-    yield from rest
 
 
 def write_plain_table(names: list[str], columns: list, out=None) -> bool:
