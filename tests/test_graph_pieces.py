@@ -53,6 +53,15 @@ def _rows() -> list[dict]:
                                         variant_kind=kind, tstamp=1_700_000_000 + len(out) * 7 % 1000))
     out.append(dict(prompt_id="only-bad", variant=0, turn=1, model_a="m1", model_b="m2", winner="error",
                     judge="j-a", category="math", variant_kind="original", tstamp=1_700_000_000))
+    # a model met in invalid verdicts only: not a model of the selection (no vote names it)
+    out.append(dict(prompt_id="a", variant=0, turn=1, model_a="m9", model_b="m1", winner="error",
+                    judge="j-b", category="code", variant_kind="original", tstamp=1_700_000_001))
+    # one graph's verdicts under two categories: prompt "a" (math) of judge j-a also judged as code, a clean
+    # round robin there (no bad cycle, every pair: the graph keep-K keeps first under category code), so a
+    # read of the kept graphs by prompt id that forgot the category would add the math verdicts to it
+    for a, b in [(a, b) for i, a in enumerate(MODELS[:4]) for b in MODELS[i + 1:4]]:
+        out.append(dict(prompt_id="a", variant=0, turn=1, model_a=a, model_b=b, winner="A", judge="j-a",
+                        category="code", variant_kind="original", tstamp=1_700_000_002 + len(out)))
     return out
 
 
@@ -281,6 +290,13 @@ def test_keep_k_over_pieces_is_keep_k_over_the_whole(pieces_db, monkeypatch, pie
         every = s.verdicts("pieces", judge=judge, category=category)
     assert got.params["n_invalid_verdicts"] == int((every["winner"] == "invalid").sum())
     assert got.params["judges"] == sorted(every["judge"].unique())
+    # the board's own parameters as the whole computation's (the models it dropped, named the same), and
+    # dropped models said to be dropped by keep-K
+    told = {"dataset", "dataset_version", "judge", "judges", "category", "n_invalid_verdicts", "keep_k", "mu",
+            "per_category", "pool", "threshold", "keep_note", "n_graphs_pool"}  # the command's own, above
+    for name, value in want.params.items():
+        assert name in told or got.params.get(name) == value, name
+    assert got.params.get("dropped_after_keep_k", False) == bool(want.params.get("dropped_models"))
 
 
 def test_keep_k_over_pieces_refuses_as_the_whole_read(pieces_db, monkeypatch):
