@@ -68,7 +68,7 @@ SLOW_FILES_FIRST = (
     "test_count_query.py",              #  15.0 /  14.5
     "test_elo_draws_overlap.py",        #  ~20 (numba compile included)
     "test_plain_board.py",              #  ~19
-    "test_curve_chain.py",              #  ~21 s of CPU at load 19
+    "test_curve_cells.py",              #  ~20 s of CPU
     "test_judge_report_counts.py",      #  ~13.5
     "test_import_early_insert.py",      #  ~14 s of CPU at load 18-30 (issue 26 round 35, not yet idle)
     "test_app_prewarm_store.py",        #  ~35 s of wall at load 10 (issue 26 round 37: kept boards; not idle)

@@ -36,7 +36,9 @@ def test_freeze_once_then_every_later_cycle_is_still_collected(unfrozen):
     later = Node()  # made by a later run (a slider move's frames)
     gone = weakref.ref(later)
     lens.freeze_startup_heap()  # every later run calls it again
-    assert gc.get_freeze_count() == frozen
+    # not grown (a second freeze would add ``later`` and all else alive): a frozen object freed meanwhile
+    # by another thread of this process (a test's warming thread ending) may make it smaller
+    assert gc.get_freeze_count() <= frozen
     del later
     gc.collect()
     assert gone() is None, "a cycle made after the first run was frozen: it can never be freed"

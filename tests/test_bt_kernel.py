@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine.rankers.bt import fit_bt_batch, fit_bt_batch_info, regularise
-from engine.rankers.bt_solvers import _ll_pairs, _loglik, _pairs, mm_batch, newton_batch, spd_solve
+from engine.rankers.bt_solvers import _ll_pairs, _loglik, mm_batch, newton_batch, spd_solve
 
 
 def random_wtilde(B, n, seed, density=1.0, scale=6):
@@ -33,8 +33,8 @@ def test_pair_loglik_equals_the_dense_twin():
     rng = np.random.default_rng(0)
     w = random_wtilde(40, 6, 1)
     theta = rng.normal(0, 4, (40, 6))
-    i, j, inc, _, _ = _pairs(6)
-    d = theta @ inc.T
+    i, j = np.triu_indices(6, 1)
+    d = theta[:, i] - theta[:, j]
     got = _ll_pairs(d, np.exp(-np.abs(d)), w[:, i, j] + w[:, j, i], w[:, j, i])
     np.testing.assert_allclose(got, _loglik(theta, w), rtol=1e-12)
 
@@ -45,6 +45,23 @@ def test_spd_solve_matches_numpy():
     m = a @ a.swapaxes(1, 2) + 0.1 * np.eye(9)
     rhs = rng.normal(size=(50, 9))
     np.testing.assert_allclose(spd_solve(m, rhs), np.linalg.solve(m, rhs[:, :, None])[:, :, 0], atol=1e-10)
+
+
+def test_spd_solve_takes_a_matrix_that_is_not_positive_definite_alone():
+    """One matrix of the batch is indefinite: it is solved by LU (numpy's own solve), and every other
+    system's solution is the same bits as in a batch without it."""
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(12, 7, 7))
+    m = a @ a.swapaxes(1, 2) + 0.1 * np.eye(7)
+    rhs = rng.normal(size=(12, 7))
+    bad = m.copy()
+    bad[5] = np.diag([1.0, -2.0, 3.0, 1.0, 1.0, 1.0, 1.0])
+    got = spd_solve(bad, rhs)
+    np.testing.assert_allclose(got[5], rhs[5] / np.diag(bad[5]), rtol=1e-14)
+    keep = np.arange(12) != 5
+    np.testing.assert_array_equal(got[keep], spd_solve(m[keep], rhs[keep]))
+    for b in (0, 11):
+        np.testing.assert_array_equal(got[b], spd_solve(m[b:b + 1], rhs[b:b + 1])[0])
 
 
 def test_newton_matches_choix_and_reaches_the_optimum():

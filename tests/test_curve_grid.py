@@ -1,7 +1,7 @@
 """The Truncation page's curve grid (``engine.views.curve_grid.CurveGrid``) gives the curves made from
 scratch, to the last digit, whichever thread made them and in whatever order the sliders asked.
 
-A slider move takes its curve from the grid: made then (resumed from earlier keep-K curves' fits), made
+A slider move takes its curve from the grid: made then (with the cells earlier curves fitted), made
 ahead of it by the warming thread, or being made by that thread and waited for. Each is compared with
 ``keep_k_view`` / ``mu_view`` called afresh on the same stack. Data that separates: vicuna80 judge gpt-4
 and all judges pooled, and generated shapes (judges, paraphrases, sampling replicates, both orders, repeats,

@@ -46,7 +46,7 @@ def unique_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def bt_scores_info(wt: np.ndarray, theta0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(B, n, n) half-tie win matrices → ((B, n) BT log-strengths, (B,) converged flags); equal
-    matrices are fitted once.
+    matrices with equal starts are fitted once.
 
     ``theta0`` (B, n) warm-starts each fit (e.g. from the fit on the cell's whole pool, or from the
     neighbouring K of a curve); the result does not depend on it beyond round-off. A fit whose
@@ -58,8 +58,12 @@ def bt_scores_info(wt: np.ndarray, theta0: np.ndarray | None = None) -> tuple[np
     B, n, _ = wt.shape
     if B == 0:
         return np.zeros((0, n)), np.zeros(0, dtype=bool)
-    first, inverse = unique_rows(wt.reshape(B, n * n))
-    start = None if theta0 is None else np.asarray(theta0, dtype=np.float64)[first]
+    start = None if theta0 is None else np.asarray(theta0, dtype=np.float64).reshape(B, n)
+    # equal matrices with equal starts: a fit's last bits depend on its start, so a matrix met again with
+    # another start (another cell's draw, started from that cell's point fit) is fitted again
+    first, inverse = unique_rows(wt.reshape(B, n * n) if start is None
+                                 else np.concatenate([wt.reshape(B, n * n), start], axis=1))
+    start = None if start is None else start[first]
     fit = fit_bt_batch_info(wt[first], theta0=start)
     return fit.scores[inverse], np.asarray(fit.converged, dtype=bool)[inverse]
 

@@ -30,8 +30,11 @@ category whose pool is empty (e.g. no sampling replicates for ``pool="sampling"`
 the macro row's ``n_categories`` and ``note`` say over how many categories it averages and which
 were left out.
 
-Speed: the x values are visited in order; at each, every group's R draws plus its point fit are one
-warm-started batch (started from the same row's fit at the previous x).
+Fits: a cell (one group's kept graphs at one x, and its draw size) has its point fit, started from zeros,
+and its R draws' fits, each started from that point fit (as Table 2's cells start from the fit of their
+kept graphs): a cell's numbers depend on the cell alone, so x that keep the same graphs (neighbouring mu,
+or the same K of two curves) share one set of fits (``FitCache``), and every cell's fits are batched
+together, ``CELL_FITS`` at a time.
 Pools: ``perturbed`` (originals + paraphrases, default), ``sampling`` (originals + sampling
 replicates: the control of Figure 6; a category without replicates has an empty pool) or ``all``.
 """
@@ -39,7 +42,6 @@ replicates: the control of Figure 6; a category without replicates has an empty 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -76,10 +78,9 @@ __all__ = [
     "DEFAULT_MU_GRID",
     "DRAW_FRACTION",
     "POOLS",
-    "FitChain",
+    "FitCache",
     "draw_size",
     "keep_k_curve",
-    "keep_k_curve_chain",
     "keep_k_orders",
     "keep_k_selections",
     "mu_curve",
@@ -167,45 +168,110 @@ def _check(resamples: int, seed: int, draw_fraction: float) -> None:
         raise LensError(f"The draw fraction must lie in (0, 1]; got {draw_fraction!r}.")
 
 
-@dataclass(frozen=True, eq=False)
-class FitChain:
-    """The Bradley-Terry fits of one curve, x by x: ``kept[x index]`` the kept positions per group (in
-    graph-key order), ``k_of`` the K kept at each x, ``fits`` (X, groups·(1 + resamples), n) and
-    ``converged`` their flags. Each x's fits are warm-started from the previous x's, so the first x
-    whose kept graphs differ from another curve's starts a different chain; up to it, the fits are the
-    same numbers made from the same inputs (``shared``)."""
+CELL_FITS = 4096
+"""Fits per batch when the curves' cells are fitted: a few tens of ms of work between two checkpoints (a
+background curve pauses there for a page's run), and arrays of a few MB."""
 
-    inputs: tuple
-    kept: list[tuple[np.ndarray, ...]]
-    k_of: list[int]
-    fits: np.ndarray
-    converged: np.ndarray
+FIT_CACHE_BYTES = 64 * 2**20
+"""How many bytes of fits a ``FitCache`` keeps (the oldest cells go first): every distinct cell of the 17
+keep-K curves of vicuna80's pooled judges (3,142 cells of 101 fits of 9 models) is ~23 MB."""
 
-    def shared(self, inputs: tuple, kept: list[tuple[np.ndarray, ...]], k_of: list[int]) -> int:
-        """How many leading x of a curve with these inputs (``_fit_inputs``: the graphs' matrices, the
-        groups, the draws' seed and sizes), kept graphs and Ks this chain's fits are: none when the inputs
-        differ, else every x before the first whose K or kept graphs differ."""
-        if inputs != self.inputs:
-            return 0
-        same = 0
-        for mine, theirs, k_mine, k_theirs in zip(self.kept, kept, self.k_of, k_of, strict=False):
-            if k_mine != k_theirs or len(mine) != len(theirs) or not all(
-                    np.array_equal(a, b) for a, b in zip(mine, theirs, strict=True)):
-                break
-            same += 1
-        return same
+
+class FitCache:
+    """The Bradley-Terry fits of the curves' cells, kept for the next curve of the same inputs.
+
+    A cell is one group's kept graphs at one x and the size of its draws: its fits are the point fit (all
+    kept graphs, started from zeros) and one fit per resample's draw (started from the point fit), so they
+    are a function of the cell alone, whichever curve, x or other cells it is fitted with. Keep-K curves at
+    two μ keep the same graphs at most K, and a μ curve's cells are keep-K curves' cells: a curve made with
+    the cache fits only the cells no earlier curve had. ``inputs`` (``_fit_inputs``: every graph's matrix,
+    the groups and pools, the resamples, seed and draw fraction) is bound on first use: a curve of other
+    inputs neither reads nor fills it. Thread-safe (the app's warming thread and its page share one)."""
+
+    def __init__(self, max_bytes: int = FIT_CACHE_BYTES) -> None:
+        import threading
+        from collections import OrderedDict
+
+        self.max_bytes = int(max_bytes)
+        self._inputs: tuple | None = None
+        self._cells: OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def binds(self, inputs: tuple) -> bool:
+        """Whether this cache serves curves of ``inputs`` (the first inputs it saw)."""
+        with self._lock:
+            if self._inputs is None:
+                self._inputs = inputs
+            return self._inputs == inputs
+
+    def get(self, cell: tuple) -> tuple[np.ndarray, np.ndarray] | None:
+        """The cell's (fits (1 + resamples, n), converged flags), or None."""
+        with self._lock:
+            got = self._cells.get(cell)
+            if got is not None:
+                self._cells.move_to_end(cell)
+            return got
+
+    def put(self, cell: tuple, fits: np.ndarray, converged: np.ndarray) -> None:
+        """Keep the cell's fits (read-only), dropping the oldest cells past ``max_bytes``."""
+        fits.flags.writeable = converged.flags.writeable = False
+        with self._lock:
+            if cell in self._cells:
+                return
+            self._cells[cell] = (fits, converged)
+            self._bytes += fits.nbytes + converged.nbytes
+            while self._bytes > self.max_bytes and len(self._cells) > 1:
+                _, (f, c) = self._cells.popitem(last=False)
+                self._bytes -= f.nbytes + c.nbytes
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cells)
 
 
 def _fit_inputs(wflat: np.ndarray, pools: dict[str, np.ndarray], resamples: int, seed: int,
                 draw_fraction: float) -> tuple:
-    """What a curve's fits depend on besides the kept graphs and K: every graph's half-tie matrix, the
-    groups and their pools (the draws' uniforms are per group and pool size), the resamples, the seed and
-    the draw fraction."""
+    """What a cell's fits depend on besides its kept graphs and draw size: every graph's half-tie matrix,
+    the groups and their pools (the draws' uniforms are per group and pool size), the resamples, the seed
+    and the draw fraction (a ``FitCache`` serves one such tuple)."""
     import hashlib
 
     digest = hashlib.blake2b(np.ascontiguousarray(wflat).tobytes(), digest_size=16).hexdigest()
     return (digest, wflat.shape, tuple((g, tuple(pos.tolist())) for g, pos in pools.items()), int(resamples),
             int(seed), float(draw_fraction))
+
+
+def _fit_cells(cells: list[tuple], uni: dict[str, np.ndarray], pools: dict[str, np.ndarray],
+               krank: np.ndarray, wflat: np.ndarray, n: int, R: int, fits: FitCache) -> None:
+    """Fit the ``cells`` ((group, kept positions' bytes, draw size) each, not in ``fits``) and keep them in
+    ``fits``: per cell, the point fit of all its kept graphs from zeros, then each of the ``R`` draws (the
+    ``m`` kept graphs with the smallest of the group's common uniforms, ``keep_draw_weights``) started from
+    that point fit; ``CELL_FITS`` fits per batch, a checkpoint before each (a background curve pauses
+    there)."""
+    per = max(1, CELL_FITS // (1 + R))
+    for s in range(0, len(cells), per):
+        checkpoint()  # a background curve (the app's warming) pauses here for a slider move's rerun
+        part = cells[s:s + per]
+        points, draws = [], []
+        for g, kept_bytes, m in part:
+            kept = np.frombuffer(kept_bytes, dtype=np.int64)
+            rows = wflat[kept]
+            points.append(rows.sum(axis=0))  # half-integer counts: exact in any order
+            if R:
+                cols = np.searchsorted(krank[pools[g]], krank[kept])
+                draws.append(keep_draw_weights(uni[g][:, cols], m) @ rows)
+        point, point_ok = bt_scores_info(np.stack(points).reshape(-1, n, n))
+        if R:
+            draw, draw_ok = bt_scores_info(np.concatenate(draws).reshape(-1, n, n),
+                                           np.repeat(point, R, axis=0))
+        for c, cell in enumerate(part):
+            if R:
+                cell_fits = np.vstack([point[c:c + 1], draw[c * R:(c + 1) * R]])
+                cell_ok = np.concatenate([point_ok[c:c + 1], draw_ok[c * R:(c + 1) * R]])
+            else:
+                cell_fits, cell_ok = point[c:c + 1].copy(), point_ok[c:c + 1].copy()
+            fits.put(cell, cell_fits, cell_ok)
 
 
 def _evaluate(
@@ -221,13 +287,13 @@ def _evaluate(
     krank: np.ndarray,
     k_of: list[int],
     left: list[str],
-    resume: Sequence[FitChain] = (),
-) -> tuple[pd.DataFrame, FitChain]:
+    fits: FitCache | None = None,
+) -> pd.DataFrame:
     """Point + keep→draw distances for every (x, group) cell; ``kept_of[(x index, group)]`` are the
     kept stack positions, ``krank`` the graph-key rank of every graph, ``k_of[x index]`` the K kept
-    there, ``left`` the categories left out (empty pool). Also returns the fits made (``FitChain``);
-    ``resume``: earlier calls' chains; the one sharing the most leading x (``FitChain.shared``) gives those
-    x's fits."""
+    there, ``left`` the categories left out (empty pool). ``fits``: the cells' fits of earlier curves of
+    the same inputs (``FitCache``; filled here with this curve's new cells), or None (a cache of this
+    call's own: x that keep the same graphs are fitted once)."""
     groups = list(pools)
     models = common_models(stack, reference, groups)
     st = stack  # every model is ranked (as the leaderboard and compare rank); distances on the rated ones
@@ -240,40 +306,27 @@ def _evaluate(
     n_kept = np.zeros((X, G), dtype=np.int64)
     n_draw = np.zeros((X, G), dtype=np.int64)
     bad = np.zeros((X, G), dtype=np.int64)
-    kept_sets = [tuple(by_key(kept_of[(xi, g)], krank) for g in groups) for xi in range(X)]
     inputs = _fit_inputs(wflat, pools, R, seed, draw_fraction)
-    chain_fits = np.zeros((X, G * (1 + R), n))
-    convs = np.zeros((X, G * (1 + R)), dtype=bool)
-    start, done = max(((c.shared(inputs, kept_sets, k_of), c) for c in resume), key=lambda sc: sc[0],
-                      default=(0, None))
-    if done is not None and start:  # the same fits, made from the same inputs in the same order: taken
-        chain_fits[:start], convs[:start] = done.fits[:start], done.converged[:start]
-        scores[:start] = chain_fits[:start].reshape(start, G, 1 + R, n)
-        bad[:start] = (~convs[:start]).reshape(start, G, 1 + R).sum(axis=2)
-    prev = chain_fits[start - 1] if start else None
+    if fits is None or not fits.binds(inputs):
+        fits = FitCache(max_bytes=2**62)  # this call's own: every cell it fits stays until it is read
+        fits.binds(inputs)
+    cell_of: dict[tuple[int, int], tuple] = {}
     for xi in range(X):
-        checkpoint()  # a background curve (the app's warming) pauses here for a slider move's rerun
-        if xi < start:
-            for gi, kept in enumerate(kept_sets[xi]):
-                n_kept[xi, gi], n_draw[xi, gi] = kept.size, draw_size(k_of[xi], kept.size, draw_fraction)
-            continue
-        rows = []
         for gi, g in enumerate(groups):
-            kept = kept_sets[xi][gi]
+            kept = by_key(kept_of[(xi, g)], krank).astype(np.int64)
             m = draw_size(k_of[xi], kept.size, draw_fraction)
-            cols = np.searchsorted(krank[pools[g]], krank[kept])
-            w = (
-                np.vstack([np.ones((1, kept.size)), keep_draw_weights(uni[g][:, cols], m)])
-                if R
-                else np.ones((1, kept.size))
-            )
-            rows.append(w @ wflat[kept])
+            cell_of[(xi, gi)] = (g, kept.tobytes(), m)
             n_kept[xi, gi], n_draw[xi, gi] = kept.size, m
-        fit, conv = bt_scores_info(np.concatenate(rows).reshape(-1, n, n), prev)
-        prev = chain_fits[xi] = fit
-        convs[xi] = conv
-        scores[xi] = fit.reshape(G, 1 + R, n)
-        bad[xi] = (~conv).reshape(G, 1 + R).sum(axis=1)
+    new = [c for c in dict.fromkeys(cell_of.values()) if fits.get(c) is None]
+    _fit_cells(new, uni, pools, krank, wflat, n, R, fits)
+    for (xi, gi), cell in cell_of.items():
+        got = fits.get(cell)
+        if got is None:  # dropped by a full shared cache since: fitted again, alone (the same numbers)
+            _fit_cells([cell], uni, pools, krank, wflat, n, R, fits)
+            got = fits.get(cell)
+            assert got is not None
+        scores[xi, gi] = got[0]
+        bad[xi, gi] = int((~got[1]).sum())
     dist = {d: np.zeros((X, G, 1 + R)) for d in DISTANCES}
     for gi, g in enumerate(groups):
         d = distances_for_scores(scores[:, gi].reshape(-1, n)[:, rated], refs[g])
@@ -305,8 +358,8 @@ def _evaluate(
         notes = np.tile(
             np.array([""] * G + [macro_note] if G > 1 else [macro_note if left else ""], dtype=object), X
         )
-        fits = 1 + R
-        notes = np.array([_with_bad(t, int(b), fits * (c if c > 0 else 1))
+        per_cell = 1 + R
+        notes = np.array([_with_bad(t, int(b), per_cell * (c if c > 0 else 1))
                           for t, b, c in zip(notes, nonconv.ravel(), ncat, strict=True)], dtype=object)
         frames.append(pd.DataFrame({
             param: np.repeat(np.asarray(xs, dtype=np.float64 if param == "mu" else np.int64), len(cats)),
@@ -324,7 +377,7 @@ def _evaluate(
     # x, then distance, then category
     frame = frame.iloc[np.lexsort((c_idx, d_idx, x_idx))].reset_index(drop=True)
     frame.attrs["models"] = models
-    return frame, FitChain(inputs, kept_sets, list(k_of), chain_fits, convs)
+    return frame
 
 
 def keep_k_orders(
@@ -378,6 +431,7 @@ def keep_k_curve(
     resamples: int = 100,
     seed: int = DEFAULT_SEED,
     draw_fraction: float = DRAW_FRACTION,
+    fits: FitCache | None = None,
 ) -> pd.DataFrame:
     """Distance to the reference for every K (default 1 … the largest pool), paper 000 Fig. 2/5/6.
 
@@ -385,37 +439,16 @@ def keep_k_curve(
     ``n_kept`` says how many were kept, ``n_draw`` how many each resample draws). Columns: k,
     category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
     n_draw, n_categories, resamples, bt_nonconverged, note. Plot ``mean`` inside ``ci_low``…``ci_high`` (see
-    the module docstring).
+    the module docstring). ``fits``: a ``FitCache`` shared by curves of the same selection and draws (the
+    app's curves at other μ and K): only cells no earlier curve fitted are fitted, and the frame is the one
+    made without it, to the last digit (tests/test_curve_cells.py).
     """
-    return keep_k_curve_chain(stack, reference, ks, mu=mu, lam3=lam3, lam4=lam4, per_category=per_category,
-                              pool=pool, resamples=resamples, seed=seed, draw_fraction=draw_fraction)[0]
-
-
-def keep_k_curve_chain(
-    stack: GraphStack,
-    reference: pd.Series | Mapping[str, pd.Series],
-    ks: list[int] | range | None = None,
-    *,
-    mu: float = 1.0,
-    lam3: float = 1.0,
-    lam4: float | None = None,
-    per_category: bool = True,
-    pool: str = "perturbed",
-    resamples: int = 100,
-    seed: int = DEFAULT_SEED,
-    draw_fraction: float = DRAW_FRACTION,
-    resume: Sequence[FitChain] = (),
-) -> tuple[pd.DataFrame, FitChain]:
-    """``keep_k_curve`` and its fits (``FitChain``); ``resume``: chains of the same selection's curve at
-    other mu (the app's earlier μ steps); the one sharing the most leading K gives those K's fits (every K
-    before the first whose kept graphs differ): the frame is the one ``keep_k_curve`` makes, to the last
-    digit (tests/test_curve_chain.py), at the cost of the K after that point only."""
     _check(resamples, seed, draw_fraction)
     ks, pools, left, krank, kept_of = keep_k_selections(stack, ks, mu=mu, lam3=lam3, lam4=lam4,
                                                         per_category=per_category, pool=pool)
     with single_thread_blas():
         return _evaluate(
-            stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank, ks, left, resume
+            stack, reference, pools, ks, kept_of, "k", resamples, seed, draw_fraction, krank, ks, left, fits
         )
 
 
@@ -430,12 +463,14 @@ def mu_curve(
     resamples: int = 100,
     seed: int = DEFAULT_SEED,
     draw_fraction: float = DRAW_FRACTION,
+    fits: FitCache | None = None,
 ) -> pd.DataFrame:
     """Distance to the reference against mu in S_mu = C3_bad + mu·C4_bad at fixed K (paper 000 Fig. 3).
 
     mu may be any finite number (the default grid is 0.01 … 100 on a log scale). Columns: mu,
     category, distance, point, mean, ci_low, ci_high, half_width, q_low, q_high, sd, n_kept,
-    n_draw, n_categories, resamples, bt_nonconverged, note.
+    n_draw, n_categories, resamples, bt_nonconverged, note. ``fits``: as ``keep_k_curve``'s (a μ curve's
+    cells are keep-K curves' cells).
     """
     from engine.graphs.cycles import cycle_capacity, cycle_counts
 
@@ -457,4 +492,4 @@ def mu_curve(
         kept_of.update({(xi, g): scored.keep(int(k), krank, among=pos) for g, pos in pools.items()})
     with single_thread_blas():
         return _evaluate(stack, reference, pools, mus, kept_of, "mu", resamples, seed, draw_fraction, krank,
-                         [int(k)] * len(mus), left)[0]
+                         [int(k)] * len(mus), left, fits)

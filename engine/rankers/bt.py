@@ -32,11 +32,11 @@ from engine.rankers.base import (
     single_thread_blas,
 )
 from engine.rankers.bt_solvers import (
-    DEFAULT_CHUNK,
     DENSE_MODELS_MAX,
     mm_batch,
     mm_pairs,
     newton_batch,
+    newton_chunk,
     newton_pairs,
 )
 from engine.rankers.elo_scale import ELO_FACTOR as ELO_FACTOR  # re-exported: its home is elo_scale
@@ -186,12 +186,13 @@ def fit_bt_batch_info(
     tol: float = 1e-10,
     max_iter: int | None = None,
     theta0: np.ndarray | None = None,
-    chunk: int = DEFAULT_CHUNK,
+    chunk: int | None = None,
 ) -> BatchFit:
     """Batched half-tie BT with diagnostics: which fits were regularised, iterations, convergence.
 
-    ``theta0`` (B, n) warm-starts the Newton solver (ignored by MM); the fits are done ``chunk``
-    at a time. The solution does not depend on either (up to round-off).
+    ``theta0`` (B, n) warm-starts the Newton solver (ignored by MM); the fits are done ``chunk`` at a time
+    (default ``newton_chunk(n)``). The solution does not depend on the start (up to round-off) nor on the
+    chunk (a fit's iterations read its own row only).
     """
     if solver not in ("newton", "mm"):
         raise LensError(f"Unknown Bradley-Terry solver {solver!r}; choose newton or mm.")
@@ -203,6 +204,7 @@ def fit_bt_batch_info(
     with single_thread_blas():
         w, bad = regularise(wtilde, alpha, on_degenerate)
         B = w.shape[0]
+        chunk = newton_chunk(w.shape[1]) if chunk is None else int(chunk)
         if solver == "newton":
             parts = [newton_batch(w[s:s + chunk], tol=tol, max_iter=max_iter or 200,
                                   theta0=None if theta0 is None else theta0[s:s + chunk])

@@ -12,6 +12,35 @@ import numpy as np
 
 from engine.rankers.base import centred
 
+ROW_SUM_COLUMNS = 32
+"""Up to this many columns ``row_sums`` adds column by column; past it one weighted count does (the same
+order, the same sums)."""
+
+
+def row_sums(x: np.ndarray) -> np.ndarray:
+    """(B,) sums of a (B, k) array's rows, each added left to right from zero.
+
+    Numpy's own sums (``sum``, ``einsum``, a BLAS product) choose their order of summation by the shape
+    of the whole array, so a row's sum could change with the rows beside it: the Newton fits below
+    sum this way, so that a fit is the same bits whichever batch it is fitted in (the sensitivity
+    curves share fits between curves, ``engine.experiments.curves.FitCache``)."""
+    x = np.asarray(x, dtype=np.float64)
+    B, k = x.shape
+    if k <= ROW_SUM_COLUMNS:
+        out = np.zeros(B)
+        for c in range(k):
+            out += x[:, c]
+        return out
+    return np.bincount(np.repeat(np.arange(B), k), weights=x.ravel(), minlength=B)
+
+
+def row_centred(x: np.ndarray) -> np.ndarray:
+    """``centred`` with the mean from ``row_sums``: a row's result does not depend on the others."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape[1] == 0:
+        return x.copy()
+    return x - (row_sums(x) / x.shape[1])[:, None]
+
 
 def _loglik(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Dense BT log-likelihood sum_ij W~_ij log sigmoid(theta_i - theta_j) for (B, n) theta (a slow twin)."""
@@ -20,16 +49,67 @@ def _loglik(theta: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=32)
-def _pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Upper-triangle pair indices (i < j), the (P, n) signed incidence, flat positions of ij / ji / ii."""
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Upper-triangle pair indices (i < j), the (n, pairs) signed incidence's transpose (+1 at i, -1 at j),
+    each model's n - 1 pairs in pair order (n, n - 1) with its sign in each (+1 as i, -1 as j), flat
+    positions of ii."""
     i, j = np.triu_indices(n, 1)
-    inc = np.zeros((i.size, n))
-    inc[np.arange(i.size), i] = 1.0
-    inc[np.arange(i.size), j] = -1.0
-    return i, j, inc, np.abs(inc), np.arange(n) * (n + 1)
+    inc_t = np.zeros((n, i.size))
+    inc_t[i, np.arange(i.size)] = 1.0
+    inc_t[j, np.arange(i.size)] = -1.0
+    ends, pair = np.concatenate([i, j]), np.concatenate([np.arange(i.size)] * 2)
+    order = np.lexsort((pair, ends))  # by model, then pair
+    around = pair[order].reshape(n, max(n - 1, 0))
+    sign = np.concatenate([np.ones(i.size), -np.ones(i.size)])[order].reshape(n, max(n - 1, 0))
+    return i, j, inc_t, around, sign, np.arange(n) * (n + 1)
+
+
+@lru_cache(maxsize=64)
+def _sparse_incidence(n: int, signed: bool):
+    """The (n, pairs) incidence of ``_pairs`` as a CSR matrix (column indices sorted), signed or not."""
+    from scipy.sparse import csr_matrix
+
+    inc = csr_matrix(_pairs(n)[2] if signed else np.abs(_pairs(n)[2]))
+    inc.sort_indices()
+    return inc
+
+
+SPARSE_FROM = 2**15
+"""From this many pair values (fits × pairs) ``_by_model`` uses a sparse product (scipy's, imported then:
+too slow an import for a command's one fit), below it numpy; or whenever scipy.sparse is loaded already."""
+
+
+def _by_model(values: np.ndarray, n: int, signed: bool) -> np.ndarray:
+    """(B, n) per-model sums of (B, pairs) pair values over each model's n - 1 pairs (times its sign in each
+    when ``signed``): each fit's terms added one by one from zero, in pair order, whatever the batch (a dense
+    BLAS product's order may change with the batch size, and a fit's sums with the fits beside it). Two
+    ways to the same bits: a sparse product for big batches, a gather and a running sum for small ones."""
+    import sys
+
+    if values.size >= SPARSE_FROM or "scipy.sparse" in sys.modules:
+        return np.asarray(_sparse_incidence(n, signed) @ values.T).T
+    _, _, _, around, sign, _ = _pairs(n)
+    got = values[:, around]
+    if signed:
+        got *= sign
+    out = np.zeros(got.shape[:2])
+    for k in range(got.shape[2]):
+        out += got[:, :, k]
+    return out
 
 DEFAULT_CHUNK = 256
-"""Fits per Newton batch: keeps the (B, pairs) and (B, n, n) temporaries in cache."""
+"""Fewest fits per Newton batch: keeps the (B, pairs) and (B, n, n) temporaries in cache."""
+
+CHUNK_PAIRS = 2**16
+"""Pairs per Newton batch (fits × n(n-1)/2) when that allows more than ``DEFAULT_CHUNK`` fits: with few
+models a batch of 256 fits is mostly the per-call cost of its ~40 numpy operations an iteration (the
+sensitivity curves' 9-model fits ran ~1.5x faster in batches of ~2,000)."""
+
+
+def newton_chunk(n: int) -> int:
+    """Fits per Newton batch for ``n`` models: ``CHUNK_PAIRS`` pairs, at least ``DEFAULT_CHUNK`` fits. A fit's
+    result does not depend on the batch it is in."""
+    return max(DEFAULT_CHUNK, CHUNK_PAIRS // max(1, n * (n - 1) // 2))
 
 SAFE_SPREAD = 1.5
 """A Newton step whose largest pairwise change max_i δ_i − min_i δ_i is at most this is accepted
@@ -56,28 +136,50 @@ were 1e9 times others)."""
 
 def _ll_pairs(d: np.ndarray, e: np.ndarray, n_ij: np.ndarray, b: np.ndarray) -> np.ndarray:
     """BT log-likelihood from pair differences d, e = exp(-|d|), counts N_ij and the losses b = W~_ji."""
-    return -(n_ij * (np.maximum(-d, 0.0) + np.log1p(e))).sum(axis=1) - (b * d).sum(axis=1)
+    return -row_sums(n_ij * (np.maximum(-d, 0.0) + np.log1p(e))) - row_sums(b * d)
 
 
 def spd_solve(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """Solve (B, n, n) symmetric positive definite systems for (B, n) right-hand sides.
 
     Batched Cholesky (LAPACK) and a forward / back substitution vectorised over the batch: about
-    half the time of ``np.linalg.solve`` for the small matrices here. Falls back to that when a
-    matrix is not numerically positive definite.
+    half the time of ``np.linalg.solve`` for the small matrices here. A matrix that is not numerically
+    positive definite is solved by ``np.linalg.solve`` (LU), the others as above: each system's solution
+    is the same bits whichever batch it is solved in.
     """
     try:
         chol = np.linalg.cholesky(m)
     except np.linalg.LinAlgError:
-        return np.linalg.solve(m, rhs[:, :, None])[:, :, 0]
+        return _spd_solve_each(m, rhs)
     n = m.shape[1]
     diag = np.diagonal(chol, axis1=1, axis2=2)
-    y = np.empty_like(rhs)
+    # column by column (each known unknown taken out of the equations below it): elementwise operations
+    # only, so a fit's solution does not depend on the others of its batch (einsum's sums do)
+    x = np.array(rhs, dtype=np.float64)
     for k in range(n):
-        y[:, k] = (rhs[:, k] - np.einsum("bj,bj->b", chol[:, k, :k], y[:, :k])) / diag[:, k]
-    x = np.empty_like(rhs)
+        x[:, k] /= diag[:, k]
+        if k + 1 < n:
+            x[:, k + 1:] -= chol[:, k + 1:, k] * x[:, k, None]
     for k in range(n - 1, -1, -1):
-        x[:, k] = (y[:, k] - np.einsum("bj,bj->b", chol[:, k + 1:, k], x[:, k + 1:])) / diag[:, k]
+        x[:, k] /= diag[:, k]
+        if k:
+            x[:, :k] -= chol[:, k, :k] * x[:, k, None]
+    return x
+
+
+def _spd_solve_each(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``spd_solve`` of a batch where some matrix is not numerically positive definite: those by LU, the
+    rest by Cholesky as in a batch without them."""
+    chol_ok = np.ones(m.shape[0], dtype=bool)
+    for b in range(m.shape[0]):
+        try:
+            np.linalg.cholesky(m[b])
+        except np.linalg.LinAlgError:
+            chol_ok[b] = False
+    x = np.empty(rhs.shape)
+    if chol_ok.any():
+        x[chol_ok] = spd_solve(m[chol_ok], rhs[chol_ok])
+    x[~chol_ok] = np.linalg.solve(m[~chol_ok], rhs[~chol_ok][:, :, None])[:, :, 0]
     return x
 
 
@@ -95,7 +197,7 @@ def mle_spread_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     n = int(round((1 + np.sqrt(1 + 8 * a.shape[1])) / 2))
     w_min = np.minimum(np.min(a, axis=1, where=a > 0, initial=np.inf),
                        np.min(b, axis=1, where=b > 0, initial=np.inf))
-    total = a.sum(axis=1) + b.sum(axis=1)
+    total = row_sums(a) + row_sums(b)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(np.isfinite(w_min), (n - 1) * np.log(2.0 * total / w_min), 0.0)
 
@@ -105,7 +207,7 @@ def cold_rows(theta: np.ndarray, d: np.ndarray, e: np.ndarray, a: np.ndarray, b:
     replaced by zeros: less likely than zeros, or spread more than twice ``mle_spread_bound`` (zeros
     are within the bound of the optimum, so a start further out would only cost capped steps)."""
     ll = _ll_pairs(d, e, a + b, b)
-    ll0 = -np.log(2.0) * (a + b).sum(axis=1)
+    ll0 = -np.log(2.0) * row_sums(a + b)
     spread = theta.max(axis=1) - theta.min(axis=1)
     return ~(ll >= ll0) | ~(spread <= 2.0 * mle_spread_bound(a, b))
 
@@ -136,14 +238,14 @@ def newton_batch(
     step) and the fit leaves the batch (active-set compaction).
     """
     B, n, _ = w.shape
-    i, j, inc, absinc, diag = _pairs(n)
+    i, j, inc_t, _, _, diag = _pairs(n)
     a, b = w[:, i, j], w[:, j, i]
     n_ij = a + b
     # N p (1 - p) floored: past |d| ≈ 745 it underflows and the Laplacian would be singular
     floor = 1e-15 * n_ij
-    theta = np.zeros((B, n)) if theta0 is None else centred(np.array(theta0, dtype=np.float64).reshape(B, n))
+    theta = (np.zeros((B, n)) if theta0 is None
+             else row_centred(np.array(theta0, dtype=np.float64).reshape(B, n)))
     P = i.size
-    inc_t = np.ascontiguousarray(inc.T)
     # work arrays, reused every iteration (views of the first m rows while m fits remain): a fresh
     # (B, pairs) temporary per operation cost more in page faults than the arithmetic
     d_, e_, big_, small_, q_, p_, t_ = (np.empty((B, P)) for _ in range(7))
@@ -192,11 +294,11 @@ def newton_batch(
         np.multiply(q, a, out=q)  # W~_ij σ(−d): i's wins beyond the model's expectation...
         np.multiply(p, b, out=p)  # ... less W~_ji σ(d)
         np.subtract(q, p, out=t)
-        grad = t @ inc
+        grad = _by_model(t, n, signed=True)
         np.add(q, p, out=t)
-        mass = t @ absinc  # each model's term sum: the scale of its gradient's round-off
-        total = mass.sum(axis=1, keepdims=True)
-        grad -= grad.sum(axis=1, keepdims=True) * (mass / np.maximum(total, 1e-300))
+        mass = _by_model(t, n, signed=False)  # each model's term sum: the scale of its gradient's round-off
+        total = row_sums(mass)[:, None]
+        grad -= row_sums(grad)[:, None] * (mass / np.maximum(total, 1e-300))
         c = np.multiply(big, small, out=t)
         np.multiply(c, n_ij, out=c)
         np.maximum(c, floor, out=c)  # N p (1 - p)
@@ -204,7 +306,7 @@ def newton_batch(
         lap[:, i * n + j] = c
         lap[:, j * n + i] = c
         np.negative(lap, out=lap)
-        lap[:, diag] = c @ absinc
+        lap[:, diag] = _by_model(c, n, signed=False)
         lap = lap.reshape(m, n, n)
         lap += ones
         if ok.all():
@@ -236,7 +338,7 @@ def newton_batch(
                 theta[keep], ll_base[keep], step_prev[keep], scale[keep], pending[keep])
     if active.size:
         out[active] = theta
-    return centred(out), it, converged
+    return row_centred(out), it, converged
 
 
 def mm_batch(

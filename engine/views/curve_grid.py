@@ -1,16 +1,17 @@
 """The Truncation page's sensitivity curves of one selection, memoised and computed ahead of the sliders.
 
 A keep-K move needs the μ curve at the new K, a μ move the keep-K curve at the new μ: fits the move paid for
-before its rerun could end (vicuna80 pooled: ~1 s of CPU for a keep-K curve, ~50 ms for a μ curve). The
+before its rerun could end (vicuna80 pooled: 0.3-1.4 s of CPU for a keep-K curve, ~50 ms for a μ curve). The
 sliders' values are discrete (K = 1 … T, 17 μ steps), so the curves form a finite grid: ``CurveGrid`` keeps
 every curve it has made, once per selection, and ``CurveGrid.warm`` has one background thread make the
 curves around the sliders' setting (the neighbouring μ steps and K values first) while the reader looks at
 the page, so the next move finds its curve made.
 
-Every curve is made by the call a slider move made before (``keep_k_view_chain``, resumed from the latest
-keep-K curves' fits as ``engine.experiments.curves.FitChain`` allows, and ``mu_view``), whichever thread
-makes it: a curve taken from the grid is the curve made from scratch, to the last digit
-(tests/test_curve_grid.py). A curve asked for while the thread is making it is waited for, not made twice.
+Every curve is made by the call a slider move made before (``keep_k_view`` and ``mu_view``), whichever
+thread makes it, with the selection's ``engine.experiments.curves.FitCache``: a curve fits only the cells
+(kept graphs at one x) no earlier curve of the grid fitted, a μ curve's cells being keep-K curves' cells, and
+a curve taken from the grid is the curve made from scratch, to the last digit (tests/test_curve_grid.py). A
+curve asked for while the thread is making it is waited for, not made twice.
 A keep-K curve is a function of the order keep-K puts the pool in
 (``engine.experiments.curves.keep_k_orders``), not of μ itself: μ steps whose orders are equal (vicuna80
 gpt-4: 11 orders for the 17 steps; all judges pooled: 16) share one curve, made once.
@@ -24,11 +25,15 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from engine.foreground import background, checkpoint, waiting
+
+if TYPE_CHECKING:
+    from engine.experiments.curves import FitCache
 
 KEEP_K_REACH = 8
 """How many K on each side of the keep-K slider's value ``CurveGrid.warm`` makes the μ curves of (~50 ms
@@ -36,11 +41,8 @@ of CPU each on vicuna80): a reader stepping K with the keyboard finds them made.
 
 MU_REACH = 2
 """How many μ steps on each side of the μ slider's value ``CurveGrid.warm`` makes the keep-K curves of
-(0.2 s of CPU each on vicuna80 gpt-4, ~1 s pooled): the next step either way, and the one after."""
-
-CHAINS_KEPT = 4
-"""How many keep-K curves' fits (``FitChain``: (T, 1 + resamples, n) floats, 3.5 MB on vicuna80 pooled) a
-grid keeps for the next keep-K curve to resume from: the latest made."""
+(a pooled vicuna80 keep-K curve: ~1.4 s of CPU from nothing, 0.3-1 s with the points earlier curves
+fitted): the next step either way, and the one after."""
 
 _ONE_AT_A_TIME = threading.Lock()
 """Held while a background thread makes an item: the server's grids (curves and kept boards, one each per
@@ -170,7 +172,7 @@ class CurveGrid(WarmGrid):
         self.stack, self.reference = stack, reference
         self.curve_mus = tuple(float(m) for m in curve_mus)
         self.resamples, self.seed = int(resamples), int(seed)
-        self._chains: list = []
+        self._fits: FitCache | None = None  # the curves' cells' fits, made on first use
         self._cycles: tuple | None = None  # the stack's cycle tables, for the keep-K orders
         self._here: int | None = None  # the μ step of the latest ``warm``, and the way the μ slider went
         self._ahead = 1
@@ -220,13 +222,22 @@ class CurveGrid(WarmGrid):
         self._start(warm_plan(int(keep_k), steps, here, ahead, k_max=int(k_max), reach=reach,
                               mu_reach=mu_reach))
 
+    def _fit_cache(self):
+        """The grid's ``FitCache``: every curve's cells, shared by the keep-K and μ curves."""
+        from engine.experiments.curves import FitCache
+
+        with self._lock:
+            if self._fits is None:
+                self._fits = FitCache()
+            return self._fits
+
     def _make(self, item: tuple[str, float]) -> pd.DataFrame:
-        from engine.views.truncation_view import keep_k_view_chain, mu_view
+        from engine.views.truncation_view import keep_k_view, mu_view
 
         kind, x = item
         if kind == "mu":
             return mu_view(self.stack, self.reference, k=int(x), mus=self.curve_mus, resamples=self.resamples,
-                           seed=self.seed)
+                           seed=self.seed, fits=self._fit_cache())
         try:
             key = self._order_key(float(x))
         except Exception:  # the curve's own call says what is wrong (e.g. an empty pool), in its words
@@ -236,10 +247,5 @@ class CurveGrid(WarmGrid):
                 owner = self._by_order.setdefault(key, item)
             if owner != item:  # another μ's orders, the same: its curve (made, or being made: waited for)
                 return self._get(owner)
-        with self._lock:
-            chains = list(self._chains)
-        frame, chain = keep_k_view_chain(self.stack, self.reference, mu=float(x),
-                                         resamples=self.resamples, seed=self.seed, resume=chains)
-        with self._lock:
-            self._chains = [*self._chains, chain][-CHAINS_KEPT:]
-        return frame
+        return keep_k_view(self.stack, self.reference, mu=float(x), resamples=self.resamples, seed=self.seed,
+                           fits=self._fit_cache())

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from engine.experiments.curves import FitChain
+    from engine.experiments.curves import FitCache
     from engine.graphs.stack import GraphStack
     from engine.store.connection import Store
     from engine.store.graph_tally import GraphTally
@@ -120,31 +120,24 @@ def no_cycle_text(n_no_cycle: int, n_pool: int) -> str:
     )
 
 
-def keep_k_view(stack: GraphStack, reference, *, mu: float, resamples: int, seed: int) -> pd.DataFrame:
+def keep_k_view(stack: GraphStack, reference, *, mu: float, resamples: int, seed: int,
+                fits: FitCache | None = None) -> pd.DataFrame:
     """Spearman distance to the reference against K = 1 … T at this μ (columns k and
-    ``CURVE_COLUMNS``), from ``engine.experiments.curves.keep_k_curve`` on the perturbed pool."""
-    return keep_k_view_chain(stack, reference, mu=mu, resamples=resamples, seed=seed)[0]
+    ``CURVE_COLUMNS``), from ``engine.experiments.curves.keep_k_curve`` on the perturbed pool; ``fits``: the
+    selection's ``FitCache`` (the cells earlier curves fitted, taken as they are)."""
+    from engine.experiments.curves import keep_k_curve
 
-
-def keep_k_view_chain(stack: GraphStack, reference, *, mu: float, resamples: int, seed: int,
-                      resume: Sequence[FitChain] = ()) -> tuple[pd.DataFrame, FitChain]:
-    """``keep_k_view`` and the curve's fits (``engine.experiments.curves.keep_k_curve_chain``), resumed
-    from whichever of ``resume`` (the same selection's curves at other μ) shares the most leading K with
-    this μ: the same frame, with only the K after that point fitted."""
-    from engine.experiments.curves import keep_k_curve_chain
-
-    frame, chain = keep_k_curve_chain(stack, reference, mu=mu, per_category=False, pool="perturbed",
-                                      resamples=resamples, seed=seed, resume=resume)
-    return _pick(frame, "k"), chain
+    return _pick(keep_k_curve(stack, reference, mu=mu, per_category=False, pool="perturbed",
+                              resamples=resamples, seed=seed, fits=fits), "k")
 
 
 def mu_view(
-    stack: GraphStack, reference, *, k: int, mus: Sequence[float], resamples: int, seed: int
+    stack: GraphStack, reference, *, k: int, mus: Sequence[float], resamples: int, seed: int,
+    fits: FitCache | None = None,
 ) -> pd.DataFrame:
     """Spearman distance against μ at this K (columns mu and ``CURVE_COLUMNS``), from
     ``engine.experiments.curves.mu_curve`` on the perturbed pool (μ values that keep the same graphs get the
-    same
-    numbers: its draws are common random numbers per graph)."""
+    same numbers: its draws are common random numbers per graph); ``fits`` as ``keep_k_view``'s."""
     from engine.experiments.curves import mu_curve
 
     return _pick(
@@ -157,6 +150,7 @@ def mu_view(
             pool="perturbed",
             resamples=resamples,
             seed=seed,
+            fits=fits,
         ),
         "mu",
     )
