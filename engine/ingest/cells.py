@@ -159,8 +159,7 @@ def boolean_cells(cells) -> np.ndarray | None:
         t = None
     if t is not None and (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_null(t)):
         return None
-    if t is not None and pa.types.is_boolean(t):
-        return np.asarray([v is not None for v in cells], dtype=bool)
+    # a column Arrow reads as booleans may hold NaN too (Arrow takes it for a missing cell): typed below
     kinds = set(map(type, cells))  # in C: a column of floats (Parquet, JSON numbers) holds no boolean
     if bool not in kinds and np.bool_ not in kinds:
         return None
