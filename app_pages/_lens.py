@@ -731,8 +731,9 @@ def curve_grid_for(key: CacheKey):
 @st.cache_data(max_entries=32, show_spinner="Computing the keep-K curve…")
 def keep_k_curve_for(key: CacheKey, mu: float):
     """Spearman distance to the reference against K at this μ (paper protocol: half-tie BT), from the
-    selection's curve grid: resumed from its latest keep-K curves' fits (the same numbers,
-    ``engine.views.truncation_view.keep_k_view_chain``), or made ahead of this move by its warming thread."""
+    selection's curve grid: made with the fits earlier curves of the selection made (the same numbers,
+    ``engine.views.truncation_view.keep_k_view`` with the grid's ``FitCache``), or made ahead of this move by
+    its warming thread."""
     return curve_grid_for(key).keep_k_frame(mu)
 
 

@@ -144,7 +144,7 @@ def test_a_cells_fits_are_its_point_fit_from_zeros_and_each_draw_from_the_point(
         kept = np.sort(kept_of[(xi, curves.POOLED)])
         kept = kept[np.argsort(krank[kept], kind="stable")]
         m = curves.draw_size(k, kept.size)
-        fits, ok = cache.get((curves.POOLED, kept.astype(np.int64).tobytes(), m))
+        fits, ok = cache.get(curves.cell_key(curves.POOLED, kept, m))
         point = fit_bt_batch_info(sum(wflat[g] for g in kept).reshape(1, n, n))
         np.testing.assert_array_equal(fits[0], point.scores[0])
         where = {int(g): i for i, g in enumerate(pool)}
@@ -177,3 +177,44 @@ def test_a_fit_does_not_depend_on_the_batch_it_is_in(seed, n, rows, chunk, warm)
         one = fit_bt_batch_info(w[r:r + 1], theta0=None if theta0 is None else theta0[r:r + 1])
         np.testing.assert_array_equal(batch.scores[r], one.scores[0])
         assert batch.converged[r] == one.converged[0]
+
+
+@pytest.mark.parametrize("n, rows", [(9, 2000), (30, 600), (70, 260)])
+def test_a_fit_in_a_big_batch_is_the_fit_alone(n, rows):
+    """Batches as big as the curves' (thousands of 9-model fits, hundreds of 70-model ones; einsum, numpy's
+    sums and BLAS products change their order of summation with such sizes): a sample of the rows, each
+    fitted alone, the same bits."""
+    rng = np.random.default_rng(n)
+    strength = rng.normal(0, 1, n)
+    p = 1 / (1 + np.exp(strength[None, :] - strength[:, None]))
+    meets = rng.poisson(2, (rows, n, n)) * (rng.random((rows, n, n)) < 0.4)
+    wins = rng.binomial(meets, p)
+    w = (wins + (meets - wins).transpose(0, 2, 1)).astype(float)
+    w[:, np.arange(n), np.arange(n)] = 0
+    theta0 = np.where(rng.random((rows, 1)) < 0.5, rng.normal(0, 1, (rows, n)), 0.0)
+    batch = fit_bt_batch_info(w, theta0=theta0)
+    for r in rng.choice(rows, 12, replace=False):
+        one = fit_bt_batch_info(w[r:r + 1], theta0=theta0[r:r + 1])
+        np.testing.assert_array_equal(batch.scores[r], one.scores[0])
+
+
+@pytest.mark.parametrize("n", [2, 3, 9, 40, 120])
+def test_per_model_sums_are_the_same_bits_by_numpy_and_by_the_sparse_product(monkeypatch, n):
+    """``_by_model``'s two ways (scipy's sparse product for big batches or once scipy.sparse is loaded, a
+    numpy gather and running sum for a command's small fits): each model's terms in pair order from zero,
+    so the same bits, on values over 30 orders of magnitude of both signs."""
+    import sys
+
+    from engine.rankers import bt_solvers
+
+    rng = np.random.default_rng(n)
+    pairs = n * (n - 1) // 2
+    values = rng.normal(size=(37, pairs)) * 10.0 ** rng.integers(-15, 15, (37, pairs))
+    for signed in (True, False):
+        sparse = np.asarray(bt_solvers._sparse_incidence(n, signed) @ values.T).T
+        monkeypatch.setattr(bt_solvers, "SPARSE_FROM", 10**12)
+        monkeypatch.delitem(sys.modules, "scipy.sparse", raising=False)
+        by_numpy = bt_solvers._by_model(values, n, signed)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(by_numpy, sparse)
+

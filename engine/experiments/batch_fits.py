@@ -48,8 +48,8 @@ def bt_scores_info(wt: np.ndarray, theta0: np.ndarray | None = None) -> tuple[np
     """(B, n, n) half-tie win matrices → ((B, n) BT log-strengths, (B,) converged flags); equal
     matrices with equal starts are fitted once.
 
-    ``theta0`` (B, n) warm-starts each fit (e.g. from the fit on the cell's whole pool, or from the
-    neighbouring K of a curve); the result does not depend on it beyond round-off. A fit whose
+    ``theta0`` (B, n) warm-starts each fit (e.g. a draw from the fit of the graphs it was drawn from); the
+    result does not depend on it beyond round-off. A fit whose
     flag is False stopped at the solver's iteration cap (``engine.rankers.bt.newton_batch``).
     """
     from engine.rankers.bt import fit_bt_batch_info
@@ -58,12 +58,18 @@ def bt_scores_info(wt: np.ndarray, theta0: np.ndarray | None = None) -> tuple[np
     B, n, _ = wt.shape
     if B == 0:
         return np.zeros((0, n)), np.zeros(0, dtype=bool)
-    start = None if theta0 is None else np.asarray(theta0, dtype=np.float64).reshape(B, n)
-    # equal matrices with equal starts: a fit's last bits depend on its start, so a matrix met again with
-    # another start (another cell's draw, started from that cell's point fit) is fitted again
-    first, inverse = unique_rows(wt.reshape(B, n * n) if start is None
-                                 else np.concatenate([wt.reshape(B, n * n), start], axis=1))
-    start = None if start is None else start[first]
+    first, inverse = unique_rows(wt.reshape(B, n * n))
+    start = None
+    if theta0 is not None:
+        # a fit's last bits depend on its start: a matrix met again with another start (another cell's draw,
+        # started from that cell's point fit) is fitted again
+        start = np.asarray(theta0, dtype=np.float64).reshape(B, n)
+        other = np.flatnonzero(~(start[first[inverse]] == start).all(axis=1))
+        if other.size:
+            inverse = inverse.copy()
+            inverse[other] = first.size + np.arange(other.size)
+            first = np.concatenate([first, other])
+        start = start[first]
     fit = fit_bt_batch_info(wt[first], theta0=start)
     return fit.scores[inverse], np.asarray(fit.converged, dtype=bool)[inverse]
 

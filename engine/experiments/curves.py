@@ -169,12 +169,21 @@ def _check(resamples: int, seed: int, draw_fraction: float) -> None:
 
 
 CELL_FITS = 4096
-"""Fits per batch when the curves' cells are fitted: a few tens of ms of work between two checkpoints (a
-background curve pauses there for a page's run), and arrays of a few MB."""
+"""Most fits per batch when the curves' cells are fitted (few models): tens of ms of work between two
+checkpoints (a background curve pauses there for a page's run)."""
+
+CELL_ENTRIES = 2**19
+"""Most matrix entries (fits × n²) per batch of cells: with many models a batch is one or a few cells (a
+70-model cell of 101 fits is 495,000 entries, 4 MB a copy; ~0.1-0.2 s between checkpoints)."""
 
 FIT_CACHE_BYTES = 64 * 2**20
 """How many bytes of fits a ``FitCache`` keeps (the oldest cells go first): every distinct cell of the 17
 keep-K curves of vicuna80's pooled judges (3,142 cells of 101 fits of 9 models) is ~23 MB."""
+
+
+CELL_KEY_BYTES = 200
+"""What a ``FitCache`` counts for a cell's key and bookkeeping besides its fits (a key holds a 16-byte digest
+of the kept graphs, not the graphs)."""
 
 
 class FitCache:
@@ -220,10 +229,10 @@ class FitCache:
             if cell in self._cells:
                 return
             self._cells[cell] = (fits, converged)
-            self._bytes += fits.nbytes + converged.nbytes
+            self._bytes += fits.nbytes + converged.nbytes + CELL_KEY_BYTES
             while self._bytes > self.max_bytes and len(self._cells) > 1:
                 _, (f, c) = self._cells.popitem(last=False)
-                self._bytes -= f.nbytes + c.nbytes
+                self._bytes -= f.nbytes + c.nbytes + CELL_KEY_BYTES
 
     def __len__(self) -> int:
         with self._lock:
@@ -242,20 +251,30 @@ def _fit_inputs(wflat: np.ndarray, pools: dict[str, np.ndarray], resamples: int,
             int(seed), float(draw_fraction))
 
 
-def _fit_cells(cells: list[tuple], uni: dict[str, np.ndarray], pools: dict[str, np.ndarray],
-               krank: np.ndarray, wflat: np.ndarray, n: int, R: int, fits: FitCache) -> None:
-    """Fit the ``cells`` ((group, kept positions' bytes, draw size) each, not in ``fits``) and keep them in
-    ``fits``: per cell, the point fit of all its kept graphs from zeros, then each of the ``R`` draws (the
-    ``m`` kept graphs with the smallest of the group's common uniforms, ``keep_draw_weights``) started from
-    that point fit; ``CELL_FITS`` fits per batch, a checkpoint before each (a background curve pauses
-    there)."""
-    per = max(1, CELL_FITS // (1 + R))
-    for s in range(0, len(cells), per):
+def cell_key(group: str, kept: np.ndarray, m: int) -> tuple[str, bytes, int]:
+    """A cell's key: its group, a digest of its kept positions (in graph-key order) and its draw size."""
+    import hashlib
+
+    digest = hashlib.blake2b(np.ascontiguousarray(kept, dtype=np.int64).tobytes(), digest_size=16).digest()
+    return group, digest, int(m)
+
+
+def _fit_cells(cells: dict[tuple, np.ndarray], uni: dict[str, np.ndarray], pools: dict[str, np.ndarray],
+               krank: np.ndarray, wflat: np.ndarray, n: int, R: int,
+               fits: FitCache | None) -> dict[tuple, tuple[np.ndarray, np.ndarray]]:
+    """The fits of ``cells`` (key → kept positions, in graph-key order), each (fits (1 + R, n), converged
+    flags), also kept in ``fits`` when given: per cell, the point fit of all its kept graphs from zeros, then
+    each of the ``R`` draws (the ``m`` kept graphs with the smallest of the group's common uniforms,
+    ``keep_draw_weights``) started from that point fit; batches of at most ``CELL_FITS`` fits and
+    ``CELL_ENTRIES`` matrix entries, a checkpoint before each (a background curve pauses there)."""
+    per = max(1, min(CELL_FITS // (1 + R), CELL_ENTRIES // ((1 + R) * n * n)))
+    made: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+    todo = list(cells.items())
+    for s in range(0, len(todo), per):
         checkpoint()  # a background curve (the app's warming) pauses here for a slider move's rerun
-        part = cells[s:s + per]
+        part = todo[s:s + per]
         points, draws = [], []
-        for g, kept_bytes, m in part:
-            kept = np.frombuffer(kept_bytes, dtype=np.int64)
+        for (g, _, m), kept in part:
             rows = wflat[kept]
             points.append(rows.sum(axis=0))  # half-integer counts: exact in any order
             if R:
@@ -265,13 +284,16 @@ def _fit_cells(cells: list[tuple], uni: dict[str, np.ndarray], pools: dict[str, 
         if R:
             draw, draw_ok = bt_scores_info(np.concatenate(draws).reshape(-1, n, n),
                                            np.repeat(point, R, axis=0))
-        for c, cell in enumerate(part):
+        for c, (cell, _) in enumerate(part):
             if R:
                 cell_fits = np.vstack([point[c:c + 1], draw[c * R:(c + 1) * R]])
                 cell_ok = np.concatenate([point_ok[c:c + 1], draw_ok[c * R:(c + 1) * R]])
             else:
                 cell_fits, cell_ok = point[c:c + 1].copy(), point_ok[c:c + 1].copy()
-            fits.put(cell, cell_fits, cell_ok)
+            made[cell] = (cell_fits, cell_ok)
+            if fits is not None:
+                fits.put(cell, cell_fits, cell_ok)
+    return made
 
 
 def _evaluate(
@@ -292,8 +314,8 @@ def _evaluate(
     """Point + keep→draw distances for every (x, group) cell; ``kept_of[(x index, group)]`` are the
     kept stack positions, ``krank`` the graph-key rank of every graph, ``k_of[x index]`` the K kept
     there, ``left`` the categories left out (empty pool). ``fits``: the cells' fits of earlier curves of
-    the same inputs (``FitCache``; filled here with this curve's new cells), or None (a cache of this
-    call's own: x that keep the same graphs are fitted once)."""
+    the same inputs (``FitCache``; filled here with this curve's new cells), or None. Either way x that keep
+    the same graphs share one cell, fitted once."""
     groups = list(pools)
     models = common_models(stack, reference, groups)
     st = stack  # every model is ranked (as the leaderboard and compare rank); distances on the rated ones
@@ -307,26 +329,24 @@ def _evaluate(
     n_draw = np.zeros((X, G), dtype=np.int64)
     bad = np.zeros((X, G), dtype=np.int64)
     inputs = _fit_inputs(wflat, pools, R, seed, draw_fraction)
-    if fits is None or not fits.binds(inputs):
-        fits = FitCache(max_bytes=2**62)  # this call's own: every cell it fits stays until it is read
-        fits.binds(inputs)
+    shared = fits if fits is not None and fits.binds(inputs) else None
     cell_of: dict[tuple[int, int], tuple] = {}
+    kept_at: dict[tuple, np.ndarray] = {}
     for xi in range(X):
         for gi, g in enumerate(groups):
             kept = by_key(kept_of[(xi, g)], krank).astype(np.int64)
             m = draw_size(k_of[xi], kept.size, draw_fraction)
-            cell_of[(xi, gi)] = (g, kept.tobytes(), m)
+            cell_of[(xi, gi)] = key = cell_key(g, kept, m)
+            kept_at.setdefault(key, kept)
             n_kept[xi, gi], n_draw[xi, gi] = kept.size, m
-    new = [c for c in dict.fromkeys(cell_of.values()) if fits.get(c) is None]
-    _fit_cells(new, uni, pools, krank, wflat, n, R, fits)
-    for (xi, gi), cell in cell_of.items():
-        got = fits.get(cell)
-        if got is None:  # dropped by a full shared cache since: fitted again, alone (the same numbers)
-            _fit_cells([cell], uni, pools, krank, wflat, n, R, fits)
-            got = fits.get(cell)
-            assert got is not None
-        scores[xi, gi] = got[0]
-        bad[xi, gi] = int((~got[1]).sum())
+    # the cells taken from the shared cache are held here, so the curve never depends on what it still keeps
+    have = {key: got for key in kept_at if shared is not None and (got := shared.get(key)) is not None}
+    new = {key: kept for key, kept in kept_at.items() if key not in have}
+    have.update(_fit_cells(new, uni, pools, krank, wflat, n, R, shared))
+    for (xi, gi), key in cell_of.items():
+        cell_fits, cell_ok = have[key]
+        scores[xi, gi] = cell_fits
+        bad[xi, gi] = int((~cell_ok).sum())
     dist = {d: np.zeros((X, G, 1 + R)) for d in DISTANCES}
     for gi, g in enumerate(groups):
         d = distances_for_scores(scores[:, gi].reshape(-1, n)[:, rated], refs[g])
