@@ -33,8 +33,8 @@ were left out.
 Fits: a cell (one group's kept graphs at one x, and its draw size) has its point fit, started from zeros,
 and its R draws' fits, each started from that point fit (as Table 2's cells start from the fit of their
 kept graphs): a cell's numbers depend on the cell alone, so x that keep the same graphs (neighbouring mu,
-or the same K of two curves) share one set of fits (``FitCache``), and every cell's fits are batched
-together, ``CELL_FITS`` at a time.
+or the same K of two curves) share one set of fits (``FitCache``), and a curve's new cells are fitted in
+batches of at most ``CELL_FITS`` fits and ``CELL_ENTRIES`` matrix entries.
 Pools: ``perturbed`` (originals + paraphrases, default), ``sampling`` (originals + sampling
 replicates: the control of Figure 6; a category without replicates has an empty pool) or ``all``.
 """

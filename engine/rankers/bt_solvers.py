@@ -142,45 +142,12 @@ def _ll_pairs(d: np.ndarray, e: np.ndarray, n_ij: np.ndarray, b: np.ndarray) -> 
 def spd_solve(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """Solve (B, n, n) symmetric positive definite systems for (B, n) right-hand sides.
 
-    Batched Cholesky (LAPACK) and a forward / back substitution vectorised over the batch: about
-    half the time of ``np.linalg.solve`` for the small matrices here. A matrix that is not numerically
-    positive definite is solved by ``np.linalg.solve`` (LU), the others as above: each system's solution
-    is the same bits whichever batch it is solved in.
+    LAPACK's LU (``np.linalg.solve``), one call per matrix: each system's solution is the same bits
+    whichever batch it is solved in, which a Cholesky with substitutions vectorised over the batch (this
+    function until 0.20.3) was not (einsum's order of summation changes with the batch size), and it took
+    as long or longer (9-model systems in batches of 101-4,096: 1.2-3x; 70 models: 1.4x; 200 models: 0.9x).
     """
-    try:
-        chol = np.linalg.cholesky(m)
-    except np.linalg.LinAlgError:
-        return _spd_solve_each(m, rhs)
-    n = m.shape[1]
-    diag = np.diagonal(chol, axis1=1, axis2=2)
-    # column by column (each known unknown taken out of the equations below it): elementwise operations
-    # only, so a fit's solution does not depend on the others of its batch (einsum's sums do)
-    x = np.array(rhs, dtype=np.float64)
-    for k in range(n):
-        x[:, k] /= diag[:, k]
-        if k + 1 < n:
-            x[:, k + 1:] -= chol[:, k + 1:, k] * x[:, k, None]
-    for k in range(n - 1, -1, -1):
-        x[:, k] /= diag[:, k]
-        if k:
-            x[:, :k] -= chol[:, k, :k] * x[:, k, None]
-    return x
-
-
-def _spd_solve_each(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """``spd_solve`` of a batch where some matrix is not numerically positive definite: those by LU, the
-    rest by Cholesky as in a batch without them."""
-    chol_ok = np.ones(m.shape[0], dtype=bool)
-    for b in range(m.shape[0]):
-        try:
-            np.linalg.cholesky(m[b])
-        except np.linalg.LinAlgError:
-            chol_ok[b] = False
-    x = np.empty(rhs.shape)
-    if chol_ok.any():
-        x[chol_ok] = spd_solve(m[chol_ok], rhs[chol_ok])
-    x[~chol_ok] = np.linalg.solve(m[~chol_ok], rhs[~chol_ok][:, :, None])[:, :, 0]
-    return x
+    return np.linalg.solve(m, rhs[:, :, None])[:, :, 0]
 
 
 def mle_spread_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:

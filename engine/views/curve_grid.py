@@ -25,15 +25,11 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from engine.foreground import background, checkpoint, waiting
-
-if TYPE_CHECKING:
-    from engine.experiments.curves import FitCache
 
 KEEP_K_REACH = 8
 """How many K on each side of the keep-K slider's value ``CurveGrid.warm`` makes the μ curves of (~50 ms
@@ -172,7 +168,9 @@ class CurveGrid(WarmGrid):
         self.stack, self.reference = stack, reference
         self.curve_mus = tuple(float(m) for m in curve_mus)
         self.resamples, self.seed = int(resamples), int(seed)
-        self._fits: FitCache | None = None  # the curves' cells' fits, made on first use
+        from engine.experiments.curves import FitCache
+
+        self._fits = FitCache()  # every curve's cells, shared by the keep-K and μ curves
         self._cycles: tuple | None = None  # the stack's cycle tables, for the keep-K orders
         self._here: int | None = None  # the μ step of the latest ``warm``, and the way the μ slider went
         self._ahead = 1
@@ -222,22 +220,13 @@ class CurveGrid(WarmGrid):
         self._start(warm_plan(int(keep_k), steps, here, ahead, k_max=int(k_max), reach=reach,
                               mu_reach=mu_reach))
 
-    def _fit_cache(self):
-        """The grid's ``FitCache``: every curve's cells, shared by the keep-K and μ curves."""
-        from engine.experiments.curves import FitCache
-
-        with self._lock:
-            if self._fits is None:
-                self._fits = FitCache()
-            return self._fits
-
     def _make(self, item: tuple[str, float]) -> pd.DataFrame:
         from engine.views.truncation_view import keep_k_view, mu_view
 
         kind, x = item
         if kind == "mu":
             return mu_view(self.stack, self.reference, k=int(x), mus=self.curve_mus, resamples=self.resamples,
-                           seed=self.seed, fits=self._fit_cache())
+                           seed=self.seed, fits=self._fits)
         try:
             key = self._order_key(float(x))
         except Exception:  # the curve's own call says what is wrong (e.g. an empty pool), in its words
@@ -248,4 +237,4 @@ class CurveGrid(WarmGrid):
             if owner != item:  # another μ's orders, the same: its curve (made, or being made: waited for)
                 return self._get(owner)
         return keep_k_view(self.stack, self.reference, mu=float(x), resamples=self.resamples, seed=self.seed,
-                           fits=self._fit_cache())
+                           fits=self._fits)
