@@ -13,8 +13,8 @@ import numpy as np
 from engine.rankers.base import centred
 
 ROW_SUM_COLUMNS = 32
-"""Up to this many columns ``row_sums`` adds column by column; past it one weighted count does (the same
-order, the same sums)."""
+"""Up to this many columns ``row_sums`` adds column by column; past it one running sum along the rows does
+(the same order, the same sums)."""
 
 
 def row_sums(x: np.ndarray) -> np.ndarray:
@@ -31,7 +31,11 @@ def row_sums(x: np.ndarray) -> np.ndarray:
         for c in range(k):
             out += x[:, c]
         return out
-    return np.bincount(np.repeat(np.arange(B), k), weights=x.ravel(), minlength=B)
+    # a running sum is sequential along each row; it starts from the first term, not from zero, which
+    # differs only for a row of -0.0 terms alone (-0.0 where zero + -0.0 is +0.0): adding 0.0 at the end
+    # gives +0.0 there and changes nothing else. Until 0.20.4 a weighted count did this over a (B·k)
+    # index built per call (the same sums, 1.4x the time at 200 × 2,415).
+    return np.add.accumulate(x, axis=1)[:, -1] + 0.0
 
 
 def row_centred(x: np.ndarray) -> np.ndarray:
@@ -134,9 +138,28 @@ is judged on its own scale (a test against the total count passed wrong fits whe
 were 1e9 times others)."""
 
 
-def _ll_pairs(d: np.ndarray, e: np.ndarray, n_ij: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """BT log-likelihood from pair differences d, e = exp(-|d|), counts N_ij and the losses b = W~_ji."""
-    return -row_sums(n_ij * (np.maximum(-d, 0.0) + np.log1p(e))) - row_sums(b * d)
+def _ll_pairs(d: np.ndarray, e: np.ndarray, n_ij: np.ndarray, b: np.ndarray,
+              work: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """BT log-likelihood from pair differences d, e = exp(-|d|), counts N_ij and the losses b = W~_ji.
+    ``work``: two arrays of d's shape to compute in (``newton_batch``'s; the same numbers as without)."""
+    t, u = (np.empty_like(d), np.empty_like(d)) if work is None else work
+    np.negative(d, out=t)
+    np.maximum(t, 0.0, out=t)
+    np.log1p(e, out=u)
+    t += u
+    t *= n_ij
+    np.multiply(b, d, out=u)
+    return -row_sums(t) - row_sums(u)
+
+
+def _ll_rows(rows: np.ndarray, d: np.ndarray, e: np.ndarray, n_ij: np.ndarray, b: np.ndarray,
+             work: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``_ll_pairs`` of the ``rows`` of these fits: computed over every fit in ``work`` (two arrays of d's
+    shape) when the rows are half of them or more, else over the rows gathered. A row's value is the same
+    either way (each is summed on its own: ``row_sums``)."""
+    if 2 * rows.size >= d.shape[0]:
+        return _ll_pairs(d, e, n_ij, b, work)[rows]
+    return _ll_pairs(d[rows], e[rows], n_ij[rows], b[rows])
 
 
 def spd_solve(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -247,7 +270,7 @@ def newton_batch(
         ok = np.ones(m, dtype=bool)
         if pending.any():
             rows = np.flatnonzero(pending)
-            ll = _ll_pairs(d[rows], e[rows], n_ij[rows], b[rows])
+            ll = _ll_rows(rows, d, e, n_ij, b, (q, p))  # q and p are made below
             worse = ll < ll_base[rows] - 1e-12 * np.abs(ll_base[rows])
             back = rows[worse]
             scale[back] *= 0.5  # go back half of the last step; checked again next iteration
@@ -289,7 +312,7 @@ def newton_batch(
         long = ok & ~done & (spread > SAFE_SPREAD)
         if long.any():
             rows = np.flatnonzero(long)
-            ll_base[rows] = _ll_pairs(d[rows], e[rows], n_ij[rows], b[rows])
+            ll_base[rows] = _ll_rows(rows, d, e, n_ij, b, (q, p))  # q and p are read above
             pending[rows] = True
             step_prev[rows], scale[rows] = step[rows], 1.0
         theta[ok] += step[ok]

@@ -122,13 +122,9 @@ class BootstrapResult:
         gone = np.isnan(self.samples) | (why != "")[None, :]
         x = np.where(gone, np.nan, np.asarray(x, dtype=np.float64))
         defined = (~np.isnan(x)).sum(axis=0)
-        if integer:
-            low = _over_defined_columns(lambda d: np.nanquantile(d, q, axis=0, method="lower"), x, defined)
-            high = _over_defined_columns(lambda d: np.nanquantile(d, 1.0 - q, axis=0, method="higher"), x,
-                                         defined)
-        else:
-            low = _over_defined_columns(lambda d: np.nanquantile(d, q, axis=0), x, defined)
-            high = _over_defined_columns(lambda d: np.nanquantile(d, 1.0 - q, axis=0), x, defined)
+        lower, upper = ("lower", "higher") if integer else ("linear", "linear")
+        low = _over_defined_columns(lambda d: _column_quantile(d, q, lower), x, defined)
+        high = _over_defined_columns(lambda d: _column_quantile(d, 1.0 - q, upper), x, defined)
         return low, high
 
     def _ci(self, x: np.ndarray, integer: bool) -> pd.DataFrame:
@@ -310,6 +306,21 @@ def bootstrap_bt_verdicts(
         "batched over distinct graph patterns (verdict table)", int(fit.regularised.sum()),
         int((~fit.converged).sum()),
     )
+
+
+def _column_quantile(x: np.ndarray, q: float, method: str) -> np.ndarray:
+    """``np.nanquantile(x, q, axis=0, method=method)``: a column without a NaN by ``np.quantile`` (the same
+    numbers: both sort each column and interpolate alike, but nanquantile handles a 2-D array column by
+    column in Python, ~2 ms per quantile of 200 × 70, the bulk of a kept board's intervals), the others by
+    nanquantile."""
+    holed = np.isnan(x).any(axis=0)
+    if not holed.any():
+        return np.quantile(x, q, axis=0, method=method)
+    out = np.empty(x.shape[1])
+    out[holed] = np.nanquantile(x[:, holed], q, axis=0, method=method)
+    if not holed.all():
+        out[~holed] = np.quantile(x[:, ~holed], q, axis=0, method=method)
+    return out
 
 
 def _over_defined_columns(reduce: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
