@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -122,7 +122,8 @@ class BootstrapResult:
         gone = np.isnan(self.samples) | (why != "")[None, :]
         x = np.where(gone, np.nan, np.asarray(x, dtype=np.float64))
         defined = (~np.isnan(x)).sum(axis=0)
-        lower, upper = ("lower", "higher") if integer else ("linear", "linear")
+        lower: Literal["lower", "linear"] = "lower" if integer else "linear"
+        upper: Literal["higher", "linear"] = "higher" if integer else "linear"
         low = _over_defined_columns(lambda d: _column_quantile(d, q, lower), x, defined)
         high = _over_defined_columns(lambda d: _column_quantile(d, 1.0 - q, upper), x, defined)
         return low, high
@@ -308,7 +309,7 @@ def bootstrap_bt_verdicts(
     )
 
 
-def _column_quantile(x: np.ndarray, q: float, method: str) -> np.ndarray:
+def _column_quantile(x: np.ndarray, q: float, method: Literal["linear", "lower", "higher"]) -> np.ndarray:
     """``np.nanquantile(x, q, axis=0, method=method)``: a column without a NaN by ``np.quantile`` (the same
     numbers: both sort each column and interpolate alike, but nanquantile handles a 2-D array column by
     column in Python, ~2 ms per quantile of 200 × 70, the bulk of a kept board's intervals), the others by
