@@ -74,6 +74,13 @@ def background() -> Iterator[None]:
         _local.background = before
 
 
+def in_background() -> bool:
+    """Whether the calling thread is background work (inside ``background()``): such work keeps to one
+    thread (``engine.rankers.bt_solvers.newton_threads``), leaving the other cores to the reader's runs and
+    the browser."""
+    return bool(getattr(_local, "background", False))
+
+
 def paused() -> bool:
     """Whether a background thread would pause now: a foreground run is on and no foreground thread waits
     for the background."""

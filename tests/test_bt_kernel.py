@@ -132,3 +132,36 @@ def test_a_step_that_lowers_the_likelihood_is_taken_back():
     theta, _, conv = newton_batch(w[None], theta0=start[None])
     assert conv.all()
     np.testing.assert_allclose(theta[0], ref - ref.mean(), atol=1e-7)
+
+
+def test_a_big_batch_split_over_two_threads_is_each_fit_alone_bit_for_bit(monkeypatch):
+    """200 fits of 40 models (some regularised) are THREAD_PAIRS of work and more: a foreground call splits
+    them over two threads, a background one (the app's warming) keeps to one; every fit is the same bits as
+    fitted alone, either way."""
+    import threading
+
+    from engine import foreground
+    from engine.rankers import bt_solvers
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    w = random_wtilde(200, 40, 11, density=0.15)
+    assert bt_solvers.newton_threads(200, 40) == 2
+    names: set[str] = set()
+    real = bt_solvers.newton_batch
+
+    def seen(*args, **kwargs):
+        names.add(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("engine.rankers.bt.newton_batch", seen)
+    both = fit_bt_batch_info(w)
+    assert len(names) == 2 and all(n.startswith("lens-newton") for n in names)
+    assert both.regularised.any() and not both.regularised.all() and both.converged.all()
+    alone = np.concatenate([fit_bt_batch_info(w[k:k + 1]).scores for k in range(len(w))])
+    assert np.array_equal(both.scores.view(np.int64), alone.view(np.int64))
+    names.clear()
+    with foreground.background():
+        assert bt_solvers.newton_threads(200, 40) == 1
+        one = fit_bt_batch_info(w)
+    assert names == {threading.current_thread().name}
+    assert np.array_equal(one.scores.view(np.int64), both.scores.view(np.int64))

@@ -38,6 +38,7 @@ from engine.rankers.bt_solvers import (
     newton_batch,
     newton_chunk,
     newton_pairs,
+    newton_threads,
 )
 from engine.rankers.elo_scale import ELO_FACTOR as ELO_FACTOR  # re-exported: its home is elo_scale
 from engine.rankers.elo_scale import to_elo_scale
@@ -204,11 +205,22 @@ def fit_bt_batch_info(
     with single_thread_blas():
         w, bad = regularise(wtilde, alpha, on_degenerate)
         B = w.shape[0]
-        chunk = newton_chunk(w.shape[1]) if chunk is None else int(chunk)
+        chunk = max(1, newton_chunk(w.shape[1]) if chunk is None else int(chunk))
         if solver == "newton":
-            parts = [newton_batch(w[s:s + chunk], tol=tol, max_iter=max_iter or 200,
-                                  theta0=None if theta0 is None else theta0[s:s + chunk])
-                     for s in range(0, B, max(1, int(chunk)))]
+            threads = newton_threads(B, w.shape[1])
+            size = min(chunk, -(-B // threads))  # two threads: at least two parts
+
+            def part(s: int) -> tuple[np.ndarray, int, np.ndarray]:
+                return newton_batch(w[s:s + size], tol=tol, max_iter=max_iter or 200,
+                                    theta0=None if theta0 is None else theta0[s:s + size])
+
+            if threads > 1:
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lens-newton") as pool:
+                    parts = list(pool.map(part, range(0, B, size)))
+            else:
+                parts = [part(s) for s in range(0, B, size)]
         else:
             parts = [mm_batch(w, tol=tol, max_iter=max_iter or 100_000)]
     if not parts:
