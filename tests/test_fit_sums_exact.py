@@ -107,10 +107,14 @@ def test_a_long_path_needs_every_step():
        st.sampled_from(["linear", "lower", "higher"]), st.sampled_from([0.025, 0.975, 0.05, 0.5]))
 def test_column_quantiles_are_nanquantiles(rows, cols, holes, seed, method, q):
     rng = np.random.default_rng(seed)
-    x = np.round(rng.normal(size=(rows, cols)), int(rng.integers(0, 4)))
+    x = np.round(rng.normal(size=(rows, cols)), int(rng.integers(0, 4)))  # ties, and -0.0 beside 0.0
     x[rng.random((rows, cols)) < holes] = np.nan
     x = x[:, ~np.isnan(x).all(axis=0)]  # a column with no value is never reduced (_over_defined_columns)
     if x.shape[1] == 0:
         return
     want = np.array([np.nanquantile(x[:, c], q, method=method) for c in range(x.shape[1])])
-    assert np.array_equal(bits(_column_quantile(x, q, method)), bits(want))
+    got = _column_quantile(x, q, method)
+    # the same bits, but for the sign of a zero: -0.0 and 0.0 are equal to a sort and to numpy's partition
+    # alike, which may leave either where both are in a column (scores never hold -0.0: they are centred)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(bits(got[want != 0]), bits(want[want != 0]))
