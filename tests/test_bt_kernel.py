@@ -145,6 +145,8 @@ def test_a_big_batch_split_over_two_threads_is_each_fit_alone_bit_for_bit(monkey
 
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     w = random_wtilde(200, 40, 11, density=0.15)
+    # the fits that take the most iterations last: the batch's count must come from the second part too
+    w = w[np.argsort([fit_bt_batch_info(w[k:k + 1]).iterations for k in range(len(w))], kind="stable")]
     assert bt_solvers.newton_threads(200, 40) == 2
     names: set[str] = set()
     real = bt_solvers.newton_batch
@@ -157,11 +159,21 @@ def test_a_big_batch_split_over_two_threads_is_each_fit_alone_bit_for_bit(monkey
     both = fit_bt_batch_info(w)
     assert len(names) == 2 and all(n.startswith("lens-newton") for n in names)
     assert both.regularised.any() and not both.regularised.all() and both.converged.all()
-    alone = np.concatenate([fit_bt_batch_info(w[k:k + 1]).scores for k in range(len(w))])
-    assert np.array_equal(both.scores.view(np.int64), alone.view(np.int64))
+    alone = [fit_bt_batch_info(w[k:k + 1]) for k in range(len(w))]
+    assert np.array_equal(both.scores.view(np.int64), np.concatenate([f.scores for f in alone]).view(np.int64))
+    assert both.iterations == max(f.iterations for f in alone)  # the slowest fit's, whichever part held it
+    assert max(f.iterations for f in alone[:100]) < both.iterations
+    # warm starts, each row its own: the second half's fits must get the second half's starts
+    starts = both.scores + np.random.default_rng(12).normal(0, 0.05, (200, 40))  # near: kept, not cold
+    warm = fit_bt_batch_info(w, theta0=starts)
+    warm_alone = np.concatenate([fit_bt_batch_info(w[k:k + 1], theta0=starts[k:k + 1]).scores
+                                 for k in range(len(w))])
+    assert np.array_equal(warm.scores.view(np.int64), warm_alone.view(np.int64))
     names.clear()
     with foreground.background():
         assert bt_solvers.newton_threads(200, 40) == 1
         one = fit_bt_batch_info(w)
     assert names == {threading.current_thread().name}
     assert np.array_equal(one.scores.view(np.int64), both.scores.view(np.int64))
+    assert one.iterations == both.iterations
+    assert fit_bt_batch_info(np.zeros((0, 40, 40))).scores.shape == (0, 40)  # an empty batch: no part

@@ -208,7 +208,9 @@ def fit_bt_batch_info(
         chunk = max(1, newton_chunk(w.shape[1]) if chunk is None else int(chunk))
         if solver == "newton":
             threads = newton_threads(B, w.shape[1])
-            size = min(chunk, -(-B // threads))  # two threads: at least two parts
+            # two threads: at least two parts, each at most half a chunk (the fits in work at once, and so
+            # the memory, stay those of one chunk); at least one fit a part (an empty batch has no part)
+            size = max(1, min(-(-chunk // threads), -(-B // threads)))
 
             def part(s: int) -> tuple[np.ndarray, int, np.ndarray]:
                 return newton_batch(w[s:s + size], tol=tol, max_iter=max_iter or 200,

@@ -317,8 +317,8 @@ def _column_quantile(x: np.ndarray, q: float, method: Literal["linear", "lower",
     floor / ceil((n - 1)·q); ``linear`` (Hyndman and Fan's type 7) interpolates between the values at
     i = floor(v) and i + 1, v = (n - 1)·q, by g = v - i as a + (b - a)·g, or b - (b - a)·(1 - g) when
     g ≥ 0.5 (at v = n - 1, q = 1, the last value). The same numbers as nanquantile's
-    (tests/test_fit_sums_exact.py compares them column by column; where a column holds both -0.0 and 0.0,
-    which are equal, either may be the one taken)."""
+    (tests/test_fit_sums_exact.py compares them column by column) but for the sign of a zero taken from a
+    column holding -0.0, which may come out +0.0 (a score is never -0.0: scores are centred)."""
     x = np.asarray(x, dtype=np.float64)
     cols = np.arange(x.shape[1])
     ranked = np.sort(x, axis=0)  # a column's NaNs last
