@@ -160,7 +160,8 @@ def test_a_big_batch_split_over_two_threads_is_each_fit_alone_bit_for_bit(monkey
     assert len(names) == 2 and all(n.startswith("lens-newton") for n in names)
     assert both.regularised.any() and not both.regularised.all() and both.converged.all()
     alone = [fit_bt_batch_info(w[k:k + 1]) for k in range(len(w))]
-    assert np.array_equal(both.scores.view(np.int64), np.concatenate([f.scores for f in alone]).view(np.int64))
+    each = np.concatenate([f.scores for f in alone])
+    assert np.array_equal(both.scores.view(np.int64), each.view(np.int64))
     assert both.iterations == max(f.iterations for f in alone)  # the slowest fit's, whichever part held it
     assert max(f.iterations for f in alone[:100]) < both.iterations
     # warm starts, each row its own: the second half's fits must get the second half's starts
