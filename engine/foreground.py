@@ -76,9 +76,16 @@ def background() -> Iterator[None]:
 
 def in_background() -> bool:
     """Whether the calling thread is background work (inside ``background()``): such work keeps to one
-    thread (``engine.rankers.bt_solvers.newton_threads``), leaving the other cores to the reader's runs and
-    the browser."""
+    thread (``engine.rankers.bt.fit_bt_batch_info``), leaving the other cores to the reader's runs and the
+    browser, until ``awaited()``."""
     return bool(getattr(_local, "background", False))
+
+
+def awaited() -> bool:
+    """Whether a foreground thread waits now for a background thread's result (``waiting()``): background
+    work may then take more threads (a page's run is blocked on it, not drawing)."""
+    with _STATE:
+        return _waiting > 0
 
 
 def paused() -> bool:

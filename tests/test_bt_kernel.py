@@ -6,6 +6,8 @@ active set; these tests pin down that none of that changes the solution.
 
 from __future__ import annotations
 
+import contextlib
+
 import choix
 import numpy as np
 import pytest
@@ -136,8 +138,9 @@ def test_a_step_that_lowers_the_likelihood_is_taken_back():
 
 def test_a_big_batch_split_over_two_threads_is_each_fit_alone_bit_for_bit(monkeypatch):
     """200 fits of 40 models (some regularised) are THREAD_PAIRS of work and more: a foreground call splits
-    them over two threads, a background one (the app's warming) keeps to one; every fit is the same bits as
-    fitted alone, either way."""
+    them over two threads; a background one (the app's warming) fits its four parts one by one on its own
+    thread until a page's run waits for background work, then the rest on two; every fit is the same bits
+    as fitted alone, every way."""
     import threading
 
     from engine import foreground
@@ -148,15 +151,19 @@ def test_a_big_batch_split_over_two_threads_is_each_fit_alone_bit_for_bit(monkey
     # the fits that take the most iterations last: the batch's count must come from the second part too
     w = w[np.argsort([fit_bt_batch_info(w[k:k + 1]).iterations for k in range(len(w))], kind="stable")]
     assert bt_solvers.newton_threads(200, 40) == 2
-    names: set[str] = set()
+    calls: list[tuple[str, int]] = []  # (thread, fits) of each newton_batch call
+    page_waits = threading.Event()  # set: the first call enters ``waiting()``, as a page's run would
     real = bt_solvers.newton_batch
 
     def seen(*args, **kwargs):
-        names.add(threading.current_thread().name)
+        if page_waits.is_set() and not calls:
+            stack.enter_context(foreground.waiting())
+        calls.append((threading.current_thread().name, len(args[0])))
         return real(*args, **kwargs)
 
     monkeypatch.setattr("engine.rankers.bt.newton_batch", seen)
     both = fit_bt_batch_info(w)
+    names = {name for name, _ in calls}
     assert len(names) == 2 and all(n.startswith("lens-newton") for n in names)
     assert both.regularised.any() and not both.regularised.all() and both.converged.all()
     alone = [fit_bt_batch_info(w[k:k + 1]) for k in range(len(w))]
@@ -170,11 +177,21 @@ def test_a_big_batch_split_over_two_threads_is_each_fit_alone_bit_for_bit(monkey
     warm_alone = np.concatenate([fit_bt_batch_info(w[k:k + 1], theta0=starts[k:k + 1]).scores
                                  for k in range(len(w))])
     assert np.array_equal(warm.scores.view(np.int64), warm_alone.view(np.int64))
-    names.clear()
+    here = threading.current_thread().name
+    calls.clear()
     with foreground.background():
-        assert bt_solvers.newton_threads(200, 40) == 1
         one = fit_bt_batch_info(w)
-    assert names == {threading.current_thread().name}
+    assert calls == [(here, 50)] * 4  # one thread, four parts
     assert np.array_equal(one.scores.view(np.int64), both.scores.view(np.int64))
     assert one.iterations == both.iterations
+    # a page's run starts waiting while the first part is fitted: the three left go on two threads
+    calls.clear()
+    page_waits.set()
+    with contextlib.ExitStack() as stack, foreground.background():
+        waited = fit_bt_batch_info(w)
+    assert calls[0] == (here, 50) and sorted(n for _, n in calls[1:]) == [50, 50, 50]
+    assert {name for name, _ in calls[1:]} <= names and len({name for name, _ in calls[1:]}) == 2
+    assert not foreground.awaited()
+    assert np.array_equal(waited.scores.view(np.int64), both.scores.view(np.int64))
+    assert waited.iterations == both.iterations
     assert fit_bt_batch_info(np.zeros((0, 40, 40))).scores.shape == (0, 40)  # an empty batch: no part

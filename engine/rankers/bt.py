@@ -17,11 +17,13 @@ to every pair of models (alpha/2 to each side of W~) and says so in the result; 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from engine.errors import LensError
+from engine.foreground import awaited, in_background
 from engine.graphs.reachability import strongly_connected_batch
 from engine.graphs.stack import GraphStack
 from engine.rankers.base import (
@@ -208,21 +210,23 @@ def fit_bt_batch_info(
         chunk = max(1, newton_chunk(w.shape[1]) if chunk is None else int(chunk))
         if solver == "newton":
             threads = newton_threads(B, w.shape[1])
-            # two threads: at least two parts, each at most half a chunk (the fits in work at once, and so
-            # the memory, stay those of one chunk); at least one fit a part (an empty batch has no part)
-            size = max(1, min(-(-chunk // threads), -(-B // threads)))
+            held = threads > 1 and in_background()
+            # two threads: at least two parts (background work: four, see _background_parts), each at most
+            # half a chunk (the fits in work at once, and so the memory, stay those of one chunk); at least
+            # one fit a part (an empty batch has no part)
+            size = max(1, min(-(-chunk // threads), -(-B // (2 * threads if held else threads))))
+            starts = list(range(0, B, size))
 
             def part(s: int) -> tuple[np.ndarray, int, np.ndarray]:
                 return newton_batch(w[s:s + size], tol=tol, max_iter=max_iter or 200,
                                     theta0=None if theta0 is None else theta0[s:s + size])
 
-            if threads > 1:
-                from concurrent.futures import ThreadPoolExecutor
-
-                with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lens-newton") as pool:
-                    parts = list(pool.map(part, range(0, B, size)))
+            if held:
+                parts = _background_parts(part, starts)
+            elif threads > 1:
+                parts = _on_two_threads(part, starts)
             else:
-                parts = [part(s) for s in range(0, B, size)]
+                parts = [part(s) for s in starts]
         else:
             parts = [mm_batch(w, tol=tol, max_iter=max_iter or 100_000)]
     if not parts:
@@ -230,6 +234,29 @@ def fit_bt_batch_info(
     theta = np.concatenate([t for t, _, _ in parts])
     conv = np.concatenate([c for _, _, c in parts])
     return BatchFit(theta, max(it for _, it, _ in parts), conv, bad)
+
+
+def _on_two_threads(part: Callable[[int], tuple], starts: list[int]) -> list[tuple]:
+    """``part(s)`` of every start, in order, over two threads (numpy releases the interpreter lock inside each
+    operation on arrays of the sizes that get here)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="lens-newton") as pool:
+        return list(pool.map(part, starts))
+
+
+def _background_parts(part: Callable[[int], tuple], starts: list[int]) -> list[tuple]:
+    """Background work's parts (the app's warming: ``engine.foreground.in_background``), one at a time on its
+    own thread, leaving the other core to the reader's runs and the browser, until a page's run waits for
+    background work (``engine.foreground.awaited``: the next move needs this board and would wait for one
+    thread's fits): the parts left then run on two threads. The same results either way (a fit does not
+    depend on its batch)."""
+    out: list[tuple] = []
+    for k, s in enumerate(starts):
+        if len(starts) - k > 1 and awaited():
+            return out + _on_two_threads(part, starts[k:])
+        out.append(part(s))
+    return out
 
 
 def _fit_each_on_pairs(w: np.ndarray, **kwargs) -> BatchFit:

@@ -123,14 +123,12 @@ in, so the numbers do not change."""
 
 
 def newton_threads(fits: int, n: int) -> int:
-    """Threads for ``fits`` Newton fits of ``n`` models: 2 for ``THREAD_PAIRS`` work or more on a machine of
-    two cores or more, unless the caller is background work (``engine.foreground.in_background``: the
-    app's warming, which must not take the core a slider move's rerun or the browser needs), else 1."""
+    """Threads ``fits`` Newton fits of ``n`` models merit: 2 for ``THREAD_PAIRS`` work or more on a machine of
+    two cores or more, else 1 (``engine.rankers.bt.fit_bt_batch_info`` keeps background work to one of them
+    until a page waits for it)."""
     import os
 
-    from engine.foreground import in_background
-
-    if fits < 2 or fits * (n * (n - 1) // 2) < THREAD_PAIRS or (os.cpu_count() or 1) < 2 or in_background():
+    if fits < 2 or fits * (n * (n - 1) // 2) < THREAD_PAIRS or (os.cpu_count() or 1) < 2:
         return 1
     return 2
 
