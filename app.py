@@ -152,6 +152,7 @@ def _seed_from_query() -> None:
 def sidebar() -> None:
     """Dataset, judge, category and ranker pickers shared by every page."""
     from engine.rankers import RANKERS
+    from engine.store.datasets import stamped_version
 
     store = get_store()
     datasets = datasets_table()["name"].tolist()
@@ -165,7 +166,7 @@ def sidebar() -> None:
             st.session_state["dataset"] = None
             return
         dataset = _choice("Dataset", datasets, "dataset", DEFAULT_DATASET)
-        ch = choices(dataset, store.dataset_version(dataset))
+        ch = choices(dataset, stamped_version(store, dataset))
         _choice(
             "Judge",
             [ALL, *ch.judges],

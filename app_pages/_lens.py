@@ -30,7 +30,7 @@ from engine.store.connection import (
     is_damaged_store,
     resolve_db_path,
 )
-from engine.store.datasets import dataset_choices, dataset_stamps
+from engine.store.datasets import dataset_choices, dataset_stamps, dataset_versions, stamped_version
 from engine.terminal import escape_controls
 from engine.views.appstate import ALL, CacheKey
 from engine.views.dataview import without_paths
@@ -183,7 +183,7 @@ def current(warn: bool = True) -> Choice:
     about every dataset already)."""
     store = get_store()
     dataset = st.session_state.get("dataset")
-    if not dataset or not store.has_dataset(dataset):
+    if not dataset or dataset not in dataset_versions(store):
         st.info("No dataset is selected. Import one on the Data page.")
         st.stop()
     key = CacheKey.of(store, dataset, st.session_state.get("judge"), st.session_state.get("category"))
@@ -253,7 +253,7 @@ def linked_choice(query: dict[str, str]) -> tuple[str, str, str, str] | None:
     if not datasets:
         return None
     dataset = pick(query.get("dataset"), datasets, DEFAULT_DATASET)
-    ch = choices(dataset, get_store().dataset_version(dataset))
+    ch = choices(dataset, stamped_version(get_store(), dataset))
     return (dataset, pick(query.get("judge"), [ALL, *ch.judges], ALL),
             pick(query.get("category"), [ALL, *ch.categories], ALL),
             pick(query.get("ranker"), list(RANKERS), "bt"))
@@ -542,7 +542,8 @@ def reference_for_key(dataset: str, category: str | None, version: int | None = 
     """(reference ratings or None, a note naming it or saying why there is none): a synthetic
     dataset's ground truth, else the LMArena ratings of the mapped models. ``version``: the dataset's
     version when the caller holds it (a CacheKey's), so a cached answer needs no read of the store."""
-    return _reference(dataset, get_store().dataset_version(dataset) if version is None else version, category)
+    return _reference(dataset, stamped_version(get_store(), dataset) if version is None else version,
+                      category)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

@@ -81,12 +81,17 @@ def unfinished_runs(store: Store, dataset: str | None = None) -> list[Unfinished
     if dataset is not None:
         sql += " AND dataset = ?"
         params.append(dataset)
-    cur = store.cursor()
-    # every command asks (engine.cli._common.note_incomplete) and most stores have no run left unfinished:
-    # one plain look says so (about 1 ms) before the window query (5-7 ms, 1/20 of a command's start-up)
+    # every command asks (engine.cli._common.note_incomplete), every page run too (app_pages._lens.current),
+    # and most stores have no run left unfinished: one plain look says so (about 1 ms) before the window
+    # query (5-7 ms, 1/20 of a command's start-up), and while the store file is unchanged since a look that
+    # found none, the answer is still none without opening the file (``Store.read_unless_changed``; a run's
+    # rows are only ever written by commits). Which runs are unfinished, and whether their processes live,
+    # is read each time.
     unfinished = "SELECT 1 FROM judge_runs WHERE status NOT IN ('done', 'failed-calls') LIMIT 1"
-    if not cur.execute(unfinished).fetchall():
+    if not store.read_unless_changed("runs_unfinished",
+                                     lambda: bool(store.cursor().execute(unfinished).fetchall())):
         return []
+    cur = store.cursor()
     rows = cur.execute(sql + " ORDER BY run_id", params).fetchall()
     host = socket.gethostname()
     out = []

@@ -168,7 +168,13 @@ def attached_glob(store: Store, dataset: str) -> str | None:
 
 def attached_source(store: Store, dataset: str) -> tuple[str, dict | None] | None:
     """The glob and the column definition (None: canonical columns) of an attached dataset, or None for a
-    dataset stored in the verdicts table."""
+    dataset stored in the verdicts table. Read again only when the store file has changed since the last
+    read (``Store.read_unless_changed``: every page run asks)."""
+    return store.read_unless_changed(f"attached:{dataset}", lambda: _attached_source(store, dataset))
+
+
+def _attached_source(store: Store, dataset: str) -> tuple[str, dict | None] | None:
+    """``attached_source``'s read of the store."""
     try:
         row = store.cursor().execute("SELECT files, definition FROM attached_datasets WHERE name = ?",
                                      [dataset]).fetchone()

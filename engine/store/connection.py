@@ -18,10 +18,11 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar, cast
 
 import duckdb
 
@@ -36,6 +37,8 @@ DEFAULT_DB_PATH = DATA_DIR / "lens.duckdb"
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
+
+T = TypeVar("T")
 
 _INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                             "UINTEGER", "UBIGINT", "UHUGEINT"})
@@ -54,6 +57,12 @@ def _frame_by_columns(table, dtypes: dict) -> pd.DataFrame:
         out[name] = column.to_pandas().astype(dtypes[name])
         del column
     return pd.DataFrame(out)
+
+
+UNCHANGED_AFTER_S = 3.0
+"""How old (seconds) the store file's and its log's last write must be before their size and times vouch for
+its contents (``Store.file_signature``): beyond any file system's time granularity (2 s on FAT), so a later
+write always shows a later time."""
 
 
 class StoreError(LensError):
@@ -257,6 +266,7 @@ class Store:
         self._memory_limit: str | None = None  # ``limit_memory``: applied on every (re)open
         self._guard = threading.RLock()
         self._sessions = 0
+        self._unchanged: dict[str, tuple[tuple, object]] = {}  # read_unless_changed: key -> (signature, what)
         self._block_size = check_store_file(self.path)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -367,6 +377,48 @@ class Store:
                 self._sessions -= 1
                 if self._sessions == 0 and not self.keep_open:
                     self.release()
+
+    def file_signature(self) -> tuple | None:
+        """The store file's and its write-ahead log's (inode, size, modification and change times) as the file
+        system has them now, or None when they cannot vouch that nothing was committed since they were last
+        the same: a store in memory, or a file or log written within the last ``UNCHANGED_AFTER_S`` seconds (a
+        later write in the same tick of the file system's clock could leave its times and size as they were).
+        Every commit changes one of the two files (DuckDB appends it to the log, or writes the file itself);
+        a read changes neither."""
+        if not self._lockable:
+            return None
+        now = time.time_ns()
+        parts: list[tuple[int, int, int, int] | None] = []
+        for path in (self.path, Path(f"{self.path}.wal")):
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                parts.append(None)
+                continue
+            except OSError:
+                return None
+            if now - max(st.st_mtime_ns, st.st_ctime_ns) < UNCHANGED_AFTER_S * 1e9:
+                return None
+            parts.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        return tuple(parts)
+
+    def read_unless_changed(self, key: str, read: Callable[[], T]) -> T:
+        """``read()`` (a read of committed data through a fresh cursor), or the value it gave last time under
+        ``key`` while the store file and its log are as they were then (``file_signature``): the app's
+        per-run look at the datasets' versions then costs no opening of the file (~30 ms of a DuckDB open
+        and close on every full rerun). The value is kept under the signature taken before the read: a commit
+        landing during the read changes the file, so the next look reads again."""
+        before = self.file_signature()
+        if before is not None:
+            with self._guard:
+                kept = self._unchanged.get(key)
+            if kept is not None and kept[0] == before:
+                return cast(T, kept[1])
+        value = read()
+        if before is not None:
+            with self._guard:
+                self._unchanged[key] = (before, value)
+        return value
 
     def session_count(self) -> int:
         """How many ``session()`` blocks of this process are open now (its threads share one connection)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import LensError
-from engine.store.connection import Store
+from engine.store.connection import Store, StoreError
 from engine.store.sql import Relation, params
 
 
@@ -55,8 +55,27 @@ def dataset_listing(store: Store, *, models: bool = False):
 
 def dataset_stamps(store: Store) -> tuple[tuple[str, int], ...]:
     """(name, version) of every dataset, by name: a cheap key that changes whenever a dataset does,
-    so the app recomputes its per-dataset counts only then."""
-    return tuple(store.cursor().execute("SELECT name, version FROM datasets ORDER BY name").fetchall())
+    so the app recomputes its per-dataset counts only then. Read again only when the store file has changed
+    since the last read (``Store.read_unless_changed``): a full rerun of a page whose results are cached
+    then opens no file."""
+    return store.read_unless_changed(
+        "dataset_stamps",
+        lambda: tuple(store.cursor().execute("SELECT name, version FROM datasets ORDER BY name").fetchall()))
+
+
+def dataset_versions(store: Store) -> dict[str, int]:
+    """Every dataset's store-wide version by name (``dataset_stamps``: the file is not opened while it is
+    unchanged); the app's pages key their cached results on these."""
+    return dict(dataset_stamps(store))
+
+
+def stamped_version(store: Store, dataset: str) -> int:
+    """``Store.dataset_version`` from ``dataset_versions`` (the file is not opened while it is unchanged),
+    with its sentence for a dataset the store does not hold."""
+    version = dataset_versions(store).get(dataset)
+    if version is None:
+        raise StoreError(f"There is no dataset named {dataset!r} in {store.path}.")
+    return version
 
 
 def dataset_judges(store: Store, dataset: str) -> list[str]:
@@ -97,13 +116,17 @@ def is_synthetic(store: Store, dataset: str) -> bool:
 def dataset_models(store: Store, dataset: str) -> set[str]:
     """Every model name the dataset's verdicts compare (either side, valid or not), or its pair counts
     name: a dataset holds one or the other (migration 074), and the reference, the head-to-head and the
-    maps place the names of both kinds."""
-    return {r[0] for r in store.cursor().execute(
-        "SELECT model_a FROM verdicts WHERE dataset = $d "
-        "UNION SELECT model_b FROM verdicts WHERE dataset = $d "
-        "UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
-        "UNION SELECT model_b FROM pair_counts WHERE dataset = $d",
-        {"d": dataset}).fetchall()}
+    maps place the names of both kinds. Read again only when the store file has changed since the last read
+    (``Store.read_unless_changed``: the Data page asks on every run, a scan of the dataset's verdicts)."""
+    def read() -> frozenset[str]:
+        return frozenset(r[0] for r in store.cursor().execute(
+            "SELECT model_a FROM verdicts WHERE dataset = $d "
+            "UNION SELECT model_b FROM verdicts WHERE dataset = $d "
+            "UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
+            "UNION SELECT model_b FROM pair_counts WHERE dataset = $d",
+            {"d": dataset}).fetchall())
+
+    return set(store.read_unless_changed(f"models:{dataset}", read))
 
 
 def require_dataset(store: Store, name: str) -> None:

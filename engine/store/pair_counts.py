@@ -63,14 +63,20 @@ def refuse_pair_counts(store: Store, dataset: str, what: str = "this analysis") 
 
 
 def is_pair_count_dataset(store: Store, dataset: str) -> bool:
-    """Whether the dataset holds pair counts (then it holds no verdict: else one sentence)."""
-    cur = store.cursor()
-    if cur.execute("SELECT 1 FROM pair_counts WHERE dataset = ? LIMIT 1", [dataset]).fetchone() is None:
-        return False
-    if int(scalar(cur, "SELECT count(*) FROM verdicts WHERE dataset = ?", [dataset])):
-        raise LensError(f"Dataset {dataset!r} holds both pair counts and verdicts; import one of them again "
-                        "with --replace.")
-    return True
+    """Whether the dataset holds pair counts (then it holds no verdict: else one sentence). Read again only
+    when the store file has changed since the last read (``Store.read_unless_changed``: every page run
+    asks)."""
+
+    def read() -> bool:
+        cur = store.cursor()
+        if cur.execute("SELECT 1 FROM pair_counts WHERE dataset = ? LIMIT 1", [dataset]).fetchone() is None:
+            return False
+        if int(scalar(cur, "SELECT count(*) FROM verdicts WHERE dataset = ?", [dataset])):
+            raise LensError(f"Dataset {dataset!r} holds both pair counts and verdicts; import one of them "
+                            "again with --replace.")
+        return True
+
+    return store.read_unless_changed(f"pair_counts:{dataset}", read)
 
 
 def pair_count_rows(store: Store, dataset: str) -> pd.DataFrame:

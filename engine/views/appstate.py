@@ -49,10 +49,14 @@ class CacheKey:
 
     @classmethod
     def of(cls, store: Store, dataset: str, judge: str | None, category: str | None) -> CacheKey:
-        """The key for the sidebar's current choice; ``ALL`` means no filter (``None``)."""
+        """The key for the sidebar's current choice; ``ALL`` means no filter (``None``). The version is the
+        dataset's stamp (``engine.store.datasets.dataset_versions``: the file is not opened while it is
+        unchanged)."""
+        from engine.store.datasets import stamped_version
+
         return cls(
             dataset,
-            store.dataset_version(dataset),
+            stamped_version(store, dataset),
             None if judge in (None, ALL) else judge,
             None if category in (None, ALL) else category,
         )

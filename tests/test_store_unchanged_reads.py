@@ -1,0 +1,150 @@
+"""Reads answered without opening the store while its file is unchanged (``Store.file_signature``,
+``Store.read_unless_changed``; the app's per-run looks: ``dataset_stamps``, ``is_pair_count_dataset``,
+``attached_source``, ``dataset_models``, the unfinished-run check): a value is given again only while the file
+and its write-ahead log are as they were at the read, a commit from another process is read at the next look,
+a file written within ``UNCHANGED_AFTER_S`` vouches for nothing, and a full rerun of a page whose results are
+cached opens no file (about 30 ms of a DuckDB open and close a rerun before)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.store import connection
+from engine.store.connection import Store
+from engine.store.datasets import dataset_models, dataset_stamps
+
+SETTLE_S = 0.3
+"""``UNCHANGED_AFTER_S`` in these tests (3 s in the product): how old a write must be before the file's
+signature vouches for it."""
+
+
+@pytest.fixture
+def store(shipped_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+    monkeypatch.setattr(connection, "UNCHANGED_AFTER_S", SETTLE_S)
+    path = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, path)
+    s = Store(path, keep_open=False)  # as the app opens it: the file held only inside a session
+    settle()
+    return s
+
+
+def settle() -> None:
+    time.sleep(SETTLE_S + 0.05)
+
+
+def commit_elsewhere(path: Path, sql: str) -> None:
+    """``sql`` committed by another process (a command-line writer)."""
+    code = f"import duckdb; c = duckdb.connect({str(path)!r}); c.execute({sql!r}); c.close()"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def look(store: Store, read=dataset_stamps):
+    """``read(store)`` in one session, and whether it opened the file."""
+    with store.session():
+        value = read(store)
+        opened = store.is_open
+    return value, opened
+
+
+def test_a_read_is_given_again_until_another_process_commits(store: Store) -> None:
+    first, opened = look(store)
+    assert opened and dict(first)["vicuna80"] >= 1
+    again, opened = look(store)
+    assert again == first and not opened  # unchanged file: no open
+    commit_elsewhere(store.path, "UPDATE datasets SET version = version + 1000 WHERE name = 'vicuna80'")
+    after, opened = look(store)
+    assert opened and dict(after)["vicuna80"] == dict(first)["vicuna80"] + 1000
+    # just written: the new value is not kept (a later write in the same clock tick could look the same)
+    _, opened = look(store)
+    assert opened
+    settle()
+    look(store)  # read and kept now
+    kept, opened = look(store)
+    assert kept == after and not opened
+
+
+def test_every_kind_of_read_follows_a_commit(store: Store) -> None:
+    models, _ = look(store, lambda s: dataset_models(s, "vicuna80"))
+    assert "gpt35" in models
+    again, opened = look(store, lambda s: dataset_models(s, "vicuna80"))
+    assert again == models and not opened
+    commit_elsewhere(store.path, "UPDATE verdicts SET model_a = 'renamed-x' WHERE dataset = 'vicuna80' "
+                                 "AND model_a = 'gpt35'")
+    after, opened = look(store, lambda s: dataset_models(s, "vicuna80"))
+    assert opened and "renamed-x" in after
+
+
+def test_a_file_written_just_now_vouches_for_nothing(store: Store) -> None:
+    assert store.file_signature() is not None
+    commit_elsewhere(store.path, "UPDATE datasets SET description = 'x' WHERE name = 'vicuna80'")
+    assert store.file_signature() is None
+    settle()
+    assert store.file_signature() is not None
+    assert Store(":memory:").file_signature() is None
+
+
+def test_a_full_rerun_of_a_cached_page_opens_no_file_and_a_cli_import_shows_at_the_next(
+        shipped_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sys.path.insert(0, str(Path(__file__).parent / "app"))
+    from apphelpers import new_app
+    from cli_inprocess import run_engine
+
+    monkeypatch.setattr(connection, "UNCHANGED_AFTER_S", SETTLE_S)
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    opens = []
+    real = Store._connect_locked
+
+    def counted(self, deadline):
+        opens.append(1)
+        return real(self, deadline)
+
+    monkeypatch.setattr(Store, "_connect_locked", counted)
+    at = new_app(db, monkeypatch, "app_pages/2_truncation.py", {"dataset": "vicuna80", "judge": "gpt-4"})
+    assert not at.exception
+    deadline = time.monotonic() + 60
+    while True:  # until a rerun finds every read it needs kept (the first runs' own writes settle first)
+        settle()
+        opens.clear()
+        at.run()
+        assert not at.exception
+        if not opens or time.monotonic() > deadline:
+            break
+    assert opens == [], "a full rerun of the cached page opened the store file"
+    shown = at.selectbox(key="dataset").options
+    csv = tmp_path / "new.csv"
+    csv.write_text("prompt_id,model_a,model_b,winner\n1,x,y,A\n2,y,z,B\n3,z,x,tie\n", encoding="utf-8")
+    rc = run_engine(["--db", str(db), "import", str(csv), "--dataset", "fresh-one"])
+    assert rc.returncode == 0, rc.stderr
+    at.run()
+    assert not at.exception
+    assert "fresh-one" in at.selectbox(key="dataset").options and "fresh-one" not in shown
+
+
+def test_a_commit_held_in_the_log_by_a_live_writer_is_not_answered_from_before(store: Store) -> None:
+    """A writer that keeps the file open (a judge run) commits into the write-ahead log, leaving the file
+    itself as it was: the log's appearance changes the signature, so the next look opens the file and meets
+    the writer (busy), never the value from before the commit."""
+    from engine.store.connection import StoreBusy
+
+    look(store)
+    _, opened = look(store)
+    assert not opened
+    code = (f"import duckdb, time; c = duckdb.connect({str(store.path)!r}); "
+            "c.execute(\"UPDATE datasets SET version = version + 7 WHERE name = 'vicuna80'\"); "
+            "print('held', flush=True); time.sleep(120)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert Path(f"{store.path}.wal").exists()
+        with pytest.raises(StoreBusy):
+            look(store)
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
