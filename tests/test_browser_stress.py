@@ -46,12 +46,16 @@ def busy_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
 
 
 def _hold(db: Path) -> subprocess.Popen:
-    """Another process (as a CLI writer would) holding the store file's lock until killed."""
+    """Another process holding the store file's lock until killed, as a CLI writer does: it has committed a
+    write (a table no page reads) before holding on. A holder that had written nothing would leave the file as
+    the app last read it, and a run whose results are all cached renders them without opening the file
+    (``engine.store.connection.Store.read_unless_changed``): not busy, and not stale."""
     proc = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            f"import duckdb, time; c = duckdb.connect({str(db)!r}); print('held', flush=True); "
+            f"import duckdb, time; c = duckdb.connect({str(db)!r}); "
+            "c.execute('CREATE TABLE IF NOT EXISTS held_by_a_test (x INTEGER)'); print('held', flush=True); "
             "time.sleep(120)",
         ],
         stdout=subprocess.PIPE,

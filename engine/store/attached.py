@@ -169,24 +169,31 @@ def attached_glob(store: Store, dataset: str) -> str | None:
 def attached_source(store: Store, dataset: str) -> tuple[str, dict | None] | None:
     """The glob and the column definition (None: canonical columns) of an attached dataset, or None for a
     dataset stored in the verdicts table. Read again only when the store file has changed since the last
-    read (``Store.read_unless_changed``: every page run asks)."""
-    return store.read_unless_changed(f"attached:{dataset}", lambda: _attached_source(store, dataset))
+    read (``Store.read_unless_changed``: every page run asks); the definition is parsed afresh for each
+    caller (a caller changing it changes nothing kept)."""
+    row = store.read_unless_changed(f"attached:{dataset}", lambda: _attached_row(store, dataset))
+    if row is None:
+        return None
+    return row[0], (json.loads(row[1]) if row[1] else None)
 
 
-def _attached_source(store: Store, dataset: str) -> tuple[str, dict | None] | None:
-    """``attached_source``'s read of the store."""
+def _attached_row(store: Store, dataset: str) -> tuple[str, str | None] | None:
+    """``attached_source``'s read of the store: (files, definition as stored), or None. A store that cannot
+    be opened (busy, damaged) raises its sentence, never reads as "not attached"."""
+    import duckdb
+
+    cur = store.cursor()  # StoreBusy / StoreError from the open go to the caller
+    sql = "SELECT files, {} FROM attached_datasets WHERE name = ?"
     try:
-        row = store.cursor().execute("SELECT files, definition FROM attached_datasets WHERE name = ?",
-                                     [dataset]).fetchone()
-    except Exception:  # a read-only store opened before migration 050 / 073
+        row = cur.execute(sql.format("definition"), [dataset]).fetchone()
+    except duckdb.Error:  # a read-only store opened before migration 050 / 073
         try:
-            row = store.cursor().execute("SELECT files, NULL FROM attached_datasets WHERE name = ?",
-                                         [dataset]).fetchone()
-        except Exception:
+            row = cur.execute(sql.format("NULL"), [dataset]).fetchone()
+        except duckdb.Error:
             return None
     if row is None:
         return None
-    return str(row[0]), (json.loads(row[1]) if row[1] else None)
+    return str(row[0]), (str(row[1]) if row[1] else None)
 
 
 def attached_relation(store: Store, dataset: str) -> Relation | None:

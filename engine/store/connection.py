@@ -59,6 +59,10 @@ def _frame_by_columns(table, dtypes: dict) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+_LOG_ENDINGS = (".wal", ".wal.checkpoint", ".wal.recovery")
+"""DuckDB's write-ahead logs beside the store file (the last two exist while a checkpoint or a recovery
+runs): ``Store.file_signature`` reads them all."""
+
 UNCHANGED_AFTER_S = 3.0
 """How old (seconds) the store file's and its log's last write must be before their size and times vouch for
 its contents (``Store.file_signature``): beyond any file system's time granularity (2 s on FAT), so a later
@@ -379,20 +383,23 @@ class Store:
                     self.release()
 
     def file_signature(self) -> tuple | None:
-        """The store file's and its write-ahead log's (inode, size, modification and change times) as the file
+        """The store file's and its write-ahead logs' (inode, size, modification and change times) as the file
         system has them now, or None when they cannot vouch that nothing was committed since they were last
-        the same: a store in memory, or a file or log written within the last ``UNCHANGED_AFTER_S`` seconds (a
-        later write in the same tick of the file system's clock could leave its times and size as they were).
-        Every commit changes one of the two files (DuckDB appends it to the log, or writes the file itself);
-        a read changes neither."""
+        the same: a store in memory or not on disk, or a file or log written within the last
+        ``UNCHANGED_AFTER_S`` seconds (a later write in the same tick of the file system's clock could leave
+        its times and size as they were). Every commit changes one of them (DuckDB appends it to a log, or
+        writes the file itself); a read changes none. For a store on a local disk: a network file system
+        may answer from attributes it cached, which a commit from another machine has not yet changed."""
         if not self._lockable:
             return None
         now = time.time_ns()
         parts: list[tuple[int, int, int, int] | None] = []
-        for path in (self.path, Path(f"{self.path}.wal")):
+        for path in (self.path, *(Path(f"{self.path}{end}") for end in _LOG_ENDINGS)):
             try:
                 st = os.stat(path)
             except FileNotFoundError:
+                if path == self.path:  # no file: nothing to vouch for
+                    return None
                 parts.append(None)
                 continue
             except OSError:
