@@ -98,7 +98,7 @@ def test_a_file_replaced_by_another_is_read_again(store: Store, tmp_path: Path) 
     with Store(other).transaction() as tx:
         tx.execute("UPDATE datasets SET version = version + 50 WHERE name = 'vicuna80'")
     was = store.path.stat()
-    os.utime(other, ns=(was.st_atime_ns, was.st_mtime_ns))  # the old file's time: inode and change time differ
+    os.utime(other, ns=(was.st_atime_ns, was.st_mtime_ns))  # the old time: inode and change time differ
     os.replace(other, store.path)
     settle()
     after, opened = look(store)
