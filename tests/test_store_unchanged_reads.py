@@ -221,3 +221,37 @@ def test_a_commit_held_in_the_log_by_a_live_writer_is_not_answered_from_before(s
     finally:
         holder.kill()
         holder.wait(timeout=60)
+
+
+def test_each_datasets_answers_are_kept_apart_and_the_unfinished_run_look_follows_a_commit(
+        store: Store, tmp_path: Path) -> None:
+    """Two datasets of different kinds in one store (vicuna80's verdicts, the arena's pair counts, an attached
+    Parquet file): each keeps its own answer, given again without opening the file; a judge run left
+    unfinished by another process is seen at the next look."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from engine.judging.completeness import unfinished_runs
+    from engine.store.attached import attach, attached_source
+    from engine.store.pair_counts import is_pair_count_dataset
+
+    arena = "chatbot_arena_2024_08_14"
+    pq.write_table(pa.table({"prompt_id": ["1"], "model_a": ["x"], "model_b": ["y"], "winner": ["A"]}),
+                   tmp_path / "v.parquet")
+    with store.session():
+        attach(store, "att", str(tmp_path / "v.parquet"))
+    settle()
+
+    def answers(s: Store) -> tuple:
+        return (is_pair_count_dataset(s, "vicuna80"), is_pair_count_dataset(s, arena),
+                attached_source(s, "vicuna80"), attached_source(s, "att"), unfinished_runs(s))
+
+    first, _ = look(store, answers)
+    assert first == (False, True, None, (str(tmp_path / "v.parquet"), None), [])
+    again, opened = look(store, answers)
+    assert again == first and not opened
+    commit_elsewhere(store.path, "INSERT INTO judge_runs (kind, dataset, backend, model, status) "
+                                 "VALUES ('judge', 'vicuna80', 'openai', 'm', 'interrupted')")
+    after, opened = look(store, answers)
+    assert opened and after[:4] == first[:4]
+    assert [(r.dataset, r.state) for r in after[4]] == [("vicuna80", "interrupted")]

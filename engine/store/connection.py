@@ -513,6 +513,10 @@ class Store:
             """
         ).df()
 
+    def no_dataset(self, name: str) -> StoreError:
+        """The sentence for a dataset name this store does not hold."""
+        return StoreError(f"There is no dataset named {name!r} in {self.path}.")
+
     def has_dataset(self, name: str) -> bool:
         """Whether a dataset of that name exists (checked before a read, to say so in one sentence)."""
         row = self.cursor().execute("SELECT 1 FROM datasets WHERE name = ?", [name]).fetchone()
@@ -522,14 +526,14 @@ class Store:
         """The dataset's own change count (1, 2, 3, ...), shown to users as its version."""
         row = self.cursor().execute("SELECT revision FROM datasets WHERE name = ?", [name]).fetchone()
         if row is None:
-            raise StoreError(f"There is no dataset named {name!r} in {self.path}.")
+            raise self.no_dataset(name)
         return int(row[0] or 1)
 
     def dataset_version(self, name: str) -> int:
         """The dataset's store-wide version number (part of every cache key; never reused by a name)."""
         row = self.cursor().execute("SELECT version FROM datasets WHERE name = ?", [name]).fetchone()
         if row is None:
-            raise StoreError(f"There is no dataset named {name!r} in {self.path}.")
+            raise self.no_dataset(name)
         return int(row[0])
 
     def verdicts(
@@ -639,7 +643,7 @@ class Store:
         """The SQL relation (``engine.store.sql.Relation``, a ``verdict_id`` column first) of the verdicts
         ``verdicts`` reads with these filters: what a read that aggregates them in SQL starts from."""
         if not self.has_dataset(dataset):
-            raise StoreError(f"There is no dataset named {dataset!r} in {self.path}.")
+            raise self.no_dataset(dataset)
         from engine.store.attached import attached_relation
         from engine.store.pair_counts import refuse_pair_counts
         from engine.store.sql import Relation, in_values

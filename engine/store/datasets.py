@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.errors import LensError
-from engine.store.connection import Store, StoreError
+from engine.store.connection import Store
 from engine.store.sql import Relation, params
 
 
@@ -74,7 +74,7 @@ def stamped_version(store: Store, dataset: str) -> int:
     with its sentence for a dataset the store does not hold."""
     version = dataset_versions(store).get(dataset)
     if version is None:
-        raise StoreError(f"There is no dataset named {dataset!r} in {store.path}.")
+        raise store.no_dataset(dataset)
     return version
 
 
