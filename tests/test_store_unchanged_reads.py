@@ -67,7 +67,7 @@ def test_a_read_is_given_again_until_another_process_commits(store: Store) -> No
     assert kept == after and not opened
 
 
-def test_every_kind_of_read_follows_a_commit(store: Store) -> None:
+def test_the_models_read_follows_a_commit(store: Store) -> None:
     models, _ = look(store, lambda s: dataset_models(s, "vicuna80"))
     assert "gpt35" in models
     again, opened = look(store, lambda s: dataset_models(s, "vicuna80"))
