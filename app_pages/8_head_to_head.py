@@ -4,11 +4,12 @@ The queries and every word of the labels come from ``engine.views.head_to_head``
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import streamlit as st
 
-from app_pages._lens import current, get_store, metric_row, or_stop, verdict_list
+from app_pages._lens import current, get_store, guarded_session, metric_row, or_stop, verdict_list
 from engine.views.appstate import CacheKey
 from engine.views.head_to_head import (
     OUTCOMES,
@@ -134,14 +135,16 @@ figures += [
 ]
 metric_row(*figures)
 st.caption(escape_md(verdict_sentence(Matchup(ch.dataset, model_a, model_b), s)))
-with st.expander("Meetings by outcome", expanded=False):
-    st.caption(
-        "A meeting's outcome is the plurality of the judge's valid verdicts on the pair for that prompt (no "
-        "single most frequent result: a tie), unless the judge saw both orders and the two orders "
-        "disagree: then it is 'orders disagree'."
-    )
-    st.dataframe(summary_rows(Matchup(ch.dataset, model_a, model_b), s), hide_index=True,
-                 column_config={"share": st.column_config.NumberColumn(format="percent")})
+by_outcome = st.expander("Meetings by outcome", key="h2h_by_outcome", on_change="rerun")
+if by_outcome.open:  # drawn once opened: a new tab does not pay for a table it does not show
+    with by_outcome:
+        st.caption(
+            "A meeting's outcome is the plurality of the judge's valid verdicts on the pair for that prompt "
+            "(no single most frequent result: a tie), unless the judge saw both orders and the two orders "
+            "disagree: then it is 'orders disagree'."
+        )
+        st.dataframe(summary_rows(Matchup(ch.dataset, model_a, model_b), s), hide_index=True,
+                     column_config={"share": st.column_config.NumberColumn(format="percent")})
 
 labels = {o: outcome_label(o, model_a, model_b) for o in OUTCOMES}
 chosen = st.pills(
@@ -170,17 +173,39 @@ texts = _has_texts(ch.dataset, ch.key.version)
 if not texts:
     st.caption("The dataset holds no question or answer texts, so only the verdicts are shown.")
 
-for p in or_stop(_page, ch.key, model_a, model_b, outcomes, page):
-    with st.container(border=True):
-        where = [f"prompt {p.prompt_id}"]
-        if p.category:
-            where.append(p.category)
-        if p.variant or p.turn != 1:
-            where.append(f"variant {p.variant}, turn {p.turn}")
-        st.markdown("**" + escape_md(" · ".join(where)) + "**")
-        if texts:
-            _question_and_answers(p, model_a, model_b)
-        for meeting in p.meetings:
-            with st.expander(escape_md(meeting_label(meeting, model_a, model_b))):
-                verdict_list([(escape_md(verdict_text(v, model_a, model_b)), v.rationale)
-                              for v in meeting.verdicts])
+def _meeting_key(key: CacheKey, model_a: str, model_b: str, p, meeting) -> str:
+    """The session-state key of one meeting's expander: the same meeting keeps its open state across
+    reruns, and another pair, page or dataset version starts closed."""
+    ident = repr((key, model_a, model_b, p.prompt_id, p.variant, p.turn, meeting.judge))
+    return "h2h_open_" + hashlib.sha1(ident.encode()).hexdigest()[:16]
+
+
+@st.fragment
+def meetings_page(key: CacheKey, model_a: str, model_b: str, outcomes: tuple[str, ...], page: int,
+                  texts: bool) -> None:
+    """One page of prompts: each prompt's question and the two answers, then one expander per meeting
+    whose verdicts and rationales are read and drawn only once it is opened (a new tab draws ten
+    prompts' texts, not also every meeting's verdicts); opening one reruns this fragment alone."""
+    # a fragment rerun does not pass through app.py's session: it holds the store itself, and a store
+    # held by a command-line writer is the same warning and retry as in app.py, not a traceback
+    with guarded_session("busy_retry_meetings"):
+        for p in or_stop(_page, key, model_a, model_b, outcomes, page):
+            with st.container(border=True):
+                where = [f"prompt {p.prompt_id}"]
+                if p.category:
+                    where.append(p.category)
+                if p.variant or p.turn != 1:
+                    where.append(f"variant {p.variant}, turn {p.turn}")
+                st.markdown("**" + escape_md(" · ".join(where)) + "**")
+                if texts:
+                    _question_and_answers(p, model_a, model_b)
+                for meeting in p.meetings:
+                    box = st.expander(escape_md(meeting_label(meeting, model_a, model_b)),
+                                      key=_meeting_key(key, model_a, model_b, p, meeting), on_change="rerun")
+                    if box.open:
+                        with box:
+                            verdict_list([(escape_md(verdict_text(v, model_a, model_b)), v.rationale)
+                                          for v in meeting.verdicts])
+
+
+meetings_page(ch.key, model_a, model_b, outcomes, page, texts)

@@ -50,7 +50,7 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     serving = _serve(args.db.resolve(), args.out / "server.log")
-    url = next(serving)
+    url = next(serving).wait_up()
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS)

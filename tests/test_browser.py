@@ -114,6 +114,16 @@ def every_page_renders_without_error(browser, server: str, folder: Path) -> None
             assert "Triad 3:" in main and main != first
             assert errors_on(page) == []
             wait_idle(page, PAGES[path][1], after=pick_option(page, "Bad triad", 0))
+        if name == "head_to_head":
+            # a meeting's verdicts are drawn once it is opened (a rerun of the prompts' fragment)
+            main = '[data-testid="stMainBlockContainer"]'
+            assert "Verdict 1 ·" not in page.eval_on_selector(main, "e => e.textContent")  # hidden text too
+            before = runs(page)
+            page.locator('[data-testid="stExpander"] summary', has_text="gpt-4: ").first.click()
+            wait_idle(page, PAGES[path][1], after=before)
+            opened = page.inner_text('[data-testid="stExpander"]:has(details[open]) '
+                                     '[data-testid="stExpanderDetails"]')
+            assert opened.startswith("Verdict 1 ·") and errors_on(page) == [], opened[:200]
         if name == "data":
             # a file with two bad rows: the report lists them before anything is stored
             before = runs(page)

@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 OUTCOMES: tuple[str, ...] = ("a_wins", "b_wins", "tie", "inconsistent", "invalid")
 """A meeting's outcome codes, from model A's side (see the module docstring)."""
 
-PAGE_SIZE = 10
-"""Prompts per page of the browser: each shows its question, two answers and every judge's verdicts."""
+PAGE_SIZE = 5
+"""Prompts per page of the browser: each shows its question, two answers and one expander per judge's
+meeting. Five, not ten: a page's long texts are most of what a new tab draws (issue 26: <= 1.5 s)."""
 
 
 def outcome_label(code: str, model_a: str, model_b: str) -> str:

@@ -13,6 +13,7 @@ import pytest
 from apphelpers import assert_clean, new_app, unescape_md
 
 from engine.store.connection import Store
+from engine.views.head_to_head import PAGE_SIZE, outcome_label
 
 PAGE = "app_pages/8_head_to_head.py"
 
@@ -31,7 +32,7 @@ def app(shared):
     from engine.views.appstate import ALL
 
     shared.query_params.clear()
-    for key, start in (("h2h_outcomes", []), ("h2h_page", 1)):  # this page's own filter and page
+    for key, start in (("h2h_outcomes", []), ("h2h_page", 1), ("h2h_by_outcome", False)):  # the page's own
         if key in shared.session_state:
             shared.session_state[key] = start
     for key in ("judge", "category"):
@@ -96,24 +97,36 @@ def test_sidebar_judge_filters_and_pages_show_texts_and_rationales(app, shipped_
     assert _metrics(at)["Meetings"] == str(want["meetings"])
     assert (f"Verdicts: {want['wins']} claude wins, {want['losses']} bard wins, {want['ties']} ties."
             in [unescape_md(c.value) for c in at.caption])
-    assert "Prompts 1–10 of 80 (in prompt-id order)." in [c.value for c in at.caption]
-    # one expander per meeting (one judge here), each verdict's rationale as text
+    assert f"Prompts 1–{PAGE_SIZE} of 80 (in prompt-id order)." in [c.value for c in at.caption]
+    # one expander per meeting (one judge here), closed: the page holds the prompts' texts and no verdict
     meetings = [e for e in at.expander if unescape_md(e.label).startswith("gpt-4: ")]
-    assert len(meetings) == 10
+    assert len(meetings) == PAGE_SIZE
     with Store(shipped_db) as store:
         question = store.prompt_texts("vicuna80").set_index("prompt_id")["text"]["1"]
         answers = store.answer_texts("vicuna80", "1").set_index("model")["text"]
         why = store.verdicts("vicuna80", judge="gpt-4")
     texts = [t.value for t in at.text]  # st.text shows a text without its outer blank space
     assert texts[:3] == [x.strip() for x in (question, answers["claude"], answers["bard"])]
+    assert len(texts) == 3 * PAGE_SIZE and not any(m.value.startswith("Verdict ") for m in at.markdown)
+    # opening the first prompt's meeting draws its two verdicts with their rationales, and only those
+    at.session_state[meetings[0].key] = True
+    at.run()
+    assert_clean(at)
     first = why[(why["prompt_id"] == "1") & why["model_a"].isin(["claude", "bard"])
                 & why["model_b"].isin(["claude", "bard"])]["explanation"].tolist()
-    assert len(first) == 2 and {x.strip() for x in first} <= set(texts)
+    opened = [t.value for t in at.text][3:5]
+    assert len(first) == 2 and len(at.text) == 3 * PAGE_SIZE + 2 and sorted(opened) == sorted(
+        x.strip() for x in first)
+    shown = [m.value[:10] for m in at.markdown if m.value.startswith("Verdict ")]
+    assert shown == ["Verdict 1 ", "Verdict 2 "]
 
-    at.number_input(key="h2h_page").set_value(8).run()
+    last = 80 // PAGE_SIZE
+    at.number_input(key="h2h_page").set_value(last).run()
     assert_clean(at)
-    assert "Prompts 71–80 of 80 (in prompt-id order)." in [c.value for c in at.caption]
-    assert any(unescape_md(m.value).startswith("**prompt 71 · ") for m in at.markdown)
+    first_shown = 80 - PAGE_SIZE + 1
+    assert f"Prompts {first_shown}–80 of 80 (in prompt-id order)." in [c.value for c in at.caption]
+    assert any(unescape_md(m.value).startswith(f"**prompt {first_shown} · ") for m in at.markdown)
+    assert not any(m.value.startswith("Verdict ") for m in at.markdown)  # another page's meetings: closed
 
 
 def test_outcome_filter_counts_prompts(app, shipped_db):
@@ -130,11 +143,19 @@ def test_outcome_filter_counts_prompts(app, shipped_db):
     by_prompt = res.groupby("prompt_id")
     disagree = sum(1 for _, g in by_prompt if len(g) == 2 and g["res"].nunique() == 2)
     caption = [c.value for c in at.caption if c.value.startswith("Prompts ")]
-    assert disagree > 10  # more than a page
-    assert caption == [f"Prompts 1–10 of {disagree} (in prompt-id order)."]
+    assert disagree > PAGE_SIZE  # more than a page
+    assert caption == [f"Prompts 1–{PAGE_SIZE} of {disagree} (in prompt-id order)."]
     shown = [unescape_md(e.label) for e in at.expander if unescape_md(e.label).startswith("gpt-4: ")]
-    assert len(shown) == 10 and all(label.startswith("gpt-4: orders disagree") for label in shown)
+    assert len(shown) == PAGE_SIZE and all(label.startswith("gpt-4: orders disagree") for label in shown)
     assert at.pills(key="h2h_outcomes").value == ["inconsistent"]
+    # the meetings by outcome, drawn once opened: its "orders disagree" row is the brute-force count
+    assert len(at.dataframe) == 0
+    at.session_state["h2h_by_outcome"] = True
+    at.run()
+    assert_clean(at)
+    table = at.dataframe[0].value.set_index("outcome")
+    assert table.loc[outcome_label("inconsistent", "gpt35", "guanaco-65b"), "meetings"] == disagree
+    assert table["meetings"].sum() == by_prompt.ngroups == int(_metrics(at)["Meetings"])
 
 
 def test_dataset_without_texts_says_so(tmp_path, monkeypatch):
@@ -171,16 +192,18 @@ def test_link_opens_the_pair(app, link):
 
 
 def test_page_beyond_a_smaller_selection_falls_back_to_its_last_page(app):
-    """Page 8 of one pair, then a filter with fewer pages: the last page of the new list, no error."""
+    """The last page of one pair, then a filter with fewer pages: the last page of the new list, no
+    error."""
     at = _open(app, "gpt4", "claude")
-    at.number_input(key="h2h_page").set_value(8).run()
+    pages = 80 // PAGE_SIZE
+    at.number_input(key="h2h_page").set_value(pages).run()
     at.pills(key="h2h_outcomes").set_value(["tie"]).run()  # ties only: fewer prompts
     assert_clean(at)
     caption = [c.value for c in at.caption if c.value.startswith("Prompts ")]
     total = int(re.search(r"of (\d+)", caption[0]).group(1))
-    last_page = -(-total // 10)
-    assert last_page < 8 and at.number_input(key="h2h_page").value == last_page
-    assert caption == [f"Prompts {(last_page - 1) * 10 + 1}–{total} of {total} (in prompt-id order)."]
+    last_page = -(-total // PAGE_SIZE)
+    assert last_page < pages and at.number_input(key="h2h_page").value == last_page
+    assert caption == [f"Prompts {(last_page - 1) * PAGE_SIZE + 1}–{total} of {total} (in prompt-id order)."]
 
 
 def test_prompts_with_variants_and_turns_are_counted_both_ways(tmp_path, monkeypatch):
@@ -210,4 +233,4 @@ def test_prompts_with_variants_and_turns_are_counted_both_ways(tmp_path, monkeyp
     assert (figures["Prompts"], figures["Prompt graphs"]) == (str(ids), str(graphs))
     options = {re.sub(r" · .*", "", o): o for o in at.selectbox(key="h2h_b").options}
     assert options["y"].endswith(f"met on {ids} prompts ({graphs} with variants and turns)")
-    assert f"Prompt graphs 1–10 of {graphs} (in prompt-id order)." in [c.value for c in at.caption]
+    assert f"Prompt graphs 1–{PAGE_SIZE} of {graphs} (in prompt-id order)." in [c.value for c in at.caption]
