@@ -9,7 +9,7 @@ import math
 
 import streamlit as st
 
-from app_pages._lens import current, get_store, guarded_session, metric_row, or_stop, verdict_list
+from app_pages._lens import current, get_store, metric_row, or_stop, verdict_list
 from engine.views.appstate import CacheKey
 from engine.views.head_to_head import (
     OUTCOMES,
@@ -83,6 +83,38 @@ def _question_and_answers(p, model_a: str, model_b: str) -> None:
                 st.caption("No answer text stored.")
             else:
                 st.text(answer)
+
+
+def _meeting_key(key: CacheKey, model_a: str, model_b: str, p, meeting) -> str:
+    """The session-state key of one meeting's expander: the same meeting keeps its open state across
+    reruns while it is on the page (a meeting not drawn in a run loses its state: another page, pair
+    or filter opens it closed)."""
+    ident = repr((key, model_a, model_b, p.prompt_id, p.variant, p.turn, meeting.judge))
+    return "h2h_open_" + hashlib.sha1(ident.encode()).hexdigest()[:16]
+
+
+@st.fragment
+def prompt_entry(p, key: CacheKey, model_a: str, model_b: str, texts: bool) -> None:
+    """One prompt of the page: its question and the two answers, then one expander per meeting whose
+    verdicts and rationales are drawn only once it is opened (a new tab draws the prompts' texts, not
+    also every meeting's hidden verdicts). Opening one reruns this prompt alone, from the page the full
+    run read (``p``): no store read, so never a newer version's verdicts under the older counts."""
+    with st.container(border=True):
+        where = [f"prompt {p.prompt_id}"]
+        if p.category:
+            where.append(p.category)
+        if p.variant or p.turn != 1:
+            where.append(f"variant {p.variant}, turn {p.turn}")
+        st.markdown("**" + escape_md(" · ".join(where)) + "**")
+        if texts:
+            _question_and_answers(p, model_a, model_b)
+        for meeting in p.meetings:
+            box = st.expander(escape_md(meeting_label(meeting, model_a, model_b)),
+                              key=_meeting_key(key, model_a, model_b, p, meeting), on_change="rerun")
+            if box.open:
+                with box:
+                    verdict_list([(escape_md(verdict_text(v, model_a, model_b)), v.rationale)
+                                  for v in meeting.verdicts])
 
 
 st.title("Head-to-head")
@@ -173,39 +205,5 @@ texts = _has_texts(ch.dataset, ch.key.version)
 if not texts:
     st.caption("The dataset holds no question or answer texts, so only the verdicts are shown.")
 
-def _meeting_key(key: CacheKey, model_a: str, model_b: str, p, meeting) -> str:
-    """The session-state key of one meeting's expander: the same meeting keeps its open state across
-    reruns, and another pair, page or dataset version starts closed."""
-    ident = repr((key, model_a, model_b, p.prompt_id, p.variant, p.turn, meeting.judge))
-    return "h2h_open_" + hashlib.sha1(ident.encode()).hexdigest()[:16]
-
-
-@st.fragment
-def meetings_page(key: CacheKey, model_a: str, model_b: str, outcomes: tuple[str, ...], page: int,
-                  texts: bool) -> None:
-    """One page of prompts: each prompt's question and the two answers, then one expander per meeting
-    whose verdicts and rationales are read and drawn only once it is opened (a new tab draws ten
-    prompts' texts, not also every meeting's verdicts); opening one reruns this fragment alone."""
-    # a fragment rerun does not pass through app.py's session: it holds the store itself, and a store
-    # held by a command-line writer is the same warning and retry as in app.py, not a traceback
-    with guarded_session("busy_retry_meetings"):
-        for p in or_stop(_page, key, model_a, model_b, outcomes, page):
-            with st.container(border=True):
-                where = [f"prompt {p.prompt_id}"]
-                if p.category:
-                    where.append(p.category)
-                if p.variant or p.turn != 1:
-                    where.append(f"variant {p.variant}, turn {p.turn}")
-                st.markdown("**" + escape_md(" · ".join(where)) + "**")
-                if texts:
-                    _question_and_answers(p, model_a, model_b)
-                for meeting in p.meetings:
-                    box = st.expander(escape_md(meeting_label(meeting, model_a, model_b)),
-                                      key=_meeting_key(key, model_a, model_b, p, meeting), on_change="rerun")
-                    if box.open:
-                        with box:
-                            verdict_list([(escape_md(verdict_text(v, model_a, model_b)), v.rationale)
-                                          for v in meeting.verdicts])
-
-
-meetings_page(ch.key, model_a, model_b, outcomes, page, texts)
+for p in or_stop(_page, ch.key, model_a, model_b, outcomes, page):
+    prompt_entry(p, ch.key, model_a, model_b, texts)
