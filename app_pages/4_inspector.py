@@ -195,16 +195,38 @@ def _graph_and_triad() -> None:
         st.success("This graph has no bad triad: its verdicts are transitive.")
         return
     _triad_detail(choice)
+    _all_triads(triads)
+
+
+@st.fragment
+def _all_triads(triads) -> None:
+    """Every bad triad of the graph as a table, drawn once its expander is opened (a new tab does not
+    draw a table it does not show); opening it reruns this part alone, not the drawing."""
     legend = " · ".join(f"{k}: {v}" for k, v in TRIAD_KINDS.items())
-    with st.expander(f"All {len(triads)} bad triads of this graph"):
-        st.caption(escape_md(f"Kinds (paper 001, App. B.1): {legend}. a ~ b is a tie."))
-        table = triads[["shape", "kind"]].rename(columns={"shape": "triad"})
-        table.insert(0, "#", range(1, len(table) + 1))
-        st.dataframe(table, hide_index=True, width="stretch", height=min(35 * len(table) + 38, 250))
+    box = st.expander(f"All {len(triads)} bad triads of this graph", key="insp_all_triads", on_change="rerun")
+    if box.open:
+        with box:
+            st.caption(escape_md(f"Kinds (paper 001, App. B.1): {legend}. a ~ b is a tie."))
+            table = triads[["shape", "kind"]].rename(columns={"shape": "triad"})
+            table.insert(0, "#", range(1, len(table) + 1))
+            st.dataframe(table, hide_index=True, width="stretch", height=min(35 * len(table) + 38, 250))
 
 
+@st.fragment
 def _triad_detail(choice: int) -> None:
-    """The chosen triad's three pairs: combined outcome, every verdict with its rationale, the answers."""
+    """The chosen triad's three pairs: combined outcome, every verdict with its rationale, and the two
+    answers, drawn once their expander is opened (six long texts a new tab would draw unseen); opening
+    one reruns this part alone, not the drawing."""
+    # a fragment run of its own (an answers expander opened): it holds the store itself, as the
+    # inspector's outer fragment does, and a store held by a writer is the warning and retry, not a
+    # traceback (an error in a fragment called from another reaches Streamlit's handler, not the outer
+    # guard)
+    with guarded_session("busy_retry_triad"):
+        _triad_detail_body(choice)
+
+
+def _triad_detail_body(choice: int) -> None:
+    """``_triad_detail``'s content."""
     tv = triad_view_for(ch.key, prompt, t, choice)
     st.markdown(f"#### Triad {choice + 1}: {escape_md(tv.shape)}")
     st.caption(
@@ -213,20 +235,23 @@ def _triad_detail(choice: int) -> None:
             "rule: the most frequent outcome; no single most frequent outcome gives a tie)."
         )
     )
-    for pair in tv.pairs:
+    for k, pair in enumerate(tv.pairs):
         with st.container(border=True):
             st.markdown(f"**{escape_md(pair.heading)}**")
             if not pair.verdicts:
                 st.caption("No stored verdict on this pair.")
             verdict_list([(f"{escape_md(v.shown)} → **{escape_md(v.outcome)}**", v.rationale)
                           for v in pair.verdicts])
-            with st.expander(f"Answers of {escape_md(pair.a)} and {escape_md(pair.b)}"):
-                for m in (pair.a, pair.b):
-                    st.markdown(f"**{escape_md(m)}**")
-                    if tv.answers.get(m):
-                        st.text(tv.answers[m])
-                    else:
-                        st.caption("No answer text stored.")
+            box = st.expander(f"Answers of {escape_md(pair.a)} and {escape_md(pair.b)}",
+                              key=f"insp_answers_{k}", on_change="rerun")
+            if box.open:
+                with box:
+                    for m in (pair.a, pair.b):
+                        st.markdown(f"**{escape_md(m)}**")
+                        if tv.answers.get(m):
+                            st.text(tv.answers[m])
+                        else:
+                            st.caption("No answer text stored.")
 
 
 graph_and_triad()

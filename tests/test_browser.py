@@ -82,6 +82,15 @@ def cut_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
     yield from _serve(tmp / "cut.duckdb", tmp / "streamlit.log")
 
 
+def expand(page, title: str, label: str) -> str:
+    """Open the first closed expander whose label starts with ``label`` and wait for the rerun its
+    opening starts (the app draws an expander's content once it is open); returns the content's text."""
+    before = runs(page)
+    page.locator('[data-testid="stExpander"] details:not([open]) summary', has_text=label).first.click()
+    wait_idle(page, title, after=before)
+    return page.inner_text('[data-testid="stExpander"] details[open] [data-testid="stExpanderDetails"]')
+
+
 def every_page_renders_without_error(browser, server: str, folder: Path) -> None:
     page = new_page(browser, 1440, 1300)
     outside = []
@@ -114,15 +123,14 @@ def every_page_renders_without_error(browser, server: str, folder: Path) -> None
             assert "Triad 3:" in main and main != first
             assert errors_on(page) == []
             wait_idle(page, PAGES[path][1], after=pick_option(page, "Bad triad", 0))
+            # a pair's answers are drawn once their expander is opened (a rerun of the triad's fragment)
+            opened = expand(page, PAGES[path][1], "Answers of ")
+            assert opened.count("\n") > 3 and errors_on(page) == [], opened[:200]
         if name == "head_to_head":
             # a meeting's verdicts are drawn once it is opened (a rerun of the prompts' fragment)
             main = '[data-testid="stMainBlockContainer"]'
             assert "Verdict 1 ·" not in page.eval_on_selector(main, "e => e.textContent")  # hidden text too
-            before = runs(page)
-            page.locator('[data-testid="stExpander"] summary', has_text="gpt-4: ").first.click()
-            wait_idle(page, PAGES[path][1], after=before)
-            opened = page.inner_text('[data-testid="stExpander"]:has(details[open]) '
-                                     '[data-testid="stExpanderDetails"]')
+            opened = expand(page, PAGES[path][1], "gpt-4: ")
             assert opened.startswith("Verdict 1 ·") and errors_on(page) == [], opened[:200]
         if name == "data":
             # a file with two bad rows: the report lists them before anything is stored

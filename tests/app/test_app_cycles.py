@@ -79,6 +79,9 @@ def test_inspector_triad_shows_its_verdicts(app_at, shipped_store):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Bad triads"] == str(len(expected))
     options = at.selectbox(key="insp_triad").options
+    assert len(at.dataframe) == 0  # the table of every bad triad is drawn once its expander is opened
+    at.session_state["insp_all_triads"] = True
+    at.run()
     assert len(options) == len(at.dataframe[0].value) == len(expected)
 
     last = len(options) - 1

@@ -68,6 +68,12 @@ def test_texts_uploaded_on_the_data_page_show_in_the_inspector(own_app, tmp_path
                        for line in (MT_BENCH / "model_answer" / f"{m}.jsonl").open()
                        if str(json.loads(line)["question_id"]) == prompt) for m in MODELS}
     assert at.selectbox(key="insp_triad").value == 0  # the cycle of the 3 models
+    assert not any(answers[m] in texts for m in MODELS)  # drawn once a pair's answers are opened
+    assert sum(c.value == "No answer text stored." for c in at.caption) == 0
+    for k in range(3):
+        at.session_state[f"insp_answers_{k}"] = True
+    at.run()
+    texts = [t.value for t in at.text]
     assert [m for m in MODELS if answers[m] in texts] == list(MODELS[:2])
     assert sum(c.value == "No answer text stored." for c in at.caption) >= 1  # vicuna's, not uploaded
     assert not any("holds no text for this prompt" in c.value for c in at.caption)
