@@ -215,47 +215,55 @@ def _sliders_and_results() -> None:
     if slid:  # the kept boards (intervals included) one and two steps away
         warm_boards_for(ch.key, ch.ranker, int(keep_k), float(mu), T, MU_STEPS, B_DEFAULT, SEED)
 
-    with st.expander("Protocol table (Table-2 shape)", expanded="protocol_result" in st.session_state):
-        st.caption(escape_md(
-            "The six protocols of paper 000, Table 2 (truncation, sampling-only, no truncation, "
-            "score-of-win, "
-            f"random, single prompt) with the engine's sizes: {protocol_sizes(protocol_params(mu))}. "
-            "Spearman "
-            f"distance to the reference × 1000, mean ± half-width, at μ = {mu:g}; like the curves they use "
-            "half-tie Bradley–Terry, not the sidebar's ranker."
-        ))
-        params = (ch.key, float(mu))
-        if st.session_state.get("protocol_for") != params:
-            st.session_state.pop("protocol_result", None)
-        if ch.key.judge is None:
-            st.info("Choose one judge in the sidebar: the protocols compare one judge's graphs.")
-        elif "protocol_result" not in st.session_state and st.button(
-            "Compute the protocol table", key="protocol_go"
-        ):
-            try:
-                st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
-                st.session_state["protocol_for"] = params
-            except LensError as exc:
-                show_error(exc)
-        if "protocol_result" in st.session_state:
-            ptab, sizes = st.session_state["protocol_result"]
-            st.dataframe(
-                ptab, hide_index=True, width="stretch",
-                column_config={
-                    "protocol": st.column_config.TextColumn("protocol", pinned=True),
-                    "macro": st.column_config.TextColumn("macro", help="Mean over categories, per resample."),
-                    "no spread": st.column_config.TextColumn(
-                        "no spread", help="Category cells whose resamples all gave the same distance (± 0)."),
-                    "why": st.column_config.TextColumn("why ± 0", width="large"),
-                },
+    protocol = st.expander("Protocol table (Table-2 shape)", key="protocol_open", on_change="rerun")
+    if protocol.open:
+        with protocol:
+            _protocol_section(float(mu))
+
+
+def _protocol_section(mu: float) -> None:
+    """The Table-2 protocols (paper 000) behind a button, in their expander's content: drawn once the
+    expander is opened, so a slider move does not re-send a caption and a table the reader does not see."""
+    st.caption(escape_md(
+        "The six protocols of paper 000, Table 2 (truncation, sampling-only, no truncation, "
+        "score-of-win, "
+        f"random, single prompt) with the engine's sizes: {protocol_sizes(protocol_params(mu))}. "
+        "Spearman "
+        f"distance to the reference × 1000, mean ± half-width, at μ = {mu:g}; like the curves they use "
+        "half-tie Bradley–Terry, not the sidebar's ranker."
+    ))
+    params = (ch.key, float(mu))
+    if st.session_state.get("protocol_for") != params:
+        st.session_state.pop("protocol_result", None)
+    if ch.key.judge is None:
+        st.info("Choose one judge in the sidebar: the protocols compare one judge's graphs.")
+    elif "protocol_result" not in st.session_state and st.button(
+        "Compute the protocol table", key="protocol_go"
+    ):
+        try:
+            st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
+            st.session_state["protocol_for"] = params
+        except LensError as exc:
+            show_error(exc)
+    if "protocol_result" in st.session_state:
+        ptab, sizes = st.session_state["protocol_result"]
+        st.dataframe(
+            ptab, hide_index=True, width="stretch",
+            column_config={
+                "protocol": st.column_config.TextColumn("protocol", pinned=True),
+                "macro": st.column_config.TextColumn("macro", help="Mean over categories, per resample."),
+                "no spread": st.column_config.TextColumn(
+                    "no spread", help="Category cells whose resamples all gave the same distance (± 0)."),
+                "why": st.column_config.TextColumn("why ± 0", width="large"),
+            },
+        )
+        st.caption(escape_md(f"Run with {sizes}."))
+        if not ptab["no spread"].str.startswith("0 of").all():
+            st.caption(
+                "“± 0” is no resampling spread: the pool a protocol draws from is no larger than a draw "
+                "(the pools are named above and in the “why” column), so every draw is the same set of "
+                "graphs."
             )
-            st.caption(escape_md(f"Run with {sizes}."))
-            if not ptab["no spread"].str.startswith("0 of").all():
-                st.caption(
-                    "“± 0” is no resampling spread: the pool a protocol draws from is no larger than a draw "
-                    "(the pools are named above and in the “why” column), so every draw is the same set of "
-                    "graphs."
-                )
 
 
 sliders_and_results()

@@ -206,6 +206,8 @@ def test_truncation_captions_use_engine_sizes_and_flat_curves_keep_a_range(shipp
     assert f"(kept: S_μ ≤ {int(s[k - 1])})" in _captions(at)
 
     p = ProtocolParams()
+    at.session_state["protocol_open"] = True  # the protocols' expander, drawn once opened
+    at.run()
     sizes = (f"Trunc{p.keep}→{p.draw}", f"Sample{p.keep}→{p.draw}", f"ScoreWin{p.scorewin_draw}",
              f"Random{p.random_pool}→{p.random_draw}×{p.random_reps}", f"Single→{p.single_draw}")
     assert all(x in _captions(at) for x in sizes)
