@@ -215,15 +215,29 @@ def _sliders_and_results() -> None:
     if slid:  # the kept boards (intervals included) one and two steps away
         warm_boards_for(ch.key, ch.ranker, int(keep_k), float(mu), T, MU_STEPS, B_DEFAULT, SEED)
 
-    protocol = st.expander("Protocol table (Table-2 shape)", key="protocol_open", on_change="rerun")
-    if protocol.open:
-        with protocol:
-            _protocol_section(float(mu))
+    protocol_expander(float(mu))
+
+
+@st.fragment
+def protocol_expander(mu: float) -> None:
+    """The protocol table's expander: a fragment of its own inside the sliders' (opening or closing it, or
+    computing the table, does not redraw the board and the curves), its content drawn once opened, so a
+    slider move does not re-send what the reader does not see. A table already computed for this selection
+    and μ opens it again when the reader comes back to the page (Streamlit drops the state of an expander a
+    run did not draw)."""
+    if (st.session_state.get("protocol_for") == (ch.key, mu) and "protocol_result" in st.session_state
+            and "protocol_open" not in st.session_state):
+        st.session_state["protocol_open"] = True
+    box = st.expander("Protocol table (Table-2 shape)", key="protocol_open", on_change="rerun")
+    if box.open:
+        # a fragment run of its own: guarded like the sliders' (an error in a fragment called from another
+        # does not reach the outer guard as itself)
+        with guarded_session("busy_retry_protocol"), box:
+            _protocol_section(mu)
 
 
 def _protocol_section(mu: float) -> None:
-    """The Table-2 protocols (paper 000) behind a button, in their expander's content: drawn once the
-    expander is opened, so a slider move does not re-send a caption and a table the reader does not see."""
+    """The Table-2 protocols (paper 000) behind a button: the expander's content."""
     st.caption(escape_md(
         "The six protocols of paper 000, Table 2 (truncation, sampling-only, no truncation, "
         "score-of-win, "

@@ -194,7 +194,7 @@ def _graph_and_triad() -> None:
     if triads.empty:
         st.success("This graph has no bad triad: its verdicts are transitive.")
         return
-    _triad_detail(choice)
+    _triad_detail(choice, triad_view_for(ch.key, prompt, t, choice))
     _all_triads(triads)
 
 
@@ -205,7 +205,7 @@ def _all_triads(triads) -> None:
     legend = " · ".join(f"{k}: {v}" for k, v in TRIAD_KINDS.items())
     box = st.expander(f"All {len(triads)} bad triads of this graph", key="insp_all_triads", on_change="rerun")
     if box.open:
-        with box:
+        with guarded_session("busy_retry_all_triads"), box:  # see _triad_detail
             st.caption(escape_md(f"Kinds (paper 001, App. B.1): {legend}. a ~ b is a tie."))
             table = triads[["shape", "kind"]].rename(columns={"shape": "triad"})
             table.insert(0, "#", range(1, len(table) + 1))
@@ -213,21 +213,20 @@ def _all_triads(triads) -> None:
 
 
 @st.fragment
-def _triad_detail(choice: int) -> None:
-    """The chosen triad's three pairs: combined outcome, every verdict with its rationale, and the two
-    answers, drawn once their expander is opened (six long texts a new tab would draw unseen); opening
-    one reruns this part alone, not the drawing."""
-    # a fragment run of its own (an answers expander opened): it holds the store itself, as the
-    # inspector's outer fragment does, and a store held by a writer is the warning and retry, not a
-    # traceback (an error in a fragment called from another reaches Streamlit's handler, not the outer
-    # guard)
+def _triad_detail(choice: int, tv) -> None:
+    """The chosen triad's three pairs (``tv``, read by the outer fragment): combined outcome, every verdict
+    with its rationale, and the two answers, drawn once their expander is opened (six long texts a new tab
+    would draw unseen); opening one reruns this part alone, from ``tv`` as the outer run read it (no store
+    read: never a newer version's answers under the graph drawn above)."""
+    # an error in a fragment called from another is shown by Streamlit's handler and reaches the outer
+    # fragment's guard as FragmentHandledException (two boxes, one of them "unexpected error"): a nested
+    # fragment is guarded on its own, like the outer one
     with guarded_session("busy_retry_triad"):
-        _triad_detail_body(choice)
+        _triad_detail_body(choice, tv)
 
 
-def _triad_detail_body(choice: int) -> None:
+def _triad_detail_body(choice: int, tv) -> None:
     """``_triad_detail``'s content."""
-    tv = triad_view_for(ch.key, prompt, t, choice)
     st.markdown(f"#### Triad {choice + 1}: {escape_md(tv.shape)}")
     st.caption(
         escape_md(
