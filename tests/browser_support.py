@@ -242,6 +242,14 @@ RUN_TRACKER = """(() => {
         }
         return null;
     };
+    // How each run ended, in order (ForwardMsg's script_finished, field 6: 1 a full run, 3 a fragment's run
+    // alone): a test tells a fragment's rerun from a full one by it
+    window.__lensFinished = [];
+    const finishedOf = (data) => {
+        if (!(data instanceof ArrayBuffer)) return null;
+        for (const [f, w, v] of fields(new Uint8Array(data))) if (f === 6 && w === 0) return v;
+        return null;
+    };
     const shown = () => {
         const app = document.querySelector('[data-testid="stApp"]');
         return app && app.getAttribute('data-test-script-state') === 'running';
@@ -267,6 +275,8 @@ RUN_TRACKER = """(() => {
             };
             const deliver = (event) => {
                 const status = statusOf(event.data);
+                const finished = finishedOf(event.data);
+                if (finished !== null) window.__lensFinished.push(finished);
                 // a run's start while the run before's end is handed on but not drawn (two runs in one
                 // burst: a script ending in st.rerun()): the start waits until the page has drawn that end
                 if (status === true && endUndrawn && shown()) {
@@ -362,6 +372,16 @@ def release(page, browser) -> None:
     opens its first page in it by a full load."""
     if not isinstance(browser, OnePage):
         page.close()
+
+
+FRAGMENT_RUN = 3
+"""ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY: a run of one fragment alone ended (1: a full run)."""
+
+
+def last_finished(page) -> int | None:
+    """How the page's last script run ended (``FRAGMENT_RUN`` for a fragment's run alone), as its
+    ``script_finished`` message said; None before any run ended."""
+    return page.evaluate("() => window.__lensFinished.length ? window.__lensFinished.at(-1) : null")
 
 
 def runs(page) -> int:

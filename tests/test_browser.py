@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from browser_support import (
+    FRAGMENT_RUN,
     MARKUP,
     PAGES,
     XSS_IMG,
@@ -31,6 +32,7 @@ from browser_support import (
     _serve,
     bad_file,
     errors_on,
+    last_finished,
     new_page,
     open_page,
     pick_option,
@@ -84,8 +86,9 @@ def cut_server(tmp_path_factory: pytest.TempPathFactory, shipped_db: Path):
 
 def expand(page, title: str, label: str) -> tuple[str, str]:
     """Open the first closed expander whose label starts with ``label`` and wait for the rerun its
-    opening starts (the app draws an expander's content once it is open); returns its label and the text
-    of its content (that expander's, found by its place among the page's expanders)."""
+    opening starts (the app draws an expander's content once it is open), which must be its fragment's
+    run alone, not the page's; returns its label and the text of its content (that expander's, found by
+    its place among the page's expanders)."""
     boxes = page.locator('[data-testid="stExpander"]')
     states = boxes.evaluate_all(
         "els => els.map(e => [e.querySelector('summary [data-testid=stMarkdownContainer]').innerText.trim(),"
@@ -94,6 +97,7 @@ def expand(page, title: str, label: str) -> tuple[str, str]:
     before = runs(page)
     boxes.nth(i).locator("summary").click()
     wait_idle(page, title, after=before)
+    assert last_finished(page) == FRAGMENT_RUN, (states[i][0], last_finished(page))
     return states[i][0], boxes.nth(i).locator('[data-testid="stExpanderDetails"]').inner_text()
 
 
