@@ -23,6 +23,7 @@ from app_pages._lens import (
     leaderboard_result,
     metric_row,
     mu_curve_for,
+    opened_expander,
     or_stop,
     protocol_params,
     protocol_table,
@@ -228,8 +229,8 @@ def protocol_expander(mu: float) -> None:
     if (st.session_state.get("protocol_for") == (ch.key, mu) and "protocol_result" in st.session_state
             and "protocol_open" not in st.session_state):
         st.session_state["protocol_open"] = True
-    box = st.expander("Protocol table (Table-2 shape)", key="protocol_open", on_change="rerun")
-    if box.open:
+    box = opened_expander("Protocol table (Table-2 shape)", "protocol_open")
+    if box is not None:
         # a fragment run of its own: guarded like the sliders' (an error in a fragment called from another
         # does not reach the outer guard as itself)
         with guarded_session("busy_retry_protocol"), box:
@@ -246,7 +247,7 @@ def _protocol_section(mu: float) -> None:
         f"distance to the reference × 1000, mean ± half-width, at μ = {mu:g}; like the curves they use "
         "half-tie Bradley–Terry, not the sidebar's ranker."
     ))
-    params = (ch.key, float(mu))
+    params = (ch.key, mu)
     if st.session_state.get("protocol_for") != params:
         st.session_state.pop("protocol_result", None)
     if ch.key.judge is None:
@@ -255,7 +256,7 @@ def _protocol_section(mu: float) -> None:
         "Compute the protocol table", key="protocol_go"
     ):
         try:
-            st.session_state["protocol_result"] = protocol_table(ch.key, float(mu))
+            st.session_state["protocol_result"] = protocol_table(ch.key, mu)
             st.session_state["protocol_for"] = params
         except LensError as exc:
             show_error(exc)

@@ -14,6 +14,7 @@ from app_pages._lens import (
     guarded_session,
     inspector_html_for,
     metric_row,
+    opened_expander,
     or_stop,
     prompt_graphs_for,
     prompt_options_for,
@@ -203,8 +204,8 @@ def _all_triads(triads) -> None:
     """Every bad triad of the graph as a table, drawn once its expander is opened (a new tab does not
     draw a table it does not show); opening it reruns this part alone, not the drawing."""
     legend = " · ".join(f"{k}: {v}" for k, v in TRIAD_KINDS.items())
-    box = st.expander(f"All {len(triads)} bad triads of this graph", key="insp_all_triads", on_change="rerun")
-    if box.open:
+    box = opened_expander(f"All {len(triads)} bad triads of this graph", "insp_all_triads")
+    if box is not None:
         with guarded_session("busy_retry_all_triads"), box:  # see _triad_detail
             st.caption(escape_md(f"Kinds (paper 001, App. B.1): {legend}. a ~ b is a tie."))
             table = triads[["shape", "kind"]].rename(columns={"shape": "triad"})
@@ -241,9 +242,9 @@ def _triad_detail_body(choice: int, tv) -> None:
                 st.caption("No stored verdict on this pair.")
             verdict_list([(f"{escape_md(v.shown)} → **{escape_md(v.outcome)}**", v.rationale)
                           for v in pair.verdicts])
-            box = st.expander(f"Answers of {escape_md(pair.a)} and {escape_md(pair.b)}",
-                              key=f"insp_answers_{k}", on_change="rerun")
-            if box.open:
+            box = opened_expander(f"Answers of {escape_md(pair.a)} and {escape_md(pair.b)}",
+                                  f"insp_answers_{k}")
+            if box is not None:
                 with box:
                     for m in (pair.a, pair.b):
                         st.markdown(f"**{escape_md(m)}**")

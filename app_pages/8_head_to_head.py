@@ -9,7 +9,7 @@ import math
 
 import streamlit as st
 
-from app_pages._lens import current, get_store, metric_row, or_stop, verdict_list
+from app_pages._lens import current, get_store, metric_row, opened_expander, or_stop, verdict_list
 from engine.views.appstate import CacheKey
 from engine.views.head_to_head import (
     OUTCOMES,
@@ -109,9 +109,9 @@ def prompt_entry(p, key: CacheKey, model_a: str, model_b: str, texts: bool) -> N
         if texts:
             _question_and_answers(p, model_a, model_b)
         for meeting in p.meetings:
-            box = st.expander(escape_md(meeting_label(meeting, model_a, model_b)),
-                              key=_meeting_key(key, model_a, model_b, p, meeting), on_change="rerun")
-            if box.open:
+            box = opened_expander(escape_md(meeting_label(meeting, model_a, model_b)),
+                                  _meeting_key(key, model_a, model_b, p, meeting))
+            if box is not None:
                 with box:
                     verdict_list([(escape_md(verdict_text(v, model_a, model_b)), v.rationale)
                                   for v in meeting.verdicts])
@@ -167,8 +167,8 @@ figures += [
 ]
 metric_row(*figures)
 st.caption(escape_md(verdict_sentence(Matchup(ch.dataset, model_a, model_b), s)))
-by_outcome = st.expander("Meetings by outcome", key="h2h_by_outcome", on_change="rerun")
-if by_outcome.open:  # drawn once opened: a new tab does not pay for a table it does not show
+by_outcome = opened_expander("Meetings by outcome", "h2h_by_outcome")
+if by_outcome is not None:
     with by_outcome:
         st.caption(
             "A meeting's outcome is the plurality of the judge's valid verdicts on the pair for that prompt "

@@ -1075,6 +1075,17 @@ def bootstrap_note(board) -> str:
 __all__ = ["ALL", "Choice", "current", "get_store", "guarded_session", "show_error", "choices", "user_text"]
 
 
+def opened_expander(label: str, key: str):
+    """An expander whose content the page draws only once the reader opens it: its container while it is
+    open, else None. Streamlit sends a closed expander's content all the same, hidden; this one reruns the
+    script when opened or closed (the innermost fragment around it alone, ``on_change="rerun"``) and says
+    whether it is open (``.open``), so a new tab or a slider move does not draw what nobody sees (issue 26:
+    Head-to-head's closed meetings were ~120 of its 299 elements). A run that does not draw it drops its
+    state: on another page, pair or triad it opens closed."""
+    box = st.expander(label, key=key, on_change="rerun")
+    return box if box.open else None
+
+
 def verdict_list(verdicts: list[tuple[str, str | None]]) -> None:
     """Numbered verdicts, each a Markdown line (already escaped) and its judge's rationale shown as plain
     text, or a caption saying none was stored: the Prompt inspector's triad pairs and the Head-to-head

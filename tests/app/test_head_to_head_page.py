@@ -129,6 +129,30 @@ def test_sidebar_judge_filters_and_pages_show_texts_and_rationales(app, shipped_
     assert not any(m.value.startswith("Verdict ") for m in at.markdown)  # another page's meetings: closed
 
 
+def test_with_every_judge_pooled_a_meeting_opens_its_own_judges_verdicts(app, shipped_db):
+    """All judges pooled: a prompt holds one meeting per judge (five on vicuna80), each keyed apart; opening
+    gpt-3.5-turbo's meeting on the first prompt draws that judge's rationales there, no other judge's."""
+    at = _open(app, "claude", "bard")
+    with Store(shipped_db) as store:
+        v = store.verdicts("vicuna80")
+    pair = v[v["model_a"].isin(["claude", "bard"]) & v["model_b"].isin(["claude", "bard"])
+             & (v["prompt_id"] == "1")]
+    assert pair["judge"].nunique() >= 3  # data on which the judges' meetings can be told apart
+    labels = [unescape_md(e.label) for e in at.expander]
+    judges = {label.split(": ", 1)[0] for label in labels if ": " in label}
+    assert len(judges) >= 3 and judges <= set(v["judge"].unique())
+    closed = len(at.text)
+    target = next(e for e in at.expander if unescape_md(e.label).startswith("gpt-3.5-turbo: "))
+    at.session_state[target.key] = True
+    at.run()
+    assert_clean(at)
+    want = sorted(x.strip() for x in pair.loc[pair["judge"] == "gpt-3.5-turbo", "explanation"].dropna())
+    others = {x.strip() for x in pair.loc[pair["judge"] != "gpt-3.5-turbo", "explanation"].dropna()}
+    opened = [t.value for t in at.text][3:3 + len(want)]  # the first prompt's question and answers, then it
+    assert want and sorted(opened) == want and len(at.text) == closed + len(want)
+    assert not others & set(opened)
+
+
 def test_outcome_filter_counts_prompts(app, shipped_db):
     at = _open(app, "gpt35", "guanaco-65b")
     with Store(shipped_db) as store:
