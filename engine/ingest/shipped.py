@@ -179,17 +179,23 @@ def open_store(
 ) -> Store:
     """Open (and migrate) the store; on first use import the shipped default dataset. It lives here,
     above the importer, so the store layer never needs the importer."""
-    store = Store(db, keep_open=keep_open, lock_wait_s=lock_wait_s)
-    if ensure_default:
-        try:
+    # held open from the migration through the first-use steps: one open of the file, not two (a store the
+    # app holds only while it works, ``keep_open=False``, lets it go after them)
+    store = Store(db, keep_open=True, lock_wait_s=lock_wait_s)
+    try:
+        if ensure_default:
             with store.session():
                 ensure_default_dataset(store)
                 ensure_arena_counts(store)  # the second shipped dataset: arena pair counts (issue 25)
-        except Exception as exc:
-            if is_damaged_store(exc):  # the first-use check read a lost block: the store's sentence
-                store.close()
-                raise damaged_store_error(store.path, exc, verb="read") from exc
-            raise
+    except Exception as exc:
+        if is_damaged_store(exc):  # the first-use check read a lost block: the store's sentence
+            store.close()
+            raise damaged_store_error(store.path, exc, verb="read") from exc
+        raise
+    finally:
+        if not keep_open:
+            store.keep_open = False
+            store.release()
     return store
 
 
