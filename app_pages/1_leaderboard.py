@@ -68,7 +68,9 @@ def baseline_win_rates(ch, models: list[str], star: str | None = None) -> None:
     if style_ci is not None:
         st.caption(f"Style control is on: win rates from the style-controlled fit at zero style difference, "
                    f"{style_ci} intervals.")
-    rate = st.column_config.NumberColumn(f"win rate vs {choice} (%)", format="%.1f")
+    rate = st.column_config.NumberColumn(  # predicted, where the length-controlled table's is observed
+        f"predicted win rate vs {choice} (%)", format="%.1f",
+        help=f"1 / (1 + exp(s_{choice} − s_model)) from the Bradley-Terry fit of the battles.")
     st.dataframe(frame[["model", "win_rate_pct", "interval"]], hide_index=True, width="content",
                  column_config={"win_rate_pct": rate, "interval": st.column_config.TextColumn("95% CI (%)")})
     for note in notes:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages._lens import get_store, or_stop
+from app_pages._lens import get_store, or_stop, show_table
 from engine.views.length_control_view import lc_table
 from engine.views.viz import escape_md
 
@@ -30,11 +30,13 @@ def length_controlled_win_rates(ch, baseline: str | None, models: list[str]) -> 
         return
     frame, notes = or_stop(lc_result, ch.key, baseline)
     pct = st.column_config.NumberColumn
-    st.dataframe(frame, hide_index=True, width="content", column_config={
+    # observed: the baseline box above shows the fit's predicted win rate under a label of its own; a model
+    # the GLM could not fit (fewer than 5 verdicts, said in a note) shows "—", not "None"
+    show_table(frame, {
         "lc_win_rate_pct": pct(f"LC win rate vs {baseline} (%)", format="%.1f"),
-        "win_rate_pct": pct(f"win rate vs {baseline} (%)", format="%.1f",
+        "win_rate_pct": pct(f"observed win rate vs {baseline} (%)", format="%.1f",
                             help="Mean preference over the verdicts against the baseline, draws half."),
         "n_verdicts": pct("verdicts", format="%d"),
-    })
+    }, {"lc_win_rate_pct": ".1f", "win_rate_pct": ".1f"}, hide_index=True, width="content")
     for note in notes:
         st.caption(escape_md(note))

@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from engine.cli.leaderboard import BASELINE_BOARD_NOTE
 from engine.ingest.importer import import_files
+from engine.ingest.shipped_counts import ARENA_COUNTS_DATASET
 from engine.ranking.baseline import baseline_leaderboard, battle_votes
 from engine.ranking.board import BoardSpec
 from engine.ranking.vote_query import store_vote_rows
@@ -213,6 +215,13 @@ def test_cli_adds_the_columns_and_refuses_bad_choices(tmp_path, shipped_db_copy)
     assert list(obj["table"][0])[-1] == "baseline_win_rate"  # appended at the end; no interval without B
     assert obj["params"]["baseline"] == "base" and obj["params"]["decisive_weight"] == 3
     assert any(n.startswith("battles:") for n in obj["notes"])
+    # the board is the battle fit: said once, and never the pair-count dataset's unit note (a verdict dataset)
+    assert obj["notes"].count(BASELINE_BOARD_NOTE) == 1
+    assert not any("pair counts" in n for n in obj["notes"]), obj["notes"]
+    plain = json.loads(run_engine(["--db", db, "leaderboard", "--dataset", "ah", "--format", "json"]).stdout)
+    assert BASELINE_BOARD_NOTE not in plain["notes"]
+    counts = run_engine(["--db", db, "leaderboard", "--dataset", ARENA_COUNTS_DATASET, "--format", "json"])
+    assert any("pair counts" in n for n in json.loads(counts.stdout)["notes"])  # that note where it belongs
     once = run_engine(["--db", db, "leaderboard", "--dataset", "ah", "--baseline", "base", "--param",
                        "decisive_weight=1", "--format", "json"])
     assert json.loads(once.stdout)["params"]["decisive_weight"] == 1

@@ -252,7 +252,8 @@ def test_cli_table_and_note_match_bruteforce(shipped_db):
     assert len(table) == len(want["meetings"])
     assert Counter(r["outcome"] for r in table) == Counter(x["outcome"] for x in want["meetings"].values())
     v = want["verdicts"]
-    assert (f"verdicts {v['a_wins']} bard wins, {v['b_wins']} gpt35 wins, {v['tie']} ties, "
+    ties = f"{v['tie']} tie{'s' if v['tie'] != 1 else ''}"
+    assert (f"verdicts {v['a_wins']} bard wins, {v['b_wins']} gpt35 wins, {ties}, "
             f"{v['invalid']} invalid; bard's win rate {want['win_rate']:.3f}.") in run.stderr
     assert f"{want['prompts']} prompts, {len(want['meetings'])} meetings" in run.stderr
 

@@ -56,10 +56,11 @@ def summary_sentence(m: Matchup, s: Summary) -> str:
                       for o, n in s.meetings.items() if n)
     v = s.verdicts
     rate = "no valid verdict" if s.win_rate is None else f"{m.model_a}'s win rate {s.win_rate:.3f}"
+    ties = f"{v['tie']:,} tie{'s' if v['tie'] != 1 else ''}"
     return (
         f"{m.model_a} vs {m.model_b}: {prompts_phrase(s.prompts, s.prompt_ids)}, {s.n_meetings:,} meetings "
         f"({meets or 'none'}); "
-        f"verdicts {v['a_wins']:,} {m.model_a} wins, {v['b_wins']:,} {m.model_b} wins, {v['tie']:,} ties, "
+        f"verdicts {v['a_wins']:,} {m.model_a} wins, {v['b_wins']:,} {m.model_b} wins, {ties}, "
         f"{v['invalid']:,} invalid; {rate}."
     )
 

@@ -340,6 +340,15 @@ def write_printed_table(board, fmt: str) -> None:
     write_frame(printed_table(board), fmt)
 
 
+BASELINE_BOARD_NOTE = (
+    "baseline: the whole board is the fit on battles, not only its baseline columns: its scores, counts and "
+    "ranks differ from those of the same command without --baseline, which counts votes (the app's "
+    "Leaderboard keeps that board and shows these win rates in a box of their own)."
+)
+"""Said under a board fitted for --baseline: a reader comparing it with the plain board (or the app's)
+sees why every column moved."""
+
+
 def write_board(board, fmt: str) -> None:
     """JSON: one object {params, details, notes, table, kept (with keep-K)}. CSV / table: the table on
     stdout (CSV stays header + rows only) and one ``note: ...`` line per notable detail on stderr.
@@ -347,6 +356,8 @@ def write_board(board, fmt: str) -> None:
     from engine.ranking.style_board import style_notes
 
     notes = board_notes(board) + style_notes(board) + baseline_notes(board)
+    if board.params.get("baseline") is not None and board.params.get("unit") == "battles":
+        notes.append(BASELINE_BOARD_NOTE)
     if not board.params.get("bootstrap") and board.params.get("ci_method") not in FIT_CI_METHODS:
         notes.append(NO_BOOTSTRAP_NOTE)
     notes += length_control_notes(board)

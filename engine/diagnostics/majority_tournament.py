@@ -141,8 +141,9 @@ def summary_sentences(facts: dict) -> list[str]:
         out.append("The strict majority relation is acyclic: the aggregate is transitive (no Condorcet "
                    "cycle of any length).")
     else:
+        top = facts["top_cycle"]
         out.append(f"The aggregate is not transitive: {facts['condorcet_cycles']:,} Condorcet 3-cycles; the "
-                   f"unbeaten component holds {facts['top_cycle']:,} models.")
+                   f"unbeaten component holds {top:,} model{'s' if top != 1 else ''}.")
     win, lose = facts["condorcet_winner"], facts["condorcet_loser"]
     out.append(f"Condorcet winner: {win if win is not None else 'none'}; Condorcet loser: "
                f"{lose if lose is not None else 'none'}.")

@@ -110,7 +110,9 @@ def board_notes(board: Leaderboard) -> list[str]:
             out.append(f"bootstrap: {r} has no batched form here; refitted once per resample.")
     if p.get("n_invalid_verdicts"):
         out.append(f"{p['n_invalid_verdicts']} invalid verdict(s) left out (never counted as ties).")
-    if p.get("unit") == "battles":  # a pair-count dataset (engine.ranking.pair_count_board)
+    if p.get("unit") == "battles" and p.get("baseline") is not None:
+        pass  # verdicts fitted as battles for a baseline: engine.ranking.baseline.baseline_notes says how
+    elif p.get("unit") == "battles":  # a pair-count dataset (engine.ranking.pair_count_board)
         out.append(f"unit: {p.get('n_votes'):,} battles summed per model pair (pair counts: no prompts, no "
                    "verdicts); ties include the both-bad ties.")
     elif (

@@ -408,7 +408,8 @@ def summary_rows(m: Matchup, s: Summary) -> pd.DataFrame:
 def verdict_sentence(m: Matchup, s: Summary) -> str:
     """The single verdicts in one sentence: A's wins, B's wins, ties and the unparsable ones."""
     v = s.verdicts
-    return (f"Verdicts: {v['a_wins']:,} {m.model_a} wins, {v['b_wins']:,} {m.model_b} wins, {v['tie']:,} ties"
+    ties = f"{v['tie']:,} tie{'s' if v['tie'] != 1 else ''}"
+    return (f"Verdicts: {v['a_wins']:,} {m.model_a} wins, {v['b_wins']:,} {m.model_b} wins, {ties}"
             + (f", {v['invalid']:,} unparsable (not counted)." if v["invalid"] else "."))
 
 

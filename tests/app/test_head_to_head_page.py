@@ -76,7 +76,8 @@ def test_counts_on_top_match_pandas(app, shipped_db):
         "Meetings": f"{want['meetings']:,}",
         "Win rate of A": f"{want['rate']:.3f}",
     }
-    assert (f"Verdicts: {want['wins']} gpt4 wins, {want['losses']} vicuna-13b wins, {want['ties']} ties."
+    ties = f"{want['ties']} tie{'s' if want['ties'] != 1 else ''}"
+    assert (f"Verdicts: {want['wins']} gpt4 wins, {want['losses']} vicuna-13b wins, {ties}."
             in [unescape_md(c.value) for c in at.caption])
     # model B offers exactly the models A met, most prompts first
     with Store(shipped_db) as store:
@@ -95,7 +96,8 @@ def test_sidebar_judge_filters_and_pages_show_texts_and_rationales(app, shipped_
     at = _open(at, "claude", "bard")
     want = pandas_counts(shipped_db, "claude", "bard", judge="gpt-4")
     assert _metrics(at)["Meetings"] == str(want["meetings"])
-    assert (f"Verdicts: {want['wins']} claude wins, {want['losses']} bard wins, {want['ties']} ties."
+    ties = f"{want['ties']} tie{'s' if want['ties'] != 1 else ''}"
+    assert (f"Verdicts: {want['wins']} claude wins, {want['losses']} bard wins, {ties}."
             in [unescape_md(c.value) for c in at.caption])
     assert f"Prompts 1–{PAGE_SIZE} of 80 (in prompt-id order)." in [c.value for c in at.caption]
     # one expander per meeting (one judge here), closed: the page holds the prompts' texts and no verdict
@@ -198,7 +200,7 @@ def test_dataset_without_texts_says_so(tmp_path, monkeypatch):
     at.sidebar.selectbox(key="dataset").set_value("small").run()
     at = _open(at)
     assert _metrics(at) == {"Prompts": "2", "Meetings": "2", "Win rate of A": "0.500"}
-    assert "Verdicts: 1 x wins, 1 y wins, 1 ties." in [unescape_md(c.value) for c in at.caption]
+    assert "Verdicts: 1 x wins, 1 y wins, 1 tie." in [unescape_md(c.value) for c in at.caption]
     captions = [c.value for c in at.caption]
     assert "The dataset holds no question or answer texts, so only the verdicts are shown." in captions
     assert "The dataset holds no text for this prompt." not in captions and at.text.len == 0

@@ -62,3 +62,39 @@ def test_leaderboard_page_shows_the_lc_win_rate(shipped_db, tmp_path, monkeypatc
     assert list(shown["lc_win_rate_pct"]) == sorted(shown["lc_win_rate_pct"], reverse=True)
     at.toggle(key="lb_length_control").set_value(False).run()
     assert len(at.dataframe) == n_tables
+
+
+@pytest.mark.slow
+def test_a_model_without_an_lc_fit_shows_a_dash_and_the_two_win_rates_say_which_is_which(
+        shipped_db, tmp_path, monkeypatch):
+    """A model with fewer than five verdicts against the baseline has no LC win rate: its cell reads "—"
+    (not "None"), the other models' cells their numbers to one decimal. The baseline box's win rate (the
+    fit's prediction) and the LC table's (observed mean preference) are labelled apart."""
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    recs = {"alpha": _records(3, "alpha"), "gamma": _records(5, "gamma")[:3]}
+    paths = []
+    for m, r in recs.items():
+        paths.append(tmp_path / f"{m}.json")
+        paths[-1].write_text(json.dumps(r))
+    assert main(["--db", str(db), "import", "--dataset", "ae", *map(str, paths)]) == 0
+    at = new_app(db, monkeypatch, query={"dataset": "ae"})
+    assert at.selectbox(key="lb_baseline").value == "ref"
+    box = at.dataframe[-1]
+    labels = {c: cfg.get("label") for c, cfg in json.loads(box.proto.columns).items()}
+    assert labels["win_rate_pct"] == "predicted win rate vs ref (%)"
+    at.toggle(key="lb_length_control").set_value(True).run()
+    assert_clean(at)
+    table = at.dataframe[-1]
+    shown = table.value.set_index("model")
+    labels = {c: cfg.get("label") for c, cfg in json.loads(table.proto.columns).items()}
+    assert labels["win_rate_pct"] == "observed win rate vs ref (%)"
+    assert labels["lc_win_rate_pct"] == "LC win rate vs ref (%)"
+    assert shown.loc["gamma", "lc_win_rate_pct"] == "—"
+    df = pd.DataFrame(recs["alpha"])
+    y = df["preference"].to_numpy() - 1
+    fit = fit_length_control(y, (df["output_2"].str.len() - df["output_1"].str.len()).to_numpy(float))
+    assert shown.loc["alpha", "lc_win_rate_pct"] == format(100 * fit.lc_win_rate, ".1f")
+    assert shown.loc["gamma", "win_rate_pct"] == pytest.approx(
+        100 * (pd.DataFrame(recs["gamma"])["preference"].to_numpy() - 1).mean())
+    assert "None" not in shown.astype(str).to_numpy().ravel().tolist()
