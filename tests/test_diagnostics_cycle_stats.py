@@ -344,3 +344,59 @@ def test_cycle_fit_on_graphs_of_two_models_keeps_its_header_and_says_why_it_is_e
         "6 of 6 graphs have fewer than 3 models and are left out of every cycle and "
         "triad statistic: no cycle or triad fits in 2 models."
     ]
+
+
+@pytest.mark.parametrize("r2_on", ["cdf", "pmf"])
+def test_the_nb_and_poisson_fit_alone_is_the_mle_and_the_full_fits_own(r2_on):
+    """fit_nb_poisson (what the Cycles page's caption reads): the NB log-likelihood is the maximum (no
+    point of a fine grid of n with p profiled, scipy's own log-pmf, beats it), the Poisson AIC and both
+    R² follow their formulas, and every field equals fit_counts' field of the same name."""
+    from engine.diagnostics.cycle_stats import fit_nb_poisson
+
+    rng = np.random.default_rng(21)
+    for x in (stats.nbinom.rvs(2.0, 0.3, size=300, random_state=rng), rng.poisson(4.0, size=60),
+              np.r_[np.zeros(40, int), rng.poisson(6.0, size=200)],
+              np.array([0, 0, 1, 0, 2, 0, 5])):
+        fit = fit_nb_poisson(x, r2_on)
+
+        # for a given n the best p is n / (n + mean): a fine grid of log n over the fit's range
+        log_n = np.linspace(-12, 16, 4001)[:, None]
+        n = np.exp(log_n)
+        grid_best = stats.nbinom.logpmf(x[None, :], n, n / (n + x.mean())).sum(axis=1).max()
+        # (an underdispersed sample's likelihood rises to the Poisson limit, flat to ~1e-7 near the bound)
+        assert fit.nb_loglik >= grid_best - 1e-6
+        # (rel 1e-9: at n ~ 1e7 the fit's own log-pmf and scipy's part in the 9th digit)
+        assert fit.nb_loglik == pytest.approx(stats.nbinom.logpmf(x, fit.nb_n, fit.nb_p).sum(), rel=1e-9)
+        mu = x.mean()
+        assert fit.poisson_aic == pytest.approx(2 - 2 * stats.poisson.logpmf(x, mu).sum(), rel=1e-12)
+        ks = np.arange(x.max() + 1)
+        emp = (np.bincount(x, minlength=ks.size) / x.size if r2_on == "pmf"
+               else np.array([(x <= k).mean() for k in ks]))
+        nb = (stats.nbinom.pmf if r2_on == "pmf" else stats.nbinom.cdf)(ks, fit.nb_n, fit.nb_p)
+        po = (stats.poisson.pmf if r2_on == "pmf" else stats.poisson.cdf)(ks, mu)
+        for got, fitted in ((fit.nb_r2, nb), (fit.poisson_r2, po)):
+            assert got == pytest.approx(1 - ((emp - fitted) ** 2).sum() / ((emp - emp.mean()) ** 2).sum())
+        full = fit_counts(x, r2_on)
+        assert {f: getattr(full, f) for f in vars(fit)} == vars(fit)
+
+
+def test_the_cycles_page_nb_fit_runs_no_zero_inflated_fit(monkeypatch):
+    """The page's NB caption and expected counts (nb_fit_frame) come from the NB fit alone: with the
+    zero-inflated optimisers made to fail they are what they were, the numbers of fit_counts."""
+    from engine.diagnostics import cycle_stats
+    from engine.views.viz import nb_fit_frame
+
+    x = stats.nbinom.rvs(1.5, 0.1, size=200, random_state=np.random.default_rng(22))
+    frame, caption = nb_fit_frame(x)
+    full = fit_counts(x)
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a zero-inflated fit ran")
+
+    monkeypatch.setattr(cycle_stats, "zip_mle", refuse)
+    monkeypatch.setattr(cycle_stats, "zinb_mle", refuse)
+    frame2, caption2 = nb_fit_frame(x)
+    assert caption2 == caption and f"n = {full.nb_n:.3g}, p = {full.nb_p:.3g}" in caption
+    assert f"AIC {full.nb_aic:.1f} vs Poisson {full.poisson_aic:.1f}" in caption
+    pd.testing.assert_frame_equal(frame2, frame)
+    assert np.allclose(frame["expected"], x.size * stats.nbinom.pmf(frame["k"], full.nb_n, full.nb_p))

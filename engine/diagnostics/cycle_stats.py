@@ -348,11 +348,28 @@ def zinb_mle(x: np.ndarray, start: tuple[float, float]) -> tuple[float, float, f
     return float(special.expit(th[0])), float(np.exp(th[1])), float(special.expit(th[2])), -float(best.fun)
 
 
-def fit_counts(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> CountFit:
-    """Negative binomial, Poisson and zero-inflated Poisson fits of non-negative integer counts; R² on
-    the CDF (default) or the PMF (``r2_on="pmf"``, paper 003's reading)."""
-    from scipy import stats
+@dataclass(frozen=True)
+class NBPoissonFit:
+    """The negative binomial and Poisson fits of a sample of counts (``fit_nb_poisson``): the part of
+    ``CountFit`` that the Cycles page shows, without the zero-inflated fits (their optimisers cost two
+    orders of magnitude more than the rest)."""
 
+    nb_n: float
+    nb_p: float
+    nb_loglik: float
+    nb_aic: float
+    nb_r2: float
+    poisson_mu: float
+    poisson_aic: float
+    poisson_r2: float
+    samples: int
+    mean: float
+    variance: float
+    r2_on: str = "cdf"
+
+
+def _checked_counts(counts: np.ndarray | pd.Series, r2_on: str) -> np.ndarray:
+    """The counts as int64, refused in one sentence when they cannot be fitted."""
     if r2_on not in R2_ON:
         raise LensError(f"R² is computed on the cdf or the pmf; got {r2_on!r}.")
     x = np.asarray(counts, dtype=np.int64)
@@ -360,30 +377,64 @@ def fit_counts(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> CountFit:
         raise LensError("A distribution fit needs at least two counts.")
     if (x < 0).any():
         raise LensError("Cycle counts must be non-negative.")
+    return x
+
+
+def _empirical(x: np.ndarray, r2_on: str) -> tuple[np.ndarray, np.ndarray]:
+    """(0..max, the empirical CDF or PMF on it) that the fits' R² compare with."""
     ks = np.arange(int(x.max()) + 1)
-    ecdf = np.searchsorted(np.sort(x), ks, side="right") / x.size
+    if r2_on == "pmf":
+        return ks, np.bincount(x, minlength=ks.size) / x.size
+    return ks, np.searchsorted(np.sort(x), ks, side="right") / x.size
+
+
+def fit_nb_poisson(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> NBPoissonFit:
+    """Negative binomial and Poisson fits of non-negative integer counts, R² on the CDF (default) or the
+    PMF: the same numbers as ``fit_counts``'s ``nb_*`` and ``poisson_*`` fields, which are computed here."""
+    from scipy import stats
+
+    x = _checked_counts(counts, r2_on)
+    ks, emp = _empirical(x, r2_on)
     n, p, ll_nb = nbinom_mle(x)
     mu = float(x.mean())
     ll_po = float(stats.poisson.logpmf(x, mu).sum()) if mu > 0 else 0.0
+    if r2_on == "pmf":
+        nb_fit, po_fit = stats.nbinom.pmf(ks, n, p), stats.poisson.pmf(ks, mu)
+    else:
+        nb_fit, po_fit = stats.nbinom.cdf(ks, n, p), stats.poisson.cdf(ks, mu)
+    return NBPoissonFit(
+        nb_n=n, nb_p=p, nb_loglik=ll_nb, nb_aic=4 - 2 * ll_nb, nb_r2=_r2(emp, nb_fit),
+        poisson_mu=mu, poisson_aic=2 - 2 * ll_po, poisson_r2=_r2(emp, po_fit),
+        samples=int(x.size), mean=mu, variance=float(x.var(ddof=1)), r2_on=r2_on,
+    )
+
+
+def fit_counts(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> CountFit:
+    """Negative binomial, Poisson and zero-inflated Poisson and negative binomial fits of non-negative
+    integer counts; R² on the CDF (default) or the PMF (``r2_on="pmf"``, paper 003's reading). The first
+    two are ``fit_nb_poisson``'s."""
+    from scipy import stats
+
+    base = fit_nb_poisson(counts, r2_on)
+    x = _checked_counts(counts, r2_on)
+    ks, emp = _empirical(x, r2_on)
+    n, p, ll_nb = base.nb_n, base.nb_p, base.nb_loglik
     pi, zmu, ll_zip = zip_mle(x)
-    zcdf = pi + (1 - pi) * stats.poisson.cdf(ks, zmu)
     bpi, bn, bp, ll_zinb = zinb_mle(x, (n, p))
     if ll_zinb < ll_nb:  # the NB is the π = 0 member of the family: never report a worse optimum
         bpi, bn, bp, ll_zinb = 0.0, n, p, ll_nb
-    zbcdf = bpi + (1 - bpi) * stats.nbinom.cdf(ks, bn, bp)
-    nb_fit, po_fit = stats.nbinom.cdf(ks, n, p), stats.poisson.cdf(ks, mu)
-    emp = ecdf
     if r2_on == "pmf":  # the same fits, compared point by point with the empirical PMF
-        emp = np.bincount(x, minlength=ks.size) / x.size
-        nb_fit, po_fit = stats.nbinom.pmf(ks, n, p), stats.poisson.pmf(ks, mu)
-        zcdf = np.where(ks == 0, pi, 0.0) + (1 - pi) * stats.poisson.pmf(ks, zmu)
-        zbcdf = np.where(ks == 0, bpi, 0.0) + (1 - bpi) * stats.nbinom.pmf(ks, bn, bp)
+        zfit = np.where(ks == 0, pi, 0.0) + (1 - pi) * stats.poisson.pmf(ks, zmu)
+        zbfit = np.where(ks == 0, bpi, 0.0) + (1 - bpi) * stats.nbinom.pmf(ks, bn, bp)
+    else:
+        zfit = pi + (1 - pi) * stats.poisson.cdf(ks, zmu)
+        zbfit = bpi + (1 - bpi) * stats.nbinom.cdf(ks, bn, bp)
     return CountFit(
-        nb_n=n, nb_p=p, nb_loglik=ll_nb, nb_aic=4 - 2 * ll_nb, nb_r2=_r2(emp, nb_fit),
-        poisson_mu=mu, poisson_aic=2 - 2 * ll_po, poisson_r2=_r2(emp, po_fit),
-        zip_pi=pi, zip_mu=zmu, zip_aic=4 - 2 * ll_zip, zip_r2=_r2(emp, zcdf),
-        zinb_pi=bpi, zinb_n=bn, zinb_p=bp, zinb_aic=6 - 2 * ll_zinb, zinb_r2=_r2(emp, zbcdf),
-        samples=int(x.size), mean=mu, variance=float(x.var(ddof=1)), r2_on=r2_on,
+        nb_n=n, nb_p=p, nb_loglik=ll_nb, nb_aic=base.nb_aic, nb_r2=base.nb_r2,
+        poisson_mu=base.poisson_mu, poisson_aic=base.poisson_aic, poisson_r2=base.poisson_r2,
+        zip_pi=pi, zip_mu=zmu, zip_aic=4 - 2 * ll_zip, zip_r2=_r2(emp, zfit),
+        zinb_pi=bpi, zinb_n=bn, zinb_p=bp, zinb_aic=6 - 2 * ll_zinb, zinb_r2=_r2(emp, zbfit),
+        samples=base.samples, mean=base.mean, variance=base.variance, r2_on=r2_on,
     )
 
 

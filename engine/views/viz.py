@@ -366,12 +366,12 @@ def nb_fit_frame(counts: np.ndarray) -> tuple[pd.DataFrame | None, str]:
     """
     from scipy import stats
 
-    from engine.diagnostics.cycle_stats import fit_counts
+    from engine.diagnostics.cycle_stats import fit_nb_poisson
     from engine.errors import LensError
 
     x = np.asarray(counts, dtype=np.int64)
     try:
-        fit = fit_counts(x)
+        fit = fit_nb_poisson(x)  # what the caption names; not the zero-inflated fits (fit_counts), unshown
     except LensError as exc:
         return None, str(exc)
     k = np.arange(int(x.max()) + 1)
