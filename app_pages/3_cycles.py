@@ -3,22 +3,21 @@ predicts), per category and model, per graph."""
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages._cycles3_cache import listed_prompt_keys_for
+from app_pages._cycles_figures import histogram_figure, matrix_figure, observed_predicted_figure
 from app_pages._lens import (
     column_picker,
     current,
     cycle_overview,
-    matrix_figure,
     metric_row,
     or_stop,
     pair_matrices_for,
     table_height,
 )
 from app_pages._majority import majority_section, pair_count_cycles
-from engine.views.cycles_view import graph_pick_labels, graphs_table, integer_axis, integer_histogram
+from engine.views.cycles_view import graph_pick_labels, graphs_table, integer_histogram
 from engine.views.matrix_view import PREDICTED, select_models
 from engine.views.viz import escape_md, graphs_by_score
 
@@ -112,32 +111,8 @@ def model_matrices() -> None:
 def observed_and_predicted(mats, shown: list[str]) -> None:
     """The observed win fraction and the fit's predicted win probability side by side, one colour scale
     (both are shares from 0 to 1), the model labels once on the left."""
-    from plotly.subplots import make_subplots
-
-    from engine.views.matrix_view import MAX_PLOT_PX, heatmap_geometry, hover_text
-    from engine.views.viz import plot_labels
-
     observed, predicted = mats.win_fraction.loc[shown, shown], mats.predicted.loc[shown, shown]
-    geo = heatmap_geometry(shown, shown, max_plot_px=MAX_PLOT_PX // 2 - 20)
-    panel = geo.cell_px * len(shown)
-    gap = 24
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=gap / (2 * panel + gap),
-                        subplot_titles=("Observed win fraction", "Predicted by the fit"))
-    for col, frame in ((1, observed), (2, predicted)):
-        fig.add_trace(go.Heatmap(
-            z=frame.to_numpy(dtype=float), x=list(range(len(shown))), y=list(range(len(shown))), zmin=0.0,
-            zmax=1.0, colorscale="RdBu", showscale=col == 2, colorbar={"title": "share"},
-            text=hover_text(frame, ".2f"), hovertemplate="%{text}<extra></extra>", hoverongaps=True,
-        ), row=1, col=col)
-    xs, xl = geo.ticks(plot_labels(shown), "x")
-    ys, yl = geo.ticks(plot_labels(shown), "y")
-    fig.update_layout(width=int(geo.width_px + panel + gap), height=geo.height_px + 20,
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10}, plot_bgcolor="#c3c8d1")
-    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=0 if len(shown) <= 6 else -90,
-                     tickfont={"size": geo.font_px}, showgrid=False, zeroline=False)
-    fig.update_yaxes(tickmode="array", tickvals=ys, ticktext=yl, autorange="reversed",
-                     tickfont={"size": geo.font_px}, showgrid=False, zeroline=False)
-    fig.update_annotations(font={"size": 13}, yshift=6)
+    fig = observed_predicted_figure(observed, predicted)
     st.plotly_chart(fig, width="content")
     st.caption(
         "Left: the share of the row model's battles against the column model that it won (ties count half); "
@@ -173,22 +148,7 @@ st.subheader("Distribution of bad cycles per graph")
 d1, d2 = st.columns(2)
 for col, name, fit in ((d1, "c3_bad", ov.nb_c3), (d2, "c4_bad", ov.nb_c4)):
     k, n_graphs = integer_histogram(ov.graphs[name])  # one bar per whole number, empty ones included
-    fig = go.Figure(go.Bar(x=k, y=n_graphs, name="graphs", marker_color="#3b5bdb"))
-    if fit is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=fit["k"],
-                y=fit["expected"],
-                mode="lines+markers",
-                name="negative binomial fit",
-                line={"color": "#e03131"},
-            )
-        )
-    fig.update_layout(
-        title={"text": f"{name} per graph", "font": {"size": 14}}, height=320, bargap=0.1,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis_title=name, yaxis_title="graphs",
-        legend={"orientation": "h", "y": -0.25}, xaxis=integer_axis(int(k.max())),
-    )
+    fig = histogram_figure(name, k, n_graphs, fit)
     col.plotly_chart(fig, width="stretch")
     if fit is not None:
         col.caption(ov.nb_caption[name])

@@ -478,46 +478,6 @@ def pair_matrices_for(key: CacheKey, ranker: str):
     return pair_matrices_from(models, W, T, order, cycle_overview(key).per_pair.to_numpy(), board=board)
 
 
-def matrix_figure(
-    frame, title: str, colorbar: str, fmt: str, colorscale: str = "Reds", zmax: float | None = None
-):
-    """A heatmap whose colour scale starts at 0, grey (with "not compared" on hover) where a value is
-    missing, square cells and tick labels sized and thinned by
-    ``engine.views.matrix_view.heatmap_geometry``."""
-    import plotly.graph_objects as go
-
-    from engine.views.matrix_view import heatmap_geometry, hover_text
-    from engine.views.viz import plot_labels
-
-    geo = heatmap_geometry(frame.index, frame.columns)
-    z = frame.to_numpy(dtype=float)
-    top = zmax if zmax is not None else (float(np.nanmax(z)) if np.isfinite(z).any() else 1.0)
-    fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(frame.shape[1])), y=list(range(frame.shape[0])), zmin=0.0, zmax=max(top, 1e-9),
-        colorscale=colorscale, colorbar={"title": colorbar, "len": min(1.0, max(0.3, 300 / geo.height_px))},
-        text=hover_text(frame, fmt), hovertemplate="%{text}<extra></extra>", hoverongaps=True,
-    ))
-    xs, xl = geo.ticks(plot_labels(frame.columns), "x")
-    ys, yl = geo.ticks(plot_labels(frame.index), "y")
-    fig.update_layout(
-        title={"text": title, "font": {"size": 14}}, width=geo.width_px, height=geo.height_px,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10}, plot_bgcolor="#c3c8d1",
-    )
-    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=0 if frame.shape[1] <= 6 else -90,
-                     tickfont={"size": geo.font_px}, automargin=True, showgrid=False, zeroline=False)
-    fig.update_yaxes(
-        tickmode="array",
-        tickvals=ys,
-        ticktext=yl,
-        autorange="reversed",
-        tickfont={"size": geo.font_px},
-        automargin=True,
-        showgrid=False,
-        zeroline=False,
-    )
-    return fig
-
-
 @st.cache_data(max_entries=8, show_spinner="Comparing judges…")
 def judge_diagnostics(dataset: str, version: int, category: str | None, by_category: bool):
     """The Judges page's tables for every judge of ``dataset`` (``version`` keys the cache)."""
