@@ -11,10 +11,10 @@ from app_pages._charts_last import plotly_chart
 from app_pages._lens import (
     column_picker,
     current,
-    get_store,
     judge_diagnostics,
     metric_row,
     or_stop,
+    revision_for,
     show_table,
     table_height,
 )
@@ -282,7 +282,8 @@ show_table(
     column_order=transitivity_columns,
     column_config=transitivity_config,
 )
-st.caption(f"{escape_md(ch.key.dataset)} (version {get_store().dataset_revision(ch.dataset)}) · all judges · "
+revision = revision_for(ch.key.dataset, ch.key.version)  # read once per version: no store open per rerun
+st.caption(f"{escape_md(ch.key.dataset)} (version {revision}) · all judges · "
            f"{escape_md(ch.key.category or 'all categories')} · combine policy: plurality")
 
 from app_pages._judge_report import judge_report_section  # noqa: E402 - issue 28, the last section

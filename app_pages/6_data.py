@@ -23,6 +23,7 @@ from app_pages._lens import (
     or_stop,
     remember,
     results_zip_for,
+    revision_for,
     show_error,
     user_text,
     warn_incomplete,
@@ -322,7 +323,7 @@ else:
         st.markdown("**Results of the current selection**")
         ch = current(warn=False)  # the page warned about every incomplete dataset above
         about = (
-            f"dataset {ch.key.dataset} (version {store.dataset_revision(ch.dataset)}), judge "
+            f"dataset {ch.key.dataset} (version {revision_for(ch.key.dataset, ch.key.version)}), judge "
             f"{ch.key.judge or 'all judges'}, "
             f"{ch.key.category or 'all categories'}, ranker {ch.ranker}"
         )
