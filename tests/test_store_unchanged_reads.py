@@ -255,3 +255,44 @@ def test_each_datasets_answers_are_kept_apart_and_the_unfinished_run_look_follow
     after, opened = look(store, answers)
     assert opened and after[:4] == first[:4]
     assert [(r.dataset, r.state) for r in after[4]] == [("vicuna80", "interrupted")]
+
+
+@pytest.mark.parametrize("page", ["app_pages/1_leaderboard.py", "app_pages/5_judges.py", "app_pages/3_cycles.py"])
+def test_a_rerun_of_these_pages_opens_no_file_until_a_commit(
+        page: str, shipped_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Leaderboard (a board computed, not stored: the miss is not asked again of an unchanged file), the
+    Judges page (the dataset's shown version) and Cycles rerun on an unchanged store without opening it; a
+    commit by another process (a CLI import) is seen at the next rerun."""
+    sys.path.insert(0, str(Path(__file__).parent / "app"))
+    from apphelpers import new_app
+    from cli_inprocess import run_engine
+
+    monkeypatch.setattr(connection, "UNCHANGED_AFTER_S", SETTLE_S)
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(shipped_db, db)
+    opens = []
+    real = Store._connect_locked
+
+    def counted(self, deadline):
+        opens.append(1)
+        return real(self, deadline)
+
+    monkeypatch.setattr(Store, "_connect_locked", counted)
+    at = new_app(db, monkeypatch, page, {"dataset": "vicuna80"})
+    assert not at.exception
+    deadline = time.monotonic() + 60
+    while True:  # until a rerun finds every read it needs kept (the first runs' own writes settle first)
+        settle()
+        opens.clear()
+        at.run()
+        assert not at.exception
+        if not opens or time.monotonic() > deadline:
+            break
+    assert opens == [], f"a rerun of {page} on an unchanged store opened the file"
+    csv = tmp_path / "new.csv"
+    csv.write_text("prompt_id,model_a,model_b,winner\n1,x,y,A\n2,y,z,B\n3,z,x,tie\n", encoding="utf-8")
+    assert run_engine(["--db", str(db), "import", str(csv), "--dataset", "fresh-one"]).returncode == 0
+    opens.clear()
+    at.run()
+    assert not at.exception and opens, "the rerun after a commit did not look at the store again"
+    assert "fresh-one" in at.selectbox(key="dataset").options
