@@ -11,7 +11,7 @@ import io
 import pandas as pd
 import streamlit as st
 
-from app_pages._lens import show_error, user_text
+from app_pages._lens import opened_expander, show_error, user_text
 from engine.errors import LensError
 from engine.store.connection import Store
 from engine.views.viz import escape_md
@@ -53,7 +53,11 @@ def reference_map_section(store: Store, names: list[str]) -> None:
     from engine.ranking.reference import name_map_table, read_mapping
     from engine.store.model_maps import stored_map
 
-    with st.expander("Reference names: map model names to the LMArena reference"):
+    # drawn only while open (opened_expander): its name table reads the store, ~60 ms a rerun when closed
+    box = opened_expander("Reference names: map model names to the LMArena reference", "refmap_open")
+    if box is None:
+        return
+    with box:
         if not names:
             st.info("The store holds no dataset.")
             return

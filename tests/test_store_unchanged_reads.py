@@ -257,12 +257,14 @@ def test_each_datasets_answers_are_kept_apart_and_the_unfinished_run_look_follow
     assert [(r.dataset, r.state) for r in after[4]] == [("vicuna80", "interrupted")]
 
 
-@pytest.mark.parametrize("page", ["app_pages/1_leaderboard.py", "app_pages/5_judges.py", "app_pages/3_cycles.py"])
+@pytest.mark.parametrize("page", ["app_pages/1_leaderboard.py", "app_pages/5_judges.py",
+                                  "app_pages/3_cycles.py", "app_pages/6_data.py"])
 def test_a_rerun_of_these_pages_opens_no_file_until_a_commit(
         page: str, shipped_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Leaderboard (a board computed, not stored: the miss is not asked again of an unchanged file), the
-    Judges page (the dataset's shown version) and Cycles rerun on an unchanged store without opening it; a
-    commit by another process (a CLI import) is seen at the next rerun."""
+    Judges page (the dataset's shown version), Cycles and the Data page (its reference-name table only while
+    its expander is open) rerun on an unchanged store without opening it; a commit by another process (a CLI
+    import) is seen at the next rerun."""
     sys.path.insert(0, str(Path(__file__).parent / "app"))
     from apphelpers import new_app
     from cli_inprocess import run_engine

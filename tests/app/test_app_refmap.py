@@ -70,6 +70,9 @@ def test_uploaded_dataset_has_reference_columns_curves_and_a_map_from_the_data_p
     assert [len(c["markers"]) > 0 for c in page_curves(trunc)] == [True, True]
 
     data = trunc.switch_page("app_pages/6_data.py").run()
+    assert not [w for w in data.selectbox if w.key == "refmap_pick"]  # closed: its table is not even made
+    data.session_state["refmap_open"] = True  # the reader opens the expander
+    data.run()
     data.selectbox(key="refmap_pick").set_value("arena").run()
     assert any("16 of 20" in m.value for m in data.markdown)
     upload = "model,arena_model\n" + "".join(f"{m},{r}\n" for m, r in FOUR.items())
@@ -90,6 +93,8 @@ def test_a_bad_map_upload_is_one_error_box_and_keeps_nothing(arena_app):
     from engine.store.model_maps import stored_map
 
     data = arena_app.switch_page("app_pages/6_data.py").run()
+    data.session_state["refmap_open"] = True
+    data.run()
     data.selectbox(key="refmap_pick").set_value("arena").run()
     data.file_uploader(key="refmap_upload").set_value(("bad.csv", b"name,target\na,b\n", "text/csv")).run()
     assert [unescape_md(e.value) for e in data.error] == [

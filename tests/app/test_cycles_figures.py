@@ -1,6 +1,6 @@
-"""The Cycles page's figures are made once per content (app_pages._cycles_figures, st.cache_resource): the same
-matrices again give the same figure object, any changed value, label or selection gives a new one with its
-own numbers (never a stale figure), and a cached figure's spec is the spec a fresh build gives."""
+"""The Cycles page's figures are made once per content (app_pages._cycles_figures, st.cache_resource): the
+same matrices again give the same figure object, any changed value, label or selection gives a new one with
+its own numbers (never a stale figure), and a cached figure's spec is the spec a fresh build gives."""
 
 from __future__ import annotations
 
