@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages._lens import get_store, or_stop
+from app_pages._lens import get_store, opened_expander, or_stop
 from engine.views.viz import escape_md
 
 
@@ -19,9 +19,23 @@ def majority_for(key):
     return majority_view(get_store(), key.dataset, judge=key.judge, category=key.category)
 
 
+MAJORITY_LABEL = "Majority tournament: is the aggregate itself transitive?"
+
+
 def majority_section(ch, *, expanded: bool = False) -> None:
-    """The section in an expander (folded at the foot of a verdict dataset's page)."""
-    with st.expander("Majority tournament: is the aggregate itself transitive?", expanded=expanded):
+    """The section in an expander: open where it is the whole page (a pair-count dataset), else folded at the
+    foot of a verdict dataset's Cycles page and drawn (its tournament counted, its two tables sent) only
+    once the reader opens it (``opened_expander``)."""
+    if expanded:
+        _majority_body(ch, st.expander(MAJORITY_LABEL, expanded=True))
+        return
+    box = opened_expander(MAJORITY_LABEL, "majority_open")
+    if box is not None:
+        _majority_body(ch, box)
+
+
+def _majority_body(ch, box) -> None:
+    with box:
         sentences, per_model, cycles = or_stop(majority_for, ch.key)
         st.caption("Model i beats j by majority when its wins plus half its ties against j outnumber j's "
                    "against i, over every vote of the selection (paper 000, eq. 5, on the pooled counts). "

@@ -132,3 +132,34 @@ def test_sidebar_choice_persists_across_pages(app, shipped_store):
     coding = shipped_store.verdicts("vicuna80", judge="claude", category="coding")["prompt_id"].unique()
     graphs = pairs[pairs["prompt_id"].isin(coding)].groupby(["prompt_id", "variant", "turn"]).ngroups
     assert {m.label: m.value for m in at.metric}["Graphs"] == str(graphs)
+
+
+def test_the_folded_majority_tournament_is_drawn_once_opened_and_equals_the_cli(app_at, shipped_db):
+    """On a verdict dataset the majority tournament sits folded at the foot of Cycles: nothing of it is
+    drawn (or counted) until the reader opens it; opened, its sentences and per-model table are those of
+    ``diagnose --table majority`` for the same selection, a process of its own."""
+    import io
+    import subprocess
+    import sys
+
+    from apphelpers import REPO
+
+    at = app_at("app_pages/3_cycles.py", dataset="vicuna80", judge="gpt-4")
+    assert_clean(at)
+    n_frames = len(at.dataframe)
+    texts = [unescape_md(m.value) for m in at.markdown]
+    assert not any(t.startswith("Majority tournament of") for t in texts)
+    at.session_state["majority_open"] = True
+    at.run()
+    assert_clean(at)
+    assert len(at.dataframe) >= n_frames + 1
+    cli = subprocess.run([sys.executable, "-m", "engine", "--db", str(shipped_db), "diagnose", "--dataset",
+                          "vicuna80", "--judge", "gpt-4", "--table", "majority", "--format", "csv"],
+                         cwd=REPO, capture_output=True, text=True, check=True)
+    said = [line.removeprefix("note: ") for line in cli.stderr.splitlines() if line.startswith("note: ")]
+    shown = [unescape_md(m.value) for m in at.markdown]
+    assert said and all(s in shown for s in said), (said, shown)
+    want = pd.read_csv(io.StringIO(cli.stdout))
+    table = next(f.value for f in at.dataframe if "majority_wins" in f.value.columns)
+    got = table.reset_index(drop=True)[list(want.columns)]
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)
