@@ -77,7 +77,8 @@ def reference_map_section(store: Store, names: list[str]) -> None:
             st.info(user_text(sentence[:1].upper() + sentence[1:]), icon=":material/info:")
         kept = stored_map(store, pick)
         st.caption("Edit a reference name to keep it with the dataset (empty: not on the reference); "
-                   "names you leave alone keep being found as the column *how* says. " + HOW_HELP)
+                   "names you leave alone keep being found as the column *how* says; edits not kept are "
+                   "dropped when this section is closed. " + HOW_HELP)
         version = store.dataset_version(pick)
         edited = st.data_editor(
             table[["model", "reference_model", "how", "candidates"]], hide_index=True, width="stretch",

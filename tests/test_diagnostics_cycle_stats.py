@@ -400,3 +400,29 @@ def test_the_cycles_page_nb_fit_runs_no_zero_inflated_fit(monkeypatch):
     assert f"AIC {full.nb_aic:.1f} vs Poisson {full.poisson_aic:.1f}" in caption
     pd.testing.assert_frame_equal(frame2, frame)
     assert np.allclose(frame["expected"], x.size * stats.nbinom.pmf(frame["k"], full.nb_n, full.nb_p))
+
+
+# fit_counts' fields as 0.20.6 computed them (before fit_nb_poisson), on two samples, both R² readings
+PINNED_0206 = {
+    ("x1", "cdf"): {"nb_r2": 0.9896439757256313, "poisson_r2": 0.7207427122727035,
+                    "zip_aic": 1959.3099042998067, "zip_r2": 0.8873666819990873,
+                    "zinb_aic": 1632.3686334099054, "zinb_r2": 0.9990699197519759,
+                    "zinb_n": 1.8761578956703655},
+    ("x1", "pmf"): {"nb_r2": 0.8529619308187042, "poisson_r2": -0.4262584880309208,
+                    "zip_r2": 0.5805472467654531, "zinb_r2": 0.9739310856960636},
+    ("x2", "cdf"): {"nb_r2": 0.9709499277911152, "poisson_r2": 0.6241356167956484,
+                    "zip_aic": 34.294814648312354, "zip_r2": 0.954629523211663,
+                    "zinb_aic": 36.03103287867194, "zinb_r2": 0.976568251623263},
+    ("x2", "pmf"): {"nb_r2": 0.9354889048493691, "poisson_r2": 0.42032554460543037,
+                    "zip_r2": 0.9028195133777178, "zinb_r2": 0.9359803189825691},
+}
+
+
+def test_fit_counts_gives_what_it_gave_before_the_nb_fit_was_split_out():
+    rng = np.random.default_rng(31)
+    inflated = np.where(rng.random(300) < 0.2, 0, stats.nbinom.rvs(2.0, 0.25, size=300, random_state=rng))
+    samples = {"x1": inflated, "x2": np.array([0, 0, 1, 0, 2, 0, 5, 3, 0, 1])}
+    for (name, r2_on), want in PINNED_0206.items():
+        fit = fit_counts(samples[name], r2_on)
+        for field, value in want.items():
+            assert getattr(fit, field) == pytest.approx(value, rel=1e-9, abs=1e-12), (name, r2_on, field)

@@ -133,3 +133,26 @@ def test_a_lock_file_that_cannot_be_made_is_one_sentence(tmp_path):
     with pytest.raises(StoreError, match=r"its lock file .*lens\.duckdb\.lock cannot be made"):
         Store(db)
     assert db.read_bytes() == before
+
+
+def test_a_store_whose_migration_fails_holds_neither_its_file_nor_its_lock(tmp_path, monkeypatch):
+    """open_store holds the file from the migration through the first-use steps (keep_open=True until
+    then): a migration that fails lets both go at once, even while the exception (and the half-made store
+    in its traceback) is still referenced, for the app's store (keep_open=False) and the CLI's alike."""
+    import pytest
+
+    from engine.ingest.shipped import open_store
+    from engine.store import connection, file_lock
+
+    def broken(con):
+        raise RuntimeError("migration failed")
+
+    for keep_open in (False, True):
+        db = tmp_path / f"m-{keep_open}.duckdb"
+        monkeypatch.setattr(connection, "migrate", broken)
+        with pytest.raises(RuntimeError) as caught:
+            open_store(db, keep_open=keep_open, ensure_default=False)
+        assert caught.value is not None  # the exception and its traceback are alive here
+        assert file_lock.held_block_size(db)[0] is False, keep_open
+        monkeypatch.undo()
+        duckdb.connect(str(db)).close()  # no DuckDB lock left in this process either

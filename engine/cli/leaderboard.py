@@ -342,8 +342,10 @@ def write_printed_table(board, fmt: str) -> None:
 
 BASELINE_BOARD_NOTE = (
     "baseline: the whole board is the fit on battles, not only its baseline columns: its scores, counts and "
-    "ranks differ from those of the same command without --baseline, which counts votes (the app's "
-    "Leaderboard keeps that board and shows these win rates in a box of their own)."
+    "ranks can differ from those of the same command without --baseline, which counts votes (where a "
+    "prompt's two presentation orders were both judged, a strong verdict counts more than once, or models "
+    "no verdict links to the baseline are left off); the app's Leaderboard keeps that board and shows these "
+    "win rates in a box of their own."
 )
 """Said under a board fitted for --baseline: a reader comparing it with the plain board (or the app's)
 sees why every column moved."""

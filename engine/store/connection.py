@@ -274,14 +274,18 @@ class Store:
         self._block_size = check_store_file(self.path)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.session():
-            if not read_only:
-                try:
-                    migrate(self.con)
-                except duckdb.Error as exc:
-                    if is_damaged_store(exc):
-                        raise damaged_store_error(self.path, exc, self._block_size) from exc
-                    raise
+        try:
+            with self.session():
+                if not read_only:
+                    try:
+                        migrate(self.con)
+                    except duckdb.Error as exc:
+                        if is_damaged_store(exc):
+                            raise damaged_store_error(self.path, exc, self._block_size) from exc
+                        raise
+        except BaseException:
+            self.release()  # a store that failed to open holds neither its file nor its lock
+            raise
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         """Open the file, waiting up to ``lock_wait_s`` while another process holds its lock."""
