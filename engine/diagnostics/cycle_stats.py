@@ -391,10 +391,14 @@ def _empirical(x: np.ndarray, r2_on: str) -> tuple[np.ndarray, np.ndarray]:
 def fit_nb_poisson(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> NBPoissonFit:
     """Negative binomial and Poisson fits of non-negative integer counts, R² on the CDF (default) or the
     PMF: the same numbers as ``fit_counts``'s ``nb_*`` and ``poisson_*`` fields, which are computed here."""
+    x = _checked_counts(counts, r2_on)
+    return _fit_nb_poisson(x, *_empirical(x, r2_on), r2_on)
+
+
+def _fit_nb_poisson(x: np.ndarray, ks: np.ndarray, emp: np.ndarray, r2_on: str) -> NBPoissonFit:
+    """``fit_nb_poisson`` of checked counts, given 0..max and the empirical CDF or PMF on it."""
     from scipy import stats
 
-    x = _checked_counts(counts, r2_on)
-    ks, emp = _empirical(x, r2_on)
     n, p, ll_nb = nbinom_mle(x)
     mu = float(x.mean())
     ll_po = float(stats.poisson.logpmf(x, mu).sum()) if mu > 0 else 0.0
@@ -412,12 +416,12 @@ def fit_nb_poisson(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> NBPois
 def fit_counts(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> CountFit:
     """Negative binomial, Poisson and zero-inflated Poisson and negative binomial fits of non-negative
     integer counts; R² on the CDF (default) or the PMF (``r2_on="pmf"``, paper 003's reading). The first
-    two are ``fit_nb_poisson``'s."""
+    two are ``fit_nb_poisson``'s (every field of it is a field of CountFit)."""
     from scipy import stats
 
-    base = fit_nb_poisson(counts, r2_on)
     x = _checked_counts(counts, r2_on)
     ks, emp = _empirical(x, r2_on)
+    base = _fit_nb_poisson(x, ks, emp, r2_on)
     n, p, ll_nb = base.nb_n, base.nb_p, base.nb_loglik
     pi, zmu, ll_zip = zip_mle(x)
     bpi, bn, bp, ll_zinb = zinb_mle(x, (n, p))
@@ -430,11 +434,9 @@ def fit_counts(counts: np.ndarray | pd.Series, r2_on: str = "cdf") -> CountFit:
         zfit = pi + (1 - pi) * stats.poisson.cdf(ks, zmu)
         zbfit = bpi + (1 - bpi) * stats.nbinom.cdf(ks, bn, bp)
     return CountFit(
-        nb_n=n, nb_p=p, nb_loglik=ll_nb, nb_aic=base.nb_aic, nb_r2=base.nb_r2,
-        poisson_mu=base.poisson_mu, poisson_aic=base.poisson_aic, poisson_r2=base.poisson_r2,
+        **vars(base),
         zip_pi=pi, zip_mu=zmu, zip_aic=4 - 2 * ll_zip, zip_r2=_r2(emp, zfit),
         zinb_pi=bpi, zinb_n=bn, zinb_p=bp, zinb_aic=6 - 2 * ll_zinb, zinb_r2=_r2(emp, zbfit),
-        samples=base.samples, mean=base.mean, variance=base.variance, r2_on=r2_on,
     )
 
 

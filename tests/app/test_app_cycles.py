@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pandas as pd
+import pytest
 
 # ruff: noqa: F811 - the fixtures imported from apphelpers are requested by name
 from apphelpers import (  # noqa: F401
@@ -134,17 +135,20 @@ def test_sidebar_choice_persists_across_pages(app, shipped_store):
     assert {m.label: m.value for m in at.metric}["Graphs"] == str(graphs)
 
 
-def test_the_folded_majority_tournament_is_drawn_once_opened_and_equals_the_cli(app_at, shipped_db):
+@pytest.mark.parametrize("judge", ["gpt-4", None])
+def test_the_folded_majority_tournament_is_drawn_once_opened_and_equals_the_cli(app_at, shipped_db, judge):
     """On a verdict dataset the majority tournament sits folded at the foot of Cycles: nothing of it is
     drawn (or counted) until the reader opens it; opened, its sentences and per-model table are those of
-    ``diagnose --table majority`` for the same selection, a process of its own."""
+    ``diagnose --table majority`` for the same selection, a process of its own: one judge, and every judge
+    pooled (six judges' votes on the same pairs)."""
     import io
     import subprocess
     import sys
 
     from apphelpers import REPO
 
-    at = app_at("app_pages/3_cycles.py", dataset="vicuna80", judge="gpt-4")
+    at = app_at("app_pages/3_cycles.py", dataset="vicuna80", **({"judge": judge} if judge else {}))
+    assert judge_of(at) == judge
     assert_clean(at)
     n_frames = len(at.dataframe)
     texts = [unescape_md(m.value) for m in at.markdown]
@@ -153,8 +157,9 @@ def test_the_folded_majority_tournament_is_drawn_once_opened_and_equals_the_cli(
     at.run()
     assert_clean(at)
     assert len(at.dataframe) >= n_frames + 1
+    chosen = ["--judge", judge] if judge else []
     cli = subprocess.run([sys.executable, "-m", "engine", "--db", str(shipped_db), "diagnose", "--dataset",
-                          "vicuna80", "--judge", "gpt-4", "--table", "majority", "--format", "csv"],
+                          "vicuna80", *chosen, "--table", "majority", "--format", "csv"],
                          cwd=REPO, capture_output=True, text=True, check=True)
     said = [line.removeprefix("note: ") for line in cli.stderr.splitlines() if line.startswith("note: ")]
     shown = [unescape_md(m.value) for m in at.markdown]

@@ -27,16 +27,23 @@ def _records(seed: int, model: str) -> list[dict]:
     return out
 
 
-@pytest.mark.slow
-def test_leaderboard_page_shows_the_lc_win_rate(shipped_db, tmp_path, monkeypatch):
+def _imported(recs: dict[str, list[dict]], shipped_db, tmp_path):
+    """A copy of the shipped store with ``recs`` (one AlpacaEval annotation file per model) imported as
+    dataset ``ae`` by the CLI."""
     db = tmp_path / "lens.duckdb"
     shutil.copyfile(shipped_db, db)
-    recs = {m: _records(seed, m) for seed, m in ((3, "alpha"), (4, "beta"))}
     paths = []
     for m, r in recs.items():
         paths.append(tmp_path / f"{m}.json")
         paths[-1].write_text(json.dumps(r))
     assert main(["--db", str(db), "import", "--dataset", "ae", *map(str, paths)]) == 0
+    return db
+
+
+@pytest.mark.slow
+def test_leaderboard_page_shows_the_lc_win_rate(shipped_db, tmp_path, monkeypatch):
+    recs = {m: _records(seed, m) for seed, m in ((3, "alpha"), (4, "beta"))}
+    db = _imported(recs, shipped_db, tmp_path)
     at = new_app(db, monkeypatch, query={"dataset": "ae"})
     assert_clean(at)
     # every verdict compares a model with "ref" (AlpacaEval's design): the baseline box opens on it
@@ -70,14 +77,8 @@ def test_a_model_without_an_lc_fit_shows_a_dash_and_the_two_win_rates_say_which_
     """A model with fewer than five verdicts against the baseline has no LC win rate: its cell reads "—"
     (not "None"), the other models' cells their numbers to one decimal. The baseline box's win rate (the
     fit's prediction) and the LC table's (observed mean preference) are labelled apart."""
-    db = tmp_path / "lens.duckdb"
-    shutil.copyfile(shipped_db, db)
     recs = {"alpha": _records(3, "alpha"), "gamma": _records(5, "gamma")[:3]}
-    paths = []
-    for m, r in recs.items():
-        paths.append(tmp_path / f"{m}.json")
-        paths[-1].write_text(json.dumps(r))
-    assert main(["--db", str(db), "import", "--dataset", "ae", *map(str, paths)]) == 0
+    db = _imported(recs, shipped_db, tmp_path)
     at = new_app(db, monkeypatch, query={"dataset": "ae"})
     assert at.selectbox(key="lb_baseline").value == "ref"
     box = at.dataframe[-1]
