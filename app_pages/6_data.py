@@ -68,6 +68,8 @@ listing_config = {
     "name": st.column_config.TextColumn("name", pinned=True),
     "version": num("version", width=60, help="How many times the dataset was imported into or changed."),
     "verdicts": num("verdicts", width=80),
+    "battles": num("battles", width=80, help="Its verdicts that are not invalid, or, for a dataset of pair "
+                   "counts (no verdicts), the wins, ties and both-bad outcomes summed over its pairs."),
     "invalid": num("invalid", width=60, help="Verdicts whose judge output could not be read as a winner."),
     "judges": num("judges", width=60),
     "models": num("models", width=64),
@@ -79,9 +81,10 @@ listing_config = {
 }
 # the main columns fit 1280 px with the whole name (a fixed layout of every column cut
 # "chatbot_arena_2024_08_14" to "chatbot_ar" and scrolled sideways); the others on request
-listed = column_picker(list(listing.columns), ("name", "verdicts", "judges", "prompts", "description"),
+listed = column_picker(list(listing.columns), ("name", "verdicts", "battles", "judges", "prompts",
+                                               "description"),
                        ("version", "invalid"), listing_config, "data_listing_columns",
-                       "Name, verdicts, judges, prompts and description")
+                       "Name, verdicts, battles, judges, prompts and description")
 st.dataframe(
     listing,
     hide_index=True,

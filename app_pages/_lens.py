@@ -225,7 +225,7 @@ def datasets_table():
 def _datasets_table(stamp: tuple):
     from engine.store.datasets import dataset_listing
 
-    return dataset_listing(get_store())
+    return dataset_listing(get_store(), battles=True)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -235,7 +235,12 @@ def shapes(draw, *, allow_sparse: bool = True, allow_prob: bool = True) -> Shape
 
 def listing_by_scan(db) -> dict[str, dict]:
     """Every dataset's listing counts the way the listing counted them before the per-version summaries
-    (a scan of every verdict and pair count): the second path the summaries are checked against."""
+    (a scan of every verdict and pair count): the second path the summaries are checked against. An attached
+    dataset (which that scan counted as empty) is counted from its Parquet files read with pandas, its
+    winners as the attach reads them (``error`` is invalid); ``battles`` adds each pair-count row's
+    outcomes in Python."""
+    import glob as globlib
+
     from engine.store.connection import Store
 
     with Store(db) as s:
@@ -245,8 +250,22 @@ def listing_by_scan(db) -> dict[str, dict]:
             "dataset = $d UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
             "UNION SELECT model_b FROM pair_counts WHERE dataset = $d", {"d": n}).fetchall())
             for n in frame.index}
-    return {n: {"verdicts": int(r.verdicts), "invalid": int(r.invalid), "judges": int(r.judges),
-                "prompts": int(r.prompts), "models": models[n]} for n, r in frame.iterrows()}
+        pair_rows = s.cursor().execute("SELECT dataset, wins_a, wins_b, ties, both_bad FROM pair_counts"
+                                       ).fetchall()
+        attached = dict(s.cursor().execute("SELECT name, files FROM attached_datasets").fetchall())
+    out = {n: {"verdicts": int(r.verdicts), "invalid": int(r.invalid), "judges": int(r.judges),
+               "prompts": int(r.prompts), "models": models[n], "battles": int(r.verdicts) - int(r.invalid)}
+           for n, r in frame.iterrows()}
+    for d, *counts in pair_rows:
+        out[d]["battles"] += sum(int(c or 0) for c in counts)
+    for name, files in attached.items():
+        v = pd.concat([pd.read_parquet(f) for f in sorted(globlib.glob(files))], ignore_index=True)
+        bad = v["winner"].isin(["invalid", "error"])
+        out[name] = {"verdicts": len(v), "invalid": int(bad.sum()),
+                     "judges": v["judge"].nunique() if "judge" in v else 1,
+                     "prompts": v["prompt_id"].nunique(),
+                     "models": len(set(v["model_a"]) | set(v["model_b"])), "battles": int((~bad).sum())}
+    return out
 
 
 def store_of_frames(folder: Path, frames: dict[str, pd.DataFrame]):

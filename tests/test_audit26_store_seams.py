@@ -22,7 +22,7 @@ from engine.store.connection import Store
 from engine.store.datasets import dataset_listing
 from engine.store.summaries import summaries
 
-COUNTS = ("verdicts", "invalid", "judges", "prompts", "models")
+COUNTS = ("verdicts", "invalid", "judges", "prompts", "models", "battles")
 
 
 def cli_listing(db: Path) -> dict[str, dict]:

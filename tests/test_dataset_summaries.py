@@ -54,6 +54,7 @@ def recount(rows) -> DatasetSummary:
         prompts=len({r[0] for r in rows}), models=len(models),
         judge_models=tuple((j, len(judge_models[j])) for j in order),
         categories=tuple(sorted({r[5] for r in rows if r[5]})),
+        battles=sum(r[3] != "invalid" for r in rows),
     )
 
 
@@ -99,7 +100,7 @@ def test_a_stored_summary_is_read_not_recounted(fresh, tmp_path):
     write_csv(tmp_path / "a.csv", [("p1", 0, 1, "A", "j1", "")])
     import_files(store, [tmp_path / "a.csv"], "a")
     version = store.dataset_version("a")
-    planted = DatasetSummary(99, 0, 1, 1, 2, (("j1", 2),), ())
+    planted = DatasetSummary(99, 0, 1, 1, 2, (("j1", 2),), (), 99)
     with store.transaction() as tx:
         tx.execute("INSERT INTO dataset_summaries VALUES ('a', ?, ?)", [version, planted.to_json()])
     assert summaries(store)["a"] == planted
@@ -126,7 +127,7 @@ def test_every_write_refreshes_the_listing(fresh, tmp_path):
                                    ("p3", 3, 1, "invalid", "j3", "coding")])
 
     def check() -> None:
-        got = {n: {k: r[k] for k in ("verdicts", "invalid", "judges", "prompts", "models")}
+        got = {n: {k: r[k] for k in ("verdicts", "invalid", "judges", "prompts", "models", "battles")}
                for n, r in listing(db).items()}
         assert got == listing_by_scan(db)
 
@@ -161,7 +162,7 @@ def test_every_write_refreshes_the_listing(fresh, tmp_path):
         kept = s.cursor().execute("SELECT dataset, version FROM dataset_summaries ORDER BY 1").fetchall()
         assert kept == s.cursor().execute("SELECT name, version FROM datasets ORDER BY 1").fetchall()
         models = dataset_table(s).set_index("name")["models"]
-        assert (models["c"], models["p"]) == (5, 0)  # an attached dataset's rows are not in the store
+        assert (models["c"], models["p"]) == (5, 3)  # an attached dataset is counted over its files
 
 
 def test_a_read_only_store_counts_without_writing(fresh, tmp_path):
@@ -173,3 +174,49 @@ def test_a_read_only_store_counts_without_writing(fresh, tmp_path):
     with Store(path, read_only=True) as ro:
         assert summaries(ro)["a"].models == 4
         assert ro.cursor().execute("SELECT count(*) FROM dataset_summaries").fetchone()[0] == 0
+
+
+def test_pair_counts_attached_files_and_older_rows(fresh, tmp_path):
+    """``battles``: a pair-count dataset's outcomes summed (by hand here), a verdict dataset's valid
+    verdicts. An attached dataset is counted over its files (pandas here), and while they cannot be read it
+    is listed with nothing counted and nothing stored, then counted once they are back. A summary row stored
+    before ``battles`` existed is counted again, not read."""
+    store = fresh()
+    db = store.path
+    write_csv(tmp_path / "v.csv", [("p1", 0, 1, "A", "j1", ""), ("p2", 1, 2, "invalid", "j1", ""),
+                                   ("p2", 2, 3, "tie", "j2", "")])
+    import_files(store, [tmp_path / "v.csv"], "v")
+    store.close()
+    (tmp_path / "pc.csv").write_text("model_a,model_b,wins_a,wins_b,ties,both_bad\n"
+                                     "m0,m1,3,2,1,4\nm1,m2,0,5,0,0\nm2,m0,7,1,2,1\n")
+    run_engine(["--db", str(db), "import", str(tmp_path / "pc.csv"), "--dataset", "pc"], check=True)
+    files = tmp_path / "att"
+    files.mkdir()
+    pd.DataFrame({"prompt_id": ["x", "y", "z", "z"], "model_a": ["m0", "m1", "m0", "m3"],
+                  "model_b": ["m1", "m2", "m2", "m0"], "winner": ["A", "B", "error", "tie"],
+                  "judge": ["j1", "j1", "j2", "j2"]}).to_parquet(files / "a.parquet")
+    run_engine(["--db", str(db), "datasets", "attach", "at", str(files / "*.parquet")], check=True)
+    got = listing(db)
+    assert got["pc"]["battles"] == 3 + 2 + 1 + 4 + 5 + 7 + 1 + 2 + 1 and got["pc"]["verdicts"] == 0
+    assert got["v"]["battles"] == 2 and got["v"]["verdicts"] == 3
+    assert {k: got["at"][k] for k in ("verdicts", "invalid", "judges", "prompts", "models", "battles")} == {
+        "verdicts": 4, "invalid": 1, "judges": 2, "prompts": 3, "models": 4, "battles": 3}
+
+    def stored() -> set[str]:
+        with Store(db) as s:
+            return {r[0] for r in s.cursor().execute("SELECT dataset FROM dataset_summaries").fetchall()}
+
+    (files / "a.parquet").rename(tmp_path / "away.parquet")
+    with Store(db) as s:
+        s.cursor().execute("DELETE FROM dataset_summaries WHERE dataset = 'at'")
+    assert listing(db)["at"]["verdicts"] == 0 and "at" not in stored()  # listed, nothing counted or kept
+    (tmp_path / "away.parquet").rename(files / "a.parquet")
+    assert listing(db)["at"]["battles"] == 3 and "at" in stored()
+
+    with Store(db) as s:  # a row of the shape before ``battles``, for the current version
+        old = json.loads(s.cursor().execute("SELECT summary FROM dataset_summaries WHERE dataset = 'v'")
+                         .fetchone()[0])
+        del old["battles"]
+        old["verdicts"] = 99
+        s.cursor().execute("UPDATE dataset_summaries SET summary = ? WHERE dataset = 'v'", [json.dumps(old)])
+    assert listing(db)["v"]["verdicts"] == 3 and listing(db)["v"]["battles"] == 2

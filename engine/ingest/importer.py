@@ -447,16 +447,19 @@ def delete_dataset(store: Store, name: str) -> int:
 
 
 def dataset_table(store: Store) -> pd.DataFrame:
-    """One row per dataset: name, version (its own change count), verdicts, invalid, judges, models,
-    prompts. A pair-count dataset (migration 074) has no verdicts; its models are its pairs' names."""
+    """One row per dataset: name, version (its own change count), verdicts, battles, invalid, judges, models,
+    prompts. A pair-count dataset (migration 074) has no verdicts: its battles are its pairs' summed outcomes
+    and its models its pairs' names."""
     from engine.store.datasets import dataset_listing
 
-    df = dataset_listing(store, models=True)  # counts kept per dataset version (engine.store.summaries)
+    # counts kept per dataset version (engine.store.summaries)
+    df = dataset_listing(store, models=True, battles=True)
     df["version"] = df["revision"]  # the dataset's own count; the store-wide number only keys caches
     cols = [
         "name",
         "version",
         "verdicts",
+        "battles",
         "invalid",
         "judges",
         "models",

@@ -251,6 +251,9 @@ def attach(store: Store, name: str, glob: str, description: str | None = None,
     with store.transaction() as tx:
         version = record_attached(tx, name, glob, description or f"Parquet read in place: {glob}",
                                   None if definition is None else json.dumps(definition, sort_keys=True))
+    from engine.store.summaries import summaries
+
+    summaries(store, [name])  # its listing counts (judges, models, ...) over the files now, not at a listing
     return {"dataset": name, "glob": glob, "files": n_files, "verdicts": n_rows, "version": version}
 
 

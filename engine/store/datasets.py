@@ -33,11 +33,13 @@ def dataset_choices(store: Store, dataset: str) -> DatasetChoices:
     return DatasetChoices(judges, s.categories, default, dict(s.judge_models))
 
 
-def dataset_listing(store: Store, *, models: bool = False):
+def dataset_listing(store: Store, *, models: bool = False, battles: bool = False):
     """``Store.datasets()``'s frame (the same columns, types and order: one row per dataset with its verdict,
     invalid, judge and prompt counts) with the counts read from the stored summaries
-    (``engine.store.summaries``) instead of a scan of every verdict; ``models=True`` adds ``models``, the
-    distinct names its verdicts or pair counts compare."""
+    (``engine.store.summaries``) instead of a scan of every verdict, an attached dataset's counted over its
+    files (the scan counts none of them); ``models=True`` adds ``models``, the distinct names its verdicts or
+    pair counts compare; ``battles=True`` adds ``battles`` after ``verdicts``: its valid verdicts, or the
+    outcomes a pair-count dataset sums (``DatasetSummary.battles``)."""
     from engine.store.summaries import summaries
 
     frame = store.cursor().execute(
@@ -46,7 +48,8 @@ def dataset_listing(store: Store, *, models: bool = False):
     ).df()
     got = summaries(store)
     names = frame["name"].tolist()
-    for col in ("verdicts", "invalid", "judges", "prompts") + (("models",) if models else ()):
+    for col in ("verdicts",) + (("battles",) if battles else ()) + ("invalid", "judges", "prompts") + (
+            ("models",) if models else ()):
         frame.insert(len(frame.columns) - (0 if col == "models" else 1), col,
                      [getattr(got[n], col) for n in names])
         frame[col] = frame[col].astype("int64")
@@ -79,15 +82,14 @@ def stamped_version(store: Store, dataset: str) -> int:
 
 
 def dataset_judges(store: Store, dataset: str) -> list[str]:
-    """The dataset's judges, sorted, without loading its verdicts."""
-    rows = (
-        store.cursor()
-        .execute(
-            "SELECT DISTINCT judge FROM verdicts WHERE dataset = ? AND judge IS NOT NULL ORDER BY judge",
-            [dataset],
-        )
-        .fetchall()
-    )
+    """The dataset's judges, sorted, without loading its verdicts: those of its stored verdicts, or of its
+    attached Parquet files read in place (``engine.store.attached.verdicts_relation``; the verdicts table
+    holds none of theirs, and ``--judge`` on an attached dataset was refused as a judge it does not have)."""
+    from engine.store.attached import verdicts_relation
+
+    rel = verdicts_relation(store, dataset)
+    rows = store.cursor().execute(f"SELECT DISTINCT judge FROM {rel} WHERE judge IS NOT NULL ORDER BY judge",
+                                  params(rel)).fetchall()
     return [r[0] for r in rows]
 
 
@@ -114,17 +116,20 @@ def is_synthetic(store: Store, dataset: str) -> bool:
 
 
 def dataset_models(store: Store, dataset: str) -> set[str]:
-    """Every model name the dataset's verdicts compare (either side, valid or not), or its pair counts
-    name: a dataset holds one or the other (migration 074), and the reference, the head-to-head and the
-    maps place the names of both kinds. Read again only when the store file has changed since the last read
-    (``Store.read_unless_changed``: the Data page asks on every run, a scan of the dataset's verdicts)."""
+    """Every model name the dataset's verdicts compare (either side, valid or not; an attached dataset's
+    read from its files), or its pair counts name: a dataset holds one or the other (migration 074), and the
+    reference, the head-to-head and the maps place the names of both kinds. Read again only when the store
+    file has changed since the last read (``Store.read_unless_changed``: the Data page asks on every run, a
+    scan of the dataset's verdicts)."""
+    from engine.store.attached import verdicts_relation
+
     def read() -> frozenset[str]:
+        rel = verdicts_relation(store, dataset)
         return frozenset(r[0] for r in store.cursor().execute(
-            "SELECT model_a FROM verdicts WHERE dataset = $d "
-            "UNION SELECT model_b FROM verdicts WHERE dataset = $d "
+            f"SELECT model_a FROM {rel} UNION SELECT model_b FROM {rel} "
             "UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
             "UNION SELECT model_b FROM pair_counts WHERE dataset = $d",
-            {"d": dataset}).fetchall())
+            {**(params(rel) or {}), "d": dataset}).fetchall())
 
     return set(store.read_unless_changed(f"models:{dataset}", read))
 

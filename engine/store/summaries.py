@@ -1,6 +1,8 @@
 """Per-dataset summaries: the counts the dataset listing, the app's sidebar and ``python -m engine datasets``
-show (verdicts, invalid ones, judges, prompts, models, the models each judge covers, the categories),
-computed once per dataset version and kept in the store (migration 075).
+show (verdicts, invalid ones, judges, prompts, models, the models each judge covers, the categories, the
+battles), computed once per dataset version and kept in the store (migration 075). A dataset attached in
+place is counted over its files (re-attaching it, which moves its version, counts them again, as for every
+cache of its results).
 
 Counting distinct models over every verdict takes seconds at ten million rows; a summary is one small row.
 Rows are keyed by the dataset's store-wide version, which every write moves (``engine.store.writes``: import,
@@ -17,17 +19,23 @@ from dataclasses import asdict, dataclass
 
 import duckdb
 
+from engine.errors import LensError
 from engine.store.connection import Store
+from engine.store.sql import Relation, params
 
 
 @dataclass(frozen=True)
 class DatasetSummary:
-    """What one dataset version holds, counted over its stored verdicts (or pair counts, for models).
+    """What one dataset version holds, counted over its verdicts (stored, or its attached Parquet files read
+    in place) or its pair counts.
 
     ``verdicts``, ``invalid`` (winner 'invalid'), ``judges`` and ``prompts`` (distinct, over every verdict),
     ``models`` (distinct names on either side of a verdict or a stored pair count), ``judge_models`` (per
-    judge with a valid verdict: the distinct models its valid verdicts compare, most first, then by name)
-    and ``categories`` (distinct, sorted, none for no category)."""
+    judge with a valid verdict: the distinct models its valid verdicts compare, most first, then by name),
+    ``categories`` (distinct, sorted, none for no category) and ``battles``: the outcomes it holds, each
+    verdict that is not invalid (one model pair on one prompt, as presented: both presentation orders of a
+    pair are two) plus a pair-count dataset's wins, ties and both-bad summed over its pairs. A pair-count
+    dataset has no verdicts, so without ``battles`` its listing said nothing of its size."""
 
     verdicts: int
     invalid: int
@@ -36,16 +44,20 @@ class DatasetSummary:
     models: int
     judge_models: tuple[tuple[str, int], ...]
     categories: tuple[str, ...]
+    battles: int
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str) -> DatasetSummary:
+    def from_json(cls, text: str) -> DatasetSummary | None:
+        """The stored summary, or None for a row written before a field was added (counted again)."""
         d = json.loads(text)
+        if not all(f in d for f in cls.__dataclass_fields__):
+            return None
         return cls(int(d["verdicts"]), int(d["invalid"]), int(d["judges"]), int(d["prompts"]),
                    int(d["models"]), tuple((str(j), int(n)) for j, n in d["judge_models"]),
-                   tuple(str(c) for c in d["categories"]))
+                   tuple(str(c) for c in d["categories"]), int(d["battles"]))
 
 
 def _one(con: duckdb.DuckDBPyConnection, sql: str, args: dict) -> tuple:
@@ -54,28 +66,38 @@ def _one(con: duckdb.DuckDBPyConnection, sql: str, args: dict) -> tuple:
     return row
 
 
-def count_summary(con: duckdb.DuckDBPyConnection, dataset: str) -> DatasetSummary:
-    """The summary of ``dataset`` counted from its rows now (what a stored summary must equal)."""
+def count_summary(con: duckdb.DuckDBPyConnection, dataset: str,
+                  attached: Relation | None = None) -> DatasetSummary:
+    """The summary of ``dataset`` counted from its rows now (what a stored summary must equal): its rows of
+    the verdicts table and of the pair counts, or, for a dataset attached in place, the canonical rows of its
+    Parquet files (``attached``: ``engine.store.attached.attached_relation``)."""
+    # ``rows`` may be followed by further conditions (AND ...); ``args`` binds its parameters, ``both`` those
+    # of a statement that also reads the pair counts ($d)
+    rows = "verdicts WHERE dataset = $d" if attached is None else f"{attached} AS v WHERE TRUE"
+    args: dict[str, object] = {"d": dataset} if attached is None else dict(params(attached) or {})
+    both = {**args, "d": dataset}
     verdicts, invalid, judges, prompts = _one(con,
         "SELECT count(*), count(*) FILTER (WHERE winner = 'invalid'), count(DISTINCT judge), "
-        "count(DISTINCT prompt_id) FROM verdicts WHERE dataset = $d", {"d": dataset})
+        f"count(DISTINCT prompt_id) FROM {rows}", args)
     # distinct per side first: a few hundred names per side, not every row, reach the union
     (models,) = _one(con,
-        "SELECT count(*) FROM (SELECT DISTINCT model_a FROM verdicts WHERE dataset = $d "
-        "UNION SELECT DISTINCT model_b FROM verdicts WHERE dataset = $d "
+        f"SELECT count(*) FROM (SELECT DISTINCT model_a FROM {rows} "
+        f"UNION SELECT DISTINCT model_b FROM {rows} "
         "UNION SELECT model_a FROM pair_counts WHERE dataset = $d "
-        "UNION SELECT model_b FROM pair_counts WHERE dataset = $d)", {"d": dataset})
+        "UNION SELECT model_b FROM pair_counts WHERE dataset = $d)", both)
     judge_models = con.execute(
         "SELECT judge, count(*) AS n FROM ("
-        "  SELECT DISTINCT judge, model_a AS m FROM verdicts WHERE dataset = $d AND winner <> 'invalid' "
-        "  UNION SELECT DISTINCT judge, model_b FROM verdicts WHERE dataset = $d AND winner <> 'invalid') "
-        "GROUP BY judge ORDER BY n DESC, judge", {"d": dataset}).fetchall()
+        f"  SELECT DISTINCT judge, model_a AS m FROM {rows} AND winner <> 'invalid' "
+        f"  UNION SELECT DISTINCT judge, model_b FROM {rows} AND winner <> 'invalid') "
+        "GROUP BY judge ORDER BY n DESC, judge", args).fetchall()
     categories = con.execute(
-        "SELECT DISTINCT category FROM verdicts WHERE dataset = $d AND category IS NOT NULL ORDER BY 1",
-        {"d": dataset}).fetchall()
+        f"SELECT DISTINCT category FROM {rows} AND category IS NOT NULL ORDER BY 1", args).fetchall()
+    (counted,) = _one(con,
+        "SELECT coalesce(sum(coalesce(wins_a, 0) + coalesce(wins_b, 0) + coalesce(ties, 0) "
+        "+ coalesce(both_bad, 0)), 0) FROM pair_counts WHERE dataset = $d", {"d": dataset})
     return DatasetSummary(int(verdicts), int(invalid), int(judges), int(prompts), int(models),
                           tuple((str(j), int(n)) for j, n in judge_models),
-                          tuple(str(c[0]) for c in categories))
+                          tuple(str(c[0]) for c in categories), int(verdicts) - int(invalid) + int(counted))
 
 
 def _current(con: duckdb.DuckDBPyConnection, names: list[str] | None) -> list[tuple[str, int]]:
@@ -84,8 +106,23 @@ def _current(con: duckdb.DuckDBPyConnection, names: list[str] | None) -> list[tu
 
 
 def _stored(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int], DatasetSummary]:
-    return {(str(d), int(v)): DatasetSummary.from_json(s)
-            for d, v, s in con.execute("SELECT dataset, version, summary FROM dataset_summaries").fetchall()}
+    """The stored summaries by (dataset, version); a row of an older shape is left out (counted again)."""
+    rows = con.execute("SELECT dataset, version, summary FROM dataset_summaries").fetchall()
+    return {(str(d), int(v)): got for d, v, s in rows if (got := DatasetSummary.from_json(s)) is not None}
+
+
+def _counted(store: Store, con: duckdb.DuckDBPyConnection, dataset: str) -> tuple[DatasetSummary, bool]:
+    """``count_summary`` of a dataset, and whether it may be stored: not when the dataset is attached and its
+    files cannot be read now (moved, deleted, damaged): it is then listed with nothing counted, and counted
+    again at the next listing (the commands that read it say why they cannot)."""
+    from engine.store.attached import attached_relation, attached_source
+
+    if attached_source(store, dataset) is None:
+        return count_summary(con, dataset), True
+    try:  # the files on a cursor of their own: a failed read must not abort the caller's transaction
+        return count_summary(store.cursor(), dataset, attached_relation(store, dataset)), True
+    except (LensError, duckdb.Error):
+        return count_summary(con, dataset), False
 
 
 def summaries(store: Store, names: list[str] | None = None) -> dict[str, DatasetSummary]:
@@ -96,7 +133,7 @@ def summaries(store: Store, names: list[str] | None = None) -> dict[str, Dataset
         has_table = cur.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'dataset_summaries'"
                                 " AND database_name = current_database()").fetchone()
         stored = _stored(cur) if has_table and has_table[0] else {}
-        return {n: stored.get((n, v)) or count_summary(cur, n) for n, v in _current(cur, names)}
+        return {n: stored.get((n, v)) or _counted(store, cur, n)[0] for n, v in _current(cur, names)}
     cur = store.cursor()
     current = _current(cur, names)
     stored = _stored(cur)
@@ -109,9 +146,10 @@ def summaries(store: Store, names: list[str] | None = None) -> dict[str, Dataset
         for name, version in current:
             got = stored.get((name, version))
             if got is None:
-                got = count_summary(tx, name)
-                tx.execute("INSERT OR REPLACE INTO dataset_summaries VALUES (?, ?, ?)",
-                           [name, version, got.to_json()])
+                got, keep = _counted(store, tx, name)
+                if keep:
+                    tx.execute("INSERT OR REPLACE INTO dataset_summaries VALUES (?, ?, ?)",
+                               [name, version, got.to_json()])
             out[name] = got
         tx.execute("DELETE FROM dataset_summaries s WHERE NOT EXISTS "
                    "(SELECT 1 FROM datasets d WHERE d.name = s.dataset AND d.version = s.version)")

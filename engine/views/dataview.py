@@ -14,8 +14,8 @@ import pandas as pd
 SKIP_LABEL = "Import only the valid rows"
 """The Data page's checkbox that stores the valid rows of a file with rejected ones."""
 
-DATASET_COLUMNS = ["name", "version", "verdicts", "invalid", "judges", "prompts", "description", "source",
-                   "synthetic", "updated_at"]
+DATASET_COLUMNS = ["name", "version", "verdicts", "battles", "invalid", "judges", "prompts", "description",
+                   "source", "synthetic", "updated_at"]
 
 
 def datasets_view(frame: pd.DataFrame) -> pd.DataFrame:

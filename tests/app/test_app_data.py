@@ -250,3 +250,27 @@ def test_synthetic_dataset_from_the_data_page_is_ranked_against_its_truth(own_ap
     captions = " ".join(unescape_md(c.value) for c in at.caption)
     assert f"{len(graphs) - pool} sampling-replicate graph(s) are not in the pool" in captions
     assert "ground truth of the synthetic dataset, 20 models" in captions
+
+
+def test_the_listing_gives_each_dataset_its_battles(app_at, shipped_store):
+    """The Data page's ``battles``: the shipped Chatbot Arena pair counts (no verdicts) sum their file's
+    outcomes (pandas over data/chatbot_arena_2024_08_14/pair_counts.csv: the README's 1,670,250), vicuna80
+    its verdicts that are not invalid; the CLI's listing says the same."""
+    import io
+    from pathlib import Path
+
+    from conftest import run_engine
+
+    at = app_at("app_pages/6_data.py")
+    assert_clean(at)
+    listed = at.dataframe[0].value.set_index("name")
+    arena = "chatbot_arena_2024_08_14"
+    raw = pd.read_csv(Path(__file__).resolve().parents[2] / "data" / arena / "pair_counts.csv")
+    outcomes = [c for c in ("wins_a", "wins_b", "ties", "both_bad") if c in raw.columns]
+    assert int(listed.loc[arena, "verdicts"]) == 0
+    assert int(listed.loc[arena, "battles"]) == int(raw[outcomes].to_numpy().sum()) == 1_670_250
+    winners = shipped_store.cursor().execute("SELECT winner FROM verdicts WHERE dataset = 'vicuna80'").df()
+    assert int(listed.loc["vicuna80", "battles"]) == int((winners["winner"] != "invalid").sum())
+    cli = run_engine(["--db", str(shipped_store.path), "datasets", "--format", "csv"], check=True).stdout
+    by_cli = pd.read_csv(io.StringIO(cli)).set_index("name")["battles"]
+    assert by_cli.to_dict() == listed["battles"].astype(int).to_dict()
