@@ -239,3 +239,29 @@ def test_a_killed_active_run_resumes_without_paying_twice(tmp_path):
                                   models="gpt-4,llama-13b,alpaca-13b,claude-v1")[3:]))
     assert _multiset(_read(db, "SELECT * FROM verdicts WHERE dataset = 'k'")) == _multiset(
         _read(clean, "SELECT * FROM verdicts WHERE dataset = 'k'"))
+
+
+def test_replayed_invalid_verdicts_are_said_once(tmp_path, migrated_empty_db):
+    """A replay whose source holds invalid verdicts stores them as invalid, and the run says how many of its
+    verdicts are (the count read back from the stored rows), in one warning line; exit 0 while some are
+    valid."""
+    db = tmp_path / "r.duckdb"
+    shutil.copyfile(migrated_empty_db, db)
+    models = ["a", "b", "c", "d"]
+    lines = ["prompt_id,model_a,model_b,winner,judge"]
+    for p in range(6):
+        for i, ma in enumerate(models):
+            for mb in models[i + 1:]:
+                lines.append(f"q{p},{ma},{mb},{('A', 'B', 'invalid')[(p + i) % 3]},j")
+    (tmp_path / "src.csv").write_text("\n".join(lines) + "\n")
+    run_engine(["--db", db, "import", str(tmp_path / "src.csv"), "--dataset", "src"], check=True)
+    res = run_engine(["--db", db, "judge", "--dataset", "out", "--backend", "replay", "--from-dataset", "src",
+                      "--no-progress", "--format", "csv", "--select", "random", "--budget", "24", "--batch",
+                      "8", "--seed", "3"])
+    row = _row(res)
+    out = _read(db, "SELECT winner FROM verdicts WHERE dataset = 'out'")
+    bad = int((out["winner"] == "invalid").sum())
+    assert 0 < bad < len(out) and (int(row.invalid), int(row.verdicts)) == (bad, len(out))
+    warnings = [line for line in res.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [f"warning: {bad} of {len(out)} verdicts of this run are invalid: the source's "
+                        "verdicts they replay are; they are stored as invalid and left out of every ranking."]

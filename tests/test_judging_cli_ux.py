@@ -179,6 +179,39 @@ def test_cli_failed_calls_end_with_a_sentence_naming_count_and_cause(tmp_path):
     assert list(runs["status"]) == ["failed-calls"] and int(runs["calls_failed"].iloc[0]) == 1
 
 
+def test_cli_replies_without_a_verdict_are_said_and_a_run_of_none_exits_1(tmp_path):
+    """The fake server answers a GARBAGE question with no verdict tag: 'single' judges 3 pairs per prompt.
+    Two prompts, one of them GARBAGE: 3 of 6 verdicts invalid, said in one warning, exit 0. A dataset of
+    GARBAGE only: all 3 invalid, exit 1; run again, every call comes from the cache and it says so again."""
+    db = tmp_path / "junk.duckdb"
+    with Store(db) as store:
+        _synthetic(store, "mixed", {"p1": "plain question", "p2": "GARBAGE question"})
+        _synthetic(store, "junk", {"p1": "another GARBAGE question"})  # not a call of "mixed"
+    args = ("--base-url", "", "--model", "fake", "--api-key", "k", "--protocol", "single", "--no-progress",
+            "--concurrency", "1", "--format", "csv")
+    with FakeOpenAI() as srv:
+        run = [a if a else srv.base_url for a in args]
+        out = _cli(db, "judge", "--dataset", "mixed", *run)
+        assert out.returncode == 0, out.stderr
+        assert out.stderr == (
+            "warning: 3 of 6 verdicts of this run are invalid: the judge's reply held no verdict its "
+            "protocol reads (the template's tags); they are stored as invalid with the reply's text, left "
+            "out of every ranking, and the replies are cached, so running the same command again does not "
+            "ask again (another template or decoding option does).\n")
+        for attempt in (1, 2):
+            out = _cli(db, "judge", "--dataset", "junk", *run)
+            assert out.returncode == 1 and out.stderr.startswith("warning: all verdicts of this run are "
+                                                                 "invalid: "), out.stderr
+            assert out.stderr.count("\n") == 1
+            row = pd.read_csv(__import__("io").StringIO(out.stdout)).iloc[0]
+            assert (int(row["verdicts"]), int(row["invalid"])) == (3, 3)
+            assert int(row["calls_cached"]) == (0 if attempt == 1 else 3)
+    with Store(db) as store:
+        v = store.verdicts("mixed")
+        assert (v["winner"] == "invalid").sum() == 3
+        assert set(v[v["prompt_id"] == "p2"]["winner"]) == {"invalid"}
+
+
 # -- 2. an unknown dataset, or one without prompt texts, is refused before a run is recorded ---------
 
 

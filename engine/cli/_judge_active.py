@@ -139,6 +139,6 @@ def run_active(args: argparse.Namespace) -> int:
                 "ci_low": fit.lo[order].round(4), "ci_high": fit.hi[order].round(4),
             }), "table")  # fmt: skip
         print(rep.sentence(), file=sys.stderr)
-        return finish_code(s)
+        return finish_code(s, rep.verdicts, rep.invalid, replayed=args.backend == "replay")
     finally:
         store.close()

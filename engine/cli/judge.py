@@ -162,13 +162,36 @@ def with_overrides(dec: Decoding, over: dict) -> Decoding:
     return dataclasses.replace(dec, **over)
 
 
-def finish_code(stats) -> int:
-    """The exit code of a judge/generate/perturb run: 0, or 1 after saying on stderr why calls failed."""
+def finish_code(stats, verdicts: int = 0, invalid: int = 0, replayed: bool = False) -> int:
+    """The exit code of a judge/generate/perturb run: 0, or 1 after saying on stderr why calls failed. A
+    judge run's ``verdicts`` of which ``invalid`` held no verdict the protocol reads get a sentence of their
+    own (``invalid_sentence``), and exit 1 when none was readable: a run of unreadable replies is not done."""
+    code = 0
+    if (sentence := invalid_sentence(verdicts, invalid, replayed)) is not None:
+        print(f"warning: {sentence}", file=sys.stderr)
+        code = int(invalid == verdicts)
     sentence = stats.failure_sentence()
     if sentence is None:
-        return 0
+        return code
     print(f"warning: {sentence}", file=sys.stderr)
     return 1
+
+
+def invalid_sentence(verdicts: int, invalid: int, replayed: bool = False) -> str | None:
+    """One sentence for a judge run whose stored verdicts include ``invalid`` ones (the reply held no verdict
+    its protocol reads: no [[A]], [[B]] or [[TIE]] tag, no score, no letter; ``replayed``: the replayed
+    source verdict was invalid), else None. Said because the run's table alone showed them, and their
+    replies are cached: running again does not ask again."""
+    if invalid <= 0:
+        return None
+    share = "all" if invalid == verdicts else f"{invalid:,} of {verdicts:,}"
+    if replayed:
+        return (f"{share} verdicts of this run are invalid: the source's verdicts they replay are; they are "
+                "stored as invalid and left out of every ranking.")
+    return (f"{share} verdicts of this run are invalid: the judge's reply held no verdict its protocol reads "
+            "(the template's tags); they are stored as invalid with the reply's text, left out of every "
+            "ranking, and the replies are cached, so running the same command again does not ask again "
+            "(another template or decoding option does).")
 
 
 def run_params(args: argparse.Namespace) -> dict:
@@ -399,6 +422,6 @@ def run(args: argparse.Namespace) -> int:
             write_frame(
                 rep.swim.scores.rename("bt_score").reset_index().rename(columns={"index": "model"}), "table"
             )
-        return finish_code(s)
+        return finish_code(s, rep.verdicts, rep.invalid)
     finally:
         store.close()

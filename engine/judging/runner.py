@@ -440,7 +440,7 @@ class Runner:
         if isinstance(exc, NoReply):
             self._check_stall(exc)
         if attempt > self.max_retries:
-            raise GaveUp(f"gave up after {attempt} attempts: {exc}") from exc
+            raise GaveUp(f"gave up after {attempt} attempt{'s' if attempt != 1 else ''}: {exc}") from exc
         delay = self.backoff_delay(attempt, exc.retry_after)
         with self._lock:
             self.stats.retries += 1
