@@ -64,3 +64,22 @@ def test_a_line_that_is_not_json_is_one_rejected_row_with_its_column():
     ]
     rep = validate_bytes(text.encode(), "v.jsonl", dataset="d")
     assert (rep.rows_read, rep.n_good, rep.n_rejected) == (5, 3, 2)
+
+
+@pytest.mark.parametrize(("ending", "last"), [("\n", "\n"), ("\r\n", "\r\n"), ("\n", "")])
+def test_a_line_cut_short_names_its_end_not_a_column_of_the_next_line(ending, last):
+    """A record missing its closing brace (or cut after a comma or a colon): the decoder runs past the
+    line's end, so its column counted on a next line (1) named nothing; the problem names the column just
+    after the line's last character, as ``json.loads`` of the line alone does (with or without a newline
+    at the end of the file)."""
+    good = json.dumps(ROWS[0])
+    for cut in (good[:-1], good[: good.index(",") + 1], good[: good.index(":") + 1]):
+        records = list(jr.jsonl_records(io.BytesIO((good + ending + cut + last).encode())))
+        problems = [p for _, _, probs in records for p in probs]
+        try:
+            json.loads(cut)
+        except json.JSONDecodeError as exc:
+            want = exc
+        assert want.colno == len(cut) + 1
+        assert problems == [None, f"the line is not valid JSON: it ends before its value does ({want.msg} at "
+                                  f"its end, column {len(cut) + 1})"]

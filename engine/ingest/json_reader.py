@@ -104,6 +104,10 @@ def json_line(text: str) -> tuple[dict, str | None]:
     try:
         obj, marked = _strict_loads(text)
     except json.JSONDecodeError as exc:
+        body = text.rstrip("\r\n")
+        if exc.pos >= len(body):  # cut short: the decoder stopped past the line's end (its newline)
+            return {"raw_text": text}, ("the line is not valid JSON: it ends before its value does "
+                                        f"({exc.msg} at its end, column {len(body) + 1})")
         return {"raw_text": text}, f"the line is not valid JSON ({exc.msg} at column {exc.colno})"
     except RecursionError:
         return {"raw_text": text[:200]}, "the line is not valid JSON (nested too deeply)"
