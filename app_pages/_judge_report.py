@@ -53,10 +53,12 @@ def judge_report_section(ch) -> None:
                                         else "no reference (the dataset has no human judge)")
                + ": agreement and κ (by model and as shown), position and length bias, self-preference, "
                  "PNT and cycle rate.")
-    config = {c: st.column_config.Column(help=h) for c, h in COLUMN_HELP.items()}
+    config = {c: st.column_config.NumberColumn(help=h, format="%.2g") if "_p_" in f"{c}_"
+              else st.column_config.Column(help=h) for c, h in COLUMN_HELP.items()}
     counts = [c for c in view.table.columns if str(view.table[c].dtype).startswith(("Int", "int"))]
     rates = [c for c in view.table.columns if c not in ("judge", "reference", "family", *counts)]
-    formats = {**{c: ".3f" for c in rates}, **{c: "d" for c in counts}}
+    # p-values as the page's position table writes them (two significant digits: 1.2e-12, not 0.000)
+    formats = {**{c: ".2g" if "_p_" in f"{c}_" else ".3f" for c in rates}, **{c: "d" for c in counts}}
     table = view.table.drop(columns=["reference"])
     placed = {c for cols in COLUMN_GROUPS.values() for c in cols}
     groups = list(COLUMN_GROUPS.items())

@@ -23,3 +23,7 @@ def test_judges_page_shows_the_judge_report(app_at, shipped_store):  # noqa: F81
     button = next(b for b in at.get("download_button") if "Judge report" in str(b.proto.label))
     assert button is not None
     assert any("reference judge" in c.value for c in at.main.get("caption"))
+    # p-values with two significant digits (as the page's position table writes them): 2.1e-105, not 0.000
+    p_shown = next(d.value for d in at.dataframe if "mcnemar_p_ordinal" in d.value.columns)
+    p_want = ["—" if pd.isna(v) else format(float(v), ".2g") for v in want["mcnemar_p_ordinal"]]
+    assert list(p_shown["mcnemar_p_ordinal"]) == p_want and any("e-" in v for v in p_want)
