@@ -68,6 +68,8 @@ st.caption(
 num = st.column_config.NumberColumn
 batch_config = {
     "prompt_id": st.column_config.TextColumn("prompt", width=90),
+    "variant": num("variant", width=64, help="0: the prompt as written; 1, 2, …: its paraphrases or samples"),
+    "turn": num("turn", width=48, help="the conversation's turn the call judges"),
     "model_a": st.column_config.TextColumn("model A"),
     "model_b": st.column_config.TextColumn("model B"),
     "order": st.column_config.TextColumn(
@@ -91,8 +93,11 @@ batch_config = {
 # cut (qlora's 46-character names need 317 px each, 195 were left), the calls so far, p(1 − p) and order are
 # left out at first, in that order (under More columns, its help says so)
 batch_names = {"model_a": nb.table["model_a"], "model_b": nb.table["model_b"]}
+# a pool of several turns or variants shows which of the prompt's the call judges (two calls would read the
+# same otherwise); one of a single turn and variant has them under More columns
+instance = tuple(c for c in ("variant", "turn") if pool.prompt_table[c].nunique() > 1)
 batch_shown = column_picker(
-    list(nb.table.columns), ("prompt_id", "model_a", "model_b", "p_a_wins"),
+    list(nb.table.columns), ("prompt_id", *instance, "model_a", "model_b", "p_a_wins"),
     ("order", "information", "pair_calls_so_far"), batch_config, "active_batch_columns",
     "Prompt, models and P(A wins)", names=batch_names, give_up=("pair_calls_so_far", "information", "order"))
 st.dataframe(

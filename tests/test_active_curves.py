@@ -5,6 +5,7 @@ bad-triad count over every triple of every prompt, and hand-made curves."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -203,3 +204,41 @@ def test_a_replay_run_reveals_what_the_harness_reveals_for_its_seed(
     assert len(got) == len(want) == 300
     rows = [sorted(map(tuple, frame[key].astype(str).to_numpy())) for frame in (got, want)]
     assert rows[0] == rows[1]
+
+
+def multi_instance_store(folder: Path, migrated_empty_db: Path) -> Path:
+    """A store of dataset 't': 6 prompts, each in two variants and two turns, every pair of 4 models judged
+    once on each of those four instances by judge j (seeded winners), imported as the CLI does."""
+    import shutil
+
+    from conftest import run_engine
+
+    db = folder / "t.duckdb"
+    shutil.copyfile(migrated_empty_db, db)
+    rng = np.random.default_rng(4)
+    rows = ["prompt_id,variant,turn,model_a,model_b,winner,judge"]
+    for p, v, t in itertools.product(range(6), (0, 1), (1, 2)):
+        for a, b in itertools.combinations(["m0", "m1", "m2", "m3"], 2):
+            rows.append(f"q{p},{v},{t},{a},{b},{rng.choice(['A', 'B', 'tie'])},j")
+    (folder / "t.csv").write_text("\n".join(rows) + "\n")
+    run_engine(["--db", str(db), "import", str(folder / "t.csv"), "--dataset", "t"], check=True)
+    return db
+
+
+def test_next_batch_names_the_turn_and_variant_each_call_judges(tmp_path, migrated_empty_db):
+    """Every pair is asked on four instances of a prompt (two variants, two turns), so a row of the next
+    batch is told apart only by its variant and turn. Each row's (prompt, variant, turn, pair) is one of
+    the stored instances the replay has not asked yet, and no two rows name the same one."""
+    db = multi_instance_store(tmp_path, migrated_empty_db)
+    with Store(db, read_only=True) as store:
+        source = dataset_source(store, "t", None)
+        stored = store.verdicts("t").set_index("verdict_id")
+    nb = next_batch(source, "uncertainty", 30, 20, seed=1)
+    *_, state = replay_steps(source, "uncertainty", 1, 30, 20)
+    key = ["prompt_id", "variant", "turn", "model_a", "model_b"]
+    asked = set(map(tuple, _asked_rows(stored, source, state.revealed)[key].astype(str).to_numpy()))
+    every = set(map(tuple, stored.reset_index()[key].astype(str).to_numpy()))
+    shown = [tuple(map(str, r)) for r in nb.table[key].to_numpy()]
+    assert len(shown) == len(set(shown)) == 20
+    assert set(shown) <= every - asked
+    assert set(nb.table["turn"]) <= {1, 2} and set(nb.table["variant"]) <= {0, 1}

@@ -117,6 +117,8 @@ def next_batch(source: ReplaySource, strategy: str, spent: int, batch: int, seed
     order = np.array(["AB", "BA", "either"], dtype=object)[order_code]
     table = pd.DataFrame({
         "prompt_id": prompts["prompt_id"].to_numpy(object),
+        "variant": prompts["variant"].to_numpy(np.int64),
+        "turn": prompts["turn"].to_numpy(np.int64),
         "model_a": np.asarray(pool.models, dtype=object)[a],
         "model_b": np.asarray(pool.models, dtype=object)[b],
         "order": order,

@@ -91,3 +91,19 @@ def test_the_shown_first_model_is_the_order_columns(shipped_db, tmp_path, monkey
         at.dataframe[0].proto.columns).items()}
     assert "shown first" not in labels["model_a"][0]
     assert "AB model A, BA model B" in labels["order"][1]
+
+
+def test_a_pool_of_several_turns_and_variants_shows_which_each_call_judges(tmp_path, migrated_empty_db):
+    """The next batch of a pool whose prompts come in two variants and two turns: the variant and turn
+    columns are shown beside the prompt (two calls would read the same without them), their values the
+    engine's next batch's."""
+    from test_active_curves import multi_instance_store
+
+    db = multi_instance_store(tmp_path, migrated_empty_db)
+    with pytest.MonkeyPatch.context() as mp:
+        at = new_app(db, mp, PAGE, {"dataset": "t"})
+    assert [e.value for e in at.error] == [] and not at.exception
+    table = next(d for d in at.dataframe if "p_a_wins" in d.value.columns)
+    assert list(table.proto.column_order[:3]) == ["prompt_id", "variant", "turn"]
+    shown = table.value[["prompt_id", "variant", "turn", "model_a", "model_b"]]
+    assert len(shown) > 1 and not shown.duplicated().any()  # each call told apart
