@@ -23,10 +23,11 @@ def matrix_figure(
     ``engine.views.matrix_view.heatmap_geometry``."""
     import plotly.graph_objects as go
 
-    from engine.views.matrix_view import heatmap_geometry, hover_text
+    from engine.views.matrix_view import TITLE_PX, heatmap_geometry, hover_text, wrapped_title
     from engine.views.viz import plot_labels
 
     geo = heatmap_geometry(frame.index, frame.columns)
+    title, lines = wrapped_title(title, geo.width_px)
     z = frame.to_numpy(dtype=float)
     top = zmax if zmax is not None else (float(np.nanmax(z)) if np.isfinite(z).any() else 1.0)
     fig = go.Figure(go.Heatmap(
@@ -36,11 +37,12 @@ def matrix_figure(
     ))
     xs, xl = geo.ticks(plot_labels(frame.columns), "x")
     ys, yl = geo.ticks(plot_labels(frame.index), "y")
+    more = int(1.3 * TITLE_PX) * (lines - 1)  # a title of several lines pushes the matrix down
     fig.update_layout(
-        title={"text": title, "font": {"size": 14}}, width=geo.width_px, height=geo.height_px,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10}, plot_bgcolor="#c3c8d1",
+        title={"text": title, "font": {"size": TITLE_PX}}, width=geo.width_px, height=geo.height_px + more,
+        margin={"l": 10, "r": 10, "t": 40 + more, "b": 10}, plot_bgcolor="#c3c8d1",
     )
-    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=0 if frame.shape[1] <= 6 else -90,
+    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=geo.x_angle,
                      tickfont={"size": geo.font_px}, automargin=True, showgrid=False, zeroline=False)
     fig.update_yaxes(
         tickmode="array",
@@ -80,7 +82,7 @@ def observed_predicted_figure(observed, predicted):
     ys, yl = geo.ticks(plot_labels(shown), "y")
     fig.update_layout(width=int(geo.width_px + panel + gap), height=geo.height_px + 20,
                       margin={"l": 10, "r": 10, "t": 50, "b": 10}, plot_bgcolor="#c3c8d1")
-    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=0 if len(shown) <= 6 else -90,
+    fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=xl, tickangle=geo.x_angle,
                      tickfont={"size": geo.font_px}, showgrid=False, zeroline=False)
     fig.update_yaxes(tickmode="array", tickvals=ys, ticktext=yl, autorange="reversed",
                      tickfont={"size": geo.font_px}, showgrid=False, zeroline=False)

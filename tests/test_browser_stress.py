@@ -255,19 +255,31 @@ TICKS = """(sel) => {
     const read = axis => [...chart.querySelectorAll('.' + axis + 'tick text')].map(t => {
         const r = t.getBoundingClientRect();
         return {text: t.textContent, size: parseFloat(getComputedStyle(t).fontSize), x: r.left + r.width / 2,
-                y: r.top + r.height / 2};
+                y: r.top + r.height / 2, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+                width: r.width, height: r.height};
     });
     return {x: read('x'), y: read('y')};
 }"""
 
 
 def _legible(ticks: list[dict], along: str) -> None:
-    """At least 9 px text, and consecutive labels at least one font size apart along the axis."""
+    """At least 9 px text, consecutive labels at least one font size apart along the axis and their drawn
+    boxes apart (a label across a column as wide as its text runs into the next one), and each label no wider
+    than the geometry's estimate (``LABEL_EM`` of the font size a character), which sizes the margins and
+    decides the column labels' angle."""
+    from engine.views.matrix_view import LABEL_EM
+
     assert ticks, "no tick labels"
     assert min(t["size"] for t in ticks) >= 9, ticks[:3]
     pos = sorted(t[along] for t in ticks)
     gaps = [b - a for a, b in zip(pos, pos[1:], strict=False)]
     assert not gaps or min(gaps) >= min(t["size"] for t in ticks), (along, min(gaps))
+    lo, hi = ("left", "right") if along == "x" else ("top", "bottom")
+    boxes = sorted(ticks, key=lambda t: t[lo])
+    assert all(b[lo] >= a[hi] - 0.5 for a, b in zip(boxes, boxes[1:], strict=False)), (along, boxes[:4])
+    for t in ticks:
+        long_side = max(t["width"], t["height"])  # the text's length, across or upright
+        assert long_side <= LABEL_EM * t["size"] * len(t["text"]) + 1, (along, t)
 
 
 LARGE = (("sparse70", 70, "leaderboard"), ("battles100", 100, "ranking"))

@@ -10,6 +10,7 @@ consistent than they are. Pages draw; this module computes the numbers and the s
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,12 @@ KINDS = {
     "bad triads": "Bad triads containing the pair, summed over graphs.",
 }
 """The three matrices of the verdicts and what a cell holds."""
+
+LABEL_EM = 0.62
+"""A tick label character's width as a share of its font size: an upper bound for the heatmaps' labels
+(model names in Plotly's default sans-serif), which margins and the label angle are sized by."""
+TITLE_EM = 0.6
+"""The same for a title's characters."""
 
 PREDICTED = "predicted"
 """The kind of the matrix the ranker's fit predicts (``PairMatrices.predicted``)."""
@@ -222,7 +229,8 @@ def hover_text(frame: pd.DataFrame, fmt: str) -> list[list[str]]:
 @dataclass(frozen=True)
 class HeatmapGeometry:
     """Pixel sizes of a heatmap: cell edge, plot width/height (including label margins), tick font
-    size, and which labels are shown (every ``x_step``-th column, ``y_step``-th row)."""
+    size, which labels are shown (every ``x_step``-th column, ``y_step``-th row) and the column labels'
+    angle (``x_angle``: 0, across, only where the longest shown one fits its column; else -90, upright)."""
 
     cell_px: float
     width_px: int
@@ -232,6 +240,7 @@ class HeatmapGeometry:
     y_step: int
     left_px: int
     bottom_px: int
+    x_angle: int = -90
 
     def ticks(self, labels, axis: str) -> tuple[list[int], list[str]]:
         """(tick positions, tick labels) of the shown labels along ``axis`` ('x' or 'y')."""
@@ -252,8 +261,24 @@ def heatmap_geometry(row_labels, col_labels, max_plot_px: int = MAX_PLOT_PX) -> 
     step = max(1, math.ceil(LINE_FACTOR * font / cell))
     longest_y = max((len(str(s)) for s in rows[::step]), default=1)
     longest_x = max((len(str(s)) for s in cols[::step]), default=1)
-    left = int(min(220, 12 + 0.62 * font * longest_y))
-    bottom = int(min(220, 12 + 0.62 * font * longest_x))  # x labels run vertically (-90°)
+    left = int(min(220, 12 + LABEL_EM * font * longest_y))
+    # column labels across only where the longest fits its column (with 4 px to spare), else upright (-90°):
+    # across, six names such as "vicuna-13b-v1.3" in 28 px columns ran into each other
+    across = LABEL_EM * font * longest_x + 4 <= cell * step
+    bottom = int(12 + font) if across else int(min(220, 12 + LABEL_EM * font * longest_x))
     width = int(left + cell * len(cols) + 110)  # + the colour bar
     height = int(50 + cell * len(rows) + bottom)
-    return HeatmapGeometry(cell, width, height, font, step, step, left, bottom)
+    return HeatmapGeometry(cell, width, height, font, step, step, left, bottom, 0 if across else -90)
+
+
+TITLE_PX = 14
+"""The heatmaps' title font size (px)."""
+
+
+def wrapped_title(title: str, width_px: int, font_px: int = TITLE_PX) -> tuple[str, int]:
+    """``title`` broken at spaces (Plotly's ``<br>``) into lines that fit ``width_px`` at ``font_px``
+    (``TITLE_EM`` of the font size a character, an upper bound of the heatmaps' font), and the number of
+    lines: a figure as narrow as a few models' matrix cut a one-line title at its right edge."""
+    per_line = max(12, int((width_px - 20) / (TITLE_EM * font_px)))
+    lines = textwrap.wrap(title, per_line, break_long_words=False) or [""]
+    return "<br>".join(lines), len(lines)

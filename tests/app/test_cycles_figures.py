@@ -72,3 +72,24 @@ def test_heatmaps_and_histograms_are_keyed_by_every_input(figures):
     assert bare is not h and len(_spec(bare)["data"]) == 1 and len(_spec(h)["data"]) == 2
     moved = figures.histogram_figure("c3_bad", k, np.array([3, 1, 2, 1]), fit)
     assert list(moved.data[0].y) == [3, 1, 2, 1]
+
+
+@pytest.mark.parametrize("models", [["gpt-4", "claude-v1", "gpt-3.5-turbo", "vicuna-13b-v1.3"],
+                                    ["a", "b", "c"]])
+def test_the_figures_set_column_labels_at_the_geometrys_angle_and_wrap_a_long_title(figures, models):
+    """Both heatmap figures draw their column labels at ``heatmap_geometry``'s angle (upright for names wider
+    than their column, across for short ones), and a title longer than a narrow figure is wrapped with the
+    figure grown by its extra lines."""
+    from engine.views.matrix_view import MAX_PLOT_PX, heatmap_geometry, wrapped_title
+
+    share = _share(models, 1)
+    title = "Share of graphs where the model is on a bad triad, per category"
+    one = _spec(figures.matrix_figure(share, title, "share", ".2f"))
+    geo = heatmap_geometry(models, models)
+    assert one["layout"]["xaxis"]["tickangle"] == geo.x_angle
+    text, lines = wrapped_title(title, geo.width_px)
+    assert one["layout"]["title"]["text"] == text and lines > 1
+    assert one["layout"]["height"] - geo.height_px == one["layout"]["margin"]["t"] - 40 > 0
+    pair = _spec(figures.observed_predicted_figure(share, share))
+    half = heatmap_geometry(models, models, max_plot_px=MAX_PLOT_PX // 2 - 20)
+    assert {pair["layout"][k]["tickangle"] for k in ("xaxis", "xaxis2")} == {half.x_angle}

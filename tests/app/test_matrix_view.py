@@ -103,3 +103,35 @@ def test_cycles_page_matrix_is_grey_where_not_compared(app_at):
         texts = [t for row in trace["text"] for t in row]
         assert sum(t.endswith(NOT_COMPARED) for t in texts) > 9  # more than the diagonal
     assert pd.Series(texts).str.contains(" vs ").all()
+
+
+@pytest.mark.parametrize(("names", "angle"), [
+    (["gpt-4", "claude-v1", "gpt-3.5-turbo", "vicuna-13b-v1.3", "alpaca-13b", "llama-13b"], -90),  # MT-Bench
+    (["a", "b", "c", "d", "e", "f"], 0),
+    (["m1", "m2", "m3"], 0),
+    ([f"m{i}" for i in range(40)], -90),
+])
+def test_column_labels_go_across_only_where_they_fit_their_column(names, angle):
+    """Across (0°) only while the longest shown column label, at ``LABEL_EM`` of the font a character, fits
+    its column with 4 px to spare; else upright with a bottom margin for the longest. MT-Bench's six model
+    names across 28 px columns ran into each other (audit48)."""
+    from engine.views.matrix_view import LABEL_EM
+
+    g = heatmap_geometry(["row"], names)
+    assert g.x_angle == angle
+    longest = LABEL_EM * g.font_px * max(len(n) for n in names[:: g.x_step])
+    if angle == 0:
+        assert longest + 4 <= g.cell_px * g.x_step and g.bottom_px == 12 + g.font_px
+    else:
+        assert longest + 4 > g.cell_px * g.x_step and g.bottom_px >= min(220, int(12 + longest))
+
+
+def test_a_long_title_is_wrapped_to_the_figure_and_counts_its_lines():
+    from engine.views.matrix_view import TITLE_EM, TITLE_PX, wrapped_title
+
+    title = "Share of graphs where the model is on a bad triad, per category"
+    text, lines = wrapped_title(title, 300)
+    parts = text.split("<br>")
+    assert lines == len(parts) > 1 and " ".join(parts) == title
+    assert all(len(p) * TITLE_EM * TITLE_PX <= 300 - 20 for p in parts)
+    assert wrapped_title(title, 2000) == (title, 1)
