@@ -643,3 +643,46 @@ def test_calls_counts_tokens_and_cost_match_the_store_and_the_server(tmp_path):
     cost = (ptok * 1000 + ctok * 2000) / 1e6
     assert summary.iloc[0]["est_cost_usd"] == pytest.approx(cost, rel=1e-9)
     assert r1.est_cost_usd + r2.est_cost_usd == pytest.approx(cost, abs=2e-6)  # each rounded to 1e-6
+
+
+def test_a_run_on_shipped_mt_bench_answers_keeps_their_model_map(tmp_path):
+    """``judge --dataset my-run --inputs mt_bench``: the dataset keeps the shipped MT-Bench model map as its
+    own (it placed 2 of the 6 models on the reference: the others' names differ from the Arena's), so
+    ``datasets map`` places every judged model as the shipped map says, as a dataset named mt_bench is placed
+    through the shipped map by its name; it is kept once, and a map the dataset already has is left as it
+    is."""
+    import io
+
+    from engine.ranking.reference import load_mapping
+    from engine.store.connection import Store
+
+    db = tmp_path / "lens.duckdb"
+    six = "gpt-4,claude-v1,gpt-3.5-turbo,vicuna-13b-v1.3,alpaca-13b,llama-13b"
+    shipped = load_mapping("mt_bench").set_index("model")["arena_model"].fillna("")
+    with FakeOpenAI() as srv:
+        for name in ("my-run", "mt_bench"):
+            out = run_engine(judge_cmd(db, name, srv.base_url, "--protocol", "single", models=six)[3:])
+            assert out.returncode == 0, out.stderr
+        placed = {}
+        for name in ("my-run", "mt_bench"):
+            table = pd.read_csv(io.StringIO(run_engine(["--db", str(db), "datasets", "map", name, "--format",
+                                                        "csv"], check=True).stdout))
+            placed[name] = dict(zip(table["model"], table["reference_model"].fillna(""), strict=True))
+        assert placed["my-run"] == placed["mt_bench"] == {m: shipped[m] for m in six.split(",")}
+        with Store(db) as store:  # kept once: a map is there now (and mt_bench reaches it by its name)
+            from engine.judging.inputs import MT_BENCH_DIR
+            from engine.judging.pipeline import keep_shipped_map
+
+            assert not keep_shipped_map(store, "my-run", MT_BENCH_DIR)
+            assert not keep_shipped_map(store, "mt_bench", MT_BENCH_DIR)
+        (tmp_path / "own.csv").write_text("model,arena_model\ngpt-4,gpt-4-0613\n")
+        run_engine(judge_cmd(db, "mine", srv.base_url, "--protocol", "single", models="gpt-4,llama-13b")[3:],
+                   check=True)
+        run_engine(["--db", str(db), "datasets", "map", "mine", str(tmp_path / "own.csv")], check=True)
+        run_engine(judge_cmd(db, "mine", srv.base_url, "--protocol", "single", models="gpt-4,llama-13b")[3:],
+                   check=True)
+        with Store(db) as store:
+            from engine.store.model_maps import stored_map
+
+            assert stored_map(store, "mine").to_dict("records") == [{"model": "gpt-4",
+                                                                       "reference_model": "gpt-4-0613"}]

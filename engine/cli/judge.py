@@ -282,7 +282,10 @@ def register(sub) -> None:
     p.add_argument(
         "--dataset", required=True, help="dataset to read prompts/answers from and write verdicts to"
     )
-    p.add_argument("--inputs", help="first load questions and answers from this folder (e.g. mt_bench)")
+    p.add_argument("--inputs", help="first load questions and answers from this folder (e.g. mt_bench): each "
+                   "question's first turn (a second turn's answer builds on each model's own first answer, "
+                   "which one pairwise prompt does not show); a shipped folder's model map is kept with the "
+                   "dataset")
     p.add_argument("--models", help="comma-separated models to compare (default: all with answers)")
     p.add_argument("--categories", help="comma-separated categories to load with --inputs")
     p.add_argument("--limit", type=int, help="with --inputs: at most this many prompts per category")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -75,14 +76,37 @@ def load_inputs(
     categories: list[str] | None = None,
     limit_per_category: int | None = None,
 ) -> tuple[int, int]:
-    """Copy questions and answers from a folder like data/mt_bench into the dataset; (prompts, answers)."""
+    """Copy questions and answers from a folder like data/mt_bench into the dataset; (prompts, answers).
+    Questions give their first turn only (``engine.judging.inputs``). A shipped folder's model map
+    (``data/mappings/<folder>.models.csv``, e.g. mt_bench's) is kept with a dataset of another name that
+    has no map of its own, so its answers' models reach the reference as they do under the shipped name."""
     folder = inp.resolve_inputs(source)
     q = inp.select_prompts(inp.read_questions(folder), categories, limit_per_category)
     a = inp.read_answers(folder, models)
     a = a[a["prompt_id"].isin(set(q["prompt_id"])) & a["turn"].isin(set(q["turn"]))]
     write_prompts(store, dataset, q, source=str(folder))
     write_answers(store, dataset, a, source=str(folder))
+    keep_shipped_map(store, dataset, folder)
     return len(q), len(a)
+
+
+def keep_shipped_map(store: Store, dataset: str, folder: Path) -> bool:
+    """Keep the shipped model map of a shipped inputs folder (``data/<name>`` with
+    ``data/mappings/<name>.models.csv``) as ``dataset``'s own map when the dataset has none and is not
+    ``<name>`` (which the shipped map reaches by its name); whether it did. Why: ``judge --dataset my-run
+    --inputs mt_bench`` placed 2 of MT-Bench's 6 models on the reference (the others' names differ from
+    the Arena's), so its reference columns and curves were measured over 2 models."""
+    from engine.ranking.reference import has_mapping, load_mapping
+    from engine.store.model_maps import set_stored_map, stored_map
+
+    name = folder.resolve().name
+    if (dataset == name or folder.resolve() != (inp.DATA_DIR / name).resolve() or not has_mapping(name)
+            or not stored_map(store, dataset).empty):
+        return False
+    shipped = load_mapping(name)
+    set_stored_map(store, dataset, pd.DataFrame({"model": shipped["model"].astype(str),
+                                                 "reference_model": shipped["arena_model"].fillna("")}))
+    return True
 
 
 def build_jobs(
