@@ -94,16 +94,18 @@ def _meeting_key(key: CacheKey, model_a: str, model_b: str, p, meeting) -> str:
 
 
 @st.fragment
-def prompt_entry(p, key: CacheKey, model_a: str, model_b: str, texts: bool) -> None:
+def prompt_entry(p, key: CacheKey, model_a: str, model_b: str, texts: bool, instances: bool = False) -> None:
     """One prompt of the page: its question and the two answers, then one expander per meeting whose
     verdicts and rationales are drawn only once it is opened (a new tab draws the prompts' texts, not
     also every meeting's hidden verdicts). Opening one reruns this prompt alone, from the page the full
-    run read (``p``): no store read, so never a newer version's verdicts under the older counts."""
+    run read (``p``): no store read, so never a newer version's verdicts under the older counts.
+    ``instances``: the pair met on several variants or turns of a prompt, so every entry names its variant and
+    turn (the first turn's entry was headed by its prompt alone, its second's with both)."""
     with st.container(border=True):
         where = [f"prompt {p.prompt_id}"]
         if p.category:
             where.append(p.category)
-        if p.variant or p.turn != 1:
+        if instances or p.variant or p.turn != 1:
             where.append(f"variant {p.variant}, turn {p.turn}")
         st.markdown("**" + escape_md(" · ".join(where)) + "**")
         if texts:
@@ -206,4 +208,4 @@ if not texts:
     st.caption("The dataset holds no question or answer texts, so only the verdicts are shown.")
 
 for p in or_stop(_page, ch.key, model_a, model_b, outcomes, page):
-    prompt_entry(p, ch.key, model_a, model_b, texts)
+    prompt_entry(p, ch.key, model_a, model_b, texts, graphs_differ)

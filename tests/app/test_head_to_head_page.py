@@ -260,3 +260,18 @@ def test_prompts_with_variants_and_turns_are_counted_both_ways(tmp_path, monkeyp
     options = {re.sub(r" · .*", "", o): o for o in at.selectbox(key="h2h_b").options}
     assert options["y"].endswith(f"met on {ids} prompts ({graphs} with variants and turns)")
     assert f"Prompt graphs 1–{PAGE_SIZE} of {graphs} (in prompt-id order)." in [c.value for c in at.caption]
+
+
+def test_a_pair_met_on_several_turns_and_variants_names_both_on_every_entry(tmp_path, migrated_empty_db):
+    """Dataset 't' (tests/test_active_curves.py): each prompt in two variants and two turns. Every entry on
+    the page is headed by its prompt, variant and turn (the first turn's was headed by its prompt alone),
+    and the page's headings are the (prompt, variant, turn) instances the two models met, in order."""
+    from test_active_curves import multi_instance_store
+
+    db = multi_instance_store(tmp_path, migrated_empty_db)
+    with pytest.MonkeyPatch.context() as mp:
+        at = new_app(db, mp, PAGE, {"dataset": "t", "model_a": "m0", "model_b": "m1"})
+    assert_clean(at)
+    heads = [unescape_md(m.value) for m in at.markdown if unescape_md(m.value).startswith("**prompt ")]
+    want = [f"**prompt q{p} · variant {v}, turn {t}**" for p in range(6) for v in (0, 1) for t in (1, 2)]
+    assert heads == want[: len(heads)] and len(heads) == min(len(want), PAGE_SIZE)
