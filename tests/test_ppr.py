@@ -451,3 +451,33 @@ def test_bad_input_is_one_sentence_and_exit_2(ppr_db, argv, words):
     out = run_engine(["--db", db, "leaderboard", "--dataset", "v", *argv])
     assert out.returncode == 2, out.stderr
     assert words in out.stderr and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_the_paper_variance_note_states_its_ratio_to_the_per_model_standard_error(tmp_path):
+    """With every pair judged equally often, each of k models is in 2/k of a set's n battles, so the paper's
+    covariance (over n^2) is (2/k)^2 of the per-model one (over n_i n_j): the std_error columns of the two
+    variances read 2/k apart, model by model, and the note says 2/k with this k."""
+    import io
+    import itertools
+
+    import pandas as pd
+
+    models = ["m0", "m1", "m2", "m3", "m4"]
+    rng = np.random.default_rng(2)
+    rows = [{"prompt_id": f"q{p}", "model_a": a, "model_b": b, "judge": "human",
+             "winner": rng.choice(["A", "B", "tie"], p=[0.45, 0.4, 0.15])}
+            for p in range(30) for a, b in itertools.combinations(models, 2)]
+    pd.DataFrame(rows).to_csv(tmp_path / "h.csv", index=False)
+    db = str(tmp_path / "lens.duckdb")
+    run_engine(["--db", db, "import", "--dataset", "h", str(tmp_path / "h.csv")], check=True)
+
+    def board(variance: str):
+        out = run_engine(["--db", db, "leaderboard", "--dataset", "h", "--method", "human-only", "--human",
+                          "human", "--ppr-variance", variance, "--format", "csv"], check=True)
+        return pd.read_csv(io.StringIO(out.stdout)).set_index("model")["std_error"], out.stderr
+
+    paper, note = board("paper")
+    per_model, _ = board("per-model")
+    k = len(models)
+    np.testing.assert_allclose((paper / per_model.reindex(paper.index)).to_numpy(), 2 / k, rtol=1e-12)
+    assert f"about 2/k (k = {k} models: {2 / k:.2g})" in note
