@@ -4,4 +4,4 @@ Everything the app and the command line show is computed here; nothing in this p
 streamlit (a test enforces it).
 """
 
-__version__ = "0.20.7"
+__version__ = "0.20.8"
