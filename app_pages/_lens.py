@@ -217,8 +217,13 @@ def or_stop(fn, *args, **kwargs):
 def datasets_table():
     """``Store.datasets()``'s frame from the stored per-dataset summaries (``engine.store.datasets.
     dataset_listing``: counted once per dataset version), read again only when a dataset is added,
-    changed (its version moves) or removed."""
-    return _datasets_table(dataset_stamps(get_store()))
+    changed (its version moves) or removed, or while an attached dataset's files cannot be read (its
+    version does not move when they come back: its zeros are not kept)."""
+    stamp = dataset_stamps(get_store())
+    frame = _datasets_table(stamp)
+    if frame.attrs.get("provisional"):
+        _datasets_table.clear(stamp)
+    return frame
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -228,8 +233,17 @@ def _datasets_table(stamp: tuple):
     return dataset_listing(get_store(), battles=True)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
 def choices(dataset: str, version: int):
+    """The dataset's judges and categories (``dataset_choices``), kept per version unless its attached
+    files could not be read (then asked again at the next run)."""
+    got = _choices(dataset, version)
+    if got.provisional:
+        _choices.clear(dataset, version)
+    return got
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _choices(dataset: str, version: int):
     return dataset_choices(get_store(), dataset)
 
 

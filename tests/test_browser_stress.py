@@ -265,9 +265,9 @@ TICKS = """(sel) => {
 def _legible(ticks: list[dict], along: str) -> None:
     """At least 9 px text, consecutive labels at least one font size apart along the axis and their drawn
     boxes apart (a label across a column as wide as its text runs into the next one), and each label no wider
-    than the geometry's estimate (``LABEL_EM`` of the font size a character), which sizes the margins and
-    decides the column labels' angle."""
-    from engine.views.matrix_view import LABEL_EM
+    than the geometry's estimate (``label_px``), which sizes the margins and decides the column labels'
+    angle."""
+    from engine.views.matrix_view import label_px
 
     assert ticks, "no tick labels"
     assert min(t["size"] for t in ticks) >= 9, ticks[:3]
@@ -279,7 +279,7 @@ def _legible(ticks: list[dict], along: str) -> None:
     assert all(b[lo] >= a[hi] - 0.5 for a, b in zip(boxes, boxes[1:], strict=False)), (along, boxes[:4])
     for t in ticks:
         long_side = max(t["width"], t["height"])  # the text's length, across or upright
-        assert long_side <= LABEL_EM * t["size"] * len(t["text"]) + 1, (along, t)
+        assert long_side <= label_px(t["text"], t["size"]) + 1, (along, t)
 
 
 LARGE = (("sparse70", 70, "leaderboard"), ("battles100", 100, "ranking"))

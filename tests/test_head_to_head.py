@@ -311,3 +311,19 @@ def test_cli_note_counts_prompt_ids_and_prompt_graphs(tmp_path):
                       "--model-b", "y", "--format", "csv"])
     assert run.returncode == 0, run.stderr
     assert f"x vs y: {ids} prompts ({graphs} with variants and turns), {graphs} meetings" in run.stderr
+
+
+@pytest.mark.parametrize("how", ["import", "attach"])
+def test_cli_refuses_an_unknown_model_of_a_stored_or_attached_dataset(empty_store, tmp_path, how):
+    """The model names come from the dataset's rows or, attached, its files: an unknown one is one sentence
+    listing the models the rows name (an attached dataset's read as two models that never met)."""
+    rows = random_verdicts(0)
+    name = _stored(empty_store, tmp_path, rows, "d", how)
+    db = str(empty_store.path)
+    empty_store.close()
+    run = run_engine(["--db", db, "head-to-head", "--dataset", name, "--model-a", "nope", "--model-b", "m1"])
+    known = sorted(set(rows["model_a"]) | set(rows["model_b"]))
+    assert run.returncode == 2 and run.stdout == ""
+    more = f" and {len(known) - 12} more" if len(known) > 12 else ""
+    assert run.stderr == (f"error: Dataset 'd' has no model 'nope' (--model-a); its models are "
+                          f"{', '.join(known[:12])}{more}.\n")

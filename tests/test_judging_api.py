@@ -649,8 +649,8 @@ def test_a_run_on_shipped_mt_bench_answers_keeps_their_model_map(tmp_path):
     """``judge --dataset my-run --inputs mt_bench``: the dataset keeps the shipped MT-Bench model map as its
     own (it placed 2 of the 6 models on the reference: the others' names differ from the Arena's), so
     ``datasets map`` places every judged model as the shipped map says, as a dataset named mt_bench is placed
-    through the shipped map by its name; it is kept once, and a map the dataset already has is left as it
-    is."""
+    through the shipped map by its name. Only the load that creates the dataset keeps it: a cleared map
+    stays cleared, and a map the dataset already has is left as it is."""
     import io
 
     from engine.ranking.reference import load_mapping
@@ -675,6 +675,13 @@ def test_a_run_on_shipped_mt_bench_answers_keeps_their_model_map(tmp_path):
 
             assert not keep_shipped_map(store, "my-run", MT_BENCH_DIR)
             assert not keep_shipped_map(store, "mt_bench", MT_BENCH_DIR)
+        run_engine(["--db", str(db), "datasets", "map", "my-run", "--clear"], check=True)
+        again = run_engine(judge_cmd(db, "my-run", srv.base_url, "--protocol", "single", models=six)[3:])
+        assert again.returncode == 0, again.stderr
+        with Store(db) as store:  # a cleared map stays cleared: only a dataset the load creates gets it
+            from engine.store.model_maps import stored_map
+
+            assert stored_map(store, "my-run").empty
         (tmp_path / "own.csv").write_text("model,arena_model\ngpt-4,gpt-4-0613\n")
         run_engine(judge_cmd(db, "mine", srv.base_url, "--protocol", "single", models="gpt-4,llama-13b")[3:],
                    check=True)

@@ -214,9 +214,11 @@ def test_no_progress_leaves_stderr_empty_with_the_local_judge(smol, tmp_path):
     assert (run["calls_made"].sum(), run["verdicts"].sum()) == (2, 2)
     # nothing but the one line a run of invalid verdicts gets (8 new tokens of the tiny model may hold no tag;
     # a run of none valid exits 1)
-    from engine.cli.judge import invalid_sentence
-
     invalid, verdicts = int(run["invalid"].sum()), int(run["verdicts"].sum())
-    said = invalid_sentence(verdicts, invalid)
-    assert done.stderr == ("" if said is None else f"warning: {said}\n")
-    assert done.returncode == (1 if invalid == verdicts else 0), done.stderr
+    if invalid == 0:
+        assert done.stderr == "" and done.returncode == 0
+    else:
+        share = "all" if invalid == verdicts else f"{invalid} of {verdicts}"
+        assert done.stderr.startswith(f"warning: {share} verdicts of this run are invalid: ")
+        assert done.stderr.count("\n") == 1 and done.stderr.endswith(".\n")
+        assert done.returncode == (1 if invalid == verdicts else 0), done.stderr

@@ -83,3 +83,23 @@ def test_a_line_cut_short_names_its_end_not_a_column_of_the_next_line(ending, la
         assert want.colno == len(cut) + 1
         assert problems == [None, f"the line is not valid JSON: it ends before its value does ({want.msg} at "
                                   f"its end, column {len(cut) + 1})"]
+
+
+@pytest.mark.parametrize(("ending", "last"), [("\n", "\n"), ("\r\n", "\r\n"), ("\n", "")])
+def test_a_line_cut_inside_a_string_names_where_the_string_starts(ending, last):
+    """Cut inside a string (a truncated answer text, the likeliest cut): the line's newline then reads as a
+    control character in the string, or the file's end as an unterminated string; either way the problem says
+    the line ends inside a string and names the column where the string starts, as ``json.loads`` of the line
+    alone does."""
+    good = json.dumps({**ROWS[0], "explanation": "a long rationale"})
+    at = good.index("a long")
+    for cut in (good[: at + 3], good[: at]):
+        records = list(jr.jsonl_records(io.BytesIO((good + ending + cut + last).encode())))
+        problems = [p for _, _, probs in records for p in probs]
+        try:
+            json.loads(cut)
+        except json.JSONDecodeError as exc:
+            want = exc
+        assert want.msg.startswith("Unterminated string") and want.colno == at
+        assert problems == [None, "the line is not valid JSON: it ends inside a string (the string from "
+                                  f"column {at} is not closed)"]

@@ -480,4 +480,4 @@ def test_the_paper_variance_note_states_its_ratio_to_the_per_model_standard_erro
     per_model, _ = board("per-model")
     k = len(models)
     np.testing.assert_allclose((paper / per_model.reindex(paper.index)).to_numpy(), 2 / k, rtol=1e-12)
-    assert f"about 2/k (k = {k} models: {2 / k:.2g})" in note
+    assert f"about 2/k (k = {k} models: {2 / k:.2g}) of" in note

@@ -71,7 +71,8 @@ def _refuse_mixes(args: argparse.Namespace) -> None:
 
 
 def run_active(args: argparse.Namespace) -> int:
-    """Run the active judge or replay and print its report; exit status (1 when calls failed)."""
+    """Run the active judge or replay and print its report; exit status (1 when calls failed or no verdict of
+    the run is valid: ``engine.cli.judge.finish_code``)."""
     import pandas as pd
 
     from engine.cli._common import store_from_args, write_frame

@@ -66,8 +66,8 @@ def summary_sentence(m: Matchup, s: Summary) -> str:
 
 
 def _check_model(store, dataset: str, model: str, option: str) -> None:
-    """Refuse a model the dataset's stored verdicts never name, listing some that they do (an attached
-    dataset's files are not scanned for it: an unknown model there reads as two models that never met)."""
+    """Refuse a model the dataset's verdicts never name (its stored rows, or an attached dataset's files, or
+    its pair counts: ``dataset_models``), listing some that they do."""
     from engine.store.datasets import dataset_models
 
     known = dataset_models(store, dataset)

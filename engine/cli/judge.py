@@ -284,8 +284,8 @@ def register(sub) -> None:
     )
     p.add_argument("--inputs", help="first load questions and answers from this folder (e.g. mt_bench): each "
                    "question's first turn (a second turn's answer builds on each model's own first answer, "
-                   "which one pairwise prompt does not show); a shipped folder's model map is kept with the "
-                   "dataset")
+                   "which one pairwise prompt does not show); a dataset it creates keeps the shipped "
+                   "folder's model map")
     p.add_argument("--models", help="comma-separated models to compare (default: all with answers)")
     p.add_argument("--categories", help="comma-separated categories to load with --inputs")
     p.add_argument("--limit", type=int, help="with --inputs: at most this many prompts per category")
@@ -354,7 +354,7 @@ def _config(args: argparse.Namespace) -> ProtocolConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Judge the selected pairs as one recorded run and print its report; exit status (1 when calls
-    failed)."""
+    failed or no verdict of the run is valid: ``finish_code``)."""
     check_shard_args(args)
     if wants_active(args):
         if args.export_requests:

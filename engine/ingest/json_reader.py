@@ -99,16 +99,29 @@ def refused_token(value, escapes: bool = True) -> str | None:
     return None
 
 
+def _cut_short(text: str, exc: json.JSONDecodeError) -> str:
+    """What is wrong with a line ``json`` could not decode, as the end of a sentence: where a value, or a
+    string, is cut short by the line's end, that (the decoder's position then lies past the line's last
+    character, on its newline, or at a string it never saw closed); else the decoder's message and column."""
+    body = text.rstrip("\r\n")
+    why = exc.msg.removesuffix(" at")  # "Invalid control character at", "Unterminated string starting at"
+    if exc.pos < len(body) and not why.startswith("Unterminated string"):
+        return f" ({why} at column {exc.colno})"
+    try:  # the line without its ending: a string cut short then reads as unterminated, from its start
+        _strict_loads(body)
+    except json.JSONDecodeError as inner:
+        exc, why = inner, inner.msg.removesuffix(" at")
+    if why.startswith("Unterminated string"):
+        return f": it ends inside a string (the string from column {exc.colno} is not closed)"
+    return f": it ends before its value does ({why} at its end, column {len(body) + 1})"
+
+
 def json_line(text: str) -> tuple[dict, str | None]:
     """One JSON Lines line → (its record, or {} with the reason it is not one)."""
     try:
         obj, marked = _strict_loads(text)
     except json.JSONDecodeError as exc:
-        body = text.rstrip("\r\n")
-        if exc.pos >= len(body):  # cut short: the decoder stopped past the line's end (its newline)
-            return {"raw_text": text}, ("the line is not valid JSON: it ends before its value does "
-                                        f"({exc.msg} at its end, column {len(body) + 1})")
-        return {"raw_text": text}, f"the line is not valid JSON ({exc.msg} at column {exc.colno})"
+        return {"raw_text": text}, "the line is not valid JSON" + _cut_short(text, exc)
     except RecursionError:
         return {"raw_text": text[:200]}, "the line is not valid JSON (nested too deeply)"
     if not isinstance(obj, dict):

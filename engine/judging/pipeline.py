@@ -79,14 +79,17 @@ def load_inputs(
     """Copy questions and answers from a folder like data/mt_bench into the dataset; (prompts, answers).
     Questions give their first turn only (``engine.judging.inputs``). A shipped folder's model map
     (``data/mappings/<folder>.models.csv``, e.g. mt_bench's) is kept with a dataset of another name that
-    has no map of its own, so its answers' models reach the reference as they do under the shipped name."""
+    this call creates, so its answers' models reach the reference as they do under the shipped name; a
+    dataset that exists keeps the map it has, or none if its map was cleared."""
     folder = inp.resolve_inputs(source)
+    new = not store.has_dataset(dataset)
     q = inp.select_prompts(inp.read_questions(folder), categories, limit_per_category)
     a = inp.read_answers(folder, models)
     a = a[a["prompt_id"].isin(set(q["prompt_id"])) & a["turn"].isin(set(q["turn"]))]
     write_prompts(store, dataset, q, source=str(folder))
     write_answers(store, dataset, a, source=str(folder))
-    keep_shipped_map(store, dataset, folder)
+    if new:
+        keep_shipped_map(store, dataset, folder)
     return len(q), len(a)
 
 

@@ -117,11 +117,12 @@ def ppr_board(store: Store, dataset: str, *, method: str, human: str | None, pro
                                  n_human=len(battles) if method == "human-only" else 0,
                                  n_proxy=0 if method == "human-only" else len(battles)))
     ties = ", ties ignored" if ignore_ties else ""
-    n_models = len(blocks[0]) if blocks else 0  # one row per model in each block
+    sizes = sorted({len(b) for b in blocks})  # one row per model in each block (proxies may rank other sets)
+    ks = ", ".join(f"{k} models: {2 / k:.2g}" for k in sizes if k)
     caveat = (": the authors' covariance, which can make the rank-sets too narrow with many close models; "
-              f"std_error is its square root, about 2/k (k = {n_models} models: {2 / max(n_models, 1):.2g}) "
-              "of a per-model win rate's standard error when every pair has the same count (--ppr-variance "
-              "per-model gives the per-model mean's)." if variance == "paper" else ".")
+              f"std_error is its square root, about 2/k (k = {ks}) of a per-model win rate's standard error "
+              "when every pair has the same count (--ppr-variance per-model gives the per-model mean's)."
+              if variance == "paper" else ".")
     notes.append(f"rank-sets at level {1 - alpha:g} (Chatzi et al. 2024; win rates count a tie as a win "
                  f"for neither model{ties}); variance {variance}{caveat}")
     table = pd.concat(blocks, ignore_index=True)[list(PPR_COLUMNS)]

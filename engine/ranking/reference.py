@@ -298,17 +298,11 @@ def model_map(store: Store | None, dataset: str, map_file: str | Path | None = N
 
 
 def dataset_model_names(store: Store, dataset: str) -> list[str]:
-    """Every model name a dataset's verdicts compare, sorted (stored or read in place)."""
-    from engine.store.attached import attached_relation
+    """Every model name a dataset's verdicts compare, sorted (stored or read in place:
+    ``engine.store.datasets.dataset_models``)."""
     from engine.store.datasets import dataset_models
-    from engine.store.sql import params
 
-    rel = attached_relation(store, dataset)
-    if rel is None:
-        return sorted(dataset_models(store, dataset))
-    rows = store.cursor().execute(f"SELECT model_a FROM {rel} UNION SELECT model_b FROM {rel}",
-                                  params(rel)).fetchall()
-    return sorted(str(r[0]) for r in rows if r[0] is not None)
+    return sorted(str(m) for m in dataset_models(store, dataset) if m is not None)
 
 
 def name_map_table(store: Store, dataset: str, category: str | None = None, path: str | Path | None = None,

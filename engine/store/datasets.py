@@ -20,17 +20,19 @@ class DatasetChoices:
     categories: tuple[str, ...]
     default_judge: str
     models_per_judge: dict[str, int]
+    provisional: bool = False  # an attached dataset whose files could not be read: nothing counted yet
 
 
 def dataset_choices(store: Store, dataset: str) -> DatasetChoices:
     """Judges (the default is the one whose graphs cover the most models, then by name) and categories,
     from the dataset's stored summary (``engine.store.summaries``: counted once per dataset version)."""
-    from engine.store.summaries import summary
+    from engine.store.summaries import summaries
 
-    s = summary(store, dataset)
+    got = summaries(store, [dataset])
+    s = got[dataset]
     judges = tuple(sorted(j for j, _ in s.judge_models))
     default = s.judge_models[0][0] if s.judge_models else ""
-    return DatasetChoices(judges, s.categories, default, dict(s.judge_models))
+    return DatasetChoices(judges, s.categories, default, dict(s.judge_models), dataset in got.provisional)
 
 
 def dataset_listing(store: Store, *, models: bool = False, battles: bool = False):
@@ -47,6 +49,7 @@ def dataset_listing(store: Store, *, models: bool = False, battles: bool = False
         "ORDER BY name"
     ).df()
     got = summaries(store)
+    frame.attrs["provisional"] = sorted(got.provisional)  # listed with nothing counted (``Summaries``)
     names = frame["name"].tolist()
     for col in ("verdicts",) + (("battles",) if battles else ()) + ("invalid", "judges", "prompts") + (
             ("models",) if models else ()):

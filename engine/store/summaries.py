@@ -125,24 +125,42 @@ def _counted(store: Store, con: duckdb.DuckDBPyConnection, dataset: str) -> tupl
         return count_summary(con, dataset), False
 
 
-def summaries(store: Store, names: list[str] | None = None) -> dict[str, DatasetSummary]:
+class Summaries(dict):
+    """``summaries``' answer: name -> ``DatasetSummary``, and ``provisional``, the attached datasets whose
+    files could not be read now: listed with nothing counted, under a version that does not move when the
+    files come back, so a caller that keeps results by version must not keep these."""
+
+    provisional: frozenset[str] = frozenset()
+
+
+def summaries(store: Store, names: list[str] | None = None) -> Summaries:
     """The summary of every dataset (or of ``names``), by name: read where stored for the current version,
     else counted and stored (with the rows of versions that are gone dropped) in the same transaction."""
+    out = Summaries()
+    provisional: set[str] = set()
     if store.read_only:  # nothing is written; a store from before migration 075 has no summaries table
         cur = store.cursor()
         has_table = cur.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'dataset_summaries'"
                                 " AND database_name = current_database()").fetchone()
         stored = _stored(cur) if has_table and has_table[0] else {}
-        return {n: stored.get((n, v)) or _counted(store, cur, n)[0] for n, v in _current(cur, names)}
+        for n, v in _current(cur, names):
+            got = stored.get((n, v))
+            if got is None:
+                got, kept = _counted(store, cur, n)
+                if not kept:
+                    provisional.add(n)
+            out[n] = got
+        out.provisional = frozenset(provisional)
+        return out
     cur = store.cursor()
     current = _current(cur, names)
     stored = _stored(cur)
     if all(key in stored for key in current):  # the usual case: nothing to count, nothing written
-        return {n: stored[(n, v)] for n, v in current}
+        out.update((n, stored[(n, v)]) for n, v in current)
+        return out
     with store.transaction() as tx:  # counts and versions from one snapshot
         current = _current(tx, names)
         stored = _stored(tx)
-        out: dict[str, DatasetSummary] = {}
         for name, version in current:
             got = stored.get((name, version))
             if got is None:
@@ -150,9 +168,12 @@ def summaries(store: Store, names: list[str] | None = None) -> dict[str, Dataset
                 if keep:
                     tx.execute("INSERT OR REPLACE INTO dataset_summaries VALUES (?, ?, ?)",
                                [name, version, got.to_json()])
+                else:
+                    provisional.add(name)
             out[name] = got
         tx.execute("DELETE FROM dataset_summaries s WHERE NOT EXISTS "
                    "(SELECT 1 FROM datasets d WHERE d.name = s.dataset AND d.version = s.version)")
+    out.provisional = frozenset(provisional)
     return out
 
 

@@ -42,8 +42,20 @@ KINDS = {
 """The three matrices of the verdicts and what a cell holds."""
 
 LABEL_EM = 0.62
-"""A tick label character's width as a share of its font size: an upper bound for the heatmaps' labels
-(model names in Plotly's default sans-serif), which margins and the label angle are sized by."""
+"""A tick label character's width as a share of its font size: an upper bound for the lower-case letters,
+digits and punctuation of model names in Plotly's default sans-serif (``label_px`` widens the rest)."""
+WIDE_EM = {"M": 0.95, "W": 0.95, "@": 0.95, "%": 0.95, "m": 0.95, "w": 0.8}
+"""Characters wider than ``LABEL_EM`` (``label_px``); a wide East Asian character counts 1 em."""
+
+
+def label_px(text: str, font_px: float) -> float:
+    """An upper bound of the width a tick label takes at ``font_px``: ``LABEL_EM`` a character, ``WIDE_EM``
+    for the wide Latin letters and signs, 1 em for a wide or fullwidth East Asian character. What the heatmap
+    margins and the column labels' angle are sized by: a label wider than its column goes upright."""
+    import unicodedata
+
+    return font_px * sum(1.0 if unicodedata.east_asian_width(ch) in "WF" else WIDE_EM.get(ch, LABEL_EM)
+                         for ch in str(text))
 TITLE_EM = 0.6
 """The same for a title's characters."""
 
@@ -259,13 +271,13 @@ def heatmap_geometry(row_labels, col_labels, max_plot_px: int = MAX_PLOT_PX) -> 
     cell = min(28.0, max_plot_px / n)
     font = int(max(MIN_FONT_PX, min(12, math.floor(cell * 0.8))))
     step = max(1, math.ceil(LINE_FACTOR * font / cell))
-    longest_y = max((len(str(s)) for s in rows[::step]), default=1)
-    longest_x = max((len(str(s)) for s in cols[::step]), default=1)
-    left = int(min(220, 12 + LABEL_EM * font * longest_y))
+    longest_y = max((label_px(s, font) for s in rows[::step]), default=font)
+    longest_x = max((label_px(s, font) for s in cols[::step]), default=font)
+    left = int(min(220, 12 + longest_y))
     # column labels across only where the longest fits its column (with 4 px to spare), else upright (-90°):
     # across, six names such as "vicuna-13b-v1.3" in 28 px columns ran into each other
-    across = LABEL_EM * font * longest_x + 4 <= cell * step
-    bottom = int(12 + font) if across else int(min(220, 12 + LABEL_EM * font * longest_x))
+    across = longest_x + 4 <= cell * step
+    bottom = int(12 + font) if across else int(min(220, 12 + longest_x))
     width = int(left + cell * len(cols) + 110)  # + the colour bar
     height = int(50 + cell * len(rows) + bottom)
     return HeatmapGeometry(cell, width, height, font, step, step, left, bottom, 0 if across else -90)
@@ -280,5 +292,5 @@ def wrapped_title(title: str, width_px: int, font_px: int = TITLE_PX) -> tuple[s
     (``TITLE_EM`` of the font size a character, an upper bound of the heatmaps' font), and the number of
     lines: a figure as narrow as a few models' matrix cut a one-line title at its right edge."""
     per_line = max(12, int((width_px - 20) / (TITLE_EM * font_px)))
-    lines = textwrap.wrap(title, per_line, break_long_words=False) or [""]
+    lines = textwrap.wrap(title, per_line, break_long_words=False, break_on_hyphens=False) or [""]
     return "<br>".join(lines), len(lines)

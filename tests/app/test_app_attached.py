@@ -52,3 +52,30 @@ def test_an_attached_dataset_offers_its_judges_and_ranks_one_as_the_cli_does(tmp
     assert page["model"].tolist() == cli["model"].tolist() == ["m0", "m1", "m2"]
     np.testing.assert_allclose(page["score"].to_numpy(dtype=float), cli["score"].to_numpy(dtype=float),
                                rtol=0, atol=1e-9)
+
+
+def test_an_attached_dataset_listed_while_its_files_were_away_is_counted_once_they_are_back(
+        tmp_path, monkeypatch, migrated_empty_db):
+    """Its summary is counted at the next listing once its version moves (here: a store of 0.20.7 has none
+    with ``battles``); while its files cannot be read it is listed with nothing counted, and its version does
+    not move when they come back, so the app keeps neither that listing nor those choices: the next run
+    shows the files' counts and judges."""
+    from engine.store.connection import Store
+
+    db = tmp_path / "lens.duckdb"
+    shutil.copyfile(migrated_empty_db, db)
+    frame = attached_files(tmp_path / "files")
+    run_engine(["--db", str(db), "datasets", "attach", "att", str(tmp_path / "files" / "*.parquet")],
+               check=True)
+    with Store(db) as store:
+        store.cursor().execute("DELETE FROM dataset_summaries")
+    (tmp_path / "files").rename(tmp_path / "away")
+    at = new_app(db, monkeypatch, "app_pages/6_data.py", {"dataset": "att"})
+    listed = at.dataframe[0].value.set_index("name")
+    assert int(listed.loc["att", "verdicts"]) == 0
+    assert list(next(s for s in at.selectbox if s.label == "Judge").options)[1:] == []
+    (tmp_path / "away").rename(tmp_path / "files")
+    at.run()
+    listed = at.dataframe[0].value.set_index("name")
+    assert int(listed.loc["att", "verdicts"]) == len(frame)
+    assert list(next(s for s in at.selectbox if s.label == "Judge").options)[1:] == ["j1", "j2"]

@@ -110,16 +110,18 @@ def test_cycles_page_matrix_is_grey_where_not_compared(app_at):
     (["a", "b", "c", "d", "e", "f"], 0),
     (["m1", "m2", "m3"], 0),
     ([f"m{i}" for i in range(40)], -90),
+    (["MMM", "WWW", "MWM"], -90),  # three wide letters are wider than a 28 px column
+    (["模型一", "模型二"], -90),  # three wide East Asian characters, 1 em each
 ])
 def test_column_labels_go_across_only_where_they_fit_their_column(names, angle):
     """Across (0°) only while the longest shown column label, at ``LABEL_EM`` of the font a character, fits
     its column with 4 px to spare; else upright with a bottom margin for the longest. MT-Bench's six model
     names across 28 px columns ran into each other (audit48)."""
-    from engine.views.matrix_view import LABEL_EM
+    from engine.views.matrix_view import label_px
 
     g = heatmap_geometry(["row"], names)
     assert g.x_angle == angle
-    longest = LABEL_EM * g.font_px * max(len(n) for n in names[:: g.x_step])
+    longest = max(label_px(n, g.font_px) for n in names[:: g.x_step])
     if angle == 0:
         assert longest + 4 <= g.cell_px * g.x_step and g.bottom_px == 12 + g.font_px
     else:
@@ -135,3 +137,6 @@ def test_a_long_title_is_wrapped_to_the_figure_and_counts_its_lines():
     assert lines == len(parts) > 1 and " ".join(parts) == title
     assert all(len(p) * TITLE_EM * TITLE_PX <= 300 - 20 for p in parts)
     assert wrapped_title(title, 2000) == (title, 1)
+    hyphened = "Bad triads of claude-instant-v1 and gpt-3.5-turbo-0613 per category"
+    text, lines = wrapped_title(hyphened, 260)
+    assert lines > 1 and " ".join(text.split("<br>")) == hyphened  # broken at spaces only, never a name
