@@ -693,3 +693,82 @@ def test_a_run_on_shipped_mt_bench_answers_keeps_their_model_map(tmp_path):
 
             assert stored_map(store, "mine").to_dict("records") == [{"model": "gpt-4",
                                                                        "reference_model": "gpt-4-0613"}]
+
+
+def test_turn_two_is_judged_on_its_conversation(tmp_path):
+    """``judge --turn 2 --inputs mt_bench``: one verdict per prompt (8 categories x 1, one pair, single), all
+    of turn 2. Every request shows the whole conversation: both questions (the first before the second) and,
+    in each answer section, one model's own turn-1 answer before its turn-2 answer (read independently from
+    data/mt_bench's files); each stored winner is the model the fake server's rule (the longer answer
+    section) picks for that request."""
+    import json as jsonlib
+
+    from judging_fake_openai import sections
+
+    from engine.judging.inputs import MT_BENCH_DIR
+    from engine.store.connection import Store
+
+    two = ["gpt-4", "llama-13b"]
+    questions = {str(q["question_id"]): q["turns"] for q in map(jsonlib.loads,
+                 (MT_BENCH_DIR / "question.jsonl").read_text().splitlines()) if q}
+    answers = {(m, str(a["question_id"])): a["choices"][0]["turns"] for m in two
+               for a in map(jsonlib.loads,
+                            (MT_BENCH_DIR / "model_answer" / f"{m}.jsonl").read_text().splitlines())}
+    db = tmp_path / "lens.duckdb"
+    with FakeOpenAI() as srv:
+        out = run_engine(judge_cmd(db, "t2", srv.base_url, "--protocol", "single", "--turn", "2",
+                                   models=",".join(two))[3:])
+        assert out.returncode == 0, out.stderr
+        bodies = list(srv.bodies)
+    want = {}
+    for body in bodies:
+        s = sections(body["messages"][-1]["content"])
+        (qid,) = [q for q, t in questions.items() if t[1] in s["QUESTION"]]
+        assert s["QUESTION"].index(questions[qid][0]) < s["QUESTION"].index(questions[qid][1])
+        side = {}
+        for name in ("ANSWER A", "ANSWER B"):
+            (side[name],) = [m for m in two if answers[(m, qid)][1] in s[name]]
+            first, second = answers[(side[name], qid)]
+            assert s[name].index(first) < s[name].index(second)
+        a, b = s["ANSWER A"], s["ANSWER B"]
+        want[qid] = side["ANSWER A"] if len(a) > len(b) else side["ANSWER B"] if len(b) > len(a) else "tie"
+    with Store(db) as store:
+        v = store.verdicts("t2")
+    assert len(v) == len(bodies) == 8 and set(v["turn"]) == {2}
+    got = {r.prompt_id: (r.model_a if r.winner == "A" else r.model_b if r.winner == "B" else "tie")
+           for r in v.itertuples()}
+    assert got == want
+
+
+def test_a_later_turn_leaves_out_what_its_conversation_lacks_and_refuses_what_it_cannot_do(empty_store,
+                                                                                          tmp_path):
+    """``build_jobs(turn=2)`` judges a prompt only where it has both questions and both models answered both
+    turns (one prompt lacks its first question, one model its first answer on another); SWIM, a replay and a
+    turn below 1 are refused in one sentence each."""
+    from engine.judging.pipeline import build_jobs
+
+    write_prompts(empty_store, "c", pd.DataFrame({
+        "prompt_id": ["p1", "p1", "p2", "p3", "p3"], "turn": [1, 2, 2, 1, 2], "category": "x",
+        "text": ["q1a", "q1b", "q2b", "q3a", "q3b"]}))
+    write_answers(empty_store, "c", pd.DataFrame(
+        [{"prompt_id": p, "turn": t, "model": m, "text": f"{m}-{p}-{t}"} for p in ("p1", "p2", "p3")
+         for t in (1, 2) for m in ("m1", "m2") if not (p == "p3" and m == "m2" and t == 1)]))
+    jobs = build_jobs(empty_store, "c", models=["m1", "m2"], turn=2)
+    assert [(j.prompt_id, j.turn) for j in jobs] == [("p1", 2)]
+    job = jobs[0]
+    assert job.question.index("q1a") < job.question.index("q1b")
+    assert job.answer_a.index(f"{job.model_a}-p1-1") < job.answer_a.index(f"{job.model_a}-p1-2")
+    assert job.model_b not in job.answer_a and f"{job.model_b}-p1-2" in job.answer_b
+    # turn 1: p2 has no first question, p3 no first answer of m2
+    assert [(j.prompt_id, j.turn) for j in build_jobs(empty_store, "c", models=["m1", "m2"])] == [("p1", 1)]
+    db = str(empty_store.path)
+    empty_store.close()
+    server = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k"]
+    for args, sentence in (
+        (["--dataset", "c", "--turn", "2", "--schedule", "swim"], "works with the round-robin schedule"),
+        (["--dataset", "c", "--inputs", "mt_bench", "--turn", "0"], "--turn must be 1 or more, not 0."),
+        (["--dataset", "out", "--turn", "2", "--backend", "replay", "--from-dataset", "c", "--select",
+          "random", "--budget", "2"], "a replay answers with the source's stored verdicts"),
+    ):
+        out = run_engine(["--db", db, "judge", *args, *server])
+        assert out.returncode == 2 and sentence in out.stderr and out.stderr.count("\n") == 1, out.stderr

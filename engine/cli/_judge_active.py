@@ -59,6 +59,9 @@ def _refuse_mixes(args: argparse.Namespace) -> None:
         raise LensError(
             "--backend replay needs --from-dataset SRC, the dataset whose verdicts answer the calls."
         )
+    if args.turn != 1:
+        raise LensError("--turn chooses the turn a model judge judges; a replay answers with the source's "
+                        "stored verdicts, of every turn.")
     if args.from_dataset == args.dataset:
         raise LensError("--from-dataset must name another dataset than --dataset: the replay writes the "
                         "verdicts it reveals into --dataset.")
@@ -76,7 +79,15 @@ def run_active(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from engine.cli._common import store_from_args, write_frame
-    from engine.cli.judge import _config, _csv, finish_code, parse_variants, run_params, runner_from_args
+    from engine.cli.judge import (
+        _config,
+        _csv,
+        finish_code,
+        parse_variants,
+        run_params,
+        runner_from_args,
+        turns_up_to,
+    )
     from engine.errors import LensError
     from engine.judging.active.jobs import job_source
     from engine.judging.active.loop import ItemSource, active_run, make_plan
@@ -106,10 +117,11 @@ def run_active(args: argparse.Namespace) -> int:
             )
             if args.inputs:
                 load_inputs(store, args.dataset, args.inputs, models=models,
-                            categories=_csv(args.categories), limit_per_category=args.limit)
+                            categories=_csv(args.categories), limit_per_category=args.limit,
+                            turns=turns_up_to(args))
             variants = parse_variants(args.variants)
             require_prompts(store, args.dataset, "judge", variants=variants)
-            jobs = build_jobs(store, args.dataset, models=models, variants=variants)
+            jobs = build_jobs(store, args.dataset, models=models, variants=variants, turn=args.turn)
             if not jobs:
                 raise LensError(
                     f"Dataset {args.dataset!r} has no prompt with answers from two of the chosen models."

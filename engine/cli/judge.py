@@ -162,6 +162,14 @@ def with_overrides(dec: Decoding, over: dict) -> Decoding:
     return dataclasses.replace(dec, **over)
 
 
+def turns_up_to(args: argparse.Namespace) -> tuple[int, ...]:
+    """The turns ``--inputs`` loads for ``--turn T``: 1 … T (a later turn is judged with its conversation);
+    refuses a turn below 1."""
+    if args.turn < 1:
+        raise LensError(f"--turn must be 1 or more, not {args.turn}.")
+    return tuple(range(1, args.turn + 1))
+
+
 def finish_code(stats, verdicts: int = 0, invalid: int = 0, replayed: bool = False) -> int:
     """The exit code of a judge/generate/perturb run: 0, or 1 after saying on stderr why calls failed. A
     judge run's ``verdicts`` of which ``invalid`` held no verdict the protocol reads get a sentence of their
@@ -256,10 +264,10 @@ def _export(args: argparse.Namespace, store: Store, runner: Runner, cfg: Protoco
                         "opponent from the verdicts so far.")
     if args.inputs:
         load_inputs(store, args.dataset, args.inputs, models=models, categories=_csv(args.categories),
-                    limit_per_category=args.limit)
+                    limit_per_category=args.limit, turns=turns_up_to(args))
     variants = parse_variants(args.variants)
     require_prompts(store, args.dataset, "judge", variants=variants)
-    jobs = build_jobs(store, args.dataset, models=models, variants=variants)
+    jobs = build_jobs(store, args.dataset, models=models, variants=variants, turn=args.turn)
     if not jobs:
         raise LensError(f"Dataset {args.dataset!r} has no prompt with answers from two of the chosen models.")
     path = Path(args.export_requests)
@@ -282,13 +290,15 @@ def register(sub) -> None:
     p.add_argument(
         "--dataset", required=True, help="dataset to read prompts/answers from and write verdicts to"
     )
-    p.add_argument("--inputs", help="first load questions and answers from this folder (e.g. mt_bench): each "
-                   "question's first turn (a second turn's answer builds on each model's own first answer, "
-                   "which one pairwise prompt does not show); a dataset it creates keeps the shipped "
-                   "folder's model map")
+    p.add_argument("--inputs", help="first load questions and answers from this folder (e.g. mt_bench): their "
+                   "turns 1 … --turn; a dataset it creates keeps the shipped folder's model map")
     p.add_argument("--models", help="comma-separated models to compare (default: all with answers)")
     p.add_argument("--categories", help="comma-separated categories to load with --inputs")
     p.add_argument("--limit", type=int, help="with --inputs: at most this many prompts per category")
+    p.add_argument("--turn", type=int, default=1,
+                   help="the conversation turn to judge (default 1; with --inputs turns 1 … T are loaded): a "
+                   "later turn is judged on its conversation, every earlier question and each model's own "
+                   "earlier answers shown as context before the turn's question and answers")
     p.add_argument("--variants", help="comma-separated variant numbers to judge (default: all)")
     p.add_argument("--schedule", choices=("round-robin", "swim"), help="default round-robin")
     p.add_argument(
@@ -383,6 +393,7 @@ def run(args: argparse.Namespace) -> int:
                 models=models + [args.add_model] if models and args.add_model else models,
                 categories=_csv(args.categories),
                 limit_per_category=args.limit,
+                turns=turns_up_to(args),
             )
         variants = parse_variants(args.variants)
         require_prompts(store, args.dataset, "judge", variants=variants)  # before a run is recorded
@@ -400,6 +411,7 @@ def run(args: argparse.Namespace) -> int:
             add_model=args.add_model,
             params=run_params(args),
             force=args.force,
+            turn=args.turn,
             **shard_run_options(args),
         )
         s = rep.stats

@@ -75,16 +75,18 @@ def load_inputs(
     models: list[str] | None = None,
     categories: list[str] | None = None,
     limit_per_category: int | None = None,
+    turns: tuple[int, ...] = (1,),
 ) -> tuple[int, int]:
     """Copy questions and answers from a folder like data/mt_bench into the dataset; (prompts, answers).
-    Questions give their first turn only (``engine.judging.inputs``). A shipped folder's model map
+    ``turns``: the questions' turns to load (the first by default; judging turn t needs turns 1 … t, its
+    conversation: ``build_jobs``). A shipped folder's model map
     (``data/mappings/<folder>.models.csv``, e.g. mt_bench's) is kept with a dataset of another name that
     this call creates, so its answers' models reach the reference as they do under the shipped name; a
     dataset that exists keeps the map it has, or none if its map was cleared."""
     folder = inp.resolve_inputs(source)
     new = not store.has_dataset(dataset)
-    q = inp.select_prompts(inp.read_questions(folder), categories, limit_per_category)
-    a = inp.read_answers(folder, models)
+    q = inp.select_prompts(inp.read_questions(folder, turns), categories, limit_per_category)
+    a = inp.read_answers(folder, models, turns)
     a = a[a["prompt_id"].isin(set(q["prompt_id"])) & a["turn"].isin(set(q["turn"]))]
     write_prompts(store, dataset, q, source=str(folder))
     write_answers(store, dataset, a, source=str(folder))
@@ -121,13 +123,18 @@ def build_jobs(
     pairs: list[tuple[str, str]] | None = None,
     turn: int = 1,
 ) -> list[PairJob]:
-    """Pair jobs for every prompt instance of ``dataset`` where both models have an answer."""
+    """Pair jobs for every prompt instance of ``dataset`` where both models have an answer. ``turn`` > 1: the
+    question and each answer are that turn's conversation (``conversation``: every earlier question and the
+    model's own earlier answers, then the turn's), for a prompt where both models answered every turn up to
+    it; the verdicts are the turn's."""
     prompts = store.prompt_texts(dataset)
     answers = store.answer_texts(dataset)
     if prompts.empty:
         raise LensError(
             f"Dataset {dataset!r} has no prompt texts to judge; load some with --inputs mt_bench."
         )
+    if turn > 1:
+        prompts, answers = conversation(prompts, answers, turn)
     prompts = prompts[prompts["turn"] == turn]
     if variants is not None:
         prompts = prompts[prompts["variant"].isin(variants)]
@@ -163,6 +170,31 @@ def build_jobs(
                 )
             )
     return jobs
+
+
+def conversation(prompts: pd.DataFrame, answers: pd.DataFrame,
+                 turn: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The prompt and answer texts of ``turn`` > 1 as a judge reads them: the question is every question up to
+    the turn, the earlier ones marked as context; an answer is the model's own answers up to it, likewise.
+    A prompt instance lacking an earlier question, or a model lacking an earlier answer, is left out: the
+    turn's answer builds on the model's own earlier ones, which the judge must see (one pairwise prompt of the
+    turn alone does not show them)."""
+    key = ["prompt_id", "variant"]
+
+    def joined(frame: pd.DataFrame, by: list[str], word: str) -> pd.DataFrame:
+        up_to = frame[frame["turn"] <= turn].sort_values("turn")
+        whole = up_to.groupby(by, sort=False).filter(lambda g: list(g["turn"]) == list(range(1, turn + 1)))
+        texts = whole.groupby(by, sort=False)["text"].agg(list).map(lambda ts: _turns_text(ts, word))
+        last = whole[whole["turn"] == turn].set_index(by)
+        return last.assign(text=texts.reindex(last.index)).reset_index()
+
+    return joined(prompts, key, "Question"), joined(answers, [*key, "model"], "Answer")
+
+
+def _turns_text(texts: list[str], word: str) -> str:
+    """Turns 1 … t of a conversation's one side, the last the one judged."""
+    parts = [f"[{word} {k} of {len(texts)}, context]\n{t}" for k, t in enumerate(texts[:-1], 1)]
+    return "\n\n".join([*parts, f"[{word} {len(texts)} of {len(texts)}, the one judged]\n{texts[-1]}"])
 
 
 class VerdictWriter:
@@ -237,14 +269,18 @@ def judge_run(
     flush_every_s: float = 2.0,
     params: dict | None = None,
     force: bool = False,
+    turn: int = 1,
 ) -> JudgeReport:
     """Judge ``dataset``'s prompt instances with ``runner``'s backend and store the verdicts.
 
     ``add_model`` (SWIM only): insert that model into the leaderboard of ``judge``'s stored verdicts
     on the other models, judging it against ceil(log2 M) of them per prompt; stored rows of other
     pairs are not touched. ``force``: start even if a live run of the same calls is recorded
-    (``persist.start_run``).
+    (``persist.start_run``). ``turn``: the conversation turn judged (``build_jobs``; round robin only).
     """
+    if turn > 1 and schedule != "round-robin":
+        raise LensError("Judging a later turn (--turn) works with the round-robin schedule: SWIM ranks from "
+                        "a judge's stored verdicts, of whichever turn they are.")
     if protocol not in PROTOCOLS:
         raise LensError(f"Unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}.")
     if schedule not in ("round-robin", "swim"):
@@ -283,10 +319,11 @@ def judge_run(
 
     try:
         if schedule == "round-robin":
-            jobs = build_jobs(store, dataset, models=models, variants=variants)
+            jobs = build_jobs(store, dataset, models=models, variants=variants, turn=turn)
             if not jobs:
                 raise LensError(
-                    f"Dataset {dataset!r} has no prompt with answers from two of the chosen models."
+                    f"Dataset {dataset!r} has no prompt with answers from two of the chosen models"
+                    + (f" on every turn up to {turn}." if turn > 1 else ".")
                 )
             with runner.progress_bar(len(jobs), f"judge ({protocol})", "pair"):
                 run_jobs(jobs)
