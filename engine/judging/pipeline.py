@@ -192,9 +192,14 @@ def conversation(prompts: pd.DataFrame, answers: pd.DataFrame,
 
 
 def _turns_text(texts: list[str], word: str) -> str:
-    """Turns 1 … t of a conversation's one side, the last the one judged."""
-    parts = [f"[{word} {k} of {len(texts)}, context]\n{t}" for k, t in enumerate(texts[:-1], 1)]
-    return "\n\n".join([*parts, f"[{word} {len(texts)} of {len(texts)}, the one judged]\n{texts[-1]}"])
+    """Turns 1 … t of a conversation's one side, the last the one judged; the questions' side opens with a
+    line saying what is judged (the shipped templates speak of one question and two answers)."""
+    t = len(texts)
+    head = ([f"(A conversation of {t} turns: judge only the answers to question {t}. The earlier questions, "
+             "and each assistant's own earlier answers shown with its answer, are context.)"]
+            if word == "Question" else [])
+    parts = [f"[{word} {k} of {t}, context]\n{text}" for k, text in enumerate(texts[:-1], 1)]
+    return "\n\n".join([*head, *parts, f"[{word} {t} of {t}, the one judged]\n{texts[-1]}"])
 
 
 class VerdictWriter:
