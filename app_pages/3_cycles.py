@@ -131,9 +131,11 @@ if ov.n_left_out:
         "left out of every cycle and triad number on this page: no cycle fits in 2 models. "
         "The model × model matrices count their battles."
     )
-    if ov.n_graphs == 0:
-        st.info(left + " No graph is left to count cycles in.")
+    if ov.n_graphs == 0:  # a battle log of one pair per prompt: the majority tournament is its cycle view
+        st.info(left + " No graph is left to count cycles in; the majority tournament below is the cycle "
+                "view of such data.")
         model_matrices()
+        majority_section(ch, expanded=True)
         st.stop()
     st.caption(left)
 

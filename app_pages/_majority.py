@@ -23,9 +23,9 @@ MAJORITY_LABEL = "Majority tournament: is the aggregate itself transitive?"
 
 
 def majority_section(ch, *, expanded: bool = False) -> None:
-    """The section in an expander: open where it is the whole page (a pair-count dataset), else folded at the
-    foot of a verdict dataset's Cycles page and drawn (its tournament counted, its two tables sent) only
-    once the reader opens it (``opened_expander``)."""
+    """The section in an expander: open where it is the page's only cycle view (a pair-count dataset, a battle
+    log of one pair per prompt), else folded at the foot of a verdict dataset's Cycles page and drawn (its
+    tournament counted, its two tables sent) only once the reader opens it (``opened_expander``)."""
     if expanded:
         _majority_body(ch, st.expander(MAJORITY_LABEL, expanded=True))
         return

@@ -290,8 +290,8 @@ def register(sub) -> None:
     p.add_argument(
         "--dataset", required=True, help="dataset to read prompts/answers from and write verdicts to"
     )
-    p.add_argument("--inputs", help="first load questions and answers from this folder (e.g. mt_bench): their "
-                   "turns 1 … --turn; a dataset it creates keeps the shipped folder's model map")
+    p.add_argument("--inputs", help="first load questions and answers from this folder (e.g. mt_bench): "
+                   "their turns 1 … --turn; a dataset it creates keeps the shipped folder's model map")
     p.add_argument("--models", help="comma-separated models to compare (default: all with answers)")
     p.add_argument("--categories", help="comma-separated categories to load with --inputs")
     p.add_argument("--limit", type=int, help="with --inputs: at most this many prompts per category")

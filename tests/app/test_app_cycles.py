@@ -168,3 +168,35 @@ def test_the_folded_majority_tournament_is_drawn_once_opened_and_equals_the_cli(
     table = next(f.value for f in at.dataframe if "majority_wins" in f.value.columns)
     got = table.reset_index(drop=True)[list(want.columns)]
     pd.testing.assert_frame_equal(got, want, check_dtype=False)
+
+
+def test_a_battle_log_of_one_pair_per_prompt_gets_its_majority_tournament(tmp_path, monkeypatch):
+    """Every graph of an Arena-shaped log holds two models, so no cycle count applies; the page still shows
+    the matrices and, open, the majority tournament (the only cycle view of such data), equal to
+    ``diagnose --table majority`` as a process (it stopped before the section)."""
+    import io
+    import subprocess
+    import sys
+
+    import numpy as np
+    from apphelpers import REPO, new_app
+    from conftest import run_engine
+
+    rng = np.random.default_rng(7)
+    models = ["m0", "m1", "m2", "m3"]
+    rows = ["prompt_id,model_a,model_b,winner"]
+    for p in range(120):
+        a, b = rng.choice(models, 2, replace=False)
+        rows.append(f"q{p},{a},{b},{rng.choice(['A', 'B', 'tie'])}")
+    (tmp_path / "log.csv").write_text("\n".join(rows) + "\n")
+    db = tmp_path / "lens.duckdb"
+    run_engine(["--db", str(db), "import", str(tmp_path / "log.csv"), "--dataset", "log"], check=True)
+    at = new_app(db, monkeypatch, "app_pages/3_cycles.py", {"dataset": "log"})
+    assert_clean(at)
+    assert any("No graph is left to count cycles in" in i.value for i in at.info)
+    cli = subprocess.run([sys.executable, "-m", "engine", "--db", str(db), "diagnose", "--dataset", "log",
+                          "--table", "majority", "--format", "csv"],
+                         cwd=REPO, capture_output=True, text=True, check=True)
+    want = pd.read_csv(io.StringIO(cli.stdout))
+    table = next(f.value for f in at.dataframe if "majority_wins" in f.value.columns)
+    pd.testing.assert_frame_equal(table.reset_index(drop=True)[list(want.columns)], want, check_dtype=False)
