@@ -149,3 +149,24 @@ def test_cli_baseline_under_style_control_prints_the_engines_numbers(tmp_path):
     assert np.isfinite(table["baseline_ci_low"].astype(float)).all()
     assert out["params"]["style"]["features"]["tokens"]["beta"] == pytest.approx(
         want.params["style"]["features"]["tokens"]["beta"], abs=1e-9)
+
+
+def test_the_battles_note_counts_verdicts_the_same_with_and_without_style_control(tmp_path):
+    """A strong verdict (strength 2) is 3 battles under --baseline: the note says "battles: B from V valid
+    verdicts" with V the file's valid verdicts (counted here) and B = V + 2 x the strong ones, with and
+    without --style-control (the style path said "B from B")."""
+    db = tmp_path / "w.duckdb"
+    frame = style_frame(3, n=400)
+    rng = np.random.default_rng(1)
+    decisive = frame["winner"].isin(["A", "B"]).to_numpy()
+    frame["strength"] = np.where(decisive & (rng.random(len(frame)) < 0.3), 2, np.where(decisive, 1, np.nan))
+    frame.loc[frame.index[:5], "winner"] = "invalid"
+    frame.loc[frame.index[:5], "strength"] = np.nan
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    assert run_engine(["--db", db, "import", tmp_path / "s.csv", "--dataset", "s"]).returncode == 0
+    valid = int((frame["winner"] != "invalid").sum())
+    battles = valid + 2 * int((frame["strength"] == 2).sum())
+    for extra in ([], ["--style-control"]):
+        res = run_engine(["--db", db, "leaderboard", "--dataset", "s", "--baseline", "base", *extra])
+        assert res.returncode == 0, res.stderr
+        assert f"note: battles: {battles} from {valid} valid verdicts;" in res.stderr, (extra, res.stderr)

@@ -235,7 +235,9 @@ def baseline_leaderboard(
     if spec.style_control and board_from_votes is None:  # the style fit reads the battles' rows
         from engine.ranking.style_board import leaderboard_from_style_rows
 
-        board = leaderboard_from_style_rows(battle_rows(rows, weight), spec, extra_params=extra)
+        # its verdicts are the rows before a strong one is repeated (the note said "N from N")
+        board = leaderboard_from_style_rows(battle_rows(rows, weight), spec,
+                                            extra_params={**extra, "n_verdicts_valid": len(rows)})
         return with_baseline(board, baseline, weight)
     battles = battle_votes(rows, weight)
     if not linked.all():
