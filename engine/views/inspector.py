@@ -485,7 +485,9 @@ def prompt_menu(
     def label(r) -> str:
         text = r.text if len(r.text) <= width else r.text[: width - 1] + "…"
         s = f"{r.s_mu:g}"
-        return f"{r.prompt_id} · {int(r.bad_triads)} bad triads · S_μ {s}" + (f" · {text}" if text else "")
+        n = int(r.bad_triads)
+        head = f"{r.prompt_id} · {n} bad triad{'' if n == 1 else 's'} · S_μ {s}"
+        return head + (f" · {text}" if text else "")
 
     per["label"] = [label(r) for r in per.itertuples(index=False)]
     return per

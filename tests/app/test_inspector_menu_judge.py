@@ -16,7 +16,7 @@ from apphelpers import (  # noqa: F401
     graph_digraph,
 )
 
-LABEL = re.compile(r"^(?P<prompt>[^ ]+) · (?P<bad>\d+) bad triads · ")
+LABEL = re.compile(r"^(?P<prompt>[^ ]+) · (?P<bad>\d+) bad triads? · ")
 
 
 def _brute(verdicts, judge: str) -> dict[str, int]:

@@ -29,7 +29,8 @@ def test_prompt_menu_worst_first_with_text(shipped_store):
     s = menu["s_mu"].to_numpy()
     assert (np.diff(s) <= 0).all()  # worst first
     first = menu.iloc[0]
-    assert first["label"].startswith(f"{first['prompt_id']} · {first['bad_triads']} bad triads · S_μ ")
+    n = first["bad_triads"]
+    assert first["label"].startswith(f"{first['prompt_id']} · {n} bad triad{'' if n == 1 else 's'} · S_μ ")
     texts = shipped_store.prompt_texts("vicuna80")
     q = (
         texts[(texts["prompt_id"].astype(str) == first["prompt_id"])]
