@@ -71,12 +71,24 @@ def _pick(key: str, options: list[str], seed: str | None) -> None:
 
 
 def _question_and_answers(p, model_a: str, model_b: str) -> None:
-    """The prompt's question, then the two answers side by side (a sentence where a text is missing)."""
-    if p.question is None:
+    """The prompt's question, then the two answers side by side (a sentence where a text is missing); a later
+    turn's earlier turns first, folded: the conversation its answers build on."""
+    if p.context:
+        with st.expander(f"Turns 1–{p.turn - 1}: the conversation before this turn" if p.turn > 2
+                         else "Turn 1: the conversation before this turn"):
+            for k, (question, first, second) in enumerate(p.context, 1):
+                st.markdown(f"**Turn {k}**")
+                _texts_side_by_side(question, model_a, model_b, first, second)
+    _texts_side_by_side(p.question, model_a, model_b, p.answer_a, p.answer_b)
+
+
+def _texts_side_by_side(question, model_a: str, model_b: str, answer_a, answer_b) -> None:
+    """A question, then two models' answers side by side (a sentence where a text is missing)."""
+    if question is None:
         st.caption("The dataset holds no text for this prompt.")
     else:
-        st.text(p.question)
-    for col, model, answer in zip(st.columns(2), (model_a, model_b), (p.answer_a, p.answer_b), strict=True):
+        st.text(question)
+    for col, model, answer in zip(st.columns(2), (model_a, model_b), (answer_a, answer_b), strict=True):
         with col:
             st.markdown(f"**{escape_md(model)}**")
             if answer is None:

@@ -121,7 +121,9 @@ class Meeting:
 @dataclass(frozen=True)
 class PromptMeetings:
     """One prompt of a page: its question and the two answers (None when the store holds no text) and
-    the meetings on it that pass the filters, by judge."""
+    the meetings on it that pass the filters, by judge. ``context``: for a later turn, each earlier turn's
+    (question, answer of A, answer of B), the conversation its answers build on (a judge of the turn is
+    shown it: ``engine.judging.pipeline.conversation``)."""
 
     prompt_id: str
     variant: int
@@ -131,6 +133,7 @@ class PromptMeetings:
     answer_a: str | None
     answer_b: str | None
     meetings: tuple[Meeting, ...]
+    context: tuple[tuple[str | None, str | None, str | None], ...] = ()
 
 
 def _plurality(x: str, y: str, t: str) -> str:
@@ -331,8 +334,11 @@ def _assemble(m: Matchup, chosen: pd.DataFrame, verdicts: pd.DataFrame, question
         meeting = Meeting(str(judge), str(outcome), _text_or_none(when_a), _text_or_none(when_b),
                           tuple(by_meeting.get((str(judge), *key), ())))
         if not out or (out[-1].prompt_id, out[-1].variant, out[-1].turn) != key:
+            earlier = tuple((questions.get((key[0], key[1], k)), answers.get((key[0], key[1], k, m.model_a)),
+                             answers.get((key[0], key[1], k, m.model_b))) for k in range(1, key[2]))
             out.append(PromptMeetings(*key, _text_or_none(cat), questions.get(key),
-                                      answers.get((*key, m.model_a)), answers.get((*key, m.model_b)), ()))
+                                      answers.get((*key, m.model_a)), answers.get((*key, m.model_b)), (),
+                                      earlier if any(any(x is not None for x in e) for e in earlier) else ()))
         last = out[-1]
         out[-1] = replace(last, meetings=(*last.meetings, meeting),
                           category=last.category or _text_or_none(cat))

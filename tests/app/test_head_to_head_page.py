@@ -275,3 +275,32 @@ def test_a_pair_met_on_several_turns_and_variants_names_both_on_every_entry(tmp_
     heads = [unescape_md(m.value) for m in at.markdown if unescape_md(m.value).startswith("**prompt ")]
     want = [f"**prompt q{p} · variant {v}, turn {t}**" for p in range(6) for v in (0, 1) for t in (1, 2)]
     assert heads == want[: len(heads)] and len(heads) == min(len(want), PAGE_SIZE)
+
+
+def test_a_later_turns_entry_shows_the_conversation_before_it(tmp_path):
+    """Verdicts on turn 2 of prompts whose two turns and both models' answers are stored: each entry shows,
+    folded above the turn's question and answers, turn 1's question and each model's own turn-1 answer (what
+    a judge of the turn is shown); a turn-1 entry has no such fold."""
+    from engine.ingest.importer import import_files
+    from engine.ingest.shipped import open_store
+    from engine.judging.persist import write_answers, write_prompts
+
+    db = tmp_path / "lens.duckdb"
+    rows = pd.DataFrame([{"prompt_id": p, "turn": t, "model_a": "x", "model_b": "y", "winner": "A",
+                          "judge": "j"} for p in ("p1", "p2") for t in (1, 2)])
+    rows.to_csv(tmp_path / "v.csv", index=False)
+    with open_store(db, ensure_default=False) as store:
+        import_files(store, [tmp_path / "v.csv"], "mt")
+        write_prompts(store, "mt", pd.DataFrame({"prompt_id": ["p1", "p1", "p2", "p2"], "turn": [1, 2, 1, 2],
+                                                 "category": "c", "text": ["Q11", "Q12", "Q21", "Q22"]}))
+        write_answers(store, "mt", pd.DataFrame(
+            [{"prompt_id": p, "turn": t, "model": m, "text": f"{m}{p}{t}"} for p in ("p1", "p2")
+             for t in (1, 2) for m in ("x", "y")]))
+    with pytest.MonkeyPatch.context() as mp:
+        at = new_app(db, mp, PAGE, {"dataset": "mt", "model_a": "x", "model_b": "y"})
+    assert_clean(at)
+    folds = [e for e in at.expander if e.label == "Turn 1: the conversation before this turn"]
+    assert len(folds) == 2  # one per turn-2 entry, none for the turn-1 entries
+    for fold, p in zip(folds, ("p1", "p2"), strict=True):
+        assert [t.value for t in fold.text] == [f"Q{p[1]}1", f"x{p}1", f"y{p}1"]
+    assert [t.value for t in at.text if t.value.startswith("Q")] == ["Q11", "Q11", "Q12", "Q21", "Q21", "Q22"]
