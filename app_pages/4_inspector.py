@@ -130,8 +130,18 @@ key = view.key
 category = key["category"] if isinstance(key["category"], str) else "no category"
 st.markdown(f"**Question** · {escape_md(category)} · prompt {escape_md(prompt)}, "
             f"{escape_md(names.get(variant, str(variant)))}"
-            + (f", turn {key['turn']}" if len(turns) > 1 else ""))
-question = question_text(prompt_texts_for(ch.dataset, ch.key.version), prompt, variant, key["turn"])
+            + (f", turn {key['turn']}" if len(turns) > 1 or key["turn"] != 1 else ""))
+texts = prompt_texts_for(ch.dataset, ch.key.version)
+question = question_text(texts, prompt, variant, key["turn"])
+earlier = [(k, question_text(texts, prompt, variant, k)) for k in range(1, int(key["turn"]))]
+if any(q is not None for _, q in earlier):  # a later turn: the questions its answers follow, folded
+    with st.expander("Earlier questions of this conversation"):
+        for k, text in earlier:
+            st.markdown(f"**Turn {k}**")
+            if text is None:
+                st.caption("The dataset holds no text for this turn.")
+            else:
+                st.text(text)
 with st.container(border=True):
     if question is None:
         st.caption("The dataset holds no text for this prompt.")
