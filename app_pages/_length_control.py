@@ -38,5 +38,9 @@ def length_controlled_win_rates(ch, baseline: str | None, models: list[str]) -> 
                             help="Mean preference over the verdicts against the baseline, draws half."),
         "n_verdicts": pct("verdicts", format="%d"),
     }, {"lc_win_rate_pct": ".1f", "win_rate_pct": ".1f"}, hide_index=True, width="content")
+    st.caption(escape_md(
+        f"The observed win rate counts each verdict against {baseline} once, a tie as half; the baseline box "
+        "above predicts a win rate from the Bradley-Terry fit of every battle (a strong verdict three times "
+        "where verdicts carry a strength), so the two can differ."))
     for note in notes:
         st.caption(escape_md(note))

@@ -42,17 +42,19 @@ def baseline_table(store: Store, dataset: str, ranker: str, baseline: str, *, ju
                    bootstrap: int = 0, seed: int = 0, style_control: bool = False,
                    ci: str | None = None) -> tuple[pd.DataFrame, list[str]]:
     """(one row per model, best first: ``model``, ``win_rate_pct``, ``ci_low_pct``, ``ci_high_pct`` and
-    ``interval`` as "-x / +y"; the notes that say how it was computed). ``style_control``: from the
-    style-controlled fit (the prediction at zero style difference), its intervals by ``ci`` (sandwich:
-    no resamples, ``bootstrap`` unused), as ``leaderboard --baseline M --style-control --ci CI``."""
+    ``interval`` as "-x / +y", empty for the baseline itself; the notes that say how it was computed).
+    ``style_control``: from the style-controlled fit (the prediction at zero style difference), its intervals
+    by ``ci`` (sandwich: no resamples, ``bootstrap`` unused), as ``leaderboard --baseline M --style-control
+    --ci CI``."""
     spec = BoardSpec(ranker=ranker, bootstrap=0 if ci == "sandwich" else bootstrap, seed=seed,
                      style_control=style_control, ci=ci)
     board = baseline_leaderboard(store, dataset, spec, baseline, judge=judge, category=category)
     t = board.table[["model", *BASELINE_COLUMNS]].sort_values(
         ["baseline_win_rate", "model"], ascending=[False, True], kind="stable")
     rate, low, high = (100.0 * t[c].to_numpy(np.float64) for c in BASELINE_COLUMNS)
-    interval = [f"-{r - lo:.1f} / +{hi - r:.1f}" if np.isfinite(lo) and np.isfinite(hi) else ""
-                for r, lo, hi in zip(rate, low, high, strict=True)]
+    # the baseline itself: 50 % by definition, no interval (it read "-0.0 / +0.0")
+    interval = [f"-{r - lo:.1f} / +{hi - r:.1f}" if np.isfinite(lo) and np.isfinite(hi) and m != baseline
+                else "" for m, r, lo, hi in zip(t["model"], rate, low, high, strict=True)]
     frame = pd.DataFrame({"model": t["model"].to_numpy(), "win_rate_pct": rate, "ci_low_pct": low,
                           "ci_high_pct": high, "interval": interval})
     return frame, baseline_notes(board)

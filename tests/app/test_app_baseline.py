@@ -43,6 +43,7 @@ def test_choosing_a_baseline_shows_arena_hards_win_rates(shipped_db, tmp_path, m
     assert shown.loc["base", "win_rate_pct"] == 50.0
     assert list(shown["win_rate_pct"]) == sorted(shown["win_rate_pct"], reverse=True)
     assert all(str(x).startswith("-") and " / +" in str(x) for x in shown.loc[["m1", "m2", "m3"], "interval"])
+    assert shown.loc["base", "interval"] == ""  # 50 % by definition: no "-0.0 / +0.0"
     assert any("counts 3 times" in c.value for c in at.caption)
     json.dumps(list(shown.index))  # plain model names
 

@@ -99,3 +99,5 @@ def test_a_model_without_an_lc_fit_shows_a_dash_and_the_two_win_rates_say_which_
     assert shown.loc["gamma", "win_rate_pct"] == pytest.approx(
         100 * (pd.DataFrame(recs["gamma"])["preference"].to_numpy() - 1).mean())
     assert "None" not in shown.astype(str).to_numpy().ravel().tolist()
+    assert any("counts each verdict against ref once" in c.value and "can differ" in c.value
+               for c in at.caption)  # and why the two differ
