@@ -94,14 +94,19 @@ by_cat = st.toggle("Per category", key="judges_by_cat",
                    help="Split every table by the prompt category, and pick the category of the κ matrix.")
 jd = or_stop(judge_diagnostics, ch.key.dataset, ch.key.version, ch.key.category, by_cat)
 
-metric_row(
-    ("Judges", len(jd.judges)),
-    ("Mean κ over judge pairs", "—" if np.isnan(jd.mean_kappa) else f"{jd.mean_kappa:.2f}",
-     "Unweighted mean of Cohen's κ over every pair of judges (all categories)."),
+# the judges compared: with one judge there is no "least consistent" or "strongest" one to name (it named the
+# only judge, whatever its numbers); its own numbers are in the tables below
+compared = [
     ("Least consistent judge (PNT)", escape_md(jd.worst_pnt), "Highest share of non-transitive triples."),
     ("Strongest first-position bias", escape_md(jd.worst_position),
      "First-position win rate farthest from ½, among the judges that judged some pair in both orders "
      "(without both orders the rate mixes position with answer quality). — = no such judge."),
+] if len(jd.judges) > 1 else []
+metric_row(
+    ("Judges", len(jd.judges)),
+    ("Mean κ over judge pairs", "—" if np.isnan(jd.mean_kappa) else f"{jd.mean_kappa:.2f}",
+     "Unweighted mean of Cohen's κ over every pair of judges (all categories)."),
+    *compared,
 )
 
 st.subheader("Agreement between judges (Cohen's κ)")

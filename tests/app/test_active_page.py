@@ -107,3 +107,4 @@ def test_a_pool_of_several_turns_and_variants_shows_which_each_call_judges(tmp_p
     assert list(table.proto.column_order[:3]) == ["prompt_id", "variant", "turn"]
     shown = table.value[["prompt_id", "variant", "turn", "model_a", "model_b"]]
     assert len(shown) > 1 and not shown.duplicated().any()  # each call told apart
+

@@ -274,3 +274,22 @@ def test_the_listing_gives_each_dataset_its_battles(app_at, shipped_store):
     cli = run_engine(["--db", str(shipped_store.path), "datasets", "--format", "csv"], check=True).stdout
     by_cli = pd.read_csv(io.StringIO(cli)).set_index("name")["battles"]
     assert by_cli.to_dict() == listed["battles"].astype(int).to_dict()
+
+
+def test_the_judges_page_names_no_worst_judge_when_there_is_one(tmp_path, migrated_empty_db, shipped_db):
+    """One judge: the page's figures leave out "least consistent" and "strongest first-position bias" (they
+    named the only judge, whatever its numbers); the shipped six-judge dataset keeps both."""
+    from test_active_curves import multi_instance_store
+
+    db = multi_instance_store(tmp_path, migrated_empty_db)
+    import pytest
+    from apphelpers import new_app
+
+    with pytest.MonkeyPatch.context() as mp:
+        one = new_app(db, mp, "app_pages/5_judges.py", {"dataset": "t"})
+        labels = {m.label for m in one.metric}
+        assert "Judges" in labels and not labels & {"Least consistent judge (PNT)",
+                                                     "Strongest first-position bias"}
+        six = new_app(shipped_db, mp, "app_pages/5_judges.py")
+        both = {"Least consistent judge (PNT)", "Strongest first-position bias"}
+        assert both <= {m.label for m in six.metric}
