@@ -27,10 +27,11 @@ class VerdictLine:
 
     @property
     def shown(self) -> str:
-        """Which answer the judge saw first, in words."""
+        """Which answer the judge saw first, in words, with both names a rationale may use for it: A / B
+        (this tool's templates, Arena-Hard) or Assistant 1 / Assistant 2 (the QLoRA and PRD judges')."""
         if self.first is None:
             return "presentation order not recorded"
-        return f"{self.first} shown first (Assistant 1), {self.second} second (Assistant 2)"
+        return f"{self.first} shown first (A, Assistant 1), {self.second} second (B, Assistant 2)"
 
 
 @dataclass(frozen=True)
