@@ -66,6 +66,17 @@ def test_a_line_that_is_not_json_is_one_rejected_row_with_its_column():
     assert (rep.rows_read, rep.n_good, rep.n_rejected) == (5, 3, 2)
 
 
+def _cut_after_good(good: str, cut: str, ending: str, last: str) -> tuple[list, json.JSONDecodeError]:
+    """(each line's problem, read back by the JSON Lines reader, of a file of ``good`` then ``cut``; the
+    error ``json.loads`` gives for ``cut`` alone, the second path the problem is checked against)."""
+    records = list(jr.jsonl_records(io.BytesIO((good + ending + cut + last).encode())))
+    try:
+        json.loads(cut)
+    except json.JSONDecodeError as exc:
+        return [p for _, _, probs in records for p in probs], exc
+    raise AssertionError(f"{cut!r} decodes")
+
+
 @pytest.mark.parametrize(("ending", "last"), [("\n", "\n"), ("\r\n", "\r\n"), ("\n", "")])
 def test_a_line_cut_short_names_its_end_not_a_column_of_the_next_line(ending, last):
     """A record missing its closing brace (or cut after a comma or a colon): the decoder runs past the
@@ -74,12 +85,7 @@ def test_a_line_cut_short_names_its_end_not_a_column_of_the_next_line(ending, la
     at the end of the file)."""
     good = json.dumps(ROWS[0])
     for cut in (good[:-1], good[: good.index(",") + 1], good[: good.index(":") + 1]):
-        records = list(jr.jsonl_records(io.BytesIO((good + ending + cut + last).encode())))
-        problems = [p for _, _, probs in records for p in probs]
-        try:
-            json.loads(cut)
-        except json.JSONDecodeError as exc:
-            want = exc
+        problems, want = _cut_after_good(good, cut, ending, last)
         assert want.colno == len(cut) + 1
         assert problems == [None, f"the line is not valid JSON: it ends before its value does ({want.msg} at "
                                   f"its end, column {len(cut) + 1})"]
@@ -94,12 +100,7 @@ def test_a_line_cut_inside_a_string_names_where_the_string_starts(ending, last):
     good = json.dumps({**ROWS[0], "explanation": "a long rationale"})
     at = good.index("a long")
     for cut in (good[: at + 3], good[: at]):
-        records = list(jr.jsonl_records(io.BytesIO((good + ending + cut + last).encode())))
-        problems = [p for _, _, probs in records for p in probs]
-        try:
-            json.loads(cut)
-        except json.JSONDecodeError as exc:
-            want = exc
+        problems, want = _cut_after_good(good, cut, ending, last)
         assert want.msg.startswith("Unterminated string") and want.colno == at
         assert problems == [None, "the line is not valid JSON: it ends inside a string (the string from "
                                   f"column {at} is not closed)"]

@@ -182,8 +182,9 @@ def conversation(prompts: pd.DataFrame, answers: pd.DataFrame,
     key = ["prompt_id", "variant"]
 
     def joined(frame: pd.DataFrame, by: list[str], word: str) -> pd.DataFrame:
-        up_to = frame[frame["turn"] <= turn].sort_values("turn")
-        whole = up_to.groupby(by, sort=False).filter(lambda g: list(g["turn"]) == list(range(1, turn + 1)))
+        up_to = frame[frame["turn"].between(1, turn)].sort_values("turn", kind="stable")
+        # one row per turn of an instance (the tables' key): all turns 1 … turn are there when there are turn
+        whole = up_to[up_to.groupby(by, sort=False)["turn"].transform("size") == turn]
         texts = whole.groupby(by, sort=False)["text"].agg(list).map(lambda ts: _turns_text(ts, word))
         last = whole[whole["turn"] == turn].set_index(by)
         return last.assign(text=texts.reindex(last.index)).reset_index()
